@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import type { Writable } from 'node:stream';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { ConfigError, errorMessage } from '../lib/errors.js';
+import { createLogger, type Logger } from '../lib/logger.js';
+import { systemClock, type Clock } from '../lib/clock.js';
+
+/**
+ * What every command gets: lazily loaded config and logger, output streams, and a place to
+ * register cleanup. Commands build the adapters they need from the config (composition stays at
+ * the edge; modules below src/cli never read env or files on their own).
+ */
+export interface CliContext {
+  readonly env: Record<string, string | undefined>;
+  readonly stdout: Writable;
+  readonly stderr: Writable;
+  readonly clock: Clock;
+  /** --config, else BOARDING_CONFIG, else undefined (built-in demo defaults). */
+  configPath(): string | undefined;
+  config(): Config;
+  logger(): Logger;
+  /** Registers cleanup run (in reverse order) when the command finishes or the process stops. */
+  onClose(fn: () => Promise<void> | void): void;
+  close(): Promise<void>;
+  /** Resolves when SIGTERM/SIGINT arrives (installed by main.ts). */
+  readonly shutdown: AbortSignal;
+}
+
+export interface ContextOptions {
+  env: Record<string, string | undefined>;
+  stdout: Writable;
+  stderr: Writable;
+  getConfigOption: () => string | undefined;
+  shutdown: AbortSignal;
+  clock?: Clock;
+}
+
+export function createCliContext(opts: ContextOptions): CliContext {
+  let config: Config | undefined;
+  let logger: Logger | undefined;
+  const closers: Array<() => Promise<void> | void> = [];
+  const configPath = (): string | undefined => opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
+  return {
+    env: opts.env,
+    stdout: opts.stdout,
+    stderr: opts.stderr,
+    clock: opts.clock ?? systemClock,
+    shutdown: opts.shutdown,
+    configPath,
+    config() {
+      if (config) return config;
+      const path = configPath();
+      let fileText: string | undefined;
+      if (path !== undefined) {
+        try {
+          fileText = readFileSync(path, 'utf8');
+        } catch (err) {
+          throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
+        }
+      }
+      config = loadConfig({ env: opts.env, fileText, filePath: path });
+      return config;
+    },
+    logger() {
+      logger ??= createLogger({ level: config?.log.level ?? opts.env['LOG_LEVEL'] ?? 'info' });
+      return logger;
+    },
+    onClose(fn) {
+      closers.push(fn);
+    },
+    async close() {
+      while (closers.length > 0) {
+        const fn = closers.pop();
+        try {
+          await fn?.();
+        } catch (err) {
+          opts.stderr.write(`warning: cleanup failed: ${errorMessage(err)}\n`);
+        }
+      }
+      logger?.flush();
+    },
+  };
+}
+
+/** Prints a line of JSON or text on stdout. */
+export function out(ctx: CliContext, text: string): void {
+  ctx.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}

@@ -1,0 +1,8 @@
+import type { Command } from 'commander';
+import type { CliContext } from './context.js';
+import { registerConfigCommands } from './config.js';
+
+/** Every command group; each file registers only commands that work. */
+export function registerCommandGroups(program: Command, ctx: CliContext): void {
+  registerConfigCommands(program, ctx);
+}

@@ -1,0 +1,131 @@
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError } from '../lib/errors.js';
+import { configSchema, type Config } from './schema.js';
+
+/** Built-in defaults: point at a local sandbox (`boarding-connector sandbox --port 4010`). */
+export const DEMO_DEFAULTS = {
+  platform: {
+    baseUrl: 'http://127.0.0.1:4010/api',
+    apiKey: 'pk_test_sandbox_demo_key',
+    environment: 'development',
+  },
+  store: { path: './var/state.sqlite' },
+  core: { adapter: 'file', file: { dir: './var/core' } },
+  webhooks: { host: '127.0.0.1', port: 8080, secrets: [] },
+  mappings: { dir: './mappings/generic' },
+} as const;
+
+export interface LoadConfigInput {
+  env: Record<string, string | undefined>;
+  /** YAML text of the config file; undefined means built-in demo defaults. */
+  fileText?: string | undefined;
+  /** Used in messages only. */
+  filePath?: string | undefined;
+}
+
+function describeValue(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
+  if (Array.isArray(v)) return 'a list';
+  if (v !== null && typeof v === 'object') return 'a map';
+  return String(v as number | boolean | null);
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+const SECRET_PATH = /apiKey|secret|password/i;
+
+function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
+  const path = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys.map((k) => `${path ? `${path}.` : ''}${k}: unknown key (check spelling; see README "Configuration")`);
+  }
+  const got = valueAt(raw, issue.path);
+  const gotText = SECRET_PATH.test(path) && typeof got === 'string' ? '(hidden)' : describeValue(got);
+  let expected = issue.message;
+  if (expected.startsWith('Invalid input')) expected = `expected ${issue.code.replaceAll('_', ' ')}`;
+  return [`${path || '(root)'}: ${expected}, got ${gotText}`];
+}
+
+/** Pure: env + file text in, validated config out, or a ConfigError listing every problem. */
+export function loadConfig(input: LoadConfigInput): Config {
+  const source = input.filePath ?? 'built-in defaults';
+  let raw: unknown;
+  if (input.fileText === undefined) {
+    raw = structuredClone(DEMO_DEFAULTS);
+  } else {
+    const doc = parseDocument(input.fileText, { prettyErrors: true, uniqueKeys: true });
+    if (doc.errors.length > 0) {
+      const problems = doc.errors.map((e) => {
+        const pos = e.linePos?.[0];
+        return `${source}${pos ? `:${pos.line}:${pos.col}` : ''}: ${e.message.split('\n')[0] ?? e.message}`;
+      });
+      throw new ConfigError(`invalid YAML in ${source}:\n  ${problems.join('\n  ')}`, problems);
+    }
+    raw = doc.toJS() ?? {};
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw new ConfigError(`${source}: expected a YAML map at the top level`);
+    }
+  }
+
+  const obj = raw as Record<string, unknown>;
+  const env = input.env;
+  const apiKey = env['BOARDING_API_KEY'];
+  if (apiKey !== undefined && apiKey !== '') {
+    const platform = (obj['platform'] ??= {}) as Record<string, unknown>;
+    platform['apiKey'] = apiKey;
+  }
+  const secrets = env['BOARDING_WEBHOOK_SECRETS'];
+  if (secrets !== undefined && secrets !== '') {
+    const webhooks = (obj['webhooks'] ??= {}) as Record<string, unknown>;
+    webhooks['secrets'] = secrets.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+  const corePassword = env['BOARDING_CORE_PASSWORD'];
+  if (corePassword !== undefined && corePassword !== '') {
+    const core = (obj['core'] ??= {}) as Record<string, unknown>;
+    const http = (core['http'] ??= {}) as Record<string, unknown>;
+    http['password'] = corePassword;
+  }
+  if (env['LOG_LEVEL']) {
+    const log = (obj['log'] ??= {}) as Record<string, unknown>;
+    log['level'] = env['LOG_LEVEL'];
+  }
+
+  const parsed = configSchema.safeParse(obj);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.flatMap((i) => formatIssue(i, obj));
+    throw new ConfigError(`invalid configuration (${source}):\n  ${problems.join('\n  ')}`, problems);
+  }
+  const config = parsed.data;
+  assertEnvironmentMatchesKey(config);
+  if (config.core.adapter === 'http' && !config.core.http) {
+    throw new ConfigError(`invalid configuration (${source}):\n  core.http: expected a map (required when core.adapter is http), got nothing`);
+  }
+  return config;
+}
+
+/**
+ * A live key must never be pointed at staging and vice versa: refused before any request, because
+ * a misdirected live key spends the production rate budget (and its revocation strikes).
+ */
+export function assertEnvironmentMatchesKey(config: Pick<Config, 'platform'>): void {
+  const { apiKey, environment } = config.platform;
+  if (apiKey.startsWith('pk_live_') && environment !== 'production') {
+    throw new ConfigError(
+      `platform.apiKey: a live key (pk_live_…) may only be used with platform.environment: production, got ${environment}`,
+    );
+  }
+  if (apiKey.startsWith('pk_test_') && environment === 'production') {
+    throw new ConfigError(
+      'platform.apiKey: a test key (pk_test_…) may only be used with platform.environment: staging or development, got production',
+    );
+  }
+}

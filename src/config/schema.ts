@@ -1,0 +1,152 @@
+import { z } from 'zod';
+
+/**
+ * Builders that carry the "expected …" half of an error message; the loader adds the key path and
+ * the value it got, e.g. `platform.rateLimit.readsPerWindow: expected integer ≥ 1, got "fast"`.
+ */
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
+  const expected = `expected integer ≥ ${min}${max < Number.MAX_SAFE_INTEGER ? ` and ≤ ${max}` : ''}`;
+  return z.number({ error: expected }).int({ error: expected }).min(min, { error: expected }).max(max, { error: expected });
+};
+const str = (what = 'non-empty string') => z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
+const bool = () => z.boolean({ error: 'expected true or false' });
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: `expected one of ${values.join(', ')}` });
+
+const rateLimitSchema = z.strictObject({
+  readsPerWindow: int(1).default(100),
+  writesPerWindow: int(1).default(30),
+  windowMs: int(100).default(60_000),
+  /** Fraction of the documented budget the client allows itself. */
+  headroom: z.number({ error: 'expected number > 0 and ≤ 1' }).gt(0, { error: 'expected number > 0 and ≤ 1' }).max(1, { error: 'expected number > 0 and ≤ 1' }).default(0.9),
+});
+
+export const platformSchema = z.strictObject({
+  baseUrl: z
+    .url({ error: 'expected an http(s) URL ending in /api' })
+    .refine((u) => /^https?:\/\//.test(u) && new URL(u).pathname.replace(/\/+$/, '').endsWith('/api'), {
+      error: 'expected an http(s) URL whose path ends in /api (paths /public/v1/... are appended)',
+    }),
+  apiKey: z
+    .string({ error: 'expected an API key (pk_live_… or pk_test_…); set it here or in BOARDING_API_KEY' })
+    .regex(/^pk_(live|test)_[A-Za-z0-9_-]+$/, { error: 'expected an API key starting with pk_live_ or pk_test_' }),
+  environment: oneOf(['production', 'staging', 'development']),
+  rateLimit: rateLimitSchema.prefault({}),
+  timeouts: z
+    .strictObject({
+      connectMs: int(1).default(10_000),
+      headersMs: int(1).default(30_000),
+      bodyMs: int(1).default(60_000),
+    })
+    .prefault({}),
+  maxRetries: int(0, 20).default(5),
+  pageSize: int(1, 100).default(100),
+});
+
+export const storeSchema = z.strictObject({
+  path: str('a file path').default('./var/state.sqlite'),
+});
+
+export const coreSchema = z.strictObject({
+  adapter: oneOf(['file', 'http']).default('file'),
+  file: z
+    .strictObject({
+      dir: str('a directory path').default('./var/core'),
+      /** Also append daily CSV batch files (one per record type) with a control file. */
+      csvBatches: bool().default(true),
+    })
+    .prefault({}),
+  http: z
+    .strictObject({
+      profile: oneOf(['fineract']).default('fineract'),
+      baseUrl: z.url({ error: 'expected the core API URL, e.g. https://core.bank.local/fineract-provider/api/v1' }),
+      username: str(),
+      password: str(),
+      tenantId: str().default('default'),
+      officeId: int(1).default(1),
+      timeoutMs: int(1).default(30_000),
+      approve: bool().default(false),
+      disburse: bool().default(false),
+      insecureTls: bool().default(false),
+    })
+    .optional(),
+});
+
+export const webhooksSchema = z.strictObject({
+  host: str('a host name or IP').default('127.0.0.1'),
+  port: int(0, 65535).default(8080),
+  secrets: z.array(str('a signing secret (whsec_…)'), { error: 'expected a list of signing secrets' }).default([]),
+  scheme: oneOf(['standard', 'svix', 'stripe', 'hmac-sha256-hex']).default('standard'),
+  toleranceSeconds: int(1).default(300),
+  maxBodyBytes: int(1024).default(262_144),
+  /** The public HTTPS URL the platform delivers to; used to find our endpoint in the list. */
+  publicUrl: z.url({ error: 'expected an https URL' }).optional(),
+  /** How long to wait after a loan.funded event before an early cycle (collapses bursts). */
+  debounceMs: int(0).default(2_000),
+});
+
+export const mappingsSchema = z.strictObject({
+  dir: str('a directory path').default('./mappings/generic'),
+  /** Allow boarding with only the last 4 digits of a tax id (otherwise: tin_incomplete). */
+  allowLast4Tin: bool().default(false),
+  /** Bank defaults available to expressions as $defaults (branch, officer, GL codes…). */
+  defaults: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]), { error: 'expected a map of names to values' }).default({}),
+  timeoutMs: int(1).default(1_000),
+});
+
+export const bankSchema = z.strictObject({
+  /** IANA zone in which core dates are derived from the platform's date-times. */
+  timeZone: str('an IANA time zone, e.g. America/Chicago')
+    .refine((tz) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    }, { error: 'expected an IANA time zone, e.g. America/Chicago' })
+    .default('America/Chicago'),
+});
+
+export const scheduleSchema = z.strictObject({
+  drain: str('a cron expression').default('* * * * *'),
+  reconcile: str('a cron expression').default('30 2 * * *'),
+  endpointCheck: str('a cron expression').default('*/15 * * * *'),
+});
+
+export const boardingSchema = z.strictObject({
+  concurrency: int(1, 64).default(4),
+  maxAttempts: int(1).default(10),
+  retryBaseMs: int(1).default(30_000),
+  retryMaxMs: int(1).default(6 * 60 * 60_000),
+  documentMaxBytes: int(1).default(50 * 1024 * 1024),
+  shutdownTimeoutMs: int(0).default(30_000),
+});
+
+export const reportsSchema = z.strictObject({
+  dir: str('a directory path').default('./var/reports'),
+  fundedNotReleasedDays: int(0).default(5),
+});
+
+export const logSchema = z.strictObject({
+  level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export const configSchema = z.strictObject({
+  platform: platformSchema,
+  store: storeSchema.prefault({}),
+  core: coreSchema.prefault({}),
+  webhooks: webhooksSchema.prefault({}),
+  mappings: mappingsSchema.prefault({}),
+  bank: bankSchema.prefault({}),
+  schedule: scheduleSchema.prefault({}),
+  boarding: boardingSchema.prefault({}),
+  reports: reportsSchema.prefault({}),
+  log: logSchema.prefault({}),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type PlatformConfig = Config['platform'];
+export type CoreConfig = Config['core'];
+export type WebhooksConfig = Config['webhooks'];
+export type MappingsConfig = Config['mappings'];

@@ -1,0 +1,88 @@
+import type { Writable } from 'node:stream';
+import type { MappedRecord } from '../mapping/types.js';
+import type { PlatformDocument } from '../platform/schemas.js';
+
+/** Writes one document's bytes into sink (download with no Authorization header). */
+export type DocumentFetcher = (
+  doc: PlatformDocument,
+  sink: Writable,
+  signal?: AbortSignal,
+) => Promise<{ sha256: string; bytes: number; contentType: string | null }>;
+
+export interface BoardingPackage {
+  loanId: string;
+  loanNumber: string | null;
+  mappingVersion: string;
+  connectorVersion: string;
+  records: MappedRecord[];
+  documents: PlatformDocument[];
+  fetchDocument: DocumentFetcher;
+  /** Canonical platform values kept with the core record for reconciliation. */
+  source: CanonicalLoanFields;
+}
+
+/** Platform-side values, in platform units, that reconciliation compares with the core. */
+export interface CanonicalLoanFields {
+  centsAmount?: number | null;
+  bpsRate?: number | null;
+  maturityDate?: string | null;
+  firstPaymentDate?: string | null;
+  paymentFrequency?: string | null;
+  productId?: string | null;
+}
+
+export interface CoreReceipt {
+  /** The core's identifier of the loan (account number, loan id, package path). */
+  coreReference: string;
+  loanExternalId: string;
+  mappingVersion: string;
+  records: Array<{ type: string; externalId: string; coreId: string }>;
+  documents: Array<{ documentId: string; sha256: string; bytes: number; coreId?: string }>;
+  boardedAt: string;
+}
+
+export interface CoreLoanRecord {
+  coreReference: string;
+  loanExternalId: string;
+  mappingVersion: string | null;
+  /** What the core holds, converted back to platform units where the adapter can. */
+  fields: CanonicalLoanFields;
+}
+
+/** The core refused the data (4xx): the loan is quarantined with the core's own message. */
+export class CoreRejectedError extends Error {
+  override readonly name = 'CoreRejectedError';
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+    readonly detail: unknown = undefined,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The outcome is unknown (timeout, 5xx, connection reset): the write may have committed. The
+ * pipeline retries later and the adapter checks by external id before writing again.
+ */
+export class CoreUnavailableError extends Error {
+  override readonly name = 'CoreUnavailableError';
+  constructor(
+    message: string,
+    readonly ambiguous: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface CoreSystem {
+  readonly name: string;
+  /** Boards every record idempotently by external id; safe to call again after any failure. */
+  board(pkg: BoardingPackage, opts?: { signal?: AbortSignal }): Promise<CoreReceipt>;
+  findLoan(loanExternalId: string): Promise<CoreLoanRecord | null>;
+  /** Every loan the core holds that came from the connector (reconciliation); streamed. */
+  listLoans?(): AsyncIterable<CoreLoanRecord>;
+  health(): Promise<{ ok: boolean; detail?: string }>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,31 @@
+/**
+ * Errors that decide the process exit code. Everything else is classified where it happens
+ * (PlatformError at the HTTP boundary, core errors in src/core) and handled by the pipeline.
+ */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly exitCode = 1;
+  constructor(
+    message: string,
+    readonly problems: readonly string[] = [message],
+  ) {
+    super(message);
+  }
+}
+
+/** Wrong command-line usage: exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  readonly exitCode = 2;
+}
+
+/** A condition the operator must fix (auth refused, key revoked): exit code 1. */
+export class FatalError extends Error {
+  override readonly name = 'FatalError';
+  readonly exitCode = 1;
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+import { CommanderError } from 'commander';
+import { createCliContext, type CliContext } from './cli/context.js';
+import { buildProgram } from './cli/program.js';
+import { ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
+import { scrubText } from './lib/logger.js';
+
+/** Composition root: the only place that installs signal handlers and calls process.exit. */
+async function main(argv: string[]): Promise<number> {
+  const shutdown = new AbortController();
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      process.stderr.write(`second ${sig}: forcing exit\n`);
+      process.exit(130);
+    }
+    shutdown.abort(new Error(`received ${sig}`));
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  let ctx: CliContext | undefined;
+  const { program } = buildProgram((p) => {
+    ctx = createCliContext({
+      env: process.env,
+      stdout: process.stdout,
+      stderr: process.stderr,
+      getConfigOption: () => p.opts<{ config?: string }>().config,
+      shutdown: shutdown.signal,
+    });
+    return ctx;
+  });
+  try {
+    if (argv.length <= 2) {
+      program.outputHelp();
+      return 0;
+    }
+    await program.parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      return 2;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError || err instanceof FatalError) {
+      process.stderr.write(`error: ${scrubText(err.message)}\n`);
+      return 1;
+    }
+    process.stderr.write(`error: ${scrubText(errorMessage(err))}\n`);
+    if (err instanceof Error && err.stack && process.env['DEBUG']) process.stderr.write(`${scrubText(err.stack)}\n`);
+    return 1;
+  } finally {
+    await ctx?.close();
+  }
+}
+
+main(process.argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`fatal: ${scrubText(errorMessage(err))}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,57 @@
+import type { Entities, PlatformDocument, QueueItem } from '../platform/schemas.js';
+
+/** What a mapping sees: the queue item (loan + boarding), its entities and documents list. */
+export interface MappingInput {
+  loan: QueueItem;
+  entities: Entities;
+  documents: PlatformDocument[];
+}
+
+/**
+ * One record for the core. `type` is the mapping's target name (e.g. customer, loan,
+ * relationship, document for the generic set; client, loan, guarantor, document for fineract).
+ * `externalId` is the platform id the record is idempotent by. Records reference each other by
+ * external id in fields named `*ExternalId` (e.g. a fineract loan's `clientExternalId`); the core
+ * adapter resolves those to core ids.
+ */
+export interface MappedRecord {
+  type: string;
+  externalId: string;
+  fields: Record<string, unknown>;
+}
+
+export type MappingIssueCode =
+  | 'mapping' // expression failed / produced a value of the wrong shape
+  | 'validation' // output schema violated (required field missing, bad enum…)
+  | 'tin_incomplete' // a full tax id is required and only the last 4 digits are known
+  | 'lookup_missing'; // $lookup key absent and no default given
+
+export interface MappingIssue {
+  code: MappingIssueCode;
+  /** Mapping file (relative to the mapping dir), line and column of the expression. */
+  file: string;
+  line: number;
+  column: number;
+  /** Target record type and field, e.g. loan.principal */
+  target: string;
+  field: string;
+  /** Input path the expression read, when known (e.g. loan.paymentFrequency). */
+  inputPath?: string;
+  message: string;
+}
+
+export type MappingOutcome =
+  | { ok: true; mappingVersion: string; records: MappedRecord[] }
+  | { ok: false; mappingVersion: string; issues: MappingIssue[] };
+
+/** A compiled mapping set. Pure: no I/O after loading. */
+export interface Mapper {
+  /** Hash of the mapping files: stamped on every core record and stored per loan. */
+  readonly version: string;
+  readonly name: string;
+  map(input: MappingInput): Promise<MappingOutcome>;
+}
+
+export function formatIssue(i: MappingIssue): string {
+  return `${i.file}:${i.line}:${i.column} ${i.target}.${i.field}: ${i.message}${i.inputPath ? ` (input ${i.inputPath})` : ''}`;
+}

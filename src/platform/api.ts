@@ -1,0 +1,95 @@
+import type { Writable } from 'node:stream';
+import type {
+  Business,
+  DownloadAddress,
+  Entities,
+  InvalidItem,
+  Loan,
+  LoanSummary,
+  PlatformDocument,
+  Product,
+  QueueItem,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+} from './schemas.js';
+
+export type Bucket = 'read' | 'write';
+
+export interface QueuePage {
+  /** Cursor used to fetch this page (null for the first page). */
+  cursor: string | null;
+  /** Cursor of the next page: checkpoint this after the page's items are handled. */
+  nextCursor: string | null;
+  hasMore: boolean;
+  items: QueueItem[];
+  /** Items that failed validation, reported per item. */
+  invalid: InvalidItem[];
+}
+
+export interface QueueWalkOptions {
+  /** Resume a walk from a saved cursor. */
+  cursor?: string | null;
+  limit?: number;
+  /** true: already boarded loans (reconciliation). */
+  boarded?: boolean;
+  /** With boarded=true: ISO date-time lower bound. */
+  boardedSince?: string;
+  signal?: AbortSignal;
+}
+
+export interface DownloadResult {
+  sha256: string;
+  bytes: number;
+  contentType: string | null;
+}
+
+export interface BudgetSnapshot {
+  bucket: Bucket;
+  limit: number;
+  allowed: number;
+  spentInWindow: number;
+  remaining: number;
+  pausedUntil: number | null;
+}
+
+export interface PlatformHealth {
+  lastSuccessAt: number | null;
+  strikes24h: number;
+  /** true after 2 strikes in 24 h: writes stop until the ledger ages out (or an operator clears it). */
+  writesStopped: boolean;
+  budgets: BudgetSnapshot[];
+}
+
+export interface WriteOptions {
+  /** Required on every write; reused verbatim on every retry (≤ 255 chars). */
+  idempotencyKey: string;
+  signal?: AbortSignal;
+}
+
+export interface ReadOptions {
+  signal?: AbortSignal;
+}
+
+/** The Loan Platform operations the connector uses. Implemented by src/platform/client.ts. */
+export interface PlatformApi {
+  boardingQueue(opts?: QueueWalkOptions): AsyncGenerator<QueuePage, void, undefined>;
+  getLoan(id: string, opts?: ReadOptions): Promise<Loan>;
+  getLoanSummary(id: string, opts?: ReadOptions): Promise<LoanSummary>;
+  getEntities(loanId: string, opts?: ReadOptions): Promise<Entities>;
+  listDocuments(loanId: string, opts?: ReadOptions): Promise<PlatformDocument[]>;
+  getDownloadAddress(documentId: string, opts?: ReadOptions): Promise<DownloadAddress>;
+  /** Streams a presigned URL into sink with no Authorization header; enforces maxBytes. */
+  download(url: string, sink: Writable, opts: { maxBytes: number; signal?: AbortSignal }): Promise<DownloadResult>;
+  acknowledgeBoarding(loanId: string, body: Record<string, unknown>, opts: WriteOptions): Promise<unknown>;
+  listProducts(opts?: ReadOptions): Promise<Product[]>;
+  getProduct(id: string, opts?: ReadOptions): Promise<Product>;
+  createBusiness?(loanId: string, body: Record<string, unknown>, opts: WriteOptions): Promise<Business>;
+  listWebhookEndpoints(opts?: ReadOptions): Promise<WebhookEndpoint[]>;
+  createWebhookEndpoint(
+    body: { name: string; url: string; subscribedEvents: string[] },
+    opts: WriteOptions,
+  ): Promise<WebhookEndpointWithSecret>;
+  updateWebhookEndpoint(id: string, patch: Record<string, unknown>, opts: WriteOptions): Promise<WebhookEndpoint>;
+  health(): PlatformHealth;
+  close(): Promise<void>;
+}

@@ -1,0 +1,97 @@
+/**
+ * Schema migrations, applied in order by `PRAGMA user_version`. Append only: never edit a
+ * migration once it has landed on main; add a new one. Times are epoch milliseconds (INTEGER)
+ * unless the column says _iso. No full EIN/SSN is ever stored.
+ */
+export const MIGRATIONS: readonly string[] = [
+  /* 1: initial schema */ `
+  CREATE TABLE loans (
+    id                 TEXT PRIMARY KEY,          -- platform loan id (external id in the core)
+    loan_number        TEXT,
+    state              TEXT NOT NULL,             -- queued|fetched|mapped|written|acknowledged|retry_wait|quarantined|skipped
+    quarantine_reason  TEXT,                      -- mapping|validation|core_rejected|tin_incomplete|ambiguous
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at    INTEGER,
+    last_error_code    TEXT,
+    last_error_message TEXT,
+    core_reference     TEXT,
+    mapping_version    TEXT,
+    payload_hash       TEXT,
+    release_marker     TEXT,                      -- identifies this release (boarding id / releasedAt)
+    cents_amount       INTEGER,
+    product_id         TEXT,
+    funded_at_iso      TEXT,
+    released_at_iso    TEXT,
+    boarded_at_iso     TEXT,
+    written_at         INTEGER,
+    acknowledged_at    INTEGER,
+    created_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL
+  );
+  CREATE INDEX loans_state ON loans(state, next_attempt_at);
+
+  CREATE TABLE loan_events (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    loan_id    TEXT NOT NULL,
+    at         INTEGER NOT NULL,
+    kind       TEXT NOT NULL,                     -- transition|attempt|ops|webhook
+    from_state TEXT,
+    to_state   TEXT,
+    actor      TEXT NOT NULL DEFAULT 'connector',
+    reason     TEXT,
+    detail     TEXT                               -- JSON
+  );
+  CREATE INDEX loan_events_loan ON loan_events(loan_id, seq);
+
+  CREATE TABLE checkpoints (
+    name       TEXT PRIMARY KEY,                  -- e.g. boarding-queue
+    cursor     TEXT,
+    started_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+
+  CREATE TABLE idempotency_keys (
+    key          TEXT PRIMARY KEY,
+    loan_id      TEXT,
+    operation    TEXT NOT NULL,                   -- ack|core-write|webhook-endpoint…
+    created_at   INTEGER NOT NULL,
+    completed_at INTEGER,
+    status       INTEGER,
+    response     TEXT
+  );
+
+  CREATE TABLE rate_spend (
+    bucket TEXT NOT NULL,                         -- read|write
+    at     INTEGER NOT NULL
+  );
+  CREATE INDEX rate_spend_bucket_at ON rate_spend(bucket, at);
+
+  CREATE TABLE rate_strikes (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT,
+    at             INTEGER NOT NULL,
+    bucket         TEXT NOT NULL,
+    path           TEXT,
+    retry_after_ms INTEGER,
+    cleared_at     INTEGER,
+    cleared_by     TEXT
+  );
+
+  CREATE TABLE rate_pause (
+    bucket TEXT PRIMARY KEY,
+    until  INTEGER NOT NULL
+  );
+
+  CREATE TABLE webhook_inbox (
+    webhook_id   TEXT PRIMARY KEY,
+    event_type   TEXT NOT NULL,
+    loan_id      TEXT,
+    occurred_at  INTEGER,
+    received_at  INTEGER NOT NULL,
+    payload      TEXT NOT NULL,
+    status       TEXT NOT NULL DEFAULT 'pending',  -- pending|processed|failed
+    processed_at INTEGER,
+    error        TEXT
+  );
+  CREATE INDEX webhook_inbox_pending ON webhook_inbox(status, loan_id, occurred_at);
+  `,
+];

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/load.js';
+import { ConfigError } from '../../../src/lib/errors.js';
+
+const base = `
+platform:
+  baseUrl: https://lender.example.com/api
+  apiKey: pk_test_abc
+  environment: staging
+`;
+
+function problems(fileText: string, env: Record<string, string> = {}): string[] {
+  try {
+    loadConfig({ env, fileText, filePath: 'bank.yaml' });
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.problems];
+    throw err;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('fills defaults for every operator-contract key', () => {
+    const c = loadConfig({ env: {}, fileText: base });
+    expect(c.platform.rateLimit).toEqual({ readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 });
+    expect(c.store.path).toBe('./var/state.sqlite');
+    expect(c.core).toMatchObject({ adapter: 'file', file: { dir: './var/core' } });
+    expect(c.webhooks).toMatchObject({ host: '127.0.0.1', port: 8080, secrets: [] });
+    expect(c.mappings.dir).toBe('./mappings/generic');
+  });
+
+  it('names the key path, what was expected and what it got', () => {
+    expect(problems(`${base}  rateLimit: { readsPerWindow: fast }\n`)).toEqual([
+      'platform.rateLimit.readsPerWindow: expected integer ≥ 1, got "fast"',
+    ]);
+  });
+
+  it('reports unknown keys so typos do not silently fall back to defaults', () => {
+    expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)[0]).toMatch(/^platform\.ratelimit: unknown key/);
+  });
+
+  it('points YAML syntax errors at file:line:col', () => {
+    expect(problems('platform:\n  baseUrl: [unclosed\n')[0]).toMatch(/^bank\.yaml:\d+:\d+: /);
+  });
+
+  it('takes secrets from the environment', () => {
+    const c = loadConfig({
+      env: { BOARDING_API_KEY: 'pk_test_fromenv', BOARDING_WEBHOOK_SECRETS: 'whsec_a, whsec_b' },
+      fileText: base,
+    });
+    expect(c.platform.apiKey).toBe('pk_test_fromenv');
+    expect(c.webhooks.secrets).toEqual(['whsec_a', 'whsec_b']);
+  });
+
+  it('never echoes a secret value in an error', () => {
+    const p = problems(base.replace('pk_test_abc', 'sk_nope_secret'));
+    expect(p.join('\n')).not.toContain('sk_nope_secret');
+    expect(p[0]).toMatch(/^platform\.apiKey: /);
+  });
+
+  it('refuses a live key outside production and a test key in production', () => {
+    expect(() => loadConfig({ env: { BOARDING_API_KEY: 'pk_live_x' }, fileText: base })).toThrow(/live key.*production/);
+    expect(() => loadConfig({ env: {}, fileText: base.replace('staging', 'production') })).toThrow(/test key/);
+  });
+
+  it('requires core.http when the http adapter is chosen', () => {
+    expect(() => loadConfig({ env: {}, fileText: `${base}core: { adapter: http }\n` })).toThrow(/core\.http/);
+  });
+
+  it('rejects an unknown time zone by key', () => {
+    expect(problems(`${base}bank: { timeZone: Mars/Olympus }\n`)[0]).toMatch(/^bank\.timeZone: expected an IANA time zone/);
+  });
+
+  it('runs on built-in demo defaults without a file', () => {
+    const c = loadConfig({ env: {} });
+    expect(c.platform.environment).toBe('development');
+  });
+});
