@@ -29,7 +29,7 @@ function describeValue(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}...` : v);
   if (Array.isArray(v)) return 'a list';
   if (v !== null && typeof v === 'object') return 'a map';
-  return String(v as number | boolean | null);
+  return JSON.stringify(v);
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
