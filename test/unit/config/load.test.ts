@@ -76,3 +76,18 @@ describe('loadConfig', () => {
     expect(c.platform.environment).toBe('development');
   });
 });
+
+describe('config/example.yaml', () => {
+  it('is a valid config that spells out every default', async () => {
+    const { readFileSync } = await import('node:fs');
+    const text = readFileSync(new URL('../../../config/example.yaml', import.meta.url), 'utf8');
+    const c = loadConfig({ env: {}, fileText: text, filePath: 'config/example.yaml' });
+    const defaults = loadConfig({ env: {}, fileText: base });
+    // Same values as the built-in defaults wherever the example does not show a bank choice.
+    expect(c.platform.rateLimit).toEqual(defaults.platform.rateLimit);
+    expect(c.boarding).toEqual(defaults.boarding);
+    expect(c.schedule).toEqual(defaults.schedule);
+    expect(c.webhooks).toEqual(defaults.webhooks);
+    expect(c.mappings.defaults['branch']).toBe('0012');
+  });
+});
