@@ -94,4 +94,12 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX webhook_inbox_pending ON webhook_inbox(status, loan_id, occurred_at);
   `,
+  /* 2: boarding pipeline. The queue item (loan + boarding object, no tax ids: those live on
+     entities, which are never stored) so a walk resumed from a checkpoint can board loans seen
+     before the crash without a second GET; when a core write may have started (after that, the
+     core is checked by external id before writing again). */ `
+  ALTER TABLE loans ADD COLUMN queue_item TEXT;
+  ALTER TABLE loans ADD COLUMN core_write_started_at INTEGER;
+  ALTER TABLE loans ADD COLUMN last_seen_at INTEGER;
+  `,
 ];
