@@ -1,0 +1,357 @@
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { RateStateStore, StrikeRecord } from '../store/rate-state.js';
+import type { Bucket, BudgetSnapshot } from './api.js';
+import { PlatformError } from './errors.js';
+
+/**
+ * The client-side rate budget (design.md "Decisions"): separate read and write buckets, each a
+ * sliding window of attempt timestamps, paced below the documented limit by `headroom`. A sliding
+ * window of `allowed` per windowMs also holds for ANY fixed window of the same length, so the
+ * server's windows need not line up with ours. Every attempt (retries included) takes a token
+ * before it leaves, and the token is persisted first, so a restart inside a window cannot burst.
+ */
+
+export const STRIKE_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Strikes are kept a week for the audit trail, then pruned. */
+const STRIKE_RETENTION_MS = 7 * STRIKE_WINDOW_MS;
+
+/** GET/HEAD are reads; everything else (POST search included, as design.md decides) is a write. */
+export function bucketFor(method: string): Bucket {
+  const m = method.toUpperCase();
+  return m === 'GET' || m === 'HEAD' ? 'read' : 'write';
+}
+
+export interface RateLimitSettings {
+  readsPerWindow: number;
+  writesPerWindow: number;
+  windowMs: number;
+  /** Fraction (0, 1] of the documented limit the client allows itself. */
+  headroom: number;
+}
+
+export interface RateBudgetOptions extends RateLimitSettings {
+  clock: Clock;
+  state: RateStateStore;
+  logger: Logger;
+  /** Random source in [0, 1) for pause jitter (tests pin it). */
+  random?: () => number;
+  /** Extra wait added to every 429 pause: [min, max] ms. Default [250, 1000]. */
+  pauseJitterMs?: readonly [number, number];
+  /** Pause when a 429 names no wait at all. Default windowMs. */
+  defaultPauseMs?: number;
+}
+
+export interface Token {
+  bucket: Bucket;
+  /** Per-bucket sequence number: tokens taken after this one have a larger seq. */
+  seq: number;
+  at: number;
+}
+
+export interface RateHeaders {
+  limit?: string | null | undefined;
+  remaining?: string | null | undefined;
+  reset?: string | null | undefined;
+}
+
+export interface RateLimitedInfo {
+  path: string;
+  /** max(Retry-After, body.retryAfter) in seconds, or null when neither was sent. */
+  retryAfterSeconds: number | null;
+  headers: RateHeaders;
+}
+
+interface ServerView {
+  remaining: number;
+  /** Requests the server keeps in reserve under our headroom (limit − floor(limit × headroom)). */
+  reserve: number;
+  resetAt: number;
+  /** seq of the token whose response carried this view. */
+  afterSeq: number;
+}
+
+interface Waiter {
+  resolve: (t: Token) => void;
+  reject: (e: unknown) => void;
+  cleanup: () => void;
+}
+
+interface Lane {
+  bucket: Bucket;
+  limit: number;
+  /** Attempt timestamps inside the window, ascending. */
+  spent: number[];
+  seq: number;
+  pausedUntil: number;
+  server: ServerView | null;
+  waiters: Waiter[];
+  pumping: boolean;
+}
+
+/** Turns X-RateLimit-Reset into epoch ms: epoch seconds per spec; epoch ms or delta seconds tolerated. */
+export function parseResetHeader(value: string | null | undefined, nowMs: number): number | null {
+  if (value === null || value === undefined || value.trim() === '') return null;
+  const n = Number(value.trim());
+  if (!Number.isFinite(n) || n < 0) return null;
+  if (n > 1e12) return n;
+  if (n > 1e9) return n * 1000;
+  return nowMs + n * 1000;
+}
+
+function parseCount(value: string | null | undefined): number | null {
+  if (value === null || value === undefined || value.trim() === '') return null;
+  const n = Number(value.trim());
+  return Number.isFinite(n) && n >= 0 ? Math.floor(n) : null;
+}
+
+export class RateBudget {
+  private readonly lanes: Record<Bucket, Lane>;
+  private readonly random: () => number;
+  private readonly jitter: readonly [number, number];
+  private strikes: StrikeRecord[];
+  private alerted = false;
+  private closed = false;
+  private readonly closeController = new AbortController();
+  private spendSincePrune = 0;
+  private readonly counters = { rateLimited: 0, waitsMs: 0 };
+
+  constructor(private readonly opts: RateBudgetOptions) {
+    this.random = opts.random ?? Math.random;
+    this.jitter = opts.pauseJitterMs ?? [250, 1000];
+    const now = opts.clock.now();
+    opts.state.prune(now - opts.windowMs * 2, now - STRIKE_RETENTION_MS);
+    const lane = (bucket: Bucket, limit: number): Lane => ({
+      bucket,
+      limit,
+      spent: opts.state.loadSpend(bucket, now - opts.windowMs),
+      seq: 0,
+      pausedUntil: opts.state.loadPause(bucket) ?? 0,
+      server: null,
+      waiters: [],
+      pumping: false,
+    });
+    this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
+    this.strikes = opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
+    if (this.writesStopped()) this.alertWritesStopped('at start');
+  }
+
+  /** Tokens per window this bucket may use now (half pace after one strike in 24 h). */
+  allowed(bucket: Bucket): number {
+    const base = Math.max(1, Math.floor(this.lanes[bucket].limit * this.opts.headroom));
+    return this.strikes24h() >= 1 ? Math.max(1, Math.floor(base / 2)) : base;
+  }
+
+  strikes24h(): number {
+    const since = this.opts.clock.now() - STRIKE_WINDOW_MS;
+    return this.strikes.filter((s) => s.at >= since).length;
+  }
+
+  writesStopped(): boolean {
+    return this.strikes24h() >= 2;
+  }
+
+  /** Waits (FIFO per bucket) until an attempt may be sent, records it, and returns its token. */
+  acquire(bucket: Bucket, signal?: AbortSignal): Promise<Token> {
+    if (this.closed) return Promise.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
+    if (bucket === 'write' && this.writesStopped()) return Promise.reject(this.writesStoppedError());
+    if (signal?.aborted) return Promise.reject(new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }));
+    const lane = this.lanes[bucket];
+    return new Promise<Token>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        cleanup: () => signal?.removeEventListener('abort', onAbort),
+      };
+      const onAbort = (): void => {
+        const i = lane.waiters.indexOf(waiter);
+        if (i >= 0) lane.waiters.splice(i, 1);
+        reject(new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      lane.waiters.push(waiter);
+      void this.pump(lane);
+    });
+  }
+
+  /** Syncs down from X-RateLimit-* of a response: when the server says fewer remain, believe it. */
+  observe(token: Token, headers: RateHeaders): void {
+    const remaining = parseCount(headers.remaining);
+    if (remaining === null) return;
+    const lane = this.lanes[token.bucket];
+    const now = this.opts.clock.now();
+    const limit = parseCount(headers.limit) ?? lane.limit;
+    const resetAt = parseResetHeader(headers.reset, now) ?? now + this.opts.windowMs;
+    const cur = lane.server;
+    // Keep the freshest view: the one from the most recently sent request, or a newer server window.
+    if (cur === null || now >= cur.resetAt || token.seq > cur.afterSeq || resetAt > cur.resetAt) {
+      lane.server = { remaining, reserve: limit - Math.floor(limit * this.opts.headroom), resetAt, afterSeq: token.seq };
+    }
+  }
+
+  /**
+   * A 429: pause the WHOLE bucket until max(Retry-After, body.retryAfter, X-RateLimit-Reset) plus
+   * jitter (never shorter), persist the pause and a strike. Returns the pause end (epoch ms).
+   */
+  onRateLimited(token: Token, info: RateLimitedInfo): number {
+    const now = this.opts.clock.now();
+    const lane = this.lanes[token.bucket];
+    this.counters.rateLimited += 1;
+    const resetAt = parseResetHeader(info.headers.reset, now);
+    const candidates = [
+      info.retryAfterSeconds === null ? 0 : info.retryAfterSeconds * 1000,
+      resetAt === null ? 0 : resetAt - now,
+    ];
+    let waitMs = Math.max(...candidates);
+    if (info.retryAfterSeconds === null && resetAt === null) waitMs = this.opts.defaultPauseMs ?? this.opts.windowMs;
+    const [jMin, jMax] = this.jitter;
+    const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
+    lane.pausedUntil = Math.max(lane.pausedUntil, until);
+    lane.server = { remaining: 0, reserve: 0, resetAt: lane.pausedUntil, afterSeq: lane.seq };
+    this.opts.state.savePause(lane.bucket, lane.pausedUntil);
+    this.opts.state.recordStrike({ at: now, bucket: lane.bucket, path: info.path, retryAfterMs: waitMs });
+    this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
+    const strikes = this.strikes24h();
+    this.opts.logger.warn(
+      { bucket: lane.bucket, path: info.path, pauseMs: lane.pausedUntil - now, strikes24h: strikes, allowedNow: this.allowed(lane.bucket) },
+      'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
+    );
+    if (this.writesStopped()) this.alertWritesStopped('after 429');
+    // Wake the pumps so writes waiting in line fail fast now that writes are stopped.
+    for (const l of Object.values(this.lanes)) void this.pump(l);
+    return lane.pausedUntil;
+  }
+
+  /** Operator command: forget the strikes (after the platform confirmed the key is fine). */
+  clearStrikes(by: string): number {
+    const n = this.opts.state.clearStrikes(by, this.opts.clock.now());
+    this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
+    this.alerted = false;
+    this.opts.logger.warn({ by, cleared: n }, 'rate-limit strikes cleared by operator');
+    return n;
+  }
+
+  snapshot(bucket: Bucket): BudgetSnapshot {
+    const lane = this.lanes[bucket];
+    const now = this.opts.clock.now();
+    this.expire(lane, now);
+    const allowed = this.allowed(bucket);
+    return {
+      bucket,
+      limit: lane.limit,
+      allowed,
+      spentInWindow: lane.spent.length,
+      remaining: Math.max(0, allowed - lane.spent.length),
+      pausedUntil: lane.pausedUntil > now ? lane.pausedUntil : null,
+    };
+  }
+
+  stats(): { rateLimited: number; waitsMs: number } {
+    return { ...this.counters };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.closeController.abort();
+    for (const lane of Object.values(this.lanes)) {
+      for (const w of lane.waiters.splice(0)) {
+        w.cleanup();
+        w.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
+      }
+    }
+  }
+
+  private writesStoppedError(): PlatformError {
+    return new PlatformError({
+      code: 'rate_limit.writes_stopped',
+      message:
+        'writes stopped: 2 rate-limit strikes in 24 h (the platform revokes a live key at 3); they resume when the ledger ages out or an operator clears it',
+    });
+  }
+
+  private alertWritesStopped(when: string): void {
+    if (this.alerted) return;
+    this.alerted = true;
+    this.opts.logger.error(
+      { strikes24h: this.strikes24h(), when, alert: 'rate_limit.writes_stopped' },
+      'ALERT: 2 rate-limit strikes within 24 h: writes stopped, reads continue at half pace (a live key is revoked at 3)',
+    );
+  }
+
+  private expire(lane: Lane, now: number): void {
+    const cutoff = now - this.opts.windowMs;
+    let i = 0;
+    while (i < lane.spent.length && (lane.spent[i] as number) <= cutoff) i += 1;
+    if (i > 0) lane.spent.splice(0, i);
+  }
+
+  /** 0 when a token may be taken now, else how long to wait. */
+  private waitMs(lane: Lane, now: number): number {
+    if (lane.pausedUntil > now) return lane.pausedUntil - now;
+    this.expire(lane, now);
+    const allowed = this.allowed(lane.bucket);
+    if (lane.spent.length >= allowed) {
+      // The oldest token that must leave the window before one more fits.
+      const t = lane.spent[lane.spent.length - allowed] as number;
+      return Math.max(1, t + this.opts.windowMs - now + 1);
+    }
+    const s = lane.server;
+    if (s !== null) {
+      if (now >= s.resetAt) {
+        lane.server = null;
+      } else if (s.remaining - s.reserve - (lane.seq - s.afterSeq) <= 0) {
+        return Math.max(1, s.resetAt - now + 1);
+      }
+    }
+    return 0;
+  }
+
+  private take(lane: Lane, now: number): Token {
+    // Persist first: if this throws (disk full) the attempt is not sent at all.
+    this.opts.state.recordSpend(lane.bucket, now);
+    lane.spent.push(now);
+    lane.seq += 1;
+    this.spendSincePrune += 1;
+    if (this.spendSincePrune >= 500) {
+      this.spendSincePrune = 0;
+      this.opts.state.prune(now - this.opts.windowMs * 2, now - STRIKE_RETENTION_MS);
+    }
+    return { bucket: lane.bucket, seq: lane.seq, at: now };
+  }
+
+  private async pump(lane: Lane): Promise<void> {
+    if (lane.pumping) return;
+    lane.pumping = true;
+    try {
+      while (lane.waiters.length > 0 && !this.closed) {
+        if (lane.bucket === 'write' && this.writesStopped()) {
+          for (const w of lane.waiters.splice(0)) {
+            w.cleanup();
+            w.reject(this.writesStoppedError());
+          }
+          break;
+        }
+        const now = this.opts.clock.now();
+        const wait = this.waitMs(lane, now);
+        if (wait <= 0) {
+          const w = lane.waiters.shift() as Waiter;
+          w.cleanup();
+          try {
+            w.resolve(this.take(lane, now));
+          } catch (err) {
+            w.reject(err);
+          }
+          continue;
+        }
+        this.counters.waitsMs += wait;
+        try {
+          await this.opts.clock.sleep(wait, this.closeController.signal);
+        } catch {
+          break;
+        }
+      }
+    } finally {
+      lane.pumping = false;
+    }
+  }
+}

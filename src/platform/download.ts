@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import { Transform, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Dispatcher } from 'undici';
+import type { Logger } from '../lib/logger.js';
+import type { DownloadResult } from './api.js';
+import { classifyThrown, PlatformError } from './errors.js';
+
+/**
+ * Fetches a presigned address. The signature in the query string IS the credential, so: no
+ * Authorization header (the request is built here with an explicit header list, on a dispatcher
+ * that never carries the API key), and the query string never reaches a log line or an error
+ * message. The body streams into the caller's sink through a meter that hashes and counts, and
+ * aborts past maxBytes. On any failure the sink is destroyed: the caller discards the partial file.
+ */
+export interface DownloadDeps {
+  dispatcher: Dispatcher;
+  logger: Logger;
+  userAgent: string;
+  onOutcome?: (outcome: 'ok' | 'failed') => void;
+}
+
+export interface DownloadOptions {
+  maxBytes: number;
+  signal?: AbortSignal;
+}
+
+/** Origin + path only: what may appear in logs and messages. */
+export function redactUrl(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
+export async function downloadPresigned(deps: DownloadDeps, address: string, sink: Writable, opts: DownloadOptions): Promise<DownloadResult> {
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    throw new PlatformError({ code: 'download.failed', message: 'download: the address is not a valid URL' });
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new PlatformError({ code: 'download.failed', message: `download: unsupported scheme ${url.protocol}` });
+  }
+  const where = redactUrl(url);
+  const ctx = { operation: 'download', method: 'GET', path: where };
+  const started = Date.now();
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await deps.dispatcher.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: 'GET',
+      // Explicit and complete: nothing else is ever sent to a presigned address.
+      headers: { 'user-agent': deps.userAgent, accept: '*/*' },
+      signal: opts.signal ?? null,
+    });
+  } catch (err) {
+    deps.onOutcome?.('failed');
+    sink.destroy();
+    throw classifyThrown(ctx, err, opts.signal);
+  }
+  const fail = async (code: 'download.expired' | 'download.not_found' | 'download.failed' | 'download.too_large', message: string): Promise<never> => {
+    await res.body.dump().catch(() => undefined);
+    deps.onOutcome?.('failed');
+    sink.destroy();
+    deps.logger.warn({ url: where, status: res.statusCode, code }, 'document download failed');
+    throw new PlatformError({ code, status: res.statusCode, operation: 'download', method: 'GET', path: where, message });
+  };
+  if (res.statusCode === 400 || res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 410) {
+    return fail('download.expired', `GET ${where} → ${res.statusCode}: the download address was refused (presigned addresses expire after 5 minutes): request a new one`);
+  }
+  if (res.statusCode === 404) return fail('download.not_found', `GET ${where} → 404: no file at the download address`);
+  if (res.statusCode < 200 || res.statusCode >= 300) return fail('download.failed', `GET ${where} → ${res.statusCode}`);
+  const declared = Number(res.headers['content-length']);
+  if (Number.isFinite(declared) && declared > opts.maxBytes) {
+    return fail('download.too_large', `GET ${where}: content-length ${declared} exceeds the ${opts.maxBytes}-byte cap`);
+  }
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (bytes > opts.maxBytes) {
+        cb(new PlatformError({ code: 'download.too_large', operation: 'download', method: 'GET', path: where, message: `GET ${where}: body exceeds the ${opts.maxBytes}-byte cap` }));
+        return;
+      }
+      hash.update(chunk);
+      cb(null, chunk);
+    },
+  });
+  try {
+    await pipeline(res.body, meter, sink, opts.signal ? { signal: opts.signal } : {});
+  } catch (err) {
+    deps.onOutcome?.('failed');
+    const e = err instanceof PlatformError ? err : classifyThrown(ctx, err, opts.signal);
+    deps.logger.warn({ url: where, code: e.code, bytes }, 'document download aborted');
+    throw e;
+  }
+  deps.onOutcome?.('ok');
+  const ct = res.headers['content-type'];
+  deps.logger.debug({ url: where, bytes, ms: Date.now() - started }, 'document downloaded');
+  return { sha256: hash.digest('hex'), bytes, contentType: typeof ct === 'string' ? ct : null };
+}

@@ -1,0 +1,134 @@
+import type { Db } from './db.js';
+
+export type RateBucketName = 'read' | 'write';
+
+export interface StrikeRecord {
+  seq: number;
+  at: number;
+  bucket: RateBucketName;
+  path: string | null;
+  retryAfterMs: number | null;
+}
+
+export interface NewStrike {
+  at: number;
+  bucket: RateBucketName;
+  path: string | null;
+  retryAfterMs: number | null;
+}
+
+/**
+ * Where the rate budget keeps what must survive a restart: the attempts spent in the current
+ * window (so a crash loop cannot burst past the limit), whole-bucket pauses after a 429, and the
+ * 429-strike ledger (a live key is revoked after 3 strikes in 24 h). Synchronous on purpose: the
+ * token is recorded before the request leaves, never after.
+ */
+export interface RateStateStore {
+  /** Attempt timestamps of a bucket at or after sinceMs, ascending. */
+  loadSpend(bucket: RateBucketName, sinceMs: number): number[];
+  recordSpend(bucket: RateBucketName, at: number): void;
+  /** The pause of a bucket (epoch ms), or null. */
+  loadPause(bucket: RateBucketName): number | null;
+  savePause(bucket: RateBucketName, until: number): void;
+  recordStrike(strike: NewStrike): void;
+  /** Strikes at or after sinceMs that no operator has cleared, oldest first. */
+  activeStrikes(sinceMs: number): StrikeRecord[];
+  /** An operator acknowledges the strikes (after talking to the platform): returns how many. */
+  clearStrikes(by: string, at?: number): number;
+  /** Drops spend rows older than spendBeforeMs and cleared/expired strikes older than strikesBeforeMs. */
+  prune(spendBeforeMs: number, strikesBeforeMs: number): void;
+}
+
+/** SQLite-backed state on the tables of migration 1 (rate_spend, rate_strikes, rate_pause). */
+export function createSqliteRateState(db: Db): RateStateStore {
+  const insertSpend = db.prepare('INSERT INTO rate_spend (bucket, at) VALUES (?, ?)');
+  const selectSpend = db.prepare<[string, number], { at: number }>(
+    'SELECT at FROM rate_spend WHERE bucket = ? AND at >= ? ORDER BY at ASC',
+  );
+  const selectPause = db.prepare<[string], { until: number }>('SELECT until FROM rate_pause WHERE bucket = ?');
+  // A pause only ever grows: a shorter one computed later must not cut a longer one short.
+  const upsertPause = db.prepare(
+    'INSERT INTO rate_pause (bucket, until) VALUES (?, ?) ON CONFLICT(bucket) DO UPDATE SET until = MAX(until, excluded.until)',
+  );
+  const insertStrike = db.prepare('INSERT INTO rate_strikes (at, bucket, path, retry_after_ms) VALUES (?, ?, ?, ?)');
+  const selectStrikes = db.prepare<[number], { seq: number; at: number; bucket: string; path: string | null; retry_after_ms: number | null }>(
+    'SELECT seq, at, bucket, path, retry_after_ms FROM rate_strikes WHERE at >= ? AND cleared_at IS NULL ORDER BY at ASC, seq ASC',
+  );
+  const clear = db.prepare('UPDATE rate_strikes SET cleared_at = ?, cleared_by = ? WHERE cleared_at IS NULL');
+  const pruneSpend = db.prepare('DELETE FROM rate_spend WHERE at < ?');
+  const pruneStrikes = db.prepare('DELETE FROM rate_strikes WHERE at < ?');
+  const prunePause = db.prepare('DELETE FROM rate_pause WHERE until < ?');
+  return {
+    loadSpend: (bucket, sinceMs) => selectSpend.all(bucket, sinceMs).map((r) => r.at),
+    recordSpend: (bucket, at) => {
+      insertSpend.run(bucket, at);
+    },
+    loadPause: (bucket) => selectPause.get(bucket)?.until ?? null,
+    savePause: (bucket, until) => {
+      upsertPause.run(bucket, Math.ceil(until));
+    },
+    recordStrike: (s) => {
+      insertStrike.run(s.at, s.bucket, s.path, s.retryAfterMs === null ? null : Math.round(s.retryAfterMs));
+    },
+    activeStrikes: (sinceMs) =>
+      selectStrikes.all(sinceMs).map((r) => ({
+        seq: r.seq,
+        at: r.at,
+        bucket: r.bucket === 'write' ? 'write' : 'read',
+        path: r.path,
+        retryAfterMs: r.retry_after_ms,
+      })),
+    clearStrikes: (by, at = Date.now()) => clear.run(at, by).changes,
+    prune: (spendBeforeMs, strikesBeforeMs) => {
+      db.transaction(() => {
+        pruneSpend.run(spendBeforeMs);
+        pruneStrikes.run(strikesBeforeMs);
+        prunePause.run(spendBeforeMs);
+      })();
+    },
+  };
+}
+
+/** In-memory state for unit tests and throwaway commands (nothing survives the process). */
+export function createMemoryRateState(): RateStateStore & { readonly spendRows: () => number } {
+  const spend: Record<RateBucketName, number[]> = { read: [], write: [] };
+  const pause = new Map<RateBucketName, number>();
+  let strikes: Array<StrikeRecord & { clearedAt: number | null }> = [];
+  let seq = 0;
+  return {
+    spendRows: () => spend.read.length + spend.write.length,
+    loadSpend: (bucket, sinceMs) => spend[bucket].filter((t) => t >= sinceMs).sort((a, b) => a - b),
+    recordSpend: (bucket, at) => {
+      spend[bucket].push(at);
+    },
+    loadPause: (bucket) => pause.get(bucket) ?? null,
+    savePause: (bucket, until) => {
+      pause.set(bucket, Math.max(pause.get(bucket) ?? 0, Math.ceil(until)));
+    },
+    recordStrike: (s) => {
+      seq += 1;
+      strikes.push({ ...s, seq, clearedAt: null });
+    },
+    activeStrikes: (sinceMs) =>
+      strikes
+        .filter((s) => s.at >= sinceMs && s.clearedAt === null)
+        .map(({ clearedAt: _c, ...s }) => s)
+        .sort((a, b) => a.at - b.at || a.seq - b.seq),
+    clearStrikes: (_by, at = Date.now()) => {
+      let n = 0;
+      for (const s of strikes) {
+        if (s.clearedAt === null) {
+          s.clearedAt = at;
+          n += 1;
+        }
+      }
+      return n;
+    },
+    prune: (spendBeforeMs, strikesBeforeMs) => {
+      spend.read = spend.read.filter((t) => t >= spendBeforeMs);
+      spend.write = spend.write.filter((t) => t >= spendBeforeMs);
+      strikes = strikes.filter((s) => s.at >= strikesBeforeMs);
+      for (const [b, until] of pause) if (until < spendBeforeMs) pause.delete(b);
+    },
+  };
+}
