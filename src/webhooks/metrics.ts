@@ -1,0 +1,276 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Clock } from '../lib/clock.js';
+import { systemClock } from '../lib/clock.js';
+import type { PlatformHealth } from '../platform/api.js';
+import type { PlatformStats } from '../platform/client.js';
+import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import type { Db } from '../store/db.js';
+import type { WebhookInbox } from './inbox.js';
+import type { RejectReason } from './signature.js';
+
+/** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
+export interface ApiCallCount {
+  /** Request class / rate bucket: read | write (or finer, e.g. download). */
+  bucket: string;
+  /** HTTP status as text, or an error class such as `network`. */
+  status: string;
+  count: number;
+}
+
+/** Where scrape-time values come from; every source is optional and may be attached later. */
+export interface MetricsSources {
+  /** The state database: loans by state, boarded, quarantined, retry backlog, oldest unacknowledged. */
+  db?: Db;
+  inbox?: WebhookInbox;
+  /** Platform client health: 429 strikes in 24 h and budget remaining per bucket. */
+  platformHealth?: () => PlatformHealth;
+  /** Platform client call counters by bucket and status. */
+  apiCalls?: () => Iterable<ApiCallCount>;
+}
+
+export type CycleOutcome = 'ok' | 'error' | 'aborted';
+
+/**
+ * The connector's Prometheus metrics, on a registry of its own (never prom-client's global one, so
+ * tests and several apps in one process do not collide). Values that live in SQLite or the
+ * platform client are read at scrape time; the daemon pushes what only it knows (cycle duration).
+ *
+ * Usage: the run command creates one `createConnectorMetrics({ db, inbox, platformHealth, apiCalls })`,
+ * hands it to the daemon (`metrics.observeCycle(seconds, outcome)` after each cycle) and to
+ * `createApp({ metrics, ... })`, which serves it at GET /metrics.
+ */
+export interface ConnectorMetrics {
+  readonly registry: Registry;
+  /** A delivery passed verification: new (`accepted`) or a redelivery (`duplicate`). */
+  webhookReceived(outcome: 'accepted' | 'duplicate', eventType: string): void;
+  webhookRejected(reason: RejectReason): void;
+  /** Duration of one boarding-queue cycle; `trigger` is e.g. schedule | webhook | startup. */
+  observeCycle(seconds: number, outcome: CycleOutcome, trigger?: string): void;
+  /** Attach or replace sources (the daemon and client may be built after the app). */
+  setSources(sources: MetricsSources): void;
+  /** Prometheus text exposition. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+export interface ConnectorMetricsOptions extends MetricsSources {
+  clock?: Clock;
+  /** Process metrics (CPU, memory, event loop lag); default true. */
+  processMetrics?: boolean;
+  prefix?: string;
+}
+
+const KNOWN_EVENTS = new Set<string>(WEBHOOK_EVENTS);
+const UNACKNOWLEDGED = ['queued', 'fetched', 'mapped', 'written', 'retry_wait'];
+
+export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): ConnectorMetrics {
+  const clock = opts.clock ?? systemClock;
+  const p = opts.prefix ?? 'boarding_';
+  const registry = new Registry();
+  let sources: MetricsSources = { ...opts };
+  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
+
+  // Prepared lazily per Db: the loans table belongs to the pipeline, read here only.
+  let stmtDb: Db | undefined;
+  let stmts:
+    | {
+        byState: { all(): Array<{ state: string; n: number }> };
+        quarantined: { all(): Array<{ reason: string | null; n: number }> };
+        oldest: { get(): { oldest: number | null } | undefined };
+        dueRetries: { get(now: number): { n: number } | undefined };
+      }
+    | undefined;
+  const loanStatements = (db: Db): NonNullable<typeof stmts> => {
+    if (stmts && stmtDb === db) return stmts;
+    stmtDb = db;
+    stmts = {
+      byState: db.prepare<[], { state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state'),
+      quarantined: db.prepare<[], { reason: string | null; n: number }>(
+        "SELECT quarantine_reason AS reason, COUNT(*) AS n FROM loans WHERE state = 'quarantined' GROUP BY quarantine_reason",
+      ),
+      oldest: db.prepare<[], { oldest: number | null }>(
+        `SELECT MIN(created_at) AS oldest FROM loans WHERE state IN (${UNACKNOWLEDGED.map((s) => `'${s}'`).join(',')})`,
+      ),
+      dueRetries: db.prepare<[number], { n: number }>(
+        "SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)",
+      ),
+    };
+    return stmts;
+  };
+
+  const received = new Counter({
+    name: `${p}webhooks_received_total`,
+    help: 'Webhook deliveries that passed verification, by outcome (accepted|duplicate) and event type',
+    labelNames: ['outcome', 'event_type'] as const,
+    registers: [registry],
+  });
+  const rejected = new Counter({
+    name: `${p}webhooks_rejected_total`,
+    help: 'Webhook deliveries refused, by reason (missing_headers, bad_signature, timestamp_out_of_tolerance, too_large, invalid_json, …)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const cycle = new Histogram({
+    name: `${p}cycle_duration_seconds`,
+    help: 'Duration of one boarding-queue cycle',
+    labelNames: ['outcome', 'trigger'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+    registers: [registry],
+  });
+
+  const dbGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, db: Db) => void): Gauge =>
+    new Gauge({
+      name: `${p}${name}`,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const db = sources.db;
+        if (!db || !db.open) return;
+        try {
+          fill(this, db);
+        } catch {
+          // A scrape must never fail because of one source (e.g. the table is busy migrating).
+        }
+      },
+    });
+
+  dbGauge('loans', 'Loans by state in the local state database', ['state'], (g, db) => {
+    for (const r of loanStatements(db).byState.all()) g.set({ state: r.state }, r.n);
+  });
+  dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], (g, db) => {
+    const n = loanStatements(db).byState.all().find((r) => r.state === 'acknowledged')?.n ?? 0;
+    g.set(n);
+  });
+  dbGauge('loans_quarantined', 'Loans quarantined, by reason', ['reason'], (g, db) => {
+    for (const r of loanStatements(db).quarantined.all()) g.set({ reason: r.reason ?? 'unknown' }, r.n);
+  });
+  dbGauge('retry_backlog', 'Loans waiting for a retry (retry_wait), and how many of them are due now', ['due'], (g, db) => {
+    const s = loanStatements(db);
+    const total = s.byState.all().find((r) => r.state === 'retry_wait')?.n ?? 0;
+    const due = s.dueRetries.get(clock.now())?.n ?? 0;
+    g.set({ due: 'true' }, due);
+    g.set({ due: 'false' }, total - due);
+  });
+  dbGauge('oldest_unacknowledged_age_seconds', 'Age of the oldest loan seen but not yet acknowledged (0 when none)', [], (g, db) => {
+    const oldest = loanStatements(db).oldest.get()?.oldest ?? null;
+    g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
+  });
+
+  new Gauge({
+    name: `${p}webhook_inbox`,
+    help: 'Webhook inbox rows by status',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const s = safe(() => sources.inbox?.stats());
+      if (!s) return;
+      this.set({ status: 'pending' }, s.pending);
+      this.set({ status: 'processed' }, s.processed);
+      this.set({ status: 'failed' }, s.failed);
+    },
+  });
+  new Gauge({
+    name: `${p}webhook_inbox_oldest_pending_age_seconds`,
+    help: 'Age of the oldest unprocessed webhook delivery (0 when none)',
+    registers: [registry],
+    collect() {
+      const s = safe(() => sources.inbox?.stats());
+      this.set(s?.oldestPendingAt == null ? 0 : Math.max(0, (clock.now() - s.oldestPendingAt) / 1000));
+    },
+  });
+  new Gauge({
+    name: `${p}platform_api_calls_total`,
+    help: 'Platform API calls by class (rate bucket) and HTTP status, as counted by the client',
+    labelNames: ['bucket', 'status'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const calls = safe(() => (sources.apiCalls ? [...sources.apiCalls()] : undefined));
+      for (const c of calls ?? []) this.set({ bucket: c.bucket, status: c.status }, c.count);
+    },
+  });
+  new Gauge({
+    name: `${p}platform_rate_limit_strikes_24h`,
+    help: '429 strikes in the last 24 h not cleared by an operator (a live key is revoked at 3)',
+    registers: [registry],
+    collect() {
+      const h = safe(() => sources.platformHealth?.());
+      if (h) this.set(h.strikes24h);
+    },
+  });
+  new Gauge({
+    name: `${p}platform_writes_stopped`,
+    help: '1 when writes are stopped after 2 strikes in 24 h',
+    registers: [registry],
+    collect() {
+      const h = safe(() => sources.platformHealth?.());
+      if (h) this.set(h.writesStopped ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${p}platform_budget_remaining`,
+    help: 'Requests the client still allows itself in the current rate window, by bucket',
+    labelNames: ['bucket'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const h = safe(() => sources.platformHealth?.());
+      for (const b of h?.budgets ?? []) this.set({ bucket: b.bucket }, b.remaining);
+    },
+  });
+  new Gauge({
+    name: `${p}platform_last_success_age_seconds`,
+    help: 'Seconds since the last successful platform call (-1 when none yet)',
+    registers: [registry],
+    collect() {
+      const h = safe(() => sources.platformHealth?.());
+      if (h) this.set(h.lastSuccessAt === null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000));
+    },
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    webhookReceived(outcome, eventType) {
+      // Unknown types come from outside: bound the label's cardinality.
+      received.inc({ outcome, event_type: KNOWN_EVENTS.has(eventType) ? eventType : 'other' });
+    },
+    webhookRejected(reason) {
+      rejected.inc({ reason });
+    },
+    observeCycle(seconds, outcome, trigger = 'schedule') {
+      cycle.observe({ outcome, trigger }, seconds);
+    },
+    setSources(s) {
+      sources = { ...sources, ...s };
+    },
+    render: () => registry.metrics(),
+  };
+}
+
+function safe<T>(fn: () => T): T | undefined {
+  try {
+    return fn();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Metrics sources from the platform client (`health()` and `stats()`). */
+export function platformMetricsSources(client: { health(): PlatformHealth; stats(): PlatformStats }): Pick<MetricsSources, 'platformHealth' | 'apiCalls'> {
+  return {
+    platformHealth: () => client.health(),
+    apiCalls: () => {
+      const { calls, downloads } = client.stats();
+      const rows: ApiCallCount[] = [];
+      for (const [bucket, byStatus] of Object.entries(calls)) {
+        for (const [status, count] of Object.entries(byStatus)) rows.push({ bucket, status, count });
+      }
+      rows.push({ bucket: 'download', status: 'ok', count: downloads.ok }, { bucket: 'download', status: 'failed', count: downloads.failed });
+      return rows;
+    },
+  };
+}

@@ -1,0 +1,201 @@
+import { EventEmitter } from 'node:events';
+import type { Clock } from '../lib/clock.js';
+import { systemClock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import type { Db } from '../store/db.js';
+import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
+import { extractFundedAt } from './event.js';
+import type { InboxRow, WebhookInbox } from './inbox.js';
+import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+
+export interface WebhookProcessorDeps {
+  db: Db;
+  inbox: WebhookInbox;
+  logger: Logger;
+  clock?: Clock;
+  /** Called after a loan.funded row is committed (the daemon may look at that loan first). */
+  onFunded?: (loanId: string, fundedAt: number) => void;
+  /** Asks the daemon for an early queue cycle (e.g. `daemon.triggerCycle`); debounced here. */
+  requestCycle?: (reason: string) => void;
+  /** `webhooks.debounceMs`: bursts of loan.funded collapse into one early cycle. */
+  debounceMs: number;
+  batchSize?: number;
+}
+
+export interface ProcessedEvent {
+  webhookId: string;
+  eventType: string;
+  loanId: string | null;
+  outcome: 'processed' | 'failed';
+}
+
+export interface WebhookProcessor {
+  /** Processes rows left pending by a previous run, then keeps going as kick() is called. */
+  start(): Promise<void>;
+  /** A row was inserted: process soon (never inline with the HTTP answer). */
+  kick(): void;
+  /** Processes until nothing is pending; resolves with how many rows it handled. */
+  drain(): Promise<number>;
+  /** Stops accepting kicks and waits for the current batch; cancels a pending early cycle. */
+  stop(): Promise<void>;
+  /** 'processed' (ProcessedEvent) after each row; 'idle' when the inbox has nothing pending. */
+  readonly events: EventEmitter;
+}
+
+const DOCUMENTED = new Set<string>(WEBHOOK_EVENTS);
+
+/**
+ * Works the webhook inbox in event-time order. Each row's effects and its "processed" mark commit
+ * in one transaction, so a crash mid-way leaves the row pending and it is redone on start; the
+ * effects are idempotent (the funded time keeps the earliest value).
+ */
+export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProcessor {
+  const clock = deps.clock ?? systemClock;
+  const log = deps.logger;
+  const batchSize = deps.batchSize ?? 200;
+  const events = new EventEmitter();
+  const { db, inbox } = deps;
+
+  // The loans row may not exist yet (a loan is funded before a banker releases it; the pipeline
+  // creates rows from the queue): only fill in an existing row here, keeping the earliest time.
+  // Loans without a row get their funded time from the inbox (inbox.fundedAt / fundedLoans).
+  const setFundedAt = db.prepare(
+    `UPDATE loans SET funded_at_iso = ?, updated_at = ?
+     WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`,
+  );
+  const addLoanEvent = db.prepare(
+    "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)",
+  );
+
+  const requestCycle: DebouncedTrigger | undefined = deps.requestCycle
+    ? debounceTrigger((reasons) => {
+        log.info({ reasons }, 'webhook: requesting an early queue cycle');
+        try {
+          deps.requestCycle?.(reasons.join(','));
+        } catch (err) {
+          log.error({ err }, 'webhook: early cycle request failed');
+        }
+      }, deps.debounceMs)
+    : undefined;
+
+  const applyRow = db.transaction((row: InboxRow, now: number): { fundedAt: number | null } => {
+    let fundedAt: number | null = null;
+    if (row.eventType === 'loan.funded' && row.loanId !== null) {
+      fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
+      const iso = new Date(fundedAt).toISOString();
+      setFundedAt.run(iso, now, row.loanId, iso);
+    }
+    if (row.loanId !== null && DOCUMENTED.has(row.eventType)) {
+      const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
+      if (fundedAt !== null) detail['fundedAt'] = new Date(fundedAt).toISOString();
+      const data = row.payload['data'];
+      if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
+        const d = data as Record<string, unknown>;
+        for (const k of ['status', 'previousStatus', 'from', 'to']) if (typeof d[k] === 'string') detail[k] = d[k];
+      }
+      addLoanEvent.run(row.loanId, row.occurredAt ?? row.receivedAt, row.eventType, JSON.stringify(detail));
+    }
+    inbox.markProcessed(row.webhookId, now);
+    return { fundedAt };
+  });
+
+  function processRow(row: InboxRow): void {
+    const now = clock.now();
+    if (!DOCUMENTED.has(row.eventType)) {
+      log.warn({ webhookId: row.webhookId, eventType: row.eventType, keys: Object.keys(row.payload).slice(0, 20) }, 'webhook: unknown event type, recorded and ignored');
+    } else if (row.loanId === null) {
+      const data = row.payload['data'];
+      log.warn(
+        { webhookId: row.webhookId, eventType: row.eventType, dataKeys: data && typeof data === 'object' ? Object.keys(data).slice(0, 20) : typeof data },
+        'webhook: no loan id found in the payload (unknown shape), recorded only',
+      );
+    }
+    try {
+      const { fundedAt } = applyRow(row, now);
+      log.debug({ webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId }, 'webhook processed');
+      if (row.eventType === 'loan.funded' && row.loanId !== null && fundedAt !== null) {
+        try {
+          deps.onFunded?.(row.loanId, fundedAt);
+        } catch (err) {
+          log.error({ err, loanId: row.loanId }, 'webhook: onFunded callback failed');
+        }
+        requestCycle?.(`webhook:loan.funded`);
+      }
+      events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'processed' } satisfies ProcessedEvent);
+    } catch (err) {
+      const message = errorMessage(err);
+      // SQLITE_BUSY and the like are transient: leave the row pending for the next pass.
+      if (/SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(message)) throw err;
+      log.error({ err, webhookId: row.webhookId, eventType: row.eventType }, 'webhook: processing failed; row marked failed');
+      inbox.markFailed(row.webhookId, now, message);
+      events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'failed' } satisfies ProcessedEvent);
+    }
+  }
+
+  let running: Promise<number> | null = null;
+  let again = false;
+  let stopped = false;
+  let started = false;
+
+  async function loop(): Promise<number> {
+    let total = 0;
+    do {
+      again = false;
+      for (;;) {
+        if (stopped) return total;
+        const rows = inbox.pending(batchSize);
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          processRow(row);
+          total += 1;
+        }
+        // Yield between batches so a backlog never starves the HTTP server.
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    } while (again && !stopped);
+    events.emit('idle');
+    return total;
+  }
+
+  function drain(): Promise<number> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = loop()
+      .catch((err: unknown) => {
+        log.warn({ err }, 'webhook: inbox pass interrupted; will retry');
+        setTimeout(() => processor.kick(), 1000).unref();
+        return 0;
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  }
+
+  const processor: WebhookProcessor = {
+    events,
+    async start() {
+      started = true;
+      stopped = false;
+      const backlog = inbox.stats().pending;
+      if (backlog > 0) log.info({ pending: backlog }, 'webhook: processing deliveries left pending by a previous run');
+      await drain();
+    },
+    kick() {
+      if (stopped || !started) return;
+      setImmediate(() => {
+        void drain();
+      });
+    },
+    drain,
+    async stop() {
+      stopped = true;
+      requestCycle?.cancel();
+      if (running) await running;
+    },
+  };
+  return processor;
+}

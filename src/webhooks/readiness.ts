@@ -1,0 +1,109 @@
+import type { Clock } from '../lib/clock.js';
+import { systemClock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import type { PlatformHealth } from '../platform/api.js';
+import type { Db } from '../store/db.js';
+import type { EndpointWatch } from './endpoint-check.js';
+
+export interface CheckResult {
+  ok: boolean;
+  /** Short, operator-facing; never a secret (it is served on /readyz). */
+  detail?: string;
+}
+
+/** One readiness condition; /readyz answers 200 only when every check is ok. */
+export type ReadinessCheck = () => CheckResult | Promise<CheckResult>;
+
+/** The state database accepts a write: BEGIN IMMEDIATE takes the write lock, then rolls back. */
+export function dbWritableCheck(db: Db): ReadinessCheck {
+  return () => {
+    if (!db.open) return { ok: false, detail: 'state database is closed' };
+    if (db.readonly) return { ok: false, detail: 'state database is read-only' };
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      db.exec('ROLLBACK');
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, detail: `state database not writable: ${errorMessage(err)}` };
+    }
+  };
+}
+
+export interface PlatformReadinessOptions {
+  /** How old the last successful platform call may be. Default 15 min. */
+  maxSuccessAgeMs?: number;
+  /** Before the first success, the process counts as ready for this long after start. Default 2 min. */
+  startupGraceMs?: number;
+  clock?: Clock;
+}
+
+/** The last successful platform call is recent (after a start-up grace period). */
+export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: PlatformReadinessOptions = {}): ReadinessCheck {
+  const clock = opts.clock ?? systemClock;
+  const maxAge = opts.maxSuccessAgeMs ?? 15 * 60_000;
+  const grace = opts.startupGraceMs ?? 2 * 60_000;
+  const startedAt = clock.now();
+  return () => {
+    const { lastSuccessAt } = health();
+    const now = clock.now();
+    if (lastSuccessAt === null) {
+      return now - startedAt <= grace ? { ok: true, detail: 'no platform call yet (starting)' } : { ok: false, detail: 'no successful platform call since start' };
+    }
+    const age = now - lastSuccessAt;
+    return age <= maxAge ? { ok: true } : { ok: false, detail: `last successful platform call ${Math.round(age / 1000)}s ago` };
+  };
+}
+
+/** No unresolved 429 strike in the last 24 h (one strike already means the key is at risk). */
+export function noRateLimitStrikeCheck(health: () => PlatformHealth): ReadinessCheck {
+  return () => {
+    const h = health();
+    if (h.strikes24h === 0) return { ok: true };
+    return { ok: false, detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.writesStopped ? '; writes stopped' : ''}` };
+  };
+}
+
+/** Our webhook endpoint on the platform is not auto-disabled (as of the last endpoint check). */
+export function webhookEndpointCheck(watch: EndpointWatch): ReadinessCheck {
+  return () => {
+    const last = watch.last();
+    if (!last || last.state === 'unconfigured' || last.state === 'unknown') return { ok: true, detail: last?.detail ?? 'not checked yet' };
+    return last.state === 'disabled' ? { ok: false, detail: last.detail } : { ok: true, detail: last.detail };
+  };
+}
+
+export interface StandardChecksInput {
+  db?: Db;
+  platformHealth?: () => PlatformHealth;
+  endpointWatch?: EndpointWatch;
+  platform?: PlatformReadinessOptions;
+}
+
+/** The four checks the issue asks for, from whatever the caller has. */
+export function standardReadinessChecks(input: StandardChecksInput): Record<string, ReadinessCheck> {
+  const checks: Record<string, ReadinessCheck> = {};
+  if (input.db) checks['database'] = dbWritableCheck(input.db);
+  if (input.platformHealth) {
+    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, input.platform ?? {});
+    checks['rateLimit'] = noRateLimitStrikeCheck(input.platformHealth);
+  }
+  if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);
+  return checks;
+}
+
+/** Runs every check; a check that throws counts as failed. */
+export async function runReadiness(checks: Record<string, ReadinessCheck>): Promise<{ ready: boolean; checks: Record<string, CheckResult> }> {
+  const results: Record<string, CheckResult> = {};
+  let ready = true;
+  for (const [name, check] of Object.entries(checks)) {
+    let r: CheckResult;
+    try {
+      r = await check();
+    } catch (err) {
+      r = { ok: false, detail: `check failed: ${errorMessage(err)}` };
+    }
+    results[name] = r;
+    if (!r.ok) ready = false;
+  }
+  return { ready, checks: results };
+}

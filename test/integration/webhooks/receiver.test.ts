@@ -1,0 +1,228 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger, silentLogger } from '../../../src/lib/logger.js';
+import { openDatabase, type Db } from '../../../src/store/db.js';
+import { createApp, WEBHOOK_PATH } from '../../../src/webhooks/app.js';
+import { createWebhookInbox, type WebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createConnectorMetrics } from '../../../src/webhooks/metrics.js';
+import { createWebhookProcessor, type WebhookProcessor } from '../../../src/webhooks/processor.js';
+import { dbWritableCheck, type ReadinessCheck } from '../../../src/webhooks/readiness.js';
+import { startHttpServer, type RunningServer } from '../../../src/webhooks/server.js';
+
+const secretOld = `whsec_${randomBytes(24).toString('base64')}`;
+const secretNew = `whsec_${randomBytes(24).toString('base64')}`;
+
+interface Receiver {
+  url: string;
+  db: Db;
+  inbox: WebhookInbox;
+  processor: WebhookProcessor;
+  metricsText(): Promise<string>;
+  logs: string[];
+  dir: string;
+}
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function startReceiver(opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; inbox?: WebhookInbox; maxBodyBytes?: number } = {}): Promise<Receiver> {
+  const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
+  const db = openDatabase(join(dir, 'state.sqlite'));
+  const inbox = opts.inbox ?? createWebhookInbox(db);
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } });
+  const processor = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+  await processor.start();
+  const metrics = createConnectorMetrics({ db, inbox, processMetrics: false });
+  const app = createApp({
+    config: { scheme: 'standard', secrets: opts.secrets ?? [secretNew], toleranceSeconds: 300, maxBodyBytes: opts.maxBodyBytes ?? 262_144 },
+    inbox,
+    logger,
+    metrics,
+    processor,
+    readiness: opts.readiness ?? { database: dbWritableCheck(db) },
+    reportsDir: join(dir, 'reports'),
+  });
+  const server: RunningServer = await startHttpServer(app, '127.0.0.1', 0);
+  cleanups.push(async () => {
+    await server.close(100);
+    await processor.stop();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { url: server.url, db, inbox, processor, metricsText: () => metrics.render(), logs, dir };
+}
+
+function signed(payload: unknown, opts: { id?: string; secret?: string; at?: Date } = {}): { headers: Record<string, string>; body: string } {
+  const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
+  const id = opts.id ?? `msg_${randomBytes(8).toString('hex')}`;
+  const at = opts.at ?? new Date();
+  const signature = new Webhook(opts.secret ?? secretNew).sign(id, at, body);
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signature,
+    },
+  };
+}
+
+async function post(url: string, d: { headers: Record<string, string>; body: string }): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${url}${WEBHOOK_PATH}`, { method: 'POST', headers: d.headers, body: d.body });
+  return { status: res.status, text: await res.text() };
+}
+
+function funded(loanId: string): Record<string, unknown> {
+  return { id: `evt_${loanId}`, type: 'loan.funded', createdAt: new Date().toISOString(), data: { loanId } };
+}
+
+function metricValue(text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`) || (labels === '' && l.startsWith(`${name} `)));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+describe('webhook receiver (real server, Standard Webhooks signed by the standardwebhooks package)', () => {
+  it('accepts a signed delivery, stores it, and processes it asynchronously', async () => {
+    const r = await startReceiver();
+    const processed = new Promise((resolve) => r.processor.events.once('processed', resolve));
+    const d = signed(funded('L1'), { id: 'msg_accept' });
+    expect(await post(r.url, d)).toEqual({ status: 200, text: '{"received":true}' });
+    expect(await processed).toMatchObject({ webhookId: 'msg_accept', eventType: 'loan.funded', loanId: 'L1', outcome: 'processed' });
+    expect(r.inbox.get('msg_accept')).toMatchObject({ status: 'processed', loanId: 'L1', eventType: 'loan.funded' });
+    expect(metricValue(await r.metricsText(), 'boarding_webhooks_received_total', 'outcome="accepted",event_type="loan.funded"')).toBe(1);
+  });
+
+  it('20 concurrent duplicates of one delivery are all acknowledged and processed once', async () => {
+    const r = await startReceiver();
+    const processedIds: string[] = [];
+    r.processor.events.on('processed', (e: { webhookId: string }) => processedIds.push(e.webhookId));
+    const d = signed(funded('L2'), { id: 'msg_dup' });
+    const results = await Promise.all(Array.from({ length: 20 }, () => post(r.url, d)));
+    expect(results.map((x) => x.status)).toEqual(Array(20).fill(200));
+    await r.processor.drain();
+    // A late redelivery after processing is a no-op too.
+    expect((await post(r.url, d)).status).toBe(200);
+    await r.processor.drain();
+    expect(processedIds).toEqual(['msg_dup']);
+    expect(r.db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox WHERE webhook_id = 'msg_dup'").get()).toEqual({ n: 1 });
+    expect(r.db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L2'").get()).toEqual({ n: 1 });
+    const text = await r.metricsText();
+    expect(metricValue(text, 'boarding_webhooks_received_total', 'outcome="accepted",event_type="loan.funded"')).toBe(1);
+    expect(metricValue(text, 'boarding_webhooks_received_total', 'outcome="duplicate",event_type="loan.funded"')).toBe(20);
+  });
+
+  it('rotation: deliveries signed with either configured secret are accepted', async () => {
+    const r = await startReceiver({ secrets: [secretOld, secretNew] });
+    expect((await post(r.url, signed(funded('L3'), { secret: secretOld }))).status).toBe(200);
+    expect((await post(r.url, signed(funded('L4'), { secret: secretNew }))).status).toBe(200);
+    expect(r.inbox.stats().pending + r.inbox.stats().processed).toBe(2);
+  });
+
+  describe('bad input: status, nothing stored or processed, counted by reason, reason not echoed', () => {
+    const cases: Array<{ name: string; reason: string; status: number; make: () => { headers: Record<string, string>; body: string } }> = [
+      {
+        name: 'missing headers',
+        reason: 'missing_headers',
+        status: 400,
+        make: () => {
+          const d = signed(funded('B1'));
+          const { 'webhook-signature': _s, ...headers } = d.headers;
+          return { headers, body: d.body };
+        },
+      },
+      { name: 'bad signature (other secret)', reason: 'bad_signature', status: 401, make: () => signed(funded('B2'), { secret: secretOld }) },
+      {
+        name: 'tampered body',
+        reason: 'bad_signature',
+        status: 401,
+        make: () => {
+          const d = signed(funded('B3'));
+          return { headers: d.headers, body: d.body.replace('B3', 'B4') };
+        },
+      },
+      { name: 'timestamp too old', reason: 'timestamp_out_of_tolerance', status: 401, make: () => signed(funded('B5'), { at: new Date(Date.now() - 10 * 60_000) }) },
+      { name: 'timestamp in the future', reason: 'timestamp_out_of_tolerance', status: 401, make: () => signed(funded('B6'), { at: new Date(Date.now() + 10 * 60_000) }) },
+      { name: 'non-JSON body (validly signed)', reason: 'invalid_json', status: 400, make: () => signed('loan funded: B7') },
+      { name: 'JSON that is not an object', reason: 'invalid_payload', status: 400, make: () => signed('[1,2,3]') },
+      { name: 'oversize body (validly signed)', reason: 'too_large', status: 413, make: () => signed({ ...funded('B8'), pad: 'x'.repeat(4096) }) },
+    ];
+    it.each(cases)('$name → $status', async ({ reason, status, make }) => {
+      const r = await startReceiver({ maxBodyBytes: 2048 });
+      const res = await post(r.url, make());
+      expect(res.status).toBe(status);
+      expect(res.text).not.toContain(reason);
+      await r.processor.drain();
+      expect(r.db.prepare('SELECT COUNT(*) AS n FROM webhook_inbox').get()).toEqual({ n: 0 });
+      expect(r.db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
+      expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', `reason="${reason}"`)).toBe(1);
+      expect(r.logs.join('')).toContain(`"reason":"${reason}"`);
+    });
+
+    it('a chunked oversize body (no content-length) is cut off at the limit with 413', async () => {
+      const r = await startReceiver({ maxBodyBytes: 2048 });
+      const d = signed({ ...funded('B9'), pad: 'y'.repeat(8192) });
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(d.body));
+          controller.close();
+        },
+      });
+      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: d.headers, body: stream, duplex: 'half' });
+      expect(res.status).toBe(413);
+      expect(r.inbox.stats().pending).toBe(0);
+    });
+  });
+
+  it('answers 503 only when the inbox write fails, so the platform redelivers', async () => {
+    const spare = openDatabase(':memory:');
+    cleanups.push(() => {
+      spare.close();
+    });
+    const failing: WebhookInbox = {
+      ...createWebhookInbox(spare),
+      insert: () => {
+        throw new Error('SQLITE_FULL: database or disk is full');
+      },
+    };
+    const r = await startReceiver({ inbox: failing });
+    expect((await post(r.url, signed(funded('F1')))).status).toBe(503);
+  });
+
+  it('healthz, readyz (200/503 by the injected checks) and metrics', async () => {
+    let platformOk = true;
+    const r = await startReceiver({ readiness: { platform: () => (platformOk ? { ok: true } : { ok: false, detail: 'last success 20 min ago' }) } });
+    expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${r.url}/readyz`)).status).toBe(200);
+    platformOk = false;
+    const notReady = await fetch(`${r.url}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toEqual({ ready: false, checks: { platform: { ok: false, detail: 'last success 20 min ago' } } });
+
+    r.db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('Q1', 'quarantined', 1, 1), ('A1', 'acknowledged', 1, 1), ('R1', 'retry_wait', 1, 1)").run();
+    const m = await fetch(`${r.url}/metrics`);
+    expect(m.headers.get('content-type')).toContain('text/plain');
+    const text = await m.text();
+    expect(metricValue(text, 'boarding_loans', 'state="quarantined"')).toBe(1);
+    expect(metricValue(text, 'boarding_loans_boarded_total', '')).toBe(1);
+    expect(text).toContain('boarding_oldest_unacknowledged_age_seconds');
+    expect(text).toContain('boarding_cycle_duration_seconds');
+  });
+
+  it('GET /reports/latest serves the newest report.html of the reports directory', async () => {
+    const r = await startReceiver();
+    expect((await fetch(`${r.url}/reports/latest`)).status).toBe(404);
+    mkdirSync(join(r.dir, 'reports', '2026-11-20'), { recursive: true });
+    writeFileSync(join(r.dir, 'reports', '2026-11-20', 'report.html'), '<h1>report 20</h1>');
+    const res = await fetch(`${r.url}/reports/latest`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('<h1>report 20</h1>');
+  });
+});

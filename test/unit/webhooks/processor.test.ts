@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../../src/lib/logger.js';
+import { openDatabase, type Db } from '../../../src/store/db.js';
+import { toWebhookEvent } from '../../../src/webhooks/event.js';
+import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createWebhookProcessor } from '../../../src/webhooks/processor.js';
+
+const opened: Db[] = [];
+const dirs: string[] = [];
+afterEach(() => {
+  for (const db of opened.splice(0)) if (db.open) db.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function memDb(): Db {
+  const db = openDatabase(':memory:');
+  opened.push(db);
+  return db;
+}
+
+function event(id: string, type: string, loanId: string | null, at: string, extra: Record<string, unknown> = {}) {
+  const payload = { id, type, createdAt: at, data: { ...(loanId ? { loanId } : {}), ...extra } };
+  return toWebhookEvent(payload, { webhookIdHeader: id, signedTimestampMs: null, receivedAt: Date.now(), rawBody: Buffer.from(JSON.stringify(payload)) });
+}
+
+function insertLoan(db: Db, id: string): void {
+  db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, 'queued', 1, 1)").run(id);
+}
+
+describe('webhook inbox', () => {
+  it('INSERT OR IGNORE: the same webhook id is stored once', () => {
+    const inbox = createWebhookInbox(memDb());
+    const e = event('w1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z');
+    expect(inbox.insert(e, 1)).toBe(true);
+    expect(inbox.insert(e, 2)).toBe(false);
+    expect(inbox.stats()).toMatchObject({ pending: 1, processed: 0, failed: 0, oldestPendingAt: 1 });
+  });
+
+  it('returns pending rows in event-time order, whatever the arrival order', () => {
+    const inbox = createWebhookInbox(memDb());
+    inbox.insert(event('late', 'loan.status_changed', 'L1', '2026-11-01T00:00:03Z'), 1);
+    inbox.insert(event('early', 'loan.created', 'L1', '2026-11-01T00:00:01Z'), 2);
+    inbox.insert(event('mid', 'loan.funded', 'L1', '2026-11-01T00:00:02Z'), 3);
+    expect(inbox.pending(10).map((r) => r.webhookId)).toEqual(['early', 'mid', 'late']);
+  });
+});
+
+describe('webhook processor', () => {
+  it('processes one loan’s events in timestamp order and records the funded time', async () => {
+    const db = memDb();
+    insertLoan(db, 'L1');
+    const inbox = createWebhookInbox(db);
+    inbox.insert(event('b', 'loan.funded', 'L1', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:59:00Z' }), 1);
+    inbox.insert(event('a', 'loan.status_changed', 'L1', '2026-11-01T09:00:00Z', { status: 'funded' }), 2);
+    inbox.insert(event('c', 'loan.funded', 'L2', '2026-11-02T00:00:00Z'), 3);
+    const cycles: string[] = [];
+    const funded: string[] = [];
+    let cycleRequested!: () => void;
+    const cycled = new Promise<void>((resolve) => (cycleRequested = resolve));
+    const requestCycle = (r: string): void => {
+      cycles.push(r);
+      cycleRequested();
+    };
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle, onFunded: (id) => funded.push(id) });
+    const order: string[] = [];
+    p.events.on('processed', (e: { webhookId: string }) => order.push(e.webhookId));
+    await p.start();
+    await cycled;
+    expect(order).toEqual(['a', 'b', 'c']);
+    expect(funded).toEqual(['L1', 'L2']);
+    expect(cycles).toEqual(['webhook:loan.funded']);
+    expect(db.prepare("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'").get()).toEqual({ f: '2026-11-01T09:59:00.000Z' });
+    // L2 has no loans row (not released yet): its funded time lives in the inbox.
+    expect(db.prepare("SELECT COUNT(*) AS n FROM loans WHERE id = 'L2'").get()).toEqual({ n: 0 });
+    expect(inbox.fundedAt('L2')).toBe(Date.parse('2026-11-02T00:00:00Z'));
+    expect(inbox.fundedLoans().map((f) => f.loanId)).toEqual(['L1', 'L2']);
+    const events = db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
+    expect(events).toEqual([
+      { loan_id: 'L1', reason: 'loan.status_changed' },
+      { loan_id: 'L1', reason: 'loan.funded' },
+      { loan_id: 'L2', reason: 'loan.funded' },
+    ]);
+    expect(inbox.stats()).toMatchObject({ pending: 0, processed: 3 });
+    await p.stop();
+  });
+
+  it('keeps the earliest funded time when a later funding event arrives', async () => {
+    const db = memDb();
+    insertLoan(db, 'L1');
+    const inbox = createWebhookInbox(db);
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    inbox.insert(event('x', 'loan.funded', 'L1', '2026-11-01T10:00:00Z'), 1);
+    await p.drain();
+    inbox.insert(event('y', 'loan.funded', 'L1', '2026-11-03T10:00:00Z'), 2);
+    await p.drain();
+    expect(db.prepare("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'").get()).toEqual({ f: '2026-11-01T10:00:00.000Z' });
+  });
+
+  it('records unknown events and events without a loan id as processed, without effects', async () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    inbox.insert(event('u', 'loan.teleported', 'L1', '2026-11-01T10:00:00Z'), 1);
+    inbox.insert(event('n', 'loan.funded', null, '2026-11-01T10:00:00Z'), 1);
+    const cycles: string[] = [];
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle: (r) => cycles.push(r) });
+    expect(await p.drain()).toBe(2);
+    expect(inbox.stats()).toMatchObject({ processed: 2, pending: 0 });
+    expect(db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
+    expect(cycles).toEqual([]);
+  });
+
+  it('rows pending when the process stopped are processed on the next start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inbox-'));
+    dirs.push(dir);
+    const path = join(dir, 'state.sqlite');
+    const first = openDatabase(path);
+    createWebhookInbox(first).insert(event('w', 'loan.funded', 'L9', '2026-11-01T10:00:00Z'), 1);
+    first.close();
+
+    const db = openDatabase(path);
+    opened.push(db);
+    const inbox = createWebhookInbox(db);
+    expect(inbox.stats().pending).toBe(1);
+    const funded: string[] = [];
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0, onFunded: (id) => funded.push(id) });
+    await p.start();
+    expect(funded).toEqual(['L9']);
+    expect(inbox.get('w')?.status).toBe('processed');
+    await p.stop();
+  });
+});
