@@ -1,0 +1,322 @@
+import type { Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { scrubText, type Logger } from '../lib/logger.js';
+import type { Mapper, MappingIssue } from '../mapping/types.js';
+import { formatIssue } from '../mapping/types.js';
+import type { PlatformApi } from '../platform/api.js';
+import { isPlatformError, type PlatformError } from '../platform/errors.js';
+import { queueItemSchema, type QueueItem } from '../platform/schemas.js';
+import { CoreRejectedError, CoreUnavailableError, type CoreSystem, type DocumentFetcher } from '../core/port.js';
+import type { QuarantineReason } from '../store/loan-states.js';
+import { IllegalTransitionError } from '../store/loan-states.js';
+import type { BoardingStore } from '../store/index.js';
+import { StaleStateError, type LoanRow } from '../store/loans.js';
+import { retryDelayMs } from './backoff.js';
+import { ackKey, payloadHash } from './release.js';
+
+export interface BoardingSettings {
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+}
+
+export interface LoanBoarderDeps {
+  store: BoardingStore;
+  platform: PlatformApi;
+  mapper: Mapper;
+  core: CoreSystem;
+  fetchDocument: DocumentFetcher;
+  clock: Clock;
+  logger: Logger;
+  settings: BoardingSettings;
+  connectorVersion: string;
+  random?: () => number;
+}
+
+export type BoardOutcome =
+  | { kind: 'acknowledged'; loanId: string; ackOnly: boolean }
+  | { kind: 'retry_wait'; loanId: string; code: string; nextAttemptAt: number }
+  | { kind: 'quarantined'; loanId: string; reason: QuarantineReason; message: string }
+  /** Stopped by shutdown: the loan stays in its last persisted state and resumes from it. */
+  | { kind: 'interrupted'; loanId: string }
+  /** Someone else moved the loan (operator, another process) while we worked on it. */
+  | { kind: 'stale'; loanId: string }
+  | { kind: 'not_eligible'; loanId: string; state: string }
+  /** After 2 rate-limit strikes the client refuses writes: the loan waits, written, for a later cycle. */
+  | { kind: 'writes_stopped'; loanId: string; message: string }
+  /** Auth/permission problem the operator must fix: the cycle stops. */
+  | { kind: 'fatal'; loanId: string; error: PlatformError };
+
+const WORKING = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait']);
+
+/** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */
+function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown> {
+  return {
+    coreReference: row.coreReference,
+    boardedAt: new Date(row.writtenAt ?? 0).toISOString(),
+    mappingVersion: row.mappingVersion,
+    connector: { name: 'boarding-connector', version: connectorVersion },
+  };
+}
+
+function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
+  if (issues.some((i) => i.code === 'tin_incomplete')) return 'tin_incomplete';
+  if (issues.some((i) => i.code === 'validation')) return 'validation';
+  return 'mapping';
+}
+
+/** Boards one loan from whatever state it was persisted in; never throws for a loan's own failure. */
+export function createLoanBoarder(deps: LoanBoarderDeps) {
+  const { store, platform, mapper, core, clock, settings } = deps;
+  const loans = store.loans;
+  const random = deps.random ?? Math.random;
+
+  function parseItem(row: LoanRow): QueueItem | null {
+    if (row.queueItem === null) return null;
+    const parsed = queueItemSchema.safeParse(JSON.parse(row.queueItem));
+    return parsed.success ? parsed.data : null;
+  }
+
+  /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
+  async function writeToCore(row: LoanRow, signal: AbortSignal): Promise<LoanRow | BoardOutcome> {
+    const log = deps.logger.child({ loanId: row.id });
+    // A core write may have started for this release (ambiguous timeout, or a crash mid-write): ask
+    // the core first, so a committed write is never repeated.
+    if (row.coreWriteStartedAt !== null) {
+      const found = await core.findLoan(row.id);
+      if (found && (row.mappingVersion === null || found.mappingVersion === null || found.mappingVersion === row.mappingVersion)) {
+        log.info({ coreReference: found.coreReference }, 'core already holds this loan (earlier write committed): not writing again');
+        return loans.transition(
+          row.id,
+          {
+            to: 'written',
+            expectedFrom: row.state,
+            reason: 'found in core after an uncertain write',
+            detail: { coreReference: found.coreReference },
+            patch: { coreReference: found.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null },
+          },
+          clock.now(),
+        );
+      }
+    }
+    let item = parseItem(row);
+    if (item === null) {
+      // Only for rows recorded before the queue item was stored; costs one GET.
+      const loan = await platform.getLoan(row.id, { signal });
+      item = { ...loan, boarding: null };
+    }
+    const [entities, documents] = await Promise.all([
+      platform.getEntities(row.id, { signal }),
+      platform.listDocuments(row.id, { signal }),
+    ]);
+    const input = { loan: item, entities, documents };
+    const hash = payloadHash(input);
+    let cur = loans.transition(
+      row.id,
+      {
+        to: 'fetched',
+        expectedFrom: row.state,
+        detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length },
+        patch: { payloadHash: hash },
+      },
+      clock.now(),
+    );
+    const outcome = await mapper.map(input);
+    if (!outcome.ok) {
+      const reason = quarantineReasonFor(outcome.issues);
+      const message = scrubText(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
+      loans.transition(
+        row.id,
+        {
+          to: 'quarantined',
+          expectedFrom: 'fetched',
+          reason,
+          detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
+          patch: { quarantineReason: reason, lastErrorCode: `mapping.${reason}`, lastErrorMessage: message, mappingVersion: outcome.mappingVersion, nextAttemptAt: null },
+        },
+        clock.now(),
+      );
+      log.warn({ reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion }, 'loan quarantined: mapping failed');
+      return { kind: 'quarantined', loanId: row.id, reason, message };
+    }
+    cur = loans.transition(
+      row.id,
+      {
+        to: 'mapped',
+        expectedFrom: 'fetched',
+        detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length },
+        patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now() },
+      },
+      clock.now(),
+    );
+    const receipt = await core.board(
+      {
+        loanId: row.id,
+        loanNumber: item.loanNumber ?? null,
+        mappingVersion: outcome.mappingVersion,
+        connectorVersion: deps.connectorVersion,
+        records: outcome.records,
+        documents,
+        fetchDocument: deps.fetchDocument,
+        source: {
+          centsAmount: item.centsAmount ?? null,
+          bpsRate: item.bpsRate ?? null,
+          maturityDate: item.maturityDate ?? null,
+          firstPaymentDate: item.firstPaymentDate ?? null,
+          paymentFrequency: item.paymentFrequency ?? null,
+          productId: item.product?.id ?? null,
+        },
+      },
+      { signal },
+    );
+    cur = loans.transition(
+      row.id,
+      {
+        to: 'written',
+        expectedFrom: 'mapped',
+        detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length },
+        patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null },
+      },
+      clock.now(),
+    );
+    return cur;
+  }
+
+  async function acknowledge(row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
+    const key = ackKey(row.id, row.releaseMarker ?? 'release');
+    // Stored before the call: a crash after the platform committed is replayed with this same key.
+    store.keys.ensure(key, 'ack', row.id, clock.now());
+    const response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), { idempotencyKey: key, signal });
+    const now = clock.now();
+    store.keys.complete(key, 200, response ?? null, now);
+    return loans.transition(
+      row.id,
+      {
+        to: 'acknowledged',
+        expectedFrom: row.state,
+        detail: { idempotencyKey: key },
+        patch: { acknowledgedAt: now, boardedAtIso: new Date(now).toISOString(), nextAttemptAt: null, lastErrorCode: null, lastErrorMessage: null, quarantineReason: null },
+      },
+      now,
+    );
+  }
+
+  function fail(row: LoanRow, code: string, message: string, exhaustedReason: QuarantineReason, detail: unknown): BoardOutcome {
+    const cur = loans.require(row.id);
+    const now = clock.now();
+    const msg = scrubText(message).slice(0, 4000);
+    if (cur.attempts >= settings.maxAttempts) {
+      loans.transition(
+        row.id,
+        {
+          to: 'quarantined',
+          reason: exhaustedReason,
+          detail: { ...(detail as object), attempts: cur.attempts },
+          patch: { quarantineReason: exhaustedReason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+        },
+        now,
+      );
+      return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
+    }
+    const nextAttemptAt = now + retryDelayMs(cur.attempts, settings, random);
+    loans.transition(
+      row.id,
+      {
+        to: 'retry_wait',
+        reason: code,
+        detail: { ...(detail as object), nextAttemptAt: new Date(nextAttemptAt).toISOString(), written: cur.writtenAt !== null },
+        patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
+      },
+      now,
+    );
+    return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt };
+  }
+
+  function quarantine(row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): BoardOutcome {
+    const msg = scrubText(message).slice(0, 4000);
+    loans.transition(
+      row.id,
+      { to: 'quarantined', reason, detail, patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null } },
+      clock.now(),
+    );
+    return { kind: 'quarantined', loanId: row.id, reason, message: msg };
+  }
+
+  /**
+   * Boards one loan. `signal` aborts in-flight steps (shutdown); the persisted state is the
+   * checkpoint the next run resumes from.
+   */
+  async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
+    const before = loans.get(loanId);
+    if (!before || !WORKING.has(before.state)) return { kind: 'not_eligible', loanId, state: before?.state ?? 'unknown' };
+    const ackOnly = before.writtenAt !== null && before.coreReference !== null;
+    let row = loans.beginAttempt(loanId, { from: before.state, ackOnly }, clock.now());
+    let phase: 'core' | 'ack' = ackOnly ? 'ack' : 'core';
+    try {
+      if (!ackOnly) {
+        const written = await writeToCore(row, signal);
+        if ('kind' in written) return written;
+        row = written;
+      }
+      phase = 'ack';
+      await acknowledge(row, signal);
+      return { kind: 'acknowledged', loanId, ackOnly };
+    } catch (err) {
+      return classifyFailure(loans.require(loanId), err, phase, signal);
+    }
+  }
+
+  function classifyFailure(row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): BoardOutcome {
+    const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
+    if (err instanceof IllegalTransitionError) throw err;
+    if (err instanceof StaleStateError) {
+      log.info({ actual: err.actual }, 'loan changed state while being boarded (operator or another process); leaving it');
+      return { kind: 'stale', loanId: row.id };
+    }
+    if (signal.aborted && !(err instanceof CoreRejectedError)) {
+      loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
+      return { kind: 'interrupted', loanId: row.id };
+    }
+    if (err instanceof CoreRejectedError) {
+      log.warn({ status: err.status }, 'core rejected the loan');
+      return quarantine(row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
+    }
+    if (err instanceof CoreUnavailableError) {
+      const code = err.ambiguous ? 'core.ambiguous' : 'core.unavailable';
+      log.warn({ code, err: err.message }, 'core unavailable; will retry (checking the core first)');
+      return fail(row, code, err.message, err.ambiguous ? 'ambiguous' : 'retries_exhausted', { phase });
+    }
+    if (isPlatformError(err)) {
+      if (err.fatal) {
+        log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
+        loans.recordEvent(row.id, { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() }, clock.now());
+        return { kind: 'fatal', loanId: row.id, error: err };
+      }
+      if (err.code === 'rate_limit.writes_stopped') {
+        loans.recordEvent(row.id, { kind: 'attempt', reason: 'writes stopped after rate-limit strikes', detail: err.toJSON() }, clock.now());
+        return { kind: 'writes_stopped', loanId: row.id, message: err.message };
+      }
+      if (err.code === 'aborted') {
+        // Aborted without our shutdown signal: treat like a transient failure.
+        return fail(row, 'platform.aborted', err.message, 'retries_exhausted', { phase });
+      }
+      if (err.code === 'download.too_large') {
+        return quarantine(row, 'validation', err.code, err.message, err.toJSON());
+      }
+      if (err.retryable || err.code.startsWith('download.') || err.code === 'response.invalid' || err.code === 'unknown') {
+        log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
+        return fail(row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
+      }
+      // A 4xx that no retry will change.
+      const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : 'validation';
+      log.warn({ code: err.code, status: err.status, reason }, 'platform refused a request for this loan');
+      return quarantine(row, reason, `platform.${err.code}`, err.message, err.toJSON());
+    }
+    log.error({ err }, 'unexpected error while boarding; will retry');
+    return fail(row, 'internal', errorMessage(err), 'retries_exhausted', { phase });
+  }
+
+  return { board };
+}
+
+export type LoanBoarder = ReturnType<typeof createLoanBoarder>;

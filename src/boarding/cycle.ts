@@ -1,0 +1,259 @@
+import { errorMessage } from '../lib/errors.js';
+import { isPlatformError, type PlatformError } from '../platform/errors.js';
+import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
+import type { LoanState, QuarantineReason } from '../store/loan-states.js';
+import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
+import { recordInvalidItem, recordQueueItem } from './intake.js';
+
+export interface CycleDeps extends LoanBoarderDeps {
+  pageSize: number;
+  concurrency: number;
+}
+
+export interface CycleOptions {
+  /** Why this cycle runs (schedule, startup, webhook, sync): logged with its summary. */
+  reason: string;
+  /** Aborted: stop walking and stop taking loans; steps in flight continue. */
+  stop?: AbortSignal;
+  /** Aborted: steps in flight are aborted too (their persisted state is where they resume). */
+  abort?: AbortSignal;
+  /**
+   * After a pass, loans this cycle put in retry_wait whose next attempt falls within this many ms
+   * are waited for and retried in the same cycle (`sync --once`, so a short blip does not leave
+   * loans for a run that may never come). 0: leave them to the next cycle (the daemon).
+   */
+  settleMs?: number;
+}
+
+export interface CycleSummary {
+  reason: string;
+  startedAt: string;
+  durationMs: number;
+  walk: {
+    pages: number;
+    items: number;
+    newLoans: number;
+    reReleased: number;
+    invalid: number;
+    resumed: boolean;
+    complete: boolean;
+    error: string | null;
+  };
+  attempted: number;
+  acknowledged: number;
+  /** Of those acknowledged: the core already held them, only the acknowledgement was (re)sent. */
+  ackOnly: number;
+  retryWait: number;
+  quarantined: Partial<Record<QuarantineReason, number>>;
+  interrupted: number;
+  stale: number;
+  passes: number;
+  /** Set when writes were stopped after rate-limit strikes (an alert was logged). */
+  writesStopped: boolean;
+  /** A fatal platform error (auth): the cycle stopped; `sync --once` exits 1. */
+  fatal: { code: string; message: string } | null;
+  /** Loans per state after the cycle. */
+  states: Record<LoanState, number>;
+}
+
+export class CycleAlreadyRunningError extends Error {
+  override readonly name = 'CycleAlreadyRunningError';
+}
+
+const NEVER = new AbortController().signal;
+
+function isRefusedCursor(err: unknown): err is PlatformError {
+  return isPlatformError(err) && !err.retryable && !err.fatal && err.status !== null && err.status >= 400 && err.status < 500 && err.status !== 429;
+}
+
+/**
+ * One drain of the boarding queue: walk it in cursor mode to its end (checkpointing after each
+ * page, resuming an interrupted walk), then board every loan that is due — new, interrupted by a
+ * crash, written but not acknowledged, or in retry_wait whose time has come — with bounded
+ * concurrency. The platform client's rate budget paces the calls; concurrency only bounds how many
+ * loans are open at once.
+ */
+export function createCycleRunner(deps: CycleDeps) {
+  const boarder = createLoanBoarder(deps);
+  const { store, platform, clock, logger } = deps;
+  const inFlight = new Set<string>();
+  let running = false;
+
+  async function walk(summary: CycleSummary, stop: AbortSignal): Promise<void> {
+    const checkpoint = store.checkpoints.get(QUEUE_CHECKPOINT);
+    let cursor = checkpoint?.cursor ?? null;
+    summary.walk.resumed = cursor !== null;
+    if (!checkpoint) store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
+    else if (cursor !== null) logger.info({ startedAt: new Date(checkpoint.startedAt).toISOString() }, 'resuming an interrupted queue walk from its checkpoint');
+    let restarted = false;
+    for (;;) {
+      try {
+        for await (const page of platform.boardingQueue({ cursor, limit: deps.pageSize, signal: stop })) {
+          const now = clock.now();
+          // The page's loans and the cursor after it are saved together: a crash re-reads at most one page.
+          store.db.transaction(() => {
+            for (const item of page.items) {
+              const r = recordQueueItem(store.loans, item, now, logger, inFlight);
+              if (r === 'new') summary.walk.newLoans += 1;
+              if (r === 're-released') summary.walk.reReleased += 1;
+            }
+            for (const bad of page.invalid) {
+              recordInvalidItem(store.loans, bad, now, logger);
+            }
+            if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
+          })();
+          summary.walk.pages += 1;
+          summary.walk.items += page.items.length;
+          summary.walk.invalid += page.invalid.length;
+          if (stop.aborted) return;
+        }
+        store.checkpoints.clear(QUEUE_CHECKPOINT);
+        summary.walk.complete = true;
+        return;
+      } catch (err) {
+        if (isPlatformError(err) && err.fatal) throw err;
+        if (stop.aborted) return;
+        if (cursor !== null && !restarted && isRefusedCursor(err)) {
+          // A checkpointed cursor can expire (days of downtime): start the walk over; nothing is lost
+          // because every loan seen is in SQLite and the queue lists only unacknowledged loans.
+          logger.warn({ code: err.code, status: err.status }, 'checkpointed queue cursor refused; walking the queue from the start');
+          cursor = null;
+          restarted = true;
+          store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
+          continue;
+        }
+        summary.walk.error = errorMessage(err);
+        logger.warn({ err: summary.walk.error, pages: summary.walk.pages }, 'queue walk failed; boarding the loans already known, the walk resumes next cycle');
+        return;
+      }
+    }
+  }
+
+  function tally(summary: CycleSummary, o: BoardOutcome): void {
+    switch (o.kind) {
+      case 'acknowledged':
+        summary.acknowledged += 1;
+        if (o.ackOnly) summary.ackOnly += 1;
+        break;
+      case 'retry_wait':
+        summary.retryWait += 1;
+        break;
+      case 'quarantined':
+        summary.quarantined[o.reason] = (summary.quarantined[o.reason] ?? 0) + 1;
+        break;
+      case 'interrupted':
+        summary.interrupted += 1;
+        break;
+      case 'stale':
+        summary.stale += 1;
+        break;
+      case 'writes_stopped':
+        summary.writesStopped = true;
+        break;
+      case 'fatal':
+        summary.fatal = { code: o.error.code, message: o.error.message };
+        break;
+      case 'not_eligible':
+        break;
+    }
+  }
+
+  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>): Promise<void> {
+    const due = store.loans.due(clock.now()).filter((r) => !inFlight.has(r.id));
+    let next = 0;
+    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.writesStopped;
+    const worker = async (): Promise<void> => {
+      while (!halted()) {
+        const row = due[next++];
+        if (!row) return;
+        inFlight.add(row.id);
+        attempted.add(row.id);
+        summary.attempted += 1;
+        try {
+          tally(summary, await boarder.board(row.id, abort));
+        } finally {
+          inFlight.delete(row.id);
+        }
+      }
+    };
+    const results = await Promise.allSettled(Array.from({ length: Math.min(deps.concurrency, due.length) }, worker));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon. */
+  function settleTarget(attempted: ReadonlySet<string>, horizon: number): number | null {
+    let best: number | null = null;
+    for (const id of attempted) {
+      const row = store.loans.get(id);
+      if (row?.state !== 'retry_wait' || row.nextAttemptAt === null) continue;
+      if (row.nextAttemptAt <= horizon && (best === null || row.nextAttemptAt < best)) best = row.nextAttemptAt;
+    }
+    return best;
+  }
+
+  async function run(opts: CycleOptions): Promise<CycleSummary> {
+    if (running) throw new CycleAlreadyRunningError('a boarding cycle is already running');
+    running = true;
+    const stop = opts.stop ?? NEVER;
+    const abort = opts.abort ?? NEVER;
+    const started = clock.now();
+    const summary: CycleSummary = {
+      reason: opts.reason,
+      startedAt: new Date(started).toISOString(),
+      durationMs: 0,
+      walk: { pages: 0, items: 0, newLoans: 0, reReleased: 0, invalid: 0, resumed: false, complete: false, error: null },
+      attempted: 0,
+      acknowledged: 0,
+      ackOnly: 0,
+      retryWait: 0,
+      quarantined: {},
+      interrupted: 0,
+      stale: 0,
+      passes: 0,
+      writesStopped: false,
+      fatal: null,
+      states: store.loans.countByState(),
+    };
+    try {
+      try {
+        await walk(summary, stop);
+      } catch (err) {
+        if (!isPlatformError(err) || !err.fatal) throw err;
+        summary.fatal = { code: err.code, message: err.message };
+      }
+      if (summary.fatal === null && platform.health().writesStopped) {
+        summary.writesStopped = true;
+      }
+      const attempted = new Set<string>();
+      while (summary.fatal === null && !summary.writesStopped && !stop.aborted) {
+        summary.passes += 1;
+        await boardPass(summary, stop, abort, attempted);
+        const settleMs = opts.settleMs ?? 0;
+        if (settleMs <= 0 || summary.fatal !== null || summary.writesStopped || stop.aborted) break;
+        const target = settleTarget(attempted, clock.now() + settleMs);
+        if (target === null) break;
+        try {
+          await clock.sleep(Math.max(0, target - clock.now()), stop);
+        } catch {
+          break;
+        }
+      }
+      if (summary.writesStopped) {
+        logger.error(
+          { alert: 'rate_limit.writes_stopped', health: { strikes24h: platform.health().strikes24h } },
+          'ALERT: platform writes are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); acknowledgements wait until the strike ledger ages out or an operator clears it',
+        );
+      }
+      return summary;
+    } finally {
+      running = false;
+      summary.durationMs = clock.now() - started;
+      summary.states = store.loans.countByState();
+    }
+  }
+
+  return { run, inFlight, isRunning: () => running, nextDueAt: () => store.loans.nextDueAt() };
+}
+
+export type CycleRunner = ReturnType<typeof createCycleRunner>;

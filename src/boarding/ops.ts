@@ -1,0 +1,53 @@
+import { UsageError } from '../lib/errors.js';
+import type { LoanStore, LoanRow } from '../store/loans.js';
+import { LoanNotFoundError } from '../store/loans.js';
+
+const RETRYABLE_FROM = new Set(['quarantined', 'retry_wait', 'skipped']);
+const SKIPPABLE_FROM = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait', 'quarantined']);
+
+function load(loans: LoanStore, id: string): LoanRow {
+  try {
+    return loans.require(id);
+  } catch (err) {
+    if (err instanceof LoanNotFoundError) throw new UsageError(`${err.message} (see \`loans list\`)`);
+    throw err;
+  }
+}
+
+/**
+ * `loans retry ID`: back to queued with a fresh attempt budget, audited. A loan the core already
+ * holds (written before) keeps that: its next attempt only acknowledges, never writes again.
+ */
+export function retryLoan(loans: LoanStore, id: string, actor: string, now: number): LoanRow {
+  const row = load(loans, id);
+  if (!RETRYABLE_FROM.has(row.state)) {
+    throw new UsageError(`loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`);
+  }
+  return loans.transition(
+    id,
+    {
+      to: 'queued',
+      expectedFrom: row.state,
+      kind: 'ops',
+      actor,
+      reason: 'retry requested',
+      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: row.writtenAt !== null },
+      patch: { attempts: 0, nextAttemptAt: null, quarantineReason: null },
+    },
+    now,
+  );
+}
+
+/** `loans skip ID --reason TEXT`: never boarded by the connector unless retried; audited with who and why. */
+export function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number): LoanRow {
+  if (reason.trim() === '') throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
+  const row = load(loans, id);
+  if (!SKIPPABLE_FROM.has(row.state)) {
+    throw new UsageError(`loan ${id} is ${row.state}; it cannot be skipped`);
+  }
+  return loans.transition(
+    id,
+    { to: 'skipped', expectedFrom: row.state, kind: 'ops', actor, reason: reason.trim(), detail: { previousState: row.state }, patch: { nextAttemptAt: null } },
+    now,
+  );
+}

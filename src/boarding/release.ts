@@ -1,0 +1,50 @@
+import { createHash } from 'node:crypto';
+import type { QueueItem } from '../platform/schemas.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../store/idempotency.js';
+
+/**
+ * Identifies one release of a loan to the core. The platform gives a re-released loan a new
+ * boarding object; its id is the best marker, then the release time. A loan without either (the
+ * spec does not promise the boarding object's fields) falls back to a fixed marker, so its
+ * acknowledgement key is still stable across retries and restarts.
+ */
+export function releaseMarker(item: Pick<QueueItem, 'boarding'>): string {
+  const b = item.boarding;
+  if (typeof b?.id === 'string' && b.id !== '') return b.id;
+  if (typeof b?.releasedAt === 'string' && b.releasedAt !== '') return b.releasedAt;
+  return 'release';
+}
+
+/** The acknowledgement's Idempotency-Key: derived from what it does, so every retry reuses it. */
+export function ackKey(loanId: string, marker: string): string {
+  const key = `ack:${loanId}:${marker}`;
+  if (key.length <= MAX_IDEMPOTENCY_KEY_LENGTH) return key;
+  // Absurdly long ids still get a stable key within the platform's limit.
+  return `ack:${createHash('sha256').update(`${loanId}\u0000${marker}`).digest('hex')}`;
+}
+
+// Keys that could carry a full tax id if the platform ever added one to the loan object.
+const TIN_KEY = /^(ein|ssn|tin|taxid|taxidentifier|fulltin)$/i;
+
+/**
+ * The queue item as stored in SQLite (so a resumed walk can board loans seen before a crash).
+ * A loan carries no tax ids per the spec; anything that looks like one is dropped anyway.
+ */
+export function storableQueueItem(item: QueueItem): string {
+  return JSON.stringify(item, (k, v: unknown) => (TIN_KEY.test(k) ? undefined : v));
+}
+
+/** Stable JSON (sorted keys) so the same input always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    }
+    return v;
+  });
+}
+
+/** Hash of what the mapping saw: kept instead of the payload (which may carry full tax ids). */
+export function payloadHash(value: unknown): string {
+  return `sha256:${createHash('sha256').update(canonicalJson(value)).digest('hex')}`;
+}

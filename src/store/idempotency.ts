@@ -1,0 +1,72 @@
+import type { Db } from './db.js';
+
+export interface IdempotencyKeyRow {
+  key: string;
+  loanId: string | null;
+  operation: string;
+  createdAt: number;
+  completedAt: number | null;
+  status: number | null;
+  response: unknown;
+}
+
+/**
+ * Keys of our writes to the platform. A key is stored before its first call and reused verbatim on
+ * every retry, across restarts, so the platform can recognise a replay of a write it committed.
+ */
+export interface IdempotencyStore {
+  /** Stores the key if new (first use) and returns the stored row either way. */
+  ensure(key: string, operation: string, loanId: string | null, now: number): IdempotencyKeyRow;
+  complete(key: string, status: number | null, response: unknown, now: number): void;
+  get(key: string): IdempotencyKeyRow | null;
+  forLoan(loanId: string): IdempotencyKeyRow[];
+}
+
+interface Raw {
+  key: string;
+  loan_id: string | null;
+  operation: string;
+  created_at: number;
+  completed_at: number | null;
+  status: number | null;
+  response: string | null;
+}
+
+const toRow = (r: Raw): IdempotencyKeyRow => ({
+  key: r.key,
+  loanId: r.loan_id,
+  operation: r.operation,
+  createdAt: r.created_at,
+  completedAt: r.completed_at,
+  status: r.status,
+  response: r.response === null ? null : (JSON.parse(r.response) as unknown),
+});
+
+/** Platform limit on the Idempotency-Key header. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+
+export function createIdempotencyStore(db: Db): IdempotencyStore {
+  const insert = db.prepare(
+    'INSERT OR IGNORE INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?)',
+  );
+  const select = db.prepare<[string], Raw>('SELECT * FROM idempotency_keys WHERE key = ?');
+  const selectLoan = db.prepare<[string], Raw>('SELECT * FROM idempotency_keys WHERE loan_id = ? ORDER BY created_at ASC, key ASC');
+  const update = db.prepare('UPDATE idempotency_keys SET completed_at = ?, status = ?, response = ? WHERE key = ?');
+  return {
+    ensure: (key, operation, loanId, now) => {
+      if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+        throw new Error(`idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`);
+      }
+      insert.run(key, loanId, operation, now);
+      return toRow(select.get(key) as Raw);
+    },
+    complete: (key, status, response, now) => {
+      update.run(now, status, response === undefined ? null : JSON.stringify(response), key);
+    },
+    get: (key) => {
+      const r = select.get(key);
+      return r ? toRow(r) : null;
+    },
+    forLoan: (loanId) => selectLoan.all(loanId).map(toRow),
+  };
+}

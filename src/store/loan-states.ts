@@ -1,0 +1,88 @@
+/**
+ * The per-loan state machine, in one place. Every write to `loans.state` goes through
+ * `assertTransition`; a transition not listed here is a bug in the connector, never a runtime
+ * condition to work around, so it throws.
+ *
+ *   queued → fetched → mapped → written → acknowledged
+ *   any working state → retry_wait (next attempt persisted) | quarantined (typed reason) | skipped (ops)
+ */
+export const LOAN_STATES = [
+  'queued',
+  'fetched',
+  'mapped',
+  'written',
+  'acknowledged',
+  'retry_wait',
+  'quarantined',
+  'skipped',
+] as const;
+export type LoanState = (typeof LOAN_STATES)[number];
+
+export const QUARANTINE_REASONS = [
+  /** A mapping expression failed or produced a value of the wrong shape. */
+  'mapping',
+  /** The data broke a rule (mapping output schema, or a queue item the platform sent malformed). */
+  'validation',
+  /** The core refused the records (4xx): its own message is kept. */
+  'core_rejected',
+  /** A full tax id is required and only the last 4 digits are known. */
+  'tin_incomplete',
+  /** The core's answer stayed unknown (timeouts) through every attempt. */
+  'ambiguous',
+  /** Transient failures (platform 5xx, network) used up boarding.maxAttempts. */
+  'retries_exhausted',
+  /** The platform refused the acknowledgement (4xx other than auth/rate limit). */
+  'ack_rejected',
+] as const;
+export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
+
+/** States a cycle may pick a loan up from (retry_wait only once its time has come). */
+export const WORKING_STATES: readonly LoanState[] = ['queued', 'fetched', 'mapped', 'written'];
+/** States only an operator (`loans retry`) or a new release moves a loan out of. */
+export const PARKED_STATES: readonly LoanState[] = ['quarantined', 'skipped'];
+
+const ALLOWED: Record<LoanState | 'new', readonly LoanState[]> = {
+  // First sight of a loan: from the queue, or straight to quarantine when its item is malformed.
+  new: ['queued', 'quarantined'],
+  // fetched/mapped → fetched: a restart after a crash fetches again (nothing fetched is stored).
+  // queued/fetched → written: after a possibly-committed core write, the core already had the loan.
+  // queued → acknowledged: an operator retried a loan the core already holds (acknowledge only).
+  queued: ['fetched', 'written', 'acknowledged', 'retry_wait', 'quarantined', 'skipped', 'queued'],
+  fetched: ['mapped', 'fetched', 'retry_wait', 'quarantined', 'skipped', 'queued', 'written'],
+  mapped: ['written', 'fetched', 'retry_wait', 'quarantined', 'skipped', 'queued'],
+  // written → queued: the platform re-released the loan (new release marker): board again.
+  written: ['acknowledged', 'retry_wait', 'quarantined', 'skipped', 'queued'],
+  // acknowledged → queued only on a new release of the same loan.
+  acknowledged: ['queued'],
+  // retry_wait → acknowledged: a retried acknowledgement (the core already holds the loan).
+  retry_wait: ['fetched', 'written', 'acknowledged', 'retry_wait', 'quarantined', 'skipped', 'queued'],
+  quarantined: ['queued', 'skipped'],
+  skipped: ['queued'],
+};
+
+export class IllegalTransitionError extends Error {
+  override readonly name = 'IllegalTransitionError';
+  constructor(
+    readonly loanId: string,
+    readonly from: LoanState | null,
+    readonly to: LoanState,
+  ) {
+    super(`illegal loan state transition for ${loanId}: ${from ?? '(new)'} → ${to}`);
+  }
+}
+
+export function isAllowedTransition(from: LoanState | null, to: LoanState): boolean {
+  return ALLOWED[from ?? 'new'].includes(to);
+}
+
+export function assertTransition(loanId: string, from: LoanState | null, to: LoanState): void {
+  if (!isAllowedTransition(from, to)) throw new IllegalTransitionError(loanId, from, to);
+}
+
+export function isLoanState(v: string): v is LoanState {
+  return (LOAN_STATES as readonly string[]).includes(v);
+}
+
+export function isQuarantineReason(v: string): v is QuarantineReason {
+  return (QUARANTINE_REASONS as readonly string[]).includes(v);
+}

@@ -1,0 +1,359 @@
+import type { Db } from './db.js';
+import {
+  assertTransition,
+  isLoanState,
+  type LoanState,
+  type QuarantineReason,
+} from './loan-states.js';
+
+/** One row of `loans`, in camelCase. Times are epoch ms unless the name ends in Iso. */
+export interface LoanRow {
+  id: string;
+  loanNumber: string | null;
+  state: LoanState;
+  quarantineReason: QuarantineReason | null;
+  attempts: number;
+  nextAttemptAt: number | null;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+  coreReference: string | null;
+  mappingVersion: string | null;
+  payloadHash: string | null;
+  releaseMarker: string | null;
+  centsAmount: number | null;
+  productId: string | null;
+  fundedAtIso: string | null;
+  releasedAtIso: string | null;
+  boardedAtIso: string | null;
+  writtenAt: number | null;
+  acknowledgedAt: number | null;
+  coreWriteStartedAt: number | null;
+  lastSeenAt: number | null;
+  /** JSON of the queue item as last seen (loan + boarding object; carries no tax ids). */
+  queueItem: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface LoanEvent {
+  seq: number;
+  loanId: string;
+  at: number;
+  /** transition | attempt | ops | webhook | release */
+  kind: string;
+  fromState: string | null;
+  toState: string | null;
+  actor: string;
+  reason: string | null;
+  detail: unknown;
+}
+
+/** Columns a transition may set along with the state. */
+export type LoanPatch = Partial<
+  Pick<
+    LoanRow,
+    | 'loanNumber'
+    | 'quarantineReason'
+    | 'attempts'
+    | 'nextAttemptAt'
+    | 'lastErrorCode'
+    | 'lastErrorMessage'
+    | 'coreReference'
+    | 'mappingVersion'
+    | 'payloadHash'
+    | 'releaseMarker'
+    | 'centsAmount'
+    | 'productId'
+    | 'fundedAtIso'
+    | 'releasedAtIso'
+    | 'boardedAtIso'
+    | 'writtenAt'
+    | 'acknowledgedAt'
+    | 'coreWriteStartedAt'
+    | 'lastSeenAt'
+    | 'queueItem'
+  >
+>;
+
+const COLUMN: Record<keyof LoanPatch, string> = {
+  loanNumber: 'loan_number',
+  quarantineReason: 'quarantine_reason',
+  attempts: 'attempts',
+  nextAttemptAt: 'next_attempt_at',
+  lastErrorCode: 'last_error_code',
+  lastErrorMessage: 'last_error_message',
+  coreReference: 'core_reference',
+  mappingVersion: 'mapping_version',
+  payloadHash: 'payload_hash',
+  releaseMarker: 'release_marker',
+  centsAmount: 'cents_amount',
+  productId: 'product_id',
+  fundedAtIso: 'funded_at_iso',
+  releasedAtIso: 'released_at_iso',
+  boardedAtIso: 'boarded_at_iso',
+  writtenAt: 'written_at',
+  acknowledgedAt: 'acknowledged_at',
+  coreWriteStartedAt: 'core_write_started_at',
+  lastSeenAt: 'last_seen_at',
+  queueItem: 'queue_item',
+};
+
+export interface TransitionInput {
+  to: LoanState;
+  /** The state the caller believes the loan is in; a mismatch throws StaleStateError. */
+  expectedFrom?: LoanState | readonly LoanState[];
+  patch?: LoanPatch;
+  reason?: string | null;
+  detail?: unknown;
+  actor?: string;
+  kind?: 'transition' | 'ops' | 'release';
+}
+
+/** Someone else moved the loan first (an operator, another cycle): the caller drops its step. */
+export class StaleStateError extends Error {
+  override readonly name = 'StaleStateError';
+  constructor(
+    readonly loanId: string,
+    readonly actual: LoanState | null,
+    readonly expected: readonly LoanState[],
+  ) {
+    super(`loan ${loanId} is ${actual ?? 'unknown'}, expected ${expected.join(' or ')}`);
+  }
+}
+
+export class LoanNotFoundError extends Error {
+  override readonly name = 'LoanNotFoundError';
+  constructor(readonly loanId: string) {
+    super(`no loan ${loanId} in the state database`);
+  }
+}
+
+interface RawLoan {
+  id: string;
+  loan_number: string | null;
+  state: string;
+  quarantine_reason: string | null;
+  attempts: number;
+  next_attempt_at: number | null;
+  last_error_code: string | null;
+  last_error_message: string | null;
+  core_reference: string | null;
+  mapping_version: string | null;
+  payload_hash: string | null;
+  release_marker: string | null;
+  cents_amount: number | null;
+  product_id: string | null;
+  funded_at_iso: string | null;
+  released_at_iso: string | null;
+  boarded_at_iso: string | null;
+  written_at: number | null;
+  acknowledged_at: number | null;
+  core_write_started_at: number | null;
+  last_seen_at: number | null;
+  queue_item: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+function toRow(r: RawLoan): LoanRow {
+  if (!isLoanState(r.state)) throw new Error(`loan ${r.id} has unknown state ${r.state} in the state database`);
+  return {
+    id: r.id,
+    loanNumber: r.loan_number,
+    state: r.state,
+    quarantineReason: r.quarantine_reason as QuarantineReason | null,
+    attempts: r.attempts,
+    nextAttemptAt: r.next_attempt_at,
+    lastErrorCode: r.last_error_code,
+    lastErrorMessage: r.last_error_message,
+    coreReference: r.core_reference,
+    mappingVersion: r.mapping_version,
+    payloadHash: r.payload_hash,
+    releaseMarker: r.release_marker,
+    centsAmount: r.cents_amount,
+    productId: r.product_id,
+    fundedAtIso: r.funded_at_iso,
+    releasedAtIso: r.released_at_iso,
+    boardedAtIso: r.boarded_at_iso,
+    writtenAt: r.written_at,
+    acknowledgedAt: r.acknowledged_at,
+    coreWriteStartedAt: r.core_write_started_at,
+    lastSeenAt: r.last_seen_at,
+    queueItem: r.queue_item,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** A new loan as first seen (in the queue, or as a malformed queue item). */
+export interface NewLoan {
+  id: string;
+  state: 'queued' | 'quarantined';
+  patch?: LoanPatch;
+  reason?: string | null;
+  detail?: unknown;
+}
+
+export interface LoanListFilter {
+  state?: LoanState;
+  limit?: number;
+}
+
+/** Repository over `loans` + `loan_events`. Each state change is one transaction with its event. */
+export interface LoanStore {
+  get(id: string): LoanRow | null;
+  /** Throws LoanNotFoundError. */
+  require(id: string): LoanRow;
+  insert(loan: NewLoan, now: number): LoanRow;
+  transition(id: string, input: TransitionInput, now: number): LoanRow;
+  /** Updates columns without a state change (e.g. refreshing the stored queue item). */
+  update(id: string, patch: LoanPatch, now: number): LoanRow;
+  recordEvent(
+    id: string,
+    event: { kind: LoanEvent['kind']; reason?: string | null; detail?: unknown; actor?: string },
+    now: number,
+  ): void;
+  /** Counts an attempt (attempts + 1) and logs it, in one transaction; returns the updated row. */
+  beginAttempt(id: string, detail: unknown, now: number): LoanRow;
+  events(id: string): LoanEvent[];
+  list(filter?: LoanListFilter): LoanRow[];
+  /** Loans a cycle should work on now: working states, plus retry_wait whose time has come. */
+  due(now: number): LoanRow[];
+  /** The earliest persisted next attempt (retry_wait), or null. */
+  nextDueAt(): number | null;
+  countByState(): Record<LoanState, number>;
+}
+
+export function createLoanStore(db: Db): LoanStore {
+  const selectOne = db.prepare<[string], RawLoan>('SELECT * FROM loans WHERE id = ?');
+  const insertEvent = db.prepare(
+    'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectEvents = db.prepare<
+    [string],
+    { seq: number; loan_id: string; at: number; kind: string; from_state: string | null; to_state: string | null; actor: string; reason: string | null; detail: string | null }
+  >('SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC');
+  const selectDue = db.prepare<[number], RawLoan>(
+    `SELECT * FROM loans
+      WHERE state IN ('queued','fetched','mapped','written')
+         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?))
+      ORDER BY released_at_iso IS NULL, released_at_iso ASC, created_at ASC, id ASC`,
+  );
+  const selectNextDue = db.prepare<[], { at: number | null }>(
+    "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'",
+  );
+  const selectCounts = db.prepare<[], { state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state');
+
+  const get = (id: string): LoanRow | null => {
+    const r = selectOne.get(id);
+    return r ? toRow(r) : null;
+  };
+  const require = (id: string): LoanRow => {
+    const r = get(id);
+    if (!r) throw new LoanNotFoundError(id);
+    return r;
+  };
+  const event = (
+    id: string,
+    at: number,
+    kind: string,
+    from: string | null,
+    to: string | null,
+    actor: string | undefined,
+    reason: string | null | undefined,
+    detail: unknown,
+  ): void => {
+    insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(detail));
+  };
+  const applyPatch = (id: string, patch: LoanPatch, extra: Record<string, unknown>, now: number): void => {
+    const sets: string[] = [];
+    const values: unknown[] = [];
+    for (const [k, v] of Object.entries(patch)) {
+      const col = COLUMN[k as keyof LoanPatch];
+      if (col === undefined) throw new Error(`unknown loan column ${k}`);
+      sets.push(`${col} = ?`);
+      values.push(v ?? null);
+    }
+    for (const [col, v] of Object.entries(extra)) {
+      sets.push(`${col} = ?`);
+      values.push(v);
+    }
+    sets.push('updated_at = ?');
+    values.push(now);
+    db.prepare(`UPDATE loans SET ${sets.join(', ')} WHERE id = ?`).run(...values, id);
+  };
+
+  const insertTx = db.transaction((loan: NewLoan, now: number): LoanRow => {
+    const existing = selectOne.get(loan.id);
+    if (existing) throw new Error(`loan ${loan.id} already exists`);
+    assertTransition(loan.id, null, loan.state);
+    db.prepare('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)').run(loan.id, loan.state, now, now);
+    if (loan.patch) applyPatch(loan.id, loan.patch, {}, now);
+    event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
+    return require(loan.id);
+  });
+
+  const transitionTx = db.transaction((id: string, input: TransitionInput, now: number): LoanRow => {
+    const cur = selectOne.get(id);
+    if (!cur) throw new LoanNotFoundError(id);
+    const from = cur.state as LoanState;
+    if (input.expectedFrom !== undefined) {
+      const expected: readonly LoanState[] = typeof input.expectedFrom === 'string' ? [input.expectedFrom] : input.expectedFrom;
+      if (!expected.includes(from)) throw new StaleStateError(id, from, expected);
+    }
+    assertTransition(id, from, input.to);
+    applyPatch(id, input.patch ?? {}, { state: input.to }, now);
+    event(id, now, input.kind ?? 'transition', from, input.to, input.actor, input.reason, input.detail);
+    return require(id);
+  });
+
+  const beginAttemptTx = db.transaction((id: string, detail: unknown, now: number): LoanRow => {
+    const cur = require(id);
+    applyPatch(id, { attempts: cur.attempts + 1 }, {}, now);
+    event(id, now, 'attempt', cur.state, null, undefined, `attempt ${cur.attempts + 1}`, detail);
+    return require(id);
+  });
+
+  return {
+    get,
+    require,
+    beginAttempt: (id, detail, now) => beginAttemptTx(id, detail, now),
+    insert: (loan, now) => insertTx(loan, now),
+    transition: (id, input, now) => transitionTx(id, input, now),
+    update: (id, patch, now) => {
+      require(id);
+      applyPatch(id, patch, {}, now);
+      return require(id);
+    },
+    recordEvent: (id, e, now) => {
+      event(id, now, e.kind, null, null, e.actor, e.reason, e.detail);
+    },
+    events: (id) =>
+      selectEvents.all(id).map((e) => ({
+        seq: e.seq,
+        loanId: e.loan_id,
+        at: e.at,
+        kind: e.kind,
+        fromState: e.from_state,
+        toState: e.to_state,
+        actor: e.actor,
+        reason: e.reason,
+        detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
+      })),
+    list: (filter = {}) => {
+      const where = filter.state ? 'WHERE state = ?' : '';
+      const limit = filter.limit ? `LIMIT ${Math.max(1, Math.floor(filter.limit))}` : '';
+      const stmt = db.prepare<unknown[], RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`);
+      return (filter.state ? stmt.all(filter.state) : stmt.all()).map(toRow);
+    },
+    due: (now) => selectDue.all(now).map(toRow),
+    nextDueAt: () => selectNextDue.get()?.at ?? null,
+    countByState: () => {
+      const counts = Object.fromEntries(
+        ['queued', 'fetched', 'mapped', 'written', 'acknowledged', 'retry_wait', 'quarantined', 'skipped'].map((s) => [s, 0]),
+      ) as Record<LoanState, number>;
+      for (const r of selectCounts.all()) if (isLoanState(r.state)) counts[r.state] = r.n;
+      return counts;
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import { createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
+import type { Clock } from '../../src/lib/clock.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { openDatabase, type Db } from '../../src/store/db.js';
+import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';
+import { FakeCore } from './fake-core.js';
+import { FakeMapper } from './fake-mapper.js';
+import { FakePlatform } from './fake-platform.js';
+
+/** A clock tests move by hand; sleep advances it (no wall-clock waiting). */
+export class FakeClock implements Clock {
+  constructor(public t = Date.parse('2026-03-01T12:00:00Z')) {}
+  now(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+  async sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) throw new Error('aborted');
+    this.t += Math.max(0, ms);
+    await Promise.resolve();
+  }
+}
+
+export interface FakePipeline {
+  db: Db;
+  store: BoardingStore;
+  platform: FakePlatform;
+  mapper: FakeMapper;
+  core: FakeCore;
+  clock: FakeClock;
+  runner: CycleRunner;
+  /** A fresh runner over the same database (a restarted process). */
+  restart(): CycleRunner;
+}
+
+export function fakePipeline(opts: { dbPath?: string; concurrency?: number; maxAttempts?: number } = {}): FakePipeline {
+  const db = openDatabase(opts.dbPath ?? ':memory:');
+  const store = createBoardingStore(db);
+  const platform = new FakePlatform();
+  const mapper = new FakeMapper();
+  const core = new FakeCore();
+  const clock = new FakeClock();
+  const make = (): CycleRunner =>
+    createCycleRunner({
+      store,
+      platform,
+      mapper,
+      core,
+      fetchDocument: () => Promise.reject(new Error('no documents in fakes')),
+      clock,
+      logger: silentLogger(),
+      settings: { maxAttempts: opts.maxAttempts ?? 5, retryBaseMs: 1000, retryMaxMs: 60_000 },
+      connectorVersion: 'test',
+      random: () => 0,
+      pageSize: 2,
+      concurrency: opts.concurrency ?? 3,
+    });
+  return { db, store, platform, mapper, core, clock, runner: make(), restart: make };
+}

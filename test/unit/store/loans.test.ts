@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../../src/store/db.js';
+import { createBoardingStore } from '../../../src/store/index.js';
+import { IllegalTransitionError, LOAN_STATES, isAllowedTransition } from '../../../src/store/loan-states.js';
+import { StaleStateError } from '../../../src/store/loans.js';
+
+const T0 = 1_700_000_000_000;
+
+function store() {
+  return createBoardingStore(openDatabase(':memory:'));
+}
+
+describe('loan store', () => {
+  it('records a transition and its event in one step', () => {
+    const s = store();
+    s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N1', releaseMarker: 'b1' }, reason: 'released' }, T0);
+    const row = s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued', detail: { documents: 2 } }, T0 + 1);
+    expect(row.state).toBe('fetched');
+    expect(row.loanNumber).toBe('N1');
+    const events = s.loans.events('L1');
+    expect(events.map((e) => [e.fromState, e.toState])).toEqual([
+      [null, 'queued'],
+      ['queued', 'fetched'],
+    ]);
+    expect(events[1]?.detail).toEqual({ documents: 2 });
+  });
+
+  it('throws on an illegal transition and changes nothing', () => {
+    const s = store();
+    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    expect(() => s.loans.transition('L1', { to: 'acknowledged' }, T0)).not.toThrow(); // queued → acknowledged: ack-only retry
+    expect(() => s.loans.transition('L1', { to: 'written' }, T0)).toThrow(IllegalTransitionError);
+    expect(s.loans.require('L1').state).toBe('acknowledged');
+    expect(s.loans.events('L1')).toHaveLength(2);
+  });
+
+  it('refuses a transition from a state the caller did not expect (stale step)', () => {
+    const s = store();
+    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    s.loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'alice', reason: 'duplicate' }, T0);
+    expect(() => s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued' }, T0)).toThrow(StaleStateError);
+    expect(s.loans.events('L1').at(-1)).toMatchObject({ kind: 'ops', actor: 'alice', reason: 'duplicate' });
+  });
+
+  it('rolls the state back when the event cannot be written (one transaction)', () => {
+    const s = store();
+    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    const circular: Record<string, unknown> = {};
+    circular['self'] = circular;
+    expect(() => s.loans.transition('L1', { to: 'fetched', detail: circular }, T0)).toThrow();
+    expect(s.loans.require('L1').state).toBe('queued');
+  });
+
+  it('lists due loans: working states and retry_wait whose time has come', () => {
+    const s = store();
+    for (const id of ['A', 'B', 'C', 'D']) s.loans.insert({ id, state: 'queued' }, T0);
+    s.loans.transition('B', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 1000 } }, T0);
+    s.loans.transition('C', { to: 'quarantined', patch: { quarantineReason: 'mapping' } }, T0);
+    s.loans.transition('D', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 5000 } }, T0);
+    expect(s.loans.due(T0).map((r) => r.id)).toEqual(['A']);
+    expect(s.loans.due(T0 + 1000).map((r) => r.id).sort()).toEqual(['A', 'B']);
+    expect(s.loans.nextDueAt()).toBe(T0 + 1000);
+    expect(s.loans.countByState()).toMatchObject({ queued: 1, retry_wait: 2, quarantined: 1, acknowledged: 0 });
+  });
+
+  it('counts attempts with an event', () => {
+    const s = store();
+    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    expect(s.loans.beginAttempt('L1', { ackOnly: false }, T0).attempts).toBe(1);
+    expect(s.loans.beginAttempt('L1', null, T0).attempts).toBe(2);
+    expect(s.loans.events('L1').filter((e) => e.kind === 'attempt')).toHaveLength(2);
+  });
+
+  it('keeps every defined state reachable and terminal states closed', () => {
+    for (const s of LOAN_STATES) {
+      expect(LOAN_STATES.some((from) => isAllowedTransition(from, s)) || s === 'queued').toBe(true);
+    }
+    expect(isAllowedTransition('acknowledged', 'written')).toBe(false);
+    expect(isAllowedTransition('quarantined', 'fetched')).toBe(false);
+    expect(isAllowedTransition('skipped', 'fetched')).toBe(false);
+  });
+});
+
+describe('idempotency keys and checkpoints', () => {
+  it('stores a key once and keeps its first creation time', () => {
+    const s = store();
+    expect(s.keys.ensure('ack:L1:b1', 'ack', 'L1', T0).createdAt).toBe(T0);
+    expect(s.keys.ensure('ack:L1:b1', 'ack', 'L1', T0 + 5).createdAt).toBe(T0);
+    s.keys.complete('ack:L1:b1', 200, { ok: true }, T0 + 6);
+    expect(s.keys.forLoan('L1')).toEqual([
+      { key: 'ack:L1:b1', loanId: 'L1', operation: 'ack', createdAt: T0, completedAt: T0 + 6, status: 200, response: { ok: true } },
+    ]);
+    expect(() => s.keys.ensure('x'.repeat(256), 'ack', 'L1', T0)).toThrow(/255/);
+  });
+
+  it('saves, resumes and clears a queue checkpoint', () => {
+    const s = store();
+    expect(s.checkpoints.get('q')).toBeNull();
+    s.checkpoints.save('q', null, T0);
+    s.checkpoints.save('q', 'c2', T0 + 10);
+    expect(s.checkpoints.get('q')).toEqual({ name: 'q', cursor: 'c2', startedAt: T0, updatedAt: T0 + 10 });
+    s.checkpoints.clear('q');
+    expect(s.checkpoints.get('q')).toBeNull();
+  });
+});
