@@ -1,0 +1,60 @@
+import type { Command } from 'commander';
+import { UsageError } from '../lib/errors.js';
+import { startSandbox, SANDBOX_DEFAULTS, type SandboxOptions } from '../sandbox/index.js';
+import { out, type CliContext } from './context.js';
+
+function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new UsageError(`--${name}: expected an integer from ${min} to ${max}, got "${raw}"`);
+    }
+    return n;
+  };
+}
+
+function ratioOption(raw: string): number {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new UsageError(`--release-ratio: expected a number from 0 to 1, got "${raw}"`);
+  return n;
+}
+
+interface SandboxFlags {
+  host: string;
+  port: number;
+  loans: number;
+  seed: number;
+  releaseRatio?: number;
+  windowMs?: number;
+  readsPerWindow?: number;
+  writesPerWindow?: number;
+  allowLoopbackWebhooks?: boolean;
+}
+
+export function registerSandboxCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('sandbox')
+    .description('run the Loan Platform simulator; prints {"baseUrl","apiKey","adminUrl"} as its first stdout line')
+    .option('--host <host>', 'address to listen on', SANDBOX_DEFAULTS.host)
+    .option('--port <n>', 'port (0 = any free port)', intOption('port', 0, 65535), 0)
+    .option('--loans <n>', 'number of generated loans', intOption('loans', 0, 100_000), SANDBOX_DEFAULTS.loans)
+    .option('--seed <n>', 'seed of the deterministic data generator', intOption('seed', 0, 2 ** 32 - 1), SANDBOX_DEFAULTS.seed)
+    .option('--release-ratio <r>', 'fraction of loans released to the boarding queue at start (0..1)', ratioOption)
+    .option('--window-ms <n>', 'rate-limit window in ms (default 60000)', intOption('window-ms', 100))
+    .option('--reads-per-window <n>', 'read (GET) budget per key and window (default 100)', intOption('reads-per-window', 0))
+    .option('--writes-per-window <n>', 'write (POST/PATCH/DELETE) budget per key and window (default 30)', intOption('writes-per-window', 0))
+    .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
+    .action(async (flags: SandboxFlags) => {
+      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, logger: ctx.logger() };
+      if (flags.releaseRatio !== undefined) opts.releaseRatio = flags.releaseRatio;
+      if (flags.windowMs !== undefined) opts.windowMs = flags.windowMs;
+      if (flags.readsPerWindow !== undefined) opts.readsPerWindow = flags.readsPerWindow;
+      if (flags.writesPerWindow !== undefined) opts.writesPerWindow = flags.writesPerWindow;
+      if (flags.allowLoopbackWebhooks) opts.allowLoopbackWebhooks = true;
+      const sandbox = await startSandbox(opts);
+      ctx.onClose(() => sandbox.close());
+      out(ctx, JSON.stringify({ baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, adminUrl: sandbox.adminUrl }));
+      if (ctx.shutdown.aborted) return;
+      await new Promise<void>((resolve) => ctx.shutdown.addEventListener('abort', () => resolve(), { once: true }));
+    });
+}

@@ -1,0 +1,222 @@
+import type { Rng } from './rng.js';
+import { formatWithOffset } from './time.js';
+import { minimalPdf, textFile } from './documents-content.js';
+import {
+  ENTITY_TYPES,
+  LOAN_STATUSES,
+  PAYMENT_FREQUENCIES,
+  type BusinessRecord,
+  type DocumentRecord,
+  type LoanRecord,
+  type LoanStatus,
+  type PersonRecord,
+  type ProductRecord,
+  type RequirementRecord,
+} from './model.js';
+
+/** Generated history starts here so the data does not depend on when the sandbox starts. */
+export const GENERATION_EPOCH_MS = Date.UTC(2025, 0, 6, 14, 0, 0);
+const DAY = 86_400_000;
+
+export const PRODUCTS: ProductRecord[] = [
+  { id: 'prod_sba7a', name: 'SBA 7(a) Term Loan', type: 'business', rateType: 'variable', active: true, createdAt: '2023-02-01T09:00:00Z' },
+  { id: 'prod_cre', name: 'Commercial Real Estate', type: 'business', rateType: 'fixed', active: true, createdAt: '2023-02-01T09:00:00Z' },
+  { id: 'prod_loc', name: 'Business Line of Credit', type: 'business', rateType: 'variable', active: true, createdAt: '2023-05-12T15:30:00-04:00' },
+  { id: 'prod_equip', name: 'Equipment Finance', type: 'business', rateType: 'fixed', active: true, createdAt: '2023-06-01T09:00:00Z' },
+  { id: 'prod_personal', name: 'Personal Installment Loan', type: 'personal', rateType: 'fixed', active: true, createdAt: '2024-01-15T12:00:00+01:00' },
+  { id: 'prod_bridge', name: 'Bridge Loan (retired)', type: 'business', rateType: 'fixed', active: false, createdAt: '2022-11-30T23:59:59-08:00' },
+];
+
+const STAGES = [
+  { id: 'stg_intake', name: 'Intake' },
+  { id: 'stg_underwriting', name: 'Underwriting' },
+  { id: 'stg_approval', name: 'Credit Approval' },
+  { id: 'stg_closing', name: 'Closing' },
+  { id: 'stg_servicing', name: 'Servicing' },
+];
+const OFFSETS = [0, 0, -300, -240, -480, 60, 330, 0, -360];
+const STATES = ['CA', 'NY', 'TX', 'FL', 'IL', 'WA', 'MA', 'CO', 'GA', 'OH', 'PR', 'DC'];
+const FIRST = ['Ana', 'José', 'Li', 'Mary-Kate', 'Oluwaseun', 'Zoë', "D'Arcy", 'Ngọc', 'John', 'Priya', 'Søren', 'Fatima'];
+const LAST = ['García', 'Smith', "O'Neil", 'Nguyen', 'van der Berg', 'Okafor', 'Müller', 'Kowalski', 'Chen', 'Patel', 'Lee-Wong'];
+const BIZ = ['Acme Bakery', 'Blue River Logistics', 'Café Olé', 'Northwind Traders', 'Smith & Sons Plumbing', 'Ünique Designs', 'Tri-State Dental Group', 'Harbor View Holdings', 'Green Leaf Organics', 'Quantum Widgets'];
+const SUFFIX: Record<string, string> = {
+  'C-Corp': 'Inc.',
+  'S-Corp': 'Corp.',
+  'General Partnership': 'Partners',
+  'Limited Liability Company': 'LLC',
+  'Limited Liability Partnership': 'LLP',
+  'Sole Proprietorship': '',
+  Trust: 'Family Trust',
+};
+const PURPOSES = ['Working capital', 'Equipment purchase', 'Real estate acquisition', 'Refinance', 'Inventory', 'Expansion', 'Debt consolidation'];
+const NAICS = ['722511', '484121', '541110', '236220', '311811', '62121', '4541', '81'];
+const ODD_NAMES = [
+  'Tax Return 2024.pdf',
+  'Bilanz – Übersicht ✓ 2024.pdf',
+  '../../etc/passwd.txt',
+  `${'very long file name '.repeat(12).trim()}.pdf`,
+  'résumé (final) [v2].pdf',
+  'bank statement  jan.pdf',
+  '契約書.pdf',
+  'no-extension',
+  'notes.txt',
+  'rent roll.csv',
+];
+
+function pickStatus(rng: Rng, index: number): LoanStatus {
+  // The first six loans cover every status; then mostly funded/active, as real queues look.
+  if (index < LOAN_STATUSES.length) return LOAN_STATUSES[(index + 5) % LOAN_STATUSES.length] as LoanStatus;
+  return rng.pick<LoanStatus>(['funded', 'funded', 'funded', 'active', 'active', 'application', 'draft', 'denied', 'withdrawn']);
+}
+
+function tin(rng: Rng): string {
+  return String(rng.int(10, 99)) + String(rng.int(1_000_000, 9_999_999));
+}
+
+function requirementFor(rng: Rng, docIndex: number): RequirementRecord | null {
+  const kind = docIndex % 3;
+  if (kind === 0) return { id: rng.id('req', 8), name: 'Business Tax Returns', module: 'underwriting', periods: ['2023', '2024'] };
+  if (kind === 1) return { id: rng.id('req', 8), name: 'Signed Application', module: 'closing', periods: [] };
+  return rng.chance(0.5) ? null : { id: rng.id('req', 8), name: 'Bank Statements', module: 'underwriting', periods: ['2025-Q1'] };
+}
+
+export interface GeneratedLoan {
+  loan: LoanRecord;
+  documents: DocumentRecord[];
+}
+
+/** One realistic loan with entities and documents; `index` gives variety and awkward cases. */
+export function generateLoan(rng: Rng, index: number, orgId: string, opts: { status?: LoanStatus; createdAtMs?: number } = {}): GeneratedLoan {
+  const id = rng.id('ln', 10);
+  const status = opts.status ?? pickStatus(rng, index);
+  const offset = rng.pick(OFFSETS);
+  const createdAtMs = opts.createdAtMs ?? GENERATION_EPOCH_MS + index * 3_600_000 + rng.int(0, 3_599_000);
+  const personal = index % 5 === 3;
+  const product = personal ? PRODUCTS[4] : rng.pick(PRODUCTS.filter((p) => p.type === 'business'));
+  const frequency = PAYMENT_FREQUENCIES[index % PAYMENT_FREQUENCIES.length] as string;
+  const rateType = index % 2 === 0 ? 'fixed' : 'variable';
+  // Mostly ordinary amounts; every 7th loan is very large to catch overflow and float mistakes.
+  const centsAmount = index % 7 === 6 ? rng.int(1_000_000_000, 900_000_000_000) * 100 + rng.int(0, 99) : rng.int(5_000, 5_000_000) * 100 + rng.int(0, 99);
+  const monthsTerm = frequency === 'lump sum' ? rng.pick([6, 12, 18]) : rng.pick([12, 24, 36, 60, 84, 120, 300]);
+  const bpsFixedRate = rng.int(350, 1_450);
+  const bpsSpreadRate = rng.int(100, 650);
+  const bpsPrimeRate = 750;
+  const bpsRate = rateType === 'fixed' ? bpsFixedRate : bpsSpreadRate + bpsPrimeRate;
+  const applicationMs = createdAtMs + rng.int(0, 3) * DAY;
+  const closeMs = applicationMs + rng.int(20, 90) * DAY;
+  const firstPaymentMs = closeMs + 30 * DAY;
+  const maturityMs = closeMs + monthsTerm * 30 * DAY;
+  // Integer math only: an approximate level payment, rounded to whole cents.
+  const centsMonthlyPayment = frequency === 'lump sum' || frequency === 'irregular payments' ? 0 : Math.floor(centsAmount / monthsTerm) + Math.floor((centsAmount * bpsRate) / 120_000);
+  const awkward = index % 11 === 10;
+  const loan: LoanRecord = {
+    orgId,
+    createdAtMs,
+    archivedAt: null,
+    rateParts: rateType === 'fixed' ? { bpsFixedRate } : { bpsSpreadRate, bpsPrimeRate },
+    boarding: null,
+    businesses: [],
+    people: [],
+    documentIds: [],
+    hasOpenTasks: rng.chance(0.3),
+    hasMessages: rng.chance(0.4),
+    malformed: null,
+    fields: {
+      id,
+      loanNumber: `LN-${String(10_000 + index).padStart(6, '0')}`,
+      status,
+      type: personal ? 'personal' : 'business',
+      centsAmount,
+      centsMonthlyPayment,
+      monthsTerm,
+      monthsInterestOnly: rng.pick([0, 0, 0, 3, 6, 12]),
+      paymentFrequency: frequency,
+      rateType,
+      bpsRate,
+      purpose: rng.pick(PURPOSES),
+      purposeNarrative: `Generated loan ${index}: ${rng.pick(PURPOSES).toLowerCase()} for ${rng.pick(BIZ)}.`,
+      applicationDate: formatWithOffset(applicationMs, offset),
+      closeDate: formatWithOffset(closeMs, offset),
+      maturityDate: formatWithOffset(maturityMs, offset),
+      firstPaymentDate: formatWithOffset(firstPaymentMs, offset),
+      product: product ? { id: product.id, name: product.name } : null,
+      stage: rng.pick(STAGES),
+      createdAt: formatWithOffset(createdAtMs, offset),
+      updatedAt: formatWithOffset(createdAtMs + rng.int(0, 20) * DAY, offset),
+    },
+  };
+  if (awkward) {
+    // Consumers must cope with absent optional fields and a null product.
+    loan.fields.product = null;
+    delete loan.fields.purposeNarrative;
+    delete loan.fields.monthsInterestOnly;
+    delete loan.fields.closeDate;
+    delete loan.fields.firstPaymentDate;
+    delete loan.fields.maturityDate;
+    loan.fields.stage = null;
+  }
+
+  const nBusinesses = personal ? 0 : rng.int(1, 3);
+  for (let b = 0; b < nBusinesses; b += 1) {
+    const entityType = rng.pick(ENTITY_TYPES);
+    const base = rng.pick(BIZ);
+    const biz: BusinessRecord = {
+      id: rng.id('biz', 10),
+      name: `${base} ${SUFFIX[entityType] ?? ''}`.trim(),
+      ein: tin(rng),
+      role: b === 0 ? 'borrower' : rng.pick(['guarantor', 'co-borrower']),
+      entityType,
+      state: rng.pick(STATES),
+      naics: rng.pick(NAICS),
+    };
+    if (rng.chance(0.4)) biz.dba = `${base} (${rng.pick(STATES)})`;
+    if (awkward) {
+      delete biz.state;
+      delete biz.entityType;
+    }
+    loan.businesses.push(biz);
+  }
+  const nPeople = personal ? rng.int(1, 3) : rng.int(0, 3);
+  for (let p = 0; p < nPeople; p += 1) {
+    const person: PersonRecord = {
+      id: rng.id('per', 10),
+      firstName: rng.pick(FIRST),
+      lastName: rng.pick(LAST),
+      ssn: String(rng.int(100, 899)) + String(rng.int(10, 99)) + String(rng.int(1000, 9999)),
+      role: personal && p === 0 ? 'borrower' : rng.pick(['guarantor', 'owner', 'key principal']),
+      dateOfBirth: `${rng.int(1950, 2000)}-0${rng.int(1, 9)}-1${rng.int(0, 9)}`,
+    };
+    if (!awkward) person.email = `${person.firstName.toLowerCase().replace(/[^a-z]/g, '')}.${rng.int(1, 999)}@example.com`;
+    loan.people.push(person);
+  }
+
+  const documents: DocumentRecord[] = [];
+  const nDocs = rng.int(0, 4);
+  for (let d = 0; d < nDocs; d += 1) {
+    const name = index % 4 === 0 && d === 0 ? rng.pick(ODD_NAMES) : rng.pick(['Tax Return.pdf', 'Articles of Organization.pdf', 'Bank Statements.pdf', 'Signed Term Sheet.pdf', 'notes.txt', 'rent roll.csv', ...ODD_NAMES]);
+    const lower = name.toLowerCase();
+    const type = lower.endsWith('.pdf') ? 'application/pdf' : lower.endsWith('.csv') ? 'text/csv' : lower.endsWith('.txt') ? 'text/plain' : 'application/octet-stream';
+    const bytes = type === 'application/pdf' ? minimalPdf(`${name} for ${loan.fields.loanNumber ?? id}`) : textFile([`document ${name}`, `loan ${id}`, `line ${rng.int(1, 1e6)}`]);
+    const requirement = requirementFor(rng, d);
+    const period = requirement && requirement.periods.length > 0 ? (requirement.periods[requirement.periods.length - 1] ?? null) : null;
+    const uploadedAt = formatWithOffset(createdAtMs + (d + 1) * DAY, offset);
+    documents.push({
+      id: rng.id('doc', 12),
+      loanId: id,
+      name,
+      type,
+      category: rng.pick(['financials', 'legal', 'identity', 'collateral', 'other']),
+      bytes,
+      uploadedAt,
+      attached: true,
+      pendingSize: null,
+      requirement,
+      period,
+      requirementStatus: rng.pick(['PENDING', 'APPROVED', 'APPROVED']),
+      versions: [{ version: 1, size: bytes.length, uploadedAt, period }],
+      signed: false,
+    });
+  }
+  loan.documentIds = documents.map((d) => d.id);
+  return { loan, documents };
+}

@@ -1,0 +1,129 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { silentLogger, type Logger } from '../lib/logger.js';
+import { createAdminRouter } from './admin-api.js';
+import { BlobServer } from './blob-server.js';
+import { FaultInjector } from './faults.js';
+import { createPublicApiHandler } from './public-api.js';
+import { RateLimiter } from './rate-limit.js';
+import { SandboxState } from './state.js';
+import { WebhookSender } from './webhook-sender.js';
+
+export interface SandboxOptions {
+  host?: string;
+  /** 0 = a free port. */
+  port?: number;
+  loans?: number;
+  seed?: number;
+  /** Fraction of generated loans released to the core at start. */
+  releaseRatio?: number;
+  windowMs?: number;
+  readsPerWindow?: number;
+  writesPerWindow?: number;
+  legacyPerWindow?: number;
+  /** Accept http(s)://127.0.0.1 / localhost webhook URLs (local testing). */
+  allowLoopbackWebhooks?: boolean;
+  documentMaxBytes?: number;
+  webhookRetry?: { attempts: number; baseMs: number };
+  /** Consecutive failed deliveries after which an endpoint is disabled (default 10). */
+  webhookAutoDisableAfter?: number;
+  /** Time source (ms); defaults to Date.now. */
+  now?: () => number;
+  logger?: Logger;
+}
+
+export interface RunningSandbox {
+  /** http://127.0.0.1:PORT/api */
+  baseUrl: string;
+  /** pk_test_… with every permission except read:businesses:ein and read:people:ssn. */
+  apiKey: string;
+  /** http://127.0.0.1:PORT/admin */
+  adminUrl: string;
+  close(): Promise<void>;
+}
+
+export const SANDBOX_DEFAULTS = {
+  host: '127.0.0.1',
+  loans: 25,
+  seed: 1,
+  releaseRatio: 0.6,
+  windowMs: 60_000,
+  readsPerWindow: 100,
+  writesPerWindow: 30,
+  legacyPerWindow: 100,
+  documentMaxBytes: 25 * 1024 * 1024,
+  webhookRetry: { attempts: 5, baseMs: 1_000 },
+  webhookAutoDisableAfter: 10,
+} as const;
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Starts the Loan Platform simulator (API + admin on one port, presigned blobs on another). */
+export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSandbox> {
+  const host = opts.host ?? SANDBOX_DEFAULTS.host;
+  const logger = opts.logger ?? silentLogger();
+  const now = opts.now ?? Date.now;
+  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now);
+  const apiKey = state.defaultKey().key;
+  state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio: opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio });
+
+  const limiter = new RateLimiter(
+    {
+      windowMs: opts.windowMs ?? SANDBOX_DEFAULTS.windowMs,
+      readsPerWindow: opts.readsPerWindow ?? SANDBOX_DEFAULTS.readsPerWindow,
+      writesPerWindow: opts.writesPerWindow ?? SANDBOX_DEFAULTS.writesPerWindow,
+      legacyPerWindow: opts.legacyPerWindow ?? SANDBOX_DEFAULTS.legacyPerWindow,
+    },
+    now,
+  );
+  const faults = new FaultInjector();
+  const sender = new WebhookSender(state, logger, opts.webhookRetry ?? { ...SANDBOX_DEFAULTS.webhookRetry }, opts.webhookAutoDisableAfter ?? SANDBOX_DEFAULTS.webhookAutoDisableAfter);
+  const blobs = new BlobServer(state, host);
+  await blobs.listen();
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use('/admin', createAdminRouter({ state, limiter, faults, sender, logger }));
+  app.use(
+    '/api',
+    express.raw({ type: () => true, limit: '2mb' }),
+    createPublicApiHandler({
+      state,
+      limiter,
+      faults,
+      blobs,
+      logger,
+      options: { allowLoopbackWebhooks: opts.allowLoopbackWebhooks ?? false, documentMaxBytes: opts.documentMaxBytes ?? SANDBOX_DEFAULTS.documentMaxBytes },
+    }),
+  );
+  app.use((_req: express.Request, res: express.Response) => {
+    res.status(404).json({ code: 'route.not_found', message: 'the sandbox serves /api/public/v1/..., /api/public/... (legacy) and /admin/...' });
+  });
+
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const origin = `http://${hostForUrl(host)}:${port}`;
+  logger.info({ origin, blobs: blobs.baseUrl, loans: state.loans.size }, 'sandbox listening');
+  let closed = false;
+  return {
+    baseUrl: `${origin}/api`,
+    apiKey,
+    adminUrl: `${origin}/admin`,
+    async close() {
+      if (closed) return;
+      closed = true;
+      sender.close();
+      server.closeAllConnections();
+      await Promise.all([new Promise<void>((resolve) => server.close(() => resolve())), blobs.close()]);
+      await sender.idle();
+    },
+  };
+}

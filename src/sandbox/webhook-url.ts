@@ -1,0 +1,45 @@
+import { isIP } from 'node:net';
+
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.internal', 'instance-data', '169.254.169.254', 'fd00:ec2::254']);
+
+function ipv4Parts(host: string): number[] | null {
+  if (isIP(host) !== 4) return null;
+  return host.split('.').map(Number);
+}
+
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h.endsWith('.localhost') || h === '::1') return true;
+  const v4 = ipv4Parts(h);
+  return v4 !== null && v4[0] === 127;
+}
+
+/** Private, link-local, unspecified or cloud-metadata hosts: never a webhook target. */
+export function isPrivateHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  if (METADATA_HOSTS.has(h)) return true;
+  const v4 = ipv4Parts(h.startsWith('::ffff:') ? h.slice(7) : h);
+  if (v4) {
+    const [a = 0, b = 0] = v4;
+    return a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
+  }
+  if (isIP(h) === 6) return h === '::' || h.startsWith('fc') || h.startsWith('fd') || h.startsWith('fe80');
+  return h.endsWith('.internal') || h.endsWith('.local');
+}
+
+/** Returns a problem description, or null when the URL may receive deliveries. */
+export function webhookUrlProblem(raw: string, allowLoopback: boolean): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  const loopback = isLoopbackHost(url.hostname);
+  if (loopback && allowLoopback) return url.protocol === 'https:' || url.protocol === 'http:' ? null : 'must start with https://';
+  if (url.protocol !== 'https:' || !raw.toLowerCase().startsWith('https://')) return 'must start with https://';
+  if (loopback) return 'loopback hosts are not allowed';
+  if (isPrivateHost(url.hostname)) return 'private, link-local and metadata hosts are not allowed';
+  if (url.username || url.password) return 'must not carry credentials';
+  return null;
+}

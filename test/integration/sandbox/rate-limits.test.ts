@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from './harness.js';
+
+describe('rate limits', () => {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it('sends X-RateLimit-* on every response and 429 rate_limit.exceeded with Retry-After and retryAfter', async () => {
+    h = await startHarness({ loans: 3, windowMs: 2_000, readsPerWindow: 3, writesPerWindow: 2 });
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const r = await h.api('/public/v1/products');
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-ratelimit-limit')).toBe('3');
+      expect(Number(r.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000 - 1);
+      remaining.push(r.headers.get('x-ratelimit-remaining') ?? '');
+    }
+    expect(remaining).toEqual(['2', '1', '0']);
+    const limited = await h.api('/public/v1/products');
+    expect(limited.status).toBe(429);
+    expect(limited.body.code).toBe('rate_limit.exceeded');
+    expect(Number.isInteger(limited.body.retryAfter)).toBe(true);
+    expect(limited.body.retryAfter).toBeGreaterThanOrEqual(1);
+    expect(limited.headers.get('retry-after')).toBe(String(limited.body.retryAfter));
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+
+    // Writes have their own budget: still available while reads are exhausted.
+    const search = await h.api('/public/v1/loans/search', { method: 'POST', body: {} });
+    expect(search.status).toBe(200);
+    expect(search.headers.get('x-ratelimit-limit')).toBe('2');
+    expect(search.headers.get('x-ratelimit-remaining')).toBe('1');
+
+    const counters = await h.admin('/counters');
+    expect(counters.rateLimited).toBe(1);
+    expect(counters.byBucket).toMatchObject({ read: 4, write: 1 });
+    expect(counters.requests['GET /public/v1/products']).toBe(4);
+    expect(counters.requests['POST /public/v1/loans/search']).toBe(1);
+
+    // After the window, the budget is back: poll with a deadline rather than sleeping a fixed time.
+    const deadline = Date.now() + 10_000;
+    let status = 429;
+    while (status === 429 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await h.api('/public/v1/products')).status;
+    }
+    expect(status).toBe(200);
+  });
+
+  it('the legacy prefix shares one bucket, marks responses deprecated and carries meta.total', async () => {
+    h = await startHarness({ loans: 4, windowMs: 2_000, legacyPerWindow: 2 });
+    const a = await h.api('/public/loans?limit=2');
+    expect(a.status).toBe(200);
+    expect(a.headers.get('deprecation')).toBe('true');
+    expect(a.headers.get('sunset')).toMatch(/GMT$/);
+    expect(a.body.meta).toEqual({ mode: 'offset', limit: 2, offset: 0, hasMore: true, total: 4 });
+    const b = await h.api('/public/loans/search', { method: 'POST', body: {} });
+    expect(b.status).toBe(200);
+    expect(b.headers.get('x-ratelimit-limit')).toBe('2');
+    const c = await h.api('/public/products');
+    expect(c.status).toBe(429);
+    expect(c.headers.get('deprecation')).toBe('true');
+    const v1 = await h.api('/public/v1/loans?limit=2');
+    expect(v1.status).toBe(200);
+    expect(v1.body.meta).toEqual({ mode: 'offset', limit: 2, offset: 0, hasMore: true });
+    expect(v1.headers.get('deprecation')).toBeNull();
+    const counters = await h.admin('/counters');
+    expect(counters.requests['GET /public/loans']).toBe(1);
+    expect(counters.byBucket.legacy).toBe(3);
+  });
+
+  it('admin force429 makes the next request wait the given Retry-After; admin can change budgets', async () => {
+    h = await startHarness({ loans: 3 });
+    await h.admin('/rate-limit', 'POST', { force429: { bucket: 'write', retryAfterSeconds: 42 } });
+    const r = await h.api('/public/v1/loans/search', { method: 'POST', body: {} });
+    expect(r.status).toBe(429);
+    expect(r.headers.get('retry-after')).toBe('42');
+    expect(r.body.retryAfter).toBe(42);
+    const read = await h.api('/public/v1/products');
+    expect(read.status).toBe(200);
+    const settings = await h.admin('/rate-limit', 'POST', { readsPerWindow: 1, windowMs: 5_000 });
+    expect(settings).toMatchObject({ readsPerWindow: 1, windowMs: 5_000 });
+    expect((await h.api('/public/v1/products')).status).toBe(200);
+    expect((await h.api('/public/v1/products')).status).toBe(429);
+  });
+});
