@@ -64,8 +64,6 @@ export interface RateLimitedInfo {
 
 interface ServerView {
   remaining: number;
-  /** Requests the server keeps in reserve under our headroom (limit − floor(limit × headroom)). */
-  reserve: number;
   resetAt: number;
   /** seq of the token whose response carried this view. */
   afterSeq: number;
@@ -180,12 +178,13 @@ export class RateBudget {
     if (remaining === null) return;
     const lane = this.lanes[token.bucket];
     const now = this.opts.clock.now();
-    const limit = parseCount(headers.limit) ?? lane.limit;
     const resetAt = parseResetHeader(headers.reset, now) ?? now + this.opts.windowMs;
     const cur = lane.server;
     // Keep the freshest view: the one from the most recently sent request, or a newer server window.
     if (cur === null || now >= cur.resetAt || token.seq > cur.afterSeq || resetAt > cur.resetAt) {
-      lane.server = { remaining, reserve: limit - Math.floor(limit * this.opts.headroom), resetAt, afterSeq: token.seq };
+      // No headroom on top: our own window already keeps it. The view only binds when the server
+      // counts more than we sent (another process on the key, windows longer than ours, a restart).
+      lane.server = { remaining, resetAt, afterSeq: token.seq };
     }
   }
 
@@ -207,7 +206,7 @@ export class RateBudget {
     const [jMin, jMax] = this.jitter;
     const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
     lane.pausedUntil = Math.max(lane.pausedUntil, until);
-    lane.server = { remaining: 0, reserve: 0, resetAt: lane.pausedUntil, afterSeq: lane.seq };
+    lane.server = { remaining: 0, resetAt: lane.pausedUntil, afterSeq: lane.seq };
     this.opts.state.savePause(lane.bucket, lane.pausedUntil);
     this.opts.state.recordStrike({ at: now, bucket: lane.bucket, path: info.path, retryAfterMs: waitMs });
     this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
@@ -299,7 +298,7 @@ export class RateBudget {
     if (s !== null) {
       if (now >= s.resetAt) {
         lane.server = null;
-      } else if (s.remaining - s.reserve - (lane.seq - s.afterSeq) <= 0) {
+      } else if (s.remaining - (lane.seq - s.afterSeq) <= 0) {
         return Math.max(1, s.resetAt - now + 1);
       }
     }

@@ -21,6 +21,7 @@ import { downloadPresigned } from './download.js';
 import { classifyResponse, classifyThrown, PlatformError, type HttpContext } from './errors.js';
 import { walkBoardingQueue, type RawPage } from './queue.js';
 import { DEFAULT_RETRY_POLICY, withRetry, type RetryPolicy } from './retry.js';
+import { Semaphore } from './semaphore.js';
 import {
   ackResponseSchema,
   businessSchema,
@@ -63,7 +64,7 @@ export interface PlatformClientOptions {
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>>;
   /** 429s one call may absorb (each followed by a whole-bucket pause) before it gives up. Default 3. */
   maxRateLimitRetries?: number;
-  /** Concurrent connections to the API origin. Default 8. */
+  /** Requests in flight per bucket (the pool holds twice as many connections). Default 8. */
   connections?: number;
   /** Pause jitter and randomness (tests pin them). */
   pauseJitterMs?: readonly [number, number];
@@ -147,8 +148,10 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
   const retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry, maxRetries: opts.maxRetries };
   const authorization = `Bearer ${opts.apiKey}`;
 
+  const perBucket = opts.connections ?? 8;
+  const inFlight: Record<Bucket, Semaphore> = { read: new Semaphore(perBucket), write: new Semaphore(perBucket) };
   const pool = new Pool(base.origin, {
-    connections: opts.connections ?? 8,
+    connections: perBucket * 2,
     connect: { timeout: opts.timeouts.connectMs },
     headersTimeout: opts.timeouts.headersMs,
     bodyTimeout: opts.timeouts.bodyMs,
@@ -234,11 +237,14 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
     let rateLimited = 0;
     for (;;) {
-      const token: Token = await budget.acquire(bucket, spec.signal);
-      const started = clock.now();
+      // Slot first, then token: the request leaves the moment its token is taken.
+      const release = await inFlight[bucket].acquire(spec.signal);
+      let token: Token;
       let res: Dispatcher.ResponseData;
       let body: unknown;
+      const started = clock.now();
       try {
+        token = await budget.acquire(bucket, spec.signal);
         res = await pool.request({
           method: spec.method,
           path: `${ctx.path}${qs}`,
@@ -249,9 +255,11 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         body = await readBody(res, ctx);
       } catch (err) {
         const e = classifyThrown(ctx, err, spec.signal);
-        count(bucket, e.code);
+        if (e.code !== 'aborted' && e.code !== 'rate_limit.writes_stopped') count(bucket, e.code);
         logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
         throw e;
+      } finally {
+        release();
       }
       const rateHeaders = {
         limit: headerValue(res.headers, 'x-ratelimit-limit'),

@@ -1,0 +1,189 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { isPlatformError } from '../../../src/platform/errors.js';
+import { openDatabase, type Db } from '../../../src/store/db.js';
+import { createMemoryRateState, createSqliteRateState } from '../../../src/store/rate-state.js';
+import { startRateLimitedServer, type RateLimitedServer } from '../../support/rate-limited-server.js';
+import { clientFor, maxInSliding, tempDir, waitFor } from './helpers.js';
+
+describe('rate budget against a server that enforces the documented limits', () => {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    while (cleanups.length > 0) await cleanups.pop()?.();
+  });
+  async function server(o: Parameters<typeof startRateLimitedServer>[0] = {}): Promise<RateLimitedServer> {
+    const s = await startRateLimitedServer(o);
+    cleanups.push(() => s.close());
+    return s;
+  }
+  function db(path: string): Db {
+    const d = openDatabase(path);
+    cleanups.push(() => {
+      d.close();
+    });
+    return d;
+  }
+
+  it('pushes 300 reads and 80 writes through a 1 s window with zero 429s and never exceeds the limit in any window', async () => {
+    const srv = await server({ readsPerWindow: 100, writesPerWindow: 30, windowMs: 1000, windowOffsetMs: 370 });
+    const state = createMemoryRateState();
+    const client = clientFor(srv, { rateState: state });
+    cleanups.push(() => client.close());
+    const reads = Array.from({ length: 300 }, (_, i) => client.getLoan(`L${i}`));
+    const writes = Array.from({ length: 80 }, (_, i) => client.acknowledgeBoarding(`L${i}`, { ok: true }, { idempotencyKey: `ack:L${i}` }));
+    const results = await Promise.all([...reads, ...writes]);
+    expect(results).toHaveLength(380);
+
+    expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
+    expect(srv.requests.filter((r) => r.bucket === 'read')).toHaveLength(300);
+    expect(srv.requests.filter((r) => r.bucket === 'write')).toHaveLength(80);
+    for (const [, n] of srv.windowCounts('read')) expect(n).toBeLessThanOrEqual(100);
+    for (const [, n] of srv.windowCounts('write')) expect(n).toBeLessThanOrEqual(30);
+    // Stronger than the server's fixed windows: the client sent at most limit × headroom in ANY
+    // interval of 1 s, wherever it starts (from the spend it recorded before each send).
+    expect(maxInSliding(state.loadSpend('read', 0), 1000)).toBeLessThanOrEqual(90);
+    expect(maxInSliding(state.loadSpend('write', 0), 1000)).toBeLessThanOrEqual(27);
+    expect(client.stats().rateLimited).toBe(0);
+    expect(client.stats().calls.read['200']).toBe(300);
+    expect(client.stats().calls.write['200']).toBe(80);
+  });
+
+  it('a forced 429 with Retry-After: 2 pauses the whole bucket at least 2 s', async () => {
+    const srv = await server({ windowMs: 1000 });
+    const client = clientFor(srv);
+    cleanups.push(() => client.close());
+    srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 2 });
+    const first = client.getLoan('A');
+    await waitFor(() => client.health().budgets.find((b) => b.bucket === 'read')?.pausedUntil != null, 5000, 'read bucket paused');
+    // Calls made while paused wait for the same pause: the bucket is paused, not one request.
+    const later = [client.getLoan('B'), client.getLoan('C'), client.listProducts()];
+    await Promise.all([first, ...later]);
+
+    const reads = srv.requests.filter((r) => r.bucket === 'read');
+    const limited = reads.filter((r) => r.status === 429);
+    expect(limited).toHaveLength(1);
+    const t429 = limited[0]!.at;
+    const after = reads.filter((r) => r.seq > limited[0]!.seq);
+    expect(after).toHaveLength(4);
+    for (const r of after) expect(r.at - t429).toBeGreaterThanOrEqual(2000);
+    expect(client.health().strikes24h).toBe(1);
+    // One strike in 24 h: half pace.
+    expect(client.health().budgets.find((b) => b.bucket === 'read')?.allowed).toBe(45);
+  });
+
+  it('the pause honours max(Retry-After, body.retryAfter)', async () => {
+    const srv = await server({ windowMs: 1000 });
+    const client = clientFor(srv);
+    cleanups.push(() => client.close());
+    srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1, bodyRetryAfter: 2 });
+    await client.getLoan('A');
+    const [a, b] = srv.requests;
+    expect(a!.status).toBe(429);
+    expect(b!.at - a!.at).toBeGreaterThanOrEqual(2000);
+  });
+
+  it('strikes survive a restart; after 2 strikes writes stop fast and reads go on', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const srv = await server({ windowMs: 1000 });
+    const path = tmp.file('state.sqlite');
+
+    const c1 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
+    srv.forceRateLimit({ bucket: 'write', retryAfterSeconds: 1 });
+    await c1.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' });
+    expect(c1.health().strikes24h).toBe(1);
+    await c1.close();
+
+    const c2 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
+    cleanups.push(() => c2.close());
+    expect(c2.health().strikes24h).toBe(1);
+    expect(c2.health().writesStopped).toBe(false);
+    expect(c2.health().budgets.find((b) => b.bucket === 'write')?.allowed).toBe(13);
+    srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1 });
+    await c2.getLoan('L2');
+    expect(c2.health().strikes24h).toBe(2);
+    expect(c2.health().writesStopped).toBe(true);
+    const writesBefore = srv.requests.filter((r) => r.bucket === 'write').length;
+    const err = await c2.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' }).catch((e: unknown) => e);
+    expect(isPlatformError(err) && err.code).toBe('rate_limit.writes_stopped');
+    expect(srv.requests.filter((r) => r.bucket === 'write').length).toBe(writesBefore);
+    await expect(c2.getLoan('L4')).resolves.toMatchObject({ id: 'L4' });
+    await c2.close();
+
+    const c3 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
+    cleanups.push(() => c3.close());
+    expect(c3.health().writesStopped).toBe(true);
+    expect(c3.clearStrikes('ops:alice')).toBe(2);
+    expect(c3.health().writesStopped).toBe(false);
+    await expect(c3.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' })).resolves.toBeTruthy();
+  });
+
+  it('a restart does not burst: spend of the current window is persisted', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const srv = await server({ readsPerWindow: 100, windowMs: 3000 });
+    const path = tmp.file('state.sqlite');
+    const c1 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
+    await Promise.all(Array.from({ length: 90 }, (_, i) => c1.getLoan(`A${i}`)));
+    await c1.close();
+    const d2 = db(path);
+    const c2 = clientFor(srv, { rateState: createSqliteRateState(d2) });
+    cleanups.push(() => c2.close());
+    expect(c2.health().budgets.find((b) => b.bucket === 'read')?.remaining).toBeLessThanOrEqual(0);
+    await Promise.all(Array.from({ length: 10 }, (_, i) => c2.getLoan(`B${i}`)));
+    // Without the persisted spend the 10 would have gone at once: 100 sent in one window, over the
+    // 90 allowed. The second client waited for the first client's tokens to leave the window.
+    const spend = createSqliteRateState(d2).loadSpend('read', 0);
+    expect(spend).toHaveLength(100);
+    expect(maxInSliding(spend, 3000)).toBeLessThanOrEqual(90);
+    const firstToken = spend[0]!;
+    for (const r of srv.requests.filter((x) => x.path.startsWith('/public/v1/loans/B'))) expect(r.at - firstToken).toBeGreaterThanOrEqual(3000);
+    expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
+  it('a 5xx read is retried through the budget; a 404 is not retried', async () => {
+    const srv = await server();
+    const client = clientFor(srv);
+    cleanups.push(() => client.close());
+    let n = 0;
+    srv.route('GET', '/public/v1/loans/{id}', (req) => {
+      n += 1;
+      if (req.params['id'] === 'missing') return { status: 404, body: { code: 'loan.not_found', message: 'Loan not found' } };
+      return n < 3 ? { status: 503, body: { code: 'unavailable' } } : { body: { data: { id: req.params['id'] } } };
+    });
+    await expect(client.getLoan('X')).resolves.toMatchObject({ id: 'X' });
+    expect(client.stats().retries).toBe(2);
+    const err = await client.getLoan('missing').catch((e: unknown) => e);
+    expect(isPlatformError(err) && err.code).toBe('loan.not_found');
+    expect(srv.requests.filter((r) => r.path === '/public/v1/loans/missing')).toHaveLength(1);
+  });
+
+  it('a write whose connection dropped after the server committed is retried with the same Idempotency-Key', async () => {
+    const srv = await server();
+    const client = clientFor(srv);
+    cleanups.push(() => client.close());
+    const committed = new Map<string, number>();
+    srv.route('POST', '/public/v1/loans/{id}/boarding', (req) => {
+      const key = String(req.headers['idempotency-key']);
+      committed.set(key, (committed.get(key) ?? 0) + 1);
+      if (committed.get(key) === 1) return { dropConnection: true };
+      return { body: { data: { boarded: true } } };
+    });
+    await expect(client.acknowledgeBoarding('L1', { marker: 'r1' }, { idempotencyKey: 'ack:L1:r1' })).resolves.toEqual({ boarded: true });
+    const sent = srv.requests.filter((r) => r.path === '/public/v1/loans/L1/boarding');
+    expect(sent).toHaveLength(2);
+    expect(sent.map((r) => r.headers['idempotency-key'])).toEqual(['ack:L1:r1', 'ack:L1:r1']);
+  });
+
+  it('a 401 is fatal and never retried', async () => {
+    const srv = await server();
+    const client = clientFor(srv, { apiKey: 'pk_test_wrong' });
+    cleanups.push(() => client.close());
+    const err = await client.getLoan('L1').catch((e: unknown) => e);
+    expect(isPlatformError(err) && { code: err.code, fatal: err.fatal, retryable: err.retryable }).toEqual({
+      code: 'auth.invalid_key',
+      fatal: true,
+      retryable: false,
+    });
+    expect(srv.requests).toHaveLength(1);
+  });
+});
