@@ -1,0 +1,204 @@
+import type { CompiledExpression, CompiledMapping } from './compile.js';
+import { MAIN_FILE } from './compile.js';
+import { checkField } from './fieldSchema.js';
+import { HelperIssue, describe, redactTins } from './issue.js';
+import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
+
+/** Past this many issues a loan's report stops growing: the first ones say what is wrong. */
+const MAX_ISSUES = 100;
+
+type Bindings = Record<string, unknown>;
+
+interface Where {
+  target: string;
+  field: string;
+  /** Input path prefix of the current item, e.g. entities.businesses[1] */
+  itemPath: string | undefined;
+}
+
+class Failure extends Error {
+  constructor(
+    readonly code: MappingIssueCode,
+    message: string,
+    readonly offset: number | null,
+    readonly inputPath: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+function isFunction(v: object): boolean {
+  return '_jsonata_function' in v || '_jsonata_lambda' in v || typeof v === 'function';
+}
+
+/** JSONata results may be sequences or hold functions; records must be plain JSON. */
+function toPlain(v: unknown, at: string): unknown {
+  if (v === undefined || v === null) return v;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new Error(`${at}: not a finite number`);
+    return v;
+  }
+  if (typeof v !== 'object' && typeof v !== 'function') return v;
+  if (isFunction(v)) throw new Error(`${at}: the expression produced a function, not a value (missing parentheses in a call?)`);
+  if (Array.isArray(v)) return v.map((x, i) => toPlain(x, `${at}[${i}]`)).filter((x) => x !== undefined);
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const p = toPlain(x, `${at}.${k}`);
+    if (p !== undefined) out[k] = p;
+  }
+  return out;
+}
+
+function joinPath(prefix: string | undefined, path: string | undefined): string | undefined {
+  if (path === undefined) return prefix;
+  return prefix === undefined ? path : `${prefix}.${path}`;
+}
+
+async function evaluate(ce: CompiledExpression, context: unknown, bindings: Bindings): Promise<unknown> {
+  try {
+    return await ce.expr.evaluate(context, bindings);
+  } catch (err) {
+    const position = (err as { position?: unknown }).position;
+    const call = typeof position === 'number' ? ce.info.calls.get(position) : undefined;
+    if (err instanceof HelperIssue) {
+      const argPath = call && err.argIndex !== null ? call.argPaths[err.argIndex] : undefined;
+      throw new Failure(err.code, err.message, call?.start ?? null, argPath ?? ce.info.firstPath);
+    }
+    const e = err as { message?: unknown; code?: unknown };
+    const message = typeof e.message === 'string' ? e.message : String(err);
+    const code = typeof e.code === 'string' ? ` [${e.code}]` : '';
+    throw new Failure('mapping', `expression failed${code}: ${message}`, call?.start ?? (typeof position === 'number' ? Math.max(0, position - 1) : null), ce.info.firstPath);
+  }
+}
+
+/** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
+export function createMapper(mapping: CompiledMapping, version: string): Mapper {
+  const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
+  const baseDefaults = Object.freeze({ ...mapping.defaults });
+  for (const [productId, o] of mapping.overrides) defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
+
+  const issueAt = (ce: CompiledExpression | undefined, where: Where, f: Failure): MappingIssue => {
+    const pos = ce ? (f.offset === null ? ce.pos : ce.posAt(f.offset)) : { line: 1, column: 1 };
+    const issue: MappingIssue = {
+      code: f.code,
+      file: ce?.file ?? MAIN_FILE,
+      line: pos.line,
+      column: pos.column,
+      target: where.target,
+      field: where.field,
+      message: redactTins(f.message),
+    };
+    const inputPath = joinPath(where.itemPath, f.inputPath);
+    if (inputPath !== undefined) issue.inputPath = inputPath;
+    return issue;
+  };
+
+  async function mapInput(input: MappingInput): Promise<MappingOutcome> {
+    const issues: MappingIssue[] = [];
+    const records: MappedRecord[] = [];
+    const seen = new Set<string>();
+    const loan = (input as { loan?: unknown }).loan;
+    if (loan === null || typeof loan !== 'object') {
+      return { ok: false, mappingVersion: version, issues: [{ code: 'validation', file: MAIN_FILE, line: 1, column: 1, target: '(input)', field: 'loan', message: 'the input has no loan' }] };
+    }
+    const productRef = (loan as { product?: { id?: unknown } | null }).product;
+    const productId = typeof productRef?.id === 'string' ? productRef.id : undefined;
+    const override = productId === undefined ? undefined : mapping.overrides.get(productId);
+    const bindings: Bindings = {
+      loan,
+      entities: input.entities ?? { businesses: [], people: [] },
+      documents: input.documents ?? [],
+      root: input,
+      defaults: (productId !== undefined && defaultsFor.get(productId)) || baseDefaults,
+      index: 0,
+    };
+    const root = { loan, entities: bindings['entities'], documents: bindings['documents'] };
+
+    for (const target of mapping.targets) {
+      if (issues.length >= MAX_ISSUES) break;
+      let items: unknown[];
+      let itemPrefix: string | undefined;
+      if (target.forEach) {
+        try {
+          const r = toPlainItems(await evaluate(target.forEach, root, bindings));
+          items = r;
+        } catch (err) {
+          issues.push(issueAt(target.forEach, { target: target.name, field: '(for)', itemPath: undefined }, asFailure(err)));
+          continue;
+        }
+        itemPrefix = target.forEach.info.simplePath;
+      } else {
+        items = [root];
+      }
+      const fieldOverrides = override?.fields.get(target.name);
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i];
+        const itemPath = target.forEach ? (itemPrefix === undefined ? undefined : `${itemPrefix}[${i}]`) : undefined;
+        if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+          issues.push(issueAt(target.forEach, { target: target.name, field: '(for)', itemPath }, new Failure('mapping', `each item must be an object, item ${i} is ${describe(item)}`, null, undefined)));
+          continue;
+        }
+        const b: Bindings = { ...bindings, index: i };
+        let externalId: string | undefined;
+        try {
+          const v = await evaluate(target.externalId, item, b);
+          if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v))) externalId = String(v);
+          else throw new Failure('validation', `externalId must be a non-empty string, got ${describe(v)}`, null, target.externalId.info.firstPath);
+        } catch (err) {
+          issues.push(issueAt(target.externalId, { target: target.name, field: 'externalId', itemPath }, asFailure(err)));
+        }
+        const fields: Record<string, unknown> = {};
+        for (const field of target.fields) {
+          const ce = fieldOverrides?.get(field.name) ?? field.expr;
+          const where: Where = { target: target.name, field: field.name, itemPath };
+          try {
+            const value = toPlain(await evaluate(ce, item, b), field.name);
+            const problem = checkField(value, field.check);
+            if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
+            if (value !== undefined && value !== null) fields[field.name] = value;
+          } catch (err) {
+            issues.push(issueAt(ce, where, asFailure(err)));
+          }
+        }
+        if (externalId === undefined) continue;
+        const key = `${target.type}\u0000${externalId}`;
+        if (seen.has(key)) {
+          issues.push(issueAt(target.externalId, { target: target.name, field: 'externalId', itemPath }, new Failure('validation', `two ${target.type} records have the external id ${describe(externalId)}`, null, undefined)));
+          continue;
+        }
+        seen.add(key);
+        records.push({ type: target.type, externalId, fields });
+      }
+    }
+    if (issues.length > 0) return { ok: false, mappingVersion: version, issues: issues.slice(0, MAX_ISSUES) };
+    return { ok: true, mappingVersion: version, records };
+  }
+
+  return {
+    version,
+    name: mapping.name,
+    async map(input: MappingInput): Promise<MappingOutcome> {
+      try {
+        return await mapInput(input);
+      } catch (err) {
+        // A bug in the engine must still quarantine one loan, not stop the daemon.
+        return {
+          ok: false,
+          mappingVersion: version,
+          issues: [{ code: 'mapping', file: MAIN_FILE, line: 1, column: 1, target: '(engine)', field: '(engine)', message: redactTins(`internal mapping error: ${err instanceof Error ? err.message : String(err)}`) }],
+        };
+      }
+    },
+  };
+}
+
+function asFailure(err: unknown): Failure {
+  if (err instanceof Failure) return err;
+  return new Failure('mapping', err instanceof Error ? err.message : String(err), null, undefined);
+}
+
+function toPlainItems(v: unknown): unknown[] {
+  if (v === undefined || v === null) return [];
+  const plain = toPlain(v, '(for)');
+  return Array.isArray(plain) ? plain : [plain];
+}

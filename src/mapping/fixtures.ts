@@ -1,0 +1,147 @@
+import { z } from 'zod';
+import { documentSchema, entitiesSchema, queueItemSchema } from '../platform/schemas.js';
+import { DEFAULT_MAPPER_OPTIONS, type MapperOptions } from './compile.js';
+import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingOutcome } from './types.js';
+
+/**
+ * Mapping fixtures: `fixtures/<case>/input.json` (loan, entities, documents as the platform sends
+ * them) → `expected.json`, either `{ "records": [...] }` or `{ "issues": [...] }`. An expected
+ * issue matches an actual one when every key it lists is equal (`message`: contained in).
+ * `options.json` (optional) sets timeZone, allowLast4Tin, defaults for the case; fixtures do not
+ * depend on the bank's config, so they mean the same on every machine.
+ */
+export interface FixtureCase {
+  name: string;
+  /** Directory of the case, relative to the mapping directory. */
+  dir: string;
+  input: unknown;
+  expected: unknown;
+  options: unknown;
+}
+
+export interface FixtureResult {
+  name: string;
+  ok: boolean;
+  /** Field-level differences or setup problems, one line each. */
+  diffs: string[];
+  outcome?: MappingOutcome;
+}
+
+const optionsSchema = z.strictObject({
+  timeZone: z.string().optional(),
+  allowLast4Tin: z.boolean().optional(),
+  defaults: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  timeoutMs: z.number().int().min(1).optional(),
+  description: z.string().optional(),
+});
+
+const inputSchema = z.strictObject({
+  description: z.string().optional(),
+  loan: queueItemSchema,
+  entities: entitiesSchema.prefault({}),
+  documents: z.array(documentSchema).default([]),
+});
+
+const expectedIssueSchema = z.looseObject({
+  code: z.string().optional(),
+  target: z.string().optional(),
+  field: z.string().optional(),
+  message: z.string().optional(),
+  inputPath: z.string().optional(),
+});
+const expectedSchema = z.union([
+  z.strictObject({ description: z.string().optional(), records: z.array(z.looseObject({ type: z.string(), externalId: z.string(), fields: z.record(z.string(), z.unknown()) })) }),
+  z.strictObject({ description: z.string().optional(), issues: z.array(expectedIssueSchema).min(1) }),
+]);
+
+const zodText = (e: z.ZodError): string => e.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');
+
+export function fixtureOptions(raw: unknown): MapperOptions | string {
+  if (raw === undefined) return DEFAULT_MAPPER_OPTIONS;
+  const r = optionsSchema.safeParse(raw);
+  if (!r.success) return `options.json: ${zodText(r.error)}`;
+  const o = r.data;
+  return {
+    timeZone: o.timeZone ?? DEFAULT_MAPPER_OPTIONS.timeZone,
+    allowLast4Tin: o.allowLast4Tin ?? DEFAULT_MAPPER_OPTIONS.allowLast4Tin,
+    defaults: o.defaults ?? DEFAULT_MAPPER_OPTIONS.defaults,
+    timeoutMs: o.timeoutMs ?? DEFAULT_MAPPER_OPTIONS.timeoutMs,
+  };
+}
+
+export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions) => Promise<Mapper>): Promise<FixtureResult> {
+  const options = fixtureOptions(c.options);
+  if (typeof options === 'string') return { name: c.name, ok: false, diffs: [options] };
+  const input = inputSchema.safeParse(c.input);
+  if (!input.success) return { name: c.name, ok: false, diffs: [`input.json does not match the platform's shapes: ${zodText(input.error)}`] };
+  const expected = expectedSchema.safeParse(c.expected);
+  if (!expected.success) return { name: c.name, ok: false, diffs: [`expected.json must be {"records": [...]} or {"issues": [...]}: ${zodText(expected.error)}`] };
+  const mapper = await mapperFor(options);
+  const mappingInput: MappingInput = { loan: input.data.loan, entities: input.data.entities, documents: input.data.documents };
+  const outcome = await mapper.map(mappingInput);
+  const diffs = 'records' in expected.data ? diffRecords(expected.data.records, outcome) : diffIssues(expected.data.issues, outcome);
+  return { name: c.name, ok: diffs.length === 0, diffs, outcome };
+}
+
+/** What `mappings test --update` writes: the outcome in expected.json form. */
+export function expectedFromOutcome(outcome: MappingOutcome): unknown {
+  if (outcome.ok) return { records: outcome.records };
+  return { issues: outcome.issues.map((i) => ({ code: i.code, target: i.target, field: i.field, message: i.message, ...(i.inputPath ? { inputPath: i.inputPath } : {}) })) };
+}
+
+const show = (v: unknown): string => (v === undefined ? '(absent)' : JSON.stringify(v));
+
+function diffValue(path: string, expected: unknown, actual: unknown, out: string[]): void {
+  if (Object.is(expected, actual)) return;
+  const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (isObj(expected) && isObj(actual)) {
+    for (const k of new Set([...Object.keys(expected), ...Object.keys(actual)])) diffValue(`${path}.${k}`, expected[k], actual[k], out);
+    return;
+  }
+  if (Array.isArray(expected) && Array.isArray(actual)) {
+    for (let i = 0; i < Math.max(expected.length, actual.length); i++) diffValue(`${path}[${i}]`, expected[i], actual[i], out);
+    return;
+  }
+  out.push(`${path}: expected ${show(expected)}, got ${show(actual)}`);
+}
+
+export function diffRecords(expected: MappedRecord[], outcome: MappingOutcome): string[] {
+  if (!outcome.ok) return ['expected records, got issues:', ...outcome.issues.map((i) => `  ${i.code} ${i.target}.${i.field}: ${i.message}`)];
+  const out: string[] = [];
+  const key = (r: MappedRecord): string => `${r.type}/${r.externalId}`;
+  const actual = new Map(outcome.records.map((r) => [key(r), r]));
+  const wanted = new Map(expected.map((r) => [key(r), r]));
+  for (const [k, e] of wanted) {
+    const a = actual.get(k);
+    if (!a) out.push(`${k}: record missing`);
+    else diffValue(k, e.fields, a.fields, out);
+  }
+  for (const k of actual.keys()) if (!wanted.has(k)) out.push(`${k}: unexpected record`);
+  if (out.length === 0) {
+    const order = (rs: MappedRecord[]): string => rs.map(key).join(', ');
+    if (order(expected) !== order(outcome.records)) out.push(`record order differs: expected ${order(expected)}; got ${order(outcome.records)}`);
+  }
+  return out;
+}
+
+function issueMatches(e: Record<string, unknown>, a: MappingIssue): boolean {
+  for (const [k, v] of Object.entries(e)) {
+    if (v === undefined) continue;
+    const actual = (a as unknown as Record<string, unknown>)[k];
+    if (k === 'message' ? typeof actual !== 'string' || typeof v !== 'string' || !actual.includes(v) : actual !== v) return false;
+  }
+  return true;
+}
+
+export function diffIssues(expected: Array<Record<string, unknown>>, outcome: MappingOutcome): string[] {
+  if (outcome.ok) return [`expected ${expected.length} issue(s), got ${outcome.records.length} record(s)`];
+  const out: string[] = [];
+  const left = [...outcome.issues];
+  for (const e of expected) {
+    const i = left.findIndex((a) => issueMatches(e, a));
+    if (i < 0) out.push(`expected issue not raised: ${JSON.stringify(e)}`);
+    else left.splice(i, 1);
+  }
+  for (const a of left) out.push(`unexpected issue: ${a.code} ${a.target}.${a.field}: ${a.message}`);
+  return out;
+}

@@ -1,0 +1,35 @@
+import type { MappingIssueCode } from './types.js';
+
+/**
+ * Thrown by a helper when the data cannot be mapped. The engine catches it per field and turns it
+ * into a MappingIssue (errors are data), so one bad field never hides the others.
+ * `argIndex` names the argument that was wrong, so the issue can point at its input path.
+ */
+export class HelperIssue extends Error {
+  override readonly name = 'HelperIssue';
+  constructor(
+    readonly code: MappingIssueCode,
+    message: string,
+    readonly argIndex: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+const FULL_TIN = /(?<!\d)(\d{3}-?\d{2}-?\d{4}|\d{2}-\d{7})(?!\d)/g;
+
+/** Issue texts end up in SQLite and logs: never let a nine-digit tax id through. */
+export function redactTins(text: string): string {
+  return text.replace(FULL_TIN, (m) => `*****${m.replace(/\D/g, '').slice(-4)}`);
+}
+
+/** Short, safe rendering of a value for an issue message. */
+export function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (typeof value === 'string') return redactTins(JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value));
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `a list of ${value.length}`;
+  if (typeof value === 'function') return 'a function';
+  return 'an object';
+}

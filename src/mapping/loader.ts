@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
+import { ConfigError } from '../lib/errors.js';
+import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
+import { createMapper } from './engine.js';
+import type { FixtureCase } from './fixtures.js';
+import type { Mapper } from './types.js';
+
+/**
+ * The only file of src/mapping that touches the file system: it reads a mapping directory and
+ * hands the text to the pure compiler. Paths a mapping references (CSV lookups) must stay inside
+ * its directory.
+ */
+
+function readerFor(dir: string): (rel: string) => string | undefined {
+  const root = resolve(dir);
+  return (rel) => {
+    if (isAbsolute(rel)) return undefined;
+    const full = resolve(root, normalize(rel));
+    if (full !== root && !full.startsWith(root + sep)) return undefined;
+    try {
+      return readFileSync(full, 'utf8');
+    } catch {
+      return undefined;
+    }
+  };
+}
+
+/** Content hash of the files a mapping read, in a stable order: the mapping version. */
+export function hashSources(sources: ReadonlyMap<string, string>): string {
+  const h = createHash('sha256');
+  for (const path of [...sources.keys()].sort()) {
+    const text = sources.get(path) ?? '';
+    h.update(`${path.replaceAll('\\', '/')}\u0000${Buffer.byteLength(text)}\u0000`);
+    h.update(text);
+  }
+  return h.digest('hex');
+}
+
+export interface LintResult extends CompileResult {
+  dir: string;
+  /** `<label>+<first 12 hex of the content hash>`, when the set compiled. */
+  version: string | undefined;
+}
+
+function assertDir(dir: string): void {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ConfigError(`mappings.dir: ${dir} is not a directory`);
+}
+
+export function mappingVersionOf(label: string, sources: ReadonlyMap<string, string>): string {
+  return `${label}+${hashSources(sources).slice(0, 12)}`;
+}
+
+/** Compiles a mapping directory and reports every problem (used by `mappings lint`). */
+export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): LintResult {
+  assertDir(dir);
+  const r = compileMapping(readerFor(dir), { ...DEFAULT_MAPPER_OPTIONS, ...opts });
+  return { ...r, dir, version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined };
+}
+
+/**
+ * Loads the mapping set the pipeline uses. Throws ConfigError listing every problem with
+ * file:line:column when the set does not compile: a daemon must not start on a broken mapping.
+ */
+export function loadMapper(dir: string, opts: Partial<MapperOptions> = {}): Promise<Mapper> {
+  const r = lintMappingDir(dir, opts);
+  if (!r.mapping || !r.version) {
+    const problems = r.problems.map((p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`);
+    return Promise.reject(new ConfigError(`mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`, problems));
+  }
+  return Promise.resolve(createMapper(r.mapping, r.version));
+}
+
+/** `<dir>/fixtures/<case>/{input.json, expected.json, options.json?}` in name order. */
+export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: LintProblem[] } {
+  const fixturesDir = join(dir, 'fixtures');
+  const cases: FixtureCase[] = [];
+  const problems: LintProblem[] = [];
+  if (!existsSync(fixturesDir)) return { cases, problems };
+  for (const name of readdirSync(fixturesDir).sort()) {
+    const caseDir = join(fixturesDir, name);
+    if (!statSync(caseDir).isDirectory()) continue;
+    const read = (file: string, required: boolean): unknown => {
+      const path = join(caseDir, file);
+      const rel = relative(dir, path);
+      if (!existsSync(path)) {
+        if (required) problems.push({ file: rel, line: 1, column: 1, message: `missing ${file}` });
+        return undefined;
+      }
+      const text = readFileSync(path, 'utf8');
+      try {
+        return JSON.parse(text) as unknown;
+      } catch (err) {
+        const m = /position (\d+)/.exec(err instanceof Error ? err.message : '');
+        const offset = m ? Number(m[1]) : 0;
+        const before = text.slice(0, offset);
+        problems.push({ file: rel, line: before.split('\n').length, column: offset - before.lastIndexOf('\n'), message: `invalid JSON: ${err instanceof Error ? err.message : String(err)}` });
+        return undefined;
+      }
+    };
+    const input = read('input.json', true);
+    const expected = read('expected.json', true);
+    const options = read('options.json', false);
+    if (input === undefined || expected === undefined) continue;
+    cases.push({ name, dir: relative(dir, caseDir), input, expected, options });
+  }
+  return { cases, problems };
+}
+
+export { formatProblem };
