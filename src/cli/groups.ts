@@ -2,9 +2,11 @@ import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { registerConfigCommands } from './config.js';
 import { registerSandboxCommands } from './sandbox.js';
+import { registerWebhooksCommands } from './webhooks.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerConfigCommands(program, ctx);
   registerSandboxCommands(program, ctx);
+  registerWebhooksCommands(program, ctx);
 }

@@ -1,0 +1,118 @@
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../lib/clock.js';
+import { systemClock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { PlatformApi } from '../platform/api.js';
+import type { PlatformStats } from '../platform/client.js';
+import type { Db } from '../store/db.js';
+import { createApp } from './app.js';
+import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
+import { createWebhookInbox, type WebhookInbox } from './inbox.js';
+import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
+import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
+import { standardReadinessChecks } from './readiness.js';
+import { startHttpServer, type RunningServer } from './server.js';
+
+export interface WebhookServiceDeps {
+  config: Pick<Config, 'webhooks' | 'schedule' | 'reports'>;
+  db: Db;
+  platform: Pick<PlatformApi, 'health' | 'listWebhookEndpoints'> & { stats?: () => PlatformStats };
+  logger: Logger;
+  clock?: Clock;
+  /** The daemon's early-cycle entry (`daemon.triggerCycle`); may be bound after construction. */
+  requestCycle: (reason: string) => void;
+  onFunded?: (loanId: string, fundedAt: number) => void;
+  metrics?: ConnectorMetrics;
+}
+
+/** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
+export interface WebhookService {
+  readonly name: string;
+  readonly inbox: WebhookInbox;
+  readonly processor: WebhookProcessor;
+  readonly metrics: ConnectorMetrics;
+  readonly endpointWatch: EndpointWatch;
+  /** Base URL the receiver is bound to, once started (the platform posts to `${url}/webhooks/platform`). */
+  url(): string | null;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** For `createDaemon({ jobs })`: checks our endpoint on `schedule.endpointCheck`. */
+  readonly endpointCheckJob: { name: string; schedule: string; run(signal: AbortSignal): Promise<void> };
+  /** For `createDaemon({ onCycle })`: records the cycle duration metric. */
+  onCycle(summary: { reason: string; durationMs: number; fatal: unknown; interrupted: number }): void;
+}
+
+function triggerLabel(reason: string): string {
+  if (reason.startsWith('webhook')) return 'webhook';
+  if (reason === 'schedule' || reason === 'startup' || reason === 'retry due') return reason.replace(' ', '_');
+  return 'other';
+}
+
+/**
+ * Everything the `run` command needs for webhooks, in one daemon service: the inbox processor
+ * (pending rows from before a restart first), the HTTP server on webhooks.host/port with
+ * /webhooks/platform, /healthz, /readyz, /metrics and /reports/latest, and the endpoint check job.
+ */
+export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger.child({ component: 'webhooks' });
+  const inbox = createWebhookInbox(deps.db);
+  const metrics = deps.metrics ?? createConnectorMetrics({ clock });
+  const { stats } = deps.platform;
+  metrics.setSources({
+    db: deps.db,
+    inbox,
+    ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
+  });
+  const processor = createWebhookProcessor({
+    db: deps.db,
+    inbox,
+    logger,
+    clock,
+    debounceMs: deps.config.webhooks.debounceMs,
+    requestCycle: (reason) => deps.requestCycle(reason),
+    ...(deps.onFunded ? { onFunded: deps.onFunded } : {}),
+  });
+  const endpointWatch = createEndpointWatch();
+  const app = createApp({
+    config: deps.config.webhooks,
+    inbox,
+    logger,
+    clock,
+    metrics,
+    processor,
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock } }),
+    reportsDir: deps.config.reports.dir,
+  });
+  let server: RunningServer | null = null;
+
+  return {
+    name: 'webhooks',
+    inbox,
+    processor,
+    metrics,
+    endpointWatch,
+    url: () => server?.url ?? null,
+    async start() {
+      await processor.start();
+      server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port);
+      logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secrets: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
+    },
+    async stop() {
+      await server?.close();
+      server = null;
+      await processor.stop();
+    },
+    endpointCheckJob: {
+      name: 'endpointCheck',
+      schedule: deps.config.schedule.endpointCheck,
+      run: async (signal) => {
+        await checkEndpoints(deps.platform, deps.config, logger, { watch: endpointWatch, clock, signal });
+      },
+    },
+    onCycle(summary) {
+      const outcome: CycleOutcome = summary.fatal ? 'error' : summary.interrupted > 0 ? 'aborted' : 'ok';
+      metrics.observeCycle(summary.durationMs / 1000, outcome, triggerLabel(summary.reason));
+    },
+  };
+}
