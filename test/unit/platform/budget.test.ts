@@ -1,0 +1,211 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, silentLogger } from '../../../src/lib/logger.js';
+import { bucketFor, parseResetHeader, RateBudget, STRIKE_WINDOW_MS, type Token } from '../../../src/platform/budget.js';
+import { isPlatformError } from '../../../src/platform/errors.js';
+import { createMemoryRateState, type RateStateStore } from '../../../src/store/rate-state.js';
+import { FakeClock, settle } from './fake-clock.js';
+
+function budget(clock: FakeClock, o: { state?: RateStateStore; reads?: number; writes?: number; headroom?: number; logger?: ReturnType<typeof silentLogger> } = {}): RateBudget {
+  return new RateBudget({
+    readsPerWindow: o.reads ?? 100,
+    writesPerWindow: o.writes ?? 30,
+    windowMs: 1000,
+    headroom: o.headroom ?? 0.9,
+    clock,
+    state: o.state ?? createMemoryRateState(),
+    logger: o.logger ?? silentLogger(),
+    random: () => 0,
+    pauseJitterMs: [0, 0],
+  });
+}
+
+/** Starts n acquisitions and reports how many resolved so far. */
+function start(b: RateBudget, bucket: 'read' | 'write', n: number): { done: () => number; tokens: Token[]; errors: unknown[] } {
+  const tokens: Token[] = [];
+  const errors: unknown[] = [];
+  for (let i = 0; i < n; i++) {
+    b.acquire(bucket).then(
+      (t) => tokens.push(t),
+      (e: unknown) => errors.push(e),
+    );
+  }
+  return { done: () => tokens.length, tokens, errors };
+}
+
+describe('rate budget math', () => {
+  it('allows floor(limit × headroom) per window, at least 1', () => {
+    const clock = new FakeClock();
+    expect(budget(clock).allowed('read')).toBe(90);
+    expect(budget(clock).allowed('write')).toBe(27);
+    expect(budget(clock, { headroom: 1 }).allowed('read')).toBe(100);
+    expect(budget(clock, { reads: 1, headroom: 0.5 }).allowed('read')).toBe(1);
+  });
+
+  it('search (POST) and every other non-GET method spend the write bucket', () => {
+    expect(bucketFor('GET')).toBe('read');
+    expect(bucketFor('head')).toBe('read');
+    for (const m of ['POST', 'PATCH', 'DELETE', 'PUT']) expect(bucketFor(m)).toBe('write');
+  });
+
+  it('is a sliding window: the 91st attempt waits until the 1st leaves the window', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    const r = start(b, 'read', 91);
+    await settle();
+    expect(r.done()).toBe(90);
+    await clock.advance(999);
+    expect(r.done()).toBe(90);
+    await clock.advance(2);
+    expect(r.done()).toBe(91);
+  });
+
+  it('does not refill a whole window at a boundary: only the tokens that left free up', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    const first = start(b, 'read', 45);
+    await settle();
+    await clock.advance(500);
+    const second = start(b, 'read', 45);
+    await settle();
+    expect(first.done() + second.done()).toBe(90);
+    const third = start(b, 'read', 90);
+    await clock.advance(502); // first 45 have left; the second 45 are still in the window
+    expect(third.done()).toBe(45);
+    await clock.advance(500);
+    expect(third.done()).toBe(90);
+  });
+
+  it('believes the server when it says fewer remain, until its reset', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    const [t] = await Promise.all([b.acquire('read')]);
+    b.observe(t, { limit: '100', remaining: '3', reset: String(Math.ceil((clock.now() + 5000) / 1000)) });
+    const r = start(b, 'read', 5);
+    await settle();
+    expect(r.done()).toBe(3);
+    await clock.advance(4000);
+    expect(r.done()).toBe(3);
+    await clock.advance(2000);
+    expect(r.done()).toBe(5);
+  });
+
+  it('ignores a server count that is more generous than our own window', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    const first = start(b, 'read', 90);
+    await settle();
+    b.observe(first.tokens[89]!, { remaining: '99', reset: '60' });
+    const more = start(b, 'read', 1);
+    await settle();
+    expect(more.done()).toBe(0);
+  });
+
+  it('a 429 pauses the whole bucket until max(Retry-After, Reset) and never shorter', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    const t = await b.acquire('read');
+    const resetInFive = String(Math.ceil((clock.now() + 5000) / 1000));
+    const until = b.onRateLimited(t, { path: '/x', retryAfterSeconds: 2, headers: { reset: resetInFive } });
+    expect(until).toBeGreaterThanOrEqual(clock.now() + 5000);
+    const r = start(b, 'read', 3);
+    await clock.advance(4999);
+    expect(r.done()).toBe(0);
+    await clock.advance(until - clock.now());
+    expect(r.done()).toBe(3);
+    // Writes are a separate bucket: not paused by a read 429.
+    const w = start(b, 'write', 1);
+    await settle();
+    expect(w.done()).toBe(1);
+  });
+
+  it('a 429 that names no wait pauses for a full window', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    const t = await b.acquire('write');
+    expect(b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(clock.now() + 1000);
+  });
+
+  it('one strike halves the pace; two stop writes (fail fast, alert once) while reads go on at half pace', async () => {
+    const clock = new FakeClock();
+    const lines: string[] = [];
+    const logger = createLogger({ destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }), level: 'info' });
+    const b = budget(clock, { logger });
+    b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
+    expect(b.strikes24h()).toBe(1);
+    expect(b.allowed('read')).toBe(45);
+    expect(b.allowed('write')).toBe(13);
+    expect(b.writesStopped()).toBe(false);
+    await clock.advance(2000);
+    const pendingWrite = b.acquire('write');
+    b.onRateLimited(await b.acquire('read'), { path: '/b', retryAfterSeconds: 1, headers: {} });
+    expect(b.writesStopped()).toBe(true);
+    const err = await pendingWrite.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    // The write queued before the second strike was either granted before it or fails fast now.
+    if (err !== null) expect(isPlatformError(err) && err.code).toBe('rate_limit.writes_stopped');
+    await expect(b.acquire('write')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
+    await clock.advance(2000);
+    await expect(b.acquire('read')).resolves.toMatchObject({ bucket: 'read' });
+    const alerts = lines.filter((l) => l.includes('"level":50') && l.includes('writes stopped'));
+    expect(alerts).toHaveLength(1);
+    // The ledger ages out after 24 h.
+    await clock.advance(STRIKE_WINDOW_MS);
+    expect(b.writesStopped()).toBe(false);
+    expect(b.allowed('read')).toBe(90);
+  });
+
+  it('restores spend, pauses and strikes from the state store (a restart never bursts)', async () => {
+    const clock = new FakeClock();
+    const state = createMemoryRateState();
+    const b1 = budget(clock, { state });
+    const r = start(b1, 'read', 60);
+    await settle();
+    expect(r.done()).toBe(60);
+    b1.onRateLimited(await b1.acquire('write'), { path: '/w', retryAfterSeconds: 3, headers: {} });
+    b1.close();
+    await clock.advance(100);
+    const b2 = budget(clock, { state });
+    expect(b2.strikes24h()).toBe(1);
+    // 60 spent in the window, and the pace is halved by the strike: nothing left for now.
+    expect(b2.snapshot('read')).toMatchObject({ allowed: 45, spentInWindow: 60, remaining: 0 });
+    expect(b2.snapshot('write').pausedUntil).toBeGreaterThanOrEqual(clock.now() + 2900);
+    const more = start(b2, 'read', 1);
+    await settle();
+    expect(more.done()).toBe(0);
+    await clock.advance(1000);
+    expect(more.done()).toBe(1);
+  });
+
+  it('an aborted wait rejects without spending a token', async () => {
+    const clock = new FakeClock();
+    const state = createMemoryRateState();
+    const b = budget(clock, { state, reads: 1, headroom: 1 });
+    await b.acquire('read');
+    const ac = new AbortController();
+    const waiting = b.acquire('read', ac.signal);
+    ac.abort();
+    await expect(waiting).rejects.toMatchObject({ code: 'aborted' });
+    expect(state.spendRows()).toBe(1);
+  });
+
+  it('operator can clear strikes', async () => {
+    const clock = new FakeClock();
+    const b = budget(clock);
+    b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
+    b.onRateLimited(await b.acquire('write'), { path: '/a', retryAfterSeconds: 1, headers: {} });
+    expect(b.writesStopped()).toBe(true);
+    expect(b.clearStrikes('ops:bob')).toBe(2);
+    expect(b.writesStopped()).toBe(false);
+  });
+
+  it('reads X-RateLimit-Reset as epoch seconds (spec), epoch ms or delta seconds', () => {
+    const now = 1_800_000_000_000;
+    expect(parseResetHeader('1800000005', now)).toBe(1_800_000_005_000);
+    expect(parseResetHeader('1800000005000', now)).toBe(1_800_000_005_000);
+    expect(parseResetHeader('30', now)).toBe(now + 30_000);
+    expect(parseResetHeader('x', now)).toBeNull();
+  });
+});
