@@ -54,7 +54,11 @@ export interface CycleSummary {
   fatal: { code: string; message: string } | null;
   /** Loans per state after the cycle. */
   states: Record<LoanState, number>;
+  /** Loans this cycle quarantined or put in retry_wait, with why (first 100). */
+  problems: Array<{ loanId: string; state: 'quarantined' | 'retry_wait'; code: string; message: string }>;
 }
+
+const MAX_PROBLEMS = 100;
 
 export class CycleAlreadyRunningError extends Error {
   override readonly name = 'CycleAlreadyRunningError';
@@ -135,11 +139,19 @@ export function createCycleRunner(deps: CycleDeps) {
         summary.acknowledged += 1;
         if (o.ackOnly) summary.ackOnly += 1;
         break;
-      case 'retry_wait':
+      case 'retry_wait': {
         summary.retryWait += 1;
+        const row = store.loans.get(o.loanId);
+        if (summary.problems.length < MAX_PROBLEMS) {
+          summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: row?.lastErrorMessage ?? '' });
+        }
         break;
+      }
       case 'quarantined':
         summary.quarantined[o.reason] = (summary.quarantined[o.reason] ?? 0) + 1;
+        if (summary.problems.length < MAX_PROBLEMS) {
+          summary.problems.push({ loanId: o.loanId, state: 'quarantined', code: o.reason, message: o.message });
+        }
         break;
       case 'interrupted':
         summary.interrupted += 1;
@@ -214,6 +226,7 @@ export function createCycleRunner(deps: CycleDeps) {
       writesStopped: false,
       fatal: null,
       states: store.loans.countByState(),
+      problems: [],
     };
     try {
       try {
@@ -250,6 +263,9 @@ export function createCycleRunner(deps: CycleDeps) {
       running = false;
       summary.durationMs = clock.now() - started;
       summary.states = store.loans.countByState();
+      // Keep the latest word on each loan, and only if it still stands (a settled retry succeeded).
+      const latest = new Map(summary.problems.map((p) => [p.loanId, p]));
+      summary.problems = [...latest.values()].filter((p) => store.loans.get(p.loanId)?.state === p.state);
     }
   }
 

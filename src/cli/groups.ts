@@ -1,12 +1,18 @@
 import type { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { registerConfigCommands } from './config.js';
+import { registerLoansCommands } from './loans.js';
+import { registerRunCommands } from './run.js';
+import { registerSyncCommands } from './sync.js';
 import { registerSandboxCommands } from './sandbox.js';
 import { registerWebhooksCommands } from './webhooks.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerConfigCommands(program, ctx);
+  registerSyncCommands(program, ctx);
+  registerRunCommands(program, ctx);
+  registerLoansCommands(program, ctx);
   registerSandboxCommands(program, ctx);
   registerWebhooksCommands(program, ctx);
 }

@@ -1,0 +1,122 @@
+import type { Config } from '../config/schema.js';
+import { createCore } from '../core/index.js';
+import type { CoreSystem, DocumentFetcher } from '../core/port.js';
+import { createDocumentFetcher } from '../core/documents.js';
+import { systemClock, type Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { loadMapper } from '../mapping/loader.js';
+import type { Mapper } from '../mapping/types.js';
+import type { PlatformApi } from '../platform/api.js';
+import { platformClientFromConfig } from '../platform/client.js';
+import { CONNECTOR_VERSION } from '../cli/program.js';
+import { openDatabase, type Db } from '../store/db.js';
+import { createBoardingStore, type BoardingStore } from '../store/index.js';
+import { createCycleRunner, type CycleRunner, type CycleSummary } from './cycle.js';
+import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from './daemon.js';
+
+/** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
+export interface BoardingRuntime {
+  config: Config;
+  db: Db;
+  store: BoardingStore;
+  platform: PlatformApi;
+  mapper: Mapper;
+  core: CoreSystem;
+  fetchDocument: DocumentFetcher;
+  runner: CycleRunner;
+  clock: Clock;
+  logger: Logger;
+  /** Closes the platform client, the core and the database (in that order). */
+  close(): Promise<void>;
+}
+
+export interface RuntimeOverrides {
+  clock?: Clock;
+  /** Replace an adapter (tests, the demo). */
+  platform?: PlatformApi;
+  core?: CoreSystem;
+  mapper?: Mapper;
+}
+
+/** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
+export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides = {}): Promise<BoardingRuntime> {
+  const clock = overrides.clock ?? systemClock;
+  const mapper =
+    overrides.mapper ??
+    (await loadMapper(config.mappings.dir, {
+      timeZone: config.bank.timeZone,
+      allowLast4Tin: config.mappings.allowLast4Tin,
+      defaults: config.mappings.defaults,
+      timeoutMs: config.mappings.timeoutMs,
+    }));
+  const db = openDatabase(config.store.path);
+  let platform: PlatformApi | undefined;
+  let core: CoreSystem | undefined;
+  try {
+    platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
+    core = overrides.core ?? createCore(config, { logger, clock });
+  } catch (err) {
+    await platform?.close();
+    db.close();
+    throw err;
+  }
+  const store = createBoardingStore(db);
+  const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, logger });
+  const runner = createCycleRunner({
+    store,
+    platform,
+    mapper,
+    core,
+    fetchDocument,
+    clock,
+    logger: logger.child({ component: 'boarding' }),
+    settings: {
+      maxAttempts: config.boarding.maxAttempts,
+      retryBaseMs: config.boarding.retryBaseMs,
+      retryMaxMs: config.boarding.retryMaxMs,
+    },
+    connectorVersion: CONNECTOR_VERSION,
+    pageSize: config.platform.pageSize,
+    concurrency: config.boarding.concurrency,
+  });
+  let closed = false;
+  const p = platform;
+  const c = core;
+  return {
+    config,
+    db,
+    store,
+    platform: p,
+    mapper,
+    core: c,
+    fetchDocument,
+    runner,
+    clock,
+    logger,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([p.close(), c.close()]);
+      db.close();
+    },
+  };
+}
+
+export interface BoardingDaemonOptions {
+  services?: DaemonService[];
+  jobs?: DaemonJob[];
+  onCycle?: (summary: CycleSummary) => void;
+  cycleOnStart?: boolean;
+}
+
+/** The daemon over a runtime, with the config's drain schedule and shutdown timeout. */
+export function createBoardingDaemon(rt: BoardingRuntime, opts: BoardingDaemonOptions = {}): Daemon {
+  return createDaemon({
+    runner: rt.runner,
+    logger: rt.logger,
+    clock: rt.clock,
+    drainSchedule: rt.config.schedule.drain,
+    shutdownTimeoutMs: rt.config.boarding.shutdownTimeoutMs,
+    ...opts,
+  });
+}

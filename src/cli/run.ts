@@ -1,0 +1,61 @@
+import type { Command } from 'commander';
+import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
+import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
+import { FatalError } from '../lib/errors.js';
+import type { CliContext } from './context.js';
+
+/** What a plugin may use: the runtime, and a way to ask for an early queue cycle. */
+export interface DaemonHooks {
+  triggerCycle(reason: string): void;
+}
+
+/**
+ * Something that runs beside the queue drain in `run`: the webhook receiver (+ inbox processor,
+ * endpoint check) and the nightly reconcile add themselves to DAEMON_PLUGINS below. Services start
+ * after the first cycle is scheduled and stop, in reverse order, after in-flight loans settle.
+ */
+export type DaemonPlugin = (
+  rt: BoardingRuntime,
+  hooks: DaemonHooks,
+  ctx: CliContext,
+) => { services?: DaemonService[]; jobs?: DaemonJob[] } | Promise<{ services?: DaemonService[]; jobs?: DaemonJob[] }>;
+
+/** Plugins of `run`, in start order. Add yours here (one line). */
+export const DAEMON_PLUGINS: DaemonPlugin[] = [];
+
+export function registerRunCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('run')
+    .description('daemon: scheduled queue drain (schedule.drain), early cycles on webhooks, nightly reconcile; SIGTERM drains and exits 0')
+    .addHelpText(
+      'after',
+      '\nOn SIGTERM/SIGINT it stops taking loans, lets steps in flight finish for up to boarding.shutdownTimeoutMs\n(each loan resumes from its persisted state otherwise), closes servers and the database and exits 0.\nA second signal exits at once. Exit 1 when the platform refuses the API key.',
+    )
+    .action(async () => {
+      const config = ctx.config();
+      const logger = ctx.logger();
+      const rt = await buildRuntime(config, logger, { clock: ctx.clock });
+      ctx.onClose(() => rt.close());
+      let daemonRef: { triggerCycle(reason: string): void } | null = null;
+      const hooks: DaemonHooks = { triggerCycle: (reason) => daemonRef?.triggerCycle(reason) };
+      const services: DaemonService[] = [];
+      const jobs: DaemonJob[] = [];
+      for (const plugin of DAEMON_PLUGINS) {
+        const p = await plugin(rt, hooks, ctx);
+        services.push(...(p.services ?? []));
+        jobs.push(...(p.jobs ?? []));
+      }
+      const daemon = createBoardingDaemon(rt, { services, jobs });
+      daemonRef = daemon;
+      const onShutdown = (): void => {
+        void daemon.stop();
+      };
+      await daemon.start();
+      if (ctx.shutdown.aborted) onShutdown();
+      else ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+      const exit = await daemon.done;
+      await daemon.stop();
+      ctx.shutdown.removeEventListener('abort', onShutdown);
+      if (exit.kind === 'fatal') throw new FatalError(`the platform refused the connector (${exit.code}): ${exit.message}`);
+    });
+}

@@ -1,0 +1,66 @@
+import type { Command } from 'commander';
+import { buildRuntime } from '../boarding/wiring.js';
+import type { CycleSummary } from '../boarding/cycle.js';
+import { FatalError, UsageError } from '../lib/errors.js';
+import { out, type CliContext } from './context.js';
+
+function parseMs(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--settle-ms: expected a whole number of milliseconds ≥ 0, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
+export function formatSummary(s: CycleSummary): string {
+  const q = Object.entries(s.quarantined);
+  const qTotal = q.reduce((a, [, n]) => a + n, 0);
+  const lines = [
+    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)${s.walk.resumed ? ' (walk resumed from checkpoint)' : ''}${s.walk.complete ? '' : ' — walk incomplete, resumes next run'}${s.walk.error ? `: ${s.walk.error}` : ''}`,
+    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · retry later: ${s.retryWait} · quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ${(s.durationMs / 1000).toFixed(1)} s`,
+    `states: ${Object.entries(s.states)
+      .filter(([, n]) => n > 0)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ') || 'no loans yet'}`,
+  ];
+  for (const p of s.problems.slice(0, 20)) lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
+  if (s.problems.length > 20) lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
+  if (s.writesStopped) lines.push('ALERT: platform writes are stopped after 2 rate-limit strikes in 24 h; acknowledgements wait.');
+  if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
+  return lines.join('\n');
+}
+
+export function registerSyncCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('sync')
+    .description('run one boarding cycle: walk the whole boarding queue, board every eligible loan, print a summary')
+    .option('--once', 'run a single cycle and exit (required; the daemon is `run`)')
+    .option('--json', 'print the cycle summary as JSON')
+    .option('--settle-ms <ms>', 'wait up to this long for short retries before exiting (default: 2 × boarding.retryBaseMs)', parseMs)
+    .addHelpText(
+      'after',
+      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key.',
+    )
+    .action(async (opts: { once?: boolean; json?: boolean; settleMs?: number }) => {
+      if (opts.once !== true) throw new UsageError('sync runs one cycle: use `sync --once` (the long-running daemon is `run`)');
+      const config = ctx.config();
+      const logger = ctx.logger();
+      const rt = await buildRuntime(config, logger, { clock: ctx.clock });
+      ctx.onClose(() => rt.close());
+      // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
+      const abort = new AbortController();
+      const onShutdown = (): void => {
+        setTimeout(() => abort.abort(new Error('shutdown timeout')), config.boarding.shutdownTimeoutMs).unref();
+      };
+      ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+      const summary = await rt.runner.run({
+        reason: 'sync --once',
+        stop: ctx.shutdown,
+        abort: abort.signal,
+        settleMs: opts.settleMs ?? 2 * config.boarding.retryBaseMs,
+      });
+      ctx.shutdown.removeEventListener('abort', onShutdown);
+      logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
+      out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
+      if (summary.fatal) throw new FatalError(`the platform refused the connector: ${summary.fatal.message}`);
+    });
+}
