@@ -1,0 +1,65 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+
+/**
+ * Crash-safe file primitives. A rename is atomic on POSIX file systems, but only durable once the
+ * file's data and the directory entry are fsynced: without both, a power cut can leave an empty or
+ * missing file behind a rename that "happened".
+ */
+
+export async function fsyncPath(path: string): Promise<void> {
+  const fh = await open(path, constants.O_RDONLY);
+  try {
+    await fh.sync();
+  } catch (err) {
+    // Some file systems refuse fsync on a directory (EINVAL/EISDIR); nothing more can be done there.
+    const code = (err as { code?: string }).code;
+    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EBADF') throw err;
+  } finally {
+    await fh.close();
+  }
+}
+
+export const fsyncDir = fsyncPath;
+
+/** Writes a file and fsyncs it (the caller fsyncs the directory once for many files). */
+export async function writeFileSynced(path: string, data: string | Uint8Array): Promise<void> {
+  const fh = await open(path, 'w', 0o644);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export function uniqueSuffix(): string {
+  return `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Replaces one file atomically: temp file in the same directory, fsync, rename, fsync dir. */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true });
+  const tmp = join(dir, `.tmp-${uniqueSuffix()}`);
+  try {
+    await writeFileSynced(tmp, data);
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await fsyncDir(dir);
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return false;
+    throw err;
+  }
+}

@@ -1,0 +1,335 @@
+import { createHash } from 'node:crypto';
+import { constants, createWriteStream } from 'node:fs';
+import { access, mkdir, opendir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Transform } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import type { Clock } from '../../lib/clock.js';
+import { systemClock } from '../../lib/clock.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/logger.js';
+import type { PlatformDocument } from '../../platform/schemas.js';
+import {
+  CoreUnavailableError,
+  type BoardingPackage,
+  type CoreLoanRecord,
+  type CoreReceipt,
+  type CoreSystem,
+} from '../port.js';
+import { exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
+import { documentFileName, safeId } from '../safe-name.js';
+import { CsvBatches } from './csv-batches.js';
+import { MANIFEST, readManifest, type ManifestDocument, type PackageManifest } from './manifest.js';
+
+export interface FileCoreOptions {
+  dir: string;
+  csvBatches: boolean;
+  /** IANA zone that decides which day's CSV batch a loan lands in. */
+  timeZone: string;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/**
+ * File-drop core: one boarding package per loan, `packages/<loan>/` with `records.json`,
+ * `documents/<id>__<name>` and `manifest.json`, for a core job that imports directories.
+ *
+ * A package is built in `.staging/` (same file system), fsynced, then swapped in: the old package
+ * is renamed into `.trash/`, the new one renamed into place, the old one deleted. At any instant
+ * `packages/<loan>` is either absent, the complete old package or the complete new one. A crash
+ * between the two renames leaves the old package in `.trash/`; recovery (on first use, and before
+ * each board of that loan) puts it back, and removes staging leftovers. Boards are serialised
+ * per loan inside the process; one process per directory.
+ */
+export class FileCore implements CoreSystem {
+  readonly name = 'file';
+  private readonly packagesDir: string;
+  private readonly stagingDir: string;
+  private readonly trashDir: string;
+  private readonly batches: CsvBatches;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readied: Promise<void> | undefined;
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly opts: FileCoreOptions) {
+    this.packagesDir = join(opts.dir, 'packages');
+    this.stagingDir = join(opts.dir, '.staging');
+    this.trashDir = join(opts.dir, '.trash');
+    this.batches = new CsvBatches(join(opts.dir, 'batches'), opts.logger);
+    this.clock = opts.clock ?? systemClock;
+    this.logger = opts.logger.child({ component: 'core.file' });
+  }
+
+  packageDir(loanId: string): string {
+    return join(this.packagesDir, safeId(loanId));
+  }
+
+  private ready(): Promise<void> {
+    this.readied ??= (async () => {
+      for (const d of [this.packagesDir, this.stagingDir, this.trashDir]) await mkdir(d, { recursive: true });
+      // Nothing is in progress yet: every staging directory is a crash leftover.
+      for (const e of await readdir(this.stagingDir)) await rm(join(this.stagingDir, e), { recursive: true, force: true });
+      const names = new Set((await readdir(this.trashDir)).map(nameOfAside));
+      for (const n of names) await this.recoverOne(n);
+      if (this.opts.csvBatches) await this.batches.recover();
+    })().catch((err: unknown) => {
+      this.readied = undefined;
+      throw err;
+    });
+    return this.readied;
+  }
+
+  /** Restores a package a crash left aside (old renamed away, new not yet in), drops leftovers. */
+  private async recoverOne(name: string): Promise<void> {
+    const aside = (await readdir(this.trashDir)).filter((e) => nameOfAside(e) === name);
+    const staged = (await readdir(this.stagingDir)).filter((e) => nameOfAside(e) === name);
+    for (const s of staged) await rm(join(this.stagingDir, s), { recursive: true, force: true });
+    if (aside.length === 0) return;
+    let keep: string | undefined;
+    if (!(await exists(join(this.packagesDir, name)))) {
+      // Prefer the newest complete one (every package in .trash was live once, so all are complete).
+      const withTimes = await Promise.all(aside.map(async (a) => ({ a, t: (await stat(join(this.trashDir, a))).mtimeMs })));
+      keep = withTimes.sort((x, y) => y.t - x.t)[0]?.a;
+      if (keep !== undefined && (await readManifest(join(this.trashDir, keep))) !== null) {
+        await rename(join(this.trashDir, keep), join(this.packagesDir, name));
+        await fsyncDir(this.packagesDir);
+        this.logger.warn({ package: name }, 'restored a package a crash left aside during replacement');
+      } else {
+        keep = undefined;
+      }
+    }
+    for (const a of aside) if (a !== keep) await rm(join(this.trashDir, a), { recursive: true, force: true });
+  }
+
+  async board(pkg: BoardingPackage, opts: { signal?: AbortSignal } = {}): Promise<CoreReceipt> {
+    try {
+      await this.ready();
+    } catch (err) {
+      throw new CoreUnavailableError(`file core ${this.opts.dir}: ${errorMessage(err)}`, false, { cause: err });
+    }
+    const name = safeId(pkg.loanId);
+    return this.withLock(name, () => this.boardLocked(pkg, name, opts.signal));
+  }
+
+  private async withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(key) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => undefined);
+    this.locks.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    }
+  }
+
+  private async boardLocked(pkg: BoardingPackage, name: string, signal: AbortSignal | undefined): Promise<CoreReceipt> {
+    await this.recoverOne(name);
+    const target = join(this.packagesDir, name);
+    const previous = await readManifest(target).catch(() => null);
+    const now = new Date(this.clock.now());
+    const createdAt = now.toISOString();
+    const staging = join(this.stagingDir, `${name}.${uniqueSuffix()}`);
+    await mkdir(join(staging, 'documents'), { recursive: true });
+    let manifest: PackageManifest;
+    try {
+      const files: PackageManifest['files'] = [];
+      const documents: ManifestDocument[] = [];
+      const usedNames = new Set<string>();
+      for (const doc of pkg.documents) {
+        signal?.throwIfAborted();
+        let fileName = documentFileName(doc.id, doc.name);
+        // Two records with the same id would collide; keep both, never overwrite silently.
+        for (let i = 2; usedNames.has(fileName); i += 1) fileName = `${documentFileName(doc.id, doc.name)}.${i}`;
+        usedNames.add(fileName);
+        const rel = `documents/${fileName}`;
+        const written = await this.writeDocument(pkg, doc, join(staging, rel), signal);
+        files.push({ path: rel, sha256: written.sha256, bytes: written.bytes });
+        documents.push({
+          documentId: doc.id,
+          name: doc.name ?? null,
+          path: rel,
+          sha256: written.sha256,
+          bytes: written.bytes,
+          contentType: written.contentType,
+          category: doc.category ?? null,
+          type: doc.type ?? null,
+          period: doc.period ?? doc.requirement?.period ?? null,
+          requirement: doc.requirement ? { ...doc.requirement } : null,
+          uploadedAt: doc.uploadedAt ?? null,
+        });
+      }
+      await fsyncDir(join(staging, 'documents'));
+
+      const recordsText = `${JSON.stringify(
+        { loanId: pkg.loanId, loanNumber: pkg.loanNumber, mappingVersion: pkg.mappingVersion, source: pkg.source, records: pkg.records, documents },
+        null,
+        2,
+      )}\n`;
+      await writeFileSynced(join(staging, 'records.json'), recordsText);
+      files.push({ path: 'records.json', ...hashText(recordsText) });
+
+      manifest = {
+        formatVersion: 1,
+        loanId: pkg.loanId,
+        loanNumber: pkg.loanNumber,
+        mappingVersion: pkg.mappingVersion,
+        connectorVersion: pkg.connectorVersion,
+        createdAt,
+        firstBoardedAt: previous?.firstBoardedAt ?? createdAt,
+        batchDate: previous?.batchDate ?? bankDay(now, this.opts.timeZone),
+        source: pkg.source,
+        records: pkg.records.map((r) => ({ type: r.type, externalId: r.externalId })),
+        documents,
+        files,
+      };
+      // The manifest is written last: a package with a manifest is a complete package.
+      await writeFileSynced(join(staging, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+      await fsyncDir(staging);
+      signal?.throwIfAborted();
+      await this.swapIn(staging, target, name);
+    } catch (err) {
+      await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+      if (isFsError(err)) throw new CoreUnavailableError(`file core: ${errorMessage(err)}`, false, { cause: err });
+      throw err;
+    }
+
+    if (this.opts.csvBatches) {
+      try {
+        await this.batches.record(manifest.batchDate, {
+          loanId: pkg.loanId,
+          principalCents: typeof pkg.source.centsAmount === 'number' ? String(pkg.source.centsAmount) : null,
+          records: pkg.records,
+        });
+      } catch (err) {
+        // The package is in place; boarding again rewrites the row, so the pipeline may simply retry.
+        throw new CoreUnavailableError(`file core: CSV batch ${manifest.batchDate}: ${errorMessage(err)}`, false, { cause: err });
+      }
+    }
+    this.logger.info({ loanId: pkg.loanId, package: name, documents: manifest.documents.length, replaced: previous !== null }, 'package written');
+    return {
+      coreReference: `packages/${name}`,
+      loanExternalId: pkg.loanId,
+      mappingVersion: pkg.mappingVersion,
+      records: pkg.records.map((r, i) => ({ type: r.type, externalId: r.externalId, coreId: `packages/${name}/records.json#${i}` })),
+      documents: manifest.documents.map((d) => ({ documentId: d.documentId, sha256: d.sha256, bytes: d.bytes, coreId: `packages/${name}/${d.path}` })),
+      boardedAt: createdAt,
+    };
+  }
+
+  private async swapIn(staging: string, target: string, name: string): Promise<void> {
+    let aside: string | null = null;
+    if (await exists(target)) {
+      aside = join(this.trashDir, `${name}.${uniqueSuffix()}`);
+      await rename(target, aside);
+    }
+    await rename(staging, target);
+    await fsyncDir(this.packagesDir);
+    await fsyncDir(this.stagingDir);
+    if (aside !== null) {
+      await fsyncDir(this.trashDir);
+      await rm(aside, { recursive: true, force: true });
+    }
+  }
+
+  /** Streams one document into `path`, hashing what actually reaches the disk. */
+  private async writeDocument(
+    pkg: BoardingPackage,
+    doc: PlatformDocument,
+    path: string,
+    signal: AbortSignal | undefined,
+  ): Promise<{ sha256: string; bytes: number; contentType: string | null }> {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const file = createWriteStream(path, { flags: 'wx', mode: 0o644, flush: true });
+    const tee = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        cb(null, chunk);
+      },
+    });
+    tee.pipe(file);
+    try {
+      const res = await pkg.fetchDocument(doc, tee, signal);
+      if (!tee.writableEnded) tee.end();
+      await finished(file);
+      const sha256 = hash.digest('hex');
+      if (res.sha256 !== sha256 || res.bytes !== bytes) {
+        throw new CoreUnavailableError(
+          `document ${doc.id}: the fetcher reported ${res.bytes} bytes sha256 ${res.sha256}, the file got ${bytes} bytes sha256 ${sha256}`,
+          false,
+        );
+      }
+      return { sha256, bytes, contentType: res.contentType };
+    } catch (err) {
+      tee.destroy();
+      file.destroy();
+      throw err;
+    }
+  }
+
+  async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
+    await this.ready();
+    const name = safeId(loanExternalId);
+    const manifest = await readManifest(join(this.packagesDir, name));
+    if (manifest === null || manifest.loanId !== loanExternalId) return null;
+    return toLoanRecord(name, manifest);
+  }
+
+  async *listLoans(): AsyncIterable<CoreLoanRecord> {
+    await this.ready();
+    const dir = await opendir(this.packagesDir);
+    for await (const e of dir) {
+      if (!e.isDirectory()) continue;
+      try {
+        const m = await readManifest(join(this.packagesDir, e.name));
+        if (m !== null) yield toLoanRecord(e.name, m);
+      } catch (err) {
+        this.logger.warn({ package: e.name, err }, 'unreadable package manifest skipped');
+      }
+    }
+  }
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    try {
+      await this.ready();
+      await access(this.packagesDir, constants.W_OK);
+      return { ok: true, detail: this.opts.dir };
+    } catch (err) {
+      return { ok: false, detail: `${this.opts.dir}: ${errorMessage(err)}` };
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.locks.values()]);
+  }
+}
+
+function toLoanRecord(name: string, m: PackageManifest): CoreLoanRecord {
+  return { coreReference: `packages/${name}`, loanExternalId: m.loanId, mappingVersion: m.mappingVersion, fields: m.source };
+}
+
+/** `<name>.<suffix>` → `<name>` (the suffix never contains a dot; names may). */
+function nameOfAside(entry: string): string {
+  const i = entry.lastIndexOf('.');
+  return i > 0 ? entry.slice(0, i) : entry;
+}
+
+function hashText(text: string): { sha256: string; bytes: number } {
+  const buf = Buffer.from(text, 'utf8');
+  return { sha256: createHash('sha256').update(buf).digest('hex'), bytes: buf.length };
+}
+
+function isFsError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^E[A-Z]+$/.test(code) && !(err instanceof CoreUnavailableError);
+}
+
+/** The calendar day of `at` in the bank's zone, as yyyy-mm-dd. */
+export function bankDay(at: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(at);
+  const get = (t: string): string => parts.find((p) => p.type === t)?.value ?? '';
+  return `${get('year')}-${get('month')}-${get('day')}`;
+}

@@ -1,0 +1,164 @@
+import { Agent, request, type FormData } from 'undici';
+import { FatalError, errorMessage } from '../../lib/errors.js';
+import { scrubText } from '../../lib/logger.js';
+import { CoreRejectedError, CoreUnavailableError } from '../port.js';
+
+export interface FineractHttpOptions {
+  /** e.g. https://core.bank.local/fineract-provider/api/v1 */
+  baseUrl: string;
+  username: string;
+  password: string;
+  tenantId: string;
+  timeoutMs: number;
+  insecureTls: boolean;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  form?: FormData;
+  /** Sent on every write; Fineract replays the first result for a key it has seen. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/** Fineract's error body (`PlatformApiDataValidationException` and friends). */
+interface FineractErrorBody {
+  developerMessage?: string;
+  defaultUserMessage?: string;
+  userMessageGlobalisationCode?: string;
+  errors?: Array<{ defaultUserMessage?: string; developerMessage?: string; parameterName?: string; userMessageGlobalisationCode?: string }>;
+}
+
+/** Errors that happen before a request can reach the server: a write cannot have committed. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE']);
+
+/**
+ * The HTTP boundary to Fineract: basic auth, tenant header, JSON, timeouts, and the one place
+ * where failures are classified — 4xx → CoreRejectedError with Fineract's own message; 401 →
+ * FatalError (credentials: every loan would fail); 5xx, 408, 409 (same key in flight), 429,
+ * timeouts and resets → CoreUnavailableError, ambiguous for writes that may have committed.
+ */
+export class FineractHttp {
+  private readonly agent: Agent;
+  private readonly auth: string;
+  private readonly base: string;
+
+  constructor(private readonly opts: FineractHttpOptions) {
+    this.base = opts.baseUrl.replace(/\/+$/, '');
+    this.auth = `Basic ${Buffer.from(`${opts.username}:${opts.password}`, 'utf8').toString('base64')}`;
+    this.agent = new Agent({
+      connect: { timeout: opts.timeoutMs, rejectUnauthorized: !opts.insecureTls },
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+  }
+
+  /** GET that answers null on 404 (look-ups by external id). */
+  async find<T>(path: string, signal?: AbortSignal): Promise<T | null> {
+    const res = await this.send('GET', path, signal ? { signal } : {}, true);
+    return res as T | null;
+  }
+
+  async get<T>(path: string, signal?: AbortSignal): Promise<T> {
+    return (await this.send('GET', path, signal ? { signal } : {}, false)) as T;
+  }
+
+  async post<T>(path: string, opts: CallOptions): Promise<T> {
+    return (await this.send('POST', path, opts, false)) as T;
+  }
+
+  private async send(method: 'GET' | 'POST', path: string, opts: CallOptions, nullOn404: boolean): Promise<unknown> {
+    const write = method !== 'GET';
+    const where = `${method} ${path.replace(/\?.*$/, '')}`;
+    const headers: Record<string, string> = {
+      authorization: this.auth,
+      'fineract-platform-tenantid': this.opts.tenantId,
+      accept: 'application/json',
+    };
+    if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
+    let body: string | FormData | undefined;
+    if (opts.form !== undefined) {
+      body = opts.form;
+    } else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] = 'application/json; charset=utf-8';
+    }
+    let status: number;
+    let text: string;
+    try {
+      const res = await request(`${this.base}${path}`, {
+        method,
+        headers,
+        dispatcher: this.agent,
+        ...(body !== undefined ? { body } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+      status = res.statusCode;
+      text = await res.body.text();
+    } catch (err) {
+      const code = errCode(err);
+      const ambiguous = write && !(code !== undefined && NOT_SENT.has(code));
+      throw new CoreUnavailableError(
+        `Fineract ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed)' : ''}`,
+        ambiguous,
+        { cause: err },
+      );
+    }
+    const parsed = parseJson(text);
+    if (status >= 200 && status < 300) return parsed;
+    if (status === 404 && nullOn404) return null;
+    const message = fineractMessage(parsed, text);
+    if (status === 401) throw new FatalError(`Fineract ${where} → 401: credentials refused (core.http.username/password/tenantId): ${message}`);
+    if (status >= 500 || status === 408 || status === 409 || status === 429) {
+      throw new CoreUnavailableError(`Fineract ${where} → ${status}: ${message}`, write && status !== 429);
+    }
+    throw new CoreRejectedError(`Fineract ${where} → ${status}: ${message}`, status, parsed);
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+/** Fineract's own words: each `errors[].defaultUserMessage` (with its parameter), else the top message. */
+export function fineractMessage(body: unknown, raw: string): string {
+  if (body !== null && typeof body === 'object') {
+    const b = body as FineractErrorBody;
+    const parts = (b.errors ?? [])
+      .map((e) => {
+        const msg = e.defaultUserMessage ?? e.developerMessage;
+        if (msg === undefined) return null;
+        return e.parameterName && !msg.includes(e.parameterName) ? `${e.parameterName}: ${msg}` : msg;
+      })
+      .filter((m): m is string => m !== null);
+    if (parts.length > 0) return scrubText(parts.join('; ').slice(0, 1000));
+    const top = b.defaultUserMessage ?? b.developerMessage;
+    if (top !== undefined) return scrubText(top.slice(0, 1000));
+  }
+  return scrubText(raw.slice(0, 300) || '(empty body)');
+}
+
+/** The globalisation codes of a Fineract error body (e.g. error.msg.client.duplicate.externalId). */
+export function fineractCodes(body: unknown): string[] {
+  if (body === null || typeof body !== 'object') return [];
+  const b = body as FineractErrorBody;
+  return [b.userMessageGlobalisationCode, ...(b.errors ?? []).map((e) => e.userMessageGlobalisationCode)].filter(
+    (c): c is string => typeof c === 'string',
+  );
+}
+
+function parseJson(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function errCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  if (typeof e?.code === 'string') return e.code;
+  if (typeof e?.cause?.code === 'string') return e.cause.code;
+  return undefined;
+}
