@@ -5,7 +5,7 @@ import { CsvError, parseCsv } from './csv.js';
 import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
 import { FrequencyTable } from './frequency.js';
-import { registerHelpers, type HelperContext } from './helpers.js';
+import { BOUND_VARIABLES, HELPER_ARITY, registerHelpers, type HelperContext } from './helpers.js';
 import type { LookupTable } from './lookups.js';
 import { mappingFileSchema, type MappingFile } from './spec.js';
 import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
@@ -61,6 +61,8 @@ export interface CompiledTarget {
   readonly name: string;
   readonly type: string;
   readonly forEach: CompiledExpression | undefined;
+  readonly lets: ReadonlyArray<{ readonly name: string; readonly expr: CompiledExpression }>;
+  readonly checks: ReadonlyArray<{ readonly name: string; readonly expr: CompiledExpression }>;
   readonly externalId: CompiledExpression;
   readonly fields: readonly CompiledField[];
 }
@@ -169,7 +171,7 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
     defaultNames,
   };
 
-  const compileExpr = (yamlPath: string[], source: string): CompiledExpression | undefined => {
+  const compileExpr = (yamlPath: string[], source: string, extraVariables?: ReadonlySet<string>): CompiledExpression | undefined => {
     const posAt = (offset: number): SourcePos => src.posInScalar(yamlPath, offset);
     let expr: jsonata.Expression;
     try {
@@ -180,7 +182,7 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
       return undefined;
     }
     const info = analyzeExpression(expr.ast() as ExprNode);
-    for (const p of checkExpression(info, analysis)) problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
+    for (const p of checkExpression(info, extraVariables ? { ...analysis, extraVariables } : analysis)) problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
     registerHelpers(expr, helperCtx);
     return { source, expr, info, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
   };
@@ -189,12 +191,27 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
   for (const [name, t] of Object.entries(file.targets)) {
     const base = ['targets', name];
     const forEach = t.for === undefined ? undefined : compileExpr([...base, 'for'], t.for);
-    const externalId = compileExpr([...base, 'externalId'], t.externalId);
+    const letNames = new Set<string>();
+    const lets: Array<{ name: string; expr: CompiledExpression }> = [];
+    for (const [lname, source] of Object.entries(t.let ?? {})) {
+      if ((BOUND_VARIABLES as readonly string[]).includes(lname) || lname in HELPER_ARITY) {
+        problems.push({ file: MAIN_FILE, ...src.keyPosOf([...base, 'let', lname]), message: `${base.join('.')}.let.${lname}: $${lname} is already a bound variable or helper` });
+      }
+      const e = compileExpr([...base, 'let', lname], source, new Set(letNames));
+      letNames.add(lname);
+      if (e) lets.push({ name: lname, expr: e });
+    }
+    const externalId = compileExpr([...base, 'externalId'], t.externalId, letNames);
+    const checks: Array<{ name: string; expr: CompiledExpression }> = [];
+    for (const [cname, source] of Object.entries(t.checks ?? {})) {
+      const e = compileExpr([...base, 'checks', cname], source, letNames);
+      if (e) checks.push({ name: cname, expr: e });
+    }
     const fields: CompiledField[] = [];
     for (const [fname, spec] of Object.entries(t.fields)) {
       const fpath = [...base, 'fields', fname];
       const exprPath = typeof spec === 'string' ? fpath : [...fpath, 'expr'];
-      const expr = compileExpr(exprPath, typeof spec === 'string' ? spec : spec.expr);
+      const expr = compileExpr(exprPath, typeof spec === 'string' ? spec : spec.expr, letNames);
       let check: FieldCheck | undefined;
       try {
         check = buildFieldCheck(spec);
@@ -203,7 +220,7 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
       }
       if (expr && check) fields.push({ name: fname, expr, check });
     }
-    if (externalId) targets.push({ name, type: t.type ?? name, forEach, externalId, fields });
+    if (externalId) targets.push({ name, type: t.type ?? name, forEach, lets, checks, externalId, fields });
   }
 
   const overrides = new Map<string, CompiledOverride>();
@@ -222,7 +239,7 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
           problems.push({ file: MAIN_FILE, ...src.keyPosOf(p), message: `${p.join('.')}: target "${tname}" has no field "${fname}" (an override replaces an existing field's expression)` });
           continue;
         }
-        const e = compileExpr(typeof spec === 'string' ? p : [...p, 'expr'], typeof spec === 'string' ? spec : spec.expr);
+        const e = compileExpr(typeof spec === 'string' ? p : [...p, 'expr'], typeof spec === 'string' ? spec : spec.expr, new Set(Object.keys(target.let ?? {})));
         if (e) m.set(fname, e);
       }
       fieldMap.set(tname, m);

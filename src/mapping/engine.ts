@@ -51,6 +51,7 @@ function toPlain(v: unknown, at: string): unknown {
 
 function joinPath(prefix: string | undefined, path: string | undefined): string | undefined {
   if (path === undefined) return prefix;
+  if (path.startsWith('$')) return path.slice(1);
   return prefix === undefined ? path : `${prefix}.${path}`;
 }
 
@@ -118,10 +119,12 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
       if (issues.length >= MAX_ISSUES) break;
       let items: unknown[];
       let itemPrefix: string | undefined;
+      let single = false;
       if (target.forEach) {
         try {
-          const r = toPlainItems(await evaluate(target.forEach, root, bindings));
-          items = r;
+          const r = await evaluate(target.forEach, root, bindings);
+          single = r !== null && typeof r === 'object' && !Array.isArray(r);
+          items = toPlainItems(r);
         } catch (err) {
           issues.push(issueAt(target.forEach, { target: target.name, field: '(for)', itemPath: undefined }, asFailure(err)));
           continue;
@@ -133,12 +136,37 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
       const fieldOverrides = override?.fields.get(target.name);
       for (let i = 0; i < items.length; i++) {
         const item = items[i];
-        const itemPath = target.forEach ? (itemPrefix === undefined ? undefined : `${itemPrefix}[${i}]`) : undefined;
+        const itemPath = target.forEach && itemPrefix !== undefined ? (single ? itemPrefix : `${itemPrefix}[${i}]`) : undefined;
         if (item === null || typeof item !== 'object' || Array.isArray(item)) {
           issues.push(issueAt(target.forEach, { target: target.name, field: '(for)', itemPath }, new Failure('mapping', `each item must be an object, item ${i} is ${describe(item)}`, null, undefined)));
           continue;
         }
         const b: Bindings = { ...bindings, index: i };
+        // lets run once per record; a failed let is one issue, and whatever reads it is skipped
+        // (its own issue would only repeat the cause)
+        const failedLets = new Set<string>();
+        for (const l of target.lets) {
+          if ([...l.expr.info.variables].some((v) => failedLets.has(v))) {
+            failedLets.add(l.name);
+            continue;
+          }
+          try {
+            b[l.name] = toPlain(await evaluate(l.expr, item, b), l.name);
+          } catch (err) {
+            failedLets.add(l.name);
+            issues.push(issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)));
+          }
+        }
+        const skip = (ce: CompiledExpression): boolean => failedLets.size > 0 && [...ce.info.variables].some((v) => failedLets.has(v));
+        for (const c of target.checks) {
+          if (skip(c.expr)) continue;
+          try {
+            const v = await evaluate(c.expr, item, b);
+            if (v === false) throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
+          } catch (err) {
+            issues.push(issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)));
+          }
+        }
         let externalId: string | undefined;
         try {
           const v = await evaluate(target.externalId, item, b);
@@ -150,6 +178,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
         const fields: Record<string, unknown> = {};
         for (const field of target.fields) {
           const ce = fieldOverrides?.get(field.name) ?? field.expr;
+          if (skip(ce)) continue;
           const where: Where = { target: target.name, field: field.name, itemPath };
           try {
             const value = toPlain(await evaluate(ce, item, b), field.name);

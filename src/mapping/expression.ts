@@ -20,6 +20,8 @@ export interface ExpressionInfo {
   simplePath: string | undefined;
   /** First input path the expression reads (for issues that are not tied to a call). */
   firstPath: string | undefined;
+  /** Every $variable the expression reads. */
+  variables: ReadonlySet<string>;
 }
 
 export interface AnalysisProblem {
@@ -49,6 +51,11 @@ export function pathText(node: ExprNode | undefined): string | undefined {
   const names: string[] = [];
   for (const s of node.steps as ExprNode[]) {
     if (s.type === 'variable' && s.value === '' && names.length === 0) continue;
+    // $loan.x, $entities.x, $documents.x read the input from its root: "$" marks the path absolute
+    if (s.type === 'variable' && names.length === 0 && (s.value === 'loan' || s.value === 'entities' || s.value === 'documents')) {
+      names.push(`$${s.value}`);
+      continue;
+    }
     if (s.type !== 'name' || typeof s.value !== 'string') return undefined;
     names.push(s.value);
   }
@@ -98,11 +105,17 @@ export function analyzeExpression(ast: ExprNode): ExpressionInfo {
       });
     }
   });
-  return { ast, calls, simplePath: pathText(ast), firstPath: firstPathIn(ast) };
+  const variables = new Set<string>();
+  visit(ast, (n) => {
+    if (n.type === 'variable' && typeof n.value === 'string' && n.value !== '') variables.add(n.value);
+  });
+  return { ast, calls, simplePath: pathText(ast), firstPath: firstPathIn(ast), variables };
 }
 
 export interface AnalysisContext {
   lookupTables: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Variables bound by the target (its `let` names). */
+  extraVariables?: ReadonlySet<string>;
   /** Names available as $defaults.<name>; undefined disables the check. */
   defaultNames: ReadonlySet<string> | undefined;
 }
@@ -122,7 +135,7 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
     if ((n.type === 'function' || n.type === 'partial') && n.procedure) procedureNodes.add(n.procedure);
   });
   const known = (name: string): boolean =>
-    name === '' || name === '$' || local.has(name) || name in HELPER_ARITY || JSONATA_BUILTINS.has(name) || (BOUND_VARIABLES as readonly string[]).includes(name);
+    name === '' || name === '$' || local.has(name) || ctx.extraVariables?.has(name) === true || name in HELPER_ARITY || JSONATA_BUILTINS.has(name) || (BOUND_VARIABLES as readonly string[]).includes(name);
 
   for (const call of info.calls.values()) {
     const { name, start, args } = call;

@@ -38,6 +38,14 @@ export const targetSchema = z.strictObject({
   description: z.string().optional(),
   for: expr.optional().describe('iteration: one record per item (an array, an object or nothing); default: one record with the whole input as context'),
   externalId: expr.describe('the platform id the record is idempotent by'),
+  let: z
+    .record(name('let name'), expr)
+    .optional()
+    .describe('values computed once per record, in order, available to later lets, checks and fields as $name'),
+  checks: z
+    .record(z.string().min(1), expr)
+    .optional()
+    .describe('conditions that must hold (not written): false, or an issue raised by a helper, stops the loan'),
   fields: z.record(z.string().min(1), fieldSchema),
 });
 export type TargetSpec = z.infer<typeof targetSchema>;
