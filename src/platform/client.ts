@@ -58,6 +58,7 @@ export interface PlatformClientOptions {
   pageSize: number;
   logger: Logger;
   clock?: Clock;
+  /** Persisted budget state; the client closes it on close(). Default: in memory. */
   rateState?: RateStateStore;
   userAgent?: string;
   /** Backoff of the retry policy (tests shorten it). maxRetries above wins over policy.maxRetries. */
@@ -165,11 +166,12 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     bodyTimeout: opts.timeouts.bodyMs,
   });
 
+  const rateState = opts.rateState ?? createMemoryRateState();
   const budget = new RateBudget({
     ...opts.rateLimit,
     clock,
     logger,
-    state: opts.rateState ?? createMemoryRateState(),
+    state: rateState,
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
   });
@@ -418,6 +420,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     async close(): Promise<void> {
       budget.close();
       await Promise.allSettled([pool.close(), downloadAgent.close()]);
+      rateState.close?.();
     },
   };
   return client;

@@ -132,7 +132,9 @@ describe('rate budget against a server that enforces the documented limits', () 
     await Promise.all(Array.from({ length: 10 }, (_, i) => c2.getLoan(`B${i}`)));
     // Without the persisted spend the 10 would have gone at once: 100 sent in one window, over the
     // 90 allowed. The second client waited for the first client's tokens to leave the window.
-    const spend = createSqliteRateState(d2).loadSpend('read', 0);
+    const audit = createSqliteRateState(d2);
+    const spend = audit.loadSpend('read', 0);
+    audit.close?.();
     expect(spend).toHaveLength(100);
     expect(maxInSliding(spend, 3000)).toBeLessThanOrEqual(90);
     const firstToken = spend[0]!;
