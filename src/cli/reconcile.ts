@@ -1,0 +1,152 @@
+import type { Command } from 'commander';
+import type { Config } from '../config/schema.js';
+import { createCore } from '../core/index.js';
+import type { CoreSystem } from '../core/port.js';
+import type { Clock } from '../lib/clock.js';
+import { UsageError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import type { PlatformApi } from '../platform/api.js';
+import { platformClientFromConfig } from '../platform/client.js';
+import { createProgressBar } from '../reports/progress.js';
+import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
+import { openDatabase, type Db } from '../store/db.js';
+import type { DaemonJob } from '../boarding/daemon.js';
+import { out, type CliContext } from './context.js';
+import { CONNECTOR_VERSION } from './program.js';
+import type { DaemonPlugin } from './run.js';
+
+/** --since: an ISO 8601 date-time (or a date, read as 00:00 UTC), normalised to UTC. */
+export function parseSince(v: string): string {
+  const ok = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v.trim());
+  const ms = Date.parse(v.trim());
+  if (!ok || Number.isNaN(ms)) throw new UsageError(`--since: expected an ISO 8601 date-time such as 2026-11-01T00:00:00Z, got ${JSON.stringify(v)}`);
+  return new Date(ms).toISOString();
+}
+
+/** Plain-text result for people: where the files are and whether the totals tie. */
+export function formatReconcileResult(r: ReconcileRunResult): string {
+  const s = r.summary;
+  const lines = [
+    `reconciliation ${r.runId} as of ${s.header.asOfLocal}`,
+    ...s.tieOut.map(
+      (c) =>
+        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ${c.right.label} ${c.right.count}` +
+        (c.ties ? '' : ` (difference ${c.differenceCount} loans, ${c.differenceCents} cents)`),
+    ),
+    `  exceptions: ${s.exceptionCount}${
+      s.exceptionCount > 0
+        ? ` (${Object.entries(s.exceptionsByReason)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')})`
+        : ''
+    }`,
+    ...s.notes.map((n) => `  note: ${n}`),
+    `  ${r.files.html}`,
+    `  ${r.files.csv}`,
+    `  ${r.files.json}`,
+  ];
+  if (r.latest) lines.push(`  latest: ${r.latest}`);
+  return lines.join('\n');
+}
+
+export interface ReconcileAdapters {
+  config: Config;
+  platform: PlatformApi;
+  db: Db;
+  core: CoreSystem;
+  logger: Logger;
+  clock: Clock;
+}
+
+/**
+ * The nightly reconcile inside `run` (schedule.reconcile, in the bank's time zone), over the
+ * daemon's own platform client, state database and core.
+ */
+export function reconcileDaemonJob(a: ReconcileAdapters): DaemonJob {
+  return {
+    name: 'reconcile',
+    schedule: a.config.schedule.reconcile,
+    timeZone: a.config.bank.timeZone,
+    async run(signal) {
+      await runReconcile({
+        config: a.config,
+        platform: a.platform,
+        db: a.db,
+        core: a.core,
+        logger: a.logger.child({ component: 'reconcile' }),
+        clock: a.clock,
+        connectorVersion: CONNECTOR_VERSION,
+        signal,
+      });
+    },
+  };
+}
+
+/** Registered in DAEMON_PLUGINS (src/cli/run.ts). */
+export const reconcilePlugin: DaemonPlugin = (rt) => ({
+  jobs: [reconcileDaemonJob({ config: rt.config, platform: rt.platform, db: rt.db, core: rt.core, logger: rt.logger, clock: rt.clock })],
+});
+
+export function registerReconcileCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('reconcile')
+    .description('compare the platform (boarded loans), the connector state and the core; write report.json, report.csv, report.html')
+    .option('--since <iso>', 'only loans boarded/acknowledged since this ISO date-time (open items are always included)', parseSince)
+    .option('--out <dir>', 'write the three files here (default: reports.dir/<date>/, and reports.dir/latest points at it)')
+    .option('--json', 'print the summary as JSON')
+    .addHelpText(
+      'after',
+      '\nExit status 0 when the report was written, whatever it found (exceptions are for ops to work);\n1 on a configuration error or when a source (platform, core, state) cannot be read.\nA progress bar is drawn on stderr when it is a terminal. See docs/reconciliation.md.',
+    )
+    .action(async (opts: { since?: string; out?: string; json?: boolean }) => {
+      const config = ctx.config();
+      const logger = ctx.logger();
+      const db = openDatabase(config.store.path);
+      ctx.onClose(() => {
+        db.close();
+      });
+      const platform = platformClientFromConfig(config, { logger, db, clock: ctx.clock });
+      ctx.onClose(() => platform.close());
+      const core = createCore(config, { logger, clock: ctx.clock });
+      ctx.onClose(() => core.close());
+      const bar = createProgressBar(ctx.stderr);
+      let result: ReconcileRunResult;
+      try {
+        result = await runReconcile({
+          config,
+          platform,
+          db,
+          core,
+          logger: logger.child({ component: 'reconcile' }),
+          clock: ctx.clock,
+          connectorVersion: CONNECTOR_VERSION,
+          since: opts.since ?? null,
+          ...(opts.out !== undefined ? { outDir: opts.out } : {}),
+          signal: ctx.shutdown,
+          onProgress: (p) => bar.update(p),
+        });
+      } finally {
+        bar.done();
+      }
+      if (opts.json === true) {
+        const s = result.summary;
+        out(
+          ctx,
+          JSON.stringify({
+            runId: result.runId,
+            dir: result.dir,
+            files: result.files,
+            latest: result.latest,
+            ties: s.tieOut.every((c) => c.ties),
+            exceptionCount: s.exceptionCount,
+            exceptionsByReason: s.exceptionsByReason,
+            totals: s.totals,
+            tieOut: s.tieOut,
+            notes: s.notes,
+          }),
+        );
+      } else {
+        out(ctx, formatReconcileResult(result));
+      }
+    });
+}

@@ -1,0 +1,385 @@
+import { ageBucket, businessDaysBetween, comparableDate, localDate, parseInstant } from './calendar.js';
+import { formatCents } from './money.js';
+import {
+  AGE_BUCKETS,
+  COMPARED_FIELDS,
+  type AgeBucket,
+  type AgingSummary,
+  type Amount,
+  type ComparedField,
+  type ControlTotals,
+  type CoreLoanRow,
+  type ExceptionReason,
+  type FundedRow,
+  type PlatformLoanRow,
+  type ReconcileProgress,
+  type ReportException,
+  type StoreLoanRow,
+  type TieOutCheck,
+} from './types.js';
+
+/**
+ * Reconciliation logic, free of I/O: sources come in as (async) iterables of compact rows, results
+ * go out through callbacks and the returned totals. Each loan is kept as one small merged record,
+ * so memory grows with the number of loans, not with payload sizes.
+ */
+export interface ReconcileSources {
+  /** Connector rows in scope (all rows, or with --since only those open or acknowledged since). */
+  storeRows(): Iterable<StoreLoanRow> | AsyncIterable<StoreLoanRow>;
+  /** Count of storeRows (for progress), if cheap to know. */
+  storeCount?(): number;
+  /** Whether the connector knows a loan at all (rows outside the --since scope included). */
+  storeKnows(id: string): boolean;
+  /** Boarded loans on the platform (boarded=true, boardedSince when --since). */
+  platformBoarded(): AsyncIterable<PlatformLoanRow>;
+  /** Every loan in the core, when the core can list; otherwise the loans are looked up one by one. */
+  coreList?(): AsyncIterable<CoreLoanRow>;
+  coreFind(id: string): Promise<CoreLoanRow | null>;
+  /** loan.funded events as recorded; null when the store has no record of them (check skipped). */
+  funded(): Iterable<FundedRow> | null;
+}
+
+export interface ReconcileOptions {
+  asOfMs: number;
+  timeZone: string;
+  fundedNotReleasedDays: number;
+  /** ISO lower bound of a partial run (platform boardedSince), or null. */
+  since: string | null;
+  signal?: AbortSignal;
+  onProgress?: (p: ReconcileProgress) => void;
+  /** Called for each exception as it is found (stream it to the CSV). */
+  onException?: (e: ReportException) => void | Promise<void>;
+  /** Parallel core look-ups when the core cannot list. */
+  coreLookupConcurrency?: number;
+}
+
+export interface ReconcileOutcome {
+  totals: ControlTotals;
+  tieOut: TieOutCheck[];
+  aging: AgingSummary;
+  exceptions: ReportException[];
+  exceptionsByReason: Partial<Record<ExceptionReason, number>>;
+  mappingVersions: Array<{ version: string; loans: number }>;
+  notes: string[];
+  loansSeen: number;
+}
+
+interface Merged {
+  s?: StoreLoanRow;
+  p?: PlatformLoanRow;
+  c?: CoreLoanRow;
+}
+
+const PENDING_STATES = new Set(['queued', 'fetched', 'mapped', 'retry_wait']);
+
+const emptyAmount = (): Amount => ({ count: 0, cents: 0, unknownAmount: 0 });
+
+function add(a: Amount, cents: number | null): void {
+  a.count += 1;
+  if (cents === null) a.unknownAmount += 1;
+  else a.cents += cents;
+}
+
+/** Whether the connector has written the loan to the core (at some point in its life). */
+export function connectorWrote(s: StoreLoanRow): boolean {
+  return s.state === 'written' || s.state === 'acknowledged' || s.writtenAt !== null || s.coreReference !== null;
+}
+
+function fieldText(field: ComparedField, value: string | number | null, timeZone: string): string | null {
+  if (value === null) return null;
+  switch (field) {
+    case 'centsAmount':
+      return typeof value === 'number' ? formatCents(value) : value;
+    case 'bpsRate':
+      return `${value} bps`;
+    case 'maturityDate':
+    case 'firstPaymentDate':
+      return comparableDate(String(value), timeZone);
+    case 'paymentFrequency':
+      return String(value).trim().toLowerCase();
+    case 'productId':
+      return String(value).trim();
+  }
+}
+
+function checkAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('reconciliation aborted');
+}
+
+export async function computeReconciliation(sources: ReconcileSources, opts: ReconcileOptions): Promise<ReconcileOutcome> {
+  const { timeZone, signal } = opts;
+  const progress = opts.onProgress ?? (() => undefined);
+  const asOfDate = localDate(opts.asOfMs, timeZone);
+  const loans = new Map<string, Merged>();
+  const notes: string[] = [];
+
+  // 1. The connector's ledger.
+  const storeTotal = sources.storeCount?.() ?? null;
+  let n = 0;
+  for await (const s of sources.storeRows()) {
+    // Only open items need their error text; dropping the rest keeps 100k rows small.
+    if (s.state === 'acknowledged') s.lastErrorMessage = null;
+    loans.set(s.id, { s });
+    if (++n % 1000 === 0) {
+      checkAborted(signal);
+      progress({ phase: 'store', done: n, total: storeTotal });
+    }
+  }
+  progress({ phase: 'store', done: n, total: storeTotal ?? n });
+
+  // 2. The platform's boarded loans.
+  n = 0;
+  for await (const p of sources.platformBoarded()) {
+    const m = loans.get(p.id);
+    if (m) m.p = p;
+    else loans.set(p.id, { p });
+    if (++n % 100 === 0) {
+      checkAborted(signal);
+      progress({ phase: 'platform', done: n, total: null });
+    }
+  }
+  progress({ phase: 'platform', done: n, total: n });
+
+  // 3. The core.
+  n = 0;
+  if (sources.coreList) {
+    for await (const c of sources.coreList()) {
+      const m = loans.get(c.id);
+      if (m) m.c = c;
+      // With --since, a core loan outside the scope is not an exception: the connector knows it.
+      else if (opts.since === null || !sources.storeKnows(c.id)) loans.set(c.id, { c });
+      if (++n % 1000 === 0) {
+        checkAborted(signal);
+        progress({ phase: 'core', done: n, total: null });
+      }
+    }
+    progress({ phase: 'core', done: n, total: n });
+  } else {
+    const ids = [...loans].filter(([, m]) => m.p !== undefined || (m.s !== undefined && connectorWrote(m.s))).map(([id]) => id);
+    const total = ids.length;
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < ids.length) {
+        checkAborted(signal);
+        const id = ids[next++] as string;
+        const c = await sources.coreFind(id);
+        if (c) (loans.get(id) as Merged).c = c;
+        if (++n % 100 === 0) progress({ phase: 'core', done: n, total });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, opts.coreLookupConcurrency ?? 8) }, worker));
+    progress({ phase: 'core', done: n, total });
+    notes.push('The core cannot list its loans: loans in the core that the connector and the platform do not know were not searched for.');
+  }
+
+  // 4. Compare.
+  const totals: ControlTotals = {
+    released: emptyAmount(),
+    pending: emptyAmount(),
+    writtenAwaitingAck: emptyAmount(),
+    acknowledged: emptyAmount(),
+    quarantined: emptyAmount(),
+    skipped: emptyAmount(),
+    otherState: emptyAmount(),
+    connectorWritten: emptyAmount(),
+    writtenToCore: emptyAmount(),
+    acknowledgedOnPlatform: emptyAmount(),
+  };
+  const exceptions: ReportException[] = [];
+  const byReason: Partial<Record<ExceptionReason, number>> = {};
+  const aging: AgingSummary = { byReason: {}, totals: { '0-1': 0, '2-5': 0, '>5': 0 } };
+  const versions = new Map<string, number>();
+
+  const ageOf = (sinceMs: number | null): { days: number; bucket: AgeBucket } => {
+    if (sinceMs === null) return { days: 0, bucket: '0-1' };
+    const days = businessDaysBetween(localDate(sinceMs, timeZone), asOfDate);
+    return { days, bucket: ageBucket(days) };
+  };
+
+  const emit = async (
+    reason: ExceptionReason,
+    loanId: string,
+    m: Merged,
+    sinceMs: number | null,
+    detail: string,
+    extra: Partial<Pick<ReportException, 'field' | 'platformValue' | 'coreValue'>> = {},
+  ): Promise<void> => {
+    const age = ageOf(sinceMs);
+    const e: ReportException = {
+      reason,
+      loanId,
+      loanNumber: m.s?.loanNumber ?? m.p?.loanNumber ?? null,
+      field: extra.field ?? null,
+      platformValue: extra.platformValue ?? null,
+      coreValue: extra.coreValue ?? null,
+      connectorState: m.s?.state ?? null,
+      centsAmount: m.p?.centsAmount ?? m.s?.centsAmount ?? m.c?.centsAmount ?? null,
+      since: sinceMs === null ? null : new Date(sinceMs).toISOString(),
+      ageBusinessDays: age.days,
+      ageBucket: age.bucket,
+      detail,
+    };
+    exceptions.push(e);
+    byReason[reason] = (byReason[reason] ?? 0) + 1;
+    const row = (aging.byReason[reason] ??= { '0-1': 0, '2-5': 0, '>5': 0 });
+    row[age.bucket] += 1;
+    aging.totals[age.bucket] += 1;
+    await opts.onException?.(e);
+  };
+
+  const compareTotal = loans.size;
+  n = 0;
+  for (const [id, m] of loans) {
+    const { s, p, c } = m;
+    const amount = s?.centsAmount ?? p?.centsAmount ?? c?.centsAmount ?? null;
+    const version = c?.mappingVersion ?? s?.mappingVersion ?? null;
+    if (version !== null) versions.set(version, (versions.get(version) ?? 0) + 1);
+
+    if (s) {
+      add(totals.released, amount);
+      if (PENDING_STATES.has(s.state)) add(totals.pending, amount);
+      else if (s.state === 'written') add(totals.writtenAwaitingAck, amount);
+      else if (s.state === 'acknowledged') add(totals.acknowledged, amount);
+      else if (s.state === 'quarantined') add(totals.quarantined, amount);
+      else if (s.state === 'skipped') add(totals.skipped, amount);
+      else add(totals.otherState, amount);
+      if (connectorWrote(s)) add(totals.connectorWritten, s.centsAmount ?? c?.centsAmount ?? p?.centsAmount ?? null);
+    }
+    if (c) add(totals.writtenToCore, c.centsAmount);
+    if (p) add(totals.acknowledgedOnPlatform, p.centsAmount);
+
+    const boardedMs = parseInstant(p?.boardedAt) ?? s?.acknowledgedAt ?? parseInstant(s?.boardedAtIso);
+    if (p && !c) {
+      await emit('acknowledged_missing_in_core', id, m, boardedMs, 'The platform lists the loan as boarded but the core has no record with this external id.');
+    }
+    if (c && !p) {
+      if (!s) {
+        await emit('in_core_unknown_to_connector', id, m, null, `The core holds ${c.coreReference} for this external id but neither the connector nor the platform (boarded) knows the loan.`);
+      } else if (s.state === 'acknowledged') {
+        await emit('in_core_not_acknowledged', id, m, s.acknowledgedAt ?? s.writtenAt, `In the core as ${c.coreReference}; the connector recorded an acknowledgement but the platform does not list the loan as boarded.`);
+      } else {
+        await emit('in_core_not_acknowledged', id, m, s.writtenAt ?? s.updatedAt, `In the core as ${c.coreReference}; the acknowledgement to the platform is outstanding (connector state ${s.state}).`);
+      }
+    }
+    if (p && !s) {
+      await emit('acknowledged_unknown_to_connector', id, m, boardedMs, 'The platform lists the loan as boarded but the connector has no record of it (boarded by someone else, or state lost).');
+    }
+    if (p && s && s.state !== 'acknowledged') {
+      await emit('state_mismatch', id, m, boardedMs, `The platform lists the loan as boarded; the connector's state is ${s.state}.`);
+    }
+    if (s?.state === 'quarantined') {
+      const why = [s.quarantineReason ?? 'unknown reason', s.lastErrorMessage].filter(Boolean).join(': ');
+      await emit('quarantined', id, m, s.updatedAt, `Quarantined (${why}). Fix the cause, then \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`);
+    }
+    if (s && PENDING_STATES.has(s.state)) {
+      const startMs = parseInstant(s.releasedAtIso) ?? s.createdAt;
+      if (ageOf(startMs).days > 1) {
+        const err = s.lastErrorMessage ? ` Last error: ${s.lastErrorMessage}` : '';
+        await emit('stuck_pending', id, m, startMs, `Released but still ${s.state} after more than one business day.${err}`);
+      }
+    }
+    if (p && c) {
+      for (const field of COMPARED_FIELDS) {
+        const coreRaw = c[field];
+        // The core adapter could not read this field back: nothing to compare, not a difference.
+        if (coreRaw === null) continue;
+        const pv = fieldText(field, p[field], timeZone);
+        const cv = fieldText(field, coreRaw, timeZone);
+        if (pv !== cv) {
+          await emit('field_mismatch', id, m, boardedMs, `${field}: platform ${pv ?? '(none)'}, core ${cv ?? '(none)'}.`, {
+            field,
+            platformValue: pv,
+            coreValue: cv,
+          });
+        }
+      }
+    }
+    if (++n % 5000 === 0) {
+      checkAborted(signal);
+      progress({ phase: 'compare', done: n, total: compareTotal });
+    }
+  }
+
+  // Funded but never released: only loan.funded webhooks know about these loans.
+  const funded = sources.funded();
+  if (funded === null) {
+    notes.push('No loan.funded events are recorded in the store: the "funded but not released" check did not run.');
+  } else {
+    for (const f of funded) {
+      const m = loans.get(f.loanId);
+      // Any connector row means the loan came through the boarding queue, i.e. it was released.
+      if (m?.s !== undefined || m?.p !== undefined || sources.storeKnows(f.loanId)) continue;
+      const age = ageOf(f.fundedAt);
+      if (age.days > opts.fundedNotReleasedDays) {
+        await emit('funded_not_released', f.loanId, m ?? {}, f.fundedAt, `Funded ${new Date(f.fundedAt).toISOString()} but not released to the core after ${opts.fundedNotReleasedDays} business days.`);
+      }
+    }
+  }
+  progress({ phase: 'compare', done: compareTotal, total: compareTotal });
+
+  const tieOut = buildTieOut(totals);
+  const ordered: AgingSummary['byReason'] = {};
+  for (const [reason, buckets] of Object.entries(aging.byReason) as Array<[ExceptionReason, Record<AgeBucket, number>]>) {
+    ordered[reason] = Object.fromEntries(AGE_BUCKETS.map((b) => [b, buckets[b]])) as Record<AgeBucket, number>;
+  }
+  return {
+    totals,
+    tieOut,
+    aging: { byReason: ordered, totals: aging.totals },
+    exceptions,
+    exceptionsByReason: byReason,
+    mappingVersions: [...versions].map(([version, loansCount]) => ({ version, loans: loansCount })).sort((a, b) => b.loans - a.loans),
+    notes,
+    loansSeen: loans.size,
+  };
+}
+
+function sum(...amounts: Amount[]): { count: number; cents: number } {
+  return amounts.reduce((acc, a) => ({ count: acc.count + a.count, cents: acc.cents + a.cents }), { count: 0, cents: 0 });
+}
+
+function check(
+  id: TieOutCheck['id'],
+  title: string,
+  equation: string,
+  left: TieOutCheck['left'],
+  right: TieOutCheck['right'],
+  explainedBy: ExceptionReason[],
+): TieOutCheck {
+  const differenceCount = left.count - right.count;
+  const differenceCents = left.cents - right.cents;
+  return { id, title, equation, left, right, differenceCount, differenceCents, ties: differenceCount === 0 && differenceCents === 0, explainedBy };
+}
+
+/** The three control-total equations ops sign off on. */
+export function buildTieOut(t: ControlTotals): TieOutCheck[] {
+  const parts = sum(t.pending, t.writtenAwaitingAck, t.acknowledged, t.quarantined, t.skipped);
+  const wrote = sum(t.connectorWritten);
+  return [
+    check(
+      'ledger',
+      'Connector ledger',
+      'released = pending + written (awaiting ack) + acknowledged + quarantined + skipped',
+      { label: 'released', ...sum(t.released) },
+      { label: 'sum of states', ...parts },
+      [],
+    ),
+    check(
+      'core',
+      'Connector vs core',
+      'written to core (core) = written by the connector (connector)',
+      { label: 'written to core', ...sum(t.writtenToCore) },
+      { label: 'written by connector', ...wrote },
+      ['acknowledged_missing_in_core', 'in_core_unknown_to_connector', 'field_mismatch'],
+    ),
+    check(
+      'platform',
+      'Platform vs connector',
+      'acknowledged on the platform = acknowledged by the connector',
+      { label: 'acknowledged on platform', ...sum(t.acknowledgedOnPlatform) },
+      { label: 'acknowledged by connector', ...sum(t.acknowledged) },
+      ['acknowledged_unknown_to_connector', 'state_mismatch', 'in_core_not_acknowledged'],
+    ),
+  ];
+}
+

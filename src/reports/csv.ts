@@ -1,0 +1,90 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { formatCents } from './money.js';
+import type { ReportException } from './types.js';
+
+/**
+ * Excel-friendly CSV: UTF-8 with a byte-order mark (so Excel reads accents right), CRLF line ends,
+ * RFC 4180 quoting, and formula-injection protection: a text cell starting with = + - @ (or a tab
+ * or carriage return) gets a leading apostrophe so Excel shows it as text instead of evaluating
+ * it. Plain numbers such as -12.50 are left alone.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
+
+export function csvCell(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  let text = typeof value === 'number' ? String(value) : value;
+  if (typeof value === 'string' && FORMULA_START.test(text) && !PLAIN_NUMBER.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+export function csvRow(cells: ReadonlyArray<string | number | null | undefined>): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
+export const CSV_BOM = '\uFEFF';
+
+export const EXCEPTION_CSV_HEADER = [
+  'run_id',
+  'reason',
+  'loan_id',
+  'loan_number',
+  'field',
+  'platform_value',
+  'core_value',
+  'connector_state',
+  'amount',
+  'since',
+  'age_business_days',
+  'age_bucket',
+  'detail',
+] as const;
+
+export function exceptionCsvRow(runId: string, e: ReportException): string {
+  return csvRow([
+    runId,
+    e.reason,
+    e.loanId,
+    e.loanNumber,
+    e.field,
+    e.platformValue,
+    e.coreValue,
+    e.connectorState,
+    e.centsAmount === null ? null : formatCents(e.centsAmount),
+    e.since,
+    e.ageBusinessDays,
+    e.ageBucket,
+    e.detail,
+  ]);
+}
+
+/** Streams exception rows to a file as they are found; honours back-pressure. */
+export interface CsvExceptionWriter {
+  write(e: ReportException): Promise<void>;
+  close(): Promise<void>;
+  abort(): void;
+}
+
+export function createCsvExceptionWriter(path: string, runId: string): CsvExceptionWriter {
+  const stream: WriteStream = createWriteStream(path, { encoding: 'utf8' });
+  let failure: Error | null = null;
+  stream.on('error', (err) => {
+    failure = err;
+  });
+  stream.write(CSV_BOM + csvRow([...EXCEPTION_CSV_HEADER]));
+  return {
+    async write(e) {
+      if (failure) throw failure;
+      if (!stream.write(exceptionCsvRow(runId, e))) await once(stream, 'drain');
+    },
+    async close() {
+      if (failure) throw failure;
+      stream.end();
+      await once(stream, 'finish');
+    },
+    abort() {
+      stream.destroy();
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import { existsSync, lstatSync, renameSync, rmSync, symlinkSync, writeFileSync, cpSync, readlinkSync } from 'node:fs';
+import { basename, join } from 'node:path';
+
+/**
+ * Report folder layout: `<reports.dir>/<YYYY-MM-DD>/report.{json,csv,html}` (date in the bank's
+ * zone; a second run the same day replaces the first) and `<reports.dir>/latest`, a relative
+ * symlink to the newest dated folder (a copy where symlinks are not allowed). The webhook app
+ * serves `/reports/latest` from there via `latestReportFile`.
+ */
+export const REPORT_FILES = { json: 'report.json', csv: 'report.csv', html: 'report.html' } as const;
+export type ReportFileKind = keyof typeof REPORT_FILES;
+
+export const LATEST = 'latest';
+
+/** Writes a whole file under a temporary name, then renames it: readers never see half a report. */
+export function writeFileAtomic(path: string, data: string): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, data, 'utf8');
+  renameSync(tmp, path);
+}
+
+/** Points `<reportsDir>/latest` at `dir` (a folder directly inside reportsDir). */
+export function updateLatest(reportsDir: string, dir: string): string {
+  const latest = join(reportsDir, LATEST);
+  const target = basename(dir);
+  const tmp = join(reportsDir, `.${LATEST}.tmp-${process.pid}`);
+  rmSync(tmp, { recursive: true, force: true });
+  try {
+    symlinkSync(target, tmp, 'dir');
+    // rename over an existing symlink is atomic; over a real directory (an old copy) it is not
+    // allowed, so the copy is removed first.
+    if (existsSync(latest) && !lstatSync(latest).isSymbolicLink()) rmSync(latest, { recursive: true, force: true });
+    renameSync(tmp, latest);
+  } catch {
+    rmSync(tmp, { recursive: true, force: true });
+    rmSync(latest, { recursive: true, force: true });
+    cpSync(dir, latest, { recursive: true });
+  }
+  return latest;
+}
+
+/** Path of a file of the latest report, or null when no report has been written yet. */
+export function latestReportFile(reportsDir: string, kind: ReportFileKind = 'html'): string | null {
+  const path = join(reportsDir, LATEST, REPORT_FILES[kind]);
+  return existsSync(path) ? path : null;
+}
+
+/** The dated folder `latest` points to (for display), or null. */
+export function latestReportDir(reportsDir: string): string | null {
+  const latest = join(reportsDir, LATEST);
+  if (!existsSync(latest)) return null;
+  try {
+    return lstatSync(latest).isSymbolicLink() ? join(reportsDir, readlinkSync(latest)) : latest;
+  } catch {
+    return null;
+  }
+}

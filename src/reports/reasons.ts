@@ -1,0 +1,30 @@
+import type { ExceptionReason } from './types.js';
+
+/** Short labels for tables and the chart legend. */
+export const REASON_LABELS: Record<ExceptionReason, string> = {
+  acknowledged_missing_in_core: 'Acknowledged, missing in core',
+  in_core_not_acknowledged: 'In core, not acknowledged',
+  quarantined: 'Quarantined',
+  funded_not_released: 'Funded, not released',
+  field_mismatch: 'Field differs (platform vs core)',
+  acknowledged_unknown_to_connector: 'Boarded, unknown to connector',
+  in_core_unknown_to_connector: 'In core, unknown to connector',
+  state_mismatch: 'Boarded, connector state differs',
+  stuck_pending: 'Pending > 1 business day',
+};
+
+/** What each reason means and what ops do about it (report.json carries these; docs repeat them). */
+export const REASON_ACTIONS: Record<ExceptionReason, string> = {
+  acknowledged_missing_in_core:
+    'The platform shows the loan boarded but the core has no record: board it manually or `loans retry ID`, and find out who acknowledged it.',
+  in_core_not_acknowledged:
+    'The core holds the loan but the platform does not show it boarded: usually resolved by the next cycle; if it persists, `loans retry ID` acknowledges without writing again.',
+  quarantined: 'The connector stopped on this loan: fix the cause named in the detail, then `loans retry ID` (or `loans skip ID --reason …`).',
+  funded_not_released: 'Funded on the platform but no banker released it to the core: ask the lending team to release it.',
+  field_mismatch: 'The core record differs from the platform: correct the core (or the platform) and note it in the sign-off.',
+  acknowledged_unknown_to_connector:
+    'Boarded on the platform by something other than this connector (or its state was lost): confirm the core has it exactly once.',
+  in_core_unknown_to_connector: 'The core holds a loan with a platform external id that no source explains: investigate before anything else.',
+  state_mismatch: 'The platform shows the loan boarded while the connector has not recorded its acknowledgement: `loans show ID`, then `loans retry ID`.',
+  stuck_pending: 'Released but not boarded for more than a business day: check `loans show ID` for the last error and the platform rate budget.',
+};

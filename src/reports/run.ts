@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Config } from '../config/schema.js';
+import type { CoreSystem } from '../core/port.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { PlatformApi } from '../platform/api.js';
+import type { Db } from '../store/db.js';
+import { localDate, localDateTime } from './calendar.js';
+import { computeReconciliation, type ReconcileSources } from './compute.js';
+import { createCsvExceptionWriter } from './csv.js';
+import { REPORT_FILES, updateLatest, writeFileAtomic } from './files.js';
+import { renderHtml } from './render-html.js';
+import { renderJson } from './render-json.js';
+import { createReconcileSources, type PlatformWalkStats } from './sources.js';
+import type { ReconcileProgress, ReconciliationSummary, ReportException } from './types.js';
+
+export interface RunReconcileDeps {
+  config: Pick<Config, 'platform' | 'bank' | 'reports' | 'core'>;
+  platform: PlatformApi;
+  db: Db;
+  core: CoreSystem;
+  logger: Logger;
+  connectorVersion: string;
+  clock?: Clock;
+  /** ISO lower bound: only loans boarded/acknowledged since (open items always included). */
+  since?: string | null;
+  /** Write here instead of `<reports.dir>/<date>/`; `latest` is then left alone. */
+  outDir?: string;
+  signal?: AbortSignal;
+  onProgress?: (p: ReconcileProgress) => void;
+  /** Tests and benchmarks inject sources; by default they are built from platform/db/core. */
+  sources?: ReconcileSources;
+}
+
+export interface ReconcileRunResult {
+  runId: string;
+  dir: string;
+  files: { json: string; csv: string; html: string };
+  /** `<reports.dir>/latest` when it was updated. */
+  latest: string | null;
+  summary: ReconciliationSummary;
+}
+
+export function newRunId(nowMs: number): string {
+  const stamp = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `rec-${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * One reconciliation run: platform (boarded loans), connector state and core compared, three files
+ * written. Used by the `reconcile` command and by the daemon's nightly schedule
+ * (`config.schedule.reconcile`); throws only when a source fails (the partial files are removed).
+ */
+export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRunResult> {
+  const { config, logger } = deps;
+  const asOfMs = deps.clock?.now() ?? Date.now();
+  const timeZone = config.bank.timeZone;
+  const since = deps.since ?? null;
+  if (since !== null && Number.isNaN(Date.parse(since))) throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
+  const runId = newRunId(asOfMs);
+  const dir = resolve(deps.outDir ?? join(config.reports.dir, localDate(asOfMs, timeZone)));
+  mkdirSync(dir, { recursive: true });
+  const files = { json: join(dir, REPORT_FILES.json), csv: join(dir, REPORT_FILES.csv), html: join(dir, REPORT_FILES.html) };
+  const csvTmp = `${files.csv}.tmp-${runId}`;
+  const csv = createCsvExceptionWriter(csvTmp, runId);
+  const platformStats: PlatformWalkStats = { pages: 0, invalid: 0 };
+  const sources =
+    deps.sources ??
+    createReconcileSources({
+      platform: deps.platform,
+      db: deps.db,
+      core: deps.core,
+      since,
+      platformStats,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+    });
+  const started = Date.now();
+  logger.info({ runId, since, dir }, 'reconciliation started');
+  try {
+    const outcome = await computeReconciliation(sources, {
+      asOfMs,
+      timeZone,
+      fundedNotReleasedDays: config.reports.fundedNotReleasedDays,
+      since,
+      onException: (e: ReportException) => csv.write(e),
+      ...(deps.signal ? { signal: deps.signal } : {}),
+      ...(deps.onProgress ? { onProgress: deps.onProgress } : {}),
+    });
+    deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
+    const notes = [...outcome.notes];
+    if (platformStats.invalid > 0) {
+      notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);
+    }
+    let platformOrigin: string | null = null;
+    try {
+      platformOrigin = new URL(config.platform.baseUrl).origin;
+    } catch {
+      platformOrigin = null;
+    }
+    const summary: ReconciliationSummary = {
+      header: {
+        runId,
+        asOf: new Date(asOfMs).toISOString(),
+        asOfLocal: localDateTime(asOfMs, timeZone),
+        timeZone,
+        connectorVersion: deps.connectorVersion,
+        mappingVersions: outcome.mappingVersions,
+        environment: config.platform.environment,
+        platformOrigin,
+        coreAdapter: deps.core.name,
+        since,
+        fundedNotReleasedDays: config.reports.fundedNotReleasedDays,
+        ageBasis: 'business days (Monday–Friday, no holiday calendar) in the bank time zone',
+      },
+      totals: outcome.totals,
+      tieOut: outcome.tieOut,
+      aging: outcome.aging,
+      exceptionCount: outcome.exceptions.length,
+      exceptionsByReason: outcome.exceptionsByReason,
+      notes,
+    };
+    await csv.close();
+    renameSync(csvTmp, files.csv);
+    deps.onProgress?.({ phase: 'write', done: 1, total: 3 });
+    writeFileAtomic(files.json, renderJson(summary, outcome.exceptions));
+    deps.onProgress?.({ phase: 'write', done: 2, total: 3 });
+    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions));
+    deps.onProgress?.({ phase: 'write', done: 3, total: 3 });
+    const latest = deps.outDir === undefined ? updateLatest(resolve(config.reports.dir), dir) : null;
+    logger.info(
+      {
+        runId,
+        dir,
+        loans: outcome.loansSeen,
+        exceptions: summary.exceptionCount,
+        ties: summary.tieOut.every((c) => c.ties),
+        ms: Date.now() - started,
+      },
+      'reconciliation finished',
+    );
+    return { runId, dir, files, latest, summary };
+  } catch (err) {
+    csv.abort();
+    rmSync(csvTmp, { force: true });
+    logger.error({ runId, err }, 'reconciliation failed');
+    throw err;
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * Compact per-loan rows that reconciliation works on. Sources are reduced to these as they stream
+ * in, so 100k loans cost a few tens of MB instead of full platform payloads.
+ */
+
+/** Platform side: one boarded loan (boarding-queue item with boarded=true). */
+export interface PlatformLoanRow {
+  id: string;
+  loanNumber: string | null;
+  centsAmount: number | null;
+  bpsRate: number | null;
+  maturityDate: string | null;
+  firstPaymentDate: string | null;
+  paymentFrequency: string | null;
+  productId: string | null;
+  releasedAt: string | null;
+  boardedAt: string | null;
+}
+
+/** Connector side: one row of the `loans` table. Times are epoch ms unless named …Iso. */
+export interface StoreLoanRow {
+  id: string;
+  loanNumber: string | null;
+  state: string;
+  quarantineReason: string | null;
+  centsAmount: number | null;
+  productId: string | null;
+  coreReference: string | null;
+  mappingVersion: string | null;
+  fundedAtIso: string | null;
+  releasedAtIso: string | null;
+  boardedAtIso: string | null;
+  writtenAt: number | null;
+  acknowledgedAt: number | null;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Core side: what the core holds for one loan, in platform units (see CoreLoanRecord). */
+export interface CoreLoanRow {
+  id: string;
+  coreReference: string;
+  mappingVersion: string | null;
+  centsAmount: number | null;
+  bpsRate: number | null;
+  maturityDate: string | null;
+  firstPaymentDate: string | null;
+  paymentFrequency: string | null;
+  productId: string | null;
+}
+
+/** A loan.funded webhook as recorded by the receiver. */
+export interface FundedRow {
+  loanId: string;
+  /** Epoch ms. */
+  fundedAt: number;
+}
+
+export const EXCEPTION_REASONS = [
+  'acknowledged_missing_in_core',
+  'in_core_not_acknowledged',
+  'quarantined',
+  'funded_not_released',
+  'field_mismatch',
+  'acknowledged_unknown_to_connector',
+  'in_core_unknown_to_connector',
+  'state_mismatch',
+  'stuck_pending',
+] as const;
+export type ExceptionReason = (typeof EXCEPTION_REASONS)[number];
+
+export type AgeBucket = '0-1' | '2-5' | '>5';
+export const AGE_BUCKETS: readonly AgeBucket[] = ['0-1', '2-5', '>5'];
+
+export const COMPARED_FIELDS = [
+  'centsAmount',
+  'bpsRate',
+  'maturityDate',
+  'firstPaymentDate',
+  'paymentFrequency',
+  'productId',
+] as const;
+export type ComparedField = (typeof COMPARED_FIELDS)[number];
+
+export interface ReportException {
+  reason: ExceptionReason;
+  loanId: string;
+  loanNumber: string | null;
+  /** Only for field_mismatch. */
+  field: ComparedField | null;
+  platformValue: string | null;
+  coreValue: string | null;
+  /** The connector's state for the loan, or null when the connector never saw it. */
+  connectorState: string | null;
+  centsAmount: number | null;
+  /** ISO time the exception's clock started (boarded, written, quarantined, funded…). */
+  since: string | null;
+  ageBusinessDays: number;
+  ageBucket: AgeBucket;
+  detail: string;
+}
+
+export interface Amount {
+  count: number;
+  cents: number;
+  /** Loans counted whose amount is unknown (counted, contributing 0 cents). */
+  unknownAmount: number;
+}
+
+export interface ControlTotals {
+  /** Connector ledger: every loan taken from the boarding queue, by state. */
+  released: Amount;
+  pending: Amount;
+  writtenAwaitingAck: Amount;
+  acknowledged: Amount;
+  quarantined: Amount;
+  skipped: Amount;
+  /** States this report does not know (a newer connector wrote them). */
+  otherState: Amount;
+  /** Connector rows whose core write happened (written, acknowledged, or retry after a write). */
+  connectorWritten: Amount;
+  /** Loans the core holds from the connector. */
+  writtenToCore: Amount;
+  /** Loans the platform lists as boarded (acknowledged). */
+  acknowledgedOnPlatform: Amount;
+}
+
+export interface TieOutCheck {
+  id: 'ledger' | 'core' | 'platform';
+  title: string;
+  /** Human-readable equation, e.g. "released = pending + written + acknowledged + quarantined + skipped". */
+  equation: string;
+  left: { label: string; count: number; cents: number };
+  right: { label: string; count: number; cents: number };
+  differenceCount: number;
+  differenceCents: number;
+  ties: boolean;
+  /** Exception reasons that explain a difference on this line. */
+  explainedBy: ExceptionReason[];
+}
+
+export interface ReportHeader {
+  runId: string;
+  /** ISO UTC. */
+  asOf: string;
+  /** As-of time rendered in the bank's time zone. */
+  asOfLocal: string;
+  timeZone: string;
+  connectorVersion: string;
+  /** Mapping versions seen in the store and core, with loan counts. */
+  mappingVersions: Array<{ version: string; loans: number }>;
+  environment: string;
+  platformOrigin: string | null;
+  coreAdapter: string;
+  /** --since lower bound, or null for a full reconciliation. */
+  since: string | null;
+  fundedNotReleasedDays: number;
+  ageBasis: string;
+}
+
+export interface AgingSummary {
+  /** reason → bucket → count. */
+  byReason: Partial<Record<ExceptionReason, Record<AgeBucket, number>>>;
+  totals: Record<AgeBucket, number>;
+}
+
+export interface ReconciliationSummary {
+  header: ReportHeader;
+  totals: ControlTotals;
+  tieOut: TieOutCheck[];
+  aging: AgingSummary;
+  exceptionCount: number;
+  exceptionsByReason: Partial<Record<ExceptionReason, number>>;
+  /** Notes on checks that could not run (e.g. no funded events recorded). */
+  notes: string[];
+}
+
+export interface ReconcileProgress {
+  phase: 'store' | 'platform' | 'core' | 'compare' | 'write';
+  done: number;
+  /** Known for phases whose size is known up front. */
+  total: number | null;
+}
