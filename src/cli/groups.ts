@@ -6,6 +6,7 @@ import { registerRunCommands } from './run.js';
 import { registerSyncCommands } from './sync.js';
 import { registerSandboxCommands } from './sandbox.js';
 import { registerWebhooksCommands } from './webhooks.js';
+import { registerReconcileCommands } from './reconcile.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -15,4 +16,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerLoansCommands(program, ctx);
   registerSandboxCommands(program, ctx);
   registerWebhooksCommands(program, ctx);
+  registerReconcileCommands(program, ctx);
 }
