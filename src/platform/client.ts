@@ -244,9 +244,10 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       let token: Token;
       let res: Dispatcher.ResponseData;
       let body: unknown;
-      const started = clock.now();
+      let started = clock.now();
       try {
         token = await budget.acquire(bucket, spec.signal);
+        started = clock.now();
         res = await pool.request({
           method: spec.method,
           path: `${ctx.path}${qs}`,
