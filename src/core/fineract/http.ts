@@ -115,8 +115,12 @@ export class FineractHttp {
     throw new CoreRejectedError(`Fineract ${where} → ${status}: ${message}`, status, parsed);
   }
 
-  async close(): Promise<void> {
-    await this.agent.close();
+  private closing: Promise<void> | undefined;
+
+  /** Idempotent: the composition root and a test may both close the adapter. */
+  close(): Promise<void> {
+    this.closing ??= this.agent.close();
+    return this.closing;
   }
 }
 

@@ -1,0 +1,132 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDocumentFetcher } from '../../../src/core/documents.js';
+import { FileCore } from '../../../src/core/file/file-core.js';
+import { readManifest, verifyPackage } from '../../../src/core/file/manifest.js';
+import type { BoardingPackage } from '../../../src/core/port.js';
+import { silentLogger } from '../../../src/lib/logger.js';
+import type { PlatformApi } from '../../../src/platform/api.js';
+import { createPlatformClient, type PlatformClient } from '../../../src/platform/client.js';
+import type { QueueItem } from '../../../src/platform/schemas.js';
+import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
+
+/**
+ * The file core fed by the real platform client against the sandbox: every released loan becomes
+ * exactly one package whose manifest matches its files and whose documents are the sandbox's bytes
+ * (including the sandbox's odd names), and an address that expired before the download is
+ * re-requested.
+ */
+let sandboxNow = Date.now();
+let sb: RunningSandbox;
+let platform: PlatformClient;
+let dir: string;
+
+beforeAll(async () => {
+  sb = await startSandbox({ loans: 16, seed: 7, releaseRatio: 1, readsPerWindow: 100_000, writesPerWindow: 100_000, legacyPerWindow: 100_000, now: () => sandboxNow });
+  platform = createPlatformClient({
+    baseUrl: sb.baseUrl,
+    apiKey: sb.apiKey,
+    rateLimit: { readsPerWindow: 100_000, writesPerWindow: 100_000, windowMs: 60_000, headroom: 0.9 },
+    timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 },
+    maxRetries: 2,
+    pageSize: 50,
+    logger: silentLogger(),
+  });
+  dir = await mkdtemp(join(tmpdir(), 'file-core-sandbox-'));
+});
+afterAll(async () => {
+  await platform.close();
+  await sb.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function queue(): Promise<QueueItem[]> {
+  const items: QueueItem[] = [];
+  for await (const page of platform.boardingQueue()) items.push(...page.items);
+  return items;
+}
+
+async function packageFor(loan: QueueItem, api: PlatformApi): Promise<BoardingPackage> {
+  const documents = await platform.listDocuments(loan.id);
+  return {
+    loanId: loan.id,
+    loanNumber: loan.loanNumber ?? null,
+    mappingVersion: 'test',
+    connectorVersion: '0.1.0',
+    records: [{ type: 'loan', externalId: loan.id, fields: { amountCents: loan.centsAmount, frequency: loan.paymentFrequency } }],
+    documents,
+    fetchDocument: createDocumentFetcher(api, { maxBytes: 50 * 1024 * 1024, logger: silentLogger() }),
+    source: { centsAmount: loan.centsAmount ?? null, bpsRate: loan.bpsRate ?? null, maturityDate: loan.maturityDate ?? null },
+  };
+}
+
+/** The bytes the sandbox serves for a document, fetched independently of the adapter. */
+async function sandboxBytes(documentId: string): Promise<Buffer> {
+  const { url } = await platform.getDownloadAddress(documentId);
+  const res = await fetch(url);
+  expect(res.status).toBe(200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+describe('file core with the sandbox', () => {
+  it('boards every released loan into exactly one verified package, twice over', async () => {
+    const core = new FileCore({ dir, csvBatches: true, timeZone: 'America/Chicago', logger: silentLogger() });
+    const loans = await queue();
+    expect(loans.length).toBeGreaterThan(5);
+    let documents = 0;
+    for (const round of [1, 2]) {
+      for (const loan of loans) {
+        const pkg = await packageFor(loan, platform);
+        documents += round === 1 ? pkg.documents.length : 0;
+        await core.board(pkg);
+      }
+    }
+    expect(documents).toBeGreaterThan(0);
+    const packages = await readdir(join(dir, 'packages'));
+    expect(packages.sort()).toEqual(loans.map((l) => l.id).sort());
+    for (const name of packages) {
+      const pdir = join(dir, 'packages', name);
+      expect(await verifyPackage(pdir)).toEqual({ ok: true, problems: [] });
+      const m = (await readManifest(pdir))!;
+      for (const d of m.documents) {
+        const onDisk = await readFile(join(pdir, d.path));
+        expect(onDisk.equals(await sandboxBytes(d.documentId)), `${name}/${d.path}`).toBe(true);
+      }
+    }
+    const control = (await readdir(join(dir, 'batches')))[0]!;
+    const total = (await readFile(join(dir, 'batches', control, 'control.csv'), 'utf8')).trim().split('\n').at(-1)!.split(',');
+    expect(Number(total[4])).toBe(loans.length);
+    const cents = loans.reduce((s, l) => s + BigInt(l.centsAmount ?? 0), 0n);
+    expect(total[5]).toBe(cents.toString());
+    await core.close();
+  });
+
+  it('re-requests a download address that expired before the download started', async () => {
+    const loans = await queue();
+    let loan: QueueItem | undefined;
+    let docs: Awaited<ReturnType<PlatformClient['listDocuments']>> = [];
+    for (const l of loans) {
+      docs = await platform.listDocuments(l.id);
+      if (docs.length > 0) {
+        loan = l;
+        break;
+      }
+    }
+    expect(loan).toBeDefined();
+    let addresses = 0;
+    // The queue was slow: six minutes pass between getting the first address and using it.
+    const slow = Object.create(platform) as PlatformApi;
+    slow.getDownloadAddress = async (id, o) => {
+      const a = await platform.getDownloadAddress(id, o);
+      addresses += 1;
+      if (addresses === 1) sandboxNow += 6 * 60_000;
+      return a;
+    };
+    const core = new FileCore({ dir: join(dir, 'expiry'), csvBatches: false, timeZone: 'UTC', logger: silentLogger() });
+    const receipt = await core.board(await packageFor(loan!, slow));
+    expect(addresses).toBe(docs.length + 1);
+    expect(await verifyPackage(join(dir, 'expiry', receipt.coreReference))).toEqual({ ok: true, problems: [] });
+  });
+});
