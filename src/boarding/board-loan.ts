@@ -52,11 +52,15 @@ const WORKING = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait']
 /** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */
 function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown> {
   return {
-    coreReference: row.coreReference,
+    boardingReference: row.coreReference,
     boardedAt: new Date(row.writtenAt ?? 0).toISOString(),
-    mappingVersion: row.mappingVersion,
-    connector: { name: 'boarding-connector', version: connectorVersion },
+    notes: `boarding-connector ${connectorVersion}; mapping ${row.mappingVersion ?? 'unknown'}`,
   };
+}
+
+/** The platform says the loan is boarded already (our earlier ack whose key it no longer remembers). */
+function isAlreadyBoarded(err: unknown): err is PlatformError {
+  return isPlatformError(err) && err.status === 409 && /already_boarded/.test(err.serverCode ?? err.code);
 }
 
 function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
@@ -186,15 +190,26 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const key = ackKey(row.id, row.releaseMarker ?? 'release');
     // Stored before the call: a crash after the platform committed is replayed with this same key.
     store.keys.ensure(key, 'ack', row.id, clock.now());
-    const response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), { idempotencyKey: key, signal });
+    let response: unknown;
+    let alreadyBoarded = false;
+    try {
+      response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), { idempotencyKey: key, signal });
+    } catch (err) {
+      // The loan is boarded on the platform and the core holds our write: nothing is left to do.
+      // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
+      if (!isAlreadyBoarded(err)) throw err;
+      deps.logger.warn({ loanId: row.id, serverCode: err.serverCode }, 'platform reports the loan already boarded; recording it as acknowledged');
+      response = err.toJSON();
+      alreadyBoarded = true;
+    }
     const now = clock.now();
-    store.keys.complete(key, 200, response ?? null, now);
+    store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now);
     return loans.transition(
       row.id,
       {
         to: 'acknowledged',
         expectedFrom: row.state,
-        detail: { idempotencyKey: key },
+        detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
         patch: { acknowledgedAt: now, boardedAtIso: new Date(now).toISOString(), nextAttemptAt: null, lastErrorCode: null, lastErrorMessage: null, quarantineReason: null },
       },
       now,

@@ -77,6 +77,27 @@ describe('boarding cycle', () => {
     expect(p.platform.calls['ack']).toBe(3);
   });
 
+  it('records an ack the platform answers "already boarded" as acknowledged (a late replay of our own ack)', async () => {
+    const p = withLoans(1);
+    p.platform.acknowledgeBoarding = async () => {
+      throw new PlatformError({ code: 'conflict', status: 409, serverCode: 'loan.already_boarded', message: 'already boarded' });
+    };
+    const s = await p.runner.run({ reason: 'test' });
+    expect(s.acknowledged).toBe(1);
+    expect(p.store.keys.forLoan('L01')[0]?.status).toBe(409);
+  });
+
+  it('quarantines an ack the platform refuses for good (ack_rejected), keeping the core write', async () => {
+    const p = withLoans(1);
+    p.platform.faults = [{ op: 'ack', code: 'validation', status: 400 }];
+    const s = await p.runner.run({ reason: 'test' });
+    expect(s.quarantined).toEqual({ ack_rejected: 1 });
+    retryLoan(p.store.loans, 'L01', 'ops', p.clock.now());
+    const again = await p.runner.run({ reason: 'retry' });
+    expect(again).toMatchObject({ acknowledged: 1, ackOnly: 1 });
+    expect(p.core.writes).toBe(1);
+  });
+
   it('after an ambiguous core timeout, checks the core before writing again', async () => {
     const p = withLoans(1);
     p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
