@@ -64,10 +64,57 @@ export interface ReconcileOutcome {
   loansSeen: number;
 }
 
+/**
+ * Compact forms kept per loan. Ids live only in the map key; times are numbers; low-cardinality
+ * strings (states, products, frequencies, dates, versions) are interned so 100k loans share them;
+ * compared fields are normalised once, on the way in.
+ */
+interface StoreRec {
+  loanNumber: string | null;
+  state: string;
+  quarantineReason: string | null;
+  centsAmount: number | null;
+  wrote: boolean;
+  mappingVersion: string | null;
+  releasedAt: number | null;
+  boardedAt: number | null;
+  writtenAt: number | null;
+  acknowledgedAt: number | null;
+  lastErrorMessage: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+type Compared = Record<ComparedField, string | number | null>;
+
+interface PlatformRec {
+  loanNumber: string | null;
+  boardedAt: number | null;
+  values: Compared;
+}
+
+interface CoreRec {
+  coreReference: string;
+  mappingVersion: string | null;
+  values: Compared;
+}
+
 interface Merged {
-  s?: StoreLoanRow;
-  p?: PlatformLoanRow;
-  c?: CoreLoanRow;
+  s?: StoreRec;
+  p?: PlatformRec;
+  c?: CoreRec;
+}
+
+class Interner {
+  private readonly seen = new Map<string, string>();
+  of(v: string | null): string | null {
+    if (v === null) return null;
+    const hit = this.seen.get(v);
+    if (hit !== undefined) return hit;
+    // Bounded: past this many distinct values a field is not low-cardinality; stop interning.
+    if (this.seen.size < 50_000) this.seen.set(v, v);
+    return v;
+  }
 }
 
 const PENDING_STATES = new Set(['queued', 'fetched', 'mapped', 'retry_wait']);
@@ -85,21 +132,41 @@ export function connectorWrote(s: StoreLoanRow): boolean {
   return s.state === 'written' || s.state === 'acknowledged' || s.writtenAt !== null || s.coreReference !== null;
 }
 
-function fieldText(field: ComparedField, value: string | number | null, timeZone: string): string | null {
+/** The value a field is compared by (dates in the bank zone, codes trimmed, frequency lower-case). */
+function normalize(field: ComparedField, value: string | number | null, timeZone: string, intern: Interner, dates: Map<string, string>): string | number | null {
   if (value === null) return null;
   switch (field) {
     case 'centsAmount':
-      return typeof value === 'number' ? formatCents(value) : value;
     case 'bpsRate':
-      return `${value} bps`;
+      return value;
     case 'maturityDate':
-    case 'firstPaymentDate':
-      return comparableDate(String(value), timeZone);
+    case 'firstPaymentDate': {
+      const raw = String(value);
+      let d = dates.get(raw);
+      if (d === undefined) {
+        d = intern.of(comparableDate(raw, timeZone)) as string;
+        if (dates.size < 50_000) dates.set(raw, d);
+      }
+      return d;
+    }
     case 'paymentFrequency':
-      return String(value).trim().toLowerCase();
+      return intern.of(String(value).trim().toLowerCase());
     case 'productId':
-      return String(value).trim();
+      return intern.of(String(value).trim());
   }
+}
+
+/** How a compared value is shown to people (amounts in currency units, rates in bps). */
+function display(field: ComparedField, value: string | number | null): string | null {
+  if (value === null) return null;
+  if (field === 'centsAmount' && typeof value === 'number') return formatCents(value);
+  if (field === 'bpsRate') return `${value} bps`;
+  return String(value);
+}
+
+function cents(r: PlatformRec | CoreRec | undefined): number | null {
+  const v = r?.values.centsAmount;
+  return typeof v === 'number' ? v : null;
 }
 
 function checkAborted(signal: AbortSignal | undefined): void {
@@ -112,14 +179,44 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
   const asOfDate = localDate(opts.asOfMs, timeZone);
   const loans = new Map<string, Merged>();
   const notes: string[] = [];
+  const intern = new Interner();
+  const dates = new Map<string, string>();
+  const values = (r: PlatformLoanRow | CoreLoanRow): Compared => ({
+    centsAmount: r.centsAmount,
+    bpsRate: r.bpsRate,
+    maturityDate: normalize('maturityDate', r.maturityDate, timeZone, intern, dates),
+    firstPaymentDate: normalize('firstPaymentDate', r.firstPaymentDate, timeZone, intern, dates),
+    paymentFrequency: normalize('paymentFrequency', r.paymentFrequency, timeZone, intern, dates),
+    productId: normalize('productId', r.productId, timeZone, intern, dates),
+  });
+  const storeRec = (s: StoreLoanRow): StoreRec => ({
+    loanNumber: s.loanNumber,
+    state: intern.of(s.state) as string,
+    quarantineReason: intern.of(s.quarantineReason),
+    centsAmount: s.centsAmount,
+    wrote: connectorWrote(s),
+    mappingVersion: intern.of(s.mappingVersion),
+    releasedAt: parseInstant(s.releasedAtIso),
+    boardedAt: parseInstant(s.boardedAtIso),
+    writtenAt: s.writtenAt,
+    acknowledgedAt: s.acknowledgedAt,
+    // Only open items need their error text.
+    lastErrorMessage: s.state === 'acknowledged' ? null : s.lastErrorMessage,
+    createdAt: s.createdAt,
+    updatedAt: s.updatedAt,
+  });
+  const platformRec = (p: PlatformLoanRow, known: boolean): PlatformRec => ({
+    loanNumber: known ? null : p.loanNumber,
+    boardedAt: parseInstant(p.boardedAt),
+    values: values(p),
+  });
+  const coreRec = (c: CoreLoanRow): CoreRec => ({ coreReference: c.coreReference, mappingVersion: intern.of(c.mappingVersion), values: values(c) });
 
   // 1. The connector's ledger.
   const storeTotal = sources.storeCount?.() ?? null;
   let n = 0;
   for await (const s of sources.storeRows()) {
-    // Only open items need their error text; dropping the rest keeps 100k rows small.
-    if (s.state === 'acknowledged') s.lastErrorMessage = null;
-    loans.set(s.id, { s });
+    loans.set(s.id, { s: storeRec(s) });
     if (++n % 1000 === 0) {
       checkAborted(signal);
       progress({ phase: 'store', done: n, total: storeTotal });
@@ -131,8 +228,8 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
   n = 0;
   for await (const p of sources.platformBoarded()) {
     const m = loans.get(p.id);
-    if (m) m.p = p;
-    else loans.set(p.id, { p });
+    if (m) m.p = platformRec(p, m.s?.loanNumber !== undefined && m.s.loanNumber !== null);
+    else loans.set(p.id, { p: platformRec(p, false) });
     if (++n % 100 === 0) {
       checkAborted(signal);
       progress({ phase: 'platform', done: n, total: null });
@@ -145,9 +242,9 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
   if (sources.coreList) {
     for await (const c of sources.coreList()) {
       const m = loans.get(c.id);
-      if (m) m.c = c;
+      if (m) m.c = coreRec(c);
       // With --since, a core loan outside the scope is not an exception: the connector knows it.
-      else if (opts.since === null || !sources.storeKnows(c.id)) loans.set(c.id, { c });
+      else if (opts.since === null || !sources.storeKnows(c.id)) loans.set(c.id, { c: coreRec(c) });
       if (++n % 1000 === 0) {
         checkAborted(signal);
         progress({ phase: 'core', done: n, total: null });
@@ -155,7 +252,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     }
     progress({ phase: 'core', done: n, total: n });
   } else {
-    const ids = [...loans].filter(([, m]) => m.p !== undefined || (m.s !== undefined && connectorWrote(m.s))).map(([id]) => id);
+    const ids = [...loans].filter(([, m]) => m.p !== undefined || m.s?.wrote === true).map(([id]) => id);
     const total = ids.length;
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -163,7 +260,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
         checkAborted(signal);
         const id = ids[next++] as string;
         const c = await sources.coreFind(id);
-        if (c) (loans.get(id) as Merged).c = c;
+        if (c) (loans.get(id) as Merged).c = coreRec(c);
         if (++n % 100 === 0) progress({ phase: 'core', done: n, total });
       }
     };
@@ -213,7 +310,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       platformValue: extra.platformValue ?? null,
       coreValue: extra.coreValue ?? null,
       connectorState: m.s?.state ?? null,
-      centsAmount: m.p?.centsAmount ?? m.s?.centsAmount ?? m.c?.centsAmount ?? null,
+      centsAmount: cents(m.p) ?? m.s?.centsAmount ?? cents(m.c) ?? null,
       since: sinceMs === null ? null : new Date(sinceMs).toISOString(),
       ageBusinessDays: age.days,
       ageBucket: age.bucket,
@@ -231,7 +328,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
   n = 0;
   for (const [id, m] of loans) {
     const { s, p, c } = m;
-    const amount = s?.centsAmount ?? p?.centsAmount ?? c?.centsAmount ?? null;
+    const amount = s?.centsAmount ?? cents(p) ?? cents(c);
     const version = c?.mappingVersion ?? s?.mappingVersion ?? null;
     if (version !== null) versions.set(version, (versions.get(version) ?? 0) + 1);
 
@@ -243,12 +340,12 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       else if (s.state === 'quarantined') add(totals.quarantined, amount);
       else if (s.state === 'skipped') add(totals.skipped, amount);
       else add(totals.otherState, amount);
-      if (connectorWrote(s)) add(totals.connectorWritten, s.centsAmount ?? c?.centsAmount ?? p?.centsAmount ?? null);
+      if (s.wrote) add(totals.connectorWritten, s.centsAmount ?? cents(c) ?? cents(p));
     }
-    if (c) add(totals.writtenToCore, c.centsAmount);
-    if (p) add(totals.acknowledgedOnPlatform, p.centsAmount);
+    if (c) add(totals.writtenToCore, cents(c));
+    if (p) add(totals.acknowledgedOnPlatform, cents(p));
 
-    const boardedMs = parseInstant(p?.boardedAt) ?? s?.acknowledgedAt ?? parseInstant(s?.boardedAtIso);
+    const boardedMs = p?.boardedAt ?? s?.acknowledgedAt ?? s?.boardedAt ?? null;
     if (p && !c) {
       await emit('acknowledged_missing_in_core', id, m, boardedMs, 'The platform lists the loan as boarded but the core has no record with this external id.');
     }
@@ -272,7 +369,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       await emit('quarantined', id, m, s.updatedAt, `Quarantined (${why}). Fix the cause, then \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`);
     }
     if (s && PENDING_STATES.has(s.state)) {
-      const startMs = parseInstant(s.releasedAtIso) ?? s.createdAt;
+      const startMs = s.releasedAt ?? s.createdAt;
       if (ageOf(startMs).days > 1) {
         const err = s.lastErrorMessage ? ` Last error: ${s.lastErrorMessage}` : '';
         await emit('stuck_pending', id, m, startMs, `Released but still ${s.state} after more than one business day.${err}`);
@@ -280,12 +377,13 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     }
     if (p && c) {
       for (const field of COMPARED_FIELDS) {
-        const coreRaw = c[field];
+        const coreValue = c.values[field];
         // The core adapter could not read this field back: nothing to compare, not a difference.
-        if (coreRaw === null) continue;
-        const pv = fieldText(field, p[field], timeZone);
-        const cv = fieldText(field, coreRaw, timeZone);
-        if (pv !== cv) {
+        if (coreValue === null) continue;
+        const platformValue = p.values[field];
+        if (platformValue !== coreValue) {
+          const pv = display(field, platformValue);
+          const cv = display(field, coreValue);
           await emit('field_mismatch', id, m, boardedMs, `${field}: platform ${pv ?? '(none)'}, core ${cv ?? '(none)'}.`, {
             field,
             platformValue: pv,
