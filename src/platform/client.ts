@@ -31,6 +31,7 @@ import {
   entitiesSchema,
   loanSchema,
   loanSummarySchema,
+  paginationMetaSchema,
   productSchema,
   rawPageSchema,
   webhookEndpointSchema,
@@ -327,6 +328,40 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     parse: (b: unknown) => T,
   ): Promise<T> => call({ operation, method, template, path, body, parse, idempotencyKey: o.idempotencyKey, signal: o.signal });
 
+  /**
+   * A list whose shape the spec does not show (documents, products): `data` is an array, and a
+   * `meta` pagination block, when present, is followed to the end so no document is missed.
+   * Items are validated strictly: a malformed document must fail its loan, not vanish.
+   */
+  async function listAll<S extends z.ZodType>(operation: string, template: string, path: string, item: S, o?: ReadOptions): Promise<z.infer<S>[]> {
+    const schema = z.looseObject({ data: z.array(item), meta: paginationMetaSchema.optional() });
+    const parse = (body: unknown): z.infer<typeof schema> => {
+      const r = schema.safeParse(body);
+      if (!r.success) {
+        throw new PlatformError({ code: 'response.invalid', operation, message: `${operation}: response does not match the documented shape: ${describeIssues(r.error)}` });
+      }
+      return r.data;
+    };
+    const out: z.infer<S>[] = [];
+    let query: Record<string, string> = { limit: '100' };
+    for (let pages = 0; pages < 10_000; pages++) {
+      const page = await get(operation, template, path, parse, o, query);
+      out.push(...(page.data as z.infer<S>[]));
+      const meta = page.meta;
+      if (meta === undefined || !meta.hasMore) return out;
+      if (meta.mode === 'cursor') {
+        if (meta.nextCursor === null || meta.nextCursor === query['cursor']) {
+          throw new PlatformError({ code: 'response.invalid', operation, message: `${operation}: meta.hasMore is true without a new meta.nextCursor` });
+        }
+        query = { limit: '100', cursor: meta.nextCursor };
+      } else {
+        if (page.data.length === 0) throw new PlatformError({ code: 'response.invalid', operation, message: `${operation}: meta.hasMore is true on an empty page` });
+        query = { limit: '100', offset: String(meta.offset + page.data.length) };
+      }
+    }
+    throw new PlatformError({ code: 'response.invalid', operation, message: `${operation}: more than 10000 pages` });
+  }
+
   const pageParser = (body: unknown): RawPage => {
     const r = rawPageSchema.safeParse(body);
     if (!r.success) {
@@ -353,7 +388,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     getEntities: (loanId, o): Promise<Entities> =>
       get('getEntities', '/public/v1/loans/{id}/entities', `/public/v1/loans/${encode(loanId, 'getEntities')}/entities`, envelope(entitiesSchema, 'getEntities'), o),
     listDocuments: (loanId, o): Promise<PlatformDocument[]> =>
-      get('listDocuments', '/public/v1/loans/{id}/documents', `/public/v1/loans/${encode(loanId, 'listDocuments')}/documents`, envelope(z.array(documentSchema), 'listDocuments'), o),
+      listAll('listDocuments', '/public/v1/loans/{id}/documents', `/public/v1/loans/${encode(loanId, 'listDocuments')}/documents`, documentSchema, o),
     getDownloadAddress: (documentId, o): Promise<DownloadAddress> =>
       get(
         'getDownloadAddress',
@@ -381,7 +416,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         const r = ackResponseSchema.parse(b);
         return r !== null && typeof r === 'object' && 'data' in r ? r.data : r;
       }),
-    listProducts: (o): Promise<Product[]> => get('listProducts', '/public/v1/products', '/public/v1/products', envelope(z.array(productSchema), 'listProducts'), o),
+    listProducts: (o): Promise<Product[]> => listAll('listProducts', '/public/v1/products', '/public/v1/products', productSchema, o),
     getProduct: (id, o): Promise<Product> =>
       get('getProduct', '/public/v1/products/{id}', `/public/v1/products/${encode(id, 'getProduct')}`, envelope(productSchema, 'getProduct'), o),
     createBusiness: (loanId, body, o): Promise<Business> =>

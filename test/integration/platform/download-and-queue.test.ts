@@ -162,4 +162,18 @@ describe('boarding queue walk', () => {
     await client.close();
     expect(client.stats().deprecations).toBe(2);
   });
+
+  it('follows pagination of the document list so no document is missed', async () => {
+    srv = await startRateLimitedServer();
+    const docs = Array.from({ length: 5 }, (_, i) => ({ id: `D${i}`, name: `doc ${i}.pdf` }));
+    srv.route('GET', '/public/v1/loans/{id}/documents', (req) => {
+      const start = req.query['cursor'] ? Number(req.query['cursor']) : 0;
+      const next = start + 2 < docs.length ? String(start + 2) : null;
+      return { body: { data: docs.slice(start, start + 2), meta: { mode: 'cursor', limit: 2, hasMore: next !== null, nextCursor: next } } };
+    });
+    const client = clientFor(srv);
+    const list = await client.listDocuments('L1');
+    await client.close();
+    expect(list.map((d) => d.id)).toEqual(['D0', 'D1', 'D2', 'D3', 'D4']);
+  });
 });
