@@ -79,9 +79,8 @@ describe('boarding cycle', () => {
 
   it('records an ack the platform answers "already boarded" as acknowledged (a late replay of our own ack)', async () => {
     const p = withLoans(1);
-    p.platform.acknowledgeBoarding = async () => {
-      throw new PlatformError({ code: 'conflict', status: 409, serverCode: 'loan.already_boarded', message: 'already boarded' });
-    };
+    p.platform.acknowledgeBoarding = () =>
+      Promise.reject(new PlatformError({ code: 'conflict', status: 409, serverCode: 'loan.already_boarded', message: 'already boarded' }));
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(1);
     expect(p.store.keys.forLoan('L01')[0]?.status).toBe(409);
