@@ -22,6 +22,8 @@ export interface FakeFineractOptions {
   tenantId?: string;
   /** Replay the stored response for a repeated Idempotency-Key (Fineract's idempotency feature). */
   idempotencyReplay?: boolean;
+  /** Loan product ids that exist (default: any positive integer). */
+  products?: number[];
 }
 
 export type FaultKind =
@@ -538,7 +540,8 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     const client = clients.find((c) => c.id === b['clientId']);
     if (!client) throw domainFail(404, 'error.msg.client.id.invalid', `Client with identifier ${String(b['clientId'])} does not exist`);
     if (!client.active) throw domainFail(403, 'error.msg.loan.client.not.active', 'Client is not active.');
-    if (b['productId'] !== 1 && b['productId'] !== 2) throw domainFail(404, 'error.msg.loanproduct.id.invalid', `Loan product with identifier ${String(b['productId'])} does not exist`);
+    const productOk = opts.products === undefined ? isInt(b['productId']) && b['productId'] > 0 : opts.products.includes(b['productId'] as number);
+    if (!productOk) throw domainFail(404, 'error.msg.loanproduct.id.invalid', `Loan product with identifier ${String(b['productId'])} does not exist`);
     const externalId = typeof b['externalId'] === 'string' ? b['externalId'] : null;
     if (externalId !== null && loans.some((l) => l.externalId === externalId)) {
       throw domainFail(403, 'error.msg.loan.duplicate.externalId', `Loan with externalId \`${externalId}\` already exists`);
