@@ -6,6 +6,7 @@ import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { InvalidPayloadError, toWebhookEvent } from './event.js';
 import type { WebhookInbox } from './inbox.js';
+import { createInboxWriter } from './inbox-writer.js';
 import { createConnectorMetrics, type ConnectorMetrics } from './metrics.js';
 import { runReadiness, type ReadinessCheck } from './readiness.js';
 import { latestReportFile } from './reports-route.js';
@@ -63,6 +64,7 @@ export function createApp(deps: WebhookAppDeps): Express {
     res.status(status).json({ error: GENERIC[status] ?? 'rejected' });
   };
 
+  const writer = createInboxWriter(deps.inbox);
   const rawBody = express.raw({ type: () => true, limit: deps.config.maxBodyBytes });
 
   app.post(
@@ -79,7 +81,7 @@ export function createApp(deps: WebhookAppDeps): Express {
       next();
     },
     rawBody,
-    (req, res) => {
+    async (req, res) => {
       const receivedAt = clock.now();
       const body: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const verdict = verifier.verify(req.headers, body, receivedAt);
@@ -111,7 +113,7 @@ export function createApp(deps: WebhookAppDeps): Express {
       }
       let inserted: boolean;
       try {
-        inserted = deps.inbox.insert(event, receivedAt);
+        inserted = await writer.write(event, receivedAt);
       } catch (err) {
         // The only case that earns a 5xx: the platform must redeliver what we could not store.
         log.error({ err, webhookId: event.webhookId, eventType: event.type }, 'webhook inbox write failed; answering 503 so the platform retries');

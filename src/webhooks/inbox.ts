@@ -37,6 +37,8 @@ export interface FundedLoan {
 export interface WebhookInbox {
   /** INSERT OR IGNORE: true when the row is new, false for a duplicate delivery. */
   insert(event: WebhookEvent, receivedAt: number): boolean;
+  /** Several inserts in one transaction (one fsync): element i tells whether item i was new. */
+  insertMany(items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>): boolean[];
   /** Pending rows in event-time order (so one loan's events come in the order they happened). */
   pending(limit: number): InboxRow[];
   get(webhookId: string): InboxRow | null;
@@ -105,12 +107,14 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
+  const insertOne = (event: WebhookEvent, receivedAt: number): boolean =>
+    insert.run(event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(event.payload)).changes === 1;
+  const insertAll = db.transaction((items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>) =>
+    items.map((i) => insertOne(i.event, i.receivedAt)),
+  );
   return {
-    insert(event, receivedAt) {
-      return (
-        insert.run(event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(event.payload)).changes === 1
-      );
-    },
+    insert: insertOne,
+    insertMany: (items) => insertAll(items),
     pending: (limit) => pending.all(limit).map(toRow),
     get: (id) => {
       const r = get.get(id);

@@ -100,8 +100,8 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     return { fundedAt };
   });
 
-  function processRow(row: InboxRow): void {
-    const now = clock.now();
+  /** Logs what the payload lacks (the real platform's payload is not documented). */
+  function inspect(row: InboxRow): void {
     if (!DOCUMENTED.has(row.eventType)) {
       log.warn({ webhookId: row.webhookId, eventType: row.eventType, keys: Object.keys(row.payload).slice(0, 20) }, 'webhook: unknown event type, recorded and ignored');
     } else if (row.loanId === null) {
@@ -111,26 +111,64 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
         'webhook: no loan id found in the payload (unknown shape), recorded only',
       );
     }
+  }
+
+  type RowOutcome = { row: InboxRow; fundedAt: number | null; error: string | null };
+  const isTransient = (message: string): boolean => /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(message);
+
+  // One transaction per batch; each row in its own savepoint so one bad row cannot sink the rest.
+  const applyBatch = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
+    rows.map((row) => {
+      try {
+        return { row, fundedAt: applyRow(row, now).fundedAt, error: null };
+      } catch (err) {
+        const message = errorMessage(err);
+        // Transient: roll the whole batch back; its rows stay pending for the next pass.
+        if (isTransient(message)) throw err;
+        inbox.markFailed(row.webhookId, now, message);
+        return { row, fundedAt: null, error: message };
+      }
+    }),
+  );
+
+  /**
+   * Processing commits skip the fsync (synchronous=NORMAL for that transaction only): if power is
+   * lost before the next durable commit, the rows are simply pending again and redone (effects are
+   * idempotent). The 2xx-critical inbox inserts keep the database's own setting (FULL).
+   */
+  function withoutFsync<T>(fn: () => T): T {
+    if (db.inTransaction) return fn();
+    const previous = db.pragma('synchronous', { simple: true }) as number;
+    db.pragma('synchronous = NORMAL');
     try {
-      const { fundedAt } = applyRow(row, now);
+      return fn();
+    } finally {
+      db.pragma(`synchronous = ${previous}`);
+    }
+  }
+
+  function processBatch(rows: InboxRow[]): void {
+    for (const row of rows) inspect(row);
+    const outcomes = withoutFsync(() => applyBatch(rows, clock.now()));
+    let funded = false;
+    for (const { row, fundedAt, error } of outcomes) {
+      if (error !== null) {
+        log.error({ err: error, webhookId: row.webhookId, eventType: row.eventType }, 'webhook: processing failed; row marked failed');
+        events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'failed' } satisfies ProcessedEvent);
+        continue;
+      }
       log.debug({ webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId }, 'webhook processed');
       if (row.eventType === 'loan.funded' && row.loanId !== null && fundedAt !== null) {
+        funded = true;
         try {
           deps.onFunded?.(row.loanId, fundedAt);
         } catch (err) {
           log.error({ err, loanId: row.loanId }, 'webhook: onFunded callback failed');
         }
-        requestCycle?.(`webhook:loan.funded`);
       }
       events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'processed' } satisfies ProcessedEvent);
-    } catch (err) {
-      const message = errorMessage(err);
-      // SQLITE_BUSY and the like are transient: leave the row pending for the next pass.
-      if (/SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(message)) throw err;
-      log.error({ err, webhookId: row.webhookId, eventType: row.eventType }, 'webhook: processing failed; row marked failed');
-      inbox.markFailed(row.webhookId, now, message);
-      events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'failed' } satisfies ProcessedEvent);
     }
+    if (funded) requestCycle?.('webhook:loan.funded');
   }
 
   let running: Promise<number> | null = null;
@@ -146,10 +184,8 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
         if (stopped) return total;
         const rows = inbox.pending(batchSize);
         if (rows.length === 0) break;
-        for (const row of rows) {
-          processRow(row);
-          total += 1;
-        }
+        processBatch(rows);
+        total += rows.length;
         // Yield between batches so a backlog never starves the HTTP server.
         await new Promise<void>((r) => setImmediate(r));
       }

@@ -112,6 +112,28 @@ describe('webhook processor', () => {
     expect(cycles).toEqual([]);
   });
 
+  it('a row whose effects fail is marked failed without holding back the other rows of its batch', async () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    db.exec("CREATE TRIGGER no_bad BEFORE INSERT ON loan_events WHEN NEW.loan_id = 'BAD' BEGIN SELECT RAISE(ABORT, 'constraint: bad loan'); END");
+    inbox.insert(event('ok1', 'loan.created', 'L1', '2026-11-01T10:00:00Z'), 1);
+    inbox.insert(event('bad', 'loan.created', 'BAD', '2026-11-01T10:00:01Z'), 1);
+    inbox.insert(event('ok2', 'loan.created', 'L2', '2026-11-01T10:00:02Z'), 1);
+    const outcomes: Array<[string, string]> = [];
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    p.events.on('processed', (e: { webhookId: string; outcome: string }) => outcomes.push([e.webhookId, e.outcome]));
+    await p.drain();
+    expect(outcomes).toEqual([
+      ['ok1', 'processed'],
+      ['bad', 'failed'],
+      ['ok2', 'processed'],
+    ]);
+    expect(inbox.get('bad')).toMatchObject({ status: 'failed', error: expect.stringContaining('bad loan') });
+    expect(db.prepare('SELECT loan_id FROM loan_events ORDER BY seq').all()).toEqual([{ loan_id: 'L1' }, { loan_id: 'L2' }]);
+    // The connection's durability setting is restored after the processing transaction.
+    expect(db.pragma('synchronous', { simple: true })).toBe(2);
+  });
+
   it('rows pending when the process stopped are processed on the next start', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'inbox-'));
     dirs.push(dir);
