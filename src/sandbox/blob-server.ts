@@ -1,7 +1,11 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { FaultInjector } from './faults.js';
 import type { SandboxState } from './state.js';
+
+/** Route key of presigned downloads in counters and fault rules. */
+export const BLOB_ROUTE = 'GET /blobs/:id';
 
 export const DOWNLOAD_TTL_MS = 5 * 60_000;
 
@@ -18,10 +22,35 @@ export class BlobServer {
   constructor(
     private readonly state: SandboxState,
     private readonly host: string,
+    private readonly faults: FaultInjector,
   ) {}
 
   async listen(): Promise<void> {
-    const server = createServer((req, res) => this.handle(req.url ?? '/', req.headers.authorization !== undefined, req.method ?? 'GET', res));
+    const server = createServer((req, res) => {
+      const counters = this.state.counters;
+      counters.requests[BLOB_ROUTE] = (counters.requests[BLOB_ROUTE] ?? 0) + 1;
+      const fault = this.faults.decide(BLOB_ROUTE);
+      const run = (): void => {
+        if (fault.action === 'reset') {
+          counters.faults.resets += 1;
+          req.socket.destroy();
+          return;
+        }
+        if (fault.action === '5xx') {
+          counters.faults.injected5xx += 1;
+          res.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected fault</Message></Error>');
+          return;
+        }
+        // resetAfterCommit on a download: headers and half the body are sent, then the socket drops.
+        const truncate = fault.action === 'resetAfterCommit';
+        if (truncate) counters.faults.resetsAfterCommit += 1;
+        this.handle(req.url ?? '/', req.headers.authorization !== undefined, req.method ?? 'GET', res, truncate, () => req.socket.destroy());
+      };
+      if (fault.latencyMs > 0) {
+        counters.faults.delayed += 1;
+        setTimeout(run, fault.latencyMs);
+      } else run();
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, this.host, () => resolve());
@@ -45,7 +74,7 @@ export class BlobServer {
     return createHmac('sha256', this.secret).update(`${documentId}.${expires}`).digest('base64url');
   }
 
-  private handle(rawUrl: string, hasAuthorization: boolean, method: string, res: ServerResponse): void {
+  private handle(rawUrl: string, hasAuthorization: boolean, method: string, res: ServerResponse, truncate: boolean, drop: () => void): void {
     const counters = this.state.counters;
     const refuse = (status: number, code: string, message: string): void => {
       counters.downloadsRejected += 1;
@@ -77,6 +106,10 @@ export class BlobServer {
       'content-disposition': `attachment; filename*=UTF-8''${encodeURIComponent(doc.name)}`,
       etag: `"${createHmac('sha256', 'etag').update(doc.bytes).digest('hex').slice(0, 32)}"`,
     });
+    if (truncate) {
+      res.write(doc.bytes.subarray(0, Math.floor(doc.bytes.length / 2)), () => drop());
+      return;
+    }
     res.end(method === 'HEAD' ? undefined : doc.bytes);
   }
 

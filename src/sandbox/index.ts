@@ -68,7 +68,9 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const now = opts.now ?? Date.now;
   const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now);
   const apiKey = state.defaultKey().key;
-  state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio: opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio });
+  const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
+  state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });
+  if (releaseRatio > 0) state.releaseEveryStatus();
 
   const limiter = new RateLimiter(
     {
@@ -81,7 +83,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   );
   const faults = new FaultInjector();
   const sender = new WebhookSender(state, logger, opts.webhookRetry ?? { ...SANDBOX_DEFAULTS.webhookRetry }, opts.webhookAutoDisableAfter ?? SANDBOX_DEFAULTS.webhookAutoDisableAfter);
-  const blobs = new BlobServer(state, host);
+  const blobs = new BlobServer(state, host, faults);
   await blobs.listen();
 
   const app = express();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { apiError, fromZod, invalidInput, notFound, validationFailed } from './api-error.js';
 import { LOAN_STATUSES, PAYMENT_FREQUENCIES, RATE_TYPES, LOAN_TYPES, ENTITY_TYPES, ENTITY_ROLES, type LoanRecord } from './model.js';
-import { pageRequest, paginate, type SortValue } from './pagination.js';
+import { compareKeys, pageRequest, paginate, type SortValue } from './pagination.js';
 import { ok, type RouteContext, type RouteDef, type RouteResult } from './route-table.js';
 import { publicBusiness, publicLoan, publicPerson, queueItem } from './serialize.js';
 import { parseStrictDateTime } from './time.js';
@@ -80,14 +80,13 @@ function boardingQueue(c: RouteContext): RouteResult {
   const page = pageRequest({ limit: q['limit'], offset: q['offset'], cursor: q['cursor'] }, scope);
   const keyOf = (l: LoanRecord): [SortValue, string] => [boarded ? (l.boarding?.boardedAtMs ?? 0) : (l.boarding?.releasedAtMs ?? 0), l.fields.id];
   const since = sinceMs;
-  const items = orgLoans(c)
+  // Keys computed once per item: the sort runs on every queue request.
+  const keyed = orgLoans(c)
     .filter((l) => l.boarding !== null && l.boarding.boarded === boarded)
     .filter((l) => since === null || (l.boarding?.boardedAtMs ?? 0) >= since)
-    .sort((a, b) => {
-      const ka = keyOf(a);
-      const kb = keyOf(b);
-      return ka[0] !== kb[0] ? (ka[0] as number) - (kb[0] as number) : ka[1] < kb[1] ? -1 : 1;
-    });
+    .map((l) => ({ l, k: keyOf(l) }))
+    .sort((a, b) => compareKeys(a.k, b.k));
+  const items = keyed.map((x) => x.l);
   const p = paginate(items, page, keyOf, 'asc', scope, c.legacy);
   return ok({ data: p.items.map(queueItem), meta: p.meta });
 }

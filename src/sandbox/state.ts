@@ -105,6 +105,19 @@ export class SandboxState {
     return ids;
   }
 
+  /**
+   * Releases one more loan of each status missing from the queue, so a fresh sandbox's queue
+   * shows every status (consumers must decide what to do with, e.g., a withdrawn loan).
+   */
+  releaseEveryStatus(): void {
+    const released = new Set([...this.loans.values()].filter((l) => l.boarding).map((l) => l.fields.status));
+    for (const loan of this.loans.values()) {
+      if (loan.boarding || released.has(loan.fields.status)) continue;
+      this.release(loan.fields.id, loan.createdAtMs + 30 * 86_400_000);
+      released.add(loan.fields.status);
+    }
+  }
+
   liveLoan(id: string): LoanRecord | undefined {
     const loan = this.loans.get(id);
     return loan && loan.archivedAt === null ? loan : undefined;

@@ -23,6 +23,16 @@ describe('boarding queue and acknowledgement', () => {
     }
   });
 
+  it('a fresh sandbox queues loans of every status', async () => {
+    const fresh = await startHarness({ loans: 25 });
+    try {
+      const r = await fresh.api('/public/v1/loans/boarding-queue?limit=100');
+      expect(new Set(r.body.data.map((l: J) => l.status)).size).toBe(6);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('offset pagination reports hasMore and walks without overlap', async () => {
     const a = await h.api('/public/v1/loans/boarding-queue?limit=5&offset=0');
     const b = await h.api('/public/v1/loans/boarding-queue?limit=5&offset=5');

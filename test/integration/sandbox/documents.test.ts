@@ -59,6 +59,23 @@ describe('documents', () => {
     expect((await h.api('/public/v1/documents/doc_nope/download')).body.code).toBe('document.not_found');
   });
 
+  it('injects faults on presigned downloads: 503, and a body cut short after the headers', async () => {
+    const { docs } = await loanWithDocuments(h);
+    const { url } = (await h.api(`/public/v1/documents/${docs[0].id}/download`)).body.data;
+    await h.admin('/faults', 'PUT', { rules: [{ route: 'GET /blobs/:id', status5xxRate: 1, count: 1 }, { route: 'GET /blobs/:id', resetAfterCommitRate: 1, count: 1 }] });
+    try {
+      expect((await fetch(url)).status).toBe(503);
+      const cut = await fetch(url);
+      expect(cut.status).toBe(200);
+      await expect(cut.arrayBuffer()).rejects.toThrow();
+      expect((await fetch(url)).status).toBe(200);
+      const c = await h.admin('/counters');
+      expect(c.requests['GET /blobs/:id']).toBeGreaterThanOrEqual(3);
+    } finally {
+      await h.admin('/faults', 'DELETE');
+    }
+  });
+
   it('generates odd document names', async () => {
     const names: string[] = [];
     for (const { id } of (await h.admin('/loans')).data) names.push(...(await h.api(`/public/v1/loans/${id}/documents`)).body.data.map((d: J) => d.name));
