@@ -284,8 +284,23 @@ export class RateBudget {
     if (i > 0) lane.spent.splice(0, i);
   }
 
+  private lastStrikeRefresh = 0;
+
+  /** Another process on the same state file spends from the same key: take its spend into account. */
+  private refreshShared(lane: Lane, now: number): void {
+    if (!this.opts.state.shared) return;
+    lane.spent = this.opts.state.loadSpend(lane.bucket, now - this.opts.windowMs + 1);
+    lane.pausedUntil = Math.max(lane.pausedUntil, this.opts.state.loadPause(lane.bucket) ?? 0);
+    if (now - this.lastStrikeRefresh >= 1000) {
+      this.lastStrikeRefresh = now;
+      this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
+      if (this.writesStopped()) this.alertWritesStopped('strike recorded by another process');
+    }
+  }
+
   /** 0 when a token may be taken now, else how long to wait. */
   private waitMs(lane: Lane, now: number): number {
+    this.refreshShared(lane, now);
     if (lane.pausedUntil > now) return lane.pausedUntil - now;
     this.expire(lane, now);
     const allowed = this.allowed(lane.bucket);

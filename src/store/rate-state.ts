@@ -25,6 +25,12 @@ export interface NewStrike {
  * token is recorded before the request leaves, never after.
  */
 export interface RateStateStore {
+  /**
+   * true when other processes may spend from the same store (a CLI command beside the daemon on
+   * one state file): the budget then re-reads spend, pauses and strikes instead of trusting its
+   * in-memory copy.
+   */
+  readonly shared: boolean;
   /** Attempt timestamps of a bucket at or after sinceMs, ascending. */
   loadSpend(bucket: RateBucketName, sinceMs: number): number[];
   recordSpend(bucket: RateBucketName, at: number): void;
@@ -79,6 +85,7 @@ export function createSqliteRateState(db: Db): RateStateStore {
   const pruneStrikes = db.prepare('DELETE FROM rate_strikes WHERE at < ?');
   const prunePause = db.prepare('DELETE FROM rate_pause WHERE until < ?');
   return {
+    shared: !db.memory,
     loadSpend: (bucket, sinceMs) => selectSpend.all(bucket, sinceMs).map((r) => r.at),
     recordSpend: (bucket, at) => {
       insertSpend.run(bucket, at);
@@ -119,6 +126,7 @@ export function createMemoryRateState(): RateStateStore & { readonly spendRows: 
   let strikes: Array<StrikeRecord & { clearedAt: number | null }> = [];
   let seq = 0;
   return {
+    shared: false,
     spendRows: () => spend.read.length + spend.write.length,
     loadSpend: (bucket, sinceMs) => spend[bucket].filter((t) => t >= sinceMs).sort((a, b) => a - b),
     recordSpend: (bucket, at) => {

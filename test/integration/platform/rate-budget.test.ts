@@ -142,6 +142,23 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
+  it('two clients on one state file (daemon + a CLI command) share the budget', async () => {
+    const tmp = tempDir();
+    cleanups.push(tmp.cleanup);
+    const srv = await server({ readsPerWindow: 100, windowMs: 3000 });
+    const path = tmp.file('state.sqlite');
+    const a = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
+    const b = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
+    cleanups.push(() => a.close(), () => b.close());
+    await Promise.all([...Array.from({ length: 60 }, (_, i) => a.getLoan(`A${i}`)), ...Array.from({ length: 60 }, (_, i) => b.getLoan(`B${i}`))]);
+    const audit = createSqliteRateState(db(path));
+    const spend = audit.loadSpend('read', 0);
+    audit.close?.();
+    expect(spend).toHaveLength(120);
+    expect(maxInSliding(spend, 3000)).toBeLessThanOrEqual(90);
+    expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
   it('a 5xx read is retried through the budget; a 404 is not retried', async () => {
     const srv = await server();
     const client = clientFor(srv);
