@@ -1,0 +1,299 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import type { CycleSummary } from '../boarding/cycle.js';
+import { buildRuntime, createBoardingDaemon } from '../boarding/wiring.js';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { UsageError, errorMessage } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import { createLogger } from '../lib/logger.js';
+import { runReconcile } from '../reports/run.js';
+import { startSandbox } from '../sandbox/index.js';
+import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import { WEBHOOK_PATH } from '../webhooks/app.js';
+import { registerEndpoint } from '../webhooks/registration.js';
+import { createWebhookService } from '../webhooks/service.js';
+import { out, type CliContext } from './context.js';
+import { CONNECTOR_VERSION } from './program.js';
+import { reconcileDaemonJob } from './reconcile.js';
+
+/**
+ * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
+ * process, on embedded defaults, so a new user sees loans board within a minute. Its state lives
+ * under --dir (default ./var/demo) and is wiped at start: the sandbox is in memory and makes the
+ * same loan ids every run, so yesterday's state would only describe loans that no longer exist.
+ */
+
+interface DemoOptions {
+  dir: string;
+  loans: number;
+  exitAfter?: number;
+  reportAfter: number;
+  windowMs: number;
+}
+
+const positiveInt = (name: string) => (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${name}: expected a whole number ≥ 0, got ${JSON.stringify(v)}`);
+  return n;
+};
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r, j) => {
+    srv.once('error', j);
+    srv.listen(0, '127.0.0.1', () => r());
+  });
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }, port: number, logLevel: string): Config {
+  const dir = resolve(o.dir);
+  const q = (s: string): string => JSON.stringify(s);
+  return loadConfig({
+    env: {},
+    filePath: 'demo defaults',
+    fileText: [
+      'platform:',
+      `  baseUrl: ${q(sandbox.baseUrl)}`,
+      `  apiKey: ${q(sandbox.apiKey)}`,
+      '  environment: development',
+      // The sandbox runs the documented budgets (100 reads / 30 writes) on a shorter window so
+      // the demo moves; the connector is told the same window.
+      `  rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: ${o.windowMs} }`,
+      `store: { path: ${q(`${dir}/state.sqlite`)} }`,
+      `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
+      `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, debounceMs: 500 }`,
+      // The sandbox key (like most) sees only the last 4 digits of tax ids.
+      'mappings: { dir: ./mappings/generic, allowLast4Tin: true }',
+      "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
+      'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
+      `reports: { dir: ${q(`${dir}/reports`)} }`,
+      `log: { level: ${logLevel} }`,
+      '',
+    ].join('\n'),
+  });
+}
+
+/** The live status line: a single updating line on a TTY, one line per change otherwise. */
+function statusPrinter(stream: NodeJS.WritableStream & { isTTY?: boolean }): { show(text: string): void; println(text: string): void } {
+  const tty = stream.isTTY === true;
+  let last = '';
+  let drawn = false;
+  return {
+    show(text) {
+      if (text === last) return;
+      last = text;
+      if (tty) {
+        stream.write(`\r\x1b[2K${text}`);
+        drawn = true;
+      } else stream.write(`${text}\n`);
+    },
+    println(text) {
+      if (tty && drawn) stream.write('\r\x1b[2K');
+      stream.write(`${text}\n`);
+      if (tty && drawn) stream.write(last);
+    },
+  };
+}
+
+export function registerDemoCommands(program: Command, ctx: CliContext): void {
+  program
+    .command('demo')
+    .description('sandbox + connector daemon together on embedded defaults (what `npm start` runs); Ctrl-C stops')
+    .option('--dir <dir>', 'where the demo keeps its state, core files and reports (wiped at start)', './var/demo')
+    .option('--loans <n>', 'loans the sandbox starts with', positiveInt('--loans'), 25)
+    .option('--exit-after <seconds>', 'stop by itself after this many seconds (default: run until Ctrl-C)', positiveInt('--exit-after'))
+    .option('--report-after <seconds>', 'first reconciliation after this many seconds', positiveInt('--report-after'), 60)
+    .option('--window-ms <ms>', 'rate-limit window of the sandbox and the connector', positiveInt('--window-ms'), 10_000)
+    .addHelpText(
+      'after',
+      '\nTimeline: the sandbox starts with --loans loans (some released), the daemon boards them; over the\nnext minute more loans are released and funded (loan.funded webhooks start early cycles); a\nreconciliation runs at the end of that minute and every 5 minutes. Logs go to --dir/demo.log.',
+    )
+    .action(async (opts: DemoOptions) => {
+      if (opts.windowMs < 1000) throw new UsageError('--window-ms: expected at least 1000');
+      await runDemo(ctx, opts);
+    });
+}
+
+async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
+  const dir = resolve(opts.dir);
+  rmSync(dir, { recursive: true, force: true });
+  const status = statusPrinter(ctx.stderr);
+  const say = (text: string): void => out(ctx, text);
+  // Logs go to a file so the status line stays readable; LOG_LEVEL=debug etc. still applies.
+  const logLevel = ctx.env['LOG_LEVEL'] ?? 'info';
+  mkdirSync(dir, { recursive: true });
+  const logFile = pino.destination({ dest: `${dir}/demo.log`, sync: false, mkdir: true });
+  const logger: Logger = createLogger({ level: logLevel, destination: logFile, pretty: false });
+  ctx.onClose(() => {
+    logFile.flushSync();
+  });
+
+  const sandbox = await startSandbox({
+    port: 0,
+    loans: opts.loans,
+    allowLoopbackWebhooks: true,
+    windowMs: opts.windowMs,
+    webhookRetry: { attempts: 5, baseMs: 500 },
+    logger: logger.child({ component: 'sandbox' }),
+  });
+  ctx.onClose(() => sandbox.close());
+  const port = await freePort();
+  const config = demoConfig(opts, sandbox, port, logLevel);
+  const rt = await buildRuntime(config, logger, { clock: ctx.clock });
+  ctx.onClose(() => rt.close());
+
+  // Register our receiver on the sandbox; the secret comes back once and goes straight into the
+  // receiver's config (never printed or logged).
+  const url = `http://127.0.0.1:${port}${WEBHOOK_PATH}`;
+  const reg = await registerEndpoint(rt.platform, rt.db, { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] });
+  if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string') throw new Error('the sandbox did not return a webhook secret');
+  const secret = reg.endpoint.secret;
+
+  let daemonRef: { triggerCycle(reason: string): void } | null = null;
+  let fundedEvents = 0;
+  const svc = createWebhookService({
+    config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } },
+    db: rt.db,
+    platform: rt.platform,
+    logger,
+    clock: ctx.clock,
+    requestCycle: (reason) => daemonRef?.triggerCycle(reason),
+    onFunded: () => {
+      fundedEvents += 1;
+    },
+  });
+  let cycles = 0;
+  const daemon = createBoardingDaemon(rt, {
+    services: [svc],
+    jobs: [svc.endpointCheckJob, reconcileDaemonJob({ config, platform: rt.platform, db: rt.db, core: rt.core, logger, clock: ctx.clock })],
+    onCycle: (s: CycleSummary) => {
+      cycles += 1;
+      svc.onCycle(s);
+    },
+  });
+  daemonRef = daemon;
+
+  const admin = async (path: string, body?: unknown): Promise<unknown> => {
+    const res = await fetch(`${sandbox.adminUrl}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    if (!res.ok) throw new Error(`sandbox admin ${path}: HTTP ${res.status}`);
+    return res.json();
+  };
+
+  say(`boarding-connector ${CONNECTOR_VERSION} demo`);
+  say(`  sandbox (Loan Platform): ${sandbox.baseUrl}   admin: ${sandbox.adminUrl}`);
+  say(`  state, core files, reports, log: ${dir}`);
+
+  await daemon.start();
+  const base = svc.url() ?? `http://127.0.0.1:${port}`;
+  say(`  metrics: ${base}/metrics   health: ${base}/healthz`);
+  say(`  report:  ${base}/reports/latest   (first one after about a minute; files in ${dir}/reports/latest/)`);
+  say('  Ctrl-C stops.');
+
+  const stopping = new AbortController();
+  const stop = (): void => stopping.abort();
+  if (ctx.shutdown.aborted) stop();
+  ctx.shutdown.addEventListener('abort', stop, { once: true });
+  let exitTimer: NodeJS.Timeout | null = null;
+  if (opts.exitAfter !== undefined) exitTimer = setTimeout(stop, opts.exitAfter * 1000);
+
+  // Over the first minute: release, fund and add loans, one step every few seconds.
+  const script: Array<() => Promise<string>> = [];
+  const unreleased = async (): Promise<Array<{ id: string; status: string }>> =>
+    ((await admin('/loans?released=false')) as { data: Array<{ id: string; status: string; archived: boolean }> }).data.filter((l) => !l.archived);
+  for (let i = 0; i < 10; i++) {
+    script.push(async () => {
+      const pick = (await unreleased())[0];
+      if (!pick) return 'nothing left to release';
+      await admin(`/loans/${pick.id}/release`, {});
+      if (i % 2 === 0) {
+        // Funding emits loan.funded: the receiver asks for an early cycle.
+        await admin(`/loans/${pick.id}/fund`, {});
+        return `released and funded ${pick.id}`;
+      }
+      return `released ${pick.id}`;
+    });
+    if (i === 4) {
+      script.push(async () => {
+        const r = (await admin('/loans', { count: 3, release: true })) as { ids: string[] };
+        return `3 new loans released: ${r.ids.join(', ')}`;
+      });
+    }
+  }
+  const stepMs = 5_000;
+  let step = 0;
+  const actions = setInterval(() => {
+    const next = script[step++];
+    if (!next) {
+      clearInterval(actions);
+      return;
+    }
+    next().then(
+      (text) => status.println(`  · ${text}`),
+      (err: unknown) => status.println(`  · sandbox step failed: ${errorMessage(err)}`),
+    );
+  }, stepMs);
+
+  let reports = 0;
+  const reconcileNow = async (): Promise<void> => {
+    try {
+      const r = await runReconcile({
+        config,
+        platform: rt.platform,
+        db: rt.db,
+        core: rt.core,
+        logger: logger.child({ component: 'reconcile' }),
+        clock: ctx.clock,
+        connectorVersion: CONNECTOR_VERSION,
+        signal: stopping.signal,
+      });
+      reports += 1;
+      const ties = r.summary.tieOut.every((c) => c.ties);
+      status.println(`  · report ${r.runId}: ${ties ? 'totals tie' : 'totals do NOT tie'}, ${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`);
+    } catch (err) {
+      if (!stopping.signal.aborted) status.println(`  · reconciliation failed: ${errorMessage(err)}`);
+    }
+  };
+  const firstReport = setTimeout(() => void reconcileNow(), opts.reportAfter * 1000);
+
+  const render = (): void => {
+    const c = rt.store.loans.countByState();
+    const pending = c.queued + c.fetched + c.mapped + c.written + c.retry_wait;
+    status.show(
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedEvents} · cycles ${cycles} · reports ${reports}`,
+    );
+  };
+  const ticker = setInterval(render, 500);
+  render();
+
+  const daemonExit = daemon.done.then((exit) => {
+    if (exit.kind === 'fatal') status.println(`  · the platform refused the connector: ${exit.message}`);
+    stop();
+  });
+  await new Promise<void>((r) => {
+    if (stopping.signal.aborted) r();
+    else stopping.signal.addEventListener('abort', () => r(), { once: true });
+  });
+  clearInterval(actions);
+  clearInterval(ticker);
+  clearTimeout(firstReport);
+  if (exitTimer) clearTimeout(exitTimer);
+  ctx.shutdown.removeEventListener('abort', stop);
+  render();
+  status.println('');
+  say('stopping: letting loans in flight finish…');
+  await daemon.stop();
+  await daemonExit;
+  const c = rt.store.loans.countByState();
+  say(`stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; state and reports kept in ${dir}`);
+}
