@@ -7,6 +7,7 @@ import { registerSyncCommands } from './sync.js';
 import { registerSandboxCommands } from './sandbox.js';
 import { registerWebhooksCommands } from './webhooks.js';
 import { registerReconcileCommands } from './reconcile.js';
+import { registerDemoCommands } from './demo.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -17,4 +18,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerSandboxCommands(program, ctx);
   registerWebhooksCommands(program, ctx);
   registerReconcileCommands(program, ctx);
+  registerDemoCommands(program, ctx);
 }
