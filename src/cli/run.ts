@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
+import type { CycleSummary } from '../boarding/cycle.js';
 import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
 import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
 import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
+import { webhooksDaemonPlugin } from './webhooks.js';
 
 /** What a plugin may use: the runtime, and a way to ask for an early queue cycle. */
 export interface DaemonHooks {
@@ -14,14 +16,16 @@ export interface DaemonHooks {
  * endpoint check) and the nightly reconcile add themselves to DAEMON_PLUGINS below. Services start
  * after the first cycle is scheduled and stop, in reverse order, after in-flight loans settle.
  */
-export type DaemonPlugin = (
-  rt: BoardingRuntime,
-  hooks: DaemonHooks,
-  ctx: CliContext,
-) => { services?: DaemonService[]; jobs?: DaemonJob[] } | Promise<{ services?: DaemonService[]; jobs?: DaemonJob[] }>;
+export interface DaemonPluginParts {
+  services?: DaemonService[];
+  jobs?: DaemonJob[];
+  /** Called after each cycle (e.g. the cycle-duration metric). */
+  onCycle?: (summary: CycleSummary) => void;
+}
+export type DaemonPlugin = (rt: BoardingRuntime, hooks: DaemonHooks, ctx: CliContext) => DaemonPluginParts | Promise<DaemonPluginParts>;
 
 /** Plugins of `run`, in start order. Add yours here (one line). */
-export const DAEMON_PLUGINS: DaemonPlugin[] = [];
+export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin];
 
 export function registerRunCommands(program: Command, ctx: CliContext): void {
   program
@@ -40,12 +44,20 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const hooks: DaemonHooks = { triggerCycle: (reason) => daemonRef?.triggerCycle(reason) };
       const services: DaemonService[] = [];
       const jobs: DaemonJob[] = [];
+      const onCycles: Array<(summary: CycleSummary) => void> = [];
       for (const plugin of DAEMON_PLUGINS) {
         const p = await plugin(rt, hooks, ctx);
         services.push(...(p.services ?? []));
         jobs.push(...(p.jobs ?? []));
+        if (p.onCycle) onCycles.push(p.onCycle);
       }
-      const daemon = createBoardingDaemon(rt, { services, jobs });
+      const daemon = createBoardingDaemon(rt, {
+        services,
+        jobs,
+        onCycle: (summary) => {
+          for (const f of onCycles) f(summary);
+        },
+      });
       daemonRef = daemon;
       const onShutdown = (): void => {
         void daemon.stop();

@@ -1,13 +1,16 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { platformClientFromConfig, type PlatformClient } from '../platform/client.js';
+import type { PlatformApi } from '../platform/api.js';
+import { platformClientFromConfig, type PlatformClient, type PlatformStats } from '../platform/client.js';
 import { isPlatformError } from '../platform/errors.js';
 import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../platform/schemas.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { isEndpointDisabled, sameEndpointUrl } from '../webhooks/endpoint-check.js';
 import { enableEndpoint, registerEndpoint } from '../webhooks/registration.js';
+import { createWebhookService } from '../webhooks/service.js';
 import { out, type CliContext } from './context.js';
+import type { DaemonPlugin } from './run.js';
 
 interface Session {
   db: Db;
@@ -193,3 +196,20 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       else out(ctx, `Endpoint ${endpoint.id} is now ${endpoint.status ?? 'updated (status not reported)'}.`);
     });
 }
+
+/**
+ * The `run` plugin: the webhook receiver with its inbox processor (early cycles through
+ * `hooks.triggerCycle`), the endpoint check on `schedule.endpointCheck`, and the cycle-duration metric.
+ */
+export const webhooksDaemonPlugin: DaemonPlugin = (rt, hooks) => {
+  const platform = rt.platform as PlatformApi & { stats?: () => PlatformStats };
+  const svc = createWebhookService({
+    config: rt.config,
+    db: rt.db,
+    platform,
+    logger: rt.logger,
+    clock: rt.clock,
+    requestCycle: (reason) => hooks.triggerCycle(reason),
+  });
+  return { services: [svc], jobs: [svc.endpointCheckJob], onCycle: (summary) => svc.onCycle(summary) };
+};
