@@ -58,6 +58,7 @@ const rateSchema = z.strictObject({
   readsPerWindow: z.number().int().min(0).optional(),
   writesPerWindow: z.number().int().min(0).optional(),
   legacyPerWindow: z.number().int().min(0).optional(),
+  revokeAfterStrikes: z.number().int().min(1).nullable().optional(),
   force429: z.strictObject({ bucket: z.enum(['read', 'write', 'legacy']), retryAfterSeconds: z.number().int().min(1).max(86_400) }).optional(),
 });
 const generateSchema = z.strictObject({ count: z.number().int().min(1).max(10_000), release: z.boolean().optional(), status: z.enum(LOAN_STATUSES).optional() });
@@ -218,6 +219,7 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     if (b.readsPerWindow !== undefined) patch.readsPerWindow = b.readsPerWindow;
     if (b.writesPerWindow !== undefined) patch.writesPerWindow = b.writesPerWindow;
     if (b.legacyPerWindow !== undefined) patch.legacyPerWindow = b.legacyPerWindow;
+    if (b.revokeAfterStrikes !== undefined) patch.revokeAfterStrikes = b.revokeAfterStrikes;
     if (Object.keys(patch).length > 0) limiter.update(patch);
     if (b.force429) limiter.force(b.force429.bucket, b.force429.retryAfterSeconds);
     res.json(limiter.settings);

@@ -20,6 +20,7 @@ export function authenticate(
   const key = state.keys.get(m[1]);
   if (!key) throw apiError(401, 'auth.invalid_key', 'API key invalid or expired');
   if (key.expired) throw apiError(401, 'auth.invalid_key', 'API key invalid or expired');
+  if (key.revokedAt !== null) throw apiError(401, 'auth.invalid_key', `API key revoked at ${key.revokedAt} after repeated rate-limit violations`);
   if (key.environment === 'production') {
     if (!key.productionApproved) {
       throw apiError(403, 'api_key.production_not_allowed', 'the organization is not approved for production keys');

@@ -4,6 +4,8 @@ export interface Counters {
   byBucket: { read: number; write: number; legacy: number };
   rateLimited: number;
   rateLimitedByBucket: { read: number; write: number; legacy: number };
+  /** Keys revoked for rate-limit strikes (strike revocation on). */
+  revokedKeys: number;
   acks: Record<string, number>;
   ackKeys: Record<string, string[]>;
   duplicateAcks: Record<string, number>;
@@ -27,6 +29,7 @@ export function emptyCounters(): Counters {
     byBucket: { read: 0, write: 0, legacy: 0 },
     rateLimited: 0,
     rateLimitedByBucket: { read: 0, write: 0, legacy: 0 },
+    revokedKeys: 0,
     acks: {},
     ackKeys: {},
     duplicateAcks: {},

@@ -22,6 +22,8 @@ export interface SandboxOptions {
   readsPerWindow?: number;
   writesPerWindow?: number;
   legacyPerWindow?: number;
+  /** Revoke a key after this many 429s in 24 h (the platform's live-key rule is 3); default never. */
+  revokeAfterStrikes?: number | null;
   /** Accept http(s)://127.0.0.1 / localhost webhook URLs (local testing). */
   allowLoopbackWebhooks?: boolean;
   documentMaxBytes?: number;
@@ -78,6 +80,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
       readsPerWindow: opts.readsPerWindow ?? SANDBOX_DEFAULTS.readsPerWindow,
       writesPerWindow: opts.writesPerWindow ?? SANDBOX_DEFAULTS.writesPerWindow,
       legacyPerWindow: opts.legacyPerWindow ?? SANDBOX_DEFAULTS.legacyPerWindow,
+      revokeAfterStrikes: opts.revokeAfterStrikes ?? null,
     },
     now,
   );
@@ -102,6 +105,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
       options: { allowLoopbackWebhooks: opts.allowLoopbackWebhooks ?? false, documentMaxBytes: opts.documentMaxBytes ?? SANDBOX_DEFAULTS.documentMaxBytes },
     }),
   );
+  // Body-parser failures (e.g. a body over 2 MB) in the API's error shape rather than HTML.
+  app.use('/api', (err: unknown, _req: express.Request, res: express.Response, next: express.NextFunction) => {
+    void next;
+    const e = err as { status?: number; message?: string };
+    res.status(e.status ?? 400).json({ code: 'input.invalid', message: e.message ?? 'request could not be read' });
+  });
   app.use((_req: express.Request, res: express.Response) => {
     res.status(404).json({ code: 'route.not_found', message: 'the sandbox serves /api/public/v1/..., /api/public/... (legacy) and /admin/...' });
   });

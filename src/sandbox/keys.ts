@@ -29,6 +29,10 @@ export interface ApiKeyRecord {
   environment: Environment;
   permissions: Set<string>;
   expired: boolean;
+  /** Revoked after too many rate-limit strikes (only when strike revocation is on). */
+  revokedAt: string | null;
+  /** Epoch ms of each 429 this key received (the platform revokes live keys at 3 in 24 h). */
+  strikes: number[];
   /** ISO country codes allowed to call with this key; null = anywhere. */
   allowedCountries: string[] | null;
   /** Whether the key's organisation is approved for production (live) keys. */
@@ -56,6 +60,8 @@ export function makeKey(opts: NewKeyOptions = {}): ApiKeyRecord {
     environment,
     permissions: new Set(opts.permissions ?? DEFAULT_PERMISSIONS),
     expired: opts.expired ?? false,
+    revokedAt: null,
+    strikes: [],
     allowedCountries: opts.allowedCountries ?? null,
     productionApproved: opts.productionApproved ?? false,
     orgEnvironments: opts.orgEnvironments ?? ['staging', 'development'],

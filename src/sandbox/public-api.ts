@@ -6,6 +6,7 @@ import { authenticate, COUNTRY_HEADER, requirePermission } from './auth.js';
 import type { BlobServer } from './blob-server.js';
 import { bump } from './counters.js';
 import type { FaultInjector } from './faults.js';
+import type { ApiKeyRecord } from './keys.js';
 import type { LimitBucket, RateLimiter } from './rate-limit.js';
 import { matchPattern, type HandlerOptions, type RouteDef, type RouteResult } from './route-table.js';
 import { documentRoutes } from './routes-documents.js';
@@ -62,6 +63,18 @@ function firstValues(originalUrl: string): Record<string, string> {
   return out;
 }
 
+const DAY_MS = 86_400_000;
+
+function recordStrike(state: SandboxState, limiter: RateLimiter, key: ApiKeyRecord): void {
+  const now = state.nowMs();
+  key.strikes = [...key.strikes.filter((t) => now - t < DAY_MS), now];
+  const limit = limiter.settings.revokeAfterStrikes;
+  if (limit !== null && key.strikes.length >= limit && key.revokedAt === null) {
+    key.revokedAt = state.nowIso();
+    state.counters.revokedKeys += 1;
+  }
+}
+
 function send(res: Response, result: RouteResult, headers: Record<string, string>): void {
   if (res.headersSent || res.destroyed) return;
   res.set({ ...headers, ...(result.headers ?? {}) });
@@ -87,6 +100,9 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
     }
     const { route, params } = found;
     const routeKey = `${route.method} ${address.legacy ? '/public' : '/public/v1'}${route.pattern}`;
+    const started = Date.now();
+    // Route pattern only: ids, cursors and query strings stay out of the log.
+    res.on('close', () => logger.debug({ route: routeKey, status: res.headersSent ? res.statusCode : 'dropped', ms: Date.now() - started }, 'sandbox request'));
     if (address.legacy) {
       headers['Deprecation'] = 'true';
       headers['Sunset'] = LEGACY_SUNSET;
@@ -105,6 +121,7 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
       if (!decision.allowed) {
         state.counters.rateLimited += 1;
         state.counters.rateLimitedByBucket[bucket] += 1;
+        recordStrike(state, limiter, key);
         throw apiError(429, 'rate_limit.exceeded', `too many ${bucket} requests; retry after ${decision.retryAfterSeconds} s`, { retryAfter: decision.retryAfterSeconds }).withHeaders({
           'Retry-After': String(decision.retryAfterSeconds),
         });

@@ -6,6 +6,11 @@ export interface RateLimitSettings {
   readsPerWindow: number;
   writesPerWindow: number;
   legacyPerWindow: number;
+  /**
+   * Revoke a key at this many 429s within 24 h, as the platform does to live keys (3); null = never.
+   * Off by default: the sandbox is a staging environment, where the rule does not apply.
+   */
+  revokeAfterStrikes: number | null;
 }
 
 export interface RateDecision {

@@ -85,4 +85,22 @@ describe('rate limits', () => {
     expect((await h.api('/public/v1/products')).status).toBe(200);
     expect((await h.api('/public/v1/products')).status).toBe(429);
   });
+
+  it('with strike revocation on, a key is revoked (401) at the given number of 429s', async () => {
+    h = await startHarness({ loans: 2, windowMs: 60_000, readsPerWindow: 1, revokeAfterStrikes: 2 });
+    expect((await h.api('/public/v1/products')).status).toBe(200);
+    expect((await h.api('/public/v1/products')).status).toBe(429);
+    expect((await h.api('/public/v1/products')).status).toBe(429);
+    const revoked = await h.api('/public/v1/products');
+    expect(revoked.status).toBe(401);
+    expect(revoked.body.code).toBe('auth.invalid_key');
+    expect((await h.admin('/counters')).revokedKeys).toBe(1);
+  });
+
+  it('answers an oversized body in the API error shape', async () => {
+    h = await startHarness({ loans: 1 });
+    const r = await h.api('/public/v1/loans/search', { method: 'POST', body: JSON.stringify({ filters: {}, pad: 'x'.repeat(3 * 1024 * 1024) }) });
+    expect(r.status).toBe(413);
+    expect(r.body.code).toBe('input.invalid');
+  });
 });
