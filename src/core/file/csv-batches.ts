@@ -5,6 +5,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { Logger } from '../../lib/logger.js';
 import type { MappedRecord } from '../../mapping/types.js';
 import { exists, writeFileAtomic } from '../durable-fs.js';
+import { KeyedLock } from '../keyed-lock.js';
 import { safeId } from '../safe-name.js';
 
 /**
@@ -32,6 +33,9 @@ const DIRTY = '.dirty';
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 
 export class CsvBatches {
+  /** Regenerations of one day are serialised: a slower, older one must not overwrite a newer one. */
+  private readonly lock = new KeyedLock();
+
   constructor(
     private readonly root: string,
     private readonly logger: Logger,
@@ -44,10 +48,12 @@ export class CsvBatches {
 
   async record(day: string, row: BatchRow): Promise<void> {
     const dir = this.dayDir(day);
-    await mkdir(join(dir, ROWS), { recursive: true });
-    await writeFileAtomic(join(dir, DIRTY), '');
-    await writeFileAtomic(join(dir, ROWS, `${safeId(row.loanId)}.json`), `${JSON.stringify(row)}\n`);
-    await this.regenerate(day);
+    await this.lock.run(day, async () => {
+      await mkdir(join(dir, ROWS), { recursive: true });
+      await writeFileAtomic(join(dir, DIRTY), '');
+      await writeFileAtomic(join(dir, ROWS, `${safeId(row.loanId)}.json`), `${JSON.stringify(row)}\n`);
+      await this.regenerateUnlocked(day);
+    });
   }
 
   /** Regenerates every day a crash left dirty. */
@@ -62,7 +68,11 @@ export class CsvBatches {
     }
   }
 
-  async regenerate(day: string): Promise<void> {
+  regenerate(day: string): Promise<void> {
+    return this.lock.run(day, () => this.regenerateUnlocked(day));
+  }
+
+  private async regenerateUnlocked(day: string): Promise<void> {
     const dir = this.dayDir(day);
     await mkdir(join(dir, ROWS), { recursive: true });
     const rows: BatchRow[] = [];

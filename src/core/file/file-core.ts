@@ -18,6 +18,7 @@ import {
 } from '../port.js';
 import { exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
+import { KeyedLock } from '../keyed-lock.js';
 import { CsvBatches } from './csv-batches.js';
 import { MANIFEST, readManifest, type ManifestDocument, type PackageManifest } from './manifest.js';
 
@@ -50,7 +51,7 @@ export class FileCore implements CoreSystem {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readied: Promise<void> | undefined;
-  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly locks = new KeyedLock();
 
   constructor(private readonly opts: FileCoreOptions) {
     this.packagesDir = join(opts.dir, 'packages');
@@ -109,19 +110,7 @@ export class FileCore implements CoreSystem {
       throw new CoreUnavailableError(`file core ${this.opts.dir}: ${errorMessage(err)}`, false, { cause: err });
     }
     const name = safeId(pkg.loanId);
-    return this.withLock(name, () => this.boardLocked(pkg, name, opts.signal));
-  }
-
-  private async withLock<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(key) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.locks.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.locks.get(key) === tail) this.locks.delete(key);
-    }
+    return this.locks.run(name, () => this.boardLocked(pkg, name, opts.signal));
   }
 
   private async boardLocked(pkg: BoardingPackage, name: string, signal: AbortSignal | undefined): Promise<CoreReceipt> {
@@ -303,7 +292,7 @@ export class FileCore implements CoreSystem {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.locks.values()]);
+    await this.locks.idle();
   }
 }
 

@@ -14,6 +14,7 @@ import {
   type CoreReceipt,
   type CoreSystem,
 } from '../port.js';
+import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import { FineractHttp, fineractCodes, type FineractHttpOptions } from './http.js';
 import { canonicalFromFineractLoan } from './units.js';
@@ -60,6 +61,8 @@ export class FineractCore implements CoreSystem {
   private readonly http: FineractHttp;
   private readonly logger: Logger;
   private readonly clock: Clock;
+  /** Two loans boarded concurrently may share a borrower or guarantor: create it once. */
+  private readonly clientLock = new KeyedLock();
 
   constructor(private readonly opts: FineractCoreOptions) {
     this.http = new FineractHttp(opts);
@@ -136,7 +139,11 @@ export class FineractCore implements CoreSystem {
     return out;
   }
 
-  private async ensureClient(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
+  private ensureClient(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
+    return this.clientLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
+  }
+
+  private async ensureClientLocked(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
     const found = await this.findClientId(rec.externalId, signal);
     if (found !== null) return found;
     const body: Json = { ...withoutRefs(rec.fields), externalId: rec.externalId };

@@ -97,6 +97,17 @@ describe('FineractCore against a fake Fineract', () => {
     expect(census()).toEqual({ clients: 2, loans: 2, guarantors: 2, documents: 0 });
   });
 
+  it('loans sharing a borrower boarded concurrently, by one adapter or by two: one client', async () => {
+    await start({ idempotencyReplay: false });
+    const one = adapter();
+    const pkgs = ['loan_1', 'loan_2', 'loan_3'].map((id) => makePackage(id, fineractRecords(id, { borrower: 'biz_shared', guarantor: `per_${id}` })));
+    await Promise.all(pkgs.map((p) => one.board(p)));
+    const [a, b] = [adapter(), adapter()];
+    const more = ['loan_4', 'loan_5'].map((id) => makePackage(id, fineractRecords(id, { borrower: 'biz_other', guarantor: `per_${id}` })));
+    await Promise.all([a.board(more[0]!), b.board(more[1]!)]);
+    expect(census()).toEqual({ clients: 7, loans: 5, guarantors: 5, documents: 0 });
+  });
+
   it('timeout after Fineract committed the loan, then retry: the adapter checks first, one loan', async () => {
     await start({ idempotencyReplay: false });
     fake.inject({ method: 'POST', path: '/loans', kind: 'hang-after-commit' });

@@ -176,6 +176,14 @@ describe('FileCore CSV batches', () => {
     expect(rows.at(-1)!.slice(0, 6)).toEqual(['2025-03-14', '*', '*', '9', '3', '125000149']);
   });
 
+  it('concurrent boards of different loans all land in the day batch', async () => {
+    const c = core();
+    const ids = Array.from({ length: 12 }, (_, i) => `loan_${String(i).padStart(2, '0')}`);
+    await Promise.all(ids.map((id) => c.board(makePackage(id, loanRecords(id), [], { source: { centsAmount: 100 } }))));
+    expect((await csv('2025-03-14', 'loan.csv')).length).toBe(13);
+    expect((await csv('2025-03-14', 'control.csv')).at(-1)).toBe('2025-03-14,*,*,36,12,1200,');
+  });
+
   it('puts a loan in the bank-time-zone day it was first boarded', async () => {
     now = Date.parse('2025-03-15T03:00:00Z'); // still the 14th in Chicago
     await core().board(makePackage('loan_1', loanRecords('loan_1')));
