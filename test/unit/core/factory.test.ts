@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../../src/config/schema.js';
+import { createCore, FileCore, FineractCore } from '../../../src/core/index.js';
+import { ConfigError } from '../../../src/lib/errors.js';
+import { silentLogger } from '../../../src/lib/logger.js';
+
+const platform = { baseUrl: 'http://127.0.0.1:1/api', apiKey: 'pk_test_x', environment: 'staging' };
+
+describe('createCore', () => {
+  it('builds the file core by default', async () => {
+    const core = createCore(configSchema.parse({ platform }), { logger: silentLogger() });
+    expect(core).toBeInstanceOf(FileCore);
+    expect(core.name).toBe('file');
+    await core.close();
+  });
+
+  it('builds the Fineract core for adapter http', async () => {
+    const config = configSchema.parse({ platform, core: { adapter: 'http', http: { baseUrl: 'https://core.bank.local/fineract-provider/api/v1', username: 'u', password: 'p' } } });
+    const core = createCore(config, { logger: silentLogger() });
+    expect(core).toBeInstanceOf(FineractCore);
+    await core.close();
+  });
+
+  it('names the missing key when adapter is http without settings', () => {
+    const config = configSchema.parse({ platform, core: { adapter: 'http' } });
+    expect(() => createCore(config, { logger: silentLogger() })).toThrow(ConfigError);
+    expect(() => createCore(config, { logger: silentLogger() })).toThrow(/core\.http/);
+  });
+});
