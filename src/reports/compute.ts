@@ -358,6 +358,9 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
         await emit('in_core_not_acknowledged', id, m, s.writtenAt ?? s.updatedAt, `In the core as ${c.coreReference}; the acknowledgement to the platform is outstanding (connector state ${s.state}).`);
       }
     }
+    if (s?.wrote === true && !c && !p) {
+      await emit('written_missing_in_core', id, m, s.writtenAt ?? s.updatedAt, `The connector recorded a core write (state ${s.state}) but the core has no record with this external id.`);
+    }
     if (p && !s) {
       await emit('acknowledged_unknown_to_connector', id, m, boardedMs, 'The platform lists the loan as boarded but the connector has no record of it (boarded by someone else, or state lost).');
     }
@@ -468,7 +471,7 @@ export function buildTieOut(t: ControlTotals): TieOutCheck[] {
       'written to core (core) = written by the connector (connector)',
       { label: 'written to core', ...sum(t.writtenToCore) },
       { label: 'written by connector', ...wrote },
-      ['acknowledged_missing_in_core', 'in_core_unknown_to_connector', 'field_mismatch'],
+      ['acknowledged_missing_in_core', 'written_missing_in_core', 'in_core_unknown_to_connector', 'field_mismatch'],
     ),
     check(
       'platform',

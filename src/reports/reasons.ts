@@ -11,6 +11,7 @@ export const REASON_LABELS: Record<ExceptionReason, string> = {
   in_core_unknown_to_connector: 'In core, unknown to connector',
   state_mismatch: 'Boarded, connector state differs',
   stuck_pending: 'Pending > 1 business day',
+  written_missing_in_core: 'Written by connector, missing in core',
 };
 
 /** What each reason means and what ops do about it (report.json carries these; docs repeat them). */
@@ -27,4 +28,6 @@ export const REASON_ACTIONS: Record<ExceptionReason, string> = {
   in_core_unknown_to_connector: 'The core holds a loan with a platform external id that no source explains: investigate before anything else.',
   state_mismatch: 'The platform shows the loan boarded while the connector has not recorded its acknowledgement: `loans show ID`, then `loans retry ID`.',
   stuck_pending: 'Released but not boarded for more than a business day: check `loans show ID` for the last error and the platform rate budget.',
+  written_missing_in_core:
+    'The connector recorded a core write but the core has no record (restored backup, manual delete?): `loans retry ID` writes it again, idempotently by external id.',
 };

@@ -25,6 +25,7 @@ const REASON_COLORS: Record<ExceptionReason, string> = {
   in_core_unknown_to_connector: '#34495e',
   state_mismatch: '#16a085',
   stuck_pending: '#f1c40f',
+  written_missing_in_core: '#a93226',
 };
 
 const CSS = `

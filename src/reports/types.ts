@@ -68,6 +68,7 @@ export const EXCEPTION_REASONS = [
   'in_core_unknown_to_connector',
   'state_mismatch',
   'stuck_pending',
+  'written_missing_in_core',
 ] as const;
 export type ExceptionReason = (typeof EXCEPTION_REASONS)[number];
 

@@ -21,6 +21,9 @@ import { startSandbox, type RunningSandbox } from '../../src/sandbox/index.js';
 // No image registry is reachable: the reaper (ryuk) image cannot be pulled; containers are
 // stopped by the tests themselves.
 process.env['TESTCONTAINERS_RYUK_DISABLED'] = 'true';
+// Containers use the host network, so the Docker host is this machine. Without this, testcontainers
+// running inside a container looks for the "bridge" network's gateway, which --bridge=none removes.
+process.env['TESTCONTAINERS_HOST_OVERRIDE'] ??= '127.0.0.1';
 const tc = await import('testcontainers');
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

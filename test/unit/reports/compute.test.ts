@@ -109,6 +109,7 @@ describe('computeReconciliation', () => {
       store('mismatch-state', 'written'),
       store('diff', 'acknowledged'),
       store('skipped', 'skipped'),
+      store('lost', 'written'),
     ];
     const p = [plat('ok'), plat('missing-core'), plat('mismatch-state'), plat('diff', { centsAmount: 100_001, bpsRate: 700 }), plat('stranger')];
     const c = [core('ok'), core('awaiting-ack'), core('mismatch-state'), core('diff', { bpsRate: 725 }), core('orphan')];
@@ -138,6 +139,7 @@ describe('computeReconciliation', () => {
         'acknowledged_missing_in_core:stranger',
         'in_core_unknown_to_connector:orphan',
         'funded_not_released:never-released',
+        'written_missing_in_core:lost',
       ].sort(),
     );
     expect(streamed).toHaveLength(r.exceptions.length);
@@ -153,15 +155,17 @@ describe('computeReconciliation', () => {
     // Ledger always ties; core and platform lines show the differences the exceptions explain.
     const [ledger, coreLine, platformLine] = r.tieOut;
     expect(ledger?.ties).toBe(true);
-    expect(r.totals.released.count).toBe(8);
+    expect(r.totals.released.count).toBe(9);
     expect(r.totals.pending.count).toBe(1);
-    expect(r.totals.writtenAwaitingAck.count).toBe(2);
+    expect(r.totals.writtenAwaitingAck.count).toBe(3);
     expect(r.totals.acknowledged.count).toBe(3);
     expect(r.totals.skipped.count).toBe(1);
-    // 5 in core vs 3 acknowledged + 2 written: the totals tie because a missing loan and an orphan
-    // cancel out — which is why the exceptions list, not the totals alone, is signed off.
+    // 5 in core vs 3 acknowledged + 3 written: one short ('lost'). Without 'lost' the totals would
+    // tie because 'missing-core' and 'orphan' cancel out — which is why the exceptions list, not
+    // the totals alone, is what gets signed off.
     expect(coreLine?.left.count).toBe(5);
-    expect(coreLine?.right.count).toBe(5);
+    expect(coreLine?.right.count).toBe(6);
+    expect(coreLine?.explainedBy).toContain('written_missing_in_core');
     expect(platformLine?.left.count).toBe(5);
     expect(platformLine?.right.count).toBe(3);
     expect(platformLine?.ties).toBe(false);
