@@ -1,0 +1,97 @@
+/**
+ * Boarding throughput against the rate budget, and API calls per loan against the minimum.
+ *
+ *   throughput ratio = loans boarded ÷ the most the budget allows in the same time, where a
+ *     loan's cost in reads and writes is counted from the sandbox's counters and a sliding window
+ *     of W ms lets at most L × (T/W + 1) requests through in T ms. Printed against the budget the
+ *     connector allows itself (platform.rateLimit.headroom, 90 %) and against the documented limit.
+ *   call ratio = API calls made ÷ the minimum: one entities read, one documents list, one download
+ *     address per document and one acknowledgement per loan, plus one queue page per 100 loans.
+ *
+ * Never fails on timing: it prints figures.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildRuntime } from '../src/boarding/wiring.js';
+import { loadConfig } from '../src/config/load.js';
+import { silentLogger } from '../src/lib/logger.js';
+import { startSandbox } from '../src/sandbox/index.js';
+
+const LOANS = Number(process.env['BENCH_LOANS'] ?? 150);
+const WINDOW_MS = Number(process.env['BENCH_WINDOW_MS'] ?? 2000);
+const READS = 100;
+const WRITES = 30;
+const HEADROOM = 0.9;
+const PAGE = 100;
+const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
+const ALL = ['read:loans', 'read:boarding', 'write:boarding', 'read:businesses', 'read:people', 'read:documents', 'read:products', 'read:businesses:ein', 'read:people:ssn'];
+
+interface Counters {
+  requests: Record<string, number>;
+  byBucket: { read: number; write: number };
+  rateLimited: number;
+  acks: Record<string, number>;
+}
+
+async function main(): Promise<void> {
+  const sandbox = await startSandbox({ port: 0, loans: LOANS, releaseRatio: 1, seed: 3, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES });
+  const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
+    const res = await fetch(`${sandbox.adminUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    return res.json();
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'boarding-bench-'));
+  try {
+    const { apiKey } = (await admin('POST', '/keys', { permissions: ALL })) as { apiKey: string };
+    // Every generated loan must map, or the figures would mix in quarantines.
+    const mappingsDir = join(dir, 'mappings');
+    cpSync(join(process.cwd(), 'mappings/generic'), mappingsDir, { recursive: true });
+    const mf = join(mappingsDir, 'mapping.yaml');
+    writeFileSync(mf, readFileSync(mf, 'utf8').replace(IO_EXPR, `expr: 'null'`));
+    const config = loadConfig({
+      env: {},
+      fileText: JSON.stringify({
+        platform: { baseUrl: sandbox.baseUrl, apiKey, environment: 'staging', rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES, headroom: HEADROOM }, pageSize: PAGE },
+        store: { path: join(dir, 'state.sqlite') },
+        core: { adapter: 'file', file: { dir: join(dir, 'core'), csvBatches: false } },
+        mappings: { dir: mappingsDir },
+        boarding: { concurrency: Number(process.env['BENCH_CONCURRENCY'] ?? 8) },
+        log: { level: 'silent' },
+      }),
+    });
+    const rt = await buildRuntime(config, silentLogger());
+    const t0 = performance.now();
+    const summary = await rt.runner.run({ reason: 'bench' });
+    const elapsed = performance.now() - t0;
+    const c = (await admin('GET', '/counters')) as Counters;
+    let documents = 0;
+    for (const row of rt.store.loans.list({ state: 'acknowledged' })) {
+      const m = JSON.parse(readFileSync(join(dir, 'core', row.coreReference ?? '', 'manifest.json'), 'utf8')) as { documents: unknown[] };
+      documents += m.documents.length;
+    }
+    await rt.close();
+
+    const boarded = summary.acknowledged;
+    const readsPerLoan = c.byBucket.read / boarded;
+    const writesPerLoan = c.byBucket.write / boarded;
+    const windows = elapsed / WINDOW_MS + 1;
+    const bound = (limitR: number, limitW: number): number => Math.min((limitR * windows) / readsPerLoan, (limitW * windows) / writesPerLoan);
+    const allowedR = Math.floor(READS * HEADROOM);
+    const allowedW = Math.floor(WRITES * HEADROOM);
+    const apiCalls = Object.entries(c.requests).filter(([k]) => k.includes('/public/')).reduce((a, [, n]) => a + n, 0);
+    const minimum = boarded * 3 + documents + Math.ceil(boarded / PAGE);
+    const perWindow = (boarded / elapsed) * WINDOW_MS;
+
+    console.log(`loans boarded: ${boarded}/${LOANS} in ${(elapsed / 1000).toFixed(1)} s (window ${WINDOW_MS} ms, budget ${READS} reads + ${WRITES} writes per window, headroom ${HEADROOM})`);
+    console.log(`per loan: ${readsPerLoan.toFixed(2)} reads, ${writesPerLoan.toFixed(2)} writes (sandbox counters); 429s: ${c.rateLimited}`);
+    console.log(`boarded per window: ${perWindow.toFixed(1)}`);
+    console.log(`throughput ÷ bound of the budget the connector allows itself (${allowedR}/${allowedW}): ${(boarded / bound(allowedR, allowedW)).toFixed(3)}   (target ≥ 0.90)`);
+    console.log(`throughput ÷ bound of the documented budget (${READS}/${WRITES}): ${(boarded / bound(READS, WRITES)).toFixed(3)}`);
+    console.log(`API calls: ${apiCalls}; minimum ${minimum} (${boarded} × (entities + documents + ack) + ${documents} download addresses + ${Math.ceil(boarded / PAGE)} queue page(s)); calls ÷ minimum: ${(apiCalls / minimum).toFixed(3)}   (target 1.00)`);
+  } finally {
+    await sandbox.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
