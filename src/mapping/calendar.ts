@@ -74,18 +74,50 @@ export function toWallTime(text: string, timeZone: string): WallTime | null {
   }
   const fraction = m[7] === undefined ? 0 : Number(`0.${m[7]}`) * 1000;
   const utcMs = Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59), Math.floor(fraction)) - offsetMinutes * 60_000;
+  const wall = new Date(utcMs + zoneOffsetMs(timeZone, utcMs));
+  return {
+    year: wall.getUTCFullYear(),
+    month: wall.getUTCMonth() + 1,
+    day: wall.getUTCDate(),
+    hour: wall.getUTCHours(),
+    minute: wall.getUTCMinutes(),
+    second: wall.getUTCSeconds(),
+  };
+}
+
+/** The zone's UTC offset at an instant, from Intl (whole seconds: historical offsets have them). */
+function rawOffsetMs(timeZone: string, utcMs: number): number {
   const parts: Record<string, number> = {};
   for (const p of formatterFor(timeZone).formatToParts(new Date(utcMs))) {
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
   }
-  return {
-    year: parts['year'] ?? year,
-    month: parts['month'] ?? month,
-    day: parts['day'] ?? day,
-    hour: parts['hour'] ?? 0,
-    minute: parts['minute'] ?? 0,
-    second: parts['second'] ?? 0,
-  };
+  const asUtc = Date.UTC(parts['year'] ?? 1970, (parts['month'] ?? 1) - 1, parts['day'] ?? 1, parts['hour'] ?? 0, parts['minute'] ?? 0, parts['second'] ?? 0);
+  return asUtc - (utcMs - (((utcMs % 1000) + 1000) % 1000));
+}
+
+const BUCKET_MS = 15 * 60_000;
+const offsetCache = new Map<string, Map<number, number>>();
+
+/**
+ * Offset of the zone at an instant. Intl is slow, so offsets are cached per 15-minute bucket when
+ * the offset is the same at both ends of the bucket (zone transitions fall on quarter hours);
+ * otherwise the instant is asked directly. Exact either way.
+ */
+function zoneOffsetMs(timeZone: string, utcMs: number): number {
+  let cache = offsetCache.get(timeZone);
+  if (!cache) {
+    cache = new Map();
+    offsetCache.set(timeZone, cache);
+  }
+  const bucket = Math.floor(utcMs / BUCKET_MS);
+  const hit = cache.get(bucket);
+  if (hit !== undefined) return hit;
+  const start = rawOffsetMs(timeZone, bucket * BUCKET_MS);
+  const end = rawOffsetMs(timeZone, bucket * BUCKET_MS + BUCKET_MS - 1);
+  if (start !== end) return rawOffsetMs(timeZone, utcMs);
+  if (cache.size > 50_000) cache.clear();
+  cache.set(bucket, start);
+  return start;
 }
 
 const TOKEN = /yyyy|yy|MM|M|dd|d|HH|H|mm|ss|'[^']*'/g;

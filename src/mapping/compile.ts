@@ -5,7 +5,8 @@ import { CsvError, parseCsv } from './csv.js';
 import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
 import { FrequencyTable } from './frequency.js';
-import { BOUND_VARIABLES, HELPER_ARITY, registerHelpers, type HelperContext } from './helpers.js';
+import { BOUND_VARIABLES, HELPER_ARITY, helperImplementations, registerHelpers, type HelperContext } from './helpers.js';
+import { compileFast, type FastFn, type HelperImpl } from './fast.js';
 import type { LookupTable } from './lookups.js';
 import { mappingFileSchema, type MappingFile } from './spec.js';
 import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
@@ -44,6 +45,8 @@ export interface CompiledExpression {
   readonly source: string;
   readonly expr: jsonata.Expression;
   readonly info: ExpressionInfo;
+  /** Direct evaluator for simple shapes (see fast.ts); undefined: always JSONata. */
+  readonly fast: FastFn | undefined;
   readonly file: string;
   /** YAML path of the expression, to locate offsets inside it. */
   readonly yamlPath: readonly string[];
@@ -162,12 +165,16 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
 
   const frequencies = new FrequencyTable(file.frequencies);
   const helperCtx: HelperContext = { timeZone: options.timeZone, allowLast4Tin: options.allowLast4Tin, lookups, frequencies };
+  const helpers = helperImplementations(helperCtx);
   const configDefaults = Object.fromEntries(Object.entries(options.defaults).map(([k, v]) => [k, asText(v)]));
   const defaults = { ...Object.fromEntries(Object.entries(file.defaults).map(([k, v]) => [k, asText(v)])), ...configDefaults };
   const defaultNames = new Set(Object.keys(defaults));
   for (const o of Object.values(file.overrides)) for (const k of Object.keys(o.defaults ?? {})) defaultNames.add(k);
   const analysis: AnalysisContext = {
-    lookupTables: new Map([...lookups].map(([k, t]) => [k, new Set(t.values.keys())])),
+    lookupTables: new Map<string, ReadonlySet<string> | null>(Object.keys(file.lookups).map((k) => {
+      const t = lookups.get(k);
+      return [k, t ? new Set(t.values.keys()) : null];
+    })),
     defaultNames,
   };
 
@@ -183,8 +190,10 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
     }
     const info = analyzeExpression(expr.ast() as ExprNode);
     for (const p of checkExpression(info, extraVariables ? { ...analysis, extraVariables } : analysis)) problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
-    registerHelpers(expr, helperCtx);
-    return { source, expr, info, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
+    registerHelpers(expr, helpers);
+    const bound = new Set<string>([...BOUND_VARIABLES, ...(extraVariables ?? [])]);
+    const fast = compileFast(info.ast, helpers as unknown as ReadonlyMap<string, HelperImpl>, bound);
+    return { source, expr, info, fast, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
   };
 
   const targets: CompiledTarget[] = [];

@@ -1,6 +1,7 @@
 import type { CompiledExpression, CompiledMapping } from './compile.js';
 import { MAIN_FILE } from './compile.js';
 import { checkField } from './fieldSchema.js';
+import { FALLBACK } from './fast.js';
 import { HelperIssue, describe, redactTins } from './issue.js';
 import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
 
@@ -55,8 +56,17 @@ function joinPath(prefix: string | undefined, path: string | undefined): string 
   return prefix === undefined ? path : `${prefix}.${path}`;
 }
 
-async function evaluate(ce: CompiledExpression, context: unknown, bindings: Bindings): Promise<unknown> {
+/** Off only in tests that prove the shortcut gives what JSONata gives. */
+export interface EngineOptions {
+  fastPath?: boolean;
+}
+
+async function evaluate(ce: CompiledExpression, context: unknown, bindings: Bindings, fastPath = true): Promise<unknown> {
   try {
+    if (fastPath && ce.fast) {
+      const v = ce.fast(context, bindings);
+      if (v !== FALLBACK) return v;
+    }
     return await ce.expr.evaluate(context, bindings);
   } catch (err) {
     const position = (err as { position?: unknown }).position;
@@ -73,7 +83,9 @@ async function evaluate(ce: CompiledExpression, context: unknown, bindings: Bind
 }
 
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
-export function createMapper(mapping: CompiledMapping, version: string): Mapper {
+export function createMapper(mapping: CompiledMapping, version: string, engineOptions: EngineOptions = {}): Mapper {
+  const fastPath = engineOptions.fastPath ?? true;
+  const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> => evaluate(ce, context, b, fastPath);
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
   const baseDefaults = Object.freeze({ ...mapping.defaults });
   for (const [productId, o] of mapping.overrides) defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
@@ -122,7 +134,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
       let single = false;
       if (target.forEach) {
         try {
-          const r = await evaluate(target.forEach, root, bindings);
+          const r = await run(target.forEach, root, bindings);
           single = r !== null && typeof r === 'object' && !Array.isArray(r);
           items = toPlainItems(r);
         } catch (err) {
@@ -151,7 +163,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
             continue;
           }
           try {
-            b[l.name] = toPlain(await evaluate(l.expr, item, b), l.name);
+            b[l.name] = toPlain(await run(l.expr, item, b), l.name);
           } catch (err) {
             failedLets.add(l.name);
             issues.push(issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)));
@@ -161,7 +173,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
         for (const c of target.checks) {
           if (skip(c.expr)) continue;
           try {
-            const v = await evaluate(c.expr, item, b);
+            const v = await run(c.expr, item, b);
             if (v === false) throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
           } catch (err) {
             issues.push(issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)));
@@ -169,7 +181,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
         }
         let externalId: string | undefined;
         try {
-          const v = await evaluate(target.externalId, item, b);
+          const v = await run(target.externalId, item, b);
           if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v))) externalId = String(v);
           else throw new Failure('validation', `externalId must be a non-empty string, got ${describe(v)}`, null, target.externalId.info.firstPath);
         } catch (err) {
@@ -181,7 +193,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
           if (skip(ce)) continue;
           const where: Where = { target: target.name, field: field.name, itemPath };
           try {
-            const value = toPlain(await evaluate(ce, item, b), field.name);
+            const value = toPlain(await run(ce, item, b), field.name);
             const problem = checkField(value, field.check);
             if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
             if (value !== undefined && value !== null) fields[field.name] = value;

@@ -113,7 +113,8 @@ export function analyzeExpression(ast: ExprNode): ExpressionInfo {
 }
 
 export interface AnalysisContext {
-  lookupTables: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Table name → its keys (null: the table failed to load, already reported; skip key checks). */
+  lookupTables: ReadonlyMap<string, ReadonlySet<string> | null>;
   /** Variables bound by the target (its `let` names). */
   extraVariables?: ReadonlySet<string>;
   /** Names available as $defaults.<name>; undefined disables the check. */
@@ -160,7 +161,9 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
         problems.push({ offset: start, message: '$lookup: the table name must be a quoted string so lint can check it' });
       } else {
         const keys = ctx.lookupTables.get(String(table.value));
-        if (!keys) {
+        if (keys === null) {
+          // the table's own problem is reported where it is declared
+        } else if (keys === undefined) {
           problems.push({ offset: (table.position ?? start) - String(table.value).length - 2, message: `unknown lookup table "${String(table.value)}" (known: ${[...ctx.lookupTables.keys()].join(', ') || 'none'})` });
         } else if (key && (key.type === 'string' || key.type === 'number') && args.length === 2 && !keys.has(String(key.value))) {
           problems.push({ offset: Math.max(0, (key.position ?? start) - String(key.value).length - (key.type === 'string' ? 2 : 0)), message: `lookup table "${String(table.value)}" has no key "${String(key.value)}"` });

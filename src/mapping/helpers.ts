@@ -65,10 +65,15 @@ function borrowerFrom(focus: jsonata.Focus): Entity | undefined {
   return b;
 }
 
-/** Registers every helper on a compiled expression. */
-export function registerHelpers(expr: jsonata.Expression, ctx: HelperContext): void {
+export type HelperFn = (this: jsonata.Focus, ...args: unknown[]) => unknown;
+
+/** The helper implementations, bound to a mapping's options and tables. */
+export function helperImplementations(ctx: HelperContext): Map<string, HelperFn> {
   const f = ctx.frequencies;
-  const reg = (name: string, fn: (this: jsonata.Focus, ...args: unknown[]) => unknown): void => expr.registerFunction(name, fn);
+  const m = new Map<string, HelperFn>();
+  const reg = (name: string, fn: HelperFn): void => {
+    m.set(name, fn);
+  };
   reg('centsToDecimal', (c, s) => centsToDecimal(c, s));
   reg('bpsToPercent', (b, s) => bpsToPercent(b, s));
   reg('bpsToRate', (b, s) => bpsToRate(b, s));
@@ -91,4 +96,10 @@ export function registerHelpers(expr: jsonata.Expression, ctx: HelperContext): v
   reg('entityKind', function (this: jsonata.Focus, e) {
     return kindOf(e, partiesOf(this.environment.lookup('entities')));
   });
+  return m;
+}
+
+/** Registers every helper on a compiled expression. */
+export function registerHelpers(expr: jsonata.Expression, impls: ReadonlyMap<string, HelperFn>): void {
+  for (const [name, fn] of impls) expr.registerFunction(name, fn);
 }

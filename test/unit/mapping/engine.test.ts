@@ -1,0 +1,234 @@
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { compileMapping, DEFAULT_MAPPER_OPTIONS, type MapperOptions } from '../../../src/mapping/compile.js';
+import { createMapper } from '../../../src/mapping/engine.js';
+import { loadMapper } from '../../../src/mapping/loader.js';
+import type { Mapper, MappingInput } from '../../../src/mapping/types.js';
+
+function mapperOf(yaml: string, opts: Partial<MapperOptions> = {}): Mapper {
+  const r = compileMapping((p) => (p === 'mapping.yaml' ? yaml : undefined), { ...DEFAULT_MAPPER_OPTIONS, ...opts });
+  if (!r.mapping) throw new Error(r.problems.map((p) => p.message).join('\n'));
+  return createMapper(r.mapping, 'test');
+}
+
+const input = (loan: Record<string, unknown>, entities: Record<string, unknown> = {}, documents: unknown[] = []): MappingInput =>
+  ({ loan: { id: 'L1', ...loan }, entities: { businesses: [], people: [], ...entities }, documents }) as unknown as MappingInput;
+
+describe('mapping engine', () => {
+  it('turns a helper failure into an issue naming file, line, column, field and input path', async () => {
+    const m = mapperOf(`version: 1
+name: t
+lookups:
+  freq: { values: { monthly: M } }
+targets:
+  loan:
+    for: loan
+    externalId: id
+    fields:
+      principal: { expr: $centsToDecimal(centsAmount), type: decimal, required: true }
+      frequency: '"x" & $lookup("freq", paymentFrequency)'
+`);
+    const out = await m.map(input({ centsAmount: 12.5, paymentFrequency: 'daily' }));
+    expect(out).toEqual({
+      ok: false,
+      mappingVersion: 'test',
+      issues: [
+        { code: 'mapping', file: 'mapping.yaml', line: 10, column: 26, target: 'loan', field: 'principal', inputPath: 'loan.centsAmount', message: 'amount in cents must be a whole number, got 12.5' },
+        { code: 'lookup_missing', file: 'mapping.yaml', line: 11, column: 25, target: 'loan', field: 'frequency', inputPath: 'loan.paymentFrequency', message: 'lookup table "freq" has no key "daily"' },
+      ],
+    });
+  });
+
+  it('validates the output schema after evaluation', async () => {
+    const m = mapperOf(`version: 1
+name: t
+targets:
+  loan:
+    for: loan
+    externalId: id
+    fields:
+      a: { expr: name, type: string, required: true }
+      b: { expr: '"toolong"', type: string, maxLength: 3 }
+      c: { expr: '"Z"', type: enum, values: [X, Y] }
+      d: { expr: '1.5', type: integer }
+      e: { expr: '"1.5"', type: decimal, scale: 2 }
+      f: { expr: '"2025-02-30"', type: date }
+      g: { expr: '"ok"', type: string, pattern: '^\\d+$' }
+`);
+    const out = await m.map(input({}));
+    expect(out.ok).toBe(false);
+    if (out.ok) return;
+    expect(out.issues.map((i) => `${i.field}: ${i.message}`)).toEqual([
+      'a: required field is missing (the expression produced nothing)',
+      'b: longer than 3 characters (7)',
+      'c: "Z" is not one of X, Y',
+      'd: expected an integer, got 1.5',
+      'e: expected exactly 2 decimals, got "1.5"',
+      'f: expected a date formatted yyyy-MM-dd, got "2025-02-30"',
+      'g: "ok" does not match ^\\d+$',
+    ]);
+    expect(out.issues.every((i) => i.code === 'validation')).toBe(true);
+  });
+
+  it('applies per-product overrides and defaults (file < config < product)', async () => {
+    const yaml = `version: 1
+name: t
+defaults: { branch: "001", officer: A }
+overrides:
+  p_special:
+    defaults: { officer: S }
+    fields:
+      loan:
+        code: '"SPECIAL"'
+targets:
+  loan:
+    for: loan
+    externalId: id
+    fields:
+      code: '"STD"'
+      branch: $defaults.branch
+      officer: $defaults.officer
+`;
+    const m = mapperOf(yaml, { defaults: { branch: '0099' } });
+    const std = await m.map(input({ product: { id: 'p_other' } }));
+    const special = await m.map(input({ product: { id: 'p_special' } }));
+    expect(std).toMatchObject({ ok: true, records: [{ fields: { code: 'STD', branch: '0099', officer: 'A' } }] });
+    expect(special).toMatchObject({ ok: true, records: [{ fields: { code: 'SPECIAL', branch: '0099', officer: 'S' } }] });
+  });
+
+  it('reports a failed let once and skips what reads it; checks stop a loan without writing a field', async () => {
+    const m = mapperOf(`version: 1
+name: t
+targets:
+  loan:
+    for: loan
+    externalId: id
+    let:
+      n: $numberOfRepayments(monthsTerm, paymentFrequency)
+    checks:
+      positive: centsAmount > 0
+    fields:
+      n: $n
+      twice: $n * 2
+      other: '"x"'
+`);
+    const out = await m.map(input({ monthsTerm: 12, paymentFrequency: 'irregular payments', centsAmount: 0 }));
+    expect(out.ok).toBe(false);
+    if (out.ok) return;
+    expect(out.issues.map((i) => [i.code, i.field])).toEqual([
+      ['mapping', '$n'],
+      ['validation', '(check positive)'],
+    ]);
+  });
+
+  it('stops a runaway expression with the timeout and reports it as an issue', async () => {
+    const m = mapperOf(
+      `version: 1
+name: t
+targets:
+  loan:
+    for: loan
+    externalId: id
+    fields:
+      spin: '($f := function($n) { $n > 0 ? $f($n - 1) + $f($n - 1) : 0 }; $f(40))'
+`,
+      { timeoutMs: 50 },
+    );
+    const out = await m.map(input({}));
+    expect(out.ok).toBe(false);
+    if (!out.ok) expect(out.issues[0]?.message).toMatch(/D1012|timeout|Stack overflow|D1011/i);
+  });
+
+  it('refuses two records with the same type and external id', async () => {
+    const m = mapperOf(`version: 1
+name: t
+targets:
+  party:
+    for: '[entities.businesses, entities.businesses]'
+    externalId: id
+    fields: {}
+`);
+    const out = await m.map(input({}, { businesses: [{ id: 'B1' }] }));
+    expect(out).toMatchObject({ ok: false, issues: [{ code: 'validation', field: 'externalId', message: 'two party records have the external id "B1"' }] });
+  });
+
+  it('never throws and never leaks a full tax id, whatever the platform sends (property, generic set)', async () => {
+    const mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/generic'), {});
+    const anyValue = fc.oneof(fc.constant(null), fc.constant(undefined), fc.string({ maxLength: 12 }), fc.integer(), fc.double(), fc.boolean(), fc.array(fc.integer(), { maxLength: 2 }), fc.object({ maxDepth: 1 }));
+    const loanArb = fc.record(
+      {
+        centsAmount: anyValue,
+        bpsRate: anyValue,
+        monthsTerm: anyValue,
+        monthsInterestOnly: anyValue,
+        paymentFrequency: fc.oneof(anyValue, fc.constantFrom('weekly', 'biweekly', 'monthly', 'quarterly', 'semi-annual', 'annual', 'lump sum', 'irregular payments')),
+        rateType: fc.oneof(anyValue, fc.constantFrom('fixed', 'variable')),
+        type: fc.oneof(anyValue, fc.constantFrom('business', 'personal')),
+        closeDate: fc.oneof(anyValue, fc.constant('2025-03-14T03:30:00Z')),
+        product: fc.oneof(anyValue, fc.record({ id: fc.string() })),
+      },
+      { requiredKeys: [] },
+    );
+    const entity = fc.record({ id: fc.string({ minLength: 1, maxLength: 5 }), name: anyValue, ein: fc.oneof(anyValue, fc.constant('12-3456789')), einLast4: anyValue, role: anyValue }, { requiredKeys: ['id'] });
+    await fc.assert(
+      fc.asyncProperty(loanArb, fc.array(entity, { maxLength: 3 }), fc.array(entity, { maxLength: 2 }), async (loan, businesses, people) => {
+        const out = await mapper.map(input(loan, { businesses, people }));
+        expect(typeof out.ok).toBe('boolean');
+        if (!out.ok) {
+          for (const i of out.issues) {
+            expect(i.line).toBeGreaterThan(0);
+            expect(i.message).not.toContain('123456789');
+            expect(i.message).not.toContain('12-3456789');
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('fast path', () => {
+  it('gives exactly what JSONata gives, on every fixture and on random data (both sets)', async () => {
+    const { lintMappingDir, loadFixtures } = await import('../../../src/mapping/loader.js');
+    for (const set of ['generic', 'fineract']) {
+      const dir = join(import.meta.dirname, '../../../mappings', set);
+      for (const allowLast4Tin of [false, true]) {
+        const compiled = lintMappingDir(dir, { allowLast4Tin }).mapping!;
+        const fast = createMapper(compiled, 'v');
+        const slow = createMapper(compiled, 'v', { fastPath: false });
+        const inputs: MappingInput[] = loadFixtures(dir).cases.map((c) => c.input as MappingInput);
+        const anyValue = fc.oneof(fc.constant(null), fc.constant(undefined), fc.string({ maxLength: 6 }), fc.integer({ min: -5, max: 400 }), fc.double(), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 }));
+        const samples = fc.sample(
+          fc.record({
+            loan: fc.record(
+              {
+                id: fc.string({ minLength: 1, maxLength: 4 }),
+                type: fc.oneof(anyValue, fc.constantFrom('business', 'personal')),
+                centsAmount: anyValue,
+                bpsRate: anyValue,
+                monthsTerm: fc.oneof(anyValue, fc.constantFrom(12, 36, 60)),
+                monthsInterestOnly: anyValue,
+                paymentFrequency: fc.oneof(anyValue, fc.constantFrom('weekly', 'monthly', 'annual', 'lump sum', 'irregular payments')),
+                rateType: fc.oneof(anyValue, fc.constantFrom('fixed', 'variable')),
+                closeDate: fc.oneof(anyValue, fc.constant('2025-03-14T03:30:00Z')),
+                applicationDate: fc.oneof(anyValue, fc.constant('2025-02-01T00:00:00Z')),
+                product: fc.oneof(anyValue, fc.record({ id: fc.constantFrom('prod_cre', 'prod_sba7a', 'x') })),
+              },
+              { requiredKeys: ['id'] },
+            ),
+            entities: fc.record({
+              businesses: fc.array(fc.record({ id: fc.string({ minLength: 1, maxLength: 3 }), name: anyValue, ein: fc.oneof(anyValue, fc.constant('12-3456789')), einLast4: anyValue, role: fc.oneof(anyValue, fc.constantFrom('borrower', 'guarantor')), naics: anyValue, entityType: anyValue }, { requiredKeys: ['id'] }), { maxLength: 2 }),
+              people: fc.array(fc.record({ id: fc.string({ minLength: 1, maxLength: 3 }), firstName: anyValue, lastName: anyValue, ssnLast4: anyValue, role: anyValue }, { requiredKeys: ['id'] }), { maxLength: 2 }),
+            }),
+            documents: fc.array(fc.record({ id: fc.string({ minLength: 1, maxLength: 3 }), name: anyValue, category: anyValue, period: anyValue, uploadedAt: anyValue, size: anyValue, requirement: fc.oneof(anyValue, fc.record({ period: anyValue, name: anyValue })) }, { requiredKeys: ['id'] }), { maxLength: 2 }),
+          }),
+          { numRuns: 150, seed: 42 },
+        );
+        for (const x of [...inputs, ...(samples as unknown as MappingInput[])]) {
+          expect(await fast.map(x)).toEqual(await slow.map(x));
+        }
+      }
+    }
+  });
+});
