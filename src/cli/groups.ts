@@ -8,6 +8,7 @@ import { registerSandboxCommands } from './sandbox.js';
 import { registerWebhooksCommands } from './webhooks.js';
 import { registerReconcileCommands } from './reconcile.js';
 import { registerDemoCommands } from './demo.js';
+import { registerMappingsCommands } from './mappings.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -19,4 +20,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerWebhooksCommands(program, ctx);
   registerReconcileCommands(program, ctx);
   registerDemoCommands(program, ctx);
+  registerMappingsCommands(program, ctx);
 }
