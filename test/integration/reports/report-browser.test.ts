@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type * as Playwright from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CoreSystem } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -37,7 +38,7 @@ function findChromium(): string | null {
 }
 
 const chromium = findChromium();
-let playwright: typeof import('playwright-core') | null = null;
+let playwright: typeof Playwright | null = null;
 try {
   playwright = await import('playwright-core');
 } catch {
