@@ -98,7 +98,8 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     'SELECT status, COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox GROUP BY status',
   );
   const funded = db.prepare<[string], RawRow>(
-    "SELECT * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id = ? AND status != 'failed'",
+    // status IN (…) first so the (status, loan_id, …) index serves the lookup.
+    "SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'",
   );
   const allFunded = db.prepare<[], RawRow>(
     "SELECT * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'",

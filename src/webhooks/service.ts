@@ -7,6 +7,7 @@ import type { PlatformStats } from '../platform/client.js';
 import type { Db } from '../store/db.js';
 import { createApp } from './app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
+import { createFundedTimeBackfill } from './funded-time.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
@@ -38,7 +39,7 @@ export interface WebhookService {
   stop(): Promise<void>;
   /** For `createDaemon({ jobs })`: checks our endpoint on `schedule.endpointCheck`. */
   readonly endpointCheckJob: { name: string; schedule: string; run(signal: AbortSignal): Promise<void> };
-  /** For `createDaemon({ onCycle })`: records the cycle duration metric. */
+  /** For `createDaemon({ onCycle })`: records the cycle duration metric, copies funded times onto new loans. */
   onCycle(summary: { reason: string; durationMs: number; fatal: unknown; interrupted: number }): void;
 }
 
@@ -85,6 +86,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     reportsDir: deps.config.reports.dir,
   });
   let server: RunningServer | null = null;
+  const backfill = createFundedTimeBackfill(deps.db, inbox);
 
   return {
     name: 'webhooks',
@@ -96,7 +98,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     async start() {
       await processor.start();
       server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port);
-      logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secrets: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
+      logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secretCount: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
     },
     async stop() {
       await server?.close();
@@ -113,6 +115,12 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     onCycle(summary) {
       const outcome: CycleOutcome = summary.fatal ? 'error' : summary.interrupted > 0 ? 'aborted' : 'ok';
       metrics.observeCycle(summary.durationMs / 1000, outcome, triggerLabel(summary.reason));
+      try {
+        const n = backfill.run(clock.now());
+        if (n > 0) logger.debug({ loans: n }, 'funded times copied from the webhook inbox onto new loans');
+      } catch (err) {
+        logger.warn({ err }, 'funded-time backfill failed; will try after the next cycle');
+      }
     },
   };
 }

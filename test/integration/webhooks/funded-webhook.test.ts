@@ -134,6 +134,8 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
 
     const row = rt.store.loans.get(target.id);
     expect(row?.state).toBe('acknowledged');
+    // The row was created after the loan.funded event: the funded time was copied from the inbox.
+    expect(row?.fundedAtIso).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     expect(cycles.slice(1).some((c) => c.reason.startsWith('webhook'))).toBe(true);
     expect(cycles.every((c) => c.reason !== 'schedule')).toBe(true);
     // The funded time is on record (inbox, and the loans row once it exists).
