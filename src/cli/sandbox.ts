@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import { startSandbox, SANDBOX_DEFAULTS, type SandboxOptions } from '../sandbox/index.js';
+import { PERMISSIONS } from '../sandbox/keys.js';
 import { out, type CliContext } from './context.js';
 
 function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -29,6 +30,7 @@ interface SandboxFlags {
   readsPerWindow?: number;
   writesPerWindow?: number;
   allowLoopbackWebhooks?: boolean;
+  unmaskedKey?: boolean;
 }
 
 export function registerSandboxCommands(program: Command, ctx: CliContext): void {
@@ -43,6 +45,7 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     .option('--window-ms <n>', 'rate-limit window in ms (default 60000)', intOption('window-ms', 100))
     .option('--reads-per-window <n>', 'read (GET) budget per key and window (default 100)', intOption('reads-per-window', 0))
     .option('--writes-per-window <n>', 'write (POST/PATCH/DELETE) budget per key and window (default 30)', intOption('writes-per-window', 0))
+    .option('--unmasked-key', 'give the printed key read:businesses:ein and read:people:ssn too (full tax ids)')
     .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
     .action(async (flags: SandboxFlags) => {
       const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, logger: ctx.logger() };
@@ -51,6 +54,7 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
       if (flags.readsPerWindow !== undefined) opts.readsPerWindow = flags.readsPerWindow;
       if (flags.writesPerWindow !== undefined) opts.writesPerWindow = flags.writesPerWindow;
       if (flags.allowLoopbackWebhooks) opts.allowLoopbackWebhooks = true;
+      if (flags.unmaskedKey) opts.apiKeyPermissions = [...PERMISSIONS];
       const sandbox = await startSandbox(opts);
       ctx.onClose(() => sandbox.close());
       out(ctx, JSON.stringify({ baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, adminUrl: sandbox.adminUrl }));

@@ -30,6 +30,11 @@ export interface SandboxOptions {
   webhookRetry?: { attempts: number; baseMs: number };
   /** Consecutive failed deliveries after which an endpoint is disabled (default 10). */
   webhookAutoDisableAfter?: number;
+  /**
+   * Permissions of the printed key; default every permission except read:businesses:ein and
+   * read:people:ssn (a bank's first key rarely has them). See PERMISSIONS in keys.ts.
+   */
+  apiKeyPermissions?: string[];
   /** Time source (ms); defaults to Date.now. */
   now?: () => number;
   logger?: Logger;
@@ -69,7 +74,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
   const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now);
-  const apiKey = state.defaultKey().key;
+  const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });
   if (releaseRatio > 0) state.releaseEveryStatus();
@@ -138,3 +143,5 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
     },
   };
 }
+
+export { PERMISSIONS, DEFAULT_PERMISSIONS } from './keys.js';

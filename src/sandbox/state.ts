@@ -81,8 +81,8 @@ export class SandboxState {
     return key;
   }
 
-  defaultKey(): ApiKeyRecord {
-    return this.addKey(makeKey({ org: DEFAULT_ORG }));
+  defaultKey(permissions?: string[]): ApiKeyRecord {
+    return this.addKey(makeKey(permissions ? { org: DEFAULT_ORG, permissions } : { org: DEFAULT_ORG }));
   }
 
   /** Generates loans; `release` decides per loan whether it goes to the boarding queue. */

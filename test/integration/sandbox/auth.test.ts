@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from './harness.js';
+import { PERMISSIONS } from '../../../src/sandbox/index.js';
+import { startHarness, type Harness, type J } from './harness.js';
 
 describe('authentication codes', () => {
   let h: Harness;
@@ -86,5 +87,18 @@ describe('authentication codes', () => {
       for (const p of unmasked.body.data.people) expect(p.ssn).toMatch(/^\d{3}-\d{2}-\d{4}$/);
     }
     expect(found).toBe(true);
+  });
+
+  it('apiKeyPermissions gives the printed key full tax ids', async () => {
+    const full = await startHarness({ loans: 6, apiKeyPermissions: [...PERMISSIONS] });
+    try {
+      const bizLoan = (await full.admin('/loans')).data[0].id;
+      const r = await full.api(`/public/v1/loans/${bizLoan}/entities`);
+      const all = [...r.body.data.businesses.map((b: J) => b.ein), ...r.body.data.people.map((p: J) => p.ssn)];
+      expect(all.length).toBeGreaterThan(0);
+      for (const tin of all) expect(tin).toMatch(/^\d{2,3}-\d{2,7}/);
+    } finally {
+      await full.close();
+    }
   });
 });
