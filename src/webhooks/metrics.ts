@@ -5,6 +5,7 @@ import type { PlatformHealth } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
 import type { Db } from '../store/db.js';
+import { LOAN_STATES } from '../store/loan-states.js';
 import type { WebhookInbox } from './inbox.js';
 import type { RejectReason } from './signature.js';
 
@@ -137,6 +138,8 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
     });
 
   dbGauge('loans', 'Loans by state in the local state database', ['state'], (g, db) => {
+    // Every known state is present (0 when empty) so alerts on a state never see "no data".
+    for (const state of LOAN_STATES) g.set({ state }, 0);
     for (const r of loanStatements(db).byState.all()) g.set({ state: r.state }, r.n);
   });
   dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], (g, db) => {

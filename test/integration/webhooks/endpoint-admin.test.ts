@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -52,6 +52,10 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
     expect(secret).toBeDefined();
     expect(reg.stdout).toContain('shown ONCE');
     expect(reg.stderr).not.toContain(secret!);
+    // The secret is not kept anywhere by the connector (only the endpoint id with its key).
+    for (const f of ['state.sqlite', 'state.sqlite-wal']) {
+      if (existsSync(join(dir, f))) expect(readFileSync(join(dir, f)).includes(Buffer.from(secret!))).toBe(false);
+    }
 
     const loans = (await (await fetch(`${sb.adminUrl}/loans`)).json()) as { data: Array<{ id: string; status: string }> };
     const target = loans.data.find((l) => l.status !== 'funded');

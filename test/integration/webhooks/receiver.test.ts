@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +31,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function startReceiver(opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number } = {}): Promise<Receiver> {
+async function startReceiver(opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number; scheme?: 'standard' | 'stripe' } = {}): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
   const inbox = createWebhookInbox(db);
@@ -41,7 +41,7 @@ async function startReceiver(opts: { secrets?: string[]; readiness?: Record<stri
   await processor.start();
   const metrics = createConnectorMetrics({ db, inbox, processMetrics: false });
   const app = createApp({
-    config: { scheme: 'standard', secrets: opts.secrets ?? [secretNew], toleranceSeconds: 300, maxBodyBytes: opts.maxBodyBytes ?? 262_144 },
+    config: { scheme: opts.scheme ?? 'standard', secrets: opts.secrets ?? [secretNew], toleranceSeconds: 300, maxBodyBytes: opts.maxBodyBytes ?? 262_144 },
     inbox,
     logger,
     metrics,
@@ -124,6 +124,22 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     expect((await post(r.url, signed(funded('L3'), { secret: secretOld }))).status).toBe(200);
     expect((await post(r.url, signed(funded('L4'), { secret: secretNew }))).status).toBe(200);
     expect(r.inbox.stats().pending + r.inbox.stats().processed).toBe(2);
+  });
+
+  it('stripe preset: deliveries are deduplicated by the payload id', async () => {
+    const r = await startReceiver({ scheme: 'stripe', secrets: ['whsec_stripe_like'] });
+    const body = JSON.stringify({ id: 'evt_stripe_1', type: 'loan.funded', data: { loan: { id: 'S1' } } });
+    const t = Math.floor(Date.now() / 1000);
+    const v1 = createHmac('sha256', 'whsec_stripe_like').update(`${t}.${body}`).digest('hex');
+    const d = { headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` }, body };
+    expect((await post(r.url, d)).status).toBe(200);
+    expect((await post(r.url, d)).status).toBe(200);
+    expect((await post(r.url, { ...d, headers: { ...d.headers, 'webhook-signature': 'v1,ignored' } })).status).toBe(200);
+    await r.processor.drain();
+    expect(r.inbox.get('evt:evt_stripe_1')).toMatchObject({ status: 'processed', loanId: 'S1' });
+    expect(r.db.prepare('SELECT COUNT(*) AS n FROM webhook_inbox').get()).toEqual({ n: 1 });
+    // A Standard Webhooks delivery is not accepted under the stripe scheme (never auto-detected).
+    expect((await post(r.url, signed(funded('S2')))).status).toBe(400);
   });
 
   describe('bad input: status, nothing stored or processed, counted by reason, reason not echoed', () => {
@@ -209,6 +225,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     expect(m.headers.get('content-type')).toContain('text/plain');
     const text = await m.text();
     expect(metricValue(text, 'boarding_loans', 'state="quarantined"')).toBe(1);
+    expect(text).toContain('boarding_loans{state="written"} 0');
     expect(metricValue(text, 'boarding_loans_boarded_total', '')).toBe(1);
     expect(text).toContain('boarding_oldest_unacknowledged_age_seconds');
     expect(text).toContain('boarding_cycle_duration_seconds');
