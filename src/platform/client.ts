@@ -294,7 +294,33 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     }
   }
 
-  function call<T>(spec: CallSpec<T>): Promise<T> {
+  /**
+   * One listener per call on the caller's signal (a daemon passes one shutdown signal to every
+   * call), however many waits inside the call listen: this keeps Node's max-listener warning away
+   * without AbortSignal.any, which leaks on a long-lived source signal under Node 20.
+   */
+  function linkSignal(outer: AbortSignal | undefined): { signal: AbortSignal | undefined; done: () => void } {
+    if (outer === undefined) return { signal: undefined, done: () => undefined };
+    const inner = new AbortController();
+    if (outer.aborted) {
+      inner.abort(outer.reason);
+      return { signal: inner.signal, done: () => undefined };
+    }
+    const onAbort = (): void => inner.abort(outer.reason);
+    outer.addEventListener('abort', onAbort, { once: true });
+    return { signal: inner.signal, done: () => outer.removeEventListener('abort', onAbort) };
+  }
+
+  async function call<T>(outerSpec: CallSpec<T>): Promise<T> {
+    const link = linkSignal(outerSpec.signal);
+    try {
+      return await callLinked({ ...outerSpec, signal: link.signal });
+    } finally {
+      link.done();
+    }
+  }
+
+  function callLinked<T>(spec: CallSpec<T>): Promise<T> {
     const bucket = bucketFor(spec.method);
     if (bucket === 'write') {
       const key = spec.idempotencyKey;

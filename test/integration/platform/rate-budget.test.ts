@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
@@ -157,6 +158,27 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(spend).toHaveLength(120);
     expect(maxInSliding(spend, 3000)).toBeLessThanOrEqual(90);
     expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
+  });
+
+  it('calls waiting on the budget stop when the shared signal aborts, and hold one listener each', async () => {
+    const srv = await server({ readsPerWindow: 10, windowMs: 60_000 });
+    const client = clientFor(srv);
+    cleanups.push(() => client.close());
+    const shutdown = new AbortController();
+    const calls = Array.from({ length: 14 }, (_, i) =>
+      client.getLoan(`L${i}`, { signal: shutdown.signal }).then(
+        () => 'ok',
+        (e: unknown) => (e as { code?: string }).code,
+      ),
+    );
+    await waitFor(() => srv.requests.filter((r) => r.status === 200).length === 9, 5000, '9 reads served');
+    await waitFor(() => getEventListeners(shutdown.signal, 'abort').length === 5, 5000, 'listeners of the 5 waiting calls');
+    shutdown.abort(new Error('SIGTERM'));
+    const results = await Promise.all(calls);
+    expect(results.filter((r) => r === 'ok')).toHaveLength(9);
+    expect(results.filter((r) => r === 'aborted')).toHaveLength(5);
+    expect(srv.requests).toHaveLength(9);
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
   });
 
   it('a 5xx read is retried through the budget; a 404 is not retried', async () => {
