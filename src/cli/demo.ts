@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import type { CycleSummary } from '../boarding/cycle.js';
-import { buildRuntime, createBoardingDaemon } from '../boarding/wiring.js';
+import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
+import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { UsageError, errorMessage } from '../lib/errors.js';
@@ -15,10 +16,9 @@ import { startSandbox } from '../sandbox/index.js';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
 import { WEBHOOK_PATH } from '../webhooks/app.js';
 import { registerEndpoint } from '../webhooks/registration.js';
-import { createWebhookService } from '../webhooks/service.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from './program.js';
-import { reconcileDaemonJob } from './reconcile.js';
+import { DAEMON_PLUGINS, type DaemonHooks } from './run.js';
 
 /**
  * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
@@ -156,29 +156,31 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string') throw new Error('the sandbox did not return a webhook secret');
   const secret = reg.endpoint.secret;
 
+  // The same composition as `run` (DAEMON_PLUGINS: webhook receiver, endpoint check, nightly
+  // reconcile), over a runtime whose config carries the secret just issued.
+  const live: BoardingRuntime = { ...rt, config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } } };
   let daemonRef: { triggerCycle(reason: string): void } | null = null;
-  let fundedEvents = 0;
-  const svc = createWebhookService({
-    config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } },
-    db: rt.db,
-    platform: rt.platform,
-    logger,
-    clock: ctx.clock,
-    requestCycle: (reason) => daemonRef?.triggerCycle(reason),
-    onFunded: () => {
-      fundedEvents += 1;
-    },
-  });
+  const hooks: DaemonHooks = { triggerCycle: (reason) => daemonRef?.triggerCycle(reason) };
+  const services: DaemonService[] = [];
+  const jobs: DaemonJob[] = [];
+  const onCycles: Array<(summary: CycleSummary) => void> = [];
+  for (const plugin of DAEMON_PLUGINS) {
+    const part = await plugin(live, hooks, ctx);
+    services.push(...(part.services ?? []));
+    jobs.push(...(part.jobs ?? []));
+    if (part.onCycle) onCycles.push(part.onCycle);
+  }
   let cycles = 0;
-  const daemon = createBoardingDaemon(rt, {
-    services: [svc],
-    jobs: [svc.endpointCheckJob, reconcileDaemonJob({ config, platform: rt.platform, db: rt.db, core: rt.core, logger, clock: ctx.clock })],
-    onCycle: (s: CycleSummary) => {
+  const daemon = createBoardingDaemon(live, {
+    services,
+    jobs,
+    onCycle: (summary) => {
       cycles += 1;
-      svc.onCycle(s);
+      for (const f of onCycles) f(summary);
     },
   });
   daemonRef = daemon;
+  const fundedCount = rt.db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = 'loan.funded'");
 
   const admin = async (path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${sandbox.adminUrl}${path}`, {
@@ -195,7 +197,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   say(`  state, core files, reports, log: ${dir}`);
 
   await daemon.start();
-  const base = svc.url() ?? `http://127.0.0.1:${port}`;
+  const base = `http://127.0.0.1:${port}`;
   say(`  metrics: ${base}/metrics   health: ${base}/healthz`);
   say(`  report:  ${base}/reports/latest   (first one after about a minute; files in ${dir}/reports/latest/)`);
   say('  Ctrl-C stops.');
@@ -270,7 +272,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     const c = rt.store.loans.countByState();
     const pending = c.queued + c.fetched + c.mapped + c.written + c.retry_wait;
     status.show(
-      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedEvents} · cycles ${cycles} · reports ${reports}`,
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.get()?.n ?? 0} · cycles ${cycles} · reports ${reports}`,
     );
   };
   const ticker = setInterval(render, 500);

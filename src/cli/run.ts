@@ -5,6 +5,7 @@ import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boa
 import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
 import { webhooksDaemonPlugin } from './webhooks.js';
+import { reconcilePlugin } from './reconcile.js';
 
 /** What a plugin may use: the runtime, and a way to ask for an early queue cycle. */
 export interface DaemonHooks {
@@ -25,7 +26,7 @@ export interface DaemonPluginParts {
 export type DaemonPlugin = (rt: BoardingRuntime, hooks: DaemonHooks, ctx: CliContext) => DaemonPluginParts | Promise<DaemonPluginParts>;
 
 /** Plugins of `run`, in start order. Add yours here (one line). */
-export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin];
+export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin, reconcilePlugin];
 
 export function registerRunCommands(program: Command, ctx: CliContext): void {
   program
