@@ -139,8 +139,11 @@ export function createApp(deps: WebhookAppDeps): Express {
     } else if (type === 'request.aborted') {
       metrics.webhookRejected('bad_request');
       log.warn({ reason: 'aborted' }, 'webhook delivery aborted by the sender');
-    } else {
+    } else if (typeof type === 'string') {
+      // Any other body-reader refusal (bad encoding, malformed chunking…): the sender's fault.
       reject(req, res, 'bad_request', errorMessage(err));
+    } else {
+      next(err);
     }
   });
 
