@@ -68,7 +68,8 @@ export interface BusinessRecord {
   name: string;
   dba?: string;
   entityType?: string;
-  ein: string;
+  /** Digits only; null when a business was created without one. */
+  ein: string | null;
   state?: string;
   naics?: string;
   role: string;

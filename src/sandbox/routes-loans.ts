@@ -266,16 +266,14 @@ function createBusiness(c: RouteContext): RouteResult {
     id: c.state.newId('biz'),
     name: b.name,
     role,
-    ein: (b.ein ?? '000000000').replace('-', ''),
+    ein: b.ein === undefined ? null : b.ein.replace('-', ''),
     ...(b.dba !== undefined ? { dba: b.dba } : {}),
     ...(b.entityType !== undefined ? { entityType: b.entityType } : {}),
     ...(b.state !== undefined ? { state: b.state } : {}),
     ...(b.naics !== undefined ? { naics: b.naics } : {}),
   };
   loan.businesses.push(record);
-  const out = publicBusiness(record, { fullEin: false, withNaics: true });
-  if (b.ein === undefined) out['einLast4'] = null;
-  return ok({ data: out }, 201);
+  return ok({ data: publicBusiness(record, { fullEin: false, withNaics: true }) }, 201);
 }
 
 const ackSchema = z.looseObject({

@@ -165,4 +165,23 @@ describe('boarding queue and acknowledgement', () => {
     expect(page.body.data[1].id).toBe(second.id);
     await h.admin(`/loans/${first.id}/malform`, 'DELETE');
   });
+
+  it('a boarded loan released again gets a new boarding id and can be acknowledged again', async () => {
+    const [item] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
+    const first = await h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:${item.boarding.id}` } });
+    expect(first.status).toBe(200);
+    const released = await h.admin(`/loans/${item.id}/release`, 'POST');
+    expect(released.boarding.id).not.toBe(item.boarding.id);
+    expect(released.boarding.boarded).toBe(false);
+    const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data;
+    expect(queue.at(-1)).toMatchObject({ id: item.id, boarding: { id: released.boarding.id, boarded: false } });
+    const second = await h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:${released.boarding.id}` } });
+    expect(second.status).toBe(200);
+    const c = await h.admin('/counters');
+    expect(c.acks[item.id]).toBe(2);
+    expect(c.ackKeys[item.id]).toEqual([`ack:${item.id}:${item.boarding.id}`, `ack:${item.id}:${released.boarding.id}`]);
+    const internal = await h.admin(`/loans/${item.id}`);
+    expect(internal.boarding).toMatchObject({ id: released.boarding.id, boarded: true });
+    for (const b of internal.businesses) expect(b.ein).toMatch(/^\d{9}$/);
+  });
 });
