@@ -1,10 +1,10 @@
 /**
  * Boarding throughput against the rate budget, and API calls per loan against the minimum.
  *
- *   throughput ratio = loans boarded ÷ the most the budget allows in the same time, where a
- *     loan's cost in reads and writes is counted from the sandbox's counters and a sliding window
- *     of W ms lets at most L × (T/W + 1) requests through in T ms. Printed against the budget the
- *     connector allows itself (platform.rateLimit.headroom, 90 %) and against the documented limit.
+ *   throughput ratio = loans boarded per window ÷ the loans per window the budget allows, where a
+ *     loan's cost in reads and writes is counted from the sandbox's counters. Printed against the
+ *     budget the connector allows itself (platform.rateLimit.headroom, 90 %) and against the
+ *     documented limit, plus a stricter figure that also charges the unused first burst.
  *   call ratio = API calls made ÷ the minimum: one entities read, one documents list, one download
  *     address per document and one acknowledgement per loan, plus one queue page per 100 loans.
  *
@@ -74,19 +74,24 @@ async function main(): Promise<void> {
     const boarded = summary.acknowledged;
     const readsPerLoan = c.byBucket.read / boarded;
     const writesPerLoan = c.byBucket.write / boarded;
-    const windows = elapsed / WINDOW_MS + 1;
-    const bound = (limitR: number, limitW: number): number => Math.min((limitR * windows) / readsPerLoan, (limitW * windows) / writesPerLoan);
     const allowedR = Math.floor(READS * HEADROOM);
     const allowedW = Math.floor(WRITES * HEADROOM);
+    // Loans per window the budget allows, given what a loan costs in reads and writes.
+    const boundPerWindow = (limitR: number, limitW: number): number => Math.min(limitR / readsPerLoan, limitW / writesPerLoan);
+    const perWindow = (boarded / elapsed) * WINDOW_MS;
+    // Stricter: a fresh sliding window lets a full budget through at once, so over T ms at most
+    // L × (T/W + 1) requests can pass; short runs are charged for not using that first burst.
+    const windows = elapsed / WINDOW_MS + 1;
+    const burstBound = (limitR: number, limitW: number): number => boundPerWindow(limitR, limitW) * windows;
     const apiCalls = Object.entries(c.requests).filter(([k]) => k.includes('/public/')).reduce((a, [, n]) => a + n, 0);
     const minimum = boarded * 3 + documents + Math.ceil(boarded / PAGE);
-    const perWindow = (boarded / elapsed) * WINDOW_MS;
 
-    console.log(`loans boarded: ${boarded}/${LOANS} in ${(elapsed / 1000).toFixed(1)} s (window ${WINDOW_MS} ms, budget ${READS} reads + ${WRITES} writes per window, headroom ${HEADROOM})`);
+    console.log(`loans boarded: ${boarded}/${LOANS} in ${(elapsed / 1000).toFixed(1)} s (window ${WINDOW_MS} ms, budget ${READS} reads + ${WRITES} writes per window, headroom ${HEADROOM}, concurrency ${config.boarding.concurrency})`);
     console.log(`per loan: ${readsPerLoan.toFixed(2)} reads, ${writesPerLoan.toFixed(2)} writes (sandbox counters); 429s: ${c.rateLimited}`);
-    console.log(`boarded per window: ${perWindow.toFixed(1)}`);
-    console.log(`throughput ÷ bound of the budget the connector allows itself (${allowedR}/${allowedW}): ${(boarded / bound(allowedR, allowedW)).toFixed(3)}   (target ≥ 0.90)`);
-    console.log(`throughput ÷ bound of the documented budget (${READS}/${WRITES}): ${(boarded / bound(READS, WRITES)).toFixed(3)}`);
+    console.log(`boarded per window: ${perWindow.toFixed(1)}; bound: ${boundPerWindow(allowedR, allowedW).toFixed(1)} with the connector's own budget (${allowedR}/${allowedW}), ${boundPerWindow(READS, WRITES).toFixed(1)} with the documented one (${READS}/${WRITES})`);
+    console.log(`throughput ratio vs the connector's budget: ${(perWindow / boundPerWindow(allowedR, allowedW)).toFixed(3)}   (target ≥ 0.90)`);
+    console.log(`throughput ratio vs the documented budget: ${(perWindow / boundPerWindow(READS, WRITES)).toFixed(3)}   (≤ ${HEADROOM} by design: headroom)`);
+    console.log(`stricter, charging the unused first burst: ${(boarded / burstBound(allowedR, allowedW)).toFixed(3)} (connector's budget), ${(boarded / burstBound(READS, WRITES)).toFixed(3)} (documented)`);
     console.log(`API calls: ${apiCalls}; minimum ${minimum} (${boarded} × (entities + documents + ack) + ${documents} download addresses + ${Math.ceil(boarded / PAGE)} queue page(s)); calls ÷ minimum: ${(apiCalls / minimum).toFixed(3)}   (target 1.00)`);
   } finally {
     await sandbox.close();

@@ -10,7 +10,7 @@ import { CoreRejectedError, CoreUnavailableError, type CoreSystem, type Document
 import type { QuarantineReason } from '../store/loan-states.js';
 import { IllegalTransitionError } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
-import { StaleStateError, type LoanRow } from '../store/loans.js';
+import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
 import { ackKey, payloadHash } from './release.js';
 
@@ -69,11 +69,33 @@ function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason 
   return 'mapping';
 }
 
+/**
+ * One attempt at a loan. The attempt is counted (attempts + 1) on its first transition, in the same
+ * transaction: every SQLite commit is a synchronous fsync that stalls the whole process, so a loan
+ * costs four commits (fetched, mapped, written, acknowledged), not one per bookkeeping step.
+ */
+interface Attempt {
+  n: number;
+  counted: boolean;
+  ackOnly: boolean;
+}
+
 /** Boards one loan from whatever state it was persisted in; never throws for a loan's own failure. */
 export function createLoanBoarder(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
+
+  function transition(att: Attempt, id: string, input: TransitionInput): LoanRow {
+    if (att.counted) return loans.transition(id, input, clock.now());
+    att.counted = true;
+    const detail = input.detail !== undefined && input.detail !== null && typeof input.detail === 'object' ? input.detail : input.detail === undefined ? {} : { value: input.detail };
+    return loans.transition(
+      id,
+      { ...input, patch: { ...input.patch, attempts: att.n }, detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...(detail as object) } },
+      clock.now(),
+    );
+  }
 
   function parseItem(row: LoanRow): QueueItem | null {
     if (row.queueItem === null) return null;
@@ -82,7 +104,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   }
 
   /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
-  async function writeToCore(row: LoanRow, signal: AbortSignal): Promise<LoanRow | BoardOutcome> {
+  async function writeToCore(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow | BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id });
     // A core write may have started for this release (ambiguous timeout, or a crash mid-write): ask
     // the core first, so a committed write is never repeated.
@@ -90,17 +112,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       const found = await core.findLoan(row.id);
       if (found && (row.mappingVersion === null || found.mappingVersion === null || found.mappingVersion === row.mappingVersion)) {
         log.info({ coreReference: found.coreReference }, 'core already holds this loan (earlier write committed): not writing again');
-        return loans.transition(
-          row.id,
-          {
-            to: 'written',
-            expectedFrom: row.state,
-            reason: 'found in core after an uncertain write',
-            detail: { coreReference: found.coreReference },
-            patch: { coreReference: found.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null },
-          },
-          clock.now(),
-        );
+        return transition(att, row.id, {
+          to: 'written',
+          expectedFrom: row.state,
+          reason: 'found in core after an uncertain write',
+          detail: { coreReference: found.coreReference },
+          patch: { coreReference: found.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null },
+          also: () => ensureAckKey(row),
+        });
       }
     }
     let item = parseItem(row);
@@ -115,44 +134,32 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     ]);
     const input = { loan: item, entities, documents };
     const hash = payloadHash(input);
-    let cur = loans.transition(
-      row.id,
-      {
-        to: 'fetched',
-        expectedFrom: row.state,
-        detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length },
-        patch: { payloadHash: hash },
-      },
-      clock.now(),
-    );
+    transition(att, row.id, {
+      to: 'fetched',
+      expectedFrom: row.state,
+      detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length },
+      patch: { payloadHash: hash },
+    });
     const outcome = await mapper.map(input);
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = scrubText(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
-      loans.transition(
-        row.id,
-        {
-          to: 'quarantined',
-          expectedFrom: 'fetched',
-          reason,
-          detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
-          patch: { quarantineReason: reason, lastErrorCode: `mapping.${reason}`, lastErrorMessage: message, mappingVersion: outcome.mappingVersion, nextAttemptAt: null },
-        },
-        clock.now(),
-      );
+      transition(att, row.id, {
+        to: 'quarantined',
+        expectedFrom: 'fetched',
+        reason,
+        detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
+        patch: { quarantineReason: reason, lastErrorCode: `mapping.${reason}`, lastErrorMessage: message, mappingVersion: outcome.mappingVersion, nextAttemptAt: null },
+      });
       log.warn({ reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion }, 'loan quarantined: mapping failed');
       return { kind: 'quarantined', loanId: row.id, reason, message };
     }
-    cur = loans.transition(
-      row.id,
-      {
-        to: 'mapped',
-        expectedFrom: 'fetched',
-        detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length },
-        patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now() },
-      },
-      clock.now(),
-    );
+    transition(att, row.id, {
+      to: 'mapped',
+      expectedFrom: 'fetched',
+      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length },
+      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now() },
+    });
     const receipt = await core.board(
       {
         loanId: row.id,
@@ -173,23 +180,25 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       },
       { signal },
     );
-    cur = loans.transition(
-      row.id,
-      {
-        to: 'written',
-        expectedFrom: 'mapped',
-        detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length },
-        patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null },
-      },
-      clock.now(),
-    );
-    return cur;
+    // The acknowledgement's key is stored with the write it acknowledges: before its first call.
+    return transition(att, row.id, {
+      to: 'written',
+      expectedFrom: 'mapped',
+      detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length },
+      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null },
+      also: () => ensureAckKey(row),
+    });
   }
 
-  async function acknowledge(row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
+  function ensureAckKey(row: LoanRow): void {
+    store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
+  }
+
+  async function acknowledge(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
     const key = ackKey(row.id, row.releaseMarker ?? 'release');
-    // Stored before the call: a crash after the platform committed is replayed with this same key.
-    store.keys.ensure(key, 'ack', row.id, clock.now());
+    // Normally stored with the core write; a loan written by an older version gets it here. Either
+    // way it exists before the first call and every retry, across restarts, reuses it.
+    if (store.keys.get(key) === null) store.keys.ensure(key, 'ack', row.id, clock.now());
     let response: unknown;
     let alreadyBoarded = false;
     try {
@@ -203,57 +212,47 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       alreadyBoarded = true;
     }
     const now = clock.now();
-    store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now);
-    return loans.transition(
-      row.id,
-      {
-        to: 'acknowledged',
-        expectedFrom: row.state,
-        detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
-        patch: { acknowledgedAt: now, boardedAtIso: new Date(now).toISOString(), nextAttemptAt: null, lastErrorCode: null, lastErrorMessage: null, quarantineReason: null },
-      },
-      now,
-    );
+    return transition(att, row.id, {
+      to: 'acknowledged',
+      expectedFrom: row.state,
+      detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
+      patch: { acknowledgedAt: now, boardedAtIso: new Date(now).toISOString(), nextAttemptAt: null, lastErrorCode: null, lastErrorMessage: null, quarantineReason: null },
+      also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
+    });
   }
 
-  function fail(row: LoanRow, code: string, message: string, exhaustedReason: QuarantineReason, detail: unknown): BoardOutcome {
+  function fail(att: Attempt, row: LoanRow, code: string, message: string, exhaustedReason: QuarantineReason, detail: unknown): BoardOutcome {
     const cur = loans.require(row.id);
+    const attempts = att.counted ? cur.attempts : att.n;
     const now = clock.now();
     const msg = scrubText(message).slice(0, 4000);
-    if (cur.attempts >= settings.maxAttempts) {
-      loans.transition(
-        row.id,
-        {
-          to: 'quarantined',
-          reason: exhaustedReason,
-          detail: { ...(detail as object), attempts: cur.attempts },
-          patch: { quarantineReason: exhaustedReason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
-        },
-        now,
-      );
+    if (attempts >= settings.maxAttempts) {
+      transition(att, row.id, {
+        to: 'quarantined',
+        reason: exhaustedReason,
+        detail: { ...(detail as object), attempts, code },
+        patch: { quarantineReason: exhaustedReason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+      });
       return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
     }
-    const nextAttemptAt = now + retryDelayMs(cur.attempts, settings, random);
-    loans.transition(
-      row.id,
-      {
-        to: 'retry_wait',
-        reason: code,
-        detail: { ...(detail as object), nextAttemptAt: new Date(nextAttemptAt).toISOString(), written: cur.writtenAt !== null },
-        patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
-      },
-      now,
-    );
+    const nextAttemptAt = now + retryDelayMs(attempts, settings, random);
+    transition(att, row.id, {
+      to: 'retry_wait',
+      reason: code,
+      detail: { ...(detail as object), nextAttemptAt: new Date(nextAttemptAt).toISOString(), written: cur.writtenAt !== null },
+      patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
+    });
     return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt };
   }
 
-  function quarantine(row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): BoardOutcome {
+  function quarantine(att: Attempt, row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): BoardOutcome {
     const msg = scrubText(message).slice(0, 4000);
-    loans.transition(
-      row.id,
-      { to: 'quarantined', reason, detail, patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null } },
-      clock.now(),
-    );
+    transition(att, row.id, {
+      to: 'quarantined',
+      reason,
+      detail,
+      patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+    });
     return { kind: 'quarantined', loanId: row.id, reason, message: msg };
   }
 
@@ -262,26 +261,25 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
    * checkpoint the next run resumes from.
    */
   async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
-    const before = loans.get(loanId);
-    if (!before || !WORKING.has(before.state)) return { kind: 'not_eligible', loanId, state: before?.state ?? 'unknown' };
-    const ackOnly = before.writtenAt !== null && before.coreReference !== null;
-    let row = loans.beginAttempt(loanId, { from: before.state, ackOnly }, clock.now());
-    let phase: 'core' | 'ack' = ackOnly ? 'ack' : 'core';
+    let row = loans.get(loanId);
+    if (!row || !WORKING.has(row.state)) return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
+    const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: row.writtenAt !== null && row.coreReference !== null };
+    let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
     try {
-      if (!ackOnly) {
-        const written = await writeToCore(row, signal);
+      if (!att.ackOnly) {
+        const written = await writeToCore(att, row, signal);
         if ('kind' in written) return written;
         row = written;
       }
       phase = 'ack';
-      await acknowledge(row, signal);
-      return { kind: 'acknowledged', loanId, ackOnly };
+      await acknowledge(att, row, signal);
+      return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
     } catch (err) {
-      return classifyFailure(loans.require(loanId), err, phase, signal);
+      return classifyFailure(att, loans.require(loanId), err, phase, signal);
     }
   }
 
-  function classifyFailure(row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): BoardOutcome {
+  function classifyFailure(att: Attempt, row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): BoardOutcome {
     const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
     if (err instanceof IllegalTransitionError) throw err;
     if (err instanceof StaleStateError) {
@@ -294,12 +292,12 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     }
     if (err instanceof CoreRejectedError) {
       log.warn({ status: err.status }, 'core rejected the loan');
-      return quarantine(row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
+      return quarantine(att, row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
     }
     if (err instanceof CoreUnavailableError) {
       const code = err.ambiguous ? 'core.ambiguous' : 'core.unavailable';
       log.warn({ code, err: err.message }, 'core unavailable; will retry (checking the core first)');
-      return fail(row, code, err.message, err.ambiguous ? 'ambiguous' : 'retries_exhausted', { phase });
+      return fail(att, row, code, err.message, err.ambiguous ? 'ambiguous' : 'retries_exhausted', { phase });
     }
     if (isPlatformError(err)) {
       if (err.fatal) {
@@ -313,22 +311,22 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       }
       if (err.code === 'aborted') {
         // Aborted without our shutdown signal: treat like a transient failure.
-        return fail(row, 'platform.aborted', err.message, 'retries_exhausted', { phase });
+        return fail(att, row, 'platform.aborted', err.message, 'retries_exhausted', { phase });
       }
       if (err.code === 'download.too_large') {
-        return quarantine(row, 'validation', err.code, err.message, err.toJSON());
+        return quarantine(att, row, 'validation', err.code, err.message, err.toJSON());
       }
       if (err.retryable || err.code.startsWith('download.') || err.code === 'response.invalid' || err.code === 'unknown') {
         log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
-        return fail(row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
+        return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
       }
       // A 4xx that no retry will change.
       const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : 'validation';
       log.warn({ code: err.code, status: err.status, reason }, 'platform refused a request for this loan');
-      return quarantine(row, reason, `platform.${err.code}`, err.message, err.toJSON());
+      return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
     }
     log.error({ err }, 'unexpected error while boarding; will retry');
-    return fail(row, 'internal', errorMessage(err), 'retries_exhausted', { phase });
+    return fail(att, row, 'internal', errorMessage(err), 'retries_exhausted', { phase });
   }
 
   return { board };

@@ -181,9 +181,16 @@ export function createCycleRunner(deps: CycleDeps) {
         inFlight.add(row.id);
         attempted.add(row.id);
         summary.attempted += 1;
+        // A signal per loan: the HTTP and file layers hang listeners on it, and they go away with
+        // the loan instead of piling up on one process-long signal.
+        const loanAbort = new AbortController();
+        const relay = (): void => loanAbort.abort(abort.reason);
+        if (abort.aborted) relay();
+        else abort.addEventListener('abort', relay, { once: true });
         try {
-          tally(summary, await boarder.board(row.id, abort));
+          tally(summary, await boarder.board(row.id, loanAbort.signal));
         } finally {
+          abort.removeEventListener('abort', relay);
           inFlight.delete(row.id);
         }
       }

@@ -107,6 +107,8 @@ export interface TransitionInput {
   detail?: unknown;
   actor?: string;
   kind?: 'transition' | 'ops' | 'release';
+  /** More writes that must commit with this transition (e.g. an idempotency key row). */
+  also?: () => void;
 }
 
 /** Someone else moved the loan first (an operator, another cycle): the caller drops its step. */
@@ -304,6 +306,7 @@ export function createLoanStore(db: Db): LoanStore {
     assertTransition(id, from, input.to);
     applyPatch(id, input.patch ?? {}, { state: input.to }, now);
     event(id, now, input.kind ?? 'transition', from, input.to, input.actor, input.reason, input.detail);
+    input.also?.();
     return require(id);
   });
 
