@@ -63,3 +63,21 @@ export async function exists(path: string): Promise<boolean> {
     throw err;
   }
 }
+
+/**
+ * Replaces several files of one directory: all temp files are written and fsynced concurrently,
+ * then renamed, then the directory is fsynced once. Each file is replaced atomically (readers see
+ * the old or the new content); the set is not atomic as a whole.
+ */
+export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonly [name: string, data: string | Uint8Array]>): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const staged = files.map(([name, data]) => ({ tmp: join(dir, `.tmp-${uniqueSuffix()}`), path: join(dir, name), data }));
+  try {
+    await Promise.all(staged.map((f) => writeFileSynced(f.tmp, f.data)));
+    for (const f of staged) await rename(f.tmp, f.path);
+  } catch (err) {
+    await Promise.all(staged.map((f) => rm(f.tmp, { force: true })));
+    throw err;
+  }
+  await fsyncDir(dir);
+}

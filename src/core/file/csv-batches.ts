@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { Logger } from '../../lib/logger.js';
 import type { MappedRecord } from '../../mapping/types.js';
-import { exists, writeFileAtomic } from '../durable-fs.js';
+import { exists, writeFileAtomic, writeFileSynced, writeFilesAtomic } from '../durable-fs.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeId } from '../safe-name.js';
 
@@ -17,8 +17,9 @@ import { safeId } from '../safe-name.js';
  * are regenerated from those row files. Boarding the same loan again overwrites its row file, so
  * it can never appear twice. A loan stays in the day it was first boarded (the caller passes that
  * day), so a core that imports each day's batch once never receives a loan in two batches.
- * A `.dirty` marker written before the row file and removed after regeneration lets `recover()`
- * finish a regeneration a crash interrupted.
+ * A `.rows/.dirty` marker written before the row file and removed after regeneration lets
+ * `recover()` finish a regeneration a crash interrupted. Rows are read from disk once per day and
+ * kept in memory, so a board costs a few fsyncs, not a re-read of the whole day.
  */
 
 export interface BatchRow {
@@ -35,6 +36,7 @@ const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
 export class CsvBatches {
   /** Regenerations of one day are serialised: a slower, older one must not overwrite a newer one. */
   private readonly lock = new KeyedLock();
+  private readonly cache = new Map<string, Map<string, BatchRow>>();
 
   constructor(
     private readonly root: string,
@@ -49,9 +51,12 @@ export class CsvBatches {
   async record(day: string, row: BatchRow): Promise<void> {
     const dir = this.dayDir(day);
     await this.lock.run(day, async () => {
+      const rows = await this.rowsOf(day);
       await mkdir(join(dir, ROWS), { recursive: true });
-      await writeFileAtomic(join(dir, DIRTY), '');
+      // The marker sits next to the rows: the row's atomic write fsyncs that directory, making both durable.
+      await writeFileSynced(join(dir, ROWS, DIRTY), '');
       await writeFileAtomic(join(dir, ROWS, `${safeId(row.loanId)}.json`), `${JSON.stringify(row)}\n`);
+      rows.set(row.loanId, row);
       await this.regenerateUnlocked(day);
     });
   }
@@ -61,7 +66,7 @@ export class CsvBatches {
     if (!(await exists(this.root))) return;
     for (const day of await readdir(this.root)) {
       if (!DAY_RE.test(day)) continue;
-      if (await exists(join(this.root, day, DIRTY))) {
+      if (await exists(join(this.root, day, ROWS, DIRTY))) {
         this.logger.warn({ day }, 'regenerating a CSV batch left incomplete by a crash');
         await this.regenerate(day);
       }
@@ -74,12 +79,7 @@ export class CsvBatches {
 
   private async regenerateUnlocked(day: string): Promise<void> {
     const dir = this.dayDir(day);
-    await mkdir(join(dir, ROWS), { recursive: true });
-    const rows: BatchRow[] = [];
-    for (const f of (await readdir(join(dir, ROWS))).sort()) {
-      if (!f.endsWith('.json')) continue;
-      rows.push(JSON.parse(await readFile(join(dir, ROWS, f), 'utf8')) as BatchRow);
-    }
+    const rows = [...(await this.rowsOf(day)).values()];
     rows.sort((a, b) => (a.loanId < b.loanId ? -1 : a.loanId > b.loanId ? 1 : 0));
 
     const byType = new Map<string, Array<{ row: BatchRow; rec: MappedRecord }>>();
@@ -92,7 +92,7 @@ export class CsvBatches {
     }
 
     const control: string[][] = [];
-    const written = new Set<string>();
+    const outputs: Array<[string, string]> = [];
     let totalRecords = 0;
     const allLoans = new Map<string, string | null>();
     for (const [type, items] of [...byType.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -101,8 +101,7 @@ export class CsvBatches {
       const header = ['loan_id', 'record_type', 'external_id', ...keys];
       const body = items.map(({ row, rec }) => [row.loanId, rec.type, rec.externalId, ...keys.map((k) => cell(rec.fields[k]))]);
       const text = stringify([header, ...body], { record_delimiter: 'unix' });
-      await writeFileAtomic(join(dir, file), text);
-      written.add(file);
+      outputs.push([file, text]);
       const loans = new Map(items.map((i) => [i.row.loanId, i.row.principalCents]));
       for (const [id, p] of loans) allLoans.set(id, p);
       totalRecords += items.length;
@@ -113,12 +112,38 @@ export class CsvBatches {
       [['batch_date', 'file', 'record_type', 'record_count', 'loan_count', 'principal_total_cents', 'sha256'], ...control],
       { record_delimiter: 'unix' },
     );
+    await writeFilesAtomic(dir, outputs);
     // A type no loan of the day has any more (a re-board changed the mapping): drop its stale file.
+    const written = new Set(outputs.map(([f]) => f));
     for (const f of await readdir(dir)) {
       if (f.endsWith('.csv') && f !== 'control.csv' && !written.has(f)) await unlink(join(dir, f));
     }
+    // The control file last: when it is there, the files it describes are.
     await writeFileAtomic(join(dir, 'control.csv'), controlText);
-    await rm(join(dir, DIRTY), { force: true });
+    // Not fsynced: if the removal is lost in a crash, recovery regenerates once more (harmless).
+    await rm(join(dir, ROWS, DIRTY), { force: true });
+  }
+
+  /** The day's rows, read from `.rows/` once and then kept current in memory (a few recent days). */
+  private async rowsOf(day: string): Promise<Map<string, BatchRow>> {
+    let rows = this.cache.get(day);
+    if (rows === undefined) {
+      rows = new Map();
+      const rowsDir = join(this.dayDir(day), ROWS);
+      await mkdir(rowsDir, { recursive: true });
+      for (const f of await readdir(rowsDir)) {
+        if (!f.endsWith('.json')) continue;
+        const row = JSON.parse(await readFile(join(rowsDir, f), 'utf8')) as BatchRow;
+        rows.set(row.loanId, row);
+      }
+      this.cache.set(day, rows);
+      while (this.cache.size > 3) {
+        const oldest = [...this.cache.keys()].sort()[0];
+        if (oldest === undefined) break;
+        this.cache.delete(oldest);
+      }
+    }
+    return rows;
   }
 }
 

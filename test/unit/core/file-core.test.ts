@@ -199,10 +199,10 @@ describe('FileCore CSV batches', () => {
     // Crash after the row file, before regeneration: the CSV lacks loan_2.
     const row = JSON.parse(await readFile(join(dayDir, '.rows', 'loan_1.json'), 'utf8'));
     await writeFile(join(dayDir, '.rows', 'loan_2.json'), JSON.stringify({ ...row, loanId: 'loan_2', records: loanRecords('loan_2') }));
-    await writeFile(join(dayDir, '.dirty'), '');
+    await writeFile(join(dayDir, '.rows', '.dirty'), '');
     await core().health();
     expect((await csv('2025-03-14', 'loan.csv')).length).toBe(3);
-    expect(existsSync(join(dayDir, '.dirty'))).toBe(false);
+    expect(existsSync(join(dayDir, '.rows', '.dirty'))).toBe(false);
   });
 
   it('can be switched off', async () => {
