@@ -9,6 +9,7 @@ import type { WebhookInbox } from './inbox.js';
 import { createInboxWriter } from './inbox-writer.js';
 import { createConnectorMetrics, type ConnectorMetrics } from './metrics.js';
 import { runReadiness, type ReadinessCheck } from './readiness.js';
+import { createLogThrottle } from './log-throttle.js';
 import { latestReportFile } from './reports-route.js';
 import { REJECT_STATUS, createVerifier, unusableSecrets, type RejectReason } from './signature.js';
 
@@ -56,11 +57,19 @@ export function createApp(deps: WebhookAppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
 
+  const throttle = createLogThrottle();
   const reject = (req: Request, res: Response, reason: RejectReason, detail: string): void => {
     metrics.webhookRejected(reason);
     const status = REJECT_STATUS[reason];
-    // The reason stays in our log; the sender only learns the status.
-    log.warn({ reason, detail, status, remote: req.socket.remoteAddress, contentLength: req.headers['content-length'] }, 'webhook delivery rejected');
+    // The reason stays in our log; the sender only learns the status. Every rejection is counted
+    // in the metrics; the log gets at most 20 lines per reason and minute.
+    const suppressed = throttle.admit(reason, clock.now());
+    if (suppressed !== null) {
+      log.warn(
+        { reason, detail, status, remote: req.socket.remoteAddress, contentLength: req.headers['content-length'], ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) },
+        'webhook delivery rejected',
+      );
+    }
     res.status(status).json({ error: GENERIC[status] ?? 'rejected' });
   };
 
