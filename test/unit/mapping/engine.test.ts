@@ -232,3 +232,18 @@ describe('fast path', () => {
     }
   });
 });
+
+describe('regressions', () => {
+  it('fineract document description: a null period or requirement is left out, not a $join error', async () => {
+    const mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/fineract'), { allowLast4Tin: true });
+    const out = await mapper.map(
+      input(
+        { type: 'business', centsAmount: 100, monthsTerm: 12, paymentFrequency: 'monthly', rateType: 'fixed', bpsRate: 500, closeDate: '2025-03-14T15:00:00Z', applicationDate: '2025-03-01T15:00:00Z' },
+        { businesses: [{ id: 'B1', name: 'Acme', einLast4: '1234', role: 'borrower' }] },
+        [{ id: 'D1', name: 'a.pdf', category: 'legal', period: null, requirement: null }],
+      ),
+    );
+    expect(out).toMatchObject({ ok: true });
+    if (out.ok) expect(out.records.find((r) => r.type === 'document')?.fields['description']).toBe('legal');
+  });
+});
