@@ -89,10 +89,11 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   function transition(att: Attempt, id: string, input: TransitionInput): LoanRow {
     if (att.counted) return loans.transition(id, input, clock.now());
     att.counted = true;
-    const detail = input.detail !== undefined && input.detail !== null && typeof input.detail === 'object' ? input.detail : input.detail === undefined ? {} : { value: input.detail };
+    const d = input.detail;
+    const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
     return loans.transition(
       id,
-      { ...input, patch: { ...input.patch, attempts: att.n }, detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...(detail as object) } },
+      { ...input, patch: { ...input.patch, attempts: att.n }, detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail } },
       clock.now(),
     );
   }
