@@ -4,7 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import { emptyCounters } from './counters.js';
 import type { FaultInjector, FaultRule } from './faults.js';
 import { makeKey, PERMISSIONS } from './keys.js';
-import { LOAN_STATUSES, MALFORMATIONS, type LoanRecord } from './model.js';
+import { LOAN_STATUSES, MALFORMATIONS, WEBHOOK_EVENT_TYPES, type LoanRecord } from './model.js';
 import type { RateLimiter } from './rate-limit.js';
 import { publicBoarding, publicDocument, queueItem } from './serialize.js';
 import type { SandboxState } from './state.js';
@@ -225,6 +225,11 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     res.json(limiter.settings);
   });
 
+  r.post('/events', (req, res) => {
+    const b = parse(z.strictObject({ type: z.enum(WEBHOOK_EVENT_TYPES), data: z.record(z.string(), z.unknown()).optional(), org: z.string().min(1).optional() }), req.body);
+    const event = state.emit(b.type, b.data ?? {}, b.org);
+    res.status(201).json({ id: event.id, type: event.type, createdAt: event.createdAt });
+  });
   r.get('/webhooks/deliveries', async (req, res) => {
     // ?wait=true: answer once no delivery (or retry backoff) is pending.
     if (req.query['wait'] === 'true') await sender.idle();

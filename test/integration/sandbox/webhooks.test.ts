@@ -137,4 +137,20 @@ describe('webhook endpoints and deliveries', () => {
       await rx.close();
     }
   });
+
+  it('admin can emit an arbitrary event to subscribed endpoints', async () => {
+    const rx = await receiver();
+    try {
+      const created = await h.api('/public/v1/webhook-endpoints', { method: 'POST', body: { name: 'any', url: rx.url, subscribedEvents: ['loan.funded'] } });
+      const e = await h.admin('/events', 'POST', { type: 'loan.funded', data: { loanId: 'ln_unknown', extra: [1, 2] } });
+      await h.admin('/events', 'POST', { type: 'document.signed', data: {} }); // not subscribed
+      await h.admin('/webhooks/deliveries?wait=true');
+      expect(rx.got).toHaveLength(1);
+      const body = JSON.parse(rx.got[0]!.body);
+      expect(body).toMatchObject({ id: e.id, type: 'loan.funded', data: { loanId: 'ln_unknown', extra: [1, 2] } });
+      await h.api(`/public/v1/webhook-endpoints/${created.body.data.id}`, { method: 'PATCH', body: { status: 'disabled' } });
+    } finally {
+      await rx.close();
+    }
+  });
 });
