@@ -86,6 +86,8 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     reportsDir: deps.config.reports.dir,
   });
   let server: RunningServer | null = null;
+  let firstCheck: Promise<void> = Promise.resolve();
+  const stopping = new AbortController();
   const backfill = createFundedTimeBackfill(deps.db, inbox);
 
   return {
@@ -99,11 +101,17 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       await processor.start();
       server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port);
       logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secretCount: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
+      // Check our endpoint once now rather than only at the first endpointCheck tick (up to 15 min).
+      if (deps.config.webhooks.publicUrl) {
+        firstCheck = checkEndpoints(deps.platform, deps.config, logger, { watch: endpointWatch, clock, signal: stopping.signal }).then(() => undefined);
+      }
     },
     async stop() {
+      stopping.abort(new Error('webhook service stopping'));
       await server?.close();
       server = null;
       await processor.stop();
+      await firstCheck;
     },
     endpointCheckJob: {
       name: 'endpointCheck',
