@@ -90,6 +90,7 @@ function errorResult(err: unknown, logger: Logger): RouteResult {
 /** Everything under /api: address, route, auth, rate limit, faults, idempotency, handler. */
 export function createPublicApiHandler(deps: PublicApiDeps) {
   const { state, limiter, faults, logger } = deps;
+  const inFlight = new Set<string>();
   return async (req: Request, res: Response): Promise<void> => {
     const headers: Record<string, string> = {};
     const address = parseAddress(req.path);
@@ -143,47 +144,57 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
         }
       }
 
-      const fault = faults.decide(routeKey);
-      if (fault.latencyMs > 0) {
-        state.counters.faults.delayed += 1;
-        await new Promise((r) => setTimeout(r, fault.latencyMs));
-      }
-      if (fault.action === 'reset') {
-        state.counters.faults.resets += 1;
-        req.socket.destroy();
-        return;
-      }
-      if (fault.action === '5xx') {
-        state.counters.faults.injected5xx += 1;
-        send(res, { status: 503, body: { code: 'service.unavailable', message: 'injected fault: service unavailable' } }, headers);
-        return;
-      }
-
-      let result: RouteResult;
       const scopeKey = idempotencyKey !== null ? `${key.orgId}\n${idempotencyKey}` : null;
       const fingerprint = createHash('sha256').update(`${route.method} ${address.rest}\n${raw}`).digest('hex');
-      const stored = scopeKey !== null ? state.idempotency.get(scopeKey) : undefined;
-      if (stored) {
-        if (stored.fingerprint !== fingerprint) {
-          throw apiError(422, 'idempotency.key_reused', 'this Idempotency-Key was already used for a different request');
-        }
-        state.counters.idempotentReplays += 1;
-        result = { status: stored.status, body: stored.body, headers: { 'Idempotent-Replayed': 'true' } };
-      } else {
-        try {
-          result = await route.handler({ req, params, query: firstValues(req.originalUrl), body, key, legacy: address.legacy, state, blobs: deps.blobs, options: deps.options, idempotencyKey });
-        } catch (err) {
-          result = errorResult(err, logger);
-        }
-        // Only successes are stored: a refused request may be retried with the same key.
-        if (scopeKey !== null && result.status < 300) state.idempotency.set(scopeKey, { fingerprint, status: result.status, body: result.body });
+      // A retry that arrives while the first request with its key is still running (e.g. under
+      // injected latency) must not run the operation a second time.
+      if (scopeKey !== null && inFlight.has(scopeKey)) {
+        throw apiError(409, 'idempotency.in_progress', 'a request with this Idempotency-Key is still being processed; retry later');
       }
-      if (fault.action === 'resetAfterCommit') {
-        state.counters.faults.resetsAfterCommit += 1;
-        req.socket.destroy();
-        return;
+      if (scopeKey !== null) inFlight.add(scopeKey);
+      try {
+        const fault = faults.decide(routeKey);
+        if (fault.latencyMs > 0) {
+          state.counters.faults.delayed += 1;
+          await new Promise((r) => setTimeout(r, fault.latencyMs));
+        }
+        if (fault.action === 'reset') {
+          state.counters.faults.resets += 1;
+          req.socket.destroy();
+          return;
+        }
+        if (fault.action === '5xx') {
+          state.counters.faults.injected5xx += 1;
+          send(res, { status: 503, body: { code: 'service.unavailable', message: 'injected fault: service unavailable' } }, headers);
+          return;
+        }
+
+        let result: RouteResult;
+        const stored = scopeKey !== null ? state.idempotency.get(scopeKey) : undefined;
+        if (stored) {
+          if (stored.fingerprint !== fingerprint) {
+            throw apiError(422, 'idempotency.key_reused', 'this Idempotency-Key was already used for a different request');
+          }
+          state.counters.idempotentReplays += 1;
+          result = { status: stored.status, body: stored.body, headers: { 'Idempotent-Replayed': 'true' } };
+        } else {
+          try {
+            result = await route.handler({ req, params, query: firstValues(req.originalUrl), body, key, legacy: address.legacy, state, blobs: deps.blobs, options: deps.options, idempotencyKey });
+          } catch (err) {
+            result = errorResult(err, logger);
+          }
+          // Only successes are stored: a refused request may be retried with the same key.
+          if (scopeKey !== null && result.status < 300) state.idempotency.set(scopeKey, { fingerprint, status: result.status, body: result.body });
+        }
+        if (fault.action === 'resetAfterCommit') {
+          state.counters.faults.resetsAfterCommit += 1;
+          req.socket.destroy();
+          return;
+        }
+        send(res, result, headers);
+      } finally {
+        if (scopeKey !== null) inFlight.delete(scopeKey);
       }
-      send(res, result, headers);
     } catch (err) {
       send(res, errorResult(err, logger), headers);
     }

@@ -50,4 +50,25 @@ describe('fault injection', () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toContain('status5xxRate');
   });
+
+  it('a retry that overlaps the first request with the same Idempotency-Key gets 409 idempotency.in_progress, and the ack happens once', async () => {
+    const [item] = (await h.admin('/loans?released=true&boarded=false')).data;
+    await h.admin('/faults', 'PUT', { rules: [{ route: 'POST /public/v1/loans/:id/boarding', latencyMs: 300, count: 1 }] });
+    const send = () => h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:slow` } });
+    const first = send();
+    // Poll until the first request is being held, then send the overlapping retry.
+    const deadline = Date.now() + 5_000;
+    while ((await h.admin('/counters')).faults.delayed < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    const overlap = await send();
+    expect(overlap.status).toBe(409);
+    expect(overlap.body.code).toBe('idempotency.in_progress');
+    expect((await first).status).toBe(200);
+    const replay = await send();
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    const c = await h.admin('/counters');
+    expect(c.acks[item.id]).toBe(1);
+    expect(c.duplicateAcks[item.id]).toBeUndefined();
+    await h.admin('/faults', 'DELETE');
+  });
 });
