@@ -9,6 +9,10 @@ import { dirname, join } from 'node:path';
  * missing file behind a rename that "happened".
  */
 
+/** Packages and batches hold tax ids and documents: owner and group only (the umask may narrow further). */
+export const FILE_MODE = 0o640;
+export const DIR_MODE = 0o750;
+
 export async function fsyncPath(path: string): Promise<void> {
   const fh = await open(path, constants.O_RDONLY);
   try {
@@ -26,7 +30,7 @@ export const fsyncDir = fsyncPath;
 
 /** Writes a file and fsyncs it (the caller fsyncs the directory once for many files). */
 export async function writeFileSynced(path: string, data: string | Uint8Array): Promise<void> {
-  const fh = await open(path, 'w', 0o644);
+  const fh = await open(path, 'w', FILE_MODE);
   try {
     await fh.writeFile(data);
     await fh.sync();
@@ -42,7 +46,7 @@ export function uniqueSuffix(): string {
 /** Replaces one file atomically: temp file in the same directory, fsync, rename, fsync dir. */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: DIR_MODE });
   const tmp = join(dir, `.tmp-${uniqueSuffix()}`);
   try {
     await writeFileSynced(tmp, data);
@@ -70,7 +74,7 @@ export async function exists(path: string): Promise<boolean> {
  * the old or the new content); the set is not atomic as a whole.
  */
 export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonly [name: string, data: string | Uint8Array]>): Promise<void> {
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: DIR_MODE });
   const staged = files.map(([name, data]) => ({ tmp: join(dir, `.tmp-${uniqueSuffix()}`), path: join(dir, name), data }));
   try {
     await Promise.all(staged.map((f) => writeFileSynced(f.tmp, f.data)));

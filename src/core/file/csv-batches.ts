@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import type { Logger } from '../../lib/logger.js';
 import type { MappedRecord } from '../../mapping/types.js';
-import { exists, writeFileAtomic, writeFileSynced, writeFilesAtomic } from '../durable-fs.js';
+import { DIR_MODE, exists, writeFileAtomic, writeFileSynced, writeFilesAtomic } from '../durable-fs.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeId } from '../safe-name.js';
 
@@ -52,7 +52,7 @@ export class CsvBatches {
     const dir = this.dayDir(day);
     await this.lock.run(day, async () => {
       const rows = await this.rowsOf(day);
-      await mkdir(join(dir, ROWS), { recursive: true });
+      await mkdir(join(dir, ROWS), { recursive: true, mode: DIR_MODE });
       // The marker sits next to the rows: the row's atomic write fsyncs that directory, making both durable.
       await writeFileSynced(join(dir, ROWS, DIRTY), '');
       await writeFileAtomic(join(dir, ROWS, `${safeId(row.loanId)}.json`), `${JSON.stringify(row)}\n`);
@@ -130,7 +130,7 @@ export class CsvBatches {
     if (rows === undefined) {
       rows = new Map();
       const rowsDir = join(this.dayDir(day), ROWS);
-      await mkdir(rowsDir, { recursive: true });
+      await mkdir(rowsDir, { recursive: true, mode: DIR_MODE });
       for (const f of await readdir(rowsDir)) {
         if (!f.endsWith('.json')) continue;
         const row = JSON.parse(await readFile(join(rowsDir, f), 'utf8')) as BatchRow;

@@ -16,7 +16,7 @@ import {
   type CoreReceipt,
   type CoreSystem,
 } from '../port.js';
-import { exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
+import { DIR_MODE, FILE_MODE, exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { CsvBatches } from './csv-batches.js';
@@ -68,7 +68,7 @@ export class FileCore implements CoreSystem {
 
   private ready(): Promise<void> {
     this.readied ??= (async () => {
-      for (const d of [this.packagesDir, this.stagingDir, this.trashDir]) await mkdir(d, { recursive: true });
+      for (const d of [this.packagesDir, this.stagingDir, this.trashDir]) await mkdir(d, { recursive: true, mode: DIR_MODE });
       // Nothing is in progress yet: every staging directory is a crash leftover.
       for (const e of await readdir(this.stagingDir)) await rm(join(this.stagingDir, e), { recursive: true, force: true });
       const names = new Set((await readdir(this.trashDir)).map(nameOfAside));
@@ -120,7 +120,7 @@ export class FileCore implements CoreSystem {
     const now = new Date(this.clock.now());
     const createdAt = now.toISOString();
     const staging = join(this.stagingDir, `${name}.${uniqueSuffix()}`);
-    await mkdir(join(staging, 'documents'), { recursive: true });
+    await mkdir(join(staging, 'documents'), { recursive: true, mode: DIR_MODE });
     let manifest: PackageManifest;
     try {
       const files: PackageManifest['files'] = [];
@@ -231,7 +231,7 @@ export class FileCore implements CoreSystem {
   ): Promise<{ sha256: string; bytes: number; contentType: string | null }> {
     const hash = createHash('sha256');
     let bytes = 0;
-    const file = createWriteStream(path, { flags: 'wx', mode: 0o644, flush: true });
+    const file = createWriteStream(path, { flags: 'wx', mode: FILE_MODE, flush: true });
     const tee = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         hash.update(chunk);

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -48,6 +48,10 @@ describe('FileCore packages', () => {
     expect(m).toMatchObject({ loanId: 'loan_1', mappingVersion: 'map-v1', connectorVersion: '0.1.0', batchDate: '2025-03-14', source: { centsAmount: 125000050 } });
     expect(m?.documents[0]).toMatchObject({ documentId: 'doc_1', name: 'Tax Return 2024.pdf', category: 'financials', period: '2024', requirement: { id: 'req_1' } });
     expect(await readFile(join(pdir, 'documents', 'doc_1__Tax Return 2024.pdf'))).toEqual(PDF);
+    // Tax ids and documents: nothing is readable by other users of the machine.
+    for (const p of [pdir, join(pdir, 'records.json'), join(pdir, 'documents', 'doc_1__Tax Return 2024.pdf')]) {
+      expect((await stat(p)).mode & 0o007).toBe(0);
+    }
     const records = JSON.parse(await readFile(join(pdir, 'records.json'), 'utf8'));
     expect(records.records).toHaveLength(3);
     expect(await c.findLoan('loan_1')).toEqual({ coreReference: 'packages/loan_1', loanExternalId: 'loan_1', mappingVersion: 'map-v1', fields: pkg.source });
