@@ -61,31 +61,48 @@ export interface EngineOptions {
   fastPath?: boolean;
 }
 
-async function evaluate(ce: CompiledExpression, context: unknown, bindings: Bindings, fastPath = true): Promise<unknown> {
+function failureOf(ce: CompiledExpression, err: unknown): Failure {
+  const position = (err as { position?: unknown }).position;
+  const call = typeof position === 'number' ? ce.info.calls.get(position) : undefined;
+  if (err instanceof HelperIssue) {
+    const argPath = call && err.argIndex !== null ? call.argPaths[err.argIndex] : undefined;
+    return new Failure(err.code, err.message, call?.start ?? null, argPath ?? ce.info.firstPath);
+  }
+  const e = err as { message?: unknown; code?: unknown };
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  const code = typeof e.code === 'string' ? ` [${e.code}]` : '';
+  return new Failure('mapping', `expression failed${code}: ${message}`, call?.start ?? (typeof position === 'number' ? Math.max(0, position - 1) : null), ce.info.firstPath);
+}
+
+async function evaluateJsonata(ce: CompiledExpression, context: unknown, bindings: Bindings): Promise<unknown> {
   try {
-    if (fastPath && ce.fast) {
-      const v = ce.fast(context, bindings);
-      if (v !== FALLBACK) return v;
-    }
     return await ce.expr.evaluate(context, bindings);
   } catch (err) {
-    const position = (err as { position?: unknown }).position;
-    const call = typeof position === 'number' ? ce.info.calls.get(position) : undefined;
-    if (err instanceof HelperIssue) {
-      const argPath = call && err.argIndex !== null ? call.argPaths[err.argIndex] : undefined;
-      throw new Failure(err.code, err.message, call?.start ?? null, argPath ?? ce.info.firstPath);
-    }
-    const e = err as { message?: unknown; code?: unknown };
-    const message = typeof e.message === 'string' ? e.message : String(err);
-    const code = typeof e.code === 'string' ? ` [${e.code}]` : '';
-    throw new Failure('mapping', `expression failed${code}: ${message}`, call?.start ?? (typeof position === 'number' ? Math.max(0, position - 1) : null), ce.info.firstPath);
+    throw failureOf(ce, err);
   }
+}
+
+/**
+ * The value, synchronously when the direct evaluator handles it (most fields: no promise, no
+ * microtask), else a promise of JSONata's result. Failures are thrown as Failure either way.
+ */
+function evaluate(ce: CompiledExpression, context: unknown, bindings: Bindings, fastPath: boolean): unknown {
+  if (fastPath && ce.fast) {
+    let v: unknown;
+    try {
+      v = ce.fast(context, bindings);
+    } catch (err) {
+      throw failureOf(ce, err);
+    }
+    if (v !== FALLBACK) return v;
+  }
+  return evaluateJsonata(ce, context, bindings);
 }
 
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
 export function createMapper(mapping: CompiledMapping, version: string, engineOptions: EngineOptions = {}): Mapper {
   const fastPath = engineOptions.fastPath ?? true;
-  const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> => evaluate(ce, context, b, fastPath);
+  const run = (ce: CompiledExpression, context: unknown, b: Bindings): unknown => evaluate(ce, context, b, fastPath);
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
   const baseDefaults = Object.freeze({ ...mapping.defaults });
   for (const [productId, o] of mapping.overrides) defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
@@ -134,7 +151,8 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
       let single = false;
       if (target.forEach) {
         try {
-          const r = await run(target.forEach, root, bindings);
+          let r = run(target.forEach, root, bindings);
+          if (r instanceof Promise) r = await r;
           single = r !== null && typeof r === 'object' && !Array.isArray(r);
           items = toPlainItems(r);
         } catch (err) {
@@ -163,7 +181,9 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
             continue;
           }
           try {
-            b[l.name] = toPlain(await run(l.expr, item, b), l.name);
+            let v = run(l.expr, item, b);
+            if (v instanceof Promise) v = await v;
+            b[l.name] = toPlain(v, l.name);
           } catch (err) {
             failedLets.add(l.name);
             issues.push(issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)));
@@ -173,7 +193,8 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
         for (const c of target.checks) {
           if (skip(c.expr)) continue;
           try {
-            const v = await run(c.expr, item, b);
+            let v = run(c.expr, item, b);
+            if (v instanceof Promise) v = await v;
             if (v === false) throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
           } catch (err) {
             issues.push(issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)));
@@ -181,7 +202,8 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
         }
         let externalId: string | undefined;
         try {
-          const v = await run(target.externalId, item, b);
+          let v = run(target.externalId, item, b);
+          if (v instanceof Promise) v = await v;
           if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v))) externalId = String(v);
           else throw new Failure('validation', `externalId must be a non-empty string, got ${describe(v)}`, null, target.externalId.info.firstPath);
         } catch (err) {
@@ -193,7 +215,9 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
           if (skip(ce)) continue;
           const where: Where = { target: target.name, field: field.name, itemPath };
           try {
-            const value = toPlain(await run(ce, item, b), field.name);
+            let raw = run(ce, item, b);
+            if (raw instanceof Promise) raw = await raw;
+            const value = toPlain(raw, field.name);
             const problem = checkField(value, field.check);
             if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
             if (value !== undefined && value !== null) fields[field.name] = value;
