@@ -53,7 +53,8 @@ const DOCUMENTED = new Set<string>(WEBHOOK_EVENTS);
 export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProcessor {
   const clock = deps.clock ?? systemClock;
   const log = deps.logger;
-  const batchSize = deps.batchSize ?? 200;
+  // Small batches: each is one synchronous transaction, and the HTTP server waits while it runs.
+  const batchSize = deps.batchSize ?? 50;
   const events = new EventEmitter();
   const { db, inbox } = deps;
 
