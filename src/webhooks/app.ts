@@ -82,9 +82,9 @@ export function createApp(deps: WebhookAppDeps): Express {
       // Refuse an announced oversize body before reading a byte of it.
       const declared = Number(req.headers['content-length']);
       if (Number.isFinite(declared) && declared > deps.config.maxBodyBytes) {
-        reject(req, res, 'too_large', `content-length ${declared} > webhooks.maxBodyBytes ${deps.config.maxBodyBytes}`);
         // Do not read the rest; close the connection once the answer is out.
         res.setHeader('Connection', 'close');
+        reject(req, res, 'too_large', `content-length ${declared} > webhooks.maxBodyBytes ${deps.config.maxBodyBytes}`);
         return;
       }
       next();

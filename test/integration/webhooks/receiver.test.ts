@@ -180,6 +180,8 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       expect(r.db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
       expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', `reason="${reason}"`)).toBe(1);
       expect(r.logs.join('')).toContain(`"reason":"${reason}"`);
+      // Nothing went wrong inside the server while refusing.
+      expect(r.logs.join('')).not.toContain('http handler failed');
     });
 
     it('a chunked oversize body (no content-length) is cut off at the limit with 413', async () => {
