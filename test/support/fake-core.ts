@@ -16,7 +16,7 @@ export class FakeCore implements CoreSystem {
   findCalls = 0;
   faults: CoreFault[] = [];
 
-  async board(pkg: BoardingPackage): Promise<CoreReceipt> {
+  async board(pkg: BoardingPackage, _opts?: { signal?: AbortSignal }): Promise<CoreReceipt> {
     await Promise.resolve();
     const f = this.faults.find((x) => (x.loanId === undefined || x.loanId === pkg.loanId) && (x.times ?? 1) > 0);
     if (f) f.times = (f.times ?? 1) - 1;

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { CycleSummary } from '../../../src/boarding/cycle.js';
+import type { BoardingPackage } from '../../../src/core/port.js';
 import { createDaemon } from '../../../src/boarding/daemon.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -43,7 +44,7 @@ function gateCore(p: ReturnType<typeof fakePipeline>) {
     open = r;
   });
   const board = p.core.board.bind(p.core);
-  p.core.board = async (pkg, opts) => {
+  p.core.board = async (pkg: BoardingPackage, opts?: { signal?: AbortSignal }) => {
     entered.emit('entered', pkg.loanId);
     await Promise.race([
       gate,
