@@ -49,6 +49,11 @@ export interface WebhookInbox {
   fundedAt(loanId: string): number | null;
   /** Every loan a loan.funded delivery named, with its earliest funded time (reconciliation aging). */
   fundedLoans(): FundedLoan[];
+  /**
+   * Deletes processed rows received before `beforeMs`, except loan.funded rows whose funded time
+   * is not yet on a loans row (they are the only record of it). Returns how many were deleted.
+   */
+  prune(beforeMs: number): number;
 }
 
 interface RawRow {
@@ -104,6 +109,11 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   const allFunded = db.prepare<[], RawRow>(
     "SELECT * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'",
   );
+  const prune = db.prepare(
+    `DELETE FROM webhook_inbox WHERE status = 'processed' AND received_at < ?
+       AND (event_type != 'loan.funded' OR loan_id IS NULL
+            OR loan_id IN (SELECT id FROM loans WHERE funded_at_iso IS NOT NULL))`,
+  );
   const fundedTime = (r: RawRow): number => {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
@@ -151,5 +161,6 @@ export function createWebhookInbox(db: Db): WebhookInbox {
       }
       return [...byLoan].map(([loanId, fundedAt]) => ({ loanId, fundedAt })).sort((a, b) => a.fundedAt - b.fundedAt);
     },
+    prune: (beforeMs) => prune.run(beforeMs).changes,
   };
 }

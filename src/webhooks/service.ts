@@ -43,6 +43,13 @@ export interface WebhookService {
   onCycle(summary: { reason: string; durationMs: number; fatal: unknown; interrupted: number }): void;
 }
 
+const DAY_MS = 24 * 60 * 60_000;
+/**
+ * How long processed deliveries are kept: far longer than any redelivery schedule, so a late
+ * duplicate is still recognised. loan.funded rows stay until their time is on a loans row.
+ */
+export const INBOX_RETENTION_MS = 30 * DAY_MS;
+
 function triggerLabel(reason: string): string {
   if (reason.startsWith('webhook')) return 'webhook';
   if (reason === 'schedule' || reason === 'startup' || reason === 'retry due') return reason.replace(' ', '_');
@@ -89,6 +96,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
   let firstCheck: Promise<void> = Promise.resolve();
   const stopping = new AbortController();
   const backfill = createFundedTimeBackfill(deps.db, inbox);
+  let lastPruneAt = 0;
 
   return {
     name: 'webhooks',
@@ -128,6 +136,17 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         if (n > 0) logger.debug({ loans: n }, 'funded times copied from the webhook inbox onto new loans');
       } catch (err) {
         logger.warn({ err }, 'funded-time backfill failed; will try after the next cycle');
+      }
+      // Once a day: drop processed deliveries older than the redelivery window we keep for dedupe.
+      const now = clock.now();
+      if (now - lastPruneAt >= DAY_MS) {
+        lastPruneAt = now;
+        try {
+          const n = inbox.prune(now - INBOX_RETENTION_MS);
+          if (n > 0) logger.info({ rows: n, retentionDays: INBOX_RETENTION_MS / DAY_MS }, 'webhook inbox pruned');
+        } catch (err) {
+          logger.warn({ err }, 'webhook inbox prune failed; will try tomorrow');
+        }
       }
     },
   };

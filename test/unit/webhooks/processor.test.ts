@@ -154,3 +154,23 @@ describe('webhook processor', () => {
     await p.stop();
   });
 });
+
+describe('inbox prune', () => {
+  it('drops old processed rows but keeps funded times that are not yet on a loans row', async () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    inbox.insert(event('old-created', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 100);
+    inbox.insert(event('old-funded-known', 'loan.funded', 'L1', '2026-01-01T00:00:00Z'), 100);
+    inbox.insert(event('old-funded-unknown', 'loan.funded', 'L2', '2026-01-01T00:00:00Z'), 100);
+    inbox.insert(event('old-pending', 'loan.created', 'L3', '2026-01-01T00:00:00Z'), 100);
+    inbox.insert(event('new', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 900);
+    insertLoan(db, 'L1');
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    await p.drain();
+    db.prepare("UPDATE webhook_inbox SET status = 'pending' WHERE webhook_id = 'old-pending'").run();
+    expect(inbox.prune(500)).toBe(2);
+    const left = db.prepare('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id').all();
+    expect(left).toEqual([{ webhook_id: 'new' }, { webhook_id: 'old-funded-unknown' }, { webhook_id: 'old-pending' }]);
+    expect(inbox.fundedAt('L2')).not.toBeNull();
+  });
+});
