@@ -120,7 +120,7 @@ export interface DocumentRecord {
 }
 
 /** Ways to corrupt a served loan so consumers can test per-item validation. */
-export const MALFORMATIONS = ['amount', 'missing_id', 'not_object'] as const;
+export const MALFORMATIONS = ['amount', 'missing_id', 'not_object', 'unknown_values'] as const;
 export type Malformation = (typeof MALFORMATIONS)[number];
 
 export interface LoanRecord {

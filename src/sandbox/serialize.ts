@@ -20,6 +20,14 @@ export function publicLoan(loan: LoanRecord): unknown {
       break;
     case 'not_object':
       return `loan ${loan.fields.id}`;
+    case 'unknown_values':
+      // Schema-valid but surprising: values and fields a newer platform version might send.
+      out['status'] = 'on_hold';
+      out['paymentFrequency'] = 'every 4 weeks';
+      out['rateType'] = 'hybrid';
+      out['centsOriginationFee'] = 125_000;
+      out['servicing'] = { platformVersion: '2.3', flags: ['beta'] };
+      break;
     default:
       break;
   }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loanSchema } from '../../../src/platform/schemas.js';
 import { startHarness, type Harness, type J } from './harness.js';
 
 describe('boarding queue and acknowledgement', () => {
@@ -163,6 +164,10 @@ describe('boarding queue and acknowledgement', () => {
     const page = await h.api('/public/v1/loans/boarding-queue?limit=2');
     expect(typeof page.body.data[0].centsAmount).toBe('string');
     expect(page.body.data[1].id).toBe(second.id);
+    await h.admin(`/loans/${first.id}/malform`, 'POST', { kind: 'unknown_values' });
+    const surprising = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data[0];
+    expect(surprising).toMatchObject({ id: first.id, status: 'on_hold', paymentFrequency: 'every 4 weeks', centsOriginationFee: 125_000 });
+    expect(loanSchema.safeParse(surprising).success).toBe(true);
     await h.admin(`/loans/${first.id}/malform`, 'DELETE');
   });
 
