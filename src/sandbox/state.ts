@@ -4,7 +4,6 @@ import { generateLoan, PRODUCTS } from './generator.js';
 import { emptyCounters, type Counters } from './counters.js';
 import { DEFAULT_ORG, makeKey, type ApiKeyRecord, type Environment } from './keys.js';
 import type { DocumentRecord, LoanRecord, LoanStatus, ProductRecord, WebhookEventType } from './model.js';
-import { formatWithOffset } from './time.js';
 
 export interface WebhookEndpointRecord {
   id: string;
@@ -211,10 +210,5 @@ export class SandboxState {
 
   newId(prefix: string): string {
     return this.rng.id(prefix, 10);
-  }
-
-  /** A display time with an offset, for records created at runtime. */
-  stamp(offsetMinutes = 0): string {
-    return formatWithOffset(this.now(), offsetMinutes);
   }
 }
