@@ -48,6 +48,7 @@ export type BoardOutcome =
   | { kind: 'fatal'; loanId: string; error: PlatformError };
 
 const WORKING = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait']);
+const AMBIGUOUS = 'core.ambiguous';
 
 /** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */
 function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown> {
@@ -107,9 +108,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
   async function writeToCore(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow | BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id });
-    // A core write may have started for this release (ambiguous timeout, or a crash mid-write): ask
-    // the core first, so a committed write is never repeated.
-    if (row.coreWriteStartedAt !== null) {
+    // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
+    // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
+    // write again instead: board() is idempotent by external id and completes whatever part of a
+    // multi-step write (package and batch row; client, loan and documents) the crash cut off.
+    if (row.coreWriteStartedAt !== null && row.lastErrorCode !== AMBIGUOUS) {
+      log.info('a core write for this release may have been interrupted: writing again (idempotent by external id)');
+    }
+    if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
       const found = await core.findLoan(row.id);
       if (found && (row.mappingVersion === null || found.mappingVersion === null || found.mappingVersion === row.mappingVersion)) {
         log.info({ coreReference: found.coreReference }, 'core already holds this loan (earlier write committed): not writing again');
@@ -296,7 +302,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       return quarantine(att, row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
     }
     if (err instanceof CoreUnavailableError) {
-      const code = err.ambiguous ? 'core.ambiguous' : 'core.unavailable';
+      const code = err.ambiguous ? AMBIGUOUS : 'core.unavailable';
       log.warn({ code, err: err.message }, 'core unavailable; will retry (checking the core first)');
       return fail(att, row, code, err.message, err.ambiguous ? 'ambiguous' : 'retries_exhausted', { phase });
     }

@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
+import { processAlive } from '../store/leases.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
 import { recordInvalidItem, recordQueueItem } from './intake.js';
@@ -8,7 +11,11 @@ import { recordInvalidItem, recordQueueItem } from './intake.js';
 export interface CycleDeps extends LoanBoarderDeps {
   pageSize: number;
   concurrency: number;
+  /** A holder that has not heartbeaten for this long loses the boarding lease (default 60 s). */
+  leaseTtlMs?: number;
 }
+
+export const BOARDING_LEASE = 'boarding';
 
 export interface CycleOptions {
   /** Why this cycle runs (schedule, startup, webhook, sync): logged with its summary. */
@@ -52,6 +59,8 @@ export interface CycleSummary {
   writesStopped: boolean;
   /** A fatal platform error (auth): the cycle stopped; `sync --once` exits 1. */
   fatal: { code: string; message: string } | null;
+  /** Another process holds the boarding lease: this cycle did nothing. */
+  busy: { pid: number; host: string; since: string } | null;
   /** Loans per state after the cycle. */
   states: Record<LoanState, number>;
   /** Loans this cycle quarantined or put in retry_wait, with why (first 100). */
@@ -82,6 +91,8 @@ export function createCycleRunner(deps: CycleDeps) {
   const { store, platform, clock, logger } = deps;
   const inFlight = new Set<string>();
   let running = false;
+  const me = { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, pid: process.pid, host: hostname() };
+  const leaseTtlMs = deps.leaseTtlMs ?? 60_000;
 
   async function walk(summary: CycleSummary, stop: AbortSignal): Promise<void> {
     const checkpoint = store.checkpoints.get(QUEUE_CHECKPOINT);
@@ -232,9 +243,21 @@ export function createCycleRunner(deps: CycleDeps) {
       passes: 0,
       writesStopped: false,
       fatal: null,
+      busy: null,
       states: store.loans.countByState(),
       problems: [],
     };
+    const lease = store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
+    if (!lease.ok) {
+      running = false;
+      summary.busy = { pid: lease.holder.pid, host: lease.holder.host, since: new Date(lease.holder.acquiredAt).toISOString() };
+      logger.warn({ holder: summary.busy }, 'another connector process is boarding from this state database; this cycle does nothing');
+      return summary;
+    }
+    if (lease.tookOverFrom) logger.info({ previous: { pid: lease.tookOverFrom.pid, host: lease.tookOverFrom.host } }, 'took over the boarding lease from a process that is gone');
+    // Heartbeat on a timer, not on progress: a cycle waiting out a rate-limit pause still owns the lease.
+    const beat = setInterval(() => store.leases.heartbeat(BOARDING_LEASE, me.owner, clock.now()), Math.max(250, Math.floor(leaseTtlMs / 4)));
+    beat.unref();
     try {
       try {
         await walk(summary, stop);
@@ -267,6 +290,8 @@ export function createCycleRunner(deps: CycleDeps) {
       }
       return summary;
     } finally {
+      clearInterval(beat);
+      store.leases.release(BOARDING_LEASE, me.owner);
       running = false;
       summary.durationMs = clock.now() - started;
       summary.states = store.loans.countByState();

@@ -38,6 +38,8 @@ export interface DaemonDeps {
   onCycle?: (summary: CycleSummary) => void;
 }
 
+const MIN_RETRY_TIMER_MS = 1000;
+
 export type DaemonExit = { kind: 'stopped' } | { kind: 'fatal'; code: string; message: string };
 
 export interface Daemon {
@@ -92,11 +94,14 @@ export function createDaemon(deps: DaemonDeps): Daemon {
   function armRetryTimer(): void {
     if (retryTimer) clearTimeout(retryTimer);
     retryTimer = null;
-    if (stopCtl.signal.aborted) return;
+    // While writes are stopped a cycle boards nothing: leave retries to the cron ticks, or an
+    // overdue retry would spin cycles (each one a queue read).
+    if (stopCtl.signal.aborted || last?.writesStopped === true) return;
     const at = runner.nextDueAt();
     if (at === null) return;
-    // Cron ticks pick retries up anyway; the timer only matters when a retry is due sooner.
-    const delay = Math.max(0, at - clock.now()) + 25;
+    // Cron ticks pick retries up anyway; the timer only matters when a retry is due sooner. Never
+    // sooner than a second after the last cycle, whatever the clock says.
+    const delay = Math.max(MIN_RETRY_TIMER_MS, at - clock.now() + 25);
     if (delay > 2 ** 31 - 1) return;
     retryTimer = setTimeout(() => requestCycle('retry due'), delay);
     retryTimer.unref();
@@ -123,6 +128,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
               quarantined: summary.quarantined,
               interrupted: summary.interrupted,
               writesStopped: summary.writesStopped,
+              ...(summary.busy ? { busy: summary.busy } : {}),
             },
             states: summary.states,
           },

@@ -12,6 +12,9 @@ function parseMs(v: string): number {
 
 /** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
 export function formatSummary(s: CycleSummary): string {
+  if (s.busy) {
+    return `another connector process (pid ${s.busy.pid} on ${s.busy.host}, since ${s.busy.since}) is boarding from this state database: nothing done`;
+  }
   const q = Object.entries(s.quarantined);
   const qTotal = q.reduce((a, [, n]) => a + n, 0);
   const lines = [

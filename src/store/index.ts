@@ -1,6 +1,7 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
 import type { Db } from './db.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
+import { createLeaseStore, type LeaseStore } from './leases.js';
 import { createLoanStore, type LoanStore } from './loans.js';
 
 /** The repositories the boarding pipeline works with, over one database handle. */
@@ -9,6 +10,7 @@ export interface BoardingStore {
   loans: LoanStore;
   checkpoints: CheckpointStore;
   keys: IdempotencyStore;
+  leases: LeaseStore;
 }
 
 export function createBoardingStore(db: Db): BoardingStore {
@@ -17,5 +19,6 @@ export function createBoardingStore(db: Db): BoardingStore {
     loans: createLoanStore(db),
     checkpoints: createCheckpointStore(db),
     keys: createIdempotencyStore(db),
+    leases: createLeaseStore(db),
   };
 }

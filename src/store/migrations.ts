@@ -102,4 +102,15 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE loans ADD COLUMN core_write_started_at INTEGER;
   ALTER TABLE loans ADD COLUMN last_seen_at INTEGER;
   `,
+  /* 3: leases, so two processes on one state database (the daemon and a `sync --once` run by
+     hand) never board at the same time. */ `
+  CREATE TABLE leases (
+    name         TEXT PRIMARY KEY,                -- e.g. boarding
+    owner        TEXT NOT NULL,                   -- host:pid:random, unique per process
+    pid          INTEGER NOT NULL,
+    host         TEXT NOT NULL,
+    acquired_at  INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL
+  );
+  `,
 ];

@@ -111,6 +111,25 @@ describe('boarding cycle', () => {
     expect(p.platform.calls['entities']).toBe(1);
   });
 
+  it('after a crash mid-write writes again (idempotent), completing a write the crash cut short', async () => {
+    const p = withLoans(1);
+    // The process died after the core committed but before "written" was recorded.
+    p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
+    const board = p.core.board.bind(p.core);
+    p.core.board = async (pkg) => {
+      await board(pkg).catch(() => undefined);
+      throw new Error('SIGKILL');
+    };
+    await p.runner.run({ reason: 'crash', abort: AbortSignal.abort() });
+    expect(p.store.loans.require('L01').state).toBe('mapped');
+    p.core.board = board;
+    const s = await p.restart().run({ reason: 'restart' });
+    expect(s.acknowledged).toBe(1);
+    expect(p.core.findCalls).toBe(0);
+    expect(p.core.writes).toBe(2);
+    expect(p.core.loans.size).toBe(1);
+  });
+
   it('writes again after an ambiguous timeout that did not commit', async () => {
     const p = withLoans(1);
     p.core.faults = [{ kind: 'ambiguous' }];
@@ -229,6 +248,18 @@ describe('boarding cycle', () => {
     const s = await p.runner.run({ reason: 'second' });
     expect(s.walk.reReleased).toBe(1);
     expect(p.platform.acks.get('L01')).toEqual(['ack:L01:b-L01', 'ack:L01:b-second']);
+  });
+
+  it('does nothing while another process holds the boarding lease', async () => {
+    const p = withLoans(2);
+    p.store.leases.acquire('boarding', { owner: 'other', pid: process.pid, host: 'elsewhere' }, p.clock.now(), 60_000, () => true);
+    const s = await p.runner.run({ reason: 'test' });
+    expect(s.busy).toMatchObject({ host: 'elsewhere' });
+    expect(s.attempted).toBe(0);
+    expect(p.platform.calls['queue']).toBeUndefined();
+    p.store.leases.release('boarding', 'other');
+    expect((await p.runner.run({ reason: 'test' })).acknowledged).toBe(2);
+    expect(p.store.leases.get('boarding')).toBeNull();
   });
 
   it('skips skipped loans and audits who skipped', async () => {

@@ -110,7 +110,7 @@ describe('daemon', () => {
     open();
     const again = await p.restart().run({ reason: 'restart' });
     expect(again.acknowledged).toBe(1);
-    expect(p.core.findCalls).toBe(1);
+    expect(p.core.writes).toBe(1);
   });
 
   it('stops with a fatal exit when the platform refuses the key', async () => {

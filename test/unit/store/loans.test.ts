@@ -103,3 +103,32 @@ describe('idempotency keys and checkpoints', () => {
     expect(s.checkpoints.get('q')).toBeNull();
   });
 });
+
+describe('leases', () => {
+  const a = { owner: 'h:1:a', pid: 1, host: 'h' };
+  const b = { owner: 'h:2:b', pid: 2, host: 'h' };
+  const alive = () => true;
+
+  it('gives the lease to one holder at a time and back after release', () => {
+    const s = store();
+    expect(s.leases.acquire('boarding', a, T0, 60_000, alive)).toEqual({ ok: true, tookOverFrom: null });
+    const refused = s.leases.acquire('boarding', b, T0 + 1, 60_000, alive);
+    expect(refused).toMatchObject({ ok: false, holder: { owner: 'h:1:a', pid: 1 } });
+    expect(s.leases.acquire('boarding', a, T0 + 2, 60_000, alive).ok).toBe(true);
+    s.leases.release('boarding', a.owner);
+    expect(s.leases.acquire('boarding', b, T0 + 3, 60_000, alive).ok).toBe(true);
+  });
+
+  it('takes over from a holder that stopped heartbeating or whose process is gone', () => {
+    const s = store();
+    s.leases.acquire('boarding', a, T0, 60_000, alive);
+    expect(s.leases.heartbeat('boarding', a.owner, T0 + 30_000)).toBe(true);
+    expect(s.leases.acquire('boarding', b, T0 + 60_000, 60_000, alive).ok).toBe(false);
+    expect(s.leases.acquire('boarding', b, T0 + 90_001, 60_000, alive)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:1:a' } });
+    // A SIGKILLed process on this host: its pid is gone.
+    expect(s.leases.acquire('boarding', a, T0 + 90_002, 60_000, (pid) => pid !== 2)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:2:b' } });
+    // On another host, only the heartbeat counts.
+    expect(s.leases.acquire('boarding', { owner: 'x:2:c', pid: 2, host: 'x' }, T0 + 90_003, 60_000, () => false).ok).toBe(false);
+    expect(s.leases.heartbeat('boarding', b.owner, T0)).toBe(false);
+  });
+});
