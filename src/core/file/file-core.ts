@@ -3,7 +3,7 @@ import { constants, createWriteStream } from 'node:fs';
 import { access, mkdir, opendir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Transform } from 'node:stream';
-import { finished } from 'node:stream/promises';
+import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../../lib/clock.js';
 import { systemClock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
@@ -239,11 +239,14 @@ export class FileCore implements CoreSystem {
         cb(null, chunk);
       },
     });
-    tee.pipe(file);
+    // pipeline (not pipe): it listens for errors on both streams and tears both down together, so
+    // a download cut off mid-body cannot leave a write to a destroyed file as an uncaught error.
+    const written = pipeline(tee, file);
+    written.catch(() => undefined);
     try {
       const res = await pkg.fetchDocument(doc, tee, signal);
       if (!tee.writableEnded) tee.end();
-      await finished(file);
+      await written;
       const sha256 = hash.digest('hex');
       if (res.sha256 !== sha256 || res.bytes !== bytes) {
         throw new CoreUnavailableError(
@@ -255,6 +258,7 @@ export class FileCore implements CoreSystem {
     } catch (err) {
       tee.destroy();
       file.destroy();
+      await written.catch(() => undefined);
       throw err;
     }
   }

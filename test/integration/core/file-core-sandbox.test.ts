@@ -129,4 +129,35 @@ describe('file core with the sandbox', () => {
     expect(addresses).toBe(docs.length + 1);
     expect(await verifyPackage(join(dir, 'expiry', receipt.coreReference))).toEqual({ ok: true, problems: [] });
   });
+
+  it('a blob host that drops the connection mid-body fails that board cleanly, and the next board completes (regression: ERR_STREAM_DESTROYED crashed the process)', async () => {
+    const loans = await queue();
+    const withDocs: QueueItem[] = [];
+    for (const l of loans) if ((await platform.listDocuments(l.id)).length > 0) withDocs.push(l);
+    expect(withDocs.length).toBeGreaterThan(1);
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown): void => {
+      uncaught.push(err);
+    };
+    process.on('uncaughtException', onUncaught);
+    const core = new FileCore({ dir: join(dir, 'resets'), csvBatches: false, timeZone: 'UTC', logger: silentLogger() });
+    try {
+      await fetch(`${sb.adminUrl}/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ seed: 3, rules: [{ route: 'GET /blobs/:id', resetAfterCommitRate: 1 }] }),
+      });
+      for (const loan of withDocs) await expect(core.board(await packageFor(loan, platform))).rejects.toThrow();
+      await new Promise((r) => setTimeout(r, 100));
+      await fetch(`${sb.adminUrl}/faults`, { method: 'DELETE' });
+      for (const loan of withDocs) {
+        const receipt = await core.board(await packageFor(loan, platform));
+        expect(await verifyPackage(join(dir, 'resets', receipt.coreReference))).toEqual({ ok: true, problems: [] });
+      }
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await core.close();
+    }
+    expect(uncaught).toEqual([]);
+  });
 });
