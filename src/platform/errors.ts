@@ -26,6 +26,11 @@ export const CLIENT_CODES = [
   'not_found',
   /** 409: a conflicting write (e.g. an idempotency key reused with another body). */
   'conflict',
+  /**
+   * 409 whose server code says the first request with this Idempotency-Key is still being
+   * processed (a retry overlapped it): the outcome is unknown, so try again later with the same key.
+   */
+  'in_progress',
   /** Any other 4xx, with the server's code in `serverCode`. */
   'request.rejected',
   /** After 2 strikes in 24 h the client refuses writes on its own (the key is revoked at 3). */
@@ -60,7 +65,7 @@ const FATAL_CODES = new Set<PlatformErrorCode>([
 ]);
 
 /** Transient: worth another attempt (writes only with their Idempotency-Key). */
-const RETRYABLE_CODES = new Set<PlatformErrorCode>(['network', 'timeout', 'server', 'rate_limit.exceeded']);
+const RETRYABLE_CODES = new Set<PlatformErrorCode>(['network', 'timeout', 'server', 'rate_limit.exceeded', 'in_progress']);
 
 export interface PlatformErrorInit {
   code: PlatformErrorCode;
@@ -171,6 +176,8 @@ export function classifyResponse(
   if (status === 429) {
     // Whatever the body says, a 429 is the rate limit: the budget must see it as such.
     code = 'rate_limit.exceeded';
+  } else if (status === 409 && serverCode !== null && /in_progress|in-progress|processing/i.test(serverCode)) {
+    code = 'in_progress';
   } else if (status >= 500 || status === 408) {
     code = codeForStatus(status, body);
   } else if (serverCode !== null && KNOWN.has(serverCode) && !CLIENT_CODES.includes(serverCode as never)) {

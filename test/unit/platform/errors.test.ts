@@ -34,6 +34,14 @@ describe('error classification at the boundary', () => {
     expect(isRetryable(e, { bucket: 'read', idempotent: true })).toBe(false);
   });
 
+  it('a 409 saying the same idempotent request is still in progress is retried later, with the same key', () => {
+    const e = classify(409, { code: 'idempotency.in_progress', message: 'a request with this key is being processed' });
+    expect(e.code).toBe('in_progress');
+    expect(e.retryable).toBe(true);
+    expect(e.fatal).toBe(false);
+    expect(isRetryable(e, { bucket: 'write', idempotent: true })).toBe(true);
+  });
+
   it('knows every documented code', () => {
     for (const code of DOCUMENTED_CODES) {
       if (code === 'validation' || code === 'rate_limit.exceeded') continue;
