@@ -78,7 +78,12 @@ export function createCliContext(opts: ContextOptions): CliContext {
           opts.stderr.write(`warning: cleanup failed: ${errorMessage(err)}\n`);
         }
       }
-      logger?.flush();
+      try {
+        logger?.flush();
+      } catch {
+        // The async destination may not have opened yet (a command that failed early): nothing
+        // buffered to lose, and the exit code must not change because of it.
+      }
     },
   };
 }
