@@ -26,10 +26,22 @@ ARG NPM_REGISTRY=
 COPY docker/ca-certificates/ /tmp/extra-ca/
 RUN cat /etc/ssl/certs/ca-certificates.crt > /tmp/build-ca.pem 2>/dev/null || true; \
     for f in /tmp/extra-ca/*.pem /tmp/extra-ca/*.crt; do [ -f "$f" ] && cat "$f" >> /tmp/build-ca.pem; done; true
+# better-sqlite3 12 (node::ObjectWrap) compiled against Node >= 24.19 headers aborts the process
+# ("Assertion failed: (env) != nullptr" in RemoveEnvironmentCleanupHook, from Statement::~Statement)
+# when statements are garbage collected at exit or outside a JS context (nodejs/node#65446). Built
+# against the 24.18 headers it runs cleanly on later 24.x. better-sqlite3 13 (N-API) avoids this
+# but needs Node >= 22, and the project still supports Node 20. The headers come from the npm
+# registry's node-linux-<arch> package, like the base image's Node itself.
+ARG ADDON_HEADERS_VERSION=24.18.1
 COPY package.json package-lock.json ./
 RUN if [ -n "$NPM_REGISTRY" ]; then npm config set registry "$NPM_REGISTRY"; fi \
- && NODE_EXTRA_CA_CERTS=/tmp/build-ca.pem npm ci --ignore-scripts \
- && npm rebuild better-sqlite3
+ && export NODE_EXTRA_CA_CERTS=/tmp/build-ca.pem \
+ && mkdir -p /opt/addon-headers && cd /opt/addon-headers \
+ && npm pack --silent "node-linux-$(node -p process.arch)@${ADDON_HEADERS_VERSION}" > name.txt \
+ && tar xzf "$(tail -n 1 name.txt)" package/include && mv package/include . && rm -rf package ./*.tgz name.txt \
+ && cd /app \
+ && npm ci --ignore-scripts \
+ && npm_config_nodedir=/opt/addon-headers npm rebuild better-sqlite3
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build \

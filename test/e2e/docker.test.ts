@@ -140,7 +140,8 @@ describe('Docker image (testcontainers)', () => {
 
   function container(configPath: string, apiKey: string): InstanceType<typeof tc.GenericContainer> {
     if (!image) throw buildError ?? new Error('image not built');
-    return image
+    // A fresh definition per container: GenericContainer's with* methods mutate it.
+    return new tc.GenericContainer(IMAGE)
       .withNetworkMode('host')
       .withCopyFilesToContainer([{ source: configPath, target: '/etc/boarding-connector/config.yaml' }])
       .withEnvironment({ BOARDING_API_KEY: apiKey, LOG_LEVEL: 'info' });
@@ -193,23 +194,57 @@ describe('Docker image (testcontainers)', () => {
     const started = await container(configPath, sb.apiKey)
       // The image's own check, polled faster than its 30 s default.
       .withHealthCheck({ test: ['CMD', 'node', '/app/docker/healthcheck.mjs'], interval: 1_000, timeout: 3_000, retries: 30, startPeriod: 1_000 })
-      .withWaitStrategy(tc.Wait.forHealthCheck())
-      .withStartupTimeout(120_000)
       .start();
     let stopped = false;
     cleanups.push(async () => {
       if (!stopped) await started.stop({ remove: true });
     });
+    const client = await tc.getContainerRuntimeClient();
+    const handle = client.container.getById(started.getId());
+    // Poll the container's health with a deadline; on failure show the probe output and the logs.
+    const deadline = Date.now() + 90_000;
+    let state = await client.container.inspect(handle);
+    while (state.State.Health?.Status !== 'healthy' && state.State.Health?.Status !== 'unhealthy' && state.State.Running && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      state = await client.container.inspect(handle);
+    }
+    const probes = (state.State.Health?.Log ?? []).map((l) => `exit ${l.ExitCode}: ${l.Output.trim()}`).join('\n');
+    expect(state.State.Health?.Status, `health probes:\n${probes}\ncontainer output:\n${(await logsOf(started)).slice(0, 6000)}`).toBe('healthy');
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
 
     // SIGTERM with a generous grace: exit code 0 proves node received it and drained.
-    const client = await tc.getContainerRuntimeClient();
-    const handle = client.container.getById(started.getId());
-    await client.container.stop(handle, { timeout: 60 });
+    await client.container.stop(handle, { timeout: 60_000 }); // ms: testcontainers converts
     const inspect = await client.container.inspect(handle);
     stopped = true;
     await client.container.remove(handle, { removeVolumes: true });
     expect(inspect.State.ExitCode).toBe(0);
+  });
+
+  it('regression: better-sqlite3 statements collected at exit do not abort Node 24 (addon built against 24.18 headers)', async (ctx) => {
+    if (skipReason) ctx.skip(skipReason);
+    if (buildError) throw buildError;
+    // Before the fix every run aborted with "Assertion failed: (env) != nullptr" (nodejs/node#65446).
+    const script = [
+      "const D = require('better-sqlite3');",
+      "const db = new D('/tmp/regression.sqlite');",
+      "for (let i = 0; i < 50000; i++) db.prepare('select ' + i).get();",
+      "require('http').get('http://127.0.0.1:1/').on('error', () => {",
+      "  for (let i = 0; i < 50000; i++) db.prepare('select 2').get();",
+      "  db.close();",
+      "  console.log('clean exit');",
+      '});',
+    ].join('\n');
+    const started = await new tc.GenericContainer(IMAGE)
+      .withNetworkMode('host')
+      .withEntrypoint(['node'])
+      .withCommand(['-e', script])
+      .withWaitStrategy(tc.Wait.forOneShotStartup())
+      .withStartupTimeout(60_000)
+      .start();
+    const out = await logsOf(started);
+    await started.stop({ remove: true });
+    expect(out).toContain('clean exit');
+    expect(out).not.toContain('Assertion failed');
   });
 });
