@@ -1,3 +1,4 @@
+import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import {
   assertTransition,
@@ -267,6 +268,8 @@ export function createLoanStore(db: Db): LoanStore {
   ): void => {
     insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(detail));
   };
+  // A handful of column sets recur (one per kind of transition): compile each once.
+  const updates = new Map<string, Database.Statement<unknown[]>>();
   const applyPatch = (id: string, patch: LoanPatch, extra: Record<string, unknown>, now: number): void => {
     const sets: string[] = [];
     const values: unknown[] = [];
@@ -282,7 +285,13 @@ export function createLoanStore(db: Db): LoanStore {
     }
     sets.push('updated_at = ?');
     values.push(now);
-    db.prepare(`UPDATE loans SET ${sets.join(', ')} WHERE id = ?`).run(...values, id);
+    const sql = `UPDATE loans SET ${sets.join(', ')} WHERE id = ?`;
+    let stmt = updates.get(sql);
+    if (!stmt) {
+      stmt = db.prepare<unknown[]>(sql);
+      updates.set(sql, stmt);
+    }
+    stmt.run(...values, id);
   };
 
   const insertTx = db.transaction((loan: NewLoan, now: number): LoanRow => {
