@@ -132,7 +132,11 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   const logFile = pino.destination({ dest: `${dir}/demo.log`, sync: false, mkdir: true });
   const logger: Logger = createLogger({ level: logLevel, destination: logFile, pretty: false });
   ctx.onClose(() => {
-    logFile.flushSync();
+    try {
+      logFile.flushSync();
+    } catch {
+      // Not open yet (a very early stop): nothing was buffered.
+    }
   });
 
   const sandbox = await startSandbox({
