@@ -1,10 +1,11 @@
 /**
  * Boarding throughput against the rate budget, and API calls per loan against the minimum.
  *
- *   throughput ratio = loans boarded per window ÷ the loans per window the budget allows, where a
- *     loan's cost in reads and writes is counted from the sandbox's counters. Printed against the
- *     budget the connector allows itself (platform.rateLimit.headroom, 90 %) and against the
- *     documented limit, plus a stricter figure that also charges the unused first burst.
+ *   throughput ratio = loans boarded ÷ the most the budget allows in the same time T, where a loan's
+ *     cost in reads and writes is counted from the sandbox's counters and a sliding window of W ms
+ *     lets at most L × (T/W + 1) requests through in T ms. Printed against the budget the connector
+ *     allows itself (platform.rateLimit.headroom, 90 %) and against the documented limit; the plain
+ *     per-window ratio (which ignores the first burst) is printed too.
  *   call ratio = API calls made ÷ the minimum: one entities read, one documents list, one download
  *     address per document and one acknowledgement per loan, plus one queue page per 100 loans.
  *
@@ -89,9 +90,10 @@ async function main(): Promise<void> {
     console.log(`loans boarded: ${boarded}/${LOANS} in ${(elapsed / 1000).toFixed(1)} s (window ${WINDOW_MS} ms, budget ${READS} reads + ${WRITES} writes per window, headroom ${HEADROOM}, concurrency ${config.boarding.concurrency})`);
     console.log(`per loan: ${readsPerLoan.toFixed(2)} reads, ${writesPerLoan.toFixed(2)} writes (sandbox counters); 429s: ${c.rateLimited}`);
     console.log(`boarded per window: ${perWindow.toFixed(1)}; bound: ${boundPerWindow(allowedR, allowedW).toFixed(1)} with the connector's own budget (${allowedR}/${allowedW}), ${boundPerWindow(READS, WRITES).toFixed(1)} with the documented one (${READS}/${WRITES})`);
-    console.log(`throughput ratio vs the connector's budget: ${(perWindow / boundPerWindow(allowedR, allowedW)).toFixed(3)}   (target ≥ 0.90)`);
-    console.log(`throughput ratio vs the documented budget: ${(perWindow / boundPerWindow(READS, WRITES)).toFixed(3)}   (≤ ${HEADROOM} by design: headroom)`);
-    console.log(`stricter, charging the unused first burst: ${(boarded / burstBound(allowedR, allowedW)).toFixed(3)} (connector's budget), ${(boarded / burstBound(READS, WRITES)).toFixed(3)} (documented)`);
+    // Headline: boarded ÷ the most the budget lets through in the same time (a fresh window lets a
+    // whole budget through at once, so that first burst is counted as available).
+    console.log(`throughput ratio (boarded ÷ budget bound over the run): ${(boarded / burstBound(allowedR, allowedW)).toFixed(3)} vs the connector's budget   (target ≥ 0.90); ${(boarded / burstBound(READS, WRITES)).toFixed(3)} vs the documented budget (at most ${HEADROOM} in steady state: headroom)`);
+    console.log(`per-window ratio without the first burst: ${(perWindow / boundPerWindow(allowedR, allowedW)).toFixed(3)} (connector's budget), ${(perWindow / boundPerWindow(READS, WRITES)).toFixed(3)} (documented); above 1 on short runs because of that burst`);
     console.log(`API calls: ${apiCalls}; minimum ${minimum} (${boarded} × (entities + documents + ack) + ${documents} download addresses + ${Math.ceil(boarded / PAGE)} queue page(s)); calls ÷ minimum: ${(apiCalls / minimum).toFixed(3)}   (target 1.00)`);
   } finally {
     await sandbox.close();
