@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { CoreSystem } from '../core/port.js';
@@ -61,6 +61,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   if (since !== null && Number.isNaN(Date.parse(since))) throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
   const runId = newRunId(asOfMs);
   const dir = resolve(deps.outDir ?? join(config.reports.dir, localDate(asOfMs, timeZone)));
+  const createdDir = !existsSync(dir);
   mkdirSync(dir, { recursive: true });
   const files = { json: join(dir, REPORT_FILES.json), csv: join(dir, REPORT_FILES.csv), html: join(dir, REPORT_FILES.html) };
   const csvTmp = `${files.csv}.tmp-${runId}`;
@@ -144,6 +145,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   } catch (err) {
     csv.abort();
     rmSync(csvTmp, { force: true });
+    // Leave no empty dated folder behind: it would look like a report that lost its files.
+    if (createdDir && readdirSync(dir).length === 0) rmSync(dir, { recursive: true, force: true });
     logger.error({ runId, err }, 'reconciliation failed');
     throw err;
   }

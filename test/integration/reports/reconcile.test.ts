@@ -159,4 +159,22 @@ describe('reconcile against the sandbox, the state database and the file core', 
     writeFileSync(configPath, 'platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: pk_test_x, environment: development }\n');
     await expect(cli(configPath, ['reconcile', '--since', 'yesterday'])).rejects.toThrow(/--since: expected an ISO 8601 date-time/);
   });
+
+  it('fails with the platform error and leaves no partial report when the platform is unreachable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'reconcile-it-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const configPath = join(dir, 'config.yaml');
+    writeFileSync(
+      configPath,
+      [
+        'platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: pk_test_x, environment: development, maxRetries: 0 }',
+        `store: { path: ${join(dir, 'state.sqlite')} }`,
+        `core: { adapter: file, file: { dir: ${join(dir, 'core')} } }`,
+        `reports: { dir: ${join(dir, 'reports')} }`,
+        '',
+      ].join('\n'),
+    );
+    await expect(cli(configPath, ['reconcile'])).rejects.toThrow(/ECONNREFUSED|connect/);
+    expect(existsSync(join(dir, 'reports')) ? readdirSync(join(dir, 'reports')) : []).toEqual([]);
+  });
 });
