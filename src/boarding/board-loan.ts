@@ -289,8 +289,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   function classifyFailure(att: Attempt, row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): BoardOutcome {
     const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
     if (err instanceof IllegalTransitionError) throw err;
-    if (err instanceof StaleStateError) {
-      log.info({ actual: err.actual }, 'loan changed state while being boarded (operator or another process); leaving it');
+    if (err instanceof StaleStateError || !WORKING.has(row.state)) {
+      // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
+      log.info({ actual: row.state }, 'loan changed state while being boarded (operator or another process); leaving it');
       return { kind: 'stale', loanId: row.id };
     }
     if (signal.aborted && !(err instanceof CoreRejectedError)) {

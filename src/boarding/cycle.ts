@@ -247,7 +247,13 @@ export function createCycleRunner(deps: CycleDeps) {
       states: store.loans.countByState(),
       problems: [],
     };
-    const lease = store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
+    let lease: ReturnType<typeof store.leases.acquire>;
+    try {
+      lease = store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
+    } catch (err) {
+      running = false;
+      throw err;
+    }
     if (!lease.ok) {
       running = false;
       summary.busy = { pid: lease.holder.pid, host: lease.holder.host, since: new Date(lease.holder.acquiredAt).toISOString() };

@@ -262,6 +262,19 @@ describe('boarding cycle', () => {
     expect(p.store.leases.get('boarding')).toBeNull();
   });
 
+  it('leaves a loan an operator skipped while its attempt was failing', async () => {
+    const p = withLoans(1);
+    const getEntities = p.platform.getEntities.bind(p.platform);
+    p.platform.getEntities = async (id: string) => {
+      skipLoan(p.store.loans, id, 'wrong loan', 'ops', p.clock.now());
+      await getEntities(id);
+      throw new PlatformError({ code: 'server', status: 503, message: 'blip' });
+    };
+    const s = await p.runner.run({ reason: 'test' });
+    expect(s.stale).toBe(1);
+    expect(p.store.loans.require('L01').state).toBe('skipped');
+  });
+
   it('skips skipped loans and audits who skipped', async () => {
     const p = withLoans(2);
     await p.runner.run({ reason: 'first', stop: AbortSignal.abort() });
