@@ -215,7 +215,14 @@ export function createDaemon(deps: DaemonDeps): Daemon {
         tasks.push(task);
       }
       for (const s of deps.services ?? []) {
-        await s.start();
+        try {
+          await s.start();
+        } catch (err) {
+          // E.g. the webhook port is taken: undo what started so the process can exit (code 1).
+          log.error({ service: s.name, err }, 'service failed to start; stopping');
+          await stop();
+          throw err;
+        }
         startedServices.push(s);
         log.info({ service: s.name }, 'service started');
       }

@@ -122,6 +122,31 @@ describe('daemon', () => {
     expect(new PlatformError({ code: 'auth.invalid_key', message: 'x' }).fatal).toBe(true);
   });
 
+  it('undoes its start when a service cannot start', async () => {
+    const p = fakePipeline();
+    const stopped: string[] = [];
+    const daemon = createDaemon({
+      runner: p.runner,
+      logger: silentLogger(),
+      clock: p.clock,
+      drainSchedule: NEVER_CRON,
+      shutdownTimeoutMs: 100,
+      services: [
+        { name: 'ok', start: () => undefined, stop: () => void stopped.push('ok') },
+        {
+          name: 'port taken',
+          start: () => {
+            throw new Error('EADDRINUSE');
+          },
+          stop: () => void stopped.push('never started'),
+        },
+      ],
+    });
+    await expect(daemon.start()).rejects.toThrow('EADDRINUSE');
+    expect(stopped).toEqual(['ok']);
+    expect(await daemon.done).toEqual({ kind: 'stopped' });
+  });
+
   it('refuses a bad cron expression naming the config key', () => {
     const p = fakePipeline();
     expect(() => createDaemon({ runner: p.runner, logger: silentLogger(), clock: p.clock, drainSchedule: 'every minute', shutdownTimeoutMs: 1 })).toThrow(ConfigError);
