@@ -96,7 +96,10 @@ const STORE_COLUMNS = `id, loan_number, state, quarantine_reason, cents_amount, 
   created_at, updated_at`;
 
 /** Open items are always in scope; acknowledged ones only when acknowledged since the bound. */
-const SINCE_WHERE = `WHERE state != 'acknowledged' OR acknowledged_at >= @sinceMs OR boarded_at_iso >= @sinceIso`;
+const SINCE_FILTER = `(state != 'acknowledged' OR acknowledged_at >= @sinceMs OR boarded_at_iso >= @sinceIso)`;
+
+/** Rows per keyset page of the store walk. */
+const STORE_PAGE = 2000;
 
 function toStoreRow(r: RawStoreRow): StoreLoanRow {
   return {
@@ -132,15 +135,27 @@ export interface SourceDeps {
 /** Wires the platform client, the state database and the core into reconciliation sources. */
 export function createReconcileSources(deps: SourceDeps): ReconcileSources {
   const { db, core, since } = deps;
-  const where = since === null ? '' : SINCE_WHERE;
+  const filter = since === null ? '1 = 1' : SINCE_FILTER;
   const params = since === null ? {} : { sinceMs: Date.parse(since), sinceIso: since };
   const knows = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM loans WHERE id = ?');
   const listLoans = core.listLoans?.bind(core);
   return {
-    storeCount: () => (db.prepare(`SELECT COUNT(*) AS n FROM loans ${where}`).get(params) as { n: number }).n,
+    storeCount: () => (db.prepare(`SELECT COUNT(*) AS n FROM loans WHERE ${filter}`).get(params) as { n: number }).n,
+    /**
+     * Keyset pages, each read whole: the daemon shares this connection with the pipeline, and an
+     * iterator held open across awaits would make its statements fail ("connection is busy").
+     */
     *storeRows() {
-      const stmt = db.prepare<Record<string, unknown>, RawStoreRow>(`SELECT ${STORE_COLUMNS} FROM loans ${where} ORDER BY created_at, id`);
-      for (const r of stmt.iterate(params)) yield toStoreRow(r);
+      const page = db.prepare<Record<string, unknown>, RawStoreRow>(
+        `SELECT ${STORE_COLUMNS} FROM loans WHERE ${filter} AND id > @after ORDER BY id LIMIT ${STORE_PAGE}`,
+      );
+      let after = '';
+      for (;;) {
+        const rows = page.all({ ...params, after });
+        for (const r of rows) yield toStoreRow(r);
+        if (rows.length < STORE_PAGE) return;
+        after = (rows[rows.length - 1] as RawStoreRow).id;
+      }
     },
     storeKnows: (id) => knows.get(id) !== undefined,
     platformBoarded: () =>
