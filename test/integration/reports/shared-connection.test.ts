@@ -27,6 +27,7 @@ describe('reconciliation on a connection the pipeline is using', () => {
     const platform = {
       async *boardingQueue(): AsyncGenerator<QueuePage> {
         await Promise.resolve();
+        yield { cursor: null, nextCursor: null, hasMore: false, items: [], invalid: [] };
       },
     } as unknown as PlatformApi;
     const core = { name: 'none', findLoan: () => Promise.resolve(null) } as unknown as CoreSystem;
