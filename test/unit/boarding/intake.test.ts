@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake.js';
+import { ackKey, releaseMarker, storableQueueItem } from '../../../src/boarding/release.js';
+import { retryDelayMs } from '../../../src/boarding/backoff.js';
+import { silentLogger } from '../../../src/lib/logger.js';
+import { openDatabase } from '../../../src/store/db.js';
+import { createBoardingStore } from '../../../src/store/index.js';
+import { fakeLoan } from '../../support/fake-platform.js';
+
+const T0 = 1_700_000_000_000;
+const log = silentLogger();
+const none = new Set<string>();
+
+function setup() {
+  return createBoardingStore(openDatabase(':memory:')).loans;
+}
+
+describe('queue intake', () => {
+  it('queues a new loan, refreshes a known one, ignores an acknowledged one still listed', () => {
+    const loans = setup();
+    const item = fakeLoan('L1').item;
+    expect(recordQueueItem(loans, item, T0, log, none)).toBe('new');
+    expect(loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b-L1', loanNumber: 'LN-L1', centsAmount: 1_000_000, productId: 'p1' });
+    expect(recordQueueItem(loans, { ...item, loanNumber: 'LN-new' }, T0 + 1, log, none)).toBe('seen');
+    expect(loans.require('L1').loanNumber).toBe('LN-new');
+    loans.transition('L1', { to: 'acknowledged' }, T0 + 2);
+    expect(recordQueueItem(loans, item, T0 + 3, log, none)).toBe('ignored');
+    expect(loans.require('L1').state).toBe('acknowledged');
+  });
+
+  it('boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped', () => {
+    const loans = setup();
+    const item = fakeLoan('L1').item;
+    recordQueueItem(loans, item, T0, log, none);
+    loans.transition('L1', { to: 'quarantined', patch: { quarantineReason: 'mapping', attempts: 3, writtenAt: null } }, T0);
+    const again = { ...item, boarding: { id: 'b2', releasedAt: '2026-02-01T00:00:00Z' } };
+    expect(recordQueueItem(loans, again, T0 + 1, log, none)).toBe('re-released');
+    expect(loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b2', attempts: 0, quarantineReason: null });
+    loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0 + 2);
+    expect(recordQueueItem(loans, { ...item, boarding: { id: 'b3' } }, T0 + 3, log, none)).toBe('seen');
+    expect(loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b3' });
+  });
+
+  it('quarantines a malformed item by id; one without an id is only logged', () => {
+    const loans = setup();
+    expect(recordInvalidItem(loans, { id: 'B1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log)).toBe('quarantined-invalid');
+    expect(loans.require('B1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
+    expect(recordInvalidItem(loans, { id: null, index: 1, problems: ['id: required'], raw: {} }, T0, log)).toBe('ignored');
+  });
+});
+
+describe('release markers, keys, stored items, backoff', () => {
+  it('derives the marker from the boarding id, else the release time, else a constant', () => {
+    expect(releaseMarker({ boarding: { id: 'brd_1', releasedAt: 'x' } })).toBe('brd_1');
+    expect(releaseMarker({ boarding: { releasedAt: '2026-01-01T00:00:00Z' } })).toBe('2026-01-01T00:00:00Z');
+    expect(releaseMarker({ boarding: null })).toBe('release');
+    expect(ackKey('L1', 'brd_1')).toBe('ack:L1:brd_1');
+    const long = ackKey('L'.repeat(300), 'm');
+    expect(long).toMatch(/^ack:[0-9a-f]{64}$/);
+    expect(ackKey('L'.repeat(300), 'm')).toBe(long);
+  });
+
+  it('never stores a tax id that shows up on a loan', () => {
+    const stored = storableQueueItem({ ...fakeLoan('L1').item, ein: '12-3456789', extra: { ssn: '123-45-6789', keep: 1 } });
+    expect(stored).not.toContain('3456789');
+    expect(stored).not.toContain('45-6789');
+    expect(JSON.parse(stored).extra).toEqual({ keep: 1 });
+  });
+
+  it('backs off exponentially, capped, with at most 20 % jitter', () => {
+    const s = { retryBaseMs: 1000, retryMaxMs: 10_000 };
+    expect([1, 2, 3, 4, 5, 9].map((a) => retryDelayMs(a, s, () => 0))).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000]);
+    expect(retryDelayMs(1, s, () => 0.999)).toBeGreaterThanOrEqual(800);
+  });
+});
