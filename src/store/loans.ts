@@ -216,8 +216,6 @@ export interface LoanStore {
     event: { kind: LoanEvent['kind']; reason?: string | null; detail?: unknown; actor?: string },
     now: number,
   ): void;
-  /** Counts an attempt (attempts + 1) and logs it, in one transaction; returns the updated row. */
-  beginAttempt(id: string, detail: unknown, now: number): LoanRow;
   events(id: string): LoanEvent[];
   list(filter?: LoanListFilter): LoanRow[];
   /** Loans a cycle should work on now: working states, plus retry_wait whose time has come. */
@@ -319,17 +317,9 @@ export function createLoanStore(db: Db): LoanStore {
     return require(id);
   });
 
-  const beginAttemptTx = db.transaction((id: string, detail: unknown, now: number): LoanRow => {
-    const cur = require(id);
-    applyPatch(id, { attempts: cur.attempts + 1 }, {}, now);
-    event(id, now, 'attempt', cur.state, null, undefined, `attempt ${cur.attempts + 1}`, detail);
-    return require(id);
-  });
-
   return {
     get,
     require,
-    beginAttempt: (id, detail, now) => beginAttemptTx(id, detail, now),
     insert: (loan, now) => insertTx(loan, now),
     transition: (id, input, now) => transitionTx(id, input, now),
     update: (id, patch, now) => {

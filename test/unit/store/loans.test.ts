@@ -63,14 +63,6 @@ describe('loan store', () => {
     expect(s.loans.countByState()).toMatchObject({ queued: 1, retry_wait: 2, quarantined: 1, acknowledged: 0 });
   });
 
-  it('counts attempts with an event', () => {
-    const s = store();
-    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
-    expect(s.loans.beginAttempt('L1', { ackOnly: false }, T0).attempts).toBe(1);
-    expect(s.loans.beginAttempt('L1', null, T0).attempts).toBe(2);
-    expect(s.loans.events('L1').filter((e) => e.kind === 'attempt')).toHaveLength(2);
-  });
-
   it('keeps every defined state reachable and terminal states closed', () => {
     for (const s of LOAN_STATES) {
       expect(LOAN_STATES.some((from) => isAllowedTransition(from, s)) || s === 'queued').toBe(true);
