@@ -1,6 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
-import { scrubText, type Logger } from '../lib/logger.js';
+import type { Logger } from '../lib/logger.js';
+import { redactForStorage } from '../store/redact.js';
 import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
@@ -150,7 +151,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const outcome = await mapper.map(input);
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
-      const message = scrubText(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
+      const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
       transition(att, row.id, {
         to: 'quarantined',
         expectedFrom: 'fetched',
@@ -232,7 +233,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const cur = loans.require(row.id);
     const attempts = att.counted ? cur.attempts : att.n;
     const now = clock.now();
-    const msg = scrubText(message).slice(0, 4000);
+    const msg = redactForStorage(message).slice(0, 4000);
     if (attempts >= settings.maxAttempts) {
       transition(att, row.id, {
         to: 'quarantined',
@@ -253,7 +254,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   }
 
   function quarantine(att: Attempt, row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): BoardOutcome {
-    const msg = scrubText(message).slice(0, 4000);
+    const msg = redactForStorage(message).slice(0, 4000);
     transition(att, row.id, {
       to: 'quarantined',
       reason,

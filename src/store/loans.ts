@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
+import { redactDeep, redactForStorage } from './redact.js';
 import {
   assertTransition,
   isLoanState,
@@ -264,7 +265,8 @@ export function createLoanStore(db: Db): LoanStore {
     reason: string | null | undefined,
     detail: unknown,
   ): void => {
-    insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(detail));
+    // Details carry error bodies and mapping issues, which may echo data: never a full tax id.
+    insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(redactDeep(detail)));
   };
   // A handful of column sets recur (one per kind of transition): compile each once.
   const updates = new Map<string, Database.Statement<unknown[]>>();
@@ -275,7 +277,7 @@ export function createLoanStore(db: Db): LoanStore {
       const col = COLUMN[k as keyof LoanPatch];
       if (col === undefined) throw new Error(`unknown loan column ${k}`);
       sets.push(`${col} = ?`);
-      values.push(v ?? null);
+      values.push(k === 'lastErrorMessage' && typeof v === 'string' ? redactForStorage(v) : (v ?? null));
     }
     for (const [col, v] of Object.entries(extra)) {
       sets.push(`${col} = ?`);

@@ -124,3 +124,25 @@ describe('leases', () => {
     expect(s.leases.heartbeat('boarding', b.owner, T0)).toBe(false);
   });
 });
+
+describe('no full tax id reaches SQLite', () => {
+  it('redacts tax ids in error messages and event details, dashed or bare', () => {
+    const s = store();
+    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    s.loans.transition(
+      'L1',
+      {
+        to: 'quarantined',
+        detail: { status: 422, body: { errors: [{ field: 'taxId', value: '123456789' }], note: 'ssn 123-45-6789, ein 12-3456789' }, centsAmount: 125000050 },
+        patch: { quarantineReason: 'core_rejected', lastErrorMessage: 'documentKey 987654321 already exists (EIN 98-7654321)' },
+      },
+      T0,
+    );
+    const row = s.loans.require('L1');
+    expect(row.lastErrorMessage).toBe('documentKey [redacted-tin] already exists (EIN [redacted-tin])');
+    const raw = JSON.stringify(s.db.prepare('SELECT * FROM loan_events').all()) + JSON.stringify(s.db.prepare('SELECT * FROM loans').all());
+    for (const tin of ['123456789', '123-45-6789', '12-3456789', '987654321', '98-7654321']) expect(raw).not.toContain(tin);
+    // Numbers are data, not text: a 9-digit amount in cents stays.
+    expect(s.loans.events('L1').at(-1)?.detail).toMatchObject({ centsAmount: 125000050 });
+  });
+});
