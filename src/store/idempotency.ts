@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { redactDeep } from './redact.js';
 
 export interface IdempotencyKeyRow {
   key: string;
@@ -61,7 +62,7 @@ export function createIdempotencyStore(db: Db): IdempotencyStore {
       return toRow(select.get(key) as Raw);
     },
     complete: (key, status, response, now) => {
-      update.run(now, status, response === undefined ? null : JSON.stringify(response), key);
+      update.run(now, status, response === undefined ? null : JSON.stringify(redactDeep(response)), key);
     },
     get: (key) => {
       const r = select.get(key);
