@@ -19,6 +19,13 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // `boarding-connector loans list | head`: the reader went away; that is not an error of ours.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
 
   let ctx: CliContext | undefined;
   const { program } = buildProgram((p) => {
