@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI preparation before `npm run test:e2e`: a Docker daemon (all traffic on loopback, host-network
+# `npm run test:e2e` pre-script (pretest:e2e): a Docker daemon (all traffic on loopback, host-network
 # containers) and the local node:24-bookworm-slim base image, since no image registry is reachable.
 # If either step fails the docker test reports itself as skipped with the reason; CI carries on.
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI preparation before `npm ci`: the system packages the test suite uses but npm cannot provide.
+# `npm test` pre-script (pretest): the system packages the test suite uses but npm cannot provide.
 #   - Debian `chromium` for the report browser check (test/integration/reports/report-browser.test.ts)
 # Idempotent: installs only what is missing. Without root (or apt) it says so and carries on; the
 # tests that need the package then report themselves as skipped with the reason.
