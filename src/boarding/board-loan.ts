@@ -1,5 +1,5 @@
 import type { Clock } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
+import { FatalError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactForStorage } from '../store/redact.js';
 import type { Mapper, MappingIssue } from '../mapping/types.js';
@@ -45,8 +45,8 @@ export type BoardOutcome =
   | { kind: 'not_eligible'; loanId: string; state: string }
   /** After 2 rate-limit strikes the client refuses writes: the loan waits, written, for a later cycle. */
   | { kind: 'writes_stopped'; loanId: string; message: string }
-  /** Auth/permission problem the operator must fix: the cycle stops. */
-  | { kind: 'fatal'; loanId: string; error: PlatformError };
+  /** Auth/permission problem the operator must fix (platform key, core credentials): the cycle stops. */
+  | { kind: 'fatal'; loanId: string; error: { code: string; message: string } };
 
 const WORKING = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait']);
 const AMBIGUOUS = 'core.ambiguous';
@@ -118,7 +118,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     }
     if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
       const found = await core.findLoan(row.id);
-      if (found && (row.mappingVersion === null || found.mappingVersion === null || found.mappingVersion === row.mappingVersion)) {
+      if (found && found.complete === false) {
+        log.info({ coreReference: found.coreReference }, 'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)');
+      } else if (found && (row.mappingVersion === null || found.mappingVersion === null || found.mappingVersion === row.mappingVersion)) {
         log.info({ coreReference: found.coreReference }, 'core already holds this loan (earlier write committed): not writing again');
         return transition(att, row.id, {
           to: 'written',
@@ -303,6 +305,13 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       log.warn({ status: err.status }, 'core rejected the loan');
       return quarantine(att, row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
     }
+    if (err instanceof FatalError) {
+      // The core refused our credentials: every loan would fail the same way, so stop instead of
+      // burning attempts until each one is quarantined.
+      log.error({ err: err.message }, 'core refused the connector: stopping');
+      loans.recordEvent(row.id, { kind: 'attempt', reason: 'fatal core error', detail: { phase, message: redactForStorage(err.message) } }, clock.now());
+      return { kind: 'fatal', loanId: row.id, error: { code: 'core.fatal', message: err.message } };
+    }
     if (err instanceof CoreUnavailableError) {
       const code = err.ambiguous ? AMBIGUOUS : 'core.unavailable';
       log.warn({ code, err: err.message }, 'core unavailable; will retry (checking the core first)');
@@ -342,3 +351,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
 }
 
 export type LoanBoarder = ReturnType<typeof createLoanBoarder>;
+
+/** Which side refused the connector in a fatal outcome (its code is `core.*` or a platform code). */
+export function refusedBy(code: string): 'core' | 'platform' {
+  return code.startsWith('core.') ? 'core' : 'platform';
+}

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
+import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
 import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
@@ -283,7 +284,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   render();
 
   const daemonExit = daemon.done.then((exit) => {
-    if (exit.kind === 'fatal') status.println(`  · the platform refused the connector: ${exit.message}`);
+    if (exit.kind === 'fatal') status.println(`  · the ${refusedBy(exit.code)} refused the connector: ${exit.message}`);
     stop();
   });
   await new Promise<void>((r) => {

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
 import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
@@ -69,6 +70,6 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const exit = await daemon.done;
       await daemon.stop();
       ctx.shutdown.removeEventListener('abort', onShutdown);
-      if (exit.kind === 'fatal') throw new FatalError(`the platform refused the connector (${exit.code}): ${exit.message}`);
+      if (exit.kind === 'fatal') throw new FatalError(`the ${refusedBy(exit.code)} refused the connector (${exit.code}): ${exit.message}`);
     });
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { buildRuntime } from '../boarding/wiring.js';
+import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
@@ -64,6 +65,6 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       ctx.shutdown.removeEventListener('abort', onShutdown);
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
-      if (summary.fatal) throw new FatalError(`the platform refused the connector: ${summary.fatal.message}`);
+      if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
     });
 }

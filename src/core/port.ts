@@ -47,6 +47,13 @@ export interface CoreLoanRecord {
   mappingVersion: string | null;
   /** What the core holds, converted back to platform units where the adapter can. */
   fields: CanonicalLoanFields;
+  /**
+   * false when the adapter cannot confirm that every part of the last board is in place (a
+   * multi-step write such as Fineract's client, loan, guarantors and documents, or a file package
+   * whose batch row is missing). The pipeline then boards again, idempotently by external id,
+   * instead of taking the loan's presence as the whole write. Absent means complete.
+   */
+  complete?: boolean;
 }
 
 /** The core refused the data (4xx): the loan is quarantined with the core's own message. */

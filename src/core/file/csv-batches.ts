@@ -61,6 +61,11 @@ export class CsvBatches {
     });
   }
 
+  /** Whether the loan's row for that day is recorded (its CSV lines follow from it on recovery). */
+  has(day: string, loanId: string): Promise<boolean> {
+    return exists(join(this.dayDir(day), ROWS, `${safeId(loanId)}.json`));
+  }
+
   /** Regenerates every day a crash left dirty. */
   async recover(): Promise<void> {
     if (!(await exists(this.root))) return;

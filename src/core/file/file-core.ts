@@ -268,7 +268,10 @@ export class FileCore implements CoreSystem {
     const name = safeId(loanExternalId);
     const manifest = await readManifest(join(this.packagesDir, name));
     if (manifest === null || manifest.loanId !== loanExternalId) return null;
-    return toLoanRecord(name, manifest);
+    const record = toLoanRecord(name, manifest);
+    // The package swaps in before its batch row is written: without the row the board is partial.
+    if (this.opts.csvBatches && !(await this.batches.has(manifest.batchDate, loanExternalId))) record.complete = false;
+    return record;
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {

@@ -338,7 +338,8 @@ export class FineractCore implements CoreSystem {
   async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
     const l = await this.findLoanJson(loanExternalId);
     if (l === null) return null;
-    return { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromFineractLoan(l) };
+    // The loan alone says nothing of its guarantors and documents (later steps of the same board).
+    return { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromFineractLoan(l), complete: false };
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {

@@ -111,6 +111,20 @@ describe('boarding cycle', () => {
     expect(p.platform.calls['entities']).toBe(1);
   });
 
+  it('after an ambiguous timeout, a core that cannot confirm the whole write is boarded again to complete it (regression: Fineract guarantors/documents skipped)', async () => {
+    const p = withLoans(1);
+    p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
+    p.core.reportsPartial = true;
+    await p.runner.run({ reason: 'test' });
+    p.clock.advance(1000);
+    const s = await p.runner.run({ reason: 'retry' });
+    expect(s.acknowledged).toBe(1);
+    expect(p.core.findCalls).toBe(1);
+    expect(p.core.writes).toBe(2);
+    expect(p.core.loans.size).toBe(1);
+    expect(p.store.loans.require('L01').state).toBe('acknowledged');
+  });
+
   it('after a crash mid-write writes again (idempotent), completing a write the crash cut short', async () => {
     const p = withLoans(1);
     // The process died after the core committed but before "written" was recorded.
@@ -138,6 +152,17 @@ describe('boarding cycle', () => {
     await p.runner.run({ reason: 'retry' });
     expect(p.core.writes).toBe(1);
     expect(p.store.loans.require('L01').state).toBe('acknowledged');
+  });
+
+  it('stops the cycle when the core refuses our credentials, quarantining nothing (regression: a core 401 was retried until every loan was quarantined)', async () => {
+    const p = withLoans(3);
+    p.core.faults = [{ kind: 'credentials', times: 100 }];
+    const s = await p.runner.run({ reason: 'test' });
+    expect(s.fatal).toMatchObject({ code: 'core.fatal' });
+    expect(s.quarantined).toEqual({});
+    expect(p.store.loans.list({ state: 'quarantined' })).toEqual([]);
+    expect(p.store.loans.list({ state: 'retry_wait' })).toEqual([]);
+    expect(p.core.writes).toBe(0);
   });
 
   it('quarantines core rejections with the core message', async () => {

@@ -149,6 +149,21 @@ describe('FileCore packages', () => {
     expect(await c.findLoan('../../loan/evil')).toMatchObject({ loanExternalId: '../../loan/evil' });
   });
 
+  it('findLoan reports a package whose batch row is missing as incomplete, so the pipeline completes it', async () => {
+    const c = core();
+    await c.board(makePackage('loan_1', loanRecords('loan_1')));
+    expect((await c.findLoan('loan_1'))?.complete).not.toBe(false);
+    const day = (await readdir(join(dir, 'batches')))[0]!;
+    await rm(join(dir, 'batches', day, '.rows', 'loan_1.json'));
+    const fresh = core();
+    expect((await fresh.findLoan('loan_1'))?.complete).toBe(false);
+    await fresh.board(makePackage('loan_1', loanRecords('loan_1')));
+    expect((await fresh.findLoan('loan_1'))?.complete).not.toBe(false);
+    // Without CSV batches the package alone is the whole write.
+    await rm(join(dir, 'batches', day, '.rows', 'loan_1.json'));
+    expect((await core({ csvBatches: false }).findLoan('loan_1'))?.complete).not.toBe(false);
+  });
+
   it('health reports a writable directory', async () => {
     expect(await core().health()).toMatchObject({ ok: true });
   });
