@@ -1,4 +1,5 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -53,6 +54,25 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** The generic set shipped with the package (dist/cli → ../../mappings), wherever the demo runs from. */
+const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/generic', import.meta.url));
+const DEMO_MARKER = '.boarding-connector-demo';
+
+/**
+ * The demo starts fresh, but only ever wipes a directory it made itself: `--dir .` or a typo
+ * pointing at real data must not be deleted.
+ */
+export function prepareDemoDir(dir: string): void {
+  if (existsSync(dir) && readdirSync(dir).length > 0) {
+    if (!existsSync(`${dir}/${DEMO_MARKER}`)) {
+      throw new UsageError(`--dir ${dir}: exists and was not made by the demo (no ${DEMO_MARKER}); refusing to wipe it. Pick an empty or new directory.`);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/${DEMO_MARKER}`, 'made by `boarding-connector demo`; wiped at its next start\n');
+}
+
 function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }, port: number, logLevel: string): Config {
   const dir = resolve(o.dir);
   const q = (s: string): string => JSON.stringify(s);
@@ -71,7 +91,7 @@ function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }
       `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
       `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, debounceMs: 500 }`,
       // The sandbox key (like most) sees only the last 4 digits of tax ids.
-      'mappings: { dir: ./mappings/generic, allowLast4Tin: true }',
+      `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
       "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
       'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
       `reports: { dir: ${q(`${dir}/reports`)} }`,
@@ -124,12 +144,11 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
 
 async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   const dir = resolve(opts.dir);
-  rmSync(dir, { recursive: true, force: true });
+  prepareDemoDir(dir);
   const status = statusPrinter(ctx.stderr);
   const say = (text: string): void => out(ctx, text);
   // Logs go to a file so the status line stays readable; LOG_LEVEL=debug etc. still applies.
   const logLevel = ctx.env['LOG_LEVEL'] ?? 'info';
-  mkdirSync(dir, { recursive: true });
   const logFile = pino.destination({ dest: `${dir}/demo.log`, sync: false, mkdir: true });
   const logger: Logger = createLogger({ level: logLevel, destination: logFile, pretty: false });
   ctx.onClose(() => {
