@@ -5,9 +5,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { refusedBy } from '../boarding/board-loan.js';
-import type { CycleSummary } from '../boarding/cycle.js';
-import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
-import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
+import { buildRuntime, type BoardingRuntime } from '../boarding/wiring.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { UsageError, errorMessage } from '../lib/errors.js';
@@ -20,7 +18,7 @@ import { WEBHOOK_PATH } from '../webhooks/app.js';
 import { registerEndpoint } from '../webhooks/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from './program.js';
-import { DAEMON_PLUGINS, type DaemonHooks } from './run.js';
+import { createPluggedDaemon } from './run.js';
 
 /**
  * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
@@ -183,27 +181,12 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // The same composition as `run` (DAEMON_PLUGINS: webhook receiver, endpoint check, nightly
   // reconcile), over a runtime whose config carries the secret just issued.
   const live: BoardingRuntime = { ...rt, config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } } };
-  let daemonRef: { triggerCycle(reason: string): void } | null = null;
-  const hooks: DaemonHooks = { triggerCycle: (reason) => daemonRef?.triggerCycle(reason) };
-  const services: DaemonService[] = [];
-  const jobs: DaemonJob[] = [];
-  const onCycles: Array<(summary: CycleSummary) => void> = [];
-  for (const plugin of DAEMON_PLUGINS) {
-    const part = await plugin(live, hooks, ctx);
-    services.push(...(part.services ?? []));
-    jobs.push(...(part.jobs ?? []));
-    if (part.onCycle) onCycles.push(part.onCycle);
-  }
   let cycles = 0;
-  const daemon = createBoardingDaemon(live, {
-    services,
-    jobs,
-    onCycle: (summary) => {
+  const daemon = await createPluggedDaemon(live, ctx, {
+    onCycle: () => {
       cycles += 1;
-      for (const f of onCycles) f(summary);
     },
   });
-  daemonRef = daemon;
   const fundedCount = rt.db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = 'loan.funded'");
 
   const admin = async (path: string, body?: unknown): Promise<unknown> => {

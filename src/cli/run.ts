@@ -29,6 +29,38 @@ export type DaemonPlugin = (rt: BoardingRuntime, hooks: DaemonHooks, ctx: CliCon
 /** Plugins of `run`, in start order. Add yours here (one line). */
 export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin, reconcilePlugin];
 
+/**
+ * The daemon with every plugin attached: what `run` starts and what `demo` reuses. `onCycle`
+ * runs after the plugins' own per-cycle hooks.
+ */
+export async function createPluggedDaemon(
+  rt: BoardingRuntime,
+  ctx: CliContext,
+  opts: { onCycle?: (summary: CycleSummary) => void } = {},
+): Promise<ReturnType<typeof createBoardingDaemon>> {
+  let daemonRef: { triggerCycle(reason: string): void } | null = null;
+  const hooks: DaemonHooks = { triggerCycle: (reason) => daemonRef?.triggerCycle(reason) };
+  const services: DaemonService[] = [];
+  const jobs: DaemonJob[] = [];
+  const onCycles: Array<(summary: CycleSummary) => void> = [];
+  for (const plugin of DAEMON_PLUGINS) {
+    const part = await plugin(rt, hooks, ctx);
+    services.push(...(part.services ?? []));
+    jobs.push(...(part.jobs ?? []));
+    if (part.onCycle) onCycles.push(part.onCycle);
+  }
+  if (opts.onCycle) onCycles.push(opts.onCycle);
+  const daemon = createBoardingDaemon(rt, {
+    services,
+    jobs,
+    onCycle: (summary) => {
+      for (const f of onCycles) f(summary);
+    },
+  });
+  daemonRef = daemon;
+  return daemon;
+}
+
 export function registerRunCommands(program: Command, ctx: CliContext): void {
   program
     .command('run')
@@ -42,25 +74,7 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
       ctx.onClose(() => rt.close());
-      let daemonRef: { triggerCycle(reason: string): void } | null = null;
-      const hooks: DaemonHooks = { triggerCycle: (reason) => daemonRef?.triggerCycle(reason) };
-      const services: DaemonService[] = [];
-      const jobs: DaemonJob[] = [];
-      const onCycles: Array<(summary: CycleSummary) => void> = [];
-      for (const plugin of DAEMON_PLUGINS) {
-        const p = await plugin(rt, hooks, ctx);
-        services.push(...(p.services ?? []));
-        jobs.push(...(p.jobs ?? []));
-        if (p.onCycle) onCycles.push(p.onCycle);
-      }
-      const daemon = createBoardingDaemon(rt, {
-        services,
-        jobs,
-        onCycle: (summary) => {
-          for (const f of onCycles) f(summary);
-        },
-      });
-      daemonRef = daemon;
+      const daemon = await createPluggedDaemon(rt, ctx);
       const onShutdown = (): void => {
         void daemon.stop();
       };

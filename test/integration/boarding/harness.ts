@@ -7,23 +7,10 @@ import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram, CommanderError } from '../../../src/cli/program.js';
 import { ConfigError, FatalError, UsageError } from '../../../src/lib/errors.js';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../../src/sandbox/index.js';
+import { PERMISSIONS } from '../../../src/sandbox/keys.js';
 
-export const ALL_PERMISSIONS = [
-  'read:loans',
-  'write:loans',
-  'read:boarding',
-  'write:boarding',
-  'read:businesses',
-  'write:businesses',
-  'read:people',
-  'read:documents',
-  'write:documents',
-  'read:products',
-  'read:webhooks',
-  'write:webhooks',
-  'read:businesses:ein',
-  'read:people:ssn',
-];
+/** Every permission, including the two that unmask tax ids (the shipped mappings need full TINs). */
+export const ALL_PERMISSIONS: string[] = [...PERMISSIONS];
 
 export interface Counters {
   requests: Record<string, number>;
