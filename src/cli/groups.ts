@@ -9,6 +9,7 @@ import { registerWebhooksCommands } from './webhooks.js';
 import { registerReconcileCommands } from './reconcile.js';
 import { registerDemoCommands } from './demo.js';
 import { registerMappingsCommands } from './mappings.js';
+import { registerPlatformCommands } from './platform.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -21,4 +22,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerReconcileCommands(program, ctx);
   registerDemoCommands(program, ctx);
   registerMappingsCommands(program, ctx);
+  registerPlatformCommands(program, ctx);
 }

@@ -13,6 +13,8 @@ import { PlatformError } from './errors.js';
  */
 
 export const STRIKE_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Strikes in STRIKE_WINDOW_MS at which writes stop (the platform revokes a live key at 3). */
+export const WRITES_STOP_AT_STRIKES = 2;
 /** Strikes are kept a week for the audit trail, then pruned. */
 const STRIKE_RETENTION_MS = 7 * STRIKE_WINDOW_MS;
 
@@ -146,7 +148,7 @@ export class RateBudget {
   }
 
   writesStopped(): boolean {
-    return this.strikes24h() >= 2;
+    return this.strikes24h() >= WRITES_STOP_AT_STRIKES;
   }
 
   /** Waits (FIFO per bucket) until an attempt may be sent, records it, and returns its token. */

@@ -1,0 +1,68 @@
+import type { Command } from 'commander';
+import { STRIKE_WINDOW_MS, WRITES_STOP_AT_STRIKES as WRITES_STOP_AT } from '../platform/budget.js';
+import { openDatabase } from '../store/db.js';
+import { createSqliteRateState, type RateStateStore } from '../store/rate-state.js';
+import { UsageError } from '../lib/errors.js';
+import { out, type CliContext } from './context.js';
+
+function openRateState(ctx: CliContext): RateStateStore {
+  const db = openDatabase(ctx.config().store.path);
+  const state = createSqliteRateState(db);
+  ctx.onClose(() => {
+    state.close?.();
+    db.close();
+  });
+  return state;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function registerPlatformCommands(program: Command, ctx: CliContext): void {
+  const platform = program
+    .command('platform')
+    .description('the Loan Platform API key as the connector sees it: 429 strikes, stopped writes, pauses');
+
+  platform
+    .command('status')
+    .description('show 429 strikes of the last 24 h, whether writes are stopped and any pause in force (reads the state database; sends no request)')
+    .option('--json', 'print JSON')
+    .action((opts: { json?: boolean }) => {
+      const now = ctx.clock.now();
+      const state = openRateState(ctx);
+      const strikes = state.activeStrikes(now - STRIKE_WINDOW_MS);
+      const pauses = (['read', 'write'] as const).map((bucket) => ({ bucket, until: state.loadPause(bucket) })).filter((p) => p.until !== null && p.until > now);
+      const status = {
+        environment: ctx.config().platform.environment,
+        strikes24h: strikes.length,
+        writesStopped: strikes.length >= WRITES_STOP_AT,
+        strikes: strikes.map((s) => ({ at: iso(s.at), bucket: s.bucket, path: s.path, retryAfterMs: s.retryAfterMs })),
+        pauses: pauses.map((p) => ({ bucket: p.bucket, until: iso(p.until as number) })),
+      };
+      if (opts.json) {
+        out(ctx, JSON.stringify(status, null, 2));
+        return;
+      }
+      out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (writes stop at ${WRITES_STOP_AT}; a live key is revoked at 3)`);
+      for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
+      out(ctx, status.writesStopped ? 'writes: STOPPED (acknowledgements and registrations wait; reads continue at half pace)' : 'writes: allowed');
+      for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
+    });
+
+  const strikes = platform.command('strikes').description('the 429-strike ledger');
+  strikes
+    .command('clear')
+    .description('clear the strike ledger so writes resume; only once the platform has confirmed the key is in good standing (audited)')
+    .requiredOption('--reason <text>', 'why it is safe (e.g. the platform support ticket)')
+    .option('--by <name>', 'who clears it (default: $USER)')
+    .action((opts: { reason: string; by?: string }) => {
+      const by = opts.by ?? ctx.env['USER'] ?? ctx.env['USERNAME'];
+      if (!by) throw new UsageError('--by: expected who clears the strikes (no $USER to default to)');
+      if (opts.reason.trim() === '') throw new UsageError('--reason: expected a non-empty reason');
+      const state = openRateState(ctx);
+      const cleared = state.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500), ctx.clock.now());
+      ctx.logger().warn({ by, reason: opts.reason, cleared }, 'operator cleared the 429-strike ledger');
+      out(ctx, `cleared ${cleared} strike(s); a running daemon picks this up on its next request`);
+    });
+}
