@@ -1,4 +1,4 @@
-import { parseDocument } from 'yaml';
+import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../lib/errors.js';
 import { configSchema, type Config } from './schema.js';
@@ -55,6 +55,24 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
   return [`${path || '(root)'}: ${expected}, got ${gotText}`];
 }
 
+/**
+ * Bank codes in `mappings.defaults` (branch 0012, GL 1.50) are identifiers, not numbers: YAML 1.2
+ * reads an unquoted `0012` as 12, silently changing the code every record carries. A plain scalar
+ * whose number would not print back as written keeps its text.
+ */
+function keepCodesAsWritten(doc: Document, raw: Record<string, unknown>): void {
+  const node = doc.getIn(['mappings', 'defaults'], true);
+  const defaults = (raw['mappings'] as Record<string, unknown> | undefined)?.['defaults'];
+  if (!isMap(node) || defaults === null || typeof defaults !== 'object') return;
+  for (const pair of node.items) {
+    if (!isScalar(pair.key) || !isScalar(pair.value)) continue;
+    const { value, source } = pair.value as { value: unknown; source?: string };
+    if (typeof value === 'number' && typeof source === 'string' && source !== String(value)) {
+      (defaults as Record<string, unknown>)[String(pair.key.value)] = source;
+    }
+  }
+}
+
 /** Pure: env + file text in, validated config out, or a ConfigError listing every problem. */
 export function loadConfig(input: LoadConfigInput): Config {
   const source = input.filePath ?? 'built-in defaults';
@@ -74,6 +92,7 @@ export function loadConfig(input: LoadConfigInput): Config {
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
       throw new ConfigError(`${source}: expected a YAML map at the top level`);
     }
+    keepCodesAsWritten(doc, raw as Record<string, unknown>);
   }
 
   const obj = raw as Record<string, unknown>;

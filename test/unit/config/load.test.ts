@@ -91,3 +91,13 @@ describe('config/example.yaml', () => {
     expect(c.mappings.defaults['branch']).toBe('0012');
   });
 });
+
+describe('mappings.defaults', () => {
+  it('keeps bank codes as written (regression: an unquoted branch 0012 became the number 12)', () => {
+    const c = loadConfig({
+      env: {},
+      fileText: `${base}mappings:\n  defaults:\n    branch: 0012\n    gl: 1.50\n    officer: LOANOPS\n    quoted: "007"\n    term: 12\n    active: true\n`,
+    });
+    expect(c.mappings.defaults).toEqual({ branch: '0012', gl: '1.50', officer: 'LOANOPS', quoted: '007', term: 12, active: true });
+  });
+});
