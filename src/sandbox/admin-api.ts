@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Logger } from '../lib/logger.js';
@@ -74,7 +75,7 @@ function internalView(state: SandboxState, loan: LoanRecord): Record<string, unk
     queueItem: queueItem(loan),
     businesses: loan.businesses,
     people: loan.people,
-    documents: loan.documentIds.map((id) => state.documents.get(id)).filter((d) => d !== undefined).map((d) => ({ ...publicDocument(d), attached: d.attached, sizeOnDisk: d.bytes.length })),
+    documents: loan.documentIds.map((id) => state.documents.get(id)).filter((d) => d !== undefined).map((d) => ({ ...publicDocument(d), attached: d.attached, sizeOnDisk: d.bytes.length, sha256: createHash('sha256').update(d.bytes).digest('hex') })),
   };
 }
 

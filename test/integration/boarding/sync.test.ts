@@ -2,6 +2,7 @@ import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readManifest, verifyPackage } from '../../../src/core/file/manifest.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
 
 const ACK_ROUTE = 'POST /public/v1/loans/:id/boarding';
@@ -83,8 +84,19 @@ describe('sync --once against the sandbox', () => {
       expect(c.ackKeys[id], id).toHaveLength(1);
       expect(c.ackKeys[id]![0]).toMatch(new RegExp(`^ack:${id}:.+`));
     }
-    // Exactly one package per loan in the file core.
+    // Exactly one package per loan in the file core, each whole: the manifest's hashes match its
+    // files, and every document is the sandbox's bytes (the sandbox's sha256 of what it serves).
     expect(readdirSync(join(cfg.coreDir, 'packages')).sort()).toEqual([...released].sort());
+    let documents = 0;
+    for (const id of released) {
+      const pdir = join(cfg.coreDir, 'packages', id);
+      expect(await verifyPackage(pdir), id).toEqual({ ok: true, problems: [] });
+      const manifest = (await readManifest(pdir))!;
+      const internal = (await p.admin('GET', `/loans/${id}`)) as { documents: Array<{ id: string; sha256: string }> };
+      expect(manifest.documents.map((d) => [d.documentId, d.sha256]).sort(), id).toEqual(internal.documents.map((d) => [d.id, d.sha256]).sort());
+      documents += manifest.documents.length;
+    }
+    expect(documents).toBeGreaterThan(0);
 
     // The audit trail of a retried loan names who retried it.
     const shown = await runCli(['--config', cfg.configPath, 'loans', 'show', quarantined[0]!, '--json']);
