@@ -1,5 +1,4 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -7,6 +6,7 @@ import { pino } from 'pino';
 import { refusedBy } from '../boarding/board-loan.js';
 import { buildRuntime, type BoardingRuntime } from '../boarding/wiring.js';
 import { loadConfig } from '../config/load.js';
+import { SHIPPED_GENERIC_MAPPINGS } from '../config/schema.js';
 import type { Config } from '../config/schema.js';
 import { UsageError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
@@ -52,8 +52,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The generic set shipped with the package (dist/cli → ../../mappings), wherever the demo runs from. */
-const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/generic', import.meta.url));
 const DEMO_MARKER = '.boarding-connector-demo';
 
 /**

@@ -13,7 +13,6 @@ export const DEMO_DEFAULTS = {
   store: { path: './var/state.sqlite' },
   core: { adapter: 'file', file: { dir: './var/core' } },
   webhooks: { host: '127.0.0.1', port: 8080, secrets: [] },
-  mappings: { dir: './mappings/generic' },
 } as const;
 
 export interface LoadConfigInput {

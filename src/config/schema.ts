@@ -1,4 +1,8 @@
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+
+/** The generic mapping set shipped with the package (src/config or dist/config → ../../mappings). */
+export const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/generic', import.meta.url));
 
 /**
  * Builders that carry the "expected …" half of an error message; the loader adds the key path and
@@ -86,7 +90,8 @@ export const webhooksSchema = z.strictObject({
 });
 
 export const mappingsSchema = z.strictObject({
-  dir: str('a directory path').default('./mappings/generic'),
+  /** Default: the shipped generic set, wherever the connector runs from. */
+  dir: str('a directory path').default(SHIPPED_GENERIC_MAPPINGS),
   /** Allow boarding with only the last 4 digits of a tax id (otherwise: tin_incomplete). */
   allowLast4Tin: bool().default(false),
   /** Bank defaults available to expressions as $defaults (branch, officer, GL codes…). */

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadConfig } from '../../../src/config/load.js';
+import { SHIPPED_GENERIC_MAPPINGS } from '../../../src/config/schema.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 
 const base = `
@@ -26,7 +29,9 @@ describe('loadConfig', () => {
     expect(c.store.path).toBe('./var/state.sqlite');
     expect(c.core).toMatchObject({ adapter: 'file', file: { dir: './var/core' } });
     expect(c.webhooks).toMatchObject({ host: '127.0.0.1', port: 8080, secrets: [] });
-    expect(c.mappings.dir).toBe('./mappings/generic');
+    // The shipped generic set, wherever the connector runs from (regression: relative to the cwd).
+    expect(c.mappings.dir).toBe(SHIPPED_GENERIC_MAPPINGS);
+    expect(existsSync(join(c.mappings.dir, 'mapping.yaml'))).toBe(true);
   });
 
   it('names the key path, what was expected and what it got', () => {
