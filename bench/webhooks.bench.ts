@@ -84,7 +84,10 @@ async function serve(kind: string): Promise<void> {
 }
 
 async function startChild(kind: string): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_WEBHOOKS_CPU_PROF=<dir>: write a V8 CPU profile of each server child there (off by default).
+  const profDir = process.env['BENCH_WEBHOOKS_CPU_PROF'];
+  const prof = profDir ? ['--cpu-prof', '--cpu-prof-dir', join(profDir, kind)] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', kind], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
     child.stdout?.on('data', (c: Buffer) => {

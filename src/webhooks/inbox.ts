@@ -119,7 +119,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
   const insertOne = (event: WebhookEvent, receivedAt: number): boolean =>
-    insert.run(event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(event.payload)).changes === 1;
+    insert.run(event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, event.payloadJson ?? JSON.stringify(event.payload)).changes === 1;
   const insertAll = db.transaction((items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>) =>
     items.map((i) => insertOne(i.event, i.receivedAt)),
   );

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestListener } from 'node:http';
+import { withFastPath } from './receiver.js';
 
 export interface RunningServer {
   /** e.g. http://127.0.0.1:8080 (the bound port, also when 0 was asked). */
@@ -11,9 +12,13 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Listens with the app on host:port (port 0 = any free port) and resolves once bound. */
+/**
+ * Listens with the app on host:port (port 0 = any free port) and resolves once bound. An app made
+ * by `createApp` gets its webhook fast path: `POST /webhooks/platform` goes straight to the lean
+ * receiver without entering Express's router (see receiver.ts); everything else goes to the app.
+ */
 export async function startHttpServer(app: RequestListener, host: string, port: number): Promise<RunningServer> {
-  const server = createServer(app);
+  const server = createServer(withFastPath(app));
   // A little above common proxy idle timeouts, so the proxy closes first.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidPayloadError, extractFundedAt, parseTime, toWebhookEvent } from '../../../src/webhooks/event.js';
+import fc from 'fast-check';
+import { InvalidPayloadError, extractFundedAt, parseTime, toWebhookEvent, toWebhookEventWithSchema } from '../../../src/webhooks/event.js';
 
 const ctx = { webhookIdHeader: 'msg_1', signedTimestampMs: 1_700_000_000_000, receivedAt: 1_800_000_000_000, rawBody: Buffer.from('{}') };
 
@@ -50,5 +51,42 @@ describe('toWebhookEvent (tolerant envelope)', () => {
   it('uses data.fundedAt for the funded time when given', () => {
     expect(extractFundedAt({ payload: { data: { fundedAt: '2026-01-02T03:04:05Z' } }, occurredAt: 5 })).toBe(Date.parse('2026-01-02T03:04:05Z'));
     expect(extractFundedAt({ payload: { data: {} }, occurredAt: 5 })).toBe(5);
+  });
+});
+
+describe('toWebhookEvent (hand-written hot path) agrees with the zod schema', () => {
+  const field = fc.oneof(
+    fc.constant(undefined),
+    fc.constant(null),
+    fc.boolean(),
+    fc.integer(),
+    fc.double(),
+    fc.constantFrom('', ' ', 'loan.funded', 'document.uploaded', '2026-11-21T10:00:00Z', '1700000000', 'x', '12.5'),
+    fc.string(),
+    fc.constant(Number.MAX_SAFE_INTEGER + 2),
+    fc.array(fc.integer(), { maxLength: 2 }),
+    fc.dictionary(fc.constantFrom('loanId', 'id', 'loan_id'), fc.oneof(fc.string(), fc.integer()), { maxKeys: 2 }),
+  );
+  const keys = ['id', 'type', 'event', 'eventType', 'event_type', 'createdAt', 'created_at', 'occurredAt', 'timestamp', 'created', 'loanId', 'data', 'other'];
+  const envelope = fc.oneof(
+    fc.dictionary(fc.constantFrom(...keys), field, { maxKeys: 8 }),
+    field,
+  );
+  const outcome = (f: () => unknown): unknown => {
+    try {
+      return f();
+    } catch (err) {
+      return err instanceof InvalidPayloadError ? 'invalid' : err;
+    }
+  };
+
+  it('gives the same event or the same refusal for any JSON value', () => {
+    fc.assert(
+      fc.property(envelope, fc.option(fc.constant('msg_h')), (json, header) => {
+        const c = { ...ctx, webhookIdHeader: header };
+        expect(outcome(() => toWebhookEvent(json, c))).toEqual(outcome(() => toWebhookEventWithSchema(json, c)));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
