@@ -10,7 +10,7 @@
  * with the reason — never a silent pass.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
@@ -95,7 +95,9 @@ describe('Docker image (testcontainers)', () => {
     if (skipReason) return;
     await patchBuildForHostNetwork(buildLog);
     // Behind a TLS-intercepting proxy the build must trust the same CAs as this machine.
-    const extraCa = process.env['NODE_EXTRA_CA_CERTS'];
+    // The host's bundle when the variable is not set: whatever this machine trusts, the build trusts.
+    const hostBundle = '/etc/ssl/certs/ca-certificates.crt';
+    const extraCa = process.env['NODE_EXTRA_CA_CERTS'] || (existsSync(hostBundle) ? hostBundle : undefined);
     const caCopy = join(ROOT, 'docker', 'ca-certificates', 'e2e-build-host.pem');
     if (extraCa) copyFileSync(extraCa, caCopy);
     try {
