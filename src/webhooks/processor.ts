@@ -20,7 +20,14 @@ export interface WebhookProcessorDeps {
   requestCycle?: (reason: string) => void;
   /** `webhooks.debounceMs`: bursts of loan.funded collapse into one early cycle. */
   debounceMs: number;
+  /** Rows per transaction (default 200). */
   batchSize?: number;
+  /**
+   * How long after a kick() the inbox is worked (default 20 ms): deliveries arriving meanwhile are
+   * processed together, in a few transactions instead of one per delivery (fewer commits, so the
+   * receiver keeps the CPU under load). Far below any early-cycle debounce.
+   */
+  kickDelayMs?: number;
 }
 
 export interface ProcessedEvent {
@@ -53,8 +60,10 @@ const DOCUMENTED = new Set<string>(WEBHOOK_EVENTS);
 export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProcessor {
   const clock = deps.clock ?? systemClock;
   const log = deps.logger;
-  // Small batches: each is one synchronous transaction, and the HTTP server waits while it runs.
-  const batchSize = deps.batchSize ?? 50;
+  // Each batch is one synchronous transaction and the HTTP server waits while it runs: 200 rows
+  // take a few milliseconds, well inside the receiver's latency budget.
+  const batchSize = deps.batchSize ?? 200;
+  const kickDelayMs = deps.kickDelayMs ?? 20;
   const events = new EventEmitter();
   const { db, inbox } = deps;
 
@@ -80,7 +89,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       }, deps.debounceMs)
     : undefined;
 
-  const applyRow = db.transaction((row: InboxRow, now: number): { fundedAt: number | null } => {
+  const applyRowEffects = (row: InboxRow, now: number): { fundedAt: number | null } => {
     let fundedAt: number | null = null;
     if (row.eventType === 'loan.funded' && row.loanId !== null) {
       fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
@@ -99,7 +108,8 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     }
     inbox.markProcessed(row.webhookId, now);
     return { fundedAt };
-  });
+  };
+  const applyRow = db.transaction(applyRowEffects);
 
   /** Logs what the payload lacks (the real platform's payload is not documented). */
   function inspect(row: InboxRow): void {
@@ -117,8 +127,13 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
   type RowOutcome = { row: InboxRow; fundedAt: number | null; error: string | null };
   const isTransient = (message: string): boolean => /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(message);
 
-  // One transaction per batch; each row in its own savepoint so one bad row cannot sink the rest.
-  const applyBatch = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
+  // One transaction per batch. First without savepoints (the common case: every row applies);
+  // if a row fails for a reason other than contention the whole attempt rolls back and the batch
+  // is redone with each row in its own savepoint, so one bad row cannot sink the rest.
+  const applyAll = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
+    rows.map((row) => ({ row, fundedAt: applyRowEffects(row, now).fundedAt, error: null })),
+  );
+  const applyEach = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
     rows.map((row) => {
       try {
         return { row, fundedAt: applyRow(row, now).fundedAt, error: null };
@@ -131,6 +146,14 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       }
     }),
   );
+  const applyBatch = (rows: InboxRow[], now: number): RowOutcome[] => {
+    try {
+      return applyAll(rows, now);
+    } catch (err) {
+      if (isTransient(errorMessage(err))) throw err;
+      return applyEach(rows, now);
+    }
+  };
 
   /**
    * Processing commits skip the fsync (synchronous=NORMAL for that transaction only): if power is
@@ -176,6 +199,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
   let again = false;
   let stopped = false;
   let started = false;
+  let kickTimer: NodeJS.Timeout | null = null;
 
   async function loop(): Promise<number> {
     let total = 0;
@@ -187,6 +211,8 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
         if (rows.length === 0) break;
         processBatch(rows);
         total += rows.length;
+        // Caught up: what arrives from now on comes with its own kick (and its own batch).
+        if (rows.length < batchSize) break;
         // Yield between batches so a backlog never starves the HTTP server.
         await new Promise<void>((r) => setImmediate(r));
       }
@@ -222,14 +248,18 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       await drain();
     },
     kick() {
-      if (stopped || !started) return;
-      setImmediate(() => {
+      // Deferred, not per delivery: rows stored within kickDelayMs are worked in one pass.
+      if (stopped || !started || kickTimer !== null) return;
+      kickTimer = setTimeout(() => {
+        kickTimer = null;
         void drain();
-      });
+      }, kickDelayMs);
     },
     drain,
     async stop() {
       stopped = true;
+      if (kickTimer !== null) clearTimeout(kickTimer);
+      kickTimer = null;
       requestCycle?.cancel();
       if (running) await running;
     },
