@@ -13,7 +13,7 @@ import { IllegalTransitionError } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
-import { ackKey, payloadHash } from './release.js';
+import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
   maxAttempts: number;
@@ -127,7 +127,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           expectedFrom: row.state,
           reason: 'found in core after an uncertain write',
           detail: { coreReference: found.coreReference },
-          patch: { coreReference: found.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null },
+          patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null },
           also: () => ensureAckKey(row),
         });
       }
@@ -195,7 +195,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       to: 'written',
       expectedFrom: 'mapped',
       detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length },
-      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), lastErrorCode: null, lastErrorMessage: null },
+      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null },
       also: () => ensureAckKey(row),
     });
   }
@@ -273,7 +273,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
     let row = loans.get(loanId);
     if (!row || !WORKING.has(row.state)) return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
-    const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: row.writtenAt !== null && row.coreReference !== null };
+    // Ack-only only when the core write was made for this very release: a loan re-released since
+    // (e.g. while skipped) must have its new release written, never just acknowledged.
+    const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
     let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
     try {
       if (!att.ackOnly) {

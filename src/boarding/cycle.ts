@@ -6,7 +6,7 @@ import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
 import { processAlive } from '../store/leases.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
-import { recordInvalidItem, recordQueueItem } from './intake.js';
+import { recordInvalidItem, recordQueueItem, type IntakeObserver, type StillListedKind } from './intake.js';
 
 export interface CycleDeps extends LoanBoarderDeps {
   pageSize: number;
@@ -42,6 +42,13 @@ export interface CycleSummary {
     newLoans: number;
     reReleased: number;
     invalid: number;
+    /**
+     * Acknowledged loans the queue still lists (never boarded again). A platform lagging behind
+     * clears within a cycle or two; a loan that stays listed needs ops (docs/operations.md).
+     */
+    stillListedAfterAck: number;
+    /** Of those: the listed loan's fields differ from what was boarded, or its item is malformed. */
+    stillListedChanged: number;
     resumed: boolean;
     complete: boolean;
     error: string | null;
@@ -61,6 +68,8 @@ export interface CycleSummary {
   fatal: { code: string; message: string } | null;
   /** Another process holds the boarding lease: this cycle did nothing. */
   busy: { pid: number; host: string; since: string } | null;
+  /** Another process took the lease over mid-cycle (this one stalled): the cycle stopped early. */
+  leaseLost: boolean;
   /** Loans per state after the cycle. */
   states: Record<LoanState, number>;
   /** Loans this cycle quarantined or put in retry_wait, with why (first 100). */
@@ -68,6 +77,9 @@ export interface CycleSummary {
 }
 
 const MAX_PROBLEMS = 100;
+/** A loan still listed after its acknowledgement is warned about at most once per this long (per process). */
+const STILL_LISTED_WARN_EVERY_MS = 6 * 60 * 60 * 1000;
+const STILL_LISTED_LOG_IDS = 10;
 
 export class CycleAlreadyRunningError extends Error {
   override readonly name = 'CycleAlreadyRunningError';
@@ -93,6 +105,43 @@ export function createCycleRunner(deps: CycleDeps) {
   let running = false;
   const me = { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, pid: process.pid, host: hostname() };
   const leaseTtlMs = deps.leaseTtlMs ?? 60_000;
+  const stillListedWarnedAt = new Map<string, number>();
+
+  /** Counts acknowledged loans still listed; collects them for one warning per cycle. */
+  function stillListedObserver(summary: CycleSummary, seen: Map<string, StillListedKind>): IntakeObserver {
+    return {
+      stillListedAfterAck(loanId, kind) {
+        if (seen.has(loanId)) return;
+        seen.set(loanId, kind);
+        summary.walk.stillListedAfterAck += 1;
+        if (kind !== 'same') summary.walk.stillListedChanged += 1;
+      },
+    };
+  }
+
+  /** One warning per cycle, naming only loans not warned about within STILL_LISTED_WARN_EVERY_MS. */
+  function warnStillListed(summary: CycleSummary, seen: ReadonlyMap<string, StillListedKind>): void {
+    const now = clock.now();
+    // A loan no longer listed (after a complete walk) is forgotten: if it comes back, it is news.
+    for (const [id, at] of stillListedWarnedAt) {
+      if (at <= now - STILL_LISTED_WARN_EVERY_MS || (summary.walk.complete && !seen.has(id))) stillListedWarnedAt.delete(id);
+    }
+    const fresh = [...seen].filter(([id]) => !stillListedWarnedAt.has(id));
+    if (fresh.length === 0) return;
+    for (const [id] of fresh) stillListedWarnedAt.set(id, now);
+    const pick = (k: StillListedKind): string[] => fresh.filter(([, kind]) => kind === k).map(([id]) => id).slice(0, STILL_LISTED_LOG_IDS);
+    logger.warn(
+      {
+        stillListedAfterAck: summary.walk.stillListedAfterAck,
+        stillListedChanged: summary.walk.stillListedChanged,
+        newlyListed: fresh.length,
+        sameItem: pick('same'),
+        changedItem: pick('changed'),
+        invalidItem: pick('invalid'),
+      },
+      'acknowledged loans still listed in the boarding queue; not boarded again (a changed or malformed item may be a re-release the connector cannot tell apart: see docs/operations.md, "Still listed after acknowledgement")',
+    );
+  }
 
   async function walk(summary: CycleSummary, stop: AbortSignal): Promise<void> {
     const checkpoint = store.checkpoints.get(QUEUE_CHECKPOINT);
@@ -101,45 +150,55 @@ export function createCycleRunner(deps: CycleDeps) {
     if (!checkpoint) store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
     else if (cursor !== null) logger.info({ startedAt: new Date(checkpoint.startedAt).toISOString() }, 'resuming an interrupted queue walk from its checkpoint');
     let restarted = false;
-    for (;;) {
-      try {
-        for await (const page of platform.boardingQueue({ cursor, limit: deps.pageSize, signal: stop })) {
-          const now = clock.now();
-          // The page's loans and the cursor after it are saved together: a crash re-reads at most one page.
-          store.db.transaction(() => {
-            for (const item of page.items) {
-              const r = recordQueueItem(store.loans, item, now, logger, inFlight);
-              if (r === 'new') summary.walk.newLoans += 1;
-              if (r === 're-released') summary.walk.reReleased += 1;
-            }
-            for (const bad of page.invalid) {
-              recordInvalidItem(store.loans, bad, now, logger);
-            }
-            if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
-          })();
-          summary.walk.pages += 1;
-          summary.walk.items += page.items.length;
-          summary.walk.invalid += page.invalid.length;
+    const stillListed = new Map<string, StillListedKind>();
+    const observer = stillListedObserver(summary, stillListed);
+    try {
+      await walkPages();
+    } finally {
+      warnStillListed(summary, stillListed);
+    }
+
+    async function walkPages(): Promise<void> {
+      for (;;) {
+        try {
+          for await (const page of platform.boardingQueue({ cursor, limit: deps.pageSize, signal: stop })) {
+            const now = clock.now();
+            // The page's loans and the cursor after it are saved together: a crash re-reads at most one page.
+            store.db.transaction(() => {
+              for (const item of page.items) {
+                const r = recordQueueItem(store.loans, item, now, logger, inFlight, observer);
+                if (r === 'new') summary.walk.newLoans += 1;
+                if (r === 're-released') summary.walk.reReleased += 1;
+              }
+              for (const bad of page.invalid) {
+                recordInvalidItem(store.loans, bad, now, logger, observer);
+              }
+              if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
+            })();
+            summary.walk.pages += 1;
+            summary.walk.items += page.items.length;
+            summary.walk.invalid += page.invalid.length;
+            if (stop.aborted) return;
+          }
+          store.checkpoints.clear(QUEUE_CHECKPOINT);
+          summary.walk.complete = true;
+          return;
+        } catch (err) {
+          if (isPlatformError(err) && err.fatal) throw err;
           if (stop.aborted) return;
+          if (cursor !== null && !restarted && isRefusedCursor(err)) {
+            // A checkpointed cursor can expire (days of downtime): start the walk over; nothing is lost
+            // because every loan seen is in SQLite and the queue lists only unacknowledged loans.
+            logger.warn({ code: err.code, status: err.status }, 'checkpointed queue cursor refused; walking the queue from the start');
+            cursor = null;
+            restarted = true;
+            store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
+            continue;
+          }
+          summary.walk.error = errorMessage(err);
+          logger.warn({ err: summary.walk.error, pages: summary.walk.pages }, 'queue walk failed; boarding the loans already known, the walk resumes next cycle');
+          return;
         }
-        store.checkpoints.clear(QUEUE_CHECKPOINT);
-        summary.walk.complete = true;
-        return;
-      } catch (err) {
-        if (isPlatformError(err) && err.fatal) throw err;
-        if (stop.aborted) return;
-        if (cursor !== null && !restarted && isRefusedCursor(err)) {
-          // A checkpointed cursor can expire (days of downtime): start the walk over; nothing is lost
-          // because every loan seen is in SQLite and the queue lists only unacknowledged loans.
-          logger.warn({ code: err.code, status: err.status }, 'checkpointed queue cursor refused; walking the queue from the start');
-          cursor = null;
-          restarted = true;
-          store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
-          continue;
-        }
-        summary.walk.error = errorMessage(err);
-        logger.warn({ err: summary.walk.error, pages: summary.walk.pages }, 'queue walk failed; boarding the loans already known, the walk resumes next cycle');
-        return;
       }
     }
   }
@@ -225,14 +284,17 @@ export function createCycleRunner(deps: CycleDeps) {
   async function run(opts: CycleOptions): Promise<CycleSummary> {
     if (running) throw new CycleAlreadyRunningError('a boarding cycle is already running');
     running = true;
-    const stop = opts.stop ?? NEVER;
-    const abort = opts.abort ?? NEVER;
+    // Losing the lease (another process took it over after this one stalled) stops this cycle:
+    // no new loans, and steps in flight are aborted, so two processes never board side by side.
+    const leaseLost = new AbortController();
+    const stop = AbortSignal.any([opts.stop ?? NEVER, leaseLost.signal]);
+    const abort = AbortSignal.any([opts.abort ?? NEVER, leaseLost.signal]);
     const started = clock.now();
     const summary: CycleSummary = {
       reason: opts.reason,
       startedAt: new Date(started).toISOString(),
       durationMs: 0,
-      walk: { pages: 0, items: 0, newLoans: 0, reReleased: 0, invalid: 0, resumed: false, complete: false, error: null },
+      walk: { pages: 0, items: 0, newLoans: 0, reReleased: 0, invalid: 0, stillListedAfterAck: 0, stillListedChanged: 0, resumed: false, complete: false, error: null },
       attempted: 0,
       acknowledged: 0,
       ackOnly: 0,
@@ -244,6 +306,7 @@ export function createCycleRunner(deps: CycleDeps) {
       writesStopped: false,
       fatal: null,
       busy: null,
+      leaseLost: false,
       states: store.loans.countByState(),
       problems: [],
     };
@@ -262,7 +325,32 @@ export function createCycleRunner(deps: CycleDeps) {
     }
     if (lease.tookOverFrom) logger.info({ previous: { pid: lease.tookOverFrom.pid, host: lease.tookOverFrom.host } }, 'took over the boarding lease from a process that is gone');
     // Heartbeat on a timer, not on progress: a cycle waiting out a rate-limit pause still owns the lease.
-    const beat = setInterval(() => store.leases.heartbeat(BOARDING_LEASE, me.owner, clock.now()), Math.max(250, Math.floor(leaseTtlMs / 4)));
+    // A throw here would be uncaught (a timer callback) and kill the process: log it, and let the
+    // next beat try again; the lease only goes stale after leaseTtlMs without a successful beat.
+    const heartbeat = (): void => {
+      if (leaseLost.signal.aborted) return;
+      let held: boolean;
+      try {
+        held = store.leases.heartbeat(BOARDING_LEASE, me.owner, clock.now());
+      } catch (err) {
+        logger.warn({ err: errorMessage(err) }, 'boarding lease heartbeat failed; retrying on the next beat');
+        return;
+      }
+      if (held) return;
+      summary.leaseLost = true;
+      let holder: ReturnType<typeof store.leases.get> = null;
+      try {
+        holder = store.leases.get(BOARDING_LEASE);
+      } catch {
+        // Only for the log line.
+      }
+      logger.error(
+        { holder: holder ? { pid: holder.pid, host: holder.host } : null },
+        'lost the boarding lease (this process stalled past its lease and another took it over): stopping this cycle',
+      );
+      leaseLost.abort(new Error('boarding lease lost'));
+    };
+    const beat = setInterval(heartbeat, Math.max(250, Math.floor(leaseTtlMs / 4)));
     beat.unref();
     try {
       try {
@@ -297,8 +385,15 @@ export function createCycleRunner(deps: CycleDeps) {
       return summary;
     } finally {
       clearInterval(beat);
-      store.leases.release(BOARDING_LEASE, me.owner);
+      // First: a failed release below must never leave the runner refusing every later cycle.
       running = false;
+      try {
+        store.leases.release(BOARDING_LEASE, me.owner);
+      } catch (err) {
+        // The lease stays until it goes stale (leaseTtlMs) or this process exits; our own next
+        // cycle re-acquires it (same owner), another process waits out the ttl.
+        logger.warn({ err: errorMessage(err) }, 'could not release the boarding lease; it expires on its own');
+      }
       summary.durationMs = clock.now() - started;
       summary.states = store.loans.countByState();
       // Keep the latest word on each loan, and only if it still stands (a settled retry succeeded).

@@ -130,6 +130,10 @@ export function createDaemon(deps: DaemonDeps): Daemon {
               interrupted: summary.interrupted,
               writesStopped: summary.writesStopped,
               ...(summary.busy ? { busy: summary.busy } : {}),
+              ...(summary.leaseLost ? { leaseLost: true } : {}),
+              ...(summary.walk.stillListedAfterAck > 0
+                ? { stillListedAfterAck: summary.walk.stillListedAfterAck, stillListedChanged: summary.walk.stillListedChanged }
+                : {}),
             },
             states: summary.states,
           },

@@ -1,7 +1,20 @@
 import type { Logger } from '../lib/logger.js';
 import type { InvalidItem, QueueItem } from '../platform/schemas.js';
 import type { LoanStore, LoanRow, LoanPatch } from '../store/loans.js';
-import { releaseMarker, storableQueueItem } from './release.js';
+import { canonicalJson, releaseMarker, storableQueueItem } from './release.js';
+
+/**
+ * Told about an acknowledged loan the default queue still lists. Either the platform lags behind
+ * our acknowledgement, or it released the loan again in a way the release marker cannot tell
+ * (no boarding id or release time: the fixed fallback marker). `changed`: the loan's fields
+ * (updatedAt included) differ from the item we boarded, which hints at the latter; `invalid`: the
+ * listed item fails validation.
+ */
+export type StillListedKind = 'same' | 'changed' | 'invalid';
+
+export interface IntakeObserver {
+  stillListedAfterAck(loanId: string, kind: StillListedKind): void;
+}
 
 export type IntakeResult = 'new' | 'seen' | 're-released' | 'quarantined-invalid' | 'ignored';
 
@@ -28,6 +41,7 @@ export function recordQueueItem(
   now: number,
   logger: Logger,
   inFlight: ReadonlySet<string>,
+  observer?: IntakeObserver,
 ): IntakeResult {
   const marker = releaseMarker(item);
   const existing = loans.get(item.id);
@@ -41,13 +55,30 @@ export function recordQueueItem(
   if (existing.releaseMarker === marker || inFlight.has(item.id)) {
     if (existing.state !== 'acknowledged') loans.update(item.id, itemColumns(item, now), now);
     if (existing.state === 'acknowledged') {
-      // Still listed after our acknowledgement (a platform lagging behind): nothing to do, never a second board.
-      logger.debug({ loanId: item.id }, 'acknowledged loan still listed in the boarding queue; ignored');
+      // Still listed after our acknowledgement: never boarded a second time on a guess (the same
+      // marker means the same acknowledgement key, and a platform lagging behind looks exactly
+      // like this). Surfaced instead (cycle summary + rate-limited warning) for ops to judge.
+      const changed = existing.queueItem !== null && loanFieldsDiffer(existing.queueItem, item);
+      logger.debug({ loanId: item.id, changed }, 'acknowledged loan still listed in the boarding queue; not boarded again');
+      observer?.stillListedAfterAck(item.id, changed ? 'changed' : 'same');
       return 'ignored';
     }
     return 'seen';
   }
   return reRelease(loans, existing, item, marker, now, logger);
+}
+
+/** The loan's fields (the boarding object aside: its marker was compared already) differ from the stored item's. */
+function loanFieldsDiffer(stored: string, item: QueueItem): boolean {
+  const strip = (json: string): string => {
+    try {
+      const { boarding: _boarding, ...loan } = JSON.parse(json) as Record<string, unknown>;
+      return canonicalJson(loan);
+    } catch {
+      return json;
+    }
+  };
+  return strip(stored) !== strip(storableQueueItem(item));
 }
 
 function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker: string, now: number, logger: Logger): IntakeResult {
@@ -65,7 +96,9 @@ function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker:
     coreWriteStartedAt: null,
   };
   if (existing.state === 'skipped') {
-    loans.update(item.id, { ...itemColumns(item, now), releaseMarker: marker }, now);
+    // The same reset as below, state aside: the old release's write must not make a later
+    // `loans retry` merely acknowledge the new release (which the core never received).
+    loans.update(item.id, reset, now);
     loans.recordEvent(item.id, { kind: 'release', reason: 'released again while skipped; stays skipped', detail }, now);
     return 'seen';
   }
@@ -74,8 +107,13 @@ function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker:
   return 're-released';
 }
 
-/** A malformed queue item with an id: quarantined (validation) so ops see it; without an id: logged only. */
-export function recordInvalidItem(loans: LoanStore, bad: InvalidItem, now: number, logger: Logger): IntakeResult {
+/**
+ * A malformed queue item with an id: quarantined (validation) so ops see it, if the loan is new or
+ * waiting to be boarded; without an id: logged only. A loan past that point (being written,
+ * acknowledged, skipped, quarantined already) keeps its state: what was done stands, and the
+ * warning says so (the platform client announces every invalid item as reported for quarantine).
+ */
+export function recordInvalidItem(loans: LoanStore, bad: InvalidItem, now: number, logger: Logger, observer?: IntakeObserver): IntakeResult {
   if (bad.id === null) {
     logger.error({ index: bad.index, problems: bad.problems }, 'boarding queue item without an id failed validation; cannot quarantine it');
     return 'ignored';
@@ -91,5 +129,21 @@ export function recordInvalidItem(loans: LoanStore, bad: InvalidItem, now: numbe
     loans.transition(bad.id, { to: 'quarantined', reason: 'validation', detail: { problems: bad.problems }, patch }, now);
     return 'quarantined-invalid';
   }
+  if (existing.state === 'acknowledged') {
+    // Listed every cycle while it lasts: the observer warns (rate-limited), with the cycle's count.
+    logger.debug({ loanId: bad.id, problems: bad.problems }, 'acknowledged loan still listed with an item that fails validation: not quarantined, stays acknowledged');
+    if (observer) observer.stillListedAfterAck(bad.id, 'invalid');
+    else logger.warn({ loanId: bad.id, problems: bad.problems }, 'acknowledged loan still listed with an item that fails validation: NOT quarantined; it stays acknowledged');
+    return 'ignored';
+  }
+  if (existing.state === 'quarantined' || existing.state === 'skipped') {
+    // Already out of the pipeline (and listed again every cycle): nothing new to say.
+    logger.debug({ loanId: bad.id, state: existing.state }, `queue item still fails validation; loan stays ${existing.state}`);
+    return 'ignored';
+  }
+  logger.warn(
+    { loanId: bad.id, state: existing.state, problems: bad.problems },
+    `queue item failed validation for a loan already ${existing.state}: NOT quarantined; the loan carries on from its stored item`,
+  );
   return 'ignored';
 }

@@ -1,6 +1,7 @@
 import { UsageError } from '../lib/errors.js';
 import type { LoanStore, LoanRow } from '../store/loans.js';
 import { LoanNotFoundError } from '../store/loans.js';
+import { writtenForCurrentRelease } from './release.js';
 
 const RETRYABLE_FROM = new Set(['quarantined', 'retry_wait', 'skipped']);
 const SKIPPABLE_FROM = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait', 'quarantined']);
@@ -16,7 +17,8 @@ function load(loans: LoanStore, id: string): LoanRow {
 
 /**
  * `loans retry ID`: back to queued with a fresh attempt budget, audited. A loan the core already
- * holds (written before) keeps that: its next attempt only acknowledges, never writes again.
+ * holds for its current release keeps that: its next attempt only acknowledges, never writes
+ * again. A write for an earlier release (re-released since) does not count: the new one is written.
  */
 export function retryLoan(loans: LoanStore, id: string, actor: string, now: number): LoanRow {
   const row = load(loans, id);
@@ -31,7 +33,7 @@ export function retryLoan(loans: LoanStore, id: string, actor: string, now: numb
       kind: 'ops',
       actor,
       reason: 'retry requested',
-      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: row.writtenAt !== null },
+      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: writtenForCurrentRelease(row) },
       patch: { attempts: 0, nextAttemptAt: null, quarantineReason: null },
     },
     now,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { QueueItem } from '../platform/schemas.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../store/idempotency.js';
+import type { LoanRow } from '../store/loans.js';
 
 /**
  * Identifies one release of a loan to the core. The platform gives a re-released loan a new
@@ -13,6 +14,14 @@ export function releaseMarker(item: Pick<QueueItem, 'boarding'>): string {
   if (typeof b?.id === 'string' && b.id !== '') return b.id;
   if (typeof b?.releasedAt === 'string' && b.releasedAt !== '') return b.releasedAt;
   return 'release';
+}
+
+/**
+ * The core holds a write of this loan's current release: its next attempt only acknowledges. A
+ * write made for an earlier release (re-released since) does not count: the new release is written.
+ */
+export function writtenForCurrentRelease(row: Pick<LoanRow, 'writtenAt' | 'coreReference' | 'writtenReleaseMarker' | 'releaseMarker'>): boolean {
+  return row.writtenAt !== null && row.coreReference !== null && row.writtenReleaseMarker !== null && row.writtenReleaseMarker === row.releaseMarker;
 }
 
 /** The acknowledgement's Idempotency-Key: derived from what it does, so every retry reuses it. */

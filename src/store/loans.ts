@@ -30,6 +30,8 @@ export interface LoanRow {
   writtenAt: number | null;
   acknowledgedAt: number | null;
   coreWriteStartedAt: number | null;
+  /** The release marker the core write (writtenAt/coreReference) was made for. */
+  writtenReleaseMarker: string | null;
   lastSeenAt: number | null;
   /** JSON of the queue item as last seen (loan + boarding object; carries no tax ids). */
   queueItem: string | null;
@@ -72,6 +74,7 @@ export type LoanPatch = Partial<
     | 'writtenAt'
     | 'acknowledgedAt'
     | 'coreWriteStartedAt'
+    | 'writtenReleaseMarker'
     | 'lastSeenAt'
     | 'queueItem'
   >
@@ -96,6 +99,7 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   writtenAt: 'written_at',
   acknowledgedAt: 'acknowledged_at',
   coreWriteStartedAt: 'core_write_started_at',
+  writtenReleaseMarker: 'written_release_marker',
   lastSeenAt: 'last_seen_at',
   queueItem: 'queue_item',
 };
@@ -153,6 +157,7 @@ interface RawLoan {
   written_at: number | null;
   acknowledged_at: number | null;
   core_write_started_at: number | null;
+  written_release_marker: string | null;
   last_seen_at: number | null;
   queue_item: string | null;
   created_at: number;
@@ -182,6 +187,7 @@ function toRow(r: RawLoan): LoanRow {
     writtenAt: r.written_at,
     acknowledgedAt: r.acknowledged_at,
     coreWriteStartedAt: r.core_write_started_at,
+    writtenReleaseMarker: r.written_release_marker,
     lastSeenAt: r.last_seen_at,
     queueItem: r.queue_item,
     createdAt: r.created_at,

@@ -113,4 +113,13 @@ export const MIGRATIONS: readonly string[] = [
     heartbeat_at INTEGER NOT NULL
   );
   `,
+  /* 4: which release the core write was made for. A loan re-released after its write (while
+     skipped, say) must be written again, not merely acknowledged: only a write for the current
+     release marker makes an attempt ack-only. Existing written rows are assumed to be for their
+     current marker, except skipped ones (a re-release while skipped kept the old write's columns):
+     those write again on retry, which is safe (the core write is idempotent by external id). */ `
+  ALTER TABLE loans ADD COLUMN written_release_marker TEXT;
+  UPDATE loans SET written_release_marker = release_marker
+   WHERE written_at IS NOT NULL AND core_reference IS NOT NULL AND state <> 'skipped';
+  `,
 ];

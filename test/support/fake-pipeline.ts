@@ -1,6 +1,6 @@
 import { createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
 import type { Clock } from '../../src/lib/clock.js';
-import { silentLogger } from '../../src/lib/logger.js';
+import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';
 import { FakeCore } from './fake-core.js';
@@ -35,7 +35,9 @@ export interface FakePipeline {
   restart(): CycleRunner;
 }
 
-export function fakePipeline(opts: { dbPath?: string; concurrency?: number; maxAttempts?: number } = {}): FakePipeline {
+export function fakePipeline(
+  opts: { dbPath?: string; concurrency?: number; maxAttempts?: number; leaseTtlMs?: number; logger?: Logger } = {},
+): FakePipeline {
   const db = openDatabase(opts.dbPath ?? ':memory:');
   const store = createBoardingStore(db);
   const platform = new FakePlatform();
@@ -50,12 +52,13 @@ export function fakePipeline(opts: { dbPath?: string; concurrency?: number; maxA
       core,
       fetchDocument: () => Promise.reject(new Error('no documents in fakes')),
       clock,
-      logger: silentLogger(),
+      logger: opts.logger ?? silentLogger(),
       settings: { maxAttempts: opts.maxAttempts ?? 5, retryBaseMs: 1000, retryMaxMs: 60_000 },
       connectorVersion: 'test',
       random: () => 0,
       pageSize: 2,
       concurrency: opts.concurrency ?? 3,
+      ...(opts.leaseTtlMs !== undefined ? { leaseTtlMs: opts.leaseTtlMs } : {}),
     });
   return { db, store, platform, mapper, core, clock, runner: make(), restart: make };
 }
