@@ -6,6 +6,7 @@ import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
 import type { LoanRow } from '../store/loans.js';
 import { out, type CliContext } from './context.js';
+import { writtenForCurrentRelease } from '../boarding/release.js';
 
 function openStore(ctx: CliContext): BoardingStore {
   const db = openDatabase(ctx.config().store.path);
@@ -133,7 +134,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const actor = actorOf(ctx, opts.by);
       const store = openStore(ctx);
       const row = retryLoan(store.loans, id, actor, ctx.clock.now());
-      out(ctx, `loan ${id} queued by ${actor}${row.writtenAt !== null ? ' (the core already holds it: the next cycle only acknowledges it)' : ''}; the next cycle boards it`);
+      out(ctx, `loan ${id} queued by ${actor}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}; the next cycle boards it`);
     });
 
   loans
