@@ -1,4 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +34,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function startReceiver(opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number; scheme?: 'standard' | 'stripe' } = {}): Promise<Receiver> {
+async function startReceiver(
+  opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number; scheme?: 'standard' | 'stripe'; expressOnly?: boolean } = {},
+): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
   const inbox = createWebhookInbox(db);
@@ -49,7 +54,9 @@ async function startReceiver(opts: { secrets?: string[]; readiness?: Record<stri
     readiness: opts.readiness ?? { database: dbWritableCheck(db) },
     reportsDir: join(dir, 'reports'),
   });
-  const server: RunningServer = await startHttpServer(app, '127.0.0.1', 0);
+  // expressOnly: the app served by a bare node:http server, so the webhook goes through Express's
+  // route instead of startHttpServer's pre-router fast path.
+  const server: RunningServer = opts.expressOnly ? await serveWithoutFastPath(app) : await startHttpServer(app, '127.0.0.1', 0);
   cleanups.push(async () => {
     await server.close(100);
     await processor.stop();
@@ -57,6 +64,22 @@ async function startReceiver(opts: { secrets?: string[]; readiness?: Record<stri
     rmSync(dir, { recursive: true, force: true });
   });
   return { url: server.url, db, inbox, processor, metricsText: () => metrics.render(), logs, dir };
+}
+
+async function serveWithoutFastPath(app: RequestListener): Promise<RunningServer> {
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 function signed(payload: unknown, opts: { id?: string; secret?: string; at?: Date } = {}): { headers: Record<string, string>; body: string } {
@@ -196,6 +219,38 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: d.headers, body: stream, duplex: 'half' });
       expect(res.status).toBe(413);
       expect(r.inbox.stats().pending).toBe(0);
+    });
+  });
+
+  describe.each([
+    { path: 'fast path (startHttpServer)', expressOnly: false },
+    { path: 'Express route (createApp alone)', expressOnly: true },
+  ])('$path', ({ expressOnly }) => {
+    it('stores a signed delivery, refuses oversize and bad signatures, and counts them', async () => {
+      const r = await startReceiver({ expressOnly, maxBodyBytes: 2048 });
+      const ok = await post(r.url, signed(funded('X1'), { id: 'msg_x1' }));
+      expect(ok).toEqual({ status: 200, text: '{"received":true}' });
+      expect((await post(r.url, signed({ ...funded('X2'), pad: 'x'.repeat(4096) }))).status).toBe(413);
+      expect((await post(r.url, signed(funded('X3'), { secret: secretOld }))).status).toBe(401);
+      await r.processor.drain();
+      expect(r.inbox.get('msg_x1')).toMatchObject({ status: 'processed', loanId: 'X1' });
+      expect(r.inbox.stats()).toMatchObject({ processed: 1, pending: 0 });
+      const text = await r.metricsText();
+      expect(metricValue(text, 'boarding_webhooks_rejected_total', 'reason="too_large"')).toBe(1);
+      expect(metricValue(text, 'boarding_webhooks_rejected_total', 'reason="bad_signature"')).toBe(1);
+    });
+
+    it('a gzip-encoded body is verified on its decoded bytes; an unknown encoding is a 400', async () => {
+      const r = await startReceiver({ expressOnly });
+      const d = signed(funded('Z1'), { id: 'msg_z1' });
+      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': 'gzip' }, body: gzipSync(d.body) });
+      expect(res.status).toBe(200);
+      expect(r.inbox.get('msg_z1')).not.toBeNull();
+      const e = signed(funded('Z2'), { id: 'msg_z2' });
+      const bad = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...e.headers, 'content-encoding': 'x-unknown' }, body: e.body });
+      expect(bad.status).toBe(400);
+      expect(r.inbox.get('msg_z2')).toBeNull();
+      expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="bad_request"')).toBe(1);
     });
   });
 
