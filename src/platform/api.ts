@@ -57,6 +57,8 @@ export interface PlatformHealth {
   strikes24h: number;
   /** true after 2 strikes in 24 h: writes stop until the ledger ages out (or an operator clears it). */
   writesStopped: boolean;
+  /** true after 2 strikes in 24 h: ALL platform calls (reads too) stop; writesStopped is then true as well. */
+  stopped?: boolean;
   budgets: BudgetSnapshot[];
 }
 

@@ -13,8 +13,13 @@ import { PlatformError } from './errors.js';
  */
 
 export const STRIKE_WINDOW_MS = 24 * 60 * 60 * 1000;
-/** Strikes in STRIKE_WINDOW_MS at which writes stop (the platform revokes a live key at 3). */
+/**
+ * Strikes in STRIKE_WINDOW_MS at which ALL platform traffic stops, reads included (the platform
+ * revokes a live key at 3, and it counts a 429 to a read like any other). The name stays for
+ * the callers that import it.
+ */
 export const WRITES_STOP_AT_STRIKES = 2;
+export const STOP_AT_STRIKES = WRITES_STOP_AT_STRIKES;
 /** Strikes are kept a week for the audit trail, then pruned. */
 const STRIKE_RETENTION_MS = 7 * STRIKE_WINDOW_MS;
 
@@ -42,6 +47,12 @@ export interface RateBudgetOptions extends RateLimitSettings {
   pauseJitterMs?: readonly [number, number];
   /** Pause when a 429 names no wait at all. Default windowMs. */
   defaultPauseMs?: number;
+  /**
+   * Bound tokens in flight per bucket (taken, answer not yet booked with settle()): see
+   * inFlightCap. The client passes its connections per bucket; without it there is no bound
+   * (callers that never call settle()).
+   */
+  maxInFlight?: number;
 }
 
 export interface Token {
@@ -87,6 +98,10 @@ interface Lane {
   server: ServerView | null;
   waiters: Waiter[];
   pumping: boolean;
+  /** A response (any status) came back in this bucket since start: until then one probe at a time. */
+  responded: boolean;
+  /** Tokens taken whose answer is not booked yet (settle()). */
+  inFlight: number;
 }
 
 /** Turns X-RateLimit-Reset into epoch ms: epoch seconds per spec; epoch ms or delta seconds tolerated. */
@@ -130,10 +145,12 @@ export class RateBudget {
       server: null,
       waiters: [],
       pumping: false,
+      responded: false,
+      inFlight: 0,
     });
     this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
     this.strikes = opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-    if (this.writesStopped()) this.alertWritesStopped('at start');
+    if (this.stopped()) this.alertWritesStopped('at start');
   }
 
   /** Tokens per window this bucket may use now (half pace after one strike in 24 h). */
@@ -147,14 +164,52 @@ export class RateBudget {
     return this.strikes.filter((s) => s.at >= since).length;
   }
 
+  /**
+   * true after STOP_AT_STRIKES strikes in 24 h: no request of either bucket is sent. While stopped
+   * the ledger is re-read from the store on every check (one indexed query), so an operator's
+   * `platform strikes clear` from another process resumes traffic at the next call.
+   */
+  stopped(): boolean {
+    if (this.strikes24h() < STOP_AT_STRIKES) return false;
+    if (!this.closed) this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
+    const stopped = this.strikes24h() >= STOP_AT_STRIKES;
+    // Cleared elsewhere (or aged out): a later stop must raise its ALERT again.
+    if (!stopped) this.alerted = false;
+    return stopped;
+  }
+
+  /** Kept for callers of the old name: writes stop exactly when everything stops. */
   writesStopped(): boolean {
-    return this.strikes24h() >= WRITES_STOP_AT_STRIKES;
+    return this.stopped();
+  }
+
+  /**
+   * Requests this bucket may have in flight now. A refusal comes back once per request already
+   * sent, and the platform may count each 429 as a strike, so in flight never exceeds the strikes
+   * left before the stop (STOP_AT_STRIKES − strikes24h: 2 with a clean ledger, 1 after a strike).
+   * Even if the server starts refusing everything at once, this process alone can then bring the
+   * ledger to the stop (2) but never to the revocation (3). Also:
+   * - before any response came back in this bucket (a start, maybe against a server that already
+   *   refuses): 1, a probe;
+   * - with a live server view (X-RateLimit-Remaining): at most what the server says remains less
+   *   the tokens taken since that response;
+   * - never more than `connections`, never less than 1 (the budget itself waits when none remain).
+   * At the documented limits (100 reads / 30 writes a minute) one request in flight already
+   * carries the whole budget, so the bound costs no throughput.
+   */
+  inFlightCap(bucket: Bucket, connections: number = this.opts.maxInFlight ?? Number.POSITIVE_INFINITY): number {
+    const lane = this.lanes[bucket];
+    if (!lane.responded) return 1;
+    let cap = Math.min(connections, STOP_AT_STRIKES - this.strikes24h());
+    const s = lane.server;
+    if (s !== null && this.opts.clock.now() < s.resetAt) cap = Math.min(cap, s.remaining - (lane.seq - s.afterSeq));
+    return Math.max(1, cap);
   }
 
   /** Waits (FIFO per bucket) until an attempt may be sent, records it, and returns its token. */
   acquire(bucket: Bucket, signal?: AbortSignal): Promise<Token> {
     if (this.closed) return Promise.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
-    if (bucket === 'write' && this.writesStopped()) return Promise.reject(this.writesStoppedError());
+    if (this.stopped()) return Promise.reject(this.stoppedError());
     if (signal?.aborted) return Promise.reject(new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }));
     const lane = this.lanes[bucket];
     return new Promise<Token>((resolve, reject) => {
@@ -174,11 +229,22 @@ export class RateBudget {
     });
   }
 
+  /**
+   * The answer to this token is booked (observe/onRateLimited done) or it never came (network
+   * error): one fewer in flight; the next waiter may go if the cap allows.
+   */
+  settle(token: Token): void {
+    const lane = this.lanes[token.bucket];
+    lane.inFlight = Math.max(0, lane.inFlight - 1);
+    void this.pump(lane);
+  }
+
   /** Syncs down from X-RateLimit-* of a response: when the server says fewer remain, believe it. */
   observe(token: Token, headers: RateHeaders): void {
+    const lane = this.lanes[token.bucket];
+    lane.responded = true;
     const remaining = parseCount(headers.remaining);
     if (remaining === null) return;
-    const lane = this.lanes[token.bucket];
     const now = this.opts.clock.now();
     const resetAt = parseResetHeader(headers.reset, now) ?? now + this.opts.windowMs;
     const cur = lane.server;
@@ -217,8 +283,8 @@ export class RateBudget {
       { bucket: lane.bucket, path: info.path, pauseMs: lane.pausedUntil - now, strikes24h: strikes, allowedNow: this.allowed(lane.bucket) },
       'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
     );
-    if (this.writesStopped()) this.alertWritesStopped('after 429');
-    // Wake the pumps so writes waiting in line fail fast now that writes are stopped.
+    if (this.stopped()) this.alertWritesStopped('after 429');
+    // Wake the pumps so calls waiting in line fail fast now that traffic is stopped.
     for (const l of Object.values(this.lanes)) void this.pump(l);
     return lane.pausedUntil;
   }
@@ -262,11 +328,15 @@ export class RateBudget {
     }
   }
 
-  private writesStoppedError(): PlatformError {
+  /**
+   * Code `rate_limit.writes_stopped` (neither retryable nor fatal) for reads too: the boarding
+   * pipeline already halts the cycle on that code instead of failing or quarantining the loan.
+   */
+  private stoppedError(): PlatformError {
     return new PlatformError({
       code: 'rate_limit.writes_stopped',
       message:
-        'writes stopped: 2 rate-limit strikes in 24 h (the platform revokes a live key at 3); they resume when the ledger ages out or an operator clears it',
+        'platform traffic stopped (reads and writes): 2 rate-limit strikes in 24 h (the platform revokes a live key at 3); it resumes when the ledger ages out or an operator runs `boarding-connector platform strikes clear`',
     });
   }
 
@@ -275,7 +345,7 @@ export class RateBudget {
     this.alerted = true;
     this.opts.logger.error(
       { strikes24h: this.strikes24h(), when, alert: 'rate_limit.writes_stopped' },
-      'ALERT: 2 rate-limit strikes within 24 h: writes stopped, reads continue at half pace (a live key is revoked at 3)',
+      'ALERT: 2 rate-limit strikes within 24 h: platform reads and writes stopped, no request is sent until the ledger ages out or an operator clears it (a live key is revoked at 3)',
     );
   }
 
@@ -296,7 +366,7 @@ export class RateBudget {
     if (now - this.lastStrikeRefresh >= 1000) {
       this.lastStrikeRefresh = now;
       this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-      if (this.writesStopped()) this.alertWritesStopped('strike recorded by another process');
+      if (this.stopped()) this.alertWritesStopped('strike recorded by another process');
     }
   }
 
@@ -327,6 +397,7 @@ export class RateBudget {
     this.opts.state.recordSpend(lane.bucket, now);
     lane.spent.push(now);
     lane.seq += 1;
+    lane.inFlight += 1;
     this.spendSincePrune += 1;
     if (this.spendSincePrune >= 500) {
       this.spendSincePrune = 0;
@@ -340,13 +411,15 @@ export class RateBudget {
     lane.pumping = true;
     try {
       while (lane.waiters.length > 0 && !this.closed) {
-        if (lane.bucket === 'write' && this.writesStopped()) {
+        if (this.stopped()) {
           for (const w of lane.waiters.splice(0)) {
             w.cleanup();
-            w.reject(this.writesStoppedError());
+            w.reject(this.stoppedError());
           }
           break;
         }
+        // At the in-flight cap: settle() of a request in flight pumps again.
+        if (this.opts.maxInFlight !== undefined && lane.inFlight >= this.inFlightCap(lane.bucket)) break;
         const now = this.opts.clock.now();
         const wait = this.waitMs(lane, now);
         if (wait <= 0) {

@@ -64,9 +64,10 @@ export interface PlatformClientOptions {
   userAgent?: string;
   /** Backoff of the retry policy (tests shorten it). maxRetries above wins over policy.maxRetries. */
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>>;
-  /** 429s one call may absorb (each followed by a whole-bucket pause) before it gives up. Default 3. */
-  maxRateLimitRetries?: number;
-  /** Requests in flight per bucket (the pool holds twice as many connections). Default 8. */
+  /**
+   * Most requests in flight per bucket (the pool holds twice as many connections). Default 8.
+   * Fewer while the server says fewer remain, 1 before the first response and after a strike.
+   */
   connections?: number;
   /** Pause jitter and randomness (tests pin them). */
   pauseJitterMs?: readonly [number, number];
@@ -146,12 +147,10 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
   const base = new URL(opts.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
   const maxResponseBytes = opts.maxResponseBytes ?? 16 * 1024 * 1024;
-  const maxRateLimitRetries = opts.maxRateLimitRetries ?? 3;
   const retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry, maxRetries: opts.maxRetries };
   const authorization = `Bearer ${opts.apiKey}`;
 
   const perBucket = opts.connections ?? 8;
-  const inFlight: Record<Bucket, Semaphore> = { read: new Semaphore(perBucket), write: new Semaphore(perBucket) };
   const pool = new Pool(base.origin, {
     connections: perBucket * 2,
     connect: { timeout: opts.timeouts.connectMs },
@@ -175,7 +174,9 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     state: rateState,
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
+    maxInFlight: perBucket,
   });
+  const inFlight: Record<Bucket, Semaphore> = { read: new Semaphore(perBucket), write: new Semaphore(perBucket) };
 
   const stats: PlatformStats = {
     calls: { read: {}, write: {} },
@@ -223,7 +224,13 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     );
   }
 
-  /** One attempt: token from the budget, send, classify. A 429 pauses the bucket and goes again. */
+  /**
+   * One attempt: slot, token from the budget, send, classify. A 429 is never sent again within the
+   * call: it pauses the bucket, goes on the strike ledger, and the call fails with the retryable
+   * `rate_limit.exceeded` (the pipeline puts the loan in retry_wait). The platform revokes a key
+   * at 3 strikes in 24 h and a re-send into a server that still refuses is one more strike, so
+   * only a later call, through the paused, halved, one-in-flight budget, may try again.
+   */
   async function attemptOnce<T>(spec: CallSpec<T>, bucket: Bucket): Promise<T> {
     const ctx: HttpContext = { operation: spec.operation, method: spec.method, path: `${basePath}${spec.path}` };
     const qs = spec.query ? `?${new URLSearchParams(spec.query).toString()}` : '';
@@ -238,11 +245,12 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       headers['content-type'] = 'application/json';
     }
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
-    let rateLimited = 0;
-    for (;;) {
-      // Slot first, then token: the request leaves the moment its token is taken.
-      const release = await inFlight[bucket].acquire(spec.signal);
-      let token: Token;
+    // Slot first, then token: the request leaves the moment its token is taken.
+    const release = await inFlight[bucket].acquire(spec.signal);
+    // The token stays in flight (budget.settle) until its answer is booked, a 429's pause and
+    // strike included, so the next request of the bucket sees them and the in-flight cap first.
+    let token: Token | undefined;
+    try {
       let res: Dispatcher.ResponseData;
       let body: unknown;
       let started = clock.now();
@@ -262,8 +270,6 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         if (e.code !== 'aborted' && e.code !== 'rate_limit.writes_stopped') count(bucket, e.code);
         logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
         throw e;
-      } finally {
-        release();
       }
       const rateHeaders = {
         limit: headerValue(res.headers, 'x-ratelimit-limit'),
@@ -285,12 +291,13 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       if (res.statusCode === 429) {
         stats.rateLimited += 1;
         budget.onRateLimited(token, { path: spec.template, retryAfterSeconds: err.retryAfterSeconds, headers: rateHeaders });
-        rateLimited += 1;
-        if (rateLimited > maxRateLimitRetries) throw err;
-        continue;
+        throw err;
       }
       if (err.fatal) logger.error({ operation: spec.operation, code: err.code, status: err.status }, 'platform refused the API key: operator action needed');
       throw err;
+    } finally {
+      if (token !== undefined) budget.settle(token);
+      release();
     }
   }
 
@@ -462,10 +469,14 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         envelope(webhookEndpointSchema, 'updateWebhookEndpoint'),
       ),
     health(): PlatformHealth {
+      // stopped() first: while stopped it re-reads the ledger (an operator may have cleared it).
+      const stopped = budget.stopped();
       return {
         lastSuccessAt,
         strikes24h: budget.strikes24h(),
-        writesStopped: budget.writesStopped(),
+        // Kept true with `stopped` so callers that only know writesStopped halt too.
+        writesStopped: stopped,
+        stopped,
         budgets: [budget.snapshot('read'), budget.snapshot('write')],
       };
     },

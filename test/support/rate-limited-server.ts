@@ -8,6 +8,10 @@
  *   srv.requests         // every API request: { seq, at, method, path, query, headers, bucket, status, forced }
  *   srv.forceRateLimit({ retryAfterSeconds: 2, bucket: 'read' })  // next matching request → 429;
  *                        // the bucket then answers 429 until Retry-After has passed (like a real limiter)
+ *   srv.refuseAll({ bucket: 'read', retryAfterSeconds: 1, holdMs: 200 })  // EVERY matching request
+ *                        // → 429 (answered after holdMs, so requests pile up in flight) until
+ *   srv.stopRefusing()   // (e.g. another process spent the key, or the platform lowered its limit)
+ *   srv.maxConcurrent('read')       // most requests of a bucket the server held at once
  *   srv.route('GET', '/public/v1/loans/{id}', (req) => ({ status: 200, body: { data: { id: req.params.id } } }))
  *   srv.setQueue(items, { mode: 'cursor' | 'offset' })   // boarding-queue content
  *   srv.presign('doc-1', Buffer.from('…'), { ttlMs })     // URL on a SECOND origin (blob store)
@@ -88,6 +92,11 @@ export interface RateLimitedServer {
   readonly downloads: DownloadRecord[];
   readonly limits: { read: number; write: number; windowMs: number };
   forceRateLimit(opts?: { retryAfterSeconds?: number; bucket?: ServerBucket; count?: number; bodyRetryAfter?: number }): void;
+  /** Every request (of `bucket`, or all) answers 429 until stopRefusing(); the answer waits holdMs. */
+  refuseAll(opts?: { retryAfterSeconds?: number; bucket?: ServerBucket; holdMs?: number }): void;
+  stopRefusing(): void;
+  /** Most API requests of this bucket the server had open (received, not yet answered) at once. */
+  maxConcurrent(bucket: ServerBucket): number;
   route(method: string, template: string, handler: RouteHandler): void;
   setQueue(items: unknown[], opts?: { mode?: 'cursor' | 'offset' }): void;
   presign(name: string, content: Buffer, opts?: { ttlMs?: number; omitContentLength?: boolean }): string;
@@ -147,6 +156,9 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
 
   const used: Record<ServerBucket, Map<number, number>> = { read: new Map(), write: new Map() };
   const blockedUntil: Record<ServerBucket, number> = { read: 0, write: 0 };
+  let refusing: { bucket: ServerBucket | undefined; retryAfterSeconds: number; holdMs: number } | null = null;
+  const open: Record<ServerBucket, number> = { read: 0, write: 0 };
+  const maxOpen: Record<ServerBucket, number> = { read: 0, write: 0 };
   const forced: Array<{ bucket: ServerBucket | undefined; retryAfterSeconds: number; bodyRetryAfter: number | undefined }> = [];
   const requests: RecordedRequest[] = [];
   const downloads: DownloadRecord[] = [];
@@ -209,6 +221,11 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
       const path = url.pathname.replace(/^\/api/, '');
       const query = Object.fromEntries(url.searchParams);
       const bucket: ServerBucket = method === 'GET' || method === 'HEAD' ? 'read' : 'write';
+      open[bucket] += 1;
+      maxOpen[bucket] = Math.max(maxOpen[bucket], open[bucket]);
+      res.once('close', () => {
+        open[bucket] -= 1;
+      });
       const rawBody = await readBody(req);
       const record: RecordedRequest = { seq: ++seq, at, method, path, query, headers: req.headers, bucket, status: 0, forced: false };
       requests.push(record);
@@ -231,6 +248,12 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
           { ...rl(limit - count), 'retry-after': String(retryAfterSeconds) },
         );
       };
+      const r0 = refusing;
+      if (r0 !== null && (r0.bucket === undefined || r0.bucket === bucket)) {
+        if (r0.holdMs > 0) await new Promise((resolve) => setTimeout(resolve, r0.holdMs));
+        too(r0.retryAfterSeconds, true);
+        return;
+      }
       // Forced 429, then the whole bucket stays refused until Retry-After has passed.
       const fi = forced.findIndex((f) => f.bucket === undefined || f.bucket === bucket);
       if (fi >= 0) {
@@ -322,6 +345,15 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
     forceRateLimit(o = {}) {
       forced.push({ bucket: o.bucket, retryAfterSeconds: o.retryAfterSeconds ?? 2, bodyRetryAfter: o.bodyRetryAfter });
       for (let i = 1; i < (o.count ?? 1); i++) forced.push({ bucket: o.bucket, retryAfterSeconds: o.retryAfterSeconds ?? 2, bodyRetryAfter: o.bodyRetryAfter });
+    },
+    refuseAll(o = {}) {
+      refusing = { bucket: o.bucket, retryAfterSeconds: o.retryAfterSeconds ?? 1, holdMs: o.holdMs ?? 0 };
+    },
+    stopRefusing() {
+      refusing = null;
+    },
+    maxConcurrent(bucket) {
+      return maxOpen[bucket];
     },
     route(method, template, handler) {
       routes.unshift({ method: method.toUpperCase(), ...compile(template), handler });

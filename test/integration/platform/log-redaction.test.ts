@@ -53,6 +53,8 @@ describe('log output of a full client exchange', () => {
     errors.push(await client.download(expired, new Writable({ write: (_c, _e, cb) => cb() }), { maxBytes: 10 }).catch((e: unknown) => e));
     errors.push(await client.getLoanSummary('L1').catch((e: unknown) => e));
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1 });
+    // A 429 is not re-sent within the call: the call fails (retryable), the next one waits the pause.
+    errors.push(await client.getLoan('L9').catch((e: unknown) => e));
     await client.getLoan('L9');
     const bad = clientFor(srv, { apiKey: 'pk_test_WRONGKEY987' }, logger);
     errors.push(await bad.getLoan('L1').catch((e: unknown) => e));

@@ -53,18 +53,25 @@ describe('rate budget against a server that enforces the documented limits', () 
     const client = clientFor(srv);
     cleanups.push(() => client.close());
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 2 });
-    const first = client.getLoan('A');
+    // The refused call fails (retryable) instead of re-sending: a re-send is a strike of its own.
+    const first = client.getLoan('A').then(
+      () => null,
+      (e: unknown) => e,
+    );
     await waitFor(() => client.health().budgets.find((b) => b.bucket === 'read')?.pausedUntil != null, 5000, 'read bucket paused');
     // Calls made while paused wait for the same pause: the bucket is paused, not one request.
     const later = [client.getLoan('B'), client.getLoan('C'), client.listProducts()];
-    await Promise.all([first, ...later]);
+    await Promise.all(later);
+    const refused = await first;
+    expect(isPlatformError(refused) && refused.code).toBe('rate_limit.exceeded');
+    expect(isPlatformError(refused) && refused.retryable).toBe(true);
 
     const reads = srv.requests.filter((r) => r.bucket === 'read');
     const limited = reads.filter((r) => r.status === 429);
     expect(limited).toHaveLength(1);
     const t429 = limited[0]!.at;
     const after = reads.filter((r) => r.seq > limited[0]!.seq);
-    expect(after).toHaveLength(4);
+    expect(after).toHaveLength(3);
     for (const r of after) expect(r.at - t429).toBeGreaterThanOrEqual(2000);
     expect(client.health().strikes24h).toBe(1);
     // One strike in 24 h: half pace.
@@ -76,13 +83,14 @@ describe('rate budget against a server that enforces the documented limits', () 
     const client = clientFor(srv);
     cleanups.push(() => client.close());
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1, bodyRetryAfter: 2 });
+    await expect(client.getLoan('A')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     await client.getLoan('A');
     const [a, b] = srv.requests;
     expect(a!.status).toBe(429);
     expect(b!.at - a!.at).toBeGreaterThanOrEqual(2000);
   });
 
-  it('strikes survive a restart; after 2 strikes writes stop fast and reads go on', async () => {
+  it('strikes survive a restart; after 2 strikes reads and writes stop fast; a clear resumes them', async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);
     const srv = await server({ windowMs: 1000 });
@@ -90,7 +98,7 @@ describe('rate budget against a server that enforces the documented limits', () 
 
     const c1 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
     srv.forceRateLimit({ bucket: 'write', retryAfterSeconds: 1 });
-    await c1.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' });
+    await expect(c1.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     expect(c1.health().strikes24h).toBe(1);
     await c1.close();
 
@@ -100,14 +108,18 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(c2.health().writesStopped).toBe(false);
     expect(c2.health().budgets.find((b) => b.bucket === 'write')?.allowed).toBe(13);
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1 });
-    await c2.getLoan('L2');
+    await expect(c2.getLoan('L2')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     expect(c2.health().strikes24h).toBe(2);
     expect(c2.health().writesStopped).toBe(true);
+    expect(c2.health().stopped).toBe(true);
     const writesBefore = srv.requests.filter((r) => r.bucket === 'write').length;
     const err = await c2.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' }).catch((e: unknown) => e);
     expect(isPlatformError(err) && err.code).toBe('rate_limit.writes_stopped');
     expect(srv.requests.filter((r) => r.bucket === 'write').length).toBe(writesBefore);
-    await expect(c2.getLoan('L4')).resolves.toMatchObject({ id: 'L4' });
+    // Reads stop too: a 429 to a read is a strike like any other.
+    const readsBefore = srv.requests.filter((r) => r.bucket === 'read').length;
+    await expect(c2.getLoan('L4')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped', retryable: false, fatal: false });
+    expect(srv.requests.filter((r) => r.bucket === 'read').length).toBe(readsBefore);
     await c2.close();
 
     const c3 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
@@ -116,6 +128,7 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(c3.clearStrikes('ops:alice')).toBe(2);
     expect(c3.health().writesStopped).toBe(false);
     await expect(c3.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' })).resolves.toBeTruthy();
+    await expect(c3.getLoan('L4')).resolves.toMatchObject({ id: 'L4' });
   });
 
   it('a restart does not burst: spend of the current window is persisted', async () => {

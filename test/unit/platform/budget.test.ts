@@ -126,7 +126,7 @@ describe('rate budget math', () => {
     expect(b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(clock.now() + 1000);
   });
 
-  it('one strike halves the pace; two stop writes (fail fast, alert once) while reads go on at half pace', async () => {
+  it('one strike halves the pace; two stop reads and writes (fail fast, alert once)', async () => {
     const clock = new FakeClock();
     const lines: string[] = [];
     const logger = createLogger({ destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }), level: 'info' });
@@ -148,7 +148,9 @@ describe('rate budget math', () => {
     if (err !== null) expect(isPlatformError(err) && err.code).toBe('rate_limit.writes_stopped');
     await expect(b.acquire('write')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
     await clock.advance(2000);
-    await expect(b.acquire('read')).resolves.toMatchObject({ bucket: 'read' });
+    // Reads stop too (the platform counts a 429 to a read like any other), even after the pause.
+    expect(b.stopped()).toBe(true);
+    await expect(b.acquire('read')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
     const alerts = lines.filter((l) => l.includes('"level":50') && l.includes('writes stopped'));
     expect(alerts).toHaveLength(1);
     // The ledger ages out after 24 h.
@@ -207,5 +209,50 @@ describe('rate budget math', () => {
     expect(parseResetHeader('1800000005000', now)).toBe(1_800_000_005_000);
     expect(parseResetHeader('30', now)).toBe(now + 30_000);
     expect(parseResetHeader('x', now)).toBeNull();
+  });
+
+  it('bounds tokens in flight: 1 probe, then min(connections, strikes left before the stop, server remaining − taken)', async () => {
+    const clock = new FakeClock();
+    const b = new RateBudget({
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+      windowMs: 1000,
+      headroom: 0.9,
+      clock,
+      state: createMemoryRateState(),
+      logger: silentLogger(),
+      random: () => 0,
+      pauseJitterMs: [0, 0],
+      maxInFlight: 8,
+    });
+    // Nothing answered yet: one probe at a time.
+    const r = start(b, 'read', 6);
+    await settle();
+    expect(r.done()).toBe(1);
+    expect(b.inFlightCap('read')).toBe(1);
+    b.observe(r.tokens[0]!, { remaining: '50', reset: String(Math.ceil((clock.now() + 1000) / 1000)) });
+    b.settle(r.tokens[0]!);
+    await settle();
+    // Clean ledger: never more in flight than the 2 strikes left before the stop.
+    expect(b.inFlightCap('read')).toBe(2);
+    expect(r.done()).toBe(3);
+    // The server says only 1 remains after the last token we took: 1 in flight at most.
+    b.observe(r.tokens[2]!, { remaining: '1', reset: String(Math.ceil((clock.now() + 1000) / 1000)) });
+    expect(b.inFlightCap('read')).toBe(1);
+    b.settle(r.tokens[1]!);
+    b.settle(r.tokens[2]!);
+    await settle();
+    expect(r.done()).toBe(4);
+    // A strike: 1 in flight (and the pause).
+    b.onRateLimited(r.tokens[3]!, { path: '/x', retryAfterSeconds: 1, headers: {} });
+    b.settle(r.tokens[3]!);
+    await clock.advance(5000);
+    expect(b.inFlightCap('read')).toBe(1);
+    expect(r.done()).toBe(5);
+    b.clearStrikes('ops:test');
+    b.settle(r.tokens[4]!);
+    await settle();
+    expect(r.done()).toBe(6);
+    expect(b.inFlightCap('read')).toBe(2);
   });
 });
