@@ -88,10 +88,10 @@ function readBody(req: IncomingMessage, limit: number, done: (r: BodyResult) => 
   source.on('data', onData);
   source.once('end', () => finish({ ok: true, body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size) }));
   if (dec) {
-    dec.once('error', (err) => finish({ ok: false, kind: 'bad_request', detail: `body does not decode as ${encoding}: ${err.message}` }));
+    dec.on('error', (err) => finish({ ok: false, kind: 'bad_request', detail: `body does not decode as ${encoding}: ${err.message}` }));
     req.pipe(dec);
   }
-  req.once('error', () => finish({ ok: false, kind: 'aborted', detail: 'request stream failed' }));
+  req.on('error', () => finish({ ok: false, kind: 'aborted', detail: 'request stream failed' }));
   req.once('close', () => {
     if (!req.complete) finish({ ok: false, kind: 'aborted', detail: 'sender closed the connection mid-body' });
   });
