@@ -52,7 +52,9 @@ describe('crash loop', () => {
 
   beforeAll(async () => {
     if (!existsSync(MAIN)) throw new Error('dist/main.js missing: run `npm run test:e2e` (it builds first)');
-    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 5, windowMs: 1000, readsPerWindow: 40, writesPerWindow: 20 });
+    // 10 writes a second: slow enough that ten kills (each after 1-3 acks + up to 150 ms) always land
+    // before the 60th ack (at 20 a fast machine could finish every loan before the last kill).
+    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 5, windowMs: 1000, readsPerWindow: 40, writesPerWindow: 10 });
     const list = (await p.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
     released = list.data.map((l) => l.id);
     logDir = mkdtempSync(join(tmpdir(), 'crash-logs-'));
@@ -74,7 +76,7 @@ describe('crash loop', () => {
     const cfg = writeConnectorConfig(p, {
       windowMs: 1000,
       readsPerWindow: 40,
-      writesPerWindow: 20,
+      writesPerWindow: 10,
       mappingsDir,
       extra: {
         schedule: { drain: '*/1 * * * * *' },
