@@ -379,7 +379,7 @@ export function createCycleRunner(deps: CycleDeps) {
       if (summary.writesStopped) {
         logger.error(
           { alert: 'rate_limit.writes_stopped', health: { strikes24h: platform.health().strikes24h } },
-          'ALERT: platform writes are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); acknowledgements wait until the strike ledger ages out or an operator clears it',
+          'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); boarding waits until the strike ledger ages out or an operator clears it (platform strikes clear)',
         );
       }
       return summary;

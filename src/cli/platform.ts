@@ -26,7 +26,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
 
   platform
     .command('status')
-    .description('show 429 strikes of the last 24 h, whether writes are stopped and any pause in force (reads the state database; sends no request)')
+    .description('show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database; sends no request)')
     .option('--json', 'print JSON')
     .action((opts: { json?: boolean }) => {
       const now = ctx.clock.now();
@@ -46,7 +46,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       }
       out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (writes stop at ${WRITES_STOP_AT}; a live key is revoked at 3)`);
       for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
-      out(ctx, status.writesStopped ? 'writes: STOPPED (acknowledgements and registrations wait; reads continue at half pace)' : 'writes: allowed');
+      out(ctx, status.writesStopped ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)' : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`);
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
     });
 

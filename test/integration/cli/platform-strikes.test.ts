@@ -51,6 +51,6 @@ describe('platform status / strikes clear', () => {
     const config = setup(1);
     const r = await runCli(['platform', 'status', '--config', config]);
     expect(r.stdout).toContain('429 strikes in the last 24 h: 1');
-    expect(r.stdout).toContain('writes: allowed');
+    expect(r.stdout).toContain('platform requests: allowed at half pace');
   });
 });
