@@ -215,7 +215,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `${row('receiver, synchronous=NORMAL (comparison)', nofsync)}\n` +
       `  ≈ ${(nofsync.requests.average / bareMedian).toFixed(2)} of the median bare run: what the WAL sync before each 2xx costs ` +
-      `(group-committed, off the event loop; one fsync here ≈ ${fsyncMs().toFixed(1)} ms)\n`,
+      `(one sync per group-committed batch; one fsync here ≈ ${fsyncMs().toFixed(1)} ms)\n`,
   );
   process.stdout.write(`machine load average (1 min) after the run: ${loadavg()[0]?.toFixed(1) ?? '?'} on ${cpus().length} cores (other load skews every figure)\n`);
 }
