@@ -1,3 +1,4 @@
+import { formatWallTime, toWallTime } from '../mapping/calendar.js';
 import type { AgeBucket } from './types.js';
 
 /**
@@ -48,10 +49,12 @@ export function localDateTime(epochMs: number, timeZone: string): string {
  * the bank's zone. Unparseable text is returned trimmed, so it still compares (and shows) as is.
  */
 export function comparableDate(value: string, timeZone: string): string {
+  // The same rule the mapping used to derive the core date ($date): an instant is converted to
+  // the bank's zone, a value without offset is taken as written (Date.parse would read it in the
+  // process's own zone, so a server's TZ could invent a one-day difference).
   const v = value.trim();
-  if (DATE_ONLY.test(v)) return v;
-  const ms = Date.parse(v);
-  return Number.isNaN(ms) ? v : localDate(ms, timeZone);
+  const wall = toWallTime(v, timeZone);
+  return wall === null ? v : formatWallTime(wall, 'yyyy-MM-dd');
 }
 
 /** Parses an ISO date-time (or date-only, read as midnight UTC) to epoch ms, or null. */

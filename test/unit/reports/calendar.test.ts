@@ -26,5 +26,8 @@ describe('dates in the bank time zone', () => {
     expect(comparableDate('2025-03-14', 'America/Chicago')).toBe('2025-03-14');
     expect(comparableDate('2025-03-14T05:00:00Z', 'America/Chicago')).toBe('2025-03-14');
     expect(comparableDate(' not a date ', 'UTC')).toBe('not a date');
+    // regression: without an offset Date.parse used the process's zone; the mapping takes it as written
+    expect(comparableDate('2025-03-14T00:30:00', 'America/Chicago')).toBe('2025-03-14');
+    expect(comparableDate('2025-03-15T02:30:00Z', 'America/Chicago')).toBe('2025-03-14');
   });
 });
