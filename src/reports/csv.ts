@@ -63,7 +63,8 @@ export function exceptionCsvRow(runId: string, e: ReportException): string {
 export interface CsvExceptionWriter {
   write(e: ReportException): Promise<void>;
   close(): Promise<void>;
-  abort(): void;
+  /** Destroys the stream and resolves once its file is closed (so it can then be removed). */
+  abort(): Promise<void>;
 }
 
 export function createCsvExceptionWriter(path: string, runId: string): CsvExceptionWriter {
@@ -83,8 +84,15 @@ export function createCsvExceptionWriter(path: string, runId: string): CsvExcept
       stream.end();
       await once(stream, 'finish');
     },
-    abort() {
-      stream.destroy();
+    async abort() {
+      // The file is opened asynchronously: destroying before the open completes still creates it
+      // afterwards, so wait for 'close' before the caller removes it (regression: a reconcile that
+      // failed at once left its dated folder behind with a stray temp file).
+      if (!stream.closed) {
+        const closed = once(stream, 'close');
+        stream.destroy();
+        await closed;
+      }
     },
   };
 }

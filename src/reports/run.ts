@@ -143,7 +143,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     );
     return { runId, dir, files, latest, summary };
   } catch (err) {
-    csv.abort();
+    await csv.abort();
     rmSync(csvTmp, { force: true });
     // Leave no empty dated folder behind: it would look like a report that lost its files.
     if (createdDir && readdirSync(dir).length === 0) rmSync(dir, { recursive: true, force: true });
