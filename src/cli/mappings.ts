@@ -7,12 +7,11 @@ import { expectedFromOutcome, runFixture, type FixtureResult } from '../mapping/
 import { lintMappingDir, loadFixtures, loadMapper } from '../mapping/loader.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingOutcome } from '../mapping/types.js';
-import { platformClientFromConfig } from '../platform/client.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { QueueItem } from '../platform/schemas.js';
-import { openDatabase } from '../store/db.js';
 import { out, type CliContext } from './context.js';
+import { openPlatformSession } from './session.js';
 
 interface DirOptions {
   dir?: string[];
@@ -141,14 +140,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       if (dirs.length !== 1) throw new UsageError('preview takes one --dir');
       const dir = dirs[0] as string;
       const mapper = await loadMapper(dir, configOptions(ctx));
-      const config = ctx.config();
-      // The state database carries the rate budget and strike ledger: preview spends from the same budget as the daemon.
-      const db = openDatabase(config.store.path);
-      ctx.onClose(() => {
-        db.close();
-      });
-      const platform = platformClientFromConfig(config, { logger: ctx.logger(), db, clock: ctx.clock });
-      ctx.onClose(() => platform.close());
+      // Through the state database: preview spends from the same rate budget as the daemon.
+      const { platform } = openPlatformSession(ctx);
       let input;
       try {
         input = await fetchMappingInput(platform, opts.loan, ctx.shutdown);

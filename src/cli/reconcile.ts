@@ -6,12 +6,12 @@ import type { Clock } from '../lib/clock.js';
 import { UsageError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
-import { platformClientFromConfig } from '../platform/client.js';
 import { createProgressBar } from '../reports/progress.js';
 import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
-import { openDatabase, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import type { DaemonJob } from '../boarding/daemon.js';
 import { out, type CliContext } from './context.js';
+import { openPlatformSession } from './session.js';
 import { CONNECTOR_VERSION } from './program.js';
 import type { DaemonPlugin } from './run.js';
 
@@ -101,12 +101,7 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     .action(async (opts: { since?: string; out?: string; json?: boolean }) => {
       const config = ctx.config();
       const logger = ctx.logger();
-      const db = openDatabase(config.store.path);
-      ctx.onClose(() => {
-        db.close();
-      });
-      const platform = platformClientFromConfig(config, { logger, db, clock: ctx.clock });
-      ctx.onClose(() => platform.close());
+      const { db, platform } = openPlatformSession(ctx);
       const core = createCore(config, { logger, clock: ctx.clock });
       ctx.onClose(() => core.close());
       const bar = createProgressBar(ctx.stderr);

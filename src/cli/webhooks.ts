@@ -2,32 +2,15 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import type { PlatformApi } from '../platform/api.js';
-import { platformClientFromConfig, type PlatformClient, type PlatformStats } from '../platform/client.js';
+import type { PlatformStats } from '../platform/client.js';
 import { isPlatformError } from '../platform/errors.js';
 import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../platform/schemas.js';
-import { openDatabase, type Db } from '../store/db.js';
 import { isEndpointDisabled, sameEndpointUrl } from '../webhooks/endpoint-check.js';
 import { enableEndpoint, registerEndpoint } from '../webhooks/registration.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { out, type CliContext } from './context.js';
+import { openPlatformSession } from './session.js';
 import type { DaemonPlugin } from './run.js';
-
-interface Session {
-  db: Db;
-  platform: PlatformClient;
-}
-
-/** The state database (the rate budget and idempotency keys live there) and a platform client. */
-function openSession(ctx: CliContext): Session {
-  const config = ctx.config();
-  const db = openDatabase(config.store.path);
-  ctx.onClose(() => {
-    db.close();
-  });
-  const platform = platformClientFromConfig(config, { logger: ctx.logger(), db, clock: ctx.clock });
-  ctx.onClose(() => platform.close());
-  return { db, platform };
-}
 
 /** Platform refusals become a one-line operator message (exit 1) naming what was wrong. */
 function explain(err: unknown, what: string): never {
@@ -105,7 +88,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       const events = checkEvents(flags.events);
       const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
       if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
-      const { db, platform } = openSession(ctx);
+      const { db, platform } = openPlatformSession(ctx);
       let result;
       try {
         result = await registerEndpoint(platform, db, { url, name, events, force: flags.force === true }, { clock: ctx.clock, signal: ctx.shutdown });
@@ -154,7 +137,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
       const config = ctx.config();
-      const { platform } = openSession(ctx);
+      const { platform } = openPlatformSession(ctx);
       let endpoints: WebhookEndpoint[];
       try {
         endpoints = await platform.listWebhookEndpoints({ signal: ctx.shutdown });
@@ -185,7 +168,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }) => {
       if (id.trim() === '') throw new UsageError('ID: expected an endpoint id (see `webhooks list`)');
-      const { db, platform } = openSession(ctx);
+      const { db, platform } = openPlatformSession(ctx);
       let endpoint: WebhookEndpoint;
       try {
         endpoint = await enableEndpoint(platform, db, id.trim(), { clock: ctx.clock, signal: ctx.shutdown });
