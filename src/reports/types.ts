@@ -1,18 +1,20 @@
+import type { CanonicalLoanFields } from '../core/port.js';
+
 /**
  * Compact per-loan rows that reconciliation works on. Sources are reduced to these as they stream
  * in, so 100k loans cost a few tens of MB instead of full platform payloads.
  */
 
+/**
+ * The fields compared platform vs core: the core port's canonical fields, every one present
+ * (null when unknown), so a field added there is compared on both sides.
+ */
+export type ComparedLoanFields = { [K in keyof CanonicalLoanFields]-?: Exclude<CanonicalLoanFields[K], undefined> };
+
 /** Platform side: one boarded loan (boarding-queue item with boarded=true). */
-export interface PlatformLoanRow {
+export interface PlatformLoanRow extends ComparedLoanFields {
   id: string;
   loanNumber: string | null;
-  centsAmount: number | null;
-  bpsRate: number | null;
-  maturityDate: string | null;
-  firstPaymentDate: string | null;
-  paymentFrequency: string | null;
-  productId: string | null;
   releasedAt: string | null;
   boardedAt: string | null;
 }
@@ -39,16 +41,10 @@ export interface StoreLoanRow {
 }
 
 /** Core side: what the core holds for one loan, in platform units (see CoreLoanRecord). */
-export interface CoreLoanRow {
+export interface CoreLoanRow extends ComparedLoanFields {
   id: string;
   coreReference: string;
   mappingVersion: string | null;
-  centsAmount: number | null;
-  bpsRate: number | null;
-  maturityDate: string | null;
-  firstPaymentDate: string | null;
-  paymentFrequency: string | null;
-  productId: string | null;
 }
 
 /** A loan.funded webhook as recorded by the receiver. */
