@@ -63,7 +63,7 @@ export function exceptionCsvRow(runId: string, e: ReportException): string {
 export interface CsvExceptionWriter {
   write(e: ReportException): Promise<void>;
   close(): Promise<void>;
-  /** Destroys the stream and resolves once its file is closed (so it can then be removed). */
+  /** Destroys the stream and resolves once its file is closed (so it can then be removed); never rejects. */
   abort(): Promise<void>;
 }
 
@@ -88,8 +88,10 @@ export function createCsvExceptionWriter(path: string, runId: string): CsvExcept
       // The file is opened asynchronously: destroying before the open completes still creates it
       // afterwards, so wait for 'close' before the caller removes it (regression: a reconcile that
       // failed at once left its dated folder behind with a stray temp file).
+      // Waits on 'close' alone: events.once would reject on the error a destroy mid-write emits
+      // (ERR_STREAM_DESTROYED), and abort runs while the caller is reporting its real error.
       if (!stream.closed) {
-        const closed = once(stream, 'close');
+        const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
         stream.destroy();
         await closed;
       }

@@ -19,4 +19,14 @@ describe('CSV exception writer abort', () => {
       expect(existsSync(path), path).toBe(false);
     }
   });
+
+  it('abort never rejects, even when the stream errors while closing (regression: ERR_STREAM_DESTROYED masked the real error)', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'csv-abort-'));
+    // An open that fails makes the stream emit 'error' before 'close', every time; a destroy with
+    // rows still queued does the same, but only under some timings.
+    for (let i = 0; i < 5; i++) {
+      const w = createCsvExceptionWriter(join(dir, 'missing-dir', `r-${i}.csv`), 'run');
+      await expect(w.abort()).resolves.toBeUndefined();
+    }
+  });
 });
