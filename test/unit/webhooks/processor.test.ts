@@ -48,6 +48,26 @@ describe('webhook inbox', () => {
   });
 });
 
+describe('webhook inbox indexes (migration 5)', () => {
+  it('pending rows are read from the pending-only index in processing order (no sort), funded rows by loan', () => {
+    const db = memDb();
+    const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
+    const pending = plan("SELECT * FROM webhook_inbox WHERE status = 'pending' ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT 5");
+    expect(pending).toContain('USING INDEX webhook_inbox_pending');
+    expect(pending).not.toContain('TEMP B-TREE');
+    expect(plan("SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = 'L1' AND event_type = 'loan.funded'")).toContain(
+      'USING INDEX webhook_inbox_funded',
+    );
+    // Processed rows leave the pending index.
+    const inbox = createWebhookInbox(db);
+    inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
+    inbox.insert(event('p2', 'loan.funded', 'L2', '2026-11-01T00:00:01Z'), 1);
+    inbox.markProcessed('p1', 2);
+    expect(db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox INDEXED BY webhook_inbox_pending WHERE status = 'pending'").get()).toEqual({ n: 1 });
+    expect(inbox.fundedAt('L1')).toBe(Date.parse('2026-11-01T00:00:00Z'));
+  });
+});
+
 describe('webhook processor', () => {
   it('processes one loan’s events in timestamp order and records the funded time', async () => {
     const db = memDb();
