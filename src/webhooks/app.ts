@@ -4,7 +4,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookInbox } from './inbox.js';
-import { createInboxWriter } from './inbox-writer.js';
+import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
 import { createConnectorMetrics, type ConnectorMetrics } from './metrics.js';
 import { runReadiness, type ReadinessCheck } from './readiness.js';
 import { latestReportFile } from './reports-route.js';
@@ -22,6 +22,11 @@ export interface WebhookAppDeps {
   metrics?: ConnectorMetrics;
   /** Told after a new delivery is stored (processing never happens inside the request). */
   processor?: { kick(): void };
+  /**
+   * Stores each verified delivery durably before its 2xx. Default: group commit on this thread
+   * (`createInboxWriter`); `run` passes the writer thread (inbox-thread.ts).
+   */
+  writer?: InboxWriter;
   /** Conditions of /readyz (see readiness.ts: standardReadinessChecks). */
   readiness?: Record<string, ReadinessCheck>;
   /** Directory the reconciliation writes into: GET /reports/latest serves its newest report.html. */
@@ -59,7 +64,7 @@ export function createApp(deps: WebhookAppDeps): Express {
   const receiver = createWebhookReceiver({
     maxBodyBytes: deps.config.maxBodyBytes,
     verifier,
-    writer: createInboxWriter(deps.inbox),
+    writer: deps.writer ?? createInboxWriter(deps.inbox),
     metrics,
     logger: log,
     clock,

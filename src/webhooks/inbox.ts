@@ -88,11 +88,19 @@ function toRow(r: RawRow): InboxRow {
   };
 }
 
+/** The inbox insert: a redelivered webhook id changes nothing (0 changes = duplicate). */
+export const INBOX_INSERT_SQL = `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending')`;
+
+export type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
+
+/** The parameters of INBOX_INSERT_SQL for one delivery (also bound by the inbox writer thread). */
+export function inboxInsertParams(event: WebhookEvent, receivedAt: number): InboxInsertParams {
+  return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, event.payloadJson ?? JSON.stringify(event.payload)];
+}
+
 export function createWebhookInbox(db: Db): WebhookInbox {
-  const insert = db.prepare(
-    `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending')`,
-  );
+  const insert = db.prepare(INBOX_INSERT_SQL);
   const pending = db.prepare<[number], RawRow>(
     `SELECT * FROM webhook_inbox WHERE status = 'pending'
      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT ?`,
@@ -103,7 +111,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     'SELECT status, COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox GROUP BY status',
   );
   const funded = db.prepare<[string], RawRow>(
-    // status IN (…) first so the (status, loan_id, …) index serves the lookup.
+    // event_type = 'loan.funded' lets the partial webhook_inbox_funded index serve the lookup.
     "SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'",
   );
   const allFunded = db.prepare<[], RawRow>(
@@ -118,8 +126,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
-  const insertOne = (event: WebhookEvent, receivedAt: number): boolean =>
-    insert.run(event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, event.payloadJson ?? JSON.stringify(event.payload)).changes === 1;
+  const insertOne = (event: WebhookEvent, receivedAt: number): boolean => insert.run(...inboxInsertParams(event, receivedAt)).changes === 1;
   const insertAll = db.transaction((items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>) =>
     items.map((i) => insertOne(i.event, i.receivedAt)),
   );

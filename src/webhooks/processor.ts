@@ -1,13 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Db } from '../store/db.js';
 import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
-import { extractFundedAt } from './event.js';
-import type { InboxRow, WebhookInbox } from './inbox.js';
-import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import type { WebhookInbox } from './inbox.js';
+import { createInboxApplier, type InboxPass, type RowOutcome } from './inbox-apply.js';
 
 export interface WebhookProcessorDeps {
   db: Db;
@@ -22,6 +20,8 @@ export interface WebhookProcessorDeps {
   debounceMs: number;
   /** Rows per transaction (default 200). */
   batchSize?: number;
+  /** Where passes run (default: on this thread, with `db`). */
+  runPass?: InboxPassRunner;
   /**
    * How long after a kick() the inbox is worked (default 20 ms): deliveries arriving meanwhile are
    * processed together, in a few transactions instead of one per delivery (fewer commits, so the
@@ -50,33 +50,29 @@ export interface WebhookProcessor {
   readonly events: EventEmitter;
 }
 
-const DOCUMENTED = new Set<string>(WEBHOOK_EVENTS);
+/**
+ * Runs one pass over the inbox (see inbox-apply.ts): on this thread by default; `run` points it at
+ * the inbox thread (inbox-thread.ts), where the inbox's only writer applies it.
+ */
+export type InboxPassRunner = (limit: number, now: number) => InboxPass | Promise<InboxPass>;
+
+function localRunner(db: Db, inbox: WebhookInbox): InboxPassRunner {
+  const applier = createInboxApplier(db, inbox);
+  return (limit, now) => applier.pass(limit, now);
+}
 
 /**
- * Works the webhook inbox in event-time order. Each row's effects and its "processed" mark commit
- * in one transaction, so a crash mid-way leaves the row pending and it is redone on start; the
- * effects are idempotent (the funded time keeps the earliest value).
+ * Works the webhook inbox in event-time order, a pass at a time (the database work: inbox-apply.ts),
+ * then reports each row: logs, `onFunded`, the debounced early cycle, the 'processed' event.
  */
 export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProcessor {
   const clock = deps.clock ?? systemClock;
   const log = deps.logger;
-  // Each batch is one synchronous transaction and the HTTP server waits while it runs: 200 rows
-  // take a few milliseconds, well inside the receiver's latency budget.
+  // Each pass is one synchronous transaction wherever it runs: 200 rows take a few milliseconds.
   const batchSize = deps.batchSize ?? 200;
   const kickDelayMs = deps.kickDelayMs ?? 20;
   const events = new EventEmitter();
-  const { db, inbox } = deps;
-
-  // The loans row may not exist yet (a loan is funded before a banker releases it; the pipeline
-  // creates rows from the queue): only fill in an existing row here, keeping the earliest time.
-  // Loans without a row get their funded time from the inbox (inbox.fundedAt / fundedLoans).
-  const setFundedAt = db.prepare(
-    `UPDATE loans SET funded_at_iso = ?, updated_at = ?
-     WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`,
-  );
-  const addLoanEvent = db.prepare(
-    "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)",
-  );
+  const runPass: InboxPassRunner = deps.runPass ?? localRunner(deps.db, deps.inbox);
 
   const requestCycle: DebouncedTrigger | undefined = deps.requestCycle
     ? debounceTrigger((reasons) => {
@@ -89,108 +85,30 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       }, deps.debounceMs)
     : undefined;
 
-  const applyRowEffects = (row: InboxRow, now: number): { fundedAt: number | null } => {
-    let fundedAt: number | null = null;
-    if (row.eventType === 'loan.funded' && row.loanId !== null) {
-      fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
-      const iso = new Date(fundedAt).toISOString();
-      setFundedAt.run(iso, now, row.loanId, iso);
-    }
-    if (row.loanId !== null && DOCUMENTED.has(row.eventType)) {
-      const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
-      if (fundedAt !== null) detail['fundedAt'] = new Date(fundedAt).toISOString();
-      const data = row.payload['data'];
-      if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
-        const d = data as Record<string, unknown>;
-        for (const k of ['status', 'previousStatus', 'from', 'to']) if (typeof d[k] === 'string') detail[k] = d[k];
-      }
-      addLoanEvent.run(row.loanId, row.occurredAt ?? row.receivedAt, row.eventType, JSON.stringify(detail));
-    }
-    inbox.markProcessed(row.webhookId, now);
-    return { fundedAt };
-  };
-  const applyRow = db.transaction(applyRowEffects);
-
-  /** Logs what the payload lacks (the real platform's payload is not documented). */
-  function inspect(row: InboxRow): void {
-    if (!DOCUMENTED.has(row.eventType)) {
-      log.warn({ webhookId: row.webhookId, eventType: row.eventType, keys: Object.keys(row.payload).slice(0, 20) }, 'webhook: unknown event type, recorded and ignored');
-    } else if (row.loanId === null) {
-      const data = row.payload['data'];
-      log.warn(
-        { webhookId: row.webhookId, eventType: row.eventType, dataKeys: data && typeof data === 'object' ? Object.keys(data).slice(0, 20) : typeof data },
-        'webhook: no loan id found in the payload (unknown shape), recorded only',
-      );
-    }
-  }
-
-  type RowOutcome = { row: InboxRow; fundedAt: number | null; error: string | null };
-  const isTransient = (message: string): boolean => /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(message);
-
-  // One transaction per batch. First without savepoints (the common case: every row applies);
-  // if a row fails for a reason other than contention the whole attempt rolls back and the batch
-  // is redone with each row in its own savepoint, so one bad row cannot sink the rest.
-  const applyAll = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
-    rows.map((row) => ({ row, fundedAt: applyRowEffects(row, now).fundedAt, error: null })),
-  );
-  const applyEach = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
-    rows.map((row) => {
-      try {
-        return { row, fundedAt: applyRow(row, now).fundedAt, error: null };
-      } catch (err) {
-        const message = errorMessage(err);
-        // Transient: roll the whole batch back; its rows stay pending for the next pass.
-        if (isTransient(message)) throw err;
-        inbox.markFailed(row.webhookId, now, message);
-        return { row, fundedAt: null, error: message };
-      }
-    }),
-  );
-  const applyBatch = (rows: InboxRow[], now: number): RowOutcome[] => {
-    try {
-      return applyAll(rows, now);
-    } catch (err) {
-      if (isTransient(errorMessage(err))) throw err;
-      return applyEach(rows, now);
-    }
-  };
-
-  /**
-   * Processing commits skip the fsync (synchronous=NORMAL for that transaction only): if power is
-   * lost before the next durable commit, the rows are simply pending again and redone (effects are
-   * idempotent). The 2xx-critical inbox inserts keep the database's own setting (FULL).
-   */
-  function withoutFsync<T>(fn: () => T): T {
-    if (db.inTransaction) return fn();
-    const previous = db.pragma('synchronous', { simple: true }) as number;
-    db.pragma('synchronous = NORMAL');
-    try {
-      return fn();
-    } finally {
-      db.pragma(`synchronous = ${previous}`);
-    }
-  }
-
-  function processBatch(rows: InboxRow[]): void {
-    for (const row of rows) inspect(row);
-    const outcomes = withoutFsync(() => applyBatch(rows, clock.now()));
+  function report(outcomes: RowOutcome[]): void {
     let funded = false;
-    for (const { row, fundedAt, error } of outcomes) {
-      if (error !== null) {
-        log.error({ err: error, webhookId: row.webhookId, eventType: row.eventType }, 'webhook: processing failed; row marked failed');
-        events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'failed' } satisfies ProcessedEvent);
+    for (const o of outcomes) {
+      if (o.note?.kind === 'unknown_type') {
+        log.warn({ webhookId: o.webhookId, eventType: o.eventType, keys: o.note.keys }, 'webhook: unknown event type, recorded and ignored');
+      } else if (o.note?.kind === 'no_loan_id') {
+        log.warn({ webhookId: o.webhookId, eventType: o.eventType, dataKeys: o.note.keys }, 'webhook: no loan id found in the payload (unknown shape), recorded only');
+      }
+      const event: ProcessedEvent = { webhookId: o.webhookId, eventType: o.eventType, loanId: o.loanId, outcome: o.outcome };
+      if (o.outcome === 'failed') {
+        log.error({ err: o.error, webhookId: o.webhookId, eventType: o.eventType }, 'webhook: processing failed; row marked failed');
+        events.emit('processed', event);
         continue;
       }
-      log.debug({ webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId }, 'webhook processed');
-      if (row.eventType === 'loan.funded' && row.loanId !== null && fundedAt !== null) {
+      log.debug({ webhookId: o.webhookId, eventType: o.eventType, loanId: o.loanId }, 'webhook processed');
+      if (o.eventType === 'loan.funded' && o.loanId !== null && o.fundedAt !== null) {
         funded = true;
         try {
-          deps.onFunded?.(row.loanId, fundedAt);
+          deps.onFunded?.(o.loanId, o.fundedAt);
         } catch (err) {
-          log.error({ err, loanId: row.loanId }, 'webhook: onFunded callback failed');
+          log.error({ err, loanId: o.loanId }, 'webhook: onFunded callback failed');
         }
       }
-      events.emit('processed', { webhookId: row.webhookId, eventType: row.eventType, loanId: row.loanId, outcome: 'processed' } satisfies ProcessedEvent);
+      events.emit('processed', event);
     }
     if (funded) requestCycle?.('webhook:loan.funded');
   }
@@ -207,12 +125,12 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       again = false;
       for (;;) {
         if (stopped) return total;
-        const rows = inbox.pending(batchSize);
-        if (rows.length === 0) break;
-        processBatch(rows);
-        total += rows.length;
+        const { rows, outcomes } = await runPass(batchSize, clock.now());
+        if (rows === 0) break;
+        report(outcomes);
+        total += rows;
         // Caught up: what arrives from now on comes with its own kick (and its own batch).
-        if (rows.length < batchSize) break;
+        if (rows < batchSize) break;
         // Yield between batches so a backlog never starves the HTTP server.
         await new Promise<void>((r) => setImmediate(r));
       }
@@ -243,7 +161,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     async start() {
       started = true;
       stopped = false;
-      const backlog = inbox.stats().pending;
+      const backlog = deps.inbox.stats().pending;
       if (backlog > 0) log.info({ pending: backlog }, 'webhook: processing deliveries left pending by a previous run');
       await drain();
     },

@@ -9,6 +9,9 @@ import { createApp } from './app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
 import { createFundedTimeBackfill } from './funded-time.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
+import { createInboxApplier } from './inbox-apply.js';
+import { createThreadedInbox, type ThreadedInbox } from './inbox-thread.js';
+import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
 import { standardReadinessChecks } from './readiness.js';
@@ -44,6 +47,7 @@ export interface WebhookService {
 }
 
 const DAY_MS = 24 * 60 * 60_000;
+const PASS_ROWS = 50;
 /**
  * How long processed deliveries are kept: far longer than any redelivery schedule, so a late
  * duplicate is still recognised. loan.funded rows stay until their time is on a loans row.
@@ -72,6 +76,13 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     inbox,
     ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
   });
+  const endpointWatch = createEndpointWatch();
+  // While the receiver listens (file database), the inbox is written and processed on its own
+  // thread (inbox-thread.ts); before start, after stop, or in memory, on this one.
+  const localWriter = createInboxWriter(inbox);
+  const localApplier = createInboxApplier(deps.db, inbox);
+  let threaded: ThreadedInbox | null = null;
+  const writer: InboxWriter = { write: (event, receivedAt) => (threaded ?? localWriter).write(event, receivedAt) };
   const processor = createWebhookProcessor({
     db: deps.db,
     inbox,
@@ -80,8 +91,10 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     debounceMs: deps.config.webhooks.debounceMs,
     requestCycle: (reason) => deps.requestCycle(reason),
     ...(deps.onFunded ? { onFunded: deps.onFunded } : {}),
+    runPass: (limit, now) => (threaded ? threaded.runPass(limit, now) : localApplier.pass(limit, now)),
+    // A pass holds the inbox thread (deliveries wait behind it): ~50 rows keep that near 2 ms.
+    batchSize: PASS_ROWS,
   });
-  const endpointWatch = createEndpointWatch();
   const app = createApp({
     config: deps.config.webhooks,
     inbox,
@@ -89,6 +102,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     clock,
     metrics,
     processor,
+    writer,
     readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock } }),
     reportsDir: deps.config.reports.dir,
   });
@@ -106,8 +120,24 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     endpointWatch,
     url: () => server?.url ?? null,
     async start() {
-      await processor.start();
-      server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port);
+      if (!deps.db.memory) {
+        threaded = createThreadedInbox({
+          dbPath: deps.db.name,
+          fallback: localWriter,
+          fallbackPass: (limit, now) => localApplier.pass(limit, now),
+          mainDb: deps.db,
+          logger,
+        });
+      }
+      try {
+        await processor.start();
+        server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port);
+      } catch (err) {
+        await processor.stop();
+        await threaded?.close();
+        threaded = null;
+        throw err;
+      }
       logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secretCount: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
       // Check our endpoint once now rather than only at the first endpointCheck tick (up to 15 min).
       if (deps.config.webhooks.publicUrl) {
@@ -119,6 +149,8 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       await server?.close();
       server = null;
       await processor.stop();
+      await threaded?.close();
+      threaded = null;
       await firstCheck;
     },
     endpointCheckJob: {

@@ -1,0 +1,146 @@
+import { errorMessage } from '../lib/errors.js';
+import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import type { Db } from '../store/db.js';
+import { extractFundedAt } from './event.js';
+import type { InboxRow, WebhookInbox } from './inbox.js';
+
+const DOCUMENTED = new Set<string>(WEBHOOK_EVENTS);
+
+/** What a pass did with one inbox row (plain data: it also crosses from the inbox thread). */
+export interface RowOutcome {
+  webhookId: string;
+  eventType: string;
+  loanId: string | null;
+  outcome: 'processed' | 'failed';
+  /** Epoch ms, for a processed loan.funded row. */
+  fundedAt: number | null;
+  /** Why the row was marked failed. */
+  error: string | null;
+  /** Recorded only: the type is not documented, or no loan id was found in the payload. */
+  note: { kind: 'unknown_type' | 'no_loan_id'; keys: string[] } | null;
+}
+
+export interface InboxPass {
+  /** Rows read (a full `limit` means more may be pending). */
+  rows: number;
+  outcomes: RowOutcome[];
+}
+
+/**
+ * The database side of webhook processing: one pass reads up to `limit` pending rows in event-time
+ * order and applies them in one transaction. Each row's effects and its "processed" mark commit
+ * together, so a crash leaves the row pending and it is redone; the effects are idempotent (the
+ * funded time keeps the earliest value). No logging and no callbacks: the caller (the processor,
+ * on this thread or behind the inbox thread) reports the outcomes.
+ */
+export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: number, now: number): InboxPass } {
+  // The loans row may not exist yet (a loan is funded before a banker releases it; the pipeline
+  // creates rows from the queue): only fill in an existing row here, keeping the earliest time.
+  // Loans without a row get their funded time from the inbox (inbox.fundedAt / fundedLoans).
+  const setFundedAt = db.prepare(
+    `UPDATE loans SET funded_at_iso = ?, updated_at = ?
+     WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`,
+  );
+  const addLoanEvent = db.prepare(
+    "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)",
+  );
+
+  const applyRowEffects = (row: InboxRow, now: number): number | null => {
+    let fundedAt: number | null = null;
+    if (row.eventType === 'loan.funded' && row.loanId !== null) {
+      fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
+      const iso = new Date(fundedAt).toISOString();
+      setFundedAt.run(iso, now, row.loanId, iso);
+    }
+    if (row.loanId !== null && DOCUMENTED.has(row.eventType)) {
+      const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
+      if (fundedAt !== null) detail['fundedAt'] = new Date(fundedAt).toISOString();
+      const data = row.payload['data'];
+      if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
+        const d = data as Record<string, unknown>;
+        for (const k of ['status', 'previousStatus', 'from', 'to']) if (typeof d[k] === 'string') detail[k] = d[k];
+      }
+      addLoanEvent.run(row.loanId, row.occurredAt ?? row.receivedAt, row.eventType, JSON.stringify(detail));
+    }
+    inbox.markProcessed(row.webhookId, now);
+    return fundedAt;
+  };
+  const applyRow = db.transaction(applyRowEffects);
+
+  const outcome = (row: InboxRow, fundedAt: number | null, error: string | null): RowOutcome => ({
+    webhookId: row.webhookId,
+    eventType: row.eventType,
+    loanId: row.loanId,
+    outcome: error === null ? 'processed' : 'failed',
+    fundedAt,
+    error,
+    note: noteFor(row),
+  });
+
+  // One transaction per pass. First without savepoints (the common case: every row applies); if
+  // a row fails for a reason other than contention the whole attempt rolls back and the pass is
+  // redone with each row in its own savepoint, so one bad row cannot sink the rest.
+  const applyAll = db.transaction((rows: InboxRow[], now: number): RowOutcome[] => rows.map((row) => outcome(row, applyRowEffects(row, now), null)));
+  const applyEach = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
+    rows.map((row) => {
+      try {
+        return outcome(row, applyRow(row, now), null);
+      } catch (err) {
+        const message = errorMessage(err);
+        // Transient: roll the whole pass back; its rows stay pending for the next one.
+        if (isTransientDbError(err)) throw err;
+        inbox.markFailed(row.webhookId, now, message);
+        return outcome(row, null, message);
+      }
+    }),
+  );
+
+  /**
+   * Processing commits skip the fsync (synchronous=NORMAL for that transaction only): if power is
+   * lost before the next durable commit, the rows are simply pending again and redone (effects are
+   * idempotent). The 2xx-critical inbox inserts keep the database's own setting (FULL).
+   */
+  function withoutFsync<T>(fn: () => T): T {
+    if (db.inTransaction) return fn();
+    const previous = db.pragma('synchronous', { simple: true }) as number;
+    db.pragma('synchronous = NORMAL');
+    try {
+      return fn();
+    } finally {
+      db.pragma(`synchronous = ${previous}`);
+    }
+  }
+
+  return {
+    pass(limit, now) {
+      const rows = inbox.pending(limit);
+      if (rows.length === 0) return { rows: 0, outcomes: [] };
+      const outcomes = withoutFsync(() => {
+        try {
+          return applyAll(rows, now);
+        } catch (err) {
+          if (isTransientDbError(err)) throw err;
+          return applyEach(rows, now);
+        }
+      });
+      return { rows: rows.length, outcomes };
+    },
+  };
+}
+
+/** Lock contention: the work is redone later, nothing is marked failed. */
+export function isTransientDbError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return true;
+  return /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(errorMessage(err));
+}
+
+/** What the payload lacks, for the log (the real platform's payload is not documented). */
+function noteFor(row: InboxRow): RowOutcome['note'] {
+  if (!DOCUMENTED.has(row.eventType)) return { kind: 'unknown_type', keys: Object.keys(row.payload).slice(0, 20) };
+  if (row.loanId === null) {
+    const data = row.payload['data'];
+    return { kind: 'no_loan_id', keys: data && typeof data === 'object' ? Object.keys(data).slice(0, 20) : [typeof data] };
+  }
+  return null;
+}

@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/load.js';
+import { createLogger } from '../../../src/lib/logger.js';
+import { openDatabase, type Db } from '../../../src/store/db.js';
+import { toWebhookEvent } from '../../../src/webhooks/event.js';
+import { createInboxApplier } from '../../../src/webhooks/inbox-apply.js';
+import { createThreadedInbox, type ThreadedInbox } from '../../../src/webhooks/inbox-thread.js';
+import { createInboxWriter } from '../../../src/webhooks/inbox-writer.js';
+import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createWebhookService } from '../../../src/webhooks/service.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function fileDb(): { db: Db; path: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'inbox-thread-'));
+  const path = join(dir, 'state.sqlite');
+  const db = openDatabase(path);
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  cleanups.push(() => {
+    if (db.open) db.close();
+  });
+  return { db, path, dir };
+}
+
+function event(id: string, loanId: string, type = 'loan.funded', at = '2026-11-01T10:00:00Z') {
+  const payload = { id, type, createdAt: at, data: { loanId, fundedAt: at } };
+  const text = JSON.stringify(payload);
+  return { ...toWebhookEvent(payload, { webhookIdHeader: id, signedTimestampMs: null, receivedAt: 1, rawBody: Buffer.from(text) }), payloadJson: text };
+}
+
+function capture(): { logger: ReturnType<typeof createLogger>; logs: string[] } {
+  const logs: string[] = [];
+  return { logger: createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } }), logs };
+}
+
+function threaded(db: Db, path: string, extra: Partial<Parameters<typeof createThreadedInbox>[0]> = {}): ThreadedInbox & { logs: string[] } {
+  const inbox = createWebhookInbox(db);
+  const applier = createInboxApplier(db, inbox);
+  const { logger, logs } = capture();
+  const t = createThreadedInbox({
+    dbPath: path,
+    fallback: createInboxWriter(inbox),
+    fallbackPass: (limit, now) => applier.pass(limit, now),
+    mainDb: db,
+    logger,
+    ...extra,
+  });
+  cleanups.push(() => t.close());
+  return Object.assign(t, { logs });
+}
+
+const count = (db: Db, where = '1=1'): number => (db.prepare(`SELECT COUNT(*) AS n FROM webhook_inbox WHERE ${where}`).get() as { n: number }).n;
+
+describe('inbox thread (the receiver’s writer while `run` listens)', () => {
+  it('commits concurrent deliveries before resolving them: each id once, visible to another connection', async () => {
+    const { db, path } = fileDb();
+    const t = threaded(db, path);
+    // The main connection checkpoints no more while the checkpointer thread runs.
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const ids = Array.from({ length: 300 }, (_, i) => `w${i % 200}`);
+    const results = await Promise.all(ids.map((id) => t.write(event(id, `L${id}`), 1)));
+    expect(results.filter(Boolean)).toHaveLength(200);
+    expect(results.slice(200).some(Boolean)).toBe(false);
+    const other = openDatabase(path);
+    cleanups.push(() => void other.close());
+    expect(count(other)).toBe(200);
+    expect(other.prepare("SELECT payload FROM webhook_inbox WHERE webhook_id = 'w7'").get()).toEqual({ payload: event('w7', 'Lw7').payloadJson });
+    await t.close();
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+  });
+
+  it('runs processing passes on the thread: funded time on the loans row, rows processed, in event order', async () => {
+    const { db, path } = fileDb();
+    db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('L1', 'queued', 1, 1)").run();
+    const t = threaded(db, path);
+    await t.write(event('late', 'L1', 'loan.status_changed', '2026-11-01T11:00:00Z'), 1);
+    await t.write(event('funded', 'L1', 'loan.funded', '2026-11-01T10:00:00Z'), 2);
+    const pass = await t.runPass(50, 5);
+    expect(pass.rows).toBe(2);
+    expect(pass.outcomes.map((o) => [o.webhookId, o.outcome])).toEqual([
+      ['funded', 'processed'],
+      ['late', 'processed'],
+    ]);
+    expect(pass.outcomes[0]?.fundedAt).toBe(Date.parse('2026-11-01T10:00:00Z'));
+    expect(db.prepare("SELECT funded_at_iso FROM loans WHERE id = 'L1'").get()).toEqual({ funded_at_iso: '2026-11-01T10:00:00.000Z' });
+    expect(count(db, "status = 'processed'")).toBe(2);
+    expect(await t.runPass(50, 6)).toEqual({ rows: 0, outcomes: [] });
+  });
+
+  it('a writer thread that dies with a committed but unanswered group: every delivery still answered, each row once', async () => {
+    const { db, path } = fileDb();
+    const t = threaded(db, path, { workerUrl: new URL('../../support/dying-inbox-worker.ts', import.meta.url) });
+    const ids = ['a', 'b', 'c'];
+    const out = await Promise.allSettled(ids.map((id) => t.write(event(id, `L-${id}`), 1)));
+    expect(out.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expect(count(db)).toBe(3);
+    expect(t.logs.join('')).toContain('webhook inbox thread failed');
+    // From now on, writes and passes run on the main thread.
+    expect(await t.write(event('d', 'L-d'), 2)).toBe(true);
+    expect(await t.write(event('a', 'L-a'), 2)).toBe(false);
+    expect((await t.runPass(50, 3)).rows).toBe(4);
+    expect(count(db, "status = 'processed'")).toBe(4);
+    // The main connection checkpoints again on its own.
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+  });
+
+  it('a writer thread that cannot open the database: deliveries are written on the main thread', async () => {
+    const { db, dir } = fileDb();
+    const notADir = join(dir, 'plain-file');
+    writeFileSync(notADir, 'x');
+    const t = threaded(db, join(notADir, 'state.sqlite'));
+    expect(await t.write(event('x1', 'L1'), 1)).toBe(true);
+    expect(count(db)).toBe(1);
+    expect(t.logs.join('')).toContain('webhook inbox thread failed');
+  });
+});
+
+describe('webhook service with a file database (the inbox thread in place)', () => {
+  it('20 concurrent copies of one delivery and 40 distinct ones: all 200, each stored and processed once', async () => {
+    const { db, dir } = fileDb();
+    db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('L-dup', 'queued', 1, 1)").run();
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    const config = loadConfig({ env: { BOARDING_WEBHOOK_SECRETS: secret } });
+    config.webhooks.port = 0;
+    config.webhooks.debounceMs = 0;
+    config.reports.dir = join(dir, 'reports');
+    const cycles: string[] = [];
+    const svc = createWebhookService({
+      config,
+      db,
+      platform: { health: () => ({ lastSuccessAt: Date.now(), strikes: 0 }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
+      logger: capture().logger,
+      requestCycle: (r) => cycles.push(r),
+    });
+    await svc.start();
+    cleanups.push(() => svc.stop());
+    const wh = new Webhook(secret);
+    const send = async (id: string, loanId: string): Promise<number> => {
+      const body = JSON.stringify({ id: `evt_${id}`, type: 'loan.funded', createdAt: '2026-11-01T10:00:00Z', data: { loanId, fundedAt: '2026-11-01T10:00:00Z' } });
+      const at = new Date();
+      const res = await fetch(`${svc.url()}/webhooks/platform`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': wh.sign(id, at, body) },
+        body,
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const idle = new Promise<void>((r) => svc.processor.events.on('idle', () => r()));
+    const statuses = await Promise.all([
+      ...Array.from({ length: 20 }, () => send('msg_dup', 'L-dup')),
+      ...Array.from({ length: 40 }, (_, i) => send(`msg_${i}`, `L${i}`)),
+    ]);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    await idle;
+    await svc.processor.drain();
+    expect(count(db)).toBe(41);
+    expect(count(db, "status = 'processed'")).toBe(41);
+    expect(db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L-dup'").get()).toEqual({ n: 1 });
+    expect(db.prepare("SELECT funded_at_iso FROM loans WHERE id = 'L-dup'").get()).toEqual({ funded_at_iso: '2026-11-01T10:00:00.000Z' });
+    expect(cycles.length).toBeGreaterThan(0);
+  });
+});
