@@ -125,10 +125,12 @@ export const MIGRATIONS: readonly string[] = [
   /* 5: narrower webhook inbox indexes. The pending index held every row (status was its first
      column), so marking a row processed moved its entry and the index grew with 30 days of
      processed rows. Now it holds pending rows only, in the order they are processed (no sort),
-     and loan.funded rows have their own index by loan (funded-time lookups). */ `
+     and loan.funded rows have their own index by loan (funded-time lookups). Failed rows (rare)
+     have one too, so /metrics counts rows by status without scanning the 30-day inbox. */ `
   DROP INDEX IF EXISTS webhook_inbox_pending;
   CREATE INDEX webhook_inbox_pending ON webhook_inbox (COALESCE(occurred_at, received_at), received_at, webhook_id)
     WHERE status = 'pending';
   CREATE INDEX webhook_inbox_funded ON webhook_inbox (loan_id) WHERE event_type = 'loan.funded';
+  CREATE INDEX webhook_inbox_failed ON webhook_inbox (received_at) WHERE status = 'failed';
   `,
 ];

@@ -66,6 +66,17 @@ describe('webhook inbox indexes (migration 5)', () => {
     expect(db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox INDEXED BY webhook_inbox_pending WHERE status = 'pending'").get()).toEqual({ n: 1 });
     expect(inbox.fundedAt('L1')).toBe(Date.parse('2026-11-01T00:00:00Z'));
   });
+
+  it('counts rows by status from the indexes, without a table scan', () => {
+    const db = memDb();
+    const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
+    expect(plan("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'")).toContain('COVERING INDEX webhook_inbox_failed');
+    const inbox = createWebhookInbox(db);
+    for (const [id, at] of [['s1', 5], ['s2', 3], ['s3', 9], ['s4', 7]] as const) inbox.insert(event(id, 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), at);
+    inbox.markProcessed('s1', 10);
+    inbox.markFailed('s2', 10, 'boom');
+    expect(inbox.stats()).toEqual({ pending: 2, failed: 1, processed: 1, oldestPendingAt: 7 });
+  });
 });
 
 describe('webhook processor', () => {
