@@ -174,7 +174,7 @@ export function createCycleRunner(deps: CycleDeps) {
                 recordInvalidItem(store.loans, bad, now, logger, observer);
               }
               if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
-            })();
+            }).immediate();
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
             summary.walk.invalid += page.invalid.length;

@@ -328,8 +328,9 @@ export function createLoanStore(db: Db): LoanStore {
   return {
     get,
     require,
-    insert: (loan, now) => insertTx(loan, now),
-    transition: (id, input, now) => transitionTx(id, input, now),
+    // IMMEDIATE: both read before they write (see db.ts).
+    insert: (loan, now) => insertTx.immediate(loan, now),
+    transition: (id, input, now) => transitionTx.immediate(id, input, now),
     update: (id, patch, now) => {
       require(id);
       applyPatch(id, patch, {}, now);

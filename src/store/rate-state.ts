@@ -111,7 +111,7 @@ export function createSqliteRateState(db: Db): RateStateStore {
         pruneSpend.run(spendBeforeMs);
         pruneStrikes.run(strikesBeforeMs);
         prunePause.run(spendBeforeMs);
-      })();
+      }).immediate();
     },
     close: () => {
       if (spendDb.owned && spendDb.conn.open) spendDb.conn.close();

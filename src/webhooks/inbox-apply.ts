@@ -116,11 +116,13 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
       const rows = inbox.pending(limit);
       if (rows.length === 0) return { rows: 0, outcomes: [] };
       const outcomes = withoutFsync(() => {
+        // IMMEDIATE (see store/db.ts): the rows were read before the transaction; a commit by
+        // another connection in between makes a deferred one fail at its first write.
         try {
-          return applyAll(rows, now);
+          return applyAll.immediate(rows, now);
         } catch (err) {
           if (isTransientDbError(err)) throw err;
-          return applyEach(rows, now);
+          return applyEach.immediate(rows, now);
         }
       });
       return { rows: rows.length, outcomes };
@@ -128,10 +130,10 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
   };
 }
 
-/** Lock contention: the work is redone later, nothing is marked failed. */
+/** Lock contention (SQLITE_BUSY, _SNAPSHOT, SQLITE_LOCKED…): the work is redone later, nothing is marked failed. */
 export function isTransientDbError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return true;
+  if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))) return true;
   return /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(errorMessage(err));
 }
 

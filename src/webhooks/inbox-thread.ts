@@ -49,6 +49,13 @@ export interface ThreadedInboxOptions {
   checkpointEveryMs?: number;
   /** The worker module (tests substitute one that fails); default inbox-worker. */
   workerUrl?: URL;
+  /**
+   * Called once the writer thread has failed and its work was taken over. Rows it committed
+   * before dying are answered as duplicates when written again (so nothing kicks processing for
+   * them), and a pass it committed without answering reported no outcomes: the caller processes
+   * the inbox again and asks for an early cycle, which covers both.
+   */
+  onFallback?: () => void;
 }
 
 interface Pending {
@@ -73,6 +80,8 @@ export class InboxWriteError extends Error {
     this.code = code;
   }
 }
+
+const CLOSE_GRACE_MS = 5000;
 
 const WORKER = new URL(import.meta.url.endsWith('.ts') ? './inbox-worker.ts' : './inbox-worker.js', import.meta.url);
 
@@ -136,10 +145,20 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
     inFlight.clear();
     passes.clear();
     queue = [];
-    for (const p of orphans) opts.fallback.write(p.event, p.receivedAt).then(p.resolve, p.reject);
+    const rewrites = orphans.map((p) => opts.fallback.write(p.event, p.receivedAt).then(p.resolve, p.reject));
     for (const p of orphanPasses) runPassHere(p);
     void checkpointer.terminate();
     settleIfDrained();
+    if (opts.onFallback && (orphans.length > 0 || orphanPasses.length > 0)) {
+      const notify = opts.onFallback;
+      void Promise.allSettled(rewrites).then(() => {
+        try {
+          notify();
+        } catch (e) {
+          log.error({ err: e }, 'webhook inbox thread: onFallback failed');
+        }
+      });
+    }
   };
 
   const post = (m: ToWriter): void => writer.postMessage(m);
@@ -180,17 +199,28 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
     settleIfDrained();
   });
   writer.on('error', (err) => fallBack('error', err));
+  // A reply that cannot be read leaves its deliveries unanswered: treat it as a failed thread.
+  writer.on('messageerror', (err) => {
+    fallBack('unreadable reply', err);
+    void writer.terminate();
+  });
   writer.on('exit', (code) => {
     if (!closing || inFlight.size > 0 || passes.size > 0 || queue.length > 0) fallBack(`exited with code ${code}`);
   });
   checkpointer.on('message', (m: { type: string; error?: string }) => {
     if (m.type === 'error') log.warn({ error: m.error }, 'WAL checkpoint failed; will try again');
   });
-  checkpointer.on('error', (err) => {
-    // Without the checkpointer the WAL would only grow: give automatic checkpoints back.
-    log.warn({ err }, 'WAL checkpoint thread failed; automatic checkpoints are back on the main connection');
+  // Without the checkpointer the WAL would only grow: both connections checkpoint on their own again.
+  let checkpointerGone = false;
+  const checkpointerFailed = (why: string, err?: unknown): void => {
+    if (checkpointerGone || closing || failed) return;
+    checkpointerGone = true;
+    log.warn({ err, reason: why }, 'WAL checkpoint thread failed; automatic checkpoints are back on');
     restoreMain();
-  });
+    post({ type: 'autocheckpoint', pages: mainAutocheckpoint ?? 1000 });
+  };
+  checkpointer.on('error', (err) => checkpointerFailed('error', err));
+  checkpointer.on('exit', (code) => checkpointerFailed(`exited with code ${code}`));
 
   return {
     write(event, receivedAt) {
@@ -226,10 +256,23 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
         });
       }
       drained = null;
+      // Held while closing: the threads are unref'd, and once the HTTP server is closed nothing
+      // else may keep the process alive until they have exited.
+      writer.ref();
+      checkpointer.ref();
       if (!failed) post({ type: 'close' });
       else void writer.terminate();
       checkpointer.postMessage({ type: 'close' });
-      await Promise.race([Promise.all(exited), new Promise((r) => setTimeout(r, 5000).unref())]);
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = await Promise.race([
+        Promise.all(exited).then(() => false),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), CLOSE_GRACE_MS))),
+      ]);
+      clearTimeout(timer);
+      if (gaveUp) {
+        log.warn({ graceMs: CLOSE_GRACE_MS }, 'webhook inbox threads did not stop in time; terminating them');
+        await Promise.all([writer.terminate(), checkpointer.terminate()]);
+      }
       restoreMain();
     },
   };

@@ -27,6 +27,8 @@ export interface InboxWorkerData {
 export type ToWriter =
   | { type: 'insert'; seq: number; rows: InboxInsertParams[] }
   | { type: 'pass'; id: number; limit: number; now: number }
+  /** The checkpointer is gone: this connection checkpoints on its own again. */
+  | { type: 'autocheckpoint'; pages: number }
   | { type: 'close' };
 
 export type FromWriter =
@@ -36,7 +38,6 @@ export type FromWriter =
   | { type: 'passed'; id: number; ok: false; error: string; code: string | undefined };
 
 const port = parentPort;
-const WAL_SIZE_LIMIT = 16 * 1024 * 1024;
 const WAL_RESTART_FRAMES = 2048;
 const data = workerData as InboxWorkerData;
 
@@ -60,11 +61,16 @@ const codeOf = (err: unknown): string | undefined => {
   return typeof code === 'string' ? code : undefined;
 };
 
-function runWriter(): void {
-  const db = openDatabase(data.dbPath, { busyTimeoutMs: 0 });
+/** Opened waiting for locks like any connection (migrations, journal mode), then without. */
+function open(): ReturnType<typeof openDatabase> {
+  const db = openDatabase(data.dbPath, { busyTimeoutMs: data.busyTimeoutMs });
+  db.pragma('busy_timeout = 0');
   db.pragma('wal_autocheckpoint = 0');
-  // The connection that restarts the WAL after a checkpoint cuts a file grown by a burst back.
-  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
+  return db;
+}
+
+function runWriter(): void {
+  const db = open();
   const insert = db.prepare<InboxInsertParams>(INBOX_INSERT_SQL);
   const commitGroups = db.transaction((groups: Array<{ rows: InboxInsertParams[] }>) =>
     groups.map((g) => g.rows.map((r) => insert.run(...r).changes === 1)),
@@ -80,6 +86,7 @@ function runWriter(): void {
     for (let m: ToWriter | undefined = first; m !== undefined; m = (receiveMessageOnPort(port) as { message: ToWriter } | undefined)?.message) {
       if (m.type === 'insert') inserts.push(m);
       else if (m.type === 'pass') passes.push(m);
+      else if (m.type === 'autocheckpoint') db.pragma(`wal_autocheckpoint = ${m.pages}`);
       else closing = true;
     }
     if (inserts.length > 0) {
@@ -109,8 +116,7 @@ function runWriter(): void {
 }
 
 function runCheckpointer(): void {
-  const db = openDatabase(data.dbPath, { busyTimeoutMs: 0 });
-  db.pragma('wal_autocheckpoint = 0');
+  const db = open();
   // A PASSIVE pass copies what it can without taking any lock. Under a light stream of commits
   // that backfills the whole WAL and the next commit starts it from the beginning again. Under a
   // heavy one the WAL is never fully backfilled, so it only grows and every commit appends to an

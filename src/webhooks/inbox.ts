@@ -137,7 +137,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   );
   return {
     insert: insertOne,
-    insertMany: (items) => insertAll(items),
+    insertMany: (items) => insertAll.immediate(items),
     pending: (limit) => pending.all(limit).map(toRow),
     get: (id) => {
       const r = get.get(id);

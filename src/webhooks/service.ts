@@ -127,6 +127,10 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
           fallbackPass: (limit, now) => localApplier.pass(limit, now),
           mainDb: deps.db,
           logger,
+          onFallback: () => {
+            processor.kick();
+            deps.requestCycle('webhook:inbox-thread-recovery');
+          },
         });
       }
       try {

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
+import { createLoanStore } from '../../../src/store/loans.js';
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
 import { createInboxApplier } from '../../../src/webhooks/inbox-apply.js';
 import { createThreadedInbox, type ThreadedInbox } from '../../../src/webhooks/inbox-thread.js';
@@ -97,12 +99,17 @@ describe('inbox thread (the receiver’s writer while `run` listens)', () => {
 
   it('a writer thread that dies with a committed but unanswered group: every delivery still answered, each row once', async () => {
     const { db, path } = fileDb();
-    const t = threaded(db, path, { workerUrl: new URL('../../support/dying-inbox-worker.ts', import.meta.url) });
+    let fallbacks = 0;
+    const t = threaded(db, path, { workerUrl: new URL('../../support/dying-inbox-worker.ts', import.meta.url), onFallback: () => (fallbacks += 1) });
     const ids = ['a', 'b', 'c'];
     const out = await Promise.allSettled(ids.map((id) => t.write(event(id, `L-${id}`), 1)));
     expect(out.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     expect(count(db)).toBe(3);
     expect(t.logs.join('')).toContain('webhook inbox thread failed');
+    // Those rows were answered as duplicates (the dead thread had committed them): the owner is
+    // told, so it processes the inbox rather than waiting for the next delivery's kick.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(fallbacks).toBe(1);
     // From now on, writes and passes run on the main thread.
     expect(await t.write(event('d', 'L-d'), 2)).toBe(true);
     expect(await t.write(event('a', 'L-a'), 2)).toBe(false);
@@ -120,6 +127,54 @@ describe('inbox thread (the receiver’s writer while `run` listens)', () => {
     expect(await t.write(event('x1', 'L1'), 1)).toBe(true);
     expect(count(db)).toBe(1);
     expect(t.logs.join('')).toContain('webhook inbox thread failed');
+  });
+  it('a checkpointer thread that dies: automatic checkpoints come back on', async () => {
+    const { db, path } = fileDb();
+    const t = threaded(db, path, { workerUrl: new URL('../../support/dying-checkpointer-worker.ts', import.meta.url) });
+    for (let i = 0; i < 50 && !t.logs.join('').includes('WAL checkpoint thread failed'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(t.logs.join('')).toContain('WAL checkpoint thread failed');
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    expect(await t.write(event('k1', 'L1'), 1)).toBe(true);
+  });
+
+  it('main-connection transactions that read then write are not refused while the thread commits', async () => {
+    const { db, path } = fileDb();
+    const t = threaded(db, path);
+    const loans = createLoanStore(db);
+    let stop = false;
+    let written = 0;
+    const stream = (async () => {
+      for (let i = 0; !stop; i++) {
+        await Promise.all(Array.from({ length: 8 }, (_, k) => t.write(event(`s${i}-${k}`, `L${k}`), 1)));
+        written += 8;
+      }
+    })();
+    const errors: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      try {
+        // insert reads (does the id exist?) before it writes: deferred, that upgrade is refused
+        // with SQLITE_BUSY(_SNAPSHOT) whenever the thread commits in between.
+        loans.insert({ id: `loan-${i}`, state: 'queued' }, i);
+      } catch (err) {
+        errors.push(String(err));
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    stop = true;
+    await stream;
+    expect(written).toBeGreaterThan(0);
+    expect(errors).toEqual([]);
+    expect((db.prepare('SELECT COUNT(*) AS n FROM loans').get() as { n: number }).n).toBe(300);
+  });
+});
+
+describe('webhook service stop', () => {
+  it('stop() finishes in a process that has nothing else to do (the threads are waited for, not abandoned)', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', new URL('../../support/service-stop-script.ts', import.meta.url).pathname], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).not.toMatch(/Error/);
+    expect(r.stdout).toContain('delivery 200');
+    expect(r.stdout).toContain('stopped rows=1');
+    expect(r.status).toBe(0);
   });
 });
 

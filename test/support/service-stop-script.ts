@@ -1,0 +1,42 @@
+/**
+ * Run as its own process by a test: starts the webhook service on a file database, takes one
+ * delivery, stops, and prints "stopped" only if stop() resolved. Nothing else holds the event
+ * loop here (vitest's own process would), so a stop that leaves the loop empty before it is done
+ * shows as a missing "stopped".
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { loadConfig } from '../../src/config/load.js';
+import { silentLogger } from '../../src/lib/logger.js';
+import { openDatabase } from '../../src/store/db.js';
+import { createWebhookService } from '../../src/webhooks/service.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'service-stop-'));
+const db = openDatabase(join(dir, 'state.sqlite'));
+const secret = `whsec_${Buffer.from('service-stop-secret-32-bytes-xx!').toString('base64')}`;
+const config = loadConfig({ env: { BOARDING_WEBHOOK_SECRETS: secret } });
+config.webhooks.port = 0;
+config.reports.dir = join(dir, 'reports');
+const svc = createWebhookService({
+  config,
+  db,
+  platform: { health: () => ({ lastSuccessAt: Date.now(), strikes: 0 }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
+  logger: silentLogger(),
+  requestCycle: () => undefined,
+});
+await svc.start();
+const body = JSON.stringify({ id: 'evt_1', type: 'loan.funded', createdAt: '2026-11-01T10:00:00Z', data: { loanId: 'L1' } });
+const at = new Date();
+const res = await fetch(`${svc.url()}/webhooks/platform`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign('msg_1', at, body) },
+  body,
+});
+process.stdout.write(`delivery ${res.status}\n`);
+await svc.stop();
+const rows = (db.prepare('SELECT COUNT(*) AS n FROM webhook_inbox').get() as { n: number }).n;
+db.close();
+rmSync(dir, { recursive: true, force: true });
+process.stdout.write(`stopped rows=${rows}\n`);
