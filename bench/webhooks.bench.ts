@@ -61,25 +61,11 @@ async function serve(kind: string): Promise<void> {
     return;
   }
   const { openDatabase } = await import('../src/store/db.js');
-  const { silentLogger } = await import('../src/lib/logger.js');
-  const { loadConfig } = await import('../src/config/load.js');
-  const { createWebhookService } = await import('../src/webhooks/service.js');
+  const { startWebhookService } = await import('../test/support/webhook-service.js');
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-bench-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
-  // The receiver exactly as `run` composes it (webhook service: writer thread, processor, metrics),
-  // on port 0 with the bench's secret.
-  const config = loadConfig({ env: { BOARDING_WEBHOOK_SECRETS: SECRET } });
-  config.webhooks.port = 0;
-  config.webhooks.debounceMs = 1000;
-  config.reports.dir = join(dir, 'reports');
-  const svc = createWebhookService({
-    config,
-    db,
-    platform: { health: () => ({ lastSuccessAt: Date.now(), strikes: 0 }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
-    logger: silentLogger(),
-    requestCycle: () => undefined,
-  });
-  await svc.start();
+  // The receiver exactly as `run` composes it (inbox thread, checkpointer, processor, metrics).
+  const svc = await startWebhookService({ db, dir, secret: SECRET, debounceMs: 1000 });
   process.stdout.write(`${JSON.stringify({ port: new URL(svc.url() ?? '').port })}\n`);
   process.on('SIGTERM', () => {
     void svc.stop().then(() => {

@@ -8,25 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { loadConfig } from '../../src/config/load.js';
-import { silentLogger } from '../../src/lib/logger.js';
 import { openDatabase } from '../../src/store/db.js';
-import { createWebhookService } from '../../src/webhooks/service.js';
+import { startWebhookService } from './webhook-service.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'service-stop-'));
 const db = openDatabase(join(dir, 'state.sqlite'));
 const secret = `whsec_${Buffer.from('service-stop-secret-32-bytes-xx!').toString('base64')}`;
-const config = loadConfig({ env: { BOARDING_WEBHOOK_SECRETS: secret } });
-config.webhooks.port = 0;
-config.reports.dir = join(dir, 'reports');
-const svc = createWebhookService({
-  config,
-  db,
-  platform: { health: () => ({ lastSuccessAt: Date.now(), strikes: 0 }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
-  logger: silentLogger(),
-  requestCycle: () => undefined,
-});
-await svc.start();
+const svc = await startWebhookService({ db, dir, secret });
 const body = JSON.stringify({ id: 'evt_1', type: 'loan.funded', createdAt: '2026-11-01T10:00:00Z', data: { loanId: 'L1' } });
 const at = new Date();
 const res = await fetch(`${svc.url()}/webhooks/platform`, {

@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config/load.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 import { createLoanStore } from '../../../src/store/loans.js';
@@ -14,7 +13,7 @@ import { createInboxApplier } from '../../../src/webhooks/inbox-apply.js';
 import { createThreadedInbox, type ThreadedInbox } from '../../../src/webhooks/inbox-thread.js';
 import { createInboxWriter } from '../../../src/webhooks/inbox-writer.js';
 import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
-import { createWebhookService } from '../../../src/webhooks/service.js';
+import { startWebhookService } from '../../support/webhook-service.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -183,19 +182,8 @@ describe('webhook service with a file database (the inbox thread in place)', () 
     const { db, dir } = fileDb();
     db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('L-dup', 'queued', 1, 1)").run();
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
-    const config = loadConfig({ env: { BOARDING_WEBHOOK_SECRETS: secret } });
-    config.webhooks.port = 0;
-    config.webhooks.debounceMs = 0;
-    config.reports.dir = join(dir, 'reports');
     const cycles: string[] = [];
-    const svc = createWebhookService({
-      config,
-      db,
-      platform: { health: () => ({ lastSuccessAt: Date.now(), strikes: 0 }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
-      logger: capture().logger,
-      requestCycle: (r) => cycles.push(r),
-    });
-    await svc.start();
+    const svc = await startWebhookService({ db, dir, secret, logger: capture().logger, requestCycle: (r) => cycles.push(r) });
     cleanups.push(() => svc.stop());
     const wh = new Webhook(secret);
     const send = async (id: string, loanId: string): Promise<number> => {
