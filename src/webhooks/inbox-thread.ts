@@ -249,6 +249,10 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
     async close() {
       if (closing) return;
       closing = true;
+      // Held while closing: the threads are unref'd, and once the HTTP server is closed nothing
+      // else may keep the process alive until the last answers are in and the threads have exited.
+      writer.ref();
+      checkpointer.ref();
       if (!failed && (inFlight.size > 0 || passes.size > 0 || queue.length > 0)) {
         await new Promise<void>((resolve) => {
           drained = resolve;
@@ -256,10 +260,6 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
         });
       }
       drained = null;
-      // Held while closing: the threads are unref'd, and once the HTTP server is closed nothing
-      // else may keep the process alive until they have exited.
-      writer.ref();
-      checkpointer.ref();
       if (!failed) post({ type: 'close' });
       else void writer.terminate();
       checkpointer.postMessage({ type: 'close' });

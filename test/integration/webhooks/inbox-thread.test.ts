@@ -175,6 +175,12 @@ describe('webhook service stop', () => {
     expect(r.stdout).toContain('stopped rows=1');
     expect(r.status).toBe(0);
   });
+
+  it('close() with a delivery still in flight waits for its commit, also in a process with nothing else to do', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', new URL('../../support/inbox-close-script.ts', import.meta.url).pathname], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stdout).toContain('closed inserted=true rows=1');
+    expect(r.status).toBe(0);
+  });
 });
 
 describe('webhook service with a file database (the inbox thread in place)', () => {
