@@ -52,8 +52,10 @@ export interface WebhookInbox {
   /**
    * Deletes processed rows received before `beforeMs`, except loan.funded rows whose funded time
    * is not yet on a loans row (they are the only record of it). Returns how many were deleted.
+   * With `limit`, at most that many, oldest first: a caller deletes in short transactions so the
+   * receiver's writes are never held up for long (see the webhook service).
    */
-  prune(beforeMs: number): number;
+  prune(beforeMs: number, limit?: number): number;
 }
 
 interface RawRow {
@@ -122,11 +124,12 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   const allFunded = db.prepare<[], RawRow>(
     "SELECT * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'",
   );
-  const prune = db.prepare(
-    `DELETE FROM webhook_inbox WHERE status = 'processed' AND received_at < ?
+  const prunable = `status = 'processed' AND received_at < ?
        AND (event_type != 'loan.funded' OR loan_id IS NULL
-            OR loan_id IN (SELECT id FROM loans WHERE funded_at_iso IS NOT NULL))`,
-  );
+            OR loan_id IN (SELECT id FROM loans WHERE funded_at_iso IS NOT NULL))`;
+  const prune = db.prepare(`DELETE FROM webhook_inbox WHERE ${prunable}`);
+  // Rows are stored in arrival order, so the oldest prunable rows are found near the start.
+  const pruneSome = db.prepare(`DELETE FROM webhook_inbox WHERE rowid IN (SELECT rowid FROM webhook_inbox WHERE ${prunable} ORDER BY rowid LIMIT ?)`);
   const fundedTime = (r: RawRow): number => {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
@@ -168,6 +171,6 @@ export function createWebhookInbox(db: Db): WebhookInbox {
       }
       return [...byLoan].map(([loanId, fundedAt]) => ({ loanId, fundedAt })).sort((a, b) => a.fundedAt - b.fundedAt);
     },
-    prune: (beforeMs) => prune.run(beforeMs).changes,
+    prune: (beforeMs, limit) => (limit === undefined ? prune.run(beforeMs) : pruneSome.run(beforeMs, limit)).changes,
   };
 }

@@ -167,6 +167,26 @@ describe('inbox thread (the receiver’s writer while `run` listens)', () => {
   });
 });
 
+describe('webhook service: daily inbox prune', () => {
+  it('deletes a day of old rows in short transactions after a cycle, and logs the total', async () => {
+    const { db, dir } = fileDb();
+    const inbox = createWebhookInbox(db);
+    for (let i = 0; i < 1300; i++) inbox.insert(event(`old-${i}`, 'L1', 'loan.created'), 1000 + i);
+    inbox.insert(event('recent', 'L1', 'loan.created'), Date.now());
+    db.prepare("UPDATE webhook_inbox SET status = 'processed'").run();
+    const { logger, logs } = capture();
+    const svc = await startWebhookService({ db, dir, secret: `whsec_${randomBytes(24).toString('base64')}`, logger });
+    cleanups.push(() => svc.stop());
+    svc.onCycle({ reason: 'schedule', durationMs: 5, fatal: null, interrupted: 0 });
+    // Chunked: the first 100 go at once, the rest after pauses (the event loop is not held).
+    expect(count(db)).toBe(1201);
+    for (let i = 0; i < 100 && count(db) > 1; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(count(db)).toBe(1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(logs.join('')).toContain('"rows":1300');
+  });
+});
+
 describe('webhook service stop', () => {
   it('stop() finishes in a process that has nothing else to do (the threads are waited for, not abandoned)', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', new URL('../../support/service-stop-script.ts', import.meta.url).pathname], { encoding: 'utf8', timeout: 60_000 });

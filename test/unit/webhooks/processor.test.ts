@@ -204,4 +204,21 @@ describe('inbox prune', () => {
     expect(left).toEqual([{ webhook_id: 'new' }, { webhook_id: 'old-funded-unknown' }, { webhook_id: 'old-pending' }]);
     expect(inbox.fundedAt('L2')).not.toBeNull();
   });
+
+  it('with a limit, deletes at most that many prunable rows, oldest first, and the same ones in the end', () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    // Kept whatever the limit: a funded time not yet on a loans row, a pending row, a recent row.
+    inbox.insert(event('keep-funded', 'loan.funded', 'L-unknown', '2026-01-01T00:00:00Z'), 1);
+    inbox.insert(event('keep-pending', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 1);
+    for (let i = 0; i < 1200; i++) inbox.insert(event(`old-${i}`, 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 10 + i);
+    inbox.insert(event('keep-recent', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 5000);
+    db.prepare("UPDATE webhook_inbox SET status = 'processed' WHERE webhook_id != 'keep-pending'").run();
+    expect(inbox.prune(2000, 500)).toBe(500);
+    // Oldest first: what is left of the old rows starts at old-500.
+    expect(db.prepare("SELECT MIN(received_at) AS m FROM webhook_inbox WHERE webhook_id LIKE 'old-%'").get()).toEqual({ m: 510 });
+    expect([inbox.prune(2000, 500), inbox.prune(2000, 500), inbox.prune(2000, 500)]).toEqual([500, 200, 0]);
+    const left = db.prepare('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id').all();
+    expect(left).toEqual([{ webhook_id: 'keep-funded' }, { webhook_id: 'keep-pending' }, { webhook_id: 'keep-recent' }]);
+  });
 });
