@@ -21,7 +21,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -34,6 +34,7 @@ const DURATION_S = Number(process.env['BENCH_WEBHOOKS_SECONDS'] ?? 4);
 const ROUNDS = Number(process.env['BENCH_WEBHOOKS_ROUNDS'] ?? 3);
 const LEVELS = (process.env['BENCH_WEBHOOKS_CONCURRENCY'] ?? '10,50,100').split(',').map(Number).filter((n) => n > 0);
 const LATENCY_CONNECTIONS = 10;
+const CPU_RATE = 2000;
 const PACED_RATE = 200;
 
 interface AutocannonResult {
@@ -131,6 +132,28 @@ async function load(autocannon: AutocannonFn, port: number, seconds: number, con
 }
 
 /** Median time of one write+fsync of a small block in the temp directory. */
+/** CPU time (user + system, every thread) a child process has used so far, in ms; null off Linux. */
+function cpuMs(pid: number | undefined): number | null {
+  const file = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(file)) return null;
+  const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ticks) ? ticks * 10 : null; // USER_HZ is 100 on Linux
+}
+
+/**
+ * CPU per request at a fixed offered rate (neither server saturated): less noisy than saturated
+ * throughput on a shared machine, and says what a change costs. The receiver's figure includes
+ * processing the deliveries (measured until its inbox is worked off).
+ */
+async function cpuPerRequest(autocannon: AutocannonFn, child: ChildProcess, port: number, settleMs: number): Promise<number | null> {
+  const before = cpuMs(child.pid);
+  const r = await load(autocannon, port, DURATION_S, 50, CPU_RATE);
+  await new Promise((res) => setTimeout(res, settleMs));
+  const after = cpuMs(child.pid);
+  return before === null || after === null || r.requests.total === 0 ? null : ((after - before) * 1000) / r.requests.total;
+}
+
 function fsyncMs(): number {
   const dir = mkdtempSync(join(tmpdir(), 'fsync-probe-'));
   const fd = openSync(join(dir, 'probe'), 'w');
@@ -164,6 +187,8 @@ async function main(): Promise<void> {
   const recvChild = await startChild('receiver');
   const levels: Array<{ connections: number; bare: AutocannonResult[]; recv: AutocannonResult[] }> = [];
   let paced: AutocannonResult | undefined;
+  let bareCpu: number | null = null;
+  let recvCpu: number | null = null;
   try {
     await load(autocannon, bareChild.port, 1, LATENCY_CONNECTIONS); // warm-up (JIT, SQLite page cache)
     await load(autocannon, recvChild.port, 1, LATENCY_CONNECTIONS);
@@ -178,6 +203,8 @@ async function main(): Promise<void> {
       }
       levels.push(level);
     }
+    bareCpu = await cpuPerRequest(autocannon, bareChild.child, bareChild.port, 0);
+    recvCpu = await cpuPerRequest(autocannon, recvChild.child, recvChild.port, 3000);
   } finally {
     await stopChild(bareChild.child);
     await stopChild(recvChild.child);
@@ -207,6 +234,11 @@ async function main(): Promise<void> {
       `receiver p99 at ${LATENCY_CONNECTIONS} connections: ${p99} ms median of rounds; at a steady ${PACED_RATE} req/s: ${paced?.latency.p99 ?? '?'} ms (target < 10 ms)\n`,
   );
   if (paced) process.stdout.write(`${row(`receiver, steady ${PACED_RATE} req/s`, paced)}\n`);
+  if (bareCpu !== null && recvCpu !== null) {
+    process.stdout.write(
+      `CPU per request at ${CPU_RATE} req/s (all threads; the receiver's includes processing): receiver ${recvCpu.toFixed(0)} µs, bare ${bareCpu.toFixed(0)} µs (${(recvCpu / bareCpu).toFixed(1)}×)\n`,
+    );
+  }
   process.stdout.write(
     `one 4 KiB write+fsync in the temp directory ≈ ${fsyncMs().toFixed(2)} ms (every 2xx waits for one: the receiver's latency floor)\n` +
       `machine load average (1 min) after the run: ${loadavg()[0]?.toFixed(1) ?? '?'} on ${cpus().length} cores (other load skews every figure)\n`,
