@@ -42,6 +42,8 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 
 const SECRET_PATH = /apiKey|secret|password/i;
 
+const YAML_KINDS: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', int: 'an integer', boolean: 'true or false' };
+
 function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
   const path = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
@@ -50,7 +52,12 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
   const got = valueAt(raw, issue.path);
   const gotText = SECRET_PATH.test(path) && typeof got === 'string' ? '(hidden)' : describeValue(got);
   let expected = issue.message;
-  if (expected.startsWith('Invalid input')) expected = `expected ${issue.code.replaceAll('_', ' ')}`;
+  if (expected.startsWith('Invalid input')) {
+    // zod's own wording ("Invalid input: expected object, received undefined"): say it in the
+    // words of a YAML file, and that a missing section is required.
+    const kind = issue.code === 'invalid_type' ? (YAML_KINDS[issue.expected] ?? issue.expected) : issue.code.replaceAll('_', ' ');
+    expected = got === undefined ? `required (${kind})` : `expected ${kind}`;
+  }
   return [`${path || '(root)'}: ${expected}, got ${gotText}`];
 }
 

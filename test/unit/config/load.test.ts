@@ -40,6 +40,11 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('says a missing section is required, in YAML words (regression: "expected invalid type")', () => {
+    expect(problems('webhooks:\n  port: 9000\n')).toEqual(['platform: required (a map), got nothing']);
+    expect(problems(`${base}store: [a, b]\n`)).toEqual(['store: expected a map, got a list']);
+  });
+
   it('reports unknown keys so typos do not silently fall back to defaults', () => {
     expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)[0]).toMatch(/^platform\.ratelimit: unknown key/);
   });
