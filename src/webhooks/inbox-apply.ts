@@ -1,10 +1,8 @@
 import { errorMessage } from '../lib/errors.js';
-import { WEBHOOK_EVENTS } from '../platform/schemas.js';
 import type { Db } from '../store/db.js';
 import { extractFundedAt } from './event.js';
+import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './history.js';
 import type { InboxRow, WebhookInbox } from './inbox.js';
-
-const DOCUMENTED = new Set<string>(WEBHOOK_EVENTS);
 
 /** What a pass did with one inbox row (plain data: it also crosses from the inbox thread). */
 export interface RowOutcome {
@@ -34,33 +32,26 @@ export interface InboxPass {
  * on this thread or behind the inbox thread) reports the outcomes.
  */
 export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: number, now: number): InboxPass } {
-  // The loans row may not exist yet (a loan is funded before a banker releases it; the pipeline
-  // creates rows from the queue): only fill in an existing row here, keeping the earliest time.
-  // Loans without a row get their funded time from the inbox (inbox.fundedAt / fundedLoans).
+  // Only an existing loans row is filled in here, keeping the earliest time.
   const setFundedAt = db.prepare(
     `UPDATE loans SET funded_at_iso = ?, updated_at = ?
      WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`,
   );
-  const addLoanEvent = db.prepare(
-    "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)",
-  );
+  const addLoanEvent = db.prepare(INSERT_WEBHOOK_HISTORY_SQL);
+  const loanKnown = db.prepare<[string], number>('SELECT 1 FROM loans WHERE id = ?').pluck();
 
   const applyRowEffects = (row: InboxRow, now: number): number | null => {
-    let fundedAt: number | null = null;
-    if (row.eventType === 'loan.funded' && row.loanId !== null) {
-      fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
-      const iso = new Date(fundedAt).toISOString();
-      setFundedAt.run(iso, now, row.loanId, iso);
-    }
-    if (row.loanId !== null && DOCUMENTED.has(row.eventType)) {
-      const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
-      if (fundedAt !== null) detail['fundedAt'] = new Date(fundedAt).toISOString();
-      const data = row.payload['data'];
-      if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
-        const d = data as Record<string, unknown>;
-        for (const k of ['status', 'previousStatus', 'from', 'to']) if (typeof d[k] === 'string') detail[k] = d[k];
+    const fundedAt =
+      row.eventType === 'loan.funded' && row.loanId !== null ? extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt }) : null;
+    // A loan without a row yet gets its funded time (funded-time.ts) and its history (history.ts)
+    // from the inbox when the pipeline creates the row.
+    if (row.loanId !== null && isHistoryEvent(row.eventType) && loanKnown.get(row.loanId) !== undefined) {
+      if (fundedAt !== null) {
+        const iso = new Date(fundedAt).toISOString();
+        setFundedAt.run(iso, now, row.loanId, iso);
       }
-      addLoanEvent.run(row.loanId, row.occurredAt ?? row.receivedAt, row.eventType, JSON.stringify(detail));
+      const entry = webhookHistoryEntry(row, fundedAt);
+      addLoanEvent.run(row.loanId, entry.at, row.eventType, entry.detail);
     }
     inbox.markProcessed(row.webhookId, now);
     return fundedAt;
@@ -139,7 +130,7 @@ export function isTransientDbError(err: unknown): boolean {
 
 /** What the payload lacks, for the log (the real platform's payload is not documented). */
 function noteFor(row: InboxRow): RowOutcome['note'] {
-  if (!DOCUMENTED.has(row.eventType)) return { kind: 'unknown_type', keys: Object.keys(row.payload).slice(0, 20) };
+  if (!isHistoryEvent(row.eventType)) return { kind: 'unknown_type', keys: Object.keys(row.payload).slice(0, 20) };
   if (row.loanId === null) {
     const data = row.payload['data'];
     return { kind: 'no_loan_id', keys: data && typeof data === 'object' ? Object.keys(data).slice(0, 20) : [typeof data] };

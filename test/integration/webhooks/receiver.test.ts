@@ -127,6 +127,8 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const r = await startReceiver();
     const processedIds: string[] = [];
     r.processor.events.on('processed', (e: { webhookId: string }) => processedIds.push(e.webhookId));
+    // A loan the connector knows, so processing writes to its history (once).
+    r.db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('L2', 'queued', 1, 1)").run();
     const d = signed(funded('L2'), { id: 'msg_dup' });
     const results = await Promise.all(Array.from({ length: 20 }, () => post(r.url, d)));
     expect(results.map((x) => x.status)).toEqual(Array(20).fill(200));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
+import { createLoanStore } from '../../../src/store/loans.js';
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
 import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
 import { createWebhookProcessor } from '../../../src/webhooks/processor.js';
@@ -48,7 +49,7 @@ describe('webhook inbox', () => {
   });
 });
 
-describe('webhook inbox indexes (migration 5)', () => {
+describe('webhook inbox indexes (migrations 5, 6)', () => {
   it('pending rows are read from the pending-only index in processing order (no sort), funded rows by loan', () => {
     const db = memDb();
     const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
@@ -56,8 +57,10 @@ describe('webhook inbox indexes (migration 5)', () => {
     expect(pending).toContain('USING INDEX webhook_inbox_pending');
     expect(pending).not.toContain('TEMP B-TREE');
     expect(plan("SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = 'L1' AND event_type = 'loan.funded'")).toContain(
-      'USING INDEX webhook_inbox_funded',
+      'USING INDEX webhook_inbox_loan',
     );
+    // A loan's whole history, whatever the event types (copied when its loans row is created).
+    expect(plan("SELECT * FROM webhook_inbox WHERE loan_id = 'L1' AND status = 'processed'")).toContain('USING INDEX webhook_inbox_loan');
     // Processed rows leave the pending index.
     const inbox = createWebhookInbox(db);
     inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
@@ -108,11 +111,11 @@ describe('webhook processor', () => {
     expect(db.prepare("SELECT COUNT(*) AS n FROM loans WHERE id = 'L2'").get()).toEqual({ n: 0 });
     expect(inbox.fundedAt('L2')).toBe(Date.parse('2026-11-02T00:00:00Z'));
     expect(inbox.fundedLoans().map((f) => f.loanId)).toEqual(['L1', 'L2']);
+    // History is written for the known loan only; L2 gets its own when its row is created.
     const events = db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
     expect(events).toEqual([
       { loan_id: 'L1', reason: 'loan.status_changed' },
       { loan_id: 'L1', reason: 'loan.funded' },
-      { loan_id: 'L2', reason: 'loan.funded' },
     ]);
     expect(inbox.stats()).toMatchObject({ pending: 0, processed: 3 });
     await p.stop();
@@ -151,6 +154,7 @@ describe('webhook processor', () => {
     inbox.insert(event('bad', 'loan.created', 'BAD', '2026-11-01T10:00:01Z'), 1);
     inbox.insert(event('ok2', 'loan.created', 'L2', '2026-11-01T10:00:02Z'), 1);
     const outcomes: Array<[string, string]> = [];
+    for (const id of ['L1', 'BAD', 'L2']) insertLoan(db, id);
     const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
     p.events.on('processed', (e: { webhookId: string; outcome: string }) => outcomes.push([e.webhookId, e.outcome]));
     await p.drain();
@@ -220,5 +224,75 @@ describe('inbox prune', () => {
     expect([inbox.prune(2000, 500), inbox.prune(2000, 500), inbox.prune(2000, 500)]).toEqual([500, 200, 0]);
     const left = db.prepare('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id').all();
     expect(left).toEqual([{ webhook_id: 'keep-funded' }, { webhook_id: 'keep-pending' }, { webhook_id: 'keep-recent' }]);
+  });
+});
+
+describe('loan webhook history', () => {
+  it('a loan created after its deliveries were processed gets their history first, in event-time order, once', async () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 1);
+    inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 2);
+    inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 3);
+    inbox.insert(event('o', 'loan.created', 'L8', '2026-11-01T08:00:00Z'), 4);
+    expect(await p.drain()).toBe(4);
+    // Nobody knows L7 yet: nothing in loan_events, everything processed.
+    expect(db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
+    // A delivery still pending when the row is created is written by the pass that applies it.
+    inbox.insert(event('late', 'document.uploaded', 'L7', '2026-11-01T11:00:00Z'), 5);
+    const loans = createLoanStore(db);
+    loans.insert({ id: 'L7', state: 'queued', reason: 'seen in the boarding queue' }, 100);
+    expect(loans.events('L7').map((e) => [e.kind, e.reason])).toEqual([
+      ['webhook', 'loan.status_changed'],
+      ['webhook', 'loan.funded'],
+      ['transition', 'seen in the boarding queue'],
+    ]);
+    const [status, funded] = loans.events('L7');
+    expect(status).toMatchObject({ actor: 'platform', at: Date.parse('2026-11-01T09:00:00Z'), detail: { webhookId: 's', status: 'funded', previousStatus: 'active' } });
+    expect(funded?.detail).toEqual({ webhookId: 'f', occurredAt: Date.parse('2026-11-01T10:00:00Z'), fundedAt: '2026-11-01T09:30:00.000Z' });
+    await p.drain();
+    expect(loans.events('L7').map((e) => e.reason).at(-1)).toBe('document.uploaded');
+    expect(loans.events('L7').filter((e) => e.kind === 'webhook')).toHaveLength(3);
+    // Only the loan's own deliveries.
+    expect(db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L8'").get()).toEqual({ n: 0 });
+  });
+
+  it('does not copy failed deliveries, nor history the loan already has (written before migration 6)', () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    inbox.insert(event('old', 'loan.funded', 'L5', '2026-11-01T10:00:00Z'), 1);
+    inbox.insert(event('bad', 'loan.created', 'L5', '2026-11-01T09:00:00Z'), 1);
+    inbox.insert(event('new', 'loan.status_changed', 'L5', '2026-11-01T11:00:00Z'), 1);
+    inbox.markProcessed('old', 2);
+    inbox.markFailed('bad', 2, 'boom');
+    inbox.markProcessed('new', 2);
+    // The previous scheme wrote a history row at processing time for unknown loans too.
+    db.prepare("INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES ('L5', 1, 'webhook', 'platform', 'loan.funded', ?)").run(
+      JSON.stringify({ webhookId: 'old' }),
+    );
+    const loans = createLoanStore(db);
+    loans.insert({ id: 'L5', state: 'queued' }, 100);
+    expect(loans.events('L5').map((e) => [e.kind, e.reason])).toEqual([
+      ['webhook', 'loan.funded'],
+      ['webhook', 'loan.status_changed'],
+      ['transition', null],
+    ]);
+  });
+
+  it('migration 6 replaces the loan.funded-only index on a database from the previous version', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'inbox-'));
+    dirs.push(dir);
+    const path = join(dir, 'state.sqlite');
+    const first = openDatabase(path);
+    first.exec('DROP INDEX webhook_inbox_loan');
+    first.exec("CREATE INDEX webhook_inbox_funded ON webhook_inbox (loan_id) WHERE event_type = 'loan.funded'");
+    first.pragma('user_version = 5');
+    first.close();
+    const db = openDatabase(path);
+    opened.push(db);
+    const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_inbox' ORDER BY name").pluck().all();
+    expect(names).toContain('webhook_inbox_loan');
+    expect(names).not.toContain('webhook_inbox_funded');
   });
 });

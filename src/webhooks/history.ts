@@ -1,0 +1,88 @@
+import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import type { Db } from '../store/db.js';
+import { extractFundedAt } from './event.js';
+
+/**
+ * A loan's webhook history: one `loan_events` row (kind `webhook`, actor `platform`, reason = the
+ * event type) per documented delivery that names the loan.
+ *
+ * Only loans the connector knows (a `loans` row) get it when the delivery is processed. A loan is
+ * usually funded, and announced, before a banker releases it, so most deliveries name a loan the
+ * connector has not seen yet; writing their history then cost a random insert into loan_events and
+ * its loan index per delivery (about a quarter of the inbox thread's CPU at high rates) for loans that
+ * may never reach this bank's queue. Instead, when the pipeline creates the loan's row
+ * (store/loans.ts), `copyTo` writes the history of its processed deliveries from the inbox, in the
+ * same transaction, before the loan's first transition. Pending deliveries are not copied: the
+ * processing pass that later applies them sees the loan and writes their rows. Deliveries pruned
+ * from the inbox (30 days) before the loan arrived are not in its history.
+ */
+
+const DOCUMENTED: ReadonlySet<string> = new Set(WEBHOOK_EVENTS);
+
+export interface HistoryRow {
+  webhookId: string;
+  eventType: string;
+  occurredAt: number | null;
+  receivedAt: number;
+  payload: Record<string, unknown>;
+}
+
+/** Whether a delivery of this type goes into a loan's history (documented types only). */
+export const isHistoryEvent = (eventType: string): boolean => DOCUMENTED.has(eventType);
+
+/** The history entry's `at` and JSON `detail` for a delivery (`fundedAt`: loan.funded only). */
+export function webhookHistoryEntry(row: HistoryRow, fundedAt: number | null): { at: number; detail: string } {
+  const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
+  if (fundedAt !== null) detail['fundedAt'] = new Date(fundedAt).toISOString();
+  const data = row.payload['data'];
+  if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
+    const d = data as Record<string, unknown>;
+    for (const k of ['status', 'previousStatus', 'from', 'to']) if (typeof d[k] === 'string') detail[k] = d[k];
+  }
+  return { at: row.occurredAt ?? row.receivedAt, detail: JSON.stringify(detail) };
+}
+
+export const INSERT_WEBHOOK_HISTORY_SQL = "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)";
+
+export interface WebhookHistory {
+  /**
+   * Writes the history of the loan's processed deliveries that it does not have yet (in event-time
+   * order). Call inside the transaction that creates the loan's row. Returns the rows written.
+   */
+  copyTo(loanId: string): number;
+}
+
+export function createWebhookHistory(db: Db): WebhookHistory {
+  // webhook_inbox_loan serves the lookup (loan_id = ? implies the index's loan_id IS NOT NULL).
+  const processed = db.prepare<[string], { webhook_id: string; event_type: string; occurred_at: number | null; received_at: number; payload: string }>(
+    `SELECT webhook_id, event_type, occurred_at, received_at, payload FROM webhook_inbox
+      WHERE loan_id = ? AND status = 'processed'
+      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC`,
+  );
+  // Rows written before this scheme (every delivery got its row at once) are not written twice.
+  const existing = db.prepare<[string], string>("SELECT json_extract(detail, '$.webhookId') FROM loan_events WHERE loan_id = ? AND kind = 'webhook'").pluck();
+  const insert = db.prepare(INSERT_WEBHOOK_HISTORY_SQL);
+  return {
+    copyTo(loanId) {
+      const rows = processed.all(loanId).filter((r) => isHistoryEvent(r.event_type));
+      if (rows.length === 0) return 0;
+      const seen = new Set(existing.all(loanId));
+      let written = 0;
+      for (const r of rows) {
+        if (seen.has(r.webhook_id)) continue;
+        let payload: Record<string, unknown> = {};
+        try {
+          payload = JSON.parse(r.payload) as Record<string, unknown>;
+        } catch {
+          // Stored by the receiver from verified JSON: only a hand-edited row gets here.
+        }
+        const row: HistoryRow = { webhookId: r.webhook_id, eventType: r.event_type, occurredAt: r.occurred_at, receivedAt: r.received_at, payload };
+        const fundedAt = r.event_type === 'loan.funded' ? extractFundedAt({ payload, occurredAt: r.occurred_at ?? r.received_at }) : null;
+        const entry = webhookHistoryEntry(row, fundedAt);
+        insert.run(loanId, entry.at, r.event_type, entry.detail);
+        written += 1;
+      }
+      return written;
+    },
+  };
+}
