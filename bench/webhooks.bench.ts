@@ -2,7 +2,7 @@
  * Webhook receiver throughput and latency. The receiver is the production composition (the
  * webhook service as `run` builds it: signature verified, JSON parsed and validated, inbox INSERT
  * OR IGNORE committed with synchronous=FULL on the inbox thread before the 2xx, processing passes,
- * WAL checkpointer), on a file SQLite database; the yardstick is a bare node:http server that
+ * WAL checkpointer), compiled (dist/, built first, as `run` ships), on a file SQLite database; the yardstick is a bare node:http server that
  * reads the same request and answers 200. Targets: receiver requests/s ÷ bare requests/s ≥ 0.5,
  * receiver p99 < 10 ms. Prints figures; never fails on timing.
  *
@@ -19,7 +19,7 @@
  * (default "10,50,100") sets the levels. To see where the receiver's time goes:
  * BENCH_WEBHOOKS_CPU_PROF=<dir> writes a V8 CPU profile per thread of each server child.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -28,6 +28,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
+import type * as DbModule from '../src/store/db.js';
 
 const SECRET = `whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`;
 const DURATION_S = Number(process.env['BENCH_WEBHOOKS_SECONDS'] ?? 4);
@@ -61,12 +62,16 @@ async function serve(kind: string): Promise<void> {
     });
     return;
   }
-  const { openDatabase } = await import('../src/store/db.js');
+  // The compiled service, as `run` ships it (main() built dist/ first): under the TypeScript
+  // loader every request and inbox-thread message also paid for its runtime helpers (about a fifth
+  // of the receiver's CPU per delivery).
+  const dist = '../dist/store/db.js';
+  const { openDatabase } = (await import(dist)) as typeof DbModule;
   const { startWebhookService } = await import('../test/support/webhook-service.js');
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-bench-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
   // The receiver exactly as `run` composes it (inbox thread, checkpointer, processor, metrics).
-  const svc = await startWebhookService({ db, dir, secret: SECRET, debounceMs: 1000 });
+  const svc = await startWebhookService({ db, dir, secret: SECRET, debounceMs: 1000, build: 'dist' });
   process.stdout.write(`${JSON.stringify({ port: new URL(svc.url() ?? '').port })}\n`);
   process.on('SIGTERM', () => {
     void svc.stop().then(() => {
@@ -181,6 +186,12 @@ const median = (xs: number[]): number => {
 async function main(): Promise<void> {
   const require = createRequire(import.meta.url);
   const autocannon = require('autocannon') as AutocannonFn;
+  // The receiver runs from dist/ (see serve): build it from the current sources.
+  const built = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    stdio: 'inherit',
+  });
+  if (built.status !== 0) throw new Error(`building dist/ for the receiver failed (exit ${built.status ?? built.signal})`);
   // Both servers stay up and are loaded in turn, ROUNDS times per level: each round compares runs
   // seconds apart, so a change in the machine's background load hits both sides alike.
   const bareChild = await startChild('bare');
