@@ -39,6 +39,7 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
   );
   const addLoanEvent = db.prepare(INSERT_WEBHOOK_HISTORY_SQL);
   const loanKnown = db.prepare<[string], number>('SELECT 1 FROM loans WHERE id = ?').pluck();
+  const hasPending = db.prepare<[], number>("SELECT 1 FROM webhook_inbox WHERE status = 'pending' LIMIT 1").pluck();
 
   const applyRowEffects = (row: InboxRow, now: number): number | null => {
     const fundedAt =
@@ -53,7 +54,7 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
       const entry = webhookHistoryEntry(row, fundedAt);
       addLoanEvent.run(row.loanId, entry.at, row.eventType, entry.detail);
     }
-    inbox.markProcessed(row.webhookId, now);
+    inbox.markProcessedSeq(row.seq, now);
     return fundedAt;
   };
   const applyRow = db.transaction(applyRowEffects);
@@ -68,12 +69,15 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
     note: noteFor(row),
   });
 
-  // One transaction per pass. First without savepoints (the common case: every row applies); if
-  // a row fails for a reason other than contention the whole attempt rolls back and the pass is
-  // redone with each row in its own savepoint, so one bad row cannot sink the rest.
-  const applyAll = db.transaction((rows: InboxRow[], now: number): RowOutcome[] => rows.map((row) => outcome(row, applyRowEffects(row, now), null)));
-  const applyEach = db.transaction((rows: InboxRow[], now: number): RowOutcome[] =>
-    rows.map((row) => {
+  // One transaction per pass, which reads its rows (so they cannot change before they are
+  // applied, and `seq` stays valid). First without savepoints (the common case: every row
+  // applies); if a row fails for a reason other than contention the whole attempt rolls back and
+  // the pass is redone with each row in its own savepoint, so one bad row cannot sink the rest.
+  const applyAll = db.transaction((limit: number, now: number): RowOutcome[] =>
+    inbox.pending(limit).map((row) => outcome(row, applyRowEffects(row, now), null)),
+  );
+  const applyEach = db.transaction((limit: number, now: number): RowOutcome[] =>
+    inbox.pending(limit).map((row) => {
       try {
         return outcome(row, applyRow(row, now), null);
       } catch (err) {
@@ -104,19 +108,19 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
 
   return {
     pass(limit, now) {
-      const rows = inbox.pending(limit);
-      if (rows.length === 0) return { rows: 0, outcomes: [] };
+      // Nothing pending (most kicks after a quiet spell find their rows taken by an earlier pass):
+      // no write transaction, no commit.
+      if (!hasPending.get()) return { rows: 0, outcomes: [] };
       const outcomes = withoutFsync(() => {
-        // IMMEDIATE (see store/db.ts): the rows were read before the transaction; a commit by
-        // another connection in between makes a deferred one fail at its first write.
+        // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
         try {
-          return applyAll.immediate(rows, now);
+          return applyAll.immediate(limit, now);
         } catch (err) {
           if (isTransientDbError(err)) throw err;
-          return applyEach.immediate(rows, now);
+          return applyEach.immediate(limit, now);
         }
       });
-      return { rows: rows.length, outcomes };
+      return { rows: outcomes.length, outcomes };
     },
   };
 }

@@ -4,6 +4,8 @@ import { extractFundedAt, type WebhookEvent } from './event.js';
 export type InboxStatus = 'pending' | 'processed' | 'failed';
 
 export interface InboxRow {
+  /** The row's rowid: stable within a transaction (marking by it skips the id index). */
+  seq: number;
   webhookId: string;
   eventType: string;
   loanId: string | null;
@@ -43,6 +45,8 @@ export interface WebhookInbox {
   pending(limit: number): InboxRow[];
   get(webhookId: string): InboxRow | null;
   markProcessed(webhookId: string, at: number): void;
+  /** markProcessed by `seq`, for rows read in the same transaction. */
+  markProcessedSeq(seq: number, at: number): void;
   markFailed(webhookId: string, at: number, error: string): void;
   stats(): InboxStats;
   /** When the loan was funded according to loan.funded deliveries, or null. */
@@ -59,6 +63,7 @@ export interface WebhookInbox {
 }
 
 interface RawRow {
+  seq: number;
   webhook_id: string;
   event_type: string;
   loan_id: string | null;
@@ -78,6 +83,7 @@ function toRow(r: RawRow): InboxRow {
     // Stored by us from verified JSON, so this means a hand-edited row: keep it processable.
   }
   return {
+    seq: r.seq,
     webhookId: r.webhook_id,
     eventType: r.event_type,
     loanId: r.loan_id,
@@ -104,11 +110,12 @@ export function inboxInsertParams(event: WebhookEvent, receivedAt: number): Inbo
 export function createWebhookInbox(db: Db): WebhookInbox {
   const insert = db.prepare(INBOX_INSERT_SQL);
   const pending = db.prepare<[number], RawRow>(
-    `SELECT * FROM webhook_inbox WHERE status = 'pending'
+    `SELECT rowid AS seq, * FROM webhook_inbox WHERE status = 'pending'
      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT ?`,
   );
-  const get = db.prepare<[string], RawRow>('SELECT * FROM webhook_inbox WHERE webhook_id = ?');
+  const get = db.prepare<[string], RawRow>('SELECT rowid AS seq, * FROM webhook_inbox WHERE webhook_id = ?');
   const mark = db.prepare('UPDATE webhook_inbox SET status = ?, processed_at = ?, error = ? WHERE webhook_id = ?');
+  const markSeq = db.prepare("UPDATE webhook_inbox SET status = 'processed', processed_at = ?, error = NULL WHERE rowid = ?");
   // Counted without reading the table: pending and failed rows from their partial indexes, all
   // rows from the smallest full index (processed = the rest). A GROUP BY status scanned every row
   // of the 30-day inbox on each /metrics scrape, on the receiver's event loop.
@@ -119,10 +126,10 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   const totalCount = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM webhook_inbox');
   const funded = db.prepare<[string], RawRow>(
     // Served by webhook_inbox_loan (loan_id = ? satisfies its loan_id IS NOT NULL).
-    "SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'",
+    "SELECT rowid AS seq, * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'",
   );
   const allFunded = db.prepare<[], RawRow>(
-    "SELECT * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'",
+    "SELECT rowid AS seq, * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'",
   );
   const prunable = `status = 'processed' AND received_at < ?
        AND (event_type != 'loan.funded' OR loan_id IS NULL
@@ -148,6 +155,9 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     },
     markProcessed(id, at) {
       mark.run('processed', at, null, id);
+    },
+    markProcessedSeq(seq, at) {
+      markSeq.run(at, seq);
     },
     markFailed(id, at, error) {
       mark.run('failed', at, error.slice(0, 2000), id);
