@@ -82,6 +82,7 @@ export class InboxWriteError extends Error {
 }
 
 const CLOSE_GRACE_MS = 5000;
+const MAX_GROUPS_IN_FLIGHT = 2;
 
 const WORKER = new URL(import.meta.url.endsWith('.ts') ? './inbox-worker.ts' : './inbox-worker.js', import.meta.url);
 
@@ -163,11 +164,13 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
 
   const post = (m: ToWriter): void => writer.postMessage(m);
 
-  // Posted at once, never waiting for the previous group: the thread gathers whatever arrived
-  // while it was committing into its next transaction.
+  // At most MAX_GROUPS_IN_FLIGHT groups posted and not yet answered: one being committed, the
+  // next waiting, so the thread always has its next transaction at hand. What arrives meanwhile
+  // stays here and goes as one group when an answer comes back: one message per commit instead
+  // of one per turn of the event loop (each costs a copy and a wake-up on both threads).
   const send = (): void => {
     scheduled = false;
-    if (failed || queue.length === 0) return;
+    if (failed || queue.length === 0 || inFlight.size >= MAX_GROUPS_IN_FLIGHT) return;
     const group = queue;
     queue = [];
     seq += 1;
@@ -195,6 +198,7 @@ export function createThreadedInbox(opts: ThreadedInboxOptions): ThreadedInbox {
           for (const p of group) p.reject(err);
         }
       });
+      if (!scheduled) send();
     }
     settleIfDrained();
   });

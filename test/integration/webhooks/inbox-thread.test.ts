@@ -78,6 +78,22 @@ describe('inbox thread (the receiver’s writer while `run` listens)', () => {
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
   });
 
+  it('deliveries arriving over many event-loop turns while groups are in flight are all committed and answered, and close() waits for them', async () => {
+    const { db, path } = fileDb();
+    const t = threaded(db, path);
+    const pending: Array<Promise<boolean>> = [];
+    // 40 turns of 10: more groups than may be in flight at once, so most wait on this side.
+    for (let turn = 0; turn < 40; turn++) {
+      for (let i = 0; i < 10; i++) pending.push(t.write(event(`t${turn}-${i}`, `L${turn}`), 1));
+      await new Promise((r) => setImmediate(r));
+    }
+    // The last turns are still queued here when close() is called: it sends and waits for them.
+    const last = Array.from({ length: 25 }, (_, i) => t.write(event(`last${i}`, 'Llast'), 1));
+    await t.close();
+    expect((await Promise.all([...pending, ...last])).every(Boolean)).toBe(true);
+    expect(count(db)).toBe(425);
+  });
+
   it('runs processing passes on the thread: funded time on the loans row, rows processed, in event order', async () => {
     const { db, path } = fileDb();
     db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('L1', 'queued', 1, 1)").run();
