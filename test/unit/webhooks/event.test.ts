@@ -45,6 +45,11 @@ describe('toWebhookEvent (tolerant envelope)', () => {
 
   it('never reads a bare date as a time (it would be UTC midnight)', () => {
     expect(parseTime('2026-11-21')).toBeNull();
+    // Outside years 1970–9999 is not a time (epoch ns read as ms cannot even be formatted).
+    expect(parseTime(1_762_000_000_000_000_000)).toBeNull();
+    expect(parseTime('1762000000000000000')).toBeNull();
+    expect(parseTime('1969-12-31T23:59:59Z')).toBeNull();
+    expect(parseTime(253_402_300_799_999)).toBe(253_402_300_799_999);
     expect(parseTime('2026-11-21T00:00:00-06:00')).toBe(Date.parse('2026-11-21T06:00:00Z'));
   });
 
