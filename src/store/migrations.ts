@@ -133,11 +133,4 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_inbox_funded ON webhook_inbox (loan_id) WHERE event_type = 'loan.funded';
   CREATE INDEX webhook_inbox_failed ON webhook_inbox (received_at) WHERE status = 'failed';
   `,
-  /* 6: every inbox row that names a loan is indexed by it (was: loan.funded rows only). A loan's
-     webhook history is written to loan_events only once the connector knows the loan; a loan
-     created later gets the history of its processed deliveries copied from the inbox (store/loans
-     insert), which looks them up by loan id whatever their type. Funded-time lookups use it too. */ `
-  DROP INDEX IF EXISTS webhook_inbox_funded;
-  CREATE INDEX webhook_inbox_loan ON webhook_inbox (loan_id) WHERE loan_id IS NOT NULL;
-  `,
 ];

@@ -42,15 +42,19 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
   const hasPending = db.prepare<[], number>("SELECT 1 FROM webhook_inbox WHERE status = 'pending' LIMIT 1").pluck();
 
   const applyRowEffects = (row: InboxRow, now: number): number | null => {
-    const fundedAt =
-      row.eventType === 'loan.funded' && row.loanId !== null ? extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt }) : null;
-    // A loan without a row yet gets its funded time (funded-time.ts) and its history (history.ts)
-    // from the inbox when the pipeline creates the row.
-    if (row.loanId !== null && isHistoryEvent(row.eventType) && loanKnown.get(row.loanId) !== undefined) {
-      if (fundedAt !== null) {
+    let fundedAt: number | null = null;
+    let known = true;
+    if (row.eventType === 'loan.funded' && row.loanId !== null) {
+      fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
+      // A loan without a row yet gets its funded time (funded-time.ts) and this history entry
+      // (history.ts) from the inbox when the pipeline creates the row.
+      known = loanKnown.get(row.loanId) !== undefined;
+      if (known) {
         const iso = new Date(fundedAt).toISOString();
         setFundedAt.run(iso, now, row.loanId, iso);
       }
+    }
+    if (row.loanId !== null && known && isHistoryEvent(row.eventType)) {
       const entry = webhookHistoryEntry(row, fundedAt);
       addLoanEvent.run(row.loanId, entry.at, row.eventType, entry.detail);
     }

@@ -125,7 +125,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   const failedCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'");
   const totalCount = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM webhook_inbox');
   const funded = db.prepare<[string], RawRow>(
-    // Served by webhook_inbox_loan (loan_id = ? satisfies its loan_id IS NOT NULL).
+    // event_type = 'loan.funded' lets the partial webhook_inbox_funded index serve the lookup.
     "SELECT rowid AS seq, * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'",
   );
   const allFunded = db.prepare<[], RawRow>(

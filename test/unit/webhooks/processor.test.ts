@@ -49,7 +49,7 @@ describe('webhook inbox', () => {
   });
 });
 
-describe('webhook inbox indexes (migrations 5, 6)', () => {
+describe('webhook inbox indexes (migration 5)', () => {
   it('pending rows are read from the pending-only index in processing order (no sort), funded rows by loan', () => {
     const db = memDb();
     const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
@@ -57,10 +57,12 @@ describe('webhook inbox indexes (migrations 5, 6)', () => {
     expect(pending).toContain('USING INDEX webhook_inbox_pending');
     expect(pending).not.toContain('TEMP B-TREE');
     expect(plan("SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = 'L1' AND event_type = 'loan.funded'")).toContain(
-      'USING INDEX webhook_inbox_loan',
+      'USING INDEX webhook_inbox_funded',
     );
-    // A loan's whole history, whatever the event types (copied when its loans row is created).
-    expect(plan("SELECT * FROM webhook_inbox WHERE loan_id = 'L1' AND status = 'processed'")).toContain('USING INDEX webhook_inbox_loan');
+    // A new loan's loan.funded history (copied when its loans row is created).
+    expect(plan("SELECT * FROM webhook_inbox WHERE loan_id = 'L1' AND event_type = 'loan.funded' AND status = 'processed'")).toContain(
+      'USING INDEX webhook_inbox_funded',
+    );
     // Processed rows leave the pending index.
     const inbox = createWebhookInbox(db);
     inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
@@ -228,71 +230,72 @@ describe('inbox prune', () => {
 });
 
 describe('loan webhook history', () => {
-  it('a loan created after its deliveries were processed gets their history first, in event-time order, once', async () => {
+  it('a loan.funded for a loan not known yet goes into its history when the loan is created, before its first transition, once', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
     const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
-    inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 1);
-    inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 2);
-    inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 3);
-    inbox.insert(event('o', 'loan.created', 'L8', '2026-11-01T08:00:00Z'), 4);
-    expect(await p.drain()).toBe(4);
-    // Nobody knows L7 yet: nothing in loan_events, everything processed.
-    expect(db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
+    inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 1);
+    inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 2);
+    inbox.insert(event('f2', 'loan.funded', 'L7', '2026-11-01T10:05:00Z'), 3);
+    inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 4);
+    inbox.insert(event('o', 'loan.funded', 'L8', '2026-11-01T08:00:00Z'), 5);
+    expect(await p.drain()).toBe(5);
+    // Other documented events are history at once; loan.funded of an unknown loan waits.
+    const webhookRows = () => db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
+    expect(webhookRows()).toEqual([{ loan_id: 'L7', reason: 'loan.status_changed' }]);
     // A delivery still pending when the row is created is written by the pass that applies it.
-    inbox.insert(event('late', 'document.uploaded', 'L7', '2026-11-01T11:00:00Z'), 5);
+    inbox.insert(event('late', 'loan.funded', 'L7', '2026-11-01T11:00:00Z'), 6);
     const loans = createLoanStore(db);
     loans.insert({ id: 'L7', state: 'queued', reason: 'seen in the boarding queue' }, 100);
     expect(loans.events('L7').map((e) => [e.kind, e.reason])).toEqual([
       ['webhook', 'loan.status_changed'],
       ['webhook', 'loan.funded'],
+      ['webhook', 'loan.funded'],
       ['transition', 'seen in the boarding queue'],
     ]);
-    const [status, funded] = loans.events('L7');
-    expect(status).toMatchObject({ actor: 'platform', at: Date.parse('2026-11-01T09:00:00Z'), detail: { webhookId: 's', status: 'funded', previousStatus: 'active' } });
+    const funded = loans.events('L7')[1];
+    expect(funded).toMatchObject({ actor: 'platform', at: Date.parse('2026-11-01T10:00:00Z') });
     expect(funded?.detail).toEqual({ webhookId: 'f', occurredAt: Date.parse('2026-11-01T10:00:00Z'), fundedAt: '2026-11-01T09:30:00.000Z' });
     await p.drain();
-    expect(loans.events('L7').map((e) => e.reason).at(-1)).toBe('document.uploaded');
-    expect(loans.events('L7').filter((e) => e.kind === 'webhook')).toHaveLength(3);
+    expect(loans.events('L7').map((e) => (e.detail as { webhookId?: string } | null)?.webhookId).at(-1)).toBe('late');
+    expect(loans.events('L7').filter((e) => e.kind === 'webhook')).toHaveLength(4);
     // Only the loan's own deliveries.
     expect(db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L8'").get()).toEqual({ n: 0 });
   });
 
-  it('does not copy failed deliveries, nor history the loan already has (written before migration 6)', () => {
+  it('does not copy failed deliveries, nor history the loan already has (written at processing time before this scheme)', () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
     inbox.insert(event('old', 'loan.funded', 'L5', '2026-11-01T10:00:00Z'), 1);
-    inbox.insert(event('bad', 'loan.created', 'L5', '2026-11-01T09:00:00Z'), 1);
-    inbox.insert(event('new', 'loan.status_changed', 'L5', '2026-11-01T11:00:00Z'), 1);
+    inbox.insert(event('bad', 'loan.funded', 'L5', '2026-11-01T09:00:00Z'), 1);
+    inbox.insert(event('new', 'loan.funded', 'L5', '2026-11-01T11:00:00Z'), 1);
     inbox.markProcessed('old', 2);
     inbox.markFailed('bad', 2, 'boom');
     inbox.markProcessed('new', 2);
-    // The previous scheme wrote a history row at processing time for unknown loans too.
     db.prepare("INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES ('L5', 1, 'webhook', 'platform', 'loan.funded', ?)").run(
       JSON.stringify({ webhookId: 'old' }),
     );
     const loans = createLoanStore(db);
     loans.insert({ id: 'L5', state: 'queued' }, 100);
-    expect(loans.events('L5').map((e) => [e.kind, e.reason])).toEqual([
-      ['webhook', 'loan.funded'],
-      ['webhook', 'loan.status_changed'],
-      ['transition', null],
+    expect(loans.events('L5').map((e) => [e.reason, (e.detail as { webhookId?: string } | null)?.webhookId])).toEqual([
+      ['loan.funded', 'old'],
+      ['loan.funded', 'new'],
+      [null, undefined],
     ]);
   });
 
-  it('migration 6 replaces the loan.funded-only index on a database from the previous version', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'inbox-'));
-    dirs.push(dir);
-    const path = join(dir, 'state.sqlite');
-    const first = openDatabase(path);
-    first.exec('DROP INDEX webhook_inbox_loan');
-    first.exec("CREATE INDEX webhook_inbox_funded ON webhook_inbox (loan_id) WHERE event_type = 'loan.funded'");
-    first.pragma('user_version = 5');
-    first.close();
-    const db = openDatabase(path);
-    opened.push(db);
-    const names = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_inbox' ORDER BY name").pluck().all();
-    expect(names).toContain('webhook_inbox_loan');
-    expect(names).not.toContain('webhook_inbox_funded');
+  it('a loan.funded whose time is not a real date does not stop the loan from being created later (regression)', async () => {
+    const db = memDb();
+    const inbox = createWebhookInbox(db);
+    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    // Epoch nanoseconds: read as milliseconds it is beyond what a Date can hold.
+    inbox.insert(event('ns', 'loan.funded', 'L6', '2026-11-01T10:00:00Z', { fundedAt: 1_762_000_000_000_000_000 }), 1);
+    await p.drain();
+    expect(inbox.get('ns')).toMatchObject({ status: 'processed' });
+    const loans = createLoanStore(db);
+    loans.insert({ id: 'L6', state: 'queued' }, 100);
+    // The event time stands in for the unusable funded time.
+    expect(loans.events('L6')[0]?.detail).toMatchObject({ webhookId: 'ns', fundedAt: '2026-11-01T10:00:00.000Z' });
+    expect(inbox.fundedAt('L6')).toBe(Date.parse('2026-11-01T10:00:00Z'));
   });
 });
