@@ -78,6 +78,42 @@ describe('inbox thread (the receiver’s writer while `run` listens)', () => {
     expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
   });
 
+  it('loan rows created on the main connection, before, between and during passes on the thread: every delivery is in its loan’s history exactly once', async () => {
+    const { db, path } = fileDb();
+    const t = threaded(db, path);
+    const loans = createLoanStore(db);
+    const LOANS = 120;
+    const at = (round: number): string => new Date(Date.parse('2026-11-01T10:00:00Z') + round * 1000).toISOString();
+    const deliver = (round: number, type: string) => Promise.all(Array.from({ length: LOANS }, (_, i) => t.write(event(`r${round}-${i}`, `L${i}`, type, at(round)), 1)));
+    const drain = async (): Promise<void> => {
+      while ((await t.runPass(50, 5)).rows > 0);
+    };
+    // Processed while no loan is known: history at once for loan.created, later for loan.funded.
+    await deliver(0, 'loan.created');
+    await deliver(1, 'loan.funded');
+    await drain();
+    // Stored, still pending when a third of the loans arrive (their pass comes after).
+    await deliver(2, 'loan.status_changed');
+    await deliver(3, 'loan.funded');
+    for (let i = 0; i < LOANS; i += 3) loans.insert({ id: `L${i}`, state: 'queued' }, 10);
+    // Another third arrives while passes run on the thread.
+    const passes = drain();
+    for (let i = 1; i < LOANS; i += 3) {
+      loans.insert({ id: `L${i}`, state: 'queued' }, 10);
+      if (i % 10 === 1) await new Promise((r) => setImmediate(r));
+    }
+    await passes;
+    await drain();
+    // The last third after everything was processed.
+    for (let i = 2; i < LOANS; i += 3) loans.insert({ id: `L${i}`, state: 'queued' }, 10);
+    const perDelivery = db
+      .prepare("SELECT json_extract(detail, '$.webhookId') AS id, loan_id AS loanId, COUNT(*) AS n FROM loan_events WHERE kind = 'webhook' GROUP BY id")
+      .all() as Array<{ id: string; loanId: string; n: number }>;
+    expect(perDelivery).toHaveLength(4 * LOANS);
+    expect(perDelivery.filter((r) => r.n !== 1)).toEqual([]);
+    expect(perDelivery.filter((r) => r.id.split('-')[1] !== r.loanId.slice(1))).toEqual([]);
+  });
+
   it('deliveries arriving over many event-loop turns while groups are in flight are all committed and answered, and close() waits for them', async () => {
     const { db, path } = fileDb();
     const t = threaded(db, path);
