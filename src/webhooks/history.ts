@@ -20,6 +20,8 @@ import { extractFundedAt } from './event.js';
  */
 
 const DOCUMENTED: ReadonlySet<string> = new Set(WEBHOOK_EVENTS);
+/** The largest epoch ms a JS Date holds (NaN also fails the comparison). */
+const MAX_DATE_MS = 8.64e15;
 
 export interface HistoryRow {
   webhookId: string;
@@ -35,9 +37,10 @@ export const isHistoryEvent = (eventType: string): boolean => DOCUMENTED.has(eve
 /** The history entry's `at` and JSON `detail` for a delivery (`fundedAt`: loan.funded only). */
 export function webhookHistoryEntry(row: HistoryRow, fundedAt: number | null): { at: number; detail: string } {
   const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
-  // parseTime bounds every time to years 1970–9999; still, a history entry must never fail to
-  // build: it is written inside the transaction that creates the loan's row.
-  if (fundedAt !== null && Number.isFinite(fundedAt) && Math.abs(fundedAt) <= 8.64e15) detail['fundedAt'] = new Date(fundedAt).toISOString();
+  // parseTime now bounds every time to years 1970–9999, but inbox rows stored before that bound
+  // may hold an event time no Date can format, and a history entry must never fail to build: it
+  // is written inside the transaction that creates the loan's row.
+  if (fundedAt !== null && Math.abs(fundedAt) <= MAX_DATE_MS) detail['fundedAt'] = new Date(fundedAt).toISOString();
   const data = row.payload['data'];
   if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
     const d = data as Record<string, unknown>;

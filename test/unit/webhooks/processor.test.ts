@@ -298,4 +298,18 @@ describe('loan webhook history', () => {
     expect(loans.events('L6')[0]?.detail).toMatchObject({ webhookId: 'ns', fundedAt: '2026-11-01T10:00:00.000Z' });
     expect(inbox.fundedAt('L6')).toBe(Date.parse('2026-11-01T10:00:00Z'));
   });
+
+  it('a loan.funded stored before times were bounded (an event time no Date can format) still lets the loan be created', () => {
+    const db = memDb();
+    db.prepare(
+      "INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status) VALUES ('old-ns', 'loan.funded', 'L4', ?, 1, ?, 'processed')",
+    ).run(1_762_000_000_000_000_000, JSON.stringify({ type: 'loan.funded', data: { loanId: 'L4' } }));
+    const loans = createLoanStore(db);
+    loans.insert({ id: 'L4', state: 'queued' }, 100);
+    expect(loans.events('L4').map((e) => [e.kind, e.reason])).toEqual([
+      ['webhook', 'loan.funded'],
+      ['transition', null],
+    ]);
+    expect(loans.events('L4')[0]?.detail).not.toHaveProperty('fundedAt');
+  });
 });
