@@ -40,8 +40,13 @@ export interface MappingIssue {
   message: string;
 }
 
+/**
+ * Three outcomes (design.md, round 2): board (`ok`, no warnings), board with warnings (`ok`, each
+ * warning a review item for a person: a convention approximated, a lookup fell back to its
+ * default), quarantine (`ok: false`: contradictory data or a bank's explicit reject).
+ */
 export type MappingOutcome =
-  | { ok: true; mappingVersion: string; records: MappedRecord[] }
+  | { ok: true; mappingVersion: string; records: MappedRecord[]; warnings?: MappingIssue[] }
   | { ok: false; mappingVersion: string; issues: MappingIssue[] };
 
 /** A compiled mapping set. Pure: no I/O after loading. */
