@@ -72,6 +72,14 @@ export const coreSchema = z.strictObject({
       approve: bool().default(false),
       disburse: bool().default(false),
       insecureTls: bool().default(false),
+      /** Documents Fineract would refuse (type outside its whitelist, over its upload cap). */
+      documents: z
+        .strictObject({
+          maxBytes: int(1).default(5 * 1024 * 1024),
+          refused: oneOf(['skip', 'quarantine']).default('skip'),
+          refusedByType: z.record(z.string(), oneOf(['skip', 'quarantine']), { error: 'expected a map of file type (csv, text/plain…) → skip | quarantine' }).default({}),
+        })
+        .prefault({}),
     })
     .optional(),
 });

@@ -43,6 +43,12 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
     approve: http.approve,
     disburse: http.disburse,
     insecureTls: http.insecureTls,
+    documents: {
+      maxBytes: http.documents.maxBytes,
+      refused: http.documents.refused,
+      // Keys are matched lower-case: `CSV` and `csv` name the same type.
+      refusedByType: Object.fromEntries(Object.entries(http.documents.refusedByType).map(([k, v]) => [k.toLowerCase(), v])),
+    },
     logger: deps.logger,
     ...clock,
   });

@@ -39,6 +39,8 @@ export interface CoreReceipt {
   records: Array<{ type: string; externalId: string; coreId: string }>;
   documents: Array<{ documentId: string; sha256: string; bytes: number; coreId?: string }>;
   boardedAt: string;
+  /** What the core left out or approximated (e.g. a document it would refuse): review items. */
+  warnings?: string[];
 }
 
 export interface CoreLoanRecord {

@@ -5,13 +5,28 @@ import express, { type Request, type Response, type NextFunction } from 'express
 import { Response as WebResponse } from 'undici';
 
 /**
- * A fake Apache Fineract core: real HTTP on port 0 under /fineract-provider/api/v1, with the rules
- * that trip real integrations — basic auth and the tenant header, unique external ids (403 like
- * Fineract's duplicate checks), `dateFormat` + `locale` with every date, `loanTermFrequency` =
- * `repaymentEvery × numberOfRepayments`, `loanTermFrequencyType` = `repaymentFrequencyType`,
- * `legalFormId` rules, unsupported parameters refused, multipart document upload, loan
- * approve/disburse commands, optional Idempotency-Key replay — and fault injection (5xx before
- * the write, or the write committed and then the response held/failed/reset).
+ * A fake Apache Fineract core: real HTTP on port 0 under /fineract-provider/api/v1, at least as
+ * strict as the real server on every rule we know of (../shared/domain-notes.md, read from
+ * Fineract's validators 1.9–develop):
+ * - basic auth (401), the tenant header (missing: 400 JSON; unknown tenant: 400 with a plain-text
+ *   body), permissions (403 `error.msg.not.authorized`, "User has no authority to: CREATE_CLIENT");
+ * - the command pipeline's idempotency: the key is stored in a VARCHAR(50) column before the
+ *   command runs (a longer key: 403 data integrity), scoped by action + entity + key (not URL),
+ *   every result stored and replayed — failures, 5xx included — with `x-served-from-cache: true`,
+ *   and 425 while the same key is in flight. Document uploads bypass the pipeline: no idempotency;
+ * - unique external ids (loans: 403 `error.msg.loan.with.externalId.already.used`, clients:
+ *   `error.msg.client.duplicate.externalId`, under the generic `validation.msg.domain.rule.violation`);
+ * - `dateFormat` + `locale` with every date, `loanTermFrequency` = `repaymentEvery ×
+ *   numberOfRepayments`, `loanTermFrequencyType` = `repaymentFrequencyType`,
+ *   `graceOnPrincipalPayment` < `numberOfRepayments`, principal within DECIMAL(19,6),
+ *   `legalFormId` required, name lengths, unsupported parameters refused on every command;
+ * - documents: pdf, doc, docx, xls, xlsx, jpg, jpeg, png only, content type matching the
+ *   extension, at most 5 MiB (403 `error.msg.document.save`);
+ * - commands in the wrong loan state: 400; product settings (floating rate, principal limits);
+ *   approve/disburse dates after the business date;
+ * - client identifiers (`POST /clients/{id}/identifiers`);
+ * and fault injection (5xx before the write, the write committed and then the response
+ * held/failed/reset, or a slow command that holds its key in flight).
  *
  * Everything is recorded so a test can assert "exactly one client per external id".
  */
@@ -24,6 +39,24 @@ export interface FakeFineractOptions {
   idempotencyReplay?: boolean;
   /** Loan product ids that exist (default: any positive integer). */
   products?: number[];
+  /** Settings of particular products (GET /loanproducts/{id}); others are plain fixed-rate products. */
+  productSettings?: Record<number, FakeProductSettings>;
+  /** Permissions the user lacks, e.g. ['CREATE_CLIENT'] (403 error.msg.not.authorized). */
+  deniedPermissions?: string[];
+  /** The core's business date (yyyy-mm-dd): approve/disburse dates after it are refused. */
+  businessDate?: string;
+  /** Document upload cap (Fineract's default 5 MiB). */
+  documentMaxBytes?: number;
+  /** Code value ids of the "Customer Identifier" code (default 1, 2, 3). */
+  identifierTypes?: number[];
+}
+
+export interface FakeProductSettings {
+  name?: string;
+  isFloatingInterestRate?: boolean;
+  holdGuaranteeFunds?: boolean;
+  minPrincipal?: number;
+  maxPrincipal?: number;
 }
 
 export type FaultKind =
@@ -34,7 +67,11 @@ export type FaultKind =
   /** Execute (commit), then never answer (the client times out). */
   | 'hang-after-commit'
   /** Execute (commit), then drop the connection. */
-  | 'reset-after-commit';
+  | 'reset-after-commit'
+  /** Hold the command `delayMs` before executing it (its idempotency key stays in flight). */
+  | 'delay'
+  /** The command fails inside Fineract with `status` (default 500): nothing committed, the failure stored under its key. */
+  | 'fail-in-command';
 
 export interface Fault {
   method?: string;
@@ -44,6 +81,8 @@ export interface Fault {
   status?: number;
   /** How many matching requests it applies to (default 1). */
   times?: number;
+  /** For `delay`. */
+  delayMs?: number;
 }
 
 export interface FakeClient {
@@ -77,6 +116,14 @@ export interface FakeGuarantor {
   lastname?: string;
 }
 
+export interface FakeIdentifier {
+  id: number;
+  clientId: number;
+  documentTypeId: number;
+  documentKey: string;
+  description?: string;
+}
+
 export interface FakeDocument {
   id: number;
   loanId: number;
@@ -107,6 +154,7 @@ export interface FakeFineract {
   readonly loans: FakeLoan[];
   readonly guarantors: FakeGuarantor[];
   readonly documents: FakeDocument[];
+  readonly identifiers: FakeIdentifier[];
   readonly requests: RecordedRequest[];
   readonly faults: Fault[];
   inject(fault: Fault): void;
@@ -142,6 +190,26 @@ const LOAN_REQUIRED = [
   'interestCalculationPeriodType', 'transactionProcessingStrategyCode', 'expectedDisbursementDate', 'submittedOnDate',
 ];
 const LOAN_DATES = ['expectedDisbursementDate', 'submittedOnDate', 'repaymentsStartingFromDate', 'interestChargedFromDate'];
+const APPROVE_PARAMS = new Set(['approvedOnDate', 'approvedLoanAmount', 'expectedDisbursementDate', 'note', 'dateFormat', 'locale', 'disbursementData']);
+const DISBURSE_PARAMS = new Set(['actualDisbursementDate', 'transactionAmount', 'fixedEmiAmount', 'note', 'dateFormat', 'locale', 'paymentTypeId', 'accountNumber', 'checkNumber', 'routingCode', 'receiptNumber', 'bankNumber', 'externalId', 'adjustRepaymentDate']);
+const GUARANTOR_PARAMS = new Set([
+  'guarantorTypeId', 'entityId', 'firstname', 'lastname', 'clientRelationshipTypeId', 'addressLine1', 'addressLine2', 'city', 'state',
+  'country', 'zip', 'housePhoneNumber', 'mobileNumber', 'comment', 'dob', 'dateFormat', 'locale', 'savingsId', 'amount',
+]);
+const IDENTIFIER_PARAMS = new Set(['documentTypeId', 'documentKey', 'description', 'status']);
+/** Fineract's document whitelist (FileSystemContentPathSanitizer): extension → accepted content types. */
+const DOCUMENT_TYPES: Record<string, string[]> = {
+  pdf: ['application/pdf'],
+  doc: ['application/msword'],
+  docx: ['application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
+  xls: ['application/vnd.ms-excel'],
+  xlsx: ['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'],
+  jpg: ['image/jpeg'],
+  jpeg: ['image/jpeg'],
+  png: ['image/png'],
+};
+/** DECIMAL(19,6): 13 digits before the point. */
+const MAX_PRINCIPAL_EXCLUSIVE = 1e13;
 const FREQ = ['days', 'weeks', 'months', 'years'];
 
 class HttpFail extends Error {
@@ -174,12 +242,18 @@ function validationFail(resource: string, errors: FieldError[]): HttpFail {
   });
 }
 
+/**
+ * Real 403/404 bodies carry a generic code at the top and the specific one in errors[0]
+ * (GeneralPlatformDomainRuleException → validation.msg.domain.rule.violation; not found →
+ * error.msg.resource.not.found); a 400 domain error keeps its own code on top.
+ */
 function domainFail(status: number, code: string, message: string): HttpFail {
+  const top = status === 403 ? 'validation.msg.domain.rule.violation' : status === 404 ? 'error.msg.resource.not.found' : code;
   return new HttpFail(status, {
-    developerMessage: message,
+    developerMessage: status === 403 ? 'Request was understood but caused a domain rule violation.' : message,
     httpStatusCode: String(status),
-    defaultUserMessage: message,
-    userMessageGlobalisationCode: code,
+    defaultUserMessage: status === 403 ? 'Errors contain reason for domain rule violation.' : message,
+    userMessageGlobalisationCode: top,
     errors: [{ developerMessage: message, defaultUserMessage: message, userMessageGlobalisationCode: code, parameterName: 'id' }],
   });
 }
@@ -254,6 +328,11 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
   const requests: RecordedRequest[] = [];
   const faults: Fault[] = [];
   const idempotency = new Map<string, { status: number; body: unknown }>();
+  const inFlight = new Set<string>();
+  const denied = new Set(opts.deniedPermissions ?? []);
+  const identifiers: FakeIdentifier[] = [];
+  const identifierTypes = opts.identifierTypes ?? [1, 2, 3];
+  const documentMaxBytes = opts.documentMaxBytes ?? 5 * 1024 * 1024;
   const held = new Set<Response>();
   let nextId = 1;
   const newId = (): number => nextId++;
@@ -268,8 +347,14 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
       sendRaw(req, res, 400, { developerMessage: "No tenant identifier found: Add request header of 'Fineract-Platform-TenantId'", httpStatusCode: '400', defaultUserMessage: 'No tenant identifier found', userMessageGlobalisationCode: 'error.msg.tenant.missing', errors: [] });
       return;
     }
+    if (tenant !== tenantId) {
+      // InvalidTenantIdentifierException surfaces from the servlet filter, not as API JSON.
+      record(req, 400, false, null);
+      res.status(400).type('text/plain').send(`The tenant identifier: ${tenant} is not valid.`);
+      return;
+    }
     const expected = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
-    if (tenant !== tenantId || req.header('authorization') !== expected) {
+    if (req.header('authorization') !== expected) {
       sendRaw(req, res, 401, { developerMessage: 'Invalid authentication details were passed in api request.', httpStatusCode: '401', defaultUserMessage: 'Unauthenticated. Please login.', userMessageGlobalisationCode: 'error.msg.not.authenticated', errors: [] });
       return;
     }
@@ -298,8 +383,15 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     return f;
   }
 
-  /** Wraps a handler: faults, idempotent replay, error bodies, recording. */
-  function route(handler: (req: Request) => Promise<{ status?: number; body: unknown }> | { status?: number; body: unknown }) {
+  /**
+   * Wraps a handler: faults, permissions, the command pipeline's idempotency (when `command` names
+   * the action, e.g. CREATE_CLIENT), error bodies, recording. Routes without a command (reads,
+   * document uploads) ignore an Idempotency-Key, as Fineract does.
+   */
+  function route(
+    handler: (req: Request) => Promise<{ status?: number; body: unknown }> | { status?: number; body: unknown },
+    command?: string | ((req: Request) => string),
+  ) {
     return async (req: Request, res: Response): Promise<void> => {
       const fault = takeFault(req);
       if (fault?.kind === 'status-before') {
@@ -308,26 +400,65 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
         res.status(status).json({ developerMessage: 'Service unavailable (injected)', httpStatusCode: String(status), defaultUserMessage: 'Service unavailable', errors: [] });
         return;
       }
-      const key = req.method === 'POST' ? req.header('idempotency-key') : undefined;
-      const cacheKey = key === undefined ? undefined : `${req.method} ${req.originalUrl} ${key}`;
+      const action = typeof command === 'function' ? command(req) : command;
+      if (action !== undefined && denied.has(action)) {
+        sendRaw(req, res, 403, {
+          developerMessage: 'The user associated with credentials passed on this request does not have sufficient privileges to perform this action.',
+          httpStatusCode: '403',
+          defaultUserMessage: 'Insufficient privileges to perform this action.',
+          userMessageGlobalisationCode: 'error.msg.not.authorized',
+          errors: [{ developerMessage: `User has no authority to: ${action}`, defaultUserMessage: `User has no authority to: ${action}`, userMessageGlobalisationCode: 'error.msg.not.authorized', parameterName: 'id' }],
+        });
+        return;
+      }
+      const key = action !== undefined && req.method === 'POST' ? req.header('idempotency-key') : undefined;
+      if (key !== undefined && key.length > 50) {
+        // CommandSource.idempotency_key is VARCHAR(50): the insert fails before the command runs.
+        sendRaw(req, res, 403, {
+          developerMessage: 'The request caused a data integrity issue to be fired by the database.',
+          httpStatusCode: '403',
+          defaultUserMessage: `Unknown data integrity issue with resource: Data truncation: Data too long for column 'idempotency_key'`,
+          userMessageGlobalisationCode: 'error.msg.unknown.data.integrity.issue',
+          errors: [],
+        });
+        return;
+      }
+      // Scoped by action + entity + key (CommandSourceService), not by URL.
+      const cacheKey = key === undefined || !replay ? undefined : `${action} ${key}`;
+      if (cacheKey !== undefined && inFlight.has(cacheKey)) {
+        record(req, 425, false, null);
+        res.status(425).setHeader('x-served-from-cache', 'true');
+        res.json({ developerMessage: `Idempotent command with key ${key} is under processing`, httpStatusCode: '425', defaultUserMessage: 'The command is under processing', errors: [] });
+        return;
+      }
       let status: number;
       let body: unknown;
       let fromCache = false;
-      const cached = cacheKey !== undefined && replay ? idempotency.get(cacheKey) : undefined;
+      const cached = cacheKey !== undefined ? idempotency.get(cacheKey) : undefined;
       if (cached) {
         ({ status, body } = cached);
         fromCache = true;
       } else {
+        if (cacheKey !== undefined) inFlight.add(cacheKey);
         try {
+          if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.delayMs ?? 200));
+          if (fault?.kind === 'fail-in-command') throw new HttpFail(fault.status ?? 500, { developerMessage: 'Command failed (injected)', httpStatusCode: String(fault.status ?? 500), defaultUserMessage: 'Internal error', errors: [] });
           const out = await handler(req);
           status = out.status ?? 200;
           body = out.body;
         } catch (err) {
-          if (!(err instanceof HttpFail)) throw err;
-          status = err.status;
-          body = err.body;
+          if (err instanceof HttpFail) {
+            status = err.status;
+            body = err.body;
+          } else {
+            status = 500;
+            body = { developerMessage: String((err as Error).message), httpStatusCode: '500', defaultUserMessage: 'Internal error', errors: [] };
+          }
+        } finally {
+          if (cacheKey !== undefined) inFlight.delete(cacheKey);
         }
-        if (cacheKey !== undefined && status < 500) idempotency.set(cacheKey, { status, body });
+        // Every result of the command is stored, failures included, and replayed for the key.
+        if (cacheKey !== undefined) idempotency.set(cacheKey, { status, body });
       }
       record(req, status, fromCache, fault?.kind ?? null);
       if (fault?.kind === 'hang-after-commit') {
@@ -419,8 +550,9 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     checkUnsupported('client', b, CLIENT_PARAMS);
     const errors: FieldError[] = [];
     if (!isInt(b['officeId'])) errors.push({ parameterName: 'officeId', code: 'cannot.be.blank', message: 'The parameter `officeId` is mandatory.' });
-    const legalFormId = b['legalFormId'] ?? 1;
-    if (legalFormId !== 1 && legalFormId !== 2) errors.push({ parameterName: 'legalFormId', code: 'is.not.one.of.expected.enumerations', message: 'The parameter `legalFormId` must be one of [ 1, 2 ] .' });
+    const legalFormId = b['legalFormId'];
+    if (legalFormId === undefined || legalFormId === null) errors.push({ parameterName: 'legalFormId', code: 'cannot.be.blank', message: 'The parameter `legalFormId` is mandatory.' });
+    else if (legalFormId !== 1 && legalFormId !== 2) errors.push({ parameterName: 'legalFormId', code: 'is.not.one.of.expected.enumerations', message: 'The parameter `legalFormId` must be one of [ 1, 2 ] .' });
     const str = (k: string): boolean => typeof b[k] === 'string' && (b[k]).trim() !== '';
     if (legalFormId === 2) {
       if (!str('fullname')) errors.push({ parameterName: 'fullname', code: 'cannot.be.blank', message: 'The parameter `fullname` is mandatory.' });
@@ -428,6 +560,9 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     } else {
       if (b['fullname'] !== undefined) errors.push({ parameterName: 'fullname', code: 'cannot.also.be.provided.when.firstname.is.populated', message: 'The parameter `fullname` cannot also be provided when firstname is populated.' });
       for (const k of ['firstname', 'lastname']) if (!str(k)) errors.push({ parameterName: k, code: 'cannot.be.blank', message: `The parameter \`${k}\` is mandatory.` });
+    }
+    for (const [k, max] of [['fullname', 160], ['firstname', 50], ['middlename', 50], ['lastname', 50]] as const) {
+      if (typeof b[k] === 'string' && b[k].length > max) errors.push({ parameterName: k, code: 'exceeds.max.length', message: `The parameter \`${k}\` exceeds max length of ${max}.` });
     }
     if (typeof b['active'] !== 'boolean') errors.push({ parameterName: 'active', code: 'cannot.be.blank', message: 'The parameter `active` is mandatory.' });
     if (b['active'] === true && b['activationDate'] === undefined) errors.push({ parameterName: 'activationDate', code: 'cannot.be.blank', message: 'The parameter `activationDate` is mandatory.' });
@@ -450,6 +585,64 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     };
     clients.push(c);
     return { body: { officeId: 1, clientId: c.id, resourceId: c.id } };
+  }, 'CREATE_CLIENT'));
+
+  const clientById = (id: unknown): FakeClient => {
+    const c = clients.find((x) => String(x.id) === String(id));
+    if (!c) throw domainFail(404, 'error.msg.client.id.invalid', `Client with identifier ${String(id)} does not exist`);
+    return c;
+  };
+  const identifierJson = (i: FakeIdentifier): Record<string, unknown> => ({
+    id: i.id,
+    clientId: i.clientId,
+    documentType: { id: i.documentTypeId, name: `type ${i.documentTypeId}` },
+    documentKey: i.documentKey,
+    description: i.description,
+    status: 'clientIdentifierStatusType.active',
+  });
+  r.get('/clients/:id/identifiers', route((req) => {
+    const c = clientById(req.params['id']);
+    return { body: identifiers.filter((i) => i.clientId === c.id).map(identifierJson) };
+  }));
+  r.post('/clients/:id/identifiers', route((req) => {
+    const c = clientById(req.params['id']);
+    const b = (req.body ?? {}) as Record<string, unknown>;
+    checkUnsupported('clientIdentifier', b, IDENTIFIER_PARAMS);
+    const errors: FieldError[] = [];
+    if (!isInt(b['documentTypeId'])) errors.push({ parameterName: 'documentTypeId', code: 'cannot.be.blank', message: 'The parameter `documentTypeId` is mandatory.' });
+    if (typeof b['documentKey'] !== 'string' || b['documentKey'].trim() === '') errors.push({ parameterName: 'documentKey', code: 'cannot.be.blank', message: 'The parameter `documentKey` is mandatory.' });
+    else if (b['documentKey'].length > 50) errors.push({ parameterName: 'documentKey', code: 'exceeds.max.length', message: 'The parameter `documentKey` exceeds max length of 50.' });
+    if (errors.length > 0) throw validationFail('clientIdentifier', errors);
+    const typeId = b['documentTypeId'] as number;
+    if (!identifierTypes.includes(typeId)) throw domainFail(404, 'error.msg.codevalue.id.invalid', `Code value with identifier ${typeId} does not exist`);
+    const key = b['documentKey'] as string;
+    if (identifiers.some((i) => i.documentTypeId === typeId && i.documentKey === key)) {
+      throw domainFail(403, 'error.msg.clientIdentifier.documentKey.duplicate', `Client identifier with type ${typeId} and key already exists`);
+    }
+    if (identifiers.some((i) => i.clientId === c.id && i.documentTypeId === typeId)) {
+      throw domainFail(403, 'error.msg.clientIdentifier.type.duplicate', `Client ${c.id} already has an identifier of type ${typeId}`);
+    }
+    const i: FakeIdentifier = { id: newId(), clientId: c.id, documentTypeId: typeId, documentKey: key, ...(typeof b['description'] === 'string' ? { description: b['description'] } : {}) };
+    identifiers.push(i);
+    return { body: { officeId: 1, clientId: c.id, resourceId: i.id } };
+  }, 'CREATE_CLIENTIDENTIFIER'));
+
+  const productSettings = (id: number): FakeProductSettings => opts.productSettings?.[id] ?? {};
+  const productExists = (id: unknown): boolean => (opts.products === undefined ? isInt(id) && id > 0 : opts.products.includes(id as number));
+  r.get('/loanproducts/:id', route((req) => {
+    const id = Number(req.params['id']);
+    if (!productExists(id)) throw domainFail(404, 'error.msg.loanproduct.id.invalid', `Loan product with identifier ${String(req.params['id'])} does not exist`);
+    const p = productSettings(id);
+    return {
+      body: {
+        id,
+        name: p.name ?? `Product ${id}`,
+        isLinkedToFloatingInterestRates: p.isFloatingInterestRate === true,
+        holdGuaranteeFunds: p.holdGuaranteeFunds === true,
+        ...(p.minPrincipal !== undefined ? { minPrincipal: p.minPrincipal } : {}),
+        ...(p.maxPrincipal !== undefined ? { maxPrincipal: p.maxPrincipal } : {}),
+      },
+    };
   }));
 
   const loanJson = (l: FakeLoan): Record<string, unknown> => {
@@ -526,7 +719,15 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     for (const k of ['loanTermFrequencyType', 'repaymentFrequencyType']) {
       if (b[k] !== undefined && !(isInt(b[k]) && b[k] >= 0 && b[k] <= 3)) errors.push({ parameterName: k, code: 'is.not.within.expected.range', message: `The parameter \`${k}\` must be between 0 and 3.` });
     }
+    const grace = b['graceOnPrincipalPayment'];
+    if (grace !== undefined && grace !== null && isInt(grace) && isInt(b['numberOfRepayments']) && grace >= b['numberOfRepayments']) {
+      errors.push({ parameterName: 'graceOnPrincipalPayment', code: 'must.be.less.than.number.of.repayments', message: `The parameter \`graceOnPrincipalPayment\` (${grace}) must be less than numberOfRepayments (${b['numberOfRepayments']}).` });
+    }
     if (errors.length > 0) throw validationFail('loan', errors);
+    if (principal !== null && principal >= MAX_PRINCIPAL_EXCLUSIVE) {
+      // m_loan.principal_amount is DECIMAL(19,6): the insert fails (data integrity, 403).
+      throw new HttpFail(403, { developerMessage: 'The request caused a data integrity issue to be fired by the database.', httpStatusCode: '403', defaultUserMessage: "Unknown data integrity issue with resource: Out of range value for column 'principal_amount'", userMessageGlobalisationCode: 'error.msg.unknown.data.integrity.issue', errors: [] });
+    }
     if (b['loanTermFrequencyType'] !== b['repaymentFrequencyType']) {
       throw validationFail('loan', [{ parameterName: 'loanTermFrequencyType', code: 'not.equal.to.repayment.frequency.type', message: 'Loan term frequency type must be the same as the repayment frequency type.' }]);
     }
@@ -540,16 +741,22 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     const client = clients.find((c) => c.id === b['clientId']);
     if (!client) throw domainFail(404, 'error.msg.client.id.invalid', `Client with identifier ${String(b['clientId'])} does not exist`);
     if (!client.active) throw domainFail(403, 'error.msg.loan.client.not.active', 'Client is not active.');
-    const productOk = opts.products === undefined ? isInt(b['productId']) && b['productId'] > 0 : opts.products.includes(b['productId'] as number);
-    if (!productOk) throw domainFail(404, 'error.msg.loanproduct.id.invalid', `Loan product with identifier ${String(b['productId'])} does not exist`);
+    if (!productExists(b['productId'])) throw domainFail(404, 'error.msg.loanproduct.id.invalid', `Loan product with identifier ${String(b['productId'])} does not exist`);
     const externalId = typeof b['externalId'] === 'string' ? b['externalId'] : null;
     if (externalId !== null && loans.some((l) => l.externalId === externalId)) {
-      throw domainFail(403, 'error.msg.loan.duplicate.externalId', `Loan with externalId \`${externalId}\` already exists`);
+      throw domainFail(403, 'error.msg.loan.with.externalId.already.used', 'Loan with externalId is already registered.');
+    }
+    const product = productSettings(b['productId'] as number);
+    if (product.isFloatingInterestRate === true && b['interestRatePerPeriod'] !== undefined) {
+      throw validationFail('loan', [{ parameterName: 'interestRatePerPeriod', code: 'not.supported.for.selected.interest.rate.type', message: 'The parameter `interestRatePerPeriod` is not supported for a product linked to floating interest rates.' }]);
+    }
+    if (principal !== null && ((product.minPrincipal !== undefined && principal < product.minPrincipal) || (product.maxPrincipal !== undefined && principal > product.maxPrincipal))) {
+      throw validationFail('loan', [{ parameterName: 'principal', code: 'is.not.within.expected.range', message: `The parameter \`principal\` must be between ${product.minPrincipal ?? 0} and ${product.maxPrincipal ?? 'unbounded'}.` }]);
     }
     const l: FakeLoan = { id: newId(), externalId, clientId: client.id, statusId: 100, body: b };
     loans.push(l);
     return { body: { officeId: 1, clientId: client.id, loanId: l.id, resourceId: l.id } };
-  }));
+  }, 'CREATE_LOAN'));
 
   r.post('/loans/:id', route((req) => {
     const l = loanById(req.params['id']);
@@ -557,25 +764,35 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     const command = req.query['command'];
     const errors: FieldError[] = [];
     if (command === 'approve') {
+      checkUnsupported('loanapplication', b, APPROVE_PARAMS);
       if (b['approvedOnDate'] === undefined) errors.push({ parameterName: 'approvedOnDate', code: 'cannot.be.blank', message: 'The parameter `approvedOnDate` is mandatory.' });
       const d = checkDates('loanapplication', b, ['approvedOnDate'], errors);
       if (errors.length > 0) throw validationFail('loanapplication', errors);
-      if (l.statusId !== 100) throw domainFail(403, 'error.msg.loan.approve.account.is.not.submitted.and.pending.state', 'Loan Account Approval is not allowed. Loan Account is not in submitted and pending approval state.');
+      afterBusinessDate('approvedOnDate', d['approvedOnDate']);
+      if (l.statusId !== 100) throw domainFail(400, 'error.msg.loan.approve.account.is.not.submitted.and.pending.state', 'Loan Account Approval is not allowed. Loan Account is not in submitted and pending approval state.');
       l.statusId = 200;
       if (d['approvedOnDate']) l.approvedOnDate = d['approvedOnDate'];
       return { body: { loanId: l.id, resourceId: l.id, changes: { status: { id: 200 } } } };
     }
     if (command === 'disburse') {
+      checkUnsupported('loan.disbursement', b, DISBURSE_PARAMS);
       if (b['actualDisbursementDate'] === undefined) errors.push({ parameterName: 'actualDisbursementDate', code: 'cannot.be.blank', message: 'The parameter `actualDisbursementDate` is mandatory.' });
       const d = checkDates('loan.disbursement', b, ['actualDisbursementDate'], errors);
       if (errors.length > 0) throw validationFail('loan.disbursement', errors);
-      if (l.statusId !== 200) throw domainFail(403, 'error.msg.loan.disbursal.account.is.not.approve.not.disbursed.state', 'Loan Disbursal is not allowed. Loan Account is not in approved and not disbursed state.');
+      afterBusinessDate('actualDisbursementDate', d['actualDisbursementDate']);
+      if (l.statusId !== 200) throw domainFail(400, 'error.msg.loan.disbursal.account.is.not.approve.not.disbursed.state', 'Loan Disbursal is not allowed. Loan Account is not in approved and not disbursed state.');
       l.statusId = 300;
       if (d['actualDisbursementDate']) l.actualDisbursementDate = d['actualDisbursementDate'];
       return { body: { loanId: l.id, resourceId: l.id, changes: { status: { id: 300 } } } };
     }
     throw domainFail(400, 'error.msg.command.unsupported', `Unrecognized command ${JSON.stringify(command)}`);
-  }));
+  }, (req) => (req.query['command'] === 'approve' ? 'APPROVE_LOAN' : req.query['command'] === 'disburse' ? 'DISBURSE_LOAN' : 'UNKNOWN_LOAN')));
+
+  function afterBusinessDate(param: string, iso: string | undefined): void {
+    if (opts.businessDate !== undefined && iso !== undefined && iso > opts.businessDate) {
+      throw validationFail('loan', [{ parameterName: param, code: 'cannot.be.a.future.date', message: `The parameter \`${param}\` (${iso}) cannot be after the business date ${opts.businessDate}.` }]);
+    }
+  }
 
   r.get('/loans/:id/guarantors', route((req) => {
     const l = loanById(req.params['id']);
@@ -588,6 +805,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
   r.post('/loans/:id/guarantors', route((req) => {
     const l = loanById(req.params['id']);
     const b = (req.body ?? {}) as Record<string, unknown>;
+    checkUnsupported('guarantor', b, GUARANTOR_PARAMS);
     const typeId = b['guarantorTypeId'];
     const errors: FieldError[] = [];
     if (typeId !== 1 && typeId !== 2 && typeId !== 3) errors.push({ parameterName: 'guarantorTypeId', code: 'is.not.one.of.expected.enumerations', message: 'The parameter `guarantorTypeId` must be one of [ 1, 2, 3 ] .' });
@@ -614,7 +832,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     };
     guarantors.push(g);
     return { body: { loanId: l.id, resourceId: g.id } };
-  }));
+  }, 'CREATE_GUARANTOR'));
 
   r.get('/loans/:id/documents', route((req) => {
     const l = loanById(req.params['id']);
@@ -626,6 +844,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
   }));
   r.post('/loans/:id/documents', route(async (req) => {
     const l = loanById(req.params['id']);
+    if (denied.has('CREATE_DOCUMENT')) throw new HttpFail(403, { developerMessage: 'The user associated with credentials passed on this request does not have sufficient privileges to perform this action.', httpStatusCode: '403', defaultUserMessage: 'Insufficient privileges to perform this action.', userMessageGlobalisationCode: 'error.msg.not.authorized', errors: [{ defaultUserMessage: 'User has no authority to: CREATE_DOCUMENT', userMessageGlobalisationCode: 'error.msg.not.authorized', parameterName: 'id' }] });
     if (!Buffer.isBuffer(req.body)) throw validationFail('document', [{ parameterName: 'file', code: 'cannot.be.blank', message: 'A multipart/form-data body with a file is required.' }]);
     const form = await new WebResponse(req.body, { headers: { 'content-type': req.header('content-type') ?? '' } }).formData();
     const name = form.get('name');
@@ -638,6 +857,15 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     if (file === null || typeof file === 'string') errors.push({ parameterName: 'file', code: 'cannot.be.blank', message: 'The parameter `file` is mandatory.' });
     if (errors.length > 0 || file === null || typeof file === 'string') throw validationFail('document', errors);
     const bytes = Buffer.from(await file.arrayBuffer());
+    const ext = /\.([A-Za-z0-9]+)$/.exec(file.name)?.[1]?.toLowerCase();
+    const types = ext === undefined ? undefined : DOCUMENT_TYPES[ext];
+    const contentType = file.type.split(';')[0]?.trim().toLowerCase() ?? '';
+    if (types === undefined || !types.includes(contentType)) {
+      throw domainFail(403, 'error.msg.document.save', `Invalid file extension or content type: ${file.name} (${file.type || 'no content type'})`);
+    }
+    if (bytes.length > documentMaxBytes) {
+      throw domainFail(403, 'error.msg.document.save', `Document size ${bytes.length} exceeds the limit of ${documentMaxBytes} bytes`);
+    }
     const d: FakeDocument = {
       id: newId(),
       loanId: l.id,
@@ -673,6 +901,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     loans,
     guarantors,
     documents,
+    identifiers,
     requests,
     faults,
     inject(f) {

@@ -29,14 +29,30 @@ interface FineractErrorBody {
   errors?: Array<{ defaultUserMessage?: string; developerMessage?: string; parameterName?: string; userMessageGlobalisationCode?: string }>;
 }
 
+/**
+ * Fineract replayed a failure it stored under this Idempotency-Key (`x-served-from-cache: true`).
+ * The command behind the key did not commit, so the caller may send the write again under the
+ * next key of its chain (keys.ts). `failure` is what the answer means if nobody does.
+ */
+export class ReplayedFailureError extends Error {
+  override readonly name = 'ReplayedFailureError';
+  constructor(readonly failure: CoreRejectedError | CoreUnavailableError) {
+    super(`${failure.message} (replayed by Fineract for an Idempotency-Key it already holds)`);
+  }
+}
+
 /** Errors that happen before a request can reach the server: a write cannot have committed. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE']);
 
 /**
  * The HTTP boundary to Fineract: basic auth, tenant header, JSON, timeouts, and the one place
- * where failures are classified — 4xx → CoreRejectedError with Fineract's own message; 401 →
- * FatalError (credentials: every loan would fail); 5xx, 408, 409 (same key in flight), 429,
- * timeouts and resets → CoreUnavailableError, ambiguous for writes that may have committed.
+ * where failures are classified — 4xx → CoreRejectedError with Fineract's own message; errors of
+ * the operator's configuration → FatalError, because every loan would fail the same way: 401
+ * (credentials), 400 without a JSON body (an unknown tenant: Fineract's tenant filter answers in
+ * plain text), 403 `error.msg.not.authorized` (a missing permission); 5xx, 408, 409, 425 (the same
+ * Idempotency-Key still in flight), 429, timeouts and resets → CoreUnavailableError, ambiguous
+ * for writes that may have committed. A failure Fineract replays from its idempotency store is
+ * wrapped in ReplayedFailureError.
  */
 export class FineractHttp {
   private readonly agent: Agent;
@@ -85,6 +101,7 @@ export class FineractHttp {
     }
     let status: number;
     let text: string;
+    let replayed = false;
     try {
       const res = await request(`${this.base}${path}`, {
         method,
@@ -94,6 +111,7 @@ export class FineractHttp {
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
       status = res.statusCode;
+      replayed = res.headers['x-served-from-cache'] === 'true';
       text = await res.body.text();
     } catch (err) {
       const code = errCode(err);
@@ -109,10 +127,23 @@ export class FineractHttp {
     if (status === 404 && nullOn404) return null;
     const message = fineractMessage(parsed, text);
     if (status === 401) throw new FatalError(`Fineract ${where} → 401: credentials refused (core.http.username/password/tenantId): ${message}`);
-    if (status >= 500 || status === 408 || status === 409 || status === 429) {
-      throw new CoreUnavailableError(`Fineract ${where} → ${status}: ${message}`, write && status !== 429);
+    if (status === 400 && (parsed === null || typeof parsed !== 'object')) {
+      throw new FatalError(
+        `Fineract ${where} → 400 without a JSON body (${message}): Fineract answers an unknown tenant this way; check core.http.tenantId, and that core.http.baseUrl is the Fineract API`,
+      );
     }
-    throw new CoreRejectedError(`Fineract ${where} → ${status}: ${message}`, status, parsed);
+    if (status === 403 && fineractCodes(parsed).includes('error.msg.not.authorized')) {
+      throw new FatalError(`Fineract ${where} → 403: the user core.http.username lacks a permission (${message}); grant it to the user's role in Fineract`);
+    }
+    if (status === 425) {
+      throw new CoreUnavailableError(`Fineract ${where} → 425: a request with the same Idempotency-Key is still being processed; will retry later`, write);
+    }
+    const failure =
+      status >= 500 || status === 408 || status === 409 || status === 429
+        ? new CoreUnavailableError(`Fineract ${where} → ${status}: ${message}`, write && status !== 429 && !replayed)
+        : new CoreRejectedError(`Fineract ${where} → ${status}: ${message}`, status, parsed);
+    if (replayed && write && opts.idempotencyKey !== undefined) throw new ReplayedFailureError(failure);
+    throw failure;
   }
 
   private closing: Promise<void> | undefined;
