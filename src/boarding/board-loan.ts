@@ -194,7 +194,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     return transition(att, row.id, {
       to: 'written',
       expectedFrom: 'mapped',
-      detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length },
+      // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
+      detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length, ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}) },
       patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null },
       also: () => ensureAckKey(row),
     });

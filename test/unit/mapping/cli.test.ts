@@ -58,7 +58,7 @@ describe('mappings CLI', () => {
   it('test passes on the shipped fixtures and prints a field-level diff (exit 1) on a mismatch', async () => {
     const ok = await cli(['mappings', 'test', '--dir', join(repo, 'mappings/fineract')]);
     expect(ok.error).toBeUndefined();
-    expect(ok.out).toMatch(/fineract: 16\/16 fixture\(s\) passed/);
+    expect(ok.out).toMatch(/fineract: (\d+)\/\1 fixture\(s\) passed/);
 
     const dir = join(tmp, 'changed');
     cpSync(join(repo, 'mappings/generic'), dir, { recursive: true });
