@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { loadConfig } from '../config/load.js';
+import { transportWarnings } from '../config/security.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
@@ -39,6 +40,13 @@ export interface ContextOptions {
 export function createCliContext(opts: ContextOptions): CliContext {
   let config: Config | undefined;
   let logger: Logger | undefined;
+  /** Config warnings wait for the logger, whichever is made first. */
+  let pendingWarnings: string[] = [];
+  const flushWarnings = (): void => {
+    if (logger === undefined) return;
+    for (const w of pendingWarnings) logger.warn({ config: true }, w);
+    pendingWarnings = [];
+  };
   const closers: Array<() => Promise<void> | void> = [];
   const configPath = (): string | undefined => opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
   return {
@@ -60,10 +68,13 @@ export function createCliContext(opts: ContextOptions): CliContext {
         }
       }
       config = loadConfig({ env: opts.env, fileText, filePath: path });
+      pendingWarnings.push(...transportWarnings(config));
+      flushWarnings();
       return config;
     },
     logger() {
       logger ??= createLogger({ level: config?.log.level ?? opts.env['LOG_LEVEL'] ?? 'info' });
+      flushWarnings();
       return logger;
     },
     onClose(fn) {
