@@ -6,6 +6,7 @@ import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { systemClock, type Clock } from '../lib/clock.js';
+import { printable } from '../lib/terminal.js';
 
 /**
  * What every command gets: lazily loaded config and logger, output streams, and a place to
@@ -99,7 +100,8 @@ export function createCliContext(opts: ContextOptions): CliContext {
   };
 }
 
-/** Prints a line of JSON or text on stdout. */
+/** Prints a line of JSON or text on stdout, without terminal control characters. */
 export function out(ctx: CliContext, text: string): void {
-  ctx.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const clean = printable(text);
+  ctx.stdout.write(clean.endsWith('\n') ? clean : `${clean}\n`);
 }
