@@ -8,7 +8,7 @@ import type { Db } from '../store/db.js';
 import { createApp } from './app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
 import { createFundedTimeBackfill } from './funded-time.js';
-import { createWebhookInbox, type WebhookInbox } from './inbox.js';
+import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createInboxApplier } from './inbox-apply.js';
 import { createThreadedInbox, type ThreadedInbox } from './inbox-thread.js';
 import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
@@ -54,7 +54,7 @@ const PRUNE_PAUSE_MS = 20;
  * How long processed deliveries are kept: far longer than any redelivery schedule, so a late
  * duplicate is still recognised. loan.funded rows stay until their time is on a loans row.
  */
-export const INBOX_RETENTION_MS = 30 * DAY_MS;
+export const INBOX_RETENTION_MS = INBOX_PRUNE_AFTER_MS;
 
 function triggerLabel(reason: string): string {
   if (reason.startsWith('webhook')) return 'webhook';
@@ -130,6 +130,8 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         if (n < PRUNE_ROWS) break;
         await new Promise((r) => setTimeout(r, PRUNE_PAUSE_MS));
       }
+      const capped = inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
+      if (capped > 0) logger.warn({ rows: capped, max: UNKNOWN_LOAN_MAX_ROWS }, 'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted');
       if (total > 0) logger.info({ rows: total, retentionDays: INBOX_RETENTION_MS / DAY_MS }, 'webhook inbox pruned');
     } catch (err) {
       logger.warn({ err, rows: total }, 'webhook inbox prune failed; will try tomorrow');
