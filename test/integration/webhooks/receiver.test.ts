@@ -1,4 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import fc from 'fast-check';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -345,5 +347,69 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     expect(r.inbox.capUnknownFunded(3)).toBe(3); // 6 left, the oldest 3 beyond the bound go
     const left = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox ORDER BY rowid').all() as Array<{ id: string }>).map((x) => x.id);
     expect(left).toEqual(['flood-2', 'flood-3', 'flood-4']);
+  });
+
+  it('fuzz (bounded, seeded): malformed, oversize, compressed, forged, replayed and aborted deliveries → no 5xx, one row per signed delivery, bounded logs', async () => {
+    const r = await startReceiver({ maxBodyBytes: 4096 });
+    const port = Number(new URL(r.url).port);
+    type Case =
+      | { kind: 'signed'; id: number; gzip: boolean; replays: number }
+      | { kind: 'forged'; body: string }
+      | { kind: 'garbage'; body: string; signed: boolean }
+      | { kind: 'oversize'; bytes: number }
+      | { kind: 'aborted'; bytes: number };
+    const arb: fc.Arbitrary<Case> = fc.oneof(
+      fc.record({ kind: fc.constant('signed' as const), id: fc.integer({ min: 0, max: 30 }), gzip: fc.boolean(), replays: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({ kind: fc.constant('forged' as const), body: fc.json() }),
+      fc.record({ kind: fc.constant('garbage' as const), body: fc.string({ maxLength: 200 }), signed: fc.boolean() }),
+      fc.record({ kind: fc.constant('oversize' as const), bytes: fc.integer({ min: 4097, max: 20_000 }) }),
+      fc.record({ kind: fc.constant('aborted' as const), bytes: fc.integer({ min: 1, max: 2000 }) }),
+    );
+    const cases = fc.sample(arb, { seed: 20261125, numRuns: 160 });
+    const statuses: number[] = [];
+    const signedIds = new Set<string>();
+    for (const c of cases) {
+      if (c.kind === 'signed') {
+        const id = `msg_fuzz_${c.id}`;
+        signedIds.add(id);
+        const d = signed({ id: `evt_fuzz_${c.id}`, type: 'loan.funded', createdAt: new Date().toISOString(), data: { loanId: `LF${c.id}` } }, { id });
+        for (let k = 0; k <= c.replays; k++) {
+          const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: c.gzip ? { ...d.headers, 'content-encoding': 'gzip' } : d.headers, body: c.gzip ? gzipSync(d.body) : d.body });
+          statuses.push(res.status);
+          await res.text();
+        }
+      } else if (c.kind === 'forged') {
+        const d = signed(c.body, { secret: secretOld }); // a secret this receiver does not hold
+        statuses.push((await post(r.url, d)).status);
+      } else if (c.kind === 'garbage') {
+        const d = c.signed ? signed(c.body) : { headers: { 'content-type': 'application/json' }, body: c.body };
+        statuses.push((await post(r.url, d)).status);
+      } else if (c.kind === 'oversize') {
+        statuses.push((await post(r.url, signed('x'.repeat(c.bytes)))).status);
+      } else {
+        // Announce a body, send part of it, and hang up.
+        await new Promise<void>((resolve) => {
+          const sock = connect(port, '127.0.0.1', () => {
+            sock.write(`POST ${WEBHOOK_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${c.bytes + 10}\r\n\r\n${'a'.repeat(c.bytes)}`);
+            setTimeout(() => sock.destroy(), 5);
+          });
+          sock.on('error', () => undefined);
+          sock.on('close', () => resolve());
+        });
+      }
+    }
+    await r.processor.drain();
+    expect(statuses.filter((x) => x >= 500)).toEqual([]);
+    expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
+    const rows = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all() as Array<{ id: string }>).map((x) => x.id).sort();
+    expect(rows).toEqual([...signedIds].sort());
+    // At most 20 lines per reason and minute: the flood does not reach the log line by line.
+    const warnLines = r.logs.filter((l) => l.includes('"level":40'));
+    const byReason = new Map<string, number>();
+    for (const l of warnLines) {
+      const reason = (JSON.parse(l) as { reason?: string }).reason ?? 'other';
+      byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+    }
+    for (const [reason, n] of byReason) expect(n, reason).toBeLessThanOrEqual(20);
   });
 });
