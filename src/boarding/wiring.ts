@@ -61,7 +61,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     throw err;
   }
   const store = createBoardingStore(db);
-  const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, logger });
+  const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
     platform,

@@ -141,6 +141,8 @@ export const boardingSchema = z.strictObject({
   retryBaseMs: int(1).default(30_000),
   retryMaxMs: int(1).default(6 * 60 * 60_000),
   documentMaxBytes: int(1).default(50 * 1024 * 1024),
+  /** A document's whole download must finish within this (a 1 byte/s drip passes idle timeouts). */
+  documentDeadlineMs: int(1000).default(10 * 60_000),
   shutdownTimeoutMs: int(0).default(30_000),
 });
 
