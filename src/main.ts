@@ -2,8 +2,9 @@
 import { CommanderError } from 'commander';
 import { createCliContext, type CliContext } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
-import { ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
+import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
+import { printable } from './lib/terminal.js';
 
 /** Composition root: the only place that installs signal handlers and calls process.exit. */
 async function main(argv: string[]): Promise<number> {
@@ -51,14 +52,18 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof UsageError) {
-      process.stderr.write(`error: ${err.message}\n`);
+      process.stderr.write(`error: ${printable(err.message)}\n`);
       return 2;
     }
+    if (err instanceof BusyError) {
+      process.stderr.write(`busy: ${printable(err.message)}\n`);
+      return err.exitCode;
+    }
     if (err instanceof ConfigError || err instanceof FatalError) {
-      process.stderr.write(`error: ${scrubText(err.message)}\n`);
+      process.stderr.write(`error: ${printable(scrubText(err.message))}\n`);
       return 1;
     }
-    process.stderr.write(`error: ${scrubText(errorMessage(err))}\n`);
+    process.stderr.write(`error: ${printable(scrubText(errorMessage(err)))}\n`);
     if (err instanceof Error && err.stack && process.env['DEBUG']) process.stderr.write(`${scrubText(err.stack)}\n`);
     return 1;
   } finally {
@@ -71,7 +76,7 @@ main(process.argv).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`fatal: ${scrubText(errorMessage(err))}\n`);
+    process.stderr.write(`fatal: ${printable(scrubText(errorMessage(err)))}\n`);
     process.exitCode = 1;
   },
 );

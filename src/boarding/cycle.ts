@@ -323,7 +323,11 @@ export function createCycleRunner(deps: CycleDeps) {
       logger.warn({ holder: summary.busy }, 'another connector process is boarding from this state database; this cycle does nothing');
       return summary;
     }
-    if (lease.tookOverFrom) logger.info({ previous: { pid: lease.tookOverFrom.pid, host: lease.tookOverFrom.host } }, 'took over the boarding lease from a process that is gone');
+    if (lease.tookOverFrom) {
+      const previous = { pid: lease.tookOverFrom.pid, host: lease.tookOverFrom.host, lastHeartbeat: new Date(lease.tookOverFrom.heartbeatAt).toISOString() };
+      if (lease.takeoverReason === 'process_gone') logger.info({ previous }, 'took over the boarding lease from a process that is gone');
+      else logger.warn({ previous, leaseTtlMs }, 'took over the boarding lease from a process that stopped heartbeating (it may still be running, stalled); it stops boarding at its next heartbeat');
+    }
     // Heartbeat on a timer, not on progress: a cycle waiting out a rate-limit pause still owns the lease.
     // A throw here would be uncaught (a timer callback) and kill the process: log it, and let the
     // next beat try again; the lease only goes stale after leaseTtlMs without a successful beat.

@@ -49,7 +49,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       defaults: config.mappings.defaults,
       timeoutMs: config.mappings.timeoutMs,
     }));
-  const db = openDatabase(config.store.path);
+  const db = openDatabase(config.store.path, { onWarning: (m) => logger.warn(m) });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
   try {
@@ -61,7 +61,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     throw err;
   }
   const store = createBoardingStore(db);
-  const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, logger });
+  const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
     platform,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { redactUrl } from '../config/security.js';
 import { out, type CliContext } from './context.js';
 
 export function registerConfigCommands(program: Command, ctx: CliContext): void {
@@ -10,9 +11,13 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
       const c = ctx.config();
       const shown = {
         ...c,
-        platform: { ...c.platform, apiKey: `${c.platform.apiKey.slice(0, 8)}…` },
-        webhooks: { ...c.webhooks, secrets: c.webhooks.secrets.map(() => '(hidden)') },
-        core: c.core.http ? { ...c.core, http: { ...c.core.http, password: '(hidden)' } } : c.core,
+        platform: { ...c.platform, baseUrl: redactUrl(c.platform.baseUrl), apiKey: `${c.platform.apiKey.slice(0, 8)}…` },
+        webhooks: {
+          ...c.webhooks,
+          secrets: c.webhooks.secrets.map(() => '(hidden)'),
+          ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}),
+        },
+        core: c.core.http ? { ...c.core, http: { ...c.core.http, baseUrl: redactUrl(c.core.http.baseUrl), password: '(hidden)' } } : c.core,
       };
       out(ctx, JSON.stringify({ ok: true, source: ctx.configPath() ?? 'built-in defaults', config: shown }, null, 2));
     });

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { loadConfig } from '../config/load.js';
+import { transportWarnings } from '../config/security.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { systemClock, type Clock } from '../lib/clock.js';
+import { printable } from '../lib/terminal.js';
 
 /**
  * What every command gets: lazily loaded config and logger, output streams, and a place to
@@ -39,6 +41,13 @@ export interface ContextOptions {
 export function createCliContext(opts: ContextOptions): CliContext {
   let config: Config | undefined;
   let logger: Logger | undefined;
+  /** Config warnings wait for the logger, whichever is made first. */
+  let pendingWarnings: string[] = [];
+  const flushWarnings = (): void => {
+    if (logger === undefined) return;
+    for (const w of pendingWarnings) logger.warn({ config: true }, w);
+    pendingWarnings = [];
+  };
   const closers: Array<() => Promise<void> | void> = [];
   const configPath = (): string | undefined => opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
   return {
@@ -60,10 +69,13 @@ export function createCliContext(opts: ContextOptions): CliContext {
         }
       }
       config = loadConfig({ env: opts.env, fileText, filePath: path });
+      pendingWarnings.push(...transportWarnings(config));
+      flushWarnings();
       return config;
     },
     logger() {
       logger ??= createLogger({ level: config?.log.level ?? opts.env['LOG_LEVEL'] ?? 'info' });
+      flushWarnings();
       return logger;
     },
     onClose(fn) {
@@ -88,7 +100,8 @@ export function createCliContext(opts: ContextOptions): CliContext {
   };
 }
 
-/** Prints a line of JSON or text on stdout. */
+/** Prints a line of JSON or text on stdout, without terminal control characters. */
 export function out(ctx: CliContext, text: string): void {
-  ctx.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const clean = printable(text);
+  ctx.stdout.write(clean.endsWith('\n') ? clean : `${clean}\n`);
 }

@@ -69,7 +69,7 @@ export function prepareDemoDir(dir: string): void {
   writeFileSync(`${dir}/${DEMO_MARKER}`, 'made by `boarding-connector demo`; wiped at its next start\n');
 }
 
-function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }, port: number, logLevel: string): Config {
+function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }, port: number, adminPort: number, logLevel: string): Config {
   const dir = resolve(o.dir);
   const q = (s: string): string => JSON.stringify(s);
   return loadConfig({
@@ -86,6 +86,7 @@ function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }
       `store: { path: ${q(`${dir}/state.sqlite`)} }`,
       `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
       `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, debounceMs: 500 }`,
+      `admin: { host: 127.0.0.1, port: ${adminPort} }`,
       // The sandbox key (like most) sees only the last 4 digits of tax ids.
       `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
       "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
@@ -165,7 +166,8 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   });
   ctx.onClose(() => sandbox.close());
   const port = await freePort();
-  const config = demoConfig(opts, sandbox, port, logLevel);
+  const adminPort = await freePort();
+  const config = demoConfig(opts, sandbox, port, adminPort, logLevel);
   const rt = await buildRuntime(config, logger, { clock: ctx.clock });
   ctx.onClose(() => rt.close());
 
@@ -202,8 +204,9 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   say(`  state, core files, reports, log: ${dir}`);
 
   await daemon.start();
-  const base = `http://127.0.0.1:${port}`;
-  say(`  metrics: ${base}/metrics   health: ${base}/healthz`);
+  // Ops pages are on the admin listener, never on the webhook receiver the platform reaches.
+  const base = `http://127.0.0.1:${adminPort}`;
+  say(`  metrics: ${base}/metrics   health: ${base}/healthz   (webhooks: http://127.0.0.1:${port}${WEBHOOK_PATH})`);
   say(`  report:  ${base}/reports/latest   (first one after about a minute; files in ${dir}/reports/latest/)`);
   say('  Ctrl-C stops.');
 

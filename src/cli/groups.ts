@@ -10,6 +10,7 @@ import { registerReconcileCommands } from './reconcile.js';
 import { registerDemoCommands } from './demo.js';
 import { registerMappingsCommands } from './mappings.js';
 import { registerPlatformCommands } from './platform.js';
+import { registerStateCommands } from './state.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -23,4 +24,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerDemoCommands(program, ctx);
   registerMappingsCommands(program, ctx);
   registerPlatformCommands(program, ctx);
+  registerStateCommands(program, ctx);
 }

@@ -9,7 +9,7 @@ import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 
 function openStore(ctx: CliContext): BoardingStore {
-  const db = openDatabase(ctx.config().store.path);
+  const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
   ctx.onClose(() => {
     db.close();
   });

@@ -6,7 +6,7 @@ import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
 function openRateState(ctx: CliContext): RateStateStore {
-  const db = openDatabase(ctx.config().store.path);
+  const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
   const state = createSqliteRateState(db);
   ctx.onClose(() => {
     state.close?.();

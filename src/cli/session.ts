@@ -14,7 +14,7 @@ export interface PlatformSession {
  */
 export function openPlatformSession(ctx: CliContext): PlatformSession {
   const config = ctx.config();
-  const db = openDatabase(config.store.path);
+  const db = openDatabase(config.store.path, { onWarning: (m) => ctx.logger().warn(m) });
   ctx.onClose(() => {
     db.close();
   });

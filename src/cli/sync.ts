@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { buildRuntime } from '../boarding/wiring.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
-import { FatalError, UsageError } from '../lib/errors.js';
+import { BusyError, FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
 function parseMs(v: string): number {
@@ -42,7 +42,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     .option('--settle-ms <ms>', 'wait up to this long for short retries before exiting (default: 2 × boarding.retryBaseMs)', parseMs)
     .addHelpText(
       'after',
-      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key.',
+      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key;\n3 when another connector process holds the boarding lease on this state database (nothing done).',
     )
     .action(async (opts: { once?: boolean; json?: boolean; settleMs?: number }) => {
       if (opts.once !== true) throw new UsageError('sync runs one cycle: use `sync --once` (the long-running daemon is `run`)');
@@ -65,6 +65,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       ctx.shutdown.removeEventListener('abort', onShutdown);
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
+      if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
       if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
     });
 }

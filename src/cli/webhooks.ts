@@ -7,6 +7,7 @@ import { isPlatformError } from '../platform/errors.js';
 import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../platform/schemas.js';
 import { isEndpointDisabled, sameEndpointUrl } from '../webhooks/endpoint-check.js';
 import { enableEndpoint, registerEndpoint } from '../webhooks/registration.js';
+import { webhookTargetProblem } from '../webhooks/public-url.js';
 import { createWebhookService } from '../webhooks/service.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';
@@ -24,15 +25,11 @@ function explain(err: unknown, what: string): never {
   throw err;
 }
 
-function checkUrl(raw: string): string {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new UsageError(`--url: expected an absolute URL such as https://connector.bank.example/webhooks/platform, got "${raw}"`);
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new UsageError(`--url: expected an https URL, got "${raw}"`);
-  return u.toString();
+/** The endpoint URL, checked by the connector itself (public-url.ts), after DNS resolution. */
+async function checkUrl(raw: string, ctx: CliContext): Promise<string> {
+  const problem = await webhookTargetProblem(raw, { allowLocal: ctx.config().platform.environment === 'development' });
+  if (problem !== null) throw new UsageError(`--url: ${problem} (got "${raw}")`);
+  return new URL(raw).toString();
 }
 
 function checkEvents(events: string[] | undefined): string[] {
@@ -84,7 +81,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--force', 'register even if an endpoint with this URL already exists')
     .option('--json', 'print the result as JSON (includes the secret)')
     .action(async (flags: { url: string; events?: string[]; name?: string; force?: boolean; json?: boolean }) => {
-      const url = checkUrl(flags.url);
+      const url = await checkUrl(flags.url, ctx);
       const events = checkEvents(flags.events);
       const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
       if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');

@@ -1,6 +1,7 @@
 import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../lib/errors.js';
+import { redactUrl, transportProblems } from './security.js';
 import { configSchema, type Config } from './schema.js';
 
 /** Built-in defaults: point at a local sandbox (`boarding-connector sandbox --port 4010`). */
@@ -50,7 +51,8 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
     return issue.keys.map((k) => `${path ? `${path}.` : ''}${k}: unknown key (check spelling; see README "Configuration")`);
   }
   const got = valueAt(raw, issue.path);
-  const gotText = SECRET_PATH.test(path) && typeof got === 'string' ? '(hidden)' : describeValue(got);
+  // A URL value may carry credentials or a signed query string: shown with both hidden.
+  const gotText = SECRET_PATH.test(path) && typeof got === 'string' ? '(hidden)' : describeValue(typeof got === 'string' && /^[a-z][a-z0-9+.-]*:\/\//i.test(got) ? redactUrl(got) : got);
   let expected = issue.message;
   if (expected.startsWith('Invalid input')) {
     // zod's own wording ("Invalid input: expected object, received undefined"): say it in the
@@ -131,6 +133,8 @@ export function loadConfig(input: LoadConfigInput): Config {
   }
   const config = parsed.data;
   assertEnvironmentMatchesKey(config);
+  const transport = transportProblems(config);
+  if (transport.length > 0) throw new ConfigError(`invalid configuration (${source}):\n  ${transport.join('\n  ')}`, transport);
   if (config.core.adapter === 'http' && !config.core.http) {
     throw new ConfigError(`invalid configuration (${source}):\n  core.http: expected a map (required when core.adapter is http), got nothing`);
   }

@@ -95,6 +95,22 @@ export const webhooksSchema = z.strictObject({
   publicUrl: z.url({ error: 'expected an https URL' }).optional(),
   /** How long to wait after a loan.funded event before an early cycle (collapses bursts). */
   debounceMs: int(0).default(2_000),
+  /** Open connections the receiver keeps at most, and from one client address. */
+  maxConnections: int(1).default(1024),
+  maxConnectionsPerClient: int(1).default(128),
+  /** A delivery's headers must arrive within this, the whole request within requestTimeoutMs. */
+  headersTimeoutMs: int(100).default(10_000),
+  requestTimeoutMs: int(100).default(20_000),
+});
+
+/**
+ * The ops listener: /readyz, /metrics and /reports/latest (and /healthz). Separate from the
+ * webhook receiver, which the platform must reach and a deployment exposes; these pages show loan
+ * data and operational state, so they stay on loopback unless the bank opens them on purpose.
+ */
+export const adminSchema = z.strictObject({
+  host: str('a host name or IP').default('127.0.0.1'),
+  port: int(0, 65535).default(8081),
 });
 
 export const mappingsSchema = z.strictObject({
@@ -133,6 +149,8 @@ export const boardingSchema = z.strictObject({
   retryBaseMs: int(1).default(30_000),
   retryMaxMs: int(1).default(6 * 60 * 60_000),
   documentMaxBytes: int(1).default(50 * 1024 * 1024),
+  /** A document's whole download must finish within this (a 1 byte/s drip passes idle timeouts). */
+  documentDeadlineMs: int(1000).default(10 * 60_000),
   shutdownTimeoutMs: int(0).default(30_000),
 });
 
@@ -150,6 +168,7 @@ export const configSchema = z.strictObject({
   store: storeSchema.prefault({}),
   core: coreSchema.prefault({}),
   webhooks: webhooksSchema.prefault({}),
+  admin: adminSchema.prefault({}),
   mappings: mappingsSchema.prefault({}),
   bank: bankSchema.prefault({}),
   schedule: scheduleSchema.prefault({}),

@@ -7,6 +7,8 @@ import type { DocumentFetcher } from './port.js';
 export interface DocumentFetcherOptions {
   /** Size cap per document (config `boarding.documentMaxBytes`); the platform client enforces it. */
   maxBytes: number;
+  /** Per-document overall deadline (config `boarding.documentDeadlineMs`). */
+  deadlineMs?: number;
   logger: Logger;
 }
 
@@ -28,7 +30,8 @@ export function createDocumentFetcher(platform: PlatformApi, opts: DocumentFetch
       const address = await platform.getDownloadAddress(doc.id, readOpts);
       const guard = new SinkGuard(sink);
       try {
-        const res = await platform.download(address.url, guard, signal ? { maxBytes: opts.maxBytes, signal } : { maxBytes: opts.maxBytes });
+        const limits = { maxBytes: opts.maxBytes, ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}) };
+        const res = await platform.download(address.url, guard, signal ? { ...limits, signal } : limits);
         if (!guard.writableFinished) {
           guard.end();
           await finished(guard);

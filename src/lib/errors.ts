@@ -25,6 +25,15 @@ export class FatalError extends Error {
   readonly exitCode = 1;
 }
 
+/**
+ * Another connector process holds the boarding lease, so this command did nothing: exit code 3,
+ * distinct from success, so a script or a scheduler can tell "ran" from "skipped".
+ */
+export class BusyError extends Error {
+  override readonly name = 'BusyError';
+  readonly exitCode = 3;
+}
+
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);

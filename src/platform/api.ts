@@ -81,7 +81,7 @@ export interface PlatformApi {
   listDocuments(loanId: string, opts?: ReadOptions): Promise<PlatformDocument[]>;
   getDownloadAddress(documentId: string, opts?: ReadOptions): Promise<DownloadAddress>;
   /** Streams a presigned URL into sink with no Authorization header; enforces maxBytes. */
-  download(url: string, sink: Writable, opts: { maxBytes: number; signal?: AbortSignal }): Promise<DownloadResult>;
+  download(url: string, sink: Writable, opts: { maxBytes: number; signal?: AbortSignal; deadlineMs?: number }): Promise<DownloadResult>;
   acknowledgeBoarding(loanId: string, body: Record<string, unknown>, opts: WriteOptions): Promise<unknown>;
   listProducts(opts?: ReadOptions): Promise<Product[]>;
   getProduct(id: string, opts?: ReadOptions): Promise<Product>;

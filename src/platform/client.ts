@@ -50,6 +50,8 @@ import {
 export const DEFAULT_USER_AGENT = 'boarding-connector/0.1';
 
 export interface PlatformClientOptions {
+  /** Refuse presigned download addresses that are not https (production). */
+  httpsDownloadsOnly?: boolean;
   /** Service root ending in /api; paths /public/v1/... are appended. */
   baseUrl: string;
   apiKey: string;
@@ -430,12 +432,13 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         envelope(downloadAddressSchema, 'getDownloadAddress'),
         o,
       ),
-    download: (url: string, sink: Writable, o: { maxBytes: number; signal?: AbortSignal }): Promise<DownloadResult> =>
+    download: (url: string, sink: Writable, o: { maxBytes: number; signal?: AbortSignal; deadlineMs?: number }): Promise<DownloadResult> =>
       downloadPresigned(
         {
           dispatcher: downloadAgent,
           logger,
           userAgent,
+          httpsOnly: opts.httpsDownloadsOnly === true,
           onOutcome: (outcome) => {
             stats.downloads[outcome] += 1;
           },
@@ -516,6 +519,7 @@ export function platformClientFromConfig(config: Pick<Config, 'platform'>, deps:
     timeouts: p.timeouts,
     maxRetries: p.maxRetries,
     pageSize: p.pageSize,
+    httpsDownloadsOnly: p.environment === 'production',
     logger: deps.logger,
     rateState: deps.db ? createSqliteRateState(deps.db) : createMemoryRateState(),
     ...(deps.clock ? { clock: deps.clock } : {}),

@@ -17,12 +17,19 @@ export interface DownloadDeps {
   dispatcher: Dispatcher;
   logger: Logger;
   userAgent: string;
+  /** Production: a presigned address over plain http is refused (the signature is the credential). */
+  httpsOnly?: boolean;
   onOutcome?: (outcome: 'ok' | 'failed') => void;
 }
 
 export interface DownloadOptions {
   maxBytes: number;
   signal?: AbortSignal;
+  /**
+   * The whole download must finish within this: the idle timeouts only bound the gap between
+   * bytes, so a host dripping one byte a second would otherwise hold a loan for days.
+   */
+  deadlineMs?: number;
 }
 
 /** Origin + path only: what may appear in logs and messages. */
@@ -41,6 +48,15 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     throw new PlatformError({ code: 'download.failed', message: `download: unsupported scheme ${url.protocol}` });
   }
   const where = redactUrl(url);
+  if (deps.httpsOnly === true && url.protocol !== 'https:') {
+    throw new PlatformError({ code: 'download.failed', message: `download: ${where} is not https; refused with platform.environment: production` });
+  }
+  const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
+  const signal = deadline === undefined ? opts.signal : opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
+  const overDeadline = (): PlatformError | null =>
+    deadline?.aborted === true && opts.signal?.aborted !== true
+      ? new PlatformError({ code: 'download.failed', operation: 'download', method: 'GET', path: where, message: `GET ${where}: the download did not finish within ${opts.deadlineMs} ms (boarding.documentDeadlineMs)` })
+      : null;
   const ctx = { operation: 'download', method: 'GET', path: where };
   const started = Date.now();
   let res: Dispatcher.ResponseData;
@@ -51,12 +67,12 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
       method: 'GET',
       // Explicit and complete: nothing else is ever sent to a presigned address.
       headers: { 'user-agent': deps.userAgent, accept: '*/*' },
-      signal: opts.signal ?? null,
+      signal: signal ?? null,
     });
   } catch (err) {
     deps.onOutcome?.('failed');
     sink.destroy();
-    throw classifyThrown(ctx, err, opts.signal);
+    throw overDeadline() ?? classifyThrown(ctx, err, opts.signal);
   }
   const fail = async (code: 'download.expired' | 'download.not_found' | 'download.failed' | 'download.too_large', message: string): Promise<never> => {
     await res.body.dump().catch(() => undefined);
@@ -88,10 +104,10 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     },
   });
   try {
-    await pipeline(res.body, meter, sink, opts.signal ? { signal: opts.signal } : {});
+    await pipeline(res.body, meter, sink, signal ? { signal } : {});
   } catch (err) {
     deps.onOutcome?.('failed');
-    const e = err instanceof PlatformError ? err : classifyThrown(ctx, err, opts.signal);
+    const e = err instanceof PlatformError ? err : (overDeadline() ?? classifyThrown(ctx, err, opts.signal));
     deps.logger.warn({ url: where, code: e.code, bytes }, 'document download aborted');
     throw e;
   }

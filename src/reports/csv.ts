@@ -68,7 +68,7 @@ export interface CsvExceptionWriter {
 }
 
 export function createCsvExceptionWriter(path: string, runId: string): CsvExceptionWriter {
-  const stream: WriteStream = createWriteStream(path, { encoding: 'utf8' });
+  const stream: WriteStream = createWriteStream(path, { encoding: 'utf8', mode: 0o640 });
   let failure: Error | null = null;
   stream.on('error', (err) => {
     failure = err;

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, renameSync, rmSync, symlinkSync, writeFileSync, cpSync, readlinkSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync, readlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /**
@@ -12,10 +12,26 @@ export type ReportFileKind = keyof typeof REPORT_FILES;
 
 export const LATEST = 'latest';
 
+/** Reports hold loan data: the owner and the ops group read them, nobody else (like core packages). */
+export const REPORT_FILE_MODE = 0o640;
+export const REPORT_DIR_MODE = 0o750;
+
+/**
+ * Creates a reports directory 0750, and tightens one that an older version (or umask) left open to
+ * everybody; returns a warning for each one tightened.
+ */
+export function ensureReportDir(dir: string): string[] {
+  mkdirSync(dir, { recursive: true, mode: REPORT_DIR_MODE });
+  const mode = statSync(dir).mode & 0o777;
+  if ((mode & 0o007) === 0) return [];
+  chmodSync(dir, REPORT_DIR_MODE);
+  return [`reports directory ${dir} was open to others (mode ${mode.toString(8)}); tightened to 750`];
+}
+
 /** Writes a whole file under a temporary name, then renames it: readers never see half a report. */
 export function writeFileAtomic(path: string, data: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, data, 'utf8');
+  writeFileSync(tmp, data, { encoding: 'utf8', mode: REPORT_FILE_MODE });
   renameSync(tmp, path);
 }
 

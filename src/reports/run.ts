@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { CoreSystem } from '../core/port.js';
@@ -10,7 +10,7 @@ import type { Db } from '../store/db.js';
 import { localDate, localDateTime } from './calendar.js';
 import { computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
-import { REPORT_FILES, updateLatest, writeFileAtomic } from './files.js';
+import { REPORT_FILES, ensureReportDir, updateLatest, writeFileAtomic } from './files.js';
 import { renderHtml } from './render-html.js';
 import { renderJson } from './render-json.js';
 import { createReconcileSources, type PlatformWalkStats } from './sources.js';
@@ -62,7 +62,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   const runId = newRunId(asOfMs);
   const dir = resolve(deps.outDir ?? join(config.reports.dir, localDate(asOfMs, timeZone)));
   const createdDir = !existsSync(dir);
-  mkdirSync(dir, { recursive: true });
+  if (deps.outDir === undefined) for (const w of ensureReportDir(resolve(config.reports.dir))) logger.warn(w);
+  for (const w of ensureReportDir(dir)) logger.warn(w);
   const files = { json: join(dir, REPORT_FILES.json), csv: join(dir, REPORT_FILES.csv), html: join(dir, REPORT_FILES.html) };
   const csvTmp = `${files.csv}.tmp-${runId}`;
   const csv = createCsvExceptionWriter(csvTmp, runId);

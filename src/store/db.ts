@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
@@ -19,11 +19,41 @@ export const WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
 export interface OpenDbOptions {
   busyTimeoutMs?: number;
   readonly?: boolean;
+  /** Told when an existing state file was readable by others and has been tightened. */
+  onWarning?: (message: string) => void;
+}
+
+/** The state database holds loan data, webhook deliveries and the idempotency keys: owner only. */
+export const STATE_FILE_MODE = 0o600;
+export const STATE_DIR_MODE = 0o750;
+const STATE_FILES = ['', '-wal', '-shm'];
+
+/**
+ * Creates the database file owner-only before SQLite opens it (SQLite gives its -wal and -shm the
+ * main file's mode), and tightens a file created by an older version or by hand.
+ */
+function secureStateFiles(path: string, warn: (message: string) => void): void {
+  mkdirSync(dirname(path), { recursive: true, mode: STATE_DIR_MODE });
+  if (!existsSync(path)) closeSync(openSync(path, 'a', STATE_FILE_MODE));
+  for (const suffix of STATE_FILES) {
+    const file = `${path}${suffix}`;
+    let mode: number;
+    try {
+      mode = statSync(file).mode & 0o777;
+    } catch {
+      continue;
+    }
+    if ((mode & 0o077) !== 0) {
+      chmodSync(file, STATE_FILE_MODE);
+      warn(`state file ${file} was readable by others (mode ${mode.toString(8)}); tightened to 600`);
+    }
+  }
 }
 
 /** Opens (creating if needed) the state database: WAL, busy_timeout, migrations applied. */
 export function openDatabase(path: string, opts: OpenDbOptions = {}): Db {
-  if (path !== ':memory:' && !opts.readonly) mkdirSync(dirname(path), { recursive: true });
+  const file = path !== ':memory:' && path !== '' && !path.startsWith('file:');
+  if (file && !opts.readonly) secureStateFiles(path, opts.onWarning ?? ((m) => process.emitWarning(m)));
   const db = new Database(path, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   if (!opts.readonly) {

@@ -11,7 +11,12 @@ export interface LeaseHolder extends LeaseOwner {
   heartbeatAt: number;
 }
 
-export type LeaseResult = { ok: true; tookOverFrom: LeaseHolder | null } | { ok: false; holder: LeaseHolder };
+/** Why a lease changed hands: its holder's process is gone (same host), or it stopped heartbeating. */
+export type TakeoverReason = 'process_gone' | 'stalled';
+
+export type LeaseResult =
+  | { ok: true; tookOverFrom: LeaseHolder | null; takeoverReason?: TakeoverReason }
+  | { ok: false; holder: LeaseHolder };
 
 /**
  * A named lease in the state database: one holder at a time. A holder that stopped heartbeating
@@ -55,7 +60,7 @@ export function createLeaseStore(db: Db): LeaseStore {
         const dead = cur.host === me.host && !isAlive(cur.pid);
         if (!stale && !dead) return { ok: false, holder };
         upsert.run(name, me.owner, me.pid, me.host, now, now);
-        return { ok: true, tookOverFrom: holder };
+        return { ok: true, tookOverFrom: holder, takeoverReason: dead ? 'process_gone' : 'stalled' };
       }
       upsert.run(name, me.owner, me.pid, me.host, cur?.acquired_at ?? now, now);
       return { ok: true, tookOverFrom: null };

@@ -31,6 +31,11 @@ export interface WebhookAppDeps {
   readiness?: Record<string, ReadinessCheck>;
   /** Directory the reconciliation writes into: GET /reports/latest serves its newest report.html. */
   reportsDir?: string;
+  /**
+   * Which routes: `public` (the webhook receiver and /healthz: what the platform reaches),
+   * `admin` (/healthz, /readyz, /metrics, /reports/latest: the ops listener), or `all` (tests).
+   */
+  surface?: 'all' | 'public' | 'admin';
 }
 
 /**
@@ -41,44 +46,60 @@ export function createApp(deps: WebhookAppDeps): Express {
   const clock = deps.clock ?? systemClock;
   const log = deps.logger;
   const metrics = deps.metrics ?? createConnectorMetrics({ inbox: deps.inbox, processMetrics: false });
-  const verifier = createVerifier({
-    scheme: deps.config.scheme,
-    secrets: deps.config.secrets,
-    toleranceSeconds: deps.config.toleranceSeconds,
-  });
-  if (deps.config.secrets.length === 0) {
-    log.warn('webhooks.secrets is empty: every delivery will be refused (set BOARDING_WEBHOOK_SECRETS)');
-  }
-  const unusable = unusableSecrets(deps.config.scheme, deps.config.secrets);
-  if (unusable.length > 0) {
-    log.warn({ positions: unusable }, `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> and cannot verify ${deps.config.scheme} signatures`);
-  }
-
+  const surface = deps.surface ?? 'all';
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
 
-  // POST /webhooks/platform is a plain node:http handler (receiver.ts: why). It reads the raw body
-  // itself, so no body parser runs on this route or any other. startHttpServer calls it before
-  // the router (fast path); the route below makes `createApp` alone serve it identically.
-  const receiver = createWebhookReceiver({
-    maxBodyBytes: deps.config.maxBodyBytes,
-    verifier,
-    writer: deps.writer ?? createInboxWriter(deps.inbox),
-    metrics,
-    logger: log,
-    clock,
-    processor: deps.processor,
-  });
-  app.post(WEBHOOK_PATH, (req, res) => {
-    receiver(req, res);
-  });
-  setFastPath(app, receiver);
+  if (surface !== 'admin') {
+    const verifier = createVerifier({
+      scheme: deps.config.scheme,
+      secrets: deps.config.secrets,
+      toleranceSeconds: deps.config.toleranceSeconds,
+    });
+    if (deps.config.secrets.length === 0) {
+      log.warn('webhooks.secrets is empty: every delivery will be refused (set BOARDING_WEBHOOK_SECRETS)');
+    }
+    const unusable = unusableSecrets(deps.config.scheme, deps.config.secrets);
+    if (unusable.length > 0) {
+      log.warn({ positions: unusable }, `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> and cannot verify ${deps.config.scheme} signatures`);
+    }
+    // POST /webhooks/platform is a plain node:http handler (receiver.ts: why). It reads the raw
+    // body itself, so no body parser runs on this route or any other. startHttpServer calls it
+    // before the router (fast path); the route below makes `createApp` alone serve it identically.
+    const receiver = createWebhookReceiver({
+      maxBodyBytes: deps.config.maxBodyBytes,
+      verifier,
+      writer: deps.writer ?? createInboxWriter(deps.inbox),
+      metrics,
+      logger: log,
+      clock,
+      processor: deps.processor,
+    });
+    app.post(WEBHOOK_PATH, (req, res) => {
+      receiver(req, res);
+    });
+    setFastPath(app, receiver);
+  }
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
 
+  if (surface !== 'public') registerOpsRoutes(app, deps, metrics);
+
+  app.use((_req: Request, res: Response) => {
+    res.status(404).json({ error: 'not found' });
+  });
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    log.error({ err }, 'http handler failed');
+    if (!res.headersSent) res.status(500).json({ error: 'internal error' });
+  });
+  return app;
+}
+
+/** The ops pages: never on the listener the platform reaches (unless a test asks for `all`). */
+function registerOpsRoutes(app: Express, deps: WebhookAppDeps, metrics: ConnectorMetrics): void {
   app.get('/readyz', async (_req, res) => {
     const result = await runReadiness(deps.readiness ?? {});
     res.status(result.ready ? 200 : 503).json(result);
@@ -99,13 +120,4 @@ export function createApp(deps: WebhookAppDeps): Express {
     res.setHeader('Cache-Control', 'no-store');
     res.sendFile(file, { dotfiles: 'deny' });
   });
-
-  app.use((_req: Request, res: Response) => {
-    res.status(404).json({ error: 'not found' });
-  });
-  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    log.error({ err }, 'http handler failed');
-    if (!res.headersSent) res.status(500).json({ error: 'internal error' });
-  });
-  return app;
 }

@@ -1,3 +1,4 @@
+import { redactPayload } from '../store/redact.js';
 import type { Db } from '../store/db.js';
 import { extractFundedAt, type WebhookEvent } from './event.js';
 
@@ -60,6 +61,8 @@ export interface WebhookInbox {
    * receiver's writes are never held up for long (see the webhook service).
    */
   prune(beforeMs: number, limit?: number): number;
+  /** Deletes the oldest processed loan.funded rows of loans the connector does not know, beyond `max`. */
+  capUnknownFunded(max: number): number;
 }
 
 interface RawRow {
@@ -96,15 +99,27 @@ function toRow(r: RawRow): InboxRow {
   };
 }
 
+/** Processed rows are kept this long (the daily prune's horizon). */
+export const INBOX_PRUNE_AFTER_MS = 30 * 24 * 60 * 60 * 1000;
+/** A loan.funded row for a loan never released is kept at most this long. */
+export const UNKNOWN_LOAN_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
+/** And at most this many of them. */
+export const UNKNOWN_LOAN_MAX_ROWS = 50_000;
+
 /** The inbox insert: a redelivered webhook id changes nothing (0 changes = duplicate). */
 export const INBOX_INSERT_SQL = `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
      VALUES (?, ?, ?, ?, ?, ?, 'pending')`;
 
 export type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
 
-/** The parameters of INBOX_INSERT_SQL for one delivery (also bound by the inbox writer thread). */
+/**
+ * The parameters of INBOX_INSERT_SQL for one delivery (also bound by the inbox writer thread). The
+ * payload is stored redacted (redactPayload): whatever the platform puts in a delivery — a full
+ * EIN/SSN, a presigned URL, a key — is kept for 30 days, so it gets the same redaction as every
+ * other stored value. The fields the connector reads (ids, type, times) pass unchanged.
+ */
 export function inboxInsertParams(event: WebhookEvent, receivedAt: number): InboxInsertParams {
-  return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, event.payloadJson ?? JSON.stringify(event.payload)];
+  return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(redactPayload(event.payload))];
 }
 
 export function createWebhookInbox(db: Db): WebhookInbox {
@@ -131,12 +146,22 @@ export function createWebhookInbox(db: Db): WebhookInbox {
   const allFunded = db.prepare<[], RawRow>(
     "SELECT rowid AS seq, * FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'",
   );
+  // A loan.funded row waits for its loan to be released (its funded time goes onto the loan row),
+  // but not for ever: past UNKNOWN_LOAN_RETENTION_MS it goes like any other row.
   const prunable = `status = 'processed' AND received_at < ?
        AND (event_type != 'loan.funded' OR loan_id IS NULL
-            OR loan_id IN (SELECT id FROM loans WHERE funded_at_iso IS NOT NULL))`;
+            OR loan_id IN (SELECT id FROM loans WHERE funded_at_iso IS NOT NULL)
+            OR received_at < ?)`;
   const prune = db.prepare(`DELETE FROM webhook_inbox WHERE ${prunable}`);
   // Rows are stored in arrival order, so the oldest prunable rows are found near the start.
   const pruneSome = db.prepare(`DELETE FROM webhook_inbox WHERE rowid IN (SELECT rowid FROM webhook_inbox WHERE ${prunable} ORDER BY rowid LIMIT ?)`);
+  // Count bound on processed loan.funded rows whose loan the connector does not know: the oldest
+  // beyond `max` go (a flood of signed deliveries for invented loans cannot grow the inbox for ever).
+  const capUnknown = db.prepare(`DELETE FROM webhook_inbox WHERE rowid IN (
+       SELECT rowid FROM webhook_inbox
+        WHERE status = 'processed' AND event_type = 'loan.funded' AND loan_id IS NOT NULL
+          AND loan_id NOT IN (SELECT id FROM loans)
+        ORDER BY rowid DESC LIMIT -1 OFFSET ?)`);
   const fundedTime = (r: RawRow): number => {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
@@ -181,6 +206,11 @@ export function createWebhookInbox(db: Db): WebhookInbox {
       }
       return [...byLoan].map(([loanId, fundedAt]) => ({ loanId, fundedAt })).sort((a, b) => a.fundedAt - b.fundedAt);
     },
-    prune: (beforeMs, limit) => (limit === undefined ? prune.run(beforeMs) : pruneSome.run(beforeMs, limit)).changes,
+    prune: (beforeMs, limit) => {
+      // Rows of loans never released: kept as much longer than others as their retention says.
+      const unknownBefore = beforeMs - (UNKNOWN_LOAN_RETENTION_MS - INBOX_PRUNE_AFTER_MS);
+      return (limit === undefined ? prune.run(beforeMs, unknownBefore) : pruneSome.run(beforeMs, unknownBefore, limit)).changes;
+    },
+    capUnknownFunded: (max) => capUnknown.run(max).changes,
   };
 }

@@ -191,7 +191,11 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): RequestListene
         reject(req, res, 'too_large', r.detail);
       } else if (r.kind === 'aborted') {
         metrics.webhookRejected('bad_request');
-        log.warn({ reason: 'aborted' }, 'webhook delivery aborted by the sender');
+        // Throttled like every rejection: aborted uploads cost the sender nothing to repeat.
+        const suppressed = throttle.admit('aborted', clock.now());
+        if (suppressed !== null) {
+          log.warn({ reason: 'aborted', remote: req.socket.remoteAddress, ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) }, 'webhook delivery aborted by the sender');
+        }
       } else {
         reject(req, res, 'bad_request', r.detail);
       }

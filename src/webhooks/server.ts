@@ -1,7 +1,19 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
 import { withFastPath } from './receiver.js';
+
+/** Limits of a listener that faces the network (the webhook receiver). */
+export interface ListenerLimits {
+  maxConnections: number;
+  maxConnectionsPerClient: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+export function receiverLimits(c: ListenerLimits): ListenerLimits {
+  return { maxConnections: c.maxConnections, maxConnectionsPerClient: c.maxConnectionsPerClient, headersTimeoutMs: c.headersTimeoutMs, requestTimeoutMs: c.requestTimeoutMs };
+}
 
 export interface RunningServer {
   /** e.g. http://127.0.0.1:8080 (the bound port, also when 0 was asked). */
@@ -17,12 +29,22 @@ export interface RunningServer {
  * by `createApp` gets its webhook fast path: `POST /webhooks/platform` goes straight to the lean
  * receiver without entering Express's router (see receiver.ts); everything else goes to the app.
  */
-export async function startHttpServer(app: RequestListener, host: string, port: number): Promise<RunningServer> {
-  const server = createServer(withFastPath(app));
+export async function startHttpServer(app: RequestListener, host: string, port: number, limits?: ListenerLimits): Promise<RunningServer> {
+  // Node checks the header and request timeouts only every connectionsCheckingInterval (30 s by
+  // default): slow clients then lived 54–84 s. Deliveries are small, so the receiver gives a
+  // client seconds, checked every second.
+  const server = createServer(
+    limits === undefined ? {} : { connectionsCheckingInterval: 1_000, headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
+    withFastPath(app),
+  );
   // A little above common proxy idle timeouts, so the proxy closes first.
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 30_000;
+  if (limits === undefined) {
+    server.headersTimeout = 66_000;
+    server.requestTimeout = 30_000;
+  } else {
+    capConnections(server, limits);
+  }
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -48,4 +70,27 @@ export async function startHttpServer(app: RequestListener, host: string, port: 
       });
     },
   };
+}
+
+/**
+ * A cap on open connections, in all and per client address: a few hundred slow sockets from one
+ * address cannot take every connection, so /healthz and the platform's deliveries still get in.
+ */
+function capConnections(server: Server, limits: ListenerLimits): void {
+  server.maxConnections = limits.maxConnections;
+  const perClient = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const addr = socket.remoteAddress ?? 'unknown';
+    const n = (perClient.get(addr) ?? 0) + 1;
+    if (n > limits.maxConnectionsPerClient) {
+      socket.destroy();
+      return;
+    }
+    perClient.set(addr, n);
+    socket.once('close', () => {
+      const left = (perClient.get(addr) ?? 1) - 1;
+      if (left <= 0) perClient.delete(addr);
+      else perClient.set(addr, left);
+    });
+  });
 }

@@ -8,17 +8,17 @@ import type { Db } from '../store/db.js';
 import { createApp } from './app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
 import { createFundedTimeBackfill } from './funded-time.js';
-import { createWebhookInbox, type WebhookInbox } from './inbox.js';
+import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createInboxApplier } from './inbox-apply.js';
 import { createThreadedInbox, type ThreadedInbox } from './inbox-thread.js';
 import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
 import { standardReadinessChecks } from './readiness.js';
-import { startHttpServer, type RunningServer } from './server.js';
+import { receiverLimits, startHttpServer, type RunningServer } from './server.js';
 
 export interface WebhookServiceDeps {
-  config: Pick<Config, 'webhooks' | 'schedule' | 'reports'>;
+  config: Pick<Config, 'webhooks' | 'admin' | 'schedule' | 'reports'>;
   db: Db;
   platform: Pick<PlatformApi, 'health' | 'listWebhookEndpoints'> & { stats?: () => PlatformStats };
   logger: Logger;
@@ -38,6 +38,8 @@ export interface WebhookService {
   readonly endpointWatch: EndpointWatch;
   /** Base URL the receiver is bound to, once started (the platform posts to `${url}/webhooks/platform`). */
   url(): string | null;
+  /** Base URL of the ops listener (/readyz, /metrics, /reports/latest), once started. */
+  adminUrl(): string | null;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** For `createDaemon({ jobs })`: checks our endpoint on `schedule.endpointCheck`. */
@@ -54,7 +56,7 @@ const PRUNE_PAUSE_MS = 20;
  * How long processed deliveries are kept: far longer than any redelivery schedule, so a late
  * duplicate is still recognised. loan.funded rows stay until their time is on a loans row.
  */
-export const INBOX_RETENTION_MS = 30 * DAY_MS;
+export const INBOX_RETENTION_MS = INBOX_PRUNE_AFTER_MS;
 
 function triggerLabel(reason: string): string {
   if (reason.startsWith('webhook')) return 'webhook';
@@ -97,7 +99,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     // A pass holds the inbox thread (deliveries wait behind it): ~50 rows keep that near 2 ms.
     batchSize: PASS_ROWS,
   });
-  const app = createApp({
+  const appDeps = {
     config: deps.config.webhooks,
     inbox,
     logger,
@@ -107,8 +109,12 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     writer,
     readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock } }),
     reportsDir: deps.config.reports.dir,
-  });
+  };
+  // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.
+  const app = createApp({ ...appDeps, surface: 'public' });
+  const adminApp = createApp({ ...appDeps, surface: 'admin' });
   let server: RunningServer | null = null;
+  let adminServer: RunningServer | null = null;
   let firstCheck: Promise<void> = Promise.resolve();
   const stopping = new AbortController();
   const backfill = createFundedTimeBackfill(deps.db, inbox);
@@ -130,6 +136,8 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         if (n < PRUNE_ROWS) break;
         await new Promise((r) => setTimeout(r, PRUNE_PAUSE_MS));
       }
+      const capped = inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
+      if (capped > 0) logger.warn({ rows: capped, max: UNKNOWN_LOAN_MAX_ROWS }, 'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted');
       if (total > 0) logger.info({ rows: total, retentionDays: INBOX_RETENTION_MS / DAY_MS }, 'webhook inbox pruned');
     } catch (err) {
       logger.warn({ err, rows: total }, 'webhook inbox prune failed; will try tomorrow');
@@ -143,6 +151,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     metrics,
     endpointWatch,
     url: () => server?.url ?? null,
+    adminUrl: () => adminServer?.url ?? null,
     async start() {
       if (!deps.db.memory) {
         threaded = createThreadedInbox({
@@ -159,14 +168,18 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       }
       try {
         await processor.start();
-        server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port);
+        server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port, receiverLimits(deps.config.webhooks));
+        adminServer = await startHttpServer(adminApp, deps.config.admin.host, deps.config.admin.port);
       } catch (err) {
+        await server?.close(0);
+        server = null;
         await processor.stop();
         await threaded?.close();
         threaded = null;
         throw err;
       }
       logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secretCount: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
+      logger.info({ url: adminServer.url, pages: ['/healthz', '/readyz', '/metrics', '/reports/latest'] }, 'admin listener (ops pages) listening');
       // Check our endpoint once now rather than only at the first endpointCheck tick (up to 15 min).
       if (deps.config.webhooks.publicUrl) {
         firstCheck = checkEndpoints(deps.platform, deps.config, logger, { watch: endpointWatch, clock, signal: stopping.signal }).then(() => undefined);
@@ -174,8 +187,9 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     },
     async stop() {
       stopping.abort(new Error('webhook service stopping'));
-      await server?.close();
+      await Promise.all([server?.close(), adminServer?.close()]);
       server = null;
+      adminServer = null;
       await pruning;
       await processor.stop();
       await threaded?.close();

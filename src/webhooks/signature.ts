@@ -163,8 +163,10 @@ function hmacHex(opts: VerifierOptions): Verifier {
       if (raw === undefined) return { ok: false, reason: 'missing_headers', detail: 'expected X-Signature' };
       const hex = raw.startsWith('sha256=') ? raw.slice('sha256='.length) : raw;
       if (!/^[0-9a-fA-F]{64}$/.test(hex)) return { ok: false, reason: 'malformed_headers', detail: 'X-Signature is not 64 hex digits' };
-      // The timestamp is optional and not covered by the signature: when present it still bounds
-      // how stale a delivery may be; replays within the window are caught by the inbox id.
+      // Neither X-Timestamp nor X-Webhook-Id is covered by the signature: the timestamp, when
+      // present, still bounds how stale a delivery may be, but the delivery id must come from
+      // signed material (the payload's id, else a hash of the signed body: event.ts), or one
+      // captured delivery replayed with fresh X-Webhook-Id values makes a new inbox row each time.
       let tsMs: number | null = null;
       const ts = header(headers, HEX_TIMESTAMP_HEADER);
       if (ts !== undefined) {
@@ -178,7 +180,7 @@ function hmacHex(opts: VerifierOptions): Verifier {
       const offered = Buffer.from(hex, 'hex');
       for (const key of keys) {
         if (sameBytes(offered, createHmac('sha256', key).update(rawBody).digest())) {
-          return { ok: true, webhookId: header(headers, HEX_ID_HEADER) ?? null, timestampMs: tsMs };
+          return { ok: true, webhookId: null, timestampMs: tsMs };
         }
       }
       return { ok: false, reason: 'bad_signature', detail: 'no signature matched any configured secret' };

@@ -23,6 +23,8 @@ export async function startWebhookService(opts: {
   logger?: Logger;
   requestCycle?: (reason: string) => void;
   build?: 'src' | 'dist';
+  /** Adjusts the loaded config before the service is built (limits, ports). */
+  configure?: (config: ReturnType<typeof ConfigModule.loadConfig>) => void;
 }): Promise<WebhookService> {
   const base = opts.build === 'dist' ? '../../dist' : '../../src';
   const [{ createWebhookService }, { loadConfig }, { silentLogger }] = (await Promise.all([
@@ -34,10 +36,12 @@ export async function startWebhookService(opts: {
   config.webhooks.port = 0;
   config.webhooks.debounceMs = opts.debounceMs ?? 0;
   config.reports.dir = join(opts.dir, 'reports');
+  config.admin.port = 0;
+  opts.configure?.(config);
   const svc = createWebhookService({
     config,
     db: opts.db,
-    platform: { health: () => ({ lastSuccessAt: Date.now(), strikes: 0 }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
+    platform: { health: () => ({ lastSuccessAt: Date.now(), strikes24h: 0, writesStopped: false, stopped: false }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
     logger: opts.logger ?? silentLogger(),
     requestCycle: opts.requestCycle ?? (() => undefined),
   });

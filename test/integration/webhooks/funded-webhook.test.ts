@@ -43,6 +43,8 @@ function configYaml(sb: RunningSandbox, dir: string, port: number, secrets: stri
     `  publicUrl: http://127.0.0.1:${port}/webhooks/platform`,
     `  secrets: [${secrets.map((s) => JSON.stringify(s)).join(', ')}]`,
     '  debounceMs: 0',
+    // The ops pages on their own listener (any free port).
+    'admin: { host: 127.0.0.1, port: 0 }',
     // Far away: only the startup cycle and the webhook may run a cycle in this test.
     "schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *' }",
     `reports: { dir: ${join(dir, 'reports')} }`,
@@ -96,6 +98,12 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     // The same plugin `run` uses.
     const ctx = createCliContext({ env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal });
     const plugin = await webhooksDaemonPlugin(rt, { triggerCycle: (r) => daemonRef?.triggerCycle(r) }, ctx);
+    const adminUrlOf = (): string => {
+      const svc = (plugin.services ?? []).find((x) => 'adminUrl' in x) as { adminUrl(): string | null } | undefined;
+      const url = svc?.adminUrl();
+      if (!url) throw new Error('the webhook service has no admin listener');
+      return url;
+    };
     const cycles: CycleSummary[] = [];
     const waiters: Array<() => void> = [];
     const daemon = createBoardingDaemon(rt, {
@@ -143,12 +151,16 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     const sandboxView = (await (await fetch(`${sb.adminUrl}/loans/${target.id}`)).json()) as { boarding?: { boarded?: boolean } };
     expect(JSON.stringify(sandboxView)).toContain('"boarded":true');
 
-    // 4. Metrics and readiness of the running service.
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    // 4. Metrics and readiness of the running service, on the admin listener only.
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+    const adminUrl = adminUrlOf();
+    const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
     expect(metrics).toMatch(/boarding_webhooks_received_total\{outcome="accepted",event_type="loan.funded"\} 1/);
     expect(metrics).toMatch(/boarding_cycle_duration_seconds_count\{outcome="ok",trigger="webhook"\} [1-9]/);
     expect(metrics).toMatch(/boarding_loans\{state="acknowledged"\} 1/);
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    const ready = await fetch(`${adminUrl}/readyz`);
     expect(ready.status).toBe(200);
   });
 });

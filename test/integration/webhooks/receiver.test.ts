@@ -1,4 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import fc from 'fast-check';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
@@ -35,7 +37,7 @@ afterEach(async () => {
 });
 
 async function startReceiver(
-  opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number; scheme?: 'standard' | 'stripe'; expressOnly?: boolean } = {},
+  opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number; scheme?: 'standard' | 'stripe' | 'hmac-sha256-hex'; expressOnly?: boolean } = {},
 ): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
@@ -298,5 +300,116 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const res = await fetch(`${r.url}/reports/latest`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('<h1>report 20</h1>');
+  });
+
+  it('hmac-sha256-hex: one captured delivery replayed with fresh X-Webhook-Id values is stored once (regression: 3,000 rows)', async () => {
+    const secret = 'hex-secret';
+    const r = await startReceiver({ scheme: 'hmac-sha256-hex', secrets: [secret] });
+    const body = JSON.stringify(funded('L9'));
+    const sig = createHmac('sha256', secret).update(body).digest('hex');
+    for (let i = 0; i < 50; i++) {
+      const res = await post(r.url, { body, headers: { 'content-type': 'application/json', 'x-signature': sig, 'x-webhook-id': `replay-${i}` } });
+      expect(res.status).toBe(200);
+    }
+    expect(r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all()).toEqual([{ id: 'evt:evt_L9' }]);
+    // Without a payload id, the signed body's hash names the delivery.
+    const anon = JSON.stringify({ type: 'loan.funded', data: { loanId: 'L10' } });
+    const anonSig = createHmac('sha256', secret).update(anon).digest('hex');
+    for (let i = 0; i < 5; i++) await post(r.url, { body: anon, headers: { 'content-type': 'application/json', 'x-signature': anonSig, 'x-webhook-id': `x-${i}` } });
+    expect(r.db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox WHERE loan_id = 'L10'").get()).toEqual({ n: 1 });
+  });
+
+  it('stores a redacted payload: no full tax id, presigned query or key reaches webhook_inbox (regression: stored verbatim)', async () => {
+    const r = await startReceiver();
+    const payload = {
+      id: 'evt_pii',
+      type: 'loan.funded',
+      createdAt: new Date().toISOString(),
+      data: { loanId: 'L11', business: { ein: '12-3456789', taxId: 123456789 }, person: { ssn: '123-45-6789' }, apiKey: 'pk_live_secretvalue', url: 'https://blob.example/doc.pdf?X-Amz-Signature=abcdef&X-Amz-Credential=zzz' },
+    };
+    expect((await post(r.url, signed(payload, { id: 'msg_pii' }))).status).toBe(200);
+    await r.processor.drain();
+    const stored = (r.db.prepare("SELECT payload FROM webhook_inbox WHERE webhook_id = 'msg_pii'").get() as { payload: string }).payload;
+    expect(stored).not.toMatch(/3456789|45-6789|123456789|secretvalue|X-Amz-Signature=abcdef|zzz/);
+    expect(JSON.parse(stored)).toMatchObject({ id: 'evt_pii', type: 'loan.funded', data: { loanId: 'L11' } });
+    expect(r.inbox.get('msg_pii')).toMatchObject({ status: 'processed', loanId: 'L11' });
+  });
+
+  it('loan.funded rows of loans never released are bounded by age and by count', async () => {
+    const r = await startReceiver();
+    const day = 24 * 60 * 60 * 1000;
+    const now = Date.now();
+    const ins = r.db.prepare("INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status) VALUES (?, 'loan.funded', ?, ?, ?, '{}', 'processed')");
+    ins.run('old-unknown', 'UNKNOWN_1', now - 200 * day, now - 200 * day);
+    ins.run('recent-unknown', 'UNKNOWN_2', now - 40 * day, now - 40 * day);
+    for (let i = 0; i < 5; i++) ins.run(`flood-${i}`, `FLOOD_${i}`, now - i, now - 1000 + i);
+    expect(r.inbox.prune(now - 30 * day)).toBe(1); // only the one past the unknown-loan retention
+    expect(r.inbox.capUnknownFunded(3)).toBe(3); // 6 left, the oldest 3 beyond the bound go
+    const left = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox ORDER BY rowid').all() as Array<{ id: string }>).map((x) => x.id);
+    expect(left).toEqual(['flood-2', 'flood-3', 'flood-4']);
+  });
+
+  it('fuzz (bounded, seeded): malformed, oversize, compressed, forged, replayed and aborted deliveries → no 5xx, one row per signed delivery, bounded logs', async () => {
+    const r = await startReceiver({ maxBodyBytes: 4096 });
+    const port = Number(new URL(r.url).port);
+    type Case =
+      | { kind: 'signed'; id: number; gzip: boolean; replays: number }
+      | { kind: 'forged'; body: string }
+      | { kind: 'garbage'; body: string; signed: boolean }
+      | { kind: 'oversize'; bytes: number }
+      | { kind: 'aborted'; bytes: number };
+    const arb: fc.Arbitrary<Case> = fc.oneof(
+      fc.record({ kind: fc.constant('signed' as const), id: fc.integer({ min: 0, max: 30 }), gzip: fc.boolean(), replays: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({ kind: fc.constant('forged' as const), body: fc.json() }),
+      fc.record({ kind: fc.constant('garbage' as const), body: fc.string({ maxLength: 200 }), signed: fc.boolean() }),
+      fc.record({ kind: fc.constant('oversize' as const), bytes: fc.integer({ min: 4097, max: 20_000 }) }),
+      fc.record({ kind: fc.constant('aborted' as const), bytes: fc.integer({ min: 1, max: 2000 }) }),
+    );
+    const cases = fc.sample(arb, { seed: 20261125, numRuns: 160 });
+    const statuses: number[] = [];
+    const signedIds = new Set<string>();
+    for (const c of cases) {
+      if (c.kind === 'signed') {
+        const id = `msg_fuzz_${c.id}`;
+        signedIds.add(id);
+        const d = signed({ id: `evt_fuzz_${c.id}`, type: 'loan.funded', createdAt: new Date().toISOString(), data: { loanId: `LF${c.id}` } }, { id });
+        for (let k = 0; k <= c.replays; k++) {
+          const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: c.gzip ? { ...d.headers, 'content-encoding': 'gzip' } : d.headers, body: c.gzip ? gzipSync(d.body) : d.body });
+          statuses.push(res.status);
+          await res.text();
+        }
+      } else if (c.kind === 'forged') {
+        const d = signed(c.body, { secret: secretOld }); // a secret this receiver does not hold
+        statuses.push((await post(r.url, d)).status);
+      } else if (c.kind === 'garbage') {
+        const d = c.signed ? signed(c.body) : { headers: { 'content-type': 'application/json' }, body: c.body };
+        statuses.push((await post(r.url, d)).status);
+      } else if (c.kind === 'oversize') {
+        statuses.push((await post(r.url, signed('x'.repeat(c.bytes)))).status);
+      } else {
+        // Announce a body, send part of it, and hang up.
+        await new Promise<void>((resolve) => {
+          const sock = connect(port, '127.0.0.1', () => {
+            sock.write(`POST ${WEBHOOK_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${c.bytes + 10}\r\n\r\n${'a'.repeat(c.bytes)}`);
+            setTimeout(() => sock.destroy(), 5);
+          });
+          sock.on('error', () => undefined);
+          sock.on('close', () => resolve());
+        });
+      }
+    }
+    await r.processor.drain();
+    expect(statuses.filter((x) => x >= 500)).toEqual([]);
+    expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
+    const rows = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all() as Array<{ id: string }>).map((x) => x.id).sort();
+    expect(rows).toEqual([...signedIds].sort());
+    // At most 20 lines per reason and minute: the flood does not reach the log line by line.
+    const warnLines = r.logs.filter((l) => l.includes('"level":40'));
+    const byReason = new Map<string, number>();
+    for (const l of warnLines) {
+      const reason = (JSON.parse(l) as { reason?: string }).reason ?? 'other';
+      byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+    }
+    for (const [reason, n] of byReason) expect(n, reason).toBeLessThanOrEqual(20);
   });
 });

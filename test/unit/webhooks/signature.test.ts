@@ -103,9 +103,10 @@ describe('hmac-sha256-hex verifier', () => {
 
   it('accepts a hex HMAC of the body, with or without sha256= prefix and timestamp', () => {
     expect(verifier.verify({ 'x-signature': hex }, body, now)).toEqual({ ok: true, webhookId: null, timestampMs: null });
+    // X-Webhook-Id is not signed: it never names the delivery (regression: replays with new ids).
     expect(verifier.verify({ 'x-signature': `sha256=${hex}`, 'x-timestamp': String(now / 1000), 'x-webhook-id': 'd1' }, body, now)).toEqual({
       ok: true,
-      webhookId: 'd1',
+      webhookId: null,
       timestampMs: now,
     });
   });

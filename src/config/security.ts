@@ -1,0 +1,66 @@
+import type { Config } from './schema.js';
+
+/** The URL keys whose transport the connector checks; each carries a secret or loan data. */
+function urlKeys(config: Config): Array<[key: string, url: string]> {
+  const out: Array<[string, string]> = [['platform.baseUrl', config.platform.baseUrl]];
+  if (config.core.http) out.push(['core.http.baseUrl', config.core.http.baseUrl]);
+  if (config.webhooks.publicUrl !== undefined) out.push(['webhooks.publicUrl', config.webhooks.publicUrl]);
+  return out;
+}
+
+/**
+ * Transport rules (secure by default in production, design.md round 2):
+ * - anywhere: no credentials or query string in a URL key — they end up in logs, in `config check`
+ *   output and in proxies' access logs; credentials have their own keys (or the environment);
+ * - production: https only for the platform, the core and the public webhook URL, since the API
+ *   key and the core's Basic credentials would otherwise cross the network in clear, and
+ *   `core.http.insecureTls` is refused (a certificate nobody verifies is no TLS).
+ * Returns the problems, each naming its key; empty when the config may run.
+ */
+export function transportProblems(config: Config): string[] {
+  const problems: string[] = [];
+  const production = config.platform.environment === 'production';
+  for (const [key, raw] of urlKeys(config)) {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      continue; // the schema already named it
+    }
+    if (url.username !== '' || url.password !== '') {
+      problems.push(`${key}: a URL must not carry credentials (user:password@); use the key's own setting or the environment (e.g. BOARDING_CORE_PASSWORD)`);
+    }
+    if (url.search !== '') problems.push(`${key}: a URL must not carry a query string (${url.search.length} characters after "?"); give the base URL only`);
+    if (production && url.protocol !== 'https:') {
+      problems.push(`${key}: expected an https:// URL with platform.environment: production, got ${url.protocol}//${url.host} (secrets and loan data would cross the network in clear)`);
+    }
+  }
+  if (production && config.core.http?.insecureTls === true) {
+    problems.push('core.http.insecureTls: refused with platform.environment: production (the core\'s certificate must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)');
+  }
+  return problems;
+}
+
+/** Risky settings allowed outside production: said once at start. */
+export function transportWarnings(config: Config): string[] {
+  const warnings: string[] = [];
+  if (config.core.http?.insecureTls === true) {
+    warnings.push(`core.http.insecureTls: true — the core's TLS certificate is not verified (allowed only because platform.environment is ${config.platform.environment})`);
+  }
+  return warnings;
+}
+
+/** A URL as it may be shown: credentials and query string hidden. */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.username !== '' || url.password !== '') {
+      url.username = url.username === '' ? '' : '(hidden)';
+      url.password = url.password === '' ? '' : '(hidden)';
+    }
+    if (url.search !== '') url.search = '?(hidden)';
+    return url.toString();
+  } catch {
+    return raw;
+  }
+}

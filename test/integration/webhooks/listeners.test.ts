@@ -1,0 +1,78 @@
+import { mkdtempSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../../src/store/db.js';
+import type { WebhookService } from '../../../src/webhooks/service.js';
+import { startWebhookService } from '../../support/webhook-service.js';
+
+const secret = `whsec_${randomBytes(24).toString('base64')}`;
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function start(configure?: Parameters<typeof startWebhookService>[0]['configure']): Promise<WebhookService> {
+  const dir = mkdtempSync(join(tmpdir(), 'listeners-'));
+  const db = openDatabase(join(dir, 'state.sqlite'));
+  const svc = await startWebhookService({ db, dir, secret, ...(configure ? { configure } : {}) });
+  cleanups.push(async () => {
+    await svc.stop();
+    db.close();
+  });
+  return svc;
+}
+
+describe('the listeners', () => {
+  it('ops pages are served on the admin listener only (regression: /metrics, /readyz, /reports/latest on the public one)', async () => {
+    const svc = await start();
+    const pub = svc.url()!;
+    const admin = svc.adminUrl()!;
+    expect(admin).not.toBe(pub);
+    for (const path of ['/metrics', '/readyz', '/reports/latest']) expect((await fetch(`${pub}${path}`)).status).toBe(404);
+    expect((await fetch(`${pub}/healthz`)).status).toBe(200);
+    const m = await fetch(`${admin}/metrics`);
+    expect(m.status, await m.clone().text()).toBe(200);
+    expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+    expect((await fetch(`${admin}/webhooks/platform`, { method: 'POST', body: '{}' })).status).toBe(404);
+  });
+
+  it('slow clients: capped per address, dropped after the header timeout, and /healthz keeps answering', async () => {
+    const svc = await start((c) => {
+      c.webhooks.maxConnectionsPerClient = 20;
+      c.webhooks.headersTimeoutMs = 1000;
+      c.webhooks.requestTimeoutMs = 2000;
+    });
+    const { port } = new URL(svc.url()!);
+    const sockets: Socket[] = [];
+    const closedAt: number[] = [];
+    const t0 = Date.now();
+    // 60 slowloris sockets from another loopback address, each dribbling a header line.
+    for (let i = 0; i < 60; i++) {
+      const s = connect({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.2' });
+      s.on('error', () => undefined);
+      s.on('close', () => closedAt.push(Date.now() - t0));
+      s.on('connect', () => s.write('POST /webhooks/platform HTTP/1.1\r\nHost: x\r\n'));
+      sockets.push(s);
+    }
+    const drip = setInterval(() => {
+      for (const s of sockets) if (!s.destroyed) s.write('X-a: b\r\n');
+    }, 300);
+    cleanups.push(() => {
+      clearInterval(drip);
+      for (const s of sockets) s.destroy();
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    // Beyond the per-address cap the connections are refused at once.
+    expect(closedAt.length).toBeGreaterThanOrEqual(40);
+    const started = Date.now();
+    const health = await fetch(`${svc.url()}/healthz`);
+    expect(health.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(1000);
+    // The 20 admitted ones are dropped once the header timeout passes (checked every second).
+    await expect.poll(() => closedAt.length, { timeout: 5000, interval: 100 }).toBe(60);
+    expect(Math.max(...closedAt)).toBeLessThan(4000);
+  });
+});
