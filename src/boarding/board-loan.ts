@@ -66,6 +66,7 @@ function isAlreadyBoarded(err: unknown): err is PlatformError {
 }
 
 function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
+  if (issues.some((i) => i.code === 'contradictory')) return 'contradictory';
   if (issues.some((i) => i.code === 'tin_incomplete')) return 'tin_incomplete';
   if (issues.some((i) => i.code === 'validation')) return 'validation';
   return 'mapping';
@@ -164,11 +165,18 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       log.warn({ reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion }, 'loan quarantined: mapping failed');
       return { kind: 'quarantined', loanId: row.id, reason, message };
     }
+    const warnings = outcome.warnings ?? [];
+    if (warnings.length > 0) {
+      // Boarded with review items: each kept in the loan's history (loans show, loans list
+      // --warnings, /metrics, the reconciliation report's review section).
+      loans.recordEvent(row.id, { kind: 'warning', reason: `${warnings.length} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })) } }, clock.now());
+      log.info({ warnings: warnings.length, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
+    }
     transition(att, row.id, {
       to: 'mapped',
       expectedFrom: 'fetched',
-      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length },
-      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now() },
+      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(warnings.length > 0 ? { warnings: warnings.length } : {}) },
+      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: warnings.length },
     });
     const receipt = await core.board(
       {

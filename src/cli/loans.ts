@@ -52,30 +52,36 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .description('list loans with their boarding state')
     .option('--state <state>', `only loans in this state (${LOAN_STATES.join(', ')})`)
     .option('--limit <n>', 'at most this many (newest first)')
+    .option('--warnings', 'only loans that mapped with review items (boarded with warnings)')
     .option('--json', 'print JSON (one array)')
-    .action((opts: { state?: string; limit?: string; json?: boolean }) => {
+    .action((opts: { state?: string; limit?: string; warnings?: boolean; json?: boolean }) => {
       if (opts.state !== undefined && !isLoanState(opts.state)) {
         throw new UsageError(`--state: expected one of ${LOAN_STATES.join(', ')}, got ${JSON.stringify(opts.state)}`);
       }
       const limit = opts.limit === undefined ? undefined : Number(opts.limit);
       if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError(`--limit: expected a whole number ≥ 1, got ${JSON.stringify(opts.limit)}`);
       const store = openStore(ctx);
-      const rows = store.loans.list({ ...(opts.state !== undefined && isLoanState(opts.state) ? { state: opts.state } : {}), ...(limit ? { limit } : {}) });
+      const rows = store.loans.list({
+        ...(opts.state !== undefined && isLoanState(opts.state) ? { state: opts.state } : {}),
+        ...(limit ? { limit } : {}),
+        ...(opts.warnings === true ? { withReviewItems: true } : {}),
+      });
       if (opts.json === true) {
         out(ctx, JSON.stringify(rows.map(view)));
         return;
       }
       if (rows.length === 0) {
-        out(ctx, opts.state ? `no loans in state ${opts.state}` : 'no loans yet (run `sync --once`)');
+        out(ctx, opts.warnings ? 'no loans with review items' : opts.state ? `no loans in state ${opts.state}` : 'no loans yet (run `sync --once`)');
         return;
       }
-      const table = [['ID', 'LOAN NUMBER', 'STATE', 'REASON', 'ATTEMPTS', 'NEXT ATTEMPT', 'CORE REF', 'LAST ERROR']];
+      const table = [['ID', 'LOAN NUMBER', 'STATE', 'REASON', 'REVIEW', 'ATTEMPTS', 'NEXT ATTEMPT', 'CORE REF', 'LAST ERROR']];
       for (const r of rows) {
         table.push([
           r.id,
           r.loanNumber ?? '',
           r.state,
           r.quarantineReason ?? '',
+          r.reviewItems > 0 ? String(r.reviewItems) : '',
           String(r.attempts),
           iso(r.nextAttemptAt),
           r.coreReference ?? '',
@@ -113,6 +119,12 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         `  payload hash:    ${row.payloadHash ?? ''}`,
       ];
       if (row.lastErrorCode) lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
+      const lastReview = [...events].reverse().find((e) => e.kind === 'warning');
+      if (row.reviewItems > 0 && lastReview) {
+        lines.push('', `review items (boarded with warnings, ${iso(lastReview.at)}):`);
+        const items = ((lastReview.detail as { warnings?: Array<{ code: string; field: string; message: string; at: string }> } | null)?.warnings ?? []);
+        for (const w of items) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
+      }
       lines.push('', 'idempotency keys:');
       if (keys.length === 0) lines.push('  (none)');
       for (const k of keys) lines.push(`  ${k.key}  ${k.operation}  created ${iso(k.createdAt)}  ${k.completedAt !== null ? `completed ${iso(k.completedAt)} (${k.status ?? ''})` : 'not completed'}`);

@@ -58,6 +58,9 @@ export interface CompiledField {
   readonly name: string;
   readonly expr: CompiledExpression;
   readonly check: FieldCheck;
+  /** What a failure means: warn (leave out / fallback, a review item) or quarantine the loan. */
+  readonly onError: 'warn' | 'quarantine';
+  readonly fallback?: string | number | boolean;
 }
 
 export interface CompiledTarget {
@@ -150,7 +153,7 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
     const fallback = spec.default === undefined ? undefined : asText(spec.default);
     if ('values' in spec) {
       const values = new Map(Object.entries(spec.values).map(([k, v]) => [k, asText(v)]));
-      lookups.set(name, { name, values, fallback, file: MAIN_FILE });
+      lookups.set(name, { name, values, fallback, file: MAIN_FILE, ...(spec.warnOnDefault === true ? { warnOnDefault: true } : {}) });
       continue;
     }
     const csvText = read(spec.csv);
@@ -227,7 +230,12 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
       } catch (err) {
         problems.push({ file: MAIN_FILE, ...src.posOf(fpath), message: `${fpath.join('.')}: ${err instanceof Error ? err.message : String(err)}` });
       }
-      if (expr && check) fields.push({ name: fname, expr, check });
+      if (expr && check) {
+        const obj = typeof spec === 'string' ? undefined : spec;
+        // An optional field never quarantines a loan unless the bank says so.
+        const onError = obj?.onError ?? (check.required ? 'quarantine' : 'warn');
+        fields.push({ name: fname, expr, check, onError, ...(obj?.fallback !== undefined ? { fallback: obj.fallback } : {}) });
+      }
     }
     if (externalId) targets.push({ name, type: t.type ?? name, forEach, lets, checks, externalId, fields });
   }

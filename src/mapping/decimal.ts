@@ -51,16 +51,21 @@ export function formatScaled(units: bigint, exponent: number, scale: number, wha
 }
 
 /** 125000050 → "1250000.50" (scale 2 by default). */
-export function centsToDecimal(cents: unknown, scale?: unknown): string {
+// Nothing in → nothing out (like $date): a null or absent optional amount leaves the field out;
+// a required field then says it is missing.
+export function centsToDecimal(cents: unknown, scale?: unknown): string | undefined {
+  if (cents === undefined || cents === null) return undefined;
   return formatScaled(toBigIntExact(cents, 'amount in cents'), 2, scaleArg(scale, 2, 1), 'amount');
 }
 
 /** 725 → "7.25" (percent, scale 2 by default). */
-export function bpsToPercent(bps: unknown, scale?: unknown): string {
+export function bpsToPercent(bps: unknown, scale?: unknown): string | undefined {
+  if (bps === undefined || bps === null) return undefined;
   return formatScaled(toBigIntExact(bps, 'rate in basis points'), 2, scaleArg(scale, 2, 1), 'rate');
 }
 
 /** 725 → "0.0725" (fraction, scale 4 by default). */
-export function bpsToRate(bps: unknown, scale?: unknown): string {
+export function bpsToRate(bps: unknown, scale?: unknown): string | undefined {
+  if (bps === undefined || bps === null) return undefined;
   return formatScaled(toBigIntExact(bps, 'rate in basis points'), 4, scaleArg(scale, 4, 1), 'rate');
 }

@@ -2,7 +2,7 @@ import type { CompiledExpression, CompiledMapping } from './compile.js';
 import { MAIN_FILE } from './compile.js';
 import { checkField } from './fieldSchema.js';
 import { FALLBACK } from './fast.js';
-import { HelperIssue, describe, redactTins } from './issue.js';
+import { HelperIssue, REVIEW_BINDING, describe, redactTins } from './issue.js';
 import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
 
 /** Past this many issues a loan's report stops growing: the first ones say what is wrong. */
@@ -47,6 +47,19 @@ function toPlain(v: unknown, at: string): unknown {
     const p = toPlain(x, `${at}.${k}`);
     if (p !== undefined) out[k] = p;
   }
+  return out;
+}
+
+/**
+ * Null ≡ absent for every platform field: keys whose value is null are dropped and nulls in lists
+ * removed, once, before any expression sees the input. (JSONata's `$exists(null)` is true and
+ * helpers would otherwise treat `naics: null` and an absent `naics` differently.)
+ */
+export function withoutNulls(v: unknown, depth = 0): unknown {
+  if (v === null || typeof v !== 'object' || depth > 32) return v;
+  if (Array.isArray(v)) return v.filter((x) => x !== null).map((x) => withoutNulls(x, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) if (x !== null) out[k] = withoutNulls(x, depth + 1);
   return out;
 }
 
@@ -123,11 +136,26 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
     return issue;
   };
 
-  async function mapInput(input: MappingInput): Promise<MappingOutcome> {
+  async function mapInput(raw: MappingInput): Promise<MappingOutcome> {
     const issues: MappingIssue[] = [];
+    const warnings: MappingIssue[] = [];
+    const warned = new Set<string>();
     const records: MappedRecord[] = [];
     const seen = new Set<string>();
+    const input = withoutNulls(raw) as MappingInput;
     const loan = (input as { loan?: unknown }).loan;
+    // Review items helpers report while an expression runs; attributed to it once it returns.
+    let reported: Array<{ code: MappingIssueCode; message: string }> = [];
+    const warn = (ce: CompiledExpression | undefined, where: Where, code: MappingIssueCode, message: string, inputPath?: string): void => {
+      const key = `${code}\u0000${message}`;
+      if (warned.has(key)) return; // one review item per fact, whichever field met it first
+      warned.add(key);
+      warnings.push(issueAt(ce, where, new Failure(code, message, null, inputPath)));
+    };
+    const settle = (ce: CompiledExpression | undefined, where: Where): void => {
+      for (const r of reported) warn(ce, where, r.code, r.message, ce?.info.firstPath);
+      reported = [];
+    };
     if (loan === null || typeof loan !== 'object') {
       return { ok: false, mappingVersion: version, issues: [{ code: 'validation', file: MAIN_FILE, line: 1, column: 1, target: '(input)', field: 'loan', message: 'the input has no loan' }] };
     }
@@ -141,6 +169,9 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
       root: input,
       defaults: (productId !== undefined && defaultsFor.get(productId)) || baseDefaults,
       index: 0,
+      [REVIEW_BINDING]: (code: MappingIssueCode, message: string) => {
+        reported.push({ code, message: redactTins(message) });
+      },
     };
     const root = { loan, entities: bindings['entities'], documents: bindings['documents'] };
 
@@ -184,7 +215,9 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
             let v = run(l.expr, item, b);
             if (v instanceof Promise) v = await v;
             b[l.name] = toPlain(v, l.name);
+            settle(l.expr, { target: target.name, field: `$${l.name}`, itemPath });
           } catch (err) {
+            reported = [];
             failedLets.add(l.name);
             issues.push(issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)));
           }
@@ -195,8 +228,10 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
           try {
             let v = run(c.expr, item, b);
             if (v instanceof Promise) v = await v;
+            settle(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath });
             if (v === false) throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
           } catch (err) {
+            reported = [];
             issues.push(issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)));
           }
         }
@@ -204,6 +239,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
         try {
           let v = run(target.externalId, item, b);
           if (v instanceof Promise) v = await v;
+          settle(target.externalId, { target: target.name, field: 'externalId', itemPath });
           if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v))) externalId = String(v);
           else throw new Failure('validation', `externalId must be a non-empty string, got ${describe(v)}`, null, target.externalId.info.firstPath);
         } catch (err) {
@@ -215,14 +251,31 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
           if (skip(ce)) continue;
           const where: Where = { target: target.name, field: field.name, itemPath };
           try {
-            let raw = run(ce, item, b);
-            if (raw instanceof Promise) raw = await raw;
-            const value = toPlain(raw, field.name);
+            let out = run(ce, item, b);
+            if (out instanceof Promise) out = await out;
+            const value = toPlain(out, field.name);
             const problem = checkField(value, field.check);
             if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
+            settle(ce, where);
             if (value !== undefined && value !== null) fields[field.name] = value;
           } catch (err) {
-            issues.push(issueAt(ce, where, asFailure(err)));
+            reported = [];
+            const f = asFailure(err);
+            // Contradictory data always stops the loan; otherwise the field says what a failure means.
+            if (f.code === 'contradictory' || field.onError === 'quarantine') {
+              if (field.fallback === undefined || f.code === 'contradictory') {
+                issues.push(issueAt(ce, where, f));
+                continue;
+              }
+            }
+            if (field.fallback !== undefined) {
+              fields[field.name] = field.fallback;
+              warn(ce, where, 'optional_field', `${f.message}; used the fallback ${describe(field.fallback)}`, f.inputPath);
+            } else if (field.check.required) {
+              issues.push(issueAt(ce, where, f));
+            } else {
+              warn(ce, where, 'optional_field', `${f.message}; left out`, f.inputPath);
+            }
           }
         }
         if (externalId === undefined) continue;
@@ -236,7 +289,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
       }
     }
     if (issues.length > 0) return { ok: false, mappingVersion: version, issues: issues.slice(0, MAX_ISSUES) };
-    return { ok: true, mappingVersion: version, records };
+    return { ok: true, mappingVersion: version, records, warnings: warnings.slice(0, MAX_ISSUES) };
   }
 
   return {

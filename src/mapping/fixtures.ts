@@ -50,7 +50,12 @@ const expectedIssueSchema = z.looseObject({
   inputPath: z.string().optional(),
 });
 const expectedSchema = z.union([
-  z.strictObject({ description: z.string().optional(), records: z.array(z.looseObject({ type: z.string(), externalId: z.string(), fields: z.record(z.string(), z.unknown()) })) }),
+  z.strictObject({
+    description: z.string().optional(),
+    records: z.array(z.looseObject({ type: z.string(), externalId: z.string(), fields: z.record(z.string(), z.unknown()) })),
+    // The review items the loan boards with (board with warnings); absent means none.
+    warnings: z.array(expectedIssueSchema).optional(),
+  }),
   z.strictObject({ description: z.string().optional(), issues: z.array(expectedIssueSchema).min(1) }),
 ]);
 
@@ -79,14 +84,18 @@ export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions
   const mapper = await mapperFor(options);
   const mappingInput: MappingInput = { loan: input.data.loan, entities: input.data.entities, documents: input.data.documents };
   const outcome = await mapper.map(mappingInput);
-  const diffs = 'records' in expected.data ? diffRecords(expected.data.records, outcome) : diffIssues(expected.data.issues, outcome);
+  const diffs =
+    'records' in expected.data
+      ? [...diffRecords(expected.data.records, outcome), ...(outcome.ok ? diffWarnings(expected.data.warnings ?? [], outcome.warnings ?? []) : [])]
+      : diffIssues(expected.data.issues, outcome);
   return { name: c.name, ok: diffs.length === 0, diffs, outcome };
 }
 
 /** What `mappings test --update` writes: the outcome in expected.json form. */
 export function expectedFromOutcome(outcome: MappingOutcome): unknown {
-  if (outcome.ok) return { records: outcome.records };
-  return { issues: outcome.issues.map((i) => ({ code: i.code, target: i.target, field: i.field, message: i.message, ...(i.inputPath ? { inputPath: i.inputPath } : {}) })) };
+  const brief = (i: MappingIssue) => ({ code: i.code, target: i.target, field: i.field, message: i.message, ...(i.inputPath ? { inputPath: i.inputPath } : {}) });
+  if (outcome.ok) return { records: outcome.records, ...(outcome.warnings?.length ? { warnings: outcome.warnings.map(brief) } : {}) };
+  return { issues: outcome.issues.map(brief) };
 }
 
 const show = (v: unknown): string => (v === undefined ? '(absent)' : JSON.stringify(v));
@@ -135,13 +144,22 @@ function issueMatches(e: Record<string, unknown>, a: MappingIssue): boolean {
 
 export function diffIssues(expected: Array<Record<string, unknown>>, outcome: MappingOutcome): string[] {
   if (outcome.ok) return [`expected ${expected.length} issue(s), got ${outcome.records.length} record(s)`];
+  return diffIssueLists(expected, outcome.issues, 'issue');
+}
+
+/** A fixture that boards also says which review items it boards with. */
+export function diffWarnings(expected: Array<Record<string, unknown>>, actual: readonly MappingIssue[]): string[] {
+  return diffIssueLists(expected, actual, 'warning');
+}
+
+function diffIssueLists(expected: Array<Record<string, unknown>>, actual: readonly MappingIssue[], what: string): string[] {
   const out: string[] = [];
-  const left = [...outcome.issues];
+  const left = [...actual];
   for (const e of expected) {
     const i = left.findIndex((a) => issueMatches(e, a));
-    if (i < 0) out.push(`expected issue not raised: ${JSON.stringify(e)}`);
+    if (i < 0) out.push(`expected ${what} not raised: ${JSON.stringify(e)}`);
     else left.splice(i, 1);
   }
-  for (const a of left) out.push(`unexpected issue: ${a.code} ${a.target}.${a.field}: ${a.message}`);
+  for (const a of left) out.push(`unexpected ${what}: ${a.code} ${a.target}.${a.field}: ${a.message}`);
   return out;
 }

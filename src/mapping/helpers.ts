@@ -3,8 +3,9 @@ import { bankDate } from './calendar.js';
 import { bpsToPercent, bpsToRate, centsToDecimal } from './decimal.js';
 import type { FrequencyTable } from './frequency.js';
 import { lookupValue, type LookupTables } from './lookups.js';
-import { borrowerOf, kindOf, partiesOf, roleOf } from './parties.js';
+import { borrowerVerdict, kindOf, partiesOf, roleOf, type BorrowerVerdict } from './parties.js';
 import { hasFullTin, last4, tin, tinType } from './tin.js';
+import { HelperIssue, describe, review } from './issue.js';
 
 export interface HelperContext {
   timeZone: string;
@@ -21,9 +22,12 @@ export const HELPER_ARITY: Readonly<Record<string, readonly [number, number]>> =
   date: [1, 2],
   lookup: [2, 3],
   frequency: [1, 2],
-  numberOfRepayments: [2, 2],
-  periods: [2, 2],
-  interestOnlyPeriods: [2, 2],
+  numberOfRepayments: [2, 3],
+  repaymentsBetween: [3, 3],
+  periods: [2, 3],
+  interestOnlyPeriods: [2, 3],
+  review: [2, 2],
+  fit: [2, 3],
   tin: [1, 2],
   last4: [1, 1],
   hasFullTin: [1, 1],
@@ -53,16 +57,21 @@ export const JSONATA_BUILTINS: ReadonlySet<string> = new Set([
 export const NON_DETERMINISTIC: ReadonlySet<string> = new Set(['now', 'millis', 'random', 'shuffle']);
 
 type Entity = Record<string, unknown>;
-const borrowerCache = new WeakMap<object, Entity | undefined>();
+const borrowerCache = new WeakMap<object, BorrowerVerdict>();
 
+/** `$borrower()`: the borrower, a review item when it was inferred, an issue when contradictory. */
 function borrowerFrom(focus: jsonata.Focus): Entity | undefined {
   const entities = focus.environment.lookup('entities') as unknown;
   const loan = focus.environment.lookup('loan') as Record<string, unknown> | undefined;
   if (entities === null || typeof entities !== 'object') return undefined;
-  if (borrowerCache.has(entities)) return borrowerCache.get(entities);
-  const b = borrowerOf(partiesOf(entities), loan?.['type']);
-  borrowerCache.set(entities, b);
-  return b;
+  let v = borrowerCache.get(entities);
+  if (v === undefined) {
+    v = borrowerVerdict(partiesOf(entities), loan?.['type']);
+    borrowerCache.set(entities, v);
+  }
+  if ('contradiction' in v) throw new HelperIssue('contradictory', v.contradiction);
+  if (v.note !== undefined) review(focus, 'approximated', v.note);
+  return v.entity;
 }
 
 export type HelperFn = (this: jsonata.Focus, ...args: unknown[]) => unknown;
@@ -78,11 +87,32 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
   reg('bpsToPercent', (b, s) => bpsToPercent(b, s));
   reg('bpsToRate', (b, s) => bpsToRate(b, s));
   reg('date', (v, fmt) => bankDate(v, fmt, ctx.timeZone));
-  reg('lookup', (...args) => lookupValue(ctx.lookups, args));
-  reg('frequency', (v, term) => f.frequency(v, term));
-  reg('numberOfRepayments', (term, v) => f.numberOfRepayments(term, v));
-  reg('periods', (months, v) => f.periods(months, v, 'period'));
-  reg('interestOnlyPeriods', (months, v) => f.interestOnlyPeriods(months, v));
+  reg('lookup', function (this: jsonata.Focus, ...args) {
+    return lookupValue(ctx.lookups, args, (m) => review(this, 'defaulted', m));
+  });
+  reg('frequency', function (this: jsonata.Focus, v, term) {
+    return f.frequency(v, term, (m) => review(this, 'approximated', m));
+  });
+  reg('numberOfRepayments', function (this: jsonata.Focus, term, v, rounding) {
+    return f.numberOfRepayments(term, v, rounding, (m) => review(this, 'approximated', m));
+  });
+  reg('repaymentsBetween', function (this: jsonata.Focus, first, maturity, v) {
+    return f.repaymentsBetween(bankDate(first, undefined, ctx.timeZone), bankDate(maturity, undefined, ctx.timeZone), v, (m) => review(this, 'approximated', m));
+  });
+  reg('periods', function (this: jsonata.Focus, months, v, rounding) {
+    return f.periods(months, v, 'period', rounding, (m) => review(this, 'approximated', m));
+  });
+  reg('interestOnlyPeriods', function (this: jsonata.Focus, months, v, term) {
+    return f.interestOnlyPeriods(months, v, term, (m) => review(this, 'approximated', m));
+  });
+  reg('fit', function (this: jsonata.Focus, value, max, fallback) {
+    return fitText(value, max, fallback, (m) => review(this, 'approximated', m));
+  });
+  reg('review', function (this: jsonata.Focus, value, message) {
+    if (typeof message !== 'string' || message === '') throw new HelperIssue('mapping', '$review(value, message): message must be text', 1);
+    review(this, 'approximated', message);
+    return value;
+  });
   reg('tin', (e, fmt) => tin(e, fmt, ctx.allowLast4Tin));
   reg('last4', (e) => last4(e));
   reg('hasFullTin', (e) => hasFullTin(e));
@@ -97,6 +127,30 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
     return kindOf(e, partiesOf(this.environment.lookup('entities')));
   });
   return m;
+}
+
+/**
+ * `$fit(text, max[, fallback])`: text for a field of at most `max` characters. Cut to `max` when
+ * longer, the fallback when empty or absent — each with a review item: a legal name may be longer
+ * than a core's column, and a loan must not wait for a person because of it.
+ */
+export function fitText(value: unknown, max: unknown, fallback: unknown, note: (message: string) => void): string | undefined {
+  if (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1) throw new HelperIssue('mapping', `$fit: max must be a whole number ≥ 1, got ${describe(max)}`, 1);
+  if (value !== undefined && value !== null && typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+    throw new HelperIssue('mapping', `$fit: expected text, got ${describe(value)}`, 0);
+  }
+  const text = value === undefined || value === null ? '' : String(value).trim();
+  if (text === '') {
+    if (typeof fallback !== 'string' && typeof fallback !== 'number') return undefined;
+    const f = String(fallback);
+    if (f === '') return undefined;
+    note(`empty value: used ${describe(f)}`);
+    return [...f].slice(0, max).join('');
+  }
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  note(`${chars.length} characters cut to ${max}`);
+  return chars.slice(0, max).join('');
 }
 
 /** Registers every helper on a compiled expression. */

@@ -16,6 +16,20 @@ export class HelperIssue extends Error {
   }
 }
 
+/**
+ * Where helpers report an approximation (a review item): the engine binds one per mapped loan as
+ * the variable `__review`, so concurrent loans never share it, and attributes what a helper
+ * reported to the field being evaluated.
+ */
+export const REVIEW_BINDING = '__review';
+export type ReviewSink = (code: MappingIssueCode, message: string) => void;
+
+/** Reports a review item through the evaluation's environment (JSONata's `this` for helpers). */
+export function review(focus: { environment: { lookup(name: string): unknown } } | undefined, code: MappingIssueCode, message: string): void {
+  const sink = focus?.environment.lookup(REVIEW_BINDING);
+  if (typeof sink === 'function') (sink as ReviewSink)(code, message);
+}
+
 const FULL_TIN = /(?<!\d)(\d{3}-?\d{2}-?\d{4}|\d{2}-\d{7})(?!\d)/g;
 
 /** Issue texts end up in SQLite and logs: never let a nine-digit tax id through. */

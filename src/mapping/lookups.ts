@@ -4,6 +4,8 @@ export interface LookupTable {
   readonly name: string;
   readonly values: ReadonlyMap<string, string>;
   readonly fallback: string | undefined;
+  /** A key not in the table maps to the fallback with a review item (enums, roles). */
+  readonly warnOnDefault?: boolean;
   /** Where the table is declared (for lint messages). */
   readonly file: string;
 }
@@ -22,7 +24,7 @@ function keyOf(key: unknown): string | undefined {
  * table's default, else the issue lookup_missing naming table and key, so an unmapped product or
  * frequency stops that loan with a message a bank engineer can act on.
  */
-export function lookupValue(tables: LookupTables, args: readonly unknown[]): string | undefined {
+export function lookupValue(tables: LookupTables, args: readonly unknown[], onDefault?: (message: string) => void): string | undefined {
   const [table, key] = args;
   if (typeof table !== 'string') throw new HelperIssue('mapping', `lookup table name must be text, got ${describe(table)}`, 0);
   const t = tables.get(table);
@@ -38,7 +40,10 @@ export function lookupValue(tables: LookupTables, args: readonly unknown[]): str
     if (typeof d === 'string' || typeof d === 'number' || typeof d === 'boolean') return String(d);
     throw new HelperIssue('mapping', `lookup default must be text, got ${describe(d)}`, 2);
   }
-  if (t.fallback !== undefined) return t.fallback;
+  if (t.fallback !== undefined) {
+    if (t.warnOnDefault === true && k !== undefined) onDefault?.(`lookup table "${table}" has no key ${describe(k)}: mapped to its default ${describe(t.fallback)}`);
+    return t.fallback;
+  }
   if (k === undefined) throw new HelperIssue('lookup_missing', `lookup table "${table}": the key is missing (no input value) and no default is given`, 1);
   throw new HelperIssue('lookup_missing', `lookup table "${table}" has no key ${describe(k)}`, 1);
 }

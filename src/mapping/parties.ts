@@ -25,17 +25,46 @@ export function partiesOf(entities: unknown): Parties {
   return { businesses: asList(e['businesses']), people: asList(e['people']) };
 }
 
+const isBorrowerRole = (r: string | undefined): boolean => r === 'borrower' || r === 'primary borrower';
+
+/** Who the borrower is, or why the entities contradict each other (then the loan waits for a person). */
+export type BorrowerVerdict = { entity: Entity; note?: string } | { contradiction: string };
+
 /**
  * The borrower: the first entity whose role is "borrower" (businesses first on a business loan,
- * people first on a personal loan); failing that, the first business of a business loan or the
- * first person of a personal loan (first business, else first person, when the type is unknown).
+ * people first on a personal loan). When no entity carries any role (people's roles are not in
+ * the spec), the first business of a business loan or the first person of a personal loan, with a
+ * review item. Contradictory: no entity at all; roles given but none is the borrower (a guarantor
+ * must never become the borrower of its own loan); one entity listed as borrower and guarantor.
  */
-export function borrowerOf(parties: Parties, loanType: unknown): Entity | undefined {
+export function borrowerVerdict(parties: Parties, loanType: unknown): BorrowerVerdict {
   const personal = typeof loanType === 'string' && loanType.toLowerCase() === 'personal';
   const ordered = personal ? [...parties.people, ...parties.businesses] : [...parties.businesses, ...parties.people];
-  const byRole = ordered.find((e) => roleText(e) === 'borrower' || roleText(e) === 'primary borrower');
-  if (byRole) return byRole;
-  return personal ? (parties.people[0] ?? parties.businesses[0]) : (parties.businesses[0] ?? parties.people[0]);
+  if (ordered.length === 0) return { contradiction: 'the loan has no business or person to board as its borrower' };
+  const rolesById = new Map<unknown, Set<string>>();
+  for (const e of ordered) {
+    const r = roleText(e);
+    if (r !== undefined) rolesById.set(e['id'], (rolesById.get(e['id']) ?? new Set()).add(r));
+  }
+  for (const [id, roles] of rolesById) {
+    if ([...roles].some(isBorrowerRole) && roles.has('guarantor')) {
+      return { contradiction: `${String(id)} is listed both as borrower and as guarantor of the loan` };
+    }
+  }
+  const byRole = ordered.find((e) => isBorrowerRole(roleText(e)));
+  if (byRole) return { entity: byRole };
+  if (rolesById.size > 0) {
+    const roles = [...new Set([...rolesById.values()].flatMap((s) => [...s]))].sort().join(', ');
+    return { contradiction: `no business or person has the role borrower (roles on the loan: ${roles})` };
+  }
+  const first = (personal ? (parties.people[0] ?? parties.businesses[0]) : (parties.businesses[0] ?? parties.people[0])) as Entity;
+  return { entity: first, note: `no entity on the loan carries a role: ${String(first['id'])} (the first ${personal ? 'person' : 'business'}) is taken as the borrower` };
+}
+
+/** The borrower when the entities do not contradict each other (see borrowerVerdict). */
+export function borrowerOf(parties: Parties, loanType: unknown): Entity | undefined {
+  const v = borrowerVerdict(parties, loanType);
+  return 'entity' in v ? v.entity : undefined;
 }
 
 /** The entity's role, lower case; without one, "borrower" for the borrower and "related" otherwise. */

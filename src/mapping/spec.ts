@@ -26,6 +26,11 @@ export const fieldObjectSchema = z
     format: z.string().optional().describe('date: picture the value must match (default yyyy-MM-dd)'),
     min: z.number().optional().describe('integer: minimum'),
     max: z.number().optional().describe('integer: maximum'),
+    onError: z
+      .enum(['warn', 'quarantine'])
+      .optional()
+      .describe('when the expression fails or the value does not fit: warn (leave it out, or use fallback; the default for optional fields) or quarantine (the default for required ones)'),
+    fallback: scalar.optional().describe('value used, with a review item, when the expression fails, produces nothing or does not fit'),
     description: z.string().optional(),
   })
   .refine((f) => f.type !== 'enum' || f.values !== undefined, { error: 'type enum needs values: [...]', path: ['values'] });
@@ -54,6 +59,7 @@ export const inlineLookupSchema = z.strictObject({
   description: z.string().optional(),
   values: z.record(z.string(), scalar).describe('key → value; every value is kept as the text written'),
   default: scalar.optional().describe('value for keys not in the table'),
+  warnOnDefault: z.boolean().optional().describe('a key not in the table (an unknown role or enum value) maps to the default with a review item'),
 });
 
 export const csvLookupSchema = z.strictObject({
@@ -79,6 +85,7 @@ export const overrideSchema = z.strictObject({
 export const frequencySpecSchema = z.strictObject({
   every: z.number().int().min(1),
   unit: z.enum(['days', 'weeks', 'months', 'years']),
+  review: z.string().optional().describe('a review item each loan of this frequency gets (a schedule the core may need to adjust, e.g. irregular payments)'),
 });
 
 export const mappingFileSchema = z

@@ -24,7 +24,12 @@ export type MappingIssueCode =
   | 'mapping' // expression failed / produced a value of the wrong shape
   | 'validation' // output schema violated (required field missing, bad enum…)
   | 'tin_incomplete' // a full tax id is required and only the last 4 digits are known
-  | 'lookup_missing'; // $lookup key absent and no default given
+  | 'lookup_missing' // $lookup key absent and no default given
+  | 'contradictory' // the data contradicts itself (no borrower, interest-only beyond the term…)
+  // warnings (the loan boards; a person reviews):
+  | 'approximated' // a schedule convention rounded (payments, interest-only periods, irregular payments)
+  | 'defaulted' // a lookup fell back to its default (an unknown role or enum value)
+  | 'optional_field'; // an optional field could not be mapped and was left out (or took its fallback)
 
 export interface MappingIssue {
   code: MappingIssueCode;

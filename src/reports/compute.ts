@@ -81,6 +81,7 @@ interface StoreRec {
   writtenAt: number | null;
   acknowledgedAt: number | null;
   lastErrorMessage: string | null;
+  reviewItems: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -202,6 +203,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     acknowledgedAt: s.acknowledgedAt,
     // Only open items need their error text.
     lastErrorMessage: s.state === 'acknowledged' ? null : s.lastErrorMessage,
+    reviewItems: s.reviewItems ?? 0,
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   });
@@ -366,6 +368,9 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     }
     if (p && s && s.state !== 'acknowledged') {
       await emit('state_mismatch', id, m, boardedMs, `The platform lists the loan as boarded; the connector's state is ${s.state}.`);
+    }
+    if (s?.state === 'acknowledged' && s.reviewItems > 0) {
+      await emit('boarded_with_review_items', id, m, s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt, `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: \`loans show ${id}\` lists them.`);
     }
     if (s?.state === 'quarantined') {
       const why = [s.quarantineReason ?? 'unknown reason', s.lastErrorMessage].filter(Boolean).join(': ');

@@ -12,6 +12,7 @@ export const REASON_LABELS: Record<ExceptionReason, string> = {
   state_mismatch: 'Boarded, connector state differs',
   stuck_pending: 'Pending > 1 business day',
   written_missing_in_core: 'Written by connector, missing in core',
+  boarded_with_review_items: 'Boarded with review items',
 };
 
 /** What each reason means and what ops do about it (report.json carries these; docs repeat them). */
@@ -30,4 +31,6 @@ export const REASON_ACTIONS: Record<ExceptionReason, string> = {
   stuck_pending: 'Released but not boarded for more than a business day: check `loans show ID` for the last error and the platform rate budget.',
   written_missing_in_core:
     'The connector recorded a core write but the core has no record (restored backup, manual delete?): `loans retry ID` writes it again, idempotently by external id.',
+  boarded_with_review_items:
+    'Boarded, but a mapping convention approximated (a schedule rounded, an unknown value defaulted, an optional field left out): `loans show ID` lists the items; check the core record and sign off.',
 };

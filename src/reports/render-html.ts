@@ -26,6 +26,7 @@ const REASON_COLORS: Record<ExceptionReason, string> = {
   state_mismatch: '#16a085',
   stuck_pending: '#f1c40f',
   written_missing_in_core: '#a93226',
+  boarded_with_review_items: '#5d8aa8',
 };
 
 const CSS = `

@@ -87,13 +87,14 @@ interface RawStoreRow {
   acknowledged_at: number | null;
   last_error_code: string | null;
   last_error_message: string | null;
+  review_items: number | null;
   created_at: number;
   updated_at: number;
 }
 
 const STORE_COLUMNS = `id, loan_number, state, quarantine_reason, cents_amount, product_id, core_reference, mapping_version,
   funded_at_iso, released_at_iso, boarded_at_iso, written_at, acknowledged_at, last_error_code, last_error_message,
-  created_at, updated_at`;
+  review_items, created_at, updated_at`;
 
 /** Open items are always in scope; acknowledged ones only when acknowledged since the bound. */
 const SINCE_FILTER = `(state != 'acknowledged' OR acknowledged_at >= @sinceMs OR boarded_at_iso >= @sinceIso)`;
@@ -118,6 +119,7 @@ function toStoreRow(r: RawStoreRow): StoreLoanRow {
     acknowledgedAt: r.acknowledged_at,
     lastErrorCode: r.last_error_code,
     lastErrorMessage: r.last_error_message,
+    reviewItems: r.review_items ?? 0,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

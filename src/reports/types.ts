@@ -36,6 +36,8 @@ export interface StoreLoanRow {
   acknowledgedAt: number | null;
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
+  /** Review items of the loan's last mapping (boarded with warnings); absent = 0. */
+  reviewItems?: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -65,6 +67,7 @@ export const EXCEPTION_REASONS = [
   'state_mismatch',
   'stuck_pending',
   'written_missing_in_core',
+  'boarded_with_review_items',
 ] as const;
 export type ExceptionReason = (typeof EXCEPTION_REASONS)[number];
 

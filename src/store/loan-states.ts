@@ -23,6 +23,8 @@ export const QUARANTINE_REASONS = [
   'mapping',
   /** The data broke a rule (mapping output schema, or a queue item the platform sent malformed). */
   'validation',
+  /** The data contradicts itself (no borrower, interest-only beyond the term…): a person decides. */
+  'contradictory',
   /** The core refused the records (4xx): its own message is kept. */
   'core_rejected',
   /** A full tax id is required and only the last 4 digits are known. */

@@ -36,6 +36,8 @@ export interface LoanRow {
   lastSeenAt: number | null;
   /** JSON of the queue item as last seen (loan + boarding object; carries no tax ids). */
   queueItem: string | null;
+  /** Review items of the last mapping (board with warnings); 0 when it mapped clean. */
+  reviewItems: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -78,6 +80,7 @@ export type LoanPatch = Partial<
     | 'writtenReleaseMarker'
     | 'lastSeenAt'
     | 'queueItem'
+    | 'reviewItems'
   >
 >;
 
@@ -103,6 +106,7 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   writtenReleaseMarker: 'written_release_marker',
   lastSeenAt: 'last_seen_at',
   queueItem: 'queue_item',
+  reviewItems: 'review_items',
 };
 
 export interface TransitionInput {
@@ -161,6 +165,7 @@ interface RawLoan {
   written_release_marker: string | null;
   last_seen_at: number | null;
   queue_item: string | null;
+  review_items: number;
   created_at: number;
   updated_at: number;
 }
@@ -191,6 +196,7 @@ function toRow(r: RawLoan): LoanRow {
     writtenReleaseMarker: r.written_release_marker,
     lastSeenAt: r.last_seen_at,
     queueItem: r.queue_item,
+    reviewItems: r.review_items ?? 0,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -208,6 +214,8 @@ export interface NewLoan {
 export interface LoanListFilter {
   state?: LoanState;
   limit?: number;
+  /** Only loans whose last mapping had review items (boarded with warnings). */
+  withReviewItems?: boolean;
 }
 
 /** Repository over `loans` + `loan_events`. Each state change is one transaction with its event. */
@@ -356,7 +364,8 @@ export function createLoanStore(db: Db): LoanStore {
         detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
       })),
     list: (filter = {}) => {
-      const where = filter.state ? 'WHERE state = ?' : '';
+      const conds = [...(filter.state ? ['state = ?'] : []), ...(filter.withReviewItems ? ['review_items > 0'] : [])];
+      const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
       const limit = filter.limit ? `LIMIT ${Math.max(1, Math.floor(filter.limit))}` : '';
       const stmt = db.prepare<unknown[], RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`);
       return (filter.state ? stmt.all(filter.state) : stmt.all()).map(toRow);

@@ -133,4 +133,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_inbox_funded ON webhook_inbox (loan_id) WHERE event_type = 'loan.funded';
   CREATE INDEX webhook_inbox_failed ON webhook_inbox (received_at) WHERE status = 'failed';
   `,
+  /* 6: board with warnings (round 2): how many review items the loan's last mapping had, so
+     `loans list --warnings`, /metrics and the report find those loans without reading history. */ `
+  ALTER TABLE loans ADD COLUMN review_items INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX loans_review_items ON loans (updated_at) WHERE review_items > 0;
+  `,
 ];

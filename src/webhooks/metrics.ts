@@ -79,6 +79,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
         quarantined: { all(): Array<{ reason: string | null; n: number }> };
         oldest: { get(): { oldest: number | null } | undefined };
         dueRetries: { get(now: number): { n: number } | undefined };
+        reviewed: { all(): Array<{ state: string; n: number }> };
       }
     | undefined;
   const loanStatements = (db: Db): NonNullable<typeof stmts> => {
@@ -95,6 +96,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
       dueRetries: db.prepare<[number], { n: number }>(
         "SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)",
       ),
+      reviewed: db.prepare<[], { state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans WHERE review_items > 0 GROUP BY state'),
     };
     return stmts;
   };
@@ -145,6 +147,9 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
   dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], (g, db) => {
     const n = loanStatements(db).byState.all().find((r) => r.state === 'acknowledged')?.n ?? 0;
     g.set(n);
+  });
+  dbGauge('loans_with_review_items', 'Loans whose last mapping had review items (boarded with warnings), by state', ['state'], (g, db) => {
+    for (const r of loanStatements(db).reviewed.all()) g.set({ state: r.state }, r.n);
   });
   dbGauge('loans_quarantined', 'Loans quarantined, by reason', ['reason'], (g, db) => {
     for (const r of loanStatements(db).quarantined.all()) g.set({ reason: r.reason ?? 'unknown' }, r.n);

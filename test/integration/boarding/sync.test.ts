@@ -6,14 +6,17 @@ import { readManifest, verifyPackage } from '../../../src/core/file/manifest.js'
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
 
 const ACK_ROUTE = 'POST /public/v1/loans/:id/boarding';
-const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
+const IO_EXPR = `expr: '$interestOnlyPeriods(monthsInterestOnly, paymentFrequency, monthsTerm)'`;
+// A bank's explicit choice: interest-only months that are not whole periods stop the loan.
+const STRICT_IO_EXPR = `expr: 'paymentFrequency = "lump sum" ? 0 : $periods($exists(monthsInterestOnly) ? monthsInterestOnly : 0, paymentFrequency, "reject")'\n        onError: quarantine`;
 
 /**
  * Acceptance: the real sandbox (60 released loans, faults on reads and on the acknowledgement),
  * the real platform client, the shipped generic mapping set and the file core, driven through the
- * CLI. The seed's data includes loans the generic set refuses (an interest-only period that is not
- * a whole number of payment periods): they are quarantined, the rest board, and after the mapping
- * is fixed `loans retry` boards them.
+ * CLI. The bank engineer's copy of the generic set first refuses interest-only periods that are
+ * not a whole number of payment periods (`reject`, a bank's explicit choice): those loans are
+ * quarantined, the rest board, and after the mapping goes back to the shipped convention
+ * (round up, a review item) `loans retry` boards them.
  */
 describe('sync --once against the sandbox', () => {
   let p: TestPlatform;
@@ -39,6 +42,10 @@ describe('sync --once against the sandbox', () => {
     // A copy of the shipped generic set, so the test can play the bank engineer who fixes it.
     const mappingsDir = join(mkdtempSync(join(tmpdir(), 'boarding-it-mappings-')), 'generic');
     cpSync(join(process.cwd(), 'mappings/generic'), mappingsDir, { recursive: true });
+    const mappingFile = join(mappingsDir, 'mapping.yaml');
+    const shipped = readFileSync(mappingFile, 'utf8');
+    expect(shipped).toContain(IO_EXPR);
+    writeFileSync(mappingFile, shipped.replace(IO_EXPR, STRICT_IO_EXPR));
     const cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30, mappingsDir });
     const sync = async (...extra: string[]) => {
       const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json', ...extra]);
@@ -54,17 +61,14 @@ describe('sync --once against the sandbox', () => {
     expect(quarantined.length).toBeGreaterThan(0);
     for (const problem of first.problems) {
       expect(problem).toMatchObject({ state: 'quarantined', code: 'mapping' });
-      expect(problem.message).toMatch(/^mapping\.yaml:\d+:\d+ loan\.interestOnlyPeriods: interest-only period of \d+ months is not a whole number/);
+      expect(problem.message).toMatch(/^mapping\.yaml:\d+:\d+ loan\.interestOnlyPeriods: period of \d+ months is not a whole number/);
     }
     expect(first.states.acknowledged).toBe(60 - quarantined.length);
     let c = await p.counters();
     for (const id of quarantined) expect(c.acks[id]).toBeUndefined();
 
-    // 2. A bank engineer fixes the mapping (leave non-whole periods to the core) and retries.
-    const mappingFile = join(mappingsDir, 'mapping.yaml');
-    const text = readFileSync(mappingFile, 'utf8');
-    expect(text).toContain(IO_EXPR);
-    writeFileSync(mappingFile, text.replace(IO_EXPR, `expr: 'null'`));
+    // 2. The bank engineer goes back to the shipped convention (round up, a review item) and retries.
+    writeFileSync(mappingFile, shipped);
     for (const id of quarantined) {
       const r = await runCli(['--config', cfg.configPath, 'loans', 'retry', id, '--by', 'tester']);
       expect(r.code, r.error ?? '').toBe(0);
@@ -72,6 +76,10 @@ describe('sync --once against the sandbox', () => {
     const second = await sync('--settle-ms', '20000');
     expect(second.problems).toEqual([]);
     expect(second.states.acknowledged).toBe(60);
+    // They boarded with review items, listed by `loans list --warnings`.
+    const reviewed = await runCli(['--config', cfg.configPath, 'loans', 'list', '--warnings', '--json']);
+    const reviewedIds = (JSON.parse(reviewed.stdout) as Array<{ id: string; reviewItems: number }>).map((r) => r.id);
+    for (const id of quarantined) expect(reviewedIds).toContain(id);
 
     c = await p.counters();
     // The faults really happened, including acknowledgements committed whose answer never arrived.

@@ -5,7 +5,8 @@ import { HelperIssue } from '../../../src/mapping/issue.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 /** Reads a decimal string back into an exact integer of 10^-scale units. */
-const units = (s: string, scale: number): bigint => {
+const units = (s: string | undefined, scale: number): bigint => {
+  if (s === undefined) throw new Error('no value');
   const neg = s.startsWith('-');
   const [i = '0', f = ''] = (neg ? s.slice(1) : s).split('.');
   const v = BigInt(i) * 10n ** BigInt(scale) + BigInt(f.padEnd(scale, '0') || '0');
@@ -47,7 +48,9 @@ describe('centsToDecimal', () => {
   it('refuses what is not whole cents instead of rounding', () => {
     expect(() => centsToDecimal(12.5)).toThrow(/whole number/);
     expect(() => centsToDecimal(MAX + 2)).toThrow(/cannot be exact/);
-    expect(() => centsToDecimal(null)).toThrow(/missing/);
+    // Null ≡ absent: nothing in, nothing out (a required field then says it is missing).
+    expect(centsToDecimal(null)).toBeUndefined();
+    expect(bpsToPercent(undefined)).toBeUndefined();
     expect(() => centsToDecimal('12.50')).toThrow(/whole number/);
     expect(() => centsToDecimal({})).toThrow(HelperIssue);
   });

@@ -27,7 +27,7 @@ targets:
     externalId: id
     fields:
       principal: { expr: $centsToDecimal(centsAmount), type: decimal, required: true }
-      frequency: '"x" & $lookup("freq", paymentFrequency)'
+      frequency: { expr: '"x" & $lookup("freq", paymentFrequency)', onError: quarantine }
 `);
     const out = await m.map(input({ centsAmount: 12.5, paymentFrequency: 'daily' }));
     expect(out).toEqual({
@@ -35,7 +35,7 @@ targets:
       mappingVersion: 'test',
       issues: [
         { code: 'mapping', file: 'mapping.yaml', line: 10, column: 26, target: 'loan', field: 'principal', inputPath: 'loan.centsAmount', message: 'amount in cents must be a whole number, got 12.5' },
-        { code: 'lookup_missing', file: 'mapping.yaml', line: 11, column: 25, target: 'loan', field: 'frequency', inputPath: 'loan.paymentFrequency', message: 'lookup table "freq" has no key "daily"' },
+        { code: 'lookup_missing', file: 'mapping.yaml', line: 11, column: 33, target: 'loan', field: 'frequency', inputPath: 'loan.paymentFrequency', message: 'lookup table "freq" has no key "daily"' },
       ],
     });
   });
@@ -49,12 +49,12 @@ targets:
     externalId: id
     fields:
       a: { expr: name, type: string, required: true }
-      b: { expr: '"toolong"', type: string, maxLength: 3 }
-      c: { expr: '"Z"', type: enum, values: [X, Y] }
-      d: { expr: '1.5', type: integer }
-      e: { expr: '"1.5"', type: decimal, scale: 2 }
-      f: { expr: '"2025-02-30"', type: date }
-      g: { expr: '"ok"', type: string, pattern: '^\\d+$' }
+      b: { expr: '"toolong"', type: string, maxLength: 3, onError: quarantine }
+      c: { expr: '"Z"', type: enum, values: [X, Y], onError: quarantine }
+      d: { expr: '1.5', type: integer, onError: quarantine }
+      e: { expr: '"1.5"', type: decimal, scale: 2, onError: quarantine }
+      f: { expr: '"2025-02-30"', type: date, onError: quarantine }
+      g: { expr: '"ok"', type: string, pattern: '^\\d+$', onError: quarantine }
 `);
     const out = await m.map(input({}));
     expect(out.ok).toBe(false);
@@ -69,6 +69,37 @@ targets:
       'g: "ok" does not match ^\\d+$',
     ]);
     expect(out.issues.every((i) => i.code === 'validation')).toBe(true);
+  });
+
+  it('three outcomes: an optional field never quarantines (left out or fallback, a review item); null ≡ absent', async () => {
+    const m = mapperOf(`version: 1
+name: t
+lookups:
+  role: { values: { borrower: PRI }, default: REL, warnOnDefault: true }
+targets:
+  loan:
+    for: loan
+    externalId: id
+    fields:
+      short: { expr: name, type: string, maxLength: 3 }
+      code: { expr: naics, type: string, pattern: '^\\d+$', fallback: "000" }
+      hasNaics: $exists(naics)
+      role: $lookup("role", role)
+      io: $interestOnlyPeriods(monthsInterestOnly, paymentFrequency, monthsTerm)
+`);
+    const out = await m.map(input({ name: 'toolong', naics: 'abc', role: 'co-signer', monthsInterestOnly: 3, paymentFrequency: 'biweekly', monthsTerm: 36 }));
+    expect(out.ok).toBe(true);
+    if (!out.ok) return;
+    expect(out.records[0]!.fields).toEqual({ code: '000', hasNaics: true, role: 'REL', io: 7 });
+    expect(out.warnings?.map((w) => [w.code, w.field])).toEqual([
+      ['optional_field', 'short'],
+      ['optional_field', 'code'],
+      ['defaulted', 'role'],
+      ['approximated', 'io'],
+    ]);
+    const nulls = await m.map(input({ name: null, naics: null, role: null, monthsInterestOnly: null, paymentFrequency: 'monthly', monthsTerm: 12 }));
+    expect(nulls).toMatchObject({ ok: true, warnings: [] });
+    if (nulls.ok) expect(nulls.records[0]!.fields).toEqual({ hasNaics: false, role: 'REL', io: 0 });
   });
 
   it('applies per-product overrides and defaults (file < config < product)', async () => {
@@ -113,7 +144,7 @@ targets:
       twice: $n * 2
       other: '"x"'
 `);
-    const out = await m.map(input({ monthsTerm: 12, paymentFrequency: 'irregular payments', centsAmount: 0 }));
+    const out = await m.map(input({ monthsTerm: 0, paymentFrequency: 'monthly', centsAmount: 0 }));
     expect(out.ok).toBe(false);
     if (out.ok) return;
     expect(out.issues.map((i) => [i.code, i.field])).toEqual([
@@ -131,7 +162,7 @@ targets:
     for: loan
     externalId: id
     fields:
-      spin: '($f := function($n) { $n > 0 ? $f($n - 1) + $f($n - 1) : 0 }; $f(40))'
+      spin: { expr: '($f := function($n) { $n > 0 ? $f($n - 1) + $f($n - 1) : 0 }; $f(40))', onError: quarantine }
 `,
       { timeoutMs: 50 },
     );
