@@ -97,11 +97,12 @@ export function generateLoan(rng: Rng, index: number, orgId: string, opts: { sta
   const rateType = index % 2 === 0 ? 'fixed' : 'variable';
   // Mostly ordinary amounts; every 7th loan is very large to catch overflow and float mistakes.
   const centsAmount = index % 7 === 6 ? rng.int(1_000_000_000, 900_000_000_000) * 100 + rng.int(0, 99) : rng.int(5_000, 5_000_000) * 100 + rng.int(0, 99);
-  // Any whole number of months is a legal term with any frequency (domain-notes): every 4th loan
-  // gets one that is not a whole number of its periods (1, 7, 13 … months weekly, quarterly …).
+  // Any whole number of months is a legal term with any frequency (domain-notes):
+  // a third of each frequency's loans get one that need not be a whole number of its periods
+  // (1, 7, 13 … months weekly, quarterly …).
   // Derived from the index, not the generator, so a seed's other values stay as they were.
   const usualTerm = frequency === 'lump sum' ? rng.pick([6, 12, 18]) : rng.pick([12, 24, 36, 60, 84, 120, 300]);
-  const monthsTerm = frequency !== 'lump sum' && index % 4 === 1 ? ([1, 7, 13, 5, 27, 480, 2, 11][(index >> 2) % 8] as number) : usualTerm;
+  const monthsTerm = frequency !== 'lump sum' && Math.floor(index / 8) % 3 === 1 ? ([1, 7, 13, 5, 27, 480, 2, 11][Math.floor(index / 24) % 8] as number) : usualTerm;
   const bpsFixedRate = rng.int(350, 1_450);
   const bpsSpreadRate = rng.int(100, 650);
   const bpsPrimeRate = 750;

@@ -86,7 +86,10 @@ function contradiction(loan: Loan, entities: Entity[], set: 'generic' | 'finerac
   if (withRole.length > 0 && !withRole.some((e) => e.role === 'borrower')) return 'no borrower among roles';
   if ((loan.monthsInterestOnly ?? 0) > loan.monthsTerm) return 'interest-only beyond the term';
   if (set === 'fineract' && loan.centsAmount >= 1e15) return "principal beyond Fineract's DECIMAL(19,6)";
-  if (set === 'fineract' && (loan['closeDate'] === null || loan['closeDate'] === undefined)) return 'Fineract needs a disbursement date (closeDate)';
+  const released = (loan['boarding'] as { releasedAt?: unknown } | undefined)?.releasedAt;
+  if (set === 'fineract' && (loan['closeDate'] === null || loan['closeDate'] === undefined) && typeof released !== 'string') {
+    return 'Fineract needs a disbursement date (closeDate, else the release date)';
+  }
   return null;
 }
 
