@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
-import { createCliContext, type CliContext } from './cli/context.js';
+import { createCliContext, createHangupSource, type CliContext } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
 import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
@@ -20,6 +20,12 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // SIGHUP: `run` reloads its mapping set (ctx.onHangup). A command that does not listen for it
+  // stops as it would without a handler.
+  const hangup = createHangupSource();
+  process.on('SIGHUP', (sig) => {
+    if (!hangup.dispatch()) onSignal(sig);
+  });
   // `boarding-connector loans list | head`: the reader went away; that is not an error of ours.
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (err: NodeJS.ErrnoException) => {
@@ -36,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
       stderr: process.stderr,
       getConfigOption: () => p.opts<{ config?: string }>().config,
       shutdown: shutdown.signal,
+      hangup,
     });
     return ctx;
   });

@@ -6,6 +6,7 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
+import { createReloadableMapper, type ReloadableMapper } from './mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
 import { platformClientFromConfig } from '../platform/client.js';
 import { CONNECTOR_VERSION } from '../cli/program.js';
@@ -20,7 +21,8 @@ export interface BoardingRuntime {
   db: Db;
   store: BoardingStore;
   platform: PlatformApi;
-  mapper: Mapper;
+  /** The mapping set in use; `run` reloads it on SIGHUP / file change (mapping-reload.ts). */
+  mapper: ReloadableMapper;
   core: CoreSystem;
   fetchDocument: DocumentFetcher;
   runner: CycleRunner;
@@ -38,17 +40,29 @@ export interface RuntimeOverrides {
   mapper?: Mapper;
 }
 
+/** Loads (lints and compiles) the mapping set the config names; throws ConfigError listing every problem. */
+export function loadMapperFromConfig(config: Config): Promise<Mapper> {
+  return loadMapper(config.mappings.dir, {
+    timeZone: config.bank.timeZone,
+    allowLast4Tin: config.mappings.allowLast4Tin,
+    defaults: config.mappings.defaults,
+    timeoutMs: config.mappings.timeoutMs,
+  });
+}
+
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
 export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides = {}): Promise<BoardingRuntime> {
   const clock = overrides.clock ?? systemClock;
-  const mapper =
-    overrides.mapper ??
-    (await loadMapper(config.mappings.dir, {
-      timeZone: config.bank.timeZone,
-      allowLast4Tin: config.mappings.allowLast4Tin,
-      defaults: config.mappings.defaults,
-      timeoutMs: config.mappings.timeoutMs,
-    }));
+  const load = (): Promise<Mapper> => loadMapperFromConfig(config);
+  const mapper = createReloadableMapper({
+    initial: overrides.mapper ?? (await load()),
+    dir: config.mappings.dir,
+    load: overrides.mapper ? () => Promise.reject(new Error('this runtime was given its mapper; there is nothing on disk to reload')) : load,
+    logger,
+    clock,
+  });
+  // The first thing a bank engineer looks for after an edit: which version this process boards with.
+  logger.info({ mapping: { version: mapper.version, dir: config.mappings.dir } }, `mapping set loaded: ${mapper.version}`);
   const db = openDatabase(config.store.path, { onWarning: (m) => logger.warn(m) });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;

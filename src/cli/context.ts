@@ -27,6 +27,11 @@ export interface CliContext {
   close(): Promise<void>;
   /** Resolves when SIGTERM/SIGINT arrives (installed by main.ts). */
   readonly shutdown: AbortSignal;
+  /**
+   * Calls fn on SIGHUP (installed by main.ts): `run` reloads its mapping set. Returns the unsubscribe.
+   * With no subscriber, SIGHUP stops the process like SIGTERM (its default meaning).
+   */
+  onHangup(fn: () => void): () => void;
 }
 
 export interface ContextOptions {
@@ -36,6 +41,28 @@ export interface ContextOptions {
   getConfigOption: () => string | undefined;
   shutdown: AbortSignal;
   clock?: Clock;
+  /** SIGHUP, as main.ts relays it; tests dispatch it themselves. */
+  hangup?: HangupSource;
+}
+
+export interface HangupSource {
+  subscribe(fn: () => void): () => void;
+}
+
+/** Relays SIGHUP to subscribers; `dispatch` says whether anyone listened. */
+export function createHangupSource(): HangupSource & { dispatch(): boolean } {
+  const subs = new Set<() => void>();
+  return {
+    subscribe(fn) {
+      const f = (): void => fn();
+      subs.add(f);
+      return () => subs.delete(f);
+    },
+    dispatch() {
+      for (const f of [...subs]) f();
+      return subs.size > 0;
+    },
+  };
 }
 
 export function createCliContext(opts: ContextOptions): CliContext {
@@ -56,6 +83,12 @@ export function createCliContext(opts: ContextOptions): CliContext {
     stderr: opts.stderr,
     clock: opts.clock ?? systemClock,
     shutdown: opts.shutdown,
+    onHangup(fn) {
+      const unsubscribe = opts.hangup?.subscribe(fn);
+      return () => {
+        unsubscribe?.();
+      };
+    },
     configPath,
     config() {
       if (config) return config;

@@ -5,6 +5,7 @@ import { openDatabase } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
 import type { LoanRow } from '../store/loans.js';
+import { runningDaemons } from '../boarding/daemon-guard.js';
 import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 
@@ -104,8 +105,9 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       if (!row) throw new UsageError(`no loan ${id} in the state database (see \`loans list\`)`);
       const events = store.loans.events(id);
       const keys = store.keys.forLoan(id);
+      const daemon = runningDaemons(store.daemon, ctx.clock.now())[0] ?? null;
       if (opts.json === true) {
-        out(ctx, JSON.stringify({ loan: view(row), events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
+        out(ctx, JSON.stringify({ loan: view(row), daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
         return;
       }
       const lines = [
@@ -116,6 +118,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         `  core reference:  ${row.coreReference ?? '(not written)'}${row.writtenAt !== null ? ` · written ${iso(row.writtenAt)}` : ''}`,
         `  acknowledged:    ${row.acknowledgedAt !== null ? iso(row.acknowledgedAt) : 'no'}`,
         `  mapping version: ${row.mappingVersion ?? ''}`,
+        `  daemon mapping:  ${daemon ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})${daemon.reloadError ? ' · last reload refused' : ''}${row.mappingVersion && row.mappingVersion !== daemon.mappingVersion ? ' · differs from this loan' : ''}` : '(no daemon running)'}`,
         `  payload hash:    ${row.payloadHash ?? ''}`,
       ];
       if (row.lastErrorCode) lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);

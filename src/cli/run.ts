@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import type { DaemonJob, DaemonService } from '../boarding/daemon.js';
+import { createEditLoopService } from '../boarding/edit-loop-service.js';
 import { buildRuntime, createBoardingDaemon, type BoardingRuntime } from '../boarding/wiring.js';
 import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
@@ -26,8 +27,23 @@ export interface DaemonPluginParts {
 }
 export type DaemonPlugin = (rt: BoardingRuntime, hooks: DaemonHooks, ctx: CliContext) => DaemonPluginParts | Promise<DaemonPluginParts>;
 
+/** Mapping reload (SIGHUP, mappings.watch), the version other processes see, operators' cycle requests. */
+export const editLoopPlugin: DaemonPlugin = (rt, hooks, ctx) => ({
+  services: [
+    createEditLoopService({
+      mapper: rt.mapper,
+      status: rt.store.daemon,
+      clock: rt.clock,
+      logger: rt.logger,
+      watch: rt.config.mappings.watch,
+      onHangup: (fn) => ctx.onHangup(fn),
+      requestCycle: (reason) => hooks.triggerCycle(reason),
+    }),
+  ],
+});
+
 /** Plugins of `run`, in start order. Add yours here (one line). */
-export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin, reconcilePlugin];
+export const DAEMON_PLUGINS: DaemonPlugin[] = [editLoopPlugin, webhooksDaemonPlugin, reconcilePlugin];
 
 /**
  * The daemon with every plugin attached: what `run` starts and what `demo` reuses. `onCycle`

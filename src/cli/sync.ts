@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { buildRuntime } from '../boarding/wiring.js';
+import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { BusyError, FatalError, UsageError } from '../lib/errors.js';
@@ -50,6 +51,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
       ctx.onClose(() => rt.close());
+      assertSameMappingAsDaemon(rt.store.daemon, rt.mapper.version, ctx.clock.now(), 'sync --once');
       // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
       const abort = new AbortController();
       const onShutdown = (): void => {

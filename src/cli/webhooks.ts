@@ -190,6 +190,7 @@ export const webhooksDaemonPlugin: DaemonPlugin = (rt, hooks) => {
     logger: rt.logger,
     clock: rt.clock,
     requestCycle: (reason) => hooks.triggerCycle(reason),
+    mapping: () => rt.mapper.status(),
   });
   return { services: [svc], jobs: [svc.endpointCheckJob], onCycle: (summary) => svc.onCycle(summary) };
 };

@@ -121,6 +121,10 @@ export const mappingsSchema = z.strictObject({
   /** Bank defaults available to expressions as $defaults (branch, officer, GL codes…). */
   defaults: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]), { error: 'expected a map of names to values' }).default({}),
   timeoutMs: int(1).default(1_000),
+  /** `run` reloads the set when a file in dir changes (lint first; a broken edit keeps the loaded set). SIGHUP always reloads. */
+  watch: bool().default(false),
+  /** Input paths the platform spec does not document pass lint (fields a platform adds later). */
+  allowUnknownInput: bool().default(false),
 });
 
 export const bankSchema = z.strictObject({

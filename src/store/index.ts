@@ -1,4 +1,5 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
+import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
 import type { Db } from './db.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createLeaseStore, type LeaseStore } from './leases.js';
@@ -11,6 +12,7 @@ export interface BoardingStore {
   checkpoints: CheckpointStore;
   keys: IdempotencyStore;
   leases: LeaseStore;
+  daemon: DaemonStatusStore;
 }
 
 export function createBoardingStore(db: Db): BoardingStore {
@@ -20,5 +22,6 @@ export function createBoardingStore(db: Db): BoardingStore {
     checkpoints: createCheckpointStore(db),
     keys: createIdempotencyStore(db),
     leases: createLeaseStore(db),
+    daemon: createDaemonStatusStore(db),
   };
 }

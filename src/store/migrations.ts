@@ -138,4 +138,19 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE loans ADD COLUMN review_items INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX loans_review_items ON loans (updated_at) WHERE review_items > 0;
   `,
+  /* 7: the running daemon's mapping version (a CLI that boards beside it refuses another one) and
+     an operator's request for an early cycle (`loans retry --all`), which the daemon polls for. */ `
+  CREATE TABLE daemon_status (
+    owner              TEXT PRIMARY KEY,          -- host:pid:random of the daemon (two may share a database)
+    pid                INTEGER NOT NULL,
+    host               TEXT NOT NULL,
+    started_at         INTEGER NOT NULL,
+    updated_at         INTEGER NOT NULL,
+    mapping_version    TEXT NOT NULL,
+    mapping_dir        TEXT NOT NULL,
+    reload_error       TEXT,
+    cycle_requested_at INTEGER,
+    cycle_requested_by TEXT
+  );
+  `,
 ];

@@ -27,6 +27,8 @@ export interface MetricsSources {
   platformHealth?: () => PlatformHealth;
   /** Platform client call counters by bucket and status. */
   apiCalls?: () => Iterable<ApiCallCount>;
+  /** The mapping set in use and whether its last reload was refused. */
+  mapping?: () => { version: string; lastReloadError: unknown };
 }
 
 export type CycleOutcome = 'ok' | 'error' | 'aborted';
@@ -236,6 +238,27 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
     collect() {
       const h = safe(() => sources.platformHealth?.());
       if (h) this.set(h.lastSuccessAt === null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000));
+    },
+  });
+
+  new Gauge({
+    name: `${p}mapping_info`,
+    help: 'The mapping version loans are mapped with (value 1; the version is the label)',
+    labelNames: ['version'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const m = safe(() => sources.mapping?.());
+      if (m) this.set({ version: m.version }, 1);
+    },
+  });
+  new Gauge({
+    name: `${p}mapping_reload_failed`,
+    help: '1 when the last mapping reload was refused (the set on disk does not lint; the loaded one keeps boarding)',
+    registers: [registry],
+    collect() {
+      const m = safe(() => sources.mapping?.());
+      if (m) this.set(m.lastReloadError ? 1 : 0);
     },
   });
 

@@ -4,6 +4,7 @@ import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { Db } from '../store/db.js';
 import type { EndpointWatch } from './endpoint-check.js';
+import type { LoadedMappingStatus } from '../boarding/mapping-reload.js';
 
 export interface CheckResult {
   ok: boolean;
@@ -72,11 +73,28 @@ export function webhookEndpointCheck(watch: EndpointWatch): ReadinessCheck {
   };
 }
 
+/**
+ * The mapping set in use, and why the last reload was refused. A refused reload stays ready: the
+ * loaded set keeps boarding, and pulling the receiver out of rotation would only lose webhooks.
+ */
+export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck {
+  return () => {
+    const s = status();
+    const err = s.lastReloadError;
+    if (!err) return { ok: true, detail: `mapping ${s.version} loaded ${new Date(s.loadedAt).toISOString()}` };
+    return {
+      ok: true,
+      detail: `mapping ${s.version} in use; the reload at ${new Date(err.at).toISOString()} (${err.trigger}) was refused: ${err.message.slice(0, 2000)}`,
+    };
+  };
+}
+
 export interface StandardChecksInput {
   db?: Db;
   platformHealth?: () => PlatformHealth;
   endpointWatch?: EndpointWatch;
   platform?: PlatformReadinessOptions;
+  mapping?: () => LoadedMappingStatus;
 }
 
 /** The four checks the issue asks for, from whatever the caller has. */
@@ -88,6 +106,7 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
     checks['rateLimit'] = noRateLimitStrikeCheck(input.platformHealth);
   }
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);
+  if (input.mapping) checks['mapping'] = mappingCheck(input.mapping);
   return checks;
 }
 

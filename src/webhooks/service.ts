@@ -15,6 +15,7 @@ import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
 import { standardReadinessChecks } from './readiness.js';
+import type { LoadedMappingStatus } from '../boarding/mapping-reload.js';
 import { receiverLimits, startHttpServer, type RunningServer } from './server.js';
 
 export interface WebhookServiceDeps {
@@ -27,6 +28,8 @@ export interface WebhookServiceDeps {
   requestCycle: (reason: string) => void;
   onFunded?: (loanId: string, fundedAt: number) => void;
   metrics?: ConnectorMetrics;
+  /** The daemon's mapping set (version, refused reload) for /readyz and /metrics. */
+  mapping?: () => LoadedMappingStatus;
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -78,6 +81,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
   metrics.setSources({
     db: deps.db,
     inbox,
+    ...(deps.mapping ? { mapping: deps.mapping } : {}),
     ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
   });
   const endpointWatch = createEndpointWatch();
@@ -107,7 +111,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     metrics,
     processor,
     writer,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock } }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}) }),
     reportsDir: deps.config.reports.dir,
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.

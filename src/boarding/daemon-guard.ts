@@ -1,0 +1,22 @@
+import { hostname } from 'node:os';
+import { ConfigError } from '../lib/errors.js';
+import { liveDaemons, type DaemonStatus, type DaemonStatusStore } from '../store/daemon-status.js';
+import { processAlive } from '../store/leases.js';
+
+/** The daemons running on this state database (rows of dead processes left by kill -9 do not count). */
+export function runningDaemons(status: DaemonStatusStore, now: number): DaemonStatus[] {
+  return liveDaemons(status.all(), now, hostname(), processAlive);
+}
+
+/**
+ * A command that boards beside a running daemon (`sync --once`, `loans reboard`) must board with
+ * the daemon's mapping version: otherwise two versions board at once and nothing says so.
+ */
+export function assertSameMappingAsDaemon(status: DaemonStatusStore, myVersion: string, now: number, command: string): void {
+  const d = runningDaemons(status, now).find((s) => s.mappingVersion !== myVersion);
+  if (!d) return;
+  throw new ConfigError(
+    `${command}: a running daemon (pid ${d.pid} on ${d.host}) boards with mapping ${d.mappingVersion}, but this command loaded ${myVersion} from ${d.mappingDir}; ` +
+      `reload the daemon first (kill -HUP ${d.pid}, or mappings.watch: true) so one version boards at a time${d.reloadError ? ` (its last reload was refused: ${d.reloadError.split('\n')[0] ?? ''})` : ''}`,
+  );
+}
