@@ -6,13 +6,13 @@ import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
-import { queueItemSchema, type QueueItem } from '../platform/schemas.js';
 import { CoreRejectedError, CoreUnavailableError, type CoreSystem, type DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
 import { IllegalTransitionError } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
+import { fetchMappingInput, parseStoredItem, storableRecords } from './mapping-input.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
@@ -65,7 +65,7 @@ function isAlreadyBoarded(err: unknown): err is PlatformError {
   return isPlatformError(err) && err.status === 409 && /already_boarded/.test(err.serverCode ?? err.code);
 }
 
-function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
+export function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
   if (issues.some((i) => i.code === 'contradictory')) return 'contradictory';
   if (issues.some((i) => i.code === 'tin_incomplete')) return 'tin_incomplete';
   if (issues.some((i) => i.code === 'validation')) return 'validation';
@@ -101,12 +101,6 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     );
   }
 
-  function parseItem(row: LoanRow): QueueItem | null {
-    if (row.queueItem === null) return null;
-    const parsed = queueItemSchema.safeParse(JSON.parse(row.queueItem));
-    return parsed.success ? parsed.data : null;
-  }
-
   /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
   async function writeToCore(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow | BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id });
@@ -133,17 +127,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         });
       }
     }
-    let item = parseItem(row);
+    let item = parseStoredItem(row.queueItem);
     if (item === null) {
       // Only for rows recorded before the queue item was stored; costs one GET.
       const loan = await platform.getLoan(row.id, { signal });
       item = { ...loan, boarding: null };
     }
-    const [entities, documents] = await Promise.all([
-      platform.getEntities(row.id, { signal }),
-      platform.listDocuments(row.id, { signal }),
-    ]);
-    const input = { loan: item, entities, documents };
+    const input = await fetchMappingInput(platform, item, signal);
+    const { entities, documents } = input;
     const hash = payloadHash(input);
     transition(att, row.id, {
       to: 'fetched',
@@ -204,7 +195,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       expectedFrom: 'mapped',
       // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
       detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length, ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}) },
-      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null },
+      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, boardedRecords: storableRecords(outcome.records) },
       also: () => ensureAckKey(row),
     });
   }

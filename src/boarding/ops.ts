@@ -20,7 +20,7 @@ function load(loans: LoanStore, id: string): LoanRow {
  * holds for its current release keeps that: its next attempt only acknowledges, never writes
  * again. A write for an earlier release (re-released since) does not count: the new one is written.
  */
-export function retryLoan(loans: LoanStore, id: string, actor: string, now: number): LoanRow {
+export function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: { bulk: { reason: string | null; since: string | null } }): LoanRow {
   const row = load(loans, id);
   if (!RETRYABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`);
@@ -33,7 +33,7 @@ export function retryLoan(loans: LoanStore, id: string, actor: string, now: numb
       kind: 'ops',
       actor,
       reason: 'retry requested',
-      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: writtenForCurrentRelease(row) },
+      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: writtenForCurrentRelease(row), ...(extra ? { bulk: extra.bulk } : {}) },
       patch: { attempts: 0, nextAttemptAt: null, quarantineReason: null },
     },
     now,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { retryLoan, skipLoan } from '../boarding/ops.js';
-import { UsageError } from '../lib/errors.js';
+import { FatalError, UsageError } from '../lib/errors.js';
 import { openDatabase } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
@@ -8,6 +8,11 @@ import type { LoanRow } from '../store/loans.js';
 import { runningDaemons } from '../boarding/daemon-guard.js';
 import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
+import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
+import { reboardLoan, type ReboardResult } from '../boarding/reboard.js';
+import { buildRuntime } from '../boarding/wiring.js';
+import { CONNECTOR_VERSION } from './program.js';
+import { QUARANTINE_REASONS, type LoanState } from '../store/loan-states.js';
 
 function openStore(ctx: CliContext): BoardingStore {
   const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
@@ -21,6 +26,30 @@ function actorOf(ctx: CliContext, by: string | undefined): string {
   const who = by ?? ctx.env['USER'] ?? ctx.env['USERNAME'];
   if (who === undefined || who.trim() === '') throw new UsageError('who is acting? pass --by NAME (no USER in the environment)');
   return who.trim();
+}
+
+/** --since: an ISO date-time, or how long ago (30m, 2h, 1d). */
+function parseSince(v: string, now: number): number {
+  const rel = /^(\d+)\s*(m|h|d)$/.exec(v.trim());
+  if (rel) return now - Number(rel[1]) * { m: 60_000, h: 3_600_000, d: 86_400_000 }[rel[2] as 'm' | 'h' | 'd'];
+  const t = Date.parse(v);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(v.trim()) || Number.isNaN(t)) throw new UsageError(`--since: expected an ISO date-time (2026-11-25T09:00:00Z) or a duration (30m, 2h, 1d), got ${JSON.stringify(v)}`);
+  return t;
+}
+
+function formatReboard(r: ReboardResult): string {
+  switch (r.outcome) {
+    case 'rewritten':
+      return [`loan ${r.loanId}: re-boarded (${r.previousVersion ?? '?'} → ${r.mappingVersion}; core ${r.coreReference})`, ...r.changes.slice(0, 30).map((c) => `    ${c}`), ...(r.changes.length > 30 ? [`    … ${r.changes.length - 30} more`] : [])].join('\n');
+    case 'unchanged':
+      return `loan ${r.loanId}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force to write anyway)`;
+    case 'would_quarantine':
+      return `loan ${r.loanId}: NOT re-boarded: the mapping would quarantine it (${r.reason}): ${r.message}`;
+    case 'not_acknowledged':
+      return `loan ${r.loanId}: NOT re-boarded: it is ${r.state}, not acknowledged (use \`loans retry\`)`;
+    case 'failed':
+      return `loan ${r.loanId}: FAILED: ${r.message} (the core keeps its earlier records)`;
+  }
 }
 
 const iso = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
@@ -142,14 +171,85 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
 
   loans
     .command('retry')
-    .description('put a quarantined, retry_wait or skipped loan back in the queue (audited); the next cycle boards it')
-    .argument('<id>', 'platform loan id')
+    .description('put quarantined (or retry_wait, skipped) loans back in the queue, audited; a running daemon starts a cycle at once')
+    .argument('[ids...]', 'platform loan ids (or --all)')
+    .option('--all', 'every quarantined loan (narrow with --reason, --since, --state)')
+    .option('--reason <reason>', `with --all: only loans quarantined for this reason (${QUARANTINE_REASONS.join(', ')})`)
+    .option('--since <time>', 'with --all: only loans that entered their state since this ISO time or this long ago (30m, 2h, 1d)')
+    .option('--state <state>', 'with --all: quarantined (default), retry_wait or skipped')
     .option('--by <name>', 'who is acting (default: $USER)')
-    .action((id: string, opts: { by?: string }) => {
+    .action((ids: string[], opts: { all?: boolean; reason?: string; since?: string; state?: string; by?: string }) => {
       const actor = actorOf(ctx, opts.by);
       const store = openStore(ctx);
-      const row = retryLoan(store.loans, id, actor, ctx.clock.now());
-      out(ctx, `loan ${id} queued by ${actor}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}; the next cycle boards it`);
+      const now = ctx.clock.now();
+      let targets: string[];
+      if (opts.all === true) {
+        if (ids.length > 0) throw new UsageError('loans retry: give loan ids or --all, not both');
+        const state = opts.state ?? 'quarantined';
+        if (!['quarantined', 'retry_wait', 'skipped'].includes(state)) throw new UsageError(`--state: expected quarantined, retry_wait or skipped, got ${JSON.stringify(state)}`);
+        if (opts.reason !== undefined && !(QUARANTINE_REASONS as readonly string[]).includes(opts.reason)) {
+          throw new UsageError(`--reason: expected one of ${QUARANTINE_REASONS.join(', ')}, got ${JSON.stringify(opts.reason)}`);
+        }
+        const since = opts.since === undefined ? null : parseSince(opts.since, now);
+        targets = store.loans
+          .list({ state: state as LoanState })
+          .filter((r) => (opts.reason === undefined || r.quarantineReason === opts.reason) && (since === null || r.updatedAt >= since))
+          .map((r) => r.id);
+      } else {
+        if (opts.reason !== undefined || opts.since !== undefined || opts.state !== undefined) throw new UsageError('--reason, --since and --state go with --all');
+        if (ids.length === 0) throw new UsageError('loans retry: give loan ids or --all');
+        targets = ids;
+      }
+      let ackOnly = 0;
+      for (const id of targets) {
+        const row = retryLoan(store.loans, id, actor, now, opts.all === true ? { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } : undefined);
+        if (writtenForCurrentRelease(row)) ackOnly += 1;
+        if (targets.length <= 20) out(ctx, `loan ${id} queued by ${actor}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}`);
+      }
+      if (targets.length === 0) {
+        out(ctx, 'no loans match: nothing retried');
+        return;
+      }
+      if (targets.length > 20) out(ctx, `${targets.length} loans queued by ${actor}${ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : ''}`);
+      // Do not make the operator wait for the schedule: a running daemon polls for this request.
+      const daemons = runningDaemons(store.daemon, now);
+      if (daemons.length > 0 && store.daemon.requestCycle(actor, now) > 0) out(ctx, `asked the running daemon (pid ${daemons.map((d) => d.pid).join(', ')}) for a cycle now`);
+      else out(ctx, 'no daemon is running: board them with `sync --once` (or start `run`)');
+    });
+
+  loans
+    .command('reboard')
+    .description('write acknowledged loans to the core again with the mapping on disk (after a mapping fix); idempotent by external id, no second acknowledgement, audited')
+    .argument('[ids...]', 'platform loan ids (or --mapping-version)')
+    .option('--mapping-version <version>', 'every acknowledged loan boarded with this mapping version')
+    .requiredOption('--reason <text>', 'why (kept in the audit log)')
+    .option('--by <name>', 'who is acting (default: $USER)')
+    .option('--force', 'write even when neither the mapping version nor the loan changed since its last write')
+    .option('--json', 'print the results as JSON')
+    .addHelpText('after', '\nExit status: 0 when every loan was re-written (or was unchanged); 1 when one failed or would now be quarantined.')
+    .action(async (ids: string[], opts: { mappingVersion?: string; reason: string; by?: string; force?: boolean; json?: boolean }) => {
+      const actor = actorOf(ctx, opts.by);
+      if (opts.reason.trim() === '') throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
+      if ((ids.length > 0) === (opts.mappingVersion !== undefined)) throw new UsageError('loans reboard: give loan ids or --mapping-version V (one of them)');
+      const rt = await buildRuntime(ctx.config(), ctx.logger(), { clock: ctx.clock });
+      ctx.onClose(() => rt.close());
+      assertSameMappingAsDaemon(rt.store.daemon, rt.mapper.version, ctx.clock.now(), 'loans reboard');
+      const targets = opts.mappingVersion !== undefined ? rt.store.loans.list({ state: 'acknowledged' }).filter((r) => r.mappingVersion === opts.mappingVersion).map((r) => r.id) : ids;
+      const results: ReboardResult[] = [];
+      for (const id of targets) {
+        if (ctx.shutdown.aborted) break;
+        const r = await reboardLoan(
+          { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION },
+          id,
+          { actor, reason: opts.reason.trim(), force: opts.force === true, signal: ctx.shutdown },
+        );
+        results.push(r);
+        if (opts.json !== true) out(ctx, formatReboard(r));
+      }
+      if (opts.json === true) out(ctx, JSON.stringify(results));
+      else out(ctx, targets.length === 0 ? 'no acknowledged loans match: nothing re-boarded' : `${results.filter((r) => r.outcome === 'rewritten').length} re-boarded, ${results.filter((r) => r.outcome === 'unchanged').length} unchanged, ${results.filter((r) => r.outcome !== 'rewritten' && r.outcome !== 'unchanged').length} not re-boarded (mapping ${rt.mapper.version}; no acknowledgement sent)`);
+      const bad = results.filter((r) => r.outcome === 'failed' || r.outcome === 'would_quarantine' || r.outcome === 'not_acknowledged');
+      if (bad.length > 0) throw new FatalError(`loans reboard: ${bad.length} loan(s) not re-boarded`);
     });
 
   loans

@@ -1,15 +1,16 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
-import { expectedFromOutcome, runFixture, type FixtureResult } from '../mapping/fixtures.js';
+import { CHANGE_WORDS, diffRecordLists, expectedFromOutcome, runFixture, type FixtureResult } from '../mapping/fixtures.js';
 import { lintMappingDir, loadFixtures, loadMapper } from '../mapping/loader.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
-import { formatIssue, type MappingOutcome } from '../mapping/types.js';
+import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
-import type { PlatformApi } from '../platform/api.js';
-import type { QueueItem } from '../platform/schemas.js';
+import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
+import { createLoanStore } from '../store/loans.js';
+import { redactPayload } from '../store/redact.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';
 
@@ -32,23 +33,34 @@ function configOptions(ctx: CliContext): MapperOptions {
 
 const located = (dir: string, p: LintProblem): string => formatProblem({ ...p, file: join(dir, p.file) });
 
-/** Fetches what the pipeline would map for one loan: the loan, its entities and documents list. */
-export async function fetchMappingInput(api: PlatformApi, loanId: string, signal?: AbortSignal): Promise<{ loan: QueueItem; entities: Awaited<ReturnType<PlatformApi['getEntities']>>; documents: Awaited<ReturnType<PlatformApi['listDocuments']>> }> {
-  const opts = signal ? { signal } : {};
-  const loan = await api.getLoan(loanId, opts);
-  const [entities, documents] = [await api.getEntities(loanId, opts), await api.listDocuments(loanId, opts)];
-  return { loan: { ...loan, boarding: null }, entities, documents };
-}
-
-function printOutcome(ctx: CliContext, dir: string, outcome: MappingOutcome): void {
+function printOutcome(ctx: CliContext, dir: string, outcome: MappingOutcome, showPii: boolean): void {
   if (outcome.ok) {
-    out(ctx, `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)`);
-    for (const r of outcome.records) out(ctx, `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`);
+    const warnings = outcome.warnings ?? [];
+    out(ctx, `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)${warnings.length > 0 ? `; boards with ${warnings.length} review item(s)` : ''}`);
+    for (const r of showPii ? outcome.records : maskRecords(outcome.records)) out(ctx, `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`);
+    for (const w of warnings) out(ctx, `review ${w.code} ${formatIssue({ ...w, file: join(dir, w.file) })}`);
   } else {
     out(ctx, `mapping ${outcome.mappingVersion}: ${outcome.issues.length} issue(s); the loan would be quarantined`);
     for (const i of outcome.issues) out(ctx, `${i.code} ${formatIssue({ ...i, file: join(dir, i.file) })}`);
   }
 }
+
+/** A full tax id in a saved fixture becomes a synthetic one with the same last 4 digits (the mapping takes the same path). */
+function fixtureInput(input: MappingInput, showPii: boolean): MappingInput {
+  if (showPii) return input;
+  const synth = (v: unknown): unknown => {
+    const digits = typeof v === 'string' || typeof v === 'number' ? String(v).replace(/\D/g, '') : '';
+    return digits.length === 9 ? `00000${digits.slice(-4)}` : v;
+  };
+  const scrub = <T extends Record<string, unknown>>(e: T): T => ({ ...e, ...('ein' in e ? { ein: synth(e['ein']) } : {}), ...('ssn' in e ? { ssn: synth(e['ssn']) } : {}) });
+  return { ...input, entities: { ...input.entities, businesses: input.entities.businesses.map(scrub), people: input.entities.people.map(scrub) } };
+}
+
+const SOURCE_NOTE: Record<InputSource, string> = {
+  stored: 'the queue item the connector stored when it took the loan from the queue (what the pipeline maps)',
+  queue: 'the live boarding queue (the connector has not taken this loan yet)',
+  loan: 'the bare loan: it is not in the boarding queue and the connector does not know it, so boarding.* fields map empty',
+};
 
 export function registerMappingsCommands(program: Command, ctx: CliContext): void {
   const mappings = program.command('mappings').description('lint, test and preview the mapping files (mappings.dir)');
@@ -131,27 +143,62 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
 
   mappings
     .command('preview')
-    .description('fetch one loan (loan, entities, documents) from the platform and print the mapped records or issues; writes nothing to the core')
+    .description('map one loan exactly as the pipeline would (its stored queue item when known, else the live one), diff against what was last boarded; writes nothing to the core')
     .requiredOption('--loan <id>', 'platform loan id')
     .option('--dir <dir>', 'mapping directory (default: config mappings.dir)', collect)
-    .option('--json', 'print the outcome as JSON')
-    .action(async (opts: DirOptions & { loan: string }) => {
+    .option('--json', 'print input, outcome and diff as JSON (tax ids masked unless --show-pii)')
+    .option('--show-pii', 'print full tax ids (masked by default)')
+    .option('--save-fixture <name>', 'write <dir>/fixtures/<name>/input.json and expected.json from this loan (full tax ids replaced by synthetic ones unless --show-pii)')
+    .addHelpText('after', '\nExit status: 0 when the loan would board (with or without review items); 1 when it would be quarantined or cannot be read.')
+    .action(async (opts: DirOptions & { loan: string; showPii?: boolean; saveFixture?: string }) => {
       const dirs = dirsOf(ctx, opts);
       if (dirs.length !== 1) throw new UsageError('preview takes one --dir');
       const dir = dirs[0] as string;
+      const showPii = opts.showPii === true;
+      if (opts.saveFixture !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$/.test(opts.saveFixture)) {
+        throw new UsageError(`--save-fixture: a fixture name is letters, digits, '.', '_' and '-' (at most 81), got ${JSON.stringify(opts.saveFixture)}`);
+      }
       const mapper = await loadMapper(dir, configOptions(ctx));
-      // Through the state database: preview spends from the same rate budget as the daemon.
-      const { platform } = openPlatformSession(ctx);
-      let input;
+      // Through the state database: preview spends from the same rate budget as the daemon, and
+      // maps the queue item the pipeline stored for the loan.
+      const { db, platform } = openPlatformSession(ctx);
+      const row = createLoanStore(db).get(opts.loan);
+      let input: MappingInput;
+      let source: InputSource;
       try {
-        input = await fetchMappingInput(platform, opts.loan, ctx.shutdown);
+        const found = await queueItemFor(platform, opts.loan, row?.queueItem ?? null, ctx.shutdown);
+        source = found.source;
+        input = await fetchMappingInput(platform, found.item, ctx.shutdown);
       } catch (err) {
         if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
         throw err;
       }
       const outcome = await mapper.map(input);
-      if (opts.json) out(ctx, JSON.stringify(outcome, null, 2));
-      else printOutcome(ctx, dir, outcome);
+      const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
+      const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;
+      if (opts.saveFixture !== undefined) {
+        const saved = fixtureInput(input, showPii);
+        const savedOutcome = await mapper.map(saved);
+        const caseDir = join(dir, 'fixtures', opts.saveFixture);
+        if (existsSync(caseDir)) throw new UsageError(`--save-fixture: ${caseDir} exists already; pick another name or remove it`);
+        mkdirSync(caseDir, { recursive: true });
+        writeFileSync(join(caseDir, 'input.json'), `${JSON.stringify({ description: `loan ${opts.loan}, saved by mappings preview (${SOURCE_NOTE[source]})`, ...saved }, null, 2)}\n`);
+        writeFileSync(join(caseDir, 'expected.json'), `${JSON.stringify(expectedFromOutcome(savedOutcome), null, 2)}\n`);
+        if (opts.json !== true) out(ctx, `wrote fixture ${caseDir} (input.json, expected.json)${showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : ''}; check it with \`mappings test --case ${opts.saveFixture}\``);
+      }
+      if (opts.json) {
+        const view = showPii ? { input, outcome } : { input: redactPayload(input), outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records) } : outcome };
+        out(ctx, JSON.stringify({ loanId: opts.loan, source, state: row?.state ?? null, boardedMappingVersion: row?.mappingVersion ?? null, ...view, diffAgainstBoarded: diff }, null, 2));
+      } else {
+        out(ctx, `loan ${opts.loan}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`);
+        printOutcome(ctx, dir, outcome, showPii);
+        if (row?.state === 'acknowledged' || row?.boardedRecords) {
+          if (diff === null) out(ctx, boarded ? '\nagainst what was boarded: not comparable (the loan would now be quarantined)' : '\nagainst what was boarded: the records of the last write were not kept (boarded before this version)');
+          else if (diff.length === 0) out(ctx, `\nagainst what was boarded (${row.mappingVersion ?? '?'}): no field changes`);
+          else out(ctx, `\nagainst what was boarded (${row.mappingVersion ?? '?'}): ${diff.length} change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  (\`loans reboard ${opts.loan} --reason …\` writes the new records to the core)`);
+        }
+      }
+      if (!outcome.ok) throw new FatalError(`preview ${opts.loan}: the loan would be quarantined (${outcome.issues.length} issue(s))`);
     });
 
   mappings

@@ -3,8 +3,12 @@ import { buildRuntime } from '../boarding/wiring.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
+import { dryRun, formatDryRun } from '../boarding/dry-run.js';
 import { BusyError, FatalError, UsageError } from '../lib/errors.js';
+import { loadMapper } from '../mapping/loader.js';
+import { isPlatformError } from '../platform/errors.js';
 import { out, type CliContext } from './context.js';
+import { openPlatformSession } from './session.js';
 
 function parseMs(v: string): number {
   const n = Number(v);
@@ -34,6 +38,41 @@ export function formatSummary(s: CycleSummary): string {
   return lines.join('\n');
 }
 
+function parseLimit(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`--limit: expected a whole number ≥ 1, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
+async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; against?: string; limit?: number }): Promise<void> {
+  const config = ctx.config();
+  const options = { timeZone: config.bank.timeZone, allowLast4Tin: config.mappings.allowLast4Tin, defaults: config.mappings.defaults, timeoutMs: config.mappings.timeoutMs };
+  const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
+  const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
+  // Through the state database: the walk spends from the same rate budget as a running daemon.
+  const { platform } = openPlatformSession(ctx);
+  const logger = ctx.logger();
+  let report;
+  try {
+    report = await dryRun({
+      platform,
+      mapper,
+      ...(against ? { against } : {}),
+      ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+      concurrency: config.boarding.concurrency,
+      signal: ctx.shutdown,
+      onProgress: (n) => {
+        if (n % 100 === 0) logger.info({ mapped: n }, 'dry run progress');
+      },
+    });
+  } catch (err) {
+    if (isPlatformError(err)) throw new FatalError(`sync --dry-run: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
+    throw err;
+  }
+  out(ctx, opts.json === true ? JSON.stringify(report) : formatDryRun(report));
+}
+
 export function registerSyncCommands(program: Command, ctx: CliContext): void {
   program
     .command('sync')
@@ -41,12 +80,22 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     .option('--once', 'run a single cycle and exit (required; the daemon is `run`)')
     .option('--json', 'print the cycle summary as JSON')
     .option('--settle-ms <ms>', 'wait up to this long for short retries before exiting (default: 2 × boarding.retryBaseMs)', parseMs)
+    .option('--dry-run', 'shadow run: walk the live queue with reads only, map every loan, write and acknowledge nothing; print a coverage table')
+    .option('--dir <dir>', 'with --dry-run: the mapping set to try (default: mappings.dir)')
+    .option('--against <dir>', 'with --dry-run: a second mapping set (the baseline); list loans whose records would change')
+    .option('--limit <n>', 'with --dry-run: stop after this many loans', parseLimit)
     .addHelpText(
       'after',
-      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key;\n3 when another connector process holds the boarding lease on this state database (nothing done).',
+      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key;\n3 when another connector process holds the boarding lease on this state database (nothing done).\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
     )
-    .action(async (opts: { once?: boolean; json?: boolean; settleMs?: number }) => {
-      if (opts.once !== true) throw new UsageError('sync runs one cycle: use `sync --once` (the long-running daemon is `run`)');
+    .action(async (opts: { once?: boolean; json?: boolean; settleMs?: number; dryRun?: boolean; dir?: string; against?: string; limit?: number }) => {
+      if (opts.dryRun === true) {
+        if (opts.once === true) throw new UsageError('--dry-run and --once: pick one (a dry run writes nothing)');
+        await shadowRun(ctx, opts);
+        return;
+      }
+      if (opts.dir !== undefined || opts.against !== undefined || opts.limit !== undefined) throw new UsageError('--dir, --against and --limit go with --dry-run');
+      if (opts.once !== true) throw new UsageError('sync runs one cycle: use `sync --once` (the long-running daemon is `run`; a shadow run is `sync --dry-run`)');
       const config = ctx.config();
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });

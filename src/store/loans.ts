@@ -38,6 +38,8 @@ export interface LoanRow {
   queueItem: string | null;
   /** Review items of the last mapping (board with warnings); 0 when it mapped clean. */
   reviewItems: number;
+  /** JSON of the records last written to the core, tax ids masked: what preview and dry run diff against. */
+  boardedRecords: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -81,6 +83,7 @@ export type LoanPatch = Partial<
     | 'lastSeenAt'
     | 'queueItem'
     | 'reviewItems'
+    | 'boardedRecords'
   >
 >;
 
@@ -107,6 +110,7 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   lastSeenAt: 'last_seen_at',
   queueItem: 'queue_item',
   reviewItems: 'review_items',
+  boardedRecords: 'boarded_records',
 };
 
 export interface TransitionInput {
@@ -166,6 +170,7 @@ interface RawLoan {
   last_seen_at: number | null;
   queue_item: string | null;
   review_items: number;
+  boarded_records: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -197,6 +202,7 @@ function toRow(r: RawLoan): LoanRow {
     lastSeenAt: r.last_seen_at,
     queueItem: r.queue_item,
     reviewItems: r.review_items ?? 0,
+    boardedRecords: r.boarded_records ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -232,6 +238,15 @@ export interface LoanStore {
     event: { kind: LoanEvent['kind']; reason?: string | null; detail?: unknown; actor?: string },
     now: number,
   ): void;
+  /**
+   * Columns and an audit event in one transaction, without a state change, while the loan is still
+   * in `expected` (else StaleStateError): what a re-board of an acknowledged loan records.
+   */
+  amend(
+    id: string,
+    input: { expected: LoanState; patch: LoanPatch; kind: LoanEvent['kind']; reason: string; detail?: unknown; actor: string },
+    now: number,
+  ): LoanRow;
   events(id: string): LoanEvent[];
   list(filter?: LoanListFilter): LoanRow[];
   /** Loans a cycle should work on now: working states, plus retry_wait whose time has come. */
@@ -337,9 +352,19 @@ export function createLoanStore(db: Db): LoanStore {
     return require(id);
   });
 
+  const amendTx = db.transaction((id: string, input: Parameters<LoanStore['amend']>[1], now: number): LoanRow => {
+    const cur = selectOne.get(id);
+    if (!cur) throw new LoanNotFoundError(id);
+    if (cur.state !== input.expected) throw new StaleStateError(id, cur.state as LoanState, [input.expected]);
+    applyPatch(id, input.patch, {}, now);
+    event(id, now, input.kind, null, null, input.actor, input.reason, input.detail);
+    return require(id);
+  });
+
   return {
     get,
     require,
+    amend: (id, input, now) => amendTx.immediate(id, input, now),
     // IMMEDIATE: both read before they write (see db.ts).
     insert: (loan, now) => insertTx.immediate(loan, now),
     transition: (id, input, now) => transitionTx.immediate(id, input, now),

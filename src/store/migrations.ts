@@ -153,4 +153,9 @@ export const MIGRATIONS: readonly string[] = [
     cycle_requested_by TEXT
   );
   `,
+  /* 8: the records last written to the core (tax ids masked), so a preview or a dry run can show
+     field by field what a mapping change would change for a boarded loan. One value per loan,
+     replaced on each write. */ `
+  ALTER TABLE loans ADD COLUMN boarded_records TEXT;
+  `,
 ];

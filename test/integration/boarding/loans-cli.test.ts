@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -69,6 +69,53 @@ describe('loans commands', () => {
     const noActor = await runCli(['--config', configPath, 'loans', 'retry', 'L2']);
     expect(noActor.code).toBe(2);
     expect(noActor.error).toContain('--by');
+  });
+
+  it('retry --all requeues every matching quarantined loan, audited, and asks a running daemon for a cycle now', async () => {
+    const dbPath = join(configPath, '..', 'state.sqlite');
+    const db = openDatabase(dbPath);
+    const s = createBoardingStore(db);
+    const quarantine = (id: string, reason: 'mapping' | 'contradictory', at: number): void => {
+      s.loans.insert({ id, state: 'queued' }, at);
+      s.loans.transition(id, { to: 'fetched' }, at);
+      s.loans.transition(id, { to: 'quarantined', reason, patch: { quarantineReason: reason } }, at);
+    };
+    quarantine('M1', 'mapping', T0 + 10);
+    quarantine('M2', 'mapping', Date.now() - 60_000);
+    quarantine('C1', 'contradictory', Date.now() - 60_000);
+    // A daemon of this process, as `run` publishes it: the retry asks it for a cycle.
+    s.daemon.publish({ owner: 'test:1', pid: process.pid, host: hostname(), startedAt: T0, updatedAt: Date.now(), mappingVersion: 'v', mappingDir: '/m', reloadError: null });
+    db.close();
+
+    const badReason = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--reason', 'typo'], { USER: 'carol' });
+    expect(badReason.code).toBe(2);
+    expect(badReason.error).toContain('--reason: expected one of mapping');
+    expect((await runCli(['--config', configPath, 'loans', 'retry', 'L1', '--all'], { USER: 'carol' })).code).toBe(2);
+    expect((await runCli(['--config', configPath, 'loans', 'retry', '--since', '1h'], { USER: 'carol' })).code).toBe(2);
+
+    // Mapping quarantines of the last hour only: M2 (M1 is older, C1 is contradictory).
+    const r = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--reason', 'mapping', '--since', '1h'], { USER: 'carol' });
+    expect(r.error).toBeNull();
+    expect(r.stdout).toContain('loan M2 queued by carol');
+    expect(r.stdout).toContain(`asked the running daemon (pid ${process.pid}) for a cycle now`);
+    const after = createBoardingStore(openDatabase(dbPath));
+    try {
+      expect(after.loans.get('M2')?.state).toBe('queued');
+      expect(after.loans.get('M1')?.state).toBe('quarantined');
+      expect(after.loans.get('C1')?.state).toBe('quarantined');
+      expect(after.loans.events('M2').at(-1)).toMatchObject({ kind: 'ops', actor: 'carol', toState: 'queued', detail: { bulk: { reason: 'mapping', since: '1h' } } });
+      expect(after.daemon.get('test:1')).toMatchObject({ cycleRequestedBy: 'carol' });
+      expect(after.daemon.get('test:1')?.cycleRequestedAt).not.toBeNull();
+    } finally {
+      after.db.close();
+    }
+    // Every other quarantined loan (L1, M1, C1); no daemon row for a dead process counts.
+    const rest = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--by', 'erin']);
+    expect(rest.stdout).toContain('loan M1 queued by erin');
+    expect(rest.stdout).toContain('loan C1 queued by erin');
+    expect(rest.stdout).toContain('loan L1 queued by erin');
+    const none = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--by', 'erin']);
+    expect(none.stdout).toContain('no loans match');
   });
 
   it('sync without --once is a usage error', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -24,7 +24,7 @@ describe('mappings preview', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function preview(loanId: string, dir: string, extra = ''): Promise<{ out: string; error: unknown }> {
+  async function preview(loanId: string, dir: string, extra = '', args: string[] = []): Promise<{ out: string; error: unknown }> {
     const configPath = join(tmp, `config-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(
       configPath,
@@ -39,7 +39,7 @@ describe('mappings preview', () => {
     program.exitOverride();
     let error: unknown;
     try {
-      await program.parseAsync(['node', 'boarding-connector', 'mappings', 'preview', '--loan', loanId, '--json']);
+      await program.parseAsync(['node', 'boarding-connector', 'mappings', 'preview', '--loan', loanId, '--json', ...args]);
     } catch (err) {
       error = err;
     } finally {
@@ -60,9 +60,15 @@ describe('mappings preview', () => {
     await fetch(`${sandbox.adminUrl}/counters/reset`, { method: 'POST' });
 
     const generic = await preview(loan!.id, join(repo, 'mappings/generic'));
-    expect(generic.error).toBeUndefined();
-    const g = JSON.parse(generic.out) as MappingOutcome;
+    const g = (JSON.parse(generic.out) as { outcome: MappingOutcome }).outcome;
     expect(g.mappingVersion).toMatch(/^1\.0\.0\+/);
+    // Exit 1 exactly when the loan would be quarantined.
+    expect(generic.error === undefined).toBe(g.ok);
+    // Unknown to the connector: the live queue item (with its boarding object), tax ids masked.
+    const view = JSON.parse(generic.out) as { source: string; input: { loan: { boarding: unknown }; entities: { businesses: Array<Record<string, unknown>> } } };
+    expect(view.source).toBe('queue');
+    expect(view.input.loan.boarding).not.toBeNull();
+    for (const b of view.input.entities.businesses) if ('ein' in b) expect(b['ein']).toBe('[redacted]');
     if (g.ok) {
       expect(g.records.find((r) => r.type === 'loan')?.externalId).toBe(loan!.id);
       expect(g.records.some((r) => r.type === 'customer')).toBe(true);
@@ -72,12 +78,29 @@ describe('mappings preview', () => {
     }
 
     const fineract = await preview(loan!.id, join(repo, 'mappings/fineract'));
-    expect(fineract.error).toBeUndefined();
-    expect(JSON.parse(fineract.out)).toHaveProperty('mappingVersion');
+    expect(JSON.parse(fineract.out)).toHaveProperty('outcome.mappingVersion');
 
     const counters = (await adminJson('/counters')) as { byBucket: { read: number; write: number } };
     expect(counters.byBucket.write).toBe(0);
     expect(counters.byBucket.read).toBe(6);
+  });
+
+  it('--save-fixture writes a fixture that mappings test passes, without real tax ids', async () => {
+    const set = join(tmp, 'saved-set');
+    cpSync(join(repo, 'mappings/generic'), set, { recursive: true });
+    const page = (await (await fetch(`${sandbox.baseUrl}/public/v1/loans/boarding-queue?limit=8`, { headers: { Authorization: `Bearer ${sandbox.apiKey}` } })).json()) as { data: Array<{ id: string }> };
+    const id = page.data[1]!.id;
+    await preview(id, set, '', ['--save-fixture', 'from-live']);
+    const input = readFileSync(join(set, 'fixtures/from-live/input.json'), 'utf8');
+    expect(input).toContain(id);
+    for (const m of input.matchAll(/"(ein|ssn)": "(\d+)"/g)) expect(m[2]).toMatch(/^00000\d{4}$/);
+    const { program, ctx } = buildProgram(() => createCliContext({ env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }));
+    program.exitOverride();
+    await expect(program.parseAsync(['node', 'boarding-connector', 'mappings', 'test', '--dir', set, '--case', 'from-live'])).resolves.toBeDefined();
+    await ctx.close();
+    // The same name twice is refused rather than overwriting a reviewed fixture.
+    const again = await preview(id, set, '', ['--save-fixture', 'from-live']);
+    expect(again.error).toMatchObject({ exitCode: 2 });
   });
 
   it('reports an unknown loan as an error (exit 1)', async () => {

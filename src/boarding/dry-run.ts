@@ -1,0 +1,185 @@
+import { errorMessage } from '../lib/errors.js';
+import { CHANGE_WORDS, diffRecordLists } from '../mapping/fixtures.js';
+import type { Mapper, MappingIssue, MappingOutcome } from '../mapping/types.js';
+import type { PlatformApi } from '../platform/api.js';
+import { isPlatformError } from '../platform/errors.js';
+import type { QueueItem } from '../platform/schemas.js';
+import { quarantineReasonFor } from './board-loan.js';
+import { fetchMappingInput, maskRecords } from './mapping-input.js';
+
+export type DryRunVerdict = 'board' | 'board_with_warnings' | 'quarantine';
+
+/** One line of the coverage table: how many loans got this verdict for this reason and field. */
+export interface CoverageRow {
+  verdict: DryRunVerdict;
+  /** The quarantine reason or review item code ('' for a clean board). */
+  reason: string;
+  /** The record field at fault, e.g. loan.interestOnlyPeriods ('' for a clean board). */
+  field: string;
+  loans: number;
+  examples: string[];
+}
+
+export interface DryRunChange {
+  loanId: string;
+  /** Field-level differences, baseline (`--against`) → the mapping under test. */
+  diffs: string[];
+}
+
+export interface DryRunReport {
+  mappingVersion: string;
+  againstVersion: string | null;
+  /** Loans the queue listed and were mapped. */
+  loans: number;
+  verdicts: Record<DryRunVerdict, number>;
+  rows: CoverageRow[];
+  /** Items the queue listed that fail the platform schema: the pipeline quarantines them (validation). */
+  invalid: Array<{ loanId: string | null; message: string }>;
+  /** Loans whose entities or documents could not be read (they were not mapped). */
+  unreadable: Array<{ loanId: string; message: string }>;
+  /** With `against`: loans whose records or verdict differ between the two sets. */
+  changes: DryRunChange[] | null;
+  complete: boolean;
+}
+
+export interface DryRunDeps {
+  platform: Pick<PlatformApi, 'boardingQueue' | 'getEntities' | 'listDocuments'>;
+  mapper: Mapper;
+  /** A second mapping set to compare with (the baseline). */
+  against?: Mapper;
+  /** Stop after this many loans. */
+  limit?: number;
+  concurrency?: number;
+  signal?: AbortSignal;
+  onProgress?: (mapped: number) => void;
+}
+
+const EXAMPLES = 3;
+
+function verdictOf(o: MappingOutcome): DryRunVerdict {
+  if (!o.ok) return 'quarantine';
+  return (o.warnings?.length ?? 0) > 0 ? 'board_with_warnings' : 'board';
+}
+
+/** What each verdict is charged to: one row per distinct (reason, field) of the loan. */
+function keysOf(o: MappingOutcome): Array<{ reason: string; field: string }> {
+  const issues: readonly MappingIssue[] = o.ok ? (o.warnings ?? []) : o.issues;
+  if (issues.length === 0) return [{ reason: '', field: '' }];
+  const seen = new Map<string, { reason: string; field: string }>();
+  const loanReason = o.ok ? null : quarantineReasonFor(o.issues);
+  for (const i of issues) {
+    const k = { reason: loanReason ?? i.code, field: `${i.target}.${i.field}` };
+    seen.set(`${k.reason}\u0000${k.field}`, k);
+  }
+  return [...seen.values()];
+}
+
+function outcomeLine(o: MappingOutcome): string {
+  return o.ok ? verdictOf(o) : `quarantine (${quarantineReasonFor(o.issues)})`;
+}
+
+/**
+ * A shadow run: walks the live boarding queue with reads only (inside the rate budget, since the
+ * platform client spends from it), maps every loan with `mapper` and, when given, `against`, and
+ * writes nothing anywhere: no core write, no acknowledgement, no loan row. What a bank wants to see
+ * before it goes live or rolls out an edit.
+ */
+export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
+  const rows = new Map<string, CoverageRow>();
+  const report: DryRunReport = {
+    mappingVersion: deps.mapper.version,
+    againstVersion: deps.against?.version ?? null,
+    loans: 0,
+    verdicts: { board: 0, board_with_warnings: 0, quarantine: 0 },
+    rows: [],
+    invalid: [],
+    unreadable: [],
+    changes: deps.against ? [] : null,
+    complete: true,
+  };
+  const limit = deps.limit ?? Number.POSITIVE_INFINITY;
+  const concurrency = Math.max(1, deps.concurrency ?? 4);
+  let taken = 0;
+
+  async function one(item: QueueItem): Promise<void> {
+    let input;
+    try {
+      input = await fetchMappingInput(deps.platform, item, deps.signal);
+    } catch (err) {
+      if (deps.signal?.aborted || (isPlatformError(err) && err.fatal)) throw err;
+      report.unreadable.push({ loanId: item.id, message: errorMessage(err).slice(0, 300) });
+      return;
+    }
+    const outcome = await deps.mapper.map(input);
+    const verdict = verdictOf(outcome);
+    report.loans += 1;
+    report.verdicts[verdict] += 1;
+    for (const k of keysOf(outcome)) {
+      const key = `${verdict}\u0000${k.reason}\u0000${k.field}`;
+      let row = rows.get(key);
+      if (!row) rows.set(key, (row = { verdict, reason: k.reason, field: k.field, loans: 0, examples: [] }));
+      row.loans += 1;
+      if (row.examples.length < EXAMPLES) row.examples.push(item.id);
+    }
+    if (deps.against && report.changes) {
+      const base = await deps.against.map(input);
+      const diffs: string[] = [];
+      if (verdictOf(base) !== verdict || base.ok !== outcome.ok) diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
+      // Compared masked on both sides: the report may be shared; a tax id change still shows as a change of its last digits.
+      if (base.ok && outcome.ok) diffs.push(...diffRecordLists(maskRecords(base.records), maskRecords(outcome.records), CHANGE_WORDS));
+      if (diffs.length > 0) report.changes.push({ loanId: item.id, diffs });
+    }
+    deps.onProgress?.(report.loans);
+  }
+
+  walk: for await (const page of deps.platform.boardingQueue(deps.signal ? { signal: deps.signal } : {})) {
+    for (const bad of page.invalid) report.invalid.push({ loanId: bad.id, message: bad.problems.join('; ').slice(0, 300) });
+    const items = page.items.slice(0, Math.max(0, limit - taken));
+    taken += items.length;
+    for (let i = 0; i < items.length; i += concurrency) {
+      await Promise.all(items.slice(i, i + concurrency).map(one));
+    }
+    if (taken >= limit) {
+      report.complete = !page.hasMore && items.length === page.items.length;
+      break walk;
+    }
+  }
+  const order: Record<DryRunVerdict, number> = { quarantine: 0, board_with_warnings: 1, board: 2 };
+  report.rows = [...rows.values()].sort((a, b) => order[a.verdict] - order[b.verdict] || b.loans - a.loans || a.reason.localeCompare(b.reason) || a.field.localeCompare(b.field));
+  return report;
+}
+
+/** The coverage table as text: verdict totals, then one line per reason and field with example loans. */
+export function formatDryRun(r: DryRunReport): string {
+  const total = r.loans + r.invalid.length;
+  const pct = (n: number): string => (total === 0 ? '0%' : `${Math.round((n / total) * 100)}%`);
+  const lines = [
+    `dry run with mapping ${r.mappingVersion}${r.againstVersion ? ` against ${r.againstVersion}` : ''}: nothing was written to the core, nothing acknowledged`,
+    `${r.loans} loan(s) mapped${r.complete ? '' : ' (stopped at --limit; the queue has more)'}`,
+    `  would board:               ${String(r.verdicts.board).padStart(6)}  ${pct(r.verdicts.board)}`,
+    `  would board with warnings: ${String(r.verdicts.board_with_warnings).padStart(6)}  ${pct(r.verdicts.board_with_warnings)}`,
+    `  would quarantine:          ${String(r.verdicts.quarantine + r.invalid.length).padStart(6)}  ${pct(r.verdicts.quarantine + r.invalid.length)}${r.invalid.length > 0 ? ` (incl. ${r.invalid.length} malformed queue item(s))` : ''}`,
+  ];
+  const table = r.rows.filter((x) => x.verdict !== 'board');
+  if (table.length > 0) {
+    const head = ['VERDICT', 'REASON', 'FIELD', 'LOANS', 'EXAMPLES'];
+    const cells = [head, ...table.map((x) => [x.verdict, x.reason, x.field, String(x.loans), x.examples.join(' ')])];
+    const widths = head.map((_, i) => Math.max(...cells.map((c) => (c[i] ?? '').length)));
+    lines.push('', ...cells.map((c) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i] ?? 0))).join('  ')));
+  }
+  for (const bad of r.invalid.slice(0, 10)) lines.push(`  malformed queue item ${bad.loanId ?? '(no id)'}: ${bad.message}`);
+  if (r.unreadable.length > 0) {
+    lines.push('', `${r.unreadable.length} loan(s) could not be read (not mapped):`);
+    for (const u of r.unreadable.slice(0, 10)) lines.push(`  ${u.loanId}: ${u.message}`);
+  }
+  if (r.changes) {
+    lines.push('', `${r.changes.length} loan(s) would change between the two mapping sets`);
+    for (const c of r.changes.slice(0, 50)) {
+      lines.push(`  ${c.loanId}`);
+      for (const d of c.diffs.slice(0, 20)) lines.push(`    ${d}`);
+      if (c.diffs.length > 20) lines.push(`    … ${c.diffs.length - 20} more`);
+    }
+    if (r.changes.length > 50) lines.push(`  … ${r.changes.length - 50} more loans (--json lists all)`);
+  }
+  return lines.join('\n');
+}

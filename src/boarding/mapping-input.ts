@@ -1,0 +1,76 @@
+import type { PlatformApi } from '../platform/api.js';
+import { queueItemSchema, type QueueItem } from '../platform/schemas.js';
+import type { MappedRecord, MappingInput } from '../mapping/types.js';
+import { redactPayload } from '../store/redact.js';
+
+/** Where the queue item a mapping saw came from (preview and dry run say so). */
+export type InputSource = 'stored' | 'queue' | 'loan';
+
+/** The queue item the pipeline stored when it took the loan from the queue; null when absent or unreadable. */
+export function parseStoredItem(raw: string | null): QueueItem | null {
+  if (raw === null) return null;
+  try {
+    const parsed = queueItemSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What the pipeline maps for a queue item: the item itself (loan + boarding), the loan's entities
+ * and its documents list. Two reads, made together.
+ */
+export async function fetchMappingInput(platform: Pick<PlatformApi, 'getEntities' | 'listDocuments'>, item: QueueItem, signal?: AbortSignal): Promise<MappingInput> {
+  const opts = signal ? { signal } : {};
+  const [entities, documents] = await Promise.all([platform.getEntities(item.id, opts), platform.listDocuments(item.id, opts)]);
+  return { loan: item, entities, documents };
+}
+
+/** Walks the live boarding queue for one loan (reads, inside the rate budget); null when it is not listed. */
+export async function findInQueue(platform: Pick<PlatformApi, 'boardingQueue'>, loanId: string, signal?: AbortSignal): Promise<QueueItem | null> {
+  for await (const page of platform.boardingQueue(signal ? { signal } : {})) {
+    const hit = page.items.find((i) => i.id === loanId);
+    if (hit) return hit;
+  }
+  return null;
+}
+
+/**
+ * The queue item to map for one loan, as faithfully as the pipeline would: the stored one when the
+ * connector knows the loan, else the one the live queue lists, else the bare loan (a loan that is
+ * not released has no boarding object: `boarding.*` fields map empty, and the caller says so).
+ */
+export async function queueItemFor(
+  platform: Pick<PlatformApi, 'boardingQueue' | 'getLoan'>,
+  loanId: string,
+  stored: string | null,
+  signal?: AbortSignal,
+): Promise<{ item: QueueItem; source: InputSource }> {
+  const fromStore = parseStoredItem(stored);
+  if (fromStore) return { item: fromStore, source: 'stored' };
+  const listed = await findInQueue(platform, loanId, signal);
+  if (listed) return { item: listed, source: 'queue' };
+  const loan = await platform.getLoan(loanId, signal ? { signal } : {});
+  return { item: { ...loan, boarding: null }, source: 'loan' };
+}
+
+/** Records as the state database keeps them (tax ids and secrets masked), and as preview shows them without --show-pii. */
+export function maskRecords(records: readonly MappedRecord[]): MappedRecord[] {
+  return redactPayload(records) as MappedRecord[];
+}
+
+export function storableRecords(records: readonly MappedRecord[]): string {
+  return JSON.stringify(maskRecords(records));
+}
+
+/** The records last written to the core for this loan (masked), or null when none are kept. */
+export function parseBoardedRecords(raw: string | null): MappedRecord[] | null {
+  if (raw === null) return null;
+  try {
+    const v = JSON.parse(raw) as unknown;
+    return Array.isArray(v) ? (v as MappedRecord[]) : null;
+  } catch {
+    return null;
+  }
+}
