@@ -47,6 +47,7 @@ export function loadMapperFromConfig(config: Config): Promise<Mapper> {
     allowLast4Tin: config.mappings.allowLast4Tin,
     defaults: config.mappings.defaults,
     timeoutMs: config.mappings.timeoutMs,
+    allowUnknownInput: config.mappings.allowUnknownInput,
   });
 }
 

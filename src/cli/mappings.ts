@@ -28,7 +28,7 @@ function dirsOf(ctx: CliContext, opts: DirOptions): string[] {
 /** The bank's mapping options from config (lint and preview use them; fixtures use their own). */
 function configOptions(ctx: CliContext): MapperOptions {
   const c = ctx.config();
-  return { timeZone: c.bank.timeZone, allowLast4Tin: c.mappings.allowLast4Tin, defaults: c.mappings.defaults, timeoutMs: c.mappings.timeoutMs };
+  return { timeZone: c.bank.timeZone, allowLast4Tin: c.mappings.allowLast4Tin, defaults: c.mappings.defaults, timeoutMs: c.mappings.timeoutMs, allowUnknownInput: c.mappings.allowUnknownInput };
 }
 
 const located = (dir: string, p: LintProblem): string => formatProblem({ ...p, file: join(dir, p.file) });

@@ -47,7 +47,7 @@ function parseLimit(v: string): number {
 /** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
 async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; against?: string; limit?: number }): Promise<void> {
   const config = ctx.config();
-  const options = { timeZone: config.bank.timeZone, allowLast4Tin: config.mappings.allowLast4Tin, defaults: config.mappings.defaults, timeoutMs: config.mappings.timeoutMs };
+  const options = { timeZone: config.bank.timeZone, allowLast4Tin: config.mappings.allowLast4Tin, defaults: config.mappings.defaults, timeoutMs: config.mappings.timeoutMs, allowUnknownInput: config.mappings.allowUnknownInput };
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
   const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
   // Through the state database: the walk spends from the same rate budget as a running daemon.

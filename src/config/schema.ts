@@ -123,8 +123,13 @@ export const mappingsSchema = z.strictObject({
   timeoutMs: int(1).default(1_000),
   /** `run` reloads the set when a file in dir changes (lint first; a broken edit keeps the loaded set). SIGHUP always reloads. */
   watch: bool().default(false),
-  /** Input paths the platform spec does not document pass lint (fields a platform adds later). */
-  allowUnknownInput: bool().default(false),
+  /**
+   * Input paths the platform spec does not document that lint lets pass (fields a platform adds
+   * later): true for all, or a list such as [person.middleName, loan.*].
+   */
+  allowUnknownInput: z
+    .union([bool(), z.array(z.string().regex(/^(loan|loan\.product|loan\.stage|loan\.boarding|business|person|document|document\.requirement)\.([A-Za-z_$][\w$]*|\*)$/, { error: 'expected <object>.<field>, e.g. person.middleName or loan.* (objects: loan, loan.product, loan.stage, loan.boarding, business, person, document, document.requirement)' }))], { error: 'expected true, false or a list of <object>.<field>' })
+    .default(false),
 });
 
 export const bankSchema = z.strictObject({

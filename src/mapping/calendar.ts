@@ -122,6 +122,16 @@ function zoneOffsetMs(timeZone: string, utcMs: number): number {
 
 const TOKEN = /yyyy|yy|MM|M|dd|d|HH|H|mm|ss|'[^']*'/g;
 
+/**
+ * Why a date picture would print letters as they are, or null. Every letter outside single quotes
+ * must be one of the picture's tokens: "yyyyDDD" would print "2025DDD", never a day of the year.
+ */
+export function pictureProblem(format: string): string | null {
+  const rest = format.replace(TOKEN, '');
+  const bad = /[A-Za-z]/.exec(rest);
+  return bad ? `picture "${format}": "${bad[0]}" is not a picture letter (yyyy yy MM M dd d HH H mm ss; quote literal text, e.g. "yyyy'T'HH")` : null;
+}
+
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
 
 /** Formats with a small picture language: yyyy yy MM M dd d HH H mm ss, 'quoted literal'. */
@@ -181,6 +191,8 @@ export function bankDate(value: unknown, format: unknown, timeZone: string): str
   if (typeof value !== 'string') throw new HelperIssue('mapping', `expected an ISO 8601 date-time, got ${describe(value)}`, 0);
   const picture = format === undefined || format === null ? 'yyyy-MM-dd' : format;
   if (typeof picture !== 'string') throw new HelperIssue('mapping', `date format must be a string, got ${describe(format)}`, 1);
+  const bad = pictureProblem(picture);
+  if (bad) throw new HelperIssue('mapping', bad, 1);
   const t = toWallTime(value, timeZone);
   if (!t) throw new HelperIssue('mapping', `expected an ISO 8601 date-time, got ${describe(value)}`, 0);
   return formatWallTime(t, picture);

@@ -2,6 +2,7 @@ import jsonata from 'jsonata';
 import type { z } from 'zod';
 import { isValidTimeZone } from './calendar.js';
 import { CsvError, parseCsv } from './csv.js';
+import { ROOT_SHAPE, checkInputs, typeOf, type InputContext } from './input-paths.js';
 import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
 import { FrequencyTable } from './frequency.js';
@@ -22,6 +23,8 @@ export interface MapperOptions {
   defaults: Readonly<Record<string, string | number | boolean>>;
   /** Evaluation timeout per expression (config mappings.timeoutMs). */
   timeoutMs: number;
+  /** Input paths the platform does not document that lint lets pass (config mappings.allowUnknownInput). */
+  allowUnknownInput?: boolean | readonly string[];
 }
 
 export const DEFAULT_MAPPER_OPTIONS: MapperOptions = { timeZone: 'America/Chicago', allowLast4Tin: false, defaults: {}, timeoutMs: 1_000 };
@@ -107,6 +110,24 @@ function keepText(path: readonly string[]): boolean {
 
 const asText = (v: string | number | boolean): string => String(v);
 
+/** The smallest parts of the file a schema issue can be cut out with (null: the file as a whole is wrong). */
+function unitsOf(issue: z.core.$ZodIssue): string[][] | null {
+  const p = issue.path.map(String);
+  if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => [...p, k]);
+  if (p[0] === 'targets' && p.length >= 2) return [p.length >= 4 && ['fields', 'let', 'checks'].includes(p[2] ?? '') ? p.slice(0, 4) : p.slice(0, 2)];
+  if (['lookups', 'overrides', 'frequencies', 'defaults'].includes(p[0] ?? '') && p.length >= 2) return [p.slice(0, 2)];
+  return null;
+}
+
+function deletePath(root: unknown, path: readonly string[]): void {
+  let cur: unknown = root;
+  for (const k of path.slice(0, -1)) {
+    if (cur === null || typeof cur !== 'object') return;
+    cur = (cur as Record<string, unknown>)[k];
+  }
+  if (cur !== null && typeof cur === 'object') delete (cur as Record<string, unknown>)[path.at(-1) ?? ''];
+}
+
 function zodProblems(src: YamlSource, error: z.ZodError): LintProblem[] {
   const out: LintProblem[] = [];
   const add = (issue: z.core.$ZodIssue, prefix: readonly PropertyKey[]): void => {
@@ -133,6 +154,13 @@ function zodProblems(src: YamlSource, error: z.ZodError): LintProblem[] {
  * reported (not just the first), each with file:line:column.
  */
 export function compileMapping(read: SourceReader, options: MapperOptions = DEFAULT_MAPPER_OPTIONS): CompileResult {
+  const r = compileUnsorted(read, options);
+  // In file order, as an editor lists them (schema problems are found before expression ones).
+  r.problems.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
+  return r;
+}
+
+function compileUnsorted(read: SourceReader, options: MapperOptions): CompileResult {
   const sources = new Map<string, string>();
   const problems: LintProblem[] = [];
   const text = read(MAIN_FILE);
@@ -143,8 +171,24 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
   const src = parseYamlSource(MAIN_FILE, text, keepText);
   for (const p of src.problems) problems.push({ file: MAIN_FILE, line: p.line, column: p.column, message: p.message });
   if (src.value === undefined) return { problems, mapping: undefined, sources };
-  const parsed = mappingFileSchema.safeParse(src.value);
-  if (!parsed.success) return { problems: [...problems, ...zodProblems(src, parsed.error)], mapping: undefined, sources };
+  // Every problem in one pass: a part of the file that breaks the schema is reported and cut out,
+  // and the rest is still compiled, so expression problems show up before the schema ones are fixed.
+  let raw: unknown = src.value;
+  let parsed = mappingFileSchema.safeParse(raw);
+  const pruned = new Set<string>();
+  for (let round = 0; !parsed.success && round < 5; round++) {
+    problems.push(...zodProblems(src, parsed.error));
+    const units = parsed.error.issues.map(unitsOf);
+    if (units.some((u) => u === null)) return { problems, mapping: undefined, sources };
+    raw = structuredClone(raw);
+    for (const u of units.flat()) {
+      if (u === null) continue;
+      deletePath(raw, u);
+      pruned.add(u.join('.'));
+    }
+    parsed = mappingFileSchema.safeParse(raw);
+  }
+  if (!parsed.success) return { problems, mapping: undefined, sources };
   const file: MappingFile = parsed.data;
 
   // lookups
@@ -173,15 +217,20 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
   const defaults = { ...Object.fromEntries(Object.entries(file.defaults).map(([k, v]) => [k, asText(v)])), ...configDefaults };
   const defaultNames = new Set(Object.keys(defaults));
   for (const o of Object.values(file.overrides)) for (const k of Object.keys(o.defaults ?? {})) defaultNames.add(k);
+  for (const u of pruned) if (u.startsWith('defaults.')) defaultNames.add(u.slice('defaults.'.length));
   const analysis: AnalysisContext = {
-    lookupTables: new Map<string, ReadonlySet<string> | null>(Object.keys(file.lookups).map((k) => {
-      const t = lookups.get(k);
-      return [k, t ? new Set(t.values.keys()) : null];
-    })),
+    lookupTables: new Map<string, ReadonlySet<string> | null>([
+      ...Object.keys(file.lookups).map((k): [string, ReadonlySet<string> | null] => {
+        const t = lookups.get(k);
+        return [k, t ? new Set(t.values.keys()) : null];
+      }),
+      // A table cut out for a schema problem is reported there; its uses are not unknown tables.
+      ...[...pruned].filter((u) => u.startsWith('lookups.')).map((u): [string, null] => [u.slice('lookups.'.length), null]),
+    ]),
     defaultNames,
   };
 
-  const compileExpr = (yamlPath: string[], source: string, extraVariables?: ReadonlySet<string>): CompiledExpression | undefined => {
+  const compileExpr = (yamlPath: string[], source: string, extraVariables?: ReadonlySet<string>, inputs?: { ctx: InputContext; valueExpected: boolean }): CompiledExpression | undefined => {
     const posAt = (offset: number): SourcePos => src.posInScalar(yamlPath, offset);
     let expr: jsonata.Expression;
     try {
@@ -193,6 +242,11 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
     }
     const info = analyzeExpression(expr.ast() as ExprNode);
     for (const p of checkExpression(info, extraVariables ? { ...analysis, extraVariables } : analysis)) problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
+    if (inputs) {
+      for (const p of checkInputs(info, inputs.ctx, { allowUnknown: options.allowUnknownInput ?? false, valueExpected: inputs.valueExpected })) {
+        problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
+      }
+    }
     registerHelpers(expr, helpers);
     const bound = new Set<string>([...BOUND_VARIABLES, ...(extraVariables ?? [])]);
     const fast = compileFast(info.ast, helpers as unknown as ReadonlyMap<string, HelperImpl>, bound);
@@ -200,30 +254,35 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
   };
 
   const targets: CompiledTarget[] = [];
+  const itemContexts = new Map<string, InputContext>();
   for (const [name, t] of Object.entries(file.targets)) {
     const base = ['targets', name];
-    const forEach = t.for === undefined ? undefined : compileExpr([...base, 'for'], t.for);
+    const forEach = t.for === undefined ? undefined : compileExpr([...base, 'for'], t.for, undefined, { ctx: [ROOT_SHAPE], valueExpected: false });
+    // Each item's shape (loan, business, person, document…), for the paths its fields read.
+    const itemCtx: InputContext = t.for === undefined ? [ROOT_SHAPE] : forEach ? typeOf(forEach.info.ast, [ROOT_SHAPE]) : null;
+    itemContexts.set(name, itemCtx);
+    const inItem = (valueExpected: boolean) => ({ ctx: itemCtx, valueExpected });
     const letNames = new Set<string>();
     const lets: Array<{ name: string; expr: CompiledExpression }> = [];
     for (const [lname, source] of Object.entries(t.let ?? {})) {
       if ((BOUND_VARIABLES as readonly string[]).includes(lname) || lname in HELPER_ARITY) {
         problems.push({ file: MAIN_FILE, ...src.keyPosOf([...base, 'let', lname]), message: `${base.join('.')}.let.${lname}: $${lname} is already a bound variable or helper` });
       }
-      const e = compileExpr([...base, 'let', lname], source, new Set(letNames));
+      const e = compileExpr([...base, 'let', lname], source, new Set(letNames), inItem(false));
       letNames.add(lname);
       if (e) lets.push({ name: lname, expr: e });
     }
-    const externalId = compileExpr([...base, 'externalId'], t.externalId, letNames);
+    const externalId = compileExpr([...base, 'externalId'], t.externalId, letNames, inItem(true));
     const checks: Array<{ name: string; expr: CompiledExpression }> = [];
     for (const [cname, source] of Object.entries(t.checks ?? {})) {
-      const e = compileExpr([...base, 'checks', cname], source, letNames);
+      const e = compileExpr([...base, 'checks', cname], source, letNames, inItem(false));
       if (e) checks.push({ name: cname, expr: e });
     }
     const fields: CompiledField[] = [];
     for (const [fname, spec] of Object.entries(t.fields)) {
       const fpath = [...base, 'fields', fname];
       const exprPath = typeof spec === 'string' ? fpath : [...fpath, 'expr'];
-      const expr = compileExpr(exprPath, typeof spec === 'string' ? spec : spec.expr, letNames);
+      const expr = compileExpr(exprPath, typeof spec === 'string' ? spec : spec.expr, letNames, inItem(true));
       let check: FieldCheck | undefined;
       try {
         check = buildFieldCheck(spec);
@@ -246,6 +305,7 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
     for (const [tname, fieldsOf] of Object.entries(o.fields ?? {})) {
       const target = file.targets[tname];
       if (!target) {
+        if (pruned.has(`targets.${tname}`)) continue;
         problems.push({ file: MAIN_FILE, ...src.keyPosOf(['overrides', productId, 'fields', tname]), message: `overrides.${productId}.fields: unknown target "${tname}"` });
         continue;
       }
@@ -253,10 +313,11 @@ export function compileMapping(read: SourceReader, options: MapperOptions = DEFA
       for (const [fname, spec] of Object.entries(fieldsOf)) {
         const p = ['overrides', productId, 'fields', tname, fname];
         if (!(fname in target.fields)) {
+          if (pruned.has(`targets.${tname}.fields.${fname}`)) continue;
           problems.push({ file: MAIN_FILE, ...src.keyPosOf(p), message: `${p.join('.')}: target "${tname}" has no field "${fname}" (an override replaces an existing field's expression)` });
           continue;
         }
-        const e = compileExpr(typeof spec === 'string' ? p : [...p, 'expr'], typeof spec === 'string' ? spec : spec.expr, new Set(Object.keys(target.let ?? {})));
+        const e = compileExpr(typeof spec === 'string' ? p : [...p, 'expr'], typeof spec === 'string' ? spec : spec.expr, new Set(Object.keys(target.let ?? {})), { ctx: itemContexts.get(tname) ?? null, valueExpected: true });
         if (e) m.set(fname, e);
       }
       fieldMap.set(tname, m);

@@ -1,4 +1,4 @@
-import { formatPattern, isFormattedDate } from './calendar.js';
+import { formatPattern, isFormattedDate, pictureProblem } from './calendar.js';
 import { describe } from './issue.js';
 import type { FieldObject, FieldType } from './spec.js';
 
@@ -29,6 +29,8 @@ export function buildFieldCheck(spec: FieldObject | string): FieldCheck {
   if (spec.max !== undefined) c.max = spec.max;
   if (spec.type === 'date') {
     c.format = spec.format ?? 'yyyy-MM-dd';
+    const bad = pictureProblem(c.format);
+    if (bad) throw new Error(`format: ${bad}`);
     c.datePattern = formatPattern(c.format);
   }
   return c;

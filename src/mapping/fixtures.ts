@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { documentSchema, entitiesSchema, queueItemSchema } from '../platform/schemas.js';
 import { DEFAULT_MAPPER_OPTIONS, type MapperOptions } from './compile.js';
-import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingOutcome } from './types.js';
+import { formatIssue, type MappedRecord, type Mapper, type MappingInput, type MappingIssue, type MappingOutcome } from './types.js';
 
 /**
  * Mapping fixtures: `fixtures/<case>/input.json` (loan, entities, documents as the platform sends
@@ -145,7 +145,7 @@ export function diffRecordLists(before: readonly MappedRecord[], after: readonly
 }
 
 export function diffRecords(expected: MappedRecord[], outcome: MappingOutcome): string[] {
-  if (!outcome.ok) return ['expected records, got issues:', ...outcome.issues.map((i) => `  ${i.code} ${i.target}.${i.field}: ${i.message}`)];
+  if (!outcome.ok) return ['expected records, got issues:', ...outcome.issues.map((i) => `  ${i.code} ${formatIssue(i)}`)];
   return diffRecordLists(expected, outcome.records);
 }
 
@@ -176,6 +176,6 @@ function diffIssueLists(expected: Array<Record<string, unknown>>, actual: readon
     if (i < 0) out.push(`expected ${what} not raised: ${JSON.stringify(e)}`);
     else left.splice(i, 1);
   }
-  for (const a of left) out.push(`unexpected ${what}: ${a.code} ${a.target}.${a.field}: ${a.message}`);
+  for (const a of left) out.push(`unexpected ${what}: ${a.code} ${formatIssue(a)}`);
   return out;
 }
