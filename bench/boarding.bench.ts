@@ -14,7 +14,7 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildRuntime } from '../src/boarding/wiring.js';
+import { buildRuntime } from '../src/app/runtime.js';
 import { loadConfig } from '../src/config/load.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { startSandbox } from '../src/sandbox/index.js';

@@ -4,7 +4,8 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { refusedBy } from '../boarding/board-loan.js';
-import { buildRuntime, type BoardingRuntime } from '../boarding/wiring.js';
+import { createConnectorDaemon } from '../app/daemon.js';
+import { buildRuntime, type BoardingRuntime } from '../app/runtime.js';
 import { loadConfig } from '../config/load.js';
 import { SHIPPED_GENERIC_MAPPINGS } from '../config/schema.js';
 import type { Config } from '../config/schema.js';
@@ -17,8 +18,7 @@ import { WEBHOOK_EVENTS } from '../platform/schemas.js';
 import { WEBHOOK_PATH } from '../webhooks/app.js';
 import { registerEndpoint } from '../webhooks/registration.js';
 import { out, type CliContext } from './context.js';
-import { CONNECTOR_VERSION } from './program.js';
-import { createPluggedDaemon } from './run.js';
+import { CONNECTOR_VERSION } from '../version.js';
 
 /**
  * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
@@ -178,11 +178,12 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string') throw new Error('the sandbox did not return a webhook secret');
   const secret = reg.endpoint.secret;
 
-  // The same composition as `run` (DAEMON_PLUGINS: webhook receiver, endpoint check, nightly
-  // reconcile), over a runtime whose config carries the secret just issued.
+  // The same composition as `run` (src/app/daemon.ts), over a runtime whose config carries the
+  // secret just issued.
   const live: BoardingRuntime = { ...rt, config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } } };
   let cycles = 0;
-  const daemon = await createPluggedDaemon(live, ctx, {
+  const daemon = createConnectorDaemon(live, {
+    onHangup: (fn) => ctx.onHangup(fn),
     onCycle: () => {
       cycles += 1;
     },

@@ -10,8 +10,8 @@ import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { reboardLoan, type ReboardResult } from '../boarding/reboard.js';
-import { buildRuntime } from '../boarding/wiring.js';
-import { CONNECTOR_VERSION } from './program.js';
+import { buildRuntime } from '../app/runtime.js';
+import { CONNECTOR_VERSION } from '../version.js';
 import { QUARANTINE_REASONS, type LoanState } from '../store/loan-states.js';
 
 function openStore(ctx: CliContext): BoardingStore {

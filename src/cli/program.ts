@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import type { CliContext } from './context.js';
 import { registerCommandGroups } from './groups.js';
 
-export const CONNECTOR_VERSION = '0.1.0';
+import { CONNECTOR_VERSION } from '../version.js';
 
 /** Builds the commander program; main.ts runs it. Separate so tests can drive the CLI in-process. */
 export function buildProgram(ctxFactory: (program: Command) => CliContext): { program: Command; ctx: CliContext } {

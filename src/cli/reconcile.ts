@@ -1,19 +1,11 @@
 import type { Command } from 'commander';
-import type { Config } from '../config/schema.js';
 import { createCore } from '../core/index.js';
-import type { CoreSystem } from '../core/port.js';
-import type { Clock } from '../lib/clock.js';
 import { UsageError } from '../lib/errors.js';
-import type { Logger } from '../lib/logger.js';
-import type { PlatformApi } from '../platform/api.js';
 import { createProgressBar } from '../reports/progress.js';
 import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
-import type { Db } from '../store/db.js';
-import type { DaemonJob } from '../boarding/daemon.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';
-import { CONNECTOR_VERSION } from './program.js';
-import type { DaemonPlugin } from './run.js';
+import { CONNECTOR_VERSION } from '../version.js';
 
 /** --since: an ISO 8601 date-time (or a date, read as 00:00 UTC), normalised to UTC. */
 export function parseSince(v: string): string {
@@ -48,44 +40,6 @@ export function formatReconcileResult(r: ReconcileRunResult): string {
   if (r.latest) lines.push(`  latest: ${r.latest}`);
   return lines.join('\n');
 }
-
-export interface ReconcileAdapters {
-  config: Config;
-  platform: PlatformApi;
-  db: Db;
-  core: CoreSystem;
-  logger: Logger;
-  clock: Clock;
-}
-
-/**
- * The nightly reconcile inside `run` (schedule.reconcile, in the bank's time zone), over the
- * daemon's own platform client, state database and core.
- */
-export function reconcileDaemonJob(a: ReconcileAdapters): DaemonJob {
-  return {
-    name: 'reconcile',
-    schedule: a.config.schedule.reconcile,
-    timeZone: a.config.bank.timeZone,
-    async run(signal) {
-      await runReconcile({
-        config: a.config,
-        platform: a.platform,
-        db: a.db,
-        core: a.core,
-        logger: a.logger.child({ component: 'reconcile' }),
-        clock: a.clock,
-        connectorVersion: CONNECTOR_VERSION,
-        signal,
-      });
-    },
-  };
-}
-
-/** Registered in DAEMON_PLUGINS (src/cli/run.ts). */
-export const reconcilePlugin: DaemonPlugin = (rt) => ({
-  jobs: [reconcileDaemonJob({ config: rt.config, platform: rt.platform, db: rt.db, core: rt.core, logger: rt.logger, clock: rt.clock })],
-});
 
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
   program

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { buildRuntime } from '../boarding/wiring.js';
+import { buildRuntime } from '../app/runtime.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';

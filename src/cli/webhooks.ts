@@ -1,17 +1,13 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
-import type { PlatformApi } from '../platform/api.js';
-import type { PlatformStats } from '../platform/client.js';
 import { isPlatformError } from '../platform/errors.js';
 import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../platform/schemas.js';
 import { isEndpointDisabled, sameEndpointUrl } from '../webhooks/endpoint-check.js';
 import { enableEndpoint, registerEndpoint } from '../webhooks/registration.js';
 import { webhookTargetProblem } from '../webhooks/public-url.js';
-import { createWebhookService } from '../webhooks/service.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';
-import type { DaemonPlugin } from './run.js';
 
 /** Platform refusals become a one-line operator message (exit 1) naming what was wrong. */
 function explain(err: unknown, what: string): never {
@@ -176,21 +172,3 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       else out(ctx, `Endpoint ${endpoint.id} is now ${endpoint.status ?? 'updated (status not reported)'}.`);
     });
 }
-
-/**
- * The `run` plugin: the webhook receiver with its inbox processor (early cycles through
- * `hooks.triggerCycle`), the endpoint check on `schedule.endpointCheck`, and the cycle-duration metric.
- */
-export const webhooksDaemonPlugin: DaemonPlugin = (rt, hooks) => {
-  const platform = rt.platform as PlatformApi & { stats?: () => PlatformStats };
-  const svc = createWebhookService({
-    config: rt.config,
-    db: rt.db,
-    platform,
-    logger: rt.logger,
-    clock: rt.clock,
-    requestCycle: (reason) => hooks.triggerCycle(reason),
-    mapping: () => rt.mapper.status(),
-  });
-  return { services: [svc], jobs: [svc.endpointCheckJob], onCycle: (summary) => svc.onCycle(summary) };
-};

@@ -61,6 +61,8 @@ describe('run reloads its mapping set (SIGHUP)', () => {
     try {
       // Version A boards the first loans (some of the seed's loans are quarantined by the generic set: not counted).
       await vi.waitFor(() => expect(acknowledged().length).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 100 });
+      // Every loan of the seed settled: none is mapped with A and acknowledged after the reload.
+      await vi.waitFor(() => expect(store.loans.list().filter((r) => r.state === 'acknowledged' || r.state === 'quarantined')).toHaveLength(6), { timeout: 30_000, interval: 100 });
       const versionA = acknowledged()[0]?.mappingVersion ?? '';
       expect(versionA).toMatch(/\+[0-9a-f]{12}$/);
       expect(new Set(acknowledged().map((r) => r.mappingVersion))).toEqual(new Set([versionA]));

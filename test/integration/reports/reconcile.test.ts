@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildRuntime } from '../../../src/boarding/wiring.js';
+import { buildRuntime } from '../../../src/app/runtime.js';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { loadConfig } from '../../../src/config/load.js';

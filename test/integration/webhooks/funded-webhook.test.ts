@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CycleSummary } from '../../../src/boarding/cycle.js';
-import { buildRuntime, createBoardingDaemon } from '../../../src/boarding/wiring.js';
+import { createConnectorDaemon } from '../../../src/app/daemon.js';
+import { buildRuntime } from '../../../src/app/runtime.js';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
-import { webhooksDaemonPlugin } from '../../../src/cli/webhooks.js';
 import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
 import { FakeCore } from '../../support/fake-core.js';
 import { FakeMapper } from '../../support/fake-mapper.js';
@@ -94,28 +94,20 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     const config = loadConfig({ env: {}, fileText: configYaml(sb, dir, port, [secret]) });
     const rt = await buildRuntime(config, silentLogger(), { mapper: new FakeMapper(), core: new FakeCore() });
     cleanups.push(() => rt.close());
-    let daemonRef: { triggerCycle(reason: string): void } | null = null;
-    // The same plugin `run` uses.
-    const ctx = createCliContext({ env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal });
-    const plugin = await webhooksDaemonPlugin(rt, { triggerCycle: (r) => daemonRef?.triggerCycle(r) }, ctx);
-    const adminUrlOf = (): string => {
-      const svc = (plugin.services ?? []).find((x) => 'adminUrl' in x) as { adminUrl(): string | null } | undefined;
-      const url = svc?.adminUrl();
-      if (!url) throw new Error('the webhook service has no admin listener');
-      return url;
-    };
+    // The same composition `run` uses.
     const cycles: CycleSummary[] = [];
     const waiters: Array<() => void> = [];
-    const daemon = createBoardingDaemon(rt, {
-      services: plugin.services ?? [],
-      jobs: plugin.jobs ?? [],
+    const daemon = createConnectorDaemon(rt, {
       onCycle: (s) => {
-        plugin.onCycle?.(s);
         cycles.push(s);
         for (const w of waiters.splice(0)) w();
       },
     });
-    daemonRef = daemon;
+    const adminUrlOf = (): string => {
+      const url = daemon.adminUrl();
+      if (!url) throw new Error('the webhook service has no admin listener');
+      return url;
+    };
     cleanups.push(() => daemon.stop());
     await daemon.start();
     await daemon.idle();

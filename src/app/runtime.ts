@@ -6,14 +6,13 @@ import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
-import { createReloadableMapper, type ReloadableMapper } from './mapping-reload.js';
+import { createReloadableMapper, type ReloadableMapper } from '../boarding/mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
 import { platformClientFromConfig } from '../platform/client.js';
-import { CONNECTOR_VERSION } from '../cli/program.js';
+import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
-import { createCycleRunner, type CycleRunner, type CycleSummary } from './cycle.js';
-import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from './daemon.js';
+import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
 export interface BoardingRuntime {
@@ -115,23 +114,4 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       db.close();
     },
   };
-}
-
-export interface BoardingDaemonOptions {
-  services?: DaemonService[];
-  jobs?: DaemonJob[];
-  onCycle?: (summary: CycleSummary) => void;
-  cycleOnStart?: boolean;
-}
-
-/** The daemon over a runtime, with the config's drain schedule and shutdown timeout. */
-export function createBoardingDaemon(rt: BoardingRuntime, opts: BoardingDaemonOptions = {}): Daemon {
-  return createDaemon({
-    runner: rt.runner,
-    logger: rt.logger,
-    clock: rt.clock,
-    drainSchedule: rt.config.schedule.drain,
-    shutdownTimeoutMs: rt.config.boarding.shutdownTimeoutMs,
-    ...opts,
-  });
 }

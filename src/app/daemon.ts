@@ -1,0 +1,74 @@
+import { createEditLoopService } from '../boarding/edit-loop-service.js';
+import type { CycleSummary } from '../boarding/cycle.js';
+import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../boarding/daemon.js';
+import { reconcileDaemonJob } from '../reports/daemon-job.js';
+import { createWebhookService } from '../webhooks/service.js';
+import type { BoardingRuntime } from './runtime.js';
+
+export interface ConnectorDaemonOptions {
+  /** Subscribes to SIGHUP (the mapping reload); returns the unsubscribe. Without it, no SIGHUP reload. */
+  onHangup?: (fn: () => void) => () => void;
+  /** Runs after the services' own per-cycle hooks (the demo's narration). */
+  onCycle?: (summary: CycleSummary) => void;
+  /** Start with a cycle (default true). */
+  cycleOnStart?: boolean;
+}
+
+/**
+ * The daemon `run` starts and `demo` reuses, in one place: the scheduled queue drain and, beside
+ * it, in start order,
+ * - the edit loop: mapping reload on SIGHUP / mappings.watch, the version other processes see,
+ *   operators' early-cycle requests;
+ * - the webhook receiver with its inbox processor (early cycles on loan events), the ops pages on
+ *   the admin listener, and the endpoint check (schedule.endpointCheck);
+ * - the nightly reconcile (schedule.reconcile).
+ * Services start after the first cycle is scheduled and stop, in reverse order, after in-flight
+ * loans settle.
+ */
+export interface ConnectorDaemon extends Daemon {
+  /** The admin listener's base URL once started (ops pages: /healthz, /readyz, /metrics, /reports). */
+  adminUrl(): string | null;
+}
+
+export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemonOptions = {}): ConnectorDaemon {
+  let daemon: Daemon | null = null;
+  const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
+  const editLoop = createEditLoopService({
+    mapper: rt.mapper,
+    status: rt.store.daemon,
+    clock: rt.clock,
+    logger: rt.logger,
+    watch: rt.config.mappings.watch,
+    onHangup: opts.onHangup ?? (() => () => undefined),
+    requestCycle: triggerCycle,
+  });
+  const webhooks = createWebhookService({
+    config: rt.config,
+    db: rt.db,
+    platform: rt.platform,
+    logger: rt.logger,
+    clock: rt.clock,
+    requestCycle: triggerCycle,
+    mapping: () => rt.mapper.status(),
+  });
+  const services: DaemonService[] = [editLoop, webhooks];
+  const jobs: DaemonJob[] = [
+    webhooks.endpointCheckJob,
+    reconcileDaemonJob({ config: rt.config, platform: rt.platform, db: rt.db, core: rt.core, logger: rt.logger, clock: rt.clock }),
+  ];
+  daemon = createDaemon({
+    runner: rt.runner,
+    logger: rt.logger,
+    clock: rt.clock,
+    drainSchedule: rt.config.schedule.drain,
+    shutdownTimeoutMs: rt.config.boarding.shutdownTimeoutMs,
+    services,
+    jobs,
+    onCycle: (summary) => {
+      webhooks.onCycle(summary);
+      opts.onCycle?.(summary);
+    },
+    ...(opts.cycleOnStart !== undefined ? { cycleOnStart: opts.cycleOnStart } : {}),
+  });
+  return Object.assign(daemon, { adminUrl: () => webhooks.adminUrl() });
+}

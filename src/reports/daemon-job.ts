@@ -1,0 +1,42 @@
+import type { DaemonJob } from '../boarding/daemon.js';
+import type { Config } from '../config/schema.js';
+import type { CoreSystem } from '../core/port.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { PlatformApi } from '../platform/api.js';
+import type { Db } from '../store/db.js';
+import { CONNECTOR_VERSION } from '../version.js';
+import { runReconcile } from './run.js';
+
+export interface ReconcileAdapters {
+  config: Config;
+  platform: PlatformApi;
+  db: Db;
+  core: CoreSystem;
+  logger: Logger;
+  clock: Clock;
+}
+
+/**
+ * The nightly reconcile inside `run` (schedule.reconcile, in the bank's time zone), over the
+ * daemon's own platform client, state database and core.
+ */
+export function reconcileDaemonJob(a: ReconcileAdapters): DaemonJob {
+  return {
+    name: 'reconcile',
+    schedule: a.config.schedule.reconcile,
+    timeZone: a.config.bank.timeZone,
+    async run(signal) {
+      await runReconcile({
+        config: a.config,
+        platform: a.platform,
+        db: a.db,
+        core: a.core,
+        logger: a.logger.child({ component: 'reconcile' }),
+        clock: a.clock,
+        connectorVersion: CONNECTOR_VERSION,
+        signal,
+      });
+    },
+  };
+}
