@@ -40,8 +40,6 @@ export interface FundedLoan {
 export interface WebhookInbox {
   /** INSERT OR IGNORE: true when the row is new, false for a duplicate delivery. */
   insert(event: WebhookEvent, receivedAt: number): boolean;
-  /** Several inserts in one transaction (one fsync): element i tells whether item i was new. */
-  insertMany(items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>): boolean[];
   /** Pending rows in event-time order (so one loan's events come in the order they happened). */
   pending(limit: number): InboxRow[];
   get(webhookId: string): InboxRow | null;
@@ -107,18 +105,18 @@ export const UNKNOWN_LOAN_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
 export const UNKNOWN_LOAN_MAX_ROWS = 50_000;
 
 /** The inbox insert: a redelivered webhook id changes nothing (0 changes = duplicate). */
-export const INBOX_INSERT_SQL = `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
+const INBOX_INSERT_SQL = `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
      VALUES (?, ?, ?, ?, ?, ?, 'pending')`;
 
-export type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
+type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
 
 /**
- * The parameters of INBOX_INSERT_SQL for one delivery (also bound by the inbox writer thread). The
+ * The parameters of INBOX_INSERT_SQL for one delivery. The
  * payload is stored redacted (redactPayload): whatever the platform puts in a delivery — a full
  * EIN/SSN, a presigned URL, a key — is kept for 30 days, so it gets the same redaction as every
  * other stored value. The fields the connector reads (ids, type, times) pass unchanged.
  */
-export function inboxInsertParams(event: WebhookEvent, receivedAt: number): InboxInsertParams {
+function inboxInsertParams(event: WebhookEvent, receivedAt: number): InboxInsertParams {
   return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(redactPayload(event.payload))];
 }
 
@@ -167,12 +165,8 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
   const insertOne = (event: WebhookEvent, receivedAt: number): boolean => insert.run(...inboxInsertParams(event, receivedAt)).changes === 1;
-  const insertAll = db.transaction((items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>) =>
-    items.map((i) => insertOne(i.event, i.receivedAt)),
-  );
   return {
     insert: insertOne,
-    insertMany: (items) => insertAll.immediate(items),
     pending: (limit) => pending.all(limit).map(toRow),
     get: (id) => {
       const r = get.get(id);
