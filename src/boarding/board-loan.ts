@@ -9,7 +9,7 @@ import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { queueItemSchema, type QueueItem } from '../platform/schemas.js';
 import { CoreRejectedError, CoreUnavailableError, type CoreSystem, type DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
-import { IllegalTransitionError } from '../store/loan-states.js';
+import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
@@ -48,7 +48,8 @@ export type BoardOutcome =
   /** Auth/permission problem the operator must fix (platform key, core credentials): the cycle stops. */
   | { kind: 'fatal'; loanId: string; error: { code: string; message: string } };
 
-const WORKING = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait']);
+/** A loan is boarded from any state it is still owed in. */
+const WORKING: ReadonlySet<string> = new Set(UNACKNOWLEDGED_STATES);
 const AMBIGUOUS = 'core.ambiguous';
 
 /** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */

@@ -164,7 +164,7 @@ export function createCycleRunner(deps: CycleDeps) {
           for await (const page of platform.boardingQueue({ cursor, limit: deps.pageSize, signal: stop })) {
             const now = clock.now();
             // The page's loans and the cursor after it are saved together: a crash re-reads at most one page.
-            store.db.transaction(() => {
+            store.atomically(() => {
               for (const item of page.items) {
                 const r = recordQueueItem(store.loans, item, now, logger, inFlight, observer);
                 if (r === 'new') summary.walk.newLoans += 1;
@@ -174,7 +174,7 @@ export function createCycleRunner(deps: CycleDeps) {
                 recordInvalidItem(store.loans, bad, now, logger, observer);
               }
               if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
-            }).immediate();
+            });
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
             summary.walk.invalid += page.invalid.length;

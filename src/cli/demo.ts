@@ -19,6 +19,7 @@ import { registerEndpoint } from '../webhooks/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from './program.js';
 import { createPluggedDaemon } from './run.js';
+import { createWebhookInbox } from '../store/inbox.js';
 
 /**
  * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
@@ -187,7 +188,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
       cycles += 1;
     },
   });
-  const fundedCount = rt.db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = 'loan.funded'");
+  const fundedCount = createWebhookInbox(rt.db);
 
   const admin = async (path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${sandbox.adminUrl}${path}`, {
@@ -280,7 +281,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     const c = rt.store.loans.countByState();
     const pending = c.queued + c.fetched + c.mapped + c.written + c.retry_wait;
     status.show(
-      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.get()?.n ?? 0} · cycles ${cycles} · reports ${reports}`,
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.countOfType('loan.funded')} · cycles ${cycles} · reports ${reports}`,
     );
   };
   const ticker = setInterval(render, 500);

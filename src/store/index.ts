@@ -11,6 +11,8 @@ export interface BoardingStore {
   checkpoints: CheckpointStore;
   keys: IdempotencyStore;
   leases: LeaseStore;
+  /** Runs `fn` in one IMMEDIATE transaction (see db.ts): its writes commit together or not at all. */
+  atomically<T>(fn: () => T): T;
 }
 
 export function createBoardingStore(db: Db): BoardingStore {
@@ -20,5 +22,6 @@ export function createBoardingStore(db: Db): BoardingStore {
     checkpoints: createCheckpointStore(db),
     keys: createIdempotencyStore(db),
     leases: createLeaseStore(db),
+    atomically: (fn) => db.transaction(fn).immediate(),
   };
 }

@@ -3,7 +3,7 @@ import type { WebhooksConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { WebhookInbox } from './inbox.js';
+import type { WebhookInbox } from '../store/inbox.js';
 import { createConnectorMetrics, type ConnectorMetrics } from './metrics.js';
 import { runReadiness, type ReadinessCheck } from './readiness.js';
 import { latestReportFile } from './reports-route.js';

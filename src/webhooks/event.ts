@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import { asRecord, parseTime } from '../platform/webhook-payload.js';
 
 /**
  * The delivery payload of the real platform is "not shown" in its spec, so the envelope is parsed
@@ -45,36 +46,10 @@ export class InvalidPayloadError extends Error {
   override readonly name = 'InvalidPayloadError';
 }
 
-function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
 function asId(v: unknown): string | undefined {
   if (typeof v === 'string' && v.trim() !== '') return v.trim();
   if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
   return undefined;
-}
-
-/** The last millisecond of year 9999: later "times" (e.g. epoch nanoseconds read as ms) are not times. */
-const MAX_TIME_MS = 253_402_300_799_999;
-
-/**
- * Epoch ms from an ISO string or epoch seconds/ms; null when it is not a time, including one
- * outside years 1970–9999 (every result formats with `toISOString`, four-digit year).
- */
-export function parseTime(v: unknown): number | null {
-  if (typeof v === 'number' && Number.isFinite(v) && v > 0) {
-    const ms = v < 1e12 ? Math.round(v * 1000) : Math.round(v);
-    return ms <= MAX_TIME_MS ? ms : null;
-  }
-  if (typeof v === 'string' && v.trim() !== '') {
-    if (/^\d+(\.\d+)?$/.test(v.trim())) return parseTime(Number(v));
-    // Only full date-times: a bare date would be read as UTC midnight (domain-notes: never).
-    if (!/^\d{4}-\d{2}-\d{2}T/.test(v.trim())) return null;
-    const ms = Date.parse(v);
-    return Number.isNaN(ms) || ms < 0 || ms > MAX_TIME_MS ? null : ms;
-  }
-  return null;
 }
 
 /** Where a loan id may hide in an envelope, most specific first. */
@@ -98,17 +73,6 @@ export function extractLoanId(type: string, envelope: Record<string, unknown>): 
     if (id !== undefined) return id;
   }
   return null;
-}
-
-/** The funded time a loan.funded event carries, else its event time. */
-export function extractFundedAt(event: Pick<WebhookEvent, 'payload' | 'occurredAt'>): number {
-  const data = asRecord(event.payload['data']);
-  const loan = asRecord(data?.['loan']);
-  for (const c of [data?.['fundedAt'], data?.['funded_at'], loan?.['fundedAt'], loan?.['funded_at']]) {
-    const t = parseTime(c);
-    if (t !== null) return t;
-  }
-  return event.occurredAt;
 }
 
 export interface ToEventContext {

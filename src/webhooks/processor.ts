@@ -4,8 +4,8 @@ import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Db } from '../store/db.js';
 import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
-import type { WebhookInbox } from './inbox.js';
-import { createInboxApplier, type RowOutcome } from './inbox-apply.js';
+import type { WebhookInbox } from '../store/inbox.js';
+import { createInboxApplier, type RowOutcome } from '../store/inbox-apply.js';
 
 export interface WebhookProcessorDeps {
   db: Db;

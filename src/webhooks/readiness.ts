@@ -2,7 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
-import type { Db } from '../store/db.js';
+import { writeBlocker, type Db } from '../store/db.js';
 import type { EndpointWatch } from './endpoint-check.js';
 
 export interface CheckResult {
@@ -17,15 +17,8 @@ export type ReadinessCheck = () => CheckResult | Promise<CheckResult>;
 /** The state database accepts a write: BEGIN IMMEDIATE takes the write lock, then rolls back. */
 export function dbWritableCheck(db: Db): ReadinessCheck {
   return () => {
-    if (!db.open) return { ok: false, detail: 'state database is closed' };
-    if (db.readonly) return { ok: false, detail: 'state database is read-only' };
-    try {
-      db.exec('BEGIN IMMEDIATE');
-      db.exec('ROLLBACK');
-      return { ok: true };
-    } catch (err) {
-      return { ok: false, detail: `state database not writable: ${errorMessage(err)}` };
-    }
+    const blocker = writeBlocker(db);
+    return blocker === null ? { ok: true } : { ok: false, detail: blocker };
   };
 }
 

@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { InvalidPayloadError, toWebhookEvent } from './event.js';
-import type { WebhookInbox } from './inbox.js';
+import type { WebhookInbox } from '../store/inbox.js';
 import { createLogThrottle } from './log-throttle.js';
 import type { ConnectorMetrics } from './metrics.js';
 import { REJECT_STATUS, type RejectReason, type Verifier } from './signature.js';

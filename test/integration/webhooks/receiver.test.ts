@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 import { createApp, WEBHOOK_PATH } from '../../../src/webhooks/app.js';
-import { createWebhookInbox, type WebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createWebhookInbox, type WebhookInbox } from '../../../src/store/inbox.js';
 import { createConnectorMetrics } from '../../../src/webhooks/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../../../src/webhooks/processor.js';
 import { dbWritableCheck, type ReadinessCheck } from '../../../src/webhooks/readiness.js';

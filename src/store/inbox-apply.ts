@@ -1,7 +1,7 @@
 import { errorMessage } from '../lib/errors.js';
-import type { Db } from '../store/db.js';
-import { extractFundedAt } from './event.js';
-import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './history.js';
+import type { Db } from './db.js';
+import { extractFundedAt } from '../platform/webhook-payload.js';
+import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './webhook-history.js';
 import type { InboxRow, WebhookInbox } from './inbox.js';
 
 /** What a pass did with one inbox row . */

@@ -1,6 +1,15 @@
-import { redactPayload } from '../store/redact.js';
-import type { Db } from '../store/db.js';
-import { extractFundedAt, type WebhookEvent } from './event.js';
+import { redactPayload } from './redact.js';
+import type { Db } from './db.js';
+import { extractFundedAt } from '../platform/webhook-payload.js';
+
+/** What the inbox stores of a verified delivery (the receiver's parsed event has these fields). */
+export interface InboxDelivery {
+  webhookId: string;
+  type: string;
+  loanId: string | null;
+  occurredAt: number;
+  payload: Record<string, unknown>;
+}
 
 export type InboxStatus = 'pending' | 'processed' | 'failed';
 
@@ -39,7 +48,7 @@ export interface FundedLoan {
  */
 export interface WebhookInbox {
   /** INSERT OR IGNORE: true when the row is new, false for a duplicate delivery. */
-  insert(event: WebhookEvent, receivedAt: number): boolean;
+  insert(event: InboxDelivery, receivedAt: number): boolean;
   /** Pending rows in event-time order (so one loan's events come in the order they happened). */
   pending(limit: number): InboxRow[];
   get(webhookId: string): InboxRow | null;
@@ -48,6 +57,8 @@ export interface WebhookInbox {
   markProcessedSeq(seq: number, at: number): void;
   markFailed(webhookId: string, at: number, error: string): void;
   stats(): InboxStats;
+  /** Rows of one event type, any status. */
+  countOfType(eventType: string): number;
   /** When the loan was funded according to loan.funded deliveries, or null. */
   fundedAt(loanId: string): number | null;
   /** Every loan a loan.funded delivery named, with its earliest funded time (reconciliation aging). */
@@ -116,7 +127,7 @@ type InboxInsertParams = [webhookId: string, eventType: string, loanId: string |
  * EIN/SSN, a presigned URL, a key — is kept for 30 days, so it gets the same redaction as every
  * other stored value. The fields the connector reads (ids, type, times) pass unchanged.
  */
-function inboxInsertParams(event: WebhookEvent, receivedAt: number): InboxInsertParams {
+function inboxInsertParams(event: InboxDelivery, receivedAt: number): InboxInsertParams {
   return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(redactPayload(event.payload))];
 }
 
@@ -136,6 +147,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     "SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox WHERE status = 'pending'",
   );
   const failedCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'");
+  const typeCount = db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = ?');
   const totalCount = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM webhook_inbox');
   const funded = db.prepare<[string], RawRow>(
     // event_type = 'loan.funded' lets the partial webhook_inbox_funded index serve the lookup.
@@ -164,7 +176,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
-  const insertOne = (event: WebhookEvent, receivedAt: number): boolean => insert.run(...inboxInsertParams(event, receivedAt)).changes === 1;
+  const insertOne = (event: InboxDelivery, receivedAt: number): boolean => insert.run(...inboxInsertParams(event, receivedAt)).changes === 1;
   return {
     insert: insertOne,
     pending: (limit) => pending.all(limit).map(toRow),
@@ -187,6 +199,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
       const total = totalCount.get()?.n ?? 0;
       return { pending: pendingRow.n, failed, processed: Math.max(0, total - pendingRow.n - failed), oldestPendingAt: pendingRow.oldest };
     },
+    countOfType: (eventType) => typeCount.get(eventType)?.n ?? 0,
     fundedAt(loanId) {
       const times = funded.all(loanId).map(fundedTime);
       return times.length === 0 ? null : Math.min(...times);
