@@ -4,7 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import { InvalidPayloadError, toWebhookEvent } from './event.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import { createLogThrottle } from './log-throttle.js';
-import type { ConnectorMetrics } from './metrics.js';
+import type { ConnectorMetrics } from '../observability/metrics.js';
 import { REJECT_STATUS, type RejectReason, type Verifier } from './signature.js';
 
 export const WEBHOOK_PATH = '/webhooks/platform';

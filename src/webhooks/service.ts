@@ -5,14 +5,14 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import type { Db } from '../store/db.js';
-import { createApp } from './app.js';
-import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
+import { createApp } from '../http/app.js';
+import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 import { createFundedTimeBackfill } from '../store/funded-time.js';
 import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
-import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
+import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
-import { standardReadinessChecks } from './readiness.js';
-import { receiverLimits, startHttpServer, type RunningServer } from './server.js';
+import { standardReadinessChecks } from '../observability/readiness.js';
+import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
 
 export interface WebhookServiceDeps {
   config: Pick<Config, 'webhooks' | 'admin' | 'schedule' | 'reports'>;

@@ -11,12 +11,12 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
-import { createApp, WEBHOOK_PATH } from '../../../src/webhooks/app.js';
+import { createApp, WEBHOOK_PATH } from '../../../src/http/app.js';
 import { createWebhookInbox, type WebhookInbox } from '../../../src/store/inbox.js';
-import { createConnectorMetrics } from '../../../src/webhooks/metrics.js';
+import { createConnectorMetrics } from '../../../src/observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../../../src/webhooks/processor.js';
-import { dbWritableCheck, type ReadinessCheck } from '../../../src/webhooks/readiness.js';
-import { startHttpServer, type RunningServer } from '../../../src/webhooks/server.js';
+import { dbWritableCheck, type ReadinessCheck } from '../../../src/observability/readiness.js';
+import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
 
 const secretOld = `whsec_${randomBytes(24).toString('base64')}`;
 const secretNew = `whsec_${randomBytes(24).toString('base64')}`;

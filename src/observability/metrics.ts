@@ -8,7 +8,7 @@ import type { Db } from '../store/db.js';
 import { LOAN_STATES } from '../store/loan-states.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
-import type { RejectReason } from './signature.js';
+import type { RejectReason } from '../webhooks/signature.js';
 
 /** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
 export interface ApiCallCount {

@@ -3,7 +3,7 @@ import { systemClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import { writeBlocker, type Db } from '../store/db.js';
-import type { EndpointWatch } from './endpoint-check.js';
+import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 
 export interface CheckResult {
   ok: boolean;

@@ -4,11 +4,11 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookInbox } from '../store/inbox.js';
-import { createConnectorMetrics, type ConnectorMetrics } from './metrics.js';
-import { runReadiness, type ReadinessCheck } from './readiness.js';
+import { createConnectorMetrics, type ConnectorMetrics } from '../observability/metrics.js';
+import { runReadiness, type ReadinessCheck } from '../observability/readiness.js';
 import { latestReportFile } from './reports-route.js';
-import { createWebhookReceiver, WEBHOOK_PATH } from './receiver.js';
-import { createVerifier, unusableSecrets } from './signature.js';
+import { createWebhookReceiver, WEBHOOK_PATH } from '../webhooks/receiver.js';
+import { createVerifier, unusableSecrets } from '../webhooks/signature.js';
 
 export { WEBHOOK_PATH };
 
