@@ -190,12 +190,12 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
     },
   });
   new Gauge({
-    name: `${p}platform_writes_stopped`,
+    name: `${p}platform_traffic_stopped`,
     help: '1 when writes are stopped after 2 strikes in 24 h',
     registers: [registry],
     collect() {
       const h = safe(() => sources.platformHealth?.());
-      if (h) this.set(h.writesStopped ? 1 : 0);
+      if (h) this.set(h.trafficStopped ? 1 : 0);
     },
   });
   new Gauge({

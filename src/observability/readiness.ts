@@ -52,7 +52,7 @@ export function noRateLimitStrikeCheck(health: () => PlatformHealth): ReadinessC
   return () => {
     const h = health();
     if (h.strikes24h === 0) return { ok: true };
-    return { ok: false, detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.writesStopped ? '; writes stopped' : ''}` };
+    return { ok: false, detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.trafficStopped ? '; traffic stopped' : ''}` };
   };
 }
 

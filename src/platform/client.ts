@@ -269,7 +269,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         body = await readBody(res, ctx);
       } catch (err) {
         const e = classifyThrown(ctx, err, spec.signal);
-        if (e.code !== 'aborted' && e.code !== 'rate_limit.writes_stopped') count(bucket, e.code);
+        if (e.code !== 'aborted' && e.code !== 'rate_limit.traffic_stopped') count(bucket, e.code);
         logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
         throw e;
       }
@@ -477,8 +477,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       return {
         lastSuccessAt,
         strikes24h: budget.strikes24h(),
-        // Kept true with `stopped` so callers that only know writesStopped halt too.
-        writesStopped: stopped,
+        trafficStopped: stopped,
         stopped,
         budgets: [budget.snapshot('read'), budget.snapshot('write')],
       };

@@ -28,7 +28,7 @@ export async function startWebhookService(opts: {
   const svc = createWebhookService({
     config,
     db: opts.db,
-    platform: { health: () => ({ lastSuccessAt: Date.now(), strikes24h: 0, writesStopped: false, stopped: false }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
+    platform: { health: () => ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
     logger: opts.logger ?? silentLogger(),
     requestCycle: opts.requestCycle ?? (() => undefined),
   });
