@@ -27,6 +27,31 @@ export default tseslint.config(
     },
   },
   {
+    // store/ owns SQLite: every table is behind one of its repositories, so the schema has one owner.
+    files: ['src/**/*.ts'],
+    ignores: ['src/store/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['better-sqlite3'], message: 'Only src/store talks to SQLite: add a repository method there.' }] },
+      ],
+    },
+  },
+  {
+    // The store is below the pipeline and the receiver: they call it, never the other way round.
+    files: ['src/store/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/webhooks/*', '**/boarding/*'], message: 'src/store imports nothing from webhooks/ or boarding/ (they depend on the store).' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The mapping engine is pure: bank engineers' expressions must never reach I/O.
     files: ['src/mapping/**/*.ts'],
     ignores: ['src/mapping/loader.ts'],

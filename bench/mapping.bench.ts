@@ -1,5 +1,6 @@
 /**
- * Mapping throughput: loans mapped per second on one core with the generic set (target ≥ 2,000).
+ * Mapping throughput: loans mapped per second on one core with the generic set. The need is about
+ * 25 loans a minute (the platform's rate budget), so this only watches for a large regression.
  * Each loan is a realistic business loan (2 businesses, 2 people, 3 documents → 12 records).
  * Loans are mapped one after another (the engine is CPU-bound; the pipeline's concurrency does
  * not add cores). Prints figures; never fails on timing.
@@ -86,6 +87,6 @@ const cpu = process.cpuUsage(cpuStart);
 const cpuSeconds = (cpu.user + cpu.system) / 1e6;
 process.stdout.write(
   `mapping throughput (${mapper.name} set ${mapper.version}): ${(loans / cpuSeconds).toFixed(0)} loans per CPU-second on one core ` +
-    `(${(records / cpuSeconds).toFixed(0)} records/s; target ≥ 2000 loans/s); wall clock ${(loans / elapsed).toFixed(0)} loans/s ` +
+    `(${(records / cpuSeconds).toFixed(0)} records/s; the platform budget allows ~25 loans a minute); wall clock ${(loans / elapsed).toFixed(0)} loans/s ` +
     `(${loans} loans in ${elapsed.toFixed(2)} s, ${cpuSeconds.toFixed(2)} CPU s; ${issues} with issues)\n`,
 );

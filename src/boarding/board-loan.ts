@@ -8,7 +8,7 @@ import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { CoreRejectedError, CoreUnavailableError, type CoreSystem, type DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
-import { IllegalTransitionError } from '../store/loan-states.js';
+import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
@@ -44,11 +44,12 @@ export type BoardOutcome =
   | { kind: 'stale'; loanId: string }
   | { kind: 'not_eligible'; loanId: string; state: string }
   /** After 2 rate-limit strikes the client refuses writes: the loan waits, written, for a later cycle. */
-  | { kind: 'writes_stopped'; loanId: string; message: string }
+  | { kind: 'traffic_stopped'; loanId: string; message: string }
   /** Auth/permission problem the operator must fix (platform key, core credentials): the cycle stops. */
   | { kind: 'fatal'; loanId: string; error: { code: string; message: string } };
 
-const WORKING = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait']);
+/** A loan is boarded from any state it is still owed in. */
+const WORKING: ReadonlySet<string> = new Set(UNACKNOWLEDGED_STATES);
 const AMBIGUOUS = 'core.ambiguous';
 
 /** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */
@@ -320,30 +321,25 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       return fail(att, row, code, err.message, err.ambiguous ? 'ambiguous' : 'retries_exhausted', { phase });
     }
     if (isPlatformError(err)) {
-      if (err.fatal) {
-        log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
-        loans.recordEvent(row.id, { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() }, clock.now());
-        return { kind: 'fatal', loanId: row.id, error: err };
+      switch (err.disposition) {
+        case 'fatal':
+          log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
+          loans.recordEvent(row.id, { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() }, clock.now());
+          return { kind: 'fatal', loanId: row.id, error: err };
+        case 'halt':
+          loans.recordEvent(row.id, { kind: 'attempt', reason: 'platform traffic stopped after rate-limit strikes', detail: err.toJSON() }, clock.now());
+          return { kind: 'traffic_stopped', loanId: row.id, message: err.message };
+        case 'retry-call':
+        case 'retry-later':
+          log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
+          return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
+        case 'quarantine': {
+          // A 4xx (or an oversize document) that no retry will change.
+          const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : 'validation';
+          log.warn({ code: err.code, status: err.status, reason }, 'platform refused a request for this loan');
+          return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
+        }
       }
-      if (err.code === 'rate_limit.writes_stopped') {
-        loans.recordEvent(row.id, { kind: 'attempt', reason: 'writes stopped after rate-limit strikes', detail: err.toJSON() }, clock.now());
-        return { kind: 'writes_stopped', loanId: row.id, message: err.message };
-      }
-      if (err.code === 'aborted') {
-        // Aborted without our shutdown signal: treat like a transient failure.
-        return fail(att, row, 'platform.aborted', err.message, 'retries_exhausted', { phase });
-      }
-      if (err.code === 'download.too_large') {
-        return quarantine(att, row, 'validation', err.code, err.message, err.toJSON());
-      }
-      if (err.retryable || err.code.startsWith('download.') || err.code === 'response.invalid' || err.code === 'unknown') {
-        log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
-        return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
-      }
-      // A 4xx that no retry will change.
-      const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : 'validation';
-      log.warn({ code: err.code, status: err.status, reason }, 'platform refused a request for this loan');
-      return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
     }
     log.error({ err }, 'unexpected error while boarding; will retry');
     return fail(att, row, 'internal', errorMessage(err), 'retries_exhausted', { phase });

@@ -63,7 +63,7 @@ export interface CycleSummary {
   stale: number;
   passes: number;
   /** Set when writes were stopped after rate-limit strikes (an alert was logged). */
-  writesStopped: boolean;
+  trafficStopped: boolean;
   /** A fatal platform error (auth): the cycle stopped; `sync --once` exits 1. */
   fatal: { code: string; message: string } | null;
   /** Another process holds the boarding lease: this cycle did nothing. */
@@ -164,7 +164,7 @@ export function createCycleRunner(deps: CycleDeps) {
           for await (const page of platform.boardingQueue({ cursor, limit: deps.pageSize, signal: stop })) {
             const now = clock.now();
             // The page's loans and the cursor after it are saved together: a crash re-reads at most one page.
-            store.db.transaction(() => {
+            store.atomically(() => {
               for (const item of page.items) {
                 const r = recordQueueItem(store.loans, item, now, logger, inFlight, observer);
                 if (r === 'new') summary.walk.newLoans += 1;
@@ -174,7 +174,7 @@ export function createCycleRunner(deps: CycleDeps) {
                 recordInvalidItem(store.loans, bad, now, logger, observer);
               }
               if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
-            }).immediate();
+            });
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
             summary.walk.invalid += page.invalid.length;
@@ -229,8 +229,8 @@ export function createCycleRunner(deps: CycleDeps) {
       case 'stale':
         summary.stale += 1;
         break;
-      case 'writes_stopped':
-        summary.writesStopped = true;
+      case 'traffic_stopped':
+        summary.trafficStopped = true;
         break;
       case 'fatal':
         summary.fatal = { code: o.error.code, message: o.error.message };
@@ -243,7 +243,7 @@ export function createCycleRunner(deps: CycleDeps) {
   async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>): Promise<void> {
     const due = store.loans.due(clock.now()).filter((r) => !inFlight.has(r.id));
     let next = 0;
-    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.writesStopped;
+    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped;
     const worker = async (): Promise<void> => {
       while (!halted()) {
         const row = due[next++];
@@ -303,7 +303,7 @@ export function createCycleRunner(deps: CycleDeps) {
       interrupted: 0,
       stale: 0,
       passes: 0,
-      writesStopped: false,
+      trafficStopped: false,
       fatal: null,
       busy: null,
       leaseLost: false,
@@ -363,15 +363,15 @@ export function createCycleRunner(deps: CycleDeps) {
         if (!isPlatformError(err) || !err.fatal) throw err;
         summary.fatal = { code: err.code, message: err.message };
       }
-      if (summary.fatal === null && platform.health().writesStopped) {
-        summary.writesStopped = true;
+      if (summary.fatal === null && platform.health().trafficStopped) {
+        summary.trafficStopped = true;
       }
       const attempted = new Set<string>();
-      while (summary.fatal === null && !summary.writesStopped && !stop.aborted) {
+      while (summary.fatal === null && !summary.trafficStopped && !stop.aborted) {
         summary.passes += 1;
         await boardPass(summary, stop, abort, attempted);
         const settleMs = opts.settleMs ?? 0;
-        if (settleMs <= 0 || summary.fatal !== null || summary.writesStopped || stop.aborted) break;
+        if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || stop.aborted) break;
         const target = settleTarget(attempted, clock.now() + settleMs);
         if (target === null) break;
         try {
@@ -380,9 +380,9 @@ export function createCycleRunner(deps: CycleDeps) {
           break;
         }
       }
-      if (summary.writesStopped) {
+      if (summary.trafficStopped) {
         logger.error(
-          { alert: 'rate_limit.writes_stopped', health: { strikes24h: platform.health().strikes24h } },
+          { alert: 'rate_limit.traffic_stopped', health: { strikes24h: platform.health().strikes24h } },
           'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); boarding waits until the strike ledger ages out or an operator clears it (platform strikes clear)',
         );
       }

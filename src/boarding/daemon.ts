@@ -97,7 +97,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     retryTimer = null;
     // While writes are stopped a cycle boards nothing: leave retries to the cron ticks, or an
     // overdue retry would spin cycles (each one a queue read).
-    if (stopCtl.signal.aborted || last?.writesStopped === true) return;
+    if (stopCtl.signal.aborted || last?.trafficStopped === true) return;
     const at = runner.nextDueAt();
     if (at === null) return;
     // Cron ticks pick retries up anyway; the timer only matters when a retry is due sooner. Never
@@ -128,7 +128,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
               retryWait: summary.retryWait,
               quarantined: summary.quarantined,
               interrupted: summary.interrupted,
-              writesStopped: summary.writesStopped,
+              trafficStopped: summary.trafficStopped,
               ...(summary.busy ? { busy: summary.busy } : {}),
               ...(summary.leaseLost ? { leaseLost: true } : {}),
               ...(summary.walk.stillListedAfterAck > 0

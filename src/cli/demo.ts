@@ -15,10 +15,11 @@ import { createLogger } from '../lib/logger.js';
 import { runReconcile } from '../reports/run.js';
 import { startSandbox } from '../sandbox/index.js';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
-import { WEBHOOK_PATH } from '../webhooks/app.js';
-import { registerEndpoint } from '../webhooks/registration.js';
+import { WEBHOOK_PATH } from '../http/app.js';
+import { registerEndpoint } from '../platform/endpoint/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from '../version.js';
+import { createWebhookInbox } from '../store/inbox.js';
 
 /**
  * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
@@ -188,7 +189,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
       cycles += 1;
     },
   });
-  const fundedCount = rt.db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = 'loan.funded'");
+  const fundedCount = createWebhookInbox(rt.db);
 
   const admin = async (path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${sandbox.adminUrl}${path}`, {
@@ -281,7 +282,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     const c = rt.store.loans.countByState();
     const pending = c.queued + c.fetched + c.mapped + c.written + c.retry_wait;
     status.show(
-      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.get()?.n ?? 0} · cycles ${cycles} · reports ${reports}`,
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.countOfType('loan.funded')} · cycles ${cycles} · reports ${reports}`,
     );
   };
   const ticker = setInterval(render, 500);

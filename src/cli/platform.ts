@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { STRIKE_WINDOW_MS, WRITES_STOP_AT_STRIKES as WRITES_STOP_AT } from '../platform/budget.js';
+import { STRIKE_WINDOW_MS, TRAFFIC_STOP_AT_STRIKES as TRAFFIC_STOP_AT } from '../platform/budget.js';
 import { openDatabase } from '../store/db.js';
 import { createSqliteRateState, type RateStateStore } from '../store/rate-state.js';
 import { UsageError } from '../lib/errors.js';
@@ -36,7 +36,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       const status = {
         environment: ctx.config().platform.environment,
         strikes24h: strikes.length,
-        writesStopped: strikes.length >= WRITES_STOP_AT,
+        trafficStopped: strikes.length >= TRAFFIC_STOP_AT,
         strikes: strikes.map((s) => ({ at: iso(s.at), bucket: s.bucket, path: s.path, retryAfterMs: s.retryAfterMs })),
         pauses: pauses.map((p) => ({ bucket: p.bucket, until: iso(p.until as number) })),
       };
@@ -44,9 +44,9 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
         out(ctx, JSON.stringify(status, null, 2));
         return;
       }
-      out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (writes stop at ${WRITES_STOP_AT}; a live key is revoked at 3)`);
+      out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (writes stop at ${TRAFFIC_STOP_AT}; a live key is revoked at 3)`);
       for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
-      out(ctx, status.writesStopped ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)' : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`);
+      out(ctx, status.trafficStopped ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)' : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`);
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
     });
 

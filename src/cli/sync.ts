@@ -33,7 +33,7 @@ export function formatSummary(s: CycleSummary): string {
   ];
   for (const p of s.problems.slice(0, 20)) lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
   if (s.problems.length > 20) lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
-  if (s.writesStopped) lines.push('ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).');
+  if (s.trafficStopped) lines.push('ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).');
   if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
   return lines.join('\n');
 }

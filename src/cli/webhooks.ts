@@ -3,9 +3,9 @@ import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { isPlatformError } from '../platform/errors.js';
 import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../platform/schemas.js';
-import { isEndpointDisabled, sameEndpointUrl } from '../webhooks/endpoint-check.js';
-import { enableEndpoint, registerEndpoint } from '../webhooks/registration.js';
-import { webhookTargetProblem } from '../webhooks/public-url.js';
+import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoint-check.js';
+import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
+import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';
 

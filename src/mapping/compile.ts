@@ -7,7 +7,6 @@ import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisConte
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
 import { FrequencyTable } from './frequency.js';
 import { BOUND_VARIABLES, HELPER_ARITY, helperImplementations, registerHelpers, type HelperContext } from './helpers.js';
-import { compileFast, type FastFn, type HelperImpl } from './fast.js';
 import type { LookupTable } from './lookups.js';
 import { mappingFileSchema, type MappingFile } from './spec.js';
 import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
@@ -48,8 +47,6 @@ export interface CompiledExpression {
   readonly source: string;
   readonly expr: jsonata.Expression;
   readonly info: ExpressionInfo;
-  /** Direct evaluator for simple shapes (see fast.ts); undefined: always JSONata. */
-  readonly fast: FastFn | undefined;
   readonly file: string;
   /** YAML path of the expression, to locate offsets inside it. */
   readonly yamlPath: readonly string[];
@@ -248,9 +245,7 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
       }
     }
     registerHelpers(expr, helpers);
-    const bound = new Set<string>([...BOUND_VARIABLES, ...(extraVariables ?? [])]);
-    const fast = compileFast(info.ast, helpers as unknown as ReadonlyMap<string, HelperImpl>, bound);
-    return { source, expr, info, fast, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
+    return { source, expr, info, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
   };
 
   const targets: CompiledTarget[] = [];

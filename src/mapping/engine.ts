@@ -1,7 +1,6 @@
 import type { CompiledExpression, CompiledMapping } from './compile.js';
 import { MAIN_FILE } from './compile.js';
 import { checkField } from './fieldSchema.js';
-import { FALLBACK } from './fast.js';
 import { HelperIssue, REVIEW_BINDING, describe, redactTins } from './issue.js';
 import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
 
@@ -69,11 +68,6 @@ function joinPath(prefix: string | undefined, path: string | undefined): string 
   return prefix === undefined ? path : `${prefix}.${path}`;
 }
 
-/** Off only in tests that prove the shortcut gives what JSONata gives. */
-export interface EngineOptions {
-  fastPath?: boolean;
-}
-
 function failureOf(ce: CompiledExpression, err: unknown): Failure {
   const position = (err as { position?: unknown }).position;
   const call = typeof position === 'number' ? ce.info.calls.get(position) : undefined;
@@ -95,27 +89,9 @@ async function evaluateJsonata(ce: CompiledExpression, context: unknown, binding
   }
 }
 
-/**
- * The value, synchronously when the direct evaluator handles it (most fields: no promise, no
- * microtask), else a promise of JSONata's result. Failures are thrown as Failure either way.
- */
-function evaluate(ce: CompiledExpression, context: unknown, bindings: Bindings, fastPath: boolean): unknown {
-  if (fastPath && ce.fast) {
-    let v: unknown;
-    try {
-      v = ce.fast(context, bindings);
-    } catch (err) {
-      throw failureOf(ce, err);
-    }
-    if (v !== FALLBACK) return v;
-  }
-  return evaluateJsonata(ce, context, bindings);
-}
-
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
-export function createMapper(mapping: CompiledMapping, version: string, engineOptions: EngineOptions = {}): Mapper {
-  const fastPath = engineOptions.fastPath ?? true;
-  const run = (ce: CompiledExpression, context: unknown, b: Bindings): unknown => evaluate(ce, context, b, fastPath);
+export function createMapper(mapping: CompiledMapping, version: string): Mapper {
+  const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> => evaluateJsonata(ce, context, b);
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
   const baseDefaults = Object.freeze({ ...mapping.defaults });
   for (const [productId, o] of mapping.overrides) defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
@@ -182,8 +158,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
       let single = false;
       if (target.forEach) {
         try {
-          let r = run(target.forEach, root, bindings);
-          if (r instanceof Promise) r = await r;
+          const r: unknown = await run(target.forEach, root, bindings);
           single = r !== null && typeof r === 'object' && !Array.isArray(r);
           items = toPlainItems(r);
         } catch (err) {
@@ -212,8 +187,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
             continue;
           }
           try {
-            let v = run(l.expr, item, b);
-            if (v instanceof Promise) v = await v;
+            const v: unknown = await run(l.expr, item, b);
             b[l.name] = toPlain(v, l.name);
             settle(l.expr, { target: target.name, field: `$${l.name}`, itemPath });
           } catch (err) {
@@ -226,8 +200,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
         for (const c of target.checks) {
           if (skip(c.expr)) continue;
           try {
-            let v = run(c.expr, item, b);
-            if (v instanceof Promise) v = await v;
+            const v: unknown = await run(c.expr, item, b);
             settle(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath });
             if (v === false) throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
           } catch (err) {
@@ -237,8 +210,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
         }
         let externalId: string | undefined;
         try {
-          let v = run(target.externalId, item, b);
-          if (v instanceof Promise) v = await v;
+          const v: unknown = await run(target.externalId, item, b);
           settle(target.externalId, { target: target.name, field: 'externalId', itemPath });
           if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v))) externalId = String(v);
           else throw new Failure('validation', `externalId must be a non-empty string, got ${describe(v)}`, null, target.externalId.info.firstPath);
@@ -251,8 +223,7 @@ export function createMapper(mapping: CompiledMapping, version: string, engineOp
           if (skip(ce)) continue;
           const where: Where = { target: target.name, field: field.name, itemPath };
           try {
-            let out = run(ce, item, b);
-            if (out instanceof Promise) out = await out;
+            const out: unknown = await run(ce, item, b);
             const value = toPlain(out, field.name);
             const problem = checkField(value, field.check);
             if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);

@@ -55,9 +55,9 @@ export interface BudgetSnapshot {
 export interface PlatformHealth {
   lastSuccessAt: number | null;
   strikes24h: number;
-  /** true after 2 strikes in 24 h: writes stop until the ledger ages out (or an operator clears it). */
-  writesStopped: boolean;
-  /** true after 2 strikes in 24 h: ALL platform calls (reads too) stop; writesStopped is then true as well. */
+  /** true after 2 strikes in 24 h: ALL platform calls (reads too) stop until the ledger ages out (or an operator clears it). */
+  trafficStopped: boolean;
+  /** The same as trafficStopped (the budget's own name for it). */
   stopped?: boolean;
   budgets: BudgetSnapshot[];
 }

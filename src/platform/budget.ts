@@ -18,8 +18,8 @@ export const STRIKE_WINDOW_MS = 24 * 60 * 60 * 1000;
  * revokes a live key at 3, and it counts a 429 to a read like any other). The name stays for
  * the callers that import it.
  */
-export const WRITES_STOP_AT_STRIKES = 2;
-export const STOP_AT_STRIKES = WRITES_STOP_AT_STRIKES;
+export const TRAFFIC_STOP_AT_STRIKES = 2;
+export const STOP_AT_STRIKES = TRAFFIC_STOP_AT_STRIKES;
 /** Strikes are kept a week for the audit trail, then pruned. */
 const STRIKE_RETENTION_MS = 7 * STRIKE_WINDOW_MS;
 
@@ -150,7 +150,7 @@ export class RateBudget {
     });
     this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
     this.strikes = opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-    if (this.stopped()) this.alertWritesStopped('at start');
+    if (this.stopped()) this.alertTrafficStopped('at start');
   }
 
   /** Tokens per window this bucket may use now (half pace after one strike in 24 h). */
@@ -179,7 +179,7 @@ export class RateBudget {
   }
 
   /** Kept for callers of the old name: writes stop exactly when everything stops. */
-  writesStopped(): boolean {
+  trafficStopped(): boolean {
     return this.stopped();
   }
 
@@ -283,7 +283,7 @@ export class RateBudget {
       { bucket: lane.bucket, path: info.path, pauseMs: lane.pausedUntil - now, strikes24h: strikes, allowedNow: this.allowed(lane.bucket) },
       'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
     );
-    if (this.stopped()) this.alertWritesStopped('after 429');
+    if (this.stopped()) this.alertTrafficStopped('after 429');
     // Wake the pumps so calls waiting in line fail fast now that traffic is stopped.
     for (const l of Object.values(this.lanes)) void this.pump(l);
     return lane.pausedUntil;
@@ -329,23 +329,23 @@ export class RateBudget {
   }
 
   /**
-   * Code `rate_limit.writes_stopped` (neither retryable nor fatal) for reads too: the boarding
+   * Code `rate_limit.traffic_stopped` (neither retryable nor fatal) for reads too: the boarding
    * pipeline already halts the cycle on that code instead of failing or quarantining the loan.
    */
   private stoppedError(): PlatformError {
     return new PlatformError({
-      code: 'rate_limit.writes_stopped',
+      code: 'rate_limit.traffic_stopped',
       message:
         'platform traffic stopped (reads and writes): 2 rate-limit strikes in 24 h (the platform revokes a live key at 3); it resumes when the ledger ages out or an operator runs `boarding-connector platform strikes clear`',
     });
   }
 
-  private alertWritesStopped(when: string): void {
+  private alertTrafficStopped(when: string): void {
     if (this.alerted) return;
     this.alerted = true;
     this.opts.logger.error(
-      { strikes24h: this.strikes24h(), when, alert: 'rate_limit.writes_stopped' },
-      'ALERT: 2 rate-limit strikes within 24 h: platform reads and writes stopped, no request is sent until the ledger ages out or an operator clears it (a live key is revoked at 3)',
+      { strikes24h: this.strikes24h(), when, alert: 'rate_limit.traffic_stopped' },
+      'ALERT: 2 rate-limit strikes within 24 h: all platform traffic stopped, no request is sent until the ledger ages out or an operator clears it (a live key is revoked at 3)',
     );
   }
 
@@ -366,7 +366,7 @@ export class RateBudget {
     if (now - this.lastStrikeRefresh >= 1000) {
       this.lastStrikeRefresh = now;
       this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-      if (this.stopped()) this.alertWritesStopped('strike recorded by another process');
+      if (this.stopped()) this.alertTrafficStopped('strike recorded by another process');
     }
   }
 

@@ -21,7 +21,6 @@ import { downloadPresigned } from './download.js';
 import { classifyResponse, classifyThrown, PlatformError, type HttpContext } from './errors.js';
 import { walkBoardingQueue, type RawPage } from './queue.js';
 import { DEFAULT_RETRY_POLICY, withRetry, type RetryPolicy } from './retry.js';
-import { Semaphore } from './semaphore.js';
 import {
   ackResponseSchema,
   businessSchema,
@@ -178,7 +177,6 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
     maxInFlight: perBucket,
   });
-  const inFlight: Record<Bucket, Semaphore> = { read: new Semaphore(perBucket), write: new Semaphore(perBucket) };
 
   const stats: PlatformStats = {
     calls: { read: {}, write: {} },
@@ -247,8 +245,8 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       headers['content-type'] = 'application/json';
     }
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
-    // Slot first, then token: the request leaves the moment its token is taken.
-    const release = await inFlight[bucket].acquire(spec.signal);
+    // The budget caps tokens in flight per bucket at perBucket (≤ 2 while strikes count), and the
+    // pool holds perBucket connections per bucket: a request leaves the moment its token is taken.
     // The token stays in flight (budget.settle) until its answer is booked, a 429's pause and
     // strike included, so the next request of the bucket sees them and the in-flight cap first.
     let token: Token | undefined;
@@ -269,7 +267,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         body = await readBody(res, ctx);
       } catch (err) {
         const e = classifyThrown(ctx, err, spec.signal);
-        if (e.code !== 'aborted' && e.code !== 'rate_limit.writes_stopped') count(bucket, e.code);
+        if (e.code !== 'aborted' && e.code !== 'rate_limit.traffic_stopped') count(bucket, e.code);
         logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
         throw e;
       }
@@ -299,7 +297,6 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       throw err;
     } finally {
       if (token !== undefined) budget.settle(token);
-      release();
     }
   }
 
@@ -477,8 +474,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       return {
         lastSuccessAt,
         strikes24h: budget.strikes24h(),
-        // Kept true with `stopped` so callers that only know writesStopped halt too.
-        writesStopped: stopped,
+        trafficStopped: stopped,
         stopped,
         budgets: [budget.snapshot('read'), budget.snapshot('write')],
       };

@@ -3,7 +3,7 @@ import { errorBodySchema, validationErrorBodySchema } from './schemas.js';
 
 /**
  * Every way a Loan Platform call can fail, classified once at the HTTP boundary (stripe-node's
- * Error.ts idea): the pipeline switches on `code`/`retryable`/`fatal`, never on status numbers or
+ * Error.ts idea): the pipeline switches on `disposition`, never on status numbers, code strings or
  * message text. The documented codes come first; the rest are ours.
  */
 export const DOCUMENTED_CODES = [
@@ -33,8 +33,8 @@ export const CLIENT_CODES = [
   'in_progress',
   /** Any other 4xx, with the server's code in `serverCode`. */
   'request.rejected',
-  /** After 2 strikes in 24 h the client refuses writes on its own (the key is revoked at 3). */
-  'rate_limit.writes_stopped',
+  /** After 2 strikes in 24 h the client refuses every call on its own (the key is revoked at 3). */
+  'rate_limit.traffic_stopped',
   /** A presigned address was refused (expired after 5 minutes, or signature invalid): ask for a new one. */
   'download.expired',
   'download.not_found',
@@ -67,6 +67,31 @@ const FATAL_CODES = new Set<PlatformErrorCode>([
 /** Transient: worth another attempt (writes only with their Idempotency-Key). */
 const RETRYABLE_CODES = new Set<PlatformErrorCode>(['network', 'timeout', 'server', 'rate_limit.exceeded', 'in_progress']);
 
+/**
+ * What the caller does about a failed call, decided here once for every code:
+ * - `retry-call`: transient (network, timeout, 5xx, 429, a write still in progress); the client
+ *   retries the call itself (writes with the same Idempotency-Key), and when it gives up the loan
+ *   is retried later.
+ * - `retry-later`: this attempt is lost but a later one may work (a download to fetch again, an
+ *   answer of the wrong shape, an abort without our shutdown, something unclassified).
+ * - `quarantine`: no retry changes the outcome (a 4xx on this loan, a document over the limit): a
+ *   person looks at it.
+ * - `fatal`: the credentials or the environment are wrong: every loan would fail alike, so stop.
+ * - `halt`: the client stopped all platform traffic after rate-limit strikes: stop this cycle,
+ *   nothing is the loan's fault.
+ */
+export type ErrorDisposition = 'retry-call' | 'retry-later' | 'quarantine' | 'fatal' | 'halt';
+
+const RETRY_LATER_CODES = new Set<PlatformErrorCode>(['download.expired', 'download.not_found', 'download.failed', 'response.invalid', 'unknown', 'aborted']);
+
+export function dispositionOf(code: PlatformErrorCode): ErrorDisposition {
+  if (FATAL_CODES.has(code)) return 'fatal';
+  if (code === 'rate_limit.traffic_stopped') return 'halt';
+  if (RETRYABLE_CODES.has(code)) return 'retry-call';
+  if (RETRY_LATER_CODES.has(code)) return 'retry-later';
+  return 'quarantine';
+}
+
 export interface PlatformErrorInit {
   code: PlatformErrorCode;
   message: string;
@@ -91,6 +116,7 @@ export class PlatformError extends Error {
   readonly serverCode: string | null;
   readonly retryable: boolean;
   readonly fatal: boolean;
+  readonly disposition: ErrorDisposition;
   readonly validationErrors: unknown[];
   readonly operation: string | null;
   readonly method: string | null;
@@ -105,6 +131,7 @@ export class PlatformError extends Error {
     this.serverCode = init.serverCode ?? null;
     this.retryable = RETRYABLE_CODES.has(init.code);
     this.fatal = FATAL_CODES.has(init.code);
+    this.disposition = dispositionOf(init.code);
     this.validationErrors = init.validationErrors ?? [];
     this.operation = init.operation ?? null;
     this.method = init.method ?? null;
@@ -121,6 +148,7 @@ export class PlatformError extends Error {
       serverCode: this.serverCode,
       retryable: this.retryable,
       fatal: this.fatal,
+      disposition: this.disposition,
       message: this.message,
       operation: this.operation,
       validationErrors: this.validationErrors.length > 0 ? this.validationErrors : undefined,

@@ -83,3 +83,19 @@ export function migrate(db: Db): void {
     }).immediate();
   }
 }
+
+/**
+ * Why the database would refuse a write now, or null when it would take one: BEGIN IMMEDIATE
+ * takes the write lock, then rolls back (the readiness check).
+ */
+export function writeBlocker(db: Db): string | null {
+  if (!db.open) return 'state database is closed';
+  if (db.readonly) return 'state database is read-only';
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return null;
+  } catch (err) {
+    return `state database not writable: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}

@@ -13,6 +13,8 @@ export interface BoardingStore {
   keys: IdempotencyStore;
   leases: LeaseStore;
   daemon: DaemonStatusStore;
+  /** Runs `fn` in one IMMEDIATE transaction (see db.ts): its writes commit together or not at all. */
+  atomically<T>(fn: () => T): T;
 }
 
 export function createBoardingStore(db: Db): BoardingStore {
@@ -23,5 +25,6 @@ export function createBoardingStore(db: Db): BoardingStore {
     keys: createIdempotencyStore(db),
     leases: createLeaseStore(db),
     daemon: createDaemonStatusStore(db),
+    atomically: (fn) => db.transaction(fn).immediate(),
   };
 }

@@ -40,6 +40,8 @@ export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
 
 /** States a cycle may pick a loan up from (retry_wait only once its time has come). */
 export const WORKING_STATES: readonly LoanState[] = ['queued', 'fetched', 'mapped', 'written'];
+/** Seen and still owed to the core or the platform: a cycle works them, now or at their retry time. */
+export const UNACKNOWLEDGED_STATES: readonly LoanState[] = [...WORKING_STATES, 'retry_wait'];
 /** States only an operator (`loans retry`) or a new release moves a loan out of. */
 export const PARKED_STATES: readonly LoanState[] = ['quarantined', 'skipped'];
 

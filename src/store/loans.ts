@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import { redactDeep, redactForStorage } from './redact.js';
-import { createWebhookHistory } from '../webhooks/history.js';
+import { createWebhookHistory } from './webhook-history.js';
 import {
   assertTransition,
   isLoanState,

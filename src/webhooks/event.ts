@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import { asRecord, parseTime } from '../platform/webhook-payload.js';
 
 /**
  * The delivery payload of the real platform is "not shown" in its spec, so the envelope is parsed
@@ -38,8 +39,6 @@ export interface WebhookEvent {
   /** Event time in epoch ms (payload, else signed timestamp, else receipt). */
   occurredAt: number;
   payload: Record<string, unknown>;
-  /** The payload as the JSON text it was received as, when known (stored instead of re-serialising). */
-  payloadJson?: string;
 }
 
 /** Why a JSON value was refused as an event envelope (only non-objects are refused). */
@@ -47,36 +46,10 @@ export class InvalidPayloadError extends Error {
   override readonly name = 'InvalidPayloadError';
 }
 
-function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
 function asId(v: unknown): string | undefined {
   if (typeof v === 'string' && v.trim() !== '') return v.trim();
   if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
   return undefined;
-}
-
-/** The last millisecond of year 9999: later "times" (e.g. epoch nanoseconds read as ms) are not times. */
-const MAX_TIME_MS = 253_402_300_799_999;
-
-/**
- * Epoch ms from an ISO string or epoch seconds/ms; null when it is not a time, including one
- * outside years 1970–9999 (every result formats with `toISOString`, four-digit year).
- */
-export function parseTime(v: unknown): number | null {
-  if (typeof v === 'number' && Number.isFinite(v) && v > 0) {
-    const ms = v < 1e12 ? Math.round(v * 1000) : Math.round(v);
-    return ms <= MAX_TIME_MS ? ms : null;
-  }
-  if (typeof v === 'string' && v.trim() !== '') {
-    if (/^\d+(\.\d+)?$/.test(v.trim())) return parseTime(Number(v));
-    // Only full date-times: a bare date would be read as UTC midnight (domain-notes: never).
-    if (!/^\d{4}-\d{2}-\d{2}T/.test(v.trim())) return null;
-    const ms = Date.parse(v);
-    return Number.isNaN(ms) || ms < 0 || ms > MAX_TIME_MS ? null : ms;
-  }
-  return null;
 }
 
 /** Where a loan id may hide in an envelope, most specific first. */
@@ -102,17 +75,6 @@ export function extractLoanId(type: string, envelope: Record<string, unknown>): 
   return null;
 }
 
-/** The funded time a loan.funded event carries, else its event time. */
-export function extractFundedAt(event: Pick<WebhookEvent, 'payload' | 'occurredAt'>): number {
-  const data = asRecord(event.payload['data']);
-  const loan = asRecord(data?.['loan']);
-  for (const c of [data?.['fundedAt'], data?.['funded_at'], loan?.['fundedAt'], loan?.['funded_at']]) {
-    const t = parseTime(c);
-    if (t !== null) return t;
-  }
-  return event.occurredAt;
-}
-
 export interface ToEventContext {
   webhookIdHeader: string | null;
   signedTimestampMs: number | null;
@@ -122,40 +84,15 @@ export interface ToEventContext {
 
 const KNOWN_EVENTS: ReadonlySet<string> = new Set(WEBHOOK_EVENTS);
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-
 /**
- * Validates a parsed JSON value as an envelope and extracts what the inbox indexes on.
- *
- * `webhookEnvelopeSchema` above is the specification; this is its hand-written equivalent for the
- * receiver's hot path (zod's tolerant `.catch` parse of every field cost more than the rest of the
- * extraction). Every field of the schema is "this type, else undefined", which `str`, `asId` and
- * `parseTime` apply directly; test/unit/webhooks/event.test.ts checks both agree on random input.
+ * Validates a parsed JSON value against `webhookEnvelopeSchema` and extracts what the inbox
+ * indexes on. Only a value that is not an object is refused: every field is "this type, else
+ * absent", so an envelope of an unexpected shape is still stored and recorded.
  */
 export function toWebhookEvent(json: unknown, ctx: ToEventContext): WebhookEvent {
-  const env = asRecord(json);
-  if (env === undefined) throw new InvalidPayloadError('expected a JSON object');
-  const type = str(env['type']) ?? str(env['event']) ?? str(env['eventType']) ?? str(env['event_type']) ?? 'unknown';
-  const payloadId = asId(env['id']);
-  const webhookId =
-    ctx.webhookIdHeader ?? (payloadId !== undefined ? `evt:${payloadId}` : `sha256:${createHash('sha256').update(ctx.rawBody).digest('hex')}`);
-  const occurredAt =
-    parseTime(env['occurredAt']) ??
-    parseTime(env['createdAt']) ??
-    parseTime(env['created_at']) ??
-    parseTime(env['timestamp']) ??
-    parseTime(env['created']) ??
-    ctx.signedTimestampMs ??
-    ctx.receivedAt;
-  return { webhookId, type, known: KNOWN_EVENTS.has(type), loanId: extractLoanId(type, env), occurredAt, payload: env };
-}
-
-/** The reference implementation (zod schema), kept to test the hand-written one against. */
-export function toWebhookEventWithSchema(json: unknown, ctx: ToEventContext): WebhookEvent {
+  const payload = asRecord(json);
   const parsed = webhookEnvelopeSchema.safeParse(json);
-  if (!parsed.success || asRecord(json) === undefined) {
-    throw new InvalidPayloadError('expected a JSON object');
-  }
+  if (payload === undefined || !parsed.success) throw new InvalidPayloadError('expected a JSON object');
   const env = parsed.data;
   const type = env.type ?? env.event ?? env.eventType ?? env.event_type ?? 'unknown';
   const payloadId = asId(env.id);
@@ -165,13 +102,5 @@ export function toWebhookEventWithSchema(json: unknown, ctx: ToEventContext): We
     [env.occurredAt, env.createdAt, env.created_at, env.timestamp, env.created].map(parseTime).find((t) => t !== null) ??
     ctx.signedTimestampMs ??
     ctx.receivedAt;
-  const payload = json as Record<string, unknown>;
-  return {
-    webhookId,
-    type,
-    known: (WEBHOOK_EVENTS as readonly string[]).includes(type),
-    loanId: extractLoanId(type, payload),
-    occurredAt,
-    payload,
-  };
+  return { webhookId, type, known: KNOWN_EVENTS.has(type), loanId: extractLoanId(type, payload), occurredAt, payload };
 }

@@ -4,8 +4,8 @@ import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Db } from '../store/db.js';
 import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
-import type { WebhookInbox } from './inbox.js';
-import { createInboxApplier, type InboxPass, type RowOutcome } from './inbox-apply.js';
+import type { WebhookInbox } from '../store/inbox.js';
+import { createInboxApplier, type RowOutcome } from '../store/inbox-apply.js';
 
 export interface WebhookProcessorDeps {
   db: Db;
@@ -20,8 +20,6 @@ export interface WebhookProcessorDeps {
   debounceMs: number;
   /** Rows per transaction (default 200). */
   batchSize?: number;
-  /** Where passes run (default: on this thread, with `db`). */
-  runPass?: InboxPassRunner;
   /**
    * How long after a kick() the inbox is worked (default 20 ms): deliveries arriving meanwhile are
    * processed together, in a few transactions instead of one per delivery (fewer commits, so the
@@ -51,28 +49,17 @@ export interface WebhookProcessor {
 }
 
 /**
- * Runs one pass over the inbox (see inbox-apply.ts): on this thread by default; `run` points it at
- * the inbox thread (inbox-thread.ts), where the inbox's only writer applies it.
- */
-export type InboxPassRunner = (limit: number, now: number) => InboxPass | Promise<InboxPass>;
-
-function localRunner(db: Db, inbox: WebhookInbox): InboxPassRunner {
-  const applier = createInboxApplier(db, inbox);
-  return (limit, now) => applier.pass(limit, now);
-}
-
-/**
  * Works the webhook inbox in event-time order, a pass at a time (the database work: inbox-apply.ts),
  * then reports each row: logs, `onFunded`, the debounced early cycle, the 'processed' event.
  */
 export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProcessor {
   const clock = deps.clock ?? systemClock;
   const log = deps.logger;
-  // Each pass is one synchronous transaction wherever it runs: 200 rows take a few milliseconds.
+  // Each pass is one synchronous transaction: 200 rows take a few milliseconds.
   const batchSize = deps.batchSize ?? 200;
   const kickDelayMs = deps.kickDelayMs ?? 20;
   const events = new EventEmitter();
-  const runPass: InboxPassRunner = deps.runPass ?? localRunner(deps.db, deps.inbox);
+  const applier = createInboxApplier(deps.db, deps.inbox);
 
   const requestCycle: DebouncedTrigger | undefined = deps.requestCycle
     ? debounceTrigger((reasons) => {
@@ -125,7 +112,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       again = false;
       for (;;) {
         if (stopped) return total;
-        const { rows, outcomes } = await runPass(batchSize, clock.now());
+        const { rows, outcomes } = applier.pass(batchSize, clock.now());
         if (rows === 0) break;
         report(outcomes);
         total += rows;

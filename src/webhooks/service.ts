@@ -5,18 +5,15 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import type { Db } from '../store/db.js';
-import { createApp } from './app.js';
-import { checkEndpoints, createEndpointWatch, type EndpointWatch } from './endpoint-check.js';
-import { createFundedTimeBackfill } from './funded-time.js';
-import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from './inbox.js';
-import { createInboxApplier } from './inbox-apply.js';
-import { createThreadedInbox, type ThreadedInbox } from './inbox-thread.js';
-import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
-import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from './metrics.js';
+import { createApp } from '../http/app.js';
+import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../platform/endpoint/endpoint-check.js';
+import { createFundedTimeBackfill } from '../store/funded-time.js';
+import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
+import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
-import { standardReadinessChecks } from './readiness.js';
+import { standardReadinessChecks } from '../observability/readiness.js';
 import type { LoadedMappingStatus } from '../boarding/mapping-reload.js';
-import { receiverLimits, startHttpServer, type RunningServer } from './server.js';
+import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
 
 export interface WebhookServiceDeps {
   config: Pick<Config, 'webhooks' | 'admin' | 'schedule' | 'reports'>;
@@ -85,12 +82,6 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
   });
   const endpointWatch = createEndpointWatch();
-  // While the receiver listens (file database), the inbox is written and processed on its own
-  // thread (inbox-thread.ts); before start, after stop, or in memory, on this one.
-  const localWriter = createInboxWriter(inbox);
-  const localApplier = createInboxApplier(deps.db, inbox);
-  let threaded: ThreadedInbox | null = null;
-  const writer: InboxWriter = { write: (event, receivedAt) => (threaded ?? localWriter).write(event, receivedAt) };
   const processor = createWebhookProcessor({
     db: deps.db,
     inbox,
@@ -99,8 +90,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     debounceMs: deps.config.webhooks.debounceMs,
     requestCycle: (reason) => deps.requestCycle(reason),
     ...(deps.onFunded ? { onFunded: deps.onFunded } : {}),
-    runPass: (limit, now) => (threaded ? threaded.runPass(limit, now) : localApplier.pass(limit, now)),
-    // A pass holds the inbox thread (deliveries wait behind it): ~50 rows keep that near 2 ms.
+    // A pass holds the event loop (deliveries wait behind it): ~50 rows keep that near 2 ms.
     batchSize: PASS_ROWS,
   });
   const appDeps = {
@@ -110,7 +100,6 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     clock,
     metrics,
     processor,
-    writer,
     readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}) }),
     reportsDir: deps.config.reports.dir,
   };
@@ -157,19 +146,6 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     url: () => server?.url ?? null,
     adminUrl: () => adminServer?.url ?? null,
     async start() {
-      if (!deps.db.memory) {
-        threaded = createThreadedInbox({
-          dbPath: deps.db.name,
-          fallback: localWriter,
-          fallbackPass: (limit, now) => localApplier.pass(limit, now),
-          mainDb: deps.db,
-          logger,
-          onFallback: () => {
-            processor.kick();
-            deps.requestCycle('webhook:inbox-thread-recovery');
-          },
-        });
-      }
       try {
         await processor.start();
         server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port, receiverLimits(deps.config.webhooks));
@@ -178,8 +154,6 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         await server?.close(0);
         server = null;
         await processor.stop();
-        await threaded?.close();
-        threaded = null;
         throw err;
       }
       logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secretCount: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
@@ -196,8 +170,6 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       adminServer = null;
       await pruning;
       await processor.stop();
-      await threaded?.close();
-      threaded = null;
       await firstCheck;
     },
     endpointCheckJob: {

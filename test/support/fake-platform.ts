@@ -50,7 +50,7 @@ export class FakePlatform implements PlatformApi {
   readonly ackBodies = new Map<string, unknown[]>();
   faults: FakeFault[] = [];
   pageSize = 2;
-  writesStopped = false;
+  trafficStopped = false;
 
   add(...loans: FakeLoan[]): this {
     for (const l of loans) this.loans.set(l.item.id, l);
@@ -135,7 +135,7 @@ export class FakePlatform implements PlatformApi {
   async acknowledgeBoarding(loanId: string, body: Record<string, unknown>, opts: { idempotencyKey: string }) {
     this.count('ack');
     await Promise.resolve();
-    if (this.writesStopped) throw new PlatformError({ code: 'rate_limit.writes_stopped', message: 'writes stopped' });
+    if (this.trafficStopped) throw new PlatformError({ code: 'rate_limit.traffic_stopped', message: 'traffic stopped' });
     const f = this.fault('ack', loanId);
     if (f && !f.afterCommit) this.throwFault(f, 'POST boarding');
     const keys = this.acks.get(loanId) ?? [];
@@ -167,7 +167,7 @@ export class FakePlatform implements PlatformApi {
   }
 
   health(): PlatformHealth {
-    return { lastSuccessAt: null, strikes24h: this.writesStopped ? 2 : 0, writesStopped: this.writesStopped, budgets: [] };
+    return { lastSuccessAt: null, strikes24h: this.trafficStopped ? 2 : 0, trafficStopped: this.trafficStopped, budgets: [] };
   }
 
   async close(): Promise<void> {}

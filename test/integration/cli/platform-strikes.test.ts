@@ -30,7 +30,7 @@ describe('platform status / strikes clear', () => {
     const config = setup(2);
     const before = await runCli(['platform', 'status', '--json', '--config', config]);
     expect(before.code).toBe(0);
-    expect(JSON.parse(before.stdout)).toMatchObject({ strikes24h: 2, writesStopped: true });
+    expect(JSON.parse(before.stdout)).toMatchObject({ strikes24h: 2, trafficStopped: true });
 
     const refused = await runCli(['platform', 'strikes', 'clear', '--by', 'ops-anna', '--config', config]);
     expect(refused.code).toBe(2); // --reason is required
@@ -40,7 +40,7 @@ describe('platform status / strikes clear', () => {
     expect(cleared.stdout).toContain('cleared 2 strike(s)');
 
     const after = await runCli(['platform', 'status', '--json', '--config', config]);
-    expect(JSON.parse(after.stdout)).toMatchObject({ strikes24h: 0, writesStopped: false });
+    expect(JSON.parse(after.stdout)).toMatchObject({ strikes24h: 0, trafficStopped: false });
     const db = openDatabase(join(dir, 'state.sqlite'));
     const audit = db.prepare('SELECT cleared_by FROM rate_strikes').all() as Array<{ cleared_by: string }>;
     db.close();

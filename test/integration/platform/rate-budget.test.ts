@@ -105,28 +105,28 @@ describe('rate budget against a server that enforces the documented limits', () 
     const c2 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
     cleanups.push(() => c2.close());
     expect(c2.health().strikes24h).toBe(1);
-    expect(c2.health().writesStopped).toBe(false);
+    expect(c2.health().trafficStopped).toBe(false);
     expect(c2.health().budgets.find((b) => b.bucket === 'write')?.allowed).toBe(13);
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1 });
     await expect(c2.getLoan('L2')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     expect(c2.health().strikes24h).toBe(2);
-    expect(c2.health().writesStopped).toBe(true);
+    expect(c2.health().trafficStopped).toBe(true);
     expect(c2.health().stopped).toBe(true);
     const writesBefore = srv.requests.filter((r) => r.bucket === 'write').length;
     const err = await c2.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' }).catch((e: unknown) => e);
-    expect(isPlatformError(err) && err.code).toBe('rate_limit.writes_stopped');
+    expect(isPlatformError(err) && err.code).toBe('rate_limit.traffic_stopped');
     expect(srv.requests.filter((r) => r.bucket === 'write').length).toBe(writesBefore);
     // Reads stop too: a 429 to a read is a strike like any other.
     const readsBefore = srv.requests.filter((r) => r.bucket === 'read').length;
-    await expect(c2.getLoan('L4')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped', retryable: false, fatal: false });
+    await expect(c2.getLoan('L4')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped', retryable: false, fatal: false });
     expect(srv.requests.filter((r) => r.bucket === 'read').length).toBe(readsBefore);
     await c2.close();
 
     const c3 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
     cleanups.push(() => c3.close());
-    expect(c3.health().writesStopped).toBe(true);
+    expect(c3.health().trafficStopped).toBe(true);
     expect(c3.clearStrikes('ops:alice')).toBe(2);
-    expect(c3.health().writesStopped).toBe(false);
+    expect(c3.health().trafficStopped).toBe(false);
     await expect(c3.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' })).resolves.toBeTruthy();
     await expect(c3.getLoan('L4')).resolves.toMatchObject({ id: 'L4' });
   });

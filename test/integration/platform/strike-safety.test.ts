@@ -59,16 +59,16 @@ describe('rate-limit strike safety against a server that refuses', () => {
     srv.refuseAll({ retryAfterSeconds: 0 });
     await expect(c.getLoan('L1')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     await expect(c.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
-    expect(c.health()).toMatchObject({ strikes24h: 2, writesStopped: true, stopped: true });
+    expect(c.health()).toMatchObject({ strikes24h: 2, trafficStopped: true, stopped: true });
     srv.stopRefusing();
     const sent = srv.requests.length;
     for (const call of [c.getLoan('L2'), c.getEntities('L2'), c.listDocuments('L2'), c.listProducts(), c.acknowledgeBoarding('L2', {}, { idempotencyKey: 'ack:L2' })]) {
-      await expect(call).rejects.toMatchObject({ code: 'rate_limit.writes_stopped', retryable: false, fatal: false });
+      await expect(call).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped', retryable: false, fatal: false });
     }
     const walk = (async () => {
       for await (const page of c.boardingQueue()) void page;
     })();
-    await expect(walk).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
+    await expect(walk).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped' });
     expect(srv.requests.length).toBe(sent);
   });
 
@@ -84,7 +84,7 @@ describe('rate-limit strike safety against a server that refuses', () => {
     expect(c.health().strikes24h).toBe(2);
     const codes = results.map((e) => (isPlatformError(e) ? e.code : 'ok'));
     expect(codes.filter((x) => x === 'rate_limit.exceeded')).toHaveLength(2);
-    expect(codes.filter((x) => x === 'rate_limit.writes_stopped')).toHaveLength(6);
+    expect(codes.filter((x) => x === 'rate_limit.traffic_stopped')).toHaveLength(6);
   });
 
   it('a warm client whose server suddenly refuses everything: in flight ≤ strikes left, so 2 × 429 at most', async () => {
@@ -99,7 +99,7 @@ describe('rate-limit strike safety against a server that refuses', () => {
     expect(limited(srv)).toBe(2);
     expect(srv.maxConcurrent('read')).toBeLessThanOrEqual(2);
     expect(c.health().stopped).toBe(true);
-    expect(results.filter((e) => isPlatformError(e) && e.code === 'rate_limit.writes_stopped')).toHaveLength(6);
+    expect(results.filter((e) => isPlatformError(e) && e.code === 'rate_limit.traffic_stopped')).toHaveLength(6);
   });
 
   it('after one strike at most one request per bucket is in flight until it ages out or is cleared', async () => {
@@ -131,7 +131,7 @@ describe('rate-limit strike safety against a server that refuses', () => {
     await expect(daemon.getLoan('L1')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     await expect(daemon.getLoan('L1')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     expect(daemon.health().stopped).toBe(true);
-    await expect(daemon.getLoan('L1')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
+    await expect(daemon.getLoan('L1')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped' });
     srv.stopRefusing();
 
     // `boarding-connector platform strikes clear` runs in its own process on the same database.
@@ -139,7 +139,7 @@ describe('rate-limit strike safety against a server that refuses', () => {
     expect(cli.clearStrikes('ops:alice', Date.now())).toBe(2);
     cli.close?.();
 
-    expect(daemon.health()).toMatchObject({ stopped: false, writesStopped: false, strikes24h: 0 });
+    expect(daemon.health()).toMatchObject({ stopped: false, trafficStopped: false, strikes24h: 0 });
     await expect(daemon.getLoan('L2')).resolves.toMatchObject({ id: 'L2' });
     await expect(daemon.acknowledgeBoarding('L2', {}, { idempotencyKey: 'ack:L2' })).resolves.toBeTruthy();
   });

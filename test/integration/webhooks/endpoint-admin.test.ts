@@ -9,8 +9,8 @@ import { loadConfig } from '../../../src/config/load.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { platformClientFromConfig } from '../../../src/platform/client.js';
 import { startSandbox } from '../../../src/sandbox/index.js';
-import { checkEndpoints, createEndpointWatch } from '../../../src/webhooks/endpoint-check.js';
-import { webhookEndpointCheck } from '../../../src/webhooks/readiness.js';
+import { checkEndpoints, createEndpointWatch } from '../../../src/platform/endpoint/endpoint-check.js';
+import { webhookEndpointCheck } from '../../../src/observability/readiness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -12,7 +12,7 @@ import { buildProgram } from '../../../src/cli/program.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
-import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { FakeCore } from '../../support/fake-core.js';
 import { FakeMapper } from '../../support/fake-mapper.js';
 

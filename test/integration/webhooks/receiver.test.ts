@@ -11,12 +11,12 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
-import { createApp, WEBHOOK_PATH } from '../../../src/webhooks/app.js';
-import { createWebhookInbox, type WebhookInbox } from '../../../src/webhooks/inbox.js';
-import { createConnectorMetrics } from '../../../src/webhooks/metrics.js';
+import { createApp, WEBHOOK_PATH } from '../../../src/http/app.js';
+import { createWebhookInbox, type WebhookInbox } from '../../../src/store/inbox.js';
+import { createConnectorMetrics } from '../../../src/observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../../../src/webhooks/processor.js';
-import { dbWritableCheck, type ReadinessCheck } from '../../../src/webhooks/readiness.js';
-import { startHttpServer, type RunningServer } from '../../../src/webhooks/server.js';
+import { dbWritableCheck, type ReadinessCheck } from '../../../src/observability/readiness.js';
+import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
 
 const secretOld = `whsec_${randomBytes(24).toString('base64')}`;
 const secretNew = `whsec_${randomBytes(24).toString('base64')}`;
@@ -56,9 +56,8 @@ async function startReceiver(
     readiness: opts.readiness ?? { database: dbWritableCheck(db) },
     reportsDir: join(dir, 'reports'),
   });
-  // expressOnly: the app served by a bare node:http server, so the webhook goes through Express's
-  // route instead of startHttpServer's pre-router fast path.
-  const server: RunningServer = opts.expressOnly ? await serveWithoutFastPath(app) : await startHttpServer(app, '127.0.0.1', 0);
+  // expressOnly: the app served by a bare node:http server, without startHttpServer's limits.
+  const server: RunningServer = opts.expressOnly ? await serveBare(app) : await startHttpServer(app, '127.0.0.1', 0);
   cleanups.push(async () => {
     await server.close(100);
     await processor.stop();
@@ -68,7 +67,7 @@ async function startReceiver(
   return { url: server.url, db, inbox, processor, metricsText: () => metrics.render(), logs, dir };
 }
 
-async function serveWithoutFastPath(app: RequestListener): Promise<RunningServer> {
+async function serveBare(app: RequestListener): Promise<RunningServer> {
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -227,8 +226,8 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
   });
 
   describe.each([
-    { path: 'fast path (startHttpServer)', expressOnly: false },
-    { path: 'Express route (createApp alone)', expressOnly: true },
+    { path: 'startHttpServer', expressOnly: false },
+    { path: 'createApp on a bare node:http server', expressOnly: true },
   ])('$path', ({ expressOnly }) => {
     it('stores a signed delivery, refuses oversize and bad signatures, and counts them', async () => {
       const r = await startReceiver({ expressOnly, maxBodyBytes: 2048 });

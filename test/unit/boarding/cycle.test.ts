@@ -248,9 +248,9 @@ describe('boarding cycle', () => {
 
   it('stops acknowledging when writes are stopped after strikes', async () => {
     const p = withLoans(2);
-    p.platform.writesStopped = true;
+    p.platform.trafficStopped = true;
     const s = await p.runner.run({ reason: 'test' });
-    expect(s.writesStopped).toBe(true);
+    expect(s.trafficStopped).toBe(true);
     expect(s.attempted).toBe(0);
     expect(p.store.loans.countByState().queued).toBe(2);
   });

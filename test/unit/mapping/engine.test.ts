@@ -220,51 +220,6 @@ targets:
   });
 });
 
-describe('fast path', () => {
-  it('gives exactly what JSONata gives, on every fixture and on random data (both sets)', async () => {
-    const { lintMappingDir, loadFixtures } = await import('../../../src/mapping/loader.js');
-    for (const set of ['generic', 'fineract']) {
-      const dir = join(import.meta.dirname, '../../../mappings', set);
-      for (const allowLast4Tin of [false, true]) {
-        const compiled = lintMappingDir(dir, { allowLast4Tin }).mapping!;
-        const fast = createMapper(compiled, 'v');
-        const slow = createMapper(compiled, 'v', { fastPath: false });
-        const inputs: MappingInput[] = loadFixtures(dir).cases.map((c) => c.input as MappingInput);
-        const anyValue = fc.oneof(fc.constant(null), fc.constant(undefined), fc.string({ maxLength: 6 }), fc.integer({ min: -5, max: 400 }), fc.double(), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), fc.object({ maxDepth: 1 }));
-        const samples = fc.sample(
-          fc.record({
-            loan: fc.record(
-              {
-                id: fc.string({ minLength: 1, maxLength: 4 }),
-                type: fc.oneof(anyValue, fc.constantFrom('business', 'personal')),
-                centsAmount: anyValue,
-                bpsRate: anyValue,
-                monthsTerm: fc.oneof(anyValue, fc.constantFrom(12, 36, 60)),
-                monthsInterestOnly: anyValue,
-                paymentFrequency: fc.oneof(anyValue, fc.constantFrom('weekly', 'monthly', 'annual', 'lump sum', 'irregular payments')),
-                rateType: fc.oneof(anyValue, fc.constantFrom('fixed', 'variable')),
-                closeDate: fc.oneof(anyValue, fc.constant('2025-03-14T03:30:00Z')),
-                applicationDate: fc.oneof(anyValue, fc.constant('2025-02-01T00:00:00Z')),
-                product: fc.oneof(anyValue, fc.record({ id: fc.constantFrom('prod_cre', 'prod_sba7a', 'x') })),
-              },
-              { requiredKeys: ['id'] },
-            ),
-            entities: fc.record({
-              businesses: fc.array(fc.record({ id: fc.string({ minLength: 1, maxLength: 3 }), name: anyValue, ein: fc.oneof(anyValue, fc.constant('12-3456789')), einLast4: anyValue, role: fc.oneof(anyValue, fc.constantFrom('borrower', 'guarantor')), naics: anyValue, entityType: anyValue }, { requiredKeys: ['id'] }), { maxLength: 2 }),
-              people: fc.array(fc.record({ id: fc.string({ minLength: 1, maxLength: 3 }), firstName: anyValue, lastName: anyValue, ssnLast4: anyValue, role: anyValue }, { requiredKeys: ['id'] }), { maxLength: 2 }),
-            }),
-            documents: fc.array(fc.record({ id: fc.string({ minLength: 1, maxLength: 3 }), name: anyValue, category: anyValue, period: anyValue, uploadedAt: anyValue, size: anyValue, requirement: fc.oneof(anyValue, fc.record({ period: anyValue, name: anyValue })) }, { requiredKeys: ['id'] }), { maxLength: 2 }),
-          }),
-          { numRuns: 150, seed: 42 },
-        );
-        for (const x of [...inputs, ...(samples as unknown as MappingInput[])]) {
-          expect(await fast.map(x)).toEqual(await slow.map(x));
-        }
-      }
-    }
-  });
-});
-
 describe('regressions', () => {
   it('fineract document description: a null period or requirement is left out, not a $join error', async () => {
     const mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/fineract'), { allowLast4Tin: true });

@@ -135,27 +135,27 @@ describe('rate budget math', () => {
     expect(b.strikes24h()).toBe(1);
     expect(b.allowed('read')).toBe(45);
     expect(b.allowed('write')).toBe(13);
-    expect(b.writesStopped()).toBe(false);
+    expect(b.trafficStopped()).toBe(false);
     await clock.advance(2000);
     const pendingWrite = b.acquire('write');
     b.onRateLimited(await b.acquire('read'), { path: '/b', retryAfterSeconds: 1, headers: {} });
-    expect(b.writesStopped()).toBe(true);
+    expect(b.trafficStopped()).toBe(true);
     const err = await pendingWrite.then(
       () => null,
       (e: unknown) => e,
     );
     // The write queued before the second strike was either granted before it or fails fast now.
-    if (err !== null) expect(isPlatformError(err) && err.code).toBe('rate_limit.writes_stopped');
-    await expect(b.acquire('write')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
+    if (err !== null) expect(isPlatformError(err) && err.code).toBe('rate_limit.traffic_stopped');
+    await expect(b.acquire('write')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped' });
     await clock.advance(2000);
     // Reads stop too (the platform counts a 429 to a read like any other), even after the pause.
     expect(b.stopped()).toBe(true);
-    await expect(b.acquire('read')).rejects.toMatchObject({ code: 'rate_limit.writes_stopped' });
-    const alerts = lines.filter((l) => l.includes('"level":50') && l.includes('writes stopped'));
+    await expect(b.acquire('read')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped' });
+    const alerts = lines.filter((l) => l.includes('"level":50') && l.includes('traffic stopped'));
     expect(alerts).toHaveLength(1);
     // The ledger ages out after 24 h.
     await clock.advance(STRIKE_WINDOW_MS);
-    expect(b.writesStopped()).toBe(false);
+    expect(b.trafficStopped()).toBe(false);
     expect(b.allowed('read')).toBe(90);
   });
 
@@ -198,9 +198,9 @@ describe('rate budget math', () => {
     const b = budget(clock);
     b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
     b.onRateLimited(await b.acquire('write'), { path: '/a', retryAfterSeconds: 1, headers: {} });
-    expect(b.writesStopped()).toBe(true);
+    expect(b.trafficStopped()).toBe(true);
     expect(b.clearStrikes('ops:bob')).toBe(2);
-    expect(b.writesStopped()).toBe(false);
+    expect(b.trafficStopped()).toBe(false);
   });
 
   it('reads X-RateLimit-Reset as epoch seconds (spec), epoch ms or delta seconds', () => {

@@ -13,7 +13,7 @@ describe('platformClientFromConfig', () => {
       ['read', 100, 90],
       ['write', 30, 27],
     ]);
-    expect(client.health()).toMatchObject({ strikes24h: 0, writesStopped: false, lastSuccessAt: null });
+    expect(client.health()).toMatchObject({ strikes24h: 0, trafficStopped: false, lastSuccessAt: null });
     await client.close();
   });
 

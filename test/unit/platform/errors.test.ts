@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyResponse, classifyThrown, DOCUMENTED_CODES, parseRetryAfter, PlatformError } from '../../../src/platform/errors.js';
+import { classifyResponse, classifyThrown, CLIENT_CODES, DOCUMENTED_CODES, dispositionOf, parseRetryAfter, PlatformError } from '../../../src/platform/errors.js';
 import { backoffMs, isRetryable } from '../../../src/platform/retry.js';
 
 const ctx = { operation: 'getLoan', method: 'GET', path: '/api/public/v1/loans/L1' };
@@ -106,5 +106,33 @@ describe('error classification at the boundary', () => {
     expect(parseRetryAfter(new Date(NOW + 5000).toUTCString(), NOW)).toBeCloseTo(5, 0);
     expect(parseRetryAfter('soon', NOW)).toBeNull();
     expect(parseRetryAfter(undefined, NOW)).toBeNull();
+  });
+});
+
+describe('disposition (what the pipeline does about a failed call, decided once)', () => {
+  it('classifies every code, consistently with retryable and fatal', () => {
+    for (const code of [...DOCUMENTED_CODES, ...CLIENT_CODES]) {
+      const e = new PlatformError({ code, message: code });
+      expect(e.disposition).toBe(dispositionOf(code));
+      expect(e.disposition === 'fatal').toBe(e.fatal);
+      expect(e.disposition === 'retry-call').toBe(e.retryable);
+    }
+  });
+
+  it('the cases the boarding pipeline relies on', () => {
+    expect(dispositionOf('auth.invalid_key')).toBe('fatal');
+    expect(dispositionOf('rate_limit.traffic_stopped')).toBe('halt');
+    expect(dispositionOf('server')).toBe('retry-call');
+    expect(dispositionOf('rate_limit.exceeded')).toBe('retry-call');
+    expect(dispositionOf('download.expired')).toBe('retry-later');
+    expect(dispositionOf('response.invalid')).toBe('retry-later');
+    expect(dispositionOf('aborted')).toBe('retry-later');
+    expect(dispositionOf('download.too_large')).toBe('quarantine');
+    expect(dispositionOf('loan.not_found')).toBe('quarantine');
+    expect(dispositionOf('validation')).toBe('quarantine');
+  });
+
+  it('is carried to logs and the loans table', () => {
+    expect(classifyResponse({ operation: 'op', method: 'GET', path: '/x' }, 503, null, {}, 0).toJSON()).toMatchObject({ code: 'server', disposition: 'retry-call' });
   });
 });

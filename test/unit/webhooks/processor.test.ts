@@ -6,7 +6,7 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 import { createLoanStore } from '../../../src/store/loans.js';
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
-import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createWebhookProcessor } from '../../../src/webhooks/processor.js';
 
 const opened: Db[] = [];

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
-import { createFundedTimeBackfill } from '../../../src/webhooks/funded-time.js';
-import { createWebhookInbox } from '../../../src/webhooks/inbox.js';
+import { createFundedTimeBackfill } from '../../../src/store/funded-time.js';
+import { createWebhookInbox } from '../../../src/store/inbox.js';
 
 let db: Db | undefined;
 afterEach(() => db?.close());

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../../src/lib/logger.js';
-import type { WebhookEndpoint } from '../../../src/platform/schemas.js';
-import { checkEndpoints, createEndpointWatch, isEndpointDisabled, sameEndpointUrl } from '../../../src/webhooks/endpoint-check.js';
+import { silentLogger } from '../../../../src/lib/logger.js';
+import type { WebhookEndpoint } from '../../../../src/platform/schemas.js';
+import { checkEndpoints, createEndpointWatch, isEndpointDisabled, sameEndpointUrl } from '../../../../src/platform/endpoint/endpoint-check.js';
 
 const url = 'https://connector.bank.example/webhooks/platform';
 const config = (publicUrl?: string) => ({ webhooks: { host: '127.0.0.1', port: 0, secrets: [], scheme: 'standard' as const, toleranceSeconds: 300, maxBodyBytes: 262_144, debounceMs: 0, maxConnections: 1024, maxConnectionsPerClient: 128, headersTimeoutMs: 10_000, requestTimeoutMs: 20_000, ...(publicUrl ? { publicUrl } : {}) } });

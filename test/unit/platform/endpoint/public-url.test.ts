@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { webhookTargetProblem } from '../../../src/webhooks/public-url.js';
+import { webhookTargetProblem } from '../../../../src/platform/endpoint/public-url.js';
 
 const resolveTo = (addresses: string[]) => () => Promise.resolve(addresses);
 

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { isLoopbackHost, isPrivateHost } from '../lib/hosts.js';
+import { isLoopbackHost, isPrivateHost } from '../../lib/hosts.js';
 
 export type Resolver = (host: string) => Promise<string[]>;
 

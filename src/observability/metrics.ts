@@ -6,8 +6,9 @@ import type { PlatformStats } from '../platform/client.js';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
 import type { Db } from '../store/db.js';
 import { LOAN_STATES } from '../store/loan-states.js';
-import type { WebhookInbox } from './inbox.js';
-import type { RejectReason } from './signature.js';
+import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
+import type { WebhookInbox } from '../store/inbox.js';
+import type { RejectReason } from '../webhooks/signature.js';
 
 /** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
 export interface ApiCallCount {
@@ -64,7 +65,6 @@ export interface ConnectorMetricsOptions extends MetricsSources {
 }
 
 const KNOWN_EVENTS = new Set<string>(WEBHOOK_EVENTS);
-const UNACKNOWLEDGED = ['queued', 'fetched', 'mapped', 'written', 'retry_wait'];
 
 export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): ConnectorMetrics {
   const clock = opts.clock ?? systemClock;
@@ -74,33 +74,13 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
   if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
 
   // Prepared lazily per Db: the loans table belongs to the pipeline, read here only.
-  let stmtDb: Db | undefined;
-  let stmts:
-    | {
-        byState: { all(): Array<{ state: string; n: number }> };
-        quarantined: { all(): Array<{ reason: string | null; n: number }> };
-        oldest: { get(): { oldest: number | null } | undefined };
-        dueRetries: { get(now: number): { n: number } | undefined };
-        reviewed: { all(): Array<{ state: string; n: number }> };
-      }
-    | undefined;
-  const loanStatements = (db: Db): NonNullable<typeof stmts> => {
-    if (stmts && stmtDb === db) return stmts;
-    stmtDb = db;
-    stmts = {
-      byState: db.prepare<[], { state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state'),
-      quarantined: db.prepare<[], { reason: string | null; n: number }>(
-        "SELECT quarantine_reason AS reason, COUNT(*) AS n FROM loans WHERE state = 'quarantined' GROUP BY quarantine_reason",
-      ),
-      oldest: db.prepare<[], { oldest: number | null }>(
-        `SELECT MIN(created_at) AS oldest FROM loans WHERE state IN (${UNACKNOWLEDGED.map((s) => `'${s}'`).join(',')})`,
-      ),
-      dueRetries: db.prepare<[number], { n: number }>(
-        "SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)",
-      ),
-      reviewed: db.prepare<[], { state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans WHERE review_items > 0 GROUP BY state'),
-    };
-    return stmts;
+  let statsDb: Db | undefined;
+  let stats: LoanStats | undefined;
+  const loanStats = (db: Db): LoanStats => {
+    if (stats && statsDb === db) return stats;
+    statsDb = db;
+    stats = createLoanStats(db);
+    return stats;
   };
 
   const received = new Counter({
@@ -144,27 +124,27 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
   dbGauge('loans', 'Loans by state in the local state database', ['state'], (g, db) => {
     // Every known state is present (0 when empty) so alerts on a state never see "no data".
     for (const state of LOAN_STATES) g.set({ state }, 0);
-    for (const r of loanStatements(db).byState.all()) g.set({ state: r.state }, r.n);
+    for (const r of loanStats(db).countByState()) g.set({ state: r.state }, r.n);
   });
   dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], (g, db) => {
-    const n = loanStatements(db).byState.all().find((r) => r.state === 'acknowledged')?.n ?? 0;
+    const n = loanStats(db).countByState().find((r) => r.state === 'acknowledged')?.n ?? 0;
     g.set(n);
   });
   dbGauge('loans_with_review_items', 'Loans whose last mapping had review items (boarded with warnings), by state', ['state'], (g, db) => {
-    for (const r of loanStatements(db).reviewed.all()) g.set({ state: r.state }, r.n);
+    for (const r of loanStats(db).reviewedByState()) g.set({ state: r.state }, r.n);
   });
   dbGauge('loans_quarantined', 'Loans quarantined, by reason', ['reason'], (g, db) => {
-    for (const r of loanStatements(db).quarantined.all()) g.set({ reason: r.reason ?? 'unknown' }, r.n);
+    for (const r of loanStats(db).quarantinedByReason()) g.set({ reason: r.reason ?? 'unknown' }, r.n);
   });
   dbGauge('retry_backlog', 'Loans waiting for a retry (retry_wait), and how many of them are due now', ['due'], (g, db) => {
-    const s = loanStatements(db);
-    const total = s.byState.all().find((r) => r.state === 'retry_wait')?.n ?? 0;
-    const due = s.dueRetries.get(clock.now())?.n ?? 0;
+    const s = loanStats(db);
+    const total = s.countByState().find((r) => r.state === 'retry_wait')?.n ?? 0;
+    const due = s.dueRetries(clock.now());
     g.set({ due: 'true' }, due);
     g.set({ due: 'false' }, total - due);
   });
   dbGauge('oldest_unacknowledged_age_seconds', 'Age of the oldest loan seen but not yet acknowledged (0 when none)', [], (g, db) => {
-    const oldest = loanStatements(db).oldest.get()?.oldest ?? null;
+    const oldest = loanStats(db).oldestUnacknowledgedAt();
     g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
   });
 
@@ -212,12 +192,12 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
     },
   });
   new Gauge({
-    name: `${p}platform_writes_stopped`,
+    name: `${p}platform_traffic_stopped`,
     help: '1 when writes are stopped after 2 strikes in 24 h',
     registers: [registry],
     collect() {
       const h = safe(() => sources.platformHealth?.());
-      if (h) this.set(h.writesStopped ? 1 : 0);
+      if (h) this.set(h.trafficStopped ? 1 : 0);
     },
   });
   new Gauge({

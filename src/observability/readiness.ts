@@ -2,8 +2,8 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
-import type { Db } from '../store/db.js';
-import type { EndpointWatch } from './endpoint-check.js';
+import { writeBlocker, type Db } from '../store/db.js';
+import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 import type { LoadedMappingStatus } from '../boarding/mapping-reload.js';
 
 export interface CheckResult {
@@ -18,15 +18,8 @@ export type ReadinessCheck = () => CheckResult | Promise<CheckResult>;
 /** The state database accepts a write: BEGIN IMMEDIATE takes the write lock, then rolls back. */
 export function dbWritableCheck(db: Db): ReadinessCheck {
   return () => {
-    if (!db.open) return { ok: false, detail: 'state database is closed' };
-    if (db.readonly) return { ok: false, detail: 'state database is read-only' };
-    try {
-      db.exec('BEGIN IMMEDIATE');
-      db.exec('ROLLBACK');
-      return { ok: true };
-    } catch (err) {
-      return { ok: false, detail: `state database not writable: ${errorMessage(err)}` };
-    }
+    const blocker = writeBlocker(db);
+    return blocker === null ? { ok: true } : { ok: false, detail: blocker };
   };
 }
 
@@ -60,7 +53,7 @@ export function noRateLimitStrikeCheck(health: () => PlatformHealth): ReadinessC
   return () => {
     const h = health();
     if (h.strikes24h === 0) return { ok: true };
-    return { ok: false, detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.writesStopped ? '; writes stopped' : ''}` };
+    return { ok: false, detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.trafficStopped ? '; traffic stopped' : ''}` };
   };
 }
 

@@ -3,13 +3,12 @@ import type { WebhooksConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { WebhookInbox } from './inbox.js';
-import { createInboxWriter, type InboxWriter } from './inbox-writer.js';
-import { createConnectorMetrics, type ConnectorMetrics } from './metrics.js';
-import { runReadiness, type ReadinessCheck } from './readiness.js';
+import type { WebhookInbox } from '../store/inbox.js';
+import { createConnectorMetrics, type ConnectorMetrics } from '../observability/metrics.js';
+import { runReadiness, type ReadinessCheck } from '../observability/readiness.js';
 import { latestReportFile } from './reports-route.js';
-import { createWebhookReceiver, setFastPath, WEBHOOK_PATH } from './receiver.js';
-import { createVerifier, unusableSecrets } from './signature.js';
+import { createWebhookReceiver, WEBHOOK_PATH } from '../webhooks/receiver.js';
+import { createVerifier, unusableSecrets } from '../webhooks/signature.js';
 
 export { WEBHOOK_PATH };
 
@@ -22,11 +21,6 @@ export interface WebhookAppDeps {
   metrics?: ConnectorMetrics;
   /** Told after a new delivery is stored (processing never happens inside the request). */
   processor?: { kick(): void };
-  /**
-   * Stores each verified delivery durably before its 2xx. Default: group commit on this thread
-   * (`createInboxWriter`); `run` passes the writer thread (inbox-thread.ts).
-   */
-  writer?: InboxWriter;
   /** Conditions of /readyz (see readiness.ts: standardReadinessChecks). */
   readiness?: Record<string, ReadinessCheck>;
   /** Directory the reconciliation writes into: GET /reports/latest serves its newest report.html. */
@@ -64,22 +58,11 @@ export function createApp(deps: WebhookAppDeps): Express {
     if (unusable.length > 0) {
       log.warn({ positions: unusable }, `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> and cannot verify ${deps.config.scheme} signatures`);
     }
-    // POST /webhooks/platform is a plain node:http handler (receiver.ts: why). It reads the raw
-    // body itself, so no body parser runs on this route or any other. startHttpServer calls it
-    // before the router (fast path); the route below makes `createApp` alone serve it identically.
-    const receiver = createWebhookReceiver({
-      maxBodyBytes: deps.config.maxBodyBytes,
-      verifier,
-      writer: deps.writer ?? createInboxWriter(deps.inbox),
-      metrics,
-      logger: log,
-      clock,
-      processor: deps.processor,
-    });
-    app.post(WEBHOOK_PATH, (req, res) => {
-      receiver(req, res);
-    });
-    setFastPath(app, receiver);
+    // The raw body is read on this route only: no other route takes a body.
+    app.post(
+      WEBHOOK_PATH,
+      ...createWebhookReceiver({ maxBodyBytes: deps.config.maxBodyBytes, verifier, inbox: deps.inbox, metrics, logger: log, clock, processor: deps.processor }),
+    );
   }
 
   app.get('/healthz', (_req, res) => {

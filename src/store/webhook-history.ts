@@ -1,6 +1,6 @@
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
-import type { Db } from '../store/db.js';
-import { extractFundedAt } from './event.js';
+import type { Db } from './db.js';
+import { extractFundedAt } from '../platform/webhook-payload.js';
 
 /**
  * A loan's webhook history: one `loan_events` row (kind `webhook`, actor `platform`, reason = the

@@ -1,10 +1,10 @@
-import type { Config } from '../config/schema.js';
-import type { Clock } from '../lib/clock.js';
-import { systemClock } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
-import type { Logger } from '../lib/logger.js';
-import type { PlatformApi } from '../platform/api.js';
-import type { WebhookEndpoint } from '../platform/schemas.js';
+import type { Config } from '../../config/schema.js';
+import type { Clock } from '../../lib/clock.js';
+import { systemClock } from '../../lib/clock.js';
+import { errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/logger.js';
+import type { PlatformApi } from '../api.js';
+import type { WebhookEndpoint } from '../schemas.js';
 
 export type EndpointState = 'active' | 'failing' | 'disabled' | 'missing' | 'unconfigured' | 'unknown';
 

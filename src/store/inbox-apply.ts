@@ -1,10 +1,10 @@
 import { errorMessage } from '../lib/errors.js';
-import type { Db } from '../store/db.js';
-import { extractFundedAt } from './event.js';
-import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './history.js';
+import type { Db } from './db.js';
+import { extractFundedAt } from '../platform/webhook-payload.js';
+import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './webhook-history.js';
 import type { InboxRow, WebhookInbox } from './inbox.js';
 
-/** What a pass did with one inbox row (plain data: it also crosses from the inbox thread). */
+/** What a pass did with one inbox row . */
 export interface RowOutcome {
   webhookId: string;
   eventType: string;
@@ -28,8 +28,8 @@ export interface InboxPass {
  * The database side of webhook processing: one pass reads up to `limit` pending rows in event-time
  * order and applies them in one transaction. Each row's effects and its "processed" mark commit
  * together, so a crash leaves the row pending and it is redone; the effects are idempotent (the
- * funded time keeps the earliest value). No logging and no callbacks: the caller (the processor,
- * on this thread or behind the inbox thread) reports the outcomes.
+ * funded time keeps the earliest value). No logging and no callbacks: the caller (the processor)
+ * reports the outcomes.
  */
 export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: number, now: number): InboxPass } {
   // Only an existing loans row is filled in here, keeping the earliest time.
@@ -94,36 +94,19 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
     }),
   );
 
-  /**
-   * Processing commits skip the fsync (synchronous=NORMAL for that transaction only): if power is
-   * lost before the next durable commit, the rows are simply pending again and redone (effects are
-   * idempotent). The 2xx-critical inbox inserts keep the database's own setting (FULL).
-   */
-  function withoutFsync<T>(fn: () => T): T {
-    if (db.inTransaction) return fn();
-    const previous = db.pragma('synchronous', { simple: true }) as number;
-    db.pragma('synchronous = NORMAL');
-    try {
-      return fn();
-    } finally {
-      db.pragma(`synchronous = ${previous}`);
-    }
-  }
-
   return {
     pass(limit, now) {
       // Nothing pending (most kicks after a quiet spell find their rows taken by an earlier pass):
       // no write transaction, no commit.
       if (!hasPending.get()) return { rows: 0, outcomes: [] };
-      const outcomes = withoutFsync(() => {
-        // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
-        try {
-          return applyAll.immediate(limit, now);
-        } catch (err) {
-          if (isTransientDbError(err)) throw err;
-          return applyEach.immediate(limit, now);
-        }
-      });
+      let outcomes: RowOutcome[];
+      // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
+      try {
+        outcomes = applyAll.immediate(limit, now);
+      } catch (err) {
+        if (isTransientDbError(err)) throw err;
+        outcomes = applyEach.immediate(limit, now);
+      }
       return { rows: outcomes.length, outcomes };
     },
   };

@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.js';
+import type { Db } from './db.js';
 import type { WebhookInbox } from './inbox.js';
 
 /**

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
-import { withFastPath } from './receiver.js';
 
 /** Limits of a listener that faces the network (the webhook receiver). */
 export interface ListenerLimits {
@@ -24,18 +23,14 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/**
- * Listens with the app on host:port (port 0 = any free port) and resolves once bound. An app made
- * by `createApp` gets its webhook fast path: `POST /webhooks/platform` goes straight to the lean
- * receiver without entering Express's router (see receiver.ts); everything else goes to the app.
- */
+/** Listens with the app on host:port (port 0 = any free port) and resolves once bound. */
 export async function startHttpServer(app: RequestListener, host: string, port: number, limits?: ListenerLimits): Promise<RunningServer> {
   // Node checks the header and request timeouts only every connectionsCheckingInterval (30 s by
   // default): slow clients then lived 54–84 s. Deliveries are small, so the receiver gives a
   // client seconds, checked every second.
   const server = createServer(
     limits === undefined ? {} : { connectionsCheckingInterval: 1_000, headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
-    withFastPath(app),
+    app,
   );
   // A little above common proxy idle timeouts, so the proxy closes first.
   server.keepAliveTimeout = 65_000;

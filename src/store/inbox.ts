@@ -1,6 +1,15 @@
-import { redactPayload } from '../store/redact.js';
-import type { Db } from '../store/db.js';
-import { extractFundedAt, type WebhookEvent } from './event.js';
+import { redactPayload } from './redact.js';
+import type { Db } from './db.js';
+import { extractFundedAt } from '../platform/webhook-payload.js';
+
+/** What the inbox stores of a verified delivery (the receiver's parsed event has these fields). */
+export interface InboxDelivery {
+  webhookId: string;
+  type: string;
+  loanId: string | null;
+  occurredAt: number;
+  payload: Record<string, unknown>;
+}
 
 export type InboxStatus = 'pending' | 'processed' | 'failed';
 
@@ -39,9 +48,7 @@ export interface FundedLoan {
  */
 export interface WebhookInbox {
   /** INSERT OR IGNORE: true when the row is new, false for a duplicate delivery. */
-  insert(event: WebhookEvent, receivedAt: number): boolean;
-  /** Several inserts in one transaction (one fsync): element i tells whether item i was new. */
-  insertMany(items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>): boolean[];
+  insert(event: InboxDelivery, receivedAt: number): boolean;
   /** Pending rows in event-time order (so one loan's events come in the order they happened). */
   pending(limit: number): InboxRow[];
   get(webhookId: string): InboxRow | null;
@@ -50,6 +57,8 @@ export interface WebhookInbox {
   markProcessedSeq(seq: number, at: number): void;
   markFailed(webhookId: string, at: number, error: string): void;
   stats(): InboxStats;
+  /** Rows of one event type, any status. */
+  countOfType(eventType: string): number;
   /** When the loan was funded according to loan.funded deliveries, or null. */
   fundedAt(loanId: string): number | null;
   /** Every loan a loan.funded delivery named, with its earliest funded time (reconciliation aging). */
@@ -107,18 +116,18 @@ export const UNKNOWN_LOAN_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
 export const UNKNOWN_LOAN_MAX_ROWS = 50_000;
 
 /** The inbox insert: a redelivered webhook id changes nothing (0 changes = duplicate). */
-export const INBOX_INSERT_SQL = `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
+const INBOX_INSERT_SQL = `INSERT OR IGNORE INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
      VALUES (?, ?, ?, ?, ?, ?, 'pending')`;
 
-export type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
+type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
 
 /**
- * The parameters of INBOX_INSERT_SQL for one delivery (also bound by the inbox writer thread). The
+ * The parameters of INBOX_INSERT_SQL for one delivery. The
  * payload is stored redacted (redactPayload): whatever the platform puts in a delivery — a full
  * EIN/SSN, a presigned URL, a key — is kept for 30 days, so it gets the same redaction as every
  * other stored value. The fields the connector reads (ids, type, times) pass unchanged.
  */
-export function inboxInsertParams(event: WebhookEvent, receivedAt: number): InboxInsertParams {
+function inboxInsertParams(event: InboxDelivery, receivedAt: number): InboxInsertParams {
   return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(redactPayload(event.payload))];
 }
 
@@ -138,6 +147,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     "SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox WHERE status = 'pending'",
   );
   const failedCount = db.prepare<[], { n: number }>("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'");
+  const typeCount = db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = ?');
   const totalCount = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM webhook_inbox');
   const funded = db.prepare<[string], RawRow>(
     // event_type = 'loan.funded' lets the partial webhook_inbox_funded index serve the lookup.
@@ -166,13 +176,9 @@ export function createWebhookInbox(db: Db): WebhookInbox {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
-  const insertOne = (event: WebhookEvent, receivedAt: number): boolean => insert.run(...inboxInsertParams(event, receivedAt)).changes === 1;
-  const insertAll = db.transaction((items: ReadonlyArray<{ event: WebhookEvent; receivedAt: number }>) =>
-    items.map((i) => insertOne(i.event, i.receivedAt)),
-  );
+  const insertOne = (event: InboxDelivery, receivedAt: number): boolean => insert.run(...inboxInsertParams(event, receivedAt)).changes === 1;
   return {
     insert: insertOne,
-    insertMany: (items) => insertAll.immediate(items),
     pending: (limit) => pending.all(limit).map(toRow),
     get: (id) => {
       const r = get.get(id);
@@ -193,6 +199,7 @@ export function createWebhookInbox(db: Db): WebhookInbox {
       const total = totalCount.get()?.n ?? 0;
       return { pending: pendingRow.n, failed, processed: Math.max(0, total - pendingRow.n - failed), oldestPendingAt: pendingRow.oldest };
     },
+    countOfType: (eventType) => typeCount.get(eventType)?.n ?? 0,
     fundedAt(loanId) {
       const times = funded.all(loanId).map(fundedTime);
       return times.length === 0 ? null : Math.min(...times);
