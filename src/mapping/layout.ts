@@ -127,7 +127,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
   const parsed = layoutSchema.safeParse(coerceNumbers(src.value));
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
-      const path = issue.path as PropertyKey[];
+      const path = issue.path;
       const pos = issue.code === 'unrecognized_keys' ? src.keyPosOf([...path, issue.keys[0] ?? '']) : src.posOf(path);
       at(pos, `${path.length > 0 ? `${path.join('.')}: ` : ''}${issue.message}`);
     }
