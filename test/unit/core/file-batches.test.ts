@@ -90,7 +90,7 @@ describe('sealed batches', () => {
     expect(day2[1]!.slice(11, 26)).toBe('000000125000050');
     expect(day1[1]!.slice(26, 34)).toBe('PRIME   ');
     expect(day2[1]!.slice(26, 34)).toBe('        ');
-    expect(day1[2]).toBe(`T000000001000000000001250000.50${' '.repeat(29)}`);
+    expect(day1[2]).toBe(`T000000001000000000125000050.00${' '.repeat(29)}`); // exact total of the field, 2 decimals
   });
 
   it('appends without writing files; the seal writes the files, then control.csv, then the trigger file', async () => {
