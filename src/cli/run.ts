@@ -7,6 +7,7 @@ import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
 import { webhooksDaemonPlugin } from './webhooks.js';
 import { reconcilePlugin } from './reconcile.js';
+import { batchesDaemonPlugin } from './batches.js';
 
 /** What a plugin may use: the runtime, and a way to ask for an early queue cycle. */
 export interface DaemonHooks {
@@ -27,7 +28,7 @@ export interface DaemonPluginParts {
 export type DaemonPlugin = (rt: BoardingRuntime, hooks: DaemonHooks, ctx: CliContext) => DaemonPluginParts | Promise<DaemonPluginParts>;
 
 /** Plugins of `run`, in start order. Add yours here (one line). */
-export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin, reconcilePlugin];
+export const DAEMON_PLUGINS: DaemonPlugin[] = [webhooksDaemonPlugin, reconcilePlugin, batchesDaemonPlugin];
 
 /**
  * The daemon with every plugin attached: what `run` starts and what `demo` reuses. `onCycle`

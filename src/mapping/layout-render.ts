@@ -72,7 +72,8 @@ export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: 
     if (c.source === 'batchId') return s.batchId;
     if (c.source === 'batchDate') return s.batchDate;
     if (c.count !== undefined) return String(c.count === 'records' ? s.records : s.loans);
-    if (c.total !== undefined) return formatScaled(s.totals.get(totalKey(c)) ?? 0n, c.decimals ?? 2, c.implied);
+    // A plain decimal here: formatValue applies the column's decimals and implied point once.
+    if (c.total !== undefined) return formatScaled(s.totals.get(totalKey(c)) ?? 0n, c.decimals ?? 2, false);
     return '';
   });
 }

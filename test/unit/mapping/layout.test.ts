@@ -105,11 +105,12 @@ describe('layout rendering', () => {
       - { name: TYPE, value: T }
       - { name: COUNT, count: records }
       - { name: TOTAL, total: amount, decimals: 2 }
+      - { name: IMPLIED, total: amount, decimals: 2, implied: true }
 `,
     ).layout!.files[0]!;
     const r = renderRows(withTrailer, recs, { loanId: 'l', kind: 'new' });
     const totals = new Map(Object.entries(r.amounts).map(([k, v]) => [k, BigInt(v)]));
-    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94');
+    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
   });
 
   it('refuses a value that would lose money digits or a character the encoding lacks', () => {
