@@ -40,7 +40,8 @@ export interface RenderedRows {
 export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
   const lines: string[] = [];
   const amounts: Record<string, bigint> = {};
-  const totalCols = [...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined);
+  // One sum per field and scale, however many header/trailer columns show it.
+  const totalCols = [...new Map([...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined).map((c) => [totalKey(c), c])).values()];
   for (const rec of records) {
     if (rec.type !== file.record) continue;
     lines.push(renderLine(file, file.columns, (c) => detailValue(c, rec, ctx)));
