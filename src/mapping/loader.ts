@@ -130,7 +130,11 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
     const expected = read('expected.json', true);
     const options = read('options.json', false);
     if (input === undefined || expected === undefined) continue;
-    cases.push({ name, dir: relative(dir, caseDir), input, expected, options });
+    // Expected lines of the layout's files, compared byte for byte (they are in the file's encoding).
+    const linesDir = join(caseDir, 'expected-lines');
+    const expectedLines: Record<string, Uint8Array> = {};
+    if (existsSync(linesDir)) for (const f of readdirSync(linesDir).sort()) expectedLines[f] = readFileSync(join(linesDir, f));
+    cases.push({ name, dir: relative(dir, caseDir), input, expected, options, ...(Object.keys(expectedLines).length > 0 ? { expectedLines } : {}) });
   }
   return { cases, problems };
 }
