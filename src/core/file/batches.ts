@@ -152,7 +152,7 @@ export class FileBatches {
     if (!(await exists(join(dir, this.opts.triggerFile)))) {
       await mkdir(dir, { recursive: true, mode: DIR_MODE });
       // Temp files of a write a crash cut short: never renamed, never read by the job.
-      for (const f of await readdir(dir)) if (f.startsWith('.tmp-')) await rm(join(dir, f), { force: true });
+      for (const f of await readdir(dir)) if (f.startsWith('.tmp-') && !ownedByLiveProcess(f)) await rm(join(dir, f), { force: true });
       await writeFilesAtomic(dir, summary.outputs);
       await writeFileAtomic(join(dir, CONTROL_FILE), summary.control);
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
@@ -217,4 +217,16 @@ function concat(parts: Uint8Array[]): Uint8Array {
     o += p.length;
   }
   return out;
+}
+
+/** `.tmp-<pid>-…` of another process still running (a `batches seal` beside the daemon): not a leftover. */
+function ownedByLiveProcess(tmpName: string): boolean {
+  const pid = Number(/^\.tmp-(\d+)-/.exec(tmpName)?.[1]);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM';
+  }
 }
