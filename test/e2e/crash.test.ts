@@ -99,11 +99,13 @@ describe('crash loop', () => {
     };
     const acked = async (): Promise<number> => Object.keys((await p.counters()).acks).length;
     /** An early seal by ops (`batches seal`), killed at a random moment: before, during or after its writes. */
+    const seals: string[] = [];
     const sealKilledAfter = async (ms: number): Promise<void> => {
       const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'crash test', '--by', 'crash', '--config', cfg.configPath], { stdio: 'ignore' });
       await new Promise((r) => setTimeout(r, ms));
       child.kill('SIGKILL');
-      await exited(child);
+      const how = await exited(child);
+      seals.push(how.signal ?? `exit ${how.code}`);
     };
 
     const kills: Array<{ afterAcks: number; delayMs: number; acksAtKill: number }> = [];
@@ -112,8 +114,9 @@ describe('crash loop', () => {
       const child = start();
       const wantAcks = 1 + Math.floor(random() * 3);
       const delayMs = Math.floor(random() * 150);
-      // A seal killed mid-way while the daemon appends to the batch (node starts in ~0.3-1 s, then seals).
-      const sealing = sealKilledAfter(300 + Math.floor(random() * 1200));
+      // A seal killed at a random point while the daemon appends to the batch (`batches seal` takes
+      // ~1.2-1.5 s here, most of it starting node: 0.8-2 s lands before, during or after its writes).
+      const sealing = sealKilledAfter(800 + Math.floor(random() * 2700));
       await waitFor(`run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`, async () => ((await acked()) >= Math.min(LOANS, before + wantAcks) ? true : undefined), 60_000);
       await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
@@ -196,7 +199,7 @@ describe('crash loop', () => {
     }
     expect([...firstLinesPerLoan.keys()].sort()).toEqual([...released].sort());
     expect([...firstLinesPerLoan.values()].every((n) => n === 1), `a loan in two batches (seed ${seed})`).toBe(true);
-    console.log(JSON.stringify({ batches: batches.length }));
+    console.log(JSON.stringify({ batches: batches.length, seals }));
     console.log(JSON.stringify({ seed, kills, replays: c.idempotentReplays, resetsAfterCommit: c.faults.resetsAfterCommit }));
   });
 });
