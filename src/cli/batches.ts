@@ -103,7 +103,8 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       const loans = [...batches.store.loansOf(id)].map((l) => ({ loanId: l.loanId, kind: l.kind, records: l.recordCount, principalCents: l.principalCents, boardedAt: new Date(l.boardedAt).toISOString() }));
       const v = { ...(await view(batches, b)), dir: batches.batchDir(id), loanList: loans };
       if (opts.json) return out(ctx, JSON.stringify(v, null, 2));
-      for (const [k, val] of Object.entries(v)) if (k !== 'loanList') out(ctx, `${k}: ${val === null ? '-' : String(val)}`);
+      const { loanList: _l, ...fields } = v;
+      for (const [k, val] of Object.entries<string | number | boolean | null>(fields)) out(ctx, `${k}: ${val === null ? '-' : String(val)}`);
       for (const l of loans) out(ctx, `  ${l.loanId}  ${l.kind}  records ${l.records}  principal_cents ${l.principalCents ?? '-'}  boarded ${l.boardedAt}`);
     });
 

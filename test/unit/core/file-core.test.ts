@@ -3,7 +3,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } fr
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileCore, bankDay } from '../../../src/core/file/file-core.js';
+import { FileCore } from '../../../src/core/file/file-core.js';
 import { readManifest, verifyPackage } from '../../../src/core/file/manifest.js';
 import { CoreUnavailableError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
