@@ -1,6 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCliContext } from '../../../src/cli/context.js';
+import { buildProgram } from '../../../src/cli/program.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
 
@@ -63,5 +66,39 @@ describe('batches CLI over a sync', () => {
     expect(trailer.slice(0, 1)).toBe('T');
     expect(Number(trailer.slice(1, 10))).toBe(boarded);
     expect(BigInt(trailer.slice(19, 37))).toBe(cents);
+  });
+
+  it('sync --once without a daemon seals a batch whose cut-off has passed, even with nothing to board', async () => {
+    const own = await startTestPlatform({ loans: 3, releaseRatio: 1, seed: 9, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 100 });
+    const cfg = writeConnectorConfig(own, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 100 });
+    const first = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
+    expect(first.code, first.error ?? '').toBe(0);
+    const db = openDatabase(cfg.dbPath, { readonly: true });
+    const status = () => db.prepare('SELECT id, status FROM file_batches').all();
+    try {
+      expect(status()).toEqual([expect.objectContaining({ status: 'open' })]);
+      // The next day, from cron: every loan is acknowledged already, the batch is past its 18:00 cut-off.
+      const later = Date.now() + 25 * 3600_000;
+      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      const { program, ctx } = buildProgram((prog) =>
+        createCliContext({
+          env: {},
+          stdout: sink,
+          stderr: sink,
+          getConfigOption: () => prog.opts<{ config?: string }>().config,
+          shutdown: new AbortController().signal,
+          clock: { now: () => later, sleep: async () => {} },
+        }),
+      );
+      try {
+        await program.parseAsync(['node', 'boarding-connector', '--config', cfg.configPath, 'sync', '--once']);
+      } finally {
+        await ctx.close();
+      }
+      expect(status()).toEqual([expect.objectContaining({ status: 'sealed' })]);
+    } finally {
+      db.close();
+      await own.close();
+    }
   });
 });
