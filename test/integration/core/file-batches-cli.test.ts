@@ -65,7 +65,7 @@ describe('batches CLI over a sync', () => {
     const trailer = dat.at(-1)!;
     expect(trailer.slice(0, 1)).toBe('T');
     expect(Number(trailer.slice(1, 10))).toBe(boarded);
-    expect(BigInt(trailer.slice(19, 37))).toBe(cents);
+    expect(BigInt(trailer.slice(19, 39))).toBe(cents);
   });
 
   it('sync --once without a daemon seals a batch whose cut-off has passed, even with nothing to board', async () => {

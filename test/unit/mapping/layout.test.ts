@@ -70,6 +70,24 @@ describe('layout lint', () => {
   });
 });
 
+describe('the shipped layout', () => {
+  it('takes every generic fixture that boards, in every file (legal data never quarantines: regression, 2^53 - 1 cents overflowed LNLOAD.DAT)', async () => {
+    const { loadFixtures, loadMapper } = await import('../../../src/mapping/loader.js');
+    const layout = lintMappingDir(GENERIC).layout!;
+    let rendered = 0;
+    for (const c of loadFixtures(GENERIC).cases) {
+      const m = await loadMapper(GENERIC, { timeZone: 'America/Chicago', ...((c.options ?? {}) as object) });
+      const out = await m.map(c.input as never);
+      if (!out.ok) continue;
+      for (const f of layout.files) {
+        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', kind }), `${c.name} ${f.name}`).not.toThrow();
+      }
+      rendered += 1;
+    }
+    expect(rendered).toBeGreaterThan(15);
+  });
+});
+
 describe('layout rendering', () => {
   const layout = compileLayout(
     fixed(
