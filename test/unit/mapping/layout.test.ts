@@ -76,7 +76,7 @@ describe('the shipped layout', () => {
     const layout = lintMappingDir(GENERIC).layout!;
     let rendered = 0;
     for (const c of loadFixtures(GENERIC).cases) {
-      const m = await loadMapper(GENERIC, { timeZone: 'America/Chicago', ...((c.options ?? {}) as object) });
+      const m = await loadMapper(GENERIC, { timeZone: 'America/Chicago', ...(c.options ?? {}) });
       const out = await m.map(c.input as never);
       if (!out.ok) continue;
       for (const f of layout.files) {
