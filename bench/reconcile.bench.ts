@@ -175,7 +175,7 @@ async function child(dbPath: string, outDir: string): Promise<void> {
       platform: { baseUrl: 'https://lender.example.com/api', apiKey: 'pk_test_bench', environment: 'staging', rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 }, timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 }, maxRetries: 0, pageSize: 100 },
       bank: { timeZone: 'America/Chicago' },
       reports: { dir: outDir, fundedNotReleasedDays: 5 },
-      core: { adapter: 'file', file: { dir: outDir, csvBatches: false } },
+      core: { adapter: 'file', file: { dir: outDir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
     },
     platform: fakePlatform(),
     db,

@@ -1,6 +1,7 @@
 import { createEditLoopService } from '../boarding/edit-loop-service.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../boarding/daemon.js';
+import { batchSealDaemonJob } from '../core/file/seal-job.js';
 import { reconcileDaemonJob } from '../reports/daemon-job.js';
 import { createWebhookService } from '../webhooks/service.js';
 import type { BoardingRuntime } from './runtime.js';
@@ -21,7 +22,8 @@ export interface ConnectorDaemonOptions {
  *   operators' early-cycle requests;
  * - the webhook receiver with its inbox processor (early cycles on loan events), the ops pages on
  *   the admin listener, and the endpoint check (schedule.endpointCheck);
- * - the nightly reconcile (schedule.reconcile).
+ * - the nightly reconcile (schedule.reconcile);
+ * - with the file core's batches, the cut-off seal (checked every minute).
  * Services start after the first cycle is scheduled and stop, in reverse order, after in-flight
  * loans settle.
  */
@@ -56,6 +58,8 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     webhooks.endpointCheckJob,
     reconcileDaemonJob({ config: rt.config, platform: rt.platform, db: rt.db, core: rt.core, logger: rt.logger, clock: rt.clock }),
   ];
+  const seal = batchSealDaemonJob(rt.core, rt.logger);
+  if (seal) jobs.push(seal);
   daemon = createDaemon({
     runner: rt.runner,
     logger: rt.logger,

@@ -4,7 +4,7 @@ import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { loadMapper } from '../mapping/loader.js';
+import { loadLayout, loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
 import { createReloadableMapper, type ReloadableMapper } from '../boarding/mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
@@ -68,7 +68,9 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   let core: CoreSystem | undefined;
   try {
     platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
-    core = overrides.core ?? createCore(config, { logger, clock });
+    core =
+      overrides.core ??
+      createCore(config, { logger, clock, db, layout: config.core.adapter === 'file' ? loadLayout(config.mappings.dir, { timeZone: config.bank.timeZone }) : undefined });
   } catch (err) {
     await platform?.close();
     db.close();

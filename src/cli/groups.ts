@@ -11,6 +11,7 @@ import { registerDemoCommands } from './demo.js';
 import { registerMappingsCommands } from './mappings.js';
 import { registerPlatformCommands } from './platform.js';
 import { registerStateCommands } from './state.js';
+import { registerBatchesCommands } from './batches.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -25,4 +26,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerMappingsCommands(program, ctx);
   registerPlatformCommands(program, ctx);
   registerStateCommands(program, ctx);
+  registerBatchesCommands(program, ctx);
 }

@@ -5,6 +5,7 @@ import { FatalError, UsageError } from '../lib/errors.js';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
 import { CHANGE_WORDS, diffRecordLists, expectedFromOutcome, runFixture, type FixtureResult } from '../mapping/fixtures.js';
 import { lintMappingDir, loadFixtures, loadMapper } from '../mapping/loader.js';
+import { diffExpectedLines } from '../mapping/layout-fixtures.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
@@ -29,6 +30,12 @@ function dirsOf(ctx: CliContext, opts: DirOptions): string[] {
 function configOptions(ctx: CliContext): MapperOptions {
   const c = ctx.config();
   return { timeZone: c.bank.timeZone, allowLast4Tin: c.mappings.allowLast4Tin, defaults: c.mappings.defaults, timeoutMs: c.mappings.timeoutMs, allowUnknownInput: c.mappings.allowUnknownInput };
+}
+
+/** The loan id of a fixture's input (layout columns may show it). */
+function fixtureLoanId(input: unknown): string {
+  const id = (input as { loan?: { id?: unknown } } | null)?.loan?.id;
+  return typeof id === 'string' ? id : '';
 }
 
 const located = (dir: string, p: LintProblem): string => formatProblem({ ...p, file: join(dir, p.file) });
@@ -117,6 +124,10 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
           };
           for (const c of cases.filter((x) => !opts.case || x.name.includes(opts.case))) {
             const r = await runFixture(c, mapperFor);
+            if (c.expectedLines && r.outcome?.ok) {
+              const lineDiffs = lint.layout ? diffExpectedLines(lint.layout, fixtureLoanId(c.input), r.outcome.records, c.expectedLines) : ['expected-lines: the mapping set declares no layout.yaml'];
+              if (lineDiffs.length > 0) Object.assign(r, { ok: false, diffs: [...r.diffs, ...lineDiffs] });
+            }
             if (!r.ok && opts.update && r.outcome) {
               writeFileSync(join(dir, c.dir, 'expected.json'), `${JSON.stringify(expectedFromOutcome(r.outcome), null, 2)}\n`);
             }

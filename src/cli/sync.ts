@@ -1,3 +1,4 @@
+import { FileCore } from '../core/file/file-core.js';
 import type { Command } from 'commander';
 import { buildRuntime } from '../app/runtime.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
@@ -114,6 +115,11 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
         settleMs: opts.settleMs ?? 2 * config.boarding.retryBaseMs,
       });
       ctx.shutdown.removeEventListener('abort', onShutdown);
+      // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
+      if (rt.core instanceof FileCore && !summary.busy) {
+        const sealed = await rt.core.sealDue();
+        if (sealed.length > 0) logger.info({ batches: sealed }, 'batches sealed at their cut-off');
+      }
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);

@@ -56,8 +56,18 @@ export const coreSchema = z.strictObject({
   file: z
     .strictObject({
       dir: str('a directory path').default('./var/core'),
-      /** Also append daily CSV batch files (one per record type) with a control file. */
+      /** Also write sealed batch files in the mapping set's layout (layout.yaml); docs/core.md. */
       csvBatches: bool().default(true),
+      batch: z
+        .strictObject({
+          /** Daily cut-off, HH:MM in bank.timeZone: the open batch is sealed then. */
+          cutoff: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, { error: 'expected a time of day HH:MM (24 h), e.g. "18:00"' }).default('18:00'),
+          /** Seal every N minutes instead (wins over cutoff). */
+          intervalMinutes: int(1, 7 * 24 * 60).optional(),
+          /** Written last into a sealed batch's directory: the import job waits for it. */
+          triggerFile: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'expected a plain file name, e.g. READY' }).default('READY'),
+        })
+        .prefault({}),
     })
     .prefault({}),
   http: z

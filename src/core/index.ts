@@ -2,6 +2,12 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { join } from 'node:path';
+import type { Layout } from '../mapping/layout.js';
+import type { Db } from '../store/db.js';
+import { systemClock } from '../lib/clock.js';
+import { FileBatches } from './file/batches.js';
+import { cutoffRule } from './file/cutoff.js';
 import { FileCore } from './file/file-core.js';
 import { FineractCore } from './fineract/fineract-core.js';
 import type { CoreSystem } from './port.js';
@@ -15,15 +21,36 @@ export * from './port.js';
 export interface CoreDeps {
   logger: Logger;
   clock?: Clock;
+  /** The state database and the mapping set's layout: the file core's sealed batches need both. */
+  db?: Db;
+  layout?: Layout | undefined;
+}
+
+/** The file core's batches, when config and mapping set ask for them (undefined otherwise). */
+export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatches | undefined {
+  if (!config.core.file.csvBatches || deps.layout === undefined || deps.db === undefined) return undefined;
+  const b = config.core.file.batch;
+  return new FileBatches({
+    root: join(config.core.file.dir, 'batches'),
+    db: deps.db,
+    layout: deps.layout,
+    rule: cutoffRule({ cutoff: b.cutoff, intervalMinutes: b.intervalMinutes, timeZone: config.bank.timeZone }),
+    triggerFile: b.triggerFile,
+    logger: deps.logger.child({ component: 'core.file.batches' }),
+    clock: deps.clock ?? systemClock,
+  });
 }
 
 /** Builds the configured core adapter (`core.adapter`). */
 export function createCore(config: Config, deps: CoreDeps): CoreSystem {
   const clock = deps.clock ? { clock: deps.clock } : {};
   if (config.core.adapter === 'file') {
+    if (config.core.file.csvBatches && deps.layout === undefined) {
+      deps.logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
+    }
     return new FileCore({
       dir: config.core.file.dir,
-      csvBatches: config.core.file.csvBatches,
+      batches: fileBatchesFromConfig(config, deps),
       timeZone: config.bank.timeZone,
       logger: deps.logger,
       ...clock,

@@ -17,6 +17,8 @@ export interface FixtureCase {
   input: unknown;
   expected: unknown;
   options: unknown;
+  /** `expected-lines/<file>`: the loan's lines in that layout file, in its encoding (layout-fixtures.ts). */
+  expectedLines?: Record<string, Uint8Array>;
 }
 
 export interface FixtureResult {

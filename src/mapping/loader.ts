@@ -5,6 +5,7 @@ import { ConfigError } from '../lib/errors.js';
 import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
 import { createMapper } from './engine.js';
 import type { FixtureCase } from './fixtures.js';
+import { compileLayout, LAYOUT_FILE, type Layout } from './layout.js';
 import type { Mapper } from './types.js';
 
 /**
@@ -42,6 +43,8 @@ export interface LintResult extends CompileResult {
   dir: string;
   /** `<label>+<first 12 hex of the content hash>`, when the set compiled. */
   version: string | undefined;
+  /** The compiled `layout.yaml`, when the set has one and everything compiled. */
+  layout: Layout | undefined;
 }
 
 function assertDir(dir: string): void {
@@ -55,8 +58,32 @@ export function mappingVersionOf(label: string, sources: ReadonlyMap<string, str
 /** Compiles a mapping directory and reports every problem (used by `mappings lint`). */
 export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): LintResult {
   assertDir(dir);
-  const r = compileMapping(readerFor(dir), { ...DEFAULT_MAPPER_OPTIONS, ...opts });
-  return { ...r, dir, version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined };
+  const read = readerFor(dir);
+  const r = compileMapping(read, { ...DEFAULT_MAPPER_OPTIONS, ...opts });
+  // The file layout is part of the set: it is linted with it and changes the mapping version.
+  const layoutText = read(LAYOUT_FILE);
+  let layout: Layout | undefined;
+  if (layoutText !== undefined) {
+    r.sources.set(LAYOUT_FILE, layoutText);
+    const l = compileLayout(layoutText, r.mapping);
+    r.problems.push(...l.problems);
+    layout = l.layout;
+  }
+  const ok = r.mapping !== undefined && r.problems.length === 0;
+  return { ...r, dir, layout: ok ? layout : undefined, version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined };
+}
+
+/**
+ * The set's file layout (`layout.yaml`), or undefined when it declares none. Throws ConfigError
+ * with file:line:column when the set or its layout does not compile.
+ */
+export function loadLayout(dir: string, opts: Partial<MapperOptions> = {}): Layout | undefined {
+  const r = lintMappingDir(dir, opts);
+  if (r.problems.length > 0) {
+    const problems = r.problems.map((p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`);
+    throw new ConfigError(`mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`, problems);
+  }
+  return r.layout;
 }
 
 /**
@@ -65,7 +92,7 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
  */
 export function loadMapper(dir: string, opts: Partial<MapperOptions> = {}): Promise<Mapper> {
   const r = lintMappingDir(dir, opts);
-  if (!r.mapping || !r.version) {
+  if (!r.mapping || !r.version || r.problems.length > 0) {
     const problems = r.problems.map((p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`);
     return Promise.reject(new ConfigError(`mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`, problems));
   }
@@ -103,7 +130,11 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
     const expected = read('expected.json', true);
     const options = read('options.json', false);
     if (input === undefined || expected === undefined) continue;
-    cases.push({ name, dir: relative(dir, caseDir), input, expected, options });
+    // Expected lines of the layout's files, compared byte for byte (they are in the file's encoding).
+    const linesDir = join(caseDir, 'expected-lines');
+    const expectedLines: Record<string, Uint8Array> = {};
+    if (existsSync(linesDir)) for (const f of readdirSync(linesDir).sort()) expectedLines[f] = readFileSync(join(linesDir, f));
+    cases.push({ name, dir: relative(dir, caseDir), input, expected, options, ...(Object.keys(expectedLines).length > 0 ? { expectedLines } : {}) });
   }
   return { cases, problems };
 }

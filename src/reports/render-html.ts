@@ -202,6 +202,7 @@ ${shown
   )
   .join('\n')}
 </table>
+${s.batches ? renderBatchTieHtml(s.batches) : ''}
 ${s.notes.length > 0 ? `<h2>Notes</h2><ul>${s.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : ''}
 
 <h2>Sign-off</h2>
@@ -214,4 +215,25 @@ ${row(['Comments', '<td colspan="3"></td>'])}
 <p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · report.json and report.csv in the same folder.</p>
 </body></html>
 `;
+}
+
+function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>): string {
+  return `<h2>File core batches</h2>
+<table data-testid="batches">
+${row(['', '<th class="num">Loans</th>', '<th class="num">Principal</th>'], true)}
+${row([`Sealed (${b.sealedBatches} batch(es), ${b.corrections} correction(s))`, num(b.sealed.count), bigMoney(b.sealed.cents)])}
+${row([`Open batch ${escapeHtml(b.open.batchId ?? '-')} (cut-off ${escapeHtml(b.open.cutoffAt ?? '-')})`, num(b.open.count), bigMoney(b.open.cents)])}
+${row(['Acknowledged', num(b.acknowledged.count), bigMoney(b.acknowledged.cents)])}
+${row(['Result', b.ties ? '<td class="ok" colspan="2">ties</td>' : '<td class="bad" colspan="2">does not tie</td>'])}
+</table>
+${b.notSealedPastCutoff.length > 0 ? `<p class="bad">In no sealed batch past the cut-off: ${b.notSealedPastCutoff.map((m) => escapeHtml(m.loanId)).join(', ')}</p>` : ''}`;
+}
+
+/** Integer cents held as text (BigInt-safe: a batch total can pass 2^53) → 1,234.56. */
+function bigMoney(cents: string): string {
+  const v = BigInt(cents);
+  const neg = v < 0n;
+  const digits = (neg ? -v : v).toString().padStart(3, '0');
+  const whole = digits.slice(0, -2).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return num(`${neg ? '-' : ''}${whole}.${digits.slice(-2)}`);
 }

@@ -7,6 +7,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { Db } from '../store/db.js';
+import { batchTieNotes, computeBatchTie } from './batches.js';
 import { localDate, localDateTime } from './calendar.js';
 import { computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
@@ -91,7 +92,9 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       ...(deps.onProgress ? { onProgress: deps.onProgress } : {}),
     });
     deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
-    const notes = [...outcome.notes];
+    // From the state database, like the default sources; injected sources (tests, benchmarks) bring no batches.
+    const batchTie = deps.sources ? null : computeBatchTie(deps.db, asOfMs);
+    const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
       notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);
     }
@@ -122,6 +125,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       exceptionCount: outcome.exceptions.length,
       exceptionsByReason: outcome.exceptionsByReason,
       notes,
+      ...(batchTie ? { batches: batchTie } : {}),
     };
     await csv.close();
     renameSync(csvTmp, files.csv);

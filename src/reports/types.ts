@@ -1,3 +1,4 @@
+import type { BatchTieSection } from './batches.js';
 import type { CanonicalLoanFields } from '../core/port.js';
 
 /**
@@ -175,6 +176,8 @@ export interface ReconciliationSummary {
   exceptionsByReason: Partial<Record<ExceptionReason, number>>;
   /** Notes on checks that could not run (e.g. no funded events recorded). */
   notes: string[];
+  /** File core batches tied to the boarded loans (batches.ts); absent without batches. */
+  batches?: BatchTieSection;
 }
 
 export interface ReconcileProgress {

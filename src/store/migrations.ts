@@ -158,4 +158,36 @@ export const MIGRATIONS: readonly string[] = [
      replaced on each write. */ `
   ALTER TABLE loans ADD COLUMN boarded_records TEXT;
   `,
+  /* 9: file core batches: one open batch at a time; a loan's rendered lines are stored once
+     when it is boarded (append is one row, whatever the batch holds) and the files are written
+     once, at the seal. status open → sealing (frozen: new boards go to the next batch) → sealed
+     (files, control and trigger file written). */ `
+  CREATE TABLE file_batches (
+    id             TEXT PRIMARY KEY,           -- <bank day opened>-<nnn>
+    status         TEXT NOT NULL,              -- open|sealing|sealed
+    opened_at      INTEGER NOT NULL,
+    cutoff_at      INTEGER NOT NULL,
+    sealing_at     INTEGER,
+    sealed_at      INTEGER,
+    seal_reason    TEXT,                       -- cutoff | ops: <reason>
+    sealed_by      TEXT,
+    loan_count     INTEGER,
+    record_count   INTEGER,
+    principal_cents TEXT
+  );
+  CREATE UNIQUE INDEX file_batches_one_open ON file_batches (status) WHERE status = 'open';
+  CREATE INDEX file_batches_unsealed ON file_batches (opened_at) WHERE status <> 'sealed';
+  CREATE TABLE file_batch_loans (
+    batch_id        TEXT NOT NULL REFERENCES file_batches (id),
+    loan_id         TEXT NOT NULL,
+    kind            TEXT NOT NULL,             -- new|correction
+    principal_cents TEXT,
+    digest          TEXT NOT NULL,             -- of the rendered rows: an identical re-board is a no-op
+    rows_json       TEXT NOT NULL,             -- {file: {lines: [...], amounts: {...}}}
+    record_count    INTEGER NOT NULL,
+    boarded_at      INTEGER NOT NULL,
+    PRIMARY KEY (batch_id, loan_id)
+  );
+  CREATE INDEX file_batch_loans_loan ON file_batch_loans (loan_id);
+  `,
 ];

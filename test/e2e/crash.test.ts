@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,6 +98,15 @@ describe('crash loop', () => {
       return child;
     };
     const acked = async (): Promise<number> => Object.keys((await p.counters()).acks).length;
+    /** An early seal by ops (`batches seal`), killed at a random moment: before, during or after its writes. */
+    const seals: string[] = [];
+    const sealKilledAfter = async (ms: number): Promise<void> => {
+      const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'crash test', '--by', 'crash', '--config', cfg.configPath], { stdio: 'ignore' });
+      await new Promise((r) => setTimeout(r, ms));
+      child.kill('SIGKILL');
+      const how = await exited(child);
+      seals.push(how.signal ?? `exit ${how.code}`);
+    };
 
     const kills: Array<{ afterAcks: number; delayMs: number; acksAtKill: number }> = [];
     for (let i = 0; i < KILLS; i++) {
@@ -104,9 +114,13 @@ describe('crash loop', () => {
       const child = start();
       const wantAcks = 1 + Math.floor(random() * 3);
       const delayMs = Math.floor(random() * 150);
+      // A seal killed at a random point while the daemon appends to the batch (`batches seal` takes
+      // ~1.2-1.5 s here, most of it starting node: 0.8-2 s lands before, during or after its writes).
+      const sealing = sealKilledAfter(800 + Math.floor(random() * 2700));
       await waitFor(`run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`, async () => ((await acked()) >= Math.min(LOANS, before + wantAcks) ? true : undefined), 60_000);
       await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
+      await sealing;
       const how = await exited(child);
       expect(how.signal).toBe('SIGKILL');
       kills.push({ afterAcks: wantAcks, delayMs, acksAtKill: await acked() });
@@ -148,16 +162,44 @@ describe('crash loop', () => {
       const v = await verifyPackage(join(cfg.coreDir, 'packages', id));
       expect(v.problems, id).toEqual([]);
     }
-    // And exactly once in the CSV batches (a crash between the package and its batch row is
-    // completed by the next attempt's idempotent rewrite).
-    const rowsPerLoan = new Map<string, number>();
-    for (const day of readdirSync(join(cfg.coreDir, 'batches')).filter((d) => /^\d{4}-\d{2}-\d{2}$/.test(d))) {
-      const rowsDir = join(cfg.coreDir, 'batches', day, '.rows');
-      if (!existsSync(rowsDir)) continue;
-      for (const f of readdirSync(rowsDir).filter((n) => n.endsWith('.json'))) rowsPerLoan.set(f, (rowsPerLoan.get(f) ?? 0) + 1);
+    // Seal what is still open (and finish any seal a kill interrupted); then every loan is in
+    // exactly one sealed batch as a first board, each sealed file matches its control line, and no
+    // batch is left unsealed or without its trigger file.
+    const sealLast = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'end of crash test', '--by', 'crash', '--config', cfg.configPath], { stdio: 'ignore' });
+    await exited(sealLast);
+    const state = new Database(cfg.dbPath, { readonly: true, fileMustExist: true });
+    let batches: Array<{ id: string; status: string }>;
+    let firstBoards: Array<{ loanId: string; n: number }>;
+    try {
+      batches = state.prepare('SELECT id, status FROM file_batches ORDER BY id').all() as Array<{ id: string; status: string }>;
+      firstBoards = state.prepare("SELECT loan_id AS loanId, COUNT(*) AS n FROM file_batch_loans WHERE kind = 'new' GROUP BY loan_id").all() as Array<{ loanId: string; n: number }>;
+    } finally {
+      state.close();
     }
-    expect([...rowsPerLoan.values()].every((n) => n === 1)).toBe(true);
-    expect([...rowsPerLoan.keys()].map((f) => f.replace(/\.json$/, '')).sort()).toEqual([...released].sort());
+    expect(batches.length).toBeGreaterThan(0);
+    expect(batches.filter((b) => b.status !== 'sealed'), `unsealed batches (seed ${seed})`).toEqual([]);
+    expect(firstBoards.map((r) => r.loanId).sort()).toEqual([...released].sort());
+    expect(firstBoards.every((r) => r.n === 1)).toBe(true);
+    const firstLinesPerLoan = new Map<string, number>();
+    for (const b of batches) {
+      const dir = join(cfg.coreDir, 'batches', b.id);
+      expect(existsSync(join(dir, 'READY')), `${b.id} trigger`).toBe(true);
+      const control = readFileSync(join(dir, 'control.csv'), 'utf8').trim().split('\n').slice(1);
+      for (const line of control.filter((l) => !l.includes(',*,'))) {
+        const [, file, , records, , bytes, sha] = line.split(',');
+        const data = readFileSync(join(dir, file!));
+        expect(String(data.length), `${b.id}/${file} size`).toBe(bytes);
+        expect(createHash('sha256').update(data).digest('hex'), `${b.id}/${file} sha256`).toBe(sha);
+        if (file === 'loan.csv') expect(data.toString('utf8').trim().split('\n').length - 1).toBe(Number(records));
+      }
+      for (const l of readFileSync(join(dir, 'loan.csv'), 'utf8').trim().split('\n').slice(1)) {
+        const [action, loanId] = l.split(',');
+        if (action === 'A') firstLinesPerLoan.set(loanId!, (firstLinesPerLoan.get(loanId!) ?? 0) + 1);
+      }
+    }
+    expect([...firstLinesPerLoan.keys()].sort()).toEqual([...released].sort());
+    expect([...firstLinesPerLoan.values()].every((n) => n === 1), `a loan in two batches (seed ${seed})`).toBe(true);
+    console.log(JSON.stringify({ batches: batches.length, seals }));
     console.log(JSON.stringify({ seed, kills, replays: c.idempotentReplays, resetsAfterCommit: c.faults.resetsAfterCommit }));
   });
 });

@@ -9,7 +9,9 @@ import { systemClock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PlatformDocument } from '../../platform/schemas.js';
+import { LayoutRenderError } from '../../mapping/layout-render.js';
 import {
+  CoreRejectedError,
   CoreUnavailableError,
   type BoardingPackage,
   type CoreLoanRecord,
@@ -19,13 +21,14 @@ import {
 import { DIR_MODE, FILE_MODE, exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
 import { KeyedLock } from '../keyed-lock.js';
-import { CsvBatches } from './csv-batches.js';
+import type { FileBatches } from './batches.js';
 import { MANIFEST, readManifest, type ManifestDocument, type PackageManifest } from './manifest.js';
 
 export interface FileCoreOptions {
   dir: string;
-  csvBatches: boolean;
-  /** IANA zone that decides which day's CSV batch a loan lands in. */
+  /** Sealed batch files in the bank's layout (absent: packages only). */
+  batches?: FileBatches | undefined;
+  /** IANA zone of the bank day recorded in the manifest. */
   timeZone: string;
   logger: Logger;
   clock?: Clock;
@@ -47,7 +50,7 @@ export class FileCore implements CoreSystem {
   private readonly packagesDir: string;
   private readonly stagingDir: string;
   private readonly trashDir: string;
-  private readonly batches: CsvBatches;
+  readonly batches: FileBatches | undefined;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readied: Promise<void> | undefined;
@@ -57,7 +60,7 @@ export class FileCore implements CoreSystem {
     this.packagesDir = join(opts.dir, 'packages');
     this.stagingDir = join(opts.dir, '.staging');
     this.trashDir = join(opts.dir, '.trash');
-    this.batches = new CsvBatches(join(opts.dir, 'batches'), opts.logger);
+    this.batches = opts.batches;
     this.clock = opts.clock ?? systemClock;
     this.logger = opts.logger.child({ component: 'core.file' });
   }
@@ -73,7 +76,7 @@ export class FileCore implements CoreSystem {
       for (const e of await readdir(this.stagingDir)) await rm(join(this.stagingDir, e), { recursive: true, force: true });
       const names = new Set((await readdir(this.trashDir)).map(nameOfAside));
       for (const n of names) await this.recoverOne(n);
-      if (this.opts.csvBatches) await this.batches.recover();
+      await this.batches?.recover();
     })().catch((err: unknown) => {
       this.readied = undefined;
       throw err;
@@ -114,6 +117,15 @@ export class FileCore implements CoreSystem {
   }
 
   private async boardLocked(pkg: BoardingPackage, name: string, signal: AbortSignal | undefined): Promise<CoreReceipt> {
+    if (this.batches) {
+      // A value the bank's layout cannot hold is the data's problem: refuse before anything is written.
+      try {
+        this.batches.check(pkg.loanId, pkg.records);
+      } catch (err) {
+        if (err instanceof LayoutRenderError) throw new CoreRejectedError(`file layout: ${err.message}`);
+        throw err;
+      }
+    }
     await this.recoverOne(name);
     const target = join(this.packagesDir, name);
     const previous = await readManifest(target).catch(() => null);
@@ -184,19 +196,20 @@ export class FileCore implements CoreSystem {
       throw err;
     }
 
-    if (this.opts.csvBatches) {
+    let batchId: string | undefined;
+    if (this.batches) {
       try {
-        await this.batches.record(manifest.batchDate, {
-          loanId: pkg.loanId,
-          principalCents: typeof pkg.source.centsAmount === 'number' ? String(pkg.source.centsAmount) : null,
-          records: pkg.records,
-        });
+        const principal = typeof pkg.source.centsAmount === 'number' ? String(pkg.source.centsAmount) : null;
+        const r = await this.batches.append(pkg.loanId, pkg.records, principal);
+        batchId = r.batchId;
+        if (r.kind === 'correction') this.logger.info({ loanId: pkg.loanId, batchId: r.batchId }, 'loan already in a sealed batch: correction record in the open batch');
       } catch (err) {
-        // The package is in place; boarding again rewrites the row, so the pipeline may simply retry.
-        throw new CoreUnavailableError(`file core: CSV batch ${manifest.batchDate}: ${errorMessage(err)}`, false, { cause: err });
+        if (err instanceof LayoutRenderError) throw new CoreRejectedError(`file layout: ${err.message}`);
+        // The package is in place; boarding again puts the rows in (findLoan reports the board incomplete meanwhile).
+        throw new CoreUnavailableError(`file core: batch: ${errorMessage(err)}`, false, { cause: err });
       }
     }
-    this.logger.info({ loanId: pkg.loanId, package: name, documents: manifest.documents.length, replaced: previous !== null }, 'package written');
+    this.logger.info({ loanId: pkg.loanId, package: name, documents: manifest.documents.length, replaced: previous !== null, batchId }, 'package written');
     return {
       coreReference: `packages/${name}`,
       loanExternalId: pkg.loanId,
@@ -270,7 +283,7 @@ export class FileCore implements CoreSystem {
     if (manifest === null || manifest.loanId !== loanExternalId) return null;
     const record = toLoanRecord(name, manifest);
     // The package swaps in before its batch row is written: without the row the board is partial.
-    if (this.opts.csvBatches && !(await this.batches.has(manifest.batchDate, loanExternalId))) record.complete = false;
+    if (this.batches && !this.batches.hasLoan(loanExternalId)) record.complete = false;
     return record;
   }
 
@@ -296,6 +309,12 @@ export class FileCore implements CoreSystem {
     } catch (err) {
       return { ok: false, detail: `${this.opts.dir}: ${errorMessage(err)}` };
     }
+  }
+
+  /** Seals the open batch when its cut-off has passed (the daemon calls this every minute). */
+  async sealDue(): Promise<string[]> {
+    await this.ready();
+    return this.batches ? this.batches.sealDue() : [];
   }
 
   async close(): Promise<void> {

@@ -6,7 +6,9 @@ import { createDocumentFetcher } from '../../../src/core/documents.js';
 import { FileCore } from '../../../src/core/file/file-core.js';
 import { readManifest, verifyPackage } from '../../../src/core/file/manifest.js';
 import type { BoardingPackage } from '../../../src/core/port.js';
+import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
+import { testBatches, testLayout } from '../../unit/core/batches-support.js';
 import type { PlatformApi } from '../../../src/platform/api.js';
 import { createPlatformClient, type PlatformClient } from '../../../src/platform/client.js';
 import type { QueueItem } from '../../../src/platform/schemas.js';
@@ -70,9 +72,20 @@ async function sandboxBytes(documentId: string): Promise<Buffer> {
   return Buffer.from(await res.arrayBuffer());
 }
 
+const LOAN_LAYOUT = testLayout(`
+files:
+  - name: loan.csv
+    record: loan
+    format: csv
+    columns:
+      - { name: loan_id, source: externalId }
+      - { name: amount_cents, field: amountCents, neutralise: false }
+      - { name: frequency, field: frequency }
+`);
+
 describe('file core with the sandbox', () => {
   it('boards every released loan into exactly one verified package, twice over', async () => {
-    const core = new FileCore({ dir, csvBatches: true, timeZone: 'America/Chicago', logger: silentLogger() });
+    const core = new FileCore({ dir, batches: testBatches(dir, systemClock, { layout: LOAN_LAYOUT }), timeZone: 'America/Chicago', logger: silentLogger() });
     const loans = await queue();
     expect(loans.length).toBeGreaterThan(5);
     let documents = 0;
@@ -95,11 +108,14 @@ describe('file core with the sandbox', () => {
         expect(onDisk.equals(await sandboxBytes(d.documentId)), `${name}/${d.path}`).toBe(true);
       }
     }
-    const control = (await readdir(join(dir, 'batches')))[0]!;
-    const total = (await readFile(join(dir, 'batches', control, 'control.csv'), 'utf8')).trim().split('\n').at(-1)!.split(',');
-    expect(Number(total[4])).toBe(loans.length);
+    // Round 2 re-boarded identical loans into the open batch: no second copy.
+    const batchId = await core.batches!.sealNow('test', 'test');
+    const control = (await readFile(join(dir, 'batches', batchId!, 'control.csv'), 'utf8')).trim().split('\n');
+    expect(control.find((l) => l.includes(',*,loans,'))!.split(',')[3]).toBe(String(loans.length));
     const cents = loans.reduce((s, l) => s + BigInt(l.centsAmount ?? 0), 0n);
-    expect(total[5]).toBe(cents.toString());
+    expect(control.at(-1)!.split(',')[3]).toBe(cents.toString());
+    const lines = (await readFile(join(dir, 'batches', batchId!, 'loan.csv'), 'utf8')).trim().split('\n');
+    expect(lines).toHaveLength(loans.length + 1);
     await core.close();
   });
 
@@ -124,7 +140,7 @@ describe('file core with the sandbox', () => {
       if (addresses === 1) sandboxNow += 6 * 60_000;
       return a;
     };
-    const core = new FileCore({ dir: join(dir, 'expiry'), csvBatches: false, timeZone: 'UTC', logger: silentLogger() });
+    const core = new FileCore({ dir: join(dir, 'expiry'), timeZone: 'UTC', logger: silentLogger() });
     const receipt = await core.board(await packageFor(loan!, slow));
     expect(addresses).toBe(docs.length + 1);
     expect(await verifyPackage(join(dir, 'expiry', receipt.coreReference))).toEqual({ ok: true, problems: [] });
@@ -140,7 +156,7 @@ describe('file core with the sandbox', () => {
       uncaught.push(err);
     };
     process.on('uncaughtException', onUncaught);
-    const core = new FileCore({ dir: join(dir, 'resets'), csvBatches: false, timeZone: 'UTC', logger: silentLogger() });
+    const core = new FileCore({ dir: join(dir, 'resets'), timeZone: 'UTC', logger: silentLogger() });
     try {
       await fetch(`${sb.adminUrl}/faults`, {
         method: 'PUT',

@@ -131,7 +131,7 @@ describe('report.html in a browser', () => {
         platform: { baseUrl: 'https://lender.example.com/api', apiKey: 'pk_test_x', environment: 'staging', rateLimit: { readsPerWindow: 1, writesPerWindow: 1, windowMs: 1000, headroom: 1 }, timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 }, maxRetries: 0, pageSize: 100 },
         bank: { timeZone: 'America/Chicago' },
         reports: { dir, fundedNotReleasedDays: 5 },
-        core: { adapter: 'file', file: { dir, csvBatches: false } },
+        core: { adapter: 'file', file: { dir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
       },
       platform: {} as PlatformApi,
       db: {} as never,

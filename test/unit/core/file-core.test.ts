@@ -3,11 +3,14 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } fr
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileCore, bankDay } from '../../../src/core/file/file-core.js';
+import { FileCore } from '../../../src/core/file/file-core.js';
 import { readManifest, verifyPackage } from '../../../src/core/file/manifest.js';
 import { CoreUnavailableError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { makePackage, sha256 } from './support.js';
+import { testBatches } from './batches-support.js';
+import type { Db } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/db.js';
 
 const PDF = Buffer.from('%PDF-1.4 tax return 2024\n%%EOF\n');
 
@@ -15,8 +18,10 @@ let dir: string;
 let now = Date.parse('2025-03-14T15:00:00Z');
 const clock = { now: () => now, sleep: async () => {} };
 
+let db: Db;
 function core(opts: { csvBatches?: boolean } = {}): FileCore {
-  return new FileCore({ dir, csvBatches: opts.csvBatches ?? true, timeZone: 'America/Chicago', logger: silentLogger(), clock });
+  const batches = opts.csvBatches === false ? undefined : testBatches(dir, clock, { db });
+  return new FileCore({ dir, batches, timeZone: 'America/Chicago', logger: silentLogger(), clock });
 }
 
 function loanRecords(loanId: string, extra: Record<string, unknown> = {}) {
@@ -29,9 +34,11 @@ function loanRecords(loanId: string, extra: Record<string, unknown> = {}) {
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'file-core-'));
+  db = openDatabase(join(dir, 'state.sqlite'));
   now = Date.parse('2025-03-14T15:00:00Z');
 });
 afterEach(async () => {
+  db.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -153,14 +160,14 @@ describe('FileCore packages', () => {
     const c = core();
     await c.board(makePackage('loan_1', loanRecords('loan_1')));
     expect((await c.findLoan('loan_1'))?.complete).not.toBe(false);
-    const day = (await readdir(join(dir, 'batches')))[0]!;
-    await rm(join(dir, 'batches', day, '.rows', 'loan_1.json'));
+    // A crash between the package swap and the batch row: the row is missing.
+    db.prepare(`DELETE FROM file_batch_loans WHERE loan_id = 'loan_1'`).run();
     const fresh = core();
     expect((await fresh.findLoan('loan_1'))?.complete).toBe(false);
     await fresh.board(makePackage('loan_1', loanRecords('loan_1')));
     expect((await fresh.findLoan('loan_1'))?.complete).not.toBe(false);
     // Without CSV batches the package alone is the whole write.
-    await rm(join(dir, 'batches', day, '.rows', 'loan_1.json'));
+    db.prepare(`DELETE FROM file_batch_loans WHERE loan_id = 'loan_1'`).run();
     expect((await core({ csvBatches: false }).findLoan('loan_1'))?.complete).not.toBe(false);
   });
 
@@ -169,66 +176,7 @@ describe('FileCore packages', () => {
   });
 });
 
-describe('FileCore CSV batches', () => {
-  async function csv(day: string, file: string): Promise<string[]> {
-    return (await readFile(join(dir, 'batches', day, file), 'utf8')).trim().split('\n');
-  }
-
-  it('writes one CSV per record type and a control file; re-boarding never adds a second row', async () => {
-    const c = core();
-    await c.board(makePackage('loan_1', loanRecords('loan_1'), [], { source: { centsAmount: 125000050 } }));
-    await c.board(makePackage('loan_2', loanRecords('loan_2'), [], { source: { centsAmount: 99 } }));
-    await c.board(makePackage('loan_1', loanRecords('loan_1', { note: 'again' }), [], { source: { centsAmount: 125000050 } }));
-    await c.board(makePackage('loan_3', loanRecords('loan_3'), [], { source: { centsAmount: null } }));
-
-    const loans = await csv('2025-03-14', 'loan.csv');
-    expect(loans[0]).toBe('loan_id,record_type,external_id,note,principalCents,rateBps');
-    expect(loans.slice(1)).toEqual(['loan_1,loan,loan_1,again,125000050,725', 'loan_2,loan,loan_2,,125000050,725', 'loan_3,loan,loan_3,,125000050,725']);
-    const customers = await csv('2025-03-14', 'customer.csv');
-    expect(customers[1]).toBe('loan_1,customer,biz_loan_1,business,"Acme, ""Tools"" LLC"');
-    const control = await csv('2025-03-14', 'control.csv');
-    expect(control[0]).toBe('batch_date,file,record_type,record_count,loan_count,principal_total_cents,sha256');
-    const rows = control.slice(1).map((l) => l.split(','));
-    const loanRow = rows.find((r) => r[1] === 'loan.csv')!;
-    expect(loanRow.slice(0, 6)).toEqual(['2025-03-14', 'loan.csv', 'loan', '3', '3', '125000149']);
-    expect(loanRow[6]).toBe(sha256(await readFile(join(dir, 'batches', '2025-03-14', 'loan.csv'))));
-    expect(rows.at(-1)!.slice(0, 6)).toEqual(['2025-03-14', '*', '*', '9', '3', '125000149']);
-  });
-
-  it('concurrent boards of different loans all land in the day batch', async () => {
-    const c = core();
-    const ids = Array.from({ length: 12 }, (_, i) => `loan_${String(i).padStart(2, '0')}`);
-    await Promise.all(ids.map((id) => c.board(makePackage(id, loanRecords(id), [], { source: { centsAmount: 100 } }))));
-    expect((await csv('2025-03-14', 'loan.csv')).length).toBe(13);
-    expect((await csv('2025-03-14', 'control.csv')).at(-1)).toBe('2025-03-14,*,*,36,12,1200,');
-  });
-
-  it('puts a loan in the bank-time-zone day it was first boarded', async () => {
-    now = Date.parse('2025-03-15T03:00:00Z'); // still the 14th in Chicago
-    await core().board(makePackage('loan_1', loanRecords('loan_1')));
-    expect(existsSync(join(dir, 'batches', '2025-03-14', 'loan.csv'))).toBe(true);
-    expect(bankDay(new Date(now), 'UTC')).toBe('2025-03-15');
-  });
-
-  it('regenerates a day a crash left dirty', async () => {
-    const c = core();
-    await c.board(makePackage('loan_1', loanRecords('loan_1')));
-    await c.close();
-    const dayDir = join(dir, 'batches', '2025-03-14');
-    // Crash after the row file, before regeneration: the CSV lacks loan_2.
-    const row = JSON.parse(await readFile(join(dayDir, '.rows', 'loan_1.json'), 'utf8'));
-    await writeFile(join(dayDir, '.rows', 'loan_2.json'), JSON.stringify({ ...row, loanId: 'loan_2', records: loanRecords('loan_2') }));
-    await writeFile(join(dayDir, '.rows', '.dirty'), '');
-    await core().health();
-    expect((await csv('2025-03-14', 'loan.csv')).length).toBe(3);
-    expect(existsSync(join(dayDir, '.rows', '.dirty'))).toBe(false);
-  });
-
-  it('can be switched off', async () => {
-    await core({ csvBatches: false }).board(makePackage('loan_1', loanRecords('loan_1')));
-    expect(existsSync(join(dir, 'batches', '2025-03-14'))).toBe(false);
-  });
-
+describe('FileCore failures', () => {
   it('reports a file-system failure as CoreUnavailableError (retry later), not a rejection', async () => {
     await writeFile(join(dir, 'packages'), 'not a directory');
     const err = await core().board(makePackage('loan_1', loanRecords('loan_1'))).catch((e: unknown) => e);

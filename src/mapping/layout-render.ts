@@ -1,0 +1,238 @@
+import type { Layout, LayoutColumn, LayoutEncoding, LayoutFile } from './layout.js';
+import type { MappedRecord } from './types.js';
+
+/**
+ * Renders mapped records into the lines of a declared layout. Pure and per record: a line depends
+ * only on its own record (and whether it is a first board or a correction), so a batch can store
+ * each loan's lines once and never render them again. Header and trailer records are rendered at
+ * seal time from counts and exact totals.
+ */
+
+export class LayoutRenderError extends Error {
+  override readonly name = 'LayoutRenderError';
+}
+
+export type RowKind = 'new' | 'correction';
+
+export interface RecordContext {
+  loanId: string;
+  kind: RowKind;
+}
+
+export interface BatchSummary {
+  batchId: string;
+  /** yyyy-mm-dd (bank day the batch was opened). */
+  batchDate: string;
+  records: number;
+  loans: number;
+  /** Exact sums by `totalKey(column)`, in units of 10^-decimals. */
+  totals: ReadonlyMap<string, bigint>;
+}
+
+/** The lines (without line ending) and total contributions of one loan in one file. */
+export interface RenderedRows {
+  lines: string[];
+  /** totalKey → scaled integer as a decimal string (BigInt-safe, JSON-safe). */
+  amounts: Record<string, string>;
+}
+
+/** Renders every record of the file's record type; an empty list when the loan has none. */
+export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
+  const lines: string[] = [];
+  const amounts: Record<string, bigint> = {};
+  // One sum per field and scale, however many header/trailer columns show it.
+  const totalCols = [...new Map([...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined).map((c) => [totalKey(c), c])).values()];
+  for (const rec of records) {
+    if (rec.type !== file.record) continue;
+    lines.push(renderLine(file, file.columns, (c) => detailValue(c, rec, ctx)));
+    for (const c of totalCols) {
+      const key = totalKey(c);
+      const v = rec.fields[c.total as string];
+      if (v === null || v === undefined || v === '') continue;
+      amounts[key] = (amounts[key] ?? 0n) + scaled(cellText(v), c.decimals ?? 2, `${file.name} ${c.name} (${rec.type}.${c.total})`);
+    }
+  }
+  return { lines, amounts: Object.fromEntries(Object.entries(amounts).map(([k, v]) => [k, v.toString()])) };
+}
+
+export function totalKey(c: LayoutColumn): string {
+  return `${c.total ?? ''}@${c.decimals ?? 2}`;
+}
+
+/** The CSV header row, or undefined when the file has none. */
+export function headerRowLine(file: LayoutFile): string | undefined {
+  if (file.format !== 'csv' || !file.headerRow) return undefined;
+  return file.columns.map((c) => csvCell(file, { ...c, neutralise: false }, c.name)).join(file.delimiter);
+}
+
+export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: BatchSummary): string | undefined {
+  const cols = section === 'header' ? file.header : file.trailer;
+  if (cols === undefined) return undefined;
+  return renderLine(file, cols, (c) => {
+    if (c.value !== undefined) return c.value;
+    if (c.source === 'batchId') return s.batchId;
+    if (c.source === 'batchDate') return s.batchDate;
+    if (c.count !== undefined) return String(c.count === 'records' ? s.records : s.loans);
+    // A plain decimal here: formatValue applies the column's decimals and implied point once.
+    if (c.total !== undefined) return formatScaled(s.totals.get(totalKey(c)) ?? 0n, c.decimals ?? 2, false);
+    return '';
+  });
+}
+
+function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: RecordContext): unknown {
+  if (c.field !== undefined) return rec.fields[c.field];
+  if (c.value !== undefined) return c.value;
+  if (c.code !== undefined) return ctx.kind === 'correction' ? c.code.correction : c.code.new;
+  switch (c.source) {
+    case 'loanId':
+      return ctx.loanId;
+    case 'externalId':
+      return rec.externalId;
+    case 'recordType':
+      return rec.type;
+    default:
+      return null;
+  }
+}
+
+function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], valueOf: (c: LayoutColumn) => unknown): string {
+  const cells = cols.map((c) => {
+    const raw = valueOf(c);
+    const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw);
+    return { c, text };
+  });
+  if (file.format === 'csv') return cells.map(({ c, text }) => csvCell(file, c, text)).join(file.delimiter);
+  return cells
+    .slice()
+    .sort((a, b) => a.c.start - b.c.start)
+    .map(({ c, text }) => fixedCell(file, c, text))
+    .join('');
+}
+
+function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown): string {
+  const text = cellText(raw);
+  if (text === '') return '';
+  const where = `${file.name} ${c.name}`;
+  if (c.dateFormat !== undefined) {
+    const m = /^(\d{4})-(\d{2})-(\d{2})/.exec(text);
+    if (!m) throw new LayoutRenderError(`${where}: ${JSON.stringify(text)} is not a yyyy-mm-dd date`);
+    const [, y, mo, d] = m as unknown as [string, string, string, string];
+    switch (c.dateFormat) {
+      case 'yyyymmdd':
+        return `${y}${mo}${d}`;
+      case 'mmddyyyy':
+        return `${mo}${d}${y}`;
+      case 'mm/dd/yyyy':
+        return `${mo}/${d}/${y}`;
+      default:
+        return `${y}-${mo}-${d}`;
+    }
+  }
+  if (c.decimals !== undefined) return formatScaled(scaled(text, c.decimals, where), c.decimals, c.implied);
+  return text;
+}
+
+function cellText(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  return JSON.stringify(v);
+}
+
+/** A decimal text as an integer of 10^-decimals units; refuses to drop non-zero digits (money never rounds silently). */
+export function scaled(text: string, decimals: number, where: string): bigint {
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text.trim());
+  if (!m) throw new LayoutRenderError(`${where}: ${JSON.stringify(text)} is not a decimal number`);
+  const frac = m[3] ?? '';
+  if (frac.length > decimals && /[^0]/.test(frac.slice(decimals))) {
+    throw new LayoutRenderError(`${where}: ${text} has more than ${decimals} decimal(s)`);
+  }
+  return BigInt(`${m[1] ?? ''}${m[2] ?? '0'}${frac.slice(0, decimals).padEnd(decimals, '0')}`);
+}
+
+export function formatScaled(v: bigint, decimals: number, implied: boolean): string {
+  const neg = v < 0n;
+  const digits = (neg ? -v : v).toString().padStart(decimals + 1, '0');
+  const body = implied || decimals === 0 ? digits : `${digits.slice(0, digits.length - decimals)}.${digits.slice(digits.length - decimals)}`;
+  return `${neg ? '-' : ''}${body}`;
+}
+
+const INJECTION = /^[=+\-@\t\r]/;
+
+function csvCell(file: LayoutFile, c: LayoutColumn, text: string): string {
+  // A spreadsheet opening the batch would run a leading = + - @ (or tab/CR) as a formula.
+  let t = c.neutralise && INJECTION.test(text) ? `'${text}` : text;
+  t = representable(file, c, t);
+  const q = file.quote;
+  if (file.quoteAll || t.includes(file.delimiter) || t.includes(q) || /[\r\n]/.test(t) || t !== t.trim()) {
+    return `${q}${t.replaceAll(q, q + q)}${q}`;
+  }
+  return t;
+}
+
+function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
+  // A control character (a newline in a name) would break the record structure the import job counts on.
+  // eslint-disable-next-line no-control-regex
+  let t = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
+  t = representable(file, c, t);
+  let bytes = encodedLength(t, file.encoding);
+  if (bytes > c.length) {
+    if (c.overflow !== 'truncate') {
+      throw new LayoutRenderError(`${file.name} ${c.name}: ${JSON.stringify(t)} is ${bytes} bytes in ${file.encoding}, the column ${c.length}`);
+    }
+    const chars = [...t];
+    while (bytes > c.length) {
+      chars.pop();
+      t = chars.join('');
+      bytes = encodedLength(t, file.encoding);
+    }
+  }
+  const padding = c.pad.repeat(c.length - bytes);
+  if (c.align === 'left') return t + padding;
+  if (c.pad === '0' && t.startsWith('-')) return `-${padding}${t.slice(1)}`;
+  return padding + t;
+}
+
+function representable(file: LayoutFile, c: LayoutColumn, text: string): string {
+  const t = c.transliterate ? transliterate(text) : text;
+  const max = file.encoding === 'ascii' ? 0x7f : file.encoding === 'latin1' ? 0xff : Infinity;
+  if (max === Infinity) return t;
+  let out = '';
+  for (const ch of t) {
+    if ((ch.codePointAt(0) ?? 0) <= max) out += ch;
+    else if (c.transliterate) out += '?';
+    else throw new LayoutRenderError(`${file.name} ${c.name}: ${JSON.stringify(ch)} cannot be written in ${file.encoding} (set transliterate: true)`);
+  }
+  return out;
+}
+
+function encodedLength(s: string, encoding: LayoutEncoding): number {
+  return encoding === 'utf-8' ? new TextEncoder().encode(s).length : s.length;
+}
+
+const FOLD: Record<string, string> = {
+  ß: 'ss', ẞ: 'SS', Æ: 'AE', æ: 'ae', Ø: 'O', ø: 'o', Ł: 'L', ł: 'l', Đ: 'D', đ: 'd', Ð: 'D', ð: 'd',
+  Œ: 'OE', œ: 'oe', Þ: 'TH', þ: 'th', ı: 'i', Ħ: 'H', ħ: 'h',
+  '\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"', '\u2013': '-', '\u2014': '-', '\u00a0': ' ', '\u2026': '...',
+};
+
+/** Folds a name to ASCII: accents dropped (É → E), ligatures and special letters spelled out (ß → ss). */
+export function transliterate(text: string): string {
+  let out = '';
+  for (const ch of text.normalize('NFD').replace(/[\u0300-\u036f]/g, '')) out += FOLD[ch] ?? ch;
+  return out;
+}
+
+/** A line as the bytes of the file's encoding (characters were checked when the line was rendered). */
+export function encodeLine(file: LayoutFile, line: string): Uint8Array {
+  const text = line + file.eol;
+  if (file.encoding === 'utf-8') return new TextEncoder().encode(text);
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i) & 0xff;
+  return bytes;
+}
+
+/** Every line of every file for one loan's records (fixtures' expected lines, previews). */
+export function renderLoan(layout: Layout, records: readonly MappedRecord[], ctx: RecordContext): Map<string, RenderedRows> {
+  return new Map(layout.files.map((f) => [f.name, renderRows(f, records, ctx)]));
+}

@@ -1,0 +1,257 @@
+import { z } from 'zod';
+import type { LintProblem } from './compile.js';
+import type { CompiledMapping } from './compile.js';
+import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
+
+/**
+ * Output layouts of the file core (`layout.yaml` of a mapping set, optional): one entry per batch
+ * file, CSV or fixed-width, exactly as the bank's core import job reads it. The layout is the
+ * bank's contract with its core vendor, so nothing here is derived from the data: every declared
+ * column is always written, in the declared order or position, whatever a day's loans hold.
+ */
+
+export const LAYOUT_FILE = 'layout.yaml';
+
+export const ENCODINGS = ['ascii', 'latin1', 'utf-8'] as const;
+export type LayoutEncoding = (typeof ENCODINGS)[number];
+export const DATE_FORMATS = ['yyyy-mm-dd', 'yyyymmdd', 'mmddyyyy', 'mm/dd/yyyy'] as const;
+export type LayoutDateFormat = (typeof DATE_FORMATS)[number];
+/** Values a column can take besides a record field: where the record came from, and the batch. */
+export const META_SOURCES = ['loanId', 'externalId', 'recordType', 'batchId', 'batchDate'] as const;
+export type MetaSource = (typeof META_SOURCES)[number];
+
+const columnSchema = z
+  .strictObject({
+    name: z.string().min(1).describe('column header (CSV) or label (fixed-width, for messages)'),
+    field: z.string().min(1).optional().describe('a field of the mapped record'),
+    value: z.string().optional().describe('a constant (record type code, filler)'),
+    source: z.enum(META_SOURCES).optional().describe('loanId | externalId | recordType | batchId | batchDate'),
+    code: z.strictObject({ new: z.string(), correction: z.string() }).optional().describe('record code: a first board, or a correction of a loan in a sealed batch'),
+    count: z.enum(['records', 'loans']).optional().describe('header/trailer: number of detail records or of loans in the file'),
+    total: z.string().min(1).optional().describe('header/trailer: exact sum of this decimal field over the detail records'),
+    start: z.number().int().min(1).optional().describe('fixed-width: first byte, 1-based'),
+    length: z.number().int().min(1).optional().describe('fixed-width: width in bytes'),
+    align: z.enum(['left', 'right']).optional(),
+    pad: z.string().length(1).optional().describe('fixed-width pad character (default space)'),
+    decimals: z.number().int().min(0).max(18).optional().describe('decimal values are written with exactly this many decimals'),
+    implied: z.boolean().optional().describe('with decimals: no decimal point (12345 for 123.45)'),
+    dateFormat: z.enum(DATE_FORMATS).optional(),
+    transliterate: z.boolean().optional().describe('fold accents and ligatures to ASCII (CAFÉ → CAFE, ß → ss)'),
+    overflow: z.enum(['reject', 'truncate']).optional().describe('a value wider than the column: reject the loan (default) or cut it'),
+    neutralise: z.boolean().optional().describe('CSV: prefix cells starting with = + - @ tab CR with a quote (default true; turn off for numeric columns)'),
+  })
+  .refine((c) => [c.field, c.value, c.source, c.code, c.count, c.total].filter((v) => v !== undefined).length === 1, {
+    error: 'a column takes exactly one of field, value, source, code, count, total',
+  });
+
+const fileSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a plain file name (letters, digits, . _ -)'),
+  record: z.string().min(1).describe('record type written to this file (e.g. customer, loan)'),
+  format: z.enum(['csv', 'fixed']),
+  encoding: z.enum(ENCODINGS).default('utf-8'),
+  lineEnding: z.enum(['lf', 'crlf']).default('lf'),
+  transliterate: z.boolean().default(false).describe('default of every column'),
+  delimiter: z.string().length(1).default(','),
+  quote: z.string().length(1).default('"'),
+  quoting: z.enum(['needed', 'all']).default('needed'),
+  headerRow: z.boolean().default(true).describe('CSV: first line names the columns'),
+  recordLength: z.number().int().min(1).optional().describe('fixed-width: bytes per record (without line ending)'),
+  header: z.array(columnSchema).optional().describe('header record (fixed-width or CSV)'),
+  columns: z.array(columnSchema).min(1),
+  trailer: z.array(columnSchema).optional().describe('trailer record: counts and totals'),
+});
+
+const layoutSchema = z.strictObject({
+  description: z.string().optional(),
+  files: z.array(fileSchema).min(1),
+});
+
+export interface LayoutColumn {
+  readonly name: string;
+  readonly field?: string;
+  readonly value?: string;
+  readonly source?: MetaSource;
+  readonly code?: { readonly new: string; readonly correction: string };
+  readonly count?: 'records' | 'loans';
+  readonly total?: string;
+  readonly start: number;
+  readonly length: number;
+  readonly align: 'left' | 'right';
+  readonly pad: string;
+  readonly decimals?: number;
+  readonly implied: boolean;
+  readonly dateFormat?: LayoutDateFormat;
+  readonly transliterate: boolean;
+  readonly overflow: 'reject' | 'truncate';
+  readonly neutralise: boolean;
+}
+
+export interface LayoutFile {
+  readonly name: string;
+  readonly record: string;
+  readonly format: 'csv' | 'fixed';
+  readonly encoding: LayoutEncoding;
+  readonly eol: '\n' | '\r\n';
+  readonly delimiter: string;
+  readonly quote: string;
+  readonly quoteAll: boolean;
+  readonly headerRow: boolean;
+  readonly recordLength: number;
+  readonly header: readonly LayoutColumn[] | undefined;
+  readonly columns: readonly LayoutColumn[];
+  readonly trailer: readonly LayoutColumn[] | undefined;
+}
+
+export interface Layout {
+  readonly files: readonly LayoutFile[];
+}
+
+export interface LayoutCompileResult {
+  layout: Layout | undefined;
+  problems: LintProblem[];
+}
+
+type Section = 'header' | 'columns' | 'trailer';
+
+/**
+ * Compiles `layout.yaml`. With the compiled mapping it also checks that every field a column names
+ * exists on the record type and that its `maxLength` fits the column width.
+ */
+export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCompileResult {
+  const src = parseYamlSource(LAYOUT_FILE, text, () => true);
+  const problems: LintProblem[] = src.problems.map((p) => ({ file: LAYOUT_FILE, ...p }));
+  if (problems.length > 0) return { layout: undefined, problems };
+  const at = (pos: SourcePos, message: string): void => {
+    problems.push({ file: LAYOUT_FILE, line: pos.line, column: pos.column, message });
+  };
+  const parsed = layoutSchema.safeParse(coerceNumbers(src.value));
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      const path = issue.path;
+      const pos = issue.code === 'unrecognized_keys' ? src.keyPosOf([...path, issue.keys[0] ?? '']) : src.posOf(path);
+      at(pos, `${path.length > 0 ? `${path.join('.')}: ` : ''}${issue.message}`);
+    }
+    return { layout: undefined, problems };
+  }
+  const fieldsByType = new Map<string, Map<string, number | undefined>>();
+  for (const t of mapping?.targets ?? []) {
+    const m = fieldsByType.get(t.type) ?? new Map<string, number | undefined>();
+    for (const f of t.fields) m.set(f.name, f.check.maxLength ?? m.get(f.name));
+    fieldsByType.set(t.type, m);
+  }
+  const names = new Set<string>();
+  const files: LayoutFile[] = parsed.data.files.map((f, fi) => {
+    const fpath = ['files', fi];
+    if (names.has(f.name.toLowerCase())) at(src.posOf([...fpath, 'name']), `file ${f.name} is declared twice`);
+    names.add(f.name.toLowerCase());
+    if (mapping && !fieldsByType.has(f.record)) {
+      at(src.posOf([...fpath, 'record']), `record type ${f.record} is not produced by the mapping (types: ${[...fieldsByType.keys()].join(', ')})`);
+    }
+    if (f.format === 'fixed' && f.recordLength === undefined) at(src.keyPosOf([...fpath, 'format']), 'a fixed-width file needs recordLength');
+    if (f.format === 'csv' && f.recordLength !== undefined) at(src.keyPosOf([...fpath, 'recordLength']), 'recordLength is for fixed-width files');
+    const recordLength = f.recordLength ?? 0;
+    const section = (key: Section, cols: typeof f.columns | undefined): LayoutColumn[] | undefined => {
+      if (cols === undefined) return undefined;
+      const out = cols.map((c, ci) => {
+        const path = [...fpath, key, ci];
+        const pos = src.posOf(path);
+        if (key === 'columns' && (c.count !== undefined || c.total !== undefined)) at(pos, `${c.name}: count and total belong in a header or trailer record`);
+        if (key !== 'columns' && (c.field !== undefined || c.code !== undefined || (c.source !== undefined && c.source !== 'batchId' && c.source !== 'batchDate'))) {
+          at(pos, `${c.name}: a ${key} record holds constants, batchId, batchDate, count and total only`);
+        }
+        const fields = fieldsByType.get(f.record);
+        for (const name of [c.field, c.total]) {
+          if (name === undefined || !mapping || !fields) continue;
+          if (!fields.has(name)) at(pos, `${c.name}: ${f.record} has no field ${name} (fields: ${[...fields.keys()].join(', ')})`);
+        }
+        if (f.format === 'fixed') {
+          if (c.start === undefined || c.length === undefined) at(pos, `${c.name}: a fixed-width column needs start and length`);
+          const max = c.field !== undefined ? fields?.get(c.field) : undefined;
+          if (max !== undefined && c.length !== undefined && max > c.length && c.overflow !== 'truncate') {
+            at(src.posOf([...path, 'length']), `${c.name}: field ${f.record}.${c.field} has maxLength ${max}, wider than the column (${c.length} bytes); widen it or set overflow: truncate`);
+          }
+          if (c.value !== undefined && c.length !== undefined && byteLength(c.value, f.encoding) > c.length) {
+            at(src.posOf([...path, 'value']), `${c.name}: the constant is ${byteLength(c.value, f.encoding)} bytes, the column ${c.length}`);
+          }
+          if (c.code !== undefined && c.length !== undefined && Math.max(byteLength(c.code.new, f.encoding), byteLength(c.code.correction, f.encoding)) > c.length) {
+            at(src.posOf([...path, 'code']), `${c.name}: a code is wider than the column (${c.length} bytes)`);
+          }
+          if (c.pad !== undefined && byteLength(c.pad, f.encoding) !== 1) at(src.posOf([...path, 'pad']), `${c.name}: the pad character must be one byte in ${f.encoding}`);
+        } else if (c.start !== undefined || c.length !== undefined || c.pad !== undefined || c.align !== undefined) {
+          at(pos, `${c.name}: start, length, pad and align are for fixed-width files`);
+        }
+        if (c.implied !== undefined && c.decimals === undefined) at(src.keyPosOf([...path, 'implied']), `${c.name}: implied needs decimals`);
+        return {
+          name: c.name,
+          ...(c.field !== undefined ? { field: c.field } : {}),
+          ...(c.value !== undefined ? { value: c.value } : {}),
+          ...(c.source !== undefined ? { source: c.source } : {}),
+          ...(c.code !== undefined ? { code: c.code } : {}),
+          ...(c.count !== undefined ? { count: c.count } : {}),
+          ...(c.total !== undefined ? { total: c.total } : {}),
+          start: c.start ?? 0,
+          length: c.length ?? 0,
+          align: c.align ?? (c.count !== undefined || c.total !== undefined ? 'right' : 'left'),
+          pad: c.pad ?? ' ',
+          ...(c.decimals !== undefined ? { decimals: c.decimals } : c.total !== undefined ? { decimals: 2 } : {}),
+          implied: c.implied ?? false,
+          ...(c.dateFormat !== undefined ? { dateFormat: c.dateFormat } : {}),
+          transliterate: c.transliterate ?? f.transliterate,
+          overflow: c.overflow ?? 'reject',
+          neutralise: c.neutralise ?? true,
+        } satisfies LayoutColumn;
+      });
+      if (f.format === 'fixed' && f.recordLength !== undefined) checkCoverage(src, at, [...fpath, key], out, recordLength);
+      return out;
+    };
+    return {
+      name: f.name,
+      record: f.record,
+      format: f.format,
+      encoding: f.encoding,
+      eol: f.lineEnding === 'crlf' ? '\r\n' : '\n',
+      delimiter: f.delimiter,
+      quote: f.quote,
+      quoteAll: f.quoting === 'all',
+      headerRow: f.format === 'csv' && f.headerRow,
+      recordLength,
+      header: section('header', f.header),
+      columns: section('columns', f.columns) ?? [],
+      trailer: section('trailer', f.trailer),
+    };
+  });
+  return problems.length > 0 ? { layout: undefined, problems } : { layout: { files }, problems };
+}
+
+/** Fixed-width positions: every byte of 1..recordLength belongs to exactly one column. */
+function checkCoverage(src: YamlSource, at: (p: SourcePos, m: string) => void, path: PropertyKey[], cols: readonly LayoutColumn[], recordLength: number): void {
+  const order = cols.map((c, i) => ({ c, i })).filter(({ c }) => c.length > 0).sort((a, b) => a.c.start - b.c.start);
+  let next = 1;
+  for (const { c, i } of order) {
+    const pos = src.posOf([...path, i, 'start']);
+    if (c.start < next) at(pos, `${c.name}: bytes ${c.start}-${c.start + c.length - 1} overlap the previous column (which ends at ${next - 1})`);
+    else if (c.start > next) at(pos, `${c.name}: gap at bytes ${next}-${c.start - 1} (declare a filler column with value: "")`);
+    next = Math.max(next, c.start + c.length);
+  }
+  if (next - 1 > recordLength) at(src.posOf(path), `columns end at byte ${next - 1}, past recordLength ${recordLength}`);
+  else if (next - 1 < recordLength) at(src.posOf(path), `gap at bytes ${next}-${recordLength} before the end of the record (declare a filler column)`);
+}
+
+/** Bytes of a string in an encoding; characters the encoding lacks count as one (they are rejected elsewhere). */
+export function byteLength(s: string, encoding: LayoutEncoding): number {
+  if (encoding !== 'utf-8') return [...s].length;
+  return new TextEncoder().encode(s).length;
+}
+
+/** YAML keeps scalars as text in this parse (so `0012` survives); numbers are parsed back where the schema wants them. */
+function coerceNumbers(value: unknown, key = ''): unknown {
+  if (Array.isArray(value)) return value.map((v) => coerceNumbers(v));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, coerceNumbers(v, k)]));
+  }
+  if (typeof value === 'string' && NUMERIC_KEYS.has(key) && /^\d+$/.test(value)) return Number(value);
+  if (typeof value === 'string' && BOOLEAN_KEYS.has(key) && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+const NUMERIC_KEYS = new Set(['start', 'length', 'decimals', 'recordLength']);
+const BOOLEAN_KEYS = new Set(['implied', 'transliterate', 'neutralise', 'headerRow']);

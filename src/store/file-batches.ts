@@ -1,0 +1,186 @@
+import type { Db } from './db.js';
+
+/** One row of `file_batches`. Times are epoch ms. */
+export interface FileBatchRow {
+  id: string;
+  status: 'open' | 'sealing' | 'sealed';
+  openedAt: number;
+  cutoffAt: number;
+  sealingAt: number | null;
+  sealedAt: number | null;
+  sealReason: string | null;
+  sealedBy: string | null;
+  loanCount: number | null;
+  recordCount: number | null;
+  principalCents: string | null;
+}
+
+export type BatchRowKind = 'new' | 'correction';
+
+export interface BatchLoanRow {
+  batchId: string;
+  loanId: string;
+  kind: BatchRowKind;
+  principalCents: string | null;
+  digest: string;
+  rowsJson: string;
+  recordCount: number;
+  boardedAt: number;
+}
+
+/** What a board puts into the open batch, rendered for the kind the store decided on. */
+export interface RenderedLoan {
+  digest: string;
+  rowsJson: string;
+  recordCount: number;
+}
+
+export interface AppendInput {
+  loanId: string;
+  principalCents: string | null;
+  now: number;
+  /** Cut-off and id of a batch opened now. */
+  openBatch(now: number): { cutoffAt: number; day: string };
+  render(kind: BatchRowKind): RenderedLoan;
+}
+
+export interface AppendResult {
+  batchId: string;
+  kind: BatchRowKind;
+  outcome: 'appended' | 'replaced' | 'unchanged';
+  /** Batches this call froze because their cut-off had passed: their files must now be written. */
+  frozen: string[];
+}
+
+const BATCH_COLS = `id, status, opened_at AS openedAt, cutoff_at AS cutoffAt, sealing_at AS sealingAt, sealed_at AS sealedAt,
+  seal_reason AS sealReason, sealed_by AS sealedBy, loan_count AS loanCount, record_count AS recordCount, principal_cents AS principalCents`;
+const LOAN_COLS = `batch_id AS batchId, loan_id AS loanId, kind, principal_cents AS principalCents, digest, rows_json AS rowsJson,
+  record_count AS recordCount, boarded_at AS boardedAt`;
+
+/**
+ * Batches of the file core, in the state database. Every decision that must be atomic (is the open
+ * batch past its cut-off, which batch a loan goes to, first board or correction) is one IMMEDIATE
+ * transaction, so a second process (`batches seal` by hand) and a crash at any instant leave one
+ * consistent answer: a batch is frozen exactly once, and a loan's rows are in exactly one place per batch.
+ */
+export class FileBatchStore {
+  constructor(private readonly db: Db) {}
+
+  get(id: string): FileBatchRow | undefined {
+    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches WHERE id = ?`).get(id) as FileBatchRow | undefined;
+  }
+
+  open(): FileBatchRow | undefined {
+    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'open'`).get() as FileBatchRow | undefined;
+  }
+
+  /** Newest first. */
+  list(limit = 100): FileBatchRow[] {
+    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches ORDER BY opened_at DESC, id DESC LIMIT ?`).all(limit) as FileBatchRow[];
+  }
+
+  /** Frozen batches whose files are not known to be complete (a crash, or a seal in progress). */
+  sealing(): FileBatchRow[] {
+    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at`).all() as FileBatchRow[];
+  }
+
+  /** A batch's loans in the order they were (last) boarded. */
+  loansOf(batchId: string): IterableIterator<BatchLoanRow> {
+    return this.db.prepare(`SELECT ${LOAN_COLS} FROM file_batch_loans WHERE batch_id = ? ORDER BY rowid`).iterate(batchId) as IterableIterator<BatchLoanRow>;
+  }
+
+  counts(batchId: string): { loans: number; corrections: number; records: number } {
+    const r = this.db
+      .prepare(
+        `SELECT COALESCE(SUM(kind = 'new'), 0) AS loans, COALESCE(SUM(kind = 'correction'), 0) AS corrections, COALESCE(SUM(record_count), 0) AS records
+           FROM file_batch_loans WHERE batch_id = ?`,
+      )
+      .get(batchId) as { loans: number; corrections: number; records: number };
+    return r;
+  }
+
+  batchesOfLoan(loanId: string): Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }> {
+    return this.db
+      .prepare(`SELECT l.batch_id AS batchId, b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at`)
+      .all(loanId) as Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>;
+  }
+
+  /**
+   * Puts a loan into the open batch (opening one when there is none, freezing the open one first
+   * when its cut-off has passed). A loan already in a frozen batch becomes a correction; a loan
+   * already in the open batch is replaced, or left alone when its rows are identical.
+   */
+  append(input: AppendInput): AppendResult {
+    return this.db.transaction((): AppendResult => {
+      const frozen: string[] = [];
+      let open = this.open();
+      if (open !== undefined && open.cutoffAt <= input.now) {
+        this.freeze(open.id, input.now, 'cutoff', 'connector');
+        frozen.push(open.id);
+        open = undefined;
+      }
+      open ??= this.create(input.now, input.openBatch(input.now));
+      const placed = this.batchesOfLoan(input.loanId);
+      const kind: BatchRowKind = placed.some((p) => p.status !== 'open') ? 'correction' : 'new';
+      const rendered = input.render(kind);
+      const existing = this.db.prepare(`SELECT digest, kind FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`).get(open.id, input.loanId) as
+        | { digest: string; kind: string }
+        | undefined;
+      if (existing !== undefined && existing.digest === rendered.digest && existing.kind === kind) {
+        return { batchId: open.id, kind, outcome: 'unchanged', frozen };
+      }
+      // Replace = delete + insert: the loan's rows move to the end, in the order of its last board.
+      this.db.prepare(`DELETE FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`).run(open.id, input.loanId);
+      this.db
+        .prepare(
+          `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(open.id, input.loanId, kind, input.principalCents, rendered.digest, rendered.rowsJson, rendered.recordCount, input.now);
+      return { batchId: open.id, kind, outcome: existing === undefined ? 'appended' : 'replaced', frozen };
+    }).immediate();
+  }
+
+  /** Freezes the open batch when its cut-off has passed; returns its id. */
+  freezeDue(now: number): string | undefined {
+    return this.db.transaction(() => {
+      const open = this.open();
+      if (open === undefined || open.cutoffAt > now) return undefined;
+      this.freeze(open.id, now, 'cutoff', 'connector');
+      return open.id;
+    }).immediate();
+  }
+
+  /** Freezes the open batch now (an early seal by ops); undefined when no batch is open or `id` is not the open one. */
+  freezeOpen(now: number, reason: string, by: string, id?: string): string | undefined {
+    return this.db.transaction(() => {
+      const open = this.open();
+      if (open === undefined || (id !== undefined && open.id !== id)) return undefined;
+      this.freeze(open.id, now, reason, by);
+      return open.id;
+    }).immediate();
+  }
+
+  /** sealing → sealed, once: false when another process got there first. */
+  markSealed(id: string, now: number, totals: { loanCount: number; recordCount: number; principalCents: string }): boolean {
+    const r = this.db
+      .prepare(`UPDATE file_batches SET status = 'sealed', sealed_at = ?, loan_count = ?, record_count = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`)
+      .run(now, totals.loanCount, totals.recordCount, totals.principalCents, id);
+    return r.changes === 1;
+  }
+
+  hasLoan(loanId: string): boolean {
+    return this.db.prepare(`SELECT 1 FROM file_batch_loans WHERE loan_id = ? LIMIT 1`).get(loanId) !== undefined;
+  }
+
+  private freeze(id: string, now: number, reason: string, by: string): void {
+    this.db.prepare(`UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`).run(now, reason, by, id);
+  }
+
+  private create(now: number, b: { cutoffAt: number; day: string }): FileBatchRow {
+    const n = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches WHERE id LIKE ? || '-%'`).get(b.day) as { n: number }).n;
+    const id = `${b.day}-${String(n + 1).padStart(3, '0')}`;
+    this.db.prepare(`INSERT INTO file_batches (id, status, opened_at, cutoff_at) VALUES (?, 'open', ?, ?)`).run(id, now, b.cutoffAt);
+    return this.get(id) as FileBatchRow;
+  }
+}

@@ -1,0 +1,250 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FileCore } from '../../../src/core/file/file-core.js';
+import { CoreRejectedError } from '../../../src/core/port.js';
+import { silentLogger } from '../../../src/lib/logger.js';
+import type { MappedRecord } from '../../../src/mapping/types.js';
+import { openDatabase, type Db } from '../../../src/store/db.js';
+import { testBatches, testLayout } from './batches-support.js';
+import { makePackage } from './support.js';
+
+let dir: string;
+let db: Db;
+let now = Date.parse('2025-03-14T15:00:00Z'); // 10:00 in Chicago; the cut-off is 18:00 there
+const clock = { now: () => now, sleep: async () => {} };
+const CUTOFF_14 = Date.parse('2025-03-14T23:00:00Z'); // 18:00 CDT
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'file-batches-'));
+  db = openDatabase(join(dir, 'state.sqlite'));
+  now = Date.parse('2025-03-14T15:00:00Z');
+});
+afterEach(async () => {
+  db.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function core(layout = testLayout()): FileCore {
+  return new FileCore({ dir, batches: testBatches(dir, clock, { db, layout }), timeZone: 'America/Chicago', logger: silentLogger(), clock });
+}
+
+function records(loanId: string, loan: Record<string, unknown> = {}, name = 'Acme, "Tools" LLC'): MappedRecord[] {
+  return [
+    { type: 'customer', externalId: `biz_${loanId}`, fields: { name, kind: 'business' } },
+    { type: 'loan', externalId: loanId, fields: { principalCents: 125000050, rateBps: 725, ...loan } },
+  ];
+}
+
+const board = (c: FileCore, loanId: string, recs = records(loanId), cents: number | null = 125000050) =>
+  c.board(makePackage(loanId, recs, [], { source: { centsAmount: cents } }));
+
+async function lines(batchId: string, file: string): Promise<string[]> {
+  return (await readFile(join(dir, 'batches', batchId, file), 'utf8')).split('\n').filter((l) => l !== '');
+}
+
+describe('sealed batches', () => {
+  it('keeps column positions on two days when an optional field is empty on one of them', async () => {
+    const c = core();
+    await board(c, 'loan_var', records('loan_var', { rateIndex: 'PRIME', note: 'n' }));
+    now = CUTOFF_14 + 60_000;
+    expect(await c.sealDue()).toEqual(['2025-03-14-001']);
+    await board(c, 'loan_fix'); // no rateIndex, no note that day
+    now = Date.parse('2025-03-15T23:00:00Z') + 60_000;
+    expect(await c.sealDue()).toEqual(['2025-03-15-001']);
+
+    const day1 = await lines('2025-03-14-001', 'loan.csv');
+    const day2 = await lines('2025-03-15-001', 'loan.csv');
+    expect(day1[0]).toBe('action,loan_id,principal_cents,rate_bps,rate_index,note');
+    expect(day2[0]).toBe(day1[0]);
+    expect(day1[1]).toBe('A,loan_var,125000050,725,PRIME,n');
+    expect(day2[1]).toBe('A,loan_fix,125000050,725,,');
+    expect(day2[1]!.split(',')).toHaveLength(day1[1]!.split(',').length);
+  });
+
+  it('keeps fixed-width positions and byte widths on both days (UTF-8 names padded by bytes)', async () => {
+    const layout = testLayout(FIXED_UTF8);
+    const c = core(layout);
+    await board(c, 'loan_1', records('loan_1', { rateIndex: 'PRIME' }, 'CAFÉ OLÉ LLC'));
+    now = CUTOFF_14 + 1;
+    await c.sealDue();
+    await board(c, 'loan_2', records('loan_2', {}, 'Plain Name Inc'));
+    now = Date.parse('2025-03-15T23:00:00Z') + 1;
+    await c.sealDue();
+    for (const id of ['2025-03-14-001', '2025-03-15-001']) {
+      const raw = await readFile(join(dir, 'batches', id, 'LOANS.DAT'));
+      const recs = raw.toString('latin1').split('\r\n').filter((l) => l !== '');
+      expect(recs.length).toBe(3); // header, one loan, trailer
+      for (const r of recs) expect(Buffer.byteLength(r, 'latin1')).toBe(60);
+    }
+    const custRaw = await readFile(join(dir, 'batches', '2025-03-14-001', 'CUST.DAT'));
+    const [rec] = custRaw.toString('utf8').split('\n').filter((l) => l !== '');
+    expect(Buffer.byteLength(rec!, 'utf8')).toBe(40);
+    expect(rec).toBe(`Aloan_1    CAFÉ OLÉ LLC${' '.repeat(15)}`); // 12 characters, 14 bytes: 15 bytes of padding
+    const day1 = (await readFile(join(dir, 'batches', '2025-03-14-001', 'LOANS.DAT'), 'latin1')).split('\r\n');
+    const day2 = (await readFile(join(dir, 'batches', '2025-03-15-001', 'LOANS.DAT'), 'latin1')).split('\r\n');
+    // principal at bytes 12-26 on both days; the empty rate index is blanks, nothing shifts
+    expect(day1[1]!.slice(11, 26)).toBe('000000125000050');
+    expect(day2[1]!.slice(11, 26)).toBe('000000125000050');
+    expect(day1[1]!.slice(26, 34)).toBe('PRIME   ');
+    expect(day2[1]!.slice(26, 34)).toBe('        ');
+    expect(day1[2]).toBe(`T000000001000000000125000050.00${' '.repeat(29)}`); // exact total of the field, 2 decimals
+  });
+
+  it('appends without writing files; the seal writes the files, then control.csv, then the trigger file', async () => {
+    const c = core();
+    for (let i = 0; i < 5; i += 1) await board(c, `loan_${i}`);
+    expect(existsSync(join(dir, 'batches'))).toBe(false);
+    now = CUTOFF_14;
+    await c.sealDue();
+    const bdir = join(dir, 'batches', '2025-03-14-001');
+    expect((await readdir(bdir)).sort()).toEqual(['READY', 'control.csv', 'customer.csv', 'loan.csv']);
+    const [files, control, trigger] = await Promise.all([stat(join(bdir, 'loan.csv')), stat(join(bdir, 'control.csv')), stat(join(bdir, 'READY'))]);
+    expect(files.mtimeMs).toBeLessThanOrEqual(control.mtimeMs);
+    expect(control.mtimeMs).toBeLessThanOrEqual(trigger.mtimeMs);
+    const ctl = await lines('2025-03-14-001', 'control.csv');
+    expect(ctl).toContain('2025-03-14-001,*,loans,5,5,,');
+    expect(ctl.at(-1)).toBe('2025-03-14-001,*,principal_total_cents,625000250,,,');
+    expect(db.prepare(`SELECT status, loan_count AS n, principal_cents AS p FROM file_batches`).all()).toEqual([{ status: 'sealed', n: 5, p: '625000250' }]);
+  });
+
+  it('a board after the cut-off seals the open batch first and goes to the next one; the sealed files never change', async () => {
+    const c = core();
+    await board(c, 'loan_1');
+    now = CUTOFF_14 + 1000;
+    await board(c, 'loan_2'); // no daemon tick in between: the board itself seals
+    const sealed = join(dir, 'batches', '2025-03-14-001');
+    const before = await readFile(join(sealed, 'loan.csv'));
+    const mtime = (await stat(join(sealed, 'loan.csv'))).mtimeMs;
+    expect(before.toString()).not.toContain('loan_2');
+    await board(c, 'loan_3');
+    await c.sealDue();
+    expect((await readFile(join(sealed, 'loan.csv'))).equals(before)).toBe(true);
+    expect((await stat(join(sealed, 'loan.csv'))).mtimeMs).toBe(mtime);
+    expect(db.prepare(`SELECT id, status FROM file_batches ORDER BY id`).all()).toEqual([
+      { id: '2025-03-14-001', status: 'sealed' },
+      { id: '2025-03-15-001', status: 'open' },
+    ]);
+  });
+
+  it('re-boarding a loan in the open batch replaces its rows (never a second copy); identical is a no-op', async () => {
+    const c = core();
+    const batches = c.batches!;
+    await board(c, 'loan_1');
+    expect((await batches.append('loan_1', records('loan_1'), '125000050')).outcome).toBe('unchanged');
+    expect((await batches.append('loan_1', records('loan_1', { note: 'fixed' }), '125000050')).outcome).toBe('replaced');
+    now = CUTOFF_14;
+    await c.sealDue();
+    expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['action,loan_id,principal_cents,rate_bps,rate_index,note', 'A,loan_1,125000050,725,,fixed']);
+  });
+
+  it('re-boarding a loan whose batch is sealed emits a correction record into the open batch', async () => {
+    const c = core();
+    await board(c, 'loan_1');
+    now = CUTOFF_14;
+    await c.sealDue();
+    await board(c, 'loan_1', records('loan_1', { note: 'rate corrected' }));
+    await board(c, 'loan_1', records('loan_1', { note: 'rate corrected again' }));
+    now = Date.parse('2025-03-15T23:00:00Z');
+    await c.sealDue();
+    expect((await lines('2025-03-15-001', 'loan.csv')).slice(1)).toEqual(['C,loan_1,125000050,725,,rate corrected again']);
+    expect((await lines('2025-03-15-001', 'customer.csv'))[1]).toMatch(/^C,loan_1,biz_loan_1,/);
+    const ctl = await lines('2025-03-15-001', 'control.csv');
+    expect(ctl).toContain('2025-03-15-001,*,loans,0,0,,');
+    expect(ctl).toContain('2025-03-15-001,*,corrections,1,1,,');
+    expect((await lines('2025-03-14-001', 'loan.csv')).slice(1)).toEqual(['A,loan_1,125000050,725,,']);
+  });
+
+  it('neutralises formula injection in CSV cells, except in columns that turn it off', async () => {
+    const c = core();
+    await board(c, 'loan_1', records('loan_1', { principalCents: '-5', note: '@SUM(A1)' }, "=cmd|' /C calc'!A0"));
+    now = CUTOFF_14;
+    await c.sealDue();
+    expect((await lines('2025-03-14-001', 'customer.csv'))[1]).toBe(`A,loan_1,biz_loan_1,'=cmd|' /C calc'!A0,business`);
+    expect((await lines('2025-03-14-001', 'loan.csv'))[1]).toBe(`A,loan_1,-5,725,,'@SUM(A1)`);
+  });
+
+  it('refuses a loan whose value does not fit the layout, before anything is written', async () => {
+    const c = core(testLayout(FIXED_UTF8));
+    const err = await board(c, 'loan_1', records('loan_1', {}, 'A NAME MUCH TOO LONG FOR THIS COLUMN OF 29 BYTES')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CoreRejectedError);
+    expect((err as Error).message).toMatch(/CUST\.DAT NAME: .* is \d+ bytes in utf-8, the column 29/);
+    expect(existsSync(join(dir, 'packages', 'loan_1'))).toBe(false);
+  });
+
+  it('finishes a seal a crash interrupted: rewrites files without a trigger, never touches files with one', async () => {
+    const c = core();
+    await board(c, 'loan_1');
+    await board(c, 'loan_2');
+    // Crash after the freeze, with a half-written temp file and a stale data file.
+    expect(c.batches!.store.freezeOpen(now, 'test', 'test')).toBe('2025-03-14-001');
+    const bdir = join(dir, 'batches', '2025-03-14-001');
+    await rm(bdir, { recursive: true, force: true });
+    await import('node:fs/promises').then((fs) => fs.mkdir(bdir, { recursive: true }));
+    await writeFile(join(bdir, '.tmp-123-abc'), 'partial');
+    await writeFile(join(bdir, 'loan.csv'), 'stale');
+    const fresh = core();
+    await fresh.health(); // ready() recovers
+    expect((await readdir(bdir)).sort()).toEqual(['READY', 'control.csv', 'customer.csv', 'loan.csv']);
+    expect(await lines('2025-03-14-001', 'loan.csv')).toHaveLength(3);
+
+    // Crash after the trigger, before the status: only the status is set, the files stay as they are.
+    await board(fresh, 'loan_3');
+    expect(fresh.batches!.store.freezeOpen(now, 'test', 'test')).toBe('2025-03-14-002');
+    const b2 = join(dir, 'batches', '2025-03-14-002');
+    await import('node:fs/promises').then((fs) => fs.mkdir(b2, { recursive: true }));
+    await writeFile(join(b2, 'READY'), 'x');
+    await core().sealDue();
+    expect(await readdir(b2)).toEqual(['READY']);
+    expect(db.prepare(`SELECT status FROM file_batches WHERE id = '2025-03-14-002'`).get()).toEqual({ status: 'sealed' });
+  });
+
+  it('an early seal by ops is audited on the batch and only seals the open batch once', async () => {
+    const c = core();
+    await board(c, 'loan_1');
+    expect(await c.batches!.sealNow('core job runs early today', 'alice')).toBe('2025-03-14-001');
+    expect(await c.batches!.sealNow('again', 'bob')).toBeUndefined();
+    expect(db.prepare(`SELECT status, seal_reason AS reason, sealed_by AS by FROM file_batches`).get()).toEqual({
+      status: 'sealed',
+      reason: 'ops: core job runs early today',
+      by: 'alice',
+    });
+  });
+});
+
+// A 60-byte Latin-1 loan file (header, detail, trailer) and a 40-byte UTF-8 customer file.
+const FIXED_UTF8 = `
+files:
+  - name: LOANS.DAT
+    record: loan
+    format: fixed
+    encoding: latin1
+    lineEnding: crlf
+    recordLength: 60
+    header:
+      - { name: TYPE, start: 1, length: 1, value: H }
+      - { name: DATE, start: 2, length: 8, source: batchDate, dateFormat: yyyymmdd }
+      - { name: FILLER, start: 10, length: 51, value: "" }
+    columns:
+      - { name: CODE, start: 1, length: 1, code: { new: A, correction: C } }
+      - { name: LOAN, start: 2, length: 10, source: externalId }
+      - { name: PRINCIPAL, start: 12, length: 15, field: principalCents, align: right, pad: "0" }
+      - { name: INDEX, start: 27, length: 8, field: rateIndex }
+      - { name: NOTE, start: 35, length: 26, field: note, overflow: truncate }
+    trailer:
+      - { name: TYPE, start: 1, length: 1, value: T }
+      - { name: COUNT, start: 2, length: 9, count: records, pad: "0" }
+      - { name: TOTAL, start: 11, length: 21, total: principalCents, decimals: 2, pad: "0" }
+      - { name: FILLER, start: 32, length: 29, value: "" }
+  - name: CUST.DAT
+    record: customer
+    format: fixed
+    encoding: utf-8
+    recordLength: 40
+    columns:
+      - { name: CODE, start: 1, length: 1, code: { new: A, correction: C } }
+      - { name: LOAN, start: 2, length: 10, source: loanId }
+      - { name: NAME, start: 12, length: 29, field: name }
+`;

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { compileLayout } from '../../../src/mapping/layout.js';
+import { encodeLine, renderRows, summaryLine, transliterate } from '../../../src/mapping/layout-render.js';
+import { lintMappingDir } from '../../../src/mapping/loader.js';
+import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../src/mapping/compile.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const GENERIC = join(import.meta.dirname, '../../../mappings/generic');
+const mapping = compileMapping((rel) => {
+  try {
+    return readFileSync(join(GENERIC, rel), 'utf8');
+  } catch {
+    return undefined;
+  }
+}, DEFAULT_MAPPER_OPTIONS).mapping!;
+
+const fixed = (columns: string, extra = '') => `files:
+  - name: L.DAT
+    record: loan
+    format: fixed
+    recordLength: 20${extra}
+    columns:
+${columns}`;
+
+describe('layout lint', () => {
+  it('the shipped generic set has a valid layout', () => {
+    const r = lintMappingDir(GENERIC);
+    expect(r.problems).toEqual([]);
+    expect(r.layout?.files.map((f) => f.name)).toEqual(['customer.csv', 'loan.csv', 'relationship.csv', 'document.csv', 'LNLOAD.DAT']);
+  });
+
+  it('reports overlaps, gaps, unknown fields and a maxLength wider than the column with line:column', () => {
+    const text = fixed(`      - { name: A, start: 1, length: 5, source: externalId }
+      - { name: B, start: 4, length: 5, field: principal }
+      - { name: C, start: 12, length: 5, field: nosuch }
+      - { name: D, start: 17, length: 4, field: purpose }
+`);
+    const r = compileLayout(text, mapping);
+    const msgs = r.problems.map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`);
+    expect(msgs).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^layout\.yaml:8:27 B: bytes 4-8 overlap the previous column \(which ends at 5\)/),
+        expect.stringMatching(/^layout\.yaml:9:27 C: gap at bytes 9-11/),
+        expect.stringMatching(/^layout\.yaml:9:9 C: loan has no field nosuch/),
+        expect.stringMatching(/^layout\.yaml:10:39 D: field loan\.purpose has maxLength 100, wider than the column \(4 bytes\)/),
+      ]),
+    );
+    expect(r.layout).toBeUndefined();
+  });
+
+  it('reports a record type the mapping does not produce, a gap at the end and unknown keys', () => {
+    const r = compileLayout(
+      `files:
+  - name: X.DAT
+    record: lone
+    format: fixed
+    recordLength: 10
+    colour: red
+    columns:
+      - { name: A, start: 1, length: 5, value: "" }
+`,
+      mapping,
+    );
+    const msgs = r.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
+    expect(msgs.some((m) => /^6:5 .*colour/.test(m))).toBe(true);
+    const r2 = compileLayout(fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'), mapping);
+    const m2 = r2.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
+    expect(m2).toEqual(expect.arrayContaining([expect.stringMatching(/^3:13 record type lone is not produced by the mapping/), expect.stringMatching(/gap at bytes 6-20 before the end/)]));
+  });
+});
+
+describe('the shipped layout', () => {
+  it('takes every generic fixture that boards, in every file (legal data never quarantines: regression, 2^53 - 1 cents overflowed LNLOAD.DAT)', async () => {
+    const { loadFixtures, loadMapper } = await import('../../../src/mapping/loader.js');
+    const layout = lintMappingDir(GENERIC).layout!;
+    let rendered = 0;
+    for (const c of loadFixtures(GENERIC).cases) {
+      const m = await loadMapper(GENERIC, { timeZone: 'America/Chicago', ...(c.options ?? {}) });
+      const out = await m.map(c.input as never);
+      if (!out.ok) continue;
+      for (const f of layout.files) {
+        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', kind }), `${c.name} ${f.name}`).not.toThrow();
+      }
+      rendered += 1;
+    }
+    expect(rendered).toBeGreaterThan(15);
+  });
+});
+
+describe('layout rendering', () => {
+  const layout = compileLayout(
+    fixed(
+      `      - { name: CODE, start: 1, length: 1, code: { new: A, correction: C } }
+      - { name: NAME, start: 2, length: 12, field: name, transliterate: true }
+      - { name: AMT, start: 14, length: 7, field: amount, decimals: 2, implied: true, align: right, pad: "0" }
+`,
+      '\n    encoding: ascii',
+    ).replace('record: loan', 'record: r'),
+  ).layout!;
+  const f = layout.files[0]!;
+
+  it('folds names to ASCII and strips control characters; every record is exactly recordLength bytes', () => {
+    expect(transliterate('CAFÉ OLÉ Straße Æbelø Łódź')).toBe('CAFE OLE Strasse AEbelo Lodz');
+    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], { loanId: 'l', kind: 'correction' });
+    expect(r.lines).toEqual(['CJorg ssAE   -000150']);
+    for (const l of r.lines) expect(encodeLine(f, l).length).toBe(21); // + LF
+  });
+
+  it('totals are exact beyond 2^53 (BigInt), never floats', () => {
+    const recs = [
+      { type: 'r', externalId: 'a', fields: { name: 'a', amount: '90071992547409.93' } },
+      { type: 'r', externalId: 'b', fields: { name: 'b', amount: '0.01' } },
+    ];
+    const withTrailer = compileLayout(
+      `files:
+  - name: T.CSV
+    record: r
+    format: csv
+    columns:
+      - { name: amount, field: amount, decimals: 2 }
+    trailer:
+      - { name: TYPE, value: T }
+      - { name: COUNT, count: records }
+      - { name: TOTAL, total: amount, decimals: 2 }
+      - { name: IMPLIED, total: amount, decimals: 2, implied: true }
+`,
+    ).layout!.files[0]!;
+    const r = renderRows(withTrailer, recs, { loanId: 'l', kind: 'new' });
+    const totals = new Map(Object.entries(r.amounts).map(([k, v]) => [k, BigInt(v)]));
+    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
+  });
+
+  it('refuses a value that would lose money digits or a character the encoding lacks', () => {
+    expect(() => renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], { loanId: 'l', kind: 'new' })).toThrow(/more than 2 decimal/);
+    const strict = compileLayout(fixed(`      - { name: NAME, start: 1, length: 20, field: name }\n`, '\n    encoding: ascii').replace('record: loan', 'record: r')).layout!.files[0]!;
+    expect(() => renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], { loanId: 'l', kind: 'new' })).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
+  });
+});
