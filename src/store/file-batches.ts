@@ -161,12 +161,20 @@ export class FileBatchStore {
     }).immediate();
   }
 
-  /** sealing → sealed, once: false when another process got there first. */
+  /**
+   * sealing → sealed, once: false when another process got there first. The rendered lines hold
+   * full tax ids and are never read again once the files exist, so they leave the state database
+   * in the same transaction (the sealed files in the core's directory are the record).
+   */
   markSealed(id: string, now: number, totals: { loanCount: number; recordCount: number; principalCents: string }): boolean {
-    const r = this.db
-      .prepare(`UPDATE file_batches SET status = 'sealed', sealed_at = ?, loan_count = ?, record_count = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`)
-      .run(now, totals.loanCount, totals.recordCount, totals.principalCents, id);
-    return r.changes === 1;
+    return this.db.transaction(() => {
+      const r = this.db
+        .prepare(`UPDATE file_batches SET status = 'sealed', sealed_at = ?, loan_count = ?, record_count = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`)
+        .run(now, totals.loanCount, totals.recordCount, totals.principalCents, id);
+      if (r.changes !== 1) return false;
+      this.db.prepare(`UPDATE file_batch_loans SET rows_json = '{}' WHERE batch_id = ?`).run(id);
+      return true;
+    }).immediate();
   }
 
   hasLoan(loanId: string): boolean {

@@ -183,7 +183,7 @@ export const MIGRATIONS: readonly string[] = [
     kind            TEXT NOT NULL,             -- new|correction
     principal_cents TEXT,
     digest          TEXT NOT NULL,             -- of the rendered rows: an identical re-board is a no-op
-    rows_json       TEXT NOT NULL,             -- {file: {lines: [...], amounts: {...}}}
+    rows_json       TEXT NOT NULL,             -- {file: {lines: [...], amounts: {...}}}; '{}' once sealed
     record_count    INTEGER NOT NULL,
     boarded_at      INTEGER NOT NULL,
     PRIMARY KEY (batch_id, loan_id)

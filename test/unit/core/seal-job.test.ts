@@ -33,6 +33,8 @@ describe('the daemon\'s batch seal job', () => {
     now = Date.parse('2025-03-14T23:00:00Z'); // 18:00 in Chicago
     await job!.run(new AbortController().signal);
     expect(db.prepare(`SELECT status FROM file_batches`).get()).toEqual({ status: 'sealed' });
+    // The rendered lines (full tax ids) leave the state database once the files are written.
+    expect(db.prepare(`SELECT rows_json AS r FROM file_batch_loans`).all()).toEqual([{ r: '{}' }]);
     expect((await readdir(join(dir, 'batches', '2025-03-14-001'))).sort()).toEqual(['READY', 'control.csv', 'customer.csv', 'loan.csv']);
   });
 
