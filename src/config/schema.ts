@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { isValidTimeZone } from '../lib/calendar.js';
 
 /** The generic mapping set shipped with the package (src/config or dist/config → ../../mappings). */
 export const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/generic', import.meta.url));
@@ -145,14 +146,7 @@ export const mappingsSchema = z.strictObject({
 export const bankSchema = z.strictObject({
   /** IANA zone in which core dates are derived from the platform's date-times. */
   timeZone: str('an IANA time zone, e.g. America/Chicago')
-    .refine((tz) => {
-      try {
-        new Intl.DateTimeFormat('en-US', { timeZone: tz });
-        return true;
-      } catch {
-        return false;
-      }
-    }, { error: 'expected an IANA time zone, e.g. America/Chicago' })
+    .refine(isValidTimeZone, { error: 'expected an IANA time zone, e.g. America/Chicago' })
     .default('America/Chicago'),
 });
 

@@ -1,6 +1,6 @@
 import jsonata from 'jsonata';
 import type { z } from 'zod';
-import { isValidTimeZone } from './calendar.js';
+import { isValidTimeZone } from '../lib/calendar.js';
 import { CsvError, parseCsv } from './csv.js';
 import { ROOT_SHAPE, checkInputs, typeOf, type InputContext } from './input-paths.js';
 import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';

@@ -1,4 +1,4 @@
-import { formatPattern, isFormattedDate, pictureProblem } from './calendar.js';
+import { formatPattern, isFormattedDate, pictureProblem } from '../lib/calendar.js';
 import { describe } from './issue.js';
 import type { FieldObject, FieldType } from './spec.js';
 

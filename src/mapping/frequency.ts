@@ -1,3 +1,4 @@
+import { daysInMonth } from '../lib/calendar.js';
 import { HelperIssue, describe } from './issue.js';
 
 export type PeriodUnit = 'days' | 'weeks' | 'months' | 'years';
@@ -162,9 +163,9 @@ export class FrequencyTable {
     let exact: boolean;
     if (spec.unit === 'months' || spec.unit === 'years') {
       const step = spec.every * (spec.unit === 'years' ? 12 : 1);
-      const months = (b.y - a.y) * 12 + (b.m - a.m) - (b.d < a.d && !(b.d === daysIn(b.y, b.m) && a.d > b.d) ? 1 : 0);
+      const months = (b.y - a.y) * 12 + (b.m - a.m) - (b.d < a.d && !(b.d === daysInMonth(b.y, b.m) && a.d > b.d) ? 1 : 0);
       count = Math.floor(months / step) + 1;
-      exact = months % step === 0 && (b.d === a.d || (b.d === daysIn(b.y, b.m) && a.d > b.d));
+      exact = months % step === 0 && (b.d === a.d || (b.d === daysInMonth(b.y, b.m) && a.d > b.d));
     } else {
       const step = spec.every * (spec.unit === 'weeks' ? 7 : 1);
       const days = Math.round((b.t - a.t) / 86_400_000);
@@ -183,10 +184,6 @@ function ymd(v: unknown, what: string, argIndex: number): { y: number; m: number
   const mo = Number(m[2]);
   const d = Number(m[3]);
   return { y, m: mo, d, t: Date.UTC(y, mo - 1, d) };
-}
-
-function daysIn(y: number, m: number): number {
-  return new Date(Date.UTC(y, m, 0)).getUTCDate();
 }
 
 function roundingOf(v: unknown): Rounding {

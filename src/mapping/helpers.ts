@@ -1,5 +1,5 @@
 import type jsonata from 'jsonata';
-import { bankDate } from './calendar.js';
+import { formatWallTime, pictureProblem, toWallTime } from '../lib/calendar.js';
 import { bpsToPercent, bpsToRate, centsToDecimal } from './decimal.js';
 import type { FrequencyTable } from './frequency.js';
 import { lookupValue, type LookupTables } from './lookups.js';
@@ -156,4 +156,17 @@ export function fitText(value: unknown, max: unknown, fallback: unknown, note: (
 /** Registers every helper on a compiled expression. */
 export function registerHelpers(expr: jsonata.Expression, impls: ReadonlyMap<string, HelperFn>): void {
   for (const [name, fn] of impls) expr.registerFunction(name, fn);
+}
+
+/** `$date(ts[, format])`: nothing in, nothing out (optional dates stay optional). */
+export function bankDate(value: unknown, format: unknown, timeZone: string): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new HelperIssue('mapping', `expected an ISO 8601 date-time, got ${describe(value)}`, 0);
+  const picture = format === undefined || format === null ? 'yyyy-MM-dd' : format;
+  if (typeof picture !== 'string') throw new HelperIssue('mapping', `date format must be a string, got ${describe(format)}`, 1);
+  const bad = pictureProblem(picture);
+  if (bad) throw new HelperIssue('mapping', bad, 1);
+  const t = toWallTime(value, timeZone);
+  if (!t) throw new HelperIssue('mapping', `expected an ISO 8601 date-time, got ${describe(value)}`, 0);
+  return formatWallTime(t, picture);
 }

@@ -1,4 +1,4 @@
-import type { Layout, LayoutColumn, LayoutEncoding, LayoutFile } from './layout.js';
+import type { LayoutColumn, LayoutEncoding, LayoutFile } from './layout.js';
 import type { MappedRecord } from './types.js';
 
 /**
@@ -230,9 +230,4 @@ export function encodeLine(file: LayoutFile, line: string): Uint8Array {
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i += 1) bytes[i] = text.charCodeAt(i) & 0xff;
   return bytes;
-}
-
-/** Every line of every file for one loan's records (fixtures' expected lines, previews). */
-export function renderLoan(layout: Layout, records: readonly MappedRecord[], ctx: RecordContext): Map<string, RenderedRows> {
-  return new Map(layout.files.map((f) => [f.name, renderRows(f, records, ctx)]));
 }

@@ -61,12 +61,6 @@ export function borrowerVerdict(parties: Parties, loanType: unknown): BorrowerVe
   return { entity: first, note: `no entity on the loan carries a role: ${String(first['id'])} (the first ${personal ? 'person' : 'business'}) is taken as the borrower` };
 }
 
-/** The borrower when the entities do not contradict each other (see borrowerVerdict). */
-export function borrowerOf(parties: Parties, loanType: unknown): Entity | undefined {
-  const v = borrowerVerdict(parties, loanType);
-  return 'entity' in v ? v.entity : undefined;
-}
-
 /** The entity's role, lower case; without one, "borrower" for the borrower and "related" otherwise. */
 export function roleOf(entity: unknown, borrower: Entity | undefined): string | undefined {
   if (entity === null || typeof entity !== 'object') return undefined;

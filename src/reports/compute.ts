@@ -1,4 +1,5 @@
-import { ageBucket, businessDaysBetween, comparableDate, localDate, parseInstant } from './calendar.js';
+import { businessDaysBetween, comparableDate, localDate, parseInstant } from '../lib/calendar.js';
+import { PENDING_STATES } from '../store/loan-states.js';
 import { formatCents } from './money.js';
 import {
   AGE_BUCKETS,
@@ -118,7 +119,7 @@ class Interner {
   }
 }
 
-const PENDING_STATES = new Set(['queued', 'fetched', 'mapped', 'retry_wait']);
+const PENDING = new Set<string>(PENDING_STATES);
 
 const emptyAmount = (): Amount => ({ count: 0, cents: 0, unknownAmount: 0 });
 
@@ -336,7 +337,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
 
     if (s) {
       add(totals.released, amount);
-      if (PENDING_STATES.has(s.state)) add(totals.pending, amount);
+      if (PENDING.has(s.state)) add(totals.pending, amount);
       else if (s.state === 'written') add(totals.writtenAwaitingAck, amount);
       else if (s.state === 'acknowledged') add(totals.acknowledged, amount);
       else if (s.state === 'quarantined') add(totals.quarantined, amount);
@@ -376,7 +377,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       const why = [s.quarantineReason ?? 'unknown reason', s.lastErrorMessage].filter(Boolean).join(': ');
       await emit('quarantined', id, m, s.updatedAt, `Quarantined (${why}). Fix the cause, then \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`);
     }
-    if (s && PENDING_STATES.has(s.state)) {
+    if (s && PENDING.has(s.state)) {
       const startMs = s.releasedAt ?? s.createdAt;
       if (ageOf(startMs).days > 1) {
         const err = s.lastErrorMessage ? ` Last error: ${s.lastErrorMessage}` : '';
@@ -489,3 +490,9 @@ export function buildTieOut(t: ControlTotals): TieOutCheck[] {
   ];
 }
 
+/** Ages in business days, bucketed as the report shows them. */
+export function ageBucket(businessDays: number): AgeBucket {
+  if (businessDays <= 1) return '0-1';
+  if (businessDays <= 5) return '2-5';
+  return '>5';
+}

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync, readlinkSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /**
@@ -59,15 +59,4 @@ export function updateLatest(reportsDir: string, dir: string): string {
 export function latestReportFile(reportsDir: string, kind: ReportFileKind = 'html'): string | null {
   const path = join(reportsDir, LATEST, REPORT_FILES[kind]);
   return existsSync(path) ? path : null;
-}
-
-/** The dated folder `latest` points to (for display), or null. */
-export function latestReportDir(reportsDir: string): string | null {
-  const latest = join(reportsDir, LATEST);
-  if (!existsSync(latest)) return null;
-  try {
-    return lstatSync(latest).isSymbolicLink() ? join(reportsDir, readlinkSync(latest)) : latest;
-  } catch {
-    return null;
-  }
 }

@@ -8,7 +8,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { Db } from '../store/db.js';
 import { batchTieNotes, computeBatchTie } from './batches.js';
-import { localDate, localDateTime } from './calendar.js';
+import { localDate, localDateTime } from '../lib/calendar.js';
 import { computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
 import { REPORT_FILES, ensureReportDir, updateLatest, writeFileAtomic } from './files.js';

@@ -1,3 +1,5 @@
+import { localDate, wallTimeAt, zonedToUtc } from '../../lib/calendar.js';
+
 /**
  * When a batch closes. `daily` is a wall-clock time in the bank's zone (the core's import job runs
  * at a local time, across DST changes); `interval` cuts every N minutes counted from the epoch, so
@@ -19,9 +21,9 @@ export function nextCutoff(after: number, rule: CutoffRule): number {
     const step = rule.minutes * 60_000;
     return (Math.floor(after / step) + 1) * step;
   }
-  const { y, mo, d } = localParts(after, rule.timeZone);
+  const { year, month, day } = wallTimeAt(after, rule.timeZone);
   for (let add = 0; add < 3; add += 1) {
-    const t = zonedToUtc(y, mo, d + add, rule.hour, rule.minute, rule.timeZone);
+    const t = zonedToUtc({ year, month, day: day + add, hour: rule.hour, minute: rule.minute }, rule.timeZone);
     if (t > after) return t;
   }
   throw new Error('unreachable: no cut-off within three days');
@@ -29,34 +31,5 @@ export function nextCutoff(after: number, rule: CutoffRule): number {
 
 /** The bank day a batch is named after: the day its cut-off ends (a midnight cut-off names the day before). */
 export function batchDay(cutoffAt: number, timeZone: string): string {
-  const p = localParts(cutoffAt - 1, timeZone);
-  return `${p.y}-${String(p.mo).padStart(2, '0')}-${String(p.d).padStart(2, '0')}`;
-}
-
-function localParts(at: number, timeZone: string): { y: number; mo: number; d: number; h: number; mi: number; s: number } {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(new Date(at));
-  const get = (t: string): number => Number(parts.find((p) => p.type === t)?.value ?? '0');
-  return { y: get('year'), mo: get('month'), d: get('day'), h: get('hour'), mi: get('minute'), s: get('second') };
-}
-
-function offsetAt(at: number, timeZone: string): number {
-  const p = localParts(at, timeZone);
-  return Date.UTC(p.y, p.mo - 1, p.d, p.h, p.mi, p.s) - Math.floor(at / 1000) * 1000;
-}
-
-/** The instant a wall-clock time happens in a zone (a time skipped by DST resolves past the gap). */
-function zonedToUtc(y: number, mo: number, d: number, h: number, mi: number, timeZone: string): number {
-  const wall = Date.UTC(y, mo - 1, d, h, mi);
-  let t = wall - offsetAt(wall, timeZone);
-  t = wall - offsetAt(t, timeZone);
-  return t;
+  return localDate(cutoffAt - 1, timeZone);
 }

@@ -6,6 +6,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../../lib/clock.js';
 import { systemClock } from '../../lib/clock.js';
+import { localDate } from '../../lib/calendar.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PlatformDocument } from '../../platform/schemas.js';
@@ -179,7 +180,7 @@ export class FileCore implements CoreSystem {
         connectorVersion: pkg.connectorVersion,
         createdAt,
         firstBoardedAt: previous?.firstBoardedAt ?? createdAt,
-        batchDate: previous?.batchDate ?? bankDay(now, this.opts.timeZone),
+        batchDate: previous?.batchDate ?? localDate(now.getTime(), this.opts.timeZone),
         source: pkg.source,
         records: pkg.records.map((r) => ({ type: r.type, externalId: r.externalId })),
         documents,
@@ -340,11 +341,4 @@ function hashText(text: string): { sha256: string; bytes: number } {
 function isFsError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^E[A-Z]+$/.test(code) && !(err instanceof CoreUnavailableError);
-}
-
-/** The calendar day of `at` in the bank's zone, as yyyy-mm-dd. */
-export function bankDay(at: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(at);
-  const get = (t: string): string => parts.find((p) => p.type === t)?.value ?? '';
-  return `${get('year')}-${get('month')}-${get('day')}`;
 }

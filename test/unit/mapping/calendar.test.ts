@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bankDate, formatPattern, isFormattedDate } from '../../../src/mapping/calendar.js';
+import { formatPattern, isFormattedDate } from '../../../src/lib/calendar.js';
+import { bankDate } from '../../../src/mapping/helpers.js';
 
 describe('$date in the bank time zone', () => {
   it('derives the calendar day in the bank zone, not UTC', () => {
