@@ -348,8 +348,6 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   return { board };
 }
 
-export type LoanBoarder = ReturnType<typeof createLoanBoarder>;
-
 /** Which side refused the connector in a fatal outcome (its code is `core.*` or a platform code). */
 export function refusedBy(code: string): 'core' | 'platform' {
   return code.startsWith('core.') ? 'core' : 'platform';

@@ -1,10 +1,11 @@
 import { UsageError } from '../lib/errors.js';
 import type { LoanStore, LoanRow } from '../store/loans.js';
 import { LoanNotFoundError } from '../store/loans.js';
+import { RETRYABLE_STATES, SKIPPABLE_STATES } from '../store/loan-states.js';
 import { writtenForCurrentRelease } from './release.js';
 
-const RETRYABLE_FROM = new Set(['quarantined', 'retry_wait', 'skipped']);
-const SKIPPABLE_FROM = new Set(['queued', 'fetched', 'mapped', 'written', 'retry_wait', 'quarantined']);
+const RETRYABLE_FROM = new Set<string>(RETRYABLE_STATES);
+const SKIPPABLE_FROM = new Set<string>(SKIPPABLE_STATES);
 
 function load(loans: LoanStore, id: string): LoanRow {
   try {

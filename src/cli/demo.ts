@@ -20,6 +20,7 @@ import { registerEndpoint } from '../platform/endpoint/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { createWebhookInbox } from '../store/inbox.js';
+import { UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 
 /**
  * `demo` (what `npm start` runs): the Loan Platform sandbox and the connector daemon in one
@@ -280,7 +281,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
 
   const render = (): void => {
     const c = rt.store.loans.countByState();
-    const pending = c.queued + c.fetched + c.mapped + c.written + c.retry_wait;
+    const pending = UNACKNOWLEDGED_STATES.reduce((n, st) => n + c[st], 0);
     status.show(
       `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.countOfType('loan.funded')} · cycles ${cycles} · reports ${reports}`,
     );

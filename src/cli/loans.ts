@@ -12,7 +12,7 @@ import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { reboardLoan, type ReboardResult } from '../boarding/reboard.js';
 import { buildRuntime } from '../app/runtime.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { QUARANTINE_REASONS, type LoanState } from '../store/loan-states.js';
+import { QUARANTINE_REASONS, RETRYABLE_STATES, type LoanState } from '../store/loan-states.js';
 
 function openStore(ctx: CliContext): BoardingStore {
   const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
@@ -186,7 +186,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       if (opts.all === true) {
         if (ids.length > 0) throw new UsageError('loans retry: give loan ids or --all, not both');
         const state = opts.state ?? 'quarantined';
-        if (!['quarantined', 'retry_wait', 'skipped'].includes(state)) throw new UsageError(`--state: expected quarantined, retry_wait or skipped, got ${JSON.stringify(state)}`);
+        if (!(RETRYABLE_STATES as readonly string[]).includes(state)) throw new UsageError(`--state: expected ${RETRYABLE_STATES.join(', ')}, got ${JSON.stringify(state)}`);
         if (opts.reason !== undefined && !(QUARANTINE_REASONS as readonly string[]).includes(opts.reason)) {
           throw new UsageError(`--reason: expected one of ${QUARANTINE_REASONS.join(', ')}, got ${JSON.stringify(opts.reason)}`);
         }

@@ -44,6 +44,12 @@ export const WORKING_STATES: readonly LoanState[] = ['queued', 'fetched', 'mappe
 export const UNACKNOWLEDGED_STATES: readonly LoanState[] = [...WORKING_STATES, 'retry_wait'];
 /** States only an operator (`loans retry`) or a new release moves a loan out of. */
 export const PARKED_STATES: readonly LoanState[] = ['quarantined', 'skipped'];
+/** Not yet in the core: working on it or waiting for a retry (the report's "pending"). */
+export const PENDING_STATES: readonly LoanState[] = WORKING_STATES.filter((s) => s !== 'written').concat('retry_wait');
+/** What `loans retry` takes a loan out of. */
+export const RETRYABLE_STATES: readonly LoanState[] = [...PARKED_STATES, 'retry_wait'];
+/** What `loans skip` takes a loan out of: anything still owed, and a quarantined loan. */
+export const SKIPPABLE_STATES: readonly LoanState[] = [...UNACKNOWLEDGED_STATES, 'quarantined'];
 
 const ALLOWED: Record<LoanState | 'new', readonly LoanState[]> = {
   // First sight of a loan: from the queue, or straight to quarantine when its item is malformed.
@@ -85,8 +91,4 @@ export function assertTransition(loanId: string, from: LoanState | null, to: Loa
 
 export function isLoanState(v: string): v is LoanState {
   return (LOAN_STATES as readonly string[]).includes(v);
-}
-
-export function isQuarantineReason(v: string): v is QuarantineReason {
-  return (QUARANTINE_REASONS as readonly string[]).includes(v);
 }

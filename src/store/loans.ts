@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import { redactDeep, redactForStorage } from './redact.js';
 import { createWebhookHistory } from './webhook-history.js';
 import {
+  LOAN_STATES,
   assertTransition,
   isLoanState,
   type LoanState,
@@ -399,7 +400,7 @@ export function createLoanStore(db: Db): LoanStore {
     nextDueAt: () => selectNextDue.get()?.at ?? null,
     countByState: () => {
       const counts = Object.fromEntries(
-        ['queued', 'fetched', 'mapped', 'written', 'acknowledged', 'retry_wait', 'quarantined', 'skipped'].map((s) => [s, 0]),
+        LOAN_STATES.map((s) => [s, 0]),
       ) as Record<LoanState, number>;
       for (const r of selectCounts.all()) if (isLoanState(r.state)) counts[r.state] = r.n;
       return counts;

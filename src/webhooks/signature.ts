@@ -55,7 +55,6 @@ export interface VerifierOptions {
 /** Header names of the plain `hmac-sha256-hex` scheme (documented in docs/webhooks.md). */
 export const HEX_SIGNATURE_HEADER = 'x-signature';
 export const HEX_TIMESTAMP_HEADER = 'x-timestamp';
-export const HEX_ID_HEADER = 'x-webhook-id';
 
 function header(headers: HeaderBag, name: string): string | undefined {
   const v = headers[name];
