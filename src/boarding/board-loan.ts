@@ -12,7 +12,7 @@ import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-sta
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
-import { fetchMappingInput, parseStoredItem, storableRecords } from './mapping-input.js';
+import { canonicalFields, fetchMappingInput, parseStoredItem, storableRecords } from './mapping-input.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
@@ -179,14 +179,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         records: outcome.records,
         documents,
         fetchDocument: deps.fetchDocument,
-        source: {
-          centsAmount: item.centsAmount ?? null,
-          bpsRate: item.bpsRate ?? null,
-          maturityDate: item.maturityDate ?? null,
-          firstPaymentDate: item.firstPaymentDate ?? null,
-          paymentFrequency: item.paymentFrequency ?? null,
-          productId: item.product?.id ?? null,
-        },
+        source: canonicalFields(item),
       },
       { signal },
     );

@@ -1,3 +1,4 @@
+import type { CanonicalLoanFields } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
 import { queueItemSchema, type QueueItem } from '../platform/schemas.js';
 import type { MappedRecord, MappingInput } from '../mapping/types.js';
@@ -73,4 +74,16 @@ export function parseBoardedRecords(raw: string | null): MappedRecord[] | null {
   } catch {
     return null;
   }
+}
+
+/** The loan's own fields the core keeps beside the mapped records (reconciliation compares them). */
+export function canonicalFields(item: QueueItem): CanonicalLoanFields {
+  return {
+    centsAmount: item.centsAmount ?? null,
+    bpsRate: item.bpsRate ?? null,
+    maturityDate: item.maturityDate ?? null,
+    firstPaymentDate: item.firstPaymentDate ?? null,
+    paymentFrequency: item.paymentFrequency ?? null,
+    productId: item.product?.id ?? null,
+  };
 }

@@ -9,7 +9,7 @@ import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../store/redact.js';
 import { quarantineReasonFor } from './board-loan.js';
-import { fetchMappingInput, maskRecords, parseBoardedRecords, parseStoredItem, storableRecords } from './mapping-input.js';
+import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, parseStoredItem, storableRecords } from './mapping-input.js';
 import { payloadHash } from './release.js';
 
 export interface ReboardDeps {
@@ -77,14 +77,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
         records: outcome.records,
         documents: input.documents,
         fetchDocument: deps.fetchDocument,
-        source: {
-          centsAmount: item.centsAmount ?? null,
-          bpsRate: item.bpsRate ?? null,
-          maturityDate: item.maturityDate ?? null,
-          firstPaymentDate: item.firstPaymentDate ?? null,
-          paymentFrequency: item.paymentFrequency ?? null,
-          productId: item.product?.id ?? null,
-        },
+        source: canonicalFields(item),
       },
       req.signal ? { signal: req.signal } : {},
     );

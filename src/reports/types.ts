@@ -1,3 +1,4 @@
+import type { LoanScanRow } from '../store/loan-scan.js';
 import type { BatchTieSection } from './batches.js';
 import type { CanonicalLoanFields } from '../core/port.js';
 
@@ -20,28 +21,11 @@ export interface PlatformLoanRow extends ComparedLoanFields {
   boardedAt: string | null;
 }
 
-/** Connector side: one row of the `loans` table. Times are epoch ms unless named …Iso. */
-export interface StoreLoanRow {
-  id: string;
-  loanNumber: string | null;
-  state: string;
-  quarantineReason: string | null;
-  centsAmount: number | null;
-  productId: string | null;
-  coreReference: string | null;
-  mappingVersion: string | null;
-  fundedAtIso: string | null;
-  releasedAtIso: string | null;
-  boardedAtIso: string | null;
-  writtenAt: number | null;
-  acknowledgedAt: number | null;
-  lastErrorCode: string | null;
-  lastErrorMessage: string | null;
-  /** Review items of the loan's last mapping (boarded with warnings); absent = 0. */
-  reviewItems?: number;
-  createdAt: number;
-  updatedAt: number;
-}
+/**
+ * Connector side: one row of the `loans` table as the store's scan reads it. Review items may be
+ * absent (sources a test or benchmark builds by hand): absent = 0.
+ */
+export type StoreLoanRow = Omit<LoanScanRow, 'reviewItems'> & { reviewItems?: number };
 
 /** Core side: what the core holds for one loan, in platform units (see CoreLoanRecord). */
 export interface CoreLoanRow extends ComparedLoanFields {
