@@ -49,7 +49,8 @@ async function view(batches: FileBatches, b: FileBatchRow): Promise<BatchView> {
     loans: counts.loans,
     corrections: counts.corrections,
     records: counts.records,
-    principalCents: b.principalCents,
+    // Totals are fixed at the seal; an open batch shows what it holds so far.
+    principalCents: b.principalCents ?? batches.store.principalOf(b.id),
     triggerFile: b.status === 'open' ? false : await batches.triggerPresent(b.id),
   };
 }

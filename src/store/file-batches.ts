@@ -99,6 +99,15 @@ export class FileBatchStore {
     return r;
   }
 
+  /** Sum of the first boards' principal in a batch, exact (the text cents of every row, as BigInt). */
+  principalOf(batchId: string): string {
+    let total = 0n;
+    for (const r of this.db.prepare(`SELECT principal_cents AS p FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`).iterate(batchId) as IterableIterator<{ p: string | null }>) {
+      if (r.p !== null && /^-?\d+$/.test(r.p)) total += BigInt(r.p);
+    }
+    return total.toString();
+  }
+
   batchesOfLoan(loanId: string): Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }> {
     return this.db
       .prepare(`SELECT l.batch_id AS batchId, b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at`)

@@ -36,6 +36,7 @@ describe('batches CLI over a sync', () => {
     expect(list).toHaveLength(1);
     expect(list[0]).toMatchObject({ status: 'open', loans: boarded, corrections: 0, triggerFile: false });
     const id = list[0]!.id as string;
+    const openPrincipal = list[0]!.principalCents as string;
     expect(readdirSync(cfg.coreDir)).not.toContain('batches');
 
     const seal = await cli('batches', 'seal', '--reason', 'core job runs early', '--by', 'alice');
@@ -59,6 +60,8 @@ describe('batches CLI over a sync', () => {
     expect(cents).toBeGreaterThan(0n);
     const control = readFileSync(join(dir, 'control.csv'), 'utf8').trim().split('\n');
     expect(control.at(-1)).toBe(`${id},*,principal_total_cents,${cents},,,`);
+    // What the open batch showed before the seal is what the seal fixed.
+    expect(openPrincipal).toBe(cents.toString());
     const dat = readFileSync(join(dir, 'LNLOAD.DAT')).toString('latin1').split('\r\n').filter((l) => l !== '');
     expect(dat).toHaveLength(boarded + 2);
     for (const rec of dat) expect(rec.length).toBe(120);
