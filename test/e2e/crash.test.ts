@@ -4,7 +4,7 @@ import { cpSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyPackage } from '../../src/core/file/manifest.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
 
@@ -23,16 +23,6 @@ function rng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
@@ -102,6 +92,7 @@ describe('crash loop', () => {
     const seals: string[] = [];
     const sealKilledAfter = async (ms: number): Promise<void> => {
       const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'crash test', '--by', 'crash', '--config', cfg.configPath], { stdio: 'ignore' });
+      // The random delay is the fault: the kill lands before, during or after the seal's writes.
       await new Promise((r) => setTimeout(r, ms));
       child.kill('SIGKILL');
       const how = await exited(child);
@@ -117,7 +108,8 @@ describe('crash loop', () => {
       // A seal killed at a random point while the daemon appends to the batch (`batches seal` takes
       // ~1.2-1.5 s here, most of it starting node: 0.8-2 s lands before, during or after its writes).
       const sealing = sealKilledAfter(800 + Math.floor(random() * 2700));
-      await waitFor(`run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`, async () => ((await acked()) >= Math.min(LOANS, before + wantAcks) ? true : undefined), 60_000);
+      await vi.waitFor(async () => expect(await acked(), `run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`).toBeGreaterThanOrEqual(Math.min(LOANS, before + wantAcks)), { timeout: 60_000, interval: 25 });
+      // The random delay is the fault: it puts the kill anywhere in the next loan's steps.
       await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
       await sealing;
@@ -132,13 +124,12 @@ describe('crash loop', () => {
     const last = start();
     const db = new Database(cfg.dbPath, { readonly: true, fileMustExist: true });
     try {
-      await waitFor(
-        `all ${LOANS} loans settled (seed ${seed}, logs in ${logDir})`,
+      await vi.waitFor(
         () => {
           const r = db.prepare("SELECT COUNT(*) AS n FROM loans WHERE state IN ('acknowledged', 'quarantined', 'skipped')").get() as { n: number };
-          return r.n === LOANS ? true : undefined;
+          expect(r.n, `all ${LOANS} loans settled (seed ${seed}, logs in ${logDir})`).toBe(LOANS);
         },
-        120_000,
+        { timeout: 120_000, interval: 25 },
       );
       const parked = db.prepare("SELECT id, state, last_error_message AS error FROM loans WHERE state <> 'acknowledged'").all();
       expect(parked, 'every loan acknowledged').toEqual([]);

@@ -226,7 +226,7 @@ describe('Docker image (testcontainers)', () => {
   it('regression: better-sqlite3 statements collected at exit do not abort Node 24 (addon built against 24.18 headers)', async (ctx) => {
     if (skipReason) ctx.skip(skipReason);
     if (buildError) throw buildError;
-    // Before the fix every run aborted with "Assertion failed: (env) != nullptr" (nodejs/node#65446).
+    // Without the fix every run aborts with "Assertion failed: (env) != nullptr" (nodejs/node#65446).
     const script = [
       "const D = require('better-sqlite3');",
       "const db = new D('/tmp/regression.sqlite');",

@@ -160,6 +160,8 @@ export interface FakeFineract {
   inject(fault: Fault): void;
   /** Writes that reached the handlers (POSTs), by path pattern. */
   writes(path?: string | RegExp): RecordedRequest[];
+  /** Idempotency keys of requests being handled right now (a delay fault holds one). */
+  keysInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -907,6 +909,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     inject(f) {
       faults.push({ times: 1, ...f });
     },
+    keysInFlight: () => inFlight.size,
     writes(path) {
       return requests.filter(
         (q) => q.method === 'POST' && (path === undefined || (typeof path === 'string' ? q.path === path : path.test(q.path))),

@@ -1,27 +1,11 @@
 import { createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
-import type { Clock } from '../../src/lib/clock.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';
+import { FakeClock } from './fake-clock.js';
 import { FakeCore } from './fake-core.js';
 import { FakeMapper } from './fake-mapper.js';
 import { FakePlatform } from './fake-platform.js';
-
-/** A clock tests move by hand; sleep advances it (no wall-clock waiting). */
-export class FakeClock implements Clock {
-  constructor(public t = Date.parse('2026-03-01T12:00:00Z')) {}
-  now(): number {
-    return this.t;
-  }
-  advance(ms: number): void {
-    this.t += ms;
-  }
-  async sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw new Error('aborted');
-    this.t += Math.max(0, ms);
-    await Promise.resolve();
-  }
-}
 
 export interface FakePipeline {
   db: Db;
@@ -43,7 +27,7 @@ export function fakePipeline(
   const platform = new FakePlatform();
   const mapper = new FakeMapper();
   const core = new FakeCore();
-  const clock = new FakeClock();
+  const clock = new FakeClock({ sleep: 'auto' });
   const make = (): CycleRunner =>
     createCycleRunner({
       store,

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { request } from 'undici';
 import { FineractCore, type FineractCoreOptions } from '../../../src/core/fineract/fineract-core.js';
 import { CoreRejectedError, CoreUnavailableError } from '../../../src/core/port.js';
@@ -165,7 +165,10 @@ describe('the Fineract adapter meets those rules', () => {
     fake.inject({ method: 'POST', path: '/loans', kind: 'delay', delayMs: 400 });
     const [a, b] = [adapter(), adapter()];
     const pkg = () => makePackage('l1', fineractRecords('l1'));
-    const results = await Promise.allSettled([a.board(pkg()), new Promise((r) => setTimeout(r, 100)).then(() => b.board(pkg()))]);
+    const first = a.board(pkg());
+    // The second adapter sends the same key while the delay fault holds the first request.
+    await vi.waitFor(() => expect(fake.keysInFlight(), 'the first POST /loans held').toBe(1), { timeout: 5000, interval: 5 });
+    const results = await Promise.allSettled([first, b.board(pkg())]);
     expect(results[0].status).toBe('fulfilled');
     expect(results[1].status).toBe('rejected');
     expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(CoreUnavailableError);

@@ -30,15 +30,6 @@ export function tempDir(): { dir: string; file: (name: string) => string; cleanu
   return { dir, file: (n) => join(dir, n), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Polls a condition with a deadline (no fixed sleeps). */
-export async function waitFor(cond: () => boolean, timeoutMs = 10_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** Largest number of timestamps inside any interval of windowMs (a sliding window audit). */
 export function maxInSliding(times: readonly number[], windowMs: number): number {
   const t = [...times].sort((a, b) => a - b);

@@ -1,10 +1,10 @@
 import { getEventListeners } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 import { createMemoryRateState, createSqliteRateState } from '../../../src/store/rate-state.js';
 import { startRateLimitedServer, type RateLimitedServer } from '../../support/rate-limited-server.js';
-import { clientFor, maxInSliding, tempDir, waitFor } from './helpers.js';
+import { clientFor, maxInSliding, tempDir } from './helpers.js';
 
 describe('rate budget against a server that enforces the documented limits', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
@@ -58,7 +58,7 @@ describe('rate budget against a server that enforces the documented limits', () 
       () => null,
       (e: unknown) => e,
     );
-    await waitFor(() => client.health().budgets.find((b) => b.bucket === 'read')?.pausedUntil != null, 5000, 'read bucket paused');
+    await vi.waitFor(() => expect(client.health().budgets.find((b) => b.bucket === 'read')?.pausedUntil, 'read bucket paused').not.toBeNull(), { timeout: 5000, interval: 5 });
     // Calls made while paused wait for the same pause: the bucket is paused, not one request.
     const later = [client.getLoan('B'), client.getLoan('C'), client.listProducts()];
     await Promise.all(later);
@@ -184,8 +184,8 @@ describe('rate budget against a server that enforces the documented limits', () 
         (e: unknown) => (e as { code?: string }).code,
       ),
     );
-    await waitFor(() => srv.requests.filter((r) => r.status === 200).length === 9, 5000, '9 reads served');
-    await waitFor(() => getEventListeners(shutdown.signal, 'abort').length === 5, 5000, 'listeners of the 5 waiting calls');
+    await vi.waitFor(() => expect(srv.requests.filter((r) => r.status === 200), '9 reads served').toHaveLength(9), { timeout: 5000, interval: 5 });
+    await vi.waitFor(() => expect(getEventListeners(shutdown.signal, 'abort'), 'listeners of the 5 waiting calls').toHaveLength(5), { timeout: 5000, interval: 5 });
     shutdown.abort(new Error('SIGTERM'));
     const results = await Promise.all(calls);
     expect(results.filter((r) => r === 'ok')).toHaveLength(9);

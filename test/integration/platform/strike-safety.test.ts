@@ -105,6 +105,7 @@ describe('rate-limit strike safety against a server that refuses', () => {
   it('after one strike at most one request per bucket is in flight until it ages out or is cleared', async () => {
     const srv = await server();
     srv.route('GET', '/public/v1/products', async () => {
+      // The server holds each request a little, so concurrent calls would overlap if allowed to.
       await new Promise((r) => setTimeout(r, 20));
       return { body: { data: [] } };
     });

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
 
@@ -10,14 +10,6 @@ const cleanups: Array<() => void> = [];
 afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('demo (what npm start runs)', () => {
   it('boards sandbox loans, serves metrics and the report, and stops cleanly on Ctrl-C', async () => {
@@ -36,7 +28,7 @@ describe('demo (what npm start runs)', () => {
     const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--loans', '8', '--report-after', '3']).finally(() => ctx.close());
 
     const latest = join(dir, 'reports', 'latest', 'report.json');
-    await until('the first report', () => existsSync(latest), 60_000);
+    await vi.waitFor(() => expect(existsSync(latest), 'the first report').toBe(true), { timeout: 60_000, interval: 100 });
     const report = JSON.parse(readFileSync(latest, 'utf8'));
     expect(report.totals.acknowledgedOnPlatform.count).toBeGreaterThan(0);
 

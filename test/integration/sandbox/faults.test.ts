@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
 
 describe('fault injection', () => {
@@ -56,9 +56,8 @@ describe('fault injection', () => {
     await h.admin('/faults', 'PUT', { rules: [{ route: 'POST /public/v1/loans/:id/boarding', latencyMs: 300, count: 1 }] });
     const send = () => h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:slow` } });
     const first = send();
-    // Poll until the first request is being held, then send the overlapping retry.
-    const deadline = Date.now() + 5_000;
-    while ((await h.admin('/counters')).faults.delayed < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    // Once the first request is being held, send the overlapping retry.
+    await vi.waitFor(async () => expect((await h.admin('/counters')).faults.delayed, 'the first request held').toBeGreaterThanOrEqual(1), { timeout: 5_000, interval: 5 });
     const overlap = await send();
     expect(overlap.status).toBe(409);
     expect(overlap.body.code).toBe('idempotency.in_progress');

@@ -64,9 +64,8 @@ describe('the listeners', () => {
       clearInterval(drip);
       for (const s of sockets) s.destroy();
     });
-    await new Promise((r) => setTimeout(r, 300));
-    // Beyond the per-address cap the connections are refused at once.
-    expect(closedAt.length).toBeGreaterThanOrEqual(40);
+    // Beyond the per-address cap the connections are refused at once (well before the header timeout).
+    await expect.poll(() => closedAt.length, { timeout: 1000, interval: 20 }).toBeGreaterThanOrEqual(40);
     const started = Date.now();
     const health = await fetch(`${svc.url()}/healthz`);
     expect(health.status).toBe(200);

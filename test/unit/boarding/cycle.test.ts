@@ -69,7 +69,7 @@ describe('boarding cycle', () => {
     expect(row.writtenAt).not.toBeNull();
     expect(row.nextAttemptAt).toBe(p.clock.now() + 1000);
 
-    p.clock.advance(1000);
+    await p.clock.advance(1000);
     const again = await p.runner.run({ reason: 'retry' });
     expect(again).toMatchObject({ acknowledged: 1, ackOnly: 1 });
     expect(p.core.writes).toBe(2);
@@ -102,7 +102,7 @@ describe('boarding cycle', () => {
     p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
     await p.runner.run({ reason: 'test' });
     expect(p.store.loans.require('L01')).toMatchObject({ state: 'retry_wait', lastErrorCode: 'core.ambiguous' });
-    p.clock.advance(1000);
+    await p.clock.advance(1000);
     const s = await p.runner.run({ reason: 'retry' });
     expect(s.acknowledged).toBe(1);
     expect(p.core.writes).toBe(1);
@@ -116,7 +116,7 @@ describe('boarding cycle', () => {
     p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
     p.core.reportsPartial = true;
     await p.runner.run({ reason: 'test' });
-    p.clock.advance(1000);
+    await p.clock.advance(1000);
     const s = await p.runner.run({ reason: 'retry' });
     expect(s.acknowledged).toBe(1);
     expect(p.core.findCalls).toBe(1);
@@ -148,7 +148,7 @@ describe('boarding cycle', () => {
     const p = withLoans(1);
     p.core.faults = [{ kind: 'ambiguous' }];
     await p.runner.run({ reason: 'test' });
-    p.clock.advance(1000);
+    await p.clock.advance(1000);
     await p.runner.run({ reason: 'retry' });
     expect(p.core.writes).toBe(1);
     expect(p.store.loans.require('L01').state).toBe('acknowledged');
@@ -182,7 +182,7 @@ describe('boarding cycle', () => {
       const r = p.store.loans.require('L01');
       if (r.nextAttemptAt !== null) {
         delays.push(r.nextAttemptAt - p.clock.now());
-        p.clock.t = r.nextAttemptAt;
+        p.clock.set(r.nextAttemptAt);
       }
     }
     expect(delays).toEqual([1000, 2000]);

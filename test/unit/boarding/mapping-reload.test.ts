@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createReloadableMapper, watchMappingDir } from '../../../src/boarding/mapping-reload.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { loadMapper } from '../../../src/mapping/loader.js';
-import { FakeClock } from '../../support/fake-pipeline.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 const repo = join(import.meta.dirname, '../../..');
 
@@ -27,7 +27,7 @@ describe('reloadable mapper', () => {
         return loadMapper(dir);
       },
       logger: silentLogger(),
-      clock: new FakeClock(Date.parse('2026-11-25T10:00:00Z')),
+      clock: new FakeClock({ start: Date.parse('2026-11-25T10:00:00Z') }),
     });
     const a = mapper.version;
     const swaps: string[] = [];

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake.js';
 import { retryLoan, skipLoan } from '../../../src/boarding/ops.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
@@ -15,15 +15,6 @@ function capture() {
   const lines: Array<Record<string, unknown>> = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } });
   return { logger, lines, warnings: () => lines.filter((l) => l['level'] === 40), errors: () => lines.filter((l) => l['level'] === 50) };
-}
-
-/** Resolves when cond() holds; rejects after a generous deadline (no fixed sleeps). */
-async function until(cond: () => boolean, what: string, deadlineMs = 10_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe('skipped loan re-released then retried (regression: acknowledged without writing the new release)', () => {
@@ -115,7 +106,7 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
     };
     const getEntities = p.platform.getEntities.bind(p.platform);
     p.platform.getEntities = async (id) => {
-      await until(() => beats >= 2, 'two heartbeats');
+      await vi.waitFor(() => expect(beats, 'two heartbeats').toBeGreaterThanOrEqual(2), { timeout: 10_000, interval: 10 });
       return getEntities(id);
     };
     const s = await p.runner.run({ reason: 'test' });
@@ -173,7 +164,7 @@ describe('acknowledged loan still listed (regression: ignored forever with only 
     // Its loan fields change under the same marker: surfaced as changed, still not boarded again.
     const l = p.platform.loans.get('L01')!;
     l.item = { ...l.item, centsAmount: 2_000_000 };
-    p.clock.advance(7 * 60 * 60 * 1000);
+    await p.clock.advance(7 * 60 * 60 * 1000);
     const changed = await p.runner.run({ reason: 'changed' });
     expect(changed.walk).toMatchObject({ stillListedAfterAck: 1, stillListedChanged: 1 });
     expect(log.warnings().filter((l2) => /still listed/.test(String(l2['msg'])))).toHaveLength(2);

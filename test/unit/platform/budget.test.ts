@@ -4,7 +4,7 @@ import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { bucketFor, parseResetHeader, RateBudget, STRIKE_WINDOW_MS, type Token } from '../../../src/platform/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { createMemoryRateState, type RateStateStore } from '../../../src/store/rate-state.js';
-import { FakeClock, settle } from './fake-clock.js';
+import { FakeClock, settle } from '../../support/fake-clock.js';
 
 function budget(clock: FakeClock, o: { state?: RateStateStore; reads?: number; writes?: number; headroom?: number; logger?: ReturnType<typeof silentLogger> } = {}): RateBudget {
   return new RateBudget({
@@ -35,7 +35,7 @@ function start(b: RateBudget, bucket: 'read' | 'write', n: number): { done: () =
 
 describe('rate budget math', () => {
   it('allows floor(limit × headroom) per window, at least 1', () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     expect(budget(clock).allowed('read')).toBe(90);
     expect(budget(clock).allowed('write')).toBe(27);
     expect(budget(clock, { headroom: 1 }).allowed('read')).toBe(100);
@@ -49,7 +49,7 @@ describe('rate budget math', () => {
   });
 
   it('is a sliding window: the 91st attempt waits until the 1st leaves the window', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const r = start(b, 'read', 91);
     await settle();
@@ -61,7 +61,7 @@ describe('rate budget math', () => {
   });
 
   it('does not refill a whole window at a boundary: only the tokens that left free up', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const first = start(b, 'read', 45);
     await settle();
@@ -77,7 +77,7 @@ describe('rate budget math', () => {
   });
 
   it('believes the server when it says fewer remain, until its reset', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const [t] = await Promise.all([b.acquire('read')]);
     b.observe(t, { limit: '100', remaining: '3', reset: String(Math.ceil((clock.now() + 5000) / 1000)) });
@@ -91,7 +91,7 @@ describe('rate budget math', () => {
   });
 
   it('ignores a server count that is more generous than our own window', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const first = start(b, 'read', 90);
     await settle();
@@ -102,7 +102,7 @@ describe('rate budget math', () => {
   });
 
   it('a 429 pauses the whole bucket until max(Retry-After, Reset) and never shorter', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const t = await b.acquire('read');
     const resetInFive = String(Math.ceil((clock.now() + 5000) / 1000));
@@ -120,14 +120,14 @@ describe('rate budget math', () => {
   });
 
   it('a 429 that names no wait pauses for a full window', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const t = await b.acquire('write');
     expect(b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(clock.now() + 1000);
   });
 
   it('one strike halves the pace; two stop reads and writes (fail fast, alert once)', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const lines: string[] = [];
     const logger = createLogger({ destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }), level: 'info' });
     const b = budget(clock, { logger });
@@ -160,7 +160,7 @@ describe('rate budget math', () => {
   });
 
   it('restores spend, pauses and strikes from the state store (a restart never bursts)', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const state = createMemoryRateState();
     const b1 = budget(clock, { state });
     const r = start(b1, 'read', 60);
@@ -182,7 +182,7 @@ describe('rate budget math', () => {
   });
 
   it('an aborted wait rejects without spending a token', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const state = createMemoryRateState();
     const b = budget(clock, { state, reads: 1, headroom: 1 });
     await b.acquire('read');
@@ -194,7 +194,7 @@ describe('rate budget math', () => {
   });
 
   it('operator can clear strikes', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
     b.onRateLimited(await b.acquire('write'), { path: '/a', retryAfterSeconds: 1, headers: {} });
@@ -212,7 +212,7 @@ describe('rate budget math', () => {
   });
 
   it('bounds tokens in flight: 1 probe, then min(connections, strikes left before the stop, server remaining − taken)', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = new RateBudget({
       readsPerWindow: 100,
       writesPerWindow: 30,

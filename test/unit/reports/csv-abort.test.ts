@@ -15,6 +15,7 @@ describe('CSV exception writer abort', () => {
       const w = createCsvExceptionWriter(path, 'run');
       await w.abort();
       rmSync(path, { force: true });
+      // An absence is asserted (no late open recreates the file): give a stray open a moment.
       await new Promise((r) => setTimeout(r, 5));
       expect(existsSync(path), path).toBe(false);
     }
