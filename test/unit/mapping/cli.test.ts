@@ -1,31 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync, cpSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createCliContext } from '../../../src/cli/context.js';
-import { buildProgram } from '../../../src/cli/program.js';
+import { cli } from '../../support/mappings-cli.js';
 
 const repo = join(import.meta.dirname, '../../..');
-
-async function cli(args: string[]): Promise<{ out: string; error: unknown }> {
-  const stdout = new PassThrough();
-  const chunks: Buffer[] = [];
-  stdout.on('data', (c: Buffer) => chunks.push(c));
-  const { program, ctx } = buildProgram(() =>
-    createCliContext({ env: { LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
-  );
-  program.exitOverride();
-  let error: unknown;
-  try {
-    await program.parseAsync(['node', 'boarding-connector', ...args]);
-  } catch (err) {
-    error = err;
-  } finally {
-    await ctx.close();
-  }
-  return { out: Buffer.concat(chunks).toString('utf8'), error };
-}
 
 describe('mappings CLI', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'mappings-cli-'));
