@@ -69,18 +69,22 @@ export function openDatabase(path: string, opts: OpenDbOptions = {}): Db {
 }
 
 export function migrate(db: Db): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > MIGRATIONS.length) {
-    throw new Error(
-      `state database schema version ${current} is newer than this connector knows (${MIGRATIONS.length}); upgrade the connector`,
-    );
-  }
-  for (let v = current; v < MIGRATIONS.length; v++) {
-    const sql = MIGRATIONS[v] as string;
-    db.transaction(() => {
-      db.exec(sql);
+  // Up to date (versions only grow): no write lock needed, which is every open but the first.
+  if ((db.pragma('user_version', { simple: true }) as number) === MIGRATIONS.length) return;
+  // The version is read inside each step's write lock: another process (the daemon and an
+  // operator's command starting together on a new install) may have applied the step meanwhile.
+  for (;;) {
+    const done = db.transaction((): boolean => {
+      const v = db.pragma('user_version', { simple: true }) as number;
+      if (v > MIGRATIONS.length) {
+        throw new Error(`state database schema version ${v} is newer than this connector knows (${MIGRATIONS.length}); upgrade the connector`);
+      }
+      if (v === MIGRATIONS.length) return true;
+      db.exec(MIGRATIONS[v] as string);
       db.pragma(`user_version = ${v + 1}`);
+      return false;
     }).immediate();
+    if (done) return;
   }
 }
 
