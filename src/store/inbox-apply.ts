@@ -32,29 +32,23 @@ export interface InboxPass {
  * reports the outcomes.
  */
 export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: number, now: number): InboxPass } {
-  // Only an existing loans row is filled in here, keeping the earliest time.
+  // Only an existing loans row is filled in here, keeping the earliest time; a loan that has no row
+  // yet gets it from the inbox when the row is created (funded-time.ts).
   const setFundedAt = db.prepare(
     `UPDATE loans SET funded_at_iso = ?, updated_at = ?
      WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`,
   );
   const addLoanEvent = db.prepare(INSERT_WEBHOOK_HISTORY_SQL);
-  const loanKnown = db.prepare<[string], number>('SELECT 1 FROM loans WHERE id = ?').pluck();
   const hasPending = db.prepare<[], number>("SELECT 1 FROM webhook_inbox WHERE status = 'pending' LIMIT 1").pluck();
 
   const applyRowEffects = (row: InboxRow, now: number): number | null => {
     let fundedAt: number | null = null;
-    let known = true;
     if (row.eventType === 'loan.funded' && row.loanId !== null) {
       fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
-      // A loan without a row yet gets its funded time (funded-time.ts) and this history entry
-      // (history.ts) from the inbox when the pipeline creates the row.
-      known = loanKnown.get(row.loanId) !== undefined;
-      if (known) {
-        const iso = new Date(fundedAt).toISOString();
-        setFundedAt.run(iso, now, row.loanId, iso);
-      }
+      const iso = new Date(fundedAt).toISOString();
+      setFundedAt.run(iso, now, row.loanId, iso);
     }
-    if (row.loanId !== null && known && isHistoryEvent(row.eventType)) {
+    if (row.loanId !== null && isHistoryEvent(row.eventType)) {
       const entry = webhookHistoryEntry(row, fundedAt);
       addLoanEvent.run(row.loanId, entry.at, row.eventType, entry.detail);
     }

@@ -1,7 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import { redactDeep, redactForStorage } from './redact.js';
-import { createWebhookHistory } from './webhook-history.js';
 import {
   LOAN_STATES,
   assertTransition,
@@ -258,7 +257,6 @@ export interface LoanStore {
 }
 
 export function createLoanStore(db: Db): LoanStore {
-  const webhookHistory = createWebhookHistory(db);
   const selectOne = db.prepare<[string], RawLoan>('SELECT * FROM loans WHERE id = ?');
   const insertEvent = db.prepare(
     'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -332,8 +330,6 @@ export function createLoanStore(db: Db): LoanStore {
     assertTransition(loan.id, null, loan.state);
     db.prepare('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)').run(loan.id, loan.state, now, now);
     if (loan.patch) applyPatch(loan.id, loan.patch, {}, now);
-    // Webhooks that named the loan before it had a row: their history comes first (history.ts).
-    webhookHistory.copyTo(loan.id);
     event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
     return require(loan.id);
   });

@@ -59,10 +59,6 @@ describe('webhook inbox indexes (migration 5)', () => {
     expect(plan("SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = 'L1' AND event_type = 'loan.funded'")).toContain(
       'USING INDEX webhook_inbox_funded',
     );
-    // A new loan's loan.funded history (copied when its loans row is created).
-    expect(plan("SELECT * FROM webhook_inbox WHERE loan_id = 'L1' AND event_type = 'loan.funded' AND status = 'processed'")).toContain(
-      'USING INDEX webhook_inbox_funded',
-    );
     // Processed rows leave the pending index.
     const inbox = createWebhookInbox(db);
     inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
@@ -113,11 +109,12 @@ describe('webhook processor', () => {
     expect(db.prepare("SELECT COUNT(*) AS n FROM loans WHERE id = 'L2'").get()).toEqual({ n: 0 });
     expect(inbox.fundedAt('L2')).toBe(Date.parse('2026-11-02T00:00:00Z'));
     expect(inbox.fundedLoans().map((f) => f.loanId)).toEqual(['L1', 'L2']);
-    // History is written for the known loan only; L2 gets its own when its row is created.
+    // Every delivery is history when processed, L2's too (its loans row comes later).
     const events = db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
     expect(events).toEqual([
       { loan_id: 'L1', reason: 'loan.status_changed' },
       { loan_id: 'L1', reason: 'loan.funded' },
+      { loan_id: 'L2', reason: 'loan.funded' },
     ]);
     expect(inbox.stats()).toMatchObject({ pending: 0, processed: 3 });
     await p.stop();
@@ -230,7 +227,7 @@ describe('inbox prune', () => {
 });
 
 describe('loan webhook history', () => {
-  it('a loan.funded for a loan not known yet goes into its history when the loan is created, before its first transition, once', async () => {
+  it('deliveries for a loan not known yet are in its history before its first transition, once', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
     const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
@@ -240,9 +237,14 @@ describe('loan webhook history', () => {
     inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 4);
     inbox.insert(event('o', 'loan.funded', 'L8', '2026-11-01T08:00:00Z'), 5);
     expect(await p.drain()).toBe(5);
-    // Other documented events are history at once; loan.funded of an unknown loan waits.
+    // Documented events are history when processed (event-time order); the unknown type is not.
     const webhookRows = () => db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
-    expect(webhookRows()).toEqual([{ loan_id: 'L7', reason: 'loan.status_changed' }]);
+    expect(webhookRows()).toEqual([
+      { loan_id: 'L8', reason: 'loan.funded' },
+      { loan_id: 'L7', reason: 'loan.status_changed' },
+      { loan_id: 'L7', reason: 'loan.funded' },
+      { loan_id: 'L7', reason: 'loan.funded' },
+    ]);
     // A delivery still pending when the row is created is written by the pass that applies it.
     inbox.insert(event('late', 'loan.funded', 'L7', '2026-11-01T11:00:00Z'), 6);
     const loans = createLoanStore(db);
@@ -260,28 +262,8 @@ describe('loan webhook history', () => {
     expect(loans.events('L7').map((e) => (e.detail as { webhookId?: string } | null)?.webhookId).at(-1)).toBe('late');
     expect(loans.events('L7').filter((e) => e.kind === 'webhook')).toHaveLength(4);
     // Only the loan's own deliveries.
-    expect(db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L8'").get()).toEqual({ n: 0 });
-  });
-
-  it('does not copy failed deliveries, nor history the loan already has (written at processing time before this scheme)', () => {
-    const db = memDb();
-    const inbox = createWebhookInbox(db);
-    inbox.insert(event('old', 'loan.funded', 'L5', '2026-11-01T10:00:00Z'), 1);
-    inbox.insert(event('bad', 'loan.funded', 'L5', '2026-11-01T09:00:00Z'), 1);
-    inbox.insert(event('new', 'loan.funded', 'L5', '2026-11-01T11:00:00Z'), 1);
-    inbox.markProcessed('old', 2);
-    inbox.markFailed('bad', 2, 'boom');
-    inbox.markProcessed('new', 2);
-    db.prepare("INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES ('L5', 1, 'webhook', 'platform', 'loan.funded', ?)").run(
-      JSON.stringify({ webhookId: 'old' }),
-    );
-    const loans = createLoanStore(db);
-    loans.insert({ id: 'L5', state: 'queued' }, 100);
-    expect(loans.events('L5').map((e) => [e.reason, (e.detail as { webhookId?: string } | null)?.webhookId])).toEqual([
-      ['loan.funded', 'old'],
-      ['loan.funded', 'new'],
-      [null, undefined],
-    ]);
+    expect(loans.events('L7').map((e) => (e.detail as { webhookId?: string } | null)?.webhookId)).not.toContain('o');
+    expect(db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L8'").get()).toEqual({ n: 1 });
   });
 
   it('a loan.funded whose time is not a real date does not stop the loan from being created later (regression)', async () => {
@@ -297,19 +279,5 @@ describe('loan webhook history', () => {
     // The event time stands in for the unusable funded time.
     expect(loans.events('L6')[0]?.detail).toMatchObject({ webhookId: 'ns', fundedAt: '2026-11-01T10:00:00.000Z' });
     expect(inbox.fundedAt('L6')).toBe(Date.parse('2026-11-01T10:00:00Z'));
-  });
-
-  it('a loan.funded stored before times were bounded (an event time no Date can format) still lets the loan be created', () => {
-    const db = memDb();
-    db.prepare(
-      "INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status) VALUES ('old-ns', 'loan.funded', 'L4', ?, 1, ?, 'processed')",
-    ).run(1_762_000_000_000_000_000, JSON.stringify({ type: 'loan.funded', data: { loanId: 'L4' } }));
-    const loans = createLoanStore(db);
-    loans.insert({ id: 'L4', state: 'queued' }, 100);
-    expect(loans.events('L4').map((e) => [e.kind, e.reason])).toEqual([
-      ['webhook', 'loan.funded'],
-      ['transition', null],
-    ]);
-    expect(loans.events('L4')[0]?.detail).not.toHaveProperty('fundedAt');
   });
 });
