@@ -114,8 +114,6 @@ export class PlatformError extends Error {
   readonly code: PlatformErrorCode;
   readonly status: number | null;
   readonly serverCode: string | null;
-  readonly retryable: boolean;
-  readonly fatal: boolean;
   readonly disposition: ErrorDisposition;
   readonly validationErrors: unknown[];
   readonly operation: string | null;
@@ -129,8 +127,6 @@ export class PlatformError extends Error {
     this.code = init.code;
     this.status = init.status ?? null;
     this.serverCode = init.serverCode ?? null;
-    this.retryable = RETRYABLE_CODES.has(init.code);
-    this.fatal = FATAL_CODES.has(init.code);
     this.disposition = dispositionOf(init.code);
     this.validationErrors = init.validationErrors ?? [];
     this.operation = init.operation ?? null;
@@ -140,6 +136,16 @@ export class PlatformError extends Error {
   }
 
   /** A plain object for logs and the loans table: no stack, no request data. */
+  /** Transient: the client retries the call itself. */
+  get retryable(): boolean {
+    return this.disposition === 'retry-call';
+  }
+
+  /** Credentials or environment: every call would fail alike. */
+  get fatal(): boolean {
+    return this.disposition === 'fatal';
+  }
+
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,
