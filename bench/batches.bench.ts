@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const batches = new FileBatches({
     root: join(dir, 'core', 'batches'),
     db,
-    layout,
+    layout: () => layout,
     rule: cutoffRule({ cutoff: '18:00', timeZone: 'America/Chicago' }),
     triggerFile: 'READY',
     logger: silentLogger(),

@@ -4,7 +4,7 @@ import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { loadLayout, loadMapper } from '../mapping/loader.js';
+import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
 import { createReloadableMapper, type ReloadableMapper } from '../boarding/mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
@@ -63,6 +63,9 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   });
   // The first thing a bank engineer looks for after an edit: which version this process boards with.
   logger.info({ mapping: { version: mapper.version, dir: config.mappings.dir } }, `mapping set loaded: ${mapper.version}`);
+  if (config.core.adapter === 'file' && config.core.file.csvBatches && mapper.layout === undefined) {
+    logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
+  }
   const db = openDatabase(config.store.path, { onWarning: (m) => logger.warn(m) });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
@@ -70,7 +73,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
     core =
       overrides.core ??
-      createCore(config, { logger, clock, db, layout: config.core.adapter === 'file' ? loadLayout(config.mappings.dir, { timeZone: config.bank.timeZone }) : undefined });
+      createCore(config, { logger, clock, db, layout: () => mapper.layout });
   } catch (err) {
     await platform?.close();
     db.close();

@@ -84,6 +84,9 @@ export function createReloadableMapper(opts: ReloadableMapperOptions): Reloadabl
     get name() {
       return current.name;
     },
+    get layout() {
+      return current.layout;
+    },
     map(input: MappingInput): Promise<MappingOutcome> {
       // One reference read per loan: a swap during this call does not touch it.
       return current.map(input);

@@ -16,7 +16,7 @@ function openBatches(ctx: CliContext): FileBatches {
   ctx.onClose(() => {
     db.close();
   });
-  const batches = fileBatchesFromConfig(config, { logger: ctx.logger(), clock: ctx.clock, db, layout });
+  const batches = fileBatchesFromConfig(config, { logger: ctx.logger(), clock: ctx.clock, db, layout: () => layout });
   if (batches === undefined) throw new FatalError('batches: core.file.csvBatches is false');
   return batches;
 }

@@ -21,19 +21,26 @@ export * from './port.js';
 export interface CoreDeps {
   logger: Logger;
   clock?: Clock;
-  /** The state database and the mapping set's layout: the file core's sealed batches need both. */
+  /**
+   * The state database and the layout of the mapping set in use (asked at each board: a reload may
+   * change it): the file core's sealed batches need both.
+   */
   db?: Db;
-  layout?: Layout | undefined;
+  layout?: () => Layout | undefined;
 }
 
 /** The file core's batches, when config and mapping set ask for them (undefined otherwise). */
 export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatches | undefined {
-  if (!config.core.file.csvBatches || deps.layout === undefined || deps.db === undefined) return undefined;
+  const first = deps.layout?.();
+  if (!config.core.file.csvBatches || first === undefined || deps.db === undefined) return undefined;
+  let layout = first;
   const b = config.core.file.batch;
+  const current = deps.layout;
   return new FileBatches({
     root: join(config.core.file.dir, 'batches'),
     db: deps.db,
-    layout: deps.layout,
+    // A set reloaded without a layout.yaml keeps the last one: batches, once on, stay on until a restart.
+    layout: () => (layout = current?.() ?? layout),
     rule: cutoffRule({ cutoff: b.cutoff, intervalMinutes: b.intervalMinutes, timeZone: config.bank.timeZone }),
     triggerFile: b.triggerFile,
     logger: deps.logger.child({ component: 'core.file.batches' }),
@@ -45,9 +52,6 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
 export function createCore(config: Config, deps: CoreDeps): CoreSystem {
   const clock = deps.clock ? { clock: deps.clock } : {};
   if (config.core.adapter === 'file') {
-    if (config.core.file.csvBatches && deps.layout === undefined) {
-      deps.logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
-    }
     return new FileCore({
       dir: config.core.file.dir,
       batches: fileBatchesFromConfig(config, deps),

@@ -1,4 +1,5 @@
 import type { CompiledExpression, CompiledMapping } from './compile.js';
+import type { Layout } from './layout.js';
 import { MAIN_FILE } from './compile.js';
 import { checkField } from './fieldSchema.js';
 import { HelperIssue, REVIEW_BINDING, describe, redactTins } from './issue.js';
@@ -90,7 +91,7 @@ async function evaluateJsonata(ce: CompiledExpression, context: unknown, binding
 }
 
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
-export function createMapper(mapping: CompiledMapping, version: string): Mapper {
+export function createMapper(mapping: CompiledMapping, version: string, layout?: Layout): Mapper {
   const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> => evaluateJsonata(ce, context, b);
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
   const baseDefaults = Object.freeze({ ...mapping.defaults });
@@ -266,6 +267,7 @@ export function createMapper(mapping: CompiledMapping, version: string): Mapper 
   return {
     version,
     name: mapping.name,
+    layout,
     async map(input: MappingInput): Promise<MappingOutcome> {
       try {
         return await mapInput(input);

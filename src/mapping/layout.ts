@@ -104,6 +104,8 @@ export interface LayoutFile {
 
 export interface Layout {
   readonly files: readonly LayoutFile[];
+  /** The `layout.yaml` text it was compiled from: a batch keeps it, so it is sealed in its own layout. */
+  readonly source: string;
 }
 
 export interface LayoutCompileResult {
@@ -220,7 +222,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
       trailer: section('trailer', f.trailer),
     };
   });
-  return problems.length > 0 ? { layout: undefined, problems } : { layout: { files }, problems };
+  return problems.length > 0 ? { layout: undefined, problems } : { layout: { files, source: text }, problems };
 }
 
 /** Fixed-width positions: every byte of 1..recordLength belongs to exactly one column. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../lib/errors.js';
-import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
+import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompiledMapping, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
 import { createMapper } from './engine.js';
 import type { FixtureCase } from './fixtures.js';
 import { compileLayout, LAYOUT_FILE, type Layout } from './layout.js';
@@ -78,25 +78,27 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
  * with file:line:column when the set or its layout does not compile.
  */
 export function loadLayout(dir: string, opts: Partial<MapperOptions> = {}): Layout | undefined {
+  return cleanSet(dir, opts).layout;
+}
+
+/** The set linted; throws ConfigError listing every problem with file:line:column. */
+function cleanSet(dir: string, opts: Partial<MapperOptions>): LintResult & { mapping: CompiledMapping; version: string } {
   const r = lintMappingDir(dir, opts);
-  if (r.problems.length > 0) {
+  if (!r.mapping || !r.version || r.problems.length > 0) {
     const problems = r.problems.map((p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`);
     throw new ConfigError(`mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`, problems);
   }
-  return r.layout;
+  return { ...r, mapping: r.mapping, version: r.version };
 }
 
 /**
  * Loads the mapping set the pipeline uses. Throws ConfigError listing every problem with
  * file:line:column when the set does not compile: a daemon must not start on a broken mapping.
  */
-export function loadMapper(dir: string, opts: Partial<MapperOptions> = {}): Promise<Mapper> {
-  const r = lintMappingDir(dir, opts);
-  if (!r.mapping || !r.version || r.problems.length > 0) {
-    const problems = r.problems.map((p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`);
-    return Promise.reject(new ConfigError(`mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`, problems));
-  }
-  return Promise.resolve(createMapper(r.mapping, r.version));
+export async function loadMapper(dir: string, opts: Partial<MapperOptions> = {}): Promise<Mapper> {
+  await Promise.resolve();
+  const r = cleanSet(dir, opts);
+  return createMapper(r.mapping, r.version, r.layout);
 }
 
 /** `<dir>/fixtures/<case>/{input.json, expected.json, options.json?}` in name order. */

@@ -1,4 +1,5 @@
 import type { Entities, PlatformDocument, QueueItem } from '../platform/schemas.js';
+import type { Layout } from './layout.js';
 
 /** What a mapping sees: the queue item (loan + boarding), its entities and documents list. */
 export interface MappingInput {
@@ -59,6 +60,8 @@ export interface Mapper {
   /** Hash of the mapping files: stamped on every core record and stored per loan. */
   readonly version: string;
   readonly name: string;
+  /** The set's file layout (`layout.yaml`), part of the version; undefined when it declares none. */
+  readonly layout?: Layout | undefined;
   map(input: MappingInput): Promise<MappingOutcome>;
 }
 

@@ -13,6 +13,8 @@ export interface FileBatchRow {
   loanCount: number | null;
   recordCount: number | null;
   principalCents: string | null;
+  /** The layout.yaml text the batch is written in. */
+  layout: string;
 }
 
 export type BatchRowKind = 'new' | 'correction';
@@ -39,6 +41,8 @@ export interface AppendInput {
   loanId: string;
   principalCents: string | null;
   now: number;
+  /** The layout.yaml text the loan is rendered in: an open batch in another layout is frozen first. */
+  layout: string;
   /** Cut-off and id of a batch opened now. */
   openBatch(now: number): { cutoffAt: number; day: string };
   render(kind: BatchRowKind): RenderedLoan;
@@ -53,7 +57,7 @@ export interface AppendResult {
 }
 
 const BATCH_COLS = `id, status, opened_at AS openedAt, cutoff_at AS cutoffAt, sealing_at AS sealingAt, sealed_at AS sealedAt,
-  seal_reason AS sealReason, sealed_by AS sealedBy, loan_count AS loanCount, record_count AS recordCount, principal_cents AS principalCents`;
+  seal_reason AS sealReason, sealed_by AS sealedBy, loan_count AS loanCount, record_count AS recordCount, principal_cents AS principalCents, layout`;
 const LOAN_COLS = `batch_id AS batchId, loan_id AS loanId, kind, principal_cents AS principalCents, digest, rows_json AS rowsJson,
   record_count AS recordCount, boarded_at AS boardedAt`;
 
@@ -123,12 +127,15 @@ export class FileBatchStore {
     return this.db.transaction((): AppendResult => {
       const frozen: string[] = [];
       let open = this.open();
-      if (open !== undefined && open.cutoffAt <= input.now) {
-        this.freeze(open.id, input.now, 'cutoff', 'connector');
+      // Past its cut-off, or in another layout (the set was reloaded or the connector restarted with
+      // a changed layout.yaml): the open batch is sealed as it is, in its own layout.
+      const reason = open === undefined ? null : open.cutoffAt <= input.now ? 'cutoff' : open.layout !== input.layout ? 'layout changed' : null;
+      if (open !== undefined && reason !== null) {
+        this.freeze(open.id, input.now, reason, 'connector');
         frozen.push(open.id);
         open = undefined;
       }
-      open ??= this.create(input.now, input.openBatch(input.now));
+      open ??= this.create(input.now, input.openBatch(input.now), input.layout);
       const placed = this.batchesOfLoan(input.loanId);
       const kind: BatchRowKind = placed.some((p) => p.status !== 'open') ? 'correction' : 'new';
       const rendered = input.render(kind);
@@ -194,10 +201,10 @@ export class FileBatchStore {
     this.db.prepare(`UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`).run(now, reason, by, id);
   }
 
-  private create(now: number, b: { cutoffAt: number; day: string }): FileBatchRow {
+  private create(now: number, b: { cutoffAt: number; day: string }, layout: string): FileBatchRow {
     const n = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches WHERE id LIKE ? || '-%'`).get(b.day) as { n: number }).n;
     const id = `${b.day}-${String(n + 1).padStart(3, '0')}`;
-    this.db.prepare(`INSERT INTO file_batches (id, status, opened_at, cutoff_at) VALUES (?, 'open', ?, ?)`).run(id, now, b.cutoffAt);
+    this.db.prepare(`INSERT INTO file_batches (id, status, opened_at, cutoff_at, layout) VALUES (?, 'open', ?, ?, ?)`).run(id, now, b.cutoffAt, layout);
     return this.get(id) as FileBatchRow;
   }
 }

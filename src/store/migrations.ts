@@ -173,7 +173,8 @@ export const MIGRATIONS: readonly string[] = [
     sealed_by      TEXT,
     loan_count     INTEGER,
     record_count   INTEGER,
-    principal_cents TEXT
+    principal_cents TEXT,
+    layout         TEXT NOT NULL               -- the layout.yaml it is written in (a changed layout opens a new batch)
   );
   CREATE UNIQUE INDEX file_batches_one_open ON file_batches (status) WHERE status = 'open';
   CREATE INDEX file_batches_unsealed ON file_batches (opened_at) WHERE status <> 'sealed';

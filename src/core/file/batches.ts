@@ -3,7 +3,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { Layout } from '../../mapping/layout.js';
+import { compileLayout, type Layout } from '../../mapping/layout.js';
 import { encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from '../../mapping/layout-render.js';
 import type { MappedRecord } from '../../mapping/types.js';
 import type { Db } from '../../store/db.js';
@@ -28,7 +28,11 @@ import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 export interface FileBatchesOptions {
   root: string;
   db: Db;
-  layout: Layout;
+  /**
+   * The layout of the mapping set in use, asked at each board (a reload may change it). A batch
+   * keeps the layout it was opened in and is sealed in it; a board in another layout seals it first.
+   */
+  layout: () => Layout;
   rule: CutoffRule;
   triggerFile: string;
   logger: Logger;
@@ -65,7 +69,7 @@ export class FileBatches {
 
   /** Throws LayoutRenderError when a record does not fit the layout (a value too wide, a character the encoding lacks). */
   check(loanId: string, records: readonly MappedRecord[]): void {
-    for (const f of this.opts.layout.files) renderRows(f, records, { loanId, kind: 'correction' });
+    for (const f of this.opts.layout().files) renderRows(f, records, { loanId, kind: 'correction' });
   }
 
   /**
@@ -74,10 +78,11 @@ export class FileBatches {
    */
   async append(loanId: string, records: readonly MappedRecord[], principalCents: string | null): Promise<AppendResult> {
     const now = this.opts.clock.now();
+    const layout = this.opts.layout();
     const render = (kind: 'new' | 'correction'): { digest: string; rowsJson: string; recordCount: number } => {
       const rows: Record<string, RenderedRows> = {};
       let recordCount = 0;
-      for (const f of this.opts.layout.files) {
+      for (const f of layout.files) {
         const r = renderRows(f, records, { loanId, kind });
         if (r.lines.length > 0) rows[f.name] = r;
         recordCount += r.lines.length;
@@ -89,6 +94,7 @@ export class FileBatches {
       loanId,
       principalCents,
       now,
+      layout: layout.source,
       openBatch: (at) => {
         const cutoffAt = nextCutoff(at, this.opts.rule);
         return { cutoffAt, day: batchDay(cutoffAt, this.opts.rule.timeZone) };
@@ -163,9 +169,18 @@ export class FileBatches {
     }
   }
 
+  /** The layout a batch was opened in (compiled again when the set in use has another one). */
+  private layoutOf(batch: FileBatchRow): Layout {
+    const current = this.opts.layout();
+    if (batch.layout === current.source) return current;
+    const r = compileLayout(batch.layout);
+    if (r.layout === undefined) throw new Error(`batch ${batch.id}: its stored layout does not compile: ${r.problems.map((p) => p.message).join('; ')}`);
+    return r.layout;
+  }
+
   /** The bytes of a frozen batch: a pure function of its rows, so a redo writes the same files. */
   build(batch: FileBatchRow): { outputs: Array<[string, Uint8Array]>; control: string; summary: SealedBatchSummary } {
-    const files = this.opts.layout.files.map((f) => ({ f, lines: [] as string[], loans: new Set<string>(), totals: new Map<string, bigint>() }));
+    const files = this.layoutOf(batch).files.map((f) => ({ f, lines: [] as string[], loans: new Set<string>(), totals: new Map<string, bigint>() }));
     let loanCount = 0;
     let corrections = 0;
     let principal = 0n;

@@ -38,10 +38,11 @@ export function testLayout(yaml = TEST_LAYOUT_YAML): Layout {
 
 export function testBatches(dir: string, clock: Clock, opts: { db?: Db; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {}): FileBatches {
   const db = opts.db ?? openDatabase(join(dir, 'state.sqlite'));
+  const layout = opts.layout ?? testLayout();
   return new FileBatches({
     root: join(dir, 'batches'),
     db,
-    layout: opts.layout ?? testLayout(),
+    layout: () => layout,
     rule: cutoffRule({ cutoff: opts.cutoff ?? '18:00', intervalMinutes: opts.intervalMinutes, timeZone: opts.timeZone ?? 'America/Chicago' }),
     triggerFile: 'READY',
     logger: silentLogger(),

@@ -8,7 +8,7 @@ import { CoreRejectedError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
-import { testBatches, testLayout } from './batches-support.js';
+import { TEST_LAYOUT_YAML, testBatches, testLayout } from './batches-support.js';
 import { makePackage } from './support.js';
 
 let dir: string;
@@ -248,3 +248,27 @@ files:
       - { name: LOAN, start: 2, length: 10, source: loanId }
       - { name: NAME, start: 12, length: 29, field: name }
 `;
+
+describe('a changed layout (the set reloaded, or the connector restarted with a new layout.yaml)', () => {
+  it('seals the open batch in the layout it was opened in, and boards on into a new batch in the new one', async () => {
+    await board(core(), 'loan_a');
+    // The bank renames a column and drops another.
+    const renamed = testLayout(TEST_LAYOUT_YAML.replace('{ name: rate_bps, field: rateBps, neutralise: false }', '{ name: rate, field: rateBps, neutralise: false }').replace('      - { name: note, field: note }\n', ''));
+    const c2 = core(renamed);
+    await board(c2, 'loan_b');
+    const rows = db.prepare('SELECT id, status, seal_reason AS reason FROM file_batches ORDER BY id').all();
+    expect(rows).toEqual([
+      { id: '2025-03-14-001', status: 'sealed', reason: 'layout changed' },
+      { id: '2025-03-14-002', status: 'open', reason: null },
+    ]);
+    // The sealed batch is written in its own layout, with the loan boarded before the change.
+    const first = await lines('2025-03-14-001', 'loan.csv');
+    expect(first[0]).toBe('action,loan_id,principal_cents,rate_bps,rate_index,note');
+    expect(first.slice(1).map((l) => l.split(',')[1])).toEqual(['loan_a']);
+    // A seal of the new batch (by ops, with the old layout still on disk for the CLI) uses the batch's own.
+    expect(await core().batches!.sealNow('test', 'ops')).toBe('2025-03-14-002');
+    const second = await lines('2025-03-14-002', 'loan.csv');
+    expect(second[0]).toBe('action,loan_id,principal_cents,rate,rate_index');
+    expect(second.slice(1).map((l) => l.split(',')[1])).toEqual(['loan_b']);
+  });
+});
