@@ -115,7 +115,7 @@ function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown): string {
   const where = `${file.name} ${c.name}`;
   if (c.dateFormat !== undefined) {
     const m = /^(\d{4})-(\d{2})-(\d{2})/.exec(text);
-    if (!m) throw new LayoutRenderError(`${where}: ${JSON.stringify(text)} is not a yyyy-mm-dd date`);
+    if (!m) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a yyyy-mm-dd date`);
     const [, y, mo, d] = m as unknown as [string, string, string, string];
     switch (c.dateFormat) {
       case 'yyyymmdd':
@@ -142,7 +142,7 @@ function cellText(v: unknown): string {
 /** A decimal text as an integer of 10^-decimals units; refuses to drop non-zero digits (money never rounds silently). */
 export function scaled(text: string, decimals: number, where: string): bigint {
   const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text.trim());
-  if (!m) throw new LayoutRenderError(`${where}: ${JSON.stringify(text)} is not a decimal number`);
+  if (!m) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a decimal number`);
   const frac = m[3] ?? '';
   if (frac.length > decimals && /[^0]/.test(frac.slice(decimals))) {
     throw new LayoutRenderError(`${where}: ${text} has more than ${decimals} decimal(s)`);
@@ -178,7 +178,7 @@ function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
   let bytes = encodedLength(t, file.encoding);
   if (bytes > c.length) {
     if (c.overflow !== 'truncate') {
-      throw new LayoutRenderError(`${file.name} ${c.name}: ${JSON.stringify(t)} is ${bytes} bytes in ${file.encoding}, the column ${c.length}`);
+      throw new LayoutRenderError(`${file.name} ${c.name}: the value is ${bytes} bytes in ${file.encoding}, the column ${c.length}`);
     }
     const chars = [...t];
     while (bytes > c.length) {

@@ -102,6 +102,9 @@ export interface LayoutFile {
   readonly trailer: readonly LayoutColumn[] | undefined;
 }
 
+/** Written by the file core into every sealed batch, beside the layout's files. */
+export const CONTROL_FILE = 'control.csv';
+
 export interface Layout {
   readonly files: readonly LayoutFile[];
   /** The `layout.yaml` text it was compiled from: a batch keeps it, so it is sealed in its own layout. */
@@ -145,6 +148,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
   const files: LayoutFile[] = parsed.data.files.map((f, fi) => {
     const fpath = ['files', fi];
     if (names.has(f.name.toLowerCase())) at(src.posOf([...fpath, 'name']), `file ${f.name} is declared twice`);
+    if (f.name.toLowerCase() === CONTROL_FILE) at(src.posOf([...fpath, 'name']), `${f.name} is the batch's own control file: name the file otherwise`);
     names.add(f.name.toLowerCase());
     if (mapping && !fieldsByType.has(f.record)) {
       at(src.posOf([...fpath, 'record']), `record type ${f.record} is not produced by the mapping (types: ${[...fieldsByType.keys()].join(', ')})`);

@@ -8,7 +8,7 @@ import type { Db } from '../store/db.js';
  */
 export interface BatchTieSection {
   sealedBatches: number;
-  /** First boards (not corrections) in sealed batches. */
+  /** First boards (not corrections) in sealed batches, and in batches frozen for their seal. */
   sealed: { count: number; cents: string };
   corrections: number;
   /** First boards in the open batch, before its cut-off. */
@@ -24,12 +24,14 @@ export interface BatchTieSection {
 export function computeBatchTie(db: Db, asOfMs: number): BatchTieSection | null {
   const batches = (db.prepare(`SELECT COUNT(*) AS n FROM file_batches`).get() as { n: number }).n;
   if (batches === 0) return null;
-  const sum = (rows: Array<{ cents: string | number | null }>): string => rows.reduce((s, r) => s + (r.cents === null ? 0n : BigInt(r.cents)), 0n).toString();
+  // Stored as integer cents; anything else (never written by the file core) counts as 0, not a crash.
+  const cents = (v: string | number | null): bigint => (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d+$/.test(v)) ? BigInt(v) : 0n;
+  const sum = (rows: Array<{ cents: string | number | null }>): string => rows.reduce((s, r) => s + cents(r.cents), 0n).toString();
 
   const sealedRows = db
-    .prepare(`SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status = 'sealed' AND l.kind = 'new'`)
+    .prepare(`SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`)
     .all() as Array<{ cents: string | null }>;
-  const corrections = (db.prepare(`SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status = 'sealed' AND l.kind = 'correction'`).get() as { n: number }).n;
+  const corrections = (db.prepare(`SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`).get() as { n: number }).n;
   const open = db.prepare(`SELECT id, cutoff_at AS cutoffAt FROM file_batches WHERE status = 'open'`).get() as { id: string; cutoffAt: number } | undefined;
   const openRows = open && open.cutoffAt > asOfMs
     ? (db.prepare(`SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`).all(open.id) as Array<{ cents: string | null }>)

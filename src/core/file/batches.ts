@@ -3,7 +3,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import { compileLayout, type Layout } from '../../mapping/layout.js';
+import { compileLayout, CONTROL_FILE, type Layout } from '../../mapping/layout.js';
 import { encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from '../../mapping/layout-render.js';
 import type { MappedRecord } from '../../mapping/types.js';
 import type { Db } from '../../store/db.js';
@@ -52,8 +52,6 @@ export interface SealedBatchSummary {
   files: Array<{ name: string; records: number; bytes: number; sha256: string }>;
 }
 
-export const CONTROL_FILE = 'control.csv';
-
 export class FileBatches {
   readonly store: FileBatchStore;
   private sealing: Promise<unknown> = Promise.resolve();
@@ -101,7 +99,13 @@ export class FileBatches {
       },
       render,
     });
-    for (const id of result.frozen) await this.writeSealed(id);
+    // The loan's rows are committed: a seal that fails here is finished by the cut-off job or the
+    // next start (recover), never held against this loan.
+    for (const id of result.frozen) {
+      await this.writeSealed(id).catch((err: unknown) => {
+        this.opts.logger.error({ err, batchId: id }, 'sealing a batch past its cut-off failed; the seal job retries it');
+      });
+    }
     return result;
   }
 

@@ -3,6 +3,8 @@ import { configSchema } from '../../../src/config/schema.js';
 import { createCore, FileCore, FineractCore } from '../../../src/core/index.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
+import { openDatabase } from '../../../src/store/db.js';
+import { testLayout } from './batches-support.js';
 
 const platform = { baseUrl: 'http://127.0.0.1:1/api', apiKey: 'pk_test_x', environment: 'staging' };
 
@@ -25,5 +27,15 @@ describe('createCore', () => {
     const config = configSchema.parse({ platform, core: { adapter: 'http' } });
     expect(() => createCore(config, { logger: silentLogger() })).toThrow(ConfigError);
     expect(() => createCore(config, { logger: silentLogger() })).toThrow(/core\.http/);
+  });
+
+  it('refuses a trigger file named like one of the layout files (the import job would start too early)', () => {
+    const config = configSchema.parse({ platform, core: { file: { batch: { triggerFile: 'LOAN.CSV' } } } });
+    const db = openDatabase(':memory:');
+    try {
+      expect(() => createCore(config, { logger: silentLogger(), db, layout: () => testLayout() })).toThrow(/core\.file\.batch\.triggerFile: LOAN\.CSV is also a file of the layout/);
+    } finally {
+      db.close();
+    }
   });
 });

@@ -68,6 +68,11 @@ describe('layout lint', () => {
     const m2 = r2.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
     expect(m2).toEqual(expect.arrayContaining([expect.stringMatching(/^3:13 record type lone is not produced by the mapping/), expect.stringMatching(/gap at bytes 6-20 before the end/)]));
   });
+
+  it('refuses a file named like the batch control file', () => {
+    const r = compileLayout(`files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`, mapping);
+    expect(r.problems.map((p) => `${p.line}:${p.column} ${p.message}`)).toEqual([expect.stringMatching(/^2:11 CONTROL\.csv is the batch's own control file/)]);
+  });
 });
 
 describe('the shipped layout', () => {

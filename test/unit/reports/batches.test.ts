@@ -57,6 +57,16 @@ describe('reconciliation: file batches', () => {
     expect(batchTieNotes(s)).toEqual([]);
   });
 
+  it('counts a batch frozen by an early seal still being written (status sealing) with the sealed ones', async () => {
+    const b = testBatches(dir, clock, { db });
+    acknowledge('a', 100);
+    await b.append('a', recs('a'), '100');
+    // Frozen by ops, before the cut-off; the crash left it in sealing.
+    db.prepare(`UPDATE file_batches SET status = 'sealing'`).run();
+    const s = computeBatchTie(db, now)!;
+    expect(s).toMatchObject({ sealed: { count: 1, cents: '100' }, open: { count: 0 }, ties: true, notSealedPastCutoff: [] });
+  });
+
   it('reports loans boarded but in no sealed batch past the cut-off, and loans in no batch at all', async () => {
     const b = testBatches(dir, clock, { db });
     acknowledge('late', 10);
