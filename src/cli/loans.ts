@@ -12,7 +12,7 @@ import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { reboardLoan, type ReboardResult } from '../boarding/reboard.js';
 import { buildRuntime } from '../app/runtime.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { QUARANTINE_REASONS, RETRYABLE_STATES, type LoanState } from '../store/loan-states.js';
+import { QUARANTINE_REASONS, RETRYABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 
 function openStore(ctx: CliContext): BoardingStore {
   const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
@@ -192,8 +192,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         }
         const since = opts.since === undefined ? null : parseSince(opts.since, now);
         targets = store.loans
-          .list({ state: state as LoanState })
-          .filter((r) => (opts.reason === undefined || r.quarantineReason === opts.reason) && (since === null || r.updatedAt >= since))
+          .list({ state: state as LoanState, ...(since !== null ? { enteredSince: since } : {}), ...(opts.reason !== undefined ? { quarantineReason: opts.reason as QuarantineReason } : {}) })
           .map((r) => r.id);
       } else {
         if (opts.reason !== undefined || opts.since !== undefined || opts.state !== undefined) throw new UsageError('--reason, --since and --state go with --all');

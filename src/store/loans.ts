@@ -222,6 +222,9 @@ export interface LoanListFilter {
   limit?: number;
   /** Only loans whose last mapping had review items (boarded with warnings). */
   withReviewItems?: boolean;
+  /** With `state`: only loans that entered it at or after this time (epoch ms), from their history. */
+  enteredSince?: number;
+  quarantineReason?: QuarantineReason;
 }
 
 /** Repository over `loans` + `loan_events`. Each state change is one transaction with its event. */
@@ -386,11 +389,25 @@ export function createLoanStore(db: Db): LoanStore {
         detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
       })),
     list: (filter = {}) => {
-      const conds = [...(filter.state ? ['state = ?'] : []), ...(filter.withReviewItems ? ['review_items > 0'] : [])];
+      const conds: string[] = [];
+      const params: unknown[] = [];
+      if (filter.state) {
+        conds.push('state = ?');
+        params.push(filter.state);
+        // updated_at moves with every queue sighting; the history says when the loan entered the state.
+        if (filter.enteredSince !== undefined) {
+          conds.push('(SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state) >= ?');
+          params.push(filter.enteredSince);
+        }
+      }
+      if (filter.quarantineReason) {
+        conds.push('quarantine_reason = ?');
+        params.push(filter.quarantineReason);
+      }
+      if (filter.withReviewItems) conds.push('review_items > 0');
       const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
       const limit = filter.limit ? `LIMIT ${Math.max(1, Math.floor(filter.limit))}` : '';
-      const stmt = db.prepare<unknown[], RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`);
-      return (filter.state ? stmt.all(filter.state) : stmt.all()).map(toRow);
+      return db.prepare<unknown[], RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`).all(...params).map(toRow);
     },
     due: (now) => selectDue.all(now).map(toRow),
     nextDueAt: () => selectNextDue.get()?.at ?? null,

@@ -83,6 +83,9 @@ describe('loans commands', () => {
     quarantine('M1', 'mapping', T0 + 10);
     quarantine('M2', 'mapping', Date.now() - 60_000);
     quarantine('C1', 'contradictory', Date.now() - 60_000);
+    // Quarantined long ago, but still listed in the queue: each sighting refreshes updated_at.
+    quarantine('M3', 'mapping', T0 + 20);
+    s.loans.update('M3', { lastSeenAt: Date.now() }, Date.now());
     // A daemon of this process, as `run` publishes it: the retry asks it for a cycle.
     s.daemon.publish({ owner: 'test:1', pid: process.pid, host: hostname(), startedAt: T0, updatedAt: Date.now(), mappingVersion: 'v', mappingDir: '/m', reloadError: null });
     db.close();
@@ -102,6 +105,7 @@ describe('loans commands', () => {
     try {
       expect(after.loans.get('M2')?.state).toBe('queued');
       expect(after.loans.get('M1')?.state).toBe('quarantined');
+      expect(after.loans.get('M3')?.state).toBe('quarantined');
       expect(after.loans.get('C1')?.state).toBe('quarantined');
       expect(after.loans.events('M2').at(-1)).toMatchObject({ kind: 'ops', actor: 'carol', toState: 'queued', detail: { bulk: { reason: 'mapping', since: '1h' } } });
       expect(after.daemon.get('test:1')).toMatchObject({ cycleRequestedBy: 'carol' });
