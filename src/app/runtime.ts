@@ -4,6 +4,7 @@ import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import type { MapperOptions } from '../mapping/compile.js';
 import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
 import { createReloadableMapper, type ReloadableMapper } from '../boarding/mapping-reload.js';
@@ -39,15 +40,20 @@ export interface RuntimeOverrides {
   mapper?: Mapper;
 }
 
-/** Loads (lints and compiles) the mapping set the config names; throws ConfigError listing every problem. */
-export function loadMapperFromConfig(config: Config): Promise<Mapper> {
-  return loadMapper(config.mappings.dir, {
+/** The bank's mapping options from config (fixtures use their own). */
+export function mapperOptionsFromConfig(config: Config): MapperOptions {
+  return {
     timeZone: config.bank.timeZone,
     allowLast4Tin: config.mappings.allowLast4Tin,
     defaults: config.mappings.defaults,
     timeoutMs: config.mappings.timeoutMs,
     allowUnknownInput: config.mappings.allowUnknownInput,
-  });
+  };
+}
+
+/** Loads (lints and compiles) the mapping set the config names; throws ConfigError listing every problem. */
+export function loadMapperFromConfig(config: Config): Promise<Mapper> {
+  return loadMapper(config.mappings.dir, mapperOptionsFromConfig(config));
 }
 
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */

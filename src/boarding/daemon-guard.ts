@@ -12,11 +12,12 @@ export function runningDaemons(status: DaemonStatusStore, now: number): DaemonSt
  * A command that boards beside a running daemon (`sync --once`, `loans reboard`) must board with
  * the daemon's mapping version: otherwise two versions board at once and nothing says so.
  */
-export function assertSameMappingAsDaemon(status: DaemonStatusStore, myVersion: string, now: number, command: string): void {
+export function assertSameMappingAsDaemon(status: DaemonStatusStore, mine: { version: string; dir: string }, now: number, command: string): void {
+  const myVersion = mine.version;
   const d = runningDaemons(status, now).find((s) => s.mappingVersion !== myVersion);
   if (!d) return;
   throw new ConfigError(
-    `${command}: a running daemon (pid ${d.pid} on ${d.host}) boards with mapping ${d.mappingVersion}, but this command loaded ${myVersion} from ${d.mappingDir}; ` +
+    `${command}: a running daemon (pid ${d.pid} on ${d.host}) boards with mapping ${d.mappingVersion}, but this command loaded ${myVersion} from ${mine.dir}; ` +
       `reload the daemon first (kill -HUP ${d.pid}, or mappings.watch: true) so one version boards at a time${d.reloadError ? ` (its last reload was refused: ${d.reloadError.split('\n')[0] ?? ''})` : ''}`,
   );
 }

@@ -124,7 +124,8 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
     if (deps.against && report.changes) {
       const base = await deps.against.map(input);
       const diffs: string[] = [];
-      if (verdictOf(base) !== verdict || base.ok !== outcome.ok) diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
+      // The line carries the quarantine reason: a loan quarantined for another reason is a change too.
+      if (outcomeLine(base) !== outcomeLine(outcome)) diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
       // Compared masked on both sides: the report may be shared; a tax id change still shows as a change of its last digits.
       if (base.ok && outcome.ok) diffs.push(...diffRecordLists(maskRecords(base.records), maskRecords(outcome.records), CHANGE_WORDS));
       if (diffs.length > 0) report.changes.push({ loanId: item.id, diffs });

@@ -1,4 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
+import { sep } from 'node:path';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
@@ -118,7 +119,12 @@ export function watchMappingDir(dir: string, onChange: () => void, debounceMs = 
       onChange();
     }, debounceMs);
   };
-  const watcher: FSWatcher = watch(dir, { recursive: true, persistent: false }, fire);
+  // Fixtures are not part of the set's version: `mappings test --update` or `preview --save-fixture`
+  // writing there must not make the daemon lint the set again.
+  const watcher: FSWatcher = watch(dir, { recursive: true, persistent: false }, (_event, file) => {
+    if (typeof file === 'string' && (file === 'fixtures' || file.startsWith(`fixtures${sep}`))) return;
+    fire();
+  });
   return {
     close() {
       if (timer) clearTimeout(timer);

@@ -232,11 +232,14 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       if ((ids.length > 0) === (opts.mappingVersion !== undefined)) throw new UsageError('loans reboard: give loan ids or --mapping-version V (one of them)');
       const rt = await buildRuntime(ctx.config(), ctx.logger(), { clock: ctx.clock });
       ctx.onClose(() => rt.close());
-      assertSameMappingAsDaemon(rt.store.daemon, rt.mapper.version, ctx.clock.now(), 'loans reboard');
+      const mine = { version: rt.mapper.version, dir: rt.config.mappings.dir };
+      assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
       const targets = opts.mappingVersion !== undefined ? rt.store.loans.list({ state: 'acknowledged' }).filter((r) => r.mappingVersion === opts.mappingVersion).map((r) => r.id) : ids;
       const results: ReboardResult[] = [];
       for (const id of targets) {
         if (ctx.shutdown.aborted) break;
+        // A long run: the daemon may reload meanwhile, and one version boards at a time.
+        assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
         const r = await reboardLoan(
           { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION },
           id,

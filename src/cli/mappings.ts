@@ -12,6 +12,7 @@ import { isPlatformError } from '../platform/errors.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../store/redact.js';
+import { mapperOptionsFromConfig } from '../app/runtime.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';
 
@@ -28,8 +29,7 @@ function dirsOf(ctx: CliContext, opts: DirOptions): string[] {
 
 /** The bank's mapping options from config (lint and preview use them; fixtures use their own). */
 function configOptions(ctx: CliContext): MapperOptions {
-  const c = ctx.config();
-  return { timeZone: c.bank.timeZone, allowLast4Tin: c.mappings.allowLast4Tin, defaults: c.mappings.defaults, timeoutMs: c.mappings.timeoutMs, allowUnknownInput: c.mappings.allowUnknownInput };
+  return mapperOptionsFromConfig(ctx.config());
 }
 
 /** The loan id of a fixture's input (layout columns may show it). */

@@ -1,6 +1,6 @@
-import { FileCore } from '../core/file/file-core.js';
 import type { Command } from 'commander';
-import { buildRuntime } from '../app/runtime.js';
+import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
+import { batchSealDaemonJob } from '../core/file/seal-job.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
@@ -48,7 +48,7 @@ function parseLimit(v: string): number {
 /** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
 async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; against?: string; limit?: number }): Promise<void> {
   const config = ctx.config();
-  const options = { timeZone: config.bank.timeZone, allowLast4Tin: config.mappings.allowLast4Tin, defaults: config.mappings.defaults, timeoutMs: config.mappings.timeoutMs, allowUnknownInput: config.mappings.allowUnknownInput };
+  const options = mapperOptionsFromConfig(config);
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
   const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
   // Through the state database: the walk spends from the same rate budget as a running daemon.
@@ -101,7 +101,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
       ctx.onClose(() => rt.close());
-      assertSameMappingAsDaemon(rt.store.daemon, rt.mapper.version, ctx.clock.now(), 'sync --once');
+      assertSameMappingAsDaemon(rt.store.daemon, { version: rt.mapper.version, dir: config.mappings.dir }, ctx.clock.now(), 'sync --once');
       // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
       const abort = new AbortController();
       const onShutdown = (): void => {
@@ -116,10 +116,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       });
       ctx.shutdown.removeEventListener('abort', onShutdown);
       // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
-      if (rt.core instanceof FileCore && !summary.busy) {
-        const sealed = await rt.core.sealDue();
-        if (sealed.length > 0) logger.info({ batches: sealed }, 'batches sealed at their cut-off');
-      }
+      if (!summary.busy) await batchSealDaemonJob(rt.core, logger)?.run(ctx.shutdown);
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);

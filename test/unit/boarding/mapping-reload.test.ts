@@ -72,4 +72,21 @@ describe('reloadable mapper', () => {
       w.close();
     }
   });
+
+  it('mappings.watch: writing fixtures (mappings test --update, preview --save-fixture) does not reload the set', async () => {
+    const dir = copySet();
+    const fired = vi.fn();
+    const w = watchMappingDir(dir, fired, 50);
+    try {
+      const fixture = join(dir, 'fixtures', 'business-monthly-fixed', 'expected.json');
+      writeFileSync(fixture, readFileSync(fixture, 'utf8'));
+      // The fixture event has had its chance to fire (the debounce is 50 ms); then a real edit does.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(fired).not.toHaveBeenCalled();
+      appendFileSync(join(dir, 'mapping.yaml'), '\n# edit\n');
+      await vi.waitFor(() => expect(fired).toHaveBeenCalledTimes(1), { timeout: 5000, interval: 20 });
+    } finally {
+      w.close();
+    }
+  });
 });
