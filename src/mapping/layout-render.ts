@@ -1,3 +1,4 @@
+import { neutraliseFormula } from '../lib/formula.js';
 import type { LayoutColumn, LayoutEncoding, LayoutFile } from './layout.js';
 import type { MappedRecord } from './types.js';
 
@@ -157,11 +158,8 @@ export function formatScaled(v: bigint, decimals: number, implied: boolean): str
   return `${neg ? '-' : ''}${body}`;
 }
 
-const INJECTION = /^[=+\-@\t\r]/;
-
 function csvCell(file: LayoutFile, c: LayoutColumn, text: string): string {
-  // A spreadsheet opening the batch would run a leading = + - @ (or tab/CR) as a formula.
-  let t = c.neutralise && INJECTION.test(text) ? `'${text}` : text;
+  let t = c.neutralise ? neutraliseFormula(text) : text;
   t = representable(file, c, t);
   const q = file.quote;
   if (file.quoteAll || t.includes(file.delimiter) || t.includes(q) || /[\r\n]/.test(t) || t !== t.trim()) {

@@ -1,21 +1,18 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { neutraliseFormula } from '../lib/formula.js';
 import { formatCents } from './money.js';
 import type { ReportException } from './types.js';
 
 /**
  * Excel-friendly CSV: UTF-8 with a byte-order mark (so Excel reads accents right), CRLF line ends,
- * RFC 4180 quoting, and formula-injection protection: a text cell starting with = + - @ (or a tab
- * or carriage return) gets a leading apostrophe so Excel shows it as text instead of evaluating
- * it. Plain numbers such as -12.50 are left alone.
+ * RFC 4180 quoting, and formula-injection protection for text cells (lib/formula.ts).
  */
-const FORMULA_START = /^[=+\-@\t\r]/;
-const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
 
 export function csvCell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
   let text = typeof value === 'number' ? String(value) : value;
-  if (typeof value === 'string' && FORMULA_START.test(text) && !PLAIN_NUMBER.test(text)) text = `'${text}`;
+  if (typeof value === 'string') text = neutraliseFormula(text);
   return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
