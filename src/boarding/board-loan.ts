@@ -123,7 +123,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           expectedFrom: row.state,
           reason: 'found in core after an uncertain write',
           detail: { coreReference: found.coreReference },
-          patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null },
+          // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
+          patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null, boardedRecords: null },
           also: () => ensureAckKey(row),
         });
       }
