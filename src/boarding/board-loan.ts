@@ -12,7 +12,7 @@ import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-sta
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
-import { canonicalFields, fetchMappingInput, parseStoredItem, storableRecords } from './mapping-input.js';
+import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
@@ -129,12 +129,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         });
       }
     }
-    let item = parseStoredItem(row.queueItem);
-    if (item === null) {
-      // Only for rows recorded before the queue item was stored; costs one GET.
-      const loan = await platform.getLoan(row.id, { signal });
-      item = { ...loan, boarding: null };
-    }
+    const item = await storedItemOrLoan(platform, row.id, row.queueItem, signal);
     const input = await fetchMappingInput(platform, item, signal);
     const { entities, documents } = input;
     const hash = payloadHash(input);

@@ -42,6 +42,11 @@ export async function findInQueue(platform: Pick<PlatformApi, 'boardingQueue'>, 
  * connector knows the loan, else the one the live queue lists, else the bare loan (a loan that is
  * not released has no boarding object: `boarding.*` fields map empty, and the caller says so).
  */
+/** The item a known loan is boarded from: the stored queue item, else the loan itself (one GET). */
+export async function storedItemOrLoan(platform: Pick<PlatformApi, 'getLoan'>, loanId: string, stored: string | null, signal?: AbortSignal): Promise<QueueItem> {
+  return parseStoredItem(stored) ?? { ...(await platform.getLoan(loanId, signal ? { signal } : {})), boarding: null };
+}
+
 export async function queueItemFor(
   platform: Pick<PlatformApi, 'boardingQueue' | 'getLoan'>,
   loanId: string,

@@ -9,7 +9,7 @@ import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../store/redact.js';
 import { quarantineReasonFor } from './board-loan.js';
-import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, parseStoredItem, storableRecords } from './mapping-input.js';
+import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import { payloadHash } from './release.js';
 
 export interface ReboardDeps {
@@ -52,8 +52,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
   const row = store.loans.get(loanId);
   if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   try {
-    let item = parseStoredItem(row.queueItem);
-    if (item === null) item = { ...(await deps.platform.getLoan(loanId, req.signal ? { signal: req.signal } : {})), boarding: null };
+    const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
     const input = await fetchMappingInput(deps.platform, item, req.signal);
     const hash = payloadHash(input);
     if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
@@ -86,6 +85,8 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
       loanId,
       {
         expected: 'acknowledged',
+        // Not a newer release the daemon boarded while this write ran: its records must stay.
+        expectedReleaseMarker: row.releaseMarker,
         kind: 'ops',
         actor: req.actor,
         reason: `reboard: ${req.reason}`,
@@ -104,7 +105,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
     return { loanId, outcome: 'rewritten', coreReference: receipt.coreReference, previousVersion: row.mappingVersion, mappingVersion: outcome.mappingVersion, changes };
   } catch (err) {
     const message = redactForStorage(errorMessage(err)).slice(0, 2000);
-    log.warn({ err: message }, 'reboard failed; the loan stays acknowledged with its earlier records');
+    log.warn({ err: message }, 'reboard failed; the loan stays acknowledged (if the core write went through, the core may hold the new records while the connector keeps its record of the earlier ones)');
     store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: 'reboard failed', detail: { why: req.reason, message } }, clock.now());
     return { loanId, outcome: 'failed', message };
   }

@@ -247,7 +247,7 @@ export interface LoanStore {
    */
   amend(
     id: string,
-    input: { expected: LoanState; patch: LoanPatch; kind: LoanEvent['kind']; reason: string; detail?: unknown; actor: string },
+    input: { expected: LoanState; expectedReleaseMarker?: string | null; patch: LoanPatch; kind: LoanEvent['kind']; reason: string; detail?: unknown; actor: string },
     now: number,
   ): LoanRow;
   events(id: string): LoanEvent[];
@@ -356,6 +356,9 @@ export function createLoanStore(db: Db): LoanStore {
     const cur = selectOne.get(id);
     if (!cur) throw new LoanNotFoundError(id);
     if (cur.state !== input.expected) throw new StaleStateError(id, cur.state as LoanState, [input.expected]);
+    if (input.expectedReleaseMarker !== undefined && cur.release_marker !== input.expectedReleaseMarker) {
+      throw new Error(`loan ${id} was released again meanwhile (release ${cur.release_marker ?? 'none'}): its newer records stay`);
+    }
     applyPatch(id, input.patch, {}, now);
     event(id, now, input.kind, null, null, input.actor, input.reason, input.detail);
     return require(id);

@@ -146,3 +146,19 @@ describe('no full tax id reaches SQLite', () => {
     expect(s.loans.events('L1').at(-1)?.detail).toMatchObject({ centsAmount: 125000050 });
   });
 });
+
+describe('amend (what a re-board records)', () => {
+  it('refuses when the loan was released again meanwhile, and leaves the newer release as it is', () => {
+    const s = store();
+    s.loans.insert({ id: 'R1', state: 'queued', patch: { releaseMarker: 'rel-1' } }, T0);
+    for (const to of ['fetched', 'mapped', 'written', 'acknowledged'] as const) s.loans.transition('R1', { to, patch: { mappingVersion: 'v1' } }, T0 + 1);
+    // The daemon boarded a new release while `loans reboard` wrote the old one to the core.
+    s.loans.update('R1', { releaseMarker: 'rel-2', mappingVersion: 'v2' }, T0 + 2);
+    expect(() =>
+      s.loans.amend('R1', { expected: 'acknowledged', expectedReleaseMarker: 'rel-1', patch: { mappingVersion: 'v3' }, kind: 'ops', reason: 'reboard', actor: 'ops' }, T0 + 3),
+    ).toThrow(/released again meanwhile/);
+    expect(s.loans.get('R1')).toMatchObject({ mappingVersion: 'v2', releaseMarker: 'rel-2' });
+    const ok = s.loans.amend('R1', { expected: 'acknowledged', expectedReleaseMarker: 'rel-2', patch: { mappingVersion: 'v3' }, kind: 'ops', reason: 'reboard', actor: 'ops' }, T0 + 4);
+    expect(ok.mappingVersion).toBe('v3');
+  });
+});
