@@ -22,7 +22,7 @@ function iso(ms: number): string {
 export function registerPlatformCommands(program: Command, ctx: CliContext): void {
   const platform = program
     .command('platform')
-    .description('the Loan Platform API key as the connector sees it: 429 strikes, stopped writes, pauses');
+    .description('the Loan Platform API key as the connector sees it: 429 strikes, the traffic stop, pauses');
 
   platform
     .command('status')

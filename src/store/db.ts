@@ -50,14 +50,35 @@ function secureStateFiles(path: string, warn: (message: string) => void): void {
   }
 }
 
+/**
+ * Switches a new database to WAL (a no-op once it is: the mode is stored in the file). The switch
+ * needs the file to itself and SQLite does not wait for it (no busy handler), so two processes
+ * opening a new install together (the daemon and an operator's command) retry for up to the busy
+ * timeout instead of failing.
+ */
+function enableWal(db: Db, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw err;
+      Atomics.wait(pause, 0, 0, 10);
+    }
+  }
+}
+
 /** Opens (creating if needed) the state database: WAL, busy_timeout, migrations applied. */
 export function openDatabase(path: string, opts: OpenDbOptions = {}): Db {
   const file = path !== ':memory:' && path !== '' && !path.startsWith('file:');
   if (file && !opts.readonly) secureStateFiles(path, opts.onWarning ?? ((m) => process.emitWarning(m)));
   const db = new Database(path, { readonly: opts.readonly ?? false, fileMustExist: opts.readonly ?? false });
-  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   if (!opts.readonly) {
-    db.pragma('journal_mode = WAL');
+    enableWal(db, busyTimeoutMs);
     // FULL: a transition that returned is on disk even if the machine loses power.
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
