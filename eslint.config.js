@@ -45,7 +45,7 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/webhooks/*', '**/boarding/*'], message: 'src/store imports nothing from webhooks/ or boarding/ (they depend on the store).' },
+            { group: ['**/webhooks/*', '**/boarding/*', '**/platform/*', '**/platform/**'], message: 'src/store imports nothing from webhooks/, boarding/ or platform/ (they depend on the store; shared API shapes are in src/contract).' },
           ],
         },
       ],
@@ -62,6 +62,7 @@ export default tseslint.config(
           patterns: [
             { group: ['node:*'], message: 'src/mapping is pure: no node:* imports (only loader.ts does I/O).' },
             { group: ['undici', 'better-sqlite3', 'pino', 'pino-*', 'express'], message: 'src/mapping is pure: no I/O libraries.' },
+            { group: ['**/platform/*', '**/platform/**'], message: 'src/mapping never depends on the platform client: the API shapes are in src/contract.' },
             { group: ['fs', 'path', 'http', 'https', 'net', 'child_process', 'os'], message: 'src/mapping is pure: no Node built-ins.' },
           ],
         },

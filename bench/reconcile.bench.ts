@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { CoreLoanRecord, CoreSystem } from '../src/core/port.js';
 import { silentLogger } from '../src/lib/logger.js';
 import type { PlatformApi, QueuePage } from '../src/platform/api.js';
-import type { QueueItem } from '../src/platform/schemas.js';
+import type { QueueItem } from '../src/contract/schemas.js';
 import { runReconcile } from '../src/reports/run.js';
 import { openDatabase } from '../src/store/db.js';
 

@@ -1,9 +1,9 @@
-import { createEditLoopService } from '../boarding/edit-loop-service.js';
+import { createEditLoopService } from '../editloop/edit-loop-service.js';
 import type { CycleSummary } from '../boarding/cycle.js';
-import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../boarding/daemon.js';
-import { batchSealDaemonJob } from '../core/file/seal-job.js';
+import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../scheduler/daemon.js';
+import { batchSealDaemonJob } from './seal-job.js';
 import { reconcileDaemonJob } from '../reports/daemon-job.js';
-import { createWebhookService } from '../webhooks/service.js';
+import { createWebhookService } from './webhook-service.js';
 import type { BoardingRuntime } from './runtime.js';
 
 export interface ConnectorDaemonOptions {

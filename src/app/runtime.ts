@@ -7,7 +7,7 @@ import type { Logger } from '../lib/logger.js';
 import type { MapperOptions } from '../mapping/compile.js';
 import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
-import { createReloadableMapper, type ReloadableMapper } from '../boarding/mapping-reload.js';
+import { createReloadableMapper, type ReloadableMapper } from '../editloop/mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
 import { platformClientFromConfig } from '../platform/client.js';
 import { CONNECTOR_VERSION } from '../version.js';

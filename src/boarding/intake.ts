@@ -1,5 +1,5 @@
 import type { Logger } from '../lib/logger.js';
-import type { InvalidItem, QueueItem } from '../platform/schemas.js';
+import type { InvalidItem, QueueItem } from '../contract/schemas.js';
 import type { LoanStore, LoanRow, LoanPatch } from '../store/loans.js';
 import { canonicalJson, releaseMarker, storableQueueItem } from './release.js';
 

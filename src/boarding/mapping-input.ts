@@ -1,6 +1,6 @@
 import type { CanonicalLoanFields } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
-import { queueItemSchema, type QueueItem } from '../platform/schemas.js';
+import { queueItemSchema, type QueueItem } from '../contract/schemas.js';
 import type { MappedRecord, MappingInput } from '../mapping/types.js';
 import { redactPayload } from '../store/redact.js';
 

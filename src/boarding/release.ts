@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { QueueItem } from '../platform/schemas.js';
+import type { QueueItem } from '../contract/schemas.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../store/idempotency.js';
 import type { LoanRow } from '../store/loans.js';
 

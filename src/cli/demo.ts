@@ -14,7 +14,7 @@ import type { Logger } from '../lib/logger.js';
 import { createLogger } from '../lib/logger.js';
 import { runReconcile } from '../reports/run.js';
 import { startSandbox } from '../sandbox/index.js';
-import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 import { WEBHOOK_PATH } from '../http/app.js';
 import { registerEndpoint } from '../platform/endpoint/registration.js';
 import { out, type CliContext } from './context.js';

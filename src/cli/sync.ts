@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
-import { batchSealDaemonJob } from '../core/file/seal-job.js';
-import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
+import { batchSealDaemonJob } from '../app/seal-job.js';
+import { assertSameMappingAsDaemon } from '../editloop/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
-import { dryRun, formatDryRun } from '../boarding/dry-run.js';
+import { dryRun, formatDryRun } from '../editloop/dry-run.js';
 import { BusyError, FatalError, UsageError } from '../lib/errors.js';
 import { loadMapper } from '../mapping/loader.js';
 import { isPlatformError } from '../platform/errors.js';

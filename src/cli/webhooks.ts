@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { isPlatformError } from '../platform/errors.js';
-import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../platform/schemas.js';
+import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../contract/schemas.js';
 import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoint-check.js';
 import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
 import { webhookTargetProblem } from '../platform/endpoint/public-url.js';

@@ -1,6 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { MappedRecord } from '../mapping/types.js';
-import type { PlatformDocument } from '../platform/schemas.js';
+import type { PlatformDocument } from '../contract/schemas.js';
 
 /** Writes one document's bytes into sink (download with no Authorization header). */
 export type DocumentFetcher = (
@@ -85,8 +85,16 @@ export class CoreUnavailableError extends Error {
   }
 }
 
+/** A core that collects boards into batches sealed at a cut-off (the file core with batches). */
+export interface BatchingCapability {
+  /** Seals the open batch when its cut-off has passed; the sealed batch ids. */
+  sealDue(): Promise<string[]>;
+}
+
 export interface CoreSystem {
   readonly name: string;
+  /** Present only when the core seals batches at a cut-off: the daemon then runs the seal job. */
+  readonly batching?: BatchingCapability | undefined;
   /** Boards every record idempotently by external id; safe to call again after any failure. */
   board(pkg: BoardingPackage, opts?: { signal?: AbortSignal }): Promise<CoreReceipt>;
   findLoan(loanExternalId: string): Promise<CoreLoanRecord | null>;

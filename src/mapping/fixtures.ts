@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { documentSchema, entitiesSchema, queueItemSchema } from '../platform/schemas.js';
+import { documentSchema, entitiesSchema, queueItemSchema } from '../contract/schemas.js';
 import { DEFAULT_MAPPER_OPTIONS, type MapperOptions } from './compile.js';
 import { formatIssue, type MappedRecord, type Mapper, type MappingInput, type MappingIssue, type MappingOutcome } from './types.js';
 

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { boardingSchema, businessSchema, documentSchema, loanSchema, personSchema, refSchema, requirementSchema } from '../platform/schemas.js';
+import { boardingSchema, businessSchema, documentSchema, loanSchema, personSchema, refSchema, requirementSchema } from '../contract/schemas.js';
 import { pictureProblem } from '../lib/calendar.js';
 import type { AnalysisProblem, ExpressionInfo, ExprNode } from './expression.js';
 import { HELPER_ARITY, JSONATA_BUILTINS } from './helpers.js';

@@ -1,4 +1,4 @@
-import type { Entities, PlatformDocument, QueueItem } from '../platform/schemas.js';
+import type { Entities, PlatformDocument, QueueItem } from '../contract/schemas.js';
 import type { Layout } from './layout.js';
 
 /** What a mapping sees: the queue item (loan + boarding), its entities and documents list. */

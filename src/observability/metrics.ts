@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import { systemClock } from '../lib/clock.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
-import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 import type { Db } from '../store/db.js';
 import { LOAN_STATES } from '../store/loan-states.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';

@@ -4,7 +4,7 @@ import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import { writeBlocker, type Db } from '../store/db.js';
 import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
-import type { LoadedMappingStatus } from '../boarding/mapping-reload.js';
+import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
 
 export interface CheckResult {
   ok: boolean;

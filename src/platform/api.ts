@@ -11,7 +11,7 @@ import type {
   QueueItem,
   WebhookEndpoint,
   WebhookEndpointWithSecret,
-} from './schemas.js';
+} from '../contract/schemas.js';
 
 export type Bucket = 'read' | 'write';
 

@@ -44,7 +44,7 @@ import {
   type Product,
   type WebhookEndpoint,
   type WebhookEndpointWithSecret,
-} from './schemas.js';
+} from '../contract/schemas.js';
 
 export const DEFAULT_USER_AGENT = 'boarding-connector/0.1';
 

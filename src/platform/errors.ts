@@ -1,5 +1,5 @@
 import { scrubText } from '../lib/logger.js';
-import { errorBodySchema, validationErrorBodySchema } from './schemas.js';
+import { errorBodySchema, validationErrorBodySchema } from '../contract/schemas.js';
 
 /**
  * Every way a Loan Platform call can fail, classified once at the HTTP boundary (stripe-node's

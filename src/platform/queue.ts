@@ -1,7 +1,7 @@
 import type { Logger } from '../lib/logger.js';
 import type { QueuePage, QueueWalkOptions } from './api.js';
 import { PlatformError } from './errors.js';
-import { parsePageItems, queueItemSchema, type PaginationMeta } from './schemas.js';
+import { parsePageItems, queueItemSchema, type PaginationMeta } from '../contract/schemas.js';
 
 /**
  * Walks GET /public/v1/loans/boarding-queue page by page. The spec puts a list in cursor mode

@@ -1,4 +1,4 @@
-import type { DaemonJob } from '../boarding/daemon.js';
+import type { DaemonJob } from '../scheduler/daemon.js';
 import type { Config } from '../config/schema.js';
 import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';

@@ -1,6 +1,6 @@
 import type { CoreLoanRecord, CoreSystem } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
-import type { QueueItem } from '../platform/schemas.js';
+import type { QueueItem } from '../contract/schemas.js';
 import type { Db } from '../store/db.js';
 import { createWebhookInbox } from '../store/inbox.js';
 import { createLoanScan } from '../store/loan-scan.js';

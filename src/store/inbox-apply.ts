@@ -1,6 +1,6 @@
 import { errorMessage } from '../lib/errors.js';
 import type { Db } from './db.js';
-import { extractFundedAt } from '../platform/webhook-payload.js';
+import { extractFundedAt } from '../contract/webhook-payload.js';
 import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './webhook-history.js';
 import type { InboxRow, WebhookInbox } from './inbox.js';
 

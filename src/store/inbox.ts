@@ -1,6 +1,6 @@
 import { redactPayload } from './redact.js';
 import type { Db } from './db.js';
-import { extractFundedAt } from '../platform/webhook-payload.js';
+import { extractFundedAt } from '../contract/webhook-payload.js';
 
 /** What the inbox stores of a verified delivery (the receiver's parsed event has these fields). */
 export interface InboxDelivery {

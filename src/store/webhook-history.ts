@@ -1,4 +1,4 @@
-import { WEBHOOK_EVENTS } from '../platform/schemas.js';
+import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 
 /**
  * A loan's webhook history: one `loan_events` row (kind `webhook`, actor `platform`, reason = the

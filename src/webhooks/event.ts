@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { WEBHOOK_EVENTS } from '../platform/schemas.js';
-import { asRecord, parseTime } from '../platform/webhook-payload.js';
+import { WEBHOOK_EVENTS } from '../contract/schemas.js';
+import { asRecord, parseTime } from '../contract/webhook-payload.js';
 
 /**
  * The delivery payload of the real platform is "not shown" in its spec, so the envelope is parsed

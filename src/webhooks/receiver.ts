@@ -4,16 +4,21 @@ import type { Logger } from '../lib/logger.js';
 import { InvalidPayloadError, toWebhookEvent } from './event.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import { createLogThrottle } from './log-throttle.js';
-import type { ConnectorMetrics } from '../observability/metrics.js';
 import { REJECT_STATUS, type RejectReason, type Verifier } from './signature.js';
 
 export const WEBHOOK_PATH = '/webhooks/platform';
+
+/** What the receiver counts (observability's connector metrics implement it; webhooks never import them). */
+export interface ReceiverMetrics {
+  webhookReceived(outcome: 'accepted' | 'duplicate', eventType: string): void;
+  webhookRejected(reason: RejectReason): void;
+}
 
 export interface WebhookReceiverDeps {
   maxBodyBytes: number;
   verifier: Verifier;
   inbox: Pick<WebhookInbox, 'insert'>;
-  metrics: Pick<ConnectorMetrics, 'webhookReceived' | 'webhookRejected'>;
+  metrics: ReceiverMetrics;
   logger: Logger;
   clock: Clock;
   /** Told after a new delivery is stored (processing never happens inside the request). */

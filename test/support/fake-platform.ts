@@ -1,7 +1,7 @@
 import type { Writable } from 'node:stream';
 import type { PlatformApi, PlatformHealth, QueuePage, QueueWalkOptions } from '../../src/platform/api.js';
 import { PlatformError, type PlatformErrorCode } from '../../src/platform/errors.js';
-import type { Entities, InvalidItem, PlatformDocument, QueueItem } from '../../src/platform/schemas.js';
+import type { Entities, InvalidItem, PlatformDocument, QueueItem } from '../../src/contract/schemas.js';
 
 export interface FakeLoan {
   item: QueueItem;

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/db.js';
-import { createWebhookService, type WebhookService } from '../../src/webhooks/service.js';
+import { createWebhookService, type WebhookService } from '../../src/app/webhook-service.js';
 
 /**
  * The webhook service as `run` composes it (receiver, processor, metrics, admin listener) on `db`,

@@ -9,11 +9,12 @@ import { systemClock } from '../../lib/clock.js';
 import { localDate } from '../../lib/calendar.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
-import type { PlatformDocument } from '../../platform/schemas.js';
+import type { PlatformDocument } from '../../contract/schemas.js';
 import { LayoutRenderError } from '../../mapping/layout-render.js';
 import {
   CoreRejectedError,
   CoreUnavailableError,
+  type BatchingCapability,
   type BoardingPackage,
   type CoreLoanRecord,
   type CoreReceipt,
@@ -52,6 +53,7 @@ export class FileCore implements CoreSystem {
   private readonly stagingDir: string;
   private readonly trashDir: string;
   readonly batches: FileBatches | undefined;
+  readonly batching: BatchingCapability | undefined;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readied: Promise<void> | undefined;
@@ -62,6 +64,7 @@ export class FileCore implements CoreSystem {
     this.stagingDir = join(opts.dir, '.staging');
     this.trashDir = join(opts.dir, '.trash');
     this.batches = opts.batches;
+    this.batching = opts.batches ? { sealDue: () => this.sealDue() } : undefined;
     this.clock = opts.clock ?? systemClock;
     this.logger = opts.logger.child({ component: 'core.file' });
   }

@@ -1,4 +1,4 @@
-import type { PlatformDocument } from '../../platform/schemas.js';
+import type { PlatformDocument } from '../../contract/schemas.js';
 
 /** What to do with a document Fineract would refuse: leave it out with a warning, or stop the loan. */
 export type RefusedDocumentAction = 'skip' | 'quarantine';

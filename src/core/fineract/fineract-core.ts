@@ -6,7 +6,7 @@ import { finished } from 'node:stream/promises';
 import { FormData } from 'undici';
 import type { Logger } from '../../lib/logger.js';
 import type { MappedRecord } from '../../mapping/types.js';
-import type { PlatformDocument } from '../../platform/schemas.js';
+import type { PlatformDocument } from '../../contract/schemas.js';
 import {
   CoreRejectedError,
   CoreUnavailableError,

@@ -4,7 +4,7 @@ import { systemClock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PlatformApi } from '../api.js';
-import type { WebhookEndpoint } from '../schemas.js';
+import type { WebhookEndpoint } from '../../contract/schemas.js';
 
 export type EndpointState = 'active' | 'failing' | 'disabled' | 'missing' | 'unconfigured' | 'unknown';
 

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import { systemClock } from '../../lib/clock.js';
 import type { PlatformApi } from '../api.js';
-import type { WebhookEndpoint, WebhookEndpointWithSecret } from '../schemas.js';
+import type { WebhookEndpoint, WebhookEndpointWithSecret } from '../../contract/schemas.js';
 import type { Db } from '../../store/db.js';
 import { createIdempotencyStore } from '../../store/idempotency.js';
 import { sameEndpointUrl } from './endpoint-check.js';

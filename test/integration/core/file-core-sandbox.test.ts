@@ -11,7 +11,7 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import { testBatches, testLayout } from '../../unit/core/batches-support.js';
 import type { PlatformApi } from '../../../src/platform/api.js';
 import { createPlatformClient, type PlatformClient } from '../../../src/platform/client.js';
-import type { QueueItem } from '../../../src/platform/schemas.js';
+import type { QueueItem } from '../../../src/contract/schemas.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loanSchema } from '../../../src/platform/schemas.js';
+import { loanSchema } from '../../../src/contract/schemas.js';
 import { startHarness, type Harness, type J } from './harness.js';
 
 describe('boarding queue and acknowledgement', () => {

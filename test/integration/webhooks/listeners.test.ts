@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/db.js';
-import type { WebhookService } from '../../../src/webhooks/service.js';
+import type { WebhookService } from '../../../src/app/webhook-service.js';
 import { startWebhookService } from '../../support/webhook-service.js';
 
 const secret = `whsec_${randomBytes(24).toString('base64')}`;

@@ -3,7 +3,7 @@ import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BoardingPackage, DocumentFetcher } from '../../../src/core/port.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
-import type { PlatformDocument } from '../../../src/platform/schemas.js';
+import type { PlatformDocument } from '../../../src/contract/schemas.js';
 
 /** A fetcher over in-memory bytes (the platform side of a package), counting calls. */
 export function memoryFetcher(contents: Map<string, Buffer>): DocumentFetcher & { calls: string[] } {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateLoan } from '../../../src/sandbox/generator.js';
 import { createRng } from '../../../src/sandbox/rng.js';
-import { loanSchema } from '../../../src/platform/schemas.js';
+import { loanSchema } from '../../../src/contract/schemas.js';
 import { publicLoan } from '../../../src/sandbox/serialize.js';
 
 function batch(seed: number, n: number) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { extractFundedAt, parseTime } from '../../../src/platform/webhook-payload.js';
+import { extractFundedAt, parseTime } from '../../../src/contract/webhook-payload.js';
 import { InvalidPayloadError, toWebhookEvent } from '../../../src/webhooks/event.js';
 
 const ctx = { webhookIdHeader: 'msg_1', signedTimestampMs: 1_700_000_000_000, receivedAt: 1_800_000_000_000, rawBody: Buffer.from('{}') };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../../src/lib/logger.js';
-import type { WebhookEndpoint } from '../../../../src/platform/schemas.js';
+import type { WebhookEndpoint } from '../../../../src/contract/schemas.js';
 import { checkEndpoints, createEndpointWatch, isEndpointDisabled, sameEndpointUrl } from '../../../../src/platform/endpoint/endpoint-check.js';
 
 const url = 'https://connector.bank.example/webhooks/platform';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
 
 const repo = join(import.meta.dirname, '../../..');
 

@@ -8,9 +8,9 @@ import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../store/redact.js';
-import { quarantineReasonFor } from './board-loan.js';
-import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from './mapping-input.js';
-import { payloadHash } from './release.js';
+import { quarantineReasonFor } from '../boarding/board-loan.js';
+import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from '../boarding/mapping-input.js';
+import { payloadHash } from '../boarding/release.js';
 
 export interface ReboardDeps {
   store: BoardingStore;

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { CycleSummary } from '../../../src/boarding/cycle.js';
 import type { BoardingPackage } from '../../../src/core/port.js';
-import { createDaemon } from '../../../src/boarding/daemon.js';
+import { createDaemon } from '../../../src/scheduler/daemon.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { PlatformError } from '../../../src/platform/errors.js';

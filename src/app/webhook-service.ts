@@ -10,9 +10,9 @@ import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../plat
 import { createFundedTimeBackfill } from '../store/funded-time.js';
 import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from '../observability/metrics.js';
-import { createWebhookProcessor, type WebhookProcessor } from './processor.js';
+import { createWebhookProcessor, type WebhookProcessor } from '../webhooks/processor.js';
 import { standardReadinessChecks } from '../observability/readiness.js';
-import type { LoadedMappingStatus } from '../boarding/mapping-reload.js';
+import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
 import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
 
 export interface WebhookServiceDeps {

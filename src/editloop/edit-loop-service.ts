@@ -4,7 +4,7 @@ import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { DaemonStatusStore } from '../store/daemon-status.js';
-import type { DaemonService } from './daemon.js';
+import type { DaemonService } from '../scheduler/daemon.js';
 import { watchMappingDir, type ReloadableMapper, type ReloadResult } from './mapping-reload.js';
 
 export interface EditLoopServiceDeps {

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileCore } from '../../../src/core/file/file-core.js';
-import { batchSealDaemonJob } from '../../../src/core/file/seal-job.js';
+import { batchSealDaemonJob } from '../../../src/app/seal-job.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
-import { testBatches } from './batches-support.js';
+import { testBatches } from '../core/batches-support.js';
 
 let dir: string;
 let db: Db;

@@ -3,9 +3,9 @@ import { CHANGE_WORDS, diffRecordLists } from '../mapping/fixtures.js';
 import type { Mapper, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';
-import type { QueueItem } from '../platform/schemas.js';
-import { quarantineReasonFor } from './board-loan.js';
-import { fetchMappingInput, maskRecords } from './mapping-input.js';
+import type { QueueItem } from '../contract/schemas.js';
+import { quarantineReasonFor } from '../boarding/board-loan.js';
+import { fetchMappingInput, maskRecords } from '../boarding/mapping-input.js';
 
 export type DryRunVerdict = 'board' | 'board_with_warnings' | 'quarantine';
 

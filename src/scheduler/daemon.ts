@@ -2,8 +2,8 @@ import { schedule as cronSchedule, validate as cronValidate, type ScheduledTask 
 import type { Clock } from '../lib/clock.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { refusedBy } from './board-loan.js';
-import type { CycleRunner, CycleSummary } from './cycle.js';
+import { refusedBy } from '../boarding/board-loan.js';
+import type { CycleRunner, CycleSummary } from '../boarding/cycle.js';
 
 /**
  * Something the daemon runs beside the drain: the webhook receiver, the endpoint check… Started

@@ -8,7 +8,7 @@ import { createCliContext, createHangupSource } from '../../../src/cli/context.j
 import { buildProgram } from '../../../src/cli/program.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
 
 async function freePort(): Promise<number> {
   const srv = createServer();
