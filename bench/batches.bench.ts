@@ -7,6 +7,7 @@
  * the shipped layout (CSV files + the fixed-width LNLOAD.DAT), the state database on disk.
  * Never fails on timing: it prints figures.
  */
+import { clockReading } from '../test/support/fake-clock.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'batches-bench-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
   let now = Date.parse('2025-03-14T15:00:00Z');
-  const clock = { now: () => now, sleep: async () => {} };
+  const clock = clockReading(() => now);
   const batches = new FileBatches({
     root: join(dir, 'core', 'batches'),
     db,

@@ -11,6 +11,7 @@
  *
  * Never fails on timing: it prints figures.
  */
+import { systemClock } from '../src/lib/clock.js';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
         log: { level: 'silent' },
       }),
     });
-    const rt = await buildRuntime(config, silentLogger());
+    const rt = await buildRuntime(config, silentLogger(), { clock: systemClock });
     const t0 = performance.now();
     const summary = await rt.runner.run({ reason: 'bench' });
     const elapsed = performance.now() - t0;

@@ -9,6 +9,7 @@
  * latter persists every token before its request leaves). Prints figures; never fails on timing.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { systemClock } from '../src/lib/clock.js';
 import { setMaxListeners } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +27,7 @@ const WORKERS = 8;
 
 async function run(label: string, state: RateStateStore): Promise<void> {
   const srv = await startRateLimitedServer({ readsPerWindow: LIMITS.read, writesPerWindow: LIMITS.write, windowMs: WINDOW_MS, windowOffsetMs: 437 });
-  const client = createPlatformClient({
+  const client = createPlatformClient({ clock: systemClock,
     baseUrl: srv.baseUrl,
     apiKey: srv.apiKey,
     rateLimit: { readsPerWindow: LIMITS.read, writesPerWindow: LIMITS.write, windowMs: WINDOW_MS, headroom: HEADROOM },

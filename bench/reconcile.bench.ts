@@ -7,6 +7,7 @@
  * 100 (like the API), a fake core lists its records, and runReconcile writes the three real files.
  * Prints figures; never fails on timing.
  */
+import { clockReading } from '../test/support/fake-clock.js';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -181,7 +182,7 @@ async function child(dbPath: string, outDir: string): Promise<void> {
     db,
     core: fakeCore(),
     logger: silentLogger(),
-    clock: { now: () => NOW, sleep: () => Promise.resolve() },
+    clock: clockReading(() => NOW),
     connectorVersion: 'bench',
     outDir,
   });

@@ -2,6 +2,7 @@
 import { CommanderError } from 'commander';
 import { createCliContext, createHangupSource, type CliContext } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
+import { systemClock } from './lib/clock.js';
 import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
 import { printable } from './lib/terminal.js';
@@ -43,6 +44,8 @@ async function main(argv: string[]): Promise<number> {
       getConfigOption: () => p.opts<{ config?: string }>().config,
       shutdown: shutdown.signal,
       hangup,
+      // The process entry picks the real clock; everything below takes it injected.
+      clock: systemClock,
     });
     return ctx;
   });

@@ -2,7 +2,7 @@ import type { Config } from '../config/schema.js';
 import { createCore } from '../core/index.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { MapperOptions } from '../mapping/compile.js';
 import { loadMapper } from '../mapping/loader.js';
@@ -33,7 +33,7 @@ export interface BoardingRuntime {
 }
 
 export interface RuntimeOverrides {
-  clock?: Clock;
+  clock: Clock;
   /** Replace an adapter (tests, the demo). */
   platform?: PlatformApi;
   core?: CoreSystem;
@@ -57,8 +57,8 @@ export function loadMapperFromConfig(config: Config): Promise<Mapper> {
 }
 
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
-export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides = {}): Promise<BoardingRuntime> {
-  const clock = overrides.clock ?? systemClock;
+export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides): Promise<BoardingRuntime> {
+  const clock = overrides.clock;
   const load = (): Promise<Mapper> => loadMapperFromConfig(config);
   const mapper = createReloadableMapper({
     initial: overrides.mapper ?? (await load()),

@@ -1,6 +1,5 @@
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
@@ -20,7 +19,7 @@ export interface WebhookServiceDeps {
   db: Db;
   platform: Pick<PlatformApi, 'health' | 'listWebhookEndpoints'> & { stats?: () => PlatformStats };
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /** The daemon's early-cycle entry (`daemon.triggerCycle`); may be bound after construction. */
   requestCycle: (reason: string) => void;
   onFunded?: (loanId: string, fundedAt: number) => void;
@@ -70,7 +69,7 @@ function triggerLabel(reason: string): string {
  * /webhooks/platform, /healthz, /readyz, /metrics and /reports/latest, and the endpoint check job.
  */
 export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
-  const clock = deps.clock ?? systemClock;
+  const clock = deps.clock;
   const logger = deps.logger.child({ component: 'webhooks' });
   const inbox = createWebhookInbox(deps.db);
   const metrics = deps.metrics ?? createConnectorMetrics({ clock });
@@ -100,7 +99,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}) }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.mapping ? { mapping: deps.mapping } : {}) }),
     reportsDir: deps.config.reports.dir,
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.
@@ -126,7 +125,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         const n = inbox.prune(before, PRUNE_ROWS);
         total += n;
         if (n < PRUNE_ROWS) break;
-        await new Promise((r) => setTimeout(r, PRUNE_PAUSE_MS));
+        await clock.sleep(PRUNE_PAUSE_MS);
       }
       const capped = inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
       if (capped > 0) logger.warn({ rows: capped, max: UNKNOWN_LOAN_MAX_ROWS }, 'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted');

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { every } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
@@ -354,8 +355,7 @@ export function createCycleRunner(deps: CycleDeps) {
       );
       leaseLost.abort(new Error('boarding lease lost'));
     };
-    const beat = setInterval(heartbeat, Math.max(250, Math.floor(leaseTtlMs / 4)));
-    beat.unref();
+    const beat = every(clock, Math.max(250, Math.floor(leaseTtlMs / 4)), heartbeat);
     try {
       try {
         await walk(summary, stop);
@@ -388,7 +388,7 @@ export function createCycleRunner(deps: CycleDeps) {
       }
       return summary;
     } finally {
-      clearInterval(beat);
+      beat.cancel();
       // First: a failed release below must never leave the runner refusing every later cycle.
       running = false;
       try {

@@ -5,7 +5,7 @@ import { transportWarnings } from '../config/security.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import { printable } from '../lib/terminal.js';
 
 /**
@@ -40,7 +40,7 @@ export interface ContextOptions {
   stderr: Writable;
   getConfigOption: () => string | undefined;
   shutdown: AbortSignal;
-  clock?: Clock;
+  clock: Clock;
   /** SIGHUP, as main.ts relays it; tests dispatch it themselves. */
   hangup?: HangupSource;
 }
@@ -81,7 +81,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
     env: opts.env,
     stdout: opts.stdout,
     stderr: opts.stderr,
-    clock: opts.clock ?? systemClock,
+    clock: opts.clock,
     shutdown: opts.shutdown,
     onHangup(fn) {
       const unsubscribe = opts.hangup?.subscribe(fn);

@@ -176,7 +176,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // Register our receiver on the sandbox; the secret comes back once and goes straight into the
   // receiver's config (never printed or logged).
   const url = `http://127.0.0.1:${port}${WEBHOOK_PATH}`;
-  const reg = await registerEndpoint(rt.platform, rt.db, { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] });
+  const reg = await registerEndpoint(rt.platform, rt.db, { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] }, { clock: rt.clock });
   if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string') throw new Error('the sandbox did not return a webhook secret');
   const secret = reg.endpoint.secret;
 

@@ -105,7 +105,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
       const abort = new AbortController();
       const onShutdown = (): void => {
-        setTimeout(() => abort.abort(new Error('shutdown timeout')), config.boarding.shutdownTimeoutMs).unref();
+        ctx.clock.timeout(config.boarding.shutdownTimeoutMs, () => abort.abort(new Error('shutdown timeout')));
       };
       ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
       const summary = await rt.runner.run({

@@ -5,7 +5,6 @@ import type { Logger } from '../lib/logger.js';
 import { join } from 'node:path';
 import type { Layout } from '../mapping/layout.js';
 import type { Db } from '../store/db.js';
-import { systemClock } from '../lib/clock.js';
 import { FileBatches } from './file/batches.js';
 import { cutoffRule } from './file/cutoff.js';
 import { FileCore } from './file/file-core.js';
@@ -20,7 +19,7 @@ export * from './port.js';
 
 export interface CoreDeps {
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /**
    * The state database and the layout of the mapping set in use (asked at each board: a reload may
    * change it): the file core's sealed batches need both.
@@ -46,20 +45,19 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
     rule: cutoffRule({ cutoff: b.cutoff, intervalMinutes: b.intervalMinutes, timeZone: config.bank.timeZone }),
     triggerFile: b.triggerFile,
     logger: deps.logger.child({ component: 'core.file.batches' }),
-    clock: deps.clock ?? systemClock,
+    clock: deps.clock,
   });
 }
 
 /** Builds the configured core adapter (`core.adapter`). */
 export function createCore(config: Config, deps: CoreDeps): CoreSystem {
-  const clock = deps.clock ? { clock: deps.clock } : {};
   if (config.core.adapter === 'file') {
     return new FileCore({
       dir: config.core.file.dir,
       batches: fileBatchesFromConfig(config, deps),
       timeZone: config.bank.timeZone,
       logger: deps.logger,
-      ...clock,
+      clock: deps.clock,
     });
   }
   const http = config.core.http;
@@ -83,6 +81,6 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
       refusedByType: Object.fromEntries(Object.entries(http.documents.refusedByType).map(([k, v]) => [k.toLowerCase(), v])),
     },
     logger: deps.logger,
-    ...clock,
+    clock: deps.clock,
   });
 }

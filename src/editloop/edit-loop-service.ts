@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Clock } from '../lib/clock.js';
+import { every, type Clock, type Timer } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { DaemonStatusStore } from '../store/daemon-status.js';
@@ -36,7 +36,7 @@ export function createEditLoopService(deps: EditLoopServiceDeps): EditLoopServic
   const log = deps.logger.child({ component: 'edit-loop' });
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let lastRequestSeen: number | null = null;
-  let timer: NodeJS.Timeout | null = null;
+  let timer: Timer | null = null;
   let watcher: { close(): void } | null = null;
   let unhang: (() => void) | null = null;
   let startedAt = 0;
@@ -80,20 +80,20 @@ export function createEditLoopService(deps: EditLoopServiceDeps): EditLoopServic
       const st = deps.mapper.status();
       startedAt = deps.clock.now();
       publish(startedAt);
-      timer = setInterval(poll, deps.pollMs ?? 2000);
-      timer.unref();
+      timer = every(deps.clock, deps.pollMs ?? 2000, poll);
       unhang = deps.onHangup(() => {
         void reload('SIGHUP');
       });
       if (deps.watch) {
-        watcher = watchMappingDir(st.dir, () => {
+        watcher = watchMappingDir(st.dir, deps.clock, (files) => {
+          log.info({ files }, 'mapping set changed on disk: reloading');
           void reload('file change');
         });
         log.info({ dir: st.dir }, 'watching the mapping set for changes');
       }
     },
     stop() {
-      if (timer) clearInterval(timer);
+      timer?.cancel();
       watcher?.close();
       unhang?.();
       try {

@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { sep } from 'node:path';
-import type { Clock } from '../lib/clock.js';
+import type { Clock, Timer } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Mapper, MappingInput, MappingOutcome } from '../mapping/types.js';
@@ -109,25 +109,30 @@ export function createReloadableMapper(opts: ReloadableMapperOptions): Reloadabl
 /**
  * `mappings.watch: true`: a reload shortly after the files stop changing (an editor's save is a
  * burst of events; a half-written file would only fail lint and be retried on the next event).
+ * onChange gets the files that changed in the burst (relative to dir), for the log.
  */
-export function watchMappingDir(dir: string, onChange: () => void, debounceMs = 300): { close(): void } {
-  let timer: NodeJS.Timeout | null = null;
-  const fire = (): void => {
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
+export function watchMappingDir(dir: string, clock: Clock, onChange: (files: string[]) => void, debounceMs = 300): { close(): void } {
+  let timer: Timer | null = null;
+  let files = new Set<string>();
+  const fire = (file: string): void => {
+    files.add(file);
+    timer?.cancel();
+    timer = clock.timeout(debounceMs, () => {
       timer = null;
-      onChange();
-    }, debounceMs);
+      const changed = [...files];
+      files = new Set();
+      onChange(changed);
+    });
   };
   // Fixtures are not part of the set's version: `mappings test --update` or `preview --save-fixture`
   // writing there must not make the daemon lint the set again.
   const watcher: FSWatcher = watch(dir, { recursive: true, persistent: false }, (_event, file) => {
     if (typeof file === 'string' && (file === 'fixtures' || file.startsWith(`fixtures${sep}`))) return;
-    fire();
+    fire(typeof file === 'string' ? file : '(unknown file)');
   });
   return {
     close() {
-      if (timer) clearTimeout(timer);
+      timer?.cancel();
       watcher.close();
     },
   };

@@ -1,7 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { WebhooksConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
-import { systemClock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import { createConnectorMetrics, type ConnectorMetrics } from '../observability/metrics.js';
@@ -16,7 +15,7 @@ export interface WebhookAppDeps {
   config: Pick<WebhooksConfig, 'scheme' | 'secrets' | 'toleranceSeconds' | 'maxBodyBytes'>;
   inbox: WebhookInbox;
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /** Served at /metrics; a private one is created when absent. */
   metrics?: ConnectorMetrics;
   /** Told after a new delivery is stored (processing never happens inside the request). */
@@ -37,9 +36,9 @@ export interface WebhookAppDeps {
  * latest report. No listen here: `startHttpServer` (server.ts) or a test does that.
  */
 export function createApp(deps: WebhookAppDeps): Express {
-  const clock = deps.clock ?? systemClock;
+  const clock = deps.clock;
   const log = deps.logger;
-  const metrics = deps.metrics ?? createConnectorMetrics({ inbox: deps.inbox, processMetrics: false });
+  const metrics = deps.metrics ?? createConnectorMetrics({ inbox: deps.inbox, processMetrics: false, clock });
   const surface = deps.surface ?? 'all';
   const app = express();
   app.disable('x-powered-by');

@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Clock } from '../lib/clock.js';
-import { systemClock } from '../lib/clock.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
@@ -58,7 +57,7 @@ export interface ConnectorMetrics {
 }
 
 export interface ConnectorMetricsOptions extends MetricsSources {
-  clock?: Clock;
+  clock: Clock;
   /** Process metrics (CPU, memory, event loop lag); default true. */
   processMetrics?: boolean;
   prefix?: string;
@@ -66,8 +65,8 @@ export interface ConnectorMetricsOptions extends MetricsSources {
 
 const KNOWN_EVENTS = new Set<string>(WEBHOOK_EVENTS);
 
-export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): ConnectorMetrics {
-  const clock = opts.clock ?? systemClock;
+export function createConnectorMetrics(opts: ConnectorMetricsOptions): ConnectorMetrics {
+  const clock = opts.clock;
   const p = opts.prefix ?? 'boarding_';
   const registry = new Registry();
   let sources: MetricsSources = { ...opts };

@@ -1,5 +1,4 @@
 import type { Clock } from '../lib/clock.js';
-import { systemClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import { writeBlocker, type Db } from '../store/db.js';
@@ -28,12 +27,12 @@ export interface PlatformReadinessOptions {
   maxSuccessAgeMs?: number;
   /** Before the first success, the process counts as ready for this long after start. Default 2 min. */
   startupGraceMs?: number;
-  clock?: Clock;
+  clock: Clock;
 }
 
 /** The last successful platform call is recent (after a start-up grace period). */
-export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: PlatformReadinessOptions = {}): ReadinessCheck {
-  const clock = opts.clock ?? systemClock;
+export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: PlatformReadinessOptions): ReadinessCheck {
+  const clock = opts.clock;
   const maxAge = opts.maxSuccessAgeMs ?? 15 * 60_000;
   const grace = opts.startupGraceMs ?? 2 * 60_000;
   const startedAt = clock.now();
@@ -86,8 +85,9 @@ export interface StandardChecksInput {
   db?: Db;
   platformHealth?: () => PlatformHealth;
   endpointWatch?: EndpointWatch;
-  platform?: PlatformReadinessOptions;
+  platform?: Omit<PlatformReadinessOptions, 'clock'>;
   mapping?: () => LoadedMappingStatus;
+  clock: Clock;
 }
 
 /** The four checks the issue asks for, from whatever the caller has. */
@@ -95,7 +95,7 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   const checks: Record<string, ReadinessCheck> = {};
   if (input.db) checks['database'] = dbWritableCheck(input.db);
   if (input.platformHealth) {
-    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, input.platform ?? {});
+    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, { ...input.platform, clock: input.clock });
     checks['rateLimit'] = noRateLimitStrikeCheck(input.platformHealth);
   }
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);

@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import { Agent, Pool, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Config } from '../config/schema.js';
-import { systemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Db } from '../store/db.js';
 import { createMemoryRateState, createSqliteRateState, type RateStateStore } from '../store/rate-state.js';
@@ -59,7 +59,7 @@ export interface PlatformClientOptions {
   maxRetries: number;
   pageSize: number;
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /** Persisted budget state; the client closes it on close(). Default: in memory. */
   rateState?: RateStateStore;
   userAgent?: string;
@@ -142,7 +142,7 @@ function encode(id: string, what: string): string {
 }
 
 export function createPlatformClient(opts: PlatformClientOptions): PlatformClient {
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock;
   const logger = opts.logger.child({ component: 'platform' });
   const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
   const base = new URL(opts.baseUrl);
@@ -502,7 +502,7 @@ export interface PlatformClientDeps {
   logger: Logger;
   /** State database: the budget and strike ledger persist there (in memory otherwise). */
   db?: Db;
-  clock?: Clock;
+  clock: Clock;
 }
 
 /** Builds the client from `config.platform` (environment guard already applied by the loader). */
@@ -518,6 +518,6 @@ export function platformClientFromConfig(config: Pick<Config, 'platform'>, deps:
     httpsDownloadsOnly: p.environment === 'production',
     logger: deps.logger,
     rateState: deps.db ? createSqliteRateState(deps.db) : createMemoryRateState(),
-    ...(deps.clock ? { clock: deps.clock } : {}),
+    clock: deps.clock,
   });
 }

@@ -24,7 +24,7 @@ export interface RunReconcileDeps {
   core: CoreSystem;
   logger: Logger;
   connectorVersion: string;
-  clock?: Clock;
+  clock: Clock;
   /** ISO lower bound: only loans boarded/acknowledged since (open items always included). */
   since?: string | null;
   /** Write here instead of `<reports.dir>/<date>/`; `latest` is then left alone. */
@@ -56,7 +56,7 @@ export function newRunId(nowMs: number): string {
  */
 export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRunResult> {
   const { config, logger } = deps;
-  const asOfMs = deps.clock?.now() ?? Date.now();
+  const asOfMs = deps.clock.now();
   const timeZone = config.bank.timeZone;
   const since = deps.since ?? null;
   if (since !== null && Number.isNaN(Date.parse(since))) throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
@@ -79,7 +79,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       platformStats,
       ...(deps.signal ? { signal: deps.signal } : {}),
     });
-  const started = Date.now();
+  const started = deps.clock.now();
   logger.info({ runId, since, dir }, 'reconciliation started');
   try {
     const outcome = await computeReconciliation(sources, {
@@ -142,7 +142,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
         loans: outcome.loansSeen,
         exceptions: summary.exceptionCount,
         ties: summary.tieOut.every((c) => c.ties),
-        ms: Date.now() - started,
+        ms: deps.clock.now() - started,
       },
       'reconciliation finished',
     );

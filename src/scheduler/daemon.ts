@@ -1,5 +1,5 @@
 import { schedule as cronSchedule, validate as cronValidate, type ScheduledTask } from 'node-cron';
-import type { Clock } from '../lib/clock.js';
+import type { Clock, Timer } from '../lib/clock.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { refusedBy } from '../boarding/board-loan.js';
@@ -76,7 +76,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
   const startedServices: DaemonService[] = [];
   let current: Promise<void> | null = null;
   let pending: string | null = null;
-  let retryTimer: NodeJS.Timeout | null = null;
+  let retryTimer: Timer | null = null;
   let last: CycleSummary | null = null;
   let stopping: Promise<void> | null = null;
   let resolveDone!: (e: DaemonExit) => void;
@@ -93,7 +93,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
   };
 
   function armRetryTimer(): void {
-    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer?.cancel();
     retryTimer = null;
     // While writes are stopped a cycle boards nothing: leave retries to the cron ticks, or an
     // overdue retry would spin cycles (each one a queue read).
@@ -104,8 +104,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     // sooner than a second after the last cycle, whatever the clock says.
     const delay = Math.max(MIN_RETRY_TIMER_MS, at - clock.now() + 25);
     if (delay > 2 ** 31 - 1) return;
-    retryTimer = setTimeout(() => requestCycle('retry due'), delay);
-    retryTimer.unref();
+    retryTimer = clock.timeout(delay, () => requestCycle('retry due'));
   }
 
   async function runCycles(reason: string): Promise<void> {
@@ -170,18 +169,18 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     stopping ??= (async () => {
       log.info({ timeoutMs: deps.shutdownTimeoutMs }, 'stopping: no new loans; waiting for steps in flight');
       stopCtl.abort(new Error('daemon stopping'));
-      if (retryTimer) clearTimeout(retryTimer);
+      retryTimer?.cancel();
       for (const t of tasks) await t.destroy();
       const inFlight = current;
       if (inFlight) {
-        let timer: NodeJS.Timeout | undefined;
+        let timer: Timer | undefined;
         const timedOut = await Promise.race([
           inFlight.then(() => false),
           new Promise<boolean>((r) => {
-            timer = setTimeout(() => r(true), deps.shutdownTimeoutMs);
+            timer = clock.timeout(deps.shutdownTimeoutMs, () => r(true));
           }),
         ]);
-        clearTimeout(timer);
+        timer?.cancel();
         if (timedOut) {
           log.warn('shutdown timeout: aborting steps in flight (each loan resumes from its persisted state)');
           abortCtl.abort(new Error('shutdown timeout'));

@@ -1,3 +1,5 @@
+import type { Clock, Timer } from '../lib/clock.js';
+
 /**
  * Collapses a burst of calls into one trailing call `waitMs` after the last, but never later than
  * `maxWaitMs` after the first, so a steady stream of loan.funded events cannot postpone the early
@@ -11,30 +13,29 @@ export interface DebouncedTrigger {
   readonly pending: boolean;
 }
 
-export function debounceTrigger(fn: (reasons: string[]) => void, waitMs: number, maxWaitMs = Math.max(waitMs * 5, waitMs)): DebouncedTrigger {
-  let timer: NodeJS.Timeout | undefined;
+export function debounceTrigger(clock: Clock, fn: (reasons: string[]) => void, waitMs: number, maxWaitMs = Math.max(waitMs * 5, waitMs)): DebouncedTrigger {
+  let timer: Timer | undefined;
   let firstAt = 0;
   let reasons: string[] = [];
   const fire = (): void => {
-    if (timer) clearTimeout(timer);
+    timer?.cancel();
     timer = undefined;
     const r = reasons;
     reasons = [];
     if (r.length > 0) fn(r);
   };
   const trigger = ((reason: string) => {
-    const now = Date.now();
+    const now = clock.now();
     if (reasons.length === 0) firstAt = now;
     if (!reasons.includes(reason)) reasons.push(reason);
-    if (timer) clearTimeout(timer);
+    timer?.cancel();
     const delay = Math.max(0, Math.min(waitMs, firstAt + maxWaitMs - now));
-    timer = setTimeout(fire, delay);
-    // Never keep the process alive just for an early cycle.
-    timer.unref();
+    // A clock timer never keeps the process alive just for an early cycle.
+    timer = clock.timeout(delay, fire);
   }) as DebouncedTrigger;
   trigger.flush = fire;
   trigger.cancel = () => {
-    if (timer) clearTimeout(timer);
+    timer?.cancel();
     timer = undefined;
     reasons = [];
   };

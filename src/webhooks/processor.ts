@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Clock } from '../lib/clock.js';
-import { systemClock } from '../lib/clock.js';
+import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Db } from '../store/db.js';
 import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
@@ -11,7 +10,7 @@ export interface WebhookProcessorDeps {
   db: Db;
   inbox: WebhookInbox;
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /** Called after a loan.funded row is committed (the daemon may look at that loan first). */
   onFunded?: (loanId: string, fundedAt: number) => void;
   /** Asks the daemon for an early queue cycle (e.g. `daemon.triggerCycle`); debounced here. */
@@ -53,7 +52,7 @@ export interface WebhookProcessor {
  * then reports each row: logs, `onFunded`, the debounced early cycle, the 'processed' event.
  */
 export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProcessor {
-  const clock = deps.clock ?? systemClock;
+  const clock = deps.clock;
   const log = deps.logger;
   // Each pass is one synchronous transaction: 200 rows take a few milliseconds.
   const batchSize = deps.batchSize ?? 200;
@@ -62,7 +61,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
   const applier = createInboxApplier(deps.db, deps.inbox);
 
   const requestCycle: DebouncedTrigger | undefined = deps.requestCycle
-    ? debounceTrigger((reasons) => {
+    ? debounceTrigger(clock, (reasons) => {
         log.info({ reasons }, 'webhook: requesting an early queue cycle');
         try {
           deps.requestCycle?.(reasons.join(','));
@@ -104,7 +103,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
   let again = false;
   let stopped = false;
   let started = false;
-  let kickTimer: NodeJS.Timeout | null = null;
+  let kickTimer: Timer | null = null;
 
   async function loop(): Promise<number> {
     let total = 0;
@@ -134,7 +133,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     running = loop()
       .catch((err: unknown) => {
         log.warn({ err }, 'webhook: inbox pass interrupted; will retry');
-        setTimeout(() => processor.kick(), 1000).unref();
+        clock.timeout(1000, () => processor.kick());
         return 0;
       })
       .finally(() => {
@@ -155,15 +154,15 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     kick() {
       // Deferred, not per delivery: rows stored within kickDelayMs are worked in one pass.
       if (stopped || !started || kickTimer !== null) return;
-      kickTimer = setTimeout(() => {
+      kickTimer = clock.timeout(kickDelayMs, () => {
         kickTimer = null;
         void drain();
-      }, kickDelayMs);
+      });
     },
     drain,
     async stop() {
       stopped = true;
-      if (kickTimer !== null) clearTimeout(kickTimer);
+      kickTimer?.cancel();
       kickTimer = null;
       requestCycle?.cancel();
       if (running) await running;

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/lib/clock.js';
+import type { Clock, Timer } from '../../src/lib/clock.js';
 
 export interface FakeClockOptions {
   /** Epoch ms the clock starts at. */
@@ -15,6 +15,7 @@ export interface FakeClockOptions {
 export class FakeClock implements Clock {
   private t: number;
   private readonly auto: boolean;
+  /** Sleepers and timers, woken in deadline order (then in the order they were set). */
   private sleepers: Array<{ until: number; resolve: () => void }> = [];
 
   constructor(opts: FakeClockOptions = {}) {
@@ -53,6 +54,20 @@ export class FakeClock implements Clock {
   }
 
   /**
+   * A timer on this clock: fires when a test advances time past its deadline (with `sleep: 'auto'`
+   * too: only advance() or a sleeper moves time, never the timer itself).
+   */
+  timeout(ms: number, fn: () => void): Timer {
+    const entry = { until: this.t + Math.max(0, ms), resolve: fn };
+    this.sleepers.push(entry);
+    return {
+      cancel: () => {
+        this.sleepers = this.sleepers.filter((s) => s !== entry);
+      },
+    };
+  }
+
+  /**
    * Moves time forward, waking sleepers in deadline order and letting their continuations run
    * (a continuation that sleeps again within the span is woken too). Time has moved when this
    * returns; awaiting it also lets the woken code run.
@@ -79,4 +94,19 @@ export class FakeClock implements Clock {
 /** Lets queued promise continuations run. */
 export async function settle(): Promise<void> {
   for (let i = 0; i < 20; i++) await Promise.resolve();
+}
+
+/**
+ * A clock read from a variable the test moves itself (`let now = …; clockReading(() => now)`):
+ * sleeps return at once and a timer is an error, so a test that relies on time moving by itself
+ * fails loudly instead of hanging.
+ */
+export function clockReading(now: () => number): Clock {
+  return {
+    now,
+    sleep: async () => {},
+    timeout: () => {
+      throw new Error('clockReading(): this test clock has no timers; use FakeClock');
+    },
+  };
 }

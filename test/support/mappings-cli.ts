@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import { systemClock } from '../../src/lib/clock.js';
 import { createCliContext } from '../../src/cli/context.js';
 import { buildProgram } from '../../src/cli/program.js';
 
@@ -8,7 +9,7 @@ export async function cli(args: string[]): Promise<{ out: string; error: unknown
   const chunks: Buffer[] = [];
   stdout.on('data', (c: Buffer) => chunks.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ env: { LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
   );
   program.exitOverride();
   let error: unknown;

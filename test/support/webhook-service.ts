@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { systemClock } from '../../src/lib/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import type { Db } from '../../src/store/db.js';
@@ -25,7 +26,7 @@ export async function startWebhookService(opts: {
   config.reports.dir = join(opts.dir, 'reports');
   config.admin.port = 0;
   opts.configure?.(config);
-  const svc = createWebhookService({
+  const svc = createWebhookService({ clock: systemClock,
     config,
     db: opts.db,
     platform: { health: () => ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never, listWebhookEndpoints: () => Promise.resolve([]) },

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../../lib/clock.js';
-import { systemClock } from '../../lib/clock.js';
 import { localDate } from '../../lib/calendar.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
@@ -33,7 +32,7 @@ export interface FileCoreOptions {
   /** IANA zone of the bank day recorded in the manifest. */
   timeZone: string;
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
 }
 
 /**
@@ -65,7 +64,7 @@ export class FileCore implements CoreSystem {
     this.trashDir = join(opts.dir, '.trash');
     this.batches = opts.batches;
     this.batching = opts.batches ? { sealDue: () => this.sealDue() } : undefined;
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock;
     this.logger = opts.logger.child({ component: 'core.file' });
   }
 

@@ -22,14 +22,13 @@ import { FineractHttp, ReplayedFailureError, fineractCodes, type CallOptions, ty
 import { fineractKey } from './keys.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
-import { systemClock } from '../../lib/clock.js';
 
 export interface FineractCoreOptions extends FineractHttpOptions {
   officeId: number;
   approve: boolean;
   disburse: boolean;
   logger: Logger;
-  clock?: Clock;
+  clock: Clock;
   /** Where documents are spooled before the multipart upload (default: the OS temp dir). */
   spoolDir?: string;
   /** Documents Fineract would refuse (type, size): core.http.documents. */
@@ -87,7 +86,7 @@ export class FineractCore implements CoreSystem {
   constructor(private readonly opts: FineractCoreOptions) {
     this.http = new FineractHttp(opts);
     this.logger = opts.logger.child({ component: 'core.fineract' });
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock;
     this.documentPolicy = opts.documents ?? DEFAULT_DOCUMENT_POLICY;
   }
 

@@ -1,6 +1,5 @@
 import type { Config } from '../../config/schema.js';
 import type { Clock } from '../../lib/clock.js';
-import { systemClock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PlatformApi } from '../api.js';
@@ -60,7 +59,7 @@ export function isEndpointDisabled(e: WebhookEndpoint): boolean {
 
 export interface CheckEndpointsOptions {
   watch?: EndpointWatch;
-  clock?: Clock;
+  clock: Clock;
   signal?: AbortSignal;
 }
 
@@ -74,9 +73,9 @@ export async function checkEndpoints(
   platform: Pick<PlatformApi, 'listWebhookEndpoints'>,
   config: Pick<Config, 'webhooks'>,
   logger: Logger,
-  opts: CheckEndpointsOptions = {},
+  opts: CheckEndpointsOptions,
 ): Promise<EndpointCheckResult> {
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock;
   const publicUrl = config.webhooks.publicUrl;
   const done = (r: Omit<EndpointCheckResult, 'checkedAt'>): EndpointCheckResult => {
     const result = { ...r, checkedAt: clock.now() };

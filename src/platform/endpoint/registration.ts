@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
-import { systemClock } from '../../lib/clock.js';
 import type { PlatformApi } from '../api.js';
 import type { WebhookEndpoint, WebhookEndpointWithSecret } from '../../contract/schemas.js';
 import type { Db } from '../../store/db.js';
@@ -41,9 +40,9 @@ export async function registerEndpoint(
   platform: Pick<PlatformApi, 'listWebhookEndpoints' | 'createWebhookEndpoint'>,
   db: Db,
   input: RegisterInput,
-  opts: { clock?: Clock; signal?: AbortSignal } = {},
+  opts: { clock: Clock; signal?: AbortSignal },
 ): Promise<RegisterResult> {
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock;
   const keys = createIdempotencyStore(db);
   const prefix = `${CREATE_OPERATION}:${fingerprint(input)}:`;
   const unfinished = db
@@ -73,9 +72,9 @@ export async function enableEndpoint(
   platform: Pick<PlatformApi, 'updateWebhookEndpoint'>,
   db: Db,
   id: string,
-  opts: { clock?: Clock; signal?: AbortSignal } = {},
+  opts: { clock: Clock; signal?: AbortSignal },
 ): Promise<WebhookEndpoint> {
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock;
   const keys = createIdempotencyStore(db);
   const key = `${ENABLE_OPERATION}:${id.slice(0, 150)}:${randomUUID()}`;
   keys.ensure(key, ENABLE_OPERATION, null, clock.now());

@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -102,7 +103,7 @@ export async function runCli(args: string[], env: Record<string, string | undefi
   });
   const shutdown = new AbortController();
   const { program, ctx } = buildProgram((p) =>
-    createCliContext({
+    createCliContext({ clock: systemClock,
       env: { ...env },
       stdout: sink,
       stderr: sink,

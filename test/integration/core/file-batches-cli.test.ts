@@ -1,3 +1,4 @@
+import { FakeClock } from '../../support/fake-clock.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -90,7 +91,7 @@ describe('batches CLI over a sync', () => {
           stderr: sink,
           getConfigOption: () => prog.opts<{ config?: string }>().config,
           shutdown: new AbortController().signal,
-          clock: { now: () => later, sleep: async () => {} },
+          clock: new FakeClock({ start: later, sleep: 'auto' }),
         }),
       );
       try {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../src/lib/clock.js';
 import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
 import { CoreRejectedError, CoreUnavailableError } from '../../../src/core/port.js';
 import { FatalError } from '../../../src/lib/errors.js';
@@ -16,7 +17,7 @@ async function start(opts: FakeFineractOptions = {}): Promise<FakeFineract> {
 }
 
 function adapter(o: { timeoutMs?: number; approve?: boolean; disburse?: boolean; password?: string } = {}): FineractCore {
-  const a = new FineractCore({
+  const a = new FineractCore({ clock: systemClock,
     baseUrl: fake.url,
     username: fake.username,
     password: o.password ?? fake.password,

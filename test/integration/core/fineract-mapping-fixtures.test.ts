@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
@@ -30,7 +31,7 @@ describe('fineract mapping fixtures board into the fake Fineract', () => {
       .filter((r) => r.type === 'document')
       .map((r) => ({ id: r.externalId, name: typeof r.fields['name'] === 'string' ? r.fields['name'] : null, bytes: Buffer.from(`bytes of ${r.externalId}`) }));
     const fake = await startFakeFineract();
-    const core = new FineractCore({ baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, officeId: 1, timeoutMs: 5_000, insecureTls: false, approve: true, disburse: false, logger: silentLogger() });
+    const core = new FineractCore({ clock: systemClock, baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, officeId: 1, timeoutMs: 5_000, insecureTls: false, approve: true, disburse: false, logger: silentLogger() });
     try {
       const first = await core.board(makePackage(loan.externalId, records, docs));
       await core.board(makePackage(loan.externalId, records, docs));

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../../src/lib/clock.js';
 import { request } from 'undici';
 import { FineractCore, type FineractCoreOptions } from '../../../src/core/fineract/fineract-core.js';
 import { CoreRejectedError, CoreUnavailableError } from '../../../src/core/port.js';
@@ -22,7 +23,7 @@ async function start(opts: FakeFineractOptions = {}): Promise<FakeFineract> {
 }
 
 function adapter(o: Partial<FineractCoreOptions> = {}): FineractCore {
-  const a = new FineractCore({
+  const a = new FineractCore({ clock: systemClock,
     baseUrl: fake.url,
     username: fake.username,
     password: fake.password,

@@ -1,4 +1,5 @@
 import { appendFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +26,7 @@ function startRun(configPath: string) {
   const hangup = createHangupSource();
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
   const { program, ctx } = buildProgram((p) =>
-    createCliContext({ env: {}, stdout: sink, stderr: sink, getConfigOption: () => p.opts<{ config?: string }>().config, shutdown: shutdown.signal, hangup }),
+    createCliContext({ clock: systemClock, env: {}, stdout: sink, stderr: sink, getConfigOption: () => p.opts<{ config?: string }>().config, shutdown: shutdown.signal, hangup }),
   );
   const done = program.parseAsync(['node', 'boarding-connector', '--config', configPath, 'run']).finally(() => ctx.close());
   return { done, sighup: () => hangup.dispatch(), sigterm: () => shutdown.abort(new Error('SIGTERM')) };

@@ -1,4 +1,5 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -34,7 +35,7 @@ describe('mappings preview', () => {
     const chunks: Buffer[] = [];
     stdout.on('data', (c: Buffer) => chunks.push(c));
     const { program, ctx } = buildProgram(() =>
-      createCliContext({ env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+      createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
     );
     program.exitOverride();
     let error: unknown;
@@ -94,7 +95,7 @@ describe('mappings preview', () => {
     const input = readFileSync(join(set, 'fixtures/from-live/input.json'), 'utf8');
     expect(input).toContain(id);
     for (const m of input.matchAll(/"(ein|ssn)": "(\d+)"/g)) expect(m[2]).toMatch(/^00000\d{4}$/);
-    const { program, ctx } = buildProgram(() => createCliContext({ env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }));
+    const { program, ctx } = buildProgram(() => createCliContext({ clock: systemClock, env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }));
     program.exitOverride();
     await expect(program.parseAsync(['node', 'boarding-connector', 'mappings', 'test', '--dir', set, '--case', 'from-live'])).resolves.toBeDefined();
     await ctx.close();

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../../../src/lib/logger.js';
@@ -11,7 +12,7 @@ export function clientFor(
   overrides: Partial<PlatformClientOptions> = {},
   logger: Logger = silentLogger(),
 ): PlatformClient {
-  return createPlatformClient({
+  return createPlatformClient({ clock: systemClock,
     baseUrl: srv.baseUrl,
     apiKey: srv.apiKey,
     rateLimit: { readsPerWindow: srv.limits.read, writesPerWindow: srv.limits.write, windowMs: srv.limits.windowMs, headroom: 0.9 },

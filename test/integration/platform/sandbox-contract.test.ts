@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { systemClock } from '../../../src/lib/clock.js';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -11,7 +12,7 @@ describe('platform client against the sandbox', () => {
   let client: PlatformClient;
   beforeAll(async () => {
     sandbox = await startSandbox({ loans: 30, seed: 7, releaseRatio: 1 });
-    client = createPlatformClient({
+    client = createPlatformClient({ clock: systemClock,
       baseUrl: sandbox.baseUrl,
       apiKey: sandbox.apiKey,
       rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 },

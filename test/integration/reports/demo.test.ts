@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -22,7 +23,7 @@ describe('demo (what npm start runs)', () => {
     stderr.resume();
     const shutdown = new AbortController();
     const { program, ctx } = buildProgram(() =>
-      createCliContext({ env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
+      createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
     );
     program.exitOverride();
     const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--loans', '8', '--report-after', '3']).finally(() => ctx.close());

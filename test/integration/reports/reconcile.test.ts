@@ -1,4 +1,5 @@
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -40,7 +41,7 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: new AbortController().signal }),
   );
   program.exitOverride();
   try {
@@ -60,7 +61,7 @@ async function setup(): Promise<{ sb: RunningSandbox; dir: string; configPath: s
   writeFileSync(configPath, configYaml(sb, dir));
   const config = loadConfig({ env: {}, fileText: configYaml(sb, dir) });
   // Board every released loan with the real file core (the core record carries the source values).
-  const rt = await buildRuntime(config, silentLogger(), { mapper: new FakeMapper() });
+  const rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper: new FakeMapper() });
   try {
     const summary = await rt.runner.run({ reason: 'test', stop: new AbortController().signal, abort: new AbortController().signal, settleMs: 0 });
     expect(summary.acknowledged).toBeGreaterThan(0);

@@ -5,6 +5,7 @@
  * (var/test-artifacts/report.png). Without a Chromium binary the test is reported as skipped with
  * the reason.
  */
+import { clockReading } from '../../support/fake-clock.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -137,7 +138,7 @@ describe('report.html in a browser', () => {
       db: {} as never,
       core: { name: 'file' } as CoreSystem,
       logger: silentLogger(),
-      clock: { now: () => AS_OF, sleep: () => Promise.resolve() },
+      clock: clockReading(() => AS_OF),
       connectorVersion: 'test',
       sources,
     });

@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -25,7 +26,7 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: new AbortController().signal }),
   );
   try {
     await program.parseAsync(['node', 'boarding-connector', ...args]);
@@ -75,10 +76,10 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
     const config = loadConfig({ env: {}, fileText: yaml });
     const logs: string[] = [];
     const logger = createLogger({ level: 'info', destination: { write: (s: string) => void logs.push(s) } });
-    const platform = platformClientFromConfig(config, { logger });
+    const platform = platformClientFromConfig(config, { clock: systemClock, logger });
     cleanups.push(() => platform.close());
     const watch = createEndpointWatch();
-    const result = await checkEndpoints(platform, config, logger, { watch });
+    const result = await checkEndpoints(platform, config, logger, { clock: systemClock, watch });
     expect(result.state).toBe('disabled');
     expect(logs.join('')).toContain(`webhooks enable ${String(listed[0].id)}`);
     expect(logs.join('')).not.toContain(secret!);
@@ -86,7 +87,7 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
 
     const enabled = await cli(configPath, ['webhooks', 'enable', String(listed[0].id)]);
     expect(enabled.stdout).toContain('is now active');
-    expect((await checkEndpoints(platform, config, logger, { watch })).state).toBe('active');
+    expect((await checkEndpoints(platform, config, logger, { clock: systemClock, watch })).state).toBe('active');
     expect(webhookEndpointCheck(watch)()).toMatchObject({ ok: true });
   });
 

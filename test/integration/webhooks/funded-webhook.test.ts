@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +59,7 @@ async function cli(configPath: string, args: string[]): Promise<string> {
   const chunks: Buffer[] = [];
   stdout.on('data', (c: Buffer) => chunks.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
   );
   try {
     await program.parseAsync(['node', 'boarding-connector', ...args]);
@@ -92,7 +93,7 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     // 2. The daemon with the receiver, configured with the secret.
     writeFileSync(configPath, configYaml(sb, dir, port, [secret]));
     const config = loadConfig({ env: {}, fileText: configYaml(sb, dir, port, [secret]) });
-    const rt = await buildRuntime(config, silentLogger(), { mapper: new FakeMapper(), core: new FakeCore() });
+    const rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper: new FakeMapper(), core: new FakeCore() });
     cleanups.push(() => rt.close());
     // The same composition `run` uses.
     const cycles: CycleSummary[] = [];

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { systemClock } from '../../../src/lib/clock.js';
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { createServer, type RequestListener } from 'node:http';
@@ -44,10 +45,10 @@ async function startReceiver(
   const inbox = createWebhookInbox(db);
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } });
-  const processor = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+  const processor = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
   await processor.start();
-  const metrics = createConnectorMetrics({ db, inbox, processMetrics: false });
-  const app = createApp({
+  const metrics = createConnectorMetrics({ clock: systemClock, db, inbox, processMetrics: false });
+  const app = createApp({ clock: systemClock,
     config: { scheme: opts.scheme ?? 'standard', secrets: opts.secrets ?? [secretNew], toleranceSeconds: 300, maxBodyBytes: opts.maxBodyBytes ?? 262_144 },
     inbox,
     logger,

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { systemClock } from '../../../src/lib/clock.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -45,7 +46,7 @@ describe('webhook history', () => {
   it('loan rows created before, between and after processing passes: every delivery is in its loan’s history exactly once', async () => {
     const { db } = fileDb();
     const inbox = createWebhookInbox(db);
-    const processor = createWebhookProcessor({ db, inbox, logger: capture().logger, debounceMs: 0, batchSize: 50 });
+    const processor = createWebhookProcessor({ clock: systemClock, db, inbox, logger: capture().logger, debounceMs: 0, batchSize: 50 });
     await processor.start();
     cleanups.push(() => processor.stop());
     const loans = createLoanStore(db);

@@ -1,3 +1,4 @@
+import { clockReading } from '../../support/fake-clock.js';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { testBatches } from '../core/batches-support.js';
 let dir: string;
 let db: Db;
 let now = Date.parse('2025-03-14T15:00:00Z');
-const clock = { now: () => now, sleep: async () => {} };
+const clock = clockReading(() => now);
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'batches-plugin-'));

@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake.js';
 import { retryLoan, skipLoan } from '../../../src/boarding/ops.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
@@ -106,7 +106,8 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
     };
     const getEntities = p.platform.getEntities.bind(p.platform);
     p.platform.getEntities = async (id) => {
-      await vi.waitFor(() => expect(beats, 'two heartbeats').toBeGreaterThanOrEqual(2), { timeout: 10_000, interval: 10 });
+      // The heartbeat runs on the cycle's clock, every leaseTtlMs / 4 (here its 250 ms floor).
+      while (beats < 2) await p.clock.advance(250);
       return getEntities(id);
     };
     const s = await p.runner.run({ reason: 'test' });
@@ -124,6 +125,8 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
       taken.push(id);
       // This process stalled past its lease: another one took it over.
       p.store.leases.acquire('boarding', { owner: 'other', pid: 1, host: 'elsewhere' }, p.clock.now() + 600_000, 1000, () => true);
+      // Its next heartbeat (on the cycle's clock) finds the lease gone.
+      void p.clock.advance(250);
       const signal = opts?.signal;
       return new Promise<never>((_resolve, reject) => {
         const fail = (): void => reject(new PlatformError({ code: 'aborted', message: 'aborted' }));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../../src/lib/clock.js';
 import { configSchema } from '../../../src/config/schema.js';
 import { createCore, FileCore, FineractCore } from '../../../src/core/index.js';
 import { ConfigError } from '../../../src/lib/errors.js';
@@ -10,7 +11,7 @@ const platform = { baseUrl: 'http://127.0.0.1:1/api', apiKey: 'pk_test_x', envir
 
 describe('createCore', () => {
   it('builds the file core by default', async () => {
-    const core = createCore(configSchema.parse({ platform }), { logger: silentLogger() });
+    const core = createCore(configSchema.parse({ platform }), { clock: systemClock, logger: silentLogger() });
     expect(core).toBeInstanceOf(FileCore);
     expect(core.name).toBe('file');
     await core.close();
@@ -18,22 +19,22 @@ describe('createCore', () => {
 
   it('builds the Fineract core for adapter http', async () => {
     const config = configSchema.parse({ platform, core: { adapter: 'http', http: { baseUrl: 'https://core.bank.local/fineract-provider/api/v1', username: 'u', password: 'p' } } });
-    const core = createCore(config, { logger: silentLogger() });
+    const core = createCore(config, { clock: systemClock, logger: silentLogger() });
     expect(core).toBeInstanceOf(FineractCore);
     await core.close();
   });
 
   it('names the missing key when adapter is http without settings', () => {
     const config = configSchema.parse({ platform, core: { adapter: 'http' } });
-    expect(() => createCore(config, { logger: silentLogger() })).toThrow(ConfigError);
-    expect(() => createCore(config, { logger: silentLogger() })).toThrow(/core\.http/);
+    expect(() => createCore(config, { clock: systemClock, logger: silentLogger() })).toThrow(ConfigError);
+    expect(() => createCore(config, { clock: systemClock, logger: silentLogger() })).toThrow(/core\.http/);
   });
 
   it('refuses a trigger file named like one of the layout files (the import job would start too early)', () => {
     const config = configSchema.parse({ platform, core: { file: { batch: { triggerFile: 'LOAN.CSV' } } } });
     const db = openDatabase(':memory:');
     try {
-      expect(() => createCore(config, { logger: silentLogger(), db, layout: () => testLayout() })).toThrow(/core\.file\.batch\.triggerFile: LOAN\.CSV is also a file of the layout/);
+      expect(() => createCore(config, { clock: systemClock, logger: silentLogger(), db, layout: () => testLayout() })).toThrow(/core\.file\.batch\.triggerFile: LOAN\.CSV is also a file of the layout/);
     } finally {
       db.close();
     }

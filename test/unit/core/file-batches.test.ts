@@ -1,3 +1,4 @@
+import { clockReading } from '../../support/fake-clock.js';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { makePackage } from './support.js';
 let dir: string;
 let db: Db;
 let now = Date.parse('2025-03-14T15:00:00Z'); // 10:00 in Chicago; the cut-off is 18:00 there
-const clock = { now: () => now, sleep: async () => {} };
+const clock = clockReading(() => now);
 const CUTOFF_14 = Date.parse('2025-03-14T23:00:00Z'); // 18:00 CDT
 
 beforeEach(async () => {

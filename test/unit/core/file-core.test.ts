@@ -1,3 +1,4 @@
+import { clockReading } from '../../support/fake-clock.js';
 import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ const PDF = Buffer.from('%PDF-1.4 tax return 2024\n%%EOF\n');
 
 let dir: string;
 let now = Date.parse('2025-03-14T15:00:00Z');
-const clock = { now: () => now, sleep: async () => {} };
+const clock = clockReading(() => now);
 
 let db: Db;
 function core(opts: { csvBatches?: boolean } = {}): FileCore {

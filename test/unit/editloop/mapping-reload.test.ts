@@ -59,15 +59,27 @@ describe('reloadable mapper', () => {
     expect(mapper.status().lastReloadError).toBeNull();
   });
 
+  /** Advances the clock each time the watcher has armed its debounce, until `done`. */
+  async function settleWatcher(clock: FakeClock, done: () => boolean): Promise<void> {
+    while (!done()) {
+      await vi.waitFor(() => expect(clock.pendingSleepers()).toBeGreaterThan(0), { timeout: 5000, interval: 10 });
+      await clock.advance(50);
+    }
+  }
+
   it('mappings.watch: an edit on disk triggers a reload once the files are quiet', async () => {
     const dir = copySet();
-    const fired = vi.fn();
-    const w = watchMappingDir(dir, fired, 50);
+    const clock = new FakeClock();
+    const batches: string[][] = [];
+    const w = watchMappingDir(dir, clock, (files) => batches.push(files), 50);
     try {
       appendFileSync(join(dir, 'mapping.yaml'), '\n# one\n');
-      appendFileSync(join(dir, 'mapping.yaml'), '# two\n');
-      await vi.waitFor(() => expect(fired).toHaveBeenCalled(), { timeout: 5000, interval: 20 });
-      expect(fired).toHaveBeenCalledTimes(1);
+      await vi.waitFor(() => expect(clock.pendingSleepers()).toBe(1), { timeout: 5000, interval: 10 });
+      // Quiet for less than the debounce: nothing yet.
+      await clock.advance(49);
+      expect(batches).toEqual([]);
+      await settleWatcher(clock, () => batches.length > 0);
+      expect(batches[0]).toContain('mapping.yaml');
     } finally {
       w.close();
     }
@@ -75,16 +87,17 @@ describe('reloadable mapper', () => {
 
   it('mappings.watch: writing fixtures (mappings test --update, preview --save-fixture) does not reload the set', async () => {
     const dir = copySet();
-    const fired = vi.fn();
-    const w = watchMappingDir(dir, fired, 50);
+    const clock = new FakeClock();
+    const batches: string[][] = [];
+    const w = watchMappingDir(dir, clock, (files) => batches.push(files), 50);
     try {
       const fixture = join(dir, 'fixtures', 'business-monthly-fixed', 'expected.json');
       writeFileSync(fixture, readFileSync(fixture, 'utf8'));
-      // The fixture event has had its chance to fire (the debounce is 50 ms); then a real edit does.
-      await new Promise((r) => setTimeout(r, 300));
-      expect(fired).not.toHaveBeenCalled();
+      // The fixture's event comes before the edit's (one watcher, events in order): once the edit
+      // has been reported, the fixture's event has been seen and must not be among the changes.
       appendFileSync(join(dir, 'mapping.yaml'), '\n# edit\n');
-      await vi.waitFor(() => expect(fired).toHaveBeenCalledTimes(1), { timeout: 5000, interval: 20 });
+      await settleWatcher(clock, () => batches.flat().includes('mapping.yaml'));
+      expect(batches.flat().filter((f) => f.startsWith('fixtures'))).toEqual([]);
     } finally {
       w.close();
     }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../../src/lib/clock.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { platformClientFromConfig } from '../../../src/platform/client.js';
@@ -8,7 +9,7 @@ import { openDatabase } from '../../../src/store/db.js';
 describe('platformClientFromConfig', () => {
   it('builds the budgets from config.platform.rateLimit', async () => {
     const config = loadConfig({ env: {} });
-    const client = platformClientFromConfig(config, { logger: silentLogger() });
+    const client = platformClientFromConfig(config, { clock: systemClock, logger: silentLogger() });
     expect(client.health().budgets.map((b) => [b.bucket, b.limit, b.allowed])).toEqual([
       ['read', 100, 90],
       ['write', 30, 27],
@@ -19,14 +20,14 @@ describe('platformClientFromConfig', () => {
 
   it('persists through the state database when one is given', async () => {
     const db = openDatabase(':memory:');
-    const client = platformClientFromConfig(loadConfig({ env: {} }), { logger: silentLogger(), db });
+    const client = platformClientFromConfig(loadConfig({ env: {} }), { clock: systemClock, logger: silentLogger(), db });
     expect(client.clearStrikes('ops')).toBe(0);
     await client.close();
     db.close();
   });
 
   it('refuses a write without a usable Idempotency-Key before anything is sent', async () => {
-    const client = platformClientFromConfig(loadConfig({ env: {} }), { logger: silentLogger() });
+    const client = platformClientFromConfig(loadConfig({ env: {} }), { clock: systemClock, logger: silentLogger() });
     for (const key of ['', 'k'.repeat(256)]) {
       const err = await client.acknowledgeBoarding('L1', {}, { idempotencyKey: key }).catch((e: unknown) => e);
       expect(isPlatformError(err) && err.code).toBe('input.invalid');

@@ -104,7 +104,13 @@ describe('daemon', () => {
     const inCore = once(entered, 'entered');
     await daemon.start();
     await inCore;
-    await daemon.stop();
+    // The shutdown timeout runs on the daemon's clock: move it until the stop has completed.
+    let stopped = false;
+    const stopping = daemon.stop().then(() => {
+      stopped = true;
+    });
+    while (!stopped) await p.clock.advance(50);
+    await stopping;
     expect(p.store.loans.require('L1').state).toBe('mapped');
     expect(p.store.loans.events('L1').at(-1)?.reason).toBe('interrupted by shutdown');
     open();

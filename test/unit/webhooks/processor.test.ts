@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -96,7 +97,7 @@ describe('webhook processor', () => {
       cycles.push(r);
       cycleRequested();
     };
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle, onFunded: (id) => funded.push(id) });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle, onFunded: (id) => funded.push(id) });
     const order: string[] = [];
     p.events.on('processed', (e: { webhookId: string }) => order.push(e.webhookId));
     await p.start();
@@ -124,7 +125,7 @@ describe('webhook processor', () => {
     const db = memDb();
     insertLoan(db, 'L1');
     const inbox = createWebhookInbox(db);
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     inbox.insert(event('x', 'loan.funded', 'L1', '2026-11-01T10:00:00Z'), 1);
     await p.drain();
     inbox.insert(event('y', 'loan.funded', 'L1', '2026-11-03T10:00:00Z'), 2);
@@ -138,7 +139,7 @@ describe('webhook processor', () => {
     inbox.insert(event('u', 'loan.teleported', 'L1', '2026-11-01T10:00:00Z'), 1);
     inbox.insert(event('n', 'loan.funded', null, '2026-11-01T10:00:00Z'), 1);
     const cycles: string[] = [];
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle: (r) => cycles.push(r) });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle: (r) => cycles.push(r) });
     expect(await p.drain()).toBe(2);
     expect(inbox.stats()).toMatchObject({ processed: 2, pending: 0 });
     expect(db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
@@ -154,7 +155,7 @@ describe('webhook processor', () => {
     inbox.insert(event('ok2', 'loan.created', 'L2', '2026-11-01T10:00:02Z'), 1);
     const outcomes: Array<[string, string]> = [];
     for (const id of ['L1', 'BAD', 'L2']) insertLoan(db, id);
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     p.events.on('processed', (e: { webhookId: string; outcome: string }) => outcomes.push([e.webhookId, e.outcome]));
     await p.drain();
     expect(outcomes).toEqual([
@@ -181,7 +182,7 @@ describe('webhook processor', () => {
     const inbox = createWebhookInbox(db);
     expect(inbox.stats().pending).toBe(1);
     const funded: string[] = [];
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0, onFunded: (id) => funded.push(id) });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, onFunded: (id) => funded.push(id) });
     await p.start();
     expect(funded).toEqual(['L9']);
     expect(inbox.get('w')?.status).toBe('processed');
@@ -199,7 +200,7 @@ describe('inbox prune', () => {
     inbox.insert(event('old-pending', 'loan.created', 'L3', '2026-01-01T00:00:00Z'), 100);
     inbox.insert(event('new', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 900);
     insertLoan(db, 'L1');
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     await p.drain();
     db.prepare("UPDATE webhook_inbox SET status = 'pending' WHERE webhook_id = 'old-pending'").run();
     expect(inbox.prune(500)).toBe(2);
@@ -230,7 +231,7 @@ describe('loan webhook history', () => {
   it('deliveries for a loan not known yet are in its history before its first transition, once', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 1);
     inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 2);
     inbox.insert(event('f2', 'loan.funded', 'L7', '2026-11-01T10:05:00Z'), 3);
@@ -269,7 +270,7 @@ describe('loan webhook history', () => {
   it('a loan.funded whose time is not a real date does not stop the loan from being created later (regression)', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
-    const p = createWebhookProcessor({ db, inbox, logger: silentLogger(), debounceMs: 0 });
+    const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     // Epoch nanoseconds: read as milliseconds it is beyond what a Date can hold.
     inbox.insert(event('ns', 'loan.funded', 'L6', '2026-11-01T10:00:00Z', { fundedAt: 1_762_000_000_000_000_000 }), 1);
     await p.drain();

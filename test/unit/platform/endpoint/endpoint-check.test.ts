@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../../../src/lib/clock.js';
 import { silentLogger } from '../../../../src/lib/logger.js';
 import type { WebhookEndpoint } from '../../../../src/contract/schemas.js';
 import { checkEndpoints, createEndpointWatch, isEndpointDisabled, sameEndpointUrl } from '../../../../src/platform/endpoint/endpoint-check.js';
@@ -30,13 +31,13 @@ describe('endpoint check', () => {
     [[{ id: 'e1', url: 'https://elsewhere.example/hook', status: 'active' }], 'missing'],
   ] as Array<[WebhookEndpoint[], string]>)('%j → %s', async (endpoints, state) => {
     const watch = createEndpointWatch();
-    const r = await checkEndpoints(platform(endpoints), config(url), silentLogger(), { watch });
+    const r = await checkEndpoints(platform(endpoints), config(url), silentLogger(), { clock: systemClock, watch });
     expect(r.state).toBe(state);
     expect(watch.last()).toBe(r);
   });
 
   it('never throws: an unreachable platform is `unknown`, no publicUrl is `unconfigured`', async () => {
-    expect((await checkEndpoints(platform(new Error('ECONNREFUSED')), config(url), silentLogger())).state).toBe('unknown');
-    expect((await checkEndpoints(platform([]), config(), silentLogger())).state).toBe('unconfigured');
+    expect((await checkEndpoints(platform(new Error('ECONNREFUSED')), config(url), silentLogger(), { clock: systemClock })).state).toBe('unknown');
+    expect((await checkEndpoints(platform([]), config(), silentLogger(), { clock: systemClock })).state).toBe('unconfigured');
   });
 });
