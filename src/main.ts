@@ -4,7 +4,7 @@ import { createCliContext, createHangupSource, type CliContext } from './cli/con
 import { buildProgram } from './cli/program.js';
 import { systemClock } from './lib/clock.js';
 import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
-import { scrubText } from './lib/logger.js';
+import { scrubText } from './lib/redact.js';
 import { printable } from './lib/terminal.js';
 
 /** Composition root: the only place that installs signal handlers and calls process.exit. */

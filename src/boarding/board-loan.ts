@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import { FatalError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { redactForStorage } from '../store/redact.js';
+import { redactForStorage } from '../lib/redact.js';
 import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';

@@ -2,7 +2,7 @@ import type { CanonicalLoanFields } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
 import { queueItemSchema, type QueueItem } from '../contract/schemas.js';
 import type { MappedRecord, MappingInput } from '../mapping/types.js';
-import { redactPayload } from '../store/redact.js';
+import { redactPayload } from '../lib/redact.js';
 
 /** Where the queue item a mapping saw came from (preview and dry run say so). */
 export type InputSource = 'stored' | 'queue' | 'loan';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { redactUrl } from '../config/security.js';
+import { redactUrl } from '../lib/redact.js';
 import { out, type CliContext } from './context.js';
 
 export function registerConfigCommands(program: Command, ctx: CliContext): void {

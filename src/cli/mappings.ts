@@ -11,7 +11,7 @@ import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/
 import { isPlatformError } from '../platform/errors.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { createLoanStore } from '../store/loans.js';
-import { redactPayload } from '../store/redact.js';
+import { redactPayload } from '../lib/redact.js';
 import { mapperOptionsFromConfig } from '../app/runtime.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from './session.js';

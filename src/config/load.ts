@@ -1,7 +1,8 @@
 import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../lib/errors.js';
-import { redactUrl, transportProblems } from './security.js';
+import { redactUrl } from '../lib/redact.js';
+import { transportProblems } from './security.js';
 import { configSchema, type Config } from './schema.js';
 
 /** Built-in defaults: point at a local sandbox (`boarding-connector sandbox --port 4010`). */

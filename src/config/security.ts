@@ -50,17 +50,3 @@ export function transportWarnings(config: Config): string[] {
   return warnings;
 }
 
-/** A URL as it may be shown: credentials and query string hidden. */
-export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (url.username !== '' || url.password !== '') {
-      url.username = url.username === '' ? '' : '(hidden)';
-      url.password = url.password === '' ? '' : '(hidden)';
-    }
-    if (url.search !== '') url.search = '?(hidden)';
-    return url.toString();
-  } catch {
-    return raw;
-  }
-}

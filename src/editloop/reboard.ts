@@ -7,7 +7,7 @@ import type { Mapper } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
-import { redactForStorage } from '../store/redact.js';
+import { redactForStorage } from '../lib/redact.js';
 import { quarantineReasonFor } from '../boarding/board-loan.js';
 import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from '../boarding/mapping-input.js';
 import { payloadHash } from '../boarding/release.js';

@@ -1,64 +1,8 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 
+import { REDACT_PATHS, scrubDeep, scrubText } from './redact.js';
+
 export type { Logger } from 'pino';
-
-/**
- * Object paths whose values never reach a log line. Keys are matched at the top level and one or
- * two levels down, which covers how this codebase logs (`{ err }`, `{ req: { headers } }`, config).
- */
-const SECRET_KEYS = [
-  'apiKey',
-  'authorization',
-  'Authorization',
-  'password',
-  'secret',
-  'secrets',
-  'ein',
-  'ssn',
-  'tin',
-  'taxId',
-  'webhookSecret',
-];
-export const REDACT_PATHS: string[] = SECRET_KEYS.flatMap((k) => [
-  k,
-  `*.${k}`,
-  `*.*.${k}`,
-  `headers["${k.toLowerCase()}"]`,
-  `*.headers["${k.toLowerCase()}"]`,
-]);
-
-const API_KEY_RE = /\b(pk|sk)_(live|test)_[A-Za-z0-9_-]+/g;
-const WHSEC_RE = /\bwhsec_[A-Za-z0-9+/=_-]+/g;
-const BEARER_RE = /\bBearer\s+[A-Za-z0-9._~+/=-]+/gi;
-// A URL with a query string: presigned addresses carry their signature there.
-const URL_QUERY_RE = /\b(https?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]*/g;
-// Full US tax ids (EIN 12-3456789, SSN 123-45-6789 or 9 bare digits).
-const TIN_RE = /\b(\d{2}-\d{7}|\d{3}-\d{2}-\d{4})\b/g;
-
-/** Scrubs secrets that can hide inside free text (error messages, URLs). */
-export function scrubText(text: string): string {
-  return text
-    .replace(API_KEY_RE, '[redacted-key]')
-    .replace(WHSEC_RE, '[redacted-secret]')
-    .replace(BEARER_RE, 'Bearer [redacted]')
-    .replace(URL_QUERY_RE, '$1?[redacted]')
-    .replace(TIN_RE, '[redacted-tin]');
-}
-
-function scrubDeep(value: unknown, depth: number): unknown {
-  if (typeof value === 'string') return scrubText(value);
-  if (depth > 6 || value === null || typeof value !== 'object') return value;
-  if (value instanceof Error) {
-    const out: Record<string, unknown> = { type: value.name, message: scrubText(value.message) };
-    if (value.stack) out['stack'] = scrubText(value.stack);
-    for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, depth + 1);
-    return out;
-  }
-  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = scrubDeep(v, depth + 1);
-  return out;
-}
 
 export interface LoggerOptions {
   level?: string;

@@ -2,7 +2,8 @@ import type { CompiledExpression, CompiledMapping } from './compile.js';
 import type { Layout } from './layout.js';
 import { MAIN_FILE } from './compile.js';
 import { checkField } from './fieldSchema.js';
-import { HelperIssue, REVIEW_BINDING, describe, redactTins } from './issue.js';
+import { maskTins } from '../lib/redact.js';
+import { HelperIssue, REVIEW_BINDING, describe } from './issue.js';
 import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
 
 /** Past this many issues a loan's report stops growing: the first ones say what is wrong. */
@@ -106,7 +107,7 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       column: pos.column,
       target: where.target,
       field: where.field,
-      message: redactTins(f.message),
+      message: maskTins(f.message),
     };
     const inputPath = joinPath(where.itemPath, f.inputPath);
     if (inputPath !== undefined) issue.inputPath = inputPath;
@@ -147,7 +148,7 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       defaults: (productId !== undefined && defaultsFor.get(productId)) || baseDefaults,
       index: 0,
       [REVIEW_BINDING]: (code: MappingIssueCode, message: string) => {
-        reported.push({ code, message: redactTins(message) });
+        reported.push({ code, message: maskTins(message) });
       },
     };
     const root = { loan, entities: bindings['entities'], documents: bindings['documents'] };
@@ -276,7 +277,7 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
         return {
           ok: false,
           mappingVersion: version,
-          issues: [{ code: 'mapping', file: MAIN_FILE, line: 1, column: 1, target: '(engine)', field: '(engine)', message: redactTins(`internal mapping error: ${err instanceof Error ? err.message : String(err)}`) }],
+          issues: [{ code: 'mapping', file: MAIN_FILE, line: 1, column: 1, target: '(engine)', field: '(engine)', message: maskTins(`internal mapping error: ${err instanceof Error ? err.message : String(err)}`) }],
         };
       }
     },

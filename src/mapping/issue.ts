@@ -1,4 +1,5 @@
 import type { MappingIssueCode } from './types.js';
+import { maskTins } from '../lib/redact.js';
 
 /**
  * Thrown by a helper when the data cannot be mapped. The engine catches it per field and turns it
@@ -30,18 +31,12 @@ export function review(focus: { environment: { lookup(name: string): unknown } }
   if (typeof sink === 'function') (sink as ReviewSink)(code, message);
 }
 
-const FULL_TIN = /(?<!\d)(\d{3}-?\d{2}-?\d{4}|\d{2}-\d{7})(?!\d)/g;
-
-/** Issue texts end up in SQLite and logs: never let a nine-digit tax id through. */
-export function redactTins(text: string): string {
-  return text.replace(FULL_TIN, (m) => `*****${m.replace(/\D/g, '').slice(-4)}`);
-}
 
 /** Short, safe rendering of a value for an issue message. */
 export function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
-  if (typeof value === 'string') return redactTins(JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value));
+  if (typeof value === 'string') return maskTins(JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value));
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return `a list of ${value.length}`;
   if (typeof value === 'function') return 'a function';

@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger.js';
 import type { DownloadResult } from './api.js';
 import { classifyThrown, PlatformError } from './errors.js';
+import { redactUrl } from '../lib/redact.js';
 
 /**
  * Fetches a presigned address. The signature in the query string IS the credential, so: no
@@ -32,10 +33,6 @@ export interface DownloadOptions {
   deadlineMs?: number;
 }
 
-/** Origin + path only: what may appear in logs and messages. */
-export function redactUrl(url: URL): string {
-  return `${url.origin}${url.pathname}`;
-}
 
 export async function downloadPresigned(deps: DownloadDeps, address: string, sink: Writable, opts: DownloadOptions): Promise<DownloadResult> {
   let url: URL;

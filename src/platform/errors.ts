@@ -1,4 +1,4 @@
-import { scrubText } from '../lib/logger.js';
+import { scrubText } from '../lib/redact.js';
 import { errorBodySchema, validationErrorBodySchema } from '../contract/schemas.js';
 
 /**

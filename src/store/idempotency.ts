@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { redactDeep } from './redact.js';
+import { redactDeep } from '../lib/redact.js';
 
 export interface IdempotencyKeyRow {
   key: string;

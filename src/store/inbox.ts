@@ -1,4 +1,4 @@
-import { redactPayload } from './redact.js';
+import { redactPayload } from '../lib/redact.js';
 import type { Db } from './db.js';
 import { extractFundedAt } from '../contract/webhook-payload.js';
 

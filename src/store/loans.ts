@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
-import { redactDeep, redactForStorage } from './redact.js';
+import { redactDeep, redactForStorage } from '../lib/redact.js';
 import {
   LOAN_STATES,
   assertTransition,

@@ -1,6 +1,6 @@
 import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
-import { scrubText } from '../../lib/logger.js';
+import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
 
 export interface FineractHttpOptions {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
-import { redactUrl, transportWarnings } from '../../../src/config/security.js';
+import { transportWarnings } from '../../../src/config/security.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 
 function problems(fileText: string): string[] {
@@ -54,10 +54,5 @@ describe('transport security in the config (regression: a pk_live_ key over plai
     const bad = problems(`platform: { baseUrl: "https://u:s3cret@lender.example.com/v1", apiKey: pk_test_a, environment: staging }\n`);
     expect(bad.join('\n')).toContain('platform.baseUrl');
     expect(bad.join('\n')).not.toContain('s3cret');
-  });
-
-  it('redactUrl hides credentials and the query string', () => {
-    expect(redactUrl('https://u:pw@h.example/api?sig=1')).toBe('https://(hidden):(hidden)@h.example/api?(hidden)');
-    expect(redactUrl('https://h.example/api')).toBe('https://h.example/api');
   });
 });

@@ -1,0 +1,128 @@
+/**
+ * Redaction, in one place: what never leaves the process in a log line, a stored message, an issue
+ * text or a printed URL. One set of patterns; each function says where its output goes.
+ *
+ * Tax ids: a full EIN or SSN never appears. Dashed forms (12-3456789, 123-45-6789) are redacted
+ * everywhere. A bare run of 9 digits is redacted in text bound for storage and in mapping issues,
+ * but not in log lines, where 9-digit cents amounts are common and the structured fields that carry
+ * tax ids are removed by name (SECRET_FIELDS) instead.
+ */
+
+/** Field names whose values are secrets or tax ids, whatever their type (a TIN may come as a number). */
+export const SECRET_FIELDS = [
+  'apiKey',
+  'api_key',
+  'authorization',
+  'password',
+  'secret',
+  'secrets',
+  'token',
+  'webhookSecret',
+  'ein',
+  'ssn',
+  'tin',
+  'taxId',
+  'tax_id',
+] as const;
+
+const SECRET_FIELD = new RegExp(`^(${SECRET_FIELDS.join('|')})$`, 'i');
+
+export function isSecretField(name: string): boolean {
+  return SECRET_FIELD.test(name);
+}
+
+/** pino `redact.paths`: the secret fields at the top level and two levels down, and in headers. */
+export const REDACT_PATHS: string[] = [...new Set(SECRET_FIELDS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `headers["${k.toLowerCase()}"]`, `*.headers["${k.toLowerCase()}"]`]))];
+
+const API_KEY = /\b(pk|sk)_(live|test)_[A-Za-z0-9_-]+/g;
+const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=_-]+/g;
+const BEARER = /\bBearer\s+[A-Za-z0-9._~+/=-]+/gi;
+/** A URL with a query string: presigned addresses carry their signature there. */
+const URL_QUERY = /\b(https?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]*/g;
+/** EIN 12-3456789 or SSN 123-45-6789, not inside a longer run of digits. */
+const TIN_DASHED = /(?<![\d-])(\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?![\d-])/g;
+/** Nine digits on their own (not part of a longer number or a decimal). */
+const TIN_BARE = /(?<![\d.])\d{9}(?![\d.])/g;
+
+/** For log lines and error texts shown to people: keys, secrets, bearer tokens, presigned queries, dashed tax ids. */
+export function scrubText(text: string): string {
+  return text
+    .replace(API_KEY, '[redacted-key]')
+    .replace(WEBHOOK_SECRET, '[redacted-secret]')
+    .replace(BEARER, 'Bearer [redacted]')
+    .replace(URL_QUERY, '$1?[redacted]')
+    .replace(TIN_DASHED, '[redacted-tin]');
+}
+
+/** For text bound for the state database (error messages, event details): scrubText plus bare 9-digit tax ids. */
+export function redactForStorage(text: string): string {
+  return scrubText(text).replace(TIN_BARE, '[redacted-tin]');
+}
+
+/** For mapping issue texts a bank engineer reads: a full tax id becomes `*****` and its last 4 (which identify it safely). */
+export function maskTins(text: string): string {
+  const last4 = (m: string): string => `*****${m.replace(/\D/g, '').slice(-4)}`;
+  return text.replace(TIN_DASHED, last4).replace(TIN_BARE, last4);
+}
+
+/** Deep copy for storage with every string redacted; numbers and structure unchanged. */
+export function redactDeep(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactForStorage(value);
+  if (depth > 8 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
+  if (value instanceof Error) return { name: value.name, message: redactForStorage(value.message) };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = redactDeep(v, depth + 1);
+  return out;
+}
+
+const MAX_STORED_DEPTH = 12;
+
+/**
+ * A payload (webhook body, mapped records) as the store may keep it: every string redacted, secret
+ * fields replaced whatever their type, and nothing below a depth the connector reads kept (a hostile
+ * payload must not hide a value where redaction does not look).
+ */
+export function redactPayload(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactForStorage(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_STORED_DEPTH) return '[truncated]';
+  if (Array.isArray(value)) return value.map((v) => redactPayload(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    out[k] = isSecretField(k) && v !== null && v !== undefined && v !== '' ? '[redacted]' : redactPayload(v, depth + 1);
+  }
+  return out;
+}
+
+/** Deep copy for a log line: every string scrubbed, errors flattened with their stack. */
+export function scrubDeep(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (depth > 6 || value === null || typeof value !== 'object') return value;
+  if (value instanceof Error) {
+    const out: Record<string, unknown> = { type: value.name, message: scrubText(value.message) };
+    if (value.stack) out['stack'] = scrubText(value.stack);
+    for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, depth + 1);
+    return out;
+  }
+  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = scrubDeep(v, depth + 1);
+  return out;
+}
+
+/**
+ * A URL as it may be shown or logged: scheme, host and path; credentials and the query string (a
+ * presigned signature) replaced by `(hidden)`, the fragment dropped. Text that is not a URL is
+ * scrubbed like any other text.
+ */
+export function redactUrl(url: string | URL): string {
+  let u: URL;
+  try {
+    u = typeof url === 'string' ? new URL(url) : url;
+  } catch {
+    return scrubText(String(url));
+  }
+  const credentials = u.username !== '' || u.password !== '' ? '(hidden)@' : '';
+  return `${u.protocol}//${credentials}${u.host}${u.pathname}${u.search !== '' ? '?(hidden)' : ''}`;
+}

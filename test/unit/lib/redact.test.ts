@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { REDACT_PATHS, isSecretField, maskTins, redactDeep, redactForStorage, redactPayload, redactUrl, scrubDeep, scrubText } from '../../../src/lib/redact.js';
+
+describe('redaction: one module, one set of patterns', () => {
+  it('scrubText (logs): keys, webhook secrets, bearer tokens, presigned queries and dashed tax ids', () => {
+    const text = 'key pk_live_AbC123 test sk_test_x-y secret whsec_abc+/= auth Bearer eyJ.a.b url https://b.example/doc/1?X-Sig=SIG&exp=1 ein 12-3456789 ssn 123-45-6789';
+    const out = scrubText(text);
+    for (const secret of ['AbC123', 'sk_test_x-y', 'whsec_abc', 'eyJ.a.b', 'X-Sig', 'SIG&exp', '12-3456789', '123-45-6789']) expect(out).not.toContain(secret);
+    expect(out).toContain('https://b.example/doc/1?[redacted]');
+    // Bare 9 digits stay in logs: cents amounts of that size are common there.
+    expect(scrubText('principal 123456789 cents')).toBe('principal 123456789 cents');
+    expect(scrubText('loan L-1 boarded in 3 ms')).toBe('loan L-1 boarded in 3 ms');
+    // A dashed tax id inside a longer number or id is not a tax id.
+    expect(scrubText('ref 9912-3456789 and 123-45-67890')).toBe('ref 9912-3456789 and 123-45-67890');
+  });
+
+  it('redactForStorage: everything scrubText does, plus bare 9-digit tax ids (not longer numbers or decimals)', () => {
+    expect(redactForStorage('ein 123456789, ssn 123-45-6789, key pk_test_zz')).toBe('ein [redacted-tin], ssn [redacted-tin], key [redacted-key]');
+    expect(redactForStorage('amount 1234567890123 rate 0.123456789')).toBe('amount 1234567890123 rate 0.123456789');
+  });
+
+  it('maskTins (mapping issues): a full tax id shows only its last 4', () => {
+    expect(maskTins('got "123-45-6789" and 987654321 and 12-3456789')).toBe('got "*****6789" and *****4321 and *****6789');
+    expect(maskTins('amount 1234567890123')).toBe('amount 1234567890123');
+  });
+
+  it('redactPayload: secret fields by name whatever their type, strings redacted, depth bounded', () => {
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 20; i++) deep = { next: deep };
+    const out = redactPayload({ ein: 123456789, SSN: '123-45-6789', apiKey: 'pk_live_x', note: 'tin 987654321', amount: 123456789, empty: '', deep }) as Record<string, unknown>;
+    expect(out).toMatchObject({ ein: '[redacted]', SSN: '[redacted]', apiKey: '[redacted]', note: 'tin [redacted-tin]', amount: 123456789, empty: '' });
+    expect(JSON.stringify(out['deep'])).toContain('[truncated]');
+    expect(JSON.stringify(out['deep'])).not.toContain('bottom');
+  });
+
+  it('redactDeep and scrubDeep keep structure and numbers, and flatten errors', () => {
+    expect(redactDeep({ a: ['ssn 123-45-6789', 5], e: new Error('ein 123456789') })).toEqual({ a: ['ssn [redacted-tin]', 5], e: { name: 'Error', message: 'ein [redacted-tin]' } });
+    const logged = scrubDeep({ err: new Error('key pk_live_q') }) as { err: { type: string; message: string; stack: string } };
+    expect(logged.err.type).toBe('Error');
+    expect(logged.err.message).toBe('key [redacted-key]');
+    expect(logged.err.stack).not.toContain('pk_live_q');
+  });
+
+  it('redactUrl: scheme, host and path; credentials and query hidden; not-a-URL scrubbed', () => {
+    expect(redactUrl('https://u:pw@h.example/api?sig=1#frag')).toBe('https://(hidden)@h.example/api?(hidden)');
+    expect(redactUrl(new URL('https://h.example:8443/api'))).toBe('https://h.example:8443/api');
+    expect(redactUrl('not a url with pk_live_abc')).toBe('not a url with [redacted-key]');
+  });
+
+  it('the secret field names drive both the store and the logger', () => {
+    for (const name of ['apiKey', 'API_KEY', 'password', 'Ein', 'ssn', 'taxId', 'tax_id', 'authorization', 'token']) expect(isSecretField(name)).toBe(true);
+    expect(isSecretField('einLast4')).toBe(false);
+    expect(REDACT_PATHS).toContain('*.*.ssn');
+    expect(REDACT_PATHS).toContain('headers["authorization"]');
+  });
+});
