@@ -130,6 +130,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
               interrupted: summary.interrupted,
               trafficStopped: summary.trafficStopped,
               ...(summary.busy ? { busy: summary.busy } : {}),
+              ...(summary.coreOutage ? { coreOutage: summary.coreOutage } : {}),
               ...(summary.leaseLost ? { leaseLost: true } : {}),
               ...(summary.walk.stillListedAfterAck > 0
                 ? { stillListedAfterAck: summary.walk.stillListedAfterAck, stillListedChanged: summary.walk.stillListedChanged }
