@@ -16,14 +16,14 @@ export interface DocProblem {
 }
 
 const PATH_ROOTS = ['src', 'test', 'mappings', 'config', 'scripts', 'bench', 'docs', 'docker'];
-const PATH_RE = new RegExp(`(?<![\\w./:~$@-])(?:${PATH_ROOTS.join('|')})/[^\\s\`'"()\\[\\],;|]*`, 'g');
+const PATH_RE = new RegExp(`(?<![\\w./:~$@-])(?:\\./)?(?:${PATH_ROOTS.join('|')})/[^\\s\`'"()\\[\\],;|]*`, 'g');
 /** A segment with one of these is a placeholder or a pattern: only what comes before it is checked. */
 const PLACEHOLDER = /[<>{}*…$]|\.\.\./;
 
 /** The part of a path token that must exist: up to the first placeholder segment, trailing punctuation off. */
 export function concretePath(token: string): string {
   // `mapping.yaml:61:25` (file:line:column) names the file.
-  let t = token.replace(/#.*$/, '').replace(/(:\d+)+$/, '').replace(/[.:,;!?]+$/, '');
+  let t = token.replace(/^\.\//, '').replace(/#.*$/, '').replace(/(:\d+)+$/, '').replace(/[.:,;!?]+$/, '');
   const segs = t.split('/');
   const cut = segs.findIndex((s) => PLACEHOLDER.test(s));
   if (cut >= 0) t = segs.slice(0, cut).join('/');
