@@ -2,7 +2,7 @@
 import { CommanderError } from 'commander';
 import { createCliContext, createHangupSource, type CliContext } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
-import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
+import { BusyError, ConfigError, FatalError, IncompleteRunError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
 import { printable } from './lib/terminal.js';
 
@@ -64,6 +64,10 @@ async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof BusyError) {
       process.stderr.write(`busy: ${printable(err.message)}\n`);
+      return err.exitCode;
+    }
+    if (err instanceof IncompleteRunError) {
+      process.stderr.write(`incomplete: ${printable(scrubText(err.message))}\n`);
       return err.exitCode;
     }
     if (err instanceof ConfigError || err instanceof FatalError) {

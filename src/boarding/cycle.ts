@@ -13,6 +13,12 @@ export interface CycleDeps extends LoanBoarderDeps {
   concurrency: number;
   /** A holder that has not heartbeaten for this long loses the boarding lease (default 60 s). */
   leaseTtlMs?: number;
+  /**
+   * This many core writes in a row that found the core unavailable (timeouts, 5xx, refused
+   * connections), with no successful board between them, stop the pass: the core is down, and
+   * every further loan would spend platform reads only to wait for a retry. Default 3.
+   */
+  coreOutageAfter?: number;
 }
 
 export const BOARDING_LEASE = 'boarding';
@@ -66,6 +72,11 @@ export interface CycleSummary {
   trafficStopped: boolean;
   /** A fatal platform error (auth): the cycle stopped; `sync --once` exits 1. */
   fatal: { code: string; message: string } | null;
+  /**
+   * The core was unavailable for `boarding` writes in a row (coreOutageAfter): the pass stopped and
+   * the loans not yet tried wait for the next cycle; `sync --once` exits 5.
+   */
+  coreOutage: { failures: number; message: string } | null;
   /** Another process holds the boarding lease: this cycle did nothing. */
   busy: { pid: number; host: string; since: string } | null;
   /** Another process took the lease over mid-cycle (this one stalled): the cycle stopped early. */
@@ -87,6 +98,11 @@ export class CycleAlreadyRunningError extends Error {
 
 const NEVER = new AbortController().signal;
 
+/** retry_wait codes of a core that did not answer (board-loan.ts): 'core.unavailable', 'core.ambiguous'. */
+function isCoreUnavailableCode(code: string): boolean {
+  return code === 'core.unavailable' || code === 'core.ambiguous';
+}
+
 function isRefusedCursor(err: unknown): err is PlatformError {
   return isPlatformError(err) && !err.retryable && !err.fatal && err.status !== null && err.status >= 400 && err.status < 500 && err.status !== 429;
 }
@@ -106,6 +122,9 @@ export function createCycleRunner(deps: CycleDeps) {
   const me = { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, pid: process.pid, host: hostname() };
   const leaseTtlMs = deps.leaseTtlMs ?? 60_000;
   const stillListedWarnedAt = new Map<string, number>();
+  const coreOutageAfter = deps.coreOutageAfter ?? 3;
+  /** Core writes in a row (across cycles) that found the core unavailable; a board resets it. */
+  let coreFailuresInARow = 0;
 
   /** Counts acknowledged loans still listed; collects them for one warning per cycle. */
   function stillListedObserver(summary: CycleSummary, seen: Map<string, StillListedKind>): IntakeObserver {
@@ -203,15 +222,27 @@ export function createCycleRunner(deps: CycleDeps) {
     }
   }
 
+  function noteCoreFailure(summary: CycleSummary, message: string): void {
+    coreFailuresInARow += 1;
+    if (coreFailuresInARow < coreOutageAfter || summary.coreOutage !== null) return;
+    summary.coreOutage = { failures: coreFailuresInARow, message: message.slice(0, 500) };
+    logger.error(
+      { alert: 'core.outage', failures: coreFailuresInARow, err: summary.coreOutage.message },
+      `ALERT: the core was unavailable for ${coreFailuresInARow} loans in a row; this pass stopped, the loans wait for the next cycle`,
+    );
+  }
+
   function tally(summary: CycleSummary, o: BoardOutcome): void {
     switch (o.kind) {
       case 'acknowledged':
+        coreFailuresInARow = 0;
         summary.acknowledged += 1;
         if (o.ackOnly) summary.ackOnly += 1;
         break;
       case 'retry_wait': {
         summary.retryWait += 1;
         const row = store.loans.get(o.loanId);
+        if (isCoreUnavailableCode(o.code)) noteCoreFailure(summary, row?.lastErrorMessage ?? o.code);
         if (summary.problems.length < MAX_PROBLEMS) {
           summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: row?.lastErrorMessage ?? '' });
         }
@@ -243,7 +274,7 @@ export function createCycleRunner(deps: CycleDeps) {
   async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>): Promise<void> {
     const due = store.loans.due(clock.now()).filter((r) => !inFlight.has(r.id));
     let next = 0;
-    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped;
+    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
     const worker = async (): Promise<void> => {
       while (!halted()) {
         const row = due[next++];
@@ -305,6 +336,7 @@ export function createCycleRunner(deps: CycleDeps) {
       passes: 0,
       trafficStopped: false,
       fatal: null,
+      coreOutage: null,
       busy: null,
       leaseLost: false,
       states: store.loans.countByState(),
@@ -367,11 +399,11 @@ export function createCycleRunner(deps: CycleDeps) {
         summary.trafficStopped = true;
       }
       const attempted = new Set<string>();
-      while (summary.fatal === null && !summary.trafficStopped && !stop.aborted) {
+      while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
         summary.passes += 1;
         await boardPass(summary, stop, abort, attempted);
         const settleMs = opts.settleMs ?? 0;
-        if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || stop.aborted) break;
+        if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
         const target = settleTarget(attempted, clock.now() + settleMs);
         if (target === null) break;
         try {

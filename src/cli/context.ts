@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { loadConfig } from '../config/load.js';
 import { transportWarnings } from '../config/security.js';
 import type { Config } from '../config/schema.js';
-import { ConfigError, errorMessage } from '../lib/errors.js';
+import { ConfigError, UsageError, errorMessage } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 import { printable } from '../lib/terminal.js';
@@ -18,8 +20,9 @@ export interface CliContext {
   readonly stdout: Writable;
   readonly stderr: Writable;
   readonly clock: Clock;
-  /** --config, else BOARDING_CONFIG, else undefined (built-in demo defaults). */
+  /** --config, else BOARDING_CONFIG, else undefined (then config() refuses: exit 2). */
   configPath(): string | undefined;
+  /** The validated config; without --config or BOARDING_CONFIG a UsageError (no silent defaults). */
   config(): Config;
   logger(): Logger;
   /** Registers cleanup run (in reverse order) when the command finishes or the process stops. */
@@ -93,13 +96,12 @@ export function createCliContext(opts: ContextOptions): CliContext {
     config() {
       if (config) return config;
       const path = configPath();
-      let fileText: string | undefined;
-      if (path !== undefined) {
-        try {
-          fileText = readFileSync(path, 'utf8');
-        } catch (err) {
-          throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
-        }
+      if (path === undefined) throw new UsageError(noConfigMessage());
+      let fileText: string;
+      try {
+        fileText = readFileSync(path, 'utf8');
+      } catch (err) {
+        throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
       }
       config = loadConfig({ env: opts.env, fileText, filePath: path });
       pendingWarnings.push(...transportWarnings(config));
@@ -131,6 +133,35 @@ export function createCliContext(opts: ContextOptions): CliContext {
       }
     },
   };
+}
+
+/** The commands that run without a config: they make their own (the demo) or need none (the sandbox). */
+export const COMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['demo', 'sandbox']);
+
+const SHIPPED_CONFIG_DIR = fileURLToPath(new URL('../../config', import.meta.url));
+
+/** What to say when no config was given: how to give one, and the shipped example to start from. */
+export function noConfigMessage(cwd: string = process.cwd()): string {
+  let examples: string[] = [];
+  try {
+    if (existsSync(SHIPPED_CONFIG_DIR)) {
+      examples = readdirSync(SHIPPED_CONFIG_DIR)
+        .filter((f) => /^example.*\.ya?ml$/.test(f))
+        .sort()
+        .map((f) => {
+          const abs = join(SHIPPED_CONFIG_DIR, f);
+          const rel = relative(cwd, abs);
+          return rel.startsWith('..') ? abs : rel;
+        });
+    }
+  } catch {
+    // Only for the hint.
+  }
+  const start = examples.length > 0 ? ` Start from ${examples.join(' or ')} (every key with its default).` : '';
+  return (
+    'no config given: pass --config FILE or set BOARDING_CONFIG=FILE (the connector never falls back to built-in defaults).' +
+    `${start} Only \`demo\` and \`sandbox\` run without one.`
+  );
 }
 
 /** Prints a line of JSON or text on stdout, without terminal control characters. */

@@ -5,7 +5,7 @@ import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { dryRun, formatDryRun } from '../boarding/dry-run.js';
-import { BusyError, FatalError, UsageError } from '../lib/errors.js';
+import { BusyError, EXIT_CORE_OUTAGE, EXIT_WALK_INCOMPLETE, FatalError, IncompleteRunError, UsageError } from '../lib/errors.js';
 import { loadMapper } from '../mapping/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import { out, type CliContext } from './context.js';
@@ -35,6 +35,7 @@ export function formatSummary(s: CycleSummary): string {
   for (const p of s.problems.slice(0, 20)) lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
   if (s.problems.length > 20) lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
   if (s.trafficStopped) lines.push('ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).');
+  if (s.coreOutage) lines.push(`ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); the pass stopped, the rest wait for the next run.`);
   if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
   return lines.join('\n');
 }
@@ -87,7 +88,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     .option('--limit <n>', 'with --dry-run: stop after this many loans', parseLimit)
     .addHelpText(
       'after',
-      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key;\n3 when another connector process holds the boarding lease on this state database (nothing done).\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
+      '\nExit status: 0 when the cycle completed (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform or the core refuses the credentials;\n2 on wrong usage or no config (--config FILE or BOARDING_CONFIG);\n3 when another connector process holds the boarding lease on this state database (nothing done);\n4 when the queue walk did not complete (platform unreachable or failing, or traffic stopped after 429 strikes);\n5 when a core outage stopped the boarding pass.\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
     )
     .action(async (opts: { once?: boolean; json?: boolean; settleMs?: number; dryRun?: boolean; dir?: string; against?: string; limit?: number }) => {
       if (opts.dryRun === true) {
@@ -121,5 +122,14 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
       if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
+      if (summary.coreOutage) {
+        throw new IncompleteRunError(`the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`, EXIT_CORE_OUTAGE);
+      }
+      if (summary.trafficStopped) {
+        throw new IncompleteRunError('platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)', EXIT_WALK_INCOMPLETE);
+      }
+      if (!summary.walk.complete && !ctx.shutdown.aborted) {
+        throw new IncompleteRunError(`the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`, EXIT_WALK_INCOMPLETE);
+      }
     });
 }

@@ -52,8 +52,18 @@ export interface BudgetSnapshot {
   pausedUntil: number | null;
 }
 
+/** The last platform call that failed for a reason of the platform or the key (not a per-loan 4xx). */
+export interface PlatformCallFailure {
+  at: number;
+  code: string;
+  /** Short, no secret (HTTP method, path template and status or network code). */
+  detail: string;
+}
+
 export interface PlatformHealth {
   lastSuccessAt: number | null;
+  /** The last failed attempt (network, timeout, 5xx, 429, auth, traffic stop), from the first one after start. */
+  lastFailure?: PlatformCallFailure | null;
   strikes24h: number;
   /** true after 2 strikes in 24 h: ALL platform calls (reads too) stop until the ledger ages out (or an operator clears it). */
   trafficStopped: boolean;

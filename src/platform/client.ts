@@ -10,6 +10,7 @@ import type {
   Bucket,
   DownloadResult,
   PlatformApi,
+  PlatformCallFailure,
   PlatformHealth,
   QueuePage,
   QueueWalkOptions,
@@ -190,6 +191,13 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
   };
   const deprecationWarned = new Set<string>();
   let lastSuccessAt: number | null = null;
+  let lastFailure: PlatformCallFailure | null = null;
+  /** Failures that say the platform or the key is not working (readiness), not one loan's 4xx. */
+  const noteFailure = (e: PlatformError, spec: CallSpec<unknown>): void => {
+    if (e.code === 'aborted' || e.disposition === 'quarantine') return;
+    if (e.disposition === 'retry-later' && e.code !== 'unknown') return;
+    lastFailure = { at: clock.now(), code: e.code, detail: `${spec.method} ${spec.template}: ${e.code}${e.status ? ` (HTTP ${e.status})` : ''}` };
+  };
 
   async function readBody(res: Dispatcher.ResponseData, ctx: HttpContext): Promise<unknown> {
     const chunks: Buffer[] = [];
@@ -268,6 +276,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       } catch (err) {
         const e = classifyThrown(ctx, err, spec.signal);
         if (e.code !== 'aborted' && e.code !== 'rate_limit.traffic_stopped') count(bucket, e.code);
+        noteFailure(e, spec);
         logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
         throw e;
       }
@@ -288,6 +297,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         return spec.parse(body);
       }
       const err = classifyResponse(ctx, res.statusCode, body, { retryAfter: headerValue(res.headers, 'retry-after') }, clock.now());
+      noteFailure(err, spec);
       if (res.statusCode === 429) {
         stats.rateLimited += 1;
         budget.onRateLimited(token, { path: spec.template, retryAfterSeconds: err.retryAfterSeconds, headers: rateHeaders });
@@ -473,6 +483,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       const stopped = budget.stopped();
       return {
         lastSuccessAt,
+        lastFailure,
         strikes24h: budget.strikes24h(),
         trafficStopped: stopped,
         stopped,
