@@ -1,10 +1,21 @@
 #!/usr/bin/env node
+import { createInterface } from 'node:readline/promises';
 import { CommanderError } from 'commander';
 import { createCliContext, createHangupSource, type CliContext } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
 import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
 import { printable } from './lib/terminal.js';
+
+/** One question on the terminal (stderr, so stdout keeps only results); the answer line. */
+async function askOnTerminal(question: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return await rl.question(question);
+  } finally {
+    rl.close();
+  }
+}
 
 /** Composition root: the only place that installs signal handlers and calls process.exit. */
 async function main(argv: string[]): Promise<number> {
@@ -43,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
       getConfigOption: () => p.opts<{ config?: string }>().config,
       shutdown: shutdown.signal,
       hangup,
+      ...(process.stdin.isTTY === true && process.stderr.isTTY === true ? { prompt: askOnTerminal } : {}),
     });
     return ctx;
   });

@@ -32,6 +32,11 @@ export interface CliContext {
    * With no subscriber, SIGHUP stops the process like SIGTERM (its default meaning).
    */
   onHangup(fn: () => void): () => void;
+  /**
+   * Asks the operator a question on the terminal and resolves with the answer; undefined when
+   * there is no terminal to ask on (stdin or stderr not a TTY: cron, a pipe, a script).
+   */
+  readonly prompt: ((question: string) => Promise<string>) | undefined;
 }
 
 export interface ContextOptions {
@@ -43,6 +48,8 @@ export interface ContextOptions {
   clock?: Clock;
   /** SIGHUP, as main.ts relays it; tests dispatch it themselves. */
   hangup?: HangupSource;
+  /** A question on the terminal (main.ts, when stdin and stderr are TTYs; tests give their own). */
+  prompt?: (question: string) => Promise<string>;
 }
 
 export interface HangupSource {
@@ -83,6 +90,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
     stderr: opts.stderr,
     clock: opts.clock ?? systemClock,
     shutdown: opts.shutdown,
+    prompt: opts.prompt,
     onHangup(fn) {
       const unsubscribe = opts.hangup?.subscribe(fn);
       return () => {
