@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { createInterface } from 'node:readline/promises';
 import { CommanderError } from 'commander';
-import { createCliContext, createHangupSource, type CliContext } from './cli/context.js';
+import { createCliContext, createHangupSource, type CliContext, type GlobalOptions } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
 import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
@@ -52,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
       stdout: process.stdout,
       stderr: process.stderr,
       getConfigOption: () => p.opts<{ config?: string }>().config,
+      getGlobalOptions: () => p.opts<GlobalOptions>(),
       shutdown: shutdown.signal,
       hangup,
       ...(process.stdin.isTTY === true && process.stderr.isTTY === true ? { prompt: askOnTerminal } : {}),
@@ -66,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return 0;
   } catch (err) {
+    ctx?.endProgress();
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
       return 2;

@@ -12,6 +12,7 @@ import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { previewReboard, reboardLoan, type ReboardPreview, type ReboardResult } from '../boarding/reboard.js';
 import { buildRuntime, loadMapperFromConfig } from '../app/runtime.js';
 import { confirmBulk } from './confirm.js';
+import { followPlatformWaits } from './progress.js';
 import { openPlatformSession } from './session.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { QUARANTINE_REASONS, RETRYABLE_STATES, SKIPPABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
@@ -208,12 +209,15 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       refuseIfAny(plans, 'retried');
       await confirmBulk(ctx, { command: 'loans retry', action: `queue ${targets.length} loans again`, count: targets.length, threshold: ctx.config().boarding.confirmAbove, yes: opts.yes === true, sample: targets });
       const by = actor as string;
+      const progress = ctx.progress();
       let ackOnly = 0;
-      for (const id of targets) {
+      for (const [i, id] of targets.entries()) {
+        progress.status(`retrying ${i + 1}/${targets.length}`);
         const row = retryLoan(store.loans, id, by, now, opts.all === true ? { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } : undefined);
         if (writtenForCurrentRelease(row)) ackOnly += 1;
         if (targets.length <= 20) out(ctx, `loan ${id} queued by ${by}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}`);
       }
+      progress.done();
       if (targets.length > 20) out(ctx, `${targets.length} loans queued by ${by}${ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : ''}`);
       // Do not make the operator wait for the schedule: a running daemon polls for this request.
       const daemons = runningDaemons(store.daemon, now);
@@ -246,6 +250,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const actor = actorOf(ctx, opts.by);
       const reason = opts.reason?.trim() ?? '';
       if (reason === '') throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
+      const progress = ctx.progress();
       const rt = await buildRuntime(ctx.config(), ctx.logger(), { clock: ctx.clock });
       ctx.onClose(() => rt.close());
       const mine = { version: rt.mapper.version, dir: rt.config.mappings.dir };
@@ -253,8 +258,10 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const targets = pick(rt.store);
       await confirmBulk(ctx, { command: 'loans reboard', action: `re-write ${targets.length} loans in the core with mapping ${rt.mapper.version}`, count: targets.length, threshold: rt.config.boarding.confirmAbove, yes: opts.yes === true, sample: targets });
       const results: ReboardResult[] = [];
-      for (const id of targets) {
+      followPlatformWaits(progress, rt.platform);
+      for (const [i, id] of targets.entries()) {
         if (ctx.shutdown.aborted) break;
+        progress.status(`re-boarding ${i + 1}/${targets.length}: loan ${id}`);
         // A long run: the daemon may reload meanwhile, and one version boards at a time.
         assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
         const r = await reboardLoan(
@@ -265,6 +272,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         results.push(r);
         if (opts.json !== true) out(ctx, formatReboard(r));
       }
+      progress.done();
       if (opts.json === true) out(ctx, JSON.stringify(results));
       else out(ctx, targets.length === 0 ? 'no acknowledged loans match: nothing re-boarded' : `${results.filter((r) => r.outcome === 'rewritten').length} re-boarded, ${results.filter((r) => r.outcome === 'unchanged').length} unchanged, ${results.filter((r) => r.outcome !== 'rewritten' && r.outcome !== 'unchanged').length} not re-boarded (mapping ${rt.mapper.version}; no acknowledgement sent)`);
       const bad = results.filter((r) => r.outcome === 'failed' || r.outcome === 'would_quarantine' || r.outcome === 'not_acknowledged');
@@ -310,10 +318,13 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       }
       refuseIfAny(plans, 'skipped');
       await confirmBulk(ctx, { command: 'loans skip', action: `skip ${targets.length} loans`, count: targets.length, threshold: ctx.config().boarding.confirmAbove, yes: opts.yes === true, sample: targets });
-      for (const id of targets) {
+      const progress = ctx.progress();
+      for (const [i, id] of targets.entries()) {
+        progress.status(`skipping ${i + 1}/${targets.length}`);
         skipLoan(store.loans, id, reason, actor, now);
         if (targets.length <= 20) out(ctx, `loan ${id} skipped by ${actor}: ${reason}`);
       }
+      progress.done();
       if (targets.length > 20) out(ctx, `${targets.length} loans skipped by ${actor}: ${reason}`);
     });
 }
@@ -370,17 +381,21 @@ function formatPreview(r: ReboardPreview): string {
  * only; no core is opened, nothing is written, no state or audit event changes.
  */
 async function reboardDryRun(ctx: CliContext, pick: (store: BoardingStore) => string[], opts: { force: boolean; json: boolean }): Promise<void> {
+  const progress = ctx.progress();
   const mapper = await loadMapperFromConfig(ctx.config());
   const { db, platform } = openPlatformSession(ctx);
   const store = createBoardingStore(db);
   const targets = pick(store);
   const results: ReboardPreview[] = [];
-  for (const id of targets) {
+  followPlatformWaits(progress, platform);
+  for (const [i, id] of targets.entries()) {
     if (ctx.shutdown.aborted) break;
+    progress.status(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`);
     const r = await previewReboard({ store, platform, mapper }, id, { force: opts.force, signal: ctx.shutdown });
     results.push(r);
     if (!opts.json) out(ctx, formatPreview(r));
   }
+  progress.done();
   if (opts.json) out(ctx, JSON.stringify(results));
   else {
     const n = (o: ReboardPreview['outcome']): number => results.filter((r) => r.outcome === o).length;

@@ -14,6 +14,7 @@ import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../store/redact.js';
 import { mapperOptionsFromConfig } from '../app/runtime.js';
 import { out, type CliContext } from './context.js';
+import { followPlatformWaits } from './progress.js';
 import { openPlatformSession } from './session.js';
 
 interface DirOptions {
@@ -171,11 +172,14 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       if (opts.saveFixture !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$/.test(opts.saveFixture)) {
         throw new UsageError(`--save-fixture: a fixture name is letters, digits, '.', '_' and '-' (at most 81), got ${JSON.stringify(opts.saveFixture)}`);
       }
+      const progress = ctx.progress();
       const mapper = await loadMapper(dir, configOptions(ctx));
       // Through the state database: preview spends from the same rate budget as the daemon, and
       // maps the queue item the pipeline stored for the loan.
       const { db, platform } = openPlatformSession(ctx);
       const row = createLoanStore(db).get(opts.loan);
+      followPlatformWaits(progress, platform);
+      progress.status(row?.queueItem ? `reading loan ${opts.loan}` : `looking for loan ${opts.loan} in the boarding queue`);
       let input: MappingInput;
       let source: InputSource;
       try {
@@ -185,6 +189,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       } catch (err) {
         if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
         throw err;
+      } finally {
+        progress.done();
       }
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);

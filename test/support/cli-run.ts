@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { createCliContext } from '../../src/cli/context.js';
+import { createCliContext, type GlobalOptions } from '../../src/cli/context.js';
 import { buildProgram, CommanderError } from '../../src/cli/program.js';
 import { BusyError, ConfigError, FatalError, UsageError } from '../../src/lib/errors.js';
 
@@ -40,6 +40,7 @@ export async function runCliSplit(args: string[], opts: { env?: Record<string, s
       stdout: out.stream,
       stderr: err.stream,
       getConfigOption: () => p.opts<{ config?: string }>().config,
+      getGlobalOptions: () => p.opts<GlobalOptions>(),
       shutdown: new AbortController().signal,
       ...(answers
         ? {
