@@ -372,7 +372,7 @@ function formatPreview(r: ReboardPreview): string {
     if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
     return formatReboard(r);
   }
-  const head = `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${r.changes.length === 0 ? 'no field changes (the input changed)' : `${r.changes.length} change(s)`}`;
+  const head = `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`}`;
   return [head, ...r.changes.slice(0, 30).map((c) => `    ${c}`), ...(r.changes.length > 30 ? [`    … ${r.changes.length - 30} more`] : [])].join('\n');
 }
 

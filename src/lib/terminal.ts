@@ -63,20 +63,25 @@ export function createProgressLine(stream: TtyLike, opts: ProgressOptions): Prog
   let ticker: NodeJS.Timeout | null = null;
   let closed = false;
 
-  const text = (): string => {
+  /** The status and the wait reason; past `width` the status is cut first (the reason is the news). */
+  const text = (width: number): string => {
     const t = now();
     if (waiting !== null && waiting.until <= t) waiting = null;
-    const w = waiting === null ? '' : waiting.describe(waiting.until - t);
-    return printable([status, w].filter((x) => x !== '').join(' · '));
+    const w = waiting === null ? '' : printable(waiting.describe(waiting.until - t));
+    let st = printable(status);
+    const room = width - (w === '' ? 0 : w.length + 3);
+    if (st.length > room) st = room > 1 ? `${st.slice(0, room - 1)}…` : '';
+    const line = [st, w].filter((x) => x !== '').join(' · ');
+    return line.length > width ? `${line.slice(0, width - 1)}…` : line;
   };
   const draw = (force: boolean): void => {
     if (closed) return;
     const t = now();
     if (!force && t - lastDraw < minInterval) return;
-    const line = text();
+    // A pseudo-terminal may report 0 columns: assume 80. A file gets whole lines.
+    const line = text(tty ? Math.max(20, (stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80) - 1) : Number.POSITIVE_INFINITY);
     if (tty) {
-      const width = Math.max(20, (stream.columns ?? 80) - 1);
-      stream.write(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
+      stream.write(`\r\x1b[2K${line}`);
       drawn = line !== '';
     } else if (line !== lastText && line !== '') {
       stream.write(`${line}\n`);

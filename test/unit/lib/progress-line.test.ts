@@ -70,3 +70,18 @@ describe('progress line', () => {
     expect(s.text()).toBe('');
   });
 });
+
+describe('progress line on a narrow terminal', () => {
+  it('cuts the status, not the wait reason', () => {
+    const s = sink(true);
+    s.stream.columns = 60;
+    const t = 1_800_000_000_000;
+    const line = createProgressLine(s.stream, { mode: 'auto', now: () => t, minIntervalMs: 0 });
+    line.status('dry run: reading and mapping 2/5: loan ln_wyya46wvqa_with_a_long_id');
+    line.wait((ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 2000 }, ms), t + 2000);
+    const last = s.text().split('\r\x1b[2K').at(-1) as string;
+    expect(last.endsWith(' · waiting 2 s for the read budget')).toBe(true);
+    expect(last.length).toBe(59);
+    expect(last).toContain('…');
+  });
+});
