@@ -36,7 +36,17 @@ export interface CycleOptions {
    * loans for a run that may never come). 0: leave them to the next cycle (the daemon).
    */
   settleMs?: number;
+  /** Where the cycle is: for a progress line (`sync --once` on a terminal). */
+  onProgress?: (p: CycleProgress) => void;
 }
+
+export type CycleProgress =
+  /** The queue walk: pages and items read so far. */
+  | { phase: 'walk'; pages: number; items: number }
+  /** A boarding pass: loans finished of those due (pass 2 and later retry loans a short failure put in retry_wait). */
+  | { phase: 'board'; done: number; total: number; pass: number }
+  /** Waiting until `until` to retry `loans` loans in retry_wait within the same cycle (settleMs). */
+  | { phase: 'settle'; until: number; loans: number };
 
 export interface CycleSummary {
   reason: string;
@@ -162,7 +172,7 @@ export function createCycleRunner(deps: CycleDeps) {
     );
   }
 
-  async function walk(summary: CycleSummary, stop: AbortSignal): Promise<void> {
+  async function walk(summary: CycleSummary, stop: AbortSignal, progress: (p: CycleProgress) => void): Promise<void> {
     const checkpoint = store.checkpoints.get(QUEUE_CHECKPOINT);
     let cursor = checkpoint?.cursor ?? null;
     summary.walk.resumed = cursor !== null;
@@ -197,6 +207,7 @@ export function createCycleRunner(deps: CycleDeps) {
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
             summary.walk.invalid += page.invalid.length;
+            progress({ phase: 'walk', pages: summary.walk.pages, items: summary.walk.items });
             if (stop.aborted) return;
           }
           store.checkpoints.clear(QUEUE_CHECKPOINT);
@@ -271,9 +282,11 @@ export function createCycleRunner(deps: CycleDeps) {
     }
   }
 
-  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>): Promise<void> {
+  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
     const due = store.loans.due(clock.now()).filter((r) => !inFlight.has(r.id));
     let next = 0;
+    let done = 0;
+    if (due.length > 0) progress({ phase: 'board', done, total: due.length, pass: summary.passes });
     const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
     const worker = async (): Promise<void> => {
       while (!halted()) {
@@ -293,6 +306,8 @@ export function createCycleRunner(deps: CycleDeps) {
         } finally {
           abort.removeEventListener('abort', relay);
           inFlight.delete(row.id);
+          done += 1;
+          progress({ phase: 'board', done, total: due.length, pass: summary.passes });
         }
       }
     };
@@ -301,15 +316,18 @@ export function createCycleRunner(deps: CycleDeps) {
     if (failed) throw failed.reason;
   }
 
-  /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon. */
-  function settleTarget(attempted: ReadonlySet<string>, horizon: number): number | null {
+  /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon, and how many are waiting. */
+  function settleTarget(attempted: ReadonlySet<string>, horizon: number): { at: number; loans: number } | null {
     let best: number | null = null;
+    let loans = 0;
     for (const id of attempted) {
       const row = store.loans.get(id);
       if (row?.state !== 'retry_wait' || row.nextAttemptAt === null) continue;
-      if (row.nextAttemptAt <= horizon && (best === null || row.nextAttemptAt < best)) best = row.nextAttemptAt;
+      if (row.nextAttemptAt > horizon) continue;
+      loans += 1;
+      if (best === null || row.nextAttemptAt < best) best = row.nextAttemptAt;
     }
-    return best;
+    return best === null ? null : { at: best, loans };
   }
 
   async function run(opts: CycleOptions): Promise<CycleSummary> {
@@ -389,8 +407,15 @@ export function createCycleRunner(deps: CycleDeps) {
     const beat = setInterval(heartbeat, Math.max(250, Math.floor(leaseTtlMs / 4)));
     beat.unref();
     try {
+      const progress = (p: CycleProgress): void => {
+        try {
+          opts.onProgress?.(p);
+        } catch (err) {
+          logger.debug({ err: errorMessage(err) }, 'cycle progress listener failed');
+        }
+      };
       try {
-        await walk(summary, stop);
+        await walk(summary, stop, progress);
       } catch (err) {
         if (!isPlatformError(err) || !err.fatal) throw err;
         summary.fatal = { code: err.code, message: err.message };
@@ -401,13 +426,14 @@ export function createCycleRunner(deps: CycleDeps) {
       const attempted = new Set<string>();
       while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
         summary.passes += 1;
-        await boardPass(summary, stop, abort, attempted);
+        await boardPass(summary, stop, abort, attempted, progress);
         const settleMs = opts.settleMs ?? 0;
         if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
         const target = settleTarget(attempted, clock.now() + settleMs);
         if (target === null) break;
+        progress({ phase: 'settle', until: target.at, loans: target.loans });
         try {
-          await clock.sleep(Math.max(0, target - clock.now()), stop);
+          await clock.sleep(Math.max(0, target.at - clock.now()), stop);
         } catch {
           break;
         }

@@ -1,4 +1,5 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
+import { PROGRESS_MODES } from '../lib/terminal.js';
 import { COMMANDS_WITHOUT_CONFIG, noConfigMessage, type CliContext } from './context.js';
 import { UsageError } from '../lib/errors.js';
 import { registerCommandGroups } from './groups.js';
@@ -13,6 +14,10 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): { pr
     .description('Boards loans from the Loan Platform boarding queue into the bank core, exactly once.')
     .version(CONNECTOR_VERSION)
     .option('-c, --config <file>', 'YAML config file (else $BOARDING_CONFIG); every command but demo and sandbox needs one')
+    .addOption(
+      new Option('--progress <mode>', 'progress line of long commands on stderr: auto (when stderr is a terminal), always, never (scripts)').choices(PROGRESS_MODES).default('auto'),
+    )
+    .option('--verbose', 'with a progress line: logs at the configured level (else warnings and errors only)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({

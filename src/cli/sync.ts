@@ -9,6 +9,7 @@ import { BusyError, EXIT_CORE_OUTAGE, EXIT_WALK_INCOMPLETE, FatalError, Incomple
 import { loadMapper } from '../mapping/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import { out, type CliContext } from './context.js';
+import { followPlatformWaits, showCycleProgress } from './progress.js';
 import { openPlatformSession } from './session.js';
 
 function parseMs(v: string): number {
@@ -48,6 +49,7 @@ function parseLimit(v: string): number {
 
 /** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
 async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; against?: string; limit?: number }): Promise<void> {
+  const progress = ctx.progress();
   const config = ctx.config();
   const options = mapperOptionsFromConfig(config);
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
@@ -55,6 +57,8 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
   // Through the state database: the walk spends from the same rate budget as a running daemon.
   const { platform } = openPlatformSession(ctx);
   const logger = ctx.logger();
+  followPlatformWaits(progress, platform);
+  progress.status('dry run: walking the boarding queue');
   let report;
   try {
     report = await dryRun({
@@ -65,6 +69,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
       concurrency: config.boarding.concurrency,
       signal: ctx.shutdown,
       onProgress: (n) => {
+        progress.status(`dry run: ${n}${opts.limit !== undefined ? `/${opts.limit}` : ''} loan(s) mapped`);
         if (n % 100 === 0) logger.info({ mapped: n }, 'dry run progress');
       },
     });
@@ -72,6 +77,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
     if (isPlatformError(err)) throw new FatalError(`sync --dry-run: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
     throw err;
   }
+  progress.done();
   out(ctx, opts.json === true ? JSON.stringify(report) : formatDryRun(report));
 }
 
@@ -86,6 +92,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     .option('--dir <dir>', 'with --dry-run: the mapping set to try (default: mappings.dir)')
     .option('--against <dir>', 'with --dry-run: a second mapping set (the baseline); list loans whose records would change')
     .option('--limit <n>', 'with --dry-run: stop after this many loans', parseLimit)
+    .addHelpText('after', '\nOn a terminal a progress line on stderr shows done/total and why a call waits (the rate budget, a\n429 pause, a retry); logs are then at warn level unless --verbose. --progress=never turns it off.')
     .addHelpText(
       'after',
       '\nExit status: 0 when the cycle completed (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform or the core refuses the credentials;\n2 on wrong usage or no config (--config FILE or BOARDING_CONFIG);\n3 when another connector process holds the boarding lease on this state database (nothing done);\n4 when the queue walk did not complete (platform unreachable or failing, or traffic stopped after 429 strikes);\n5 when a core outage stopped the boarding pass.\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
@@ -98,6 +105,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       }
       if (opts.dir !== undefined || opts.against !== undefined || opts.limit !== undefined) throw new UsageError('--dir, --against and --limit go with --dry-run');
       if (opts.once !== true) throw new UsageError('sync runs one cycle: use `sync --once` (the long-running daemon is `run`; a shadow run is `sync --dry-run`)');
+      const progress = ctx.progress();
       const config = ctx.config();
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
@@ -109,12 +117,16 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
         setTimeout(() => abort.abort(new Error('shutdown timeout')), config.boarding.shutdownTimeoutMs).unref();
       };
       ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+      followPlatformWaits(progress, rt.platform);
+      progress.status('walking the boarding queue');
       const summary = await rt.runner.run({
         reason: 'sync --once',
         stop: ctx.shutdown,
         abort: abort.signal,
         settleMs: opts.settleMs ?? 2 * config.boarding.retryBaseMs,
+        onProgress: (p) => showCycleProgress(progress, p),
       });
+      progress.done();
       ctx.shutdown.removeEventListener('abort', onShutdown);
       // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
       if (!summary.busy) await batchSealDaemonJob(rt.core, logger)?.run(ctx.shutdown);

@@ -72,6 +72,20 @@ export interface PlatformHealth {
   budgets: BudgetSnapshot[];
 }
 
+/**
+ * Why a platform call is waiting, as the rate budget and the client know it (a progress line on
+ * the terminal shows it: `waiting 12 s for the read budget`, `paused after a 429 until T`).
+ */
+export type PlatformWait =
+  /** The budget holds the call: our own window is full (`window`) or the platform's X-RateLimit-Remaining is 0 (`server`). */
+  | { kind: 'budget'; bucket: Bucket; reason: 'window' | 'server'; until: number }
+  /** The bucket is paused after a 429 (this process's or, on a shared state database, another's). */
+  | { kind: 'paused'; bucket: Bucket; until: number }
+  /** A call failed transiently (5xx, network) and is tried again at `until`. */
+  | { kind: 'retry'; bucket: Bucket; operation: string; cause: string; until: number }
+  /** A call that waited went out. */
+  | { kind: 'resumed'; bucket: Bucket };
+
 export interface WriteOptions {
   /** Required on every write; reused verbatim on every retry (≤ 255 chars). */
   idempotencyKey: string;
@@ -103,5 +117,7 @@ export interface PlatformApi {
   ): Promise<WebhookEndpointWithSecret>;
   updateWebhookEndpoint(id: string, patch: Record<string, unknown>, opts: WriteOptions): Promise<WebhookEndpoint>;
   health(): PlatformHealth;
+  /** Subscribes to the waits of platform calls (rate budget, 429 pause, retry backoff); returns the unsubscribe. */
+  onWait?(listener: (wait: PlatformWait) => void): () => void;
   close(): Promise<void>;
 }

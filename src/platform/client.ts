@@ -12,6 +12,7 @@ import type {
   PlatformApi,
   PlatformCallFailure,
   PlatformHealth,
+  PlatformWait,
   QueuePage,
   QueueWalkOptions,
   ReadOptions,
@@ -189,6 +190,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
   const count = (bucket: Bucket, outcome: string): void => {
     stats.calls[bucket][outcome] = (stats.calls[bucket][outcome] ?? 0) + 1;
   };
+  const retryListeners = new Set<(w: PlatformWait) => void>();
   const deprecationWarned = new Set<string>();
   let lastSuccessAt: number | null = null;
   let lastFailure: PlatformCallFailure | null = null;
@@ -351,8 +353,17 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       clock,
       logger,
       ...(opts.random ? { random: opts.random } : {}),
-      onRetry: () => {
+      onRetry: (err, _n, delayMs) => {
         stats.retries += 1;
+        if (retryListeners.size === 0) return;
+        const w: PlatformWait = { kind: 'retry', bucket, operation: spec.operation, cause: err.status !== null ? `HTTP ${err.status}` : err.code, until: clock.now() + delayMs };
+        for (const l of retryListeners) {
+          try {
+            l(w);
+          } catch {
+            // A listener's failure is not the call's.
+          }
+        }
       },
     });
   }
@@ -500,6 +511,14 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       };
     },
     clearStrikes: (by) => budget.clearStrikes(by),
+    onWait(listener) {
+      const off = budget.onWait(listener);
+      retryListeners.add(listener);
+      return () => {
+        off();
+        retryListeners.delete(listener);
+      };
+    },
     async close(): Promise<void> {
       budget.close();
       await Promise.allSettled([pool.close(), downloadAgent.close()]);
