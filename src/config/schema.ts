@@ -165,6 +165,8 @@ export const boardingSchema = z.strictObject({
   /** A document's whole download must finish within this (a 1 byte/s drip passes idle timeouts). */
   documentDeadlineMs: int(1000).default(10 * 60_000),
   shutdownTimeoutMs: int(0).default(30_000),
+  /** `loans reboard`, `loans retry`, `loans skip` on more loans than this ask first (or need --yes). */
+  confirmAbove: int(0).default(10),
 });
 
 export const reportsSchema = z.strictObject({

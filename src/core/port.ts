@@ -91,6 +91,19 @@ export interface BatchingCapability {
   sealDue(): Promise<string[]>;
 }
 
+/** One line of `config check --connect` about the core. */
+export interface CoreCheck {
+  name: string;
+  status: 'ok' | 'fail' | 'warn' | 'skip';
+  detail: string;
+}
+
+export interface CoreConnectionCheckInput {
+  /** Core product ids the mapping set can produce (lookup values and defaults), to see they exist. */
+  productIds: readonly number[];
+  signal?: AbortSignal;
+}
+
 export interface CoreSystem {
   readonly name: string;
   /** Present only when the core seals batches at a cut-off: the daemon then runs the seal job. */
@@ -101,5 +114,10 @@ export interface CoreSystem {
   /** Every loan the core holds that came from the connector (reconciliation); streamed. */
   listLoans?(): AsyncIterable<CoreLoanRecord>;
   health(): Promise<{ ok: boolean; detail?: string }>;
+  /**
+   * `config check --connect`: whether the core answers with these credentials and can take what the
+   * mapping set produces. Reads only, and leaves alone anything a running daemon is doing.
+   */
+  checkConnection?(input: CoreConnectionCheckInput): Promise<CoreCheck[]>;
   close(): Promise<void>;
 }
