@@ -94,7 +94,7 @@ function storeCheck(db: Db, path: string): ConnectionCheck {
 }
 
 function describePlatformError(err: unknown): string {
-  if (isPlatformError(err)) return `${err.code}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`;
+  if (isPlatformError(err)) return `${err.code}: ${err.describe()}`;
   return errorMessage(err);
 }
 

@@ -1,12 +1,12 @@
 import type { Clock } from '../lib/clock.js';
-import { FatalError, errorMessage } from '../lib/errors.js';
+import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactForStorage } from '../lib/redact.js';
 import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
-import { isPlatformError, type PlatformError } from '../platform/errors.js';
-import { CoreRejectedError, CoreUnavailableError, type CoreSystem, type DocumentFetcher } from '../core/port.js';
+import { isPlatformError } from '../platform/errors.js';
+import { classifyCoreFailure, type CoreSystem, type DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
 import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
@@ -61,10 +61,6 @@ function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown
   };
 }
 
-/** The platform says the loan is boarded already (our earlier ack whose key it no longer remembers). */
-function isAlreadyBoarded(err: unknown): err is PlatformError {
-  return isPlatformError(err) && err.status === 409 && /already_boarded/.test(err.serverCode ?? err.code);
-}
 
 export function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
   if (issues.some((i) => i.code === 'contradictory')) return 'contradictory';
@@ -206,7 +202,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     } catch (err) {
       // The loan is boarded on the platform and the core holds our write: nothing is left to do.
       // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
-      if (!isAlreadyBoarded(err)) throw err;
+      if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
       deps.logger.warn({ loanId: row.id, serverCode: err.serverCode }, 'platform reports the loan already boarded; recording it as acknowledged');
       response = err.toJSON();
       alreadyBoarded = true;
@@ -289,25 +285,27 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       log.info({ actual: row.state }, 'loan changed state while being boarded (operator or another process); leaving it');
       return { kind: 'stale', loanId: row.id };
     }
-    if (signal.aborted && !(err instanceof CoreRejectedError)) {
+    const core = classifyCoreFailure(err);
+    if (signal.aborted && core?.disposition !== 'quarantine') {
       loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
       return { kind: 'interrupted', loanId: row.id };
     }
-    if (err instanceof CoreRejectedError) {
-      log.warn({ status: err.status }, 'core rejected the loan');
-      return quarantine(att, row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
-    }
-    if (err instanceof FatalError) {
-      // The core refused our credentials: every loan would fail the same way, so stop instead of
-      // burning attempts until each one is quarantined.
-      log.error({ err: err.message }, 'core refused the connector: stopping');
-      loans.recordEvent(row.id, { kind: 'attempt', reason: 'fatal core error', detail: { phase, message: redactForStorage(err.message) } }, clock.now());
-      return { kind: 'fatal', loanId: row.id, error: { code: 'core.fatal', message: err.message } };
-    }
-    if (err instanceof CoreUnavailableError) {
-      const code = err.ambiguous ? AMBIGUOUS : 'core.unavailable';
-      log.warn({ code, err: err.message }, 'core unavailable; will retry (checking the core first)');
-      return fail(att, row, code, err.message, err.ambiguous ? 'ambiguous' : 'retries_exhausted', { phase });
+    if (core !== null) {
+      switch (core.disposition) {
+        case 'quarantine':
+          log.warn({ status: core.status }, 'core rejected the loan');
+          return quarantine(att, row, 'core_rejected', core.code, core.message, { status: core.status, detail: core.detail });
+        case 'fatal':
+          // The core refused our credentials: every loan would fail the same way, so stop instead of
+          // burning attempts until each one is quarantined.
+          log.error({ err: core.message }, 'core refused the connector: stopping');
+          loans.recordEvent(row.id, { kind: 'attempt', reason: 'fatal core error', detail: { phase, message: redactForStorage(core.message) } }, clock.now());
+          return { kind: 'fatal', loanId: row.id, error: { code: core.code, message: core.message } };
+        case 'retry':
+        case 'retry-check-first':
+          log.warn({ code: core.code, err: core.message }, 'core unavailable; will retry (checking the core first)');
+          return fail(att, row, core.code, core.message, core.disposition === 'retry-check-first' ? 'ambiguous' : 'retries_exhausted', { phase });
+      }
     }
     if (isPlatformError(err)) {
       switch (err.disposition) {

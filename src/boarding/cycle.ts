@@ -114,8 +114,9 @@ function isCoreUnavailableCode(code: string): boolean {
   return code === 'core.unavailable' || code === 'core.ambiguous';
 }
 
+/** A checkpointed cursor the platform refuses (a 4xx no retry changes): classified by the error, once. */
 function isRefusedCursor(err: unknown): err is PlatformError {
-  return isPlatformError(err) && !err.retryable && !err.fatal && err.status !== null && err.status >= 400 && err.status < 500 && err.status !== 429;
+  return isPlatformError(err) && err.disposition === 'quarantine';
 }
 
 /**

@@ -187,7 +187,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         source = found.source;
         input = await fetchMappingInput(platform, found.item, ctx.shutdown);
       } catch (err) {
-        if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
+        if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.describe()}`);
         throw err;
       } finally {
         progress.done();

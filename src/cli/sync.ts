@@ -74,7 +74,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
       },
     });
   } catch (err) {
-    if (isPlatformError(err)) throw new FatalError(`sync --dry-run: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
+    if (isPlatformError(err)) throw new FatalError(`sync --dry-run: ${err.describe()}`);
     throw err;
   }
   progress.done();

@@ -16,7 +16,7 @@ function explain(err: unknown, what: string): never {
       .slice(0, 5)
       .map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)))
       .join('; ');
-    throw new FatalError(`${what}: ${err.message}${err.status ? ` (HTTP ${err.status}, ${err.serverCode ?? err.code})` : ''}${details ? `: ${details}` : ''}`);
+    throw new FatalError(`${what}: ${err.describe()}${details ? `: ${details}` : ''}`);
   }
   throw err;
 }

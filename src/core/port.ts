@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import type { MappedRecord } from '../mapping/types.js';
 import type { PlatformDocument } from '../contract/schemas.js';
+import { FatalError } from '../lib/errors.js';
 
 /** Writes one document's bytes into sink (download with no Authorization header). */
 export type DocumentFetcher = (
@@ -102,6 +103,40 @@ export interface CoreConnectionCheckInput {
   /** Core product ids the mapping set can produce (lookup values and defaults), to see they exist. */
   productIds: readonly number[];
   signal?: AbortSignal;
+}
+
+/**
+ * What the pipeline does about a failed core call, decided here once (as PlatformError.disposition
+ * is for the platform), so the pipeline switches on a disposition, never on error classes or status
+ * numbers:
+ * - `quarantine`: the core refused this loan's data (a 4xx): a person looks at it;
+ * - `retry`: the core could not be reached and nothing was written: try again later;
+ * - `retry-check-first`: the outcome is unknown (a timeout or 5xx after the request went out): ask
+ *   the core before writing again;
+ * - `fatal`: the core refused the connector itself (credentials, tenant, permission) or a resource
+ *   the connector needs is gone: every loan would fail alike, so stop.
+ */
+export type CoreDisposition = 'quarantine' | 'retry' | 'retry-check-first' | 'fatal';
+
+export interface CoreFailure {
+  disposition: CoreDisposition;
+  /** The loan's lastErrorCode: core.rejected | core.unavailable | core.ambiguous | core.fatal. */
+  code: string;
+  message: string;
+  status: number | null;
+  detail: unknown;
+}
+
+/** Classifies a failure of a core call; null when it is not one (a platform error, a bug). */
+export function classifyCoreFailure(err: unknown): CoreFailure | null {
+  if (err instanceof CoreRejectedError) return { disposition: 'quarantine', code: 'core.rejected', message: err.message, status: err.status, detail: err.detail };
+  if (err instanceof CoreUnavailableError) {
+    return err.ambiguous
+      ? { disposition: 'retry-check-first', code: 'core.ambiguous', message: err.message, status: null, detail: undefined }
+      : { disposition: 'retry', code: 'core.unavailable', message: err.message, status: null, detail: undefined };
+  }
+  if (err instanceof FatalError) return { disposition: 'fatal', code: 'core.fatal', message: err.message, status: null, detail: undefined };
+  return null;
 }
 
 export interface CoreSystem {

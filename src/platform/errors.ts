@@ -146,6 +146,16 @@ export class PlatformError extends Error {
     return this.disposition === 'fatal';
   }
 
+  /** A 409 saying the loan is boarded already (our earlier ack whose key the platform no longer remembers). */
+  get alreadyBoarded(): boolean {
+    return this.status === 409 && /already_boarded/.test(this.serverCode ?? this.code);
+  }
+
+  /** The message with its HTTP status and the server's code, as commands print a refused call. */
+  describe(): string {
+    return `${this.message}${this.status !== null ? ` (HTTP ${this.status}${this.serverCode !== null ? `, ${this.serverCode}` : ''})` : ''}`;
+  }
+
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,
