@@ -112,6 +112,11 @@ export const webhooksSchema = z.strictObject({
   /** A delivery's headers must arrive within this, the whole request within requestTimeoutMs. */
   headersTimeoutMs: int(100).default(10_000),
   requestTimeoutMs: int(100).default(20_000),
+  /**
+   * An idle keep-alive connection is closed after this: one cheap request per connection must not
+   * hold a client's connection slots for a minute (the platform opens a new connection anyway).
+   */
+  keepAliveTimeoutMs: int(100).default(5_000),
 });
 
 /**
