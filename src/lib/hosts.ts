@@ -100,3 +100,10 @@ export function isLoopbackHost(host: string): boolean {
 export function isPrivateHost(host: string): boolean {
   return !isLoopbackHost(host) && specialHostProblem(host) !== null;
 }
+
+/** Why an allow-list entry (host name, `*.domain`, address or CIDR) is not one, or null. */
+export function allowEntryProblem(entry: string): string | null {
+  if (entry.includes('/')) return ipaddr.isValidCIDR(entry) ? null : `${entry} is not a CIDR such as 10.20.0.0/16`;
+  if (isIP(entry) !== 0) return null;
+  return /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$/i.test(entry) ? null : `${entry} is not a host name, *.domain, address or CIDR`;
+}
