@@ -87,15 +87,15 @@ function refusal(c: CompiledPolicy, host: string, address: string): string | nul
 
 export interface DocumentHostGuard {
   /** A refusal for a URL's literal host (an IP literal never reaches the lookup), or null. */
-  checkLiteral(hostname: string): string | null;
+  checkLiteral: (hostname: string) => string | null;
   /** For undici's `connect.lookup` (net.connect's lookup): resolves, checks every address, connects only to checked ones. */
-  lookup(hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void;
+  lookup: (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => void;
 }
 
 export function documentHostGuard(policy: DocumentHostPolicy, resolver: DocumentResolver = systemResolver): DocumentHostGuard {
   const c = compile(policy);
   return {
-    checkLiteral(hostname) {
+    checkLiteral: (hostname) => {
       const host = hostname.replace(/^\[|\]$/g, '');
       if (isIP(host) !== 0) return refusal(c, host, host);
       // A name: its addresses are checked at connect time; names that are never public go now.
@@ -104,7 +104,7 @@ export function documentHostGuard(policy: DocumentHostPolicy, resolver: Document
       if (problem === null || (c.allowLoopback && problem.startsWith('a loopback address'))) return null;
       return `${host} is ${problem}: document downloads only go to public addresses; add it to boarding.documentHosts.allow if your document store is internal`;
     },
-    lookup(hostname, options, callback) {
+    lookup: (hostname, options, callback) => {
       resolver(hostname).then(
         (all) => {
           const wanted = options.family === 4 || options.family === 6 ? all.filter((a) => a.family === options.family) : all;
