@@ -20,7 +20,7 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       if (existsSync(target) && opts.force !== true) throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
       const db = openDatabase(config.store.path, { onWarning: (m) => ctx.logger().warn(m) });
       try {
-        const r = await backupDatabase(db, target);
+        const r = backupDatabase(db, target);
         const v = verifyDatabase(target);
         out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
       } finally {

@@ -15,7 +15,7 @@ import { MIGRATIONS } from './migrations.js';
  * creates no -wal/-shm beside it, and is verified, then renamed into place; nothing else is left
  * behind, also when it fails.
  */
-export async function backupDatabase(db: Db, out: string, hooks: { onCopied?: (tmp: string) => void } = {}): Promise<{ pages: number }> {
+export function backupDatabase(db: Db, out: string, hooks: { onCopied?: (tmp: string) => void } = {}): { pages: number } {
   const tmp = `${out}.partial-${process.pid}`;
   const companions = [tmp, ...SQLITE_COMPANIONS.map((suffix) => `${tmp}${suffix}`)];
   for (const f of companions) rmSync(f, { force: true });
