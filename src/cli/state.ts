@@ -13,7 +13,7 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .description('a consistent online copy of store.path (safe while the daemon runs), verified, written 0600')
     .requiredOption('--out <file>', 'the backup file to write')
     .option('--force', 'replace an existing file')
-    .action(async (opts: { out: string; force?: boolean }) => {
+    .action((opts: { out: string; force?: boolean }) => {
       const config = ctx.config();
       const target = resolve(opts.out);
       if (target === resolve(config.store.path)) throw new UsageError('--out: must not be the state database itself (store.path)');

@@ -15,7 +15,7 @@ import { MIGRATIONS } from './migrations.js';
  * creates no -wal/-shm beside it, and is verified, then renamed into place; nothing else is left
  * behind, also when it fails.
  */
-export function backupDatabase(db: Db, out: string, hooks: { onCopied?: (tmp: string) => void } = {}): { pages: number } {
+export function backupDatabase(db: Db, out: string): { pages: number } {
   const tmp = `${out}.partial-${process.pid}`;
   const companions = [tmp, ...SQLITE_COMPANIONS.map((suffix) => `${tmp}${suffix}`)];
   for (const f of companions) rmSync(f, { force: true });
@@ -23,7 +23,6 @@ export function backupDatabase(db: Db, out: string, hooks: { onCopied?: (tmp: st
     // Created 0600 here (O_EXCL: never someone else's file), not by SQLite with the umask's 0644.
     closeSync(openSync(tmp, 'wx', STATE_FILE_MODE));
     db.prepare('VACUUM INTO ?').run(tmp);
-    hooks.onCopied?.(tmp);
     chmodSync(tmp, STATE_FILE_MODE);
     const check = verifyDatabase(tmp);
     if (!check.ok) throw new Error(`the copy does not verify: ${check.problems.join('; ')}`);
