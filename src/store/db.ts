@@ -131,12 +131,21 @@ export function writeBlocker(db: Db): string | null {
 /**
  * Copies every WAL frame into the database file and truncates the WAL to zero bytes, so frames
  * holding content that was since cleared (the seal's rendered lines) are gone from the -wal file
- * too. Waits for readers up to the busy timeout; `done: false` when one still held an old snapshot
+ * too. Waits for readers up to a second; `done: false` when one still held an old snapshot
  * (the frames then go at the next checkpoint).
  */
 export function truncateWal(db: Db): { done: boolean; frames: number } {
   if (db.memory || db.readonly) return { done: true, frames: 0 };
-  const r = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+  // The wait for readers blocks this thread (the daemon's event loop): a second at most, then
+  // the caller retries later rather than stall webhook deliveries for the full busy timeout.
+  const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
+  db.pragma(`busy_timeout = ${Math.min(busyTimeoutMs, 1_000)}`);
+  let r: Array<{ busy: number; log: number; checkpointed: number }>;
+  try {
+    r = db.pragma('wal_checkpoint(TRUNCATE)') as typeof r;
+  } finally {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  }
   const row = r[0] ?? { busy: 0, log: 0, checkpointed: 0 };
   return { done: row.busy === 0, frames: row.checkpointed };
 }

@@ -7,7 +7,10 @@ import { FileCore } from '../../../src/core/file/file-core.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
-import { testBatches } from '../../unit/core/batches-support.js';
+import { FileBatches } from '../../../src/core/file/batches.js';
+import { cutoffRule } from '../../../src/core/file/cutoff.js';
+import { createLogger } from '../../../src/lib/logger.js';
+import { testBatches, testLayout } from '../../unit/core/batches-support.js';
 import { runCli } from '../boarding/harness.js';
 
 const cleanups: Array<() => void> = [];
@@ -100,5 +103,42 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     const out = join(dir, 'backup.sqlite');
     expect((await runCli(['--config', configPath, 'state', 'backup', '--out', out])).error).toBeNull();
     expect(occurrences(out)).toBe(0);
+  });
+
+  it('a reader holding an old snapshot delays the WAL truncation: warned, and the next seal job run finishes it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'seal-reader-'));
+    const dbPath = join(dir, 'state.sqlite');
+    let now = Date.parse('2025-03-14T15:00:00Z');
+    const clock = { now: () => now, sleep: async () => {} };
+    const db = openDatabase(dbPath);
+    const reader = openDatabase(dbPath);
+    cleanups.push(() => {
+      reader.close();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const logs: string[] = [];
+    const layout = testLayout();
+    const batches = new FileBatches({
+      root: join(dir, 'batches'),
+      db,
+      layout: () => layout,
+      rule: cutoffRule({ cutoff: '18:00', timeZone: 'America/Chicago' }),
+      triggerFile: 'READY',
+      logger: createLogger({ level: 'debug', destination: { write: (x: string) => void logs.push(x) } }),
+      clock,
+    });
+    for (let i = 0; i < 5; i++) await batches.append(`loan_${i}`, records(`loan_${i}`, 1), '100000');
+    // An open read transaction on another connection (a long report, an operator's query).
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM file_batch_loans').get();
+    now = Date.parse('2025-03-14T23:00:00Z');
+    expect(await batches.sealDue()).toEqual(['2025-03-14-001']);
+    expect(logs.some((l) => l.includes('could not be truncated after the seal'))).toBe(true);
+    expect(occurrences(`${dbPath}-wal`)).toBeGreaterThan(0);
+    reader.exec('COMMIT');
+    now += 60_000;
+    expect(await batches.sealDue()).toEqual([]);
+    expect({ db: occurrences(dbPath), wal: occurrences(`${dbPath}-wal`) }).toEqual({ db: 0, wal: 0 });
   });
 });
