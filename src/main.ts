@@ -1,10 +1,21 @@
 #!/usr/bin/env node
+import { createInterface } from 'node:readline/promises';
 import { CommanderError } from 'commander';
-import { createCliContext, createHangupSource, type CliContext } from './cli/context.js';
+import { createCliContext, createHangupSource, type CliContext, type GlobalOptions } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
-import { BusyError, ConfigError, FatalError, UsageError, errorMessage } from './lib/errors.js';
+import { BusyError, ConfigError, FatalError, IncompleteRunError, UsageError, errorMessage } from './lib/errors.js';
 import { scrubText } from './lib/logger.js';
 import { printable } from './lib/terminal.js';
+
+/** One question on the terminal (stderr, so stdout keeps only results); the answer line. */
+async function askOnTerminal(question: string): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return await rl.question(question);
+  } finally {
+    rl.close();
+  }
+}
 
 /** Composition root: the only place that installs signal handlers and calls process.exit. */
 async function main(argv: string[]): Promise<number> {
@@ -41,8 +52,10 @@ async function main(argv: string[]): Promise<number> {
       stdout: process.stdout,
       stderr: process.stderr,
       getConfigOption: () => p.opts<{ config?: string }>().config,
+      getGlobalOptions: () => p.opts<GlobalOptions>(),
       shutdown: shutdown.signal,
       hangup,
+      ...(process.stdin.isTTY === true && process.stderr.isTTY === true ? { prompt: askOnTerminal } : {}),
     });
     return ctx;
   });
@@ -54,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return 0;
   } catch (err) {
+    ctx?.endProgress();
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
       return 2;
@@ -64,6 +78,10 @@ async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof BusyError) {
       process.stderr.write(`busy: ${printable(err.message)}\n`);
+      return err.exitCode;
+    }
+    if (err instanceof IncompleteRunError) {
+      process.stderr.write(`incomplete: ${printable(scrubText(err.message))}\n`);
       return err.exitCode;
     }
     if (err instanceof ConfigError || err instanceof FatalError) {

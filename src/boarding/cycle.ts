@@ -13,6 +13,12 @@ export interface CycleDeps extends LoanBoarderDeps {
   concurrency: number;
   /** A holder that has not heartbeaten for this long loses the boarding lease (default 60 s). */
   leaseTtlMs?: number;
+  /**
+   * This many core writes in a row that found the core unavailable (timeouts, 5xx, refused
+   * connections), with no successful board between them, stop the pass: the core is down, and
+   * every further loan would spend platform reads only to wait for a retry. Default 3.
+   */
+  coreOutageAfter?: number;
 }
 
 export const BOARDING_LEASE = 'boarding';
@@ -30,7 +36,17 @@ export interface CycleOptions {
    * loans for a run that may never come). 0: leave them to the next cycle (the daemon).
    */
   settleMs?: number;
+  /** Where the cycle is: for a progress line (`sync --once` on a terminal). */
+  onProgress?: (p: CycleProgress) => void;
 }
+
+export type CycleProgress =
+  /** The queue walk: pages and items read so far. */
+  | { phase: 'walk'; pages: number; items: number }
+  /** A boarding pass: loans finished of those due (pass 2 and later retry loans a short failure put in retry_wait). */
+  | { phase: 'board'; done: number; total: number; pass: number }
+  /** Waiting until `until` to retry `loans` loans in retry_wait within the same cycle (settleMs). */
+  | { phase: 'settle'; until: number; loans: number };
 
 export interface CycleSummary {
   reason: string;
@@ -66,6 +82,11 @@ export interface CycleSummary {
   trafficStopped: boolean;
   /** A fatal platform error (auth): the cycle stopped; `sync --once` exits 1. */
   fatal: { code: string; message: string } | null;
+  /**
+   * The core was unavailable for `boarding` writes in a row (coreOutageAfter): the pass stopped and
+   * the loans not yet tried wait for the next cycle; `sync --once` exits 5.
+   */
+  coreOutage: { failures: number; message: string } | null;
   /** Another process holds the boarding lease: this cycle did nothing. */
   busy: { pid: number; host: string; since: string } | null;
   /** Another process took the lease over mid-cycle (this one stalled): the cycle stopped early. */
@@ -87,6 +108,11 @@ export class CycleAlreadyRunningError extends Error {
 
 const NEVER = new AbortController().signal;
 
+/** retry_wait codes of a core that did not answer (board-loan.ts): 'core.unavailable', 'core.ambiguous'. */
+function isCoreUnavailableCode(code: string): boolean {
+  return code === 'core.unavailable' || code === 'core.ambiguous';
+}
+
 function isRefusedCursor(err: unknown): err is PlatformError {
   return isPlatformError(err) && !err.retryable && !err.fatal && err.status !== null && err.status >= 400 && err.status < 500 && err.status !== 429;
 }
@@ -106,6 +132,9 @@ export function createCycleRunner(deps: CycleDeps) {
   const me = { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, pid: process.pid, host: hostname() };
   const leaseTtlMs = deps.leaseTtlMs ?? 60_000;
   const stillListedWarnedAt = new Map<string, number>();
+  const coreOutageAfter = deps.coreOutageAfter ?? 3;
+  /** Core writes in a row (across cycles) that found the core unavailable; a board resets it. */
+  let coreFailuresInARow = 0;
 
   /** Counts acknowledged loans still listed; collects them for one warning per cycle. */
   function stillListedObserver(summary: CycleSummary, seen: Map<string, StillListedKind>): IntakeObserver {
@@ -143,7 +172,7 @@ export function createCycleRunner(deps: CycleDeps) {
     );
   }
 
-  async function walk(summary: CycleSummary, stop: AbortSignal): Promise<void> {
+  async function walk(summary: CycleSummary, stop: AbortSignal, progress: (p: CycleProgress) => void): Promise<void> {
     const checkpoint = store.checkpoints.get(QUEUE_CHECKPOINT);
     let cursor = checkpoint?.cursor ?? null;
     summary.walk.resumed = cursor !== null;
@@ -178,6 +207,7 @@ export function createCycleRunner(deps: CycleDeps) {
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
             summary.walk.invalid += page.invalid.length;
+            progress({ phase: 'walk', pages: summary.walk.pages, items: summary.walk.items });
             if (stop.aborted) return;
           }
           store.checkpoints.clear(QUEUE_CHECKPOINT);
@@ -203,15 +233,27 @@ export function createCycleRunner(deps: CycleDeps) {
     }
   }
 
+  function noteCoreFailure(summary: CycleSummary, message: string): void {
+    coreFailuresInARow += 1;
+    if (coreFailuresInARow < coreOutageAfter || summary.coreOutage !== null) return;
+    summary.coreOutage = { failures: coreFailuresInARow, message: message.slice(0, 500) };
+    logger.error(
+      { alert: 'core.outage', failures: coreFailuresInARow, err: summary.coreOutage.message },
+      `ALERT: the core was unavailable for ${coreFailuresInARow} loans in a row; this pass stopped, the loans wait for the next cycle`,
+    );
+  }
+
   function tally(summary: CycleSummary, o: BoardOutcome): void {
     switch (o.kind) {
       case 'acknowledged':
+        coreFailuresInARow = 0;
         summary.acknowledged += 1;
         if (o.ackOnly) summary.ackOnly += 1;
         break;
       case 'retry_wait': {
         summary.retryWait += 1;
         const row = store.loans.get(o.loanId);
+        if (isCoreUnavailableCode(o.code)) noteCoreFailure(summary, row?.lastErrorMessage ?? o.code);
         if (summary.problems.length < MAX_PROBLEMS) {
           summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: row?.lastErrorMessage ?? '' });
         }
@@ -240,10 +282,12 @@ export function createCycleRunner(deps: CycleDeps) {
     }
   }
 
-  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>): Promise<void> {
+  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
     const due = store.loans.due(clock.now()).filter((r) => !inFlight.has(r.id));
     let next = 0;
-    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped;
+    let done = 0;
+    if (due.length > 0) progress({ phase: 'board', done, total: due.length, pass: summary.passes });
+    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
     const worker = async (): Promise<void> => {
       while (!halted()) {
         const row = due[next++];
@@ -262,6 +306,8 @@ export function createCycleRunner(deps: CycleDeps) {
         } finally {
           abort.removeEventListener('abort', relay);
           inFlight.delete(row.id);
+          done += 1;
+          progress({ phase: 'board', done, total: due.length, pass: summary.passes });
         }
       }
     };
@@ -270,15 +316,18 @@ export function createCycleRunner(deps: CycleDeps) {
     if (failed) throw failed.reason;
   }
 
-  /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon. */
-  function settleTarget(attempted: ReadonlySet<string>, horizon: number): number | null {
+  /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon, and how many are waiting. */
+  function settleTarget(attempted: ReadonlySet<string>, horizon: number): { at: number; loans: number } | null {
     let best: number | null = null;
+    let loans = 0;
     for (const id of attempted) {
       const row = store.loans.get(id);
       if (row?.state !== 'retry_wait' || row.nextAttemptAt === null) continue;
-      if (row.nextAttemptAt <= horizon && (best === null || row.nextAttemptAt < best)) best = row.nextAttemptAt;
+      if (row.nextAttemptAt > horizon) continue;
+      loans += 1;
+      if (best === null || row.nextAttemptAt < best) best = row.nextAttemptAt;
     }
-    return best;
+    return best === null ? null : { at: best, loans };
   }
 
   async function run(opts: CycleOptions): Promise<CycleSummary> {
@@ -305,6 +354,7 @@ export function createCycleRunner(deps: CycleDeps) {
       passes: 0,
       trafficStopped: false,
       fatal: null,
+      coreOutage: null,
       busy: null,
       leaseLost: false,
       states: store.loans.countByState(),
@@ -357,8 +407,15 @@ export function createCycleRunner(deps: CycleDeps) {
     const beat = setInterval(heartbeat, Math.max(250, Math.floor(leaseTtlMs / 4)));
     beat.unref();
     try {
+      const progress = (p: CycleProgress): void => {
+        try {
+          opts.onProgress?.(p);
+        } catch (err) {
+          logger.debug({ err: errorMessage(err) }, 'cycle progress listener failed');
+        }
+      };
       try {
-        await walk(summary, stop);
+        await walk(summary, stop, progress);
       } catch (err) {
         if (!isPlatformError(err) || !err.fatal) throw err;
         summary.fatal = { code: err.code, message: err.message };
@@ -367,15 +424,16 @@ export function createCycleRunner(deps: CycleDeps) {
         summary.trafficStopped = true;
       }
       const attempted = new Set<string>();
-      while (summary.fatal === null && !summary.trafficStopped && !stop.aborted) {
+      while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
         summary.passes += 1;
-        await boardPass(summary, stop, abort, attempted);
+        await boardPass(summary, stop, abort, attempted, progress);
         const settleMs = opts.settleMs ?? 0;
-        if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || stop.aborted) break;
+        if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
         const target = settleTarget(attempted, clock.now() + settleMs);
         if (target === null) break;
+        progress({ phase: 'settle', until: target.at, loans: target.loans });
         try {
-          await clock.sleep(Math.max(0, target - clock.now()), stop);
+          await clock.sleep(Math.max(0, target.at - clock.now()), stop);
         } catch {
           break;
         }

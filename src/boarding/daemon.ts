@@ -95,9 +95,10 @@ export function createDaemon(deps: DaemonDeps): Daemon {
   function armRetryTimer(): void {
     if (retryTimer) clearTimeout(retryTimer);
     retryTimer = null;
-    // While writes are stopped a cycle boards nothing: leave retries to the cron ticks, or an
-    // overdue retry would spin cycles (each one a queue read).
-    if (stopCtl.signal.aborted || last?.trafficStopped === true) return;
+    // While writes are stopped, or the core is down, a cycle boards nothing: leave retries to the
+    // cron ticks, or an overdue retry (or the loans a stopped pass left queued) would spin cycles
+    // (each one a queue read).
+    if (stopCtl.signal.aborted || last?.trafficStopped === true || (last?.coreOutage ?? null) !== null) return;
     const at = runner.nextDueAt();
     if (at === null) return;
     // Cron ticks pick retries up anyway; the timer only matters when a retry is due sooner. Never
@@ -130,6 +131,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
               interrupted: summary.interrupted,
               trafficStopped: summary.trafficStopped,
               ...(summary.busy ? { busy: summary.busy } : {}),
+              ...(summary.coreOutage ? { coreOutage: summary.coreOutage } : {}),
               ...(summary.leaseLost ? { leaseLost: true } : {}),
               ...(summary.walk.stillListedAfterAck > 0
                 ? { stillListedAfterAck: summary.walk.stillListedAfterAck, stillListedChanged: summary.walk.stillListedChanged }

@@ -16,6 +16,27 @@ function load(loans: LoanStore, id: string): LoanRow {
   }
 }
 
+/** What a bulk `loans retry` / `loans skip` would do to one loan (its --dry-run listing, and the check before any change). */
+export type OpPlan =
+  | { loanId: string; ok: true; state: string; quarantineReason: string | null; loanNumber: string | null; /** retry only: the core holds this release; the next cycle only acknowledges. */ ackOnly: boolean }
+  | { loanId: string; ok: false; state: string | null; why: string };
+
+/** Whether `loans retry ID` would take this loan, and what its next attempt would do; changes nothing. */
+export function planRetry(loans: LoanStore, id: string): OpPlan {
+  const row = loans.get(id);
+  if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database (see \`loans list\`)` };
+  if (!RETRYABLE_FROM.has(row.state)) return { loanId: id, ok: false, state: row.state, why: `loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried` };
+  return { loanId: id, ok: true, state: row.state, quarantineReason: row.quarantineReason, loanNumber: row.loanNumber, ackOnly: writtenForCurrentRelease(row) };
+}
+
+/** Whether `loans skip ID` would take this loan; changes nothing. */
+export function planSkip(loans: LoanStore, id: string): OpPlan {
+  const row = loans.get(id);
+  if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database (see \`loans list\`)` };
+  if (!SKIPPABLE_FROM.has(row.state)) return { loanId: id, ok: false, state: row.state, why: `loan ${id} is ${row.state}; it cannot be skipped` };
+  return { loanId: id, ok: true, state: row.state, quarantineReason: row.quarantineReason, loanNumber: row.loanNumber, ackOnly: false };
+}
+
 /**
  * `loans retry ID`: back to queued with a fresh attempt budget, audited. A loan the core already
  * holds for its current release keeps that: its next attempt only acknowledges, never writes

@@ -3,8 +3,10 @@ import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { CHANGE_WORDS, diffRecordLists } from '../mapping/fixtures.js';
-import type { Mapper } from '../mapping/types.js';
+import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
+import type { QueueItem } from '../platform/schemas.js';
+import type { LoanRow } from '../store/loans.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../store/redact.js';
@@ -39,6 +41,74 @@ export type ReboardResult =
   | { loanId: string; outcome: 'not_acknowledged'; state: string }
   | { loanId: string; outcome: 'failed'; message: string };
 
+/** `loans reboard --dry-run`: what a re-board would do; `would_rewrite` carries the field changes. */
+export type ReboardPreview =
+  | Exclude<ReboardResult, { outcome: 'rewritten' }>
+  | { loanId: string; outcome: 'would_rewrite'; previousVersion: string | null; mappingVersion: string; changes: string[] };
+
+/** What a preview reads with: the state database, platform reads and the mapper (no core). */
+export type ReboardPreviewDeps = Pick<ReboardDeps, 'store' | 'platform' | 'mapper'>;
+
+interface Prepared {
+  row: LoanRow;
+  item: QueueItem;
+  input: MappingInput;
+  hash: string;
+  outcome: Extract<MappingOutcome, { ok: true }>;
+  changes: string[];
+}
+
+/** Nothing to write: the loan is not acknowledged, or nothing changed since its last write. */
+type Settled = Extract<ReboardResult, { outcome: 'unchanged' | 'not_acknowledged' }>;
+
+/** Quarantine issues of the current mapping, as a re-board reports them. */
+type Refusal = { loanId: string; outcome: 'would_quarantine'; reason: string; message: string; issues: readonly MappingIssue[]; mappingVersion: string };
+
+/**
+ * The reading half of a re-board, shared by the write and the dry run: the loan's item and inputs
+ * (platform reads), the mapping, and the field changes against the records last written. Writes
+ * nothing anywhere (the platform client books its reads in the rate ledger).
+ */
+async function prepare(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'force' | 'signal'>): Promise<Prepared | Refusal | Settled> {
+  const row = deps.store.loans.get(loanId);
+  if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
+  const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
+  const input = await fetchMappingInput(deps.platform, item, req.signal);
+  const hash = payloadHash(input);
+  if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
+    return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
+  }
+  const outcome = await deps.mapper.map(input);
+  if (!outcome.ok) {
+    const reason = quarantineReasonFor(outcome.issues);
+    const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);
+    return { loanId, outcome: 'would_quarantine', reason, message, issues: outcome.issues, mappingVersion: outcome.mappingVersion };
+  }
+  const before = parseBoardedRecords(row.boardedRecords);
+  const changes = before ? diffRecordLists(before, maskRecords(outcome.records), CHANGE_WORDS) : ['(the records of the last write were not kept: written before this version)'];
+  return { row, item, input, hash, outcome, changes };
+}
+
+const isPrepared = (p: Prepared | Refusal | Settled): p is Prepared => 'row' in p;
+
+/**
+ * `loans reboard --dry-run`: per loan, what a re-board would write to the core (field changes
+ * against the records last written, masked), and nothing else: no core write, no state change,
+ * no audit event, no acknowledgement.
+ */
+export async function previewReboard(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'force' | 'signal'> = {}): Promise<ReboardPreview> {
+  try {
+    const p = await prepare(deps, loanId, req);
+    if (!isPrepared(p)) {
+      if (p.outcome === 'would_quarantine') return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
+      return p;
+    }
+    return { loanId, outcome: 'would_rewrite', previousVersion: p.row.mappingVersion, mappingVersion: p.outcome.mappingVersion, changes: p.changes };
+  } catch (err) {
+    return { loanId, outcome: 'failed', message: redactForStorage(errorMessage(err)).slice(0, 2000) };
+  }
+}
+
 /**
  * `loans reboard`: writes an acknowledged loan to the core again with the mapping loaded now,
  * after a mapping fix. The core write is idempotent by external id (the file core replaces the
@@ -49,24 +119,14 @@ export type ReboardResult =
 export async function reboardLoan(deps: ReboardDeps, loanId: string, req: ReboardRequest): Promise<ReboardResult> {
   const { store, clock } = deps;
   const log = deps.logger.child({ loanId, component: 'reboard' });
-  const row = store.loans.get(loanId);
-  if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   try {
-    const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
-    const input = await fetchMappingInput(deps.platform, item, req.signal);
-    const hash = payloadHash(input);
-    if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
-      return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
+    const p = await prepare(deps, loanId, req);
+    if (!isPrepared(p)) {
+      if (p.outcome !== 'would_quarantine') return p;
+      store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: `reboard refused: the mapping would quarantine (${p.reason})`, detail: { why: req.reason, mappingVersion: p.mappingVersion, issues: p.issues.slice(0, 20) } }, clock.now());
+      return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
     }
-    const outcome = await deps.mapper.map(input);
-    if (!outcome.ok) {
-      const reason = quarantineReasonFor(outcome.issues);
-      const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);
-      store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: `reboard refused: the mapping would quarantine (${reason})`, detail: { why: req.reason, mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) } }, clock.now());
-      return { loanId, outcome: 'would_quarantine', reason, message };
-    }
-    const before = parseBoardedRecords(row.boardedRecords);
-    const changes = before ? diffRecordLists(before, maskRecords(outcome.records), CHANGE_WORDS) : ['(the records of the last write were not kept: written before this version)'];
+    const { row, item, input, hash, outcome, changes } = p;
     const receipt = await deps.core.board(
       {
         loanId,

@@ -1,12 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { loadConfig } from '../config/load.js';
 import { transportWarnings } from '../config/security.js';
 import type { Config } from '../config/schema.js';
-import { ConfigError, errorMessage } from '../lib/errors.js';
+import { ConfigError, UsageError, errorMessage } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { systemClock, type Clock } from '../lib/clock.js';
-import { printable } from '../lib/terminal.js';
+import { createProgressLine, printable, type ProgressLine, type ProgressMode } from '../lib/terminal.js';
 
 /**
  * What every command gets: lazily loaded config and logger, output streams, and a place to
@@ -18,8 +20,9 @@ export interface CliContext {
   readonly stdout: Writable;
   readonly stderr: Writable;
   readonly clock: Clock;
-  /** --config, else BOARDING_CONFIG, else undefined (built-in demo defaults). */
+  /** --config, else BOARDING_CONFIG, else undefined (then config() refuses: exit 2). */
   configPath(): string | undefined;
+  /** The validated config; without --config or BOARDING_CONFIG a UsageError (no silent defaults). */
   config(): Config;
   logger(): Logger;
   /** Registers cleanup run (in reverse order) when the command finishes or the process stops. */
@@ -32,6 +35,27 @@ export interface CliContext {
    * With no subscriber, SIGHUP stops the process like SIGTERM (its default meaning).
    */
   onHangup(fn: () => void): () => void;
+  /**
+   * Asks the operator a question on the terminal and resolves with the answer; undefined when
+   * there is no terminal to ask on (stdin or stderr not a TTY: cron, a pipe, a script).
+   */
+  readonly prompt: ((question: string) => Promise<string>) | undefined;
+  /**
+   * The progress line of a long command on stderr (--progress: auto = when stderr is a terminal,
+   * always, never). While it is shown, logs are at warn level unless --verbose: call this before
+   * the first logger().
+   */
+  progress(): ProgressLine;
+  /** Runs a write to stdout with the progress line (if one is shown) cleared around it. */
+  output(write: () => void): void;
+  /** Clears the progress line for good (before an error message; close() does it too). */
+  endProgress(): void;
+}
+
+/** The program's own options (before or after the command): --progress, --verbose. */
+export interface GlobalOptions {
+  progress?: ProgressMode;
+  verbose?: boolean;
 }
 
 export interface ContextOptions {
@@ -43,7 +67,12 @@ export interface ContextOptions {
   clock?: Clock;
   /** SIGHUP, as main.ts relays it; tests dispatch it themselves. */
   hangup?: HangupSource;
+  /** A question on the terminal (main.ts, when stdin and stderr are TTYs; tests give their own). */
+  prompt?: (question: string) => Promise<string>;
+  getGlobalOptions?: () => GlobalOptions;
 }
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 export interface HangupSource {
   subscribe(fn: () => void): () => void;
@@ -76,6 +105,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
     pendingWarnings = [];
   };
   const closers: Array<() => Promise<void> | void> = [];
+  let progressLine: ProgressLine | undefined;
   const configPath = (): string | undefined => opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
   return {
     env: opts.env,
@@ -83,6 +113,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
     stderr: opts.stderr,
     clock: opts.clock ?? systemClock,
     shutdown: opts.shutdown,
+    prompt: opts.prompt,
     onHangup(fn) {
       const unsubscribe = opts.hangup?.subscribe(fn);
       return () => {
@@ -93,13 +124,12 @@ export function createCliContext(opts: ContextOptions): CliContext {
     config() {
       if (config) return config;
       const path = configPath();
-      let fileText: string | undefined;
-      if (path !== undefined) {
-        try {
-          fileText = readFileSync(path, 'utf8');
-        } catch (err) {
-          throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
-        }
+      if (path === undefined) throw new UsageError(noConfigMessage());
+      let fileText: string;
+      try {
+        fileText = readFileSync(path, 'utf8');
+      } catch (err) {
+        throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
       }
       config = loadConfig({ env: opts.env, fileText, filePath: path });
       pendingWarnings.push(...transportWarnings(config));
@@ -107,14 +137,33 @@ export function createCliContext(opts: ContextOptions): CliContext {
       return config;
     },
     logger() {
-      logger ??= createLogger({ level: config?.log.level ?? opts.env['LOG_LEVEL'] ?? 'info' });
+      if (logger === undefined) {
+        let level = config?.log.level ?? opts.env['LOG_LEVEL'] ?? 'info';
+        // A progress line on the terminal: only warnings and errors beside it, unless --verbose.
+        if (progressLine?.enabled === true && opts.getGlobalOptions?.().verbose !== true && LEVELS.indexOf(level) < LEVELS.indexOf('warn')) level = 'warn';
+        logger = createLogger({ level });
+      }
       flushWarnings();
       return logger;
     },
     onClose(fn) {
       closers.push(fn);
     },
+    progress() {
+      if (progressLine === undefined) {
+        progressLine = createProgressLine(opts.stderr as NodeJS.WritableStream & { isTTY?: boolean }, { mode: opts.getGlobalOptions?.().progress ?? 'auto' });
+      }
+      return progressLine;
+    },
+    output(write) {
+      if (progressLine) progressLine.around(write);
+      else write();
+    },
+    endProgress() {
+      progressLine?.done();
+    },
     async close() {
+      progressLine?.done();
       while (closers.length > 0) {
         const fn = closers.pop();
         try {
@@ -133,8 +182,37 @@ export function createCliContext(opts: ContextOptions): CliContext {
   };
 }
 
-/** Prints a line of JSON or text on stdout, without terminal control characters. */
+/** The commands that run without a config: they make their own (the demo) or need none (the sandbox). */
+export const COMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['demo', 'sandbox']);
+
+const SHIPPED_CONFIG_DIR = fileURLToPath(new URL('../../config', import.meta.url));
+
+/** What to say when no config was given: how to give one, and the shipped example to start from. */
+export function noConfigMessage(cwd: string = process.cwd()): string {
+  let examples: string[] = [];
+  try {
+    if (existsSync(SHIPPED_CONFIG_DIR)) {
+      examples = readdirSync(SHIPPED_CONFIG_DIR)
+        .filter((f) => /^example.*\.ya?ml$/.test(f))
+        .sort()
+        .map((f) => {
+          const abs = join(SHIPPED_CONFIG_DIR, f);
+          const rel = relative(cwd, abs);
+          return rel.startsWith('..') ? abs : rel;
+        });
+    }
+  } catch {
+    // Only for the hint.
+  }
+  const start = examples.length > 0 ? ` Start from ${examples.join(' or ')} (every key with its default).` : '';
+  return (
+    'no config given: pass --config FILE or set BOARDING_CONFIG=FILE (the connector never falls back to built-in defaults).' +
+    `${start} Only \`demo\` and \`sandbox\` run without one.`
+  );
+}
+
+/** Prints a line of JSON or text on stdout, without terminal control characters (a progress line steps aside). */
 export function out(ctx: CliContext, text: string): void {
   const clean = printable(text);
-  ctx.stdout.write(clean.endsWith('\n') ? clean : `${clean}\n`);
+  ctx.output(() => ctx.stdout.write(clean.endsWith('\n') ? clean : `${clean}\n`));
 }

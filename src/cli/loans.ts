@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { retryLoan, skipLoan } from '../boarding/ops.js';
+import { planRetry, planSkip, retryLoan, skipLoan, type OpPlan } from '../boarding/ops.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { openDatabase } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
@@ -9,10 +9,13 @@ import { runningDaemons } from '../boarding/daemon-guard.js';
 import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
-import { reboardLoan, type ReboardResult } from '../boarding/reboard.js';
-import { buildRuntime } from '../app/runtime.js';
+import { previewReboard, reboardLoan, type ReboardPreview, type ReboardResult } from '../boarding/reboard.js';
+import { buildRuntime, loadMapperFromConfig } from '../app/runtime.js';
+import { confirmBulk } from './confirm.js';
+import { followPlatformWaits } from './progress.js';
+import { openPlatformSession } from './session.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { QUARANTINE_REASONS, RETRYABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
+import { QUARANTINE_REASONS, RETRYABLE_STATES, SKIPPABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 
 function openStore(ctx: CliContext): BoardingStore {
   const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
@@ -37,7 +40,7 @@ function parseSince(v: string, now: number): number {
   return t;
 }
 
-function formatReboard(r: ReboardResult): string {
+function formatReboard(r: ReboardResult | Exclude<ReboardPreview, { outcome: 'would_rewrite' }>): string {
   switch (r.outcome) {
     case 'rewritten':
       return [`loan ${r.loanId}: re-boarded (${r.previousVersion ?? '?'} → ${r.mappingVersion}; core ${r.coreReference})`, ...r.changes.slice(0, 30).map((c) => `    ${c}`), ...(r.changes.length > 30 ? [`    … ${r.changes.length - 30} more`] : [])].join('\n');
@@ -178,41 +181,47 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--since <time>', 'with --all: only loans that entered their state since this ISO time or this long ago (30m, 2h, 1d)')
     .option('--state <state>', 'with --all: quarantined (default), retry_wait or skipped')
     .option('--by <name>', 'who is acting (default: $USER)')
-    .action((ids: string[], opts: { all?: boolean; reason?: string; since?: string; state?: string; by?: string }) => {
-      const actor = actorOf(ctx, opts.by);
+    .option('--dry-run', 'list what would be retried (and what cannot be); change nothing')
+    .option('--yes', 'more than boarding.confirmAbove loans: go ahead without asking')
+    .addHelpText('after', '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done). One loan that cannot be retried stops them all (exit 2).')
+    .action(async (ids: string[], opts: { all?: boolean; reason?: string; since?: string; state?: string; by?: string; dryRun?: boolean; yes?: boolean }) => {
+      const actor = opts.dryRun === true ? null : actorOf(ctx, opts.by);
       const store = openStore(ctx);
       const now = ctx.clock.now();
       let targets: string[];
       if (opts.all === true) {
         if (ids.length > 0) throw new UsageError('loans retry: give loan ids or --all, not both');
-        const state = opts.state ?? 'quarantined';
-        if (!(RETRYABLE_STATES as readonly string[]).includes(state)) throw new UsageError(`--state: expected ${RETRYABLE_STATES.join(', ')}, got ${JSON.stringify(state)}`);
-        if (opts.reason !== undefined && !(QUARANTINE_REASONS as readonly string[]).includes(opts.reason)) {
-          throw new UsageError(`--reason: expected one of ${QUARANTINE_REASONS.join(', ')}, got ${JSON.stringify(opts.reason)}`);
-        }
-        const since = opts.since === undefined ? null : parseSince(opts.since, now);
-        targets = store.loans
-          .list({ state: state as LoanState, ...(since !== null ? { enteredSince: since } : {}), ...(opts.reason !== undefined ? { quarantineReason: opts.reason as QuarantineReason } : {}) })
-          .map((r) => r.id);
+        targets = selectLoans(store, { state: opts.state, quarantineReason: opts.reason, since: opts.since, reasonFlag: '--reason' }, RETRYABLE_STATES, now);
       } else {
         if (opts.reason !== undefined || opts.since !== undefined || opts.state !== undefined) throw new UsageError('--reason, --since and --state go with --all');
         if (ids.length === 0) throw new UsageError('loans retry: give loan ids or --all');
-        targets = ids;
+        targets = [...new Set(ids)];
       }
-      let ackOnly = 0;
-      for (const id of targets) {
-        const row = retryLoan(store.loans, id, actor, now, opts.all === true ? { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } : undefined);
-        if (writtenForCurrentRelease(row)) ackOnly += 1;
-        if (targets.length <= 20) out(ctx, `loan ${id} queued by ${actor}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}`);
+      const plans = targets.map((id) => planRetry(store.loans, id));
+      if (opts.dryRun === true) {
+        printPlans(ctx, plans, 'retried', (p) => (p.ackOnly ? 'would be queued (the core already holds this release: the next cycle only acknowledges it)' : 'would be queued'));
+        return;
       }
       if (targets.length === 0) {
         out(ctx, 'no loans match: nothing retried');
         return;
       }
-      if (targets.length > 20) out(ctx, `${targets.length} loans queued by ${actor}${ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : ''}`);
+      refuseIfAny(plans, 'retried');
+      await confirmBulk(ctx, { command: 'loans retry', action: `queue ${targets.length} loans again`, count: targets.length, threshold: ctx.config().boarding.confirmAbove, yes: opts.yes === true, sample: targets });
+      const by = actor as string;
+      const progress = ctx.progress();
+      let ackOnly = 0;
+      for (const [i, id] of targets.entries()) {
+        progress.status(`retrying ${i + 1}/${targets.length}`);
+        const row = retryLoan(store.loans, id, by, now, opts.all === true ? { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } : undefined);
+        if (writtenForCurrentRelease(row)) ackOnly += 1;
+        if (targets.length <= 20) out(ctx, `loan ${id} queued by ${by}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}`);
+      }
+      progress.done();
+      if (targets.length > 20) out(ctx, `${targets.length} loans queued by ${by}${ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : ''}`);
       // Do not make the operator wait for the schedule: a running daemon polls for this request.
       const daemons = runningDaemons(store.daemon, now);
-      if (daemons.length > 0 && store.daemon.requestCycle(actor, now) > 0) out(ctx, `asked the running daemon (pid ${daemons.map((d) => d.pid).join(', ')}) for a cycle now`);
+      if (daemons.length > 0 && store.daemon.requestCycle(by, now) > 0) out(ctx, `asked the running daemon (pid ${daemons.map((d) => d.pid).join(', ')}) for a cycle now`);
       else out(ctx, 'no daemon is running: board them with `sync --once` (or start `run`)');
     });
 
@@ -221,33 +230,49 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .description('write acknowledged loans to the core again with the mapping on disk (after a mapping fix); idempotent by external id, no second acknowledgement, audited')
     .argument('[ids...]', 'platform loan ids (or --mapping-version)')
     .option('--mapping-version <version>', 'every acknowledged loan boarded with this mapping version')
-    .requiredOption('--reason <text>', 'why (kept in the audit log)')
+    .option('--reason <text>', 'why (kept in the audit log; required unless --dry-run)')
     .option('--by <name>', 'who is acting (default: $USER)')
     .option('--force', 'write even when neither the mapping version nor the loan changed since its last write')
+    .option('--dry-run', 'per loan, the field changes a re-board would write to the core; write nothing, change no state')
+    .option('--yes', 'more than boarding.confirmAbove loans: go ahead without asking')
     .option('--json', 'print the results as JSON')
-    .addHelpText('after', '\nExit status: 0 when every loan was re-written (or was unchanged); 1 when one failed or would now be quarantined.')
-    .action(async (ids: string[], opts: { mappingVersion?: string; reason: string; by?: string; force?: boolean; json?: boolean }) => {
-      const actor = actorOf(ctx, opts.by);
-      if (opts.reason.trim() === '') throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
+    .addHelpText(
+      'after',
+      '\nExit status: 0 when every loan was re-written (or was unchanged); 1 when one failed or would now be quarantined.\nWith --dry-run: 0 when every loan could be read (whatever it would do), 1 when one could not.\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done).',
+    )
+    .action(async (ids: string[], opts: { mappingVersion?: string; reason?: string; by?: string; force?: boolean; dryRun?: boolean; yes?: boolean; json?: boolean }) => {
       if ((ids.length > 0) === (opts.mappingVersion !== undefined)) throw new UsageError('loans reboard: give loan ids or --mapping-version V (one of them)');
+      const pick = (store: BoardingStore): string[] => (opts.mappingVersion !== undefined ? store.loans.list({ state: 'acknowledged' }).filter((r) => r.mappingVersion === opts.mappingVersion).map((r) => r.id) : [...new Set(ids)]);
+      if (opts.dryRun === true) {
+        await reboardDryRun(ctx, pick, { force: opts.force === true, json: opts.json === true });
+        return;
+      }
+      const actor = actorOf(ctx, opts.by);
+      const reason = opts.reason?.trim() ?? '';
+      if (reason === '') throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
+      const progress = ctx.progress();
       const rt = await buildRuntime(ctx.config(), ctx.logger(), { clock: ctx.clock });
       ctx.onClose(() => rt.close());
       const mine = { version: rt.mapper.version, dir: rt.config.mappings.dir };
       assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
-      const targets = opts.mappingVersion !== undefined ? rt.store.loans.list({ state: 'acknowledged' }).filter((r) => r.mappingVersion === opts.mappingVersion).map((r) => r.id) : ids;
+      const targets = pick(rt.store);
+      await confirmBulk(ctx, { command: 'loans reboard', action: `re-write ${targets.length} loans in the core with mapping ${rt.mapper.version}`, count: targets.length, threshold: rt.config.boarding.confirmAbove, yes: opts.yes === true, sample: targets });
       const results: ReboardResult[] = [];
-      for (const id of targets) {
+      followPlatformWaits(progress, rt.platform);
+      for (const [i, id] of targets.entries()) {
         if (ctx.shutdown.aborted) break;
+        progress.status(`re-boarding ${i + 1}/${targets.length}: loan ${id}`);
         // A long run: the daemon may reload meanwhile, and one version boards at a time.
         assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
         const r = await reboardLoan(
           { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION },
           id,
-          { actor, reason: opts.reason.trim(), force: opts.force === true, signal: ctx.shutdown },
+          { actor, reason, force: opts.force === true, signal: ctx.shutdown },
         );
         results.push(r);
         if (opts.json !== true) out(ctx, formatReboard(r));
       }
+      progress.done();
       if (opts.json === true) out(ctx, JSON.stringify(results));
       else out(ctx, targets.length === 0 ? 'no acknowledged loans match: nothing re-boarded' : `${results.filter((r) => r.outcome === 'rewritten').length} re-boarded, ${results.filter((r) => r.outcome === 'unchanged').length} unchanged, ${results.filter((r) => r.outcome !== 'rewritten' && r.outcome !== 'unchanged').length} not re-boarded (mapping ${rt.mapper.version}; no acknowledgement sent)`);
       const bad = results.filter((r) => r.outcome === 'failed' || r.outcome === 'would_quarantine' || r.outcome === 'not_acknowledged');
@@ -256,14 +281,131 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
 
   loans
     .command('skip')
-    .description('never board this loan unless retried (audited with who and why)')
-    .argument('<id>', 'platform loan id')
-    .requiredOption('--reason <text>', 'why (kept in the audit log)')
+    .description('never board these loans unless retried (audited with who and why)')
+    .argument('[ids...]', 'platform loan ids (or --all)')
+    .option('--reason <text>', 'why (kept in the audit log; required unless --dry-run)')
+    .option('--all', 'every loan in --state (default quarantined), narrowed with --quarantine-reason and --since')
+    .option('--state <state>', `with --all: the loans' state (${SKIPPABLE_STATES.join(', ')}; default quarantined)`)
+    .option('--quarantine-reason <reason>', `with --all: only loans quarantined for this reason (${QUARANTINE_REASONS.join(', ')})`)
+    .option('--since <time>', 'with --all: only loans that entered their state since this ISO time or this long ago (30m, 2h, 1d)')
     .option('--by <name>', 'who is acting (default: $USER)')
-    .action((id: string, opts: { reason: string; by?: string }) => {
-      const actor = actorOf(ctx, opts.by);
+    .option('--dry-run', 'list what would be skipped (and what cannot be); change nothing')
+    .option('--yes', 'more than boarding.confirmAbove loans: go ahead without asking')
+    .addHelpText('after', '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done). One loan that cannot be skipped stops them all (exit 2).')
+    .action(async (ids: string[], opts: { reason?: string; all?: boolean; state?: string; quarantineReason?: string; since?: string; by?: string; dryRun?: boolean; yes?: boolean }) => {
       const store = openStore(ctx);
-      skipLoan(store.loans, id, opts.reason, actor, ctx.clock.now());
-      out(ctx, `loan ${id} skipped by ${actor}: ${opts.reason.trim()}`);
+      const now = ctx.clock.now();
+      let targets: string[];
+      if (opts.all === true) {
+        if (ids.length > 0) throw new UsageError('loans skip: give loan ids or --all, not both');
+        targets = selectLoans(store, { state: opts.state, quarantineReason: opts.quarantineReason, since: opts.since, reasonFlag: '--quarantine-reason' }, SKIPPABLE_STATES, now);
+      } else {
+        if (opts.quarantineReason !== undefined || opts.since !== undefined || opts.state !== undefined) throw new UsageError('--state, --quarantine-reason and --since go with --all');
+        if (ids.length === 0) throw new UsageError('loans skip: give loan ids or --all');
+        targets = [...new Set(ids)];
+      }
+      const plans = targets.map((id) => planSkip(store.loans, id));
+      if (opts.dryRun === true) {
+        printPlans(ctx, plans, 'skipped', () => 'would be skipped');
+        return;
+      }
+      const actor = actorOf(ctx, opts.by);
+      const reason = opts.reason?.trim() ?? '';
+      if (reason === '') throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
+      if (targets.length === 0) {
+        out(ctx, 'no loans match: nothing skipped');
+        return;
+      }
+      refuseIfAny(plans, 'skipped');
+      await confirmBulk(ctx, { command: 'loans skip', action: `skip ${targets.length} loans`, count: targets.length, threshold: ctx.config().boarding.confirmAbove, yes: opts.yes === true, sample: targets });
+      const progress = ctx.progress();
+      for (const [i, id] of targets.entries()) {
+        progress.status(`skipping ${i + 1}/${targets.length}`);
+        skipLoan(store.loans, id, reason, actor, now);
+        if (targets.length <= 20) out(ctx, `loan ${id} skipped by ${actor}: ${reason}`);
+      }
+      progress.done();
+      if (targets.length > 20) out(ctx, `${targets.length} loans skipped by ${actor}: ${reason}`);
     });
+}
+
+/** --all of `loans retry` / `loans skip`: the loans in a state, narrowed by quarantine reason and age. */
+function selectLoans(
+  store: BoardingStore,
+  f: { state: string | undefined; quarantineReason: string | undefined; since: string | undefined; reasonFlag: string },
+  allowed: readonly LoanState[],
+  now: number,
+): string[] {
+  const state = f.state ?? 'quarantined';
+  if (!(allowed as readonly string[]).includes(state)) throw new UsageError(`--state: expected ${allowed.join(', ')}, got ${JSON.stringify(state)}`);
+  if (f.quarantineReason !== undefined && !(QUARANTINE_REASONS as readonly string[]).includes(f.quarantineReason)) {
+    throw new UsageError(`${f.reasonFlag}: expected one of ${QUARANTINE_REASONS.join(', ')}, got ${JSON.stringify(f.quarantineReason)}`);
+  }
+  const since = f.since === undefined ? null : parseSince(f.since, now);
+  return store.loans
+    .list({ state: state as LoanState, ...(since !== null ? { enteredSince: since } : {}), ...(f.quarantineReason !== undefined ? { quarantineReason: f.quarantineReason as QuarantineReason } : {}) })
+    .map((r) => r.id);
+}
+
+/** Several loans are changed together or not at all: one that cannot be is named, and nothing is done. */
+function refuseIfAny(plans: readonly OpPlan[], verb: string): void {
+  const refused = plans.filter((p): p is Extract<OpPlan, { ok: false }> => !p.ok);
+  if (refused.length === 0) return;
+  const why = refused.slice(0, 10).map((p) => p.why).join('; ') + (refused.length > 10 ? `; … ${refused.length - 10} more` : '');
+  throw new UsageError(plans.length > 1 ? `${why}: nothing ${verb} (see \`--dry-run\`)` : why);
+}
+
+/** The --dry-run listing of `loans retry` / `loans skip`. */
+function printPlans(ctx: CliContext, plans: readonly OpPlan[], verb: string, would: (p: Extract<OpPlan, { ok: true }>) => string): void {
+  out(ctx, `dry run: nothing changed`);
+  for (const p of plans) {
+    if (p.ok) out(ctx, `loan ${p.loanId}${p.loanNumber ? ` (${p.loanNumber})` : ''} ${p.state}${p.quarantineReason ? ` (${p.quarantineReason})` : ''}: ${would(p)}`);
+    else out(ctx, `loan ${p.loanId}: cannot be ${verb}: ${p.why}`);
+  }
+  const ok = plans.filter((p) => p.ok).length;
+  out(ctx, plans.length === 0 ? 'no loans match' : `${ok} loan(s) would be ${verb}${ok < plans.length ? `, ${plans.length - ok} cannot be (the command would refuse them all)` : ''}`);
+}
+
+function formatPreview(r: ReboardPreview): string {
+  if (r.outcome !== 'would_rewrite') {
+    if (r.outcome === 'unchanged') return `loan ${r.loanId}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force would write anyway)`;
+    if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
+    return formatReboard(r);
+  }
+  const head = `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`}`;
+  return [head, ...r.changes.slice(0, 30).map((c) => `    ${c}`), ...(r.changes.length > 30 ? [`    … ${r.changes.length - 30} more`] : [])].join('\n');
+}
+
+/**
+ * `loans reboard --dry-run`: reads (state database, platform within the rate budget) and maps
+ * only; no core is opened, nothing is written, no state or audit event changes.
+ */
+async function reboardDryRun(ctx: CliContext, pick: (store: BoardingStore) => string[], opts: { force: boolean; json: boolean }): Promise<void> {
+  const progress = ctx.progress();
+  const mapper = await loadMapperFromConfig(ctx.config());
+  const { db, platform } = openPlatformSession(ctx);
+  const store = createBoardingStore(db);
+  const targets = pick(store);
+  const results: ReboardPreview[] = [];
+  followPlatformWaits(progress, platform);
+  for (const [i, id] of targets.entries()) {
+    if (ctx.shutdown.aborted) break;
+    progress.status(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`);
+    const r = await previewReboard({ store, platform, mapper }, id, { force: opts.force, signal: ctx.shutdown });
+    results.push(r);
+    if (!opts.json) out(ctx, formatPreview(r));
+  }
+  progress.done();
+  if (opts.json) out(ctx, JSON.stringify(results));
+  else {
+    const n = (o: ReboardPreview['outcome']): number => results.filter((r) => r.outcome === o).length;
+    out(
+      ctx,
+      targets.length === 0
+        ? 'no acknowledged loans match: nothing would be re-boarded'
+        : `dry run with mapping ${mapper.version}: ${n('would_rewrite')} would be re-written, ${n('unchanged')} unchanged, ${results.length - n('would_rewrite') - n('unchanged')} would not be re-boarded; nothing was written to the core, no state changed`,
+    );
+  }
+  const unreadable = results.filter((r) => r.outcome === 'failed').length;
+  if (unreadable > 0) throw new FatalError(`loans reboard --dry-run: ${unreadable} loan(s) could not be read`);
 }

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
 import { CHANGE_WORDS, diffRecordLists, expectedFromOutcome, runFixture, type FixtureResult } from '../mapping/fixtures.js';
-import { lintMappingDir, loadFixtures, loadMapper } from '../mapping/loader.js';
+import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping/loader.js';
 import { diffExpectedLines } from '../mapping/layout-fixtures.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
@@ -14,6 +14,7 @@ import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../store/redact.js';
 import { mapperOptionsFromConfig } from '../app/runtime.js';
 import { out, type CliContext } from './context.js';
+import { followPlatformWaits } from './progress.js';
 import { openPlatformSession } from './session.js';
 
 interface DirOptions {
@@ -100,17 +101,17 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
     .description('run the fixtures (<dir>/fixtures/<case>/input.json → expected.json) and show a field-level diff on mismatch; exit 1 on failure')
     .option('--dir <dir>', 'mapping directory (repeatable; default: config mappings.dir)', collect)
     .option('--case <name>', 'run only the cases whose name contains this text')
-    .option('--update', 'write expected.json from the actual outcome for failing cases (review the diff before committing!)')
+    .option('--update', 'rewrite expected.json and the files in expected-lines/ from the actual outcome for failing cases (review the diff before committing!)')
     .option('--json', 'print the result as JSON')
     .action(async (opts: DirOptions & { case?: string; update?: boolean }) => {
       let failures = 0;
-      const report: Array<{ dir: string; results: Array<Omit<FixtureResult, 'outcome'>>; problems: string[] }> = [];
+      const report: Array<{ dir: string; results: Array<Omit<FixtureResult, 'outcome'> & { updated?: string[] }>; problems: string[] }> = [];
       for (const dir of dirsOf(ctx, opts)) {
         const lint = lintMappingDir(dir);
         const { cases, problems } = loadFixtures(dir);
         const setProblems = [...lint.problems, ...problems].map((p) => located(dir, p));
         if (lint.problems.length === 0 && cases.length === 0) setProblems.push(`${join(dir, 'fixtures')}: no fixtures found`);
-        const results: FixtureResult[] = [];
+        const results: Array<FixtureResult & { updated?: string[] }> = [];
         if (lint.problems.length === 0) {
           const mappers = new Map<string, ReturnType<typeof loadMapper>>();
           const mapperFor = (o: MapperOptions): ReturnType<typeof loadMapper> => {
@@ -129,7 +130,9 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
               if (lineDiffs.length > 0) Object.assign(r, { ok: false, diffs: [...r.diffs, ...lineDiffs] });
             }
             if (!r.ok && opts.update && r.outcome) {
-              writeFileSync(join(dir, c.dir, 'expected.json'), `${JSON.stringify(expectedFromOutcome(r.outcome), null, 2)}\n`);
+              const u = updateFixture(dir, c, r.outcome, lint.layout);
+              results.push({ ...r, diffs: [...r.diffs, ...u.problems], updated: u.written });
+              continue;
             }
             results.push(r);
           }
@@ -142,7 +145,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         for (const set of report) {
           for (const p of set.problems) out(ctx, p);
           for (const r of set.results) {
-            out(ctx, `${r.ok ? 'ok  ' : 'FAIL'} ${set.dir} ${r.name}${r.ok || !opts.update ? '' : ' (expected.json updated)'}`);
+            out(ctx, `${r.ok ? 'ok  ' : 'FAIL'} ${set.dir} ${r.name}${r.updated ? ` (updated: ${r.updated.join(', ')})` : ''}`);
             for (const d of r.diffs) out(ctx, `       ${d}`);
           }
           const passed = set.results.filter((r) => r.ok).length;
@@ -169,11 +172,14 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       if (opts.saveFixture !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$/.test(opts.saveFixture)) {
         throw new UsageError(`--save-fixture: a fixture name is letters, digits, '.', '_' and '-' (at most 81), got ${JSON.stringify(opts.saveFixture)}`);
       }
+      const progress = ctx.progress();
       const mapper = await loadMapper(dir, configOptions(ctx));
       // Through the state database: preview spends from the same rate budget as the daemon, and
       // maps the queue item the pipeline stored for the loan.
       const { db, platform } = openPlatformSession(ctx);
       const row = createLoanStore(db).get(opts.loan);
+      followPlatformWaits(progress, platform);
+      progress.status(row?.queueItem ? `reading loan ${opts.loan}` : `looking for loan ${opts.loan} in the boarding queue`);
       let input: MappingInput;
       let source: InputSource;
       try {
@@ -183,6 +189,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       } catch (err) {
         if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
         throw err;
+      } finally {
+        progress.done();
       }
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);

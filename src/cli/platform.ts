@@ -44,7 +44,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
         out(ctx, JSON.stringify(status, null, 2));
         return;
       }
-      out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (writes stop at ${TRAFFIC_STOP_AT}; a live key is revoked at 3)`);
+      out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (all platform traffic, reads and writes, stops at ${TRAFFIC_STOP_AT}; a live key is revoked at 3)`);
       for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
       out(ctx, status.trafficStopped ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)' : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`);
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
@@ -53,7 +53,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
   const strikes = platform.command('strikes').description('the 429-strike ledger');
   strikes
     .command('clear')
-    .description('clear the strike ledger so writes resume; only once the platform has confirmed the key is in good standing (audited)')
+    .description('clear the strike ledger so platform traffic resumes; only once the platform has confirmed the key is in good standing (audited)')
     .requiredOption('--reason <text>', 'why it is safe (e.g. the platform support ticket)')
     .option('--by <name>', 'who clears it (default: $USER)')
     .action((opts: { reason: string; by?: string }) => {

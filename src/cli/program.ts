@@ -1,5 +1,7 @@
-import { Command, CommanderError } from 'commander';
-import type { CliContext } from './context.js';
+import { Command, CommanderError, Option } from 'commander';
+import { PROGRESS_MODES } from '../lib/terminal.js';
+import { COMMANDS_WITHOUT_CONFIG, noConfigMessage, type CliContext } from './context.js';
+import { UsageError } from '../lib/errors.js';
 import { registerCommandGroups } from './groups.js';
 
 import { CONNECTOR_VERSION } from '../version.js';
@@ -11,7 +13,11 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): { pr
     .name('boarding-connector')
     .description('Boards loans from the Loan Platform boarding queue into the bank core, exactly once.')
     .version(CONNECTOR_VERSION)
-    .option('-c, --config <file>', 'YAML config file (else $BOARDING_CONFIG, else built-in demo defaults)')
+    .option('-c, --config <file>', 'YAML config file (else $BOARDING_CONFIG); every command but demo and sandbox needs one')
+    .addOption(
+      new Option('--progress <mode>', 'progress line of long commands on stderr: auto (when stderr is a terminal), always, never (scripts)').choices(PROGRESS_MODES).default('auto'),
+    )
+    .option('--verbose', 'with a progress line: logs at the configured level (else warnings and errors only)')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({
@@ -19,6 +25,14 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): { pr
       writeErr: (s) => process.stderr.write(s),
     });
   const ctx = ctxFactory(program);
+  // No silent demo defaults: a command other than demo/sandbox without a config stops here (exit 2),
+  // before it opens a database or calls anything. --help and --version never get this far.
+  program.hook('preAction', (_root, action) => {
+    let top: Command = action;
+    while (top.parent && top.parent !== program) top = top.parent;
+    if (COMMANDS_WITHOUT_CONFIG.has(top.name())) return;
+    if (ctx.configPath() === undefined) throw new UsageError(noConfigMessage());
+  });
   registerCommandGroups(program, ctx);
   return { program, ctx };
 }

@@ -4,6 +4,7 @@ import { UsageError } from '../lib/errors.js';
 import { createProgressBar } from '../reports/progress.js';
 import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
 import { out, type CliContext } from './context.js';
+import { followPlatformWaits } from './progress.js';
 import { openPlatformSession } from './session.js';
 import { CONNECTOR_VERSION } from '../version.js';
 
@@ -50,15 +51,17 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
-      '\nExit status 0 when the report was written, whatever it found (exceptions are for ops to work);\n1 on a configuration error or when a source (platform, core, state) cannot be read.\nA progress bar is drawn on stderr when it is a terminal. See docs/reconciliation.md.',
+      '\nExit status 0 when the report was written, whatever it found (exceptions are for ops to work);\n1 on a configuration error or when a source (platform, core, state) cannot be read.\nA progress bar is drawn on stderr when it is a terminal (--progress), with the reason of any wait for the platform.\nSee docs/reconciliation.md.',
     )
     .action(async (opts: { since?: string; out?: string; json?: boolean }) => {
+      const line = ctx.progress();
       const config = ctx.config();
       const logger = ctx.logger();
       const { db, platform } = openPlatformSession(ctx);
+      followPlatformWaits(line, platform);
       const core = createCore(config, { logger, clock: ctx.clock });
       ctx.onClose(() => core.close());
-      const bar = createProgressBar(ctx.stderr);
+      const bar = createProgressBar(ctx.stderr, Date.now, { line });
       let result: ReconcileRunResult;
       try {
         result = await runReconcile({

@@ -5,10 +5,11 @@ import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
 import { refusedBy } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { dryRun, formatDryRun } from '../boarding/dry-run.js';
-import { BusyError, FatalError, UsageError } from '../lib/errors.js';
+import { BusyError, EXIT_CORE_OUTAGE, EXIT_WALK_INCOMPLETE, FatalError, IncompleteRunError, UsageError } from '../lib/errors.js';
 import { loadMapper } from '../mapping/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import { out, type CliContext } from './context.js';
+import { followPlatformWaits, showCycleProgress } from './progress.js';
 import { openPlatformSession } from './session.js';
 
 function parseMs(v: string): number {
@@ -35,6 +36,7 @@ export function formatSummary(s: CycleSummary): string {
   for (const p of s.problems.slice(0, 20)) lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
   if (s.problems.length > 20) lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
   if (s.trafficStopped) lines.push('ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).');
+  if (s.coreOutage) lines.push(`ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); the pass stopped, the rest wait for the next run.`);
   if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
   return lines.join('\n');
 }
@@ -47,6 +49,7 @@ function parseLimit(v: string): number {
 
 /** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
 async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; against?: string; limit?: number }): Promise<void> {
+  const progress = ctx.progress();
   const config = ctx.config();
   const options = mapperOptionsFromConfig(config);
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
@@ -54,6 +57,8 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
   // Through the state database: the walk spends from the same rate budget as a running daemon.
   const { platform } = openPlatformSession(ctx);
   const logger = ctx.logger();
+  followPlatformWaits(progress, platform);
+  progress.status('dry run: walking the boarding queue');
   let report;
   try {
     report = await dryRun({
@@ -64,6 +69,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
       concurrency: config.boarding.concurrency,
       signal: ctx.shutdown,
       onProgress: (n) => {
+        progress.status(`dry run: ${n}${opts.limit !== undefined ? `/${opts.limit}` : ''} loan(s) mapped`);
         if (n % 100 === 0) logger.info({ mapped: n }, 'dry run progress');
       },
     });
@@ -71,6 +77,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
     if (isPlatformError(err)) throw new FatalError(`sync --dry-run: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
     throw err;
   }
+  progress.done();
   out(ctx, opts.json === true ? JSON.stringify(report) : formatDryRun(report));
 }
 
@@ -85,9 +92,10 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     .option('--dir <dir>', 'with --dry-run: the mapping set to try (default: mappings.dir)')
     .option('--against <dir>', 'with --dry-run: a second mapping set (the baseline); list loans whose records would change')
     .option('--limit <n>', 'with --dry-run: stop after this many loans', parseLimit)
+    .addHelpText('after', '\nOn a terminal a progress line on stderr shows done/total and why a call waits (the rate budget, a\n429 pause, a retry); logs are then at warn level unless --verbose. --progress=never turns it off.')
     .addHelpText(
       'after',
-      '\nExit status: 0 when the cycle ran (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform refuses the API key;\n3 when another connector process holds the boarding lease on this state database (nothing done).\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
+      '\nExit status: 0 when the cycle completed (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform or the core refuses the credentials;\n2 on wrong usage or no config (--config FILE or BOARDING_CONFIG);\n3 when another connector process holds the boarding lease on this state database (nothing done);\n4 when the queue walk did not complete (platform unreachable or failing, or traffic stopped after 429 strikes);\n5 when a core outage stopped the boarding pass.\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
     )
     .action(async (opts: { once?: boolean; json?: boolean; settleMs?: number; dryRun?: boolean; dir?: string; against?: string; limit?: number }) => {
       if (opts.dryRun === true) {
@@ -97,6 +105,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       }
       if (opts.dir !== undefined || opts.against !== undefined || opts.limit !== undefined) throw new UsageError('--dir, --against and --limit go with --dry-run');
       if (opts.once !== true) throw new UsageError('sync runs one cycle: use `sync --once` (the long-running daemon is `run`; a shadow run is `sync --dry-run`)');
+      const progress = ctx.progress();
       const config = ctx.config();
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
@@ -108,12 +117,16 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
         setTimeout(() => abort.abort(new Error('shutdown timeout')), config.boarding.shutdownTimeoutMs).unref();
       };
       ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
+      followPlatformWaits(progress, rt.platform);
+      progress.status('walking the boarding queue');
       const summary = await rt.runner.run({
         reason: 'sync --once',
         stop: ctx.shutdown,
         abort: abort.signal,
         settleMs: opts.settleMs ?? 2 * config.boarding.retryBaseMs,
+        onProgress: (p) => showCycleProgress(progress, p),
       });
+      progress.done();
       ctx.shutdown.removeEventListener('abort', onShutdown);
       // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
       if (!summary.busy) await batchSealDaemonJob(rt.core, logger)?.run(ctx.shutdown);
@@ -121,5 +134,14 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
       if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
+      if (summary.coreOutage) {
+        throw new IncompleteRunError(`the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`, EXIT_CORE_OUTAGE);
+      }
+      if (summary.trafficStopped) {
+        throw new IncompleteRunError('platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)', EXIT_WALK_INCOMPLETE);
+      }
+      if (!summary.walk.complete && !ctx.shutdown.aborted) {
+        throw new IncompleteRunError(`the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`, EXIT_WALK_INCOMPLETE);
+      }
     });
 }

@@ -4,21 +4,9 @@ import { ConfigError } from '../lib/errors.js';
 import { redactUrl, transportProblems } from './security.js';
 import { configSchema, type Config } from './schema.js';
 
-/** Built-in defaults: point at a local sandbox (`boarding-connector sandbox --port 4010`). */
-export const DEMO_DEFAULTS = {
-  platform: {
-    baseUrl: 'http://127.0.0.1:4010/api',
-    apiKey: 'pk_test_sandbox_demo_key',
-    environment: 'development',
-  },
-  store: { path: './var/state.sqlite' },
-  core: { adapter: 'file', file: { dir: './var/core' } },
-  webhooks: { host: '127.0.0.1', port: 8080, secrets: [] },
-} as const;
-
 export interface LoadConfigInput {
   env: Record<string, string | undefined>;
-  /** YAML text of the config file; undefined means built-in demo defaults. */
+  /** YAML text of the config file (undefined: an empty file, so `platform` is reported missing). */
   fileText?: string | undefined;
   /** Used in messages only. */
   filePath?: string | undefined;
@@ -102,10 +90,10 @@ function keepCodesAsWritten(doc: Document, raw: Record<string, unknown>): void {
 
 /** Pure: env + file text in, validated config out, or a ConfigError listing every problem. */
 export function loadConfig(input: LoadConfigInput): Config {
-  const source = input.filePath ?? 'built-in defaults';
+  const source = input.filePath ?? 'no config file';
   let raw: unknown;
   if (input.fileText === undefined) {
-    raw = structuredClone(DEMO_DEFAULTS);
+    raw = {};
   } else {
     const doc = parseDocument(input.fileText, { prettyErrors: true, uniqueKeys: true });
     if (doc.errors.length > 0) {

@@ -190,6 +190,8 @@ export const boardingSchema = z.strictObject({
         .default([]),
     })
     .prefault({}),
+  /** `loans reboard`, `loans retry`, `loans skip` on more loans than this ask first (or need --yes). */
+  confirmAbove: int(0).default(10),
 });
 
 export const reportsSchema = z.strictObject({

@@ -85,6 +85,19 @@ export class CoreUnavailableError extends Error {
   }
 }
 
+/** One line of `config check --connect` about the core. */
+export interface CoreCheck {
+  name: string;
+  status: 'ok' | 'fail' | 'warn' | 'skip';
+  detail: string;
+}
+
+export interface CoreConnectionCheckInput {
+  /** Core product ids the mapping set can produce (lookup values and defaults), to see they exist. */
+  productIds: readonly number[];
+  signal?: AbortSignal;
+}
+
 export interface CoreSystem {
   readonly name: string;
   /** Boards every record idempotently by external id; safe to call again after any failure. */
@@ -93,5 +106,10 @@ export interface CoreSystem {
   /** Every loan the core holds that came from the connector (reconciliation); streamed. */
   listLoans?(): AsyncIterable<CoreLoanRecord>;
   health(): Promise<{ ok: boolean; detail?: string }>;
+  /**
+   * `config check --connect`: whether the core answers with these credentials and can take what the
+   * mapping set produces. Reads only, and leaves alone anything a running daemon is doing.
+   */
+  checkConnection?(input: CoreConnectionCheckInput): Promise<CoreCheck[]>;
   close(): Promise<void>;
 }

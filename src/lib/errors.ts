@@ -34,6 +34,24 @@ export class BusyError extends Error {
   readonly exitCode = 3;
 }
 
+/**
+ * `sync --once` ran but did not finish its work, so cron can alert (the summary is printed first):
+ * 4 the queue walk did not complete (platform unreachable, failing, or traffic stopped after
+ * rate-limit strikes), 5 a core outage stopped the boarding pass.
+ */
+export const EXIT_WALK_INCOMPLETE = 4;
+export const EXIT_CORE_OUTAGE = 5;
+
+export class IncompleteRunError extends Error {
+  override readonly name = 'IncompleteRunError';
+  constructor(
+    message: string,
+    readonly exitCode: typeof EXIT_WALK_INCOMPLETE | typeof EXIT_CORE_OUTAGE,
+  ) {
+    super(message);
+  }
+}
+
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../lib/errors.js';
 import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompiledMapping, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
 import { createMapper } from './engine.js';
-import type { FixtureCase } from './fixtures.js';
+import { expectedFromOutcome, type FixtureCase } from './fixtures.js';
+import { renderExpectedLines } from './layout-fixtures.js';
 import { compileLayout, LAYOUT_FILE, type Layout } from './layout.js';
-import type { Mapper } from './types.js';
+import type { Mapper, MappingOutcome } from './types.js';
 
 /**
  * The only file of src/mapping that touches the file system: it reads a mapping directory and
@@ -139,6 +140,40 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
     cases.push({ name, dir: relative(dir, caseDir), input, expected, options, ...(Object.keys(expectedLines).length > 0 ? { expectedLines } : {}) });
   }
   return { cases, problems };
+}
+
+/**
+ * `mappings test --update`: rewrites a case's `expected.json` from the outcome and, when the case
+ * has `expected-lines/`, each of its files from the lines the records render to in the layout (a
+ * loan that would be quarantined renders no lines: its expected-lines stay as they are). Returns
+ * the files written, relative to the case, and the problems that kept a file from being written.
+ */
+export function updateFixture(dir: string, c: FixtureCase, outcome: MappingOutcome, layout: Layout | undefined): { written: string[]; problems: string[] } {
+  const caseDir = join(dir, c.dir);
+  const written: string[] = [];
+  const problems: string[] = [];
+  writeFileSync(join(caseDir, 'expected.json'), `${JSON.stringify(expectedFromOutcome(outcome), null, 2)}\n`);
+  written.push('expected.json');
+  if (c.expectedLines === undefined) return { written, problems };
+  if (!outcome.ok) {
+    problems.push('expected-lines: not updated (the loan would be quarantined, it has no lines)');
+    return { written, problems };
+  }
+  if (layout === undefined) {
+    problems.push('expected-lines: not updated (the mapping set declares no layout.yaml)');
+    return { written, problems };
+  }
+  const loanId = (c.input as { loan?: { id?: unknown } } | null)?.loan?.id;
+  for (const name of Object.keys(c.expectedLines)) {
+    const bytes = renderExpectedLines(layout, typeof loanId === 'string' ? loanId : '', outcome.records, name);
+    if (typeof bytes === 'string') {
+      problems.push(`${bytes} (not updated)`);
+      continue;
+    }
+    writeFileSync(join(caseDir, 'expected-lines', name), bytes);
+    written.push(`expected-lines/${name}`);
+  }
+  return { written, problems };
 }
 
 export { formatProblem };

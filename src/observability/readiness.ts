@@ -26,20 +26,29 @@ export function dbWritableCheck(db: Db): ReadinessCheck {
 export interface PlatformReadinessOptions {
   /** How old the last successful platform call may be. Default 15 min. */
   maxSuccessAgeMs?: number;
-  /** Before the first success, the process counts as ready for this long after start. Default 2 min. */
+  /** Before the first call, the process counts as ready for this long after start. Default 2 min. */
   startupGraceMs?: number;
   clock?: Clock;
 }
 
-/** The last successful platform call is recent (after a start-up grace period). */
+/**
+ * The platform answers: the last call succeeded, recently. A failed call (network, timeout, 5xx,
+ * 429, auth, traffic stop; not one loan's 4xx) newer than the last success fails the check from
+ * the first one, start-up included: the grace period only covers "no call made yet".
+ */
 export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: PlatformReadinessOptions = {}): ReadinessCheck {
   const clock = opts.clock ?? systemClock;
   const maxAge = opts.maxSuccessAgeMs ?? 15 * 60_000;
   const grace = opts.startupGraceMs ?? 2 * 60_000;
   const startedAt = clock.now();
+  const iso = (ms: number): string => new Date(ms).toISOString();
   return () => {
-    const { lastSuccessAt } = health();
+    const { lastSuccessAt, lastFailure } = health();
     const now = clock.now();
+    if (lastFailure && (lastSuccessAt === null || lastFailure.at >= lastSuccessAt)) {
+      const since = lastSuccessAt === null ? 'no successful platform call since start' : `last success ${iso(lastSuccessAt)}`;
+      return { ok: false, detail: `platform call failing: ${lastFailure.detail} at ${iso(lastFailure.at)} (${since})` };
+    }
     if (lastSuccessAt === null) {
       return now - startedAt <= grace ? { ok: true, detail: 'no platform call yet (starting)' } : { ok: false, detail: 'no successful platform call since start' };
     }

@@ -52,8 +52,18 @@ export interface BudgetSnapshot {
   pausedUntil: number | null;
 }
 
+/** The last platform call that failed for a reason of the platform or the key (not a per-loan 4xx). */
+export interface PlatformCallFailure {
+  at: number;
+  code: string;
+  /** Short, no secret (HTTP method, path template and status or network code). */
+  detail: string;
+}
+
 export interface PlatformHealth {
   lastSuccessAt: number | null;
+  /** The last failed attempt (network, timeout, 5xx, 429, auth, traffic stop), from the first one after start. */
+  lastFailure?: PlatformCallFailure | null;
   strikes24h: number;
   /** true after 2 strikes in 24 h: ALL platform calls (reads too) stop until the ledger ages out (or an operator clears it). */
   trafficStopped: boolean;
@@ -61,6 +71,20 @@ export interface PlatformHealth {
   stopped?: boolean;
   budgets: BudgetSnapshot[];
 }
+
+/**
+ * Why a platform call is waiting, as the rate budget and the client know it (a progress line on
+ * the terminal shows it: `waiting 12 s for the read budget`, `paused after a 429 until T`).
+ */
+export type PlatformWait =
+  /** The budget holds the call: our own window is full (`window`) or the platform's X-RateLimit-Remaining is 0 (`server`). */
+  | { kind: 'budget'; bucket: Bucket; reason: 'window' | 'server'; until: number }
+  /** The bucket is paused after a 429 (this process's or, on a shared state database, another's). */
+  | { kind: 'paused'; bucket: Bucket; until: number }
+  /** A call failed transiently (5xx, network) and is tried again at `until`. */
+  | { kind: 'retry'; bucket: Bucket; operation: string; cause: string; until: number }
+  /** A call that waited went out. */
+  | { kind: 'resumed'; bucket: Bucket };
 
 export interface WriteOptions {
   /** Required on every write; reused verbatim on every retry (≤ 255 chars). */
@@ -93,5 +117,7 @@ export interface PlatformApi {
   ): Promise<WebhookEndpointWithSecret>;
   updateWebhookEndpoint(id: string, patch: Record<string, unknown>, opts: WriteOptions): Promise<WebhookEndpoint>;
   health(): PlatformHealth;
+  /** Subscribes to the waits of platform calls (rate budget, 429 pause, retry backoff); returns the unsubscribe. */
+  onWait?(listener: (wait: PlatformWait) => void): () => void;
   close(): Promise<void>;
 }

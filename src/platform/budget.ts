@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { RateStateStore, StrikeRecord } from '../store/rate-state.js';
-import type { Bucket, BudgetSnapshot } from './api.js';
+import type { Bucket, BudgetSnapshot, PlatformWait } from './api.js';
 import { PlatformError } from './errors.js';
 
 /**
@@ -102,7 +102,12 @@ interface Lane {
   responded: boolean;
   /** Tokens taken whose answer is not booked yet (settle()). */
   inFlight: number;
+  /** A wait was announced to the listeners: the next token taken announces the resume. */
+  announced: boolean;
 }
+
+/** Waits shorter than this are not announced (a progress line would only flicker). */
+const ANNOUNCE_WAIT_MS = 200;
 
 /** Turns X-RateLimit-Reset into epoch ms: epoch seconds per spec; epoch ms or delta seconds tolerated. */
 export function parseResetHeader(value: string | null | undefined, nowMs: number): number | null {
@@ -130,6 +135,7 @@ export class RateBudget {
   private readonly closeController = new AbortController();
   private spendSincePrune = 0;
   private readonly counters = { rateLimited: 0, waitsMs: 0 };
+  private readonly waitListeners = new Set<(w: PlatformWait) => void>();
 
   constructor(private readonly opts: RateBudgetOptions) {
     this.random = opts.random ?? Math.random;
@@ -147,10 +153,30 @@ export class RateBudget {
       pumping: false,
       responded: false,
       inFlight: 0,
+      announced: false,
     });
     this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
     this.strikes = opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
     if (this.stopped()) this.alertTrafficStopped('at start');
+  }
+
+  /**
+   * Subscribes to the budget's waits: each time a call is held (own window full, the platform's
+   * remaining count at 0, a 429 pause) with the reason and until when, and when it goes out.
+   */
+  onWait(listener: (w: PlatformWait) => void): () => void {
+    this.waitListeners.add(listener);
+    return () => this.waitListeners.delete(listener);
+  }
+
+  private announce(w: PlatformWait): void {
+    for (const l of this.waitListeners) {
+      try {
+        l(w);
+      } catch (err) {
+        this.opts.logger.debug({ err }, 'rate budget wait listener failed');
+      }
+    }
   }
 
   /** Tokens per window this bucket may use now (half pace after one strike in 24 h). */
@@ -284,6 +310,10 @@ export class RateBudget {
       'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
     );
     if (this.stopped()) this.alertTrafficStopped('after 429');
+    else {
+      lane.announced = true;
+      this.announce({ kind: 'paused', bucket: lane.bucket, until: lane.pausedUntil });
+    }
     // Wake the pumps so calls waiting in line fail fast now that traffic is stopped.
     for (const l of Object.values(this.lanes)) void this.pump(l);
     return lane.pausedUntil;
@@ -370,26 +400,26 @@ export class RateBudget {
     }
   }
 
-  /** 0 when a token may be taken now, else how long to wait. */
-  private waitMs(lane: Lane, now: number): number {
+  /** 0 when a token may be taken now, else how long to wait and why. */
+  private waitMs(lane: Lane, now: number): { ms: number; why: 'paused' | 'window' | 'server' | null } {
     this.refreshShared(lane, now);
-    if (lane.pausedUntil > now) return lane.pausedUntil - now;
+    if (lane.pausedUntil > now) return { ms: lane.pausedUntil - now, why: 'paused' };
     this.expire(lane, now);
     const allowed = this.allowed(lane.bucket);
     if (lane.spent.length >= allowed) {
       // The oldest token that must leave the window before one more fits.
       const t = lane.spent[lane.spent.length - allowed] as number;
-      return Math.max(1, t + this.opts.windowMs - now + 1);
+      return { ms: Math.max(1, t + this.opts.windowMs - now + 1), why: 'window' };
     }
     const s = lane.server;
     if (s !== null) {
       if (now >= s.resetAt) {
         lane.server = null;
       } else if (s.remaining - (lane.seq - s.afterSeq) <= 0) {
-        return Math.max(1, s.resetAt - now + 1);
+        return { ms: Math.max(1, s.resetAt - now + 1), why: 'server' };
       }
     }
-    return 0;
+    return { ms: 0, why: null };
   }
 
   private take(lane: Lane, now: number): Token {
@@ -421,7 +451,7 @@ export class RateBudget {
         // At the in-flight cap: settle() of a request in flight pumps again.
         if (this.opts.maxInFlight !== undefined && lane.inFlight >= this.inFlightCap(lane.bucket)) break;
         const now = this.opts.clock.now();
-        const wait = this.waitMs(lane, now);
+        const { ms: wait, why } = this.waitMs(lane, now);
         if (wait <= 0) {
           const w = lane.waiters.shift() as Waiter;
           w.cleanup();
@@ -430,7 +460,15 @@ export class RateBudget {
           } catch (err) {
             w.reject(err);
           }
+          if (lane.announced) {
+            lane.announced = false;
+            this.announce({ kind: 'resumed', bucket: lane.bucket });
+          }
           continue;
+        }
+        if (wait >= ANNOUNCE_WAIT_MS && this.waitListeners.size > 0) {
+          lane.announced = true;
+          this.announce(why === 'paused' ? { kind: 'paused', bucket: lane.bucket, until: now + wait } : { kind: 'budget', bucket: lane.bucket, reason: why === 'server' ? 'server' : 'window', until: now + wait });
         }
         this.counters.waitsMs += wait;
         try {
@@ -442,5 +480,18 @@ export class RateBudget {
     } finally {
       lane.pumping = false;
     }
+  }
+}
+
+/** A wait as a progress line shows it, `remainingMs` before it ends. */
+export function describeWait(w: Exclude<PlatformWait, { kind: 'resumed' }>, remainingMs: number): string {
+  const s = Math.max(1, Math.ceil(remainingMs / 1000));
+  switch (w.kind) {
+    case 'budget':
+      return `waiting ${s} s for the ${w.bucket} budget${w.reason === 'server' ? ' (the platform says none remain)' : ''}`;
+    case 'paused':
+      return `paused after a 429 until ${new Date(w.until).toISOString().slice(11, 19)}Z (${s} s, ${w.bucket}s)`;
+    case 'retry':
+      return `retrying ${w.operation} in ${s} s after ${w.cause}`;
   }
 }

@@ -10,7 +10,9 @@ import type {
   Bucket,
   DownloadResult,
   PlatformApi,
+  PlatformCallFailure,
   PlatformHealth,
+  PlatformWait,
   QueuePage,
   QueueWalkOptions,
   ReadOptions,
@@ -198,8 +200,16 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
   const count = (bucket: Bucket, outcome: string): void => {
     stats.calls[bucket][outcome] = (stats.calls[bucket][outcome] ?? 0) + 1;
   };
+  const retryListeners = new Set<(w: PlatformWait) => void>();
   const deprecationWarned = new Set<string>();
   let lastSuccessAt: number | null = null;
+  let lastFailure: PlatformCallFailure | null = null;
+  /** Failures that say the platform or the key is not working (readiness), not one loan's 4xx. */
+  const noteFailure = (e: PlatformError, spec: CallSpec<unknown>): void => {
+    if (e.code === 'aborted' || e.disposition === 'quarantine') return;
+    if (e.disposition === 'retry-later' && e.code !== 'unknown') return;
+    lastFailure = { at: clock.now(), code: e.code, detail: `${spec.method} ${spec.template}: ${e.code}${e.status ? ` (HTTP ${e.status})` : ''}` };
+  };
 
   async function readBody(res: Dispatcher.ResponseData, ctx: HttpContext): Promise<unknown> {
     const chunks: Buffer[] = [];
@@ -278,6 +288,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       } catch (err) {
         const e = classifyThrown(ctx, err, spec.signal);
         if (e.code !== 'aborted' && e.code !== 'rate_limit.traffic_stopped') count(bucket, e.code);
+        noteFailure(e, spec);
         logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
         throw e;
       }
@@ -298,6 +309,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
         return spec.parse(body);
       }
       const err = classifyResponse(ctx, res.statusCode, body, { retryAfter: headerValue(res.headers, 'retry-after') }, clock.now());
+      noteFailure(err, spec);
       if (res.statusCode === 429) {
         stats.rateLimited += 1;
         budget.onRateLimited(token, { path: spec.template, retryAfterSeconds: err.retryAfterSeconds, headers: rateHeaders });
@@ -351,8 +363,17 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       clock,
       logger,
       ...(opts.random ? { random: opts.random } : {}),
-      onRetry: () => {
+      onRetry: (err, _n, delayMs) => {
         stats.retries += 1;
+        if (retryListeners.size === 0) return;
+        const w: PlatformWait = { kind: 'retry', bucket, operation: spec.operation, cause: err.status !== null ? `HTTP ${err.status}` : err.code, until: clock.now() + delayMs };
+        for (const l of retryListeners) {
+          try {
+            l(w);
+          } catch {
+            // A listener's failure is not the call's.
+          }
+        }
       },
     });
   }
@@ -484,6 +505,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       const stopped = budget.stopped();
       return {
         lastSuccessAt,
+        lastFailure,
         strikes24h: budget.strikes24h(),
         trafficStopped: stopped,
         stopped,
@@ -500,6 +522,14 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       };
     },
     clearStrikes: (by) => budget.clearStrikes(by),
+    onWait(listener) {
+      const off = budget.onWait(listener);
+      retryListeners.add(listener);
+      return () => {
+        off();
+        retryListeners.delete(listener);
+      };
+    },
     async close(): Promise<void> {
       budget.close();
       await Promise.allSettled([pool.close(), downloadAgent.close()]);

@@ -47,8 +47,8 @@ export interface RetryDeps {
   clock: Clock;
   logger: Logger;
   random?: () => number;
-  /** Called before each retry (counters). */
-  onRetry?: (err: PlatformError, retry: number) => void;
+  /** Called before each retry's backoff (counters, the progress line's wait reason). */
+  onRetry?: (err: PlatformError, retry: number, delayMs: number) => void;
 }
 
 /** Runs `attempt` under the policy. The backoff waits on the injected clock (p-retry's own delay is 0). */
@@ -70,7 +70,7 @@ export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T
           { operation: ctx.operation, code: err.code, status: err.status, retry: attemptNumber, delayMs: delay },
           'platform call failed; retrying',
         );
-        deps.onRetry?.(err, attemptNumber);
+        deps.onRetry?.(err, attemptNumber, delay);
         await deps.clock.sleep(delay, ctx.signal);
         return true;
       },

@@ -1,4 +1,4 @@
-import type { Writable } from 'node:stream';
+import { createProgressLine, type ProgressLine, type ProgressMode } from '../lib/terminal.js';
 import type { ReconcileProgress } from './types.js';
 
 export interface ProgressBar {
@@ -15,39 +15,35 @@ const PHASE_LABEL: Record<ReconcileProgress['phase'], string> = {
   write: 'writing report',
 };
 
-type TtyLike = Writable & { isTTY?: boolean; columns?: number };
+type TtyLike = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+
+/** A reconciliation phase as a bar with done/total (or a spinner and a count when the total is unknown). */
+export function reconcileProgressText(p: ReconcileProgress, columns: number, t: number): string {
+  const width = Math.max(10, Math.min(30, columns - 50));
+  if (p.total !== null && p.total > 0) {
+    const frac = Math.min(1, p.done / p.total);
+    const filled = Math.round(frac * width);
+    return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.round(frac * 100)).padStart(3)}% ${PHASE_LABEL[p.phase]} ${p.done.toLocaleString('en-US')}/${p.total.toLocaleString('en-US')}`;
+  }
+  const spin = '|/-\\'[Math.floor(t / 150) % 4] ?? '|';
+  return `[${spin}] ${PHASE_LABEL[p.phase]} ${p.done.toLocaleString('en-US')} loans`;
+}
 
 /**
- * A single updating progress line on a TTY (stderr, so stdout stays clean for results); nothing at
- * all when the stream is not a terminal (logs say what happened). Redraws at most every 100 ms.
+ * The reconciliation's progress on a progress line (src/lib/terminal.ts): a single updating line on
+ * a TTY (stderr, so stdout stays clean for results); nothing at all when the stream is not a
+ * terminal, unless `--progress=always`. Redraws at most every 100 ms. Pass `line` to share the
+ * command's line (it also shows why platform calls wait).
  */
-export function createProgressBar(stream: TtyLike, now: () => number = Date.now): ProgressBar {
-  if (stream.isTTY !== true) return { update: () => undefined, done: () => undefined };
-  let last = 0;
-  let lastPhase: string | null = null;
-  let drawn = false;
+export function createProgressBar(stream: TtyLike, now: () => number = Date.now, o: { mode?: ProgressMode; line?: ProgressLine } = {}): ProgressBar {
+  const line = o.line ?? createProgressLine(stream, { mode: o.mode ?? 'auto', now, minIntervalMs: 100 });
+  if (!line.enabled) return { update: () => undefined, done: () => undefined };
   return {
     update(p) {
-      const t = now();
-      if (p.phase === lastPhase && t - last < 100 && p.done !== p.total) return;
-      last = t;
-      lastPhase = p.phase;
-      const width = Math.max(10, Math.min(30, (stream.columns ?? 80) - 50));
-      let line: string;
-      if (p.total !== null && p.total > 0) {
-        const frac = Math.min(1, p.done / p.total);
-        const filled = Math.round(frac * width);
-        line = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.round(frac * 100)).padStart(3)}% ${PHASE_LABEL[p.phase]} ${p.done.toLocaleString('en-US')}/${p.total.toLocaleString('en-US')}`;
-      } else {
-        const spin = '|/-\\'[Math.floor(t / 150) % 4] ?? '|';
-        line = `[${spin}] ${PHASE_LABEL[p.phase]} ${p.done.toLocaleString('en-US')} loans`;
-      }
-      stream.write(`\r\x1b[2K${line}`);
-      drawn = true;
+      line.status(reconcileProgressText(p, stream.columns ?? 80, now()));
     },
     done() {
-      if (drawn) stream.write('\r\x1b[2K');
-      drawn = false;
+      line.done();
     },
   };
 }

@@ -19,7 +19,10 @@ export async function startWebhookService(opts: {
   /** Adjusts the loaded config before the service is built (limits, ports). */
   configure?: (config: ReturnType<typeof loadConfig>) => void;
 }): Promise<WebhookService> {
-  const config = loadConfig({ env: { BOARDING_WEBHOOK_SECRETS: opts.secret } });
+  const config = loadConfig({
+    env: { BOARDING_WEBHOOK_SECRETS: opts.secret },
+    fileText: `platform: { baseUrl: "http://127.0.0.1:4010/api", apiKey: pk_test_unused, environment: development }\nstore: { path: ${JSON.stringify(join(opts.dir, 'state.sqlite'))} }\n`,
+  });
   config.webhooks.port = 0;
   config.webhooks.debounceMs = opts.debounceMs ?? 0;
   config.reports.dir = join(opts.dir, 'reports');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { constants, createWriteStream } from 'node:fs';
 import { access, mkdir, opendir, readdir, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Clock } from '../../lib/clock.js';
@@ -18,6 +18,7 @@ import {
   type CoreLoanRecord,
   type CoreReceipt,
   type CoreSystem,
+  type CoreCheck,
 } from '../port.js';
 import { DIR_MODE, FILE_MODE, exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
@@ -302,6 +303,28 @@ export class FileCore implements CoreSystem {
     }
   }
 
+  /**
+   * The directories the core writes can be written, without creating or touching anything (a
+   * running daemon may be mid-write in them): an existing directory must be writable, a missing
+   * one must be creatable in its nearest existing parent.
+   */
+  async checkConnection(): Promise<CoreCheck[]> {
+    const dirs = [this.opts.dir, this.packagesDir, this.stagingDir, ...(this.batches ? [join(this.opts.dir, 'batches')] : [])];
+    const problems: string[] = [];
+    const toCreate: string[] = [];
+    for (const d of dirs) {
+      const r = await writableOrCreatable(d);
+      if (r.state === 'creatable') toCreate.push(d);
+      else if (r.state === 'problem') problems.push(r.detail);
+    }
+    if (problems.length > 0) return [{ name: 'core', status: 'fail', detail: `file core: ${problems.join('; ')} (core.file.dir)` }];
+    const what = this.batches ? 'packages and batches' : 'packages';
+    const detail = toCreate.includes(this.opts.dir)
+      ? `file core: ${this.opts.dir} does not exist yet; its parent is writable, the first board creates it (${what})`
+      : `file core: ${this.opts.dir} writable (${what})${toCreate.length > 0 ? `; created on first board: ${toCreate.join(', ')}` : ''}`;
+    return [{ name: 'core', status: 'ok', detail }];
+  }
+
   async health(): Promise<{ ok: boolean; detail?: string }> {
     try {
       await this.ready();
@@ -320,6 +343,29 @@ export class FileCore implements CoreSystem {
 
   async close(): Promise<void> {
     await this.locks.idle();
+  }
+}
+
+type DirState = { state: 'ok' | 'creatable' } | { state: 'problem'; detail: string };
+
+/** ok (a writable directory), creatable (missing, its nearest existing parent is writable), or why not. */
+async function writableOrCreatable(dir: string): Promise<DirState> {
+  let st;
+  try {
+    st = await stat(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return { state: 'problem', detail: `${dir}: ${errorMessage(err)}` };
+    const parent = dirname(dir);
+    if (parent === dir) return { state: 'problem', detail: `${dir}: does not exist` };
+    const p = await writableOrCreatable(parent);
+    return p.state === 'problem' ? p : { state: 'creatable' };
+  }
+  if (!st.isDirectory()) return { state: 'problem', detail: `${dir}: not a directory` };
+  try {
+    await access(dir, constants.W_OK | constants.X_OK);
+    return { state: 'ok' };
+  } catch {
+    return { state: 'problem', detail: `${dir}: not writable by this user` };
   }
 }
 

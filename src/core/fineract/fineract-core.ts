@@ -13,8 +13,11 @@ import {
   type BoardingPackage,
   type CoreLoanRecord,
   type CoreReceipt,
+  type CoreCheck,
+  type CoreConnectionCheckInput,
   type CoreSystem,
 } from '../port.js';
+import { errorMessage } from '../../lib/errors.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import { DEFAULT_DOCUMENT_POLICY, planDocument, uploadFileName, type FineractDocumentPolicy } from './document-policy.js';
@@ -60,6 +63,19 @@ interface Ids {
 }
 
 type Json = Record<string, unknown>;
+
+/** A URL for an operator's eyes: no user info, no query string. */
+function withoutSecrets(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
 
 /**
  * Apache Fineract as the core, over its REST API. Every write is preceded by a look-up by
@@ -486,6 +502,42 @@ export class FineractCore implements CoreSystem {
       }
       if (items.length < limit) return;
     }
+  }
+
+  /** The office answers (credentials, tenant, office id), then every product the mapping set can produce. */
+  async checkConnection(input: CoreConnectionCheckInput): Promise<CoreCheck[]> {
+    const checks: CoreCheck[] = [];
+    try {
+      const office = await this.http.get<Json>(`/offices/${this.opts.officeId}`, input.signal);
+      const name = typeof office['name'] === 'string' ? ` (${office['name']})` : '';
+      checks.push({ name: 'core', status: 'ok', detail: `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, user ${this.opts.username}; office ${this.opts.officeId}${name} exists` });
+    } catch (err) {
+      const detail = err instanceof CoreRejectedError && err.status === 404 ? `Fineract has no office ${this.opts.officeId} (core.http.officeId)` : errorMessage(err);
+      checks.push({ name: 'core', status: 'fail', detail });
+      checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
+      return checks;
+    }
+    const ids = [...new Set(input.productIds)].sort((a, b) => a - b);
+    if (ids.length === 0) {
+      checks.push({ name: 'core.products', status: 'skip', detail: 'the mapping set names no loan product id (lookup productId, defaults *productId)' });
+      return checks;
+    }
+    const missing: string[] = [];
+    const found: string[] = [];
+    for (const id of ids) {
+      try {
+        const facts = await this.product(id, input.signal);
+        found.push(`${id} (${facts.name}${facts.floating ? ', floating rate' : ''})`);
+      } catch (err) {
+        missing.push(err instanceof CoreRejectedError && err.status === 404 ? `${id}: no such loan product` : `${id}: ${errorMessage(err)}`);
+      }
+    }
+    checks.push(
+      missing.length === 0
+        ? { name: 'core.products', status: 'ok', detail: `loan products the mapping set uses exist: ${found.join(', ')}` }
+        : { name: 'core.products', status: 'fail', detail: `${missing.join('; ')} — fix the mapping's productId lookup or defaults, or create the product in Fineract` },
+    );
+    return checks;
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {

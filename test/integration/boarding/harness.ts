@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram, CommanderError } from '../../../src/cli/program.js';
-import { BusyError, ConfigError, FatalError, UsageError } from '../../../src/lib/errors.js';
+import { BusyError, ConfigError, FatalError, IncompleteRunError, UsageError } from '../../../src/lib/errors.js';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../../src/sandbox/index.js';
 import { PERMISSIONS } from '../../../src/sandbox/keys.js';
 
@@ -119,7 +119,7 @@ export async function runCli(args: string[], env: Record<string, string | undefi
     if (err instanceof CommanderError) return { code: err.exitCode === 0 ? 0 : 2, stdout, error: err.message };
     if (err instanceof UsageError) return { code: 2, stdout, error: err.message };
     if (err instanceof ConfigError || err instanceof FatalError) return { code: 1, stdout, error: err.message };
-    if (err instanceof BusyError) return { code: err.exitCode, stdout, error: err.message };
+    if (err instanceof BusyError || err instanceof IncompleteRunError) return { code: err.exitCode, stdout, error: err.message };
     throw err;
   } finally {
     await ctx.close();

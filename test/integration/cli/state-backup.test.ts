@@ -45,16 +45,18 @@ describe('state backup / state verify', () => {
 
   it('verify refuses a file that is not a connector state database', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'state-verify-'));
+    const configPath = join(dir, 'config.yaml');
+    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: join(dir, 'state.sqlite') }, log: { level: 'silent' } }));
     const junk = join(dir, 'junk.sqlite');
     writeFileSync(junk, Buffer.alloc(8192, 7));
-    const r = await runCli(['state', 'verify', junk]);
+    const r = await runCli(['--config', configPath, 'state', 'verify', junk]);
     expect(r.code).toBe(1);
     expect(r.error).toMatch(/does not verify/);
     const empty = join(dir, 'empty.sqlite');
     const e = openDatabase(empty);
     e.pragma('user_version = 0');
     e.close();
-    const r2 = await runCli(['state', 'verify', empty]);
+    const r2 = await runCli(['--config', configPath, 'state', 'verify', empty]);
     expect(r2.code).toBe(1);
     expect(r2.error).toContain('schema version 0');
   });

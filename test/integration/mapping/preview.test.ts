@@ -94,7 +94,9 @@ describe('mappings preview', () => {
     const input = readFileSync(join(set, 'fixtures/from-live/input.json'), 'utf8');
     expect(input).toContain(id);
     for (const m of input.matchAll(/"(ein|ssn)": "(\d+)"/g)) expect(m[2]).toMatch(/^00000\d{4}$/);
-    const { program, ctx } = buildProgram(() => createCliContext({ env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }));
+    const configPath = join(tmp, 'config-test.yaml');
+    writeFileSync(configPath, `platform: { baseUrl: ${sandbox.baseUrl}, apiKey: ${sandbox.apiKey}, environment: development }\nstore: { path: ${join(tmp, 'state.sqlite')} }\nlog: { level: silent }\n`);
+    const { program, ctx } = buildProgram(() => createCliContext({ env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => configPath, shutdown: new AbortController().signal }));
     program.exitOverride();
     await expect(program.parseAsync(['node', 'boarding-connector', 'mappings', 'test', '--dir', set, '--case', 'from-live'])).resolves.toBeDefined();
     await ctx.close();

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { EventEmitter } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { CycleSummary } from '../../../src/boarding/cycle.js';
 import type { BoardingPackage } from '../../../src/core/port.js';
 import { createDaemon } from '../../../src/boarding/daemon.js';
@@ -120,6 +120,26 @@ describe('daemon', () => {
     expect(await daemon.done).toMatchObject({ kind: 'fatal', code: 'auth.invalid_key' });
     await daemon.stop();
     expect(new PlatformError({ code: 'auth.invalid_key', message: 'x' }).fatal).toBe(true);
+  });
+
+  it('a core outage stops the pass and does not spin cycles for the loans it left queued (cron picks them up)', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { p, daemon, cycles, summaries } = setup(8);
+      p.core.faults = [{ kind: 'unavailable', times: 1000 }];
+      const first = once(cycles, 'cycle');
+      await daemon.start();
+      const [s] = (await first) as [CycleSummary];
+      expect(s.coreOutage).toMatchObject({ failures: 3 });
+      expect(s.attempted).toBeLessThan(8);
+      expect(s.states.queued).toBeGreaterThan(0);
+      // Without the guard the retry timer would start a cycle every second for the queued loans.
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(summaries).toHaveLength(1);
+      await daemon.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('undoes its start when a service cannot start', async () => {

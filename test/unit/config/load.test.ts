@@ -81,9 +81,8 @@ describe('loadConfig', () => {
     expect(problems(`${base}bank: { timeZone: Mars/Olympus }\n`)[0]).toMatch(/^bank\.timeZone: expected an IANA time zone/);
   });
 
-  it('runs on built-in demo defaults without a file', () => {
-    const c = loadConfig({ env: {} });
-    expect(c.platform.environment).toBe('development');
+  it('has no built-in demo defaults: without a file, platform is reported missing', () => {
+    expect(() => loadConfig({ env: {} })).toThrow(/platform: required/);
   });
 });
 

@@ -16,13 +16,76 @@ describe('mappings test with expected file lines', () => {
     expect(r.out).toMatch(/ok {3}\S+ business-monthly-fixed/);
   });
 
-  it('a fixed-width line one byte off fails with the file, the line and both values', async () => {
+  it('a fixed-width line one byte off fails with the file, the line, the length and the first column that moved', async () => {
     const dir = join(tmp, 'generic');
     cpSync(join(repo, 'mappings/generic'), dir, { recursive: true });
     const file = join(dir, 'fixtures/business-monthly-fixed/expected-lines/LNLOAD.DAT');
     writeFileSync(file, readFileSync(file, 'latin1').replace('CRE300  ', 'CRE300 '), 'latin1');
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.error).toBeDefined();
-    expect(r.out).toMatch(/FAIL \S+ business-monthly-fixed\n\s+expected-lines\/LNLOAD\.DAT line 1: expected "Aloan_0001 .*", got "Aloan_0001 .*"/);
+    expect(r.out).toMatch(/FAIL \S+ business-monthly-fixed\n\s+expected-lines\/LNLOAD\.DAT line 1: expected 119 byte\(s\), the layout writes 120\n/);
+    expect(r.out).toContain('expected-lines/LNLOAD.DAT line 1, column PRODUCT: expected "CRE300 0", got "CRE300  "');
+  });
+});
+
+describe('mappings test --update and per-column mismatches (issue 24 point 8)', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'layout-update-'));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  function editedSet(name: string, edit: (layout: string) => string): string {
+    const dir = join(tmp, name);
+    cpSync(join(repo, 'mappings/generic'), dir, { recursive: true });
+    const layout = join(dir, 'layout.yaml');
+    const before = readFileSync(layout, 'utf8');
+    const after = edit(before);
+    expect(after).not.toBe(before);
+    writeFileSync(layout, after);
+    return dir;
+  }
+
+  it('an edited CSV and fixed-width layout fails naming the column; --update rewrites expected-lines; then the test passes', async () => {
+    // CSV: the principal gets 3 decimals. Fixed width: the rate gets 5 implied decimals (same width).
+    const dir = editedSet('edited', (y) =>
+      y
+        .replace('{ name: principal, field: principal, decimals: 2, neutralise: false }', '{ name: principal, field: principal, decimals: 3, neutralise: false }')
+        .replace('{ name: RATE, start: 96, length: 7, field: interestRate, decimals: 4,', '{ name: RATE, start: 96, length: 7, field: interestRate, decimals: 5,'),
+    );
+    const caseDir = join(dir, 'fixtures/business-monthly-fixed');
+    const expectedJsonBefore = readFileSync(join(caseDir, 'expected.json'), 'utf8');
+    const failed = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
+    expect(failed.error).toBeDefined();
+    expect(failed.out).toContain('expected-lines/loan.csv line 1, column principal: expected "1250000.50", got "1250000.500"');
+    expect(failed.out).toContain('expected-lines/LNLOAD.DAT line 1, column RATE: expected "0072500", got "0725000"');
+    // Only the columns that differ, not the whole line.
+    expect(failed.out).not.toMatch(/expected "A,loan_0001,/);
+    expect(failed.out).not.toMatch(/column (loan_number|LOAN_NUMBER)/);
+
+    const updated = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed', '--update']);
+    expect(updated.out).toMatch(/FAIL \S+ business-monthly-fixed \(updated: expected\.json, expected-lines\/LNLOAD\.DAT, expected-lines\/customer\.csv, expected-lines\/loan\.csv\)/);
+    expect(readFileSync(join(caseDir, 'expected-lines/loan.csv'), 'utf8')).toContain(',1250000.500,');
+    const fixed = readFileSync(join(caseDir, 'expected-lines/LNLOAD.DAT'), 'latin1');
+    expect(fixed.slice(95, 102)).toBe('0725000');
+    expect(fixed.endsWith('\r\n')).toBe(true);
+    expect(fixed.length).toBe(122);
+    // The records did not change: expected.json is written with the same content.
+    expect(readFileSync(join(caseDir, 'expected.json'), 'utf8')).toBe(expectedJsonBefore);
+
+    const passed = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
+    expect(passed.error).toBeUndefined();
+    expect(passed.out).toMatch(/ok {3}\S+ business-monthly-fixed/);
+  });
+
+  it('a column added to a CSV layout says how many columns each side has and names the new one', async () => {
+    const dir = editedSet('added', (y) => y.replace('      - { name: application_date, field: applicationDate }', '      - { name: application_date, field: applicationDate }\n      - { name: extra_flag, value: "Y" }'));
+    const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
+    expect(r.error).toBeDefined();
+    expect(r.out).toContain('expected-lines/loan.csv line 1: expected 25 column(s), the layout writes 26');
+    expect(r.out).toContain('expected-lines/loan.csv line 1, column extra_flag: expected (no column), got "Y"');
+  });
+
+  it('a line ending changed in the layout is reported as such', async () => {
+    const dir = editedSet('eol', (y) => y.replace('    encoding: latin1\n    lineEnding: crlf', '    encoding: latin1\n    lineEnding: lf'));
+    const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
+    expect(r.out).toContain('expected-lines/LNLOAD.DAT line 1: line ending: expected CRLF, got LF');
   });
 });

@@ -256,3 +256,54 @@ describe('rate budget math', () => {
     expect(b.inFlightCap('read')).toBe(2);
   });
 });
+
+describe('rate budget waits are announced with their reason (issue 24 point 3: waiting is visible)', () => {
+  it('a full window announces "budget/window" with when it ends, then "resumed" when the call goes out', async () => {
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const b = budget(clock, { reads: 2, headroom: 1 });
+    const seen: unknown[] = [];
+    b.onWait((w) => seen.push(w));
+    await b.acquire('read');
+    await b.acquire('read');
+    const third = start(b, 'read', 1);
+    await settle();
+    expect(third.done()).toBe(0);
+    expect(seen).toEqual([{ kind: 'budget', bucket: 'read', reason: 'window', until: clock.now() + 1001 }]);
+    await clock.advance(1001);
+    expect(third.done()).toBe(1);
+    expect(seen.at(-1)).toEqual({ kind: 'resumed', bucket: 'read' });
+  });
+
+  it('a 429 announces the pause at once with its end, and a call held by it says "paused"', async () => {
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const b = budget(clock);
+    const seen: Array<{ kind: string; until?: number; bucket?: string }> = [];
+    const off = b.onWait((w) => seen.push(w));
+    const t = await b.acquire('write');
+    const until = b.onRateLimited(t, { path: '/x', retryAfterSeconds: 3, headers: {} });
+    expect(seen).toEqual([{ kind: 'paused', bucket: 'write', until }]);
+    b.settle(t);
+    const next = start(b, 'write', 1);
+    await settle();
+    expect(seen.at(-1)).toEqual({ kind: 'paused', bucket: 'write', until });
+    await clock.advance(until - clock.now());
+    expect(next.done()).toBe(1);
+    expect(seen.at(-1)).toEqual({ kind: 'resumed', bucket: 'write' });
+    off();
+    await b.acquire('read');
+    expect(seen.at(-1)).toEqual({ kind: 'resumed', bucket: 'write' });
+  });
+
+  it('a wait shorter than 200 ms is not announced (a progress line would only flicker)', async () => {
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const b = budget(clock, { reads: 1, headroom: 1 });
+    const seen: unknown[] = [];
+    b.onWait((w) => seen.push(w));
+    await b.acquire('read');
+    await clock.advance(900);
+    const r = start(b, 'read', 1);
+    await clock.advance(101);
+    expect(r.done()).toBe(1);
+    expect(seen).toEqual([]);
+  });
+});

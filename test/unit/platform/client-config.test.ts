@@ -5,9 +5,12 @@ import { platformClientFromConfig } from '../../../src/platform/client.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { openDatabase } from '../../../src/store/db.js';
 
+/** A local sandbox address nothing calls (there are no built-in defaults to lean on). */
+const CONFIG = 'platform: { baseUrl: "http://127.0.0.1:4010/api", apiKey: pk_test_unused, environment: development }\n';
+
 describe('platformClientFromConfig', () => {
   it('builds the budgets from config.platform.rateLimit', async () => {
-    const config = loadConfig({ env: {} });
+    const config = loadConfig({ env: {}, fileText: CONFIG });
     const client = platformClientFromConfig(config, { logger: silentLogger() });
     expect(client.health().budgets.map((b) => [b.bucket, b.limit, b.allowed])).toEqual([
       ['read', 100, 90],
@@ -19,14 +22,14 @@ describe('platformClientFromConfig', () => {
 
   it('persists through the state database when one is given', async () => {
     const db = openDatabase(':memory:');
-    const client = platformClientFromConfig(loadConfig({ env: {} }), { logger: silentLogger(), db });
+    const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), { logger: silentLogger(), db });
     expect(client.clearStrikes('ops')).toBe(0);
     await client.close();
     db.close();
   });
 
   it('refuses a write without a usable Idempotency-Key before anything is sent', async () => {
-    const client = platformClientFromConfig(loadConfig({ env: {} }), { logger: silentLogger() });
+    const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), { logger: silentLogger() });
     for (const key of ['', 'k'.repeat(256)]) {
       const err = await client.acknowledgeBoarding('L1', {}, { idempotencyKey: key }).catch((e: unknown) => e);
       expect(isPlatformError(err) && err.code).toBe('input.invalid');

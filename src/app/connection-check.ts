@@ -1,0 +1,322 @@
+import { constants, existsSync, statSync } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import type { Config } from '../config/schema.js';
+import { redactUrl } from '../config/security.js';
+import { createCore } from '../core/index.js';
+import type { CoreCheck } from '../core/port.js';
+import type { Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import type { CompiledMapping } from '../mapping/compile.js';
+import { formatProblem, lintMappingDir } from '../mapping/loader.js';
+import { checkEndpoints } from '../platform/endpoint/endpoint-check.js';
+import { isPlatformError } from '../platform/errors.js';
+import { platformClientFromConfig, type PlatformClient } from '../platform/client.js';
+import type { Entities, QueueItem } from '../platform/schemas.js';
+import { openDatabase, writeBlocker, type Db } from '../store/db.js';
+import { mapperOptionsFromConfig } from './runtime.js';
+
+/**
+ * `config check [--connect]`: one line per check, the way dbt debug or a "check connection" does
+ * it. Without --connect only local checks run (config, mapping dir, lint). With it: the platform
+ * answers, the key is accepted and what its tax-id permissions mean for boarding, the webhook
+ * endpoint, the core with these credentials, and the state database takes a write.
+ *
+ * Cheap on the rate budget and through it: the platform calls go through the client on the state
+ * database (the budget a running daemon shares), at most one queue page of 5, three entity reads,
+ * and one webhook-endpoint list.
+ */
+export type CheckStatus = 'ok' | 'fail' | 'warn' | 'skip';
+
+export interface ConnectionCheck {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+}
+
+export interface ConnectionCheckDeps {
+  logger: Logger;
+  clock?: Clock;
+  signal?: AbortSignal;
+}
+
+/** Entity reads spent looking for a business and a person whose tax ids show the key's permissions. */
+const MAX_ENTITY_READS = 3;
+const QUEUE_SAMPLE = 5;
+
+export function localChecks(config: Config, source: string): { checks: ConnectionCheck[]; mapping: CompiledMapping | undefined } {
+  const checks: ConnectionCheck[] = [{ name: 'config', status: 'ok', detail: `${source} is valid` }];
+  const dir = config.mappings.dir;
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    checks.push({ name: 'mappings.dir', status: 'fail', detail: `${dir} is not a directory (mappings.dir; a relative path is from the working directory ${process.cwd()})` });
+    checks.push({ name: 'mappings', status: 'skip', detail: 'no mapping directory to lint' });
+    return { checks, mapping: undefined };
+  }
+  checks.push({ name: 'mappings.dir', status: 'ok', detail: dir });
+  try {
+    const r = lintMappingDir(dir, mapperOptionsFromConfig(config));
+    if (r.problems.length === 0 && r.mapping) {
+      checks.push({ name: 'mappings', status: 'ok', detail: `mapping set ${r.version ?? r.mapping.name} lints clean` });
+      return { checks, mapping: r.mapping };
+    }
+    const shown = r.problems.slice(0, 3).map(formatProblem).join('; ');
+    checks.push({ name: 'mappings', status: 'fail', detail: `${r.problems.length} lint problem(s): ${shown}${r.problems.length > 3 ? '; … (mappings lint lists them all)' : ''}` });
+    return { checks, mapping: r.mapping };
+  } catch (err) {
+    checks.push({ name: 'mappings', status: 'fail', detail: errorMessage(err) });
+    return { checks, mapping: undefined };
+  }
+}
+
+/** Core loan product ids the set can produce: the `productId` lookup and any default named *productId. */
+export function mappedProductIds(mapping: CompiledMapping | undefined, bankDefaults: Readonly<Record<string, unknown>>): number[] {
+  if (!mapping) return [];
+  const values: unknown[] = [];
+  const lookup = mapping.lookups.get('productId');
+  if (lookup) {
+    values.push(...lookup.values.values());
+    if (lookup.fallback !== undefined) values.push(lookup.fallback);
+  }
+  const fromDefaults = (d: Readonly<Record<string, unknown>>): void => {
+    for (const [k, v] of Object.entries(d)) if (/productid$/i.test(k)) values.push(v);
+  };
+  fromDefaults(mapping.defaults);
+  for (const o of mapping.overrides.values()) fromDefaults(o.defaults);
+  fromDefaults(bankDefaults);
+  const ids = values.map((v) => Number(v)).filter((n) => Number.isSafeInteger(n) && n > 0);
+  return [...new Set(ids)].sort((a, b) => a - b);
+}
+
+function storeCheck(db: Db, path: string): ConnectionCheck {
+  // BEGIN IMMEDIATE then ROLLBACK: waits busy_timeout behind a daemon's write, changes nothing.
+  const blocker = writeBlocker(db);
+  return blocker === null ? { name: 'store', status: 'ok', detail: `${path} takes a write` } : { name: 'store', status: 'fail', detail: `${path}: ${blocker}` };
+}
+
+function describePlatformError(err: unknown): string {
+  if (isPlatformError(err)) return `${err.code}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`;
+  return errorMessage(err);
+}
+
+const FULL_TIN = /\d{9}/;
+
+function hasFullTin(value: unknown): boolean {
+  return typeof value === 'string' && FULL_TIN.test(value.replace(/\D/g, ''));
+}
+
+interface TinObservation {
+  business: 'full' | 'masked' | null;
+  person: 'full' | 'masked' | null;
+}
+
+function observeTins(e: Entities, seen: TinObservation): void {
+  for (const b of e.businesses) {
+    if (seen.business === 'full') break;
+    if (hasFullTin(b.ein)) seen.business = 'full';
+    else if (b.einLast4 !== undefined || b.ein !== undefined) seen.business = 'masked';
+  }
+  for (const p of e.people) {
+    if (seen.person === 'full') break;
+    if (hasFullTin(p.ssn)) seen.person = 'full';
+    else if (p.ssnLast4 !== undefined || p.ssn !== undefined) seen.person = 'masked';
+  }
+}
+
+function tinCheck(name: string, what: 'business' | 'person', seen: 'full' | 'masked' | null, config: Config, sampled: number): ConnectionCheck {
+  const permission = what === 'business' ? 'read:businesses:ein' : 'read:people:ssn';
+  const kind = what === 'business' ? 'EINs' : 'SSNs';
+  if (seen === null) {
+    return { name, status: 'skip', detail: `no ${what} in the ${sampled} loan(s) sampled: cannot tell whether the key has ${permission}` };
+  }
+  if (seen === 'full') return { name, status: 'ok', detail: `the key reads full ${kind} (${permission})` };
+  const consequence = `without ${permission} every loan with a ${what} quarantines as tin_incomplete unless mappings.allowLast4Tin`;
+  if (config.mappings.allowLast4Tin) {
+    return { name, status: 'warn', detail: `the key sees only the last 4 digits of ${kind}; mappings.allowLast4Tin is true, so those loans board with masked ids` };
+  }
+  return { name, status: 'fail', detail: `the key sees only the last 4 digits of ${kind}: ${consequence}. Ask the platform for a key with ${permission}, or set mappings.allowLast4Tin: true` };
+}
+
+async function platformChecks(platform: PlatformClient, config: Config, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+  const checks: ConnectionCheck[] = [];
+  const at = redactUrl(config.platform.baseUrl);
+  const signal = deps.signal;
+  let items: QueueItem[] = [];
+  const started = Date.now();
+  try {
+    items = await firstPage(platform, false, signal);
+    if (items.length === 0) items = await firstPage(platform, true, signal);
+  } catch (err) {
+    if (isPlatformError(err) && err.fatal) {
+      checks.push({ name: 'platform', status: 'ok', detail: `answers at ${at}` });
+      checks.push({ name: 'platform.key', status: 'fail', detail: `the platform refused the key: ${describePlatformError(err)}` });
+    } else if (isPlatformError(err) && err.code === 'rate_limit.traffic_stopped') {
+      checks.push({ name: 'platform', status: 'fail', detail: `not called: ${err.message} (see \`platform status\`)` });
+      checks.push({ name: 'platform.key', status: 'skip', detail: 'the platform was not called' });
+    } else {
+      checks.push({ name: 'platform', status: 'fail', detail: `no answer from ${at}: ${describePlatformError(err)}` });
+      checks.push({ name: 'platform.key', status: 'skip', detail: 'the platform did not answer' });
+    }
+    checks.push({ name: 'platform.ein', status: 'skip', detail: 'the platform did not answer' });
+    checks.push({ name: 'platform.ssn', status: 'skip', detail: 'the platform did not answer' });
+    checks.push(...(await endpointCheck(platform, config, deps, false)));
+    return checks;
+  }
+  checks.push({ name: 'platform', status: 'ok', detail: `answers at ${at} (${Date.now() - started} ms)` });
+  checks.push({
+    name: 'platform.key',
+    status: 'ok',
+    detail: `accepted (${config.platform.environment}; reads the boarding queue). Writes (acknowledgements) are not tried: a check never writes`,
+  });
+  const seen: TinObservation = { business: null, person: null };
+  let sampled = 0;
+  let entityError: string | null = null;
+  for (const item of items) {
+    if (sampled >= MAX_ENTITY_READS || (seen.business !== null && seen.person !== null)) break;
+    sampled += 1;
+    try {
+      observeTins(await platform.getEntities(item.id, signal ? { signal } : {}), seen);
+    } catch (err) {
+      entityError = describePlatformError(err);
+      break;
+    }
+  }
+  if (entityError !== null) {
+    const status: CheckStatus = 'fail';
+    checks.push({ name: 'platform.ein', status, detail: `reading a loan's entities failed: ${entityError}` });
+    checks.push({ name: 'platform.ssn', status, detail: `reading a loan's entities failed: ${entityError}` });
+  } else if (items.length === 0) {
+    const detail = 'no loan in the boarding queue (nor boarded) to see whether tax ids come masked; run this again once a loan is released';
+    checks.push({ name: 'platform.ein', status: 'skip', detail });
+    checks.push({ name: 'platform.ssn', status: 'skip', detail });
+  } else {
+    checks.push(tinCheck('platform.ein', 'business', seen.business, config, sampled));
+    checks.push(tinCheck('platform.ssn', 'person', seen.person, config, sampled));
+  }
+  checks.push(...(await endpointCheck(platform, config, deps, true)));
+  return checks;
+}
+
+async function firstPage(platform: PlatformClient, boarded: boolean, signal: AbortSignal | undefined): Promise<QueueItem[]> {
+  const walk = platform.boardingQueue({ limit: QUEUE_SAMPLE, ...(boarded ? { boarded: true } : {}), ...(signal ? { signal } : {}) });
+  try {
+    const first = await walk.next();
+    return first.done === true ? [] : first.value.items;
+  } finally {
+    await walk.return(undefined);
+  }
+}
+
+async function endpointCheck(platform: PlatformClient, config: Config, deps: ConnectionCheckDeps, reachable: boolean): Promise<ConnectionCheck[]> {
+  const name = 'webhooks.endpoint';
+  if (!config.webhooks.publicUrl) return [{ name, status: 'skip', detail: 'webhooks.publicUrl not set (webhooks are optional: the scheduled cycles board everything)' }];
+  if (!reachable) return [{ name, status: 'skip', detail: 'the platform did not answer' }];
+  const r = await checkEndpoints(platform, config, deps.logger, { ...(deps.clock ? { clock: deps.clock } : {}), ...(deps.signal ? { signal: deps.signal } : {}) });
+  switch (r.state) {
+    case 'active':
+      return [{ name, status: 'ok', detail: `${r.detail} for ${redactUrl(config.webhooks.publicUrl)}` }];
+    case 'failing':
+      return [{ name, status: 'warn', detail: `${r.detail}: deliveries fail; the platform may disable it (webhooks list)` }];
+    case 'disabled':
+      return [{ name, status: 'fail', detail: `${r.detail}: no pushes arrive; fix the cause, then \`webhooks enable ${r.endpoint?.id ?? 'ID'}\`` }];
+    case 'missing':
+      return [{ name, status: 'fail', detail: `no endpoint registered for ${redactUrl(config.webhooks.publicUrl)}: \`webhooks register --url ${redactUrl(config.webhooks.publicUrl)}\`` }];
+    default:
+      return [{ name, status: 'fail', detail: `could not list the webhook endpoints: ${r.detail}` }];
+  }
+}
+
+/** The customer extract (`customers.extract`, where the config has that key): readable. */
+async function customerExtractCheck(config: Config): Promise<ConnectionCheck[]> {
+  const customers = (config as unknown as Record<string, unknown>)['customers'];
+  if (customers === null || typeof customers !== 'object') return [];
+  const extract = (customers as Record<string, unknown>)['extract'];
+  if (extract === undefined || extract === null) return [];
+  const path =
+    typeof extract === 'string'
+      ? extract
+      : typeof extract === 'object'
+        ? ((extract as Record<string, unknown>)['path'] ?? (extract as Record<string, unknown>)['file'])
+        : undefined;
+  if (typeof path !== 'string') return [{ name: 'customers.extract', status: 'skip', detail: 'no file path found in customers.extract' }];
+  try {
+    const st = await stat(path);
+    if (!st.isFile()) return [{ name: 'customers.extract', status: 'fail', detail: `${path}: not a file` }];
+    await access(path, constants.R_OK);
+    return [{ name: 'customers.extract', status: 'ok', detail: `${path} readable (${st.size} bytes, modified ${st.mtime.toISOString()})` }];
+  } catch (err) {
+    return [{ name: 'customers.extract', status: 'fail', detail: `${path}: ${errorMessage(err)}` }];
+  }
+}
+
+async function coreChecks(config: Config, mapping: CompiledMapping | undefined, db: Db, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+  let core;
+  try {
+    core = createCore(config, { logger: deps.logger, ...(deps.clock ? { clock: deps.clock } : {}), db, layout: () => undefined });
+  } catch (err) {
+    return [{ name: 'core', status: 'fail', detail: errorMessage(err) }];
+  }
+  try {
+    let checks: CoreCheck[];
+    if (core.checkConnection) {
+      checks = await core.checkConnection({ productIds: mappedProductIds(mapping, config.mappings.defaults), ...(deps.signal ? { signal: deps.signal } : {}) });
+    } else {
+      const h = await core.health();
+      checks = [{ name: 'core', status: h.ok ? 'ok' : 'fail', detail: h.detail ?? core.name }];
+    }
+    // The file core's batches need the set's layout; the check above looked at packages only then.
+    if (config.core.adapter === 'file' && config.core.file.csvBatches && mapping !== undefined) {
+      const batches = `${config.core.file.dir}/batches`;
+      const b = await dirWritable(batches);
+      if (b !== null) checks.push({ name: 'core.batches', status: 'fail', detail: b });
+    }
+    return [...checks, ...(await customerExtractCheck(config))];
+  } finally {
+    await core.close();
+  }
+}
+
+/** null when dir is writable, or missing and creatable. */
+async function dirWritable(dir: string): Promise<string | null> {
+  try {
+    const st = await stat(dir);
+    if (!st.isDirectory()) return `${dir}: not a directory`;
+    await access(dir, constants.W_OK | constants.X_OK);
+    return null;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return `${dir}: ${errorMessage(err)}`;
+  }
+}
+
+/** Every check, local and remote. Never throws for a failed check: each says what failed. */
+export async function connectionChecks(config: Config, source: string, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+  const { checks, mapping } = localChecks(config, source);
+  let db: Db;
+  try {
+    db = openDatabase(config.store.path, { onWarning: (m) => deps.logger.warn(m) });
+  } catch (err) {
+    checks.push({ name: 'store', status: 'fail', detail: `${config.store.path}: ${errorMessage(err)}` });
+    checks.push({ name: 'platform', status: 'skip', detail: 'the platform client keeps its rate budget in the state database, which did not open' });
+    return checks;
+  }
+  try {
+    checks.push(storeCheck(db, config.store.path));
+    // A check is not worth a long wait: one retry, through the shared budget.
+    const checkConfig: Config = { ...config, platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) } };
+    const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, ...(deps.clock ? { clock: deps.clock } : {}) });
+    try {
+      checks.push(...(await platformChecks(platform, config, deps)));
+    } finally {
+      await platform.close();
+    }
+    checks.push(...(await coreChecks(config, mapping, db, deps)));
+  } finally {
+    db.close();
+  }
+  return checks;
+}
+
+export function formatCheck(c: ConnectionCheck): string {
+  const tag = { ok: 'ok  ', fail: 'FAIL', warn: 'warn', skip: 'skip' }[c.status];
+  return `${tag}  ${c.name.padEnd(18)} ${c.detail}`;
+}

@@ -1,0 +1,69 @@
+import { Writable } from 'node:stream';
+import { createCliContext, type GlobalOptions } from '../../src/cli/context.js';
+import { buildProgram, CommanderError } from '../../src/cli/program.js';
+import { BusyError, ConfigError, FatalError, UsageError } from '../../src/lib/errors.js';
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  error: string | null;
+  /** The questions asked on the (fake) terminal. */
+  asked: string[];
+}
+
+function sink(): { stream: Writable; text: () => string } {
+  let text = '';
+  return {
+    stream: new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        text += chunk.toString();
+        cb();
+      },
+    }),
+    text: () => text,
+  };
+}
+
+/**
+ * Runs the CLI in-process like main.ts does, with stdout and stderr kept apart and, when
+ * `answers` is given, a terminal that answers the questions asked in turn (none: no terminal).
+ */
+export async function runCliSplit(args: string[], opts: { env?: Record<string, string | undefined>; answers?: string[] } = {}): Promise<CliRun> {
+  const out = sink();
+  const err = sink();
+  const asked: string[] = [];
+  const answers = opts.answers ? [...opts.answers] : undefined;
+  const { program, ctx } = buildProgram((p) =>
+    createCliContext({
+      env: { ...opts.env },
+      stdout: out.stream,
+      stderr: err.stream,
+      getConfigOption: () => p.opts<{ config?: string }>().config,
+      getGlobalOptions: () => p.opts<GlobalOptions>(),
+      shutdown: new AbortController().signal,
+      ...(answers
+        ? {
+            prompt: (q: string) => {
+              asked.push(q);
+              return Promise.resolve(answers.shift() ?? '');
+            },
+          }
+        : {}),
+    }),
+  );
+  program.configureOutput({ writeOut: (s) => out.stream.write(s), writeErr: (s) => err.stream.write(s) });
+  const done = (code: number, error: string | null): CliRun => ({ code, stdout: out.text(), stderr: err.text(), error, asked });
+  try {
+    await program.parseAsync(['node', 'boarding-connector', ...args]);
+    return done(0, null);
+  } catch (e) {
+    if (e instanceof CommanderError) return done(e.exitCode === 0 ? 0 : 2, e.message);
+    if (e instanceof UsageError) return done(2, e.message);
+    if (e instanceof ConfigError || e instanceof FatalError) return done(1, e.message);
+    if (e instanceof BusyError) return done(e.exitCode, e.message);
+    throw e;
+  } finally {
+    await ctx.close();
+  }
+}
