@@ -13,14 +13,14 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .description('a consistent online copy of store.path (safe while the daemon runs), verified, written 0600')
     .requiredOption('--out <file>', 'the backup file to write')
     .option('--force', 'replace an existing file')
-    .action(async (opts: { out: string; force?: boolean }) => {
+    .action((opts: { out: string; force?: boolean }) => {
       const config = ctx.config();
       const target = resolve(opts.out);
       if (target === resolve(config.store.path)) throw new UsageError('--out: must not be the state database itself (store.path)');
       if (existsSync(target) && opts.force !== true) throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
       const db = openDatabase(config.store.path, { onWarning: (m) => ctx.logger().warn(m) });
       try {
-        const r = await backupDatabase(db, target);
+        const r = backupDatabase(db, target);
         const v = verifyDatabase(target);
         out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
       } finally {

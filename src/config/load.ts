@@ -30,7 +30,26 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
-const SECRET_PATH = /apiKey|secret|password/i;
+/**
+ * The keys that hold secrets (and anything below them: `webhooks.secrets.0`). Their values are
+ * never shown in a message, whatever their type: a secret written as a YAML number or boolean is
+ * still the secret. The pattern catches a secret key added later under another section.
+ */
+export const SECRET_KEYS = ['platform.apiKey', 'webhooks.secrets', 'core.http.password'] as const;
+const SECRET_PATH = /apikey|secret|password|token|credential/i;
+
+function isSecretPath(path: string): boolean {
+  return SECRET_PATH.test(path) || SECRET_KEYS.some((k) => path === k || path.startsWith(`${k}.`));
+}
+
+/** What a secret value is, never what it says. */
+function describeHidden(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'an empty value';
+  if (Array.isArray(v)) return 'a list (hidden)';
+  const kind = typeof v === 'object' ? 'a map' : typeof v === 'number' ? 'a number' : typeof v === 'boolean' ? 'a boolean' : typeof v === 'string' ? 'a string' : 'a value';
+  return `${kind} (hidden)`;
+}
 
 const YAML_KINDS: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', int: 'an integer', boolean: 'true or false' };
 
@@ -41,7 +60,7 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
   }
   const got = valueAt(raw, issue.path);
   // A URL value may carry credentials or a signed query string: shown with both hidden.
-  const gotText = SECRET_PATH.test(path) && typeof got === 'string' ? '(hidden)' : describeValue(typeof got === 'string' && /^[a-z][a-z0-9+.-]*:\/\//i.test(got) ? redactUrl(got) : got);
+  const gotText = isSecretPath(path) ? describeHidden(got) : describeValue(typeof got === 'string' && /^[a-z][a-z0-9+.-]*:\/\//i.test(got) ? redactUrl(got) : got);
   let expected = issue.message;
   if (expected.startsWith('Invalid input')) {
     // zod's own wording ("Invalid input: expected object, received undefined"): say it in the

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isValidTimeZone } from '../lib/calendar.js';
+import { allowEntryProblem } from '../lib/hosts.js';
 
 /** The generic mapping set shipped with the package (src/config or dist/config → ../../mappings). */
 export const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/generic', import.meta.url));
@@ -112,6 +113,11 @@ export const webhooksSchema = z.strictObject({
   /** A delivery's headers must arrive within this, the whole request within requestTimeoutMs. */
   headersTimeoutMs: int(100).default(10_000),
   requestTimeoutMs: int(100).default(20_000),
+  /**
+   * An idle keep-alive connection is closed after this: one cheap request per connection must not
+   * hold a client's connection slots for a minute (the platform opens a new connection anyway).
+   */
+  keepAliveTimeoutMs: int(100).default(5_000),
 });
 
 /**
@@ -165,6 +171,25 @@ export const boardingSchema = z.strictObject({
   /** A document's whole download must finish within this (a 1 byte/s drip passes idle timeouts). */
   documentDeadlineMs: int(1000).default(10 * 60_000),
   shutdownTimeoutMs: int(0).default(30_000),
+  /**
+   * Where presigned document addresses may lead. Downloads never connect to a loopback, private,
+   * link-local, metadata or other special-purpose address (checked on the resolved address)
+   * unless its host name (`docs.bank.internal`, `*.bank.internal`), address or CIDR is listed
+   * here. With platform.environment: development (the local sandbox) loopback is also allowed.
+   */
+  documentHosts: z
+    .strictObject({
+      allow: z
+        .array(
+          z.string({ error: 'expected a host name, *.domain, address or CIDR' }).superRefine((v, ctx) => {
+            const problem = allowEntryProblem(v.trim());
+            if (problem !== null) ctx.addIssue({ code: 'custom', message: `expected a host name, *.domain, address or CIDR (${problem})` });
+          }),
+          { error: 'expected a list of host names, addresses or CIDRs' },
+        )
+        .default([]),
+    })
+    .prefault({}),
   /** `loans reboard`, `loans retry`, `loans skip` on more loans than this ask first (or need --yes). */
   confirmAbove: int(0).default(10),
 });

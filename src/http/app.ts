@@ -7,6 +7,7 @@ import { createConnectorMetrics, type ConnectorMetrics } from '../observability/
 import { runReadiness, type ReadinessCheck } from '../observability/readiness.js';
 import { latestReportFile } from './reports-route.js';
 import { createWebhookReceiver, WEBHOOK_PATH } from '../webhooks/receiver.js';
+import { createLogThrottle } from '../webhooks/log-throttle.js';
 import { createVerifier, unusableSecrets } from '../webhooks/signature.js';
 
 export { WEBHOOK_PATH };
@@ -73,9 +74,20 @@ export function createApp(deps: WebhookAppDeps): Express {
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found' });
   });
+  // The last resort: a client error someone raised (an http-errors 4xx) keeps its status, anything
+  // else is our bug (500). Either way at most 20 lines a minute: a client that found a way to
+  // trigger it must not flood the log.
+  const throttle = createLogThrottle();
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    log.error({ err }, 'http handler failed');
-    if (!res.headersSent) res.status(500).json({ error: 'internal error' });
+    const status = (err as { status?: unknown } | null)?.status;
+    const clientError = typeof status === 'number' && status >= 400 && status < 500;
+    const suppressed = throttle.admit(clientError ? 'client' : 'internal', clock.now());
+    if (suppressed !== null) {
+      const extra = suppressed > 0 ? { suppressedSinceLast: suppressed } : {};
+      if (clientError) log.warn({ status, message: (err as Error).message?.slice(0, 200), ...extra }, 'http request rejected');
+      else log.error({ err, ...extra }, 'http handler failed');
+    }
+    if (!res.headersSent) res.status(clientError ? status : 500).json({ error: clientError ? 'bad request' : 'internal error' });
   });
   return app;
 }

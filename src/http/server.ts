@@ -8,10 +8,12 @@ export interface ListenerLimits {
   maxConnectionsPerClient: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
 }
 
 export function receiverLimits(c: ListenerLimits): ListenerLimits {
-  return { maxConnections: c.maxConnections, maxConnectionsPerClient: c.maxConnectionsPerClient, headersTimeoutMs: c.headersTimeoutMs, requestTimeoutMs: c.requestTimeoutMs };
+  return { maxConnections: c.maxConnections, maxConnectionsPerClient: c.maxConnectionsPerClient, headersTimeoutMs: c.headersTimeoutMs, requestTimeoutMs: c.requestTimeoutMs, keepAliveTimeoutMs: c.keepAliveTimeoutMs };
 }
 
 export interface RunningServer {
@@ -32,12 +34,15 @@ export async function startHttpServer(app: RequestListener, host: string, port: 
     limits === undefined ? {} : { connectionsCheckingInterval: 1_000, headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
     app,
   );
-  // A little above common proxy idle timeouts, so the proxy closes first.
-  server.keepAliveTimeout = 65_000;
   if (limits === undefined) {
+    // The ops listener: a little above common proxy idle timeouts, so the proxy closes first.
+    server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     server.requestTimeout = 30_000;
   } else {
+    // The receiver: an idle connection is closed after a few seconds, so a client cannot hold its
+    // maxConnectionsPerClient slots with one cheap request each (was 65 s).
+    server.keepAliveTimeout = limits.keepAliveTimeoutMs;
     capConnections(server, limits);
   }
   await new Promise<void>((resolveListen, reject) => {

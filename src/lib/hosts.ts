@@ -1,50 +1,109 @@
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
-/**
- * Host classes a webhook target must not be (the platform's rule, checked by the sandbox and,
- * after DNS resolution, by the connector before it registers an endpoint).
+/*
+ * Host classes a URL the connector calls or registers must not be: loopback, private, link-local,
+ * cloud metadata and every other special-purpose range (checked by the sandbox, by `webhooks
+ * register` after DNS resolution, and by document downloads on the resolved address they connect
+ * to). Addresses are classified with ipaddr.js's range tables (the IANA IPv4 and IPv6
+ * special-purpose registries), not hand-written prefixes: only what it calls `unicast` (and, for
+ * IPv6, inside the global unicast block 2000::/3) is public. Addresses that carry an IPv4 address
+ * (IPv4-mapped, IPv4-translated, NAT64 64:ff9b::/96, 6to4) are classified by that address.
  */
-const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.internal', 'instance-data', '169.254.169.254', 'fd00:ec2::254']);
 
-/**
- * The IPv4 address inside an IPv4-mapped/compatible IPv6 literal, in either notation
- * (`::ffff:127.0.0.1`, or `::ffff:7f00:1` as URL parsing normalises it), else the host unchanged.
- */
-function unwrapMappedV4(host: string): string {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
-  const dotted = /^::(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(h);
-  if (dotted?.[1]) return dotted[1];
-  const hex = /^::(?:ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h);
-  if (hex?.[1] && hex[2]) {
-    const hi = parseInt(hex[1], 16);
-    const lo = parseInt(hex[2], 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+/** Names of cloud metadata services (their addresses are link-local or unique-local anyway). */
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.internal', 'instance-data', 'instance-data.ec2.internal']);
+
+/** The special range an address is in ('loopback', 'private', 'linkLocal', 'reserved'…), or null when public. */
+export function specialRange(address: string): string | null {
+  const a = address.replace(/^\[|\]$/g, '');
+  if (isIP(a.split('%')[0] ?? a) === 0) return null;
+  let ip: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    ip = ipaddr.parse(a);
+  } catch {
+    return 'unparsable';
   }
-  return h;
+  if (ip.kind() === 'ipv4') {
+    const range = ip.range();
+    return range === 'unicast' ? null : range;
+  }
+  const v6 = ip as ipaddr.IPv6;
+  const range = v6.range();
+  const embedded = embeddedIPv4(v6, range);
+  if (embedded !== undefined) {
+    if (embedded === null) return range;
+    const inner = specialRange(embedded.toString());
+    return inner === null ? null : `${range} of ${embedded.toString()}, ${inner}`;
+  }
+  if (range !== 'unicast') return range;
+  // ipaddr.js calls everything outside its special tables unicast, including the IETF-reserved
+  // ::/8 (deprecated IPv4-compatible ::a.b.c.d) and the unassigned blocks: only 2000::/3 is routed.
+  return v6.match(ipaddr.IPv6.parse('2000::'), 3) ? null : 'reserved';
 }
 
-function ipv4Parts(host: string): number[] | null {
-  if (isIP(host) !== 4) return null;
-  return host.split('.').map(Number);
+/**
+ * The IPv4 address an IPv6 address carries, for the ranges that carry one; null for such a range
+ * whose address cannot be recovered (then the range itself decides); undefined for other ranges.
+ */
+function embeddedIPv4(ip: ipaddr.IPv6, range: string): ipaddr.IPv4 | null | undefined {
+  const p = ip.parts;
+  const v4 = (hi: number, lo: number): ipaddr.IPv4 => new ipaddr.IPv4([hi >> 8, hi & 255, lo >> 8, lo & 255]);
+  switch (range) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+    case 'rfc6145': // ::ffff:0:a.b.c.d
+      return v4(p[6] ?? 0, p[7] ?? 0);
+    case 'rfc6052': // NAT64: the well-known 64:ff9b::/96 carries it in the last 32 bits
+      return p[0] === 0x64 && p[1] === 0xff9b && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0 ? v4(p[6] ?? 0, p[7] ?? 0) : null;
+    case '6to4': // 2002:AABB:CCDD::/48
+      return v4(p[1] ?? 0, p[2] ?? 0);
+    default:
+      return undefined;
+  }
+}
+
+/** Host names that never name a public service: localhost and the private-use suffixes. */
+function specialName(host: string): string | null {
+  const h = host.toLowerCase().replace(/\.$/, '');
+  if (h === 'localhost' || h.endsWith('.localhost')) return 'loopback';
+  if (METADATA_HOSTS.has(h)) return 'metadata';
+  if (h.endsWith('.internal') || h.endsWith('.local') || h.endsWith('.home.arpa')) return 'private name';
+  return null;
+}
+
+/** Why a host (name or address) is not a public one, or null: the same words wherever it is checked. */
+export function specialHostProblem(host: string): string | null {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (isIP(h.split('%')[0] ?? h) !== 0) {
+    const range = specialRange(h);
+    return range === null ? null : describeRange(range);
+  }
+  const name = specialName(h);
+  return name === null ? null : describeRange(name);
+}
+
+function describeRange(range: string): string {
+  if (range.startsWith('loopback') || range.endsWith(', loopback')) return `a loopback address (${range})`;
+  if (/metadata/.test(range)) return 'a cloud metadata host';
+  return `a private, link-local, metadata or other special-purpose address (${range})`;
 }
 
 export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (isIP(h.split('%')[0] ?? h) === 0) return specialName(h) === 'loopback';
+  const range = specialRange(h);
   // IPv4-mapped IPv6 (::ffff:127.0.0.1) is how a dual-stack socket reports an IPv4 peer.
-  const h = unwrapMappedV4(host);
-  if (h === 'localhost' || h.endsWith('.localhost') || h === '::1') return true;
-  const v4 = ipv4Parts(h);
-  return v4 !== null && v4[0] === 127;
+  return range !== null && (range === 'loopback' || range.endsWith(', loopback'));
 }
 
-/** Private, link-local, unspecified or cloud-metadata hosts: never a webhook target. */
+/** Private, link-local, unspecified, metadata or any other special-purpose host that is not loopback. */
 export function isPrivateHost(host: string): boolean {
-  const h = unwrapMappedV4(host);
-  if (METADATA_HOSTS.has(h)) return true;
-  const v4 = ipv4Parts(h);
-  if (v4) {
-    const [a = 0, b = 0] = v4;
-    return a === 10 || a === 0 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254) || (a === 100 && b >= 64 && b <= 127);
-  }
-  if (isIP(h) === 6) return h === '::' || h.startsWith('fc') || h.startsWith('fd') || h.startsWith('fe80');
-  return h.endsWith('.internal') || h.endsWith('.local');
+  return !isLoopbackHost(host) && specialHostProblem(host) !== null;
+}
+
+/** Why an allow-list entry (host name, `*.domain`, address or CIDR) is not one, or null. */
+export function allowEntryProblem(entry: string): string | null {
+  if (entry.includes('/')) return ipaddr.isValidCIDR(entry) ? null : `${entry} is not a CIDR such as 10.20.0.0/16`;
+  if (isIP(entry) !== 0) return null;
+  return /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$/i.test(entry) ? null : `${entry} is not a host name, *.domain, address or CIDR`;
 }

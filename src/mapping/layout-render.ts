@@ -1,5 +1,5 @@
 import { neutraliseFormula } from '../lib/formula.js';
-import type { LayoutColumn, LayoutEncoding, LayoutFile } from './layout.js';
+import { CONTROL_CHARACTERS, type LayoutColumn, type LayoutEncoding, type LayoutFile } from './layout.js';
 import type { MappedRecord } from './types.js';
 
 /**
@@ -158,8 +158,27 @@ export function formatScaled(v: bigint, decimals: number, implied: boolean): str
   return `${neg ? '-' : ''}${body}`;
 }
 
+/**
+ * A value without control characters (layout `controlCharacters`): replaced by the file's
+ * controlReplacement, or the loan is refused with a message naming the file and column, and the
+ * character's code point, never the value (it may be a name or a tax id).
+ */
+function withoutControls(file: LayoutFile, c: LayoutColumn, text: string): string {
+  CONTROL_CHARACTERS.lastIndex = 0;
+  if (!CONTROL_CHARACTERS.test(text)) return text;
+  if (c.controlCharacters === 'reject') {
+    CONTROL_CHARACTERS.lastIndex = 0;
+    const ch = CONTROL_CHARACTERS.exec(text)?.[0] ?? '';
+    const code = `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
+    throw new LayoutRenderError(`${file.name} ${c.name}: the value holds a control character (${code}); the layout says controlCharacters: reject`);
+  }
+  return text.replace(CONTROL_CHARACTERS, file.controlReplacement);
+}
+
 function csvCell(file: LayoutFile, c: LayoutColumn, text: string): string {
-  let t = c.neutralise ? neutraliseFormula(text) : text;
+  // Before anything else: a newline inside a quoted field is still a new line to a line-based import job.
+  const clean = withoutControls(file, c, text);
+  let t = c.neutralise ? neutraliseFormula(clean) : clean;
   t = representable(file, c, t);
   const q = file.quote;
   if (file.quoteAll || t.includes(file.delimiter) || t.includes(q) || /[\r\n]/.test(t) || t !== t.trim()) {
@@ -170,9 +189,7 @@ function csvCell(file: LayoutFile, c: LayoutColumn, text: string): string {
 
 function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
   // A control character (a newline in a name) would break the record structure the import job counts on.
-  // eslint-disable-next-line no-control-regex
-  let t = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
-  t = representable(file, c, t);
+  let t = representable(file, c, withoutControls(file, c, text));
   let bytes = encodedLength(t, file.encoding);
   if (bytes > c.length) {
     if (c.overflow !== 'truncate') {

@@ -18,6 +18,16 @@ export const DATE_FORMATS = ['yyyy-mm-dd', 'yyyymmdd', 'mmddyyyy', 'mm/dd/yyyy']
 export type LayoutDateFormat = (typeof DATE_FORMATS)[number];
 /** Values a column can take besides a record field: where the record came from, and the batch. */
 export const META_SOURCES = ['loanId', 'externalId', 'recordType', 'batchId', 'batchDate'] as const;
+/**
+ * What a control character in a value becomes: `replace` (default) writes controlReplacement in
+ * its place, `reject` quarantines the loan. Line-based import jobs count a newline inside a quoted
+ * CSV field as a new record, so no control character reaches a file as it is.
+ */
+export const CONTROL_POLICIES = ['replace', 'reject'] as const;
+export type ControlPolicy = (typeof CONTROL_POLICIES)[number];
+/** C0, DEL, C1 (incl. NEL) and the Unicode line and paragraph separators. */
+// eslint-disable-next-line no-control-regex
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/gu;
 export type MetaSource = (typeof META_SOURCES)[number];
 
 const columnSchema = z
@@ -39,6 +49,7 @@ const columnSchema = z
     transliterate: z.boolean().optional().describe('fold accents and ligatures to ASCII (CAFÉ → CAFE, ß → ss)'),
     overflow: z.enum(['reject', 'truncate']).optional().describe('a value wider than the column: reject the loan (default) or cut it'),
     neutralise: z.boolean().optional().describe('CSV: prefix cells starting with = + - @ tab CR with a quote (default true; turn off for numeric columns)'),
+    controlCharacters: z.enum(CONTROL_POLICIES).optional().describe("this column's control-character rule (default: the file's)"),
   })
   .refine((c) => [c.field, c.value, c.source, c.code, c.count, c.total].filter((v) => v !== undefined).length === 1, {
     error: 'a column takes exactly one of field, value, source, code, count, total',
@@ -51,6 +62,8 @@ const fileSchema = z.strictObject({
   encoding: z.enum(ENCODINGS).default('utf-8'),
   lineEnding: z.enum(['lf', 'crlf']).default('lf'),
   transliterate: z.boolean().default(false).describe('default of every column'),
+  controlCharacters: z.enum(CONTROL_POLICIES).default('replace').describe('a control character in a value: replace (default) or reject the loan'),
+  controlReplacement: z.string().max(1).default(' ').describe('with replace: the character written instead (default a space; "" drops it)'),
   delimiter: z.string().length(1).default(','),
   quote: z.string().length(1).default('"'),
   quoting: z.enum(['needed', 'all']).default('needed'),
@@ -84,6 +97,7 @@ export interface LayoutColumn {
   readonly transliterate: boolean;
   readonly overflow: 'reject' | 'truncate';
   readonly neutralise: boolean;
+  readonly controlCharacters: ControlPolicy;
 }
 
 export interface LayoutFile {
@@ -95,6 +109,7 @@ export interface LayoutFile {
   readonly delimiter: string;
   readonly quote: string;
   readonly quoteAll: boolean;
+  readonly controlReplacement: string;
   readonly headerRow: boolean;
   readonly recordLength: number;
   readonly header: readonly LayoutColumn[] | undefined;
@@ -155,6 +170,9 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
     }
     if (f.format === 'fixed' && f.recordLength === undefined) at(src.keyPosOf([...fpath, 'format']), 'a fixed-width file needs recordLength');
     if (f.format === 'csv' && f.recordLength !== undefined) at(src.keyPosOf([...fpath, 'recordLength']), 'recordLength is for fixed-width files');
+    if (new RegExp(CONTROL_CHARACTERS.source, 'u').test(f.controlReplacement)) {
+      at(src.posOf([...fpath, 'controlReplacement']), 'controlReplacement must not itself be a control character');
+    }
     const recordLength = f.recordLength ?? 0;
     const section = (key: Section, cols: typeof f.columns | undefined): LayoutColumn[] | undefined => {
       if (cols === undefined) return undefined;
@@ -205,6 +223,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
           transliterate: c.transliterate ?? f.transliterate,
           overflow: c.overflow ?? 'reject',
           neutralise: c.neutralise ?? true,
+          controlCharacters: c.controlCharacters ?? f.controlCharacters,
         } satisfies LayoutColumn;
       });
       if (f.format === 'fixed' && f.recordLength !== undefined) checkCoverage(src, at, [...fpath, key], out, recordLength);
@@ -219,6 +238,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
       delimiter: f.delimiter,
       quote: f.quote,
       quoteAll: f.quoting === 'all',
+      controlReplacement: f.controlReplacement,
       headerRow: f.format === 'csv' && f.headerRow,
       recordLength,
       header: section('header', f.header),

@@ -20,6 +20,7 @@ import type {
 } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './budget.js';
 import { downloadPresigned } from './download.js';
+import { documentHostGuard, type DocumentHostPolicy, type DocumentResolver } from './download-guard.js';
 import { classifyResponse, classifyThrown, PlatformError, type HttpContext } from './errors.js';
 import { walkBoardingQueue, type RawPage } from './queue.js';
 import { DEFAULT_RETRY_POLICY, withRetry, type RetryPolicy } from './retry.js';
@@ -53,6 +54,11 @@ export const DEFAULT_USER_AGENT = 'boarding-connector/0.1';
 export interface PlatformClientOptions {
   /** Refuse presigned download addresses that are not https (production). */
   httpsDownloadsOnly?: boolean;
+  /**
+   * Where presigned downloads may connect (download-guard.ts). Default: public addresses only,
+   * no allow-list, loopback refused; `resolve` replaces DNS (tests).
+   */
+  documentHosts?: Partial<DocumentHostPolicy> & { resolve?: DocumentResolver };
   /** Service root ending in /api; paths /public/v1/... are appended. */
   baseUrl: string;
   apiKey: string;
@@ -161,10 +167,14 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
     bodyTimeout: opts.timeouts.bodyMs,
   });
   // Presigned downloads go to another origin (blob storage) through a dispatcher that has never
-  // seen the API key.
+  // seen the API key, and connect only to addresses the guard checked in the socket's own lookup.
+  const guard = documentHostGuard(
+    { allow: opts.documentHosts?.allow ?? [], allowLoopback: opts.documentHosts?.allowLoopback ?? false },
+    ...(opts.documentHosts?.resolve ? [opts.documentHosts.resolve] : []),
+  );
   const downloadAgent = new Agent({
     connections: 4,
-    connect: { timeout: opts.timeouts.connectMs },
+    connect: { timeout: opts.timeouts.connectMs, lookup: guard.lookup },
     headersTimeout: opts.timeouts.headersMs,
     bodyTimeout: opts.timeouts.bodyMs,
   });
@@ -454,6 +464,7 @@ export function createPlatformClient(opts: PlatformClientOptions): PlatformClien
       downloadPresigned(
         {
           dispatcher: downloadAgent,
+          guard,
           logger,
           userAgent,
           httpsOnly: opts.httpsDownloadsOnly === true,
@@ -536,7 +547,7 @@ export interface PlatformClientDeps {
 }
 
 /** Builds the client from `config.platform` (environment guard already applied by the loader). */
-export function platformClientFromConfig(config: Pick<Config, 'platform'>, deps: PlatformClientDeps): PlatformClient {
+export function platformClientFromConfig(config: Pick<Config, 'platform'> & { boarding?: Pick<Config['boarding'], 'documentHosts'> }, deps: PlatformClientDeps): PlatformClient {
   const p = config.platform;
   return createPlatformClient({
     baseUrl: p.baseUrl,
@@ -546,6 +557,9 @@ export function platformClientFromConfig(config: Pick<Config, 'platform'>, deps:
     maxRetries: p.maxRetries,
     pageSize: p.pageSize,
     httpsDownloadsOnly: p.environment === 'production',
+    // The rule of docs/deploy.md "Document downloads": public addresses only, plus the allow-list;
+    // development (the local sandbox on 127.0.0.1) adds loopback, never private ranges.
+    documentHosts: { allow: config.boarding?.documentHosts.allow ?? [], allowLoopback: p.environment === 'development' },
     logger: deps.logger,
     rateState: deps.db ? createSqliteRateState(deps.db) : createMemoryRateState(),
     clock: deps.clock,

@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger.js';
 import type { DownloadResult } from './api.js';
+import { findRefusal, type DocumentHostGuard } from './download-guard.js';
 import { classifyThrown, PlatformError } from './errors.js';
 import { redactUrl } from '../lib/redact.js';
 
@@ -15,7 +16,10 @@ import { redactUrl } from '../lib/redact.js';
  * aborts past maxBytes. On any failure the sink is destroyed: the caller discards the partial file.
  */
 export interface DownloadDeps {
+  /** Must connect through `guard.lookup` (download-guard.ts): the resolved addresses are checked there. */
   dispatcher: Dispatcher;
+  /** Where downloads may go: no loopback, private or other special address unless allow-listed. */
+  guard: DocumentHostGuard;
   logger: Logger;
   userAgent: string;
   /** Production: a presigned address over plain http is refused (the signature is the credential). */
@@ -48,6 +52,13 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
   if (deps.httpsOnly === true && url.protocol !== 'https:') {
     throw new PlatformError({ code: 'download.failed', message: `download: ${where} is not https; refused with platform.environment: production` });
   }
+  const literal = deps.guard.checkLiteral(url.hostname);
+  if (literal !== null) {
+    deps.onOutcome?.('failed');
+    sink.destroy();
+    deps.logger.warn({ url: where, code: 'download.refused' }, 'document download refused');
+    throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `GET ${where}: ${literal}` });
+  }
   const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
   const signal = deadline === undefined ? opts.signal : opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
   const overDeadline = (): PlatformError | null =>
@@ -69,6 +80,11 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
   } catch (err) {
     deps.onOutcome?.('failed');
     sink.destroy();
+    const refused = findRefusal(err);
+    if (refused !== null) {
+      deps.logger.warn({ url: where, code: 'download.refused' }, 'document download refused');
+      throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `GET ${where}: ${refused.message}`, cause: err });
+    }
     throw overDeadline() ?? classifyThrown(ctx, err, opts.signal);
   }
   const fail = async (code: 'download.expired' | 'download.not_found' | 'download.failed' | 'download.too_large', message: string): Promise<never> => {

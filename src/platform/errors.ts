@@ -40,6 +40,11 @@ export const CLIENT_CODES = [
   'download.not_found',
   'download.too_large',
   'download.failed',
+  /**
+   * The presigned address leads to a loopback, private, metadata or other special-purpose address
+   * not in boarding.documentHosts.allow: refused before connecting; a person decides.
+   */
+  'download.refused',
   /** 2xx whose body does not match the documented shape. */
   'response.invalid',
   'network',

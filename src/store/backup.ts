@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import { STATE_FILE_MODE } from './db.js';
@@ -7,24 +7,42 @@ import { MIGRATIONS } from './migrations.js';
 /**
  * The state database holds what cannot be rebuilt from elsewhere: the idempotency keys (a lost
  * one risks a second board or acknowledgement) and the rate-limit strike ledger (a lost one risks
- * the strike that revokes the key). A backup is SQLite's online backup of the live database — a
- * consistent snapshot taken page by page while the daemon keeps writing — written beside the
- * target and renamed into place, owner-only, so a half-written copy never looks like a backup.
+ * the strike that revokes the key). A backup is `VACUUM INTO` from the live database: a consistent
+ * snapshot (one read transaction; in WAL mode the daemon keeps writing) rebuilt page by page from
+ * the live rows, so it never carries a free page or a freed cell: what the seal cleared (full tax
+ * ids in rendered lines) is not in any backup. The copy goes to a file created owner-only before
+ * the first byte (SQLite gives its journal the same mode), in rollback mode so that opening it
+ * creates no -wal/-shm beside it, and is verified, then renamed into place; nothing else is left
+ * behind, also when it fails.
  */
-export async function backupDatabase(db: Db, out: string): Promise<{ pages: number }> {
+export function backupDatabase(db: Db, out: string): { pages: number } {
   const tmp = `${out}.partial-${process.pid}`;
-  rmSync(tmp, { force: true });
+  const companions = [tmp, ...SQLITE_COMPANIONS.map((suffix) => `${tmp}${suffix}`)];
+  for (const f of companions) rmSync(f, { force: true });
   try {
-    // After the first step, the rest in one step: it holds a read snapshot (WAL: writers carry
-    // on), so a busy daemon cannot restart the backup for ever, which small steps would allow.
-    const progress = await db.backup(tmp, { progress: () => Number.MAX_SAFE_INTEGER });
+    // Created 0600 here (O_EXCL: never someone else's file), not by SQLite with the umask's 0644.
+    closeSync(openSync(tmp, 'wx', STATE_FILE_MODE));
+    db.prepare('VACUUM INTO ?').run(tmp);
     chmodSync(tmp, STATE_FILE_MODE);
     const check = verifyDatabase(tmp);
     if (!check.ok) throw new Error(`the copy does not verify: ${check.problems.join('; ')}`);
+    const pages = pageCount(tmp);
     renameSync(tmp, out);
-    return { pages: progress.totalPages };
+    return { pages };
   } finally {
-    rmSync(tmp, { force: true });
+    for (const f of companions) rmSync(f, { force: true });
+  }
+}
+
+/** Files SQLite may create beside a database. */
+const SQLITE_COMPANIONS = ['-journal', '-wal', '-shm'];
+
+function pageCount(path: string): number {
+  const copy = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return copy.pragma('page_count', { simple: true }) as number;
+  } finally {
+    copy.close();
   }
 }
 

@@ -81,6 +81,9 @@ export function openDatabase(path: string, opts: OpenDbOptions = {}): Db {
     enableWal(db, busyTimeoutMs);
     // FULL: a transition that returned is on disk even if the machine loses power.
     db.pragma('synchronous = FULL');
+    // Deleted and overwritten content is zeroed, not left in free pages and freed cells: the
+    // rendered lines of a batch (full tax ids) must not outlive the seal that clears them.
+    db.pragma('secure_delete = ON');
     db.pragma('foreign_keys = ON');
     // A WAL that a burst grew is cut back to this size when it next restarts.
     db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
@@ -123,4 +126,26 @@ export function writeBlocker(db: Db): string | null {
   } catch (err) {
     return `state database not writable: ${err instanceof Error ? err.message : String(err)}`;
   }
+}
+
+/**
+ * Copies every WAL frame into the database file and truncates the WAL to zero bytes, so frames
+ * holding content that was since cleared (the seal's rendered lines) are gone from the -wal file
+ * too. Waits for readers up to a second; `done: false` when one still held an old snapshot
+ * (the frames then go at the next checkpoint).
+ */
+export function truncateWal(db: Db): { done: boolean; frames: number } {
+  if (db.memory || db.readonly) return { done: true, frames: 0 };
+  // The wait for readers blocks this thread (the daemon's event loop): a second at most, then
+  // the caller retries later rather than stall webhook deliveries for the full busy timeout.
+  const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
+  db.pragma(`busy_timeout = ${Math.min(busyTimeoutMs, 1_000)}`);
+  let r: Array<{ busy: number; log: number; checkpointed: number }>;
+  try {
+    r = db.pragma('wal_checkpoint(TRUNCATE)') as typeof r;
+  } finally {
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  }
+  const row = r[0] ?? { busy: 0, log: 0, checkpointed: 0 };
+  return { done: row.busy === 0, frames: row.checkpointed };
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { truncateWal, type Db } from './db.js';
 
 /** One row of `file_batches`. Times are epoch ms. */
 export interface FileBatchRow {
@@ -191,6 +191,14 @@ export class FileBatchStore {
       this.db.prepare(`UPDATE file_batch_loans SET rows_json = '{}' WHERE batch_id = ?`).run(id);
       return true;
     }).immediate();
+  }
+
+  /**
+   * After a seal: the cleared lines are zeroed in the database file (secure_delete, db.ts), and
+   * the WAL frames that still hold them are checkpointed and truncated away.
+   */
+  scrubAfterSeal(): { done: boolean; frames: number } {
+    return truncateWal(this.db);
   }
 
   hasLoan(loanId: string): boolean {

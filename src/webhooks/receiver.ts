@@ -25,7 +25,16 @@ export interface WebhookReceiverDeps {
   processor?: { kick(): void } | undefined;
 }
 
-const GENERIC: Record<number, string> = { 400: 'bad request', 401: 'unauthorized', 413: 'payload too large' };
+const GENERIC: Record<number, string> = { 400: 'bad request', 401: 'unauthorized', 413: 'payload too large', 415: 'unsupported content encoding' };
+
+/** Body-parser's error types for an encoding or charset it does not take (its own status: 415). */
+const UNSUPPORTED = new Set(['encoding.unsupported', 'charset.unsupported']);
+
+/** A client error raised while reading the body (body-parser's http-errors carry a 4xx status). */
+function clientErrorStatus(err: unknown): number | null {
+  const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : null;
+}
 
 /** Body-parser's error types that mean the sender went away: nobody is left to answer. */
 const ABORTED = new Set(['request.aborted', 'stream.not.readable']);
@@ -105,6 +114,14 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
   const bodyFailed: ErrorRequestHandler = (err: unknown, req: Request, res: Response, next: NextFunction) => {
     const type = (err as { type?: unknown } | null)?.type;
     if (typeof type !== 'string') {
+      // A compressed body that does not decompress (gzip/deflate/br garbage): zlib's error,
+      // wrapped by body-parser in a 400 without a type. The sender's fault, never a 5xx, and
+      // throttled like every rejection (an unauthenticated client can repeat it for free).
+      if (clientErrorStatus(err) !== null) {
+        const code = (err as { code?: unknown }).code;
+        reject(req, res, 'bad_request', `body could not be decoded (content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}${typeof code === 'string' ? `: ${code}` : ''})`);
+        return;
+      }
       next(err);
       return;
     }
@@ -112,6 +129,8 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
       // The rest of the body is not read: close the connection once the answer is out.
       res.setHeader('Connection', 'close');
       reject(req, res, 'too_large', `body over webhooks.maxBodyBytes ${maxBodyBytes}`);
+    } else if (UNSUPPORTED.has(type)) {
+      reject(req, res, 'unsupported_encoding', `${type}: content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}, content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`);
     } else if (ABORTED.has(type)) {
       metrics.webhookRejected('bad_request');
       // Throttled like every rejection: aborted uploads cost the sender nothing to repeat.

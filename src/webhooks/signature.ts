@@ -13,6 +13,7 @@ export type RejectReason =
   | 'too_large'
   | 'invalid_json'
   | 'invalid_payload'
+  | 'unsupported_encoding'
   | 'bad_request';
 
 export const REJECT_STATUS: Readonly<Record<RejectReason, number>> = {
@@ -24,6 +25,7 @@ export const REJECT_STATUS: Readonly<Record<RejectReason, number>> = {
   too_large: 413,
   invalid_json: 400,
   invalid_payload: 400,
+  unsupported_encoding: 415,
   bad_request: 400,
 };
 

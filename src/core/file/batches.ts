@@ -55,6 +55,8 @@ export interface SealedBatchSummary {
 export class FileBatches {
   readonly store: FileBatchStore;
   private sealing: Promise<unknown> = Promise.resolve();
+  /** A seal whose WAL truncation a reader blocked: retried by the next sealDue. */
+  private scrubPending = false;
 
   constructor(private readonly opts: FileBatchesOptions) {
     this.store = new FileBatchStore(opts.db);
@@ -109,8 +111,18 @@ export class FileBatches {
     return result;
   }
 
+  /** Truncates the WAL after a seal; retried by the next seal job run when a reader held it. */
+  private scrub(batchId: string | null): void {
+    const r = this.store.scrubAfterSeal();
+    this.scrubPending = !r.done;
+    if (!r.done) {
+      this.opts.logger.warn({ batchId }, 'the state database WAL could not be truncated after the seal (a reader held it); retried at the next seal job run');
+    }
+  }
+
   /** Seals the open batch when its cut-off has passed, and finishes seals a crash interrupted. */
   async sealDue(): Promise<string[]> {
+    if (this.scrubPending) this.scrub(null);
     const id = this.store.freezeDue(this.opts.clock.now());
     const done: string[] = [];
     for (const b of this.store.sealing()) {
@@ -170,6 +182,7 @@ export class FileBatches {
     const s = summary.summary;
     if (this.store.markSealed(id, this.opts.clock.now(), { loanCount: s.loanCount, recordCount: s.recordCount, principalCents: s.principalCents })) {
       this.opts.logger.info({ batchId: id, loans: s.loanCount, corrections: s.corrections, records: s.recordCount, principalCents: s.principalCents }, 'batch sealed');
+      this.scrub(id);
     }
   }
 

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { isLoopbackHost, isPrivateHost } from '../../lib/hosts.js';
+import { specialHostProblem } from '../../lib/hosts.js';
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -9,8 +9,9 @@ const systemResolver: Resolver = async (host) => (await lookup(host, { all: true
 /**
  * Why a URL may not be registered as this connector's webhook endpoint, or null. The platform
  * refuses private targets too, but the connector does not rely on it: https only, no credentials,
- * and neither the host nor any address it resolves to may be loopback, private, link-local or a
- * cloud metadata service (a name can point anywhere, so the literal host is not enough).
+ * and neither the host nor any address it resolves to may be loopback, private, link-local, a
+ * cloud metadata service or in any other special-purpose range (lib/hosts.ts; a name can point
+ * anywhere, so the literal host is not enough).
  * `allowLocal` (platform.environment: development, the sandbox) lets http and loopback through.
  */
 export async function webhookTargetProblem(raw: string, opts: { allowLocal: boolean; resolve?: Resolver }): Promise<string | null> {
@@ -26,8 +27,7 @@ export async function webhookTargetProblem(raw: string, opts: { allowLocal: bool
   }
   if (opts.allowLocal) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const classify = (h: string): string | null =>
-    isLoopbackHost(h) ? 'a loopback address' : isPrivateHost(h) ? 'a private, link-local or metadata address' : null;
+  const classify = specialHostProblem;
   const literal = classify(host);
   if (literal !== null) return `${host} is ${literal}: the platform must reach a public address`;
   if (isIP(host) !== 0) return null;

@@ -83,7 +83,8 @@ export function writeConnectorConfig(p: TestPlatform, o: ConfigOptions): { dir: 
     store: { path: dbPath },
     core: { adapter: 'file', file: { dir: coreDir } },
     mappings: { dir: o.mappingsDir ?? join(process.cwd(), 'mappings/generic') },
-    boarding: { concurrency: 4, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000 },
+    // The sandbox's blob host is on 127.0.0.1: allow-listed (staging refuses loopback otherwise).
+    boarding: { concurrency: 4, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000, documentHosts: { allow: ['127.0.0.1'] } },
     log: { level: 'error' },
     ...o.extra,
   };

@@ -1,4 +1,5 @@
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -58,5 +59,50 @@ describe('state backup / state verify', () => {
     const r2 = await runCli(['--config', configPath, 'state', 'verify', empty]);
     expect(r2.code).toBe(1);
     expect(r2.error).toContain('schema version 0');
+  });
+
+  it('every file it creates is 0600 from the first byte, and nothing is left beside the backup (regression: 0644 during the copy, .partial-PID-shm/-wal left behind)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'state-backup-modes-'));
+    const dbPath = join(dir, 'state.sqlite');
+    const configPath = join(dir, 'config.yaml');
+    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
+    const db = openDatabase(dbPath);
+    const store = createBoardingStore(db);
+    db.transaction(() => {
+      for (let i = 0; i < 30_000; i++) store.keys.ensure(`ack:L${i}:${'k'.repeat(40)}`, 'ack', `L${i}`, 1_000 + i);
+    })();
+    // A watcher in another thread lists the directory and stats every file in a tight loop while
+    // the backup runs (the copy blocks this thread): the modes as another user would find them.
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    const watcher = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const { readdirSync, statSync } = require('node:fs');
+       const seen = {};
+       while (Atomics.load(workerData.stop, 0) === 0) {
+         for (const f of readdirSync(workerData.dir)) {
+           if (!f.startsWith('backup')) continue;
+           try { const m = statSync(workerData.dir + '/' + f).mode & 0o777; seen[f] = (seen[f] ?? []).includes(m) ? seen[f] : [...(seen[f] ?? []), m]; } catch {}
+         }
+       }
+       parentPort.postMessage(seen);`,
+      { eval: true, workerData: { dir, stop } },
+    );
+    const seen = new Promise<Record<string, number[]>>((resolve) => watcher.once('message', resolve));
+    await new Promise((r) => watcher.once('online', r));
+    const out = join(dir, 'backup.sqlite');
+    const r = await runCli(['--config', configPath, 'state', 'backup', '--out', out]);
+    Atomics.store(stop, 0, 1);
+    const modes = await seen;
+    await watcher.terminate();
+    db.close();
+    expect(r.error).toBeNull();
+    // The watcher saw the copy being written (else this test proves nothing).
+    expect(Object.keys(modes).some((f) => f.includes('.partial-'))).toBe(true);
+    for (const [file, ms] of Object.entries(modes)) expect({ file, modes: ms.map((m) => m.toString(8)) }).toEqual({ file, modes: ['600'] });
+    expect(readdirSync(dir).filter((f) => f.startsWith('backup')).sort()).toEqual(['backup.sqlite']);
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    // Verifying the backup (as an operator does before a restore) leaves nothing either.
+    expect((await runCli(['--config', configPath, 'state', 'verify', out])).code).toBe(0);
+    expect(readdirSync(dir).filter((f) => f.startsWith('backup')).sort()).toEqual(['backup.sqlite']);
   });
 });

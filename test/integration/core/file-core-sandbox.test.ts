@@ -30,6 +30,8 @@ beforeAll(async () => {
   platform = createPlatformClient({ clock: systemClock,
     baseUrl: sb.baseUrl,
     apiKey: sb.apiKey,
+    // The test's blob host is on 127.0.0.1: allow-listed, like an internal document store.
+    documentHosts: { allow: ['127.0.0.1'] },
     rateLimit: { readsPerWindow: 100_000, writesPerWindow: 100_000, windowMs: 60_000, headroom: 0.9 },
     timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 },
     maxRetries: 2,

@@ -5,6 +5,7 @@ import { Agent } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { downloadPresigned } from '../../../src/platform/download.js';
+import { documentHostGuard } from '../../../src/platform/download-guard.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 
 const servers: Server[] = [];
@@ -15,6 +16,8 @@ afterEach(async () => {
   }
 });
 
+// These tests serve documents from 127.0.0.1: allow-listed, as a bank with an internal store would.
+const guard = documentHostGuard({ allow: ['127.0.0.1'], allowLoopback: false });
 const nullSink = (): Writable => new Writable({ write: (_c, _e, cb) => cb() });
 
 describe('presigned downloads: overall deadline and https in production', () => {
@@ -29,9 +32,9 @@ describe('presigned downloads: overall deadline and https in production', () => 
     servers.push(srv);
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const { port } = srv.address() as AddressInfo;
-    const agent = new Agent({ bodyTimeout: 5_000, headersTimeout: 5_000 });
+    const agent = new Agent({ bodyTimeout: 5_000, headersTimeout: 5_000, connect: { lookup: guard.lookup } });
     const started = Date.now();
-    const err = await downloadPresigned({ dispatcher: agent, logger: silentLogger(), userAgent: 't' }, `http://127.0.0.1:${port}/blob?X-Signature=s`, nullSink(), { maxBytes: 1_000_000, deadlineMs: 600 }).catch((e: unknown) => e);
+    const err = await downloadPresigned({ dispatcher: agent, guard, logger: silentLogger(), userAgent: 't' }, `http://127.0.0.1:${port}/blob?X-Signature=s`, nullSink(), { maxBytes: 1_000_000, deadlineMs: 600 }).catch((e: unknown) => e);
     await agent.close();
     expect(isPlatformError(err) && err.code).toBe('download.failed');
     expect((err as Error).message).toMatch(/did not finish within 600 ms/);
@@ -50,7 +53,7 @@ describe('presigned downloads: overall deadline and https in production', () => 
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const { port } = srv.address() as AddressInfo;
     const agent = new Agent();
-    const err = await downloadPresigned({ dispatcher: agent, logger: silentLogger(), userAgent: 't', httpsOnly: true }, `http://127.0.0.1:${port}/blob?sig=1`, nullSink(), { maxBytes: 10 }).catch((e: unknown) => e);
+    const err = await downloadPresigned({ dispatcher: agent, guard, logger: silentLogger(), userAgent: 't', httpsOnly: true }, `http://127.0.0.1:${port}/blob?sig=1`, nullSink(), { maxBytes: 10 }).catch((e: unknown) => e);
     await agent.close();
     expect((err as Error).message).toMatch(/is not https; refused with platform.environment: production/);
     expect(hits).toBe(0);

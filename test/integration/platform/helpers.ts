@@ -15,6 +15,8 @@ export function clientFor(
   return createPlatformClient({ clock: systemClock,
     baseUrl: srv.baseUrl,
     apiKey: srv.apiKey,
+    // The test's blob host is on 127.0.0.1: allow-listed, like an internal document store.
+    documentHosts: { allow: ['127.0.0.1'] },
     rateLimit: { readsPerWindow: srv.limits.read, writesPerWindow: srv.limits.write, windowMs: srv.limits.windowMs, headroom: 0.9 },
     timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 },
     maxRetries: 3,

@@ -15,6 +15,8 @@ describe('platform client against the sandbox', () => {
     client = createPlatformClient({ clock: systemClock,
       baseUrl: sandbox.baseUrl,
       apiKey: sandbox.apiKey,
+      // The test's blob host is on 127.0.0.1: allow-listed, like an internal document store.
+      documentHosts: { allow: ['127.0.0.1'] },
       rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 },
       timeouts: { connectMs: 2000, headersMs: 5000, bodyMs: 5000 },
       maxRetries: 2,

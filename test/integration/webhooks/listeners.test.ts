@@ -74,4 +74,38 @@ describe('the listeners', () => {
     await expect.poll(() => closedAt.length, { timeout: 5000, interval: 100 }).toBe(60);
     expect(Math.max(...closedAt)).toBeLessThan(4000);
   });
+
+  it('an idle keep-alive connection is closed within webhooks.keepAliveTimeoutMs (regression: held 65 s)', async () => {
+    const svc = await start((c) => {
+      c.webhooks.keepAliveTimeoutMs = 300;
+    });
+    const { port } = new URL(svc.url()!);
+    const sock = connect({ host: '127.0.0.1', port: Number(port) });
+    cleanups.push(() => void sock.destroy());
+    sock.on('error', () => undefined);
+    let received = '';
+    let answeredAt = 0;
+    let closedAt = 0;
+    sock.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (answeredAt === 0 && received.includes('\r\n\r\n') && received.includes('"status"')) answeredAt = Date.now();
+    });
+    sock.on('close', () => (closedAt = Date.now()));
+    await new Promise<void>((resolve) => sock.once('connect', () => resolve()));
+    // One cheap keep-alive request, then silence.
+    sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
+    await expect.poll(() => answeredAt, { timeout: 2000, interval: 10 }).toBeGreaterThan(0);
+    expect(received).toMatch(/^HTTP\/1\.1 200/);
+    expect(received.toLowerCase()).toContain('keep-alive: timeout=');
+    await expect.poll(() => closedAt, { timeout: 3000, interval: 20 }).toBeGreaterThan(0);
+    // Closed by the server (we never ended our side), within the limit plus the timer's slack.
+    expect(closedAt - answeredAt).toBeLessThan(1500);
+  });
+
+  it('the default keep-alive timeout is a few seconds', async () => {
+    const svc = await start();
+    const res = await fetch(`${svc.url()}/healthz`);
+    await res.text();
+    expect(res.headers.get('keep-alive')).toBe('timeout=5');
+  });
 });

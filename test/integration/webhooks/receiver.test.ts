@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { createServer, type RequestListener } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -244,7 +244,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       expect(metricValue(text, 'boarding_webhooks_rejected_total', 'reason="bad_signature"')).toBe(1);
     });
 
-    it('a gzip-encoded body is verified on its decoded bytes; an unknown encoding is a 400', async () => {
+    it('a gzip-encoded body is verified on its decoded bytes; an unknown encoding is a 415', async () => {
       const r = await startReceiver({ expressOnly });
       const d = signed(funded('Z1'), { id: 'msg_z1' });
       const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': 'gzip' }, body: gzipSync(d.body) });
@@ -252,9 +252,9 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       expect(r.inbox.get('msg_z1')).not.toBeNull();
       const e = signed(funded('Z2'), { id: 'msg_z2' });
       const bad = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...e.headers, 'content-encoding': 'x-unknown' }, body: e.body });
-      expect(bad.status).toBe(400);
+      expect(bad.status).toBe(415);
       expect(r.inbox.get('msg_z2')).toBeNull();
-      expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="bad_request"')).toBe(1);
+      expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="unsupported_encoding"')).toBe(1);
     });
   });
 
@@ -357,17 +357,28 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       | { kind: 'forged'; body: string }
       | { kind: 'garbage'; body: string; signed: boolean }
       | { kind: 'oversize'; bytes: number }
-      | { kind: 'aborted'; bytes: number };
+      | { kind: 'aborted'; bytes: number }
+      | { kind: 'compressed'; encoding: string; bytes: number[]; mode: 'garbage' | 'truncated'; signed: boolean };
     const arb: fc.Arbitrary<Case> = fc.oneof(
       fc.record({ kind: fc.constant('signed' as const), id: fc.integer({ min: 0, max: 30 }), gzip: fc.boolean(), replays: fc.integer({ min: 0, max: 2 }) }),
       fc.record({ kind: fc.constant('forged' as const), body: fc.json() }),
       fc.record({ kind: fc.constant('garbage' as const), body: fc.string({ maxLength: 200 }), signed: fc.boolean() }),
       fc.record({ kind: fc.constant('oversize' as const), bytes: fc.integer({ min: 4097, max: 20_000 }) }),
       fc.record({ kind: fc.constant('aborted' as const), bytes: fc.integer({ min: 1, max: 2000 }) }),
+      // Compressed garbage: random bytes, or a valid stream cut short, under every encoding the
+      // body reader knows and some it does not.
+      fc.record({
+        kind: fc.constant('compressed' as const),
+        encoding: fc.constantFrom('gzip', 'x-gzip', 'deflate', 'br', 'GZIP', 'zstd', 'compress', 'gzip, br', 'identity'),
+        bytes: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 300 }),
+        mode: fc.constantFrom('garbage' as const, 'truncated' as const),
+        signed: fc.boolean(),
+      }),
     );
-    const cases = fc.sample(arb, { seed: 20261125, numRuns: 160 });
+    const cases = fc.sample(arb, { seed: 20261125, numRuns: 240 });
     const statuses: number[] = [];
     const signedIds = new Set<string>();
+    let compressedCases = 0;
     for (const c of cases) {
       if (c.kind === 'signed') {
         const id = `msg_fuzz_${c.id}`;
@@ -386,6 +397,14 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
         statuses.push((await post(r.url, d)).status);
       } else if (c.kind === 'oversize') {
         statuses.push((await post(r.url, signed('x'.repeat(c.bytes)))).status);
+      } else if (c.kind === 'compressed') {
+        compressedCases += 1;
+        const raw = Buffer.from(c.bytes);
+        const body = c.mode === 'garbage' ? raw : compress(c.encoding, Buffer.from(JSON.stringify({ pad: raw.toString('base64') }))).subarray(0, Math.max(1, c.bytes.length >> 1));
+        const d = c.signed ? signed(body.toString('latin1')) : { headers: { 'content-type': 'application/json' }, body: '' };
+        const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': c.encoding }, body });
+        statuses.push(res.status);
+        await res.text();
       } else {
         // Announce a body, send part of it, and hang up.
         await new Promise<void>((resolve) => {
@@ -399,7 +418,9 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       }
     }
     await r.processor.drain();
+    expect(compressedCases).toBeGreaterThan(20);
     expect(statuses.filter((x) => x >= 500)).toEqual([]);
+    expect(r.logs.filter((l) => l.includes('"level":50'))).toEqual([]);
     expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
     const rows = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all() as Array<{ id: string }>).map((x) => x.id).sort();
     expect(rows).toEqual([...signedIds].sort());
@@ -412,4 +433,38 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     }
     for (const [reason, n] of byReason) expect(n, reason).toBeLessThanOrEqual(20);
   });
+
+  it('a corrupt compressed body is a throttled 400 (415 for an encoding the receiver does not take), never a 500 or an error line', async () => {
+    const r = await startReceiver();
+    const garbage = Buffer.from('this is not a compressed stream at all, just bytes \x00\xff');
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      for (let i = 0; i < 50; i++) {
+        const d = signed('{}');
+        const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': encoding }, body: garbage });
+        expect(res.status, encoding).toBe(400);
+        expect(await res.json()).toEqual({ error: 'bad request' });
+      }
+    }
+    for (const encoding of ['zstd-unknown', 'compress']) {
+      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: garbage });
+      expect(res.status, encoding).toBe(415);
+      await res.text();
+    }
+    expect(r.logs.filter((l) => l.includes('"level":50'))).toEqual([]);
+    expect(r.logs.join('')).not.toContain('http handler failed');
+    const rejected = r.logs.filter((l) => l.includes('webhook delivery rejected')).map((l) => JSON.parse(l) as { reason: string; detail: string; status: number });
+    // 150 requests, at most 20 lines a minute for the reason.
+    expect(rejected.filter((l) => l.reason === 'bad_request').length).toBeLessThanOrEqual(20);
+    expect(rejected.find((l) => l.reason === 'bad_request')?.detail).toMatch(/could not be decoded \(content-encoding gzip/);
+    expect(rejected.filter((l) => l.reason === 'unsupported_encoding').map((l) => l.status)).toEqual([415, 415]);
+    expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="bad_request"')).toBe(150);
+    expect(r.db.prepare('SELECT count(*) AS n FROM webhook_inbox').get()).toEqual({ n: 0 });
+  });
 });
+
+function compress(encoding: string, data: Buffer): Buffer {
+  const e = encoding.toLowerCase();
+  if (e.includes('br')) return brotliCompressSync(data);
+  if (e === 'deflate') return deflateSync(data);
+  return gzipSync(data);
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../../src/config/load.js';
+import { loadConfig, SECRET_KEYS } from '../../../src/config/load.js';
 import { SHIPPED_GENERIC_MAPPINGS } from '../../../src/config/schema.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 
@@ -108,5 +108,52 @@ describe('mappings.defaults', () => {
       fileText: `${base}mappings:\n  defaults:\n    branch: 0012\n    gl: 1.50\n    officer: LOANOPS\n    quoted: "007"\n    term: 12\n    active: true\n`,
     });
     expect(c.mappings.defaults).toEqual({ branch: '0012', gl: '1.50', officer: 'LOANOPS', quoted: '007', term: 12, active: true });
+  });
+});
+
+describe('a secret is never echoed in a config error, whatever its type (regression: a YAML number was printed)', () => {
+  const coreHttp = (password: string) => `core:\n  adapter: http\n  http:\n    baseUrl: https://core.bank.example/api\n    username: boarding\n    password: ${password}\n`;
+  const platformWith = (apiKey: string) => `platform:\n  baseUrl: https://lender.example.com/api\n  apiKey: ${apiKey}\n  environment: staging\n`;
+  const cases: Array<{ key: string; yaml: (value: string) => string }> = [
+    { key: 'platform.apiKey', yaml: platformWith },
+    { key: 'webhooks.secrets', yaml: (v) => `${base}webhooks:\n  secrets: ${v}\n` },
+    { key: 'webhooks.secrets.0', yaml: (v) => `${base}webhooks:\n  secrets: [${v}]\n` },
+    { key: 'core.http.password', yaml: (v) => `${base}${coreHttp(v)}` },
+  ];
+  // Values no schema accepts for these keys (a number, a boolean, a map, a list of numbers, a bad string).
+  const values = [
+    { yaml: '987654321123', shown: /987654321123/ },
+    { yaml: '31415.9265', shown: /31415/ },
+    { yaml: 'true', shown: /true/ },
+    { yaml: '{ nested: 55551234 }', shown: /55551234|nested/ },
+    { yaml: '[77773333, 88884444]', shown: /7777|8888/ },
+    { yaml: 'not-a-key-but-secret-text-42', shown: /secret-text/ },
+  ];
+
+  it('covers every secret key of the schema', () => {
+    expect(cases.map((c) => c.key).filter((k) => !k.endsWith('.0'))).toEqual([...SECRET_KEYS]);
+  });
+
+  for (const c of cases) {
+    for (const v of values) {
+      it(`${c.key}: ${v.yaml}`, () => {
+        const text = c.yaml(v.yaml);
+        let message = '';
+        try {
+          loadConfig({ env: {}, fileText: text, filePath: 'bank.yaml' });
+        } catch (err) {
+          message = err instanceof Error ? `${err.message}\n${(err as ConfigError).problems?.join('\n') ?? ''}` : String(err);
+        }
+        // Some values are legal for a key (a string password): then there is nothing to print.
+        if (message === '') return;
+        expect(message).not.toMatch(v.shown);
+      });
+    }
+  }
+
+  it('still says what was wrong: the key and the kind of value', () => {
+    expect(problems(`${base}webhooks:\n  secrets: [12345]\n`)).toEqual(['webhooks.secrets.0: expected a signing secret (whsec_…), got a number (hidden)']);
+    expect(problems(platformWith('12345'))).toEqual([expect.stringMatching(/^platform\.apiKey: .*got a number \(hidden\)$/)]);
+    expect(problems(`${base}${coreHttp('12345')}`)).toEqual([expect.stringMatching(/^core\.http\.password: .*got a number \(hidden\)$/)]);
   });
 });

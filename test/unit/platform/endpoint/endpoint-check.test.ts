@@ -5,7 +5,7 @@ import type { WebhookEndpoint } from '../../../../src/contract/schemas.js';
 import { checkEndpoints, createEndpointWatch, isEndpointDisabled, sameEndpointUrl } from '../../../../src/platform/endpoint/endpoint-check.js';
 
 const url = 'https://connector.bank.example/webhooks/platform';
-const config = (publicUrl?: string) => ({ webhooks: { host: '127.0.0.1', port: 0, secrets: [], scheme: 'standard' as const, toleranceSeconds: 300, maxBodyBytes: 262_144, debounceMs: 0, maxConnections: 1024, maxConnectionsPerClient: 128, headersTimeoutMs: 10_000, requestTimeoutMs: 20_000, ...(publicUrl ? { publicUrl } : {}) } });
+const config = (publicUrl?: string) => ({ webhooks: { host: '127.0.0.1', port: 0, secrets: [], scheme: 'standard' as const, toleranceSeconds: 300, maxBodyBytes: 262_144, debounceMs: 0, maxConnections: 1024, maxConnectionsPerClient: 128, headersTimeoutMs: 10_000, requestTimeoutMs: 20_000, keepAliveTimeoutMs: 5_000, ...(publicUrl ? { publicUrl } : {}) } });
 const platform = (endpoints: WebhookEndpoint[] | Error) => ({
   listWebhookEndpoints: () => (endpoints instanceof Error ? Promise.reject(endpoints) : Promise.resolve(endpoints)),
 });
