@@ -1,3 +1,4 @@
+import { systemClock } from '../../../src/lib/clock.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -34,6 +35,7 @@ async function documentHost(): Promise<{ port: number; hits: () => number }> {
 
 function client(documentHosts?: PlatformClientOptions['documentHosts'], logs?: string[]): PlatformClient {
   const c = createPlatformClient({
+    clock: systemClock,
     baseUrl: 'http://127.0.0.1:9/api',
     apiKey: 'pk_test_guard',
     rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 },
@@ -148,7 +150,7 @@ describe('document downloads only reach public addresses (regression: a presigne
     const cfg = (environment: string, extra = '') =>
       loadConfig({ env: {}, fileText: `platform:\n  baseUrl: http://127.0.0.1:9/api\n  apiKey: pk_test_x\n  environment: ${environment}\n${extra}` });
     const fromConfig = (c: ReturnType<typeof cfg>) => {
-      const p = platformClientFromConfig(c, { logger: silentLogger() });
+      const p = platformClientFromConfig(c, { clock: systemClock, logger: silentLogger() });
       clients.push(p);
       return p;
     };

@@ -1,3 +1,4 @@
+import { clockReading } from '../../support/fake-clock.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +46,7 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     const dir = mkdtempSync(join(tmpdir(), 'seal-pii-'));
     const dbPath = join(dir, 'state.sqlite');
     let now = Date.parse('2025-03-14T15:00:00Z');
-    const clock = { now: () => now, sleep: async () => {} };
+    const clock = clockReading(() => now);
     const db: Db = openDatabase(dbPath);
     // A running daemon holds more than one connection (the rate-state spend connection, the
     // webhook inbox): one more, which has read the database, stays open throughout.
@@ -109,7 +110,7 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     const dir = mkdtempSync(join(tmpdir(), 'seal-reader-'));
     const dbPath = join(dir, 'state.sqlite');
     let now = Date.parse('2025-03-14T15:00:00Z');
-    const clock = { now: () => now, sleep: async () => {} };
+    const clock = clockReading(() => now);
     const db = openDatabase(dbPath);
     const reader = openDatabase(dbPath);
     cleanups.push(() => {

@@ -1,3 +1,4 @@
+import { clockReading } from '../../support/fake-clock.js';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { makePackage } from './support.js';
 let dir: string;
 let db: Db;
 let now = Date.parse('2025-03-14T15:00:00Z');
-const clock = { now: () => now, sleep: async () => {} };
+const clock = clockReading(() => now);
 const CUTOFF_14 = Date.parse('2025-03-14T23:00:00Z');
 
 beforeEach(async () => {
