@@ -1,4 +1,5 @@
-import type { Config } from '../config/schema.js';
+import { numberSource, type Config } from '../config/schema.js';
+import { createAccountNumbers, type AccountNumbers } from '../boarding/identity.js';
 import { createCore } from '../core/index.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
@@ -27,6 +28,8 @@ export interface BoardingRuntime {
   core: CoreSystem;
   fetchDocument: DocumentFetcher;
   runner: CycleRunner;
+  /** The loan's core account number: the pool or the core (identity.accountNumbers). */
+  accountNumbers: AccountNumbers;
   clock: Clock;
   logger: Logger;
   /** Closes the platform client, the core and the database (in that order). */
@@ -87,6 +90,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     throw err;
   }
   const store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
+  const accountNumbers = createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger: logger.child({ component: 'identity' }) });
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
@@ -102,6 +106,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       retryMaxMs: config.boarding.retryMaxMs,
     },
     connectorVersion: CONNECTOR_VERSION,
+    accountNumbers,
     pageSize: config.platform.pageSize,
     concurrency: config.boarding.concurrency,
   });
@@ -117,6 +122,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     core: c,
     fetchDocument,
     runner,
+    accountNumbers,
     clock,
     logger,
     async close() {

@@ -242,7 +242,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         // A long run: the daemon may reload meanwhile, and one version boards at a time.
         assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
         const r = await reboardLoan(
-          { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION },
+          { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION, accountNumbers: rt.accountNumbers },
           id,
           { actor, reason: opts.reason.trim(), force: opts.force === true, signal: ctx.shutdown },
         );

@@ -83,12 +83,20 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       const results = dirsOf(ctx, opts).map((dir) => {
         const r = lintMappingDir(dir, options);
         if (r.problems.length > 0) failed += 1;
-        return { dir, ok: r.problems.length === 0, version: r.version ?? null, problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })) };
+        return {
+          dir,
+          ok: r.problems.length === 0,
+          version: r.version ?? null,
+          problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })),
+          warnings: r.warnings.map((p) => ({ ...p, file: join(dir, p.file) })),
+        };
       });
       if (opts.json) out(ctx, JSON.stringify({ ok: failed === 0, results }, null, 2));
       else {
         for (const r of results) {
-          if (r.ok) out(ctx, `${r.dir}: ok (mapping version ${r.version ?? '?'})`);
+          // Warnings do not fail lint (the set loads) but say what to change before it bites.
+          for (const w of r.warnings) out(ctx, formatProblem(w));
+          if (r.ok) out(ctx, `${r.dir}: ok (mapping version ${r.version ?? '?'})${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}`);
           else for (const p of r.problems) out(ctx, formatProblem(p));
         }
       }

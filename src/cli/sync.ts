@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
 import { batchSealDaemonJob } from '../core/file/seal-job.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
-import { refusedBy } from '../boarding/board-loan.js';
+import { fatalSentence } from '../boarding/board-loan.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { dryRun, formatDryRun } from '../boarding/dry-run.js';
 import { BusyError, FatalError, UsageError } from '../lib/errors.js';
@@ -120,6 +120,6 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
-      if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
+      if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
     });
 }

@@ -146,6 +146,7 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       root: input,
       defaults: (productId !== undefined && defaultsFor.get(productId)) || baseDefaults,
       index: 0,
+      identity: input.identity ?? { accountNumber: null, customers: {} },
       [REVIEW_BINDING]: (code: MappingIssueCode, message: string) => {
         reported.push({ code, message: redactTins(message) });
       },

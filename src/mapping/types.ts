@@ -1,11 +1,22 @@
 import type { Entities, PlatformDocument, QueueItem } from '../platform/schemas.js';
 import type { Layout } from './layout.js';
 
-/** What a mapping sees: the queue item (loan + boarding), its entities and documents list. */
+/**
+ * The bank's numbers for a loan (issue 23): its core account number (`$accountNumber()`; null
+ * when the core assigns it) and, per platform entity id, the customer's CIF (`$cif(entity)`).
+ */
+export interface MappingIdentity {
+  accountNumber: string | null;
+  customers: Record<string, { cif: string | null; matchedBy: 'crossref' | 'tin' | 'created'; existing: boolean }>;
+}
+
+/** What a mapping sees: the queue item (loan + boarding), its entities and documents list, and the bank's numbers. */
 export interface MappingInput {
   loan: QueueItem;
   entities: Entities;
   documents: PlatformDocument[];
+  /** Absent in a fixture or preview that does not give one: `$accountNumber()` is then empty. */
+  identity?: MappingIdentity;
 }
 
 /**

@@ -211,5 +211,15 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (pool, range_from)
   );
   ALTER TABLE loans ADD COLUMN account_number TEXT;
+  -- A platform id longer than a core's external-reference field goes there as a digest
+  -- (src/core/fineract/external-id.ts); the digest → id pairs, so a core listing maps back.
+  CREATE TABLE core_external_refs (
+    core        TEXT NOT NULL,                 -- fineract
+    ref         TEXT NOT NULL,                 -- what the core holds
+    platform_id TEXT NOT NULL,
+    kind        TEXT NOT NULL,                 -- loan|client
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (core, ref)
+  );
   `,
 ];

@@ -2,6 +2,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { safeId } from '../../../src/core/safe-name.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
@@ -80,7 +81,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(acked.length).toBeGreaterThan(1);
       const target = acked[0]!;
       const versionA = target.mappingVersion;
-      const packageOf = (id: string) => JSON.parse(readFileSync(join(cfg.coreDir, 'packages', id, 'records.json'), 'utf8')) as { mappingVersion: string; records: Array<{ type: string; externalId: string; fields: Record<string, unknown> }> };
+      const packageOf = (id: string) => JSON.parse(readFileSync(join(cfg.coreDir, 'packages', safeId(id), 'records.json'), 'utf8')) as { mappingVersion: string; records: Array<{ type: string; externalId: string; fields: Record<string, unknown> }> };
       expect(packageOf(target.id).records.find((r) => r.type === 'loan')?.fields['officer']).toBe('UNASSIGNED');
 
       // The fix, on disk (no daemon runs, so nothing needs a reload).
