@@ -1,6 +1,9 @@
 import type { Logger } from '../lib/logger.js';
 import type { MappingIdentity } from '../mapping/types.js';
-import type { BoardingStore } from '../store/index.js';
+import { numberSource, type Config } from '../config/schema.js';
+import type { Db } from '../store/db.js';
+import { createBoardingStore, type BoardingStore } from '../store/index.js';
+import { numberPoolsOf } from '../store/numbers.js';
 import type { NumberPoolName, PoolUsage } from '../store/numbers.js';
 
 /**
@@ -19,6 +22,11 @@ export interface AccountNumbers {
   accountNumberFor(row: { id: string }, now: number): string | null;
   /** The number the loan holds already, without allocating (preview, dry run, loans show). */
   existing(loanId: string): string | null;
+  /**
+   * The number a preview or dry run maps with: the loan's own, else the one the pool would give it
+   * next (not allocated: a preview writes nothing); null for source core.
+   */
+  preview(loanId: string): string | null;
 }
 
 /**
@@ -56,10 +64,19 @@ export function createAccountNumbers(deps: { store: BoardingStore; source: Numbe
     existing(loanId) {
       return deps.store.numbers.get('account', loanId);
     },
+    preview(loanId) {
+      if (deps.source === 'core') return null;
+      return deps.store.numbers.get('account', loanId) ?? deps.store.numbers.peek('account');
+    },
   };
 }
 
 /** The identity block of the mapping input with the account number; customers are filled by customer matching. */
 export function mappingIdentity(accountNumber: string | null): MappingIdentity {
   return { accountNumber, customers: {} };
+}
+
+/** The account numbers of a CLI command from its config (preview, dry run): over its own state database handle. */
+export function accountNumbersFromConfig(config: Config, db: Db, logger: Logger): AccountNumbers {
+  return createAccountNumbers({ store: createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) }), source: numberSource(config, 'accountNumbers'), logger });
 }

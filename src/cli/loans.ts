@@ -136,8 +136,12 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const events = store.loans.events(id);
       const keys = store.keys.forLoan(id);
       const daemon = runningDaemons(store.daemon, ctx.clock.now())[0] ?? null;
+      // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
+      const pooled = store.numbers.get('account', id);
+      const accountNumber = row.accountNumber ?? pooled;
+      const identity = { accountNumber, accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core' };
       if (opts.json === true) {
-        out(ctx, JSON.stringify({ loan: view(row), daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
+        out(ctx, JSON.stringify({ loan: view(row), identity, daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
         return;
       }
       const lines = [
@@ -150,6 +154,9 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         `  mapping version: ${row.mappingVersion ?? ''}`,
         `  daemon mapping:  ${daemon ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})${daemon.reloadError ? ' · last reload refused' : ''}${row.mappingVersion && row.mappingVersion !== daemon.mappingVersion ? ' · differs from this loan' : ''}` : '(no daemon running)'}`,
         `  payload hash:    ${row.payloadHash ?? ''}`,
+        '',
+        'identity:',
+        `  account number:  ${accountNumber === null ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)' : `${accountNumber} (${identity.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own"})`}`,
       ];
       if (row.lastErrorCode) lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
       const lastReview = [...events].reverse().find((e) => e.kind === 'warning');

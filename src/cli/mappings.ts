@@ -9,6 +9,7 @@ import { diffExpectedLines } from '../mapping/layout-fixtures.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
+import { accountNumbersFromConfig, mappingIdentity } from '../boarding/identity.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../store/redact.js';
@@ -192,6 +193,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
         throw err;
       }
+      // The loan's account number (or the one the pool would give it next: nothing is allocated).
+      input = { ...input, identity: mappingIdentity(accountNumbersFromConfig(ctx.config(), db, ctx.logger()).preview(opts.loan)) };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

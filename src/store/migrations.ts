@@ -210,6 +210,10 @@ export const MIGRATIONS: readonly string[] = [
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (pool, range_from)
   );
+  CREATE TABLE bank_number_counts (
+    pool      TEXT PRIMARY KEY,
+    allocated INTEGER NOT NULL                 -- rows of bank_numbers for the pool (read per scrape without a COUNT)
+  );
   ALTER TABLE loans ADD COLUMN account_number TEXT;
   -- A platform id longer than a core's external-reference field goes there as a digest
   -- (src/core/fineract/external-id.ts); the digest → id pairs, so a core listing maps back.
