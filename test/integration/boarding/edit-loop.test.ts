@@ -90,6 +90,8 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(preview.code).toBe(0);
       expect(preview.stdout).toContain('mapped from the queue item the connector stored');
       expect(preview.stdout).toContain(`loan/${target.id}.officer: was "UNASSIGNED", now "LOAN-DESK"`);
+      // Preview maps with the loan's own account number: no change shows for it.
+      expect(preview.stdout).not.toContain('.accountNumber:');
       // Tax ids are masked unless --show-pii.
       expect(preview.stdout).not.toMatch(/"taxId": "\d{9}"/);
       expect(preview.stdout).toContain('"taxId": "[redacted]"');
@@ -106,6 +108,10 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(pkg.records.find((r) => r.type === 'loan')?.fields['officer']).toBe('LOAN-DESK');
       expect(pkg.records.filter((r) => r.type === 'loan')).toHaveLength(1);
       expect(pkg.mappingVersion).not.toBe(versionA);
+      // The re-board keeps the loan's account number (allocated once, at its first board).
+      expect(target.accountNumber).toMatch(/^\d{10}$/);
+      expect(pkg.records.find((r) => r.type === 'loan')?.fields['accountNumber']).toBe(target.accountNumber);
+      expect(store.numbers.get('account', target.id)).toBe(target.accountNumber);
       // The platform saw no new acknowledgement, no write at all.
       expect((await p.counters()).acks).toEqual(acksBefore);
       expect((await p.counters()).byBucket.write).toBe(writesBefore);
