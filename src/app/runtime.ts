@@ -1,4 +1,5 @@
 import { numberSource, type Config } from '../config/schema.js';
+import { ConfigError } from '../lib/errors.js';
 import { createAccountNumbers, type AccountNumbers } from '../boarding/identity.js';
 import { createCore } from '../core/index.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
@@ -60,10 +61,30 @@ export function loadMapperFromConfig(config: Config): Promise<Mapper> {
   return loadMapper(config.mappings.dir, mapperOptionsFromConfig(config));
 }
 
+/**
+ * The pool's numbers must fit wherever the mapping set puts `$accountNumber()` (a fixed-width
+ * column, a field's maxLength): otherwise every loan would be refused. Checked at start-up.
+ */
+export function assertAccountNumbersFit(config: Config, mapper: Pick<Mapper, 'accountNumberSinks'>): void {
+  if (numberSource(config, 'accountNumbers') !== 'pool') return;
+  const width = config.identity.accountNumbers.pool.width;
+  const tight = (mapper.accountNumberSinks ?? []).filter((s) => s.size < width);
+  if (tight.length > 0) {
+    throw new ConfigError(
+      `identity.accountNumbers.pool.width: ${width} characters do not fit ${tight.map((t) => `${t.where} (${t.size})`).join(', ')}; narrow the pool (width) or widen the column`,
+    );
+  }
+}
+
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
 export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides = {}): Promise<BoardingRuntime> {
   const clock = overrides.clock ?? systemClock;
-  const load = (): Promise<Mapper> => loadMapperFromConfig(config);
+  // A set whose fixed-size places cannot hold the pool's numbers is refused at start and at a reload.
+  const load = async (): Promise<Mapper> => {
+    const m = await loadMapperFromConfig(config);
+    assertAccountNumbersFit(config, m);
+    return m;
+  };
   const mapper = createReloadableMapper({
     initial: overrides.mapper ?? (await load()),
     dir: config.mappings.dir,

@@ -117,3 +117,36 @@ export function idReadByColumn(mapping: CompiledMapping | undefined, type: strin
 export function idIntoFixedColumnMessage(file: string, column: string, length: number, read: IdRead): string {
   return `warning: ${file} ${column}: the platform id ${read.path} goes into a fixed-width column of ${length} bytes; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`;
 }
+
+/** Whether an expression's value is the loan's account number: `$accountNumber()` (possibly through a pass-through helper). */
+function isAccountNumber(node: ExprNode | undefined): boolean {
+  if (!node || (node.type as string) !== 'function') return false;
+  const name: unknown = (node.procedure as ExprNode | undefined)?.value;
+  if (name === 'accountNumber') return true;
+  return typeof name === 'string' && PASS_THROUGH.has(name) && isAccountNumber(((node.arguments ?? []) as ExprNode[])[0]);
+}
+
+/** Where `$accountNumber()` goes into a place of fixed size: fields with maxLength, fixed-width columns. */
+export function accountNumberSinks(
+  mapping: CompiledMapping,
+  layout: { files: ReadonlyArray<{ name: string; record: string; format: string; columns: ReadonlyArray<{ name: string; field?: string; length: number }> }> } | undefined,
+): Array<{ where: string; size: number }> {
+  const out: Array<{ where: string; size: number }> = [];
+  const fieldsByType = new Map<string, Set<string>>();
+  for (const target of mapping.targets) {
+    for (const field of target.fields) {
+      if (!isAccountNumber(field.expr.info.ast)) continue;
+      const names = fieldsByType.get(target.type) ?? new Set<string>();
+      names.add(field.name);
+      fieldsByType.set(target.type, names);
+      if (field.check.maxLength !== undefined) out.push({ where: `${field.expr.file}:${field.expr.pos.line}:${field.expr.pos.column} ${target.name}.${field.name} (maxLength)`, size: field.check.maxLength });
+    }
+  }
+  for (const file of layout?.files ?? []) {
+    if (file.format !== 'fixed') continue;
+    for (const c of file.columns) {
+      if (c.field !== undefined && fieldsByType.get(file.record)?.has(c.field)) out.push({ where: `layout.yaml ${file.name} ${c.name}`, size: c.length });
+    }
+  }
+  return out;
+}

@@ -73,6 +73,8 @@ export interface Mapper {
   readonly name: string;
   /** The set's file layout (`layout.yaml`), part of the version; undefined when it declares none. */
   readonly layout?: Layout | undefined;
+  /** Where the set puts `$accountNumber()` into a place of fixed size (start-up checks the pool's width against them). */
+  readonly accountNumberSinks?: ReadonlyArray<{ where: string; size: number }>;
   map(input: MappingInput): Promise<MappingOutcome>;
 }
 

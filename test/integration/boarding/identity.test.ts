@@ -94,6 +94,13 @@ describe('mixed id shapes through the file core and the default generic set (fix
     expect(show.stdout).toContain(`account number:  ${acked.account_number} (from the pool, identity.accountNumbers)`);
   }, 120_000);
 
+  it("refuses to start when the pool's numbers are wider than the column the mapping set puts them in", async () => {
+    const cfg = writeConnectorConfig(p, { ...RATE, extra: { identity: { accountNumbers: { pool: { ranges: [{ from: '1', to: '999' }], width: 24, checkDigit: 'luhn' } } } } });
+    const r = await runCli(['--config', cfg.configPath, 'sync', '--once']);
+    expect(r.code).toBe(1);
+    expect(r.error).toMatch(/^identity\.accountNumbers\.pool\.width: 24 characters do not fit mapping\.yaml:\d+:\d+ loan\.accountNumber \(maxLength\) \(20\), .*layout\.yaml LNLOAD\.DAT ACCOUNT_NO \(20\); narrow the pool \(width\) or widen the column$/);
+  });
+
   it('an exhausted pool stops boarding with a fatal error naming the config key, never a reused number', async () => {
     // Its own sandbox: the loans above are boarded already.
     const p = await startTestPlatform({ loans: 12, releaseRatio: 1, seed: 24, idShapes: 'mixed', ...RATE });
