@@ -1,4 +1,6 @@
-import type { Config } from '../config/schema.js';
+import { numberSource, type Config } from '../config/schema.js';
+import { ConfigError } from '../lib/errors.js';
+import { createAccountNumbers, type AccountNumbers } from '../boarding/identity.js';
 import { createCore } from '../core/index.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
@@ -13,6 +15,7 @@ import { platformClientFromConfig } from '../platform/client.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
+import { numberPoolsOf } from '../store/numbers.js';
 import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
@@ -26,6 +29,8 @@ export interface BoardingRuntime {
   core: CoreSystem;
   fetchDocument: DocumentFetcher;
   runner: CycleRunner;
+  /** The loan's core account number: the pool or the core (identity.accountNumbers). */
+  accountNumbers: AccountNumbers;
   clock: Clock;
   logger: Logger;
   /** Closes the platform client, the core and the database (in that order). */
@@ -56,10 +61,30 @@ export function loadMapperFromConfig(config: Config): Promise<Mapper> {
   return loadMapper(config.mappings.dir, mapperOptionsFromConfig(config));
 }
 
+/**
+ * The pool's numbers must fit wherever the mapping set puts `$accountNumber()` (a fixed-width
+ * column, a field's maxLength): otherwise every loan would be refused. Checked at start-up.
+ */
+export function assertAccountNumbersFit(config: Config, mapper: Pick<Mapper, 'accountNumberSinks'>): void {
+  if (numberSource(config, 'accountNumbers') !== 'pool') return;
+  const width = config.identity.accountNumbers.pool.width;
+  const tight = (mapper.accountNumberSinks ?? []).filter((s) => s.size < width);
+  if (tight.length > 0) {
+    throw new ConfigError(
+      `identity.accountNumbers.pool.width: ${width} characters do not fit ${tight.map((t) => `${t.where} (${t.size})`).join(', ')}; narrow the pool (width) or widen the column`,
+    );
+  }
+}
+
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
 export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides): Promise<BoardingRuntime> {
   const clock = overrides.clock;
-  const load = (): Promise<Mapper> => loadMapperFromConfig(config);
+  // A set whose fixed-size places cannot hold the pool's numbers is refused at start and at a reload.
+  const load = async (): Promise<Mapper> => {
+    const m = await loadMapperFromConfig(config);
+    assertAccountNumbersFit(config, m);
+    return m;
+  };
   const mapper = createReloadableMapper({
     initial: overrides.mapper ?? (await load()),
     dir: config.mappings.dir,
@@ -85,7 +110,8 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     db.close();
     throw err;
   }
-  const store = createBoardingStore(db);
+  const store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
+  const accountNumbers = createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger: logger.child({ component: 'identity' }) });
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
@@ -101,6 +127,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       retryMaxMs: config.boarding.retryMaxMs,
     },
     connectorVersion: CONNECTOR_VERSION,
+    accountNumbers,
     pageSize: config.platform.pageSize,
     concurrency: config.boarding.concurrency,
   });
@@ -116,6 +143,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     core: c,
     fetchDocument,
     runner,
+    accountNumbers,
     clock,
     logger,
     async close() {

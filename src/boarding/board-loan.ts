@@ -12,6 +12,8 @@ import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-sta
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
+import { PoolExhaustedError } from '../store/numbers.js';
+import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
@@ -32,6 +34,8 @@ export interface LoanBoarderDeps {
   settings: BoardingSettings;
   connectorVersion: string;
   random?: () => number;
+  /** The loan's core account number (identity.ts); default: allocated from the store's account pool. */
+  accountNumbers?: AccountNumbers;
 }
 
 export type BoardOutcome =
@@ -85,6 +89,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
+  const accountNumbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
 
   function transition(att: Attempt, id: string, input: TransitionInput): LoanRow {
     if (att.counted) return loans.transition(id, input, clock.now());
@@ -129,13 +134,19 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const input = await fetchMappingInput(platform, item, signal);
     const { entities, documents } = input;
     const hash = payloadHash(input);
-    transition(att, row.id, {
-      to: 'fetched',
-      expectedFrom: row.state,
-      detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length },
-      patch: { payloadHash: hash },
+    // The bank's account number is committed with `fetched`, before anything reaches the core: a
+    // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
+    const accountNumber = store.atomically(() => {
+      const n = accountNumbers.accountNumberFor(row, clock.now());
+      transition(att, row.id, {
+        to: 'fetched',
+        expectedFrom: row.state,
+        detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
+        patch: { payloadHash: hash, ...(n !== null ? { accountNumber: n } : {}) },
+      });
+      return n;
     });
-    const outcome = await mapper.map(input);
+    const outcome = await mapper.map({ ...input, identity: mappingIdentity(accountNumber) });
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -166,6 +177,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       {
         loanId: row.id,
         loanNumber: item.loanNumber ?? null,
+        accountNumber,
         mappingVersion: outcome.mappingVersion,
         connectorVersion: deps.connectorVersion,
         records: outcome.records,
@@ -181,7 +193,16 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       expectedFrom: 'mapped',
       // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
       detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length, ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}) },
-      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, boardedRecords: storableRecords(outcome.records) },
+      patch: {
+        coreReference: receipt.coreReference,
+        writtenAt: clock.now(),
+        writtenReleaseMarker: row.releaseMarker,
+        lastErrorCode: null,
+        lastErrorMessage: null,
+        boardedRecords: storableRecords(outcome.records),
+        // The core's own account number when it assigns one (Fineract accountNo, read back).
+        ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+      },
       also: () => ensureAckKey(row),
     });
   }
@@ -290,6 +311,12 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
       return { kind: 'interrupted', loanId: row.id };
     }
+    if (err instanceof PoolExhaustedError) {
+      // No number left: boarding more loans would need one each. Never a reused number: stop.
+      log.error({ pool: err.pool, capacity: err.capacity }, err.message);
+      loans.recordEvent(row.id, { kind: 'attempt', reason: 'number pool exhausted', detail: { phase, pool: err.pool, message: err.message } }, clock.now());
+      return { kind: 'fatal', loanId: row.id, error: { code: err.code, message: err.message } };
+    }
     if (core !== null) {
       switch (core.disposition) {
         case 'quarantine':
@@ -338,4 +365,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
 /** Which side refused the connector in a fatal outcome (its code is `core.*` or a platform code). */
 export function refusedBy(code: string): 'core' | 'platform' {
   return code.startsWith('core.') ? 'core' : 'platform';
+}
+
+/** The sentence for a fatal stop: who refused the connector, or (identity.*) which of our own limits stopped it. */
+export function fatalSentence(code: string, message: string): string {
+  if (code.startsWith('identity.')) return `boarding stopped (${code}): ${message}`;
+  return `the ${refusedBy(code)} refused the connector (${code}): ${message}`;
 }

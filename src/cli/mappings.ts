@@ -9,6 +9,7 @@ import { diffExpectedLines } from '../mapping/layout-fixtures.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
+import { accountNumbersFromConfig, mappingIdentity } from '../boarding/identity.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../lib/redact.js';
@@ -84,12 +85,20 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       const results = dirsOf(ctx, opts).map((dir) => {
         const r = lintMappingDir(dir, options);
         if (r.problems.length > 0) failed += 1;
-        return { dir, ok: r.problems.length === 0, version: r.version ?? null, problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })) };
+        return {
+          dir,
+          ok: r.problems.length === 0,
+          version: r.version ?? null,
+          problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })),
+          warnings: r.warnings.map((p) => ({ ...p, file: join(dir, p.file) })),
+        };
       });
       if (opts.json) out(ctx, JSON.stringify({ ok: failed === 0, results }, null, 2));
       else {
         for (const r of results) {
-          if (r.ok) out(ctx, `${r.dir}: ok (mapping version ${r.version ?? '?'})`);
+          // Warnings do not fail lint (the set loads) but say what to change before it bites.
+          for (const w of r.warnings) out(ctx, formatProblem(w));
+          if (r.ok) out(ctx, `${r.dir}: ok (mapping version ${r.version ?? '?'})${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}`);
           else for (const p of r.problems) out(ctx, formatProblem(p));
         }
       }
@@ -192,6 +201,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       } finally {
         progress.done();
       }
+      // The loan's account number (or the one the pool would give it next: nothing is allocated).
+      input = { ...input, identity: mappingIdentity(accountNumbersFromConfig(ctx.config(), db, ctx.logger()).preview(opts.loan)) };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import { startSandbox, SANDBOX_DEFAULTS, type SandboxOptions } from '../sandbox/index.js';
+import { ID_SHAPES, isIdShapes } from '../sandbox/ids.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
 import { out, type CliContext } from './context.js';
 
@@ -31,6 +32,7 @@ interface SandboxFlags {
   writesPerWindow?: number;
   allowLoopbackWebhooks?: boolean;
   unmaskedKey?: boolean;
+  idShapes: string;
 }
 
 export function registerSandboxCommands(program: Command, ctx: CliContext): void {
@@ -47,8 +49,10 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     .option('--writes-per-window <n>', 'write (POST/PATCH/DELETE) budget per key and window (default 30)', intOption('writes-per-window', 0))
     .option('--unmasked-key', 'give the printed key read:businesses:ein and read:people:ssn too (full tax ids)')
     .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
+    .option('--id-shapes <shapes>', `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs and opaque ids up to 64 characters)`, SANDBOX_DEFAULTS.idShapes)
     .action(async (flags: SandboxFlags) => {
-      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, logger: ctx.logger() };
+      if (!isIdShapes(flags.idShapes)) throw new UsageError(`--id-shapes: expected one of ${ID_SHAPES.join(', ')}, got ${JSON.stringify(flags.idShapes)}`);
+      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, idShapes: flags.idShapes, logger: ctx.logger() };
       if (flags.releaseRatio !== undefined) opts.releaseRatio = flags.releaseRatio;
       if (flags.windowMs !== undefined) opts.windowMs = flags.windowMs;
       if (flags.readsPerWindow !== undefined) opts.readsPerWindow = flags.readsPerWindow;

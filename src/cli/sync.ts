@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
 import { batchSealDaemonJob } from '../app/seal-job.js';
 import { assertSameMappingAsDaemon } from '../editloop/daemon-guard.js';
-import { refusedBy } from '../boarding/board-loan.js';
+import { fatalSentence } from '../boarding/board-loan.js';
+import { accountNumbersFromConfig } from '../boarding/identity.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { dryRun, formatDryRun } from '../editloop/dry-run.js';
 import { BusyError, EXIT_CORE_OUTAGE, EXIT_WALK_INCOMPLETE, FatalError, IncompleteRunError, UsageError } from '../lib/errors.js';
@@ -55,8 +56,9 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
   const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
   // Through the state database: the walk spends from the same rate budget as a running daemon.
-  const { platform } = openPlatformSession(ctx);
+  const { platform, db } = openPlatformSession(ctx);
   const logger = ctx.logger();
+  const numbers = accountNumbersFromConfig(config, db, logger);
   followPlatformWaits(progress, platform);
   progress.status('dry run: walking the boarding queue');
   let report;
@@ -64,6 +66,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
     report = await dryRun({
       platform,
       mapper,
+      accountNumberOf: (id) => numbers.preview(id),
       ...(against ? { against } : {}),
       ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
       concurrency: config.boarding.concurrency,
@@ -133,7 +136,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
-      if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
+      if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
       if (summary.coreOutage) {
         throw new IncompleteRunError(`the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`, EXIT_CORE_OUTAGE);
       }

@@ -13,6 +13,7 @@ import { redactForStorage } from '../lib/redact.js';
 import { quarantineReasonFor } from '../boarding/board-loan.js';
 import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from '../boarding/mapping-input.js';
 import { payloadHash } from '../boarding/release.js';
+import { createAccountNumbers, mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
 
 export interface ReboardDeps {
   store: BoardingStore;
@@ -23,6 +24,8 @@ export interface ReboardDeps {
   clock: Clock;
   logger: Logger;
   connectorVersion: string;
+  /** The loan's core account number (identity.ts); default: the store's account pool. */
+  accountNumbers?: AccountNumbers;
 }
 
 export interface ReboardRequest {
@@ -47,7 +50,7 @@ export type ReboardPreview =
   | { loanId: string; outcome: 'would_rewrite'; previousVersion: string | null; mappingVersion: string; changes: string[] };
 
 /** What a preview reads with: the state database, platform reads and the mapper (no core). */
-export type ReboardPreviewDeps = Pick<ReboardDeps, 'store' | 'platform' | 'mapper'>;
+export type ReboardPreviewDeps = Pick<ReboardDeps, 'store' | 'platform' | 'mapper' | 'accountNumbers'>;
 
 interface Prepared {
   row: LoanRow;
@@ -56,6 +59,7 @@ interface Prepared {
   hash: string;
   outcome: Extract<MappingOutcome, { ok: true }>;
   changes: string[];
+  accountNumber: string | null;
 }
 
 /** Nothing to write: the loan is not acknowledged, or nothing changed since its last write. */
@@ -69,7 +73,13 @@ type Refusal = { loanId: string; outcome: 'would_quarantine'; reason: string; me
  * (platform reads), the mapping, and the field changes against the records last written. Writes
  * nothing anywhere (the platform client books its reads in the rate ledger).
  */
-async function prepare(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'force' | 'signal'>): Promise<Prepared | Refusal | Settled> {
+async function prepare(
+  deps: ReboardPreviewDeps,
+  loanId: string,
+  req: Pick<ReboardRequest, 'force' | 'signal'>,
+  /** The account number the mapping gets: the re-board allocates one if the loan has none; a preview only looks. */
+  accountNumberOf: (row: LoanRow) => string | null,
+): Promise<Prepared | Refusal | Settled> {
   const row = deps.store.loans.get(loanId);
   if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
@@ -78,7 +88,8 @@ async function prepare(deps: ReboardPreviewDeps, loanId: string, req: Pick<Reboa
   if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
     return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
   }
-  const outcome = await deps.mapper.map(input);
+  const accountNumber = accountNumberOf(row);
+  const outcome = await deps.mapper.map({ ...input, identity: mappingIdentity(accountNumber) });
   if (!outcome.ok) {
     const reason = quarantineReasonFor(outcome.issues);
     const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);
@@ -86,7 +97,7 @@ async function prepare(deps: ReboardPreviewDeps, loanId: string, req: Pick<Reboa
   }
   const before = parseBoardedRecords(row.boardedRecords);
   const changes = before ? diffRecordLists(before, maskRecords(outcome.records), CHANGE_WORDS) : ['(the records of the last write were not kept: written before this version)'];
-  return { row, item, input, hash, outcome, changes };
+  return { row, item, input, hash, outcome, changes, accountNumber };
 }
 
 const isPrepared = (p: Prepared | Refusal | Settled): p is Prepared => 'row' in p;
@@ -98,7 +109,8 @@ const isPrepared = (p: Prepared | Refusal | Settled): p is Prepared => 'row' in 
  */
 export async function previewReboard(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'force' | 'signal'> = {}): Promise<ReboardPreview> {
   try {
-    const p = await prepare(deps, loanId, req);
+    // The loan's own number, else the one the pool would give it next (not allocated: a preview writes nothing).
+    const p = await prepare(deps, loanId, req, (row) => (deps.accountNumbers ? deps.accountNumbers.preview(row.id) : (deps.store.numbers.get('account', row.id) ?? deps.store.numbers.peek('account'))));
     if (!isPrepared(p)) {
       if (p.outcome === 'would_quarantine') return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
       return p;
@@ -120,17 +132,27 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
   const { store, clock } = deps;
   const log = deps.logger.child({ loanId, component: 'reboard' });
   try {
-    const p = await prepare(deps, loanId, req);
+    // The number the loan was boarded with (a loan boarded before pools existed gets its first one
+    // here, kept from then on).
+    const numbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+    const allocate = (row: LoanRow): string | null =>
+      store.atomically(() => {
+        const n = numbers.accountNumberFor(row, clock.now());
+        if (n !== null && row.accountNumber !== n) store.loans.amend(loanId, { expected: 'acknowledged', kind: 'ops', actor: req.actor, reason: 'account number allocated', detail: { accountNumber: n }, patch: { accountNumber: n } }, clock.now());
+        return n;
+      });
+    const p = await prepare(deps, loanId, req, allocate);
     if (!isPrepared(p)) {
       if (p.outcome !== 'would_quarantine') return p;
       store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: `reboard refused: the mapping would quarantine (${p.reason})`, detail: { why: req.reason, mappingVersion: p.mappingVersion, issues: p.issues.slice(0, 20) } }, clock.now());
       return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
     }
-    const { row, item, input, hash, outcome, changes } = p;
+    const { row, item, input, hash, outcome, changes, accountNumber } = p;
     const receipt = await deps.core.board(
       {
         loanId,
         loanNumber: item.loanNumber ?? null,
+        accountNumber,
         mappingVersion: outcome.mappingVersion,
         connectorVersion: deps.connectorVersion,
         records: outcome.records,
@@ -157,7 +179,14 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
           changes: changes.slice(0, 100).map((c) => redactForStorage(c)),
           ...(warnings.length > 0 ? { warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message) })) } : {}),
         },
-        patch: { mappingVersion: outcome.mappingVersion, coreReference: receipt.coreReference, payloadHash: hash, boardedRecords: storableRecords(outcome.records), reviewItems: warnings.length },
+        patch: {
+          mappingVersion: outcome.mappingVersion,
+          coreReference: receipt.coreReference,
+          payloadHash: hash,
+          boardedRecords: storableRecords(outcome.records),
+          reviewItems: warnings.length,
+          ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+        },
       },
       clock.now(),
     );

@@ -1,11 +1,22 @@
 import type { Entities, PlatformDocument, QueueItem } from '../contract/schemas.js';
 import type { Layout } from './layout.js';
 
-/** What a mapping sees: the queue item (loan + boarding), its entities and documents list. */
+/**
+ * The bank's numbers for a loan (issue 23): its core account number (`$accountNumber()`; null
+ * when the core assigns it) and, per platform entity id, the customer's CIF (`$cif(entity)`).
+ */
+export interface MappingIdentity {
+  accountNumber: string | null;
+  customers: Record<string, { cif: string | null; matchedBy: 'crossref' | 'tin' | 'created'; existing: boolean }>;
+}
+
+/** What a mapping sees: the queue item (loan + boarding), its entities and documents list, and the bank's numbers. */
 export interface MappingInput {
   loan: QueueItem;
   entities: Entities;
   documents: PlatformDocument[];
+  /** Absent in a fixture or preview that does not give one: `$accountNumber()` is then empty. */
+  identity?: MappingIdentity;
 }
 
 /**
@@ -62,6 +73,8 @@ export interface Mapper {
   readonly name: string;
   /** The set's file layout (`layout.yaml`), part of the version; undefined when it declares none. */
   readonly layout?: Layout | undefined;
+  /** Where the set puts `$accountNumber()` into a place of fixed size (start-up checks the pool's width against them). */
+  readonly accountNumberSinks?: ReadonlyArray<{ where: string; size: number }>;
   map(input: MappingInput): Promise<MappingOutcome>;
 }
 

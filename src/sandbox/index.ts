@@ -7,6 +7,7 @@ import { BlobServer } from './blob-server.js';
 import { FaultInjector } from './faults.js';
 import { createPublicApiHandler } from './public-api.js';
 import { RateLimiter } from './rate-limit.js';
+import type { IdShapes } from './ids.js';
 import { SandboxState } from './state.js';
 import { WebhookSender } from './webhook-sender.js';
 
@@ -35,6 +36,8 @@ export interface SandboxOptions {
    * read:people:ssn (a bank's first key rarely has them). See PERMISSIONS in keys.ts.
    */
   apiKeyPermissions?: string[];
+  /** Shapes of generated ids (loans, businesses, people, documents, requirements, releases); default mixed. See ids.ts. */
+  idShapes?: IdShapes;
   /** Time source (ms); defaults to Date.now. */
   now?: () => number;
   logger?: Logger;
@@ -62,7 +65,8 @@ export const SANDBOX_DEFAULTS = {
   documentMaxBytes: 25 * 1024 * 1024,
   webhookRetry: { attempts: 5, baseMs: 1_000 },
   webhookAutoDisableAfter: 10,
-} as const;
+  idShapes: 'mixed',
+} as const satisfies { idShapes: IdShapes } & Record<string, unknown>;
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
@@ -73,7 +77,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const host = opts.host ?? SANDBOX_DEFAULTS.host;
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
-  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now);
+  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes);
   const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });

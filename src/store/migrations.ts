@@ -191,4 +191,39 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX file_batch_loans_loan ON file_batch_loans (loan_id);
   `,
+  /* 10: the bank's own numbers (issue 23, src/store/numbers.ts): a loan's core account number and
+     a new customer's CIF, one per key forever (UNIQUE(pool, key)), never two keys on one number
+     (UNIQUE(pool, number)); a cursor per pool and range records the last sequence consumed. The
+     loan row keeps its core account number (from the pool, or read back from the core). */ `
+  CREATE TABLE bank_numbers (
+    pool         TEXT NOT NULL,                -- account|customer
+    key          TEXT NOT NULL,                -- loan id (account), TIN hash (customer)
+    number       TEXT NOT NULL,
+    allocated_at INTEGER NOT NULL,
+    PRIMARY KEY (pool, key),
+    UNIQUE (pool, number)
+  );
+  CREATE TABLE bank_number_cursors (
+    pool       TEXT NOT NULL,
+    range_from TEXT NOT NULL,                  -- the range's first sequence (decimal, no leading zeros)
+    last_seq   TEXT NOT NULL,                  -- the last sequence consumed (issued or skipped)
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (pool, range_from)
+  );
+  CREATE TABLE bank_number_counts (
+    pool      TEXT PRIMARY KEY,
+    allocated INTEGER NOT NULL                 -- rows of bank_numbers for the pool (read per scrape without a COUNT)
+  );
+  ALTER TABLE loans ADD COLUMN account_number TEXT;
+  -- A platform id longer than a core's external-reference field goes there as a digest
+  -- (src/core/fineract/external-id.ts); the digest → id pairs, so a core listing maps back.
+  CREATE TABLE core_external_refs (
+    core        TEXT NOT NULL,                 -- fineract
+    ref         TEXT NOT NULL,                 -- what the core holds
+    platform_id TEXT NOT NULL,
+    kind        TEXT NOT NULL,                 -- loan|client
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (core, ref)
+  );
+  `,
 ];

@@ -1,3 +1,4 @@
+import { safeId } from '../../../src/core/safe-name.js';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -131,7 +132,7 @@ describe('loans reboard --dry-run and the confirmation above boarding.confirmAbo
     expect(yes.error).toBeNull();
     expect(yes.stdout).toContain(`${acked.length} re-boarded, 0 unchanged, 0 not re-boarded`);
     for (const id of acked) {
-      const pkg = JSON.parse(readFileSync(join(cfg.coreDir, 'packages', id, 'records.json'), 'utf8')) as { records: Array<{ type: string; fields: Record<string, unknown> }> };
+      const pkg = JSON.parse(readFileSync(join(cfg.coreDir, 'packages', safeId(id), 'records.json'), 'utf8')) as { records: Array<{ type: string; fields: Record<string, unknown> }> };
       expect(pkg.records.find((x) => x.type === 'loan')?.fields['officer']).toBe('LOAN-DESK');
     }
   });

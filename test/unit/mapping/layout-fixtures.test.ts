@@ -79,7 +79,7 @@ describe('mappings test --update and per-column mismatches (issue 24 point 8)', 
     const dir = editedSet('added', (y) => y.replace('      - { name: application_date, field: applicationDate }', '      - { name: application_date, field: applicationDate }\n      - { name: extra_flag, value: "Y" }'));
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.error).toBeDefined();
-    expect(r.out).toContain('expected-lines/loan.csv line 1: expected 25 column(s), the layout writes 26');
+    expect(r.out).toContain('expected-lines/loan.csv line 1: expected 26 column(s), the layout writes 27');
     expect(r.out).toContain('expected-lines/loan.csv line 1, column extra_flag: expected (no column), got "Y"');
   });
 
