@@ -9,6 +9,7 @@
  * on (what openDatabase sets: a seal's cleared lines are zeroed), and prints both, the seal
  * including its WAL truncation. Never fails on timing: it prints figures.
  */
+import { FileBatchStore } from '../src/store/file-batches.js';
 import { clockReading } from '../test/support/fake-clock.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,7 +44,7 @@ async function run(secureDelete: boolean): Promise<void> {
   const clock = clockReading(() => now);
   const batches = new FileBatches({
     root: join(dir, 'core', 'batches'),
-    db,
+    store: new FileBatchStore(db),
     layout: () => layout,
     rule: cutoffRule({ cutoff: '18:00', timeZone: 'America/Chicago' }),
     triggerFile: 'READY',

@@ -7,6 +7,7 @@
  * 100 (like the API), a fake core lists its records, and runReconcile writes the three real files.
  * Prints figures; never fails on timing.
  */
+import { createReportReads } from '../src/store/index.js';
 import { clockReading } from '../test/support/fake-clock.js';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -179,7 +180,7 @@ async function child(dbPath: string, outDir: string): Promise<void> {
       core: { adapter: 'file', file: { dir: outDir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
     },
     platform: fakePlatform(),
-    db,
+    reads: createReportReads(db),
     core: fakeCore(),
     logger: silentLogger(),
     clock: clockReading(() => NOW),

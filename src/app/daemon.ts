@@ -67,7 +67,7 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
   const services: DaemonService[] = [editLoop, webhooks];
   const jobs: DaemonJob[] = [
     webhooks.endpointCheckJob,
-    reconcileDaemonJob({ config: rt.config, platform: rt.platform, db: rt.db, core: rt.core, logger: rt.logger, clock: rt.clock }),
+    reconcileDaemonJob({ config: rt.config, platform: rt.platform, reads: rt.store.reports, core: rt.core, logger: rt.logger, clock: rt.clock }),
   ];
   const seal = batchSealDaemonJob(rt.core, rt.logger);
   if (seal) jobs.push(seal);

@@ -1,7 +1,7 @@
 import { numberSource, type Config } from '../config/schema.js';
 import { ConfigError } from '../lib/errors.js';
 import { createAccountNumbers, type AccountNumbers } from '../boarding/identity.js';
-import { createCore } from '../core/index.js';
+import { createCore } from './core.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
 import type { Clock } from '../lib/clock.js';
@@ -11,7 +11,7 @@ import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
 import { createReloadableMapper, type ReloadableMapper } from '../editloop/mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
-import { platformClientFromConfig } from '../platform/client.js';
+import { platformClientFromConfig } from './platform.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';

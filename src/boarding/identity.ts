@@ -1,9 +1,7 @@
 import type { Logger } from '../lib/logger.js';
 import type { MappingIdentity } from '../mapping/types.js';
 import { numberSource, type Config } from '../config/schema.js';
-import type { Db } from '../store/db.js';
-import { createBoardingStore, type BoardingStore } from '../store/index.js';
-import { numberPoolsOf } from '../store/numbers.js';
+import type { BoardingStore } from '../store/index.js';
 import type { NumberPoolName, PoolUsage } from '../store/numbers.js';
 
 /**
@@ -77,6 +75,6 @@ export function mappingIdentity(accountNumber: string | null): MappingIdentity {
 }
 
 /** The account numbers of a CLI command from its config (preview, dry run): over its own state database handle. */
-export function accountNumbersFromConfig(config: Config, db: Db, logger: Logger): AccountNumbers {
-  return createAccountNumbers({ store: createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) }), source: numberSource(config, 'accountNumbers'), logger });
+export function accountNumbersFromConfig(config: Config, store: BoardingStore, logger: Logger): AccountNumbers {
+  return createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger });
 }

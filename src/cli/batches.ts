@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
-import { fileBatchesFromConfig } from '../core/index.js';
+import { openFileBatches } from '../app/session.js';
 import type { FileBatches } from '../core/file/batches.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { loadLayout } from '../mapping/loader.js';
-import { openDatabase } from '../store/db.js';
 import type { FileBatchRow } from '../store/file-batches.js';
 import { out, type CliContext } from './context.js';
 
@@ -12,11 +11,7 @@ function openBatches(ctx: CliContext): FileBatches {
   if (config.core.adapter !== 'file') throw new UsageError('batches: core.adapter is not file');
   const layout = loadLayout(config.mappings.dir, { timeZone: config.bank.timeZone });
   if (layout === undefined) throw new FatalError(`batches: the mapping set ${config.mappings.dir} declares no layout.yaml, so the file core writes no batches`);
-  const db = openDatabase(config.store.path, { onWarning: (m) => ctx.logger().warn(m) });
-  ctx.onClose(() => {
-    db.close();
-  });
-  const batches = fileBatchesFromConfig(config, { logger: ctx.logger(), clock: ctx.clock, db, layout: () => layout });
+  const batches = openFileBatches(ctx, layout);
   if (batches === undefined) throw new FatalError('batches: core.file.csvBatches is false');
   return batches;
 }

@@ -19,7 +19,6 @@ import { WEBHOOK_PATH } from '../http/app.js';
 import { registerEndpoint } from '../platform/endpoint/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { createWebhookInbox } from '../store/inbox.js';
 import { UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 
 /**
@@ -176,7 +175,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // Register our receiver on the sandbox; the secret comes back once and goes straight into the
   // receiver's config (never printed or logged).
   const url = `http://127.0.0.1:${port}${WEBHOOK_PATH}`;
-  const reg = await registerEndpoint(rt.platform, rt.db, { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] }, { clock: rt.clock });
+  const reg = await registerEndpoint(rt.platform, rt.store.keys, { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] }, { clock: rt.clock });
   if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string') throw new Error('the sandbox did not return a webhook secret');
   const secret = reg.endpoint.secret;
 
@@ -190,7 +189,6 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
       cycles += 1;
     },
   });
-  const fundedCount = createWebhookInbox(rt.db);
 
   const admin = async (path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${sandbox.adminUrl}${path}`, {
@@ -263,7 +261,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
       const r = await runReconcile({
         config,
         platform: rt.platform,
-        db: rt.db,
+        reads: rt.store.reports,
         core: rt.core,
         logger: logger.child({ component: 'reconcile' }),
         clock: ctx.clock,
@@ -283,7 +281,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     const c = rt.store.loans.countByState();
     const pending = UNACKNOWLEDGED_STATES.reduce((n, st) => n + c[st], 0);
     status.show(
-      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${fundedCount.countOfType('loan.funded')} · cycles ${cycles} · reports ${reports}`,
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${rt.store.reports.fundedWebhooks()} · cycles ${cycles} · reports ${reports}`,
     );
   };
   const ticker = setInterval(render, 500);

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import { planRetry, planSkip, retryLoan, skipLoan, type OpPlan } from '../boarding/ops.js';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { openDatabase } from '../store/db.js';
-import { createBoardingStore, type BoardingStore } from '../store/index.js';
-import { numberPoolsOf } from '../store/numbers.js';
+import type { BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
 import type { LoanRow } from '../store/loans.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
@@ -14,16 +12,12 @@ import { previewReboard, reboardLoan, type ReboardPreview, type ReboardResult } 
 import { buildRuntime, loadMapperFromConfig } from '../app/runtime.js';
 import { confirmBulk } from './confirm.js';
 import { followPlatformWaits } from './progress.js';
-import { openPlatformSession } from './session.js';
+import { openPlatformSession, openState } from '../app/session.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { QUARANTINE_REASONS, RETRYABLE_STATES, SKIPPABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 
 function openStore(ctx: CliContext): BoardingStore {
-  const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
-  ctx.onClose(() => {
-    db.close();
-  });
-  return createBoardingStore(db, { numberPools: numberPoolsOf(ctx.config().identity) });
+  return openState(ctx).store;
 }
 
 function actorOf(ctx: CliContext, by: string | undefined): string {
@@ -391,8 +385,7 @@ function formatPreview(r: ReboardPreview): string {
 async function reboardDryRun(ctx: CliContext, pick: (store: BoardingStore) => string[], opts: { force: boolean; json: boolean }): Promise<void> {
   const progress = ctx.progress();
   const mapper = await loadMapperFromConfig(ctx.config());
-  const { db, platform } = openPlatformSession(ctx);
-  const store = createBoardingStore(db);
+  const { store, platform } = openPlatformSession(ctx);
   const targets = pick(store);
   const results: ReboardPreview[] = [];
   followPlatformWaits(progress, platform);

@@ -11,12 +11,11 @@ import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/
 import { isPlatformError } from '../platform/errors.js';
 import { accountNumbersFromConfig, mappingIdentity } from '../boarding/identity.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
-import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../lib/redact.js';
 import { mapperOptionsFromConfig } from '../app/runtime.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
-import { openPlatformSession } from './session.js';
+import { openPlatformSession } from '../app/session.js';
 
 interface DirOptions {
   dir?: string[];
@@ -185,8 +184,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       const mapper = await loadMapper(dir, configOptions(ctx));
       // Through the state database: preview spends from the same rate budget as the daemon, and
       // maps the queue item the pipeline stored for the loan.
-      const { db, platform } = openPlatformSession(ctx);
-      const row = createLoanStore(db).get(opts.loan);
+      const { store, platform } = openPlatformSession(ctx);
+      const row = store.loans.get(opts.loan);
       followPlatformWaits(progress, platform);
       progress.status(row?.queueItem ? `reading loan ${opts.loan}` : `looking for loan ${opts.loan} in the boarding queue`);
       let input: MappingInput;
@@ -202,7 +201,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         progress.done();
       }
       // The loan's account number (or the one the pool would give it next: nothing is allocated).
-      input = { ...input, identity: mappingIdentity(accountNumbersFromConfig(ctx.config(), db, ctx.logger()).preview(opts.loan)) };
+      input = { ...input, identity: mappingIdentity(accountNumbersFromConfig(ctx.config(), store, ctx.logger()).preview(opts.loan)) };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

@@ -1,19 +1,9 @@
 import type { Command } from 'commander';
 import { STRIKE_WINDOW_MS, TRAFFIC_STOP_AT_STRIKES as TRAFFIC_STOP_AT } from '../platform/budget.js';
-import { openDatabase } from '../store/db.js';
-import { createSqliteRateState, type RateStateStore } from '../store/rate-state.js';
+import { openRateState } from '../app/session.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
-function openRateState(ctx: CliContext): RateStateStore {
-  const db = openDatabase(ctx.config().store.path, { onWarning: (m) => ctx.logger().warn(m) });
-  const state = createSqliteRateState(db);
-  ctx.onClose(() => {
-    state.close?.();
-    db.close();
-  });
-  return state;
-}
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();

@@ -1,11 +1,10 @@
 import type { Command } from 'commander';
-import { createCore } from '../core/index.js';
 import { UsageError } from '../lib/errors.js';
 import { createProgressBar } from '../reports/progress.js';
 import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
-import { openPlatformSession } from './session.js';
+import { openCore, openPlatformSession } from '../app/session.js';
 import { CONNECTOR_VERSION } from '../version.js';
 
 /** --since: an ISO 8601 date-time (or a date, read as 00:00 UTC), normalised to UTC. */
@@ -57,17 +56,16 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
       const line = ctx.progress();
       const config = ctx.config();
       const logger = ctx.logger();
-      const { db, platform } = openPlatformSession(ctx);
+      const { store, platform } = openPlatformSession(ctx);
       followPlatformWaits(line, platform);
-      const core = createCore(config, { logger, clock: ctx.clock });
-      ctx.onClose(() => core.close());
+      const core = openCore(ctx);
       const bar = createProgressBar(ctx.stderr, Date.now, { line });
       let result: ReconcileRunResult;
       try {
         result = await runReconcile({
           config,
           platform,
-          db,
+          reads: store.reports,
           core,
           logger: logger.child({ component: 'reconcile' }),
           clock: ctx.clock,

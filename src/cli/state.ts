@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { backupDatabase, verifyDatabase } from '../store/backup.js';
-import { openDatabase } from '../store/db.js';
+import { openState } from '../app/session.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -18,14 +18,10 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       const target = resolve(opts.out);
       if (target === resolve(config.store.path)) throw new UsageError('--out: must not be the state database itself (store.path)');
       if (existsSync(target) && opts.force !== true) throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
-      const db = openDatabase(config.store.path, { onWarning: (m) => ctx.logger().warn(m) });
-      try {
-        const r = backupDatabase(db, target);
-        const v = verifyDatabase(target);
-        out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
-      } finally {
-        db.close();
-      }
+      const { db } = openState(ctx);
+      const r = backupDatabase(db, target);
+      const v = verifyDatabase(target);
+      out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
     });
   state
     .command('verify')

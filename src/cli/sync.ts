@@ -11,7 +11,7 @@ import { loadMapper } from '../mapping/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits, showCycleProgress } from './progress.js';
-import { openPlatformSession } from './session.js';
+import { openPlatformSession } from '../app/session.js';
 
 function parseMs(v: string): number {
   const n = Number(v);
@@ -56,9 +56,9 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
   const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
   // Through the state database: the walk spends from the same rate budget as a running daemon.
-  const { platform, db } = openPlatformSession(ctx);
+  const { platform, store } = openPlatformSession(ctx);
   const logger = ctx.logger();
-  const numbers = accountNumbersFromConfig(config, db, logger);
+  const numbers = accountNumbersFromConfig(config, store, logger);
   followPlatformWaits(progress, platform);
   progress.status('dry run: walking the boarding queue');
   let report;

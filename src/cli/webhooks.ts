@@ -7,7 +7,7 @@ import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoi
 import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
 import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
 import { out, type CliContext } from './context.js';
-import { openPlatformSession } from './session.js';
+import { openPlatformSession } from '../app/session.js';
 
 /** Platform refusals become a one-line operator message (exit 1) naming what was wrong. */
 function explain(err: unknown, what: string): never {
@@ -81,10 +81,10 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       const events = checkEvents(flags.events);
       const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
       if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
-      const { db, platform } = openPlatformSession(ctx);
+      const { store, platform } = openPlatformSession(ctx);
       let result;
       try {
-        result = await registerEndpoint(platform, db, { url, name, events, force: flags.force === true }, { clock: ctx.clock, signal: ctx.shutdown });
+        result = await registerEndpoint(platform, store.keys, { url, name, events, force: flags.force === true }, { clock: ctx.clock, signal: ctx.shutdown });
       } catch (err) {
         explain(err, 'webhooks register');
       }
@@ -161,10 +161,10 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }) => {
       if (id.trim() === '') throw new UsageError('ID: expected an endpoint id (see `webhooks list`)');
-      const { db, platform } = openPlatformSession(ctx);
+      const { store, platform } = openPlatformSession(ctx);
       let endpoint: WebhookEndpoint;
       try {
-        endpoint = await enableEndpoint(platform, db, id.trim(), { clock: ctx.clock, signal: ctx.shutdown });
+        endpoint = await enableEndpoint(platform, store.keys, id.trim(), { clock: ctx.clock, signal: ctx.shutdown });
       } catch (err) {
         explain(err, `webhooks enable ${id}`);
       }

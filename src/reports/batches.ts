@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.js';
+import type { BatchTieRows } from '../store/file-batches.js';
 
 /**
  * File core batches in the reconciliation report: sealed batches tied to the loans the connector
@@ -21,40 +21,19 @@ export interface BatchTieSection {
   notSealedPastCutoff: Array<{ loanId: string; batchId: string | null; cutoffAt: string | null }>;
 }
 
-export function computeBatchTie(db: Db, asOfMs: number): BatchTieSection | null {
-  const batches = (db.prepare(`SELECT COUNT(*) AS n FROM file_batches`).get() as { n: number }).n;
-  if (batches === 0) return null;
+/** The section from the store's rows (FileBatchStore.tieOut); null when the file core writes no batches. */
+export function computeBatchTie(rows: BatchTieRows | null): BatchTieSection | null {
+  if (rows === null) return null;
   // Stored as integer cents; anything else (never written by the file core) counts as 0, not a crash.
   const cents = (v: string | number | null): bigint => (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d+$/.test(v)) ? BigInt(v) : 0n;
   const sum = (rows: Array<{ cents: string | number | null }>): string => rows.reduce((s, r) => s + cents(r.cents), 0n).toString();
 
-  const sealedRows = db
-    .prepare(`SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`)
-    .all() as Array<{ cents: string | null }>;
-  const corrections = (db.prepare(`SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`).get() as { n: number }).n;
-  const open = db.prepare(`SELECT id, cutoff_at AS cutoffAt FROM file_batches WHERE status = 'open'`).get() as { id: string; cutoffAt: number } | undefined;
-  const openRows = open && open.cutoffAt > asOfMs
-    ? (db.prepare(`SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`).all(open.id) as Array<{ cents: string | null }>)
-    : [];
-  const acked = db.prepare(`SELECT cents_amount AS cents FROM loans WHERE state = 'acknowledged'`).all() as Array<{ cents: number | null }>;
-  // A loan's first board sits in one batch; past the cut-off without a seal, or in none at all.
-  const missing = db
-    .prepare(
-      `SELECT lo.id AS loanId, b.id AS batchId, b.cutoff_at AS cutoffAt
-         FROM loans lo
-         LEFT JOIN file_batch_loans l ON l.loan_id = lo.id AND l.kind = 'new'
-         LEFT JOIN file_batches b ON b.id = l.batch_id
-        WHERE lo.state = 'acknowledged'
-          AND (l.loan_id IS NULL OR (b.status <> 'sealed' AND b.cutoff_at <= ?))
-        ORDER BY lo.id`,
-    )
-    .all(asOfMs) as Array<{ loanId: string; batchId: string | null; cutoffAt: number | null }>;
-
+  const { sealedCents: sealedRows, corrections, open, openCents: openRows, acknowledgedCents: acked, notSealedPastCutoff: missing } = rows;
   const sealed = { count: sealedRows.length, cents: sum(sealedRows) };
   const openPart = { count: openRows.length, cents: sum(openRows), batchId: open?.id ?? null, cutoffAt: open ? new Date(open.cutoffAt).toISOString() : null };
   const acknowledged = { count: acked.length, cents: sum(acked) };
   return {
-    sealedBatches: (db.prepare(`SELECT COUNT(*) AS n FROM file_batches WHERE status = 'sealed'`).get() as { n: number }).n,
+    sealedBatches: rows.sealedBatches,
     sealed,
     corrections,
     open: openPart,

@@ -4,14 +4,14 @@ import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
-import type { Db } from '../store/db.js';
+import type { ReportReads } from '../store/index.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { runReconcile } from './run.js';
 
 export interface ReconcileAdapters {
   config: Config;
   platform: PlatformApi;
-  db: Db;
+  reads: ReportReads;
   core: CoreSystem;
   logger: Logger;
   clock: Clock;
@@ -30,7 +30,7 @@ export function reconcileDaemonJob(a: ReconcileAdapters): DaemonJob {
       await runReconcile({
         config: a.config,
         platform: a.platform,
-        db: a.db,
+        reads: a.reads,
         core: a.core,
         logger: a.logger.child({ component: 'reconcile' }),
         clock: a.clock,

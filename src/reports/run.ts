@@ -6,7 +6,7 @@ import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
-import type { Db } from '../store/db.js';
+import type { ReportReads } from '../store/index.js';
 import { batchTieNotes, computeBatchTie } from './batches.js';
 import { localDate, localDateTime } from '../lib/calendar.js';
 import { computeReconciliation, type ReconcileSources } from './compute.js';
@@ -20,7 +20,8 @@ import type { ReconcileProgress, ReconciliationSummary, ReportException } from '
 export interface RunReconcileDeps {
   config: Pick<Config, 'platform' | 'bank' | 'reports' | 'core'>;
   platform: PlatformApi;
-  db: Db;
+  /** The state database's reads (store.reports). */
+  reads: ReportReads;
   core: CoreSystem;
   logger: Logger;
   connectorVersion: string;
@@ -73,7 +74,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     deps.sources ??
     createReconcileSources({
       platform: deps.platform,
-      db: deps.db,
+      reads: deps.reads,
       core: deps.core,
       since,
       platformStats,
@@ -93,7 +94,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     });
     deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
     // From the state database, like the default sources; injected sources (tests, benchmarks) bring no batches.
-    const batchTie = deps.sources ? null : computeBatchTie(deps.db, asOfMs);
+    const batchTie = deps.sources ? null : computeBatchTie(deps.reads.batchTie(asOfMs));
     const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
       notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);

@@ -1,9 +1,7 @@
 import type { CoreLoanRecord, CoreSystem } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { QueueItem } from '../contract/schemas.js';
-import type { Db } from '../store/db.js';
-import { createWebhookInbox } from '../store/inbox.js';
-import { createLoanScan } from '../store/loan-scan.js';
+import type { ReportReads } from '../store/index.js';
 import type { ReconcileSources } from './compute.js';
 import type { CoreLoanRow, PlatformLoanRow } from './types.js';
 
@@ -74,7 +72,7 @@ export async function* platformBoardedRows(
 
 export interface SourceDeps {
   platform: PlatformApi;
-  db: Db;
+  reads: ReportReads;
   core: CoreSystem;
   since: string | null;
   signal?: AbortSignal;
@@ -83,8 +81,8 @@ export interface SourceDeps {
 
 /** Wires the platform client, the state database and the core into reconciliation sources. */
 export function createReconcileSources(deps: SourceDeps): ReconcileSources {
-  const { db, core, since } = deps;
-  const scan = createLoanScan(db, since);
+  const { reads, core, since } = deps;
+  const scan = reads.loanScan(since);
   const listLoans = core.listLoans?.bind(core);
   return {
     storeCount: () => scan.count(),
@@ -108,7 +106,7 @@ export function createReconcileSources(deps: SourceDeps): ReconcileSources {
       return rec === null ? null : coreRow(rec);
     },
     funded: () => {
-      const rows = createWebhookInbox(db).fundedLoans();
+      const rows = reads.fundedLoans();
       return rows.length === 0 ? null : rows;
     },
   };

@@ -67,6 +67,17 @@ const LOAN_COLS = `batch_id AS batchId, loan_id AS loanId, kind, principal_cents
  * transaction, so a second process (`batches seal` by hand) and a crash at any instant leave one
  * consistent answer: a batch is frozen exactly once, and a loan's rows are in exactly one place per batch.
  */
+/** The rows the batch tie-out is computed from (FileBatchStore.tieOut). */
+export interface BatchTieRows {
+  sealedBatches: number;
+  sealedCents: Array<{ cents: string | null }>;
+  corrections: number;
+  open: { id: string; cutoffAt: number } | null;
+  openCents: Array<{ cents: string | null }>;
+  acknowledgedCents: Array<{ cents: number | null }>;
+  notSealedPastCutoff: Array<{ loanId: string; batchId: string | null; cutoffAt: number | null }>;
+}
+
 export class FileBatchStore {
   constructor(private readonly db: Db) {}
 
@@ -199,6 +210,38 @@ export class FileBatchStore {
    */
   scrubAfterSeal(): { done: boolean; frames: number } {
     return truncateWal(this.db);
+  }
+
+  /**
+   * What the reconciliation report ties the batches with (reports/batches.ts): principal cents of
+   * the first boards sealed (or frozen for their seal) and in the open batch before its cut-off,
+   * the acknowledged loans, and the acknowledged loans past a cut-off without a seal or in no batch.
+   * null when the file core never wrote a batch.
+   */
+  tieOut(asOfMs: number): BatchTieRows | null {
+    const batches = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches`).get() as { n: number }).n;
+    if (batches === 0) return null;
+    const sealedCents = this.db
+      .prepare(`SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`)
+      .all() as Array<{ cents: string | null }>;
+    const corrections = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`).get() as { n: number }).n;
+    const open = this.db.prepare(`SELECT id, cutoff_at AS cutoffAt FROM file_batches WHERE status = 'open'`).get() as { id: string; cutoffAt: number } | undefined;
+    const openCents = open && open.cutoffAt > asOfMs ? (this.db.prepare(`SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`).all(open.id) as Array<{ cents: string | null }>) : [];
+    const acknowledgedCents = this.db.prepare(`SELECT cents_amount AS cents FROM loans WHERE state = 'acknowledged'`).all() as Array<{ cents: number | null }>;
+    // A loan's first board sits in one batch; past the cut-off without a seal, or in none at all.
+    const notSealedPastCutoff = this.db
+      .prepare(
+        `SELECT lo.id AS loanId, b.id AS batchId, b.cutoff_at AS cutoffAt
+           FROM loans lo
+           LEFT JOIN file_batch_loans l ON l.loan_id = lo.id AND l.kind = 'new'
+           LEFT JOIN file_batches b ON b.id = l.batch_id
+          WHERE lo.state = 'acknowledged'
+            AND (l.loan_id IS NULL OR (b.status <> 'sealed' AND b.cutoff_at <= ?))
+          ORDER BY lo.id`,
+      )
+      .all(asOfMs) as Array<{ loanId: string; batchId: string | null; cutoffAt: number | null }>;
+    const sealedBatches = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches WHERE status = 'sealed'`).get() as { n: number }).n;
+    return { sealedBatches, sealedCents, corrections, open: open ?? null, openCents, acknowledgedCents, notSealedPastCutoff };
   }
 
   hasLoan(loanId: string): boolean {

@@ -21,6 +21,8 @@ export interface IdempotencyStore {
   complete(key: string, status: number | null, response: unknown, now: number): void;
   get(key: string): IdempotencyKeyRow | null;
   forLoan(loanId: string): IdempotencyKeyRow[];
+  /** The newest key of this operation starting with prefix that never completed (a run that died after storing it), or null. */
+  unfinished(operation: string, prefix: string): string | null;
 }
 
 interface Raw {
@@ -53,7 +55,11 @@ export function createIdempotencyStore(db: Db): IdempotencyStore {
   const select = db.prepare<[string], Raw>('SELECT * FROM idempotency_keys WHERE key = ?');
   const selectLoan = db.prepare<[string], Raw>('SELECT * FROM idempotency_keys WHERE loan_id = ? ORDER BY created_at ASC, key ASC');
   const update = db.prepare('UPDATE idempotency_keys SET completed_at = ?, status = ?, response = ? WHERE key = ?');
+  const unfinished = db.prepare<[string, string, string], { key: string }>(
+    'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC LIMIT 1',
+  );
   return {
+    unfinished: (operation, prefix) => unfinished.get(operation, prefix, prefix)?.key ?? null,
     ensure: (key, operation, loanId, now) => {
       if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
         throw new Error(`idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`);

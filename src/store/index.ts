@@ -4,6 +4,9 @@ import type { Db } from './db.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createLeaseStore, type LeaseStore } from './leases.js';
 import { createLoanStore, type LoanStore } from './loans.js';
+import { FileBatchStore, type BatchTieRows } from './file-batches.js';
+import { createWebhookInbox, type WebhookInbox } from './inbox.js';
+import { createLoanScan, type LoanScan } from './loan-scan.js';
 import { createNumberStore, type NumberPools, type NumberStore } from './numbers.js';
 
 /** The repositories the boarding pipeline works with, over one database handle. */
@@ -16,6 +19,8 @@ export interface BoardingStore {
   daemon: DaemonStatusStore;
   /** The bank's account and customer numbers (numbers.ts). */
   numbers: NumberStore;
+  /** What the reconciliation report reads (src/reports never touches SQL). */
+  reports: ReportReads;
   /** Runs `fn` in one IMMEDIATE transaction (see db.ts): its writes commit together or not at all. */
   atomically<T>(fn: () => T): T;
 }
@@ -25,6 +30,27 @@ export interface BoardingStoreOptions {
   numberPools?: NumberPools;
 }
 
+/** The reconciliation report's reads of the state database. */
+export interface ReportReads {
+  /** The connector's loans (optionally boarded since an instant), streamed in id order. */
+  loanScan(since: string | null): LoanScan;
+  /** loan.funded times from the webhook inbox. */
+  fundedLoans(): ReturnType<WebhookInbox['fundedLoans']>;
+  /** How many loan.funded deliveries the inbox holds (the demo's status line). */
+  fundedWebhooks(): number;
+  /** The file core's batch tie-out rows; null when no batch was ever written. */
+  batchTie(asOfMs: number): BatchTieRows | null;
+}
+
+export function createReportReads(db: Db): ReportReads {
+  return {
+    loanScan: (since) => createLoanScan(db, since),
+    fundedLoans: () => createWebhookInbox(db).fundedLoans(),
+    fundedWebhooks: () => createWebhookInbox(db).countOfType('loan.funded'),
+    batchTie: (asOfMs) => new FileBatchStore(db).tieOut(asOfMs),
+  };
+}
+
 export function createBoardingStore(db: Db, opts: BoardingStoreOptions = {}): BoardingStore {
   return {
     db,
@@ -32,6 +58,7 @@ export function createBoardingStore(db: Db, opts: BoardingStoreOptions = {}): Bo
     checkpoints: createCheckpointStore(db),
     keys: createIdempotencyStore(db),
     leases: createLeaseStore(db),
+    reports: createReportReads(db),
     daemon: createDaemonStatusStore(db),
     numbers: createNumberStore(db, opts.numberPools),
     atomically: (fn) => db.transaction(fn).immediate(),

@@ -6,8 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from '../../mapping/layout.js';
 import { encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from '../../mapping/layout-render.js';
 import type { MappedRecord } from '../../mapping/types.js';
-import type { Db } from '../../store/db.js';
-import { FileBatchStore, type AppendResult, type FileBatchRow } from '../../store/file-batches.js';
+import type { FileBatchStore, AppendResult, FileBatchRow } from '../../store/file-batches.js';
 import { DIR_MODE, exists, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
@@ -27,7 +26,8 @@ import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
  */
 export interface FileBatchesOptions {
   root: string;
-  db: Db;
+  /** The batches' rows in the state database (built by the composition root). */
+  store: FileBatchStore;
   /**
    * The layout of the mapping set in use, asked at each board (a reload may change it). A batch
    * keeps the layout it was opened in and is sealed in it; a board in another layout seals it first.
@@ -59,7 +59,7 @@ export class FileBatches {
   private scrubPending = false;
 
   constructor(private readonly opts: FileBatchesOptions) {
-    this.store = new FileBatchStore(opts.db);
+    this.store = opts.store;
   }
 
   batchDir(id: string): string {

@@ -2,8 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import type { PlatformApi } from '../api.js';
 import type { WebhookEndpoint, WebhookEndpointWithSecret } from '../../contract/schemas.js';
-import type { Db } from '../../store/db.js';
-import { createIdempotencyStore } from '../../store/idempotency.js';
+import type { IdempotencyStore } from '../../store/idempotency.js';
 import { sameEndpointUrl } from './endpoint-check.js';
 
 export const CREATE_OPERATION = 'webhook-endpoint:create';
@@ -38,18 +37,13 @@ function fingerprint(input: RegisterInput): string {
  */
 export async function registerEndpoint(
   platform: Pick<PlatformApi, 'listWebhookEndpoints' | 'createWebhookEndpoint'>,
-  db: Db,
+  keys: IdempotencyStore,
   input: RegisterInput,
   opts: { clock: Clock; signal?: AbortSignal },
 ): Promise<RegisterResult> {
   const clock = opts.clock;
-  const keys = createIdempotencyStore(db);
   const prefix = `${CREATE_OPERATION}:${fingerprint(input)}:`;
-  const unfinished = db
-    .prepare<[string, string, string], { key: string }>(
-      'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC LIMIT 1',
-    )
-    .get(CREATE_OPERATION, prefix, prefix);
+  const unfinished = keys.unfinished(CREATE_OPERATION, prefix);
 
   if (!unfinished && !input.force) {
     const existing = (await platform.listWebhookEndpoints(opts.signal ? { signal: opts.signal } : {})).filter(
@@ -57,7 +51,7 @@ export async function registerEndpoint(
     );
     if (existing.length > 0) return { kind: 'exists', endpoints: existing };
   }
-  const key = unfinished?.key ?? `${prefix}${randomUUID()}`;
+  const key = unfinished ?? `${prefix}${randomUUID()}`;
   keys.ensure(key, CREATE_OPERATION, null, clock.now());
   const endpoint = await platform.createWebhookEndpoint(
     { name: input.name, url: input.url, subscribedEvents: input.events },
@@ -70,12 +64,11 @@ export async function registerEndpoint(
 /** PATCH status active; the key is stored first like every write. */
 export async function enableEndpoint(
   platform: Pick<PlatformApi, 'updateWebhookEndpoint'>,
-  db: Db,
+  keys: IdempotencyStore,
   id: string,
   opts: { clock: Clock; signal?: AbortSignal },
 ): Promise<WebhookEndpoint> {
   const clock = opts.clock;
-  const keys = createIdempotencyStore(db);
   const key = `${ENABLE_OPERATION}:${id.slice(0, 150)}:${randomUUID()}`;
   keys.ensure(key, ENABLE_OPERATION, null, clock.now());
   const endpoint = await platform.updateWebhookEndpoint(id, { status: 'active' }, { idempotencyKey: key, ...(opts.signal ? { signal: opts.signal } : {}) });

@@ -5,7 +5,8 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
-import { createPlatformClient, platformClientFromConfig, type PlatformClient, type PlatformClientOptions } from '../../../src/platform/client.js';
+import { createPlatformClient, type PlatformClient, type PlatformClientOptions } from '../../../src/platform/client.js';
+import { platformClientFromConfig } from '../../../src/app/platform.js';
 import { isPlatformError, dispositionOf } from '../../../src/platform/errors.js';
 
 const servers: Server[] = [];

@@ -135,7 +135,7 @@ describe('report.html in a browser', () => {
         core: { adapter: 'file', file: { dir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
       },
       platform: {} as PlatformApi,
-      db: {} as never,
+      reads: {} as never,
       core: { name: 'file' } as CoreSystem,
       logger: silentLogger(),
       clock: clockReading(() => AS_OF),

@@ -1,3 +1,4 @@
+import { createReportReads } from '../../../src/store/index.js';
 import { describe, expect, it } from 'vitest';
 import type { CoreSystem } from '../../../src/core/port.js';
 import type { PlatformApi, QueuePage } from '../../../src/platform/api.js';
@@ -31,7 +32,7 @@ describe('reconciliation on a connection the pipeline is using', () => {
       },
     } as unknown as PlatformApi;
     const core = { name: 'none', findLoan: () => Promise.resolve(null) } as unknown as CoreSystem;
-    const sources = createReconcileSources({ platform, db, core, since: null });
+    const sources = createReconcileSources({ platform, reads: createReportReads(db), core, since: null });
 
     // "The pipeline": writes on the same connection in every microtask while the report runs.
     let writes = 0;

@@ -1,3 +1,4 @@
+import { FileBatchStore } from '../../../src/store/file-batches.js';
 import { clockReading } from '../../support/fake-clock.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -122,7 +123,7 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     const layout = testLayout();
     const batches = new FileBatches({
       root: join(dir, 'batches'),
-      db,
+      store: new FileBatchStore(db),
       layout: () => layout,
       rule: cutoffRule({ cutoff: '18:00', timeZone: 'America/Chicago' }),
       triggerFile: 'READY',

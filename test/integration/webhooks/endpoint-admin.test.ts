@@ -8,7 +8,7 @@ import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { createLogger } from '../../../src/lib/logger.js';
-import { platformClientFromConfig } from '../../../src/platform/client.js';
+import { platformClientFromConfig } from '../../../src/app/platform.js';
 import { startSandbox } from '../../../src/sandbox/index.js';
 import { checkEndpoints, createEndpointWatch } from '../../../src/platform/endpoint/endpoint-check.js';
 import { webhookEndpointCheck } from '../../../src/observability/readiness.js';

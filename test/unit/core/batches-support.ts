@@ -1,3 +1,4 @@
+import { FileBatchStore } from '../../../src/store/file-batches.js';
 import { join } from 'node:path';
 import { FileBatches } from '../../../src/core/file/batches.js';
 import { cutoffRule } from '../../../src/core/file/cutoff.js';
@@ -41,7 +42,7 @@ export function testBatches(dir: string, clock: Clock, opts: { db?: Db; layout?:
   const layout = opts.layout ?? testLayout();
   return new FileBatches({
     root: join(dir, 'batches'),
-    db,
+    store: new FileBatchStore(db),
     layout: () => layout,
     rule: cutoffRule({ cutoff: opts.cutoff ?? '18:00', intervalMinutes: opts.intervalMinutes, timeZone: opts.timeZone ?? 'America/Chicago' }),
     triggerFile: 'READY',

@@ -6,17 +6,18 @@ import { join } from 'node:path';
 import type { Layout } from '../mapping/layout.js';
 import type { Db } from '../store/db.js';
 import { createExternalRefStore } from '../store/external-refs.js';
-import { FileBatches } from './file/batches.js';
-import { cutoffRule } from './file/cutoff.js';
-import { FileCore } from './file/file-core.js';
-import { FineractCore } from './fineract/fineract-core.js';
-import type { CoreSystem } from './port.js';
+import { FileBatches } from '../core/file/batches.js';
+import { FileBatchStore } from '../store/file-batches.js';
+import { cutoffRule } from '../core/file/cutoff.js';
+import { FileCore } from '../core/file/file-core.js';
+import { FineractCore } from '../core/fineract/fineract-core.js';
+import type { CoreSystem } from '../core/port.js';
 
-export { createDocumentFetcher } from './documents.js';
-export { verifyPackage, readManifest, type PackageManifest } from './file/manifest.js';
-export { FileCore } from './file/file-core.js';
-export { FineractCore } from './fineract/fineract-core.js';
-export * from './port.js';
+export { createDocumentFetcher } from '../core/documents.js';
+export { verifyPackage, readManifest, type PackageManifest } from '../core/file/manifest.js';
+export { FileCore } from '../core/file/file-core.js';
+export { FineractCore } from '../core/fineract/fineract-core.js';
+export * from '../core/port.js';
 
 export interface CoreDeps {
   logger: Logger;
@@ -40,7 +41,7 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
   const current = deps.layout;
   return new FileBatches({
     root: join(config.core.file.dir, 'batches'),
-    db: deps.db,
+    store: new FileBatchStore(deps.db),
     // A set reloaded without a layout.yaml keeps the last one: batches, once on, stay on until a restart.
     layout: () => (layout = current?.() ?? layout),
     rule: cutoffRule({ cutoff: b.cutoff, intervalMinutes: b.intervalMinutes, timeZone: config.bank.timeZone }),

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/lib/clock.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { platformClientFromConfig } from '../../../src/platform/client.js';
+import { platformClientFromConfig } from '../../../src/app/platform.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { openDatabase } from '../../../src/store/db.js';
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/lib/clock.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { createCore, FileCore, FineractCore } from '../../../src/core/index.js';
+import { createCore, FileCore, FineractCore } from '../../../src/app/core.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase } from '../../../src/store/db.js';
-import { testLayout } from './batches-support.js';
+import { testLayout } from '../core/batches-support.js';
 
 const platform = { baseUrl: 'http://127.0.0.1:1/api', apiKey: 'pk_test_x', environment: 'staging' };
 

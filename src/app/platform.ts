@@ -1,0 +1,33 @@
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { createPlatformClient, type PlatformClient } from '../platform/client.js';
+import type { Db } from '../store/db.js';
+import { createMemoryRateState, createSqliteRateState } from '../store/rate-state.js';
+
+export interface PlatformClientDeps {
+  logger: Logger;
+  /** State database: the budget and strike ledger persist there (in memory otherwise). */
+  db?: Db;
+  clock: Clock;
+}
+
+/** Builds the client from `config.platform` (environment guard already applied by the loader). */
+export function platformClientFromConfig(config: Pick<Config, 'platform'> & { boarding?: Pick<Config['boarding'], 'documentHosts'> }, deps: PlatformClientDeps): PlatformClient {
+  const p = config.platform;
+  return createPlatformClient({
+    baseUrl: p.baseUrl,
+    apiKey: p.apiKey,
+    rateLimit: p.rateLimit,
+    timeouts: p.timeouts,
+    maxRetries: p.maxRetries,
+    pageSize: p.pageSize,
+    httpsDownloadsOnly: p.environment === 'production',
+    // The rule of docs/deploy.md "Document downloads": public addresses only, plus the allow-list;
+    // development (the local sandbox on 127.0.0.1) adds loopback, never private ranges.
+    documentHosts: { allow: config.boarding?.documentHosts.allow ?? [], allowLoopback: p.environment === 'development' },
+    logger: deps.logger,
+    rateState: deps.db ? createSqliteRateState(deps.db) : createMemoryRateState(),
+    clock: deps.clock,
+  });
+}
