@@ -644,8 +644,9 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
    */
   r.get('/search', route((req) => {
     const query = typeof req.query['query'] === 'string' ? req.query['query'] : '';
-    const resources = String(req.query['resource'] ?? 'clients,clientIdentifiers,groups,loans,savings,shares').split(',').map((x) => x.trim());
-    const exact = String(req.query['exactMatch']) === 'true';
+    const resource = typeof req.query['resource'] === 'string' ? req.query['resource'] : 'clients,clientIdentifiers,groups,loans,savings,shares';
+    const resources = resource.split(',').map((x) => x.trim());
+    const exact = req.query['exactMatch'] === 'true';
     const matches = (v: string | null | undefined): boolean => v !== null && v !== undefined && (exact ? v.toLowerCase() === query.toLowerCase() : v.toLowerCase().includes(query.toLowerCase()));
     const status = (c: FakeClient) => (c.active ? { id: 300, code: 'clientStatusType.active', value: 'Active' } : { id: 100, code: 'clientStatusType.pending', value: 'Pending' });
     const out: Array<Record<string, unknown>> = [];
