@@ -13,6 +13,9 @@ import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
+import { CustomerAmbiguousError, CustomerWaitError, type CustomerResolution, type CustomerResolver } from './customers.js';
+import { CustomerSourceUnavailableError } from '../core/port.js';
+import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
@@ -32,6 +35,8 @@ export interface LoanBoarderDeps {
   settings: BoardingSettings;
   connectorVersion: string;
   random?: () => number;
+  /** Customer match before create (customers.ts); absent: every entity maps as the platform sent it. */
+  customers?: CustomerResolver;
 }
 
 export type BoardOutcome =
@@ -89,6 +94,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
+  /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
+  const customerLocks = new KeyedLock();
+
+  async function withLocks<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+    const [first, ...rest] = keys;
+    if (first === undefined) return fn();
+    return customerLocks.run(first, () => withLocks(rest, fn));
+  }
 
   function transition(att: Attempt, id: string, input: TransitionInput): LoanRow {
     if (att.counted) return loans.transition(id, input, clock.now());
@@ -125,7 +138,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           detail: { coreReference: found.coreReference },
           // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
           patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null, boardedRecords: null },
-          also: () => ensureAckKey(row),
+          also: () => {
+            ensureAckKey(row);
+            deps.customers?.afterWrite(row.id, null);
+          },
         });
       }
     }
@@ -139,7 +155,23 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length },
       patch: { payloadHash: hash },
     });
-    const outcome = await mapper.map(input);
+    const resolver = deps.customers;
+    return withLocks(resolver ? resolver.lockKeys(entities) : [], () => mapAndWrite(att, row, item, input, signal));
+  }
+
+  async function mapAndWrite(
+    att: Attempt,
+    row: LoanRow,
+    item: Awaited<ReturnType<typeof storedItemOrLoan>>,
+    input: Awaited<ReturnType<typeof fetchMappingInput>>,
+    signal: AbortSignal,
+  ): Promise<LoanRow | BoardOutcome> {
+    const log = deps.logger.child({ loanId: row.id });
+    const { documents } = input;
+    const resolver = deps.customers;
+    let customers: CustomerResolution | undefined;
+    if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
+    const outcome = await mapper.map(customers ? { ...input, identity: { customers: customers.customers } } : input);
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -154,17 +186,23 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       return { kind: 'quarantined', loanId: row.id, reason, message };
     }
     const warnings = outcome.warnings ?? [];
-    if (warnings.length > 0) {
+    const customerReviews = customers?.reviews ?? [];
+    const reviewCount = warnings.length + customerReviews.length;
+    if (reviewCount > 0) {
       // Boarded with review items: each kept in the loan's history (loans show, loans list
       // --warnings, /metrics, the reconciliation report's review section).
-      loans.recordEvent(row.id, { kind: 'warning', reason: `${warnings.length} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })) } }, clock.now());
-      log.info({ warnings: warnings.length, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
+      const items = [
+        ...warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })),
+        ...customerReviews.slice(0, 50).map((c) => ({ code: 'customer_name', field: `customer.${c.entityId}`, message: redactForStorage(c.message), at: 'customer match' })),
+      ];
+      loans.recordEvent(row.id, { kind: 'warning', reason: `${reviewCount} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: items } }, clock.now());
+      log.info({ warnings: reviewCount, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
     }
     transition(att, row.id, {
       to: 'mapped',
       expectedFrom: 'fetched',
-      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(warnings.length > 0 ? { warnings: warnings.length } : {}) },
-      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: warnings.length },
+      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(reviewCount > 0 ? { warnings: reviewCount } : {}) },
+      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: reviewCount },
     });
     const receipt = await core.board(
       {
@@ -186,7 +224,11 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
       detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length, ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}) },
       patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, boardedRecords: storableRecords(outcome.records) },
-      also: () => ensureAckKey(row),
+      also: () => {
+        ensureAckKey(row);
+        // The customers this loan claimed exist in the core now: later loans reference them.
+        resolver?.afterWrite(row.id, receipt);
+      },
     });
   }
 
@@ -292,6 +334,15 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     if (signal.aborted && !(err instanceof CoreRejectedError)) {
       loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
       return { kind: 'interrupted', loanId: row.id };
+    }
+    if (err instanceof CustomerAmbiguousError) {
+      log.warn({ entityId: err.detail.entityId, cifs: err.detail.cifs.length }, 'customer match ambiguous: quarantined');
+      return quarantine(att, row, 'customer_match_ambiguous', 'customer.ambiguous', err.message, err.detail);
+    }
+    if (err instanceof CustomerWaitError || err instanceof CustomerSourceUnavailableError) {
+      // Never "no existing customer": the loan waits for the source (or the other loan's write).
+      log.warn({ code: err.code, err: err.message }, 'customer match cannot be decided now; will retry');
+      return fail(att, row, err.code, err.message, 'retries_exhausted', { phase });
     }
     if (err instanceof CoreRejectedError) {
       log.warn({ status: err.status }, 'core rejected the loan');

@@ -18,6 +18,7 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
           ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}),
         },
         core: c.core.http ? { ...c.core, http: { ...c.core.http, baseUrl: redactUrl(c.core.http.baseUrl), password: '(hidden)' } } : c.core,
+        customers: { ...c.customers, ...(c.customers.tinHashKey !== undefined ? { tinHashKey: '(hidden)' } : {}) },
       };
       out(ctx, JSON.stringify({ ok: true, source: ctx.configPath() ?? 'built-in defaults', config: shown }, null, 2));
     });

@@ -41,7 +41,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
-const SECRET_PATH = /apiKey|secret|password/i;
+const SECRET_PATH = /apiKey|secret|password|tinHashKey/i;
 
 const YAML_KINDS: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', int: 'an integer', boolean: 'true or false' };
 
@@ -120,6 +120,11 @@ export function loadConfig(input: LoadConfigInput): Config {
     const core = (obj['core'] ??= {}) as Record<string, unknown>;
     const http = (core['http'] ??= {}) as Record<string, unknown>;
     http['password'] = corePassword;
+  }
+  const tinHashKey = env['BOARDING_TIN_HASH_KEY'];
+  if (tinHashKey !== undefined && tinHashKey !== '') {
+    const customers = (obj['customers'] ??= {}) as Record<string, unknown>;
+    customers['tinHashKey'] = tinHashKey;
   }
   if (env['LOG_LEVEL']) {
     const log = (obj['log'] ??= {}) as Record<string, unknown>;

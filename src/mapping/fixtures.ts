@@ -42,6 +42,13 @@ const inputSchema = z.strictObject({
   loan: queueItemSchema,
   entities: entitiesSchema.prefault({}),
   documents: z.array(documentSchema).default([]),
+  /** What the pipeline resolved before mapping (the bank's numbers; customer match). */
+  identity: z
+    .strictObject({
+      accountNumber: z.string().nullable().optional(),
+      customers: z.record(z.string(), z.strictObject({ cif: z.string().nullable(), matchedBy: z.enum(['crossref', 'tin', 'created']), existing: z.boolean() })).default({}),
+    })
+    .optional(),
 });
 
 const expectedIssueSchema = z.looseObject({
@@ -85,6 +92,9 @@ export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions
   if (!expected.success) return { name: c.name, ok: false, diffs: [`expected.json must be {"records": [...]} or {"issues": [...]}: ${zodText(expected.error)}`] };
   const mapper = await mapperFor(options);
   const mappingInput: MappingInput = { loan: input.data.loan, entities: input.data.entities, documents: input.data.documents };
+  if (input.data.identity !== undefined) {
+    mappingInput.identity = { customers: input.data.identity.customers, ...(input.data.identity.accountNumber !== undefined ? { accountNumber: input.data.identity.accountNumber } : {}) };
+  }
   const outcome = await mapper.map(mappingInput);
   const diffs =
     'records' in expected.data

@@ -6,6 +6,23 @@ export interface MappingInput {
   loan: QueueItem;
   entities: Entities;
   documents: PlatformDocument[];
+  /** The bank's numbers for this loan, resolved before mapping (docs/core.md); absent in a bare preview. */
+  identity?: MappingIdentity;
+}
+
+/** One business or person as the core knows it (customer match, `$cif(entity)`). */
+export interface MappedCustomer {
+  /** The bank's customer number; null for a new customer whose number the core assigns (Fineract). */
+  cif: string | null;
+  matchedBy: 'crossref' | 'tin' | 'created';
+  /** Already in the core: no customer record is written, records reference its CIF. */
+  existing: boolean;
+}
+
+export interface MappingIdentity {
+  accountNumber?: string | null;
+  /** By platform entity id. */
+  customers: Record<string, MappedCustomer>;
 }
 
 /**

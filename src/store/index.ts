@@ -1,4 +1,5 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
+import { createCustomerStore, type CustomerStore } from './customers.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
 import type { Db } from './db.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
@@ -13,6 +14,8 @@ export interface BoardingStore {
   keys: IdempotencyStore;
   leases: LeaseStore;
   daemon: DaemonStatusStore;
+  /** Customer match: customers by TIN hash, entity ↔ CIF cross-reference, per-loan resolutions. */
+  customers: CustomerStore;
   /** Runs `fn` in one IMMEDIATE transaction (see db.ts): its writes commit together or not at all. */
   atomically<T>(fn: () => T): T;
 }
@@ -25,6 +28,7 @@ export function createBoardingStore(db: Db): BoardingStore {
     keys: createIdempotencyStore(db),
     leases: createLeaseStore(db),
     daemon: createDaemonStatusStore(db),
+    customers: createCustomerStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
   };
 }
