@@ -13,6 +13,7 @@ import { platformClientFromConfig } from '../platform/client.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
+import { numberPoolsOf } from '../store/numbers.js';
 import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
@@ -85,7 +86,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     db.close();
     throw err;
   }
-  const store = createBoardingStore(db);
+  const store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,

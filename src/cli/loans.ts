@@ -3,6 +3,7 @@ import { retryLoan, skipLoan } from '../boarding/ops.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { openDatabase } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
+import { numberPoolsOf } from '../store/numbers.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
 import type { LoanRow } from '../store/loans.js';
 import { runningDaemons } from '../boarding/daemon-guard.js';
@@ -19,7 +20,7 @@ function openStore(ctx: CliContext): BoardingStore {
   ctx.onClose(() => {
     db.close();
   });
-  return createBoardingStore(db);
+  return createBoardingStore(db, { numberPools: numberPoolsOf(ctx.config().identity) });
 }
 
 function actorOf(ctx: CliContext, by: string | undefined): string {

@@ -211,6 +211,66 @@ export const logSchema = z.strictObject({
   level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
+/**
+ * A pool of the bank's own numbers (docs/core.md "Account and customer numbers"): sequences taken
+ * from `ranges` in the order listed, each once, zero-padded to fill `width` after `prefix`, with a
+ * check digit appended. Validated here so a pool that cannot produce a number fails at start-up.
+ */
+const digitString = z.string({ error: 'expected a string of digits, e.g. "1000000" (quoted)' }).regex(/^\d{1,30}$/, { error: 'expected a string of 1 to 30 digits, e.g. "1000000" (quoted)' });
+export const numberPoolSchema = z
+  .strictObject({
+    ranges: z
+      .array(z.strictObject({ from: digitString, to: digitString }), { error: 'expected a list of { from, to } digit strings' })
+      .min(1, { error: 'expected at least one { from, to } range' }),
+    prefix: z.string({ error: 'expected a string' }).regex(/^[A-Za-z0-9]*$/, { error: 'expected letters and digits only (or "")' }).default(''),
+    width: int(1, 34),
+    checkDigit: oneOf(['luhn', 'mod11', 'none']).default('luhn'),
+    warnAt: z.number({ error: 'expected number > 0 and ≤ 1' }).gt(0, { error: 'expected number > 0 and ≤ 1' }).max(1, { error: 'expected number > 0 and ≤ 1' }).default(0.9),
+  })
+  .superRefine((pool, ctx) => {
+    const checkLen = pool.checkDigit === 'none' ? 0 : 1;
+    const digits = pool.width - pool.prefix.length - checkLen;
+    if (digits < 1) {
+      ctx.addIssue({ code: 'custom', path: ['width'], message: `expected a width larger than the prefix${checkLen ? ' and the check digit' : ''} (${pool.prefix.length + checkLen})` });
+      return;
+    }
+    if (checkLen && !/^\d*$/.test(pool.prefix)) {
+      ctx.addIssue({ code: 'custom', path: ['prefix'], message: `expected digits only: the ${pool.checkDigit} check digit covers the prefix (use checkDigit: none for a prefix with letters)` });
+    }
+    const spans: Array<[bigint, bigint, number]> = [];
+    pool.ranges.forEach((r, i) => {
+      const from = BigInt(r.from);
+      const to = BigInt(r.to);
+      if (from > to) ctx.addIssue({ code: 'custom', path: ['ranges', i, 'to'], message: `expected to ≥ from (${r.from})` });
+      if (to.toString().length > digits) {
+        ctx.addIssue({ code: 'custom', path: ['ranges', i, 'to'], message: `expected at most ${digits} digit(s): width ${pool.width} leaves ${digits} after the prefix${checkLen ? ' and the check digit' : ''}` });
+      }
+      spans.push([from, to, i]);
+    });
+    spans.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    for (let k = 1; k < spans.length; k++) {
+      const prev = spans[k - 1] as [bigint, bigint, number];
+      const cur = spans[k] as [bigint, bigint, number];
+      if (cur[0] <= prev[1]) ctx.addIssue({ code: 'custom', path: ['ranges', cur[2]], message: `expected ranges that do not overlap (overlaps range ${prev[2] + 1})` });
+    }
+  });
+export type NumberPoolConfig = z.infer<typeof numberPoolSchema>;
+
+const numberSourceSchema = (defaultPool: z.input<typeof numberPoolSchema>) =>
+  z.strictObject({
+    /** pool: the connector allocates from `pool`; core: the core assigns it. Default: pool for the file core, core for http (Fineract). */
+    source: oneOf(['pool', 'core']).optional(),
+    pool: numberPoolSchema.prefault(defaultPool),
+  });
+
+export const identitySchema = z.strictObject({
+  /** The loan's core account number. */
+  accountNumbers: numberSourceSchema({ ranges: [{ from: '100000000', to: '999999999' }], width: 10, checkDigit: 'luhn' }).prefault({}),
+  /** The CIF of a new customer when the core does not assign it. */
+  customerNumbers: numberSourceSchema({ ranges: [{ from: '10000000', to: '99999999' }], width: 9, checkDigit: 'luhn' }).prefault({}),
+});
+export type IdentityConfig = z.infer<typeof identitySchema>;
+
 export const configSchema = z.strictObject({
   platform: platformSchema,
   store: storeSchema.prefault({}),
@@ -224,6 +284,7 @@ export const configSchema = z.strictObject({
   reports: reportsSchema.prefault({}),
   customers: customersSchema.prefault({}),
   log: logSchema.prefault({}),
+  identity: identitySchema.prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -232,3 +293,8 @@ export type CoreConfig = Config['core'];
 export type WebhooksConfig = Config['webhooks'];
 export type MappingsConfig = Config['mappings'];
 export type CustomersConfig = Config['customers'];
+
+/** Where a number comes from when the config does not say: the file core has no numbering of its own; Fineract assigns accountNo. */
+export function numberSource(config: Pick<Config, 'core' | 'identity'>, which: 'accountNumbers' | 'customerNumbers'): 'pool' | 'core' {
+  return config.identity[which].source ?? (config.core.adapter === 'file' ? 'pool' : 'core');
+}

@@ -40,6 +40,8 @@ export interface LoanRow {
   reviewItems: number;
   /** JSON of the records last written to the core, tax ids masked: what preview and dry run diff against. */
   boardedRecords: string | null;
+  /** The loan's account number in the core: from the bank's pool, or read back from the core. */
+  accountNumber: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -84,6 +86,7 @@ export type LoanPatch = Partial<
     | 'queueItem'
     | 'reviewItems'
     | 'boardedRecords'
+    | 'accountNumber'
   >
 >;
 
@@ -111,6 +114,7 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   queueItem: 'queue_item',
   reviewItems: 'review_items',
   boardedRecords: 'boarded_records',
+  accountNumber: 'account_number',
 };
 
 export interface TransitionInput {
@@ -171,6 +175,7 @@ interface RawLoan {
   queue_item: string | null;
   review_items: number;
   boarded_records: string | null;
+  account_number?: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -203,6 +208,7 @@ function toRow(r: RawLoan): LoanRow {
     queueItem: r.queue_item,
     reviewItems: r.review_items ?? 0,
     boardedRecords: r.boarded_records ?? null,
+    accountNumber: r.account_number ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

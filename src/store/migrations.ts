@@ -191,7 +191,28 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX file_batch_loans_loan ON file_batch_loans (loan_id);
   `,
-  /* 10: customer match (issue 23b): the customers the connector resolved, by a keyed hash of the
+  /* 10: the bank's own numbers (issue 23, src/store/numbers.ts): a loan's core account number and
+     a new customer's CIF, one per key forever (UNIQUE(pool, key)), never two keys on one number
+     (UNIQUE(pool, number)); a cursor per pool and range records the last sequence consumed. The
+     loan row keeps its core account number (from the pool, or read back from the core). */ `
+  CREATE TABLE bank_numbers (
+    pool         TEXT NOT NULL,                -- account|customer
+    key          TEXT NOT NULL,                -- loan id (account), TIN hash (customer)
+    number       TEXT NOT NULL,
+    allocated_at INTEGER NOT NULL,
+    PRIMARY KEY (pool, key),
+    UNIQUE (pool, number)
+  );
+  CREATE TABLE bank_number_cursors (
+    pool       TEXT NOT NULL,
+    range_from TEXT NOT NULL,                  -- the range's first sequence (decimal, no leading zeros)
+    last_seq   TEXT NOT NULL,                  -- the last sequence consumed (issued or skipped)
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (pool, range_from)
+  );
+  ALTER TABLE loans ADD COLUMN account_number TEXT;
+  `,
+  /* 11: customer match (issue 23b): the customers the connector resolved, by a keyed hash of the
      tax id (HMAC-SHA256 with customers.tinHashKey; never the tax id), the platform entity id ↔ CIF
      cross-reference with how each was resolved, and what each loan resolved (loans show, the
      report's new/matched customers per day). A customer is claimed here before the core write

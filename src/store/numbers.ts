@@ -1,0 +1,181 @@
+import { checkDigit, type CheckDigitScheme } from '../lib/check-digit.js';
+import { FatalError } from '../lib/errors.js';
+import type { Db } from './db.js';
+
+/**
+ * The bank's own numbers (docs/core.md "Account and customer numbers"): a loan's core account
+ * number and a new customer's CIF, allocated from configured pools. A key (the loan id, a
+ * customer's TIN hash) gets one number forever: the allocation is committed before `allocate`
+ * returns (inside the caller's transaction when there is one), so a retry, a restart or a
+ * re-board finds it again, and UNIQUE(pool, number) guarantees no two keys ever share a number.
+ *
+ * Sequences are taken from each range in the order the ranges are listed; a per-range cursor
+ * (`bank_number_cursors`, keyed by the range's start) records the last sequence consumed, so a
+ * range added or widened later is used without renumbering. A sequence is skipped (consumed, never
+ * issued) when its mod-11 check digit would be 10, or when its formatted number is already held by
+ * another key (a range re-declared after a config change). Gaps therefore can occur: a sequence
+ * skipped that way, and a number allocated for a loan that then never boards (quarantined,
+ * skipped), which keeps its number and is not given to another loan.
+ */
+export type NumberPoolName = 'account' | 'customer';
+
+export interface NumberPoolSpec {
+  ranges: ReadonlyArray<{ from: string; to: string }>;
+  prefix: string;
+  width: number;
+  checkDigit: CheckDigitScheme;
+  warnAt: number;
+}
+
+/** The pools the store allocates from, and the config key each one is set under (named in errors). */
+export interface NumberPools {
+  account: NumberPoolSpec;
+  customer: NumberPoolSpec;
+}
+
+export const POOL_CONFIG_KEY: Record<NumberPoolName, string> = {
+  account: 'identity.accountNumbers.pool',
+  customer: 'identity.customerNumbers.pool',
+};
+
+/** The schema's defaults (src/config/schema.ts identitySchema), for a store opened without config. */
+export const DEFAULT_NUMBER_POOLS: NumberPools = {
+  account: { ranges: [{ from: '100000000', to: '999999999' }], prefix: '', width: 10, checkDigit: 'luhn', warnAt: 0.9 },
+  customer: { ranges: [{ from: '10000000', to: '99999999' }], prefix: '', width: 9, checkDigit: 'luhn', warnAt: 0.9 },
+};
+
+export interface AllocatedNumber {
+  number: string;
+  /** true when this call allocated it; false when the key already had it. */
+  fresh: boolean;
+}
+
+export interface PoolUsage {
+  pool: NumberPoolName;
+  /** Sequences consumed (issued or skipped) across the configured ranges. */
+  used: number;
+  /** Sequences in the configured ranges. */
+  capacity: number;
+  /** used / capacity (1 when exhausted). */
+  ratio: number;
+  warnAt: number;
+  /** Numbers held by keys (all time, including ones from ranges no longer configured). */
+  allocated: number;
+}
+
+/** A pool has no number left: boarding stops (a FatalError: the cycle stops, `sync --once` exits non-zero). */
+export class PoolExhaustedError extends FatalError {
+  constructor(
+    readonly pool: NumberPoolName,
+    readonly capacity: number,
+  ) {
+    super(
+      `${POOL_CONFIG_KEY[pool]}: the ${pool} number pool is exhausted (all ${capacity} sequence(s) of its ranges are used); ` +
+        `add a range to ${POOL_CONFIG_KEY[pool]}.ranges and restart. Boarding stopped: no number is ever reused`,
+    );
+  }
+
+  readonly code = 'identity.pool_exhausted';
+}
+
+export interface NumberStore {
+  /** The key's number, allocating the next free one on first use. Throws PoolExhaustedError when none is left. */
+  allocate(pool: NumberPoolName, key: string, now: number): AllocatedNumber;
+  /** The key's number, or null when it has none. */
+  get(pool: NumberPoolName, key: string): string | null;
+  /** The key that holds `number`, or null. */
+  keyOf(pool: NumberPoolName, number: string): string | null;
+  usage(pool: NumberPoolName): PoolUsage;
+  /** The pool specs this store allocates from. */
+  readonly pools: Readonly<NumberPools>;
+}
+
+/** The formatted number for a sequence, or null when the scheme has no check digit for it (mod 11 → 10). */
+export function formatNumber(spec: NumberPoolSpec, seq: bigint): string | null {
+  const checkLen = spec.checkDigit === 'none' ? 0 : 1;
+  const digits = spec.width - spec.prefix.length - checkLen;
+  const body = seq.toString();
+  if (body.length > digits) throw new Error(`sequence ${body} does not fit ${digits} digit(s)`);
+  const payload = `${spec.prefix}${body.padStart(digits, '0')}`;
+  const check = checkDigit(spec.checkDigit, spec.checkDigit === 'none' ? body : payload);
+  return check === null ? null : `${payload}${check}`;
+}
+
+const rangeKey = (from: string): string => BigInt(from).toString();
+
+export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_POOLS): NumberStore {
+  const selectByKey = db.prepare<[string, string], { number: string }>('SELECT number FROM bank_numbers WHERE pool = ? AND key = ?');
+  const selectByNumber = db.prepare<[string, string], { key: string }>('SELECT key FROM bank_numbers WHERE pool = ? AND number = ?');
+  const insertNumber = db.prepare('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)');
+  const countNumbers = db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM bank_numbers WHERE pool = ?');
+  const selectCursor = db.prepare<[string, string], { last_seq: string }>('SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?');
+  const upsertCursor = db.prepare(
+    `INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?)
+     ON CONFLICT (pool, range_from) DO UPDATE SET last_seq = excluded.last_seq, updated_at = excluded.updated_at`,
+  );
+
+  const capacityOf = (spec: NumberPoolSpec): bigint => spec.ranges.reduce((n, r) => n + (BigInt(r.to) - BigInt(r.from) + 1n), 0n);
+
+  function allocateIn(pool: NumberPoolName, key: string, now: number): AllocatedNumber {
+    const held = selectByKey.get(pool, key);
+    if (held) return { number: held.number, fresh: false };
+    const spec = pools[pool];
+    for (const range of spec.ranges) {
+      const from = BigInt(range.from);
+      const to = BigInt(range.to);
+      const cursor = selectCursor.get(pool, rangeKey(range.from));
+      let seq = cursor ? BigInt(cursor.last_seq) + 1n : from;
+      if (seq < from) seq = from;
+      for (; seq <= to; seq++) {
+        const number = formatNumber(spec, seq);
+        if (number === null || selectByNumber.get(pool, number)) continue;
+        insertNumber.run(pool, key, number, now);
+        upsertCursor.run(pool, rangeKey(range.from), seq.toString(), now);
+        return { number, fresh: true };
+      }
+      // Consumed to its end (the last sequences skipped): recorded so the next call starts past it.
+      if (!cursor || BigInt(cursor.last_seq) < to) upsertCursor.run(pool, rangeKey(range.from), to.toString(), now);
+    }
+    throw new PoolExhaustedError(pool, Number(capacityOf(spec)));
+  }
+
+  // IMMEDIATE: two processes (or two handles) allocating at once serialise on the write lock, and
+  // each sees the other's committed numbers; nested in a caller's transaction it is a savepoint.
+  const allocateTx = db.transaction(allocateIn);
+
+  return {
+    pools,
+    allocate: (pool, key, now) => {
+      if (key === '') throw new Error('number pool: empty key');
+      return db.inTransaction ? allocateTx(pool, key, now) : allocateTx.immediate(pool, key, now);
+    },
+    get: (pool, key) => selectByKey.get(pool, key)?.number ?? null,
+    keyOf: (pool, number) => selectByNumber.get(pool, number)?.key ?? null,
+    usage: (pool) => {
+      const spec = pools[pool];
+      let used = 0n;
+      for (const range of spec.ranges) {
+        const from = BigInt(range.from);
+        const to = BigInt(range.to);
+        const cursor = selectCursor.get(pool, rangeKey(range.from));
+        if (!cursor) continue;
+        const last = BigInt(cursor.last_seq);
+        if (last >= from) used += (last > to ? to : last) - from + 1n;
+      }
+      const capacity = capacityOf(spec);
+      return {
+        pool,
+        used: Number(used),
+        capacity: Number(capacity),
+        ratio: capacity === 0n ? 1 : Number((used * 1_000_000n) / capacity) / 1_000_000,
+        warnAt: spec.warnAt,
+        allocated: countNumbers.get(pool)?.n ?? 0,
+      };
+    },
+  };
+}
+
+/** The pools as the config declares them (identity.accountNumbers.pool, identity.customerNumbers.pool). */
+export function numberPoolsOf(identity: { accountNumbers: { pool: NumberPoolSpec }; customerNumbers: { pool: NumberPoolSpec } }): NumberPools {
+  return { account: identity.accountNumbers.pool, customer: identity.customerNumbers.pool };
+}
