@@ -14,6 +14,11 @@ import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
+import { numberSource } from '../config/schema.js';
+import { CustomerKeys } from '../lib/customer-keys.js';
+import { ConfigError } from '../lib/errors.js';
+import { createCustomerResolver, type CustomerResolver } from '../boarding/customers.js';
+import { tinHashKey } from './tin-key.js';
 import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
@@ -27,6 +32,8 @@ export interface BoardingRuntime {
   core: CoreSystem;
   fetchDocument: DocumentFetcher;
   runner: CycleRunner;
+  /** Customer match before create (boarding/customers.ts). */
+  customers: CustomerResolver;
   clock: Clock;
   logger: Logger;
   /** Closes the platform client, the core and the database (in that order). */
@@ -76,17 +83,40 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   const db = openDatabase(config.store.path, { onWarning: (m) => logger.warn(m) });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
+  let store: BoardingStore;
+  let customerKeys: CustomerKeys;
   try {
+    store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
+    customerKeys = new CustomerKeys(tinHashKey(config, logger));
+    if (store.customers.checkKey(customerKeys.fingerprint(), clock.now()) === 'different') {
+      throw new ConfigError(
+        'customers.tinHashKey: not the key this state database hashed its customers\' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)',
+      );
+    }
     platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
     core =
       overrides.core ??
-      createCore(config, { logger, clock, db, layout: () => mapper.layout });
+      createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
   } catch (err) {
     await platform?.close();
     db.close();
     throw err;
   }
-  const store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
+  if (core.customers === undefined) {
+    logger.warn('customer match: the core offers no existing customers (file core without customers.extract): only customers the connector created are matched');
+  }
+  const customerSource = numberSource(config, 'customerNumbers');
+  const s = store;
+  const customers = createCustomerResolver({
+    store,
+    directory: core.customers,
+    keys: customerKeys,
+    newCif: (key, now) => (customerSource === 'pool' ? s.numbers.allocate('customer', key, now).number : null),
+    onAmbiguous: config.customers.onAmbiguous,
+    allowLast4Tin: config.mappings.allowLast4Tin,
+    clock,
+    logger: logger.child({ component: 'customers' }),
+  });
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
@@ -102,6 +132,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       retryMaxMs: config.boarding.retryMaxMs,
     },
     connectorVersion: CONNECTOR_VERSION,
+    customers,
     pageSize: config.platform.pageSize,
     concurrency: config.boarding.concurrency,
   });
@@ -117,6 +148,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     core: c,
     fetchDocument,
     runner,
+    customers,
     clock,
     logger,
     async close() {

@@ -49,8 +49,11 @@ export interface CustomerResolverDeps {
   /** The core's existing customers (extract, Fineract search); absent: the core knows none. */
   directory: CustomerDirectory | undefined;
   keys: CustomerKeys;
-  /** The CIF of a new customer when the core does not assign it: the bank's pool (same key → same number forever). */
-  allocateCif: (key: string, now: number) => string;
+  /**
+   * The CIF of a new customer: from the bank's pool (same key → same number forever), or null when
+   * the core assigns it at create (identity.customerNumbers.source: core; Fineract's client id).
+   */
+  newCif: (key: string, now: number) => string | null;
   onAmbiguous: 'quarantine' | 'create';
   /** A masked tax id boards (mappings.allowLast4Tin) as a new customer keyed by its entity id. */
   allowLast4Tin: boolean;
@@ -144,7 +147,7 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
           );
         } else {
           if (cifs.length > 1) result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)` });
-          const claimed = customers.claim(tinHash, deps.directory?.assignsCustomerNumbers ? null : deps.allocateCif(tinHash, now), loanId, now);
+          const claimed = customers.claim(tinHash, deps.newCif(tinHash, now), loanId, now);
           row = claimed;
           const mine = claimed.status === 'claimed' && claimed.creatorLoanId === loanId;
           r = { cif: claimed.cif, matchedBy: mine ? 'created' : 'tin', existing: !mine };
@@ -161,7 +164,7 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
   }
 
   function newCustomer(key: string, now: number): ResolvedCustomer {
-    return { cif: deps.directory?.assignsCustomerNumbers ? null : deps.allocateCif(key, now), matchedBy: 'created', existing: false };
+    return { cif: deps.newCif(key, now), matchedBy: 'created', existing: false };
   }
 
   /**

@@ -11,6 +11,8 @@ import { cutoffRule } from './file/cutoff.js';
 import { FileCore } from './file/file-core.js';
 import { FineractCore } from './fineract/fineract-core.js';
 import type { CoreSystem } from './port.js';
+import { CustomerExtract } from './file/customer-extract.js';
+import type { CustomerKeys } from '../lib/customer-keys.js';
 
 export { createDocumentFetcher } from './documents.js';
 export { verifyPackage, readManifest, type PackageManifest } from './file/manifest.js';
@@ -27,6 +29,8 @@ export interface CoreDeps {
    */
   db?: Db;
   layout?: () => Layout | undefined;
+  /** The keyed hashes of customer match: the file core's customer extract is indexed by them. */
+  customerKeys?: CustomerKeys;
 }
 
 /** The file core's batches, when config and mapping set ask for them (undefined otherwise). */
@@ -54,8 +58,21 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
 export function createCore(config: Config, deps: CoreDeps): CoreSystem {
   const clock = deps.clock ? { clock: deps.clock } : {};
   if (config.core.adapter === 'file') {
+    const extract = config.customers.extract;
+    if (extract !== undefined && deps.customerKeys === undefined) throw new ConfigError('customers.extract: the customer extract needs the tax id hash key (customers.tinHashKey)');
     return new FileCore({
       dir: config.core.file.dir,
+      customers:
+        extract === undefined || deps.customerKeys === undefined
+          ? undefined
+          : new CustomerExtract({
+              path: extract.path,
+              maxAgeHours: extract.maxAgeHours,
+              layout: { header: extract.layout.header, delimiter: extract.layout.delimiter, columns: extract.layout.columns },
+              keys: deps.customerKeys,
+              clock: deps.clock ?? systemClock,
+              logger: deps.logger.child({ component: 'customers.extract' }),
+            }),
       batches: fileBatchesFromConfig(config, deps),
       timeZone: config.bank.timeZone,
       logger: deps.logger,

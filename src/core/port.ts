@@ -95,7 +95,7 @@ export interface CoreSystem {
   health(): Promise<{ ok: boolean; detail?: string }>;
   close(): Promise<void>;
   /** The core's existing customers (customer match before create); absent: the core knows none. */
-  readonly customers?: CustomerDirectory;
+  readonly customers?: CustomerDirectory | undefined;
 }
 
 /** One customer the core already has for a tax id (customer match, docs/core.md). */
@@ -132,11 +132,6 @@ export class CustomerSourceUnavailableError extends Error {
 
 /** A core's existing customers, looked up by tax id before a new customer is created. */
 export interface CustomerDirectory {
-  /**
-   * true: the core assigns a new customer's number when the record is created (Fineract's client
-   * id); false: the connector gives it one from the bank's pool before the write.
-   */
-  readonly assignsCustomerNumbers: boolean;
   /** Every customer of the core with this tax id; throws CustomerSourceUnavailableError when it cannot tell. */
   findByTin(q: CustomerQuery, opts?: { signal?: AbortSignal }): Promise<ExistingCustomer[]>;
   /** For /readyz: is the source usable now (an extract present and fresh)? */

@@ -57,6 +57,11 @@ export class CustomerKeys {
     return tin === null ? null : createHmac('sha256', this.key).update(`tin:${tin}`).digest('base64url');
   }
 
+  /** Identifies the key (stored once; another key later is refused) without revealing it. */
+  fingerprint(): string {
+    return createHmac('sha256', this.key).update('boarding-connector tin key check').digest('base64url').slice(0, 22);
+  }
+
   /** A short keyed fingerprint of the normalised name (the extract index compares names with it). */
   nameHash(raw: unknown): string {
     return createHmac('sha256', this.key).update(`name:${normaliseName(raw)}`).digest('base64url').slice(0, 16);

@@ -60,7 +60,6 @@ const REPORTED_LINES = 20;
  * "no existing customer". A malformed line is reported with file:line and skipped.
  */
 export class CustomerExtract implements CustomerDirectory {
-  readonly assignsCustomerNumbers = false;
   private loaded: Loaded | null = null;
   private problem: { code: string; message: string } | null = null;
   private checking: Promise<void> | null = null;

@@ -14,7 +14,13 @@ import {
   type CoreLoanRecord,
   type CoreReceipt,
   type CoreSystem,
+  type CustomerDirectory,
+  type CustomerQuery,
+  type ExistingCustomer,
+  CustomerSourceUnavailableError,
 } from '../port.js';
+import { FatalError, errorMessage } from '../../lib/errors.js';
+import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import { DEFAULT_DOCUMENT_POLICY, planDocument, uploadFileName, type FineractDocumentPolicy } from './document-policy.js';
@@ -83,6 +89,11 @@ export class FineractCore implements CoreSystem {
   /** Product settings, read once per product per process. */
   private readonly products = new Map<number, Promise<ProductFacts>>();
   private readonly documentPolicy: FineractDocumentPolicy;
+  /** Customer match: Fineract's clients found by a client identifier (the tax id) with its search API. */
+  readonly customers: CustomerDirectory = {
+    findByTin: (q, o) => this.findClientsByTin(q, o?.signal),
+    status: () => ({ ok: true, detail: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)' }),
+  };
 
   constructor(private readonly opts: FineractCoreOptions) {
     this.http = new FineractHttp(opts);
@@ -259,7 +270,42 @@ export class FineractCore implements CoreSystem {
     return this.clientLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
   }
 
+  /**
+   * Clients holding this tax id as a client identifier (any document type): Fineract's search
+   * (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`) for the key as 9 digits and
+   * dashed, the way banks key it. A search that fails is never "no client": the loan waits.
+   */
+  private async findClientsByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
+    const d = q.tin;
+    const forms = [d, q.tinType === 'EIN' ? `${d.slice(0, 2)}-${d.slice(2)}` : `${d.slice(0, 3)}-${d.slice(3, 5)}-${d.slice(5)}`];
+    const clients = new Map<number, string | null>();
+    for (const form of forms) {
+      let hits: Json[] | null;
+      try {
+        hits = await this.http.get<Json[] | null>(`/search?query=${encodeURIComponent(form)}&resource=clientIdentifiers&exactMatch=true`, signal);
+      } catch (err) {
+        if (err instanceof FatalError) throw err;
+        throw new CustomerSourceUnavailableError('customers.search_failed', `Fineract client identifier search failed (${errorMessage(err)}); the loan waits rather than create a customer Fineract may already have`);
+      }
+      for (const h of hits ?? []) {
+        if (String(h['entityType']).toUpperCase() !== 'CLIENTIDENTIFIER' || normaliseTin(h['entityName']) !== d) continue;
+        const id = numIdOrNull(h['parentId']);
+        if (id !== null) clients.set(id, typeof h['parentName'] === 'string' ? h['parentName'] : null);
+      }
+    }
+    return [...clients].map(([id, name]) => ({ cif: String(id), nameAgrees: name === null ? null : normaliseName(name) === normaliseName(q.name) }));
+  }
+
   private async ensureClientLocked(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
+    // A customer the bank already has (customer match: the mapping's clientId = $cif(entity)): reuse it.
+    const matched = rec.fields['clientId'];
+    if (matched !== undefined && matched !== null) {
+      const id = typeof matched === 'number' ? matched : Number(matched);
+      if (!Number.isSafeInteger(id) || id <= 0) throw new CoreRejectedError(`client ${rec.externalId}: clientId ${JSON.stringify(matched)} is not a Fineract client id`);
+      const c = await this.http.find<Json>(`/clients/${id}`, signal);
+      if (c === null) throw new CoreRejectedError(`client ${rec.externalId}: the matched Fineract client ${id} does not exist (deleted since it was matched?); check the customer and loans retry`);
+      return id;
+    }
     const found = await this.findClientId(rec.externalId, signal);
     if (found !== null) return found;
     const body: Json = { ...withoutRefs(rec.fields), externalId: rec.externalId };

@@ -76,7 +76,16 @@ describe('repeat borrowers into a strict fake Fineract', () => {
     // The teller's client is the borrower of that loan: no second client for it.
     expect(fake.clients.filter((c) => fake.identifiers.some((i) => i.clientId === c.id && i.documentKey === banked.ein))).toHaveLength(1);
     const boardedFirst = fake.loans.find((l) => l.externalId === firstLoan.fields.id);
-    if (boardedFirst) expect(boardedFirst.clientId).toBe(teller.id);
+    expect(boardedFirst?.clientId).toBe(teller.id);
     expect(summary.states['acknowledged'] ?? 0).toBeGreaterThan(25);
+    // New clients per distinct TIN: exactly 1 for each TIN on a boarded loan, 0 for the teller's.
+    const boardedTins = new Set<string>();
+    for (const l of fake.loans) {
+      const loan = data.loans.get(l.externalId!)!;
+      for (const b of loan.businesses) if (b.ein) boardedTins.add(b.ein);
+      for (const x of loan.people) boardedTins.add(x.ssn);
+    }
+    expect(fake.clients.length).toBe(boardedTins.size);
+    expect(fake.clients.filter((c) => c.externalId !== null)).toHaveLength(boardedTins.size - 1);
   });
 });
