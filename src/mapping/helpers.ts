@@ -49,6 +49,7 @@ export const HELPER_ARITY: Readonly<Record<string, readonly [number, number]>> =
   entityKind: [1, 1],
   cif: [1, 1],
   existingCustomer: [1, 1],
+  matchedBy: [1, 1],
 };
 
 /** Variables bound for every expression (besides helpers). */
@@ -146,6 +147,11 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
   // `$existingCustomer(entity)`: the core already has this customer: reference it, write no customer record.
   reg('existingCustomer', function (this: jsonata.Focus, e) {
     return customerOf(this, e)?.existing === true;
+  });
+  // `$matchedBy(entity)`: how the customer was found: crossref | tin | created (nothing without a match).
+  reg('matchedBy', function (this: jsonata.Focus, e) {
+    const m = (customerOf(this, e) as { matchedBy?: unknown } | undefined)?.matchedBy;
+    return typeof m === 'string' ? m : undefined;
   });
   reg('entityKind', function (this: jsonata.Focus, e) {
     return kindOf(e, partiesOf(this.environment.lookup('entities')));
