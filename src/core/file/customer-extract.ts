@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { parse } from 'csv-parse';
+import { createInterface } from 'node:readline';
 import type { Clock } from '../../lib/clock.js';
 import type { CustomerKeys } from '../../lib/customer-keys.js';
 import { errorMessage } from '../../lib/errors.js';
@@ -158,52 +156,84 @@ export class CustomerExtract implements CustomerDirectory {
       if (skipped <= REPORTED_LINES) logger.warn({ at: `${path}:${line}` }, `customer extract ${path}:${line}: ${why}; line skipped`);
     };
     let positions: { cif: number; tin: number; name: number } | null = layout.header ? null : positionsOf(layout);
-    const parser = parse({
-      delimiter: layout.delimiter,
-      bom: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-      skip_records_with_error: true,
-      info: true,
-    });
-    parser.on('skip', (err: Error & { lines?: number }) => report(err.lines ?? 0, `not CSV (${err.message})`));
-    const tee = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        hash.update(chunk);
-        cb(null, chunk);
-      },
-    });
-    const consume = async (): Promise<void> => {
-      for await (const rec of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
-        const { record, info } = rec;
-        if (positions === null) {
-          positions = headerPositions(layout, record, path);
-          continue;
-        }
-        const cif = (record[positions.cif] ?? '').trim();
-        const rawTin = record[positions.tin] ?? '';
-        const name = record[positions.name] ?? '';
-        if (cif === '') {
-          report(info.lines, 'no CIF');
-          continue;
-        }
-        const tinHash = keys.tinHash(rawTin);
-        if (tinHash === null) {
-          report(info.lines, rawTin.trim() === '' ? 'no tax id' : 'the tax id is not 9 digits (masked or malformed)');
-          continue;
-        }
-        const entry: Entry = { cif, nameHash: keys.nameHash(name) };
-        const prev = index.get(tinHash);
-        if (prev === undefined) index.set(tinHash, entry);
-        else if (Array.isArray(prev)) prev.push(entry);
-        else index.set(tinHash, [prev, entry]);
-        customers += 1;
+    const input = createReadStream(path);
+    input.on('data', (chunk) => hash.update(chunk));
+    const lines = createInterface({ input, crlfDelay: Infinity });
+    let lineNo = 0;
+    for await (const raw of lines) {
+      lineNo += 1;
+      const line = lineNo === 1 ? raw.replace(/^\uFEFF/, '') : raw;
+      if (line.trim() === '') continue;
+      const record = splitCsvLine(line, layout.delimiter);
+      if (typeof record === 'string') {
+        report(lineNo, `not CSV (${record})`);
+        continue;
       }
-    };
-    await Promise.all([pipeline(createReadStream(path), tee, parser), consume()]);
+      if (positions === null) {
+        positions = headerPositions(layout, record, path);
+        continue;
+      }
+      const cif = (record[positions.cif] ?? '').trim();
+      const rawTin = record[positions.tin] ?? '';
+      const name = record[positions.name] ?? '';
+      if (cif === '') {
+        report(lineNo, 'no CIF');
+        continue;
+      }
+      const tinHash = keys.tinHash(rawTin);
+      if (tinHash === null) {
+        report(lineNo, rawTin.trim() === '' ? 'no tax id' : 'the tax id is not 9 digits (masked or malformed)');
+        continue;
+      }
+      const entry: Entry = { cif, nameHash: keys.nameHash(name) };
+      const prev = index.get(tinHash);
+      if (prev === undefined) index.set(tinHash, entry);
+      else if (Array.isArray(prev)) prev.push(entry);
+      else index.set(tinHash, [prev, entry]);
+      customers += 1;
+    }
     if (positions === null) throw new Error('the file is empty (no header line)');
     if (skipped > REPORTED_LINES) logger.warn({ path, skipped }, `customer extract ${path}: ${skipped} malformed lines skipped in all (first ${REPORTED_LINES} reported)`);
     return { mtimeMs, size, sha256: hash.digest('hex'), customers, skipped, index };
+  }
+}
+
+/**
+ * One line of CSV (RFC 4180 quoting inside the line, a doubled quote for a quote). Each line stands
+ * alone, so a broken line is reported and skipped without swallowing the lines after it (a quoted
+ * line break inside a field is not supported in an extract). Returns the fields, or what is wrong.
+ */
+export function splitCsvLine(line: string, delimiter: string): string[] | string {
+  const out: string[] = [];
+  let i = 0;
+  for (;;) {
+    if (line[i] === '"') {
+      let value = '';
+      i += 1;
+      for (;;) {
+        const q = line.indexOf('"', i);
+        if (q < 0) return 'a quoted field is not closed';
+        value += line.slice(i, q);
+        if (line[q + 1] === '"') {
+          value += '"';
+          i = q + 2;
+          continue;
+        }
+        i = q + 1;
+        break;
+      }
+      out.push(value);
+      if (i === line.length) return out;
+      if (line[i] !== delimiter) return `unexpected ${JSON.stringify(line[i])} after a closing quote`;
+      i += 1;
+    } else {
+      const d = line.indexOf(delimiter, i);
+      const value = d < 0 ? line.slice(i) : line.slice(i, d);
+      if (value.includes('"')) return 'a quote inside an unquoted field';
+      out.push(value);
+      if (d < 0) return out;
+      i = d + 1;
+    }
   }
 }
 
