@@ -59,6 +59,8 @@ export interface CustomerStore {
   /** Records what a loan resolved for one entity (and the entity ↔ CIF cross-reference). */
   resolved(r: Omit<LoanCustomerRow, 'resolvedAt'>, now: number): void;
   forLoan(loanId: string): LoanCustomerRow[];
+  /** Every loan that resolved this entity, oldest first. */
+  forEntity(entityId: string): LoanCustomerRow[];
   /** Cross-reference rows by entity id or CIF. */
   find(entityIdOrCif: string): XrefRow[];
   list(filter: { matchedBy?: MatchedBy; limit?: number }): XrefRow[];
@@ -158,6 +160,7 @@ export function createCustomerStore(db: Db): CustomerStore {
        existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`,
   );
   const selLoan = db.prepare<[string], RawLoanCustomer>('SELECT * FROM loan_customers WHERE loan_id = ? ORDER BY rowid');
+  const selEntity = db.prepare<[string], RawLoanCustomer>('SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at');
   const findQ = db.prepare<[string, string], RawXref>('SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id');
   const listAll = db.prepare<[number], RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?');
   const listBy = db.prepare<[string, number], RawXref>('SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?');
@@ -215,6 +218,7 @@ export function createCustomerStore(db: Db): CustomerStore {
       upLoan.run({ ...p, existing: r.existing ? 1 : 0, nameAgrees: r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0 });
     }),
     forLoan: (id) => selLoan.all(id).map(loanCustomer),
+    forEntity: (id) => selEntity.all(id).map(loanCustomer),
     find: (key) => findQ.all(key, key).map(xref),
     list: ({ matchedBy, limit = 1000 }) => (matchedBy ? listBy.all(matchedBy, limit) : listAll.all(limit)).map(xref),
     resolvedBetween: (since, until) => between.all(since, until).map(loanCustomer),

@@ -252,6 +252,7 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (loan_id, entity_id)
   );
   CREATE INDEX loan_customers_resolved ON loan_customers (resolved_at);
+  CREATE INDEX loan_customers_entity ON loan_customers (entity_id);
   CREATE TABLE customer_settings (
     name  TEXT PRIMARY KEY,                     -- tin_key_check: fingerprint of the HMAC key in use
     value TEXT NOT NULL

@@ -112,6 +112,27 @@ describe('repeat borrowers into the file core with a customer extract', () => {
     }
     expect(inExtract).toBeGreaterThan(0);
 
+    // The cross-reference is visible: customers list / show, and loans show's identity block.
+    const listed = await runCli(['--config', cfg.configPath, 'customers', 'list', '--json']);
+    const xref = JSON.parse(listed.stdout) as Array<{ entityId: string; cif: string; matchedBy: string }>;
+    expect(new Set(xref.map((x) => x.matchedBy))).toEqual(new Set(['created', 'tin', 'crossref'].filter((m) => xref.some((x) => x.matchedBy === m))));
+    const fromExtract = xref.find((x) => x.matchedBy === 'tin' && [...extract.values()].includes(x.cif))!;
+    expect(fromExtract).toBeDefined();
+    const created = await runCli(['--config', cfg.configPath, 'customers', 'list', '--matched-by', 'created', '--json']);
+    const createdRows = JSON.parse(created.stdout) as Array<{ cif: string; matchedBy: string }>;
+    expect(createdRows.length).toBeGreaterThan(0);
+    expect(createdRows.every((x) => x.matchedBy === 'created' && /^\d+$/.test(x.cif))).toBe(true);
+    // A repeat borrower under a new entity id shares its CIF with the earlier entity.
+    const byCif = new Map<string, string[]>();
+    for (const x of xref) byCif.set(x.cif, [...(byCif.get(x.cif) ?? []), x.entityId]);
+    const shared = [...byCif].find(([, ids]) => ids.length > 1);
+    expect(shared).toBeDefined();
+    const show = await runCli(['--config', cfg.configPath, 'customers', 'show', shared![0]]);
+    for (const id of shared![1]) expect(show.stdout).toContain(id);
+    const loanShown = await runCli(['--config', cfg.configPath, 'loans', 'show', [...pk.keys()][0]!]);
+    expect(loanShown.stdout).toContain('identity (customers):');
+    expect((await runCli(['--config', cfg.configPath, 'customers', 'list', '--matched-by', 'nope'])).code).toBe(2);
+
     // The store keeps hashes, never a tax id.
     const db = openDatabase(cfg.dbPath, { readonly: true });
     try {
