@@ -64,8 +64,8 @@ export interface CustomerStore {
   /** Cross-reference rows by entity id or CIF. */
   find(entityIdOrCif: string): XrefRow[];
   list(filter: { matchedBy?: MatchedBy; limit?: number }): XrefRow[];
-  /** New (created) and matched customers resolved per loan in [since, until), oldest first. */
-  resolvedBetween(since: number, until: number): LoanCustomerRow[];
+  /** What loans written to the core resolved in [since, until), oldest first (streamed). */
+  resolvedBetween(since: number, until: number): Iterable<LoanCustomerRow>;
 }
 
 interface RawCustomer {
@@ -164,7 +164,10 @@ export function createCustomerStore(db: Db): CustomerStore {
   const findQ = db.prepare<[string, string], RawXref>('SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id');
   const listAll = db.prepare<[number], RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?');
   const listBy = db.prepare<[string, number], RawXref>('SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?');
-  const between = db.prepare<[number, number], RawLoanCustomer>('SELECT * FROM loan_customers WHERE resolved_at >= ? AND resolved_at < ? ORDER BY resolved_at');
+  const between = db.prepare<[number, number], RawLoanCustomer>(
+    `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
+      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL ORDER BY lc.resolved_at`,
+  );
   const tx = <A extends unknown[], R>(fn: (...a: A) => R) => {
     const t = db.transaction(fn);
     return (...a: A): R => t.immediate(...a);
@@ -221,6 +224,8 @@ export function createCustomerStore(db: Db): CustomerStore {
     forEntity: (id) => selEntity.all(id).map(loanCustomer),
     find: (key) => findQ.all(key, key).map(xref),
     list: ({ matchedBy, limit = 1000 }) => (matchedBy ? listBy.all(matchedBy, limit) : listAll.all(limit)).map(xref),
-    resolvedBetween: (since, until) => between.all(since, until).map(loanCustomer),
+    *resolvedBetween(since, until) {
+      for (const r of between.iterate(since, until)) yield loanCustomer(r);
+    },
   };
 }

@@ -133,6 +133,16 @@ describe('repeat borrowers into the file core with a customer extract', () => {
     expect(loanShown.stdout).toContain('identity (customers):');
     expect((await runCli(['--config', cfg.configPath, 'customers', 'list', '--matched-by', 'nope'])).code).toBe(2);
 
+    // The reconciliation report: new and matched customers per day.
+    const outDir = join(work, 'report');
+    expect((await runCli(['--config', cfg.configPath, 'reconcile', '--out', outDir])).error).toBeNull();
+    const report = JSON.parse(readFileSync(join(outDir, 'report.json'), 'utf8')) as { customers: { days: unknown[]; totals: { created: number; matchedByTin: number; matchedByCrossref: number } } };
+    const records = [...pk.values()].flat();
+    expect(report.customers.totals.created).toBe(records.filter((x) => x.type === 'customer').length);
+    expect(report.customers.totals.created + report.customers.totals.matchedByTin + report.customers.totals.matchedByCrossref).toBe(records.filter((x) => x.type === 'relationship').length);
+    expect(report.customers.days.length).toBeGreaterThan(0);
+    expect(readFileSync(join(outDir, 'report.html'), 'utf8')).toContain('Customers: new and matched');
+
     // The store keeps hashes, never a tax id.
     const db = openDatabase(cfg.dbPath, { readonly: true });
     try {
