@@ -52,6 +52,7 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     clock: rt.clock,
     requestCycle: triggerCycle,
     mapping: () => rt.mapper.status(),
+    customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
   });
   const services: DaemonService[] = [editLoop, webhooks];
   const jobs: DaemonJob[] = [

@@ -9,6 +9,7 @@ import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../store/redact.js';
 import { quarantineReasonFor } from './board-loan.js';
+import { storedCustomers } from './customers.js';
 import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import { payloadHash } from './release.js';
 
@@ -53,8 +54,11 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
   if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   try {
     const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
-    const input = await fetchMappingInput(deps.platform, item, req.signal);
-    const hash = payloadHash(input);
+    const fetched = await fetchMappingInput(deps.platform, item, req.signal);
+    const hash = payloadHash(fetched);
+    // The customers its board resolved (CIFs, existing or created): a re-board writes no second customer.
+    const resolved = store.customers.forLoan(loanId);
+    const input = resolved.length > 0 ? { ...fetched, identity: { customers: storedCustomers(resolved) } } : fetched;
     if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
       return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
     }

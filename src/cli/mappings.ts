@@ -9,6 +9,8 @@ import { diffExpectedLines } from '../mapping/layout-fixtures.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
+import { storedCustomers } from '../boarding/customers.js';
+import { createCustomerStore } from '../store/customers.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../store/redact.js';
@@ -184,6 +186,9 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
         throw err;
       }
+      // As the pipeline mapped it: with the customers its board resolved (CIFs), when it has been boarded.
+      const resolved = createCustomerStore(db).forLoan(opts.loan);
+      if (resolved.length > 0) input = { ...input, identity: { customers: storedCustomers(resolved) } };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

@@ -82,12 +82,25 @@ export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck 
   };
 }
 
+/**
+ * The core's customer source (the bank's extract; Fineract's search). Unavailable, loans with
+ * customers wait in retry_wait (never boarded as "no existing customer"); like a refused mapping
+ * reload it stays ready — the receiver keeps taking webhooks — and the detail says why loans wait.
+ */
+export function customerSourceCheck(status: () => { ok: boolean; detail: string }): ReadinessCheck {
+  return () => {
+    const s = status();
+    return s.ok ? { ok: true, detail: s.detail } : { ok: true, detail: `loans wait for customer match: ${s.detail}` };
+  };
+}
+
 export interface StandardChecksInput {
   db?: Db;
   platformHealth?: () => PlatformHealth;
   endpointWatch?: EndpointWatch;
   platform?: PlatformReadinessOptions;
   mapping?: () => LoadedMappingStatus;
+  customers?: () => { ok: boolean; detail: string };
 }
 
 /** The four checks the issue asks for, from whatever the caller has. */
@@ -100,6 +113,7 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   }
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);
   if (input.mapping) checks['mapping'] = mappingCheck(input.mapping);
+  if (input.customers) checks['customers'] = customerSourceCheck(input.customers);
   return checks;
 }
 

@@ -27,6 +27,8 @@ export interface WebhookServiceDeps {
   metrics?: ConnectorMetrics;
   /** The daemon's mapping set (version, refused reload) for /readyz and /metrics. */
   mapping?: () => LoadedMappingStatus;
+  /** The core's customer source for /readyz (customer match). */
+  customers?: () => { ok: boolean; detail: string };
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -100,7 +102,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}) }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
     reportsDir: deps.config.reports.dir,
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.

@@ -11,6 +11,7 @@ import type { Entities } from '../../../src/platform/schemas.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
 import { FakeClock } from '../../support/fake-clock.js';
+import { customerSourceCheck } from '../../../src/observability/readiness.js';
 
 const keys = new CustomerKeys('unit-test-key-0123456789');
 
@@ -102,6 +103,9 @@ describe('customer extract', () => {
     const x = extract('missing.csv', null);
     await expect(x.findByTin(q('123456789'))).rejects.toMatchObject({ name: 'CustomerSourceUnavailableError', code: 'customers.extract_missing' });
     expect(x.status().ok).toBe(false);
+    // /readyz says why loans wait (the receiver stays in rotation).
+    const ready = await customerSourceCheck(() => x.status())();
+    expect(ready.detail).toMatch(/^loans wait for customer match: .*missing\.csv: no such file/);
   });
 
   it('a stale extract (older than maxAgeHours) makes the loan wait', async () => {
