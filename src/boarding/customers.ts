@@ -104,7 +104,16 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
   async function resolve(loanId: string, entities: Entities, signal?: AbortSignal): Promise<CustomerResolution> {
     const result: CustomerResolution = { customers: {}, reviews: [] };
     /** Tax ids this loan creates: a second party with the same one references the first. */
-    const createdHere = new Set<string>();
+    const createdHere = new Map<string, ResolvedCustomer>();
+    /**
+     * The common writes (claims with their pool CIF, core matches, the per-party rows) commit in
+     * one transaction at the end — every commit is a synchronous fsync — and before the core write.
+     */
+    const ops: Array<() => void> = [];
+    const record = (p: Party, r: ResolvedCustomer, tinHash: string | null, nameAgrees: boolean | null, now: number): void => {
+      ops.push(() => customers.resolved({ loanId, entityId: p.id, cif: r.cif, tinHash, matchedBy: r.matchedBy, existing: r.existing, nameAgrees }, now));
+      result.customers[p.id] = r;
+    };
     for (const p of partiesOf(entities)) {
       signal?.throwIfAborted();
       const now = clock.now();
@@ -115,31 +124,35 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         // quarantines the loan as tin_incomplete; with it, the party is its own customer.
         if (!deps.allowLast4Tin) continue;
         const x = customers.xref(p.id);
-        const r: ResolvedCustomer = x?.cif ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId } : newCustomer(`entity:${p.id}`, now);
-        customers.resolved({ loanId, entityId: p.id, cif: r.cif, tinHash: null, matchedBy: r.matchedBy, existing: r.existing, nameAgrees: null }, now);
-        result.customers[p.id] = r;
+        const r: ResolvedCustomer = x?.cif ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId } : { cif: null, matchedBy: 'created', existing: false };
+        if (!x?.cif) ops.push(() => (r.cif = deps.newCif(`entity:${p.id}`, now)));
+        record(p, r, null, null, now);
         continue;
       }
       const x = customers.xref(p.id);
       const viaXref = x !== undefined && x.tinHash === tinHash;
-      let row = customers.byTin(tinHash);
+      const first = createdHere.get(tinHash);
+      if (first !== undefined) {
+        const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
+        ops.push(() => (r.cif = first.cif));
+        record(p, r, tinHash, null, now);
+        continue;
+      }
+      const row = customers.byTin(tinHash);
       let nameAgrees: boolean | null = null;
       let r: ResolvedCustomer;
-      if (createdHere.has(tinHash) && row !== undefined) {
-        r = { cif: row.cif, matchedBy: 'tin', existing: true };
-      } else if (row !== undefined) {
+      if (row !== undefined) {
         const settled = await settle(row, loanId, { tin, tinType: p.tinType, tinHash, name: p.name }, signal);
-        row = settled.row;
-        r = { cif: row.cif, matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin', existing: !settled.creates };
+        r = { cif: settled.row.cif, matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin', existing: !settled.creates };
         nameAgrees = settled.nameAgrees;
       } else {
         const found = deps.directory ? await deps.directory.findByTin({ tin, tinType: p.tinType, tinHash, name: p.name }, signal ? { signal } : {}) : [];
         const cifs = [...new Set(found.map((f) => f.cif))];
         if (cifs.length === 1) {
           const cif = cifs[0] as string;
-          row = customers.recordCore(tinHash, cif, now);
+          ops.push(() => customers.recordCore(tinHash, cif, now));
           nameAgrees = found.some((f) => f.nameAgrees === true) ? true : found.every((f) => f.nameAgrees === null) ? null : false;
-          r = { cif: row.cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
+          r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
         } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
           throw new CustomerAmbiguousError(
             `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); merge them in the core or set customers.onAmbiguous: create, then loans retry`,
@@ -147,24 +160,25 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
           );
         } else {
           if (cifs.length > 1) result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)` });
-          const claimed = customers.claim(tinHash, deps.newCif(tinHash, now), loanId, now);
-          row = claimed;
-          const mine = claimed.status === 'claimed' && claimed.creatorLoanId === loanId;
-          r = { cif: claimed.cif, matchedBy: mine ? 'created' : 'tin', existing: !mine };
+          const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
+          ops.push(() => {
+            const claimed = customers.claim(tinHash, deps.newCif(tinHash, now), loanId, now);
+            // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
+            // only another process could): start over rather than create a second customer.
+            if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId) throw new CustomerWaitError('customer.claimed_elsewhere', `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`);
+            created.cif = claimed.cif;
+          });
+          r = created;
         }
       }
-      if (!r.existing) createdHere.add(tinHash);
+      if (!r.existing) createdHere.set(tinHash, r);
       if (nameAgrees === false) {
         result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name` });
       }
-      customers.resolved({ loanId, entityId: p.id, cif: r.cif, tinHash, matchedBy: r.matchedBy, existing: r.existing, nameAgrees }, now);
-      result.customers[p.id] = r;
+      record(p, r, tinHash, nameAgrees, now);
     }
+    if (ops.length > 0) store.atomically(() => ops.forEach((op) => op()));
     return result;
-  }
-
-  function newCustomer(key: string, now: number): ResolvedCustomer {
-    return { cif: deps.newCif(key, now), matchedBy: 'created', existing: false };
   }
 
   /**
