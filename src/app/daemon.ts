@@ -1,4 +1,6 @@
 import { createEditLoopService } from '../boarding/edit-loop-service.js';
+import { numberSource, type Config } from '../config/schema.js';
+import type { NumberPoolName } from '../store/numbers.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../boarding/daemon.js';
 import { batchSealDaemonJob } from '../core/file/seal-job.js';
@@ -32,6 +34,14 @@ export interface ConnectorDaemon extends Daemon {
   adminUrl(): string | null;
 }
 
+/** The number pools the connector allocates from (identity.*.source pool). */
+export function poolsInUse(config: Pick<Config, 'core' | 'identity'>): NumberPoolName[] {
+  const pools: NumberPoolName[] = [];
+  if (numberSource(config, 'accountNumbers') === 'pool') pools.push('account');
+  if (numberSource(config, 'customerNumbers') === 'pool') pools.push('customer');
+  return pools;
+}
+
 export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemonOptions = {}): ConnectorDaemon {
   let daemon: Daemon | null = null;
   const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
@@ -52,6 +62,7 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     clock: rt.clock,
     requestCycle: triggerCycle,
     mapping: () => rt.mapper.status(),
+    numberPools: () => poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p)),
     customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
   });
   const services: DaemonService[] = [editLoop, webhooks];

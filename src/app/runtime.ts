@@ -1,4 +1,6 @@
-import type { Config } from '../config/schema.js';
+import { numberSource, type Config } from '../config/schema.js';
+import { ConfigError } from '../lib/errors.js';
+import { createAccountNumbers, createPoolWatch, type AccountNumbers } from '../boarding/identity.js';
 import { createCore } from '../core/index.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
@@ -14,9 +16,7 @@ import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
-import { numberSource } from '../config/schema.js';
 import { CustomerKeys } from '../lib/customer-keys.js';
-import { ConfigError } from '../lib/errors.js';
 import { createCustomerResolver, type CustomerResolver } from '../boarding/customers.js';
 import { tinHashKey } from './tin-key.js';
 import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
@@ -32,6 +32,8 @@ export interface BoardingRuntime {
   core: CoreSystem;
   fetchDocument: DocumentFetcher;
   runner: CycleRunner;
+  /** The loan's core account number: the pool or the core (identity.accountNumbers). */
+  accountNumbers: AccountNumbers;
   /** Customer match before create (boarding/customers.ts). */
   customers: CustomerResolver;
   clock: Clock;
@@ -64,10 +66,30 @@ export function loadMapperFromConfig(config: Config): Promise<Mapper> {
   return loadMapper(config.mappings.dir, mapperOptionsFromConfig(config));
 }
 
+/**
+ * The pool's numbers must fit wherever the mapping set puts `$accountNumber()` (a fixed-width
+ * column, a field's maxLength): otherwise every loan would be refused. Checked at start-up.
+ */
+export function assertAccountNumbersFit(config: Config, mapper: Pick<Mapper, 'accountNumberSinks'>): void {
+  if (numberSource(config, 'accountNumbers') !== 'pool') return;
+  const width = config.identity.accountNumbers.pool.width;
+  const tight = (mapper.accountNumberSinks ?? []).filter((s) => s.size < width);
+  if (tight.length > 0) {
+    throw new ConfigError(
+      `identity.accountNumbers.pool.width: ${width} characters do not fit ${tight.map((t) => `${t.where} (${t.size})`).join(', ')}; narrow the pool (width) or widen the column`,
+    );
+  }
+}
+
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
 export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides = {}): Promise<BoardingRuntime> {
   const clock = overrides.clock ?? systemClock;
-  const load = (): Promise<Mapper> => loadMapperFromConfig(config);
+  // A set whose fixed-size places cannot hold the pool's numbers is refused at start and at a reload.
+  const load = async (): Promise<Mapper> => {
+    const m = await loadMapperFromConfig(config);
+    assertAccountNumbersFit(config, m);
+    return m;
+  };
   const mapper = createReloadableMapper({
     initial: overrides.mapper ?? (await load()),
     dir: config.mappings.dir,
@@ -102,16 +124,23 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     db.close();
     throw err;
   }
+  const accountNumbers = createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger: logger.child({ component: 'identity' }) });
   if (core.customers === undefined) {
     logger.warn('customer match: the core offers no existing customers (file core without customers.extract): only customers the connector created are matched');
   }
   const customerSource = numberSource(config, 'customerNumbers');
   const s = store;
+  const watchPools = createPoolWatch(store, logger.child({ component: 'identity' }));
   const customers = createCustomerResolver({
     store,
     directory: core.customers,
     keys: customerKeys,
-    newCif: (key, now) => (customerSource === 'pool' ? s.numbers.allocate('customer', key, now).number : null),
+    newCif: (key, now) => {
+      if (customerSource === 'core') return null;
+      const { number, fresh } = s.numbers.allocate('customer', key, now);
+      if (fresh) watchPools('customer');
+      return number;
+    },
     onAmbiguous: config.customers.onAmbiguous,
     allowLast4Tin: config.mappings.allowLast4Tin,
     clock,
@@ -132,6 +161,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       retryMaxMs: config.boarding.retryMaxMs,
     },
     connectorVersion: CONNECTOR_VERSION,
+    accountNumbers,
     customers,
     pageSize: config.platform.pageSize,
     concurrency: config.boarding.concurrency,
@@ -148,6 +178,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     core: c,
     fetchDocument,
     runner,
+    accountNumbers,
     customers,
     clock,
     logger,

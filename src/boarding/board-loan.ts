@@ -12,6 +12,8 @@ import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-sta
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
+import { PoolExhaustedError } from '../store/numbers.js';
+import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import { CustomerAmbiguousError, CustomerWaitError, type CustomerResolution, type CustomerResolver } from './customers.js';
 import { CustomerSourceUnavailableError } from '../core/port.js';
@@ -35,6 +37,8 @@ export interface LoanBoarderDeps {
   settings: BoardingSettings;
   connectorVersion: string;
   random?: () => number;
+  /** The loan's core account number (identity.ts); default: allocated from the store's account pool. */
+  accountNumbers?: AccountNumbers;
   /** Customer match before create (customers.ts); absent: every entity maps as the platform sent it. */
   customers?: CustomerResolver;
 }
@@ -94,6 +98,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
+  const accountNumbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+
   /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
   const customerLocks = new KeyedLock();
 
@@ -149,14 +155,20 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const input = await fetchMappingInput(platform, item, signal);
     const { entities, documents } = input;
     const hash = payloadHash(input);
-    transition(att, row.id, {
-      to: 'fetched',
-      expectedFrom: row.state,
-      detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length },
-      patch: { payloadHash: hash },
+    // The bank's account number is committed with `fetched`, before anything reaches the core: a
+    // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
+    const accountNumber = store.atomically(() => {
+      const n = accountNumbers.accountNumberFor(row, clock.now());
+      transition(att, row.id, {
+        to: 'fetched',
+        expectedFrom: row.state,
+        detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
+        patch: { payloadHash: hash, ...(n !== null ? { accountNumber: n } : {}) },
+      });
+      return n;
     });
     const resolver = deps.customers;
-    return withLocks(resolver ? resolver.lockKeys(entities) : [], () => mapAndWrite(att, row, item, input, signal));
+    return withLocks(resolver ? resolver.lockKeys(entities) : [], () => mapAndWrite(att, row, item, input, accountNumber, signal));
   }
 
   async function mapAndWrite(
@@ -164,6 +176,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     row: LoanRow,
     item: Awaited<ReturnType<typeof storedItemOrLoan>>,
     input: Awaited<ReturnType<typeof fetchMappingInput>>,
+    accountNumber: string | null,
     signal: AbortSignal,
   ): Promise<LoanRow | BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id });
@@ -171,7 +184,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const resolver = deps.customers;
     let customers: CustomerResolution | undefined;
     if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
-    const outcome = await mapper.map(customers ? { ...input, identity: { customers: customers.customers } } : input);
+    const outcome = await mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), ...(customers ? { customers: customers.customers } : {}) } });
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -208,6 +221,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       {
         loanId: row.id,
         loanNumber: item.loanNumber ?? null,
+        accountNumber,
         mappingVersion: outcome.mappingVersion,
         connectorVersion: deps.connectorVersion,
         records: outcome.records,
@@ -223,7 +237,16 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       expectedFrom: 'mapped',
       // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
       detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length, ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}) },
-      patch: { coreReference: receipt.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, boardedRecords: storableRecords(outcome.records) },
+      patch: {
+        coreReference: receipt.coreReference,
+        writtenAt: clock.now(),
+        writtenReleaseMarker: row.releaseMarker,
+        lastErrorCode: null,
+        lastErrorMessage: null,
+        boardedRecords: storableRecords(outcome.records),
+        // The core's own account number when it assigns one (Fineract accountNo, read back).
+        ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+      },
       also: () => {
         ensureAckKey(row);
         // The customers this loan claimed exist in the core now: later loans reference them.
@@ -348,6 +371,12 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       log.warn({ status: err.status }, 'core rejected the loan');
       return quarantine(att, row, 'core_rejected', 'core.rejected', err.message, { status: err.status, detail: err.detail });
     }
+    if (err instanceof PoolExhaustedError) {
+      // No number left: boarding more loans would need one each. Never a reused number: stop.
+      log.error({ pool: err.pool, capacity: err.capacity }, err.message);
+      loans.recordEvent(row.id, { kind: 'attempt', reason: 'number pool exhausted', detail: { phase, pool: err.pool, message: err.message } }, clock.now());
+      return { kind: 'fatal', loanId: row.id, error: { code: err.code, message: err.message } };
+    }
     if (err instanceof FatalError) {
       // The core refused our credentials: every loan would fail the same way, so stop instead of
       // burning attempts until each one is quarantined.
@@ -391,4 +420,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
 /** Which side refused the connector in a fatal outcome (its code is `core.*` or a platform code). */
 export function refusedBy(code: string): 'core' | 'platform' {
   return code.startsWith('core.') ? 'core' : 'platform';
+}
+
+/** The sentence for a fatal stop: who refused the connector, or (identity.*) which of our own limits stopped it. */
+export function fatalSentence(code: string, message: string): string {
+  if (code.startsWith('identity.')) return `boarding stopped (${code}): ${message}`;
+  return `the ${refusedBy(code)} refused the connector (${code}): ${message}`;
 }

@@ -2,7 +2,7 @@ import { schedule as cronSchedule, validate as cronValidate, type ScheduledTask 
 import type { Clock } from '../lib/clock.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { refusedBy } from './board-loan.js';
+import { fatalSentence } from './board-loan.js';
 import type { CycleRunner, CycleSummary } from './cycle.js';
 
 /**
@@ -141,7 +141,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
         );
         deps.onCycle?.(summary);
         if (summary.fatal) {
-          log.fatal({ code: summary.fatal.code }, `${refusedBy(summary.fatal.code)} refused the connector (${summary.fatal.message}); stopping`);
+          log.fatal({ code: summary.fatal.code }, `${fatalSentence(summary.fatal.code, summary.fatal.message)}; stopping`);
           resolveDone({ kind: 'fatal', code: summary.fatal.code, message: summary.fatal.message });
           void stop();
           return;

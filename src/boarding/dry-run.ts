@@ -6,6 +6,7 @@ import { isPlatformError } from '../platform/errors.js';
 import type { QueueItem } from '../platform/schemas.js';
 import { quarantineReasonFor } from './board-loan.js';
 import { fetchMappingInput, maskRecords } from './mapping-input.js';
+import { mappingIdentity } from './identity.js';
 
 export type DryRunVerdict = 'board' | 'board_with_warnings' | 'quarantine';
 
@@ -52,6 +53,8 @@ export interface DryRunDeps {
   concurrency?: number;
   signal?: AbortSignal;
   onProgress?: (mapped: number) => void;
+  /** The account number a loan maps with (identity.ts preview: its own, else the pool's next; nothing allocated). */
+  accountNumberOf?: (loanId: string) => string | null;
 }
 
 const EXAMPLES = 3;
@@ -110,6 +113,7 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
       report.unreadable.push({ loanId: item.id, message: errorMessage(err).slice(0, 300) });
       return;
     }
+    input = { ...input, identity: mappingIdentity(deps.accountNumberOf?.(item.id) ?? null) };
     const outcome = await deps.mapper.map(input);
     const verdict = verdictOf(outcome);
     report.loans += 1;

@@ -12,6 +12,7 @@ import { quarantineReasonFor } from './board-loan.js';
 import { storedCustomers } from './customers.js';
 import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import { payloadHash } from './release.js';
+import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 
 export interface ReboardDeps {
   store: BoardingStore;
@@ -22,6 +23,8 @@ export interface ReboardDeps {
   clock: Clock;
   logger: Logger;
   connectorVersion: string;
+  /** The loan's core account number (identity.ts); default: the store's account pool. */
+  accountNumbers?: AccountNumbers;
 }
 
 export interface ReboardRequest {
@@ -54,15 +57,21 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
   if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   try {
     const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
-    const fetched = await fetchMappingInput(deps.platform, item, req.signal);
-    const hash = payloadHash(fetched);
-    // The customers its board resolved (CIFs, existing or created): a re-board writes no second customer.
-    const resolved = store.customers.forLoan(loanId);
-    const input = resolved.length > 0 ? { ...fetched, identity: { customers: storedCustomers(resolved) } } : fetched;
+    const input = await fetchMappingInput(deps.platform, item, req.signal);
+    const hash = payloadHash(input);
     if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
       return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
     }
-    const outcome = await deps.mapper.map(input);
+    // The number the loan was boarded with (a loan boarded before pools existed gets its first one
+    // here, kept from then on).
+    const numbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+    const accountNumber = store.atomically(() => {
+      const n = numbers.accountNumberFor(row, clock.now());
+      if (n !== null && row.accountNumber !== n) store.loans.amend(loanId, { expected: 'acknowledged', kind: 'ops', actor: req.actor, reason: 'account number allocated', detail: { accountNumber: n }, patch: { accountNumber: n } }, clock.now());
+      return n;
+    });
+    // With the customers its board resolved (CIFs, existing or created): a re-board writes no second customer.
+    const outcome = await deps.mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), customers: storedCustomers(store.customers.forLoan(loanId)) } });
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);
@@ -75,6 +84,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
       {
         loanId,
         loanNumber: item.loanNumber ?? null,
+        accountNumber,
         mappingVersion: outcome.mappingVersion,
         connectorVersion: deps.connectorVersion,
         records: outcome.records,
@@ -101,7 +111,14 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
           changes: changes.slice(0, 100).map((c) => redactForStorage(c)),
           ...(warnings.length > 0 ? { warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message) })) } : {}),
         },
-        patch: { mappingVersion: outcome.mappingVersion, coreReference: receipt.coreReference, payloadHash: hash, boardedRecords: storableRecords(outcome.records), reviewItems: warnings.length },
+        patch: {
+          mappingVersion: outcome.mappingVersion,
+          coreReference: receipt.coreReference,
+          payloadHash: hash,
+          boardedRecords: storableRecords(outcome.records),
+          reviewItems: warnings.length,
+          ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+        },
       },
       clock.now(),
     );

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { refusedBy } from '../boarding/board-loan.js';
+import { fatalSentence } from '../boarding/board-loan.js';
 import { createConnectorDaemon } from '../app/daemon.js';
 import { buildRuntime, type BoardingRuntime } from '../app/runtime.js';
 import { loadConfig } from '../config/load.js';
@@ -298,7 +298,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   render();
 
   const daemonExit = daemon.done.then((exit) => {
-    if (exit.kind === 'fatal') status.println(`  · the ${refusedBy(exit.code)} refused the connector: ${exit.message}`);
+    if (exit.kind === 'fatal') status.println(`  · ${fatalSentence(exit.code, exit.message)}`);
     stop();
   });
   await new Promise<void>((r) => {

@@ -137,8 +137,12 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const keys = store.keys.forLoan(id);
       const daemon = runningDaemons(store.daemon, ctx.clock.now())[0] ?? null;
       const customers = store.customers.forLoan(id);
+      // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
+      const pooled = store.numbers.get('account', id);
+      const accountNumber = row.accountNumber ?? pooled;
+      const identity = { accountNumber, accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core', customers: customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })) };
       if (opts.json === true) {
-        out(ctx, JSON.stringify({ loan: view(row), identity: { customers: customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })) }, daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
+        out(ctx, JSON.stringify({ loan: view(row), identity, daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
         return;
       }
       const lines = [
@@ -151,6 +155,9 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         `  mapping version: ${row.mappingVersion ?? ''}`,
         `  daemon mapping:  ${daemon ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})${daemon.reloadError ? ' · last reload refused' : ''}${row.mappingVersion && row.mappingVersion !== daemon.mappingVersion ? ' · differs from this loan' : ''}` : '(no daemon running)'}`,
         `  payload hash:    ${row.payloadHash ?? ''}`,
+        '',
+        'identity:',
+        `  account number:  ${accountNumber === null ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)' : `${accountNumber} (${identity.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own"})`}`,
       ];
       if (row.lastErrorCode) lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
       if (customers.length > 0) {
@@ -250,7 +257,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         // A long run: the daemon may reload meanwhile, and one version boards at a time.
         assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
         const r = await reboardLoan(
-          { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION },
+          { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION, accountNumbers: rt.accountNumbers },
           id,
           { actor, reason: opts.reason.trim(), force: opts.force === true, signal: ctx.shutdown },
         );

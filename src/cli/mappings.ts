@@ -11,6 +11,7 @@ import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/
 import { isPlatformError } from '../platform/errors.js';
 import { storedCustomers } from '../boarding/customers.js';
 import { createCustomerStore } from '../store/customers.js';
+import { accountNumbersFromConfig, mappingIdentity } from '../boarding/identity.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { createLoanStore } from '../store/loans.js';
 import { redactPayload } from '../store/redact.js';
@@ -85,12 +86,20 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       const results = dirsOf(ctx, opts).map((dir) => {
         const r = lintMappingDir(dir, options);
         if (r.problems.length > 0) failed += 1;
-        return { dir, ok: r.problems.length === 0, version: r.version ?? null, problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })) };
+        return {
+          dir,
+          ok: r.problems.length === 0,
+          version: r.version ?? null,
+          problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })),
+          warnings: r.warnings.map((p) => ({ ...p, file: join(dir, p.file) })),
+        };
       });
       if (opts.json) out(ctx, JSON.stringify({ ok: failed === 0, results }, null, 2));
       else {
         for (const r of results) {
-          if (r.ok) out(ctx, `${r.dir}: ok (mapping version ${r.version ?? '?'})`);
+          // Warnings do not fail lint (the set loads) but say what to change before it bites.
+          for (const w of r.warnings) out(ctx, formatProblem(w));
+          if (r.ok) out(ctx, `${r.dir}: ok (mapping version ${r.version ?? '?'})${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}`);
           else for (const p of r.problems) out(ctx, formatProblem(p));
         }
       }
@@ -186,9 +195,9 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         if (isPlatformError(err)) throw new FatalError(`preview ${opts.loan}: ${err.message}${err.status ? ` (HTTP ${err.status})` : ''}`);
         throw err;
       }
-      // As the pipeline mapped it: with the customers its board resolved (CIFs), when it has been boarded.
-      const resolved = createCustomerStore(db).forLoan(opts.loan);
-      if (resolved.length > 0) input = { ...input, identity: { customers: storedCustomers(resolved) } };
+      // As the pipeline maps it: the loan's account number (or the one the pool would give it next:
+      // nothing is allocated) and the customers its board resolved (CIFs), when it has been boarded.
+      input = { ...input, identity: { ...mappingIdentity(accountNumbersFromConfig(ctx.config(), db, ctx.logger()).preview(opts.loan)), customers: storedCustomers(createCustomerStore(db).forLoan(opts.loan)) } };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createConnectorDaemon } from '../app/daemon.js';
 import { buildRuntime } from '../app/runtime.js';
-import { refusedBy } from '../boarding/board-loan.js';
+import { fatalSentence } from '../boarding/board-loan.js';
 import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
 
@@ -28,6 +28,6 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const exit = await daemon.done;
       await daemon.stop();
       ctx.shutdown.removeEventListener('abort', onShutdown);
-      if (exit.kind === 'fatal') throw new FatalError(`the ${refusedBy(exit.code)} refused the connector (${exit.code}): ${exit.message}`);
+      if (exit.kind === 'fatal') throw new FatalError(fatalSentence(exit.code, exit.message));
     });
 }

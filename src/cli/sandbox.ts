@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import { startSandbox, SANDBOX_DEFAULTS, type SandboxOptions } from '../sandbox/index.js';
+import { ID_SHAPES, isIdShapes } from '../sandbox/ids.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
 import { out, type CliContext } from './context.js';
 
@@ -34,6 +35,7 @@ interface SandboxFlags {
   writesPerWindow?: number;
   allowLoopbackWebhooks?: boolean;
   unmaskedKey?: boolean;
+  idShapes: string;
   repeatBorrowers?: number;
   customerExtract?: string;
   existingShare?: number;
@@ -56,8 +58,10 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     .option('--customer-extract <file>', 'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) of the borrowers, some already customers')
     .option('--existing-share <share>', 'share (0..1) of distinct borrowers already in the customer extract (default 0.3)', ratio('existing-share'))
     .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
+    .option('--id-shapes <shapes>', `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs and opaque ids up to 64 characters)`, SANDBOX_DEFAULTS.idShapes)
     .action(async (flags: SandboxFlags) => {
-      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, logger: ctx.logger() };
+      if (!isIdShapes(flags.idShapes)) throw new UsageError(`--id-shapes: expected one of ${ID_SHAPES.join(', ')}, got ${JSON.stringify(flags.idShapes)}`);
+      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, idShapes: flags.idShapes, logger: ctx.logger() };
       if (flags.releaseRatio !== undefined) opts.releaseRatio = flags.releaseRatio;
       if (flags.windowMs !== undefined) opts.windowMs = flags.windowMs;
       if (flags.readsPerWindow !== undefined) opts.readsPerWindow = flags.readsPerWindow;

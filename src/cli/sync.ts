@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
 import { batchSealDaemonJob } from '../core/file/seal-job.js';
 import { assertSameMappingAsDaemon } from '../boarding/daemon-guard.js';
-import { refusedBy } from '../boarding/board-loan.js';
+import { fatalSentence } from '../boarding/board-loan.js';
+import { accountNumbersFromConfig } from '../boarding/identity.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { dryRun, formatDryRun } from '../boarding/dry-run.js';
 import { BusyError, FatalError, UsageError } from '../lib/errors.js';
@@ -52,13 +53,15 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
   const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
   // Through the state database: the walk spends from the same rate budget as a running daemon.
-  const { platform } = openPlatformSession(ctx);
+  const { platform, db } = openPlatformSession(ctx);
   const logger = ctx.logger();
+  const numbers = accountNumbersFromConfig(config, db, logger);
   let report;
   try {
     report = await dryRun({
       platform,
       mapper,
+      accountNumberOf: (id) => numbers.preview(id),
       ...(against ? { against } : {}),
       ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
       concurrency: config.boarding.concurrency,
@@ -120,6 +123,6 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
       if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
-      if (summary.fatal) throw new FatalError(`the ${refusedBy(summary.fatal.code)} refused the connector: ${summary.fatal.message}`);
+      if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
     });
 }

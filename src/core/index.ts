@@ -5,6 +5,7 @@ import type { Logger } from '../lib/logger.js';
 import { join } from 'node:path';
 import type { Layout } from '../mapping/layout.js';
 import type { Db } from '../store/db.js';
+import { createExternalRefStore } from '../store/external-refs.js';
 import { systemClock } from '../lib/clock.js';
 import { FileBatches } from './file/batches.js';
 import { cutoffRule } from './file/cutoff.js';
@@ -92,6 +93,7 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
     timeoutMs: http.timeoutMs,
     approve: http.approve,
     disburse: http.disburse,
+    ...(deps.db ? { externalRefs: createExternalRefStore(deps.db) } : {}),
     insecureTls: http.insecureTls,
     documents: {
       maxBytes: http.documents.maxBytes,

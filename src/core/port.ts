@@ -12,6 +12,12 @@ export type DocumentFetcher = (
 export interface BoardingPackage {
   loanId: string;
   loanNumber: string | null;
+  /**
+   * The loan's core account number from the bank's pool (identity.accountNumbers source pool);
+   * null when the core assigns it (the receipt then carries the core's). Optional for callers
+   * that predate it.
+   */
+  accountNumber?: string | null;
   mappingVersion: string;
   connectorVersion: string;
   records: MappedRecord[];
@@ -41,6 +47,8 @@ export interface CoreReceipt {
   boardedAt: string;
   /** What the core left out or approximated (e.g. a document it would refuse): review items. */
   warnings?: string[];
+  /** The loan's account number in the core: the one it assigned (Fineract accountNo, read back) or the pool's. */
+  accountNumber?: string | null;
 }
 
 export interface CoreLoanRecord {

@@ -1,6 +1,7 @@
 import type { CompiledExpression, CompiledMapping } from './compile.js';
 import type { Layout } from './layout.js';
 import { MAIN_FILE } from './compile.js';
+import { accountNumberSinks } from './id-flow.js';
 import { checkField } from './fieldSchema.js';
 import { HelperIssue, REVIEW_BINDING, describe, redactTins } from './issue.js';
 import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
@@ -146,6 +147,7 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       root: input,
       defaults: (productId !== undefined && defaultsFor.get(productId)) || baseDefaults,
       index: 0,
+      identity: input.identity ?? { accountNumber: null, customers: {} },
       [REVIEW_BINDING]: (code: MappingIssueCode, message: string) => {
         reported.push({ code, message: redactTins(message) });
       },
@@ -268,6 +270,7 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
     version,
     name: mapping.name,
     layout,
+    accountNumberSinks: accountNumberSinks(mapping, layout),
     async map(input: MappingInput): Promise<MappingOutcome> {
       try {
         return await mapInput(input);

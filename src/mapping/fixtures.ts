@@ -42,10 +42,10 @@ const inputSchema = z.strictObject({
   loan: queueItemSchema,
   entities: entitiesSchema.prefault({}),
   documents: z.array(documentSchema).default([]),
-  /** What the pipeline resolved before mapping (the bank's numbers; customer match). */
+  /** The bank's numbers the pipeline gives the mapping ($accountNumber(), $cif(...)); absent: none. */
   identity: z
     .strictObject({
-      accountNumber: z.string().nullable().optional(),
+      accountNumber: z.string().nullable().default(null),
       customers: z.record(z.string(), z.strictObject({ cif: z.string().nullable(), matchedBy: z.enum(['crossref', 'tin', 'created']), existing: z.boolean() })).default({}),
     })
     .optional(),
@@ -91,10 +91,7 @@ export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions
   const expected = expectedSchema.safeParse(c.expected);
   if (!expected.success) return { name: c.name, ok: false, diffs: [`expected.json must be {"records": [...]} or {"issues": [...]}: ${zodText(expected.error)}`] };
   const mapper = await mapperFor(options);
-  const mappingInput: MappingInput = { loan: input.data.loan, entities: input.data.entities, documents: input.data.documents };
-  if (input.data.identity !== undefined) {
-    mappingInput.identity = { customers: input.data.identity.customers, ...(input.data.identity.accountNumber !== undefined ? { accountNumber: input.data.identity.accountNumber } : {}) };
-  }
+  const mappingInput: MappingInput = { loan: input.data.loan, entities: input.data.entities, documents: input.data.documents, ...(input.data.identity ? { identity: input.data.identity } : {}) };
   const outcome = await mapper.map(mappingInput);
   const diffs =
     'records' in expected.data

@@ -50,10 +50,11 @@ export const HELPER_ARITY: Readonly<Record<string, readonly [number, number]>> =
   cif: [1, 1],
   existingCustomer: [1, 1],
   matchedBy: [1, 1],
+  accountNumber: [0, 0],
 };
 
 /** Variables bound for every expression (besides helpers). */
-export const BOUND_VARIABLES = ['loan', 'entities', 'documents', 'root', 'defaults', 'index'] as const;
+export const BOUND_VARIABLES = ['loan', 'entities', 'documents', 'root', 'defaults', 'index', 'identity'] as const;
 
 /**
  * JSONata 2.x built-in functions (https://docs.jsonata.org/). `$lookup` is replaced by ours; a test
@@ -87,6 +88,17 @@ function borrowerFrom(focus: jsonata.Focus): Entity | undefined {
   if ('contradiction' in v) throw new HelperIssue('contradictory', v.contradiction);
   if (v.note !== undefined) review(focus, 'approximated', v.note);
   return v.entity;
+}
+
+/**
+ * `$accountNumber()`: the loan's core account number, from the bank's number pool (or nothing
+ * when the core assigns it). Use it, not the platform's loan id, wherever a core keys on the loan
+ * in a column of fixed width (docs/mapping-guide.md).
+ */
+function accountNumberFrom(identity: unknown): string | undefined {
+  if (identity === null || typeof identity !== 'object') return undefined;
+  const n = (identity as { accountNumber?: unknown }).accountNumber;
+  return typeof n === 'string' && n !== '' ? n : undefined;
 }
 
 export type HelperFn = (this: jsonata.Focus, ...args: unknown[]) => unknown;
@@ -155,6 +167,9 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
   });
   reg('entityKind', function (this: jsonata.Focus, e) {
     return kindOf(e, partiesOf(this.environment.lookup('entities')));
+  });
+  reg('accountNumber', function (this: jsonata.Focus) {
+    return accountNumberFrom(this.environment.lookup('identity'));
   });
   return m;
 }

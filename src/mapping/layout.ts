@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { LintProblem } from './compile.js';
+import { idIntoFixedColumnMessage, idReadByColumn } from './id-flow.js';
 import type { CompiledMapping } from './compile.js';
 import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
 
@@ -114,6 +115,8 @@ export interface Layout {
 export interface LayoutCompileResult {
   layout: Layout | undefined;
   problems: LintProblem[];
+  /** Not errors: a platform id in a fixed-width column (id-flow.ts). */
+  warnings: LintProblem[];
 }
 
 type Section = 'header' | 'columns' | 'trailer';
@@ -125,7 +128,8 @@ type Section = 'header' | 'columns' | 'trailer';
 export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCompileResult {
   const src = parseYamlSource(LAYOUT_FILE, text, () => true);
   const problems: LintProblem[] = src.problems.map((p) => ({ file: LAYOUT_FILE, ...p }));
-  if (problems.length > 0) return { layout: undefined, problems };
+  const warnings: LintProblem[] = [];
+  if (problems.length > 0) return { layout: undefined, problems, warnings };
   const at = (pos: SourcePos, message: string): void => {
     problems.push({ file: LAYOUT_FILE, line: pos.line, column: pos.column, message });
   };
@@ -136,7 +140,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
       const pos = issue.code === 'unrecognized_keys' ? src.keyPosOf([...path, issue.keys[0] ?? '']) : src.posOf(path);
       at(pos, `${path.length > 0 ? `${path.join('.')}: ` : ''}${issue.message}`);
     }
-    return { layout: undefined, problems };
+    return { layout: undefined, problems, warnings };
   }
   const fieldsByType = new Map<string, Map<string, number | undefined>>();
   for (const t of mapping?.targets ?? []) {
@@ -183,6 +187,8 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
             at(src.posOf([...path, 'code']), `${c.name}: a code is wider than the column (${c.length} bytes)`);
           }
           if (c.pad !== undefined && byteLength(c.pad, f.encoding) !== 1) at(src.posOf([...path, 'pad']), `${c.name}: the pad character must be one byte in ${f.encoding}`);
+          const id = key === 'columns' && c.length !== undefined ? idReadByColumn(mapping, f.record, { ...(c.source !== undefined ? { source: c.source } : {}), ...(c.field !== undefined ? { field: c.field } : {}) }) : undefined;
+          if (id) warnings.push({ file: LAYOUT_FILE, line: pos.line, column: pos.column, message: idIntoFixedColumnMessage(f.name, c.name, c.length ?? 0, id) });
         } else if (c.start !== undefined || c.length !== undefined || c.pad !== undefined || c.align !== undefined) {
           at(pos, `${c.name}: start, length, pad and align are for fixed-width files`);
         }
@@ -226,7 +232,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
       trailer: section('trailer', f.trailer),
     };
   });
-  return problems.length > 0 ? { layout: undefined, problems } : { layout: { files, source: text }, problems };
+  return problems.length > 0 ? { layout: undefined, problems, warnings } : { layout: { files, source: text }, problems, warnings };
 }
 
 /** Fixed-width positions: every byte of 1..recordLength belongs to exactly one column. */

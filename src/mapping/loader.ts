@@ -6,6 +6,7 @@ import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompiledMap
 import { createMapper } from './engine.js';
 import type { FixtureCase } from './fixtures.js';
 import { compileLayout, LAYOUT_FILE, type Layout } from './layout.js';
+import { idIntoLimitedFields } from './id-flow.js';
 import type { Mapper } from './types.js';
 
 /**
@@ -45,6 +46,8 @@ export interface LintResult extends CompileResult {
   version: string | undefined;
   /** The compiled `layout.yaml`, when the set has one and everything compiled. */
   layout: Layout | undefined;
+  /** Not errors (the set loads): a platform id into a field of maxLength or a fixed-width column (id-flow.ts). */
+  warnings: LintProblem[];
 }
 
 function assertDir(dir: string): void {
@@ -63,14 +66,16 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
   // The file layout is part of the set: it is linted with it and changes the mapping version.
   const layoutText = read(LAYOUT_FILE);
   let layout: Layout | undefined;
+  const warnings: LintProblem[] = r.mapping ? idIntoLimitedFields(r.mapping) : [];
   if (layoutText !== undefined) {
     r.sources.set(LAYOUT_FILE, layoutText);
     const l = compileLayout(layoutText, r.mapping);
     r.problems.push(...l.problems);
+    warnings.push(...l.warnings);
     layout = l.layout;
   }
   const ok = r.mapping !== undefined && r.problems.length === 0;
-  return { ...r, dir, layout: ok ? layout : undefined, version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined };
+  return { ...r, dir, warnings, layout: ok ? layout : undefined, version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined };
 }
 
 /**

@@ -1,13 +1,14 @@
 import type { Entities, PlatformDocument, QueueItem } from '../platform/schemas.js';
 import type { Layout } from './layout.js';
 
-/** What a mapping sees: the queue item (loan + boarding), its entities and documents list. */
-export interface MappingInput {
-  loan: QueueItem;
-  entities: Entities;
-  documents: PlatformDocument[];
-  /** The bank's numbers for this loan, resolved before mapping (docs/core.md); absent in a bare preview. */
-  identity?: MappingIdentity;
+/**
+ * The bank's numbers for a loan (issue 23): its core account number (`$accountNumber()`; null
+ * when the core assigns it) and, per platform entity id, the customer's CIF (`$cif(entity)`).
+ */
+export interface MappingIdentity {
+  accountNumber: string | null;
+  /** By platform entity id (customer match). */
+  customers: Record<string, MappedCustomer>;
 }
 
 /** One business or person as the core knows it (customer match, `$cif(entity)`). */
@@ -19,10 +20,13 @@ export interface MappedCustomer {
   existing: boolean;
 }
 
-export interface MappingIdentity {
-  accountNumber?: string | null;
-  /** By platform entity id. */
-  customers: Record<string, MappedCustomer>;
+/** What a mapping sees: the queue item (loan + boarding), its entities and documents list, and the bank's numbers. */
+export interface MappingInput {
+  loan: QueueItem;
+  entities: Entities;
+  documents: PlatformDocument[];
+  /** Absent in a fixture or preview that does not give one: `$accountNumber()` is then empty. */
+  identity?: MappingIdentity;
 }
 
 /**
@@ -79,6 +83,8 @@ export interface Mapper {
   readonly name: string;
   /** The set's file layout (`layout.yaml`), part of the version; undefined when it declares none. */
   readonly layout?: Layout | undefined;
+  /** Where the set puts `$accountNumber()` into a place of fixed size (start-up checks the pool's width against them). */
+  readonly accountNumberSinks?: ReadonlyArray<{ where: string; size: number }>;
   map(input: MappingInput): Promise<MappingOutcome>;
 }
 

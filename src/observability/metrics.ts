@@ -8,6 +8,7 @@ import type { Db } from '../store/db.js';
 import { LOAN_STATES } from '../store/loan-states.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
+import type { PoolUsage } from '../store/numbers.js';
 import type { RejectReason } from '../webhooks/signature.js';
 
 /** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
@@ -30,6 +31,8 @@ export interface MetricsSources {
   apiCalls?: () => Iterable<ApiCallCount>;
   /** The mapping set in use and whether its last reload was refused. */
   mapping?: () => { version: string; lastReloadError: unknown };
+  /** Usage of the bank's number pools in use (identity.*.source pool). */
+  numberPools?: () => readonly PoolUsage[];
 }
 
 export type CycleOutcome = 'ok' | 'error' | 'aborted';
@@ -148,6 +151,26 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions = {}): Conn
     g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
   });
 
+  new Gauge({
+    name: `${p}number_pool_used_ratio`,
+    help: "Share of a number pool's sequences used (account, customer); boarding stops at 1: add a range to identity.*.pool.ranges",
+    labelNames: ['pool'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const u of safe(() => sources.numberPools?.()) ?? []) this.set({ pool: u.pool }, u.ratio);
+    },
+  });
+  new Gauge({
+    name: `${p}number_pool_remaining`,
+    help: 'Sequences left in a number pool (account, customer)',
+    labelNames: ['pool'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const u of safe(() => sources.numberPools?.()) ?? []) this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
+    },
+  });
   new Gauge({
     name: `${p}webhook_inbox`,
     help: 'Webhook inbox rows by status',

@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import type { PoolUsage } from '../store/numbers.js';
 import { systemClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
@@ -96,11 +97,32 @@ export function customerSourceCheck(status: () => { ok: boolean; detail: string 
 
 export interface StandardChecksInput {
   db?: Db;
+  /** Usage of the bank's number pools in use (identity.*.source pool). */
+  numberPools?: () => readonly PoolUsage[];
   platformHealth?: () => PlatformHealth;
   endpointWatch?: EndpointWatch;
   platform?: PlatformReadinessOptions;
   mapping?: () => LoadedMappingStatus;
   customers?: () => { ok: boolean; detail: string };
+}
+
+/**
+ * The bank's number pools: not ready once one is exhausted (boarding has stopped); ready but with
+ * a warning in the detail from its warnAt share on, so the bank adds a range in time.
+ */
+export function numberPoolsCheck(usage: () => readonly PoolUsage[]): ReadinessCheck {
+  return () => {
+    const pools = usage();
+    if (pools.length === 0) return { ok: true, detail: 'no number pool in use (the core assigns the numbers)' };
+    const parts = pools.map((u) => {
+      const pct = `${(u.ratio * 100).toFixed(1)}% used (${u.used} of ${u.capacity})`;
+      const key = u.pool === 'account' ? 'identity.accountNumbers.pool.ranges' : 'identity.customerNumbers.pool.ranges';
+      if (u.used >= u.capacity) return `${u.pool}: EXHAUSTED, boarding stopped: add a range to ${key}`;
+      if (u.ratio >= u.warnAt) return `${u.pool}: WARNING ${pct}, at or above warnAt ${u.warnAt}: add a range to ${key}`;
+      return `${u.pool}: ${pct}`;
+    });
+    return { ok: pools.every((u) => u.used < u.capacity), detail: parts.join('; ') };
+  };
 }
 
 /** The four checks the issue asks for, from whatever the caller has. */
@@ -113,6 +135,7 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   }
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);
   if (input.mapping) checks['mapping'] = mappingCheck(input.mapping);
+  if (input.numberPools) checks['numberPools'] = numberPoolsCheck(input.numberPools);
   if (input.customers) checks['customers'] = customerSourceCheck(input.customers);
   return checks;
 }

@@ -1,4 +1,5 @@
 import type { Rng } from './rng.js';
+import type { IdFactory } from './ids.js';
 import { formatWithOffset } from './time.js';
 import { minimalPdf, textFile } from './documents-content.js';
 import {
@@ -73,12 +74,15 @@ function tin(rng: Rng): string {
   return String(rng.int(10, 99)) + String(rng.int(1_000_000, 9_999_999));
 }
 
-function requirementFor(rng: Rng, docIndex: number): RequirementRecord | null {
+function requirementFor(rng: Rng, ids: IdFactory, docIndex: number): RequirementRecord | null {
   const kind = docIndex % 3;
-  if (kind === 0) return { id: rng.id('req', 8), name: 'Business Tax Returns', module: 'underwriting', periods: ['2023', '2024'] };
-  if (kind === 1) return { id: rng.id('req', 8), name: 'Signed Application', module: 'closing', periods: [] };
-  return rng.chance(0.5) ? null : { id: rng.id('req', 8), name: 'Bank Statements', module: 'underwriting', periods: ['2025-Q1'] };
+  if (kind === 0) return { id: ids.make('req', rng.id('req', 8)), name: 'Business Tax Returns', module: 'underwriting', periods: ['2023', '2024'] };
+  if (kind === 1) return { id: ids.make('req', rng.id('req', 8)), name: 'Signed Application', module: 'closing', periods: [] };
+  return rng.chance(0.5) ? null : { id: ids.make('req', rng.id('req', 8)), name: 'Bank Statements', module: 'underwriting', periods: ['2025-Q1'] };
 }
+
+/** Today's short prefixed ids only (the generator's own default; the sandbox passes its --id-shapes factory). */
+export const SHORT_IDS: IdFactory = { make: (_kind, short) => short };
 
 export interface GeneratedLoan {
   loan: LoanRecord;
@@ -86,8 +90,9 @@ export interface GeneratedLoan {
 }
 
 /** One realistic loan with entities and documents; `index` gives variety and awkward cases. */
-export function generateLoan(rng: Rng, index: number, orgId: string, opts: { status?: LoanStatus; createdAtMs?: number } = {}): GeneratedLoan {
-  const id = rng.id('ln', 10);
+export function generateLoan(rng: Rng, index: number, orgId: string, opts: { status?: LoanStatus; createdAtMs?: number; ids?: IdFactory } = {}): GeneratedLoan {
+  const ids = opts.ids ?? SHORT_IDS;
+  const id = ids.make('ln', rng.id('ln', 10));
   const status = opts.status ?? pickStatus(rng, index);
   const offset = rng.pick(OFFSETS);
   const createdAtMs = opts.createdAtMs ?? GENERATION_EPOCH_MS + index * 3_600_000 + rng.int(0, 3_599_000);
@@ -168,7 +173,7 @@ export function generateLoan(rng: Rng, index: number, orgId: string, opts: { sta
     const entityType = rng.pick(ENTITY_TYPES);
     const base = rng.pick(BIZ);
     const biz: BusinessRecord = {
-      id: rng.id('biz', 10),
+      id: ids.make('biz', rng.id('biz', 10)),
       name: `${base} ${SUFFIX[entityType] ?? ''}`.trim(),
       ein: tin(rng),
       role: b === 0 ? 'borrower' : rng.pick(['guarantor', 'co-borrower']),
@@ -186,7 +191,7 @@ export function generateLoan(rng: Rng, index: number, orgId: string, opts: { sta
   const nPeople = personal ? rng.int(1, 3) : rng.int(0, 3);
   for (let p = 0; p < nPeople; p += 1) {
     const person: PersonRecord = {
-      id: rng.id('per', 10),
+      id: ids.make('per', rng.id('per', 10)),
       firstName: rng.pick(FIRST),
       lastName: rng.pick(LAST),
       ssn: String(rng.int(100, 899)) + String(rng.int(10, 99)) + String(rng.int(1000, 9999)),
@@ -204,11 +209,11 @@ export function generateLoan(rng: Rng, index: number, orgId: string, opts: { sta
     const lower = name.toLowerCase();
     const type = lower.endsWith('.pdf') ? 'application/pdf' : lower.endsWith('.csv') ? 'text/csv' : lower.endsWith('.txt') ? 'text/plain' : 'application/octet-stream';
     const bytes = type === 'application/pdf' ? minimalPdf(`${name} for ${loan.fields.loanNumber ?? id}`) : textFile([`document ${name}`, `loan ${id}`, `line ${rng.int(1, 1e6)}`]);
-    const requirement = requirementFor(rng, d);
+    const requirement = requirementFor(rng, ids, d);
     const period = requirement && requirement.periods.length > 0 ? (requirement.periods[requirement.periods.length - 1] ?? null) : null;
     const uploadedAt = formatWithOffset(createdAtMs + (d + 1) * DAY, offset);
     documents.push({
-      id: rng.id('doc', 12),
+      id: ids.make('doc', rng.id('doc', 12)),
       loanId: id,
       name,
       type,

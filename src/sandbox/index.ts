@@ -9,6 +9,7 @@ import { BlobServer } from './blob-server.js';
 import { FaultInjector } from './faults.js';
 import { createPublicApiHandler } from './public-api.js';
 import { RateLimiter } from './rate-limit.js';
+import type { IdShapes } from './ids.js';
 import { SandboxState } from './state.js';
 import { WebhookSender } from './webhook-sender.js';
 import { extractCsv } from './repeat-borrowers.js';
@@ -46,6 +47,8 @@ export interface SandboxOptions {
    * read:people:ssn (a bank's first key rarely has them). See PERMISSIONS in keys.ts.
    */
   apiKeyPermissions?: string[];
+  /** Shapes of generated ids (loans, businesses, people, documents, requirements, releases); default mixed. See ids.ts. */
+  idShapes?: IdShapes;
   /** Share (0..1) of loans whose borrower (EIN/SSN, name) is an earlier loan's; half under a new entity id. */
   repeatBorrowers?: number;
   /** Write a bank customer extract (CSV: cif,tin,name,birth_or_formation_date) of the generated borrowers here. */
@@ -77,7 +80,8 @@ export const SANDBOX_DEFAULTS = {
   documentMaxBytes: 25 * 1024 * 1024,
   webhookRetry: { attempts: 5, baseMs: 1_000 },
   webhookAutoDisableAfter: 10,
-} as const;
+  idShapes: 'mixed',
+} as const satisfies { idShapes: IdShapes } & Record<string, unknown>;
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
@@ -88,7 +92,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const host = opts.host ?? SANDBOX_DEFAULTS.host;
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
-  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.repeatBorrowers ?? 0);
+  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes, opts.repeatBorrowers ?? 0);
   const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });

@@ -263,7 +263,7 @@ function createBusiness(c: RouteContext): RouteResult {
     throw apiError(400, 'entity.role_unknown', `unknown role "${b.role}"; valid roles: ${ENTITY_ROLES.join(', ')}`, { field: 'role', validRoles: [...ENTITY_ROLES] });
   }
   const record = {
-    id: c.state.newId('biz'),
+    id: c.state.newShapedId('biz'),
     name: b.name,
     role,
     ein: b.ein === undefined ? null : b.ein.replace('-', ''),

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createRng, type Rng } from './rng.js';
 import { generateLoan, PRODUCTS } from './generator.js';
 import { RepeatBorrowers, customerExtractRows, type ExtractRow } from './repeat-borrowers.js';
+import { createIdFactory, type IdFactory, type IdKind, type IdShapes } from './ids.js';
 import { emptyCounters, type Counters } from './counters.js';
 import { DEFAULT_ORG, makeKey, type ApiKeyRecord, type Environment } from './keys.js';
 import type { DocumentRecord, LoanRecord, LoanStatus, ProductRecord, WebhookEventType } from './model.js';
@@ -51,6 +52,7 @@ export class SandboxState {
   counters: Counters = emptyCounters();
   readonly environment: Environment = 'staging';
   private readonly rng: Rng;
+  private readonly ids: IdFactory;
   private generated = 0;
   private boardingSeq = 0;
   private lastReleaseMs = 0;
@@ -62,10 +64,12 @@ export class SandboxState {
   constructor(
     private readonly seed: number,
     private readonly now: () => number,
+    idShapes: IdShapes = 'mixed',
     /** Share of generated loans whose borrower is an earlier loan's (repeat-borrowers.ts); 0 = none. */
     repeatBorrowers = 0,
   ) {
     this.rng = createRng(seed);
+    this.ids = createIdFactory(seed, idShapes);
     this.repeats = new RepeatBorrowers(seed, repeatBorrowers);
   }
 
@@ -101,7 +105,7 @@ export class SandboxState {
     for (let i = 0; i < count; i += 1) {
       const index = this.generated;
       this.generated += 1;
-      const genOpts: { status?: LoanStatus; createdAtMs?: number } = {};
+      const genOpts: { status?: LoanStatus; createdAtMs?: number; ids: IdFactory } = { ids: this.ids };
       if (opts.status) genOpts.status = opts.status;
       if (opts.atNow) genOpts.createdAtMs = this.now();
       const { loan, documents } = generateLoan(this.rng, index, DEFAULT_ORG, genOpts);
@@ -147,7 +151,7 @@ export class SandboxState {
     if (atMs === undefined) this.lastReleaseMs = ms;
     this.boardingSeq += 1;
     loan.boarding = {
-      id: `brd_${String(this.boardingSeq).padStart(6, '0')}`,
+      id: this.ids.make('brd', `brd_${String(this.boardingSeq).padStart(6, '0')}`),
       releasedAt: new Date(ms).toISOString(),
       releasedAtMs: ms,
       releasedBy: RELEASER,
@@ -187,7 +191,7 @@ export class SandboxState {
     const bytes = Buffer.from(`pending upload for ${loanId}\n`, 'utf8');
     const periods = opts.periods ?? [];
     const doc: DocumentRecord = {
-      id: this.rng.id('doc', 12),
+      id: this.ids.make('doc', this.rng.id('doc', 12)),
       loanId,
       name: opts.name ?? 'upload.pdf',
       type: 'application/pdf',
@@ -196,7 +200,7 @@ export class SandboxState {
       uploadedAt: this.nowIso(),
       attached: false,
       pendingSize: opts.size ?? bytes.length,
-      requirement: { id: this.rng.id('req', 8), name: periods.length > 1 ? 'Business Tax Returns' : 'Supporting Document', module: 'underwriting', periods },
+      requirement: { id: this.ids.make('req', this.rng.id('req', 8)), name: periods.length > 1 ? 'Business Tax Returns' : 'Supporting Document', module: 'underwriting', periods },
       period: null,
       requirementStatus: 'PENDING',
       versions: [],
@@ -222,5 +226,10 @@ export class SandboxState {
 
   newId(prefix: string): string {
     return this.rng.id(prefix, 10);
+  }
+
+  /** A new platform id of the sandbox's id shapes (a business created through the API…). */
+  newShapedId(kind: IdKind): string {
+    return this.ids.make(kind, this.rng.id(kind, 10));
   }
 }

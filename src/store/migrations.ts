@@ -210,7 +210,21 @@ export const MIGRATIONS: readonly string[] = [
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (pool, range_from)
   );
+  CREATE TABLE bank_number_counts (
+    pool      TEXT PRIMARY KEY,
+    allocated INTEGER NOT NULL                 -- rows of bank_numbers for the pool (read per scrape without a COUNT)
+  );
   ALTER TABLE loans ADD COLUMN account_number TEXT;
+  -- A platform id longer than a core's external-reference field goes there as a digest
+  -- (src/core/fineract/external-id.ts); the digest → id pairs, so a core listing maps back.
+  CREATE TABLE core_external_refs (
+    core        TEXT NOT NULL,                 -- fineract
+    ref         TEXT NOT NULL,                 -- what the core holds
+    platform_id TEXT NOT NULL,
+    kind        TEXT NOT NULL,                 -- loan|client
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (core, ref)
+  );
   `,
   /* 11: customer match (issue 23b): the customers the connector resolved, by a keyed hash of the
      tax id (HMAC-SHA256 with customers.tinHashKey; never the tax id), the platform entity id ↔ CIF

@@ -85,6 +85,8 @@ export interface NumberStore {
   get(pool: NumberPoolName, key: string): string | null;
   /** The key that holds `number`, or null. */
   keyOf(pool: NumberPoolName, number: string): string | null;
+  /** The number the next new key would get, without allocating it (previews); null when the pool is exhausted. */
+  peek(pool: NumberPoolName): string | null;
   usage(pool: NumberPoolName): PoolUsage;
   /** The pool specs this store allocates from. */
   readonly pools: Readonly<NumberPools>;
@@ -107,7 +109,8 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
   const selectByKey = db.prepare<[string, string], { number: string }>('SELECT number FROM bank_numbers WHERE pool = ? AND key = ?');
   const selectByNumber = db.prepare<[string, string], { key: string }>('SELECT key FROM bank_numbers WHERE pool = ? AND number = ?');
   const insertNumber = db.prepare('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)');
-  const countNumbers = db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM bank_numbers WHERE pool = ?');
+  const countNumbers = db.prepare<[string], { n: number }>('SELECT allocated AS n FROM bank_number_counts WHERE pool = ?');
+  const bumpCount = db.prepare('INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated = allocated + 1');
   const selectCursor = db.prepare<[string, string], { last_seq: string }>('SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?');
   const upsertCursor = db.prepare(
     `INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?)
@@ -130,6 +133,7 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
         const number = formatNumber(spec, seq);
         if (number === null || selectByNumber.get(pool, number)) continue;
         insertNumber.run(pool, key, number, now);
+        bumpCount.run(pool);
         upsertCursor.run(pool, rangeKey(range.from), seq.toString(), now);
         return { number, fresh: true };
       }
@@ -137,6 +141,22 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
       if (!cursor || BigInt(cursor.last_seq) < to) upsertCursor.run(pool, rangeKey(range.from), to.toString(), now);
     }
     throw new PoolExhaustedError(pool, Number(capacityOf(spec)));
+  }
+
+  function peek(pool: NumberPoolName): string | null {
+    const spec = pools[pool];
+    for (const range of spec.ranges) {
+      const from = BigInt(range.from);
+      const to = BigInt(range.to);
+      const cursor = selectCursor.get(pool, rangeKey(range.from));
+      let seq = cursor ? BigInt(cursor.last_seq) + 1n : from;
+      if (seq < from) seq = from;
+      for (; seq <= to; seq++) {
+        const number = formatNumber(spec, seq);
+        if (number !== null && !selectByNumber.get(pool, number)) return number;
+      }
+    }
+    return null;
   }
 
   // IMMEDIATE: two processes (or two handles) allocating at once serialise on the write lock, and
@@ -151,6 +171,7 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
     },
     get: (pool, key) => selectByKey.get(pool, key)?.number ?? null,
     keyOf: (pool, number) => selectByNumber.get(pool, number)?.key ?? null,
+    peek,
     usage: (pool) => {
       const spec = pools[pool];
       let used = 0n;

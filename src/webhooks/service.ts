@@ -5,6 +5,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import type { Db } from '../store/db.js';
+import type { PoolUsage } from '../store/numbers.js';
 import { createApp } from '../http/app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 import { createFundedTimeBackfill } from '../store/funded-time.js';
@@ -27,6 +28,8 @@ export interface WebhookServiceDeps {
   metrics?: ConnectorMetrics;
   /** The daemon's mapping set (version, refused reload) for /readyz and /metrics. */
   mapping?: () => LoadedMappingStatus;
+  /** Usage of the bank's number pools in use, for /readyz and /metrics. */
+  numberPools?: () => readonly PoolUsage[];
   /** The core's customer source for /readyz (customer match). */
   customers?: () => { ok: boolean; detail: string };
 }
@@ -81,6 +84,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     db: deps.db,
     inbox,
     ...(deps.mapping ? { mapping: deps.mapping } : {}),
+    ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
     ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
   });
   const endpointWatch = createEndpointWatch();
@@ -102,7 +106,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, platform: { clock }, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
     reportsDir: deps.config.reports.dir,
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.

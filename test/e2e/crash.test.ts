@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyPackage } from '../../src/core/file/manifest.js';
+import { safeId } from '../../src/core/safe-name.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
 
 const MAIN = join(process.cwd(), 'dist/main.js');
@@ -148,7 +149,7 @@ describe('crash loop', () => {
     }
     // Exactly one complete package per loan, and each loan once in the CSV batch control totals.
     const packages = readdirSync(join(cfg.coreDir, 'packages')).sort();
-    expect(packages).toEqual([...released].sort());
+    expect(packages).toEqual([...released].map(safeId).sort());
     for (const id of packages) {
       const v = await verifyPackage(join(cfg.coreDir, 'packages', id));
       expect(v.problems, id).toEqual([]);
@@ -161,7 +162,9 @@ describe('crash loop', () => {
     const state = new Database(cfg.dbPath, { readonly: true, fileMustExist: true });
     let batches: Array<{ id: string; status: string }>;
     let firstBoards: Array<{ loanId: string; n: number }>;
+    let numbers: Array<{ key: string; number: string; loanNumber: string | null }>;
     try {
+      numbers = state.prepare("SELECT n.key, n.number, l.account_number AS loanNumber FROM bank_numbers n LEFT JOIN loans l ON l.id = n.key WHERE n.pool = 'account'").all() as typeof numbers;
       batches = state.prepare('SELECT id, status FROM file_batches ORDER BY id').all() as Array<{ id: string; status: string }>;
       firstBoards = state.prepare("SELECT loan_id AS loanId, COUNT(*) AS n FROM file_batch_loans WHERE kind = 'new' GROUP BY loan_id").all() as Array<{ loanId: string; n: number }>;
     } finally {
@@ -171,6 +174,11 @@ describe('crash loop', () => {
     expect(batches.filter((b) => b.status !== 'sealed'), `unsealed batches (seed ${seed})`).toEqual([]);
     expect(firstBoards.map((r) => r.loanId).sort()).toEqual([...released].sort());
     expect(firstBoards.every((r) => r.n === 1)).toBe(true);
+    // Through every kill: one account number per loan, never a second one, never shared, and the
+    // loan row holds the number it was allocated.
+    expect(numbers.map((n) => n.key).sort(), `account numbers (seed ${seed})`).toEqual([...released].sort());
+    expect(new Set(numbers.map((n) => n.number)).size).toBe(numbers.length);
+    for (const n of numbers) expect(n.loanNumber, n.key).toBe(n.number);
     const firstLinesPerLoan = new Map<string, number>();
     for (const b of batches) {
       const dir = join(cfg.coreDir, 'batches', b.id);

@@ -27,6 +27,9 @@ import { Response as WebResponse } from 'undici';
  * - client identifiers (`POST /clients/{id}/identifiers`): one (document type, key) across all
  *   clients (403 `error.msg.clientIdentifier.identityKey.duplicate`), one of a type per client;
  * - the search API (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`);
+ * - externalId at most 100 characters (clients and loans: `exceeds.max.length`); a loan's
+ *   `accountNo` at most 20 characters, unique (403 `error.msg.loan.duplicate.accountNo`, the
+ *   `loan_account_no_UNIQUE` constraint), else Fineract's own: the loan id zero-padded to 9;
  * and fault injection (5xx before the write, the write committed and then the response
  * held/failed/reset, or a slow command that holds its key in flight).
  *
@@ -102,6 +105,8 @@ export interface FakeClient {
 export interface FakeLoan {
   id: number;
   externalId: string | null;
+  /** The account number: the accountNo sent with the create, else the id zero-padded to 9 digits. */
+  accountNo: string;
   clientId: number;
   statusId: number;
   body: Record<string, unknown>;
@@ -699,7 +704,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     const freqType = Number(b['repaymentFrequencyType']);
     return {
       id: l.id,
-      accountNo: String(l.id).padStart(9, '0'),
+      accountNo: l.accountNo,
       externalId: l.externalId,
       clientId: l.clientId,
       loanProductId: b['productId'],
@@ -764,6 +769,8 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     if (grace !== undefined && grace !== null && isInt(grace) && isInt(b['numberOfRepayments']) && grace >= b['numberOfRepayments']) {
       errors.push({ parameterName: 'graceOnPrincipalPayment', code: 'must.be.less.than.number.of.repayments', message: `The parameter \`graceOnPrincipalPayment\` (${grace}) must be less than numberOfRepayments (${b['numberOfRepayments']}).` });
     }
+    if (b['externalId'] !== undefined && (typeof b['externalId'] !== 'string' || b['externalId'].length > 100)) errors.push({ parameterName: 'externalId', code: 'exceeds.max.length', message: 'The parameter `externalId` exceeds max length of 100.' });
+    if (b['accountNo'] !== undefined && b['accountNo'] !== null && (typeof b['accountNo'] !== 'string' || b['accountNo'].length > 20)) errors.push({ parameterName: 'accountNo', code: 'exceeds.max.length', message: 'The parameter `accountNo` exceeds max length of 20.' });
     if (errors.length > 0) throw validationFail('loan', errors);
     if (principal !== null && principal >= MAX_PRINCIPAL_EXCLUSIVE) {
       // m_loan.principal_amount is DECIMAL(19,6): the insert fails (data integrity, 403).
@@ -794,7 +801,12 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     if (principal !== null && ((product.minPrincipal !== undefined && principal < product.minPrincipal) || (product.maxPrincipal !== undefined && principal > product.maxPrincipal))) {
       throw validationFail('loan', [{ parameterName: 'principal', code: 'is.not.within.expected.range', message: `The parameter \`principal\` must be between ${product.minPrincipal ?? 0} and ${product.maxPrincipal ?? 'unbounded'}.` }]);
     }
-    const l: FakeLoan = { id: newId(), externalId, clientId: client.id, statusId: 100, body: b };
+    const sentAccountNo = typeof b['accountNo'] === 'string' && b['accountNo'] !== '' ? b['accountNo'] : null;
+    if (sentAccountNo !== null && loans.some((l) => l.accountNo === sentAccountNo)) {
+      throw domainFail(403, 'error.msg.loan.duplicate.accountNo', `Loan with accountNo \`${sentAccountNo}\` already exists`);
+    }
+    const id = newId();
+    const l: FakeLoan = { id, externalId, accountNo: sentAccountNo ?? String(id).padStart(9, '0'), clientId: client.id, statusId: 100, body: b };
     loans.push(l);
     return { body: { officeId: 1, clientId: client.id, loanId: l.id, resourceId: l.id } };
   }, 'CREATE_LOAN'));

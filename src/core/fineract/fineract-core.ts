@@ -26,6 +26,8 @@ import { safeFileName } from '../safe-name.js';
 import { DEFAULT_DOCUMENT_POLICY, planDocument, uploadFileName, type FineractDocumentPolicy } from './document-policy.js';
 import { FineractHttp, ReplayedFailureError, fineractCodes, type CallOptions, type FineractHttpOptions } from './http.js';
 import { fineractKey } from './keys.js';
+import { fineractExternalId } from './external-id.js';
+import type { ExternalRefStore } from '../../store/external-refs.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
 import { systemClock } from '../../lib/clock.js';
@@ -40,6 +42,8 @@ export interface FineractCoreOptions extends FineractHttpOptions {
   spoolDir?: string;
   /** Documents Fineract would refuse (type, size): core.http.documents. */
   documents?: FineractDocumentPolicy;
+  /** Where a digested externalId is mapped back to its platform id (external-id.ts); without it a listing shows the digest. */
+  externalRefs?: ExternalRefStore;
 }
 
 export const FINERACT_RECORD_TYPES = ['client', 'identifier', 'loan', 'guarantor', 'document'] as const;
@@ -63,6 +67,8 @@ const APPROVED = 200;
 interface Ids {
   clients: Map<string, number>;
   loans: Map<string, number>;
+  /** Fineract's accountNo of each loan written or found (by the loan record's external id). */
+  accountNos: Map<string, string>;
 }
 
 type Json = Record<string, unknown>;
@@ -105,7 +111,7 @@ export class FineractCore implements CoreSystem {
   async board(pkg: BoardingPackage, o: { signal?: AbortSignal } = {}): Promise<CoreReceipt> {
     const signal = o.signal;
     const { byType, uploads, warnings } = this.preflight(pkg);
-    const ids: Ids = { clients: new Map(), loans: new Map() };
+    const ids: Ids = { clients: new Map(), loans: new Map(), accountNos: new Map() };
     const receipt: CoreReceipt['records'] = [];
 
     for (const rec of byType.client) {
@@ -133,6 +139,7 @@ export class FineractCore implements CoreSystem {
     const primary = byType.loan.find((l) => l.externalId === pkg.loanId) ?? byType.loan[0];
     const loanId = primary === undefined ? undefined : ids.loans.get(primary.externalId);
     if (primary === undefined || loanId === undefined) throw new CoreRejectedError('no loan record to board');
+    const accountNumber = ids.accountNos.get(primary.externalId) ?? (await this.loanAccountNo(loanId, signal));
     const documents = await this.ensureDocuments(pkg, uploads, loanId, byType.document, signal);
     for (const rec of byType.document) {
       const d = documents.find((x) => x.documentId === rec.externalId);
@@ -148,7 +155,24 @@ export class FineractCore implements CoreSystem {
       documents,
       boardedAt: new Date(this.clock.now()).toISOString(),
       ...(warnings.length > 0 ? { warnings } : {}),
+      accountNumber,
     };
+  }
+
+  /**
+   * The externalId a platform id is stored under (external-id.ts): the id, or its digest when it
+   * does not fit Fineract's 100 characters; a digest is recorded before it is first sent.
+   */
+  private ext(platformId: string, kind: 'loan' | 'client'): string {
+    const ref = fineractExternalId(platformId);
+    if (ref !== platformId) this.opts.externalRefs?.remember('fineract', ref, platformId, kind, this.clock.now());
+    return ref;
+  }
+
+  /** Fineract's account number of a loan (its own, or the accountNo the mapping sent). */
+  private async loanAccountNo(loanId: number, signal?: AbortSignal): Promise<string | null> {
+    const l = await this.http.get<Json>(`/loans/${loanId}`, signal);
+    return typeof l['accountNo'] === 'string' && l['accountNo'] !== '' ? l['accountNo'] : null;
   }
 
   /** Refuses what cannot board before any write, so a bad package never leaves half a loan. */
@@ -164,8 +188,9 @@ export class FineractCore implements CoreSystem {
           `record type "${r.type}" (external id ${r.externalId}) is not supported by the Fineract core (supported: ${FINERACT_RECORD_TYPES.join(', ')}); use the fineract mapping set`,
         );
       }
-      if (typeof r.externalId !== 'string' || r.externalId === '' || r.externalId.length > 100) {
-        throw new CoreRejectedError(`${r.type} record: externalId must be 1 to 100 characters for Fineract`);
+      // Any length: one longer than Fineract's externalId (100) is stored as a digest (external-id.ts).
+      if (typeof r.externalId !== 'string' || r.externalId === '') {
+        throw new CoreRejectedError(`${r.type} record: externalId must be a non-empty string`);
       }
       out[r.type as keyof typeof out].push(r);
     }
@@ -308,13 +333,13 @@ export class FineractCore implements CoreSystem {
     }
     const found = await this.findClientId(rec.externalId, signal);
     if (found !== null) return found;
-    const body: Json = { ...withoutRefs(rec.fields), externalId: rec.externalId };
+    const body: Json = { ...withoutRefs(rec.fields), externalId: this.ext(rec.externalId, 'client') };
     body['officeId'] ??= this.opts.officeId;
     return this.create(`/clients`, body, 'client', [rec.externalId, pkg.mappingVersion], signal, 'clientId', () => this.findClientId(rec.externalId, signal));
   }
 
   private async findClientId(externalId: string, signal?: AbortSignal): Promise<number | null> {
-    const c = await this.http.find<Json>(`/clients/external-id/${encodeURIComponent(externalId)}`, signal);
+    const c = await this.http.find<Json>(`/clients/external-id/${encodeURIComponent(fineractExternalId(externalId))}`, signal);
     return c === null ? null : numId(c['id'], `client ${externalId}`);
   }
 
@@ -326,15 +351,18 @@ export class FineractCore implements CoreSystem {
   }
 
   private async findLoanJson(externalId: string, signal?: AbortSignal): Promise<Json | null> {
-    return this.http.find<Json>(`/loans/external-id/${encodeURIComponent(externalId)}`, signal);
+    return this.http.find<Json>(`/loans/external-id/${encodeURIComponent(fineractExternalId(externalId))}`, signal);
   }
 
   private async ensureLoan(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<number> {
     const found = await this.findLoanJson(rec.externalId, signal);
-    if (found !== null) return numId(found['id'], `loan ${rec.externalId}`);
+    if (found !== null) {
+      if (typeof found['accountNo'] === 'string' && found['accountNo'] !== '') ids.accountNos.set(rec.externalId, found['accountNo']);
+      return numId(found['id'], `loan ${rec.externalId}`);
+    }
     const clientId = await this.resolveClient(String(rec.fields['clientExternalId']), ids, `loan ${rec.externalId}`, signal);
     await this.checkProduct(rec, signal);
-    const body: Json = { ...withoutRefs(rec.fields), externalId: rec.externalId, clientId };
+    const body: Json = { ...withoutRefs(rec.fields), externalId: this.ext(rec.externalId, 'loan'), clientId };
     return this.create(`/loans`, body, 'loan', [rec.externalId, pkg.mappingVersion], signal, 'loanId', async () => {
       const l = await this.findLoanJson(rec.externalId, signal);
       return l === null ? null : numId(l['id'], `loan ${rec.externalId}`);
@@ -527,7 +555,8 @@ export class FineractCore implements CoreSystem {
       const items = page.pageItems ?? [];
       for (const l of items) {
         if (typeof l['externalId'] === 'string' && l['externalId'] !== '') {
-          yield { coreReference: String(l['id']), loanExternalId: l['externalId'], mappingVersion: null, fields: canonicalFromFineractLoan(l) };
+          const loanExternalId = this.opts.externalRefs?.platformIdOf('fineract', l['externalId']) ?? l['externalId'];
+          yield { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromFineractLoan(l) };
         }
       }
       if (items.length < limit) return;
@@ -562,8 +591,9 @@ function withoutRefs(fields: Record<string, unknown>): Json {
   return out;
 }
 
+/** The marker of a document's upload: its platform id, or the id's digest when longer than 100 characters (description is 1000). */
 export function documentMarker(documentId: string): string {
-  return `[doc:${documentId}]`;
+  return `[doc:${fineractExternalId(documentId)}]`;
 }
 
 function asText(v: unknown): string {

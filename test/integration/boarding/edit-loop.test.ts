@@ -2,6 +2,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { safeId } from '../../../src/core/safe-name.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
@@ -80,7 +81,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(acked.length).toBeGreaterThan(1);
       const target = acked[0]!;
       const versionA = target.mappingVersion;
-      const packageOf = (id: string) => JSON.parse(readFileSync(join(cfg.coreDir, 'packages', id, 'records.json'), 'utf8')) as { mappingVersion: string; records: Array<{ type: string; externalId: string; fields: Record<string, unknown> }> };
+      const packageOf = (id: string) => JSON.parse(readFileSync(join(cfg.coreDir, 'packages', safeId(id), 'records.json'), 'utf8')) as { mappingVersion: string; records: Array<{ type: string; externalId: string; fields: Record<string, unknown> }> };
       expect(packageOf(target.id).records.find((r) => r.type === 'loan')?.fields['officer']).toBe('UNASSIGNED');
 
       // The fix, on disk (no daemon runs, so nothing needs a reload).
@@ -89,6 +90,8 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(preview.code).toBe(0);
       expect(preview.stdout).toContain('mapped from the queue item the connector stored');
       expect(preview.stdout).toContain(`loan/${target.id}.officer: was "UNASSIGNED", now "LOAN-DESK"`);
+      // Preview maps with the loan's own account number: no change shows for it.
+      expect(preview.stdout).not.toContain('.accountNumber:');
       // Tax ids are masked unless --show-pii.
       expect(preview.stdout).not.toMatch(/"taxId": "\d{9}"/);
       expect(preview.stdout).toContain('"taxId": "[redacted]"');
@@ -105,6 +108,10 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(pkg.records.find((r) => r.type === 'loan')?.fields['officer']).toBe('LOAN-DESK');
       expect(pkg.records.filter((r) => r.type === 'loan')).toHaveLength(1);
       expect(pkg.mappingVersion).not.toBe(versionA);
+      // The re-board keeps the loan's account number (allocated once, at its first board).
+      expect(target.accountNumber).toMatch(/^\d{10}$/);
+      expect(pkg.records.find((r) => r.type === 'loan')?.fields['accountNumber']).toBe(target.accountNumber);
+      expect(store.numbers.get('account', target.id)).toBe(target.accountNumber);
       // The platform saw no new acknowledgement, no write at all.
       expect((await p.counters()).acks).toEqual(acksBefore);
       expect((await p.counters()).byBucket.write).toBe(writesBefore);

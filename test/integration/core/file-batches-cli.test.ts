@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCliContext } from '../../../src/cli/context.js';
+import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
@@ -51,8 +52,12 @@ describe('batches CLI over a sync', () => {
     expect(readdirSync(dir).sort()).toEqual(['LNLOAD.DAT', 'READY', 'control.csv', 'crossref.csv', 'customer.csv', 'document.csv', 'loan.csv', 'relationship.csv']);
 
     const loanCsv = readFileSync(join(dir, 'loan.csv'), 'utf8').trim().split('\n');
-    expect(loanCsv[0]!.split(',').slice(0, 3)).toEqual(['action', 'loan_id', 'loan_number']);
+    expect(loanCsv[0]!.split(',').slice(0, 4)).toEqual(['action', 'loan_id', 'account_number', 'loan_number']);
     expect(loanCsv.slice(1).map((l) => l.split(',')[1]).sort()).toEqual(released.map((l) => l.id).sort());
+    // Each loan has the bank's own account number: unique, 10 digits with a Luhn check digit.
+    const accounts = loanCsv.slice(1).map((l) => l.split(',')[2] ?? '');
+    expect(new Set(accounts).size).toBe(accounts.length);
+    for (const a of accounts) expect(hasValidCheckDigit('luhn', a) && a.length === 10, a).toBe(true);
     // The platform's amounts as the connector recorded them when it fetched each loan.
     const db = openDatabase(cfg.dbPath, { readonly: true });
     const cents = BigInt((db.prepare(`SELECT SUM(cents_amount) AS s FROM loans WHERE state = 'acknowledged'`).get() as { s: number }).s);
@@ -65,6 +70,8 @@ describe('batches CLI over a sync', () => {
     const dat = readFileSync(join(dir, 'LNLOAD.DAT')).toString('latin1').split('\r\n').filter((l) => l !== '');
     expect(dat).toHaveLength(boarded + 2);
     for (const rec of dat) expect(rec.length).toBe(120);
+    // LNLOAD.DAT keys on ACCOUNT_NO (bytes 2–21), the same numbers as loan.csv.
+    expect(dat.slice(1, -1).map((r) => r.slice(1, 21).trim()).sort()).toEqual([...accounts].sort());
     const trailer = dat.at(-1)!;
     expect(trailer.slice(0, 1)).toBe('T');
     expect(Number(trailer.slice(1, 10))).toBe(boarded);

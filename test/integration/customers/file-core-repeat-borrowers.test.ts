@@ -37,7 +37,7 @@ describe('repeat borrowers into the file core with a customer extract', () => {
   let p: TestPlatform;
   const work = mkdtempSync(join(tmpdir(), 'extract-it-'));
   const extractPath = join(work, 'customers.csv');
-  const data = new SandboxState(SEED, () => Date.UTC(2025, 5, 1), SHARE);
+  const data = new SandboxState(SEED, () => Date.UTC(2025, 5, 1), 'mixed', SHARE);
   data.generate(LOANS, { releaseRatio: 1 });
 
   beforeAll(async () => {

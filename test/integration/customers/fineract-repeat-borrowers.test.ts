@@ -10,7 +10,7 @@ const SHARE = 0.4;
 
 /** The sandbox's data for these options, rebuilt here (the generator is deterministic per seed). */
 function sandboxData() {
-  const state = new SandboxState(SEED, () => Date.UTC(2025, 5, 1), SHARE);
+  const state = new SandboxState(SEED, () => Date.UTC(2025, 5, 1), 'mixed', SHARE);
   state.generate(LOANS, { releaseRatio: 1 });
   return state;
 }

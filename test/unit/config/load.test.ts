@@ -98,6 +98,7 @@ describe('config/example.yaml', () => {
     expect(c.boarding).toEqual(defaults.boarding);
     expect(c.schedule).toEqual(defaults.schedule);
     expect(c.webhooks).toEqual(defaults.webhooks);
+    expect(c.identity).toEqual(defaults.identity);
     expect(c.mappings.defaults['branch']).toBe('0012');
   });
 });

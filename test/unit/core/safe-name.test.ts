@@ -49,3 +49,20 @@ describe('safe names', () => {
     );
   });
 });
+
+describe('package names for the sandbox id shapes (issue 23)', () => {
+  it('an id with ":" of 64 characters, a UUID and a 300-character id each get one safe, distinct, bounded name', () => {
+    const colon = 'urn:lender:loan:Cs567cY:6inw:Ef5.Fpzbl9.vGxu-Sg29ZQd_wy0HFhqSd:F';
+    expect(colon).toHaveLength(64);
+    const uuid = '3f2b9c1e-7d4a-4b8e-9f00-1a2b3c4d5e6f';
+    const long = `urn:x:${'a'.repeat(300)}`;
+    const names = [colon, colon.replaceAll(':', '_'), uuid, long, `${long}b`].map(safeId);
+    for (const n of names) expect(isSafeComponent(n), n).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
+    // A UUID is a plain name: kept as it is, so an operator finds the package by the id.
+    expect(safeId(uuid)).toBe(uuid);
+    // ":" is not: a readable prefix and a hash (stable).
+    expect(safeId(colon)).toMatch(/^urn_lender_loan_Cs567cY_6inw_Ef5_Fpzbl9[^~]*~[0-9a-f]{12}$/);
+    expect(safeId(colon)).toBe(safeId(colon));
+  });
+});

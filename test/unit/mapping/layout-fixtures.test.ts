@@ -23,6 +23,6 @@ describe('mappings test with expected file lines', () => {
     writeFileSync(file, readFileSync(file, 'latin1').replace('CRE300  ', 'CRE300 '), 'latin1');
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.error).toBeDefined();
-    expect(r.out).toMatch(/FAIL \S+ business-monthly-fixed\n\s+expected-lines\/LNLOAD\.DAT line 1: expected "Aloan_0001 .*", got "Aloan_0001 .*"/);
+    expect(r.out).toMatch(/FAIL \S+ business-monthly-fixed\n\s+expected-lines\/LNLOAD\.DAT line 1: expected "A1000000057 .*", got "A1000000057 .*"/);
   });
 });

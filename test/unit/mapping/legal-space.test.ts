@@ -33,17 +33,21 @@ const dateTime = fc
     return `${local.getUTCFullYear()}-${pad(local.getUTCMonth() + 1)}-${pad(local.getUTCDate())}T${pad(local.getUTCHours())}:${pad(local.getUTCMinutes())}:${pad(local.getUTCSeconds())}${frac}${off}`;
   });
 const text = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('ACME, LLC', 'CAFÉ OLÉ LLC', '=cmd|calc', '../../etc/passwd', 'x'.repeat(300)));
+// Ids of any shape (issue 23): UUIDs, and opaque ids up to ~190 characters with - _ . : (the
+// UUID inside keeps two entities from sharing one by chance).
+const anyId = fc.oneof(fc.uuid(), fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:-]{0,150}$/), fc.uuid()).map(([s, u]) => `${s}:${u}`));
+const IDENTITY = { generic: { accountNumber: '1000000008', customers: {} }, fineract: { accountNumber: null, customers: {} } } as const;
 const digits9 = fc.integer({ min: 0, max: 999_999_999 }).map((n) => String(n).padStart(9, '0'));
 const role = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ROLES) }, fc.constant(undefined));
 const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }).map((k) => `x_${k}`), fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { maxKeys: 2 });
 
-const business = fc.record({ id: fc.uuid(), name: text, dba: optional(text), entityType: optional(fc.constantFrom('Limited Liability Company', 'C-Corp', 'Trust', 'Cooperative')), ein: digits9.map((d) => `${d.slice(0, 2)}-${d.slice(2)}`), state: optional(fc.constantFrom('TX', 'CA', 'NY')), naics: optional(fc.constantFrom('332710', '11', '999999', 'abc')), role, extra }).map(({ extra: x, ...b }) => ({ ...x, ...b, einLast4: b.ein.slice(-4) }));
-const person = fc.record({ id: fc.uuid(), firstName: text, lastName: text, ssn: digits9.map((d) => `${d.slice(0, 3)}-${d.slice(3, 5)}-${d.slice(5)}`), role }).map((p) => ({ ...p, ssnLast4: p.ssn.slice(-4) }));
-const document = fc.record({ id: fc.uuid(), name: optional(text), type: optional(fc.constantFrom('application/pdf', 'text/csv', 'image/png', 'application/x-unknown')), size: optional(fc.integer({ min: 0, max: MAX })), category: optional(fc.constantFrom('financials', 'legal', 'identity', 'weird')), uploadedAt: optional(dateTime), period: optional(fc.constantFrom('2024', 'Q1 2025')) });
+const business = fc.record({ id: anyId, name: text, dba: optional(text), entityType: optional(fc.constantFrom('Limited Liability Company', 'C-Corp', 'Trust', 'Cooperative')), ein: digits9.map((d) => `${d.slice(0, 2)}-${d.slice(2)}`), state: optional(fc.constantFrom('TX', 'CA', 'NY')), naics: optional(fc.constantFrom('332710', '11', '999999', 'abc')), role, extra }).map(({ extra: x, ...b }) => ({ ...x, ...b, einLast4: b.ein.slice(-4) }));
+const person = fc.record({ id: anyId, firstName: text, lastName: text, ssn: digits9.map((d) => `${d.slice(0, 3)}-${d.slice(3, 5)}-${d.slice(5)}`), role }).map((p) => ({ ...p, ssnLast4: p.ssn.slice(-4) }));
+const document = fc.record({ id: anyId, name: optional(text), type: optional(fc.constantFrom('application/pdf', 'text/csv', 'image/png', 'application/x-unknown')), size: optional(fc.integer({ min: 0, max: MAX })), category: optional(fc.constantFrom('financials', 'legal', 'identity', 'weird')), uploadedAt: optional(dateTime), period: optional(fc.constantFrom('2024', 'Q1 2025')) });
 
 const loanArb = fc
   .record({
-    id: fc.uuid(),
+    id: anyId,
     loanNumber: optional(text),
     type: fc.oneof({ weight: 5, arbitrary: fc.constantFrom('business', 'personal') }, fc.constant('agricultural')),
     centsAmount: fc.oneof(fc.integer({ min: 1, max: 10_000_000_000 }), fc.integer({ min: 1, max: MAX })),
@@ -99,7 +103,7 @@ const PERIOD_MONTHS: Record<string, number> = { weekly: 12 / 52, biweekly: 24 / 
 async function check(mapper: Mapper, set: 'generic' | 'fineract', sample: fc.Arbitrary<{ loan: Loan; businesses: Entity[]; people: Entity[]; documents: unknown[] }>): Promise<void> {
   await fc.assert(
     fc.asyncProperty(sample, async ({ loan, businesses, people, documents }) => {
-      const input = { loan, entities: { businesses, people }, documents } as unknown as MappingInput;
+      const input = { loan, entities: { businesses, people }, documents, identity: IDENTITY[set] } as unknown as MappingInput;
       const outcome = await mapper.map(input);
       const why = contradiction(loan, [...businesses, ...people], set);
       if (why !== null) {
@@ -159,7 +163,7 @@ describe('the legal space: every loan the spec allows boards with both shipped s
           for (const io of [0, 1, 2, 3, 5, 6, 7, 12, monthsTerm])
             for (const rateType of ['fixed', 'variable']) {
               const monthsInterestOnly = Math.min(io, monthsTerm);
-              const out = await mapper.map({ loan: { ...base, paymentFrequency, monthsTerm, monthsInterestOnly, rateType }, entities, documents: [] });
+              const out = await mapper.map({ loan: { ...base, paymentFrequency, monthsTerm, monthsInterestOnly, rateType }, entities, documents: [], identity: IDENTITY[set] });
               if (out.ok) boarded += 1;
               else throw new Error(`${set} ${paymentFrequency} ${monthsTerm}m io ${monthsInterestOnly} ${rateType}: ${out.issues.map((i) => i.message).join('; ')}`);
             }
