@@ -333,9 +333,30 @@ export class FineractCore implements CoreSystem {
     }
     const found = await this.findClientId(rec.externalId, signal);
     if (found !== null) return found;
+    // Last guard before a create: a client that already holds this client's tax id identifier (a
+    // mapping without the customer match, or a client added in Fineract since) is reused. Fineract
+    // would refuse the identifier on a second client (error.msg.clientIdentifier.identityKey.duplicate).
+    const holder = await this.clientHoldingIdentifier(rec, pkg, signal);
+    if (holder !== null) return holder;
     const body: Json = { ...withoutRefs(rec.fields), externalId: this.ext(rec.externalId, 'client') };
     body['officeId'] ??= this.opts.officeId;
     return this.create(`/clients`, body, 'client', [rec.externalId, pkg.mappingVersion], signal, 'clientId', () => this.findClientId(rec.externalId, signal));
+  }
+
+  private async clientHoldingIdentifier(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number | null> {
+    const keys = pkg.records
+      .filter((r) => r.type === 'identifier' && r.fields['clientExternalId'] === rec.externalId && typeof r.fields['documentKey'] === 'string')
+      .map((r) => r.fields['documentKey'] as string);
+    for (const key of keys) {
+      const hits = (await this.http.get<Json[] | null>(`/search?query=${encodeURIComponent(key)}&resource=clientIdentifiers&exactMatch=true`, signal)) ?? [];
+      const ids = [...new Set(hits.filter((h) => String(h['entityType']).toUpperCase() === 'CLIENTIDENTIFIER' && h['entityName'] === key).map((h) => numIdOrNull(h['parentId'])).filter((x): x is number => x !== null))];
+      if (ids.length > 1) throw new CoreRejectedError(`client ${rec.externalId}: ${ids.length} Fineract clients (${ids.join(', ')}) hold its tax id identifier; merge them in Fineract, then loans retry`);
+      if (ids.length === 1) {
+        this.logger.warn({ loanId: pkg.loanId, client: rec.externalId, fineractClientId: ids[0] }, 'a Fineract client already holds this tax id identifier: reused, no second client created');
+        return ids[0] as number;
+      }
+    }
+    return null;
   }
 
   private async findClientId(externalId: string, signal?: AbortSignal): Promise<number | null> {
