@@ -12,6 +12,8 @@ import { cutoffRule } from '../core/file/cutoff.js';
 import { FileCore } from '../core/file/file-core.js';
 import { FineractCore } from '../core/fineract/fineract-core.js';
 import type { CoreSystem } from '../core/port.js';
+import { CustomerExtract } from '../core/file/customer-extract.js';
+import type { CustomerKeys } from '../lib/customer-keys.js';
 
 export { createDocumentFetcher } from '../core/documents.js';
 export { verifyPackage, readManifest, type PackageManifest } from '../core/file/manifest.js';
@@ -28,6 +30,8 @@ export interface CoreDeps {
    */
   db?: Db;
   layout?: () => Layout | undefined;
+  /** The keyed hashes of customer match: the file core's customer extract is indexed by them. */
+  customerKeys?: CustomerKeys;
 }
 
 /** The file core's batches, when config and mapping set ask for them (undefined otherwise). */
@@ -54,8 +58,21 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
 /** Builds the configured core adapter (`core.adapter`). */
 export function createCore(config: Config, deps: CoreDeps): CoreSystem {
   if (config.core.adapter === 'file') {
+    const extract = config.customers.extract;
+    // Without the hash key (commands that do not board: reconcile, batches) the extract is not read.
     return new FileCore({
       dir: config.core.file.dir,
+      customers:
+        extract === undefined || deps.customerKeys === undefined
+          ? undefined
+          : new CustomerExtract({
+              path: extract.path,
+              maxAgeHours: extract.maxAgeHours,
+              layout: { header: extract.layout.header, delimiter: extract.layout.delimiter, columns: extract.layout.columns },
+              keys: deps.customerKeys,
+              clock: deps.clock,
+              logger: deps.logger.child({ component: 'customers.extract' }),
+            }),
       batches: fileBatchesFromConfig(config, deps),
       timeZone: config.bank.timeZone,
       logger: deps.logger,

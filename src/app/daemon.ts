@@ -63,6 +63,7 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     requestCycle: triggerCycle,
     mapping: () => rt.mapper.status(),
     numberPools: () => poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p)),
+    customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
   });
   const services: DaemonService[] = [editLoop, webhooks];
   const jobs: DaemonJob[] = [

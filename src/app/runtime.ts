@@ -1,6 +1,6 @@
 import { numberSource, type Config } from '../config/schema.js';
 import { ConfigError } from '../lib/errors.js';
-import { createAccountNumbers, type AccountNumbers } from '../boarding/identity.js';
+import { createAccountNumbers, createPoolWatch, type AccountNumbers } from '../boarding/identity.js';
 import { createCore } from './core.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
@@ -16,6 +16,9 @@ import { CONNECTOR_VERSION } from '../version.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
+import { CustomerKeys } from '../lib/customer-keys.js';
+import { createCustomerResolver, type CustomerResolver } from '../boarding/customers.js';
+import { tinHashKey } from './tin-key.js';
 import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
@@ -31,6 +34,8 @@ export interface BoardingRuntime {
   runner: CycleRunner;
   /** The loan's core account number: the pool or the core (identity.accountNumbers). */
   accountNumbers: AccountNumbers;
+  /** Customer match before create (boarding/customers.ts). */
+  customers: CustomerResolver;
   clock: Clock;
   logger: Logger;
   /** Closes the platform client, the core and the database (in that order). */
@@ -100,18 +105,47 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   const db = openDatabase(config.store.path, { onWarning: (m) => logger.warn(m) });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
+  let store: BoardingStore;
+  let customerKeys: CustomerKeys;
   try {
+    store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
+    customerKeys = new CustomerKeys(tinHashKey(config, logger));
+    if (store.customers.checkKey(customerKeys.fingerprint(), clock.now()) === 'different') {
+      throw new ConfigError(
+        'customers.tinHashKey: not the key this state database hashed its customers\' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)',
+      );
+    }
     platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
     core =
       overrides.core ??
-      createCore(config, { logger, clock, db, layout: () => mapper.layout });
+      createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
   } catch (err) {
     await platform?.close();
     db.close();
     throw err;
   }
-  const store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
   const accountNumbers = createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger: logger.child({ component: 'identity' }) });
+  if (core.customers === undefined) {
+    logger.warn('customer match: the core offers no existing customers (file core without customers.extract): only customers the connector created are matched');
+  }
+  const customerSource = numberSource(config, 'customerNumbers');
+  const s = store;
+  const watchPools = createPoolWatch(store, logger.child({ component: 'identity' }));
+  const customers = createCustomerResolver({
+    store,
+    directory: core.customers,
+    keys: customerKeys,
+    newCif: (key, now) => {
+      if (customerSource === 'core') return null;
+      const { number, fresh } = s.numbers.allocate('customer', key, now);
+      if (fresh) watchPools('customer');
+      return number;
+    },
+    onAmbiguous: config.customers.onAmbiguous,
+    allowLast4Tin: config.mappings.allowLast4Tin,
+    clock,
+    logger: logger.child({ component: 'customers' }),
+  });
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
@@ -128,6 +162,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     },
     connectorVersion: CONNECTOR_VERSION,
     accountNumbers,
+    customers,
     pageSize: config.platform.pageSize,
     concurrency: config.boarding.concurrency,
   });
@@ -144,6 +179,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     fetchDocument,
     runner,
     accountNumbers,
+    customers,
     clock,
     logger,
     async close() {

@@ -29,6 +29,8 @@ export interface WebhookServiceDeps {
   mapping?: () => LoadedMappingStatus;
   /** Usage of the bank's number pools in use, for /readyz and /metrics. */
   numberPools?: () => readonly PoolUsage[];
+  /** The core's customer source for /readyz (customer match). */
+  customers?: () => { ok: boolean; detail: string };
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -103,7 +105,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}) }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
     reportsDir: deps.config.reports.dir,
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.

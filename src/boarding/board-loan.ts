@@ -15,6 +15,9 @@ import { retryDelayMs } from './backoff.js';
 import { PoolExhaustedError } from '../store/numbers.js';
 import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
+import { CustomerAmbiguousError, CustomerWaitError, type CustomerResolution, type CustomerResolver } from './customers.js';
+import { CustomerSourceUnavailableError } from '../core/port.js';
+import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
@@ -36,6 +39,8 @@ export interface LoanBoarderDeps {
   random?: () => number;
   /** The loan's core account number (identity.ts); default: allocated from the store's account pool. */
   accountNumbers?: AccountNumbers;
+  /** Customer match before create (customers.ts); absent: every entity maps as the platform sent it. */
+  customers?: CustomerResolver;
 }
 
 export type BoardOutcome =
@@ -91,6 +96,15 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   const random = deps.random ?? Math.random;
   const accountNumbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
 
+  /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
+  const customerLocks = new KeyedLock();
+
+  async function withLocks<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+    const [first, ...rest] = keys;
+    if (first === undefined) return fn();
+    return customerLocks.run(first, () => withLocks(rest, fn));
+  }
+
   function transition(att: Attempt, id: string, input: TransitionInput): LoanRow {
     if (att.counted) return loans.transition(id, input, clock.now());
     att.counted = true;
@@ -126,7 +140,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           detail: { coreReference: found.coreReference },
           // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
           patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null, boardedRecords: null },
-          also: () => ensureAckKey(row),
+          also: () => {
+            ensureAckKey(row);
+            deps.customers?.afterWrite(row.id, null);
+          },
         });
       }
     }
@@ -146,7 +163,24 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       });
       return n;
     });
-    const outcome = await mapper.map({ ...input, identity: mappingIdentity(accountNumber) });
+    const resolver = deps.customers;
+    return withLocks(resolver ? resolver.lockKeys(entities) : [], () => mapAndWrite(att, row, item, input, accountNumber, signal));
+  }
+
+  async function mapAndWrite(
+    att: Attempt,
+    row: LoanRow,
+    item: Awaited<ReturnType<typeof storedItemOrLoan>>,
+    input: Awaited<ReturnType<typeof fetchMappingInput>>,
+    accountNumber: string | null,
+    signal: AbortSignal,
+  ): Promise<LoanRow | BoardOutcome> {
+    const log = deps.logger.child({ loanId: row.id });
+    const { documents } = input;
+    const resolver = deps.customers;
+    let customers: CustomerResolution | undefined;
+    if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
+    const outcome = await mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), ...(customers ? { customers: customers.customers } : {}) } });
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -161,17 +195,23 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       return { kind: 'quarantined', loanId: row.id, reason, message };
     }
     const warnings = outcome.warnings ?? [];
-    if (warnings.length > 0) {
+    const customerReviews = customers?.reviews ?? [];
+    const reviewCount = warnings.length + customerReviews.length;
+    if (reviewCount > 0) {
       // Boarded with review items: each kept in the loan's history (loans show, loans list
       // --warnings, /metrics, the reconciliation report's review section).
-      loans.recordEvent(row.id, { kind: 'warning', reason: `${warnings.length} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })) } }, clock.now());
-      log.info({ warnings: warnings.length, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
+      const items = [
+        ...warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })),
+        ...customerReviews.slice(0, 50).map((c) => ({ code: 'customer_name', field: `customer.${c.entityId}`, message: redactForStorage(c.message), at: 'customer match' })),
+      ];
+      loans.recordEvent(row.id, { kind: 'warning', reason: `${reviewCount} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: items } }, clock.now());
+      log.info({ warnings: reviewCount, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
     }
     transition(att, row.id, {
       to: 'mapped',
       expectedFrom: 'fetched',
-      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(warnings.length > 0 ? { warnings: warnings.length } : {}) },
-      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: warnings.length },
+      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(reviewCount > 0 ? { warnings: reviewCount } : {}) },
+      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: reviewCount },
     });
     const receipt = await core.board(
       {
@@ -203,7 +243,11 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         // The core's own account number when it assigns one (Fineract accountNo, read back).
         ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
       },
-      also: () => ensureAckKey(row),
+      also: () => {
+        ensureAckKey(row);
+        // The customers this loan claimed exist in the core now: later loans reference them.
+        resolver?.afterWrite(row.id, receipt);
+      },
     });
   }
 
@@ -310,6 +354,15 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     if (signal.aborted && core?.disposition !== 'quarantine') {
       loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
       return { kind: 'interrupted', loanId: row.id };
+    }
+    if (err instanceof CustomerAmbiguousError) {
+      log.warn({ entityId: err.detail.entityId, cifs: err.detail.cifs.length }, 'customer match ambiguous: quarantined');
+      return quarantine(att, row, 'customer_match_ambiguous', 'customer.ambiguous', err.message, err.detail);
+    }
+    if (err instanceof CustomerWaitError || err instanceof CustomerSourceUnavailableError) {
+      // Never "no existing customer": the loan waits for the source (or the other loan's write).
+      log.warn({ code: err.code, err: err.message }, 'customer match cannot be decided now; will retry');
+      return fail(att, row, err.code, err.message, 'retries_exhausted', { phase });
     }
     if (err instanceof PoolExhaustedError) {
       // No number left: boarding more loans would need one each. Never a reused number: stop.

@@ -15,6 +15,7 @@ function shownConfig(c: Config): unknown {
       ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}),
     },
     core: c.core.http ? { ...c.core, http: { ...c.core.http, baseUrl: redactUrl(c.core.http.baseUrl), password: '(hidden)' } } : c.core,
+    customers: { ...c.customers, ...(c.customers.tinHashKey !== undefined ? { tinHashKey: '(hidden)' } : {}) },
   };
 }
 

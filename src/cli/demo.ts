@@ -13,7 +13,8 @@ import { UsageError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { createLogger } from '../lib/logger.js';
 import { runReconcile } from '../reports/run.js';
-import { startSandbox } from '../sandbox/index.js';
+import { startSandbox, PERMISSIONS } from '../sandbox/index.js';
+import { randomBytes } from 'node:crypto';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 import { WEBHOOK_PATH } from '../http/app.js';
 import { registerEndpoint } from '../platform/endpoint/registration.js';
@@ -88,8 +89,11 @@ function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }
       `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
       `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, debounceMs: 500 }`,
       `admin: { host: 127.0.0.1, port: ${adminPort} }`,
-      // The sandbox key (like most) sees only the last 4 digits of tax ids.
+      // The demo's key reads full tax ids, so customer match can find repeat borrowers and the
+      // customers of the bank's extract by tax id (a masked one would still board: allowLast4Tin).
       `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
+      // A fresh key each run: the demo wipes its state database at start.
+      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
       "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
       'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
       `reports: { dir: ${q(`${dir}/reports`)} }`,
@@ -163,6 +167,10 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     allowLoopbackWebhooks: true,
     windowMs: opts.windowMs,
     webhookRetry: { attempts: 5, baseMs: 500 },
+    // Repeat borrowers at a realistic share, and a customer extract in which some are the bank's.
+    repeatBorrowers: 0.2,
+    customerExtract: { path: `${resolve(opts.dir)}/customers.csv`, existingShare: 0.3 },
+    apiKeyPermissions: [...PERMISSIONS],
     logger: logger.child({ component: 'sandbox' }),
   });
   ctx.onClose(() => sandbox.close());

@@ -12,6 +12,7 @@ import { registerMappingsCommands } from './mappings.js';
 import { registerPlatformCommands } from './platform.js';
 import { registerStateCommands } from './state.js';
 import { registerBatchesCommands } from './batches.js';
+import { registerCustomersCommands } from './customers.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -27,4 +28,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerPlatformCommands(program, ctx);
   registerStateCommands(program, ctx);
   registerBatchesCommands(program, ctx);
+  registerCustomersCommands(program, ctx);
 }

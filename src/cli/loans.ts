@@ -133,10 +133,11 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const events = store.loans.events(id);
       const keys = store.keys.forLoan(id);
       const daemon = runningDaemons(store.daemon, ctx.clock.now())[0] ?? null;
+      const customers = store.customers.forLoan(id);
       // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
       const pooled = store.numbers.get('account', id);
       const accountNumber = row.accountNumber ?? pooled;
-      const identity = { accountNumber, accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core' };
+      const identity = { accountNumber, accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core', customers: customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })) };
       if (opts.json === true) {
         out(ctx, JSON.stringify({ loan: view(row), identity, daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
         return;
@@ -156,6 +157,13 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         `  account number:  ${accountNumber === null ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)' : `${accountNumber} (${identity.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own"})`}`,
       ];
       if (row.lastErrorCode) lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
+      if (customers.length > 0) {
+        // Customer match: each business and person → the bank's CIF, and how it was found.
+        lines.push('', 'identity (customers):');
+        for (const c of customers) {
+          lines.push(`  ${c.entityId}  CIF ${c.cif ?? '(assigned by the core at create)'}  ${c.matchedBy}${c.existing ? ' · existing customer' : ' · new customer (this loan creates it)'}${c.nameAgrees === false ? ' · name differs from the core (review item)' : ''}`);
+        }
+      }
       const lastReview = [...events].reverse().find((e) => e.kind === 'warning');
       if (row.reviewItems > 0 && lastReview) {
         lines.push('', `review items (boarded with warnings, ${iso(lastReview.at)}):`);

@@ -9,6 +9,7 @@ import { diffExpectedLines } from '../mapping/layout-fixtures.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
+import { storedCustomers } from '../boarding/customers.js';
 import { accountNumbersFromConfig, mappingIdentity } from '../boarding/identity.js';
 import { fetchMappingInput, maskRecords, parseBoardedRecords, queueItemFor, type InputSource } from '../boarding/mapping-input.js';
 import { redactPayload } from '../lib/redact.js';
@@ -200,8 +201,9 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       } finally {
         progress.done();
       }
-      // The loan's account number (or the one the pool would give it next: nothing is allocated).
-      input = { ...input, identity: mappingIdentity(accountNumbersFromConfig(ctx.config(), store, ctx.logger()).preview(opts.loan)) };
+      // As the pipeline maps it: the loan's account number (or the one the pool would give it next:
+      // nothing is allocated) and the customers its board resolved (CIFs), when it has been boarded.
+      input = { ...input, identity: { ...mappingIdentity(accountNumbersFromConfig(ctx.config(), store, ctx.logger()).preview(opts.loan)), customers: storedCustomers(store.customers.forLoan(opts.loan)) } };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

@@ -15,11 +15,14 @@ function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   };
 }
 
-function ratioOption(raw: string): number {
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0 || n > 1) throw new UsageError(`--release-ratio: expected a number from 0 to 1, got "${raw}"`);
-  return n;
+function ratio(name: string) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new UsageError(`--${name}: expected a number from 0 to 1, got "${raw}"`);
+    return n;
+  };
 }
+const ratioOption = ratio('release-ratio');
 
 interface SandboxFlags {
   host: string;
@@ -33,6 +36,9 @@ interface SandboxFlags {
   allowLoopbackWebhooks?: boolean;
   unmaskedKey?: boolean;
   idShapes: string;
+  repeatBorrowers?: number;
+  customerExtract?: string;
+  existingShare?: number;
 }
 
 export function registerSandboxCommands(program: Command, ctx: CliContext): void {
@@ -48,6 +54,9 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     .option('--reads-per-window <n>', 'read (GET) budget per key and window (default 100)', intOption('reads-per-window', 0))
     .option('--writes-per-window <n>', 'write (POST/PATCH/DELETE) budget per key and window (default 30)', intOption('writes-per-window', 0))
     .option('--unmasked-key', 'give the printed key read:businesses:ein and read:people:ssn too (full tax ids)')
+    .option('--repeat-borrowers <share>', 'share of loans (0..1) whose borrower is an earlier loan\'s (same EIN/SSN, name written differently, half under a new entity id)', ratio('repeat-borrowers'))
+    .option('--customer-extract <file>', 'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) of the borrowers, some already customers')
+    .option('--existing-share <share>', 'share (0..1) of distinct borrowers already in the customer extract (default 0.3)', ratio('existing-share'))
     .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
     .option('--id-shapes <shapes>', `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs and opaque ids up to 64 characters)`, SANDBOX_DEFAULTS.idShapes)
     .action(async (flags: SandboxFlags) => {
@@ -59,6 +68,9 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
       if (flags.writesPerWindow !== undefined) opts.writesPerWindow = flags.writesPerWindow;
       if (flags.allowLoopbackWebhooks) opts.allowLoopbackWebhooks = true;
       if (flags.unmaskedKey) opts.apiKeyPermissions = [...PERMISSIONS];
+      if (flags.repeatBorrowers !== undefined) opts.repeatBorrowers = flags.repeatBorrowers;
+      if (flags.existingShare !== undefined && flags.customerExtract === undefined) throw new UsageError('--existing-share: needs --customer-extract FILE');
+      if (flags.customerExtract !== undefined) opts.customerExtract = { path: flags.customerExtract, existingShare: flags.existingShare ?? 0.3 };
       const sandbox = await startSandbox(opts);
       ctx.onClose(() => sandbox.close());
       out(ctx, JSON.stringify({ baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, adminUrl: sandbox.adminUrl }));

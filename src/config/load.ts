@@ -35,8 +35,8 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
  * never shown in a message, whatever their type: a secret written as a YAML number or boolean is
  * still the secret. The pattern catches a secret key added later under another section.
  */
-export const SECRET_KEYS = ['platform.apiKey', 'webhooks.secrets', 'core.http.password'] as const;
-const SECRET_PATH = /apikey|secret|password|token|credential/i;
+export const SECRET_KEYS = ['platform.apiKey', 'webhooks.secrets', 'core.http.password', 'customers.tinHashKey'] as const;
+const SECRET_PATH = /apikey|secret|password|token|credential|tinhashkey/i;
 
 function isSecretPath(path: string): boolean {
   return SECRET_PATH.test(path) || SECRET_KEYS.some((k) => path === k || path.startsWith(`${k}.`));
@@ -128,6 +128,11 @@ export function loadConfig(input: LoadConfigInput): Config {
     const core = (obj['core'] ??= {}) as Record<string, unknown>;
     const http = (core['http'] ??= {}) as Record<string, unknown>;
     http['password'] = corePassword;
+  }
+  const tinHashKey = env['BOARDING_TIN_HASH_KEY'];
+  if (tinHashKey !== undefined && tinHashKey !== '') {
+    const customers = (obj['customers'] ??= {}) as Record<string, unknown>;
+    customers['tinHashKey'] = tinHashKey;
   }
   if (env['LOG_LEVEL']) {
     const log = (obj['log'] ??= {}) as Record<string, unknown>;

@@ -199,6 +199,41 @@ export const reportsSchema = z.strictObject({
   fundedNotReleasedDays: int(0).default(5),
 });
 
+const extractColumn = z.union([str('a header name'), int(1)], { error: 'expected a header name or a column position (1, 2, …)' });
+
+/** Customer match before create (docs/core.md "Customer match"). */
+export const customersSchema = z.strictObject({
+  /** One tax id, two or more CIFs in the core: quarantine (customer_match_ambiguous) or create a new customer. */
+  onAmbiguous: oneOf(['quarantine', 'create']).default('quarantine'),
+  /**
+   * HMAC key of the tax id hashes kept in the state database (or BOARDING_TIN_HASH_KEY). A secret:
+   * without it the connector generates one into <store.path>.tinkey (0600) on first use.
+   */
+  tinHashKey: z.string({ error: 'expected a secret of at least 16 characters' }).min(16, { error: 'expected a secret of at least 16 characters' }).optional(),
+  /** File core: the bank's customer extract (CIF, tax id, name); absent: only the connector's own customers match. */
+  extract: z
+    .strictObject({
+      path: str('a file path'),
+      /** An extract older than this makes loans wait (never "no existing customer"). */
+      maxAgeHours: z.number({ error: 'expected a number of hours > 0' }).gt(0, { error: 'expected a number of hours > 0' }).default(36),
+      layout: z
+        .strictObject({
+          header: bool().default(true),
+          delimiter: z.string({ error: 'expected one character' }).length(1, { error: 'expected one character' }).default(','),
+          columns: z
+            .strictObject({
+              cif: extractColumn.default('cif'),
+              tin: extractColumn.default('tin'),
+              name: extractColumn.default('name'),
+              birthOrFormationDate: extractColumn.optional(),
+            })
+            .prefault({}),
+        })
+        .prefault({}),
+    })
+    .optional(),
+});
+
 export const logSchema = z.strictObject({
   level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -274,6 +309,7 @@ export const configSchema = z.strictObject({
   schedule: scheduleSchema.prefault({}),
   boarding: boardingSchema.prefault({}),
   reports: reportsSchema.prefault({}),
+  customers: customersSchema.prefault({}),
   log: logSchema.prefault({}),
   identity: identitySchema.prefault({}),
 });
@@ -283,6 +319,7 @@ export type PlatformConfig = Config['platform'];
 export type CoreConfig = Config['core'];
 export type WebhooksConfig = Config['webhooks'];
 export type MappingsConfig = Config['mappings'];
+export type CustomersConfig = Config['customers'];
 
 /** Where a number comes from when the config does not say: the file core has no numbering of its own; Fineract assigns accountNo. */
 export function numberSource(config: Pick<Config, 'core' | 'identity'>, which: 'accountNumbers' | 'customerNumbers'): 'pool' | 'core' {

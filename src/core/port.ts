@@ -163,4 +163,46 @@ export interface CoreSystem {
    */
   checkConnection?(input: CoreConnectionCheckInput): Promise<CoreCheck[]>;
   close(): Promise<void>;
+  /** The core's existing customers (customer match before create); absent: the core knows none. */
+  readonly customers?: CustomerDirectory | undefined;
+}
+
+/** One customer the core already has for a tax id (customer match, docs/core.md). */
+export interface ExistingCustomer {
+  /** The core's customer number (CIF; Fineract: the client id). */
+  cif: string;
+  /** Does the core's name agree with the platform's after normalising? null: the core has no name. */
+  nameAgrees: boolean | null;
+}
+
+export interface CustomerQuery {
+  /** 9 digits (normalised). */
+  tin: string;
+  tinType: 'EIN' | 'SSN';
+  /** Keyed hash of the tax id (the extract index is keyed by it). */
+  tinHash: string;
+  /** The platform's name of the business or person. */
+  name: string;
+}
+
+/**
+ * The customer source could not answer (extract missing, unreadable or stale; a search that
+ * failed). Never read as "no existing customer": the loan waits (retry_wait with this code).
+ */
+export class CustomerSourceUnavailableError extends Error {
+  override readonly name = 'CustomerSourceUnavailableError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A core's existing customers, looked up by tax id before a new customer is created. */
+export interface CustomerDirectory {
+  /** Every customer of the core with this tax id; throws CustomerSourceUnavailableError when it cannot tell. */
+  findByTin(q: CustomerQuery, opts?: { signal?: AbortSignal }): Promise<ExistingCustomer[]>;
+  /** For /readyz: is the source usable now (an extract present and fresh)? */
+  status(): { ok: boolean; detail: string };
 }

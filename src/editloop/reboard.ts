@@ -14,6 +14,7 @@ import { quarantineReasonFor } from '../boarding/board-loan.js';
 import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from '../boarding/mapping-input.js';
 import { payloadHash } from '../boarding/release.js';
 import { createAccountNumbers, mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
+import { storedCustomers } from '../boarding/customers.js';
 
 export interface ReboardDeps {
   store: BoardingStore;
@@ -89,7 +90,8 @@ async function prepare(
     return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
   }
   const accountNumber = accountNumberOf(row);
-  const outcome = await deps.mapper.map({ ...input, identity: mappingIdentity(accountNumber) });
+  // With the customers its board resolved (CIFs, existing or created): a re-board writes no second customer.
+  const outcome = await deps.mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), customers: storedCustomers(deps.store.customers.forLoan(loanId)) } });
   if (!outcome.ok) {
     const reason = quarantineReasonFor(outcome.issues);
     const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);

@@ -14,6 +14,18 @@ export interface HelperContext {
   frequencies: FrequencyTable;
 }
 
+/** The customer match of a business or person (identity.customers[id]), or undefined. */
+function customerOf(focus: jsonata.Focus, entity: unknown): { cif?: unknown; existing?: unknown } | undefined {
+  const id = typeof entity === 'string' ? entity : entity !== null && typeof entity === 'object' ? (entity as { id?: unknown }).id : undefined;
+  if (typeof id !== 'string') {
+    if (entity === undefined) return undefined;
+    throw new HelperIssue('mapping', `expected a business or person (or its id), got ${describe(entity)}`, 0);
+  }
+  const root = focus.environment.lookup('root') as { identity?: { customers?: Record<string, unknown> } } | undefined;
+  const c = root?.identity?.customers?.[id];
+  return c !== null && typeof c === 'object' ? (c) : undefined;
+}
+
 /** Helper names and how many arguments each takes (lint checks calls against this). */
 export const HELPER_ARITY: Readonly<Record<string, readonly [number, number]>> = {
   centsToDecimal: [1, 2],
@@ -35,6 +47,9 @@ export const HELPER_ARITY: Readonly<Record<string, readonly [number, number]>> =
   borrower: [0, 0],
   roleOf: [1, 1],
   entityKind: [1, 1],
+  cif: [1, 1],
+  existingCustomer: [1, 1],
+  matchedBy: [1, 1],
   accountNumber: [0, 0],
 };
 
@@ -134,6 +149,21 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
   });
   reg('roleOf', function (this: jsonata.Focus, e) {
     return roleOf(e, borrowerFrom(this));
+  });
+  // `$cif(entity)`: the bank's customer number (customer match); nothing when not known yet (a new
+  // customer whose number the core assigns, or a preview without a resolution).
+  reg('cif', function (this: jsonata.Focus, e) {
+    const c = customerOf(this, e);
+    return typeof c?.cif === 'string' && c.cif !== '' ? c.cif : undefined;
+  });
+  // `$existingCustomer(entity)`: the core already has this customer: reference it, write no customer record.
+  reg('existingCustomer', function (this: jsonata.Focus, e) {
+    return customerOf(this, e)?.existing === true;
+  });
+  // `$matchedBy(entity)`: how the customer was found: crossref | tin | created (nothing without a match).
+  reg('matchedBy', function (this: jsonata.Focus, e) {
+    const m = (customerOf(this, e) as { matchedBy?: unknown } | undefined)?.matchedBy;
+    return typeof m === 'string' ? m : undefined;
   });
   reg('entityKind', function (this: jsonata.Focus, e) {
     return kindOf(e, partiesOf(this.environment.lookup('entities')));

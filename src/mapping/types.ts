@@ -7,7 +7,17 @@ import type { Layout } from './layout.js';
  */
 export interface MappingIdentity {
   accountNumber: string | null;
-  customers: Record<string, { cif: string | null; matchedBy: 'crossref' | 'tin' | 'created'; existing: boolean }>;
+  /** By platform entity id (customer match). */
+  customers: Record<string, MappedCustomer>;
+}
+
+/** One business or person as the core knows it (customer match, `$cif(entity)`). */
+export interface MappedCustomer {
+  /** The bank's customer number; null for a new customer whose number the core assigns (Fineract). */
+  cif: string | null;
+  matchedBy: 'crossref' | 'tin' | 'created';
+  /** Already in the core: no customer record is written, records reference its CIF. */
+  existing: boolean;
 }
 
 /** What a mapping sees: the queue item (loan + boarding), its entities and documents list, and the bank's numbers. */

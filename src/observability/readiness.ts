@@ -91,6 +91,18 @@ export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck 
   };
 }
 
+/**
+ * The core's customer source (the bank's extract; Fineract's search). Unavailable, loans with
+ * customers wait in retry_wait (never boarded as "no existing customer"); like a refused mapping
+ * reload it stays ready — the receiver keeps taking webhooks — and the detail says why loans wait.
+ */
+export function customerSourceCheck(status: () => { ok: boolean; detail: string }): ReadinessCheck {
+  return () => {
+    const s = status();
+    return s.ok ? { ok: true, detail: s.detail } : { ok: true, detail: `loans wait for customer match: ${s.detail}` };
+  };
+}
+
 export interface StandardChecksInput {
   db?: Db;
   /** Usage of the bank's number pools in use (identity.*.source pool). */
@@ -100,6 +112,7 @@ export interface StandardChecksInput {
   platform?: Omit<PlatformReadinessOptions, 'clock'>;
   mapping?: () => LoadedMappingStatus;
   clock: Clock;
+  customers?: () => { ok: boolean; detail: string };
 }
 
 /**
@@ -132,6 +145,7 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);
   if (input.mapping) checks['mapping'] = mappingCheck(input.mapping);
   if (input.numberPools) checks['numberPools'] = numberPoolsCheck(input.numberPools);
+  if (input.customers) checks['customers'] = customerSourceCheck(input.customers);
   return checks;
 }
 

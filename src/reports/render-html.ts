@@ -1,3 +1,4 @@
+import type { CustomerDay } from './customers.js';
 import { formatCentsGrouped } from './money.js';
 import { AGE_BUCKETS, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException } from './types.js';
 import { REASON_LABELS } from './reasons.js';
@@ -203,6 +204,7 @@ ${shown
   .join('\n')}
 </table>
 ${s.batches ? renderBatchTieHtml(s.batches) : ''}
+${s.customers ? renderCustomersHtml(s.customers) : ''}
 ${s.notes.length > 0 ? `<h2>Notes</h2><ul>${s.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : ''}
 
 <h2>Sign-off</h2>
@@ -215,6 +217,17 @@ ${row(['Comments', '<td colspan="3"></td>'])}
 <p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · report.json and report.csv in the same folder.</p>
 </body></html>
 `;
+}
+
+function renderCustomersHtml(c: NonNullable<ReconciliationSummary['customers']>): string {
+  const line = (label: string, d: Omit<CustomerDay, 'date'>): string => row([label, num(d.created), num(d.matchedByTin), num(d.matchedByCrossref), num(d.nameReviews)]);
+  return `<h2>Customers: new and matched</h2>
+<p class="small">Businesses and people on the loans written to the core since ${escapeHtml(c.since)}: new customers (a customer record written), existing ones found by tax id or by the connector's cross-reference (no second record). <code>customers list</code> lists them.</p>
+<table data-testid="customers">
+${row(['Day', '<th class="num">New</th>', '<th class="num">Matched by tax id</th>', '<th class="num">Matched by cross-reference</th>', '<th class="num">Name differs (review)</th>'], true)}
+${c.days.map((d) => line(escapeHtml(d.date), d)).join('\n')}
+${line('Total', c.totals)}
+</table>`;
 }
 
 function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>): string {

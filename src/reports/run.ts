@@ -8,6 +8,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { ReportReads } from '../store/index.js';
 import { batchTieNotes, computeBatchTie } from './batches.js';
+import { computeCustomerDays } from './customers.js';
 import { localDate, localDateTime } from '../lib/calendar.js';
 import { computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
@@ -95,6 +96,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
     // From the state database, like the default sources; injected sources (tests, benchmarks) bring no batches.
     const batchTie = deps.sources ? null : computeBatchTie(deps.reads.batchTie(asOfMs));
+    const customers = deps.sources ? null : computeCustomerDays(deps.reads, since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000, asOfMs, timeZone);
     const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
       notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);
@@ -127,6 +129,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       exceptionsByReason: outcome.exceptionsByReason,
       notes,
       ...(batchTie ? { batches: batchTie } : {}),
+      ...(customers ? { customers } : {}),
     };
     await csv.close();
     renameSync(csvTmp, files.csv);

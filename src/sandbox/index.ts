@@ -1,3 +1,5 @@
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -10,6 +12,15 @@ import { RateLimiter } from './rate-limit.js';
 import type { IdShapes } from './ids.js';
 import { SandboxState } from './state.js';
 import { WebhookSender } from './webhook-sender.js';
+import { extractCsv } from './repeat-borrowers.js';
+
+/** Written whole under a temporary name and renamed, so a connector never reads half an extract. */
+async function writeExtract(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(tmp, text, { mode: 0o600 });
+  await rename(tmp, path);
+}
 
 export interface SandboxOptions {
   host?: string;
@@ -38,6 +49,10 @@ export interface SandboxOptions {
   apiKeyPermissions?: string[];
   /** Shapes of generated ids (loans, businesses, people, documents, requirements, releases); default mixed. See ids.ts. */
   idShapes?: IdShapes;
+  /** Share (0..1) of loans whose borrower (EIN/SSN, name) is an earlier loan's; half under a new entity id. */
+  repeatBorrowers?: number;
+  /** Write a bank customer extract (CSV: cif,tin,name,birth_or_formation_date) of the generated borrowers here. */
+  customerExtract?: { path: string; existingShare: number };
   /** Time source (ms); defaults to Date.now. */
   now?: () => number;
   logger?: Logger;
@@ -77,11 +92,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const host = opts.host ?? SANDBOX_DEFAULTS.host;
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
-  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes);
+  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes, opts.repeatBorrowers ?? 0);
   const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });
   if (releaseRatio > 0) state.releaseEveryStatus();
+  if (opts.customerExtract) await writeExtract(opts.customerExtract.path, extractCsv(state.customerExtract(opts.customerExtract.existingShare)));
 
   const limiter = new RateLimiter(
     {

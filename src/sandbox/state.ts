@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createRng, type Rng } from './rng.js';
 import { generateLoan, PRODUCTS } from './generator.js';
+import { RepeatBorrowers, customerExtractRows, type ExtractRow } from './repeat-borrowers.js';
 import { createIdFactory, type IdFactory, type IdKind, type IdShapes } from './ids.js';
 import { emptyCounters, type Counters } from './counters.js';
 import { DEFAULT_ORG, makeKey, type ApiKeyRecord, type Environment } from './keys.js';
@@ -58,13 +59,23 @@ export class SandboxState {
   private eventSeq = 0;
   private readonly listeners: Array<(e: SandboxEvent) => void> = [];
 
+  private readonly repeats: RepeatBorrowers;
+
   constructor(
-    seed: number,
+    private readonly seed: number,
     private readonly now: () => number,
     idShapes: IdShapes = 'mixed',
+    /** Share of generated loans whose borrower is an earlier loan's (repeat-borrowers.ts); 0 = none. */
+    repeatBorrowers = 0,
   ) {
     this.rng = createRng(seed);
     this.ids = createIdFactory(seed, idShapes);
+    this.repeats = new RepeatBorrowers(seed, repeatBorrowers);
+  }
+
+  /** A bank customer extract in which `existingShare` of the borrowers so far already have a CIF. */
+  customerExtract(existingShare: number): ExtractRow[] {
+    return customerExtractRows(this.loans.values(), existingShare, this.seed);
   }
 
   onEvent(fn: (e: SandboxEvent) => void): void {
@@ -98,6 +109,7 @@ export class SandboxState {
       if (opts.status) genOpts.status = opts.status;
       if (opts.atNow) genOpts.createdAtMs = this.now();
       const { loan, documents } = generateLoan(this.rng, index, DEFAULT_ORG, genOpts);
+      this.repeats.apply(loan);
       this.loans.set(loan.fields.id, loan);
       for (const d of documents) this.documents.set(d.id, d);
       ids.push(loan.fields.id);

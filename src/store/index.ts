@@ -1,4 +1,5 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
+import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './customers.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
 import type { Db } from './db.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
@@ -21,6 +22,8 @@ export interface BoardingStore {
   numbers: NumberStore;
   /** What the reconciliation report reads (src/reports never touches SQL). */
   reports: ReportReads;
+  /** Customer match: customers by TIN hash, entity ↔ CIF cross-reference, per-loan resolutions. */
+  customers: CustomerStore;
   /** Runs `fn` in one IMMEDIATE transaction (see db.ts): its writes commit together or not at all. */
   atomically<T>(fn: () => T): T;
 }
@@ -40,6 +43,8 @@ export interface ReportReads {
   fundedWebhooks(): number;
   /** The file core's batch tie-out rows; null when no batch was ever written. */
   batchTie(asOfMs: number): BatchTieRows | null;
+  /** How each loan's customers were resolved in [since, until) (new and matched customers per day). */
+  customerResolutions(since: number, until: number): Iterable<LoanCustomerRow>;
 }
 
 export function createReportReads(db: Db): ReportReads {
@@ -48,6 +53,7 @@ export function createReportReads(db: Db): ReportReads {
     fundedLoans: () => createWebhookInbox(db).fundedLoans(),
     fundedWebhooks: () => createWebhookInbox(db).countOfType('loan.funded'),
     batchTie: (asOfMs) => new FileBatchStore(db).tieOut(asOfMs),
+    customerResolutions: (since, until) => createCustomerStore(db).resolvedBetween(since, until),
   };
 }
 
@@ -61,6 +67,7 @@ export function createBoardingStore(db: Db, opts: BoardingStoreOptions = {}): Bo
     reports: createReportReads(db),
     daemon: createDaemonStatusStore(db),
     numbers: createNumberStore(db, opts.numberPools),
+    customers: createCustomerStore(db),
     atomically: (fn) => db.transaction(fn).immediate(),
   };
 }

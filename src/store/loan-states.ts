@@ -35,6 +35,8 @@ export const QUARANTINE_REASONS = [
   'retries_exhausted',
   /** The platform refused the acknowledgement (4xx other than auth/rate limit). */
   'ack_rejected',
+  /** One tax id matched two or more customers (CIFs) of the core: a person picks (customers.onAmbiguous). */
+  'customer_match_ambiguous',
 ] as const;
 export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
 

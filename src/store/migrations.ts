@@ -226,4 +226,50 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (core, ref)
   );
   `,
+  /* 11: customer match (issue 23b): the customers the connector resolved, by a keyed hash of the
+     tax id (HMAC-SHA256 with customers.tinHashKey; never the tax id), the platform entity id ↔ CIF
+     cross-reference with how each was resolved, and what each loan resolved (loans show, the
+     report's new/matched customers per day). A customer is claimed here before the core write
+     that creates it, so a retry, a restart or another loan never creates it twice. */ `
+  CREATE TABLE customers (
+    tin_hash        TEXT PRIMARY KEY,           -- HMAC of the normalised tax id
+    cif             TEXT,                       -- the bank's customer number; null until a core that assigns it (Fineract) has
+    origin          TEXT NOT NULL,              -- core: the core already had it | created: the connector creates it
+    status          TEXT NOT NULL,              -- claimed: creator_loan_id's write creates it | written: it is in the core
+    creator_loan_id TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+  );
+  CREATE INDEX customers_cif ON customers (cif);
+  CREATE INDEX customers_claimed ON customers (creator_loan_id) WHERE status = 'claimed';
+  CREATE TABLE customer_xref (
+    entity_id     TEXT PRIMARY KEY,             -- platform business / person id
+    cif           TEXT,
+    tin_hash      TEXT,
+    matched_by    TEXT NOT NULL,                -- crossref | tin | created: how it was first resolved
+    first_loan_id TEXT NOT NULL,
+    last_loan_id  TEXT NOT NULL,
+    resolved_at   INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+  );
+  CREATE INDEX customer_xref_cif ON customer_xref (cif);
+  CREATE INDEX customer_xref_tin ON customer_xref (tin_hash);
+  CREATE TABLE loan_customers (
+    loan_id     TEXT NOT NULL,
+    entity_id   TEXT NOT NULL,
+    cif         TEXT,
+    tin_hash    TEXT,
+    matched_by  TEXT NOT NULL,                  -- crossref | tin | created
+    existing    INTEGER NOT NULL,               -- 1: already in the core (no customer record written)
+    name_agrees INTEGER,                        -- 0: the core's name differs (a review item)
+    resolved_at INTEGER NOT NULL,
+    PRIMARY KEY (loan_id, entity_id)
+  );
+  CREATE INDEX loan_customers_resolved ON loan_customers (resolved_at);
+  CREATE INDEX loan_customers_entity ON loan_customers (entity_id);
+  CREATE TABLE customer_settings (
+    name  TEXT PRIMARY KEY,                     -- tin_key_check: fingerprint of the HMAC key in use
+    value TEXT NOT NULL
+  );
+  `,
 ];

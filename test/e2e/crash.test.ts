@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyPackage } from '../../src/core/file/manifest.js';
 import { safeId } from '../../src/core/safe-name.js';
+import { splitCsvLine } from '../../src/core/file/customer-extract.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
 
 const MAIN = join(process.cwd(), 'dist/main.js');
@@ -46,7 +47,7 @@ describe('crash loop', () => {
     if (!existsSync(MAIN)) throw new Error('dist/main.js missing: run `npm run test:e2e` (it builds first)');
     // 10 writes a second: slow enough that ten kills (each after 1-3 acks + up to 150 ms) always land
     // before the 60th ack (at 20 a fast machine could finish every loan before the last kill).
-    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 5, windowMs: 1000, readsPerWindow: 40, writesPerWindow: 10 });
+    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 5, repeatBorrowers: 0.4, windowMs: 1000, readsPerWindow: 40, writesPerWindow: 10 });
     const list = (await p.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
     released = list.data.map((l) => l.id);
     logDir = mkdtempSync(join(tmpdir(), 'crash-logs-'));
@@ -163,7 +164,11 @@ describe('crash loop', () => {
     let batches: Array<{ id: string; status: string }>;
     let firstBoards: Array<{ loanId: string; n: number }>;
     let numbers: Array<{ key: string; number: string; loanNumber: string | null }>;
+    let customerNumbers: Array<{ key: string; number: string }>;
+    let createdCustomers: Array<{ tinHash: string; cif: string; status: string }>;
     try {
+      customerNumbers = state.prepare("SELECT key, number FROM bank_numbers WHERE pool = 'customer'").all() as typeof customerNumbers;
+      createdCustomers = state.prepare("SELECT tin_hash AS tinHash, cif, status FROM customers WHERE origin = 'created'").all() as typeof createdCustomers;
       numbers = state.prepare("SELECT n.key, n.number, l.account_number AS loanNumber FROM bank_numbers n LEFT JOIN loans l ON l.id = n.key WHERE n.pool = 'account'").all() as typeof numbers;
       batches = state.prepare('SELECT id, status FROM file_batches ORDER BY id').all() as Array<{ id: string; status: string }>;
       firstBoards = state.prepare("SELECT loan_id AS loanId, COUNT(*) AS n FROM file_batch_loans WHERE kind = 'new' GROUP BY loan_id").all() as Array<{ loanId: string; n: number }>;
@@ -179,6 +184,29 @@ describe('crash loop', () => {
     expect(numbers.map((n) => n.key).sort(), `account numbers (seed ${seed})`).toEqual([...released].sort());
     expect(new Set(numbers.map((n) => n.number)).size).toBe(numbers.length);
     for (const n of numbers) expect(n.loanNumber, n.key).toBe(n.number);
+    // Repeat borrowers (40 % of loans) through every kill: one customer per tax id, never a second
+    // customer record or a second CIF. Each created customer has one pool number, and exactly one
+    // customer.csv line (a first board) carries its tax id and CIF.
+    expect(createdCustomers.length).toBeGreaterThan(0);
+    expect(customerNumbers.map((n) => n.key).sort()).toEqual(createdCustomers.map((c) => c.tinHash).sort());
+    expect(createdCustomers.every((c) => c.status === 'written')).toBe(true);
+    const customerLines = new Map<string, number>();
+    const cifLines = new Map<string, number>();
+    for (const b of batches) {
+      const [header, ...rows] = readFileSync(join(cfg.coreDir, 'batches', b.id, 'customer.csv'), 'utf8').trim().split('\n');
+      const cols = splitCsvLine(header!, ',') as string[];
+      for (const line of rows) {
+        const f = splitCsvLine(line, ',') as string[];
+        if (f[cols.indexOf('action')] !== 'A') continue;
+        const tin = f[cols.indexOf('tax_id')]!;
+        customerLines.set(tin, (customerLines.get(tin) ?? 0) + 1);
+        const cif = f[cols.indexOf('cif')]!;
+        cifLines.set(cif, (cifLines.get(cif) ?? 0) + 1);
+      }
+    }
+    expect([...customerLines].filter(([, n]) => n > 1), `a tax id with two customer records (seed ${seed})`).toEqual([]);
+    expect([...cifLines.keys()].sort()).toEqual(createdCustomers.map((c) => c.cif).sort());
+    expect([...cifLines.values()].every((n) => n === 1)).toBe(true);
     const firstLinesPerLoan = new Map<string, number>();
     for (const b of batches) {
       const dir = join(cfg.coreDir, 'batches', b.id);

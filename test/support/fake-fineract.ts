@@ -24,7 +24,9 @@ import { Response as WebResponse } from 'undici';
  *   extension, at most 5 MiB (403 `error.msg.document.save`);
  * - commands in the wrong loan state: 400; product settings (floating rate, principal limits);
  *   approve/disburse dates after the business date;
- * - client identifiers (`POST /clients/{id}/identifiers`);
+ * - client identifiers (`POST /clients/{id}/identifiers`): one (document type, key) across all
+ *   clients (403 `error.msg.clientIdentifier.identityKey.duplicate`), one of a type per client;
+ * - the search API (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`);
  * - externalId at most 100 characters (clients and loans: `exceeds.max.length`); a loan's
  *   `accountNo` at most 20 characters, unique (403 `error.msg.loan.duplicate.accountNo`, the
  *   `loan_account_no_UNIQUE` constraint), else Fineract's own: the loan id zero-padded to 9;
@@ -163,6 +165,8 @@ export interface FakeFineract {
   readonly requests: RecordedRequest[];
   readonly faults: Fault[];
   inject(fault: Fault): void;
+  /** A client the bank already has (created outside the connector), with its identifiers. */
+  seedClient(c: { fullname?: string; firstname?: string; lastname?: string; externalId?: string; identifiers?: Array<{ documentTypeId: number; documentKey: string }> }): FakeClient;
   /** Writes that reached the handlers (POSTs), by path pattern. */
   writes(path?: string | RegExp): RecordedRequest[];
   /** Idempotency keys of requests being handled right now (a delay fault holds one). */
@@ -623,8 +627,10 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     const typeId = b['documentTypeId'] as number;
     if (!identifierTypes.includes(typeId)) throw domainFail(404, 'error.msg.codevalue.id.invalid', `Code value with identifier ${typeId} does not exist`);
     const key = b['documentKey'] as string;
+    // One (document type, key) across ALL clients: m_client_identifier's unique key
+    // (DuplicateClientIdentifierException → error.msg.clientIdentifier.identityKey.duplicate, 403).
     if (identifiers.some((i) => i.documentTypeId === typeId && i.documentKey === key)) {
-      throw domainFail(403, 'error.msg.clientIdentifier.documentKey.duplicate', `Client identifier with type ${typeId} and key already exists`);
+      throw domainFail(403, 'error.msg.clientIdentifier.identityKey.duplicate', `Client identifier of type ${typeId} with value of ${key} already exists.`);
     }
     if (identifiers.some((i) => i.clientId === c.id && i.documentTypeId === typeId)) {
       throw domainFail(403, 'error.msg.clientIdentifier.type.duplicate', `Client ${c.id} already has an identifier of type ${typeId}`);
@@ -633,6 +639,39 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     identifiers.push(i);
     return { body: { officeId: 1, clientId: c.id, resourceId: i.id } };
   }, 'CREATE_CLIENTIDENTIFIER'));
+
+  /**
+   * Fineract's search (SearchApiResource, SearchReadPlatformServiceImpl): `GET /search?query=&resource=
+   * clients,clientIdentifiers,...&exactMatch=`. Resources outside the list are ignored; without
+   * exactMatch the query is a substring (`like %q%`). A client identifier hit carries the key as
+   * entityName and its client as parentId/parentName — not the document type (read the client's
+   * identifiers for that).
+   */
+  r.get('/search', route((req) => {
+    const query = typeof req.query['query'] === 'string' ? req.query['query'] : '';
+    const resource = typeof req.query['resource'] === 'string' ? req.query['resource'] : 'clients,clientIdentifiers,groups,loans,savings,shares';
+    const resources = resource.split(',').map((x) => x.trim());
+    const exact = req.query['exactMatch'] === 'true';
+    const matches = (v: string | null | undefined): boolean => v !== null && v !== undefined && (exact ? v.toLowerCase() === query.toLowerCase() : v.toLowerCase().includes(query.toLowerCase()));
+    const status = (c: FakeClient) => (c.active ? { id: 300, code: 'clientStatusType.active', value: 'Active' } : { id: 100, code: 'clientStatusType.pending', value: 'Pending' });
+    const out: Array<Record<string, unknown>> = [];
+    if (resources.includes('clients')) {
+      for (const c of clients) {
+        const j = clientJson(c);
+        if ([j['accountNo'], j['displayName'], c.externalId].some((v) => matches(v as string | null))) {
+          out.push({ entityId: c.id, entityAccountNo: j['accountNo'], entityExternalId: c.externalId, entityName: j['displayName'], entityType: 'CLIENT', parentId: c.officeId, parentName: 'Head Office', entityStatus: status(c) });
+        }
+      }
+    }
+    if (resources.includes('clientIdentifiers')) {
+      for (const i of identifiers) {
+        if (!matches(i.documentKey)) continue;
+        const c = clientById(i.clientId);
+        out.push({ entityId: i.id, entityName: i.documentKey, entityType: 'CLIENTIDENTIFIER', parentId: c.id, parentName: clientJson(c)['displayName'], entityStatus: status(c) });
+      }
+    }
+    return { body: out };
+  }));
 
   const productSettings = (id: number): FakeProductSettings => opts.productSettings?.[id] ?? {};
   const productExists = (id: unknown): boolean => (opts.products === undefined ? isInt(id) && id > 0 : opts.products.includes(id as number));
@@ -920,6 +959,24 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     faults,
     inject(f) {
       faults.push({ times: 1, ...f });
+    },
+    seedClient(x) {
+      const legalFormId = x.fullname !== undefined ? 2 : 1;
+      const c: FakeClient = {
+        id: newId(),
+        externalId: x.externalId ?? null,
+        officeId: 1,
+        legalFormId,
+        active: true,
+        body: {},
+        ...(x.fullname !== undefined ? { fullname: x.fullname } : { firstname: x.firstname ?? 'Pat', lastname: x.lastname ?? 'Doe' }),
+      };
+      clients.push(c);
+      for (const i of x.identifiers ?? []) {
+        if (identifiers.some((o) => o.documentTypeId === i.documentTypeId && o.documentKey === i.documentKey)) throw new Error(`seedClient: identifier ${i.documentTypeId}/${i.documentKey} exists`);
+        identifiers.push({ id: newId(), clientId: c.id, documentTypeId: i.documentTypeId, documentKey: i.documentKey });
+      }
+      return c;
     },
     keysInFlight: () => inFlight.size,
     writes(path) {

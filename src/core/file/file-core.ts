@@ -19,6 +19,7 @@ import {
   type CoreReceipt,
   type CoreSystem,
   type CoreCheck,
+  type CustomerDirectory,
 } from '../port.js';
 import { DIR_MODE, FILE_MODE, exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
@@ -34,6 +35,8 @@ export interface FileCoreOptions {
   timeZone: string;
   logger: Logger;
   clock: Clock;
+  /** The bank's customer extract (customers.extract): the core's existing customers. */
+  customers?: CustomerDirectory | undefined;
 }
 
 /**
@@ -58,8 +61,10 @@ export class FileCore implements CoreSystem {
   private readonly logger: Logger;
   private readied: Promise<void> | undefined;
   private readonly locks = new KeyedLock();
+  readonly customers: CustomerDirectory | undefined;
 
   constructor(private readonly opts: FileCoreOptions) {
+    this.customers = opts.customers;
     this.packagesDir = join(opts.dir, 'packages');
     this.stagingDir = join(opts.dir, '.staging');
     this.trashDir = join(opts.dir, '.trash');

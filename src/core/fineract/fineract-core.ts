@@ -16,8 +16,13 @@ import {
   type CoreCheck,
   type CoreConnectionCheckInput,
   type CoreSystem,
+  type CustomerDirectory,
+  type CustomerQuery,
+  type ExistingCustomer,
+  CustomerSourceUnavailableError,
 } from '../port.js';
-import { errorMessage } from '../../lib/errors.js';
+import { FatalError, errorMessage } from '../../lib/errors.js';
+import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import { DEFAULT_DOCUMENT_POLICY, planDocument, uploadFileName, type FineractDocumentPolicy } from './document-policy.js';
@@ -104,6 +109,11 @@ export class FineractCore implements CoreSystem {
   /** Product settings, read once per product per process. */
   private readonly products = new Map<number, Promise<ProductFacts>>();
   private readonly documentPolicy: FineractDocumentPolicy;
+  /** Customer match: Fineract's clients found by a client identifier (the tax id) with its search API. */
+  readonly customers: CustomerDirectory = {
+    findByTin: (q, o) => this.findClientsByTin(q, o?.signal),
+    status: () => ({ ok: true, detail: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)' }),
+  };
 
   constructor(private readonly opts: FineractCoreOptions) {
     this.http = new FineractHttp(opts);
@@ -299,12 +309,68 @@ export class FineractCore implements CoreSystem {
     return this.clientLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
   }
 
+  /**
+   * Clients holding this tax id as a client identifier (any document type): Fineract's search
+   * (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`) for the key as 9 digits and
+   * dashed, the way banks key it. A search that fails is never "no client": the loan waits.
+   */
+  private async findClientsByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
+    const d = q.tin;
+    const forms = [d, q.tinType === 'EIN' ? `${d.slice(0, 2)}-${d.slice(2)}` : `${d.slice(0, 3)}-${d.slice(3, 5)}-${d.slice(5)}`];
+    const clients = new Map<number, string | null>();
+    for (const form of forms) {
+      let hits: Json[] | null;
+      try {
+        hits = await this.http.get<Json[] | null>(`/search?query=${encodeURIComponent(form)}&resource=clientIdentifiers&exactMatch=true`, signal);
+      } catch (err) {
+        if (err instanceof FatalError) throw err;
+        throw new CustomerSourceUnavailableError('customers.search_failed', `Fineract client identifier search failed (${errorMessage(err)}); the loan waits rather than create a customer Fineract may already have`);
+      }
+      for (const h of hits ?? []) {
+        if (String(h['entityType']).toUpperCase() !== 'CLIENTIDENTIFIER' || normaliseTin(h['entityName']) !== d) continue;
+        const id = numIdOrNull(h['parentId']);
+        if (id !== null) clients.set(id, typeof h['parentName'] === 'string' ? h['parentName'] : null);
+      }
+    }
+    return [...clients].map(([id, name]) => ({ cif: String(id), nameAgrees: name === null ? null : normaliseName(name) === normaliseName(q.name) }));
+  }
+
   private async ensureClientLocked(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
+    // A customer the bank already has (customer match: the mapping's clientId = $cif(entity)): reuse it.
+    const matched = rec.fields['clientId'];
+    if (matched !== undefined && matched !== null) {
+      const id = typeof matched === 'number' ? matched : Number(matched);
+      if (!Number.isSafeInteger(id) || id <= 0) throw new CoreRejectedError(`client ${rec.externalId}: clientId ${JSON.stringify(matched)} is not a Fineract client id`);
+      const c = await this.http.find<Json>(`/clients/${id}`, signal);
+      if (c === null) throw new CoreRejectedError(`client ${rec.externalId}: the matched Fineract client ${id} does not exist (deleted since it was matched?); check the customer and loans retry`);
+      return id;
+    }
     const found = await this.findClientId(rec.externalId, signal);
     if (found !== null) return found;
+    // Last guard before a create: a client that already holds this client's tax id identifier (a
+    // mapping without the customer match, or a client added in Fineract since) is reused. Fineract
+    // would refuse the identifier on a second client (error.msg.clientIdentifier.identityKey.duplicate).
+    const holder = await this.clientHoldingIdentifier(rec, pkg, signal);
+    if (holder !== null) return holder;
     const body: Json = { ...withoutRefs(rec.fields), externalId: this.ext(rec.externalId, 'client') };
     body['officeId'] ??= this.opts.officeId;
     return this.create(`/clients`, body, 'client', [rec.externalId, pkg.mappingVersion], signal, 'clientId', () => this.findClientId(rec.externalId, signal));
+  }
+
+  private async clientHoldingIdentifier(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number | null> {
+    const keys = pkg.records
+      .filter((r) => r.type === 'identifier' && r.fields['clientExternalId'] === rec.externalId && typeof r.fields['documentKey'] === 'string')
+      .map((r) => r.fields['documentKey'] as string);
+    for (const key of keys) {
+      const hits = (await this.http.get<Json[] | null>(`/search?query=${encodeURIComponent(key)}&resource=clientIdentifiers&exactMatch=true`, signal)) ?? [];
+      const ids = [...new Set(hits.filter((h) => String(h['entityType']).toUpperCase() === 'CLIENTIDENTIFIER' && h['entityName'] === key).map((h) => numIdOrNull(h['parentId'])).filter((x): x is number => x !== null))];
+      if (ids.length > 1) throw new CoreRejectedError(`client ${rec.externalId}: ${ids.length} Fineract clients (${ids.join(', ')}) hold its tax id identifier; merge them in Fineract, then loans retry`);
+      if (ids.length === 1) {
+        this.logger.warn({ loanId: pkg.loanId, client: rec.externalId, fineractClientId: ids[0] }, 'a Fineract client already holds this tax id identifier: reused, no second client created');
+        return ids[0] as number;
+      }
+    }
+    return null;
   }
 
   private async findClientId(externalId: string, signal?: AbortSignal): Promise<number | null> {

@@ -50,7 +50,7 @@ describe('batches CLI over a sync', () => {
     const show = JSON.parse((await cli('batches', 'show', id, '--json')).stdout) as Record<string, unknown>;
     expect(show).toMatchObject({ status: 'sealed', sealReason: 'ops: core job runs early', sealedBy: 'alice', loans: boarded, triggerFile: true });
     const dir = join(cfg.coreDir, 'batches', id);
-    expect(readdirSync(dir).sort()).toEqual(['LNLOAD.DAT', 'READY', 'control.csv', 'customer.csv', 'document.csv', 'loan.csv', 'relationship.csv']);
+    expect(readdirSync(dir).sort()).toEqual(['LNLOAD.DAT', 'READY', 'control.csv', 'crossref.csv', 'customer.csv', 'document.csv', 'loan.csv', 'relationship.csv']);
 
     const loanCsv = readFileSync(join(dir, 'loan.csv'), 'utf8').trim().split('\n');
     expect(loanCsv[0]!.split(',').slice(0, 4)).toEqual(['action', 'loan_id', 'account_number', 'loan_number']);

@@ -27,7 +27,7 @@ describe('layout lint', () => {
   it('the shipped generic set has a valid layout', () => {
     const r = lintMappingDir(GENERIC);
     expect(r.problems).toEqual([]);
-    expect(r.layout?.files.map((f) => f.name)).toEqual(['customer.csv', 'loan.csv', 'relationship.csv', 'document.csv', 'LNLOAD.DAT']);
+    expect(r.layout?.files.map((f) => f.name)).toEqual(['customer.csv', 'loan.csv', 'relationship.csv', 'crossref.csv', 'document.csv', 'LNLOAD.DAT']);
   });
 
   it('reports overlaps, gaps, unknown fields and a maxLength wider than the column with line:column', () => {

@@ -1,0 +1,270 @@
+import { CustomerSourceUnavailableError, type CoreReceipt, type CustomerDirectory } from '../core/port.js';
+import type { Clock } from '../lib/clock.js';
+import { normaliseTin, type CustomerKeys } from '../lib/customer-keys.js';
+import type { Logger } from '../lib/logger.js';
+import type { Entities } from '../contract/schemas.js';
+import type { CustomerRow, LoanCustomerRow, MatchedBy } from '../store/customers.js';
+import type { BoardingStore } from '../store/index.js';
+import { PARKED_STATES } from '../store/loan-states.js';
+
+/** What the mapping sees for one business or person (`identity.customers[entityId]`, `$cif(entity)`). */
+export interface ResolvedCustomer {
+  /** The bank's customer number; null for a new customer whose number the core assigns when it is created (Fineract). */
+  cif: string | null;
+  matchedBy: MatchedBy;
+  /** The core already has this customer: no customer record is written, only references to its CIF. */
+  existing: boolean;
+}
+
+export interface CustomerResolution {
+  customers: Record<string, ResolvedCustomer>;
+  /** Review items (the loan boards; a person checks): a name that disagrees with the core's. */
+  reviews: Array<{ entityId: string; message: string }>;
+}
+
+/** The loan must wait: a customer it needs is being created by another loan whose write may have happened. */
+export class CustomerWaitError extends Error {
+  override readonly name = 'CustomerWaitError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** One tax id, two or more customers in the core: a person decides (customers.onAmbiguous). */
+export class CustomerAmbiguousError extends Error {
+  override readonly name = 'CustomerAmbiguousError';
+  constructor(
+    message: string,
+    readonly detail: { entityId: string; cifs: string[] },
+  ) {
+    super(message);
+  }
+}
+
+export interface CustomerResolverDeps {
+  store: BoardingStore;
+  /** The core's existing customers (extract, Fineract search); absent: the core knows none. */
+  directory: CustomerDirectory | undefined;
+  keys: CustomerKeys;
+  /**
+   * The CIF of a new customer: from the bank's pool (same key → same number forever), or null when
+   * the core assigns it at create (identity.customerNumbers.source: core; Fineract's client id).
+   */
+  newCif: (key: string, now: number) => string | null;
+  onAmbiguous: 'quarantine' | 'create';
+  /** A masked tax id boards (mappings.allowLast4Tin) as a new customer keyed by its entity id. */
+  allowLast4Tin: boolean;
+  clock: Clock;
+  logger: Logger;
+}
+
+type Party = { id: string; kind: 'business' | 'person'; tin: unknown; tinType: 'EIN' | 'SSN'; name: string };
+
+function partiesOf(entities: Entities): Party[] {
+  const out: Party[] = [];
+  for (const b of entities.businesses ?? []) {
+    out.push({ id: b.id, kind: 'business', tin: b.ein, tinType: 'EIN', name: typeof b.name === 'string' ? b.name : '' });
+  }
+  for (const p of entities.people ?? []) {
+    const name = [p.firstName, p.lastName].filter((x) => typeof x === 'string' && x !== '').join(' ');
+    out.push({ id: p.id, kind: 'person', tin: p.ssn, tinType: 'SSN', name });
+  }
+  return out;
+}
+
+const last4 = (tin: string): string => `…${tin.slice(-4)}`;
+
+/**
+ * Customer match before create (docs/core.md "Customer match"), for every business and person on a
+ * loan, in this order: the connector's cross-reference (entity id → CIF), the full tax id against
+ * the customers the connector resolved or created and against the core's own (extract / search),
+ * else a new customer. A new customer is claimed in the store (with its CIF from the bank's pool
+ * when the core does not assign one) before the core write, so a retry, a restart or another loan
+ * never creates it twice; a later loan whose customer is still being created by a loan whose write
+ * may have happened waits (CustomerWaitError), and one whose creating loan was parked before its
+ * write creates it itself. A source that cannot answer makes the loan wait
+ * (CustomerSourceUnavailableError); it never counts as "no existing customer".
+ *
+ * Callers serialise loans that share a tax id (`lockKeys`) from the resolution to the end of the write.
+ */
+export function createCustomerResolver(deps: CustomerResolverDeps) {
+  const { store, keys, clock } = deps;
+  const customers = store.customers;
+
+  /** The keys to hold while a loan is resolved and written: its tax id hashes (and masked entities' ids), sorted. */
+  function lockKeys(entities: Entities): string[] {
+    const out = new Set<string>();
+    for (const p of partiesOf(entities)) out.add(keys.tinHash(p.tin) ?? `entity:${p.id}`);
+    return [...out].sort();
+  }
+
+  async function resolve(loanId: string, entities: Entities, signal?: AbortSignal): Promise<CustomerResolution> {
+    const result: CustomerResolution = { customers: {}, reviews: [] };
+    /** Tax ids this loan creates: a second party with the same one references the first. */
+    const createdHere = new Map<string, ResolvedCustomer>();
+    /**
+     * The common writes (claims with their pool CIF, core matches, the per-party rows) commit in
+     * one transaction at the end — every commit is a synchronous fsync — and before the core write.
+     */
+    const ops: Array<() => void> = [];
+    const record = (p: Party, r: ResolvedCustomer, tinHash: string | null, nameAgrees: boolean | null, now: number): void => {
+      ops.push(() => customers.resolved({ loanId, entityId: p.id, cif: r.cif, tinHash, matchedBy: r.matchedBy, existing: r.existing, nameAgrees }, now));
+      result.customers[p.id] = r;
+    };
+    for (const p of partiesOf(entities)) {
+      signal?.throwIfAborted();
+      const now = clock.now();
+      const tin = normaliseTin(p.tin);
+      const tinHash = tin === null ? null : keys.tinHash(tin);
+      if (tinHash === null || tin === null) {
+        // A masked (or absent) tax id matches nothing. Without mappings.allowLast4Tin the mapping
+        // quarantines the loan as tin_incomplete; with it, the party is its own customer.
+        if (!deps.allowLast4Tin) continue;
+        const x = customers.xref(p.id);
+        const r: ResolvedCustomer = x?.cif ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId } : { cif: null, matchedBy: 'created', existing: false };
+        if (!x?.cif) ops.push(() => (r.cif = deps.newCif(`entity:${p.id}`, now)));
+        record(p, r, null, null, now);
+        continue;
+      }
+      const x = customers.xref(p.id);
+      const viaXref = x !== undefined && x.tinHash === tinHash;
+      const first = createdHere.get(tinHash);
+      if (first !== undefined) {
+        const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
+        ops.push(() => (r.cif = first.cif));
+        record(p, r, tinHash, null, now);
+        continue;
+      }
+      const row = customers.byTin(tinHash);
+      let nameAgrees: boolean | null = null;
+      let r: ResolvedCustomer;
+      if (row !== undefined) {
+        const settled = await settle(row, loanId, { tin, tinType: p.tinType, tinHash, name: p.name }, signal);
+        r = { cif: settled.row.cif, matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin', existing: !settled.creates };
+        nameAgrees = settled.nameAgrees;
+      } else {
+        const found = deps.directory ? await deps.directory.findByTin({ tin, tinType: p.tinType, tinHash, name: p.name }, signal ? { signal } : {}) : [];
+        const cifs = [...new Set(found.map((f) => f.cif))];
+        if (cifs.length === 1) {
+          const cif = cifs[0] as string;
+          ops.push(() => customers.recordCore(tinHash, cif, now));
+          nameAgrees = found.some((f) => f.nameAgrees === true) ? true : found.every((f) => f.nameAgrees === null) ? null : false;
+          r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
+        } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
+          throw new CustomerAmbiguousError(
+            `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); merge them in the core or set customers.onAmbiguous: create, then loans retry`,
+            { entityId: p.id, cifs },
+          );
+        } else {
+          if (cifs.length > 1) result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)` });
+          const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
+          ops.push(() => {
+            const claimed = customers.claim(tinHash, deps.newCif(tinHash, now), loanId, now);
+            // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
+            // only another process could): start over rather than create a second customer.
+            if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId) throw new CustomerWaitError('customer.claimed_elsewhere', `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`);
+            created.cif = claimed.cif;
+          });
+          r = created;
+        }
+      }
+      if (!r.existing) createdHere.set(tinHash, r);
+      if (nameAgrees === false) {
+        result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name` });
+      }
+      record(p, r, tinHash, nameAgrees, now);
+    }
+    if (ops.length > 0) store.atomically(() => ops.forEach((op) => op()));
+    return result;
+  }
+
+  /**
+   * A customer the connector already knows by tax id: the core's, one it created, or one a loan
+   * claimed. Decides whether this loan references it, creates it, or waits.
+   */
+  async function settle(
+    row: CustomerRow,
+    loanId: string,
+    q: { tin: string; tinType: 'EIN' | 'SSN'; tinHash: string; name: string },
+    signal: AbortSignal | undefined,
+  ): Promise<{ row: CustomerRow; creates: boolean; nameAgrees: boolean | null }> {
+    const now = clock.now();
+    if (row.status === 'written') {
+      if (row.cif === null && deps.directory) {
+        // Created by an earlier loan in a core that assigns numbers, not learnt from its receipt: ask the core.
+        const found = await deps.directory.findByTin(q, signal ? { signal } : {});
+        const cif = found[0]?.cif;
+        if (cif === undefined) {
+          throw new CustomerWaitError('customer.number_unknown', `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`);
+        }
+        customers.setCif(q.tinHash, cif, now);
+        return { row: customers.byTin(q.tinHash) as CustomerRow, creates: false, nameAgrees: null };
+      }
+      return { row, creates: false, nameAgrees: null };
+    }
+    // Claimed: some loan's write creates it.
+    if (row.creatorLoanId === loanId) return { row, creates: true, nameAgrees: null };
+    const creator = row.creatorLoanId === null ? undefined : (store.loans.get(row.creatorLoanId) ?? undefined);
+    if (creator !== undefined && (creator.state === 'acknowledged' || (creator.state === 'written' && creator.writtenAt !== null))) {
+      // Written (the claim is marked in the same transaction; this covers a row from an older run).
+      customers.markWritten(creator.id, new Map(), now);
+      return settle(customers.byTin(q.tinHash) as CustomerRow, loanId, q, signal);
+    }
+    if (creator === undefined || (PARKED_STATES as readonly string[]).includes(creator.state)) {
+      // The creating loan stopped before its write reached the core (quarantined, skipped) or is gone.
+      // A core that may hold part of that write (Fineract: a client created before a refusal) is asked first.
+      if (deps.directory && creator?.coreWriteStartedAt != null) {
+        const found = await deps.directory.findByTin(q, signal ? { signal } : {});
+        const cif = found[0]?.cif;
+        if (cif !== undefined && found.length === 1) {
+          customers.setCif(q.tinHash, cif, now);
+          customers.markWritten(creator.id, new Map([[q.tinHash, cif]]), now);
+          return { row: customers.byTin(q.tinHash) as CustomerRow, creates: false, nameAgrees: found[0]?.nameAgrees ?? null };
+        }
+      }
+      if (customers.takeOver(q.tinHash, row.creatorLoanId ?? '', loanId, now)) {
+        deps.logger.info({ loanId, from: row.creatorLoanId }, 'customer claimed by a loan that never wrote it: this loan creates it');
+        return { row: customers.byTin(q.tinHash) as CustomerRow, creates: true, nameAgrees: null };
+      }
+      return settle(customers.byTin(q.tinHash) as CustomerRow, loanId, q, signal);
+    }
+    throw new CustomerWaitError(
+      'customer.creation_pending',
+      `the customer with ${q.tinType} ${last4(q.tin)} is being created by loan ${creator.id} (${creator.state}), whose core write may have happened; this loan waits for it rather than create a second customer`,
+    );
+  }
+
+  /**
+   * After the loan's core write (in the same transaction as its `written` state): every customer it
+   * claimed now exists in the core. Numbers the core assigned (Fineract client ids) are read from
+   * the receipt's client records, whose external id is the platform entity id.
+   */
+  function afterWrite(loanId: string, receipt: CoreReceipt | null): void {
+    const now = clock.now();
+    const assigned = new Map<string, string>();
+    if (receipt !== null) {
+      const byEntity = new Map(customers.forLoan(loanId).map((r) => [r.entityId, r] as const));
+      for (const rec of receipt.records) {
+        const lc = byEntity.get(rec.externalId);
+        if (lc !== undefined && lc.tinHash !== null && lc.cif === null && (rec.type === 'client' || rec.type === 'customer')) assigned.set(lc.tinHash, rec.coreId);
+      }
+    }
+    customers.markWritten(loanId, assigned, now);
+  }
+
+  return { lockKeys, resolve, afterWrite };
+}
+
+export type CustomerResolver = ReturnType<typeof createCustomerResolver>;
+
+/** The identity the mapping saw when the loan was last resolved (reboard, preview): from the store. */
+export function storedCustomers(rows: readonly LoanCustomerRow[]): Record<string, ResolvedCustomer> {
+  const out: Record<string, ResolvedCustomer> = {};
+  for (const r of rows) out[r.entityId] = { cif: r.cif, matchedBy: r.matchedBy, existing: r.existing };
+  return out;
+}
+
+export { CustomerSourceUnavailableError };
