@@ -39,6 +39,7 @@ th{background:#f2f4f7;font-weight:600}td.num,th.num{text-align:right;font-varian
 .meta td:first-child{width:220px;color:#55607a}.small{color:#55607a;font-size:12px}
 .signoff td{height:34px}.signoff td:first-child{width:220px}
 code{background:#f2f4f7;padding:0 3px;border-radius:3px}
+ul.review{margin:4px 0 0;padding-left:18px}
 @media print{body{margin:0;max-width:none}h2{page-break-after:avoid}tr{page-break-inside:avoid}}
 `;
 
@@ -197,7 +198,7 @@ ${shown
       escapeHtml(e.connectorState ?? '(unknown)'),
       e.centsAmount === null ? num('') : money(e.centsAmount),
       num(`${e.ageBusinessDays} (${e.ageBucket})`),
-      escapeHtml(e.detail),
+      `${escapeHtml(e.detail)}${reviewItemsHtml(e)}`,
     ]),
   )
   .join('\n')}
@@ -215,6 +216,16 @@ ${row(['Comments', '<td colspan="3"></td>'])}
 <p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · report.json and report.csv in the same folder.</p>
 </body></html>
 `;
+}
+
+/** The review items of a loan boarded with review items, under its detail. */
+function reviewItemsHtml(e: ReportException): string {
+  if (e.reviewItems === undefined || (e.reviewItems.length === 0 && (e.reviewItemsMore ?? 0) === 0)) return '';
+  const items = e.reviewItems.map(
+    (r) => `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
+  );
+  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (<code>loans show ${escapeHtml(e.loanId)}</code>)</li>`);
+  return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
 
 function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>): string {

@@ -107,6 +107,7 @@ export function createReconcileSources(deps: SourceDeps): ReconcileSources {
       const rec = await core.findLoan(id);
       return rec === null ? null : coreRow(rec);
     },
+    reviewItems: (id, limit) => scan.reviewItems(id, limit),
     funded: () => {
       const rows = createWebhookInbox(db).fundedLoans();
       return rows.length === 0 ? null : rows;

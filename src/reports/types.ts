@@ -69,6 +69,15 @@ export const COMPARED_FIELDS = [
 ] as const;
 export type ComparedField = (typeof COMPARED_FIELDS)[number];
 
+/** A review item of a loan boarded with review items (code, field, message, mapping file:line). */
+export interface ReportReviewItem {
+  code: string;
+  field: string;
+  message: string;
+  /** Mapping file:line:column, or null when not recorded. */
+  at: string | null;
+}
+
 export interface ReportException {
   reason: ExceptionReason;
   loanId: string;
@@ -85,6 +94,10 @@ export interface ReportException {
   ageBusinessDays: number;
   ageBucket: AgeBucket;
   detail: string;
+  /** Only for boarded_with_review_items: the first items (bounded per loan) … */
+  reviewItems?: ReportReviewItem[];
+  /** … and how many more the loan has. */
+  reviewItemsMore?: number;
 }
 
 export interface Amount {
