@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import { startSandbox, SANDBOX_DEFAULTS, type SandboxOptions } from '../sandbox/index.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
+import { AMOUNT_PROFILES, type AmountProfile } from '../sandbox/generator.js';
 import { out, type CliContext } from './context.js';
 
 function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -31,6 +32,12 @@ interface SandboxFlags {
   writesPerWindow?: number;
   allowLoopbackWebhooks?: boolean;
   unmaskedKey?: boolean;
+  amounts: AmountProfile;
+}
+
+function amountsOption(raw: string): AmountProfile {
+  if (!(AMOUNT_PROFILES as readonly string[]).includes(raw)) throw new UsageError(`--amounts: expected one of ${AMOUNT_PROFILES.join(', ')}, got "${raw}"`);
+  return raw as AmountProfile;
 }
 
 export function registerSandboxCommands(program: Command, ctx: CliContext): void {
@@ -45,10 +52,16 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     .option('--window-ms <n>', 'rate-limit window in ms (default 60000)', intOption('window-ms', 100))
     .option('--reads-per-window <n>', 'read (GET) budget per key and window (default 100)', intOption('reads-per-window', 0))
     .option('--writes-per-window <n>', 'write (POST/PATCH/DELETE) budget per key and window (default 30)', intOption('writes-per-window', 0))
+    .option(
+      '--amounts <profile>',
+      'generated amounts, rates and terms: realistic (small-business and personal lending) or extreme (amounts up to $900B with odd cents, odd terms)',
+      amountsOption,
+      SANDBOX_DEFAULTS.amounts,
+    )
     .option('--unmasked-key', 'give the printed key read:businesses:ein and read:people:ssn too (full tax ids)')
     .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
     .action(async (flags: SandboxFlags) => {
-      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, logger: ctx.logger() };
+      const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, amounts: flags.amounts, logger: ctx.logger() };
       if (flags.releaseRatio !== undefined) opts.releaseRatio = flags.releaseRatio;
       if (flags.windowMs !== undefined) opts.windowMs = flags.windowMs;
       if (flags.readsPerWindow !== undefined) opts.readsPerWindow = flags.readsPerWindow;

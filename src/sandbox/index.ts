@@ -9,6 +9,7 @@ import { createPublicApiHandler } from './public-api.js';
 import { RateLimiter } from './rate-limit.js';
 import { SandboxState } from './state.js';
 import { WebhookSender } from './webhook-sender.js';
+import type { AmountProfile } from './generator.js';
 
 export interface SandboxOptions {
   host?: string;
@@ -35,6 +36,11 @@ export interface SandboxOptions {
    * read:people:ssn (a bank's first key rarely has them). See PERMISSIONS in keys.ts.
    */
   apiKeyPermissions?: string[];
+  /**
+   * Generated amounts, rates and terms: `realistic` (default; small-business and personal lending)
+   * or `extreme` (amounts up to $900B with odd cents, odd terms; what overflow and convention tests need).
+   */
+  amounts?: AmountProfile;
   /** Time source (ms); defaults to Date.now. */
   now?: () => number;
   logger?: Logger;
@@ -62,6 +68,7 @@ export const SANDBOX_DEFAULTS = {
   documentMaxBytes: 25 * 1024 * 1024,
   webhookRetry: { attempts: 5, baseMs: 1_000 },
   webhookAutoDisableAfter: 10,
+  amounts: 'realistic',
 } as const;
 
 function hostForUrl(host: string): string {
@@ -73,7 +80,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const host = opts.host ?? SANDBOX_DEFAULTS.host;
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
-  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now);
+  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.amounts ?? SANDBOX_DEFAULTS.amounts);
   const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createRng, type Rng } from './rng.js';
-import { generateLoan, PRODUCTS } from './generator.js';
+import { generateLoan, PRODUCTS, type AmountProfile } from './generator.js';
 import { emptyCounters, type Counters } from './counters.js';
 import { DEFAULT_ORG, makeKey, type ApiKeyRecord, type Environment } from './keys.js';
 import type { DocumentRecord, LoanRecord, LoanStatus, ProductRecord, WebhookEventType } from './model.js';
@@ -59,6 +59,8 @@ export class SandboxState {
   constructor(
     seed: number,
     private readonly now: () => number,
+    /** How generated loans' amounts, rates and terms look (generator.ts). */
+    readonly amounts: AmountProfile = 'realistic',
   ) {
     this.rng = createRng(seed);
   }
@@ -90,7 +92,7 @@ export class SandboxState {
     for (let i = 0; i < count; i += 1) {
       const index = this.generated;
       this.generated += 1;
-      const genOpts: { status?: LoanStatus; createdAtMs?: number } = {};
+      const genOpts: { status?: LoanStatus; createdAtMs?: number; amounts: AmountProfile } = { amounts: this.amounts };
       if (opts.status) genOpts.status = opts.status;
       if (opts.atNow) genOpts.createdAtMs = this.now();
       const { loan, documents } = generateLoan(this.rng, index, DEFAULT_ORG, genOpts);

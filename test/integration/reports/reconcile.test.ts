@@ -52,7 +52,7 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
 }
 
 async function setup(mapper: FakeMapper = new FakeMapper()): Promise<{ sb: RunningSandbox; dir: string; configPath: string; boardedIds: string[] }> {
-  const sb = await startSandbox({ loans: 8, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
+  const sb = await startSandbox({ amounts: 'extreme', loans: 8, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
   cleanups.push(() => sb.close());
   const dir = mkdtempSync(join(tmpdir(), 'reconcile-it-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
