@@ -126,8 +126,9 @@ const LENDING: Record<string, LendingProfile> = {
   prod_sba7a: { minCents: 50 * K, maxCents: 5_000 * K, medianCents: 400 * K, sigma: 0.9, terms: [84, 120, 120, 120, 300], rateType: 'variable', bps: [225, 475] },
   prod_cre: { minCents: 250 * K, maxCents: 5_000 * K, medianCents: 1_200 * K, sigma: 0.7, terms: [60, 120, 120, 180, 240, 300], rateType: 'fixed', bps: [575, 850] },
   prod_bridge: { minCents: 100 * K, maxCents: 5_000 * K, medianCents: 600 * K, sigma: 0.8, terms: [6, 12, 12, 18, 24], rateType: 'fixed', bps: [800, 1300] },
-  business: { minCents: 10 * K, maxCents: 5_000 * K, medianCents: 250 * K, sigma: 1.0, terms: [12, 24, 36, 60], rateType: 'fixed', bps: [650, 1200] },
 };
+/** A business loan of no known product. */
+const OTHER_BUSINESS: LendingProfile = { minCents: 10 * K, maxCents: 5_000 * K, medianCents: 250 * K, sigma: 1.0, terms: [12, 24, 36, 60], rateType: 'fixed', bps: [650, 1200] };
 const LUMP_SUM_TERMS = [6, 12, 12, 18, 24];
 export const PRIME_BPS = 750;
 
@@ -173,7 +174,7 @@ export function generateLoan(
   let bpsFixedRate = rng.int(350, 1_450);
   let bpsSpreadRate = rng.int(100, 650);
   const bpsPrimeRate = PRIME_BPS;
-  const lending = LENDING[product?.id ?? 'business'] ?? (LENDING['business'] as LendingProfile);
+  const lending = LENDING[product?.id ?? ''] ?? OTHER_BUSINESS;
   if (realistic) {
     // The same draws, read as uniforms: a log-normal amount (Box–Muller), the product's term,
     // rate type and rate range.
