@@ -4,7 +4,6 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { refusedBy } from '../boarding/board-loan.js';
-import { createConnectorDaemon } from '../app/daemon.js';
 import { buildRuntime, type BoardingRuntime } from '../app/runtime.js';
 import { loadConfig } from '../config/load.js';
 import { SHIPPED_GENERIC_MAPPINGS } from '../config/schema.js';
@@ -13,9 +12,8 @@ import { UsageError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { createLogger } from '../lib/logger.js';
 import { runReconcile } from '../reports/run.js';
-import { startSandbox } from '../sandbox/index.js';
 import { WEBHOOK_EVENTS } from '../platform/schemas.js';
-import { WEBHOOK_PATH } from '../http/app.js';
+import { WEBHOOK_PATH } from '../webhooks/path.js';
 import { registerEndpoint } from '../platform/endpoint/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from '../version.js';
@@ -161,6 +159,8 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     }
   });
 
+  // Loaded here: other commands never load the sandbox's and the daemon's HTTP stack.
+  const [{ startSandbox }, { createConnectorDaemon }] = await Promise.all([import('../sandbox/index.js'), import('../app/daemon.js')]);
   const sandbox = await startSandbox({
     port: 0,
     loans: opts.loans,

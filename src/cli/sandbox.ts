@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import { startSandbox, SANDBOX_DEFAULTS, type SandboxOptions } from '../sandbox/index.js';
+import type { SandboxOptions } from '../sandbox/index.js';
+import { SANDBOX_DEFAULTS } from '../sandbox/defaults.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
 import { AMOUNT_PROFILES, type AmountProfile } from '../sandbox/generator.js';
 import { out, type CliContext } from './context.js';
@@ -68,6 +69,8 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
       if (flags.writesPerWindow !== undefined) opts.writesPerWindow = flags.writesPerWindow;
       if (flags.allowLoopbackWebhooks) opts.allowLoopbackWebhooks = true;
       if (flags.unmaskedKey) opts.apiKeyPermissions = [...PERMISSIONS];
+      // Loaded here: other commands (sync --once…) never load the sandbox's HTTP stack.
+      const { startSandbox } = await import('../sandbox/index.js');
       const sandbox = await startSandbox(opts);
       ctx.onClose(() => sandbox.close());
       out(ctx, JSON.stringify({ baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, adminUrl: sandbox.adminUrl }));

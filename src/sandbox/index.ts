@@ -10,6 +10,7 @@ import { RateLimiter } from './rate-limit.js';
 import { SandboxState } from './state.js';
 import { WebhookSender } from './webhook-sender.js';
 import type { AmountProfile } from './generator.js';
+import { SANDBOX_DEFAULTS } from './defaults.js';
 
 export interface SandboxOptions {
   host?: string;
@@ -56,20 +57,7 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
-export const SANDBOX_DEFAULTS = {
-  host: '127.0.0.1',
-  loans: 25,
-  seed: 1,
-  releaseRatio: 0.6,
-  windowMs: 60_000,
-  readsPerWindow: 100,
-  writesPerWindow: 30,
-  legacyPerWindow: 100,
-  documentMaxBytes: 25 * 1024 * 1024,
-  webhookRetry: { attempts: 5, baseMs: 1_000 },
-  webhookAutoDisableAfter: 10,
-  amounts: 'realistic',
-} as const;
+export { SANDBOX_DEFAULTS };
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;

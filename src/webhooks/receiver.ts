@@ -7,7 +7,9 @@ import { createLogThrottle } from './log-throttle.js';
 import type { ConnectorMetrics } from '../observability/metrics.js';
 import { REJECT_STATUS, type RejectReason, type Verifier } from './signature.js';
 
-export const WEBHOOK_PATH = '/webhooks/platform';
+import { WEBHOOK_PATH } from './path.js';
+
+export { WEBHOOK_PATH };
 
 export interface WebhookReceiverDeps {
   maxBodyBytes: number;
