@@ -326,7 +326,14 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       detail,
       ...(extra.reviewItems !== undefined ? { reviewItems: extra.reviewItems, reviewItemsMore: extra.reviewItemsMore ?? 0 } : {}),
     };
-    exceptions.push(e);
+    // Kept without its review items (up to REVIEW_ITEMS_PER_LOAN each): the renderers look them
+    // up again; the CSV gets them now, through onException.
+    if (e.reviewItems === undefined) exceptions.push(e);
+    else {
+      const kept: ReportException = { ...e };
+      delete kept.reviewItems;
+      exceptions.push(kept);
+    }
     byReason[reason] = (byReason[reason] ?? 0) + 1;
     const row = (aging.byReason[reason] ??= { '0-1': 0, '2-5': 0, '>5': 0 });
     row[age.bucket] += 1;

@@ -1,5 +1,5 @@
 import { formatCentsGrouped } from './money.js';
-import { AGE_BUCKETS, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException } from './types.js';
+import { AGE_BUCKETS, reviewItemsOf, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException, type ReviewItemsLookup } from './types.js';
 import { REASON_LABELS } from './reasons.js';
 
 /**
@@ -100,6 +100,8 @@ function agingChart(s: ReconciliationSummary): string {
 export interface HtmlOptions {
   /** Exceptions shown in the table; the CSV always has all of them. */
   maxRows?: number;
+  /** Review items of exceptions kept without them (compute.ts). */
+  reviewItems?: ReviewItemsLookup;
 }
 
 export function renderHtml(s: ReconciliationSummary, exceptions: readonly ReportException[], opts: HtmlOptions = {}): string {
@@ -198,7 +200,7 @@ ${shown
       escapeHtml(e.connectorState ?? '(unknown)'),
       e.centsAmount === null ? num('') : money(e.centsAmount),
       num(`${e.ageBusinessDays} (${e.ageBucket})`),
-      `${escapeHtml(e.detail)}${reviewItemsHtml(e)}`,
+      `${escapeHtml(e.detail)}${reviewItemsHtml(e, reviewItemsOf(e, opts.reviewItems))}`,
     ]),
   )
   .join('\n')}
@@ -219,9 +221,9 @@ ${row(['Comments', '<td colspan="3"></td>'])}
 }
 
 /** The review items of a loan boarded with review items, under its detail. */
-function reviewItemsHtml(e: ReportException): string {
-  if (e.reviewItems === undefined || (e.reviewItems.length === 0 && (e.reviewItemsMore ?? 0) === 0)) return '';
-  const items = e.reviewItems.map(
+function reviewItemsHtml(e: ReportException, reviewItems: ReportException['reviewItems']): string {
+  if (reviewItems === undefined || (reviewItems.length === 0 && (e.reviewItemsMore ?? 0) === 0)) return '';
+  const items = reviewItems.map(
     (r) => `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
   );
   if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (<code>loans show ${escapeHtml(e.loanId)}</code>)</li>`);

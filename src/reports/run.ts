@@ -9,14 +9,14 @@ import type { PlatformApi } from '../platform/api.js';
 import type { Db } from '../store/db.js';
 import { batchTieNotes, computeBatchTie } from './batches.js';
 import { formatWallTime, localDate, localDateTime, wallTimeAt } from '../lib/calendar.js';
-import { computeReconciliation, type ReconcileSources } from './compute.js';
+import { REVIEW_ITEMS_PER_LOAN, computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
 import { REPORT_FILES, createRunDir, ensureReportDir, updateLatest, writeFileAtomic } from './files.js';
 import { UsageError } from '../lib/errors.js';
 import { renderHtml } from './render-html.js';
 import { renderJson } from './render-json.js';
 import { createReconcileSources, type PlatformWalkStats } from './sources.js';
-import type { ReconcileProgress, ReconciliationSummary, ReportException } from './types.js';
+import type { ReconcileProgress, ReconciliationSummary, ReportException, ReportReviewItem } from './types.js';
 
 export interface RunReconcileDeps {
   config: Pick<Config, 'platform' | 'bank' | 'reports' | 'core'>;
@@ -150,9 +150,11 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     await csv.close();
     renameSync(csvTmp, files.csv);
     deps.onProgress?.({ phase: 'write', done: 1, total: 3 });
-    writeFileAtomic(files.json, renderJson(summary, outcome.exceptions));
+    // Review items were streamed to the CSV; the JSON and HTML look them up again, loan by loan.
+    const reviewItems = (loanId: string): ReportReviewItem[] => sources.reviewItems?.(loanId, REVIEW_ITEMS_PER_LOAN) ?? [];
+    writeFileAtomic(files.json, renderJson(summary, outcome.exceptions, { reviewItems }));
     deps.onProgress?.({ phase: 'write', done: 2, total: 3 });
-    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions));
+    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions, { reviewItems }));
     deps.onProgress?.({ phase: 'write', done: 3, total: 3 });
     const latest = deps.outDir === undefined ? updateLatest(resolve(config.reports.dir), dir) : null;
     logger.info(

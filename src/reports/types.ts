@@ -94,10 +94,24 @@ export interface ReportException {
   ageBusinessDays: number;
   ageBucket: AgeBucket;
   detail: string;
-  /** Only for boarded_with_review_items: the first items (bounded per loan) … */
+  /**
+   * Only for boarded_with_review_items: the first items (bounded per loan) … Given to the CSV as
+   * the exception is found; the exceptions kept for report.json and report.html leave them out
+   * (memory per exception stays small) and the renderers look them up again (ReviewItemsLookup).
+   */
   reviewItems?: ReportReviewItem[];
   /** … and how many more the loan has. */
   reviewItemsMore?: number;
+}
+
+/** A loan's review items as printed (bounded per loan), looked up when a report file is rendered. */
+export type ReviewItemsLookup = (loanId: string) => ReportReviewItem[];
+
+/** The review items to print for an exception: its own, or looked up; undefined when it has none. */
+export function reviewItemsOf(e: ReportException, lookup?: ReviewItemsLookup): ReportReviewItem[] | undefined {
+  if (e.reviewItems !== undefined) return e.reviewItems;
+  if (e.reviewItemsMore === undefined || lookup === undefined) return undefined;
+  return lookup(e.loanId);
 }
 
 export interface Amount {
