@@ -5,6 +5,8 @@
  *
  *   BENCH_MEMORY_LOANS   comma-separated sizes (default "3000,30000")
  *   BENCH_MEMORY_BUILD   0 to skip `npm run build` (dist/ must be current)
+ *   BENCH_MEMORY_NODE_ARGS  node options for the measured `sync --once` (e.g. "--max-old-space-size=112",
+ *                        the heap cap docs/operations.md describes); default none
  *
  * Target (issue 24): the peak for 30,000 loans within 10 % of the peak for 3,000, and under 200 MB.
  * The sandbox's rate window is set so that the budget, not the clock, is never what limits the run
@@ -23,6 +25,7 @@ const READS = 5000;
 const WRITES = 2000;
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
 const TIME = '/usr/bin/time';
+const NODE_ARGS = (process.env['BENCH_MEMORY_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
 
 interface Sandbox {
   child: ChildProcess;
@@ -102,7 +105,7 @@ async function measure(loans: number): Promise<Measured> {
       }),
     );
     const t0 = performance.now();
-    const r = spawnSync(TIME, ['-v', process.execPath, 'dist/main.js', 'sync', '--once', '--json', '--config', configPath], {
+    const r = spawnSync(TIME, ['-v', process.execPath, ...NODE_ARGS, 'dist/main.js', 'sync', '--once', '--json', '--config', configPath], {
       encoding: 'utf8',
       maxBuffer: 256 * 1024 * 1024,
       env: { ...process.env, BOARDING_CONFIG: configPath },
@@ -138,6 +141,7 @@ async function main(): Promise<void> {
     const b = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
     if (b.status !== 0) throw new Error('npm run build failed');
   }
+  if (NODE_ARGS.length > 0) console.log(`sync --once runs with node ${NODE_ARGS.join(' ')}`);
   const results: Measured[] = [];
   for (const n of SIZES) {
     const m = await measure(n);
