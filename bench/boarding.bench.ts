@@ -37,7 +37,7 @@ interface Counters {
 }
 
 async function main(): Promise<void> {
-  const sandbox = await startSandbox({ port: 0, loans: LOANS, releaseRatio: 1, seed: 3, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES });
+  const sandbox = await startSandbox({ amounts: 'extreme', port: 0, loans: LOANS, releaseRatio: 1, seed: 3, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES });
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${sandbox.adminUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     return res.json();

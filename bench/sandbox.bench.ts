@@ -24,7 +24,7 @@ async function measure(title: string, url: string, apiKey: string): Promise<void
   );
 }
 
-const sb = await startSandbox({ loans: LOANS, readsPerWindow: 10_000_000, writesPerWindow: 10_000_000 });
+const sb = await startSandbox({ amounts: 'extreme', loans: LOANS, readsPerWindow: 10_000_000, writesPerWindow: 10_000_000 });
 try {
   process.stdout.write(`sandbox with ${LOANS} generated loans, 10 connections, 3 s each\n`);
   const queue = `${sb.baseUrl}/public/v1/loans/boarding-queue`;

@@ -6,6 +6,7 @@ import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
 import { processAlive } from '../store/leases.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
+import type { DueCursor } from '../store/loans.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
 import { recordInvalidItem, recordQueueItem, type IntakeObserver, type StillListedKind } from './intake.js';
 
@@ -284,18 +285,42 @@ export function createCycleRunner(deps: CycleDeps) {
     }
   }
 
+  /** Due loans are read in pages of this many ids (memory flat in the size of the backlog). */
+  const DUE_PAGE = 200;
+
   async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
-    const due = store.loans.due(clock.now()).filter((r) => !inFlight.has(r.id));
-    let next = 0;
+    // Due as of the start of the pass (a loan this pass puts in retry_wait waits for the next one),
+    // walked in keyset pages; better-sqlite3 is synchronous, so workers never read a page twice.
+    const passNow = clock.now();
+    let page: string[] = [];
+    let at = 0;
+    let cursor: DueCursor | null = null;
+    let exhausted = false;
+    const nextDue = (): string | undefined => {
+      for (;;) {
+        while (at < page.length) {
+          const id = page[at++] as string;
+          if (!inFlight.has(id)) return id;
+        }
+        if (exhausted) return undefined;
+        const next = store.loans.duePage(passNow, cursor, DUE_PAGE);
+        page = next.ids;
+        at = 0;
+        cursor = next.next;
+        if (next.ids.length < DUE_PAGE) exhausted = true;
+      }
+    };
+    // The progress line's total: counted, not read (a count stays flat in the backlog's size).
+    const total = store.loans.dueCount(passNow);
     let done = 0;
-    if (due.length > 0) progress({ phase: 'board', done, total: due.length, pass: summary.passes });
+    if (total > 0) progress({ phase: 'board', done, total, pass: summary.passes });
     const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
     const worker = async (): Promise<void> => {
       while (!halted()) {
-        const row = due[next++];
-        if (!row) return;
-        inFlight.add(row.id);
-        attempted.add(row.id);
+        const id = nextDue();
+        if (id === undefined) return;
+        inFlight.add(id);
+        attempted.add(id);
         summary.attempted += 1;
         // A signal per loan: the HTTP and file layers hang listeners on it, and they go away with
         // the loan instead of piling up on one process-long signal.
@@ -304,16 +329,16 @@ export function createCycleRunner(deps: CycleDeps) {
         if (abort.aborted) relay();
         else abort.addEventListener('abort', relay, { once: true });
         try {
-          tally(summary, await boarder.board(row.id, loanAbort.signal));
+          tally(summary, await boarder.board(id, loanAbort.signal));
         } finally {
           abort.removeEventListener('abort', relay);
-          inFlight.delete(row.id);
+          inFlight.delete(id);
           done += 1;
-          progress({ phase: 'board', done, total: due.length, pass: summary.passes });
+          progress({ phase: 'board', done, total: Math.max(total, done), pass: summary.passes });
         }
       }
     };
-    const results = await Promise.allSettled(Array.from({ length: Math.min(deps.concurrency, due.length) }, worker));
+    const results = await Promise.allSettled(Array.from({ length: Math.max(1, deps.concurrency) }, worker));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   }

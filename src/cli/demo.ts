@@ -4,7 +4,6 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
 import { fatalSentence } from '../boarding/board-loan.js';
-import { createConnectorDaemon } from '../app/daemon.js';
 import { buildRuntime, type BoardingRuntime } from '../app/runtime.js';
 import { loadConfig } from '../config/load.js';
 import { SHIPPED_GENERIC_MAPPINGS } from '../config/schema.js';
@@ -13,10 +12,10 @@ import { UsageError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { createLogger } from '../lib/logger.js';
 import { runReconcile } from '../reports/run.js';
-import { startSandbox, PERMISSIONS } from '../sandbox/index.js';
+import { PERMISSIONS } from '../sandbox/keys.js';
 import { randomBytes } from 'node:crypto';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
-import { WEBHOOK_PATH } from '../http/app.js';
+import { WEBHOOK_PATH } from '../webhooks/path.js';
 import { registerEndpoint } from '../platform/endpoint/registration.js';
 import { out, type CliContext } from './context.js';
 import { CONNECTOR_VERSION } from '../version.js';
@@ -55,6 +54,9 @@ async function freePort(): Promise<number> {
 }
 
 const DEMO_MARKER = '.boarding-connector-demo';
+
+/** The report written when the demo stops gives up after this long (the sandbox's read budget may be spent). */
+const FINAL_REPORT_TIMEOUT_MS = 30_000;
 
 /**
  * The demo starts fresh, but only ever wipes a directory it made itself: `--dir .` or a typo
@@ -132,7 +134,7 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
     .option('--dir <dir>', 'where the demo keeps its state, core files and reports (wiped at start)', './var/demo')
     .option('--loans <n>', 'loans the sandbox starts with', positiveInt('--loans'), 25)
     .option('--exit-after <seconds>', 'stop by itself after this many seconds (default: run until Ctrl-C)', positiveInt('--exit-after'))
-    .option('--report-after <seconds>', 'first reconciliation after this many seconds', positiveInt('--report-after'), 60)
+    .option('--report-after <seconds>', 'also reconcile this many seconds after start (reports are written after the first cycle and when the demo stops too)', positiveInt('--report-after'), 60)
     .option('--window-ms <ms>', 'rate-limit window of the sandbox and the connector', positiveInt('--window-ms'), 10_000)
     .addHelpText(
       'after',
@@ -161,6 +163,8 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
     }
   });
 
+  // Loaded here: other commands never load the sandbox's and the daemon's HTTP stack.
+  const [{ startSandbox }, { createConnectorDaemon }] = await Promise.all([import('../sandbox/index.js'), import('../app/daemon.js')]);
   const sandbox = await startSandbox({
     port: 0,
     loans: opts.loans,
@@ -191,10 +195,13 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // secret just issued.
   const live: BoardingRuntime = { ...rt, config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } } };
   let cycles = 0;
+  let firstCycleDone = (): void => undefined;
   const daemon = createConnectorDaemon(live, {
     onHangup: (fn) => ctx.onHangup(fn),
     onCycle: () => {
       cycles += 1;
+      // The first report as soon as there is something to reconcile, not a minute in.
+      if (cycles === 1) firstCycleDone();
     },
   });
 
@@ -216,7 +223,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // Ops pages are on the admin listener, never on the webhook receiver the platform reaches.
   const base = `http://127.0.0.1:${adminPort}`;
   say(`  metrics: ${base}/metrics   health: ${base}/healthz   (webhooks: http://127.0.0.1:${port}${WEBHOOK_PATH})`);
-  say(`  report:  ${base}/reports/latest   (first one after about a minute; files in ${dir}/reports/latest/)`);
+  say(`  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo stops; files in ${dir}/reports/latest/)`);
   say('  Ctrl-C stops.');
 
   const stopping = new AbortController();
@@ -264,26 +271,34 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   }, stepMs);
 
   let reports = 0;
-  const reconcileNow = async (): Promise<void> => {
-    try {
-      const r = await runReconcile({
-        config,
-        platform: rt.platform,
-        reads: rt.store.reports,
-        core: rt.core,
-        logger: logger.child({ component: 'reconcile' }),
-        clock: ctx.clock,
-        connectorVersion: CONNECTOR_VERSION,
-        signal: stopping.signal,
-      });
-      reports += 1;
-      const ties = r.summary.tieOut.every((c) => c.ties);
-      status.println(`  · report ${r.runId}: ${ties ? 'totals tie' : 'totals do NOT tie'}, ${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`);
-    } catch (err) {
-      if (!stopping.signal.aborted) status.println(`  · reconciliation failed: ${errorMessage(err)}`);
-    }
+  // One reconciliation at a time: a report asked for while one runs waits for it.
+  let reconciling: Promise<void> = Promise.resolve();
+  const reconcileNow = (signal: AbortSignal, when: string): Promise<void> => {
+    const run = async (): Promise<void> => {
+      try {
+        const r = await runReconcile({
+          config,
+          platform: rt.platform,
+          reads: rt.store.reports,
+          core: rt.core,
+          logger: logger.child({ component: 'reconcile' }),
+          clock: ctx.clock,
+          connectorVersion: CONNECTOR_VERSION,
+          signal,
+        });
+        reports += 1;
+        const ties = r.summary.tieOut.every((c) => c.ties);
+        status.println(`  · report ${r.runId} (${when}): ${ties ? 'totals tie' : 'totals do NOT tie'}, ${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`);
+      } catch (err) {
+        if (!signal.aborted) status.println(`  · reconciliation (${when}) failed: ${errorMessage(err)}`);
+      }
+    };
+    reconciling = reconciling.then(run);
+    return reconciling;
   };
-  const firstReport = setTimeout(() => void reconcileNow(), opts.reportAfter * 1000);
+  firstCycleDone = () => void reconcileNow(stopping.signal, 'after the first cycle');
+  if (cycles >= 1) firstCycleDone();
+  const firstReport = setTimeout(() => void reconcileNow(stopping.signal, `after ${opts.reportAfter} s`), opts.reportAfter * 1000);
 
   const render = (): void => {
     const c = rt.store.loans.countByState();
@@ -313,6 +328,10 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   say('stopping: letting loans in flight finish…');
   await daemon.stop();
   await daemonExit;
+  // A last report of where the demo stopped (Ctrl-C included), bounded in time; a second Ctrl-C
+  // still forces the exit (main.ts).
+  say('writing a last reconciliation report…');
+  await reconcileNow(AbortSignal.timeout(FINAL_REPORT_TIMEOUT_MS), 'at stop');
   const c = rt.store.loans.countByState();
-  say(`stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; state and reports kept in ${dir}`);
+  say(`stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports} report(s); state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`);
 }

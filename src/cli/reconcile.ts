@@ -46,7 +46,7 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     .command('reconcile')
     .description('compare the platform (boarded loans), the connector state and the core; write report.json, report.csv, report.html')
     .option('--since <iso>', 'only loans boarded/acknowledged since this ISO date-time (open items are always included)', parseSince)
-    .option('--out <dir>', 'write the three files here (default: reports.dir/<date>/, and reports.dir/latest points at it)')
+    .option('--out <dir>', 'write the three files into this folder, which must hold no report yet (default: a new reports.dir/<date>/run-<HHMMSS>/, and reports.dir/latest points at it)')
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',

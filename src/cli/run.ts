@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { createConnectorDaemon } from '../app/daemon.js';
 import { buildRuntime } from '../app/runtime.js';
 import { fatalSentence } from '../boarding/board-loan.js';
 import { FatalError } from '../lib/errors.js';
@@ -18,6 +17,8 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
       ctx.onClose(() => rt.close());
+      // Loaded here: one-shot commands never load the daemon's HTTP stack, metrics and scheduler.
+      const { createConnectorDaemon } = await import('../app/daemon.js');
       const daemon = createConnectorDaemon(rt, { onHangup: (fn) => ctx.onHangup(fn) });
       const onShutdown = (): void => {
         void daemon.stop();

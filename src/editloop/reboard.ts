@@ -179,7 +179,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
           mappingVersion: outcome.mappingVersion,
           coreReference: receipt.coreReference,
           changes: changes.slice(0, 100).map((c) => redactForStorage(c)),
-          ...(warnings.length > 0 ? { warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message) })) } : {}),
+          ...(warnings.length > 0 ? { warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })) } : {}),
         },
         patch: {
           mappingVersion: outcome.mappingVersion,

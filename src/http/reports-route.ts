@@ -2,15 +2,26 @@ import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 /**
- * The newest `report.html` in the reports directory: either directly in it or one level down
- * (one folder per run). Returns an absolute path, or null when there is none yet.
+ * The newest `report.html` in the reports directory: `latest/report.html` (the stable path every
+ * run updates), else the newest found directly in it, one level down (`<date>/`, the layout of
+ * older versions) or two (`<date>/run-<time>/`). Returns an absolute path, or null when there is
+ * none yet.
  */
 export async function latestReportFile(reportsDir: string): Promise<string | null> {
   const root = resolve(reportsDir);
-  const candidates = [join(root, 'report.html')];
+  const stable = join(root, 'latest', 'report.html');
   try {
-    for (const entry of await readdir(root, { withFileTypes: true })) {
-      if (entry.isDirectory() && !entry.name.startsWith('.')) candidates.push(join(root, entry.name, 'report.html'));
+    if ((await stat(stable)).isFile()) return stable;
+  } catch {
+    // no `latest` yet (or a --out run only): search
+  }
+  const candidates = [join(root, 'report.html')];
+  const subdirs = async (dir: string): Promise<string[]> =>
+    (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => join(dir, e.name));
+  try {
+    for (const day of await subdirs(root)) {
+      candidates.push(join(day, 'report.html'));
+      for (const run of await subdirs(day).catch(() => [])) candidates.push(join(run, 'report.html'));
     }
   } catch {
     return null;

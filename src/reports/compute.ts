@@ -15,6 +15,7 @@ import {
   type PlatformLoanRow,
   type ReconcileProgress,
   type ReportException,
+  type ReportReviewItem,
   type StoreLoanRow,
   type TieOutCheck,
 } from './types.js';
@@ -38,7 +39,12 @@ export interface ReconcileSources {
   coreFind(id: string): Promise<CoreLoanRow | null>;
   /** loan.funded events as recorded; null when the store has no record of them (check skipped). */
   funded(): Iterable<FundedRow> | null;
+  /** The review items of a loan boarded with review items, at most `limit` (absent: not listed). */
+  reviewItems?(id: string, limit: number): ReportReviewItem[];
 }
+
+/** Review items printed per loan in the report; the rest are counted ("+N more"). */
+export const REVIEW_ITEMS_PER_LOAN = 10;
 
 export interface ReconcileOptions {
   asOfMs: number;
@@ -302,7 +308,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     m: Merged,
     sinceMs: number | null,
     detail: string,
-    extra: Partial<Pick<ReportException, 'field' | 'platformValue' | 'coreValue'>> = {},
+    extra: Partial<Pick<ReportException, 'field' | 'platformValue' | 'coreValue' | 'reviewItems' | 'reviewItemsMore'>> = {},
   ): Promise<void> => {
     const age = ageOf(sinceMs);
     const e: ReportException = {
@@ -318,8 +324,16 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       ageBusinessDays: age.days,
       ageBucket: age.bucket,
       detail,
+      ...(extra.reviewItems !== undefined ? { reviewItems: extra.reviewItems, reviewItemsMore: extra.reviewItemsMore ?? 0 } : {}),
     };
-    exceptions.push(e);
+    // Kept without its review items (up to REVIEW_ITEMS_PER_LOAN each): the renderers look them
+    // up again; the CSV gets them now, through onException.
+    if (e.reviewItems === undefined) exceptions.push(e);
+    else {
+      const kept: ReportException = { ...e };
+      delete kept.reviewItems;
+      exceptions.push(kept);
+    }
     byReason[reason] = (byReason[reason] ?? 0) + 1;
     const row = (aging.byReason[reason] ??= { '0-1': 0, '2-5': 0, '>5': 0 });
     row[age.bucket] += 1;
@@ -371,7 +385,11 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       await emit('state_mismatch', id, m, boardedMs, `The platform lists the loan as boarded; the connector's state is ${s.state}.`);
     }
     if (s?.state === 'acknowledged' && s.reviewItems > 0) {
-      await emit('boarded_with_review_items', id, m, s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt, `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: \`loans show ${id}\` lists them.`);
+      const items = sources.reviewItems?.(id, REVIEW_ITEMS_PER_LOAN);
+      const listed = items === undefined ? `\`loans show ${id}\` lists them` : items.length > 0 ? 'listed with this exception' : 'their details are no longer in the loan history';
+      await emit('boarded_with_review_items', id, m, s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt, `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: ${listed}.`, {
+        ...(items !== undefined ? { reviewItems: items, reviewItemsMore: Math.max(0, s.reviewItems - items.length) } : {}),
+      });
     }
     if (s?.state === 'quarantined') {
       const why = [s.quarantineReason ?? 'unknown reason', s.lastErrorMessage].filter(Boolean).join(': ');

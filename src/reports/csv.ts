@@ -36,7 +36,16 @@ export const EXCEPTION_CSV_HEADER = [
   'age_business_days',
   'age_bucket',
   'detail',
+  'review_items',
 ] as const;
+
+/** A loan's review items as one cell: one line per item, then "+N more" (bounded per loan). */
+export function reviewItemsText(e: ReportException): string | null {
+  if (e.reviewItems === undefined) return null;
+  const lines = e.reviewItems.map((r) => `[${r.code}] ${r.field}: ${r.message}${r.at ? ` (${r.at})` : ''}`);
+  if ((e.reviewItemsMore ?? 0) > 0) lines.push(`+${e.reviewItemsMore} more`);
+  return lines.join('\n');
+}
 
 export function exceptionCsvRow(runId: string, e: ReportException): string {
   return csvRow([
@@ -53,6 +62,7 @@ export function exceptionCsvRow(runId: string, e: ReportException): string {
     e.ageBusinessDays,
     e.ageBucket,
     e.detail,
+    reviewItemsText(e),
   ]);
 }
 

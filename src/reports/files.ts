@@ -1,11 +1,12 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join, relative } from 'node:path';
 
 /**
- * Report folder layout: `<reports.dir>/<YYYY-MM-DD>/report.{json,csv,html}` (date in the bank's
- * zone; a second run the same day replaces the first) and `<reports.dir>/latest`, a relative
- * symlink to the newest dated folder (a copy where symlinks are not allowed). The webhook app
- * serves `/reports/latest` from there via `latestReportFile`.
+ * Report folder layout: one folder per run, never overwritten (a report may already be signed):
+ * `<reports.dir>/<YYYY-MM-DD>/run-<HHMMSS>/report.{json,csv,html}` (date and time in the bank's
+ * zone; a second run in the same second gets `run-<HHMMSS>-2`, …), and `<reports.dir>/latest`, a
+ * relative symlink to the newest run's folder (a copy where symlinks are not allowed). The admin
+ * listener serves `/reports/latest` from there (src/http/reports-route.ts).
  */
 export const REPORT_FILES = { json: 'report.json', csv: 'report.csv', html: 'report.html' } as const;
 export type ReportFileKind = keyof typeof REPORT_FILES;
@@ -35,10 +36,26 @@ export function writeFileAtomic(path: string, data: string): void {
   renameSync(tmp, path);
 }
 
-/** Points `<reportsDir>/latest` at `dir` (a folder directly inside reportsDir). */
+/**
+ * Creates the folder of a new run inside `dayDir`: `run-<stamp>`, or `run-<stamp>-2`, `-3`… when
+ * that exists (two runs in one second, or two processes): an existing run is never reused.
+ */
+export function createRunDir(dayDir: string, stamp: string): string {
+  for (let n = 1; ; n++) {
+    const dir = join(dayDir, n === 1 ? `run-${stamp}` : `run-${stamp}-${n}`);
+    try {
+      mkdirSync(dir, { mode: REPORT_DIR_MODE });
+      return dir;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || n >= 1000) throw err;
+    }
+  }
+}
+
+/** Points `<reportsDir>/latest` at `dir` (a folder inside reportsDir, e.g. `<date>/run-<time>`). */
 export function updateLatest(reportsDir: string, dir: string): string {
   const latest = join(reportsDir, LATEST);
-  const target = basename(dir);
+  const target = relative(reportsDir, dir);
   const tmp = join(reportsDir, `.${LATEST}.tmp-${process.pid}`);
   rmSync(tmp, { recursive: true, force: true });
   try {

@@ -32,5 +32,5 @@ export const REASON_ACTIONS: Record<ExceptionReason, string> = {
   written_missing_in_core:
     'The connector recorded a core write but the core has no record (restored backup, manual delete?): `loans retry ID` writes it again, idempotently by external id.',
   boarded_with_review_items:
-    'Boarded, but a mapping convention approximated (a schedule rounded, an unknown value defaulted, an optional field left out): `loans show ID` lists the items; check the core record and sign off.',
+    'Boarded, but a mapping convention approximated (a schedule rounded, an unknown value defaulted, an optional field left out): each exception lists its items (code, field, message, mapping file:line); check the core record and sign off.',
 };

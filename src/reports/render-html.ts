@@ -1,6 +1,6 @@
 import type { CustomerDay } from './customers.js';
 import { formatCentsGrouped } from './money.js';
-import { AGE_BUCKETS, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException } from './types.js';
+import { AGE_BUCKETS, reviewItemsOf, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException, type ReviewItemsLookup } from './types.js';
 import { REASON_LABELS } from './reasons.js';
 
 /**
@@ -40,6 +40,7 @@ th{background:#f2f4f7;font-weight:600}td.num,th.num{text-align:right;font-varian
 .meta td:first-child{width:220px;color:#55607a}.small{color:#55607a;font-size:12px}
 .signoff td{height:34px}.signoff td:first-child{width:220px}
 code{background:#f2f4f7;padding:0 3px;border-radius:3px}
+ul.review{margin:4px 0 0;padding-left:18px}
 @media print{body{margin:0;max-width:none}h2{page-break-after:avoid}tr{page-break-inside:avoid}}
 `;
 
@@ -100,6 +101,8 @@ function agingChart(s: ReconciliationSummary): string {
 export interface HtmlOptions {
   /** Exceptions shown in the table; the CSV always has all of them. */
   maxRows?: number;
+  /** Review items of exceptions kept without them (compute.ts). */
+  reviewItems?: ReviewItemsLookup;
 }
 
 export function renderHtml(s: ReconciliationSummary, exceptions: readonly ReportException[], opts: HtmlOptions = {}): string {
@@ -198,7 +201,7 @@ ${shown
       escapeHtml(e.connectorState ?? '(unknown)'),
       e.centsAmount === null ? num('') : money(e.centsAmount),
       num(`${e.ageBusinessDays} (${e.ageBucket})`),
-      escapeHtml(e.detail),
+      `${escapeHtml(e.detail)}${reviewItemsHtml(e, reviewItemsOf(e, opts.reviewItems))}`,
     ]),
   )
   .join('\n')}
@@ -228,6 +231,16 @@ ${row(['Day', '<th class="num">New</th>', '<th class="num">Matched by tax id</th
 ${c.days.map((d) => line(escapeHtml(d.date), d)).join('\n')}
 ${line('Total', c.totals)}
 </table>`;
+}
+
+/** The review items of a loan boarded with review items, under its detail. */
+function reviewItemsHtml(e: ReportException, reviewItems: ReportException['reviewItems']): string {
+  if (reviewItems === undefined || (reviewItems.length === 0 && (e.reviewItemsMore ?? 0) === 0)) return '';
+  const items = reviewItems.map(
+    (r) => `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
+  );
+  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (<code>loans show ${escapeHtml(e.loanId)}</code>)</li>`);
+  return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
 
 function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>): string {

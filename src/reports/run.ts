@@ -9,14 +9,15 @@ import type { PlatformApi } from '../platform/api.js';
 import type { ReportReads } from '../store/index.js';
 import { batchTieNotes, computeBatchTie } from './batches.js';
 import { computeCustomerDays } from './customers.js';
-import { localDate, localDateTime } from '../lib/calendar.js';
-import { computeReconciliation, type ReconcileSources } from './compute.js';
+import { formatWallTime, localDate, localDateTime, wallTimeAt } from '../lib/calendar.js';
+import { REVIEW_ITEMS_PER_LOAN, computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
-import { REPORT_FILES, ensureReportDir, updateLatest, writeFileAtomic } from './files.js';
+import { REPORT_FILES, createRunDir, ensureReportDir, updateLatest, writeFileAtomic } from './files.js';
+import { UsageError } from '../lib/errors.js';
 import { renderHtml } from './render-html.js';
 import { renderJson } from './render-json.js';
 import { createReconcileSources, type PlatformWalkStats } from './sources.js';
-import type { ReconcileProgress, ReconciliationSummary, ReportException } from './types.js';
+import type { ReconcileProgress, ReconciliationSummary, ReportException, ReportReviewItem } from './types.js';
 
 export interface RunReconcileDeps {
   config: Pick<Config, 'platform' | 'bank' | 'reports' | 'core'>;
@@ -29,7 +30,10 @@ export interface RunReconcileDeps {
   clock: Clock;
   /** ISO lower bound: only loans boarded/acknowledged since (open items always included). */
   since?: string | null;
-  /** Write here instead of `<reports.dir>/<date>/`; `latest` is then left alone. */
+  /**
+   * Write here instead of a new `<reports.dir>/<date>/run-<time>/`; `latest` is then left alone. A
+   * folder that already holds a report is refused (reports are never overwritten).
+   */
   outDir?: string;
   signal?: AbortSignal;
   onProgress?: (p: ReconcileProgress) => void;
@@ -63,10 +67,26 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   const since = deps.since ?? null;
   if (since !== null && Number.isNaN(Date.parse(since))) throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
   const runId = newRunId(asOfMs);
-  const dir = resolve(deps.outDir ?? join(config.reports.dir, localDate(asOfMs, timeZone)));
-  const createdDir = !existsSync(dir);
-  if (deps.outDir === undefined) for (const w of ensureReportDir(resolve(config.reports.dir))) logger.warn(w);
-  for (const w of ensureReportDir(dir)) logger.warn(w);
+  let dir: string;
+  let dayDir: string | null = null;
+  let createdDayDir = false;
+  let createdDir: boolean;
+  if (deps.outDir !== undefined) {
+    dir = resolve(deps.outDir);
+    if (existsSync(join(dir, REPORT_FILES.json)) || existsSync(join(dir, REPORT_FILES.html))) {
+      throw new UsageError(`--out ${dir} already holds a report; reports are never overwritten: give another folder`);
+    }
+    createdDir = !existsSync(dir);
+    for (const w of ensureReportDir(dir)) logger.warn(w);
+  } else {
+    // One folder per run: a second run the same day never replaces the first (it may be signed).
+    for (const w of ensureReportDir(resolve(config.reports.dir))) logger.warn(w);
+    dayDir = resolve(config.reports.dir, localDate(asOfMs, timeZone));
+    createdDayDir = !existsSync(dayDir);
+    for (const w of ensureReportDir(dayDir)) logger.warn(w);
+    dir = createRunDir(dayDir, formatWallTime(wallTimeAt(asOfMs, timeZone), 'HHmmss'));
+    createdDir = true;
+  }
   const files = { json: join(dir, REPORT_FILES.json), csv: join(dir, REPORT_FILES.csv), html: join(dir, REPORT_FILES.html) };
   const csvTmp = `${files.csv}.tmp-${runId}`;
   const csv = createCsvExceptionWriter(csvTmp, runId);
@@ -134,9 +154,11 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     await csv.close();
     renameSync(csvTmp, files.csv);
     deps.onProgress?.({ phase: 'write', done: 1, total: 3 });
-    writeFileAtomic(files.json, renderJson(summary, outcome.exceptions));
+    // Review items were streamed to the CSV; the JSON and HTML look them up again, loan by loan.
+    const reviewItems = (loanId: string): ReportReviewItem[] => sources.reviewItems?.(loanId, REVIEW_ITEMS_PER_LOAN) ?? [];
+    writeFileAtomic(files.json, renderJson(summary, outcome.exceptions, { reviewItems }));
     deps.onProgress?.({ phase: 'write', done: 2, total: 3 });
-    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions));
+    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions, { reviewItems }));
     deps.onProgress?.({ phase: 'write', done: 3, total: 3 });
     const latest = deps.outDir === undefined ? updateLatest(resolve(config.reports.dir), dir) : null;
     logger.info(
@@ -156,6 +178,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     rmSync(csvTmp, { force: true });
     // Leave no empty dated folder behind: it would look like a report that lost its files.
     if (createdDir && readdirSync(dir).length === 0) rmSync(dir, { recursive: true, force: true });
+    if (dayDir !== null && createdDayDir && readdirSync(dayDir).length === 0) rmSync(dayDir, { recursive: true, force: true });
     logger.error({ runId, err }, 'reconciliation failed');
     throw err;
   }

@@ -105,6 +105,7 @@ export function createReconcileSources(deps: SourceDeps): ReconcileSources {
       const rec = await core.findLoan(id);
       return rec === null ? null : coreRow(rec);
     },
+    reviewItems: (id, limit) => scan.reviewItems(id, limit),
     funded: () => {
       const rows = reads.fundedLoans();
       return rows.length === 0 ? null : rows;

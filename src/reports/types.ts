@@ -70,6 +70,15 @@ export const COMPARED_FIELDS = [
 ] as const;
 export type ComparedField = (typeof COMPARED_FIELDS)[number];
 
+/** A review item of a loan boarded with review items (code, field, message, mapping file:line). */
+export interface ReportReviewItem {
+  code: string;
+  field: string;
+  message: string;
+  /** Mapping file:line:column, or null when not recorded. */
+  at: string | null;
+}
+
 export interface ReportException {
   reason: ExceptionReason;
   loanId: string;
@@ -86,6 +95,24 @@ export interface ReportException {
   ageBusinessDays: number;
   ageBucket: AgeBucket;
   detail: string;
+  /**
+   * Only for boarded_with_review_items: the first items (bounded per loan) … Given to the CSV as
+   * the exception is found; the exceptions kept for report.json and report.html leave them out
+   * (memory per exception stays small) and the renderers look them up again (ReviewItemsLookup).
+   */
+  reviewItems?: ReportReviewItem[];
+  /** … and how many more the loan has. */
+  reviewItemsMore?: number;
+}
+
+/** A loan's review items as printed (bounded per loan), looked up when a report file is rendered. */
+export type ReviewItemsLookup = (loanId: string) => ReportReviewItem[];
+
+/** The review items to print for an exception: its own, or looked up; undefined when it has none. */
+export function reviewItemsOf(e: ReportException, lookup?: ReviewItemsLookup): ReportReviewItem[] | undefined {
+  if (e.reviewItems !== undefined) return e.reviewItems;
+  if (e.reviewItemsMore === undefined || lookup === undefined) return undefined;
+  return lookup(e.loanId);
 }
 
 export interface Amount {

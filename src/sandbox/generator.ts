@@ -90,7 +90,71 @@ export interface GeneratedLoan {
 }
 
 /** One realistic loan with entities and documents; `index` gives variety and awkward cases. */
-export function generateLoan(rng: Rng, index: number, orgId: string, opts: { status?: LoanStatus; createdAtMs?: number; ids?: IdFactory } = {}): GeneratedLoan {
+/**
+ * How loan amounts, rates and terms are drawn:
+ * - `realistic` (default): small-business and personal lending. Per product, a log-normal amount
+ *   between the product's bounds (personal $1k–$50k, lines of credit $10k–$1M, equipment
+ *   $10k–$2M, SBA 7(a) $50k–$5M, commercial real estate $250k–$5M), the product's rate type and a
+ *   rate in its usual range (variable = prime 7.50 % + spread), a usual term for the product, and
+ *   a level monthly payment that amortises the amount at that rate over the term (after any
+ *   interest-only months).
+ * - `extreme`: the wide data tests rely on: every 7th loan between $10M and $900B, amounts with odd
+ *   cents, a third of the terms odd for their payment frequency (1, 7, 13 … months weekly,
+ *   quarterly …), interest-only months that are not whole periods.
+ * Both draw the same random numbers in the same order, so a seed's ids, names, statuses and
+ * documents are the same whichever profile is used.
+ */
+export const AMOUNT_PROFILES = ['realistic', 'extreme'] as const;
+export type AmountProfile = (typeof AMOUNT_PROFILES)[number];
+
+interface LendingProfile {
+  minCents: number;
+  maxCents: number;
+  medianCents: number;
+  /** Spread of the log-normal amount (log scale). */
+  sigma: number;
+  terms: readonly number[];
+  rateType: 'fixed' | 'variable';
+  /** Fixed rate, or spread over prime for a variable rate, in bps: [low, high]. */
+  bps: readonly [number, number];
+  /** Whole-term interest-only (a revolving line) is usual for this product. */
+  interestOnlyLine?: boolean;
+}
+
+const K = 100_000; // $1,000 in cents
+const LENDING: Record<string, LendingProfile> = {
+  prod_personal: { minCents: 1 * K, maxCents: 50 * K, medianCents: 12 * K, sigma: 0.7, terms: [12, 24, 36, 36, 48, 60], rateType: 'fixed', bps: [699, 2399] },
+  prod_loc: { minCents: 10 * K, maxCents: 1_000 * K, medianCents: 75 * K, sigma: 0.9, terms: [12, 12, 24, 36], rateType: 'variable', bps: [150, 550], interestOnlyLine: true },
+  prod_equip: { minCents: 10 * K, maxCents: 2_000 * K, medianCents: 120 * K, sigma: 0.8, terms: [36, 48, 60, 60, 72, 84], rateType: 'fixed', bps: [599, 1199] },
+  // SBA 7(a): up to $5M, variable at prime plus a capped spread, 10 years (25 with real estate).
+  prod_sba7a: { minCents: 50 * K, maxCents: 5_000 * K, medianCents: 400 * K, sigma: 0.9, terms: [84, 120, 120, 120, 300], rateType: 'variable', bps: [225, 475] },
+  prod_cre: { minCents: 250 * K, maxCents: 5_000 * K, medianCents: 1_200 * K, sigma: 0.7, terms: [60, 120, 120, 180, 240, 300], rateType: 'fixed', bps: [575, 850] },
+  prod_bridge: { minCents: 100 * K, maxCents: 5_000 * K, medianCents: 600 * K, sigma: 0.8, terms: [6, 12, 12, 18, 24], rateType: 'fixed', bps: [800, 1300] },
+};
+/** A business loan of no known product. */
+const OTHER_BUSINESS: LendingProfile = { minCents: 10 * K, maxCents: 5_000 * K, medianCents: 250 * K, sigma: 1.0, terms: [12, 24, 36, 60], rateType: 'fixed', bps: [650, 1200] };
+const LUMP_SUM_TERMS = [6, 12, 12, 18, 24];
+export const PRIME_BPS = 750;
+
+/** Level monthly payment (cents) that amortises `cents` at `bps` a year over `months`; interest only when months ≤ 0. */
+export function amortizedMonthlyPayment(cents: number, bps: number, months: number): number {
+  const r = bps / 10_000 / 12;
+  if (months <= 0) return Math.round(cents * r);
+  if (r === 0) return Math.ceil(cents / months);
+  return Math.round((cents * r) / (1 - (1 + r) ** -months));
+}
+
+/** A uniform in (0, 1) from an integer drawn uniformly in [min, max]. */
+const uniformOf = (v: number, min: number, max: number): number => (v - min + 0.5) / (max - min + 1);
+const pickBy = <T>(items: readonly T[], u: number): T => items[Math.min(items.length - 1, Math.floor(u * items.length))] as T;
+
+export function generateLoan(
+  rng: Rng,
+  index: number,
+  orgId: string,
+  opts: { status?: LoanStatus; createdAtMs?: number; ids?: IdFactory; amounts?: AmountProfile } = {},
+): GeneratedLoan {
+  const realistic = (opts.amounts ?? 'realistic') === 'realistic';
   const ids = opts.ids ?? SHORT_IDS;
   const id = ids.make('ln', rng.id('ln', 10));
   const status = opts.status ?? pickStatus(rng, index);
@@ -99,25 +163,47 @@ export function generateLoan(rng: Rng, index: number, orgId: string, opts: { sta
   const personal = index % 5 === 3;
   const product = personal ? PRODUCTS[4] : rng.pick(PRODUCTS.filter((p) => p.type === 'business'));
   const frequency = PAYMENT_FREQUENCIES[index % PAYMENT_FREQUENCIES.length] as string;
-  const rateType = index % 2 === 0 ? 'fixed' : 'variable';
-  // Mostly ordinary amounts; every 7th loan is very large to catch overflow and float mistakes.
-  const centsAmount = index % 7 === 6 ? rng.int(1_000_000_000, 900_000_000_000) * 100 + rng.int(0, 99) : rng.int(5_000, 5_000_000) * 100 + rng.int(0, 99);
+  let rateType = index % 2 === 0 ? 'fixed' : 'variable';
+  // Extreme: mostly ordinary amounts; every 7th loan is very large to catch overflow and float mistakes.
+  const huge = index % 7 === 6;
+  const [wholeMin, wholeMax] = huge ? [1_000_000_000, 900_000_000_000] : [5_000, 5_000_000];
+  const whole = rng.int(wholeMin, wholeMax);
+  const oddCents = rng.int(0, 99);
+  let centsAmount = whole * 100 + oddCents;
   // Any whole number of months is a legal term with any frequency (domain-notes):
   // a third of each frequency's loans get one that need not be a whole number of its periods
   // (1, 7, 13 … months weekly, quarterly …).
   // Derived from the index, not the generator, so a seed's other values stay as they were.
   const usualTerm = frequency === 'lump sum' ? rng.pick([6, 12, 18]) : rng.pick([12, 24, 36, 60, 84, 120, 300]);
-  const monthsTerm = frequency !== 'lump sum' && Math.floor(index / 8) % 3 === 1 ? ([1, 7, 13, 5, 27, 480, 2, 11][Math.floor(index / 24) % 8] as number) : usualTerm;
-  const bpsFixedRate = rng.int(350, 1_450);
-  const bpsSpreadRate = rng.int(100, 650);
-  const bpsPrimeRate = 750;
+  let monthsTerm = frequency !== 'lump sum' && Math.floor(index / 8) % 3 === 1 ? ([1, 7, 13, 5, 27, 480, 2, 11][Math.floor(index / 24) % 8] as number) : usualTerm;
+  let bpsFixedRate = rng.int(350, 1_450);
+  let bpsSpreadRate = rng.int(100, 650);
+  const bpsPrimeRate = PRIME_BPS;
+  const lending = LENDING[product?.id ?? ''] ?? OTHER_BUSINESS;
+  if (realistic) {
+    // The same draws, read as uniforms: a log-normal amount (Box–Muller), the product's term,
+    // rate type and rate range.
+    const u1 = uniformOf(whole, wholeMin, wholeMax);
+    const u2 = uniformOf(oddCents, 0, 99);
+    const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+    const raw = lending.medianCents * Math.exp(lending.sigma * z);
+    // Whole dollars; business loans to the $100.
+    const step = personal ? 100 : 10_000;
+    centsAmount = Math.min(lending.maxCents, Math.max(lending.minCents, Math.round(raw / step) * step));
+    monthsTerm = pickBy(frequency === 'lump sum' ? LUMP_SUM_TERMS : lending.terms, (u1 * 7_919) % 1);
+    rateType = lending.rateType;
+    const [lo, hi] = lending.bps;
+    bpsFixedRate = lo + Math.floor(uniformOf(bpsFixedRate, 350, 1_450) * (hi - lo + 1));
+    bpsSpreadRate = lo + Math.floor(uniformOf(bpsSpreadRate, 100, 650) * (hi - lo + 1));
+  }
   const bpsRate = rateType === 'fixed' ? bpsFixedRate : bpsSpreadRate + bpsPrimeRate;
   const applicationMs = createdAtMs + rng.int(0, 3) * DAY;
   const closeMs = applicationMs + rng.int(20, 90) * DAY;
   const firstPaymentMs = closeMs + 30 * DAY;
   const maturityMs = closeMs + monthsTerm * 30 * DAY;
   // Integer math only: an approximate level payment, rounded to whole cents.
-  const centsMonthlyPayment = frequency === 'lump sum' || frequency === 'irregular payments' ? 0 : Math.floor(centsAmount / monthsTerm) + Math.floor((centsAmount * bpsRate) / 120_000);
+  const noSchedule = frequency === 'lump sum' || frequency === 'irregular payments';
+  const centsMonthlyPayment = noSchedule ? 0 : Math.floor(centsAmount / monthsTerm) + Math.floor((centsAmount * bpsRate) / 120_000);
   const awkward = index % 11 === 10;
   const loan: LoanRecord = {
     orgId,
@@ -166,6 +252,17 @@ export function generateLoan(rng: Rng, index: number, orgId: string, opts: { sta
     delete loan.fields.firstPaymentDate;
     delete loan.fields.maturityDate;
     loan.fields.stage = null;
+  }
+  // (After the awkward loans lost their optional fields: a payment without interest-only months.)
+  if (realistic && loan.fields.monthsInterestOnly !== undefined) {
+    // Interest-only months in whole months the schedule can express; the whole term only for a
+    // revolving line; then the level payment over the amortising months.
+    const drawn = loan.fields.monthsInterestOnly;
+    const io = drawn >= monthsTerm ? (lending.interestOnlyLine ? monthsTerm : 0) : [1, 5, 7].includes(drawn) ? 0 : drawn;
+    loan.fields.monthsInterestOnly = io;
+    loan.fields.centsMonthlyPayment = noSchedule ? 0 : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm - io);
+  } else if (realistic) {
+    loan.fields.centsMonthlyPayment = noSchedule ? 0 : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm);
   }
 
   const nBusinesses = personal ? 0 : rng.int(1, 3);

@@ -21,6 +21,8 @@ async function writeExtract(path: string, text: string): Promise<void> {
   await writeFile(tmp, text, { mode: 0o600 });
   await rename(tmp, path);
 }
+import type { AmountProfile } from './generator.js';
+import { SANDBOX_DEFAULTS } from './defaults.js';
 
 export interface SandboxOptions {
   host?: string;
@@ -53,6 +55,11 @@ export interface SandboxOptions {
   repeatBorrowers?: number;
   /** Write a bank customer extract (CSV: cif,tin,name,birth_or_formation_date) of the generated borrowers here. */
   customerExtract?: { path: string; existingShare: number };
+  /**
+   * Generated amounts, rates and terms: `realistic` (default; small-business and personal lending)
+   * or `extreme` (amounts up to $900B with odd cents, odd terms; what overflow and convention tests need).
+   */
+  amounts?: AmountProfile;
   /** Time source (ms); defaults to Date.now. */
   now?: () => number;
   logger?: Logger;
@@ -68,20 +75,7 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
-export const SANDBOX_DEFAULTS = {
-  host: '127.0.0.1',
-  loans: 25,
-  seed: 1,
-  releaseRatio: 0.6,
-  windowMs: 60_000,
-  readsPerWindow: 100,
-  writesPerWindow: 30,
-  legacyPerWindow: 100,
-  documentMaxBytes: 25 * 1024 * 1024,
-  webhookRetry: { attempts: 5, baseMs: 1_000 },
-  webhookAutoDisableAfter: 10,
-  idShapes: 'mixed',
-} as const satisfies { idShapes: IdShapes } & Record<string, unknown>;
+export { SANDBOX_DEFAULTS };
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
@@ -92,7 +86,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const host = opts.host ?? SANDBOX_DEFAULTS.host;
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
-  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes, opts.repeatBorrowers ?? 0);
+  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes, opts.repeatBorrowers ?? 0, opts.amounts ?? SANDBOX_DEFAULTS.amounts);
   const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createRng, type Rng } from './rng.js';
-import { generateLoan, PRODUCTS } from './generator.js';
+import { generateLoan, PRODUCTS, type AmountProfile } from './generator.js';
 import { RepeatBorrowers, customerExtractRows, type ExtractRow } from './repeat-borrowers.js';
 import { createIdFactory, type IdFactory, type IdKind, type IdShapes } from './ids.js';
 import { emptyCounters, type Counters } from './counters.js';
@@ -67,6 +67,8 @@ export class SandboxState {
     idShapes: IdShapes = 'mixed',
     /** Share of generated loans whose borrower is an earlier loan's (repeat-borrowers.ts); 0 = none. */
     repeatBorrowers = 0,
+    /** How generated loans' amounts, rates and terms look (generator.ts). */
+    readonly amounts: AmountProfile = 'realistic',
   ) {
     this.rng = createRng(seed);
     this.ids = createIdFactory(seed, idShapes);
@@ -105,7 +107,7 @@ export class SandboxState {
     for (let i = 0; i < count; i += 1) {
       const index = this.generated;
       this.generated += 1;
-      const genOpts: { status?: LoanStatus; createdAtMs?: number; ids: IdFactory } = { ids: this.ids };
+      const genOpts: { status?: LoanStatus; createdAtMs?: number; ids: IdFactory; amounts: AmountProfile } = { ids: this.ids, amounts: this.amounts };
       if (opts.status) genOpts.status = opts.status;
       if (opts.atNow) genOpts.createdAtMs = this.now();
       const { loan, documents } = generateLoan(this.rng, index, DEFAULT_ORG, genOpts);

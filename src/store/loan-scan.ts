@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { redactForStorage } from '../lib/redact.js';
 
 /**
  * Reads the `loans` table for reconciliation: a count, the rows in keyset pages, and membership,
@@ -25,10 +26,44 @@ export interface LoanScanRow {
   updatedAt: number;
 }
 
+/** One review item as the loan history keeps it (message already redacted for storage). */
+export interface StoredReviewItem {
+  code: string;
+  field: string;
+  message: string;
+  /** Mapping file:line:column, or null when the event did not record it. */
+  at: string | null;
+}
+
 export interface LoanScan {
   count(): number;
   rows(): Generator<LoanScanRow>;
   knows(id: string): boolean;
+  /**
+   * The review items of the loan's latest mapping (the newest event whose detail carries a
+   * `warnings` list: a board's `warning` event or a reboard's `ops` event), at most `limit`.
+   */
+  reviewItems(id: string, limit: number): StoredReviewItem[];
+}
+
+const text = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
+
+/** Review items from an event detail (JSON text); anything unreadable is left out. */
+export function reviewItemsFromDetail(detail: string | null, limit: number): StoredReviewItem[] {
+  if (detail === null) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(detail);
+  } catch {
+    return [];
+  }
+  const warnings = (parsed as { warnings?: unknown } | null)?.warnings;
+  if (!Array.isArray(warnings)) return [];
+  return warnings.slice(0, limit).map((w: unknown) => {
+    const r = (w ?? {}) as Record<string, unknown>;
+    // Stored redacted already; redacted again on the way out, as the loan history is shown.
+    return { code: text(r['code']), field: redactForStorage(text(r['field'])), message: redactForStorage(text(r['message'])), at: typeof r['at'] === 'string' ? r['at'] : null };
+  });
 }
 
 interface RawStoreRow {
@@ -89,6 +124,10 @@ export function createLoanScan(db: Db, since: string | null): LoanScan {
   const filter = since === null ? '1 = 1' : SINCE_FILTER;
   const params = since === null ? {} : { sinceMs: Date.parse(since), sinceIso: since };
   const knows = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM loans WHERE id = ?');
+  // Only loans boarded with review items are asked about: one indexed look-up each.
+  const lastWarnings = db.prepare<[string], { detail: string | null }>(
+    `SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`,
+  );
   return {
     count: () => (db.prepare(`SELECT COUNT(*) AS n FROM loans WHERE ${filter}`).get(params) as { n: number }).n,
     /**
@@ -108,5 +147,6 @@ export function createLoanScan(db: Db, since: string | null): LoanScan {
       }
     },
     knows: (id) => knows.get(id) !== undefined,
+    reviewItems: (id, limit) => reviewItemsFromDetail(lastWarnings.get(id)?.detail ?? null, limit),
   };
 }

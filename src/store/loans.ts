@@ -260,10 +260,29 @@ export interface LoanStore {
   list(filter?: LoanListFilter): LoanRow[];
   /** Loans a cycle should work on now: working states, plus retry_wait whose time has come. */
   due(now: number): LoanRow[];
+  /**
+   * The ids of `due(now)`, in the same order, one page at a time (keyset after `after`): a pass
+   * over a 30,000-loan backlog holds one page of ids, not every due row with its queue item.
+   */
+  duePage(now: number, after: DueCursor | null, limit: number): { ids: string[]; next: DueCursor | null };
+  /** How many loans `due(now)` would return (a progress line's total), without reading them. */
+  dueCount(now: number): number;
   /** The earliest persisted next attempt (retry_wait), or null. */
   nextDueAt(): number | null;
   countByState(): Record<LoanState, number>;
 }
+
+/** Position in the due order (released_at_iso, NULLs last; created_at; id). */
+export interface DueCursor {
+  unreleased: number;
+  releasedAt: string;
+  createdAt: number;
+  id: string;
+}
+
+const DUE_WHERE = `(state IN ('queued','fetched','mapped','written')
+         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= @now)))`;
+const DUE_KEY = `(released_at_iso IS NULL), COALESCE(released_at_iso, ''), created_at, id`;
 
 export function createLoanStore(db: Db): LoanStore {
   const selectOne = db.prepare<[string], RawLoan>('SELECT * FROM loans WHERE id = ?');
@@ -279,6 +298,16 @@ export function createLoanStore(db: Db): LoanStore {
       WHERE state IN ('queued','fetched','mapped','written')
          OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?))
       ORDER BY released_at_iso IS NULL, released_at_iso ASC, created_at ASC, id ASC`,
+  );
+  const selectDueCount = db.prepare<[number], { n: number }>(
+    `SELECT COUNT(*) AS n FROM loans
+      WHERE state IN ('queued','fetched','mapped','written')
+         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?))`,
+  );
+  const selectDuePage = db.prepare<Record<string, unknown>, { id: string; unreleased: number; releasedAt: string; createdAt: number }>(
+    `SELECT id, (released_at_iso IS NULL) AS unreleased, COALESCE(released_at_iso, '') AS releasedAt, created_at AS createdAt FROM loans
+      WHERE ${DUE_WHERE} AND (@first = 1 OR (${DUE_KEY}) > (@unreleased, @releasedAt, @createdAt, @id))
+      ORDER BY ${DUE_KEY} LIMIT @limit`,
   );
   const selectNextDue = db.prepare<[], { at: number | null }>(
     "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'",
@@ -419,6 +448,20 @@ export function createLoanStore(db: Db): LoanStore {
       return db.prepare<unknown[], RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`).all(...params).map(toRow);
     },
     due: (now) => selectDue.all(now).map(toRow),
+    duePage: (now, after, limit) => {
+      const rows = selectDuePage.all({
+        now,
+        limit,
+        first: after === null ? 1 : 0,
+        unreleased: after?.unreleased ?? 0,
+        releasedAt: after?.releasedAt ?? '',
+        createdAt: after?.createdAt ?? 0,
+        id: after?.id ?? '',
+      });
+      const last = rows[rows.length - 1];
+      return { ids: rows.map((r) => r.id), next: last === undefined ? null : { unreleased: last.unreleased, releasedAt: last.releasedAt, createdAt: last.createdAt, id: last.id } };
+    },
+    dueCount: (now) => selectDueCount.get(now)?.n ?? 0,
     nextDueAt: () => selectNextDue.get()?.at ?? null,
     countByState: () => {
       const counts = Object.fromEntries(

@@ -6,7 +6,9 @@ import type { WebhookInbox } from '../store/inbox.js';
 import { createLogThrottle } from './log-throttle.js';
 import { REJECT_STATUS, type RejectReason, type Verifier } from './signature.js';
 
-export const WEBHOOK_PATH = '/webhooks/platform';
+import { WEBHOOK_PATH } from './path.js';
+
+export { WEBHOOK_PATH };
 
 /** What the receiver counts (observability's connector metrics implement it; webhooks never import them). */
 export interface ReceiverMetrics {

@@ -117,7 +117,7 @@ describe('Docker image (testcontainers)', () => {
   });
 
   async function sandboxAndConfig(extra: string[] = []): Promise<{ sb: RunningSandbox; configPath: string }> {
-    const sb = await startSandbox({ loans: 6, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
+    const sb = await startSandbox({ amounts: 'extreme', loans: 6, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
     cleanups.push(() => sb.close());
     const dir = mkdtempSync(join(tmpdir(), 'docker-e2e-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -189,7 +189,7 @@ describe('Docker image (testcontainers)', () => {
   it('runs the daemon until its healthcheck passes, and stops cleanly on SIGTERM', async (ctx) => {
     if (skipReason) ctx.skip(skipReason);
     if (buildError) throw buildError;
-    const portProbe = await startSandbox({ loans: 0 });
+    const portProbe = await startSandbox({ amounts: 'extreme', loans: 0 });
     const port = Number(new URL(portProbe.baseUrl).port);
     await portProbe.close(); // a port that was free a moment ago, for the receiver on the host network
     const { sb, configPath } = await sandboxAndConfig([`webhooks: { host: 127.0.0.1, port: ${port} }`]);

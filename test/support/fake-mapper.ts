@@ -6,15 +6,19 @@ export class FakeMapper implements Mapper {
   version = 'v1';
   calls = 0;
   fail: (input: MappingInput) => MappingIssue[] | null = () => null;
+  /** Review items (warnings) a loan maps with; it still boards. */
+  warn: (input: MappingInput) => MappingIssue[] | null = () => null;
 
   async map(input: MappingInput): Promise<MappingOutcome> {
     this.calls += 1;
     await Promise.resolve();
     const issues = this.fail(input);
     if (issues && issues.length > 0) return { ok: false, mappingVersion: this.version, issues };
+    const warnings = this.warn(input);
     return {
       ok: true,
       mappingVersion: this.version,
+      ...(warnings && warnings.length > 0 ? { warnings } : {}),
       records: [
         ...input.entities.businesses.map((b) => ({ type: 'customer', externalId: b.id, fields: { name: b.name } })),
         { type: 'loan', externalId: input.loan.id, fields: { principal: input.loan.centsAmount } },

@@ -36,7 +36,7 @@ export interface TestPlatform {
 }
 
 export async function startTestPlatform(opts: SandboxOptions): Promise<TestPlatform> {
-  const sandbox = await startSandbox({ port: 0, ...opts });
+  const sandbox = await startSandbox({ amounts: 'extreme', port: 0, ...opts });
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
     const res = await fetch(`${sandbox.adminUrl}${path}`, {
       method,

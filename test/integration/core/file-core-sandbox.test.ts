@@ -27,7 +27,7 @@ let platform: PlatformClient;
 let dir: string;
 
 beforeAll(async () => {
-  sb = await startSandbox({ loans: 16, seed: 7, releaseRatio: 1, readsPerWindow: 100_000, writesPerWindow: 100_000, legacyPerWindow: 100_000, now: () => sandboxNow });
+  sb = await startSandbox({ amounts: 'extreme', loans: 16, seed: 7, releaseRatio: 1, readsPerWindow: 100_000, writesPerWindow: 100_000, legacyPerWindow: 100_000, now: () => sandboxNow });
   platform = createPlatformClient({ clock: systemClock,
     baseUrl: sb.baseUrl,
     apiKey: sb.apiKey,

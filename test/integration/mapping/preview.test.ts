@@ -17,7 +17,7 @@ describe('mappings preview', () => {
   let sandbox: RunningSandbox;
   let tmp: string;
   beforeAll(async () => {
-    sandbox = await startSandbox({ port: 0, loans: 8, seed: 7, releaseRatio: 1, apiKeyPermissions: [...PERMISSIONS], logger: silentLogger() });
+    sandbox = await startSandbox({ amounts: 'extreme', port: 0, loans: 8, seed: 7, releaseRatio: 1, apiKeyPermissions: [...PERMISSIONS], logger: silentLogger() });
     tmp = mkdtempSync(join(tmpdir(), 'preview-'));
   });
   afterAll(async () => {

@@ -11,7 +11,7 @@ describe('platform client against the sandbox', () => {
   let sandbox: RunningSandbox;
   let client: PlatformClient;
   beforeAll(async () => {
-    sandbox = await startSandbox({ loans: 30, seed: 7, releaseRatio: 1 });
+    sandbox = await startSandbox({ amounts: 'extreme', loans: 30, seed: 7, releaseRatio: 1 });
     client = createPlatformClient({ clock: systemClock,
       baseUrl: sandbox.baseUrl,
       apiKey: sandbox.apiKey,

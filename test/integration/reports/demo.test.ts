@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,5 +45,48 @@ describe('demo (what npm start runs)', () => {
     shutdown.abort(new Error('received SIGINT')); // what main.ts does on Ctrl-C
     await run;
     expect(text).toMatch(/stopped\. boarded [1-9]\d*/);
+  }, 90_000);
+
+  it('writes a report after its first cycle and another when it stops (regression: none in the first minute, none on Ctrl-C)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-it-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let text = '';
+    stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
+    stderr.on('data', (c: Buffer) => (text += c.toString('utf8'))); // the narration lines
+    const shutdown = new AbortController();
+    const { program, ctx } = buildProgram(() =>
+      createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
+    );
+    program.exitOverride();
+    // --report-after far away: only the first cycle and the stop write reports.
+    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--loans', '6', '--report-after', '3600']).finally(() => ctx.close());
+    const runDirs = (): string[] => {
+      const reports = join(dir, 'reports');
+      if (!existsSync(reports)) return [];
+      return readdirSync(reports)
+        .filter((d) => d !== 'latest' && !d.startsWith('.'))
+        .flatMap((d) => readdirSync(join(reports, d)).map((r) => join(reports, d, r)))
+        .filter((r) => existsSync(join(r, 'report.json')));
+    };
+    await vi.waitFor(
+      () => {
+        expect(runDirs().length, 'a report after the first cycle').toBeGreaterThanOrEqual(1);
+        expect(text).toMatch(/report rec-\S+ \(after the first cycle\)/);
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+
+    // (The demo's own schedule reconciles every 5 minutes too: count, don't assume.)
+    const before = runDirs().length;
+    shutdown.abort(new Error('received SIGINT'));
+    await run;
+    expect(runDirs().length, 'another report, written at stop').toBeGreaterThan(before);
+    expect(text).toMatch(/report rec-\S+ \(at stop\)/);
+    const latest = JSON.parse(readFileSync(join(dir, 'reports', 'latest', 'report.json'), 'utf8'));
+    const ids = runDirs().map((d) => JSON.parse(readFileSync(join(d, 'report.json'), 'utf8')).header.runId as string);
+    expect(ids).toContain(latest.header.runId);
+    expect(text).toMatch(/stopped\. boarded \d+, quarantined \d+; \d+ report\(s\)/);
   }, 90_000);
 });

@@ -52,8 +52,8 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
   return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
-async function setup(): Promise<{ sb: RunningSandbox; dir: string; configPath: string; boardedIds: string[] }> {
-  const sb = await startSandbox({ loans: 8, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
+async function setup(mapper: FakeMapper = new FakeMapper()): Promise<{ sb: RunningSandbox; dir: string; configPath: string; boardedIds: string[] }> {
+  const sb = await startSandbox({ amounts: 'extreme', loans: 8, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
   cleanups.push(() => sb.close());
   const dir = mkdtempSync(join(tmpdir(), 'reconcile-it-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -61,7 +61,7 @@ async function setup(): Promise<{ sb: RunningSandbox; dir: string; configPath: s
   writeFileSync(configPath, configYaml(sb, dir));
   const config = loadConfig({ env: {}, fileText: configYaml(sb, dir) });
   // Board every released loan with the real file core (the core record carries the source values).
-  const rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper: new FakeMapper() });
+  const rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper });
   try {
     const summary = await rt.runner.run({ reason: 'test', stop: new AbortController().signal, abort: new AbortController().signal, settleMs: 0 });
     expect(summary.acknowledged).toBeGreaterThan(0);
@@ -96,10 +96,76 @@ describe('reconcile against the sandbox, the state database and the file core', 
     const html = readFileSync(join(latest, 'report.html'), 'utf8');
     expect(html).toContain('Control totals tie');
     expect(html).not.toMatch(/<(script|link)\b|src=|href="http/i); // self-contained
-    // No temporary files left behind.
+    // No temporary files left behind; one folder per run: <date>/run-<HHMMSS>/.
     const dated = readdirSync(join(dir, 'reports')).filter((n) => n !== 'latest');
     expect(dated).toHaveLength(1);
-    expect(readdirSync(join(dir, 'reports', dated[0]!)).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
+    const runs = readdirSync(join(dir, 'reports', dated[0]!));
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatch(/^run-\d{6}$/);
+    expect(readdirSync(join(dir, 'reports', dated[0]!, runs[0]!)).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
+  });
+
+  it('keeps both reports of two runs on one day (regression: the second silently replaced a report that may be signed)', async () => {
+    const { dir, configPath } = await setup();
+    const first = JSON.parse((await cli(configPath, ['reconcile', '--json'])).stdout);
+    const second = JSON.parse((await cli(configPath, ['reconcile', '--json'])).stdout);
+    expect(second.runId).not.toBe(first.runId);
+    const reports = join(dir, 'reports');
+    const days = readdirSync(reports).filter((n) => n !== 'latest');
+    const runDirs = days.flatMap((d) => readdirSync(join(reports, d)).map((r) => join(reports, d, r)));
+    expect(runDirs).toHaveLength(2);
+    const runIds = runDirs.map((d) => JSON.parse(readFileSync(join(d, 'report.json'), 'utf8')).header.runId).sort();
+    expect(runIds).toEqual([first.runId, second.runId].sort());
+    for (const d of runDirs) expect(readdirSync(d).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
+    // The stable path follows the newest run.
+    expect(JSON.parse(readFileSync(join(reports, 'latest', 'report.json'), 'utf8')).header.runId).toBe(second.runId);
+    // --out never overwrites a report either.
+    const out = join(dir, 'out');
+    await cli(configPath, ['reconcile', '--out', out]);
+    await expect(cli(configPath, ['reconcile', '--out', out])).rejects.toThrow(/already holds a report/);
+  });
+
+  it('prints the review items of loans boarded with review items in the JSON, the CSV and the HTML, redacted and bounded', async () => {
+    const mapper = new FakeMapper();
+    let first: string | null = null;
+    mapper.warn = (input) => {
+      first ??= input.loan.id;
+      if (input.loan.id !== first) return null;
+      return Array.from({ length: 13 }, (_, i) => ({
+        code: 'approximated' as const,
+        file: 'loan.yaml',
+        line: 10 + i,
+        column: 3,
+        target: 'loan',
+        field: `field${i}`,
+        message: i === 0 ? 'borrower tax id 123456789 <b>rounded</b>' : `item ${i}`,
+      }));
+    };
+    const { dir, configPath } = await setup(mapper);
+    expect(first).not.toBeNull();
+    await cli(configPath, ['reconcile']);
+    const latest = join(dir, 'reports', 'latest');
+    const json = JSON.parse(readFileSync(join(latest, 'report.json'), 'utf8'));
+    const ex = json.exceptions.find((e: { reason: string }) => e.reason === 'boarded_with_review_items');
+    expect(ex.loanId).toBe(first);
+    expect(ex.reviewItems).toHaveLength(10);
+    expect(ex.reviewItemsMore).toBe(3);
+    expect(ex.reviewItems[0]).toEqual({ code: 'approximated', field: 'loan.field0', message: expect.stringContaining('[redacted-tin]'), at: 'loan.yaml:10:3' });
+    expect(ex.reviewItems[9]).toMatchObject({ field: 'loan.field9', message: 'item 9', at: 'loan.yaml:19:3' });
+    const all = readFileSync(join(latest, 'report.json'), 'utf8') + readFileSync(join(latest, 'report.csv'), 'utf8') + readFileSync(join(latest, 'report.html'), 'utf8');
+    expect(all).not.toContain('123456789');
+
+    const csv = readFileSync(join(latest, 'report.csv'), 'utf8');
+    expect(csv.split('\r\n')[0]).toMatch(/,detail,review_items$/);
+    expect(csv).toContain('[approximated] loan.field1: item 1 (loan.yaml:11:3)');
+    expect(csv).toContain('+3 more');
+
+    const html = readFileSync(join(latest, 'report.html'), 'utf8');
+    expect(html).toContain('data-testid="review-items"');
+    expect(html).toContain('loan.field9: item 9');
+    expect(html).toContain('&lt;b&gt;rounded&lt;/b&gt;');
+    expect(html).toContain('+3 more');
+    expect(html).not.toContain('item 10');
   });
 
   it('reports a loan boarded by someone else, a core record edited behind our back, and a quarantine', async () => {

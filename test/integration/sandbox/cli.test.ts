@@ -37,4 +37,30 @@ describe('sandbox command', () => {
     expect(code).toBe(2);
     expect(err).toContain('--loans');
   });
+
+  it('--amounts extreme serves the wide data; a bad profile is exit 2 naming the flag', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'sandbox', '--loans', '14', '--release-ratio', '1', '--amounts', 'extreme'], {
+      cwd: process.cwd(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+    });
+    try {
+      const lines = createInterface({ input: child.stdout });
+      const [first] = (await once(lines, 'line')) as [string];
+      const info = JSON.parse(first) as { baseUrl: string; apiKey: string };
+      const res = await fetch(`${info.baseUrl}/public/v1/loans/boarding-queue?limit=100`, { headers: { authorization: `Bearer ${info.apiKey}` } });
+      const all = (await res.json()) as { data: Array<{ centsAmount?: number }> };
+      expect(all.data.some((l) => (l.centsAmount ?? 0) > 1_000_000_000_00)).toBe(true);
+    } finally {
+      const exit = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exit;
+    }
+    const bad = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'sandbox', '--amounts', 'huge'], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    bad.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const [code] = (await once(bad, 'exit')) as [number | null];
+    expect(code).toBe(2);
+    expect(err).toMatch(/--amounts: expected one of realistic, extreme/);
+  });
 });

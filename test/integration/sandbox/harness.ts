@@ -19,7 +19,7 @@ export interface Harness {
 }
 
 export async function startHarness(opts: SandboxOptions = {}): Promise<Harness> {
-  const sb = await startSandbox({ loans: 20, windowMs: 60_000, readsPerWindow: 10_000, writesPerWindow: 10_000, legacyPerWindow: 10_000, ...opts });
+  const sb = await startSandbox({ amounts: 'extreme', loans: 20, windowMs: 60_000, readsPerWindow: 10_000, writesPerWindow: 10_000, legacyPerWindow: 10_000, ...opts });
   return {
     sb,
     async api(path, init = {}) {

@@ -38,7 +38,7 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
 
 describe('webhooks register / list / enable and the endpoint check (sandbox)', () => {
   it('an endpoint auto-disabled after failed deliveries is reported, fails readiness, and `webhooks enable` re-activates it', async () => {
-    const sb = await startSandbox({ loans: 3, releaseRatio: 0, allowLoopbackWebhooks: true, webhookRetry: { attempts: 1, baseMs: 0 }, webhookAutoDisableAfter: 1 });
+    const sb = await startSandbox({ amounts: 'extreme', loans: 3, releaseRatio: 0, allowLoopbackWebhooks: true, webhookRetry: { attempts: 1, baseMs: 0 }, webhookAutoDisableAfter: 1 });
     cleanups.push(() => sb.close());
     const dir = mkdtempSync(join(tmpdir(), 'endpoint-admin-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));

@@ -71,7 +71,7 @@ async function cli(configPath: string, args: string[]): Promise<string> {
 
 describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
   it('registers the endpoint, and a funded released loan is boarded long before the next scheduled cycle', async () => {
-    const sb = await startSandbox({ loans: 6, releaseRatio: 0, allowLoopbackWebhooks: true, readsPerWindow: 10_000, writesPerWindow: 10_000, windowMs: 60_000 });
+    const sb = await startSandbox({ amounts: 'extreme', loans: 6, releaseRatio: 0, allowLoopbackWebhooks: true, readsPerWindow: 10_000, writesPerWindow: 10_000, windowMs: 60_000 });
     cleanups.push(() => sb.close());
     const dir = mkdtempSync(join(tmpdir(), 'funded-e2e-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));

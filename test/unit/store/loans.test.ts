@@ -63,6 +63,29 @@ describe('loan store', () => {
     expect(s.loans.countByState()).toMatchObject({ queued: 1, retry_wait: 2, quarantined: 1, acknowledged: 0 });
   });
 
+  it('pages due loan ids in the order due() lists them (a pass never holds every due row)', () => {
+    const s = store();
+    // Released at various times, some not released (NULL sorts last), ties broken by created_at then id.
+    const released = [null, '2026-01-03T00:00:00Z', '2026-01-01T00:00:00Z', null, '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z'];
+    for (let i = 0; i < 23; i++) {
+      s.loans.insert({ id: `L${String(i % 7)}-${i}`, state: 'queued', patch: { releasedAtIso: released[i % released.length] ?? null } }, T0 + (i % 4));
+    }
+    s.loans.transition('L0-0', { to: 'quarantined', patch: { quarantineReason: 'mapping' } }, T0);
+    s.loans.transition('L1-1', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 5000 } }, T0);
+    const all = s.loans.due(T0).map((r) => r.id);
+    expect(all).toHaveLength(21);
+    const paged: string[] = [];
+    let after = null;
+    for (;;) {
+      const page = s.loans.duePage(T0, after, 4);
+      paged.push(...page.ids);
+      if (page.next === null) break;
+      after = page.next;
+    }
+    expect(paged).toEqual(all);
+    expect(s.loans.duePage(T0 + 5000, null, 100).ids).toEqual(s.loans.due(T0 + 5000).map((r) => r.id));
+  });
+
   it('keeps every defined state reachable and terminal states closed', () => {
     for (const s of LOAN_STATES) {
       expect(LOAN_STATES.some((from) => isAllowedTransition(from, s)) || s === 'queued').toBe(true);
