@@ -111,8 +111,9 @@ export class CycleAlreadyRunningError extends Error {
 const NEVER = new AbortController().signal;
 
 /** retry_wait codes of a core that did not answer (board-loan.ts): 'core.unavailable', 'core.ambiguous'. */
+/** A loan that found the core unreachable: its write, or the customer search before it (Fineract). */
 function isCoreUnavailableCode(code: string): boolean {
-  return code === 'core.unavailable' || code === 'core.ambiguous';
+  return code === 'core.unavailable' || code === 'core.ambiguous' || code === 'customers.search_failed';
 }
 
 /** A checkpointed cursor the platform refuses (a 4xx no retry changes): classified by the error, once. */

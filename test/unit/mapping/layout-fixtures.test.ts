@@ -76,10 +76,10 @@ describe('mappings test --update and per-column mismatches (issue 24 point 8)', 
   });
 
   it('a column added to a CSV layout says how many columns each side has and names the new one', async () => {
-    const dir = editedSet('added', (y) => y.replace('      - { name: application_date, field: applicationDate }', '      - { name: application_date, field: applicationDate }\n      - { name: extra_flag, value: "Y" }'));
+    const dir = editedSet('added', (y) => y.replace('      - { name: borrower_cif, field: borrowerCif }', '      - { name: borrower_cif, field: borrowerCif }\n      - { name: extra_flag, value: "Y" }'));
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.error).toBeDefined();
-    expect(r.out).toContain('expected-lines/loan.csv line 1: expected 26 column(s), the layout writes 27');
+    expect(r.out).toContain('expected-lines/loan.csv line 1: expected 27 column(s), the layout writes 28');
     expect(r.out).toContain('expected-lines/loan.csv line 1, column extra_flag: expected (no column), got "Y"');
   });
 
