@@ -48,7 +48,8 @@ export interface SharedRateBudgetOptions {
 }
 
 export type TakeResult =
-  | { decision: 'granted'; atMs: number; strikes: number }
+  /** atUs: the grant's time on the database clock, µs since the epoch (exact, for audits and tests). */
+  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
   | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
   | { decision: 'stopped'; atMs: number; strikes: number };
 
@@ -82,14 +83,17 @@ export class PgSharedRateBudget {
   /** One decision, one statement. A grant is spent; a denial spends nothing. */
   async take(cls: RateClass): Promise<TakeResult> {
     const p = this.params[cls];
-    const r = await this.opts.pool.query<{ decision: string; at: Date; wait_us: string; strikes: number }>(
-      'SELECT decision, at, wait_us, strikes FROM boarding_rate_take($1, $2, $3, $4, $5, $6)',
+    const r = await this.opts.pool.query<{ decision: string; at_us: string; wait_us: string; strikes: number }>(
+      `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes
+         FROM boarding_rate_take($1, $2, $3, $4, $5, $6)`,
       [this.opts.key, cls, p.intervalUs, p.tauUs, this.stopAt, STRIKE_WINDOW_US],
     );
     const row = r.rows[0];
     if (!row) throw new Error('boarding_rate_take returned no row');
-    const atMs = row.at.getTime();
-    if (row.decision === 'granted' || row.decision === 'stopped') return { decision: row.decision, atMs, strikes: row.strikes };
+    const atUs = BigInt(row.at_us);
+    const atMs = Number(atUs / 1000n);
+    if (row.decision === 'granted') return { decision: 'granted', atMs, atUs, strikes: row.strikes };
+    if (row.decision === 'stopped') return { decision: 'stopped', atMs, strikes: row.strikes };
     if (row.decision === 'wait' || row.decision === 'paused') {
       return { decision: row.decision, waitMs: Math.max(1, Math.ceil(Number(row.wait_us) / 1000)), atMs, strikes: row.strikes };
     }
@@ -101,11 +105,11 @@ export class PgSharedRateBudget {
    * the database clock. Rejects with TrafficStoppedError when traffic is stopped, or the signal's
    * reason when aborted (e.g. the leadership term's signal).
    */
-  async acquire(cls: RateClass, signal?: AbortSignal): Promise<{ atMs: number }> {
+  async acquire(cls: RateClass, signal?: AbortSignal): Promise<{ atMs: number; atUs: bigint }> {
     for (;;) {
       signal?.throwIfAborted();
       const t = await this.take(cls);
-      if (t.decision === 'granted') return { atMs: t.atMs };
+      if (t.decision === 'granted') return { atMs: t.atMs, atUs: t.atUs };
       if (t.decision === 'stopped') throw new TrafficStoppedError(t.strikes);
       await this.opts.clock.sleep(t.waitMs, signal);
     }
