@@ -59,8 +59,11 @@ async function hammer(budgets: PgSharedRateBudget[], loops: number, durationMs: 
 
 describe('gcraParams', () => {
   it('spaces grants by ⌈W / (L − b + 1)⌉ µs with tolerance (b − 1)·T', () => {
-    expect(gcraParams({ limit: 30, windowMs: 60_000 })).toEqual({ intervalUs: 2_000_000, tauUs: 0 });
-    expect(gcraParams({ limit: 3, windowMs: 1_000 })).toEqual({ intervalUs: 333_334, tauUs: 0 });
+    expect(gcraParams({ limit: 30, windowMs: 60_000, burst: 1 })).toEqual({ intervalUs: 2_000_000, tauUs: 0 });
+    expect(gcraParams({ limit: 3, windowMs: 1_000, burst: 1 })).toEqual({ intervalUs: 333_334, tauUs: 0 });
+    // Default burst 2: T = W / (L − 1), τ = T.
+    expect(gcraParams({ limit: 30, windowMs: 60_000 })).toEqual({ intervalUs: 2_068_966, tauUs: 2_068_966 });
+    expect(gcraParams({ limit: 1, windowMs: 60_000 })).toEqual({ intervalUs: 60_000_000, tauUs: 0 });
     expect(gcraParams({ limit: 10, windowMs: 1_000, burst: 10 })).toEqual({ intervalUs: 1_000_000, tauUs: 9_000_000 });
   });
   it('rejects a limit, window or burst that cannot work, naming it', () => {
@@ -71,13 +74,21 @@ describe('gcraParams', () => {
 });
 
 describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
-  it('4 replicas hammering one budget (paced): every sliding window holds ≤ limit', async () => {
+  it('4 replicas hammering one budget (pure pacing, burst 1): every sliding window holds ≤ limit', async () => {
     const limit = 10;
     const windowMs = 1_000;
-    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }), 3, 3_000);
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs, burst: 1 }), 3, 2_500);
     expect(grants.length).toBeGreaterThan(limit); // it really ran several windows
     expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
     expect(new Set(grants.map(String)).size).toBe(grants.length); // one row lock: no two grants at one instant
+  });
+
+  it('4 replicas hammering one budget (default burst 2): every sliding window holds ≤ limit', async () => {
+    const limit = 10;
+    const windowMs = 1_000;
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }), 3, 2_500);
+    expect(grants.length).toBeGreaterThan(limit);
+    expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
   });
 
   it('4 replicas hammering one budget with a full burst: every sliding window still holds ≤ limit', async () => {
@@ -127,7 +138,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
   });
 
   it('one strike halves the pace for every replica', async () => {
-    const [a, b] = replicas(2, nextKey(), { limit: 10, windowMs: 1_000 });
+    const [a, b] = replicas(2, nextKey(), { limit: 10, windowMs: 1_000, burst: 1 });
     expect(await a!.recordRateLimited('write', { path: null, retryAfterMs: 0 })).toBe(1);
     expect((await b!.take('write')).decision).toBe('granted');
     const t = await a!.take('write');
