@@ -28,6 +28,8 @@ mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 data="$dir/data"
 sock="$dir/sock"
+# A unix socket path is limited to 107 bytes: a deep checkout puts the socket under /tmp instead.
+if [ $((${#sock} + 16)) -gt 100 ]; then sock="/tmp/boarding-pg-test-$(echo "$dir" | cksum | cut -d' ' -f1)"; fi
 port=5432 # names the socket file only: the server listens on no TCP port
 db=boarding_test
 url="postgresql://postgres@localhost/$db?host=$sock"
@@ -98,7 +100,8 @@ case "$cmd" in
     ;;
   stop | destroy)
     if running; then as_owner "$bindir/pg_ctl" -D "$data" -m fast -w stop >&2 || true; fi
-    [ "$cmd" = destroy ] && rm -rf "$dir"
+    rm -f "$dir/url"
+    [ "$cmd" = destroy ] && rm -rf "$dir" "$sock"
     exit 0
     ;;
 esac
@@ -124,6 +127,7 @@ fi
 if [ ! -f "$data/PG_VERSION" ]; then
   rm -rf "$data" "$sock"
   mkdir -p "$data" "$sock"
+  chmod 755 "$sock"
   # The server owns DIR (its log, socket and data); the url file is written by whoever starts it.
   [ "$(id -u)" -eq 0 ] && chown postgres: "$dir" "$data" "$sock"
   chmod 700 "$data"

@@ -121,7 +121,11 @@ export async function migratePg(pool: PgPool, migrations: readonly PgMigration[]
     const applied: number[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) continue;
-      await tx.query(m.sql);
+      try {
+        await tx.query(m.sql);
+      } catch (err) {
+        throw new Error(`PostgreSQL migration ${m.version} (${m.name}) failed: ${(err as Error).message}`, { cause: err });
+      }
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       applied.push(m.version);
     }
