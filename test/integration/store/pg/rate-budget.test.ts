@@ -5,7 +5,7 @@
  * `limit` grants, whatever the number of replicas.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../../../src/lib/clock.js';
+import { systemClock, type Clock } from '../../../../src/lib/clock.js';
 import { PgSharedRateBudget, TrafficStoppedError, gcraParams, type ClassLimit } from '../../../../src/store/pg/rate-budget.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 
@@ -21,8 +21,20 @@ afterAll(async () => {
 let keys = 0;
 const nextKey = (): string => `key-${++keys}`;
 
-function replicas(n: number, key: string, write: ClassLimit, read: ClassLimit = { limit: 100, windowMs: 60_000 }): PgSharedRateBudget[] {
-  return Array.from({ length: n }, (_, i) => new PgSharedRateBudget({ pool: db.pool(`replica-${key}-${i}`, 4), key, limits: { read, write }, clock: systemClock }));
+function replicas(n: number, key: string, write: ClassLimit, read: ClassLimit = { limit: 100, windowMs: 60_000 }, clocks: Clock[] = []): PgSharedRateBudget[] {
+  return Array.from(
+    { length: n },
+    (_, i) => new PgSharedRateBudget({ pool: db.pool(`replica-${key}-${i}`, 4), key, limits: { read, write }, clock: clocks[i] ?? systemClock }),
+  );
+}
+
+/** A replica's clock that is off by offsetMs and whose sleeps last `rate` times what they should. */
+function driftingClock(offsetMs: number, rate: number): Clock {
+  return {
+    now: () => Date.now() + offsetMs,
+    sleep: (ms, signal) => systemClock.sleep(ms * rate, signal),
+    timeout: (ms, fn) => systemClock.timeout(ms * rate, fn),
+  };
 }
 
 /** The most grants in any half-open window [g, g + windowUs) starting at a grant (where the max is reached). */
@@ -87,6 +99,15 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     const limit = 10;
     const windowMs = 1_000;
     const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }), 3, 2_500);
+    expect(grants.length).toBeGreaterThan(limit);
+    expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+  });
+
+  it('4 replicas whose clocks are off by minutes and run at different rates: every sliding window still holds ≤ limit', async () => {
+    const limit = 10;
+    const windowMs = 1_000;
+    const clocks = [driftingClock(-120_000, 0.3), driftingClock(0, 1), driftingClock(90_000, 0.7), driftingClock(3_600_000, 1.6)];
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }, undefined, clocks), 3, 2_500);
     expect(grants.length).toBeGreaterThan(limit);
     expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
   });
