@@ -81,7 +81,22 @@ export function gcraParams(l: ClassLimit): { intervalUs: number; tauUs: number }
   return { intervalUs, tauUs: (burst - 1) * intervalUs };
 }
 
-export class PgSharedRateBudget {
+/**
+ * The storage side of a rate budget, as both engines would implement it (the SQLite one is the
+ * next step: the same GCRA in one IMMEDIATE transaction). The platform client's RateBudget
+ * (src/platform/budget.ts) would keep its per-process queueing, in-flight cap and server-header
+ * view, and ask a ledger for every token instead of its in-memory spend log.
+ */
+export interface RateLedger {
+  /** One decision: a grant is spent (never refunded); a denial spends nothing. */
+  take(cls: RateClass): Promise<TakeResult>;
+  /** A 429: pause the class (only grows) and add a strike; returns the strikes active now. */
+  recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number>;
+  activeStrikes(): Promise<number>;
+  clearStrikes(by: string): Promise<number>;
+}
+
+export class PgSharedRateBudget implements RateLedger {
   private readonly params: Record<RateClass, { intervalUs: number; tauUs: number }>;
   private readonly stopAt: number;
 

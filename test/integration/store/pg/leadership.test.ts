@@ -347,6 +347,39 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     expect(await writesBy(name, 'B')).toBe(1);
   });
 
+  it('the database lost mid-run: the leader keeps its term until the local deadline, then steps down and aborts its in-flight calls; it leads again (new epoch) when the database returns', async () => {
+    const name = nextName();
+    const real = db.pool('flaky', 3);
+    let down = false;
+    const refused = (): Promise<never> => Promise.reject(new Error('connect ECONNREFUSED (database down)'));
+    // The real pool behind a switch: while down, every call fails the way an unreachable server does.
+    const flaky = {
+      query: (...args: Parameters<PgPool['query']>) => (down ? refused() : real.query(...args)),
+      connect: () => (down ? refused() : real.connect()),
+    } as unknown as PgPool;
+    const clock = new FakeClock({ start: Date.now() });
+    const l = new PgLeadership({ pool: flaky, name, holder: 'A', clock, ttlMs: 1_500, renewEveryMs: 500, marginMs: 200 });
+    live.push(l);
+    await l.start();
+    expect(l.term).toMatchObject({ epoch: 1 });
+    const signal = l.signal!;
+    down = true;
+    await clock.advance(500); // renew fails
+    await clock.advance(500); // and again
+    await clock.advance(299);
+    expect(l.role).toBe('leader'); // 1 ms of trust left (renew start + 1500 − 200)
+    await clock.advance(1);
+    expect(l.role).toBe('standby');
+    expect(signal.aborted).toBe(true);
+    await expect(write(l, name, 'A')).rejects.toMatchObject({ reason: 'not_leader' });
+    down = false;
+    await untilExpired(name);
+    await clock.advance(500); // the next poll takes it again
+    await expect.poll(() => l.term?.epoch).toBe(2);
+    await write(l, name, 'A');
+    expect(await writesBy(name, 'A')).toBe(1);
+  });
+
   it('a graceful stop hands over at once: the standby hears the notification (its poll timer never fires here)', async () => {
     const name = nextName();
     const a = replica(name, 'A');
