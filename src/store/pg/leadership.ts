@@ -37,14 +37,16 @@ export interface LeaseTerm {
 export class FencedOutError extends Error {
   constructor(
     readonly term: LeaseTerm | null,
-    readonly reason: 'not_leader' | 'trust_expired' | 'lease_lost',
+    readonly reason: 'not_leader' | 'trust_expired' | 'lease_lost' | 'trust_too_short',
   ) {
     super(
       reason === 'not_leader'
         ? 'not the leader: no fenced write'
-        : reason === 'trust_expired'
-          ? `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''} past its local trust deadline: stepping down`
-          : `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''} is no longer ours (taken over or expired): stepping down`,
+        : reason === 'trust_too_short'
+          ? `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''}: the trust left is shorter than the call's timeout; not starting it`
+          : reason === 'trust_expired'
+            ? `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''} past its local trust deadline: stepping down`
+            : `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''} is no longer ours (taken over or expired): stepping down`,
     );
     this.name = 'FencedOutError';
   }
@@ -288,6 +290,25 @@ export class PgLeadership {
       }
       return fn(tx, cur.term);
     });
+  }
+
+  /**
+   * An external call (a core write, an ack) made by the leader: started only when the trust left
+   * covers its timeout, and given a signal that aborts at the timeout or when the term ends,
+   * whichever comes first. So no call of this term is still running after the local trust
+   * deadline, which comes before the database lets another replica take over.
+   */
+  async callWithinTrust<T>(timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const cur = this.current;
+    if (cur === null || !this.trusted()) throw new FencedOutError(cur?.term ?? null, cur === null ? 'not_leader' : 'trust_expired');
+    if (this.trustLeftMs() <= timeoutMs) throw new FencedOutError(cur.term, 'trust_too_short');
+    const timeout = new AbortController();
+    const timer = this.opts.clock.timeout(timeoutMs, () => timeout.abort(new Error(`call timed out after ${timeoutMs} ms`)));
+    try {
+      return await fn(AbortSignal.any([cur.controller.signal, timeout.signal]));
+    } finally {
+      timer.cancel();
+    }
   }
 
   /** Renews or polls every renewEveryMs; a release notification makes a standby try at once. */

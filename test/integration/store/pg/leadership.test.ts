@@ -207,6 +207,31 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     expect((await readLease(admin, name))!.expiresInMs).toBeGreaterThan(0);
   });
 
+  it('an external call starts only when the trust left covers its timeout, and is aborted when the term ends', async () => {
+    const name = nextName();
+    const clock = new FakeClock({ start: Date.now() });
+    const l = new PgLeadership({ pool: db.pool('calls', 2), name, holder: 'A', clock, ttlMs: 15_000, renewEveryMs: 5_000, marginMs: 2_000 });
+    live.push(l);
+    let calls = 0;
+    const call = (timeoutMs: number) => l.callWithinTrust(timeoutMs, () => Promise.resolve(void (calls += 1)));
+    await expect(call(1_000)).rejects.toMatchObject({ reason: 'not_leader' });
+    await l.tick(); // 13 s of trust
+    await expect(call(13_000)).rejects.toMatchObject({ reason: 'trust_too_short' });
+    await call(12_999);
+    expect(calls).toBe(1);
+    const hang = (signal: AbortSignal): Promise<void> =>
+      new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+    // Its own timeout, on the process clock (always inside the trust window, by the check above).
+    const timedOut = l.callWithinTrust(10_000, hang);
+    await clock.advance(10_000);
+    await expect(timedOut).rejects.toThrow(/timed out after 10000 ms/);
+    expect(l.role).toBe('leader');
+    // The term ending early (a renew found the lease taken) aborts the calls in flight at once.
+    const inFlight = l.callWithinTrust(2_000, hang);
+    l.stepDown('lease_lost');
+    await expect(inFlight).rejects.toMatchObject({ name: 'FencedOutError', reason: 'lease_lost' });
+  });
+
   it("a renew moves the trust deadline from the renew's start", async () => {
     const name = nextName();
     const clock = new FakeClock({ start: Date.now() });
