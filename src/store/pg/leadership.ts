@@ -171,6 +171,8 @@ export class PgLeadership {
   private current: Current | null = null;
   private loop: Timer | null = null;
   private listener: PgClient | null = null;
+  private dropListener: (() => void) | null = null;
+  private listening = false;
   private busy: Promise<void> | null = null;
   private stopped = false;
   private takeovers = 0;
@@ -323,20 +325,49 @@ export class PgLeadership {
   }
 
   private async listen(): Promise<void> {
+    if (this.listening || this.stopped) return;
+    this.listening = true;
     try {
-      const client = await this.opts.pool.connect();
-      client.on('notification', (n) => {
+      let client: PgClient;
+      try {
+        client = await this.opts.pool.connect();
+      } catch (err) {
+        this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: LISTEN failed; polling only');
+        return;
+      }
+      let dropped = false;
+      const onNotification = (n: { channel: string; payload?: string | undefined }): void => {
         if (n.channel === LEASE_CHANNEL && n.payload === this.opts.name && this.current === null) void this.tick();
-      });
-      client.on('error', () => {
-        // The listening connection died: polling carries on, the next tick listens again.
+      };
+      // The listening connection is destroyed, never handed back to the pool (it would carry the
+      // LISTEN and these handlers to another user). A no-op error handler stays on it: a socket
+      // error after the drop must not become an uncaught exception.
+      const drop = (): void => {
+        if (dropped) return;
+        dropped = true;
         if (this.listener === client) this.listener = null;
+        if (this.dropListener === drop) this.dropListener = null;
+        client.off('notification', onNotification);
         client.release(true);
-      });
-      await client.query(`LISTEN ${LEASE_CHANNEL}`);
+      };
+      client.on('notification', onNotification);
+      // The connection died (a restart, pg_terminate_backend): polling carries on, the next tick listens again.
+      client.on('error', drop);
+      try {
+        await client.query(`LISTEN ${LEASE_CHANNEL}`);
+      } catch (err) {
+        drop();
+        this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: LISTEN failed; polling only');
+        return;
+      }
+      if (this.stopped) {
+        drop();
+        return;
+      }
       this.listener = client;
-    } catch (err) {
-      this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: LISTEN failed; polling only');
+      this.dropListener = drop;
+    } finally {
+      this.listening = false;
     }
   }
 
@@ -355,15 +386,6 @@ export class PgLeadership {
         this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: release failed; the lease expires on its own');
       }
     }
-    const l = this.listener;
-    this.listener = null;
-    if (l !== null) {
-      try {
-        await l.query(`UNLISTEN ${LEASE_CHANNEL}`);
-        l.release();
-      } catch {
-        l.release(true);
-      }
-    }
+    this.dropListener?.();
   }
 }

@@ -417,4 +417,24 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     await expect.poll(() => b.role, { timeout: 10_000 }).toBe('leader');
     expect(b.term).toMatchObject({ holder: 'B', epoch: 2 });
   });
+
+  it("a standby's listening connection terminated: no uncaught error, and it still takes over by polling (regression: double release of the LISTEN client)", async () => {
+    const name = nextName();
+    const a = replica(name, 'A-listen');
+    const clockB = new FakeClock({ start: Date.now() });
+    const b = replica(name, 'B-listen', { clock: clockB });
+    await a.start();
+    await b.start();
+    expect(b.role).toBe('standby');
+    const killed = await admin.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'replica-B-listen' AND query LIKE 'LISTEN%'",
+    );
+    expect(killed.rows.map((r) => r.ok)).toEqual([true]);
+    await a.stop(); // its NOTIFY reaches nobody now
+    await clockB.advance(b.renewEveryMs); // the poll (the rule) takes it, and listens again
+    await expect.poll(() => b.term?.epoch).toBe(2);
+    await expect
+      .poll(async () => (await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'replica-B-listen' AND query LIKE 'LISTEN%'")).rowCount)
+      .toBe(1);
+  });
 });
