@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // One throwaway PostgreSQL per run (scripts/pg-test-server.sh) for the tests under src/store/pg.
+    globalSetup: ['test/support/pg-global-setup.ts'],
   },
 });

@@ -1,0 +1,187 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import { inTransaction, type PgPool } from './pool.js';
+
+/**
+ * One rate budget for every replica (issue 26, preview), in PostgreSQL.
+ *
+ * Per (key, class) one GCRA row: `tat`, the theoretical arrival time of the next call. Each call
+ * is decided by ONE statement (`SELECT * FROM boarding_rate_take(...)`, migration 1 of
+ * src/store/pg/schema.ts) that locks the row, reads the DATABASE clock once and grants or denies;
+ * a grant moves `tat` on and is never refunded (consumed before the call leaves, whatever its
+ * outcome). The replicas' own clocks are never compared with it: a denial returns a wait (a
+ * duration), which each replica sleeps on its own clock.
+ *
+ * Guarantee: with limit L per window W and burst b (1 ≤ b ≤ L) the emission interval is
+ * T = ⌈W / (L − b + 1)⌉ µs and the tolerance τ = (b − 1)·T. GCRA gives g_k ≥ g_j + (k − j)·T − τ for
+ * any grants j < k (g = grant times on the database clock), so n grants inside any half-open
+ * window of length W need (n − 1)·T − τ < W, i.e. n ≤ L, however many replicas take and however
+ * their clocks drift. The sustained rate is (L − b + 1) per W. One active strike doubles T (half
+ * pace), like src/platform/budget.ts.
+ *
+ * Default b = 2 (for L ≥ 2): a caller that wakes a little late for its slot (timer overshoot, a
+ * round trip) still gets it within τ = T, so the budget is actually used; with b = 1 (pure pacing)
+ * every late wake-up is lost for good (bench/pg-budget.bench.ts, two replicas on this 2-core
+ * machine: 100/s used 0.81 of the budget with b = 1, 0.94 with b = 2; 20/s used 0.935 with b = 1,
+ * 0.953 with b = 2, at its 0.95 ceiling). At the documented limits (a grant every 0.6–2 s) the
+ * lateness is negligible and the ceiling (L − 1)/L is what counts.
+ *
+ * A 429 (recordRateLimited) pauses the class for every replica until database-now + the wait and
+ * adds a strike; at `stopAtStrikes` uncleared strikes in 24 h every class of the key is stopped for
+ * every replica until an operator clears them.
+ */
+
+export type RateClass = 'read' | 'write';
+
+export interface ClassLimit {
+  /** Calls allowed in any window of windowMs (already below the documented limit by any headroom). */
+  limit: number;
+  windowMs: number;
+  /**
+   * Calls that may go back to back before pacing (1 ≤ burst ≤ limit). Default min(2, limit). The
+   * window guarantee holds for any burst; the sustained rate is (limit − burst + 1) per window.
+   */
+  burst?: number;
+}
+
+export interface SharedRateBudgetOptions {
+  pool: PgPool;
+  /** Whose budget: one per platform API key (never the key itself: a fingerprint or name). */
+  key: string;
+  limits: Record<RateClass, ClassLimit>;
+  clock: Clock;
+  logger?: Logger;
+  /** Uncleared strikes in 24 h that stop all traffic. Default 2 (the platform revokes at 3). */
+  stopAtStrikes?: number;
+  /** Pause when a 429 names no wait. Default the class's window. */
+  defaultPauseMs?: number;
+}
+
+export type TakeResult =
+  /** atUs: the grant's time on the database clock, µs since the epoch (exact, for audits and tests). */
+  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
+  | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
+  | { decision: 'stopped'; atMs: number; strikes: number };
+
+export class TrafficStoppedError extends Error {
+  constructor(readonly strikes: number) {
+    super(`platform traffic stopped: ${strikes} rate-limit strikes in 24 h (clear them with the operator command once the platform confirms the key)`);
+    this.name = 'TrafficStoppedError';
+  }
+}
+
+const STRIKE_WINDOW_US = 24 * 3600 * 1_000_000;
+
+export function gcraParams(l: ClassLimit): { intervalUs: number; tauUs: number } {
+  const burst = l.burst ?? Math.min(2, l.limit);
+  if (!Number.isInteger(l.limit) || l.limit < 1) throw new Error(`rate budget: limit must be a whole number ≥ 1 (got ${l.limit})`);
+  if (!(l.windowMs > 0)) throw new Error(`rate budget: windowMs must be > 0 (got ${l.windowMs})`);
+  if (!Number.isInteger(burst) || burst < 1 || burst > l.limit) throw new Error(`rate budget: burst must be a whole number in 1..${l.limit} (got ${burst})`);
+  const intervalUs = Math.ceil((l.windowMs * 1000) / (l.limit - burst + 1));
+  return { intervalUs, tauUs: (burst - 1) * intervalUs };
+}
+
+/**
+ * The storage side of a rate budget, as both engines would implement it (the SQLite one is the
+ * next step: the same GCRA in one IMMEDIATE transaction). The platform client's RateBudget
+ * (src/platform/budget.ts) would keep its per-process queueing, in-flight cap and server-header
+ * view, and ask a ledger for every token instead of its in-memory spend log.
+ */
+export interface RateLedger {
+  /** One decision: a grant is spent (never refunded); a denial spends nothing. */
+  take(cls: RateClass): Promise<TakeResult>;
+  /** A 429: pause the class (only grows) and add a strike; returns the strikes active now. */
+  recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number>;
+  activeStrikes(): Promise<number>;
+  clearStrikes(by: string): Promise<number>;
+}
+
+export class PgSharedRateBudget implements RateLedger {
+  private readonly params: Record<RateClass, { intervalUs: number; tauUs: number }>;
+  private readonly stopAt: number;
+
+  constructor(private readonly opts: SharedRateBudgetOptions) {
+    this.params = { read: gcraParams(opts.limits.read), write: gcraParams(opts.limits.write) };
+    this.stopAt = opts.stopAtStrikes ?? 2;
+  }
+
+  /** One decision, one statement. A grant is spent; a denial spends nothing. */
+  async take(cls: RateClass): Promise<TakeResult> {
+    const p = this.params[cls];
+    const r = await this.opts.pool.query<{ decision: string; at_us: string; wait_us: string; strikes: number }>(
+      `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes
+         FROM boarding_rate_take($1, $2, $3, $4, $5, $6)`,
+      [this.opts.key, cls, p.intervalUs, p.tauUs, this.stopAt, STRIKE_WINDOW_US],
+    );
+    const row = r.rows[0];
+    if (!row) throw new Error('boarding_rate_take returned no row');
+    const atUs = BigInt(row.at_us);
+    const atMs = Number(atUs / 1000n);
+    if (row.decision === 'granted') return { decision: 'granted', atMs, atUs, strikes: row.strikes };
+    if (row.decision === 'stopped') return { decision: 'stopped', atMs, strikes: row.strikes };
+    if (row.decision === 'wait' || row.decision === 'paused') {
+      return { decision: row.decision, waitMs: Math.max(1, Math.ceil(Number(row.wait_us) / 1000)), atMs, strikes: row.strikes };
+    }
+    throw new Error(`boarding_rate_take: unknown decision ${row.decision}`);
+  }
+
+  /**
+   * Waits until a call of this class may be sent and spends it: resolves with the grant's time on
+   * the database clock. Rejects with TrafficStoppedError when traffic is stopped, or the signal's
+   * reason when aborted (e.g. the leadership term's signal).
+   */
+  async acquire(cls: RateClass, signal?: AbortSignal): Promise<{ atMs: number; atUs: bigint }> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const t = await this.take(cls);
+      if (t.decision === 'granted') return { atMs: t.atMs, atUs: t.atUs };
+      if (t.decision === 'stopped') throw new TrafficStoppedError(t.strikes);
+      await this.opts.clock.sleep(t.waitMs, signal);
+    }
+  }
+
+  /**
+   * A 429 on a call of this class: pause the class for EVERY replica until database-now + waitMs
+   * (a pause only grows) and record a strike, in one transaction. Returns the strikes now active.
+   */
+  async recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number> {
+    const waitMs = info.retryAfterMs ?? this.opts.defaultPauseMs ?? this.opts.limits[cls].windowMs;
+    const strikes = await inTransaction(this.opts.pool, async (tx) => {
+      await tx.query(
+        `INSERT INTO rate_pause AS p (key, class, until) VALUES ($1, $2, clock_timestamp() + $3::interval)
+         ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
+        [this.opts.key, cls, `${Math.max(0, Math.ceil(waitMs))} milliseconds`],
+      );
+      await tx.query('INSERT INTO rate_strikes (key, class, path, retry_after_ms) VALUES ($1, $2, $3, $4)', [
+        this.opts.key,
+        cls,
+        info.path,
+        info.retryAfterMs === null ? null : Math.round(info.retryAfterMs),
+      ]);
+      return this.countStrikes(tx);
+    });
+    this.opts.logger?.warn({ class: cls, path: info.path, pauseMs: waitMs, strikes24h: strikes }, 'rate limit hit (429): class paused for every replica');
+    return strikes;
+  }
+
+  async activeStrikes(): Promise<number> {
+    return this.countStrikes(this.opts.pool);
+  }
+
+  /** Operator command: forget the strikes; every replica resumes at its next take. */
+  async clearStrikes(by: string): Promise<number> {
+    const r = await this.opts.pool.query('UPDATE rate_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL', [
+      this.opts.key,
+      by,
+    ]);
+    return r.rowCount ?? 0;
+  }
+
+  private async countStrikes(q: Pick<PgPool, 'query'>): Promise<number> {
+    const r = await q.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM rate_strikes WHERE key = $1 AND cleared_at IS NULL AND at >= clock_timestamp() - interval '24 hours'`,
+      [this.opts.key],
+    );
+    return r.rows[0]?.n ?? 0;
+  }
+}

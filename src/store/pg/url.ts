@@ -1,0 +1,10 @@
+/** A PostgreSQL URL fit for a log line or an error: the password never leaves this function. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparseable PostgreSQL URL)';
+  }
+}

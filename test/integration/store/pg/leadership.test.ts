@@ -1,0 +1,440 @@
+/**
+ * Leadership with fencing on a REAL PostgreSQL (scripts/pg-test-server.sh, started by the vitest
+ * globalSetup). Interleavings are forced with explicit transactions on separate connections and
+ * observed through pg_stat_activity (a backend waiting on a row lock), never with sleeps; the only
+ * waits are for the database clock to pass a lease's expiry (expect.poll on the database itself).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  FencedOutError,
+  PgLeadership,
+  acquireLease,
+  lockLease,
+  readLease,
+  releaseLease,
+  renewLease,
+  type LeaseTerm,
+} from '../../../../src/store/pg/leadership.js';
+import type { PgPool } from '../../../../src/store/pg/pool.js';
+import { FakeClock } from '../../../support/fake-clock.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
+
+let db: TestDatabase;
+let admin: PgPool;
+let lease = 0;
+/** A fresh lease name per test: tests never see each other's rows. */
+const nextName = (): string => `lease-${++lease}`;
+
+beforeAll(async () => {
+  if (pgSkipReason) return;
+  db = await createTestDatabase();
+  admin = db.pool('admin', 3);
+  await admin.query('CREATE TABLE writes (name text NOT NULL, writer text NOT NULL, epoch bigint NOT NULL)');
+});
+afterAll(async () => {
+  if (!pgSkipReason) await db.drop();
+});
+
+const live: PgLeadership[] = [];
+afterEach(async () => {
+  for (const l of live.splice(0)) await l.stop();
+});
+
+function replica(name: string, holder: string, opts: { clock?: FakeClock; ttlMs?: number; pool?: PgPool; fenceIdleTimeoutMs?: number } = {}): PgLeadership {
+  const l = new PgLeadership({
+    pool: opts.pool ?? db.pool(`replica-${holder}`, 3),
+    name,
+    holder,
+    clock: opts.clock ?? new FakeClock({ start: Date.now() }),
+    ttlMs: opts.ttlMs ?? 15_000,
+    renewEveryMs: Math.min(5_000, (opts.ttlMs ?? 15_000) / 3),
+    marginMs: Math.min(2_000, (opts.ttlMs ?? 15_000) / 10),
+    ...(opts.fenceIdleTimeoutMs !== undefined ? { fenceIdleTimeoutMs: opts.fenceIdleTimeoutMs } : {}),
+  });
+  live.push(l);
+  return l;
+}
+
+/** A fenced write by this replica: one row in `writes` tagged with who wrote it under which epoch. */
+const write = (l: PgLeadership, name: string, writer: string): Promise<void> =>
+  l.fenced(async (tx, term) => {
+    await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, $3)', [name, writer, term.epoch]);
+  });
+
+const writesBy = async (name: string, writer: string): Promise<number> =>
+  (await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM writes WHERE name = $1 AND writer = $2', [name, writer])).rows[0]!.n;
+
+/** Waits for the database clock to pass the lease's expiry (no local clock involved). */
+async function untilExpired(name: string): Promise<void> {
+  await expect.poll(async () => (await readLease(admin, name))!.expiresInMs < 0, { timeout: 20_000, interval: 50 }).toBe(true);
+}
+
+/** Waits until some backend of this application is blocked on a lock. */
+async function untilWaitingOnLock(applicationName: string): Promise<void> {
+  await expect
+    .poll(
+      async () =>
+        (
+          await admin.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+            [applicationName],
+          )
+        ).rows[0]!.n,
+      { timeout: 10_000, interval: 20 },
+    )
+    .toBeGreaterThan(0);
+}
+
+/** A gate a test opens when it wants a transaction to go on. */
+function gate(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((r) => (open = r));
+  return { wait, open };
+}
+
+describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () => {
+  it('two holders racing to acquire: exactly one wins each round and the epoch goes up by one', async () => {
+    const name = nextName();
+    const a = db.pool('race-a', 2);
+    const b = db.pool('race-b', 2);
+    for (let round = 1; round <= 20; round++) {
+      const [ra, rb] = await Promise.all([acquireLease(a, name, 'A', 15_000), acquireLease(b, name, 'B', 15_000)]);
+      const winners = [ra, rb].filter((r) => r !== null);
+      expect(winners).toHaveLength(1);
+      expect(winners[0]!.epoch).toBe(round);
+      const holder = ra !== null ? 'A' : 'B';
+      expect(await releaseLease(admin, { name, holder, epoch: round })).toBe(true);
+    }
+  });
+
+  it('an acquire racing an uncommitted acquire waits for it and then loses (forced interleaving)', async () => {
+    const name = nextName();
+    const pa = db.pool('lock-a', 1);
+    const pb = db.pool('lock-b', 1);
+    const ca = await pa.connect();
+    try {
+      await ca.query('BEGIN');
+      expect(await acquireLease(ca, name, 'A', 15_000)).toMatchObject({ epoch: 1 });
+      const b = acquireLease(pb, name, 'B', 15_000);
+      await untilWaitingOnLock('lock-b');
+      await ca.query('COMMIT');
+      expect(await b).toBeNull();
+      expect(await readLease(admin, name)).toMatchObject({ holder: 'A', epoch: 1 });
+    } finally {
+      ca.release();
+    }
+  });
+
+  it('a lease held and unexpired cannot be acquired by another holder', async () => {
+    const name = nextName();
+    expect(await acquireLease(admin, name, 'A', 15_000)).toMatchObject({ epoch: 1 });
+    expect(await acquireLease(admin, name, 'B', 15_000)).toBeNull();
+    expect(await readLease(admin, name)).toMatchObject({ holder: 'A', epoch: 1 });
+  });
+
+  it('renew succeeds only for the same holder and epoch: a stale epoch cannot renew', async () => {
+    const name = nextName();
+    const first = await acquireLease(admin, name, 'A', 15_000);
+    expect(first?.epoch).toBe(1);
+    await releaseLease(admin, { name, holder: 'A', epoch: 1 });
+    const second = await acquireLease(admin, name, 'A', 15_000);
+    expect(second?.epoch).toBe(2);
+    expect(await renewLease(admin, { name, holder: 'A', epoch: 1 }, 15_000)).toBe(false);
+    expect(await renewLease(admin, { name, holder: 'B', epoch: 2 }, 15_000)).toBe(false);
+    expect(await renewLease(admin, { name, holder: 'A', epoch: 2 }, 15_000)).toBe(true);
+  });
+
+  it('an expired lease cannot be renewed: its holder must acquire again and gets a new epoch', async () => {
+    const name = nextName();
+    await acquireLease(admin, name, 'A', 300);
+    await untilExpired(name);
+    expect(await renewLease(admin, { name, holder: 'A', epoch: 1 }, 15_000)).toBe(false);
+    expect(await acquireLease(admin, name, 'A', 15_000)).toMatchObject({ epoch: 2 });
+  });
+
+  it('a paused leader (no renew past the TTL) writes nothing once another replica took over, and steps down', async () => {
+    const name = nextName();
+    // The paused process's own clock does not move: it believes it is still inside its trust window
+    // (it checked, then was stopped), so only the database fence stands between it and a late write.
+    const clockA = new FakeClock({ start: Date.now() });
+    const a = replica(name, 'A', { clock: clockA, ttlMs: 1_000 });
+    const b = replica(name, 'B', { ttlMs: 15_000 });
+    await a.tick();
+    expect(a.term).toMatchObject({ epoch: 1 });
+    await write(a, name, 'A');
+    await untilExpired(name);
+    await b.tick();
+    expect(b.term).toMatchObject({ holder: 'B', epoch: 2 });
+    expect(a.trusted()).toBe(true); // its local clock did not move
+    const late = write(a, name, 'A-late');
+    await expect(late).rejects.toBeInstanceOf(FencedOutError);
+    await expect(late).rejects.toMatchObject({ reason: 'lease_lost' });
+    expect(await writesBy(name, 'A-late')).toBe(0);
+    expect(a.role).toBe('standby');
+    await write(b, name, 'B');
+    expect(await writesBy(name, 'B')).toBe(1);
+  });
+
+  it('a paused leader whose lease expired with no successor still writes nothing', async () => {
+    const name = nextName();
+    const a = replica(name, 'A', { ttlMs: 1_000 });
+    await a.tick();
+    await untilExpired(name);
+    await expect(write(a, name, 'A')).rejects.toMatchObject({ reason: 'lease_lost' });
+    expect(await writesBy(name, 'A')).toBe(0);
+  });
+
+  it('past the local trust deadline (renew start + TTL − margin) the replica stops trusting its lease without asking the database', async () => {
+    const name = nextName();
+    const clock = new FakeClock({ start: Date.now() });
+    const roles: string[] = [];
+    const l = new PgLeadership({ pool: db.pool('trust', 2), name, holder: 'A', clock, ttlMs: 15_000, renewEveryMs: 5_000, marginMs: 2_000, onChange: (r) => roles.push(r) });
+    live.push(l);
+    await l.tick();
+    const signal = l.signal!;
+    expect(l.trustLeftMs()).toBe(13_000);
+    await clock.advance(12_999);
+    expect(l.role).toBe('leader');
+    await clock.advance(1);
+    expect(l.role).toBe('standby');
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toMatchObject({ reason: 'trust_expired' });
+    expect(roles).toEqual(['leader', 'standby']);
+    // Stopped before the database fence: nothing was even attempted.
+    await expect(write(l, name, 'A')).rejects.toMatchObject({ reason: 'not_leader' });
+    expect(await writesBy(name, 'A')).toBe(0);
+    // The database still shows the lease (TTL 15 s on its clock): trust ends first, by design.
+    expect((await readLease(admin, name))!.expiresInMs).toBeGreaterThan(0);
+  });
+
+  it('an external call starts only when the trust left covers its timeout, and is aborted when the term ends', async () => {
+    const name = nextName();
+    const clock = new FakeClock({ start: Date.now() });
+    const l = new PgLeadership({ pool: db.pool('calls', 2), name, holder: 'A', clock, ttlMs: 15_000, renewEveryMs: 5_000, marginMs: 2_000 });
+    live.push(l);
+    let calls = 0;
+    const call = (timeoutMs: number) => l.callWithinTrust(timeoutMs, () => Promise.resolve(void (calls += 1)));
+    await expect(call(1_000)).rejects.toMatchObject({ reason: 'not_leader' });
+    await l.tick(); // 13 s of trust
+    await expect(call(13_000)).rejects.toMatchObject({ reason: 'trust_too_short' });
+    await call(12_999);
+    expect(calls).toBe(1);
+    const hang = (signal: AbortSignal): Promise<void> =>
+      new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+    // Its own timeout, on the process clock (always inside the trust window, by the check above).
+    const timedOut = l.callWithinTrust(10_000, hang);
+    await clock.advance(10_000);
+    await expect(timedOut).rejects.toThrow(/timed out after 10000 ms/);
+    expect(l.role).toBe('leader');
+    // The term ending early (a renew found the lease taken) aborts the calls in flight at once.
+    const inFlight = l.callWithinTrust(2_000, hang);
+    l.stepDown('lease_lost');
+    await expect(inFlight).rejects.toMatchObject({ name: 'FencedOutError', reason: 'lease_lost' });
+  });
+
+  it("a renew moves the trust deadline from the renew's start", async () => {
+    const name = nextName();
+    const clock = new FakeClock({ start: Date.now() });
+    const l = replica(name, 'A', { clock, ttlMs: 15_000 });
+    await l.tick();
+    await clock.advance(5_000);
+    await l.tick(); // renew
+    expect(l.term).toMatchObject({ epoch: 1 });
+    expect(l.trustLeftMs()).toBe(13_500); // 15 s − 1.5 s margin, from the renew's start
+  });
+
+  it("the leader's database connection terminated (pg_terminate_backend): its open transaction is rolled back, the lease survives and the next renew and write succeed", async () => {
+    const name = nextName();
+    const pool = db.pool('victim', 2);
+    const a = replica(name, 'A', { pool });
+    await a.tick();
+    const g = gate();
+    let pid = 0;
+    const inFlight = a.fenced(async (tx) => {
+      pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 1)', [name, 'A-killed']);
+      await g.wait;
+      await tx.query('SELECT 1');
+    });
+    await expect.poll(() => pid).toBeGreaterThan(0);
+    const killed = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid]);
+    expect(killed.rows[0]!.ok).toBe(true);
+    g.open();
+    await expect(inFlight).rejects.toThrow();
+    expect(await writesBy(name, 'A-killed')).toBe(0);
+    // Leadership is a row, not a session: the same term renews on a fresh connection.
+    await a.tick();
+    expect(a.term).toMatchObject({ holder: 'A', epoch: 1 });
+    await write(a, name, 'A');
+    expect(await writesBy(name, 'A')).toBe(1);
+  });
+
+  it('old leader locked first: the takeover waits for its transaction, which commits before the new epoch; its next write is fenced out', async () => {
+    const name = nextName();
+    const oldPool = db.pool('old-leader', 2);
+    // The server's idle-transaction kill is pushed out here so the old transaction outlives its lease.
+    const a = replica(name, 'A', { pool: oldPool, ttlMs: 2_000, fenceIdleTimeoutMs: 60_000 });
+    await a.tick();
+    const g = gate();
+    let locked = false;
+    const inFlight = a.fenced(async (tx) => {
+      locked = true;
+      await g.wait; // paused inside its transaction, past its lease
+      await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 1)', [name, 'A-in-tx']);
+    });
+    await expect.poll(() => locked).toBe(true);
+    await untilExpired(name);
+    const newPool = db.pool('new-leader', 2);
+    const takeover = acquireLease(newPool, name, 'B', 15_000);
+    await untilWaitingOnLock('new-leader');
+    g.open();
+    await inFlight;
+    expect(await takeover).toMatchObject({ epoch: 2 });
+    // Ordered before the takeover, so the new leader sees it.
+    const seen = await newPool.query('SELECT 1 FROM writes WHERE name = $1 AND writer = $2', [name, 'A-in-tx']);
+    expect(seen.rowCount).toBe(1);
+    await expect(write(a, name, 'A-after')).rejects.toBeInstanceOf(FencedOutError);
+    expect(await writesBy(name, 'A-after')).toBe(0);
+  });
+
+  it('a leader paused inside a fenced transaction cannot block the takeover: the server ends it after the idle timeout and its write is lost', async () => {
+    const name = nextName();
+    const a = replica(name, 'A', { ttlMs: 1_000 });
+    await a.tick();
+    const g = gate();
+    let wrote = false;
+    const inFlight = a.fenced(async (tx) => {
+      await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 1)', [name, 'A-paused']);
+      wrote = true;
+      await g.wait; // paused for good
+      await tx.query('SELECT 1');
+    });
+    await expect.poll(() => wrote).toBe(true);
+    await untilExpired(name);
+    // Waits on the paused transaction's row lock until the server ends it (idle timeout = TTL).
+    expect(await acquireLease(db.pool('successor', 1), name, 'B', 15_000)).toMatchObject({ epoch: 2 });
+    g.open();
+    await expect(inFlight).rejects.toThrow();
+    expect(await writesBy(name, 'A-paused')).toBe(0);
+  });
+
+  it('new leader first: while its takeover is uncommitted and after it commits, the old leader writes nothing', async () => {
+    const name = nextName();
+    const a = replica(name, 'A', { ttlMs: 1_000 });
+    await a.tick();
+    await untilExpired(name);
+    const pb = db.pool('taker', 1);
+    const cb = await pb.connect();
+    try {
+      await cb.query('BEGIN');
+      expect(await acquireLease(cb, name, 'B', 15_000)).toMatchObject({ epoch: 2 });
+      await expect(write(a, name, 'A-during')).rejects.toMatchObject({ reason: 'lease_lost' });
+      await cb.query('COMMIT');
+    } finally {
+      cb.release();
+    }
+    expect(await writesBy(name, 'A-during')).toBe(0);
+  });
+
+  it('concurrent fenced writes of an old and a new term, interleaved on row locks: only the current term commits', async () => {
+    // Both terms run the fence in explicit transactions on two connections. The new leader's
+    // takeover commits while the old one's fence check is queued behind it.
+    const name = nextName();
+    await acquireLease(admin, name, 'A', 15_000);
+    const oldTerm: LeaseTerm = { name, holder: 'A', epoch: 1 };
+    const pNew = db.pool('fence-new', 1);
+    const pOld = db.pool('fence-old', 1);
+    const cNew = await pNew.connect();
+    const cOld = await pOld.connect();
+    try {
+      // The handover: A releases (as a graceful stop would) and B acquires, in one open transaction.
+      await cNew.query('BEGIN');
+      expect(await releaseLease(cNew, oldTerm)).toBe(true);
+      const got = await acquireLease(cNew, name, 'B', 15_000);
+      expect(got).toMatchObject({ epoch: 2 });
+      // The old term's fence (on its own connection) now queues behind the uncommitted handover.
+      await cOld.query('BEGIN');
+      const oldFence = lockLease(cOld, oldTerm);
+      await untilWaitingOnLock('fence-old');
+      await cNew.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 2)', [name, 'B']);
+      await cNew.query('COMMIT');
+      // Re-checked against the committed row: the holder and epoch changed, so 0 rows.
+      expect(await oldFence).toBe(false);
+      await cOld.query('ROLLBACK');
+      // And the new term's fence passes.
+      await cNew.query('BEGIN');
+      expect(await lockLease(cNew, { name, holder: 'B', epoch: 2 })).toBe(true);
+      await cNew.query('COMMIT');
+    } finally {
+      cNew.release();
+      cOld.release();
+    }
+    expect(await writesBy(name, 'B')).toBe(1);
+  });
+
+  it('the database lost mid-run: the leader keeps its term until the local deadline, then steps down and aborts its in-flight calls; it leads again (new epoch) when the database returns', async () => {
+    const name = nextName();
+    const real = db.pool('flaky', 3);
+    let down = false;
+    const refused = (): Promise<never> => Promise.reject(new Error('connect ECONNREFUSED (database down)'));
+    // The real pool behind a switch: while down, every call fails the way an unreachable server does.
+    const flaky = {
+      query: (...args: Parameters<PgPool['query']>) => (down ? refused() : real.query(...args)),
+      connect: () => (down ? refused() : real.connect()),
+    } as unknown as PgPool;
+    const clock = new FakeClock({ start: Date.now() });
+    const l = new PgLeadership({ pool: flaky, name, holder: 'A', clock, ttlMs: 1_500, renewEveryMs: 500, marginMs: 200 });
+    live.push(l);
+    await l.start();
+    expect(l.term).toMatchObject({ epoch: 1 });
+    const signal = l.signal!;
+    down = true;
+    await clock.advance(500); // renew fails
+    await clock.advance(500); // and again
+    await clock.advance(299);
+    expect(l.role).toBe('leader'); // 1 ms of trust left (renew start + 1500 − 200)
+    await clock.advance(1);
+    expect(l.role).toBe('standby');
+    expect(signal.aborted).toBe(true);
+    await expect(write(l, name, 'A')).rejects.toMatchObject({ reason: 'not_leader' });
+    down = false;
+    await untilExpired(name);
+    await clock.advance(500); // the next poll takes it again
+    await expect.poll(() => l.term?.epoch).toBe(2);
+    await write(l, name, 'A');
+    expect(await writesBy(name, 'A')).toBe(1);
+  });
+
+  it('a graceful stop hands over at once: the standby hears the notification (its poll timer never fires here)', async () => {
+    const name = nextName();
+    const a = replica(name, 'A');
+    const b = replica(name, 'B');
+    await a.start();
+    await b.start();
+    expect(a.role).toBe('leader');
+    expect(b.role).toBe('standby');
+    await a.stop();
+    await expect.poll(() => b.role, { timeout: 10_000 }).toBe('leader');
+    expect(b.term).toMatchObject({ holder: 'B', epoch: 2 });
+  });
+
+  it("a standby's listening connection terminated: no uncaught error, and it still takes over by polling (regression: double release of the LISTEN client)", async () => {
+    const name = nextName();
+    const a = replica(name, 'A-listen');
+    const clockB = new FakeClock({ start: Date.now() });
+    const b = replica(name, 'B-listen', { clock: clockB });
+    await a.start();
+    await b.start();
+    expect(b.role).toBe('standby');
+    const killed = await admin.query<{ ok: boolean }>(
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'replica-B-listen' AND query LIKE 'LISTEN%'",
+    );
+    expect(killed.rows.map((r) => r.ok)).toEqual([true]);
+    await a.stop(); // its NOTIFY reaches nobody now
+    await clockB.advance(b.renewEveryMs); // the poll (the rule) takes it, and listens again
+    await expect.poll(() => b.term?.epoch).toBe(2);
+    await expect
+      .poll(async () => (await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'replica-B-listen' AND query LIKE 'LISTEN%'")).rowCount)
+      .toBe(1);
+  });
+});

@@ -1,0 +1,186 @@
+/**
+ * The shared rate budget on a REAL PostgreSQL: several "replicas" (separate pools, as separate
+ * processes would have) spend from one GCRA row per (key, class). The property checked is the
+ * documented one: in ANY half-open window of the documented length, on the database clock, at most
+ * `limit` grants, whatever the number of replicas.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock, type Clock } from '../../../../src/lib/clock.js';
+import { PgSharedRateBudget, TrafficStoppedError, gcraParams, type ClassLimit } from '../../../../src/store/pg/rate-budget.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  if (pgSkipReason) return;
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  if (!pgSkipReason) await db.drop();
+});
+
+let keys = 0;
+const nextKey = (): string => `key-${++keys}`;
+
+function replicas(n: number, key: string, write: ClassLimit, read: ClassLimit = { limit: 100, windowMs: 60_000 }, clocks: Clock[] = []): PgSharedRateBudget[] {
+  return Array.from(
+    { length: n },
+    (_, i) => new PgSharedRateBudget({ pool: db.pool(`replica-${key}-${i}`, 4), key, limits: { read, write }, clock: clocks[i] ?? systemClock }),
+  );
+}
+
+/** A replica's clock that is off by offsetMs and whose sleeps last `rate` times what they should. */
+function driftingClock(offsetMs: number, rate: number): Clock {
+  return {
+    now: () => Date.now() + offsetMs,
+    sleep: (ms, signal) => systemClock.sleep(ms * rate, signal),
+    timeout: (ms, fn) => systemClock.timeout(ms * rate, fn),
+  };
+}
+
+/** The most grants in any half-open window [g, g + windowUs) starting at a grant (where the max is reached). */
+function maxInAnyWindow(grantsUs: bigint[], windowUs: bigint): number {
+  const g = [...grantsUs].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  let max = 0;
+  let j = 0;
+  for (let i = 0; i < g.length; i++) {
+    while (j < g.length && g[j]! < g[i]! + windowUs) j++;
+    max = Math.max(max, j - i);
+  }
+  return max;
+}
+
+/** Every replica runs `loops` callers taking write tokens until durationMs has passed. */
+async function hammer(budgets: PgSharedRateBudget[], loops: number, durationMs: number): Promise<bigint[]> {
+  const grants: bigint[] = [];
+  const signal = AbortSignal.timeout(durationMs);
+  await Promise.all(
+    budgets.flatMap((b) =>
+      Array.from({ length: loops }, async () => {
+        while (!signal.aborted) {
+          try {
+            grants.push((await b.acquire('write', signal)).atUs);
+          } catch (err) {
+            if (!signal.aborted) throw err;
+          }
+        }
+      }),
+    ),
+  );
+  return grants;
+}
+
+describe('gcraParams', () => {
+  it('spaces grants by ⌈W / (L − b + 1)⌉ µs with tolerance (b − 1)·T', () => {
+    expect(gcraParams({ limit: 30, windowMs: 60_000, burst: 1 })).toEqual({ intervalUs: 2_000_000, tauUs: 0 });
+    expect(gcraParams({ limit: 3, windowMs: 1_000, burst: 1 })).toEqual({ intervalUs: 333_334, tauUs: 0 });
+    // Default burst 2: T = W / (L − 1), τ = T.
+    expect(gcraParams({ limit: 30, windowMs: 60_000 })).toEqual({ intervalUs: 2_068_966, tauUs: 2_068_966 });
+    expect(gcraParams({ limit: 1, windowMs: 60_000 })).toEqual({ intervalUs: 60_000_000, tauUs: 0 });
+    expect(gcraParams({ limit: 10, windowMs: 1_000, burst: 10 })).toEqual({ intervalUs: 1_000_000, tauUs: 9_000_000 });
+  });
+  it('rejects a limit, window or burst that cannot work, naming it', () => {
+    expect(() => gcraParams({ limit: 0, windowMs: 1000 })).toThrow(/limit must be a whole number ≥ 1 \(got 0\)/);
+    expect(() => gcraParams({ limit: 5, windowMs: 0 })).toThrow(/windowMs must be > 0/);
+    expect(() => gcraParams({ limit: 5, windowMs: 1000, burst: 6 })).toThrow(/burst must be a whole number in 1\.\.5 \(got 6\)/);
+  });
+});
+
+describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
+  it('4 replicas hammering one budget (pure pacing, burst 1): every sliding window holds ≤ limit', async () => {
+    const limit = 10;
+    const windowMs = 1_000;
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs, burst: 1 }), 3, 2_500);
+    expect(grants.length).toBeGreaterThan(limit); // it really ran several windows
+    expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+    expect(new Set(grants.map(String)).size).toBe(grants.length); // one row lock: no two grants at one instant
+  });
+
+  it('4 replicas hammering one budget (default burst 2): every sliding window holds ≤ limit', async () => {
+    const limit = 10;
+    const windowMs = 1_000;
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }), 3, 2_500);
+    expect(grants.length).toBeGreaterThan(limit);
+    expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+  });
+
+  it('4 replicas whose clocks are off by minutes and run at different rates: every sliding window still holds ≤ limit', async () => {
+    const limit = 10;
+    const windowMs = 1_000;
+    const clocks = [driftingClock(-120_000, 0.3), driftingClock(0, 1), driftingClock(90_000, 0.7), driftingClock(3_600_000, 1.6)];
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }, undefined, clocks), 3, 2_500);
+    expect(grants.length).toBeGreaterThan(limit);
+    expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+  });
+
+  it('4 replicas hammering one budget with a full burst: every sliding window still holds ≤ limit', async () => {
+    const limit = 8;
+    const windowMs = 1_000;
+    const grants = await hammer(replicas(4, nextKey(), { limit, windowMs, burst: limit }), 3, 2_500);
+    expect(grants.length).toBeGreaterThanOrEqual(limit);
+    expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+  });
+
+  it('a denied call consumes nothing: repeated denials do not push the next grant later', async () => {
+    const [a, b] = replicas(2, nextKey(), { limit: 1, windowMs: 60_000 });
+    expect((await a!.take('write')).decision).toBe('granted');
+    const first = await b!.take('write');
+    const second = await a!.take('write');
+    expect(first).toMatchObject({ decision: 'wait' });
+    expect(second).toMatchObject({ decision: 'wait' });
+    if (first.decision !== 'wait' || second.decision !== 'wait') return;
+    expect(first.waitMs).toBeLessThanOrEqual(60_000);
+    expect(second.waitMs).toBeLessThanOrEqual(first.waitMs);
+  });
+
+  it('the classes are separate budgets', async () => {
+    const [a] = replicas(1, nextKey(), { limit: 1, windowMs: 60_000 }, { limit: 1, windowMs: 60_000 });
+    expect((await a!.take('write')).decision).toBe('granted');
+    expect((await a!.take('read')).decision).toBe('granted');
+    expect((await a!.take('write')).decision).toBe('wait');
+  });
+
+  it('a 429 seen by one replica pauses that class for every replica', async () => {
+    const key = nextKey();
+    const rs = replicas(4, key, { limit: 100, windowMs: 1_000 }, { limit: 100, windowMs: 1_000, burst: 10 });
+    expect(await rs[0]!.recordRateLimited('write', { path: '/v1/boards/x/ack', retryAfterMs: 30_000 })).toBe(1);
+    for (const r of rs) {
+      const t = await r.take('write');
+      expect(t.decision).toBe('paused');
+      if (t.decision === 'paused') expect(t.waitMs).toBeGreaterThan(25_000);
+      expect((await r.take('read')).decision).toBe('granted');
+    }
+    // A shorter pause computed later never cuts the longer one short (this second strike also
+    // stops traffic, which is checked below; here only the pause row).
+    await rs[1]!.recordRateLimited('write', { path: null, retryAfterMs: 10 });
+    const left = await db
+      .pool('check', 1)
+      .query<{ ok: boolean }>("SELECT until - clock_timestamp() > interval '25 seconds' AS ok FROM rate_pause WHERE key = $1 AND class = 'write'", [key]);
+    expect(left.rows[0]!.ok).toBe(true);
+  });
+
+  it('one strike halves the pace for every replica', async () => {
+    const [a, b] = replicas(2, nextKey(), { limit: 10, windowMs: 1_000, burst: 1 });
+    expect(await a!.recordRateLimited('write', { path: null, retryAfterMs: 0 })).toBe(1);
+    expect((await b!.take('write')).decision).toBe('granted');
+    const t = await a!.take('write');
+    expect(t.decision).toBe('wait');
+    if (t.decision === 'wait') expect(t.waitMs).toBeGreaterThan(100); // the interval is 200 ms, not 100
+  });
+
+  it('two strikes stop all traffic of the key for every replica until an operator clears them', async () => {
+    const key = nextKey();
+    const rs = replicas(3, key, { limit: 100, windowMs: 1_000, burst: 10 }, { limit: 100, windowMs: 1_000, burst: 10 });
+    const other = replicas(1, nextKey(), { limit: 100, windowMs: 1_000 })[0]!;
+    await rs[0]!.recordRateLimited('write', { path: null, retryAfterMs: 0 });
+    await rs[1]!.recordRateLimited('read', { path: null, retryAfterMs: 0 });
+    for (const r of rs) {
+      expect((await r.take('read')).decision).toBe('stopped');
+      expect((await r.take('write')).decision).toBe('stopped');
+    }
+    await expect(rs[2]!.acquire('write')).rejects.toBeInstanceOf(TrafficStoppedError);
+    expect((await other.take('write')).decision).toBe('granted'); // another key is not affected
+    expect(await rs[2]!.clearStrikes('ops')).toBe(2);
+    expect((await rs[0]!.take('read')).decision).toBe('granted');
+    expect(await rs[0]!.activeStrikes()).toBe(0);
+  });
+});
