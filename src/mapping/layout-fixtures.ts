@@ -1,5 +1,5 @@
 import type { Layout, LayoutColumn, LayoutFile } from './layout.js';
-import { encodeLine, renderRows } from './layout-render.js';
+import { concatBytes, encodeLine, renderRows } from './layout-render.js';
 import type { MappedRecord } from './types.js';
 
 /** At most this many differing columns are listed per line; the rest are counted. */
@@ -19,14 +19,7 @@ export function renderExpectedLines(layout: Layout, loanId: string, records: rea
   } catch (err) {
     return `expected-lines/${name}: ${err instanceof Error ? err.message : String(err)}`;
   }
-  const parts = lines.map((l) => encodeLine(file, l));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatBytes(lines.map((l) => encodeLine(file, l)));
 }
 
 /**

@@ -239,6 +239,17 @@ export function transliterate(text: string): string {
 }
 
 /** A line as the bytes of the file's encoding (characters were checked when the line was rendered). */
+/** The encoded lines of a file, one after the other (a batch file, a fixture's expected bytes). */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 export function encodeLine(file: LayoutFile, line: string): Uint8Array {
   const text = line + file.eol;
   if (file.encoding === 'utf-8') return new TextEncoder().encode(text);

@@ -119,44 +119,44 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
 
   const capacityOf = (spec: NumberPoolSpec): bigint => spec.ranges.reduce((n, r) => n + (BigInt(r.to) - BigInt(r.from) + 1n), 0n);
 
+  /**
+   * The next free number of the pool, walking its ranges in order from each range's cursor; null
+   * when every range is used up. `onExhausted` hears of a range consumed to its end (allocate
+   * records it so the next call starts past it; a peek writes nothing).
+   */
+  function nextFree(pool: NumberPoolName, onExhausted?: (range: { from: string }, to: bigint, cursor: bigint | null) => void): { range: { from: string }; seq: bigint; number: string } | null {
+    const spec = pools[pool];
+    for (const range of spec.ranges) {
+      const from = BigInt(range.from);
+      const to = BigInt(range.to);
+      const cursor = selectCursor.get(pool, rangeKey(range.from));
+      let seq = cursor ? BigInt(cursor.last_seq) + 1n : from;
+      if (seq < from) seq = from;
+      for (; seq <= to; seq++) {
+        const number = formatNumber(spec, seq);
+        if (number !== null && !selectByNumber.get(pool, number)) return { range, seq, number };
+      }
+      onExhausted?.(range, to, cursor ? BigInt(cursor.last_seq) : null);
+    }
+    return null;
+  }
+
   function allocateIn(pool: NumberPoolName, key: string, now: number): AllocatedNumber {
     const held = selectByKey.get(pool, key);
     if (held) return { number: held.number, fresh: false };
-    const spec = pools[pool];
-    for (const range of spec.ranges) {
-      const from = BigInt(range.from);
-      const to = BigInt(range.to);
-      const cursor = selectCursor.get(pool, rangeKey(range.from));
-      let seq = cursor ? BigInt(cursor.last_seq) + 1n : from;
-      if (seq < from) seq = from;
-      for (; seq <= to; seq++) {
-        const number = formatNumber(spec, seq);
-        if (number === null || selectByNumber.get(pool, number)) continue;
-        insertNumber.run(pool, key, number, now);
-        bumpCount.run(pool);
-        upsertCursor.run(pool, rangeKey(range.from), seq.toString(), now);
-        return { number, fresh: true };
-      }
-      // Consumed to its end (the last sequences skipped): recorded so the next call starts past it.
-      if (!cursor || BigInt(cursor.last_seq) < to) upsertCursor.run(pool, rangeKey(range.from), to.toString(), now);
-    }
-    throw new PoolExhaustedError(pool, Number(capacityOf(spec)));
+    // A range consumed to its end (the last sequences skipped) is recorded so the next call starts past it.
+    const free = nextFree(pool, (range, to, cursor) => {
+      if (cursor === null || cursor < to) upsertCursor.run(pool, rangeKey(range.from), to.toString(), now);
+    });
+    if (free === null) throw new PoolExhaustedError(pool, Number(capacityOf(pools[pool])));
+    insertNumber.run(pool, key, free.number, now);
+    bumpCount.run(pool);
+    upsertCursor.run(pool, rangeKey(free.range.from), free.seq.toString(), now);
+    return { number: free.number, fresh: true };
   }
 
   function peek(pool: NumberPoolName): string | null {
-    const spec = pools[pool];
-    for (const range of spec.ranges) {
-      const from = BigInt(range.from);
-      const to = BigInt(range.to);
-      const cursor = selectCursor.get(pool, rangeKey(range.from));
-      let seq = cursor ? BigInt(cursor.last_seq) + 1n : from;
-      if (seq < from) seq = from;
-      for (; seq <= to; seq++) {
-        const number = formatNumber(spec, seq);
-        if (number !== null && !selectByNumber.get(pool, number)) return number;
-      }
-    }
-    return null;
+    return nextFree(pool)?.number ?? null;
   }
 
   // IMMEDIATE: two processes (or two handles) allocating at once serialise on the write lock, and

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from '../../mapping/layout.js';
-import { encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from '../../mapping/layout-render.js';
+import { concatBytes, encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from '../../mapping/layout-render.js';
 import type { MappedRecord } from '../../mapping/types.js';
 import type { FileBatchStore, AppendResult, FileBatchRow } from '../../store/file-batches.js';
 import { DIR_MODE, exists, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
@@ -223,7 +223,7 @@ export class FileBatches {
     for (const { f, lines, loans, totals } of files) {
       const s = { batchId: batch.id, batchDate, records: lines.length, loans: loans.size, totals };
       const all = [headerRowLine(f), summaryLine(f, 'header', s), ...lines, summaryLine(f, 'trailer', s)].filter((l): l is string => l !== undefined);
-      const bytes = concat(all.map((l) => encodeLine(f, l)));
+      const bytes = concatBytes(all.map((l) => encodeLine(f, l)));
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       outputs.push([f.name, bytes]);
       controlRows.push([batch.id, f.name, f.record, lines.length, loans.size, bytes.length, sha256].join(','));
@@ -241,15 +241,6 @@ export class FileBatches {
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 /** `.tmp-<pid>-…` of another process still running (a `batches seal` beside the daemon): not a leftover. */
 function ownedByLiveProcess(tmpName: string): boolean {
