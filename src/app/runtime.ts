@@ -51,7 +51,7 @@ export interface RuntimeOverrides {
 }
 
 /** The bank's mapping options from config (fixtures use their own). */
-export function mapperOptionsFromConfig(config: Config): MapperOptions {
+export function mapperOptionsFromConfig(config: Pick<Config, 'bank' | 'mappings'>): MapperOptions {
   return {
     timeZone: config.bank.timeZone,
     allowLast4Tin: config.mappings.allowLast4Tin,

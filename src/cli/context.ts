@@ -185,6 +185,13 @@ export function createCliContext(opts: ContextOptions): CliContext {
 /** The commands that run without a config: they make their own (the demo) or need none (the sandbox). */
 export const COMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['demo', 'sandbox']);
 
+/**
+ * Subcommands that work on files named on their command line (`mappings lint --dir D`, `state
+ * verify FILE`): they take a config when one is given and need none otherwise. Without `--dir`
+ * they ask for the config's mappings.dir, which refuses like any command without a config.
+ */
+export const SUBCOMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['mappings lint', 'mappings test', 'mappings schema', 'state verify']);
+
 const SHIPPED_CONFIG_DIR = fileURLToPath(new URL('../../config', import.meta.url));
 
 /** What to say when no config was given: how to give one, and the shipped example to start from. */

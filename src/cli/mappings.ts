@@ -17,6 +17,7 @@ import { mapperOptionsFromConfig } from '../app/runtime.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
 import { openPlatformSession } from '../app/session.js';
+import { bankSchema, mappingsSchema } from '../config/schema.js';
 
 interface DirOptions {
   dir?: string[];
@@ -29,8 +30,13 @@ function dirsOf(ctx: CliContext, opts: DirOptions): string[] {
   return opts.dir && opts.dir.length > 0 ? opts.dir : [ctx.config().mappings.dir];
 }
 
-/** The bank's mapping options from config (lint and preview use them; fixtures use their own). */
+/**
+ * The bank's mapping options from config (lint and preview use them; fixtures use their own).
+ * Without a config (`mappings lint --dir D` on a bank engineer's machine) the defaults of the
+ * config keys apply (bank.timeZone, mappings.*), exactly as a config that leaves them out.
+ */
 function configOptions(ctx: CliContext): MapperOptions {
+  if (ctx.configPath() === undefined) return mapperOptionsFromConfig({ bank: bankSchema.parse({}), mappings: mappingsSchema.parse({}) });
   return mapperOptionsFromConfig(ctx.config());
 }
 

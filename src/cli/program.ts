@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { PROGRESS_MODES } from '../lib/terminal.js';
-import { COMMANDS_WITHOUT_CONFIG, noConfigMessage, type CliContext } from './context.js';
+import { COMMANDS_WITHOUT_CONFIG, SUBCOMMANDS_WITHOUT_CONFIG, noConfigMessage, type CliContext } from './context.js';
 import { UsageError } from '../lib/errors.js';
 import { registerCommandGroups } from './groups.js';
 
@@ -30,7 +30,7 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): { pr
   program.hook('preAction', (_root, action) => {
     let top: Command = action;
     while (top.parent && top.parent !== program) top = top.parent;
-    if (COMMANDS_WITHOUT_CONFIG.has(top.name())) return;
+    if (COMMANDS_WITHOUT_CONFIG.has(top.name()) || SUBCOMMANDS_WITHOUT_CONFIG.has(`${top.name()} ${action.name()}`)) return;
     if (ctx.configPath() === undefined) throw new UsageError(noConfigMessage());
   });
   registerCommandGroups(program, ctx);
