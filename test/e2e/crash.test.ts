@@ -52,7 +52,10 @@ describe('crash loop', () => {
     released = list.data.map((l) => l.id);
     logDir = mkdtempSync(join(tmpdir(), 'crash-logs-'));
   });
+  /** Daemons still running when a step fails: never left behind to hold ports for the next test file. */
+  const children = new Set<ChildProcess>();
   afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
     await p?.close();
   });
 
@@ -73,8 +76,10 @@ describe('crash loop', () => {
       mappingsDir,
       extra: {
         schedule: { drain: '*/1 * * * * *' },
-        boarding: { concurrency: 4, retryBaseMs: 100, retryMaxMs: 500, maxAttempts: 50, shutdownTimeoutMs: 5000 },
+        // The sandbox serves documents from 127.0.0.1: allow-listed, as a bank lists an internal document host.
+        boarding: { concurrency: 4, retryBaseMs: 100, retryMaxMs: 500, maxAttempts: 50, shutdownTimeoutMs: 5000, documentHosts: { allow: ['127.0.0.1'] } },
         webhooks: { host: '127.0.0.1', port: 0 },
+        admin: { host: '127.0.0.1', port: 0 },
         log: { level: 'info' },
       },
     });
@@ -87,6 +92,8 @@ describe('crash loop', () => {
         env: { ...process.env, LOG_LEVEL: 'info' },
       });
       child.stderr?.pipe(createWriteStream(join(logDir, `run-${run}.log`)));
+      children.add(child);
+      child.once('exit', () => children.delete(child));
       return child;
     };
     const acked = async (): Promise<number> => Object.keys((await p.counters()).acks).length;
