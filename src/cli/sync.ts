@@ -77,7 +77,10 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
       },
     });
   } catch (err) {
-    if (isPlatformError(err)) throw new FatalError(`sync --dry-run: ${err.describe()}`);
+    // Refused credentials are fatal (1); an unreachable or failing platform left the walk
+    // incomplete (4), as for sync --once: cron alerts on both, and tells them apart.
+    if (isPlatformError(err) && err.fatal) throw new FatalError(`sync --dry-run: ${err.describe()}`);
+    if (isPlatformError(err)) throw new IncompleteRunError(`sync --dry-run: the boarding queue walk did not complete: ${err.describe()}`, EXIT_WALK_INCOMPLETE);
     throw err;
   }
   progress.done();

@@ -60,6 +60,10 @@ describe('sync --once exit codes', () => {
     expect(r.code).toBe(4);
     expect(r.stdout).toContain('walk incomplete');
     expect(r.error).toMatch(/walk did not complete: .*ECONNREFUSED/);
+    // The dry run tells cron the same (it exited 1, as for refused credentials).
+    const dry = await runCli(['--config', cfg.configPath, 'sync', '--dry-run']);
+    expect(dry.code).toBe(4);
+    expect(dry.error).toMatch(/sync --dry-run: the boarding queue walk did not complete: .*ECONNREFUSED/);
   });
 
   it('5 when a core outage stopped the pass; the loans not tried stay queued for the next run', async () => {
