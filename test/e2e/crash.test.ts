@@ -11,7 +11,9 @@ import { splitCsvLine } from '../../src/core/file/customer-extract.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
 
 const MAIN = join(process.cwd(), 'dist/main.js');
-const LOANS = 60;
+// Enough that the tenth kill still lands with loans waiting: a run boards about 6-7 loans between
+// its start and its kill at 10 writes/s (measured: 46 acknowledged after 7 kills).
+const LOANS = 150;
 const KILLS = 10;
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
 
