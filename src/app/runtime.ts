@@ -109,7 +109,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   let customerKeys: CustomerKeys;
   try {
     store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
-    customerKeys = new CustomerKeys(tinHashKey(config, logger));
+    customerKeys = new CustomerKeys(tinHashKey(config, logger, { mayGenerate: !store.customers.hasKey() }));
     if (store.customers.checkKey(customerKeys.fingerprint(), clock.now()) === 'different') {
       throw new ConfigError(
         'customers.tinHashKey: not the key this state database hashed its customers\' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)',

@@ -10,9 +10,14 @@ import type { Logger } from '../lib/logger.js';
  * not inside it, so a copy of the database alone does not let anyone test tax ids against its
  * hashes. Banks set their own (a secret store) and keep it: hashes made with another key never match.
  */
-export function tinHashKey(config: Config, logger: Logger): string {
+export function tinHashKey(config: Config, logger: Logger, opts: { mayGenerate: boolean } = { mayGenerate: true }): string {
   if (config.customers.tinHashKey !== undefined) return config.customers.tinHashKey;
   const path = `${config.store.path}.tinkey`;
+  // A state database whose customers were hashed with a key that is not here: a new key could never
+  // match them, so say so instead of writing one (it would only be refused, and stay behind).
+  if (!existsSync(path) && !opts.mayGenerate) {
+    throw new ConfigError(`customers.tinHashKey: not set, and ${path} (the key this state database's customers were hashed with) is missing; restore that file or set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) to the key`);
+  }
   if (!existsSync(path)) {
     try {
       const fd = openSync(path, 'wx', 0o600);

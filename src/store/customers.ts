@@ -44,6 +44,8 @@ export interface CustomerStore {
    * hashes made with another key never match, and every repeat borrower would become a new customer.
    */
   checkKey(fingerprint: string, now: number): 'stored' | 'same' | 'different';
+  /** Whether a key's fingerprint is stored already (its customers were hashed with some key). */
+  hasKey(): boolean;
   byTin(tinHash: string): CustomerRow | undefined;
   xref(entityId: string): XrefRow | undefined;
   /** A customer the core already has (extract, search). */
@@ -183,6 +185,7 @@ export function createCustomerStore(db: Db): CustomerStore {
       }
       return cur.value === fingerprint ? ('same' as const) : ('different' as const);
     }),
+    hasKey: () => getSetting.get('tin_key_check') !== undefined,
     byTin: (h) => {
       const r = selTin.get(h);
       return r === undefined ? undefined : customer(r);

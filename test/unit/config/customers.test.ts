@@ -1,5 +1,5 @@
 import { systemClock } from '../../../src/lib/clock.js';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -68,5 +68,14 @@ describe('the TIN hash key', () => {
     const again = await buildRuntime(loadConfig({ env: {}, fileText: text('the-first-key-0123456789') }), silentLogger(), { clock: systemClock });
     await again.close();
     await expect(buildRuntime(loadConfig({ env: {}, fileText: text('another-key-0123456789') }), silentLogger(), { clock: systemClock })).rejects.toThrow(/customers\.tinHashKey: not the key this state database/);
+  });
+
+  it('regression: without a key, a state database hashed with a configured key generated a stray key file and then refused it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tinkey-'));
+    const store = `${base}store: { path: ${join(dir, 'state.sqlite')} }\n`;
+    const first = await buildRuntime(loadConfig({ env: {}, fileText: `${store}customers: { tinHashKey: the-bank-key-0123456789 }\n` }), silentLogger(), { clock: systemClock });
+    await first.close();
+    await expect(buildRuntime(loadConfig({ env: {}, fileText: store }), silentLogger(), { clock: systemClock })).rejects.toThrow(/state\.sqlite\.tinkey \(the key this state database's customers were hashed with\) is missing/);
+    expect(existsSync(join(dir, 'state.sqlite.tinkey'))).toBe(false);
   });
 });
