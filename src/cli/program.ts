@@ -13,7 +13,7 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): { pr
     .name('boarding-connector')
     .description('Boards loans from the Loan Platform boarding queue into the bank core, exactly once.')
     .version(CONNECTOR_VERSION)
-    .option('-c, --config <file>', 'YAML config file (else $BOARDING_CONFIG); every command but demo and sandbox needs one')
+    .option('-c, --config <file>', 'YAML config file (else $BOARDING_CONFIG); needed by every command but demo, sandbox and those that name their files (mappings lint/test --dir, mappings schema, state verify)')
     .addOption(
       new Option('--progress <mode>', 'progress line of long commands on stderr: auto (when stderr is a terminal), always, never (scripts)').choices(PROGRESS_MODES).default('auto'),
     )
