@@ -13,6 +13,7 @@ import { buildRuntime, loadMapperFromConfig } from '../app/runtime.js';
 import { confirmBulk } from './confirm.js';
 import { followPlatformWaits } from './progress.js';
 import { openPlatformSession, openState } from '../app/session.js';
+import { accountNumbersFromConfig } from '../boarding/identity.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { QUARANTINE_REASONS, RETRYABLE_STATES, SKIPPABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 
@@ -394,13 +395,15 @@ async function reboardDryRun(ctx: CliContext, pick: (store: BoardingStore) => st
   const progress = ctx.progress();
   const mapper = await loadMapperFromConfig(ctx.config());
   const { store, platform } = openPlatformSession(ctx);
+  // As the re-board would map: the loan's number, or (pool) the next one, never allocated here.
+  const accountNumbers = accountNumbersFromConfig(ctx.config(), store, ctx.logger());
   const targets = pick(store);
   const results: ReboardPreview[] = [];
   followPlatformWaits(progress, platform);
   for (const [i, id] of targets.entries()) {
     if (ctx.shutdown.aborted) break;
     progress.status(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`);
-    const r = await previewReboard({ store, platform, mapper }, id, { force: opts.force, signal: ctx.shutdown });
+    const r = await previewReboard({ store, platform, mapper, accountNumbers }, id, { force: opts.force, signal: ctx.shutdown });
     results.push(r);
     if (!opts.json) out(ctx, formatPreview(r));
   }

@@ -13,7 +13,7 @@ import { redactForStorage } from '../lib/redact.js';
 import { quarantineReasonFor } from '../boarding/board-loan.js';
 import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from '../boarding/mapping-input.js';
 import { payloadHash } from '../boarding/release.js';
-import { createAccountNumbers, mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
+import { mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
 import { storedCustomers } from '../boarding/customers.js';
 
 export interface ReboardDeps {
@@ -26,7 +26,8 @@ export interface ReboardDeps {
   logger: Logger;
   connectorVersion: string;
   /** The loan's core account number (identity.ts); default: the store's account pool. */
-  accountNumbers?: AccountNumbers;
+  /** The runtime's account numbers (pool or core-assigned, as configured). */
+  accountNumbers: AccountNumbers;
 }
 
 export interface ReboardRequest {
@@ -112,7 +113,7 @@ const isPrepared = (p: Prepared | Refusal | Settled): p is Prepared => 'row' in 
 export async function previewReboard(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'force' | 'signal'> = {}): Promise<ReboardPreview> {
   try {
     // The loan's own number, else the one the pool would give it next (not allocated: a preview writes nothing).
-    const p = await prepare(deps, loanId, req, (row) => (deps.accountNumbers ? deps.accountNumbers.preview(row.id) : (deps.store.numbers.get('account', row.id) ?? deps.store.numbers.peek('account'))));
+    const p = await prepare(deps, loanId, req, (row) => deps.accountNumbers.preview(row.id));
     if (!isPrepared(p)) {
       if (p.outcome === 'would_quarantine') return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
       return p;
@@ -136,7 +137,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
   try {
     // The number the loan was boarded with (a loan boarded before pools existed gets its first one
     // here, kept from then on).
-    const numbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+    const numbers = deps.accountNumbers;
     const allocate = (row: LoanRow): string | null =>
       store.atomically(() => {
         const n = numbers.accountNumberFor(row, clock.now());
