@@ -142,7 +142,7 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       let nameAgrees: boolean | null = null;
       let r: ResolvedCustomer;
       if (row !== undefined) {
-        const settled = await settle(row, loanId, { tin, tinType: p.tinType, tinHash, name: p.name }, signal);
+        const settled = await settle(row, loanId, { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id }, signal);
         r = { cif: settled.row.cif, matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin', existing: !settled.creates };
         nameAgrees = settled.nameAgrees;
       } else {
@@ -188,7 +188,7 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
   async function settle(
     row: CustomerRow,
     loanId: string,
-    q: { tin: string; tinType: 'EIN' | 'SSN'; tinHash: string; name: string },
+    q: { tin: string; tinType: 'EIN' | 'SSN'; tinHash: string; name: string; entityId: string },
     signal: AbortSignal | undefined,
   ): Promise<{ row: CustomerRow; creates: boolean; nameAgrees: boolean | null }> {
     const now = clock.now();
@@ -196,7 +196,15 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       if (row.cif === null && deps.directory) {
         // Created by an earlier loan in a core that assigns numbers, not learnt from its receipt: ask the core.
         const found = await deps.directory.findByTin(q, signal ? { signal } : {});
-        const cif = found[0]?.cif;
+        const cifs = [...new Set(found.map((f) => f.cif))];
+        // Which of several is the one our earlier loan created cannot be told: a person decides.
+        if (cifs.length > 1) {
+          throw new CustomerAmbiguousError(
+            `${q.entityId}: the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan, and the core now holds ${cifs.length} customers with that tax id (CIF ${cifs.join(', ')}); merge them in the core, then loans retry`,
+            { entityId: q.entityId, cifs },
+          );
+        }
+        const cif = cifs[0];
         if (cif === undefined) {
           throw new CustomerWaitError('customer.number_unknown', `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`);
         }

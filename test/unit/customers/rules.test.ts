@@ -158,11 +158,11 @@ function entities(...parties: Array<{ id: string; ein?: string; ssn?: string; na
 }
 
 describe('customer resolver: the rules', () => {
-  const setup = (dir: CustomerDirectory | undefined, o: { onAmbiguous?: 'quarantine' | 'create'; allowLast4Tin?: boolean } = {}) => {
+  const setup = (dir: CustomerDirectory | undefined, o: { onAmbiguous?: 'quarantine' | 'create'; allowLast4Tin?: boolean; coreAssigns?: boolean } = {}) => {
     const store: BoardingStore = createBoardingStore(openDatabase(':memory:'));
     const clock = new FakeClock();
     let n = 100;
-    const r = createCustomerResolver({ store, directory: dir, keys, newCif: () => String((n += 1)), onAmbiguous: o.onAmbiguous ?? 'quarantine', allowLast4Tin: o.allowLast4Tin ?? false, clock, logger: silentLogger() });
+    const r = createCustomerResolver({ store, directory: dir, keys, newCif: () => (o.coreAssigns === true ? null : String((n += 1))), onAmbiguous: o.onAmbiguous ?? 'quarantine', allowLast4Tin: o.allowLast4Tin ?? false, clock, logger: silentLogger() });
     const loan = (id: string, state: 'fetched' | 'quarantined' | 'written' = 'fetched') => {
       store.loans.insert({ id, state: 'queued' }, clock.now());
       store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, clock.now());
@@ -213,6 +213,18 @@ describe('customer resolver: the rules', () => {
     const res = await c.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     expect(res.customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
     expect(res.reviews[0]!.message).toMatch(/onAmbiguous: create/);
+  });
+
+  it('regression: a customer an earlier loan created, whose number the core assigns, found twice in the core later: ambiguous, not the first one', async () => {
+    const table: Record<string, ExistingCustomer[]> = {};
+    const { r, loan, written } = setup(directory(table), { coreAssigns: true });
+    loan('L1');
+    expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toMatchObject({ cif: null, matchedBy: 'created' });
+    written('L1');
+    // Someone created a second client with the tax id in the core meanwhile.
+    table['123456789'] = [{ cif: 'C7', nameAgrees: true }, { cif: 'C9', nameAgrees: true }];
+    loan('L2');
+    await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
   });
 
   it('a masked TIN matches nothing (and without allowLast4Tin is left to the mapping: tin_incomplete)', async () => {
