@@ -65,29 +65,20 @@ export function maskTins(text: string): string {
   return text.replace(TIN_DASHED, last4).replace(TIN_BARE, last4);
 }
 
-/** Deep copy for storage with every string redacted; numbers and structure unchanged. */
-export function redactDeep(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return redactForStorage(value);
-  if (depth > 8 || value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
-  if (value instanceof Error) return { name: value.name, message: redactForStorage(value.message) };
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = redactDeep(v, depth + 1);
-  return out;
-}
-
 const MAX_STORED_DEPTH = 12;
 
 /**
- * A payload (webhook body, mapped records) as the store may keep it: every string redacted, secret
- * fields replaced whatever their type, and nothing below a depth the connector reads kept (a hostile
- * payload must not hide a value where redaction does not look).
+ * Anything the store keeps (a webhook body, mapped records, an event's detail, a stored response):
+ * every string redacted, secret fields replaced whatever their type, errors flattened to name and
+ * message, and nothing below a depth the connector reads kept (a hostile payload must not hide a
+ * value where redaction does not look). Numbers and structure are unchanged.
  */
 export function redactPayload(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return redactForStorage(value);
   if (value === null || typeof value !== 'object') return value;
   if (depth >= MAX_STORED_DEPTH) return '[truncated]';
   if (Array.isArray(value)) return value.map((v) => redactPayload(v, depth + 1));
+  if (value instanceof Error) return { name: value.name, message: redactForStorage(value.message) };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     out[k] = isSecretField(k) && v !== null && v !== undefined && v !== '' ? '[redacted]' : redactPayload(v, depth + 1);

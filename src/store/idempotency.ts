@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { redactDeep } from '../lib/redact.js';
+import { redactPayload } from '../lib/redact.js';
 
 export interface IdempotencyKeyRow {
   key: string;
@@ -68,7 +68,7 @@ export function createIdempotencyStore(db: Db): IdempotencyStore {
       return toRow(select.get(key) as Raw);
     },
     complete: (key, status, response, now) => {
-      update.run(now, status, response === undefined ? null : JSON.stringify(redactDeep(response)), key);
+      update.run(now, status, response === undefined ? null : JSON.stringify(redactPayload(response)), key);
     },
     get: (key) => {
       const r = select.get(key);

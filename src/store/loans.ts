@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
-import { redactDeep, redactForStorage } from '../lib/redact.js';
+import { redactForStorage, redactPayload } from '../lib/redact.js';
 import {
   LOAN_STATES,
   assertTransition,
@@ -334,7 +334,7 @@ export function createLoanStore(db: Db): LoanStore {
     detail: unknown,
   ): void => {
     // Details carry error bodies and mapping issues, which may echo data: never a full tax id.
-    insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(redactDeep(detail)));
+    insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(redactPayload(detail)));
   };
   // A handful of column sets recur (one per kind of transition): compile each once.
   const updates = new Map<string, Database.Statement<unknown[]>>();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REDACT_PATHS, isSecretField, maskTins, redactDeep, redactForStorage, redactPayload, redactUrl, scrubDeep, scrubText } from '../../../src/lib/redact.js';
+import { REDACT_PATHS, isSecretField, maskTins, redactForStorage, redactPayload, redactUrl, scrubDeep, scrubText } from '../../../src/lib/redact.js';
 
 describe('redaction: one module, one set of patterns', () => {
   it('scrubText (logs): keys, webhook secrets, bearer tokens, presigned queries and dashed tax ids', () => {
@@ -33,8 +33,8 @@ describe('redaction: one module, one set of patterns', () => {
     expect(JSON.stringify(out['deep'])).not.toContain('bottom');
   });
 
-  it('redactDeep and scrubDeep keep structure and numbers, and flatten errors', () => {
-    expect(redactDeep({ a: ['ssn 123-45-6789', 5], e: new Error('ein 123456789') })).toEqual({ a: ['ssn [redacted-tin]', 5], e: { name: 'Error', message: 'ein [redacted-tin]' } });
+  it('redactPayload and scrubDeep keep structure and numbers, and flatten errors', () => {
+    expect(redactPayload({ a: ['ssn 123-45-6789', 5], e: new Error('ein 123456789') })).toEqual({ a: ['ssn [redacted-tin]', 5], e: { name: 'Error', message: 'ein [redacted-tin]' } });
     const logged = scrubDeep({ err: new Error('key pk_live_q') }) as { err: { type: string; message: string; stack: string } };
     expect(logged.err.type).toBe('Error');
     expect(logged.err.message).toBe('key [redacted-key]');
