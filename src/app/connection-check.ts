@@ -226,19 +226,10 @@ async function endpointCheck(platform: PlatformClient, config: Config, deps: Con
   }
 }
 
-/** The customer extract (`customers.extract`, where the config has that key): readable. */
+/** The customer extract (`customers.extract`, when configured): readable. */
 async function customerExtractCheck(config: Config): Promise<ConnectionCheck[]> {
-  const customers = (config as unknown as Record<string, unknown>)['customers'];
-  if (customers === null || typeof customers !== 'object') return [];
-  const extract = (customers as Record<string, unknown>)['extract'];
-  if (extract === undefined || extract === null) return [];
-  const path =
-    typeof extract === 'string'
-      ? extract
-      : typeof extract === 'object'
-        ? ((extract as Record<string, unknown>)['path'] ?? (extract as Record<string, unknown>)['file'])
-        : undefined;
-  if (typeof path !== 'string') return [{ name: 'customers.extract', status: 'skip', detail: 'no file path found in customers.extract' }];
+  const path = config.customers.extract?.path;
+  if (path === undefined) return [];
   try {
     const st = await stat(path);
     if (!st.isFile()) return [{ name: 'customers.extract', status: 'fail', detail: `${path}: not a file` }];

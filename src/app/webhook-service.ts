@@ -56,12 +56,6 @@ const DAY_MS = 24 * 60 * 60_000;
 const PASS_ROWS = 50;
 const PRUNE_ROWS = 100;
 const PRUNE_PAUSE_MS = 20;
-/**
- * How long processed deliveries are kept: far longer than any redelivery schedule, so a late
- * duplicate is still recognised. loan.funded rows stay until their time is on a loans row.
- */
-export const INBOX_RETENTION_MS = INBOX_PRUNE_AFTER_MS;
-
 function triggerLabel(reason: string): string {
   if (reason.startsWith('webhook')) return 'webhook';
   if (reason === 'schedule' || reason === 'startup' || reason === 'retry due') return reason.replace(' ', '_');
@@ -135,7 +129,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       }
       const capped = inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
       if (capped > 0) logger.warn({ rows: capped, max: UNKNOWN_LOAN_MAX_ROWS }, 'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted');
-      if (total > 0) logger.info({ rows: total, retentionDays: INBOX_RETENTION_MS / DAY_MS }, 'webhook inbox pruned');
+      if (total > 0) logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');
     } catch (err) {
       logger.warn({ err, rows: total }, 'webhook inbox prune failed; will try tomorrow');
     }
@@ -196,7 +190,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
       const now = clock.now();
       if (now - lastPruneAt >= DAY_MS && !pruning) {
         lastPruneAt = now;
-        pruning = pruneInbox(now - INBOX_RETENTION_MS).finally(() => {
+        pruning = pruneInbox(now - INBOX_PRUNE_AFTER_MS).finally(() => {
           pruning = null;
         });
       }
