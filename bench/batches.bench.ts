@@ -81,7 +81,7 @@ async function run(secureDelete: boolean): Promise<void> {
     const sealed = await batches.sealNow('bench', 'bench');
     const sealCpu = process.cpuUsage(c0);
     const sealMs = Number(process.hrtime.bigint() - t0) / 1e6;
-    const counts = batches.store.counts(sealed!);
+    const counts = await batches.store.counts(sealed!);
     console.log(`loans boarded into one batch: ${LOANS} (batch ${sealed}, ${counts.loans} loans, ${counts.records} records)`);
     console.log(`CPU per board, first ${SLICE}: ${first.toFixed(3)} ms`);
     console.log(`CPU per board, last ${SLICE}:  ${last.toFixed(3)} ms`);

@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     const elapsed = performance.now() - t0;
     const c = (await admin('GET', '/counters')) as Counters;
     let documents = 0;
-    for (const row of rt.store.loans.list({ state: 'acknowledged' })) {
+    for (const row of await rt.store.loans.list({ state: 'acknowledged' })) {
       const m = JSON.parse(readFileSync(join(dir, 'core', row.coreReference ?? '', 'manifest.json'), 'utf8')) as { documents: unknown[] };
       documents += m.documents.length;
     }

@@ -79,7 +79,7 @@ async function run(size: number, work: Entities[]): Promise<number> {
       store,
       directory: extract,
       keys,
-      newCif: (key, at) => store.numbers.allocate('customer', key, at).number,
+      newCif: async (key, at) => (await store.numbers.allocate('customer', key, at)).number,
       onAmbiguous: 'quarantine',
       allowLast4Tin: false,
       clock,
@@ -90,17 +90,17 @@ async function run(size: number, work: Entities[]): Promise<number> {
     for (let i = 0; i < work.length; i += 1) {
       const id = `ln_${i}`;
       now += 1;
-      store.loans.insert({ id, state: 'queued' }, now);
-      store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, now);
+      await store.loans.insert({ id, state: 'queued' }, now);
+      await store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, now);
       await resolver.resolve(id, work[i] as Entities);
-      store.loans.transition(id, { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: now } }, now);
-      store.loans.transition(id, { to: 'written', expectedFrom: 'mapped', patch: { writtenAt: now, coreReference: id }, also: () => resolver.afterWrite(id, null) }, now);
+      await store.loans.transition(id, { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: now } }, now);
+      await store.loans.transition(id, { to: 'written', expectedFrom: 'mapped', patch: { writtenAt: now, coreReference: id }, also: () => resolver.afterWrite(id, null) }, now);
     }
     const cpu = process.cpuUsage(cpu0);
     const wall = performance.now() - w0;
     const perLoanUs = ((cpu.user + cpu.system) / work.length);
-    const created = store.customers.list({ matchedBy: 'created', limit: 1_000_000 }).length;
-    const byTin = store.customers.list({ matchedBy: 'tin', limit: 1_000_000 }).length;
+    const created = (await store.customers.list({ matchedBy: 'created', limit: 1_000_000 })).length;
+    const byTin = (await store.customers.list({ matchedBy: 'tin', limit: 1_000_000 })).length;
     console.log(
       `extract ${String(size).padStart(7)} customers: read ${readMs.toFixed(0)} ms · RSS ${mb(mem.rss)} heap ${mb(mem.heapUsed)} (index ≈ ${mb(Math.max(0, mem.heapUsed - heapBefore))}) · ` +
         `${work.length} loans: ${perLoanUs.toFixed(0)} µs CPU / ${(wall / work.length).toFixed(2)} ms wall per loan (3 parties, store on disk) · ${created} created, ${byTin} matched by tax id`,

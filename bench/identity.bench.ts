@@ -63,7 +63,7 @@ async function run(name: string, extra: Record<string, unknown>, mappings: strin
     const t0 = performance.now();
     await rt.runner.run({ reason: 'bench' });
     const seconds = (performance.now() - t0) / 1000;
-    const rows = rt.store.loans.list({});
+    const rows = await rt.store.loans.list({});
     const quarantined: Record<string, number> = {};
     let forIdLength = 0;
     for (const r of rows.filter((x) => x.state === 'quarantined')) {

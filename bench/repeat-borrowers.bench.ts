@@ -82,7 +82,7 @@ async function run(name: string, opts: { fineract?: FakeFineract; extract?: bool
     const t0 = performance.now();
     await rt.runner.run({ reason: 'bench' });
     const seconds = (performance.now() - t0) / 1000;
-    const rows = rt.store.loans.list({});
+    const rows = await rt.store.loans.list({});
     const boarded = rows.filter((r) => r.state === 'acknowledged').map((r) => r.id);
     const quarantined: Record<string, number> = {};
     for (const r of rows.filter((x) => x.state === 'quarantined')) quarantined[r.quarantineReason ?? '?'] = (quarantined[r.quarantineReason ?? '?'] ?? 0) + 1;

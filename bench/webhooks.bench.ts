@@ -39,8 +39,8 @@ async function serve(): Promise<void> {
   const svc = await startWebhookService({ db, dir, secret: SECRET, debounceMs: 1000 });
   process.stdout.write(`${JSON.stringify({ port: new URL(svc.url() ?? '').port })}\n`);
   process.on('SIGTERM', () => {
-    void svc.stop().then(() => {
-      const s = svc.inbox.stats();
+    void svc.stop().then(async () => {
+      const s = await svc.inbox.stats();
       db.close();
       rmSync(dir, { recursive: true, force: true });
       process.stderr.write(`receiver stored ${s.pending + s.processed} deliveries (${s.processed} processed)\n`);

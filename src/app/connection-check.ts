@@ -14,7 +14,9 @@ import { isPlatformError } from '../platform/errors.js';
 import { type PlatformClient } from '../platform/client.js';
 import { platformClientFromConfig } from './platform.js';
 import type { Entities, QueueItem } from '../contract/schemas.js';
-import { openDatabase, writeBlocker, type Db } from '../store/db.js';
+import { openStore } from '../store/open.js';
+import type { StoreDb } from '../store/sql.js';
+import { storeTarget, storeTargetName } from './store-target.js';
 import { mapperOptionsFromConfig } from './runtime.js';
 
 /**
@@ -88,9 +90,9 @@ export function mappedProductIds(mapping: CompiledMapping | undefined, bankDefau
   return [...new Set(ids)].sort((a, b) => a - b);
 }
 
-function storeCheck(db: Db, path: string): ConnectionCheck {
-  // BEGIN IMMEDIATE then ROLLBACK: waits busy_timeout behind a daemon's write, changes nothing.
-  const blocker = writeBlocker(db);
+async function storeCheck(db: StoreDb, path: string): Promise<ConnectionCheck> {
+  // SQLite: BEGIN IMMEDIATE then ROLLBACK: waits busy_timeout behind a daemon's write, changes nothing.
+  const blocker = await db.writeBlocker();
   return blocker === null ? { name: 'store', status: 'ok', detail: `${path} takes a write` } : { name: 'store', status: 'fail', detail: `${path}: ${blocker}` };
 }
 
@@ -240,7 +242,7 @@ async function customerExtractCheck(config: Config): Promise<ConnectionCheck[]> 
   }
 }
 
-async function coreChecks(config: Config, mapping: CompiledMapping | undefined, db: Db, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+async function coreChecks(config: Config, mapping: CompiledMapping | undefined, db: StoreDb, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
   let core;
   try {
     core = createCore(config, { logger: deps.logger, clock: deps.clock, db, layout: () => undefined });
@@ -283,16 +285,17 @@ async function dirWritable(dir: string): Promise<string | null> {
 /** Every check, local and remote. Never throws for a failed check: each says what failed. */
 export async function connectionChecks(config: Config, source: string, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
   const { checks, mapping } = localChecks(config, source);
-  let db: Db;
+  let db: StoreDb;
+  const where = storeTargetName(config);
   try {
-    db = openDatabase(config.store.path, { onWarning: (m) => deps.logger.warn(m) });
+    db = await openStore(storeTarget(config), { onWarning: (m) => deps.logger.warn(m) });
   } catch (err) {
-    checks.push({ name: 'store', status: 'fail', detail: `${config.store.path}: ${errorMessage(err)}` });
+    checks.push({ name: 'store', status: 'fail', detail: `${where}: ${errorMessage(err)}` });
     checks.push({ name: 'platform', status: 'skip', detail: 'the platform client keeps its rate budget in the state database, which did not open' });
     return checks;
   }
   try {
-    checks.push(storeCheck(db, config.store.path));
+    checks.push(await storeCheck(db, where));
     // A check is not worth a long wait: one retry, through the shared budget.
     const checkConfig: Config = { ...config, platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) } };
     const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, clock: deps.clock });
@@ -303,7 +306,7 @@ export async function connectionChecks(config: Config, source: string, deps: Con
     }
     checks.push(...(await coreChecks(config, mapping, db, deps)));
   } finally {
-    db.close();
+    await db.close();
   }
   return checks;
 }

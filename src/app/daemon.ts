@@ -12,7 +12,7 @@ export interface ConnectorDaemonOptions {
   /** Subscribes to SIGHUP (the mapping reload); returns the unsubscribe. Without it, no SIGHUP reload. */
   onHangup?: (fn: () => void) => () => void;
   /** Runs after the services' own per-cycle hooks (the demo's narration). */
-  onCycle?: (summary: CycleSummary) => void;
+  onCycle?: (summary: CycleSummary) => void | Promise<void>;
   /** Start with a cycle (default true). */
   cycleOnStart?: boolean;
 }
@@ -62,7 +62,7 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     clock: rt.clock,
     requestCycle: triggerCycle,
     mapping: () => rt.mapper.status(),
-    numberPools: () => poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p)),
+    numberPools: () => Promise.all(poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p))),
     customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
   });
   const services: DaemonService[] = [editLoop, webhooks];
@@ -80,9 +80,9 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     shutdownTimeoutMs: rt.config.boarding.shutdownTimeoutMs,
     services,
     jobs,
-    onCycle: (summary) => {
-      webhooks.onCycle(summary);
-      opts.onCycle?.(summary);
+    onCycle: async (summary) => {
+      await webhooks.onCycle(summary);
+      await opts.onCycle?.(summary);
     },
     ...(opts.cycleOnStart !== undefined ? { cycleOnStart: opts.cycleOnStart } : {}),
   });

@@ -13,7 +13,9 @@ import { createReloadableMapper, type ReloadableMapper } from '../editloop/mappi
 import type { PlatformApi } from '../platform/api.js';
 import { platformClientFromConfig } from './platform.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { openDatabase, type Db } from '../store/db.js';
+import { openStore } from '../store/open.js';
+import type { StoreDb } from '../store/sql.js';
+import { storeTarget } from './store-target.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
 import { CustomerKeys } from '../lib/customer-keys.js';
@@ -24,7 +26,7 @@ import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
 export interface BoardingRuntime {
   config: Config;
-  db: Db;
+  db: StoreDb;
   store: BoardingStore;
   platform: PlatformApi;
   /** The mapping set in use; `run` reloads it on SIGHUP / file change (mapping-reload.ts). */
@@ -102,15 +104,15 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   if (config.core.adapter === 'file' && config.core.file.csvBatches && mapper.layout === undefined) {
     logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
   }
-  const db = openDatabase(config.store.path, { onWarning: (m) => logger.warn(m) });
+  const db = await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m) });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
   let store: BoardingStore;
   let customerKeys: CustomerKeys;
   try {
     store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
-    customerKeys = new CustomerKeys(tinHashKey(config, logger, { mayGenerate: !store.customers.hasKey() }));
-    if (store.customers.checkKey(customerKeys.fingerprint(), clock.now()) === 'different') {
+    customerKeys = new CustomerKeys(tinHashKey(config, logger, { mayGenerate: !(await store.customers.hasKey()) }));
+    if ((await store.customers.checkKey(customerKeys.fingerprint(), clock.now())) === 'different') {
       throw new ConfigError(
         'customers.tinHashKey: not the key this state database hashed its customers\' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)',
       );
@@ -121,7 +123,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
   } catch (err) {
     await platform?.close();
-    db.close();
+    await db.close();
     throw err;
   }
   const accountNumbers = createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger: logger.child({ component: 'identity' }) });
@@ -135,10 +137,10 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     store,
     directory: core.customers,
     keys: customerKeys,
-    newCif: (key, now) => {
+    newCif: async (key, now) => {
       if (customerSource === 'core') return null;
-      const { number, fresh } = s.numbers.allocate('customer', key, now);
-      if (fresh) watchPools('customer');
+      const { number, fresh } = await s.numbers.allocate('customer', key, now);
+      if (fresh) await watchPools('customer');
       return number;
     },
     onAmbiguous: config.customers.onAmbiguous,
@@ -186,7 +188,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       if (closed) return;
       closed = true;
       await Promise.allSettled([p.close(), c.close()]);
-      db.close();
+      await db.close();
     },
   };
 }

@@ -5,10 +5,12 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { Layout } from '../mapping/layout.js';
 import type { PlatformClient } from '../platform/client.js';
-import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
-import { createSqliteRateState, type RateStateStore } from '../store/rate-state.js';
+import { rateStateFor, type RateStateStore } from '../store/rate-state.js';
+import { openStore } from '../store/open.js';
+import type { StoreDb } from '../store/sql.js';
+import { storeTarget } from './store-target.js';
 import { createCore, fileBatchesFromConfig } from './core.js';
 import { platformClientFromConfig } from './platform.js';
 
@@ -25,7 +27,7 @@ export interface CommandScope {
 }
 
 export interface StateSession {
-  db: Db;
+  db: StoreDb;
   store: BoardingStore;
 }
 
@@ -34,11 +36,9 @@ export interface PlatformSession extends StateSession {
 }
 
 /** The state database (store.path) and its repositories, closed when the command ends. */
-export function openState(scope: CommandScope): StateSession {
-  const db = openDatabase(scope.config().store.path, { onWarning: (m) => scope.logger().warn(m) });
-  scope.onClose(() => {
-    db.close();
-  });
+export async function openState(scope: CommandScope): Promise<StateSession> {
+  const db = await openStore(storeTarget(scope.config()), { onWarning: (m) => scope.logger().warn(m) });
+  scope.onClose(() => db.close());
   return { db, store: createBoardingStore(db, { numberPools: numberPoolsOf(scope.config().identity) }) };
 }
 
@@ -47,17 +47,17 @@ export function openState(scope: CommandScope): StateSession {
  * that calls the platform goes through the database: the rate budget and the strike ledger live
  * there, so a CLI command beside the daemon spends from the same budget.
  */
-export function openPlatformSession(scope: CommandScope): PlatformSession {
-  const state = openState(scope);
+export async function openPlatformSession(scope: CommandScope): Promise<PlatformSession> {
+  const state = await openState(scope);
   const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, clock: scope.clock });
   scope.onClose(() => platform.close());
   return { ...state, platform };
 }
 
 /** The rate budget's persisted state (strikes, pauses) without a client: `platform status`, `strikes clear`. */
-export function openRateState(scope: CommandScope): RateStateStore {
-  const { db } = openState(scope);
-  const state = createSqliteRateState(db);
+export async function openRateState(scope: CommandScope): Promise<RateStateStore> {
+  const { db } = await openState(scope);
+  const state = rateStateFor(db);
   scope.onClose(() => state.close?.());
   return state;
 }
@@ -70,7 +70,7 @@ export function openCore(scope: CommandScope): CoreSystem {
 }
 
 /** The file core's batches over the state database in the given layout; undefined when the config writes none. */
-export function openFileBatches(scope: CommandScope, layout: Layout): FileBatches | undefined {
-  const { db } = openState(scope);
+export async function openFileBatches(scope: CommandScope, layout: Layout): Promise<FileBatches | undefined> {
+  const { db } = await openState(scope);
   return fileBatchesFromConfig(scope.config(), { logger: scope.logger(), clock: scope.clock, db, layout: () => layout });
 }

@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
-import type { Db } from '../store/db.js';
+import { toStoreDb, type AnyDb } from '../store/sql.js';
 import type { PoolUsage } from '../store/numbers.js';
 import { createApp } from '../http/app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../platform/endpoint/endpoint-check.js';
@@ -17,7 +17,8 @@ import { receiverLimits, startHttpServer, type RunningServer } from '../http/ser
 
 export interface WebhookServiceDeps {
   config: Pick<Config, 'webhooks' | 'admin' | 'schedule' | 'reports'>;
-  db: Db;
+  /** The state store (a better-sqlite3 handle is taken as its StoreDb). */
+  db: AnyDb;
   platform: Pick<PlatformApi, 'health' | 'listWebhookEndpoints'> & { stats?: () => PlatformStats };
   logger: Logger;
   clock: Clock;
@@ -28,7 +29,7 @@ export interface WebhookServiceDeps {
   /** The daemon's mapping set (version, refused reload) for /readyz and /metrics. */
   mapping?: () => LoadedMappingStatus;
   /** Usage of the bank's number pools in use, for /readyz and /metrics. */
-  numberPools?: () => readonly PoolUsage[];
+  numberPools?: () => Promise<readonly PoolUsage[]>;
   /** The core's customer source for /readyz (customer match). */
   customers?: () => { ok: boolean; detail: string };
 }
@@ -49,7 +50,7 @@ export interface WebhookService {
   /** For `createDaemon({ jobs })`: checks our endpoint on `schedule.endpointCheck`. */
   readonly endpointCheckJob: { name: string; schedule: string; run(signal: AbortSignal): Promise<void> };
   /** For `createDaemon({ onCycle })`: records the cycle duration metric, copies funded times onto new loans. */
-  onCycle(summary: { reason: string; durationMs: number; fatal: unknown; interrupted: number }): void;
+  onCycle(summary: { reason: string; durationMs: number; fatal: unknown; interrupted: number }): Promise<void>;
 }
 
 const DAY_MS = 24 * 60 * 60_000;
@@ -67,7 +68,8 @@ function triggerLabel(reason: string): string {
  * (pending rows from before a restart first), the HTTP server on webhooks.host/port with
  * /webhooks/platform, /healthz, /readyz, /metrics and /reports/latest, and the endpoint check job.
  */
-export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
+export function createWebhookService(input: WebhookServiceDeps): WebhookService {
+  const deps = { ...input, db: toStoreDb(input.db) };
   const clock = deps.clock;
   const logger = deps.logger.child({ component: 'webhooks' });
   const inbox = createWebhookInbox(deps.db);
@@ -122,12 +124,12 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     try {
       for (;;) {
         if (stopping.signal.aborted) break;
-        const n = inbox.prune(before, PRUNE_ROWS);
+        const n = await inbox.prune(before, PRUNE_ROWS);
         total += n;
         if (n < PRUNE_ROWS) break;
         await clock.sleep(PRUNE_PAUSE_MS);
       }
-      const capped = inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
+      const capped = await inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
       if (capped > 0) logger.warn({ rows: capped, max: UNKNOWN_LOAN_MAX_ROWS }, 'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted');
       if (total > 0) logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');
     } catch (err) {
@@ -177,11 +179,11 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
         await checkEndpoints(deps.platform, deps.config, logger, { watch: endpointWatch, clock, signal });
       },
     },
-    onCycle(summary) {
+    async onCycle(summary) {
       const outcome: CycleOutcome = summary.fatal ? 'error' : summary.interrupted > 0 ? 'aborted' : 'ok';
       metrics.observeCycle(summary.durationMs / 1000, outcome, triggerLabel(summary.reason));
       try {
-        const n = backfill.run(clock.now());
+        const n = await backfill.run(clock.now());
         if (n > 0) logger.debug({ loans: n }, 'funded times copied from the webhook inbox onto new loans');
       } catch (err) {
         logger.warn({ err }, 'funded-time backfill failed; will try after the next cycle');

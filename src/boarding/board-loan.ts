@@ -105,7 +105,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     return customerLocks.run(first, () => withLocks(rest, fn));
   }
 
-  function transition(att: Attempt, id: string, input: TransitionInput): LoanRow {
+  function transition(att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
     if (att.counted) return loans.transition(id, input, clock.now());
     att.counted = true;
     const d = input.detail;
@@ -140,9 +140,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           detail: { coreReference: found.coreReference },
           // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
           patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null, boardedRecords: null },
-          also: () => {
-            ensureAckKey(row);
-            deps.customers?.afterWrite(row.id, null);
+          also: async () => {
+            await ensureAckKey(row);
+            await deps.customers?.afterWrite(row.id, null);
           },
         });
       }
@@ -153,9 +153,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const hash = payloadHash(input);
     // The bank's account number is committed with `fetched`, before anything reaches the core: a
     // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
-    const accountNumber = store.atomically(() => {
-      const n = accountNumbers.accountNumberFor(row, clock.now());
-      transition(att, row.id, {
+    const accountNumber = await store.write(async () => {
+      const n = await accountNumbers.accountNumberFor(row, clock.now());
+      await transition(att, row.id, {
         to: 'fetched',
         expectedFrom: row.state,
         detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
@@ -184,7 +184,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
-      transition(att, row.id, {
+      await transition(att, row.id, {
         to: 'quarantined',
         expectedFrom: 'fetched',
         reason,
@@ -204,10 +204,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         ...warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })),
         ...customerReviews.slice(0, 50).map((c) => ({ code: 'customer_name', field: `customer.${c.entityId}`, message: redactForStorage(c.message), at: 'customer match' })),
       ];
-      loans.recordEvent(row.id, { kind: 'warning', reason: `${reviewCount} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: items } }, clock.now());
+      await loans.recordEvent(row.id, { kind: 'warning', reason: `${reviewCount} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: items } }, clock.now());
       log.info({ warnings: reviewCount, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
     }
-    transition(att, row.id, {
+    await transition(att, row.id, {
       to: 'mapped',
       expectedFrom: 'fetched',
       detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(reviewCount > 0 ? { warnings: reviewCount } : {}) },
@@ -243,23 +243,23 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         // The core's own account number when it assigns one (Fineract accountNo, read back).
         ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
       },
-      also: () => {
-        ensureAckKey(row);
+      also: async () => {
+        await ensureAckKey(row);
         // The customers this loan claimed exist in the core now: later loans reference them.
-        resolver?.afterWrite(row.id, receipt);
+        await resolver?.afterWrite(row.id, receipt);
       },
     });
   }
 
-  function ensureAckKey(row: LoanRow): void {
-    store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
+  async function ensureAckKey(row: LoanRow): Promise<void> {
+    await store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
   }
 
   async function acknowledge(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
     const key = ackKey(row.id, row.releaseMarker ?? 'release');
     // Normally stored with the core write; a loan written by an older version gets it here. Either
     // way it exists before the first call and every retry, across restarts, reuses it.
-    if (store.keys.get(key) === null) store.keys.ensure(key, 'ack', row.id, clock.now());
+    if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
     let response: unknown;
     let alreadyBoarded = false;
     try {
@@ -282,13 +282,13 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     });
   }
 
-  function fail(att: Attempt, row: LoanRow, code: string, message: string, exhaustedReason: QuarantineReason, detail: unknown): BoardOutcome {
-    const cur = loans.require(row.id);
+  async function fail(att: Attempt, row: LoanRow, code: string, message: string, exhaustedReason: QuarantineReason, detail: unknown): Promise<BoardOutcome> {
+    const cur = await loans.require(row.id);
     const attempts = att.counted ? cur.attempts : att.n;
     const now = clock.now();
     const msg = redactForStorage(message).slice(0, 4000);
     if (attempts >= settings.maxAttempts) {
-      transition(att, row.id, {
+      await transition(att, row.id, {
         to: 'quarantined',
         reason: exhaustedReason,
         detail: { ...(detail as object), attempts, code },
@@ -297,7 +297,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
     }
     const nextAttemptAt = now + retryDelayMs(attempts, settings, random);
-    transition(att, row.id, {
+    await transition(att, row.id, {
       to: 'retry_wait',
       reason: code,
       detail: { ...(detail as object), nextAttemptAt: new Date(nextAttemptAt).toISOString(), written: cur.writtenAt !== null },
@@ -306,9 +306,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt };
   }
 
-  function quarantine(att: Attempt, row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): BoardOutcome {
+  async function quarantine(att: Attempt, row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): Promise<BoardOutcome> {
     const msg = redactForStorage(message).slice(0, 4000);
-    transition(att, row.id, {
+    await transition(att, row.id, {
       to: 'quarantined',
       reason,
       detail,
@@ -322,7 +322,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
    * checkpoint the next run resumes from.
    */
   async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
-    let row = loans.get(loanId);
+    let row = await loans.get(loanId);
     if (!row || !WORKING.has(row.state)) return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
     // Ack-only only when the core write was made for this very release: a loan re-released since
     // (e.g. while skipped) must have its new release written, never just acknowledged.
@@ -338,11 +338,11 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       await acknowledge(att, row, signal);
       return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
     } catch (err) {
-      return classifyFailure(att, loans.require(loanId), err, phase, signal);
+      return classifyFailure(att, await loans.require(loanId), err, phase, signal);
     }
   }
 
-  function classifyFailure(att: Attempt, row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): BoardOutcome {
+  async function classifyFailure(att: Attempt, row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): Promise<BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
     if (err instanceof IllegalTransitionError) throw err;
     if (err instanceof StaleStateError || !WORKING.has(row.state)) {
@@ -352,7 +352,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     }
     const core = classifyCoreFailure(err);
     if (signal.aborted && core?.disposition !== 'quarantine') {
-      loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
+      await loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
       return { kind: 'interrupted', loanId: row.id };
     }
     if (err instanceof CustomerAmbiguousError) {
@@ -367,7 +367,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     if (err instanceof PoolExhaustedError) {
       // No number left: boarding more loans would need one each. Never a reused number: stop.
       log.error({ pool: err.pool, capacity: err.capacity }, err.message);
-      loans.recordEvent(row.id, { kind: 'attempt', reason: 'number pool exhausted', detail: { phase, pool: err.pool, message: err.message } }, clock.now());
+      await loans.recordEvent(row.id, { kind: 'attempt', reason: 'number pool exhausted', detail: { phase, pool: err.pool, message: err.message } }, clock.now());
       return { kind: 'fatal', loanId: row.id, error: { code: err.code, message: err.message } };
     }
     if (core !== null) {
@@ -379,7 +379,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           // The core refused our credentials: every loan would fail the same way, so stop instead of
           // burning attempts until each one is quarantined.
           log.error({ err: core.message }, 'core refused the connector: stopping');
-          loans.recordEvent(row.id, { kind: 'attempt', reason: 'fatal core error', detail: { phase, message: redactForStorage(core.message) } }, clock.now());
+          await loans.recordEvent(row.id, { kind: 'attempt', reason: 'fatal core error', detail: { phase, message: redactForStorage(core.message) } }, clock.now());
           return { kind: 'fatal', loanId: row.id, error: { code: core.code, message: core.message } };
         case 'retry':
         case 'retry-check-first':
@@ -391,10 +391,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       switch (err.disposition) {
         case 'fatal':
           log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
-          loans.recordEvent(row.id, { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() }, clock.now());
+          await loans.recordEvent(row.id, { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() }, clock.now());
           return { kind: 'fatal', loanId: row.id, error: err };
         case 'halt':
-          loans.recordEvent(row.id, { kind: 'attempt', reason: 'platform traffic stopped after rate-limit strikes', detail: err.toJSON() }, clock.now());
+          await loans.recordEvent(row.id, { kind: 'attempt', reason: 'platform traffic stopped after rate-limit strikes', detail: err.toJSON() }, clock.now());
           return { kind: 'traffic_stopped', loanId: row.id, message: err.message };
         case 'retry-call':
         case 'retry-later':

@@ -53,7 +53,7 @@ export interface CustomerResolverDeps {
    * The CIF of a new customer: from the bank's pool (same key → same number forever), or null when
    * the core assigns it at create (identity.customerNumbers.source: core; Fineract's client id).
    */
-  newCif: (key: string, now: number) => string | null;
+  newCif: (key: string, now: number) => Promise<string | null>;
   onAmbiguous: 'quarantine' | 'create';
   /** A masked tax id boards (mappings.allowLast4Tin) as a new customer keyed by its entity id. */
   allowLast4Tin: boolean;
@@ -109,7 +109,7 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
      * The common writes (claims with their pool CIF, core matches, the per-party rows) commit in
      * one transaction at the end — every commit is a synchronous fsync — and before the core write.
      */
-    const ops: Array<() => void> = [];
+    const ops: Array<() => Promise<unknown>> = [];
     const record = (p: Party, r: ResolvedCustomer, tinHash: string | null, nameAgrees: boolean | null, now: number): void => {
       ops.push(() => customers.resolved({ loanId, entityId: p.id, cif: r.cif, tinHash, matchedBy: r.matchedBy, existing: r.existing, nameAgrees }, now));
       result.customers[p.id] = r;
@@ -123,22 +123,29 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         // A masked (or absent) tax id matches nothing. Without mappings.allowLast4Tin the mapping
         // quarantines the loan as tin_incomplete; with it, the party is its own customer.
         if (!deps.allowLast4Tin) continue;
-        const x = customers.xref(p.id);
+        const x = await customers.xref(p.id);
         const r: ResolvedCustomer = x?.cif ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId } : { cif: null, matchedBy: 'created', existing: false };
-        if (!x?.cif) ops.push(() => (r.cif = deps.newCif(`entity:${p.id}`, now)));
+        if (!x?.cif) {
+          ops.push(async () => {
+            r.cif = await deps.newCif(`entity:${p.id}`, now);
+          });
+        }
         record(p, r, null, null, now);
         continue;
       }
-      const x = customers.xref(p.id);
+      const x = await customers.xref(p.id);
       const viaXref = x !== undefined && x.tinHash === tinHash;
       const first = createdHere.get(tinHash);
       if (first !== undefined) {
         const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
-        ops.push(() => (r.cif = first.cif));
+        ops.push(async () => {
+          r.cif = first.cif;
+          await Promise.resolve();
+        });
         record(p, r, tinHash, null, now);
         continue;
       }
-      const row = customers.byTin(tinHash);
+      const row = await customers.byTin(tinHash);
       let nameAgrees: boolean | null = null;
       let r: ResolvedCustomer;
       if (row !== undefined) {
@@ -161,8 +168,8 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         } else {
           if (cifs.length > 1) result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)` });
           const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
-          ops.push(() => {
-            const claimed = customers.claim(tinHash, deps.newCif(tinHash, now), loanId, now);
+          ops.push(async () => {
+            const claimed = await customers.claim(tinHash, await deps.newCif(tinHash, now), loanId, now);
             // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
             // only another process could): start over rather than create a second customer.
             if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId) throw new CustomerWaitError('customer.claimed_elsewhere', `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`);
@@ -177,7 +184,11 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       }
       record(p, r, tinHash, nameAgrees, now);
     }
-    if (ops.length > 0) store.atomically(() => ops.forEach((op) => op()));
+    if (ops.length > 0) {
+      await store.write(async () => {
+        for (const op of ops) await op();
+      });
+    }
     return result;
   }
 
@@ -208,18 +219,18 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         if (cif === undefined) {
           throw new CustomerWaitError('customer.number_unknown', `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`);
         }
-        customers.setCif(q.tinHash, cif, now);
-        return { row: customers.byTin(q.tinHash) as CustomerRow, creates: false, nameAgrees: null };
+        await customers.setCif(q.tinHash, cif, now);
+        return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: false, nameAgrees: null };
       }
       return { row, creates: false, nameAgrees: null };
     }
     // Claimed: some loan's write creates it.
     if (row.creatorLoanId === loanId) return { row, creates: true, nameAgrees: null };
-    const creator = row.creatorLoanId === null ? undefined : (store.loans.get(row.creatorLoanId) ?? undefined);
+    const creator = row.creatorLoanId === null ? undefined : ((await store.loans.get(row.creatorLoanId)) ?? undefined);
     if (creator !== undefined && (creator.state === 'acknowledged' || (creator.state === 'written' && creator.writtenAt !== null))) {
       // Written (the claim is marked in the same transaction; this covers a row from an older run).
-      customers.markWritten(creator.id, new Map(), now);
-      return settle(customers.byTin(q.tinHash) as CustomerRow, loanId, q, signal);
+      await customers.markWritten(creator.id, new Map(), now);
+      return settle((await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
     }
     if (creator === undefined || (PARKED_STATES as readonly string[]).includes(creator.state)) {
       // The creating loan stopped before its write reached the core (quarantined, skipped) or is gone.
@@ -228,16 +239,16 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         const found = await deps.directory.findByTin(q, signal ? { signal } : {});
         const cif = found[0]?.cif;
         if (cif !== undefined && found.length === 1) {
-          customers.setCif(q.tinHash, cif, now);
-          customers.markWritten(creator.id, new Map([[q.tinHash, cif]]), now);
-          return { row: customers.byTin(q.tinHash) as CustomerRow, creates: false, nameAgrees: found[0]?.nameAgrees ?? null };
+          await customers.setCif(q.tinHash, cif, now);
+          await customers.markWritten(creator.id, new Map([[q.tinHash, cif]]), now);
+          return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: false, nameAgrees: found[0]?.nameAgrees ?? null };
         }
       }
-      if (customers.takeOver(q.tinHash, row.creatorLoanId ?? '', loanId, now)) {
+      if (await customers.takeOver(q.tinHash, row.creatorLoanId ?? '', loanId, now)) {
         deps.logger.info({ loanId, from: row.creatorLoanId }, 'customer claimed by a loan that never wrote it: this loan creates it');
-        return { row: customers.byTin(q.tinHash) as CustomerRow, creates: true, nameAgrees: null };
+        return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: true, nameAgrees: null };
       }
-      return settle(customers.byTin(q.tinHash) as CustomerRow, loanId, q, signal);
+      return settle((await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
     }
     throw new CustomerWaitError(
       'customer.creation_pending',
@@ -250,17 +261,17 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
    * claimed now exists in the core. Numbers the core assigned (Fineract client ids) are read from
    * the receipt's client records, whose external id is the platform entity id.
    */
-  function afterWrite(loanId: string, receipt: CoreReceipt | null): void {
+  async function afterWrite(loanId: string, receipt: CoreReceipt | null): Promise<void> {
     const now = clock.now();
     const assigned = new Map<string, string>();
     if (receipt !== null) {
-      const byEntity = new Map(customers.forLoan(loanId).map((r) => [r.entityId, r] as const));
+      const byEntity = new Map((await customers.forLoan(loanId)).map((r) => [r.entityId, r] as const));
       for (const rec of receipt.records) {
         const lc = byEntity.get(rec.externalId);
         if (lc !== undefined && lc.tinHash !== null && lc.cif === null && (rec.type === 'client' || rec.type === 'customer')) assigned.set(lc.tinHash, rec.coreId);
       }
     }
-    customers.markWritten(loanId, assigned, now);
+    await customers.markWritten(loanId, assigned, now);
   }
 
   return { lockKeys, resolve, afterWrite };

@@ -177,10 +177,10 @@ export function createCycleRunner(deps: CycleDeps) {
   }
 
   async function walk(summary: CycleSummary, stop: AbortSignal, progress: (p: CycleProgress) => void): Promise<void> {
-    const checkpoint = store.checkpoints.get(QUEUE_CHECKPOINT);
+    const checkpoint = await store.checkpoints.get(QUEUE_CHECKPOINT);
     let cursor = checkpoint?.cursor ?? null;
     summary.walk.resumed = cursor !== null;
-    if (!checkpoint) store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
+    if (!checkpoint) await store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
     else if (cursor !== null) logger.info({ startedAt: new Date(checkpoint.startedAt).toISOString() }, 'resuming an interrupted queue walk from its checkpoint');
     let restarted = false;
     const stillListed = new Map<string, StillListedKind>();
@@ -197,16 +197,16 @@ export function createCycleRunner(deps: CycleDeps) {
           for await (const page of platform.boardingQueue({ cursor, limit: deps.pageSize, signal: stop })) {
             const now = clock.now();
             // The page's loans and the cursor after it are saved together: a crash re-reads at most one page.
-            store.atomically(() => {
+            await store.write(async () => {
               for (const item of page.items) {
-                const r = recordQueueItem(store.loans, item, now, logger, inFlight, observer);
+                const r = await recordQueueItem(store.loans, item, now, logger, inFlight, observer);
                 if (r === 'new') summary.walk.newLoans += 1;
                 if (r === 're-released') summary.walk.reReleased += 1;
               }
               for (const bad of page.invalid) {
-                recordInvalidItem(store.loans, bad, now, logger, observer);
+                await recordInvalidItem(store.loans, bad, now, logger, observer);
               }
-              if (page.nextCursor !== null) store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
+              if (page.nextCursor !== null) await store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
             });
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
@@ -214,7 +214,7 @@ export function createCycleRunner(deps: CycleDeps) {
             progress({ phase: 'walk', pages: summary.walk.pages, items: summary.walk.items });
             if (stop.aborted) return;
           }
-          store.checkpoints.clear(QUEUE_CHECKPOINT);
+          await store.checkpoints.clear(QUEUE_CHECKPOINT);
           summary.walk.complete = true;
           return;
         } catch (err) {
@@ -226,7 +226,7 @@ export function createCycleRunner(deps: CycleDeps) {
             logger.warn({ code: err.code, status: err.status }, 'checkpointed queue cursor refused; walking the queue from the start');
             cursor = null;
             restarted = true;
-            store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
+            await store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
             continue;
           }
           summary.walk.error = errorMessage(err);
@@ -247,7 +247,7 @@ export function createCycleRunner(deps: CycleDeps) {
     );
   }
 
-  function tally(summary: CycleSummary, o: BoardOutcome): void {
+  async function tally(summary: CycleSummary, o: BoardOutcome): Promise<void> {
     switch (o.kind) {
       case 'acknowledged':
         coreFailuresInARow = 0;
@@ -256,7 +256,7 @@ export function createCycleRunner(deps: CycleDeps) {
         break;
       case 'retry_wait': {
         summary.retryWait += 1;
-        const row = store.loans.get(o.loanId);
+        const row = await store.loans.get(o.loanId);
         if (isCoreUnavailableCode(o.code)) noteCoreFailure(summary, row?.lastErrorMessage ?? o.code);
         if (summary.problems.length < MAX_PROBLEMS) {
           summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: row?.lastErrorMessage ?? '' });
@@ -291,34 +291,42 @@ export function createCycleRunner(deps: CycleDeps) {
 
   async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
     // Due as of the start of the pass (a loan this pass puts in retry_wait waits for the next one),
-    // walked in keyset pages; better-sqlite3 is synchronous, so workers never read a page twice.
+    // walked in keyset pages; one page is read at a time (the other workers wait for it), so
+    // workers never read a page twice.
     const passNow = clock.now();
     let page: string[] = [];
     let at = 0;
     let cursor: DueCursor | null = null;
     let exhausted = false;
-    const nextDue = (): string | undefined => {
+    let loading: Promise<void> | null = null;
+    const loadPage = async (): Promise<void> => {
+      const next = await store.loans.duePage(passNow, cursor, DUE_PAGE);
+      page = next.ids;
+      at = 0;
+      cursor = next.next;
+      if (next.ids.length < DUE_PAGE) exhausted = true;
+    };
+    const nextDue = async (): Promise<string | undefined> => {
       for (;;) {
         while (at < page.length) {
           const id = page[at++] as string;
           if (!inFlight.has(id)) return id;
         }
         if (exhausted) return undefined;
-        const next = store.loans.duePage(passNow, cursor, DUE_PAGE);
-        page = next.ids;
-        at = 0;
-        cursor = next.next;
-        if (next.ids.length < DUE_PAGE) exhausted = true;
+        loading ??= loadPage().finally(() => {
+          loading = null;
+        });
+        await loading;
       }
     };
     // The progress line's total: counted, not read (a count stays flat in the backlog's size).
-    const total = store.loans.dueCount(passNow);
+    const total = await store.loans.dueCount(passNow);
     let done = 0;
     if (total > 0) progress({ phase: 'board', done, total, pass: summary.passes });
     const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
     const worker = async (): Promise<void> => {
       while (!halted()) {
-        const id = nextDue();
+        const id = await nextDue();
         if (id === undefined) return;
         inFlight.add(id);
         attempted.add(id);
@@ -330,7 +338,7 @@ export function createCycleRunner(deps: CycleDeps) {
         if (abort.aborted) relay();
         else abort.addEventListener('abort', relay, { once: true });
         try {
-          tally(summary, await boarder.board(id, loanAbort.signal));
+          await tally(summary, await boarder.board(id, loanAbort.signal));
         } finally {
           abort.removeEventListener('abort', relay);
           inFlight.delete(id);
@@ -345,11 +353,11 @@ export function createCycleRunner(deps: CycleDeps) {
   }
 
   /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon, and how many are waiting. */
-  function settleTarget(attempted: ReadonlySet<string>, horizon: number): { at: number; loans: number } | null {
+  async function settleTarget(attempted: ReadonlySet<string>, horizon: number): Promise<{ at: number; loans: number } | null> {
     let best: number | null = null;
     let loans = 0;
     for (const id of attempted) {
-      const row = store.loans.get(id);
+      const row = await store.loans.get(id);
       if (row?.state !== 'retry_wait' || row.nextAttemptAt === null) continue;
       if (row.nextAttemptAt > horizon) continue;
       loans += 1;
@@ -385,12 +393,12 @@ export function createCycleRunner(deps: CycleDeps) {
       coreOutage: null,
       busy: null,
       leaseLost: false,
-      states: store.loans.countByState(),
+      states: await store.loans.countByState(),
       problems: [],
     };
-    let lease: ReturnType<typeof store.leases.acquire>;
+    let lease: Awaited<ReturnType<typeof store.leases.acquire>>;
     try {
-      lease = store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
+      lease = await store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
     } catch (err) {
       running = false;
       throw err;
@@ -409,20 +417,20 @@ export function createCycleRunner(deps: CycleDeps) {
     // Heartbeat on a timer, not on progress: a cycle waiting out a rate-limit pause still owns the lease.
     // A throw here would be uncaught (a timer callback) and kill the process: log it, and let the
     // next beat try again; the lease only goes stale after leaseTtlMs without a successful beat.
-    const heartbeat = (): void => {
+    const heartbeat = async (): Promise<void> => {
       if (leaseLost.signal.aborted) return;
       let held: boolean;
       try {
-        held = store.leases.heartbeat(BOARDING_LEASE, me.owner, clock.now());
+        held = await store.leases.heartbeat(BOARDING_LEASE, me.owner, clock.now());
       } catch (err) {
         logger.warn({ err: errorMessage(err) }, 'boarding lease heartbeat failed; retrying on the next beat');
         return;
       }
       if (held) return;
       summary.leaseLost = true;
-      let holder: ReturnType<typeof store.leases.get> = null;
+      let holder: Awaited<ReturnType<typeof store.leases.get>> = null;
       try {
-        holder = store.leases.get(BOARDING_LEASE);
+        holder = await store.leases.get(BOARDING_LEASE);
       } catch {
         // Only for the log line.
       }
@@ -432,7 +440,9 @@ export function createCycleRunner(deps: CycleDeps) {
       );
       leaseLost.abort(new Error('boarding lease lost'));
     };
-    const beat = every(clock, Math.max(250, Math.floor(leaseTtlMs / 4)), heartbeat);
+    const beat = every(clock, Math.max(250, Math.floor(leaseTtlMs / 4)), () => {
+      heartbeat().catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'boarding lease heartbeat failed'));
+    });
     try {
       const progress = (p: CycleProgress): void => {
         try {
@@ -456,7 +466,7 @@ export function createCycleRunner(deps: CycleDeps) {
         await boardPass(summary, stop, abort, attempted, progress);
         const settleMs = opts.settleMs ?? 0;
         if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
-        const target = settleTarget(attempted, clock.now() + settleMs);
+        const target = await settleTarget(attempted, clock.now() + settleMs);
         if (target === null) break;
         progress({ phase: 'settle', until: target.at, loans: target.loans });
         try {
@@ -477,17 +487,19 @@ export function createCycleRunner(deps: CycleDeps) {
       // First: a failed release below must never leave the runner refusing every later cycle.
       running = false;
       try {
-        store.leases.release(BOARDING_LEASE, me.owner);
+        await store.leases.release(BOARDING_LEASE, me.owner);
       } catch (err) {
         // The lease stays until it goes stale (leaseTtlMs) or this process exits; our own next
         // cycle re-acquires it (same owner), another process waits out the ttl.
         logger.warn({ err: errorMessage(err) }, 'could not release the boarding lease; it expires on its own');
       }
       summary.durationMs = clock.now() - started;
-      summary.states = store.loans.countByState();
+      summary.states = await store.loans.countByState();
       // Keep the latest word on each loan, and only if it still stands (a settled retry succeeded).
       const latest = new Map(summary.problems.map((p) => [p.loanId, p]));
-      summary.problems = [...latest.values()].filter((p) => store.loans.get(p.loanId)?.state === p.state);
+      const standing: CycleSummary['problems'] = [];
+      for (const p of latest.values()) if ((await store.loans.get(p.loanId))?.state === p.state) standing.push(p);
+      summary.problems = standing;
     }
   }
 

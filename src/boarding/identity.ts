@@ -17,14 +17,14 @@ export type NumberSource = 'pool' | 'core';
 export interface AccountNumbers {
   readonly source: NumberSource;
   /** The loan's number, allocated on first use (source pool); null for source core. Call inside the state change's transaction. */
-  accountNumberFor(row: { id: string }, now: number): string | null;
+  accountNumberFor(row: { id: string }, now: number): Promise<string | null>;
   /** The number the loan holds already, without allocating (preview, dry run, loans show). */
-  existing(loanId: string): string | null;
+  existing(loanId: string): Promise<string | null>;
   /**
    * The number a preview or dry run maps with: the loan's own, else the one the pool would give it
    * next (not allocated: a preview writes nothing); null for source core.
    */
-  preview(loanId: string): string | null;
+  preview(loanId: string): Promise<string | null>;
 }
 
 /**
@@ -33,8 +33,8 @@ export interface AccountNumbers {
  */
 export function createPoolWatch(store: BoardingStore, logger: Logger) {
   const warnedAt = new Map<NumberPoolName, number>();
-  return (pool: NumberPoolName): PoolUsage => {
-    const usage = store.numbers.usage(pool);
+  return async (pool: NumberPoolName): Promise<PoolUsage> => {
+    const usage = await store.numbers.usage(pool);
     if (usage.ratio >= usage.warnAt) {
       const percent = Math.floor(usage.ratio * 100);
       if ((warnedAt.get(pool) ?? -1) < percent) {
@@ -53,18 +53,18 @@ export function createAccountNumbers(deps: { store: BoardingStore; source: Numbe
   const watch = createPoolWatch(deps.store, deps.logger);
   return {
     source: deps.source,
-    accountNumberFor(row, now) {
+    async accountNumberFor(row, now) {
       if (deps.source === 'core') return null;
-      const { number, fresh } = deps.store.numbers.allocate('account', row.id, now);
-      if (fresh) watch('account');
+      const { number, fresh } = await deps.store.numbers.allocate('account', row.id, now);
+      if (fresh) await watch('account');
       return number;
     },
     existing(loanId) {
       return deps.store.numbers.get('account', loanId);
     },
-    preview(loanId) {
+    async preview(loanId) {
       if (deps.source === 'core') return null;
-      return deps.store.numbers.get('account', loanId) ?? deps.store.numbers.peek('account');
+      return (await deps.store.numbers.get('account', loanId)) ?? (await deps.store.numbers.peek('account'));
     },
   };
 }

@@ -35,25 +35,25 @@ function itemColumns(item: QueueItem, now: number): LoanPatch {
  * is idempotent by external id, the new acknowledgement gets a new key). Loans an operator skipped
  * stay skipped: that decision is theirs to undo (`loans retry`).
  */
-export function recordQueueItem(
+export async function recordQueueItem(
   loans: LoanStore,
   item: QueueItem,
   now: number,
   logger: Logger,
   inFlight: ReadonlySet<string>,
   observer?: IntakeObserver,
-): IntakeResult {
+): Promise<IntakeResult> {
   const marker = releaseMarker(item);
-  const existing = loans.get(item.id);
+  const existing = await loans.get(item.id);
   if (!existing) {
-    loans.insert(
+    await loans.insert(
       { id: item.id, state: 'queued', patch: { ...itemColumns(item, now), releaseMarker: marker }, reason: 'released to the core', detail: { releaseMarker: marker } },
       now,
     );
     return 'new';
   }
   if (existing.releaseMarker === marker || inFlight.has(item.id)) {
-    if (existing.state !== 'acknowledged') loans.update(item.id, itemColumns(item, now), now);
+    if (existing.state !== 'acknowledged') await loans.update(item.id, itemColumns(item, now), now);
     if (existing.state === 'acknowledged') {
       // Still listed after our acknowledgement: never boarded a second time on a guess (the same
       // marker means the same acknowledgement key, and a platform lagging behind looks exactly
@@ -81,7 +81,7 @@ function loanFieldsDiffer(stored: string, item: QueueItem): boolean {
   return strip(stored) !== strip(storableQueueItem(item));
 }
 
-function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker: string, now: number, logger: Logger): IntakeResult {
+async function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker: string, now: number, logger: Logger): Promise<IntakeResult> {
   const detail = { previousMarker: existing.releaseMarker, releaseMarker: marker };
   const reset: LoanPatch = {
     ...itemColumns(item, now),
@@ -98,12 +98,12 @@ function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker:
   if (existing.state === 'skipped') {
     // The same reset as below, state aside: the old release's write must not make a later
     // `loans retry` merely acknowledge the new release (which the core never received).
-    loans.update(item.id, reset, now);
-    loans.recordEvent(item.id, { kind: 'release', reason: 'released again while skipped; stays skipped', detail }, now);
+    await loans.update(item.id, reset, now);
+    await loans.recordEvent(item.id, { kind: 'release', reason: 'released again while skipped; stays skipped', detail }, now);
     return 'seen';
   }
   logger.info({ loanId: item.id, ...detail, state: existing.state }, 'loan released again: boarding it again');
-  loans.transition(item.id, { to: 'queued', kind: 'release', reason: 'released again (new release marker)', detail, patch: reset }, now);
+  await loans.transition(item.id, { to: 'queued', kind: 'release', reason: 'released again (new release marker)', detail, patch: reset }, now);
   return 're-released';
 }
 
@@ -113,20 +113,20 @@ function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker:
  * acknowledged, skipped, quarantined already) keeps its state: what was done stands, and the
  * warning says so (the platform client announces every invalid item as reported for quarantine).
  */
-export function recordInvalidItem(loans: LoanStore, bad: InvalidItem, now: number, logger: Logger, observer?: IntakeObserver): IntakeResult {
+export async function recordInvalidItem(loans: LoanStore, bad: InvalidItem, now: number, logger: Logger, observer?: IntakeObserver): Promise<IntakeResult> {
   if (bad.id === null) {
     logger.error({ index: bad.index, problems: bad.problems }, 'boarding queue item without an id failed validation; cannot quarantine it');
     return 'ignored';
   }
   const message = `queue item failed validation: ${bad.problems.join('; ')}`.slice(0, 2000);
   const patch: LoanPatch = { quarantineReason: 'validation', lastErrorCode: 'queue_item.invalid', lastErrorMessage: message, lastSeenAt: now };
-  const existing = loans.get(bad.id);
+  const existing = await loans.get(bad.id);
   if (!existing) {
-    loans.insert({ id: bad.id, state: 'quarantined', patch, reason: 'validation', detail: { problems: bad.problems } }, now);
+    await loans.insert({ id: bad.id, state: 'quarantined', patch, reason: 'validation', detail: { problems: bad.problems } }, now);
     return 'quarantined-invalid';
   }
   if (existing.state === 'queued' || existing.state === 'retry_wait') {
-    loans.transition(bad.id, { to: 'quarantined', reason: 'validation', detail: { problems: bad.problems }, patch }, now);
+    await loans.transition(bad.id, { to: 'quarantined', reason: 'validation', detail: { problems: bad.problems }, patch }, now);
     return 'quarantined-invalid';
   }
   if (existing.state === 'acknowledged') {

@@ -7,9 +7,9 @@ import { writtenForCurrentRelease } from './release.js';
 const RETRYABLE_FROM = new Set<string>(RETRYABLE_STATES);
 const SKIPPABLE_FROM = new Set<string>(SKIPPABLE_STATES);
 
-function load(loans: LoanStore, id: string): LoanRow {
+async function load(loans: LoanStore, id: string): Promise<LoanRow> {
   try {
-    return loans.require(id);
+    return await loans.require(id);
   } catch (err) {
     if (err instanceof LoanNotFoundError) throw new UsageError(`${err.message} (see \`loans list\`)`);
     throw err;
@@ -22,16 +22,16 @@ export type OpPlan =
   | { loanId: string; ok: false; state: string | null; why: string };
 
 /** Whether `loans retry ID` would take this loan, and what its next attempt would do; changes nothing. */
-export function planRetry(loans: LoanStore, id: string): OpPlan {
-  const row = loans.get(id);
+export async function planRetry(loans: LoanStore, id: string): Promise<OpPlan> {
+  const row = await loans.get(id);
   if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database (see \`loans list\`)` };
   if (!RETRYABLE_FROM.has(row.state)) return { loanId: id, ok: false, state: row.state, why: `loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried` };
   return { loanId: id, ok: true, state: row.state, quarantineReason: row.quarantineReason, loanNumber: row.loanNumber, ackOnly: writtenForCurrentRelease(row) };
 }
 
 /** Whether `loans skip ID` would take this loan; changes nothing. */
-export function planSkip(loans: LoanStore, id: string): OpPlan {
-  const row = loans.get(id);
+export async function planSkip(loans: LoanStore, id: string): Promise<OpPlan> {
+  const row = await loans.get(id);
   if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database (see \`loans list\`)` };
   if (!SKIPPABLE_FROM.has(row.state)) return { loanId: id, ok: false, state: row.state, why: `loan ${id} is ${row.state}; it cannot be skipped` };
   return { loanId: id, ok: true, state: row.state, quarantineReason: row.quarantineReason, loanNumber: row.loanNumber, ackOnly: false };
@@ -42,8 +42,8 @@ export function planSkip(loans: LoanStore, id: string): OpPlan {
  * holds for its current release keeps that: its next attempt only acknowledges, never writes
  * again. A write for an earlier release (re-released since) does not count: the new one is written.
  */
-export function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: { bulk: { reason: string | null; since: string | null } }): LoanRow {
-  const row = load(loans, id);
+export async function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: { bulk: { reason: string | null; since: string | null } }): Promise<LoanRow> {
+  const row = await load(loans, id);
   if (!RETRYABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`);
   }
@@ -63,9 +63,9 @@ export function retryLoan(loans: LoanStore, id: string, actor: string, now: numb
 }
 
 /** `loans skip ID --reason TEXT`: never boarded by the connector unless retried; audited with who and why. */
-export function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number): LoanRow {
+export async function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number): Promise<LoanRow> {
   if (reason.trim() === '') throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
-  const row = load(loans, id);
+  const row = await load(loans, id);
   if (!SKIPPABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; it cannot be skipped`);
   }

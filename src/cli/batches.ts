@@ -6,12 +6,12 @@ import { loadLayout } from '../mapping/loader.js';
 import type { FileBatchRow } from '../store/file-batches.js';
 import { out, type CliContext } from './context.js';
 
-function openBatches(ctx: CliContext): FileBatches {
+async function openBatches(ctx: CliContext): Promise<FileBatches> {
   const config = ctx.config();
   if (config.core.adapter !== 'file') throw new UsageError('batches: core.adapter is not file');
   const layout = loadLayout(config.mappings.dir, { timeZone: config.bank.timeZone });
   if (layout === undefined) throw new FatalError(`batches: the mapping set ${config.mappings.dir} declares no layout.yaml, so the file core writes no batches`);
-  const batches = openFileBatches(ctx, layout);
+  const batches = await openFileBatches(ctx, layout);
   if (batches === undefined) throw new FatalError('batches: core.file.csvBatches is false');
   return batches;
 }
@@ -32,7 +32,7 @@ interface BatchView {
 }
 
 async function view(batches: FileBatches, b: FileBatchRow): Promise<BatchView> {
-  const counts = batches.store.counts(b.id);
+  const counts = await batches.store.counts(b.id);
   return {
     id: b.id,
     status: b.status,
@@ -45,7 +45,7 @@ async function view(batches: FileBatches, b: FileBatchRow): Promise<BatchView> {
     corrections: counts.corrections,
     records: counts.records,
     // Totals are fixed at the seal; an open batch shows what it holds so far.
-    principalCents: b.principalCents ?? batches.store.principalOf(b.id),
+    principalCents: b.principalCents ?? (await batches.store.principalOf(b.id)),
     triggerFile: b.status === 'open' ? false : await batches.triggerPresent(b.id),
   };
 }
@@ -59,8 +59,8 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
     .option('--limit <n>', 'how many', (v) => Number(v), 30)
     .option('--json', 'print JSON')
     .action(async (opts: { limit: number; json?: boolean }) => {
-      const batches = openBatches(ctx);
-      const rows = await Promise.all(batches.store.list(opts.limit).map((b) => view(batches, b)));
+      const batches = await openBatches(ctx);
+      const rows = await Promise.all((await batches.store.list(opts.limit)).map((b) => view(batches, b)));
       if (opts.json) return out(ctx, JSON.stringify(rows, null, 2));
       if (rows.length === 0) return out(ctx, 'no batches yet');
       for (const r of rows) {
@@ -74,10 +74,12 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
     .argument('<id>', 'batch id (yyyy-mm-dd-nnn)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const batches = openBatches(ctx);
-      const b = batches.store.get(id);
+      const batches = await openBatches(ctx);
+      const b = await batches.store.get(id);
       if (b === undefined) throw new FatalError(`batches show: no batch ${id}`);
-      const loans = [...batches.store.loansOf(id)].map((l) => ({ loanId: l.loanId, kind: l.kind, records: l.recordCount, principalCents: l.principalCents, boardedAt: new Date(l.boardedAt).toISOString() }));
+      const loanRows = [];
+      for await (const l of batches.store.loansOf(id)) loanRows.push(l);
+      const loans = loanRows.map((l) => ({ loanId: l.loanId, kind: l.kind, records: l.recordCount, principalCents: l.principalCents, boardedAt: new Date(l.boardedAt).toISOString() }));
       const v = { ...(await view(batches, b)), dir: batches.batchDir(id), loanList: loans };
       if (opts.json) return out(ctx, JSON.stringify(v, null, 2));
       const { loanList: _l, ...fields } = v;
@@ -92,7 +94,7 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
     .option('--by <name>', 'operator (default: $USER)')
     .option('--id <id>', 'seal only if this is the open batch')
     .action(async (opts: { reason: string; by?: string; id?: string }) => {
-      const batches = openBatches(ctx);
+      const batches = await openBatches(ctx);
       await batches.recover();
       const by = opts.by ?? ctx.env['USER'] ?? ctx.env['USERNAME'] ?? 'ops';
       const id = await batches.sealNow(opts.reason, by, opts.id);

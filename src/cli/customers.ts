@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import { openState } from '../app/session.js';
-import { MATCHED_BY, type MatchedBy, type XrefRow } from '../store/customers.js';
+import { MATCHED_BY, type CustomerStore, type MatchedBy, type XrefRow } from '../store/customers.js';
 import { out, type CliContext } from './context.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -23,18 +23,19 @@ function table(rows: readonly XrefRow[]): string {
  */
 export function registerCustomersCommands(program: Command, ctx: CliContext): void {
   const customers = program.command('customers').description('the customer cross-reference: platform entity id ↔ CIF, and how each was resolved (crossref, tin, created)');
-  const open = () => openState(ctx).store.customers;
+  const open = async (): Promise<CustomerStore> => (await openState(ctx)).store.customers;
 
   customers
     .command('show')
     .description('one customer: by platform entity id, or every entity id on one CIF; with the loans that resolved it')
     .argument('<key>', 'a platform business/person id, or a CIF')
     .option('--json', 'print JSON')
-    .action((key: string, opts: { json?: boolean }) => {
-      const store = open();
-      const rows = store.find(key);
+    .action(async (key: string, opts: { json?: boolean }) => {
+      const store = await open();
+      const rows = await store.find(key);
       if (rows.length === 0) throw new UsageError(`no customer with entity id or CIF ${JSON.stringify(key)} in the cross-reference (see \`customers list\`)`);
-      const loans = rows.flatMap((r) => store.forEntity(r.entityId));
+      const loans = [];
+      for (const r of rows) loans.push(...(await store.forEntity(r.entityId)));
       if (opts.json === true) {
         out(ctx, JSON.stringify({ customers: rows.map(view), loans: loans.map((l) => ({ loanId: l.loanId, entityId: l.entityId, cif: l.cif, matchedBy: l.matchedBy, existing: l.existing, nameAgrees: l.nameAgrees, resolvedAt: iso(l.resolvedAt) })) }));
         return;
@@ -52,13 +53,13 @@ export function registerCustomersCommands(program: Command, ctx: CliContext): vo
     .option('--matched-by <how>', `only entities first resolved this way (${MATCHED_BY.join(', ')})`)
     .option('--limit <n>', 'at most this many rows (default 1000)')
     .option('--json', 'print JSON')
-    .action((opts: { matchedBy?: string; limit?: string; json?: boolean }) => {
+    .action(async (opts: { matchedBy?: string; limit?: string; json?: boolean }) => {
       if (opts.matchedBy !== undefined && !(MATCHED_BY as readonly string[]).includes(opts.matchedBy)) {
         throw new UsageError(`--matched-by: expected one of ${MATCHED_BY.join(', ')}, got ${JSON.stringify(opts.matchedBy)}`);
       }
       const limit = opts.limit === undefined ? 1000 : Number(opts.limit);
       if (!Number.isSafeInteger(limit) || limit < 1) throw new UsageError(`--limit: expected a whole number ≥ 1, got ${JSON.stringify(opts.limit)}`);
-      const rows = open().list({ ...(opts.matchedBy !== undefined ? { matchedBy: opts.matchedBy as MatchedBy } : {}), limit });
+      const rows = await (await open()).list({ ...(opts.matchedBy !== undefined ? { matchedBy: opts.matchedBy as MatchedBy } : {}), limit });
       if (opts.json === true) {
         out(ctx, JSON.stringify(rows.map(view)));
         return;

@@ -300,15 +300,18 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   if (cycles >= 1) firstCycleDone();
   const firstReport = setTimeout(() => void reconcileNow(stopping.signal, `after ${opts.reportAfter} s`), opts.reportAfter * 1000);
 
-  const render = (): void => {
-    const c = rt.store.loans.countByState();
+  const render = async (): Promise<void> => {
+    const c = await rt.store.loans.countByState();
     const pending = UNACKNOWLEDGED_STATES.reduce((n, st) => n + c[st], 0);
     status.show(
-      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${rt.store.reports.fundedWebhooks()} · cycles ${cycles} · reports ${reports}`,
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${await rt.store.reports.fundedWebhooks()} · cycles ${cycles} · reports ${reports}`,
     );
   };
-  const ticker = setInterval(render, 500);
-  render();
+  const tick = (): void => {
+    render().catch(() => undefined);
+  };
+  const ticker = setInterval(tick, 500);
+  await render();
 
   const daemonExit = daemon.done.then((exit) => {
     if (exit.kind === 'fatal') status.println(`  · ${fatalSentence(exit.code, exit.message)}`);
@@ -323,7 +326,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   clearTimeout(firstReport);
   if (exitTimer) clearTimeout(exitTimer);
   ctx.shutdown.removeEventListener('abort', stop);
-  render();
+  await render();
   status.println('');
   say('stopping: letting loans in flight finish…');
   await daemon.stop();
@@ -332,6 +335,6 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // still forces the exit (main.ts).
   say('writing a last reconciliation report…');
   await reconcileNow(AbortSignal.timeout(FINAL_REPORT_TIMEOUT_MS), 'at stop');
-  const c = rt.store.loans.countByState();
+  const c = await rt.store.loans.countByState();
   say(`stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports} report(s); state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`);
 }

@@ -17,8 +17,8 @@ import { accountNumbersFromConfig } from '../boarding/identity.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { QUARANTINE_REASONS, RETRYABLE_STATES, SKIPPABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 
-function openStore(ctx: CliContext): BoardingStore {
-  return openState(ctx).store;
+async function openStore(ctx: CliContext): Promise<BoardingStore> {
+  return (await openState(ctx)).store;
 }
 
 function actorOf(ctx: CliContext, by: string | undefined): string {
@@ -83,14 +83,14 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--limit <n>', 'at most this many (newest first)')
     .option('--warnings', 'only loans that mapped with review items (boarded with warnings)')
     .option('--json', 'print JSON (one array)')
-    .action((opts: { state?: string; limit?: string; warnings?: boolean; json?: boolean }) => {
+    .action(async (opts: { state?: string; limit?: string; warnings?: boolean; json?: boolean }) => {
       if (opts.state !== undefined && !isLoanState(opts.state)) {
         throw new UsageError(`--state: expected one of ${LOAN_STATES.join(', ')}, got ${JSON.stringify(opts.state)}`);
       }
       const limit = opts.limit === undefined ? undefined : Number(opts.limit);
       if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError(`--limit: expected a whole number ≥ 1, got ${JSON.stringify(opts.limit)}`);
-      const store = openStore(ctx);
-      const rows = store.loans.list({
+      const store = await openStore(ctx);
+      const rows = await store.loans.list({
         ...(opts.state !== undefined && isLoanState(opts.state) ? { state: opts.state } : {}),
         ...(limit ? { limit } : {}),
         ...(opts.warnings === true ? { withReviewItems: true } : {}),
@@ -118,7 +118,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         ]);
       }
       out(ctx, pad(table));
-      const counts = store.loans.countByState();
+      const counts = await store.loans.countByState();
       out(ctx, `\n${rows.length} loan(s); all states: ${Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ')}`);
     });
 
@@ -127,16 +127,16 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .description('show one loan: state, core reference, errors, idempotency keys and its full history')
     .argument('<id>', 'platform loan id')
     .option('--json', 'print JSON')
-    .action((id: string, opts: { json?: boolean }) => {
-      const store = openStore(ctx);
-      const row = store.loans.get(id);
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const store = await openStore(ctx);
+      const row = await store.loans.get(id);
       if (!row) throw new UsageError(`no loan ${id} in the state database (see \`loans list\`)`);
-      const events = store.loans.events(id);
-      const keys = store.keys.forLoan(id);
-      const daemon = runningDaemons(store.daemon, ctx.clock.now())[0] ?? null;
-      const customers = store.customers.forLoan(id);
+      const events = await store.loans.events(id);
+      const keys = await store.keys.forLoan(id);
+      const daemon = (await runningDaemons(store.daemon, ctx.clock.now()))[0] ?? null;
+      const customers = await store.customers.forLoan(id);
       // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
-      const pooled = store.numbers.get('account', id);
+      const pooled = await store.numbers.get('account', id);
       const accountNumber = row.accountNumber ?? pooled;
       const identity = { accountNumber, accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core', customers: customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })) };
       if (opts.json === true) {
@@ -197,18 +197,19 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .addHelpText('after', '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done). One loan that cannot be retried stops them all (exit 2).')
     .action(async (ids: string[], opts: { all?: boolean; reason?: string; since?: string; state?: string; by?: string; dryRun?: boolean; yes?: boolean }) => {
       const actor = opts.dryRun === true ? null : actorOf(ctx, opts.by);
-      const store = openStore(ctx);
+      const store = await openStore(ctx);
       const now = ctx.clock.now();
       let targets: string[];
       if (opts.all === true) {
         if (ids.length > 0) throw new UsageError('loans retry: give loan ids or --all, not both');
-        targets = selectLoans(store, { state: opts.state, quarantineReason: opts.reason, since: opts.since, reasonFlag: '--reason' }, RETRYABLE_STATES, now);
+        targets = await selectLoans(store, { state: opts.state, quarantineReason: opts.reason, since: opts.since, reasonFlag: '--reason' }, RETRYABLE_STATES, now);
       } else {
         if (opts.reason !== undefined || opts.since !== undefined || opts.state !== undefined) throw new UsageError('--reason, --since and --state go with --all');
         if (ids.length === 0) throw new UsageError('loans retry: give loan ids or --all');
         targets = [...new Set(ids)];
       }
-      const plans = targets.map((id) => planRetry(store.loans, id));
+      const plans: OpPlan[] = [];
+      for (const id of targets) plans.push(await planRetry(store.loans, id));
       if (opts.dryRun === true) {
         printPlans(ctx, plans, 'retried', (p) => (p.ackOnly ? 'would be queued (the core already holds this release: the next cycle only acknowledges it)' : 'would be queued'));
         return;
@@ -224,15 +225,15 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       let ackOnly = 0;
       for (const [i, id] of targets.entries()) {
         progress.status(`retrying ${i + 1}/${targets.length}`);
-        const row = retryLoan(store.loans, id, by, now, opts.all === true ? { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } : undefined);
+        const row = await retryLoan(store.loans, id, by, now, opts.all === true ? { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } : undefined);
         if (writtenForCurrentRelease(row)) ackOnly += 1;
         if (targets.length <= 20) out(ctx, `loan ${id} queued by ${by}${writtenForCurrentRelease(row) ? ' (the core already holds this release: the next cycle only acknowledges it)' : ''}`);
       }
       progress.done();
       if (targets.length > 20) out(ctx, `${targets.length} loans queued by ${by}${ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : ''}`);
       // Do not make the operator wait for the schedule: a running daemon polls for this request.
-      const daemons = runningDaemons(store.daemon, now);
-      if (daemons.length > 0 && store.daemon.requestCycle(by, now) > 0) out(ctx, `asked the running daemon (pid ${daemons.map((d) => d.pid).join(', ')}) for a cycle now`);
+      const daemons = await runningDaemons(store.daemon, now);
+      if (daemons.length > 0 && (await store.daemon.requestCycle(by, now)) > 0) out(ctx, `asked the running daemon (pid ${daemons.map((d) => d.pid).join(', ')}) for a cycle now`);
       else out(ctx, 'no daemon is running: board them with `sync --once` (or start `run`)');
     });
 
@@ -253,7 +254,8 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     )
     .action(async (ids: string[], opts: { mappingVersion?: string; reason?: string; by?: string; force?: boolean; dryRun?: boolean; yes?: boolean; json?: boolean }) => {
       if ((ids.length > 0) === (opts.mappingVersion !== undefined)) throw new UsageError('loans reboard: give loan ids or --mapping-version V (one of them)');
-      const pick = (store: BoardingStore): string[] => (opts.mappingVersion !== undefined ? store.loans.list({ state: 'acknowledged' }).filter((r) => r.mappingVersion === opts.mappingVersion).map((r) => r.id) : [...new Set(ids)]);
+      const pick = async (store: BoardingStore): Promise<string[]> =>
+        opts.mappingVersion !== undefined ? (await store.loans.list({ state: 'acknowledged' })).filter((r) => r.mappingVersion === opts.mappingVersion).map((r) => r.id) : [...new Set(ids)];
       if (opts.dryRun === true) {
         await reboardDryRun(ctx, pick, { force: opts.force === true, json: opts.json === true });
         return;
@@ -265,8 +267,8 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const rt = await buildRuntime(ctx.config(), ctx.logger(), { clock: ctx.clock });
       ctx.onClose(() => rt.close());
       const mine = { version: rt.mapper.version, dir: rt.config.mappings.dir };
-      assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
-      const targets = pick(rt.store);
+      await assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
+      const targets = await pick(rt.store);
       await confirmBulk(ctx, { command: 'loans reboard', action: `re-write ${targets.length} loans in the core with mapping ${rt.mapper.version}`, count: targets.length, threshold: rt.config.boarding.confirmAbove, yes: opts.yes === true, sample: targets });
       const results: ReboardResult[] = [];
       followPlatformWaits(progress, rt.platform);
@@ -274,7 +276,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
         if (ctx.shutdown.aborted) break;
         progress.status(`re-boarding ${i + 1}/${targets.length}: loan ${id}`);
         // A long run: the daemon may reload meanwhile, and one version boards at a time.
-        assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
+        await assertSameMappingAsDaemon(rt.store.daemon, mine, ctx.clock.now(), 'loans reboard');
         const r = await reboardLoan(
           { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION, accountNumbers: rt.accountNumbers },
           id,
@@ -304,18 +306,19 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--yes', 'more than boarding.confirmAbove loans: go ahead without asking')
     .addHelpText('after', '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done). One loan that cannot be skipped stops them all (exit 2).')
     .action(async (ids: string[], opts: { reason?: string; all?: boolean; state?: string; quarantineReason?: string; since?: string; by?: string; dryRun?: boolean; yes?: boolean }) => {
-      const store = openStore(ctx);
+      const store = await openStore(ctx);
       const now = ctx.clock.now();
       let targets: string[];
       if (opts.all === true) {
         if (ids.length > 0) throw new UsageError('loans skip: give loan ids or --all, not both');
-        targets = selectLoans(store, { state: opts.state, quarantineReason: opts.quarantineReason, since: opts.since, reasonFlag: '--quarantine-reason' }, SKIPPABLE_STATES, now);
+        targets = await selectLoans(store, { state: opts.state, quarantineReason: opts.quarantineReason, since: opts.since, reasonFlag: '--quarantine-reason' }, SKIPPABLE_STATES, now);
       } else {
         if (opts.quarantineReason !== undefined || opts.since !== undefined || opts.state !== undefined) throw new UsageError('--state, --quarantine-reason and --since go with --all');
         if (ids.length === 0) throw new UsageError('loans skip: give loan ids or --all');
         targets = [...new Set(ids)];
       }
-      const plans = targets.map((id) => planSkip(store.loans, id));
+      const plans: OpPlan[] = [];
+      for (const id of targets) plans.push(await planSkip(store.loans, id));
       if (opts.dryRun === true) {
         printPlans(ctx, plans, 'skipped', () => 'would be skipped');
         return;
@@ -332,7 +335,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       const progress = ctx.progress();
       for (const [i, id] of targets.entries()) {
         progress.status(`skipping ${i + 1}/${targets.length}`);
-        skipLoan(store.loans, id, reason, actor, now);
+        await skipLoan(store.loans, id, reason, actor, now);
         if (targets.length <= 20) out(ctx, `loan ${id} skipped by ${actor}: ${reason}`);
       }
       progress.done();
@@ -341,21 +344,21 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
 }
 
 /** --all of `loans retry` / `loans skip`: the loans in a state, narrowed by quarantine reason and age. */
-function selectLoans(
+async function selectLoans(
   store: BoardingStore,
   f: { state: string | undefined; quarantineReason: string | undefined; since: string | undefined; reasonFlag: string },
   allowed: readonly LoanState[],
   now: number,
-): string[] {
+): Promise<string[]> {
   const state = f.state ?? 'quarantined';
   if (!(allowed as readonly string[]).includes(state)) throw new UsageError(`--state: expected ${allowed.join(', ')}, got ${JSON.stringify(state)}`);
   if (f.quarantineReason !== undefined && !(QUARANTINE_REASONS as readonly string[]).includes(f.quarantineReason)) {
     throw new UsageError(`${f.reasonFlag}: expected one of ${QUARANTINE_REASONS.join(', ')}, got ${JSON.stringify(f.quarantineReason)}`);
   }
   const since = f.since === undefined ? null : parseSince(f.since, now);
-  return store.loans
-    .list({ state: state as LoanState, ...(since !== null ? { enteredSince: since } : {}), ...(f.quarantineReason !== undefined ? { quarantineReason: f.quarantineReason as QuarantineReason } : {}) })
-    .map((r) => r.id);
+  return (
+    await store.loans.list({ state: state as LoanState, ...(since !== null ? { enteredSince: since } : {}), ...(f.quarantineReason !== undefined ? { quarantineReason: f.quarantineReason as QuarantineReason } : {}) })
+  ).map((r) => r.id);
 }
 
 /** Several loans are changed together or not at all: one that cannot be is named, and nothing is done. */
@@ -391,13 +394,13 @@ function formatPreview(r: ReboardPreview): string {
  * `loans reboard --dry-run`: reads (state database, platform within the rate budget) and maps
  * only; no core is opened, nothing is written, no state or audit event changes.
  */
-async function reboardDryRun(ctx: CliContext, pick: (store: BoardingStore) => string[], opts: { force: boolean; json: boolean }): Promise<void> {
+async function reboardDryRun(ctx: CliContext, pick: (store: BoardingStore) => Promise<string[]>, opts: { force: boolean; json: boolean }): Promise<void> {
   const progress = ctx.progress();
   const mapper = await loadMapperFromConfig(ctx.config());
-  const { store, platform } = openPlatformSession(ctx);
+  const { store, platform } = await openPlatformSession(ctx);
   // As the re-board would map: the loan's number, or (pool) the next one, never allocated here.
   const accountNumbers = accountNumbersFromConfig(ctx.config(), store, ctx.logger());
-  const targets = pick(store);
+  const targets = await pick(store);
   const results: ReboardPreview[] = [];
   followPlatformWaits(progress, platform);
   for (const [i, id] of targets.entries()) {

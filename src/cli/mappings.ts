@@ -191,8 +191,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       const mapper = await loadMapper(dir, configOptions(ctx));
       // Through the state database: preview spends from the same rate budget as the daemon, and
       // maps the queue item the pipeline stored for the loan.
-      const { store, platform } = openPlatformSession(ctx);
-      const row = store.loans.get(opts.loan);
+      const { store, platform } = await openPlatformSession(ctx);
+      const row = await store.loans.get(opts.loan);
       followPlatformWaits(progress, platform);
       progress.status(row?.queueItem ? `reading loan ${opts.loan}` : `looking for loan ${opts.loan} in the boarding queue`);
       let input: MappingInput;
@@ -209,7 +209,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       }
       // As the pipeline maps it: the loan's account number (or the one the pool would give it next:
       // nothing is allocated) and the customers its board resolved (CIFs), when it has been boarded.
-      input = { ...input, identity: { ...mappingIdentity(accountNumbersFromConfig(ctx.config(), store, ctx.logger()).preview(opts.loan)), customers: storedCustomers(store.customers.forLoan(opts.loan)) } };
+      input = { ...input, identity: { ...mappingIdentity(await accountNumbersFromConfig(ctx.config(), store, ctx.logger()).preview(opts.loan)), customers: storedCustomers(await store.customers.forLoan(opts.loan)) } };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
       const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;

@@ -18,9 +18,9 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
     .command('status')
     .description('show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database; sends no request)')
     .option('--json', 'print JSON')
-    .action((opts: { json?: boolean }) => {
+    .action(async (opts: { json?: boolean }) => {
       const now = ctx.clock.now();
-      const state = openRateState(ctx);
+      const state = await openRateState(ctx);
       const strikes = state.activeStrikes(now - STRIKE_WINDOW_MS);
       const pauses = (['read', 'write'] as const).map((bucket) => ({ bucket, until: state.loadPause(bucket) })).filter((p) => p.until !== null && p.until > now);
       const status = {
@@ -46,11 +46,11 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
     .description('clear the strike ledger so platform traffic resumes; only once the platform has confirmed the key is in good standing (audited)')
     .requiredOption('--reason <text>', 'why it is safe (e.g. the platform support ticket)')
     .option('--by <name>', 'who clears it (default: $USER)')
-    .action((opts: { reason: string; by?: string }) => {
+    .action(async (opts: { reason: string; by?: string }) => {
       const by = opts.by ?? ctx.env['USER'] ?? ctx.env['USERNAME'];
       if (!by) throw new UsageError('--by: expected who clears the strikes (no $USER to default to)');
       if (opts.reason.trim() === '') throw new UsageError('--reason: expected a non-empty reason');
-      const state = openRateState(ctx);
+      const state = await openRateState(ctx);
       const cleared = state.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500), ctx.clock.now());
       ctx.logger().warn({ by, reason: opts.reason, cleared }, 'operator cleared the 429-strike ledger');
       out(ctx, `cleared ${cleared} strike(s); a running daemon picks this up on its next request`);

@@ -56,7 +56,7 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
       const line = ctx.progress();
       const config = ctx.config();
       const logger = ctx.logger();
-      const { store, platform } = openPlatformSession(ctx);
+      const { store, platform } = await openPlatformSession(ctx);
       followPlatformWaits(line, platform);
       const core = openCore(ctx);
       const bar = createProgressBar(ctx.stderr, Date.now, { line });

@@ -13,13 +13,14 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .description('a consistent online copy of store.path (safe while the daemon runs), verified, written 0600')
     .requiredOption('--out <file>', 'the backup file to write')
     .option('--force', 'replace an existing file')
-    .action((opts: { out: string; force?: boolean }) => {
+    .action(async (opts: { out: string; force?: boolean }) => {
       const config = ctx.config();
       const target = resolve(opts.out);
       if (target === resolve(config.store.path)) throw new UsageError('--out: must not be the state database itself (store.path)');
       if (existsSync(target) && opts.force !== true) throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
-      const { db } = openState(ctx);
-      const r = backupDatabase(db, target);
+      const { db } = await openState(ctx);
+      if (db.sqlite === null) throw new UsageError(`state backup: the state is in ${db.engine} (store.engine); back it up with the database's own tools (pg_dump)`);
+      const r = backupDatabase(db.sqlite, target);
       const v = verifyDatabase(target);
       out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
     });

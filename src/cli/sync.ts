@@ -56,7 +56,7 @@ async function shadowRun(ctx: CliContext, opts: { json?: boolean; dir?: string; 
   const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
   const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
   // Through the state database: the walk spends from the same rate budget as a running daemon.
-  const { platform, store } = openPlatformSession(ctx);
+  const { platform, store } = await openPlatformSession(ctx);
   const logger = ctx.logger();
   const numbers = accountNumbersFromConfig(config, store, logger);
   followPlatformWaits(progress, platform);
@@ -116,7 +116,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       const logger = ctx.logger();
       const rt = await buildRuntime(config, logger, { clock: ctx.clock });
       ctx.onClose(() => rt.close());
-      assertSameMappingAsDaemon(rt.store.daemon, { version: rt.mapper.version, dir: config.mappings.dir }, ctx.clock.now(), 'sync --once');
+      await assertSameMappingAsDaemon(rt.store.daemon, { version: rt.mapper.version, dir: config.mappings.dir }, ctx.clock.now(), 'sync --once');
       // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
       const abort = new AbortController();
       const onShutdown = (): void => {

@@ -81,7 +81,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       const events = checkEvents(flags.events);
       const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
       if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
-      const { store, platform } = openPlatformSession(ctx);
+      const { store, platform } = await openPlatformSession(ctx);
       let result;
       try {
         result = await registerEndpoint(platform, store.keys, { url, name, events, force: flags.force === true }, { clock: ctx.clock, signal: ctx.shutdown });
@@ -130,7 +130,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
       const config = ctx.config();
-      const { platform } = openPlatformSession(ctx);
+      const { platform } = await openPlatformSession(ctx);
       let endpoints: WebhookEndpoint[];
       try {
         endpoints = await platform.listWebhookEndpoints({ signal: ctx.shutdown });
@@ -161,7 +161,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }) => {
       if (id.trim() === '') throw new UsageError('ID: expected an endpoint id (see `webhooks list`)');
-      const { store, platform } = openPlatformSession(ctx);
+      const { store, platform } = await openPlatformSession(ctx);
       let endpoint: WebhookEndpoint;
       try {
         endpoint = await enableEndpoint(platform, store.keys, id.trim(), { clock: ctx.clock, signal: ctx.shutdown });

@@ -4,17 +4,17 @@ import { liveDaemons, type DaemonStatus, type DaemonStatusStore } from '../store
 import { processAlive } from '../store/leases.js';
 
 /** The daemons running on this state database (rows of dead processes left by kill -9 do not count). */
-export function runningDaemons(status: DaemonStatusStore, now: number): DaemonStatus[] {
-  return liveDaemons(status.all(), now, hostname(), processAlive);
+export async function runningDaemons(status: DaemonStatusStore, now: number): Promise<DaemonStatus[]> {
+  return liveDaemons(await status.all(), now, hostname(), processAlive);
 }
 
 /**
  * A command that boards beside a running daemon (`sync --once`, `loans reboard`) must board with
  * the daemon's mapping version: otherwise two versions board at once and nothing says so.
  */
-export function assertSameMappingAsDaemon(status: DaemonStatusStore, mine: { version: string; dir: string }, now: number, command: string): void {
+export async function assertSameMappingAsDaemon(status: DaemonStatusStore, mine: { version: string; dir: string }, now: number, command: string): Promise<void> {
   const myVersion = mine.version;
-  const d = runningDaemons(status, now).find((s) => s.mappingVersion !== myVersion);
+  const d = (await runningDaemons(status, now)).find((s) => s.mappingVersion !== myVersion);
   if (!d) return;
   throw new ConfigError(
     `${command}: a running daemon (pid ${d.pid} on ${d.host}) boards with mapping ${d.mappingVersion}, but this command loaded ${myVersion} from ${mine.dir}; ` +

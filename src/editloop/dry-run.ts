@@ -54,7 +54,7 @@ export interface DryRunDeps {
   signal?: AbortSignal;
   onProgress?: (mapped: number) => void;
   /** The account number a loan maps with (identity.ts preview: its own, else the pool's next; nothing allocated). */
-  accountNumberOf?: (loanId: string) => string | null;
+  accountNumberOf?: (loanId: string) => Promise<string | null>;
 }
 
 const EXAMPLES = 3;
@@ -113,7 +113,7 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
       report.unreadable.push({ loanId: item.id, message: errorMessage(err).slice(0, 300) });
       return;
     }
-    input = { ...input, identity: mappingIdentity(deps.accountNumberOf?.(item.id) ?? null) };
+    input = { ...input, identity: mappingIdentity((await deps.accountNumberOf?.(item.id)) ?? null) };
     const outcome = await deps.mapper.map(input);
     const verdict = verdictOf(outcome);
     report.loans += 1;

@@ -41,28 +41,28 @@ export function createEditLoopService(deps: EditLoopServiceDeps): EditLoopServic
   let unhang: (() => void) | null = null;
   let startedAt = 0;
 
-  function publish(now: number): void {
+  async function publish(now: number): Promise<void> {
     const st = deps.mapper.status();
     const reloadError = st.lastReloadError ? st.lastReloadError.message.slice(0, 4000) : null;
-    deps.status.publish({ owner, pid: process.pid, host: hostname(), startedAt, updatedAt: now, mappingVersion: st.version, mappingDir: st.dir, reloadError });
+    await deps.status.publish({ owner, pid: process.pid, host: hostname(), startedAt, updatedAt: now, mappingVersion: st.version, mappingDir: st.dir, reloadError });
   }
 
   async function reload(trigger: string): Promise<ReloadResult> {
     const r = await deps.mapper.reload(trigger);
     try {
-      deps.status.touch(owner, deps.clock.now(), { mappingVersion: r.version, reloadError: r.ok ? null : r.message.slice(0, 4000) });
+      await deps.status.touch(owner, deps.clock.now(), { mappingVersion: r.version, reloadError: r.ok ? null : r.message.slice(0, 4000) });
     } catch (err) {
       log.warn({ err: errorMessage(err) }, 'could not record the mapping version in the state database');
     }
     return r;
   }
 
-  function poll(): void {
+  async function poll(): Promise<void> {
     try {
       const now = deps.clock.now();
       // An operator's `state` repair may have removed the row: put it back, or CLIs stop seeing us.
-      if (!deps.status.touch(owner, now)) publish(now);
-      const s = deps.status.get(owner);
+      if (!(await deps.status.touch(owner, now))) await publish(now);
+      const s = await deps.status.get(owner);
       if (s && s.cycleRequestedAt !== null && s.cycleRequestedAt !== lastRequestSeen) {
         lastRequestSeen = s.cycleRequestedAt;
         log.info({ by: s.cycleRequestedBy }, 'an operator asked for a cycle now');
@@ -76,11 +76,19 @@ export function createEditLoopService(deps: EditLoopServiceDeps): EditLoopServic
   return {
     name: 'edit-loop',
     reload,
-    start() {
+    async start() {
       const st = deps.mapper.status();
       startedAt = deps.clock.now();
-      publish(startedAt);
-      timer = every(deps.clock, deps.pollMs ?? 2000, poll);
+      await publish(startedAt);
+      // One poll at a time: a slow database must not pile them up.
+      let polling = false;
+      timer = every(deps.clock, deps.pollMs ?? 2000, () => {
+        if (polling) return;
+        polling = true;
+        void poll().finally(() => {
+          polling = false;
+        });
+      });
       unhang = deps.onHangup(() => {
         void reload('SIGHUP');
       });
@@ -92,12 +100,12 @@ export function createEditLoopService(deps: EditLoopServiceDeps): EditLoopServic
         log.info({ dir: st.dir }, 'watching the mapping set for changes');
       }
     },
-    stop() {
+    async stop() {
       timer?.cancel();
       watcher?.close();
       unhang?.();
       try {
-        deps.status.remove(owner);
+        await deps.status.remove(owner);
       } catch (err) {
         log.warn({ err: errorMessage(err) }, 'could not clear the daemon status row');
       }

@@ -80,9 +80,9 @@ async function prepare(
   loanId: string,
   req: Pick<ReboardRequest, 'force' | 'signal'>,
   /** The account number the mapping gets: the re-board allocates one if the loan has none; a preview only looks. */
-  accountNumberOf: (row: LoanRow) => string | null,
+  accountNumberOf: (row: LoanRow) => Promise<string | null>,
 ): Promise<Prepared | Refusal | Settled> {
-  const row = deps.store.loans.get(loanId);
+  const row = await deps.store.loans.get(loanId);
   if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
   const input = await fetchMappingInput(deps.platform, item, req.signal);
@@ -90,9 +90,9 @@ async function prepare(
   if (!req.force && row.mappingVersion === deps.mapper.version && row.payloadHash === hash) {
     return { loanId, outcome: 'unchanged', mappingVersion: deps.mapper.version };
   }
-  const accountNumber = accountNumberOf(row);
+  const accountNumber = await accountNumberOf(row);
   // With the customers its board resolved (CIFs, existing or created): a re-board writes no second customer.
-  const outcome = await deps.mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), customers: storedCustomers(deps.store.customers.forLoan(loanId)) } });
+  const outcome = await deps.mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), customers: storedCustomers(await deps.store.customers.forLoan(loanId)) } });
   if (!outcome.ok) {
     const reason = quarantineReasonFor(outcome.issues);
     const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);
@@ -138,16 +138,16 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
     // The number the loan was boarded with (a loan boarded before pools existed gets its first one
     // here, kept from then on).
     const numbers = deps.accountNumbers;
-    const allocate = (row: LoanRow): string | null =>
-      store.atomically(() => {
-        const n = numbers.accountNumberFor(row, clock.now());
-        if (n !== null && row.accountNumber !== n) store.loans.amend(loanId, { expected: 'acknowledged', kind: 'ops', actor: req.actor, reason: 'account number allocated', detail: { accountNumber: n }, patch: { accountNumber: n } }, clock.now());
+    const allocate = (row: LoanRow): Promise<string | null> =>
+      store.write(async () => {
+        const n = await numbers.accountNumberFor(row, clock.now());
+        if (n !== null && row.accountNumber !== n) await store.loans.amend(loanId, { expected: 'acknowledged', kind: 'ops', actor: req.actor, reason: 'account number allocated', detail: { accountNumber: n }, patch: { accountNumber: n } }, clock.now());
         return n;
       });
     const p = await prepare(deps, loanId, req, allocate);
     if (!isPrepared(p)) {
       if (p.outcome !== 'would_quarantine') return p;
-      store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: `reboard refused: the mapping would quarantine (${p.reason})`, detail: { why: req.reason, mappingVersion: p.mappingVersion, issues: p.issues.slice(0, 20) } }, clock.now());
+      await store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: `reboard refused: the mapping would quarantine (${p.reason})`, detail: { why: req.reason, mappingVersion: p.mappingVersion, issues: p.issues.slice(0, 20) } }, clock.now());
       return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
     }
     const { row, item, input, hash, outcome, changes, accountNumber } = p;
@@ -166,7 +166,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
       req.signal ? { signal: req.signal } : {},
     );
     const warnings = outcome.warnings ?? [];
-    store.loans.amend(
+    await store.loans.amend(
       loanId,
       {
         expected: 'acknowledged',
@@ -198,7 +198,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
   } catch (err) {
     const message = redactForStorage(errorMessage(err)).slice(0, 2000);
     log.warn({ err: message }, 'reboard failed; the loan stays acknowledged (if the core write went through, the core may hold the new records while the connector keeps its record of the earlier ones)');
-    store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: 'reboard failed', detail: { why: req.reason, message } }, clock.now());
+    await store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: 'reboard failed', detail: { why: req.reason, message } }, clock.now());
     return { loanId, outcome: 'failed', message };
   }
 }

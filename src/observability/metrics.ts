@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
-import type { Db } from '../store/db.js';
+import type { StoreDb } from '../store/sql.js';
 import { LOAN_STATES } from '../store/loan-states.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
@@ -22,7 +22,7 @@ export interface ApiCallCount {
 /** Where scrape-time values come from; every source is optional and may be attached later. */
 export interface MetricsSources {
   /** The state database: loans by state, boarded, quarantined, retry backlog, oldest unacknowledged. */
-  db?: Db;
+  db?: StoreDb;
   inbox?: WebhookInbox;
   /** Platform client health: 429 strikes in 24 h and budget remaining per bucket. */
   platformHealth?: () => PlatformHealth;
@@ -31,7 +31,7 @@ export interface MetricsSources {
   /** The mapping set in use and whether its last reload was refused. */
   mapping?: () => { version: string; lastReloadError: unknown };
   /** Usage of the bank's number pools in use (identity.*.source pool). */
-  numberPools?: () => readonly PoolUsage[];
+  numberPools?: () => Promise<readonly PoolUsage[]>;
 }
 
 export type CycleOutcome = 'ok' | 'error' | 'aborted';
@@ -76,9 +76,9 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
 
   // Prepared lazily per Db: the loans table belongs to the pipeline, read here only.
-  let statsDb: Db | undefined;
+  let statsDb: StoreDb | undefined;
   let stats: LoanStats | undefined;
-  const loanStats = (db: Db): LoanStats => {
+  const loanStats = (db: StoreDb): LoanStats => {
     if (stats && statsDb === db) return stats;
     statsDb = db;
     stats = createLoanStats(db);
@@ -105,48 +105,48 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
   });
 
-  const dbGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, db: Db) => void): Gauge =>
+  const dbGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, db: StoreDb) => Promise<void>): Gauge =>
     new Gauge({
       name: `${p}${name}`,
       help,
       labelNames,
       registers: [registry],
-      collect() {
+      async collect() {
         this.reset();
         const db = sources.db;
-        if (!db || !db.open) return;
+        if (!db || !db.isOpen) return;
         try {
-          fill(this, db);
+          await fill(this, db);
         } catch {
           // A scrape must never fail because of one source (e.g. the table is busy migrating).
         }
       },
     });
 
-  dbGauge('loans', 'Loans by state in the local state database', ['state'], (g, db) => {
+  dbGauge('loans', 'Loans by state in the local state database', ['state'], async (g, db) => {
     // Every known state is present (0 when empty) so alerts on a state never see "no data".
     for (const state of LOAN_STATES) g.set({ state }, 0);
-    for (const r of loanStats(db).countByState()) g.set({ state: r.state }, r.n);
+    for (const r of await loanStats(db).countByState()) g.set({ state: r.state }, r.n);
   });
-  dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], (g, db) => {
-    const n = loanStats(db).countByState().find((r) => r.state === 'acknowledged')?.n ?? 0;
+  dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], async (g, db) => {
+    const n = (await loanStats(db).countByState()).find((r) => r.state === 'acknowledged')?.n ?? 0;
     g.set(n);
   });
-  dbGauge('loans_with_review_items', 'Loans whose last mapping had review items (boarded with warnings), by state', ['state'], (g, db) => {
-    for (const r of loanStats(db).reviewedByState()) g.set({ state: r.state }, r.n);
+  dbGauge('loans_with_review_items', 'Loans whose last mapping had review items (boarded with warnings), by state', ['state'], async (g, db) => {
+    for (const r of await loanStats(db).reviewedByState()) g.set({ state: r.state }, r.n);
   });
-  dbGauge('loans_quarantined', 'Loans quarantined, by reason', ['reason'], (g, db) => {
-    for (const r of loanStats(db).quarantinedByReason()) g.set({ reason: r.reason ?? 'unknown' }, r.n);
+  dbGauge('loans_quarantined', 'Loans quarantined, by reason', ['reason'], async (g, db) => {
+    for (const r of await loanStats(db).quarantinedByReason()) g.set({ reason: r.reason ?? 'unknown' }, r.n);
   });
-  dbGauge('retry_backlog', 'Loans waiting for a retry (retry_wait), and how many of them are due now', ['due'], (g, db) => {
+  dbGauge('retry_backlog', 'Loans waiting for a retry (retry_wait), and how many of them are due now', ['due'], async (g, db) => {
     const s = loanStats(db);
-    const total = s.countByState().find((r) => r.state === 'retry_wait')?.n ?? 0;
-    const due = s.dueRetries(clock.now());
+    const total = (await s.countByState()).find((r) => r.state === 'retry_wait')?.n ?? 0;
+    const due = await s.dueRetries(clock.now());
     g.set({ due: 'true' }, due);
     g.set({ due: 'false' }, total - due);
   });
-  dbGauge('oldest_unacknowledged_age_seconds', 'Age of the oldest loan seen but not yet acknowledged (0 when none)', [], (g, db) => {
-    const oldest = loanStats(db).oldestUnacknowledgedAt();
+  dbGauge('oldest_unacknowledged_age_seconds', 'Age of the oldest loan seen but not yet acknowledged (0 when none)', [], async (g, db) => {
+    const oldest = await loanStats(db).oldestUnacknowledgedAt();
     g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
   });
 
@@ -155,9 +155,9 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: "Share of a number pool's sequences used (account, customer); boarding stops at 1: add a range to identity.*.pool.ranges",
     labelNames: ['pool'] as const,
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      for (const u of safe(() => sources.numberPools?.()) ?? []) this.set({ pool: u.pool }, u.ratio);
+      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? []) this.set({ pool: u.pool }, u.ratio);
     },
   });
   new Gauge({
@@ -165,9 +165,9 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: 'Sequences left in a number pool (account, customer)',
     labelNames: ['pool'] as const,
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      for (const u of safe(() => sources.numberPools?.()) ?? []) this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
+      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? []) this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
     },
   });
   new Gauge({
@@ -175,9 +175,9 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: 'Webhook inbox rows by status',
     labelNames: ['status'] as const,
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      const s = safe(() => sources.inbox?.stats());
+      const s = await safeAsync(() => sources.inbox?.stats());
       if (!s) return;
       this.set({ status: 'pending' }, s.pending);
       this.set({ status: 'processed' }, s.processed);
@@ -188,8 +188,8 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     name: `${p}webhook_inbox_oldest_pending_age_seconds`,
     help: 'Age of the oldest unprocessed webhook delivery (0 when none)',
     registers: [registry],
-    collect() {
-      const s = safe(() => sources.inbox?.stats());
+    async collect() {
+      const s = await safeAsync(() => sources.inbox?.stats());
       this.set(s?.oldestPendingAt == null ? 0 : Math.max(0, (clock.now() - s.oldestPendingAt) / 1000));
     },
   });
@@ -282,6 +282,14 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     },
     render: () => registry.metrics(),
   };
+}
+
+async function safeAsync<T>(fn: () => Promise<T> | undefined): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch {
+    return undefined;
+  }
 }
 
 function safe<T>(fn: () => T): T | undefined {

@@ -2,7 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import type { PoolUsage } from '../store/numbers.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
-import { writeBlocker, type Db } from '../store/db.js';
+import type { StoreDb } from '../store/sql.js';
 import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
 
@@ -16,9 +16,9 @@ export interface CheckResult {
 export type ReadinessCheck = () => CheckResult | Promise<CheckResult>;
 
 /** The state database accepts a write: BEGIN IMMEDIATE takes the write lock, then rolls back. */
-export function dbWritableCheck(db: Db): ReadinessCheck {
-  return () => {
-    const blocker = writeBlocker(db);
+export function dbWritableCheck(db: StoreDb): ReadinessCheck {
+  return async () => {
+    const blocker = await db.writeBlocker();
     return blocker === null ? { ok: true } : { ok: false, detail: blocker };
   };
 }
@@ -104,9 +104,9 @@ export function customerSourceCheck(status: () => { ok: boolean; detail: string 
 }
 
 export interface StandardChecksInput {
-  db?: Db;
+  db?: StoreDb;
   /** Usage of the bank's number pools in use (identity.*.source pool). */
-  numberPools?: () => readonly PoolUsage[];
+  numberPools?: () => Promise<readonly PoolUsage[]>;
   platformHealth?: () => PlatformHealth;
   endpointWatch?: EndpointWatch;
   platform?: Omit<PlatformReadinessOptions, 'clock'>;
@@ -119,9 +119,9 @@ export interface StandardChecksInput {
  * The bank's number pools: not ready once one is exhausted (boarding has stopped); ready but with
  * a warning in the detail from its warnAt share on, so the bank adds a range in time.
  */
-export function numberPoolsCheck(usage: () => readonly PoolUsage[]): ReadinessCheck {
-  return () => {
-    const pools = usage();
+export function numberPoolsCheck(usage: () => Promise<readonly PoolUsage[]>): ReadinessCheck {
+  return async () => {
+    const pools = await usage();
     if (pools.length === 0) return { ok: true, detail: 'no number pool in use (the core assigns the numbers)' };
     const parts = pools.map((u) => {
       const pct = `${(u.ratio * 100).toFixed(1)}% used (${u.used} of ${u.capacity})`;

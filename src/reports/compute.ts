@@ -29,18 +29,18 @@ export interface ReconcileSources {
   /** Connector rows in scope (all rows, or with --since only those open or acknowledged since). */
   storeRows(): Iterable<StoreLoanRow> | AsyncIterable<StoreLoanRow>;
   /** Count of storeRows (for progress), if cheap to know. */
-  storeCount?(): number;
+  storeCount?(): number | Promise<number>;
   /** Whether the connector knows a loan at all (rows outside the --since scope included). */
-  storeKnows(id: string): boolean;
+  storeKnows(id: string): boolean | Promise<boolean>;
   /** Boarded loans on the platform (boarded=true, boardedSince when --since). */
   platformBoarded(): AsyncIterable<PlatformLoanRow>;
   /** Every loan in the core, when the core can list; otherwise the loans are looked up one by one. */
   coreList?(): AsyncIterable<CoreLoanRow>;
   coreFind(id: string): Promise<CoreLoanRow | null>;
   /** loan.funded events as recorded; null when the store has no record of them (check skipped). */
-  funded(): Iterable<FundedRow> | null;
+  funded(): Iterable<FundedRow> | null | Promise<Iterable<FundedRow> | null>;
   /** The review items of a loan boarded with review items, at most `limit` (absent: not listed). */
-  reviewItems?(id: string, limit: number): ReportReviewItem[];
+  reviewItems?(id: string, limit: number): ReportReviewItem[] | Promise<ReportReviewItem[]>;
 }
 
 /** Review items printed per loan in the report; the rest are counted ("+N more"). */
@@ -222,7 +222,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
   const coreRec = (c: CoreLoanRow): CoreRec => ({ coreReference: c.coreReference, mappingVersion: intern.of(c.mappingVersion), values: values(c) });
 
   // 1. The connector's ledger.
-  const storeTotal = sources.storeCount?.() ?? null;
+  const storeTotal = (await sources.storeCount?.()) ?? null;
   let n = 0;
   for await (const s of sources.storeRows()) {
     loans.set(s.id, { s: storeRec(s) });
@@ -253,7 +253,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       const m = loans.get(c.id);
       if (m) m.c = coreRec(c);
       // With --since, a core loan outside the scope is not an exception: the connector knows it.
-      else if (opts.since === null || !sources.storeKnows(c.id)) loans.set(c.id, { c: coreRec(c) });
+      else if (opts.since === null || !(await sources.storeKnows(c.id))) loans.set(c.id, { c: coreRec(c) });
       if (++n % 1000 === 0) {
         checkAborted(signal);
         progress({ phase: 'core', done: n, total: null });
@@ -385,7 +385,7 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
       await emit('state_mismatch', id, m, boardedMs, `The platform lists the loan as boarded; the connector's state is ${s.state}.`);
     }
     if (s?.state === 'acknowledged' && s.reviewItems > 0) {
-      const items = sources.reviewItems?.(id, REVIEW_ITEMS_PER_LOAN);
+      const items = await sources.reviewItems?.(id, REVIEW_ITEMS_PER_LOAN);
       const listed = items === undefined ? `\`loans show ${id}\` lists them` : items.length > 0 ? 'listed with this exception' : 'their details are no longer in the loan history';
       await emit('boarded_with_review_items', id, m, s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt, `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: ${listed}.`, {
         ...(items !== undefined ? { reviewItems: items, reviewItemsMore: Math.max(0, s.reviewItems - items.length) } : {}),
@@ -426,14 +426,14 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
   }
 
   // Funded but never released: only loan.funded webhooks know about these loans.
-  const funded = sources.funded();
+  const funded = await sources.funded();
   if (funded === null) {
     notes.push('No loan.funded events are recorded in the store: the "funded but not released" check did not run.');
   } else {
     for (const f of funded) {
       const m = loans.get(f.loanId);
       // Any connector row means the loan came through the boarding queue, i.e. it was released.
-      if (m?.s !== undefined || m?.p !== undefined || sources.storeKnows(f.loanId)) continue;
+      if (m?.s !== undefined || m?.p !== undefined || (await sources.storeKnows(f.loanId))) continue;
       const age = ageOf(f.fundedAt);
       if (age.days > opts.fundedNotReleasedDays) {
         await emit('funded_not_released', f.loanId, m ?? {}, f.fundedAt, `Funded ${new Date(f.fundedAt).toISOString()} but not released to the core after ${opts.fundedNotReleasedDays} business days.`);

@@ -21,10 +21,10 @@ export interface CustomerSection {
 }
 
 /** Days in the report's window (since, else the last 30 days), in the bank's time zone. */
-export function computeCustomerDays(reads: Pick<ReportReads, 'customerResolutions'>, sinceMs: number, asOfMs: number, timeZone: string): CustomerSection {
+export async function computeCustomerDays(reads: Pick<ReportReads, 'customerResolutions'>, sinceMs: number, asOfMs: number, timeZone: string): Promise<CustomerSection> {
   const days = new Map<string, CustomerDay>();
   const totals = { created: 0, matchedByTin: 0, matchedByCrossref: 0, nameReviews: 0 };
-  for (const r of reads.customerResolutions(sinceMs, asOfMs + 1)) {
+  for await (const r of reads.customerResolutions(sinceMs, asOfMs + 1)) {
     const date = localDate(r.resolvedAt, timeZone);
     let d = days.get(date);
     if (d === undefined) days.set(date, (d = { date, created: 0, matchedByTin: 0, matchedByCrossref: 0, nameReviews: 0 }));

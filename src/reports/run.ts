@@ -115,8 +115,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     });
     deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
     // From the state database, like the default sources; injected sources (tests, benchmarks) bring no batches.
-    const batchTie = deps.sources ? null : computeBatchTie(deps.reads.batchTie(asOfMs));
-    const customers = deps.sources ? null : computeCustomerDays(deps.reads, since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000, asOfMs, timeZone);
+    const batchTie = deps.sources ? null : computeBatchTie(await deps.reads.batchTie(asOfMs));
+    const customers = deps.sources ? null : await computeCustomerDays(deps.reads, since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000, asOfMs, timeZone);
     const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
       notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);
@@ -155,7 +155,12 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     renameSync(csvTmp, files.csv);
     deps.onProgress?.({ phase: 'write', done: 1, total: 3 });
     // Review items were streamed to the CSV; the JSON and HTML look them up again, loan by loan.
-    const reviewItems = (loanId: string): ReportReviewItem[] => sources.reviewItems?.(loanId, REVIEW_ITEMS_PER_LOAN) ?? [];
+    // (Read before rendering: the store answers asynchronously, the renderers are synchronous.)
+    const reviewed = new Map<string, ReportReviewItem[]>();
+    for (const e of outcome.exceptions) {
+      if (e.reason === 'boarded_with_review_items' && !reviewed.has(e.loanId)) reviewed.set(e.loanId, (await sources.reviewItems?.(e.loanId, REVIEW_ITEMS_PER_LOAN)) ?? []);
+    }
+    const reviewItems = (loanId: string): ReportReviewItem[] => reviewed.get(loanId) ?? [];
     writeFileAtomic(files.json, renderJson(summary, outcome.exceptions, { reviewItems }));
     deps.onProgress?.({ phase: 'write', done: 2, total: 3 });
     writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions, { reviewItems }));

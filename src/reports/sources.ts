@@ -106,8 +106,8 @@ export function createReconcileSources(deps: SourceDeps): ReconcileSources {
       return rec === null ? null : coreRow(rec);
     },
     reviewItems: (id, limit) => scan.reviewItems(id, limit),
-    funded: () => {
-      const rows = reads.fundedLoans();
+    funded: async () => {
+      const rows = await reads.fundedLoans();
       return rows.length === 0 ? null : rows;
     },
   };

@@ -36,7 +36,7 @@ export interface DaemonDeps {
   /** Run a cycle right after start (default true): a restart resumes without waiting a tick. */
   cycleOnStart?: boolean;
   /** Called after each cycle (metrics, tests). */
-  onCycle?: (summary: CycleSummary) => void;
+  onCycle?: (summary: CycleSummary) => void | Promise<void>;
 }
 
 const MIN_RETRY_TIMER_MS = 1000;
@@ -92,14 +92,14 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     debug: () => undefined,
   };
 
-  function armRetryTimer(): void {
+  async function armRetryTimer(): Promise<void> {
     retryTimer?.cancel();
     retryTimer = null;
     // While writes are stopped, or the core is down, a cycle boards nothing: leave retries to the
     // cron ticks, or an overdue retry (or the loans a stopped pass left queued) would spin cycles
     // (each one a queue read).
     if (stopCtl.signal.aborted || last?.trafficStopped === true || (last?.coreOutage ?? null) !== null) return;
-    const at = runner.nextDueAt();
+    const at = await runner.nextDueAt();
     if (at === null) return;
     // Cron ticks pick retries up anyway; the timer only matters when a retry is due sooner. Never
     // sooner than a second after the last cycle, whatever the clock says.
@@ -140,7 +140,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
           },
           `cycle: ${summary.acknowledged} boarded, ${summary.retryWait} to retry, ${Object.values(summary.quarantined).reduce((a, b) => a + b, 0)} quarantined in ${summary.durationMs} ms`,
         );
-        deps.onCycle?.(summary);
+        await deps.onCycle?.(summary);
         if (summary.fatal) {
           log.fatal({ code: summary.fatal.code }, `${fatalSentence(summary.fatal.code, summary.fatal.message)}; stopping`);
           resolveDone({ kind: 'fatal', code: summary.fatal.code, message: summary.fatal.message });
@@ -163,7 +163,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     }
     current = runCycles(reason).finally(() => {
       current = null;
-      armRetryTimer();
+      armRetryTimer().catch((err: unknown) => log.warn({ err }, 'could not read the next retry time; the cron ticks pick retries up'));
     });
   }
 

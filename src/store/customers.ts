@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 
 export type MatchedBy = 'crossref' | 'tin' | 'created';
 export const MATCHED_BY: readonly MatchedBy[] = ['crossref', 'tin', 'created'];
@@ -43,31 +43,31 @@ export interface CustomerStore {
    * Remembers the fingerprint of the TIN hash key on first use and refuses another key later:
    * hashes made with another key never match, and every repeat borrower would become a new customer.
    */
-  checkKey(fingerprint: string, now: number): 'stored' | 'same' | 'different';
+  checkKey(fingerprint: string, now: number): Promise<'stored' | 'same' | 'different'>;
   /** Whether a key's fingerprint is stored already (its customers were hashed with some key). */
-  hasKey(): boolean;
-  byTin(tinHash: string): CustomerRow | undefined;
-  xref(entityId: string): XrefRow | undefined;
+  hasKey(): Promise<boolean>;
+  byTin(tinHash: string): Promise<CustomerRow | undefined>;
+  xref(entityId: string): Promise<XrefRow | undefined>;
   /** A customer the core already has (extract, search). */
-  recordCore(tinHash: string, cif: string, now: number): CustomerRow;
+  recordCore(tinHash: string, cif: string, now: number): Promise<CustomerRow>;
   /** This loan's write creates the customer: the claim is committed before the write. */
-  claim(tinHash: string, cif: string | null, loanId: string, now: number): CustomerRow;
+  claim(tinHash: string, cif: string | null, loanId: string, now: number): Promise<CustomerRow>;
   /** Another loan's claim that never reached the core (that loan was quarantined or skipped before writing) passes to this loan. */
-  takeOver(tinHash: string, fromLoanId: string, toLoanId: string, now: number): boolean;
+  takeOver(tinHash: string, fromLoanId: string, toLoanId: string, now: number): Promise<boolean>;
   /** The core learnt of the customer (a Fineract client found by search after its creating loan was written). */
-  setCif(tinHash: string, cif: string, now: number): void;
+  setCif(tinHash: string, cif: string, now: number): Promise<void>;
   /** The loan's write is done: every customer it claimed exists in the core (cifs: numbers the core assigned, by tin hash). */
-  markWritten(loanId: string, cifs: ReadonlyMap<string, string>, now: number): void;
+  markWritten(loanId: string, cifs: ReadonlyMap<string, string>, now: number): Promise<void>;
   /** Records what a loan resolved for one entity (and the entity ↔ CIF cross-reference). */
-  resolved(r: Omit<LoanCustomerRow, 'resolvedAt'>, now: number): void;
-  forLoan(loanId: string): LoanCustomerRow[];
+  resolved(r: Omit<LoanCustomerRow, 'resolvedAt'>, now: number): Promise<void>;
+  forLoan(loanId: string): Promise<LoanCustomerRow[]>;
   /** Every loan that resolved this entity, oldest first. */
-  forEntity(entityId: string): LoanCustomerRow[];
+  forEntity(entityId: string): Promise<LoanCustomerRow[]>;
   /** Cross-reference rows by entity id or CIF. */
-  find(entityIdOrCif: string): XrefRow[];
-  list(filter: { matchedBy?: MatchedBy; limit?: number }): XrefRow[];
+  find(entityIdOrCif: string): Promise<XrefRow[]>;
+  list(filter: { matchedBy?: MatchedBy; limit?: number }): Promise<XrefRow[]>;
   /** What loans written to the core resolved in [since, until), oldest first (streamed). */
-  resolvedBetween(since: number, until: number): Iterable<LoanCustomerRow>;
+  resolvedBetween(since: number, until: number): AsyncIterable<LoanCustomerRow>;
 }
 
 interface RawCustomer {
@@ -125,110 +125,115 @@ const loanCustomer = (r: RawLoanCustomer): LoanCustomerRow => ({
   cif: r.cif,
   tinHash: r.tin_hash,
   matchedBy: r.matched_by,
-  existing: r.existing === 1,
-  nameAgrees: r.name_agrees === null ? null : r.name_agrees === 1,
+  existing: Number(r.existing) === 1,
+  nameAgrees: r.name_agrees === null ? null : Number(r.name_agrees) === 1,
   resolvedAt: r.resolved_at,
 });
 
-export function createCustomerStore(db: Db): CustomerStore {
-  const getSetting = db.prepare<[string], { value: string }>('SELECT value FROM customer_settings WHERE name = ?');
-  const putSetting = db.prepare('INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING');
-  const selTin = db.prepare<[string], RawCustomer>('SELECT * FROM customers WHERE tin_hash = ?');
-  const insCore = db.prepare(
-    `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
-     ON CONFLICT(tin_hash) DO NOTHING`,
-  );
-  const insClaim = db.prepare(
-    `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'created', 'claimed', ?, ?, ?)
-     ON CONFLICT(tin_hash) DO NOTHING`,
-  );
-  const takeOverQ = db.prepare(`UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`);
-  const setCifQ = db.prepare('UPDATE customers SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL');
-  const claimedBy = db.prepare<[string], RawCustomer>(`SELECT * FROM customers WHERE creator_loan_id = ? AND status = 'claimed'`);
-  const written = db.prepare(`UPDATE customers SET status = 'written', cif = COALESCE(cif, ?), updated_at = ? WHERE tin_hash = ?`);
-  const fillXref = db.prepare('UPDATE customer_xref SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL');
-  const fillLoan = db.prepare('UPDATE loan_customers SET cif = ? WHERE tin_hash = ? AND cif IS NULL');
-  const selXref = db.prepare<[string], RawXref>('SELECT * FROM customer_xref WHERE entity_id = ?');
-  const upXref = db.prepare(
-    `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id, resolved_at, updated_at)
-     VALUES (@entityId, @cif, @tinHash, @matchedBy, @loanId, @loanId, @now, @now)
+export function createCustomerStore(anyDb: AnyDb): CustomerStore {
+  const db = toStoreDb(anyDb);
+  const GET_SETTING = 'SELECT value FROM customer_settings WHERE name = ?';
+  const PUT_SETTING = 'INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING';
+  const SEL_TIN = 'SELECT * FROM customers WHERE tin_hash = ?';
+  const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
+     ON CONFLICT(tin_hash) DO NOTHING`;
+  const INS_CLAIM = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'created', 'claimed', ?, ?, ?)
+     ON CONFLICT(tin_hash) DO NOTHING`;
+  const FILL_XREF = 'UPDATE customer_xref SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL';
+  const FILL_LOAN = 'UPDATE loan_customers SET cif = ? WHERE tin_hash = ? AND cif IS NULL';
+  const UP_XREF = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id, resolved_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif), tin_hash = excluded.tin_hash,
-       last_loan_id = excluded.last_loan_id, updated_at = excluded.updated_at`,
-  );
-  const upLoan = db.prepare(
-    `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing, name_agrees, resolved_at)
-     VALUES (@loanId, @entityId, @cif, @tinHash, @matchedBy, @existing, @nameAgrees, @now)
+       last_loan_id = excluded.last_loan_id, updated_at = excluded.updated_at`;
+  const UP_LOAN = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing, name_agrees, resolved_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash, matched_by = excluded.matched_by,
-       existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`,
-  );
-  const selLoan = db.prepare<[string], RawLoanCustomer>('SELECT * FROM loan_customers WHERE loan_id = ? ORDER BY rowid');
-  const selEntity = db.prepare<[string], RawLoanCustomer>('SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at');
-  const findQ = db.prepare<[string, string], RawXref>('SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id');
-  const listAll = db.prepare<[number], RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?');
-  const listBy = db.prepare<[string, number], RawXref>('SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?');
-  const between = db.prepare<[number, number], RawLoanCustomer>(
-    `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
-      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL ORDER BY lc.resolved_at`,
-  );
-  const tx = <A extends unknown[], R>(fn: (...a: A) => R) => {
-    const t = db.transaction(fn);
-    return (...a: A): R => t.immediate(...a);
-  };
+       existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`;
+  const BETWEEN_PAGE = 1000;
+  const BETWEEN_FIRST = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
+      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
+      ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
+  const BETWEEN_AFTER = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
+      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
+        AND (lc.resolved_at, lc.loan_id, lc.entity_id) > (?, ?, ?)
+      ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
+  const selTin = (h: string): Promise<RawCustomer | undefined> => db.get<RawCustomer>(SEL_TIN, [h]);
 
   return {
-    checkKey: tx((fingerprint: string, now: number) => {
-      const cur = getSetting.get('tin_key_check');
-      if (cur === undefined) {
-        putSetting.run('tin_key_check', fingerprint);
-        putSetting.run('tin_key_since', String(now));
-        return 'stored' as const;
-      }
-      return cur.value === fingerprint ? ('same' as const) : ('different' as const);
-    }),
-    hasKey: () => getSetting.get('tin_key_check') !== undefined,
-    byTin: (h) => {
-      const r = selTin.get(h);
+    checkKey: (fingerprint, now) =>
+      db.write(async () => {
+        const cur = await db.get<{ value: string }>(GET_SETTING, ['tin_key_check']);
+        if (cur === undefined) {
+          await db.run(PUT_SETTING, ['tin_key_check', fingerprint]);
+          await db.run(PUT_SETTING, ['tin_key_since', String(now)]);
+          return 'stored' as const;
+        }
+        return cur.value === fingerprint ? ('same' as const) : ('different' as const);
+      }),
+    hasKey: async () => (await db.get(GET_SETTING, ['tin_key_check'])) !== undefined,
+    byTin: async (h) => {
+      const r = await selTin(h);
       return r === undefined ? undefined : customer(r);
     },
-    xref: (id) => {
-      const r = selXref.get(id);
+    xref: async (id) => {
+      const r = await db.get<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ?', [id]);
       return r === undefined ? undefined : xref(r);
     },
-    recordCore: tx((h: string, cif: string, now: number) => {
-      insCore.run(h, cif, now, now);
-      return customer(selTin.get(h) as RawCustomer);
-    }),
-    claim: tx((h: string, cif: string | null, loanId: string, now: number) => {
-      insClaim.run(h, cif, loanId, now, now);
-      return customer(selTin.get(h) as RawCustomer);
-    }),
-    takeOver: (h, from, to, now) => takeOverQ.run(to, now, h, from).changes === 1,
-    setCif: tx((h: string, cif: string, now: number) => {
-      setCifQ.run(cif, now, h);
-      fillXref.run(cif, now, h);
-      fillLoan.run(cif, h);
-    }),
-    markWritten(loanId, cifs, now) {
-      for (const c of claimedBy.all(loanId)) {
+    recordCore: (h, cif, now) =>
+      db.write(async () => {
+        await db.run(INS_CORE, [h, cif, now, now]);
+        return customer((await selTin(h)) as RawCustomer);
+      }),
+    claim: (h, cif, loanId, now) =>
+      db.write(async () => {
+        await db.run(INS_CLAIM, [h, cif, loanId, now, now]);
+        return customer((await selTin(h)) as RawCustomer);
+      }),
+    takeOver: async (h, from, to, now) =>
+      (await db.run(`UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`, [to, now, h, from]))
+        .changes === 1,
+    setCif: (h, cif, now) =>
+      db.write(async () => {
+        await db.run('UPDATE customers SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL', [cif, now, h]);
+        await db.run(FILL_XREF, [cif, now, h]);
+        await db.run(FILL_LOAN, [cif, h]);
+      }),
+    async markWritten(loanId, cifs, now) {
+      for (const c of await db.all<RawCustomer>(`SELECT * FROM customers WHERE creator_loan_id = ? AND status = 'claimed'`, [loanId])) {
         const cif = c.cif ?? cifs.get(c.tin_hash) ?? null;
-        written.run(cif, now, c.tin_hash);
+        await db.run(`UPDATE customers SET status = 'written', cif = COALESCE(cif, ?), updated_at = ? WHERE tin_hash = ?`, [cif, now, c.tin_hash]);
         if (cif !== null) {
-          fillXref.run(cif, now, c.tin_hash);
-          fillLoan.run(cif, c.tin_hash);
+          await db.run(FILL_XREF, [cif, now, c.tin_hash]);
+          await db.run(FILL_LOAN, [cif, c.tin_hash]);
         }
       }
     },
-    resolved: tx((r: Omit<LoanCustomerRow, 'resolvedAt'>, now: number) => {
-      const p = { loanId: r.loanId, entityId: r.entityId, cif: r.cif, tinHash: r.tinHash, matchedBy: r.matchedBy, now };
-      upXref.run(p);
-      upLoan.run({ ...p, existing: r.existing ? 1 : 0, nameAgrees: r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0 });
-    }),
-    forLoan: (id) => selLoan.all(id).map(loanCustomer),
-    forEntity: (id) => selEntity.all(id).map(loanCustomer),
-    find: (key) => findQ.all(key, key).map(xref),
-    list: ({ matchedBy, limit = 1000 }) => (matchedBy ? listBy.all(matchedBy, limit) : listAll.all(limit)).map(xref),
-    *resolvedBetween(since, until) {
-      for (const r of between.iterate(since, until)) yield loanCustomer(r);
+    resolved: (r, now) =>
+      db.write(async () => {
+        await db.run(UP_XREF, [r.entityId, r.cif, r.tinHash, r.matchedBy, r.loanId, r.loanId, now, now]);
+        await db.run(UP_LOAN, [r.loanId, r.entityId, r.cif, r.tinHash, r.matchedBy, r.existing ? 1 : 0, r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0, now]);
+      }),
+    forLoan: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE loan_id = ? ORDER BY rowid', [id])).map(loanCustomer),
+    forEntity: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at', [id])).map(loanCustomer),
+    find: async (key) =>
+      (await db.all<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id', [key, key])).map(xref),
+    list: async ({ matchedBy, limit = 1000 }) =>
+      (matchedBy
+        ? await db.all<RawXref>('SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?', [matchedBy, limit])
+        : await db.all<RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?', [limit])
+      ).map(xref),
+    // Keyset pages (resolved_at, loan, entity): a report over a busy day holds one page.
+    async *resolvedBetween(since, until) {
+      let after: RawLoanCustomer | null = null;
+      for (;;) {
+        const rows: RawLoanCustomer[] =
+          after === null
+            ? await db.all<RawLoanCustomer>(BETWEEN_FIRST, [since, until])
+            : await db.all<RawLoanCustomer>(BETWEEN_AFTER, [since, until, after.resolved_at, after.loan_id, after.entity_id]);
+        for (const r of rows) yield loanCustomer(r);
+        if (rows.length < BETWEEN_PAGE) return;
+        after = rows[rows.length - 1] as RawLoanCustomer;
+      }
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 
 /**
  * What running daemons tell other processes on the same state database: which mapping version each
@@ -22,14 +22,14 @@ export interface DaemonStatus {
 
 export interface DaemonStatusStore {
   /** A daemon starting: its row (replacing one of the same owner). */
-  publish(s: Omit<DaemonStatus, 'cycleRequestedAt' | 'cycleRequestedBy'>): void;
+  publish(s: Omit<DaemonStatus, 'cycleRequestedAt' | 'cycleRequestedBy'>): Promise<void>;
   /** Heartbeat and reload outcome; false when the row is gone (removed by an operator). */
-  touch(owner: string, now: number, patch?: { mappingVersion?: string; reloadError?: string | null }): boolean;
-  get(owner: string): DaemonStatus | null;
-  all(): DaemonStatus[];
-  remove(owner: string): void;
+  touch(owner: string, now: number, patch?: { mappingVersion?: string; reloadError?: string | null }): Promise<boolean>;
+  get(owner: string): Promise<DaemonStatus | null>;
+  all(): Promise<DaemonStatus[]>;
+  remove(owner: string): Promise<void>;
   /** An operator asks every running daemon for a cycle now; how many rows took the request. */
-  requestCycle(by: string, now: number): number;
+  requestCycle(by: string, now: number): Promise<number>;
 }
 
 interface Raw {
@@ -60,50 +60,42 @@ function fromRaw(r: Raw): DaemonStatus {
   };
 }
 
-export function createDaemonStatusStore(db: Db): DaemonStatusStore {
-  const selectOne = db.prepare<[string], Raw>('SELECT * FROM daemon_status WHERE owner = ?');
-  const selectAll = db.prepare<[], Raw>('SELECT * FROM daemon_status ORDER BY started_at');
-  const upsert = db.prepare(
-    `INSERT INTO daemon_status (owner, pid, host, started_at, updated_at, mapping_version, mapping_dir, reload_error)
-     VALUES (@owner, @pid, @host, @startedAt, @updatedAt, @mappingVersion, @mappingDir, @reloadError)
+export function createDaemonStatusStore(anyDb: AnyDb): DaemonStatusStore {
+  const db = toStoreDb(anyDb);
+  const SELECT_ONE = 'SELECT * FROM daemon_status WHERE owner = ?';
+  const UPSERT = `INSERT INTO daemon_status (owner, pid, host, started_at, updated_at, mapping_version, mapping_dir, reload_error)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT(owner) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
        updated_at = excluded.updated_at, mapping_version = excluded.mapping_version,
-       mapping_dir = excluded.mapping_dir, reload_error = excluded.reload_error`,
-  );
-  const touchOnly = db.prepare('UPDATE daemon_status SET updated_at = ? WHERE owner = ?');
-  const touchVersion = db.prepare('UPDATE daemon_status SET updated_at = ?, mapping_version = ?, reload_error = ? WHERE owner = ?');
-  const del = db.prepare('DELETE FROM daemon_status WHERE owner = ?');
-  const request = db.prepare('UPDATE daemon_status SET cycle_requested_at = ?, cycle_requested_by = ?');
+       mapping_dir = excluded.mapping_dir, reload_error = excluded.reload_error`;
   return {
-    publish(s) {
-      upsert.run(s);
+    async publish(s) {
+      await db.run(UPSERT, [s.owner, s.pid, s.host, s.startedAt, s.updatedAt, s.mappingVersion, s.mappingDir, s.reloadError]);
     },
-    touch(owner, now, patch) {
-      if (patch?.mappingVersion === undefined) return touchOnly.run(now, owner).changes > 0;
-      const current = selectOne.get(owner);
+    async touch(owner, now, patch) {
+      if (patch?.mappingVersion === undefined) return (await db.run('UPDATE daemon_status SET updated_at = ? WHERE owner = ?', [now, owner])).changes > 0;
+      const current = await db.get<Raw>(SELECT_ONE, [owner]);
       const reloadError = patch.reloadError === undefined ? (current?.reload_error ?? null) : patch.reloadError;
-      return touchVersion.run(now, patch.mappingVersion, reloadError, owner).changes > 0;
+      return (
+        await db.run('UPDATE daemon_status SET updated_at = ?, mapping_version = ?, reload_error = ? WHERE owner = ?', [now, patch.mappingVersion, reloadError, owner])
+      ).changes > 0;
     },
-    get(owner) {
-      const r = selectOne.get(owner);
+    async get(owner) {
+      const r = await db.get<Raw>(SELECT_ONE, [owner]);
       return r ? fromRaw(r) : null;
     },
-    all() {
-      return selectAll.all().map(fromRaw);
+    async all() {
+      return (await db.all<Raw>('SELECT * FROM daemon_status ORDER BY started_at')).map(fromRaw);
     },
-    remove(owner) {
-      del.run(owner);
+    async remove(owner) {
+      await db.run('DELETE FROM daemon_status WHERE owner = ?', [owner]);
     },
-    requestCycle(by, now) {
-      return request.run(now, by).changes;
+    async requestCycle(by, now) {
+      return (await db.run('UPDATE daemon_status SET cycle_requested_at = ?, cycle_requested_by = ?', [now, by])).changes;
     },
   };
 }
 
-/**
- * The daemons that are running. A row of this host counts while its process exists (a daemon
- * killed with -9 leaves its row behind); a row of another host while it heartbeat recently.
- */
 export function liveDaemons(rows: readonly DaemonStatus[], now: number, host: string, isAlive: (pid: number) => boolean, staleMs = 120_000): DaemonStatus[] {
   return rows.filter((s) => (s.host === host ? isAlive(s.pid) : s.updatedAt >= now - staleMs));
 }

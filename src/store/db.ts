@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS, migrationSql, type Migration } from './migrations.js';
 
 export type Db = Database.Database;
 
@@ -104,7 +104,7 @@ export function migrate(db: Db): void {
         throw new Error(`state database schema version ${v} is newer than this connector knows (${MIGRATIONS.length}); upgrade the connector`);
       }
       if (v === MIGRATIONS.length) return true;
-      db.exec(MIGRATIONS[v] as string);
+      db.exec(migrationSql(MIGRATIONS[v] as Migration, 'sqlite'));
       db.pragma(`user_version = ${v + 1}`);
       return false;
     }).immediate();

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 
 /**
  * Platform ids stored in a core as a digest because the core's external-reference field is
@@ -7,17 +7,17 @@ import type { Db } from './db.js';
  * to the platform id (reconciliation, `loans show`). Written before the core write that uses it.
  */
 export interface ExternalRefStore {
-  remember(core: string, ref: string, platformId: string, kind: string, now: number): void;
-  platformIdOf(core: string, ref: string): string | null;
+  remember(core: string, ref: string, platformId: string, kind: string, now: number): Promise<void>;
+  platformIdOf(core: string, ref: string): Promise<string | null>;
 }
 
-export function createExternalRefStore(db: Db): ExternalRefStore {
-  const insert = db.prepare('INSERT OR IGNORE INTO core_external_refs (core, ref, platform_id, kind, created_at) VALUES (?, ?, ?, ?, ?)');
-  const select = db.prepare<[string, string], { platform_id: string }>('SELECT platform_id FROM core_external_refs WHERE core = ? AND ref = ?');
+export function createExternalRefStore(anyDb: AnyDb): ExternalRefStore {
+  const db = toStoreDb(anyDb);
   return {
-    remember: (core, ref, platformId, kind, now) => {
-      insert.run(core, ref, platformId, kind, now);
+    remember: async (core, ref, platformId, kind, now) => {
+      await db.run('INSERT INTO core_external_refs (core, ref, platform_id, kind, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING', [core, ref, platformId, kind, now]);
     },
-    platformIdOf: (core, ref) => select.get(core, ref)?.platform_id ?? null,
+    platformIdOf: async (core, ref) =>
+      (await db.get<{ platform_id: string }>('SELECT platform_id FROM core_external_refs WHERE core = ? AND ref = ?', [core, ref]))?.platform_id ?? null,
   };
 }

@@ -1,4 +1,5 @@
-import { truncateWal, type Db } from './db.js';
+import { truncateWal } from './db.js';
+import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
 
 /** One row of `file_batches`. Times are epoch ms. */
 export interface FileBatchRow {
@@ -56,10 +57,12 @@ export interface AppendResult {
   frozen: string[];
 }
 
-const BATCH_COLS = `id, status, opened_at AS openedAt, cutoff_at AS cutoffAt, sealing_at AS sealingAt, sealed_at AS sealedAt,
-  seal_reason AS sealReason, sealed_by AS sealedBy, loan_count AS loanCount, record_count AS recordCount, principal_cents AS principalCents, layout`;
-const LOAN_COLS = `batch_id AS batchId, loan_id AS loanId, kind, principal_cents AS principalCents, digest, rows_json AS rowsJson,
-  record_count AS recordCount, boarded_at AS boardedAt`;
+// Quoted aliases: PostgreSQL folds unquoted names to lower case.
+const BATCH_COLS = `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt", sealing_at AS "sealingAt", sealed_at AS "sealedAt",
+  seal_reason AS "sealReason", sealed_by AS "sealedBy", loan_count AS "loanCount", record_count AS "recordCount", principal_cents AS "principalCents", layout`;
+const LOAN_COLS = `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents", digest, rows_json AS "rowsJson",
+  record_count AS "recordCount", boarded_at AS "boardedAt"`;
+const LOANS_PAGE = 500;
 
 /**
  * Batches of the file core, in the state database. Every decision that must be atomic (is the open
@@ -79,54 +82,68 @@ export interface BatchTieRows {
 }
 
 export class FileBatchStore {
-  constructor(private readonly db: Db) {}
-
-  get(id: string): FileBatchRow | undefined {
-    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches WHERE id = ?`).get(id) as FileBatchRow | undefined;
+  private readonly db: StoreDb;
+  constructor(db: AnyDb) {
+    this.db = toStoreDb(db);
   }
 
-  open(): FileBatchRow | undefined {
-    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'open'`).get() as FileBatchRow | undefined;
+  get(id: string): Promise<FileBatchRow | undefined> {
+    return this.db.get<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches WHERE id = ?`, [id]);
+  }
+
+  open(): Promise<FileBatchRow | undefined> {
+    return this.db.get<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'open'`);
   }
 
   /** Newest first. */
-  list(limit = 100): FileBatchRow[] {
-    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches ORDER BY opened_at DESC, id DESC LIMIT ?`).all(limit) as FileBatchRow[];
+  list(limit = 100): Promise<FileBatchRow[]> {
+    return this.db.all<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches ORDER BY opened_at DESC, id DESC LIMIT ?`, [limit]);
   }
 
   /** Frozen batches whose files are not known to be complete (a crash, or a seal in progress). */
-  sealing(): FileBatchRow[] {
-    return this.db.prepare(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at`).all() as FileBatchRow[];
+  sealing(): Promise<FileBatchRow[]> {
+    return this.db.all<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at`);
   }
 
-  /** A batch's loans in the order they were (last) boarded. */
-  loansOf(batchId: string): IterableIterator<BatchLoanRow> {
-    return this.db.prepare(`SELECT ${LOAN_COLS} FROM file_batch_loans WHERE batch_id = ? ORDER BY rowid`).iterate(batchId) as IterableIterator<BatchLoanRow>;
+  /** A batch's loans in the order they were (last) boarded, one page at a time. */
+  async *loansOf(batchId: string): AsyncGenerator<BatchLoanRow> {
+    let after = -1;
+    for (;;) {
+      const rows = await this.db.all<BatchLoanRow & { seq: number }>(
+        `SELECT rowid AS seq, ${LOAN_COLS} FROM file_batch_loans WHERE batch_id = ? AND rowid > ? ORDER BY rowid LIMIT ${LOANS_PAGE}`,
+        [batchId, after],
+      );
+      for (const { seq: _seq, ...r } of rows) yield r;
+      if (rows.length < LOANS_PAGE) return;
+      after = Number((rows[rows.length - 1] as { seq: number }).seq);
+    }
   }
 
-  counts(batchId: string): { loans: number; corrections: number; records: number } {
-    const r = this.db
-      .prepare(
-        `SELECT COALESCE(SUM(kind = 'new'), 0) AS loans, COALESCE(SUM(kind = 'correction'), 0) AS corrections, COALESCE(SUM(record_count), 0) AS records
-           FROM file_batch_loans WHERE batch_id = ?`,
-      )
-      .get(batchId) as { loans: number; corrections: number; records: number };
-    return r;
+  async counts(batchId: string): Promise<{ loans: number; corrections: number; records: number }> {
+    const r = (await this.db.get<{ loans: number; corrections: number; records: number }>(
+      `SELECT COALESCE(SUM(CASE WHEN kind = 'new' THEN 1 ELSE 0 END), 0) AS loans,
+              COALESCE(SUM(CASE WHEN kind = 'correction' THEN 1 ELSE 0 END), 0) AS corrections,
+              COALESCE(SUM(record_count), 0) AS records
+         FROM file_batch_loans WHERE batch_id = ?`,
+      [batchId],
+    )) as { loans: number; corrections: number; records: number };
+    return { loans: Number(r.loans), corrections: Number(r.corrections), records: Number(r.records) };
   }
 
   /** Sum of the first boards' principal in a batch, exact (the text cents of every row, as BigInt). */
-  principalOf(batchId: string): string {
+  async principalOf(batchId: string): Promise<string> {
     let total = 0n;
-    for (const r of this.db.prepare(`SELECT principal_cents AS p FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`).iterate(batchId) as IterableIterator<{ p: string | null }>) {
+    for (const r of await this.db.all<{ p: string | null }>(`SELECT principal_cents AS p FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`, [batchId])) {
       if (r.p !== null && /^-?\d+$/.test(r.p)) total += BigInt(r.p);
     }
     return total.toString();
   }
 
-  batchesOfLoan(loanId: string): Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }> {
-    return this.db
-      .prepare(`SELECT l.batch_id AS batchId, b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at`)
-      .all(loanId) as Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>;
+  batchesOfLoan(loanId: string): Promise<Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>> {
+    return this.db.all(
+      `SELECT l.batch_id AS "batchId", b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at`,
+      [loanId],
+    );
   }
 
   /**
@@ -134,58 +151,58 @@ export class FileBatchStore {
    * when its cut-off has passed). A loan already in a frozen batch becomes a correction; a loan
    * already in the open batch is replaced, or left alone when its rows are identical.
    */
-  append(input: AppendInput): AppendResult {
-    return this.db.transaction((): AppendResult => {
+  append(input: AppendInput): Promise<AppendResult> {
+    return this.db.write(async (): Promise<AppendResult> => {
       const frozen: string[] = [];
-      let open = this.open();
+      let open = await this.open();
       // Past its cut-off, or in another layout (the set was reloaded or the connector restarted with
       // a changed layout.yaml): the open batch is sealed as it is, in its own layout.
       const reason = open === undefined ? null : open.cutoffAt <= input.now ? 'cutoff' : open.layout !== input.layout ? 'layout changed' : null;
       if (open !== undefined && reason !== null) {
-        this.freeze(open.id, input.now, reason, 'connector');
+        await this.freeze(open.id, input.now, reason, 'connector');
         frozen.push(open.id);
         open = undefined;
       }
-      open ??= this.create(input.now, input.openBatch(input.now), input.layout);
-      const placed = this.batchesOfLoan(input.loanId);
+      open ??= await this.create(input.now, input.openBatch(input.now), input.layout);
+      const placed = await this.batchesOfLoan(input.loanId);
       const kind: BatchRowKind = placed.some((p) => p.status !== 'open') ? 'correction' : 'new';
       const rendered = input.render(kind);
-      const existing = this.db.prepare(`SELECT digest, kind FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`).get(open.id, input.loanId) as
-        | { digest: string; kind: string }
-        | undefined;
+      const existing = await this.db.get<{ digest: string; kind: string }>(`SELECT digest, kind FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`, [
+        open.id,
+        input.loanId,
+      ]);
       if (existing !== undefined && existing.digest === rendered.digest && existing.kind === kind) {
         return { batchId: open.id, kind, outcome: 'unchanged', frozen };
       }
       // Replace = delete + insert: the loan's rows move to the end, in the order of its last board.
-      this.db.prepare(`DELETE FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`).run(open.id, input.loanId);
-      this.db
-        .prepare(
-          `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at)
+      await this.db.run(`DELETE FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`, [open.id, input.loanId]);
+      await this.db.run(
+        `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(open.id, input.loanId, kind, input.principalCents, rendered.digest, rendered.rowsJson, rendered.recordCount, input.now);
+        [open.id, input.loanId, kind, input.principalCents, rendered.digest, rendered.rowsJson, rendered.recordCount, input.now],
+      );
       return { batchId: open.id, kind, outcome: existing === undefined ? 'appended' : 'replaced', frozen };
-    }).immediate();
+    });
   }
 
   /** Freezes the open batch when its cut-off has passed; returns its id. */
-  freezeDue(now: number): string | undefined {
-    return this.db.transaction(() => {
-      const open = this.open();
+  freezeDue(now: number): Promise<string | undefined> {
+    return this.db.write(async () => {
+      const open = await this.open();
       if (open === undefined || open.cutoffAt > now) return undefined;
-      this.freeze(open.id, now, 'cutoff', 'connector');
+      await this.freeze(open.id, now, 'cutoff', 'connector');
       return open.id;
-    }).immediate();
+    });
   }
 
   /** Freezes the open batch now (an early seal by ops); undefined when no batch is open or `id` is not the open one. */
-  freezeOpen(now: number, reason: string, by: string, id?: string): string | undefined {
-    return this.db.transaction(() => {
-      const open = this.open();
+  freezeOpen(now: number, reason: string, by: string, id?: string): Promise<string | undefined> {
+    return this.db.write(async () => {
+      const open = await this.open();
       if (open === undefined || (id !== undefined && open.id !== id)) return undefined;
-      this.freeze(open.id, now, reason, by);
+      await this.freeze(open.id, now, reason, by);
       return open.id;
-    }).immediate();
+    });
   }
 
   /**
@@ -193,23 +210,25 @@ export class FileBatchStore {
    * full tax ids and are never read again once the files exist, so they leave the state database
    * in the same transaction (the sealed files in the core's directory are the record).
    */
-  markSealed(id: string, now: number, totals: { loanCount: number; recordCount: number; principalCents: string }): boolean {
-    return this.db.transaction(() => {
-      const r = this.db
-        .prepare(`UPDATE file_batches SET status = 'sealed', sealed_at = ?, loan_count = ?, record_count = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`)
-        .run(now, totals.loanCount, totals.recordCount, totals.principalCents, id);
+  markSealed(id: string, now: number, totals: { loanCount: number; recordCount: number; principalCents: string }): Promise<boolean> {
+    return this.db.write(async () => {
+      const r = await this.db.run(
+        `UPDATE file_batches SET status = 'sealed', sealed_at = ?, loan_count = ?, record_count = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
+        [now, totals.loanCount, totals.recordCount, totals.principalCents, id],
+      );
       if (r.changes !== 1) return false;
-      this.db.prepare(`UPDATE file_batch_loans SET rows_json = '{}' WHERE batch_id = ?`).run(id);
+      await this.db.run(`UPDATE file_batch_loans SET rows_json = '{}' WHERE batch_id = ?`, [id]);
       return true;
-    }).immediate();
+    });
   }
 
   /**
    * After a seal: the cleared lines are zeroed in the database file (secure_delete, db.ts), and
-   * the WAL frames that still hold them are checkpointed and truncated away.
+   * the WAL frames that still hold them are checkpointed and truncated away. (PostgreSQL: the
+   * server's own vacuum reclaims the old row versions; nothing to do here.)
    */
   scrubAfterSeal(): { done: boolean; frames: number } {
-    return truncateWal(this.db);
+    return this.db.sqlite === null ? { done: true, frames: 0 } : truncateWal(this.db.sqlite);
   }
 
   /**
@@ -218,44 +237,55 @@ export class FileBatchStore {
    * the acknowledged loans, and the acknowledged loans past a cut-off without a seal or in no batch.
    * null when the file core never wrote a batch.
    */
-  tieOut(asOfMs: number): BatchTieRows | null {
-    const batches = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches`).get() as { n: number }).n;
-    if (batches === 0) return null;
-    const sealedCents = this.db
-      .prepare(`SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`)
-      .all() as Array<{ cents: string | null }>;
-    const corrections = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`).get() as { n: number }).n;
-    const open = this.db.prepare(`SELECT id, cutoff_at AS cutoffAt FROM file_batches WHERE status = 'open'`).get() as { id: string; cutoffAt: number } | undefined;
-    const openCents = open && open.cutoffAt > asOfMs ? (this.db.prepare(`SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`).all(open.id) as Array<{ cents: string | null }>) : [];
-    const acknowledgedCents = this.db.prepare(`SELECT cents_amount AS cents FROM loans WHERE state = 'acknowledged'`).all() as Array<{ cents: number | null }>;
-    // A loan's first board sits in one batch; past the cut-off without a seal, or in none at all.
-    const notSealedPastCutoff = this.db
-      .prepare(
-        `SELECT lo.id AS loanId, b.id AS batchId, b.cutoff_at AS cutoffAt
+  tieOut(asOfMs: number): Promise<BatchTieRows | null> {
+    return this.db.read(async () => {
+      const count = async (text: string): Promise<number> => Number((await this.db.get<{ n: number }>(text))?.n ?? 0);
+      if ((await count(`SELECT COUNT(*) AS n FROM file_batches`)) === 0) return null;
+      const sealedCents = await this.db.all<{ cents: string | null }>(
+        `SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`,
+      );
+      const corrections = await count(
+        `SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`,
+      );
+      const open = await this.db.get<{ id: string; cutoffAt: number }>(`SELECT id, cutoff_at AS "cutoffAt" FROM file_batches WHERE status = 'open'`);
+      const openCents =
+        open && open.cutoffAt > asOfMs
+          ? await this.db.all<{ cents: string | null }>(`SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`, [open.id])
+          : [];
+      const acknowledgedCents = await this.db.all<{ cents: number | null }>(`SELECT cents_amount AS cents FROM loans WHERE state = 'acknowledged'`);
+      // A loan's first board sits in one batch; past the cut-off without a seal, or in none at all.
+      const notSealedPastCutoff = await this.db.all<{ loanId: string; batchId: string | null; cutoffAt: number | null }>(
+        `SELECT lo.id AS "loanId", b.id AS "batchId", b.cutoff_at AS "cutoffAt"
            FROM loans lo
            LEFT JOIN file_batch_loans l ON l.loan_id = lo.id AND l.kind = 'new'
            LEFT JOIN file_batches b ON b.id = l.batch_id
           WHERE lo.state = 'acknowledged'
             AND (l.loan_id IS NULL OR (b.status <> 'sealed' AND b.cutoff_at <= ?))
           ORDER BY lo.id`,
-      )
-      .all(asOfMs) as Array<{ loanId: string; batchId: string | null; cutoffAt: number | null }>;
-    const sealedBatches = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches WHERE status = 'sealed'`).get() as { n: number }).n;
-    return { sealedBatches, sealedCents, corrections, open: open ?? null, openCents, acknowledgedCents, notSealedPastCutoff };
+        [asOfMs],
+      );
+      const sealedBatches = await count(`SELECT COUNT(*) AS n FROM file_batches WHERE status = 'sealed'`);
+      return { sealedBatches, sealedCents, corrections, open: open ?? null, openCents, acknowledgedCents, notSealedPastCutoff };
+    });
   }
 
-  hasLoan(loanId: string): boolean {
-    return this.db.prepare(`SELECT 1 FROM file_batch_loans WHERE loan_id = ? LIMIT 1`).get(loanId) !== undefined;
+  async hasLoan(loanId: string): Promise<boolean> {
+    return (await this.db.get(`SELECT 1 AS one FROM file_batch_loans WHERE loan_id = ? LIMIT 1`, [loanId])) !== undefined;
   }
 
-  private freeze(id: string, now: number, reason: string, by: string): void {
-    this.db.prepare(`UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`).run(now, reason, by, id);
+  private async freeze(id: string, now: number, reason: string, by: string): Promise<void> {
+    await this.db.run(`UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`, [
+      now,
+      reason,
+      by,
+      id,
+    ]);
   }
 
-  private create(now: number, b: { cutoffAt: number; day: string }, layout: string): FileBatchRow {
-    const n = (this.db.prepare(`SELECT COUNT(*) AS n FROM file_batches WHERE id LIKE ? || '-%'`).get(b.day) as { n: number }).n;
+  private async create(now: number, b: { cutoffAt: number; day: string }, layout: string): Promise<FileBatchRow> {
+    const n = Number((await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM file_batches WHERE id LIKE ? || '-%'`, [b.day]))?.n ?? 0);
     const id = `${b.day}-${String(n + 1).padStart(3, '0')}`;
-    this.db.prepare(`INSERT INTO file_batches (id, status, opened_at, cutoff_at, layout) VALUES (?, 'open', ?, ?, ?)`).run(id, now, b.cutoffAt, layout);
-    return this.get(id) as FileBatchRow;
+    await this.db.run(`INSERT INTO file_batches (id, status, opened_at, cutoff_at, layout) VALUES (?, 'open', ?, ?, ?)`, [id, now, b.cutoffAt, layout]);
+    return (await this.get(id)) as FileBatchRow;
   }
 }

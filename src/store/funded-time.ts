@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 import type { WebhookInbox } from './inbox.js';
 
 /**
@@ -12,24 +12,28 @@ import type { WebhookInbox } from './inbox.js';
  */
 export interface FundedTimeBackfill {
   /** Returns how many loans got their funded time. */
-  run(now: number): number;
+  run(now: number): Promise<number>;
 }
 
-export function createFundedTimeBackfill(db: Db, inbox: Pick<WebhookInbox, 'fundedAt'>): FundedTimeBackfill {
-  const newRows = db.prepare<[number], { id: string; created_at: number }>(
-    'SELECT id, created_at FROM loans WHERE created_at >= ? AND funded_at_iso IS NULL ORDER BY created_at ASC',
-  );
-  const setFundedAt = db.prepare('UPDATE loans SET funded_at_iso = ?, updated_at = ? WHERE id = ? AND funded_at_iso IS NULL');
-  // The first pass after start covers every row; later passes only the rows created since.
+export function createFundedTimeBackfill(anyDb: AnyDb, inbox: Pick<WebhookInbox, 'fundedAt'>): FundedTimeBackfill {
+  const db = toStoreDb(anyDb);
   let since = 0;
   return {
-    run(now) {
+    async run(now) {
       let updated = 0;
       let newest = since;
-      for (const row of newRows.all(since)) {
+      const rows = await db.all<{ id: string; created_at: number }>(
+        'SELECT id, created_at FROM loans WHERE created_at >= ? AND funded_at_iso IS NULL ORDER BY created_at ASC',
+        [since],
+      );
+      for (const row of rows) {
         newest = Math.max(newest, row.created_at);
-        const fundedAt = inbox.fundedAt(row.id);
-        if (fundedAt !== null) updated += setFundedAt.run(new Date(fundedAt).toISOString(), now, row.id).changes;
+        const fundedAt = await inbox.fundedAt(row.id);
+        if (fundedAt !== null) {
+          updated += (
+            await db.run('UPDATE loans SET funded_at_iso = ?, updated_at = ? WHERE id = ? AND funded_at_iso IS NULL', [new Date(fundedAt).toISOString(), now, row.id])
+          ).changes;
+        }
       }
       since = newest;
       return updated;

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 import { redactPayload } from '../lib/redact.js';
 
 export interface IdempotencyKeyRow {
@@ -17,12 +17,12 @@ export interface IdempotencyKeyRow {
  */
 export interface IdempotencyStore {
   /** Stores the key if new (first use) and returns the stored row either way. */
-  ensure(key: string, operation: string, loanId: string | null, now: number): IdempotencyKeyRow;
-  complete(key: string, status: number | null, response: unknown, now: number): void;
-  get(key: string): IdempotencyKeyRow | null;
-  forLoan(loanId: string): IdempotencyKeyRow[];
+  ensure(key: string, operation: string, loanId: string | null, now: number): Promise<IdempotencyKeyRow>;
+  complete(key: string, status: number | null, response: unknown, now: number): Promise<void>;
+  get(key: string): Promise<IdempotencyKeyRow | null>;
+  forLoan(loanId: string): Promise<IdempotencyKeyRow[]>;
   /** The newest key of this operation starting with prefix that never completed (a run that died after storing it), or null. */
-  unfinished(operation: string, prefix: string): string | null;
+  unfinished(operation: string, prefix: string): Promise<string | null>;
 }
 
 interface Raw {
@@ -48,32 +48,37 @@ const toRow = (r: Raw): IdempotencyKeyRow => ({
 /** Platform limit on the Idempotency-Key header. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
-export function createIdempotencyStore(db: Db): IdempotencyStore {
-  const insert = db.prepare(
-    'INSERT OR IGNORE INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?)',
-  );
-  const select = db.prepare<[string], Raw>('SELECT * FROM idempotency_keys WHERE key = ?');
-  const selectLoan = db.prepare<[string], Raw>('SELECT * FROM idempotency_keys WHERE loan_id = ? ORDER BY created_at ASC, key ASC');
-  const update = db.prepare('UPDATE idempotency_keys SET completed_at = ?, status = ?, response = ? WHERE key = ?');
-  const unfinished = db.prepare<[string, string, string], { key: string }>(
-    'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC LIMIT 1',
-  );
+export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
+  const db = toStoreDb(anyDb);
+  const INSERT = 'INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
+  const SELECT = 'SELECT * FROM idempotency_keys WHERE key = ?';
   return {
-    unfinished: (operation, prefix) => unfinished.get(operation, prefix, prefix)?.key ?? null,
-    ensure: (key, operation, loanId, now) => {
+    unfinished: async (operation, prefix) =>
+      (
+        await db.get<{ key: string }>(
+          'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC LIMIT 1',
+          [operation, prefix, prefix],
+        )
+      )?.key ?? null,
+    ensure: async (key, operation, loanId, now) => {
       if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
         throw new Error(`idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`);
       }
-      insert.run(key, loanId, operation, now);
-      return toRow(select.get(key) as Raw);
+      await db.run(INSERT, [key, loanId, operation, now]);
+      return toRow((await db.get<Raw>(SELECT, [key])) as Raw);
     },
-    complete: (key, status, response, now) => {
-      update.run(now, status, response === undefined ? null : JSON.stringify(redactPayload(response)), key);
+    complete: async (key, status, response, now) => {
+      await db.run('UPDATE idempotency_keys SET completed_at = ?, status = ?, response = ? WHERE key = ?', [
+        now,
+        status,
+        response === undefined ? null : JSON.stringify(redactPayload(response)),
+        key,
+      ]);
     },
-    get: (key) => {
-      const r = select.get(key);
+    get: async (key) => {
+      const r = await db.get<Raw>(SELECT, [key]);
       return r ? toRow(r) : null;
     },
-    forLoan: (loanId) => selectLoan.all(loanId).map(toRow),
+    forLoan: async (loanId) => (await db.all<Raw>('SELECT * FROM idempotency_keys WHERE loan_id = ? ORDER BY created_at ASC, key ASC', [loanId])).map(toRow),
   };
 }

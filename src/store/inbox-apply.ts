@@ -1,5 +1,5 @@
 import { errorMessage } from '../lib/errors.js';
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 import { extractFundedAt } from '../contract/webhook-payload.js';
 import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './webhook-history.js';
 import type { InboxRow, WebhookInbox } from './inbox.js';
@@ -31,31 +31,27 @@ export interface InboxPass {
  * funded time keeps the earliest value). No logging and no callbacks: the caller (the processor)
  * reports the outcomes.
  */
-export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: number, now: number): InboxPass } {
+export function createInboxApplier(anyDb: AnyDb, inbox: WebhookInbox): { pass(limit: number, now: number): Promise<InboxPass> } {
+  const db = toStoreDb(anyDb);
   // Only an existing loans row is filled in here, keeping the earliest time; a loan that has no row
   // yet gets it from the inbox when the row is created (funded-time.ts).
-  const setFundedAt = db.prepare(
-    `UPDATE loans SET funded_at_iso = ?, updated_at = ?
-     WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`,
-  );
-  const addLoanEvent = db.prepare(INSERT_WEBHOOK_HISTORY_SQL);
-  const hasPending = db.prepare<[], number>("SELECT 1 FROM webhook_inbox WHERE status = 'pending' LIMIT 1").pluck();
+  const SET_FUNDED_AT = `UPDATE loans SET funded_at_iso = ?, updated_at = ?
+     WHERE id = ? AND (funded_at_iso IS NULL OR funded_at_iso > ?)`;
 
-  const applyRowEffects = (row: InboxRow, now: number): number | null => {
+  const applyRowEffects = async (row: InboxRow, now: number): Promise<number | null> => {
     let fundedAt: number | null = null;
     if (row.eventType === 'loan.funded' && row.loanId !== null) {
       fundedAt = extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
       const iso = new Date(fundedAt).toISOString();
-      setFundedAt.run(iso, now, row.loanId, iso);
+      await db.run(SET_FUNDED_AT, [iso, now, row.loanId, iso]);
     }
     if (row.loanId !== null && isHistoryEvent(row.eventType)) {
       const entry = webhookHistoryEntry(row, fundedAt);
-      addLoanEvent.run(row.loanId, entry.at, row.eventType, entry.detail);
+      await db.run(INSERT_WEBHOOK_HISTORY_SQL, [row.loanId, entry.at, row.eventType, entry.detail]);
     }
-    inbox.markProcessedSeq(row.seq, now);
+    await inbox.markProcessedSeq(row.seq, now);
     return fundedAt;
   };
-  const applyRow = db.transaction(applyRowEffects);
 
   const outcome = (row: InboxRow, fundedAt: number | null, error: string | null): RowOutcome => ({
     webhookId: row.webhookId,
@@ -71,35 +67,42 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
   // applied, and `seq` stays valid). First without savepoints (the common case: every row
   // applies); if a row fails for a reason other than contention the whole attempt rolls back and
   // the pass is redone with each row in its own savepoint, so one bad row cannot sink the rest.
-  const applyAll = db.transaction((limit: number, now: number): RowOutcome[] =>
-    inbox.pending(limit).map((row) => outcome(row, applyRowEffects(row, now), null)),
-  );
-  const applyEach = db.transaction((limit: number, now: number): RowOutcome[] =>
-    inbox.pending(limit).map((row) => {
-      try {
-        return outcome(row, applyRow(row, now), null);
-      } catch (err) {
-        const message = errorMessage(err);
-        // Transient: roll the whole pass back; its rows stay pending for the next one.
-        if (isTransientDbError(err)) throw err;
-        inbox.markFailed(row.webhookId, now, message);
-        return outcome(row, null, message);
+  const applyAll = (limit: number, now: number): Promise<RowOutcome[]> =>
+    db.write(async () => {
+      const out: RowOutcome[] = [];
+      for (const row of await inbox.pending(limit)) out.push(outcome(row, await applyRowEffects(row, now), null));
+      return out;
+    });
+  const applyEach = (limit: number, now: number): Promise<RowOutcome[]> =>
+    db.write(async () => {
+      const out: RowOutcome[] = [];
+      for (const row of await inbox.pending(limit)) {
+        try {
+          // A nested write: a savepoint, which rolls back alone.
+          out.push(outcome(row, await db.write(() => applyRowEffects(row, now)), null));
+        } catch (err) {
+          const message = errorMessage(err);
+          // Transient: roll the whole pass back; its rows stay pending for the next one.
+          if (isTransientDbError(err)) throw err;
+          await inbox.markFailed(row.webhookId, now, message);
+          out.push(outcome(row, null, message));
+        }
       }
-    }),
-  );
+      return out;
+    });
 
   return {
-    pass(limit, now) {
+    async pass(limit, now) {
       // Nothing pending (most kicks after a quiet spell find their rows taken by an earlier pass):
       // no write transaction, no commit.
-      if (!hasPending.get()) return { rows: 0, outcomes: [] };
+      if ((await db.get("SELECT 1 AS one FROM webhook_inbox WHERE status = 'pending' LIMIT 1")) === undefined) return { rows: 0, outcomes: [] };
       let outcomes: RowOutcome[];
       // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
       try {
-        outcomes = applyAll.immediate(limit, now);
+        outcomes = await applyAll(limit, now);
       } catch (err) {
         if (isTransientDbError(err)) throw err;
-        outcomes = applyEach.immediate(limit, now);
+        outcomes = await applyEach(limit, now);
       }
       return { rows: outcomes.length, outcomes };
     },
@@ -110,6 +113,8 @@ export function createInboxApplier(db: Db, inbox: WebhookInbox): { pass(limit: n
 export function isTransientDbError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))) return true;
+  // PostgreSQL: serialization failure, deadlock, lock timeout, connection lost.
+  if (typeof code === 'string' && ['40001', '40P01', '55P03', '57P01', '08006', '08003', 'ECONNRESET', 'ECONNREFUSED'].includes(code)) return true;
   return /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(errorMessage(err));
 }
 

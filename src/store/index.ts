@@ -1,7 +1,7 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
 import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './customers.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb, type Fence, type StoreDb } from './sql.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createLeaseStore, type LeaseStore } from './leases.js';
 import { createLoanStore, type LoanStore } from './loans.js';
@@ -12,7 +12,8 @@ import { createNumberStore, type NumberPools, type NumberStore } from './numbers
 
 /** The repositories the boarding pipeline works with, over one database handle. */
 export interface BoardingStore {
-  db: Db;
+  /** The engine-neutral handle every repository runs its SQL through (sql.ts). */
+  db: StoreDb;
   loans: LoanStore;
   checkpoints: CheckpointStore;
   keys: IdempotencyStore;
@@ -24,8 +25,14 @@ export interface BoardingStore {
   reports: ReportReads;
   /** Customer match: customers by TIN hash, entity ↔ CIF cross-reference, per-loan resolutions. */
   customers: CustomerStore;
-  /** Runs `fn` in one IMMEDIATE transaction (see db.ts): its writes commit together or not at all. */
-  atomically<T>(fn: () => T): T;
+  /**
+   * Runs `fn` in one write transaction (SQLite: IMMEDIATE, see db.ts): every repository call it
+   * makes commits together or not at all. With a fence, the lease is checked in the same
+   * transaction first (sql.ts): a stale holder's write throws FencedOut and changes nothing.
+   */
+  write<T>(fn: () => Promise<T>, opts?: { fence?: Fence }): Promise<T>;
+  /** Runs `fn` in one read transaction: its reads see one snapshot. */
+  read<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 export interface BoardingStoreOptions {
@@ -40,14 +47,15 @@ export interface ReportReads {
   /** loan.funded times from the webhook inbox. */
   fundedLoans(): ReturnType<WebhookInbox['fundedLoans']>;
   /** How many loan.funded deliveries the inbox holds (the demo's status line). */
-  fundedWebhooks(): number;
+  fundedWebhooks(): Promise<number>;
   /** The file core's batch tie-out rows; null when no batch was ever written. */
-  batchTie(asOfMs: number): BatchTieRows | null;
+  batchTie(asOfMs: number): Promise<BatchTieRows | null>;
   /** How each loan's customers were resolved in [since, until) (new and matched customers per day). */
-  customerResolutions(since: number, until: number): Iterable<LoanCustomerRow>;
+  customerResolutions(since: number, until: number): AsyncIterable<LoanCustomerRow>;
 }
 
-export function createReportReads(db: Db): ReportReads {
+export function createReportReads(anyDb: AnyDb): ReportReads {
+  const db = toStoreDb(anyDb);
   return {
     loanScan: (since) => createLoanScan(db, since),
     fundedLoans: () => createWebhookInbox(db).fundedLoans(),
@@ -57,7 +65,8 @@ export function createReportReads(db: Db): ReportReads {
   };
 }
 
-export function createBoardingStore(db: Db, opts: BoardingStoreOptions = {}): BoardingStore {
+export function createBoardingStore(anyDb: AnyDb, opts: BoardingStoreOptions = {}): BoardingStore {
+  const db = toStoreDb(anyDb);
   return {
     db,
     loans: createLoanStore(db),
@@ -68,6 +77,7 @@ export function createBoardingStore(db: Db, opts: BoardingStoreOptions = {}): Bo
     daemon: createDaemonStatusStore(db),
     numbers: createNumberStore(db, opts.numberPools),
     customers: createCustomerStore(db),
-    atomically: (fn) => db.transaction(fn).immediate(),
+    write: (fn, o) => db.write(fn, o),
+    read: (fn) => db.read(fn),
   };
 }

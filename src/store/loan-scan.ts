@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 import { redactForStorage } from '../lib/redact.js';
 
 /**
@@ -36,14 +36,14 @@ export interface StoredReviewItem {
 }
 
 export interface LoanScan {
-  count(): number;
-  rows(): Generator<LoanScanRow>;
-  knows(id: string): boolean;
+  count(): Promise<number>;
+  rows(): AsyncGenerator<LoanScanRow>;
+  knows(id: string): Promise<boolean>;
   /**
    * The review items of the loan's latest mapping (the newest event whose detail carries a
    * `warnings` list: a board's `warning` event or a reboard's `ops` event), at most `limit`.
    */
-  reviewItems(id: string, limit: number): StoredReviewItem[];
+  reviewItems(id: string, limit: number): Promise<StoredReviewItem[]>;
 }
 
 const text = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
@@ -92,7 +92,7 @@ const STORE_COLUMNS = `id, loan_number, state, quarantine_reason, cents_amount, 
   review_items, created_at, updated_at`;
 
 /** Open items are always in scope; acknowledged ones only when acknowledged since the bound. */
-const SINCE_FILTER = `(state != 'acknowledged' OR acknowledged_at >= @sinceMs OR boarded_at_iso >= @sinceIso)`;
+const SINCE_FILTER = `(state != 'acknowledged' OR acknowledged_at >= ? OR boarded_at_iso >= ?)`;
 
 /** Rows per keyset page of the store walk. */
 const STORE_PAGE = 2000;
@@ -120,33 +120,30 @@ function toScanRow(r: RawStoreRow): LoanScanRow {
   };
 }
 
-export function createLoanScan(db: Db, since: string | null): LoanScan {
+export function createLoanScan(anyDb: AnyDb, since: string | null): LoanScan {
+  const db = toStoreDb(anyDb);
   const filter = since === null ? '1 = 1' : SINCE_FILTER;
-  const params = since === null ? {} : { sinceMs: Date.parse(since), sinceIso: since };
-  const knows = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM loans WHERE id = ?');
-  // Only loans boarded with review items are asked about: one indexed look-up each.
-  const lastWarnings = db.prepare<[string], { detail: string | null }>(
-    `SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`,
-  );
+  const params: unknown[] = since === null ? [] : [Date.parse(since), since];
   return {
-    count: () => (db.prepare(`SELECT COUNT(*) AS n FROM loans WHERE ${filter}`).get(params) as { n: number }).n,
-    /**
-     * Keyset pages, each read whole: the daemon shares this connection with the pipeline, and an
-     * iterator held open across awaits would make its statements fail ("connection is busy").
-     */
-    *rows() {
-      const page = db.prepare<Record<string, unknown>, RawStoreRow>(
-        `SELECT ${STORE_COLUMNS} FROM loans WHERE ${filter} AND id > @after ORDER BY id LIMIT ${STORE_PAGE}`,
-      );
+    count: async () => Number((await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM loans WHERE ${filter}`, params))?.n ?? 0),
+    // Keyset pages: memory is one page whatever the store holds, and no read transaction is held
+    // open between pages (the daemon keeps boarding while a report streams).
+    rows: async function* () {
+      const page = `SELECT ${STORE_COLUMNS} FROM loans WHERE ${filter} AND id > ? ORDER BY id LIMIT ${STORE_PAGE}`;
       let after = '';
       for (;;) {
-        const rows = page.all({ ...params, after });
+        const rows = await db.all<RawStoreRow>(page, [...params, after]);
         for (const r of rows) yield toScanRow(r);
         if (rows.length < STORE_PAGE) return;
         after = (rows[rows.length - 1] as RawStoreRow).id;
       }
     },
-    knows: (id) => knows.get(id) !== undefined,
-    reviewItems: (id, limit) => reviewItemsFromDetail(lastWarnings.get(id)?.detail ?? null, limit),
+    knows: async (id) => (await db.get<{ one: number }>('SELECT 1 AS one FROM loans WHERE id = ?', [id])) !== undefined,
+    reviewItems: async (id, limit) =>
+      reviewItemsFromDetail(
+        (await db.get<{ detail: string | null }>(`SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`, [id]))
+          ?.detail ?? null,
+        limit,
+      ),
   };
 }

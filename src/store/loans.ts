@@ -1,5 +1,4 @@
-import type Database from 'better-sqlite3';
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 import { redactForStorage, redactPayload } from '../lib/redact.js';
 import {
   LOAN_STATES,
@@ -127,7 +126,7 @@ export interface TransitionInput {
   actor?: string;
   kind?: 'transition' | 'ops' | 'release';
   /** More writes that must commit with this transition (e.g. an idempotency key row). */
-  also?: () => void;
+  also?: () => Promise<void>;
 }
 
 /** Someone else moved the loan first (an operator, another cycle): the caller drops its step. */
@@ -235,18 +234,18 @@ export interface LoanListFilter {
 
 /** Repository over `loans` + `loan_events`. Each state change is one transaction with its event. */
 export interface LoanStore {
-  get(id: string): LoanRow | null;
+  get(id: string): Promise<LoanRow | null>;
   /** Throws LoanNotFoundError. */
-  require(id: string): LoanRow;
-  insert(loan: NewLoan, now: number): LoanRow;
-  transition(id: string, input: TransitionInput, now: number): LoanRow;
+  require(id: string): Promise<LoanRow>;
+  insert(loan: NewLoan, now: number): Promise<LoanRow>;
+  transition(id: string, input: TransitionInput, now: number): Promise<LoanRow>;
   /** Updates columns without a state change (e.g. refreshing the stored queue item). */
-  update(id: string, patch: LoanPatch, now: number): LoanRow;
+  update(id: string, patch: LoanPatch, now: number): Promise<LoanRow>;
   recordEvent(
     id: string,
     event: { kind: LoanEvent['kind']; reason?: string | null; detail?: unknown; actor?: string },
     now: number,
-  ): void;
+  ): Promise<void>;
   /**
    * Columns and an audit event in one transaction, without a state change, while the loan is still
    * in `expected` (else StaleStateError): what a re-board of an acknowledged loan records.
@@ -255,21 +254,21 @@ export interface LoanStore {
     id: string,
     input: { expected: LoanState; expectedReleaseMarker?: string | null; patch: LoanPatch; kind: LoanEvent['kind']; reason: string; detail?: unknown; actor: string },
     now: number,
-  ): LoanRow;
-  events(id: string): LoanEvent[];
-  list(filter?: LoanListFilter): LoanRow[];
+  ): Promise<LoanRow>;
+  events(id: string): Promise<LoanEvent[]>;
+  list(filter?: LoanListFilter): Promise<LoanRow[]>;
   /** Loans a cycle should work on now: working states, plus retry_wait whose time has come. */
-  due(now: number): LoanRow[];
+  due(now: number): Promise<LoanRow[]>;
   /**
    * The ids of `due(now)`, in the same order, one page at a time (keyset after `after`): a pass
    * over a 30,000-loan backlog holds one page of ids, not every due row with its queue item.
    */
-  duePage(now: number, after: DueCursor | null, limit: number): { ids: string[]; next: DueCursor | null };
+  duePage(now: number, after: DueCursor | null, limit: number): Promise<{ ids: string[]; next: DueCursor | null }>;
   /** How many loans `due(now)` would return (a progress line's total), without reading them. */
-  dueCount(now: number): number;
+  dueCount(now: number): Promise<number>;
   /** The earliest persisted next attempt (retry_wait), or null. */
-  nextDueAt(): number | null;
-  countByState(): Record<LoanState, number>;
+  nextDueAt(): Promise<number | null>;
+  countByState(): Promise<Record<LoanState, number>>;
 }
 
 /** Position in the due order (released_at_iso, NULLs last; created_at; id). */
@@ -281,49 +280,38 @@ export interface DueCursor {
 }
 
 const DUE_WHERE = `(state IN ('queued','fetched','mapped','written')
-         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= @now)))`;
-const DUE_KEY = `(released_at_iso IS NULL), COALESCE(released_at_iso, ''), created_at, id`;
+         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)))`;
+// CASE, not a bare (x IS NULL): a boolean on PostgreSQL, an integer on SQLite.
+const UNRELEASED = '(CASE WHEN released_at_iso IS NULL THEN 1 ELSE 0 END)';
+const DUE_KEY = `${UNRELEASED}, COALESCE(released_at_iso, ''), created_at, id`;
 
-export function createLoanStore(db: Db): LoanStore {
-  const selectOne = db.prepare<[string], RawLoan>('SELECT * FROM loans WHERE id = ?');
-  const insertEvent = db.prepare(
-    'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  );
-  const selectEvents = db.prepare<
-    [string],
-    { seq: number; loan_id: string; at: number; kind: string; from_state: string | null; to_state: string | null; actor: string; reason: string | null; detail: string | null }
-  >('SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC');
-  const selectDue = db.prepare<[number], RawLoan>(
-    `SELECT * FROM loans
-      WHERE state IN ('queued','fetched','mapped','written')
-         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?))
-      ORDER BY released_at_iso IS NULL, released_at_iso ASC, created_at ASC, id ASC`,
-  );
-  const selectDueCount = db.prepare<[number], { n: number }>(
-    `SELECT COUNT(*) AS n FROM loans
-      WHERE state IN ('queued','fetched','mapped','written')
-         OR (state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?))`,
-  );
-  const selectDuePage = db.prepare<Record<string, unknown>, { id: string; unreleased: number; releasedAt: string; createdAt: number }>(
-    `SELECT id, (released_at_iso IS NULL) AS unreleased, COALESCE(released_at_iso, '') AS releasedAt, created_at AS createdAt FROM loans
-      WHERE ${DUE_WHERE} AND (@first = 1 OR (${DUE_KEY}) > (@unreleased, @releasedAt, @createdAt, @id))
-      ORDER BY ${DUE_KEY} LIMIT @limit`,
-  );
-  const selectNextDue = db.prepare<[], { at: number | null }>(
-    "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'",
-  );
-  const selectCounts = db.prepare<[], { state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state');
+type RawEvent = { seq: number; loan_id: string; at: number; kind: string; from_state: string | null; to_state: string | null; actor: string; reason: string | null; detail: string | null };
 
-  const get = (id: string): LoanRow | null => {
-    const r = selectOne.get(id);
+export function createLoanStore(anyDb: AnyDb): LoanStore {
+  const db = toStoreDb(anyDb);
+  const SELECT_ONE = 'SELECT * FROM loans WHERE id = ?';
+  const INSERT_EVENT = 'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+  const SELECT_EVENTS = 'SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC';
+  const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
+  const SELECT_DUE_COUNT = `SELECT COUNT(*) AS n FROM loans WHERE ${DUE_WHERE}`;
+  const SELECT_DUE_FIRST = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
+      WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY} LIMIT ?`;
+  const SELECT_DUE_AFTER = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
+      WHERE ${DUE_WHERE} AND (${DUE_KEY}) > (?, ?, ?, ?)
+      ORDER BY ${DUE_KEY} LIMIT ?`;
+  const SELECT_NEXT_DUE = "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'";
+  const SELECT_COUNTS = 'SELECT state, COUNT(*) AS n FROM loans GROUP BY state';
+
+  const get = async (id: string): Promise<LoanRow | null> => {
+    const r = await db.get<RawLoan>(SELECT_ONE, [id]);
     return r ? toRow(r) : null;
   };
-  const require = (id: string): LoanRow => {
-    const r = get(id);
+  const require = async (id: string): Promise<LoanRow> => {
+    const r = await get(id);
     if (!r) throw new LoanNotFoundError(id);
     return r;
   };
-  const event = (
+  const event = async (
     id: string,
     at: number,
     kind: string,
@@ -332,13 +320,11 @@ export function createLoanStore(db: Db): LoanStore {
     actor: string | undefined,
     reason: string | null | undefined,
     detail: unknown,
-  ): void => {
+  ): Promise<void> => {
     // Details carry error bodies and mapping issues, which may echo data: never a full tax id.
-    insertEvent.run(id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(redactPayload(detail)));
+    await db.run(INSERT_EVENT, [id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(redactPayload(detail))]);
   };
-  // A handful of column sets recur (one per kind of transition): compile each once.
-  const updates = new Map<string, Database.Statement<unknown[]>>();
-  const applyPatch = (id: string, patch: LoanPatch, extra: Record<string, unknown>, now: number): void => {
+  const applyPatch = async (id: string, patch: LoanPatch, extra: Record<string, unknown>, now: number): Promise<void> => {
     const sets: string[] = [];
     const values: unknown[] = [];
     for (const [k, v] of Object.entries(patch)) {
@@ -353,70 +339,60 @@ export function createLoanStore(db: Db): LoanStore {
     }
     sets.push('updated_at = ?');
     values.push(now);
-    const sql = `UPDATE loans SET ${sets.join(', ')} WHERE id = ?`;
-    let stmt = updates.get(sql);
-    if (!stmt) {
-      stmt = db.prepare<unknown[]>(sql);
-      updates.set(sql, stmt);
-    }
-    stmt.run(...values, id);
+    // A handful of column sets recur (one per kind of transition): the statement cache compiles each once.
+    await db.run(`UPDATE loans SET ${sets.join(', ')} WHERE id = ?`, [...values, id]);
   };
-
-  const insertTx = db.transaction((loan: NewLoan, now: number): LoanRow => {
-    const existing = selectOne.get(loan.id);
-    if (existing) throw new Error(`loan ${loan.id} already exists`);
-    assertTransition(loan.id, null, loan.state);
-    db.prepare('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)').run(loan.id, loan.state, now, now);
-    if (loan.patch) applyPatch(loan.id, loan.patch, {}, now);
-    event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
-    return require(loan.id);
-  });
-
-  const transitionTx = db.transaction((id: string, input: TransitionInput, now: number): LoanRow => {
-    const cur = selectOne.get(id);
-    if (!cur) throw new LoanNotFoundError(id);
-    const from = cur.state as LoanState;
-    if (input.expectedFrom !== undefined) {
-      const expected: readonly LoanState[] = typeof input.expectedFrom === 'string' ? [input.expectedFrom] : input.expectedFrom;
-      if (!expected.includes(from)) throw new StaleStateError(id, from, expected);
-    }
-    assertTransition(id, from, input.to);
-    applyPatch(id, input.patch ?? {}, { state: input.to }, now);
-    event(id, now, input.kind ?? 'transition', from, input.to, input.actor, input.reason, input.detail);
-    input.also?.();
-    return require(id);
-  });
-
-  const amendTx = db.transaction((id: string, input: Parameters<LoanStore['amend']>[1], now: number): LoanRow => {
-    const cur = selectOne.get(id);
-    if (!cur) throw new LoanNotFoundError(id);
-    if (cur.state !== input.expected) throw new StaleStateError(id, cur.state as LoanState, [input.expected]);
-    if (input.expectedReleaseMarker !== undefined && cur.release_marker !== input.expectedReleaseMarker) {
-      throw new Error(`loan ${id} was released again meanwhile (release ${cur.release_marker ?? 'none'}): its newer records stay`);
-    }
-    applyPatch(id, input.patch, {}, now);
-    event(id, now, input.kind, null, null, input.actor, input.reason, input.detail);
-    return require(id);
-  });
 
   return {
     get,
     require,
-    amend: (id, input, now) => amendTx.immediate(id, input, now),
-    // IMMEDIATE: both read before they write (see db.ts).
-    insert: (loan, now) => insertTx.immediate(loan, now),
-    transition: (id, input, now) => transitionTx.immediate(id, input, now),
-    update: (id, patch, now) => {
-      require(id);
-      applyPatch(id, patch, {}, now);
+    // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see db.ts).
+    insert: (loan, now) =>
+      db.write(async () => {
+        const existing = await db.get<RawLoan>(SELECT_ONE, [loan.id]);
+        if (existing) throw new Error(`loan ${loan.id} already exists`);
+        assertTransition(loan.id, null, loan.state);
+        await db.run('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)', [loan.id, loan.state, now, now]);
+        if (loan.patch) await applyPatch(loan.id, loan.patch, {}, now);
+        await event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
+        return require(loan.id);
+      }),
+    transition: (id, input, now) =>
+      db.write(async () => {
+        const cur = await db.get<RawLoan>(SELECT_ONE, [id]);
+        if (!cur) throw new LoanNotFoundError(id);
+        const from = cur.state as LoanState;
+        if (input.expectedFrom !== undefined) {
+          const expected: readonly LoanState[] = typeof input.expectedFrom === 'string' ? [input.expectedFrom] : input.expectedFrom;
+          if (!expected.includes(from)) throw new StaleStateError(id, from, expected);
+        }
+        assertTransition(id, from, input.to);
+        await applyPatch(id, input.patch ?? {}, { state: input.to }, now);
+        await event(id, now, input.kind ?? 'transition', from, input.to, input.actor, input.reason, input.detail);
+        await input.also?.();
+        return require(id);
+      }),
+    amend: (id, input, now) =>
+      db.write(async () => {
+        const cur = await db.get<RawLoan>(SELECT_ONE, [id]);
+        if (!cur) throw new LoanNotFoundError(id);
+        if (cur.state !== input.expected) throw new StaleStateError(id, cur.state as LoanState, [input.expected]);
+        if (input.expectedReleaseMarker !== undefined && cur.release_marker !== input.expectedReleaseMarker) {
+          throw new Error(`loan ${id} was released again meanwhile (release ${cur.release_marker ?? 'none'}): its newer records stay`);
+        }
+        await applyPatch(id, input.patch, {}, now);
+        await event(id, now, input.kind, null, null, input.actor, input.reason, input.detail);
+        return require(id);
+      }),
+    update: async (id, patch, now) => {
+      await require(id);
+      await applyPatch(id, patch, {}, now);
       return require(id);
     },
-    recordEvent: (id, e, now) => {
-      event(id, now, e.kind, null, null, e.actor, e.reason, e.detail);
-    },
-    events: (id) =>
-      selectEvents.all(id).map((e) => ({
-        seq: e.seq,
+    recordEvent: (id, e, now) => event(id, now, e.kind, null, null, e.actor, e.reason, e.detail),
+    events: async (id) =>
+      (await db.all<RawEvent>(SELECT_EVENTS, [id])).map((e) => ({
+        seq: Number(e.seq),
         loanId: e.loan_id,
         at: e.at,
         kind: e.kind,
@@ -426,7 +402,7 @@ export function createLoanStore(db: Db): LoanStore {
         reason: e.reason,
         detail: e.detail === null ? null : (JSON.parse(e.detail) as unknown),
       })),
-    list: (filter = {}) => {
+    list: async (filter = {}) => {
       const conds: string[] = [];
       const params: unknown[] = [];
       if (filter.state) {
@@ -445,29 +421,25 @@ export function createLoanStore(db: Db): LoanStore {
       if (filter.withReviewItems) conds.push('review_items > 0');
       const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
       const limit = filter.limit ? `LIMIT ${Math.max(1, Math.floor(filter.limit))}` : '';
-      return db.prepare<unknown[], RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`).all(...params).map(toRow);
+      return (await db.all<RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`, params)).map(toRow);
     },
-    due: (now) => selectDue.all(now).map(toRow),
-    duePage: (now, after, limit) => {
-      const rows = selectDuePage.all({
-        now,
-        limit,
-        first: after === null ? 1 : 0,
-        unreleased: after?.unreleased ?? 0,
-        releasedAt: after?.releasedAt ?? '',
-        createdAt: after?.createdAt ?? 0,
-        id: after?.id ?? '',
-      });
+    due: async (now) => (await db.all<RawLoan>(SELECT_DUE, [now])).map(toRow),
+    duePage: async (now, after, limit) => {
+      const rows = await db.all<{ id: string; unreleased: number; released_at: string; created_at: number }>(
+        after === null ? SELECT_DUE_FIRST : SELECT_DUE_AFTER,
+        after === null ? [now, limit] : [now, after.unreleased, after.releasedAt, after.createdAt, after.id, limit],
+      );
       const last = rows[rows.length - 1];
-      return { ids: rows.map((r) => r.id), next: last === undefined ? null : { unreleased: last.unreleased, releasedAt: last.releasedAt, createdAt: last.createdAt, id: last.id } };
+      return {
+        ids: rows.map((r) => r.id),
+        next: last === undefined ? null : { unreleased: Number(last.unreleased), releasedAt: last.released_at, createdAt: last.created_at, id: last.id },
+      };
     },
-    dueCount: (now) => selectDueCount.get(now)?.n ?? 0,
-    nextDueAt: () => selectNextDue.get()?.at ?? null,
-    countByState: () => {
-      const counts = Object.fromEntries(
-        LOAN_STATES.map((s) => [s, 0]),
-      ) as Record<LoanState, number>;
-      for (const r of selectCounts.all()) if (isLoanState(r.state)) counts[r.state] = r.n;
+    dueCount: async (now) => (await db.get<{ n: number }>(SELECT_DUE_COUNT, [now]))?.n ?? 0,
+    nextDueAt: async () => (await db.get<{ at: number | null }>(SELECT_NEXT_DUE))?.at ?? null,
+    countByState: async () => {
+      const counts = Object.fromEntries(LOAN_STATES.map((s) => [s, 0])) as Record<LoanState, number>;
+      for (const r of await db.all<{ state: string; n: number }>(SELECT_COUNTS)) if (isLoanState(r.state)) counts[r.state] = r.n;
       return counts;
     },
   };

@@ -1,9 +1,14 @@
 /**
- * Schema migrations, applied in order by `PRAGMA user_version`. Append only: never edit a
- * migration once it has landed on main; add a new one. Times are epoch milliseconds (INTEGER)
- * unless the column says _iso. No full EIN/SSN is ever stored.
+ * Schema migrations, one history for both engines (issue 26), applied in order: SQLite counts them
+ * in `PRAGMA user_version`, PostgreSQL in store_schema_version (db-pg.ts). Append only: never edit
+ * a migration once it has landed on main; add a new one. A migration is either one portable text
+ * (written for SQLite; pgMigrationSql translates its types for PostgreSQL) or one body per engine.
+ * Times are epoch milliseconds (INTEGER; BIGINT on PostgreSQL) unless the column says _iso. No full
+ * EIN/SSN is ever stored.
  */
-export const MIGRATIONS: readonly string[] = [
+export type Migration = string | { sqlite: string; postgres: string };
+
+export const MIGRATIONS: readonly Migration[] = [
   /* 1: initial schema */ `
   CREATE TABLE loans (
     id                 TEXT PRIMARY KEY,          -- platform loan id (external id in the core)
@@ -272,4 +277,28 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  /* 12: the fencing token of a lease (issue 26): the epoch grows whenever the lease changes hands,
+     and the expiry moves with the heartbeat. A write transaction carrying a fence (sql.ts) checks
+     holder, epoch and expiry in the same transaction. */ `
+  ALTER TABLE leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE leases ADD COLUMN expires_at INTEGER;
+  `,
 ];
+
+/** The text of a migration for an engine. */
+export function migrationSql(m: Migration, engine: 'sqlite' | 'postgres'): string {
+  if (typeof m !== 'string') return m[engine];
+  return engine === 'sqlite' ? m : pgMigrationSql(m);
+}
+
+/**
+ * A portable migration (written for SQLite) for PostgreSQL: epoch-ms INTEGER columns are BIGINT
+ * there (an INTEGER is 32-bit), AUTOINCREMENT keys are BIGSERIAL, and the tables whose SQLite rowid
+ * the repositories read (arrival order) get an explicit rowid column.
+ */
+export function pgMigrationSql(text: string): string {
+  return text
+    .replace(/INTEGER PRIMARY KEY AUTOINCREMENT/g, 'BIGSERIAL PRIMARY KEY')
+    .replace(/\bINTEGER\b/g, 'BIGINT')
+    .replace(/CREATE TABLE (webhook_inbox|loan_customers|file_batch_loans) \(/g, 'CREATE TABLE $1 (\n    rowid BIGSERIAL UNIQUE,');
+}

@@ -1,6 +1,6 @@
 import { checkDigit, type CheckDigitScheme } from '../lib/check-digit.js';
 import { FatalError } from '../lib/errors.js';
-import type { Db } from './db.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 
 /**
  * The bank's own numbers (docs/core.md "Account and customer numbers"): a loan's core account
@@ -80,14 +80,14 @@ export class PoolExhaustedError extends FatalError {
 
 export interface NumberStore {
   /** The key's number, allocating the next free one on first use. Throws PoolExhaustedError when none is left. */
-  allocate(pool: NumberPoolName, key: string, now: number): AllocatedNumber;
+  allocate(pool: NumberPoolName, key: string, now: number): Promise<AllocatedNumber>;
   /** The key's number, or null when it has none. */
-  get(pool: NumberPoolName, key: string): string | null;
+  get(pool: NumberPoolName, key: string): Promise<string | null>;
   /** The key that holds `number`, or null. */
-  keyOf(pool: NumberPoolName, number: string): string | null;
+  keyOf(pool: NumberPoolName, number: string): Promise<string | null>;
   /** The number the next new key would get, without allocating it (previews); null when the pool is exhausted. */
-  peek(pool: NumberPoolName): string | null;
-  usage(pool: NumberPoolName): PoolUsage;
+  peek(pool: NumberPoolName): Promise<string | null>;
+  usage(pool: NumberPoolName): Promise<PoolUsage>;
   /** The pool specs this store allocates from. */
   readonly pools: Readonly<NumberPools>;
 }
@@ -105,17 +105,20 @@ export function formatNumber(spec: NumberPoolSpec, seq: bigint): string | null {
 
 const rangeKey = (from: string): string => BigInt(from).toString();
 
-export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_POOLS): NumberStore {
-  const selectByKey = db.prepare<[string, string], { number: string }>('SELECT number FROM bank_numbers WHERE pool = ? AND key = ?');
-  const selectByNumber = db.prepare<[string, string], { key: string }>('SELECT key FROM bank_numbers WHERE pool = ? AND number = ?');
-  const insertNumber = db.prepare('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)');
-  const countNumbers = db.prepare<[string], { n: number }>('SELECT allocated AS n FROM bank_number_counts WHERE pool = ?');
-  const bumpCount = db.prepare('INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated = allocated + 1');
-  const selectCursor = db.prepare<[string, string], { last_seq: string }>('SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?');
-  const upsertCursor = db.prepare(
-    `INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?)
+export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUMBER_POOLS): NumberStore {
+  const db = toStoreDb(anyDb);
+  const selectByKey = (pool: string, key: string): Promise<{ number: string } | undefined> =>
+    db.get<{ number: string }>('SELECT number FROM bank_numbers WHERE pool = ? AND key = ?', [pool, key]);
+  const selectByNumber = (pool: string, number: string): Promise<{ key: string } | undefined> =>
+    db.get<{ key: string }>('SELECT key FROM bank_numbers WHERE pool = ? AND number = ?', [pool, number]);
+  const selectCursor = (pool: string, from: string): Promise<{ last_seq: string } | undefined> =>
+    db.get<{ last_seq: string }>('SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?', [pool, from]);
+  const upsertCursor = (pool: string, from: string, last: string, now: number): Promise<unknown> =>
+    db.run(
+      `INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?)
      ON CONFLICT (pool, range_from) DO UPDATE SET last_seq = excluded.last_seq, updated_at = excluded.updated_at`,
-  );
+      [pool, from, last, now],
+    );
 
   const capacityOf = (spec: NumberPoolSpec): bigint => spec.ranges.reduce((n, r) => n + (BigInt(r.to) - BigInt(r.from) + 1n), 0n);
 
@@ -124,61 +127,63 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
    * when every range is used up. `onExhausted` hears of a range consumed to its end (allocate
    * records it so the next call starts past it; a peek writes nothing).
    */
-  function nextFree(pool: NumberPoolName, onExhausted?: (range: { from: string }, to: bigint, cursor: bigint | null) => void): { range: { from: string }; seq: bigint; number: string } | null {
+  async function nextFree(
+    pool: NumberPoolName,
+    onExhausted?: (range: { from: string }, to: bigint, cursor: bigint | null) => Promise<void>,
+  ): Promise<{ range: { from: string }; seq: bigint; number: string } | null> {
     const spec = pools[pool];
     for (const range of spec.ranges) {
       const from = BigInt(range.from);
       const to = BigInt(range.to);
-      const cursor = selectCursor.get(pool, rangeKey(range.from));
+      const cursor = await selectCursor(pool, rangeKey(range.from));
       let seq = cursor ? BigInt(cursor.last_seq) + 1n : from;
       if (seq < from) seq = from;
       for (; seq <= to; seq++) {
         const number = formatNumber(spec, seq);
-        if (number !== null && !selectByNumber.get(pool, number)) return { range, seq, number };
+        if (number !== null && !(await selectByNumber(pool, number))) return { range, seq, number };
       }
-      onExhausted?.(range, to, cursor ? BigInt(cursor.last_seq) : null);
+      await onExhausted?.(range, to, cursor ? BigInt(cursor.last_seq) : null);
     }
     return null;
   }
 
-  function allocateIn(pool: NumberPoolName, key: string, now: number): AllocatedNumber {
-    const held = selectByKey.get(pool, key);
+  async function allocateIn(pool: NumberPoolName, key: string, now: number): Promise<AllocatedNumber> {
+    const held = await selectByKey(pool, key);
     if (held) return { number: held.number, fresh: false };
     // A range consumed to its end (the last sequences skipped) is recorded so the next call starts past it.
-    const free = nextFree(pool, (range, to, cursor) => {
-      if (cursor === null || cursor < to) upsertCursor.run(pool, rangeKey(range.from), to.toString(), now);
+    const free = await nextFree(pool, async (range, to, cursor) => {
+      if (cursor === null || cursor < to) await upsertCursor(pool, rangeKey(range.from), to.toString(), now);
     });
     if (free === null) throw new PoolExhaustedError(pool, Number(capacityOf(pools[pool])));
-    insertNumber.run(pool, key, free.number, now);
-    bumpCount.run(pool);
-    upsertCursor.run(pool, rangeKey(free.range.from), free.seq.toString(), now);
+    await db.run('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)', [pool, key, free.number, now]);
+    await db.run(
+      'INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated = bank_number_counts.allocated + 1',
+      [pool],
+    );
+    await upsertCursor(pool, rangeKey(free.range.from), free.seq.toString(), now);
     return { number: free.number, fresh: true };
   }
 
-  function peek(pool: NumberPoolName): string | null {
-    return nextFree(pool)?.number ?? null;
-  }
-
-  // IMMEDIATE: two processes (or two handles) allocating at once serialise on the write lock, and
-  // each sees the other's committed numbers; nested in a caller's transaction it is a savepoint.
-  const allocateTx = db.transaction(allocateIn);
-
   return {
     pools,
+    // A write transaction (IMMEDIATE on SQLite): two processes (or two handles) allocating at once
+    // serialise on the write lock, and each sees the other's committed numbers; nested in a
+    // caller's transaction it is a savepoint. On PostgreSQL two allocations racing for one number
+    // meet at UNIQUE(pool, number): the loser's transaction fails and is retried by its caller.
     allocate: (pool, key, now) => {
       if (key === '') throw new Error('number pool: empty key');
-      return db.inTransaction ? allocateTx(pool, key, now) : allocateTx.immediate(pool, key, now);
+      return db.write(() => allocateIn(pool, key, now));
     },
-    get: (pool, key) => selectByKey.get(pool, key)?.number ?? null,
-    keyOf: (pool, number) => selectByNumber.get(pool, number)?.key ?? null,
-    peek,
-    usage: (pool) => {
+    get: async (pool, key) => (await selectByKey(pool, key))?.number ?? null,
+    keyOf: async (pool, number) => (await selectByNumber(pool, number))?.key ?? null,
+    peek: async (pool) => (await nextFree(pool))?.number ?? null,
+    usage: async (pool) => {
       const spec = pools[pool];
       let used = 0n;
       for (const range of spec.ranges) {
         const from = BigInt(range.from);
         const to = BigInt(range.to);
-        const cursor = selectCursor.get(pool, rangeKey(range.from));
+        const cursor = await selectCursor(pool, rangeKey(range.from));
         if (!cursor) continue;
         const last = BigInt(cursor.last_seq);
         if (last >= from) used += (last > to ? to : last) - from + 1n;
@@ -190,7 +195,7 @@ export function createNumberStore(db: Db, pools: NumberPools = DEFAULT_NUMBER_PO
         capacity: Number(capacity),
         ratio: capacity === 0n ? 1 : Number((used * 1_000_000n) / capacity) / 1_000_000,
         warnAt: spec.warnAt,
-        allocated: countNumbers.get(pool)?.n ?? 0,
+        allocated: Number((await db.get<{ n: number }>('SELECT allocated AS n FROM bank_number_counts WHERE pool = ?', [pool]))?.n ?? 0),
       };
     },
   };

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import type { Db } from './db.js';
+import type { StoreDb } from './sql.js';
 
 export type RateBucketName = 'read' | 'write';
 
@@ -162,4 +163,10 @@ export function createMemoryRateState(): RateStateStore & { readonly spendRows: 
       for (const [b, until] of pause) if (until < spendBeforeMs) pause.delete(b);
     },
   };
+}
+
+/** The persisted rate state of a store: its SQLite tables (the budget is synchronous, see RateStateStore). */
+export function rateStateFor(db: StoreDb): RateStateStore {
+  if (db.sqlite === null) throw new Error(`the rate budget has no ${db.engine} ledger yet`);
+  return createSqliteRateState(db.sqlite);
 }

@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { Db } from '../store/db.js';
+import type { AnyDb } from '../store/sql.js';
 import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import { createInboxApplier, type RowOutcome } from '../store/inbox-apply.js';
 
 export interface WebhookProcessorDeps {
-  db: Db;
+  db: AnyDb;
   inbox: WebhookInbox;
   logger: Logger;
   clock: Clock;
@@ -111,7 +111,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       again = false;
       for (;;) {
         if (stopped) return total;
-        const { rows, outcomes } = applier.pass(batchSize, clock.now());
+        const { rows, outcomes } = await applier.pass(batchSize, clock.now());
         if (rows === 0) break;
         report(outcomes);
         total += rows;
@@ -147,7 +147,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     async start() {
       started = true;
       stopped = false;
-      const backlog = deps.inbox.stats().pending;
+      const backlog = (await deps.inbox.stats()).pending;
       if (backlog > 0) log.info({ pending: backlog }, 'webhook: processing deliveries left pending by a previous run');
       await drain();
     },

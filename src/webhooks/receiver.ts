@@ -72,7 +72,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
   // Every content type is read as bytes: the signature covers the exact bytes sent.
   const readBody = express.raw({ type: () => true, limit: maxBodyBytes, inflate: true });
 
-  const handle: RequestHandler = (req, res) => {
+  const handleAsync = async (req: Request, res: Response): Promise<void> => {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const receivedAt = clock.now();
     const verdict = verifier.verify(req.headers, body, receivedAt);
@@ -100,7 +100,7 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
     }
     let inserted: boolean;
     try {
-      inserted = inbox.insert(event, receivedAt);
+      inserted = await inbox.insert(event, receivedAt);
     } catch (err) {
       // The only case that earns a 5xx: the platform must redeliver what we could not store.
       log.error({ err, webhookId: event.webhookId, eventType: event.type }, 'webhook inbox write failed; answering 503 so the platform retries');
@@ -143,6 +143,10 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
     } else {
       reject(req, res, 'bad_request', `body could not be read (${type}): ${(err as Error).message}`.slice(0, 300));
     }
+  };
+
+  const handle: RequestHandler = (req, res, next) => {
+    handleAsync(req, res).catch(next);
   };
 
   return [readBody, handle, bodyFailed];

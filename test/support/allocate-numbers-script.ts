@@ -15,7 +15,7 @@ while (Date.now() < at) {
 const lines: string[] = [];
 for (let i = 0; i < count; i++) {
   const key = `${prefix}-${i}`;
-  lines.push(`${key} ${numbers.allocate('account', key, Date.now()).number}`);
+  lines.push(`${key} ${(await numbers.allocate('account', key, Date.now())).number}`);
 }
 db.close();
 process.stdout.write(`${lines.join('\n')}\n`);

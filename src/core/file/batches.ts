@@ -90,7 +90,7 @@ export class FileBatches {
       const rowsJson = JSON.stringify(rows);
       return { digest: createHash('sha256').update(`${principalCents ?? ''}\u0000${rowsJson}`).digest('hex'), rowsJson, recordCount };
     };
-    const result = this.store.append({
+    const result = await this.store.append({
       loanId,
       principalCents,
       now,
@@ -123,9 +123,9 @@ export class FileBatches {
   /** Seals the open batch when its cut-off has passed, and finishes seals a crash interrupted. */
   async sealDue(): Promise<string[]> {
     if (this.scrubPending) this.scrub(null);
-    const id = this.store.freezeDue(this.opts.clock.now());
+    const id = await this.store.freezeDue(this.opts.clock.now());
     const done: string[] = [];
-    for (const b of this.store.sealing()) {
+    for (const b of await this.store.sealing()) {
       await this.writeSealed(b.id);
       done.push(b.id);
     }
@@ -135,7 +135,7 @@ export class FileBatches {
 
   /** An early seal by ops (audited: who and why are kept on the batch). */
   async sealNow(reason: string, by: string, id?: string): Promise<string | undefined> {
-    const frozen = this.store.freezeOpen(this.opts.clock.now(), `ops: ${reason}`, by, id);
+    const frozen = await this.store.freezeOpen(this.opts.clock.now(), `ops: ${reason}`, by, id);
     if (frozen !== undefined) {
       this.opts.logger.warn({ batchId: frozen, by, reason }, 'batch sealed early by ops');
       await this.writeSealed(frozen);
@@ -145,13 +145,13 @@ export class FileBatches {
 
   /** Completes every frozen batch whose files a crash may have left incomplete. */
   async recover(): Promise<void> {
-    for (const b of this.store.sealing()) {
+    for (const b of await this.store.sealing()) {
       this.opts.logger.warn({ batchId: b.id }, 'finishing the seal of a batch a crash interrupted');
       await this.writeSealed(b.id);
     }
   }
 
-  hasLoan(loanId: string): boolean {
+  hasLoan(loanId: string): Promise<boolean> {
     return this.store.hasLoan(loanId);
   }
 
@@ -167,10 +167,10 @@ export class FileBatches {
   }
 
   private async writeSealedNow(id: string): Promise<void> {
-    const batch = this.store.get(id);
+    const batch = await this.store.get(id);
     if (batch === undefined || batch.status === 'sealed') return;
     const dir = this.batchDir(id);
-    const summary = this.build(batch);
+    const summary = await this.build(batch);
     if (!(await exists(join(dir, this.opts.triggerFile)))) {
       await mkdir(dir, { recursive: true, mode: DIR_MODE });
       // Temp files of a write a crash cut short: never renamed, never read by the job.
@@ -180,7 +180,7 @@ export class FileBatches {
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
     }
     const s = summary.summary;
-    if (this.store.markSealed(id, this.opts.clock.now(), { loanCount: s.loanCount, recordCount: s.recordCount, principalCents: s.principalCents })) {
+    if (await this.store.markSealed(id, this.opts.clock.now(), { loanCount: s.loanCount, recordCount: s.recordCount, principalCents: s.principalCents })) {
       this.opts.logger.info({ batchId: id, loans: s.loanCount, corrections: s.corrections, records: s.recordCount, principalCents: s.principalCents }, 'batch sealed');
       this.scrub(id);
     }
@@ -196,12 +196,12 @@ export class FileBatches {
   }
 
   /** The bytes of a frozen batch: a pure function of its rows, so a redo writes the same files. */
-  build(batch: FileBatchRow): { outputs: Array<[string, Uint8Array]>; control: string; summary: SealedBatchSummary } {
+  async build(batch: FileBatchRow): Promise<{ outputs: Array<[string, Uint8Array]>; control: string; summary: SealedBatchSummary }> {
     const files = this.layoutOf(batch).files.map((f) => ({ f, lines: [] as string[], loans: new Set<string>(), totals: new Map<string, bigint>() }));
     let loanCount = 0;
     let corrections = 0;
     let principal = 0n;
-    for (const row of this.store.loansOf(batch.id)) {
+    for await (const row of this.store.loansOf(batch.id)) {
       if (row.kind === 'new') {
         loanCount += 1;
         if (row.principalCents !== null && /^-?\d+$/.test(row.principalCents)) principal += BigInt(row.principalCents);

@@ -292,7 +292,7 @@ export class FileCore implements CoreSystem {
     if (manifest === null || manifest.loanId !== loanExternalId) return null;
     const record = toLoanRecord(name, manifest);
     // The package swaps in before its batch row is written: without the row the board is partial.
-    if (this.batches && !this.batches.hasLoan(loanExternalId)) record.complete = false;
+    if (this.batches && !(await this.batches.hasLoan(loanExternalId))) record.complete = false;
     return record;
   }
 

@@ -177,9 +177,9 @@ export class FineractCore implements CoreSystem {
    * The externalId a platform id is stored under (external-id.ts): the id, or its digest when it
    * does not fit Fineract's 100 characters; a digest is recorded before it is first sent.
    */
-  private ext(platformId: string, kind: 'loan' | 'client'): string {
+  private async ext(platformId: string, kind: 'loan' | 'client'): Promise<string> {
     const ref = fineractExternalId(platformId);
-    if (ref !== platformId) this.opts.externalRefs?.remember('fineract', ref, platformId, kind, this.clock.now());
+    if (ref !== platformId) await this.opts.externalRefs?.remember('fineract', ref, platformId, kind, this.clock.now());
     return ref;
   }
 
@@ -352,7 +352,7 @@ export class FineractCore implements CoreSystem {
     // would refuse the identifier on a second client (error.msg.clientIdentifier.identityKey.duplicate).
     const holder = await this.clientHoldingIdentifier(rec, pkg, signal);
     if (holder !== null) return holder;
-    const body: Json = { ...withoutRefs(rec.fields), externalId: this.ext(rec.externalId, 'client') };
+    const body: Json = { ...withoutRefs(rec.fields), externalId: await this.ext(rec.externalId, 'client') };
     body['officeId'] ??= this.opts.officeId;
     return this.create(`/clients`, body, 'client', [rec.externalId, pkg.mappingVersion], signal, 'clientId', () => this.findClientId(rec.externalId, signal));
   }
@@ -397,7 +397,7 @@ export class FineractCore implements CoreSystem {
     }
     const clientId = await this.resolveClient(String(rec.fields['clientExternalId']), ids, `loan ${rec.externalId}`, signal);
     await this.checkProduct(rec, signal);
-    const body: Json = { ...withoutRefs(rec.fields), externalId: this.ext(rec.externalId, 'loan'), clientId };
+    const body: Json = { ...withoutRefs(rec.fields), externalId: await this.ext(rec.externalId, 'loan'), clientId };
     return this.create(`/loans`, body, 'loan', [rec.externalId, pkg.mappingVersion], signal, 'loanId', async () => {
       const l = await this.findLoanJson(rec.externalId, signal);
       return l === null ? null : numId(l['id'], `loan ${rec.externalId}`);
@@ -590,7 +590,7 @@ export class FineractCore implements CoreSystem {
       const items = page.pageItems ?? [];
       for (const l of items) {
         if (typeof l['externalId'] === 'string' && l['externalId'] !== '') {
-          const loanExternalId = this.opts.externalRefs?.platformIdOf('fineract', l['externalId']) ?? l['externalId'];
+          const loanExternalId = (await this.opts.externalRefs?.platformIdOf('fineract', l['externalId'])) ?? l['externalId'];
           yield { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromFineractLoan(l) };
         }
       }

@@ -43,7 +43,7 @@ export async function registerEndpoint(
 ): Promise<RegisterResult> {
   const clock = opts.clock;
   const prefix = `${CREATE_OPERATION}:${fingerprint(input)}:`;
-  const unfinished = keys.unfinished(CREATE_OPERATION, prefix);
+  const unfinished = await keys.unfinished(CREATE_OPERATION, prefix);
 
   if (!unfinished && !input.force) {
     const existing = (await platform.listWebhookEndpoints(opts.signal ? { signal: opts.signal } : {})).filter(
@@ -52,12 +52,12 @@ export async function registerEndpoint(
     if (existing.length > 0) return { kind: 'exists', endpoints: existing };
   }
   const key = unfinished ?? `${prefix}${randomUUID()}`;
-  keys.ensure(key, CREATE_OPERATION, null, clock.now());
+  await keys.ensure(key, CREATE_OPERATION, null, clock.now());
   const endpoint = await platform.createWebhookEndpoint(
     { name: input.name, url: input.url, subscribedEvents: input.events },
     { idempotencyKey: key, ...(opts.signal ? { signal: opts.signal } : {}) },
   );
-  keys.complete(key, 200, { endpointId: endpoint.id, status: endpoint.status ?? null }, clock.now());
+  await keys.complete(key, 200, { endpointId: endpoint.id, status: endpoint.status ?? null }, clock.now());
   return { kind: 'created', endpoint, idempotencyKey: key };
 }
 
@@ -70,8 +70,8 @@ export async function enableEndpoint(
 ): Promise<WebhookEndpoint> {
   const clock = opts.clock;
   const key = `${ENABLE_OPERATION}:${id.slice(0, 150)}:${randomUUID()}`;
-  keys.ensure(key, ENABLE_OPERATION, null, clock.now());
+  await keys.ensure(key, ENABLE_OPERATION, null, clock.now());
   const endpoint = await platform.updateWebhookEndpoint(id, { status: 'active' }, { idempotencyKey: key, ...(opts.signal ? { signal: opts.signal } : {}) });
-  keys.complete(key, 200, { endpointId: endpoint.id, status: endpoint.status ?? null }, clock.now());
+  await keys.complete(key, 200, { endpointId: endpoint.id, status: endpoint.status ?? null }, clock.now());
   return endpoint;
 }

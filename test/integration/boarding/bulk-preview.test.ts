@@ -67,7 +67,7 @@ describe('loans reboard --dry-run and the confirmation above boarding.confirmAbo
     const sync = await runCliSplit(['--config', cfg.configPath, 'sync', '--once']);
     expect(sync.code).toBe(0);
     const db = openDatabase(cfg.dbPath);
-    const rows = createBoardingStore(db).loans.list({ state: 'acknowledged' });
+    const rows = await createBoardingStore(db).loans.list({ state: 'acknowledged' });
     db.close();
     expect(rows.length).toBeGreaterThan(3);
     versionA = rows[0]!.mappingVersion as string;
@@ -142,7 +142,7 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
   let configPath: string;
   let dbPath: string;
   const T0 = Date.parse('2026-03-01T12:00:00Z');
-  beforeEach(() => {
+  beforeEach(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bulk-ops-'));
     dbPath = join(dir, 'state.sqlite');
     configPath = join(dir, 'config.yaml');
@@ -153,18 +153,18 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
     const db = openDatabase(dbPath);
     const s = createBoardingStore(db);
     for (const id of ['Q1', 'Q2', 'Q3', 'Q4', 'Q5']) {
-      s.loans.insert({ id, state: 'queued', patch: { loanNumber: `N-${id}` } }, T0);
-      s.loans.transition(id, { to: 'fetched' }, T0 + 1);
-      s.loans.transition(id, { to: 'quarantined', reason: 'mapping', patch: { quarantineReason: 'mapping' } }, T0 + 2);
+      await s.loans.insert({ id, state: 'queued', patch: { loanNumber: `N-${id}` } }, T0);
+      await s.loans.transition(id, { to: 'fetched' }, T0 + 1);
+      await s.loans.transition(id, { to: 'quarantined', reason: 'mapping', patch: { quarantineReason: 'mapping' } }, T0 + 2);
     }
-    s.loans.insert({ id: 'A1', state: 'queued' }, T0);
-    for (const to of ['fetched', 'mapped', 'written', 'acknowledged'] as const) s.loans.transition('A1', { to }, T0 + 3);
+    await s.loans.insert({ id: 'A1', state: 'queued' }, T0);
+    for (const to of ['fetched', 'mapped', 'written', 'acknowledged'] as const) await s.loans.transition('A1', { to }, T0 + 3);
     db.close();
   });
-  const stateOf = (id: string): string | undefined => {
+  const stateOf = async (id: string): Promise<string | undefined> => {
     const db = openDatabase(dbPath);
     try {
-      return createBoardingStore(db).loans.get(id)?.state;
+      return (await createBoardingStore(db).loans.get(id))?.state;
     } finally {
       db.close();
     }
@@ -186,7 +186,7 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
 
     const ok = await runCliSplit(['--config', configPath, 'loans', 'retry', '--all', '--by', 'carol', '--yes']);
     expect(ok.error).toBeNull();
-    for (const id of ['Q1', 'Q2', 'Q3', 'Q4', 'Q5']) expect(stateOf(id)).toBe('queued');
+    for (const id of ['Q1', 'Q2', 'Q3', 'Q4', 'Q5']) expect(await stateOf(id)).toBe('queued');
   });
 
   it('retry of ids one of which cannot be retried: named, and none retried', async () => {
@@ -197,7 +197,7 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
     const r = await runCliSplit(['--config', configPath, 'loans', 'retry', 'Q1', 'A1', '--by', 'carol']);
     expect(r.code).toBe(2);
     expect(r.error).toContain('loan A1 is acknowledged; only quarantined, retry_wait or skipped loans can be retried: nothing retried');
-    expect(stateOf('Q1')).toBe('quarantined');
+    expect(await stateOf('Q1')).toBe('quarantined');
   });
 
   it('skip takes several ids or --all with filters, previews with --dry-run and asks above the threshold', async () => {
@@ -211,7 +211,7 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
     const mixed = await runCliSplit(['--config', configPath, 'loans', 'skip', 'Q1', 'A1', '--reason', 'paid off', '--by', 'erin']);
     expect(mixed.code).toBe(2);
     expect(mixed.error).toContain('loan A1 is acknowledged; it cannot be skipped: nothing skipped');
-    expect(stateOf('Q1')).toBe('quarantined');
+    expect(await stateOf('Q1')).toBe('quarantined');
 
     const few = await runCliSplit(['--config', configPath, 'loans', 'skip', 'Q1', 'Q2', '--reason', 'paid off', '--by', 'erin']);
     expect(few.error).toBeNull();
@@ -224,6 +224,6 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
     const rest = await runCliSplit(['--config', configPath, 'loans', 'skip', '--all', '--reason', 'written off', '--by', 'erin'], { answers: ['yes'] });
     expect(rest.error).toBeNull();
     expect(rest.asked).toEqual([]); // 3 loans: not above the threshold
-    for (const id of ['Q3', 'Q4', 'Q5']) expect(stateOf(id)).toBe('skipped');
+    for (const id of ['Q3', 'Q4', 'Q5']) expect(await stateOf(id)).toBe('skipped');
   });
 });

@@ -221,17 +221,17 @@ describe('number pool usage in /metrics and /readyz', () => {
       platform: { health: () => ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
       logger: silentLogger(),
       requestCycle: () => undefined,
-      numberPools: () => [store.numbers.usage('account')],
+      numberPools: async () => [await store.numbers.usage('account')],
     });
     await svc.start();
     try {
-      for (let i = 0; i < 9; i++) store.numbers.allocate('account', `L${i}`, 1);
+      for (let i = 0; i < 9; i++) await store.numbers.allocate('account', `L${i}`, 1);
       const ready = (await (await fetch(`${svc.adminUrl()}/readyz`)).json()) as { checks: Record<string, { ok: boolean; detail: string }> };
       expect(ready.checks['numberPools']).toEqual({ ok: true, detail: 'account: WARNING 90.0% used (9 of 10), at or above warnAt 0.9: add a range to identity.accountNumbers.pool.ranges' });
       const metrics = await (await fetch(`${svc.adminUrl()}/metrics`)).text();
       expect(metrics).toMatch(/^boarding_number_pool_used_ratio\{pool="account"\} 0\.9$/m);
       expect(metrics).toMatch(/^boarding_number_pool_remaining\{pool="account"\} 1$/m);
-      store.numbers.allocate('account', 'L9', 1);
+      await store.numbers.allocate('account', 'L9', 1);
       const res = await fetch(`${svc.adminUrl()}/readyz`);
       expect(res.status).toBe(503);
       const exhausted = (await res.json()) as { checks: Record<string, { ok: boolean; detail: string }> };

@@ -16,7 +16,7 @@ describe('operator messages around the boarding lease', () => {
     writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, core: { file: { dir: join(dir, 'core') } }, log: { level: 'silent' } }));
     const db = openDatabase(dbPath);
     // This very process, under another owner name: alive, heartbeating now.
-    createLeaseStore(db).acquire(BOARDING_LEASE, { owner: 'daemon-elsewhere', pid: process.pid, host: hostname() }, Date.now(), 60_000, () => true);
+    await createLeaseStore(db).acquire(BOARDING_LEASE, { owner: 'daemon-elsewhere', pid: process.pid, host: hostname() }, Date.now(), 60_000, () => true);
     db.close();
     const r = await runCli(['--config', configPath, 'sync', '--once']);
     expect(r.code).toBe(3);
@@ -24,14 +24,14 @@ describe('operator messages around the boarding lease', () => {
     expect(r.error).toContain('holds the boarding lease');
   });
 
-  it('a takeover says whether the previous holder is gone or only stalled', () => {
+  it('a takeover says whether the previous holder is gone or only stalled', async () => {
     const db = openDatabase(':memory:');
     const leases = createLeaseStore(db);
     const t0 = 1_000_000;
-    leases.acquire('x', { owner: 'a', pid: 11, host: 'h' }, t0, 1000, () => true);
-    const stalled = leases.acquire('x', { owner: 'b', pid: 12, host: 'h' }, t0 + 5000, 1000, () => true);
+    await leases.acquire('x', { owner: 'a', pid: 11, host: 'h' }, t0, 1000, () => true);
+    const stalled = await leases.acquire('x', { owner: 'b', pid: 12, host: 'h' }, t0 + 5000, 1000, () => true);
     expect(stalled).toMatchObject({ ok: true, takeoverReason: 'stalled' });
-    const gone = leases.acquire('x', { owner: 'c', pid: 13, host: 'h' }, t0 + 5001, 60_000, (pid) => pid !== 12);
+    const gone = await leases.acquire('x', { owner: 'c', pid: 13, host: 'h' }, t0 + 5001, 60_000, (pid) => pid !== 12);
     expect(gone).toMatchObject({ ok: true, takeoverReason: 'process_gone' });
     db.close();
   });

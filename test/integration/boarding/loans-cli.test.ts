@@ -12,7 +12,7 @@ const T0 = Date.parse('2026-03-01T12:00:00Z');
 /** The ops commands against a real state database (no platform needed). */
 describe('loans commands', () => {
   let configPath: string;
-  beforeEach(() => {
+  beforeEach(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'loans-cli-'));
     const dbPath = join(dir, 'state.sqlite');
     configPath = join(dir, 'config.yaml');
@@ -22,11 +22,11 @@ describe('loans commands', () => {
     );
     const db = openDatabase(dbPath);
     const s = createBoardingStore(db);
-    s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N-1', releaseMarker: 'b1' } }, T0);
-    s.loans.transition('L1', { to: 'fetched' }, T0 + 1);
-    s.loans.transition('L1', { to: 'quarantined', reason: 'mapping', patch: { quarantineReason: 'mapping', lastErrorCode: 'mapping.mapping', lastErrorMessage: 'mapping.yaml:3:5 loan.principal: bad' } }, T0 + 2);
-    s.loans.insert({ id: 'L2', state: 'queued' }, T0);
-    s.keys.ensure('ack:L2:b2', 'ack', 'L2', T0);
+    await s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N-1', releaseMarker: 'b1' } }, T0);
+    await s.loans.transition('L1', { to: 'fetched' }, T0 + 1);
+    await s.loans.transition('L1', { to: 'quarantined', reason: 'mapping', patch: { quarantineReason: 'mapping', lastErrorCode: 'mapping.mapping', lastErrorMessage: 'mapping.yaml:3:5 loan.principal: bad' } }, T0 + 2);
+    await s.loans.insert({ id: 'L2', state: 'queued' }, T0);
+    await s.keys.ensure('ack:L2:b2', 'ack', 'L2', T0);
     db.close();
   });
 
@@ -75,19 +75,19 @@ describe('loans commands', () => {
     const dbPath = join(configPath, '..', 'state.sqlite');
     const db = openDatabase(dbPath);
     const s = createBoardingStore(db);
-    const quarantine = (id: string, reason: 'mapping' | 'contradictory', at: number): void => {
-      s.loans.insert({ id, state: 'queued' }, at);
-      s.loans.transition(id, { to: 'fetched' }, at);
-      s.loans.transition(id, { to: 'quarantined', reason, patch: { quarantineReason: reason } }, at);
+    const quarantine = async (id: string, reason: 'mapping' | 'contradictory', at: number): Promise<void> => {
+      await s.loans.insert({ id, state: 'queued' }, at);
+      await s.loans.transition(id, { to: 'fetched' }, at);
+      await s.loans.transition(id, { to: 'quarantined', reason, patch: { quarantineReason: reason } }, at);
     };
-    quarantine('M1', 'mapping', T0 + 10);
-    quarantine('M2', 'mapping', Date.now() - 60_000);
-    quarantine('C1', 'contradictory', Date.now() - 60_000);
+    await quarantine('M1', 'mapping', T0 + 10);
+    await quarantine('M2', 'mapping', Date.now() - 60_000);
+    await quarantine('C1', 'contradictory', Date.now() - 60_000);
     // Quarantined long ago, but still listed in the queue: each sighting refreshes updated_at.
-    quarantine('M3', 'mapping', T0 + 20);
-    s.loans.update('M3', { lastSeenAt: Date.now() }, Date.now());
+    await quarantine('M3', 'mapping', T0 + 20);
+    await s.loans.update('M3', { lastSeenAt: Date.now() }, Date.now());
     // A daemon of this process, as `run` publishes it: the retry asks it for a cycle.
-    s.daemon.publish({ owner: 'test:1', pid: process.pid, host: hostname(), startedAt: T0, updatedAt: Date.now(), mappingVersion: 'v', mappingDir: '/m', reloadError: null });
+    await s.daemon.publish({ owner: 'test:1', pid: process.pid, host: hostname(), startedAt: T0, updatedAt: Date.now(), mappingVersion: 'v', mappingDir: '/m', reloadError: null });
     db.close();
 
     const badReason = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--reason', 'typo'], { USER: 'carol' });
@@ -103,15 +103,15 @@ describe('loans commands', () => {
     expect(r.stdout).toContain(`asked the running daemon (pid ${process.pid}) for a cycle now`);
     const after = createBoardingStore(openDatabase(dbPath));
     try {
-      expect(after.loans.get('M2')?.state).toBe('queued');
-      expect(after.loans.get('M1')?.state).toBe('quarantined');
-      expect(after.loans.get('M3')?.state).toBe('quarantined');
-      expect(after.loans.get('C1')?.state).toBe('quarantined');
-      expect(after.loans.events('M2').at(-1)).toMatchObject({ kind: 'ops', actor: 'carol', toState: 'queued', detail: { bulk: { reason: 'mapping', since: '1h' } } });
-      expect(after.daemon.get('test:1')).toMatchObject({ cycleRequestedBy: 'carol' });
-      expect(after.daemon.get('test:1')?.cycleRequestedAt).not.toBeNull();
+      expect((await after.loans.get('M2'))?.state).toBe('queued');
+      expect((await after.loans.get('M1'))?.state).toBe('quarantined');
+      expect((await after.loans.get('M3'))?.state).toBe('quarantined');
+      expect((await after.loans.get('C1'))?.state).toBe('quarantined');
+      expect((await after.loans.events('M2')).at(-1)).toMatchObject({ kind: 'ops', actor: 'carol', toState: 'queued', detail: { bulk: { reason: 'mapping', since: '1h' } } });
+      expect(await after.daemon.get('test:1')).toMatchObject({ cycleRequestedBy: 'carol' });
+      expect((await after.daemon.get('test:1'))?.cycleRequestedAt).not.toBeNull();
     } finally {
-      after.db.close();
+      await after.db.close();
     }
     // Every other quarantined loan (L1, M1, C1); no daemon row for a dead process counts.
     const rest = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--by', 'erin']);

@@ -52,7 +52,7 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
     // The pause was waited out inside the cycle: every loan that maps was acknowledged.
     const db = openDatabase(cfg.dbPath);
     try {
-      const states = createBoardingStore(db).loans.countByState();
+      const states = await createBoardingStore(db).loans.countByState();
       expect(states.retry_wait).toBe(0);
       expect(states.acknowledged).toBeGreaterThan(0);
     } finally {
@@ -64,7 +64,7 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
     yaml.platform.rateLimit = { windowMs: 500, readsPerWindow: 2, writesPerWindow: 50 };
     writeFileSync(cfg.configPath, stringify(yaml));
     const db2 = openDatabase(cfg.dbPath);
-    const acked = createBoardingStore(db2).loans.list({ state: 'acknowledged' }).map((x) => x.id);
+    const acked = (await createBoardingStore(db2).loans.list({ state: 'acknowledged' })).map((x) => x.id);
     db2.close();
     const dry = await runCliSplit(['--config', cfg.configPath, 'loans', 'reboard', ...acked, '--dry-run', '--force', '--progress=always']);
     expect(dry.error).toBeNull();

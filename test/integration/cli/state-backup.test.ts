@@ -17,13 +17,13 @@ describe('state backup / state verify', () => {
     const db = openDatabase(dbPath);
     const store = createBoardingStore(db);
     for (let i = 0; i < 2000; i++) {
-      store.loans.insert({ id: `L${i}`, state: 'queued' }, 1_000 + i);
-      store.keys.ensure(`ack:L${i}:b`, 'ack', `L${i}`, 1_000 + i);
+      await store.loans.insert({ id: `L${i}`, state: 'queued' }, 1_000 + i);
+      await store.keys.ensure(`ack:L${i}:b`, 'ack', `L${i}`, 1_000 + i);
     }
     // A writer keeps committing while the backup runs (the daemon's situation).
     let n = 2000;
-    const writer = setInterval(() => {
-      for (let k = 0; k < 20; k++, n++) store.loans.insert({ id: `L${n}`, state: 'queued' }, 5_000 + n);
+    const writer = setInterval(async () => {
+      for (let k = 0; k < 20; k++, n++) await store.loans.insert({ id: `L${n}`, state: 'queued' }, 5_000 + n);
     }, 1);
     const out = join(dir, 'backup.sqlite');
     const r = await runCli(['--config', configPath, 'state', 'backup', '--out', out]);
@@ -68,9 +68,9 @@ describe('state backup / state verify', () => {
     writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
     const db = openDatabase(dbPath);
     const store = createBoardingStore(db);
-    db.transaction(() => {
-      for (let i = 0; i < 30_000; i++) store.keys.ensure(`ack:L${i}:${'k'.repeat(40)}`, 'ack', `L${i}`, 1_000 + i);
-    })();
+    await store.write(async () => {
+      for (let i = 0; i < 30_000; i++) await store.keys.ensure(`ack:L${i}:${'k'.repeat(40)}`, 'ack', `L${i}`, 1_000 + i);
+    });
     // A watcher in another thread lists the directory and stats every file in a tight loop while
     // the backup runs (the copy blocks this thread): the modes as another user would find them.
     const stop = new Int32Array(new SharedArrayBuffer(4));

@@ -39,7 +39,7 @@ describe('loans sharing a tax id in flight together', () => {
         if (!held) {
           held = true;
           // Hold the first write until another loan has been fetched: it is resolving now.
-          await vi.waitFor(() => expect(rt!.store.loans.list({ state: 'fetched' }).length).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
+          await vi.waitFor(async () => expect((await rt!.store.loans.list({ state: 'fetched' })).length).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
         }
         return inner.board(pkg, o);
       },
@@ -50,13 +50,13 @@ describe('loans sharing a tax id in flight together', () => {
     rt = await buildRuntime(config, silentLogger(), { clock: systemClock, core });
     const summary = await rt.runner.run({ reason: 'test', settleMs: 0 });
     expect(summary.problems.filter((q) => q.code.startsWith('customer'))).toEqual([]);
-    const rows = rt.store.loans.list({});
+    const rows = await rt.store.loans.list({});
     expect(rows.length).toBeGreaterThan(2);
     const boarded = rows.filter((r) => r.state === 'acknowledged').map((r) => r.id);
     // Per tax id hash: exactly one loan created the customer, every other loan references it.
     const perTin = new Map<string, { created: number; referenced: number }>();
     for (const id of boarded) {
-      for (const c of rt.store.customers.forLoan(id)) {
+      for (const c of await rt.store.customers.forLoan(id)) {
         const t = perTin.get(c.tinHash!) ?? { created: 0, referenced: 0 };
         if (c.existing) t.referenced += 1;
         else t.created += 1;

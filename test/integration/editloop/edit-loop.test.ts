@@ -52,7 +52,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
     // Nothing in the core and no loan taken into the state database.
     expect(existsSync(join(cfg.coreDir, 'packages'))).toBe(false);
     const db = openDatabase(cfg.dbPath);
-    expect(createBoardingStore(db).loans.list()).toEqual([]);
+    expect(await createBoardingStore(db).loans.list()).toEqual([]);
     db.close();
 
     const json = await runCli(['--config', cfg.configPath, 'sync', '--dry-run', '--json', '--limit', '4', '--against', join(repo, 'mappings/generic'), '--dir', editedGenericSet()]);
@@ -77,7 +77,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
     const db = openDatabase(cfg.dbPath);
     const store = createBoardingStore(db);
     try {
-      const acked = store.loans.list({ state: 'acknowledged' });
+      const acked = await store.loans.list({ state: 'acknowledged' });
       expect(acked.length).toBeGreaterThan(1);
       const target = acked[0]!;
       const versionA = target.mappingVersion;
@@ -111,14 +111,14 @@ describe('the bank engineer edit loop against the sandbox', () => {
       // The re-board keeps the loan's account number (allocated once, at its first board).
       expect(target.accountNumber).toMatch(/^\d{10}$/);
       expect(pkg.records.find((r) => r.type === 'loan')?.fields['accountNumber']).toBe(target.accountNumber);
-      expect(store.numbers.get('account', target.id)).toBe(target.accountNumber);
+      expect(await store.numbers.get('account', target.id)).toBe(target.accountNumber);
       // The platform saw no new acknowledgement, no write at all.
       expect((await p.counters()).acks).toEqual(acksBefore);
       expect((await p.counters()).byBucket.write).toBe(writesBefore);
-      const row = store.loans.require(target.id);
+      const row = await store.loans.require(target.id);
       expect(row.state).toBe('acknowledged');
       expect(row.mappingVersion).toBe(pkg.mappingVersion);
-      const audit = store.loans.events(target.id).filter((e) => e.kind === 'ops');
+      const audit = (await store.loans.events(target.id)).filter((e) => e.kind === 'ops');
       expect(audit.at(-1)).toMatchObject({ actor: 'dana', reason: 'reboard: officer code fix (ticket 42)' });
       expect(JSON.stringify(audit.at(-1)?.detail)).toContain('LOAN-DESK');
 
@@ -134,7 +134,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect((await p.counters()).acks).toEqual(acksBefore);
 
       // A loan that is not acknowledged is refused with a pointer to retry; exit 1.
-      const quarantined = store.loans.list({ state: 'quarantined' })[0];
+      const quarantined = (await store.loans.list({ state: 'quarantined' }))[0];
       if (quarantined) {
         const refused = await runCli(['--config', cfg.configPath, 'loans', 'reboard', quarantined.id, '--reason', 'x'], { USER: 'dana' });
         expect(refused.code).toBe(1);

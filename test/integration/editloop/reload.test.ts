@@ -61,12 +61,12 @@ describe('run reloads its mapping set (SIGHUP)', () => {
     const daemon = startRun(cfg.configPath);
     try {
       // Version A boards the first loans (some of the seed's loans are quarantined by the generic set: not counted).
-      await vi.waitFor(() => expect(acknowledged().length).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 100 });
+      await vi.waitFor(async () => expect((await acknowledged()).length).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 100 });
       // Every loan of the seed settled: none is mapped with A and acknowledged after the reload.
-      await vi.waitFor(() => expect(store.loans.list().filter((r) => r.state === 'acknowledged' || r.state === 'quarantined')).toHaveLength(6), { timeout: 30_000, interval: 100 });
-      const versionA = acknowledged()[0]?.mappingVersion ?? '';
+      await vi.waitFor(async () => expect((await store.loans.list()).filter((r) => r.state === 'acknowledged' || r.state === 'quarantined')).toHaveLength(6), { timeout: 30_000, interval: 100 });
+      const versionA = (await acknowledged())[0]?.mappingVersion ?? '';
       expect(versionA).toMatch(/\+[0-9a-f]{12}$/);
-      expect(new Set(acknowledged().map((r) => r.mappingVersion))).toEqual(new Set([versionA]));
+      expect(new Set((await acknowledged()).map((r) => r.mappingVersion))).toEqual(new Set([versionA]));
       await vi.waitFor(() => readyz(), { timeout: 10_000, interval: 50 });
       const before = (await readyz()).checks['mapping'];
       expect(before).toMatchObject({ ok: true });
@@ -79,13 +79,18 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       const versionB = /mapping (\S+) loaded/.exec((await readyz()).checks['mapping']?.detail ?? '')?.[1] ?? '';
       expect(versionB).not.toBe(versionA);
       expect(versionB).toMatch(/\+[0-9a-f]{12}$/);
-      const boardedWithA = new Set(acknowledged().map((r) => r.id));
+      const boardedWithA = new Set((await acknowledged()).map((r) => r.id));
       const fresh = (await p.admin('POST', '/loans', { count: 4, release: true })) as { ids: string[] };
-      await vi.waitFor(() => expect(fresh.ids.filter((id) => store.loans.get(id)?.state === 'acknowledged' || store.loans.get(id)?.state === 'quarantined')).toHaveLength(4), {
+      const settled = async (ids: string[]): Promise<string[]> => {
+        const out: string[] = [];
+        for (const id of ids) if (['acknowledged', 'quarantined'].includes((await store.loans.get(id))?.state ?? '')) out.push(id);
+        return out;
+      };
+      await vi.waitFor(async () => expect(await settled(fresh.ids)).toHaveLength(4), {
         timeout: 30_000,
         interval: 100,
       });
-      const newlyBoarded = acknowledged().filter((r) => !boardedWithA.has(r.id));
+      const newlyBoarded = (await acknowledged()).filter((r) => !boardedWithA.has(r.id));
       expect(newlyBoarded.length).toBeGreaterThan(0);
       for (const r of newlyBoarded) {
         expect(r.mappingVersion).toBe(versionB);
@@ -93,7 +98,7 @@ describe('run reloads its mapping set (SIGHUP)', () => {
         expect(pkg.mappingVersion).toBe(versionB);
       }
       // Loans boarded before the reload keep A: a loan is never re-mapped by a reload.
-      for (const id of boardedWithA) expect(store.loans.get(id)?.mappingVersion).toBe(versionA);
+      for (const id of boardedWithA) expect((await store.loans.get(id))?.mappingVersion).toBe(versionA);
 
       // `loans show` says which version the daemon boards with.
       const show = await runCli(['--config', cfg.configPath, 'loans', 'show', newlyBoarded[0]?.id ?? '']);
@@ -118,11 +123,11 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       expect(metrics).toContain(`boarding_mapping_info{version="${versionB}"} 1`);
       expect(metrics).toContain('boarding_mapping_reload_failed 1');
       const more = (await p.admin('POST', '/loans', { count: 2, release: true })) as { ids: string[] };
-      await vi.waitFor(() => expect(more.ids.filter((id) => ['acknowledged', 'quarantined'].includes(store.loans.get(id)?.state ?? ''))).toHaveLength(2), {
+      await vi.waitFor(async () => expect(await settled(more.ids)).toHaveLength(2), {
         timeout: 30_000,
         interval: 100,
       });
-      for (const id of more.ids) expect(store.loans.get(id)?.mappingVersion).toBe(versionB);
+      for (const id of more.ids) expect((await store.loans.get(id))?.mappingVersion).toBe(versionB);
     } finally {
       daemon.sigterm();
       await daemon.done;
@@ -130,7 +135,7 @@ describe('run reloads its mapping set (SIGHUP)', () => {
     }
     // The daemon's row goes with it: nothing refuses a CLI after it stopped.
     const after = createBoardingStore(openDatabase(cfg.dbPath));
-    expect(after.daemon.all()).toEqual([]);
-    after.db.close();
+    expect(await after.daemon.all()).toEqual([]);
+    await after.db.close();
   }, 120_000);
 });

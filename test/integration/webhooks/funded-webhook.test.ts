@@ -122,8 +122,8 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     expect((await fetch(`${sb.adminUrl}/loans/${target.id}/release`, { method: 'POST' })).status).toBe(200);
     const boarded = new Promise<void>((resolve, reject) => {
       const deadline = setTimeout(() => reject(new Error(`loan ${target.id} not boarded; cycles: ${cycles.map((c) => c.reason).join(',')}`)), 20_000);
-      const check = (): void => {
-        if (rt.store.loans.get(target.id)?.state === 'acknowledged') {
+      const check = async (): Promise<void> => {
+        if ((await rt.store.loans.get(target.id))?.state === 'acknowledged') {
           clearTimeout(deadline);
           resolve();
         } else waiters.push(check);
@@ -133,14 +133,14 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     expect((await fetch(`${sb.adminUrl}/loans/${target.id}/fund`, { method: 'POST' })).status).toBe(200);
     await boarded;
 
-    const row = rt.store.loans.get(target.id);
+    const row = await rt.store.loans.get(target.id);
     expect(row?.state).toBe('acknowledged');
     // The row was created after the loan.funded event: the funded time was copied from the inbox.
     expect(row?.fundedAtIso).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     expect(cycles.slice(1).some((c) => c.reason.startsWith('webhook'))).toBe(true);
     expect(cycles.every((c) => c.reason !== 'schedule')).toBe(true);
     // The funded time is on record (inbox, and the loans row once it exists).
-    expect(createWebhookInbox(rt.db).fundedAt(target.id)).not.toBeNull();
+    expect(await createWebhookInbox(rt.db).fundedAt(target.id)).not.toBeNull();
     const sandboxView = (await (await fetch(`${sb.adminUrl}/loans/${target.id}`)).json()) as { boarding?: { boarded?: boolean } };
     expect(JSON.stringify(sandboxView)).toContain('"boarded":true');
 

@@ -12,6 +12,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
+import { StoreDb } from '../../../src/store/sql.js';
 import { createApp, WEBHOOK_PATH } from '../../../src/http/app.js';
 import { createWebhookInbox, type WebhookInbox } from '../../../src/store/inbox.js';
 import { createConnectorMetrics } from '../../../src/observability/metrics.js';
@@ -47,14 +48,14 @@ async function startReceiver(
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } });
   const processor = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
   await processor.start();
-  const metrics = createConnectorMetrics({ clock: systemClock, db, inbox, processMetrics: false });
+  const metrics = createConnectorMetrics({ clock: systemClock, db: StoreDb.sqliteOn(db), inbox, processMetrics: false });
   const app = createApp({ clock: systemClock,
     config: { scheme: opts.scheme ?? 'standard', secrets: opts.secrets ?? [secretNew], toleranceSeconds: 300, maxBodyBytes: opts.maxBodyBytes ?? 262_144 },
     inbox,
     logger,
     metrics,
     processor,
-    readiness: opts.readiness ?? { database: dbWritableCheck(db) },
+    readiness: opts.readiness ?? { database: dbWritableCheck(StoreDb.sqliteOn(db)) },
     reportsDir: join(dir, 'reports'),
   });
   // expressOnly: the app served by a bare node:http server, without startHttpServer's limits.
@@ -121,7 +122,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const d = signed(funded('L1'), { id: 'msg_accept' });
     expect(await post(r.url, d)).toEqual({ status: 200, text: '{"received":true}' });
     expect(await processed).toMatchObject({ webhookId: 'msg_accept', eventType: 'loan.funded', loanId: 'L1', outcome: 'processed' });
-    expect(r.inbox.get('msg_accept')).toMatchObject({ status: 'processed', loanId: 'L1', eventType: 'loan.funded' });
+    expect(await r.inbox.get('msg_accept')).toMatchObject({ status: 'processed', loanId: 'L1', eventType: 'loan.funded' });
     expect(metricValue(await r.metricsText(), 'boarding_webhooks_received_total', 'outcome="accepted",event_type="loan.funded"')).toBe(1);
   });
 
@@ -150,7 +151,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const r = await startReceiver({ secrets: [secretOld, secretNew] });
     expect((await post(r.url, signed(funded('L3'), { secret: secretOld }))).status).toBe(200);
     expect((await post(r.url, signed(funded('L4'), { secret: secretNew }))).status).toBe(200);
-    expect(r.inbox.stats().pending + r.inbox.stats().processed).toBe(2);
+    expect((await r.inbox.stats()).pending + (await r.inbox.stats()).processed).toBe(2);
   });
 
   it('stripe preset: deliveries are deduplicated by the payload id', async () => {
@@ -163,7 +164,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     expect((await post(r.url, d)).status).toBe(200);
     expect((await post(r.url, { ...d, headers: { ...d.headers, 'webhook-signature': 'v1,ignored' } })).status).toBe(200);
     await r.processor.drain();
-    expect(r.inbox.get('evt:evt_stripe_1')).toMatchObject({ status: 'processed', loanId: 'S1' });
+    expect(await r.inbox.get('evt:evt_stripe_1')).toMatchObject({ status: 'processed', loanId: 'S1' });
     expect(r.db.prepare('SELECT COUNT(*) AS n FROM webhook_inbox').get()).toEqual({ n: 1 });
     // A Standard Webhooks delivery is not accepted under the stripe scheme (never auto-detected).
     expect((await post(r.url, signed(funded('S2')))).status).toBe(400);
@@ -222,7 +223,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       });
       const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: d.headers, body: stream, duplex: 'half' });
       expect(res.status).toBe(413);
-      expect(r.inbox.stats().pending).toBe(0);
+      expect((await r.inbox.stats()).pending).toBe(0);
     });
   });
 
@@ -237,8 +238,8 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       expect((await post(r.url, signed({ ...funded('X2'), pad: 'x'.repeat(4096) }))).status).toBe(413);
       expect((await post(r.url, signed(funded('X3'), { secret: secretOld }))).status).toBe(401);
       await r.processor.drain();
-      expect(r.inbox.get('msg_x1')).toMatchObject({ status: 'processed', loanId: 'X1' });
-      expect(r.inbox.stats()).toMatchObject({ processed: 1, pending: 0 });
+      expect(await r.inbox.get('msg_x1')).toMatchObject({ status: 'processed', loanId: 'X1' });
+      expect(await r.inbox.stats()).toMatchObject({ processed: 1, pending: 0 });
       const text = await r.metricsText();
       expect(metricValue(text, 'boarding_webhooks_rejected_total', 'reason="too_large"')).toBe(1);
       expect(metricValue(text, 'boarding_webhooks_rejected_total', 'reason="bad_signature"')).toBe(1);
@@ -249,11 +250,11 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       const d = signed(funded('Z1'), { id: 'msg_z1' });
       const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': 'gzip' }, body: gzipSync(d.body) });
       expect(res.status).toBe(200);
-      expect(r.inbox.get('msg_z1')).not.toBeNull();
+      expect(await r.inbox.get('msg_z1')).not.toBeNull();
       const e = signed(funded('Z2'), { id: 'msg_z2' });
       const bad = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...e.headers, 'content-encoding': 'x-unknown' }, body: e.body });
       expect(bad.status).toBe(415);
-      expect(r.inbox.get('msg_z2')).toBeNull();
+      expect(await r.inbox.get('msg_z2')).toBeNull();
       expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="unsupported_encoding"')).toBe(1);
     });
   });
@@ -264,11 +265,11 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     r.db.exec("CREATE TRIGGER inbox_full BEFORE INSERT ON webhook_inbox BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
     const d = signed(funded('F1'), { id: 'msg_503' });
     expect((await post(r.url, d)).status).toBe(503);
-    expect(r.inbox.get('msg_503')).toBeNull();
+    expect(await r.inbox.get('msg_503')).toBeNull();
     r.db.exec('DROP TRIGGER inbox_full');
     // The platform's redelivery of the same message then succeeds.
     expect((await post(r.url, d)).status).toBe(200);
-    expect(r.inbox.get('msg_503')).not.toBeNull();
+    expect(await r.inbox.get('msg_503')).not.toBeNull();
   });
 
   it('healthz, readyz (200/503 by the injected checks) and metrics', async () => {
@@ -332,7 +333,7 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const stored = (r.db.prepare("SELECT payload FROM webhook_inbox WHERE webhook_id = 'msg_pii'").get() as { payload: string }).payload;
     expect(stored).not.toMatch(/3456789|45-6789|123456789|secretvalue|X-Amz-Signature=abcdef|zzz/);
     expect(JSON.parse(stored)).toMatchObject({ id: 'evt_pii', type: 'loan.funded', data: { loanId: 'L11' } });
-    expect(r.inbox.get('msg_pii')).toMatchObject({ status: 'processed', loanId: 'L11' });
+    expect(await r.inbox.get('msg_pii')).toMatchObject({ status: 'processed', loanId: 'L11' });
   });
 
   it('loan.funded rows of loans never released are bounded by age and by count', async () => {
@@ -343,8 +344,8 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     ins.run('old-unknown', 'UNKNOWN_1', now - 200 * day, now - 200 * day);
     ins.run('recent-unknown', 'UNKNOWN_2', now - 40 * day, now - 40 * day);
     for (let i = 0; i < 5; i++) ins.run(`flood-${i}`, `FLOOD_${i}`, now - i, now - 1000 + i);
-    expect(r.inbox.prune(now - 30 * day)).toBe(1); // only the one past the unknown-loan retention
-    expect(r.inbox.capUnknownFunded(3)).toBe(3); // 6 left, the oldest 3 beyond the bound go
+    expect(await r.inbox.prune(now - 30 * day)).toBe(1); // only the one past the unknown-loan retention
+    expect(await r.inbox.capUnknownFunded(3)).toBe(3); // 6 left, the oldest 3 beyond the bound go
     const left = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox ORDER BY rowid').all() as Array<{ id: string }>).map((x) => x.id);
     expect(left).toEqual(['flood-2', 'flood-3', 'flood-4']);
   });

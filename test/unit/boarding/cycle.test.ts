@@ -19,10 +19,10 @@ describe('boarding cycle', () => {
     expect(s.acknowledged).toBe(7);
     expect(p.core.writes).toBe(7);
     for (const [id, keys] of p.platform.acks) expect(keys).toEqual([`ack:${id}:b-${id}`]);
-    expect(p.store.loans.countByState().acknowledged).toBe(7);
+    expect((await p.store.loans.countByState()).acknowledged).toBe(7);
     // No redundant GET of the loan: the queue item carries it.
     expect(p.platform.calls['getLoan']).toBeUndefined();
-    expect(p.store.checkpoints.get('boarding-queue')).toBeNull();
+    expect(await p.store.checkpoints.get('boarding-queue')).toBeNull();
 
     const again = await p.runner.run({ reason: 'again' });
     expect(again.attempted).toBe(0);
@@ -36,7 +36,7 @@ describe('boarding cycle', () => {
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(2);
     expect(s.quarantined).toEqual({ mapping: 1 });
-    const q = p.store.loans.require('L02');
+    const q = await p.store.loans.require('L02');
     expect(q.state).toBe('quarantined');
     expect(q.quarantineReason).toBe('mapping');
     expect(q.lastErrorMessage).toBe('loan.yaml:3:5 loan.principal: paymentFrequency "irregular payments" has no core code');
@@ -45,18 +45,18 @@ describe('boarding cycle', () => {
     expect((await p.runner.run({ reason: 'again' })).attempted).toBe(0);
 
     p.mapper.fail = () => null;
-    retryLoan(p.store.loans, 'L02', 'alice', p.clock.now());
+    await retryLoan(p.store.loans, 'L02', 'alice', p.clock.now());
     const after = await p.runner.run({ reason: 'after retry' });
     expect(after.acknowledged).toBe(1);
-    expect(p.store.loans.require('L02').state).toBe('acknowledged');
-    expect(p.store.loans.events('L02').some((e) => e.kind === 'ops' && e.actor === 'alice')).toBe(true);
+    expect((await p.store.loans.require('L02')).state).toBe('acknowledged');
+    expect((await p.store.loans.events('L02')).some((e) => e.kind === 'ops' && e.actor === 'alice')).toBe(true);
   });
 
   it('maps tin_incomplete issues to their own quarantine reason', async () => {
     const p = withLoans(1);
     p.mapper.fail = () => [issue('tin_incomplete', 'full EIN required, only last 4 known')];
     await p.runner.run({ reason: 'test' });
-    expect(p.store.loans.require('L01').quarantineReason).toBe('tin_incomplete');
+    expect((await p.store.loans.require('L01')).quarantineReason).toBe('tin_incomplete');
   });
 
   it('retries an ack whose connection dropped after commit with the same key, never re-writing the core', async () => {
@@ -64,7 +64,7 @@ describe('boarding cycle', () => {
     p.platform.faults = [{ op: 'ack', loanId: 'L01', code: 'network', afterCommit: true }];
     const s = await p.runner.run({ reason: 'test' });
     expect(s.retryWait).toBe(1);
-    const row = p.store.loans.require('L01');
+    const row = await p.store.loans.require('L01');
     expect(row.state).toBe('retry_wait');
     expect(row.writtenAt).not.toBeNull();
     expect(row.nextAttemptAt).toBe(p.clock.now() + 1000);
@@ -83,7 +83,7 @@ describe('boarding cycle', () => {
       Promise.reject(new PlatformError({ code: 'conflict', status: 409, serverCode: 'loan.already_boarded', message: 'already boarded' }));
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(1);
-    expect(p.store.keys.forLoan('L01')[0]?.status).toBe(409);
+    expect((await p.store.keys.forLoan('L01'))[0]?.status).toBe(409);
   });
 
   it('quarantines an ack the platform refuses for good (ack_rejected), keeping the core write', async () => {
@@ -91,7 +91,7 @@ describe('boarding cycle', () => {
     p.platform.faults = [{ op: 'ack', code: 'validation', status: 400 }];
     const s = await p.runner.run({ reason: 'test' });
     expect(s.quarantined).toEqual({ ack_rejected: 1 });
-    retryLoan(p.store.loans, 'L01', 'ops', p.clock.now());
+    await retryLoan(p.store.loans, 'L01', 'ops', p.clock.now());
     const again = await p.runner.run({ reason: 'retry' });
     expect(again).toMatchObject({ acknowledged: 1, ackOnly: 1 });
     expect(p.core.writes).toBe(1);
@@ -101,7 +101,7 @@ describe('boarding cycle', () => {
     const p = withLoans(1);
     p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
     await p.runner.run({ reason: 'test' });
-    expect(p.store.loans.require('L01')).toMatchObject({ state: 'retry_wait', lastErrorCode: 'core.ambiguous' });
+    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'retry_wait', lastErrorCode: 'core.ambiguous' });
     await p.clock.advance(1000);
     const s = await p.runner.run({ reason: 'retry' });
     expect(s.acknowledged).toBe(1);
@@ -122,7 +122,7 @@ describe('boarding cycle', () => {
     expect(p.core.findCalls).toBe(1);
     expect(p.core.writes).toBe(2);
     expect(p.core.loans.size).toBe(1);
-    expect(p.store.loans.require('L01').state).toBe('acknowledged');
+    expect((await p.store.loans.require('L01')).state).toBe('acknowledged');
   });
 
   it('after a crash mid-write writes again (idempotent), completing a write the crash cut short', async () => {
@@ -135,7 +135,7 @@ describe('boarding cycle', () => {
       throw new Error('SIGKILL');
     };
     await p.runner.run({ reason: 'crash', abort: AbortSignal.abort() });
-    expect(p.store.loans.require('L01').state).toBe('mapped');
+    expect((await p.store.loans.require('L01')).state).toBe('mapped');
     p.core.board = board;
     const s = await p.restart().run({ reason: 'restart' });
     expect(s.acknowledged).toBe(1);
@@ -151,7 +151,7 @@ describe('boarding cycle', () => {
     await p.clock.advance(1000);
     await p.runner.run({ reason: 'retry' });
     expect(p.core.writes).toBe(1);
-    expect(p.store.loans.require('L01').state).toBe('acknowledged');
+    expect((await p.store.loans.require('L01')).state).toBe('acknowledged');
   });
 
   it('stops the cycle when the core refuses our credentials, quarantining nothing (regression: a core 401 was retried until every loan was quarantined)', async () => {
@@ -160,8 +160,8 @@ describe('boarding cycle', () => {
     const s = await p.runner.run({ reason: 'test' });
     expect(s.fatal).toMatchObject({ code: 'core.fatal' });
     expect(s.quarantined).toEqual({});
-    expect(p.store.loans.list({ state: 'quarantined' })).toEqual([]);
-    expect(p.store.loans.list({ state: 'retry_wait' })).toEqual([]);
+    expect(await p.store.loans.list({ state: 'quarantined' })).toEqual([]);
+    expect(await p.store.loans.list({ state: 'retry_wait' })).toEqual([]);
     expect(p.core.writes).toBe(0);
   });
 
@@ -170,7 +170,7 @@ describe('boarding cycle', () => {
     p.core.faults = [{ loanId: 'L02', kind: 'rejected' }];
     const s = await p.runner.run({ reason: 'test' });
     expect(s.quarantined).toEqual({ core_rejected: 1 });
-    expect(p.store.loans.require('L02').lastErrorMessage).toContain('productId unknown');
+    expect((await p.store.loans.require('L02')).lastErrorMessage).toContain('productId unknown');
   });
 
   it('backs off exponentially and quarantines after maxAttempts of transient failures', async () => {
@@ -179,14 +179,14 @@ describe('boarding cycle', () => {
     const delays: number[] = [];
     for (let i = 0; i < 3; i++) {
       await p.runner.run({ reason: 'test' });
-      const r = p.store.loans.require('L01');
+      const r = await p.store.loans.require('L01');
       if (r.nextAttemptAt !== null) {
         delays.push(r.nextAttemptAt - p.clock.now());
         p.clock.set(r.nextAttemptAt);
       }
     }
     expect(delays).toEqual([1000, 2000]);
-    expect(p.store.loans.require('L01')).toMatchObject({ state: 'quarantined', quarantineReason: 'retries_exhausted', attempts: 3 });
+    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'quarantined', quarantineReason: 'retries_exhausted', attempts: 3 });
   });
 
   it('settles short retries inside one cycle when asked (sync --once)', async () => {
@@ -212,7 +212,7 @@ describe('boarding cycle', () => {
     const s = await p.runner.run({ reason: 'interrupted' });
     expect(s.walk.complete).toBe(false);
     expect(s.acknowledged).toBe(2); // the loans of the page that was recorded
-    expect(p.store.checkpoints.get('boarding-queue')?.cursor).toBe('L02');
+    expect((await p.store.checkpoints.get('boarding-queue'))?.cursor).toBe('L02');
 
     const r = p.restart();
     p.platform.boardingQueue = orig;
@@ -220,7 +220,7 @@ describe('boarding cycle', () => {
     expect(s2.walk).toMatchObject({ resumed: true, complete: true, items: 4 });
     expect(s2.acknowledged).toBe(4);
 
-    p.store.checkpoints.save('boarding-queue', 'expired', p.clock.now());
+    await p.store.checkpoints.save('boarding-queue', 'expired', p.clock.now());
     p.platform.add(fakeLoan('L99'));
     const s3 = await r.run({ reason: 'expired cursor' });
     expect(s3.walk.complete).toBe(true);
@@ -231,7 +231,7 @@ describe('boarding cycle', () => {
     const p = withLoans(3);
     // A previous process recorded the page and crashed mid-loan (state fetched / mapped).
     await p.runner.run({ reason: 'first', stop: AbortSignal.abort() });
-    expect(p.store.loans.countByState().queued).toBe(2);
+    expect((await p.store.loans.countByState()).queued).toBe(2);
     const s = await p.restart().run({ reason: 'restart' });
     expect(s.acknowledged).toBe(3);
     expect(p.platform.calls['getLoan']).toBeUndefined();
@@ -252,7 +252,7 @@ describe('boarding cycle', () => {
     const s = await p.runner.run({ reason: 'test' });
     expect(s.trafficStopped).toBe(true);
     expect(s.attempted).toBe(0);
-    expect(p.store.loans.countByState().queued).toBe(2);
+    expect((await p.store.loans.countByState()).queued).toBe(2);
   });
 
   it('quarantines a malformed queue item that has an id', async () => {
@@ -260,8 +260,8 @@ describe('boarding cycle', () => {
     p.platform.invalid.push({ id: 'BAD1', index: 1, problems: ['centsAmount: expected number'], raw: {} });
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(1);
-    expect(p.store.loans.require('BAD1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
-    expect(p.store.loans.require('BAD1').lastErrorMessage).toContain('centsAmount: expected number');
+    expect(await p.store.loans.require('BAD1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
+    expect((await p.store.loans.require('BAD1')).lastErrorMessage).toContain('centsAmount: expected number');
   });
 
   it('boards a loan released again (new marker) with a new key', async () => {
@@ -277,37 +277,37 @@ describe('boarding cycle', () => {
 
   it('does nothing while another process holds the boarding lease', async () => {
     const p = withLoans(2);
-    p.store.leases.acquire('boarding', { owner: 'other', pid: process.pid, host: 'elsewhere' }, p.clock.now(), 60_000, () => true);
+    await p.store.leases.acquire('boarding', { owner: 'other', pid: process.pid, host: 'elsewhere' }, p.clock.now(), 60_000, () => true);
     const s = await p.runner.run({ reason: 'test' });
     expect(s.busy).toMatchObject({ host: 'elsewhere' });
     expect(s.attempted).toBe(0);
     expect(p.platform.calls['queue']).toBeUndefined();
-    p.store.leases.release('boarding', 'other');
+    await p.store.leases.release('boarding', 'other');
     expect((await p.runner.run({ reason: 'test' })).acknowledged).toBe(2);
-    expect(p.store.leases.get('boarding')).toBeNull();
+    expect(await p.store.leases.get('boarding')).toBeNull();
   });
 
   it('leaves a loan an operator skipped while its attempt was failing', async () => {
     const p = withLoans(1);
     const getEntities = p.platform.getEntities.bind(p.platform);
     p.platform.getEntities = async (id: string) => {
-      skipLoan(p.store.loans, id, 'wrong loan', 'ops', p.clock.now());
+      await skipLoan(p.store.loans, id, 'wrong loan', 'ops', p.clock.now());
       await getEntities(id);
       throw new PlatformError({ code: 'server', status: 503, message: 'blip' });
     };
     const s = await p.runner.run({ reason: 'test' });
     expect(s.stale).toBe(1);
-    expect(p.store.loans.require('L01').state).toBe('skipped');
+    expect((await p.store.loans.require('L01')).state).toBe('skipped');
   });
 
   it('skips skipped loans and audits who skipped', async () => {
     const p = withLoans(2);
     await p.runner.run({ reason: 'first', stop: AbortSignal.abort() });
-    skipLoan(p.store.loans, 'L01', 'paid off before boarding', 'bob', p.clock.now());
+    await skipLoan(p.store.loans, 'L01', 'paid off before boarding', 'bob', p.clock.now());
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(1);
-    expect(p.store.loans.require('L01').state).toBe('skipped');
-    expect(() => skipLoan(p.store.loans, 'L02', 'x', 'bob', p.clock.now())).toThrow(/acknowledged/);
-    expect(() => retryLoan(p.store.loans, 'NOPE', 'bob', p.clock.now())).toThrow(/no loan NOPE/);
+    expect((await p.store.loans.require('L01')).state).toBe('skipped');
+    await expect(skipLoan(p.store.loans, 'L02', 'x', 'bob', p.clock.now())).rejects.toThrow(/acknowledged/);
+    await expect(retryLoan(p.store.loans, 'NOPE', 'bob', p.clock.now())).rejects.toThrow(/no loan NOPE/);
   });
 });

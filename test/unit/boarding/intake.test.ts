@@ -16,36 +16,36 @@ function setup() {
 }
 
 describe('queue intake', () => {
-  it('queues a new loan, refreshes a known one, ignores an acknowledged one still listed', () => {
+  it('queues a new loan, refreshes a known one, ignores an acknowledged one still listed', async () => {
     const loans = setup();
     const item = fakeLoan('L1').item;
-    expect(recordQueueItem(loans, item, T0, log, none)).toBe('new');
-    expect(loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b-L1', loanNumber: 'LN-L1', centsAmount: 1_000_000, productId: 'p1' });
-    expect(recordQueueItem(loans, { ...item, loanNumber: 'LN-new' }, T0 + 1, log, none)).toBe('seen');
-    expect(loans.require('L1').loanNumber).toBe('LN-new');
-    loans.transition('L1', { to: 'acknowledged' }, T0 + 2);
-    expect(recordQueueItem(loans, item, T0 + 3, log, none)).toBe('ignored');
-    expect(loans.require('L1').state).toBe('acknowledged');
+    expect(await recordQueueItem(loans, item, T0, log, none)).toBe('new');
+    expect(await loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b-L1', loanNumber: 'LN-L1', centsAmount: 1_000_000, productId: 'p1' });
+    expect(await recordQueueItem(loans, { ...item, loanNumber: 'LN-new' }, T0 + 1, log, none)).toBe('seen');
+    expect((await loans.require('L1')).loanNumber).toBe('LN-new');
+    await loans.transition('L1', { to: 'acknowledged' }, T0 + 2);
+    expect(await recordQueueItem(loans, item, T0 + 3, log, none)).toBe('ignored');
+    expect((await loans.require('L1')).state).toBe('acknowledged');
   });
 
-  it('boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped', () => {
+  it('boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped', async () => {
     const loans = setup();
     const item = fakeLoan('L1').item;
-    recordQueueItem(loans, item, T0, log, none);
-    loans.transition('L1', { to: 'quarantined', patch: { quarantineReason: 'mapping', attempts: 3, writtenAt: null } }, T0);
+    await recordQueueItem(loans, item, T0, log, none);
+    await loans.transition('L1', { to: 'quarantined', patch: { quarantineReason: 'mapping', attempts: 3, writtenAt: null } }, T0);
     const again = { ...item, boarding: { id: 'b2', releasedAt: '2026-02-01T00:00:00Z' } };
-    expect(recordQueueItem(loans, again, T0 + 1, log, none)).toBe('re-released');
-    expect(loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b2', attempts: 0, quarantineReason: null });
-    loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0 + 2);
-    expect(recordQueueItem(loans, { ...item, boarding: { id: 'b3' } }, T0 + 3, log, none)).toBe('seen');
-    expect(loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b3' });
+    expect(await recordQueueItem(loans, again, T0 + 1, log, none)).toBe('re-released');
+    expect(await loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b2', attempts: 0, quarantineReason: null });
+    await loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0 + 2);
+    expect(await recordQueueItem(loans, { ...item, boarding: { id: 'b3' } }, T0 + 3, log, none)).toBe('seen');
+    expect(await loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b3' });
   });
 
-  it('quarantines a malformed item by id; one without an id is only logged', () => {
+  it('quarantines a malformed item by id; one without an id is only logged', async () => {
     const loans = setup();
-    expect(recordInvalidItem(loans, { id: 'B1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log)).toBe('quarantined-invalid');
-    expect(loans.require('B1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
-    expect(recordInvalidItem(loans, { id: null, index: 1, problems: ['id: required'], raw: {} }, T0, log)).toBe('ignored');
+    expect(await recordInvalidItem(loans, { id: 'B1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log)).toBe('quarantined-invalid');
+    expect(await loans.require('B1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
+    expect(await recordInvalidItem(loans, { id: null, index: 1, problems: ['id: required'], raw: {} }, T0, log)).toBe('ignored');
   });
 });
 

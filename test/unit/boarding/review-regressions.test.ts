@@ -25,32 +25,32 @@ describe('skipped loan re-released then retried (regression: acknowledged withou
     p.platform.faults = [{ op: 'ack', code: 'validation', status: 400 }];
     expect((await p.runner.run({ reason: 'A' })).quarantined).toEqual({ ack_rejected: 1 });
     expect(p.core.writes).toBe(1);
-    skipLoan(p.store.loans, 'L01', 'handled by hand', 'alice', p.clock.now());
+    await skipLoan(p.store.loans, 'L01', 'handled by hand', 'alice', p.clock.now());
 
     // The banker releases it again with new terms (release B): it stays skipped.
     const l = p.platform.loans.get('L01')!;
     l.item = { ...l.item, centsAmount: 2_500_000, boarding: { id: 'b-second', releasedAt: '2026-02-01T00:00:00Z', boarded: false } };
     await p.runner.run({ reason: 'B listed' });
-    expect(p.store.loans.require('L01')).toMatchObject({ state: 'skipped', releaseMarker: 'b-second' });
+    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'skipped', releaseMarker: 'b-second' });
     expect(p.core.writes).toBe(1);
 
-    retryLoan(p.store.loans, 'L01', 'alice', p.clock.now());
+    await retryLoan(p.store.loans, 'L01', 'alice', p.clock.now());
     const s = await p.runner.run({ reason: 'retry' });
     expect(s).toMatchObject({ acknowledged: 1, ackOnly: 0 });
     expect(p.core.writes).toBe(2);
     expect(p.core.loans.get('L01')?.pkg.source.centsAmount).toBe(2_500_000);
     expect(p.platform.acks.get('L01')).toEqual(['ack:L01:b-second']);
-    expect(p.store.loans.require('L01')).toMatchObject({ state: 'acknowledged', writtenReleaseMarker: 'b-second' });
+    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'acknowledged', writtenReleaseMarker: 'b-second' });
   });
 
-  it('intake clears the old release write when a skipped loan is released again (state stays skipped)', () => {
+  it('intake clears the old release write when a skipped loan is released again (state stays skipped)', async () => {
     const loans = createBoardingStore(openDatabase(':memory:')).loans;
     const item = fakeLoan('L1').item;
-    recordQueueItem(loans, item, T0, silentLogger(), new Set());
-    loans.update('L1', { writtenAt: T0, coreReference: 'CORE-1', writtenReleaseMarker: 'b-L1', coreWriteStartedAt: T0, attempts: 4 }, T0);
-    loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0);
-    expect(recordQueueItem(loans, { ...item, boarding: { id: 'b2' } }, T0 + 1, silentLogger(), new Set())).toBe('seen');
-    expect(loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b2', writtenAt: null, coreWriteStartedAt: null, attempts: 0 });
+    await recordQueueItem(loans, item, T0, silentLogger(), new Set());
+    await loans.update('L1', { writtenAt: T0, coreReference: 'CORE-1', writtenReleaseMarker: 'b-L1', coreWriteStartedAt: T0, attempts: 4 }, T0);
+    await loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0);
+    expect(await recordQueueItem(loans, { ...item, boarding: { id: 'b2' } }, T0 + 1, silentLogger(), new Set())).toBe('seen');
+    expect(await loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b2', writtenAt: null, coreWriteStartedAt: null, attempts: 0 });
   });
 
   it('only acknowledges without writing when the core write was made for the current release marker', async () => {
@@ -60,10 +60,10 @@ describe('skipped loan re-released then retried (regression: acknowledged withou
     await p.runner.run({ reason: 'A' });
     // However the row came to carry a write for another release (older version, manual edit):
     // the current release is written, not merely acknowledged.
-    p.store.loans.update('L01', { releaseMarker: 'b-other' }, p.clock.now());
+    await p.store.loans.update('L01', { releaseMarker: 'b-other' }, p.clock.now());
     const l = p.platform.loans.get('L01')!;
     l.item = { ...l.item, boarding: { id: 'b-other', releasedAt: '2026-02-01T00:00:00Z', boarded: false } };
-    retryLoan(p.store.loans, 'L01', 'ops', p.clock.now());
+    await retryLoan(p.store.loans, 'L01', 'ops', p.clock.now());
     const s = await p.runner.run({ reason: 'retry' });
     expect(s).toMatchObject({ acknowledged: 1, ackOnly: 0 });
     expect(p.core.writes).toBe(2);
@@ -77,12 +77,12 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
     p.platform.add(fakeLoan('L01'));
     const release = p.store.leases.release.bind(p.store.leases);
     let fail = true;
-    p.store.leases.release = (name, owner) => {
+    p.store.leases.release = async (name, owner) => {
       if (fail) {
         fail = false;
         throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
       }
-      release(name, owner);
+      await release(name, owner);
     };
     const first = await p.runner.run({ reason: 'one' });
     expect(first.acknowledged).toBe(1);
@@ -90,7 +90,7 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
     p.platform.add(fakeLoan('L02'));
     const second = await p.runner.run({ reason: 'two' });
     expect(second.acknowledged).toBe(1);
-    expect(p.store.leases.get('boarding')).toBeNull();
+    expect(await p.store.leases.get('boarding')).toBeNull();
   });
 
   it('a heartbeat that throws is logged, not an uncaught exception, and the cycle carries on', async () => {
@@ -121,10 +121,10 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
     p.platform.add(fakeLoan('L01'), fakeLoan('L02'), fakeLoan('L03'));
     const taken: string[] = [];
     // The fake ignores the signal; this one waits on it, as the real client's HTTP call does.
-    (p.platform as { getEntities: PlatformApi['getEntities'] }).getEntities = (id, opts) => {
+    (p.platform as { getEntities: PlatformApi['getEntities'] }).getEntities = async (id, opts) => {
       taken.push(id);
       // This process stalled past its lease: another one took it over.
-      p.store.leases.acquire('boarding', { owner: 'other', pid: 1, host: 'elsewhere' }, p.clock.now() + 600_000, 1000, () => true);
+      await p.store.leases.acquire('boarding', { owner: 'other', pid: 1, host: 'elsewhere' }, p.clock.now() + 600_000, 1000, () => true);
       // Its next heartbeat (on the cycle's clock) finds the lease gone.
       void p.clock.advance(250);
       const signal = opts?.signal;
@@ -138,9 +138,9 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
     expect(s).toMatchObject({ leaseLost: true, attempted: 1, interrupted: 1, acknowledged: 0 });
     expect(p.core.writes).toBe(0);
     // L01 resumes from its last persisted state (queued); L02 and L03 were never taken.
-    expect(p.store.loans.countByState().queued).toBe(3);
+    expect((await p.store.loans.countByState()).queued).toBe(3);
     expect(taken).toEqual(['L01']);
-    expect(p.store.leases.get('boarding')?.owner).toBe('other');
+    expect((await p.store.leases.get('boarding'))?.owner).toBe('other');
     expect(log.errors().some((l) => /lost the boarding lease/.test(String(l['msg'])))).toBe(true);
   });
 });
@@ -174,16 +174,16 @@ describe('acknowledged loan still listed (regression: ignored forever with only 
     expect(log.warnings().at(-1)).toMatchObject({ changedItem: ['L01'] });
     expect(p.core.writes).toBe(2);
     expect(p.platform.acks.get('L01')).toEqual(['ack:L01:b-L01']);
-    expect(p.store.loans.require('L01').state).toBe('acknowledged');
+    expect((await p.store.loans.require('L01')).state).toBe('acknowledged');
   });
 
   it('a malformed item for an acknowledged loan is reported as not quarantined (it stays acknowledged)', async () => {
     const log = capture();
     const loans = createBoardingStore(openDatabase(':memory:')).loans;
-    recordQueueItem(loans, fakeLoan('L1').item, T0, log.logger, new Set());
-    loans.transition('L1', { to: 'acknowledged' }, T0);
-    expect(recordInvalidItem(loans, { id: 'L1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log.logger)).toBe('ignored');
-    expect(loans.require('L1').state).toBe('acknowledged');
+    await recordQueueItem(loans, fakeLoan('L1').item, T0, log.logger, new Set());
+    await loans.transition('L1', { to: 'acknowledged' }, T0);
+    expect(await recordInvalidItem(loans, { id: 'L1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log.logger)).toBe('ignored');
+    expect((await loans.require('L1')).state).toBe('acknowledged');
     expect(log.warnings().some((l) => /NOT quarantined/.test(String(l['msg'])))).toBe(true);
 
     const p = fakePipeline({ logger: log.logger });
@@ -192,7 +192,7 @@ describe('acknowledged loan still listed (regression: ignored forever with only 
     p.platform.invalid.push({ id: 'L01', index: 0, problems: ['centsAmount: expected number'], raw: {} });
     const s = await p.runner.run({ reason: 'second' });
     expect(s.walk).toMatchObject({ stillListedAfterAck: 1, stillListedChanged: 1 });
-    expect(p.store.loans.require('L01').state).toBe('acknowledged');
+    expect((await p.store.loans.require('L01')).state).toBe('acknowledged');
     expect(log.warnings().at(-1)).toMatchObject({ invalidItem: ['L01'] });
   });
 });

@@ -182,7 +182,7 @@ describe('sealed batches', () => {
     await board(c, 'loan_1');
     await board(c, 'loan_2');
     // Crash after the freeze, with a half-written temp file and a stale data file.
-    expect(c.batches!.store.freezeOpen(now, 'test', 'test')).toBe('2025-03-14-001');
+    expect(await c.batches!.store.freezeOpen(now, 'test', 'test')).toBe('2025-03-14-001');
     const bdir = join(dir, 'batches', '2025-03-14-001');
     await rm(bdir, { recursive: true, force: true });
     await import('node:fs/promises').then((fs) => fs.mkdir(bdir, { recursive: true }));
@@ -195,7 +195,7 @@ describe('sealed batches', () => {
 
     // Crash after the trigger, before the status: only the status is set, the files stay as they are.
     await board(fresh, 'loan_3');
-    expect(fresh.batches!.store.freezeOpen(now, 'test', 'test')).toBe('2025-03-14-002');
+    expect(await fresh.batches!.store.freezeOpen(now, 'test', 'test')).toBe('2025-03-14-002');
     const b2 = join(dir, 'batches', '2025-03-14-002');
     await import('node:fs/promises').then((fs) => fs.mkdir(b2, { recursive: true }));
     await writeFile(join(b2, 'READY'), 'x');

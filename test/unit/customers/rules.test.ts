@@ -162,32 +162,32 @@ describe('customer resolver: the rules', () => {
     const store: BoardingStore = createBoardingStore(openDatabase(':memory:'));
     const clock = new FakeClock();
     let n = 100;
-    const r = createCustomerResolver({ store, directory: dir, keys, newCif: () => (o.coreAssigns === true ? null : String((n += 1))), onAmbiguous: o.onAmbiguous ?? 'quarantine', allowLast4Tin: o.allowLast4Tin ?? false, clock, logger: silentLogger() });
-    const loan = (id: string, state: 'fetched' | 'quarantined' | 'written' = 'fetched') => {
-      store.loans.insert({ id, state: 'queued' }, clock.now());
-      store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, clock.now());
-      if (state === 'quarantined') store.loans.transition(id, { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, clock.now());
+    const r = createCustomerResolver({ store, directory: dir, keys, newCif: () => Promise.resolve(o.coreAssigns === true ? null : String((n += 1))), onAmbiguous: o.onAmbiguous ?? 'quarantine', allowLast4Tin: o.allowLast4Tin ?? false, clock, logger: silentLogger() });
+    const loan = async (id: string, state: 'fetched' | 'quarantined' | 'written' = 'fetched') => {
+      await store.loans.insert({ id, state: 'queued' }, clock.now());
+      await store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, clock.now());
+      if (state === 'quarantined') await store.loans.transition(id, { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, clock.now());
     };
-    const written = (id: string) => {
-      store.loans.transition(id, { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: clock.now() } }, clock.now());
-      store.loans.transition(id, { to: 'written', expectedFrom: 'mapped', patch: { writtenAt: clock.now(), coreReference: 'x' }, also: () => r.afterWrite(id, null) }, clock.now());
+    const written = async (id: string) => {
+      await store.loans.transition(id, { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: clock.now() } }, clock.now());
+      await store.loans.transition(id, { to: 'written', expectedFrom: 'mapped', patch: { writtenAt: clock.now(), coreReference: 'x' }, also: () => r.afterWrite(id, null) }, clock.now());
     };
     return { store, r, loan, written };
   };
 
   it('new TIN: created with a pool CIF; the same TIN under another entity id on a later loan: matched by tin, existing', async () => {
     const { r, loan, written, store } = setup(directory({}));
-    loan('L1');
+    await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '12-3456789' }));
     expect(a.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
-    written('L1');
-    loan('L2');
+    await written('L1');
+    await loan('L2');
     const b = await r.resolve('L2', entities({ id: 'biz_NEW', ein: '123456789', name: 'ACME, L.L.C.' }));
     expect(b.customers['biz_NEW']).toEqual({ cif: '101', matchedBy: 'tin', existing: true });
-    loan('L3');
+    await loan('L3');
     const c = await r.resolve('L3', entities({ id: 'biz_1', ein: '123456789' }));
     expect(c.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'crossref', existing: true });
-    expect(store.customers.list({}).map((x) => [x.entityId, x.cif, x.matchedBy])).toEqual([
+    expect((await store.customers.list({})).map((x) => [x.entityId, x.cif, x.matchedBy])).toEqual([
       ['biz_1', '101', 'created'],
       ['biz_NEW', '101', 'tin'],
     ]);
@@ -195,7 +195,7 @@ describe('customer resolver: the rules', () => {
 
   it("the core's customer: matched by tin; a name that disagrees is a review item", async () => {
     const { r, loan } = setup(directory({ '123456789': [{ cif: '80000001', nameAgrees: false }] }));
-    loan('L1');
+    await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789', name: 'Acme Tools LLC' }));
     expect(a.customers['biz_1']).toEqual({ cif: '80000001', matchedBy: 'tin', existing: true });
     expect(a.reviews).toHaveLength(1);
@@ -206,10 +206,10 @@ describe('customer resolver: the rules', () => {
   it('two CIFs for one TIN: customer_match_ambiguous, or a new customer with customers.onAmbiguous: create', async () => {
     const table = { '123456789': [{ cif: 'A1', nameAgrees: true }, { cif: 'A2', nameAgrees: true }] };
     const q = setup(directory(table));
-    q.loan('L1');
+    await q.loan('L1');
     await expect(q.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
     const c = setup(directory(table), { onAmbiguous: 'create' });
-    c.loan('L1');
+    await c.loan('L1');
     const res = await c.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     expect(res.customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
     expect(res.reviews[0]!.message).toMatch(/onAmbiguous: create/);
@@ -218,59 +218,59 @@ describe('customer resolver: the rules', () => {
   it('regression: a customer an earlier loan created, whose number the core assigns, found twice in the core later: ambiguous, not the first one', async () => {
     const table: Record<string, ExistingCustomer[]> = {};
     const { r, loan, written } = setup(directory(table), { coreAssigns: true });
-    loan('L1');
+    await loan('L1');
     expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toMatchObject({ cif: null, matchedBy: 'created' });
-    written('L1');
+    await written('L1');
     // Someone created a second client with the tax id in the core meanwhile.
     table['123456789'] = [{ cif: 'C7', nameAgrees: true }, { cif: 'C9', nameAgrees: true }];
-    loan('L2');
+    await loan('L2');
     await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
   });
 
   it('a masked TIN matches nothing (and without allowLast4Tin is left to the mapping: tin_incomplete)', async () => {
     const d = directory({});
     const { r, loan } = setup(d);
-    loan('L1');
+    await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }));
     expect(a.customers).toEqual({});
     expect(d.calls).toBe(0);
     const w = setup(d, { allowLast4Tin: true });
-    w.loan('L1');
+    await w.loan('L1');
     expect((await w.r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }))).customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
     expect(d.calls).toBe(0);
   });
 
   it('a source that cannot answer makes the loan wait and claims nothing', async () => {
     const { r, loan, store } = setup(directory({}, true));
-    loan('L1');
+    await loan('L1');
     await expect(r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerSourceUnavailableError);
-    expect(store.customers.byTin(keys.tinHash('123456789')!)).toBeUndefined();
+    expect(await store.customers.byTin(keys.tinHash('123456789')!)).toBeUndefined();
   });
 
   it('a second loan waits while the first one, whose write may have happened, creates the customer', async () => {
     const { r, loan, written } = setup(directory({}));
-    loan('L1');
+    await loan('L1');
     await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
-    loan('L2');
+    await loan('L2');
     await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerWaitError);
-    written('L1');
+    await written('L1');
     expect((await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).customers['biz_2']).toEqual({ cif: '101', matchedBy: 'tin', existing: true });
   });
 
   it('a loan whose creator was quarantined before writing creates the customer itself (same CIF)', async () => {
     const { r, loan, store } = setup(directory({}));
-    loan('L1');
+    await loan('L1');
     await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
-    store.loans.transition('L1', { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, Date.now());
-    loan('L2');
+    await store.loans.transition('L1', { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, Date.now());
+    await loan('L2');
     const b = await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }));
     expect(b.customers['biz_2']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
-    expect(store.customers.byTin(keys.tinHash('123456789')!)?.creatorLoanId).toBe('L2');
+    expect((await store.customers.byTin(keys.tinHash('123456789')!))?.creatorLoanId).toBe('L2');
   });
 
   it('the same TIN twice on one loan: one customer record, the second references it', async () => {
     const { r, loan } = setup(directory({}));
-    loan('L1');
+    await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }, { id: 'per_1', ssn: '123-45-6789' }));
     expect(a.customers['biz_1']).toMatchObject({ existing: false, cif: '101' });
     expect(a.customers['per_1']).toMatchObject({ existing: true, cif: '101' });
@@ -278,7 +278,7 @@ describe('customer resolver: the rules', () => {
 
   it('a retry of the creating loan still creates (idempotent in the core), with the same CIF', async () => {
     const { r, loan } = setup(directory({}));
-    loan('L1');
+    await loan('L1');
     await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
   });

@@ -30,8 +30,8 @@ afterEach(async () => {
 });
 
 describe('reconciliation: file batches', () => {
-  it('is absent when the file core wrote no batches', () => {
-    expect(computeBatchTie(createReportReads(db).batchTie(now))).toBeNull();
+  it('is absent when the file core wrote no batches', async () => {
+    expect(computeBatchTie(await createReportReads(db).batchTie(now))).toBeNull();
   });
 
   it('ties sealed and open batches to the acknowledged loans, count and principal (beyond 2^53 cents)', async () => {
@@ -47,7 +47,7 @@ describe('reconciliation: file batches', () => {
     await b.append('c', recs('c'), '50');
     await b.append('a', recs('a').map((r) => ({ ...r, fields: { principalCents: 2 } })), String(big)); // a correction
     now = CUTOFF_14 + 3600_000;
-    const s = computeBatchTie(createReportReads(db).batchTie(now))!;
+    const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
     expect(s).toMatchObject({
       sealedBatches: 1,
       sealed: { count: 2, cents: String(big + 100) },
@@ -65,7 +65,7 @@ describe('reconciliation: file batches', () => {
     await b.append('a', recs('a'), '100');
     // Frozen by ops, before the cut-off; the crash left it in sealing.
     db.prepare(`UPDATE file_batches SET status = 'sealing'`).run();
-    const s = computeBatchTie(createReportReads(db).batchTie(now))!;
+    const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
     expect(s).toMatchObject({ sealed: { count: 1, cents: '100' }, open: { count: 0 }, ties: true, notSealedPastCutoff: [] });
   });
 
@@ -75,7 +75,7 @@ describe('reconciliation: file batches', () => {
     await b.append('late', recs('late'), '10');
     acknowledge('nowhere', 20);
     now = CUTOFF_14 + 60_000; // past the cut-off; nothing sealed it (no daemon, no board)
-    const s = computeBatchTie(createReportReads(db).batchTie(now))!;
+    const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
     expect(s.ties).toBe(false);
     expect(s.notSealedPastCutoff).toEqual([
       { loanId: 'late', batchId: '2025-03-14-001', cutoffAt: new Date(CUTOFF_14).toISOString() },

@@ -66,7 +66,7 @@ describe('daemon', () => {
     await daemon.stop();
     expect(order).toEqual(['start a', 'start b', 'stop b', 'stop a']);
     expect(await daemon.done).toEqual({ kind: 'stopped' });
-    expect(p.store.loans.countByState().acknowledged).toBe(3);
+    expect((await p.store.loans.countByState()).acknowledged).toBe(3);
   });
 
   it('never overlaps cycles: triggers during a cycle collapse into one follow-up', async () => {
@@ -82,7 +82,7 @@ describe('daemon', () => {
     await two;
     await daemon.idle();
     expect(summaries.map((s) => s.reason)).toEqual(['startup', 'webhook 0']);
-    expect(p.store.loans.countByState().acknowledged).toBe(3);
+    expect((await p.store.loans.countByState()).acknowledged).toBe(3);
     await daemon.stop();
   });
 
@@ -95,7 +95,7 @@ describe('daemon', () => {
     const stopped = daemon.stop();
     open();
     await stopped;
-    expect(p.store.loans.require('L1').state).toBe('acknowledged');
+    expect((await p.store.loans.require('L1')).state).toBe('acknowledged');
   });
 
   it('on stop, aborts steps still in flight after the timeout; the loan resumes from its persisted state', async () => {
@@ -111,8 +111,8 @@ describe('daemon', () => {
     });
     while (!stopped) await p.clock.advance(50);
     await stopping;
-    expect(p.store.loans.require('L1').state).toBe('mapped');
-    expect(p.store.loans.events('L1').at(-1)?.reason).toBe('interrupted by shutdown');
+    expect((await p.store.loans.require('L1')).state).toBe('mapped');
+    expect((await p.store.loans.events('L1')).at(-1)?.reason).toBe('interrupted by shutdown');
     open();
     const again = await p.restart().run({ reason: 'restart' });
     expect(again.acknowledged).toBe(1);

@@ -13,19 +13,19 @@ function funded(id: string, loanId: string, fundedAt: string) {
 }
 
 describe('funded-time backfill', () => {
-  it('copies the earliest funded time onto loans rows created after the event, once', () => {
+  it('copies the earliest funded time onto loans rows created after the event, once', async () => {
     db = openDatabase(':memory:');
     const inbox = createWebhookInbox(db);
-    inbox.insert(funded('a', 'L1', '2026-11-02T00:00:00Z'), 1);
-    inbox.insert(funded('b', 'L1', '2026-11-01T00:00:00Z'), 2);
+    await inbox.insert(funded('a', 'L1', '2026-11-02T00:00:00Z'), 1);
+    await inbox.insert(funded('b', 'L1', '2026-11-01T00:00:00Z'), 2);
     const backfill = createFundedTimeBackfill(db, inbox);
-    expect(backfill.run(10)).toBe(0);
+    expect(await backfill.run(10)).toBe(0);
     db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('L1', 'queued', 100, 100), ('L2', 'queued', 100, 100)").run();
-    expect(backfill.run(200)).toBe(1);
+    expect(await backfill.run(200)).toBe(1);
     expect(db.prepare("SELECT id, funded_at_iso AS f FROM loans ORDER BY id").all()).toEqual([
       { id: 'L1', f: '2026-11-01T00:00:00.000Z' },
       { id: 'L2', f: null },
     ]);
-    expect(backfill.run(300)).toBe(0);
+    expect(await backfill.run(300)).toBe(0);
   });
 });

@@ -11,13 +11,13 @@ function store() {
 }
 
 describe('loan store', () => {
-  it('records a transition and its event in one step', () => {
+  it('records a transition and its event in one step', async () => {
     const s = store();
-    s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N1', releaseMarker: 'b1' }, reason: 'released' }, T0);
-    const row = s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued', detail: { documents: 2 } }, T0 + 1);
+    await s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N1', releaseMarker: 'b1' }, reason: 'released' }, T0);
+    const row = await s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued', detail: { documents: 2 } }, T0 + 1);
     expect(row.state).toBe('fetched');
     expect(row.loanNumber).toBe('N1');
-    const events = s.loans.events('L1');
+    const events = await s.loans.events('L1');
     expect(events.map((e) => [e.fromState, e.toState])).toEqual([
       [null, 'queued'],
       ['queued', 'fetched'],
@@ -25,65 +25,65 @@ describe('loan store', () => {
     expect(events[1]?.detail).toEqual({ documents: 2 });
   });
 
-  it('throws on an illegal transition and changes nothing', () => {
+  it('throws on an illegal transition and changes nothing', async () => {
     const s = store();
-    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
-    expect(() => s.loans.transition('L1', { to: 'acknowledged' }, T0)).not.toThrow(); // queued → acknowledged: ack-only retry
-    expect(() => s.loans.transition('L1', { to: 'written' }, T0)).toThrow(IllegalTransitionError);
-    expect(s.loans.require('L1').state).toBe('acknowledged');
-    expect(s.loans.events('L1')).toHaveLength(2);
+    await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    await s.loans.transition('L1', { to: 'acknowledged' }, T0); // queued → acknowledged: ack-only retry
+    await expect(s.loans.transition('L1', { to: 'written' }, T0)).rejects.toThrow(IllegalTransitionError);
+    expect((await s.loans.require('L1')).state).toBe('acknowledged');
+    expect(await s.loans.events('L1')).toHaveLength(2);
   });
 
-  it('refuses a transition from a state the caller did not expect (stale step)', () => {
+  it('refuses a transition from a state the caller did not expect (stale step)', async () => {
     const s = store();
-    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
-    s.loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'alice', reason: 'duplicate' }, T0);
-    expect(() => s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued' }, T0)).toThrow(StaleStateError);
-    expect(s.loans.events('L1').at(-1)).toMatchObject({ kind: 'ops', actor: 'alice', reason: 'duplicate' });
+    await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    await s.loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'alice', reason: 'duplicate' }, T0);
+    await expect(s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued' }, T0)).rejects.toThrow(StaleStateError);
+    expect((await s.loans.events('L1')).at(-1)).toMatchObject({ kind: 'ops', actor: 'alice', reason: 'duplicate' });
   });
 
-  it('rolls the state back when the event cannot be written (one transaction)', () => {
+  it('rolls the state back when the event cannot be written (one transaction)', async () => {
     const s = store();
-    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
     // JSON cannot hold a BigInt: the event's insert fails inside the transition's transaction.
     // (A circular detail no longer fails: stored details are cut at a fixed depth.)
-    expect(() => s.loans.transition('L1', { to: 'fetched', detail: { cents: 1n } }, T0)).toThrow();
-    expect(s.loans.require('L1').state).toBe('queued');
+    await expect(s.loans.transition('L1', { to: 'fetched', detail: { cents: 1n } }, T0)).rejects.toThrow();
+    expect((await s.loans.require('L1')).state).toBe('queued');
   });
 
-  it('lists due loans: working states and retry_wait whose time has come', () => {
+  it('lists due loans: working states and retry_wait whose time has come', async () => {
     const s = store();
-    for (const id of ['A', 'B', 'C', 'D']) s.loans.insert({ id, state: 'queued' }, T0);
-    s.loans.transition('B', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 1000 } }, T0);
-    s.loans.transition('C', { to: 'quarantined', patch: { quarantineReason: 'mapping' } }, T0);
-    s.loans.transition('D', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 5000 } }, T0);
-    expect(s.loans.due(T0).map((r) => r.id)).toEqual(['A']);
-    expect(s.loans.due(T0 + 1000).map((r) => r.id).sort()).toEqual(['A', 'B']);
-    expect(s.loans.nextDueAt()).toBe(T0 + 1000);
-    expect(s.loans.countByState()).toMatchObject({ queued: 1, retry_wait: 2, quarantined: 1, acknowledged: 0 });
+    for (const id of ['A', 'B', 'C', 'D']) await s.loans.insert({ id, state: 'queued' }, T0);
+    await s.loans.transition('B', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 1000 } }, T0);
+    await s.loans.transition('C', { to: 'quarantined', patch: { quarantineReason: 'mapping' } }, T0);
+    await s.loans.transition('D', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 5000 } }, T0);
+    expect((await s.loans.due(T0)).map((r) => r.id)).toEqual(['A']);
+    expect((await s.loans.due(T0 + 1000)).map((r) => r.id).sort()).toEqual(['A', 'B']);
+    expect(await s.loans.nextDueAt()).toBe(T0 + 1000);
+    expect(await s.loans.countByState()).toMatchObject({ queued: 1, retry_wait: 2, quarantined: 1, acknowledged: 0 });
   });
 
-  it('pages due loan ids in the order due() lists them (a pass never holds every due row)', () => {
+  it('pages due loan ids in the order due() lists them (a pass never holds every due row)', async () => {
     const s = store();
     // Released at various times, some not released (NULL sorts last), ties broken by created_at then id.
     const released = [null, '2026-01-03T00:00:00Z', '2026-01-01T00:00:00Z', null, '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z'];
     for (let i = 0; i < 23; i++) {
-      s.loans.insert({ id: `L${String(i % 7)}-${i}`, state: 'queued', patch: { releasedAtIso: released[i % released.length] ?? null } }, T0 + (i % 4));
+      await s.loans.insert({ id: `L${String(i % 7)}-${i}`, state: 'queued', patch: { releasedAtIso: released[i % released.length] ?? null } }, T0 + (i % 4));
     }
-    s.loans.transition('L0-0', { to: 'quarantined', patch: { quarantineReason: 'mapping' } }, T0);
-    s.loans.transition('L1-1', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 5000 } }, T0);
-    const all = s.loans.due(T0).map((r) => r.id);
+    await s.loans.transition('L0-0', { to: 'quarantined', patch: { quarantineReason: 'mapping' } }, T0);
+    await s.loans.transition('L1-1', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 5000 } }, T0);
+    const all = (await s.loans.due(T0)).map((r) => r.id);
     expect(all).toHaveLength(21);
     const paged: string[] = [];
     let after = null;
     for (;;) {
-      const page = s.loans.duePage(T0, after, 4);
+      const page = await s.loans.duePage(T0, after, 4);
       paged.push(...page.ids);
       if (page.next === null) break;
       after = page.next;
     }
     expect(paged).toEqual(all);
-    expect(s.loans.duePage(T0 + 5000, null, 100).ids).toEqual(s.loans.due(T0 + 5000).map((r) => r.id));
+    expect((await s.loans.duePage(T0 + 5000, null, 100)).ids).toEqual((await s.loans.due(T0 + 5000)).map((r) => r.id));
   });
 
   it('keeps every defined state reachable and terminal states closed', () => {
@@ -97,25 +97,25 @@ describe('loan store', () => {
 });
 
 describe('idempotency keys and checkpoints', () => {
-  it('stores a key once and keeps its first creation time', () => {
+  it('stores a key once and keeps its first creation time', async () => {
     const s = store();
-    expect(s.keys.ensure('ack:L1:b1', 'ack', 'L1', T0).createdAt).toBe(T0);
-    expect(s.keys.ensure('ack:L1:b1', 'ack', 'L1', T0 + 5).createdAt).toBe(T0);
-    s.keys.complete('ack:L1:b1', 200, { ok: true }, T0 + 6);
-    expect(s.keys.forLoan('L1')).toEqual([
+    expect((await s.keys.ensure('ack:L1:b1', 'ack', 'L1', T0)).createdAt).toBe(T0);
+    expect((await s.keys.ensure('ack:L1:b1', 'ack', 'L1', T0 + 5)).createdAt).toBe(T0);
+    await s.keys.complete('ack:L1:b1', 200, { ok: true }, T0 + 6);
+    expect(await s.keys.forLoan('L1')).toEqual([
       { key: 'ack:L1:b1', loanId: 'L1', operation: 'ack', createdAt: T0, completedAt: T0 + 6, status: 200, response: { ok: true } },
     ]);
-    expect(() => s.keys.ensure('x'.repeat(256), 'ack', 'L1', T0)).toThrow(/255/);
+    await expect(s.keys.ensure('x'.repeat(256), 'ack', 'L1', T0)).rejects.toThrow(/255/);
   });
 
-  it('saves, resumes and clears a queue checkpoint', () => {
+  it('saves, resumes and clears a queue checkpoint', async () => {
     const s = store();
-    expect(s.checkpoints.get('q')).toBeNull();
-    s.checkpoints.save('q', null, T0);
-    s.checkpoints.save('q', 'c2', T0 + 10);
-    expect(s.checkpoints.get('q')).toEqual({ name: 'q', cursor: 'c2', startedAt: T0, updatedAt: T0 + 10 });
-    s.checkpoints.clear('q');
-    expect(s.checkpoints.get('q')).toBeNull();
+    expect(await s.checkpoints.get('q')).toBeNull();
+    await s.checkpoints.save('q', null, T0);
+    await s.checkpoints.save('q', 'c2', T0 + 10);
+    expect(await s.checkpoints.get('q')).toEqual({ name: 'q', cursor: 'c2', startedAt: T0, updatedAt: T0 + 10 });
+    await s.checkpoints.clear('q');
+    expect(await s.checkpoints.get('q')).toBeNull();
   });
 });
 
@@ -124,35 +124,35 @@ describe('leases', () => {
   const b = { owner: 'h:2:b', pid: 2, host: 'h' };
   const alive = () => true;
 
-  it('gives the lease to one holder at a time and back after release', () => {
+  it('gives the lease to one holder at a time and back after release', async () => {
     const s = store();
-    expect(s.leases.acquire('boarding', a, T0, 60_000, alive)).toEqual({ ok: true, tookOverFrom: null });
-    const refused = s.leases.acquire('boarding', b, T0 + 1, 60_000, alive);
+    expect(await s.leases.acquire('boarding', a, T0, 60_000, alive)).toEqual({ ok: true, tookOverFrom: null });
+    const refused = await s.leases.acquire('boarding', b, T0 + 1, 60_000, alive);
     expect(refused).toMatchObject({ ok: false, holder: { owner: 'h:1:a', pid: 1 } });
-    expect(s.leases.acquire('boarding', a, T0 + 2, 60_000, alive).ok).toBe(true);
-    s.leases.release('boarding', a.owner);
-    expect(s.leases.acquire('boarding', b, T0 + 3, 60_000, alive).ok).toBe(true);
+    expect((await s.leases.acquire('boarding', a, T0 + 2, 60_000, alive)).ok).toBe(true);
+    await s.leases.release('boarding', a.owner);
+    expect((await s.leases.acquire('boarding', b, T0 + 3, 60_000, alive)).ok).toBe(true);
   });
 
-  it('takes over from a holder that stopped heartbeating or whose process is gone', () => {
+  it('takes over from a holder that stopped heartbeating or whose process is gone', async () => {
     const s = store();
-    s.leases.acquire('boarding', a, T0, 60_000, alive);
-    expect(s.leases.heartbeat('boarding', a.owner, T0 + 30_000)).toBe(true);
-    expect(s.leases.acquire('boarding', b, T0 + 60_000, 60_000, alive).ok).toBe(false);
-    expect(s.leases.acquire('boarding', b, T0 + 90_001, 60_000, alive)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:1:a' } });
+    await s.leases.acquire('boarding', a, T0, 60_000, alive);
+    expect(await s.leases.heartbeat('boarding', a.owner, T0 + 30_000)).toBe(true);
+    expect((await s.leases.acquire('boarding', b, T0 + 60_000, 60_000, alive)).ok).toBe(false);
+    expect(await s.leases.acquire('boarding', b, T0 + 90_001, 60_000, alive)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:1:a' } });
     // A SIGKILLed process on this host: its pid is gone.
-    expect(s.leases.acquire('boarding', a, T0 + 90_002, 60_000, (pid) => pid !== 2)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:2:b' } });
+    expect(await s.leases.acquire('boarding', a, T0 + 90_002, 60_000, (pid) => pid !== 2)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:2:b' } });
     // On another host, only the heartbeat counts.
-    expect(s.leases.acquire('boarding', { owner: 'x:2:c', pid: 2, host: 'x' }, T0 + 90_003, 60_000, () => false).ok).toBe(false);
-    expect(s.leases.heartbeat('boarding', b.owner, T0)).toBe(false);
+    expect((await s.leases.acquire('boarding', { owner: 'x:2:c', pid: 2, host: 'x' }, T0 + 90_003, 60_000, () => false)).ok).toBe(false);
+    expect(await s.leases.heartbeat('boarding', b.owner, T0)).toBe(false);
   });
 });
 
 describe('no full tax id reaches SQLite', () => {
-  it('redacts tax ids in error messages and event details, dashed or bare', () => {
+  it('redacts tax ids in error messages and event details, dashed or bare', async () => {
     const s = store();
-    s.loans.insert({ id: 'L1', state: 'queued' }, T0);
-    s.loans.transition(
+    await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
+    await s.loans.transition(
       'L1',
       {
         to: 'quarantined',
@@ -161,27 +161,25 @@ describe('no full tax id reaches SQLite', () => {
       },
       T0,
     );
-    const row = s.loans.require('L1');
+    const row = await s.loans.require('L1');
     expect(row.lastErrorMessage).toBe('documentKey [redacted-tin] already exists (EIN [redacted-tin])');
-    const raw = JSON.stringify(s.db.prepare('SELECT * FROM loan_events').all()) + JSON.stringify(s.db.prepare('SELECT * FROM loans').all());
+    const raw = JSON.stringify(await s.db.all('SELECT * FROM loan_events')) + JSON.stringify(await s.db.all('SELECT * FROM loans'));
     for (const tin of ['123456789', '123-45-6789', '12-3456789', '987654321', '98-7654321']) expect(raw).not.toContain(tin);
     // Numbers are data, not text: a 9-digit amount in cents stays.
-    expect(s.loans.events('L1').at(-1)?.detail).toMatchObject({ centsAmount: 125000050 });
+    expect((await s.loans.events('L1')).at(-1)?.detail).toMatchObject({ centsAmount: 125000050 });
   });
 });
 
 describe('amend (what a re-board records)', () => {
-  it('refuses when the loan was released again meanwhile, and leaves the newer release as it is', () => {
+  it('refuses when the loan was released again meanwhile, and leaves the newer release as it is', async () => {
     const s = store();
-    s.loans.insert({ id: 'R1', state: 'queued', patch: { releaseMarker: 'rel-1' } }, T0);
-    for (const to of ['fetched', 'mapped', 'written', 'acknowledged'] as const) s.loans.transition('R1', { to, patch: { mappingVersion: 'v1' } }, T0 + 1);
+    await s.loans.insert({ id: 'R1', state: 'queued', patch: { releaseMarker: 'rel-1' } }, T0);
+    for (const to of ['fetched', 'mapped', 'written', 'acknowledged'] as const) await s.loans.transition('R1', { to, patch: { mappingVersion: 'v1' } }, T0 + 1);
     // The daemon boarded a new release while `loans reboard` wrote the old one to the core.
-    s.loans.update('R1', { releaseMarker: 'rel-2', mappingVersion: 'v2' }, T0 + 2);
-    expect(() =>
-      s.loans.amend('R1', { expected: 'acknowledged', expectedReleaseMarker: 'rel-1', patch: { mappingVersion: 'v3' }, kind: 'ops', reason: 'reboard', actor: 'ops' }, T0 + 3),
-    ).toThrow(/released again meanwhile/);
-    expect(s.loans.get('R1')).toMatchObject({ mappingVersion: 'v2', releaseMarker: 'rel-2' });
-    const ok = s.loans.amend('R1', { expected: 'acknowledged', expectedReleaseMarker: 'rel-2', patch: { mappingVersion: 'v3' }, kind: 'ops', reason: 'reboard', actor: 'ops' }, T0 + 4);
+    await s.loans.update('R1', { releaseMarker: 'rel-2', mappingVersion: 'v2' }, T0 + 2);
+    await expect(s.loans.amend('R1', { expected: 'acknowledged', expectedReleaseMarker: 'rel-1', patch: { mappingVersion: 'v3' }, kind: 'ops', reason: 'reboard', actor: 'ops' }, T0 + 3)).rejects.toThrow(/released again meanwhile/);
+    expect(await s.loans.get('R1')).toMatchObject({ mappingVersion: 'v2', releaseMarker: 'rel-2' });
+    const ok = await s.loans.amend('R1', { expected: 'acknowledged', expectedReleaseMarker: 'rel-2', patch: { mappingVersion: 'v3' }, kind: 'ops', reason: 'reboard', actor: 'ops' }, T0 + 4);
     expect(ok.mappingVersion).toBe('v3');
   });
 });

@@ -23,48 +23,48 @@ describe('number pools', () => {
     expect(formatNumber({ ...spec, prefix: 'LN', checkDigit: 'none', width: 6 }, 42n)).toBe('LN0042');
   });
 
-  it('gives a key one number forever and two keys two numbers', () => {
+  it('gives a key one number forever and two keys two numbers', async () => {
     const s = createBoardingStore(openDatabase(':memory:'));
-    const a = s.numbers.allocate('account', 'loan-a', T0);
-    const b = s.numbers.allocate('account', 'loan-b', T0);
+    const a = await s.numbers.allocate('account', 'loan-a', T0);
+    const b = await s.numbers.allocate('account', 'loan-b', T0);
     expect(a.fresh).toBe(true);
     expect(b.number).not.toBe(a.number);
-    expect(s.numbers.allocate('account', 'loan-a', T0 + 1)).toEqual({ number: a.number, fresh: false });
-    expect(s.numbers.get('account', 'loan-a')).toBe(a.number);
-    expect(s.numbers.keyOf('account', b.number)).toBe('loan-b');
+    expect(await s.numbers.allocate('account', 'loan-a', T0 + 1)).toEqual({ number: a.number, fresh: false });
+    expect(await s.numbers.get('account', 'loan-a')).toBe(a.number);
+    expect(await s.numbers.keyOf('account', b.number)).toBe('loan-b');
     expect(a.number).toHaveLength(10);
     expect(hasValidCheckDigit('luhn', a.number)).toBe(true);
     // Pools are separate key spaces.
-    expect(s.numbers.get('customer', 'loan-a')).toBeNull();
+    expect(await s.numbers.get('customer', 'loan-a')).toBeNull();
   });
 
-  it('reuses a number after a restart (real SQLite file) and continues the sequence', () => {
+  it('reuses a number after a restart (real SQLite file) and continues the sequence', async () => {
     const path = join(dir, 'restart.sqlite');
     let db = openDatabase(path);
-    const first = createNumberStore(db).allocate('account', 'L1', T0).number;
+    const first = (await createNumberStore(db).allocate('account', 'L1', T0)).number;
     db.close();
     db = openDatabase(path);
     const store = createNumberStore(db);
-    expect(store.allocate('account', 'L1', T0 + 5)).toEqual({ number: first, fresh: false });
-    const second = store.allocate('account', 'L2', T0 + 5).number;
+    expect(await store.allocate('account', 'L1', T0 + 5)).toEqual({ number: first, fresh: false });
+    const second = (await store.allocate('account', 'L2', T0 + 5)).number;
     expect(second).not.toBe(first);
-    expect(store.usage('account').used).toBe(2);
+    expect((await store.usage('account')).used).toBe(2);
     db.close();
   });
 
-  it('an allocation inside a transaction that rolls back leaves no number behind (it is part of the state change)', () => {
+  it('an allocation inside a transaction that rolls back leaves no number behind (it is part of the state change)', async () => {
     const s = createBoardingStore(openDatabase(':memory:'));
-    expect(() =>
-      s.atomically(() => {
-        s.numbers.allocate('account', 'L1', T0);
+    await expect(
+      s.write(async () => {
+        await s.numbers.allocate('account', 'L1', T0);
         throw new Error('boom');
       }),
-    ).toThrow('boom');
-    expect(s.numbers.get('account', 'L1')).toBeNull();
-    expect(s.numbers.usage('account').used).toBe(0);
+    ).rejects.toThrow('boom');
+    expect(await s.numbers.get('account', 'L1')).toBeNull();
+    expect((await s.numbers.usage('account')).used).toBe(0);
   });
 
-  it('two store handles on one file never hand out one number twice', () => {
+  it('two store handles on one file never hand out one number twice', async () => {
     const path = join(dir, 'two-handles.sqlite');
     const h1 = createNumberStore(openDatabase(path), pools({ ranges: [{ from: '1', to: '500' }] }));
     const h2 = createNumberStore(openDatabase(path), pools({ ranges: [{ from: '1', to: '500' }] }));
@@ -72,7 +72,7 @@ describe('number pools', () => {
     for (let i = 0; i < 100; i++) {
       for (const [h, name] of [[h1, 'a'], [h2, 'b']] as const) {
         const key = `${name}${i}`;
-        const n = h.allocate('account', key, T0).number;
+        const n = (await h.allocate('account', key, T0)).number;
         expect(seen.has(n), `number ${n} given to ${seen.get(n)} and ${key}`).toBe(false);
         seen.set(n, key);
       }
@@ -80,12 +80,12 @@ describe('number pools', () => {
     expect(seen.size).toBe(200);
   });
 
-  it('skips a sequence whose mod-11 check digit would be 10, and each issued number checks', () => {
+  it('skips a sequence whose mod-11 check digit would be 10, and each issued number checks', async () => {
     const s = createNumberStore(openDatabase(':memory:'), pools({ ranges: [{ from: '1', to: '30' }], width: 4, checkDigit: 'mod11' }));
     const issued: string[] = [];
     for (;;) {
       try {
-        issued.push(s.allocate('account', `k${issued.length}`, T0).number);
+        issued.push((await s.allocate('account', `k${issued.length}`, T0)).number);
       } catch (err) {
         expect(err).toBeInstanceOf(PoolExhaustedError);
         break;
@@ -99,16 +99,17 @@ describe('number pools', () => {
     const skipped = Array.from({ length: 30 }, (_, i) => i + 1).filter((i) => formatNumber(s.pools.account, BigInt(i)) === null);
     expect(skipped.length).toBeGreaterThan(0);
     expect(issued).toHaveLength(30 - skipped.length);
-    expect(s.usage('account')).toMatchObject({ used: 30, capacity: 30, ratio: 1, allocated: 30 - skipped.length });
+    expect(await s.usage('account')).toMatchObject({ used: 30, capacity: 30, ratio: 1, allocated: 30 - skipped.length });
   });
 
-  it('an exhausted pool throws a fatal error naming the config key, and never reuses a number', () => {
+  it('an exhausted pool throws a fatal error naming the config key, and never reuses a number', async () => {
     const s = createNumberStore(openDatabase(':memory:'), pools({ ranges: [{ from: '10', to: '12' }], width: 3 }));
-    const got = ['a', 'b', 'c'].map((k) => s.allocate('account', k, T0).number);
+    const got: string[] = [];
+    for (const k of ['a', 'b', 'c']) got.push((await s.allocate('account', k, T0)).number);
     expect(new Set(got).size).toBe(3);
     let caught: unknown;
     try {
-      s.allocate('account', 'd', T0);
+      await s.allocate('account', 'd', T0);
     } catch (err) {
       caught = err;
     }
@@ -116,41 +117,42 @@ describe('number pools', () => {
     expect(caught).toBeInstanceOf(FatalError);
     expect((caught as Error).message).toMatch(/identity\.accountNumbers\.pool: the account number pool is exhausted \(all 3 sequence\(s\)/);
     expect((caught as Error).message).toMatch(/add a range to identity\.accountNumbers\.pool\.ranges/);
-    expect(s.get('account', 'd')).toBeNull();
+    expect(await s.get('account', 'd')).toBeNull();
     // Keys that have a number still get it.
-    expect(s.allocate('account', 'a', T0).number).toBe(got[0]);
+    expect((await s.allocate('account', 'a', T0)).number).toBe(got[0]);
   });
 
-  it('a range added later is used without renumbering; ranges are used in the order listed', () => {
+  it('a range added later is used without renumbering; ranges are used in the order listed', async () => {
     const path = join(dir, 'extend.sqlite');
     const db = openDatabase(path);
     const small = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }], width: 4 }));
-    const a = small.allocate('account', 'a', T0).number;
-    small.allocate('account', 'b', T0);
-    expect(() => small.allocate('account', 'c', T0)).toThrow(PoolExhaustedError);
+    const a = (await small.allocate('account', 'a', T0)).number;
+    await small.allocate('account', 'b', T0);
+    await expect(small.allocate('account', 'c', T0)).rejects.toThrow(PoolExhaustedError);
     const bigger = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }, { from: '100', to: '199' }], width: 4 }));
-    expect(bigger.allocate('account', 'a', T0).number).toBe(a);
-    expect(bigger.allocate('account', 'c', T0).number).toMatch(/^100\d$/);
-    expect(bigger.usage('account')).toMatchObject({ used: 3, capacity: 102 });
+    expect((await bigger.allocate('account', 'a', T0)).number).toBe(a);
+    expect((await bigger.allocate('account', 'c', T0)).number).toMatch(/^100\d$/);
+    expect(await bigger.usage('account')).toMatchObject({ used: 3, capacity: 102 });
   });
 
-  it('a re-declared range never re-issues a number another key holds', () => {
+  it('a re-declared range never re-issues a number another key holds', async () => {
     const db = openDatabase(':memory:');
     const first = createNumberStore(db, pools({ ranges: [{ from: '1', to: '9' }], width: 2 }));
-    const held = ['a', 'b', 'c'].map((k) => first.allocate('account', k, T0).number);
+    const held: string[] = [];
+    for (const k of ['a', 'b', 'c']) held.push((await first.allocate('account', k, T0)).number);
     // Same sequences, declared from a different start: a new cursor, but 1–3 are held.
     const again = createNumberStore(db, pools({ ranges: [{ from: '01', to: '9' }], width: 2 }));
-    const next = again.allocate('account', 'd', T0).number;
+    const next = (await again.allocate('account', 'd', T0)).number;
     const redeclared = createNumberStore(db, pools({ ranges: [{ from: '2', to: '9' }], width: 2 }));
-    const after = redeclared.allocate('account', 'e', T0).number;
+    const after = (await redeclared.allocate('account', 'e', T0)).number;
     expect(held).not.toContain(next);
     expect([...held, next]).not.toContain(after);
   });
 
-  it('reports usage as the share of sequences consumed', () => {
+  it('reports usage as the share of sequences consumed', async () => {
     const s = createNumberStore(openDatabase(':memory:'), pools({ ranges: [{ from: '1', to: '10' }], width: 3 }));
-    expect(s.usage('account')).toMatchObject({ used: 0, capacity: 10, ratio: 0, warnAt: 0.9 });
-    for (let i = 0; i < 9; i++) s.allocate('account', `k${i}`, T0);
-    expect(s.usage('account')).toMatchObject({ used: 9, ratio: 0.9, allocated: 9 });
+    expect(await s.usage('account')).toMatchObject({ used: 0, capacity: 10, ratio: 0, warnAt: 0.9 });
+    for (let i = 0; i < 9; i++) await s.allocate('account', `k${i}`, T0);
+    expect(await s.usage('account')).toMatchObject({ used: 9, ratio: 0.9, allocated: 9 });
   });
 });

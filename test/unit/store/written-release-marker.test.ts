@@ -1,13 +1,13 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../../src/store/db.js';
-import { MIGRATIONS } from '../../../src/store/migrations.js';
+import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 
 describe('migration 4: written_release_marker (regression: a write for an old release made a retry ack-only)', () => {
-  it('backfills written rows with their current marker, except skipped ones (those write again on retry)', () => {
+  it('backfills written rows with their current marker, except skipped ones (those write again on retry)', async () => {
     const db = new Database(':memory:');
-    for (const sql of MIGRATIONS.slice(0, 3)) db.exec(sql);
+    for (const m of MIGRATIONS.slice(0, 3)) db.exec(migrationSql(m, 'sqlite'));
     db.pragma('user_version = 3');
     const ins = db.prepare(
       'INSERT INTO loans (id, state, release_marker, written_at, core_reference, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 0, 0)',
@@ -17,10 +17,10 @@ describe('migration 4: written_release_marker (regression: a write for an old re
     ins.run('Q', 'queued', 'b3', null, null);
     migrate(db);
     const loans = createBoardingStore(db).loans;
-    expect(loans.require('W').writtenReleaseMarker).toBe('b1');
-    expect(loans.require('S').writtenReleaseMarker).toBeNull();
-    expect(loans.require('Q').writtenReleaseMarker).toBeNull();
-    loans.update('Q', { writtenReleaseMarker: 'b3' }, 1);
-    expect(loans.require('Q').writtenReleaseMarker).toBe('b3');
+    expect((await loans.require('W')).writtenReleaseMarker).toBe('b1');
+    expect((await loans.require('S')).writtenReleaseMarker).toBeNull();
+    expect((await loans.require('Q')).writtenReleaseMarker).toBeNull();
+    await loans.update('Q', { writtenReleaseMarker: 'b3' }, 1);
+    expect((await loans.require('Q')).writtenReleaseMarker).toBe('b3');
   });
 });

@@ -33,25 +33,25 @@ function insertLoan(db: Db, id: string): void {
 }
 
 describe('webhook inbox', () => {
-  it('INSERT OR IGNORE: the same webhook id is stored once', () => {
+  it('INSERT OR IGNORE: the same webhook id is stored once', async () => {
     const inbox = createWebhookInbox(memDb());
     const e = event('w1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z');
-    expect(inbox.insert(e, 1)).toBe(true);
-    expect(inbox.insert(e, 2)).toBe(false);
-    expect(inbox.stats()).toMatchObject({ pending: 1, processed: 0, failed: 0, oldestPendingAt: 1 });
+    expect(await inbox.insert(e, 1)).toBe(true);
+    expect(await inbox.insert(e, 2)).toBe(false);
+    expect(await inbox.stats()).toMatchObject({ pending: 1, processed: 0, failed: 0, oldestPendingAt: 1 });
   });
 
-  it('returns pending rows in event-time order, whatever the arrival order', () => {
+  it('returns pending rows in event-time order, whatever the arrival order', async () => {
     const inbox = createWebhookInbox(memDb());
-    inbox.insert(event('late', 'loan.status_changed', 'L1', '2026-11-01T00:00:03Z'), 1);
-    inbox.insert(event('early', 'loan.created', 'L1', '2026-11-01T00:00:01Z'), 2);
-    inbox.insert(event('mid', 'loan.funded', 'L1', '2026-11-01T00:00:02Z'), 3);
-    expect(inbox.pending(10).map((r) => r.webhookId)).toEqual(['early', 'mid', 'late']);
+    await inbox.insert(event('late', 'loan.status_changed', 'L1', '2026-11-01T00:00:03Z'), 1);
+    await inbox.insert(event('early', 'loan.created', 'L1', '2026-11-01T00:00:01Z'), 2);
+    await inbox.insert(event('mid', 'loan.funded', 'L1', '2026-11-01T00:00:02Z'), 3);
+    expect((await inbox.pending(10)).map((r) => r.webhookId)).toEqual(['early', 'mid', 'late']);
   });
 });
 
 describe('webhook inbox indexes (migration 5)', () => {
-  it('pending rows are read from the pending-only index in processing order (no sort), funded rows by loan', () => {
+  it('pending rows are read from the pending-only index in processing order (no sort), funded rows by loan', async () => {
     const db = memDb();
     const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
     const pending = plan("SELECT * FROM webhook_inbox WHERE status = 'pending' ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT 5");
@@ -62,22 +62,22 @@ describe('webhook inbox indexes (migration 5)', () => {
     );
     // Processed rows leave the pending index.
     const inbox = createWebhookInbox(db);
-    inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
-    inbox.insert(event('p2', 'loan.funded', 'L2', '2026-11-01T00:00:01Z'), 1);
-    inbox.markProcessed('p1', 2);
+    await inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
+    await inbox.insert(event('p2', 'loan.funded', 'L2', '2026-11-01T00:00:01Z'), 1);
+    await inbox.markProcessed('p1', 2);
     expect(db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox INDEXED BY webhook_inbox_pending WHERE status = 'pending'").get()).toEqual({ n: 1 });
-    expect(inbox.fundedAt('L1')).toBe(Date.parse('2026-11-01T00:00:00Z'));
+    expect(await inbox.fundedAt('L1')).toBe(Date.parse('2026-11-01T00:00:00Z'));
   });
 
-  it('counts rows by status from the indexes, without a table scan', () => {
+  it('counts rows by status from the indexes, without a table scan', async () => {
     const db = memDb();
     const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
     expect(plan("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'")).toContain('COVERING INDEX webhook_inbox_failed');
     const inbox = createWebhookInbox(db);
-    for (const [id, at] of [['s1', 5], ['s2', 3], ['s3', 9], ['s4', 7]] as const) inbox.insert(event(id, 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), at);
-    inbox.markProcessed('s1', 10);
-    inbox.markFailed('s2', 10, 'boom');
-    expect(inbox.stats()).toEqual({ pending: 2, failed: 1, processed: 1, oldestPendingAt: 7 });
+    for (const [id, at] of [['s1', 5], ['s2', 3], ['s3', 9], ['s4', 7]] as const) await inbox.insert(event(id, 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), at);
+    await inbox.markProcessed('s1', 10);
+    await inbox.markFailed('s2', 10, 'boom');
+    expect(await inbox.stats()).toEqual({ pending: 2, failed: 1, processed: 1, oldestPendingAt: 7 });
   });
 });
 
@@ -86,9 +86,9 @@ describe('webhook processor', () => {
     const db = memDb();
     insertLoan(db, 'L1');
     const inbox = createWebhookInbox(db);
-    inbox.insert(event('b', 'loan.funded', 'L1', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:59:00Z' }), 1);
-    inbox.insert(event('a', 'loan.status_changed', 'L1', '2026-11-01T09:00:00Z', { status: 'funded' }), 2);
-    inbox.insert(event('c', 'loan.funded', 'L2', '2026-11-02T00:00:00Z'), 3);
+    await inbox.insert(event('b', 'loan.funded', 'L1', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:59:00Z' }), 1);
+    await inbox.insert(event('a', 'loan.status_changed', 'L1', '2026-11-01T09:00:00Z', { status: 'funded' }), 2);
+    await inbox.insert(event('c', 'loan.funded', 'L2', '2026-11-02T00:00:00Z'), 3);
     const cycles: string[] = [];
     const funded: string[] = [];
     let cycleRequested!: () => void;
@@ -108,8 +108,8 @@ describe('webhook processor', () => {
     expect(db.prepare("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'").get()).toEqual({ f: '2026-11-01T09:59:00.000Z' });
     // L2 has no loans row (not released yet): its funded time lives in the inbox.
     expect(db.prepare("SELECT COUNT(*) AS n FROM loans WHERE id = 'L2'").get()).toEqual({ n: 0 });
-    expect(inbox.fundedAt('L2')).toBe(Date.parse('2026-11-02T00:00:00Z'));
-    expect(inbox.fundedLoans().map((f) => f.loanId)).toEqual(['L1', 'L2']);
+    expect(await inbox.fundedAt('L2')).toBe(Date.parse('2026-11-02T00:00:00Z'));
+    expect((await inbox.fundedLoans()).map((f) => f.loanId)).toEqual(['L1', 'L2']);
     // Every delivery is history when processed, L2's too (its loans row comes later).
     const events = db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
     expect(events).toEqual([
@@ -117,7 +117,7 @@ describe('webhook processor', () => {
       { loan_id: 'L1', reason: 'loan.funded' },
       { loan_id: 'L2', reason: 'loan.funded' },
     ]);
-    expect(inbox.stats()).toMatchObject({ pending: 0, processed: 3 });
+    expect(await inbox.stats()).toMatchObject({ pending: 0, processed: 3 });
     await p.stop();
   });
 
@@ -126,9 +126,9 @@ describe('webhook processor', () => {
     insertLoan(db, 'L1');
     const inbox = createWebhookInbox(db);
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
-    inbox.insert(event('x', 'loan.funded', 'L1', '2026-11-01T10:00:00Z'), 1);
+    await inbox.insert(event('x', 'loan.funded', 'L1', '2026-11-01T10:00:00Z'), 1);
     await p.drain();
-    inbox.insert(event('y', 'loan.funded', 'L1', '2026-11-03T10:00:00Z'), 2);
+    await inbox.insert(event('y', 'loan.funded', 'L1', '2026-11-03T10:00:00Z'), 2);
     await p.drain();
     expect(db.prepare("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'").get()).toEqual({ f: '2026-11-01T10:00:00.000Z' });
   });
@@ -136,12 +136,12 @@ describe('webhook processor', () => {
   it('records unknown events and events without a loan id as processed, without effects', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
-    inbox.insert(event('u', 'loan.teleported', 'L1', '2026-11-01T10:00:00Z'), 1);
-    inbox.insert(event('n', 'loan.funded', null, '2026-11-01T10:00:00Z'), 1);
+    await inbox.insert(event('u', 'loan.teleported', 'L1', '2026-11-01T10:00:00Z'), 1);
+    await inbox.insert(event('n', 'loan.funded', null, '2026-11-01T10:00:00Z'), 1);
     const cycles: string[] = [];
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle: (r) => cycles.push(r) });
     expect(await p.drain()).toBe(2);
-    expect(inbox.stats()).toMatchObject({ processed: 2, pending: 0 });
+    expect(await inbox.stats()).toMatchObject({ processed: 2, pending: 0 });
     expect(db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
     expect(cycles).toEqual([]);
   });
@@ -150,9 +150,9 @@ describe('webhook processor', () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
     db.exec("CREATE TRIGGER no_bad BEFORE INSERT ON loan_events WHEN NEW.loan_id = 'BAD' BEGIN SELECT RAISE(ABORT, 'constraint: bad loan'); END");
-    inbox.insert(event('ok1', 'loan.created', 'L1', '2026-11-01T10:00:00Z'), 1);
-    inbox.insert(event('bad', 'loan.created', 'BAD', '2026-11-01T10:00:01Z'), 1);
-    inbox.insert(event('ok2', 'loan.created', 'L2', '2026-11-01T10:00:02Z'), 1);
+    await inbox.insert(event('ok1', 'loan.created', 'L1', '2026-11-01T10:00:00Z'), 1);
+    await inbox.insert(event('bad', 'loan.created', 'BAD', '2026-11-01T10:00:01Z'), 1);
+    await inbox.insert(event('ok2', 'loan.created', 'L2', '2026-11-01T10:00:02Z'), 1);
     const outcomes: Array<[string, string]> = [];
     for (const id of ['L1', 'BAD', 'L2']) insertLoan(db, id);
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
@@ -163,7 +163,7 @@ describe('webhook processor', () => {
       ['bad', 'failed'],
       ['ok2', 'processed'],
     ]);
-    expect(inbox.get('bad')).toMatchObject({ status: 'failed', error: expect.stringContaining('bad loan') });
+    expect(await inbox.get('bad')).toMatchObject({ status: 'failed', error: expect.stringContaining('bad loan') });
     expect(db.prepare('SELECT loan_id FROM loan_events ORDER BY seq').all()).toEqual([{ loan_id: 'L1' }, { loan_id: 'L2' }]);
     // The connection's durability setting is restored after the processing transaction.
     expect(db.pragma('synchronous', { simple: true })).toBe(2);
@@ -174,18 +174,18 @@ describe('webhook processor', () => {
     dirs.push(dir);
     const path = join(dir, 'state.sqlite');
     const first = openDatabase(path);
-    createWebhookInbox(first).insert(event('w', 'loan.funded', 'L9', '2026-11-01T10:00:00Z'), 1);
+    await createWebhookInbox(first).insert(event('w', 'loan.funded', 'L9', '2026-11-01T10:00:00Z'), 1);
     first.close();
 
     const db = openDatabase(path);
     opened.push(db);
     const inbox = createWebhookInbox(db);
-    expect(inbox.stats().pending).toBe(1);
+    expect((await inbox.stats()).pending).toBe(1);
     const funded: string[] = [];
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, onFunded: (id) => funded.push(id) });
     await p.start();
     expect(funded).toEqual(['L9']);
-    expect(inbox.get('w')?.status).toBe('processed');
+    expect((await inbox.get('w'))?.status).toBe('processed');
     await p.stop();
   });
 });
@@ -194,34 +194,34 @@ describe('inbox prune', () => {
   it('drops old processed rows but keeps funded times that are not yet on a loans row', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
-    inbox.insert(event('old-created', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 100);
-    inbox.insert(event('old-funded-known', 'loan.funded', 'L1', '2026-01-01T00:00:00Z'), 100);
-    inbox.insert(event('old-funded-unknown', 'loan.funded', 'L2', '2026-01-01T00:00:00Z'), 100);
-    inbox.insert(event('old-pending', 'loan.created', 'L3', '2026-01-01T00:00:00Z'), 100);
-    inbox.insert(event('new', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 900);
+    await inbox.insert(event('old-created', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 100);
+    await inbox.insert(event('old-funded-known', 'loan.funded', 'L1', '2026-01-01T00:00:00Z'), 100);
+    await inbox.insert(event('old-funded-unknown', 'loan.funded', 'L2', '2026-01-01T00:00:00Z'), 100);
+    await inbox.insert(event('old-pending', 'loan.created', 'L3', '2026-01-01T00:00:00Z'), 100);
+    await inbox.insert(event('new', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 900);
     insertLoan(db, 'L1');
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     await p.drain();
     db.prepare("UPDATE webhook_inbox SET status = 'pending' WHERE webhook_id = 'old-pending'").run();
-    expect(inbox.prune(500)).toBe(2);
+    expect(await inbox.prune(500)).toBe(2);
     const left = db.prepare('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id').all();
     expect(left).toEqual([{ webhook_id: 'new' }, { webhook_id: 'old-funded-unknown' }, { webhook_id: 'old-pending' }]);
-    expect(inbox.fundedAt('L2')).not.toBeNull();
+    expect(await inbox.fundedAt('L2')).not.toBeNull();
   });
 
-  it('with a limit, deletes at most that many prunable rows, oldest first, and the same ones in the end', () => {
+  it('with a limit, deletes at most that many prunable rows, oldest first, and the same ones in the end', async () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
     // Kept whatever the limit: a funded time not yet on a loans row, a pending row, a recent row.
-    inbox.insert(event('keep-funded', 'loan.funded', 'L-unknown', '2026-01-01T00:00:00Z'), 1);
-    inbox.insert(event('keep-pending', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 1);
-    for (let i = 0; i < 1200; i++) inbox.insert(event(`old-${i}`, 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 10 + i);
-    inbox.insert(event('keep-recent', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 5000);
+    await inbox.insert(event('keep-funded', 'loan.funded', 'L-unknown', '2026-01-01T00:00:00Z'), 1);
+    await inbox.insert(event('keep-pending', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 1);
+    for (let i = 0; i < 1200; i++) await inbox.insert(event(`old-${i}`, 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 10 + i);
+    await inbox.insert(event('keep-recent', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 5000);
     db.prepare("UPDATE webhook_inbox SET status = 'processed' WHERE webhook_id != 'keep-pending'").run();
-    expect(inbox.prune(2000, 500)).toBe(500);
+    expect(await inbox.prune(2000, 500)).toBe(500);
     // Oldest first: what is left of the old rows starts at old-500.
     expect(db.prepare("SELECT MIN(received_at) AS m FROM webhook_inbox WHERE webhook_id LIKE 'old-%'").get()).toEqual({ m: 510 });
-    expect([inbox.prune(2000, 500), inbox.prune(2000, 500), inbox.prune(2000, 500)]).toEqual([500, 200, 0]);
+    expect([await inbox.prune(2000, 500), await inbox.prune(2000, 500), await inbox.prune(2000, 500)]).toEqual([500, 200, 0]);
     const left = db.prepare('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id').all();
     expect(left).toEqual([{ webhook_id: 'keep-funded' }, { webhook_id: 'keep-pending' }, { webhook_id: 'keep-recent' }]);
   });
@@ -232,11 +232,11 @@ describe('loan webhook history', () => {
     const db = memDb();
     const inbox = createWebhookInbox(db);
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
-    inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 1);
-    inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 2);
-    inbox.insert(event('f2', 'loan.funded', 'L7', '2026-11-01T10:05:00Z'), 3);
-    inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 4);
-    inbox.insert(event('o', 'loan.funded', 'L8', '2026-11-01T08:00:00Z'), 5);
+    await inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 1);
+    await inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 2);
+    await inbox.insert(event('f2', 'loan.funded', 'L7', '2026-11-01T10:05:00Z'), 3);
+    await inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 4);
+    await inbox.insert(event('o', 'loan.funded', 'L8', '2026-11-01T08:00:00Z'), 5);
     expect(await p.drain()).toBe(5);
     // Documented events are history when processed (event-time order); the unknown type is not.
     const webhookRows = () => db.prepare("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq").all();
@@ -247,23 +247,23 @@ describe('loan webhook history', () => {
       { loan_id: 'L7', reason: 'loan.funded' },
     ]);
     // A delivery still pending when the row is created is written by the pass that applies it.
-    inbox.insert(event('late', 'loan.funded', 'L7', '2026-11-01T11:00:00Z'), 6);
+    await inbox.insert(event('late', 'loan.funded', 'L7', '2026-11-01T11:00:00Z'), 6);
     const loans = createLoanStore(db);
-    loans.insert({ id: 'L7', state: 'queued', reason: 'seen in the boarding queue' }, 100);
-    expect(loans.events('L7').map((e) => [e.kind, e.reason])).toEqual([
+    await loans.insert({ id: 'L7', state: 'queued', reason: 'seen in the boarding queue' }, 100);
+    expect((await loans.events('L7')).map((e) => [e.kind, e.reason])).toEqual([
       ['webhook', 'loan.status_changed'],
       ['webhook', 'loan.funded'],
       ['webhook', 'loan.funded'],
       ['transition', 'seen in the boarding queue'],
     ]);
-    const funded = loans.events('L7')[1];
+    const funded = (await loans.events('L7'))[1];
     expect(funded).toMatchObject({ actor: 'platform', at: Date.parse('2026-11-01T10:00:00Z') });
     expect(funded?.detail).toEqual({ webhookId: 'f', occurredAt: Date.parse('2026-11-01T10:00:00Z'), fundedAt: '2026-11-01T09:30:00.000Z' });
     await p.drain();
-    expect(loans.events('L7').map((e) => (e.detail as { webhookId?: string } | null)?.webhookId).at(-1)).toBe('late');
-    expect(loans.events('L7').filter((e) => e.kind === 'webhook')).toHaveLength(4);
+    expect((await loans.events('L7')).map((e) => (e.detail as { webhookId?: string } | null)?.webhookId).at(-1)).toBe('late');
+    expect((await loans.events('L7')).filter((e) => e.kind === 'webhook')).toHaveLength(4);
     // Only the loan's own deliveries.
-    expect(loans.events('L7').map((e) => (e.detail as { webhookId?: string } | null)?.webhookId)).not.toContain('o');
+    expect((await loans.events('L7')).map((e) => (e.detail as { webhookId?: string } | null)?.webhookId)).not.toContain('o');
     expect(db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L8'").get()).toEqual({ n: 1 });
   });
 
@@ -272,13 +272,13 @@ describe('loan webhook history', () => {
     const inbox = createWebhookInbox(db);
     const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
     // Epoch nanoseconds: read as milliseconds it is beyond what a Date can hold.
-    inbox.insert(event('ns', 'loan.funded', 'L6', '2026-11-01T10:00:00Z', { fundedAt: 1_762_000_000_000_000_000 }), 1);
+    await inbox.insert(event('ns', 'loan.funded', 'L6', '2026-11-01T10:00:00Z', { fundedAt: 1_762_000_000_000_000_000 }), 1);
     await p.drain();
-    expect(inbox.get('ns')).toMatchObject({ status: 'processed' });
+    expect(await inbox.get('ns')).toMatchObject({ status: 'processed' });
     const loans = createLoanStore(db);
-    loans.insert({ id: 'L6', state: 'queued' }, 100);
+    await loans.insert({ id: 'L6', state: 'queued' }, 100);
     // The event time stands in for the unusable funded time.
-    expect(loans.events('L6')[0]?.detail).toMatchObject({ webhookId: 'ns', fundedAt: '2026-11-01T10:00:00.000Z' });
-    expect(inbox.fundedAt('L6')).toBe(Date.parse('2026-11-01T10:00:00Z'));
+    expect((await loans.events('L6'))[0]?.detail).toMatchObject({ webhookId: 'ns', fundedAt: '2026-11-01T10:00:00.000Z' });
+    expect(await inbox.fundedAt('L6')).toBe(Date.parse('2026-11-01T10:00:00Z'));
   });
 });

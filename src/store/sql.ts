@@ -1,0 +1,322 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type Database from 'better-sqlite3';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type DatabaseConnection, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import type { PgPool } from './pg/pool.js';
+
+/**
+ * The one query layer of the state store (issue 26): every repository in src/store runs its SQL
+ * through a StoreDb, whichever engine holds the state. Kysely provides the connections: its
+ * SqliteDialect over better-sqlite3 (one connection, which Kysely serialises with a mutex, so a
+ * transaction that awaits keeps the connection to itself until it ends) and its PostgresDialect
+ * over a pg pool. The repositories keep their SQL text (portable SQL, `?` placeholders; the few
+ * statements that differ have one text per engine, chosen by `engine`), which is compiled to
+ * `$1…` for PostgreSQL here.
+ *
+ * Units of work: `write(fn)` runs fn in one transaction (SQLite: BEGIN IMMEDIATE, see db.ts;
+ * PostgreSQL: BEGIN), `read(fn)` in one read transaction (a consistent snapshot). Every query made
+ * while fn runs — by any repository, however deep — goes to that transaction's connection: the
+ * transaction is carried by AsyncLocalStorage, so the repositories keep one interface and a caller
+ * groups their calls with `store.write(async () => { await a(); await b(); })`. A write inside a
+ * write is a savepoint (as better-sqlite3's nested transactions were): it rolls back alone.
+ *
+ * The fence (issue 26 point 2, the hook): `write(fn, { fence })` first checks, inside the same
+ * transaction, that the lease is still held by the fence's holder and epoch and unexpired on the
+ * database's clock (PostgreSQL: the leader_lease row locked FOR SHARE, so a takeover waits for
+ * this transaction; SQLite: the leases row, read under the IMMEDIATE write lock that a takeover
+ * also needs). Otherwise it throws FencedOut before fn runs: the transaction changes 0 rows.
+ */
+
+export type Engine = 'sqlite' | 'postgres';
+
+export interface Fence {
+  /** The lease's name (e.g. 'boarding'). */
+  name: string;
+  holder: string;
+  epoch: number;
+}
+
+/** A stale holder's write: the lease moved on (another holder or epoch) or expired. Nothing was written. */
+export class FencedOut extends Error {
+  override readonly name = 'FencedOut';
+  constructor(readonly fence: Fence, readonly found: { holder: string | null; epoch: number; live: boolean } | null) {
+    super(
+      found === null
+        ? `lease ${fence.name} is not held: ${fence.holder} (epoch ${fence.epoch}) may not write`
+        : `lease ${fence.name} is ${found.holder === fence.holder && found.epoch === fence.epoch ? 'expired' : `held by ${found.holder ?? 'nobody'} epoch ${found.epoch}`}: ${fence.holder} (epoch ${fence.epoch}) may not write`,
+    );
+  }
+}
+
+export interface RunResult {
+  changes: number;
+}
+
+export type Params = readonly unknown[];
+
+interface TxContext {
+  conn: DatabaseConnection;
+  readOnly: boolean;
+  depth: number;
+  done: boolean;
+}
+
+/** `?` placeholders (outside quotes) → `$1, $2…`. */
+export function toPgPlaceholders(text: string): string {
+  let out = '';
+  let n = 0;
+  let quote: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quote !== null) {
+      if (c === quote) quote = null;
+      out += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      out += c;
+    } else if (c === '?') {
+      n += 1;
+      out += `$${n}`;
+    } else out += c;
+  }
+  return out;
+}
+
+/**
+ * Prepared statements are compiled once per SQL text (better-sqlite3's prepare parses the SQL
+ * every time; the repositories send a few dozen distinct texts). Kysely's SqliteDialect asks
+ * `database.prepare` for every query; this answers from the cache.
+ */
+function cachingDatabase(db: Database.Database): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  return {
+    close: () => {
+      db.close();
+    },
+    prepare: (text: string) => {
+      let stmt = cache.get(text);
+      if (stmt === undefined) {
+        stmt = db.prepare(text);
+        if (cache.size < 2000) cache.set(text, stmt);
+      }
+      return stmt;
+    },
+  };
+}
+
+const SQLITE_HANDLES = new WeakMap<Database.Database, StoreDb>();
+
+export class StoreDb {
+  readonly engine: Engine;
+  /** The better-sqlite3 handle (SQLite only): pragmas, backups, WAL checkpoints. */
+  readonly sqlite: Database.Database | null;
+  /** The pool (PostgreSQL only). */
+  readonly pool: PgPool | null;
+  /** Where the state lives, for messages: the SQLite path or the redacted URL. */
+  readonly location: string;
+  private readonly kysely: Kysely<unknown>;
+  private readonly als = new AsyncLocalStorage<TxContext>();
+  private readonly pgText = new Map<string, string>();
+  private closed = false;
+
+  private constructor(engine: Engine, k: Kysely<unknown>, sqlite: Database.Database | null, pool: PgPool | null, location: string) {
+    this.engine = engine;
+    this.kysely = k;
+    this.sqlite = sqlite;
+    this.pool = pool;
+    this.location = location;
+  }
+
+  /**
+   * The StoreDb of a better-sqlite3 connection: always the same one for the same connection (its
+   * transactions must share one queue, or two units of work would interleave on the connection).
+   */
+  static sqliteOn(db: Database.Database): StoreDb {
+    let s = SQLITE_HANDLES.get(db);
+    if (s === undefined) {
+      const k = new Kysely<unknown>({ dialect: new SqliteDialect({ database: cachingDatabase(db) }) });
+      s = new StoreDb('sqlite', k, db, null, db.name);
+      SQLITE_HANDLES.set(db, s);
+    }
+    return s;
+  }
+
+  static postgresOn(pool: PgPool, location: string): StoreDb {
+    const k = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+    return new StoreDb('postgres', k, null, pool, location);
+  }
+
+  get isOpen(): boolean {
+    return !this.closed && (this.sqlite === null || this.sqlite.open);
+  }
+
+  /** True while the caller runs inside write()/read(). */
+  get inTransaction(): boolean {
+    const ctx = this.als.getStore();
+    return ctx !== undefined && !ctx.done;
+  }
+
+  private compile(text: string, params: Params): CompiledQuery {
+    if (this.engine === 'sqlite') return CompiledQuery.raw(text, params as unknown[]);
+    let pgText = this.pgText.get(text);
+    if (pgText === undefined) {
+      pgText = toPgPlaceholders(text);
+      if (this.pgText.size < 2000) this.pgText.set(text, pgText);
+    }
+    return CompiledQuery.raw(pgText, params as unknown[]);
+  }
+
+  private async execute<R>(text: string, params: Params): Promise<{ rows: R[]; numAffectedRows?: bigint }> {
+    const ctx = this.als.getStore();
+    const q = this.compile(text, params);
+    if (ctx !== undefined && !ctx.done) return ctx.conn.executeQuery<R>(q);
+    return this.kysely.executeQuery<R>(q);
+  }
+
+  async all<R>(text: string, params: Params = []): Promise<R[]> {
+    return (await this.execute<R>(text, params)).rows;
+  }
+
+  async get<R>(text: string, params: Params = []): Promise<R | undefined> {
+    return (await this.execute<R>(text, params)).rows[0];
+  }
+
+  async run(text: string, params: Params = []): Promise<RunResult> {
+    const r = await this.execute<unknown>(text, params);
+    return { changes: r.numAffectedRows === undefined ? r.rows.length : Number(r.numAffectedRows) };
+  }
+
+  /** Runs fn in one write transaction; nested: a savepoint. See the file comment. */
+  async write<T>(fn: () => Promise<T>, opts: { fence?: Fence } = {}): Promise<T> {
+    const outer = this.als.getStore();
+    if (outer !== undefined && !outer.done) {
+      if (outer.readOnly) throw new Error('a write transaction cannot start inside a read transaction');
+      if (opts.fence) await this.checkFence(outer.conn, opts.fence);
+      return this.savepoint(outer, fn);
+    }
+    return this.kysely.connection().execute(async (k) => {
+      // connection() pins one connection; its executor gives us that connection's raw handle.
+      let conn: DatabaseConnection | null = null;
+      await k.getExecutor().provideConnection(async (c) => {
+        conn = c;
+        await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN IMMEDIATE' : 'BEGIN'));
+      });
+      return this.runTx(conn as unknown as DatabaseConnection, false, fn, opts.fence);
+    });
+  }
+
+  /** Runs fn in one read transaction (a consistent snapshot); inside a transaction, in that one. */
+  async read<T>(fn: () => Promise<T>): Promise<T> {
+    const outer = this.als.getStore();
+    if (outer !== undefined && !outer.done) return fn();
+    return this.kysely.connection().execute(async (k) => {
+      let conn: DatabaseConnection | null = null;
+      await k.getExecutor().provideConnection(async (c) => {
+        conn = c;
+        await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
+      });
+      return this.runTx(conn as unknown as DatabaseConnection, true, fn);
+    });
+  }
+
+  private async runTx<T>(conn: DatabaseConnection, readOnly: boolean, fn: () => Promise<T>, fence?: Fence): Promise<T> {
+    const ctx: TxContext = { conn, readOnly, depth: 0, done: false };
+    try {
+      if (fence) await this.checkFence(conn, fence);
+      const out = await this.als.run(ctx, fn);
+      await conn.executeQuery(CompiledQuery.raw('COMMIT'));
+      return out;
+    } catch (err) {
+      try {
+        await conn.executeQuery(CompiledQuery.raw('ROLLBACK'));
+      } catch {
+        // Nothing to roll back (the failure ended the transaction) or the connection is gone.
+      }
+      throw err;
+    } finally {
+      ctx.done = true;
+    }
+  }
+
+  private async savepoint<T>(ctx: TxContext, fn: () => Promise<T>): Promise<T> {
+    ctx.depth += 1;
+    const name = `sp_${ctx.depth}`;
+    await ctx.conn.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
+    try {
+      const out = await fn();
+      await ctx.conn.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+      return out;
+    } catch (err) {
+      await ctx.conn.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+      await ctx.conn.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+      throw err;
+    } finally {
+      ctx.depth -= 1;
+    }
+  }
+
+  /** The fence check, on the transaction's connection (see the file comment). */
+  private async checkFence(conn: DatabaseConnection, fence: Fence): Promise<void> {
+    const q =
+      this.engine === 'postgres'
+        ? CompiledQuery.raw(
+            'SELECT holder, epoch, expires_at > clock_timestamp() AS live FROM leader_lease WHERE name = $1 FOR SHARE',
+            [fence.name],
+          )
+        : CompiledQuery.raw(
+            `SELECT owner AS holder, epoch,
+                    (expires_at IS NULL OR expires_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) AS live
+               FROM leases WHERE name = ?`,
+            [fence.name],
+          );
+    const row = (await conn.executeQuery<{ holder: string | null; epoch: number | string; live: boolean | number }>(q)).rows[0];
+    const found = row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live === true || row.live === 1 };
+    if (found === null || !found.live || found.holder !== fence.holder || found.epoch !== fence.epoch) throw new FencedOut(fence, found);
+  }
+
+  /**
+   * Why the store would refuse a write now, or null when it would take one (the readiness check).
+   * SQLite: BEGIN IMMEDIATE takes the write lock, then rolls back. PostgreSQL: the server answers
+   * and is not read-only (a standby after a failover is).
+   */
+  async writeBlocker(): Promise<string | null> {
+    if (!this.isOpen) return 'state database is closed';
+    if (this.sqlite?.readonly === true) return 'state database is read-only';
+    try {
+      if (this.engine === 'sqlite') {
+        await this.write(() => Promise.resolve());
+        return null;
+      }
+      const r = await this.get<{ ro: string }>("SELECT current_setting('transaction_read_only') AS ro");
+      return r?.ro === 'on' ? 'state database (PostgreSQL) is read-only (a standby?)' : null;
+    } catch (err) {
+      return `state database not writable: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+
+  /** Runs DDL / several statements in one text (migrations). */
+  async exec(text: string): Promise<void> {
+    const ctx = this.als.getStore();
+    if (this.engine === 'sqlite') {
+      // better-sqlite3's exec runs a multi-statement script; inside a transaction it is on the
+      // transaction's (the only) connection.
+      (this.sqlite as Database.Database).exec(text);
+      return;
+    }
+    const q = CompiledQuery.raw(text, []);
+    if (ctx !== undefined && !ctx.done) await ctx.conn.executeQuery(q);
+    else await this.kysely.executeQuery(q);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.kysely.destroy();
+  }
+}
+
+/** A repository's handle: a StoreDb, or a better-sqlite3 connection (its StoreDb). */
+export type AnyDb = StoreDb | Database.Database;
+
+export function toStoreDb(db: AnyDb): StoreDb {
+  return db instanceof StoreDb ? db : StoreDb.sqliteOn(db);
+}
