@@ -7,7 +7,7 @@ import type { Layout } from '../mapping/layout.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
-import { rateStateFor, type RateStateStore } from '../store/rate-state.js';
+import { openRateStateFor, type RateStateStore } from '../store/rate-state.js';
 import { openStore } from '../store/open.js';
 import type { StoreDb } from '../store/sql.js';
 import { storeTarget } from './store-target.js';
@@ -49,7 +49,9 @@ export async function openState(scope: CommandScope): Promise<StateSession> {
  */
 export async function openPlatformSession(scope: CommandScope): Promise<PlatformSession> {
   const state = await openState(scope);
-  const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, clock: scope.clock });
+  const rateState = await openRateStateFor(state.db, scope.clock.now());
+  scope.onClose(() => rateState.flush?.());
+  const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, rateState, clock: scope.clock });
   scope.onClose(() => platform.close());
   return { ...state, platform };
 }
@@ -57,8 +59,11 @@ export async function openPlatformSession(scope: CommandScope): Promise<Platform
 /** The rate budget's persisted state (strikes, pauses) without a client: `platform status`, `strikes clear`. */
 export async function openRateState(scope: CommandScope): Promise<RateStateStore> {
   const { db } = await openState(scope);
-  const state = rateStateFor(db);
-  scope.onClose(() => state.close?.());
+  const state = await openRateStateFor(db, scope.clock.now());
+  scope.onClose(async () => {
+    await state.flush?.();
+    state.close?.();
+  });
   return state;
 }
 

@@ -129,6 +129,12 @@ export function loadConfig(input: LoadConfigInput): Config {
     const http = (core['http'] ??= {}) as Record<string, unknown>;
     http['password'] = corePassword;
   }
+  const storePassword = env['BOARDING_STORE_PASSWORD'];
+  if (storePassword !== undefined && storePassword !== '') {
+    const store = (obj['store'] ??= {}) as Record<string, unknown>;
+    const postgres = (store['postgres'] ??= {}) as Record<string, unknown>;
+    postgres['password'] = storePassword;
+  }
   const tinHashKey = env['BOARDING_TIN_HASH_KEY'];
   if (tinHashKey !== undefined && tinHashKey !== '') {
     const customers = (obj['customers'] ??= {}) as Record<string, unknown>;

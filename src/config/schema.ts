@@ -49,9 +49,35 @@ export const platformSchema = z.strictObject({
   pageSize: int(1, 100).default(100),
 });
 
-export const storeSchema = z.strictObject({
-  path: str('a file path').default('./var/state.sqlite'),
+/** store.postgres: the shared state on PostgreSQL (store.engine: postgres; docs/configuration.md). */
+export const storePostgresSchema = z.strictObject({
+  /** postgres://user@host:5432/db; the password here or in BOARDING_STORE_PASSWORD. */
+  url: str('a postgres:// URL')
+    .refine((v) => /^postgres(ql)?:\/\//.test(v), { error: 'expected a postgres:// or postgresql:// URL' })
+    .optional(),
+  password: str('a password').optional(),
+  /** TLS to the server: disable (a local socket), require (encrypted), verify-full (encrypted, certificate and host checked). */
+  ssl: oneOf(['disable', 'require', 'verify-full']).default('disable'),
+  /** A CA bundle (PEM file) for verify-full, when the server's certificate is not from a public CA. */
+  sslRootCert: str('a file path').optional(),
+  poolSize: int(1, 100).default(5),
+  /** How long opening the store at start waits for the server (run retries with backoff meanwhile). */
+  connectTimeoutMs: int(100).default(10_000),
 });
+
+export const storeSchema = z
+  .strictObject({
+    /** sqlite (default): one file, store.path. postgres: a server shared by replicas, store.postgres. */
+    engine: oneOf(['sqlite', 'postgres']).default('sqlite'),
+    path: str('a file path').default('./var/state.sqlite'),
+    postgres: storePostgresSchema.prefault({}),
+  })
+  .superRefine((s, ctx) => {
+    // Never a silent fall-back to SQLite: engine postgres without a server is a config error.
+    if (s.engine === 'postgres' && s.postgres.url === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['postgres', 'url'], message: 'expected a postgres:// URL (required when store.engine is postgres)' });
+    }
+  });
 
 export const coreSchema = z.strictObject({
   adapter: oneOf(['file', 'http']).default('file'),

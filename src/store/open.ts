@@ -1,13 +1,91 @@
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { ConfigError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
 import { openDatabase, type OpenDbOptions } from './db.js';
+import { migratePg } from './pg/schema.js';
+import { redactUrl } from './pg/url.js';
 import { StoreDb } from './sql.js';
 
 /** Where the state lives: store.engine and its settings (src/config). */
-export type StoreTarget = { engine: 'sqlite'; path: string };
+export type StoreTarget =
+  | { engine: 'sqlite'; path: string }
+  | {
+      engine: 'postgres';
+      url: string;
+      /** store.postgres.password or BOARDING_STORE_PASSWORD; else the URL's own. */
+      password?: string;
+      ssl: 'disable' | 'require' | 'verify-full';
+      sslRootCert?: string;
+      poolSize: number;
+      connectTimeoutMs: number;
+    };
 
-export type OpenStoreOptions = Pick<OpenDbOptions, "onWarning" | "busyTimeoutMs">;
+export type OpenStoreOptions = Pick<OpenDbOptions, 'onWarning' | 'busyTimeoutMs'> & { logger?: Logger; applicationName?: string };
 
-/** Opens the state store (migrations applied) on the configured engine. */
+/**
+ * PostgreSQL answers int8 (BIGINT: the epoch-ms times, counts) as text; the repositories work
+ * with numbers, as on SQLite. A value beyond 2^53 would lose digits as a number, so it is refused
+ * loudly instead (amounts of any size are stored as text: file_batches.principal_cents).
+ */
+const storeTypes = {
+  getTypeParser: (oid: number, format?: 'text' | 'binary') => {
+    if (oid === 20 || oid === 1700) {
+      return (v: string): number => {
+        const n = Number(v);
+        if (!Number.isSafeInteger(n) && oid === 20) throw new Error(`state store: integer ${v} does not fit a JavaScript number exactly`);
+        return n;
+      };
+    }
+    return pg.types.getTypeParser(oid, format ?? 'text') as (v: string) => unknown;
+  },
+};
+
+/** Why a PostgreSQL store could not be opened, naming the config key to fix. */
+export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): ConfigError {
+  const e = err as { code?: string; message?: string };
+  const where = redactUrl(target.url);
+  const msg = (e.message ?? String(err)).replace(/postgres(ql)?:\/\/[^\s]+/g, (u) => redactUrl(u));
+  if (e.code === '28P01' || e.code === '28000') {
+    return new ConfigError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login: ${msg}`);
+  }
+  if (e.code === '3D000') return new ConfigError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
+  return new ConfigError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);
+}
+
+/**
+ * Opens the state store (migrations applied) on the configured engine. SQLite: the file at
+ * store.path. PostgreSQL: a pool on store.postgres.url; the first connection is made here, so a
+ * wrong URL, password or an unreachable server fails now with an error naming the key (never a
+ * fall-back to SQLite); the migrations run under an advisory lock (several replicas may start at
+ * once).
+ */
 export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}): Promise<StoreDb> {
-  await Promise.resolve();
-  return StoreDb.sqliteOn(openDatabase(target.path, opts));
+  if (target.engine === 'sqlite') return StoreDb.sqliteOn(openDatabase(target.path, opts));
+  const ssl =
+    target.ssl === 'disable'
+      ? false
+      : target.ssl === 'require'
+        ? { rejectUnauthorized: false }
+        : { rejectUnauthorized: true, ...(target.sslRootCert ? { ca: readFileSync(target.sslRootCert, 'utf8') } : {}) };
+  const pool = new pg.Pool({
+    connectionString: target.url,
+    ...(target.password !== undefined ? { password: target.password } : {}),
+    ssl,
+    max: target.poolSize,
+    application_name: opts.applicationName ?? 'boarding-connector',
+    connectionTimeoutMillis: target.connectTimeoutMs,
+    types: storeTypes,
+  });
+  pool.on('error', (err) => {
+    opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'idle PostgreSQL connection lost; the pool reconnects');
+  });
+  try {
+    await migratePg(pool);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    if ((err as Error).message.startsWith('PostgreSQL migration')) throw err;
+    throw postgresOpenError(target, err);
+  }
+  return StoreDb.postgresOn(pool, redactUrl(target.url));
 }

@@ -105,6 +105,9 @@ function cachingDatabase(db: Database.Database): SqliteDatabase {
 
 const SQLITE_HANDLES = new WeakMap<Database.Database, StoreDb>();
 
+/** The advisory lock every PostgreSQL write transaction takes (any constant; 'boaw'). */
+const WRITE_LOCK = 0x626f6177;
+
 export class StoreDb {
   readonly engine: Engine;
   /** The better-sqlite3 handle (SQLite only): pragmas, backups, WAL checkpoints. */
@@ -199,6 +202,11 @@ export class StoreDb {
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
         await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN IMMEDIATE' : 'BEGIN'));
+        // PostgreSQL: write transactions take one transaction-scoped advisory lock first, so they
+        // run one at a time across every replica, as SQLite's IMMEDIATE lock makes them: each
+        // repository's read-then-write (a lease, a number, a transition) stays race-free without
+        // a retry loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
+        if (this.engine === 'postgres') await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`));
       });
       return this.runTx(conn as unknown as DatabaseConnection, false, fn, opts.fence);
     });

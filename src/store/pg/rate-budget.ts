@@ -148,11 +148,11 @@ export class PgSharedRateBudget implements RateLedger {
     const waitMs = info.retryAfterMs ?? this.opts.defaultPauseMs ?? this.opts.limits[cls].windowMs;
     const strikes = await inTransaction(this.opts.pool, async (tx) => {
       await tx.query(
-        `INSERT INTO rate_pause AS p (key, class, until) VALUES ($1, $2, clock_timestamp() + $3::interval)
+        `INSERT INTO rate_shared_pause AS p (key, class, until) VALUES ($1, $2, clock_timestamp() + $3::interval)
          ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
         [this.opts.key, cls, `${Math.max(0, Math.ceil(waitMs))} milliseconds`],
       );
-      await tx.query('INSERT INTO rate_strikes (key, class, path, retry_after_ms) VALUES ($1, $2, $3, $4)', [
+      await tx.query('INSERT INTO rate_shared_strikes (key, class, path, retry_after_ms) VALUES ($1, $2, $3, $4)', [
         this.opts.key,
         cls,
         info.path,
@@ -170,7 +170,7 @@ export class PgSharedRateBudget implements RateLedger {
 
   /** Operator command: forget the strikes; every replica resumes at its next take. */
   async clearStrikes(by: string): Promise<number> {
-    const r = await this.opts.pool.query('UPDATE rate_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL', [
+    const r = await this.opts.pool.query('UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL', [
       this.opts.key,
       by,
     ]);
@@ -179,7 +179,7 @@ export class PgSharedRateBudget implements RateLedger {
 
   private async countStrikes(q: Pick<PgPool, 'query'>): Promise<number> {
     const r = await q.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM rate_strikes WHERE key = $1 AND cleared_at IS NULL AND at >= clock_timestamp() - interval '24 hours'`,
+      `SELECT count(*)::int AS n FROM rate_shared_strikes WHERE key = $1 AND cleared_at IS NULL AND at >= clock_timestamp() - interval '24 hours'`,
       [this.opts.key],
     );
     return r.rows[0]?.n ?? 0;

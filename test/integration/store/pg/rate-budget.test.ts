@@ -154,7 +154,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     await rs[1]!.recordRateLimited('write', { path: null, retryAfterMs: 10 });
     const left = await db
       .pool('check', 1)
-      .query<{ ok: boolean }>("SELECT until - clock_timestamp() > interval '25 seconds' AS ok FROM rate_pause WHERE key = $1 AND class = 'write'", [key]);
+      .query<{ ok: boolean }>("SELECT until - clock_timestamp() > interval '25 seconds' AS ok FROM rate_shared_pause WHERE key = $1 AND class = 'write'", [key]);
     expect(left.rows[0]!.ok).toBe(true);
   });
 

@@ -1,0 +1,40 @@
+/**
+ * The state store on either engine for a test: a fresh in-memory SQLite database, or a fresh
+ * PostgreSQL database on the run's server (test/support/pg.ts), migrated. Store tests run with
+ * `describe.each(STORE_ENGINES)`; the PostgreSQL half reports SKIPPED with its reason when the
+ * server cannot run here.
+ */
+import { openDatabase } from '../../src/store/db.js';
+import { openStore } from '../../src/store/open.js';
+import { StoreDb } from '../../src/store/sql.js';
+import { createTestDatabase, pgSkipReason } from './pg.js';
+
+export const STORE_ENGINES = ['sqlite', 'postgres'] as const;
+export type TestEngine = (typeof STORE_ENGINES)[number];
+
+/** Whether the engine's tests are skipped here (PostgreSQL without a server). */
+export const engineSkipped = (engine: TestEngine): boolean => engine === 'postgres' && pgSkipReason !== null;
+
+export interface TestStore {
+  db: StoreDb;
+  /** The PostgreSQL URL of this store's database (postgres only). */
+  url: string | null;
+  close(): Promise<void>;
+}
+
+export async function openTestStore(engine: TestEngine): Promise<TestStore> {
+  if (engine === 'sqlite') {
+    const db = StoreDb.sqliteOn(openDatabase(':memory:'));
+    return { db, url: null, close: () => db.close() };
+  }
+  const pg = await createTestDatabase({ migrate: false });
+  const db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 4, connectTimeoutMs: 5000 });
+  return {
+    db,
+    url: pg.url,
+    close: async () => {
+      await db.close();
+      await pg.drop();
+    },
+  };
+}
