@@ -1,0 +1,30 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { openDatabase } from '../../../src/store/db.js';
+import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
+import { createBoardingStore } from '../../../src/store/index.js';
+import { createWebhookInbox } from '../../../src/store/inbox.js';
+
+describe('a state file from before issue 26 migrates forward untouched', () => {
+  it('opens a schema-11 file (the one main wrote) at the new version and keeps its rows', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-forward-')), 'state.sqlite');
+    const old = new Database(path);
+    for (const m of MIGRATIONS.slice(0, 11)) old.exec(migrationSql(m, 'sqlite'));
+    old.pragma('user_version = 11');
+    old.prepare("INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES ('L1', 'acknowledged', 4200, 1, 2)").run();
+    old.prepare("INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at) VALUES ('boarding', 'h:1:x', 1, 'h', 1, 2)").run();
+    old.prepare("INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload) VALUES ('w1', 'loan.funded', 'L1', 5, 6, '{}')").run();
+    old.close();
+
+    const db = openDatabase(path);
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    const s = createBoardingStore(db);
+    expect(await s.loans.require('L1')).toMatchObject({ state: 'acknowledged', centsAmount: 4200, createdAt: 1, updatedAt: 2 });
+    expect(await s.leases.get('boarding')).toMatchObject({ owner: 'h:1:x', epoch: 0 });
+    expect((await createWebhookInbox(db).pending(10)).map((r) => r.webhookId)).toEqual(['w1']);
+    db.close();
+  });
+});
