@@ -3,7 +3,7 @@ import type { FileBatches } from '../core/file/batches.js';
 import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { Layout } from '../mapping/layout.js';
+import type { Layout } from '../core/file/layout/layout.js';
 import type { PlatformClient } from '../platform/client.js';
 import { openDatabase, type Db } from '../store/db.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';

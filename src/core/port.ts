@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import type { MappedRecord } from '../mapping/types.js';
+import type { MappedRecord } from '../contract/records.js';
 import type { PlatformDocument } from '../contract/schemas.js';
 import { FatalError } from '../lib/errors.js';
 

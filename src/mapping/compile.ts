@@ -9,7 +9,7 @@ import { FrequencyTable } from './frequency.js';
 import { BOUND_VARIABLES, HELPER_ARITY, helperImplementations, registerHelpers, type HelperContext } from './helpers.js';
 import type { LookupTable } from './lookups.js';
 import { mappingFileSchema, type MappingFile } from './spec.js';
-import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
+import { parseYamlSource, type SourcePos, type YamlSource } from '../lib/yaml-source.js';
 
 export const MAIN_FILE = 'mapping.yaml';
 

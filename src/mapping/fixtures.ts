@@ -17,7 +17,7 @@ export interface FixtureCase {
   input: unknown;
   expected: unknown;
   options: unknown;
-  /** `expected-lines/<file>`: the loan's lines in that layout file, in its encoding (layout-fixtures.ts). */
+  /** `expected-lines/<file>`: the loan's lines in that layout file, in its encoding (core/file/layout/expected-lines.ts). */
   expectedLines?: Record<string, Uint8Array>;
 }
 

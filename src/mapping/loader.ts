@@ -5,9 +5,10 @@ import { ConfigError } from '../lib/errors.js';
 import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompiledMapping, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
 import { createMapper } from './engine.js';
 import { expectedFromOutcome, type FixtureCase } from './fixtures.js';
-import { renderExpectedLines } from './layout-fixtures.js';
-import { compileLayout, LAYOUT_FILE, type Layout } from './layout.js';
+import { renderExpectedLines } from '../core/file/layout/expected-lines.js';
+import { compileLayout, LAYOUT_FILE, type Layout } from '../core/file/layout/layout.js';
 import { idIntoLimitedFields } from './id-flow.js';
+import { layoutCatalogue } from './layout-catalogue.js';
 import type { Mapper, MappingOutcome } from './types.js';
 
 /**
@@ -70,7 +71,7 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
   const warnings: LintProblem[] = r.mapping ? idIntoLimitedFields(r.mapping) : [];
   if (layoutText !== undefined) {
     r.sources.set(LAYOUT_FILE, layoutText);
-    const l = compileLayout(layoutText, r.mapping);
+    const l = compileLayout(layoutText, layoutCatalogue(r.mapping));
     r.problems.push(...l.problems);
     warnings.push(...l.warnings);
     layout = l.layout;

@@ -9,7 +9,7 @@ import { localDate } from '../../lib/calendar.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
-import { LayoutRenderError } from '../../mapping/layout-render.js';
+import { LayoutRenderError } from './layout/render.js';
 import {
   CoreRejectedError,
   CoreUnavailableError,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { FormData } from 'undici';
 import type { Logger } from '../../lib/logger.js';
-import type { MappedRecord } from '../../mapping/types.js';
+import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
 import {
   CoreRejectedError,

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { compileLayout } from '../../../src/mapping/layout.js';
-import { encodeLine, renderRows, summaryLine, transliterate } from '../../../src/mapping/layout-render.js';
-import { lintMappingDir } from '../../../src/mapping/loader.js';
-import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../src/mapping/compile.js';
+import { compileLayout } from '../../../../src/core/file/layout/layout.js';
+import { encodeLine, renderRows, summaryLine, transliterate } from '../../../../src/core/file/layout/render.js';
+import { lintMappingDir } from '../../../../src/mapping/loader.js';
+import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../../src/mapping/compile.js';
+import { layoutCatalogue } from '../../../../src/mapping/layout-catalogue.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const GENERIC = join(import.meta.dirname, '../../../mappings/generic');
+const GENERIC = join(import.meta.dirname, '../../../../mappings/generic');
 const mapping = compileMapping((rel) => {
   try {
     return readFileSync(join(GENERIC, rel), 'utf8');
@@ -14,6 +15,7 @@ const mapping = compileMapping((rel) => {
     return undefined;
   }
 }, DEFAULT_MAPPER_OPTIONS).mapping!;
+const catalogue = layoutCatalogue(mapping);
 
 const fixed = (columns: string, extra = '') => `files:
   - name: L.DAT
@@ -36,7 +38,7 @@ describe('layout lint', () => {
       - { name: C, start: 12, length: 5, field: nosuch }
       - { name: D, start: 17, length: 4, field: purpose }
 `);
-    const r = compileLayout(text, mapping);
+    const r = compileLayout(text, catalogue);
     const msgs = r.problems.map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`);
     expect(msgs).toEqual(
       expect.arrayContaining([
@@ -60,24 +62,24 @@ describe('layout lint', () => {
     columns:
       - { name: A, start: 1, length: 5, value: "" }
 `,
-      mapping,
+      catalogue,
     );
     const msgs = r.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
     expect(msgs.some((m) => /^6:5 .*colour/.test(m))).toBe(true);
-    const r2 = compileLayout(fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'), mapping);
+    const r2 = compileLayout(fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'), catalogue);
     const m2 = r2.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
     expect(m2).toEqual(expect.arrayContaining([expect.stringMatching(/^3:13 record type lone is not produced by the mapping/), expect.stringMatching(/gap at bytes 6-20 before the end/)]));
   });
 
   it('refuses a file named like the batch control file', () => {
-    const r = compileLayout(`files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`, mapping);
+    const r = compileLayout(`files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`, catalogue);
     expect(r.problems.map((p) => `${p.line}:${p.column} ${p.message}`)).toEqual([expect.stringMatching(/^2:11 CONTROL\.csv is the batch's own control file/)]);
   });
 });
 
 describe('the shipped layout', () => {
   it('takes every generic fixture that boards, in every file (legal data never quarantines: regression, 2^53 - 1 cents overflowed LNLOAD.DAT)', async () => {
-    const { loadFixtures, loadMapper } = await import('../../../src/mapping/loader.js');
+    const { loadFixtures, loadMapper } = await import('../../../../src/mapping/loader.js');
     const layout = lintMappingDir(GENERIC).layout!;
     let rendered = 0;
     for (const c of loadFixtures(GENERIC).cases) {

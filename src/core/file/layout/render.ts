@@ -1,6 +1,6 @@
-import { neutraliseFormula } from '../lib/formula.js';
+import { neutraliseFormula } from '../../../lib/formula.js';
 import { CONTROL_CHARACTERS, type LayoutColumn, type LayoutEncoding, type LayoutFile } from './layout.js';
-import type { MappedRecord } from './types.js';
+import type { MappedRecord } from '../../../contract/records.js';
 
 /**
  * Renders mapped records into the lines of a declared layout. Pure and per record: a line depends

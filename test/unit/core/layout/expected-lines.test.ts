@@ -2,9 +2,9 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cli } from '../../support/mappings-cli.js';
+import { cli } from '../../../support/mappings-cli.js';
 
-const repo = join(import.meta.dirname, '../../..');
+const repo = join(import.meta.dirname, '../../../..');
 
 describe('mappings test with expected file lines', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'layout-fixtures-'));

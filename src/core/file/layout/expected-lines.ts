@@ -1,6 +1,6 @@
 import type { Layout, LayoutColumn, LayoutFile } from './layout.js';
-import { concatBytes, encodeLine, renderRows } from './layout-render.js';
-import type { MappedRecord } from './types.js';
+import { concatBytes, encodeLine, renderRows } from './render.js';
+import type { MappedRecord } from '../../../contract/records.js';
 
 /** At most this many differing columns are listed per line; the rest are counted. */
 const MAX_COLUMN_DIFFS = 12;
