@@ -282,10 +282,16 @@ function checkCoverage(src: YamlSource, at: (p: SourcePos, m: string) => void, p
   else if (next - 1 < recordLength) at(src.posOf(path), `gap at bytes ${next}-${recordLength} before the end of the record (declare a filler column)`);
 }
 
-/** Bytes of a string in an encoding; characters the encoding lacks count as one (they are rejected elsewhere). */
+const UTF8 = new TextEncoder();
+
+/**
+ * Bytes of a string in a layout's encoding: UTF-8 bytes, or one byte per character in ascii and
+ * latin1 (a character those lack counts as one: rendering refuses or transliterates it first).
+ * The one measure of the lint (constants, codes, pad) and of the renderer (column widths).
+ */
 export function byteLength(s: string, encoding: LayoutEncoding): number {
   if (encoding !== 'utf-8') return [...s].length;
-  return new TextEncoder().encode(s).length;
+  return UTF8.encode(s).length;
 }
 
 /** YAML keeps scalars as text in this parse (so `0012` survives); numbers are parsed back where the schema wants them. */

@@ -1,5 +1,6 @@
+import { formatUnits } from '../../../lib/decimal.js';
 import { neutraliseFormula } from '../../../lib/formula.js';
-import { CONTROL_CHARACTERS, type LayoutColumn, type LayoutEncoding, type LayoutFile } from './layout.js';
+import { byteLength, CONTROL_CHARACTERS, type LayoutColumn, type LayoutFile } from './layout.js';
 import type { MappedRecord } from '../../../contract/records.js';
 
 /**
@@ -151,11 +152,10 @@ export function scaled(text: string, decimals: number, where: string): bigint {
   return BigInt(`${m[1] ?? ''}${m[2] ?? '0'}${frac.slice(0, decimals).padEnd(decimals, '0')}`);
 }
 
+/** A scaled total or value as text: with its decimal point, or without one for an implied-decimal column (12345 for 123.45). */
 export function formatScaled(v: bigint, decimals: number, implied: boolean): string {
-  const neg = v < 0n;
-  const digits = (neg ? -v : v).toString().padStart(decimals + 1, '0');
-  const body = implied || decimals === 0 ? digits : `${digits.slice(0, digits.length - decimals)}.${digits.slice(digits.length - decimals)}`;
-  return `${neg ? '-' : ''}${body}`;
+  const text = formatUnits(v, decimals);
+  return implied ? text.replace('.', '') : text;
 }
 
 /**
@@ -190,7 +190,7 @@ function csvCell(file: LayoutFile, c: LayoutColumn, text: string): string {
 function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
   // A control character (a newline in a name) would break the record structure the import job counts on.
   let t = representable(file, c, withoutControls(file, c, text));
-  let bytes = encodedLength(t, file.encoding);
+  let bytes = byteLength(t, file.encoding);
   if (bytes > c.length) {
     if (c.overflow !== 'truncate') {
       throw new LayoutRenderError(`${file.name} ${c.name}: the value is ${bytes} bytes in ${file.encoding}, the column ${c.length}`);
@@ -199,7 +199,7 @@ function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
     while (bytes > c.length) {
       chars.pop();
       t = chars.join('');
-      bytes = encodedLength(t, file.encoding);
+      bytes = byteLength(t, file.encoding);
     }
   }
   const padding = c.pad.repeat(c.length - bytes);
@@ -219,10 +219,6 @@ function representable(file: LayoutFile, c: LayoutColumn, text: string): string 
     else throw new LayoutRenderError(`${file.name} ${c.name}: ${JSON.stringify(ch)} cannot be written in ${file.encoding} (set transliterate: true)`);
   }
   return out;
-}
-
-function encodedLength(s: string, encoding: LayoutEncoding): number {
-  return encoding === 'utf-8' ? new TextEncoder().encode(s).length : s.length;
 }
 
 const FOLD: Record<string, string> = {
