@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
-import { concatBytes, encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from './layout/render.js';
+import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type RenderedRows, type RowKind } from './layout/render.js';
 import type { MappedRecord } from '../../contract/records.js';
-import type { FileBatchStore, AppendResult, FileBatchRow } from '../../store/file-batches.js';
+import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
 import { DIR_MODE, exists, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
@@ -43,6 +43,16 @@ interface StoredRows {
   [file: string]: { lines: string[]; amounts: Record<string, string> };
 }
 
+/** A loan's rows rendered by `FileBatches.check`, ready for `append` (the layout they were rendered in travels with them). */
+export interface PreparedBoard {
+  readonly loanId: string;
+  /** The layout.yaml text the rows are in. */
+  readonly layout: string;
+  /** File name → rows, for each kind of board (a file the loan has no record for is absent). */
+  readonly rows: Readonly<Record<RowKind, Record<string, RenderedRows>>>;
+  readonly recordCount: Readonly<Record<RowKind, number>>;
+}
+
 export interface SealedBatchSummary {
   id: string;
   loanCount: number;
@@ -67,34 +77,41 @@ export class FileBatches {
     return join(this.opts.root, id);
   }
 
-  /** Throws LayoutRenderError when a record does not fit the layout (a value too wide, a character the encoding lacks). */
-  check(loanId: string, records: readonly MappedRecord[]): void {
-    for (const f of this.opts.layout().files) renderRows(f, records, { loanId, kind: 'correction' });
+  /**
+   * Renders a loan's records in the layout in use, once, for both kinds of board (a first board, a
+   * correction of a loan in a sealed batch: the store decides which inside its transaction). Throws
+   * LayoutRenderError when a record does not fit the layout (a value too wide, a character the
+   * encoding lacks), before anything is written. What it returns is what `append` stores.
+   */
+  check(loanId: string, records: readonly MappedRecord[]): PreparedBoard {
+    const layout = this.opts.layout();
+    const byKind: Record<RowKind, Record<string, RenderedRows>> = { new: {}, correction: {} };
+    const recordCount: Record<RowKind, number> = { new: 0, correction: 0 };
+    for (const f of layout.files) {
+      const r = renderLoanRows(f, records, { loanId });
+      for (const kind of ['new', 'correction'] as const) {
+        if (r[kind].lines.length > 0) byKind[kind][f.name] = r[kind];
+        recordCount[kind] += r[kind].lines.length;
+      }
+    }
+    return { loanId, layout: layout.source, rows: byKind, recordCount };
   }
 
   /**
-   * Renders the loan's records (a layout error throws before anything is stored) and puts them into
-   * the open batch; seals a batch this board found past its cut-off.
+   * Puts a board `check` rendered into the open batch (nothing is rendered again here, and it goes
+   * in the layout it was rendered in); seals a batch this board found past its cut-off.
    */
-  async append(loanId: string, records: readonly MappedRecord[], principalCents: string | null): Promise<AppendResult> {
+  async append(board: PreparedBoard, principalCents: string | null): Promise<AppendResult> {
     const now = this.opts.clock.now();
-    const layout = this.opts.layout();
-    const render = (kind: 'new' | 'correction'): { digest: string; rowsJson: string; recordCount: number } => {
-      const rows: Record<string, RenderedRows> = {};
-      let recordCount = 0;
-      for (const f of layout.files) {
-        const r = renderRows(f, records, { loanId, kind });
-        if (r.lines.length > 0) rows[f.name] = r;
-        recordCount += r.lines.length;
-      }
-      const rowsJson = JSON.stringify(rows);
-      return { digest: createHash('sha256').update(`${principalCents ?? ''}\u0000${rowsJson}`).digest('hex'), rowsJson, recordCount };
+    const render = (kind: RowKind): RenderedLoan => {
+      const rowsJson = JSON.stringify(board.rows[kind]);
+      return { digest: createHash('sha256').update(`${principalCents ?? ''}\u0000${rowsJson}`).digest('hex'), rowsJson, recordCount: board.recordCount[kind] };
     };
     const result = this.store.append({
-      loanId,
+      loanId: board.loanId,
       principalCents,
       now,
-      layout: layout.source,
+      layout: board.layout,
       openBatch: (at) => {
         const cutoffAt = nextCutoff(at, this.opts.rule);
         return { cutoffAt, day: batchDay(cutoffAt, this.opts.rule.timeZone) };

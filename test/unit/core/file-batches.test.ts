@@ -134,11 +134,47 @@ describe('sealed batches', () => {
     const c = core();
     const batches = c.batches!;
     await board(c, 'loan_1');
-    expect((await batches.append('loan_1', records('loan_1'), '125000050')).outcome).toBe('unchanged');
-    expect((await batches.append('loan_1', records('loan_1', { note: 'fixed' }), '125000050')).outcome).toBe('replaced');
+    expect((await batches.append(batches.check('loan_1', records('loan_1')), '125000050')).outcome).toBe('unchanged');
+    expect((await batches.append(batches.check('loan_1', records('loan_1', { note: 'fixed' })), '125000050')).outcome).toBe('replaced');
     now = CUTOFF_14;
     await c.sealDue();
     expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['action,loan_id,principal_cents,rate_bps,rate_index,note', 'A,loan_1,125000050,725,,fixed']);
+  });
+
+  it('renders a board once: the batch holds the lines check() rendered, not a second rendering (regression: append rendered again)', async () => {
+    const c = core();
+    // A value that changes at each read shows how many times the layout read it, and which read the batch kept.
+    let reads = 0;
+    const recs = records('loan_once');
+    Object.defineProperty(recs[0]!.fields, 'name', { enumerable: true, get: () => `Name ${++reads}` });
+    await board(c, 'loan_once', recs);
+    now = CUTOFF_14;
+    await c.sealDue();
+    // Read 1 is the render at check(); records.json of the package is the only other reader.
+    expect(await lines('2025-03-14-001', 'customer.csv')).toEqual(['action,loan_id,customer_id,name,kind', 'A,loan_once,biz_loan_once,Name 1,business']);
+    expect(reads).toBe(2);
+    const pkg = JSON.parse(await readFile(join(dir, 'packages', 'loan_once', 'records.json'), 'utf8')) as { records: MappedRecord[] };
+    expect(pkg.records[0]!.fields['name']).toBe('Name 2');
+  });
+
+  it('check() returns the rows append stores, for a first board and for a correction (one rendering, both kinds)', async () => {
+    const c = core();
+    const batches = c.batches!;
+    const prepared = batches.check('loan_1', records('loan_1'));
+    expect(prepared.rows.new['loan.csv']!.lines).toEqual(['A,loan_1,125000050,725,,']);
+    expect(prepared.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,']);
+    expect(prepared.recordCount).toEqual({ new: 2, correction: 2 });
+    expect((await batches.append(prepared, '125000050')).kind).toBe('new');
+    const stored = db.prepare(`SELECT rows_json AS j, record_count AS n FROM file_batch_loans WHERE loan_id = 'loan_1'`).get() as { j: string; n: number };
+    expect(JSON.parse(stored.j)).toEqual(prepared.rows.new);
+    expect(stored.n).toBe(2);
+    now = CUTOFF_14 + 60_000;
+    await batches.sealDue();
+    const again = batches.check('loan_1', records('loan_1', { note: 'fixed' }));
+    expect((await batches.append(again, '125000050')).kind).toBe('correction');
+    const corr = db.prepare(`SELECT rows_json AS j FROM file_batch_loans WHERE loan_id = 'loan_1' AND kind = 'correction'`).get() as { j: string };
+    expect(JSON.parse(corr.j)).toEqual(again.rows.correction);
+    expect(again.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,fixed']);
   });
 
   it('re-boarding a loan whose batch is sealed emits a correction record into the open batch', async () => {

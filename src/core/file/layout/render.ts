@@ -16,8 +16,12 @@ export class LayoutRenderError extends Error {
 
 export type RowKind = 'new' | 'correction';
 
-export interface RecordContext {
+/** What a loan's lines depend on besides its records. */
+export interface LoanContext {
   loanId: string;
+}
+
+export interface RecordContext extends LoanContext {
   kind: RowKind;
 }
 
@@ -38,15 +42,29 @@ export interface RenderedRows {
   amounts: Record<string, string>;
 }
 
-/** Renders every record of the file's record type; an empty list when the loan has none. */
-export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
+/**
+ * One loan's rows in one file, for both kinds of board (the store decides which it is, in its
+ * write transaction): every value is read and formatted once; only `code` columns differ between
+ * the two, and without one both kinds share the same lines.
+ */
+export interface RenderedLoanRows {
+  new: RenderedRows;
+  correction: RenderedRows;
+}
+
+/** Renders every record of the file's record type, as a first board and as a correction; empty lists when the loan has none. */
+export function renderLoanRows(file: LayoutFile, records: readonly MappedRecord[], ctx: LoanContext): RenderedLoanRows {
   const lines: string[] = [];
+  const corrections: string[] = [];
   const amounts: Record<string, bigint> = {};
+  const withCode = file.columns.some((c) => c.code !== undefined);
   // One sum per field and scale, however many header/trailer columns show it.
   const totalCols = [...new Map([...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined).map((c) => [totalKey(c), c])).values()];
   for (const rec of records) {
     if (rec.type !== file.record) continue;
-    lines.push(renderLine(file, file.columns, (c) => detailValue(c, rec, ctx)));
+    const cells = file.columns.map((c) => ({ c, out: cellOut(file, c, detailValue(c, rec, ctx, 'new')) }));
+    lines.push(joinCells(file, cells));
+    if (withCode) corrections.push(joinCells(file, cells.map((x) => (x.c.code === undefined ? x : { c: x.c, out: cellOut(file, x.c, x.c.code.correction) }))));
     for (const c of totalCols) {
       const key = totalKey(c);
       const v = rec.fields[c.total as string];
@@ -54,7 +72,13 @@ export function renderRows(file: LayoutFile, records: readonly MappedRecord[], c
       amounts[key] = (amounts[key] ?? 0n) + scaled(cellText(v), c.decimals ?? 2, `${file.name} ${c.name} (${rec.type}.${c.total})`);
     }
   }
-  return { lines, amounts: Object.fromEntries(Object.entries(amounts).map(([k, v]) => [k, v.toString()])) };
+  const sums = Object.fromEntries(Object.entries(amounts).map(([k, v]) => [k, v.toString()]));
+  return { new: { lines, amounts: sums }, correction: { lines: withCode ? corrections : lines, amounts: sums } };
+}
+
+/** Renders every record of the file's record type for one kind of board; an empty list when the loan has none. */
+export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
+  return renderLoanRows(file, records, ctx)[ctx.kind];
 }
 
 export function totalKey(c: LayoutColumn): string {
@@ -81,10 +105,10 @@ export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: 
   });
 }
 
-function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: RecordContext): unknown {
+function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: LoanContext, kind: RowKind): unknown {
   if (c.field !== undefined) return rec.fields[c.field];
   if (c.value !== undefined) return c.value;
-  if (c.code !== undefined) return ctx.kind === 'correction' ? c.code.correction : c.code.new;
+  if (c.code !== undefined) return kind === 'correction' ? c.code.correction : c.code.new;
   switch (c.source) {
     case 'loanId':
       return ctx.loanId;
@@ -98,16 +122,21 @@ function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: RecordContext): un
 }
 
 function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], valueOf: (c: LayoutColumn) => unknown): string {
-  const cells = cols.map((c) => {
-    const raw = valueOf(c);
-    const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw);
-    return { c, text };
-  });
-  if (file.format === 'csv') return cells.map(({ c, text }) => csvCell(file, c, text)).join(file.delimiter);
+  return joinCells(file, cols.map((c) => ({ c, out: cellOut(file, c, valueOf(c)) })));
+}
+
+/** One column's cell as written: formatted, then quoted (CSV) or padded to its width (fixed). */
+function cellOut(file: LayoutFile, c: LayoutColumn, raw: unknown): string {
+  const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw);
+  return file.format === 'csv' ? csvCell(file, c, text) : fixedCell(file, c, text);
+}
+
+function joinCells(file: LayoutFile, cells: ReadonlyArray<{ c: LayoutColumn; out: string }>): string {
+  if (file.format === 'csv') return cells.map((x) => x.out).join(file.delimiter);
   return cells
     .slice()
     .sort((a, b) => a.c.start - b.c.start)
-    .map(({ c, text }) => fixedCell(file, c, text))
+    .map((x) => x.out)
     .join('');
 }
 
