@@ -83,6 +83,12 @@ export function fixtureOptions(raw: unknown): MapperOptions | string {
   };
 }
 
+/** The bank time zone a case runs in (its options.json, else the default): its mapping, and the dates of its expected-lines. */
+export function fixtureTimeZone(c: Pick<FixtureCase, 'options'>): string {
+  const o = fixtureOptions(c.options);
+  return typeof o === 'string' ? DEFAULT_MAPPER_OPTIONS.timeZone : o.timeZone;
+}
+
 export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions) => Promise<Mapper>): Promise<FixtureResult> {
   const options = fixtureOptions(c.options);
   if (typeof options === 'string') return { name: c.name, ok: false, diffs: [options] };

@@ -88,7 +88,7 @@ export class FileBatches {
     const byKind: Record<RowKind, Record<string, RenderedRows>> = { new: {}, correction: {} };
     const recordCount: Record<RowKind, number> = { new: 0, correction: 0 };
     for (const f of layout.files) {
-      const r = renderLoanRows(f, records, { loanId });
+      const r = renderLoanRows(f, records, { loanId, timeZone: this.opts.rule.timeZone });
       for (const kind of ['new', 'correction'] as const) {
         if (r[kind].lines.length > 0) byKind[kind][f.name] = r[kind];
         recordCount[kind] += r[kind].lines.length;
@@ -238,7 +238,7 @@ export class FileBatches {
     const fileSummaries: SealedBatchSummary['files'] = [];
     let recordCount = 0;
     for (const { f, lines, loans, totals } of files) {
-      const s = { batchId: batch.id, batchDate, records: lines.length, loans: loans.size, totals };
+      const s = { batchId: batch.id, timeZone: this.opts.rule.timeZone, batchDate, records: lines.length, loans: loans.size, totals };
       const all = [headerRowLine(f), summaryLine(f, 'header', s), ...lines, summaryLine(f, 'trailer', s)].filter((l): l is string => l !== undefined);
       const bytes = concatBytes(all.map((l) => encodeLine(f, l)));
       const sha256 = createHash('sha256').update(bytes).digest('hex');

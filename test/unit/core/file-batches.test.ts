@@ -177,6 +177,22 @@ describe('sealed batches', () => {
     expect(again.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,fixed']);
   });
 
+  it("a date column shows an instant's day in the bank's time zone (the batch's cut-off zone), not the UTC day", async () => {
+    const layout = testLayout(`files:
+  - name: loan.csv
+    record: loan
+    format: csv
+    columns:
+      - { name: loan_id, source: externalId }
+      - { name: funded, field: fundedAt, dateFormat: yyyymmdd }
+`);
+    const c = core(layout);
+    await board(c, 'loan_late', records('loan_late', { fundedAt: '2025-03-14T04:30:00Z' })); // 23:30 CDT on the 13th
+    now = CUTOFF_14;
+    await c.sealDue();
+    expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['loan_id,funded', 'loan_late,20250313']);
+  });
+
   it('re-boarding a loan whose batch is sealed emits a correction record into the open batch', async () => {
     const c = core();
     await board(c, 'loan_1');

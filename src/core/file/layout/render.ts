@@ -1,3 +1,4 @@
+import { formatWallTime, toWallTime } from '../../../lib/calendar.js';
 import { formatUnits } from '../../../lib/decimal.js';
 import { neutraliseFormula } from '../../../lib/formula.js';
 import { byteLength, CONTROL_CHARACTERS, type LayoutColumn, type LayoutFile } from './layout.js';
@@ -19,6 +20,8 @@ export type RowKind = 'new' | 'correction';
 /** What a loan's lines depend on besides its records. */
 export interface LoanContext {
   loanId: string;
+  /** The bank's IANA time zone (config bank.timeZone): a date column shows an instant's day there. */
+  timeZone: string;
 }
 
 export interface RecordContext extends LoanContext {
@@ -27,6 +30,8 @@ export interface RecordContext extends LoanContext {
 
 export interface BatchSummary {
   batchId: string;
+  /** The bank's IANA time zone, as for the detail records. */
+  timeZone: string;
   /** yyyy-mm-dd (bank day the batch was opened). */
   batchDate: string;
   records: number;
@@ -62,9 +67,9 @@ export function renderLoanRows(file: LayoutFile, records: readonly MappedRecord[
   const totalCols = [...new Map([...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined).map((c) => [totalKey(c), c])).values()];
   for (const rec of records) {
     if (rec.type !== file.record) continue;
-    const cells = file.columns.map((c) => ({ c, out: cellOut(file, c, detailValue(c, rec, ctx, 'new')) }));
+    const cells = file.columns.map((c) => ({ c, out: cellOut(file, c, detailValue(c, rec, ctx, 'new'), ctx.timeZone) }));
     lines.push(joinCells(file, cells));
-    if (withCode) corrections.push(joinCells(file, cells.map((x) => (x.c.code === undefined ? x : { c: x.c, out: cellOut(file, x.c, x.c.code.correction) }))));
+    if (withCode) corrections.push(joinCells(file, cells.map((x) => (x.c.code === undefined ? x : { c: x.c, out: cellOut(file, x.c, x.c.code.correction, ctx.timeZone) }))));
     for (const c of totalCols) {
       const key = totalKey(c);
       const v = rec.fields[c.total as string];
@@ -94,7 +99,7 @@ export function headerRowLine(file: LayoutFile): string | undefined {
 export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: BatchSummary): string | undefined {
   const cols = section === 'header' ? file.header : file.trailer;
   if (cols === undefined) return undefined;
-  return renderLine(file, cols, (c) => {
+  return renderLine(file, cols, s.timeZone, (c) => {
     if (c.value !== undefined) return c.value;
     if (c.source === 'batchId') return s.batchId;
     if (c.source === 'batchDate') return s.batchDate;
@@ -121,13 +126,13 @@ function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: LoanContext, kind:
   }
 }
 
-function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], valueOf: (c: LayoutColumn) => unknown): string {
-  return joinCells(file, cols.map((c) => ({ c, out: cellOut(file, c, valueOf(c)) })));
+function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], timeZone: string, valueOf: (c: LayoutColumn) => unknown): string {
+  return joinCells(file, cols.map((c) => ({ c, out: cellOut(file, c, valueOf(c), timeZone) })));
 }
 
 /** One column's cell as written: formatted, then quoted (CSV) or padded to its width (fixed). */
-function cellOut(file: LayoutFile, c: LayoutColumn, raw: unknown): string {
-  const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw);
+function cellOut(file: LayoutFile, c: LayoutColumn, raw: unknown, timeZone: string): string {
+  const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw, timeZone);
   return file.format === 'csv' ? csvCell(file, c, text) : fixedCell(file, c, text);
 }
 
@@ -140,14 +145,16 @@ function joinCells(file: LayoutFile, cells: ReadonlyArray<{ c: LayoutColumn; out
     .join('');
 }
 
-function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown): string {
+function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown, timeZone: string): string {
   const text = cellText(raw);
   if (text === '') return '';
   const where = `${file.name} ${c.name}`;
   if (c.dateFormat !== undefined) {
-    const m = /^(\d{4})-(\d{2})-(\d{2})/.exec(text);
-    if (!m) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a yyyy-mm-dd date`);
-    const [, y, mo, d] = m as unknown as [string, string, string, string];
+    // An instant (Z or an offset) shows its day in the bank's zone, never its UTC day; a date, or a
+    // date-time without offset, is already the bank's calendar value and is written as it is.
+    const wall = toWallTime(text, timeZone);
+    if (wall === null) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a date (yyyy-mm-dd) or an ISO 8601 date-time of a real day`);
+    const [y, mo, d] = formatWallTime(wall, 'yyyy-MM-dd').split('-') as [string, string, string];
     switch (c.dateFormat) {
       case 'yyyymmdd':
         return `${y}${mo}${d}`;

@@ -87,7 +87,7 @@ describe('the shipped layout', () => {
       const out = await m.map(c.input as never);
       if (!out.ok) continue;
       for (const f of layout.files) {
-        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', kind }), `${c.name} ${f.name}`).not.toThrow();
+        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', timeZone: 'America/Chicago', kind }), `${c.name} ${f.name}`).not.toThrow();
       }
       rendered += 1;
     }
@@ -109,7 +109,7 @@ describe('layout rendering', () => {
 
   it('folds names to ASCII and strips control characters; every record is exactly recordLength bytes', () => {
     expect(transliterate('CAFÉ OLÉ Straße Æbelø Łódź')).toBe('CAFE OLE Strasse AEbelo Lodz');
-    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], { loanId: 'l', kind: 'correction' });
+    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'correction' });
     expect(r.lines).toEqual(['CJorg ssAE   -000150']);
     for (const l of r.lines) expect(encodeLine(f, l).length).toBe(21); // + LF
   });
@@ -133,14 +133,37 @@ describe('layout rendering', () => {
       - { name: IMPLIED, total: amount, decimals: 2, implied: true }
 `,
     ).layout!.files[0]!;
-    const r = renderRows(withTrailer, recs, { loanId: 'l', kind: 'new' });
+    const r = renderRows(withTrailer, recs, { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' });
     const totals = new Map(Object.entries(r.amounts).map(([k, v]) => [k, BigInt(v)]));
-    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
+    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', timeZone: 'America/Chicago', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
   });
 
   it('refuses a value that would lose money digits or a character the encoding lacks', () => {
-    expect(() => renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], { loanId: 'l', kind: 'new' })).toThrow(/more than 2 decimal/);
+    expect(() => renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/more than 2 decimal/);
     const strict = compileLayout(fixed(`      - { name: NAME, start: 1, length: 20, field: name }\n`, '\n    encoding: ascii').replace('record: loan', 'record: r')).layout!.files[0]!;
-    expect(() => renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], { loanId: 'l', kind: 'new' })).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
+    expect(() => renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
+  });
+
+  it("writes an instant's date in the bank's time zone, never its UTC day (regression: 2026-03-08T05:30Z printed 2026-03-08 in Chicago)", () => {
+    const dates = compileLayout(`files:
+  - name: D.CSV
+    record: r
+    format: csv
+    columns:
+      - { name: iso, field: at, dateFormat: yyyy-mm-dd }
+      - { name: us, field: at, dateFormat: mm/dd/yyyy }
+      - { name: packed, field: at, dateFormat: yyyymmdd }
+`).layout!.files[0]!;
+    const line = (at: string, timeZone = 'America/Chicago') => renderRows(dates, [{ type: 'r', externalId: 'x', fields: { at } }], { loanId: 'l', timeZone, kind: 'new' }).lines[0];
+    // 05:30Z is 23:30 CST the evening before (DST starts at 08:00Z that day).
+    expect(line('2026-03-08T05:30:00Z')).toBe('2026-03-07,03/07/2026,20260307');
+    expect(line('2026-03-08T08:30:00.000Z')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(line('2026-03-07T23:30:00-06:00', 'Asia/Tokyo')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(line('2026-03-08T05:30:00Z', 'UTC')).toBe('2026-03-08,03/08/2026,20260308');
+    // A date, or a date-time without offset, is the bank's calendar value already: written as it is.
+    expect(line('2026-03-08')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(line('2026-03-08T00:30:00')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(() => line('2026-02-30')).toThrow(/D\.CSV iso: a value of 10 characters is not a date/);
+    expect(() => line('next tuesday')).toThrow(/not a date/);
   });
 });
