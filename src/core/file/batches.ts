@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../../lib/clock.js';
+import { csvRecord } from '../../lib/csv.js';
 import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
 import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type RenderedRows, type RowKind } from './layout/render.js';
@@ -234,7 +235,8 @@ export class FileBatches {
     }
     const batchDate = batchDay(batch.cutoffAt, this.opts.rule.timeZone);
     const outputs: Array<[string, Uint8Array]> = [];
-    const controlRows: string[] = ['batch_id,file,record_type,record_count,loan_count,bytes,sha256'];
+    // Every field escaped (RFC 4180): a record type is any text the layout gives it.
+    const controlRows: string[] = [csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256'])];
     const fileSummaries: SealedBatchSummary['files'] = [];
     let recordCount = 0;
     for (const { f, lines, loans, totals } of files) {
@@ -243,13 +245,13 @@ export class FileBatches {
       const bytes = concatBytes(all.map((l) => encodeLine(f, l)));
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       outputs.push([f.name, bytes]);
-      controlRows.push([batch.id, f.name, f.record, lines.length, loans.size, bytes.length, sha256].join(','));
+      controlRows.push(csvRecord([batch.id, f.name, f.record, lines.length, loans.size, bytes.length, sha256]));
       fileSummaries.push({ name: f.name, records: lines.length, bytes: bytes.length, sha256 });
       recordCount += lines.length;
     }
-    controlRows.push(`${batch.id},*,loans,${loanCount},${loanCount},,`);
-    controlRows.push(`${batch.id},*,corrections,${corrections},${corrections},,`);
-    controlRows.push(`${batch.id},*,principal_total_cents,${principal.toString()},,,`);
+    controlRows.push(csvRecord([batch.id, '*', 'loans', loanCount, loanCount, null, null]));
+    controlRows.push(csvRecord([batch.id, '*', 'corrections', corrections, corrections, null, null]));
+    controlRows.push(csvRecord([batch.id, '*', 'principal_total_cents', principal, null, null, null]));
     return {
       outputs,
       control: `${controlRows.join('\n')}\n`,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileCore } from '../../../src/core/file/file-core.js';
+import { parseCsv } from '../../../src/mapping/csv.js';
 import { CoreRejectedError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
@@ -191,6 +192,30 @@ describe('sealed batches', () => {
     now = CUTOFF_14;
     await c.sealDue();
     expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['loan_id,funded', 'loan_late,20250313']);
+  });
+
+  it('control.csv escapes its fields: a record type with a comma, a quote and a newline round-trips through a CSV parser (regression: joined with commas)', async () => {
+    const type = 'loan, "big"\nline';
+    const layout = testLayout(`files:
+  - name: loan.csv
+    record: ${JSON.stringify(type)}
+    format: csv
+    columns:
+      - { name: loan_id, source: externalId }
+`);
+    const c = core(layout);
+    await board(c, 'loan_1', [{ type, externalId: 'loan_1', fields: {} }]);
+    now = CUTOFF_14;
+    await c.sealDue();
+    const rows = parseCsv(await readFile(join(dir, 'batches', '2025-03-14-001', 'control.csv'), 'utf8')).map((r) => r.cells);
+    expect(rows[0]).toEqual(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256']);
+    expect(rows[1]!.slice(0, 5)).toEqual(['2025-03-14-001', 'loan.csv', type, '1', '1']);
+    expect(rows.slice(2)).toEqual([
+      ['2025-03-14-001', '*', 'loans', '1', '1', '', ''],
+      ['2025-03-14-001', '*', 'corrections', '0', '0', '', ''],
+      ['2025-03-14-001', '*', 'principal_total_cents', '125000050', '', '', ''],
+    ]);
+    expect(rows.every((r) => r.length === 7)).toBe(true);
   });
 
   it('re-boarding a loan whose batch is sealed emits a correction record into the open batch', async () => {
