@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../../lib/clock.js';
 import { csvRecord } from '../../lib/csv.js';
@@ -8,7 +8,7 @@ import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
 import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type RenderedRows, type RowKind } from './layout/render.js';
 import type { MappedRecord } from '../../contract/records.js';
 import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
-import { DIR_MODE, exists, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
+import { DIR_MODE, exists, sweepTempFiles, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
 /**
@@ -192,7 +192,8 @@ export class FileBatches {
     if (!(await exists(join(dir, this.opts.triggerFile)))) {
       await mkdir(dir, { recursive: true, mode: DIR_MODE });
       // Temp files of a write a crash cut short: never renamed, never read by the job.
-      for (const f of await readdir(dir)) if (f.startsWith('.tmp-') && !ownedByLiveProcess(f)) await rm(join(dir, f), { force: true });
+      const swept = await sweepTempFiles(dir);
+      if (swept.length > 0) this.opts.logger.info({ batchId: id, files: swept.length }, 'removed temp files an interrupted seal left');
       await writeFilesAtomic(dir, summary.outputs);
       await writeFileAtomic(join(dir, CONTROL_FILE), summary.control);
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
@@ -257,18 +258,5 @@ export class FileBatches {
       control: `${controlRows.join('\n')}\n`,
       summary: { id: batch.id, loanCount, corrections, recordCount, principalCents: principal.toString(), files: fileSummaries },
     };
-  }
-}
-
-
-/** `.tmp-<pid>-…` of another process still running (a `batches seal` beside the daemon): not a leftover. */
-function ownedByLiveProcess(tmpName: string): boolean {
-  const pid = Number(/^\.tmp-(\d+)-/.exec(tmpName)?.[1]);
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code === 'EPERM';
   }
 }
