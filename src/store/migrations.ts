@@ -272,4 +272,10 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  /* 12: file_batches.loan_count and record_count were written at the seal and never read: the
+     batch's loans (file_batch_loans, kept after the seal) give the same counts, and control.csv
+     holds what the files were written with. Dropped rather than kept in step with them. */ `
+  ALTER TABLE file_batches DROP COLUMN loan_count;
+  ALTER TABLE file_batches DROP COLUMN record_count;
+  `,
 ];

@@ -199,7 +199,7 @@ export class FileBatches {
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
     }
     const s = summary.summary;
-    if (this.store.markSealed(id, this.opts.clock.now(), { loanCount: s.loanCount, recordCount: s.recordCount, principalCents: s.principalCents })) {
+    if (this.store.markSealed(id, this.opts.clock.now(), { principalCents: s.principalCents })) {
       this.opts.logger.info({ batchId: id, loans: s.loanCount, corrections: s.corrections, records: s.recordCount, principalCents: s.principalCents }, 'batch sealed');
       this.scrub(id);
     }

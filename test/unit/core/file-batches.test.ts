@@ -109,7 +109,8 @@ describe('sealed batches', () => {
     const ctl = await lines('2025-03-14-001', 'control.csv');
     expect(ctl).toContain('2025-03-14-001,*,loans,5,5,,');
     expect(ctl.at(-1)).toBe('2025-03-14-001,*,principal_total_cents,625000250,,,');
-    expect(db.prepare(`SELECT status, loan_count AS n, principal_cents AS p FROM file_batches`).all()).toEqual([{ status: 'sealed', n: 5, p: '625000250' }]);
+    expect(db.prepare(`SELECT status, principal_cents AS p FROM file_batches`).all()).toEqual([{ status: 'sealed', p: '625000250' }]);
+    expect(c.batches!.store.counts('2025-03-14-001')).toEqual({ loans: 5, corrections: 0, records: 10 });
   });
 
   it('a board after the cut-off seals the open batch first and goes to the next one; the sealed files never change', async () => {
