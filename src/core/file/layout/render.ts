@@ -6,10 +6,10 @@ import type { MappedRecord } from '../../../contract/records.js';
 
 /**
  * Renders mapped records into the lines of a declared layout. Pure and per record: a line depends
- * only on its own record, the bank's time zone and whether it is a first board or a correction (both
- * are rendered in one pass), so a batch can store
- * each loan's lines once and never render them again. Header and trailer records are rendered at
- * seal time from counts and exact totals.
+ * only on its own record, the bank's time zone and whether it is a first board or a correction
+ * (both kinds are rendered in one pass), so a batch can store each loan's lines once and never
+ * render them again. Header and trailer records are rendered at seal time from counts and exact
+ * totals.
  */
 
 export class LayoutRenderError extends Error {
