@@ -8,6 +8,7 @@
  * "console interface:".
  */
 import type { QuarantineReason, LoanState } from '../store/loan-states.js';
+import { AGE_BUCKETS, type AgeBucket } from '../reports/types.js';
 
 /** Roles of a console user (config console.users[].roles). A user may hold several. */
 export const CONSOLE_ROLES = ['viewer', 'operator', 'approver'] as const;
@@ -69,9 +70,9 @@ export interface ExceptionFilter {
   /** Release date (the platform's releasedAt, YYYY-MM-DD, inclusive). */
   releasedFrom?: string;
   releasedTo?: string;
-  /** Only loans in their state at least / at most this many hours (age since they entered it). */
-  minAgeHours?: number;
-  maxAgeHours?: number;
+  /** Only loans in their state at least / at most this many business days (the report's age, bank.timeZone). */
+  minAgeDays?: number;
+  maxAgeDays?: number;
 }
 
 export const EXCEPTION_SORTS = ['age', 'amount', 'released', 'id'] as const;
@@ -102,7 +103,9 @@ export interface ExceptionItem {
   releasedAt: string | null;
   /** ISO time the loan entered its state. */
   since: string;
-  ageHours: number;
+  /** Business days in its state, as the reconciliation report counts them. */
+  ageBusinessDays: number;
+  ageBucket: AgeBucket;
   lastErrorCode: string | null;
   lastErrorMessage: string | null;
   attempts: number;
@@ -114,11 +117,10 @@ export interface ExceptionPage {
   next: string | null;
 }
 
-/** Age buckets as in the reconciliation report. */
-export const AGE_BUCKETS = ['<1d', '1-3d', '3-7d', '>7d'] as const;
-export type AgeBucket = (typeof AGE_BUCKETS)[number];
+/** Age buckets as in the reconciliation report (business days: 0-1, 2-5, >5). */
+export { AGE_BUCKETS, type AgeBucket };
 
-/** Counts per reason by age (the queue's summary): `{ reason, total, byAge: { '<1d': n, … } }`. */
+/** Counts per reason by age (the queue's summary): `{ reason, total, byAge: { '0-1': n, '2-5': n, '>5': n } }`. */
 export interface ReasonAgeCount {
   reason: ExceptionReason;
   total: number;
