@@ -206,6 +206,33 @@ describe('ops console JSON API', () => {
     expect(lines.slice(1).map((l) => l.split(',')[3])).toEqual(['request', 'approve', 'execute']);
   });
 
+  it('re-board by ids and strike clear run through the executor once approved', async () => {
+    const acked = rt.store.loans.list({ state: 'acknowledged' })[0]?.id as string;
+    const writesBefore = core.loans.get(acked)?.writes ?? 0;
+    mapper.version = 'v2';
+    const diff = await api('vera', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`);
+    expect(diff.status).toBe(200);
+    expect(diff.json).toMatchObject({ loanId: acked, outcome: 'would_rewrite', mappingVersion: 'v2', previousVersion: 'v1' });
+    const reboard = await api('olga', 'POST', '/requests', { action: 'reboard', loans: [acked], reason: 'v2 maps the payment frequency' });
+    expect(reboard.status).toBe(202);
+    const done = await api('ivan', 'POST', `/requests/${reboard.json.id as string}/approve`);
+    expect(done.json).toMatchObject({ status: 'executed', result: { done: 1, failed: [], detail: 'rewritten 1' } });
+    expect(core.loans.get(acked)?.writes).toBe(writesBefore + 1);
+
+    const clear = await api('olga', 'POST', '/requests', { action: 'strike_clear', reason: 'platform confirmed the key is in good standing' });
+    expect(clear.status).toBe(202);
+    const cleared = await api('ivan', 'POST', `/requests/${clear.json.id as string}/approve`);
+    expect(cleared.json).toMatchObject({ status: 'executed', result: { detail: 'cleared 0 strike(s)' } });
+    // No batches with this core: a seal is refused when asked for, not when approved.
+    expect((await api('olga', 'POST', '/requests', { action: 'seal', reason: 'early cut-off' })).status).toBe(400);
+    // A rejected request never runs.
+    const skip = await api('olga', 'POST', '/requests', { action: 'reboard', loans: [acked], reason: 'again' });
+    expect((await api('ivan', 'POST', `/requests/${skip.json.id as string}/reject`, {})).status).toBe(400);
+    const rejected = await api('ivan', 'POST', `/requests/${skip.json.id as string}/reject`, { note: 'not needed' });
+    expect(rejected.json).toMatchObject({ status: 'rejected', decidedBy: 'ivan', decisionNote: 'not needed' });
+    expect(core.loans.get(acked)?.writes).toBe(writesBefore + 1);
+  });
+
   it('refuses a request naming a loan the action cannot take, and the audit table is append-only', async () => {
     const acked = rt.store.loans.list({ state: 'acknowledged' })[0]?.id as string;
     const r = await api('olga', 'POST', '/requests', { action: 'skip', loans: [acked], reason: 'no longer wanted' });
@@ -246,6 +273,7 @@ describe('ops console JSON API', () => {
     const status = await api('vera', 'GET', '/status');
     expect(status.status).toBe(200);
     expect(status.json).toMatchObject({ role: 'leader', loansByState: { acknowledged: LOANS }, pendingRequests: 0 });
+    expect(status.json.lastCycleAt).toEqual(expect.any(String));
     expect(status.json.platform).toMatchObject({ trafficStopped: false });
     expect((await api('vera', 'GET', '/batches')).json).toEqual({ batches: [] });
   });
