@@ -470,7 +470,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       const isExempt = exempt(input.action);
       await cs.insertRequest(
         { id, action: input.action, filter: t.filter ? JSON.stringify(t.filter) : null, batch: input.batch ?? null, previewCount: t.loans.length, reason, maker: user.name, createdAt: now, status: 'pending' },
-        t.loans,
+        t.loans.map((l) => ({ id: l, state: store.loans.get(l)?.state ?? null })),
         { at: now, actor: user.name, kind: 'request', action: input.action, requestId: id, reason, detail: { count: t.loans.length, ...(t.filter ? { filter: t.filter } : {}), ...(input.batch ? { batch: input.batch } : {}), ...(t.loans.length === 1 ? { loan: t.loans[0] } : {}) } },
       );
       log.info({ user: user.name, requestId: id, action: input.action, count: t.loans.length }, 'console request made');
