@@ -70,6 +70,7 @@ export interface ConsoleServiceDeps {
   /** The file core's batches; absent for other cores. */
   batching?: BatchingCapability;
   platformHealth?: () => PlatformHealth;
+  coreHealth?: () => Promise<{ ok: boolean; detail?: string }>;
   readiness?: () => Promise<unknown>;
   lastCycleAt?: () => number | null;
   role?: () => 'leader' | 'standby';
@@ -273,6 +274,26 @@ const RUN_DIR = /^run-(\d{6})(?:-(\d{1,4}))?$/;
 function runOrder(run: string): [string, number] {
   const m = RUN_DIR.exec(run);
   return [m?.[1] ?? '', Number(m?.[2] ?? 1)];
+}
+
+/** The core's health, or not ok after CORE_HEALTH_MS (a hung core must not hang the status page). */
+const CORE_HEALTH_MS = 3_000;
+async function boundedHealth(health: () => Promise<{ ok: boolean; detail?: string }>, clock: Clock): Promise<{ ok: boolean; detail: string | null }> {
+  let timer: { cancel(): void } | null = null;
+  const late = new Promise<{ ok: boolean; detail: string | null }>((resolve) => {
+    timer = clock.timeout(CORE_HEALTH_MS, () => resolve({ ok: false, detail: `no answer within ${CORE_HEALTH_MS / 1000} s` }));
+  });
+  try {
+    return await Promise.race([
+      health().then(
+        (h) => ({ ok: h.ok, detail: h.detail ?? null }),
+        (err: unknown) => ({ ok: false, detail: err instanceof Error ? err.message : String(err) }),
+      ),
+      late,
+    ]);
+  } finally {
+    (timer as { cancel(): void } | null)?.cancel();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -628,6 +649,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
         daemon: d ? { pid: d.pid, host: d.host, startedAt: iso(d.startedAt) as string, mappingVersion: d.mappingVersion, reloadError: d.reloadError } : null,
         lastCycleAt: iso(deps.lastCycleAt?.() ?? null),
         platform: deps.platformHealth?.() ?? null,
+        core: deps.coreHealth ? await boundedHealth(deps.coreHealth, clock) : null,
         loansByState: store.loans.countByState(),
         pendingRequests: await cs.countRequests('pending'),
         readiness: deps.readiness ? await deps.readiness() : null,

@@ -275,6 +275,7 @@ describe('ops console JSON API', () => {
     expect(status.json).toMatchObject({ role: 'leader', loansByState: { acknowledged: LOANS }, pendingRequests: 0 });
     expect(status.json.lastCycleAt).toEqual(expect.any(String));
     expect(status.json.platform).toMatchObject({ trafficStopped: false });
+    expect(status.json.core).toEqual({ ok: true, detail: null });
     expect((await api('vera', 'GET', '/batches')).json).toEqual({ batches: [] });
   });
 
