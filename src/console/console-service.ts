@@ -11,6 +11,7 @@ import type { ConsoleConfig } from '../config/schema.js';
 import type { BatchingCapability } from '../core/port.js';
 import { planRetry, planSkip } from '../boarding/ops.js';
 import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
+import { searchKey } from '../lib/search-key.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformHealth } from '../platform/api.js';
@@ -165,7 +166,11 @@ function sqlFilter(f: ExceptionFilter, now: number, timeZone: string): Exception
   const out: ExceptionSqlFilter = {};
   if (f.state !== undefined) out.state = f.state;
   if (f.reason !== undefined) out.reason = f.reason;
-  if (f.q !== undefined) out.q = f.q;
+  if (f.q !== undefined) {
+    out.q = f.q;
+    const key = searchKey(f.q);
+    if (key !== '') out.qKey = key;
+  }
   if (f.product !== undefined) out.product = f.product;
   if (f.minAmountCents !== undefined) out.minAmountCents = f.minAmountCents;
   if (f.maxAmountCents !== undefined) out.maxAmountCents = f.maxAmountCents;
