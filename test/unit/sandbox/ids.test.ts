@@ -10,7 +10,7 @@ const LONG = /^urn:lender:[a-z]+:[A-Za-z0-9._:-]+$/;
 const isLong = (i: string): boolean => LONG.test(i) && i.length <= MAX_LONG_ID_LENGTH;
 const isXlong = (i: string): boolean => LONG.test(i) && i.length > 100 && i.length <= MAX_GENERATED_ID_LENGTH;
 // A wild id: at most 100 characters, with a slash, a space, a percent sign and a non-ASCII letter.
-const isWild = (i: string): boolean => i.length <= MAX_WILD_ID_LENGTH && i.includes('/') && i.includes(' ') && i.includes('%') && /[^\x00-\x7f]/.test(i);
+const isWild = (i: string): boolean => i.length <= MAX_WILD_ID_LENGTH && i.includes('/') && i.includes(' ') && i.includes('%') && /[\u0080-\uffff]/.test(i);
 
 function idsOf(seed: number, shapes: IdShapes, n = 60): string[] {
   const rng = createRng(seed);
