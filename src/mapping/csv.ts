@@ -15,11 +15,22 @@ export class CsvError extends Error {
   }
 }
 
+export interface CsvOptions {
+  /** One character; default `,`. */
+  delimiter?: string;
+}
+
 /**
- * RFC 4180 CSV (comma, double-quote quoting, CRLF or LF). Every cell stays text: lookup values
- * such as 0012 are never turned into numbers. A leading BOM is ignored.
+ * RFC 4180 CSV (double-quote quoting, a doubled quote for a quote, CRLF or LF, line breaks inside
+ * quoted cells), the one CSV reader of the connector: mapping lookups and the bank's customer
+ * extract (line by line: parseCsvLine). Every cell stays text: lookup values such as 0012 are
+ * never turned into numbers. A leading BOM is ignored, empty lines are skipped. A quote inside an
+ * unquoted cell, a character after a closing quote or an unterminated quoted cell is a CsvError
+ * naming line and column.
  */
-export function parseCsv(text: string): CsvRow[] {
+export function parseCsv(text: string, opts: CsvOptions = {}): CsvRow[] {
+  const delimiter = opts.delimiter ?? ',';
+  if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\r' || delimiter === '\n') throw new CsvError(`the delimiter must be one character other than a quote or a line break, got ${JSON.stringify(delimiter)}`, 1, 1);
   const rows: CsvRow[] = [];
   let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
   let line = 1;
@@ -48,8 +59,8 @@ export function parseCsv(text: string): CsvRow[] {
         quoted = false;
         i += 1;
         const next = text[i];
-        if (next !== undefined && next !== ',' && next !== '\n' && next !== '\r') {
-          throw new CsvError('unexpected character after a closing quote', line, i - lineStart + 1);
+        if (next !== undefined && next !== delimiter && next !== '\n' && next !== '\r') {
+          throw new CsvError(`unexpected ${JSON.stringify(next)} after a closing quote`, line, i - lineStart + 1);
         }
         continue;
       }
@@ -61,13 +72,14 @@ export function parseCsv(text: string): CsvRow[] {
       i += 1;
       continue;
     }
-    if (ch === '"' && cell === '') {
+    if (ch === '"') {
+      if (cell !== '') throw new CsvError('a quote inside an unquoted cell (quote the cell and double the quote)', line, i - lineStart + 1);
       quoted = true;
       cellStarted = true;
       i += 1;
       continue;
     }
-    if (ch === ',') {
+    if (ch === delimiter) {
       row.push(cell);
       cell = '';
       cellStarted = true;
@@ -86,7 +98,22 @@ export function parseCsv(text: string): CsvRow[] {
     cellStarted = true;
     i += 1;
   }
-  if (quoted) throw new CsvError('unterminated quoted cell', line, i - lineStart + 1);
+  if (quoted) throw new CsvError('a quoted cell is not closed', line, i - lineStart + 1);
   if (cell !== '' || row.length > 0 || cellStarted) endRow();
   return rows;
+}
+
+/**
+ * One line of CSV on its own (the customer extract: a broken line is reported and skipped without
+ * swallowing the lines after it, so a quoted line break is not supported there). Returns the
+ * cells, or what is wrong with the line.
+ */
+export function parseCsvLine(line: string, delimiter = ','): string[] | string {
+  if (line.includes('\n') || line.includes('\r')) return 'a line break inside the line';
+  try {
+    return parseCsv(line, { delimiter })[0]?.cells ?? [''];
+  } catch (err) {
+    if (err instanceof CsvError) return err.message;
+    throw err;
+  }
 }
