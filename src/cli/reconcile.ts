@@ -60,7 +60,7 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
       followPlatformWaits(line, platform);
       // The state database maps the digests Fineract lists back to platform ids.
       const core = openCore(ctx, db);
-      const bar = createProgressBar(ctx.stderr, Date.now, { line });
+      const bar = createProgressBar(ctx.stderr, ctx.clock, { line });
       let result: ReconcileRunResult;
       try {
         result = await runReconcile({
