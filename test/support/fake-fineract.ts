@@ -542,14 +542,20 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     displayName: c.fullname ?? `${c.firstname ?? ''} ${c.lastname ?? ''}`.trim(),
   });
 
-  // GET /clients?externalId=: Fineract's client search (an exact match on m_client.external_id).
-  r.get('/clients', route((req) => {
-    const offset = Number(req.query['offset'] ?? 0);
-    const limit = Number(req.query['limit'] ?? 200);
-    const eid = req.query['externalId'];
-    const found = typeof eid === 'string' ? clients.filter((c) => c.externalId === eid) : clients;
-    return { body: { totalFilteredRecords: found.length, pageItems: found.slice(offset, offset + limit).map(clientJson) } };
-  }));
+  /**
+   * A listing (`GET /clients`, `GET /loans`): offset and limit, and `?externalId=`, Fineract's
+   * search by an exact match on external_id (any characters: it is a query, not a path).
+   */
+  const listing = <T extends { externalId: string | null }>(all: T[], toJson: (x: T) => Record<string, unknown>) =>
+    route((req) => {
+      const offset = Number(req.query['offset'] ?? 0);
+      const limit = Number(req.query['limit'] ?? 200);
+      const eid = req.query['externalId'];
+      const found = typeof eid === 'string' ? all.filter((x) => x.externalId === eid) : all;
+      return { body: { totalFilteredRecords: found.length, pageItems: found.slice(offset, offset + limit).map(toJson) } };
+    });
+
+  r.get('/clients', listing(clients, clientJson));
   r.get('/clients/external-id/:eid', route((req) => {
     const c = clients.find((x) => x.externalId === req.params['eid']);
     if (!c) throw domainFail(404, 'error.msg.client.id.invalid', `Client with identifier ${String(req.params['eid'])} does not exist`);
@@ -775,14 +781,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     return l;
   };
 
-  r.get('/loans', route((req) => {
-    const offset = Number(req.query['offset'] ?? 0);
-    const limit = Number(req.query['limit'] ?? 200);
-    // ?externalId=: Fineract's loan search (an exact match on m_loan.external_id).
-    const eid = req.query['externalId'];
-    const found = typeof eid === 'string' ? loans.filter((l) => l.externalId === eid) : loans;
-    return { body: { totalFilteredRecords: found.length, pageItems: found.slice(offset, offset + limit).map(loanJson) } };
-  }));
+  r.get('/loans', listing(loans, loanJson));
   r.get('/loans/external-id/:eid', route((req) => {
     const l = loans.find((x) => x.externalId === req.params['eid']);
     if (!l) throw domainFail(404, 'error.msg.loan.external.id.invalid', `Loan with external identifier ${String(req.params['eid'])} does not exist`);

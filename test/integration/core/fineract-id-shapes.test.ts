@@ -9,12 +9,14 @@ import { refusedRequestPath, startFakeFineract, type FakeFineract } from '../../
 import { fineractRecords, makePackage } from '../../unit/core/support.js';
 
 /**
- * Ids of any shape in Fineract request paths: an id of at most 100 characters with `/`, `%`,
- * `?`, `#`, spaces or non-ASCII letters is stored under a path-safe digest, found again by it on a
- * retry, found under the raw id an earlier version stored (a query, not a path), and mapped back
- * to the platform id in a listing (reconciliation).
+ * Platform ids of any length and shape in Fineract: one longer than externalId (VARCHAR(100)), or
+ * one with `/`, `%`, `?`, `#`, spaces or non-ASCII letters (which no request path carries through
+ * Tomcat and Spring), is stored as a path-safe digest, found again by it on a retry (no second
+ * client or loan), found under the raw id an earlier version stored (a search, not a path), and
+ * mapped back to the platform id in a listing (reconciliation).
  */
 const PDF = Buffer.from('%PDF-1.4 statement\n%%EOF\n');
+const LONG = (what: string): string => `urn:lender:${what}:${'x'.repeat(120)}:${what.length}`;
 const WILD = {
   loan: 'loan/2026 Q1/Zürich %20 #7?x=1',
   borrower: 'business/São Paulo 50%+ & Co',
@@ -22,14 +24,16 @@ const WILD = {
   doc: 'doc/statement 2026/01 %',
 };
 
-let fake: FakeFineract | undefined;
-const dbs: Db[] = [];
-const adapters: FineractCore[] = [];
 
-function adapter(db: Db): FineractCore {
-  if (!fake) throw new Error('start the fake first');
-  const a = new FineractCore({
-    clock: systemClock,
+let fake: FakeFineract | undefined;
+let db: Db | undefined;
+const adapters: FineractCore[] = [];
+const dbs: Db[] = [];
+
+/** A Fineract adapter on the fake, with its state database (the test's, or another: a fresh install). */
+function adapter(state: Db | undefined = db, approve = false): FineractCore {
+  if (!fake || !state) throw new Error('start the fake first');
+  const a = new FineractCore({ clock: systemClock,
     baseUrl: fake.url,
     username: fake.username,
     password: fake.password,
@@ -37,31 +41,92 @@ function adapter(db: Db): FineractCore {
     officeId: 1,
     timeoutMs: 5_000,
     insecureTls: false,
-    approve: true,
+    approve,
     disburse: false,
     logger: silentLogger(),
-    externalRefs: createExternalRefStore(db),
+    externalRefs: createExternalRefStore(state),
   });
   adapters.push(a);
   return a;
 }
 
+afterEach(async () => {
+  for (const a of adapters.splice(0)) await a.close();
+  await fake?.close();
+  db?.close();
+  fake = undefined;
+  db = undefined;
+  for (const d of dbs.splice(0)) d.close();
+});
+
 function newDb(): Db {
-  const db = openDatabase(':memory:');
-  dbs.push(db);
-  return db;
+  const d = openDatabase(':memory:');
+  dbs.push(d);
+  return d;
 }
+
+
+describe('fineractExternalId', () => {
+  it('keeps an id that fits, digests a longer one deterministically (sha256, base64url), and one that looks like a digest', () => {
+    expect(fineractExternalId('ln_1nh9j7qm2q')).toBe('ln_1nh9j7qm2q');
+    const hundred = 'a'.repeat(100);
+    expect(fineractExternalId(hundred)).toBe(hundred);
+    const d = fineractExternalId('a'.repeat(101));
+    expect(d).toMatch(/^sha256:[A-Za-z0-9_-]{43}$/);
+    expect(d.length).toBeLessThanOrEqual(100);
+    expect(fineractExternalId('a'.repeat(101))).toBe(d);
+    expect(fineractExternalId('b'.repeat(101))).not.toBe(d);
+    // An id that starts like a digest could meet one: it is digested too.
+    expect(fineractExternalId(`${DIGEST_PREFIX}abc`)).not.toBe(`${DIGEST_PREFIX}abc`);
+  });
+});
+
+describe('FineractCore with ids longer than externalId', () => {
+  it('boards under digests, finds the loan and clients again on a retry, and lists the platform id', async () => {
+    const f = (fake = await startFakeFineract());
+    db = openDatabase(':memory:');
+    const loanId = LONG('loan');
+    const borrower = LONG('business');
+    const guarantor = LONG('person');
+    const docId = LONG('document');
+    const pkg = makePackage(loanId, fineractRecords(loanId, { borrower, guarantor, docIds: [docId] }), [{ id: docId, name: 'statement.pdf', bytes: PDF }]);
+    const receipt = await adapter().board(pkg);
+    expect(f.loans).toHaveLength(1);
+    expect(f.loans[0]!.externalId).toBe(fineractExternalId(loanId));
+    expect(f.clients.map((c) => c.externalId).sort()).toEqual([fineractExternalId(borrower), fineractExternalId(guarantor)].sort());
+    expect(f.writes().filter((w) => w.status >= 400)).toEqual([]);
+    // Fineract's own account number, read back after the create.
+    expect(receipt.accountNumber).toBe(f.loans[0]!.accountNo);
+    expect(f.documents[0]!.description).toContain(`[doc:${fineractExternalId(docId)}]`);
+
+    // A retry (a restart, a new adapter) finds everything by the same digests: nothing twice.
+    const again = await adapter().board(pkg);
+    expect(again.coreReference).toBe(receipt.coreReference);
+    expect(f.loans).toHaveLength(1);
+    expect(f.clients).toHaveLength(2);
+    expect(f.documents).toHaveLength(1);
+    expect((await adapter().findLoan(loanId))?.coreReference).toBe(receipt.coreReference);
+
+    // A listing (reconciliation) names the platform id, not the digest.
+    const listed = [];
+    for await (const l of adapter().listLoans()) listed.push(l.loanExternalId);
+    expect(listed).toEqual([loanId]);
+  });
+
+  it('sends the pool account number as accountNo; Fineract refuses a second loan with the same one', async () => {
+    const f = (fake = await startFakeFineract());
+    db = openDatabase(':memory:');
+    const rec = (id: string, accountNo: string) => fineractRecords(id).map((r) => (r.type === 'loan' ? { ...r, fields: { ...r.fields, accountNo } } : r));
+    const first = await adapter().board(makePackage('loan_a', rec('loan_a', '1000000008')));
+    expect(first.accountNumber).toBe('1000000008');
+    expect(f.loans[0]!.accountNo).toBe('1000000008');
+    await expect(adapter().board(makePackage('loan_b', rec('loan_b', '1000000008')))).rejects.toThrow(/accountNo/);
+  });
+});
 
 function wildPackage() {
   return makePackage(WILD.loan, fineractRecords(WILD.loan, { borrower: WILD.borrower, guarantor: WILD.guarantor, docIds: [WILD.doc] }), [{ id: WILD.doc, name: 'statement.pdf', bytes: PDF }]);
 }
-
-afterEach(async () => {
-  for (const a of adapters.splice(0)) await a.close();
-  await fake?.close();
-  fake = undefined;
-  for (const db of dbs.splice(0)) db.close();
-});
 
 describe('fineractExternalId of ids of any shape', () => {
   it('keeps a path-safe id, digests one with / % ? # spaces or non-ASCII (and . or ..), deterministically', () => {
@@ -107,9 +172,9 @@ describe('FineractCore with ids of any shape', () => {
     const pkg = wildPackage();
     // The answer of the loan's create is lost after Fineract committed it: the next board finds it.
     f.inject({ method: 'POST', path: '/loans', kind: 'reset-after-commit' });
-    await expect(adapter(db).board(pkg)).rejects.toThrow();
+    await expect(adapter(db, true).board(pkg)).rejects.toThrow();
     expect(f.loans).toHaveLength(1);
-    const receipt = await adapter(db).board(pkg);
+    const receipt = await adapter(db, true).board(pkg);
     expect(f.loans).toHaveLength(1);
     expect(f.loans[0]!.externalId).toBe(fineractExternalId(WILD.loan));
     expect(f.clients.map((c) => c.externalId).sort()).toEqual([fineractExternalId(WILD.borrower), fineractExternalId(WILD.guarantor)].sort());
@@ -119,21 +184,21 @@ describe('FineractCore with ids of any shape', () => {
     expect(f.requests.filter((r) => r.status === 400)).toEqual([]);
 
     // A restart (a new adapter, the same state database) finds everything: nothing twice.
-    const again = await adapter(db).board(pkg);
+    const again = await adapter(db, true).board(pkg);
     expect(again.coreReference).toBe(receipt.coreReference);
     expect([f.loans.length, f.clients.length, f.guarantors.length, f.documents.length]).toEqual([1, 2, 1, 1]);
-    expect((await adapter(db).findLoan(WILD.loan))?.coreReference).toBe(receipt.coreReference);
+    expect((await adapter(db, true).findLoan(WILD.loan))?.coreReference).toBe(receipt.coreReference);
 
     // Reconciliation's listing names the platform id, not the digest.
     const listed = [];
-    for await (const l of adapter(db).listLoans()) listed.push(l.loanExternalId);
+    for await (const l of adapter(db, true).listLoans()) listed.push(l.loanExternalId);
     expect(listed).toEqual([WILD.loan]);
   });
 
   it('finds clients and a loan an earlier version boarded under the raw id: no second record, no migration', async () => {
     const f = (fake = await startFakeFineract());
     const pkg = wildPackage();
-    await adapter(newDb()).board(pkg);
+    await adapter(newDb(), true).board(pkg);
     // What an earlier version left in Fineract: the raw ids as externalId (and no digest recorded).
     f.loans[0]!.externalId = WILD.loan;
     for (const c of f.clients) c.externalId = c.externalId === fineractExternalId(WILD.borrower) ? WILD.borrower : WILD.guarantor;
@@ -141,25 +206,25 @@ describe('FineractCore with ids of any shape', () => {
     const posts = f.writes().length;
 
     const db = newDb();
-    const receipt = await adapter(db).board(pkg);
+    const receipt = await adapter(db, true).board(pkg);
     expect(receipt.coreReference).toBe(loanCore);
     expect([f.loans.length, f.clients.length, f.guarantors.length, f.documents.length]).toEqual([1, 2, 1, 1]);
     expect(f.writes().length).toBe(posts);
     // The raw id was looked up with the search (a query), never in a path Tomcat refuses.
     expect(f.requests.filter((r) => r.status === 400)).toEqual([]);
     expect(f.requests.some((r) => r.method === 'GET' && r.path === '/loans')).toBe(true);
-    expect((await adapter(db).findLoan(WILD.loan))?.coreReference).toBe(loanCore);
+    expect((await adapter(db, true).findLoan(WILD.loan))?.coreReference).toBe(loanCore);
     const listed = [];
-    for await (const l of adapter(db).listLoans()) listed.push(l.loanExternalId);
+    for await (const l of adapter(db, true).listLoans()) listed.push(l.loanExternalId);
     expect(listed).toEqual([WILD.loan]);
   });
 
   it('a loan of an earlier version with a path-safe id is found with one look-up, as before', async () => {
     const f = (fake = await startFakeFineract());
     const pkg = makePackage('ln_plain', fineractRecords('ln_plain'));
-    await adapter(newDb()).board(pkg);
+    await adapter(newDb(), true).board(pkg);
     const before = f.requests.length;
-    expect((await adapter(newDb()).findLoan('ln_plain'))?.coreReference).toBe(String(f.loans[0]!.id));
+    expect((await adapter(newDb(), true).findLoan('ln_plain'))?.coreReference).toBe(String(f.loans[0]!.id));
     expect(f.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /loans/external-id/ln_plain']);
   });
 });
