@@ -131,11 +131,18 @@ function linkSignal(outer: AbortSignal | undefined): { signal: AbortSignal | und
   return { signal: inner.signal, done: () => outer.removeEventListener('abort', onAbort) };
 }
 
-/** A write without a usable Idempotency-Key is refused before it leaves. */
+/** A legal header value no hop trims: printable ASCII, inner spaces only. */
+const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * A write without a usable Idempotency-Key is refused before it leaves. A key no header can carry
+ * (non-ASCII, control characters) is refused too: undici would throw on it, and that error read
+ * as a network failure would be retried for ever.
+ */
 function missingIdempotencyKey(spec: CallSpec<unknown>): PlatformError | null {
   const key = spec.idempotencyKey;
-  if (typeof key === 'string' && key.length > 0 && key.length <= MAX_IDEMPOTENCY_KEY) return null;
-  return new PlatformError({ code: 'input.invalid', operation: spec.operation, message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY} characters)` });
+  if (typeof key === 'string' && key.length > 0 && key.length <= MAX_IDEMPOTENCY_KEY && HEADER_VALUE.test(key)) return null;
+  return new PlatformError({ code: 'input.invalid', operation: spec.operation, message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY} printable ASCII characters)` });
 }
 
 /** Counts, the last success and the last failure that speaks of the platform or the key. */
