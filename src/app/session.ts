@@ -62,9 +62,12 @@ export function openRateState(scope: CommandScope): RateStateStore {
   return state;
 }
 
-/** The configured core adapter, closed when the command ends. */
-export function openCore(scope: CommandScope): CoreSystem {
-  const core = createCore(scope.config(), { logger: scope.logger(), clock: scope.clock });
+/**
+ * The configured core adapter, closed when the command ends. With the state database, Fineract
+ * maps a digested externalId it lists back to the platform id (core_external_refs).
+ */
+export function openCore(scope: CommandScope, db?: Db): CoreSystem {
+  const core = createCore(scope.config(), { logger: scope.logger(), clock: scope.clock, ...(db ? { db } : {}) });
   scope.onClose(() => core.close());
   return core;
 }

@@ -151,7 +151,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
     },
     progress() {
       if (progressLine === undefined) {
-        progressLine = createProgressLine(opts.stderr as NodeJS.WritableStream & { isTTY?: boolean }, { mode: opts.getGlobalOptions?.().progress ?? 'auto' });
+        progressLine = createProgressLine(opts.stderr as NodeJS.WritableStream & { isTTY?: boolean }, { mode: opts.getGlobalOptions?.().progress ?? 'auto', clock: opts.clock });
       }
       return progressLine;
     },

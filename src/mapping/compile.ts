@@ -1,7 +1,7 @@
 import jsonata from 'jsonata';
 import type { z } from 'zod';
 import { isValidTimeZone } from '../lib/calendar.js';
-import { CsvError, parseCsv } from './csv.js';
+import { CsvError, parseCsv } from '../lib/csv.js';
 import { ROOT_SHAPE, checkInputs, typeOf, type InputContext } from './input-paths.js';
 import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';

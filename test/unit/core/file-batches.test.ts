@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileCore } from '../../../src/core/file/file-core.js';
-import { parseCsv } from '../../../src/mapping/csv.js';
+import { parseCsv } from '../../../src/lib/csv.js';
 import { CoreRejectedError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
