@@ -57,7 +57,7 @@ async function main(): Promise<void> {
         store: { path: join(dir, 'state.sqlite') },
         core: { adapter: 'file', file: { dir: join(dir, 'core'), csvBatches: false } },
         mappings: { dir: mappingsDir },
-        boarding: { concurrency: Number(process.env['BENCH_CONCURRENCY'] ?? 8) },
+        boarding: { concurrency: Number(process.env['BENCH_CONCURRENCY'] ?? 8), documentHosts: { allow: ['127.0.0.1'] } },
         log: { level: 'silent' },
       }),
     });

@@ -54,7 +54,7 @@ async function run(name: string, extra: Record<string, unknown>, mappings: strin
         store: { path: join(dir, 'state.sqlite') },
         core: { adapter: 'file', file: { dir: join(dir, 'core') } },
         mappings: { dir: join(process.cwd(), mappings) },
-        boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200 },
+        boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200, documentHosts: { allow: ['127.0.0.1'] } },
         log: { level: 'silent' },
         ...extra,
       }),

@@ -74,7 +74,7 @@ async function run(name: string, opts: { fineract?: FakeFineract; extract?: bool
         core: fake ? { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 10_000 } } : { adapter: 'file', file: { dir: join(dir, 'core') } },
         mappings: { dir: join(process.cwd(), fake ? 'mappings/fineract' : 'mappings/generic') },
         customers: { tinHashKey: 'bench-repeat-borrowers-key', ...(opts.extract ? { extract: { path: extractPath } } : {}) },
-        boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200 },
+        boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200, documentHosts: { allow: ['127.0.0.1'] } },
         log: { level: 'silent' },
       }),
     });

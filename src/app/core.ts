@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { join } from 'node:path';
-import type { Layout } from '../mapping/layout.js';
+import type { Layout } from '../core/file/layout/layout.js';
 import type { AnyDb } from '../store/sql.js';
 import { createExternalRefStore } from '../store/external-refs.js';
 import { FileBatches } from '../core/file/batches.js';

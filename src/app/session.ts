@@ -3,7 +3,7 @@ import type { FileBatches } from '../core/file/batches.js';
 import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { Layout } from '../mapping/layout.js';
+import type { Layout } from '../core/file/layout/layout.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
@@ -67,9 +67,12 @@ export async function openRateState(scope: CommandScope): Promise<RateStateStore
   return state;
 }
 
-/** The configured core adapter, closed when the command ends. */
-export function openCore(scope: CommandScope): CoreSystem {
-  const core = createCore(scope.config(), { logger: scope.logger(), clock: scope.clock });
+/**
+ * The configured core adapter, closed when the command ends. With the state database, Fineract
+ * maps a digested externalId it lists back to the platform id (core_external_refs).
+ */
+export function openCore(scope: CommandScope, db?: StoreDb): CoreSystem {
+  const core = createCore(scope.config(), { logger: scope.logger(), clock: scope.clock, ...(db ? { db } : {}) });
   scope.onClose(() => core.close());
   return core;
 }

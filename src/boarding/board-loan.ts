@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import { searchKey } from '../lib/search-key.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactForStorage } from '../lib/redact.js';
@@ -153,13 +154,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const hash = payloadHash(input);
     // The bank's account number is committed with `fetched`, before anything reaches the core: a
     // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
+    const borrowerName = borrowerNameOf(entities);
     const accountNumber = await store.write(async () => {
       const n = await accountNumbers.accountNumberFor(row, clock.now());
       await transition(att, row.id, {
         to: 'fetched',
         expectedFrom: row.state,
         detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
-        patch: { payloadHash: hash, ...(n !== null ? { accountNumber: n } : {}) },
+        patch: { payloadHash: hash, borrowerName, borrowerKey: borrowerName === null ? null : searchKey(borrowerName), ...(n !== null ? { accountNumber: n } : {}) },
       });
       return n;
     });
@@ -424,4 +426,13 @@ export function refusedBy(code: string): 'core' | 'platform' {
 export function fatalSentence(code: string, message: string): string {
   if (code.startsWith('identity.')) return `boarding stopped (${code}): ${message}`;
   return `the ${refusedBy(code)} refused the connector (${code}): ${message}`;
+}
+
+/** The name the ops console searches by: the borrowing business, else the first person (null when none has a name). */
+export function borrowerNameOf(entities: { businesses: ReadonlyArray<{ name?: string | null | undefined; role?: string | null | undefined }>; people: ReadonlyArray<{ firstName?: string | null | undefined; lastName?: string | null | undefined }> }): string | null {
+  const business = entities.businesses.find((b) => b.role?.toLowerCase() === 'borrower' && b.name) ?? entities.businesses.find((b) => b.name);
+  if (business?.name) return business.name.trim().slice(0, 200) || null;
+  const person = entities.people.find((p) => p.firstName || p.lastName);
+  const name = person ? [person.firstName, person.lastName].filter(Boolean).join(' ').trim() : '';
+  return name === '' ? null : name.slice(0, 200);
 }

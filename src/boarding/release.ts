@@ -24,11 +24,18 @@ export function writtenForCurrentRelease(row: Pick<LoanRow, 'writtenAt' | 'coreR
   return row.writtenAt !== null && row.coreReference !== null && row.writtenReleaseMarker !== null && row.writtenReleaseMarker === row.releaseMarker;
 }
 
-/** The acknowledgement's Idempotency-Key: derived from what it does, so every retry reuses it. */
+/** A legal HTTP header value that no hop trims: printable ASCII, inner spaces only. */
+const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * The acknowledgement's Idempotency-Key: derived from what it does, so every retry reuses it.
+ * Readable (`ack:<loan id>:<release>`) when that fits the platform's 255 characters and is a legal
+ * header value; otherwise (a long id, or one with non-ASCII or control characters, which no HTTP
+ * header may carry) a stable digest of both.
+ */
 export function ackKey(loanId: string, marker: string): string {
   const key = `ack:${loanId}:${marker}`;
-  if (key.length <= MAX_IDEMPOTENCY_KEY_LENGTH) return key;
-  // Absurdly long ids still get a stable key within the platform's limit.
+  if (key.length <= MAX_IDEMPOTENCY_KEY_LENGTH && HEADER_SAFE.test(key)) return key;
   return `ack:${createHash('sha256').update(`${loanId}\u0000${marker}`).digest('hex')}`;
 }
 

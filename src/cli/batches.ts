@@ -21,6 +21,9 @@ interface BatchView {
   status: string;
   openedAt: string;
   cutoffAt: string;
+  /** When it stopped taking boards (the cut-off job, a board past the cut-off, a changed layout, or ops). */
+  frozenAt: string | null;
+  /** When its files, control.csv and trigger file were complete (later than frozenAt after a crash mid-seal). */
   sealedAt: string | null;
   sealReason: string | null;
   sealedBy: string | null;
@@ -38,6 +41,7 @@ async function view(batches: FileBatches, b: FileBatchRow): Promise<BatchView> {
     status: b.status,
     openedAt: new Date(b.openedAt).toISOString(),
     cutoffAt: new Date(b.cutoffAt).toISOString(),
+    frozenAt: b.sealingAt === null ? null : new Date(b.sealingAt).toISOString(),
     sealedAt: b.sealedAt === null ? null : new Date(b.sealedAt).toISOString(),
     sealReason: b.sealReason,
     sealedBy: b.sealedBy,
@@ -70,7 +74,7 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
 
   group
     .command('show')
-    .description('one batch: status, cut-off, who sealed it and why, counts, and its loans')
+    .description('one batch: status, cut-off, when it was frozen and sealed, who sealed it and why, counts, and its loans')
     .argument('<id>', 'batch id (yyyy-mm-dd-nnn)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {

@@ -3,9 +3,9 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
-import { CHANGE_WORDS, diffRecordLists, expectedFromOutcome, runFixture, type FixtureResult } from '../mapping/fixtures.js';
+import { CHANGE_WORDS, diffRecordLists, expectedFromOutcome, fixtureTimeZone, runFixture, type FixtureResult } from '../mapping/fixtures.js';
 import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping/loader.js';
-import { diffExpectedLines } from '../mapping/layout-fixtures.js';
+import { diffExpectedLines } from '../core/file/layout/expected-lines.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
@@ -141,7 +141,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
           for (const c of cases.filter((x) => !opts.case || x.name.includes(opts.case))) {
             const r = await runFixture(c, mapperFor);
             if (c.expectedLines && r.outcome?.ok) {
-              const lineDiffs = lint.layout ? diffExpectedLines(lint.layout, fixtureLoanId(c.input), r.outcome.records, c.expectedLines) : ['expected-lines: the mapping set declares no layout.yaml'];
+              const lineDiffs = lint.layout ? diffExpectedLines(lint.layout, fixtureLoanId(c.input), r.outcome.records, c.expectedLines, fixtureTimeZone(c)) : ['expected-lines: the mapping set declares no layout.yaml'];
               if (lineDiffs.length > 0) Object.assign(r, { ok: false, diffs: [...r.diffs, ...lineDiffs] });
             }
             if (!r.ok && opts.update && r.outcome) {

@@ -56,10 +56,11 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
       const line = ctx.progress();
       const config = ctx.config();
       const logger = ctx.logger();
-      const { store, platform } = await openPlatformSession(ctx);
+      const { db, store, platform } = await openPlatformSession(ctx);
       followPlatformWaits(line, platform);
-      const core = openCore(ctx);
-      const bar = createProgressBar(ctx.stderr, Date.now, { line });
+      // The state database maps the digests Fineract lists back to platform ids.
+      const core = openCore(ctx, db);
+      const bar = createProgressBar(ctx.stderr, ctx.clock, { line });
       let result: ReconcileRunResult;
       try {
         result = await runReconcile({

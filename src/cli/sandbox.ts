@@ -72,7 +72,7 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     .option('--customer-extract <file>', 'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) of the borrowers, some already customers')
     .option('--existing-share <share>', 'share (0..1) of distinct borrowers already in the customer extract (default 0.3)', ratio('existing-share'))
     .option('--allow-loopback-webhooks', 'accept http://127.0.0.1 / localhost webhook endpoint URLs (local testing)')
-    .option('--id-shapes <shapes>', `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs and opaque ids up to 64 characters)`, SANDBOX_DEFAULTS.idShapes)
+    .option('--id-shapes <shapes>', `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs, opaque ids up to 64 characters, and one in five of 101–160 characters or with / % ? # spaces and non-ASCII)`, SANDBOX_DEFAULTS.idShapes)
     .action(async (flags: SandboxFlags) => {
       if (!isIdShapes(flags.idShapes)) throw new UsageError(`--id-shapes: expected one of ${ID_SHAPES.join(', ')}, got ${JSON.stringify(flags.idShapes)}`);
       const opts: SandboxOptions = { host: flags.host, port: flags.port, loans: flags.loans, seed: flags.seed, idShapes: flags.idShapes, amounts: flags.amounts, logger: ctx.logger() };

@@ -1,7 +1,7 @@
 import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from '../lib/errors.js';
-import { redactUrl } from '../lib/redact.js';
+import { isSecretPath, redactUrl } from '../lib/redact.js';
 import { transportProblems } from './security.js';
 import { configSchema, type Config } from './schema.js';
 
@@ -28,18 +28,6 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
     cur = (cur as Record<PropertyKey, unknown>)[key];
   }
   return cur;
-}
-
-/**
- * The keys that hold secrets (and anything below them: `webhooks.secrets.0`). Their values are
- * never shown in a message, whatever their type: a secret written as a YAML number or boolean is
- * still the secret. The pattern catches a secret key added later under another section.
- */
-export const SECRET_KEYS = ['platform.apiKey', 'webhooks.secrets', 'core.http.password', 'customers.tinHashKey'] as const;
-const SECRET_PATH = /apikey|secret|password|token|credential|tinhashkey/i;
-
-function isSecretPath(path: string): boolean {
-  return SECRET_PATH.test(path) || SECRET_KEYS.some((k) => path === k || path.startsWith(`${k}.`));
 }
 
 /** What a secret value is, never what it says. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
 /**
@@ -39,6 +39,9 @@ export async function writeFileSynced(path: string, data: string | Uint8Array): 
   }
 }
 
+/** Temp files of writeFileAtomic / writeFilesAtomic: `.tmp-<pid>-<time>-<random>` beside their target. */
+export const TEMP_PREFIX = '.tmp-';
+
 export function uniqueSuffix(): string {
   return `${process.pid}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 }
@@ -47,7 +50,7 @@ export function uniqueSuffix(): string {
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true, mode: DIR_MODE });
-  const tmp = join(dir, `.tmp-${uniqueSuffix()}`);
+  const tmp = join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`);
   try {
     await writeFileSynced(tmp, data);
     await rename(tmp, path);
@@ -75,7 +78,7 @@ export async function exists(path: string): Promise<boolean> {
  */
 export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonly [name: string, data: string | Uint8Array]>): Promise<void> {
   await mkdir(dir, { recursive: true, mode: DIR_MODE });
-  const staged = files.map(([name, data]) => ({ tmp: join(dir, `.tmp-${uniqueSuffix()}`), path: join(dir, name), data }));
+  const staged = files.map(([name, data]) => ({ tmp: join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`), path: join(dir, name), data }));
   try {
     await Promise.all(staged.map((f) => writeFileSynced(f.tmp, f.data)));
     for (const f of staged) await rename(f.tmp, f.path);
@@ -84,4 +87,40 @@ export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonl
     throw err;
   }
   await fsyncDir(dir);
+}
+
+/**
+ * Removes the temp files (`.tmp-<pid>-…`) that writes a crash cut short left in `dir`: never
+ * renamed, never read by anyone. A temp file of another process still running (a `batches seal`
+ * beside the daemon) is in use and stays; one with this process's id is a leftover (an earlier
+ * process with the same id, or a failed clean-up), so the caller must not have a write of its own
+ * in flight in `dir`. Returns the names removed; a missing directory has none.
+ */
+export async function sweepTempFiles(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return [];
+    throw err;
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(TEMP_PREFIX) || ownedByLiveProcess(name)) continue;
+    await rm(join(dir, name), { force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+/** `.tmp-<pid>-…` of another process still running: not a leftover. */
+function ownedByLiveProcess(tmpName: string): boolean {
+  const pid = Number(/^\.tmp-(\d+)-/.exec(tmpName)?.[1]);
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM';
+  }
 }

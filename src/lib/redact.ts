@@ -8,27 +8,48 @@
  * tax ids are removed by name (SECRET_FIELDS) instead.
  */
 
+/** Field and config key names whose values are credentials (the one list: config, logs, storage). */
+export const CREDENTIAL_FIELDS = ['apiKey', 'api_key', 'authorization', 'password', 'secret', 'secrets', 'token', 'webhookSecret', 'tinHashKey'] as const;
+
+/** Field names whose values are tax ids (in data: a loan, an entity, a log line). */
+export const TAX_ID_FIELDS = ['ein', 'ssn', 'tin', 'taxId', 'tax_id'] as const;
+
 /** Field names whose values are secrets or tax ids, whatever their type (a TIN may come as a number). */
-export const SECRET_FIELDS = [
-  'apiKey',
-  'api_key',
-  'authorization',
-  'password',
-  'secret',
-  'secrets',
-  'token',
-  'webhookSecret',
-  'ein',
-  'ssn',
-  'tin',
-  'taxId',
-  'tax_id',
-] as const;
+export const SECRET_FIELDS = [...CREDENTIAL_FIELDS, ...TAX_ID_FIELDS] as const;
 
 const SECRET_FIELD = new RegExp(`^(${SECRET_FIELDS.join('|')})$`, 'i');
 
 export function isSecretField(name: string): boolean {
   return SECRET_FIELD.test(name);
+}
+
+const CREDENTIAL_FIELD = new RegExp(`^(${CREDENTIAL_FIELDS.join('|')})$`, 'i');
+/** A name that reads like a credential: any later key spelled like one. */
+const SECRET_NAME = /apikey|api_key|secret|password|token|credential|tinhashkey|authorization/i;
+
+/**
+ * A dotted config path (`core.http.password`, `webhooks.secrets.0`) that holds a secret: one of
+ * its keys is a credential field or reads like one (a config key named `tin` names a column). The config loader's messages, `config check` and
+ * the log redaction all go by it, so a secret key added to the config schema is hidden everywhere
+ * (test/unit/config/secrets.test.ts walks the schema).
+ */
+export function isSecretPath(path: string): boolean {
+  return path.split('.').some((k) => CREDENTIAL_FIELD.test(k) || SECRET_NAME.test(k));
+}
+
+/**
+ * A deep copy with the value of every secret path replaced by `hidden(path, value)` (default
+ * `(hidden)`; a list of secrets keeps its length). For showing a config.
+ */
+export function hideSecrets(value: unknown, hidden: (path: string, v: unknown) => unknown = () => '(hidden)', path = ''): unknown {
+  if (path !== '' && isSecretPath(path) && value !== undefined && value !== null) {
+    return Array.isArray(value) ? value.map((v, i) => hidden(`${path}.${i}`, v)) : hidden(path, value);
+  }
+  if (Array.isArray(value)) return value.map((v, i) => hideSecrets(v, hidden, `${path}.${i}`));
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = hideSecrets(v, hidden, path === '' ? k : `${path}.${k}`);
+  return out;
 }
 
 /** pino `redact.paths`: the secret fields at the top level and two levels down, and in headers. */

@@ -1,3 +1,4 @@
+import { every, type Clock, type Timer } from './clock.js';
 /**
  * Text from the platform (a loan number, a business name, an error message) can carry terminal
  * escape sequences: printed raw they can retitle the window, hide lines or fake output. Every
@@ -38,7 +39,8 @@ export interface ProgressLine {
 
 export interface ProgressOptions {
   mode: ProgressMode;
-  now?: () => number;
+  /** The injected clock: the wait's countdown and the redraw interval are on it. */
+  clock: Clock;
   /** Least time between two redraws of a changed status (ms). Default 100 on a terminal, 1000 otherwise. */
   minIntervalMs?: number;
 }
@@ -53,14 +55,14 @@ export function progressEnabled(mode: ProgressMode, stream: { isTTY?: boolean })
 export function createProgressLine(stream: TtyLike, opts: ProgressOptions): ProgressLine {
   if (!progressEnabled(opts.mode, stream)) return DISABLED;
   const tty = stream.isTTY === true;
-  const now = opts.now ?? Date.now;
+  const now = (): number => opts.clock.now();
   const minInterval = opts.minIntervalMs ?? (tty ? 100 : 1000);
   let status = '';
   let waiting: { describe: (remainingMs: number) => string; until: number } | null = null;
   let drawn = false;
   let lastText = '';
   let lastDraw = 0;
-  let ticker: NodeJS.Timeout | null = null;
+  let ticker: Timer | null = null;
   let closed = false;
 
   /** The status and the wait reason; past `width` the status is cut first (the reason is the news). */
@@ -90,7 +92,7 @@ export function createProgressLine(stream: TtyLike, opts: ProgressOptions): Prog
     lastDraw = t;
   };
   const stopTicker = (): void => {
-    if (ticker !== null) clearInterval(ticker);
+    ticker?.cancel();
     ticker = null;
   };
   return {
@@ -105,11 +107,10 @@ export function createProgressLine(stream: TtyLike, opts: ProgressOptions): Prog
       draw(true);
       // A terminal counts the wait down; a log file gets the reason once.
       if (tty && ticker === null) {
-        ticker = setInterval(() => {
+        ticker = every(opts.clock, 1000, () => {
           draw(true);
           if (waiting === null) stopTicker();
-        }, 1000);
-        ticker.unref();
+        });
       }
     },
     resume() {

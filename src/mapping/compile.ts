@@ -1,7 +1,7 @@
 import jsonata from 'jsonata';
 import type { z } from 'zod';
 import { isValidTimeZone } from '../lib/calendar.js';
-import { CsvError, parseCsv } from './csv.js';
+import { CsvError, parseCsv } from '../lib/csv.js';
 import { ROOT_SHAPE, checkInputs, typeOf, type InputContext } from './input-paths.js';
 import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
@@ -9,7 +9,7 @@ import { FrequencyTable } from './frequency.js';
 import { BOUND_VARIABLES, HELPER_ARITY, helperImplementations, registerHelpers, type HelperContext } from './helpers.js';
 import type { LookupTable } from './lookups.js';
 import { mappingFileSchema, type MappingFile } from './spec.js';
-import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
+import { parseYamlSource, type SourcePos, type YamlSource } from '../lib/yaml-source.js';
 
 export const MAIN_FILE = 'mapping.yaml';
 

@@ -1,3 +1,4 @@
+import { formatUnits, rescale } from '../lib/decimal.js';
 import { HelperIssue, describe } from './issue.js';
 
 /**
@@ -31,23 +32,9 @@ function scaleArg(value: unknown, fallback: number, argIndex: number): number {
  * requested scale would drop non-zero digits.
  */
 export function formatScaled(units: bigint, exponent: number, scale: number, what: string): string {
-  const negative = units < 0n;
-  let abs = negative ? -units : units;
-  let exp = exponent;
-  if (scale > exp) {
-    abs *= 10n ** BigInt(scale - exp);
-    exp = scale;
-  } else if (scale < exp) {
-    const drop = 10n ** BigInt(exp - scale);
-    if (abs % drop !== 0n) throw new HelperIssue('mapping', `${what} cannot be written with ${scale} decimals without rounding`);
-    abs /= drop;
-    exp = scale;
-  }
-  const digits = abs.toString().padStart(exp + 1, '0');
-  const intPart = digits.slice(0, digits.length - exp);
-  const fracPart = digits.slice(digits.length - exp);
-  const sign = negative && abs !== 0n ? '-' : '';
-  return exp === 0 ? `${sign}${intPart}` : `${sign}${intPart}.${fracPart}`;
+  const v = rescale(units, exponent, scale);
+  if (v === undefined) throw new HelperIssue('mapping', `${what} cannot be written with ${scale} decimals without rounding`);
+  return formatUnits(v, scale);
 }
 
 /** 125000050 → "1250000.50" (scale 2 by default). */

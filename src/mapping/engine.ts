@@ -1,5 +1,5 @@
 import type { CompiledExpression, CompiledMapping } from './compile.js';
-import type { Layout } from './layout.js';
+import type { Layout } from '../core/file/layout/layout.js';
 import { MAIN_FILE } from './compile.js';
 import { accountNumberSinks } from './id-flow.js';
 import { checkField } from './fieldSchema.js';

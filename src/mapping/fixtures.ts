@@ -17,7 +17,7 @@ export interface FixtureCase {
   input: unknown;
   expected: unknown;
   options: unknown;
-  /** `expected-lines/<file>`: the loan's lines in that layout file, in its encoding (layout-fixtures.ts). */
+  /** `expected-lines/<file>`: the loan's lines in that layout file, in its encoding (core/file/layout/expected-lines.ts). */
   expectedLines?: Record<string, Uint8Array>;
 }
 
@@ -81,6 +81,12 @@ export function fixtureOptions(raw: unknown): MapperOptions | string {
     defaults: o.defaults ?? DEFAULT_MAPPER_OPTIONS.defaults,
     timeoutMs: o.timeoutMs ?? DEFAULT_MAPPER_OPTIONS.timeoutMs,
   };
+}
+
+/** The bank time zone a case runs in (its options.json, else the default): its mapping, and the dates of its expected-lines. */
+export function fixtureTimeZone(c: Pick<FixtureCase, 'options'>): string {
+  const o = fixtureOptions(c.options);
+  return typeof o === 'string' ? DEFAULT_MAPPER_OPTIONS.timeZone : o.timeZone;
 }
 
 export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions) => Promise<Mapper>): Promise<FixtureResult> {

@@ -4,10 +4,11 @@ import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../lib/errors.js';
 import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompiledMapping, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
 import { createMapper } from './engine.js';
-import { expectedFromOutcome, type FixtureCase } from './fixtures.js';
-import { renderExpectedLines } from './layout-fixtures.js';
-import { compileLayout, LAYOUT_FILE, type Layout } from './layout.js';
+import { expectedFromOutcome, fixtureTimeZone, type FixtureCase } from './fixtures.js';
+import { renderExpectedLines } from '../core/file/layout/expected-lines.js';
+import { compileLayout, LAYOUT_FILE, type Layout } from '../core/file/layout/layout.js';
 import { idIntoLimitedFields } from './id-flow.js';
+import { layoutCatalogue } from './layout-catalogue.js';
 import type { Mapper, MappingOutcome } from './types.js';
 
 /**
@@ -70,7 +71,7 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
   const warnings: LintProblem[] = r.mapping ? idIntoLimitedFields(r.mapping) : [];
   if (layoutText !== undefined) {
     r.sources.set(LAYOUT_FILE, layoutText);
-    const l = compileLayout(layoutText, r.mapping);
+    const l = compileLayout(layoutText, layoutCatalogue(r.mapping));
     r.problems.push(...l.problems);
     warnings.push(...l.warnings);
     layout = l.layout;
@@ -170,7 +171,7 @@ export function updateFixture(dir: string, c: FixtureCase, outcome: MappingOutco
   }
   const loanId = (c.input as { loan?: { id?: unknown } } | null)?.loan?.id;
   for (const name of Object.keys(c.expectedLines)) {
-    const bytes = renderExpectedLines(layout, typeof loanId === 'string' ? loanId : '', outcome.records, name);
+    const bytes = renderExpectedLines(layout, typeof loanId === 'string' ? loanId : '', outcome.records, name, fixtureTimeZone(c));
     if (typeof bytes === 'string') {
       problems.push(`${bytes} (not updated)`);
       continue;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 /**
  * The mapping file format (mapping.yaml). `mappings/schema.json` is generated from this schema
  * (`z.toJSONSchema`) so editors autocomplete and flag typos. Values under `lookups` and `defaults`
- * reach this schema as the text written in the file (see yamlSource.ts): `0012` stays "0012".
+ * reach this schema as the text written in the file (see lib/yaml-source.ts): `0012` stays "0012".
  */
 
 const name = (what: string) =>

@@ -1,5 +1,6 @@
+import type { MappedRecord } from '../contract/records.js';
 import type { Entities, PlatformDocument, QueueItem } from '../contract/schemas.js';
-import type { Layout } from './layout.js';
+import type { Layout } from '../core/file/layout/layout.js';
 
 /**
  * The bank's numbers for a loan (issue 23): its core account number (`$accountNumber()`; null
@@ -29,18 +30,8 @@ export interface MappingInput {
   identity?: MappingIdentity;
 }
 
-/**
- * One record for the core. `type` is the mapping's target name (e.g. customer, loan,
- * relationship, document for the generic set; client, loan, guarantor, document for fineract).
- * `externalId` is the platform id the record is idempotent by. Records reference each other by
- * external id in fields named `*ExternalId` (e.g. a fineract loan's `clientExternalId`); the core
- * adapter resolves those to core ids.
- */
-export interface MappedRecord {
-  type: string;
-  externalId: string;
-  fields: Record<string, unknown>;
-}
+/** One record for the core (defined in contract/: the core adapters and the file layouts read it too). */
+export type { MappedRecord } from '../contract/records.js';
 
 export type MappingIssueCode =
   | 'mapping' // expression failed / produced a value of the wrong shape

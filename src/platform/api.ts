@@ -96,7 +96,7 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
-/** The Loan Platform operations the connector uses. Implemented by src/platform/client.ts. */
+/** The Loan Platform operations the connector uses. Implemented by src/platform/client.ts (endpoints.ts over transport.ts). */
 export interface PlatformApi {
   boardingQueue(opts?: QueueWalkOptions): AsyncGenerator<QueuePage, void, undefined>;
   getLoan(id: string, opts?: ReadOptions): Promise<Loan>;

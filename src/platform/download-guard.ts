@@ -75,7 +75,11 @@ function addressAllowed(c: CompiledPolicy, address: string): boolean {
   return c.ranges.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
 }
 
-/** Why connecting to `address` for `host` is refused, or null. */
+/**
+ * Why connecting to `address` for `host` is refused, or null: the one rule for a URL's literal
+ * host (an IP literal, or a name that is never public: address = host) and for every address a
+ * name resolves to.
+ */
 function refusal(c: CompiledPolicy, host: string, address: string): string | null {
   if (nameAllowed(c, host) || addressAllowed(c, address)) return null;
   const problem = specialHostProblem(address);
@@ -95,14 +99,10 @@ export interface DocumentHostGuard {
 export function documentHostGuard(policy: DocumentHostPolicy, resolver: DocumentResolver = systemResolver): DocumentHostGuard {
   const c = compile(policy);
   return {
+    // A name's addresses are checked at connect time (lookup); names that are never public go now.
     checkLiteral: (hostname) => {
       const host = hostname.replace(/^\[|\]$/g, '');
-      if (isIP(host) !== 0) return refusal(c, host, host);
-      // A name: its addresses are checked at connect time; names that are never public go now.
-      if (nameAllowed(c, host)) return null;
-      const problem = specialHostProblem(host);
-      if (problem === null || (c.allowLoopback && problem.startsWith('a loopback address'))) return null;
-      return `${host} is ${problem}: document downloads only go to public addresses; add it to boarding.documentHosts.allow if your document store is internal`;
+      return refusal(c, host, host);
     },
     lookup: (hostname, options, callback) => {
       resolver(hostname).then(

@@ -9,7 +9,7 @@ import { PlatformError } from './errors.js';
  * freely, writes only when they carry an Idempotency-Key (the same key every time, so a write the
  * server committed before the connection dropped is not done twice). 400/401/403/404/409/422 are
  * answers, not accidents: never retried. A 429 never reaches this policy: the rate budget pauses
- * the bucket and the request goes through the budget again (see client.ts).
+ * the bucket and the request goes through the budget again (see transport.ts).
  */
 export interface RetryPolicy {
   maxRetries: number;

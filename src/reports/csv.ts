@@ -1,23 +1,29 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { csvField } from '../lib/csv.js';
 import { neutraliseFormula } from '../lib/formula.js';
 import { formatCents } from './money.js';
 import type { ReportException } from './types.js';
 
 /**
- * Excel-friendly CSV: UTF-8 with a byte-order mark (so Excel reads accents right), CRLF line ends,
- * RFC 4180 quoting, and formula-injection protection for text cells (lib/formula.ts).
+ * The connector's CSV writer (reports; the sandbox's customer extract): CRLF line ends, RFC 4180
+ * quoting (a cell with a comma, quote, line break or edge spaces is quoted), and for files a person
+ * opens in a spreadsheet, formula-injection protection for text cells (lib/formula.ts) and a
+ * UTF-8 byte-order mark (so Excel reads accents right). `neutralise: false` writes data a program
+ * reads back as it is.
  */
-
-export function csvCell(value: string | number | null | undefined): string {
-  if (value === null || value === undefined) return '';
-  let text = typeof value === 'number' ? String(value) : value;
-  if (typeof value === 'string') text = neutraliseFormula(text);
-  return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
+export interface CsvWriteOptions {
+  /** Prefix text cells a spreadsheet would run as a formula (default true). */
+  neutralise?: boolean;
 }
 
-export function csvRow(cells: ReadonlyArray<string | number | null | undefined>): string {
-  return `${cells.map(csvCell).join(',')}\r\n`;
+export function csvCell(value: string | number | null | undefined, opts: CsvWriteOptions = {}): string {
+  if (value === null || value === undefined) return '';
+  return csvField(typeof value === 'string' && opts.neutralise !== false ? neutraliseFormula(value) : value);
+}
+
+export function csvRow(cells: ReadonlyArray<string | number | null | undefined>, opts: CsvWriteOptions = {}): string {
+  return `${cells.map((c) => csvCell(c, opts)).join(',')}\r\n`;
 }
 
 export const CSV_BOM = '\uFEFF';

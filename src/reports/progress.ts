@@ -1,5 +1,6 @@
 import { createProgressLine, type ProgressLine, type ProgressMode } from '../lib/terminal.js';
 import type { ReconcileProgress } from './types.js';
+import type { Clock } from '../lib/clock.js';
 
 export interface ProgressBar {
   update(p: ReconcileProgress): void;
@@ -35,8 +36,9 @@ export function reconcileProgressText(p: ReconcileProgress, columns: number, t: 
  * terminal, unless `--progress=always`. Redraws at most every 100 ms. Pass `line` to share the
  * command's line (it also shows why platform calls wait).
  */
-export function createProgressBar(stream: TtyLike, now: () => number = Date.now, o: { mode?: ProgressMode; line?: ProgressLine } = {}): ProgressBar {
-  const line = o.line ?? createProgressLine(stream, { mode: o.mode ?? 'auto', now, minIntervalMs: 100 });
+export function createProgressBar(stream: TtyLike, clock: Clock, o: { mode?: ProgressMode; line?: ProgressLine } = {}): ProgressBar {
+  const now = (): number => clock.now();
+  const line = o.line ?? createProgressLine(stream, { mode: o.mode ?? 'auto', clock, minIntervalMs: 100 });
   if (!line.enabled) return { update: () => undefined, done: () => undefined };
   return {
     update(p) {

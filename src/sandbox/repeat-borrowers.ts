@@ -1,5 +1,6 @@
 import { createRng, type Rng } from './rng.js';
 import type { BusinessRecord, LoanRecord, PersonRecord } from './model.js';
+import { csvRow } from '../reports/csv.js';
 
 /**
  * Repeat borrowers: a bank's borrowers come back (a second loan, a line renewed), and platforms do
@@ -108,8 +109,8 @@ export function customerExtractRows(loans: Iterable<LoanRecord>, existingShare: 
   return rows;
 }
 
-/** CSV text of an extract (header cif,tin,name,birth_or_formation_date). */
+/** CSV text of an extract (header cif,tin,name,birth_or_formation_date), by the connector's CSV writer: data as it is. */
 export function extractCsv(rows: readonly ExtractRow[]): string {
-  const q = (s: string): string => (/[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
-  return ['cif,tin,name,birth_or_formation_date', ...rows.map((r) => [r.cif, r.tin, q(r.name), r.birthOrFormationDate].join(','))].join('\n') + '\n';
+  const raw = { neutralise: false };
+  return [csvRow(['cif', 'tin', 'name', 'birth_or_formation_date'], raw), ...rows.map((r) => csvRow([r.cif, r.tin, r.name, r.birthOrFormationDate], raw))].join('');
 }

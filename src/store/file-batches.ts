@@ -7,12 +7,12 @@ export interface FileBatchRow {
   status: 'open' | 'sealing' | 'sealed';
   openedAt: number;
   cutoffAt: number;
+  /** When the batch was frozen (open → sealing: boards went to the next batch from then on). */
   sealingAt: number | null;
   sealedAt: number | null;
   sealReason: string | null;
   sealedBy: string | null;
-  loanCount: number | null;
-  recordCount: number | null;
+  /** Sum of the first boards' principal, fixed at the seal (null before). */
   principalCents: string | null;
   /** The layout.yaml text the batch is written in. */
   layout: string;
@@ -59,7 +59,7 @@ export interface AppendResult {
 
 // Quoted aliases: PostgreSQL folds unquoted names to lower case.
 const BATCH_COLS = `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt", sealing_at AS "sealingAt", sealed_at AS "sealedAt",
-  seal_reason AS "sealReason", sealed_by AS "sealedBy", loan_count AS "loanCount", record_count AS "recordCount", principal_cents AS "principalCents", layout`;
+  seal_reason AS "sealReason", sealed_by AS "sealedBy", principal_cents AS "principalCents", layout`;
 const LOAN_COLS = `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents", digest, rows_json AS "rowsJson",
   record_count AS "recordCount", boarded_at AS "boardedAt"`;
 const LOANS_PAGE = 500;
@@ -210,12 +210,9 @@ export class FileBatchStore {
    * full tax ids and are never read again once the files exist, so they leave the state database
    * in the same transaction (the sealed files in the core's directory are the record).
    */
-  markSealed(id: string, now: number, totals: { loanCount: number; recordCount: number; principalCents: string }): Promise<boolean> {
+  markSealed(id: string, now: number, totals: { principalCents: string }): Promise<boolean> {
     return this.db.write(async () => {
-      const r = await this.db.run(
-        `UPDATE file_batches SET status = 'sealed', sealed_at = ?, loan_count = ?, record_count = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
-        [now, totals.loanCount, totals.recordCount, totals.principalCents, id],
-      );
+      const r = await this.db.run(`UPDATE file_batches SET status = 'sealed', sealed_at = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`, [now, totals.principalCents, id]);
       if (r.changes !== 1) return false;
       await this.db.run(`UPDATE file_batch_loans SET rows_json = '{}' WHERE batch_id = ?`, [id]);
       return true;

@@ -41,6 +41,10 @@ export interface LoanRow {
   boardedRecords: string | null;
   /** The loan's account number in the core: from the bank's pool, or read back from the core. */
   accountNumber: string | null;
+  /** The borrower's name as last fetched (the console's search), null before the first fetch. */
+  borrowerName: string | null;
+  /** borrowerName as searched (lib/search-key.ts: no case, no accents). */
+  borrowerKey: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -86,6 +90,8 @@ export type LoanPatch = Partial<
     | 'reviewItems'
     | 'boardedRecords'
     | 'accountNumber'
+    | 'borrowerName'
+    | 'borrowerKey'
   >
 >;
 
@@ -114,6 +120,8 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   reviewItems: 'review_items',
   boardedRecords: 'boarded_records',
   accountNumber: 'account_number',
+  borrowerName: 'borrower_name',
+  borrowerKey: 'borrower_key',
 };
 
 export interface TransitionInput {
@@ -175,6 +183,8 @@ interface RawLoan {
   review_items: number;
   boarded_records: string | null;
   account_number?: string | null;
+  borrower_name?: string | null;
+  borrower_key?: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -208,6 +218,8 @@ function toRow(r: RawLoan): LoanRow {
     reviewItems: r.review_items ?? 0,
     boardedRecords: r.boarded_records ?? null,
     accountNumber: r.account_number ?? null,
+    borrowerName: r.borrower_name ?? null,
+    borrowerKey: r.borrower_key ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

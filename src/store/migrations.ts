@@ -277,13 +277,182 @@ export const MIGRATIONS: readonly Migration[] = [
     value TEXT NOT NULL
   );
   `,
-  /* 12: the fencing token of a lease (issue 26): the epoch grows whenever the lease changes hands,
+  /* 12: file_batches.loan_count and record_count were written at the seal and never read: the
+     batch's loans (file_batch_loans, kept after the seal) give the same counts, and control.csv
+     holds what the files were written with. Dropped rather than kept in step with them. */ `
+  ALTER TABLE file_batches DROP COLUMN loan_count;
+  ALTER TABLE file_batches DROP COLUMN record_count;
+  `,
+  /* 13: the ops console (issue 27, src/store/console.ts). The exception queue pages by keyset over
+     partial indexes of the exceptions only (quarantined loans, and written/acknowledged loans with
+     review items: the generated column exception_reason), so its first page costs the same at
+     100,000 loans as at 100 (the age index also carries loan number and borrower name, so a
+     search reads the index only). state_entered_at (when the loan entered its state; kept by triggers,
+     the pipeline does not know about it) gives the age; borrower_name (and borrower_key, its search form) the search by name.
+     Requests (four eyes) with the loans each covers (frozen when made), an append-only audit log
+     (triggers refuse UPDATE and DELETE), and the sign-off of each reconciliation run. The PostgreSQL body is the same schema in its dialect: BEFORE triggers in plpgsql, a STORED generated column, COALESCE for IFNULL. */ {
+    sqlite: `
+  ALTER TABLE loans ADD COLUMN state_entered_at INTEGER;
+  ALTER TABLE loans ADD COLUMN borrower_name TEXT;
+  ALTER TABLE loans ADD COLUMN borrower_key TEXT;             -- borrower_name without case or accents (src/lib/search-key.ts)
+  UPDATE loans SET state_entered_at = COALESCE((SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state), updated_at);
+  CREATE TRIGGER loans_state_entered_insert AFTER INSERT ON loans WHEN NEW.state_entered_at IS NULL
+  BEGIN UPDATE loans SET state_entered_at = NEW.updated_at WHERE id = NEW.id; END;
+  CREATE TRIGGER loans_state_entered_update AFTER UPDATE OF state ON loans WHEN NEW.state IS NOT OLD.state
+  BEGIN UPDATE loans SET state_entered_at = NEW.updated_at WHERE id = NEW.id; END;
+  ALTER TABLE loans ADD COLUMN exception_reason TEXT GENERATED ALWAYS AS (
+    CASE WHEN state = 'quarantined' THEN COALESCE(quarantine_reason, 'validation')
+         WHEN review_items > 0 AND state IN ('written', 'acknowledged') THEN 'review' END) VIRTUAL;
+  CREATE INDEX loans_exc_age ON loans (state_entered_at, id, loan_number, borrower_key) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_reason ON loans (exception_reason, state_entered_at, id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_amount ON loans (IFNULL(cents_amount, -9007199254740992), id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_released ON loans (IFNULL(released_at_iso, ''), id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_id ON loans (id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_loan_number ON loans (loan_number);
+
+  CREATE TABLE console_requests (
+    id            TEXT PRIMARY KEY,
+    action        TEXT NOT NULL,              -- retry|skip|reboard|seal|strike_clear
+    filter        TEXT,                       -- JSON of the exception filter, when made by filter
+    batch         TEXT,                       -- seal: the open batch the maker saw
+    preview_count INTEGER NOT NULL,           -- loans covered when made (frozen)
+    reason        TEXT NOT NULL,
+    maker         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    status        TEXT NOT NULL,              -- pending|approved|executed|rejected|failed
+    decided_by    TEXT,
+    decided_at    INTEGER,
+    decision_note TEXT,
+    claimed_by    TEXT,                       -- the executor running it (one at a time)
+    claimed_at    INTEGER,
+    executed_at   INTEGER,
+    result        TEXT                        -- JSON {done, failed, detail}
+  );
+  CREATE INDEX console_requests_created ON console_requests (created_at, id);
+  CREATE INDEX console_requests_open ON console_requests (status, created_at) WHERE status IN ('pending', 'approved');
+  CREATE TABLE console_request_loans (
+    request_id TEXT NOT NULL,
+    loan_id    TEXT NOT NULL,
+    from_state TEXT,                          -- the loan's state when the request was made: it acts only on a loan still in it
+    PRIMARY KEY (request_id, loan_id)
+  );
+  CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
+  CREATE TABLE console_audit (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         INTEGER NOT NULL,
+    actor      TEXT NOT NULL,
+    kind       TEXT NOT NULL,                 -- request|approve|reject|execute|fail|signoff|login_failed|login_throttled
+    action     TEXT,
+    request_id TEXT,
+    loan_id    TEXT,
+    reason     TEXT,
+    detail     TEXT                           -- JSON
+  );
+  CREATE INDEX console_audit_loan ON console_audit (loan_id, seq) WHERE loan_id IS NOT NULL;
+  CREATE INDEX console_audit_request ON console_audit (request_id, seq) WHERE request_id IS NOT NULL;
+  CREATE TRIGGER console_audit_no_update BEFORE UPDATE ON console_audit BEGIN SELECT RAISE(ABORT, 'console_audit is append-only'); END;
+  CREATE TRIGGER console_audit_no_delete BEFORE DELETE ON console_audit BEGIN SELECT RAISE(ABORT, 'console_audit is append-only'); END;
+  CREATE TABLE report_signoffs (
+    day         TEXT NOT NULL,                -- YYYY-MM-DD folder of reports.dir
+    run         TEXT NOT NULL,                -- run-<HHMMSS>[-n] folder
+    prepared_by TEXT,
+    prepared_at INTEGER,
+    reviewed_by TEXT,
+    reviewed_at INTEGER,
+    PRIMARY KEY (day, run)
+  );
+  `,
+    postgres: `
+  ALTER TABLE loans ADD COLUMN state_entered_at BIGINT;
+  ALTER TABLE loans ADD COLUMN borrower_name TEXT;
+  ALTER TABLE loans ADD COLUMN borrower_key TEXT;
+  UPDATE loans SET state_entered_at = COALESCE((SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state), updated_at);
+  CREATE FUNCTION loans_state_entered() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      IF NEW.state_entered_at IS NULL THEN NEW.state_entered_at := NEW.updated_at; END IF;
+    ELSIF NEW.state IS DISTINCT FROM OLD.state THEN
+      NEW.state_entered_at := NEW.updated_at;
+    END IF;
+    RETURN NEW;
+  END
+  $fn$;
+  CREATE TRIGGER loans_state_entered BEFORE INSERT OR UPDATE OF state ON loans FOR EACH ROW EXECUTE FUNCTION loans_state_entered();
+  ALTER TABLE loans ADD COLUMN exception_reason TEXT GENERATED ALWAYS AS (
+    CASE WHEN state = 'quarantined' THEN COALESCE(quarantine_reason, 'validation')
+         WHEN review_items > 0 AND state IN ('written', 'acknowledged') THEN 'review' END) STORED;
+  CREATE INDEX loans_exc_age ON loans (state_entered_at, id, loan_number, borrower_key) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_reason ON loans (exception_reason, state_entered_at, id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_amount ON loans (COALESCE(cents_amount, -9007199254740992), id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_released ON loans (COALESCE(released_at_iso, ''), id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_id ON loans (id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_loan_number ON loans (loan_number);
+
+  CREATE TABLE console_requests (
+    id            TEXT PRIMARY KEY,
+    action        TEXT NOT NULL,              -- retry|skip|reboard|seal|strike_clear
+    filter        TEXT,                       -- JSON of the exception filter, when made by filter
+    batch         TEXT,                       -- seal: the open batch the maker saw
+    preview_count BIGINT NOT NULL,           -- loans covered when made (frozen)
+    reason        TEXT NOT NULL,
+    maker         TEXT NOT NULL,
+    created_at    BIGINT NOT NULL,
+    status        TEXT NOT NULL,              -- pending|approved|executed|rejected|failed
+    decided_by    TEXT,
+    decided_at    BIGINT,
+    decision_note TEXT,
+    claimed_by    TEXT,                       -- the executor running it (one at a time)
+    claimed_at    BIGINT,
+    executed_at   BIGINT,
+    result        TEXT                        -- JSON {done, failed, detail}
+  );
+  CREATE INDEX console_requests_created ON console_requests (created_at, id);
+  CREATE INDEX console_requests_open ON console_requests (status, created_at) WHERE status IN ('pending', 'approved');
+  CREATE TABLE console_request_loans (
+    request_id TEXT NOT NULL,
+    loan_id    TEXT NOT NULL,
+    from_state TEXT,                          -- the loan's state when the request was made: it acts only on a loan still in it
+    PRIMARY KEY (request_id, loan_id)
+  );
+  CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
+  CREATE TABLE console_audit (
+    seq        BIGSERIAL PRIMARY KEY,
+    at         BIGINT NOT NULL,
+    actor      TEXT NOT NULL,
+    kind       TEXT NOT NULL,                 -- request|approve|reject|execute|fail|signoff|login_failed|login_throttled
+    action     TEXT,
+    request_id TEXT,
+    loan_id    TEXT,
+    reason     TEXT,
+    detail     TEXT                           -- JSON
+  );
+  CREATE INDEX console_audit_loan ON console_audit (loan_id, seq) WHERE loan_id IS NOT NULL;
+  CREATE INDEX console_audit_request ON console_audit (request_id, seq) WHERE request_id IS NOT NULL;
+  CREATE FUNCTION console_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    RAISE EXCEPTION 'console_audit is append-only';
+  END
+  $fn$;
+  CREATE TRIGGER console_audit_no_update BEFORE UPDATE ON console_audit FOR EACH ROW EXECUTE FUNCTION console_audit_append_only();
+  CREATE TRIGGER console_audit_no_delete BEFORE DELETE ON console_audit FOR EACH ROW EXECUTE FUNCTION console_audit_append_only();
+  CREATE TABLE report_signoffs (
+    day         TEXT NOT NULL,                -- YYYY-MM-DD folder of reports.dir
+    run         TEXT NOT NULL,                -- run-<HHMMSS>[-n] folder
+    prepared_by TEXT,
+    prepared_at BIGINT,
+    reviewed_by TEXT,
+    reviewed_at BIGINT,
+    PRIMARY KEY (day, run)
+  );
+    `,
+  },
+  /* 14: the fencing token of a lease (issue 26): the epoch grows whenever the lease changes hands,
      and the expiry moves with the heartbeat. A write transaction carrying a fence (sql.ts) checks
      holder, epoch and expiry in the same transaction. */ `
   ALTER TABLE leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE leases ADD COLUMN expires_at INTEGER;
   `,
-  /* 13: PostgreSQL only: leadership with fencing (src/store/pg/leadership.ts) and the rate budget
+  /* 15: PostgreSQL only: leadership with fencing (src/store/pg/leadership.ts) and the rate budget
      shared by replicas (src/store/pg/rate-budget.ts), on the database's clock. Its pause and
      strike tables are rate_shared_*: rate_pause/rate_strikes are the per-process ledger of
      migration 1 (src/store/rate-state.ts). */ {

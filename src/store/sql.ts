@@ -328,3 +328,14 @@ export type AnyDb = StoreDb | Database.Database;
 export function toStoreDb(db: AnyDb): StoreDb {
   return db instanceof StoreDb ? db : StoreDb.sqliteOn(db);
 }
+
+/** `@name` placeholders with a map of values → `?` placeholders with the values in order. */
+export function named(text: string, params: Readonly<Record<string, unknown>>): [string, unknown[]] {
+  const values: unknown[] = [];
+  const out = text.replace(/@([A-Za-z_][A-Za-z0-9_]*)/g, (_m, k: string) => {
+    if (!Object.hasOwn(params, k)) throw new Error(`SQL parameter @${k} has no value`);
+    values.push(params[k]);
+    return '?';
+  });
+  return [out, values];
+}

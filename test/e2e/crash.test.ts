@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyPackage } from '../../src/core/file/manifest.js';
 import { safeId } from '../../src/core/safe-name.js';
-import { splitCsvLine } from '../../src/core/file/customer-extract.js';
+import { parseCsvLine } from '../../src/lib/csv.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
 
 const MAIN = join(process.cwd(), 'dist/main.js');
@@ -203,9 +203,9 @@ describe('crash loop', () => {
     const cifLines = new Map<string, number>();
     for (const b of batches) {
       const [header, ...rows] = readFileSync(join(cfg.coreDir, 'batches', b.id, 'customer.csv'), 'utf8').trim().split('\n');
-      const cols = splitCsvLine(header!, ',') as string[];
+      const cols = parseCsvLine(header!, ',') as string[];
       for (const line of rows) {
-        const f = splitCsvLine(line, ',') as string[];
+        const f = parseCsvLine(line, ',') as string[];
         if (f[cols.indexOf('action')] !== 'A') continue;
         const tin = f[cols.indexOf('tax_id')]!;
         customerLines.set(tin, (customerLines.get(tin) ?? 0) + 1);

@@ -27,6 +27,8 @@ import { Response as WebResponse } from 'undici';
  * - client identifiers (`POST /clients/{id}/identifiers`): one (document type, key) across all
  *   clients (403 `error.msg.clientIdentifier.identityKey.duplicate`), one of a type per client;
  * - the search API (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`);
+ * - request paths Tomcat or Spring's StrictHttpFirewall refuse (400 before Fineract): an encoded
+ *   slash, backslash or percent, `;`, `//`, dot segments, raw non-ASCII (refusedRequestPath);
  * - externalId at most 100 characters (clients and loans: `exceeds.max.length`); a loan's
  *   `accountNo` at most 20 characters, unique (403 `error.msg.loan.duplicate.accountNo`, the
  *   `loan_account_no_UNIQUE` constraint), else Fineract's own: the loan id zero-padded to 9;
@@ -35,6 +37,24 @@ import { Response as WebResponse } from 'undici';
  *
  * Everything is recorded so a test can assert "exactly one client per external id".
  */
+
+/**
+ * Why Tomcat (an encoded slash or backslash: `encodedSolidusHandling` reject, the default) or
+ * Spring Security's StrictHttpFirewall (an encoded percent, a semicolon, `//`, a dot segment,
+ * anything but printable ASCII) refuses a request path, before Fineract sees it; null when it passes.
+ * Checked on the raw path as sent (the query string is not checked: both allow encoded slashes there).
+ */
+export function refusedRequestPath(rawUrl: string): string | null {
+  const path = rawUrl.split('?')[0] ?? '';
+  if (/%2f/i.test(path) || /%5c/i.test(path) || path.includes('\\')) return 'The request was rejected because the URL contained an encoded slash or backslash';
+  if (/%25/.test(path)) return 'The request was rejected because the URL contained a potentially malicious String "%25"';
+  if (/;|%3b/i.test(path)) return 'The request was rejected because the URL contained a potentially malicious String ";"';
+  if (path.includes('//')) return 'The request was rejected because the URL contained a potentially malicious String "//"';
+  if (/[^\x21-\x7e]/.test(path)) return 'The request was rejected because the URL contained non-printable or non-ASCII characters';
+  const segments = path.split('/').map((seg) => seg.toLowerCase().replace(/%2e/g, '.'));
+  if (segments.some((seg) => seg === '.' || seg === '..')) return 'The request was rejected because the URL was not normalized';
+  return null;
+}
 
 export interface FakeFineractOptions {
   username?: string;
@@ -351,6 +371,17 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
   const app = express();
   app.disable('x-powered-by');
 
+  // Tomcat and Spring Security's StrictHttpFirewall refuse a request path before Fineract sees it.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const why = refusedRequestPath(req.originalUrl);
+    if (why === null) {
+      next();
+      return;
+    }
+    record(req, 400, false, null);
+    res.status(400).type('text/html').send(`<!doctype html><html lang="en"><head><title>HTTP Status 400 – Bad Request</title></head><body><h1>HTTP Status 400 – Bad Request</h1><p>${why}</p></body></html>`);
+  });
+
   // Auth + tenant first, like Fineract's filter chain.
   app.use(BASE, (req: Request, res: Response, next: NextFunction) => {
     const tenant = req.header('fineract-platform-tenantid');
@@ -511,6 +542,20 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     displayName: c.fullname ?? `${c.firstname ?? ''} ${c.lastname ?? ''}`.trim(),
   });
 
+  /**
+   * A listing (`GET /clients`, `GET /loans`): offset and limit, and `?externalId=`, Fineract's
+   * search by an exact match on external_id (any characters: it is a query, not a path).
+   */
+  const listing = <T extends { externalId: string | null }>(all: T[], toJson: (x: T) => Record<string, unknown>) =>
+    route((req) => {
+      const offset = Number(req.query['offset'] ?? 0);
+      const limit = Number(req.query['limit'] ?? 200);
+      const eid = req.query['externalId'];
+      const found = typeof eid === 'string' ? all.filter((x) => x.externalId === eid) : all;
+      return { body: { totalFilteredRecords: found.length, pageItems: found.slice(offset, offset + limit).map(toJson) } };
+    });
+
+  r.get('/clients', listing(clients, clientJson));
   r.get('/clients/external-id/:eid', route((req) => {
     const c = clients.find((x) => x.externalId === req.params['eid']);
     if (!c) throw domainFail(404, 'error.msg.client.id.invalid', `Client with identifier ${String(req.params['eid'])} does not exist`);
@@ -736,11 +781,7 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
     return l;
   };
 
-  r.get('/loans', route((req) => {
-    const offset = Number(req.query['offset'] ?? 0);
-    const limit = Number(req.query['limit'] ?? 200);
-    return { body: { totalFilteredRecords: loans.length, pageItems: loans.slice(offset, offset + limit).map(loanJson) } };
-  }));
+  r.get('/loans', listing(loans, loanJson));
   r.get('/loans/external-id/:eid', route((req) => {
     const l = loans.find((x) => x.externalId === req.params['eid']);
     if (!l) throw domainFail(404, 'error.msg.loan.external.id.invalid', `Loan with external identifier ${String(req.params['eid'])} does not exist`);

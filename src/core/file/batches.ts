@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BatchSummary } from '../port.js';
 import type { Clock } from '../../lib/clock.js';
+import { csvRecord } from '../../lib/csv.js';
 import type { Logger } from '../../lib/logger.js';
-import { compileLayout, CONTROL_FILE, type Layout } from '../../mapping/layout.js';
-import { concatBytes, encodeLine, headerRowLine, renderRows, summaryLine, type RenderedRows } from '../../mapping/layout-render.js';
-import type { MappedRecord } from '../../mapping/types.js';
-import type { FileBatchStore, AppendResult, FileBatchRow } from '../../store/file-batches.js';
-import { DIR_MODE, exists, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
+import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
+import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type RenderedRows, type RowKind } from './layout/render.js';
+import type { MappedRecord } from '../../contract/records.js';
+import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
+import { DIR_MODE, exists, sweepTempFiles, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
 /**
@@ -43,6 +45,16 @@ interface StoredRows {
   [file: string]: { lines: string[]; amounts: Record<string, string> };
 }
 
+/** A loan's rows rendered by `FileBatches.check`, ready for `append` (the layout they were rendered in travels with them). */
+export interface PreparedBoard {
+  readonly loanId: string;
+  /** The layout.yaml text the rows are in. */
+  readonly layout: string;
+  /** File name → rows, for each kind of board (a file the loan has no record for is absent). */
+  readonly rows: Readonly<Record<RowKind, Record<string, RenderedRows>>>;
+  readonly recordCount: Readonly<Record<RowKind, number>>;
+}
+
 export interface SealedBatchSummary {
   id: string;
   loanCount: number;
@@ -67,34 +79,74 @@ export class FileBatches {
     return join(this.opts.root, id);
   }
 
-  /** Throws LayoutRenderError when a record does not fit the layout (a value too wide, a character the encoding lacks). */
-  check(loanId: string, records: readonly MappedRecord[]): void {
-    for (const f of this.opts.layout().files) renderRows(f, records, { loanId, kind: 'correction' });
+  /** Batches newest first with their counts, totals and (sealed) files: the ops console's batches page. */
+  async summaries(limit: number): Promise<BatchSummary[]> {
+    const out: BatchSummary[] = [];
+    for (const b of await this.store.list(limit)) {
+      const counts = await this.store.counts(b.id);
+      const files: Array<{ name: string; bytes: number }> = [];
+      if (b.status !== 'open') {
+        const dir = this.batchDir(b.id);
+        const names = await readdir(dir).catch(() => [] as string[]);
+        for (const name of names.sort()) {
+          if (name.startsWith('.')) continue;
+          const st = await stat(join(dir, name)).catch(() => null);
+          if (st?.isFile()) files.push({ name, bytes: st.size });
+        }
+      }
+      out.push({
+        id: b.id,
+        status: b.status,
+        openedAt: b.openedAt,
+        cutoffAt: b.cutoffAt,
+        sealedAt: b.sealedAt,
+        sealReason: b.sealReason,
+        sealedBy: b.sealedBy,
+        loanCount: counts.loans,
+        corrections: counts.corrections,
+        recordCount: counts.records,
+        principalCents: b.principalCents ?? (await this.store.principalOf(b.id)),
+        files,
+      });
+    }
+    return out;
   }
 
   /**
-   * Renders the loan's records (a layout error throws before anything is stored) and puts them into
-   * the open batch; seals a batch this board found past its cut-off.
+   * Renders a loan's records in the layout in use, once, for both kinds of board (a first board, a
+   * correction of a loan in a sealed batch: the store decides which inside its transaction). Throws
+   * LayoutRenderError when a record does not fit the layout (a value too wide, a character the
+   * encoding lacks), before anything is written. What it returns is what `append` stores.
    */
-  async append(loanId: string, records: readonly MappedRecord[], principalCents: string | null): Promise<AppendResult> {
-    const now = this.opts.clock.now();
+  check(loanId: string, records: readonly MappedRecord[]): PreparedBoard {
     const layout = this.opts.layout();
-    const render = (kind: 'new' | 'correction'): { digest: string; rowsJson: string; recordCount: number } => {
-      const rows: Record<string, RenderedRows> = {};
-      let recordCount = 0;
-      for (const f of layout.files) {
-        const r = renderRows(f, records, { loanId, kind });
-        if (r.lines.length > 0) rows[f.name] = r;
-        recordCount += r.lines.length;
+    const byKind: Record<RowKind, Record<string, RenderedRows>> = { new: {}, correction: {} };
+    const recordCount: Record<RowKind, number> = { new: 0, correction: 0 };
+    for (const f of layout.files) {
+      const r = renderLoanRows(f, records, { loanId, timeZone: this.opts.rule.timeZone });
+      for (const kind of ['new', 'correction'] as const) {
+        if (r[kind].lines.length > 0) byKind[kind][f.name] = r[kind];
+        recordCount[kind] += r[kind].lines.length;
       }
-      const rowsJson = JSON.stringify(rows);
-      return { digest: createHash('sha256').update(`${principalCents ?? ''}\u0000${rowsJson}`).digest('hex'), rowsJson, recordCount };
+    }
+    return { loanId, layout: layout.source, rows: byKind, recordCount };
+  }
+
+  /**
+   * Puts a board `check` rendered into the open batch (nothing is rendered again here, and it goes
+   * in the layout it was rendered in); seals a batch this board found past its cut-off.
+   */
+  async append(board: PreparedBoard, principalCents: string | null): Promise<AppendResult> {
+    const now = this.opts.clock.now();
+    const render = (kind: RowKind): RenderedLoan => {
+      const rowsJson = JSON.stringify(board.rows[kind]);
+      return { digest: createHash('sha256').update(`${principalCents ?? ''}\u0000${rowsJson}`).digest('hex'), rowsJson, recordCount: board.recordCount[kind] };
     };
     const result = await this.store.append({
-      loanId,
+      loanId: board.loanId,
       principalCents,
       now,
-      layout: layout.source,
+      layout: board.layout,
       openBatch: (at) => {
         const cutoffAt = nextCutoff(at, this.opts.rule);
         return { cutoffAt, day: batchDay(cutoffAt, this.opts.rule.timeZone) };
@@ -174,13 +226,14 @@ export class FileBatches {
     if (!(await exists(join(dir, this.opts.triggerFile)))) {
       await mkdir(dir, { recursive: true, mode: DIR_MODE });
       // Temp files of a write a crash cut short: never renamed, never read by the job.
-      for (const f of await readdir(dir)) if (f.startsWith('.tmp-') && !ownedByLiveProcess(f)) await rm(join(dir, f), { force: true });
+      const swept = await sweepTempFiles(dir);
+      if (swept.length > 0) this.opts.logger.info({ batchId: id, files: swept.length }, 'removed temp files an interrupted seal left');
       await writeFilesAtomic(dir, summary.outputs);
       await writeFileAtomic(join(dir, CONTROL_FILE), summary.control);
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
     }
     const s = summary.summary;
-    if (await this.store.markSealed(id, this.opts.clock.now(), { loanCount: s.loanCount, recordCount: s.recordCount, principalCents: s.principalCents })) {
+    if (await this.store.markSealed(id, this.opts.clock.now(), { principalCents: s.principalCents })) {
       this.opts.logger.info({ batchId: id, loans: s.loanCount, corrections: s.corrections, records: s.recordCount, principalCents: s.principalCents }, 'batch sealed');
       this.scrub(id);
     }
@@ -217,39 +270,27 @@ export class FileBatches {
     }
     const batchDate = batchDay(batch.cutoffAt, this.opts.rule.timeZone);
     const outputs: Array<[string, Uint8Array]> = [];
-    const controlRows: string[] = ['batch_id,file,record_type,record_count,loan_count,bytes,sha256'];
+    // Every field escaped (RFC 4180): a record type is any text the layout gives it.
+    const controlRows: string[] = [csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256'])];
     const fileSummaries: SealedBatchSummary['files'] = [];
     let recordCount = 0;
     for (const { f, lines, loans, totals } of files) {
-      const s = { batchId: batch.id, batchDate, records: lines.length, loans: loans.size, totals };
+      const s = { batchId: batch.id, timeZone: this.opts.rule.timeZone, batchDate, records: lines.length, loans: loans.size, totals };
       const all = [headerRowLine(f), summaryLine(f, 'header', s), ...lines, summaryLine(f, 'trailer', s)].filter((l): l is string => l !== undefined);
       const bytes = concatBytes(all.map((l) => encodeLine(f, l)));
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       outputs.push([f.name, bytes]);
-      controlRows.push([batch.id, f.name, f.record, lines.length, loans.size, bytes.length, sha256].join(','));
+      controlRows.push(csvRecord([batch.id, f.name, f.record, lines.length, loans.size, bytes.length, sha256]));
       fileSummaries.push({ name: f.name, records: lines.length, bytes: bytes.length, sha256 });
       recordCount += lines.length;
     }
-    controlRows.push(`${batch.id},*,loans,${loanCount},${loanCount},,`);
-    controlRows.push(`${batch.id},*,corrections,${corrections},${corrections},,`);
-    controlRows.push(`${batch.id},*,principal_total_cents,${principal.toString()},,,`);
+    controlRows.push(csvRecord([batch.id, '*', 'loans', loanCount, loanCount, null, null]));
+    controlRows.push(csvRecord([batch.id, '*', 'corrections', corrections, corrections, null, null]));
+    controlRows.push(csvRecord([batch.id, '*', 'principal_total_cents', principal, null, null, null]));
     return {
       outputs,
       control: `${controlRows.join('\n')}\n`,
       summary: { id: batch.id, loanCount, corrections, recordCount, principalCents: principal.toString(), files: fileSummaries },
     };
-  }
-}
-
-
-/** `.tmp-<pid>-…` of another process still running (a `batches seal` beside the daemon): not a leftover. */
-function ownedByLiveProcess(tmpName: string): boolean {
-  const pid = Number(/^\.tmp-(\d+)-/.exec(tmpName)?.[1]);
-  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code === 'EPERM';
   }
 }

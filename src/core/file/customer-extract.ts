@@ -6,6 +6,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { CustomerKeys } from '../../lib/customer-keys.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
+import { parseCsvLine } from '../../lib/csv.js';
 import { CustomerSourceUnavailableError, type CustomerDirectory, type CustomerQuery, type ExistingCustomer } from '../port.js';
 
 /** Where each field is in the bank's extract: a header name, or a 1-based column position. */
@@ -164,7 +165,7 @@ export class CustomerExtract implements CustomerDirectory {
       lineNo += 1;
       const line = lineNo === 1 ? raw.replace(/^\uFEFF/, '') : raw;
       if (line.trim() === '') continue;
-      const record = splitCsvLine(line, layout.delimiter);
+      const record = parseCsvLine(line, layout.delimiter);
       if (typeof record === 'string') {
         report(lineNo, `not CSV (${record})`);
         continue;
@@ -195,45 +196,6 @@ export class CustomerExtract implements CustomerDirectory {
     if (positions === null) throw new Error('the file is empty (no header line)');
     if (skipped > REPORTED_LINES) logger.warn({ path, skipped }, `customer extract ${path}: ${skipped} malformed lines skipped in all (first ${REPORTED_LINES} reported)`);
     return { mtimeMs, size, sha256: hash.digest('hex'), customers, skipped, index };
-  }
-}
-
-/**
- * One line of CSV (RFC 4180 quoting inside the line, a doubled quote for a quote). Each line stands
- * alone, so a broken line is reported and skipped without swallowing the lines after it (a quoted
- * line break inside a field is not supported in an extract). Returns the fields, or what is wrong.
- */
-export function splitCsvLine(line: string, delimiter: string): string[] | string {
-  const out: string[] = [];
-  let i = 0;
-  for (;;) {
-    if (line[i] === '"') {
-      let value = '';
-      i += 1;
-      for (;;) {
-        const q = line.indexOf('"', i);
-        if (q < 0) return 'a quoted field is not closed';
-        value += line.slice(i, q);
-        if (line[q + 1] === '"') {
-          value += '"';
-          i = q + 2;
-          continue;
-        }
-        i = q + 1;
-        break;
-      }
-      out.push(value);
-      if (i === line.length) return out;
-      if (line[i] !== delimiter) return `unexpected ${JSON.stringify(line[i])} after a closing quote`;
-      i += 1;
-    } else {
-      const d = line.indexOf(delimiter, i);
-      const value = d < 0 ? line.slice(i) : line.slice(i, d);
-      if (value.includes('"')) return 'a quote inside an unquoted field';
-      out.push(value);
-      if (d < 0) return out;
-      i = d + 1;
-    }
   }
 }
 

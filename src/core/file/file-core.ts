@@ -9,7 +9,7 @@ import { localDate } from '../../lib/calendar.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
-import { LayoutRenderError } from '../../mapping/layout-render.js';
+import { LayoutRenderError } from './layout/render.js';
 import {
   CoreRejectedError,
   CoreUnavailableError,
@@ -24,7 +24,7 @@ import {
 import { DIR_MODE, FILE_MODE, exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
 import { KeyedLock } from '../keyed-lock.js';
-import type { FileBatches } from './batches.js';
+import type { FileBatches, PreparedBoard } from './batches.js';
 import { MANIFEST, readManifest, type ManifestDocument, type PackageManifest } from './manifest.js';
 
 export interface FileCoreOptions {
@@ -69,7 +69,18 @@ export class FileCore implements CoreSystem {
     this.stagingDir = join(opts.dir, '.staging');
     this.trashDir = join(opts.dir, '.trash');
     this.batches = opts.batches;
-    this.batching = opts.batches ? { sealDue: () => this.sealDue() } : undefined;
+    const batches = opts.batches;
+    this.batching = batches
+      ? {
+          sealDue: () => this.sealDue(),
+          sealNow: async (reason, by, id) => {
+            await this.ready();
+            await batches.recover();
+            return batches.sealNow(reason, by, id);
+          },
+          list: (limit) => batches.summaries(limit),
+        }
+      : undefined;
     this.clock = opts.clock;
     this.logger = opts.logger.child({ component: 'core.file' });
   }
@@ -126,10 +137,12 @@ export class FileCore implements CoreSystem {
   }
 
   private async boardLocked(pkg: BoardingPackage, name: string, signal: AbortSignal | undefined): Promise<CoreReceipt> {
+    // A value the bank's layout cannot hold is the data's problem: refuse before anything is written.
+    // The rows rendered here are the ones the batch stores (the board is rendered once).
+    let board: PreparedBoard | undefined;
     if (this.batches) {
-      // A value the bank's layout cannot hold is the data's problem: refuse before anything is written.
       try {
-        this.batches.check(pkg.loanId, pkg.records);
+        board = this.batches.check(pkg.loanId, pkg.records);
       } catch (err) {
         if (err instanceof LayoutRenderError) throw new CoreRejectedError(`file layout: ${err.message}`);
         throw err;
@@ -206,10 +219,10 @@ export class FileCore implements CoreSystem {
     }
 
     let batchId: string | undefined;
-    if (this.batches) {
+    if (this.batches && board !== undefined) {
       try {
         const principal = typeof pkg.source.centsAmount === 'number' ? String(pkg.source.centsAmount) : null;
-        const r = await this.batches.append(pkg.loanId, pkg.records, principal);
+        const r = await this.batches.append(board, principal);
         batchId = r.batchId;
         if (r.kind === 'correction') this.logger.info({ loanId: pkg.loanId, batchId: r.batchId }, 'loan already in a sealed batch: correction record in the open batch');
       } catch (err) {

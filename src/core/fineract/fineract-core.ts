@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { FormData } from 'undici';
 import type { Logger } from '../../lib/logger.js';
-import type { MappedRecord } from '../../mapping/types.js';
+import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
 import {
   CoreRejectedError,
@@ -28,7 +28,7 @@ import { safeFileName } from '../safe-name.js';
 import { DEFAULT_DOCUMENT_POLICY, planDocument, uploadFileName, type FineractDocumentPolicy } from './document-policy.js';
 import { FineractHttp, ReplayedFailureError, fineractCodes, type CallOptions, type FineractHttpOptions } from './http.js';
 import { fineractKey } from './keys.js';
-import { fineractExternalId } from './external-id.js';
+import { fineractExternalId, fineractExternalIdBeforePathSafe } from './external-id.js';
 import type { ExternalRefStore } from '../../store/external-refs.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
@@ -374,8 +374,27 @@ export class FineractCore implements CoreSystem {
   }
 
   private async findClientId(externalId: string, signal?: AbortSignal): Promise<number | null> {
-    const c = await this.http.find<Json>(`/clients/external-id/${encodeURIComponent(fineractExternalId(externalId))}`, signal);
+    const c = await this.findByExternalId('clients', externalId, signal);
     return c === null ? null : numId(c['id'], `client ${externalId}`);
+  }
+
+  /**
+   * A client or loan by its platform id: by the current externalId (external-id.ts, always
+   * path-safe) with `GET /{resource}/external-id/{id}`; then, for an id whose form changed (one of
+   * at most 100 characters with characters a path cannot carry, boarded by an earlier version
+   * under the raw id), by that earlier form with the search `GET /{resource}?externalId=` (a query
+   * takes any character), so a record boarded then is found and never written twice.
+   */
+  private async findByExternalId(resource: 'clients' | 'loans', platformId: string, signal?: AbortSignal): Promise<Json | null> {
+    const current = fineractExternalId(platformId);
+    const found = await this.http.find<Json>(`/${resource}/external-id/${encodeURIComponent(current)}`, signal);
+    const legacy = fineractExternalIdBeforePathSafe(platformId);
+    if (found !== null || legacy === current) return found;
+    const page = await this.http.get<{ pageItems?: Json[] } | Json[] | null>(`/${resource}?externalId=${encodeURIComponent(legacy)}&limit=2`, signal);
+    const items = (Array.isArray(page) ? page : (page?.pageItems ?? [])).filter((x) => x['externalId'] === legacy);
+    if (items.length > 1) throw new CoreRejectedError(`${resource === 'loans' ? 'loan' : 'client'} ${platformId}: ${items.length} Fineract records hold externalId ${legacy}; merge them in Fineract, then the loan retries`);
+    if (items[0] !== undefined) this.logger.info({ resource, platformId, fineractId: items[0]['id'] }, 'found under the externalId an earlier version wrote (the raw platform id): used as it is');
+    return items[0] ?? null;
   }
 
   private async resolveClient(externalId: string, ids: Ids, what: string, signal?: AbortSignal): Promise<number> {
@@ -386,7 +405,7 @@ export class FineractCore implements CoreSystem {
   }
 
   private async findLoanJson(externalId: string, signal?: AbortSignal): Promise<Json | null> {
-    return this.http.find<Json>(`/loans/external-id/${encodeURIComponent(fineractExternalId(externalId))}`, signal);
+    return this.findByExternalId('loans', externalId, signal);
   }
 
   private async ensureLoan(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<number> {
@@ -662,9 +681,13 @@ function withoutRefs(fields: Record<string, unknown>): Json {
   return out;
 }
 
-/** The marker of a document's upload: its platform id, or the id's digest when longer than 100 characters (description is 1000). */
+/**
+ * The marker of a document's upload: its platform id, or the id's digest when longer than 100
+ * characters (description is 1000). A description is no path: the marker keeps the form earlier
+ * versions wrote (external-id.ts), so their uploads are recognised and not sent again.
+ */
 export function documentMarker(documentId: string): string {
-  return `[doc:${fineractExternalId(documentId)}]`;
+  return `[doc:${fineractExternalIdBeforePathSafe(documentId)}]`;
 }
 
 function asText(v: unknown): string {

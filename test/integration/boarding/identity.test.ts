@@ -10,6 +10,7 @@ import { DEFAULT_NUMBER_POOLS } from '../../../src/store/numbers.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { createWebhookService } from '../../../src/app/webhook-service.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
+import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
 
 /**
@@ -170,12 +171,27 @@ describe('mixed id shapes through the fineract set into the strict fake Fineract
     const rows = dbRows<{ id: string; account_number: string | null; core_reference: string }>(cfg.dbPath, "SELECT id, account_number, core_reference FROM loans WHERE state = 'acknowledged'");
     expect(rows.length).toBeGreaterThan(10);
     for (const row of rows) {
-      const loan = fake.loans.find((l) => l.externalId === row.id);
+      const loan = fake.loans.find((l) => l.externalId === fineractExternalId(row.id));
       expect(loan, row.id).toBeDefined();
       expect(row.account_number).toBe(loan!.accountNo);
     }
     // Nothing allocated from a pool: the core is the source.
     expect(dbRows<{ n: number }>(cfg.dbPath, 'SELECT COUNT(*) AS n FROM bank_numbers')[0]!.n).toBe(0);
+    // Ids longer than 100 characters and ids with / % ? # spaces or non-ASCII are in Fineract
+    // under path-safe digests, never raw.
+    expect(rows.some((row) => row.id.length > 100)).toBe(true);
+    expect(rows.some((row) => /[/% ]/.test(row.id) && /[\u0080-\uffff]/.test(row.id))).toBe(true);
+    expect(fake.requests.filter((q) => q.status === 400)).toEqual([]);
+    // Reconciliation maps the digests Fineract lists back to the platform ids: every boarded loan
+    // is in the core under its own id, none unknown.
+    // (Regression: `reconcile` opened Fineract without the state database and listed digests as
+    // loans unknown to the connector, the boarded ones as missing in the core.)
+    const rec = await runCli(['--config', cfg.configPath, 'reconcile', '--json', '--out', join(cfg.dir, 'reports')]);
+    expect(rec.error).toBeNull();
+    const report = JSON.parse(rec.stdout) as { totals: { writtenToCore: { count: number } }; exceptionsByReason: Record<string, number> };
+    expect(report.totals.writtenToCore.count).toBe(rows.length);
+    expect(report.exceptionsByReason['acknowledged_missing_in_core'] ?? 0).toBe(0);
+    expect(report.exceptionsByReason['in_core_unknown_to_connector'] ?? 0).toBe(0);
   }, 120_000);
 
   it('with identity.accountNumbers.source pool, the pool number is sent as accountNo and Fineract holds it', async () => {
@@ -198,7 +214,7 @@ describe('mixed id shapes through the fineract set into the strict fake Fineract
       for (const row of rows) {
         expect(row.account_number).toMatch(/^5\d{7}$/);
         expect(hasValidCheckDigit('luhn', row.account_number!)).toBe(true);
-        expect(fake.loans.find((l) => l.externalId === row.id)?.accountNo).toBe(row.account_number);
+        expect(fake.loans.find((l) => l.externalId === fineractExternalId(row.id))?.accountNo).toBe(row.account_number);
       }
       expect(new Set(rows.map((x) => x.account_number)).size).toBe(rows.length);
     } finally {

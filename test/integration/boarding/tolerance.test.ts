@@ -17,9 +17,9 @@ describe('sync --once tolerance', () => {
 
   it('quarantines a malformed queue item by id (validation) and boards the rest; items without an id are only logged', async () => {
     const [bad, noId, odd] = ids as [string, string, string];
-    await p.admin('POST', `/loans/${bad}/malform`, { kind: 'amount' });
-    await p.admin('POST', `/loans/${noId}/malform`, { kind: 'missing_id' });
-    await p.admin('POST', `/loans/${odd}/malform`, { kind: 'unknown_values' });
+    await p.admin('POST', `/loans/${encodeURIComponent(bad)}/malform`, { kind: 'amount' });
+    await p.admin('POST', `/loans/${encodeURIComponent(noId)}/malform`, { kind: 'missing_id' });
+    await p.admin('POST', `/loans/${encodeURIComponent(odd)}/malform`, { kind: 'unknown_values' });
     const cfg = writeConnectorConfig(p, { windowMs: 1000, readsPerWindow: 200, writesPerWindow: 60 });
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
     expect(r.code, r.error ?? '').toBe(0);

@@ -49,6 +49,9 @@ describe('batches CLI over a sync', () => {
 
     const show = JSON.parse((await cli('batches', 'show', id, '--json')).stdout) as Record<string, unknown>;
     expect(show).toMatchObject({ status: 'sealed', sealReason: 'ops: core job runs early', sealedBy: 'alice', loans: boarded, triggerFile: true });
+    // When it stopped taking boards and when its files were complete (file_batches.sealing_at, sealed_at).
+    expect(typeof show['frozenAt']).toBe('string');
+    expect(Date.parse(show['frozenAt'] as string)).toBeLessThanOrEqual(Date.parse(show['sealedAt'] as string));
     const dir = join(cfg.coreDir, 'batches', id);
     expect(readdirSync(dir).sort()).toEqual(['LNLOAD.DAT', 'READY', 'control.csv', 'crossref.csv', 'customer.csv', 'document.csv', 'loan.csv', 'relationship.csv']);
 

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { SandboxState } from '../../../src/sandbox/state.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 
 const SEED = 11;
 const LOANS = 40;
@@ -75,13 +76,15 @@ describe('repeat borrowers into a strict fake Fineract', () => {
     expect(fake.clients.filter((c) => !withIdentifier.has(c.id)).map((c) => c.externalId)).toEqual([]);
     // The teller's client is the borrower of that loan: no second client for it.
     expect(fake.clients.filter((c) => fake.identifiers.some((i) => i.clientId === c.id && i.documentKey === banked.ein))).toHaveLength(1);
-    const boardedFirst = fake.loans.find((l) => l.externalId === firstLoan.fields.id);
+    const boardedFirst = fake.loans.find((l) => l.externalId === fineractExternalId(firstLoan.fields.id));
     expect(boardedFirst?.clientId).toBe(teller.id);
     expect(summary.states['acknowledged'] ?? 0).toBeGreaterThan(25);
     // New clients per distinct TIN: exactly 1 for each TIN on a boarded loan, 0 for the teller's.
     const boardedTins = new Set<string>();
+    // Fineract holds path-safe externalIds (a digest for a long or odd platform id).
+    const byExternalId = new Map([...data.loans.entries()].map(([id, loan]) => [fineractExternalId(id), loan]));
     for (const l of fake.loans) {
-      const loan = data.loans.get(l.externalId!)!;
+      const loan = byExternalId.get(l.externalId!)!;
       for (const b of loan.businesses) if (b.ein) boardedTins.add(b.ein);
       for (const x of loan.people) boardedTins.add(x.ssn);
     }

@@ -11,6 +11,7 @@ import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
 import { FakeMapper } from '../../support/fake-mapper.js';
+import { ackKey } from '../../../src/boarding/release.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -173,9 +174,9 @@ describe('reconcile against the sandbox, the state database and the file core', 
     // 1. A loan released and acknowledged directly on the platform: not in the core, unknown to us.
     const created = (await (await fetch(`${sb.adminUrl}/loans`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: 1, release: true }) })).json()) as { ids: string[] };
     const stranger = created.ids[0]!;
-    const ack = await fetch(`${sb.baseUrl}/public/v1/loans/${stranger}/boarding`, {
+    const ack = await fetch(`${sb.baseUrl}/public/v1/loans/${encodeURIComponent(stranger)}/boarding`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json', 'idempotency-key': `test-${stranger}` },
+      headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json', 'idempotency-key': ackKey(stranger, 'test') },
       body: '{}',
     });
     expect(ack.status).toBeLessThan(300);

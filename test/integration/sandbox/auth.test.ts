@@ -67,8 +67,8 @@ describe('authentication codes', () => {
     let found = false;
     const full = await key({ permissions: ['read:loans', 'read:businesses', 'read:businesses:ein', 'read:people:ssn'] });
     for (const { id } of loans) {
-      const masked = await h.api(`/public/v1/loans/${id}/entities`);
-      const unmasked = await h.api(`/public/v1/loans/${id}/entities`, { key: full });
+      const masked = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/entities`);
+      const unmasked = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/entities`, { key: full });
       expect(masked.status).toBe(200);
       for (const b of masked.body.data.businesses) {
         expect(b.ein).toBeUndefined();

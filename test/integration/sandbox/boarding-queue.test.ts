@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loanSchema } from '../../../src/contract/schemas.js';
 import { startHarness, type Harness, type J } from './harness.js';
+import { ackKey } from '../../../src/boarding/release.js';
 
 describe('boarding queue and acknowledgement', () => {
   let h: Harness;
@@ -57,7 +58,7 @@ describe('boarding queue and acknowledgement', () => {
     const victims = before.filter((_, i) => i % 2 === 1).sort((a, b) => (a.slice(-3) < b.slice(-3) ? -1 : 1));
     const acker = (async () => {
       for (const id of victims) {
-        const r = await h.api(`/public/v1/loans/${id}/boarding`, { method: 'POST', body: { boardingReference: `core-${id}` }, headers: { 'Idempotency-Key': `ack:${id}` } });
+        const r = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: `core-${id}` }, headers: { 'Idempotency-Key': ackKey(id, 'concurrent') } });
         expect(r.status).toBe(200);
       }
     })();
@@ -87,9 +88,9 @@ describe('boarding queue and acknowledgement', () => {
   it('an ack with the same Idempotency-Key replays the stored response and is applied once', async () => {
     const [first] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
     const id = first.id as string;
-    const key = `ack:${id}:${first.boarding.id}`;
-    const a = await h.api(`/public/v1/loans/${id}/boarding`, { method: 'POST', body: { boardingReference: 'CORE-1' }, headers: { 'Idempotency-Key': key } });
-    const b = await h.api(`/public/v1/loans/${id}/boarding`, { method: 'POST', body: { boardingReference: 'CORE-1' }, headers: { 'Idempotency-Key': key } });
+    const key = ackKey(id, first.boarding.id);
+    const a = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: 'CORE-1' }, headers: { 'Idempotency-Key': key } });
+    const b = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: 'CORE-1' }, headers: { 'Idempotency-Key': key } });
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
     expect(b.body).toEqual(a.body);
@@ -99,14 +100,14 @@ describe('boarding queue and acknowledgement', () => {
     expect(counters.acks[id]).toBe(1);
     expect(counters.ackKeys[id]).toEqual([key]);
 
-    const other = await h.api(`/public/v1/loans/${id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `${key}-2` } });
+    const other = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `${key}-2` } });
     expect(other.status).toBe(409);
     expect(other.body.code).toBe('loan.already_boarded');
     const after = await h.admin('/counters');
     expect(after.acks[id]).toBe(1);
     expect(after.duplicateAcks[id]).toBe(1);
 
-    const mismatch = await h.api(`/public/v1/loans/${id}/boarding`, { method: 'POST', body: { boardingReference: 'OTHER' }, headers: { 'Idempotency-Key': key } });
+    const mismatch = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: 'OTHER' }, headers: { 'Idempotency-Key': key } });
     expect(mismatch.status).toBe(422);
     expect(mismatch.body.code).toBe('idempotency.key_reused');
 
@@ -118,13 +119,13 @@ describe('boarding queue and acknowledgement', () => {
 
   it('refuses an Idempotency-Key longer than 255 characters and an ack of an unreleased loan', async () => {
     const [first] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
-    const long = await h.api(`/public/v1/loans/${first.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k'.repeat(256) } });
+    const long = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k'.repeat(256) } });
     expect(long.status).toBe(400);
     expect(long.body.code).toBe('input.invalid');
-    const ok255 = await h.api(`/public/v1/loans/${first.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k'.repeat(255) } });
+    const ok255 = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k'.repeat(255) } });
     expect(ok255.status).toBe(200);
     const unreleased = (await h.admin('/loans?released=false')).data[0].id;
-    const r = await h.api(`/public/v1/loans/${unreleased}/boarding`, { method: 'POST', body: {} });
+    const r = await h.api(`/public/v1/loans/${encodeURIComponent(unreleased)}/boarding`, { method: 'POST', body: {} });
     expect(r.status).toBe(409);
     expect(r.body.code).toBe('loan.not_released');
     const missing = await h.api('/public/v1/loans/ln_nope/boarding', { method: 'POST', body: {} });
@@ -139,7 +140,7 @@ describe('boarding queue and acknowledgement', () => {
     const past = await h.api('/public/v1/loans/boarding-queue?boarded=true&boardedSince=2000-01-01');
     expect(past.body.data.length).toBeGreaterThan(0);
     const unreleased = (await h.admin('/loans?released=false')).data[0].id;
-    await h.admin(`/loans/${unreleased}/release`, 'POST');
+    await h.admin(`/loans/${encodeURIComponent(unreleased)}/release`, 'POST');
     const q = await h.api('/public/v1/loans/boarding-queue?limit=100');
     expect(q.body.data.at(-1).id).toBe(unreleased);
   });
@@ -147,9 +148,9 @@ describe('boarding queue and acknowledgement', () => {
   it('a connection dropped after commit still boards the loan exactly once (resetAfterCommit)', async () => {
     const [first] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
     await h.admin('/faults', 'PUT', { seed: 7, rules: [{ route: 'POST /public/v1/loans/:id/boarding', resetAfterCommitRate: 1, count: 1 }] });
-    const key = `ack:${first.id}`;
-    await expect(h.api(`/public/v1/loans/${first.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': key } })).rejects.toThrow();
-    const retry = await h.api(`/public/v1/loans/${first.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': key } });
+    const key = ackKey(first.id, 'r');
+    await expect(h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': key } })).rejects.toThrow();
+    const retry = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': key } });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     const c = await h.admin('/counters');
@@ -160,32 +161,32 @@ describe('boarding queue and acknowledgement', () => {
 
   it('an injected malformed item is served broken while the rest of the page stays valid', async () => {
     const [first, second] = (await h.api('/public/v1/loans/boarding-queue?limit=2')).body.data;
-    await h.admin(`/loans/${first.id}/malform`, 'POST', { kind: 'amount' });
+    await h.admin(`/loans/${encodeURIComponent(first.id)}/malform`, 'POST', { kind: 'amount' });
     const page = await h.api('/public/v1/loans/boarding-queue?limit=2');
     expect(typeof page.body.data[0].centsAmount).toBe('string');
     expect(page.body.data[1].id).toBe(second.id);
-    await h.admin(`/loans/${first.id}/malform`, 'POST', { kind: 'unknown_values' });
+    await h.admin(`/loans/${encodeURIComponent(first.id)}/malform`, 'POST', { kind: 'unknown_values' });
     const surprising = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data[0];
     expect(surprising).toMatchObject({ id: first.id, status: 'on_hold', paymentFrequency: 'every 4 weeks', centsOriginationFee: 125_000 });
     expect(loanSchema.safeParse(surprising).success).toBe(true);
-    await h.admin(`/loans/${first.id}/malform`, 'DELETE');
+    await h.admin(`/loans/${encodeURIComponent(first.id)}/malform`, 'DELETE');
   });
 
   it('a boarded loan released again gets a new boarding id and can be acknowledged again', async () => {
     const [item] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
-    const first = await h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:${item.boarding.id}` } });
+    const first = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': ackKey(item.id, item.boarding.id) } });
     expect(first.status).toBe(200);
-    const released = await h.admin(`/loans/${item.id}/release`, 'POST');
+    const released = await h.admin(`/loans/${encodeURIComponent(item.id)}/release`, 'POST');
     expect(released.boarding.id).not.toBe(item.boarding.id);
     expect(released.boarding.boarded).toBe(false);
     const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data;
     expect(queue.at(-1)).toMatchObject({ id: item.id, boarding: { id: released.boarding.id, boarded: false } });
-    const second = await h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:${released.boarding.id}` } });
+    const second = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': ackKey(item.id, released.boarding.id) } });
     expect(second.status).toBe(200);
     const c = await h.admin('/counters');
     expect(c.acks[item.id]).toBe(2);
-    expect(c.ackKeys[item.id]).toEqual([`ack:${item.id}:${item.boarding.id}`, `ack:${item.id}:${released.boarding.id}`]);
-    const internal = await h.admin(`/loans/${item.id}`);
+    expect(c.ackKeys[item.id]).toEqual([ackKey(item.id, item.boarding.id), ackKey(item.id, released.boarding.id)]);
+    const internal = await h.admin(`/loans/${encodeURIComponent(item.id)}`);
     expect(internal.boarding).toMatchObject({ id: released.boarding.id, boarded: true });
     for (const b of internal.businesses) expect(b.ein).toMatch(/^\d{9}$/);
   });

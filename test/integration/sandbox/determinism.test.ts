@@ -7,8 +7,8 @@ async function snapshot(h: Harness): Promise<unknown> {
   const entities = [];
   const documents = [];
   for (const l of loans.slice(0, 5) as Array<{ id: string }>) {
-    entities.push((await h.api(`/public/v1/loans/${l.id}/entities`)).body.data);
-    documents.push((await h.api(`/public/v1/loans/${l.id}/documents`)).body.data);
+    entities.push((await h.api(`/public/v1/loans/${encodeURIComponent(l.id)}/entities`)).body.data);
+    documents.push((await h.api(`/public/v1/loans/${encodeURIComponent(l.id)}/documents`)).body.data);
   }
   return { loans, queue, entities, documents };
 }

@@ -22,7 +22,7 @@ describe('fault injection', () => {
   it('resets connections before handling (nothing committed) and delays with latencyMs', async () => {
     await h.admin('/faults', 'PUT', { rules: [{ route: '*', resetRate: 1, count: 1 }, { route: 'GET /public/v1/loans', latencyMs: 20, count: 1 }] });
     const [item] = (await h.admin('/loans?released=true')).data;
-    await expect(h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k1' } })).rejects.toThrow();
+    await expect(h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k1' } })).rejects.toThrow();
     expect((await h.admin('/counters')).acks[item.id]).toBeUndefined();
     expect((await h.api('/public/v1/loans')).status).toBe(200);
     const c = await h.admin('/counters');
@@ -54,7 +54,7 @@ describe('fault injection', () => {
   it('a retry that overlaps the first request with the same Idempotency-Key gets 409 idempotency.in_progress, and the ack happens once', async () => {
     const [item] = (await h.admin('/loans?released=true&boarded=false')).data;
     await h.admin('/faults', 'PUT', { rules: [{ route: 'POST /public/v1/loans/:id/boarding', latencyMs: 300, count: 1 }] });
-    const send = () => h.api(`/public/v1/loans/${item.id}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:slow` } });
+    const send = () => h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:slow` } });
     const first = send();
     // Once the first request is being held, send the overlapping retry.
     await vi.waitFor(async () => expect((await h.admin('/counters')).faults.delayed, 'the first request held').toBeGreaterThanOrEqual(1), { timeout: 5_000, interval: 5 });

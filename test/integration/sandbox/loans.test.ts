@@ -53,9 +53,9 @@ describe('loan operations', () => {
 
   it('gets a loan, its summary, and answers 404 loan.not_found', async () => {
     const [loan] = (await h.api('/public/v1/loans?limit=1')).body.data;
-    const one = await h.api(`/public/v1/loans/${loan.id}`);
+    const one = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`);
     expect(one.body.data).toEqual(loan);
-    const s = await h.api(`/public/v1/loans/${loan.id}/summary`);
+    const s = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/summary`);
     expect(s.body.data.loan).toEqual(loan);
     expect(Object.keys(s.body.data.metrics).sort()).toEqual(['centsMonthlyPayment', 'centsTotalAmount', 'hasMessages', 'hasOpenTasks', 'monthsTerm']);
     for (const path of ['/public/v1/loans/nope', '/public/v1/loans/nope/summary', '/public/v1/loans/nope/entities', '/public/v1/loans/nope/documents']) {
@@ -67,7 +67,7 @@ describe('loan operations', () => {
 
   it('PATCH updates allowlisted fields and refuses the rest in the validation body shape', async () => {
     const [loan] = (await h.api('/public/v1/loans?limit=1')).body.data;
-    const ok = await h.api(`/public/v1/loans/${loan.id}`, {
+    const ok = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, {
       method: 'PATCH',
       body: { centsAmount: 9007199254740991, rateType: 'fixed', bpsFixedRate: 725, paymentFrequency: 'lump sum', closeDate: '2025-02-28T10:00:00-05:00', productId: 'prod_cre' },
     });
@@ -90,26 +90,26 @@ describe('loan operations', () => {
       [{ color: 'blue' }, ''],
     ];
     for (const [body, field] of bad) {
-      const r = await h.api(`/public/v1/loans/${loan.id}`, { method: 'PATCH', body });
+      const r = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, { method: 'PATCH', body });
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.success, JSON.stringify(body)).toBe(false);
       expect(Array.isArray(r.body.error)).toBe(true);
       expect('data' in r.body).toBe(true);
       if (field) expect(r.body.error.map((e: J) => e.path.join('.')), JSON.stringify(body)).toContain(field);
     }
-    const leap = await h.api(`/public/v1/loans/${loan.id}`, { method: 'PATCH', body: { applicationDate: '2024-02-29T23:59:59.123+14:00' } });
+    const leap = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, { method: 'PATCH', body: { applicationDate: '2024-02-29T23:59:59.123+14:00' } });
     expect(leap.status).toBe(200);
-    const notJson = await h.api(`/public/v1/loans/${loan.id}`, { method: 'PATCH', body: '{oops' });
+    const notJson = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, { method: 'PATCH', body: '{oops' });
     expect(notJson.body.code).toBe('input.invalid');
   });
 
   it('DELETE archives a loan: gone from lists, search and the queue, 404 afterwards', async () => {
     const [item] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
-    const del = await h.api(`/public/v1/loans/${item.id}`, { method: 'DELETE' });
+    const del = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}`, { method: 'DELETE' });
     expect(del.status).toBe(200);
     expect(typeof del.body.message).toBe('string');
-    expect((await h.api(`/public/v1/loans/${item.id}`)).status).toBe(404);
-    expect((await h.api(`/public/v1/loans/${item.id}`, { method: 'DELETE' })).status).toBe(404);
+    expect((await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}`)).status).toBe(404);
+    expect((await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}`, { method: 'DELETE' })).status).toBe(404);
     const all = (await h.api('/public/v1/loans?limit=100')).body.data.map((l: J) => l.id);
     expect(all).not.toContain(item.id);
     const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data.map((l: J) => l.id);
@@ -144,22 +144,22 @@ describe('loan operations', () => {
 
   it('creates a business: role resolution, naics ≤ 6, full EIN in, last 4 out', async () => {
     const [loan] = (await h.api('/public/v1/loans?type=business&limit=1')).body.data;
-    const r = await h.api(`/public/v1/loans/${loan.id}/businesses`, {
+    const r = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, {
       method: 'POST',
       body: { name: 'Hillside Farms LLC', role: 'Guarantor', ein: '12-3456789', entityType: 'Limited Liability Company', naics: '111998', state: 'VT', dba: 'Hillside' },
     });
     expect(r.status).toBe(201);
     expect(r.body.data).toMatchObject({ name: 'Hillside Farms LLC', role: 'guarantor', einLast4: '6789', naics: '111998', state: 'VT', dba: 'Hillside' });
     expect(JSON.stringify(r.body)).not.toContain('3456789');
-    const entities = await h.api(`/public/v1/loans/${loan.id}/entities`);
+    const entities = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/entities`);
     expect(entities.body.data.businesses.map((b: J) => b.id)).toContain(r.body.data.id);
-    const unknownRole = await h.api(`/public/v1/loans/${loan.id}/businesses`, { method: 'POST', body: { name: 'X', role: 'landlord' } });
+    const unknownRole = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, { method: 'POST', body: { name: 'X', role: 'landlord' } });
     expect(unknownRole.status).toBe(400);
     expect(unknownRole.body.code).toBe('entity.role_unknown');
-    const longNaics = await h.api(`/public/v1/loans/${loan.id}/businesses`, { method: 'POST', body: { name: 'X', role: 'borrower', naics: '1234567' } });
+    const longNaics = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, { method: 'POST', body: { name: 'X', role: 'borrower', naics: '1234567' } });
     expect(longNaics.status).toBe(400);
     expect(longNaics.body.error[0].path).toEqual(['naics']);
-    const noName = await h.api(`/public/v1/loans/${loan.id}/businesses`, { method: 'POST', body: { name: '', role: 'borrower' } });
+    const noName = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, { method: 'POST', body: { name: '', role: 'borrower' } });
     expect(noName.body.success).toBe(false);
   });
 
@@ -167,7 +167,7 @@ describe('loan operations', () => {
     const list = await h.api('/public/v1/products');
     expect(list.status).toBe(200);
     expect(list.body.data.length).toBeGreaterThan(3);
-    const one = await h.api(`/public/v1/products/${list.body.data[0].id}`);
+    const one = await h.api(`/public/v1/products/${encodeURIComponent(list.body.data[0].id)}`);
     expect(one.body.data).toEqual(list.body.data[0]);
     expect((await h.api('/public/v1/products/nope')).body.code).toBe('product.not_found');
     expect((await h.api('/public/v1/nothing')).status).toBe(404);

@@ -84,10 +84,10 @@ describe('webhook endpoints and deliveries', () => {
       expect(created.status).toBe(201);
       const secret = created.body.data.secret as string;
       const [loanId] = (await h.admin('/loans', 'POST', { count: 1, status: 'active' })).ids;
-      await h.admin(`/loans/${loanId}/fund`, 'POST');
-      const pending = await h.admin(`/loans/${loanId}/documents`, 'POST', {});
-      await h.api(`/public/v1/documents/${pending.documentId}/confirm`, { method: 'POST', body: {} });
-      await h.admin(`/documents/${pending.documentId}/sign`, 'POST');
+      await h.admin(`/loans/${encodeURIComponent(loanId)}/fund`, 'POST');
+      const pending = await h.admin(`/loans/${encodeURIComponent(loanId)}/documents`, 'POST', {});
+      await h.api(`/public/v1/documents/${encodeURIComponent(pending.documentId)}/confirm`, { method: 'POST', body: {} });
+      await h.admin(`/documents/${encodeURIComponent(pending.documentId)}/sign`, 'POST');
       await h.admin('/webhooks/deliveries?wait=true');
       const wh = new Webhook(secret);
       const events = rx.got.map((g) => wh.verify(g.body, { 'webhook-id': String(g.headers['webhook-id']), 'webhook-timestamp': String(g.headers['webhook-timestamp']), 'webhook-signature': String(g.headers['webhook-signature']) }) as J);
@@ -99,7 +99,7 @@ describe('webhook endpoints and deliveries', () => {
       const list = await h.api('/public/v1/webhook-endpoints');
       const ep = list.body.data.find((e: J) => e.id === created.body.data.id);
       expect(ep.lastSuccessAt).toEqual(expect.any(String));
-      await h.api(`/public/v1/webhook-endpoints/${ep.id}`, { method: 'PATCH', body: { status: 'disabled' } });
+      await h.api(`/public/v1/webhook-endpoints/${encodeURIComponent(ep.id)}`, { method: 'PATCH', body: { status: 'disabled' } });
     } finally {
       await rx.close();
     }
@@ -111,7 +111,7 @@ describe('webhook endpoints and deliveries', () => {
       const created = await h.api('/public/v1/webhook-endpoints', { method: 'POST', body: { name: 'flaky', url: rx.url, subscribedEvents: ['loan.funded'] } });
       const id = created.body.data.id as string;
       const [a, b] = (await h.admin('/loans', 'POST', { count: 2, status: 'active' })).ids;
-      await h.admin(`/loans/${a}/fund`, 'POST');
+      await h.admin(`/loans/${encodeURIComponent(a)}/fund`, 'POST');
       await h.admin('/webhooks/deliveries?wait=true');
       // 500, 503, then 204 on the third attempt: one event, three tries, same id.
       expect(rx.got).toHaveLength(3);
@@ -119,19 +119,19 @@ describe('webhook endpoints and deliveries', () => {
       let ep = (await h.api('/public/v1/webhook-endpoints')).body.data.find((e: J) => e.id === id);
       expect(ep).toMatchObject({ consecutiveFailures: 0, status: 'active', lastFailureReason: 'HTTP 503' });
       expect(ep.lastSuccessAt).toEqual(expect.any(String));
-      await h.admin(`/loans/${b}/fund`, 'POST');
+      await h.admin(`/loans/${encodeURIComponent(b)}/fund`, 'POST');
       await h.admin('/webhooks/deliveries?wait=true');
       ep = (await h.api('/public/v1/webhook-endpoints')).body.data.find((e: J) => e.id === id);
       expect(ep.consecutiveFailures).toBe(3);
       expect(ep.status).toBe('active');
       const [c] = (await h.admin('/loans', 'POST', { count: 1, status: 'active' })).ids;
-      await h.admin(`/loans/${c}/fund`, 'POST');
+      await h.admin(`/loans/${encodeURIComponent(c)}/fund`, 'POST');
       await h.admin('/webhooks/deliveries?wait=true');
       ep = (await h.api('/public/v1/webhook-endpoints')).body.data.find((e: J) => e.id === id);
       expect(ep).toMatchObject({ status: 'disabled', consecutiveFailures: 4, autoDisabledAt: expect.any(String), lastFailureAt: expect.any(String) });
       const counters = await h.admin('/counters');
       expect(counters.webhookDeliveries.byEndpoint[id]).toEqual({ attempts: 7, succeeded: 1, failed: 6 });
-      const reenabled = await h.api(`/public/v1/webhook-endpoints/${id}`, { method: 'PATCH', body: { status: 'active' } });
+      const reenabled = await h.api(`/public/v1/webhook-endpoints/${encodeURIComponent(id)}`, { method: 'PATCH', body: { status: 'active' } });
       expect(reenabled.body.data).toMatchObject({ status: 'active', consecutiveFailures: 0, autoDisabledAt: null });
     } finally {
       await rx.close();
@@ -148,7 +148,7 @@ describe('webhook endpoints and deliveries', () => {
       expect(rx.got).toHaveLength(1);
       const body = JSON.parse(rx.got[0]!.body);
       expect(body).toMatchObject({ id: e.id, type: 'loan.funded', data: { loanId: 'ln_unknown', extra: [1, 2] } });
-      await h.api(`/public/v1/webhook-endpoints/${created.body.data.id}`, { method: 'PATCH', body: { status: 'disabled' } });
+      await h.api(`/public/v1/webhook-endpoints/${encodeURIComponent(created.body.data.id)}`, { method: 'PATCH', body: { status: 'disabled' } });
     } finally {
       await rx.close();
     }

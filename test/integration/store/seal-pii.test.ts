@@ -58,9 +58,9 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
       rmSync(dir, { recursive: true, force: true });
     });
     const core = new FileCore({ dir: join(dir, 'core'), batches: testBatches(dir, clock, { db }), timeZone: 'America/Chicago', logger: silentLogger(), clock });
-    for (let i = 0; i < 40; i++) await core.batches!.append(`loan_${i}`, records(`loan_${i}`, 1), '100000');
+    for (let i = 0; i < 40; i++) await core.batches!.append(core.batches!.check(`loan_${i}`, records(`loan_${i}`, 1)), '100000');
     // Re-boards before the cut-off replace the open batch's lines (old rows deleted).
-    for (let i = 0; i < 10; i++) await core.batches!.append(`loan_${i}`, records(`loan_${i}`, 2), '100000');
+    for (let i = 0; i < 10; i++) await core.batches!.append(core.batches!.check(`loan_${i}`, records(`loan_${i}`, 2)), '100000');
     expect(other.prepare('SELECT count(*) AS n FROM file_batch_loans').get()).toEqual({ n: 40 });
     // Before the seal the lines are there (the test can see them at all).
     expect(occurrences(dbPath) + occurrences(`${dbPath}-wal`)).toBeGreaterThan(0);
@@ -130,7 +130,7 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
       logger: createLogger({ level: 'debug', destination: { write: (x: string) => void logs.push(x) } }),
       clock,
     });
-    for (let i = 0; i < 5; i++) await batches.append(`loan_${i}`, records(`loan_${i}`, 1), '100000');
+    for (let i = 0; i < 5; i++) await batches.append(batches.check(`loan_${i}`, records(`loan_${i}`, 1)), '100000');
     // An open read transaction on another connection (a long report, an operator's query).
     reader.exec('BEGIN');
     reader.prepare('SELECT count(*) FROM file_batch_loans').get();

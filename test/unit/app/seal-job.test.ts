@@ -26,7 +26,7 @@ afterEach(async () => {
 describe('the daemon\'s batch seal job', () => {
   it('its job seals the open batch once the injected clock passes the cut-off, not before', async () => {
     const core = new FileCore({ dir, batches: testBatches(dir, clock, { db }), timeZone: 'America/Chicago', logger: silentLogger(), clock });
-    await core.batches!.append('loan_1', [{ type: 'loan', externalId: 'loan_1', fields: {} }], '100');
+    await core.batches!.append(core.batches!.check('loan_1', [{ type: 'loan', externalId: 'loan_1', fields: {} }]), '100');
     const job = batchSealDaemonJob(core, silentLogger());
     expect(job).toMatchObject({ name: 'batches.seal', schedule: '* * * * *' });
     await job!.run(new AbortController().signal);

@@ -60,6 +60,17 @@ describe('release markers, keys, stored items, backoff', () => {
     expect(ackKey('L'.repeat(300), 'm')).toBe(long);
   });
 
+  it('an ack key of a loan id with non-ASCII letters is still a legal header value (regression: the ack never left, retried as a network error)', () => {
+    expect(ackKey('loan/2026 Q1 a%b?c#d', 'brd_1')).toBe('ack:loan/2026 Q1 a%b?c#d:brd_1');
+    for (const id of ['loan/Zürich 7', 'ln 東京 😀', 'tab\there']) {
+      const key = ackKey(id, 'brd_1');
+      expect(key, id).toMatch(/^ack:[0-9a-f]{64}$/);
+      expect(ackKey(id, 'brd_1')).toBe(key);
+      expect(() => new Headers({ 'idempotency-key': key })).not.toThrow();
+    }
+    expect(ackKey('loan/Zürich 7', 'brd_1')).not.toBe(ackKey('loan/Zürich 7', 'brd_2'));
+  });
+
   it('never stores a tax id that shows up on a loan', () => {
     const stored = storableQueueItem({ ...fakeLoan('L1').item, ein: '12-3456789', extra: { ssn: '123-45-6789', keep: 1 } });
     expect(stored).not.toContain('3456789');

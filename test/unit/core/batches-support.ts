@@ -4,7 +4,7 @@ import { FileBatches } from '../../../src/core/file/batches.js';
 import { cutoffRule } from '../../../src/core/file/cutoff.js';
 import type { Clock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { compileLayout, type Layout } from '../../../src/mapping/layout.js';
+import { compileLayout, type Layout } from '../../../src/core/file/layout/layout.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 
 /** A CSV layout over the test records of file-core.test.ts (customer, loan, relationship). */

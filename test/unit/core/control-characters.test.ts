@@ -7,8 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileCore } from '../../../src/core/file/file-core.js';
 import { CoreRejectedError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { compileLayout } from '../../../src/mapping/layout.js';
-import { renderRows } from '../../../src/mapping/layout-render.js';
+import { compileLayout } from '../../../src/core/file/layout/layout.js';
+import { renderRows } from '../../../src/core/file/layout/render.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
 import { TEST_LAYOUT_YAML, testBatches, testLayout } from './batches-support.js';
@@ -81,7 +81,7 @@ describe('control characters from the platform never reach the core files (regre
     for (const [replacement, expected] of [['_', 'a_b__c'], ['', 'abc']] as const) {
       const layout = compileLayout(`files:\n  - name: c.csv\n    record: customer\n    format: csv\n    controlReplacement: "${replacement}"\n    columns:\n      - { name: name, field: name }\n`);
       expect(layout.problems).toEqual([]);
-      const r = renderRows(layout.layout!.files[0]!, [{ type: 'customer', externalId: 'x', fields: { name: 'a\nb\r\tc' } }], { loanId: 'l', kind: 'new' });
+      const r = renderRows(layout.layout!.files[0]!, [{ type: 'customer', externalId: 'x', fields: { name: 'a\nb\r\tc' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' });
       expect(r.lines).toEqual([expected]);
     }
   });
@@ -110,8 +110,8 @@ describe('control characters from the platform never reach the core files (regre
     const layout = compileLayout(yaml);
     expect(layout.problems).toEqual([]);
     const file = layout.layout!.files[0]!;
-    expect(renderRows(file, [{ type: 'customer', externalId: 'x', fields: { name: 'a\nb', kind: 'biz' } }], { loanId: 'l', kind: 'new' }).lines).toEqual(['a b   biz   ']);
-    expect(() => renderRows(file, [{ type: 'customer', externalId: 'x', fields: { name: 'ab', kind: 'b\tz' } }], { loanId: 'l', kind: 'new' })).toThrow(/C\.DAT KIND: the value holds a control character \(U\+0009\)/);
+    expect(renderRows(file, [{ type: 'customer', externalId: 'x', fields: { name: 'a\nb', kind: 'biz' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' }).lines).toEqual(['a b   biz   ']);
+    expect(() => renderRows(file, [{ type: 'customer', externalId: 'x', fields: { name: 'ab', kind: 'b\tz' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/C\.DAT KIND: the value holds a control character \(U\+0009\)/);
   });
 
   it('mappings lint checks the declaration, with line:column', () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileCore } from '../../../src/core/file/file-core.js';
+import { parseCsv } from '../../../src/lib/csv.js';
 import { CoreRejectedError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
@@ -108,7 +109,8 @@ describe('sealed batches', () => {
     const ctl = await lines('2025-03-14-001', 'control.csv');
     expect(ctl).toContain('2025-03-14-001,*,loans,5,5,,');
     expect(ctl.at(-1)).toBe('2025-03-14-001,*,principal_total_cents,625000250,,,');
-    expect(db.prepare(`SELECT status, loan_count AS n, principal_cents AS p FROM file_batches`).all()).toEqual([{ status: 'sealed', n: 5, p: '625000250' }]);
+    expect(db.prepare(`SELECT status, principal_cents AS p FROM file_batches`).all()).toEqual([{ status: 'sealed', p: '625000250' }]);
+    expect(await c.batches!.store.counts('2025-03-14-001')).toEqual({ loans: 5, corrections: 0, records: 10 });
   });
 
   it('a board after the cut-off seals the open batch first and goes to the next one; the sealed files never change', async () => {
@@ -134,11 +136,87 @@ describe('sealed batches', () => {
     const c = core();
     const batches = c.batches!;
     await board(c, 'loan_1');
-    expect((await batches.append('loan_1', records('loan_1'), '125000050')).outcome).toBe('unchanged');
-    expect((await batches.append('loan_1', records('loan_1', { note: 'fixed' }), '125000050')).outcome).toBe('replaced');
+    expect((await batches.append(batches.check('loan_1', records('loan_1')), '125000050')).outcome).toBe('unchanged');
+    expect((await batches.append(batches.check('loan_1', records('loan_1', { note: 'fixed' })), '125000050')).outcome).toBe('replaced');
     now = CUTOFF_14;
     await c.sealDue();
     expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['action,loan_id,principal_cents,rate_bps,rate_index,note', 'A,loan_1,125000050,725,,fixed']);
+  });
+
+  it('renders a board once: the batch holds the lines check() rendered, not a second rendering (regression: append rendered again)', async () => {
+    const c = core();
+    // A value that changes at each read shows how many times the layout read it, and which read the batch kept.
+    let reads = 0;
+    const recs = records('loan_once');
+    Object.defineProperty(recs[0]!.fields, 'name', { enumerable: true, get: () => `Name ${++reads}` });
+    await board(c, 'loan_once', recs);
+    now = CUTOFF_14;
+    await c.sealDue();
+    // Read 1 is the render at check(); records.json of the package is the only other reader.
+    expect(await lines('2025-03-14-001', 'customer.csv')).toEqual(['action,loan_id,customer_id,name,kind', 'A,loan_once,biz_loan_once,Name 1,business']);
+    expect(reads).toBe(2);
+    const pkg = JSON.parse(await readFile(join(dir, 'packages', 'loan_once', 'records.json'), 'utf8')) as { records: MappedRecord[] };
+    expect(pkg.records[0]!.fields['name']).toBe('Name 2');
+  });
+
+  it('check() returns the rows append stores, for a first board and for a correction (one rendering, both kinds)', async () => {
+    const c = core();
+    const batches = c.batches!;
+    const prepared = batches.check('loan_1', records('loan_1'));
+    expect(prepared.rows.new['loan.csv']!.lines).toEqual(['A,loan_1,125000050,725,,']);
+    expect(prepared.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,']);
+    expect(prepared.recordCount).toEqual({ new: 2, correction: 2 });
+    expect((await batches.append(prepared, '125000050')).kind).toBe('new');
+    const stored = db.prepare(`SELECT rows_json AS j, record_count AS n FROM file_batch_loans WHERE loan_id = 'loan_1'`).get() as { j: string; n: number };
+    expect(JSON.parse(stored.j)).toEqual(prepared.rows.new);
+    expect(stored.n).toBe(2);
+    now = CUTOFF_14 + 60_000;
+    await batches.sealDue();
+    const again = batches.check('loan_1', records('loan_1', { note: 'fixed' }));
+    expect((await batches.append(again, '125000050')).kind).toBe('correction');
+    const corr = db.prepare(`SELECT rows_json AS j FROM file_batch_loans WHERE loan_id = 'loan_1' AND kind = 'correction'`).get() as { j: string };
+    expect(JSON.parse(corr.j)).toEqual(again.rows.correction);
+    expect(again.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,fixed']);
+  });
+
+  it("a date column shows an instant's day in the bank's time zone (the batch's cut-off zone), not the UTC day", async () => {
+    const layout = testLayout(`files:
+  - name: loan.csv
+    record: loan
+    format: csv
+    columns:
+      - { name: loan_id, source: externalId }
+      - { name: funded, field: fundedAt, dateFormat: yyyymmdd }
+`);
+    const c = core(layout);
+    await board(c, 'loan_late', records('loan_late', { fundedAt: '2025-03-14T04:30:00Z' })); // 23:30 CDT on the 13th
+    now = CUTOFF_14;
+    await c.sealDue();
+    expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['loan_id,funded', 'loan_late,20250313']);
+  });
+
+  it('control.csv escapes its fields: a record type with a comma, a quote and a newline round-trips through a CSV parser (regression: joined with commas)', async () => {
+    const type = 'loan, "big"\nline';
+    const layout = testLayout(`files:
+  - name: loan.csv
+    record: ${JSON.stringify(type)}
+    format: csv
+    columns:
+      - { name: loan_id, source: externalId }
+`);
+    const c = core(layout);
+    await board(c, 'loan_1', [{ type, externalId: 'loan_1', fields: {} }]);
+    now = CUTOFF_14;
+    await c.sealDue();
+    const rows = parseCsv(await readFile(join(dir, 'batches', '2025-03-14-001', 'control.csv'), 'utf8')).map((r) => r.cells);
+    expect(rows[0]).toEqual(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256']);
+    expect(rows[1]!.slice(0, 5)).toEqual(['2025-03-14-001', 'loan.csv', type, '1', '1']);
+    expect(rows.slice(2)).toEqual([
+      ['2025-03-14-001', '*', 'loans', '1', '1', '', ''],
+      ['2025-03-14-001', '*', 'corrections', '0', '0', '', ''],
+      ['2025-03-14-001', '*', 'principal_total_cents', '125000050', '', '', ''],
+    ]);
+    expect(rows.every((r) => r.length === 7)).toBe(true);
   });
 
   it('re-boarding a loan whose batch is sealed emits a correction record into the open batch', async () => {

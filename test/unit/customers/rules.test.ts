@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createCustomerResolver, CustomerAmbiguousError, CustomerWaitError } from '../../../src/boarding/customers.js';
-import { CustomerExtract, DEFAULT_EXTRACT_LAYOUT, splitCsvLine } from '../../../src/core/file/customer-extract.js';
+import { CustomerExtract, DEFAULT_EXTRACT_LAYOUT } from '../../../src/core/file/customer-extract.js';
+import { parseCsvLine } from '../../../src/lib/csv.js';
 import { CustomerSourceUnavailableError, type CustomerDirectory, type ExistingCustomer } from '../../../src/core/port.js';
 import { CustomerKeys, normaliseName, normaliseTin } from '../../../src/lib/customer-keys.js';
 import { silentLogger, type Logger } from '../../../src/lib/logger.js';
@@ -292,9 +293,9 @@ describe('extract lines', () => {
     ['a,,', ['a', '', '']],
     ['"a"', ['a']],
   ])('%s', (line, want) => {
-    expect(splitCsvLine(line, ',')).toEqual(want);
+    expect(parseCsvLine(line, ',')).toEqual(want);
   });
   it.each([['"open,b'], ['"a"b,c'], ['a"b,c']])('%s is not CSV', (line) => {
-    expect(typeof splitCsvLine(line, ',')).toBe('string');
+    expect(typeof parseCsvLine(line, ',')).toBe('string');
   });
 });

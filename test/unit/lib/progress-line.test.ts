@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createProgressLine, progressEnabled } from '../../../src/lib/terminal.js';
 import { describeWait } from '../../../src/platform/budget.js';
+import { FakeClock } from '../../support/fake-clock.js';
 
 function sink(isTTY: boolean): { stream: Writable & { isTTY?: boolean; columns?: number }; text: () => string } {
   let text = '';
@@ -26,8 +27,9 @@ describe('progress line', () => {
 
   it('on a terminal: redrawn in place with the wait reason beside the status, cleared for results and at the end', () => {
     const s = sink(true);
-    let t = 1_800_000_000_000;
-    const line = createProgressLine(s.stream, { mode: 'auto', now: () => t, minIntervalMs: 0 });
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const t = clock.now();
+    const line = createProgressLine(s.stream, { mode: 'auto', clock, minIntervalMs: 0 });
     line.status('boarding 3/28');
     line.wait((ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 12_000 }, ms), t + 12_000);
     expect(s.text()).toContain('\r\x1b[2Kboarding 3/28 · waiting 12 s for the read budget');
@@ -37,7 +39,7 @@ describe('progress line', () => {
       expect(s.text().endsWith('\r\x1b[2K')).toBe(true);
     });
     expect(wrote).toBe(true);
-    t += 12_001;
+    clock.set(t + 12_001);
     line.status('boarding 4/28');
     expect(s.text().endsWith('\r\x1b[2Kboarding 4/28')).toBe(true);
     line.done();
@@ -47,8 +49,9 @@ describe('progress line', () => {
 
   it('into a file (--progress=always): one line per change, a 429 pause with its end time, no control sequences', () => {
     const s = sink(false);
-    const t = Date.parse('2026-11-25T21:40:00Z');
-    const line = createProgressLine(s.stream, { mode: 'always', now: () => t, minIntervalMs: 0 });
+    const clock = new FakeClock({ start: Date.parse('2026-11-25T21:40:00Z') });
+    const t = clock.now();
+    const line = createProgressLine(s.stream, { mode: 'always', clock, minIntervalMs: 0 });
     line.status('walking the boarding queue');
     const until = t + 75_000;
     line.wait((ms) => describeWait({ kind: 'paused', bucket: 'write', until }, ms), until);
@@ -60,9 +63,10 @@ describe('progress line', () => {
 
   it('never: nothing at all, and writes of results pass through', () => {
     const s = sink(true);
-    const line = createProgressLine(s.stream, { mode: 'never' });
+    const clock = new FakeClock();
+    const line = createProgressLine(s.stream, { mode: 'never', clock });
     line.status('boarding 1/2');
-    line.wait(() => 'waiting', Date.now() + 5000);
+    line.wait(() => 'waiting', clock.now() + 5000);
     let wrote = false;
     line.around(() => (wrote = true));
     line.done();
@@ -71,12 +75,33 @@ describe('progress line', () => {
   });
 });
 
+describe('progress line time', () => {
+  it('counts a wait down on the injected clock, and stops when it is over (regression: it read Date.now())', async () => {
+    const s = sink(true);
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const until = clock.now() + 3000;
+    const line = createProgressLine(s.stream, { mode: 'auto', clock, minIntervalMs: 0 });
+    line.status('boarding 1/2');
+    line.wait((ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until }, ms), until);
+    expect(s.text()).toContain('waiting 3 s for the read budget');
+    await clock.advance(1000);
+    expect(s.text().endsWith('boarding 1/2 · waiting 2 s for the read budget')).toBe(true);
+    await clock.advance(2000);
+    expect(s.text().endsWith('\r\x1b[2Kboarding 1/2')).toBe(true);
+    const drawn = s.text();
+    await clock.advance(5000);
+    expect(s.text()).toBe(drawn);
+    line.done();
+  });
+});
+
 describe('progress line on a narrow terminal', () => {
   it('cuts the status, not the wait reason', () => {
     const s = sink(true);
     s.stream.columns = 60;
-    const t = 1_800_000_000_000;
-    const line = createProgressLine(s.stream, { mode: 'auto', now: () => t, minIntervalMs: 0 });
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const t = clock.now();
+    const line = createProgressLine(s.stream, { mode: 'auto', clock, minIntervalMs: 0 });
     line.status('dry run: reading and mapping 2/5: loan ln_wyya46wvqa_with_a_long_id');
     line.wait((ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 2000 }, ms), t + 2000);
     const last = s.text().split('\r\x1b[2K').at(-1) as string;

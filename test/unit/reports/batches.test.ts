@@ -39,13 +39,13 @@ describe('reconciliation: file batches', () => {
     const big = 9_007_199_254_740_000;
     for (const [id, cents] of [['a', big], ['b', 100]] as const) {
       acknowledge(id, cents);
-      await b.append(id, recs(id), String(cents));
+      await b.append(b.check(id, recs(id)), String(cents));
     }
     now = CUTOFF_14;
     await b.sealDue();
     acknowledge('c', 50);
-    await b.append('c', recs('c'), '50');
-    await b.append('a', recs('a').map((r) => ({ ...r, fields: { principalCents: 2 } })), String(big)); // a correction
+    await b.append(b.check('c', recs('c')), '50');
+    await b.append(b.check('a', recs('a').map((r) => ({ ...r, fields: { principalCents: 2 } }))), String(big)); // a correction
     now = CUTOFF_14 + 3600_000;
     const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
     expect(s).toMatchObject({
@@ -62,7 +62,7 @@ describe('reconciliation: file batches', () => {
   it('counts a batch frozen by an early seal still being written (status sealing) with the sealed ones', async () => {
     const b = testBatches(dir, clock, { db });
     acknowledge('a', 100);
-    await b.append('a', recs('a'), '100');
+    await b.append(b.check('a', recs('a')), '100');
     // Frozen by ops, before the cut-off; the crash left it in sealing.
     db.prepare(`UPDATE file_batches SET status = 'sealing'`).run();
     const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
@@ -72,7 +72,7 @@ describe('reconciliation: file batches', () => {
   it('reports loans boarded but in no sealed batch past the cut-off, and loans in no batch at all', async () => {
     const b = testBatches(dir, clock, { db });
     acknowledge('late', 10);
-    await b.append('late', recs('late'), '10');
+    await b.append(b.check('late', recs('late')), '10');
     acknowledge('nowhere', 20);
     now = CUTOFF_14 + 60_000; // past the cut-off; nothing sealed it (no daemon, no board)
     const s = computeBatchTie(await createReportReads(db).batchTie(now))!;

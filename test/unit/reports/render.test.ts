@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { buildTieOut } from '../../../src/reports/compute.js';
 import { formatCents, formatCentsGrouped } from '../../../src/reports/money.js';
 import { createProgressBar } from '../../../src/reports/progress.js';
+import { clockReading } from '../../support/fake-clock.js';
 import { escapeHtml, renderHtml } from '../../../src/reports/render-html.js';
 import { renderJson } from '../../../src/reports/render-json.js';
 import type { Amount, ControlTotals, ReconciliationSummary, ReportException } from '../../../src/reports/types.js';
@@ -123,7 +124,7 @@ describe('progress bar', () => {
   it('draws one updating line on a TTY and clears it when done', () => {
     const s = sink(true);
     let t = 0;
-    const bar = createProgressBar(s.stream, () => (t += 200));
+    const bar = createProgressBar(s.stream, clockReading(() => (t += 200)));
     bar.update({ phase: 'store', done: 50, total: 100 });
     bar.update({ phase: 'platform', done: 300, total: null });
     bar.done();
@@ -135,7 +136,7 @@ describe('progress bar', () => {
 
   it('prints nothing when the stream is not a terminal', () => {
     const s = sink(false);
-    const bar = createProgressBar(s.stream);
+    const bar = createProgressBar(s.stream, clockReading(() => 0));
     bar.update({ phase: 'store', done: 1, total: 2 });
     bar.done();
     expect(s.text()).toBe('');

@@ -9,11 +9,11 @@ import { createBoardingStore } from '../../../src/store/index.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 
 describe('a state file from before issue 26 migrates forward untouched', () => {
-  it('opens a schema-11 file (the one main wrote) at the new version and keeps its rows', async () => {
+  it('opens a schema-13 file (what main wrote before issue 26: file core 12, console 13) at the new version and keeps its rows', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-forward-')), 'state.sqlite');
     const old = new Database(path);
-    for (const m of MIGRATIONS.slice(0, 11)) old.exec(migrationSql(m, 'sqlite'));
-    old.pragma('user_version = 11');
+    for (const m of MIGRATIONS.slice(0, 13)) old.exec(migrationSql(m, 'sqlite'));
+    old.pragma('user_version = 13');
     old.prepare("INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES ('L1', 'acknowledged', 4200, 1, 2)").run();
     old.prepare("INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at) VALUES ('boarding', 'h:1:x', 1, 'h', 1, 2)").run();
     old.prepare("INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload) VALUES ('w1', 'loan.funded', 'L1', 5, 6, '{}')").run();

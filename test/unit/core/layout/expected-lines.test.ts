@@ -2,9 +2,12 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cli } from '../../support/mappings-cli.js';
+import { renderExpectedLines } from '../../../../src/core/file/layout/expected-lines.js';
+import { compileLayout } from '../../../../src/core/file/layout/layout.js';
+import { fixtureTimeZone } from '../../../../src/mapping/fixtures.js';
+import { cli } from '../../../support/mappings-cli.js';
 
-const repo = join(import.meta.dirname, '../../..');
+const repo = join(import.meta.dirname, '../../../..');
 
 describe('mappings test with expected file lines', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'layout-fixtures-'));
@@ -87,5 +90,24 @@ describe('mappings test --update and per-column mismatches (issue 24 point 8)', 
     const dir = editedSet('eol', (y) => y.replace('    encoding: latin1\n    lineEnding: crlf', '    encoding: latin1\n    lineEnding: lf'));
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.out).toContain('expected-lines/LNLOAD.DAT line 1: line ending: expected CRLF, got LF');
+  });
+});
+
+describe("expected-lines are rendered in the case's time zone", () => {
+  it("an instant's date follows the case's options.json timeZone (default America/Chicago), as its mapping ran", () => {
+    const layout = compileLayout(`files:
+  - name: d.csv
+    record: loan
+    format: csv
+    headerRow: false
+    columns:
+      - { name: funded, field: fundedAt, dateFormat: yyyy-mm-dd }
+`).layout!;
+    const records = [{ type: 'loan', externalId: 'L', fields: { fundedAt: '2026-03-08T05:30:00Z' } }];
+    const text = (timeZone: string) => new TextDecoder().decode(renderExpectedLines(layout, 'L', records, 'd.csv', timeZone) as Uint8Array);
+    expect(fixtureTimeZone({ options: undefined })).toBe('America/Chicago');
+    expect(fixtureTimeZone({ options: { timeZone: 'Asia/Tokyo' } })).toBe('Asia/Tokyo');
+    expect(text(fixtureTimeZone({ options: undefined }))).toBe('2026-03-07\n');
+    expect(text(fixtureTimeZone({ options: { timeZone: 'Asia/Tokyo' } }))).toBe('2026-03-08\n');
   });
 });

@@ -1,8 +1,5 @@
 import { z } from 'zod';
-import type { LintProblem } from './compile.js';
-import { idIntoFixedColumnMessage, idReadByColumn } from './id-flow.js';
-import type { CompiledMapping } from './compile.js';
-import { parseYamlSource, type SourcePos, type YamlSource } from './yamlSource.js';
+import { parseYamlSource, type SourcePos, type YamlSource } from '../../../lib/yaml-source.js';
 
 /**
  * Output layouts of the file core (`layout.yaml` of a mapping set, optional): one entry per batch
@@ -127,23 +124,43 @@ export interface Layout {
   readonly source: string;
 }
 
+/** A problem of `layout.yaml`, at its line and column (the shape of the mapping lint's problems). */
+export interface LayoutProblem {
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
 export interface LayoutCompileResult {
   layout: Layout | undefined;
-  problems: LintProblem[];
-  /** Not errors: a platform id in a fixed-width column (id-flow.ts). */
-  warnings: LintProblem[];
+  problems: LayoutProblem[];
+  /** Not errors: a platform id in a fixed-width column (LayoutRecordCatalogue.idIntoFixedColumn). */
+  warnings: LayoutProblem[];
+}
+
+/**
+ * What the mapping set says about the records a layout writes, for the lint of `layout.yaml`
+ * against its set. The mapping engine builds it (mapping/layout-catalogue.ts) and hands it in: the
+ * layout never imports the mapping engine, the mapping engine depends on the layout.
+ */
+export interface LayoutRecordCatalogue {
+  /** Record type → field → its `maxLength`; undefined when the mapping did not compile (no field checks then). */
+  readonly fields: ReadonlyMap<string, ReadonlyMap<string, number | undefined>> | undefined;
+  /** The warning text when a fixed-width detail column of `record` would carry a platform id; undefined when it would not. */
+  idIntoFixedColumn(file: string, record: string, column: { name: string; length: number; source?: MetaSource; field?: string }): string | undefined;
 }
 
 type Section = 'header' | 'columns' | 'trailer';
 
 /**
- * Compiles `layout.yaml`. With the compiled mapping it also checks that every field a column names
- * exists on the record type and that its `maxLength` fits the column width.
+ * Compiles `layout.yaml`. With the mapping set's catalogue it also checks that every field a column
+ * names exists on the record type and that its `maxLength` fits the column width.
  */
-export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCompileResult {
+export function compileLayout(text: string, catalogue?: LayoutRecordCatalogue): LayoutCompileResult {
   const src = parseYamlSource(LAYOUT_FILE, text, () => true);
-  const problems: LintProblem[] = src.problems.map((p) => ({ file: LAYOUT_FILE, ...p }));
-  const warnings: LintProblem[] = [];
+  const problems: LayoutProblem[] = src.problems.map((p) => ({ file: LAYOUT_FILE, ...p }));
+  const warnings: LayoutProblem[] = [];
   if (problems.length > 0) return { layout: undefined, problems, warnings };
   const at = (pos: SourcePos, message: string): void => {
     problems.push({ file: LAYOUT_FILE, line: pos.line, column: pos.column, message });
@@ -157,19 +174,15 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
     }
     return { layout: undefined, problems, warnings };
   }
-  const fieldsByType = new Map<string, Map<string, number | undefined>>();
-  for (const t of mapping?.targets ?? []) {
-    const m = fieldsByType.get(t.type) ?? new Map<string, number | undefined>();
-    for (const f of t.fields) m.set(f.name, f.check.maxLength ?? m.get(f.name));
-    fieldsByType.set(t.type, m);
-  }
+  const fieldsByType = catalogue?.fields ?? new Map<string, ReadonlyMap<string, number | undefined>>();
+  const checkFields = catalogue?.fields !== undefined;
   const names = new Set<string>();
   const files: LayoutFile[] = parsed.data.files.map((f, fi) => {
     const fpath = ['files', fi];
     if (names.has(f.name.toLowerCase())) at(src.posOf([...fpath, 'name']), `file ${f.name} is declared twice`);
     if (f.name.toLowerCase() === CONTROL_FILE) at(src.posOf([...fpath, 'name']), `${f.name} is the batch's own control file: name the file otherwise`);
     names.add(f.name.toLowerCase());
-    if (mapping && !fieldsByType.has(f.record)) {
+    if (checkFields && !fieldsByType.has(f.record)) {
       at(src.posOf([...fpath, 'record']), `record type ${f.record} is not produced by the mapping (types: ${[...fieldsByType.keys()].join(', ')})`);
     }
     if (f.format === 'fixed' && f.recordLength === undefined) at(src.keyPosOf([...fpath, 'format']), 'a fixed-width file needs recordLength');
@@ -189,7 +202,7 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
         }
         const fields = fieldsByType.get(f.record);
         for (const name of [c.field, c.total]) {
-          if (name === undefined || !mapping || !fields) continue;
+          if (name === undefined || !checkFields || !fields) continue;
           if (!fields.has(name)) at(pos, `${c.name}: ${f.record} has no field ${name} (fields: ${[...fields.keys()].join(', ')})`);
         }
         if (f.format === 'fixed') {
@@ -205,8 +218,8 @@ export function compileLayout(text: string, mapping?: CompiledMapping): LayoutCo
             at(src.posOf([...path, 'code']), `${c.name}: a code is wider than the column (${c.length} bytes)`);
           }
           if (c.pad !== undefined && byteLength(c.pad, f.encoding) !== 1) at(src.posOf([...path, 'pad']), `${c.name}: the pad character must be one byte in ${f.encoding}`);
-          const id = key === 'columns' && c.length !== undefined ? idReadByColumn(mapping, f.record, { ...(c.source !== undefined ? { source: c.source } : {}), ...(c.field !== undefined ? { field: c.field } : {}) }) : undefined;
-          if (id) warnings.push({ file: LAYOUT_FILE, line: pos.line, column: pos.column, message: idIntoFixedColumnMessage(f.name, c.name, c.length ?? 0, id) });
+          const id = key === 'columns' && c.length !== undefined ? catalogue?.idIntoFixedColumn(f.name, f.record, { name: c.name, length: c.length, ...(c.source !== undefined ? { source: c.source } : {}), ...(c.field !== undefined ? { field: c.field } : {}) }) : undefined;
+          if (id !== undefined) warnings.push({ file: LAYOUT_FILE, line: pos.line, column: pos.column, message: id });
         } else if (c.start !== undefined || c.length !== undefined || c.pad !== undefined || c.align !== undefined) {
           at(pos, `${c.name}: start, length, pad and align are for fixed-width files`);
         }
@@ -269,10 +282,16 @@ function checkCoverage(src: YamlSource, at: (p: SourcePos, m: string) => void, p
   else if (next - 1 < recordLength) at(src.posOf(path), `gap at bytes ${next}-${recordLength} before the end of the record (declare a filler column)`);
 }
 
-/** Bytes of a string in an encoding; characters the encoding lacks count as one (they are rejected elsewhere). */
+const UTF8 = new TextEncoder();
+
+/**
+ * Bytes of a string in a layout's encoding: UTF-8 bytes, or one byte per character in ascii and
+ * latin1 (a character those lack counts as one: rendering refuses or transliterates it first).
+ * The one measure of the lint (constants, codes, pad) and of the renderer (column widths).
+ */
 export function byteLength(s: string, encoding: LayoutEncoding): number {
   if (encoding !== 'utf-8') return [...s].length;
-  return new TextEncoder().encode(s).length;
+  return UTF8.encode(s).length;
 }
 
 /** YAML keeps scalars as text in this parse (so `0012` survives); numbers are parsed back where the schema wants them. */

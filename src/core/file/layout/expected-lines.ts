@@ -1,21 +1,22 @@
 import type { Layout, LayoutColumn, LayoutFile } from './layout.js';
-import { concatBytes, encodeLine, renderRows } from './layout-render.js';
-import type { MappedRecord } from './types.js';
+import { concatBytes, encodeLine, renderRows } from './render.js';
+import type { MappedRecord } from '../../../contract/records.js';
 
 /** At most this many differing columns are listed per line; the rest are counted. */
 const MAX_COLUMN_DIFFS = 12;
 
 /**
  * Renders a fixture's `expected-lines/<file>` content: the lines its records give in that layout
- * file (a first board, no header or trailer), in the file's encoding and line ending. What
- * `mappings test --update` writes; a string is a problem (no such file, a value the layout refuses).
+ * file (a first board, no header or trailer), in the file's encoding and line ending, with dates in
+ * `timeZone` (the case's, as its mapping ran). What `mappings test --update` writes; a string is a
+ * problem (no such file, a value the layout refuses).
  */
-export function renderExpectedLines(layout: Layout, loanId: string, records: readonly MappedRecord[], name: string): Uint8Array | string {
+export function renderExpectedLines(layout: Layout, loanId: string, records: readonly MappedRecord[], name: string, timeZone: string): Uint8Array | string {
   const file = layout.files.find((f) => f.name === name);
   if (file === undefined) return `expected-lines/${name}: the layout declares no file ${name}`;
   let lines: string[];
   try {
-    lines = renderRows(file, records, { loanId, kind: 'new' }).lines;
+    lines = renderRows(file, records, { loanId, timeZone, kind: 'new' }).lines;
   } catch (err) {
     return `expected-lines/${name}: ${err instanceof Error ? err.message : String(err)}`;
   }
@@ -28,11 +29,11 @@ export function renderExpectedLines(layout: Layout, loanId: string, records: rea
  * column: file, line, column name, expected and actual value (CSV cells split with the file's
  * delimiter and quote; fixed-width fields cut at the column's start and length).
  */
-export function diffExpectedLines(layout: Layout, loanId: string, records: readonly MappedRecord[], expected: Readonly<Record<string, Uint8Array>>): string[] {
+export function diffExpectedLines(layout: Layout, loanId: string, records: readonly MappedRecord[], expected: Readonly<Record<string, Uint8Array>>, timeZone: string): string[] {
   const diffs: string[] = [];
   for (const [name, want] of Object.entries(expected)) {
     const file = layout.files.find((f) => f.name === name);
-    const rendered = renderExpectedLines(layout, loanId, records, name);
+    const rendered = renderExpectedLines(layout, loanId, records, name, timeZone);
     if (file === undefined || typeof rendered === 'string') {
       diffs.push(typeof rendered === 'string' ? rendered : `expected-lines/${name}: the layout declares no file ${name}`);
       continue;

@@ -1,12 +1,15 @@
-import { neutraliseFormula } from '../lib/formula.js';
-import { CONTROL_CHARACTERS, type LayoutColumn, type LayoutEncoding, type LayoutFile } from './layout.js';
-import type { MappedRecord } from './types.js';
+import { formatWallTime, toWallTime } from '../../../lib/calendar.js';
+import { formatUnits } from '../../../lib/decimal.js';
+import { neutraliseFormula } from '../../../lib/formula.js';
+import { byteLength, CONTROL_CHARACTERS, type LayoutColumn, type LayoutFile } from './layout.js';
+import type { MappedRecord } from '../../../contract/records.js';
 
 /**
  * Renders mapped records into the lines of a declared layout. Pure and per record: a line depends
- * only on its own record (and whether it is a first board or a correction), so a batch can store
- * each loan's lines once and never render them again. Header and trailer records are rendered at
- * seal time from counts and exact totals.
+ * only on its own record, the bank's time zone and whether it is a first board or a correction
+ * (both kinds are rendered in one pass), so a batch can store each loan's lines once and never
+ * render them again. Header and trailer records are rendered at seal time from counts and exact
+ * totals.
  */
 
 export class LayoutRenderError extends Error {
@@ -15,13 +18,21 @@ export class LayoutRenderError extends Error {
 
 export type RowKind = 'new' | 'correction';
 
-export interface RecordContext {
+/** What a loan's lines depend on besides its records. */
+export interface LoanContext {
   loanId: string;
+  /** The bank's IANA time zone (config bank.timeZone): a date column shows an instant's day there. */
+  timeZone: string;
+}
+
+export interface RecordContext extends LoanContext {
   kind: RowKind;
 }
 
 export interface BatchSummary {
   batchId: string;
+  /** The bank's IANA time zone, as for the detail records. */
+  timeZone: string;
   /** yyyy-mm-dd (bank day the batch was opened). */
   batchDate: string;
   records: number;
@@ -37,15 +48,29 @@ export interface RenderedRows {
   amounts: Record<string, string>;
 }
 
-/** Renders every record of the file's record type; an empty list when the loan has none. */
-export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
+/**
+ * One loan's rows in one file, for both kinds of board (the store decides which it is, in its
+ * write transaction): every value is read and formatted once; only `code` columns differ between
+ * the two, and without one both kinds share the same lines.
+ */
+export interface RenderedLoanRows {
+  new: RenderedRows;
+  correction: RenderedRows;
+}
+
+/** Renders every record of the file's record type, as a first board and as a correction; empty lists when the loan has none. */
+export function renderLoanRows(file: LayoutFile, records: readonly MappedRecord[], ctx: LoanContext): RenderedLoanRows {
   const lines: string[] = [];
+  const corrections: string[] = [];
   const amounts: Record<string, bigint> = {};
+  const withCode = file.columns.some((c) => c.code !== undefined);
   // One sum per field and scale, however many header/trailer columns show it.
   const totalCols = [...new Map([...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined).map((c) => [totalKey(c), c])).values()];
   for (const rec of records) {
     if (rec.type !== file.record) continue;
-    lines.push(renderLine(file, file.columns, (c) => detailValue(c, rec, ctx)));
+    const cells = file.columns.map((c) => ({ c, out: cellOut(file, c, detailValue(c, rec, ctx, 'new'), ctx.timeZone) }));
+    lines.push(joinCells(file, cells));
+    if (withCode) corrections.push(joinCells(file, cells.map((x) => (x.c.code === undefined ? x : { c: x.c, out: cellOut(file, x.c, x.c.code.correction, ctx.timeZone) }))));
     for (const c of totalCols) {
       const key = totalKey(c);
       const v = rec.fields[c.total as string];
@@ -53,7 +78,13 @@ export function renderRows(file: LayoutFile, records: readonly MappedRecord[], c
       amounts[key] = (amounts[key] ?? 0n) + scaled(cellText(v), c.decimals ?? 2, `${file.name} ${c.name} (${rec.type}.${c.total})`);
     }
   }
-  return { lines, amounts: Object.fromEntries(Object.entries(amounts).map(([k, v]) => [k, v.toString()])) };
+  const sums = Object.fromEntries(Object.entries(amounts).map(([k, v]) => [k, v.toString()]));
+  return { new: { lines, amounts: sums }, correction: { lines: withCode ? corrections : lines, amounts: sums } };
+}
+
+/** Renders every record of the file's record type for one kind of board; an empty list when the loan has none. */
+export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
+  return renderLoanRows(file, records, ctx)[ctx.kind];
 }
 
 export function totalKey(c: LayoutColumn): string {
@@ -69,7 +100,7 @@ export function headerRowLine(file: LayoutFile): string | undefined {
 export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: BatchSummary): string | undefined {
   const cols = section === 'header' ? file.header : file.trailer;
   if (cols === undefined) return undefined;
-  return renderLine(file, cols, (c) => {
+  return renderLine(file, cols, s.timeZone, (c) => {
     if (c.value !== undefined) return c.value;
     if (c.source === 'batchId') return s.batchId;
     if (c.source === 'batchDate') return s.batchDate;
@@ -80,10 +111,10 @@ export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: 
   });
 }
 
-function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: RecordContext): unknown {
+function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: LoanContext, kind: RowKind): unknown {
   if (c.field !== undefined) return rec.fields[c.field];
   if (c.value !== undefined) return c.value;
-  if (c.code !== undefined) return ctx.kind === 'correction' ? c.code.correction : c.code.new;
+  if (c.code !== undefined) return kind === 'correction' ? c.code.correction : c.code.new;
   switch (c.source) {
     case 'loanId':
       return ctx.loanId;
@@ -96,28 +127,35 @@ function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: RecordContext): un
   }
 }
 
-function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], valueOf: (c: LayoutColumn) => unknown): string {
-  const cells = cols.map((c) => {
-    const raw = valueOf(c);
-    const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw);
-    return { c, text };
-  });
-  if (file.format === 'csv') return cells.map(({ c, text }) => csvCell(file, c, text)).join(file.delimiter);
+function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], timeZone: string, valueOf: (c: LayoutColumn) => unknown): string {
+  return joinCells(file, cols.map((c) => ({ c, out: cellOut(file, c, valueOf(c), timeZone) })));
+}
+
+/** One column's cell as written: formatted, then quoted (CSV) or padded to its width (fixed). */
+function cellOut(file: LayoutFile, c: LayoutColumn, raw: unknown, timeZone: string): string {
+  const text = raw === null || raw === undefined ? '' : formatValue(file, c, raw, timeZone);
+  return file.format === 'csv' ? csvCell(file, c, text) : fixedCell(file, c, text);
+}
+
+function joinCells(file: LayoutFile, cells: ReadonlyArray<{ c: LayoutColumn; out: string }>): string {
+  if (file.format === 'csv') return cells.map((x) => x.out).join(file.delimiter);
   return cells
     .slice()
     .sort((a, b) => a.c.start - b.c.start)
-    .map(({ c, text }) => fixedCell(file, c, text))
+    .map((x) => x.out)
     .join('');
 }
 
-function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown): string {
+function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown, timeZone: string): string {
   const text = cellText(raw);
   if (text === '') return '';
   const where = `${file.name} ${c.name}`;
   if (c.dateFormat !== undefined) {
-    const m = /^(\d{4})-(\d{2})-(\d{2})/.exec(text);
-    if (!m) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a yyyy-mm-dd date`);
-    const [, y, mo, d] = m as unknown as [string, string, string, string];
+    // An instant (Z or an offset) shows its day in the bank's zone, never its UTC day; a date, or a
+    // date-time without offset, is already the bank's calendar value and is written as it is.
+    const wall = toWallTime(text, timeZone);
+    if (wall === null) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a date (yyyy-mm-dd) or an ISO 8601 date-time of a real day`);
+    const [y, mo, d] = formatWallTime(wall, 'yyyy-MM-dd').split('-') as [string, string, string];
     switch (c.dateFormat) {
       case 'yyyymmdd':
         return `${y}${mo}${d}`;
@@ -151,11 +189,10 @@ export function scaled(text: string, decimals: number, where: string): bigint {
   return BigInt(`${m[1] ?? ''}${m[2] ?? '0'}${frac.slice(0, decimals).padEnd(decimals, '0')}`);
 }
 
+/** A scaled total or value as text: with its decimal point, or without one for an implied-decimal column (12345 for 123.45). */
 export function formatScaled(v: bigint, decimals: number, implied: boolean): string {
-  const neg = v < 0n;
-  const digits = (neg ? -v : v).toString().padStart(decimals + 1, '0');
-  const body = implied || decimals === 0 ? digits : `${digits.slice(0, digits.length - decimals)}.${digits.slice(digits.length - decimals)}`;
-  return `${neg ? '-' : ''}${body}`;
+  const text = formatUnits(v, decimals);
+  return implied ? text.replace('.', '') : text;
 }
 
 /**
@@ -190,7 +227,7 @@ function csvCell(file: LayoutFile, c: LayoutColumn, text: string): string {
 function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
   // A control character (a newline in a name) would break the record structure the import job counts on.
   let t = representable(file, c, withoutControls(file, c, text));
-  let bytes = encodedLength(t, file.encoding);
+  let bytes = byteLength(t, file.encoding);
   if (bytes > c.length) {
     if (c.overflow !== 'truncate') {
       throw new LayoutRenderError(`${file.name} ${c.name}: the value is ${bytes} bytes in ${file.encoding}, the column ${c.length}`);
@@ -199,7 +236,7 @@ function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
     while (bytes > c.length) {
       chars.pop();
       t = chars.join('');
-      bytes = encodedLength(t, file.encoding);
+      bytes = byteLength(t, file.encoding);
     }
   }
   const padding = c.pad.repeat(c.length - bytes);
@@ -219,10 +256,6 @@ function representable(file: LayoutFile, c: LayoutColumn, text: string): string 
     else throw new LayoutRenderError(`${file.name} ${c.name}: ${JSON.stringify(ch)} cannot be written in ${file.encoding} (set transliterate: true)`);
   }
   return out;
-}
-
-function encodedLength(s: string, encoding: LayoutEncoding): number {
-  return encoding === 'utf-8' ? new TextEncoder().encode(s).length : s.length;
 }
 
 const FOLD: Record<string, string> = {

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { compileLayout } from '../../../src/mapping/layout.js';
-import { encodeLine, renderRows, summaryLine, transliterate } from '../../../src/mapping/layout-render.js';
-import { lintMappingDir } from '../../../src/mapping/loader.js';
-import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../src/mapping/compile.js';
+import { compileLayout } from '../../../../src/core/file/layout/layout.js';
+import { encodeLine, renderRows, summaryLine, transliterate } from '../../../../src/core/file/layout/render.js';
+import { lintMappingDir } from '../../../../src/mapping/loader.js';
+import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../../src/mapping/compile.js';
+import { layoutCatalogue } from '../../../../src/mapping/layout-catalogue.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const GENERIC = join(import.meta.dirname, '../../../mappings/generic');
+const GENERIC = join(import.meta.dirname, '../../../../mappings/generic');
 const mapping = compileMapping((rel) => {
   try {
     return readFileSync(join(GENERIC, rel), 'utf8');
@@ -14,6 +15,7 @@ const mapping = compileMapping((rel) => {
     return undefined;
   }
 }, DEFAULT_MAPPER_OPTIONS).mapping!;
+const catalogue = layoutCatalogue(mapping);
 
 const fixed = (columns: string, extra = '') => `files:
   - name: L.DAT
@@ -36,7 +38,7 @@ describe('layout lint', () => {
       - { name: C, start: 12, length: 5, field: nosuch }
       - { name: D, start: 17, length: 4, field: purpose }
 `);
-    const r = compileLayout(text, mapping);
+    const r = compileLayout(text, catalogue);
     const msgs = r.problems.map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`);
     expect(msgs).toEqual(
       expect.arrayContaining([
@@ -60,24 +62,24 @@ describe('layout lint', () => {
     columns:
       - { name: A, start: 1, length: 5, value: "" }
 `,
-      mapping,
+      catalogue,
     );
     const msgs = r.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
     expect(msgs.some((m) => /^6:5 .*colour/.test(m))).toBe(true);
-    const r2 = compileLayout(fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'), mapping);
+    const r2 = compileLayout(fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'), catalogue);
     const m2 = r2.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
     expect(m2).toEqual(expect.arrayContaining([expect.stringMatching(/^3:13 record type lone is not produced by the mapping/), expect.stringMatching(/gap at bytes 6-20 before the end/)]));
   });
 
   it('refuses a file named like the batch control file', () => {
-    const r = compileLayout(`files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`, mapping);
+    const r = compileLayout(`files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`, catalogue);
     expect(r.problems.map((p) => `${p.line}:${p.column} ${p.message}`)).toEqual([expect.stringMatching(/^2:11 CONTROL\.csv is the batch's own control file/)]);
   });
 });
 
 describe('the shipped layout', () => {
   it('takes every generic fixture that boards, in every file (legal data never quarantines: regression, 2^53 - 1 cents overflowed LNLOAD.DAT)', async () => {
-    const { loadFixtures, loadMapper } = await import('../../../src/mapping/loader.js');
+    const { loadFixtures, loadMapper } = await import('../../../../src/mapping/loader.js');
     const layout = lintMappingDir(GENERIC).layout!;
     let rendered = 0;
     for (const c of loadFixtures(GENERIC).cases) {
@@ -85,7 +87,7 @@ describe('the shipped layout', () => {
       const out = await m.map(c.input as never);
       if (!out.ok) continue;
       for (const f of layout.files) {
-        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', kind }), `${c.name} ${f.name}`).not.toThrow();
+        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', timeZone: 'America/Chicago', kind }), `${c.name} ${f.name}`).not.toThrow();
       }
       rendered += 1;
     }
@@ -107,7 +109,7 @@ describe('layout rendering', () => {
 
   it('folds names to ASCII and strips control characters; every record is exactly recordLength bytes', () => {
     expect(transliterate('CAFÉ OLÉ Straße Æbelø Łódź')).toBe('CAFE OLE Strasse AEbelo Lodz');
-    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], { loanId: 'l', kind: 'correction' });
+    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'correction' });
     expect(r.lines).toEqual(['CJorg ssAE   -000150']);
     for (const l of r.lines) expect(encodeLine(f, l).length).toBe(21); // + LF
   });
@@ -131,14 +133,37 @@ describe('layout rendering', () => {
       - { name: IMPLIED, total: amount, decimals: 2, implied: true }
 `,
     ).layout!.files[0]!;
-    const r = renderRows(withTrailer, recs, { loanId: 'l', kind: 'new' });
+    const r = renderRows(withTrailer, recs, { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' });
     const totals = new Map(Object.entries(r.amounts).map(([k, v]) => [k, BigInt(v)]));
-    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
+    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', timeZone: 'America/Chicago', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
   });
 
   it('refuses a value that would lose money digits or a character the encoding lacks', () => {
-    expect(() => renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], { loanId: 'l', kind: 'new' })).toThrow(/more than 2 decimal/);
+    expect(() => renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/more than 2 decimal/);
     const strict = compileLayout(fixed(`      - { name: NAME, start: 1, length: 20, field: name }\n`, '\n    encoding: ascii').replace('record: loan', 'record: r')).layout!.files[0]!;
-    expect(() => renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], { loanId: 'l', kind: 'new' })).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
+    expect(() => renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
+  });
+
+  it("writes an instant's date in the bank's time zone, never its UTC day (regression: 2026-03-08T05:30Z printed 2026-03-08 in Chicago)", () => {
+    const dates = compileLayout(`files:
+  - name: D.CSV
+    record: r
+    format: csv
+    columns:
+      - { name: iso, field: at, dateFormat: yyyy-mm-dd }
+      - { name: us, field: at, dateFormat: mm/dd/yyyy }
+      - { name: packed, field: at, dateFormat: yyyymmdd }
+`).layout!.files[0]!;
+    const line = (at: string, timeZone = 'America/Chicago') => renderRows(dates, [{ type: 'r', externalId: 'x', fields: { at } }], { loanId: 'l', timeZone, kind: 'new' }).lines[0];
+    // 05:30Z is 23:30 CST the evening before (DST starts at 08:00Z that day).
+    expect(line('2026-03-08T05:30:00Z')).toBe('2026-03-07,03/07/2026,20260307');
+    expect(line('2026-03-08T08:30:00.000Z')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(line('2026-03-07T23:30:00-06:00', 'Asia/Tokyo')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(line('2026-03-08T05:30:00Z', 'UTC')).toBe('2026-03-08,03/08/2026,20260308');
+    // A date, or a date-time without offset, is the bank's calendar value already: written as it is.
+    expect(line('2026-03-08')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(line('2026-03-08T00:30:00')).toBe('2026-03-08,03/08/2026,20260308');
+    expect(() => line('2026-02-30')).toThrow(/D\.CSV iso: a value of 10 characters is not a date/);
+    expect(() => line('next tuesday')).toThrow(/not a date/);
   });
 });
