@@ -49,7 +49,7 @@ export const platformSchema = z.strictObject({
   pageSize: int(1, 100).default(100),
 });
 
-/** store.postgres: the shared state on PostgreSQL (store.engine: postgres; docs/configuration.md). */
+/** store.postgres: the state on PostgreSQL (store.engine: postgres; docs/deploy.md "PostgreSQL"). */
 export const storePostgresSchema = z.strictObject({
   /** postgres://user@host:5432/db; the password here or in BOARDING_STORE_PASSWORD. */
   url: str('a postgres:// URL')
@@ -61,7 +61,7 @@ export const storePostgresSchema = z.strictObject({
   /** A CA bundle (PEM file) for verify-full, when the server's certificate is not from a public CA. */
   sslRootCert: str('a file path').optional(),
   poolSize: int(1, 100).default(5),
-  /** How long opening the store at start waits for the server (run retries with backoff meanwhile). */
+  /** How long opening the store at start waits for the server (then the command fails, naming store.postgres.url). */
   connectTimeoutMs: int(100).default(10_000),
 });
 

@@ -122,6 +122,7 @@ describe('a secret is never echoed in a config error, whatever its type (regress
     { key: 'webhooks.secrets.0', yaml: (v) => `${base}webhooks:\n  secrets: [${v}]\n` },
     { key: 'core.http.password', yaml: (v) => `${base}${coreHttp(v)}` },
     { key: 'customers.tinHashKey', yaml: (v) => `${base}customers:\n  tinHashKey: ${v}\n` },
+    { key: 'store.postgres.password', yaml: (v) => `${base}store:\n  engine: postgres\n  postgres:\n    url: postgres://b@db/b\n    password: ${v}\n` },
   ];
   // Values no schema accepts for these keys (a number, a boolean, a map, a list of numbers, a bad string).
   const values = [

@@ -33,7 +33,7 @@ const baseConfig = () =>
 
 describe('secret config keys', () => {
   it('the schema walk finds the known ones (and names nothing that is no credential, such as a tin column)', () => {
-    expect(secretConfigKeys().sort()).toEqual(['core.http.password', 'customers.tinHashKey', 'platform.apiKey', 'webhooks.secrets']);
+    expect(secretConfigKeys().sort()).toEqual(['console.users.passwordHash', 'core.http.password', 'customers.tinHashKey', 'platform.apiKey', 'store.postgres.password', 'webhooks.secrets']);
     expect(schemaKeyPaths(configSchema)).toContain('customers.extract.layout.columns.tin');
     expect(isSecretPath('customers.extract.layout.columns.tin')).toBe(false);
   });
@@ -65,5 +65,14 @@ describe('secret config keys', () => {
       expect(isSecretPath(`any.${f}`), f).toBe(true);
       expect(isSecretField(f), f).toBe(true);
     }
+  });
+});
+
+describe('a PostgreSQL URL with its password (store.postgres.url)', () => {
+  it('is shown and logged with the password as ***', async () => {
+    const { hideSecrets, scrubText } = await import('../../../src/lib/redact.js');
+    const url = 'postgres://boarding:planted-pw-77@db.internal:5432/boarding';
+    expect(JSON.stringify(hideSecrets({ store: { postgres: { url } } }))).not.toContain('planted-pw-77');
+    expect(scrubText(`cannot connect to ${url}`)).toBe('cannot connect to postgres://boarding:***@db.internal:5432/boarding');
   });
 });
