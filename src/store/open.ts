@@ -80,6 +80,14 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
   pool.on('error', (err) => {
     opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'idle PostgreSQL connection lost; the pool reconnects');
   });
+  // A connection the server ends while it is checked out (a restart, pg_terminate_backend) emits
+  // 'error' on the client, which the pool does not handle for checked-out clients: unhandled, it
+  // would end the process. The statement in progress fails with it anyway; here it is only logged.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => {
+      opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'PostgreSQL connection lost while in use; its statement fails and the pool reconnects');
+    });
+  });
   try {
     await migratePg(pool);
   } catch (err) {
