@@ -105,7 +105,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   if (config.core.adapter === 'file' && config.core.file.csvBatches && mapper.layout === undefined) {
     logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
   }
-  const db = await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m) });
+  const db = await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger });
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
   let store: BoardingStore;

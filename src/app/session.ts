@@ -37,7 +37,7 @@ export interface PlatformSession extends StateSession {
 
 /** The state database (store.path) and its repositories, closed when the command ends. */
 export async function openState(scope: CommandScope): Promise<StateSession> {
-  const db = await openStore(storeTarget(scope.config()), { onWarning: (m) => scope.logger().warn(m) });
+  const db = await openStore(storeTarget(scope.config()), { onWarning: (m) => scope.logger().warn(m), logger: scope.logger() });
   scope.onClose(() => db.close());
   return { db, store: createBoardingStore(db, { numberPools: numberPoolsOf(scope.config().identity) }) };
 }
