@@ -33,7 +33,7 @@ const baseConfig = () =>
 
 describe('secret config keys', () => {
   it('the schema walk finds the known ones (and names nothing that is no credential, such as a tin column)', () => {
-    expect(secretConfigKeys().sort()).toEqual(['core.http.password', 'customers.tinHashKey', 'platform.apiKey', 'webhooks.secrets']);
+    expect(secretConfigKeys().sort()).toEqual(['console.users.passwordHash', 'core.http.password', 'customers.tinHashKey', 'platform.apiKey', 'webhooks.secrets']);
     expect(schemaKeyPaths(configSchema)).toContain('customers.extract.layout.columns.tin');
     expect(isSecretPath('customers.extract.layout.columns.tin')).toBe(false);
   });
