@@ -5,10 +5,13 @@
  *
  *   BENCH_MEMORY_LOANS   comma-separated sizes (default "3000,30000")
  *   BENCH_MEMORY_BUILD   0 to skip `npm run build` (dist/ must be current)
- *   BENCH_MEMORY_NODE_ARGS  node options for the measured `sync --once` (e.g. "--max-old-space-size=112",
- *                        the heap cap docs/operations.md describes); default none
+ *   BENCH_MEMORY_NODE_ARGS  node options for the measured `sync --once` (e.g. "--max-old-space-size=112");
+ *                        default none. BOARDING_HEAP_GROWTH_PERCENT is passed through (src/lib/heap.ts).
+ *   BENCH_MEMORY_RECONCILE_LOANS  loans of the reconciliation measured last (bench/reconcile.bench.ts,
+ *                        default 100000; 0 skips it)
  *
- * Target (issue 24): the peak for 30,000 loans within 10 % of the peak for 3,000, and under 200 MB.
+ * Target (issue 24): the peak for 30,000 loans within 10 % of the peak for 3,000, and under 200 MB;
+ * the nightly reconciliation of `run` at 100,000 loans fits in the same.
  * The sandbox's rate window is set so that the budget, not the clock, is never what limits the run
  * (1 s windows, large budgets); the connector is configured with the same budget. Never fails on
  * figures: it prints them.
@@ -100,6 +103,8 @@ async function measure(loans: number): Promise<Measured> {
         store: { path: join(dir, 'state.sqlite') },
         core: { adapter: 'file', file: { dir: join(dir, 'core') } },
         mappings: { dir: mappingsDir },
+        // The local sandbox serves documents from loopback: allowed, or loans quarantine instead of boarding.
+        boarding: { documentHosts: { allow: ['127.0.0.1'] } },
         reports: { dir: join(dir, 'reports') },
         log: { level: 'warn' },
       }),
@@ -132,6 +137,17 @@ async function measure(loans: number): Promise<Measured> {
   }
 }
 
+/** Peak RSS of a reconciliation over `loans` loans (bench/reconcile.bench.ts in its own processes). */
+function reconcilePeak(loans: number): string {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(process.cwd(), 'bench/reconcile.bench.ts')], {
+    encoding: 'utf8',
+    env: { ...process.env, RECONCILE_BENCH_LOANS: String(loans) },
+  });
+  const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('reconcile '));
+  if (r.status !== 0 || line === undefined) return `reconcile bench failed (${r.status ?? r.signal}): ${(r.stderr ?? '').slice(-500)}`;
+  return line;
+}
+
 async function main(): Promise<void> {
   if (!existsSync(TIME)) {
     console.log(`${TIME} is not installed: cannot read a child's peak RSS; skipped`);
@@ -158,6 +174,8 @@ async function main(): Promise<void> {
       `peak ${large.loans} ÷ peak ${small.loans}: ${ratio.toFixed(3)}   (target ≤ 1.10); largest peak ${(large.peakKb / 1024).toFixed(1)} MB (target < 200 MB)`,
     );
   }
+  const reconcileLoans = Number(process.env['BENCH_MEMORY_RECONCILE_LOANS'] ?? 100_000);
+  if (Number.isInteger(reconcileLoans) && reconcileLoans > 0) console.log(reconcilePeak(reconcileLoans));
 }
 
 await main();

@@ -1,11 +1,14 @@
 /**
- * Reconciliation at scale: 100k synthetic loans (targets: < 30 s wall, < 300 MB peak RSS).
+ * Reconciliation at scale: 100k synthetic loans (targets: < 30 s wall, < 300 MB peak RSS; issue 24:
+ * it must fit beside `run`'s boarding in the memory `sync --once` needs, under 200 MB).
  *
  * The parent builds a real SQLite state database (100k loan rows, some loan.funded inbox rows),
  * then runs the reconciliation in a fresh child process so the peak RSS it reports belongs to the
  * reconciliation alone: a fake platform serves the boarded loans as full queue items in pages of
  * 100 (like the API), a fake core lists its records, and runReconcile writes the three real files.
- * Prints figures; never fails on timing.
+ * RECONCILE_BENCH_NODE_ARGS: node options for the child (e.g. "--max-old-space-size=96").
+ * The child sets the heap growth the connector's entry point sets (src/lib/heap.ts,
+ * BOARDING_HEAP_GROWTH_PERCENT). Prints figures; never fails on timing.
  */
 import { createReportReads } from '../src/store/index.js';
 import { clockReading } from '../test/support/fake-clock.js';
@@ -20,6 +23,7 @@ import type { PlatformApi, QueuePage } from '../src/platform/api.js';
 import type { QueueItem } from '../src/contract/schemas.js';
 import { runReconcile } from '../src/reports/run.js';
 import { openDatabase } from '../src/store/db.js';
+import { applyHeapGrowth } from '../src/lib/heap.js';
 
 const N = Number(process.env['RECONCILE_BENCH_LOANS'] ?? 100_000);
 const DAY = 86_400_000;
@@ -170,6 +174,8 @@ function fakeCore(): CoreSystem {
 }
 
 async function child(dbPath: string, outDir: string): Promise<void> {
+  // As the connector's entry point does (src/main.ts): the heap follows the live data.
+  applyHeapGrowth(process.env, process.execArgv);
   const db = openDatabase(dbPath);
   const started = performance.now();
   const result = await runReconcile({
@@ -214,7 +220,8 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     buildDatabase(dbPath);
     process.stdout.write(`synthetic state: ${N.toLocaleString('en-US')} loans in ${Math.round(performance.now() - t0)} ms\n`);
-    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', dbPath, join(dir, 'out')], { encoding: 'utf8' });
+    const nodeArgs = (process.env['RECONCILE_BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
+    const r = spawnSync(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', dbPath, join(dir, 'out')], { encoding: 'utf8', maxBuffer: 1 << 28 });
     if (r.status !== 0) throw new Error(`child failed (${r.status ?? r.signal}): ${r.stderr}`);
     const m = JSON.parse(r.stdout.trim().split('\n').pop() as string) as { ms: number; maxRssMb: number; exceptions: number; byReason: unknown; csvBytes: number; jsonBytes: number; htmlBytes: number };
     process.stdout.write(

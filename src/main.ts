@@ -5,6 +5,7 @@ import { createCliContext, createHangupSource, type CliContext, type GlobalOptio
 import { buildProgram } from './cli/program.js';
 import { systemClock } from './lib/clock.js';
 import { BusyError, ConfigError, FatalError, IncompleteRunError, UsageError, errorMessage } from './lib/errors.js';
+import { applyHeapGrowth } from './lib/heap.js';
 import { scrubText } from './lib/redact.js';
 import { printable } from './lib/terminal.js';
 
@@ -44,6 +45,14 @@ async function main(argv: string[]): Promise<number> {
       if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
       throw err;
     });
+  }
+
+  // Before any work: the heap follows the live data instead of letting garbage pile up (lib/heap.ts).
+  try {
+    applyHeapGrowth(process.env, process.execArgv);
+  } catch (err) {
+    process.stderr.write(`error: ${printable(errorMessage(err))}\n`);
+    return 2;
   }
 
   let ctx: CliContext | undefined;

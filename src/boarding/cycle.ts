@@ -289,7 +289,7 @@ export function createCycleRunner(deps: CycleDeps) {
   /** Due loans are read in pages of this many ids (memory flat in the size of the backlog). */
   const DUE_PAGE = 200;
 
-  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, attempted: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
+  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, retrying: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
     // Due as of the start of the pass (a loan this pass puts in retry_wait waits for the next one),
     // walked in keyset pages; one page is read at a time (the other workers wait for it), so
     // workers never read a page twice.
@@ -329,7 +329,6 @@ export function createCycleRunner(deps: CycleDeps) {
         const id = await nextDue();
         if (id === undefined) return;
         inFlight.add(id);
-        attempted.add(id);
         summary.attempted += 1;
         // A signal per loan: the HTTP and file layers hang listeners on it, and they go away with
         // the loan instead of piling up on one process-long signal.
@@ -338,7 +337,10 @@ export function createCycleRunner(deps: CycleDeps) {
         if (abort.aborted) relay();
         else abort.addEventListener('abort', relay, { once: true });
         try {
-          await tally(summary, await boarder.board(id, loanAbort.signal));
+          const outcome = await boarder.board(id, loanAbort.signal);
+          await tally(summary, outcome);
+          // Settled loans (boarded, quarantined) are never retried within the cycle: not remembered.
+          if (outcome.kind !== 'acknowledged' && outcome.kind !== 'quarantined') retrying.add(id);
         } finally {
           abort.removeEventListener('abort', relay);
           inFlight.delete(id);
@@ -352,11 +354,15 @@ export function createCycleRunner(deps: CycleDeps) {
     if (failed) throw failed.reason;
   }
 
-  /** Earliest retry of a loan this cycle touched, if it falls within the settle horizon, and how many are waiting. */
-  async function settleTarget(attempted: ReadonlySet<string>, horizon: number): Promise<{ at: number; loans: number } | null> {
+  /**
+   * Earliest retry of a loan this cycle attempted and left unsettled (retry_wait…), if it falls
+   * within the settle horizon, and how many are waiting. Boarded and quarantined loans are not
+   * remembered: the cycle's memory stays flat in the size of the backlog.
+   */
+  async function settleTarget(retrying: ReadonlySet<string>, horizon: number): Promise<{ at: number; loans: number } | null> {
     let best: number | null = null;
     let loans = 0;
-    for (const id of attempted) {
+    for (const id of retrying) {
       const row = await store.loans.get(id);
       if (row?.state !== 'retry_wait' || row.nextAttemptAt === null) continue;
       if (row.nextAttemptAt > horizon) continue;
@@ -460,13 +466,13 @@ export function createCycleRunner(deps: CycleDeps) {
       if (summary.fatal === null && platform.health().trafficStopped) {
         summary.trafficStopped = true;
       }
-      const attempted = new Set<string>();
+      const retrying = new Set<string>();
       while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
         summary.passes += 1;
-        await boardPass(summary, stop, abort, attempted, progress);
+        await boardPass(summary, stop, abort, retrying, progress);
         const settleMs = opts.settleMs ?? 0;
         if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
-        const target = await settleTarget(attempted, clock.now() + settleMs);
+        const target = await settleTarget(retrying, clock.now() + settleMs);
         if (target === null) break;
         progress({ phase: 'settle', until: target.at, loans: target.loans });
         try {

@@ -9,7 +9,7 @@
  */
 
 /** Field and config key names whose values are credentials (the one list: config, logs, storage). */
-export const CREDENTIAL_FIELDS = ['apiKey', 'api_key', 'authorization', 'password', 'secret', 'secrets', 'token', 'webhookSecret', 'tinHashKey'] as const;
+export const CREDENTIAL_FIELDS = ['apiKey', 'api_key', 'authorization', 'password', 'passwordHash', 'secret', 'secrets', 'token', 'webhookSecret', 'tinHashKey'] as const;
 
 /** Field names whose values are tax ids (in data: a loan, an entity, a log line). */
 export const TAX_ID_FIELDS = ['ein', 'ssn', 'tin', 'taxId', 'tax_id'] as const;

@@ -1,6 +1,5 @@
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { once } from 'node:events';
 import { csvField } from '../lib/csv.js';
+import { openReportStream } from './files.js';
 import { neutraliseFormula } from '../lib/formula.js';
 import { formatCents } from './money.js';
 import type { ReportException } from './types.js';
@@ -81,33 +80,11 @@ export interface CsvExceptionWriter {
 }
 
 export function createCsvExceptionWriter(path: string, runId: string): CsvExceptionWriter {
-  const stream: WriteStream = createWriteStream(path, { encoding: 'utf8', mode: 0o640 });
-  let failure: Error | null = null;
-  stream.on('error', (err) => {
-    failure = err;
-  });
-  stream.write(CSV_BOM + csvRow([...EXCEPTION_CSV_HEADER]));
+  const stream = openReportStream(path);
+  void stream.write(CSV_BOM + csvRow([...EXCEPTION_CSV_HEADER]));
   return {
-    async write(e) {
-      if (failure) throw failure;
-      if (!stream.write(exceptionCsvRow(runId, e))) await once(stream, 'drain');
-    },
-    async close() {
-      if (failure) throw failure;
-      stream.end();
-      await once(stream, 'finish');
-    },
-    async abort() {
-      // The file is opened asynchronously: destroying before the open completes still creates it
-      // afterwards, so wait for 'close' before the caller removes it (regression: a reconcile that
-      // failed at once left its dated folder behind with a stray temp file).
-      // Waits on 'close' alone: events.once would reject on the error a destroy mid-write emits
-      // (ERR_STREAM_DESTROYED), and abort runs while the caller is reporting its real error.
-      if (!stream.closed) {
-        const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
-        stream.destroy();
-        await closed;
-      }
-    },
+    write: (e) => stream.write(exceptionCsvRow(runId, e)),
+    close: () => stream.close(),
+    abort: () => stream.abort(),
   };
 }

@@ -1,4 +1,5 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync } from 'node:fs';
+import { once } from 'node:events';
+import { chmodSync, createWriteStream, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 /**
@@ -76,4 +77,43 @@ export function updateLatest(reportsDir: string, dir: string): string {
 export function latestReportFile(reportsDir: string, kind: ReportFileKind = 'html'): string | null {
   const path = join(reportsDir, LATEST, REPORT_FILES[kind]);
   return existsSync(path) ? path : null;
+}
+
+/** A report file written as it is computed (exceptions streamed as they are found); honours back-pressure. */
+export interface ReportStream {
+  write(text: string): Promise<void>;
+  close(): Promise<void>;
+  /** Destroys the stream and resolves once its file is closed (so it can then be removed); never rejects. */
+  abort(): Promise<void>;
+}
+
+export function openReportStream(path: string): ReportStream {
+  const stream = createWriteStream(path, { encoding: 'utf8', mode: REPORT_FILE_MODE });
+  let failure: Error | null = null;
+  stream.on('error', (err) => {
+    failure = err;
+  });
+  return {
+    async write(text) {
+      if (failure) throw failure;
+      if (!stream.write(text)) await once(stream, 'drain');
+    },
+    async close() {
+      if (failure) throw failure;
+      stream.end();
+      await once(stream, 'finish');
+    },
+    async abort() {
+      // The file is opened asynchronously: destroying before the open completes still creates it
+      // afterwards, so wait for 'close' before the caller removes it (regression: a reconcile that
+      // failed at once left its dated folder behind with a stray temp file).
+      // Waits on 'close' alone: events.once would reject on the error a destroy mid-write emits
+      // (ERR_STREAM_DESTROYED), and abort runs while the caller is reporting its real error.
+      if (!stream.closed) {
+        const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+        stream.destroy();
+        await closed;
+      }
+    },
+  };
 }

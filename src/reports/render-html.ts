@@ -103,11 +103,16 @@ export interface HtmlOptions {
   maxRows?: number;
   /** Review items of exceptions kept without them (compute.ts). */
   reviewItems?: ReviewItemsLookup;
+  /** How many exceptions there are when `exceptions` holds only the first ones (default: its length). */
+  exceptionCount?: number;
 }
+
+/** Exceptions report.html lists by default (the CSV and the JSON have every one). */
+export const HTML_MAX_ROWS = 5000;
 
 export function renderHtml(s: ReconciliationSummary, exceptions: readonly ReportException[], opts: HtmlOptions = {}): string {
   const h = s.header;
-  const maxRows = opts.maxRows ?? 5000;
+  const maxRows = opts.maxRows ?? HTML_MAX_ROWS;
   const allTie = s.tieOut.every((c) => c.ties);
   const t = s.totals;
   const totalsRows: Array<[string, string, { count: number; cents: number; unknownAmount: number }]> = [
@@ -123,6 +128,7 @@ export function renderHtml(s: ReconciliationSummary, exceptions: readonly Report
     ['Acknowledged (boarded)', 'platform', t.acknowledgedOnPlatform],
   ];
   const shown = exceptions.slice(0, maxRows);
+  const all = opts.exceptionCount ?? exceptions.length;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -187,7 +193,7 @@ ${row(['<th>Total</th>', ...AGE_BUCKETS.map((k) => num(s.aging.totals[k])), num(
 </table>
 
 <h2>Exceptions (${s.exceptionCount})</h2>
-${exceptions.length > shown.length ? `<p class="small">Showing the first ${shown.length} of ${exceptions.length}; report.csv has every row.</p>` : ''}
+${all > shown.length ? `<p class="small">Showing the first ${shown.length} of ${all}; report.csv has every row.</p>` : ''}
 <table data-testid="exceptions">
 ${row(['Reason', 'Loan', 'Field', 'Platform', 'Core', 'Connector state', '<th class="num">Amount</th>', '<th class="num">Age</th>', 'Detail'], true)}
 ${shown

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { CoreSystem } from '../core/port.js';
@@ -12,10 +12,10 @@ import { computeCustomerDays } from './customers.js';
 import { formatWallTime, localDate, localDateTime, wallTimeAt } from '../lib/calendar.js';
 import { REVIEW_ITEMS_PER_LOAN, computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
-import { REPORT_FILES, createRunDir, ensureReportDir, updateLatest, writeFileAtomic } from './files.js';
+import { REPORT_FILES, createRunDir, ensureReportDir, openReportStream, updateLatest, writeFileAtomic } from './files.js';
 import { UsageError } from '../lib/errors.js';
-import { renderHtml } from './render-html.js';
-import { renderJson } from './render-json.js';
+import { HTML_MAX_ROWS, renderHtml } from './render-html.js';
+import { jsonExceptionLine, jsonReportHead, jsonReportTail } from './render-json.js';
 import { createReconcileSources, type PlatformWalkStats } from './sources.js';
 import type { ReconcileProgress, ReconciliationSummary, ReportException, ReportReviewItem } from './types.js';
 
@@ -90,6 +90,11 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   const files = { json: join(dir, REPORT_FILES.json), csv: join(dir, REPORT_FILES.csv), html: join(dir, REPORT_FILES.html) };
   const csvTmp = `${files.csv}.tmp-${runId}`;
   const csv = createCsvExceptionWriter(csvTmp, runId);
+  // report.json's exception lines, as they are found; the summary goes before them at the end.
+  const jsonLinesTmp = `${files.json}.lines-${runId}`;
+  const jsonLines = openReportStream(jsonLinesTmp);
+  const jsonTmp = `${files.json}.tmp-${runId}`;
+  let exceptionIndex = 0;
   const platformStats: PlatformWalkStats = { pages: 0, invalid: 0 };
   const sources =
     deps.sources ??
@@ -109,14 +114,19 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       timeZone,
       fundedNotReleasedDays: config.reports.fundedNotReleasedDays,
       since,
-      onException: (e: ReportException) => csv.write(e),
+      onException: async (e: ReportException) => {
+        await csv.write(e);
+        await jsonLines.write(jsonExceptionLine(e, exceptionIndex++));
+      },
+      // Only what report.html lists stays in memory; the CSV and the JSON get every exception now.
+      keepExceptions: HTML_MAX_ROWS,
       ...(deps.signal ? { signal: deps.signal } : {}),
       ...(deps.onProgress ? { onProgress: deps.onProgress } : {}),
     });
     deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
     // From the state database, like the default sources; injected sources (tests, benchmarks) bring no batches.
     const batchTie = deps.sources ? null : computeBatchTie(await deps.reads.batchTie(asOfMs));
-    const customers = deps.sources ? null : await computeCustomerDays(deps.reads, since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000, asOfMs, timeZone);
+    const customers = deps.sources ? null : (await computeCustomerDays(deps.reads, since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000, asOfMs, timeZone));
     const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
       notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);
@@ -145,7 +155,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       totals: outcome.totals,
       tieOut: outcome.tieOut,
       aging: outcome.aging,
-      exceptionCount: outcome.exceptions.length,
+      exceptionCount: outcome.exceptionCount,
       exceptionsByReason: outcome.exceptionsByReason,
       notes,
       ...(batchTie ? { batches: batchTie } : {}),
@@ -161,9 +171,12 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       if (e.reason === 'boarded_with_review_items' && !reviewed.has(e.loanId)) reviewed.set(e.loanId, (await sources.reviewItems?.(e.loanId, REVIEW_ITEMS_PER_LOAN)) ?? []);
     }
     const reviewItems = (loanId: string): ReportReviewItem[] => reviewed.get(loanId) ?? [];
-    writeFileAtomic(files.json, renderJson(summary, outcome.exceptions, { reviewItems }));
+    await jsonLines.close();
+    await writeJsonReport(jsonTmp, summary, jsonLinesTmp, outcome.exceptionCount);
+    renameSync(jsonTmp, files.json);
+    rmSync(jsonLinesTmp, { force: true });
     deps.onProgress?.({ phase: 'write', done: 2, total: 3 });
-    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions, { reviewItems }));
+    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions, { reviewItems, exceptionCount: outcome.exceptionCount }));
     deps.onProgress?.({ phase: 'write', done: 3, total: 3 });
     const latest = deps.outDir === undefined ? updateLatest(resolve(config.reports.dir), dir) : null;
     logger.info(
@@ -180,11 +193,28 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     return { runId, dir, files, latest, summary };
   } catch (err) {
     await csv.abort();
+    await jsonLines.abort();
     rmSync(csvTmp, { force: true });
+    rmSync(jsonLinesTmp, { force: true });
+    rmSync(jsonTmp, { force: true });
     // Leave no empty dated folder behind: it would look like a report that lost its files.
     if (createdDir && readdirSync(dir).length === 0) rmSync(dir, { recursive: true, force: true });
     if (dayDir !== null && createdDayDir && readdirSync(dayDir).length === 0) rmSync(dayDir, { recursive: true, force: true });
     logger.error({ runId, err }, 'reconciliation failed');
+    throw err;
+  }
+}
+
+/** report.json: the summary, then the exception lines streamed during the run (copied, never held whole). */
+async function writeJsonReport(path: string, summary: ReconciliationSummary, linesPath: string, count: number): Promise<void> {
+  const out = openReportStream(path);
+  try {
+    await out.write(jsonReportHead(summary));
+    for await (const chunk of createReadStream(linesPath, { encoding: 'utf8', highWaterMark: 1 << 16 })) await out.write(chunk as string);
+    await out.write(jsonReportTail(count));
+    await out.close();
+  } catch (err) {
+    await out.abort();
     throw err;
   }
 }

@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BatchSummary } from '../port.js';
 import type { Clock } from '../../lib/clock.js';
 import { csvRecord } from '../../lib/csv.js';
 import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
-import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type RenderedRows, type RowKind } from './layout/render.js';
+import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type BatchSummary as FileSummary, type RenderedRows, type RowKind } from './layout/render.js';
 import type { MappedRecord } from '../../contract/records.js';
 import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
-import { DIR_MODE, exists, sweepTempFiles, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
+import { DIR_MODE, FILE_MODE, TEMP_PREFIX, exists, fsyncDir, fsyncPath, sweepTempFiles, uniqueSuffix, writeFileAtomic } from '../durable-fs.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
 /**
@@ -53,15 +54,6 @@ export interface PreparedBoard {
   /** File name → rows, for each kind of board (a file the loan has no record for is absent). */
   readonly rows: Readonly<Record<RowKind, Record<string, RenderedRows>>>;
   readonly recordCount: Readonly<Record<RowKind, number>>;
-}
-
-export interface SealedBatchSummary {
-  id: string;
-  loanCount: number;
-  corrections: number;
-  recordCount: number;
-  principalCents: string;
-  files: Array<{ name: string; records: number; bytes: number; sha256: string }>;
 }
 
 export class FileBatches {
@@ -222,19 +214,19 @@ export class FileBatches {
     const batch = await this.store.get(id);
     if (batch === undefined || batch.status === 'sealed') return;
     const dir = this.batchDir(id);
-    const summary = await this.build(batch);
+    const t = await this.tally(batch);
     if (!(await exists(join(dir, this.opts.triggerFile)))) {
       await mkdir(dir, { recursive: true, mode: DIR_MODE });
       // Temp files of a write a crash cut short: never renamed, never read by the job.
       const swept = await sweepTempFiles(dir);
       if (swept.length > 0) this.opts.logger.info({ batchId: id, files: swept.length }, 'removed temp files an interrupted seal left');
-      await writeFilesAtomic(dir, summary.outputs);
-      await writeFileAtomic(join(dir, CONTROL_FILE), summary.control);
+      const control = await this.writeDataFiles(batch, t, dir);
+      await writeFileAtomic(join(dir, CONTROL_FILE), control);
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
     }
-    const s = summary.summary;
-    if (await this.store.markSealed(id, this.opts.clock.now(), { principalCents: s.principalCents })) {
-      this.opts.logger.info({ batchId: id, loans: s.loanCount, corrections: s.corrections, records: s.recordCount, principalCents: s.principalCents }, 'batch sealed');
+    const recordCount = t.files.reduce((n, f) => n + f.summary.records, 0);
+    if (await this.store.markSealed(id, this.opts.clock.now(), { principalCents: t.principalCents })) {
+      this.opts.logger.info({ batchId: id, loans: t.loanCount, corrections: t.corrections, records: recordCount, principalCents: t.principalCents }, 'batch sealed');
       this.scrub(id);
     }
   }
@@ -248,9 +240,14 @@ export class FileBatches {
     return r.layout;
   }
 
-  /** The bytes of a frozen batch: a pure function of its rows, so a redo writes the same files. */
-  async build(batch: FileBatchRow): Promise<{ outputs: Array<[string, Uint8Array]>; control: string; summary: SealedBatchSummary }> {
-    const files = this.layoutOf(batch).files.map((f) => ({ f, lines: [] as string[], loans: new Set<string>(), totals: new Map<string, bigint>() }));
+  /**
+   * What a frozen batch adds up to (counts, totals, principal), in one pass over its rows that
+   * keeps no line: the files are then streamed from the rows (streamFile), so a seal's memory does
+   * not grow with the size of the batch. A pure function of the rows, like the files' bytes.
+   */
+  async tally(batch: FileBatchRow): Promise<BatchTally> {
+    const layout = this.layoutOf(batch);
+    const files = layout.files.map((f) => ({ f, records: 0, loans: new Set<string>(), totals: new Map<string, bigint>() }));
     let loanCount = 0;
     let corrections = 0;
     let principal = 0n;
@@ -263,34 +260,98 @@ export class FileBatches {
       for (const file of files) {
         const r = stored[file.f.name];
         if (r === undefined) continue;
-        file.lines.push(...r.lines);
+        file.records += r.lines.length;
         file.loans.add(row.loanId);
         for (const [k, v] of Object.entries(r.amounts)) file.totals.set(k, (file.totals.get(k) ?? 0n) + BigInt(v));
       }
     }
     const batchDate = batchDay(batch.cutoffAt, this.opts.rule.timeZone);
-    const outputs: Array<[string, Uint8Array]> = [];
-    // Every field escaped (RFC 4180): a record type is any text the layout gives it.
-    const controlRows: string[] = [csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256'])];
-    const fileSummaries: SealedBatchSummary['files'] = [];
-    let recordCount = 0;
-    for (const { f, lines, loans, totals } of files) {
-      const s = { batchId: batch.id, timeZone: this.opts.rule.timeZone, batchDate, records: lines.length, loans: loans.size, totals };
-      const all = [headerRowLine(f), summaryLine(f, 'header', s), ...lines, summaryLine(f, 'trailer', s)].filter((l): l is string => l !== undefined);
-      const bytes = concatBytes(all.map((l) => encodeLine(f, l)));
-      const sha256 = createHash('sha256').update(bytes).digest('hex');
-      outputs.push([f.name, bytes]);
-      controlRows.push(csvRecord([batch.id, f.name, f.record, lines.length, loans.size, bytes.length, sha256]));
-      fileSummaries.push({ name: f.name, records: lines.length, bytes: bytes.length, sha256 });
-      recordCount += lines.length;
-    }
-    controlRows.push(csvRecord([batch.id, '*', 'loans', loanCount, loanCount, null, null]));
-    controlRows.push(csvRecord([batch.id, '*', 'corrections', corrections, corrections, null, null]));
-    controlRows.push(csvRecord([batch.id, '*', 'principal_total_cents', principal, null, null, null]));
     return {
-      outputs,
-      control: `${controlRows.join('\n')}\n`,
-      summary: { id: batch.id, loanCount, corrections, recordCount, principalCents: principal.toString(), files: fileSummaries },
+      files: files.map(({ f, records, loans, totals }) => ({ f, summary: { batchId: batch.id, timeZone: this.opts.rule.timeZone, batchDate, records, loans: loans.size, totals } })),
+      loanCount,
+      corrections,
+      principalCents: principal.toString(),
     };
   }
+
+  /**
+   * Writes one data file of a frozen batch to `path` (header, the rows' lines in board order,
+   * trailer), fsynced, hashing as it goes. The rows are read and written synchronously (buffered
+   * 64 KiB writes): the state database's row iterator is never held open across an await, where
+   * another statement on the same connection would find it busy.
+   */
+  async streamFile(batch: FileBatchRow, file: BatchTally['files'][number], path: string): Promise<{ bytes: number; sha256: string }> {
+    const { f, summary } = file;
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const fd = openSync(path, 'w', FILE_MODE);
+    try {
+      const buffer: Uint8Array[] = [];
+      let buffered = 0;
+      const flush = (): void => {
+        if (buffered === 0) return;
+        const chunk = concatBytes(buffer);
+        for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at);
+        buffer.length = 0;
+        buffered = 0;
+      };
+      const put = (line: string | undefined): void => {
+        if (line === undefined) return;
+        const encoded = encodeLine(f, line);
+        hash.update(encoded);
+        bytes += encoded.length;
+        buffer.push(encoded);
+        buffered += encoded.length;
+        if (buffered >= 1 << 16) flush();
+      };
+      put(headerRowLine(f));
+      put(summaryLine(f, 'header', summary));
+      for await (const row of this.store.loansOf(batch.id)) {
+        const r = (JSON.parse(row.rowsJson) as StoredRows)[f.name];
+        if (r !== undefined) for (const line of r.lines) put(line);
+      }
+      put(summaryLine(f, 'trailer', summary));
+      flush();
+    } finally {
+      closeSync(fd);
+    }
+    await fsyncPath(path);
+    return { bytes, sha256: hash.digest('hex') };
+  }
+
+  /**
+   * The data files (each a temp file, fsynced, then renamed; the folder fsynced once) and the
+   * text of control.csv. Each file is replaced atomically; the set is not atomic as a whole (the
+   * trigger file, written after, is what the import job waits for).
+   */
+  private async writeDataFiles(batch: FileBatchRow, t: BatchTally, dir: string): Promise<string> {
+    // Every field escaped (RFC 4180): a record type is any text the layout gives it.
+    const controlRows: string[] = [csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256'])];
+    const staged: Array<{ tmp: string; path: string }> = [];
+    try {
+      for (const file of t.files) {
+        const tmp = join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`);
+        staged.push({ tmp, path: join(dir, file.f.name) });
+        const w = await this.streamFile(batch, file, tmp);
+        controlRows.push(csvRecord([batch.id, file.f.name, file.f.record, file.summary.records, file.summary.loans, w.bytes, w.sha256]));
+      }
+      for (const f of staged) await rename(f.tmp, f.path);
+    } catch (err) {
+      await Promise.all(staged.map((f) => rm(f.tmp, { force: true })));
+      throw err;
+    }
+    await fsyncDir(dir);
+    controlRows.push(csvRecord([batch.id, '*', 'loans', t.loanCount, t.loanCount, null, null]));
+    controlRows.push(csvRecord([batch.id, '*', 'corrections', t.corrections, t.corrections, null, null]));
+    controlRows.push(csvRecord([batch.id, '*', 'principal_total_cents', t.principalCents, null, null, null]));
+    return `${controlRows.join('\n')}\n`;
+  }
+}
+
+/** A frozen batch's counts and totals, per file and overall (FileBatches.tally). */
+export interface BatchTally {
+  files: Array<{ f: Layout['files'][number]; summary: FileSummary }>;
+  loanCount: number;
+  corrections: number;
+  principalCents: string;
 }

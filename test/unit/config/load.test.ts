@@ -123,6 +123,7 @@ describe('a secret is never echoed in a config error, whatever its type (regress
     { key: 'core.http.password', yaml: (v) => `${base}${coreHttp(v)}` },
     { key: 'customers.tinHashKey', yaml: (v) => `${base}customers:\n  tinHashKey: ${v}\n` },
     { key: 'store.postgres.password', yaml: (v) => `${base}store:\n  engine: postgres\n  postgres:\n    url: postgres://b@db/b\n    password: ${v}\n` },
+    { key: 'console.users.passwordHash', yaml: (v) => `${base}console:\n  users:\n    - name: olga\n      passwordHash: ${v}\n      roles: [operator]\n` },
   ];
   // Values no schema accepts for these keys (a number, a boolean, a map, a list of numbers, a bad string).
   const values = [

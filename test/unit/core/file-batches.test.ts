@@ -113,6 +113,45 @@ describe('sealed batches', () => {
     expect(await c.batches!.store.counts('2025-03-14-001')).toEqual({ loans: 5, corrections: 0, records: 10 });
   });
 
+  it('streams a large batch to its files without holding the state database busy across an await (other statements run during the seal)', async () => {
+    // Rows put straight into the open batch (a board's package files are not what is measured here).
+    const b = testBatches(dir, clock, { db });
+    const n = 300;
+    for (let i = 0; i < n; i += 1) {
+      const id = `loan_${String(i).padStart(5, '0')}`;
+      await b.append(b.check(id, records(id, { note: 'x'.repeat(2000) })), '125000050');
+    }
+    now = CUTOFF_14;
+    // Another user of the same connection (the receiver, the boarding cycle) keeps querying while the seal runs.
+    let queries = 0;
+    let failure: unknown = null;
+    let sealing = true;
+    const other = (async () => {
+      while (sealing) {
+        try {
+          db.prepare('SELECT COUNT(*) AS n FROM file_batch_loans').get();
+          queries += 1;
+        } catch (err) {
+          failure = err;
+        }
+        await new Promise<void>((r) => setImmediate(r));
+      }
+    })();
+    const sealed = await b.sealDue();
+    sealing = false;
+    await other;
+    expect(failure).toBeNull();
+    expect(queries).toBeGreaterThan(0);
+    expect(sealed).toEqual(['2025-03-14-001']);
+    const loan = await lines('2025-03-14-001', 'loan.csv');
+    expect(loan).toHaveLength(n + 1);
+    expect(loan[1]!.split(',')[1]).toBe('loan_00000');
+    expect(loan.at(-1)!.split(',')[1]).toBe(`loan_${String(n - 1).padStart(5, '0')}`);
+    const ctl = await lines('2025-03-14-001', 'control.csv');
+    const bytes = (await stat(join(dir, 'batches', '2025-03-14-001', 'loan.csv'))).size;
+    expect(ctl.find((l) => l.includes(',loan.csv,'))).toMatch(new RegExp(`^2025-03-14-001,loan\\.csv,loan,${n},${n},${bytes},[0-9a-f]{64}$`));
+  });
+
   it('a board after the cut-off seals the open batch first and goes to the next one; the sealed files never change', async () => {
     const c = core();
     await board(c, 'loan_1');

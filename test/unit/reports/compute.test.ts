@@ -203,4 +203,41 @@ describe('computeReconciliation', () => {
     ac.abort(new Error('shutdown'));
     await expect(computeReconciliation(sources(many, [], [], []), { ...opts, signal: ac.signal })).rejects.toThrow('shutdown');
   });
+
+  it('lists exceptions in the order the sources first named the loans, not sorted by id (connector, then platform, then core)', async () => {
+    const r = await computeReconciliation(
+      sources([store('z', 'quarantined'), store('a', 'quarantined')], [plat('m')], [core('b')], []),
+      opts,
+    );
+    expect(r.exceptions.map((e) => `${e.reason}:${e.loanId}`)).toEqual([
+      'quarantined:z',
+      'quarantined:a',
+      'acknowledged_missing_in_core:m',
+      'acknowledged_unknown_to_connector:m',
+      'in_core_unknown_to_connector:b',
+    ]);
+  });
+
+  it('with keepExceptions keeps only the first ones but counts, ages and streams every exception', async () => {
+    const many = Array.from({ length: 1200 }, (_, i) => store(`q${i}`, 'quarantined'));
+    const streamed: string[] = [];
+    const r = await computeReconciliation(sources(many, [], [], []), { ...opts, keepExceptions: 3, onException: (e) => void streamed.push(e.loanId) });
+    expect(r.exceptions.map((e) => e.loanId)).toEqual(['q0', 'q1', 'q2']);
+    expect(r.exceptionCount).toBe(1200);
+    expect(r.exceptionsByReason).toEqual({ quarantined: 1200 });
+    expect(r.aging.totals['0-1'] + r.aging.totals['2-5'] + r.aging.totals['>5']).toBe(1200);
+    expect(streamed).toHaveLength(1200);
+    expect(streamed[1199]).toBe('q1199');
+    expect(r.loansSeen).toBe(1200);
+  });
+
+  it('looks loans up in the core one by one across pages of the working table when the core cannot list', async () => {
+    const ids = Array.from({ length: 1300 }, (_, i) => `k${i}`);
+    const asked: string[] = [];
+    const s = sources(ids.map((id) => store(id, 'acknowledged')), ids.map((id) => plat(id)), ids.slice(1).map((id) => core(id)), [], false);
+    const r = await computeReconciliation({ ...s, coreFind: (id) => (asked.push(id), s.coreFind(id)) }, opts);
+    expect(new Set(asked).size).toBe(1300);
+    expect(r.exceptions.map((e) => `${e.reason}:${e.loanId}`)).toEqual(['acknowledged_missing_in_core:k0']);
+    expect(r.totals.writtenToCore.count).toBe(1299);
+  });
 });
