@@ -29,12 +29,12 @@ function render(value: HtmlValue): string {
   if (value === null || value === undefined || value === false) return '';
   if (value instanceof Html) return value.toString();
   if (Array.isArray(value)) return (value as readonly HtmlValue[]).map(render).join('');
-  return escapeHtml(String(value as string | number | bigint));
+  return escapeHtml(String(value));
 }
 
 export function html(strings: TemplateStringsArray, ...values: HtmlValue[]): Html {
   let out = strings[0] ?? '';
-  for (let i = 0; i < values.length; i++) out += render(values[i] as HtmlValue) + (strings[i + 1] ?? '');
+  for (let i = 0; i < values.length; i++) out += render(values[i]) + (strings[i + 1] ?? '');
   return new Html(MINT, out);
 }
 
