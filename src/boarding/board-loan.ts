@@ -159,7 +159,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         to: 'fetched',
         expectedFrom: row.state,
         detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
-        patch: { payloadHash: hash, ...(n !== null ? { accountNumber: n } : {}) },
+        patch: { payloadHash: hash, borrowerName: borrowerNameOf(entities), ...(n !== null ? { accountNumber: n } : {}) },
       });
       return n;
     });
@@ -424,4 +424,13 @@ export function refusedBy(code: string): 'core' | 'platform' {
 export function fatalSentence(code: string, message: string): string {
   if (code.startsWith('identity.')) return `boarding stopped (${code}): ${message}`;
   return `the ${refusedBy(code)} refused the connector (${code}): ${message}`;
+}
+
+/** The name the ops console searches by: the borrowing business, else the first person (null when none has a name). */
+export function borrowerNameOf(entities: { businesses: ReadonlyArray<{ name?: string | null | undefined; role?: string | null | undefined }>; people: ReadonlyArray<{ firstName?: string | null | undefined; lastName?: string | null | undefined }> }): string | null {
+  const business = entities.businesses.find((b) => b.role?.toLowerCase() === 'borrower' && b.name) ?? entities.businesses.find((b) => b.name);
+  if (business?.name) return business.name.trim().slice(0, 200) || null;
+  const person = entities.people.find((p) => p.firstName || p.lastName);
+  const name = person ? [person.firstName, person.lastName].filter(Boolean).join(' ').trim() : '';
+  return name === '' ? null : name.slice(0, 200);
 }

@@ -5,6 +5,7 @@ import type { BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
 import type { LoanRow } from '../store/loans.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
+import { gatherLoanHistory, lastReviewItems, loanHistoryJson, loanView } from '../editloop/loan-history.js';
 import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 import { assertSameMappingAsDaemon } from '../editloop/daemon-guard.js';
@@ -58,20 +59,7 @@ function pad(cells: string[][]): string {
   return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n');
 }
 
-/** The public view of a row (no stored queue item: `loans show --json` carries the history instead). */
-function view(r: LoanRow): Record<string, unknown> {
-  const { queueItem: _item, ...rest } = r;
-  return {
-    ...rest,
-    nextAttemptAt: r.nextAttemptAt === null ? null : iso(r.nextAttemptAt),
-    writtenAt: r.writtenAt === null ? null : iso(r.writtenAt),
-    acknowledgedAt: r.acknowledgedAt === null ? null : iso(r.acknowledgedAt),
-    coreWriteStartedAt: r.coreWriteStartedAt === null ? null : iso(r.coreWriteStartedAt),
-    lastSeenAt: r.lastSeenAt === null ? null : iso(r.lastSeenAt),
-    createdAt: iso(r.createdAt),
-    updatedAt: iso(r.updatedAt),
-  };
-}
+const view = loanView;
 
 export function registerLoansCommands(program: Command, ctx: CliContext): void {
   const loans = program.command('loans').description('inspect and operate on loans in the state database');
@@ -129,18 +117,12 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action((id: string, opts: { json?: boolean }) => {
       const store = openStore(ctx);
-      const row = store.loans.get(id);
-      if (!row) throw new UsageError(`no loan ${id} in the state database (see \`loans list\`)`);
-      const events = store.loans.events(id);
-      const keys = store.keys.forLoan(id);
-      const daemon = runningDaemons(store.daemon, ctx.clock.now())[0] ?? null;
-      const customers = store.customers.forLoan(id);
-      // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
-      const pooled = store.numbers.get('account', id);
-      const accountNumber = row.accountNumber ?? pooled;
-      const identity = { accountNumber, accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core', customers: customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })) };
+      const h = gatherLoanHistory(store, id, ctx.clock.now());
+      if (!h) throw new UsageError(`no loan ${id} in the state database (see \`loans list\`)`);
+      const { row, events, keys, daemon, customers, accountNumber } = h;
+      const identity = { accountNumberSource: h.accountNumberSource };
       if (opts.json === true) {
-        out(ctx, JSON.stringify({ loan: view(row), identity, daemon: daemon ? { pid: daemon.pid, host: daemon.host, mappingVersion: daemon.mappingVersion, reloadError: daemon.reloadError } : null, events: events.map((e) => ({ ...e, at: iso(e.at) })), idempotencyKeys: keys.map((k) => ({ ...k, createdAt: iso(k.createdAt), completedAt: iso(k.completedAt) })) }));
+        out(ctx, JSON.stringify(loanHistoryJson(h)));
         return;
       }
       const lines = [
@@ -165,11 +147,10 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
           lines.push(`  ${c.entityId}  CIF ${c.cif ?? '(assigned by the core at create)'}  ${c.matchedBy}${c.existing ? ' · existing customer' : ' · new customer (this loan creates it)'}${c.nameAgrees === false ? ' · name differs from the core (review item)' : ''}`);
         }
       }
-      const lastReview = [...events].reverse().find((e) => e.kind === 'warning');
-      if (row.reviewItems > 0 && lastReview) {
-        lines.push('', `review items (boarded with warnings, ${iso(lastReview.at)}):`);
-        const items = ((lastReview.detail as { warnings?: Array<{ code: string; field: string; message: string; at: string }> } | null)?.warnings ?? []);
-        for (const w of items) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
+      const review = lastReviewItems(h);
+      if (review) {
+        lines.push('', `review items (boarded with warnings, ${iso(review.at)}):`);
+        for (const w of review.items) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
       }
       lines.push('', 'idempotency keys:');
       if (keys.length === 0) lines.push('  (none)');

@@ -234,6 +234,71 @@ export const customersSchema = z.strictObject({
     .optional(),
 });
 
+/** A console user's password hash as `console passwd` prints it (scrypt, encoded parameters and salt). */
+export const PASSWORD_HASH_PATTERN = /^scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]{16,}={0,2}\$[A-Za-z0-9+/]{43,}={0,2}$/;
+
+/**
+ * The ops console on the admin listener (/console/, /console/api/; docs/operations.md "Ops console").
+ * On when at least one user is configured or a trusted proxy names users.
+ */
+export const consoleSchema = z.strictObject({
+  users: z
+    .array(
+      z.strictObject({
+        name: z.string({ error: 'expected a user name' }).regex(/^[A-Za-z0-9._@-]{1,64}$/, { error: 'expected a user name of 1–64 letters, digits, . _ @ -' }),
+        /** From `boarding-connector console passwd`; absent: the user can only come through the trusted proxy. */
+        passwordHash: z.string({ error: 'expected a hash printed by `boarding-connector console passwd`' }).regex(PASSWORD_HASH_PATTERN, { error: 'expected a hash printed by `boarding-connector console passwd` (scrypt$ln=…)' }).optional(),
+        roles: z.array(oneOf(['viewer', 'operator', 'approver']), { error: 'expected a list of roles (viewer, operator, approver)' }).min(1, { error: 'expected at least one role (viewer, operator, approver)' }),
+      }),
+      { error: 'expected a list of users { name, passwordHash, roles }' },
+    )
+    .default([])
+    .superRefine((users, ctx) => {
+      const seen = new Set<string>();
+      users.forEach((u, i) => {
+        if (seen.has(u.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected each user once (${u.name} is listed twice)` });
+        seen.add(u.name);
+      });
+    }),
+  fourEyes: z
+    .strictObject({
+      /** Retry requests execute at once, without a second person (skip, re-board, seal, strike clear still wait). */
+      exemptRetries: bool().default(false),
+    })
+    .prefault({}),
+  /**
+   * A reverse proxy that authenticates users and names them in a header. The header is believed
+   * only on connections from `addresses` (IPs or CIDRs); from anywhere else it is ignored. The
+   * named user must be in `users` (their roles apply).
+   */
+  proxy: z
+    .strictObject({
+      userHeader: z.string({ error: 'expected a header name, e.g. X-Forwarded-User' }).regex(/^[A-Za-z0-9-]{1,64}$/, { error: 'expected a header name, e.g. X-Forwarded-User' }),
+      addresses: z
+        .array(
+          z.string({ error: 'expected an IP address or CIDR' }).superRefine((v, ctx) => {
+            const problem = allowEntryProblem(v.trim());
+            if (problem !== null || !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v.trim())) ctx.addIssue({ code: 'custom', message: 'expected an IP address or CIDR, e.g. 10.0.0.5 or 10.0.0.0/24' });
+          }),
+          { error: 'expected a list of IP addresses or CIDRs' },
+        )
+        .min(1, { error: 'expected at least one proxy address' }),
+    })
+    .optional(),
+  /** A browser session ends after this many idle minutes. */
+  sessionIdleMinutes: int(1, 24 * 60).default(30),
+  /** Failed logins (Basic auth and the login form) allowed per client address and per user name in the window; then 429. */
+  loginThrottle: z
+    .strictObject({
+      maxFailures: int(1).default(5),
+      windowSeconds: int(1).default(900),
+    })
+    .prefault({}),
+  /** How long an approval waits for its execution before it answers `approved` (the executor carries on). */
+  approveWaitMs: int(0, 60_000).default(5_000),
+});
+export type ConsoleConfig = z.infer<typeof consoleSchema>;
+
 export const logSchema = z.strictObject({
   level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -312,6 +377,7 @@ export const configSchema = z.strictObject({
   customers: customersSchema.prefault({}),
   log: logSchema.prefault({}),
   identity: identitySchema.prefault({}),
+  console: consoleSchema.prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -30,6 +30,8 @@ export interface WebhookAppDeps {
    * `admin` (/healthz, /readyz, /metrics, /reports/latest: the ops listener), or `all` (tests).
    */
   surface?: 'all' | 'public' | 'admin';
+  /** Adds routes to the ops surface before its 404 (the console: src/console/index.ts mountConsole). */
+  mountOps?: (app: Express) => void;
 }
 
 /**
@@ -69,7 +71,10 @@ export function createApp(deps: WebhookAppDeps): Express {
     res.json({ status: 'ok' });
   });
 
-  if (surface !== 'public') registerOpsRoutes(app, deps, metrics);
+  if (surface !== 'public') {
+    registerOpsRoutes(app, deps, metrics);
+    deps.mountOps?.(app);
+  }
 
   app.use((_req: Request, res: Response) => {
     res.status(404).json({ error: 'not found' });

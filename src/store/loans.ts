@@ -42,6 +42,8 @@ export interface LoanRow {
   boardedRecords: string | null;
   /** The loan's account number in the core: from the bank's pool, or read back from the core. */
   accountNumber: string | null;
+  /** The borrower's name as last fetched (the console's search), null before the first fetch. */
+  borrowerName: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -87,6 +89,7 @@ export type LoanPatch = Partial<
     | 'reviewItems'
     | 'boardedRecords'
     | 'accountNumber'
+    | 'borrowerName'
   >
 >;
 
@@ -115,6 +118,7 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   reviewItems: 'review_items',
   boardedRecords: 'boarded_records',
   accountNumber: 'account_number',
+  borrowerName: 'borrower_name',
 };
 
 export interface TransitionInput {
@@ -176,6 +180,7 @@ interface RawLoan {
   review_items: number;
   boarded_records: string | null;
   account_number?: string | null;
+  borrower_name?: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -209,6 +214,7 @@ function toRow(r: RawLoan): LoanRow {
     reviewItems: r.review_items ?? 0,
     boardedRecords: r.boarded_records ?? null,
     accountNumber: r.account_number ?? null,
+    borrowerName: r.borrower_name ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -272,4 +272,79 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  /* 12: the ops console (issue 27, src/store/console.ts). The exception queue pages by keyset over
+     partial indexes of the exceptions only (quarantined loans, and written/acknowledged loans with
+     review items: the generated column exception_reason), so its first page costs the same at
+     100,000 loans as at 100. state_entered_at (when the loan entered its state; kept by triggers,
+     the pipeline does not know about it) gives the age; borrower_name the search by name.
+     Requests (four eyes) with the loans each covers (frozen when made), an append-only audit log
+     (triggers refuse UPDATE and DELETE), and the sign-off of each reconciliation run. */ `
+  ALTER TABLE loans ADD COLUMN state_entered_at INTEGER;
+  ALTER TABLE loans ADD COLUMN borrower_name TEXT;
+  UPDATE loans SET state_entered_at = COALESCE((SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state), updated_at);
+  CREATE TRIGGER loans_state_entered_insert AFTER INSERT ON loans WHEN NEW.state_entered_at IS NULL
+  BEGIN UPDATE loans SET state_entered_at = NEW.updated_at WHERE id = NEW.id; END;
+  CREATE TRIGGER loans_state_entered_update AFTER UPDATE OF state ON loans WHEN NEW.state IS NOT OLD.state
+  BEGIN UPDATE loans SET state_entered_at = NEW.updated_at WHERE id = NEW.id; END;
+  ALTER TABLE loans ADD COLUMN exception_reason TEXT GENERATED ALWAYS AS (
+    CASE WHEN state = 'quarantined' THEN COALESCE(quarantine_reason, 'validation')
+         WHEN review_items > 0 AND state IN ('written', 'acknowledged') THEN 'review' END) VIRTUAL;
+  CREATE INDEX loans_exc_age ON loans (state_entered_at, id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_reason ON loans (exception_reason, state_entered_at, id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_amount ON loans (IFNULL(cents_amount, -9007199254740992), id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_released ON loans (IFNULL(released_at_iso, ''), id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_id ON loans (id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_loan_number ON loans (loan_number);
+
+  CREATE TABLE console_requests (
+    id            TEXT PRIMARY KEY,
+    action        TEXT NOT NULL,              -- retry|skip|reboard|seal|strike_clear
+    filter        TEXT,                       -- JSON of the exception filter, when made by filter
+    batch         TEXT,                       -- seal: the open batch the maker saw
+    preview_count INTEGER NOT NULL,           -- loans covered when made (frozen)
+    reason        TEXT NOT NULL,
+    maker         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    status        TEXT NOT NULL,              -- pending|approved|executed|rejected|failed
+    decided_by    TEXT,
+    decided_at    INTEGER,
+    decision_note TEXT,
+    claimed_by    TEXT,                       -- the executor running it (one at a time)
+    claimed_at    INTEGER,
+    executed_at   INTEGER,
+    result        TEXT                        -- JSON {done, failed, detail}
+  );
+  CREATE INDEX console_requests_created ON console_requests (created_at, id);
+  CREATE INDEX console_requests_open ON console_requests (status, created_at) WHERE status IN ('pending', 'approved');
+  CREATE TABLE console_request_loans (
+    request_id TEXT NOT NULL,
+    loan_id    TEXT NOT NULL,
+    PRIMARY KEY (request_id, loan_id)
+  );
+  CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
+  CREATE TABLE console_audit (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at         INTEGER NOT NULL,
+    actor      TEXT NOT NULL,
+    kind       TEXT NOT NULL,                 -- request|approve|reject|execute|fail|signoff|login_failed|login_throttled
+    action     TEXT,
+    request_id TEXT,
+    loan_id    TEXT,
+    reason     TEXT,
+    detail     TEXT                           -- JSON
+  );
+  CREATE INDEX console_audit_loan ON console_audit (loan_id, seq) WHERE loan_id IS NOT NULL;
+  CREATE INDEX console_audit_request ON console_audit (request_id, seq) WHERE request_id IS NOT NULL;
+  CREATE TRIGGER console_audit_no_update BEFORE UPDATE ON console_audit BEGIN SELECT RAISE(ABORT, 'console_audit is append-only'); END;
+  CREATE TRIGGER console_audit_no_delete BEFORE DELETE ON console_audit BEGIN SELECT RAISE(ABORT, 'console_audit is append-only'); END;
+  CREATE TABLE report_signoffs (
+    day         TEXT NOT NULL,                -- YYYY-MM-DD folder of reports.dir
+    run         TEXT NOT NULL,                -- run-<HHMMSS>[-n] folder
+    prepared_by TEXT,
+    prepared_at INTEGER,
+    reviewed_by TEXT,
+    reviewed_at INTEGER,
+    PRIMARY KEY (day, run)
+  );
+  `,
 ];

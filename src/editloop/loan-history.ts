@@ -1,0 +1,79 @@
+/**
+ * One loan's history as `loans show` and the ops console show it, gathered in one place: the row,
+ * its events (transitions, attempts with mapping file:line, warnings, ops, webhooks), idempotency
+ * keys, identity (account number, customers) and the running daemon's mapping.
+ */
+import type { BoardingStore } from '../store/index.js';
+import type { DaemonStatus } from '../store/daemon-status.js';
+import type { IdempotencyKeyRow } from '../store/idempotency.js';
+import type { LoanCustomerRow } from '../store/customers.js';
+import type { LoanEvent, LoanRow } from '../store/loans.js';
+import { runningDaemons } from './daemon-guard.js';
+
+export interface LoanHistoryParts {
+  row: LoanRow;
+  events: LoanEvent[];
+  keys: IdempotencyKeyRow[];
+  customers: LoanCustomerRow[];
+  daemon: DaemonStatus | null;
+  accountNumber: string | null;
+  accountNumberSource: 'pool' | 'core' | null;
+}
+
+/** Everything known of one loan; null when the store does not know it. */
+export function gatherLoanHistory(store: BoardingStore, id: string, now: number): LoanHistoryParts | null {
+  const row = store.loans.get(id);
+  if (!row) return null;
+  const daemon = runningDaemons(store.daemon, now)[0] ?? null;
+  // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
+  const pooled = store.numbers.get('account', id);
+  const accountNumber = row.accountNumber ?? pooled;
+  return {
+    row,
+    events: store.loans.events(id),
+    keys: store.keys.forLoan(id),
+    customers: store.customers.forLoan(id),
+    daemon,
+    accountNumber,
+    accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core',
+  };
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The public view of a row (no stored queue item; times as ISO strings). */
+export function loanView(r: LoanRow): Record<string, unknown> {
+  const { queueItem: _item, ...rest } = r;
+  return {
+    ...rest,
+    nextAttemptAt: iso(r.nextAttemptAt),
+    writtenAt: iso(r.writtenAt),
+    acknowledgedAt: iso(r.acknowledgedAt),
+    coreWriteStartedAt: iso(r.coreWriteStartedAt),
+    lastSeenAt: iso(r.lastSeenAt),
+    createdAt: iso(r.createdAt),
+    updatedAt: iso(r.updatedAt),
+  };
+}
+
+/** The JSON of `loans show --json` (the console's loan page carries the same, and more). */
+export function loanHistoryJson(h: LoanHistoryParts) {
+  return {
+    loan: loanView(h.row),
+    identity: {
+      accountNumber: h.accountNumber,
+      accountNumberSource: h.accountNumberSource,
+      customers: h.customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })),
+    },
+    daemon: h.daemon ? { pid: h.daemon.pid, host: h.daemon.host, mappingVersion: h.daemon.mappingVersion, reloadError: h.daemon.reloadError } : null,
+    events: h.events.map((e) => ({ ...e, at: iso(e.at) as string })),
+    idempotencyKeys: h.keys.map((k) => ({ ...k, createdAt: iso(k.createdAt) as string, completedAt: iso(k.completedAt) })),
+  };
+}
+
+/** The review items of the loan's last mapping (board with warnings): code, field, message, mapping file:line. */
+export function lastReviewItems(h: LoanHistoryParts): { at: number; items: Array<{ code: string; field: string; message: string; at: string }> } | null {
+  const lastReview = [...h.events].reverse().find((e) => e.kind === 'warning');
+  if (h.row.reviewItems <= 0 || !lastReview) return null;
+  return { at: lastReview.at, items: (lastReview.detail as { warnings?: Array<{ code: string; field: string; message: string; at: string }> } | null)?.warnings ?? [] };
+}

@@ -1,0 +1,444 @@
+/**
+ * Every SQL statement of the ops console (src/console): the exception queue (keyset pages over
+ * the partial indexes of migration 12), requests and the loans each covers, the append-only audit
+ * log and reconciliation sign-offs. Async already (better-sqlite3 is synchronous; the PostgreSQL
+ * store is not), so callers await.
+ */
+import type { Db } from './db.js';
+import type { LoanState } from './loan-states.js';
+
+export type ExceptionSortKey = 'age' | 'amount' | 'released' | 'id';
+
+/** The exception filter as SQL sees it: instants already resolved (ages → epoch ms bounds). */
+export interface ExceptionSqlFilter {
+  reason?: string;
+  /** quarantined | review */
+  state?: 'quarantined' | 'review';
+  q?: string;
+  product?: string;
+  minAmountCents?: number;
+  maxAmountCents?: number;
+  mappingVersion?: string;
+  releasedFrom?: string;
+  releasedTo?: string;
+  /** state_entered_at < this (older than). */
+  enteredBefore?: number;
+  /** state_entered_at >= this (younger than). */
+  enteredSince?: number;
+}
+
+export interface ExceptionRow {
+  id: string;
+  loanNumber: string | null;
+  state: LoanState;
+  reason: string;
+  reviewItems: number;
+  borrowerName: string | null;
+  productId: string | null;
+  amountCents: number | null;
+  mappingVersion: string | null;
+  releasedAt: string | null;
+  enteredAt: number;
+  lastErrorCode: string | null;
+  lastErrorMessage: string | null;
+  attempts: number;
+}
+
+/** Where a page starts: after (sort value, id) of the previous page's last row. */
+export interface ExceptionKey {
+  v: number | string;
+  id: string;
+}
+
+export interface RequestRow {
+  id: string;
+  action: string;
+  filter: string | null;
+  batch: string | null;
+  previewCount: number;
+  reason: string;
+  maker: string;
+  createdAt: number;
+  status: string;
+  decidedBy: string | null;
+  decidedAt: number | null;
+  decisionNote: string | null;
+  claimedBy: string | null;
+  claimedAt: number | null;
+  executedAt: number | null;
+  result: string | null;
+}
+
+export interface AuditRow {
+  seq: number;
+  at: number;
+  actor: string;
+  kind: string;
+  action: string | null;
+  requestId: string | null;
+  loanId: string | null;
+  reason: string | null;
+  detail: string | null;
+}
+
+export interface SignOffRow {
+  day: string;
+  run: string;
+  preparedBy: string | null;
+  preparedAt: number | null;
+  reviewedBy: string | null;
+  reviewedAt: number | null;
+}
+
+export interface ConsoleStore {
+  exceptionPage(filter: ExceptionSqlFilter, sort: ExceptionSortKey, dir: 'asc' | 'desc', after: ExceptionKey | null, limit: number): Promise<{ rows: ExceptionRow[]; last: ExceptionKey | null }>;
+  /** Counts per exception reason in age bands: [0-1] entered at or after `t1`, [2-5] at or after `t5`, else >5. */
+  exceptionCounts(filter: ExceptionSqlFilter, t1: number, t5: number): Promise<Array<{ reason: string; a: number; b: number; c: number }>>;
+  /** Ids of the exceptions matching a filter (a bulk request), in id order, at most `max` (+1 to tell more). */
+  exceptionIds(filter: ExceptionSqlFilter, max: number): Promise<string[]>;
+  insertRequest(row: Omit<RequestRow, 'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'>, loanIds: readonly string[], audit: NewAudit): Promise<void>;
+  request(id: string): Promise<RequestRow | null>;
+  requestLoans(id: string): Promise<string[]>;
+  /** Newest first; keyset on (created_at, id). */
+  requests(status: string | null, after: { createdAt: number; id: string } | null, limit: number): Promise<RequestRow[]>;
+  requestsForLoan(loanId: string, limit: number): Promise<RequestRow[]>;
+  countRequests(status: string): Promise<number>;
+  /** pending → approved/rejected when still pending; false when someone else decided first. With its audit line, atomically. */
+  decide(id: string, to: 'approved' | 'rejected', by: string, at: number, note: string | null, audit: NewAudit): Promise<boolean>;
+  /** Claims an approved, unclaimed (or stale-claimed) request for execution; false when another executor has it. */
+  claim(id: string, owner: string, at: number, staleBefore: number): Promise<boolean>;
+  /** Approved requests waiting for execution, oldest first. */
+  approvedIds(limit: number): Promise<string[]>;
+  /** approved → executed/failed with its result and audit line, atomically. */
+  finish(id: string, status: 'executed' | 'failed', at: number, result: string, audit: NewAudit): Promise<void>;
+  appendAudit(entry: NewAudit): Promise<void>;
+  /** Newest first, seq below `before`. */
+  audit(filter: { loanId?: string; requestId?: string }, before: number | null, limit: number): Promise<AuditRow[]>;
+  /** Oldest first, seq above `after` (CSV export in chunks). */
+  auditAscending(filter: { loanId?: string }, after: number, limit: number): Promise<AuditRow[]>;
+  signOffs(): Promise<SignOffRow[]>;
+  signOff(day: string, run: string): Promise<SignOffRow | null>;
+  /** Sets prepared_by (when unset) or reviewed_by (when prepared, unset, and by ≠ prepared_by); false when refused by state. */
+  sign(day: string, run: string, as: 'prepared' | 'reviewed', by: string, at: number, audit: NewAudit): Promise<boolean>;
+}
+
+export interface NewAudit {
+  at: number;
+  actor: string;
+  kind: string;
+  action?: string | null;
+  requestId?: string | null;
+  loanId?: string | null;
+  reason?: string | null;
+  detail?: unknown;
+}
+
+const SORT_EXPR: Record<ExceptionSortKey, string> = {
+  age: 'state_entered_at',
+  amount: 'IFNULL(cents_amount, -9007199254740992)',
+  released: "IFNULL(released_at_iso, '')",
+  id: 'id',
+};
+
+function whereOf(f: ExceptionSqlFilter): { sql: string; params: Record<string, unknown> } {
+  const conds = ['exception_reason IS NOT NULL'];
+  const params: Record<string, unknown> = {};
+  if (f.reason !== undefined) {
+    conds.push('exception_reason = @reason');
+    params['reason'] = f.reason;
+  }
+  if (f.state === 'quarantined') conds.push("state = 'quarantined'");
+  if (f.state === 'review') conds.push("exception_reason = 'review'");
+  if (f.q !== undefined && f.q !== '') {
+    conds.push("(id = @q OR loan_number = @q OR instr(lower(IFNULL(borrower_name, '')), lower(@q)) > 0)");
+    params['q'] = f.q;
+  }
+  if (f.product !== undefined) {
+    conds.push('product_id = @product');
+    params['product'] = f.product;
+  }
+  if (f.minAmountCents !== undefined) {
+    conds.push('cents_amount >= @minAmount');
+    params['minAmount'] = f.minAmountCents;
+  }
+  if (f.maxAmountCents !== undefined) {
+    conds.push('cents_amount <= @maxAmount');
+    params['maxAmount'] = f.maxAmountCents;
+  }
+  if (f.mappingVersion !== undefined) {
+    conds.push('mapping_version = @mappingVersion');
+    params['mappingVersion'] = f.mappingVersion;
+  }
+  // released_at_iso is an ISO date-time: a day's bounds compare as text.
+  if (f.releasedFrom !== undefined) {
+    conds.push('released_at_iso >= @releasedFrom');
+    params['releasedFrom'] = f.releasedFrom;
+  }
+  if (f.releasedTo !== undefined) {
+    conds.push('released_at_iso < @releasedTo');
+    params['releasedTo'] = f.releasedTo;
+  }
+  if (f.enteredBefore !== undefined) {
+    conds.push('state_entered_at < @enteredBefore');
+    params['enteredBefore'] = f.enteredBefore;
+  }
+  if (f.enteredSince !== undefined) {
+    conds.push('state_entered_at >= @enteredSince');
+    params['enteredSince'] = f.enteredSince;
+  }
+  return { sql: conds.join(' AND '), params };
+}
+
+interface RawException {
+  id: string;
+  loan_number: string | null;
+  state: LoanState;
+  exception_reason: string;
+  review_items: number;
+  borrower_name: string | null;
+  product_id: string | null;
+  cents_amount: number | null;
+  mapping_version: string | null;
+  released_at_iso: string | null;
+  state_entered_at: number;
+  last_error_code: string | null;
+  last_error_message: string | null;
+  attempts: number;
+  k: number | string;
+}
+
+const EXCEPTION_COLUMNS =
+  'id, loan_number, state, exception_reason, review_items, borrower_name, product_id, cents_amount, mapping_version, released_at_iso, state_entered_at, last_error_code, last_error_message, attempts';
+
+const toRequest = (r: Record<string, unknown>): RequestRow => ({
+  id: r['id'] as string,
+  action: r['action'] as string,
+  filter: (r['filter'] as string | null) ?? null,
+  batch: (r['batch'] as string | null) ?? null,
+  previewCount: r['preview_count'] as number,
+  reason: r['reason'] as string,
+  maker: r['maker'] as string,
+  createdAt: r['created_at'] as number,
+  status: r['status'] as string,
+  decidedBy: (r['decided_by'] as string | null) ?? null,
+  decidedAt: (r['decided_at'] as number | null) ?? null,
+  decisionNote: (r['decision_note'] as string | null) ?? null,
+  claimedBy: (r['claimed_by'] as string | null) ?? null,
+  claimedAt: (r['claimed_at'] as number | null) ?? null,
+  executedAt: (r['executed_at'] as number | null) ?? null,
+  result: (r['result'] as string | null) ?? null,
+});
+
+const toAudit = (r: Record<string, unknown>): AuditRow => ({
+  seq: r['seq'] as number,
+  at: r['at'] as number,
+  actor: r['actor'] as string,
+  kind: r['kind'] as string,
+  action: (r['action'] as string | null) ?? null,
+  requestId: (r['request_id'] as string | null) ?? null,
+  loanId: (r['loan_id'] as string | null) ?? null,
+  reason: (r['reason'] as string | null) ?? null,
+  detail: (r['detail'] as string | null) ?? null,
+});
+
+const toSignOff = (r: Record<string, unknown>): SignOffRow => ({
+  day: r['day'] as string,
+  run: r['run'] as string,
+  preparedBy: (r['prepared_by'] as string | null) ?? null,
+  preparedAt: (r['prepared_at'] as number | null) ?? null,
+  reviewedBy: (r['reviewed_by'] as string | null) ?? null,
+  reviewedAt: (r['reviewed_at'] as number | null) ?? null,
+});
+
+export function createConsoleStore(db: Db): ConsoleStore {
+  const insertAudit = db.prepare(
+    'INSERT INTO console_audit (at, actor, kind, action, request_id, loan_id, reason, detail) VALUES (@at, @actor, @kind, @action, @requestId, @loanId, @reason, @detail)',
+  );
+  const audit = (e: NewAudit): void => {
+    insertAudit.run({
+      at: e.at,
+      actor: e.actor,
+      kind: e.kind,
+      action: e.action ?? null,
+      requestId: e.requestId ?? null,
+      loanId: e.loanId ?? null,
+      reason: e.reason ?? null,
+      detail: e.detail === undefined || e.detail === null ? null : JSON.stringify(e.detail),
+    });
+  };
+  const immediate = <T>(fn: () => T): T => db.transaction(fn).immediate();
+  const getRequest = db.prepare<[string], Record<string, unknown>>('SELECT * FROM console_requests WHERE id = ?');
+
+  return {
+    async exceptionPage(filter, sort, dir, after, limit) {
+      const w = whereOf(filter);
+      const expr = SORT_EXPR[sort];
+      const cmp = dir === 'asc' ? '>' : '<';
+      const params: Record<string, unknown> = { ...w.params, limit };
+      let keyset = '';
+      if (after !== null) {
+        keyset = sort === 'id' ? ` AND id ${cmp} @afterId` : ` AND (${expr} ${cmp} @afterV OR (${expr} = @afterV AND id ${cmp} @afterId))`;
+        params['afterV'] = after.v;
+        params['afterId'] = after.id;
+      }
+      const order = sort === 'id' ? `id ${dir}` : `${expr} ${dir}, id ${dir}`;
+      const rows = db.prepare<Record<string, unknown>, RawException>(`SELECT ${EXCEPTION_COLUMNS}, ${expr} AS k FROM loans WHERE ${w.sql}${keyset} ORDER BY ${order} LIMIT @limit`).all(params);
+      const lastRaw = rows[rows.length - 1];
+      return {
+        rows: rows.map((r) => ({
+          id: r.id,
+          loanNumber: r.loan_number,
+          state: r.state,
+          reason: r.exception_reason,
+          reviewItems: r.review_items,
+          borrowerName: r.borrower_name,
+          productId: r.product_id,
+          amountCents: r.cents_amount,
+          mappingVersion: r.mapping_version,
+          releasedAt: r.released_at_iso,
+          enteredAt: r.state_entered_at,
+          lastErrorCode: r.last_error_code,
+          lastErrorMessage: r.last_error_message,
+          attempts: r.attempts,
+        })),
+        last: lastRaw === undefined ? null : { v: lastRaw.k, id: lastRaw.id },
+      };
+    },
+    async exceptionCounts(filter, t1, t5) {
+      const w = whereOf(filter);
+      return db
+        .prepare<Record<string, unknown>, { reason: string; a: number; b: number; c: number }>(
+          `SELECT exception_reason AS reason,
+                  SUM(CASE WHEN state_entered_at >= @t1 THEN 1 ELSE 0 END) AS a,
+                  SUM(CASE WHEN state_entered_at < @t1 AND state_entered_at >= @t5 THEN 1 ELSE 0 END) AS b,
+                  SUM(CASE WHEN state_entered_at < @t5 THEN 1 ELSE 0 END) AS c
+             FROM loans WHERE ${w.sql} GROUP BY exception_reason ORDER BY exception_reason`,
+        )
+        .all({ ...w.params, t1, t5 });
+    },
+    async exceptionIds(filter, max) {
+      const w = whereOf(filter);
+      return db
+        .prepare<Record<string, unknown>, { id: string }>(`SELECT id FROM loans WHERE ${w.sql} ORDER BY id LIMIT @max`)
+        .all({ ...w.params, max })
+        .map((r) => r.id);
+    },
+    async insertRequest(row, loanIds, entry) {
+      const ins = db.prepare(
+        'INSERT INTO console_requests (id, action, filter, batch, preview_count, reason, maker, created_at, status) VALUES (@id, @action, @filter, @batch, @previewCount, @reason, @maker, @createdAt, @status)',
+      );
+      const link = db.prepare('INSERT OR IGNORE INTO console_request_loans (request_id, loan_id) VALUES (?, ?)');
+      immediate(() => {
+        ins.run(row);
+        for (const id of loanIds) link.run(row.id, id);
+        audit(entry);
+      });
+    },
+    async request(id) {
+      const r = getRequest.get(id);
+      return r ? toRequest(r) : null;
+    },
+    async requestLoans(id) {
+      return db.prepare<[string], { loan_id: string }>('SELECT loan_id FROM console_request_loans WHERE request_id = ? ORDER BY loan_id').all(id).map((r) => r.loan_id);
+    },
+    async requests(status, after, limit) {
+      const conds: string[] = [];
+      const params: Record<string, unknown> = { limit };
+      if (status !== null) {
+        conds.push('status = @status');
+        params['status'] = status;
+      }
+      if (after !== null) {
+        conds.push('(created_at < @at OR (created_at = @at AND id < @id))');
+        params['at'] = after.createdAt;
+        params['id'] = after.id;
+      }
+      const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
+      return db.prepare<Record<string, unknown>, Record<string, unknown>>(`SELECT * FROM console_requests ${where} ORDER BY created_at DESC, id DESC LIMIT @limit`).all(params).map(toRequest);
+    },
+    async requestsForLoan(loanId, limit) {
+      return db
+        .prepare<[string, number], Record<string, unknown>>(
+          'SELECT r.* FROM console_requests r JOIN console_request_loans l ON l.request_id = r.id WHERE l.loan_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ?',
+        )
+        .all(loanId, limit)
+        .map(toRequest);
+    },
+    async countRequests(status) {
+      return db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM console_requests WHERE status = ?').get(status)?.n ?? 0;
+    },
+    async decide(id, to, by, at, note, entry) {
+      const upd = db.prepare("UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'");
+      return immediate(() => {
+        if (upd.run(to, by, at, note, id).changes === 0) return false;
+        audit(entry);
+        return true;
+      });
+    },
+    async claim(id, owner, at, staleBefore) {
+      return (
+        db
+          .prepare("UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)")
+          .run(owner, at, id, staleBefore).changes > 0
+      );
+    },
+    async approvedIds(limit) {
+      return db.prepare<[number], { id: string }>("SELECT id FROM console_requests WHERE status = 'approved' ORDER BY created_at, id LIMIT ?").all(limit).map((r) => r.id);
+    },
+    async finish(id, status, at, result, entry) {
+      const upd = db.prepare("UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'");
+      immediate(() => {
+        if (upd.run(status, at, result, id).changes > 0) audit(entry);
+      });
+    },
+    async appendAudit(entry) {
+      audit(entry);
+    },
+    async audit(filter, before, limit) {
+      const conds: string[] = [];
+      const params: Record<string, unknown> = { limit };
+      if (filter.loanId !== undefined) {
+        conds.push('(loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))');
+        params['loan'] = filter.loanId;
+      }
+      if (filter.requestId !== undefined) {
+        conds.push('request_id = @request');
+        params['request'] = filter.requestId;
+      }
+      if (before !== null) {
+        conds.push('seq < @before');
+        params['before'] = before;
+      }
+      const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
+      return db.prepare<Record<string, unknown>, Record<string, unknown>>(`SELECT * FROM console_audit ${where} ORDER BY seq DESC LIMIT @limit`).all(params).map(toAudit);
+    },
+    async auditAscending(filter, after, limit) {
+      const loan = filter.loanId !== undefined ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))' : '';
+      return db
+        .prepare<Record<string, unknown>, Record<string, unknown>>(`SELECT * FROM console_audit WHERE seq > @after${loan} ORDER BY seq LIMIT @limit`)
+        .all({ after, limit, ...(filter.loanId !== undefined ? { loan: filter.loanId } : {}) })
+        .map(toAudit);
+    },
+    async signOffs() {
+      return db.prepare<[], Record<string, unknown>>('SELECT * FROM report_signoffs').all().map(toSignOff);
+    },
+    async signOff(day, run) {
+      const r = db.prepare<[string, string], Record<string, unknown>>('SELECT * FROM report_signoffs WHERE day = ? AND run = ?').get(day, run);
+      return r ? toSignOff(r) : null;
+    },
+    async sign(day, run, as, by, at, entry) {
+      return immediate(() => {
+        db.prepare('INSERT OR IGNORE INTO report_signoffs (day, run) VALUES (?, ?)').run(day, run);
+        const changed =
+          as === 'prepared'
+            ? db.prepare('UPDATE report_signoffs SET prepared_by = ?, prepared_at = ? WHERE day = ? AND run = ? AND prepared_by IS NULL').run(by, at, day, run).changes
+            : db
+                .prepare('UPDATE report_signoffs SET reviewed_by = ?, reviewed_at = ? WHERE day = ? AND run = ? AND reviewed_by IS NULL AND prepared_by IS NOT NULL AND prepared_by <> ?')
+                .run(by, at, day, run, by).changes;
+        if (changed === 0) return false;
+        audit(entry);
+        return true;
+      });
+    },
+  };
+}
