@@ -9,6 +9,7 @@
  */
 import type { QuarantineReason, LoanState } from '../store/loan-states.js';
 import { AGE_BUCKETS, type AgeBucket } from '../reports/types.js';
+import type { PlatformHealth } from '../platform/api.js';
 
 /** Roles of a console user (config console.users[].roles). A user may hold several. */
 export const CONSOLE_ROLES = ['viewer', 'operator', 'approver'] as const;
@@ -160,8 +161,8 @@ export interface LoanHistory {
   /** The records last written to the core (tax ids masked), null when never written. */
   records: unknown;
   idempotencyKeys: Array<{ key: string; operation: string; createdAt: string; completedAt: string | null; status: number | null }>;
-  /** File core: the batches the loan's rows went into. */
-  batches: Array<{ batchId: string; kind: string; boardedAt: string }>;
+  /** File core: the batches the loan's rows went into (kind new | correction). */
+  batches: Array<{ batchId: string; status: string; kind: string }>;
   /** Console requests that name this loan (by id or by a filter that matched it), newest first. */
   requests: ActionRequest[];
 }
@@ -323,10 +324,8 @@ export interface StatusView {
   role: 'leader' | 'standby';
   daemon: { pid: number; host: string; startedAt: string; mappingVersion: string; reloadError: string | null } | null;
   lastCycleAt: string | null;
-  budget: unknown;
-  pauses: Array<{ bucket: string; until: string }>;
-  strikes: Array<{ at: string; bucket: string; path: string | null }>;
-  trafficStopped: boolean;
+  /** The platform client's view: budget use per bucket and pauses, 429 strikes in 24 h, traffic stop, last success and failure. Null outside the daemon. */
+  platform: PlatformHealth | null;
   loansByState: Record<string, number>;
   pendingRequests: number;
   /** The readiness checks as /readyz shows them (platform and core reachability…). */

@@ -98,6 +98,27 @@ export class CoreUnavailableError extends Error {
 export interface BatchingCapability {
   /** Seals the open batch when its cut-off has passed; the sealed batch ids. */
   sealDue(): Promise<string[]>;
+  /** Seals the open batch now (ops; who and why are kept on the batch); only if it is `id` when given. The sealed id, or undefined when none was open. */
+  sealNow(reason: string, by: string, id?: string): Promise<string | undefined>;
+  /** Batches newest first, with counts, totals and the files of sealed ones (the ops console). */
+  list(limit: number): Promise<BatchSummary[]>;
+}
+
+export interface BatchSummary {
+  id: string;
+  status: 'open' | 'sealing' | 'sealed';
+  openedAt: number;
+  cutoffAt: number;
+  sealedAt: number | null;
+  sealReason: string | null;
+  sealedBy: string | null;
+  loanCount: number;
+  corrections: number;
+  recordCount: number;
+  /** Fixed at the seal; an open batch shows what it holds so far. */
+  principalCents: string | null;
+  /** Files written at the seal (data files, control file, trigger file), with sizes. */
+  files: Array<{ name: string; bytes: number }>;
 }
 
 /** One line of `config check --connect` about the core. */

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BatchSummary } from '../port.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from '../../mapping/layout.js';
@@ -65,6 +66,39 @@ export class FileBatches {
   batchDir(id: string): string {
     if (!/^\d{4}-\d{2}-\d{2}-\d{3,}$/.test(id)) throw new Error(`invalid batch id ${JSON.stringify(id)}`);
     return join(this.opts.root, id);
+  }
+
+  /** Batches newest first with their counts, totals and (sealed) files: the ops console's batches page. */
+  async summaries(limit: number): Promise<BatchSummary[]> {
+    const out: BatchSummary[] = [];
+    for (const b of this.store.list(limit)) {
+      const counts = this.store.counts(b.id);
+      const files: Array<{ name: string; bytes: number }> = [];
+      if (b.status !== 'open') {
+        const dir = this.batchDir(b.id);
+        const names = await readdir(dir).catch(() => [] as string[]);
+        for (const name of names.sort()) {
+          if (name.startsWith('.')) continue;
+          const st = await stat(join(dir, name)).catch(() => null);
+          if (st?.isFile()) files.push({ name, bytes: st.size });
+        }
+      }
+      out.push({
+        id: b.id,
+        status: b.status,
+        openedAt: b.openedAt,
+        cutoffAt: b.cutoffAt,
+        sealedAt: b.sealedAt,
+        sealReason: b.sealReason,
+        sealedBy: b.sealedBy,
+        loanCount: b.loanCount ?? counts.loans,
+        corrections: counts.corrections,
+        recordCount: b.recordCount ?? counts.records,
+        principalCents: b.principalCents ?? this.store.principalOf(b.id),
+        files,
+      });
+    }
+    return out;
   }
 
   /** Throws LayoutRenderError when a record does not fit the layout (a value too wide, a character the encoding lacks). */

@@ -69,7 +69,18 @@ export class FileCore implements CoreSystem {
     this.stagingDir = join(opts.dir, '.staging');
     this.trashDir = join(opts.dir, '.trash');
     this.batches = opts.batches;
-    this.batching = opts.batches ? { sealDue: () => this.sealDue() } : undefined;
+    const batches = opts.batches;
+    this.batching = batches
+      ? {
+          sealDue: () => this.sealDue(),
+          sealNow: async (reason, by, id) => {
+            await this.ready();
+            await batches.recover();
+            return batches.sealNow(reason, by, id);
+          },
+          list: (limit) => batches.summaries(limit),
+        }
+      : undefined;
     this.clock = opts.clock;
     this.logger = opts.logger.child({ component: 'core.file' });
   }
