@@ -80,7 +80,7 @@ ${h.reviewItems.length === 0 ? html`<p class="muted">None.</p>` : html`<table da
 ${diffSection(id, v.diff)}
 <h2>Records written to the core <span class="small muted">(tax ids masked)</span></h2>
 ${h.records === null || h.records === undefined ? html`<p class="muted">Never written.</p>` : html`<pre data-testid="records">${pretty(h.records)}</pre>`}
-${h.batches.length > 0 ? html`<h2>Batches</h2><table><thead><tr><th>Batch</th><th>Kind</th><th>Boarded</th></tr></thead><tbody>${h.batches.map((b) => html`<tr><td class="mono">${b.batchId}</td><td>${b.kind}</td><td>${when(b.boardedAt)}</td></tr>`)}</tbody></table>` : ''}
+${h.batches.length > 0 ? html`<h2>Batches</h2><table><thead><tr><th>Batch</th><th>Kind</th><th>Status</th></tr></thead><tbody>${h.batches.map((b) => html`<tr><td class="mono"><a href="/console/batches">${b.batchId}</a></td><td>${b.kind}</td><td>${pill(b.status)}</td></tr>`)}</tbody></table>` : ''}
 <h2>History</h2>
 <table data-testid="history"><thead><tr><th>When</th><th>Event</th><th>Transition</th><th>By</th><th>Reason</th><th>Detail</th></tr></thead><tbody>
 ${h.events.map((e) => html`<tr><td class="small">${when(e.at)}</td><td>${e.kind}</td><td>${e.toState ? `${e.fromState ?? '(new)'} → ${e.toState}` : e.fromState ? `(${e.fromState})` : ''}</td><td>${e.actor}</td><td class="wrap">${e.reason ?? ''}</td><td class="wrap">${e.detail === null || e.detail === undefined ? '' : html`<pre>${pretty(e.detail)}</pre>`}</td></tr>`)}

@@ -71,27 +71,39 @@ ${v.batches.map((b) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status
 
 export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean }): Html {
   const st = v.status;
+  const pf = st.platform;
+  const iso = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : new Date(ms).toISOString());
   return html`<h1>Status</h1>
 <div class="cards" data-testid="status">
 <div class="card"><div class="label">Role</div><div class="value">${pill(st.role)}</div></div>
 <div class="card"><div class="label">Last cycle</div><div class="value small">${when(st.lastCycleAt) || 'none yet'}</div></div>
 <div class="card"><div class="label">Mapping version</div><div class="value small mono">${st.daemon?.mappingVersion ?? '(no daemon)'}</div></div>
-<div class="card"><div class="label">Platform traffic</div><div class="value">${st.trafficStopped ? pill('stopped', 'bad') : pill('flowing', 'ok')}</div></div>
+<div class="card"><div class="label">Platform traffic</div><div class="value">${pf === null ? pill('unknown') : pf.trafficStopped ? pill('stopped', 'bad') : pill('flowing', 'ok')}</div></div>
+<div class="card"><div class="label">429 strikes (24 h)</div><div class="value">${pf === null ? '' : pf.strikes24h}</div></div>
 <div class="card"><div class="label">Pending requests</div><div class="value"><a href="/console/requests?status=pending">${st.pendingRequests}</a></div></div>
 </div>
-${st.daemon?.reloadError ? html`<div class="flash error">Mapping reload refused: ${st.daemon.reloadError}</div>` : ''}
+${st.daemon?.reloadError ? html`<div class="flash error" data-testid="reload-error">Mapping reload refused: ${st.daemon.reloadError}</div>` : ''}
 <h2>Daemon</h2>
-${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${st.daemon.host}</dd><dt>Started</dt><dd>${when(st.daemon.startedAt)}</dd></dl>` : html`<p class="muted">No daemon running.</p>`}
+${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${st.daemon.host}</dd><dt>Started</dt><dd>${when(st.daemon.startedAt)}</dd><dt>Mapping</dt><dd class="mono">${st.daemon.mappingVersion}</dd></dl>` : html`<p class="muted">No daemon running.</p>`}
+<h2>Platform rate budget</h2>
+${pf === null
+  ? html`<p class="muted">Only the daemon knows its budget.</p>`
+  : html`<table data-testid="budget"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
+${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(when(iso(b.pausedUntil)), 'bad')}</td></tr>`)}
+</tbody></table>
+<dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
+${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
 <h2>Loans by state</h2>
-<table><tbody>${Object.entries(st.loansByState).map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}</tbody></table>
-<h2>Rate budget and pauses</h2>
-${st.pauses.length === 0 ? html`<p class="muted">No pause.</p>` : html`<table><thead><tr><th>Bucket</th><th>Paused until</th></tr></thead><tbody>${st.pauses.map((p) => html`<tr><td>${p.bucket}</td><td>${when(p.until)}</td></tr>`)}</tbody></table>`}
-<pre data-testid="budget">${pretty(st.budget)}</pre>
-<h2>Strikes</h2>
-${st.strikes.length === 0 ? html`<p class="muted">No rate-limit strikes on record.</p>` : html`<table data-testid="strikes"><thead><tr><th>When</th><th>Bucket</th><th>Path</th></tr></thead><tbody>${st.strikes.map((x) => html`<tr><td>${when(x.at)}</td><td>${x.bucket}</td><td class="mono">${x.path ?? ''}</td></tr>`)}</tbody></table>`}
-${v.canAct && (st.strikes.length > 0 || st.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
+<table data-testid="states"><tbody>${Object.entries(st.loansByState).map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}</tbody></table>
 <h2>Platform and core reachability</h2>
-<pre data-testid="readiness">${pretty(st.readiness)}</pre>`;
+${readinessTable(st.readiness)}`;
+}
+
+function readinessTable(r: unknown): Html {
+  const checks = rec(rec(r)['checks']);
+  const entries = Object.entries(checks);
+  if (entries.length === 0) return html`<pre data-testid="readiness">${pretty(r)}</pre>`;
+  return html`<table data-testid="readiness"><thead><tr><th>Check</th><th>OK</th><th>Detail</th></tr></thead><tbody>${entries.map(([k, c]) => html`<tr><td>${k}</td><td>${rec(c)['ok'] === true ? pill('ok', 'ok') : pill('failing', 'bad')}</td><td class="wrap small">${s(rec(c)['detail'])}</td></tr>`)}</tbody></table>`;
 }
 
 export function loginPage(v: { error: string | null; name: string }): Html {
