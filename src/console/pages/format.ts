@@ -56,6 +56,6 @@ export function pretty(value: unknown): string {
   try {
     return JSON.stringify(value, null, 2);
   } catch {
-    return String(value);
+    return Object.prototype.toString.call(value);
   }
 }
