@@ -20,7 +20,7 @@ import { layout, type NavKey } from './layout.js';
 import { createSessionStore, type BrowserSession, type SessionStore } from './sessions.js';
 import { clearSessionCookie, pageHeaders, sameOrigin, sessionCookieOf, setSessionCookie } from './security.js';
 import { CONSOLE_CSS } from './style.js';
-import { FILTER_KEYS, QUEUE_KEYS, QueueParamError, filterOf, queryOf, queueHref, queuePage, type QueueParams } from './queue.js';
+import { BULK_FILTER_PREFIX, FILTER_KEYS, QUEUE_KEYS, QueueParamError, filterOf, queryOf, queueHref, queuePage, type QueueParams } from './queue.js';
 import { loanPage } from './loan.js';
 import { requestPage, requestsPage } from './requests.js';
 import { auditPage, batchesPage, errorBody, loginPage, reportPage, reportsPage, statusPage } from './other.js';
@@ -198,10 +198,10 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   // Exception queue
   // ---------------------------------------------------------------------------------------------
 
-  const queueParams = (source: unknown): QueueParams => {
+  const queueParams = (source: unknown, prefix = ''): QueueParams => {
     const p: QueueParams = {};
     for (const k of [...QUEUE_KEYS, 'cursor'] as const) {
-      const v = field(source, k)?.trim();
+      const v = field(source, `${prefix}${k}`)?.trim();
       if (v) p[k] = v.slice(0, 200);
     }
     return p;
@@ -272,11 +272,10 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
       const input: NewRequest = { action: action as RequestAction, reason: (field(req.body, 'reason') ?? '').trim() };
       const loans = field(req.body, 'loans');
       if (field(req.body, 'by') === 'filter') {
-        const params = queueParams(req.body);
-        const filter = filterOf(params, session.search);
-        // The filter's own keys only (sort, paging are not part of what the request covers).
+        // The filter's own keys only (sort and paging are not part of what the request covers).
+        const params = queueParams(req.body, BULK_FILTER_PREFIX);
         for (const k of Object.keys(params)) if (!(FILTER_KEYS as readonly string[]).includes(k)) delete params[k as keyof QueueParams];
-        input.filter = filter;
+        input.filter = filterOf(params, session.search);
       } else if (loans !== undefined) {
         input.loans = loans
           .split(/[\s,]+/)

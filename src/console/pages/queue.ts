@@ -109,9 +109,15 @@ function input(name: string, value: string | undefined, label: string, attrs: { 
 }
 
 /** The current filter as hidden inputs (the bulk request form and the search form carry it). */
-export function filterHiddenFields(p: QueueParams): Html {
-  return html`${QUEUE_KEYS.filter((k) => p[k]).map((k) => html`<input type="hidden" name="${k}" value="${p[k] ?? ''}">`)}`;
+export function filterHiddenFields(p: QueueParams, prefix = ''): Html {
+  return html`${QUEUE_KEYS.filter((k) => p[k]).map((k) => html`<input type="hidden" name="${prefix}${k}" value="${p[k] ?? ''}">`)}`;
 }
+
+/**
+ * The bulk request form's filter fields are prefixed: the queue's `reason` filter (why a loan is in
+ * the queue) must never be read as the request's `reason` (why the operator acts).
+ */
+export const BULK_FILTER_PREFIX = 'f_';
 
 function sortLink(p: QueueParams, key: ExceptionSort, label: string): Html {
   const active = (p.sort ?? 'age') === key;
@@ -158,7 +164,7 @@ export function queuePage(v: { session: BrowserSession; params: QueueParams; pag
   const bulk = (action: 'retry' | 'skip', preview: RequestPreview | null): Html => {
     if (!preview) return html``;
     return html`<form method="post" action="/console/requests" class="action" data-testid="bulk-${action}">
-${csrfField(v.session)}<input type="hidden" name="action" value="${action}"><input type="hidden" name="by" value="filter">${filterHiddenFields(p)}
+${csrfField(v.session)}<input type="hidden" name="action" value="${action}"><input type="hidden" name="by" value="filter">${filterHiddenFields(p, BULK_FILTER_PREFIX)}
 <label class="grow">Reason for bulk ${action} (kept in the audit log)<input name="reason" class="wide" required maxlength="500" placeholder="${action === 'retry' ? 'e.g. core outage over, ticket OPS-123' : 'e.g. duplicate application, withdrawn'}"></label>
 <button type="submit"${preview.count === 0 ? html` disabled` : ''}${action === 'skip' ? html` class="danger"` : ''}>Request ${action} of all ${preview.count} matching loan${preview.count === 1 ? '' : 's'}</button>
 ${preview.refused.length > 0 ? html`<span class="small muted">${preview.refused.length} cannot be ${action === 'retry' ? 'retried' : 'skipped'} now</span>` : ''}
