@@ -6,6 +6,8 @@ import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '.
 import { batchSealDaemonJob } from './seal-job.js';
 import { reconcileDaemonJob } from '../reports/daemon-job.js';
 import { createWebhookService } from './webhook-service.js';
+import { createDaemonConsole } from './console.js';
+import type { Express } from 'express';
 import type { BoardingRuntime } from './runtime.js';
 
 export interface ConnectorDaemonOptions {
@@ -45,6 +47,11 @@ export function poolsInUse(config: Pick<Config, 'core' | 'identity'>): NumberPoo
 export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemonOptions = {}): ConnectorDaemon {
   let daemon: Daemon | null = null;
   const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
+  let lastCycleAt: number | null = null;
+  let webhooksRef: { readiness(): Promise<unknown> } | null = null;
+  // The ops console (console.users): its API and pages on the admin listener, and the executor
+  // of approved requests, run after each cycle and when a request is approved.
+  const opsConsole = createDaemonConsole(rt, { requestCycle: triggerCycle, readiness: async () => webhooksRef?.readiness() ?? null, lastCycleAt: () => lastCycleAt });
   const editLoop = createEditLoopService({
     mapper: rt.mapper,
     status: rt.store.daemon,
@@ -64,8 +71,11 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     mapping: () => rt.mapper.status(),
     numberPools: () => poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p)),
     customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
+    ...(opsConsole ? { mountAdmin: (app: Express) => opsConsole.mount(app) } : {}),
   });
+  webhooksRef = webhooks;
   const services: DaemonService[] = [editLoop, webhooks];
+  if (opsConsole) services.push({ name: 'console', start: () => opsConsole.executor.kick(), stop: () => opsConsole.executor.stop() });
   const jobs: DaemonJob[] = [
     webhooks.endpointCheckJob,
     reconcileDaemonJob({ config: rt.config, platform: rt.platform, reads: rt.store.reports, core: rt.core, logger: rt.logger, clock: rt.clock }),
@@ -81,7 +91,9 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     services,
     jobs,
     onCycle: (summary) => {
+      lastCycleAt = rt.clock.now();
       webhooks.onCycle(summary);
+      opsConsole?.executor.kick();
       opts.onCycle?.(summary);
     },
     ...(opts.cycleOnStart !== undefined ? { cycleOnStart: opts.cycleOnStart } : {}),

@@ -11,7 +11,8 @@ import { createFundedTimeBackfill } from '../store/funded-time.js';
 import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../webhooks/processor.js';
-import { standardReadinessChecks } from '../observability/readiness.js';
+import { runReadiness, standardReadinessChecks, type CheckResult } from '../observability/readiness.js';
+import type { Express } from 'express';
 import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
 import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
 
@@ -31,6 +32,8 @@ export interface WebhookServiceDeps {
   numberPools?: () => readonly PoolUsage[];
   /** The core's customer source for /readyz (customer match). */
   customers?: () => { ok: boolean; detail: string };
+  /** Adds routes to the admin listener (the ops console, src/console). */
+  mountAdmin?: (app: Express) => void;
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -44,6 +47,8 @@ export interface WebhookService {
   url(): string | null;
   /** Base URL of the ops listener (/readyz, /metrics, /reports/latest), once started. */
   adminUrl(): string | null;
+  /** The /readyz checks, run now (the console's status page). */
+  readiness(): Promise<{ ready: boolean; checks: Record<string, CheckResult> }>;
   start(): Promise<void>;
   stop(): Promise<void>;
   /** For `createDaemon({ jobs })`: checks our endpoint on `schedule.endpointCheck`. */
@@ -104,7 +109,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.
   const app = createApp({ ...appDeps, surface: 'public' });
-  const adminApp = createApp({ ...appDeps, surface: 'admin' });
+  const adminApp = createApp({ ...appDeps, surface: 'admin', ...(deps.mountAdmin ? { mountOps: deps.mountAdmin } : {}) });
   let server: RunningServer | null = null;
   let adminServer: RunningServer | null = null;
   let firstCheck: Promise<void> = Promise.resolve();
@@ -143,6 +148,7 @@ export function createWebhookService(deps: WebhookServiceDeps): WebhookService {
     endpointWatch,
     url: () => server?.url ?? null,
     adminUrl: () => adminServer?.url ?? null,
+    readiness: () => runReadiness(appDeps.readiness),
     async start() {
       try {
         await processor.start();

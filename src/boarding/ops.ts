@@ -42,7 +42,14 @@ export function planSkip(loans: LoanStore, id: string): OpPlan {
  * holds for its current release keeps that: its next attempt only acknowledges, never writes
  * again. A write for an earlier release (re-released since) does not count: the new one is written.
  */
-export function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: { bulk: { reason: string | null; since: string | null } }): LoanRow {
+export interface OpsOrigin {
+  /** `loans retry --all`: the filter it ran with. */
+  bulk?: { reason: string | null; since: string | null };
+  /** An ops console request: its id, the maker's reason and who approved it (null: exempt from four eyes). */
+  request?: { id: string; reason: string; approvedBy: string | null };
+}
+
+export function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: OpsOrigin): LoanRow {
   const row = load(loans, id);
   if (!RETRYABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`);
@@ -55,7 +62,7 @@ export function retryLoan(loans: LoanStore, id: string, actor: string, now: numb
       kind: 'ops',
       actor,
       reason: 'retry requested',
-      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: writtenForCurrentRelease(row), ...(extra ? { bulk: extra.bulk } : {}) },
+      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: writtenForCurrentRelease(row), ...(extra?.bulk ? { bulk: extra.bulk } : {}), ...(extra?.request ? { request: extra.request } : {}) },
       patch: { attempts: 0, nextAttemptAt: null, quarantineReason: null },
     },
     now,
@@ -63,7 +70,7 @@ export function retryLoan(loans: LoanStore, id: string, actor: string, now: numb
 }
 
 /** `loans skip ID --reason TEXT`: never boarded by the connector unless retried; audited with who and why. */
-export function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number): LoanRow {
+export function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number, extra?: OpsOrigin): LoanRow {
   if (reason.trim() === '') throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
   const row = load(loans, id);
   if (!SKIPPABLE_FROM.has(row.state)) {
@@ -71,7 +78,7 @@ export function skipLoan(loans: LoanStore, id: string, reason: string, actor: st
   }
   return loans.transition(
     id,
-    { to: 'skipped', expectedFrom: row.state, kind: 'ops', actor, reason: reason.trim(), detail: { previousState: row.state }, patch: { nextAttemptAt: null } },
+    { to: 'skipped', expectedFrom: row.state, kind: 'ops', actor, reason: reason.trim(), detail: { previousState: row.state, ...(extra?.request ? { request: extra.request } : {}) }, patch: { nextAttemptAt: null } },
     now,
   );
 }

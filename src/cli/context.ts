@@ -190,7 +190,7 @@ export const COMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['demo', 'sa
  * verify FILE`): they take a config when one is given and need none otherwise. Without `--dir`
  * they ask for the config's mappings.dir, which refuses like any command without a config.
  */
-export const SUBCOMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['mappings lint', 'mappings test', 'mappings schema', 'state verify']);
+export const SUBCOMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['mappings lint', 'mappings test', 'mappings schema', 'state verify', 'console passwd']);
 
 const SHIPPED_CONFIG_DIR = fileURLToPath(new URL('../../config', import.meta.url));
 

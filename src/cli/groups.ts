@@ -13,6 +13,7 @@ import { registerPlatformCommands } from './platform.js';
 import { registerStateCommands } from './state.js';
 import { registerBatchesCommands } from './batches.js';
 import { registerCustomersCommands } from './customers.js';
+import { registerConsoleCommands } from './console.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -29,4 +30,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerStateCommands(program, ctx);
   registerBatchesCommands(program, ctx);
   registerCustomersCommands(program, ctx);
+  registerConsoleCommands(program, ctx);
 }

@@ -3,7 +3,6 @@ import { planRetry, planSkip, retryLoan, skipLoan, type OpPlan } from '../boardi
 import { FatalError, UsageError } from '../lib/errors.js';
 import type { BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
-import type { LoanRow } from '../store/loans.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson, loanView } from '../editloop/loan-history.js';
 import { out, type CliContext } from './context.js';

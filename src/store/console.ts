@@ -4,6 +4,7 @@
  * log and reconciliation sign-offs. Async already (better-sqlite3 is synchronous; the PostgreSQL
  * store is not), so callers await.
  */
+/* eslint-disable @typescript-eslint/require-await -- async on purpose: callers already await, as they will for the PostgreSQL store */
 import type { Db } from './db.js';
 import type { LoanState } from './loan-states.js';
 

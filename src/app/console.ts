@@ -1,0 +1,84 @@
+import type { Express } from 'express';
+import type { Config } from '../config/schema.js';
+import { createConsoleAuth } from '../console/auth.js';
+import { createConsoleService } from '../console/console-service.js';
+import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
+import { mountConsole } from '../console/index.js';
+import type { ConsoleService } from '../console/service.js';
+import { previewReboard, reboardLoan } from '../editloop/reboard.js';
+import type { PlatformClient } from '../platform/client.js';
+import { createConsoleStore } from '../store/console.js';
+import { createSqliteRateState } from '../store/rate-state.js';
+import { CONNECTOR_VERSION } from '../version.js';
+import type { BoardingRuntime } from './runtime.js';
+
+/** The console is on when a user is configured or a trusted proxy names users. */
+export function consoleEnabled(config: Pick<Config, 'console'>): boolean {
+  return config.console.users.length > 0 || config.console.proxy !== undefined;
+}
+
+export interface DaemonConsole {
+  service: ConsoleService;
+  executor: ConsoleExecutor;
+  /** Mounts /console/api and /console/ on the admin listener. */
+  mount(app: Express): void;
+}
+
+export interface DaemonConsoleHooks {
+  requestCycle: (reason: string) => void;
+  readiness: () => Promise<unknown>;
+  lastCycleAt: () => number | null;
+}
+
+/**
+ * The ops console of the daemon (`run`): service, auth and the executor of approved requests,
+ * over the daemon's runtime (the re-board and its preview use the daemon's mapper and platform
+ * client; the seal, its file core; the strike clear, its platform client). Null when off.
+ */
+export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHooks): DaemonConsole | null {
+  if (!consoleEnabled(rt.config)) return null;
+  const consoleStore = createConsoleStore(rt.db);
+  const platform = rt.platform as Partial<Pick<PlatformClient, 'clearStrikes'>> & BoardingRuntime['platform'];
+  const executor = createConsoleExecutor({
+    store: rt.store,
+    consoleStore,
+    clock: rt.clock,
+    logger: rt.logger,
+    reboard: (loanId, actor, reason, signal) =>
+      reboardLoan(
+        { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION, accountNumbers: rt.accountNumbers },
+        loanId,
+        { actor, reason, signal },
+      ),
+    ...(rt.core.batching ? { batching: rt.core.batching } : {}),
+    clearStrikes: (by) => (typeof platform.clearStrikes === 'function' ? platform.clearStrikes(by) : createSqliteRateState(rt.db).clearStrikes(by, rt.clock.now())),
+    requestCycle: hooks.requestCycle,
+  });
+  const service = createConsoleService({
+    store: rt.store,
+    consoleStore,
+    config: rt.config,
+    clock: rt.clock,
+    logger: rt.logger,
+    executor,
+    reboardPreview: (loanId) => previewReboard({ store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers }, loanId),
+    ...(rt.core.batching ? { batching: rt.core.batching } : {}),
+    platformHealth: () => rt.platform.health(),
+    readiness: hooks.readiness,
+    lastCycleAt: hooks.lastCycleAt,
+    role: () => 'leader',
+  });
+  const auth = createConsoleAuth({
+    config: rt.config.console,
+    clock: rt.clock,
+    logger: rt.logger,
+    onEvent: (kind, name, detail) => {
+      service.recordAuth(kind, name, detail).catch((err: unknown) => rt.logger.warn({ err }, 'console: could not record a login failure in the audit log'));
+    },
+  });
+  return {
+    service,
+    executor,
+    mount: (app) => mountConsole(app, { config: rt.config.console, service, auth, logger: rt.logger, clock: rt.clock }),
+  };
+}

@@ -1,0 +1,638 @@
+/**
+ * The ops console service (ConsoleService, service.ts) over the state database: the exception
+ * queue, loan history, requests with four eyes, the audit log, reconciliation runs and sign-off,
+ * batches and status. Executing approved requests is the executor's (executor.ts), in the daemon.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { ConsoleConfig } from '../config/schema.js';
+import type { BatchingCapability } from '../core/port.js';
+import { planRetry, planSkip } from '../boarding/ops.js';
+import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { PlatformHealth } from '../platform/api.js';
+import { ageBucket } from '../reports/compute.js';
+import { REPORT_FILES } from '../reports/files.js';
+import type { ReboardPreview } from '../editloop/reboard.js';
+import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../editloop/loan-history.js';
+import { runningDaemons } from '../editloop/daemon-guard.js';
+import { FileBatchStore } from '../store/file-batches.js';
+import type { BoardingStore } from '../store/index.js';
+import { QUARANTINE_REASONS } from '../store/loan-states.js';
+import type { AuditRow, ConsoleStore, ExceptionSqlFilter, RequestRow, SignOffRow } from '../store/console.js';
+import {
+  AGE_BUCKETS,
+  ConsoleError,
+  EXCEPTION_SORTS,
+  REQUEST_ACTIONS,
+  REQUEST_STATUSES,
+  hasRole,
+  type ActionRequest,
+  type AuditEntry,
+  type ConsoleService,
+  type ConsoleUser,
+  type ExceptionFilter,
+  type ExceptionItem,
+  type ExceptionQuery,
+  type NewRequest,
+  type ReportRun,
+  type RequestAction,
+  type RequestStatus,
+  type StatusView,
+} from './service.js';
+
+/** A bulk request covers at most this many loans (narrow the filter beyond). */
+export const MAX_REQUEST_LOANS = 100_000;
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 500;
+const MAX_REASON = 1000;
+
+/** The executor as the service sees it: told of an approval, and waited on for a while. */
+export interface ExecutorHandle {
+  kick(): void;
+  /** Resolves when request `id` has finished (executed or failed) or after `ms`, whichever first. */
+  settled(id: string, ms: number): Promise<void>;
+}
+
+export interface ConsoleServiceDeps {
+  store: BoardingStore;
+  consoleStore: ConsoleStore;
+  config: { console: ConsoleConfig; bank: { timeZone: string }; reports: { dir: string } };
+  clock: Clock;
+  logger: Logger;
+  /** The daemon's executor; absent: approved requests wait for a daemon. */
+  executor?: ExecutorHandle;
+  /** The dry-run diff of one loan (needs platform reads and the mapper: the daemon's runtime). */
+  reboardPreview?: (loanId: string) => Promise<ReboardPreview>;
+  /** The file core's batches; absent for other cores. */
+  batching?: BatchingCapability;
+  platformHealth?: () => PlatformHealth;
+  readiness?: () => Promise<unknown>;
+  lastCycleAt?: () => number | null;
+  role?: () => 'leader' | 'standby';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing (shared by the API and the pages)
+// ---------------------------------------------------------------------------------------------
+
+const EXCEPTION_REASON_VALUES = [...QUARANTINE_REASONS, 'review'] as const;
+const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'expected a date YYYY-MM-DD' });
+const cents = z.coerce.number({ error: 'expected a whole number of cents' }).int({ error: 'expected a whole number of cents' }).refine(Number.isSafeInteger, { error: 'expected a whole number of cents' });
+const days = z.coerce.number({ error: 'expected a whole number of business days ≥ 0' }).int({ error: 'expected a whole number of business days ≥ 0' }).min(0, { error: 'expected a whole number of business days ≥ 0' }).max(3650, { error: 'expected at most 3650 business days' });
+const text = (max: number) => z.string({ error: 'expected text' }).trim().min(1, { error: 'expected text' }).max(max, { error: `expected at most ${max} characters` });
+
+export const exceptionFilterSchema = z.strictObject({
+  state: z.enum(['quarantined', 'review'], { error: 'expected quarantined or review' }).optional(),
+  reason: z.enum(EXCEPTION_REASON_VALUES, { error: `expected one of ${EXCEPTION_REASON_VALUES.join(', ')}` }).optional(),
+  q: text(200).optional(),
+  product: text(200).optional(),
+  minAmountCents: cents.optional(),
+  maxAmountCents: cents.optional(),
+  mappingVersion: text(200).optional(),
+  releasedFrom: day.optional(),
+  releasedTo: day.optional(),
+  minAgeDays: days.optional(),
+  maxAgeDays: days.optional(),
+});
+
+const exceptionQuerySchema = exceptionFilterSchema.extend({
+  sort: z.enum(EXCEPTION_SORTS, { error: `expected one of ${EXCEPTION_SORTS.join(', ')}` }).optional(),
+  dir: z.enum(['asc', 'desc'], { error: 'expected asc or desc' }).optional(),
+  limit: z.coerce.number({ error: `expected a whole number 1–${MAX_LIMIT}` }).int({ error: `expected a whole number 1–${MAX_LIMIT}` }).min(1, { error: `expected a whole number 1–${MAX_LIMIT}` }).max(MAX_LIMIT, { error: `expected a whole number 1–${MAX_LIMIT}` }).optional(),
+  cursor: z.string().max(2000).optional(),
+});
+
+function zodToConsole(err: z.ZodError, prefix = ''): ConsoleError {
+  const issue = err.issues[0];
+  const path = issue ? issue.path.map(String).join('.') : '';
+  const field = `${prefix}${path}`;
+  const message = issue?.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : (issue?.message ?? 'invalid');
+  return new ConsoleError(400, `${field || 'body'}: ${message}`, field || undefined);
+}
+
+/** An exception query from URL parameters (empty values are absent). 400 naming the parameter. */
+export function parseExceptionQuery(raw: Record<string, unknown>): ExceptionQuery {
+  const cleaned = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== ''));
+  for (const [k, v] of Object.entries(cleaned)) if (typeof v !== 'string') throw new ConsoleError(400, `${k}: expected one value`, k);
+  const r = exceptionQuerySchema.safeParse(cleaned);
+  if (!r.success) throw zodToConsole(r.error);
+  return stripUndefined(r.data) as ExceptionQuery;
+}
+
+/** An exception filter from a JSON body (a bulk request). 400 naming `filter.<field>`. */
+export function parseExceptionFilter(raw: unknown): ExceptionFilter {
+  const r = exceptionFilterSchema.safeParse(raw);
+  if (!r.success) throw zodToConsole(r.error, 'filter.');
+  return stripUndefined(r.data) as ExceptionFilter;
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ages in business days (as the reconciliation report counts them)
+// ---------------------------------------------------------------------------------------------
+
+function previousDay(d: string): string {
+  const t = Date.UTC(Number(d.slice(0, 4)), Number(d.slice(5, 7)) - 1, Number(d.slice(8, 10))) - 86_400_000;
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+/** The first instant whose age (business days to today, bank zone) is at most `maxDays`. */
+function ageStart(maxDays: number, now: number, timeZone: string): number {
+  const today = localDate(now, timeZone);
+  let d = today;
+  for (let i = 0; i < maxDays * 2 + 14; i++) {
+    const prev = previousDay(d);
+    if (businessDaysBetween(prev, today) > maxDays) break;
+    d = prev;
+  }
+  return zonedToUtc({ year: Number(d.slice(0, 4)), month: Number(d.slice(5, 7)), day: Number(d.slice(8, 10)) }, timeZone);
+}
+
+function nextDayString(d: string): string {
+  const t = Date.UTC(Number(d.slice(0, 4)), Number(d.slice(5, 7)) - 1, Number(d.slice(8, 10))) + 86_400_000;
+  return new Date(t).toISOString().slice(0, 10);
+}
+
+function sqlFilter(f: ExceptionFilter, now: number, timeZone: string): ExceptionSqlFilter {
+  const out: ExceptionSqlFilter = {};
+  if (f.state !== undefined) out.state = f.state;
+  if (f.reason !== undefined) out.reason = f.reason;
+  if (f.q !== undefined) out.q = f.q;
+  if (f.product !== undefined) out.product = f.product;
+  if (f.minAmountCents !== undefined) out.minAmountCents = f.minAmountCents;
+  if (f.maxAmountCents !== undefined) out.maxAmountCents = f.maxAmountCents;
+  if (f.mappingVersion !== undefined) out.mappingVersion = f.mappingVersion;
+  if (f.releasedFrom !== undefined) out.releasedFrom = f.releasedFrom;
+  if (f.releasedTo !== undefined) out.releasedTo = nextDayString(f.releasedTo);
+  if (f.maxAgeDays !== undefined) out.enteredSince = ageStart(f.maxAgeDays, now, timeZone);
+  if (f.minAgeDays !== undefined && f.minAgeDays > 0) out.enteredBefore = ageStart(f.minAgeDays - 1, now, timeZone);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cursors
+// ---------------------------------------------------------------------------------------------
+
+interface ExceptionCursor {
+  s: string;
+  d: string;
+  v: number | string;
+  id: string;
+}
+
+function encodeCursor(c: object): string {
+  return Buffer.from(JSON.stringify(c), 'utf8').toString('base64url');
+}
+
+function decodeCursor<T>(raw: string, check: (v: unknown) => v is T): T {
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    throw new ConsoleError(400, 'cursor: not a cursor this API returned (pass `next` of the previous page)', 'cursor');
+  }
+  if (!check(v)) throw new ConsoleError(400, 'cursor: not a cursor this API returned (pass `next` of the previous page)', 'cursor');
+  return v;
+}
+
+const isExceptionCursor = (v: unknown): v is ExceptionCursor =>
+  typeof v === 'object' && v !== null && typeof (v as ExceptionCursor).s === 'string' && typeof (v as ExceptionCursor).d === 'string' && typeof (v as ExceptionCursor).id === 'string' && ['number', 'string'].includes(typeof (v as ExceptionCursor).v);
+const isRequestCursor = (v: unknown): v is { at: number; id: string } => typeof v === 'object' && v !== null && typeof (v as { at: unknown }).at === 'number' && typeof (v as { id: unknown }).id === 'string';
+const isSeqCursor = (v: unknown): v is { seq: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
+
+// ---------------------------------------------------------------------------------------------
+// Views
+// ---------------------------------------------------------------------------------------------
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+function parseJson(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+export function requestView(r: RequestRow, loans: string[] | null): ActionRequest {
+  return {
+    id: r.id,
+    action: r.action as RequestAction,
+    loans,
+    filter: (parseJson(r.filter) as ExceptionFilter | null) ?? null,
+    batch: r.batch,
+    previewCount: r.previewCount,
+    reason: r.reason,
+    maker: r.maker,
+    createdAt: iso(r.createdAt) as string,
+    status: r.status as RequestStatus,
+    decidedBy: r.decidedBy,
+    decidedAt: iso(r.decidedAt),
+    decisionNote: r.decisionNote,
+    executedAt: iso(r.executedAt),
+    result: parseJson(r.result) as ActionRequest['result'],
+  };
+}
+
+function auditView(r: AuditRow): AuditEntry {
+  return {
+    seq: r.seq,
+    at: iso(r.at) as string,
+    actor: r.actor,
+    kind: r.kind as AuditEntry['kind'],
+    action: r.action as AuditEntry['action'],
+    requestId: r.requestId,
+    loanId: r.loanId,
+    reason: r.reason,
+    detail: parseJson(r.detail),
+  };
+}
+
+function signOffView(s: SignOffRow | null): ReportRun['signOff'] {
+  return { preparedBy: s?.preparedBy ?? null, preparedAt: iso(s?.preparedAt ?? null), reviewedBy: s?.reviewedBy ?? null, reviewedAt: iso(s?.reviewedAt ?? null) };
+}
+
+/** One CSV cell: quoted when needed; a leading =, +, - or @ is defused (spreadsheet formulas). */
+function csvCell(v: unknown): string {
+  let s = v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+const DAY_DIR = /^\d{4}-\d{2}-\d{2}$/;
+const RUN_DIR = /^run-(\d{6})(?:-(\d{1,4}))?$/;
+
+function runOrder(run: string): [string, number] {
+  const m = RUN_DIR.exec(run);
+  return [m?.[1] ?? '', Number(m?.[2] ?? 1)];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service
+// ---------------------------------------------------------------------------------------------
+
+export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
+  const { store, consoleStore: cs, clock } = deps;
+  const tz = deps.config.bank.timeZone;
+  const log = deps.logger.child({ component: 'console' });
+  const reportsDir = deps.config.reports.dir;
+  const fileBatches = new FileBatchStore(store.db);
+
+  function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: string): void {
+    if (!hasRole(user, role)) throw new ConsoleError(403, `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`);
+  }
+
+  function exceptionItem(r: Awaited<ReturnType<ConsoleStore['exceptionPage']>>['rows'][number], now: number): ExceptionItem {
+    const ageDays = businessDaysBetween(localDate(r.enteredAt, tz), localDate(now, tz));
+    return {
+      id: r.id,
+      loanNumber: r.loanNumber,
+      state: r.state,
+      reason: r.reason as ExceptionItem['reason'],
+      reviewItems: r.reviewItems,
+      borrowerName: r.borrowerName,
+      productId: r.productId,
+      amountCents: r.amountCents,
+      mappingVersion: r.mappingVersion,
+      releasedAt: r.releasedAt,
+      since: iso(r.enteredAt) as string,
+      ageBusinessDays: ageDays,
+      ageBucket: ageBucket(ageDays),
+      lastErrorCode: r.lastErrorCode,
+      lastErrorMessage: r.lastErrorMessage,
+      attempts: r.attempts,
+    };
+  }
+
+  /** What a request acts on: the loans (validated against the action), or 400/409 naming what is wrong. */
+  async function resolveTargets(input: NewRequest, now: number): Promise<{ loans: string[]; filter: ExceptionFilter | null; refused: Array<{ loanId: string; why: string }> }> {
+    const action = input.action;
+    if (action === 'seal' || action === 'strike_clear') {
+      if (input.loans !== undefined || input.filter !== undefined) throw new ConsoleError(400, `${action} takes no loans or filter`, input.loans !== undefined ? 'loans' : 'filter');
+      if (action === 'seal' && deps.batching === undefined) throw new ConsoleError(400, 'action: seal needs the file core with batches (core.adapter file, a layout.yaml and core.file.csvBatches)', 'action');
+      return { loans: [], filter: null, refused: [] };
+    }
+    if ((input.loans === undefined) === (input.filter === undefined)) throw new ConsoleError(400, `${action}: give "loans" (a list of ids) or "filter" (one of them)`, 'loans');
+    if (input.loans !== undefined) {
+      if (!Array.isArray(input.loans) || input.loans.length === 0 || input.loans.some((l) => typeof l !== 'string' || l === '')) throw new ConsoleError(400, 'loans: expected a non-empty list of loan ids', 'loans');
+      const ids = [...new Set(input.loans)];
+      if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `loans: at most ${MAX_REQUEST_LOANS} per request`, 'loans');
+      const refused: Array<{ loanId: string; why: string }> = [];
+      for (const id of ids) {
+        if (action === 'retry' || action === 'skip') {
+          const p = action === 'retry' ? planRetry(store.loans, id) : planSkip(store.loans, id);
+          if (!p.ok) refused.push({ loanId: id, why: p.why });
+        } else {
+          const row = store.loans.get(id);
+          if (!row) refused.push({ loanId: id, why: `no loan ${id} in the state database` });
+          else if (row.state !== 'acknowledged') refused.push({ loanId: id, why: `loan ${id} is ${row.state}; only acknowledged loans can be re-boarded (retry the others)` });
+        }
+      }
+      return { loans: ids, filter: null, refused };
+    }
+    const filter = parseExceptionFilter(input.filter);
+    // By filter: retry and skip take quarantined exceptions, re-board the acknowledged ones with review items.
+    const sql = sqlFilter(filter, now, tz);
+    if (action === 'reboard') {
+      if (filter.state === 'quarantined') throw new ConsoleError(400, 'filter.state: reboard takes loans boarded with review items (state review); retry quarantined loans', 'filter.state');
+      sql.state = 'review';
+    } else {
+      if (filter.state === 'review') throw new ConsoleError(400, `filter.state: ${action} takes quarantined loans; boarded loans with review items are re-boarded`, 'filter.state');
+      sql.state = 'quarantined';
+    }
+    let ids = await cs.exceptionIds(sql, MAX_REQUEST_LOANS + 1);
+    if (action === 'reboard') ids = ids.filter((id) => store.loans.get(id)?.state === 'acknowledged');
+    if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `filter: matches more than ${MAX_REQUEST_LOANS} loans; narrow it`, 'filter');
+    return { loans: ids, filter, refused: [] };
+  }
+
+  function checkNew(user: ConsoleUser, input: NewRequest): void {
+    requireRole(user, 'operator', 'making a request');
+    if (typeof input !== 'object' || input === null) throw new ConsoleError(400, 'body: expected a JSON object { action, loans | filter, reason }');
+    if (!(REQUEST_ACTIONS as readonly string[]).includes(input.action)) throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
+    if (typeof input.reason !== 'string' || input.reason.trim() === '') throw new ConsoleError(400, 'reason: required: say why (it is kept in the audit log)', 'reason');
+    if (input.reason.length > MAX_REASON) throw new ConsoleError(400, `reason: at most ${MAX_REASON} characters`, 'reason');
+    if (input.batch !== undefined && (input.action !== 'seal' || typeof input.batch !== 'string' || input.batch === '')) throw new ConsoleError(400, 'batch: only with action seal, a batch id', 'batch');
+  }
+
+  const exempt = (action: RequestAction): boolean => action === 'retry' && deps.config.console.fourEyes.exemptRetries;
+
+  async function loadRequest(id: string): Promise<ActionRequest | null> {
+    const r = await cs.request(id);
+    if (!r) return null;
+    const loans = r.action === 'seal' || r.action === 'strike_clear' ? null : await cs.requestLoans(id);
+    return requestView(r, loans);
+  }
+
+  async function waitForExecution(id: string): Promise<ActionRequest> {
+    if (deps.executor) {
+      deps.executor.kick();
+      await deps.executor.settled(id, deps.config.console.approveWaitMs);
+    }
+    return (await loadRequest(id)) as ActionRequest;
+  }
+
+  const service: ConsoleService = {
+    async exceptions(query) {
+      const now = clock.now();
+      const sort = query.sort ?? 'age';
+      const dir = query.dir ?? 'asc';
+      const limit = query.limit ?? DEFAULT_LIMIT;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
+      let after = null;
+      if (query.cursor !== undefined) {
+        const c = decodeCursor(query.cursor, isExceptionCursor);
+        if (c.s !== sort || c.d !== dir) throw new ConsoleError(400, 'cursor: it belongs to another sort order (start again without a cursor)', 'cursor');
+        after = { v: c.v, id: c.id };
+      }
+      const { rows } = await cs.exceptionPage(sqlFilter(query, now, tz), sort, dir, after, limit + 1);
+      const more = rows.length > limit;
+      const page = more ? rows.slice(0, limit) : rows;
+      const tail = page[page.length - 1];
+      let next: string | null = null;
+      if (more && tail) {
+        const v = sort === 'age' ? tail.enteredAt : sort === 'amount' ? (tail.amountCents ?? -9007199254740992) : sort === 'released' ? (tail.releasedAt ?? '') : tail.id;
+        next = encodeCursor({ s: sort, d: dir, v, id: tail.id });
+      }
+      return { items: page.map((r) => exceptionItem(r, now)), next };
+    },
+
+    async exceptionCounts(filter = {}) {
+      const now = clock.now();
+      const rows = await cs.exceptionCounts(sqlFilter(filter, now, tz), ageStart(1, now, tz), ageStart(5, now, tz));
+      return rows.map((r) => {
+        const byAge = Object.fromEntries(AGE_BUCKETS.map((b) => [b, 0])) as Record<(typeof AGE_BUCKETS)[number], number>;
+        byAge['0-1'] = r.a;
+        byAge['2-5'] = r.b;
+        byAge['>5'] = r.c;
+        return { reason: r.reason as ExceptionItem['reason'], total: r.a + r.b + r.c, byAge };
+      });
+    },
+
+    async loan(id) {
+      const h = gatherLoanHistory(store, id, clock.now());
+      if (!h) return null;
+      const base = loanHistoryJson(h);
+      const requests = await cs.requestsForLoan(id, 50);
+      return {
+        ...base,
+        reviewItems: lastReviewItems(h)?.items ?? [],
+        records: parseJson(h.row.boardedRecords),
+        batches: fileBatches.batchesOfLoan(id).map((b) => ({ batchId: b.batchId, status: b.status, kind: b.kind })),
+        requests: requests.map((r) => requestView(r, null)),
+      };
+    },
+
+    async reboardDiff(id) {
+      const empty = { loanId: id, mappingVersion: null, previousVersion: null, changes: [] as string[] };
+      if (!deps.reboardPreview) return { ...empty, outcome: 'unavailable', message: 'the re-board preview runs in the daemon (`run`); use `loans reboard --dry-run`' };
+      if (!store.loans.get(id)) throw new ConsoleError(404, `no loan ${id}`);
+      const p = await deps.reboardPreview(id);
+      switch (p.outcome) {
+        case 'would_rewrite':
+          return { loanId: id, outcome: p.outcome, mappingVersion: p.mappingVersion, previousVersion: p.previousVersion, changes: p.changes, message: null };
+        case 'unchanged':
+          return { ...empty, outcome: p.outcome, mappingVersion: p.mappingVersion, message: null };
+        case 'would_quarantine':
+          return { ...empty, outcome: p.outcome, message: `${p.reason}: ${p.message}` };
+        case 'not_acknowledged':
+          return { ...empty, outcome: p.outcome, message: `the loan is ${p.state}, not acknowledged` };
+        case 'failed':
+          return { ...empty, outcome: p.outcome, message: p.message };
+      }
+    },
+
+    async previewRequest(user, input) {
+      checkNew(user, input);
+      const t = await resolveTargets(input, clock.now());
+      return { action: input.action, count: t.loans.length - t.refused.length, sample: t.loans.filter((l) => !t.refused.some((r) => r.loanId === l)).slice(0, 20), refused: t.refused, exempt: exempt(input.action) };
+    },
+
+    async createRequest(user, input) {
+      checkNew(user, input);
+      const now = clock.now();
+      const t = await resolveTargets(input, now);
+      if (t.refused.length > 0) {
+        const why = t.refused.slice(0, 10).map((r) => r.why).join('; ') + (t.refused.length > 10 ? `; … ${t.refused.length - 10} more` : '');
+        throw new ConsoleError(409, `${why}: nothing requested`, 'loans');
+      }
+      if (input.filter !== undefined && t.loans.length === 0) throw new ConsoleError(400, `filter: matches no loan that ${input.action} can take`, 'filter');
+      const id = `r-${randomBytes(8).toString('hex')}`;
+      const reason = input.reason.trim();
+      const isExempt = exempt(input.action);
+      await cs.insertRequest(
+        { id, action: input.action, filter: t.filter ? JSON.stringify(t.filter) : null, batch: input.batch ?? null, previewCount: t.loans.length, reason, maker: user.name, createdAt: now, status: 'pending' },
+        t.loans,
+        { at: now, actor: user.name, kind: 'request', action: input.action, requestId: id, reason, detail: { count: t.loans.length, ...(t.filter ? { filter: t.filter } : {}), ...(input.batch ? { batch: input.batch } : {}), ...(t.loans.length === 1 ? { loan: t.loans[0] } : {}) } },
+      );
+      log.info({ user: user.name, requestId: id, action: input.action, count: t.loans.length }, 'console request made');
+      if (isExempt) {
+        await cs.decide(id, 'approved', 'system', now, 'console.fourEyes.exemptRetries', { at: now, actor: 'system', kind: 'approve', action: input.action, requestId: id, reason: 'exempt from four eyes (console.fourEyes.exemptRetries)' });
+        return waitForExecution(id);
+      }
+      return (await loadRequest(id)) as ActionRequest;
+    },
+
+    async approve(user, id, note) {
+      const r = await cs.request(id);
+      if (!r) throw new ConsoleError(404, `no request ${id}`);
+      requireRole(user, 'approver', 'approving a request');
+      if (r.maker === user.name) throw new ConsoleError(403, `four eyes: ${user.name} made request ${id} and cannot approve it; another approver must`);
+      if (r.status !== 'pending') throw new ConsoleError(409, `request ${id} is ${r.status}, not pending`);
+      const now = clock.now();
+      const ok = await cs.decide(id, 'approved', user.name, now, note?.trim() || null, { at: now, actor: user.name, kind: 'approve', action: r.action, requestId: id, reason: note?.trim() || null });
+      if (!ok) throw new ConsoleError(409, `request ${id} was decided by someone else meanwhile`);
+      log.info({ user: user.name, requestId: id, action: r.action, maker: r.maker }, 'console request approved');
+      return waitForExecution(id);
+    },
+
+    async reject(user, id, note) {
+      const r = await cs.request(id);
+      if (!r) throw new ConsoleError(404, `no request ${id}`);
+      requireRole(user, 'approver', 'rejecting a request');
+      if (r.maker === user.name) throw new ConsoleError(403, `four eyes: ${user.name} made request ${id}; another approver decides it`);
+      if (typeof note !== 'string' || note.trim() === '') throw new ConsoleError(400, 'note: required: say why it is rejected', 'note');
+      if (r.status !== 'pending') throw new ConsoleError(409, `request ${id} is ${r.status}, not pending`);
+      const now = clock.now();
+      const ok = await cs.decide(id, 'rejected', user.name, now, note.trim(), { at: now, actor: user.name, kind: 'reject', action: r.action, requestId: id, reason: note.trim() });
+      if (!ok) throw new ConsoleError(409, `request ${id} was decided by someone else meanwhile`);
+      log.info({ user: user.name, requestId: id }, 'console request rejected');
+      return (await loadRequest(id)) as ActionRequest;
+    },
+
+    request: loadRequest,
+
+    async requests(query) {
+      if (query.status !== undefined && !(REQUEST_STATUSES as readonly string[]).includes(query.status)) throw new ConsoleError(400, `status: expected one of ${REQUEST_STATUSES.join(', ')}`, 'status');
+      const limit = query.limit ?? DEFAULT_LIMIT;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
+      const after = query.cursor === undefined ? null : decodeCursor(query.cursor, isRequestCursor);
+      const rows = await cs.requests(query.status ?? null, after === null ? null : { createdAt: after.at, id: after.id }, limit + 1);
+      const page = rows.slice(0, limit);
+      const tail = page[page.length - 1];
+      return { items: page.map((r) => requestView(r, null)), next: rows.length > limit && tail ? encodeCursor({ at: tail.createdAt, id: tail.id }) : null };
+    },
+
+    async audit(query) {
+      const limit = query.limit ?? 100;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
+      const before = query.cursor === undefined ? null : decodeCursor(query.cursor, isSeqCursor).seq;
+      const rows = await cs.audit({ ...(query.loan !== undefined ? { loanId: query.loan } : {}), ...(query.requestId !== undefined ? { requestId: query.requestId } : {}) }, before, limit + 1);
+      const page = rows.slice(0, limit);
+      const tail = page[page.length - 1];
+      return { items: page.map(auditView), next: rows.length > limit && tail ? encodeCursor({ seq: tail.seq }) : null };
+    },
+
+    async *auditCsv(query) {
+      yield 'seq,at,actor,kind,action,request_id,loan_id,reason,detail\r\n';
+      let after = 0;
+      for (;;) {
+        const rows = await cs.auditAscending(query.loan !== undefined ? { loanId: query.loan } : {}, after, 1000);
+        if (rows.length === 0) return;
+        yield rows.map((r) => [r.seq, iso(r.at), r.actor, r.kind, r.action, r.requestId, r.loanId, r.reason, r.detail].map(csvCell).join(',') + '\r\n').join('');
+        after = (rows[rows.length - 1] as AuditRow).seq;
+      }
+    },
+
+    async recordAuth(kind, name, detail) {
+      await cs.appendAudit({ at: clock.now(), actor: name === '' ? '(none)' : name, kind, action: 'login', detail });
+    },
+
+    async reports() {
+      const days = (await readdir(reportsDir).catch(() => [] as string[])).filter((d) => DAY_DIR.test(d)).sort().reverse();
+      const signed = new Map((await cs.signOffs()).map((s) => [`${s.day}/${s.run}`, s]));
+      const out: ReportRun[] = [];
+      for (const d of days) {
+        const runs = (await readdir(join(reportsDir, d)).catch(() => [] as string[])).filter((r) => RUN_DIR.test(r));
+        runs.sort((a, b) => {
+          const [sa, na] = runOrder(a);
+          const [sb, nb] = runOrder(b);
+          return sa === sb ? nb - na : sa < sb ? 1 : -1;
+        });
+        for (const [i, run] of runs.entries()) {
+          const st = await stat(join(reportsDir, d, run, REPORT_FILES.json)).catch(() => null);
+          out.push({ day: d, run, generatedAt: st ? st.mtime.toISOString() : null, signOff: signOffView(signed.get(`${d}/${run}`) ?? null), latestOfDay: i === 0 });
+        }
+      }
+      return out;
+    },
+
+    async report(d, run) {
+      if (!DAY_DIR.test(d) || !RUN_DIR.test(run)) return null;
+      const file = join(reportsDir, d, run, REPORT_FILES.json);
+      const text = await readFile(file, 'utf8').catch(() => null);
+      if (text === null) return null;
+      const runs = (await readdir(join(reportsDir, d))).filter((r) => RUN_DIR.test(r)).sort((a, b) => {
+        const [sa, na] = runOrder(a);
+        const [sb, nb] = runOrder(b);
+        return sa === sb ? nb - na : sa < sb ? 1 : -1;
+      });
+      const st = await stat(file);
+      return { day: d, run, generatedAt: st.mtime.toISOString(), signOff: signOffView(await cs.signOff(d, run)), latestOfDay: runs[0] === run, report: JSON.parse(text) as unknown };
+    },
+
+    async reportFile(d, run, kind) {
+      if (!DAY_DIR.test(d) || !RUN_DIR.test(run)) return null;
+      const file = join(reportsDir, d, run, REPORT_FILES[kind]);
+      return (await stat(file).catch(() => null))?.isFile() ? file : null;
+    },
+
+    async signOff(user, d, run, as) {
+      if (!hasRole(user, 'operator') && !hasRole(user, 'approver')) throw new ConsoleError(403, `signing off needs the operator or approver role (user ${user.name} has ${user.roles.join(', ')})`);
+      if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
+      if ((await service.reportFile(d, run, 'json')) === null) throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
+      const now = clock.now();
+      const ok = await cs.sign(d, run, as, user.name, now, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}`, detail: { day: d, run, as } });
+      if (!ok) {
+        const s = await cs.signOff(d, run);
+        if (as === 'prepared') throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);
+        if (!s?.preparedBy) throw new ConsoleError(409, `${d}/${run} must be prepared before it is reviewed`);
+        if (s.reviewedBy) throw new ConsoleError(409, `${d}/${run} was already reviewed by ${s.reviewedBy}`);
+        throw new ConsoleError(403, `four eyes: ${user.name} prepared ${d}/${run}; another person reviews it`);
+      }
+      log.info({ user: user.name, day: d, run, as }, 'reconciliation signed off');
+      const all = await service.reports();
+      return all.find((r) => r.day === d && r.run === run) as ReportRun;
+    },
+
+    async batches() {
+      if (!deps.batching) return [];
+      return (await deps.batching.list(100)).map((b) => ({
+        id: b.id,
+        status: b.status,
+        openedAt: iso(b.openedAt) as string,
+        cutoffAt: iso(b.cutoffAt) as string,
+        sealedAt: iso(b.sealedAt),
+        sealReason: b.sealReason,
+        sealedBy: b.sealedBy,
+        loanCount: b.loanCount,
+        recordCount: b.recordCount,
+        principalCents: b.principalCents,
+        files: b.files,
+      }));
+    },
+
+    async status(): Promise<StatusView> {
+      const now = clock.now();
+      const d = runningDaemons(store.daemon, now)[0] ?? null;
+      return {
+        role: deps.role?.() ?? 'leader',
+        daemon: d ? { pid: d.pid, host: d.host, startedAt: iso(d.startedAt) as string, mappingVersion: d.mappingVersion, reloadError: d.reloadError } : null,
+        lastCycleAt: iso(deps.lastCycleAt?.() ?? null),
+        platform: deps.platformHealth?.() ?? null,
+        loansByState: store.loans.countByState(),
+        pendingRequests: await cs.countRequests('pending'),
+        readiness: deps.readiness ? await deps.readiness() : null,
+      };
+    },
+  };
+  return service;
+}

@@ -1,0 +1,198 @@
+/**
+ * Executes approved console requests, one at a time, through the same operations the CLI uses
+ * (boarding/ops.ts retry and skip, editloop/reboard.ts, the file core's early seal, the platform
+ * client's strike clear). It runs in the daemon (`run`): the daemon calls `runApproved` after each
+ * cycle and the service kicks it on an approval. A request is claimed before it runs, so two
+ * processes never execute one twice; a claim left by a crash is taken over after CLAIM_STALE_MS.
+ * With leader election (issue 26) only the leader should run it: one place to gate.
+ */
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { retryLoan, skipLoan } from '../boarding/ops.js';
+import type { BatchingCapability } from '../core/port.js';
+import type { ReboardResult } from '../editloop/reboard.js';
+import { errorMessage } from '../lib/errors.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { ConsoleStore, RequestRow } from '../store/console.js';
+import type { BoardingStore } from '../store/index.js';
+import type { ExecutorHandle } from './console-service.js';
+import type { RequestResult } from './service.js';
+
+const CLAIM_STALE_MS = 30 * 60_000;
+/** Loans changed per transaction: one fsync for many, and the event loop breathes between. */
+const CHUNK = 200;
+
+export interface ConsoleExecutorDeps {
+  store: BoardingStore;
+  consoleStore: ConsoleStore;
+  clock: Clock;
+  logger: Logger;
+  /** Re-boards one loan with the daemon's runtime (editloop/reboard.ts reboardLoan). */
+  reboard?: (loanId: string, actor: string, reason: string, signal: AbortSignal) => Promise<ReboardResult>;
+  batching?: BatchingCapability;
+  /** The platform client's strike clear (forgets the ledger, in memory and stored). */
+  clearStrikes?: (by: string) => number;
+  /** Asks the daemon for a cycle now (after retries). */
+  requestCycle?: (reason: string) => void;
+}
+
+export interface ConsoleExecutor extends ExecutorHandle {
+  /** Runs every approved request now; resolves with how many it finished. */
+  runApproved(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecutor {
+  const { store, consoleStore: cs, clock } = deps;
+  const log = deps.logger.child({ component: 'console-executor' });
+  const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const finished = new EventEmitter();
+  finished.setMaxListeners(0);
+  const stopping = new AbortController();
+  let running: Promise<number> | null = null;
+  let again = false;
+
+  async function execute(r: RequestRow): Promise<{ status: 'executed' | 'failed'; result: RequestResult }> {
+    const approvedBy = r.decidedBy === 'system' ? null : r.decidedBy;
+    const actor = approvedBy ? `${r.maker} (console, approved by ${approvedBy})` : `${r.maker} (console)`;
+    const origin = { request: { id: r.id, reason: r.reason, approvedBy } };
+    const failed: RequestResult['failed'] = [];
+    let done = 0;
+    switch (r.action) {
+      case 'retry':
+      case 'skip': {
+        const ids = await cs.requestLoans(r.id);
+        for (let i = 0; i < ids.length; i += CHUNK) {
+          if (stopping.signal.aborted) throw new Error('the daemon stopped before the request finished; it runs again on the next start');
+          const now = clock.now();
+          store.atomically(() => {
+            for (const id of ids.slice(i, i + CHUNK)) {
+              try {
+                if (r.action === 'retry') retryLoan(store.loans, id, actor, now, origin);
+                else skipLoan(store.loans, id, r.reason, actor, now, origin);
+                done += 1;
+              } catch (err) {
+                // Moved since the request was made (boarded, retried by someone else…): named, not fatal.
+                failed.push({ loanId: id, message: errorMessage(err) });
+              }
+            }
+          });
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        if (r.action === 'retry' && done > 0) deps.requestCycle?.(`console request ${r.id}`);
+        return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: null } };
+      }
+      case 'reboard': {
+        if (!deps.reboard) throw new Error('re-board is not available in this process');
+        const ids = await cs.requestLoans(r.id);
+        const outcomes: Record<string, number> = {};
+        for (const id of ids) {
+          if (stopping.signal.aborted) throw new Error('the daemon stopped before the request finished');
+          const res = await deps.reboard(id, actor, `${r.reason} (console request ${r.id})`, stopping.signal);
+          outcomes[res.outcome] = (outcomes[res.outcome] ?? 0) + 1;
+          if (res.outcome === 'rewritten' || res.outcome === 'unchanged') done += 1;
+          else failed.push({ loanId: id, message: res.outcome === 'failed' ? res.message : res.outcome === 'would_quarantine' ? `would quarantine (${res.reason}): ${res.message}` : `not acknowledged (${res.state})` });
+        }
+        return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: Object.entries(outcomes).map(([k, n]) => `${k} ${n}`).join(', ') } };
+      }
+      case 'seal': {
+        if (!deps.batching) throw new Error('this core has no batches to seal');
+        const id = await deps.batching.sealNow(r.reason, actor, r.batch ?? undefined);
+        if (id === undefined) return { status: 'failed', result: { done: 0, failed: [{ loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' }], detail: null } };
+        return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${id}` } };
+      }
+      case 'strike_clear': {
+        if (!deps.clearStrikes) throw new Error('the strike ledger is not available in this process');
+        const n = deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
+        log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
+        return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
+      }
+      default:
+        throw new Error(`unknown action ${r.action}`);
+    }
+  }
+
+  async function runOne(id: string): Promise<boolean> {
+    const now = clock.now();
+    if (!(await cs.claim(id, owner, now, now - CLAIM_STALE_MS))) return false;
+    const r = await cs.request(id);
+    if (!r || r.status !== 'approved') return false;
+    let outcome: { status: 'executed' | 'failed'; result: RequestResult };
+    try {
+      outcome = await execute(r);
+    } catch (err) {
+      if (stopping.signal.aborted) return false;
+      log.error({ err, requestId: id }, 'console request failed');
+      outcome = { status: 'failed', result: { done: 0, failed: [{ loanId: null, message: errorMessage(err) }], detail: null } };
+    }
+    const at = clock.now();
+    await cs.finish(id, outcome.status, at, JSON.stringify(outcome.result), {
+      at,
+      actor: 'connector',
+      kind: outcome.status === 'executed' ? 'execute' : 'fail',
+      action: r.action,
+      requestId: id,
+      reason: r.reason,
+      detail: { done: outcome.result.done, failed: outcome.result.failed.length, ...(outcome.result.detail ? { detail: outcome.result.detail } : {}) },
+    });
+    log.info({ requestId: id, action: r.action, status: outcome.status, done: outcome.result.done, failed: outcome.result.failed.length }, 'console request executed');
+    finished.emit(id);
+    return true;
+  }
+
+  async function loop(): Promise<number> {
+    let n = 0;
+    do {
+      again = false;
+      for (const id of await cs.approvedIds(100)) {
+        if (stopping.signal.aborted) return n;
+        if (await runOne(id)) n += 1;
+      }
+    } while (again && !stopping.signal.aborted);
+    return n;
+  }
+
+  const executor: ConsoleExecutor = {
+    runApproved() {
+      if (stopping.signal.aborted) return Promise.resolve(0);
+      if (running) {
+        again = true;
+        return running;
+      }
+      running = loop()
+        .catch((err: unknown) => {
+          log.error({ err }, 'console executor pass failed; the next cycle tries again');
+          return 0;
+        })
+        .finally(() => {
+          running = null;
+        });
+      return running;
+    },
+    kick() {
+      void executor.runApproved();
+    },
+    settled(id, ms) {
+      return new Promise<void>((resolve) => {
+        const timer = clock.timeout(ms, done);
+        function done(): void {
+          timer.cancel();
+          finished.off(id, done);
+          resolve();
+        }
+        finished.on(id, done);
+        // Already finished (by an earlier pass, or another process)?
+        void cs.request(id).then((r) => {
+          if (r && r.status !== 'approved' && r.status !== 'pending') done();
+        });
+      });
+    },
+    async stop() {
+      stopping.abort();
+      await running;
+    },
+  };
+  return executor;
+}
