@@ -174,7 +174,7 @@ ${preview.exempt ? html`<span class="small muted">(exempt from four eyes: runs a
   return html`<h1>Exception queue</h1>
 <form method="get" action="/console/queue" class="filters" data-testid="filters">
 ${select('state', p.state, [['', 'any'], ['quarantined', 'quarantined'], ['review', 'boarded with review items']], 'State')}
-${select('reason', p.reason, [['', 'any'], ...REASONS.map((r) => [r, r] as const)], 'Reason')}
+${select('reason', p.reason, [['', 'any'], ...REASONS.map((r) => [r, r] as const)], 'Exception reason')}
 ${v.products.length > 0 ? select('product', p.product, [['', 'any'], ...v.products.map((x) => [x, x] as const)], 'Product') : input('product', p.product, 'Product', { cls: 'short' })}
 ${input('minAmount', p.minAmount ?? amountInput(f.minAmountCents), 'Amount from', { cls: 'short', placeholder: '0.00' })}
 ${input('maxAmount', p.maxAmount ?? amountInput(f.maxAmountCents), 'Amount to', { cls: 'short', placeholder: 'any' })}
