@@ -13,16 +13,50 @@ import { requestRows } from './requests.js';
 
 const str = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
 
+/** Label/value pairs; pairs without a value are left out. */
 function kv(pairs: ReadonlyArray<readonly [string, unknown]>): Html {
-  return html`<dl class="kv">${pairs.map(([k, v]) => html`<dt>${k}</dt><dd>${v instanceof Html ? v : str(v)}</dd>`)}</dl>`;
+  const shown = pairs.filter(([, v]) => v instanceof Html || str(v) !== '');
+  return html`<dl class="kv">${shown.map(([k, v]) => html`<dt>${k}</dt><dd>${v instanceof Html ? v : str(v)}</dd>`)}</dl>`;
 }
 
-function actionForm(session: BrowserSession, loanId: string, action: 'retry' | 'skip' | 'reboard', label: string, hint: string, danger = false): Html {
-  return html`<form method="post" action="/console/requests" class="action" data-testid="action-${action}">
-${csrfField(session)}<input type="hidden" name="action" value="${action}"><input type="hidden" name="loans" value="${loanId}">
-<label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500" placeholder="${hint}"></label>
-<button type="submit"${danger ? html` class="danger"` : ''}>${label}</button>
-</form>`;
+interface IssueLike {
+  code?: unknown;
+  file?: unknown;
+  line?: unknown;
+  column?: unknown;
+  target?: unknown;
+  field?: unknown;
+  message?: unknown;
+}
+
+/** An event's detail: mapping issues and warnings as "file:line:col target.field: message (code)", the rest as JSON. */
+function detailCell(detail: unknown): Html {
+  if (detail === null || detail === undefined) return html``;
+  const d = detail as { issues?: unknown; warnings?: unknown };
+  const list = [...(Array.isArray(d.issues) ? (d.issues as IssueLike[]) : []), ...(Array.isArray(d.warnings) ? (d.warnings as IssueLike[]) : [])];
+  const rest = Object.fromEntries(Object.entries(detail as Record<string, unknown>).filter(([k]) => k !== 'issues' && k !== 'warnings'));
+  const entries = Object.entries(rest);
+  const flat = entries.every(([, v]) => v === null || typeof v !== 'object');
+  const restHtml = entries.length === 0 ? html`` : flat ? html`<div class="small">${entries.map(([k, v], n) => html`${n > 0 ? html`<br>` : ''}<span class="muted">${k}:</span> <span class="mono">${str(v)}</span>`)}</div>` : html`<pre>${pretty(rest)}</pre>`;
+  return html`${list.length > 0 ? html`<ul class="issues">${list.map((i) => html`<li><span class="mono">${str(i.file)}${i.line !== undefined ? `:${str(i.line)}` : ''}${i.column !== undefined ? `:${str(i.column)}` : ''}</span> ${i.target ? `${str(i.target)}.` : ''}${str(i.field)}: ${str(i.message)} <span class="muted">(${str(i.code)})</span></li>`)}</ul>` : ''}${restHtml}`;
+}
+
+const ACTIONS_BY_STATE: Record<string, ReadonlyArray<readonly ['retry' | 'skip' | 'reboard', string]>> = {
+  quarantined: [['retry', 'Retry (board again)'], ['skip', 'Skip (never board unless retried)']],
+  retry_wait: [['retry', 'Retry now'], ['skip', 'Skip (never board unless retried)']],
+  skipped: [['retry', 'Retry (board again)']],
+  acknowledged: [['reboard', 'Re-board with the mapping on disk']],
+};
+
+function actionForm(session: BrowserSession, loanId: string, state: string): Html {
+  const actions = ACTIONS_BY_STATE[state] ?? [];
+  if (actions.length === 0) return html`<p class="muted">No action applies to a loan in state ${state}: the daemon is working on it.</p>`;
+  return html`<form method="post" action="/console/requests" class="action" data-testid="loan-action">
+${csrfField(session)}<input type="hidden" name="loans" value="${loanId}">
+<label>Action<select name="action">${actions.map(([a, label]) => html`<option value="${a}">${label}</option>`)}</select></label>
+<label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500" placeholder="e.g. mapping fixed in release 42, ticket OPS-123"></label>
+<button type="submit">Request</button>
+</form><p class="small muted">Each action is a request: it runs once an approver (not you) approves it.</p>`;
 }
 
 function diffSection(loanId: string, diff: ReboardDiff | null): Html {
@@ -48,12 +82,7 @@ export function loanPage(v: { session: BrowserSession; history: LoanHistory; dif
 <div class="card"><div class="label">Acknowledged</div><div class="value">${l['acknowledgedAt'] ? when(str(l['acknowledgedAt'])) : 'no'}</div></div>
 </div>
 ${l['lastErrorCode'] || l['lastErrorMessage'] ? html`<div class="flash error" data-testid="last-error">Last error <span class="mono">${str(l['lastErrorCode'])}</span>: ${str(l['lastErrorMessage'])}</div>` : ''}
-${v.canAct
-  ? html`<h2>Actions</h2><p class="small muted">Each action is a request: it runs once an approver (not you) approves it.</p>
-${actionForm(v.session, id, 'retry', 'Request retry', 'e.g. mapping fixed in release 42')}
-${actionForm(v.session, id, 'skip', 'Request skip', 'e.g. withdrawn by the borrower', true)}
-${actionForm(v.session, id, 'reboard', 'Request re-board', 'e.g. mapping fix for the maturity date')}`
-  : ''}
+${v.canAct ? html`<h2>Actions</h2>${actionForm(v.session, id, state)}` : ''}
 <h2>Loan</h2>
 ${kv([
   ['Release marker', l['releaseMarker']],
@@ -83,7 +112,7 @@ ${h.records === null || h.records === undefined ? html`<p class="muted">Never wr
 ${h.batches.length > 0 ? html`<h2>Batches</h2><table><thead><tr><th>Batch</th><th>Kind</th><th>Status</th></tr></thead><tbody>${h.batches.map((b) => html`<tr><td class="mono"><a href="/console/batches">${b.batchId}</a></td><td>${b.kind}</td><td>${pill(b.status)}</td></tr>`)}</tbody></table>` : ''}
 <h2>History</h2>
 <table data-testid="history"><thead><tr><th>When</th><th>Event</th><th>Transition</th><th>By</th><th>Reason</th><th>Detail</th></tr></thead><tbody>
-${h.events.map((e) => html`<tr><td class="small">${when(e.at)}</td><td>${e.kind}</td><td>${e.toState ? `${e.fromState ?? '(new)'} → ${e.toState}` : e.fromState ? `(${e.fromState})` : ''}</td><td>${e.actor}</td><td class="wrap">${e.reason ?? ''}</td><td class="wrap">${e.detail === null || e.detail === undefined ? '' : html`<pre>${pretty(e.detail)}</pre>`}</td></tr>`)}
+${h.events.map((e) => html`<tr><td class="small">${when(e.at)}</td><td>${e.kind}</td><td>${e.toState ? `${e.fromState ?? '(new)'} → ${e.toState}` : e.fromState ? `(${e.fromState})` : ''}</td><td>${e.actor}</td><td class="wrap">${e.reason ?? ''}</td><td class="wrap">${detailCell(e.detail)}</td></tr>`)}
 </tbody></table>
 <h2>Console requests</h2>
 ${h.requests.length === 0 ? html`<p class="muted">None.</p>` : requestRows(h.requests)}

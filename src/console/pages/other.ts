@@ -1,6 +1,8 @@
 /** The audit log, reconciliation, batches, status, login and error pages. */
 import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../service.js';
 import { money, pill, pretty, when } from './format.js';
+import { REASON_LABELS } from '../../reports/reasons.js';
+import type { ExceptionReason } from '../../reports/types.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import { auditTable } from './loan.js';
@@ -29,6 +31,19 @@ ${v.runs.map((r) => html`<tr><td><a href="${consoleHref(`/console/reconciliation
 }
 
 type Rec = Record<string, unknown>;
+
+const TOTAL_LABELS: Record<string, string> = {
+  released: 'Released to the core (connector ledger)',
+  pending: 'Pending',
+  writtenAwaitingAck: 'Written, awaiting acknowledgement',
+  acknowledged: 'Acknowledged',
+  quarantined: 'Quarantined',
+  skipped: 'Skipped',
+  otherState: 'Other state',
+  connectorWritten: 'Written by the connector',
+  writtenToCore: 'Held by the core',
+  acknowledgedOnPlatform: 'Boarded on the platform',
+};
 const rec = (v: unknown): Rec => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Rec) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const s = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
@@ -49,15 +64,15 @@ export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view
 <span class="muted small">generated ${when(v.view.generatedAt)}${header['connectorVersion'] ? ` · connector ${s(header['connectorVersion'])}` : ''}</span>
 · <a href="${consoleHref(`${base}/report.html`)}">report.html</a> · <a href="${consoleHref(`${base}/report.csv`)}">CSV</a> · <a href="${consoleHref(`${base}/report.json`)}">JSON</a></p>
 <h2>Sign-off</h2>
-<table data-testid="signoff"><tbody>
+<table data-testid="signoff" class="narrow"><tbody>
 <tr><th>Prepared by</th><td>${signOffCell(so.preparedBy, so.preparedAt)}</td><td>${!so.preparedBy && canSign ? signForm('prepared', `Sign as preparer (${v.user.name})`) : ''}</td></tr>
 <tr><th>Reviewed by</th><td>${signOffCell(so.reviewedBy, so.reviewedAt)}</td><td>${so.preparedBy && !so.reviewedBy && canSign ? so.preparedBy === v.user.name ? html`<span class="muted small">a different person reviews</span>` : signForm('reviewed', `Sign as reviewer (${v.user.name})`) : ''}</td></tr>
 </tbody></table>
-${Object.keys(totals).length > 0 ? html`<h2>Control totals</h2><table data-testid="totals"><thead><tr><th>Total</th><th class="num">Loans</th><th class="num">Amount</th></tr></thead><tbody>${Object.entries(totals).map(([k, a]) => html`<tr><td>${k}</td><td class="num">${s(rec(a)['count'])}</td><td class="num">${money(rec(a)['cents'] as number)}</td></tr>`)}</tbody></table>` : ''}
+${Object.keys(totals).length > 0 ? html`<h2>Control totals</h2><table data-testid="totals" class="narrow"><thead><tr><th>Total</th><th class="num">Loans</th><th class="num">Amount</th></tr></thead><tbody>${Object.entries(totals).map(([k, a]) => html`<tr><td>${TOTAL_LABELS[k] ?? k}</td><td class="num">${s(rec(a)['count'])}</td><td class="num">${money(rec(a)['cents'] as number)}</td></tr>`)}</tbody></table>` : ''}
 ${tie.length > 0 ? html`<h2>Tie-out</h2><table data-testid="tie-out"><thead><tr><th>Check</th><th>Equation</th><th class="num">Difference (loans)</th></tr></thead><tbody>${tie.map((t) => html`<tr><td>${s(t['title'])}</td><td class="small">${s(t['equation'])}</td><td class="num">${s(t['differenceCount'])}</td></tr>`)}</tbody></table>` : ''}
 <h2>Exceptions</h2>
 ${exceptions.length === 0 ? html`<p class="muted">None.</p>` : html`<table data-testid="report-exceptions"><thead><tr><th>Reason</th><th>Loan</th><th>Loan number</th><th>State</th><th class="num">Amount</th><th class="num">Age</th><th>Detail</th></tr></thead><tbody>
-${exceptions.map((e) => html`<tr><td>${s(e['reason'])}</td><td class="mono"><a href="${consoleHref(`/console/loans/${seg(s(e['loanId']))}`)}">${s(e['loanId'])}</a></td><td>${s(e['loanNumber'])}</td><td>${s(e['connectorState'])}</td><td class="num">${money(e['centsAmount'] as number | null)}</td><td class="num">${s(e['ageBusinessDays'])} <span class="muted small">(${s(e['ageBucket'])})</span></td><td class="wrap small">${s(e['detail'])}</td></tr>`)}
+${exceptions.map((e) => html`<tr><td>${REASON_LABELS[s(e['reason']) as ExceptionReason] ?? s(e['reason'])}</td><td class="mono"><a href="${consoleHref(`/console/loans/${seg(s(e['loanId']))}`)}">${s(e['loanId'])}</a></td><td>${s(e['loanNumber'])}</td><td>${s(e['connectorState'])}</td><td class="num">${money(e['centsAmount'] as number | null)}</td><td class="num">${s(e['ageBusinessDays'])} <span class="muted small">(${s(e['ageBucket'])})</span></td><td class="wrap small">${s(e['detail'])}</td></tr>`)}
 </tbody></table>`}`;
 }
 
@@ -88,13 +103,13 @@ ${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${
 <h2>Platform rate budget</h2>
 ${pf === null
   ? html`<p class="muted">Only the daemon knows its budget.</p>`
-  : html`<table data-testid="budget"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
+  : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
 ${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(when(iso(b.pausedUntil)), 'bad')}</td></tr>`)}
 </tbody></table>
 <dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
 ${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
 <h2>Loans by state</h2>
-<table data-testid="states"><tbody>${Object.entries(st.loansByState).map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}</tbody></table>
+<table data-testid="states" class="narrow"><tbody>${Object.entries(st.loansByState).map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}</tbody></table>
 <h2>Platform and core reachability</h2>
 ${readinessTable(st.readiness)}`;
 }

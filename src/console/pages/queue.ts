@@ -128,7 +128,7 @@ function sortLink(p: QueueParams, key: ExceptionSort, label: string): Html {
 function countsTable(counts: readonly ReasonAgeCount[], p: QueueParams): Html {
   if (counts.length === 0) return html`<p class="muted" data-testid="counts">No exceptions match.</p>`;
   const total = counts.reduce((n, c) => n + c.total, 0);
-  return html`<table data-testid="counts"><thead><tr><th>Reason</th>${AGE_BUCKETS.map((b) => html`<th class="num">${b} business days</th>`)}<th class="num">Total</th></tr></thead><tbody>
+  return html`<table data-testid="counts" class="narrow"><thead><tr><th>Reason</th>${AGE_BUCKETS.map((b) => html`<th class="num">${b} business days</th>`)}<th class="num">Total</th></tr></thead><tbody>
 ${counts.map((c) => html`<tr><td><a href="${queueHref(p, { reason: c.reason, cursor: undefined })}">${c.reason}</a></td>${AGE_BUCKETS.map((b) => html`<td class="num">${c.byAge[b]}</td>`)}<td class="num">${c.total}</td></tr>`)}
 <tr><th>All</th>${AGE_BUCKETS.map((b) => html`<th class="num">${counts.reduce((n, c) => n + c.byAge[b], 0)}</th>`)}<th class="num">${total}</th></tr>
 </tbody></table>`;
@@ -144,7 +144,7 @@ function itemRow(i: ExceptionItem): Html {
 <td class="num">${money(i.amountCents)}</td>
 <td>${i.productId ?? ''}</td>
 <td class="small">${i.mappingVersion ?? ''}</td>
-<td class="small">${(i.releasedAt ?? '').slice(0, 10)}</td>
+<td class="small date">${(i.releasedAt ?? '').slice(0, 10)}</td>
 <td class="num" title="${when(i.since)}">${i.ageBusinessDays} <span class="muted small">(${i.ageBucket})</span></td>
 <td class="wrap small">${i.lastErrorCode ? html`<span class="mono">${i.lastErrorCode}</span> ` : ''}${(i.lastErrorMessage ?? '').slice(0, 160)}</td>
 </tr>`;

@@ -57,5 +57,8 @@ pre{background:var(--soft);padding:8px;border-radius:4px;overflow:auto;max-heigh
 .login{max-width:360px;margin:80px auto;border:1px solid var(--line);border-radius:8px;padding:24px}
 .login h1{margin-bottom:16px}
 .note{border-left:3px solid var(--line);padding:4px 10px;color:var(--muted);margin:6px 0 12px}
+ul.issues{margin:0;padding-left:16px}ul.issues li{margin:2px 0}
+td.date{white-space:nowrap}
+table.narrow{width:auto;min-width:560px}
 .sorted::after{content:" \\25BE";color:var(--muted)}
 `;
