@@ -8,7 +8,7 @@
  * dependency to keep up to date and no native build; the parameters can be raised later without
  * invalidating existing hashes.
  */
-import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { createHmac, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import type { ConsoleConfig } from '../config/schema.js';
@@ -20,6 +20,8 @@ const SCRYPT_LN = 15;
 const SCRYPT_R = 8;
 const SCRYPT_P = 1;
 const KEY_LEN = 32;
+/** How long a verified Basic credential is remembered (keyed digest, in memory). */
+const VERIFIED_TTL_MS = 5 * 60_000;
 
 function scrypt(password: string, salt: Buffer, keyLen: number, opts: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -155,6 +157,13 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
 
   const clientAddress = (req: Request): string => req.socket.remoteAddress ?? 'unknown';
 
+  // Basic auth sends the password with every API call; scrypt costs tens of ms by design. A
+  // credential verified in the last VERIFIED_TTL_MS is remembered as a keyed digest (per-process
+  // random key; never the password), so automation does not pay it per call.
+  const cacheKey = randomBytes(32);
+  const verified = new Map<string, { user: string; until: number }>();
+  const digest = (name: string, password: string): string => createHmac('sha256', cacheKey).update(name).update('\0').update(password).digest('base64');
+
   const auth: ConsoleAuth = {
     enabled: config.users.length > 0 || config.proxy !== undefined,
     user: toUser,
@@ -216,9 +225,22 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
         challenge();
         return;
       }
-      auth.verifyLogin(decoded.slice(0, colon), decoded.slice(colon + 1), clientAddress(req)).then(
+      const name = decoded.slice(0, colon);
+      const password = decoded.slice(colon + 1);
+      const key = digest(name, password);
+      const hit = verified.get(key);
+      // A throttled client waits even with a remembered credential (the throttle is checked first).
+      const known = hit && hit.until > clock.now() && throttledFor([`addr:${clientAddress(req)}`, `user:${name}`], clock.now()) === 0 ? toUser(hit.user) : null;
+      if (known) {
+        setConsoleUser(res, known);
+        next();
+        return;
+      }
+      auth.verifyLogin(name, password, clientAddress(req)).then(
         (r) => {
           if (r.ok) {
+            if (verified.size >= 1000) verified.clear();
+            verified.set(key, { user: r.user.name, until: clock.now() + VERIFIED_TTL_MS });
             setConsoleUser(res, r.user);
             next();
           } else if (r.why === 'throttled') {
