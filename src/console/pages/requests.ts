@@ -16,9 +16,12 @@ function what(r: ActionRequest): Html {
   return html``;
 }
 
-export function requestRows(rows: readonly ActionRequest[]): Html {
-  return html`<table data-testid="requests"><thead><tr><th>Request</th><th>Action</th><th>Covers</th><th>Reason</th><th>Maker</th><th>Made</th><th>Status</th><th>Decided by</th></tr></thead><tbody>
-${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><td class="mono"><a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">${r.id}</a></td><td>${r.action}</td><td>${what(r)}</td><td class="wrap">${r.reason}</td><td>${r.maker}</td><td class="small">${when(r.createdAt)}</td><td>${pill(r.status)}</td><td>${r.decidedBy ?? ''}</td></tr>`)}
+/** The requests table; with `decide`, pending rows another approver can decide carry an Approve button. */
+export function requestRows(rows: readonly ActionRequest[], decide?: { session: BrowserSession; user: ConsoleUser }): Html {
+  const canDecide = (r: ActionRequest): boolean => decide !== undefined && r.status === 'pending' && hasRole(decide.user, 'approver') && r.maker !== decide.user.name;
+  const withActions = decide !== undefined && rows.some(canDecide);
+  return html`<table data-testid="requests"><thead><tr><th>Request</th><th>Action</th><th>Covers</th><th>Reason</th><th>Maker</th><th>Made</th><th>Status</th><th>Decided by</th>${withActions ? html`<th></th>` : ''}</tr></thead><tbody>
+${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><td class="mono"><a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">${r.id}</a></td><td>${r.action}</td><td>${what(r)}</td><td class="wrap">${r.reason}</td><td>${r.maker}</td><td class="small date">${when(r.createdAt)}</td><td>${pill(r.status)}</td><td>${r.decidedBy ?? ''}</td>${withActions ? html`<td>${decide && canDecide(r) ? html`<form method="post" action="${consoleHref(`/console/requests/${seg(r.id)}/approve`)}" class="inline">${csrfField(decide.session)}<button type="submit">Approve</button></form> <a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">Reject…</a>` : ''}</td>` : ''}</tr>`)}
 </tbody></table>`;
 }
 
@@ -39,7 +42,7 @@ export function requestsPage(v: { session: BrowserSession; user: ConsoleUser; st
   const tabs: Array<[RequestStatus | undefined, string]> = [[undefined, 'all'], ...REQUEST_STATUSES.map((s) => [s, s] as [RequestStatus, string])];
   return html`<h1>Requests</h1>
 <p>${tabs.map(([s, label]) => html`<a href="${consoleHref('/console/requests', { status: s })}"${s === v.status ? html` class="pill warn"` : html` class="pill"`}>${label}</a> `)}</p>
-${v.page.items.length === 0 ? html`<p class="muted">No requests${v.status ? ` ${v.status}` : ''}.</p>` : requestRows(v.page.items)}
+${v.page.items.length === 0 ? html`<p class="muted">No requests${v.status ? ` ${v.status}` : ''}.</p>` : requestRows(v.page.items, { session: v.session, user: v.user })}
 <div class="pager">${v.cursor ? html`<a href="${consoleHref('/console/requests', { status: v.status })}">« Newest</a>` : ''}${v.page.next ? html`<a href="${consoleHref('/console/requests', { status: v.status, cursor: v.page.next })}">Older »</a>` : ''}</div>`;
 }
 

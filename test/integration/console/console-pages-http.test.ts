@@ -259,3 +259,39 @@ describe('console pages over HTTP', () => {
     expect((await request('GET', '/console/queue', { cookie: again.cookie })).location).toBe('/console/login');
   });
 });
+
+describe('console pages behind the trusted proxy (console.proxy)', () => {
+  let proxied: RunningServer;
+  const made = memoryService();
+  beforeAll(async () => {
+    const config = consoleSchema.parse({ users: [{ name: 'olga', roles: ['operator'] }], proxy: { userHeader: 'X-Forwarded-User', addresses: ['127.0.0.1'] } });
+    const app = express();
+    const router = express.Router();
+    mountConsolePages(router, { config, service: made, auth: createConsoleAuth({ config, clock, logger: silentLogger() }), logger: silentLogger(), clock });
+    app.use('/console', router);
+    proxied = await startHttpServer(app, '127.0.0.1', 0);
+  });
+  afterAll(async () => {
+    await proxied.close(0);
+  });
+
+  it('logs the named user in without the form, and their POSTs still need the session’s CSRF token', async () => {
+    const page = await fetch(`${proxied.url}/console/queue`, { headers: { 'x-forwarded-user': 'olga' }, redirect: 'manual' });
+    expect(page.status).toBe(200);
+    const cookie = (page.headers.getSetCookie().find((c) => c.startsWith('bc_console_session=')) ?? '').split(';')[0] as string;
+    const body = await page.text();
+    expect(body).toContain('olga');
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
+    const post = (form: Record<string, string>): Promise<Response> =>
+      fetch(`${proxied.url}/console/requests`, { method: 'POST', redirect: 'manual', headers: { 'x-forwarded-user': 'olga', cookie, origin: proxied.url, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+    expect((await post({ action: 'retry', loans: 'L-1', reason: 'proxy user' })).status).toBe(403);
+    expect((await post({ action: 'retry', loans: 'L-1', reason: 'proxy user', _csrf: csrf })).status).toBe(303);
+    expect(made.made.at(-1)).toMatchObject({ maker: 'olga', reason: 'proxy user' });
+  });
+
+  it('a user the proxy names who is not in console.users gets the login form', async () => {
+    const res = await fetch(`${proxied.url}/console/queue`, { headers: { 'x-forwarded-user': 'mallory' }, redirect: 'manual' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console/login');
+  });
+});
