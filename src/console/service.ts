@@ -211,7 +211,7 @@ export interface RequestResult {
 export interface ActionRequest {
   id: string;
   action: RequestAction;
-  /** The loans named, or (filter) the loans it matched at approval, null before. */
+  /** The loans it covers (named, or matched by its filter when it was made, frozen); null in lists (GET /requests/ID carries them) and for seal / strike_clear. */
   loans: string[] | null;
   filter: ExceptionFilter | null;
   batch: string | null;
