@@ -21,7 +21,7 @@ export function requestRows(rows: readonly ActionRequest[], decide?: { session: 
   const canDecide = (r: ActionRequest): boolean => decide !== undefined && r.status === 'pending' && hasRole(decide.user, 'approver') && r.maker !== decide.user.name;
   const withActions = decide !== undefined && rows.some(canDecide);
   return html`<table data-testid="requests"><thead><tr><th>Request</th><th>Action</th><th>Covers</th><th>Reason</th><th>Maker</th><th>Made</th><th>Status</th><th>Decided by</th>${withActions ? html`<th></th>` : ''}</tr></thead><tbody>
-${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><td class="mono"><a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">${r.id}</a></td><td>${r.action}</td><td>${what(r)}</td><td class="wrap">${r.reason}</td><td>${r.maker}</td><td class="small date">${when(r.createdAt)}</td><td>${pill(r.status)}</td><td>${r.decidedBy ?? ''}</td>${withActions ? html`<td>${decide && canDecide(r) ? html`<form method="post" action="${consoleHref(`/console/requests/${seg(r.id)}/approve`)}" class="inline">${csrfField(decide.session)}<button type="submit">Approve</button></form> <a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">Reject…</a>` : ''}</td>` : ''}</tr>`)}
+${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><td class="mono date"><a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">${r.id}</a></td><td>${r.action}</td><td>${what(r)}</td><td class="wrap">${r.reason}</td><td>${r.maker}</td><td class="small date">${when(r.createdAt)}</td><td>${pill(r.status)}</td><td>${r.decidedBy ?? ''}</td>${withActions ? html`<td>${decide && canDecide(r) ? html`<form method="post" action="${consoleHref(`/console/requests/${seg(r.id)}/approve`)}" class="inline">${csrfField(decide.session)}<button type="submit">Approve</button></form> <a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">Reject…</a>` : ''}</td>` : ''}</tr>`)}
 </tbody></table>`;
 }
 
@@ -62,6 +62,6 @@ ${r.result ? html`<dt>Result</dt><dd>${r.result.done} done${r.result.failed.leng
 ${r.result && r.result.failed.length > 0 ? html`<table><thead><tr><th>Loan</th><th>Why not</th></tr></thead><tbody>${r.result.failed.map((f) => html`<tr><td class="mono">${f.loanId ? html`<a href="${consoleHref(`/console/loans/${seg(f.loanId)}`)}">${f.loanId}</a>` : ''}</td><td class="wrap">${f.message}</td></tr>`)}</tbody></table>` : ''}
 ${decisionForms(v.session, v.user, r)}
 ${r.loans && r.loans.length > 1 ? html`<h2>Loans (${r.loans.length})</h2><p class="mono small">${r.loans.slice(0, 500).map((id, i) => html`${i > 0 ? ', ' : ''}<a href="${consoleHref(`/console/loans/${seg(id)}`)}">${id}</a>`)}${r.loans.length > 500 ? ` … ${r.loans.length - 500} more` : ''}</p>` : ''}
-${r.filter ? html`<h2>Filter</h2><pre>${pretty(r.filter)}</pre>` : ''}
+${r.filter ? html`<h2>Filter</h2>${Object.keys(r.filter).length === 0 ? html`<p class="muted">No filter: every loan in the exception queue.</p>` : html`<dl class="kv" data-testid="request-filter">${Object.entries(r.filter).map(([k, val]) => html`<dt>${k === 'q' ? 'search' : k}</dt><dd>${typeof val === 'string' || typeof val === 'number' ? val : pretty(val)}</dd>`)}</dl>`}` : ''}
 <p><a href="${consoleHref('/console/audit', { request: r.id })}">Audit lines of this request</a></p>`;
 }
