@@ -9,7 +9,7 @@
  * `npm run console:screenshots` writes docs/images/). Without Chromium the test reports itself
  * skipped with the reason.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,7 @@ import type { MappingInput } from '../../../src/mapping/types.js';
 import { reconcileDaemonJob } from '../../../src/reports/daemon-job.js';
 import { startSandbox } from '../../../src/sandbox/index.js';
 import { browserKit, launchChromium } from '../../support/console-pages-browser.js';
+import { runCli, startTestPlatform, writeConnectorConfig } from '../boarding/harness.js';
 import { FakeCore } from '../../support/fake-core.js';
 import { FakeMapper, issue } from '../../support/fake-mapper.js';
 
@@ -216,9 +217,7 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     expect(signed).toContain('peter');
     await shot(ap, 'reconciliation-run');
 
-    // 8. Batches and status.
-    await op.getByRole('link', { name: 'Batches' }).click();
-    await shot(op, 'batches');
+    // 8. Status (batches: the file-core scenario below).
     await op.getByRole('link', { name: 'Status' }).click();
     expect(await op.getByTestId('status').innerText()).toContain('leader');
     await shot(op, 'status');
@@ -239,5 +238,76 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
 
     // Nothing was loaded from anywhere but the console itself.
     expect(outside).toEqual([]);
+  });
+
+  it('file core: a loan boarded with the shipped mapping shows its masked records; an operator requests a seal of the open batch, an approver approves it from the list, the batch is sealed with its files', async (ctx) => {
+    if (kit.skipReason) return ctx.skip(kit.skipReason);
+    const p = await startTestPlatform({ loans: 6, releaseRatio: 1, seed: 5, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 100 });
+    cleanups.push(() => p.close());
+    const reports = mkdtempSync(join(tmpdir(), 'console-browser-reports-'));
+    cleanups.push(() => rmSync(reports, { recursive: true, force: true }));
+    const users = [
+      { name: 'olga', passwordHash: await hashPassword(PASSWORDS.olga), roles: ['operator'] },
+      { name: 'peter', passwordHash: await hashPassword(PASSWORDS.peter), roles: ['approver'] },
+    ];
+    const cfg = writeConnectorConfig(p, {
+      windowMs: 2000,
+      readsPerWindow: 200,
+      writesPerWindow: 100,
+      extra: { console: { users }, admin: { host: '127.0.0.1', port: 0 }, webhooks: { host: '127.0.0.1', port: 0 }, reports: { dir: reports }, schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' } },
+    });
+    cleanups.push(() => rmSync(cfg.dir, { recursive: true, force: true }));
+    const sync = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
+    expect(sync.code, sync.error ?? '').toBe(0);
+    const rt = await buildRuntime(loadConfig({ env: {}, fileText: readFileSync(cfg.configPath, 'utf8') }), silentLogger(), { clock: systemClock });
+    cleanups.push(() => rt.close());
+    const daemon = createConnectorDaemon(rt);
+    cleanups.push(() => daemon.stop());
+    await daemon.start();
+    await daemon.idle();
+    const base = daemon.adminUrl() as string;
+    const boarded = rt.store.loans.list({ state: 'acknowledged' });
+    expect(boarded.length).toBeGreaterThan(0);
+
+    const browser = await launchChromium(kit);
+    cleanups.push(() => browser.close());
+    const op = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    await login(op, base, 'olga');
+
+    // An acknowledged loan: its records as written, tax ids masked; the action offered is a re-board.
+    const loan = boarded[0]?.id as string;
+    await op.goto(`${base}/console/loans/${encodeURIComponent(loan)}`);
+    const records = await op.getByTestId('records').innerText();
+    expect(records.length).toBeGreaterThan(20);
+    expect(records).not.toMatch(/\b\d{3}-?\d{2}-?\d{4}\b/); // no full SSN
+    expect(await op.getByTestId('loan-action').locator('option').allInnerTexts()).toEqual(['Re-board with the mapping on disk']);
+    await shot(op, 'loan-boarded');
+
+    // The open batch: request its seal with a reason.
+    await op.getByRole('link', { name: 'Batches' }).click();
+    const seal = op.getByTestId('seal');
+    await seal.getByPlaceholder('reason').fill('core import runs early today');
+    await seal.getByRole('button', { name: 'Request seal' }).click();
+    await op.waitForURL(/\/console\/requests\/[^/]+$/);
+    expect(await op.getByTestId('request-status').innerText()).toBe('pending');
+    expect(readdirSync(cfg.coreDir)).not.toContain('batches'); // nothing sealed before the approval
+
+    // The approver approves from the requests list.
+    const ap = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    await login(ap, base, 'peter');
+    await ap.goto(`${base}/console/requests?status=pending`);
+    await ap.getByTestId('request-row').first().getByRole('button', { name: 'Approve' }).click();
+    await ap.waitForURL(/\/console\/requests\/[^/?]+$/);
+    await expect.poll(async () => {
+      await ap.reload();
+      return ap.getByTestId('request-status').innerText();
+    }, { timeout: 20_000 }).toBe('executed');
+
+    await op.getByRole('link', { name: 'Batches' }).click();
+    const table = await op.getByTestId('batches').innerText();
+    expect(table).toContain('sealed');
+    expect(table).toContain('LNLOAD.DAT');
+    expect(readdirSync(cfg.coreDir)).toContain('batches');
+    await shot(op, 'batches');
   });
 });
