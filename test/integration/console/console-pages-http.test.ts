@@ -13,7 +13,7 @@ import { mountConsolePages } from '../../../src/console/pages/index.js';
 import { createSessionStore } from '../../../src/console/pages/sessions.js';
 import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/service.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
-import { silentLogger } from '../../../src/lib/logger.js';
+import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 const HOSTILE = `<script>alert(1)</script> "O'Brien" & Co`;
@@ -78,6 +78,8 @@ let server: RunningServer;
 let service: ReturnType<typeof memoryService>;
 const clock = new FakeClock({ start: Date.parse('2026-11-25T12:00:00Z') });
 const sessions = createSessionStore({ clock, idleMs: 30 * 60_000 });
+const logLines: string[] = [];
+const logger = createLogger({ level: 'info', pretty: false, destination: { write: (line: string) => void logLines.push(line) } });
 
 beforeAll(async () => {
   const hash = await hashPassword('pw-operator');
@@ -93,7 +95,7 @@ beforeAll(async () => {
   // The pages' own session store on the test's clock (idle expiry without waiting).
   app.use('/console/api', (_req, res) => res.status(404).end());
   const router = express.Router();
-  mountConsolePages(router, { config, service, auth, logger: silentLogger(), clock }, { sessions });
+  mountConsolePages(router, { config, service, auth, logger, clock }, { sessions });
   app.use('/console', router);
   server = await startHttpServer(app, '127.0.0.1', 0);
 });
@@ -239,6 +241,21 @@ describe('console pages over HTTP', () => {
     expect(cleared.location).toBe('/console/queue');
     await request('GET', '/console/queue', { cookie: olga.cookie });
     expect(service.queries.at(-1)?.q).toBeUndefined();
+  });
+
+  it('logs every request with its user, the path only: no query string, no search text, no password', async () => {
+    const olga = await login('olga');
+    await request('POST', '/console/queue/search', { cookie: olga.cookie, form: { q: 'Zed Quixote', _csrf: olga.csrf } });
+    await request('GET', '/console/queue?reason=mapping', { cookie: olga.cookie });
+    const lines = logLines.map((l) => JSON.parse(l) as { msg: string; user?: string | null; path?: string; method?: string; status?: number });
+    const pages = lines.filter((l) => l.msg === 'console page');
+    expect(pages.some((l) => l.user === 'olga' && l.method === 'POST' && l.path === '/queue/search' && l.status === 303)).toBe(true);
+    expect(pages.some((l) => l.user === 'olga' && l.method === 'GET' && l.path === '/queue' && l.status === 200)).toBe(true);
+    expect(pages.some((l) => l.user === null && l.path === '/login')).toBe(true);
+    const all = logLines.join('\n');
+    expect(all).not.toContain('Zed Quixote');
+    expect(all).not.toContain('pw-operator');
+    expect(all).not.toContain('reason=mapping');
   });
 
   it('a bad filter value gets 400 naming the field', async () => {
