@@ -64,6 +64,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     reboardPreview: (loanId) => previewReboard({ store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers }, loanId),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     platformHealth: () => rt.platform.health(),
+    coreHealth: () => rt.core.health(),
     readiness: hooks.readiness,
     lastCycleAt: hooks.lastCycleAt,
     role: () => 'leader',

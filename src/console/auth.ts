@@ -111,6 +111,7 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
   const log = opts.logger.child({ component: 'console-auth' });
   const users = new Map(config.users.map((u) => [u.name, u]));
   const failures = new Map<string, number[]>();
+  const throttleReported = new Map<string, number>();
   const windowMs = config.loginThrottle.windowSeconds * 1000;
   const max = config.loginThrottle.maxFailures;
   const proxyRanges = (config.proxy?.addresses ?? []).map((a) => (a.includes('/') ? ipaddr.parseCIDR(a.trim()) : ([ipaddr.parse(a.trim()), ipaddr.parse(a.trim()).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
@@ -173,8 +174,15 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       const keys = [`addr:${client}`, `user:${name}`];
       const wait = throttledFor(keys, now);
       if (wait > 0) {
-        log.warn({ user: name.slice(0, 64), client }, 'console login throttled');
-        opts.onEvent?.('login_throttled', name.slice(0, 64), { client });
+        // Logged and audited once per client and window: a flood of refused attempts must not
+        // become a flood of log lines and state database writes.
+        const reportKey = `${client}\0${name.slice(0, 64)}`;
+        if ((throttleReported.get(reportKey) ?? 0) <= now) {
+          if (throttleReported.size > 10_000) throttleReported.clear();
+          throttleReported.set(reportKey, now + wait);
+          log.warn({ user: name.slice(0, 64), client }, 'console login throttled');
+          opts.onEvent?.('login_throttled', name.slice(0, 64), { client });
+        }
         return { ok: false, why: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)) };
       }
       const u = users.get(name);

@@ -70,6 +70,7 @@ export interface ConsoleServiceDeps {
   /** The file core's batches; absent for other cores. */
   batching?: BatchingCapability;
   platformHealth?: () => PlatformHealth;
+  coreHealth?: () => Promise<{ ok: boolean; detail?: string }>;
   readiness?: () => Promise<unknown>;
   lastCycleAt?: () => number | null;
   role?: () => 'leader' | 'standby';
@@ -275,6 +276,26 @@ function runOrder(run: string): [string, number] {
   return [m?.[1] ?? '', Number(m?.[2] ?? 1)];
 }
 
+/** The core's health, or not ok after CORE_HEALTH_MS (a hung core must not hang the status page). */
+const CORE_HEALTH_MS = 3_000;
+async function boundedHealth(health: () => Promise<{ ok: boolean; detail?: string }>, clock: Clock): Promise<{ ok: boolean; detail: string | null }> {
+  let timer: { cancel(): void } | null = null;
+  const late = new Promise<{ ok: boolean; detail: string | null }>((resolve) => {
+    timer = clock.timeout(CORE_HEALTH_MS, () => resolve({ ok: false, detail: `no answer within ${CORE_HEALTH_MS / 1000} s` }));
+  });
+  try {
+    return await Promise.race([
+      health().then(
+        (h) => ({ ok: h.ok, detail: h.detail ?? null }),
+        (err: unknown) => ({ ok: false, detail: err instanceof Error ? err.message : String(err) }),
+      ),
+      late,
+    ]);
+  } finally {
+    (timer as { cancel(): void } | null)?.cancel();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The service
 // ---------------------------------------------------------------------------------------------
@@ -470,7 +491,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       const isExempt = exempt(input.action);
       await cs.insertRequest(
         { id, action: input.action, filter: t.filter ? JSON.stringify(t.filter) : null, batch: input.batch ?? null, previewCount: t.loans.length, reason, maker: user.name, createdAt: now, status: 'pending' },
-        t.loans,
+        t.loans.map((l) => ({ id: l, state: store.loans.get(l)?.state ?? null })),
         { at: now, actor: user.name, kind: 'request', action: input.action, requestId: id, reason, detail: { count: t.loans.length, ...(t.filter ? { filter: t.filter } : {}), ...(input.batch ? { batch: input.batch } : {}), ...(t.loans.length === 1 ? { loan: t.loans[0] } : {}) } },
       );
       log.info({ user: user.name, requestId: id, action: input.action, count: t.loans.length }, 'console request made');
@@ -628,6 +649,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
         daemon: d ? { pid: d.pid, host: d.host, startedAt: iso(d.startedAt) as string, mappingVersion: d.mappingVersion, reloadError: d.reloadError } : null,
         lastCycleAt: iso(deps.lastCycleAt?.() ?? null),
         platform: deps.platformHealth?.() ?? null,
+        core: deps.coreHealth ? await boundedHealth(deps.coreHealth, clock) : null,
         loansByState: store.loans.countByState(),
         pendingRequests: await cs.countRequests('pending'),
         readiness: deps.readiness ? await deps.readiness() : null,

@@ -63,13 +63,17 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
     switch (r.action) {
       case 'retry':
       case 'skip': {
-        const ids = await cs.requestLoans(r.id);
-        for (let i = 0; i < ids.length; i += CHUNK) {
+        const loans = await cs.requestLoanStates(r.id);
+        for (let i = 0; i < loans.length; i += CHUNK) {
           if (stopping.signal.aborted) throw new Error('the daemon stopped before the request finished; it runs again on the next start');
           const now = clock.now();
           store.atomically(() => {
-            for (const id of ids.slice(i, i + CHUNK)) {
+            for (const { id, fromState } of loans.slice(i, i + CHUNK)) {
               try {
+                // What was approved is the loan as it was when the request was made: one that
+                // moved since (retried or boarded by someone else) is named, not acted on.
+                const state = store.loans.get(id)?.state ?? null;
+                if (fromState !== null && state !== fromState) throw new Error(`loan ${id} is ${state ?? 'gone'} now (${fromState} when the request was made); not acted on`);
                 if (r.action === 'retry') retryLoan(store.loans, id, actor, now, origin);
                 else skipLoan(store.loans, id, r.reason, actor, now, origin);
                 done += 1;

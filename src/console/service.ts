@@ -326,6 +326,8 @@ export interface StatusView {
   lastCycleAt: string | null;
   /** The platform client's view: budget use per bucket and pauses, 429 strikes in 24 h, traffic stop, last success and failure. Null outside the daemon. */
   platform: PlatformHealth | null;
+  /** Whether the core answers now (its health check, bounded to a few seconds). Null outside the daemon. */
+  core: { ok: boolean; detail: string | null } | null;
   loansByState: Record<string, number>;
   pendingRequests: number;
   /** The readiness checks as /readyz shows them (platform and core reachability…). */

@@ -97,9 +97,11 @@ export interface ConsoleStore {
   exceptionCounts(filter: ExceptionSqlFilter, t1: number, t5: number): Promise<Array<{ reason: string; a: number; b: number; c: number }>>;
   /** Ids of the exceptions matching a filter (a bulk request), in id order, at most `max` (+1 to tell more). */
   exceptionIds(filter: ExceptionSqlFilter, max: number): Promise<string[]>;
-  insertRequest(row: Omit<RequestRow, 'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'>, loanIds: readonly string[], audit: NewAudit): Promise<void>;
+  insertRequest(row: Omit<RequestRow, 'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'>, loans: ReadonlyArray<{ id: string; state: string | null }>, audit: NewAudit): Promise<void>;
   request(id: string): Promise<RequestRow | null>;
   requestLoans(id: string): Promise<string[]>;
+  /** The loans of a request with the state each was in when it was made. */
+  requestLoanStates(id: string): Promise<Array<{ id: string; fromState: string | null }>>;
   /** Newest first; keyset on (created_at, id). */
   requests(status: string | null, after: { createdAt: number; id: string } | null, limit: number): Promise<RequestRow[]>;
   requestsForLoan(loanId: string, limit: number): Promise<RequestRow[]>;
@@ -324,14 +326,14 @@ export function createConsoleStore(db: Db): ConsoleStore {
         .all({ ...w.params, max })
         .map((r) => r.id);
     },
-    async insertRequest(row, loanIds, entry) {
+    async insertRequest(row, loans, entry) {
       const ins = db.prepare(
         'INSERT INTO console_requests (id, action, filter, batch, preview_count, reason, maker, created_at, status) VALUES (@id, @action, @filter, @batch, @previewCount, @reason, @maker, @createdAt, @status)',
       );
-      const link = db.prepare('INSERT OR IGNORE INTO console_request_loans (request_id, loan_id) VALUES (?, ?)');
+      const link = db.prepare('INSERT OR IGNORE INTO console_request_loans (request_id, loan_id, from_state) VALUES (?, ?, ?)');
       immediate(() => {
         ins.run(row);
-        for (const id of loanIds) link.run(row.id, id);
+        for (const l of loans) link.run(row.id, l.id, l.state);
         audit(entry);
       });
     },
@@ -341,6 +343,12 @@ export function createConsoleStore(db: Db): ConsoleStore {
     },
     async requestLoans(id) {
       return db.prepare<[string], { loan_id: string }>('SELECT loan_id FROM console_request_loans WHERE request_id = ? ORDER BY loan_id').all(id).map((r) => r.loan_id);
+    },
+    async requestLoanStates(id) {
+      return db
+        .prepare<[string], { loan_id: string; from_state: string | null }>('SELECT loan_id, from_state FROM console_request_loans WHERE request_id = ? ORDER BY loan_id')
+        .all(id)
+        .map((r) => ({ id: r.loan_id, fromState: r.from_state }));
     },
     async requests(status, after, limit) {
       const conds: string[] = [];

@@ -319,6 +319,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE console_request_loans (
     request_id TEXT NOT NULL,
     loan_id    TEXT NOT NULL,
+    from_state TEXT,                          -- the loan's state when the request was made: it acts only on a loan still in it
     PRIMARY KEY (request_id, loan_id)
   );
   CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
