@@ -94,9 +94,11 @@ export function statusPage(v: { session: BrowserSession; status: StatusView; can
 <div class="card"><div class="label">Last cycle</div><div class="value small">${when(st.lastCycleAt) || 'none yet'}</div></div>
 <div class="card"><div class="label">Mapping version</div><div class="value small mono">${st.daemon?.mappingVersion ?? '(no daemon)'}</div></div>
 <div class="card"><div class="label">Platform traffic</div><div class="value">${pf === null ? pill('unknown') : pf.trafficStopped ? pill('stopped', 'bad') : pill('flowing', 'ok')}</div></div>
+<div class="card"><div class="label">Core</div><div class="value">${st.core === null ? pill('unknown') : st.core.ok ? pill('reachable', 'ok') : pill('unreachable', 'bad')}</div></div>
 <div class="card"><div class="label">429 strikes (24 h)</div><div class="value">${pf === null ? '' : pf.strikes24h}</div></div>
 <div class="card"><div class="label">Pending requests</div><div class="value"><a href="/console/requests?status=pending">${st.pendingRequests}</a></div></div>
 </div>
+${st.core && !st.core.ok ? html`<div class="flash error" data-testid="core-error">Core not answering${st.core.detail ? html`: ${st.core.detail}` : ''}</div>` : ''}
 ${st.daemon?.reloadError ? html`<div class="flash error" data-testid="reload-error">Mapping reload refused: ${st.daemon.reloadError}</div>` : ''}
 <h2>Daemon</h2>
 ${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${st.daemon.host}</dd><dt>Started</dt><dd>${when(st.daemon.startedAt)}</dd><dt>Mapping</dt><dd class="mono">${st.daemon.mappingVersion}</dd></dl>` : html`<p class="muted">No daemon running.</p>`}
