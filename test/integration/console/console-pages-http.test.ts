@@ -36,7 +36,11 @@ function memoryService(): ConsoleService & { made: ActionRequest[]; queries: Exc
     queries,
     exceptions: (q) => {
       queries.push(q);
-      return Promise.resolve({ items: match(q), next: null });
+      const all = match(q);
+      const from = q.cursor === undefined ? 0 : Number(Buffer.from(q.cursor, 'base64url').toString());
+      const limit = q.limit ?? 50;
+      const next = from + limit < all.length ? Buffer.from(String(from + limit)).toString('base64url') : null;
+      return Promise.resolve({ items: all.slice(from, from + limit), next });
     },
     exceptionCounts: (f = {}) => {
       const n = match(f).length;
@@ -256,6 +260,19 @@ describe('console pages over HTTP', () => {
     expect(all).not.toContain('Zed Quixote');
     expect(all).not.toContain('pw-operator');
     expect(all).not.toContain('reason=mapping');
+  });
+
+  it('pages by the service cursor: Next page carries it with the filters, First page drops it', async () => {
+    const olga = await login('olga');
+    const first = await request('GET', '/console/queue?limit=1&sort=id', { cookie: olga.cookie });
+    expect(first.body).toContain('LN-L-1');
+    const next = /href="([^"]+)" data-testid="next-page"/.exec(first.body)?.[1]?.replaceAll('&amp;', '&');
+    expect(next).toMatch(/^\/console\/queue\?sort=id&limit=1&cursor=/);
+    const second = await request('GET', next as string, { cookie: olga.cookie });
+    expect(second.body).toContain('LN-L-2');
+    expect(second.body).not.toContain('LN-L-1');
+    expect(second.body).not.toContain('data-testid="next-page"');
+    expect(second.body).toContain('href="/console/queue?sort=id&amp;limit=1">« First page');
   });
 
   it('a bad filter value gets 400 naming the field', async () => {
