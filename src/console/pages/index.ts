@@ -29,6 +29,8 @@ import { consoleHref, seg } from './html.js';
 interface PageLocals {
   session: BrowserSession;
   user: ConsoleUser;
+  /** Requests waiting for an approver (shown in the approver's navigation), when looked up. */
+  pending?: number;
 }
 
 const locals = (res: Response): PageLocals => res.locals as unknown as PageLocals;
@@ -44,6 +46,9 @@ export function isSecureRequest(req: Request): boolean {
   const proto = req.get('x-forwarded-proto');
   return typeof proto === 'string' && proto.split(',')[0]?.trim().toLowerCase() === 'https';
 }
+
+/** Pending requests counted for the navigation badge; more show as "99+". */
+const PENDING_SHOWN = 99;
 
 export interface ConsolePagesOptions {
   /** The session store (tests pass their own to move its clock); default: one per mount. */
@@ -77,7 +82,8 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   const sendPage = (res: Response, status: number, title: string, nav: NavKey, body: Html | string, session: BrowserSession | null): void => {
     const flash = session?.flash ?? null;
     if (session) session.flash = null;
-    res.status(status).type('html').send(layout({ title, session, nav, body, flash }).toString());
+    const pending = (res.locals as Partial<PageLocals>).pending;
+    res.status(status).type('html').send(layout({ title, session, nav, body, flash, ...(pending !== undefined ? { pending } : {}) }).toString());
   };
 
   const sendError = (res: Response, status: number, message: string): void => {
@@ -167,6 +173,17 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     locals(res).session = session;
     locals(res).user = configured;
     setConsoleUser(res, configured);
+    // An approver sees how many requests wait for them in the navigation (pages only, not POSTs).
+    if (req.method === 'GET' && hasRole(configured, 'approver')) {
+      service.requests({ status: 'pending', limit: PENDING_SHOWN + 1 }).then(
+        (page) => {
+          locals(res).pending = page.items.filter((r) => r.maker !== configured.name).length;
+          next();
+        },
+        (err: unknown) => next(err),
+      );
+      return;
+    }
     next();
   });
 

@@ -60,5 +60,6 @@ pre{background:var(--soft);padding:8px;border-radius:4px;overflow:auto;max-heigh
 ul.issues{margin:0;padding-left:16px}ul.issues li{margin:2px 0}
 td.date{white-space:nowrap}
 table.narrow{width:auto;min-width:560px}
+.badge{display:inline-block;min-width:18px;padding:0 5px;border-radius:9px;background:#e0a526;color:#1d2330;font-size:11px;font-weight:700;text-align:center;margin-left:2px}
 .sorted::after{content:" \\25BE";color:var(--muted)}
 `;

@@ -173,7 +173,9 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     const apCtx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     const ap = await apCtx.newPage();
     await login(ap, base, 'peter');
-    await ap.getByRole('link', { name: 'Requests' }).click();
+    expect(await ap.getByTestId('pending-badge').innerText()).toBe('1'); // waiting for this approver
+    expect(await op.getByTestId('pending-badge').count()).toBe(0); // the operator approves nothing
+    await ap.getByRole('link', { name: /^Requests/ }).click();
     expect(await ap.getByTestId('request-row').first().getAttribute('data-status')).toBe('pending');
     await shot(ap, 'requests');
     await ap.goto(requestUrl);
