@@ -3,7 +3,9 @@
  * (boarding/ops.ts retry and skip, editloop/reboard.ts, the file core's early seal, the platform
  * client's strike clear). It runs in the daemon (`run`): the daemon calls `runApproved` after each
  * cycle and the service kicks it on an approval. A request is claimed before it runs, so two
- * processes never execute one twice; a claim left by a crash is taken over after CLAIM_STALE_MS.
+ * processes never execute one twice; a claim left by a crash is taken over at once when its process
+ * (on this host) is gone, else after CLAIM_STALE_MS. Loans already changed before the crash are
+ * then named in the result (no longer in the state the request saw), never changed twice.
  * With leader election (issue 26) only the leader should run it: one place to gate.
  */
 import { EventEmitter } from 'node:events';
@@ -17,6 +19,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { ConsoleStore, RequestRow } from '../store/console.js';
 import type { BoardingStore } from '../store/index.js';
+import { processAlive } from '../store/leases.js';
 import type { ExecutorHandle } from './console-service.js';
 import type { RequestResult } from './service.js';
 
@@ -118,9 +121,18 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
     }
   }
 
+  /** A claim left by a process on this host that is gone (a restart mid-request) is taken over at once. */
+  function claimantGone(claimedBy: string | null): boolean {
+    if (claimedBy === null) return false;
+    const [host, pid] = claimedBy.split(':');
+    return host === hostname() && Number.isInteger(Number(pid)) && !processAlive(Number(pid));
+  }
+
   async function runOne(id: string): Promise<boolean> {
     const now = clock.now();
-    if (!(await cs.claim(id, owner, now, now - CLAIM_STALE_MS))) return false;
+    const before = await cs.request(id);
+    const staleBefore = before && claimantGone(before.claimedBy) ? Number.MAX_SAFE_INTEGER : now - CLAIM_STALE_MS;
+    if (!(await cs.claim(id, owner, now, staleBefore))) return false;
     const r = await cs.request(id);
     if (!r || r.status !== 'approved') return false;
     let outcome: { status: 'executed' | 'failed'; result: RequestResult };

@@ -139,3 +139,25 @@ describe('exception queue', () => {
     expect(db.prepare("SELECT state_entered_at AS t, exception_reason AS r FROM loans WHERE id = 'A'").get()).toEqual({ t: 200, r: 'mapping' });
   });
 });
+
+describe('migration 12 on an existing state database', () => {
+  it('backfills when each loan entered its state from its history (updated_at when it has none)', async () => {
+    const { default: Database } = await import('better-sqlite3');
+    const { MIGRATIONS } = await import('../../../src/store/migrations.js');
+    const { migrate } = await import('../../../src/store/db.js');
+    const db = new Database(':memory:');
+    for (const [v, sql] of MIGRATIONS.slice(0, 11).entries()) {
+      db.exec(sql);
+      db.pragma(`user_version = ${v + 1}`);
+    }
+    db.prepare("INSERT INTO loans (id, state, quarantine_reason, created_at, updated_at) VALUES ('A', 'quarantined', 'mapping', 100, 900)").run();
+    db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('B', 'acknowledged', 100, 800)").run();
+    db.prepare("INSERT INTO loan_events (loan_id, at, kind, from_state, to_state) VALUES ('A', 150, 'transition', NULL, 'queued'), ('A', 300, 'transition', 'mapped', 'quarantined')").run();
+    migrate(db);
+    expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    expect(db.prepare('SELECT id, state_entered_at AS t, exception_reason AS r FROM loans ORDER BY id').all()).toEqual([
+      { id: 'A', t: 300, r: 'mapping' },
+      { id: 'B', t: 800, r: null },
+    ]);
+  });
+});

@@ -91,3 +91,24 @@ describe('console requests', () => {
     await expect(service.approve(ivan, r.id)).rejects.toMatchObject({ status: 409 });
   });
 });
+
+describe('console executor after a crash', () => {
+  it('takes over a request claimed by a process on this host that is gone, at once', async () => {
+    const { db, store, clock, service, consoleStore } = setup({}, 2, false);
+    const r = await service.createRequest(olga, { action: 'retry', loans: ['L0', 'L1'], reason: 'core back' });
+    await service.approve(ivan, r.id);
+    // A claim by a process that no longer exists (pid beyond any real one), as a kill -9 leaves it.
+    db.prepare('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?').run(`${(await import('node:os')).hostname()}:2147483646:dead`, clock.now(), r.id);
+    // A live claimant (this process) is respected until the claim is stale.
+    const live = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
+    expect(await live.runApproved()).toBe(1);
+    expect((await service.request(r.id))?.result).toMatchObject({ done: 2, failed: [] });
+
+    const r2 = await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'x' });
+    await service.approve(ivan, r2.id);
+    db.prepare('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?').run(`${(await import('node:os')).hostname()}:${process.pid}:other`, clock.now(), r2.id);
+    expect(await live.runApproved()).toBe(0);
+    await clock.advance(31 * 60_000);
+    expect(await live.runApproved()).toBe(1);
+  });
+});
