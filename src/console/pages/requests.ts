@@ -61,7 +61,7 @@ ${r.result ? html`<dt>Result</dt><dd>${r.result.done} done${r.result.failed.leng
 </dl>
 ${r.result && r.result.failed.length > 0 ? html`<table><thead><tr><th>Loan</th><th>Why not</th></tr></thead><tbody>${r.result.failed.map((f) => html`<tr><td class="mono">${f.loanId ? html`<a href="${consoleHref(`/console/loans/${seg(f.loanId)}`)}">${f.loanId}</a>` : ''}</td><td class="wrap">${f.message}</td></tr>`)}</tbody></table>` : ''}
 ${decisionForms(v.session, v.user, r)}
-${r.loans && r.loans.length > 1 ? html`<h2>Loans (${r.loans.length})</h2><p class="mono small">${r.loans.slice(0, 500).map((id, i) => html`${i > 0 ? ', ' : ''}<a href="${consoleHref(`/console/loans/${seg(id)}`)}">${id}</a>`)}${r.loans.length > 500 ? ` … ${r.loans.length - 500} more` : ''}</p>` : ''}
+${r.loans && r.loans.length > 1 ? html`<h2>Loans it covers (${r.loans.length})</h2><p class="mono small">${r.loans.slice(0, 500).map((id, i) => html`${i > 0 ? ', ' : ''}<a href="${consoleHref(`/console/loans/${seg(id)}`)}">${id}</a>`)}${r.loans.length > 500 ? ` … ${r.loans.length - 500} more` : ''}</p>` : ''}
 ${r.filter ? html`<h2>Filter</h2>${Object.keys(r.filter).length === 0 ? html`<p class="muted">No filter: every loan in the exception queue.</p>` : html`<dl class="kv" data-testid="request-filter">${Object.entries(r.filter).map(([k, val]) => html`<dt>${k === 'q' ? 'search' : k}</dt><dd>${typeof val === 'string' || typeof val === 'number' ? val : pretty(val)}</dd>`)}</dl>`}` : ''}
 <p><a href="${consoleHref('/console/audit', { request: r.id })}">Audit lines of this request</a></p>`;
 }

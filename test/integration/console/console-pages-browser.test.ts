@@ -210,6 +210,11 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     await op.getByRole('link', { name: 'Reconciliation' }).click();
     await shot(op, 'reconciliation');
     await op.getByTestId('reports').getByRole('link').first().click();
+    const html = await op.request.get(`${op.url()}/report.html`);
+    expect(html.status()).toBe(200);
+    expect(html.headers()['content-type']).toMatch(/^text\/html/);
+    expect(html.headers()['content-security-policy']).toContain("default-src 'none'");
+    expect(await html.text()).toContain('Reviewed by');
     await op.getByTestId('signoff-prepared').getByRole('button').click();
     expect(await op.getByTestId('signoff').innerText()).toContain('olga');
     await ap.goto(op.url());
