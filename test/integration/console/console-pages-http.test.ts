@@ -59,8 +59,21 @@ function memoryService(): ConsoleService & { made: ActionRequest[]; queries: Exc
       made.push(r);
       return Promise.resolve(r);
     },
-    approve: no,
-    reject: no,
+    approve: (user, id) => {
+      const r = made.find((x) => x.id === id);
+      if (!r) return Promise.reject(new ConsoleError(404, `no request ${id}`));
+      if (!hasRole(user, 'approver') || r.maker === user.name) return Promise.reject(new ConsoleError(403, 'four eyes: an approver other than the maker decides'));
+      Object.assign(r, { status: 'executed', decidedBy: user.name, result: { done: 1, failed: [], detail: null } });
+      return Promise.resolve(r);
+    },
+    reject: (user, id, note) => {
+      const r = made.find((x) => x.id === id);
+      if (!r) return Promise.reject(new ConsoleError(404, `no request ${id}`));
+      if (!hasRole(user, 'approver') || r.maker === user.name) return Promise.reject(new ConsoleError(403, 'four eyes: an approver other than the maker decides'));
+      if (note.trim() === '') return Promise.reject(new ConsoleError(400, 'note: say why it is rejected', 'note'));
+      Object.assign(r, { status: 'rejected', decidedBy: user.name, decisionNote: note });
+      return Promise.resolve(r);
+    },
     request: (id) => Promise.resolve(made.find((r) => r.id === id) ?? null),
     requests: () => Promise.resolve({ items: [...made].reverse(), next: null }),
     audit: () => Promise.resolve({ items: [], next: null }),
@@ -91,6 +104,7 @@ beforeAll(async () => {
     users: [
       { name: 'olga', passwordHash: hash, roles: ['operator'] },
       { name: 'vera', passwordHash: hash, roles: ['viewer'] },
+      { name: 'peter', passwordHash: hash, roles: ['approver'] },
     ],
   });
   service = memoryService();
@@ -273,6 +287,24 @@ describe('console pages over HTTP', () => {
     expect(second.body).not.toContain('LN-L-1');
     expect(second.body).not.toContain('data-testid="next-page"');
     expect(second.body).toContain('href="/console/queue?sort=id&amp;limit=1">« First page');
+  });
+
+  it('approve and reject post to the request with the note; the maker cannot decide their own request', async () => {
+    const olga = await login('olga');
+    const peter = await login('peter');
+    const made1 = await request('POST', '/console/requests', { cookie: olga.cookie, form: { action: 'skip', loans: 'L-2', reason: 'withdrawn', _csrf: olga.csrf } });
+    const path = made1.location as string;
+    const page = await request('GET', path, { cookie: peter.cookie });
+    expect(page.body).toContain(`action="${path}/approve"`);
+    expect(page.body).toContain(`action="${path}/reject"`);
+    expect((await request('POST', `${path}/approve`, { cookie: olga.cookie, form: { _csrf: olga.csrf } })).status).toBe(403);
+    expect((await request('POST', `${path}/reject`, { cookie: peter.cookie, form: { _csrf: peter.csrf, note: ' ' } })).status).toBe(400);
+    const rejected = await request('POST', `${path}/reject`, { cookie: peter.cookie, form: { _csrf: peter.csrf, note: 'borrower came back' } });
+    expect(rejected.status).toBe(303);
+    expect(service.made.find((r) => path.endsWith(`/${r.id}`))).toMatchObject({ status: 'rejected', decidedBy: 'peter', decisionNote: 'borrower came back' });
+    const after = await request('GET', path, { cookie: peter.cookie });
+    expect(after.body).toContain('rejected');
+    expect(after.body).not.toContain(`action="${path}/approve"`);
   });
 
   it('a bad filter value gets 400 naming the field', async () => {
