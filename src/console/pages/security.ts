@@ -58,8 +58,10 @@ export function sameOrigin(req: Request): { ok: true } | { ok: false; why: strin
   if (typeof host !== 'string' || host === '') return { ok: false, why: 'no Host header' };
   const origin = req.headers.origin;
   const referer = req.headers.referer;
-  const source = typeof origin === 'string' && origin !== '' && origin !== 'null' ? origin : typeof referer === 'string' && referer !== '' ? referer : null;
-  if (source === null) return { ok: false, why: origin === 'null' ? 'Origin is null' : 'no Origin or Referer header' };
+  // An opaque origin (a sandboxed frame, a data: page) is never one of our pages.
+  if (origin === 'null') return { ok: false, why: 'Origin is null' };
+  const source = typeof origin === 'string' && origin !== '' ? origin : typeof referer === 'string' && referer !== '' ? referer : null;
+  if (source === null) return { ok: false, why: 'no Origin or Referer header' };
   let url: URL;
   try {
     url = new URL(source);
