@@ -324,6 +324,25 @@ describe('console pages over HTTP', () => {
     expect(out.setCookie.join(';')).toMatch(/bc_console_session=;/);
     expect((await request('GET', '/console/queue', { cookie: again.cookie })).location).toBe('/console/login');
   });
+
+  // Last in this block: it uses up the failures allowed from this address.
+  it('throttles failed logins on the form (H5’s shared throttle): 429 with Retry-After, even for the right password', async () => {
+    let status = 0;
+    let attempts = 0;
+    let retryAfter: string | null = null;
+    while (status !== 429 && attempts < 10) {
+      const res = await fetch(`${server.url}/console/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: server.url }, body: 'name=olga&password=wrong' });
+      status = res.status;
+      retryAfter = res.headers.get('retry-after');
+      attempts += 1;
+    }
+    expect(status).toBe(429);
+    expect(attempts).toBeLessThanOrEqual(6);
+    expect(Number(retryAfter)).toBeGreaterThan(0);
+    const right = await request('POST', '/console/login', { form: { name: 'olga', password: 'pw-operator' } });
+    expect(right.status).toBe(429);
+    expect(right.body).toContain('Too many failed logins');
+  });
 });
 
 describe('console pages behind the trusted proxy (console.proxy)', () => {
