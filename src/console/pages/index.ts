@@ -68,7 +68,7 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     const started = deps.clock.now();
     res.on('finish', () => {
       const who = (res.locals as Partial<PageLocals>).user?.name ?? null;
-      log.info({ user: who, method: req.method, path: req.path, status: res.statusCode, ms: deps.clock.now() - started, client: auth.clientAddress(req) }, 'console page');
+      log.info({ user: who, method: req.method, path: `${req.baseUrl}${req.path}`, status: res.statusCode, ms: deps.clock.now() - started, client: auth.clientAddress(req) }, 'console page');
     });
     next();
   });

@@ -267,9 +267,9 @@ describe('console pages over HTTP', () => {
     await request('GET', '/console/queue?reason=mapping', { cookie: olga.cookie });
     const lines = logLines.map((l) => JSON.parse(l) as { msg: string; user?: string | null; path?: string; method?: string; status?: number });
     const pages = lines.filter((l) => l.msg === 'console page');
-    expect(pages.some((l) => l.user === 'olga' && l.method === 'POST' && l.path === '/queue/search' && l.status === 303)).toBe(true);
-    expect(pages.some((l) => l.user === 'olga' && l.method === 'GET' && l.path === '/queue' && l.status === 200)).toBe(true);
-    expect(pages.some((l) => l.user === null && l.path === '/login')).toBe(true);
+    expect(pages.some((l) => l.user === 'olga' && l.method === 'POST' && l.path === '/console/queue/search' && l.status === 303)).toBe(true);
+    expect(pages.some((l) => l.user === 'olga' && l.method === 'GET' && l.path === '/console/queue' && l.status === 200)).toBe(true);
+    expect(pages.some((l) => l.user === null && l.path === '/console/login')).toBe(true);
     const all = logLines.join('\n');
     expect(all).not.toContain('Zed Quixote');
     expect(all).not.toContain('pw-operator');
