@@ -16,6 +16,7 @@ import { consoleSchema } from '../src/config/schema.js';
 import { createConsoleService } from '../src/console/console-service.js';
 import type { ExceptionQuery } from '../src/console/service.js';
 import { silentLogger } from '../src/lib/logger.js';
+import { searchKey } from '../src/lib/search-key.js';
 import { createConsoleStore } from '../src/store/console.js';
 import { openDatabase } from '../src/store/db.js';
 import { createBoardingStore } from '../src/store/index.js';
@@ -30,8 +31,8 @@ function build(path: string, n: number): void {
   const db = openDatabase(path);
   const ins = db.prepare(
     `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, attempts, cents_amount, product_id, mapping_version,
-                        released_at_iso, borrower_name, last_error_code, last_error_message, queue_item, created_at, updated_at)
-     VALUES (@id, @number, @state, @reason, @review, 1, @amount, @product, 'generic@1.4.0', @released, @name, @code, @message, @item, @at, @at)`,
+                        released_at_iso, borrower_name, borrower_key, last_error_code, last_error_message, queue_item, created_at, updated_at)
+     VALUES (@id, @number, @state, @reason, @review, 1, @amount, @product, 'generic@1.4.0', @released, @name, @key, @code, @message, @item, @at, @at)`,
   );
   const batch = db.transaction((from: number, to: number) => {
     for (let i = from; i < to; i++) {
@@ -49,6 +50,7 @@ function build(path: string, n: number): void {
         product: `prod_${i % 7}`,
         released: new Date(at - DAY).toISOString(),
         name: `Borrower ${i} Holdings LLC`,
+        key: searchKey(`Borrower ${i} Holdings LLC`),
         code: quarantined ? 'mapping_error' : null,
         message: quarantined ? 'paymentFrequency "irregular" has no core code (mappings/generic/loan.yaml:41)' : null,
         item: JSON.stringify({ id: `loan_${i}`, purposeNarrative: 'x'.repeat(300) }),

@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import { searchKey } from '../lib/search-key.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactForStorage } from '../lib/redact.js';
@@ -153,13 +154,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const hash = payloadHash(input);
     // The bank's account number is committed with `fetched`, before anything reaches the core: a
     // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
+    const borrowerName = borrowerNameOf(entities);
     const accountNumber = store.atomically(() => {
       const n = accountNumbers.accountNumberFor(row, clock.now());
       transition(att, row.id, {
         to: 'fetched',
         expectedFrom: row.state,
         detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
-        patch: { payloadHash: hash, borrowerName: borrowerNameOf(entities), ...(n !== null ? { accountNumber: n } : {}) },
+        patch: { payloadHash: hash, borrowerName, borrowerKey: borrowerName === null ? null : searchKey(borrowerName), ...(n !== null ? { accountNumber: n } : {}) },
       });
       return n;
     });

@@ -11,6 +11,7 @@ import type { ConsoleConfig } from '../config/schema.js';
 import type { BatchingCapability } from '../core/port.js';
 import { planRetry, planSkip } from '../boarding/ops.js';
 import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
+import { searchKey } from '../lib/search-key.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformHealth } from '../platform/api.js';
@@ -165,7 +166,11 @@ function sqlFilter(f: ExceptionFilter, now: number, timeZone: string): Exception
   const out: ExceptionSqlFilter = {};
   if (f.state !== undefined) out.state = f.state;
   if (f.reason !== undefined) out.reason = f.reason;
-  if (f.q !== undefined) out.q = f.q;
+  if (f.q !== undefined) {
+    out.q = f.q;
+    const key = searchKey(f.q);
+    if (key !== '') out.qKey = key;
+  }
   if (f.product !== undefined) out.product = f.product;
   if (f.minAmountCents !== undefined) out.minAmountCents = f.minAmountCents;
   if (f.maxAmountCents !== undefined) out.maxAmountCents = f.maxAmountCents;
@@ -306,6 +311,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
   const log = deps.logger.child({ component: 'console' });
   const reportsDir = deps.config.reports.dir;
   const fileBatches = new FileBatchStore(store.db);
+  let previewing = false;
 
   function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: string): void {
     if (!hasRole(user, role)) throw new ConsoleError(403, `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`);
@@ -456,7 +462,15 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       const empty = { loanId: id, mappingVersion: null, previousVersion: null, changes: [] as string[] };
       if (!deps.reboardPreview) return { ...empty, outcome: 'unavailable', message: 'the re-board preview runs in the daemon (`run`); use `loans reboard --dry-run`' };
       if (!store.loans.get(id)) throw new ConsoleError(404, `no loan ${id}`);
-      const p = await deps.reboardPreview(id);
+      // It reads the platform (within the rate budget the boarding shares): one at a time.
+      if (previewing) throw new ConsoleError(409, 'another re-board preview is running (each reads the platform); try again in a moment');
+      previewing = true;
+      let p: ReboardPreview;
+      try {
+        p = await deps.reboardPreview(id);
+      } finally {
+        previewing = false;
+      }
       switch (p.outcome) {
         case 'would_rewrite':
           return { loanId: id, outcome: p.outcome, mappingVersion: p.mappingVersion, previousVersion: p.previousVersion, changes: p.changes, message: null };

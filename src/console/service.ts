@@ -350,7 +350,7 @@ export interface ConsoleService {
   exceptionCounts(filter?: ExceptionFilter): Promise<ReasonAgeCount[]>;
   /** One loan's whole history; null when the store does not know it. */
   loan(id: string): Promise<LoanHistory | null>;
-  /** What a re-board would change now for this loan (reads the platform within the rate budget). */
+  /** What a re-board would change now for this loan (reads the platform within the rate budget; one at a time: 409 while another runs). */
   reboardDiff(id: string): Promise<ReboardDiff>;
 
   /** What a request would act on, without making it (the preview count). 400/403 as createRequest. */

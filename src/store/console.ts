@@ -16,6 +16,8 @@ export interface ExceptionSqlFilter {
   /** quarantined | review */
   state?: 'quarantined' | 'review';
   q?: string;
+  /** q as a search key (lib/search-key.ts), matched inside borrower_key. */
+  qKey?: string;
   product?: string;
   minAmountCents?: number;
   maxAmountCents?: number;
@@ -153,8 +155,9 @@ function whereOf(f: ExceptionSqlFilter): { sql: string; params: Record<string, u
   if (f.state === 'quarantined') conds.push("state = 'quarantined'");
   if (f.state === 'review') conds.push("exception_reason = 'review'");
   if (f.q !== undefined && f.q !== '') {
-    conds.push("(id = @q OR loan_number = @q OR instr(lower(IFNULL(borrower_name, '')), lower(@q)) > 0)");
+    conds.push("(id = @q OR loan_number = @q OR instr(IFNULL(borrower_key, ''), @qKey) > 0)");
     params['q'] = f.q;
+    params['qKey'] = f.qKey ?? f.q;
   }
   if (f.product !== undefined) {
     conds.push('product_id = @product');

@@ -44,6 +44,8 @@ export interface LoanRow {
   accountNumber: string | null;
   /** The borrower's name as last fetched (the console's search), null before the first fetch. */
   borrowerName: string | null;
+  /** borrowerName as searched (lib/search-key.ts: no case, no accents). */
+  borrowerKey: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -90,6 +92,7 @@ export type LoanPatch = Partial<
     | 'boardedRecords'
     | 'accountNumber'
     | 'borrowerName'
+    | 'borrowerKey'
   >
 >;
 
@@ -119,6 +122,7 @@ const COLUMN: Record<keyof LoanPatch, string> = {
   boardedRecords: 'boarded_records',
   accountNumber: 'account_number',
   borrowerName: 'borrower_name',
+  borrowerKey: 'borrower_key',
 };
 
 export interface TransitionInput {
@@ -181,6 +185,7 @@ interface RawLoan {
   boarded_records: string | null;
   account_number?: string | null;
   borrower_name?: string | null;
+  borrower_key?: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -215,6 +220,7 @@ function toRow(r: RawLoan): LoanRow {
     boardedRecords: r.boarded_records ?? null,
     accountNumber: r.account_number ?? null,
     borrowerName: r.borrower_name ?? null,
+    borrowerKey: r.borrower_key ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

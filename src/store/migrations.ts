@@ -275,12 +275,14 @@ export const MIGRATIONS: readonly string[] = [
   /* 12: the ops console (issue 27, src/store/console.ts). The exception queue pages by keyset over
      partial indexes of the exceptions only (quarantined loans, and written/acknowledged loans with
      review items: the generated column exception_reason), so its first page costs the same at
-     100,000 loans as at 100. state_entered_at (when the loan entered its state; kept by triggers,
-     the pipeline does not know about it) gives the age; borrower_name the search by name.
+     100,000 loans as at 100 (the age index also carries loan number and borrower name, so a
+     search reads the index only). state_entered_at (when the loan entered its state; kept by triggers,
+     the pipeline does not know about it) gives the age; borrower_name (and borrower_key, its search form) the search by name.
      Requests (four eyes) with the loans each covers (frozen when made), an append-only audit log
      (triggers refuse UPDATE and DELETE), and the sign-off of each reconciliation run. */ `
   ALTER TABLE loans ADD COLUMN state_entered_at INTEGER;
   ALTER TABLE loans ADD COLUMN borrower_name TEXT;
+  ALTER TABLE loans ADD COLUMN borrower_key TEXT;             -- borrower_name without case or accents (src/lib/search-key.ts)
   UPDATE loans SET state_entered_at = COALESCE((SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state), updated_at);
   CREATE TRIGGER loans_state_entered_insert AFTER INSERT ON loans WHEN NEW.state_entered_at IS NULL
   BEGIN UPDATE loans SET state_entered_at = NEW.updated_at WHERE id = NEW.id; END;
@@ -289,7 +291,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE loans ADD COLUMN exception_reason TEXT GENERATED ALWAYS AS (
     CASE WHEN state = 'quarantined' THEN COALESCE(quarantine_reason, 'validation')
          WHEN review_items > 0 AND state IN ('written', 'acknowledged') THEN 'review' END) VIRTUAL;
-  CREATE INDEX loans_exc_age ON loans (state_entered_at, id) WHERE exception_reason IS NOT NULL;
+  CREATE INDEX loans_exc_age ON loans (state_entered_at, id, loan_number, borrower_key) WHERE exception_reason IS NOT NULL;
   CREATE INDEX loans_exc_reason ON loans (exception_reason, state_entered_at, id) WHERE exception_reason IS NOT NULL;
   CREATE INDEX loans_exc_amount ON loans (IFNULL(cents_amount, -9007199254740992), id) WHERE exception_reason IS NOT NULL;
   CREATE INDEX loans_exc_released ON loans (IFNULL(released_at_iso, ''), id) WHERE exception_reason IS NOT NULL;

@@ -127,6 +127,11 @@ describe('ops console JSON API', () => {
     const byName = await api('vera', 'GET', `/exceptions?q=${encodeURIComponent(part)}&limit=500`);
     expect(byName.json.items.map((i: { id: string }) => i.id)).toContain(one.id);
 
+    // The issue's URL with every parameter empty: empty means absent.
+    const empty = await api('vera', 'GET', '/exceptions?reason=&state=&q=&limit=&cursor=');
+    expect(empty.status).toBe(200);
+    expect(empty.json.items).toHaveLength(LOANS);
+
     const counts = await api('vera', 'GET', '/exceptions/counts');
     expect(counts.json.counts).toEqual([{ reason: 'mapping', total: LOANS, byAge: { '0-1': LOANS, '2-5': 0, '>5': 0 } }]);
 

@@ -3,6 +3,7 @@ import { consoleSchema } from '../../../src/config/schema.js';
 import { createConsoleService } from '../../../src/console/console-service.js';
 import { EXCEPTION_SORTS, type ExceptionItem, type ExceptionQuery } from '../../../src/console/service.js';
 import { silentLogger } from '../../../src/lib/logger.js';
+import { searchKey } from '../../../src/lib/search-key.js';
 import { createConsoleStore } from '../../../src/store/console.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
@@ -27,8 +28,8 @@ interface Seed {
 function seeded(n: number) {
   const db = openDatabase(':memory:');
   const ins = db.prepare(
-    `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, cents_amount, released_at_iso, product_id, borrower_name, state_entered_at, created_at, updated_at)
-     VALUES (@id, @number, @state, @reason, @review, @amount, @released, @product, @name, @entered, @entered, @entered)`,
+    `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, cents_amount, released_at_iso, product_id, borrower_name, borrower_key, state_entered_at, created_at, updated_at)
+     VALUES (@id, @number, @state, @reason, @review, @amount, @released, @product, @name, @key, @entered, @entered, @entered)`,
   );
   const seeds: Seed[] = [];
   const reasons = ['mapping', 'core_rejected', 'validation'];
@@ -44,10 +45,10 @@ function seeded(n: number) {
       released: i % 9 === 0 ? null : `2026-11-${String(10 + (i % 12)).padStart(2, '0')}T10:00:00Z`,
       entered: NOW - (i % 17) * DAY - (i % 3) * 1000,
       product: i % 2 ? 'SBA7A' : 'LOC',
-      name: i % 6 === 0 ? null : `Borrower ${i % 40} LLC`,
+      name: i % 6 === 0 ? null : i % 50 === 1 ? `José Müller ${i} SÀRL` : `Borrower ${i % 40} LLC`,
     };
     seeds.push(s);
-    ins.run({ ...s, number: `N-${i}` });
+    ins.run({ ...s, number: `N-${i}`, key: s.name === null ? null : searchKey(s.name) });
   }
   const clock = new FakeClock({ start: NOW });
   const service = createConsoleService({
@@ -113,6 +114,11 @@ describe('exception queue', () => {
     expect(await ids({ maxAgeDays: 1 })).toEqual(sorted(exceptions.filter((s) => s.entered >= Date.parse('2026-11-24T00:00:00Z'))));
     expect(await ids({ minAgeDays: 6 })).toEqual(sorted(exceptions.filter((s) => s.entered < Date.parse('2026-11-18T00:00:00Z'))));
     expect(await ids({ q: 'borrower 7 llc' })).toEqual(sorted(exceptions.filter((s) => s.name?.toLowerCase().includes('borrower 7 llc'))));
+    // Whatever the case and accents, on either side.
+    const accented = exceptions.filter((s) => s.name?.startsWith('José Müller'));
+    expect(accented.length).toBeGreaterThan(1);
+    expect(await ids({ q: 'jose MULLER' })).toEqual(sorted(accented));
+    expect(await ids({ q: 'müller 51 sàrl' })).toEqual(sorted(accented.filter((s) => s.name === 'José Müller 51 SÀRL')));
     const one = exceptions[4] as Seed;
     expect(await ids({ q: one.id })).toEqual([one.id]);
 

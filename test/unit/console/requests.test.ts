@@ -112,3 +112,29 @@ describe('console executor after a crash', () => {
     expect(await live.runApproved()).toBe(1);
   });
 });
+
+describe('re-board preview', () => {
+  it('runs one at a time (each reads the platform): a second one meanwhile gets 409', async () => {
+    const db = openDatabase(':memory:');
+    const store = createBoardingStore(db);
+    const clock = new FakeClock();
+    store.loans.insert({ id: 'A', state: 'queued' }, clock.now());
+    let release: () => void = () => undefined;
+    const service = createConsoleService({
+      store,
+      consoleStore: createConsoleStore(db),
+      config: { console: consoleSchema.parse({}), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } },
+      clock,
+      logger: silentLogger(),
+      reboardPreview: (loanId) =>
+        new Promise((resolve) => {
+          release = () => resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
+        }),
+    });
+    const first = service.reboardDiff('A');
+    await expect(service.reboardDiff('A')).rejects.toMatchObject({ status: 409 });
+    release();
+    expect(await first).toMatchObject({ outcome: 'not_acknowledged' });
+    await expect(service.reboardDiff('nope')).rejects.toMatchObject({ status: 404 });
+  });
+});
