@@ -57,7 +57,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 describe('ops console in a browser (sandbox + fake core + daemon)', () => {
-  it('operator filters, opens a loan, requests a bulk retry; approver approves; the loans board; viewer and token-less POSTs get 403', async (ctx) => {
+  it('operator filters, opens a loan, requests a bulk retry; approver approves; the loans board; viewer and token-less POSTs get 403', { timeout: 120_000 }, async (ctx) => {
     if (kit.skipReason) return ctx.skip(kit.skipReason);
     const sb = await startSandbox({ loans: 10, releaseRatio: 1, seed: 27, readsPerWindow: 10_000, writesPerWindow: 10_000, windowMs: 60_000 });
     cleanups.push(() => sb.close());
@@ -247,7 +247,7 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     expect(outside).toEqual([]);
   });
 
-  it('file core: a loan boarded with the shipped mapping shows its masked records; an operator requests a seal of the open batch, an approver approves it from the list, the batch is sealed with its files', async (ctx) => {
+  it('file core: a loan boarded with the shipped mapping shows its masked records; an operator requests a seal of the open batch, an approver approves it from the list, the batch is sealed with its files', { timeout: 120_000 }, async (ctx) => {
     if (kit.skipReason) return ctx.skip(kit.skipReason);
     const p = await startTestPlatform({ loans: 6, releaseRatio: 1, seed: 5, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 100 });
     cleanups.push(() => p.close());
