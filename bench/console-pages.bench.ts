@@ -1,0 +1,128 @@
+/**
+ * The exception queue PAGE at scale: GET /console/queue over HTTP, as a browser gets it (session
+ * check, the service's first page and counts per reason by age, and for an operator the two
+ * bulk-by-filter previews with their counts, rendered and escaped). A real SQLite state database of
+ * CONSOLE_BENCH_LOANS loans (default 100,000; a quarter quarantined, a tenth with review items).
+ * Each figure: first (cold) request and the median of 20. Prints figures; never fails on timing.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { consoleSchema } from '../src/config/schema.js';
+import { createConsoleAuth } from '../src/console/auth.js';
+import { createConsoleService } from '../src/console/console-service.js';
+import { mountConsolePages } from '../src/console/pages/index.js';
+import { createSessionStore } from '../src/console/pages/sessions.js';
+import { startHttpServer } from '../src/http/server.js';
+import { silentLogger } from '../src/lib/logger.js';
+import { createConsoleStore } from '../src/store/console.js';
+import { openDatabase } from '../src/store/db.js';
+import { createBoardingStore } from '../src/store/index.js';
+import { FakeClock } from '../test/support/fake-clock.js';
+
+const N = Number(process.env['CONSOLE_BENCH_LOANS'] ?? 100_000);
+const DAY = 86_400_000;
+const NOW = Date.parse('2026-11-25T12:00:00Z');
+const REASONS = ['mapping', 'validation', 'core_rejected', 'retries_exhausted', 'contradictory'];
+
+function build(path: string, n: number): void {
+  const db = openDatabase(path);
+  const ins = db.prepare(
+    `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, attempts, cents_amount, product_id, mapping_version,
+                        released_at_iso, borrower_name, last_error_code, last_error_message, queue_item, created_at, updated_at)
+     VALUES (@id, @number, @state, @reason, @review, 1, @amount, @product, 'generic@1.4.0', @released, @name, @code, @message, '{}', @at, @at)`,
+  );
+  const batch = db.transaction((from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      const k = i % 20;
+      const quarantined = k < 5;
+      const at = NOW - (i % 30) * DAY - (i % 1000) * 1000;
+      ins.run({
+        id: `loan_${String((i * 7919) % n).padStart(7, '0')}_${i}`,
+        number: `LN-${i}`,
+        state: quarantined ? 'quarantined' : 'acknowledged',
+        reason: quarantined ? REASONS[i % REASONS.length] : null,
+        review: k === 5 || k === 6 ? 1 + (i % 3) : 0,
+        amount: 1_000_000 + ((i * 7919) % 500_000_000),
+        product: `prod_${i % 7}`,
+        released: new Date(at - DAY).toISOString(),
+        name: `Borrower ${i} <Holdings> & "Sons" LLC`,
+        code: quarantined ? 'mapping_error' : null,
+        message: quarantined ? 'paymentFrequency "irregular" has no core code (mappings/generic/loan.yaml:41)' : null,
+        at,
+      });
+    }
+  });
+  for (let i = 0; i < n; i += 10_000) batch(i, Math.min(n, i + 10_000));
+  db.close();
+}
+
+async function time(fn: () => Promise<unknown>): Promise<{ cold: number; median: number }> {
+  const t0 = performance.now();
+  await fn();
+  const cold = performance.now() - t0;
+  const runs: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const t = performance.now();
+    await fn();
+    runs.push(performance.now() - t);
+  }
+  runs.sort((a, b) => a - b);
+  return { cold, median: runs[10] as number };
+}
+
+async function measure(n: number): Promise<Record<string, { cold: number; median: number }>> {
+  const dir = mkdtempSync(join(tmpdir(), 'console-pages-bench-'));
+  try {
+    const path = join(dir, 'state.sqlite');
+    const t0 = performance.now();
+    build(path, n);
+    process.stdout.write(`store of ${n} loans built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    const db = openDatabase(path);
+    const clock = new FakeClock({ start: NOW });
+    const config = consoleSchema.parse({ users: [{ name: 'olga', roles: ['operator'] }, { name: 'vera', roles: ['viewer'] }] });
+    const service = createConsoleService({
+      store: createBoardingStore(db),
+      consoleStore: createConsoleStore(db),
+      config: { console: config, bank: { timeZone: 'America/Chicago' }, reports: { dir } },
+      clock,
+      logger: silentLogger(),
+    });
+    const sessions = createSessionStore({ clock });
+    const router = express.Router();
+    mountConsolePages(router, { config, service, auth: createConsoleAuth({ config, clock, logger: silentLogger() }), logger: silentLogger(), clock }, { sessions });
+    const app = express();
+    app.use('/console', router);
+    const server = await startHttpServer(app, '127.0.0.1', 0);
+    const cookie = (user: string, roles: string[]): string => `bc_console_session=${sessions.create(user, roles).id}`;
+    const operator = cookie('olga', ['operator']);
+    const viewer = cookie('vera', ['viewer']);
+    const get = (c: string, path: string) => async () => {
+      const res = await fetch(`${server.url}${path}`, { headers: { cookie: c } });
+      if (res.status !== 200) throw new Error(`${path} → ${res.status}`);
+      await res.text();
+    };
+    try {
+      return {
+        'queue page, viewer': await time(get(viewer, '/console/queue')),
+        'queue page, operator (+ 2 bulk previews)': await time(get(operator, '/console/queue')),
+        'queue page, operator, reason=core_rejected': await time(get(operator, '/console/queue?reason=core_rejected')),
+        'queue page, operator, sort=amount desc': await time(get(operator, '/console/queue?sort=amount&dir=desc')),
+      };
+    } finally {
+      await server.close(0);
+      db.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const small = await measure(1_000);
+const large = await measure(N);
+process.stdout.write(`\nGET /console/queue, ms (cold / median of 20)   1,000 loans       ${N.toLocaleString('en-US')} loans\n`);
+for (const [name, f] of Object.entries(large)) {
+  const s = small[name] as { cold: number; median: number };
+  process.stdout.write(`  ${name.padEnd(44)} ${s.cold.toFixed(1).padStart(6)} / ${s.median.toFixed(1).padStart(6)}   ${f.cold.toFixed(1).padStart(7)} / ${f.median.toFixed(1).padStart(7)}\n`);
+}

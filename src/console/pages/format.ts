@@ -1,0 +1,61 @@
+import { formatCentsGrouped } from '../../reports/money.js';
+import { html, type Html } from './html.js';
+
+/** ISO time → "2026-11-25 14:03:07 UTC" (ops read UTC; the report's days are in bank.timeZone). */
+export function when(iso: string | null | undefined): string {
+  if (iso === null || iso === undefined || iso === '') return '';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  return new Date(t).toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+}
+
+export function money(cents: number | string | null | undefined): string {
+  if (cents === null || cents === undefined || cents === '') return '';
+  const n = typeof cents === 'string' ? Number(cents) : cents;
+  return Number.isSafeInteger(n) ? formatCentsGrouped(n) : String(cents);
+}
+
+/** Form input "1,234.56" / "1234" → cents; null when empty; NaN when not an amount. */
+export function parseAmount(v: string | undefined): number | null {
+  if (v === undefined || v.trim() === '') return null;
+  const m = /^(\d{1,15})(?:\.(\d{1,2}))?$/.exec(v.trim().replaceAll(',', ''));
+  if (!m) return Number.NaN;
+  return Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0'));
+}
+
+/** Cents → the form's text ("1234.56"), '' for none. */
+export function amountInput(cents: number | undefined): string {
+  if (cents === undefined) return '';
+  return `${Math.trunc(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+}
+
+const STATUS_KIND: Record<string, 'ok' | 'bad' | 'warn' | ''> = {
+  pending: 'warn',
+  approved: 'warn',
+  executed: 'ok',
+  rejected: 'bad',
+  failed: 'bad',
+  quarantined: 'bad',
+  acknowledged: 'ok',
+  skipped: '',
+  open: 'warn',
+  sealing: 'warn',
+  sealed: 'ok',
+  leader: 'ok',
+  standby: '',
+};
+
+export function pill(text: string, kind?: 'ok' | 'bad' | 'warn' | ''): Html {
+  const k = kind ?? STATUS_KIND[text] ?? '';
+  return html`<span class="pill${k ? ` ${k}` : ''}">${text}</span>`;
+}
+
+/** Any JSON value for a <pre> (detail of an event, masked records). */
+export function pretty(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}

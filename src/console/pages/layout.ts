@@ -1,0 +1,42 @@
+import { html, type Html, type HtmlValue } from './html.js';
+import type { BrowserSession } from './sessions.js';
+
+export type NavKey = 'queue' | 'requests' | 'audit' | 'reconciliation' | 'batches' | 'status' | 'none';
+
+const NAV: ReadonlyArray<[NavKey, string, string]> = [
+  ['queue', '/console/queue', 'Exception queue'],
+  ['requests', '/console/requests', 'Requests'],
+  ['audit', '/console/audit', 'Audit log'],
+  ['reconciliation', '/console/reconciliation', 'Reconciliation'],
+  ['batches', '/console/batches', 'Batches'],
+  ['status', '/console/status', 'Status'],
+];
+
+/** The hidden CSRF field every form of a logged-in page carries. */
+export function csrfField(session: BrowserSession): Html {
+  return html`<input type="hidden" name="_csrf" value="${session.csrfToken}">`;
+}
+
+export function rolesOf(session: BrowserSession): string {
+  return session.roles.length > 0 ? session.roles.join(', ') : 'no role';
+}
+
+export function layout(p: { title: string; session: BrowserSession | null; nav: NavKey; body: HtmlValue; flash?: BrowserSession['flash']; pending?: number }): Html {
+  const s = p.session;
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${p.title} · boarding-connector console</title>
+<link rel="stylesheet" href="/console/static/console.css"></head>
+<body>
+<header class="top"><span class="brand">boarding-connector</span>
+${s
+  ? html`<nav>${NAV.map(([k, href, label]) => html`<a href="${href}"${k === p.nav ? html` class="here" aria-current="page"` : ''}>${label}${k === 'requests' && p.pending !== undefined && p.pending > 0 ? html` <span class="badge" data-testid="pending-badge" title="requests waiting for your approval">${p.pending > 99 ? '99+' : p.pending}</span>` : ''}</a>`)}</nav>
+<span class="who" data-testid="who"><span>${s.user} <span class="muted">(${rolesOf(s)})</span></span>
+<form method="post" action="/console/logout">${csrfField(s)}<button type="submit">Log out</button></form></span>`
+  : html`<nav></nav>`}
+</header>
+<main>
+${p.flash ? html`<div class="flash ${p.flash.kind}" role="status" data-testid="flash">${p.flash.text}</div>` : ''}
+${p.body}
+</main></body></html>`;
+}

@@ -1,0 +1,139 @@
+/** The audit log, reconciliation, batches, status, login and error pages. */
+import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../service.js';
+import { money, pill, pretty, when } from './format.js';
+import { REASON_LABELS } from '../../reports/reasons.js';
+import type { ExceptionReason } from '../../reports/types.js';
+import { consoleHref, html, seg, type Html } from './html.js';
+import { csrfField } from './layout.js';
+import { auditTable } from './loan.js';
+import type { BrowserSession } from './sessions.js';
+
+export function auditPage(v: { page: Page<AuditEntry>; loan: string | undefined; request: string | undefined; cursor: string | undefined }): Html {
+  const scope = { loan: v.loan, request: v.request };
+  return html`<h1>Audit log${v.loan ? html` of loan <span class="mono">${v.loan}</span>` : ''}${v.request ? html` of request <span class="mono">${v.request}</span>` : ''}</h1>
+<p class="muted">Append-only: every request, approval, rejection, execution, sign-off and refused login, newest first.
+<a href="${consoleHref('/console/audit.csv', { loan: v.loan })}" data-testid="audit-csv">Export as CSV</a>${v.loan || v.request ? html` · <a href="/console/audit">whole log</a>` : ''}</p>
+<form method="get" action="/console/audit" class="filters"><label>Loan id<input name="loan" value="${v.loan ?? ''}" class="short"></label><button type="submit">Show</button></form>
+${auditTable(v.page.items)}
+<div class="pager">${v.cursor ? html`<a href="${consoleHref('/console/audit', scope)}">« Newest</a>` : ''}${v.page.next ? html`<a href="${consoleHref('/console/audit', { ...scope, cursor: v.page.next })}">Older »</a>` : ''}</div>`;
+}
+
+function signOffCell(by: string | null, at: string | null): Html {
+  return by ? html`${by} <span class="muted small">${when(at)}</span>` : html`<span class="muted">not signed</span>`;
+}
+
+export function reportsPage(v: { runs: readonly ReportRun[] }): Html {
+  return html`<h1>Reconciliation</h1>
+<p class="muted">One row per run of the daily reconciliation (a day's second run is a new row; a signed run is never overwritten).</p>
+${v.runs.length === 0 ? html`<p class="muted">No report yet: the daemon writes one on schedule.reconcile, or run <span class="mono">boarding-connector reconcile</span>.</p>` : html`<table data-testid="reports"><thead><tr><th>Day</th><th>Run</th><th>Generated</th><th>Prepared by</th><th>Reviewed by</th></tr></thead><tbody>
+${v.runs.map((r) => html`<tr><td><a href="${consoleHref(`/console/reconciliation/${seg(r.day)}/${seg(r.run)}`)}">${r.day}</a>${r.latestOfDay ? '' : html` <span class="muted small">(earlier run)</span>`}</td><td class="mono small">${r.run}</td><td class="small">${when(r.generatedAt)}</td><td>${signOffCell(r.signOff.preparedBy, r.signOff.preparedAt)}</td><td>${signOffCell(r.signOff.reviewedBy, r.signOff.reviewedAt)}</td></tr>`)}
+</tbody></table>`}`;
+}
+
+type Rec = Record<string, unknown>;
+
+const TOTAL_LABELS: Record<string, string> = {
+  released: 'Released to the core (connector ledger)',
+  pending: 'Pending',
+  writtenAwaitingAck: 'Written, awaiting acknowledgement',
+  acknowledged: 'Acknowledged',
+  quarantined: 'Quarantined',
+  skipped: 'Skipped',
+  otherState: 'Other state',
+  connectorWritten: 'Written by the connector',
+  writtenToCore: 'Held by the core',
+  acknowledgedOnPlatform: 'Boarded on the platform',
+};
+const rec = (v: unknown): Rec => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Rec) : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const s = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+
+export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view: ReportView }): Html {
+  const r = rec(v.view.report);
+  const header = rec(r['header']);
+  const totals = rec(r['totals']);
+  const tie = arr(r['tieOut']).map(rec);
+  const exceptions = arr(r['exceptions']).map(rec);
+  const base = `/console/reconciliation/${seg(v.view.day)}/${seg(v.view.run)}`;
+  const so = v.view.signOff;
+  const canSign = hasRole(v.user, 'operator') || hasRole(v.user, 'approver');
+  const signForm = (as: 'prepared' | 'reviewed', label: string): Html =>
+    html`<form method="post" action="${consoleHref(`${base}/signoff`)}" class="inline" data-testid="signoff-${as}">${csrfField(v.session)}<input type="hidden" name="as" value="${as}"><button type="submit">${label}</button></form>`;
+  return html`<h1>Reconciliation ${v.view.day} <span class="muted small mono">${v.view.run}</span></h1>
+<p>${exceptions.length === 0 ? pill('no exceptions', 'ok') : pill(`${exceptions.length} exception${exceptions.length === 1 ? '' : 's'}`, 'bad')}
+<span class="muted small">generated ${when(v.view.generatedAt)}${header['connectorVersion'] ? ` · connector ${s(header['connectorVersion'])}` : ''}</span>
+· <a href="${consoleHref(`${base}/report.html`)}">report.html</a> · <a href="${consoleHref(`${base}/report.csv`)}">CSV</a> · <a href="${consoleHref(`${base}/report.json`)}">JSON</a></p>
+<h2>Sign-off</h2>
+<table data-testid="signoff" class="narrow"><tbody>
+<tr><th>Prepared by</th><td>${signOffCell(so.preparedBy, so.preparedAt)}</td><td>${!so.preparedBy && canSign ? signForm('prepared', `Sign as preparer (${v.user.name})`) : ''}</td></tr>
+<tr><th>Reviewed by</th><td>${signOffCell(so.reviewedBy, so.reviewedAt)}</td><td>${so.preparedBy && !so.reviewedBy && canSign ? so.preparedBy === v.user.name ? html`<span class="muted small">a different person reviews</span>` : signForm('reviewed', `Sign as reviewer (${v.user.name})`) : ''}</td></tr>
+</tbody></table>
+${Object.keys(totals).length > 0 ? html`<h2>Control totals</h2><table data-testid="totals" class="narrow"><thead><tr><th>Total</th><th class="num">Loans</th><th class="num">Amount</th></tr></thead><tbody>${Object.entries(totals).map(([k, a]) => html`<tr><td>${TOTAL_LABELS[k] ?? k}</td><td class="num">${s(rec(a)['count'])}</td><td class="num">${money(rec(a)['cents'] as number)}</td></tr>`)}</tbody></table>` : ''}
+${tie.length > 0 ? html`<h2>Tie-out</h2><table data-testid="tie-out"><thead><tr><th>Check</th><th>Equation</th><th class="num">Difference (loans)</th></tr></thead><tbody>${tie.map((t) => html`<tr><td>${s(t['title'])}</td><td class="small">${s(t['equation'])}</td><td class="num">${s(t['differenceCount'])}</td></tr>`)}</tbody></table>` : ''}
+<h2>Exceptions</h2>
+${exceptions.length === 0 ? html`<p class="muted">None.</p>` : html`<table data-testid="report-exceptions"><thead><tr><th>Reason</th><th>Loan</th><th>Loan number</th><th>State</th><th class="num">Amount</th><th class="num">Age</th><th>Detail</th></tr></thead><tbody>
+${exceptions.map((e) => html`<tr><td>${REASON_LABELS[s(e['reason']) as ExceptionReason] ?? s(e['reason'])}</td><td class="mono"><a href="${consoleHref(`/console/loans/${seg(s(e['loanId']))}`)}">${s(e['loanId'])}</a></td><td>${s(e['loanNumber'])}</td><td>${s(e['connectorState'])}</td><td class="num">${money(e['centsAmount'] as number | null)}</td><td class="num">${s(e['ageBusinessDays'])} <span class="muted small">(${s(e['ageBucket'])})</span></td><td class="wrap small">${s(e['detail'])}</td></tr>`)}
+</tbody></table>`}`;
+}
+
+export function batchesPage(v: { session: BrowserSession; batches: readonly BatchView[]; canAct: boolean }): Html {
+  return html`<h1>Batches <span class="muted small">(file core)</span></h1>
+${v.batches.length === 0 ? html`<p class="muted">No batches (the file core writes them; other cores have none).</p>` : html`<table data-testid="batches"><thead><tr><th>Batch</th><th>Status</th><th>Opened</th><th>Cut-off</th><th>Sealed</th><th class="num">Loans</th><th class="num">Records</th><th class="num">Principal</th><th>Files</th><th></th></tr></thead><tbody>
+${v.batches.map((b) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status)}</td><td class="small">${when(b.openedAt)}</td><td class="small">${when(b.cutoffAt)}</td><td class="small">${when(b.sealedAt)}${b.sealedBy ? html`<br>by ${b.sealedBy}` : ''}${b.sealReason ? html`<br><span class="muted">${b.sealReason}</span>` : ''}</td><td class="num">${b.loanCount}</td><td class="num">${b.recordCount}</td><td class="num">${money(b.principalCents)}</td><td class="small mono">${b.files.map((f) => html`${f.name} <span class="muted">(${f.bytes} B)</span><br>`)}</td>
+<td>${b.status === 'open' && v.canAct ? html`<form method="post" action="/console/requests" class="inline" data-testid="seal">${csrfField(v.session)}<input type="hidden" name="action" value="seal"><input type="hidden" name="batch" value="${b.id}"><input name="reason" required maxlength="500" placeholder="reason" class="short"><button type="submit">Request seal</button></form>` : ''}</td></tr>`)}
+</tbody></table>`}`;
+}
+
+export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean }): Html {
+  const st = v.status;
+  const pf = st.platform;
+  const iso = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : new Date(ms).toISOString());
+  return html`<h1>Status</h1>
+<div class="cards" data-testid="status">
+<div class="card"><div class="label">Role</div><div class="value">${pill(st.role)}</div></div>
+<div class="card"><div class="label">Last cycle</div><div class="value small">${when(st.lastCycleAt) || 'none yet'}</div></div>
+<div class="card"><div class="label">Mapping version</div><div class="value small mono">${st.daemon?.mappingVersion ?? '(no daemon)'}</div></div>
+<div class="card"><div class="label">Platform traffic</div><div class="value">${pf === null ? pill('unknown') : pf.trafficStopped ? pill('stopped', 'bad') : pill('flowing', 'ok')}</div></div>
+<div class="card"><div class="label">Core</div><div class="value">${st.core === null ? pill('unknown') : st.core.ok ? pill('reachable', 'ok') : pill('unreachable', 'bad')}</div></div>
+<div class="card"><div class="label">429 strikes (24 h)</div><div class="value">${pf === null ? '' : pf.strikes24h}</div></div>
+<div class="card"><div class="label">Pending requests</div><div class="value"><a href="/console/requests?status=pending">${st.pendingRequests}</a></div></div>
+</div>
+${st.core && !st.core.ok ? html`<div class="flash error" data-testid="core-error">Core not answering${st.core.detail ? html`: ${st.core.detail}` : ''}</div>` : ''}
+${st.daemon?.reloadError ? html`<div class="flash error" data-testid="reload-error">Mapping reload refused: ${st.daemon.reloadError}</div>` : ''}
+<h2>Daemon</h2>
+${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${st.daemon.host}</dd><dt>Started</dt><dd>${when(st.daemon.startedAt)}</dd><dt>Mapping</dt><dd class="mono">${st.daemon.mappingVersion}</dd></dl>` : html`<p class="muted">No daemon running.</p>`}
+<h2>Platform rate budget</h2>
+${pf === null
+  ? html`<p class="muted">Only the daemon knows its budget.</p>`
+  : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
+${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(when(iso(b.pausedUntil)), 'bad')}</td></tr>`)}
+</tbody></table>
+<dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
+${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
+<h2>Loans by state</h2>
+<table data-testid="states" class="narrow"><tbody>${Object.entries(st.loansByState).map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}</tbody></table>
+<h2>Platform and core reachability</h2>
+${readinessTable(st.readiness)}`;
+}
+
+function readinessTable(r: unknown): Html {
+  const checks = rec(rec(r)['checks']);
+  const entries = Object.entries(checks);
+  if (entries.length === 0) return html`<pre data-testid="readiness">${pretty(r)}</pre>`;
+  return html`<table data-testid="readiness"><thead><tr><th>Check</th><th>OK</th><th>Detail</th></tr></thead><tbody>${entries.map(([k, c]) => html`<tr><td>${k}</td><td>${rec(c)['ok'] === true ? pill('ok', 'ok') : pill('failing', 'bad')}</td><td class="wrap small">${s(rec(c)['detail'])}</td></tr>`)}</tbody></table>`;
+}
+
+export function loginPage(v: { error: string | null; name: string }): Html {
+  return html`<div class="login"><h1>Ops console</h1>
+${v.error ? html`<div class="flash error" role="alert" data-testid="login-error">${v.error}</div>` : ''}
+<form method="post" action="/console/login" class="stack" data-testid="login">
+<label>User<input name="name" autocomplete="username" required maxlength="64" value="${v.name}" autofocus></label>
+<label>Password<input name="password" type="password" autocomplete="current-password" required maxlength="1024"></label>
+<button type="submit">Log in</button>
+</form></div>`;
+}
+
+export function errorBody(status: number, message: string): Html {
+  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 409 ? 'Conflict' : status === 400 ? 'Cannot do that' : 'Something went wrong';
+  return html`<h1>${title}</h1><div class="flash error" data-testid="error">${message}</div><p><a href="/console/queue">Back to the exception queue</a></p>`;
+}

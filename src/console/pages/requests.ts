@@ -1,0 +1,67 @@
+/** Requests: the list (pending first for approvers), one request with approve / reject. */
+import { REQUEST_STATUSES, hasRole, type ActionRequest, type ConsoleUser, type Page, type RequestStatus } from '../service.js';
+import { pill, pretty, when } from './format.js';
+import { consoleHref, html, seg, type Html } from './html.js';
+import { csrfField } from './layout.js';
+import type { BrowserSession } from './sessions.js';
+
+function what(r: ActionRequest): Html {
+  if (r.loans && r.loans.length === 1) return html`loan <a class="mono" href="${consoleHref(`/console/loans/${seg(r.loans[0] as string)}`)}">${r.loans[0]}</a>`;
+  if (r.filter) {
+    const parts = Object.entries(r.filter).filter(([, v]) => v !== undefined && v !== '');
+    return html`${r.previewCount} loan${r.previewCount === 1 ? '' : 's'} by filter <span class="small muted">${parts.length === 0 ? '(all exceptions)' : parts.map(([k, v]) => `${k}=${String(v as string)}`).join(' ')}</span>`;
+  }
+  if (r.loans) return html`${r.loans.length} loans`;
+  if (r.batch) return html`batch <span class="mono">${r.batch}</span>`;
+  return html``;
+}
+
+/** The requests table; with `decide`, pending rows another approver can decide carry an Approve button. */
+export function requestRows(rows: readonly ActionRequest[], decide?: { session: BrowserSession; user: ConsoleUser }): Html {
+  const canDecide = (r: ActionRequest): boolean => decide !== undefined && r.status === 'pending' && hasRole(decide.user, 'approver') && r.maker !== decide.user.name;
+  const withActions = decide !== undefined && rows.some(canDecide);
+  return html`<table data-testid="requests"><thead><tr><th>Request</th><th>Action</th><th>Covers</th><th>Reason</th><th>Maker</th><th>Made</th><th>Status</th><th>Decided by</th>${withActions ? html`<th></th>` : ''}</tr></thead><tbody>
+${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><td class="mono date"><a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">${r.id}</a></td><td>${r.action}</td><td>${what(r)}</td><td class="wrap">${r.reason}</td><td>${r.maker}</td><td class="small date">${when(r.createdAt)}</td><td>${pill(r.status)}</td><td>${r.decidedBy ?? ''}</td>${withActions ? html`<td>${decide && canDecide(r) ? html`<form method="post" action="${consoleHref(`/console/requests/${seg(r.id)}/approve`)}" class="inline">${csrfField(decide.session)}<button type="submit">Approve</button></form> <a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">Reject…</a>` : ''}</td>` : ''}</tr>`)}
+</tbody></table>`;
+}
+
+export function decisionForms(session: BrowserSession, user: ConsoleUser, r: ActionRequest): Html {
+  if (r.status !== 'pending') return html``;
+  if (!hasRole(user, 'approver')) return html`<p class="note">Waiting for a person with the approver role.</p>`;
+  if (r.maker === user.name) return html`<p class="note" data-testid="own-request">You made this request: another approver must decide it (four eyes).</p>`;
+  const path = `/console/requests/${seg(r.id)}`;
+  return html`<div class="cards">
+<form method="post" action="${consoleHref(`${path}/approve`)}" class="action" data-testid="approve">${csrfField(session)}
+<label class="grow">Note (optional)<input name="note" class="wide" maxlength="500"></label><button type="submit">Approve and run</button></form>
+<form method="post" action="${consoleHref(`${path}/reject`)}" class="action" data-testid="reject">${csrfField(session)}
+<label class="grow">Why rejected (required)<input name="note" class="wide" required maxlength="500"></label><button type="submit" class="danger">Reject</button></form>
+</div>`;
+}
+
+export function requestsPage(v: { session: BrowserSession; user: ConsoleUser; status: RequestStatus | undefined; page: Page<ActionRequest>; cursor: string | undefined }): Html {
+  const tabs: Array<[RequestStatus | undefined, string]> = [[undefined, 'all'], ...REQUEST_STATUSES.map((s) => [s, s] as [RequestStatus, string])];
+  return html`<h1>Requests</h1>
+<p>${tabs.map(([s, label]) => html`<a href="${consoleHref('/console/requests', { status: s })}"${s === v.status ? html` class="pill warn"` : html` class="pill"`}>${label}</a> `)}</p>
+${v.page.items.length === 0 ? html`<p class="muted">No requests${v.status ? ` ${v.status}` : ''}.</p>` : requestRows(v.page.items, { session: v.session, user: v.user })}
+<div class="pager">${v.cursor ? html`<a href="${consoleHref('/console/requests', { status: v.status })}">« Newest</a>` : ''}${v.page.next ? html`<a href="${consoleHref('/console/requests', { status: v.status, cursor: v.page.next })}">Older »</a>` : ''}</div>`;
+}
+
+export function requestPage(v: { session: BrowserSession; user: ConsoleUser; request: ActionRequest }): Html {
+  const r = v.request;
+  return html`<h1>Request <span class="mono">${r.id}</span> ${pill(r.status)}</h1>
+<dl class="kv" data-testid="request">
+<dt>Action</dt><dd>${r.action}</dd>
+<dt>Covers</dt><dd>${what(r)}</dd>
+<dt>Reason</dt><dd>${r.reason}</dd>
+<dt>Made by</dt><dd>${r.maker} at ${when(r.createdAt)}</dd>
+<dt>Status</dt><dd data-testid="request-status">${r.status}</dd>
+${r.decidedBy ? html`<dt>Decided by</dt><dd>${r.decidedBy} at ${when(r.decidedAt)}${r.decisionNote ? html` · ${r.decisionNote}` : ''}</dd>` : ''}
+${r.executedAt ? html`<dt>Executed</dt><dd>${when(r.executedAt)}</dd>` : ''}
+${r.result ? html`<dt>Result</dt><dd>${r.result.done} done${r.result.failed.length > 0 ? html`, <strong>${r.result.failed.length} failed</strong>` : ''}${r.result.detail ? html` · ${r.result.detail}` : ''}</dd>` : ''}
+</dl>
+${r.result && r.result.failed.length > 0 ? html`<table><thead><tr><th>Loan</th><th>Why not</th></tr></thead><tbody>${r.result.failed.map((f) => html`<tr><td class="mono">${f.loanId ? html`<a href="${consoleHref(`/console/loans/${seg(f.loanId)}`)}">${f.loanId}</a>` : ''}</td><td class="wrap">${f.message}</td></tr>`)}</tbody></table>` : ''}
+${decisionForms(v.session, v.user, r)}
+${r.loans && r.loans.length > 1 ? html`<h2>Loans it covers (${r.loans.length})</h2><p class="mono small">${r.loans.slice(0, 500).map((id, i) => html`${i > 0 ? ', ' : ''}<a href="${consoleHref(`/console/loans/${seg(id)}`)}">${id}</a>`)}${r.loans.length > 500 ? ` … ${r.loans.length - 500} more` : ''}</p>` : ''}
+${r.filter ? html`<h2>Filter</h2>${Object.keys(r.filter).length === 0 ? html`<p class="muted">No filter: every loan in the exception queue.</p>` : html`<dl class="kv" data-testid="request-filter">${Object.entries(r.filter).map(([k, val]) => html`<dt>${k === 'q' ? 'search' : k}</dt><dd>${typeof val === 'string' || typeof val === 'number' ? val : pretty(val)}</dd>`)}</dl>`}` : ''}
+<p><a href="${consoleHref('/console/audit', { request: r.id })}">Audit lines of this request</a></p>`;
+}
