@@ -105,8 +105,8 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     cleanups.push(() => daemon.stop());
     await daemon.start();
     await daemon.idle();
-    for (const id of mappingFails) expect(rt.store.loans.get(id)?.state).toBe('quarantined');
-    await expect.poll(() => rt.store.loans.get(coreRefuses)?.state, { timeout: 15_000 }).toBe('quarantined');
+    for (const id of mappingFails) expect((await rt.store.loans.get(id))?.state).toBe('quarantined');
+    await expect.poll(async () => (await rt.store.loans.get(coreRefuses))?.state, { timeout: 15_000 }).toBe('quarantined');
     // A reconciliation run for the reconciliation pages (the daemon's own job, run now).
     await reconcileDaemonJob({ config: rt.config, platform: rt.platform, reads: rt.store.reports, core: rt.core, logger: silentLogger(), clock: systemClock }).run(new AbortController().signal);
     const base = daemon.adminUrl();
@@ -164,7 +164,7 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     expect(await op.getByTestId('own-request').count()).toBe(0); // an operator without the approver role sees no decision forms
     const requestUrl = op.url();
     await shot(op, 'request-pending');
-    for (const id of mappingFails) expect(rt.store.loans.get(id)?.state).toBe('quarantined'); // nothing runs before approval
+    for (const id of mappingFails) expect((await rt.store.loans.get(id))?.state).toBe('quarantined'); // nothing runs before approval
 
     // The mapping is fixed (what the operator's reason says).
     mapper.fail = () => null;
@@ -186,10 +186,10 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
       return ap.getByTestId('request-status').innerText();
     }, { timeout: 20_000 }).toBe('executed');
     for (const id of mappingFails) {
-      await expect.poll(() => rt.store.loans.get(id)?.state, { timeout: 20_000 }).toBe('acknowledged');
+      await expect.poll(async () => (await rt.store.loans.get(id))?.state, { timeout: 20_000 }).toBe('acknowledged');
       expect(core.loans.get(id)?.writes).toBe(1);
     }
-    expect(rt.store.loans.get(coreRefuses)?.state).toBe('quarantined'); // not in the filter: untouched
+    expect((await rt.store.loans.get(coreRefuses))?.state).toBe('quarantined'); // not in the filter: untouched
     await shot(ap, 'request-executed');
 
     // The audit log names both people; its CSV export works.
@@ -237,11 +237,11 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     await vi.goto(`${base}/console/loans/${encodeURIComponent(coreRefuses)}`);
     expect(await vi.locator('form[action="/console/requests"]').count()).toBe(0);
     const token = await vi.locator('input[name=_csrf]').first().inputValue();
-    const before = (await rt.store.db.prepare('SELECT COUNT(*) AS n FROM console_requests').get()) as { n: number };
+    const before = (await rt.store.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM console_requests'))!;
     const byHand = await vi.request.post(`${base}/console/requests`, { form: { _csrf: token, action: 'retry', loans: coreRefuses, reason: 'viewer tries' }, headers: { origin: base } });
     expect(byHand.status()).toBe(403);
-    expect(((await rt.store.db.prepare('SELECT COUNT(*) AS n FROM console_requests').get()) as { n: number }).n).toBe(before.n);
-    expect(rt.store.loans.get(coreRefuses)?.state).toBe('quarantined');
+    expect(((await rt.store.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM console_requests'))!).n).toBe(before.n);
+    expect((await rt.store.loans.get(coreRefuses))?.state).toBe('quarantined');
 
     // Nothing was loaded from anywhere but the console itself.
     expect(outside).toEqual([]);
@@ -273,7 +273,7 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     await daemon.start();
     await daemon.idle();
     const base = daemon.adminUrl() as string;
-    const boarded = rt.store.loans.list({ state: 'acknowledged' });
+    const boarded = await rt.store.loans.list({ state: 'acknowledged' });
     expect(boarded.length).toBeGreaterThan(0);
 
     const browser = await launchChromium(kit);
