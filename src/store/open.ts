@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
+import type pgModule from 'pg';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { openDatabase, type OpenDbOptions } from './db.js';
-import { migratePg } from './pg/schema.js';
 import { redactUrl } from './pg/url.js';
 import { StoreDb } from './sql.js';
 
@@ -28,7 +27,7 @@ export type OpenStoreOptions = Pick<OpenDbOptions, 'onWarning' | 'busyTimeoutMs'
  * with numbers, as on SQLite. A value beyond 2^53 would lose digits as a number, so it is refused
  * loudly instead (amounts of any size are stored as text: file_batches.principal_cents).
  */
-const storeTypes = {
+const storeTypes = (pg: typeof pgModule) => ({
   getTypeParser: (oid: number, format?: 'text' | 'binary') => {
     if (oid === 20 || oid === 1700) {
       return (v: string): number => {
@@ -39,7 +38,7 @@ const storeTypes = {
     }
     return pg.types.getTypeParser(oid, format ?? 'text') as (v: string) => unknown;
   },
-};
+});
 
 /** Why a PostgreSQL store could not be opened, naming the config key to fix. */
 export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): ConfigError {
@@ -62,6 +61,8 @@ export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgr
  */
 export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}): Promise<StoreDb> {
   if (target.engine === 'sqlite') return StoreDb.sqliteOn(openDatabase(target.path, opts));
+  // Loaded only for PostgreSQL: an embedded (SQLite) connector does not carry the driver in memory.
+  const [{ default: pg }, { migratePg }] = await Promise.all([import('pg'), import('./pg/schema.js')]);
   const ssl =
     target.ssl === 'disable'
       ? false
@@ -75,7 +76,7 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
     max: target.poolSize,
     application_name: opts.applicationName ?? 'boarding-connector',
     connectionTimeoutMillis: target.connectTimeoutMs,
-    types: storeTypes,
+    types: storeTypes(pg),
   });
   pool.on('error', (err) => {
     opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'idle PostgreSQL connection lost; the pool reconnects');
