@@ -122,8 +122,15 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
   out(
     ctx,
     `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once more (exit 0: nothing was written since); ` +
-      `then set store.engine: postgres and store.postgres.url: ${where} (the password in BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the fall-back until the bank has run on PostgreSQL.`,
+      `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the fall-back until the bank has run on PostgreSQL.`,
   );
+}
+
+/** The URL as it goes into store.postgres.url: the password belongs in BOARDING_STORE_PASSWORD. */
+function withoutPassword(url: string): string {
+  const u = new URL(url);
+  u.password = '';
+  return u.toString();
 }
 
 function printSummary(ctx: CliContext, rows: readonly TableComparison[]): void {
