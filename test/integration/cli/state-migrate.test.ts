@@ -203,6 +203,27 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     expect(r.error).toMatch(/copied and verified, but the SQLite state changed after the snapshot \([^)]*loans[^)]*\): .*Do not switch/);
   });
 
+  it('a serial sequence continues past SQLite\'s AUTOINCREMENT high-water mark, not just the highest row left (no event number is ever reused)', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'state-migrate-seq-'));
+    const path = join(own, 'state.sqlite');
+    const db = openDatabase(path);
+    const s = createBoardingStore(db);
+    await s.loans.insert({ id: 'A1', state: 'queued' }, T0);
+    // Events 2..500 existed once and were removed: SQLite never hands out those numbers again.
+    db.prepare("UPDATE sqlite_sequence SET seq = 500 WHERE name = 'loan_events'").run();
+    db.close();
+    const pg = await fresh();
+    const cfg = configs(own, path, pg.url);
+    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url])).code).toBe(0);
+    const store = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 1, connectTimeoutMs: 5000 });
+    try {
+      await createBoardingStore(store).loans.recordEvent('A1', { kind: 'ops', reason: 'after the move' }, T0 + 1);
+      expect((await createBoardingStore(store).loans.events('A1')).map((e) => e.seq)).toEqual([1, 501]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('bad --to: not a postgres URL (exit 2); an unreachable server names --to with the password hidden (exit 1)', async () => {
     const cfg = configs(dir, dbPath, 'postgres://x@127.0.0.1:1/none');
     const a = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', 'mysql://x/y']);
