@@ -9,6 +9,9 @@ import { openDatabase } from '../store/db.js';
 import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, nonEmptyTables, planTables, type TableComparison } from '../store/migrate-pg.js';
 import { openStore } from '../store/open.js';
 import { redactUrl } from '../store/pg/url.js';
+import { createDaemonStatusStore } from '../store/daemon-status.js';
+import { StoreDb } from '../store/sql.js';
+import { runningDaemons } from '../editloop/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {
   const state = program.command('state').description('back up and verify the state database (idempotency keys, strike ledger, loan history)');
@@ -77,6 +80,12 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
   });
   ctx.onClose(() => target.close());
   const plans = await planTables(src, target);
+  if (!verifyOnly) {
+    // Online is allowed (the copy is one snapshot), but what the daemon writes after it is not copied.
+    for (const d of await runningDaemons(createDaemonStatusStore(StoreDb.sqliteOn(src)), ctx.clock.now())) {
+      out(ctx, `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`);
+    }
+  }
   out(ctx, `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`);
 
   const snapshot = await inSqliteSnapshot(src, async () => {

@@ -7,7 +7,7 @@
  * that land after the snapshot are detected.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -187,6 +187,8 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     const cfg = configs(dir, dbPath, pg.url);
     const writerDb = openDatabase(dbPath);
     const s = createBoardingStore(writerDb);
+    // The "daemon" says it runs (this process, this host): the command notes it before copying.
+    await s.daemon.publish({ owner: 'daemon-under-test', pid: process.pid, host: hostname(), startedAt: Date.now(), updatedAt: Date.now(), mappingVersion: 'v1', mappingDir: '/m', reloadError: null });
     let n = 0;
     const writer = setInterval(() => {
       n += 1;
@@ -195,7 +197,9 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     const r = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url]);
     clearInterval(writer);
     await s.write(() => Promise.resolve());
+    await s.daemon.remove('daemon-under-test');
     writerDb.close();
+    expect(r.stdout).toContain(`note: a daemon (pid ${process.pid} on ${hostname()}) is running on ${dbPath}`);
     expect(n).toBeGreaterThan(0);
     expect(r.code).toBe(1);
     // The copy itself is consistent: every table verifies against the snapshot.
