@@ -5,6 +5,13 @@ import { backupDatabase, verifyDatabase } from '../store/backup.js';
 import { openState } from '../app/session.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
+import { openDatabase } from '../store/db.js';
+import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, nonEmptyTables, planTables, type TableComparison } from '../store/migrate-pg.js';
+import { openStore } from '../store/open.js';
+import { redactUrl } from '../store/pg/url.js';
+import { createDaemonStatusStore } from '../store/daemon-status.js';
+import { StoreDb } from '../store/sql.js';
+import { runningDaemons } from '../editloop/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {
   const state = program.command('state').description('back up and verify the state database (idempotency keys, strike ledger, loan history)');
@@ -35,4 +42,113 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       else if (v.ok) out(ctx, `ok: ${file} (schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
       if (!v.ok) throw new FatalError(`${file} does not verify:\n  ${v.problems.join('\n  ')}`);
     });
+  state
+    .command('migrate')
+    .description('copies the SQLite state (store.path) into an empty PostgreSQL database, online, and verifies the copy table by table')
+    .requiredOption('--to <url>', 'the PostgreSQL database (postgres://user@host:5432/db; the password in BOARDING_STORE_PASSWORD or store.postgres.password)')
+    .option('--verify-only', 'copy nothing: compare the SQLite state with the PostgreSQL database (row counts and content digests)')
+    .action(async (opts: { to: string; verifyOnly?: boolean }) => {
+      await migrateState(ctx, opts.to, opts.verifyOnly === true);
+    });
+}
+
+async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): Promise<void> {
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError('--to: expected a postgres:// or postgresql:// URL');
+  const config = ctx.config();
+  const where = redactUrl(url);
+  const path = resolve(config.store.path);
+  if (!existsSync(path)) throw new UsageError(`store.path: there is no SQLite state at ${path} to migrate`);
+  // Brought to this connector's schema first (as any command does), so both sides have the same tables.
+  const src = openDatabase(path, { onWarning: (m) => ctx.logger().warn(m) });
+  ctx.onClose(() => {
+    if (src.open) src.close();
+  });
+  const pgConf = config.store.postgres;
+  const target = await openStore(
+    {
+      engine: 'postgres',
+      url,
+      ...(pgConf.password !== undefined ? { password: pgConf.password } : {}),
+      ssl: pgConf.ssl,
+      ...(pgConf.sslRootCert !== undefined ? { sslRootCert: pgConf.sslRootCert } : {}),
+      poolSize: 2,
+      connectTimeoutMs: pgConf.connectTimeoutMs,
+    },
+    { logger: ctx.logger(), applicationName: 'boarding-connector state migrate' },
+  ).catch((err: unknown) => {
+    throw new FatalError((err as Error).message.replace(/^store\.postgres\.url:/, '--to:'));
+  });
+  ctx.onClose(() => target.close());
+  const plans = await planTables(src, target);
+  if (!verifyOnly) {
+    // Online is allowed (the copy is one snapshot), but what the daemon writes after it is not copied.
+    for (const d of await runningDaemons(createDaemonStatusStore(StoreDb.sqliteOn(src)), ctx.clock.now())) {
+      out(ctx, `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`);
+    }
+  }
+  out(ctx, `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`);
+
+  const snapshot = await inSqliteSnapshot(src, async () => {
+    if (!verifyOnly) {
+      await target.write(async () => {
+        const used = await nonEmptyTables(target, plans);
+        if (used.length > 0) {
+          throw new FatalError(
+            `--to: ${where} already holds a state (rows in ${used.join(', ')}); state migrate copies only into an empty database and never merges into or overwrites one. ` +
+              'Create a fresh database (or drop this one and create it again) and run it again; to compare the two, use --verify-only.',
+          );
+        }
+        await copyTables(src, target, plans, (table, rows) => out(ctx, `copied ${table}: ${rows} rows`));
+      });
+    }
+    const sqlite = digestSqlite(src, plans);
+    const postgres = await digestPostgres(target, plans);
+    return compareDigests(plans, sqlite, postgres);
+  });
+  printSummary(ctx, snapshot);
+  const differ = snapshot.filter((t) => !t.same).map((t) => t.table);
+  if (differ.length > 0) {
+    throw new FatalError(`verification failed: ${differ.join(', ')} ${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`);
+  }
+  if (verifyOnly) {
+    out(ctx, `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows`);
+    return;
+  }
+  // The copy is of the snapshot; a process that kept writing the SQLite file since would lose
+  // those writes at the switch. The live file is digested again to tell.
+  const live = await inSqliteSnapshot(src, () => Promise.resolve(digestSqlite(src, plans)));
+  const changed = snapshot.filter((t) => {
+    const l = live.get(t.table);
+    return l === undefined || l.rows !== t.sqlite.rows || l.digest !== t.sqlite.digest;
+  });
+  if (changed.length > 0) {
+    throw new FatalError(
+      `copied and verified, but the SQLite state changed after the snapshot (${changed.map((t) => t.table).join(', ')}): a process (the daemon?) is still writing ${path}. ` +
+        `Do not switch: stop the daemon, then migrate again into a fresh, empty database (${where} now holds the snapshot).`,
+    );
+  }
+  out(ctx, `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and verified; ${path} did not change meanwhile`);
+  out(
+    ctx,
+    `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once more (exit 0: nothing was written since); ` +
+      `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the fall-back until the bank has run on PostgreSQL.`,
+  );
+}
+
+/** The URL as it goes into store.postgres.url: the password belongs in BOARDING_STORE_PASSWORD. */
+function withoutPassword(url: string): string {
+  const u = new URL(url);
+  u.password = '';
+  return u.toString();
+}
+
+function printSummary(ctx: CliContext, rows: readonly TableComparison[]): void {
+  const w = Math.max(5, ...rows.map((r) => r.table.length));
+  out(ctx, `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`);
+  for (const r of rows) {
+    out(
+      ctx,
+      `${r.table.padEnd(w)}  ${String(r.sqlite.rows).padStart(11)}  ${String(r.postgres.rows).padStart(13)}  ${r.sqlite.digest.slice(0, 12).padEnd(19)}  ${r.same ? 'same' : `DIFFERS (postgres ${r.postgres.digest.slice(0, 12)})`}`,
+    );
+  }
 }
