@@ -7,7 +7,12 @@
  */
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { createConnectorDaemon } from '../../../../src/app/daemon.js';
+import { buildRuntime, type BoardingRuntime } from '../../../../src/app/runtime.js';
 import { openStoreWaiting } from '../../../../src/app/store-wait.js';
+import type { CycleSummary } from '../../../../src/boarding/cycle.js';
+import { loadConfig } from '../../../../src/config/load.js';
 import { createCliContext } from '../../../../src/cli/context.js';
 import { buildProgram } from '../../../../src/cli/program.js';
 import { systemClock } from '../../../../src/lib/clock.js';
@@ -60,7 +65,7 @@ function capture(): { logger: ReturnType<typeof createLogger>; lines: () => Arra
   };
 }
 
-const target = (): StoreTarget => ({ engine: 'postgres', url: proxiedUrl, ssl: 'disable', poolSize: 2, connectTimeoutMs: 2_000 });
+const target = (): Extract<StoreTarget, { engine: 'postgres' }> => ({ engine: 'postgres', url: proxiedUrl, ssl: 'disable', poolSize: 2, connectTimeoutMs: 2_000 });
 
 describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL at start', () => {
   it('serves /healthz and a 503 /readyz naming store.postgres.url, retries with backoff, logs the failure once, opens when the server answers', async () => {
@@ -231,4 +236,84 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
     }
     expect(await outcome).toBe('exited 0');
   }, 60_000);
+});
+
+describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
+  it('a cycle during the outage fails without marking loans, /readyz says why; the next cycle after it returns boards them (regression: a cycle failing on the database before the lease left the runner "already running" for good)', async () => {
+    const p: TestPlatform = await startTestPlatform({ loans: 6, releaseRatio: 0, seed: 12, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+    const outage = await createTestDatabase({ migrate: false });
+    const socketDir = new URL(pgUrl!).searchParams.get('host')!;
+    const link = await startTcpSwitch({ path: `${socketDir}/.s.PGSQL.5432` }, 'on');
+    const url = `postgresql://postgres@127.0.0.1:${link.port}${new URL(outage.url).pathname}`;
+    const cfg = writeConnectorConfig(p, {
+      windowMs: 2000,
+      readsPerWindow: 200,
+      writesPerWindow: 60,
+      extra: {
+        store: { engine: 'postgres', postgres: { url, ssl: 'disable', connectTimeoutMs: 2000 } },
+        customers: { tinHashKey: 'store-wait-test-key-0123456789' },
+        webhooks: { host: '127.0.0.1', port: 0 },
+        admin: { host: '127.0.0.1', port: 0 },
+        schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *' },
+      },
+    });
+    const config = loadConfig({ env: {}, filePath: cfg.configPath, fileText: readFileSync(cfg.configPath, 'utf8') });
+    const log = capture();
+    let rt: BoardingRuntime | undefined;
+    let daemon: ReturnType<typeof createConnectorDaemon> | undefined;
+    const observer = outage.pool('observer', 1);
+    const states = async (): Promise<Record<string, string>> =>
+      Object.fromEntries((await observer.query<{ id: string; state: string }>('SELECT id, state FROM loans')).rows.map((r) => [r.id, r.state]));
+    try {
+      rt = await buildRuntime(config, log.logger, { clock: systemClock });
+      const cycles: CycleSummary[] = [];
+      daemon = createConnectorDaemon(rt, { onCycle: (s) => void cycles.push(s) });
+      await daemon.start();
+      const admin = daemon.adminUrl()!;
+      const release = async (ids: string[]): Promise<void> => {
+        for (const id of ids) expect((await fetch(`${p.sandbox.adminUrl}/loans/${id}/release`, { method: 'POST' })).status).toBe(200);
+      };
+      const all = ((await (await fetch(`${p.sandbox.adminUrl}/loans?released=false`)).json()) as { data: Array<{ id: string }> }).data.map((l) => l.id);
+      expect(all).toHaveLength(6);
+      await release(all.slice(0, 3));
+      daemon.triggerCycle('test: first loans');
+      await vi.waitFor(async () => expect(Object.values(await states()).filter((s) => s === 'acknowledged')).toHaveLength(3), { timeout: 30_000, interval: 100 });
+      const before = await states();
+
+      // The database goes away (every open connection cut, new ones reset); more loans are released.
+      link.off();
+      const waiting = all.slice(3);
+      await release(waiting);
+      const failedBefore = log.lines().filter((l) => l.msg.includes('boarding cycle failed')).length;
+      const cyclesBefore = cycles.length;
+      daemon.triggerCycle('test: database away');
+      await vi.waitFor(() => expect(log.lines().filter((l) => l.msg.includes('boarding cycle failed')).length + cycles.length).toBeGreaterThan(failedBefore + cyclesBefore), {
+        timeout: 30_000,
+        interval: 50,
+      });
+      const notReady = await fetch(`${admin}/readyz`);
+      expect(notReady.status).toBe(503);
+      const body = (await notReady.json()) as { checks: { database: { ok: boolean; detail?: string } } };
+      expect(body.checks.database.ok).toBe(false);
+      // Nothing acknowledged on the platform for the new loans while the database was away.
+      const acksDuring = (await p.counters()).acks;
+      for (const id of waiting) expect(acksDuring[id] ?? 0).toBe(0);
+
+      // Back: nothing was marked during the outage; the next cycle boards the new loans, each once.
+      link.on();
+      expect(await states()).toEqual(before);
+      await vi.waitFor(async () => expect(((await (await fetch(`${admin}/readyz`)).json()) as typeof body).checks.database.ok).toBe(true), { timeout: 15_000, interval: 100 });
+      daemon.triggerCycle('test: database back');
+      // Before the fix every later cycle failed with "a boarding cycle is already running".
+      await vi.waitFor(async () => expect(Object.values(await states()).filter((s) => s === 'acknowledged')).toHaveLength(6), { timeout: 30_000, interval: 100 });
+      expect(Object.values((await p.counters()).acks)).toEqual([1, 1, 1, 1, 1, 1]);
+      expect(daemon.adminUrl()).not.toBeNull();
+    } finally {
+      await daemon?.stop();
+      await rt?.close();
+      await link.close();
+      await outage.drop();
+      await p.close();
+    }
+  }, 90_000);
 });
