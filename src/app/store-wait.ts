@@ -56,7 +56,7 @@ export async function openStoreWaiting(target: StoreTarget, opts: StoreWaitOptio
       try {
         const db = await open(target, openOpts);
         if (lastError) {
-          logger.info({ attempts, waitedMs: clock.now() - failingSince }, 'state store reachable: starting the daemon');
+          logger.info({ attempts, waitedMs: clock.now() - failingSince }, 'the state store answers: starting the daemon');
         }
         return db;
       } catch (err) {

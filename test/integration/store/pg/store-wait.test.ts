@@ -129,7 +129,7 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
     const store = (await opening)!;
     try {
       expect(await store.writeBlocker()).toBeNull();
-      expect(log.lines().some((l) => l.msg.includes('state store reachable'))).toBe(true);
+      expect(log.lines().some((l) => l.msg.includes('the state store answers'))).toBe(true);
       // The waiting listener is gone: the daemon's own admin listener takes the port.
       await expect(fetch(`${adminUrl}/healthz`)).rejects.toThrow();
     } finally {
