@@ -51,6 +51,8 @@ export interface RuntimeOverrides {
   platform?: PlatformApi;
   core?: CoreSystem;
   mapper?: Mapper;
+  /** The state store, already open (`run` waits for it: src/app/store-wait.ts); closed with the runtime. */
+  db?: StoreDb;
 }
 
 /** The bank's mapping options from config (fixtures use their own). */
@@ -105,7 +107,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   if (config.core.adapter === 'file' && config.core.file.csvBatches && mapper.layout === undefined) {
     logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
   }
-  const db = await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger });
+  const db = overrides.db ?? (await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger }));
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
   let store: BoardingStore;

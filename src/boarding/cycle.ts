@@ -381,6 +381,17 @@ export function createCycleRunner(deps: CycleDeps) {
     const stop = AbortSignal.any([opts.stop ?? NEVER, leaseLost.signal]);
     const abort = AbortSignal.any([opts.abort ?? NEVER, leaseLost.signal]);
     const started = clock.now();
+    // Everything before the lease is taken resets `running` if the database fails (it went away
+    // mid-run): otherwise every later cycle would refuse as "already running" until a restart.
+    let states: CycleSummary['states'];
+    let lease: Awaited<ReturnType<typeof store.leases.acquire>>;
+    try {
+      states = await store.loans.countByState();
+      lease = await store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
+    } catch (err) {
+      running = false;
+      throw err;
+    }
     const summary: CycleSummary = {
       reason: opts.reason,
       startedAt: new Date(started).toISOString(),
@@ -399,16 +410,9 @@ export function createCycleRunner(deps: CycleDeps) {
       coreOutage: null,
       busy: null,
       leaseLost: false,
-      states: await store.loans.countByState(),
+      states,
       problems: [],
     };
-    let lease: Awaited<ReturnType<typeof store.leases.acquire>>;
-    try {
-      lease = await store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
-    } catch (err) {
-      running = false;
-      throw err;
-    }
     if (!lease.ok) {
       running = false;
       summary.busy = { pid: lease.holder.pid, host: lease.holder.host, since: new Date(lease.holder.acquiredAt).toISOString() };

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { buildRuntime } from '../app/runtime.js';
+import { openStoreWaiting } from '../app/store-wait.js';
+import { storeTarget } from '../app/store-target.js';
 import { fatalSentence } from '../boarding/board-loan.js';
 import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
@@ -10,12 +12,28 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
     .description('daemon: scheduled queue drain (schedule.drain), early cycles on webhooks, nightly reconcile; SIGHUP reloads the mapping set; SIGTERM drains and exits 0')
     .addHelpText(
       'after',
-      '\nOn SIGTERM/SIGINT it stops taking loans, lets steps in flight finish for up to boarding.shutdownTimeoutMs\n(each loan resumes from its persisted state otherwise), closes servers and the database and exits 0.\nA second signal exits at once. SIGHUP lints and loads the mapping set on disk (a broken one is refused).\nExit 1 when the platform refuses the API key.',
+      '\nOn SIGTERM/SIGINT it stops taking loans, lets steps in flight finish for up to boarding.shutdownTimeoutMs\n(each loan resumes from its persisted state otherwise), closes servers and the database and exits 0.\nA second signal exits at once. SIGHUP lints and loads the mapping set on disk (a broken one is refused).\nExit 1 when the platform refuses the API key.\nWith store.engine postgres, an unreachable server or a refused login at start keeps the process up:\n/healthz answers, /readyz answers 503 with the reason, and the store is retried with backoff (1 s to 1 min).',
     )
     .action(async () => {
       const config = ctx.config();
       const logger = ctx.logger();
-      const rt = await buildRuntime(config, logger, { clock: ctx.clock });
+      // An unreachable PostgreSQL (or a refused login) at start: stay up, /readyz 503 with the
+      // reason, retry with backoff; the daemon starts once the database answers.
+      const db = await openStoreWaiting(storeTarget(config), {
+        clock: ctx.clock,
+        logger,
+        signal: ctx.shutdown,
+        admin: { host: config.admin.host, port: config.admin.port },
+        onWarning: (m) => logger.warn(m),
+      });
+      if (!db) return;
+      let rt;
+      try {
+        rt = await buildRuntime(config, logger, { clock: ctx.clock, db });
+      } catch (err) {
+        await db.close();
+        throw err;
+      }
       ctx.onClose(() => rt.close());
       // Loaded here: one-shot commands never load the daemon's HTTP stack, metrics and scheduler.
       const { createConnectorDaemon } = await import('../app/daemon.js');

@@ -40,16 +40,24 @@ const storeTypes = (pg: typeof pgModule) => ({
   },
 });
 
+/**
+ * The PostgreSQL server could not be reached or refused the login (unreachable, wrong password,
+ * no such database): the message names the key to fix. A ConfigError, so a one-shot command exits
+ * 1; `run` waits and retries instead (src/app/store-wait.ts): the database may come back, or the
+ * password be fixed on the server, without restarting the connector.
+ */
+export class StoreUnavailableError extends ConfigError {}
+
 /** Why a PostgreSQL store could not be opened, naming the config key to fix. */
-export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): ConfigError {
+export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): StoreUnavailableError {
   const e = err as { code?: string; message?: string };
   const where = redactUrl(target.url);
   const msg = (e.message ?? String(err)).replace(/postgres(ql)?:\/\/[^\s]+/g, (u) => redactUrl(u));
   if (e.code === '28P01' || e.code === '28000') {
-    return new ConfigError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login: ${msg}`);
+    return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login: ${msg}`);
   }
-  if (e.code === '3D000') return new ConfigError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
-  return new ConfigError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);
+  if (e.code === '3D000') return new StoreUnavailableError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
+  return new StoreUnavailableError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);
 }
 
 /**
