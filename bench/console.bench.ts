@@ -16,51 +16,14 @@ import { consoleSchema } from '../src/config/schema.js';
 import { createConsoleService } from '../src/console/console-service.js';
 import type { ExceptionQuery } from '../src/console/service.js';
 import { silentLogger } from '../src/lib/logger.js';
-import { searchKey } from '../src/lib/search-key.js';
 import { createConsoleStore } from '../src/store/console.js';
 import { openDatabase } from '../src/store/db.js';
+import { buildExceptionStore, NOW } from './console-store.js';
 import { createBoardingStore } from '../src/store/index.js';
 import { FakeClock } from '../test/support/fake-clock.js';
 
 const N = Number(process.env['CONSOLE_BENCH_LOANS'] ?? 100_000);
-const DAY = 86_400_000;
-const NOW = Date.parse('2026-11-25T12:00:00Z');
-const REASONS = ['mapping', 'validation', 'core_rejected', 'retries_exhausted', 'contradictory'];
 
-function build(path: string, n: number): void {
-  const db = openDatabase(path);
-  const ins = db.prepare(
-    `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, attempts, cents_amount, product_id, mapping_version,
-                        released_at_iso, borrower_name, borrower_key, last_error_code, last_error_message, queue_item, created_at, updated_at)
-     VALUES (@id, @number, @state, @reason, @review, 1, @amount, @product, 'generic@1.4.0', @released, @name, @key, @code, @message, @item, @at, @at)`,
-  );
-  const batch = db.transaction((from: number, to: number) => {
-    for (let i = from; i < to; i++) {
-      const k = i % 20;
-      const quarantined = k < 5;
-      const review = k === 5 || k === 6;
-      const at = NOW - (i % 30) * DAY - (i % 1000) * 1000;
-      ins.run({
-        id: `loan_${String((i * 7919) % n).padStart(7, '0')}_${i}`,
-        number: `LN-${i}`,
-        state: quarantined ? 'quarantined' : 'acknowledged',
-        reason: quarantined ? REASONS[i % REASONS.length] : null,
-        review: review ? 1 + (i % 3) : 0,
-        amount: 1_000_000 + ((i * 7919) % 500_000_000),
-        product: `prod_${i % 7}`,
-        released: new Date(at - DAY).toISOString(),
-        name: `Borrower ${i} Holdings LLC`,
-        key: searchKey(`Borrower ${i} Holdings LLC`),
-        code: quarantined ? 'mapping_error' : null,
-        message: quarantined ? 'paymentFrequency "irregular" has no core code (mappings/generic/loan.yaml:41)' : null,
-        item: JSON.stringify({ id: `loan_${i}`, purposeNarrative: 'x'.repeat(300) }),
-        at,
-      });
-    }
-  });
-  for (let i = 0; i < n; i += 10_000) batch(i, Math.min(n, i + 10_000));
-  db.close();
-}
 
 async function time(fn: () => Promise<unknown>): Promise<{ cold: number; median: number }> {
   const t0 = performance.now();
@@ -81,7 +44,7 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
   try {
     const path = join(dir, 'state.sqlite');
     const t0 = performance.now();
-    build(path, n);
+    buildExceptionStore(path, n);
     process.stdout.write(`store of ${n} loans built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
     const db = openDatabase(path);
     const service = createConsoleService({

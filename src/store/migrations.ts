@@ -8,6 +8,37 @@
  */
 export type Migration = string | { sqlite: string; postgres: string };
 
+/** Migration 13's request tables (four eyes), written once: SQLite as is, PostgreSQL through pgMigrationSql. */
+const CONSOLE_REQUEST_TABLES = `
+  CREATE TABLE console_requests (
+    id            TEXT PRIMARY KEY,
+    action        TEXT NOT NULL,              -- retry|skip|reboard|seal|strike_clear
+    filter        TEXT,                       -- JSON of the exception filter, when made by filter
+    batch         TEXT,                       -- seal: the open batch the maker saw
+    preview_count INTEGER NOT NULL,           -- loans covered when made (frozen)
+    reason        TEXT NOT NULL,
+    maker         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    status        TEXT NOT NULL,              -- pending|approved|executed|rejected|failed
+    decided_by    TEXT,
+    decided_at    INTEGER,
+    decision_note TEXT,
+    claimed_by    TEXT,                       -- the executor running it (one at a time)
+    claimed_at    INTEGER,
+    executed_at   INTEGER,
+    result        TEXT                        -- JSON {done, failed, detail}
+  );
+  CREATE INDEX console_requests_created ON console_requests (created_at, id);
+  CREATE INDEX console_requests_open ON console_requests (status, created_at) WHERE status IN ('pending', 'approved');
+  CREATE TABLE console_request_loans (
+    request_id TEXT NOT NULL,
+    loan_id    TEXT NOT NULL,
+    from_state TEXT,                          -- the loan's state when the request was made: it acts only on a loan still in it
+    PRIMARY KEY (request_id, loan_id)
+  );
+  CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
+`;
+
 export const MIGRATIONS: readonly Migration[] = [
   /* 1: initial schema */ `
   CREATE TABLE loans (
@@ -310,34 +341,7 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX loans_exc_id ON loans (id) WHERE exception_reason IS NOT NULL;
   CREATE INDEX loans_loan_number ON loans (loan_number);
 
-  CREATE TABLE console_requests (
-    id            TEXT PRIMARY KEY,
-    action        TEXT NOT NULL,              -- retry|skip|reboard|seal|strike_clear
-    filter        TEXT,                       -- JSON of the exception filter, when made by filter
-    batch         TEXT,                       -- seal: the open batch the maker saw
-    preview_count INTEGER NOT NULL,           -- loans covered when made (frozen)
-    reason        TEXT NOT NULL,
-    maker         TEXT NOT NULL,
-    created_at    INTEGER NOT NULL,
-    status        TEXT NOT NULL,              -- pending|approved|executed|rejected|failed
-    decided_by    TEXT,
-    decided_at    INTEGER,
-    decision_note TEXT,
-    claimed_by    TEXT,                       -- the executor running it (one at a time)
-    claimed_at    INTEGER,
-    executed_at   INTEGER,
-    result        TEXT                        -- JSON {done, failed, detail}
-  );
-  CREATE INDEX console_requests_created ON console_requests (created_at, id);
-  CREATE INDEX console_requests_open ON console_requests (status, created_at) WHERE status IN ('pending', 'approved');
-  CREATE TABLE console_request_loans (
-    request_id TEXT NOT NULL,
-    loan_id    TEXT NOT NULL,
-    from_state TEXT,                          -- the loan's state when the request was made: it acts only on a loan still in it
-    PRIMARY KEY (request_id, loan_id)
-  );
-  CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
-  CREATE TABLE console_audit (
+${CONSOLE_REQUEST_TABLES}  CREATE TABLE console_audit (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     at         INTEGER NOT NULL,
     actor      TEXT NOT NULL,
@@ -388,34 +392,7 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX loans_exc_id ON loans (id) WHERE exception_reason IS NOT NULL;
   CREATE INDEX loans_loan_number ON loans (loan_number);
 
-  CREATE TABLE console_requests (
-    id            TEXT PRIMARY KEY,
-    action        TEXT NOT NULL,              -- retry|skip|reboard|seal|strike_clear
-    filter        TEXT,                       -- JSON of the exception filter, when made by filter
-    batch         TEXT,                       -- seal: the open batch the maker saw
-    preview_count BIGINT NOT NULL,           -- loans covered when made (frozen)
-    reason        TEXT NOT NULL,
-    maker         TEXT NOT NULL,
-    created_at    BIGINT NOT NULL,
-    status        TEXT NOT NULL,              -- pending|approved|executed|rejected|failed
-    decided_by    TEXT,
-    decided_at    BIGINT,
-    decision_note TEXT,
-    claimed_by    TEXT,                       -- the executor running it (one at a time)
-    claimed_at    BIGINT,
-    executed_at   BIGINT,
-    result        TEXT                        -- JSON {done, failed, detail}
-  );
-  CREATE INDEX console_requests_created ON console_requests (created_at, id);
-  CREATE INDEX console_requests_open ON console_requests (status, created_at) WHERE status IN ('pending', 'approved');
-  CREATE TABLE console_request_loans (
-    request_id TEXT NOT NULL,
-    loan_id    TEXT NOT NULL,
-    from_state TEXT,                          -- the loan's state when the request was made: it acts only on a loan still in it
-    PRIMARY KEY (request_id, loan_id)
-  );
-  CREATE INDEX console_request_loans_loan ON console_request_loans (loan_id);
-  CREATE TABLE console_audit (
+${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
     seq        BIGSERIAL PRIMARY KEY,
     at         BIGINT NOT NULL,
     actor      TEXT NOT NULL,
