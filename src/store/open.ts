@@ -48,6 +48,15 @@ const storeTypes = (pg: typeof pgModule) => ({
  */
 export class StoreUnavailableError extends ConfigError {}
 
+/** The CA bundle store.postgres.sslRootCert names; a file that cannot be read is a config error naming the key. */
+function readRootCert(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`store.postgres.sslRootCert: cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
 /** Why a PostgreSQL store could not be opened, naming the config key to fix. */
 export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): StoreUnavailableError {
   const e = err as { code?: string; message?: string };
@@ -76,7 +85,7 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
       ? false
       : target.ssl === 'require'
         ? { rejectUnauthorized: false }
-        : { rejectUnauthorized: true, ...(target.sslRootCert ? { ca: readFileSync(target.sslRootCert, 'utf8') } : {}) };
+        : { rejectUnauthorized: true, ...(target.sslRootCert ? { ca: readRootCert(target.sslRootCert) } : {}) };
   const pool = new pg.Pool({
     connectionString: target.url,
     ...(target.password !== undefined ? { password: target.password } : {}),

@@ -163,7 +163,7 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
         { ...target(), ssl: 'verify-full', sslRootCert: '/nonexistent/ca.pem' },
         { clock: new FakeClock(), logger: capture().logger, signal: new AbortController().signal, admin: { host: '127.0.0.1', port: 0 }, onWaiting: () => (waited = true) },
       ),
-    ).rejects.toThrow(/ca\.pem/);
+    ).rejects.toThrow(/store\.postgres\.sslRootCert: cannot read \/nonexistent\/ca\.pem/);
     expect(waited).toBe(false);
   });
 
