@@ -8,8 +8,10 @@ import type { PlatformClient } from '../platform/client.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
 import { openRateStateFor, type RateStateStore } from '../store/rate-state.js';
+import { openDatabase } from '../store/db.js';
 import { openStore } from '../store/open.js';
-import type { StoreDb } from '../store/sql.js';
+import { StoreDb } from '../store/sql.js';
+import { createDaemonStatusStore, type DaemonStatusStore } from '../store/daemon-status.js';
 import { storeTarget } from './store-target.js';
 import { createCore, fileBatchesFromConfig } from './core.js';
 import { platformClientFromConfig } from './platform.js';
@@ -81,4 +83,31 @@ export function openCore(scope: CommandScope, db?: StoreDb): CoreSystem {
 export async function openFileBatches(scope: CommandScope, layout: Layout): Promise<FileBatches | undefined> {
   const { db } = await openState(scope);
   return fileBatchesFromConfig(scope.config(), { logger: scope.logger(), clock: scope.clock, db, layout: () => layout });
+}
+
+/**
+ * The two ends of `state migrate`: the SQLite state at `path` (brought to this connector's schema
+ * first, as any command does, so both sides have the same tables) and a PostgreSQL store at `url`
+ * with store.postgres's password and TLS settings. Both are closed with the command.
+ */
+export async function openStateMigration(scope: CommandScope, path: string, url: string): Promise<{ src: ReturnType<typeof openDatabase>; target: StoreDb; srcDaemons: DaemonStatusStore }> {
+  const src = openDatabase(path, { onWarning: (m) => scope.logger().warn(m) });
+  scope.onClose(() => {
+    if (src.open) src.close();
+  });
+  const pgConf = scope.config().store.postgres;
+  const target = await openStore(
+    {
+      engine: 'postgres',
+      url,
+      ...(pgConf.password !== undefined ? { password: pgConf.password } : {}),
+      ssl: pgConf.ssl,
+      ...(pgConf.sslRootCert !== undefined ? { sslRootCert: pgConf.sslRootCert } : {}),
+      poolSize: 2,
+      connectTimeoutMs: pgConf.connectTimeoutMs,
+    },
+    { logger: scope.logger(), applicationName: 'boarding-connector state migrate' },
+  );
+  scope.onClose(() => target.close());
+  return { src, target, srcDaemons: createDaemonStatusStore(StoreDb.sqliteOn(src)) };
 }

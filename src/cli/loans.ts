@@ -17,7 +17,7 @@ import { accountNumbersFromConfig } from '../boarding/identity.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { QUARANTINE_REASONS, RETRYABLE_STATES, SKIPPABLE_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 
-async function openStore(ctx: CliContext): Promise<BoardingStore> {
+async function loanStore(ctx: CliContext): Promise<BoardingStore> {
   return (await openState(ctx)).store;
 }
 
@@ -76,7 +76,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
       }
       const limit = opts.limit === undefined ? undefined : Number(opts.limit);
       if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) throw new UsageError(`--limit: expected a whole number ≥ 1, got ${JSON.stringify(opts.limit)}`);
-      const store = await openStore(ctx);
+      const store = await loanStore(ctx);
       const rows = await store.loans.list({
         ...(opts.state !== undefined && isLoanState(opts.state) ? { state: opts.state } : {}),
         ...(limit ? { limit } : {}),
@@ -115,7 +115,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .argument('<id>', 'platform loan id')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const store = await openStore(ctx);
+      const store = await loanStore(ctx);
       const h = await gatherLoanHistory(store, id, ctx.clock.now());
       if (!h) throw new UsageError(`no loan ${id} in the state database (see \`loans list\`)`);
       const { row, events, keys, daemon, customers, accountNumber } = h;
@@ -177,7 +177,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .addHelpText('after', '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done). One loan that cannot be retried stops them all (exit 2).')
     .action(async (ids: string[], opts: { all?: boolean; reason?: string; since?: string; state?: string; by?: string; dryRun?: boolean; yes?: boolean }) => {
       const actor = opts.dryRun === true ? null : actorOf(ctx, opts.by);
-      const store = await openStore(ctx);
+      const store = await loanStore(ctx);
       const now = ctx.clock.now();
       let targets: string[];
       if (opts.all === true) {
@@ -286,7 +286,7 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--yes', 'more than boarding.confirmAbove loans: go ahead without asking')
     .addHelpText('after', '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done). One loan that cannot be skipped stops them all (exit 2).')
     .action(async (ids: string[], opts: { reason?: string; all?: boolean; state?: string; quarantineReason?: string; since?: string; by?: string; dryRun?: boolean; yes?: boolean }) => {
-      const store = await openStore(ctx);
+      const store = await loanStore(ctx);
       const now = ctx.clock.now();
       let targets: string[];
       if (opts.all === true) {

@@ -2,15 +2,11 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { backupDatabase, verifyDatabase } from '../store/backup.js';
-import { openState } from '../app/session.js';
+import { openState, openStateMigration } from '../app/session.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
-import { openDatabase } from '../store/db.js';
 import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, nonEmptyTables, planTables, type TableComparison } from '../store/migrate-pg.js';
-import { openStore } from '../store/open.js';
 import { redactUrl } from '../store/pg/url.js';
-import { createDaemonStatusStore } from '../store/daemon-status.js';
-import { StoreDb } from '../store/sql.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {
@@ -58,31 +54,13 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
   const where = redactUrl(url);
   const path = resolve(config.store.path);
   if (!existsSync(path)) throw new UsageError(`store.path: there is no SQLite state at ${path} to migrate`);
-  // Brought to this connector's schema first (as any command does), so both sides have the same tables.
-  const src = openDatabase(path, { onWarning: (m) => ctx.logger().warn(m) });
-  ctx.onClose(() => {
-    if (src.open) src.close();
-  });
-  const pgConf = config.store.postgres;
-  const target = await openStore(
-    {
-      engine: 'postgres',
-      url,
-      ...(pgConf.password !== undefined ? { password: pgConf.password } : {}),
-      ssl: pgConf.ssl,
-      ...(pgConf.sslRootCert !== undefined ? { sslRootCert: pgConf.sslRootCert } : {}),
-      poolSize: 2,
-      connectTimeoutMs: pgConf.connectTimeoutMs,
-    },
-    { logger: ctx.logger(), applicationName: 'boarding-connector state migrate' },
-  ).catch((err: unknown) => {
+  const { src, target, srcDaemons } = await openStateMigration(ctx, path, url).catch((err: unknown) => {
     throw new FatalError((err as Error).message.replace(/^store\.postgres\.url:/, '--to:'));
   });
-  ctx.onClose(() => target.close());
   const plans = await planTables(src, target);
   if (!verifyOnly) {
     // Online is allowed (the copy is one snapshot), but what the daemon writes after it is not copied.
-    for (const d of await runningDaemons(createDaemonStatusStore(StoreDb.sqliteOn(src)), ctx.clock.now())) {
+    for (const d of await runningDaemons(srcDaemons, ctx.clock.now())) {
       out(ctx, `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`);
     }
   }
