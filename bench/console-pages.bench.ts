@@ -18,26 +18,11 @@ import { startHttpServer } from '../src/http/server.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { createConsoleStore } from '../src/store/console.js';
 import { openDatabase } from '../src/store/db.js';
-import { buildExceptionStore, NOW } from './console-store.js';
+import { buildExceptionStore, NOW, timeIt } from './console-store.js';
 import { createBoardingStore } from '../src/store/index.js';
 import { FakeClock } from '../test/support/fake-clock.js';
 
 const N = Number(process.env['CONSOLE_BENCH_LOANS'] ?? 100_000);
-
-
-async function time(fn: () => Promise<unknown>): Promise<{ cold: number; median: number }> {
-  const t0 = performance.now();
-  await fn();
-  const cold = performance.now() - t0;
-  const runs: number[] = [];
-  for (let i = 0; i < 20; i++) {
-    const t = performance.now();
-    await fn();
-    runs.push(performance.now() - t);
-  }
-  runs.sort((a, b) => a - b);
-  return { cold, median: runs[10] as number };
-}
 
 async function measure(n: number): Promise<Record<string, { cold: number; median: number }>> {
   const dir = mkdtempSync(join(tmpdir(), 'console-pages-bench-'));
@@ -72,10 +57,10 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
     };
     try {
       return {
-        'queue page, viewer': await time(get(viewer, '/console/queue')),
-        'queue page, operator (+ 2 bulk previews)': await time(get(operator, '/console/queue')),
-        'queue page, operator, reason=core_rejected': await time(get(operator, '/console/queue?reason=core_rejected')),
-        'queue page, operator, sort=amount desc': await time(get(operator, '/console/queue?sort=amount&dir=desc')),
+        'queue page, viewer': await timeIt(get(viewer, '/console/queue')),
+        'queue page, operator (+ 2 bulk previews)': await timeIt(get(operator, '/console/queue')),
+        'queue page, operator, reason=core_rejected': await timeIt(get(operator, '/console/queue?reason=core_rejected')),
+        'queue page, operator, sort=amount desc': await timeIt(get(operator, '/console/queue?sort=amount&dir=desc')),
       };
     } finally {
       await server.close(0);

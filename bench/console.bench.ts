@@ -18,26 +18,11 @@ import type { ExceptionQuery } from '../src/console/service.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { createConsoleStore } from '../src/store/console.js';
 import { openDatabase } from '../src/store/db.js';
-import { buildExceptionStore, NOW } from './console-store.js';
+import { buildExceptionStore, NOW, timeIt } from './console-store.js';
 import { createBoardingStore } from '../src/store/index.js';
 import { FakeClock } from '../test/support/fake-clock.js';
 
 const N = Number(process.env['CONSOLE_BENCH_LOANS'] ?? 100_000);
-
-
-async function time(fn: () => Promise<unknown>): Promise<{ cold: number; median: number }> {
-  const t0 = performance.now();
-  await fn();
-  const cold = performance.now() - t0;
-  const runs: number[] = [];
-  for (let i = 0; i < 20; i++) {
-    const t = performance.now();
-    await fn();
-    runs.push(performance.now() - t);
-  }
-  runs.sort((a, b) => a - b);
-  return { cold, median: runs[10] as number };
-}
 
 async function measure(n: number): Promise<Record<string, { cold: number; median: number }>> {
   const dir = mkdtempSync(join(tmpdir(), 'console-bench-'));
@@ -63,15 +48,15 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
       deep = c;
     }
     const figures = {
-      'first page (age)': await time(page({})),
-      'first page, reason=core_rejected': await time(page({ reason: 'core_rejected' })),
-      'first page, sort=amount desc': await time(page({ sort: 'amount', dir: 'desc' })),
-      'first page, product=prod_3 & amount ≥ 2.5M': await time(page({ product: 'prod_3', minAmountCents: 250_000_000 })),
-      'first page, age ≥ 20 business days': await time(page({ minAgeDays: 20 })),
-      'search by name "borrower 4242 "': await time(page({ q: 'borrower 4242 ' })),
-      'search by loan number': await time(page({ q: `LN-${Math.floor(n / 2)}` })),
-      'deep page by cursor': await time(page(deep ? { cursor: deep } : {})),
-      'counts per reason by age': await time(() => service.exceptionCounts()),
+      'first page (age)': await timeIt(page({})),
+      'first page, reason=core_rejected': await timeIt(page({ reason: 'core_rejected' })),
+      'first page, sort=amount desc': await timeIt(page({ sort: 'amount', dir: 'desc' })),
+      'first page, product=prod_3 & amount ≥ 2.5M': await timeIt(page({ product: 'prod_3', minAmountCents: 250_000_000 })),
+      'first page, age ≥ 20 business days': await timeIt(page({ minAgeDays: 20 })),
+      'search by name "borrower 4242 "': await timeIt(page({ q: 'borrower 4242 ' })),
+      'search by loan number': await timeIt(page({ q: `LN-${Math.floor(n / 2)}` })),
+      'deep page by cursor': await timeIt(page(deep ? { cursor: deep } : {})),
+      'counts per reason by age': await timeIt(() => service.exceptionCounts()),
     };
     db.close();
     return figures;
