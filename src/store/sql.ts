@@ -124,6 +124,8 @@ const SQLITE_HANDLES = new WeakMap<Database.Database, StoreDb>();
 
 /** The advisory lock every PostgreSQL write transaction takes (any constant; 'boaw'). */
 const WRITE_LOCK = 0x626f6177;
+/** PostgreSQL: a write transaction left idle this long is ended by the server (see writeTx). */
+const WRITE_IDLE_TIMEOUT_MS = 15_000;
 
 export class StoreDb {
   readonly engine: Engine;
@@ -257,11 +259,14 @@ export class StoreDb {
         // run one at a time across every replica, as SQLite's IMMEDIATE lock makes them: each
         // repository's read-then-write (a lease, a number, a transition) stays race-free without
         // a retry loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
-        if (this.engine === 'postgres') await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`));
-        // A leader paused inside a fenced transaction (SIGSTOP, a long GC) holds the lease row FOR
-        // SHARE: the server ends the transaction after this long idle, so a takeover is not blocked.
-        if (this.engine === 'postgres' && fence && idleTimeoutMs !== undefined) {
-          await c.executeQuery(CompiledQuery.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.round(idleTimeoutMs))}`));
+        //
+        // A process paused inside a write transaction (SIGSTOP, a long GC, a hung host) holds that
+        // lock, and in a fenced one the lease row FOR SHARE: the server ends the transaction once it
+        // sits idle this long (the lease's TTL when fenced), so neither every other replica's
+        // writes nor a takeover wait for ever. set_config(…, true) is SET LOCAL, in the same round trip.
+        if (this.engine === 'postgres') {
+          const idle = Math.max(1, Math.round(fence && idleTimeoutMs !== undefined ? idleTimeoutMs : WRITE_IDLE_TIMEOUT_MS));
+          await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK}), set_config('idle_in_transaction_session_timeout', '${idle}', true)`));
         }
       });
       return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);
