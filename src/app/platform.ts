@@ -91,7 +91,7 @@ export interface RateAdmin {
  * The strike ledger of the state database: on SQLite its per-host tables, on PostgreSQL the ledger
  * shared by every replica (a clear there resumes every replica at its next call).
  */
-export function rateAdminFor(config: Pick<Config, 'platform'>, db: StoreDb, deps: { clock: Clock; logger?: Logger }): RateAdmin {
+export function rateAdminFor(config: { platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> }, db: StoreDb, deps: { clock: Clock; logger?: Logger }): RateAdmin {
   if (db.pool !== null) {
     const ledger = sharedRateLedger(config.platform, db.pool, deps);
     return {
