@@ -496,18 +496,19 @@ export class RateBudget {
   private flushStrikes(): Promise<void> {
     const ledger = this.ledger;
     if (ledger === null || this.pendingStrikes.length === 0) return this.flushing ?? Promise.resolve();
-    this.flushing ??= (async () => {
-      try {
-        while (this.pendingStrikes.length > 0) {
-          const s = this.pendingStrikes[0] as { bucket: Bucket; path: string; retryAfterMs: number };
-          const n = await ledger.recordRateLimited(s.bucket, { path: s.path, retryAfterMs: s.retryAfterMs });
-          this.pendingStrikes.shift();
-          this.setLedgerStrikes(n);
-        }
-      } finally {
-        this.flushing = null;
+    const run = async (): Promise<void> => {
+      while (this.pendingStrikes.length > 0) {
+        const s = this.pendingStrikes[0] as { bucket: Bucket; path: string; retryAfterMs: number };
+        const n = await ledger.recordRateLimited(s.bucket, { path: s.path, retryAfterMs: s.retryAfterMs });
+        this.pendingStrikes.shift();
+        this.setLedgerStrikes(n);
       }
-    })();
+    };
+    // Cleared after it settles, never before it is assigned (regression: a ledger that threw at
+    // once left a settled, rejected flush here for good).
+    this.flushing ??= run().finally(() => {
+      this.flushing = null;
+    });
     return this.flushing;
   }
 
@@ -526,8 +527,8 @@ export class RateBudget {
   private refreshLedgerView(): Promise<void> {
     const ledger = this.ledger;
     if (ledger === null) return Promise.resolve();
-    this.ledgerRefresh ??= ledger
-      .activeStrikes()
+    this.ledgerRefresh ??= Promise.resolve()
+      .then(() => ledger.activeStrikes())
       .then(
         (n) => {
           this.setLedgerStrikes(n);
