@@ -9,8 +9,8 @@
  * limit. Never fails on timing.
  *
  * PostgreSQL: BOARDING_TEST_PG_URL when set, else scripts/pg-test-server.sh starts the throwaway
- * test server. BUDGET_REPLICAS_SECONDS (default 20) and BUDGET_REPLICAS_WINDOW_MS (default 2000)
- * change the run.
+ * test server. BUDGET_REPLICAS_SECONDS (default 20), BUDGET_REPLICAS_WINDOW_MS (default 2000) and
+ * BUDGET_REPLICAS_HEADROOM (platform.rateLimit.headroom, default 0.9 as shipped) change the run.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -31,7 +31,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const SECONDS = Number(process.env['BUDGET_REPLICAS_SECONDS'] ?? 20);
 const WINDOW_MS = Number(process.env['BUDGET_REPLICAS_WINDOW_MS'] ?? 2000);
 const DOCUMENTED = { read: 100, write: 30 } as const;
-const HEADROOM = 0.9;
+const HEADROOM = Number(process.env['BUDGET_REPLICAS_HEADROOM'] ?? 0.9);
 const REPLICAS = 2;
 const READERS = 3;
 const WRITERS = 2;
