@@ -1,0 +1,233 @@
+/**
+ * Every CLI command that reads or writes the state, run for real (in-process, as main.ts runs it)
+ * against `store: { engine: postgres }` (issue 26 point 6): the sandbox platform, the shipped
+ * generic mapping set, the file core, and the state in a fresh PostgreSQL database of the test
+ * server. Each command group: its output, its exit code, the rows it changed in PostgreSQL; and at
+ * the end, no SQLite file anywhere under the connector's folder (never a silent fall-back).
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
+import { openStore } from '../../../src/store/open.js';
+import type { StoreDb } from '../../../src/store/sql.js';
+import { runCliSplit, type CliRun } from '../../support/cli-run.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+
+const LOANS = 8;
+// platform.environment: development lets a loopback http endpoint through (the sandbox allows it too).
+const PUBLIC_URL = 'http://127.0.0.1:9/webhooks/platform';
+
+/** Every file under dir, recursively (relative paths). */
+function filesUnder(dir: string, prefix = ''): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const rel = join(prefix, e.name);
+    if (e.isDirectory()) out.push(...filesUnder(dir, rel));
+    else out.push(rel);
+  }
+  return out;
+}
+
+describe.skipIf(pgSkipReason !== null)('every state command on store.engine: postgres', () => {
+  let p: TestPlatform;
+  let pg: TestDatabase;
+  let cfg: ReturnType<typeof writeConnectorConfig>;
+  let db: StoreDb;
+  let store: BoardingStore;
+  const cli = (...args: string[]): Promise<CliRun> => runCliSplit(['--config', cfg.configPath, '--progress=never', ...args], { env: { USER: 'ops-test' } });
+  /** The command's own account of itself, for an assertion's message. */
+  const said = (r: CliRun): string => `exit ${r.code}: ${r.error ?? ''}\n${r.stdout}\n${r.stderr}`;
+
+  beforeAll(async () => {
+    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 11, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60, allowLoopbackWebhooks: true });
+    pg = await createTestDatabase({ migrate: false });
+    cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+    const doc = parse(readFileSync(cfg.configPath, 'utf8')) as Record<string, unknown>;
+    // store.path stays set (as a bank's config keeps it after `state migrate`): it must not be used.
+    doc['store'] = { engine: 'postgres', path: cfg.dbPath, postgres: { url: pg.url, poolSize: 3 } };
+    doc['reports'] = { dir: join(cfg.dir, 'reports') };
+    (doc['platform'] as Record<string, unknown>)['environment'] = 'development';
+    writeFileSync(cfg.configPath, stringify(doc));
+    db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+    store = createBoardingStore(db);
+  });
+
+  afterAll(async () => {
+    await db?.close();
+    await p?.close();
+    await pg?.drop();
+  });
+
+  it('sync --dry-run reads only; sync --once boards every loan into PostgreSQL', async () => {
+    const dry = await cli('sync', '--dry-run', '--json');
+    expect(dry.code, said(dry)).toBe(0);
+    expect(await store.loans.countByState()).toMatchObject({ acknowledged: 0 });
+    const r = await cli('sync', '--once', '--json', '--settle-ms', '20000');
+    expect(r.code, said(r)).toBe(0);
+    const states = (JSON.parse(r.stdout) as { states: Record<string, number> }).states;
+    expect((states['acknowledged'] ?? 0) + (states['quarantined'] ?? 0)).toBe(LOANS);
+    expect(states['acknowledged']).toBeGreaterThan(0);
+    expect((await store.loans.countByState()).acknowledged).toBe(states['acknowledged']);
+  });
+
+  it('loans list / show / retry / skip / reboard', async () => {
+    const list = await cli('loans', 'list', '--json');
+    expect(list.code, said(list)).toBe(0);
+    const rows = JSON.parse(list.stdout) as Array<{ id: string; state: string }>;
+    expect(rows).toHaveLength(LOANS);
+    const acked = rows.find((r) => r.state === 'acknowledged')?.id as string;
+
+    const show = await cli('loans', 'show', acked);
+    expect(show.code, said(show)).toBe(0);
+    expect(show.stdout).toContain(acked);
+    expect(show.stdout).toContain('acknowledged');
+    const unknown = await cli('loans', 'show', 'no-such-loan');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.error ?? unknown.stderr).toContain('no-such-loan');
+
+    // A loan quarantined by the pipeline (put there directly: which ones the sandbox makes fail is its business).
+    await store.loans.insert({ id: 'pg-q-1', state: 'quarantined', patch: { quarantineReason: 'mapping' } }, Date.now());
+    const preview = await cli('loans', 'retry', '--all', '--dry-run');
+    expect(preview.code, said(preview)).toBe(0);
+    expect(preview.stdout).toContain('pg-q-1');
+    expect((await store.loans.require('pg-q-1')).state).toBe('quarantined');
+    const retry = await cli('loans', 'retry', 'pg-q-1', '--by', 'ops-anna');
+    expect(retry.code, said(retry)).toBe(0);
+    expect((await store.loans.require('pg-q-1')).state).toBe('queued');
+    const skip = await cli('loans', 'skip', 'pg-q-1', '--reason', 'withdrawn by the borrower', '--by', 'ops-anna');
+    expect(skip.code, said(skip)).toBe(0);
+    expect((await store.loans.require('pg-q-1')).state).toBe('skipped');
+    expect((await store.loans.events('pg-q-1')).filter((e) => e.kind === 'ops').map((e) => e.actor)).toEqual(['ops-anna', 'ops-anna']);
+    // Refused: an acknowledged loan cannot be skipped (usage error, nothing changed).
+    const refused = await cli('loans', 'skip', acked, '--reason', 'x');
+    expect(refused.code).not.toBe(0);
+    expect((await store.loans.require(acked)).state).toBe('acknowledged');
+
+    const diff = await cli('loans', 'reboard', acked, '--dry-run', '--json');
+    expect(diff.code, said(diff)).toBe(0);
+    const reboard = await cli('loans', 'reboard', acked, '--force', '--reason', 'core asked for a re-send', '--by', 'ops-anna', '--json');
+    expect(reboard.code, said(reboard)).toBe(0);
+    expect((await store.loans.events(acked)).some((e) => e.kind === 'ops' && e.actor === 'ops-anna' && /re-send/.test(e.reason ?? ''))).toBe(true);
+    expect((await store.loans.require(acked)).state).toBe('acknowledged');
+  });
+
+  it('customers list / show', async () => {
+    const list = await cli('customers', 'list', '--json');
+    expect(list.code, said(list)).toBe(0);
+    const rows = JSON.parse(list.stdout) as Array<{ entityId: string }>;
+    expect(rows.length).toBeGreaterThan(0);
+    const show = await cli('customers', 'show', rows[0]?.entityId as string, '--json');
+    expect(show.code, said(show)).toBe(0);
+    expect((JSON.parse(show.stdout) as { customers: Array<{ entityId: string }> }).customers[0]?.entityId).toBe(rows[0]?.entityId);
+    expect((await cli('customers', 'list', '--matched-by', 'nonsense')).code).toBe(2);
+  });
+
+  it('mappings preview reads the stored queue item from PostgreSQL', async () => {
+    const acked = (await store.loans.list({ state: 'acknowledged' }))[0]?.id as string;
+    const r = await cli('mappings', 'preview', '--loan', acked);
+    expect(r.code, said(r)).toBe(0);
+    expect(r.stdout).toContain(acked);
+  });
+
+  it('platform status / strikes clear: the ledger in PostgreSQL', async () => {
+    const now = Date.now();
+    for (const at of [now - 120_000, now - 60_000]) {
+      await db.run('INSERT INTO rate_strikes (at, bucket, path, retry_after_ms) VALUES (?, ?, ?, ?)', [at, 'write', '/public/v1/loans/:id/boarding', 2000]);
+    }
+    const before = await cli('platform', 'status', '--json');
+    expect(before.code, said(before)).toBe(0);
+    expect(JSON.parse(before.stdout)).toMatchObject({ strikes24h: 2, trafficStopped: true });
+    const cleared = await cli('platform', 'strikes', 'clear', '--by', 'ops-anna', '--reason', 'support ticket 4711: key in good standing');
+    expect(cleared.code, said(cleared)).toBe(0);
+    expect(cleared.stdout).toContain('cleared 2 strike(s)');
+    expect(await db.all('SELECT cleared_by FROM rate_strikes ORDER BY seq')).toEqual([
+      { cleared_by: 'ops-anna: support ticket 4711: key in good standing' },
+      { cleared_by: 'ops-anna: support ticket 4711: key in good standing' },
+    ]);
+    const after = await cli('platform', 'status');
+    expect(after.code, said(after)).toBe(0);
+    expect(after.stdout).toContain('429 strikes in the last 24 h: 0');
+  });
+
+  it('webhooks register / list / enable keep their idempotency keys in PostgreSQL', async () => {
+    const reg = await cli('webhooks', 'register', '--url', PUBLIC_URL, '--json');
+    expect(reg.code, said(reg)).toBe(0);
+    const registered = JSON.parse(reg.stdout) as { registered: boolean; endpoint: { id: string } };
+    expect(registered.registered).toBe(true);
+    // Again: the platform's endpoint is found, none is created twice.
+    expect(JSON.parse((await cli('webhooks', 'register', '--url', PUBLIC_URL, '--json')).stdout)).toMatchObject({ registered: false });
+    const list = await cli('webhooks', 'list', '--json');
+    expect(list.code, said(list)).toBe(0);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ id: registered.endpoint.id }]);
+    const enable = await cli('webhooks', 'enable', registered.endpoint.id);
+    expect(enable.code, said(enable)).toBe(0);
+    expect(await db.get("SELECT COUNT(*) AS n FROM idempotency_keys WHERE operation LIKE 'webhook-endpoint:%'")).toMatchObject({ n: expect.any(Number) });
+    expect(((await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM idempotency_keys WHERE operation = 'webhook-endpoint:create'")) as { n: number }).n).toBe(1);
+  });
+
+  it('reconcile writes its report from the PostgreSQL state', async () => {
+    const out = join(cfg.dir, 'recon');
+    const r = await cli('reconcile', '--out', out, '--json');
+    expect(r.code, said(r)).toBe(0);
+    for (const f of ['report.json', 'report.csv', 'report.html']) expect(existsSync(join(out, f))).toBe(true);
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { totals: Record<string, { count: number }> };
+    // The connector's ledger in the report is the PostgreSQL state's.
+    const counts = await store.loans.countByState();
+    expect(report.totals['acknowledged']?.count).toBe(counts.acknowledged);
+    expect(report.totals['skipped']?.count).toBe(counts.skipped);
+  });
+
+  it('batches list / show / seal', async () => {
+    const list = await cli('batches', 'list', '--json');
+    expect(list.code, said(list)).toBe(0);
+    const batches = JSON.parse(list.stdout) as Array<{ id: string; status: string; loans: number }>;
+    expect(batches.length).toBeGreaterThan(0);
+    const open = batches.find((b) => b.status === 'open');
+    expect(open, list.stdout).toBeDefined();
+    const show = await cli('batches', 'show', open?.id as string, '--json');
+    expect(show.code, said(show)).toBe(0);
+    expect((JSON.parse(show.stdout) as { loanList: unknown[] }).loanList.length).toBe(open?.loans);
+    const seal = await cli('batches', 'seal', '--reason', 'early cut-off for the audit', '--by', 'ops-anna');
+    expect(seal.code, said(seal)).toBe(0);
+    expect(seal.stdout).toContain(`sealed ${open?.id as string}`);
+    expect(await db.get('SELECT status, sealed_by AS "sealedBy", seal_reason AS "sealReason" FROM file_batches WHERE id = ?', [open?.id])).toMatchObject({ status: 'sealed', sealedBy: 'ops-anna' });
+    expect((await cli('batches', 'seal', '--reason', 'again')).code).toBe(1);
+  });
+
+  it('config check --connect checks the PostgreSQL state database', async () => {
+    const r = await cli('config', 'check', '--connect', '--json');
+    const checks = Object.fromEntries((JSON.parse(r.stdout) as { checks: Array<{ name: string; status: string; detail: string | null }> }).checks.map((c) => [c.name, c]));
+    expect(checks['store'], r.stdout).toMatchObject({ status: 'ok' });
+    expect(JSON.stringify(checks['store'])).toMatch(/postgres/i);
+    // A wrong database: the store check fails, naming the key.
+    const doc = parse(readFileSync(cfg.configPath, 'utf8')) as { store: { postgres: { url: string } } };
+    const bad = join(cfg.dir, 'bad.yaml');
+    writeFileSync(bad, stringify({ ...doc, store: { ...doc.store, postgres: { ...doc.store.postgres, url: doc.store.postgres.url.replace(/\/[^/]+$/, '/no_such_database') } } }));
+    const failing = await runCliSplit(['--config', bad, 'config', 'check', '--connect', '--json']);
+    expect(failing.code).toBe(1);
+    const store = (JSON.parse(failing.stdout) as { checks: Array<{ name: string; status: string; detail: string | null }> }).checks.find((c) => c.name === 'store');
+    expect(store?.status).toBe('fail');
+    expect(store?.detail).toContain('store.postgres.url');
+  });
+
+  it('state backup says to use the PostgreSQL backups (exit 2, nothing written); state migrate has no SQLite to copy', async () => {
+    const out = join(cfg.dir, 'backup.sqlite');
+    const r = await cli('state', 'backup', '--out', out);
+    expect(r.code).toBe(2);
+    expect(r.error).toMatch(/store\.engine is postgres/);
+    expect(r.error).toMatch(/pg_dump/);
+    expect(r.error).toMatch(/point-in-time recovery/);
+    expect(existsSync(out)).toBe(false);
+    const m = await cli('state', 'migrate', '--to', pg.url);
+    expect(m.code).toBe(2);
+    expect(m.error).toMatch(/store\.path: there is no SQLite state/);
+  });
+
+  it('no command created a SQLite file', () => {
+    expect(existsSync(cfg.dbPath)).toBe(false);
+    expect(filesUnder(cfg.dir).filter((f) => /\.sqlite(-wal|-shm|-journal)?$/.test(f))).toEqual([]);
+  });
+});
