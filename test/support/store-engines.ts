@@ -55,3 +55,6 @@ export function testStores(engine: TestEngine): () => Promise<TestStore> {
     return t;
   };
 }
+
+/** Why a test named after an engine (or another store: 'memory') is skipped here, or null. */
+export const pgSkipReasonFor = (name: string): string | null => (name === 'postgres' ? pgSkipReason : null);

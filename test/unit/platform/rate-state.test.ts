@@ -1,15 +1,28 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/db.js';
-import { createMemoryRateState, createSqliteRateState, type RateStateStore } from '../../../src/store/rate-state.js';
+import { createMemoryRateState, createSqliteRateState, openRateStateFor, type RateStateStore } from '../../../src/store/rate-state.js';
+import { openTestStore, pgSkipReasonFor, type TestStore } from '../../support/store-engines.js';
 
-const stores: Array<[string, () => RateStateStore]> = [
-  ['sqlite', () => createSqliteRateState(openDatabase(':memory:'))],
-  ['memory', () => createMemoryRateState()],
+const opened: TestStore[] = [];
+afterEach(async () => {
+  while (opened.length > 0) await opened.pop()?.close();
+});
+
+async function onEngine(engine: 'sqlite' | 'postgres'): Promise<{ t: TestStore; state: RateStateStore }> {
+  const t = await openTestStore(engine);
+  opened.push(t);
+  return { t, state: await openRateStateFor(t.db, 0) };
+}
+
+const stores: Array<[string, () => Promise<RateStateStore>]> = [
+  ['sqlite', () => Promise.resolve(createSqliteRateState(openDatabase(':memory:')))],
+  ['memory', () => Promise.resolve(createMemoryRateState())],
+  ['postgres', async () => (await onEngine('postgres')).state],
 ];
 
-describe.each(stores)('%s rate state', (_name, make) => {
-  it('keeps spend per bucket, a pause that only grows, and strikes until cleared or pruned', () => {
-    const s = make();
+describe.each(stores)('%s rate state', (name, make) => {
+  it.skipIf(pgSkipReasonFor(name) !== null)('keeps spend per bucket, a pause that only grows, and strikes until cleared or pruned', async () => {
+    const s = await make();
     s.recordSpend('read', 100);
     s.recordSpend('read', 300);
     s.recordSpend('write', 200);
@@ -27,5 +40,33 @@ describe.each(stores)('%s rate state', (_name, make) => {
     s.prune(250, 1500);
     expect(s.loadSpend('read', 0)).toEqual([300]);
     expect(s.loadSpend('write', 0)).toEqual([]);
+    await s.flush?.();
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('the rate state a process left on %s', (engine) => {
+  it.skipIf(pgSkipReasonFor(engine) !== null)('is what the next process reads: spend, the pause, the strikes and their clearing', async () => {
+    const { t, state: first } = await onEngine(engine);
+    first.recordSpend('write', 100);
+    first.recordSpend('read', 150);
+    first.savePause('read', 9000);
+    first.recordStrike({ at: 500, bucket: 'write', path: '/public/v1/loans/:id/boarding', retryAfterMs: 1500 });
+    first.recordStrike({ at: 600, bucket: 'read', path: null, retryAfterMs: null });
+    await first.flush?.();
+    const second = await openRateStateFor(t.db, 0);
+    expect(second.loadSpend('write', 0)).toEqual([100]);
+    expect(second.loadSpend('read', 0)).toEqual([150]);
+    expect(second.loadPause('read')).toBe(9000);
+    expect(second.activeStrikes(0).map((s) => [s.at, s.bucket, s.path, s.retryAfterMs])).toEqual([
+      [500, 'write', '/public/v1/loans/:id/boarding', 1500],
+      [600, 'read', null, null],
+    ]);
+    expect(second.clearStrikes('ops-anna: ticket 4711', 700)).toBe(2);
+    await second.flush?.();
+    expect(await t.db.all('SELECT cleared_at AS at, cleared_by AS by FROM rate_strikes ORDER BY seq')).toEqual([
+      { at: 700, by: 'ops-anna: ticket 4711' },
+      { at: 700, by: 'ops-anna: ticket 4711' },
+    ]);
+    expect((await openRateStateFor(t.db, 0)).activeStrikes(0)).toEqual([]);
   });
 });
