@@ -6,9 +6,11 @@
  * the end, no SQLite file anywhere under the connector's folder (never a silent fall-back).
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
 import { openStore } from '../../../src/store/open.js';
 import type { StoreDb } from '../../../src/store/sql.js';
@@ -224,6 +226,17 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
     const m = await cli('state', 'migrate', '--to', pg.url);
     expect(m.code).toBe(2);
     expect(m.error).toMatch(/store\.path: there is no SQLite state/);
+  });
+
+  it('sync --once exits 3 (busy) while another process holds the boarding lease in PostgreSQL, and boards again once it is released', async () => {
+    const other = { owner: 'replica-b', pid: process.pid, host: hostname() };
+    expect((await store.leases.acquire(BOARDING_LEASE, other, Date.now(), 60_000, () => true)).ok).toBe(true);
+    const busy = await cli('sync', '--once');
+    expect(busy.code, said(busy)).toBe(3);
+    expect(busy.error).toContain('holds the boarding lease');
+    await store.leases.release(BOARDING_LEASE, other.owner);
+    const again = await cli('sync', '--once', '--json');
+    expect(again.code, said(again)).toBe(0);
   });
 
   it('no command created a SQLite file', () => {
