@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { retryLoan } from '../../../src/boarding/ops.js';
 import { consoleSchema } from '../../../src/config/schema.js';
 import { createConsoleService } from '../../../src/console/console-service.js';
@@ -7,6 +7,7 @@ import type { ConsoleUser } from '../../../src/console/service.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { createConsoleStore } from '../../../src/store/console.js';
 import { createBoardingStore } from '../../../src/store/index.js';
+import { openStore } from '../../../src/store/open.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
@@ -28,7 +29,14 @@ async function setupOn(db: StoreDb, consoleConfig: Record<string, unknown> = {},
 
 describe.each(STORE_ENGINES)('on %s', (engine) => {
   const open = testStores(engine);
-  const setup = async (consoleConfig: Record<string, unknown> = {}, loans = 4, withExecutor = true) => setupOn((await open()).db, consoleConfig, loans, withExecutor);
+  const setup = async (consoleConfig: Record<string, unknown> = {}, loans = 4, withExecutor = true) => {
+    const t = await open();
+    return { ...(await setupOn(t.db, consoleConfig, loans, withExecutor)), url: t.url };
+  };
+  const handles: StoreDb[] = [];
+  afterEach(async () => {
+    while (handles.length > 0) await handles.pop()?.close();
+  });
 
   describe.skipIf(engineSkipped(engine))('console requests', () => {
     it('console.fourEyes.exemptRetries: a retry executes at once, approved by the system; a skip still waits', async () => {
@@ -64,11 +72,16 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await store.loans.get('L9'))?.state).toBe('quarantined');
     });
 
-    it('two executors on one database run a request once', async () => {
-      const { db, store, clock, service, consoleStore } = await setup({}, 30, false);
+    it('two executors on one database run a request once (PostgreSQL: two replicas, each with its own pool)', async () => {
+      const { db, store, clock, service, consoleStore, url } = await setup({}, 30, false);
       const r = await service.createRequest(olga, { action: 'retry', filter: { reason: 'core_rejected' }, reason: 'core back' });
       await service.approve(ivan, r.id);
-      const second = createConsoleExecutor({ store, consoleStore: createConsoleStore(db), clock, logger: silentLogger() });
+      let otherDb = db;
+      if (url !== null) {
+        otherDb = await openStore({ engine: 'postgres', url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+        handles.push(otherDb);
+      }
+      const second = createConsoleExecutor({ store: createBoardingStore(otherDb), consoleStore: createConsoleStore(otherDb), clock, logger: silentLogger() });
       const first = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
       const ran = await Promise.all([first.runApproved(), second.runApproved()]);
       expect(ran.reduce((a, b) => a + b, 0)).toBe(1);
