@@ -5,8 +5,8 @@
  * server. Each command group: its output, its exit code, the rows it changed in PostgreSQL; and at
  * the end, no SQLite file anywhere under the connector's folder (never a silent fall-back).
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -300,4 +300,31 @@ describe.skipIf(pgSkipReason !== null)('the Fineract core with the state in Post
     }
     expect(filesUnder(cfg.dir).filter((f) => /\.sqlite(-wal|-shm|-journal)?$/.test(f))).toEqual([]);
   }, 120_000);
+});
+
+describe('state commands with an unreachable PostgreSQL', () => {
+  it('each group exits 1 naming store.postgres.url (the password hidden), and none falls back to SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pg-unreachable-'));
+    try {
+      const configPath = join(dir, 'config.yaml');
+      writeFileSync(
+        configPath,
+        stringify({
+          platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+          store: { engine: 'postgres', path: join(dir, 'state.sqlite'), postgres: { url: 'postgres://boarding:hunter2@127.0.0.1:1/boarding', connectTimeoutMs: 1000 } },
+          core: { adapter: 'file', file: { dir: join(dir, 'core') } },
+          log: { level: 'silent' },
+        }),
+      );
+      for (const args of [['loans', 'list'], ['loans', 'retry', 'L1', '--by', 'ops'], ['customers', 'list'], ['platform', 'status'], ['platform', 'strikes', 'clear', '--reason', 'x', '--by', 'ops'], ['batches', 'list'], ['sync', '--once'], ['reconcile']]) {
+        const r = await runCliSplit(['--config', configPath, '--progress=never', ...args]);
+        expect(r.code, `${args.join(' ')}: ${r.error ?? ''}`).toBe(1);
+        expect(r.error, args.join(' ')).toMatch(/^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\*\*\*@127\.0\.0\.1:1\/boarding/);
+        expect(`${r.error ?? ''}${r.stdout}${r.stderr}`).not.toContain('hunter2');
+      }
+      expect(filesUnder(dir).filter((f) => /\.sqlite/.test(f))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
