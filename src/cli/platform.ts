@@ -53,6 +53,13 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       const state = await openRateState(ctx);
       const cleared = state.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500), ctx.clock.now());
       ctx.logger().warn({ by, reason: opts.reason, cleared }, 'operator cleared the 429-strike ledger');
-      out(ctx, `cleared ${cleared} strike(s); a running daemon picks this up on its next request`);
+      // A ledger shared through the store (SQLite: one file) reaches a running daemon at once; a
+      // per-process one (PostgreSQL until the shared budget is wired) only when the daemon restarts.
+      out(
+        ctx,
+        state.shared
+          ? `cleared ${cleared} strike(s); a running daemon picks this up on its next request`
+          : `cleared ${cleared} strike(s) in the state database; a running daemon keeps the strikes it loaded at start (its rate ledger is per process on this store), so platform traffic resumes only once it is restarted`,
+      );
     });
 }

@@ -147,6 +147,9 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
     const cleared = await cli('platform', 'strikes', 'clear', '--by', 'ops-anna', '--reason', 'support ticket 4711: key in good standing');
     expect(cleared.code, said(cleared)).toBe(0);
     expect(cleared.stdout).toContain('cleared 2 strike(s)');
+    // Regression: it promised that a running daemon picks the clear up, which a per-process ledger does not.
+    expect(cleared.stdout).toContain('resumes only once it is restarted');
+    expect(cleared.stdout).not.toContain('picks this up');
     expect(await db.all('SELECT cleared_by FROM rate_strikes ORDER BY seq')).toEqual([
       { cleared_by: 'ops-anna: support ticket 4711: key in good standing' },
       { cleared_by: 'ops-anna: support ticket 4711: key in good standing' },
