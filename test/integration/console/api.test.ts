@@ -24,7 +24,6 @@ import { STORE_ENGINES, engineSkipped } from '../../support/store-engines.js';
 const LOANS = 5;
 const PW = { olga: 'olga-operator-pw', ivan: 'ivan-approver-pw', vera: 'vera-viewer-pw', ana: 'ana-both-roles-pw' };
 
-
 /** The admin listener of the daemon of the engine under test (set by its beforeAll). */
 let base: string;
 

@@ -46,135 +46,135 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
   const fresh = async () => (await open()).db;
 
   describe.skipIf(engineSkipped(engine))('allocation', () => {
-      it('gives a key one number forever and two keys two numbers', async () => {
-        const s = createBoardingStore(await fresh());
-        const a = await s.numbers.allocate('account', 'loan-a', T0);
-        const b = await s.numbers.allocate('account', 'loan-b', T0);
-        expect(a.fresh).toBe(true);
-        expect(b.number).not.toBe(a.number);
-        expect(await s.numbers.allocate('account', 'loan-a', T0 + 1)).toEqual({ number: a.number, fresh: false });
-        expect(await s.numbers.get('account', 'loan-a')).toBe(a.number);
-        expect(await s.numbers.keyOf('account', b.number)).toBe('loan-b');
-        expect(a.number).toHaveLength(10);
-        expect(hasValidCheckDigit('luhn', a.number)).toBe(true);
-        // Pools are separate key spaces.
-        expect(await s.numbers.get('customer', 'loan-a')).toBeNull();
-      });
+    it('gives a key one number forever and two keys two numbers', async () => {
+      const s = createBoardingStore(await fresh());
+      const a = await s.numbers.allocate('account', 'loan-a', T0);
+      const b = await s.numbers.allocate('account', 'loan-b', T0);
+      expect(a.fresh).toBe(true);
+      expect(b.number).not.toBe(a.number);
+      expect(await s.numbers.allocate('account', 'loan-a', T0 + 1)).toEqual({ number: a.number, fresh: false });
+      expect(await s.numbers.get('account', 'loan-a')).toBe(a.number);
+      expect(await s.numbers.keyOf('account', b.number)).toBe('loan-b');
+      expect(a.number).toHaveLength(10);
+      expect(hasValidCheckDigit('luhn', a.number)).toBe(true);
+      // Pools are separate key spaces.
+      expect(await s.numbers.get('customer', 'loan-a')).toBeNull();
+    });
 
-      it('reuses a number after a restart (a new connection) and continues the sequence', async () => {
-        const t = await open();
-        const [before, after] = await twoHandles(engine, `restart-${Date.now()}`, t.url, cleanup);
-        const first = (await createNumberStore(before).allocate('account', 'L1', T0)).number;
-        await before.close();
-        const store = createNumberStore(after);
-        expect(await store.allocate('account', 'L1', T0 + 5)).toEqual({ number: first, fresh: false });
-        const second = (await store.allocate('account', 'L2', T0 + 5)).number;
-        expect(second).not.toBe(first);
-        expect((await store.usage('account')).used).toBe(2);
-      });
+    it('reuses a number after a restart (a new connection) and continues the sequence', async () => {
+      const t = await open();
+      const [before, after] = await twoHandles(engine, `restart-${Date.now()}`, t.url, cleanup);
+      const first = (await createNumberStore(before).allocate('account', 'L1', T0)).number;
+      await before.close();
+      const store = createNumberStore(after);
+      expect(await store.allocate('account', 'L1', T0 + 5)).toEqual({ number: first, fresh: false });
+      const second = (await store.allocate('account', 'L2', T0 + 5)).number;
+      expect(second).not.toBe(first);
+      expect((await store.usage('account')).used).toBe(2);
+    });
 
-      it('an allocation inside a transaction that rolls back leaves no number behind (it is part of the state change)', async () => {
-        const s = createBoardingStore(await fresh());
-        await expect(
-          s.write(async () => {
-            await s.numbers.allocate('account', 'L1', T0);
-            throw new Error('boom');
-          }),
-        ).rejects.toThrow('boom');
-        expect(await s.numbers.get('account', 'L1')).toBeNull();
-        expect((await s.numbers.usage('account')).used).toBe(0);
-      });
+    it('an allocation inside a transaction that rolls back leaves no number behind (it is part of the state change)', async () => {
+      const s = createBoardingStore(await fresh());
+      await expect(
+        s.write(async () => {
+          await s.numbers.allocate('account', 'L1', T0);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(await s.numbers.get('account', 'L1')).toBeNull();
+      expect((await s.numbers.usage('account')).used).toBe(0);
+    });
 
-      it('two store handles on one state never hand out one number twice', async () => {
-        const t = await open();
-        const [d1, d2] = await twoHandles(engine, `two-handles-${Date.now()}`, t.url, cleanup);
-        const h1 = createNumberStore(d1, pools({ ranges: [{ from: '1', to: '500' }] }));
-        const h2 = createNumberStore(d2, pools({ ranges: [{ from: '1', to: '500' }] }));
-        const seen = new Map<string, string>();
-        for (let i = 0; i < 100; i++) {
-          for (const [h, name] of [[h1, 'a'], [h2, 'b']] as const) {
-            const key = `${name}${i}`;
-            const n = (await h.allocate('account', key, T0)).number;
-            expect(seen.has(n), `number ${n} given to ${seen.get(n)} and ${key}`).toBe(false);
-            seen.set(n, key);
-          }
+    it('two store handles on one state never hand out one number twice', async () => {
+      const t = await open();
+      const [d1, d2] = await twoHandles(engine, `two-handles-${Date.now()}`, t.url, cleanup);
+      const h1 = createNumberStore(d1, pools({ ranges: [{ from: '1', to: '500' }] }));
+      const h2 = createNumberStore(d2, pools({ ranges: [{ from: '1', to: '500' }] }));
+      const seen = new Map<string, string>();
+      for (let i = 0; i < 100; i++) {
+        for (const [h, name] of [[h1, 'a'], [h2, 'b']] as const) {
+          const key = `${name}${i}`;
+          const n = (await h.allocate('account', key, T0)).number;
+          expect(seen.has(n), `number ${n} given to ${seen.get(n)} and ${key}`).toBe(false);
+          seen.set(n, key);
         }
-        expect(seen.size).toBe(200);
-      });
+      }
+      expect(seen.size).toBe(200);
+    });
 
-      it('skips a sequence whose mod-11 check digit would be 10, and each issued number checks', async () => {
-        const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '1', to: '30' }], width: 4, checkDigit: 'mod11' }));
-        const issued: string[] = [];
-        for (;;) {
-          try {
-            issued.push((await s.allocate('account', `k${issued.length}`, T0)).number);
-          } catch (err) {
-            expect(err).toBeInstanceOf(PoolExhaustedError);
-            break;
-          }
-        }
-        // 006 has weighted sum 12 ≡ 1 → 10: never issued.
-        expect(formatNumber(s.pools.account, 6n)).toBeNull();
-        expect(issued.some((n) => n.startsWith('006'))).toBe(false);
-        expect(issued.some((n) => n.startsWith('005'))).toBe(true);
-        expect(issued.every((n) => hasValidCheckDigit('mod11', n))).toBe(true);
-        const skipped = Array.from({ length: 30 }, (_, i) => i + 1).filter((i) => formatNumber(s.pools.account, BigInt(i)) === null);
-        expect(skipped.length).toBeGreaterThan(0);
-        expect(issued).toHaveLength(30 - skipped.length);
-        expect(await s.usage('account')).toMatchObject({ used: 30, capacity: 30, ratio: 1, allocated: 30 - skipped.length });
-      });
-
-      it('an exhausted pool throws a fatal error naming the config key, and never reuses a number', async () => {
-        const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '10', to: '12' }], width: 3 }));
-        const got: string[] = [];
-        for (const k of ['a', 'b', 'c']) got.push((await s.allocate('account', k, T0)).number);
-        expect(new Set(got).size).toBe(3);
-        let caught: unknown;
+    it('skips a sequence whose mod-11 check digit would be 10, and each issued number checks', async () => {
+      const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '1', to: '30' }], width: 4, checkDigit: 'mod11' }));
+      const issued: string[] = [];
+      for (;;) {
         try {
-          await s.allocate('account', 'd', T0);
+          issued.push((await s.allocate('account', `k${issued.length}`, T0)).number);
         } catch (err) {
-          caught = err;
+          expect(err).toBeInstanceOf(PoolExhaustedError);
+          break;
         }
-        expect(caught).toBeInstanceOf(PoolExhaustedError);
-        expect(caught).toBeInstanceOf(FatalError);
-        expect((caught as Error).message).toMatch(/identity\.accountNumbers\.pool: the account number pool is exhausted \(all 3 sequence\(s\)/);
-        expect((caught as Error).message).toMatch(/add a range to identity\.accountNumbers\.pool\.ranges/);
-        expect(await s.get('account', 'd')).toBeNull();
-        // Keys that have a number still get it.
-        expect((await s.allocate('account', 'a', T0)).number).toBe(got[0]);
-      });
+      }
+      // 006 has weighted sum 12 ≡ 1 → 10: never issued.
+      expect(formatNumber(s.pools.account, 6n)).toBeNull();
+      expect(issued.some((n) => n.startsWith('006'))).toBe(false);
+      expect(issued.some((n) => n.startsWith('005'))).toBe(true);
+      expect(issued.every((n) => hasValidCheckDigit('mod11', n))).toBe(true);
+      const skipped = Array.from({ length: 30 }, (_, i) => i + 1).filter((i) => formatNumber(s.pools.account, BigInt(i)) === null);
+      expect(skipped.length).toBeGreaterThan(0);
+      expect(issued).toHaveLength(30 - skipped.length);
+      expect(await s.usage('account')).toMatchObject({ used: 30, capacity: 30, ratio: 1, allocated: 30 - skipped.length });
+    });
 
-      it('a range added later is used without renumbering; ranges are used in the order listed', async () => {
-        const db = await fresh();
-        const small = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }], width: 4 }));
-        const a = (await small.allocate('account', 'a', T0)).number;
-        await small.allocate('account', 'b', T0);
-        await expect(small.allocate('account', 'c', T0)).rejects.toThrow(PoolExhaustedError);
-        const bigger = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }, { from: '100', to: '199' }], width: 4 }));
-        expect((await bigger.allocate('account', 'a', T0)).number).toBe(a);
-        expect((await bigger.allocate('account', 'c', T0)).number).toMatch(/^100\d$/);
-        expect(await bigger.usage('account')).toMatchObject({ used: 3, capacity: 102 });
-      });
+    it('an exhausted pool throws a fatal error naming the config key, and never reuses a number', async () => {
+      const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '10', to: '12' }], width: 3 }));
+      const got: string[] = [];
+      for (const k of ['a', 'b', 'c']) got.push((await s.allocate('account', k, T0)).number);
+      expect(new Set(got).size).toBe(3);
+      let caught: unknown;
+      try {
+        await s.allocate('account', 'd', T0);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(PoolExhaustedError);
+      expect(caught).toBeInstanceOf(FatalError);
+      expect((caught as Error).message).toMatch(/identity\.accountNumbers\.pool: the account number pool is exhausted \(all 3 sequence\(s\)/);
+      expect((caught as Error).message).toMatch(/add a range to identity\.accountNumbers\.pool\.ranges/);
+      expect(await s.get('account', 'd')).toBeNull();
+      // Keys that have a number still get it.
+      expect((await s.allocate('account', 'a', T0)).number).toBe(got[0]);
+    });
 
-      it('a re-declared range never re-issues a number another key holds', async () => {
-        const db = await fresh();
-        const first = createNumberStore(db, pools({ ranges: [{ from: '1', to: '9' }], width: 2 }));
-        const held: string[] = [];
-        for (const k of ['a', 'b', 'c']) held.push((await first.allocate('account', k, T0)).number);
-        // Same sequences, declared from a different start: a new cursor, but 1–3 are held.
-        const again = createNumberStore(db, pools({ ranges: [{ from: '01', to: '9' }], width: 2 }));
-        const next = (await again.allocate('account', 'd', T0)).number;
-        const redeclared = createNumberStore(db, pools({ ranges: [{ from: '2', to: '9' }], width: 2 }));
-        const after = (await redeclared.allocate('account', 'e', T0)).number;
-        expect(held).not.toContain(next);
-        expect([...held, next]).not.toContain(after);
-      });
+    it('a range added later is used without renumbering; ranges are used in the order listed', async () => {
+      const db = await fresh();
+      const small = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }], width: 4 }));
+      const a = (await small.allocate('account', 'a', T0)).number;
+      await small.allocate('account', 'b', T0);
+      await expect(small.allocate('account', 'c', T0)).rejects.toThrow(PoolExhaustedError);
+      const bigger = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }, { from: '100', to: '199' }], width: 4 }));
+      expect((await bigger.allocate('account', 'a', T0)).number).toBe(a);
+      expect((await bigger.allocate('account', 'c', T0)).number).toMatch(/^100\d$/);
+      expect(await bigger.usage('account')).toMatchObject({ used: 3, capacity: 102 });
+    });
 
-      it('reports usage as the share of sequences consumed', async () => {
-        const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '1', to: '10' }], width: 3 }));
-        expect(await s.usage('account')).toMatchObject({ used: 0, capacity: 10, ratio: 0, warnAt: 0.9 });
-        for (let i = 0; i < 9; i++) await s.allocate('account', `k${i}`, T0);
-        expect(await s.usage('account')).toMatchObject({ used: 9, ratio: 0.9, allocated: 9 });
-      });
+    it('a re-declared range never re-issues a number another key holds', async () => {
+      const db = await fresh();
+      const first = createNumberStore(db, pools({ ranges: [{ from: '1', to: '9' }], width: 2 }));
+      const held: string[] = [];
+      for (const k of ['a', 'b', 'c']) held.push((await first.allocate('account', k, T0)).number);
+      // Same sequences, declared from a different start: a new cursor, but 1–3 are held.
+      const again = createNumberStore(db, pools({ ranges: [{ from: '01', to: '9' }], width: 2 }));
+      const next = (await again.allocate('account', 'd', T0)).number;
+      const redeclared = createNumberStore(db, pools({ ranges: [{ from: '2', to: '9' }], width: 2 }));
+      const after = (await redeclared.allocate('account', 'e', T0)).number;
+      expect(held).not.toContain(next);
+      expect([...held, next]).not.toContain(after);
+    });
+
+    it('reports usage as the share of sequences consumed', async () => {
+      const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '1', to: '10' }], width: 3 }));
+      expect(await s.usage('account')).toMatchObject({ used: 0, capacity: 10, ratio: 0, warnAt: 0.9 });
+      for (let i = 0; i < 9; i++) await s.allocate('account', `k${i}`, T0);
+      expect(await s.usage('account')).toMatchObject({ used: 9, ratio: 0.9, allocated: 9 });
+    });
   });
 });
