@@ -13,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
 import { openStore } from '../../../src/store/open.js';
+import { pgLeaseBackend } from '../../../src/store/pg/leadership.js';
+import type { PgPool } from '../../../src/store/pg/pool.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { runCliSplit, type CliRun } from '../../support/cli-run.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
@@ -233,13 +235,15 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
     expect(m.error).toMatch(/store\.path: there is no SQLite state/);
   });
 
-  it('sync --once exits 3 (busy) while another process holds the boarding lease in PostgreSQL, and boards again once it is released', async () => {
-    const other = { owner: 'replica-b', pid: process.pid, host: hostname() };
-    expect((await store.leases.acquire(BOARDING_LEASE, other, Date.now(), 60_000, () => true)).ok).toBe(true);
+  it('sync --once exits 3 (busy) while another process leads on PostgreSQL, and boards again once it lets go', async () => {
+    const leases = pgLeaseBackend(db.pool as PgPool);
+    const holder = `${hostname()}:${process.pid}:replica-b`;
+    const term = await leases.acquire(BOARDING_LEASE, holder, 60_000);
+    expect(term).not.toBeNull();
     const busy = await cli('sync', '--once');
     expect(busy.code, said(busy)).toBe(3);
     expect(busy.error).toContain('holds the boarding lease');
-    await store.leases.release(BOARDING_LEASE, other.owner);
+    expect(await leases.release({ name: BOARDING_LEASE, holder, epoch: term?.epoch as number })).toBe(true);
     const again = await cli('sync', '--once', '--json');
     expect(again.code, said(again)).toBe(0);
   });
