@@ -23,9 +23,10 @@ export interface TestStore {
   close(): Promise<void>;
 }
 
-export async function openTestStore(engine: TestEngine): Promise<TestStore> {
+/** A fresh store on the engine; SQLite in memory, or in a file at `sqlitePath` (as the connector has it). */
+export async function openTestStore(engine: TestEngine, sqlitePath = ':memory:'): Promise<TestStore> {
   if (engine === 'sqlite') {
-    const db = StoreDb.sqliteOn(openDatabase(':memory:'));
+    const db = StoreDb.sqliteOn(openDatabase(sqlitePath));
     return { db, url: null, close: () => db.close() };
   }
   const pg = await createTestDatabase({ migrate: false });

@@ -9,8 +9,7 @@ import { parseCsv } from '../../../src/lib/csv.js';
 import { CoreRejectedError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
-import { openDatabase } from '../../../src/store/db.js';
-import { StoreDb } from '../../../src/store/sql.js';
+import type { StoreDb } from '../../../src/store/sql.js';
 import { STORE_ENGINES, engineSkipped, openTestStore, type TestStore } from '../../support/store-engines.js';
 import { TEST_LAYOUT_YAML, testBatches, testLayout } from './batches-support.js';
 import { makePackage } from './support.js';
@@ -47,15 +46,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     now = Date.parse('2025-03-14T15:00:00Z');
     if (engineSkipped(engine)) return;
     // SQLite: a file, as the connector has it; PostgreSQL: a fresh database.
-    if (engine === 'sqlite') db = StoreDb.sqliteOn(openDatabase(join(dir, 'state.sqlite')));
-    else {
-      t = await openTestStore(engine);
-      db = t.db;
-    }
+    t = await openTestStore(engine, join(dir, 'state.sqlite'));
+    db = t.db;
   });
   afterEach(async () => {
-    if (t) await t.close();
-    else if (!engineSkipped(engine)) await db.close();
+    await t?.close();
     t = undefined;
     await rm(dir, { recursive: true, force: true });
   });

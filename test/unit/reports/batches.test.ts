@@ -5,8 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { batchTieNotes, computeBatchTie } from '../../../src/reports/batches.js';
-import { openDatabase } from '../../../src/store/db.js';
-import { StoreDb } from '../../../src/store/sql.js';
+import type { StoreDb } from '../../../src/store/sql.js';
 import { STORE_ENGINES, engineSkipped, openTestStore, type TestStore } from '../../support/store-engines.js';
 import { testBatches } from '../core/batches-support.js';
 
@@ -27,15 +26,12 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     dir = await mkdtemp(join(tmpdir(), 'batch-tie-'));
     now = Date.parse('2025-03-14T15:00:00Z');
     if (engineSkipped(engine)) return;
-    if (engine === 'sqlite') db = StoreDb.sqliteOn(openDatabase(join(dir, 'state.sqlite')));
-    else {
-      t = await openTestStore(engine);
-      db = t.db;
-    }
+    // SQLite: a file, as the connector has it; PostgreSQL: a fresh database.
+    t = await openTestStore(engine, join(dir, 'state.sqlite'));
+    db = t.db;
   });
   afterEach(async () => {
-    if (t) await t.close();
-    else if (!engineSkipped(engine)) await db.close();
+    await t?.close();
     t = undefined;
     await rm(dir, { recursive: true, force: true });
   });
