@@ -390,7 +390,8 @@ export function createCycleRunner(deps: CycleDeps) {
       if (leadership.term === null) {
         const row = await leadership.read();
         const holder = row?.holder ?? 'unknown';
-        busy = { ...holderParts(holder), holder, epoch: row?.epoch ?? 0 };
+        const { host, pid } = holderParts(holder);
+        busy = { host, pid, holder, epoch: row?.epoch ?? 0 };
       }
     } catch (err) {
       running = false;

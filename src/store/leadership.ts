@@ -107,15 +107,19 @@ interface Current {
   deadline: Timer;
 }
 
-/** host:pid:random — unique per process incarnation; `holderParts` reads it back for messages. */
-export function newHolderId(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+/**
+ * host:pid:instance — unique per process incarnation (and per store it opened); `holderParts`
+ * reads it back. With a PostgreSQL store the instance is the store's (its sessions'
+ * application_name), so a successor can end a stale holder's sessions.
+ */
+export function newHolderId(instance: string = randomUUID().slice(0, 8)): string {
+  return `${hostname()}:${process.pid}:${instance}`;
 }
 
-/** The host and pid of a holder id made by newHolderId (null parts when it is another shape). */
-export function holderParts(holder: string): { host: string | null; pid: number | null } {
-  const m = /^(.*):(\d+):[^:]*$/.exec(holder);
-  return m ? { host: m[1] as string, pid: Number(m[2]) } : { host: null, pid: null };
+/** The host, pid and instance of a holder id made by newHolderId (null parts when it is another shape). */
+export function holderParts(holder: string): { host: string | null; pid: number | null; instance: string | null } {
+  const m = /^(.*):(\d+):([^:]*)$/.exec(holder);
+  return m ? { host: m[1] as string, pid: Number(m[2]), instance: m[3] as string } : { host: null, pid: null, instance: null };
 }
 
 export class Leadership {

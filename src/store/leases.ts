@@ -105,7 +105,7 @@ export interface LeadershipSettings {
  * as the pg driver is) or SQLite's leases table.
  */
 export async function openLeadership(db: StoreDb, s: LeadershipSettings): Promise<Leadership> {
-  const holder = s.holder ?? newHolderId();
+  const holder = s.holder ?? newHolderId(db.instance ?? undefined);
   const common = {
     name: s.name,
     holder,

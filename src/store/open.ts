@@ -1,9 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type pgModule from 'pg';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { openDatabase, type OpenDbOptions } from './db.js';
-import { redactUrl } from './pg/url.js';
+import { redactUrl, sessionName } from './pg/url.js';
 import { StoreDb } from './sql.js';
 
 /** Where the state lives: store.engine and its settings (src/config). */
@@ -86,12 +87,15 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
       : target.ssl === 'require'
         ? { rejectUnauthorized: false }
         : { rejectUnauthorized: true, ...(target.sslRootCert ? { ca: readRootCert(target.sslRootCert) } : {}) };
+  // Named per process: a replica taking the lease over from this one, once its lease expired, can
+  // end exactly these sessions (the stale leader's locks and queued writes go with them).
+  const instance = randomUUID().slice(0, 8);
   const pool = new pg.Pool({
     connectionString: target.url,
     ...(target.password !== undefined ? { password: target.password } : {}),
     ssl,
     max: target.poolSize,
-    application_name: opts.applicationName ?? 'boarding-connector',
+    application_name: opts.applicationName ?? sessionName(instance),
     connectionTimeoutMillis: target.connectTimeoutMs,
     types: storeTypes(pg),
   });
@@ -113,5 +117,5 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
     if ((err as Error).message.startsWith('PostgreSQL migration')) throw err;
     throw postgresOpenError(target, err);
   }
-  return StoreDb.postgresOn(pool, redactUrl(target.url));
+  return StoreDb.postgresOn(pool, redactUrl(target.url), opts.applicationName === undefined ? instance : null);
 }

@@ -135,6 +135,12 @@ export class StoreDb {
   readonly pool: PgPool | null;
   /** Where the state lives, for messages: the SQLite path or the redacted URL. */
   readonly location: string;
+  /**
+   * PostgreSQL: this process's connections carry `application_name` = `boarding-connector <instance>`,
+   * and its leadership holder id ends in it, so a replica that takes over the lease from a stale
+   * holder can end that holder's sessions (src/store/pg/leadership.ts evict). null on SQLite.
+   */
+  instance: string | null = null;
   private readonly kysely: Kysely<unknown>;
   private readonly als = new AsyncLocalStorage<TxContext>();
   private readonly fenceAls = new AsyncLocalStorage<FenceScope>();
@@ -163,9 +169,11 @@ export class StoreDb {
     return s;
   }
 
-  static postgresOn(pool: PgPool, location: string): StoreDb {
+  static postgresOn(pool: PgPool, location: string, instance: string | null = null): StoreDb {
     const k = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
-    return new StoreDb('postgres', k, null, pool, location);
+    const db = new StoreDb('postgres', k, null, pool, location);
+    db.instance = instance;
+    return db;
   }
 
   get isOpen(): boolean {

@@ -1,6 +1,7 @@
 import type { Logger } from '../../lib/logger.js';
-import { FencedOutError, Leadership, type LeadershipOptions, type LeaseBackend, type LeaseRow, type LeaseTerm } from '../leadership.js';
+import { FencedOutError, holderParts, Leadership, type LeadershipOptions, type LeaseBackend, type LeaseRow, type LeaseTerm } from '../leadership.js';
 import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
+import { sessionName } from './url.js';
 
 export { FencedOutError, type LeaseRow, type LeaseTerm } from '../leadership.js';
 
@@ -20,20 +21,42 @@ const msInterval = (ms: number): string => `${Math.max(0, Math.round(ms))} milli
 
 // ---- the statements (exported so tests can run them inside their own transactions) ----
 
-/** One statement: takes the lease when free or expired, epoch + 1. null when someone holds it. */
-export async function acquireLease(q: Queryable, name: string, holder: string, ttlMs: number): Promise<{ epoch: number; expiresAt: Date } | null> {
-  const r = await q.query<{ epoch: string; expires_at: Date }>(
-    `INSERT INTO leader_lease AS l (name, holder, epoch, acquired_at, renewed_at, expires_at)
+/**
+ * One statement: takes the lease when free or expired, epoch + 1. null when someone holds it.
+ * `previous`: the holder it was taken from (null when it was free: released, or never held).
+ */
+export async function acquireLease(q: Queryable, name: string, holder: string, ttlMs: number): Promise<{ epoch: number; expiresAt: Date; previous: string | null } | null> {
+  const r = await q.query<{ epoch: string; expires_at: Date; previous: string | null }>(
+    `WITH prev AS (SELECT holder FROM leader_lease WHERE name = $1)
+     INSERT INTO leader_lease AS l (name, holder, epoch, acquired_at, renewed_at, expires_at)
        VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + $3::interval)
      ON CONFLICT (name) DO UPDATE
        SET holder = excluded.holder, epoch = l.epoch + 1, acquired_at = clock_timestamp(),
            renewed_at = clock_timestamp(), expires_at = clock_timestamp() + $3::interval
        WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp()
-     RETURNING epoch, expires_at`,
+     RETURNING epoch, expires_at, (SELECT holder FROM prev) AS previous`,
     [name, holder, msInterval(ttlMs)],
   );
   const row = r.rows[0];
-  return row ? { epoch: Number(row.epoch), expiresAt: row.expires_at } : null;
+  return row ? { epoch: Number(row.epoch), expiresAt: row.expires_at, previous: row.previous } : null;
+}
+
+/**
+ * Ends every session of a stale holder's process (its store's application_name, sql.ts instance):
+ * its open write transactions roll back at once, releasing the shared write lock and the lease
+ * row, instead of each waiting out the idle timeout in turn (a SIGSTOPped leader with four write
+ * transactions queued held the write lock for a minute). Only ever called for a holder whose lease
+ * has expired on the database's clock: its writes are fenced out anyway. Returns how many ended.
+ */
+export async function evictHolder(q: Queryable, holder: string): Promise<number> {
+  const instance = holderParts(holder).instance;
+  if (instance === null) return 0;
+  const r = await q.query<{ ended: boolean }>(
+    `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()`,
+    [sessionName(instance)],
+  );
+  return r.rows.filter((x) => x.ended).length;
 }
 
 /** One statement: extends the lease only for the same holder and epoch, before expiry. */
@@ -84,9 +107,48 @@ export async function readLease(q: Queryable, name: string): Promise<LeaseRow | 
 
 // ---- the replica's view ----
 
+/** How long an acquisition waits for the lease row (a stale leader's fenced transaction holds it FOR SHARE). */
+const ACQUIRE_LOCK_TIMEOUT_MS = 1_000;
+
 export function pgLeaseBackend(pool: PgPool, logger?: Logger): LeaseBackend {
+  const evict = async (holder: string, why: string): Promise<void> => {
+    try {
+      const ended = await evictHolder(pool, holder);
+      if (ended > 0) logger?.warn({ previous: holder, sessions: ended }, `leadership: ended the sessions of the previous leader (${why})`);
+    } catch (err) {
+      logger?.warn({ err: { message: (err as Error).message }, previous: holder }, 'leadership: could not end the previous leader\'s sessions; they end at their idle timeout');
+    }
+  };
+  const tryAcquire = (name: string, holder: string, ttlMs: number) =>
+    inTransaction(pool, async (tx) => {
+      await tx.query(`SET LOCAL lock_timeout = ${ACQUIRE_LOCK_TIMEOUT_MS}`);
+      return acquireLease(tx, name, holder, ttlMs);
+    });
   return {
-    acquire: (name, holder, ttlMs) => acquireLease(pool, name, holder, ttlMs),
+    async acquire(name, holder, ttlMs) {
+      let got: Awaited<ReturnType<typeof acquireLease>>;
+      try {
+        got = await tryAcquire(name, holder, ttlMs);
+      } catch (err) {
+        if ((err as { code?: string }).code !== '55P03') throw err;
+        // The row is locked: by a live leader's fenced write (it commits in milliseconds), or by a
+        // stale one paused inside its transaction. Expired on the database's clock: end its sessions.
+        const row = await readLease(pool, name);
+        if (row === null || row.holder === null || row.holder === holder || row.expiresInMs > 0) return null;
+        await evict(row.holder, 'its lease expired while it held the lease row');
+        try {
+          got = await tryAcquire(name, holder, ttlMs);
+        } catch (again) {
+          if ((again as { code?: string }).code === '55P03') return null;
+          throw again;
+        }
+      }
+      if (got === null) return null;
+      // Taken over from a holder whose lease expired: its queued write transactions would each
+      // hold the shared write lock until their idle timeout. End them now.
+      if (got.previous !== null && got.previous !== holder) await evict(got.previous, 'taken over after its lease expired');
+      return { epoch: got.epoch };
+    },
     renew: (term, ttlMs) => renewLease(pool, term, ttlMs),
     release: (term) => releaseLease(pool, term),
     read: (name) => readLease(pool, name),

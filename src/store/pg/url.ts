@@ -8,3 +8,8 @@ export function redactUrl(url: string): string {
     return '(unparseable PostgreSQL URL)';
   }
 }
+
+/** The application_name of a connector process's PostgreSQL sessions (its store instance id). */
+export function sessionName(instance: string): string {
+  return `boarding-connector ${instance}`;
+}
