@@ -110,7 +110,7 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   r.get('/requests', (req, res) => {
     const since = req.query['since'];
     const sinceMs = typeof since === 'string' && since !== '' ? Number(since) : 0;
-    if (!Number.isFinite(sinceMs)) throw new AdminError(400, `since: expected epoch milliseconds, got ${String(since)}`);
+    if (!Number.isFinite(sinceMs)) throw new AdminError(400, `since: expected epoch milliseconds, got ${JSON.stringify(since)}`);
     const s = limiter.settings;
     res.json({
       windowMs: s.windowMs,
