@@ -115,8 +115,9 @@ export function startPgServer(): PgServer | { skip: string } {
     async terminateBackendsOf(pid, on) {
       const backends = backendPidsOf(pid);
       if (backends.length === 0) return [];
-      const rows = await query<{ pid: number }>(on, 'SELECT pid FROM pg_stat_activity WHERE pid = ANY($1::int[]) AND pg_terminate_backend(pid)', [backends]);
-      return rows.map((r) => r.pid);
+      // Only these pids (a WHERE beside pg_terminate_backend may be evaluated after it, for every row).
+      const rows = await query<{ pid: number; ok: boolean }>(on, 'SELECT pid, pg_terminate_backend(pid) AS ok FROM unnest($1::int[]) AS pid', [backends]);
+      return rows.filter((r) => r.ok).map((r) => r.pid);
     },
     destroy() {
       pgScript('destroy', dir);
