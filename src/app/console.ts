@@ -28,6 +28,10 @@ export interface DaemonConsoleHooks {
   requestCycle: (reason: string) => void;
   readiness: () => Promise<unknown>;
   lastCycleAt: () => number | null;
+  /** Approved requests run on the leader only, fenced (src/app/daemon.ts leaderGate). */
+  gate?: (pass: () => Promise<number>) => Promise<number>;
+  /** This replica's role (the status page says which replica leads). */
+  role?: () => 'leader' | 'standby';
 }
 
 /**
@@ -53,6 +57,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     clearStrikes: (by) => (typeof platform.clearStrikes === 'function' ? platform.clearStrikes(by) : rateStateFor(rt.db).clearStrikes(by, rt.clock.now())),
     requestCycle: hooks.requestCycle,
+    ...(hooks.gate ? { gate: hooks.gate } : {}),
   });
   const service = createConsoleService({
     store: rt.store,
@@ -67,7 +72,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     coreHealth: () => rt.core.health(),
     readiness: hooks.readiness,
     lastCycleAt: hooks.lastCycleAt,
-    role: () => 'leader',
+    role: hooks.role ?? (() => 'leader'),
   });
   const auth = createConsoleAuth({
     config: rt.config.console,

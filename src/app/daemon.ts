@@ -8,6 +8,8 @@ import { reconcileDaemonJob } from '../reports/daemon-job.js';
 import { createWebhookService } from './webhook-service.js';
 import { createDaemonConsole } from './console.js';
 import type { Express } from 'express';
+import { every } from '../lib/clock.js';
+import type { LeadershipView } from '../observability/metrics.js';
 import type { BoardingRuntime } from './runtime.js';
 
 export interface ConnectorDaemonOptions {
@@ -44,14 +46,39 @@ export function poolsInUse(config: Pick<Config, 'core' | 'identity'>): NumberPoo
   return pools;
 }
 
+/**
+ * The leader's part of the work, in one place: `work` runs only while this replica leads, with
+ * every store write it makes fenced by the current term (store/leadership.ts guard); on a standby
+ * (or once the term has ended) it does not run and `otherwise` is the answer.
+ */
+export function leaderGate(rt: Pick<BoardingRuntime, 'leadership' | 'db'>): <T>(work: () => Promise<T>, otherwise: T) => Promise<T> {
+  return async (work, otherwise) => {
+    if (rt.leadership.term === null) return otherwise;
+    return rt.leadership.guard(rt.db, work);
+  };
+}
+
+/** /readyz's and /metrics' view of this replica's leadership. */
+export function leadershipView(rt: Pick<BoardingRuntime, 'leadership'>): LeadershipView {
+  const l = rt.leadership;
+  return { role: l.role, epoch: l.term?.epoch ?? null, holder: l.holder, acquisitions: l.acquisitions };
+}
+
 export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemonOptions = {}): ConnectorDaemon {
   let daemon: Daemon | null = null;
   const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
+  const gate = leaderGate(rt);
   let lastCycleAt: number | null = null;
   let webhooksRef: { readiness(): Promise<unknown> } | null = null;
   // The ops console (console.users): its API and pages on the admin listener, and the executor
   // of approved requests, run after each cycle and when a request is approved.
-  const opsConsole = createDaemonConsole(rt, { requestCycle: triggerCycle, readiness: async () => webhooksRef?.readiness() ?? null, lastCycleAt: () => lastCycleAt });
+  const opsConsole = createDaemonConsole(rt, {
+    requestCycle: triggerCycle,
+    readiness: async () => webhooksRef?.readiness() ?? null,
+    lastCycleAt: () => lastCycleAt,
+    gate: (pass) => gate(pass, 0),
+    role: () => rt.leadership.role,
+  });
   const editLoop = createEditLoopService({
     mapper: rt.mapper,
     status: rt.store.daemon,
@@ -72,16 +99,59 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     numberPools: () => Promise.all(poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p))),
     customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
     ...(opsConsole ? { mountAdmin: (app: Express) => opsConsole.mount(app) } : {}),
+    leadership: () => leadershipView(rt),
+    gate,
   });
   webhooksRef = webhooks;
-  const services: DaemonService[] = [editLoop, webhooks];
+  // Leadership first: the startup cycle finds this replica leading (or standing by), and the lease
+  // is released last, after in-flight loans settled, so a standby takes over at once.
+  const leaderWork = (): void => {
+    // Deliveries another replica stored, and requests approved on another replica's console,
+    // wait in the shared state: the leader looks every renew interval.
+    webhooks.processor.kick();
+    opsConsole?.executor.kick();
+  };
+  let poll: { cancel(): void } | null = null;
+  let running = false;
+  const offRole = rt.leadership.onChange((role) => {
+    if (role !== 'leader' || !running) return;
+    // A takeover (the start's own acquisition is followed by the startup cycle).
+    rt.logger.info({ epoch: rt.leadership.term?.epoch }, 'took over: boarding from here');
+    triggerCycle('leadership acquired');
+    leaderWork();
+  });
+  const leadershipService: DaemonService = {
+    name: 'leadership',
+    start: async () => {
+      await rt.leadership.start();
+      poll = every(rt.clock, rt.leadership.renewEveryMs, () => {
+        if (rt.leadership.role === 'leader') leaderWork();
+      });
+      running = true;
+    },
+    stop: async () => {
+      poll?.cancel();
+      offRole();
+      await rt.leadership.stop();
+    },
+  };
+  const services: DaemonService[] = [leadershipService, editLoop, webhooks];
   if (opsConsole) services.push({ name: 'console', start: () => opsConsole.executor.kick(), stop: () => opsConsole.executor.stop() });
+  // Reports, seals, reconciliation and the endpoint check: once per schedule, on the leader, fenced.
+  const onLeader = (job: DaemonJob): DaemonJob => ({
+    ...job,
+    run: (signal) =>
+      gate(async () => {
+        const term = rt.leadership.signal;
+        await job.run(term ? AbortSignal.any([signal, term]) : signal);
+      }, undefined),
+  });
   const jobs: DaemonJob[] = [
     webhooks.endpointCheckJob,
     reconcileDaemonJob({ config: rt.config, platform: rt.platform, reads: rt.store.reports, core: rt.core, logger: rt.logger, clock: rt.clock }),
-  ];
+  ].map(onLeader);
   const seal = batchSealDaemonJob(rt.core, rt.logger);
-  if (seal) jobs.push(seal);
+  if (seal) jobs.push(onLeader(seal));
   daemon = createDaemon({
     runner: rt.runner,
     logger: rt.logger,
@@ -90,6 +160,7 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     shutdownTimeoutMs: rt.config.boarding.shutdownTimeoutMs,
     services,
     jobs,
+    mayCycle: () => rt.leadership.role === 'leader',
     onCycle: async (summary) => {
       lastCycleAt = rt.clock.now();
       await webhooks.onCycle(summary);

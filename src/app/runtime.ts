@@ -22,7 +22,9 @@ import { numberPoolsOf } from '../store/numbers.js';
 import { CustomerKeys } from '../lib/customer-keys.js';
 import { createCustomerResolver, type CustomerResolver } from '../boarding/customers.js';
 import { tinHashKey } from './tin-key.js';
-import { createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
+import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
+import { openLeadership } from '../store/leases.js';
+import type { Leadership } from '../store/leadership.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
 export interface BoardingRuntime {
@@ -35,6 +37,11 @@ export interface BoardingRuntime {
   core: CoreSystem;
   fetchDocument: DocumentFetcher;
   runner: CycleRunner;
+  /**
+   * Who boards among the processes sharing this state (store.leadership): a cycle runs only on the
+   * leader, fenced. `run` starts its renew/poll loop; `sync --once` tries once per cycle.
+   */
+  leadership: Leadership;
   /** The loan's core account number: the pool or the core (identity.accountNumbers). */
   accountNumbers: AccountNumbers;
   /** Customer match before create (boarding/customers.ts). */
@@ -153,9 +160,18 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     clock,
     logger: logger.child({ component: 'customers' }),
   });
+  const leadership = await openLeadership(db, {
+    name: BOARDING_LEASE,
+    clock,
+    logger: logger.child({ component: 'leadership' }),
+    ttlMs: config.store.leadership.ttlMs,
+    renewEveryMs: config.store.leadership.renewEveryMs,
+  });
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
+    db,
+    leadership,
     platform,
     mapper,
     core,
@@ -185,6 +201,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     core: c,
     fetchDocument,
     runner,
+    leadership,
     accountNumbers,
     customers,
     clock,
@@ -192,6 +209,8 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     async close() {
       if (closed) return;
       closed = true;
+      // First: the lease is released at once (a standby takes over now, not after the TTL).
+      await leadership.stop();
       await Promise.allSettled([p.close(), c.close()]);
       await rateState?.flush?.();
       await db.close();

@@ -9,7 +9,7 @@ import { createApp } from '../http/app.js';
 import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 import { createFundedTimeBackfill } from '../store/funded-time.js';
 import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
-import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome } from '../observability/metrics.js';
+import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome, type LeadershipView } from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../webhooks/processor.js';
 import { runReadiness, standardReadinessChecks, type CheckResult } from '../observability/readiness.js';
 import type { Express } from 'express';
@@ -35,6 +35,14 @@ export interface WebhookServiceDeps {
   customers?: () => { ok: boolean; detail: string };
   /** Adds routes to the admin listener (the ops console, src/console). */
   mountAdmin?: (app: Express) => void;
+  /** This replica's role for /readyz and /metrics (several replicas on one state). */
+  leadership?: () => LeadershipView;
+  /**
+   * Runs the leader's part where it may (on the leader, fenced): inbox passes and the daily
+   * housekeeping. Every replica receives and stores deliveries (deduplicated by id in the shared
+   * inbox); the leader works them.
+   */
+  gate?: <T>(work: () => Promise<T>, otherwise: T) => Promise<T>;
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -86,7 +94,9 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     ...(deps.mapping ? { mapping: deps.mapping } : {}),
     ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
     ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
+    ...(deps.leadership ? { leadership: deps.leadership } : {}),
   });
+  const gate = deps.gate ?? (<T>(work: () => Promise<T>) => work());
   const endpointWatch = createEndpointWatch();
   const processor = createWebhookProcessor({
     db: deps.db,
@@ -98,6 +108,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     ...(deps.onFunded ? { onFunded: deps.onFunded } : {}),
     // A pass holds the event loop (deliveries wait behind it): ~50 rows keep that near 2 ms.
     batchSize: PASS_ROWS,
+    gate: (pass) => gate(pass, 0),
   });
   const appDeps = {
     config: deps.config.webhooks,
@@ -108,6 +119,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     processor,
     readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
     reportsDir: deps.config.reports.dir,
+    ...(deps.leadership ? { leadership: deps.leadership } : {}),
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.
   const app = createApp({ ...appDeps, surface: 'public' });
@@ -189,7 +201,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
       const outcome: CycleOutcome = summary.fatal ? 'error' : summary.interrupted > 0 ? 'aborted' : 'ok';
       metrics.observeCycle(summary.durationMs / 1000, outcome, triggerLabel(summary.reason));
       try {
-        const n = await backfill.run(clock.now());
+        const n = await gate(() => backfill.run(clock.now()), 0);
         if (n > 0) logger.debug({ loans: n }, 'funded times copied from the webhook inbox onto new loans');
       } catch (err) {
         logger.warn({ err }, 'funded-time backfill failed; will try after the next cycle');
@@ -198,7 +210,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
       const now = clock.now();
       if (now - lastPruneAt >= DAY_MS && !pruning) {
         lastPruneAt = now;
-        pruning = pruneInbox(now - INBOX_PRUNE_AFTER_MS).finally(() => {
+        pruning = gate(() => pruneInbox(now - INBOX_PRUNE_AFTER_MS), undefined).finally(() => {
           pruning = null;
         });
       }

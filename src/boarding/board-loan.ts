@@ -12,6 +12,7 @@ import type { QuarantineReason } from '../store/loan-states.js';
 import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
+import { FencedOut } from '../store/sql.js';
 import { retryDelayMs } from './backoff.js';
 import { PoolExhaustedError } from '../store/numbers.js';
 import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
@@ -346,7 +347,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
 
   async function classifyFailure(att: Attempt, row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): Promise<BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
-    if (err instanceof IllegalTransitionError) throw err;
+    // This process no longer leads: nothing more may be written; the next leader resumes the loan.
+    if (err instanceof IllegalTransitionError || err instanceof FencedOut) throw err;
     if (err instanceof StaleStateError || !WORKING.has(row.state)) {
       // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
       log.info({ actual: row.state }, 'loan changed state while being boarded (operator or another process); leaving it');

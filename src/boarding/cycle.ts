@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
-import { every } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
-import { processAlive } from '../store/leases.js';
+import { FencedOutError, holderParts, type Leadership } from '../store/leadership.js';
+import { FencedOut, type StoreDb } from '../store/sql.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
 import type { DueCursor } from '../store/loans.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
@@ -13,8 +11,13 @@ import { recordInvalidItem, recordQueueItem, type IntakeObserver, type StillList
 export interface CycleDeps extends LoanBoarderDeps {
   pageSize: number;
   concurrency: number;
-  /** A holder that has not heartbeaten for this long loses the boarding lease (default 60 s). */
-  leaseTtlMs?: number;
+  /**
+   * Who boards: only the leader (store/leadership.ts). A cycle runs only while this process leads,
+   * every write it makes is fenced by the term it started in, and the term's end aborts its calls.
+   */
+  leadership: Leadership;
+  /** The store's database: the leader's writes are fenced on it (Leadership.guard). */
+  db: StoreDb;
   /**
    * This many core writes in a row that found the core unavailable (timeouts, 5xx, refused
    * connections), with no successful board between them, stop the pass: the core is down, and
@@ -89,9 +92,9 @@ export interface CycleSummary {
    * the loans not yet tried wait for the next cycle; `sync --once` exits 5.
    */
   coreOutage: { failures: number; message: string } | null;
-  /** Another process holds the boarding lease: this cycle did nothing. */
-  busy: { pid: number; host: string; since: string } | null;
-  /** Another process took the lease over mid-cycle (this one stalled): the cycle stopped early. */
+  /** Another process leads (holds the boarding lease): this cycle did nothing. */
+  busy: { pid: number | null; host: string | null; holder: string; epoch: number } | null;
+  /** This process stopped leading mid-cycle (it stalled, or lost the database): the cycle stopped early. */
   leaseLost: boolean;
   /** Loans per state after the cycle. */
   states: Record<LoanState, number>;
@@ -133,8 +136,7 @@ export function createCycleRunner(deps: CycleDeps) {
   const { store, platform, clock, logger } = deps;
   const inFlight = new Set<string>();
   let running = false;
-  const me = { owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, pid: process.pid, host: hostname() };
-  const leaseTtlMs = deps.leaseTtlMs ?? 60_000;
+  const { leadership } = deps;
   const stillListedWarnedAt = new Map<string, number>();
   const coreOutageAfter = deps.coreOutageAfter ?? 3;
   /** Core writes in a row (across cycles) that found the core unavailable; a board resets it. */
@@ -375,19 +377,21 @@ export function createCycleRunner(deps: CycleDeps) {
   async function run(opts: CycleOptions): Promise<CycleSummary> {
     if (running) throw new CycleAlreadyRunningError('a boarding cycle is already running');
     running = true;
-    // Losing the lease (another process took it over after this one stalled) stops this cycle:
-    // no new loans, and steps in flight are aborted, so two processes never board side by side.
-    const leaseLost = new AbortController();
-    const stop = AbortSignal.any([opts.stop ?? NEVER, leaseLost.signal]);
-    const abort = AbortSignal.any([opts.abort ?? NEVER, leaseLost.signal]);
     const started = clock.now();
-    // Everything before the lease is taken resets `running` if the database fails (it went away
+    // Everything before the cycle starts resets `running` if the database fails (it went away
     // mid-run): otherwise every later cycle would refuse as "already running" until a restart.
     let states: CycleSummary['states'];
-    let lease: Awaited<ReturnType<typeof store.leases.acquire>>;
+    let busy: CycleSummary['busy'] = null;
     try {
       states = await store.loans.countByState();
-      lease = await store.leases.acquire(BOARDING_LEASE, me, clock.now(), leaseTtlMs, processAlive);
+      // One try when not leading (`sync --once`, a standby whose poll has not come yet); the
+      // daemon's leadership loop renews and takes over on its own.
+      if (leadership.term === null) await leadership.tick();
+      if (leadership.term === null) {
+        const row = await leadership.read();
+        const holder = row?.holder ?? 'unknown';
+        busy = { ...holderParts(holder), holder, epoch: row?.epoch ?? 0 };
+      }
     } catch (err) {
       running = false;
       throw err;
@@ -408,108 +412,93 @@ export function createCycleRunner(deps: CycleDeps) {
       trafficStopped: false,
       fatal: null,
       coreOutage: null,
-      busy: null,
+      busy,
       leaseLost: false,
       states,
       problems: [],
     };
-    if (!lease.ok) {
+    const termSignal = leadership.signal;
+    if (busy !== null || termSignal === null) {
       running = false;
-      summary.busy = { pid: lease.holder.pid, host: lease.holder.host, since: new Date(lease.holder.acquiredAt).toISOString() };
-      logger.warn({ holder: summary.busy }, 'another connector process is boarding from this state database; this cycle does nothing');
+      logger.debug({ leader: busy }, 'another connector process leads (holds the boarding lease); this cycle does nothing');
       return summary;
     }
-    if (lease.tookOverFrom) {
-      const previous = { pid: lease.tookOverFrom.pid, host: lease.tookOverFrom.host, lastHeartbeat: new Date(lease.tookOverFrom.heartbeatAt).toISOString() };
-      if (lease.takeoverReason === 'process_gone') logger.info({ previous }, 'took over the boarding lease from a process that is gone');
-      else logger.warn({ previous, leaseTtlMs }, 'took over the boarding lease from a process that stopped heartbeating (it may still be running, stalled); it stops boarding at its next heartbeat');
-    }
-    // Heartbeat on a timer, not on progress: a cycle waiting out a rate-limit pause still owns the lease.
-    // A throw here would be uncaught (a timer callback) and kill the process: log it, and let the
-    // next beat try again; the lease only goes stale after leaseTtlMs without a successful beat.
-    const heartbeat = async (): Promise<void> => {
-      if (leaseLost.signal.aborted) return;
-      let held: boolean;
-      try {
-        held = await store.leases.heartbeat(BOARDING_LEASE, me.owner, clock.now());
-      } catch (err) {
-        logger.warn({ err: errorMessage(err) }, 'boarding lease heartbeat failed; retrying on the next beat');
-        return;
-      }
-      if (held) return;
+    // The term's end (trust deadline, a takeover seen at renew, a fenced-out write) stops this
+    // cycle: no new loans, and steps in flight are aborted, so two processes never board side by
+    // side; whatever a stale step still tries to write is fenced out (0 rows).
+    const onLost = (): void => {
       summary.leaseLost = true;
-      let holder: Awaited<ReturnType<typeof store.leases.get>> = null;
-      try {
-        holder = await store.leases.get(BOARDING_LEASE);
-      } catch {
-        // Only for the log line.
-      }
-      logger.error(
-        { holder: holder ? { pid: holder.pid, host: holder.host } : null },
-        'lost the boarding lease (this process stalled past its lease and another took it over): stopping this cycle',
-      );
-      leaseLost.abort(new Error('boarding lease lost'));
+      logger.error({ epoch: leadership.acquisitions }, 'this process stopped leading mid-cycle (stalled past its lease, or lost the database): stopping this cycle');
     };
-    const beat = every(clock, Math.max(250, Math.floor(leaseTtlMs / 4)), () => {
-      heartbeat().catch((err: unknown) => logger.warn({ err: errorMessage(err) }, 'boarding lease heartbeat failed'));
-    });
+    termSignal.addEventListener('abort', onLost, { once: true });
+    const stop = AbortSignal.any([opts.stop ?? NEVER, termSignal]);
+    const abort = AbortSignal.any([opts.abort ?? NEVER, termSignal]);
     try {
-      const progress = (p: CycleProgress): void => {
+      return await leadership.guard(deps.db, async () => {
+        const progress = (p: CycleProgress): void => {
+          try {
+            opts.onProgress?.(p);
+          } catch (err) {
+            logger.debug({ err: errorMessage(err) }, 'cycle progress listener failed');
+          }
+        };
         try {
-          opts.onProgress?.(p);
+          await walk(summary, stop, progress);
         } catch (err) {
-          logger.debug({ err: errorMessage(err) }, 'cycle progress listener failed');
+          if (!isPlatformError(err) || !err.fatal) {
+            if (termSignal.aborted) return summary;
+            throw err;
+          }
+          summary.fatal = { code: err.code, message: err.message };
         }
-      };
-      try {
-        await walk(summary, stop, progress);
-      } catch (err) {
-        if (!isPlatformError(err) || !err.fatal) throw err;
-        summary.fatal = { code: err.code, message: err.message };
-      }
-      if (summary.fatal === null && platform.health().trafficStopped) {
-        summary.trafficStopped = true;
-      }
-      const retrying = new Set<string>();
-      while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
-        summary.passes += 1;
-        await boardPass(summary, stop, abort, retrying, progress);
-        const settleMs = opts.settleMs ?? 0;
-        if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
-        const target = await settleTarget(retrying, clock.now() + settleMs);
-        if (target === null) break;
-        progress({ phase: 'settle', until: target.at, loans: target.loans });
-        try {
-          await clock.sleep(Math.max(0, target.at - clock.now()), stop);
-        } catch {
-          break;
+        if (summary.fatal === null && platform.health().trafficStopped) {
+          summary.trafficStopped = true;
         }
+        const retrying = new Set<string>();
+        while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
+          summary.passes += 1;
+          await boardPass(summary, stop, abort, retrying, progress);
+          const settleMs = opts.settleMs ?? 0;
+          if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
+          const target = await settleTarget(retrying, clock.now() + settleMs);
+          if (target === null) break;
+          progress({ phase: 'settle', until: target.at, loans: target.loans });
+          try {
+            await clock.sleep(Math.max(0, target.at - clock.now()), stop);
+          } catch {
+            break;
+          }
+        }
+        if (summary.trafficStopped) {
+          logger.error(
+            { alert: 'rate_limit.traffic_stopped', health: { strikes24h: platform.health().strikes24h } },
+            'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); boarding waits until the strike ledger ages out or an operator clears it (platform strikes clear)',
+          );
+        }
+        return summary;
+      });
+    } catch (err) {
+      // A write refused by the fence (the lease moved on) ends the cycle as a lost lease: nothing
+      // was written, every loan resumes from its persisted state under the next leader.
+      if (err instanceof FencedOut || err instanceof FencedOutError || termSignal.aborted) {
+        summary.leaseLost = true;
+        return summary;
       }
-      if (summary.trafficStopped) {
-        logger.error(
-          { alert: 'rate_limit.traffic_stopped', health: { strikes24h: platform.health().strikes24h } },
-          'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); boarding waits until the strike ledger ages out or an operator clears it (platform strikes clear)',
-        );
-      }
-      return summary;
+      throw err;
     } finally {
-      beat.cancel();
-      // First: a failed release below must never leave the runner refusing every later cycle.
+      termSignal.removeEventListener('abort', onLost);
       running = false;
-      try {
-        await store.leases.release(BOARDING_LEASE, me.owner);
-      } catch (err) {
-        // The lease stays until it goes stale (leaseTtlMs) or this process exits; our own next
-        // cycle re-acquires it (same owner), another process waits out the ttl.
-        logger.warn({ err: errorMessage(err) }, 'could not release the boarding lease; it expires on its own');
-      }
       summary.durationMs = clock.now() - started;
-      summary.states = await store.loans.countByState();
-      // Keep the latest word on each loan, and only if it still stands (a settled retry succeeded).
-      const latest = new Map(summary.problems.map((p) => [p.loanId, p]));
-      const standing: CycleSummary['problems'] = [];
-      for (const p of latest.values()) if ((await store.loans.get(p.loanId))?.state === p.state) standing.push(p);
-      summary.problems = standing;
+      try {
+        summary.states = await store.loans.countByState();
+        // Keep the latest word on each loan, and only if it still stands (a settled retry succeeded).
+        const latest = new Map(summary.problems.map((p) => [p.loanId, p]));
+        const standing: CycleSummary['problems'] = [];
+        for (const p of latest.values()) if ((await store.loans.get(p.loanId))?.state === p.state) standing.push(p);
+        summary.problems = standing;
+      } catch (err) {
+        logger.warn({ err: errorMessage(err) }, 'could not read the loan counts after the cycle');
+      }
     }
   }
 

@@ -19,10 +19,14 @@ function parseMs(v: string): number {
   return n;
 }
 
+function leaderText(b: NonNullable<CycleSummary['busy']>): string {
+  return b.pid !== null ? `another connector process (pid ${b.pid} on ${b.host})` : `another connector process (${b.holder})`;
+}
+
 /** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
 export function formatSummary(s: CycleSummary): string {
   if (s.busy) {
-    return `another connector process (pid ${s.busy.pid} on ${s.busy.host}, since ${s.busy.since}) is boarding from this state database: nothing done`;
+    return `${leaderText(s.busy)} leads (holds the boarding lease, epoch ${s.busy.epoch}) on this state database: nothing done`;
   }
   const q = Object.entries(s.quarantined);
   const qTotal = q.reduce((a, [, n]) => a + n, 0);
@@ -125,6 +129,8 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
       followPlatformWaits(progress, rt.platform);
       progress.status('walking the boarding queue');
+      // Renewed while the cycle runs (a long walk outlasts one lease); released when the runtime closes.
+      await rt.leadership.start();
       const summary = await rt.runner.run({
         reason: 'sync --once',
         stop: ctx.shutdown,
@@ -135,10 +141,11 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
       progress.done();
       ctx.shutdown.removeEventListener('abort', onShutdown);
       // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
-      if (!summary.busy) await batchSealDaemonJob(rt.core, logger)?.run(ctx.shutdown);
+      const seal = batchSealDaemonJob(rt.core, logger);
+      if (seal && rt.leadership.term !== null) await rt.leadership.guard(rt.db, () => seal.run(ctx.shutdown));
       logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
       out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
-      if (summary.busy) throw new BusyError(`another connector process (pid ${summary.busy.pid} on ${summary.busy.host}) holds the boarding lease: nothing done`);
+      if (summary.busy) throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
       if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
       if (summary.coreOutage) {
         throw new IncompleteRunError(`the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`, EXIT_CORE_OUTAGE);

@@ -71,6 +71,21 @@ export const storeSchema = z
     engine: oneOf(['sqlite', 'postgres']).default('sqlite'),
     path: str('a file path').default('./var/state.sqlite'),
     postgres: storePostgresSchema.prefault({}),
+    /**
+     * Who boards when several replicas share the state (docs/deploy.md "Leadership"): one leader
+     * at a time, on a lease of ttlMs (the database's clock) renewed every renewEveryMs; a standby
+     * polls as often and takes over once the lease has expired.
+     */
+    leadership: z
+      .strictObject({
+        ttlMs: int(1000).default(15_000),
+        renewEveryMs: int(100).default(5_000),
+      })
+      .prefault({})
+      .refine((l) => l.ttlMs - Math.min(2_000, Math.floor(l.ttlMs / 5)) > l.renewEveryMs, {
+        error: 'renewEveryMs must be shorter than ttlMs less its safety margin (min(2000, ttlMs/5)): a leader must renew before it stops trusting its lease',
+        path: ['renewEveryMs'],
+      }),
   })
   .superRefine((s, ctx) => {
     // Never a silent fall-back to SQLite: engine postgres without a server is a config error.

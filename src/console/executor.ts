@@ -39,6 +39,8 @@ export interface ConsoleExecutorDeps {
   clearStrikes?: (by: string) => number;
   /** Asks the daemon for a cycle now (after retries). */
   requestCycle?: (reason: string) => void;
+  /** Runs a pass only where it may (several replicas: on the leader, fenced). Without it, every pass runs. */
+  gate?: (pass: () => Promise<number>) => Promise<number>;
 }
 
 export interface ConsoleExecutor extends ExecutorHandle {
@@ -177,7 +179,7 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
         again = true;
         return running;
       }
-      running = loop()
+      running = (deps.gate ? deps.gate(loop) : loop())
         .catch((err: unknown) => {
           log.error({ err }, 'console executor pass failed; the next cycle tries again');
           return 0;

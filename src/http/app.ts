@@ -3,7 +3,7 @@ import type { WebhooksConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookInbox } from '../store/inbox.js';
-import { createConnectorMetrics, type ConnectorMetrics } from '../observability/metrics.js';
+import { createConnectorMetrics, type ConnectorMetrics, type LeadershipView } from '../observability/metrics.js';
 import { runReadiness, type ReadinessCheck } from '../observability/readiness.js';
 import { latestReportFile } from './reports-route.js';
 import { createWebhookReceiver, WEBHOOK_PATH } from '../webhooks/receiver.js';
@@ -23,6 +23,8 @@ export interface WebhookAppDeps {
   processor?: { kick(): void };
   /** Conditions of /readyz (see readiness.ts: standardReadinessChecks). */
   readiness?: Record<string, ReadinessCheck>;
+  /** This replica's role, in /readyz's JSON (a healthy standby is ready: it takes webhooks). */
+  leadership?: () => LeadershipView;
   /** Directory the reconciliation writes into: GET /reports/latest serves its newest report.html. */
   reportsDir?: string;
   /**
@@ -101,7 +103,9 @@ export function createApp(deps: WebhookAppDeps): Express {
 function registerOpsRoutes(app: Express, deps: WebhookAppDeps, metrics: ConnectorMetrics): void {
   app.get('/readyz', async (_req, res) => {
     const result = await runReadiness(deps.readiness ?? {});
-    res.status(result.ready ? 200 : 503).json(result);
+    const l = deps.leadership?.();
+    const role = l ? { role: l.role, epoch: l.epoch, holder: l.holder } : {};
+    res.status(result.ready ? 200 : 503).json({ ready: result.ready, ...role, checks: result.checks });
   });
 
   app.get('/metrics', async (_req, res) => {

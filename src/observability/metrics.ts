@@ -32,6 +32,19 @@ export interface MetricsSources {
   mapping?: () => { version: string; lastReloadError: unknown };
   /** Usage of the bank's number pools in use (identity.*.source pool). */
   numberPools?: () => Promise<readonly PoolUsage[]>;
+  /** This replica's role among those sharing the state (store/leadership.ts). */
+  leadership?: () => LeadershipView;
+}
+
+/** What /readyz and /metrics say of leadership. */
+export interface LeadershipView {
+  role: 'leader' | 'standby';
+  /** The epoch this replica leads in; null on a standby. */
+  epoch: number | null;
+  /** This replica's holder id (host:pid:random). */
+  holder: string;
+  /** How many times this replica became leader since it started. */
+  acquisitions: number;
 }
 
 export type CycleOutcome = 'ok' | 'error' | 'aborted';
@@ -243,6 +256,36 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     },
   });
 
+  new Gauge({
+    name: `${p}leader`,
+    help: '1 while this replica leads (boards, runs the scheduled jobs), 0 on a standby',
+    registers: [registry],
+    collect() {
+      const l = safe(() => sources.leadership?.());
+      if (l) this.set(l.role === 'leader' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${p}leader_epoch`,
+    help: 'The lease epoch this replica leads in (the fencing token); 0 on a standby',
+    registers: [registry],
+    collect() {
+      const l = safe(() => sources.leadership?.());
+      if (l) this.set(l.epoch ?? 0);
+    },
+  });
+  new Counter({
+    name: `${p}leadership_acquisitions_total`,
+    help: 'Times this replica became leader (a takeover after a failover, or a start)',
+    registers: [registry],
+    collect() {
+      const l = safe(() => sources.leadership?.());
+      if (l) {
+        this.reset();
+        this.inc(l.acquisitions);
+      }
+    },
+  });
   new Gauge({
     name: `${p}mapping_info`,
     help: 'The mapping version loans are mapped with (value 1; the version is the label)',

@@ -37,6 +37,11 @@ export interface DaemonDeps {
   cycleOnStart?: boolean;
   /** Called after each cycle (metrics, tests). */
   onCycle?: (summary: CycleSummary) => void | Promise<void>;
+  /**
+   * Whether this process may run cycles now (it leads: store/leadership.ts). A standby's ticks and
+   * requests are dropped; its leadership loop asks for a cycle when it takes over.
+   */
+  mayCycle?: () => boolean;
 }
 
 const MIN_RETRY_TIMER_MS = 1000;
@@ -99,6 +104,7 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     // cron ticks, or an overdue retry (or the loans a stopped pass left queued) would spin cycles
     // (each one a queue read).
     if (stopCtl.signal.aborted || last?.trafficStopped === true || (last?.coreOutage ?? null) !== null) return;
+    if (deps.mayCycle !== undefined && !deps.mayCycle()) return;
     const at = await runner.nextDueAt();
     if (at === null) return;
     // Cron ticks pick retries up anyway; the timer only matters when a retry is due sooner. Never
@@ -156,6 +162,10 @@ export function createDaemon(deps: DaemonDeps): Daemon {
 
   function requestCycle(reason: string): void {
     if (stopCtl.signal.aborted) return;
+    if (deps.mayCycle !== undefined && !deps.mayCycle()) {
+      log.debug({ reason }, 'standby: no cycle (the leader boards)');
+      return;
+    }
     if (current) {
       // One follow-up cycle picks up whatever arrived meanwhile; more requests add nothing.
       pending ??= reason;

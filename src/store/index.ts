@@ -3,7 +3,6 @@ import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from '.
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
 import { toStoreDb, type AnyDb, type Fence, type StoreDb } from './sql.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
-import { createLeaseStore, type LeaseStore } from './leases.js';
 import { createLoanStore, type LoanStore } from './loans.js';
 import { FileBatchStore, type BatchTieRows } from './file-batches.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
@@ -17,7 +16,6 @@ export interface BoardingStore {
   loans: LoanStore;
   checkpoints: CheckpointStore;
   keys: IdempotencyStore;
-  leases: LeaseStore;
   daemon: DaemonStatusStore;
   /** The bank's account and customer numbers (numbers.ts). */
   numbers: NumberStore;
@@ -72,7 +70,6 @@ export function createBoardingStore(anyDb: AnyDb, opts: BoardingStoreOptions = {
     loans: createLoanStore(db),
     checkpoints: createCheckpointStore(db),
     keys: createIdempotencyStore(db),
-    leases: createLeaseStore(db),
     reports: createReportReads(db),
     daemon: createDaemonStatusStore(db),
     numbers: createNumberStore(db, opts.numberPools),

@@ -1,84 +1,127 @@
-import { toStoreDb, type AnyDb } from './sql.js';
-
-export interface LeaseOwner {
-  owner: string;
-  pid: number;
-  host: string;
-}
-
-export interface LeaseHolder extends LeaseOwner {
-  acquiredAt: number;
-  heartbeatAt: number;
-  /** Incremented whenever the lease changes hands: the fencing token (sql.ts, Fence). */
-  epoch: number;
-}
-
-/** Why a lease changed hands: its holder's process is gone (same host), or it stopped heartbeating. */
-export type TakeoverReason = 'process_gone' | 'stalled';
-
-export type LeaseResult =
-  | { ok: true; tookOverFrom: LeaseHolder | null; takeoverReason?: TakeoverReason }
-  | { ok: false; holder: LeaseHolder };
+import { hostname } from 'node:os';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { holderParts, Leadership, newHolderId, type LeaseBackend, type LeaseRow, type Role, type LeaseTerm } from './leadership.js';
+import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
 
 /**
- * A named lease in the state database: one holder at a time. A holder that stopped heartbeating
- * for ttlMs, or whose process is gone (same host), loses it — a SIGKILLed daemon must not block
- * its own restart.
+ * The SQLite side of leadership (src/store/leadership.ts has the rules): the `leases` table
+ * (migrations 3 and 14), every decision on the database host's clock inside one IMMEDIATE write
+ * transaction, which a fenced write also takes (sql.ts): a takeover and a stale holder's write are
+ * serialised, and the stale one finds another epoch. SQLite is one host, so one more rule keeps a
+ * SIGKILLed daemon from blocking its own restart for a whole TTL: a holder on this host whose
+ * process is gone has given the lease up.
  */
-export interface LeaseStore {
-  acquire(name: string, me: LeaseOwner, now: number, ttlMs: number, isAlive: (pid: number) => boolean): Promise<LeaseResult>;
-  heartbeat(name: string, owner: string, now: number): Promise<boolean>;
-  release(name: string, owner: string): Promise<void>;
-  get(name: string): Promise<LeaseHolder | null>;
-}
+
+/** Milliseconds since the epoch on the database host's clock, in SQL. */
+const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)`;
 
 interface Raw {
-  name: string;
   owner: string;
   pid: number;
   host: string;
-  acquired_at: number;
   heartbeat_at: number;
   epoch: number;
+  expires_at: number | null;
+  now: number;
 }
 
-const toHolder = (r: Raw): LeaseHolder => ({ owner: r.owner, pid: r.pid, host: r.host, acquiredAt: r.acquired_at, heartbeatAt: r.heartbeat_at, epoch: Number(r.epoch) });
-
-export function createLeaseStore(anyDb: AnyDb): LeaseStore {
+export function sqliteLeaseBackend(anyDb: AnyDb, isAlive: (pid: number) => boolean = processAlive): LeaseBackend {
   const db = toStoreDb(anyDb);
-  const SELECT = 'SELECT * FROM leases WHERE name = ?';
-  // epoch: + 1 when the holder changes (a new holder's writes are fenced against the old one's).
-  const UPSERT = `INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at, epoch, expires_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)
-     ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
-       acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at,
-       epoch = CASE WHEN leases.owner = excluded.owner THEN leases.epoch ELSE leases.epoch + 1 END`;
+  const here = hostname();
   return {
-    // One write transaction (IMMEDIATE on SQLite): two processes racing for the lease serialise on it.
-    acquire: (name, me, now, ttlMs, isAlive) =>
-      db.write(async (): Promise<LeaseResult> => {
-        const cur = await db.get<Raw>(SELECT, [name]);
-        if (cur && cur.owner !== me.owner) {
-          const holder = toHolder(cur);
-          const stale = cur.heartbeat_at < now - ttlMs;
-          const dead = cur.host === me.host && !isAlive(cur.pid);
-          if (!stale && !dead) return { ok: false, holder };
-          await db.run(UPSERT, [name, me.owner, me.pid, me.host, now, now, now + ttlMs]);
-          return { ok: true, tookOverFrom: holder, takeoverReason: dead ? 'process_gone' : 'stalled' };
-        }
-        await db.run(UPSERT, [name, me.owner, me.pid, me.host, cur?.acquired_at ?? now, now, now + ttlMs]);
-        return { ok: true, tookOverFrom: null };
-      }),
-    // The expiry moves with the heartbeat, keeping the term's length.
-    heartbeat: async (name, owner, now) =>
-      (await db.run('UPDATE leases SET expires_at = expires_at + (? - heartbeat_at), heartbeat_at = ? WHERE name = ? AND owner = ?', [now, now, name, owner])).changes > 0,
-    release: async (name, owner) => {
-      await db.run('DELETE FROM leases WHERE name = ? AND owner = ?', [name, owner]);
-    },
-    get: async (name) => {
-      const r = await db.get<Raw>(SELECT, [name]);
-      return r ? toHolder(r) : null;
+    acquire: (name, holder, ttlMs) =>
+      db.write(
+        async () => {
+          const cur = await db.get<Raw>(`SELECT owner, pid, host, heartbeat_at, epoch, expires_at, ${NOW_MS} AS now FROM leases WHERE name = ?`, [name]);
+          if (cur !== undefined && cur.owner !== holder) {
+            const now = Number(cur.now);
+            // A row of a connector before leadership (no expiry): its heartbeat tells.
+            const expired = cur.expires_at === null ? Number(cur.heartbeat_at) < now - ttlMs : Number(cur.expires_at) <= now;
+            const gone = cur.host === here && !isAlive(Number(cur.pid));
+            if (!expired && !gone) return null;
+          }
+          const { pid, host } = holderParts(holder);
+          const epoch = (cur === undefined ? 0 : Number(cur.epoch)) + 1;
+          await db.run(
+            `INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at, epoch, expires_at)
+               VALUES (?, ?, ?, ?, ${NOW_MS}, ${NOW_MS}, ?, ${NOW_MS} + ?)
+             ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
+               acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, epoch = excluded.epoch, expires_at = excluded.expires_at`,
+            [name, holder, pid ?? 0, host ?? '', epoch, Math.round(ttlMs)],
+          );
+          return { epoch };
+        },
+        { unfenced: true },
+      ),
+    renew: async (term, ttlMs) =>
+      (
+        await db.write(
+          () =>
+            db.run(`UPDATE leases SET heartbeat_at = ${NOW_MS}, expires_at = ${NOW_MS} + ? WHERE name = ? AND owner = ? AND epoch = ? AND expires_at > ${NOW_MS}`, [
+              Math.round(ttlMs),
+              term.name,
+              term.holder,
+              term.epoch,
+            ]),
+          { unfenced: true },
+        )
+      ).changes === 1,
+    release: async (term) =>
+      (
+        await db.write(() => db.run(`UPDATE leases SET expires_at = ${NOW_MS} WHERE name = ? AND owner = ? AND epoch = ?`, [term.name, term.holder, term.epoch]), {
+          unfenced: true,
+        })
+      ).changes === 1,
+    read: async (name): Promise<LeaseRow | null> => {
+      const r = await db.get<{ owner: string; epoch: number; expires_in_ms: number | null; heartbeat_at: number; now: number }>(
+        `SELECT owner, epoch, expires_at - ${NOW_MS} AS expires_in_ms, heartbeat_at, ${NOW_MS} AS now FROM leases WHERE name = ?`,
+        [name],
+      );
+      if (r === undefined) return null;
+      const expiresInMs = r.expires_in_ms === null ? Number(r.heartbeat_at) + 60_000 - Number(r.now) : Number(r.expires_in_ms);
+      return { name, holder: expiresInMs > 0 ? r.owner : null, epoch: Number(r.epoch), expiresInMs };
     },
   };
+}
+
+export interface LeadershipSettings {
+  /** The lease's name (one per leadership): 'boarding'. */
+  name: string;
+  clock: Clock;
+  logger?: Logger;
+  ttlMs?: number;
+  renewEveryMs?: number;
+  marginMs?: number;
+  /** Default: host:pid:random (newHolderId). */
+  holder?: string;
+  onChange?: (role: Role, term: LeaseTerm | null) => void;
+  /** SQLite: whether a pid on this host is alive (tests). */
+  isAlive?: (pid: number) => boolean;
+}
+
+/**
+ * The leadership of a store, on its engine: PostgreSQL's leader_lease (loaded only for that engine,
+ * as the pg driver is) or SQLite's leases table.
+ */
+export async function openLeadership(db: StoreDb, s: LeadershipSettings): Promise<Leadership> {
+  const holder = s.holder ?? newHolderId();
+  const common = {
+    name: s.name,
+    holder,
+    clock: s.clock,
+    ...(s.logger ? { logger: s.logger } : {}),
+    ...(s.ttlMs !== undefined ? { ttlMs: s.ttlMs } : {}),
+    ...(s.renewEveryMs !== undefined ? { renewEveryMs: s.renewEveryMs } : {}),
+    ...(s.marginMs !== undefined ? { marginMs: s.marginMs } : {}),
+    ...(s.onChange ? { onChange: s.onChange } : {}),
+  };
+  if (db.engine === 'postgres') {
+    if (db.pool === null) throw new Error('a PostgreSQL store without a pool');
+    const { PgLeadership } = await import('./pg/leadership.js');
+    return new PgLeadership({ pool: db.pool, ...common });
+  }
+  return new Leadership(sqliteLeaseBackend(db, s.isAlive), common);
 }
 
 /** True unless the process is known to be gone (EPERM means it exists but is not ours). */

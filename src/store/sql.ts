@@ -38,13 +38,30 @@ export interface Fence {
 /** A stale holder's write: the lease moved on (another holder or epoch) or expired. Nothing was written. */
 export class FencedOut extends Error {
   override readonly name = 'FencedOut';
-  constructor(readonly fence: Fence, readonly found: { holder: string | null; epoch: number; live: boolean } | null) {
+  constructor(readonly fence: Fence, readonly found: { holder: string | null; epoch: number; live: boolean } | null, why?: string) {
     super(
-      found === null
+      why !== undefined
+        ? `lease ${fence.name}: ${why}: ${fence.holder} may not write`
+        : found === null
         ? `lease ${fence.name} is not held: ${fence.holder} (epoch ${fence.epoch}) may not write`
         : `lease ${fence.name} is ${found.holder === fence.holder && found.epoch === fence.epoch ? 'expired' : `held by ${found.holder ?? 'nobody'} epoch ${found.epoch}`}: ${fence.holder} (epoch ${fence.epoch}) may not write`,
     );
   }
+}
+
+/**
+ * The leader's work (Leadership.guard): every write transaction started inside it checks the
+ * fence `current()` returns — null once the term it started in is over, and then the write is
+ * refused before it runs.
+ */
+export interface FenceScope {
+  name: string;
+  holder: string;
+  current(): Fence | null;
+  /** A write was refused: the lease moved on (the replica steps down). */
+  onFencedOut(err: FencedOut): void;
+  /** PostgreSQL: a fenced transaction left idle this long is ended by the server (a paused leader cannot block a takeover). */
+  idleTimeoutMs?: number;
 }
 
 export interface RunResult {
@@ -118,6 +135,7 @@ export class StoreDb {
   readonly location: string;
   private readonly kysely: Kysely<unknown>;
   private readonly als = new AsyncLocalStorage<TxContext>();
+  private readonly fenceAls = new AsyncLocalStorage<FenceScope>();
   private readonly pgText = new Map<string, string>();
   private closed = false;
 
@@ -188,14 +206,47 @@ export class StoreDb {
     return { changes: r.numAffectedRows === undefined ? r.rows.length : Number(r.numAffectedRows) };
   }
 
+  /**
+   * Runs fn with every write transaction it starts (directly or through any repository) fenced by
+   * the scope: see FenceScope and Leadership.guard.
+   */
+  withFence<T>(scope: FenceScope, fn: () => Promise<T>): Promise<T> {
+    return this.fenceAls.run(scope, fn);
+  }
+
+  /** The fence scope the caller runs in, if any (the leader's work). */
+  get fenceScope(): FenceScope | undefined {
+    return this.fenceAls.getStore();
+  }
+
   /** Runs fn in one write transaction; nested: a savepoint. See the file comment. */
-  async write<T>(fn: () => Promise<T>, opts: { fence?: Fence } = {}): Promise<T> {
+  async write<T>(fn: () => Promise<T>, opts: { fence?: Fence; unfenced?: boolean } = {}): Promise<T> {
     const outer = this.als.getStore();
     if (outer !== undefined && !outer.done) {
       if (outer.readOnly) throw new Error('a write transaction cannot start inside a read transaction');
       if (opts.fence) await this.checkFence(outer.conn, opts.fence);
       return this.savepoint(outer, fn);
     }
+    // unfenced: the lease statements themselves, and what every replica may write (the inbox).
+    const scope = opts.fence || opts.unfenced === true ? undefined : this.fenceAls.getStore();
+    if (scope !== undefined) {
+      const fence = scope.current();
+      if (fence === null) {
+        const err = new FencedOut({ name: scope.name, holder: scope.holder, epoch: 0 }, null, 'this replica no longer leads');
+        scope.onFencedOut(err);
+        throw err;
+      }
+      try {
+        return await this.writeTx(fn, fence, scope.idleTimeoutMs);
+      } catch (err) {
+        if (err instanceof FencedOut) scope.onFencedOut(err);
+        throw err;
+      }
+    }
+    return this.writeTx(fn, opts.fence);
+  }
+
+  private async writeTx<T>(fn: () => Promise<T>, fence: Fence | undefined, idleTimeoutMs?: number): Promise<T> {
     return this.kysely.connection().execute(async (k) => {
       // connection() pins one connection; its executor gives us that connection's raw handle.
       let conn: DatabaseConnection | null = null;
@@ -207,8 +258,13 @@ export class StoreDb {
         // repository's read-then-write (a lease, a number, a transition) stays race-free without
         // a retry loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
         if (this.engine === 'postgres') await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`));
+        // A leader paused inside a fenced transaction (SIGSTOP, a long GC) holds the lease row FOR
+        // SHARE: the server ends the transaction after this long idle, so a takeover is not blocked.
+        if (this.engine === 'postgres' && fence && idleTimeoutMs !== undefined) {
+          await c.executeQuery(CompiledQuery.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.round(idleTimeoutMs))}`));
+        }
       });
-      return this.runTx(conn as unknown as DatabaseConnection, false, fn, opts.fence);
+      return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);
     });
   }
 

@@ -25,6 +25,11 @@ export interface WebhookProcessorDeps {
    * receiver keeps the CPU under load). Far below any early-cycle debounce.
    */
   kickDelayMs?: number;
+  /**
+   * Runs a pass only where it may (with several replicas: on the leader, fenced: every replica
+   * stores deliveries, the leader works them). Without it, every pass runs.
+   */
+  gate?: (pass: () => Promise<number>) => Promise<number>;
 }
 
 export interface ProcessedEvent {
@@ -130,7 +135,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       again = true;
       return running;
     }
-    running = loop()
+    running = (deps.gate ? deps.gate(loop) : loop())
       .catch((err: unknown) => {
         log.warn({ err }, 'webhook: inbox pass interrupted; will retry');
         clock.timeout(1000, () => processor.kick());

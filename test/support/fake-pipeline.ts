@@ -1,4 +1,7 @@
-import { createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
+import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
+import { Leadership, newHolderId } from '../../src/store/leadership.js';
+import { sqliteLeaseBackend } from '../../src/store/leases.js';
+import { toStoreDb } from '../../src/store/sql.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';
@@ -28,6 +31,7 @@ export function fakePipeline(
   const mapper = new FakeMapper();
   const core = new FakeCore();
   const clock = new FakeClock({ sleep: 'auto' });
+  const holder = newHolderId();
   const make = (): CycleRunner =>
     createCycleRunner({
       store,
@@ -42,7 +46,18 @@ export function fakePipeline(
       random: () => 0,
       pageSize: 2,
       concurrency: opts.concurrency ?? 3,
-      ...(opts.leaseTtlMs !== undefined ? { leaseTtlMs: opts.leaseTtlMs } : {}),
+      db: toStoreDb(db),
+      leadership: new Leadership(sqliteLeaseBackend(db), {
+        name: BOARDING_LEASE,
+        // One holder for every runner of the pipeline: a restart() takes the lease over at once,
+        // as a restarted process on this host does from its dead predecessor (a new epoch).
+        holder,
+        clock,
+        // The fake clock jumps minutes between (and inside) cycles with no renew loop running:
+        // a lease far longer than any test, unless a test asks for a short one.
+        ttlMs: opts.leaseTtlMs ?? 10 * 365 * 86_400_000,
+        ...(opts.leaseTtlMs !== undefined ? { renewEveryMs: Math.floor(opts.leaseTtlMs / 4) } : {}),
+      }),
     });
   return { db, store, platform, mapper, core, clock, runner: make(), restart: make };
 }

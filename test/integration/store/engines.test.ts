@@ -12,12 +12,13 @@ import { createExternalRefStore } from '../../../src/store/external-refs.js';
 import { createLoanStats } from '../../../src/store/loan-stats.js';
 import { createFundedTimeBackfill } from '../../../src/store/funded-time.js';
 import { StaleStateError } from '../../../src/store/loans.js';
+import { openLeadership } from '../../../src/store/leases.js';
+import { FakeClock } from '../../support/fake-clock.js';
 import { FencedOut } from '../../../src/store/sql.js';
 import { PoolExhaustedError } from '../../../src/store/numbers.js';
 import { STORE_ENGINES, engineSkipped, openTestStore, type TestStore } from '../../support/store-engines.js';
 
 const T0 = 1_700_000_000_000;
-const owner = (name: string, pid = 1) => ({ owner: `h:${pid}:${name}`, pid, host: 'h' });
 
 describe.each(STORE_ENGINES)('store on %s', (engine) => {
   const opened: TestStore[] = [];
@@ -123,37 +124,36 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect(await s.keys.get('webhook-endpoint:create:fp:1')).toMatchObject({ status: 200, response: { ok: true }, completedAt: T0 + 6 });
     });
 
-    it('leases: one holder; the epoch grows when it changes hands; a stale holder is fenced out with 0 rows changed', async () => {
+    it('leadership: one leader; every acquisition a new epoch; a stale leader is fenced out with 0 rows changed and steps down', async () => {
       const { s } = await open();
-      const a = await s.leases.acquire('boarding', owner('a', 1), T0, 60_000, () => true);
-      expect(a).toEqual({ ok: true, tookOverFrom: null });
-      const again = await s.leases.acquire('boarding', owner('a', 1), T0 + 1, 60_000, () => true);
-      expect(again.ok).toBe(true);
-      expect((await s.leases.get('boarding'))?.epoch).toBe(1);
-      expect((await s.leases.acquire('boarding', owner('b', 2), T0 + 2, 60_000, () => true)).ok).toBe(false);
-      const took = await s.leases.acquire('boarding', owner('b', 2), T0 + 120_000, 60_000, () => true);
-      expect(took).toMatchObject({ ok: true, takeoverReason: 'stalled' });
-      expect((await s.leases.get('boarding'))?.epoch).toBe(2);
-      expect(await s.leases.heartbeat('boarding', owner('a', 1).owner, T0 + 120_001)).toBe(false);
-      if (engine === 'sqlite') {
-        // SQLite: the leases row is the fence (the clock is the database host's: these times are in 2023, so set a live expiry).
-        await s.db.run('UPDATE leases SET expires_at = ? WHERE name = ?', [Date.now() + 60_000, 'boarding']);
-      } else {
-        await s.db.run("INSERT INTO leader_lease (name, holder, epoch, expires_at) VALUES ('boarding', ?, 2, clock_timestamp() + interval '1 minute')", [owner('b', 2).owner]);
-      }
-      const stale = { name: 'boarding', holder: owner('a', 1).owner, epoch: 1 };
-      await expect(s.write(() => s.loans.insert({ id: 'X', state: 'queued' }, T0), { fence: stale })).rejects.toThrow(FencedOut);
-      expect(await s.loans.get('X')).toBeNull();
-      const current = { name: 'boarding', holder: owner('b', 2).owner, epoch: 2 };
-      await s.write(() => s.loans.insert({ id: 'Y', state: 'queued' }, T0), { fence: current });
-      expect(await s.loans.get('Y')).not.toBeNull();
-      // Expired on the database's clock: fenced out too.
-      if (engine === 'sqlite') await s.db.run('UPDATE leases SET expires_at = ? WHERE name = ?', [Date.now() - 1, 'boarding']);
+      const clock = new FakeClock({ start: Date.now() });
+      const lead = (holder: string) => openLeadership(s.db, { name: 'boarding', holder, clock, ttlMs: 60_000, renewEveryMs: 5_000, isAlive: () => true });
+      const a = await lead('host-a:1:a');
+      const b = await lead('host-b:2:b');
+      await a.tick();
+      expect(a.term?.epoch).toBe(1);
+      await b.tick();
+      expect(b.role).toBe('standby');
+      expect(await b.read()).toMatchObject({ holder: 'host-a:1:a', epoch: 1 });
+      await a.guard(s.db, () => s.loans.insert({ id: 'X', state: 'queued' }, T0));
+      expect(await s.loans.get('X')).not.toBeNull();
+      // a stalls: its lease expires on the database's clock, b takes over.
+      if (engine === 'sqlite') await s.db.run(`UPDATE leases SET expires_at = expires_at - 120000 WHERE name = 'boarding'`);
       else await s.db.run("UPDATE leader_lease SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'boarding'");
-      await expect(s.write(() => s.loans.insert({ id: 'Z', state: 'queued' }, T0), { fence: current })).rejects.toThrow(FencedOut);
-      expect(await s.loans.get('Z')).toBeNull();
-      await s.leases.release('boarding', owner('b', 2).owner);
-      expect(await s.leases.get('boarding')).toBeNull();
+      await b.tick();
+      expect(b.term?.epoch).toBe(2);
+      // a's own clock did not move, so it still trusts its term: the store refuses its write.
+      expect(a.role).toBe('leader');
+      await expect(a.guard(s.db, () => s.loans.insert({ id: 'Y', state: 'queued' }, T0))).rejects.toThrow(FencedOut);
+      expect(await s.loans.get('Y')).toBeNull();
+      expect(a.role).toBe('standby');
+      await b.guard(s.db, () => s.loans.insert({ id: 'Z', state: 'queued' }, T0));
+      expect(await s.loans.get('Z')).not.toBeNull();
+      // A graceful stop frees the lease at once: a takes it back in a new epoch.
+      await b.stop();
+      await a.tick();
+      expect(a.term?.epoch).toBe(3);
+      await a.stop();
     });
 
     it('numbers: one per key forever; a rolled-back allocation leaves nothing; an exhausted pool refuses', async () => {

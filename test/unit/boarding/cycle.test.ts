@@ -3,6 +3,7 @@ import { retryLoan, skipLoan } from '../../../src/boarding/ops.js';
 import { PlatformError } from '../../../src/platform/errors.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { issue } from '../../support/fake-mapper.js';
+import { sqliteLeaseBackend } from '../../../src/store/leases.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 
 function withLoans(n: number, opts: Parameters<typeof fakePipeline>[0] = {}) {
@@ -275,16 +276,17 @@ describe('boarding cycle', () => {
     expect(p.platform.acks.get('L01')).toEqual(['ack:L01:b-L01', 'ack:L01:b-second']);
   });
 
-  it('does nothing while another process holds the boarding lease', async () => {
+  it('does nothing while another process leads (holds the boarding lease); boards once it is released, in a new epoch', async () => {
     const p = withLoans(2);
-    await p.store.leases.acquire('boarding', { owner: 'other', pid: process.pid, host: 'elsewhere' }, p.clock.now(), 60_000, () => true);
+    const leases = sqliteLeaseBackend(p.db);
+    expect(await leases.acquire('boarding', 'elsewhere:4242:x', 60_000)).toEqual({ epoch: 1 });
     const s = await p.runner.run({ reason: 'test' });
-    expect(s.busy).toMatchObject({ host: 'elsewhere' });
+    expect(s.busy).toEqual({ host: 'elsewhere', pid: 4242, holder: 'elsewhere:4242:x', epoch: 1 });
     expect(s.attempted).toBe(0);
     expect(p.platform.calls['queue']).toBeUndefined();
-    await p.store.leases.release('boarding', 'other');
+    await leases.release({ name: 'boarding', holder: 'elsewhere:4242:x', epoch: 1 });
     expect((await p.runner.run({ reason: 'test' })).acknowledged).toBe(2);
-    expect(await p.store.leases.get('boarding')).toBeNull();
+    expect(await leases.read('boarding')).toMatchObject({ epoch: 2 });
   });
 
   it('leaves a loan an operator skipped while its attempt was failing', async () => {

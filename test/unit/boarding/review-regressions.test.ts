@@ -8,6 +8,10 @@ import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
+import { FakeClock } from '../../support/fake-clock.js';
+import { Leadership } from '../../../src/store/leadership.js';
+import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { FencedOut } from '../../../src/store/sql.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -71,62 +75,59 @@ describe('skipped loan re-released then retried (regression: acknowledged withou
   });
 });
 
-describe('boarding lease trouble (regression: one failed lease release wedged the daemon forever)', () => {
-  it('a lease release that throws does not leave the runner refusing every later cycle', async () => {
+describe('leadership trouble (regressions: a failed lease release wedged the daemon; a stalled process kept boarding)', () => {
+  it('a database error before the cycle starts does not leave the runner refusing every later cycle', async () => {
     const p = fakePipeline();
     p.platform.add(fakeLoan('L01'));
-    const release = p.store.leases.release.bind(p.store.leases);
+    const count = p.store.loans.countByState.bind(p.store.loans);
     let fail = true;
-    p.store.leases.release = async (name, owner) => {
+    p.store.loans.countByState = async () => {
       if (fail) {
         fail = false;
         throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
       }
-      await release(name, owner);
+      return count();
     };
-    const first = await p.runner.run({ reason: 'one' });
-    expect(first.acknowledged).toBe(1);
+    await expect(p.runner.run({ reason: 'one' })).rejects.toThrow('database is locked');
     expect(p.runner.isRunning()).toBe(false);
-    p.platform.add(fakeLoan('L02'));
     const second = await p.runner.run({ reason: 'two' });
     expect(second.acknowledged).toBe(1);
-    expect(await p.store.leases.get('boarding')).toBeNull();
   });
 
-  it('a heartbeat that throws is logged, not an uncaught exception, and the cycle carries on', async () => {
+  it('a renew that fails keeps the term until the trust deadline, logged, never an uncaught exception', async () => {
     const log = capture();
-    const p = fakePipeline({ leaseTtlMs: 1000, logger: log.logger, concurrency: 1 });
-    p.platform.add(fakeLoan('L01'));
-    let beats = 0;
-    const heartbeat = p.store.leases.heartbeat.bind(p.store.leases);
-    p.store.leases.heartbeat = (name, owner, now) => {
-      beats += 1;
-      if (beats === 1) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
-      return heartbeat(name, owner, now);
-    };
-    const getEntities = p.platform.getEntities.bind(p.platform);
-    p.platform.getEntities = async (id) => {
-      // The heartbeat runs on the cycle's clock, every leaseTtlMs / 4 (here its 250 ms floor).
-      while (beats < 2) await p.clock.advance(250);
-      return getEntities(id);
-    };
-    const s = await p.runner.run({ reason: 'test' });
-    expect(s).toMatchObject({ acknowledged: 1, leaseLost: false });
-    expect(log.warnings().some((l) => /heartbeat failed/.test(String(l['msg'])))).toBe(true);
+    const db = openDatabase(':memory:');
+    const real = sqliteLeaseBackend(db);
+    let failRenew = true;
+    const backend = { ...real, renew: (t: Parameters<typeof real.renew>[0], ttl: number) => (failRenew ? Promise.reject(new Error('database is locked')) : real.renew(t, ttl)) };
+    const clock = new FakeClock();
+    const l = new Leadership(backend, { name: 'boarding', holder: 'h:1:a', clock, logger: log.logger, ttlMs: 15_000, renewEveryMs: 5_000 });
+    await l.tick();
+    expect(l.role).toBe('leader');
+    await clock.advance(5_000);
+    await l.tick();
+    expect(l.role).toBe('leader');
+    expect(log.warnings().some((w) => /leadership: database call failed/.test(String(w['msg'])))).toBe(true);
+    failRenew = false;
+    await l.tick();
+    expect(l.trustLeftMs()).toBe(13_000);
+    db.close();
   });
 
-  it('a process whose lease was taken over stops boarding: in-flight loan interrupted, no new loans taken', async () => {
+  it('a process whose lease was taken over stops boarding: in-flight loan interrupted, no new loans taken, its writes fenced out', async () => {
     const log = capture();
-    const p = fakePipeline({ leaseTtlMs: 1000, logger: log.logger, concurrency: 1 });
+    const p = fakePipeline({ logger: log.logger, concurrency: 1 });
     p.platform.add(fakeLoan('L01'), fakeLoan('L02'), fakeLoan('L03'));
     const taken: string[] = [];
+    let epochs: number[] = [];
     // The fake ignores the signal; this one waits on it, as the real client's HTTP call does.
     (p.platform as { getEntities: PlatformApi['getEntities'] }).getEntities = async (id, opts) => {
       taken.push(id);
-      // This process stalled past its lease: another one took it over.
-      await p.store.leases.acquire('boarding', { owner: 'other', pid: 1, host: 'elsewhere' }, p.clock.now() + 600_000, 1000, () => true);
-      // Its next heartbeat (on the cycle's clock) finds the lease gone.
-      void p.clock.advance(250);
+      // This process stalled past its lease: another one took it over (its lease expired on the database's clock).
+      p.db.prepare("UPDATE leases SET owner = 'elsewhere:1:x', epoch = epoch + 1, expires_at = expires_at + 60000 WHERE name = 'boarding'").run();
+      epochs = (p.db.prepare('SELECT epoch FROM leases').all() as Array<{ epoch: number }>).map((r) => r.epoch);
+      // A write the stale process still tries changes nothing.
+      await expect(p.store.loans.recordEvent(id, { kind: 'attempt', reason: 'late' }, p.clock.now())).rejects.toBeInstanceOf(FencedOut);
       const signal = opts?.signal;
       return new Promise<never>((_resolve, reject) => {
         const fail = (): void => reject(new PlatformError({ code: 'aborted', message: 'aborted' }));
@@ -135,13 +136,14 @@ describe('boarding lease trouble (regression: one failed lease release wedged th
       });
     };
     const s = await p.runner.run({ reason: 'test' });
-    expect(s).toMatchObject({ leaseLost: true, attempted: 1, interrupted: 1, acknowledged: 0 });
+    expect(s).toMatchObject({ leaseLost: true, acknowledged: 0 });
     expect(p.core.writes).toBe(0);
-    // L01 resumes from its last persisted state (queued); L02 and L03 were never taken.
+    // Every loan resumes from its last persisted state (queued) under the next leader.
     expect((await p.store.loans.countByState()).queued).toBe(3);
     expect(taken).toEqual(['L01']);
-    expect((await p.store.leases.get('boarding'))?.owner).toBe('other');
-    expect(log.errors().some((l) => /lost the boarding lease/.test(String(l['msg'])))).toBe(true);
+    expect(epochs).toEqual([2]);
+    expect(p.db.prepare('SELECT owner FROM leases').get()).toEqual({ owner: 'elsewhere:1:x' });
+    expect(log.errors().some((l) => /stopped leading mid-cycle/.test(String(l['msg'])))).toBe(true);
   });
 });
 

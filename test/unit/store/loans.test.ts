@@ -1,3 +1,5 @@
+import { hostname } from 'node:os';
+import { sqliteLeaseBackend } from '../../../src/store/leases.js';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
@@ -119,34 +121,36 @@ describe('idempotency keys and checkpoints', () => {
   });
 });
 
-describe('leases', () => {
-  const a = { owner: 'h:1:a', pid: 1, host: 'h' };
-  const b = { owner: 'h:2:b', pid: 2, host: 'h' };
-  const alive = () => true;
+describe('leases (SQLite)', () => {
+  const here = hostname();
 
-  it('gives the lease to one holder at a time and back after release', async () => {
-    const s = store();
-    expect(await s.leases.acquire('boarding', a, T0, 60_000, alive)).toEqual({ ok: true, tookOverFrom: null });
-    const refused = await s.leases.acquire('boarding', b, T0 + 1, 60_000, alive);
-    expect(refused).toMatchObject({ ok: false, holder: { owner: 'h:1:a', pid: 1 } });
-    expect((await s.leases.acquire('boarding', a, T0 + 2, 60_000, alive)).ok).toBe(true);
-    await s.leases.release('boarding', a.owner);
-    expect((await s.leases.acquire('boarding', b, T0 + 3, 60_000, alive)).ok).toBe(true);
+  it('gives the lease to one holder at a time, a new epoch each time, and back after release', async () => {
+    const db = openDatabase(':memory:');
+    const leases = sqliteLeaseBackend(db, () => true);
+    expect(await leases.acquire('boarding', 'h:1:a', 60_000)).toEqual({ epoch: 1 });
+    expect(await leases.acquire('boarding', 'h:2:b', 60_000)).toBeNull();
+    expect(await leases.renew({ name: 'boarding', holder: 'h:1:a', epoch: 1 }, 60_000)).toBe(true);
+    expect(await leases.renew({ name: 'boarding', holder: 'h:2:b', epoch: 1 }, 60_000)).toBe(false);
+    expect(await leases.release({ name: 'boarding', holder: 'h:1:a', epoch: 1 })).toBe(true);
+    expect(await leases.read('boarding')).toMatchObject({ holder: null, epoch: 1 });
+    expect(await leases.acquire('boarding', 'h:2:b', 60_000)).toEqual({ epoch: 2 });
+    // The old holder's epoch is gone for good: it cannot renew its way back.
+    expect(await leases.renew({ name: 'boarding', holder: 'h:1:a', epoch: 1 }, 60_000)).toBe(false);
   });
 
-  it('takes over from a holder that stopped heartbeating or whose process is gone', async () => {
-    const s = store();
-    await s.leases.acquire('boarding', a, T0, 60_000, alive);
-    expect(await s.leases.heartbeat('boarding', a.owner, T0 + 30_000)).toBe(true);
-    expect((await s.leases.acquire('boarding', b, T0 + 60_000, 60_000, alive)).ok).toBe(false);
-    expect(await s.leases.acquire('boarding', b, T0 + 90_001, 60_000, alive)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:1:a' } });
-    // A SIGKILLed process on this host: its pid is gone.
-    expect(await s.leases.acquire('boarding', a, T0 + 90_002, 60_000, (pid) => pid !== 2)).toMatchObject({ ok: true, tookOverFrom: { owner: 'h:2:b' } });
-    // On another host, only the heartbeat counts.
-    expect((await s.leases.acquire('boarding', { owner: 'x:2:c', pid: 2, host: 'x' }, T0 + 90_003, 60_000, () => false)).ok).toBe(false);
-    expect(await s.leases.heartbeat('boarding', b.owner, T0)).toBe(false);
+  it('takes over from a holder whose lease expired, or whose process on this host is gone; never from a live one elsewhere', async () => {
+    const db = openDatabase(':memory:');
+    expect(await sqliteLeaseBackend(db).acquire('boarding', 'x:1:a', 60_000)).toEqual({ epoch: 1 });
+    // On another host, only the expiry counts.
+    expect(await sqliteLeaseBackend(db, () => false).acquire('boarding', 'y:2:b', 60_000)).toBeNull();
+    db.prepare("UPDATE leases SET expires_at = expires_at - 61000 WHERE name = 'boarding'").run();
+    expect(await sqliteLeaseBackend(db).acquire('boarding', 'y:2:b', 60_000)).toEqual({ epoch: 2 });
+    // A SIGKILLed process on this host: its pid is gone, its unexpired lease is free.
+    db.prepare('UPDATE leases SET host = ?, pid = 999999 WHERE name = ?').run(here, 'boarding');
+    expect(await sqliteLeaseBackend(db, (pid) => pid !== 999999).acquire('boarding', `${here}:3:c`, 60_000)).toEqual({ epoch: 3 });
   });
 });
+
 
 describe('no full tax id reaches SQLite', () => {
   it('redacts tax ids in error messages and event details, dashed or bare', async () => {

@@ -1,3 +1,4 @@
+import { sqliteLeaseBackend } from '../../../src/store/leases.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +24,9 @@ describe('a state file from before issue 26 migrates forward untouched', () => {
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     const s = createBoardingStore(db);
     expect(await s.loans.require('L1')).toMatchObject({ state: 'acknowledged', centsAmount: 4200, createdAt: 1, updatedAt: 2 });
-    expect(await s.leases.get('boarding')).toMatchObject({ owner: 'h:1:x', epoch: 0 });
+    // A lease row from before leadership (no expiry, heartbeat long ago): free to take, epoch on from 0.
+    expect(await sqliteLeaseBackend(db).read('boarding')).toMatchObject({ holder: null, epoch: 0 });
+    expect(await sqliteLeaseBackend(db).acquire('boarding', 'h:2:y', 15_000)).toEqual({ epoch: 1 });
     expect((await createWebhookInbox(db).pending(10)).map((r) => r.webhookId)).toEqual(['w1']);
     db.close();
   });

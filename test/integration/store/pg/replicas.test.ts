@@ -1,0 +1,110 @@
+/**
+ * Two replicas of the daemon on one PostgreSQL state (issue #26 points 2, 4 and 6), in process,
+ * against the sandbox: one leads (boards, /readyz role leader), the other stands by (ready: it
+ * takes webhooks); a graceful stop of the leader hands over at once, the standby boards what is
+ * left in a new epoch; no loan is acknowledged twice, no core record written twice, no 429.
+ * The kill -9 / SIGSTOP / database-restart scenarios run as processes in the e2e failover suite.
+ */
+import { readdirSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { stringify } from 'yaml';
+import { createConnectorDaemon, type ConnectorDaemon } from '../../../../src/app/daemon.js';
+import { buildRuntime, type BoardingRuntime } from '../../../../src/app/runtime.js';
+import { loadConfig } from '../../../../src/config/load.js';
+import { systemClock } from '../../../../src/lib/clock.js';
+import { silentLogger } from '../../../../src/lib/logger.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
+
+let db: TestDatabase;
+let p: TestPlatform;
+const running: Array<{ rt: BoardingRuntime; daemon: ConnectorDaemon }> = [];
+
+beforeAll(async () => {
+  if (pgSkipReason) return;
+  db = await createTestDatabase({ migrate: false });
+  p = await startTestPlatform({ loans: 10, releaseRatio: 1, seed: 26, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+});
+afterAll(async () => {
+  for (const r of running.splice(0)) {
+    await r.daemon.stop();
+    await r.rt.close();
+  }
+  await p?.close();
+  await db?.drop();
+});
+
+interface Ready {
+  ready: boolean;
+  role: 'leader' | 'standby';
+  epoch: number | null;
+  holder: string;
+}
+
+describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', () => {
+  it('one leads and boards, the other stands by (ready); a graceful stop hands over at once; nothing boarded twice', async () => {
+    const base = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+    const start = async (name: string): Promise<{ rt: BoardingRuntime; daemon: ConnectorDaemon; ready: () => Promise<Ready>; metrics: () => Promise<string> }> => {
+      const config = loadConfig({
+        env: {},
+        fileText: stringify({
+          platform: { baseUrl: p.sandbox.baseUrl, apiKey: p.apiKey, environment: 'staging', rateLimit: { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 } },
+          store: { engine: 'postgres', postgres: { url: db.url, ssl: 'disable', poolSize: 4 }, leadership: { ttlMs: 3000, renewEveryMs: 1000 } },
+          // One core both replicas write to (as they would to one core system).
+          core: { adapter: 'file', file: { dir: base.coreDir } },
+          mappings: { dir: `${process.cwd()}/mappings/generic` },
+          customers: { tinHashKey: 'replicas-test-key-0123456789abcdef' },
+          boarding: { concurrency: 2, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000, documentHosts: { allow: ['127.0.0.1'] } },
+          webhooks: { host: '127.0.0.1', port: 0 },
+          admin: { host: '127.0.0.1', port: 0 },
+          schedule: { drain: '*/2 * * * * *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' },
+          reports: { dir: `${base.dir}/reports-${name}` },
+          log: { level: 'silent' },
+        }),
+      });
+      const rt = await buildRuntime(config, silentLogger(), { clock: systemClock });
+      const daemon = createConnectorDaemon(rt);
+      await daemon.start();
+      running.push({ rt, daemon });
+      const url = (): string => daemon.adminUrl() ?? '';
+      return {
+        rt,
+        daemon,
+        ready: async () => (await (await fetch(`${url()}/readyz`)).json()) as Ready,
+        metrics: async () => (await fetch(`${url()}/metrics`)).text(),
+      };
+    };
+
+    const a = await start('a');
+    await vi.waitFor(async () => expect(await a.ready()).toMatchObject({ ready: true, role: 'leader', epoch: 1 }), { timeout: 10_000 });
+    const b = await start('b');
+    const standby = await b.ready();
+    expect(standby).toMatchObject({ ready: true, role: 'standby', epoch: null });
+    expect(standby.holder).not.toBe((await a.ready()).holder);
+    expect(await b.metrics()).toMatch(/^boarding_leader 0$/m);
+
+    const acked = async (): Promise<number> => Object.keys((await p.counters()).acks).length;
+    await vi.waitFor(async () => expect(await acked()).toBe(10), { timeout: 30_000, interval: 200 });
+    expect(await a.metrics()).toMatch(/^boarding_leader_epoch 1$/m);
+
+    // More loans arrive; the leader stops gracefully: the standby takes over at once (NOTIFY) and boards them.
+    await p.admin('POST', '/loans', { count: 4, release: true });
+    const stoppedAt = Date.now();
+    const first = running.shift()!;
+    await first.daemon.stop();
+    await first.rt.close();
+    await vi.waitFor(async () => expect(await b.ready()).toMatchObject({ role: 'leader', epoch: 2 }), { timeout: 10_000, interval: 50 });
+    // A hint, not a poll: well inside the 3 s TTL (the poll would come only after the lease expired).
+    expect(Date.now() - stoppedAt).toBeLessThan(2_500);
+    await vi.waitFor(async () => expect(await acked()).toBe(14), { timeout: 30_000, interval: 200 });
+    expect(await b.metrics()).toMatch(/^boarding_leadership_acquisitions_total 1$/m);
+
+    const c = await p.counters();
+    expect(c.duplicateAcks).toEqual({});
+    expect(c.rateLimited).toBe(0);
+    // One core package per loan.
+    expect(readdirSync(`${base.coreDir}/packages`)).toHaveLength(14);
+    const rows = await b.rt.db.all<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM loans GROUP BY state');
+    expect(rows).toEqual([{ state: 'acknowledged', n: 14 }]);
+  });
+});
