@@ -124,6 +124,12 @@ const SQLITE_HANDLES = new WeakMap<Database.Database, StoreDb>();
 
 /** The advisory lock every PostgreSQL write transaction takes (any constant; 'boaw'). */
 const WRITE_LOCK = 0x626f6177;
+/**
+ * How long the server lets an unfenced PostgreSQL write transaction sit idle before ending it (a
+ * fenced one uses its scope's, the lease TTL): the default lease TTL, far longer than any pause
+ * between two statements of a healthy transaction.
+ */
+const UNFENCED_WRITE_IDLE_TIMEOUT_MS = 15_000;
 
 export class StoreDb {
   readonly engine: Engine;
@@ -253,15 +259,21 @@ export class StoreDb {
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
         await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN IMMEDIATE' : 'BEGIN'));
-        // PostgreSQL: write transactions take one transaction-scoped advisory lock first, so they
-        // run one at a time across every replica, as SQLite's IMMEDIATE lock makes them: each
-        // repository's read-then-write (a lease, a number, a transition) stays race-free without
-        // a retry loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
-        if (this.engine === 'postgres') await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`));
-        // A leader paused inside a fenced transaction (SIGSTOP, a long GC) holds the lease row FOR
-        // SHARE: the server ends the transaction after this long idle, so a takeover is not blocked.
-        if (this.engine === 'postgres' && fence && idleTimeoutMs !== undefined) {
-          await c.executeQuery(CompiledQuery.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.round(idleTimeoutMs))}`));
+        if (this.engine === 'postgres') {
+          // A replica paused inside a write transaction (SIGSTOP, a long GC, a frozen VM) holds the
+          // write lock below and, when fenced, the lease row FOR SHARE: the server ends the
+          // transaction after this long idle, so neither a takeover nor the other replicas' writes
+          // wait for it for ever. Set BEFORE the lock, and for every write transaction, fenced or
+          // not: a replica stopped just after taking the lock (the failover suite's SIGSTOP caught
+          // one there) or inside an unfenced write (the heartbeat, a standby's inbox insert) held it
+          // with no timeout and every other replica's writes waited until it was resumed.
+          const idleMs = fence && idleTimeoutMs !== undefined ? idleTimeoutMs : UNFENCED_WRITE_IDLE_TIMEOUT_MS;
+          await c.executeQuery(CompiledQuery.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.round(idleMs))}`));
+          // Write transactions take one transaction-scoped advisory lock first, so they run one at
+          // a time across every replica, as SQLite's IMMEDIATE lock makes them: each repository's
+          // read-then-write (a lease, a number, a transition) stays race-free without a retry
+          // loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
+          await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`));
         }
       });
       return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);
