@@ -83,9 +83,25 @@ async function finishAndCheck(set: FailoverSet, label: string): Promise<Record<s
   await ackedAtLeast(set, n, `${ctx}: all ${n} loans acknowledged`, 120_000);
   await until(`${ctx}: every loan settled in the store`, async () => ((await loanStates(pgServer, set.dbUrl))['acknowledged'] === n ? true : undefined), 60_000, 200);
   expect(await loanStates(pgServer, set.dbUrl), ctx).toEqual({ acknowledged: n });
-  await leaderOf(set, `${ctx}: a leader at the end`);
-  const roles = await Promise.all(set.replicas.map(async (r) => (await r.readyz())?.role ?? null));
-  expect(roles.filter((r) => r === 'leader'), ctx).toHaveLength(1);
+  const { replica: leader, epoch } = await leaderOf(set, `${ctx}: a leader at the end`);
+  // What operators and load balancers script against: one leader, every healthy standby ready
+  // (it takes webhooks), and the same view in /metrics.
+  for (const r of set.replicas) {
+    const z = await r.readyz();
+    const m = (await r.metrics()) ?? '';
+    const gauge = (name: string): number | null => {
+      const hit = new RegExp(`^${name} (\\S+)$`, 'm').exec(m);
+      return hit ? Number(hit[1]) : null;
+    };
+    if (r === leader) {
+      expect(z, `${ctx}: /readyz of the leader ${r.name}`).toMatchObject({ ready: true, role: 'leader', epoch });
+      expect([gauge('boarding_leader'), gauge('boarding_leader_epoch')], `${ctx}: /metrics of the leader ${r.name}`).toEqual([1, epoch]);
+      expect(gauge('boarding_leadership_acquisitions_total'), ctx).toBeGreaterThanOrEqual(1);
+    } else {
+      expect(z, `${ctx}: /readyz of the standby ${r.name}`).toMatchObject({ ready: true, role: 'standby' });
+      expect(gauge('boarding_leader'), `${ctx}: /metrics of the standby ${r.name}`).toBe(0);
+    }
+  }
   // A graceful stop: the leader hands over, the other takes it and stops too; both exit 0.
   for (const r of set.replicas) r.signal('SIGTERM');
   for (const r of set.replicas) expect(await r.exited(), `${ctx}: replica ${r.name} stops on SIGTERM`).toEqual({ code: 0, signal: null });
