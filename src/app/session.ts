@@ -13,6 +13,9 @@ import { openStore } from '../store/open.js';
 import { StoreDb } from '../store/sql.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from '../store/daemon-status.js';
 import { storeTarget } from './store-target.js';
+import { BOARDING_LEASE } from '../boarding/cycle.js';
+import { openLeadership } from '../store/leases.js';
+import type { LeaseRow } from '../store/leadership.js';
 import { createCore, fileBatchesFromConfig } from './core.js';
 import { platformClientFromConfig } from './platform.js';
 
@@ -56,6 +59,17 @@ export async function openPlatformSession(scope: CommandScope): Promise<Platform
   const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, rateState, clock: scope.clock });
   scope.onClose(() => platform.close());
   return { ...state, platform };
+}
+
+/**
+ * Who leads on this state now (the boarding lease as the database sees it), for `state leader`;
+ * null when no process ever led. Reads only: it never takes the lease.
+ */
+export async function readLeader(scope: CommandScope): Promise<(LeaseRow & { ttlMs: number }) | null> {
+  const { db } = await openState(scope);
+  const l = await openLeadership(db, { name: BOARDING_LEASE, clock: scope.clock, ttlMs: scope.config().store.leadership.ttlMs, renewEveryMs: scope.config().store.leadership.renewEveryMs });
+  const row = await l.read();
+  return row === null ? null : { ...row, ttlMs: l.ttlMs };
 }
 
 /** The rate budget's persisted state (strikes, pauses) without a client: `platform status`, `strikes clear`. */

@@ -43,6 +43,11 @@ export interface LoanBoarderDeps {
   accountNumbers?: AccountNumbers;
   /** Customer match before create (customers.ts); absent: every entity maps as the platform sent it. */
   customers?: CustomerResolver;
+  /**
+   * Asked right before each core write and acknowledgement: false when this process no longer
+   * leads (store/leadership.ts checkTrust), and then the call is not made. Absent: always true.
+   */
+  mayCall?: () => boolean;
 }
 
 export type BoardOutcome =
@@ -105,6 +110,14 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const [first, ...rest] = keys;
     if (first === undefined) return fn();
     return customerLocks.run(first, () => withLocks(rest, fn));
+  }
+
+  /** No call once the term is over: checkTrust aborts the term's signal, which reaches `signal`. */
+  function assertMayCall(signal: AbortSignal): void {
+    if (deps.mayCall !== undefined && !deps.mayCall()) {
+      signal.throwIfAborted();
+      throw new Error('this process no longer leads: the call is not made');
+    }
   }
 
   function transition(att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
@@ -216,6 +229,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(reviewCount > 0 ? { warnings: reviewCount } : {}) },
       patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: reviewCount },
     });
+    assertMayCall(signal);
     const receipt = await core.board(
       {
         loanId: row.id,
@@ -266,6 +280,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     let response: unknown;
     let alreadyBoarded = false;
     try {
+      assertMayCall(signal);
       response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), { idempotencyKey: key, signal });
     } catch (err) {
       // The loan is boarded on the platform and the core holds our write: nothing is left to do.

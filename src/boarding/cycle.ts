@@ -132,7 +132,7 @@ function isRefusedCursor(err: unknown): err is PlatformError {
  * loans are open at once.
  */
 export function createCycleRunner(deps: CycleDeps) {
-  const boarder = createLoanBoarder(deps);
+  const boarder = createLoanBoarder({ ...deps, mayCall: () => deps.leadership.checkTrust() });
   const { store, platform, clock, logger } = deps;
   const inFlight = new Set<string>();
   let running = false;

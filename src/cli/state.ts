@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { backupDatabase, verifyDatabase } from '../store/backup.js';
-import { openState, openStateMigration } from '../app/session.js';
+import { openState, openStateMigration, readLeader } from '../app/session.js';
+import { holderParts } from '../store/leadership.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, nonEmptyTables, planTables, type TableComparison } from '../store/migrate-pg.js';
@@ -37,6 +38,19 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       if (opts.json === true) out(ctx, JSON.stringify(v));
       else if (v.ok) out(ctx, `ok: ${file} (schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
       if (!v.ok) throw new FatalError(`${file} does not verify:\n  ${v.problems.join('\n  ')}`);
+    });
+  state
+    .command('leader')
+    .description('which connector process leads (boards) on this state database now: its holder id, the lease epoch and how long until the lease expires (read only: it never takes the lease)')
+    .option('--json', 'print the lease as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const row = await readLeader(ctx);
+      const leads = row !== null && row.holder !== null && row.expiresInMs > 0;
+      if (opts.json === true) out(ctx, JSON.stringify({ leader: leads ? row.holder : null, epoch: row?.epoch ?? 0, expiresInMs: leads ? Math.round(row.expiresInMs) : null }));
+      else if (leads) {
+        const parts = holderParts(row.holder as string);
+        out(ctx, `leader: ${row.holder}${parts.pid !== null ? ` (pid ${parts.pid} on ${parts.host})` : ''}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${ctx.config().store.leadership.renewEveryMs / 1000} s)`);
+      } else out(ctx, row === null ? 'no connector process has led on this state database yet' : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`);
     });
   state
     .command('migrate')

@@ -131,6 +131,8 @@ export class Leadership {
   private busy: Promise<void> | null = null;
   private stopped = false;
   private takeovers = 0;
+  /** The last database failure logged: a database down for an hour is one line, not 720. */
+  private lastFailure: string | null = null;
   private readonly listeners = new Set<(role: Role, term: LeaseTerm | null) => void>();
 
   constructor(
@@ -183,6 +185,17 @@ export class Leadership {
     return this.current !== null && this.opts.clock.now() < this.current.trustUntil;
   }
 
+  /**
+   * Right before an external call: true while the term is trusted. Past the deadline it steps down
+   * at once (aborting the term's signal) instead of waiting for the deadline's timer: a process
+   * resumed after a pause (SIGSTOP, a long GC) runs its I/O callbacks before its overdue timers,
+   * and one of them could otherwise send the next call of a term that is already over.
+   */
+  checkTrust(): boolean {
+    if (this.current !== null && !this.trusted()) this.stepDown('trust_expired');
+    return this.trusted();
+  }
+
   /** Milliseconds of trust left. */
   trustLeftMs(): number {
     return this.current === null ? 0 : Math.max(0, this.current.trustUntil - this.opts.clock.now());
@@ -202,30 +215,42 @@ export class Leadership {
     const started = this.opts.clock.now();
     const cur = this.current;
     try {
-      if (cur !== null) {
-        if (await this.backend.renew(cur.term, this.ttlMs)) {
-          if (this.current === cur) this.trust(cur, started);
-          return;
-        }
-        if (this.current === cur) this.stepDown('lease_lost');
+      await this.stepOnce(cur, started);
+      if (this.lastFailure !== null) {
+        this.lastFailure = null;
+        this.opts.logger?.info({ lease: this.name }, 'leadership: the database answers again');
       }
-      const got = await this.backend.acquire(this.name, this.holder, this.ttlMs);
-      if (got === null) return;
-      if (this.stopped) {
-        await this.backend.release({ name: this.name, holder: this.holder, epoch: got.epoch });
-        return;
-      }
-      this.takeovers += 1;
-      const term: LeaseTerm = { name: this.name, holder: this.holder, epoch: got.epoch };
-      const next: Current = { term, trustUntil: 0, controller: new AbortController(), deadline: { cancel: () => {} } };
-      this.current = next;
-      this.trust(next, started);
-      this.opts.logger?.info({ lease: term.name, epoch: term.epoch }, 'leadership acquired');
-      this.emit('leader', term);
     } catch (err) {
       // Database unreachable: keep what we have until the trust deadline (its timer steps down).
-      this.opts.logger?.warn({ err: { message: (err as Error).message }, lease: this.name }, 'leadership: database call failed');
+      const message = (err as Error).message;
+      if (message !== this.lastFailure) {
+        this.lastFailure = message;
+        this.opts.logger?.warn({ err: { message }, lease: this.name }, 'leadership: database call failed (logged once until it answers again)');
+      }
     }
+  }
+
+  private async stepOnce(cur: Current | null, started: number): Promise<void> {
+    if (cur !== null) {
+      if (await this.backend.renew(cur.term, this.ttlMs)) {
+        if (this.current === cur) this.trust(cur, started);
+        return;
+      }
+      if (this.current === cur) this.stepDown('lease_lost');
+    }
+    const got = await this.backend.acquire(this.name, this.holder, this.ttlMs);
+    if (got === null) return;
+    if (this.stopped) {
+      await this.backend.release({ name: this.name, holder: this.holder, epoch: got.epoch });
+      return;
+    }
+    this.takeovers += 1;
+    const term: LeaseTerm = { name: this.name, holder: this.holder, epoch: got.epoch };
+    const next: Current = { term, trustUntil: 0, controller: new AbortController(), deadline: { cancel: () => {} } };
+    this.current = next;
+    this.trust(next, started);
+    this.opts.logger?.info({ lease: term.name, epoch: term.epoch }, 'leadership acquired');
+    this.emit('leader', term);
   }
 
   private emit(role: Role, term: LeaseTerm | null): void {

@@ -124,12 +124,8 @@ const SQLITE_HANDLES = new WeakMap<Database.Database, StoreDb>();
 
 /** The advisory lock every PostgreSQL write transaction takes (any constant; 'boaw'). */
 const WRITE_LOCK = 0x626f6177;
-/**
- * How long the server lets an unfenced PostgreSQL write transaction sit idle before ending it (a
- * fenced one uses its scope's, the lease TTL): the default lease TTL, far longer than any pause
- * between two statements of a healthy transaction.
- */
-const UNFENCED_WRITE_IDLE_TIMEOUT_MS = 15_000;
+/** PostgreSQL: a write transaction left idle this long is ended by the server (see writeTx). */
+const WRITE_IDLE_TIMEOUT_MS = 15_000;
 
 export class StoreDb {
   readonly engine: Engine;
@@ -259,21 +255,18 @@ export class StoreDb {
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
         await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN IMMEDIATE' : 'BEGIN'));
+        // PostgreSQL: write transactions take one transaction-scoped advisory lock first, so they
+        // run one at a time across every replica, as SQLite's IMMEDIATE lock makes them: each
+        // repository's read-then-write (a lease, a number, a transition) stays race-free without
+        // a retry loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
+        //
+        // A process paused inside a write transaction (SIGSTOP, a long GC, a hung host) holds that
+        // lock, and in a fenced one the lease row FOR SHARE: the server ends the transaction once it
+        // sits idle this long (the lease's TTL when fenced), so neither every other replica's
+        // writes nor a takeover wait for ever. set_config(…, true) is SET LOCAL, in the same round trip.
         if (this.engine === 'postgres') {
-          // A replica paused inside a write transaction (SIGSTOP, a long GC, a frozen VM) holds the
-          // write lock below and, when fenced, the lease row FOR SHARE: the server ends the
-          // transaction after this long idle, so neither a takeover nor the other replicas' writes
-          // wait for it for ever. Set BEFORE the lock, and for every write transaction, fenced or
-          // not: a replica stopped just after taking the lock (the failover suite's SIGSTOP caught
-          // one there) or inside an unfenced write (the heartbeat, a standby's inbox insert) held it
-          // with no timeout and every other replica's writes waited until it was resumed.
-          const idleMs = fence && idleTimeoutMs !== undefined ? idleTimeoutMs : UNFENCED_WRITE_IDLE_TIMEOUT_MS;
-          await c.executeQuery(CompiledQuery.raw(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(1, Math.round(idleMs))}`));
-          // Write transactions take one transaction-scoped advisory lock first, so they run one at
-          // a time across every replica, as SQLite's IMMEDIATE lock makes them: each repository's
-          // read-then-write (a lease, a number, a transition) stays race-free without a retry
-          // loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
-          await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`));
+          const idle = Math.max(1, Math.round(fence && idleTimeoutMs !== undefined ? idleTimeoutMs : WRITE_IDLE_TIMEOUT_MS));
+          await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK}), set_config('idle_in_transaction_session_timeout', '${idle}', true)`));
         }
       });
       return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);

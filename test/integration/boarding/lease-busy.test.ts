@@ -23,5 +23,12 @@ describe('operator messages around the boarding lease', () => {
     expect(r.stdout).toContain('nothing done');
     expect(r.stdout).toContain(`pid ${process.pid}`);
     expect(r.error).toContain('holds the boarding lease');
+    // `state leader` says who leads, read only (it never takes the lease).
+    const leader = await runCli(['--config', configPath, 'state', 'leader']);
+    expect(leader.code).toBe(0);
+    expect(leader.stdout).toContain(`leader: ${hostname()}:${process.pid}:elsewhere (pid ${process.pid} on ${hostname()}), epoch 1`);
+    const json = JSON.parse((await runCli(['--config', configPath, 'state', 'leader', '--json'])).stdout) as { leader: string; epoch: number; expiresInMs: number };
+    expect(json).toMatchObject({ leader: `${hostname()}:${process.pid}:elsewhere`, epoch: 1 });
+    expect(json.expiresInMs).toBeGreaterThan(30_000);
   });
 });

@@ -114,6 +114,22 @@ describe('leadership trouble (regressions: a failed lease release wedged the dae
     db.close();
   });
 
+  it('a process resumed after a pause past its trust deadline makes no core write, even before its deadline timer fires (regression: I/O callbacks run before overdue timers)', async () => {
+    const p = fakePipeline({ leaseTtlMs: 4_000, concurrency: 1 });
+    p.platform.add(fakeLoan('L01'));
+    const getEntities = p.platform.getEntities.bind(p.platform);
+    p.platform.getEntities = async (id: string) => {
+      const out = await getEntities(id);
+      // SIGSTOP … SIGCONT: the clock jumped past the trust deadline; no timer has run yet.
+      p.clock.set(p.clock.now() + 10_000);
+      return out;
+    };
+    const s = await p.runner.run({ reason: 'test' });
+    expect(s).toMatchObject({ leaseLost: true, acknowledged: 0 });
+    expect(p.core.writes).toBe(0);
+    expect(p.platform.acks.size).toBe(0);
+  });
+
   it('a process whose lease was taken over stops boarding: in-flight loan interrupted, no new loans taken, its writes fenced out', async () => {
     const log = capture();
     const p = fakePipeline({ logger: log.logger, concurrency: 1 });

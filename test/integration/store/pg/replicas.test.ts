@@ -13,9 +13,12 @@ import { buildRuntime, type BoardingRuntime } from '../../../../src/app/runtime.
 import { loadConfig } from '../../../../src/config/load.js';
 import { systemClock } from '../../../../src/lib/clock.js';
 import { silentLogger } from '../../../../src/lib/logger.js';
+import { signStandardWebhook } from '../../../../src/sandbox/webhook-sender.js';
+import { freePort } from '../../../support/tcp-switch.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
 
+const SECRET = `whsec_${Buffer.from('replicas-test-signing-secret-0123').toString('base64')}`;
 let db: TestDatabase;
 let p: TestPlatform;
 const running: Array<{ rt: BoardingRuntime; daemon: ConnectorDaemon }> = [];
@@ -44,7 +47,8 @@ interface Ready {
 describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', () => {
   it('one leads and boards, the other stands by (ready); a graceful stop hands over at once; nothing boarded twice', async () => {
     const base = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
-    const start = async (name: string): Promise<{ rt: BoardingRuntime; daemon: ConnectorDaemon; ready: () => Promise<Ready>; metrics: () => Promise<string> }> => {
+    const ports = { a: await freePort(), b: await freePort() };
+    const start = async (name: 'a' | 'b'): Promise<{ rt: BoardingRuntime; daemon: ConnectorDaemon; ready: () => Promise<Ready>; metrics: () => Promise<string> }> => {
       const config = loadConfig({
         env: {},
         fileText: stringify({
@@ -55,7 +59,7 @@ describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', (
           mappings: { dir: `${process.cwd()}/mappings/generic` },
           customers: { tinHashKey: 'replicas-test-key-0123456789abcdef' },
           boarding: { concurrency: 2, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000, documentHosts: { allow: ['127.0.0.1'] } },
-          webhooks: { host: '127.0.0.1', port: 0 },
+          webhooks: { host: '127.0.0.1', port: ports[name], secrets: [SECRET], debounceMs: 0 },
           admin: { host: '127.0.0.1', port: 0 },
           schedule: { drain: '*/2 * * * * *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' },
           reports: { dir: `${base.dir}/reports-${name}` },
@@ -86,6 +90,26 @@ describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', (
     const acked = async (): Promise<number> => Object.keys((await p.counters()).acks).length;
     await vi.waitFor(async () => expect(await acked()).toBe(10), { timeout: 30_000, interval: 200 });
     expect(await a.metrics()).toMatch(/^boarding_leader_epoch 1$/m);
+
+    // Every replica takes webhooks: a delivery to the standby is stored once (the same delivery
+    // to the leader is a duplicate), and the leader works it.
+    const loanId = (await a.rt.db.get<{ id: string }>('SELECT id FROM loans ORDER BY id LIMIT 1'))!.id;
+    const deliver = async (port: number): Promise<number> => {
+      const body = JSON.stringify({ id: 'evt_replicas_1', type: 'loan.funded', createdAt: new Date().toISOString(), data: { loanId } });
+      const ts = Math.floor(Date.now() / 1000);
+      const res = await fetch(`http://127.0.0.1:${port}/webhooks/platform`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_replicas_1', 'webhook-timestamp': String(ts), 'webhook-signature': signStandardWebhook(SECRET, 'msg_replicas_1', ts, body) },
+        body,
+      });
+      return res.status;
+    };
+    expect(await deliver(ports.b)).toBeLessThan(300);
+    expect(await deliver(ports.a)).toBeLessThan(300);
+    await vi.waitFor(
+      async () => expect(await a.rt.db.all<{ status: string }>("SELECT status FROM webhook_inbox WHERE webhook_id = 'msg_replicas_1'")).toEqual([{ status: 'processed' }]),
+      { timeout: 10_000, interval: 100 },
+    );
 
     // More loans arrive; the leader stops gracefully: the standby takes over at once (NOTIFY) and boards them.
     await p.admin('POST', '/loans', { count: 4, release: true });
