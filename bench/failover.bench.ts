@@ -7,7 +7,9 @@
  *    requests in any sliding window (must be ≤ the limit);
  * 2. the leader SIGKILLed a few times at the DEFAULT lease (TTL 15 s, renew 5 s), restarted each
  *    time: the time from the kill to the standby's first acknowledgement (target ≤ 30 s), min /
- *    median / max.
+ *    median / max;
+ * 3. the leader SIGSTOPped (BENCH_FAILOVER_STOPS times, default 1) and resumed once the standby
+ *    acknowledges: the time from the stop to that acknowledgement (no target; printed).
  * Prints the figures; never fails on them (a crash is a failure).
  *
  * The budget is the documented one (100 reads, 30 writes per window) with the window shortened to
@@ -23,9 +25,10 @@ const WRITES = 30;
 const KILLS = Number(process.env['BENCH_FAILOVER_KILLS'] ?? 3);
 const STEADY_S = Number(process.env['BENCH_FAILOVER_STEADY_S'] ?? 30);
 const SEED = Number(process.env['BENCH_FAILOVER_SEED'] ?? 26);
+const STOPS = Number(process.env['BENCH_FAILOVER_STOPS'] ?? 1);
 // Enough loans that the queue never runs dry: ~4.5 reads a loan at 100 reads per window, for the
 // steady stretch, its warm-up and every kill.
-const LOANS = Math.ceil(((READS / WINDOW_MS) * 1000 * (STEADY_S + 10)) / 4) + KILLS * 10 + 20;
+const LOANS = Math.ceil(((READS / WINDOW_MS) * 1000 * (STEADY_S + 10)) / 4) + (KILLS + STOPS) * 10 + 20;
 
 async function leader(set: FailoverSet): Promise<{ replica: Replica; epoch: number }> {
   return until(
@@ -77,6 +80,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
 
+    const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
     // Phase 2: kills at the default lease.
     const random = rng(SEED);
     const takeovers: number[] = [];
@@ -94,10 +98,26 @@ async function main(): Promise<void> {
       victim.start();
       await until(`replica ${victim.name} back as standby`, async () => ((await victim.readyz())?.role === 'standby' ? true : undefined), 60_000, 100);
     }
-    const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
     if (takeovers.length > 0) {
       process.stdout.write(`kill -9 → first ack of the standby (TTL 15 s, renew 5 s): min ${s(Math.min(...takeovers))}, median ${s(median(takeovers))}, max ${s(Math.max(...takeovers))} (target ≤ 30 s)\n`);
     }
+    // Phase 3: a paused leader (SIGSTOP: a long GC, a frozen VM) at the default lease, resumed
+    // once the standby acknowledges: how long boarding stops (no target in the issue; printed).
+    const pauses: number[] = [];
+    for (let i = 0; i < STOPS; i++) {
+      const { replica: victim } = await leader(set);
+      const before = await set.acked();
+      await until('the leader acknowledges', async () => ((await set.acked()) >= before + 1 ? true : undefined), 120_000, 50);
+      await sleep(Math.floor(random() * 400));
+      const stopAt = Date.now();
+      victim.signal('SIGSTOP');
+      const ackAt = await until("the standby's first acknowledgement while the leader is stopped", () => set.firstAckSince(stopAt).then((t) => t ?? undefined), 180_000, 100);
+      pauses.push(ackAt - stopAt);
+      victim.signal('SIGCONT');
+      await until(`replica ${victim.name} steps down after SIGCONT`, async () => ((await victim.readyz())?.role === 'standby' ? true : undefined), 60_000, 100);
+      process.stdout.write(`stop ${i + 1}: replica ${victim.name} SIGSTOPped; the standby's first acknowledgement ${s(ackAt - stopAt)} later; resumed, it stepped down\n`);
+    }
+    if (pauses.length > 0) process.stdout.write(`SIGSTOP → first ack of the standby (TTL 15 s, renew 5 s): min ${s(Math.min(...pauses))}, median ${s(median(pauses))}, max ${s(Math.max(...pauses))}\n`);
     const c = await set.platform.counters();
     const sliding = slidingWindowReport(await set.requests());
     process.stdout.write(`429s: ${c.rateLimited}; duplicate acks: ${Object.keys(c.duplicateAcks).length}\n`);
