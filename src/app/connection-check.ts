@@ -15,7 +15,6 @@ import { type PlatformClient } from '../platform/client.js';
 import { platformClientFromConfig } from './platform.js';
 import type { Entities, QueueItem } from '../contract/schemas.js';
 import { openStore } from '../store/open.js';
-import { openRateStateFor } from '../store/rate-state.js';
 import type { StoreDb } from '../store/sql.js';
 import { storeTarget, storeTargetName } from './store-target.js';
 import { mapperOptionsFromConfig } from './runtime.js';
@@ -299,7 +298,7 @@ export async function connectionChecks(config: Config, source: string, deps: Con
     checks.push(await storeCheck(db, where));
     // A check is not worth a long wait: one retry, through the shared budget.
     const checkConfig: Config = { ...config, platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) } };
-    const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, rateState: await openRateStateFor(db, deps.clock.now()), clock: deps.clock });
+    const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, clock: deps.clock });
     try {
       checks.push(...(await platformChecks(platform, config, deps)));
     } finally {

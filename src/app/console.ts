@@ -8,9 +8,9 @@ import type { ConsoleService } from '../console/service.js';
 import { previewReboard, reboardLoan } from '../editloop/reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
-import { rateStateFor } from '../store/rate-state.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import type { BoardingRuntime } from './runtime.js';
+import { rateAdminFor } from './platform.js';
 
 /** The console is on when a user is configured or a trusted proxy names users. */
 export function consoleEnabled(config: Pick<Config, 'console'>): boolean {
@@ -55,7 +55,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
         { actor, reason, signal },
       ),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
-    clearStrikes: (by) => (typeof platform.clearStrikes === 'function' ? platform.clearStrikes(by) : rateStateFor(rt.db).clearStrikes(by, rt.clock.now())),
+    clearStrikes: (by) => (typeof platform.clearStrikes === 'function' ? platform.clearStrikes(by) : rateAdminFor(rt.config, rt.db, { clock: rt.clock, logger: rt.logger }).clearStrikes(by)),
     requestCycle: hooks.requestCycle,
     ...(hooks.gate ? { gate: hooks.gate } : {}),
   });

@@ -1,22 +1,65 @@
+import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/budget.js';
 import { createPlatformClient, type PlatformClient } from '../platform/client.js';
-import { createMemoryRateState, rateStateFor, type RateStateStore } from '../store/rate-state.js';
-import { toStoreDb, type AnyDb } from '../store/sql.js';
+import { PgSharedRateBudget } from '../store/pg/rate-budget.js';
+import type { PgPool } from '../store/pg/pool.js';
+import { createMemoryRateState, rateStateFor, type RateBucketName, type RateLedger, type RateStateStore, type StrikeRecord } from '../store/rate-state.js';
+import { toStoreDb, type AnyDb, type StoreDb } from '../store/sql.js';
 
 export interface PlatformClientDeps {
   logger: Logger;
-  /** State database: the budget and strike ledger persist there (in memory otherwise). */
+  /**
+   * State database: the budget and strike ledger persist there (in memory otherwise). On
+   * PostgreSQL every process on the API key spends from its shared ledger.
+   */
   db?: AnyDb;
-  /** The rate ledger already opened (PostgreSQL: openRateStateFor); else the SQLite db's. */
+  /** The rate state already opened (SQLite); else the db's. */
   rateState?: RateStateStore;
   clock: Clock;
+}
+
+/**
+ * Whose budget a shared ledger row is: the platform counts limits and strikes per API key, so
+ * the ledger is keyed by a fingerprint of the key (never the key itself). Two replicas with the
+ * same key share one budget; a new key starts a ledger of its own, as it does on the platform.
+ */
+export function rateLedgerKey(apiKey: string): string {
+  return `key-sha256:${createHash('sha256').update(apiKey, 'utf8').digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * The rate ledger every process on the API key shares on PostgreSQL (issue 26): the limits are
+ * the ones the client's RateBudget would apply alone (documented limit × headroom per window,
+ * half of that while a strike counts: allowedPerWindow), so the documented limit holds in every
+ * window of its length whatever the number of replicas.
+ */
+export function sharedRateLedger(platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'>, pool: PgPool, deps: { clock: Clock; logger?: Logger }): PgSharedRateBudget {
+  const r = platform.rateLimit;
+  const limits = (perWindow: number): { limit: number; slowLimit: number; windowMs: number } => ({
+    limit: allowedPerWindow(perWindow, r.headroom, 0),
+    slowLimit: allowedPerWindow(perWindow, r.headroom, 1),
+    windowMs: r.windowMs,
+  });
+  return new PgSharedRateBudget({
+    pool,
+    key: rateLedgerKey(platform.apiKey),
+    limits: { read: limits(r.readsPerWindow), write: limits(r.writesPerWindow) },
+    clock: deps.clock,
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
 }
 
 /** Builds the client from `config.platform` (environment guard already applied by the loader). */
 export function platformClientFromConfig(config: Pick<Config, 'platform'> & { boarding?: Pick<Config['boarding'], 'documentHosts'> }, deps: PlatformClientDeps): PlatformClient {
   const p = config.platform;
+  const db = deps.db === undefined ? undefined : toStoreDb(deps.db);
+  let rate: { rateState: RateStateStore } | { rateLedger: RateLedger };
+  if (deps.rateState) rate = { rateState: deps.rateState };
+  else if (db?.pool) rate = { rateLedger: sharedRateLedger(p, db.pool, { clock: deps.clock, logger: deps.logger }) };
+  else rate = { rateState: db ? rateStateFor(db) : createMemoryRateState() };
   return createPlatformClient({
     baseUrl: p.baseUrl,
     apiKey: p.apiKey,
@@ -29,7 +72,47 @@ export function platformClientFromConfig(config: Pick<Config, 'platform'> & { bo
     // development (the local sandbox on 127.0.0.1) adds loopback, never private ranges.
     documentHosts: { allow: config.boarding?.documentHosts.allow ?? [], allowLoopback: p.environment === 'development' },
     logger: deps.logger,
-    rateState: deps.rateState ?? (deps.db ? rateStateFor(toStoreDb(deps.db)) : createMemoryRateState()),
+    ...rate,
     clock: deps.clock,
   });
+}
+
+/** The strike ledger and pauses as an operator sees them: `platform status`, `platform strikes clear`, the console. */
+export interface RateAdmin {
+  /** Whether every process on the key, on any host, shares this ledger (PostgreSQL). */
+  readonly shared: boolean;
+  /** Uncleared strikes of the last 24 h, oldest first, and the pauses in force (epoch ms). */
+  status(): Promise<{ strikes: StrikeRecord[]; pauses: Array<{ bucket: RateBucketName; until: number }> }>;
+  clearStrikes(by: string): Promise<number>;
+  close(): void;
+}
+
+/**
+ * The strike ledger of the state database: on SQLite its per-host tables, on PostgreSQL the ledger
+ * shared by every replica (a clear there resumes every replica at its next call).
+ */
+export function rateAdminFor(config: { platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> }, db: StoreDb, deps: { clock: Clock; logger?: Logger }): RateAdmin {
+  if (db.pool !== null) {
+    const ledger = sharedRateLedger(config.platform, db.pool, deps);
+    return {
+      shared: true,
+      status: async () => ({ strikes: await ledger.strikeList(), pauses: (await ledger.pauseList()).map(({ bucket, until }) => ({ bucket, until })) }),
+      clearStrikes: (by) => ledger.clearStrikes(by),
+      close: () => {},
+    };
+  }
+  const state = rateStateFor(db);
+  return {
+    shared: false,
+    status: () => {
+      const now = deps.clock.now();
+      const pauses = (['read', 'write'] as const).flatMap((bucket) => {
+        const until = state.loadPause(bucket);
+        return until !== null && until > now ? [{ bucket, until }] : [];
+      });
+      return Promise.resolve({ strikes: state.activeStrikes(now - STRIKE_WINDOW_MS), pauses });
+    },
+    clearStrikes: (by) => Promise.resolve(state.clearStrikes(by, deps.clock.now())),
+    close: () => state.close?.(),
+  };
 }

@@ -14,7 +14,6 @@ import type { PlatformApi } from '../platform/api.js';
 import { platformClientFromConfig } from './platform.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { openStore } from '../store/open.js';
-import { openRateStateFor, type RateStateStore } from '../store/rate-state.js';
 import type { StoreDb } from '../store/sql.js';
 import { storeTarget } from './store-target.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
@@ -119,7 +118,6 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   let core: CoreSystem | undefined;
   let store: BoardingStore;
   let customerKeys: CustomerKeys;
-  let rateState: RateStateStore | undefined;
   try {
     store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
     customerKeys = new CustomerKeys(tinHashKey(config, logger, { mayGenerate: !(await store.customers.hasKey()) }));
@@ -128,8 +126,7 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
         'customers.tinHashKey: not the key this state database hashed its customers\' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)',
       );
     }
-    rateState = overrides.platform ? undefined : await openRateStateFor(db, clock.now());
-    platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, ...(rateState ? { rateState } : {}), clock });
+    platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
     core =
       overrides.core ??
       createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
@@ -212,7 +209,6 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
       // First: the lease is released at once (a standby takes over now, not after the TTL).
       await leadership.stop();
       await Promise.allSettled([p.close(), c.close()]);
-      await rateState?.flush?.();
       await db.close();
     },
   };

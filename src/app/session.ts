@@ -7,7 +7,6 @@ import type { Layout } from '../core/file/layout/layout.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
-import { openRateStateFor, type RateStateStore } from '../store/rate-state.js';
 import { openDatabase } from '../store/db.js';
 import { openStore } from '../store/open.js';
 import { StoreDb } from '../store/sql.js';
@@ -17,7 +16,7 @@ import { BOARDING_LEASE } from '../boarding/cycle.js';
 import { openLeadership } from '../store/leases.js';
 import type { LeaseRow } from '../store/leadership.js';
 import { createCore, fileBatchesFromConfig } from './core.js';
-import { platformClientFromConfig } from './platform.js';
+import { platformClientFromConfig, rateAdminFor, type RateAdmin } from './platform.js';
 
 /**
  * What a command runs in: its config, logger and clock, and where to register what must be closed
@@ -50,13 +49,12 @@ export async function openState(scope: CommandScope): Promise<StateSession> {
 /**
  * The state database and a platform client on it, closed when the command ends. Every command
  * that calls the platform goes through the database: the rate budget and the strike ledger live
- * there, so a CLI command beside the daemon spends from the same budget.
+ * there, so a CLI command beside the daemon spends from the same budget (on PostgreSQL the one
+ * every replica shares).
  */
 export async function openPlatformSession(scope: CommandScope): Promise<PlatformSession> {
   const state = await openState(scope);
-  const rateState = await openRateStateFor(state.db, scope.clock.now());
-  scope.onClose(() => rateState.flush?.());
-  const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, rateState, clock: scope.clock });
+  const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, clock: scope.clock });
   scope.onClose(() => platform.close());
   return { ...state, platform };
 }
@@ -72,15 +70,15 @@ export async function readLeader(scope: CommandScope): Promise<(LeaseRow & { ttl
   return row === null ? null : { ...row, ttlMs: l.ttlMs };
 }
 
-/** The rate budget's persisted state (strikes, pauses) without a client: `platform status`, `strikes clear`. */
-export async function openRateState(scope: CommandScope): Promise<RateStateStore> {
+/**
+ * The strike ledger and pauses without a client: `platform status`, `strikes clear`. On
+ * PostgreSQL the ledger every replica shares.
+ */
+export async function openRateAdmin(scope: CommandScope): Promise<RateAdmin> {
   const { db } = await openState(scope);
-  const state = await openRateStateFor(db, scope.clock.now());
-  scope.onClose(async () => {
-    await state.flush?.();
-    state.close?.();
-  });
-  return state;
+  const admin = rateAdminFor(scope.config(), db, { clock: scope.clock, logger: scope.logger() });
+  scope.onClose(() => admin.close());
+  return admin;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { STRIKE_WINDOW_MS, TRAFFIC_STOP_AT_STRIKES as TRAFFIC_STOP_AT } from '../platform/budget.js';
-import { openRateState } from '../app/session.js';
+import { TRAFFIC_STOP_AT_STRIKES as TRAFFIC_STOP_AT } from '../platform/budget.js';
+import { openRateAdmin } from '../app/session.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -16,19 +16,17 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
 
   platform
     .command('status')
-    .description('show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database; sends no request)')
+    .description('show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database, on PostgreSQL the ledger every replica shares; sends no request)')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const now = ctx.clock.now();
-      const state = await openRateState(ctx);
-      const strikes = state.activeStrikes(now - STRIKE_WINDOW_MS);
-      const pauses = (['read', 'write'] as const).map((bucket) => ({ bucket, until: state.loadPause(bucket) })).filter((p) => p.until !== null && p.until > now);
+      const admin = await openRateAdmin(ctx);
+      const { strikes, pauses } = await admin.status();
       const status = {
         environment: ctx.config().platform.environment,
         strikes24h: strikes.length,
         trafficStopped: strikes.length >= TRAFFIC_STOP_AT,
         strikes: strikes.map((s) => ({ at: iso(s.at), bucket: s.bucket, path: s.path, retryAfterMs: s.retryAfterMs })),
-        pauses: pauses.map((p) => ({ bucket: p.bucket, until: iso(p.until as number) })),
+        pauses: pauses.map((p) => ({ bucket: p.bucket, until: iso(p.until) })),
       };
       if (opts.json) {
         out(ctx, JSON.stringify(status, null, 2));
@@ -38,6 +36,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
       out(ctx, status.trafficStopped ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)' : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`);
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
+      if (admin.shared) out(ctx, 'ledger: shared by every replica on this API key (PostgreSQL); strikes, pauses and the stop apply to all of them');
     });
 
   const strikes = platform.command('strikes').description('the 429-strike ledger');
@@ -50,9 +49,9 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       const by = opts.by ?? ctx.env['USER'] ?? ctx.env['USERNAME'];
       if (!by) throw new UsageError('--by: expected who clears the strikes (no $USER to default to)');
       if (opts.reason.trim() === '') throw new UsageError('--reason: expected a non-empty reason');
-      const state = await openRateState(ctx);
-      const cleared = state.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500), ctx.clock.now());
-      ctx.logger().warn({ by, reason: opts.reason, cleared }, 'operator cleared the 429-strike ledger');
-      out(ctx, `cleared ${cleared} strike(s); a running daemon picks this up on its next request`);
+      const admin = await openRateAdmin(ctx);
+      const cleared = await admin.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500));
+      ctx.logger().warn({ by, reason: opts.reason, cleared, shared: admin.shared }, 'operator cleared the 429-strike ledger');
+      out(ctx, `cleared ${cleared} strike(s); ${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} on its next request`);
     });
 }

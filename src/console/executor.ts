@@ -36,7 +36,7 @@ export interface ConsoleExecutorDeps {
   reboard?: (loanId: string, actor: string, reason: string, signal: AbortSignal) => Promise<ReboardResult>;
   batching?: BatchingCapability;
   /** The platform client's strike clear (forgets the ledger, in memory and stored). */
-  clearStrikes?: (by: string) => number;
+  clearStrikes?: (by: string) => number | Promise<number>;
   /** Asks the daemon for a cycle now (after retries). */
   requestCycle?: (reason: string) => void;
   /** Runs a pass only where it may (several replicas: on the leader, fenced). Without it, every pass runs. */
@@ -114,7 +114,7 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
       }
       case 'strike_clear': {
         if (!deps.clearStrikes) throw new Error('the strike ledger is not available in this process');
-        const n = deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
+        const n = await deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
         log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
         return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
       }

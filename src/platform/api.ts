@@ -47,6 +47,11 @@ export interface BudgetSnapshot {
   bucket: Bucket;
   limit: number;
   allowed: number;
+  /**
+   * Tokens this process took in the last window. With the shared ledger (store.engine postgres)
+   * the window is shared by every process on the key, so this and `remaining` are this process's
+   * view only (the leader's is nearly all of it: it is the one that boards).
+   */
   spentInWindow: number;
   remaining: number;
   pausedUntil: number | null;

@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { RateStateStore, StrikeRecord } from '../store/rate-state.js';
+import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from '../store/rate-state.js';
 import type { Bucket, BudgetSnapshot, PlatformWait } from './api.js';
 import { PlatformError } from './errors.js';
 
@@ -10,6 +10,14 @@ import { PlatformError } from './errors.js';
  * window of `allowed` per windowMs also holds for ANY fixed window of the same length, so the
  * server's windows need not line up with ours. Every attempt (retries included) takes a token
  * before it leaves, and the token is persisted first, so a restart inside a window cannot burst.
+ *
+ * Two ways to keep the spend (issue 26):
+ * - a RateStateStore (SQLite, memory): this class decides, on its own spend log, re-read from the
+ *   state file when other processes on the same host share it (`shared`);
+ * - a RateLedger (PostgreSQL): every process on the API key, on any host, spends from ONE ledger
+ *   that decides each token on the database clock (GCRA, src/store/pg/rate-budget.ts), and keeps
+ *   the pauses and the strike ledger for all of them. This class then keeps only what is per
+ *   process: FIFO waiters, the in-flight cap, the X-RateLimit-* view and the 429 jitter.
  */
 
 export const STRIKE_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -22,6 +30,16 @@ export const TRAFFIC_STOP_AT_STRIKES = 2;
 export const STOP_AT_STRIKES = TRAFFIC_STOP_AT_STRIKES;
 /** Strikes are kept a week for the audit trail, then pruned. */
 const STRIKE_RETENTION_MS = 7 * STRIKE_WINDOW_MS;
+
+/**
+ * Tokens per window a bucket may use with `strikes` strikes in 24 h: the documented limit times the
+ * headroom, halved (never below 1) while a strike counts. The shared ledger is given the same two
+ * numbers (src/app/platform.ts), so both ways of keeping the budget pace alike.
+ */
+export function allowedPerWindow(limit: number, headroom: number, strikes: number): number {
+  const base = Math.max(1, Math.floor(limit * headroom));
+  return strikes >= 1 ? Math.max(1, Math.floor(base / 2)) : base;
+}
 
 /** GET/HEAD are reads; everything else (POST search included, as design.md decides) is a write. */
 export function bucketFor(method: string): Bucket {
@@ -39,7 +57,13 @@ export interface RateLimitSettings {
 
 export interface RateBudgetOptions extends RateLimitSettings {
   clock: Clock;
+  /** Where the spend is kept when there is no ledger (SQLite, memory). Ignored with a ledger. */
   state: RateStateStore;
+  /**
+   * The shared ledger (PostgreSQL): every token, pause and strike is decided there, for every
+   * process on the key. Its limits must be allowedPerWindow of these settings.
+   */
+  ledger?: RateLedger;
   logger: Logger;
   /** Random source in [0, 1) for pause jitter (tests pin it). */
   random?: () => number;
@@ -136,18 +160,26 @@ export class RateBudget {
   private spendSincePrune = 0;
   private readonly counters = { rateLimited: 0, waitsMs: 0 };
   private readonly waitListeners = new Set<(w: PlatformWait) => void>();
+  private readonly ledger: RateLedger | null;
+  /** Ledger only: the strike count of the last answer, and when it came (process clock). */
+  private ledgerStrikes = 0;
+  private ledgerStrikesAt = Number.NEGATIVE_INFINITY;
+  private ledgerRefresh: Promise<void> | null = null;
+  /** Ledger only: 429s not yet recorded in the ledger (it was unreachable); no token before they are. */
+  private pendingStrikes: Array<{ bucket: Bucket; path: string; retryAfterMs: number }> = [];
 
   constructor(private readonly opts: RateBudgetOptions) {
     this.random = opts.random ?? Math.random;
     this.jitter = opts.pauseJitterMs ?? [250, 1000];
+    this.ledger = opts.ledger ?? null;
     const now = opts.clock.now();
-    opts.state.prune(now - opts.windowMs * 2, now - STRIKE_RETENTION_MS);
+    if (this.ledger === null) opts.state.prune(now - opts.windowMs * 2, now - STRIKE_RETENTION_MS);
     const lane = (bucket: Bucket, limit: number): Lane => ({
       bucket,
       limit,
-      spent: opts.state.loadSpend(bucket, now - opts.windowMs),
+      spent: this.ledger === null ? opts.state.loadSpend(bucket, now - opts.windowMs) : [],
       seq: 0,
-      pausedUntil: opts.state.loadPause(bucket) ?? 0,
+      pausedUntil: this.ledger === null ? (opts.state.loadPause(bucket) ?? 0) : 0,
       server: null,
       waiters: [],
       pumping: false,
@@ -156,8 +188,9 @@ export class RateBudget {
       announced: false,
     });
     this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
-    this.strikes = opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-    if (this.stopped()) this.alertTrafficStopped('at start');
+    this.strikes = this.ledger === null ? opts.state.activeStrikes(now - STRIKE_WINDOW_MS) : [];
+    if (this.ledger !== null) void this.refreshLedgerView();
+    else if (this.stopped()) this.alertTrafficStopped('at start');
   }
 
   /**
@@ -181,11 +214,11 @@ export class RateBudget {
 
   /** Tokens per window this bucket may use now (half pace after one strike in 24 h). */
   allowed(bucket: Bucket): number {
-    const base = Math.max(1, Math.floor(this.lanes[bucket].limit * this.opts.headroom));
-    return this.strikes24h() >= 1 ? Math.max(1, Math.floor(base / 2)) : base;
+    return allowedPerWindow(this.lanes[bucket].limit, this.opts.headroom, this.strikes24h());
   }
 
   strikes24h(): number {
+    if (this.ledger !== null) return this.ledgerStrikes + this.pendingStrikes.length;
     const since = this.opts.clock.now() - STRIKE_WINDOW_MS;
     return this.strikes.filter((s) => s.at >= since).length;
   }
@@ -196,6 +229,7 @@ export class RateBudget {
    * `platform strikes clear` from another process resumes traffic at the next call.
    */
   stopped(): boolean {
+    if (this.ledger !== null) return this.ledgerStopped();
     if (this.strikes24h() < STOP_AT_STRIKES) return false;
     if (!this.closed) this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
     const stopped = this.strikes24h() >= STOP_AT_STRIKES;
@@ -235,7 +269,8 @@ export class RateBudget {
   /** Waits (FIFO per bucket) until an attempt may be sent, records it, and returns its token. */
   acquire(bucket: Bucket, signal?: AbortSignal): Promise<Token> {
     if (this.closed) return Promise.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
-    if (this.stopped()) return Promise.reject(this.stoppedError());
+    // With a ledger, its answer decides (an operator may have cleared the strikes on another host).
+    if (this.ledger === null && this.stopped()) return Promise.reject(this.stoppedError());
     if (signal?.aborted) return Promise.reject(new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }));
     const lane = this.lanes[bucket];
     return new Promise<Token>((resolve, reject) => {
@@ -284,9 +319,12 @@ export class RateBudget {
 
   /**
    * A 429: pause the WHOLE bucket until max(Retry-After, body.retryAfter, X-RateLimit-Reset) plus
-   * jitter (never shorter), persist the pause and a strike. Returns the pause end (epoch ms).
+   * jitter (never shorter), persist the pause and a strike. Resolves with the pause end (epoch ms)
+   * once the strike is recorded. With a ledger the pause and the ONE strike go there, for every
+   * process on the key; if the ledger cannot be reached the strike is kept here and no token of
+   * either bucket is taken before it is recorded.
    */
-  onRateLimited(token: Token, info: RateLimitedInfo): number {
+  async onRateLimited(token: Token, info: RateLimitedInfo): Promise<number> {
     const now = this.opts.clock.now();
     const lane = this.lanes[token.bucket];
     this.counters.rateLimited += 1;
@@ -301,12 +339,25 @@ export class RateBudget {
     const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
     lane.pausedUntil = Math.max(lane.pausedUntil, until);
     lane.server = { remaining: 0, resetAt: lane.pausedUntil, afterSeq: lane.seq };
-    this.opts.state.savePause(lane.bucket, lane.pausedUntil);
-    this.opts.state.recordStrike({ at: now, bucket: lane.bucket, path: info.path, retryAfterMs: waitMs });
-    this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
+    if (this.ledger === null) {
+      this.opts.state.savePause(lane.bucket, lane.pausedUntil);
+      this.opts.state.recordStrike({ at: now, bucket: lane.bucket, path: info.path, retryAfterMs: waitMs });
+      this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
+    } else {
+      // Counted at once (the in-flight cap drops now), recorded in the ledger next.
+      this.pendingStrikes.push({ bucket: lane.bucket, path: info.path, retryAfterMs: lane.pausedUntil - now });
+      try {
+        await this.flushStrikes();
+      } catch (err) {
+        this.opts.logger.error(
+          { err: errorText(err), bucket: lane.bucket, path: info.path, pending: this.pendingStrikes.length },
+          'rate limit hit (429) but the shared rate ledger is unreachable: the strike is kept in this process and no platform request is sent until it is recorded',
+        );
+      }
+    }
     const strikes = this.strikes24h();
     this.opts.logger.warn(
-      { bucket: lane.bucket, path: info.path, pauseMs: lane.pausedUntil - now, strikes24h: strikes, allowedNow: this.allowed(lane.bucket) },
+      { bucket: lane.bucket, path: info.path, pauseMs: lane.pausedUntil - now, strikes24h: strikes, allowedNow: this.allowed(lane.bucket), shared: this.ledger !== null },
       'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
     );
     if (this.stopped()) this.alertTrafficStopped('after 429');
@@ -320,9 +371,15 @@ export class RateBudget {
   }
 
   /** Operator command: forget the strikes (after the platform confirmed the key is fine). */
-  clearStrikes(by: string): number {
-    const n = this.opts.state.clearStrikes(by, this.opts.clock.now());
-    this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
+  async clearStrikes(by: string): Promise<number> {
+    let n: number;
+    if (this.ledger === null) {
+      n = this.opts.state.clearStrikes(by, this.opts.clock.now());
+      this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
+    } else {
+      n = await this.ledger.clearStrikes(by);
+      this.setLedgerStrikes(await this.ledger.activeStrikes());
+    }
     this.alerted = false;
     this.opts.logger.warn({ by, cleared: n }, 'rate-limit strikes cleared by operator');
     return n;
@@ -379,6 +436,112 @@ export class RateBudget {
     );
   }
 
+  private rejectAll(lane: Lane): void {
+    for (const w of lane.waiters.splice(0)) {
+      w.cleanup();
+      w.reject(this.stoppedError());
+    }
+  }
+
+  /**
+   * Ledger only: one decision for the waiter at the head of the line. 'next': it got its token (or
+   * failed: the ledger unreachable is the retryable `network`, the call is NOT sent); 'stop':
+   * traffic is stopped, every waiter of the lane failed; else how long the ledger says to wait.
+   */
+  private async askLedger(lane: Lane, ledger: RateLedger): Promise<'next' | 'stop' | { ms: number; why: 'paused' | 'window' }> {
+    let r: TakeResult;
+    try {
+      await this.flushStrikes();
+      r = await ledger.take(lane.bucket);
+    } catch (err) {
+      if (this.closed) return 'stop';
+      const w = lane.waiters.shift();
+      this.opts.logger.warn({ err: errorText(err), bucket: lane.bucket }, 'shared rate ledger unreachable: the platform call is not sent (retried later)');
+      if (w !== undefined) {
+        w.cleanup();
+        w.reject(new PlatformError({ code: 'network', message: `the shared rate budget (state database) is unreachable, so the call was not sent: ${errorText(err)}`, cause: err }));
+      }
+      return 'next';
+    }
+    if (this.closed) return 'stop';
+    this.setLedgerStrikes(r.strikes);
+    const now = this.opts.clock.now();
+    if (r.decision === 'granted') {
+      const w = lane.waiters.shift();
+      // Its caller gave up while the ledger decided: the grant is spent all the same (never refunded).
+      if (w === undefined) return 'next';
+      w.cleanup();
+      w.resolve(this.take(lane, now));
+      if (lane.announced) {
+        lane.announced = false;
+        this.announce({ kind: 'resumed', bucket: lane.bucket });
+      }
+      return 'next';
+    }
+    if (r.decision === 'stopped') {
+      this.alertTrafficStopped('strikes in the shared ledger');
+      this.rejectAll(lane);
+      return 'stop';
+    }
+    if (r.decision === 'paused') {
+      // Another process's 429 (or ours): the pause is the ledger's, on the database clock.
+      lane.pausedUntil = Math.max(lane.pausedUntil, now + r.waitMs);
+      return { ms: r.waitMs, why: 'paused' };
+    }
+    return { ms: r.waitMs, why: 'window' };
+  }
+
+  /** Ledger only: records the 429s not yet in the ledger, one at a time, in order (never twice). */
+  private flushing: Promise<void> | null = null;
+  private flushStrikes(): Promise<void> {
+    const ledger = this.ledger;
+    if (ledger === null || this.pendingStrikes.length === 0) return this.flushing ?? Promise.resolve();
+    const run = async (): Promise<void> => {
+      while (this.pendingStrikes.length > 0) {
+        const s = this.pendingStrikes[0] as { bucket: Bucket; path: string; retryAfterMs: number };
+        const n = await ledger.recordRateLimited(s.bucket, { path: s.path, retryAfterMs: s.retryAfterMs });
+        this.pendingStrikes.shift();
+        this.setLedgerStrikes(n);
+      }
+    };
+    // Cleared after it settles, never before it is assigned (regression: a ledger that threw at
+    // once left a settled, rejected flush here for good).
+    this.flushing ??= run().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  private setLedgerStrikes(n: number): void {
+    this.ledgerStrikes = n;
+    this.ledgerStrikesAt = this.opts.clock.now();
+    if (this.strikes24h() < STOP_AT_STRIKES) this.alerted = false;
+  }
+
+  /** Ledger only: the view of the last answer, refreshed in the background when older than 1 s. */
+  private ledgerStopped(): boolean {
+    if (!this.closed && this.opts.clock.now() - this.ledgerStrikesAt >= 1000) void this.refreshLedgerView();
+    return this.strikes24h() >= STOP_AT_STRIKES;
+  }
+
+  private refreshLedgerView(): Promise<void> {
+    const ledger = this.ledger;
+    if (ledger === null) return Promise.resolve();
+    this.ledgerRefresh ??= Promise.resolve()
+      .then(() => ledger.activeStrikes())
+      .then(
+        (n) => {
+          this.setLedgerStrikes(n);
+          if (this.strikes24h() >= STOP_AT_STRIKES) this.alertTrafficStopped('strikes in the shared ledger');
+        },
+        (err: unknown) => this.opts.logger.debug({ err: errorText(err) }, 'shared rate ledger: strike count not refreshed'),
+      )
+      .finally(() => {
+        this.ledgerRefresh = null;
+      });
+    return this.ledgerRefresh;
+  }
+
   private expire(lane: Lane, now: number): void {
     const cutoff = now - this.opts.windowMs;
     let i = 0;
@@ -402,11 +565,12 @@ export class RateBudget {
 
   /** 0 when a token may be taken now, else how long to wait and why. */
   private waitMs(lane: Lane, now: number): { ms: number; why: 'paused' | 'window' | 'server' | null } {
-    this.refreshShared(lane, now);
+    if (this.ledger === null) this.refreshShared(lane, now);
     if (lane.pausedUntil > now) return { ms: lane.pausedUntil - now, why: 'paused' };
     this.expire(lane, now);
     const allowed = this.allowed(lane.bucket);
-    if (lane.spent.length >= allowed) {
+    // With a ledger the window is the ledger's (every process on the key); spent is this process's share.
+    if (this.ledger === null && lane.spent.length >= allowed) {
       // The oldest token that must leave the window before one more fits.
       const t = lane.spent[lane.spent.length - allowed] as number;
       return { ms: Math.max(1, t + this.opts.windowMs - now + 1), why: 'window' };
@@ -423,11 +587,13 @@ export class RateBudget {
   }
 
   private take(lane: Lane, now: number): Token {
-    // Persist first: if this throws (disk full) the attempt is not sent at all.
-    this.opts.state.recordSpend(lane.bucket, now);
+    // Persist first: if this throws (disk full) the attempt is not sent at all. (With a ledger the
+    // grant is already spent there.)
+    if (this.ledger === null) this.opts.state.recordSpend(lane.bucket, now);
     lane.spent.push(now);
     lane.seq += 1;
     lane.inFlight += 1;
+    if (this.ledger !== null) return { bucket: lane.bucket, seq: lane.seq, at: now };
     this.spendSincePrune += 1;
     if (this.spendSincePrune >= 500) {
       this.spendSincePrune = 0;
@@ -441,17 +607,20 @@ export class RateBudget {
     lane.pumping = true;
     try {
       while (lane.waiters.length > 0 && !this.closed) {
-        if (this.stopped()) {
-          for (const w of lane.waiters.splice(0)) {
-            w.cleanup();
-            w.reject(this.stoppedError());
-          }
+        if (this.ledger === null && this.stopped()) {
+          this.rejectAll(lane);
           break;
         }
         // At the in-flight cap: settle() of a request in flight pumps again.
         if (this.opts.maxInFlight !== undefined && lane.inFlight >= this.inFlightCap(lane.bucket)) break;
         const now = this.opts.clock.now();
-        const { ms: wait, why } = this.waitMs(lane, now);
+        let { ms: wait, why } = this.waitMs(lane, now);
+        if (wait <= 0 && this.ledger !== null) {
+          const asked = await this.askLedger(lane, this.ledger);
+          if (asked === 'next') continue;
+          if (asked === 'stop') break;
+          ({ ms: wait, why } = asked);
+        }
         if (wait <= 0) {
           const w = lane.waiters.shift() as Waiter;
           w.cleanup();
@@ -481,6 +650,10 @@ export class RateBudget {
       lane.pumping = false;
     }
   }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** A wait as a progress line shows it, `remainingMs` before it ends. */

@@ -22,7 +22,7 @@ export interface PlatformClient extends PlatformApi {
   createBusiness(loanId: string, body: Record<string, unknown>, opts: WriteOptions): Promise<Business>;
   stats(): PlatformStats;
   /** Operator action: forget the 429-strike ledger (after the platform confirmed the key is fine). */
-  clearStrikes(by: string): number;
+  clearStrikes(by: string): Promise<number>;
 }
 
 export function createPlatformClient(opts: PlatformClientOptions): PlatformClient {

@@ -1,7 +1,7 @@
 import { Agent, Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { createMemoryRateState, type RateStateStore } from '../store/rate-state.js';
+import { createMemoryRateState, type RateLedger, type RateStateStore } from '../store/rate-state.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './budget.js';
 import { documentHostGuard, type DocumentHostGuard, type DocumentHostPolicy, type DocumentResolver } from './download-guard.js';
@@ -29,6 +29,11 @@ export interface TransportOptions {
   clock: Clock;
   /** Persisted budget state; the transport closes it on close(). Default: in memory. */
   rateState?: RateStateStore;
+  /**
+   * The ledger shared by every process on the key (PostgreSQL): when given, tokens, pauses and
+   * strikes are decided there and rateState is not used.
+   */
+  rateLedger?: RateLedger;
   userAgent?: string;
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>>;
   /** Most requests in flight per bucket (the pool holds twice as many connections). Default 8. */
@@ -72,7 +77,7 @@ export interface Transport {
   noteDownload(outcome: 'ok' | 'failed'): void;
   health(): PlatformHealth;
   stats(): PlatformStats;
-  clearStrikes(by: string): number;
+  clearStrikes(by: string): Promise<number>;
   onWait(listener: (w: PlatformWait) => void): () => void;
   close(): Promise<void>;
 }
@@ -221,6 +226,7 @@ export function createTransport(opts: TransportOptions): Transport {
     clock,
     logger,
     state: rateState,
+    ...(opts.rateLedger ? { ledger: opts.rateLedger } : {}),
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
     maxInFlight: perBucket,
@@ -252,12 +258,12 @@ export function createTransport(opts: TransportOptions): Transport {
   }
 
   /** A non-2xx answer: a 429 pauses the bucket and goes on the strike ledger; a refused key is logged for the operator. */
-  function refused(spec: CallSpec<unknown>, ctx: HttpContext, token: Token, res: Dispatcher.ResponseData, body: unknown): PlatformError {
+  async function refused(spec: CallSpec<unknown>, ctx: HttpContext, token: Token, res: Dispatcher.ResponseData, body: unknown): Promise<PlatformError> {
     const err = classifyResponse(ctx, res.statusCode, body, { retryAfter: headerValue(res.headers, 'retry-after') }, clock.now());
     book.noteFailure(err, spec);
     if (res.statusCode === 429) {
       book.stats.rateLimited += 1;
-      budget.onRateLimited(token, { path: spec.template, retryAfterSeconds: err.retryAfterSeconds, headers: rateHeadersOf(res) });
+      await budget.onRateLimited(token, { path: spec.template, retryAfterSeconds: err.retryAfterSeconds, headers: rateHeadersOf(res) });
     } else if (err.fatal) {
       logger.error({ operation: spec.operation, code: err.code, status: err.status }, 'platform refused the API key: operator action needed');
     }
@@ -295,7 +301,7 @@ export function createTransport(opts: TransportOptions): Transport {
       book.count(bucket, String(res.statusCode));
       book.noteDeprecation(res, spec);
       logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, status: res.statusCode, ms: clock.now() - started, bucket }, 'platform call');
-      if (res.statusCode < 200 || res.statusCode >= 300) throw refused(spec, ctx, token, res, body);
+      if (res.statusCode < 200 || res.statusCode >= 300) throw await refused(spec, ctx, token, res, body);
       book.lastSuccessAt = clock.now();
       return spec.parse(body);
     } finally {

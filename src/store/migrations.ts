@@ -520,6 +520,70 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
       $fn$;
     `,
   },
+  /* 16: PostgreSQL only: one strike ledger and the same halving as src/platform/budget.ts
+     (issue 26 point 3). The shared ledger (rate_shared_strikes) is THE strike ledger on
+     PostgreSQL: rows of the per-process tables of migration 1 (rate_strikes, rate_pause: e.g.
+     copied by `state migrate`) are adopted into it once per key by src/store/pg/rate-budget.ts;
+     legacy_seq keeps each adoption idempotent and leaves rate_strikes untouched (so
+     `state migrate --verify-only` still compares equal). boarding_rate_take takes the pace after a
+     strike as its own GCRA parameters (the halved limit the client computes), instead of doubling
+     the interval, which allowed ⌈L/2⌉ where the client allows ⌊L/2⌋. */ {
+    sqlite: '-- PostgreSQL only (the shared strike ledger and the pace after a strike)',
+    postgres: `
+      ALTER TABLE rate_shared_strikes ADD COLUMN legacy_seq bigint;
+      CREATE UNIQUE INDEX rate_shared_strikes_legacy ON rate_shared_strikes (key, legacy_seq);
+
+      DROP FUNCTION boarding_rate_take(text, text, bigint, bigint, int, bigint);
+      -- As migration 15's, but with the GCRA parameters of the pace after a strike given
+      -- (p_slow_*), so the limit in any window after a strike is exactly the one the caller chose.
+      CREATE FUNCTION boarding_rate_take(p_key text, p_class text, p_interval_us bigint, p_tau_us bigint,
+                                         p_slow_interval_us bigint, p_slow_tau_us bigint,
+                                         p_stop_at int, p_strike_window_us bigint)
+        RETURNS TABLE (decision text, at timestamptz, wait_us bigint, strikes int)
+        LANGUAGE plpgsql AS $fn$
+      DECLARE
+        v_tat   timestamptz;
+        v_now   timestamptz;
+        v_until timestamptz;
+        v_int   interval;
+        v_tau   interval;
+        v_str   int;
+      BEGIN
+        INSERT INTO rate_gcra (key, class, tat) VALUES (p_key, p_class, '-infinity')
+          ON CONFLICT (key, class) DO NOTHING;
+        SELECT g.tat INTO v_tat FROM rate_gcra g WHERE g.key = p_key AND g.class = p_class FOR UPDATE;
+        v_now := clock_timestamp();
+        SELECT count(*) INTO v_str FROM rate_shared_strikes s
+          WHERE s.key = p_key AND s.cleared_at IS NULL AND s.at >= v_now - make_interval(secs => p_strike_window_us / 1e6);
+        IF v_str >= p_stop_at THEN
+          RETURN QUERY SELECT 'stopped'::text, v_now, 0::bigint, v_str;
+          RETURN;
+        END IF;
+        SELECT p.until INTO v_until FROM rate_shared_pause p WHERE p.key = p_key AND p.class = p_class;
+        IF v_until IS NOT NULL AND v_until > v_now THEN
+          RETURN QUERY SELECT 'paused'::text, v_now,
+            ceil(extract(epoch FROM v_until - v_now) * 1e6)::bigint, v_str;
+          RETURN;
+        END IF;
+        IF v_str > 0 THEN
+          v_int := make_interval(secs => p_slow_interval_us / 1e6);
+          v_tau := make_interval(secs => p_slow_tau_us / 1e6);
+        ELSE
+          v_int := make_interval(secs => p_interval_us / 1e6);
+          v_tau := make_interval(secs => p_tau_us / 1e6);
+        END IF;
+        v_tat := greatest(v_tat, v_now);
+        IF v_tat - v_now > v_tau THEN
+          RETURN QUERY SELECT 'wait'::text, v_now,
+            ceil(extract(epoch FROM (v_tat - v_now) - v_tau) * 1e6)::bigint, v_str;
+          RETURN;
+        END IF;
+        UPDATE rate_gcra g SET tat = v_tat + v_int WHERE g.key = p_key AND g.class = p_class;
+        RETURN QUERY SELECT 'granted'::text, v_now, 0::bigint, v_str;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The text of a migration for an engine. */

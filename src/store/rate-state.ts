@@ -47,8 +47,30 @@ export interface RateStateStore {
   prune(spendBeforeMs: number, strikesBeforeMs: number): void;
   /** Releases what the store opened itself (not the Db it was given). */
   close?(): void;
-  /** Waits for changes still being written (the PostgreSQL ledger writes behind). */
-  flush?(): Promise<void>;
+}
+
+/** A rate class of a shared ledger: the client's bucket. */
+export type RateClass = RateBucketName;
+
+export type TakeResult =
+  /** atUs: the grant's time on the ledger's (database) clock, µs since the epoch. */
+  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
+  | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
+  | { decision: 'stopped'; atMs: number; strikes: number };
+
+/**
+ * A rate budget whose decisions live in a store shared by every process on the API key (issue 26:
+ * PostgreSQL, src/store/pg/rate-budget.ts). The platform client's RateBudget
+ * (src/platform/budget.ts) keeps what is per process (FIFO waiters, the in-flight cap, the
+ * X-RateLimit-* view, 429 jitter) and asks the ledger for every token instead of its spend log.
+ */
+export interface RateLedger {
+  /** One decision: a grant is spent before the call leaves and never refunded; a denial spends nothing. */
+  take(cls: RateClass): Promise<TakeResult>;
+  /** A 429: pause the class for every process (only grows) and add ONE strike; returns the strikes active now. */
+  recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number>;
+  activeStrikes(): Promise<number>;
+  clearStrikes(by: string): Promise<number>;
 }
 
 /**
@@ -167,76 +189,12 @@ export function createMemoryRateState(): RateStateStore & { readonly spendRows: 
   };
 }
 
-/** The persisted rate state of a SQLite store (its tables; the budget is synchronous, see RateStateStore). */
-export function rateStateFor(db: StoreDb): RateStateStore {
-  if (db.sqlite === null) throw new Error(`the ${db.engine} store's rate state is opened with openRateStateFor`);
-  return createSqliteRateState(db.sqlite);
-}
-
-/** The persisted rate state of a store on either engine. */
-export async function openRateStateFor(db: StoreDb, now = Date.now()): Promise<RateStateStore> {
-  return db.sqlite !== null ? createSqliteRateState(db.sqlite) : createPostgresRateState(db, now);
-}
-
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 /**
- * The same ledger on PostgreSQL (the tables of migration 1), for a process whose state is there.
- * The budget asks synchronously (a token is recorded before its request leaves), so this keeps the
- * ledger in memory, loaded at open (spend of the last day, pauses, unresolved strikes), and writes
- * every change through to the database in order; a write that fails is logged by the caller's
- * process warning and retried by nothing: the in-memory ledger still governs this process. It is
- * per process (shared: false): replicas sharing one budget is the shared GCRA ledger's job
- * (src/store/pg/rate-budget.ts), which the daemon's leadership wiring switches to.
+ * The persisted rate state of a SQLite store (its tables; the budget is synchronous, see
+ * RateStateStore). There is none on PostgreSQL: every process there spends from the shared ledger
+ * (src/store/pg/rate-budget.ts), which the composition root (src/app/platform.ts) opens instead.
  */
-export async function createPostgresRateState(db: StoreDb, now = Date.now()): Promise<RateStateStore> {
-  const mem = createMemoryRateState();
-  for (const r of await db.all<{ bucket: string; at: number }>('SELECT bucket, at FROM rate_spend WHERE at >= ? ORDER BY at', [now - DAY_MS])) {
-    mem.recordSpend(r.bucket === 'write' ? 'write' : 'read', Number(r.at));
-  }
-  for (const r of await db.all<{ bucket: string; until: number }>('SELECT bucket, until FROM rate_pause')) mem.savePause(r.bucket === 'write' ? 'write' : 'read', Number(r.until));
-  for (const r of await db.all<{ at: number; bucket: string; path: string | null; retry_after_ms: number | null }>(
-    'SELECT at, bucket, path, retry_after_ms FROM rate_strikes WHERE cleared_at IS NULL ORDER BY at, seq',
-  )) {
-    mem.recordStrike({ at: Number(r.at), bucket: r.bucket === 'write' ? 'write' : 'read', path: r.path, retryAfterMs: r.retry_after_ms === null ? null : Number(r.retry_after_ms) });
-  }
-  let chain: Promise<unknown> = Promise.resolve();
-  const persist = (text: string, params: unknown[]): void => {
-    chain = chain
-      .then(() => db.run(text, params))
-      .catch((err: unknown) => process.emitWarning(`rate ledger write to PostgreSQL failed: ${err instanceof Error ? err.message : String(err)}`));
-  };
-  return {
-    shared: false,
-    loadSpend: (bucket, sinceMs) => mem.loadSpend(bucket, sinceMs),
-    recordSpend: (bucket, at) => {
-      mem.recordSpend(bucket, at);
-      persist('INSERT INTO rate_spend (bucket, at) VALUES (?, ?)', [bucket, at]);
-    },
-    loadPause: (bucket) => mem.loadPause(bucket),
-    savePause: (bucket, until) => {
-      mem.savePause(bucket, until);
-      const u = Math.ceil(until);
-      persist('INSERT INTO rate_pause (bucket, until) VALUES (?, ?) ON CONFLICT (bucket) DO UPDATE SET until = GREATEST(rate_pause.until, excluded.until)', [bucket, u]);
-    },
-    recordStrike: (s) => {
-      mem.recordStrike(s);
-      persist('INSERT INTO rate_strikes (at, bucket, path, retry_after_ms) VALUES (?, ?, ?, ?)', [s.at, s.bucket, s.path, s.retryAfterMs === null ? null : Math.round(s.retryAfterMs)]);
-    },
-    activeStrikes: (sinceMs) => mem.activeStrikes(sinceMs),
-    clearStrikes: (by, at = Date.now()) => {
-      persist('UPDATE rate_strikes SET cleared_at = ?, cleared_by = ? WHERE cleared_at IS NULL', [at, by]);
-      return mem.clearStrikes(by, at);
-    },
-    prune: (spendBeforeMs, strikesBeforeMs) => {
-      mem.prune(spendBeforeMs, strikesBeforeMs);
-      persist('DELETE FROM rate_spend WHERE at < ?', [spendBeforeMs]);
-      persist('DELETE FROM rate_strikes WHERE at < ?', [strikesBeforeMs]);
-      persist('DELETE FROM rate_pause WHERE until < ?', [spendBeforeMs]);
-    },
-    close: () => {
-      // Pending writes finish on the pool; closing the store waits for the pool.
-    },
-    flush: () => chain.then(() => undefined),
-  };
+export function rateStateFor(db: StoreDb): RateStateStore {
+  if (db.sqlite === null) throw new Error(`the ${db.engine} store has no per-process rate state: its processes share the ledger of src/store/pg/rate-budget.ts`);
+  return createSqliteRateState(db.sqlite);
 }

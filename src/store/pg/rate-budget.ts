@@ -1,13 +1,14 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
+import type { RateClass, RateLedger, TakeResult } from '../rate-state.js';
 import { inTransaction, type PgPool } from './pool.js';
 
 /**
  * One rate budget for every replica (issue 26, preview), in PostgreSQL.
  *
  * Per (key, class) one GCRA row: `tat`, the theoretical arrival time of the next call. Each call
- * is decided by ONE statement (`SELECT * FROM boarding_rate_take(...)`, migration 1 of
- * src/store/pg/schema.ts) that locks the row, reads the DATABASE clock once and grants or denies;
+ * is decided by ONE statement (`SELECT * FROM boarding_rate_take(...)`, migrations 15 and 16 of
+ * src/store/migrations.ts) that locks the row, reads the DATABASE clock once and grants or denies;
  * a grant moves `tat` on and is never refunded (consumed before the call leaves, whatever its
  * outcome). The replicas' own clocks are never compared with it: a denial returns a wait (a
  * duration), which each replica sleeps on its own clock.
@@ -16,8 +17,9 @@ import { inTransaction, type PgPool } from './pool.js';
  * T = ⌈W / (L − b + 1)⌉ µs and the tolerance τ = (b − 1)·T. GCRA gives g_k ≥ g_j + (k − j)·T − τ for
  * any grants j < k (g = grant times on the database clock), so n grants inside any half-open
  * window of length W need (n − 1)·T − τ < W, i.e. n ≤ L, however many replicas take and however
- * their clocks drift. The sustained rate is (L − b + 1) per W. One active strike doubles T (half
- * pace), like src/platform/budget.ts.
+ * their clocks drift. The sustained rate is (L − b + 1) per W. While a strike is active the row is
+ * paced with the parameters of the class's slowLimit (the client's half pace, ⌊L/2⌋ as
+ * src/platform/budget.ts allows), so the same bound holds with slowLimit for grants after it.
  *
  * Default b = 2 (for L ≥ 2): a caller that wakes a little late for its slot (timer overshoot, a
  * round trip) still gets it within τ = T, so the budget is actually used; with b = 1 (pure pacing)
@@ -31,7 +33,7 @@ import { inTransaction, type PgPool } from './pool.js';
  * every replica until an operator clears them.
  */
 
-export type RateClass = 'read' | 'write';
+export type { RateClass, RateLedger, TakeResult } from '../rate-state.js';
 
 export interface ClassLimit {
   /** Calls allowed in any window of windowMs (already below the documented limit by any headroom). */
@@ -42,6 +44,12 @@ export interface ClassLimit {
    * window guarantee holds for any burst; the sustained rate is (limit − burst + 1) per window.
    */
   burst?: number;
+  /**
+   * Calls allowed in any window while a strike is active (the client's half pace, computed by the
+   * caller: src/platform/budget.ts allowedPerWindow). Default max(1, ⌊limit / 2⌋). Its burst is
+   * min(burst, slowLimit).
+   */
+  slowLimit?: number;
 }
 
 export interface SharedRateBudgetOptions {
@@ -57,11 +65,14 @@ export interface SharedRateBudgetOptions {
   defaultPauseMs?: number;
 }
 
-export type TakeResult =
-  /** atUs: the grant's time on the database clock, µs since the epoch (exact, for audits and tests). */
-  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
-  | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
-  | { decision: 'stopped'; atMs: number; strikes: number };
+/** A strike of the shared ledger, times in epoch ms on the database clock. */
+export interface SharedStrike {
+  seq: number;
+  at: number;
+  bucket: RateClass;
+  path: string | null;
+  retryAfterMs: number | null;
+}
 
 export class TrafficStoppedError extends Error {
   constructor(readonly strikes: number) {
@@ -81,37 +92,32 @@ export function gcraParams(l: ClassLimit): { intervalUs: number; tauUs: number }
   return { intervalUs, tauUs: (burst - 1) * intervalUs };
 }
 
-/**
- * The storage side of a rate budget, as both engines would implement it (the SQLite one is the
- * next step: the same GCRA in one IMMEDIATE transaction). The platform client's RateBudget
- * (src/platform/budget.ts) would keep its per-process queueing, in-flight cap and server-header
- * view, and ask a ledger for every token instead of its in-memory spend log.
- */
-export interface RateLedger {
-  /** One decision: a grant is spent (never refunded); a denial spends nothing. */
-  take(cls: RateClass): Promise<TakeResult>;
-  /** A 429: pause the class (only grows) and add a strike; returns the strikes active now. */
-  recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number>;
-  activeStrikes(): Promise<number>;
-  clearStrikes(by: string): Promise<number>;
+/** The GCRA parameters of a class at full pace and while a strike is active. */
+export function gcraPaces(l: ClassLimit): { normal: { intervalUs: number; tauUs: number }; slow: { intervalUs: number; tauUs: number } } {
+  const slowLimit = l.slowLimit ?? Math.max(1, Math.floor(l.limit / 2));
+  if (!Number.isInteger(slowLimit) || slowLimit < 1 || slowLimit > l.limit) throw new Error(`rate budget: slowLimit must be a whole number in 1..${l.limit} (got ${slowLimit})`);
+  const burst = l.burst ?? Math.min(2, l.limit);
+  return { normal: gcraParams(l), slow: gcraParams({ limit: slowLimit, windowMs: l.windowMs, burst: Math.min(burst, slowLimit) }) };
 }
 
 export class PgSharedRateBudget implements RateLedger {
-  private readonly params: Record<RateClass, { intervalUs: number; tauUs: number }>;
+  private readonly params: Record<RateClass, ReturnType<typeof gcraPaces>>;
   private readonly stopAt: number;
+  private adopted: Promise<void> | null = null;
 
   constructor(private readonly opts: SharedRateBudgetOptions) {
-    this.params = { read: gcraParams(opts.limits.read), write: gcraParams(opts.limits.write) };
+    this.params = { read: gcraPaces(opts.limits.read), write: gcraPaces(opts.limits.write) };
     this.stopAt = opts.stopAtStrikes ?? 2;
   }
 
   /** One decision, one statement. A grant is spent; a denial spends nothing. */
   async take(cls: RateClass): Promise<TakeResult> {
-    const p = this.params[cls];
+    await this.adoptLegacy();
+    const { normal, slow } = this.params[cls];
     const r = await this.opts.pool.query<{ decision: string; at_us: string; wait_us: string; strikes: number }>(
       `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes
-         FROM boarding_rate_take($1, $2, $3, $4, $5, $6)`,
-      [this.opts.key, cls, p.intervalUs, p.tauUs, this.stopAt, STRIKE_WINDOW_US],
+         FROM boarding_rate_take($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [this.opts.key, cls, normal.intervalUs, normal.tauUs, slow.intervalUs, slow.tauUs, this.stopAt, STRIKE_WINDOW_US],
     );
     const row = r.rows[0];
     if (!row) throw new Error('boarding_rate_take returned no row');
@@ -145,6 +151,7 @@ export class PgSharedRateBudget implements RateLedger {
    * (a pause only grows) and record a strike, in one transaction. Returns the strikes now active.
    */
   async recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number> {
+    await this.adoptLegacy();
     const waitMs = info.retryAfterMs ?? this.opts.defaultPauseMs ?? this.opts.limits[cls].windowMs;
     const strikes = await inTransaction(this.opts.pool, async (tx) => {
       await tx.query(
@@ -165,16 +172,80 @@ export class PgSharedRateBudget implements RateLedger {
   }
 
   async activeStrikes(): Promise<number> {
+    await this.adoptLegacy();
     return this.countStrikes(this.opts.pool);
+  }
+
+  /** The strikes of the last 24 h no operator has cleared, oldest first (times on the database clock). */
+  async strikeList(): Promise<SharedStrike[]> {
+    await this.adoptLegacy();
+    const r = await this.opts.pool.query<{ seq: string; at_ms: string; class: string; path: string | null; retry_after_ms: string | null }>(
+      `SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, class, path, retry_after_ms
+         FROM rate_shared_strikes
+        WHERE key = $1 AND cleared_at IS NULL AND at >= clock_timestamp() - make_interval(secs => $2::bigint / 1e6)
+        ORDER BY at, seq`,
+      [this.opts.key, STRIKE_WINDOW_US],
+    );
+    return r.rows.map((x) => ({
+      seq: Number(x.seq),
+      at: Number(x.at_ms),
+      bucket: x.class === 'write' ? 'write' : 'read',
+      path: x.path,
+      retryAfterMs: x.retry_after_ms === null ? null : Number(x.retry_after_ms),
+    }));
+  }
+
+  /** Pauses in force now: until (epoch ms, database clock) and how long they still last. */
+  async pauseList(): Promise<Array<{ bucket: RateClass; until: number; remainingMs: number }>> {
+    await this.adoptLegacy();
+    const r = await this.opts.pool.query<{ class: string; until_ms: string; remaining_ms: string }>(
+      `SELECT class, (extract(epoch FROM until) * 1000)::bigint AS until_ms,
+              ceil(extract(epoch FROM until - clock_timestamp()) * 1000)::bigint AS remaining_ms
+         FROM rate_shared_pause WHERE key = $1 AND until > clock_timestamp() ORDER BY class`,
+      [this.opts.key],
+    );
+    return r.rows.map((x) => ({ bucket: x.class === 'write' ? 'write' : 'read', until: Number(x.until_ms), remainingMs: Number(x.remaining_ms) }));
   }
 
   /** Operator command: forget the strikes; every replica resumes at its next take. */
   async clearStrikes(by: string): Promise<number> {
+    await this.adoptLegacy();
     const r = await this.opts.pool.query('UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL', [
       this.opts.key,
       by,
     ]);
     return r.rowCount ?? 0;
+  }
+
+  /**
+   * Once per instance: the per-process ledger rows of migration 1 on this database (rate_strikes,
+   * rate_pause: written by `state migrate` from a SQLite state, or by a connector before the shared
+   * ledger) join the shared ledger under this key, so there is ONE strike ledger. Idempotent
+   * (legacy_seq is unique per key), rate_strikes is left as it was (state migrate --verify-only
+   * still compares it with the SQLite source). Retried at the next call if it fails.
+   */
+  private adoptLegacy(): Promise<void> {
+    this.adopted ??= inTransaction(this.opts.pool, async (tx) => {
+      const moved = await tx.query(
+        `INSERT INTO rate_shared_strikes (key, at, class, path, retry_after_ms, cleared_at, cleared_by, legacy_seq)
+         SELECT $1, to_timestamp(s.at / 1000.0), s.bucket, s.path, s.retry_after_ms,
+                CASE WHEN s.cleared_at IS NULL THEN NULL ELSE to_timestamp(s.cleared_at / 1000.0) END, s.cleared_by, s.seq
+           FROM rate_strikes s
+         ON CONFLICT (key, legacy_seq) DO NOTHING`,
+        [this.opts.key],
+      );
+      await tx.query(
+        `INSERT INTO rate_shared_pause AS p (key, class, until)
+         SELECT $1, r.bucket, to_timestamp(r.until / 1000.0) FROM rate_pause r WHERE to_timestamp(r.until / 1000.0) > clock_timestamp()
+         ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
+        [this.opts.key],
+      );
+      if ((moved.rowCount ?? 0) > 0) this.opts.logger?.info({ strikes: moved.rowCount }, 'rate ledger: strikes of the per-process ledger adopted into the shared ledger');
+    }).catch((err: unknown) => {
+      this.adopted = null;
+      throw err;
+    });
+    return this.adopted;
   }
 
   private async countStrikes(q: Pick<PgPool, 'query'>): Promise<number> {

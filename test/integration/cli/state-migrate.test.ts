@@ -125,6 +125,11 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
       expect({ args, out: JSON.parse(b.stdout) as unknown }).toEqual({ args, out: JSON.parse(a.stdout) as unknown });
     }
     expect((JSON.parse((await runCli(['--config', cfg.postgres, 'platform', 'status', '--json'])).stdout) as { strikes24h: number }).strikes24h).toBe(1);
+    // The copied strike joined the shared ledger without touching rate_strikes: still identical
+    // (regression guard: adopting by moving the rows would make --verify-only fail after any command).
+    const verified = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only']);
+    expect(verified.error).toBeNull();
+    expect(verified.stdout).toMatch(/identical: \d+ tables/);
 
     // The sequences were moved past the copied rows: new events and audit entries get new numbers.
     const store = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 1, connectTimeoutMs: 5000 });

@@ -125,7 +125,7 @@ describe('rate budget against a server that enforces the documented limits', () 
     const c3 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
     cleanups.push(() => c3.close());
     expect(c3.health().trafficStopped).toBe(true);
-    expect(c3.clearStrikes('ops:alice')).toBe(2);
+    expect(await c3.clearStrikes('ops:alice')).toBe(2);
     expect(c3.health().trafficStopped).toBe(false);
     await expect(c3.acknowledgeBoarding('L3', {}, { idempotencyKey: 'ack:L3' })).resolves.toBeTruthy();
     await expect(c3.getLoan('L4')).resolves.toMatchObject({ id: 'L4' });

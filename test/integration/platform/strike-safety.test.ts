@@ -117,7 +117,7 @@ describe('rate-limit strike safety against a server that refuses', () => {
     await Promise.all(Array.from({ length: 8 }, () => c.listProducts()));
     expect(srv.maxConcurrent('read')).toBe(1);
     expect(c.health().strikes24h).toBe(1);
-    c.clearStrikes('ops:test');
+    await c.clearStrikes('ops:test');
     await Promise.all(Array.from({ length: 8 }, () => c.listProducts()));
     expect(srv.maxConcurrent('read')).toBe(2);
   });

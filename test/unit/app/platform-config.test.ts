@@ -24,7 +24,7 @@ describe('platformClientFromConfig', () => {
   it('persists through the state database when one is given', async () => {
     const db = openDatabase(':memory:');
     const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), { clock: systemClock, logger: silentLogger(), db });
-    expect(client.clearStrikes('ops')).toBe(0);
+    expect(await client.clearStrikes('ops')).toBe(0);
     await client.close();
     db.close();
   });

@@ -106,7 +106,7 @@ describe('rate budget math', () => {
     const b = budget(clock);
     const t = await b.acquire('read');
     const resetInFive = String(Math.ceil((clock.now() + 5000) / 1000));
-    const until = b.onRateLimited(t, { path: '/x', retryAfterSeconds: 2, headers: { reset: resetInFive } });
+    const until = await b.onRateLimited(t, { path: '/x', retryAfterSeconds: 2, headers: { reset: resetInFive } });
     expect(until).toBeGreaterThanOrEqual(clock.now() + 5000);
     const r = start(b, 'read', 3);
     await clock.advance(4999);
@@ -123,7 +123,7 @@ describe('rate budget math', () => {
     const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const t = await b.acquire('write');
-    expect(b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(clock.now() + 1000);
+    expect(await b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(clock.now() + 1000);
   });
 
   it('one strike halves the pace; two stop reads and writes (fail fast, alert once)', async () => {
@@ -131,14 +131,14 @@ describe('rate budget math', () => {
     const lines: string[] = [];
     const logger = createLogger({ destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }), level: 'info' });
     const b = budget(clock, { logger });
-    b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
+    await b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
     expect(b.strikes24h()).toBe(1);
     expect(b.allowed('read')).toBe(45);
     expect(b.allowed('write')).toBe(13);
     expect(b.trafficStopped()).toBe(false);
     await clock.advance(2000);
     const pendingWrite = b.acquire('write');
-    b.onRateLimited(await b.acquire('read'), { path: '/b', retryAfterSeconds: 1, headers: {} });
+    await b.onRateLimited(await b.acquire('read'), { path: '/b', retryAfterSeconds: 1, headers: {} });
     expect(b.trafficStopped()).toBe(true);
     const err = await pendingWrite.then(
       () => null,
@@ -166,7 +166,7 @@ describe('rate budget math', () => {
     const r = start(b1, 'read', 60);
     await settle();
     expect(r.done()).toBe(60);
-    b1.onRateLimited(await b1.acquire('write'), { path: '/w', retryAfterSeconds: 3, headers: {} });
+    await b1.onRateLimited(await b1.acquire('write'), { path: '/w', retryAfterSeconds: 3, headers: {} });
     b1.close();
     await clock.advance(100);
     const b2 = budget(clock, { state });
@@ -196,10 +196,10 @@ describe('rate budget math', () => {
   it('operator can clear strikes', async () => {
     const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
-    b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
-    b.onRateLimited(await b.acquire('write'), { path: '/a', retryAfterSeconds: 1, headers: {} });
+    await b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
+    await b.onRateLimited(await b.acquire('write'), { path: '/a', retryAfterSeconds: 1, headers: {} });
     expect(b.trafficStopped()).toBe(true);
-    expect(b.clearStrikes('ops:bob')).toBe(2);
+    expect(await b.clearStrikes('ops:bob')).toBe(2);
     expect(b.trafficStopped()).toBe(false);
   });
 
@@ -244,12 +244,12 @@ describe('rate budget math', () => {
     await settle();
     expect(r.done()).toBe(4);
     // A strike: 1 in flight (and the pause).
-    b.onRateLimited(r.tokens[3]!, { path: '/x', retryAfterSeconds: 1, headers: {} });
+    await b.onRateLimited(r.tokens[3]!, { path: '/x', retryAfterSeconds: 1, headers: {} });
     b.settle(r.tokens[3]!);
     await clock.advance(5000);
     expect(b.inFlightCap('read')).toBe(1);
     expect(r.done()).toBe(5);
-    b.clearStrikes('ops:test');
+    await b.clearStrikes('ops:test');
     b.settle(r.tokens[4]!);
     await settle();
     expect(r.done()).toBe(6);
@@ -280,7 +280,7 @@ describe('rate budget waits are announced with their reason (issue 24 point 3: w
     const seen: Array<{ kind: string; until?: number; bucket?: string }> = [];
     const off = b.onWait((w) => seen.push(w));
     const t = await b.acquire('write');
-    const until = b.onRateLimited(t, { path: '/x', retryAfterSeconds: 3, headers: {} });
+    const until = await b.onRateLimited(t, { path: '/x', retryAfterSeconds: 3, headers: {} });
     expect(seen).toEqual([{ kind: 'paused', bucket: 'write', until }]);
     b.settle(t);
     const next = start(b, 'write', 1);

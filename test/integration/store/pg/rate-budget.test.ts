@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../../../src/lib/clock.js';
-import { PgSharedRateBudget, TrafficStoppedError, gcraParams, type ClassLimit } from '../../../../src/store/pg/rate-budget.js';
+import { PgSharedRateBudget, TrafficStoppedError, gcraPaces, gcraParams, type ClassLimit } from '../../../../src/store/pg/rate-budget.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 
 let db: TestDatabase;
@@ -182,5 +182,56 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     expect(await rs[2]!.clearStrikes('ops')).toBe(2);
     expect((await rs[0]!.take('read')).decision).toBe('granted');
     expect(await rs[0]!.activeStrikes()).toBe(0);
+  });
+
+  it('after a strike at most slowLimit (the client\'s ⌊L/2⌋) in every sliding window (regression: doubling the interval allowed ⌈L/2⌉)', async () => {
+    const key = nextKey();
+    // 9 a window; the client allows ⌊9/2⌋ = 4 after a strike. Doubling T = W/8 allowed 5.
+    const rs = replicas(4, key, { limit: 9, windowMs: 1_000 });
+    expect(await rs[0]!.recordRateLimited('write', { path: null, retryAfterMs: 0 })).toBe(1);
+    const grants = await hammer(rs, 2, 2_500);
+    expect(grants.length).toBeGreaterThanOrEqual(8);
+    expect(maxInAnyWindow(grants, 1_000_000n)).toBeLessThanOrEqual(4);
+    expect(gcraPaces({ limit: 9, windowMs: 1_000 }).slow).toEqual(gcraParams({ limit: 4, windowMs: 1_000 }));
+    expect(gcraPaces({ limit: 27, windowMs: 60_000, slowLimit: 13 }).slow).toEqual(gcraParams({ limit: 13, windowMs: 60_000 }));
+    expect(() => gcraPaces({ limit: 4, windowMs: 1_000, slowLimit: 5 })).toThrow(/slowLimit must be a whole number in 1\.\.4 \(got 5\)/);
+  });
+
+  it('strikes and pauses of the per-process tables (e.g. copied by state migrate) join the ONE shared ledger once, rate_strikes left as it was', async () => {
+    const key = nextKey();
+    const pool = db.pool('legacy', 1);
+    await pool.query('DELETE FROM rate_strikes');
+    await pool.query('DELETE FROM rate_pause');
+    const at = Date.now() - 60_000;
+    await pool.query(
+      `INSERT INTO rate_strikes (at, bucket, path, retry_after_ms, cleared_at, cleared_by) VALUES
+         ($1, 'write', '/public/v1/boardings/{id}/ack', 30000, NULL, NULL),
+         ($2, 'read', '/public/v1/loans/{id}', 2000, NULL, NULL),
+         ($3, 'read', '/public/v1/loans', 1000, $4, 'ops: earlier')`,
+      [at, at + 1_000, at - 3_600_000, at - 3_000_000],
+    );
+    await pool.query("INSERT INTO rate_pause (bucket, until) VALUES ('write', $1)", [Date.now() + 20_000]);
+    const before = (await pool.query('SELECT * FROM rate_strikes ORDER BY seq')).rows;
+
+    const [a, b] = replicas(2, key, { limit: 10, windowMs: 1_000 });
+    expect(await a!.activeStrikes()).toBe(2);
+    expect(await b!.activeStrikes()).toBe(2); // adopted once, whichever instance came first
+    expect((await b!.take('write')).decision).toBe('stopped');
+    const list = await a!.strikeList();
+    expect(list.map((x) => ({ at: x.at, bucket: x.bucket, path: x.path, retryAfterMs: x.retryAfterMs }))).toEqual([
+      { at, bucket: 'write', path: '/public/v1/boardings/{id}/ack', retryAfterMs: 30000 },
+      { at: at + 1_000, bucket: 'read', path: '/public/v1/loans/{id}', retryAfterMs: 2000 },
+    ]);
+    const pauses = await a!.pauseList();
+    expect(pauses.map((x) => x.bucket)).toEqual(['write']);
+    expect(pauses[0]!.remainingMs).toBeGreaterThan(15_000);
+    // The source rows are untouched (state migrate --verify-only still compares them equal).
+    expect((await pool.query('SELECT * FROM rate_strikes ORDER BY seq')).rows).toEqual(before);
+
+    expect(await a!.clearStrikes('ops')).toBe(2);
+    // A later process adopts nothing again: the clear stands.
+    const [c] = replicas(1, key, { limit: 10, windowMs: 1_000 });
+    expect(await c!.activeStrikes()).toBe(0);
+    expect((await c!.take('read')).decision).toBe('granted');
   });
 });
