@@ -14,7 +14,8 @@
  *
  * The budget is the documented one (100 reads, 30 writes per window) with the window shortened to
  * BENCH_FAILOVER_WINDOW_MS (default 5000) so the run takes minutes, not hours; 60000 is the real
- * one. BENCH_FAILOVER_KILLS (default 3) and BENCH_FAILOVER_STEADY_S (default 30) size the phases.
+ * one. BENCH_FAILOVER_KILLS (default 3) and BENCH_FAILOVER_STEADY_S (default 30) size the phases;
+ * BENCH_FAILOVER_HEADROOM sets the replicas' platform.rateLimit.headroom (default: the connector's).
  */
 import { spawnSync } from 'node:child_process';
 import { median, rng, sleep, slidingWindowReport, startFailoverSet, startPgServer, until, type FailoverSet, type Replica } from '../test/support/failover.js';
@@ -26,6 +27,8 @@ const KILLS = Number(process.env['BENCH_FAILOVER_KILLS'] ?? 3);
 const STEADY_S = Number(process.env['BENCH_FAILOVER_STEADY_S'] ?? 30);
 const SEED = Number(process.env['BENCH_FAILOVER_SEED'] ?? 26);
 const STOPS = Number(process.env['BENCH_FAILOVER_STOPS'] ?? 1);
+/** platform.rateLimit.headroom for the replicas; unset: the connector's default (0.9). */
+const HEADROOM = process.env['BENCH_FAILOVER_HEADROOM'] ? Number(process.env['BENCH_FAILOVER_HEADROOM']) : undefined;
 // Enough loans that the queue never runs dry: ~4.5 reads a loan at 100 reads per window, for the
 // steady stretch, its warm-up and every kill.
 const LOANS = Math.ceil(((READS / WINDOW_MS) * 1000 * (STEADY_S + 10)) / 4) + (KILLS + STOPS) * 10 + 20;
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
     return;
   }
   // No store.leadership: the defaults (15 s / 5 s) are what is measured.
-  const set = await startFailoverSet({ pg, loans: LOANS, seed: SEED, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES, drain: '*/5 * * * * *' });
+  const set = await startFailoverSet({ pg, loans: LOANS, seed: SEED, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES, drain: '*/5 * * * * *', ...(HEADROOM !== undefined ? { headroom: HEADROOM } : {}) });
   try {
     for (const r of set.replicas) r.start();
     await leader(set);
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
     const left = LOANS - (await set.acked());
     process.stdout.write(
       [
-        `budget ${READS} reads / ${WRITES} writes per ${WINDOW_MS} ms window, 2 replicas, ${LOANS} loans queued`,
+        `budget ${READS} reads / ${WRITES} writes per ${WINDOW_MS} ms window, platform.rateLimit.headroom ${HEADROOM ?? 'default (0.9)'}, 2 replicas, ${LOANS} loans queued`,
         `steady ${((to - from) / 1000).toFixed(1)} s (${windows.toFixed(1)} windows): ${reads} reads = ${readShare.toFixed(3)} of the read budget, ${writes} writes = ${writeShare.toFixed(3)} of the write budget (${ackedSteady} acks; ${left} loans still queued)`,
         `  binding bucket: ${readShare >= writeShare ? 'read' : 'write'} at ${Math.max(readShare, writeShare).toFixed(3)} of the budget (target ≥ 0.9)`,
         '',

@@ -259,6 +259,8 @@ export interface FailoverSetOptions {
   windowMs: number;
   readsPerWindow: number;
   writesPerWindow: number;
+  /** platform.rateLimit.headroom; omitted: the default (0.9). */
+  headroom?: number;
   /** store.leadership; omitted: the defaults (15 s / 5 s). */
   leadership?: { ttlMs: number; renewEveryMs: number };
   replicas?: number;
@@ -307,7 +309,7 @@ export async function startFailoverSet(o: FailoverSetOptions): Promise<FailoverS
       baseUrl: platform.sandbox.baseUrl,
       apiKey: platform.apiKey,
       environment: 'staging',
-      rateLimit: { windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow },
+      rateLimit: { windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow, ...(o.headroom !== undefined ? { headroom: o.headroom } : {}) },
     },
     store: { engine: 'postgres', postgres: { url: dbUrl }, ...(o.leadership ? { leadership: o.leadership } : {}) },
     // One core for every replica: the bank's file drop, shared as a network volume would be.
