@@ -19,11 +19,13 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .option('--force', 'replace an existing file')
     .action(async (opts: { out: string; force?: boolean }) => {
       const config = ctx.config();
+      // Checked before anything is opened: no connection to PostgreSQL, no file written.
+      if (config.store.engine !== 'sqlite') throw new UsageError(backupOnPostgresMessage(redactUrl(config.store.postgres.url ?? '')));
       const target = resolve(opts.out);
       if (target === resolve(config.store.path)) throw new UsageError('--out: must not be the state database itself (store.path)');
       if (existsSync(target) && opts.force !== true) throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
       const { db } = await openState(ctx);
-      if (db.sqlite === null) throw new UsageError(`state backup: the state is in ${db.engine} (store.engine); back it up with the database's own tools (pg_dump)`);
+      if (db.sqlite === null) throw new UsageError(backupOnPostgresMessage(db.location));
       const r = backupDatabase(db.sqlite, target);
       const v = verifyDatabase(target);
       out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
@@ -60,6 +62,14 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .action(async (opts: { to: string; verifyOnly?: boolean }) => {
       await migrateState(ctx, opts.to, opts.verifyOnly === true);
     });
+}
+
+/** What `state backup` says when the state is in PostgreSQL (exit 2: the command does not apply). */
+function backupOnPostgresMessage(where: string): string {
+  return (
+    `state backup: store.engine is postgres: the state is in PostgreSQL (${where}), and this command copies an SQLite state file (store.path) only. ` +
+    "Back the state up with the bank's PostgreSQL backups: pg_dump of the database, or the server's base backups with WAL archiving (point-in-time recovery); docs/deploy.md \"Backup and restore\"."
+  );
 }
 
 async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): Promise<void> {

@@ -137,10 +137,13 @@ export interface NewAudit {
   detail?: unknown;
 }
 
+/** No amount sorts below every amount: the partial index's (migration 13) stand-in for NULL. */
+const NO_AMOUNT = -9007199254740992;
+
 // The sort expressions are the partial indexes' (migration 13): IFNULL on SQLite, COALESCE on PostgreSQL.
 const sortExpr = (engine: StoreDb['engine']): Record<ExceptionSortKey, string> => {
   const ifnull = engine === 'sqlite' ? 'IFNULL' : 'COALESCE';
-  return { age: 'state_entered_at', amount: `${ifnull}(cents_amount, -9007199254740992)`, released: `${ifnull}(released_at_iso, '')`, id: 'id' };
+  return { age: 'state_entered_at', amount: `${ifnull}(cents_amount, ${NO_AMOUNT})`, released: `${ifnull}(released_at_iso, '')`, id: 'id' };
 };
 
 function whereOf(f: ExceptionSqlFilter, engine: StoreDb['engine']): { sql: string; params: Record<string, unknown> } {
@@ -208,8 +211,20 @@ interface RawException {
   last_error_code: string | null;
   last_error_message: string | null;
   attempts: number;
-  k: number | string;
 }
+
+/**
+ * A row's sort value for the next page's keyset, the same value the index expression gives, taken
+ * from the row in JS. Never selected from SQL: PostgreSQL answers the expression as int8, and its
+ * NULL stand-in (−2^53) is beyond the safe integers the store's int8 parser accepts (it refused the
+ * whole page: the amount sort failed on PostgreSQL as soon as one exception had no amount).
+ */
+const sortValue: Record<ExceptionSortKey, (r: RawException) => number | string> = {
+  age: (r) => r.state_entered_at,
+  amount: (r) => r.cents_amount ?? NO_AMOUNT,
+  released: (r) => r.released_at_iso ?? '',
+  id: (r) => r.id,
+};
 
 const EXCEPTION_COLUMNS =
   'id, loan_number, state, exception_reason, review_items, borrower_name, product_id, cents_amount, mapping_version, released_at_iso, state_entered_at, last_error_code, last_error_message, attempts';
@@ -288,7 +303,7 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
         params['afterId'] = after.id;
       }
       const order = sort === 'id' ? `id ${dir}` : `${expr} ${dir}, id ${dir}`;
-      const rows = await all<RawException>(`SELECT ${EXCEPTION_COLUMNS}, ${expr} AS k FROM loans WHERE ${w.sql}${keyset} ORDER BY ${order} LIMIT @limit`, params);
+      const rows = await all<RawException>(`SELECT ${EXCEPTION_COLUMNS} FROM loans WHERE ${w.sql}${keyset} ORDER BY ${order} LIMIT @limit`, params);
       const lastRaw = rows[rows.length - 1];
       return {
         rows: rows.map((r) => ({
@@ -307,7 +322,7 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
           lastErrorMessage: r.last_error_message,
           attempts: r.attempts,
         })),
-        last: lastRaw === undefined ? null : { v: lastRaw.k, id: lastRaw.id },
+        last: lastRaw === undefined ? null : { v: sortValue[sort](lastRaw), id: lastRaw.id },
       };
     },
     async exceptionCounts(filter, t1, t5) {

@@ -214,7 +214,7 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
         await db.run(UP_LOAN, [r.loanId, r.entityId, r.cif, r.tinHash, r.matchedBy, r.existing ? 1 : 0, r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0, now]);
       }),
     forLoan: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE loan_id = ? ORDER BY rowid', [id])).map(loanCustomer),
-    forEntity: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at', [id])).map(loanCustomer),
+    forEntity: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at, rowid', [id])).map(loanCustomer),
     find: async (key) =>
       (await db.all<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id', [key, key])).map(xref),
     list: async ({ matchedBy, limit = 1000 }) =>

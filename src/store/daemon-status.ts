@@ -85,7 +85,7 @@ export function createDaemonStatusStore(anyDb: AnyDb): DaemonStatusStore {
       return r ? fromRaw(r) : null;
     },
     async all() {
-      return (await db.all<Raw>('SELECT * FROM daemon_status ORDER BY started_at')).map(fromRaw);
+      return (await db.all<Raw>('SELECT * FROM daemon_status ORDER BY started_at, owner')).map(fromRaw);
     },
     async remove(owner) {
       await db.run('DELETE FROM daemon_status WHERE owner = ?', [owner]);

@@ -102,7 +102,7 @@ export class FileBatchStore {
 
   /** Frozen batches whose files are not known to be complete (a crash, or a seal in progress). */
   sealing(): Promise<FileBatchRow[]> {
-    return this.db.all<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at`);
+    return this.db.all<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at, id`);
   }
 
   /** A batch's loans in the order they were (last) boarded, one page at a time. */
@@ -141,7 +141,7 @@ export class FileBatchStore {
 
   batchesOfLoan(loanId: string): Promise<Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>> {
     return this.db.all(
-      `SELECT l.batch_id AS "batchId", b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at`,
+      `SELECT l.batch_id AS "batchId", b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at, b.id`,
       [loanId],
     );
   }

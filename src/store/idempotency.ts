@@ -56,7 +56,7 @@ export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
     unfinished: async (operation, prefix) =>
       (
         await db.get<{ key: string }>(
-          'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC LIMIT 1',
+          'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC, key DESC LIMIT 1',
           [operation, prefix, prefix],
         )
       )?.key ?? null,

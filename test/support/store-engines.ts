@@ -4,6 +4,7 @@
  * `describe.each(STORE_ENGINES)`; the PostgreSQL half reports SKIPPED with its reason when the
  * server cannot run here.
  */
+import { afterEach } from 'vitest';
 import { openDatabase } from '../../src/store/db.js';
 import { openStore } from '../../src/store/open.js';
 import { StoreDb } from '../../src/store/sql.js';
@@ -22,9 +23,10 @@ export interface TestStore {
   close(): Promise<void>;
 }
 
-export async function openTestStore(engine: TestEngine): Promise<TestStore> {
+/** A fresh store on the engine; SQLite in memory, or in a file at `sqlitePath` (as the connector has it). */
+export async function openTestStore(engine: TestEngine, sqlitePath = ':memory:'): Promise<TestStore> {
   if (engine === 'sqlite') {
-    const db = StoreDb.sqliteOn(openDatabase(':memory:'));
+    const db = StoreDb.sqliteOn(openDatabase(sqlitePath));
     return { db, url: null, close: () => db.close() };
   }
   const pg = await createTestDatabase({ migrate: false });
@@ -38,3 +40,22 @@ export async function openTestStore(engine: TestEngine): Promise<TestStore> {
     },
   };
 }
+
+/**
+ * For a `describe.each(STORE_ENGINES)` block: a function that opens a fresh store on the engine,
+ * each one closed (its PostgreSQL database dropped) after the test that opened it.
+ */
+export function testStores(engine: TestEngine): () => Promise<TestStore> {
+  const opened: TestStore[] = [];
+  afterEach(async () => {
+    while (opened.length > 0) await opened.pop()?.close();
+  });
+  return async () => {
+    const t = await openTestStore(engine);
+    opened.push(t);
+    return t;
+  };
+}
+
+/** Why a test named after an engine (or another store: 'memory') is skipped here, or null. */
+export const pgSkipReasonFor = (name: string): string | null => (name === 'postgres' ? pgSkipReason : null);

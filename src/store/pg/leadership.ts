@@ -1,6 +1,5 @@
-import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import { FencedOutError, Leadership, type LeaseBackend, type LeaseRow, type LeaseTerm, type Role } from '../leadership.js';
+import { FencedOutError, Leadership, type LeadershipOptions, type LeaseBackend, type LeaseRow, type LeaseTerm } from '../leadership.js';
 import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
 
 export { FencedOutError, type LeaseRow, type LeaseTerm } from '../leadership.js';
@@ -128,22 +127,14 @@ export function pgLeaseBackend(pool: PgPool, logger?: Logger): LeaseBackend {
   };
 }
 
-export interface PgLeadershipOptions {
+export interface PgLeadershipOptions extends LeadershipOptions {
   pool: PgPool;
-  name: string;
-  holder: string;
-  clock: Clock;
-  logger?: Logger;
-  ttlMs?: number;
-  renewEveryMs?: number;
-  marginMs?: number;
   /**
    * The server ends a fenced transaction left idle this long (idle_in_transaction_session_timeout),
    * so a leader paused inside one cannot hold the lease row's lock and block a takeover for ever.
    * Default ttlMs.
    */
   fenceIdleTimeoutMs?: number;
-  onChange?: (role: Role, term: LeaseTerm | null) => void;
 }
 
 /** Leadership on PostgreSQL, with `fenced()` for callers that hold a raw pg transaction. */
@@ -152,16 +143,7 @@ export class PgLeadership extends Leadership {
   private readonly fenceIdleTimeoutMs: number;
 
   constructor(o: PgLeadershipOptions) {
-    super(pgLeaseBackend(o.pool, o.logger), {
-      name: o.name,
-      holder: o.holder,
-      clock: o.clock,
-      ...(o.logger ? { logger: o.logger } : {}),
-      ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
-      ...(o.renewEveryMs !== undefined ? { renewEveryMs: o.renewEveryMs } : {}),
-      ...(o.marginMs !== undefined ? { marginMs: o.marginMs } : {}),
-      ...(o.onChange ? { onChange: o.onChange } : {}),
-    });
+    super(pgLeaseBackend(o.pool, o.logger), o);
     this.pool = o.pool;
     this.fenceIdleTimeoutMs = o.fenceIdleTimeoutMs ?? this.ttlMs;
   }

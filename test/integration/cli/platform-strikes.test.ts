@@ -40,7 +40,7 @@ describe('platform status / strikes clear', () => {
 
     const cleared = await runCli(['platform', 'strikes', 'clear', '--by', 'ops-anna', '--reason', 'support ticket 4711: key in good standing', '--config', config]);
     expect(cleared.code).toBe(0);
-    expect(cleared.stdout).toContain('cleared 2 strike(s)');
+    expect(cleared.stdout).toContain('cleared 2 strike(s); a running daemon picks this up on its next request');
 
     const after = await runCli(['platform', 'status', '--json', '--config', config]);
     expect(JSON.parse(after.stdout)).toMatchObject({ strikes24h: 0, trafficStopped: false });

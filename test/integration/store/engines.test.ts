@@ -207,6 +207,20 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect(streamed).toEqual(['E1', 'E2']);
     });
 
+    it("an entity's loans resolved in the same millisecond come in the order they were resolved, also after updates", async () => {
+      const { s } = await open();
+      // 60 loans resolve one entity at the same instant; every other one without a CIF yet.
+      const ids = Array.from({ length: 60 }, (_, i) => `L-${String(59 - i).padStart(2, '0')}`);
+      for (const [i, loanId] of ids.entries()) {
+        await s.customers.resolved({ loanId, entityId: 'E1', cif: i % 2 === 0 ? null : '900', tinHash: 'h1', matchedBy: i === 0 ? 'created' : 'tin', existing: i > 0, nameAgrees: null }, T0);
+      }
+      // The core assigns the CIF: half the rows are updated (PostgreSQL writes new row versions).
+      await s.customers.setCif('h1', '900', T0 + 1);
+      const got = await s.customers.forEntity('E1');
+      expect(got.map((r) => r.loanId)).toEqual(ids);
+      expect(got.every((r) => r.cif === '900')).toBe(true);
+    });
+
     it('webhook inbox: one row per delivery id, processed in event order by one pass, counted and pruned', async () => {
       const { s, t } = await open();
       const inbox = createWebhookInbox(t.db);

@@ -3,21 +3,20 @@ import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake
 import { ackKey, releaseMarker, storableQueueItem } from '../../../src/boarding/release.js';
 import { retryDelayMs } from '../../../src/boarding/backoff.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { fakeLoan } from '../../support/fake-platform.js';
+import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
 
 const T0 = 1_700_000_000_000;
 const log = silentLogger();
 const none = new Set<string>();
 
-function setup() {
-  return createBoardingStore(openDatabase(':memory:')).loans;
-}
+describe.each(STORE_ENGINES)('queue intake on %s', (engine) => {
+  const open = testStores(engine);
+  const setup = async () => createBoardingStore((await open()).db).loans;
 
-describe('queue intake', () => {
-  it('queues a new loan, refreshes a known one, ignores an acknowledged one still listed', async () => {
-    const loans = setup();
+  it.skipIf(engineSkipped(engine))('queues a new loan, refreshes a known one, ignores an acknowledged one still listed', async () => {
+    const loans = await setup();
     const item = fakeLoan('L1').item;
     expect(await recordQueueItem(loans, item, T0, log, none)).toBe('new');
     expect(await loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b-L1', loanNumber: 'LN-L1', centsAmount: 1_000_000, productId: 'p1' });
@@ -28,8 +27,8 @@ describe('queue intake', () => {
     expect((await loans.require('L1')).state).toBe('acknowledged');
   });
 
-  it('boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped', async () => {
-    const loans = setup();
+  it.skipIf(engineSkipped(engine))('boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped', async () => {
+    const loans = await setup();
     const item = fakeLoan('L1').item;
     await recordQueueItem(loans, item, T0, log, none);
     await loans.transition('L1', { to: 'quarantined', patch: { quarantineReason: 'mapping', attempts: 3, writtenAt: null } }, T0);
@@ -41,8 +40,8 @@ describe('queue intake', () => {
     expect(await loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b3' });
   });
 
-  it('quarantines a malformed item by id; one without an id is only logged', async () => {
-    const loans = setup();
+  it.skipIf(engineSkipped(engine))('quarantines a malformed item by id; one without an id is only logged', async () => {
+    const loans = await setup();
     expect(await recordInvalidItem(loans, { id: 'B1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log)).toBe('quarantined-invalid');
     expect(await loans.require('B1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
     expect(await recordInvalidItem(loans, { id: null, index: 1, problems: ['id: required'], raw: {} }, T0, log)).toBe('ignored');

@@ -5,9 +5,10 @@ import { EXCEPTION_SORTS, type ExceptionItem, type ExceptionQuery } from '../../
 import { silentLogger } from '../../../src/lib/logger.js';
 import { searchKey } from '../../../src/lib/search-key.js';
 import { createConsoleStore } from '../../../src/store/console.js';
-import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
+import { named, type StoreDb } from '../../../src/store/sql.js';
 import { FakeClock } from '../../support/fake-clock.js';
+import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
 
 const DAY = 86_400_000;
 // A Wednesday, noon UTC.
@@ -25,12 +26,9 @@ interface Seed {
   name: string | null;
 }
 
-function seeded(n: number) {
-  const db = openDatabase(':memory:');
-  const ins = db.prepare(
-    `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, cents_amount, released_at_iso, product_id, borrower_name, borrower_key, state_entered_at, created_at, updated_at)
-     VALUES (@id, @number, @state, @reason, @review, @amount, @released, @product, @name, @key, @entered, @entered, @entered)`,
-  );
+async function seeded(db: StoreDb, n: number) {
+  const ins = `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, cents_amount, released_at_iso, product_id, borrower_name, borrower_key, state_entered_at, created_at, updated_at)
+     VALUES (@id, @number, @state, @reason, @review, @amount, @released, @product, @name, @key, @entered, @entered, @entered)`;
   const seeds: Seed[] = [];
   const reasons = ['mapping', 'core_rejected', 'validation'];
   for (let i = 0; i < n; i++) {
@@ -48,8 +46,10 @@ function seeded(n: number) {
       name: i % 6 === 0 ? null : i % 50 === 1 ? `José Müller ${i} SÀRL` : `Borrower ${i % 40} LLC`,
     };
     seeds.push(s);
-    ins.run({ ...s, number: `N-${i}`, key: s.name === null ? null : searchKey(s.name) });
   }
+  await db.write(async () => {
+    for (const [i, s] of seeds.entries()) await db.run(...named(ins, { ...s, number: `N-${i}`, key: s.name === null ? null : searchKey(s.name) }));
+  });
   const clock = new FakeClock({ start: NOW });
   const service = createConsoleService({
     store: createBoardingStore(db),
@@ -62,7 +62,7 @@ function seeded(n: number) {
   return { db, service, seeds, exceptions };
 }
 
-async function all(service: ReturnType<typeof seeded>['service'], q: ExceptionQuery): Promise<ExceptionItem[]> {
+async function all(service: Awaited<ReturnType<typeof seeded>>['service'], q: ExceptionQuery): Promise<ExceptionItem[]> {
   const out: ExceptionItem[] = [];
   let cursor: string | undefined;
   for (let guard = 0; guard < 1000; guard++) {
@@ -81,68 +81,83 @@ const sortKey: Record<(typeof EXCEPTION_SORTS)[number], (s: Seed) => number | st
   id: (s) => s.id,
 };
 
-describe('exception queue', () => {
-  it('pages every sort in both directions by keyset: the pages together are the whole sorted queue, nothing skipped or repeated', async () => {
-    const { service, exceptions } = seeded(260);
-    for (const sort of EXCEPTION_SORTS) {
-      for (const dir of ['asc', 'desc'] as const) {
-        const got = (await all(service, { sort, dir, limit: 7 })).map((i) => i.id);
-        const key = sortKey[sort];
-        const want = [...exceptions]
-          .sort((a, b) => {
-            const ka = key(a);
-            const kb = key(b);
-            const c = ka < kb ? -1 : ka > kb ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-            return dir === 'asc' ? c : -c;
-          })
-          .map((s) => s.id);
-        expect(got, `${sort} ${dir}`).toEqual(want);
+describe.each(STORE_ENGINES)('on %s', (engine) => {
+  const open = testStores(engine);
+  const seed = async (n: number) => seeded((await open()).db, n);
+
+  describe.skipIf(engineSkipped(engine))('exception queue', () => {
+    it('pages every sort in both directions by keyset: the pages together are the whole sorted queue, nothing skipped or repeated', async () => {
+      const { service, exceptions } = await seed(260);
+      for (const sort of EXCEPTION_SORTS) {
+        for (const dir of ['asc', 'desc'] as const) {
+          const got = (await all(service, { sort, dir, limit: 7 })).map((i) => i.id);
+          const key = sortKey[sort];
+          const want = [...exceptions]
+            .sort((a, b) => {
+              const ka = key(a);
+              const kb = key(b);
+              const c = ka < kb ? -1 : ka > kb ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+              return dir === 'asc' ? c : -c;
+            })
+            .map((s) => s.id);
+          expect(got, `${sort} ${dir}`).toEqual(want);
+        }
       }
-    }
-  });
+    });
 
-  it('filters by reason, state, product, amount, release date, age in business days and search', async () => {
-    const { service, exceptions } = seeded(260);
-    const ids = async (q: ExceptionQuery) => (await all(service, { ...q, sort: 'id', limit: 50 })).map((i) => i.id);
-    const sorted = (xs: Seed[]) => xs.map((s) => s.id).sort();
-    expect(await ids({ reason: 'core_rejected' })).toEqual(sorted(exceptions.filter((s) => s.reason === 'core_rejected')));
-    expect(await ids({ state: 'review' })).toEqual(sorted(exceptions.filter((s) => s.review > 0)));
-    expect(await ids({ reason: 'review', product: 'LOC' })).toEqual(sorted(exceptions.filter((s) => s.review > 0 && s.product === 'LOC')));
-    expect(await ids({ minAmountCents: 0, maxAmountCents: 3000 })).toEqual(sorted(exceptions.filter((s) => s.amount !== null && s.amount >= 0 && s.amount <= 3000)));
-    expect(await ids({ releasedFrom: '2026-11-12', releasedTo: '2026-11-14' })).toEqual(sorted(exceptions.filter((s) => s.released !== null && s.released >= '2026-11-12' && s.released < '2026-11-15')));
-    // NOW is Wednesday 2026-11-25: 0–1 business days back reaches Tuesday the 24th; 2–5 reaches Wednesday the 18th.
-    expect(await ids({ maxAgeDays: 1 })).toEqual(sorted(exceptions.filter((s) => s.entered >= Date.parse('2026-11-24T00:00:00Z'))));
-    expect(await ids({ minAgeDays: 6 })).toEqual(sorted(exceptions.filter((s) => s.entered < Date.parse('2026-11-18T00:00:00Z'))));
-    expect(await ids({ q: 'borrower 7 llc' })).toEqual(sorted(exceptions.filter((s) => s.name?.toLowerCase().includes('borrower 7 llc'))));
-    // Whatever the case and accents, on either side.
-    const accented = exceptions.filter((s) => s.name?.startsWith('José Müller'));
-    expect(accented.length).toBeGreaterThan(1);
-    expect(await ids({ q: 'jose MULLER' })).toEqual(sorted(accented));
-    expect(await ids({ q: 'müller 51 sàrl' })).toEqual(sorted(accented.filter((s) => s.name === 'José Müller 51 SÀRL')));
-    const one = exceptions[4] as Seed;
-    expect(await ids({ q: one.id })).toEqual([one.id]);
+    it('filters by reason, state, product, amount, release date, age in business days and search', async () => {
+      const { service, exceptions } = await seed(260);
+      const ids = async (q: ExceptionQuery) => (await all(service, { ...q, sort: 'id', limit: 50 })).map((i) => i.id);
+      const sorted = (xs: Seed[]) => xs.map((s) => s.id).sort();
+      expect(await ids({ reason: 'core_rejected' })).toEqual(sorted(exceptions.filter((s) => s.reason === 'core_rejected')));
+      expect(await ids({ state: 'review' })).toEqual(sorted(exceptions.filter((s) => s.review > 0)));
+      expect(await ids({ reason: 'review', product: 'LOC' })).toEqual(sorted(exceptions.filter((s) => s.review > 0 && s.product === 'LOC')));
+      expect(await ids({ minAmountCents: 0, maxAmountCents: 3000 })).toEqual(sorted(exceptions.filter((s) => s.amount !== null && s.amount >= 0 && s.amount <= 3000)));
+      expect(await ids({ releasedFrom: '2026-11-12', releasedTo: '2026-11-14' })).toEqual(sorted(exceptions.filter((s) => s.released !== null && s.released >= '2026-11-12' && s.released < '2026-11-15')));
+      // NOW is Wednesday 2026-11-25: 0–1 business days back reaches Tuesday the 24th; 2–5 reaches Wednesday the 18th.
+      expect(await ids({ maxAgeDays: 1 })).toEqual(sorted(exceptions.filter((s) => s.entered >= Date.parse('2026-11-24T00:00:00Z'))));
+      expect(await ids({ minAgeDays: 6 })).toEqual(sorted(exceptions.filter((s) => s.entered < Date.parse('2026-11-18T00:00:00Z'))));
+      expect(await ids({ q: 'borrower 7 llc' })).toEqual(sorted(exceptions.filter((s) => s.name?.toLowerCase().includes('borrower 7 llc'))));
+      // Whatever the case and accents, on either side.
+      const accented = exceptions.filter((s) => s.name?.startsWith('José Müller'));
+      expect(accented.length).toBeGreaterThan(1);
+      expect(await ids({ q: 'jose MULLER' })).toEqual(sorted(accented));
+      expect(await ids({ q: 'müller 51 sàrl' })).toEqual(sorted(accented.filter((s) => s.name === 'José Müller 51 SÀRL')));
+      const one = exceptions[4] as Seed;
+      expect(await ids({ q: one.id })).toEqual([one.id]);
 
-    const counts = await service.exceptionCounts();
-    const total = counts.reduce((n, c) => n + c.total, 0);
-    expect(total).toBe(exceptions.length);
-    const review = counts.find((c) => c.reason === 'review');
-    expect(review?.total).toBe(exceptions.filter((s) => s.review > 0).length);
-    expect((review?.byAge['0-1'] ?? 0) + (review?.byAge['2-5'] ?? 0) + (review?.byAge['>5'] ?? 0)).toBe(review?.total);
-  });
+      const counts = await service.exceptionCounts();
+      const total = counts.reduce((n, c) => n + c.total, 0);
+      expect(total).toBe(exceptions.length);
+      const review = counts.find((c) => c.reason === 'review');
+      expect(review?.total).toBe(exceptions.filter((s) => s.review > 0).length);
+      expect((review?.byAge['0-1'] ?? 0) + (review?.byAge['2-5'] ?? 0) + (review?.byAge['>5'] ?? 0)).toBe(review?.total);
+    });
 
-  it('refuses a cursor from another sort order and a made-up cursor (400)', async () => {
-    const { service } = seeded(40);
-    const page = await service.exceptions({ sort: 'amount', limit: 3 });
-    await expect(service.exceptions({ sort: 'id', limit: 3, cursor: page.next as string })).rejects.toMatchObject({ status: 400, field: 'cursor' });
-    await expect(service.exceptions({ cursor: 'not-a-cursor' })).rejects.toMatchObject({ status: 400, field: 'cursor' });
-  });
+    it('pages the amount sort past loans without an amount (regression: on PostgreSQL the NULL stand-in −2^53 failed the whole page)', async () => {
+      const { db, service } = await seed(0);
+      const store = createBoardingStore(db);
+      for (const [id, cents] of [['A', null], ['B', 500], ['C', null], ['D', -7]] as const) {
+        await store.loans.insert({ id, state: 'quarantined', patch: { quarantineReason: 'mapping', centsAmount: cents } }, NOW);
+      }
+      expect((await all(service, { sort: 'amount', dir: 'asc', limit: 1 })).map((i) => i.id)).toEqual(['A', 'C', 'D', 'B']);
+      expect((await all(service, { sort: 'amount', dir: 'desc', limit: 1 })).map((i) => i.id)).toEqual(['B', 'D', 'C', 'A']);
+    });
 
-  it('keeps the age of a loan in its state: entering a state stamps it, staying in it does not', () => {
-    const { db } = seeded(0);
-    db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('A', 'queued', 100, 100)").run();
-    db.prepare("UPDATE loans SET state = 'quarantined', quarantine_reason = 'mapping', updated_at = 200 WHERE id = 'A'").run();
-    db.prepare("UPDATE loans SET last_seen_at = 300, updated_at = 300 WHERE id = 'A'").run();
-    expect(db.prepare("SELECT state_entered_at AS t, exception_reason AS r FROM loans WHERE id = 'A'").get()).toEqual({ t: 200, r: 'mapping' });
+    it('refuses a cursor from another sort order and a made-up cursor (400)', async () => {
+      const { service } = await seed(40);
+      const page = await service.exceptions({ sort: 'amount', limit: 3 });
+      await expect(service.exceptions({ sort: 'id', limit: 3, cursor: page.next as string })).rejects.toMatchObject({ status: 400, field: 'cursor' });
+      await expect(service.exceptions({ cursor: 'not-a-cursor' })).rejects.toMatchObject({ status: 400, field: 'cursor' });
+    });
+
+    it('keeps the age of a loan in its state: entering a state stamps it, staying in it does not', async () => {
+      const { db } = await seed(0);
+      await db.run("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('A', 'queued', 100, 100)");
+      await db.run("UPDATE loans SET state = 'quarantined', quarantine_reason = 'mapping', updated_at = 200 WHERE id = 'A'");
+      await db.run("UPDATE loans SET last_seen_at = 300, updated_at = 300 WHERE id = 'A'");
+      expect(await db.get("SELECT state_entered_at AS t, exception_reason AS r FROM loans WHERE id = 'A'")).toEqual({ t: 200, r: 'mapping' });
+    });
   });
 });
 

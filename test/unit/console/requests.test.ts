@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { retryLoan } from '../../../src/boarding/ops.js';
 import { consoleSchema } from '../../../src/config/schema.js';
 import { createConsoleService } from '../../../src/console/console-service.js';
@@ -6,15 +6,16 @@ import { createConsoleExecutor } from '../../../src/console/executor.js';
 import type { ConsoleUser } from '../../../src/console/service.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { createConsoleStore } from '../../../src/store/console.js';
-import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
+import { openStore } from '../../../src/store/open.js';
+import type { StoreDb } from '../../../src/store/sql.js';
 import { FakeClock } from '../../support/fake-clock.js';
+import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
 
 const olga: ConsoleUser = { name: 'olga', roles: ['operator'] };
 const ivan: ConsoleUser = { name: 'ivan', roles: ['approver'] };
 
-async function setup(consoleConfig: Record<string, unknown> = {}, loans = 4, withExecutor = true) {
-  const db = openDatabase(':memory:');
+async function setupOn(db: StoreDb, consoleConfig: Record<string, unknown> = {}, loans = 4, withExecutor = true) {
   const store = createBoardingStore(db);
   const clock = new FakeClock();
   for (let i = 0; i < loans; i++) await store.loans.insert({ id: `L${i}`, state: 'quarantined', patch: { quarantineReason: i % 2 ? 'mapping' : 'core_rejected' } }, clock.now());
@@ -26,115 +27,131 @@ async function setup(consoleConfig: Record<string, unknown> = {}, loans = 4, wit
   return { db, store, clock, consoleStore, executor, service, cycles, config };
 }
 
-describe('console requests', () => {
-  it('console.fourEyes.exemptRetries: a retry executes at once, approved by the system; a skip still waits', async () => {
-    const { service, executor, store, cycles } = await setup({ fourEyes: { exemptRetries: true } });
-    const r = await service.createRequest(olga, { action: 'retry', loans: ['L0'], reason: 'core fixed' });
-    // The service kicked the executor and waited for it: executed by the time it answers.
-    expect(r).toMatchObject({ status: 'executed', decidedBy: 'system', decisionNote: 'console.fourEyes.exemptRetries' });
-    await executor.runApproved();
-    expect((await service.request(r.id))?.status).toBe('executed');
-    expect((await store.loans.get('L0'))?.state).toBe('queued');
-    expect(cycles).toEqual([`console request ${r.id}`]);
-    const skip = await service.createRequest(olga, { action: 'skip', loans: ['L1'], reason: 'paid off' });
-    expect(skip.status).toBe('pending');
-    await executor.runApproved();
-    expect((await store.loans.get('L1'))?.state).toBe('quarantined');
+describe.each(STORE_ENGINES)('on %s', (engine) => {
+  const open = testStores(engine);
+  const setup = async (consoleConfig: Record<string, unknown> = {}, loans = 4, withExecutor = true) => {
+    const t = await open();
+    return { ...(await setupOn(t.db, consoleConfig, loans, withExecutor)), url: t.url };
+  };
+  const handles: StoreDb[] = [];
+  afterEach(async () => {
+    while (handles.length > 0) await handles.pop()?.close();
   });
 
-  it('a request by filter covers the loans matched when it was made; a loan that moved meanwhile is named in the result, not acted on', async () => {
-    const { service, executor, store, clock } = await setup();
-    const r = await service.createRequest(olga, { action: 'skip', filter: { reason: 'mapping' }, reason: 'withdrawn' });
-    expect(r.previewCount).toBe(2);
-    expect(r.loans).toEqual(['L1', 'L3']);
-    // After the request: another loan is quarantined for the same reason, and L1 is retried from the CLI.
-    await store.loans.insert({ id: 'L9', state: 'quarantined', patch: { quarantineReason: 'mapping' } }, clock.now());
-    await retryLoan(store.loans, 'L1', 'cli-user', clock.now());
-    await service.approve(ivan, r.id);
-    await executor.runApproved();
-    const done = await service.request(r.id);
-    expect(done?.status).toBe('executed');
-    expect(done?.result?.done).toBe(1);
-    expect(done?.result?.failed).toEqual([{ loanId: 'L1', message: 'loan L1 is queued now (quarantined when the request was made); not acted on' }]);
-    expect((await store.loans.get('L3'))?.state).toBe('skipped');
-    expect((await store.loans.get('L9'))?.state).toBe('quarantined');
-  });
-
-  it('two executors on one database run a request once', async () => {
-    const { db, store, clock, service, consoleStore } = await setup({}, 30, false);
-    const r = await service.createRequest(olga, { action: 'retry', filter: { reason: 'core_rejected' }, reason: 'core back' });
-    await service.approve(ivan, r.id);
-    const second = createConsoleExecutor({ store, consoleStore: createConsoleStore(db), clock, logger: silentLogger() });
-    const first = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
-    const ran = await Promise.all([first.runApproved(), second.runApproved()]);
-    expect(ran.reduce((a, b) => a + b, 0)).toBe(1);
-    const events = db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE kind = 'ops'").get() as { n: number };
-    expect(events.n).toBe(15);
-    expect((await service.request(r.id))?.result).toMatchObject({ done: 15, failed: [] });
-  });
-
-  it('only an approver who is not the maker decides; a decided request is not decided again', async () => {
-    const { service } = await setup();
-    const both: ConsoleUser = { name: 'ana', roles: ['operator', 'approver'] };
-    const r = await service.createRequest(both, { action: 'retry', loans: ['L0', 'L2'], reason: 'x' });
-    await expect(service.approve(both, r.id)).rejects.toMatchObject({ status: 403 });
-    await expect(service.reject(both, r.id, 'no')).rejects.toMatchObject({ status: 403 });
-    await expect(service.approve(olga, r.id)).rejects.toMatchObject({ status: 403 });
-    await expect(service.approve(ivan, 'r-unknown')).rejects.toMatchObject({ status: 404 });
-    await expect(service.createRequest(ivan, { action: 'retry', loans: ['L0'], reason: 'x' })).rejects.toMatchObject({ status: 403 });
-    await expect(service.createRequest(olga, { action: 'retry', loans: ['nope'], reason: 'x' })).rejects.toMatchObject({ status: 409 });
-    await expect(service.createRequest(olga, { action: 'retry', loans: ['L0'], filter: {}, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'loans' });
-    await expect(service.createRequest(olga, { action: 'retry', filter: { reason: 'bogus' as never }, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'filter.reason' });
-    await expect(service.createRequest(olga, { action: 'retry', filter: { reason: 'review' }, reason: 'x' })).rejects.toMatchObject({ status: 400 });
-    const rejected = await service.reject(ivan, r.id, 'wrong loans');
-    expect(rejected.status).toBe('rejected');
-    await expect(service.approve(ivan, r.id)).rejects.toMatchObject({ status: 409 });
-  });
-});
-
-describe('console executor after a crash', () => {
-  it('takes over a request claimed by a process on this host that is gone, at once', async () => {
-    const { db, store, clock, service, consoleStore } = await setup({}, 2, false);
-    const r = await service.createRequest(olga, { action: 'retry', loans: ['L0', 'L1'], reason: 'core back' });
-    await service.approve(ivan, r.id);
-    // A claim by a process that no longer exists (pid beyond any real one), as a kill -9 leaves it.
-    db.prepare('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?').run(`${(await import('node:os')).hostname()}:2147483646:dead`, clock.now(), r.id);
-    // A live claimant (this process) is respected until the claim is stale.
-    const live = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
-    expect(await live.runApproved()).toBe(1);
-    expect((await service.request(r.id))?.result).toMatchObject({ done: 2, failed: [] });
-
-    const r2 = await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'x' });
-    await service.approve(ivan, r2.id);
-    db.prepare('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?').run(`${(await import('node:os')).hostname()}:${process.pid}:other`, clock.now(), r2.id);
-    expect(await live.runApproved()).toBe(0);
-    await clock.advance(31 * 60_000);
-    expect(await live.runApproved()).toBe(1);
-  });
-});
-
-describe('re-board preview', () => {
-  it('runs one at a time (each reads the platform): a second one meanwhile gets 409', async () => {
-    const db = openDatabase(':memory:');
-    const store = createBoardingStore(db);
-    const clock = new FakeClock();
-    await store.loans.insert({ id: 'A', state: 'queued' }, clock.now());
-    let release: () => void = () => undefined;
-    const service = createConsoleService({
-      store,
-      consoleStore: createConsoleStore(db),
-      config: { console: consoleSchema.parse({}), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } },
-      clock,
-      logger: silentLogger(),
-      reboardPreview: (loanId) =>
-        new Promise((resolve) => {
-          release = () => resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
-        }),
+  describe.skipIf(engineSkipped(engine))('console requests', () => {
+    it('console.fourEyes.exemptRetries: a retry executes at once, approved by the system; a skip still waits', async () => {
+      const { service, executor, store, cycles } = await setup({ fourEyes: { exemptRetries: true } });
+      const r = await service.createRequest(olga, { action: 'retry', loans: ['L0'], reason: 'core fixed' });
+      // The service kicked the executor and waited for it: executed by the time it answers.
+      expect(r).toMatchObject({ status: 'executed', decidedBy: 'system', decisionNote: 'console.fourEyes.exemptRetries' });
+      await executor.runApproved();
+      expect((await service.request(r.id))?.status).toBe('executed');
+      expect((await store.loans.get('L0'))?.state).toBe('queued');
+      expect(cycles).toEqual([`console request ${r.id}`]);
+      const skip = await service.createRequest(olga, { action: 'skip', loans: ['L1'], reason: 'paid off' });
+      expect(skip.status).toBe('pending');
+      await executor.runApproved();
+      expect((await store.loans.get('L1'))?.state).toBe('quarantined');
     });
-    const first = service.reboardDiff('A');
-    await expect(service.reboardDiff('A')).rejects.toMatchObject({ status: 409 });
-    release();
-    expect(await first).toMatchObject({ outcome: 'not_acknowledged' });
-    await expect(service.reboardDiff('nope')).rejects.toMatchObject({ status: 404 });
+
+    it('a request by filter covers the loans matched when it was made; a loan that moved meanwhile is named in the result, not acted on', async () => {
+      const { service, executor, store, clock } = await setup();
+      const r = await service.createRequest(olga, { action: 'skip', filter: { reason: 'mapping' }, reason: 'withdrawn' });
+      expect(r.previewCount).toBe(2);
+      expect(r.loans).toEqual(['L1', 'L3']);
+      // After the request: another loan is quarantined for the same reason, and L1 is retried from the CLI.
+      await store.loans.insert({ id: 'L9', state: 'quarantined', patch: { quarantineReason: 'mapping' } }, clock.now());
+      await retryLoan(store.loans, 'L1', 'cli-user', clock.now());
+      await service.approve(ivan, r.id);
+      await executor.runApproved();
+      const done = await service.request(r.id);
+      expect(done?.status).toBe('executed');
+      expect(done?.result?.done).toBe(1);
+      expect(done?.result?.failed).toEqual([{ loanId: 'L1', message: 'loan L1 is queued now (quarantined when the request was made); not acted on' }]);
+      expect((await store.loans.get('L3'))?.state).toBe('skipped');
+      expect((await store.loans.get('L9'))?.state).toBe('quarantined');
+    });
+
+    it('two executors on one database run a request once (PostgreSQL: two replicas, each with its own pool)', async () => {
+      const { db, store, clock, service, consoleStore, url } = await setup({}, 30, false);
+      const r = await service.createRequest(olga, { action: 'retry', filter: { reason: 'core_rejected' }, reason: 'core back' });
+      await service.approve(ivan, r.id);
+      let otherDb = db;
+      if (url !== null) {
+        otherDb = await openStore({ engine: 'postgres', url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+        handles.push(otherDb);
+      }
+      const second = createConsoleExecutor({ store: createBoardingStore(otherDb), consoleStore: createConsoleStore(otherDb), clock, logger: silentLogger() });
+      const first = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
+      const ran = await Promise.all([first.runApproved(), second.runApproved()]);
+      expect(ran.reduce((a, b) => a + b, 0)).toBe(1);
+      expect(await db.get("SELECT COUNT(*) AS n FROM loan_events WHERE kind = 'ops'")).toEqual({ n: 15 });
+      expect((await service.request(r.id))?.result).toMatchObject({ done: 15, failed: [] });
+    });
+
+    it('only an approver who is not the maker decides; a decided request is not decided again', async () => {
+      const { service } = await setup();
+      const both: ConsoleUser = { name: 'ana', roles: ['operator', 'approver'] };
+      const r = await service.createRequest(both, { action: 'retry', loans: ['L0', 'L2'], reason: 'x' });
+      await expect(service.approve(both, r.id)).rejects.toMatchObject({ status: 403 });
+      await expect(service.reject(both, r.id, 'no')).rejects.toMatchObject({ status: 403 });
+      await expect(service.approve(olga, r.id)).rejects.toMatchObject({ status: 403 });
+      await expect(service.approve(ivan, 'r-unknown')).rejects.toMatchObject({ status: 404 });
+      await expect(service.createRequest(ivan, { action: 'retry', loans: ['L0'], reason: 'x' })).rejects.toMatchObject({ status: 403 });
+      await expect(service.createRequest(olga, { action: 'retry', loans: ['nope'], reason: 'x' })).rejects.toMatchObject({ status: 409 });
+      await expect(service.createRequest(olga, { action: 'retry', loans: ['L0'], filter: {}, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'loans' });
+      await expect(service.createRequest(olga, { action: 'retry', filter: { reason: 'bogus' as never }, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'filter.reason' });
+      await expect(service.createRequest(olga, { action: 'retry', filter: { reason: 'review' }, reason: 'x' })).rejects.toMatchObject({ status: 400 });
+      const rejected = await service.reject(ivan, r.id, 'wrong loans');
+      expect(rejected.status).toBe('rejected');
+      await expect(service.approve(ivan, r.id)).rejects.toMatchObject({ status: 409 });
+    });
+  });
+
+  describe.skipIf(engineSkipped(engine))('console executor after a crash', () => {
+    it('takes over a request claimed by a process on this host that is gone, at once', async () => {
+      const { db, store, clock, service, consoleStore } = await setup({}, 2, false);
+      const r = await service.createRequest(olga, { action: 'retry', loans: ['L0', 'L1'], reason: 'core back' });
+      await service.approve(ivan, r.id);
+      // A claim by a process that no longer exists (pid beyond any real one), as a kill -9 leaves it.
+      await db.run('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?', [`${(await import('node:os')).hostname()}:2147483646:dead`, clock.now(), r.id]);
+      // A live claimant (this process) is respected until the claim is stale.
+      const live = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
+      expect(await live.runApproved()).toBe(1);
+      expect((await service.request(r.id))?.result).toMatchObject({ done: 2, failed: [] });
+
+      const r2 = await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'x' });
+      await service.approve(ivan, r2.id);
+      await db.run('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?', [`${(await import('node:os')).hostname()}:${process.pid}:other`, clock.now(), r2.id]);
+      expect(await live.runApproved()).toBe(0);
+      await clock.advance(31 * 60_000);
+      expect(await live.runApproved()).toBe(1);
+    });
+  });
+
+  describe.skipIf(engineSkipped(engine))('re-board preview', () => {
+    it('runs one at a time (each reads the platform): a second one meanwhile gets 409', async () => {
+      const { db } = await open();
+      const store = createBoardingStore(db);
+      const clock = new FakeClock();
+      await store.loans.insert({ id: 'A', state: 'queued' }, clock.now());
+      let release: () => void = () => undefined;
+      const service = createConsoleService({
+        store,
+        consoleStore: createConsoleStore(db),
+        config: { console: consoleSchema.parse({}), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } },
+        clock,
+        logger: silentLogger(),
+        reboardPreview: (loanId) =>
+          new Promise((resolve) => {
+            release = () => resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
+          }),
+      });
+      const first = service.reboardDiff('A');
+      await expect(service.reboardDiff('A')).rejects.toMatchObject({ status: 409 });
+      release();
+      expect(await first).toMatchObject({ outcome: 'not_acknowledged' });
+      await expect(service.reboardDiff('nope')).rejects.toMatchObject({ status: 404 });
+    });
   });
 });

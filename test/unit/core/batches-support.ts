@@ -5,7 +5,8 @@ import { cutoffRule } from '../../../src/core/file/cutoff.js';
 import type { Clock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { compileLayout, type Layout } from '../../../src/core/file/layout/layout.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/db.js';
+import type { AnyDb } from '../../../src/store/sql.js';
 
 /** A CSV layout over the test records of file-core.test.ts (customer, loan, relationship). */
 export const TEST_LAYOUT_YAML = `
@@ -37,7 +38,7 @@ export function testLayout(yaml = TEST_LAYOUT_YAML): Layout {
   return r.layout;
 }
 
-export function testBatches(dir: string, clock: Clock, opts: { db?: Db; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {}): FileBatches {
+export function testBatches(dir: string, clock: Clock, opts: { db?: AnyDb; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {}): FileBatches {
   const db = opts.db ?? openDatabase(join(dir, 'state.sqlite'));
   const layout = opts.layout ?? testLayout();
   return new FileBatches({

@@ -9,8 +9,8 @@ import { CustomerSourceUnavailableError, type CustomerDirectory, type ExistingCu
 import { CustomerKeys, normaliseName, normaliseTin } from '../../../src/lib/customer-keys.js';
 import { silentLogger, type Logger } from '../../../src/lib/logger.js';
 import type { Entities } from '../../../src/contract/schemas.js';
-import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
+import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { customerSourceCheck } from '../../../src/observability/readiness.js';
 
@@ -158,9 +158,10 @@ function entities(...parties: Array<{ id: string; ein?: string; ssn?: string; na
   };
 }
 
-describe('customer resolver: the rules', () => {
-  const setup = (dir: CustomerDirectory | undefined, o: { onAmbiguous?: 'quarantine' | 'create'; allowLast4Tin?: boolean; coreAssigns?: boolean } = {}) => {
-    const store: BoardingStore = createBoardingStore(openDatabase(':memory:'));
+describe.each(STORE_ENGINES)('customer resolver: the rules, on %s', (engine) => {
+  const open = testStores(engine);
+  const setup = async (dir: CustomerDirectory | undefined, o: { onAmbiguous?: 'quarantine' | 'create'; allowLast4Tin?: boolean; coreAssigns?: boolean } = {}) => {
+    const store: BoardingStore = createBoardingStore((await open()).db);
     const clock = new FakeClock();
     let n = 100;
     const r = createCustomerResolver({ store, directory: dir, keys, newCif: () => Promise.resolve(o.coreAssigns === true ? null : String((n += 1))), onAmbiguous: o.onAmbiguous ?? 'quarantine', allowLast4Tin: o.allowLast4Tin ?? false, clock, logger: silentLogger() });
@@ -176,8 +177,8 @@ describe('customer resolver: the rules', () => {
     return { store, r, loan, written };
   };
 
-  it('new TIN: created with a pool CIF; the same TIN under another entity id on a later loan: matched by tin, existing', async () => {
-    const { r, loan, written, store } = setup(directory({}));
+  it.skipIf(engineSkipped(engine))('new TIN: created with a pool CIF; the same TIN under another entity id on a later loan: matched by tin, existing', async () => {
+    const { r, loan, written, store } = await setup(directory({}));
     await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '12-3456789' }));
     expect(a.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
@@ -194,8 +195,8 @@ describe('customer resolver: the rules', () => {
     ]);
   });
 
-  it("the core's customer: matched by tin; a name that disagrees is a review item", async () => {
-    const { r, loan } = setup(directory({ '123456789': [{ cif: '80000001', nameAgrees: false }] }));
+  it.skipIf(engineSkipped(engine))("the core's customer: matched by tin; a name that disagrees is a review item", async () => {
+    const { r, loan } = await setup(directory({ '123456789': [{ cif: '80000001', nameAgrees: false }] }));
     await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789', name: 'Acme Tools LLC' }));
     expect(a.customers['biz_1']).toEqual({ cif: '80000001', matchedBy: 'tin', existing: true });
@@ -204,21 +205,21 @@ describe('customer resolver: the rules', () => {
     expect(a.reviews[0]!.message).not.toContain('123456789');
   });
 
-  it('two CIFs for one TIN: customer_match_ambiguous, or a new customer with customers.onAmbiguous: create', async () => {
+  it.skipIf(engineSkipped(engine))('two CIFs for one TIN: customer_match_ambiguous, or a new customer with customers.onAmbiguous: create', async () => {
     const table = { '123456789': [{ cif: 'A1', nameAgrees: true }, { cif: 'A2', nameAgrees: true }] };
-    const q = setup(directory(table));
+    const q = await setup(directory(table));
     await q.loan('L1');
     await expect(q.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
-    const c = setup(directory(table), { onAmbiguous: 'create' });
+    const c = await setup(directory(table), { onAmbiguous: 'create' });
     await c.loan('L1');
     const res = await c.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     expect(res.customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
     expect(res.reviews[0]!.message).toMatch(/onAmbiguous: create/);
   });
 
-  it('regression: a customer an earlier loan created, whose number the core assigns, found twice in the core later: ambiguous, not the first one', async () => {
+  it.skipIf(engineSkipped(engine))('regression: a customer an earlier loan created, whose number the core assigns, found twice in the core later: ambiguous, not the first one', async () => {
     const table: Record<string, ExistingCustomer[]> = {};
-    const { r, loan, written } = setup(directory(table), { coreAssigns: true });
+    const { r, loan, written } = await setup(directory(table), { coreAssigns: true });
     await loan('L1');
     expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toMatchObject({ cif: null, matchedBy: 'created' });
     await written('L1');
@@ -228,28 +229,28 @@ describe('customer resolver: the rules', () => {
     await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
   });
 
-  it('a masked TIN matches nothing (and without allowLast4Tin is left to the mapping: tin_incomplete)', async () => {
+  it.skipIf(engineSkipped(engine))('a masked TIN matches nothing (and without allowLast4Tin is left to the mapping: tin_incomplete)', async () => {
     const d = directory({});
-    const { r, loan } = setup(d);
+    const { r, loan } = await setup(d);
     await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }));
     expect(a.customers).toEqual({});
     expect(d.calls).toBe(0);
-    const w = setup(d, { allowLast4Tin: true });
+    const w = await setup(d, { allowLast4Tin: true });
     await w.loan('L1');
     expect((await w.r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }))).customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
     expect(d.calls).toBe(0);
   });
 
-  it('a source that cannot answer makes the loan wait and claims nothing', async () => {
-    const { r, loan, store } = setup(directory({}, true));
+  it.skipIf(engineSkipped(engine))('a source that cannot answer makes the loan wait and claims nothing', async () => {
+    const { r, loan, store } = await setup(directory({}, true));
     await loan('L1');
     await expect(r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerSourceUnavailableError);
     expect(await store.customers.byTin(keys.tinHash('123456789')!)).toBeUndefined();
   });
 
-  it('a second loan waits while the first one, whose write may have happened, creates the customer', async () => {
-    const { r, loan, written } = setup(directory({}));
+  it.skipIf(engineSkipped(engine))('a second loan waits while the first one, whose write may have happened, creates the customer', async () => {
+    const { r, loan, written } = await setup(directory({}));
     await loan('L1');
     await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     await loan('L2');
@@ -258,8 +259,8 @@ describe('customer resolver: the rules', () => {
     expect((await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).customers['biz_2']).toEqual({ cif: '101', matchedBy: 'tin', existing: true });
   });
 
-  it('a loan whose creator was quarantined before writing creates the customer itself (same CIF)', async () => {
-    const { r, loan, store } = setup(directory({}));
+  it.skipIf(engineSkipped(engine))('a loan whose creator was quarantined before writing creates the customer itself (same CIF)', async () => {
+    const { r, loan, store } = await setup(directory({}));
     await loan('L1');
     await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     await store.loans.transition('L1', { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, Date.now());
@@ -269,16 +270,16 @@ describe('customer resolver: the rules', () => {
     expect((await store.customers.byTin(keys.tinHash('123456789')!))?.creatorLoanId).toBe('L2');
   });
 
-  it('the same TIN twice on one loan: one customer record, the second references it', async () => {
-    const { r, loan } = setup(directory({}));
+  it.skipIf(engineSkipped(engine))('the same TIN twice on one loan: one customer record, the second references it', async () => {
+    const { r, loan } = await setup(directory({}));
     await loan('L1');
     const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }, { id: 'per_1', ssn: '123-45-6789' }));
     expect(a.customers['biz_1']).toMatchObject({ existing: false, cif: '101' });
     expect(a.customers['per_1']).toMatchObject({ existing: true, cif: '101' });
   });
 
-  it('a retry of the creating loan still creates (idempotent in the core), with the same CIF', async () => {
-    const { r, loan } = setup(directory({}));
+  it.skipIf(engineSkipped(engine))('a retry of the creating loan still creates (idempotent in the core), with the same CIF', async () => {
+    const { r, loan } = await setup(directory({}));
     await loan('L1');
     await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
     expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });

@@ -1,15 +1,23 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/db.js';
-import { createMemoryRateState, createSqliteRateState, type RateStateStore } from '../../../src/store/rate-state.js';
+import { createMemoryRateState, createSqliteRateState, rateStateFor, type RateStateStore } from '../../../src/store/rate-state.js';
+import { openTestStore, type TestStore } from '../../support/store-engines.js';
 
-const stores: Array<[string, () => RateStateStore]> = [
-  ['sqlite', () => createSqliteRateState(openDatabase(':memory:'))],
-  ['memory', () => createMemoryRateState()],
+const opened: TestStore[] = [];
+afterEach(async () => {
+  while (opened.length > 0) await opened.pop()?.close();
+});
+
+// The per-process ledger (SQLite file, or memory). On PostgreSQL every process spends from the
+// shared ledger instead (src/store/pg/rate-budget.ts; test/integration/store/pg/rate-budget.test.ts).
+const stores: Array<[string, () => Promise<RateStateStore>]> = [
+  ['sqlite', () => Promise.resolve(createSqliteRateState(openDatabase(':memory:')))],
+  ['memory', () => Promise.resolve(createMemoryRateState())],
 ];
 
-describe.each(stores)('%s rate state', (_name, make) => {
-  it('keeps spend per bucket, a pause that only grows, and strikes until cleared or pruned', () => {
-    const s = make();
+describe.each(stores)('%s rate state', (name, make) => {
+  it('keeps spend per bucket, a pause that only grows, and strikes until cleared or pruned', async () => {
+    const s = await make();
     s.recordSpend('read', 100);
     s.recordSpend('read', 300);
     s.recordSpend('write', 200);
@@ -27,5 +35,32 @@ describe.each(stores)('%s rate state', (_name, make) => {
     s.prune(250, 1500);
     expect(s.loadSpend('read', 0)).toEqual([300]);
     expect(s.loadSpend('write', 0)).toEqual([]);
+  });
+});
+
+describe('the rate state a process left on SQLite', () => {
+  it('is what the next process reads: spend, the pause, the strikes and their clearing', async () => {
+    const t = await openTestStore('sqlite');
+    opened.push(t);
+    const first = rateStateFor(t.db);
+    first.recordSpend('write', 100);
+    first.recordSpend('read', 150);
+    first.savePause('read', 9000);
+    first.recordStrike({ at: 500, bucket: 'write', path: '/public/v1/loans/:id/boarding', retryAfterMs: 1500 });
+    first.recordStrike({ at: 600, bucket: 'read', path: null, retryAfterMs: null });
+    const second = rateStateFor(t.db);
+    expect(second.loadSpend('write', 0)).toEqual([100]);
+    expect(second.loadSpend('read', 0)).toEqual([150]);
+    expect(second.loadPause('read')).toBe(9000);
+    expect(second.activeStrikes(0).map((s) => [s.at, s.bucket, s.path, s.retryAfterMs])).toEqual([
+      [500, 'write', '/public/v1/loans/:id/boarding', 1500],
+      [600, 'read', null, null],
+    ]);
+    expect(second.clearStrikes('ops-anna: ticket 4711', 700)).toBe(2);
+    expect(await t.db.all('SELECT cleared_at AS at, cleared_by AS by FROM rate_strikes ORDER BY seq')).toEqual([
+      { at: 700, by: 'ops-anna: ticket 4711' },
+      { at: 700, by: 'ops-anna: ticket 4711' },
+    ]);
+    expect(rateStateFor(t.db).activeStrikes(0)).toEqual([]);
   });
 });

@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { createLoanScan, reviewItemsFromDetail } from '../../../src/store/loan-scan.js';
+import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
 
 const T0 = 1_700_000_000_000;
 
-describe('review items for the reconciliation report', () => {
-  it("reads the loan's latest list of review items (a reboard's replaces the board's), bounded and redacted", async () => {
-    const db = openDatabase(':memory:');
+describe.each(STORE_ENGINES)('review items for the reconciliation report on %s', (engine) => {
+  const open = testStores(engine);
+
+  it.skipIf(engineSkipped(engine))("reads the loan's latest list of review items (a reboard's replaces the board's), bounded and redacted", async () => {
+    const { db } = await open();
     const s = createBoardingStore(db);
     await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
     const items = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ code: 'approximated', field: `loan.f${i}`, message: `${tag} ${i}`, at: `loan.yaml:${i + 1}:3` }));
@@ -22,7 +24,9 @@ describe('review items for the reconciliation report', () => {
     expect(await scan.reviewItems('L1', 2)).toHaveLength(2);
     expect(await scan.reviewItems('nobody', 10)).toEqual([]);
   });
+});
 
+describe('review items read from an event detail', () => {
   it('leaves out what it cannot read instead of failing the report', () => {
     expect(reviewItemsFromDetail(null, 10)).toEqual([]);
     expect(reviewItemsFromDetail('not json', 10)).toEqual([]);
