@@ -117,7 +117,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}), ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
     reportsDir: deps.config.reports.dir,
     ...(deps.leadership ? { leadership: deps.leadership } : {}),
   };

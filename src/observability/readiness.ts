@@ -28,6 +28,12 @@ export interface PlatformReadinessOptions {
   maxSuccessAgeMs?: number;
   /** Before the first call, the process counts as ready for this long after start. Default 2 min. */
   startupGraceMs?: number;
+  /**
+   * true while this replica stands by (another replica leads): the leader makes the platform
+   * calls, so having made none of its own, or only old ones, is not a failure (a healthy standby
+   * is ready: it takes webhooks).
+   */
+  standby?: () => boolean;
   clock: Clock;
 }
 
@@ -45,6 +51,12 @@ export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: P
   return () => {
     const { lastSuccessAt, lastFailure } = health();
     const now = clock.now();
+    if (opts.standby?.() === true) {
+      // Regression: a standby fell to "no successful platform call since start" (503) two minutes
+      // after it started, so a load balancer stopped sending it webhooks.
+      const own = lastFailure && (lastSuccessAt === null || lastFailure.at >= lastSuccessAt) ? `; this replica's own last call failed: ${lastFailure.detail} at ${iso(lastFailure.at)}` : '';
+      return { ok: true, detail: `standby: the leader makes the platform calls${own}` };
+    }
     if (lastFailure && (lastSuccessAt === null || lastFailure.at >= lastSuccessAt)) {
       const since = lastSuccessAt === null ? 'no successful platform call since start' : `last success ${iso(lastSuccessAt)}`;
       return { ok: false, detail: `platform call failing: ${lastFailure.detail} at ${iso(lastFailure.at)} (${since})` };
@@ -110,6 +122,8 @@ export interface StandardChecksInput {
   platformHealth?: () => PlatformHealth;
   endpointWatch?: EndpointWatch;
   platform?: Omit<PlatformReadinessOptions, 'clock'>;
+  /** true while this replica stands by (PlatformReadinessOptions.standby). */
+  standby?: () => boolean;
   mapping?: () => LoadedMappingStatus;
   clock: Clock;
   customers?: () => { ok: boolean; detail: string };
@@ -139,7 +153,7 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   const checks: Record<string, ReadinessCheck> = {};
   if (input.db) checks['database'] = dbWritableCheck(input.db);
   if (input.platformHealth) {
-    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, { ...input.platform, clock: input.clock });
+    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, { ...input.platform, ...(input.standby ? { standby: input.standby } : {}), clock: input.clock });
     checks['rateLimit'] = noRateLimitStrikeCheck(input.platformHealth);
   }
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);

@@ -103,7 +103,21 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   });
   r.post('/counters/reset', (_req, res) => {
     state.counters = emptyCounters();
+    state.requestLog.clear();
     res.json({ ok: true });
+  });
+
+  r.get('/requests', (req, res) => {
+    const since = req.query['since'];
+    const sinceMs = typeof since === 'string' && since !== '' ? Number(since) : 0;
+    if (!Number.isFinite(sinceMs)) throw new AdminError(400, `since: expected epoch milliseconds, got ${JSON.stringify(since)}`);
+    const s = limiter.settings;
+    res.json({
+      windowMs: s.windowMs,
+      limits: { read: s.readsPerWindow, write: s.writesPerWindow, legacy: s.legacyPerWindow },
+      dropped: state.requestLog.dropped,
+      data: state.requestLog.since(sinceMs),
+    });
   });
 
   r.get('/loans', (req, res) => {

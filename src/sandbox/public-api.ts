@@ -8,6 +8,7 @@ import { bump } from './counters.js';
 import type { FaultInjector } from './faults.js';
 import type { ApiKeyRecord } from './keys.js';
 import type { LimitBucket, RateLimiter } from './rate-limit.js';
+import { keyDigest, type RequestLogEntry } from './request-log.js';
 import { matchPattern, type HandlerOptions, type RouteDef, type RouteResult } from './route-table.js';
 import { documentRoutes } from './routes-documents.js';
 import { loanRoutes } from './routes-loans.js';
@@ -115,6 +116,11 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
       const key = authenticate(state, req.get('authorization'), address.org, country);
       const bucket: LimitBucket = address.legacy ? 'legacy' : route.method === 'GET' ? 'read' : 'write';
       state.counters.byBucket[bucket] += 1;
+      const logged: RequestLogEntry = { at: state.nowMs(), key: keyDigest(key.key), bucket, route: routeKey, status: 0 };
+      state.requestLog.add(logged);
+      res.on('close', () => {
+        logged.status = res.headersSent ? res.statusCode : 0;
+      });
       const decision = limiter.take(key.key, bucket);
       headers['X-RateLimit-Limit'] = String(decision.limit);
       headers['X-RateLimit-Remaining'] = String(decision.remaining);

@@ -4,6 +4,7 @@ import { generateLoan, PRODUCTS, type AmountProfile } from './generator.js';
 import { RepeatBorrowers, customerExtractRows, type ExtractRow } from './repeat-borrowers.js';
 import { createIdFactory, type IdFactory, type IdKind, type IdShapes } from './ids.js';
 import { emptyCounters, type Counters } from './counters.js';
+import { RequestLog } from './request-log.js';
 import { DEFAULT_ORG, makeKey, type ApiKeyRecord, type Environment } from './keys.js';
 import type { DocumentRecord, LoanRecord, LoanStatus, ProductRecord, WebhookEventType } from './model.js';
 
@@ -50,6 +51,8 @@ export class SandboxState {
   /** Idempotency-Key store, scoped per organisation. */
   readonly idempotency = new Map<string, StoredResponse>();
   counters: Counters = emptyCounters();
+  /** Every rate-limited request with its arrival time (GET /admin/requests). */
+  readonly requestLog = new RequestLog();
   readonly environment: Environment = 'staging';
   private readonly rng: Rng;
   private readonly ids: IdFactory;

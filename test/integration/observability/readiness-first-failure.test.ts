@@ -62,4 +62,26 @@ describe('/readyz platform check from the first failure', () => {
     expect((await check()).ok).toBe(true);
     await client.close();
   });
+
+  it('regression: a standby (another replica leads) fell to "no successful platform call since start" two minutes after it started', async () => {
+    srv = await startRateLimitedServer();
+    const port = await closedPort();
+    const clock = new FakeClock();
+    const client = clientFor(srv, { baseUrl: `http://127.0.0.1:${port}/api`, maxRetries: 0, clock });
+    let role: 'leader' | 'standby' = 'standby';
+    const check = platformRecentSuccessCheck(() => client.health(), { clock, standby: () => role === 'standby' });
+    await clock.advance(3 * 60_000);
+    expect(await check()).toEqual({ ok: true, detail: 'standby: the leader makes the platform calls' });
+    // Leading, the same replica is judged by its own calls again: none yet after the grace fails.
+    role = 'leader';
+    expect(await check()).toEqual({ ok: false, detail: 'no successful platform call since start' });
+    // Its own last call (as leader) failed: on stepping down it stays ready, saying so.
+    await client.getLoan('L1').catch(() => undefined);
+    expect((await check()).ok).toBe(false);
+    role = 'standby';
+    const r = await check();
+    expect(r.ok).toBe(true);
+    expect(r.detail).toContain("standby: the leader makes the platform calls; this replica's own last call failed: GET /public/v1/loans/{id}: network");
+    await client.close();
+  });
 });

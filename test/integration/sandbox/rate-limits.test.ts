@@ -44,6 +44,35 @@ describe('rate limits', () => {
     await vi.waitFor(async () => expect((await harness.api('/public/v1/products')).status).toBe(200), { timeout: 10_000, interval: 100 });
   });
 
+  it('GET /admin/requests lists each rate-limited request with its arrival, key digest, bucket, route and status', async () => {
+    h = await startHarness({ loans: 3, windowMs: 60_000, readsPerWindow: 2, writesPerWindow: 5 });
+    const t0 = Date.now();
+    expect((await h.api('/public/v1/products')).status).toBe(200);
+    expect((await h.api('/public/v1/loans/search', { method: 'POST', body: {} })).status).toBe(200);
+    expect((await h.api('/public/v1/products')).status).toBe(200);
+    expect((await h.api('/public/v1/products')).status).toBe(429);
+    const log = await h.admin('/requests');
+    expect(log).toMatchObject({ windowMs: 60_000, limits: { read: 2, write: 5 }, dropped: 0 });
+    expect(log.data.map((e: { route: string; bucket: string; status: number }) => [e.route, e.bucket, e.status])).toEqual([
+      ['GET /public/v1/products', 'read', 200],
+      ['POST /public/v1/loans/search', 'write', 200],
+      ['GET /public/v1/products', 'read', 200],
+      ['GET /public/v1/products', 'read', 429],
+    ]);
+    const keys = new Set(log.data.map((e: { key: string }) => e.key));
+    expect(keys.size).toBe(1);
+    expect([...keys][0]).toMatch(/^[0-9a-f]{12}$/);
+    expect(JSON.stringify(log)).not.toContain(h.sb.apiKey);
+    const times = log.data.map((e: { at: number }) => e.at);
+    expect(times[0]).toBeGreaterThanOrEqual(t0);
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    // since= filters by arrival; a reset of the counters empties the log.
+    expect((await h.admin(`/requests?since=${times[3] + 1}`)).data).toEqual([]);
+    await expect(h.admin('/requests?since=nope')).rejects.toThrow(/400.*since: expected epoch milliseconds/);
+    await h.admin('/counters/reset', 'POST');
+    expect((await h.admin('/requests')).data).toEqual([]);
+  });
+
   it('the legacy prefix shares one bucket, marks responses deprecated and carries meta.total', async () => {
     h = await startHarness({ loans: 4, windowMs: 2_000, legacyPerWindow: 2 });
     const a = await h.api('/public/loans?limit=2');
