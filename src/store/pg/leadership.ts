@@ -22,7 +22,10 @@ const msInterval = (ms: number): string => `${Math.max(0, Math.round(ms))} milli
 // ---- the statements (exported so tests can run them inside their own transactions) ----
 
 /**
- * One statement: takes the lease when free or expired, epoch + 1. null when someone holds it.
+ * One statement: takes the lease when free or expired, epoch + 1. null when someone else holds it.
+ * Its own holder may take it again (a new epoch): a replica that stepped down locally (its trust
+ * deadline passed during a slow acquisition or renew) need not wait out its own lease, and the
+ * new epoch fences whatever its old term still tries to write.
  * `previous`: the holder it was taken from (null when it was free: released, or never held).
  */
 export async function acquireLease(q: Queryable, name: string, holder: string, ttlMs: number): Promise<{ epoch: number; expiresAt: Date; previous: string | null } | null> {
@@ -33,7 +36,7 @@ export async function acquireLease(q: Queryable, name: string, holder: string, t
      ON CONFLICT (name) DO UPDATE
        SET holder = excluded.holder, epoch = l.epoch + 1, acquired_at = clock_timestamp(),
            renewed_at = clock_timestamp(), expires_at = clock_timestamp() + $3::interval
-       WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp()
+       WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
      RETURNING epoch, expires_at, (SELECT holder FROM prev) AS previous`,
     [name, holder, msInterval(ttlMs)],
   );

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../../src/lib/clock.js';
+import { FakeClock } from '../../../support/fake-clock.js';
 import { openLeadership } from '../../../../src/store/leases.js';
 import { openStore } from '../../../../src/store/open.js';
 import type { StoreDb } from '../../../../src/store/sql.js';
@@ -58,5 +59,18 @@ describe.skipIf(pgSkipReason !== null)('taking over from a stale leader', () => 
     await expect(stalled).rejects.toThrow();
     expect(await b.all('SELECT who FROM evict_probe')).toEqual([{ who: 'b' }]);
     await leaderB.stop();
+  });
+
+  it('a replica that stopped trusting its own lease (a slow renew) takes it again at once in a new epoch, without waiting out its TTL', async () => {
+    const s = await open();
+    const clock = new FakeClock({ start: Date.now() });
+    const l = await openLeadership(s, { name: 'self', clock, ttlMs: 60_000, renewEveryMs: 5_000 });
+    await l.tick();
+    expect(l.term?.epoch).toBe(1);
+    await clock.advance(58_000); // the local trust deadline (TTL − 2 s); the database's lease runs on
+    expect(l.role).toBe('standby');
+    await l.tick();
+    expect(l.term?.epoch).toBe(2);
+    await l.stop();
   });
 });
