@@ -12,11 +12,8 @@
  * test server. BUDGET_REPLICAS_SECONDS (default 20), BUDGET_REPLICAS_WINDOW_MS (default 2000) and
  * BUDGET_REPLICAS_HEADROOM (platform.rateLimit.headroom, default 0.9 as shipped) change the run.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { platformClientFromConfig } from '../src/app/platform.js';
 import { loadConfig } from '../src/config/load.js';
@@ -26,8 +23,8 @@ import { startSandbox } from '../src/sandbox/index.js';
 import { openPgPool } from '../src/store/pg/pool.js';
 import { migratePg } from '../src/store/pg/schema.js';
 import { StoreDb } from '../src/store/sql.js';
+import { benchPgUrl, runBenchReplica } from './pg-server.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const SECONDS = Number(process.env['BUDGET_REPLICAS_SECONDS'] ?? 20);
 const WINDOW_MS = Number(process.env['BUDGET_REPLICAS_WINDOW_MS'] ?? 2000);
 const DOCUMENTED = { read: 100, write: 30 } as const;
@@ -77,28 +74,7 @@ async function replica(): Promise<void> {
   process.stdout.write(JSON.stringify({ outcomes, rateLimited: stats.rateLimited }) + '\n');
 }
 
-function runReplica(i: number, env: Record<string, string>): Promise<{ outcomes: Record<string, number>; rateLimited: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
-    env: { ...process.env, ...env, BENCH_ROLE: 'replica', BENCH_REPLICA: String(i) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let stdout = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`replica ${i} exited ${code}`));
-      resolve(JSON.parse(stdout.trim().split('\n').pop()!) as { outcomes: Record<string, number>; rateLimited: number });
-    }),
-  );
-}
 
-function serverUrl(): string {
-  const fromEnv = process.env['BOARDING_TEST_PG_URL'];
-  if (fromEnv) return fromEnv;
-  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (r.status !== 0) throw new Error(`scripts/pg-test-server.sh start exited ${r.status}`);
-  return r.stdout.trim().split('\n').pop()!;
-}
 
 interface Arrival {
   at: number;
@@ -145,7 +121,7 @@ function maxInSliding(times: number[], windowMs: number): number {
 }
 
 async function main(): Promise<void> {
-  const base = serverUrl();
+  const base = benchPgUrl();
   const name = `bench_replicas_${process.pid}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
@@ -162,7 +138,7 @@ async function main(): Promise<void> {
     const queue = (await (await fetch(`${sb.baseUrl}/public/v1/loans/boarding-queue?limit=1`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).json()) as { data: Array<{ id: string }> };
     const loanId = queue.data[0]!.id;
     const env = { BENCH_BASE: proxy.base, BENCH_KEY: sb.apiKey, BENCH_PG: pgUrl, BENCH_LOAN: loanId };
-    const per = await Promise.all(Array.from({ length: REPLICAS }, (_, i) => runReplica(i, env)));
+    const per = await Promise.all(Array.from({ length: REPLICAS }, async (_, i) => JSON.parse(await runBenchReplica(import.meta.url, i, env)) as { outcomes: Record<string, number>; rateLimited: number }));
     const counters = (await (await fetch(`${sb.baseUrl.replace(/\/api$/, '')}/admin/counters`)).json()) as { rateLimited: number };
 
     process.stdout.write(

@@ -8,16 +8,13 @@
  * test server (installing Debian's postgresql when missing). PG_BUDGET_BENCH_SECONDS changes the
  * run length.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { systemClock } from '../src/lib/clock.js';
 import { openPgPool } from '../src/store/pg/pool.js';
 import { PgSharedRateBudget } from '../src/store/pg/rate-budget.js';
 import { migratePg } from '../src/store/pg/schema.js';
+import { benchPgUrl, runBenchReplica } from './pg-server.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const SECONDS = Number(process.env['PG_BUDGET_BENCH_SECONDS'] ?? 20);
 const REPLICAS = 2;
 const LOOPS_PER_REPLICA = 2;
@@ -50,28 +47,7 @@ async function replica(): Promise<void> {
   process.stdout.write(JSON.stringify({ grants: out, takes }) + '\n');
 }
 
-function runReplica(i: number, url: string, limit: number, windowMs: number): Promise<bigint[]> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
-    env: { ...process.env, BENCH_ROLE: 'replica', BENCH_REPLICA: String(i), BENCH_URL: url, BENCH_LIMIT: String(limit), BENCH_WINDOW_MS: String(windowMs) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let stdout = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`replica ${i} exited ${code}`));
-      resolve((JSON.parse(stdout) as { grants: string[] }).grants.map((g) => BigInt(g)));
-    }),
-  );
-}
 
-function serverUrl(): string {
-  const fromEnv = process.env['BOARDING_TEST_PG_URL'];
-  if (fromEnv) return fromEnv;
-  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (r.status !== 0) throw new Error(`scripts/pg-test-server.sh start exited ${r.status}`);
-  return r.stdout.trim().split('\n').pop()!;
-}
 
 async function scenario(base: string, limit: number, windowMs: number): Promise<void> {
   const name = `bench_${process.pid}_${limit}`;
@@ -85,7 +61,7 @@ async function scenario(base: string, limit: number, windowMs: number): Promise<
     const pool = openPgPool({ url, max: 1 });
     await migratePg(pool);
     await pool.end();
-    const per = await Promise.all(Array.from({ length: REPLICAS }, (_, i) => runReplica(i, url, limit, windowMs)));
+    const per = await Promise.all(Array.from({ length: REPLICAS }, async (_, i) => (JSON.parse(await runBenchReplica(import.meta.url, i, { BENCH_URL: url, BENCH_LIMIT: String(limit), BENCH_WINDOW_MS: String(windowMs) })) as { grants: string[] }).grants.map((g) => BigInt(g))));
     const all = per.flat().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const w = BigInt(windowMs * 1000);
     // Most grants in any half-open window [g, g + W) (the max is reached at a window starting at a grant).
@@ -122,7 +98,7 @@ async function scenario(base: string, limit: number, windowMs: number): Promise<
 if (process.env['BENCH_ROLE'] === 'replica') {
   await replica();
 } else {
-  const base = serverUrl();
+  const base = benchPgUrl();
   await scenario(base, 20, 1_000);
   await scenario(base, 100, 1_000);
 }

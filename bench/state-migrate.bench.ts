@@ -12,22 +12,15 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openDatabase } from '../src/store/db.js';
 import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, planTables } from '../src/store/migrate-pg.js';
 import { openStore } from '../src/store/open.js';
+import { benchPgUrl } from './pg-server.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 
-function serverUrl(): string {
-  const fromEnv = process.env['BOARDING_TEST_PG_URL'];
-  if (fromEnv) return fromEnv;
-  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (r.status !== 0) throw new Error(`scripts/pg-test-server.sh start exited ${r.status}`);
-  return r.stdout.trim().split('\n').pop()!;
-}
 
 const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(0)} MB`;
 
@@ -90,7 +83,7 @@ const size = process.argv[2];
 if (size !== undefined) {
   await one(Number(size), process.env['BOARDING_TEST_PG_URL']!);
 } else {
-  const base = serverUrl();
+  const base = benchPgUrl();
   const sizes = (process.env['BENCH_MIGRATE_LOANS'] ?? '10000,100000').split(',').map((s) => Number(s.trim())).filter((x) => Number.isInteger(x) && x > 0);
   for (const n of sizes) {
     const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), String(n)], { stdio: 'inherit', env: { ...process.env, BOARDING_TEST_PG_URL: base } });

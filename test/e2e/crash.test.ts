@@ -9,6 +9,8 @@ import { verifyPackage } from '../../src/core/file/manifest.js';
 import { safeId } from '../../src/core/safe-name.js';
 import { parseCsvLine } from '../../src/lib/csv.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
+// Seeded, so a failing run can be replayed: set CRASH_SEED to the seed it printed.
+import { rng } from '../support/failover.js';
 
 const MAIN = join(process.cwd(), 'dist/main.js');
 // Enough that the tenth kill still lands with loans waiting: a run boards about 6-7 loans between
@@ -17,17 +19,6 @@ const LOANS = 150;
 const KILLS = 10;
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
 
-/** Seeded, so a failing run can be replayed: set CRASH_SEED to the seed it printed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
