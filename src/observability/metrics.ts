@@ -237,7 +237,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   });
   new Gauge({
     name: `${p}platform_budget_remaining`,
-    help: 'Requests the client still allows itself in the current rate window, by bucket',
+    help: "Requests this process's client still allows itself in the current rate window, by bucket (store.engine postgres: this process's own calls only; the budget itself is shared by every replica)",
     labelNames: ['bucket'] as const,
     registers: [registry],
     collect() {

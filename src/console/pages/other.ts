@@ -108,6 +108,7 @@ ${pf === null
   : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
 ${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(when(iso(b.pausedUntil)), 'bad')}</td></tr>`)}
 </tbody></table>
+<p class="muted">This process's view: spent and remaining count its own calls (with the state in PostgreSQL the budget, pauses and strikes are shared by every replica).</p>
 <dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
 ${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
 <h2>Loans by state</h2>
