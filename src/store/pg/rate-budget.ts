@@ -4,7 +4,7 @@ import type { RateClass, RateLedger, TakeResult } from '../rate-state.js';
 import { inTransaction, type PgPool } from './pool.js';
 
 /**
- * One rate budget for every replica (issue 26, preview), in PostgreSQL.
+ * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends from it (src/platform/budget.ts asks it for each token).
  *
  * Per (key, class) one GCRA row: `tat`, the theoretical arrival time of the next call. Each call
  * is decided by ONE statement (`SELECT * FROM boarding_rate_take(...)`, migrations 15 and 16 of
