@@ -167,7 +167,6 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
   const runner = createCycleRunner({
     store,
-    db,
     leadership,
     platform,
     mapper,

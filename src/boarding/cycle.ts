@@ -2,7 +2,7 @@ import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
 import { FencedOutError, holderParts, type Leadership } from '../store/leadership.js';
-import { FencedOut, type StoreDb } from '../store/sql.js';
+import { FencedOut } from '../store/sql.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
 import type { DueCursor } from '../store/loans.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
@@ -16,8 +16,6 @@ export interface CycleDeps extends LoanBoarderDeps {
    * every write it makes is fenced by the term it started in, and the term's end aborts its calls.
    */
   leadership: Leadership;
-  /** The store's database: the leader's writes are fenced on it (Leadership.guard). */
-  db: StoreDb;
   /**
    * This many core writes in a row that found the core unavailable (timeouts, 5xx, refused
    * connections), with no successful board between them, stop the pass: the core is down, and
@@ -435,7 +433,7 @@ export function createCycleRunner(deps: CycleDeps) {
     const stop = AbortSignal.any([opts.stop ?? NEVER, termSignal]);
     const abort = AbortSignal.any([opts.abort ?? NEVER, termSignal]);
     try {
-      return await leadership.guard(deps.db, async () => {
+      return await leadership.guard(store.db, async () => {
         const progress = (p: CycleProgress): void => {
           try {
             opts.onProgress?.(p);

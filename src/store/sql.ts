@@ -64,6 +64,16 @@ export interface FenceScope {
   idleTimeoutMs?: number;
 }
 
+/**
+ * The fence's statement on PostgreSQL ($1 name, $2 holder, $3 epoch): one row when the lease still
+ * has that holder and epoch and has not expired on the database's clock, and that row is then
+ * locked FOR SHARE (a takeover's UPDATE waits for the transaction). A lease that no longer matches
+ * is refused at once: the condition filters before the lock, so a stale holder never waits for
+ * an uncommitted takeover. One text for the store's fenced writes and PgLeadership.fenced.
+ */
+export const PG_FENCE_SQL = `SELECT 1 FROM leader_lease
+  WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp() FOR SHARE`;
+
 export interface RunResult {
   changes: number;
 }
@@ -333,20 +343,27 @@ export class StoreDb {
 
   /** The fence check, on the transaction's connection (see the file comment). */
   private async checkFence(conn: DatabaseConnection, fence: Fence): Promise<void> {
-    const q =
-      this.engine === 'postgres'
-        ? CompiledQuery.raw(
-            'SELECT holder, epoch, expires_at > clock_timestamp() AS live FROM leader_lease WHERE name = $1 FOR SHARE',
-            [fence.name],
-          )
-        : CompiledQuery.raw(
-            `SELECT owner AS holder, epoch,
-                    (expires_at IS NULL OR expires_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) AS live
-               FROM leases WHERE name = ?`,
-            [fence.name],
-          );
-    const row = (await conn.executeQuery<{ holder: string | null; epoch: number | string; live: boolean | number }>(q)).rows[0];
-    const found = row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live === true || row.live === 1 };
+    if (this.engine === 'postgres') {
+      if ((await conn.executeQuery(CompiledQuery.raw(PG_FENCE_SQL, [fence.name, fence.holder, fence.epoch]))).rows.length === 1) return;
+      // Refused: who holds it now, for the message only (no lock).
+      const row = (
+        await conn.executeQuery<{ holder: string | null; epoch: number | string; live: boolean }>(
+          CompiledQuery.raw('SELECT holder, epoch, expires_at > clock_timestamp() AS live FROM leader_lease WHERE name = $1', [fence.name]),
+        )
+      ).rows[0];
+      throw new FencedOut(fence, row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live });
+    }
+    const row = (
+      await conn.executeQuery<{ holder: string | null; epoch: number | string; live: number }>(
+        CompiledQuery.raw(
+          `SELECT owner AS holder, epoch,
+                  (expires_at IS NULL OR expires_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) AS live
+             FROM leases WHERE name = ?`,
+          [fence.name],
+        ),
+      )
+    ).rows[0];
+    const found = row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live === 1 };
     if (found === null || !found.live || found.holder !== fence.holder || found.epoch !== fence.epoch) throw new FencedOut(fence, found);
   }
 

@@ -1,7 +1,6 @@
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
 import { Leadership, newHolderId } from '../../src/store/leadership.js';
 import { sqliteLeaseBackend } from '../../src/store/leases.js';
-import { toStoreDb } from '../../src/store/sql.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../src/store/db.js';
 import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';
@@ -46,7 +45,6 @@ export function fakePipeline(
       random: () => 0,
       pageSize: 2,
       concurrency: opts.concurrency ?? 3,
-      db: toStoreDb(db),
       leadership: new Leadership(sqliteLeaseBackend(db), {
         name: BOARDING_LEASE,
         // One holder for every runner of the pipeline: a restart() takes the lease over at once,

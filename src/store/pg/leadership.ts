@@ -2,6 +2,7 @@ import type { Logger } from '../../lib/logger.js';
 import { FencedOutError, holderParts, Leadership, type LeadershipOptions, type LeaseBackend, type LeaseRow, type LeaseTerm } from '../leadership.js';
 import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
 import { sessionName } from './url.js';
+import { PG_FENCE_SQL } from '../sql.js';
 
 export { FencedOutError, type LeaseRow, type LeaseTerm } from '../leadership.js';
 
@@ -89,12 +90,7 @@ export async function releaseLease(q: Queryable, term: LeaseTerm): Promise<boole
  * epoch and expiry. true: the lease is ours until COMMIT (a takeover waits for this transaction).
  */
 export async function lockLease(tx: PgClient, term: LeaseTerm): Promise<boolean> {
-  const r = await tx.query(
-    `SELECT 1 FROM leader_lease
-      WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-      FOR SHARE`,
-    [term.name, term.holder, term.epoch],
-  );
+  const r = await tx.query(PG_FENCE_SQL, [term.name, term.holder, term.epoch]);
   return r.rowCount === 1;
 }
 
