@@ -544,14 +544,19 @@ export async function startFakeFineract(opts: FakeFineractOptions = {}): Promise
 
   /**
    * A listing (`GET /clients`, `GET /loans`): offset and limit, and `?externalId=`, Fineract's
-   * search by an exact match on external_id (any characters: it is a query, not a path).
+   * search on external_id (any characters: it is a query, not a path). Fineract's SQL compares it
+   * with LIKE (`c.external_id like ?`), so `%` and `_` in the value are wildcards: an id holding
+   * them matches other records too, as it would on a real Fineract.
    */
+  const likePattern = (v: string): RegExp =>
+    new RegExp(`^${[...v].map((ch) => (ch === '%' ? '.*' : ch === '_' ? '.' : ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('')}$`, 'si');
   const listing = <T extends { externalId: string | null }>(all: T[], toJson: (x: T) => Record<string, unknown>) =>
     route((req) => {
       const offset = Number(req.query['offset'] ?? 0);
       const limit = Number(req.query['limit'] ?? 200);
       const eid = req.query['externalId'];
-      const found = typeof eid === 'string' ? all.filter((x) => x.externalId === eid) : all;
+      const like = typeof eid === 'string' ? likePattern(eid) : null;
+      const found = like !== null ? all.filter((x) => x.externalId !== null && like.test(x.externalId)) : all;
       return { body: { totalFilteredRecords: found.length, pageItems: found.slice(offset, offset + limit).map(toJson) } };
     });
 

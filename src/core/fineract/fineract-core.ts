@@ -33,6 +33,10 @@ import type { ExternalRefStore } from '../../store/external-refs.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
 
+/** The earlier-version search (findByExternalId): records per page, and how many it reads at most. */
+const LEGACY_SEARCH_PAGE = 200;
+const LEGACY_SEARCH_MAX = 2000;
+
 export interface FineractCoreOptions extends FineractHttpOptions {
   officeId: number;
   approve: boolean;
@@ -390,8 +394,22 @@ export class FineractCore implements CoreSystem {
     const found = await this.http.find<Json>(`/${resource}/external-id/${encodeURIComponent(current)}`, signal);
     const legacy = fineractExternalIdBeforePathSafe(platformId);
     if (found !== null || legacy === current) return found;
-    const page = await this.http.get<{ pageItems?: Json[] } | Json[] | null>(`/${resource}?externalId=${encodeURIComponent(legacy)}&limit=2`, signal);
-    const items = (Array.isArray(page) ? page : (page?.pageItems ?? [])).filter((x) => x['externalId'] === legacy);
+    // Fineract's search compares with LIKE: `%` and `_` in the id match other records too, so every
+    // page is read and only the exact externalId counts (a short page could hide the real one).
+    const items: Json[] = [];
+    for (let offset = 0; ; offset += LEGACY_SEARCH_PAGE) {
+      if (offset >= LEGACY_SEARCH_MAX) {
+        throw new CoreRejectedError(`${resource === 'loans' ? 'loan' : 'client'} ${platformId}: Fineract's search for externalId ${legacy} matches over ${LEGACY_SEARCH_MAX} records (it treats % and _ as wildcards); cannot tell whether an earlier version boarded it, so nothing is written`);
+      }
+      const page = await this.http.get<{ pageItems?: Json[]; totalFilteredRecords?: number } | Json[] | null>(
+        `/${resource}?externalId=${encodeURIComponent(legacy)}&offset=${offset}&limit=${LEGACY_SEARCH_PAGE}`,
+        signal,
+      );
+      const rows = Array.isArray(page) ? page : (page?.pageItems ?? []);
+      items.push(...rows.filter((x) => x['externalId'] === legacy));
+      const total = Array.isArray(page) ? null : (page?.totalFilteredRecords ?? null);
+      if (rows.length < LEGACY_SEARCH_PAGE || (total !== null && offset + rows.length >= total) || items.length > 1) break;
+    }
     if (items.length > 1) throw new CoreRejectedError(`${resource === 'loans' ? 'loan' : 'client'} ${platformId}: ${items.length} Fineract records hold externalId ${legacy}; merge them in Fineract, then the loan retries`);
     if (items[0] !== undefined) this.logger.info({ resource, platformId, fineractId: items[0]['id'] }, 'found under the externalId an earlier version wrote (the raw platform id): used as it is');
     return items[0] ?? null;

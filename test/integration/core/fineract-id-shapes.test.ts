@@ -219,6 +219,24 @@ describe('FineractCore with ids of any shape', () => {
     expect(listed).toEqual([WILD.loan]);
   });
 
+  it("finds an earlier version's client behind other records Fineract's LIKE search also matches (% and _ are wildcards there): no second client (regression: a 2-row search page hid it)", async () => {
+    const f = (fake = await startFakeFineract());
+    const pkg = wildPackage();
+    await adapter(newDb(), true).board(pkg);
+    f.loans[0]!.externalId = WILD.loan;
+    for (const c of f.clients) c.externalId = c.externalId === fineractExternalId(WILD.borrower) ? WILD.borrower : WILD.guarantor;
+    // Three other customers whose externalIds the pattern 'business/São Paulo 50%+ & Co' matches,
+    // listed before the real one.
+    for (const x of ['business/São Paulo 50X+ & Co', 'business/São Paulo 50 east+ & Co', 'BUSINESS/SÃO PAULO 50%+ & CO']) f.seedClient({ fullname: x, externalId: x });
+    f.clients.unshift(...f.clients.splice(-3));
+    const clientsBefore = f.clients.length;
+    const posts = f.writes().length;
+    const receipt = await adapter(newDb(), true).board(pkg);
+    expect(receipt.coreReference).toBe(String(f.loans[0]!.id));
+    expect(f.clients.length).toBe(clientsBefore);
+    expect(f.writes().length).toBe(posts);
+  });
+
   it('a loan of an earlier version with a path-safe id is found with one look-up, as before', async () => {
     const f = (fake = await startFakeFineract());
     const pkg = makePackage('ln_plain', fineractRecords('ln_plain'));
