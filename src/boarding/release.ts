@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { QueueItem } from '../contract/schemas.js';
-import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../store/idempotency.js';
+import { isUsableIdempotencyKey } from '../contract/idempotency-key.js';
 import type { LoanRow } from '../store/loans.js';
 
 /**
@@ -24,9 +24,6 @@ export function writtenForCurrentRelease(row: Pick<LoanRow, 'writtenAt' | 'coreR
   return row.writtenAt !== null && row.coreReference !== null && row.writtenReleaseMarker !== null && row.writtenReleaseMarker === row.releaseMarker;
 }
 
-/** A legal HTTP header value that no hop trims: printable ASCII, inner spaces only. */
-const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
-
 /**
  * The acknowledgement's Idempotency-Key: derived from what it does, so every retry reuses it.
  * Readable (`ack:<loan id>:<release>`) when that fits the platform's 255 characters and is a legal
@@ -35,7 +32,7 @@ const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
  */
 export function ackKey(loanId: string, marker: string): string {
   const key = `ack:${loanId}:${marker}`;
-  if (key.length <= MAX_IDEMPOTENCY_KEY_LENGTH && HEADER_SAFE.test(key)) return key;
+  if (isUsableIdempotencyKey(key)) return key;
   return `ack:${createHash('sha256').update(`${loanId}\u0000${marker}`).digest('hex')}`;
 }
 

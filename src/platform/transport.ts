@@ -7,6 +7,7 @@ import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './bud
 import { documentHostGuard, type DocumentHostGuard, type DocumentHostPolicy, type DocumentResolver } from './download-guard.js';
 import { classifyResponse, classifyThrown, PlatformError, type HttpContext } from './errors.js';
 import { DEFAULT_RETRY_POLICY, withRetry, type RetryPolicy } from './retry.js';
+import { isUsableIdempotencyKey, MAX_IDEMPOTENCY_KEY_LENGTH } from '../contract/idempotency-key.js';
 
 /**
  * The platform's transport: one undici pool, the rate budget, retries, 429 handling, error
@@ -82,8 +83,6 @@ export interface Transport {
   close(): Promise<void>;
 }
 
-const MAX_IDEMPOTENCY_KEY = 255;
-
 export function headerValue(h: Dispatcher.ResponseData['headers'], name: string): string | null {
   const v = h[name];
   if (Array.isArray(v)) return v[0] ?? null;
@@ -136,9 +135,6 @@ function linkSignal(outer: AbortSignal | undefined): { signal: AbortSignal | und
   return { signal: inner.signal, done: () => outer.removeEventListener('abort', onAbort) };
 }
 
-/** A legal header value no hop trims: printable ASCII, inner spaces only. */
-const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
-
 /**
  * A write without a usable Idempotency-Key is refused before it leaves. A key no header can carry
  * (non-ASCII, control characters) is refused too: undici would throw on it, and that error read
@@ -146,8 +142,8 @@ const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
  */
 function missingIdempotencyKey(spec: CallSpec<unknown>): PlatformError | null {
   const key = spec.idempotencyKey;
-  if (typeof key === 'string' && key.length > 0 && key.length <= MAX_IDEMPOTENCY_KEY && HEADER_VALUE.test(key)) return null;
-  return new PlatformError({ code: 'input.invalid', operation: spec.operation, message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY} printable ASCII characters)` });
+  if (typeof key === 'string' && isUsableIdempotencyKey(key)) return null;
+  return new PlatformError({ code: 'input.invalid', operation: spec.operation, message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters)` });
 }
 
 /** Counts, the last success and the last failure that speaks of the platform or the key. */

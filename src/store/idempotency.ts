@@ -1,3 +1,4 @@
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../contract/idempotency-key.js';
 import { toStoreDb, type AnyDb } from './sql.js';
 import { redactPayload } from '../lib/redact.js';
 
@@ -46,7 +47,7 @@ const toRow = (r: Raw): IdempotencyKeyRow => ({
 });
 
 /** Platform limit on the Idempotency-Key header. */
-export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
+export { MAX_IDEMPOTENCY_KEY_LENGTH };
 
 export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
   const db = toStoreDb(anyDb);
