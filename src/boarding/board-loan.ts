@@ -52,7 +52,7 @@ export interface LoanBoarderDeps {
 
 export type BoardOutcome =
   | { kind: 'acknowledged'; loanId: string; ackOnly: boolean }
-  | { kind: 'retry_wait'; loanId: string; code: string; nextAttemptAt: number }
+  | { kind: 'retry_wait'; loanId: string; code: string; nextAttemptAt: number; message: string }
   | { kind: 'quarantined'; loanId: string; reason: QuarantineReason; message: string }
   /** Stopped by shutdown: the loan stays in its last persisted state and resumes from it. */
   | { kind: 'interrupted'; loanId: string }
@@ -321,7 +321,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       detail: { ...(detail as object), nextAttemptAt: new Date(nextAttemptAt).toISOString(), written: cur.writtenAt !== null },
       patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
     });
-    return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt };
+    return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt, message: msg };
   }
 
   async function quarantine(att: Attempt, row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): Promise<BoardOutcome> {

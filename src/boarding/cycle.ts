@@ -247,7 +247,7 @@ export function createCycleRunner(deps: CycleDeps) {
     );
   }
 
-  async function tally(summary: CycleSummary, o: BoardOutcome): Promise<void> {
+  function tally(summary: CycleSummary, o: BoardOutcome): void {
     switch (o.kind) {
       case 'acknowledged':
         coreFailuresInARow = 0;
@@ -256,10 +256,10 @@ export function createCycleRunner(deps: CycleDeps) {
         break;
       case 'retry_wait': {
         summary.retryWait += 1;
-        const row = await store.loans.get(o.loanId);
-        if (isCoreUnavailableCode(o.code)) noteCoreFailure(summary, row?.lastErrorMessage ?? o.code);
+        // The message the loan's row got (the outcome carries it: no read back per loan).
+        if (isCoreUnavailableCode(o.code)) noteCoreFailure(summary, o.message || o.code);
         if (summary.problems.length < MAX_PROBLEMS) {
-          summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: row?.lastErrorMessage ?? '' });
+          summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: o.message });
         }
         break;
       }
@@ -338,7 +338,7 @@ export function createCycleRunner(deps: CycleDeps) {
         else abort.addEventListener('abort', relay, { once: true });
         try {
           const outcome = await boarder.board(id, loanAbort.signal);
-          await tally(summary, outcome);
+          tally(summary, outcome);
           // Settled loans (boarded, quarantined) are never retried within the cycle: not remembered.
           if (outcome.kind !== 'acknowledged' && outcome.kind !== 'quarantined') retrying.add(id);
         } finally {
