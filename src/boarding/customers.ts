@@ -138,9 +138,9 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       const first = createdHere.get(tinHash);
       if (first !== undefined) {
         const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
-        ops.push(async () => {
+        ops.push(() => {
           r.cif = first.cif;
-          await Promise.resolve();
+          return Promise.resolve();
         });
         record(p, r, tinHash, null, now);
         continue;

@@ -1,5 +1,5 @@
 import { redactPayload } from '../lib/redact.js';
-import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
+import { toStoreDb, type AnyDb } from './sql.js';
 import { extractFundedAt } from '../contract/webhook-payload.js';
 
 /** What the inbox stores of a verified delivery (the receiver's parsed event has these fields). */
@@ -131,12 +131,11 @@ function inboxInsertParams(event: InboxDelivery, receivedAt: number): InboxInser
   return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(redactPayload(event.payload))];
 }
 
-/** The inbox's row number: SQLite's rowid; a rowid bigserial column on PostgreSQL (migrations.ts). */
-export const inboxSeq = (_db: StoreDb): string => 'rowid';
+/** The inbox's row number: SQLite's rowid; a column of that name (bigserial) on PostgreSQL (migrations.ts). */
+const SEQ = 'rowid';
 
 export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
   const db = toStoreDb(anyDb);
-  const SEQ = inboxSeq(db);
   const COLS = `${SEQ} AS seq, webhook_id, event_type, loan_id, occurred_at, received_at, payload, status, processed_at, error`;
   const PENDING = `SELECT ${COLS} FROM webhook_inbox WHERE status = 'pending'
      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT ?`;
