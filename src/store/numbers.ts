@@ -168,8 +168,9 @@ export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUM
     pools,
     // A write transaction (IMMEDIATE on SQLite): two processes (or two handles) allocating at once
     // serialise on the write lock, and each sees the other's committed numbers; nested in a
-    // caller's transaction it is a savepoint. On PostgreSQL two allocations racing for one number
-    // meet at UNIQUE(pool, number): the loser's transaction fails and is retried by its caller.
+    // caller's transaction it is a savepoint. On PostgreSQL every write transaction takes the store's
+    // advisory write lock first (sql.ts), so allocations serialise there the same way;
+    // UNIQUE(pool, number) is the last guard, never the mechanism.
     allocate: (pool, key, now) => {
       if (key === '') throw new Error('number pool: empty key');
       return db.write(() => allocateIn(pool, key, now));
