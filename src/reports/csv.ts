@@ -5,24 +5,17 @@ import { formatCents } from './money.js';
 import type { ReportException } from './types.js';
 
 /**
- * The connector's CSV writer (reports; the sandbox's customer extract): CRLF line ends, RFC 4180
- * quoting (a cell with a comma, quote, line break or edge spaces is quoted), and for files a person
- * opens in a spreadsheet, formula-injection protection for text cells (lib/formula.ts) and a
- * UTF-8 byte-order mark (so Excel reads accents right). `neutralise: false` writes data a program
- * reads back as it is.
+ * The reports' CSV writer: CRLF line ends, RFC 4180 quoting (lib/csv.ts), and, as these files are
+ * opened in a spreadsheet, formula-injection protection for text cells (lib/formula.ts) and a
+ * UTF-8 byte-order mark (so Excel reads accents right).
  */
-export interface CsvWriteOptions {
-  /** Prefix text cells a spreadsheet would run as a formula (default true). */
-  neutralise?: boolean;
-}
-
-export function csvCell(value: string | number | null | undefined, opts: CsvWriteOptions = {}): string {
+export function csvCell(value: string | number | null | undefined): string {
   if (value === null || value === undefined) return '';
-  return csvField(typeof value === 'string' && opts.neutralise !== false ? neutraliseFormula(value) : value);
+  return csvField(typeof value === 'string' ? neutraliseFormula(value) : value);
 }
 
-export function csvRow(cells: ReadonlyArray<string | number | null | undefined>, opts: CsvWriteOptions = {}): string {
-  return `${cells.map((c) => csvCell(c, opts)).join(',')}\r\n`;
+export function csvRow(cells: ReadonlyArray<string | number | null | undefined>): string {
+  return `${cells.map((c) => csvCell(c)).join(',')}\r\n`;
 }
 
 export const CSV_BOM = '\uFEFF';

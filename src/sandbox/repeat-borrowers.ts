@@ -1,6 +1,6 @@
 import { createRng, type Rng } from './rng.js';
 import type { BusinessRecord, LoanRecord, PersonRecord } from './model.js';
-import { csvRow } from '../reports/csv.js';
+import { csvRecord } from '../lib/csv.js';
 
 /**
  * Repeat borrowers: a bank's borrowers come back (a second loan, a line renewed), and platforms do
@@ -111,6 +111,6 @@ export function customerExtractRows(loans: Iterable<LoanRecord>, existingShare: 
 
 /** CSV text of an extract (header cif,tin,name,birth_or_formation_date), by the connector's CSV writer: data as it is. */
 export function extractCsv(rows: readonly ExtractRow[]): string {
-  const raw = { neutralise: false };
-  return [csvRow(['cif', 'tin', 'name', 'birth_or_formation_date'], raw), ...rows.map((r) => csvRow([r.cif, r.tin, r.name, r.birthOrFormationDate], raw))].join('');
+  // Data a program reads back as it is: raw RFC 4180 records (no formula prefix), CRLF.
+  return [csvRecord(['cif', 'tin', 'name', 'birth_or_formation_date']), ...rows.map((r) => csvRecord([r.cif, r.tin, r.name, r.birthOrFormationDate]))].map((l) => `${l}\r\n`).join('');
 }
