@@ -47,10 +47,24 @@ export interface OpsOrigin {
   bulk?: { reason: string | null; since: string | null };
   /** An ops console request: its id, the maker's reason and who approved it (null: exempt from four eyes). */
   request?: { id: string; reason: string; approvedBy: string | null };
+  /**
+   * The state the loan had when the request was made (a console request): a loan that moved since
+   * (retried or boarded by someone else) is named, not acted on.
+   */
+  expectedState?: string | null;
+}
+
+/** The loan as it is, and still as the request saw it (OpsOrigin.expectedState). */
+async function loadAsRequested(loans: LoanStore, id: string, extra: OpsOrigin | undefined): Promise<LoanRow> {
+  const expected = extra?.expectedState ?? null;
+  if (expected === null) return load(loans, id);
+  const row = await loans.get(id);
+  if (row?.state !== expected) throw new Error(`loan ${id} is ${row?.state ?? 'gone'} now (${expected} when the request was made); not acted on`);
+  return row;
 }
 
 export async function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: OpsOrigin): Promise<LoanRow> {
-  const row = await load(loans, id);
+  const row = await loadAsRequested(loans, id, extra);
   if (!RETRYABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`);
   }
@@ -72,7 +86,7 @@ export async function retryLoan(loans: LoanStore, id: string, actor: string, now
 /** `loans skip ID --reason TEXT`: never boarded by the connector unless retried; audited with who and why. */
 export async function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number, extra?: OpsOrigin): Promise<LoanRow> {
   if (reason.trim() === '') throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
-  const row = await load(loans, id);
+  const row = await loadAsRequested(loans, id, extra);
   if (!SKIPPABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; it cannot be skipped`);
   }

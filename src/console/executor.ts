@@ -77,10 +77,9 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
               try {
                 // What was approved is the loan as it was when the request was made: one that
                 // moved since (retried or boarded by someone else) is named, not acted on.
-                const state = (await store.loans.get(id))?.state ?? null;
-                if (fromState !== null && state !== fromState) throw new Error(`loan ${id} is ${state ?? 'gone'} now (${fromState} when the request was made); not acted on`);
-                if (r.action === 'retry') await retryLoan(store.loans, id, actor, now, origin);
-                else await skipLoan(store.loans, id, r.reason, actor, now, origin);
+                const asRequested = { ...origin, expectedState: fromState };
+                if (r.action === 'retry') await retryLoan(store.loans, id, actor, now, asRequested);
+                else await skipLoan(store.loans, id, r.reason, actor, now, asRequested);
                 done += 1;
               } catch (err) {
                 // Moved since the request was made (boarded, retried by someone else…): named, not fatal.
