@@ -72,15 +72,27 @@ export async function exists(path: string): Promise<boolean> {
 }
 
 /**
- * Replaces several files of one directory: all temp files are written and fsynced concurrently,
- * then renamed, then the directory is fsynced once. Each file is replaced atomically (readers see
- * the old or the new content); the set is not atomic as a whole.
+ * What a file of writeFilesAtomic holds: its bytes, or a writer that creates the temp file at the
+ * path it is given, writes it and fsyncs it (a file streamed from the store, too big for memory).
  */
-export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonly [name: string, data: string | Uint8Array]>): Promise<void> {
+export type FileContent = string | Uint8Array | ((tmpPath: string) => Promise<void>);
+
+/**
+ * Replaces several files of one directory: every temp file is written and fsynced (one after the
+ * other, in order), then all are renamed, then the directory is fsynced once. Each file is
+ * replaced atomically (readers see the old or the new content); the set is not atomic as a whole.
+ * A failure removes the temp files and leaves every target as it was.
+ */
+export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonly [name: string, content: FileContent]>): Promise<void> {
   await mkdir(dir, { recursive: true, mode: DIR_MODE });
-  const staged = files.map(([name, data]) => ({ tmp: join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`), path: join(dir, name), data }));
+  const staged: Array<{ tmp: string; path: string }> = [];
   try {
-    await Promise.all(staged.map((f) => writeFileSynced(f.tmp, f.data)));
+    for (const [name, content] of files) {
+      const f = { tmp: join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`), path: join(dir, name) };
+      staged.push(f);
+      if (typeof content === 'function') await content(f.tmp);
+      else await writeFileSynced(f.tmp, content);
+    }
     for (const f of staged) await rename(f.tmp, f.path);
   } catch (err) {
     await Promise.all(staged.map((f) => rm(f.tmp, { force: true })));

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BatchSummary } from '../port.js';
 import type { Clock } from '../../lib/clock.js';
@@ -10,7 +10,7 @@ import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
 import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type BatchSummary as FileSummary, type RenderedRows, type RowKind } from './layout/render.js';
 import type { MappedRecord } from '../../contract/records.js';
 import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
-import { DIR_MODE, FILE_MODE, TEMP_PREFIX, exists, fsyncDir, fsyncPath, sweepTempFiles, uniqueSuffix, writeFileAtomic } from '../durable-fs.js';
+import { DIR_MODE, FILE_MODE, exists, fsyncPath, sweepTempFiles, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
 /**
@@ -327,20 +327,16 @@ export class FileBatches {
   private async writeDataFiles(batch: FileBatchRow, t: BatchTally, dir: string): Promise<string> {
     // Every field escaped (RFC 4180): a record type is any text the layout gives it.
     const controlRows: string[] = [csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256'])];
-    const staged: Array<{ tmp: string; path: string }> = [];
-    try {
-      for (const file of t.files) {
-        const tmp = join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`);
-        staged.push({ tmp, path: join(dir, file.f.name) });
-        const w = await this.streamFile(batch, file, tmp);
-        controlRows.push(csvRecord([batch.id, file.f.name, file.f.record, file.summary.records, file.summary.loans, w.bytes, w.sha256]));
-      }
-      for (const f of staged) await rename(f.tmp, f.path);
-    } catch (err) {
-      await Promise.all(staged.map((f) => rm(f.tmp, { force: true })));
-      throw err;
-    }
-    await fsyncDir(dir);
+    await writeFilesAtomic(
+      dir,
+      t.files.map((file) => [
+        file.f.name,
+        async (tmp: string) => {
+          const w = await this.streamFile(batch, file, tmp);
+          controlRows.push(csvRecord([batch.id, file.f.name, file.f.record, file.summary.records, file.summary.loans, w.bytes, w.sha256]));
+        },
+      ] as const),
+    );
     controlRows.push(csvRecord([batch.id, '*', 'loans', t.loanCount, t.loanCount, null, null]));
     controlRows.push(csvRecord([batch.id, '*', 'corrections', t.corrections, t.corrections, null, null]));
     controlRows.push(csvRecord([batch.id, '*', 'principal_total_cents', t.principalCents, null, null, null]));
