@@ -66,8 +66,12 @@ const BEARER = /\bBearer\s+[A-Za-z0-9._~+/=-]+/gi;
 const URL_QUERY = /\b(https?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]*/g;
 /** EIN 12-3456789 or SSN 123-45-6789, not inside a longer run of digits. */
 const TIN_DASHED = /(?<![\d-])(\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?![\d-])/g;
-/** Nine digits on their own (not part of a longer number or a decimal). */
-const TIN_BARE = /(?<![\d.])\d{9}(?![\d.])/g;
+/**
+ * Nine digits on their own: not part of a longer number or a decimal, and not glued to letters
+ * (a token like `r-d3234f079693679d` or a UUID's last group `123456789abc` is an identifier, and
+ * redacting inside it broke the ids kept in the audit trail).
+ */
+const TIN_BARE = /(?<![\p{L}\p{N}.])\d{9}(?![\p{L}\p{N}.])/gu;
 
 /** For log lines and error texts shown to people: keys, secrets, bearer tokens, presigned queries, dashed tax ids. */
 export function scrubText(text: string): string {

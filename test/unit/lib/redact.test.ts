@@ -14,6 +14,13 @@ describe('redaction: one module, one set of patterns', () => {
     expect(scrubText('ref 9912-3456789 and 123-45-67890')).toBe('ref 9912-3456789 and 123-45-67890');
   });
 
+  it('redactForStorage leaves identifiers whose characters include nine digits in a row (regression: a console request id r-d3234f079693679d was stored as r-d3234f[redacted-tin]d)', () => {
+    const ids = ['r-d3234f079693679d', '3f2a9c1e-0b7d-4e21-9a55-123456789abc', 'ln_123456789x', 'ＩＤ123456789'];
+    for (const id of ids) expect(redactForStorage(`request ${id} approved`)).toBe(`request ${id} approved`);
+    // A tax id as a token of its own is still redacted, whatever surrounds it.
+    expect(redactForStorage('tin:123456789; (987654321) x-123456789-y')).toBe('tin:[redacted-tin]; ([redacted-tin]) x-[redacted-tin]-y');
+  });
+
   it('redactForStorage: everything scrubText does, plus bare 9-digit tax ids (not longer numbers or decimals)', () => {
     expect(redactForStorage('ein 123456789, ssn 123-45-6789, key pk_test_zz')).toBe('ein [redacted-tin], ssn [redacted-tin], key [redacted-key]');
     expect(redactForStorage('amount 1234567890123 rate 0.123456789')).toBe('amount 1234567890123 rate 0.123456789');
