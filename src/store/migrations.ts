@@ -584,6 +584,12 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
       $fn$;
     `,
   },
+  /* 17: flat cost per loan at scale (issue 37): filling a new customer's CIF into the loans that
+     named it (customers.setCif / markWritten, three times per loan) looked loan_customers up by
+     tin_hash with no index, a scan of every loan's customer rows per board: cost grew with the
+     number of loans boarded so far. */ `
+  CREATE INDEX loan_customers_tin ON loan_customers (tin_hash);
+  `,
 ];
 
 /** The text of a migration for an engine. */

@@ -151,6 +151,12 @@ export class StoreDb {
    * holder can end that holder's sessions (src/store/pg/leadership.ts evict). null on SQLite.
    */
   instance: string | null = null;
+  /**
+   * Hears every statement a repository runs, with its parameters, before it runs: the tests that check
+   * the per-loan statements' query plans (an index, never a scan of a table that grows with the
+   * loans) collect them here. Unset in the connector.
+   */
+  onStatement: ((text: string, params: Params) => void) | undefined = undefined;
   private readonly kysely: Kysely<unknown>;
   private readonly als = new AsyncLocalStorage<TxContext>();
   private readonly fenceAls = new AsyncLocalStorage<FenceScope>();
@@ -207,6 +213,7 @@ export class StoreDb {
   }
 
   private async execute<R>(text: string, params: Params): Promise<{ rows: R[]; numAffectedRows?: bigint }> {
+    this.onStatement?.(text, params);
     const ctx = this.als.getStore();
     const q = this.compile(text, params);
     if (ctx !== undefined && !ctx.done) return ctx.conn.executeQuery<R>(q);
