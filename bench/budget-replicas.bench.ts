@@ -3,10 +3,12 @@
  * as the daemon builds it (platformClientFromConfig on a store.engine postgres state: RateBudget
  * asking the shared ledger for every token), spend one API key's budget against the sandbox, whose
  * documented budget (100 reads, 30 writes a window) is scaled to a short window. A recording proxy
- * in front of the sandbox notes when each request ARRIVES. Prints per bucket: the share of the
- * documented budget used (target ≥ 0.9) and of the client's allowance (limit × headroom), the
- * 429 count (target 0) and the most requests that arrived in any sliding window against the
- * limit. Never fails on timing.
+ * in front of the sandbox notes when each request ARRIVES. Prints per bucket the share of the
+ * allowance (documented limit × headroom, what the client allows itself) used in steady state,
+ * i.e. after the first window (issue 37: target ≥ 0.98 with the shipped headroom 0.9), the same
+ * over the whole run (the first window may hold a whole allowance at once), the share of the
+ * documented budget, the 429 count (target 0) and the most requests that arrived in any sliding
+ * window against the limit. Never fails on timing.
  *
  * PostgreSQL: BOARDING_TEST_PG_URL when set, else scripts/pg-test-server.sh starts the throwaway
  * test server. BUDGET_REPLICAS_SECONDS (default 20), BUDGET_REPLICAS_WINDOW_MS (default 2000) and
@@ -154,13 +156,16 @@ async function main(): Promise<void> {
       const t1 = Math.max(...all);
       const windows = (t1 - t0) / WINDOW_MS;
       const perWindow = served.length / windows;
+      // Steady state: from the end of the first window on (a fresh budget lets a whole allowance through at once).
+      const steady = served.filter((t) => t >= t0 + WINDOW_MS).length / ((t1 - t0 - WINDOW_MS) / WINDOW_MS);
       const limit = DOCUMENTED[bucket];
       const allowance = Math.floor(limit * HEADROOM);
       const maxSliding = maxInSliding(all, WINDOW_MS);
       process.stdout.write(
         [
           `  ${bucket}s: ${served.length} served over ${windows.toFixed(1)} windows = ${perWindow.toFixed(2)} per window`,
-          `    used ${(perWindow / limit).toFixed(3)} of the documented budget (${limit}; target ≥ 0.9), ${(perWindow / allowance).toFixed(3)} of the allowance (${allowance} = limit × headroom)`,
+          `    steady state (after the first window): ${steady.toFixed(2)} per window = ${(steady / allowance).toFixed(3)} of the allowance (${allowance} = limit ${limit} × headroom ${HEADROOM}; target ≥ 0.98)`,
+          `    whole run: ${(perWindow / allowance).toFixed(3)} of the allowance, ${(perWindow / limit).toFixed(3)} of the documented budget (${limit})`,
           `    429s: ${refused} (target 0)`,
           `    max arrivals in any sliding ${WINDOW_MS} ms window: ${maxSliding} (limit ${limit}, allowance ${allowance}) ${maxSliding <= limit ? 'OK' : 'OVER THE LIMIT'}`,
         ].join('\n') + '\n',

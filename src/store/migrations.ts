@@ -590,6 +590,98 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
      number of loans boarded so far. */ `
   CREATE INDEX loan_customers_tin ON loan_customers (tin_hash);
   `,
+  /* 18: PostgreSQL only: the shared rate budget is a sliding-window log (issue 37 point 4). GCRA
+     with a burst of 2 sustained at most (L − 1) per window, and a caller that woke later than one
+     interval lost its slot for good: two replicas used 0.74 (reads) and 0.93 (writes) of the
+     allowance. The log grants while fewer than L grants lie in the last window, so every slot is
+     used, a late caller only takes its slot late, and any window of that length still holds at
+     most L grants, whatever the replicas' clocks. Grants are also spaced by at least half the
+     mean interval (W / 2L): a freed window is not spent in one burst whose arrivals, jittered on
+     the way, could crowd into one window at the platform. The GCRA function is dropped, so a replica of
+     an older version still running fails closed (its calls are not sent) instead of spending from
+     a budget the others no longer see. */ {
+    sqlite: '-- PostgreSQL only (the shared rate budget as a sliding-window log)',
+    postgres: `
+      DROP FUNCTION boarding_rate_take(text, text, bigint, bigint, bigint, bigint, int, bigint);
+      DROP TABLE rate_gcra;
+
+      -- The grants of the last window per (key, class), on the database clock.
+      CREATE TABLE rate_shared_grants (
+        key   text NOT NULL,
+        class text NOT NULL,
+        at    timestamptz NOT NULL
+      );
+      CREATE INDEX rate_shared_grants_at ON rate_shared_grants (key, class, at);
+      -- One row per (key, class): the lock every decision takes, and how many grants the log holds.
+      CREATE TABLE rate_shared_window (
+        key   text NOT NULL,
+        class text NOT NULL,
+        n       int NOT NULL DEFAULT 0,
+        last_at timestamptz,
+        PRIMARY KEY (key, class)
+      );
+
+      CREATE FUNCTION boarding_rate_take_window(p_key text, p_class text, p_limit int, p_slow_limit int,
+                                                p_window_us bigint, p_stop_at int, p_strike_window_us bigint)
+        RETURNS TABLE (decision text, at timestamptz, wait_us bigint, strikes int)
+        LANGUAGE plpgsql AS $fn$
+      DECLARE
+        v_now   timestamptz;
+        v_until timestamptz;
+        v_win   interval;
+        v_edge  timestamptz;
+        v_str   int;
+        v_lim   int;
+        v_n     int;
+        v_gone  int;
+        v_last  timestamptz;
+        v_gap   interval;
+      BEGIN
+        INSERT INTO rate_shared_window (key, class) VALUES (p_key, p_class) ON CONFLICT (key, class) DO NOTHING;
+        SELECT w.n, w.last_at INTO v_n, v_last FROM rate_shared_window w WHERE w.key = p_key AND w.class = p_class FOR UPDATE;
+        v_now := clock_timestamp();
+        SELECT count(*) INTO v_str FROM rate_shared_strikes s
+          WHERE s.key = p_key AND s.cleared_at IS NULL AND s.at >= v_now - make_interval(secs => p_strike_window_us / 1e6);
+        IF v_str >= p_stop_at THEN
+          RETURN QUERY SELECT 'stopped'::text, v_now, 0::bigint, v_str;
+          RETURN;
+        END IF;
+        SELECT p.until INTO v_until FROM rate_shared_pause p WHERE p.key = p_key AND p.class = p_class;
+        IF v_until IS NOT NULL AND v_until > v_now THEN
+          RETURN QUERY SELECT 'paused'::text, v_now,
+            ceil(extract(epoch FROM v_until - v_now) * 1e6)::bigint, v_str;
+          RETURN;
+        END IF;
+        v_lim := CASE WHEN v_str > 0 THEN p_slow_limit ELSE p_limit END;
+        v_win := make_interval(secs => p_window_us / 1e6);
+        -- A grant at or before now − W has left the window [now − W, now).
+        DELETE FROM rate_shared_grants g WHERE g.key = p_key AND g.class = p_class AND g.at <= v_now - v_win;
+        GET DIAGNOSTICS v_gone = ROW_COUNT;
+        v_n := greatest(0, v_n - v_gone);
+        IF v_n >= v_lim THEN
+          -- Wait until enough grants have left for one more: the (n − L + 1)-th oldest.
+          SELECT g.at INTO v_edge FROM rate_shared_grants g WHERE g.key = p_key AND g.class = p_class
+            ORDER BY g.at OFFSET (v_n - v_lim) LIMIT 1;
+          UPDATE rate_shared_window w SET n = v_n WHERE w.key = p_key AND w.class = p_class;
+          RETURN QUERY SELECT 'wait'::text, v_now,
+            greatest(1, ceil(extract(epoch FROM v_edge + v_win - v_now) * 1e6))::bigint, v_str;
+          RETURN;
+        END IF;
+        -- At least W / 2L after the previous grant (never a whole window in one burst).
+        v_gap := make_interval(secs => floor(p_window_us / (2.0 * v_lim)) / 1e6);
+        IF v_last IS NOT NULL AND v_now < v_last + v_gap THEN
+          UPDATE rate_shared_window w SET n = v_n WHERE w.key = p_key AND w.class = p_class;
+          RETURN QUERY SELECT 'wait'::text, v_now,
+            greatest(1, ceil(extract(epoch FROM v_last + v_gap - v_now) * 1e6))::bigint, v_str;
+          RETURN;
+        END IF;
+        INSERT INTO rate_shared_grants (key, class, at) VALUES (p_key, p_class, v_now);
+        UPDATE rate_shared_window w SET n = v_n + 1, last_at = v_now WHERE w.key = p_key AND w.class = p_class;
+        RETURN QUERY SELECT 'granted'::text, v_now, 0::bigint, v_str;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** The text of a migration for an engine. */

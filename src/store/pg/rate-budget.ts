@@ -6,27 +6,26 @@ import { inTransaction, type PgPool } from './pool.js';
 /**
  * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends from it (src/platform/budget.ts asks it for each token).
  *
- * Per (key, class) one GCRA row: `tat`, the theoretical arrival time of the next call. Each call
- * is decided by ONE statement (`SELECT * FROM boarding_rate_take(...)`, migrations 15 and 16 of
- * src/store/migrations.ts) that locks the row, reads the DATABASE clock once and grants or denies;
- * a grant moves `tat` on and is never refunded (consumed before the call leaves, whatever its
- * outcome). The replicas' own clocks are never compared with it: a denial returns a wait (a
- * duration), which each replica sleeps on its own clock.
+ * Per (key, class) a sliding-window log: the grants of the last window (`rate_shared_grants`)
+ * and one lock row with their count (`rate_shared_window`). Each call is decided by ONE statement
+ * (`SELECT * FROM boarding_rate_take_window(...)`, migration 18 of src/store/migrations.ts) that
+ * locks the row, reads the DATABASE clock once, drops the grants that left the window and grants
+ * while fewer than L remain; a grant is recorded and never refunded (consumed before the call
+ * leaves, whatever its outcome). The replicas' own clocks are never compared with it: a denial
+ * returns a wait (until the oldest grant that must leave has left), which each replica sleeps on
+ * its own clock.
  *
- * Guarantee: with limit L per window W and burst b (1 ≤ b ≤ L) the emission interval is
- * T = ⌈W / (L − b + 1)⌉ µs and the tolerance τ = (b − 1)·T. GCRA gives g_k ≥ g_j + (k − j)·T − τ for
- * any grants j < k (g = grant times on the database clock), so n grants inside any half-open
- * window of length W need (n − 1)·T − τ < W, i.e. n ≤ L, however many replicas take and however
- * their clocks drift. The sustained rate is (L − b + 1) per W. While a strike is active the row is
- * paced with the parameters of the class's slowLimit (the client's half pace, ⌊L/2⌋ as
- * src/platform/budget.ts allows), so the same bound holds with slowLimit for grants after it.
- *
- * Default b = 2 (for L ≥ 2): a caller that wakes a little late for its slot (timer overshoot, a
- * round trip) still gets it within τ = T, so the budget is actually used; with b = 1 (pure pacing)
- * every late wake-up is lost for good (bench/pg-budget.bench.ts, two replicas on this 2-core
- * machine: 100/s used 0.81 of the budget with b = 1, 0.94 with b = 2; 20/s used 0.935 with b = 1,
- * 0.953 with b = 2, at its 0.95 ceiling). At the documented limits (a grant every 0.6–2 s) the
- * lateness is negligible and the ceiling (L − 1)/L is what counts.
+ * Guarantee: with limit L per window W, any half-open window of length W on the database clock
+ * holds at most L grants, however many replicas take and however their clocks drift. The
+ * sustained rate is L per W: a caller that wakes late for its slot takes it late, and only that
+ * lateness is lost (bench/budget-replicas.bench.ts). Grants are also at least W / 2L apart, so a
+ * window that frees up is not spent in one burst (requests jittered on their way could otherwise
+ * crowd into one of the platform's windows); it only bounds how fast a late caller catches up. The GCRA of migrations 15 and 16 (burst 2)
+ * sustained (L − 1) per W at best and lost every slot a caller woke more than one interval late
+ * for: two replicas on this loaded 2-core machine used 0.74 of the read allowance. While a strike
+ * is active the limit is the class's slowLimit (the client's half pace, ⌊L/2⌋ as
+ * src/platform/budget.ts allows), counted over the same log, so grants made before the strike
+ * count against it too.
  *
  * A 429 (recordRateLimited) pauses the class for every replica until database-now + the wait and
  * adds a strike; at `stopAtStrikes` uncleared strikes in 24 h every class of the key is stopped for
@@ -40,14 +39,8 @@ export interface ClassLimit {
   limit: number;
   windowMs: number;
   /**
-   * Calls that may go back to back before pacing (1 ≤ burst ≤ limit). Default min(2, limit). The
-   * window guarantee holds for any burst; the sustained rate is (limit − burst + 1) per window.
-   */
-  burst?: number;
-  /**
    * Calls allowed in any window while a strike is active (the client's half pace, computed by the
-   * caller: src/platform/budget.ts allowedPerWindow). Default max(1, ⌊limit / 2⌋). Its burst is
-   * min(burst, slowLimit).
+   * caller: src/platform/budget.ts allowedPerWindow). Default max(1, ⌊limit / 2⌋).
    */
   slowLimit?: number;
 }
@@ -83,44 +76,36 @@ export class TrafficStoppedError extends Error {
 
 const STRIKE_WINDOW_US = 24 * 3600 * 1_000_000;
 
-export function gcraParams(l: ClassLimit): { intervalUs: number; tauUs: number } {
-  const burst = l.burst ?? Math.min(2, l.limit);
+/** The limits of a class as the ledger applies them, checked: at full pace and while a strike is active. */
+export function windowLimits(l: ClassLimit): { limit: number; slowLimit: number; windowUs: number } {
   if (!Number.isInteger(l.limit) || l.limit < 1) throw new Error(`rate budget: limit must be a whole number ≥ 1 (got ${l.limit})`);
   if (!(l.windowMs > 0)) throw new Error(`rate budget: windowMs must be > 0 (got ${l.windowMs})`);
-  if (!Number.isInteger(burst) || burst < 1 || burst > l.limit) throw new Error(`rate budget: burst must be a whole number in 1..${l.limit} (got ${burst})`);
-  const intervalUs = Math.ceil((l.windowMs * 1000) / (l.limit - burst + 1));
-  return { intervalUs, tauUs: (burst - 1) * intervalUs };
-}
-
-/** The GCRA parameters of a class at full pace and while a strike is active. */
-export function gcraPaces(l: ClassLimit): { normal: { intervalUs: number; tauUs: number }; slow: { intervalUs: number; tauUs: number } } {
   const slowLimit = l.slowLimit ?? Math.max(1, Math.floor(l.limit / 2));
   if (!Number.isInteger(slowLimit) || slowLimit < 1 || slowLimit > l.limit) throw new Error(`rate budget: slowLimit must be a whole number in 1..${l.limit} (got ${slowLimit})`);
-  const burst = l.burst ?? Math.min(2, l.limit);
-  return { normal: gcraParams(l), slow: gcraParams({ limit: slowLimit, windowMs: l.windowMs, burst: Math.min(burst, slowLimit) }) };
+  return { limit: l.limit, slowLimit, windowUs: Math.round(l.windowMs * 1000) };
 }
 
 export class PgSharedRateBudget implements RateLedger {
-  private readonly params: Record<RateClass, ReturnType<typeof gcraPaces>>;
+  private readonly params: Record<RateClass, ReturnType<typeof windowLimits>>;
   private readonly stopAt: number;
   private adopted: Promise<void> | null = null;
 
   constructor(private readonly opts: SharedRateBudgetOptions) {
-    this.params = { read: gcraPaces(opts.limits.read), write: gcraPaces(opts.limits.write) };
+    this.params = { read: windowLimits(opts.limits.read), write: windowLimits(opts.limits.write) };
     this.stopAt = opts.stopAtStrikes ?? 2;
   }
 
   /** One decision, one statement. A grant is spent; a denial spends nothing. */
   async take(cls: RateClass): Promise<TakeResult> {
     await this.adoptLegacy();
-    const { normal, slow } = this.params[cls];
+    const { limit, slowLimit, windowUs } = this.params[cls];
     const r = await this.opts.pool.query<{ decision: string; at_us: string; wait_us: string; strikes: number }>(
       `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes
-         FROM boarding_rate_take($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [this.opts.key, cls, normal.intervalUs, normal.tauUs, slow.intervalUs, slow.tauUs, this.stopAt, STRIKE_WINDOW_US],
+         FROM boarding_rate_take_window($1, $2, $3, $4, $5, $6, $7)`,
+      [this.opts.key, cls, limit, slowLimit, windowUs, this.stopAt, STRIKE_WINDOW_US],
     );
     const row = r.rows[0];
-    if (!row) throw new Error('boarding_rate_take returned no row');
+    if (!row) throw new Error('boarding_rate_take_window returned no row');
     const atUs = BigInt(row.at_us);
     const atMs = Number(atUs / 1000n);
     if (row.decision === 'granted') return { decision: 'granted', atMs, atUs, strikes: row.strikes };
@@ -128,7 +113,7 @@ export class PgSharedRateBudget implements RateLedger {
     if (row.decision === 'wait' || row.decision === 'paused') {
       return { decision: row.decision, waitMs: Math.max(1, Math.ceil(Number(row.wait_us) / 1000)), atMs, strikes: row.strikes };
     }
-    throw new Error(`boarding_rate_take: unknown decision ${row.decision}`);
+    throw new Error(`boarding_rate_take_window: unknown decision ${row.decision}`);
   }
 
   /**
