@@ -31,7 +31,7 @@ try {
   await measure('GET boarding-queue?limit=100 (offset)', `${queue}?limit=100`, sb.apiKey);
   const first = (await (await fetch(`${queue}?cursor=&limit=100`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).json()) as { meta: { nextCursor: string }; data: Array<{ id: string }> };
   await measure('GET boarding-queue?limit=100&cursor=… (cursor)', `${queue}?limit=100&cursor=${first.meta.nextCursor}`, sb.apiKey);
-  await measure('GET loans/{id}/entities', `${sb.baseUrl}/public/v1/loans/${first.data[0]?.id ?? ''}/entities`, sb.apiKey);
+  await measure('GET loans/{id}/entities', `${sb.baseUrl}/public/v1/loans/${encodeURIComponent(first.data[0]?.id ?? '')}/entities`, sb.apiKey);
 } finally {
   await sb.close();
 }

@@ -1,8 +1,10 @@
 import { constants, existsSync, statSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
+import { configNotes } from '../config/load.js';
 import { redactUrl } from '../lib/redact.js';
-import { createCore } from './core.js';
+import { Writable } from 'node:stream';
+import { createCore, createDocumentFetcher } from './core.js';
 import type { CoreCheck } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -27,6 +29,7 @@ import { mapperOptionsFromConfig } from './runtime.js';
  *
  * Cheap on the rate budget and through it: the platform calls go through the client on the state
  * database (the budget a running daemon shares), at most one queue page of 5, three entity reads,
+ * two document lists and one download address (then one download, which spends no API budget),
  * and one webhook-endpoint list.
  */
 export type CheckStatus = 'ok' | 'fail' | 'warn' | 'skip';
@@ -45,17 +48,27 @@ export interface ConnectionCheckDeps {
 
 /** Entity reads spent looking for a business and a person whose tax ids show the key's permissions. */
 const MAX_ENTITY_READS = 3;
+/** Document lists read looking for a loan with a document to fetch (then one download-address read). */
+const MAX_DOCUMENT_LISTS = 2;
 const QUEUE_SAMPLE = 5;
 
 export function localChecks(config: Config, source: string): { checks: ConnectionCheck[]; mapping: CompiledMapping | undefined } {
   const checks: ConnectionCheck[] = [{ name: 'config', status: 'ok', detail: `${source} is valid` }];
+  if (config.webhooks.secrets.length === 0) {
+    checks.push({
+      name: 'webhooks.secrets',
+      status: 'warn',
+      detail: 'empty: the webhook receiver refuses every delivery (401), so boarding waits for the scheduled drain; set webhooks.secrets or BOARDING_WEBHOOK_SECRETS to the secret `webhooks register` printed',
+    });
+  }
   const dir = config.mappings.dir;
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     checks.push({ name: 'mappings.dir', status: 'fail', detail: `${dir} is not a directory (mappings.dir; a relative path is from the working directory ${process.cwd()})` });
     checks.push({ name: 'mappings', status: 'skip', detail: 'no mapping directory to lint' });
     return { checks, mapping: undefined };
   }
-  checks.push({ name: 'mappings.dir', status: 'ok', detail: dir });
+  const note = configNotes(config).find((n) => n.startsWith('mappings.dir: '));
+  checks.push({ name: 'mappings.dir', status: 'ok', detail: note === undefined ? dir : note.slice('mappings.dir: '.length) });
   try {
     const r = lintMappingDir(dir, mapperOptionsFromConfig(config));
     if (r.problems.length === 0 && r.mapping) {
@@ -195,8 +208,56 @@ async function platformChecks(platform: PlatformClient, config: Config, deps: Co
     checks.push(tinCheck('platform.ein', 'business', seen.business, config, sampled));
     checks.push(tinCheck('platform.ssn', 'person', seen.person, config, sampled));
   }
+  checks.push(await documentCheck(platform, config, items, deps));
   checks.push(...(await endpointCheck(platform, config, deps, true)));
   return checks;
+}
+
+/** A sink that keeps nothing: the check only needs to know the bytes arrive. */
+function discard(): Writable {
+  return new Writable({
+    write(_chunk, _enc, cb) {
+      cb();
+    },
+  });
+}
+
+/**
+ * One document fetched the way boarding fetches it (download address from the platform, then the
+ * presigned address through the document-host policy, no API key), so a bank's network policy
+ * that would quarantine every loan with documents (`download_refused`) shows before the first sync.
+ */
+async function documentCheck(platform: PlatformClient, config: Config, items: readonly QueueItem[], deps: ConnectionCheckDeps): Promise<ConnectionCheck> {
+  const name = 'platform.documents';
+  const signal = deps.signal;
+  let doc: Awaited<ReturnType<PlatformClient['listDocuments']>>[number] | undefined;
+  try {
+    for (const item of items.slice(0, MAX_DOCUMENT_LISTS)) {
+      const docs = await platform.listDocuments(item.id, signal ? { signal } : {});
+      // The smallest listed one: a check is not worth a large download.
+      doc = [...docs].sort((a, b) => (typeof a.size === 'number' ? a.size : Infinity) - (typeof b.size === 'number' ? b.size : Infinity))[0];
+      if (doc !== undefined) break;
+    }
+  } catch (err) {
+    return { name, status: 'fail', detail: `listing a loan's documents failed: ${describePlatformError(err)}` };
+  }
+  if (doc === undefined) return { name, status: 'skip', detail: `no document on the ${Math.min(items.length, MAX_DOCUMENT_LISTS)} loan(s) sampled: no download tried` };
+  const fetch = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger: deps.logger });
+  try {
+    const r = await fetch(doc, discard(), signal);
+    return { name, status: 'ok', detail: `document ${doc.id} downloaded from its presigned address (${r.bytes} bytes; the address is not shown)` };
+  } catch (err) {
+    if (isPlatformError(err) && err.code === 'download.refused') {
+      // The bank's policy, possibly on purpose (a sandbox on loopback under staging): a warning
+      // that says what boarding will do and which key to change.
+      return {
+        name,
+        status: 'warn',
+        detail: `download refused: ${err.message.includes(' (GET ') ? err.message.slice(0, err.message.lastIndexOf(' (GET ')) : err.message}. Boarding quarantines the loans whose documents lead there as download_refused`,
+      };
+    }
+    return { name, status: 'fail', detail: `document ${doc.id}: ${describePlatformError(err)}` };
+  }
 }
 
 async function firstPage(platform: PlatformClient, boarded: boolean, signal: AbortSignal | undefined): Promise<QueueItem[]> {

@@ -420,8 +420,9 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
           return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
         case 'quarantine': {
-          // A 4xx (or an oversize document) that no retry will change.
-          const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : 'validation';
+          // A 4xx (or an oversize document) that no retry will change; a refused document host is
+          // the bank's network policy, told apart from bad data.
+          const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : err.code === 'download.refused' ? 'download_refused' : 'validation';
           log.warn({ code: err.code, status: err.status, reason }, 'platform refused a request for this loan');
           return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
         }

@@ -29,7 +29,7 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
     .option('--json', 'print {ok, source, checks, config} as JSON')
     .addHelpText(
       'after',
-      '\nOne line per check (ok, FAIL, warn, skip). Exit 1 when any check fails (an invalid config too), 2 without a config.\n--connect spends at most 6 platform reads, from the same rate budget as a running daemon, and writes nothing\n(the state database check takes the write lock and rolls back).',
+      '\nOne line per check (ok, FAIL, warn, skip). Exit 1 when any check fails (an invalid config too), 2 without a config.\n--connect spends at most 10 platform reads (and downloads one document), from the same rate budget as a running daemon, and writes nothing\n(the state database check takes the write lock and rolls back).',
     )
     .action(async (opts: { connect?: boolean; json?: boolean }) => {
       const c = ctx.config();

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
-import { loadConfig } from '../config/load.js';
+import { configNotes, loadConfig } from '../config/load.js';
 import { transportWarnings } from '../config/security.js';
 import type { Config } from '../config/schema.js';
 import { ConfigError, UsageError, errorMessage } from '../lib/errors.js';
@@ -99,10 +99,13 @@ export function createCliContext(opts: ContextOptions): CliContext {
   let logger: Logger | undefined;
   /** Config warnings wait for the logger, whichever is made first. */
   let pendingWarnings: string[] = [];
+  let pendingNotes: string[] = [];
   const flushWarnings = (): void => {
     if (logger === undefined) return;
     for (const w of pendingWarnings) logger.warn({ config: true }, w);
+    for (const n of pendingNotes) logger.info({ config: true }, n);
     pendingWarnings = [];
+    pendingNotes = [];
   };
   const closers: Array<() => Promise<void> | void> = [];
   let progressLine: ProgressLine | undefined;
@@ -133,6 +136,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
       }
       config = loadConfig({ env: opts.env, fileText, filePath: path });
       pendingWarnings.push(...transportWarnings(config));
+      pendingNotes.push(...configNotes(config));
       flushWarnings();
       return config;
     },

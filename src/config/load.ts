@@ -1,9 +1,13 @@
+import { existsSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { isMap, isScalar, parseDocument, type Document } from 'yaml';
 import type { z } from 'zod';
+import { didYouMean } from '../lib/did-you-mean.js';
 import { ConfigError } from '../lib/errors.js';
 import { isSecretPath, redactUrl } from '../lib/redact.js';
+import { parseYamlSource, type YamlSource } from '../lib/yaml-source.js';
 import { transportProblems } from './security.js';
-import { configSchema, type Config } from './schema.js';
+import { configSchema, SHIPPED_GENERIC_MAPPINGS, type Config } from './schema.js';
 
 export interface LoadConfigInput {
   env: Record<string, string | undefined>;
@@ -11,6 +15,21 @@ export interface LoadConfigInput {
   fileText?: string | undefined;
   /** Used in messages only. */
   filePath?: string | undefined;
+  /**
+   * Where relative paths in the config start (README "Configuration": the working directory).
+   * Default: process.cwd(). Every path key comes out of the loader absolute.
+   */
+  cwd?: string | undefined;
+  /** Whether a path exists (the mapping set's fall-back to the shipped sets); default fs.existsSync. */
+  exists?: ((path: string) => boolean) | undefined;
+}
+
+/** What the loader decided on its own and the operator should know (logged at start, shown by `config check`). */
+const NOTES = new WeakMap<Config, readonly string[]>();
+
+/** The loader's notes on a config it returned (e.g. a relative mappings.dir found among the shipped sets). */
+export function configNotes(config: Config): readonly string[] {
+  return NOTES.get(config) ?? [];
 }
 
 function describeValue(v: unknown): string {
@@ -41,10 +60,46 @@ function describeHidden(v: unknown): string {
 
 const YAML_KINDS: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', int: 'an integer', boolean: 'true or false' };
 
-function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
+/** The keys a strict object of the schema allows at a path (for "did you mean"). */
+function keysAt(path: readonly PropertyKey[]): string[] {
+  let node: unknown = configSchema;
+  const def = (n: unknown): Record<string, unknown> | undefined => (n as { _zod?: { def?: Record<string, unknown> } } | undefined)?._zod?.def;
+  const unwrap = (n: unknown): unknown => {
+    for (let i = 0; i < 10; i++) {
+      const d = def(n);
+      if (d === undefined) return n;
+      if (d['innerType'] !== undefined) n = d['innerType'];
+      else if (d['type'] === 'pipe') n = d['in'];
+      else return n;
+    }
+    return n;
+  };
+  for (const step of path) {
+    const d = def(unwrap(node));
+    if (d === undefined) return [];
+    if (d['type'] === 'object') node = (d['shape'] as Record<string, unknown>)[String(step)];
+    else if (d['type'] === 'array') node = d['element'];
+    else if (d['type'] === 'record') node = d['valueType'];
+    else return [];
+  }
+  const d = def(unwrap(node));
+  return d?.['type'] === 'object' ? Object.keys(d['shape'] as Record<string, unknown>) : [];
+}
+
+interface Problem {
+  text: string;
+  /** Where in the file: the key itself (an unknown key) or its value. */
+  at: { path: readonly PropertyKey[]; key: boolean };
+}
+
+function formatIssue(issue: z.core.$ZodIssue, raw: unknown): Problem[] {
   const path = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
-    return issue.keys.map((k) => `${path ? `${path}.` : ''}${k}: unknown key (check spelling; see README "Configuration")`);
+    const allowed = keysAt(issue.path);
+    return issue.keys.map((k) => ({
+      text: `${path ? `${path}.` : ''}${k}: unknown key${didYouMean(k, allowed)} (check spelling; see README "Configuration")`,
+      at: { path: [...issue.path, k], key: true },
+    }));
   }
   const got = valueAt(raw, issue.path);
   // A URL value may carry credentials or a signed query string: shown with both hidden.
@@ -56,7 +111,8 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): string[] {
     const kind = issue.code === 'invalid_type' ? (YAML_KINDS[issue.expected] ?? issue.expected) : issue.code.replaceAll('_', ' ');
     expected = got === undefined ? `required (${kind})` : `expected ${kind}`;
   }
-  return [`${path || '(root)'}: ${expected}, got ${gotText}`];
+  const hint = issue.code === 'invalid_value' && typeof got === 'string' && !isSecretPath(path) ? didYouMean(got, issue.values.map(String)) : '';
+  return [{ text: `${path || '(root)'}: ${expected}, got ${gotText}${hint}`, at: { path: issue.path, key: false } }];
 }
 
 /**
@@ -77,10 +133,70 @@ function keepCodesAsWritten(doc: Document, raw: Record<string, unknown>): void {
   }
 }
 
-/** Pure: env + file text in, validated config out, or a ConfigError listing every problem. */
+/**
+ * A problem's place in the file, `bank.yaml:12:5: `, when the config came from a file and the key
+ * (or, for a missing one, its nearest parent) is in it; '' otherwise (from the environment).
+ */
+function whereIn(src: YamlSource | undefined, filePath: string | undefined, at: Problem['at']): string {
+  if (src === undefined || filePath === undefined) return '';
+  const pos = at.key ? src.keyPosOf(at.path) : src.posOf(at.path);
+  return `${filePath}:${pos.line}:${pos.column}: `;
+}
+
+/** `key.path: …` problems (transport rules) located by their leading key. */
+function keyedProblem(text: string): Problem {
+  const key = /^([A-Za-z0-9_.]+): /.exec(text)?.[1];
+  return { text, at: { path: key === undefined ? [] : key.split('.'), key: false } };
+}
+
+function configError(source: string, src: YamlSource | undefined, filePath: string | undefined, problems: Problem[]): ConfigError {
+  const located = problems.map((p) => `${whereIn(src, filePath, p.at)}${p.text}`);
+  return new ConfigError(`invalid configuration (${source}):\n  ${located.join('\n  ')}`, problems.map((p) => p.text));
+}
+
+/** The config keys that name a file or directory: made absolute at load, so no part of the program sees a relative one. */
+const PATH_KEYS: ReadonlyArray<readonly string[]> = [
+  ['store', 'path'],
+  ['store', 'postgres', 'sslRootCert'],
+  ['core', 'file', 'dir'],
+  ['mappings', 'dir'],
+  ['reports', 'dir'],
+  ['customers', 'extract', 'path'],
+];
+
+/** store.path values that are not files (SQLite's in-memory database and URI names). */
+const isSqliteName = (v: string): boolean => v === ':memory:' || v.startsWith('file:');
+
+/**
+ * Every path key made absolute from `cwd`. A relative mappings.dir that does not exist there but
+ * names a set the connector ships (`./mappings/generic`, as config/example.yaml says) is that
+ * shipped set: a copy of the example used outside the repository still finds its mappings.
+ */
+function resolvePaths(config: Config, cwd: string, exists: (p: string) => boolean, notes: string[]): void {
+  const shippedRoot = dirname(SHIPPED_GENERIC_MAPPINGS);
+  for (const path of PATH_KEYS) {
+    const parent = valueAt(config, path.slice(0, -1)) as Record<string, unknown> | undefined;
+    const leaf = path[path.length - 1] as string;
+    const value = parent?.[leaf];
+    if (typeof value !== 'string' || isAbsolute(value) || (leaf === 'path' && path[0] === 'store' && isSqliteName(value))) continue;
+    let absolute = resolve(cwd, value);
+    if (path.join('.') === 'mappings.dir' && !exists(absolute)) {
+      const shipped = /^mappings\/([A-Za-z0-9._-]+)$/.exec(relative(cwd, absolute).split('\\').join('/'))?.[1];
+      const candidate = shipped === undefined ? undefined : join(shippedRoot, shipped);
+      if (candidate !== undefined && exists(join(candidate, 'mapping.yaml'))) {
+        notes.push(`mappings.dir: ${value} does not exist under ${cwd}; using the shipped set ${candidate} (write an absolute path to choose another)`);
+        absolute = candidate;
+      }
+    }
+    parent![leaf] = absolute;
+  }
+}
+
+/** Pure but for `exists` (default: the file system): env + file text in, validated config out, or a ConfigError listing every problem. */
 export function loadConfig(input: LoadConfigInput): Config {
   const source = input.filePath ?? 'no config file';
   let raw: unknown;
+  let src: YamlSource | undefined;
   if (input.fileText === undefined) {
     raw = {};
   } else {
@@ -97,6 +213,8 @@ export function loadConfig(input: LoadConfigInput): Config {
       throw new ConfigError(`${source}: expected a YAML map at the top level`);
     }
     keepCodesAsWritten(doc, raw as Record<string, unknown>);
+    // Positions only (the values above keep the codes as written).
+    src = parseYamlSource(source, input.fileText, () => false);
   }
 
   const obj = raw as Record<string, unknown>;
@@ -135,16 +253,18 @@ export function loadConfig(input: LoadConfigInput): Config {
 
   const parsed = configSchema.safeParse(obj);
   if (!parsed.success) {
-    const problems = parsed.error.issues.flatMap((i) => formatIssue(i, obj));
-    throw new ConfigError(`invalid configuration (${source}):\n  ${problems.join('\n  ')}`, problems);
+    throw configError(source, src, input.filePath, parsed.error.issues.flatMap((i) => formatIssue(i, obj)));
   }
   const config = parsed.data;
   assertEnvironmentMatchesKey(config);
   const transport = transportProblems(config);
-  if (transport.length > 0) throw new ConfigError(`invalid configuration (${source}):\n  ${transport.join('\n  ')}`, transport);
+  if (transport.length > 0) throw configError(source, src, input.filePath, transport.map(keyedProblem));
   if (config.core.adapter === 'http' && !config.core.http) {
-    throw new ConfigError(`invalid configuration (${source}):\n  core.http: expected a map (required when core.adapter is http), got nothing`);
+    throw configError(source, src, input.filePath, [keyedProblem('core.http: expected a map (required when core.adapter is http), got nothing')]);
   }
+  const notes: string[] = [];
+  resolvePaths(config, input.cwd ?? process.cwd(), input.exists ?? existsSync, notes);
+  NOTES.set(config, notes);
   return config;
 }
 

@@ -23,6 +23,7 @@ import { runningDaemons } from '../editloop/daemon-guard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import type { BoardingStore } from '../store/index.js';
 import { QUARANTINE_REASONS } from '../store/loan-states.js';
+import { spreadsheetField } from '../lib/csv.js';
 import type { AuditRow, ConsoleStore, ExceptionSqlFilter, RequestRow, SignOffRow } from '../store/console.js';
 import {
   AGE_BUCKETS,
@@ -266,11 +267,9 @@ function signOffView(s: SignOffRow | null): ReportRun['signOff'] {
   return { preparedBy: s?.preparedBy ?? null, preparedAt: iso(s?.preparedAt ?? null), reviewedBy: s?.reviewedBy ?? null, reviewedAt: iso(s?.reviewedAt ?? null) };
 }
 
-/** One CSV cell: quoted when needed; a leading =, +, - or @ is defused (spreadsheet formulas). */
+/** One CSV cell of the audit export, through the one CSV module (quoting, control characters, formulas). */
 function csvCell(v: unknown): string {
-  let s = v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v);
-  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  return spreadsheetField(v === null || v === undefined ? null : typeof v === 'string' || typeof v === 'number' ? v : JSON.stringify(v));
 }
 
 const DAY_DIR = /^\d{4}-\d{2}-\d{2}$/;

@@ -1,3 +1,5 @@
+import { neutraliseFormula } from './formula.js';
+
 /**
  * The connector's one CSV module: a reader (mapping sets' CSV tables, the file core's customer
  * extract, layout fixtures) and an RFC 4180 field writer (the file core's `control.csv`, and under
@@ -123,15 +125,42 @@ export function parseCsvLine(line: string, delimiter = ','): string[] | string {
   }
 }
 
+/** C0 controls but TAB, LF and CR (which a quoted field keeps), DEL, and the C1 controls. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
+/**
+ * A control character (ESC, BEL, NUL, the C1 range…) made harmless: the C0 ones and DEL become
+ * their visible Unicode control pictures (ESC → ␛), the C1 ones U+FFFD. An escape sequence in a
+ * name must not reach the terminal that `cat`s an export, nor a program that reads it back.
+ */
+export function neutraliseControls(text: string): string {
+  return text.replace(CONTROL, (ch) => {
+    const code = ch.charCodeAt(0);
+    if (code < 0x20) return String.fromCharCode(0x2400 + code);
+    return code === 0x7f ? '\u2421' : '\ufffd';
+  });
+}
+
 /**
  * One RFC 4180 field: quoted (with its quotes doubled) when it holds a comma, a quote, CR or LF, or
- * begins or ends with white space; as it is otherwise. No formula neutralising: for files a
- * program reads back (the file core's `control.csv`), where the text must round-trip exactly.
+ * begins or ends with white space; as it is otherwise. Control characters are neutralised
+ * (neutraliseControls) in every field; no formula neutralising: for files a program reads back (the
+ * file core's `control.csv`, the customer extract). Files a spreadsheet opens use spreadsheetField.
  */
 export function csvField(value: string | number | bigint | null | undefined): string {
   if (value === null || value === undefined) return '';
-  const text = String(value);
+  const text = neutraliseControls(String(value));
   return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/**
+ * A field of a CSV people open in a spreadsheet (the reports' CSVs, the console's audit export):
+ * csvField plus formula-injection protection for text (lib/formula.ts).
+ */
+export function spreadsheetField(value: string | number | bigint | null | undefined): string {
+  if (value === null || value === undefined) return '';
+  return csvField(typeof value === 'string' ? neutraliseFormula(value) : value);
 }
 
 /** A CSV record of RFC 4180 fields, without its line ending. */

@@ -3,6 +3,7 @@ import { boardingSchema, businessSchema, documentSchema, loanSchema, personSchem
 import { pictureProblem } from '../lib/calendar.js';
 import type { AnalysisProblem, ExpressionInfo, ExprNode } from './expression.js';
 import { HELPER_ARITY, JSONATA_BUILTINS } from './helpers.js';
+import { didYouMean } from '../lib/did-you-mean.js';
 
 /**
  * What lint knows of the input a mapping reads: the platform's documented fields (the zod schemas
@@ -50,32 +51,6 @@ export interface InputCheckOptions {
   allowUnknown: boolean | readonly string[];
   /** The whole expression is a field's value: an object there is a mistake (loan.product, not loan.product.id). */
   valueExpected: boolean;
-}
-
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) (d[0] as number[])[j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const row = d[i] as number[];
-      const prev = d[i - 1] as number[];
-      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-  }
-  return (d[a.length] as number[])[b.length] as number;
-}
-
-function didYouMean(name: string, candidates: Iterable<string>): string {
-  let best: string | undefined;
-  let bestD = Number.POSITIVE_INFINITY;
-  for (const c of candidates) {
-    const dist = c.toLowerCase() === name.toLowerCase() ? 0 : editDistance(name, c);
-    if (dist < bestD) {
-      bestD = dist;
-      best = c;
-    }
-  }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? ` (did you mean "${best}"?)` : '';
 }
 
 const isFunctionName = (v: string): boolean => v in HELPER_ARITY || JSONATA_BUILTINS.has(v);

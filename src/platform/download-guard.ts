@@ -86,7 +86,8 @@ function refusal(c: CompiledPolicy, host: string, address: string): string | nul
   if (problem === null) return null;
   if (c.allowLoopback && problem.startsWith('a loopback address')) return null;
   const shown = host === address ? address : `${host} resolves to ${address}, which`;
-  return `${shown} is ${problem}: document downloads only go to public addresses; add the host or its range to boarding.documentHosts.allow if your document store is internal`;
+  const sandbox = problem.startsWith('a loopback address') ? ' (a local sandbox: platform.environment: development allows loopback)' : '';
+  return `${shown} is ${problem}: document downloads only go to public addresses; add ${host} or its range to boarding.documentHosts.allow if your document store is internal${sandbox}`;
 }
 
 export interface DocumentHostGuard {

@@ -52,12 +52,13 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
   if (deps.httpsOnly === true && url.protocol !== 'https:') {
     throw new PlatformError({ code: 'download.failed', message: `download: ${where} is not https; refused with platform.environment: production` });
   }
+  // A refusal's sentence first (what to change), the address after it: a queue shows the start.
   const literal = deps.guard.checkLiteral(url.hostname);
   if (literal !== null) {
     deps.onOutcome?.('failed');
     sink.destroy();
     deps.logger.warn({ url: where, code: 'download.refused' }, 'document download refused');
-    throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `GET ${where}: ${literal}` });
+    throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `${literal} (GET ${where})` });
   }
   const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
   const signal = deadline === undefined ? opts.signal : opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
@@ -83,7 +84,7 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     const refused = findRefusal(err);
     if (refused !== null) {
       deps.logger.warn({ url: where, code: 'download.refused' }, 'document download refused');
-      throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `GET ${where}: ${refused.message}`, cause: err });
+      throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `${refused.message} (GET ${where})`, cause: err });
     }
     throw overDeadline() ?? classifyThrown(ctx, err, opts.signal);
   }

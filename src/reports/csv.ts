@@ -1,17 +1,15 @@
-import { csvField } from '../lib/csv.js';
+import { spreadsheetField } from '../lib/csv.js';
 import { openReportStream } from './files.js';
-import { neutraliseFormula } from '../lib/formula.js';
 import { formatCents } from './money.js';
 import type { ReportException } from './types.js';
 
 /**
- * The reports' CSV writer: CRLF line ends, RFC 4180 quoting (lib/csv.ts), and, as these files are
- * opened in a spreadsheet, formula-injection protection for text cells (lib/formula.ts) and a
- * UTF-8 byte-order mark (so Excel reads accents right).
+ * The reports' CSV writer: CRLF line ends, and lib/csv.ts's spreadsheetField (RFC 4180 quoting,
+ * control characters neutralised, and, as these files are opened in a spreadsheet,
+ * formula-injection protection), plus a UTF-8 byte-order mark (so Excel reads accents right).
  */
 export function csvCell(value: string | number | null | undefined): string {
-  if (value === null || value === undefined) return '';
-  return csvField(typeof value === 'string' ? neutraliseFormula(value) : value);
+  return spreadsheetField(value);
 }
 
 export function csvRow(cells: ReadonlyArray<string | number | null | undefined>): string {

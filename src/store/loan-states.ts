@@ -37,6 +37,12 @@ export const QUARANTINE_REASONS = [
   'ack_rejected',
   /** One tax id matched two or more customers (CIFs) of the core: a person picks (customers.onAmbiguous). */
   'customer_match_ambiguous',
+  /**
+   * A document's presigned address leads to a host the bank's network policy refuses (loopback,
+   * private, metadata…): not bad data. The message names the host and the keys to change
+   * (boarding.documentHosts.allow, or platform.environment: development for a local sandbox).
+   */
+  'download_refused',
 ] as const;
 export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
 

@@ -21,10 +21,20 @@ describe('sync --once with document addresses that lead inside the network', () 
     const list = JSON.parse((await runCli(['--config', cfg.configPath, 'loans', 'list', '--state', 'quarantined', '--json'])).stdout) as Array<{ id: string }> | { loans: Array<{ id: string }> };
     const quarantined = Array.isArray(list) ? list : list.loans;
     expect(quarantined.length).toBeGreaterThan(0);
+    // The reason is filterable like every other (the one list in store/loan-states.ts).
+    const byReason = await runCli(['--config', cfg.configPath, 'loans', 'skip', '--all', '--quarantine-reason', 'download_refused', '--dry-run', '--reason', 'x']);
+    expect(byReason.code, byReason.error ?? '').toBe(0);
+    // config check --connect fetches one document the same way and warns, naming the key.
+    const check = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect', '--json']);
+    const doc = (JSON.parse(check.stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks.find((k) => k.name === 'platform.documents');
+    expect(doc?.status).toBe('warn');
+    expect(doc?.detail).toMatch(/download refused: 127\.0\.0\.1 is a loopback address.*boarding\.documentHosts\.allow.*download_refused/);
+    expect(doc?.detail).not.toMatch(/signature=|expires=/);
     for (const { id } of quarantined) {
       const shown = JSON.parse((await runCli(['--config', cfg.configPath, 'loans', 'show', id, '--json'])).stdout).loan;
-      expect(shown).toMatchObject({ state: 'quarantined', quarantineReason: 'validation', lastErrorCode: 'platform.download.refused' });
-      expect(shown.lastErrorMessage).toMatch(/127\.0\.0\.1 is a loopback address.*boarding\.documentHosts\.allow/);
+      // Its own reason (regression: shown as `validation`, so ops could not tell bad data from the bank's network policy).
+      expect(shown).toMatchObject({ state: 'quarantined', quarantineReason: 'download_refused', lastErrorCode: 'platform.download.refused' });
+      expect(shown.lastErrorMessage).toMatch(/127\.0\.0\.1 is a loopback address.*add 127\.0\.0\.1 or its range to boarding\.documentHosts\.allow.*platform\.environment: development/);
       expect(shown.lastErrorMessage).not.toMatch(/[?&](sig|signature|X-)/i);
       expect((await p.counters()).acks[id]).toBeUndefined();
     }

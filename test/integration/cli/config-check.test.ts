@@ -79,11 +79,23 @@ describe('config check [--connect]', () => {
     expect(checks['core']?.status).toBe('ok');
     expect(checks['webhooks.endpoint']?.status).toBe('skip');
     const c = await p.counters();
-    expect(c.byBucket.read).toBeLessThanOrEqual(6);
+    expect(c.byBucket.read).toBeLessThanOrEqual(10);
     expect(c.byBucket.write).toBe(0);
     // The budget is the shared one: the reads are in the state database's ledger.
     const status = await runCli(['--config', cfg.configPath, 'platform', 'status', '--json']);
     expect(status.code).toBe(0);
+  });
+
+  it('warns on an empty webhooks.secrets (every delivery would be refused), with or without --connect', async () => {
+    const cfg = writeConnectorConfig(p, limits);
+    const r = await runCli(['--config', cfg.configPath, 'config', 'check']);
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).toMatch(/^warn {2}webhooks\.secrets +empty: the webhook receiver refuses every delivery \(401\).*BOARDING_WEBHOOK_SECRETS/m);
+    patchConfig(cfg.configPath, (c) => {
+      c['webhooks'] = { secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] };
+    });
+    const set = await runCli(['--config', cfg.configPath, 'config', 'check']);
+    expect(set.stdout).not.toMatch(/webhooks\.secrets/);
   });
 
   it('--connect with allowLast4Tin: a warning, not a failure', async () => {
@@ -101,7 +113,7 @@ describe('config check [--connect]', () => {
   it('--connect all ok: full key, endpoint registered and active, file core, one line per check', async () => {
     const cfg = writeConnectorConfig(p, { ...limits, extra: {} });
     patchConfig(cfg.configPath, (c) => {
-      c['webhooks'] = { publicUrl: PUBLIC_URL };
+      c['webhooks'] = { publicUrl: PUBLIC_URL, secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] };
     });
     // Not registered yet: FAIL with the command that fixes it.
     const missing = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect']);
@@ -117,7 +129,7 @@ describe('config check [--connect]', () => {
     expect(r.code, r.stdout).toBe(0);
     const lines = r.stdout.trim().split('\n');
     const names = lines.map((l) => l.slice(6).split(/\s+/)[0]);
-    expect(names).toEqual(['config', 'mappings.dir', 'mappings', 'store', 'platform', 'platform.key', 'platform.ein', 'platform.ssn', 'webhooks.endpoint', 'core']);
+    expect(names).toEqual(['config', 'mappings.dir', 'mappings', 'store', 'platform', 'platform.key', 'platform.ein', 'platform.ssn', 'platform.documents', 'webhooks.endpoint', 'core']);
     for (const l of lines) expect(l).toMatch(/^ok {4}/);
   });
 

@@ -194,7 +194,8 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await rt.store.loans.countByState()).quarantined).toBe(LOANS);
 
       mapper.fail = () => null;
-      const approved = await api('ivan', 'POST', `/requests/${id}/approve`, { note: 'checked the v2 diff' });
+      // The note carries terminal control sequences (ESC, BEL): kept in JSON, neutralised in the CSV export.
+      const approved = await api('ivan', 'POST', `/requests/${id}/approve`, { note: 'checked the v2 diff\u001b[2J\u0007' });
       expect(approved.status).toBe(200);
       expect(approved.json.status).toBe('executed');
       expect(approved.json.result).toMatchObject({ done: LOANS, failed: [] });
@@ -211,7 +212,7 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const audit = await api('vera', 'GET', `/audit?loan=${encodeURIComponent(loanId)}`);
       expect(audit.status).toBe(200);
       expect(audit.json.items.map((e: { kind: string }) => e.kind)).toEqual(['execute', 'approve', 'request']);
-      expect(audit.json.items[1]).toMatchObject({ actor: 'ivan', requestId: id, reason: 'checked the v2 diff' });
+      expect(audit.json.items[1]).toMatchObject({ actor: 'ivan', requestId: id, reason: 'checked the v2 diff\u001b[2J\u0007' });
       expect(audit.json.items[2]).toMatchObject({ actor: 'ana', reason: 'payment frequency mapping fixed in v2' });
       // The loan's own history names the request and its approver.
       const history = await api('vera', 'GET', `/loans/${encodeURIComponent(loanId)}`);
@@ -223,7 +224,12 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const csv = await fetch(`${base}/console/api/audit.csv`, { headers: auth('vera') });
       expect(csv.status).toBe(200);
       expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
-      const lines = (await csv.text()).trim().split('\r\n');
+      const csvText = await csv.text();
+      // Regression: raw ESC/BEL reached the audit CSV (a terminal that cats it runs them).
+      // eslint-disable-next-line no-control-regex
+      expect(csvText).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/);
+      expect(csvText).toContain('checked the v2 diff\u241b[2J\u2407');
+      const lines = csvText.trim().split('\r\n');
       expect(lines[0]).toBe('seq,at,actor,kind,action,request_id,loan_id,reason,detail');
       expect(lines.slice(1).map((l) => l.split(',')[3])).toEqual(['request', 'approve', 'execute']);
     });

@@ -89,4 +89,30 @@ describe('demo (what npm start runs)', () => {
     expect(ids).toContain(latest.header.runId);
     expect(text).toMatch(/stopped\. boarded \d+, quarantined \d+; \d+ report\(s\)/);
   }, 90_000);
+
+  it('finishes its scripted sandbox steps with none failed (regression: ids with / % ? and non-ASCII went into paths unencoded, 7 of 10 steps 404)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'demo-it-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    let text = '';
+    stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
+    stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
+    const shutdown = new AbortController();
+    const { program, ctx } = buildProgram(() =>
+      createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
+    );
+    program.exitOverride();
+    // The default data (seed 1, 25 loans): the script's first pick is an id with / % ? and non-ASCII.
+    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--report-after', '3600', '--step-ms', '100']).finally(() => ctx.close());
+    const stepLines = (): string[] => text.split('\n').filter((l) => /^ {2}· (released|3 new loans|nothing left|sandbox step failed)/.test(l));
+    await vi.waitFor(() => expect(stepLines().length).toBe(11), { timeout: 60_000, interval: 100 });
+    shutdown.abort(new Error('received SIGINT'));
+    await run;
+    expect(stepLines().filter((l) => l.includes('failed')), text).toEqual([]);
+    expect(stepLines().filter((l) => l.includes('released and funded')).length).toBe(5);
+    // At least one step worked on an id that needs encoding in a path.
+    expect(stepLines().some((l) => /released.*([/%?]|[^ -~])/.test(l)), stepLines().join('\n')).toBe(true);
+    expect(text).toMatch(/11 of 11 sandbox step\(s\) run, 0 failed/);
+  }, 90_000);
 });

@@ -33,7 +33,7 @@ describe('customers config', () => {
     const e = loadConfig({ env: { BOARDING_TIN_HASH_KEY: 'from-the-environment-123' }, fileText: base });
     expect(e.customers.tinHashKey).toBe('from-the-environment-123');
     const x = loadConfig({ env: {}, fileText: `${base}customers:\n  extract: { path: ./customers.csv }\n` });
-    expect(x.customers.extract).toEqual({ path: './customers.csv', maxAgeHours: 36, layout: { header: true, delimiter: ',', columns: { cif: 'cif', tin: 'tin', name: 'name' } } });
+    expect(x.customers.extract).toEqual({ path: join(process.cwd(), 'customers.csv'), maxAgeHours: 36, layout: { header: true, delimiter: ',', columns: { cif: 'cif', tin: 'tin', name: 'name' } } });
   });
 
   it('names the key of every mistake and never prints the hash key', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../../src/config/load.js';
+import { configNotes, loadConfig } from '../../../src/config/load.js';
 import { secretConfigKeys } from '../../support/config-keys.js';
 import { SHIPPED_GENERIC_MAPPINGS } from '../../../src/config/schema.js';
 import { ConfigError } from '../../../src/lib/errors.js';
@@ -27,8 +27,9 @@ describe('loadConfig', () => {
   it('fills defaults for every operator-contract key', () => {
     const c = loadConfig({ env: {}, fileText: base });
     expect(c.platform.rateLimit).toEqual({ readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 });
-    expect(c.store.path).toBe('./var/state.sqlite');
-    expect(c.core).toMatchObject({ adapter: 'file', file: { dir: './var/core' } });
+    // Relative paths come out absolute, from the working directory (README "Configuration").
+    expect(c.store.path).toBe(join(process.cwd(), 'var/state.sqlite'));
+    expect(c.core).toMatchObject({ adapter: 'file', file: { dir: join(process.cwd(), 'var/core') } });
     expect(c.webhooks).toMatchObject({ host: '127.0.0.1', port: 8080, secrets: [] });
     // The shipped generic set, wherever the connector runs from (regression: relative to the cwd).
     expect(c.mappings.dir).toBe(SHIPPED_GENERIC_MAPPINGS);
@@ -48,6 +49,53 @@ describe('loadConfig', () => {
 
   it('reports unknown keys so typos do not silently fall back to defaults', () => {
     expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)[0]).toMatch(/^platform\.ratelimit: unknown key/);
+  });
+
+  it('places every config error at file:line:column and suggests the key or value meant', () => {
+    const text = `${base}  ratelimit: { readsPerWindow: 5 }\n  environmnet: staging\nbank:\n  timeZone: America/Chicago\nstore:\n  engine: postgress\n`;
+    let message = '';
+    try {
+      loadConfig({ env: {}, fileText: text, filePath: 'bank.yaml' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('bank.yaml:6:3: platform.ratelimit: unknown key (did you mean "rateLimit"?)');
+    expect(message).toContain('bank.yaml:7:3: platform.environmnet: unknown key (did you mean "environment"?)');
+    expect(message).toContain('bank.yaml:11:11: store.engine: expected one of sqlite, postgres, got "postgress" (did you mean "postgres"?)');
+    // A missing key points at its parent; the keyed problem text stays as scripts match it.
+    expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)).toEqual(['platform.ratelimit: unknown key (did you mean "rateLimit"?) (check spelling; see README "Configuration")']);
+    expect(problems(`${base}webhooks: { prot: 1 }\n`)[0]).toMatch(/^webhooks\.prot: unknown key \(did you mean "port"\?\)/);
+    // Nothing close: no guess.
+    expect(problems(`${base}  zzzzzzzz: 1\n`)[0]).not.toContain('did you mean');
+  });
+
+  it('makes every relative path absolute at load, from the working directory (regression: report links answered 500 with ./var/reports)', () => {
+    const c = loadConfig({
+      env: {},
+      cwd: '/srv/bank',
+      exists: () => true,
+      fileText: `${base}store: { path: ./var/state.sqlite, postgres: { sslRootCert: certs/ca.pem } }\ncore: { file: { dir: var/core } }\nmappings: { dir: ./mappings/mybank }\nreports: { dir: ./var/reports }\ncustomers: { extract: { path: ../extract.csv } }\n`,
+    });
+    expect(c.store.path).toBe('/srv/bank/var/state.sqlite');
+    expect(c.store.postgres.sslRootCert).toBe('/srv/bank/certs/ca.pem');
+    expect(c.core.file.dir).toBe('/srv/bank/var/core');
+    expect(c.mappings.dir).toBe('/srv/bank/mappings/mybank');
+    expect(c.reports.dir).toBe('/srv/bank/var/reports');
+    expect(c.customers.extract?.path).toBe('/srv/extract.csv');
+    expect(configNotes(c)).toEqual([]);
+    // Absolute paths and SQLite's special names stay as written.
+    const d = loadConfig({ env: {}, cwd: '/srv/bank', fileText: `${base}store: { path: ":memory:" }\nreports: { dir: /var/lib/reports }\n` });
+    expect(d.store.path).toBe(':memory:');
+    expect(d.reports.dir).toBe('/var/lib/reports');
+  });
+
+  it('finds the shipped mapping set for a copy of config/example.yaml used outside the repository', () => {
+    const c = loadConfig({ env: {}, cwd: '/tmp/elsewhere-no-such-dir', fileText: `${base}mappings: { dir: ./mappings/generic }\n` });
+    expect(c.mappings.dir).toBe(SHIPPED_GENERIC_MAPPINGS);
+    expect(configNotes(c)[0]).toMatch(/^mappings\.dir: \.\/mappings\/generic does not exist under \/tmp\/elsewhere-no-such-dir; using the shipped set /);
+    // A bank's own set that is missing stays missing (config check and start-up say so), never silently generic.
+    const own = loadConfig({ env: {}, cwd: '/tmp/elsewhere-no-such-dir', fileText: `${base}mappings: { dir: ./mappings/mybank }\n` });
+    expect(own.mappings.dir).toBe('/tmp/elsewhere-no-such-dir/mappings/mybank');
   });
 
   it('points YAML syntax errors at file:line:col', () => {
