@@ -51,7 +51,7 @@ async function board(input: MappingInput): Promise<boolean> {
   const out = await mapper.map(input);
   if (!out.ok) return false;
   const docs = (input.documents ?? []).map((d) => ({ id: (d as { id: string }).id, name: (d as { name?: string | null }).name ?? null, bytes: Buffer.from('%PDF-1.4') }));
-  await core.board(makePackage(input.loan.id as string, out.records, docs));
+  await core.board(makePackage(input.loan.id, out.records, docs));
   return true;
 }
 
@@ -68,7 +68,7 @@ describe('the legal space boarded into the fake Mambu', () => {
           for (const rateType of ['fixed', 'variable']) {
             if (i++ % STEP !== 0) continue;
             const loan = { ...base, id: `L${i}`, paymentFrequency, monthsTerm, monthsInterestOnly: Math.min(io, monthsTerm), rateType };
-            expect(await board({ loan, entities, documents: [], identity: { accountNumber: null, customers: {} } } as unknown as MappingInput), `${paymentFrequency} ${monthsTerm}m io ${io}`).toBe(true);
+            expect(await board({ loan, entities, documents: [], identity: { accountNumber: null, customers: {} } }), `${paymentFrequency} ${monthsTerm}m io ${io}`).toBe(true);
             boarded += 1;
           }
     expect(fake.refused()).toEqual([]);
@@ -126,7 +126,7 @@ describe('the legal space boarded into the fake Mambu', () => {
           people: [{ id: `p:${x.perId}`, firstName: x.first, lastName: x.last, ssn: x.ssn, ssnLast4: x.ssn.slice(-4), role: x.personal ? 'borrower' : 'guarantor' }],
         };
         const documents = x.docs.map((d) => ({ id: `d:${x.id}:${d.id}`, name: d.name, type: 'application/pdf' }));
-        expect(await board({ loan, entities, documents, identity: { accountNumber: null, customers: {} } } as unknown as MappingInput)).toBe(true);
+        expect(await board({ loan, entities, documents, identity: { accountNumber: null, customers: {} } })).toBe(true);
         ids.add(x.id);
       }),
       { numRuns: RUNS, seed: 3535 },
