@@ -103,6 +103,34 @@ export function mappedProductIds(mapping: CompiledMapping | undefined, bankDefau
   return [...new Set(ids)].sort((a, b) => a - b);
 }
 
+/** Core loan product references the set can produce, as text (Mambu product ids or keys): lookups and defaults named *productId / *productTypeKey. */
+export function mappedProductRefs(mapping: CompiledMapping | undefined, bankDefaults: Readonly<Record<string, unknown>>): string[] {
+  if (!mapping) return [];
+  const values: unknown[] = [];
+  for (const name of ['productId', 'productTypeKey']) {
+    const lookup = mapping.lookups.get(name);
+    if (!lookup) continue;
+    values.push(...lookup.values.values());
+    if (lookup.fallback !== undefined) values.push(lookup.fallback);
+  }
+  const fromDefaults = (d: Readonly<Record<string, unknown>>): void => {
+    for (const [k, v] of Object.entries(d)) if (/(productid|producttypekey)$/i.test(k)) values.push(v);
+  };
+  fromDefaults(mapping.defaults);
+  for (const o of mapping.overrides.values()) fromDefaults(o.defaults);
+  fromDefaults(bankDefaults);
+  return [...new Set(values.filter((v): v is string | number => (typeof v === 'string' && v !== '') || typeof v === 'number').map(String))].sort();
+}
+
+/** Custom field sets (fields named `_<setId>`) the set's targets write, by record type. */
+export function mappedCustomFieldSets(mapping: CompiledMapping | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const t of mapping?.targets ?? []) {
+    for (const f of t.fields) if (f.name.startsWith('_')) out[t.type] = [...new Set([...(out[t.type] ?? []), f.name])];
+  }
+  return out;
+}
+
 async function storeCheck(db: StoreDb, path: string): Promise<ConnectionCheck> {
   // SQLite: BEGIN IMMEDIATE then ROLLBACK: waits busy_timeout behind a daemon's write, changes nothing.
   const blocker = await db.writeBlocker();
@@ -313,7 +341,12 @@ async function coreChecks(config: Config, mapping: CompiledMapping | undefined, 
   try {
     let checks: CoreCheck[];
     if (core.checkConnection) {
-      checks = await core.checkConnection({ productIds: mappedProductIds(mapping, config.mappings.defaults), ...(deps.signal ? { signal: deps.signal } : {}) });
+      checks = await core.checkConnection({
+        productIds: mappedProductIds(mapping, config.mappings.defaults),
+        productRefs: mappedProductRefs(mapping, config.mappings.defaults),
+        customFieldSets: mappedCustomFieldSets(mapping),
+        ...(deps.signal ? { signal: deps.signal } : {}),
+      });
     } else {
       const h = await core.health();
       checks = [{ name: 'core', status: h.ok ? 'ok' : 'fail', detail: h.detail ?? core.name }];

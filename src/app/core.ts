@@ -11,6 +11,7 @@ import { FileBatchStore } from '../store/file-batches.js';
 import { cutoffRule } from '../core/file/cutoff.js';
 import { FileCore } from '../core/file/file-core.js';
 import { FineractCore } from '../core/fineract/fineract-core.js';
+import { MambuCore } from '../core/mambu/mambu-core.js';
 import type { CoreSystem } from '../core/port.js';
 import { CustomerExtract } from '../core/file/customer-extract.js';
 import type { CustomerKeys } from '../lib/customer-keys.js';
@@ -19,6 +20,7 @@ export { createDocumentFetcher } from '../core/documents.js';
 export { verifyPackage, readManifest, type PackageManifest } from '../core/file/manifest.js';
 export { FileCore } from '../core/file/file-core.js';
 export { FineractCore } from '../core/fineract/fineract-core.js';
+export { MambuCore } from '../core/mambu/mambu-core.js';
 export * from '../core/port.js';
 
 export interface CoreDeps {
@@ -75,6 +77,26 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
             }),
       batches: fileBatchesFromConfig(config, deps),
       timeZone: config.bank.timeZone,
+      logger: deps.logger,
+      clock: deps.clock,
+    });
+  }
+  if (config.core.adapter === 'mambu') {
+    const m = config.core.mambu;
+    if (m === undefined) throw new ConfigError('core.mambu: required when core.adapter is mambu (baseUrl and auth at least)');
+    return new MambuCore({
+      baseUrl: m.baseUrl,
+      auth: m.auth,
+      disburseAuth: m.disburseAuth,
+      timeoutMs: m.timeoutMs,
+      insecureTls: m.insecureTls,
+      approve: m.approve,
+      disburse: m.disburse,
+      branchKey: m.branchKey,
+      taxIdField: m.taxIdField,
+      loanRefField: m.loanRefField,
+      documents: m.documents,
+      externalRefs: deps.db ? createExternalRefStore(deps.db) : undefined,
       logger: deps.logger,
       clock: deps.clock,
     });

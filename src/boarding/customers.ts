@@ -77,6 +77,9 @@ function partiesOf(entities: Entities): Party[] {
 
 const last4 = (tin: string): string => `…${tin.slice(-4)}`;
 
+/** Receipt record types that are a customer in the core (the file core's customer, Fineract's and Mambu's client, Mambu's group). */
+const CUSTOMER_RECORD_TYPES: ReadonlySet<string> = new Set(['customer', 'client', 'group']);
+
 /**
  * Customer match before create (docs/core.md "Customer match"), for every business and person on a
  * loan, in this order: the connector's cross-reference (entity id → CIF), the full tax id against
@@ -268,7 +271,7 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       const byEntity = new Map((await customers.forLoan(loanId)).map((r) => [r.entityId, r] as const));
       for (const rec of receipt.records) {
         const lc = byEntity.get(rec.externalId);
-        if (lc !== undefined && lc.tinHash !== null && lc.cif === null && (rec.type === 'client' || rec.type === 'customer')) assigned.set(lc.tinHash, rec.coreId);
+        if (lc !== undefined && lc.tinHash !== null && lc.cif === null && CUSTOMER_RECORD_TYPES.has(rec.type)) assigned.set(lc.tinHash, rec.coreId);
       }
     }
     await customers.markWritten(loanId, assigned, now);

@@ -230,7 +230,17 @@ export function loadConfig(input: LoadConfigInput): Config {
     webhooks['secrets'] = secrets.split(',').map((s) => s.trim()).filter(Boolean);
   }
   const corePassword = env['BOARDING_CORE_PASSWORD'];
-  if (corePassword !== undefined && corePassword !== '') {
+  const coreApiKey = env['BOARDING_CORE_API_KEY'];
+  if ((obj['core'] as Record<string, unknown> | undefined)?.['adapter'] === 'mambu') {
+    // Mambu: the secret goes into core.mambu.auth (an API key, or a Basic login's password).
+    if ((coreApiKey !== undefined && coreApiKey !== '') || (corePassword !== undefined && corePassword !== '')) {
+      const core = obj['core'] as Record<string, unknown>;
+      const mambu = (core['mambu'] ??= {}) as Record<string, unknown>;
+      const auth = (mambu['auth'] ??= {}) as Record<string, unknown>;
+      if (coreApiKey !== undefined && coreApiKey !== '') auth['apiKey'] = coreApiKey;
+      else auth['password'] = corePassword;
+    }
+  } else if (corePassword !== undefined && corePassword !== '') {
     const core = (obj['core'] ??= {}) as Record<string, unknown>;
     const http = (core['http'] ??= {}) as Record<string, unknown>;
     http['password'] = corePassword;
@@ -261,6 +271,9 @@ export function loadConfig(input: LoadConfigInput): Config {
   if (transport.length > 0) throw configError(source, src, input.filePath, transport.map(keyedProblem));
   if (config.core.adapter === 'http' && !config.core.http) {
     throw configError(source, src, input.filePath, [keyedProblem('core.http: expected a map (required when core.adapter is http), got nothing')]);
+  }
+  if (config.core.adapter === 'mambu' && !config.core.mambu) {
+    throw configError(source, src, input.filePath, [keyedProblem('core.mambu: expected a map (required when core.adapter is mambu: baseUrl and auth at least), got nothing')]);
   }
   const notes: string[] = [];
   resolvePaths(config, input.cwd ?? process.cwd(), input.exists ?? existsSync, notes);

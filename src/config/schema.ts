@@ -94,8 +94,49 @@ export const storeSchema = z
     }
   });
 
+/** Mambu credentials: an API key (the `apiKey` header) or a user's HTTP Basic login. */
+const mambuAuthSchema = z.union(
+  [
+    z.strictObject({ apiKey: str('an API key (or BOARDING_CORE_API_KEY)') }),
+    z.strictObject({ username: str('a user name'), password: str('a password (or BOARDING_CORE_PASSWORD)') }),
+  ],
+  { error: 'expected { apiKey } or { username, password }' },
+);
+
+/** core.mambu: Mambu API v2 (docs/core.md "Mambu"). */
+export const mambuSchema = z.strictObject({
+  /** The tenant's API base, e.g. https://bank.mambu.com/api (paths /clients, /loans… are appended). */
+  baseUrl: z.url({ error: 'expected the Mambu API URL, e.g. https://bank.mambu.com/api' }),
+  auth: mambuAuthSchema,
+  /** Other credentials for the disbursement: Mambu may refuse a disbursement by the user who approved. */
+  disburseAuth: mambuAuthSchema.optional(),
+  approve: bool().default(false),
+  disburse: bool().default(false),
+  /** Branch (encodedKey or id) for new clients, groups and loans when the mapping names none. */
+  branchKey: str('a branch id or encodedKey').optional(),
+  /** Where the tax id lives, for the customer match's search: <customFieldSetId>.<customFieldId>. */
+  taxIdField: z
+    .strictObject({
+      clients: z.string().regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, { error: 'expected <customFieldSetId>.<customFieldId>, e.g. _taxInformation_Clients.taxId' }).default('_taxInformation_Clients.taxId'),
+      groups: z.string().regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, { error: 'expected <customFieldSetId>.<customFieldId>, e.g. _taxInformation_Groups.taxId' }).default('_taxInformation_Groups.taxId'),
+    })
+    .prefault({}),
+  /** The loan custom field (<customFieldSetId>.<customFieldId>) that holds the platform loan id. */
+  loanRefField: z.string().regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, { error: 'expected <customFieldSetId>.<customFieldId>, e.g. _boarding_Loans.platformLoanId' }).default('_boarding_Loans.platformLoanId'),
+  timeoutMs: int(1).default(30_000),
+  insecureTls: bool().default(false),
+  /** Mambu's document upload cap (bytes); a larger document follows documents.refused. */
+  documents: z
+    .strictObject({
+      maxBytes: int(1).default(50 * 1024 * 1024),
+      refused: oneOf(['skip', 'quarantine']).default('skip'),
+    })
+    .prefault({}),
+});
+export type MambuConfig = z.infer<typeof mambuSchema>;
+
 export const coreSchema = z.strictObject({
-  adapter: oneOf(['file', 'http']).default('file'),
+  adapter: oneOf(['file', 'http', 'mambu']).default('file'),
   file: z
     .strictObject({
       dir: str('a directory path').default('./var/core'),
@@ -135,6 +176,7 @@ export const coreSchema = z.strictObject({
         .prefault({}),
     })
     .optional(),
+  mambu: mambuSchema.optional(),
 });
 
 export const webhooksSchema = z.strictObject({

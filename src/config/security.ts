@@ -4,6 +4,7 @@ import type { Config } from './schema.js';
 function urlKeys(config: Config): Array<[key: string, url: string]> {
   const out: Array<[string, string]> = [['platform.baseUrl', config.platform.baseUrl]];
   if (config.core.http) out.push(['core.http.baseUrl', config.core.http.baseUrl]);
+  if (config.core.mambu) out.push(['core.mambu.baseUrl', config.core.mambu.baseUrl]);
   if (config.webhooks.publicUrl !== undefined) out.push(['webhooks.publicUrl', config.webhooks.publicUrl]);
   return out;
 }
@@ -37,6 +38,9 @@ export function transportProblems(config: Config): string[] {
   }
   if (production && config.core.http?.insecureTls === true) {
     problems.push('core.http.insecureTls: refused with platform.environment: production (the core\'s certificate must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)');
+  }
+  if (production && config.core.mambu?.insecureTls === true) {
+    problems.push('core.mambu.insecureTls: refused with platform.environment: production (the core\'s certificate must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)');
   }
   return problems;
 }

@@ -131,6 +131,13 @@ export interface CoreCheck {
 export interface CoreConnectionCheckInput {
   /** Core product ids the mapping set can produce (lookup values and defaults), to see they exist. */
   productIds: readonly number[];
+  /**
+   * The same as text, for cores whose products are named by a string (Mambu: a product id or
+   * encodedKey): the values of the `productId` / `productTypeKey` lookups and of defaults named so.
+   */
+  productRefs?: readonly string[];
+  /** Custom field sets the mapping writes, by record type (Mambu: properties named `_<setId>`). */
+  customFieldSets?: Readonly<Record<string, readonly string[]>>;
   signal?: AbortSignal;
 }
 

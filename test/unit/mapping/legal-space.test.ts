@@ -36,7 +36,8 @@ const text = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('ACME, LLC',
 // Ids of any shape (issue 23): UUIDs, and opaque ids up to ~190 characters with - _ . : (the
 // UUID inside keeps two entities from sharing one by chance).
 const anyId = fc.oneof(fc.uuid(), fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:-]{0,150}$/), fc.uuid()).map(([s, u]) => `${s}:${u}`));
-const IDENTITY = { generic: { accountNumber: '1000000008', customers: {} }, fineract: { accountNumber: null, customers: {} } } as const;
+const IDENTITY = { generic: { accountNumber: '1000000008', customers: {} }, fineract: { accountNumber: null, customers: {} }, mambu: { accountNumber: null, customers: {} } } as const;
+type SetName = keyof typeof IDENTITY;
 const digits9 = fc.integer({ min: 0, max: 999_999_999 }).map((n) => String(n).padStart(9, '0'));
 const role = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...ROLES) }, fc.constant(undefined));
 const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }).map((k) => `x_${k}`), fc.oneof(fc.string(), fc.integer(), fc.constant(null)), { maxKeys: 2 });
@@ -84,7 +85,7 @@ type Loan = Record<string, unknown> & { monthsTerm: number; monthsInterestOnly: 
 type Entity = { id: string; role?: string | undefined };
 
 /** The documented contradictory list (docs/mapping-guide.md, "Conventions"): these quarantine. */
-function contradiction(loan: Loan, entities: Entity[], set: 'generic' | 'fineract'): string | null {
+function contradiction(loan: Loan, entities: Entity[], set: SetName): string | null {
   if (entities.length === 0) return 'no entity';
   const withRole = entities.filter((e) => e.role !== undefined);
   if (withRole.length > 0 && !withRole.some((e) => e.role === 'borrower')) return 'no borrower among roles';
@@ -100,7 +101,7 @@ function contradiction(loan: Loan, entities: Entity[], set: 'generic' | 'finerac
 const records = (rs: MappedRecord[], type: string): MappedRecord[] => rs.filter((r) => r.type === type);
 const PERIOD_MONTHS: Record<string, number> = { weekly: 12 / 52, biweekly: 24 / 52, monthly: 1, quarterly: 3, 'semi-annual': 6, annual: 12 };
 
-async function check(mapper: Mapper, set: 'generic' | 'fineract', sample: fc.Arbitrary<{ loan: Loan; businesses: Entity[]; people: Entity[]; documents: unknown[] }>): Promise<void> {
+async function check(mapper: Mapper, set: SetName, sample: fc.Arbitrary<{ loan: Loan; businesses: Entity[]; people: Entity[]; documents: unknown[] }>): Promise<void> {
   await fc.assert(
     fc.asyncProperty(sample, async ({ loan, businesses, people, documents }) => {
       const input = { loan, entities: { businesses, people }, documents, identity: IDENTITY[set] } as unknown as MappingInput;
@@ -115,7 +116,7 @@ async function check(mapper: Mapper, set: 'generic' | 'fineract', sample: fc.Arb
       const [l] = records(outcome.records, 'loan');
       expect(l).toBeDefined();
       const f = l!.fields;
-      const principal = String(f['principal']);
+      const principal = String(f[set === 'mambu' ? 'loanAmount' : 'principal']);
       // Money exact: the decimal string is the cents, digit for digit.
       expect(BigInt(principal.replace('.', ''))).toBe(BigInt(loan.centsAmount));
       const freq = String(loan['paymentFrequency']);
@@ -131,6 +132,19 @@ async function check(mapper: Mapper, set: 'generic' | 'fineract', sample: fc.Arb
           expect(io <= n).toBe(true);
           if (io < n) expect(io * months).toBeGreaterThanOrEqual((loan.monthsInterestOnly ?? 0) - 1e-9);
         } else expect(n).toBe(1);
+      } else if (set === 'mambu') {
+        const sch = f['scheduleSettings'] as { repaymentInstallments: number; repaymentPeriodCount: number; repaymentPeriodUnit: string; gracePeriod: number; gracePeriodType: string };
+        const n = sch.repaymentInstallments;
+        // Mambu: grace below the installments, a grace type only with grace, and a first repayment after disbursement.
+        expect(sch.gracePeriod).toBeLessThan(Math.max(n, 1));
+        expect(sch.gracePeriodType === 'NONE').toBe(sch.gracePeriod === 0);
+        expect(['DAYS', 'WEEKS', 'MONTHS', 'YEARS']).toContain(sch.repaymentPeriodUnit);
+        const d = f['disbursementDetails'] as { expectedDisbursementDate: string; firstRepaymentDate?: string };
+        if (d.firstRepaymentDate !== undefined) expect(d.firstRepaymentDate > d.expectedDisbursementDate).toBe(true);
+        if (freq !== 'lump sum') expect(n * months).toBeGreaterThanOrEqual(loan.monthsTerm - 1e-9);
+        // Mambu ids: only the caller-supplied ones (none here: the adapter derives them), no custom field value empty.
+        for (const r of outcome.records) for (const [k, v] of Object.entries(r.fields)) if (k.startsWith('_')) expect(Object.values(v as object).every((x) => x !== '' && x !== null)).toBe(true);
+        for (const doc of records(outcome.records, 'document')) expect(String(doc.fields['name'])).toMatch(/^[^/<>|:&?*[\]#\\"']{1,256}$/);
       } else {
         const n = f['numberOfRepayments'] as number;
         const grace = (f['graceOnPrincipalPayment'] as number | undefined) ?? 0;
@@ -144,18 +158,18 @@ async function check(mapper: Mapper, set: 'generic' | 'fineract', sample: fc.Arb
   );
 }
 
-describe('the legal space: every loan the spec allows boards with both shipped sets (issue 13)', () => {
-  for (const set of ['generic', 'fineract'] as const) {
+describe('the legal space: every loan the spec allows boards with every shipped set (issue 13; mambu: issue 35)', () => {
+  for (const set of ['generic', 'fineract', 'mambu'] as const) {
     it(`${set}: boards (possibly with review items) unless contradictory; money exact; schedules consistent`, async () => {
       const mapper = await loadMapper(join(import.meta.dirname, `../../../mappings/${set}`), { timeZone: 'America/Chicago' });
       await check(mapper, set, inputArb);
     }, 120_000);
   }
 
-  it('the 720-loan schedule grid (8 frequencies × 5 terms × 9 interest-only lengths × 2 rate types) boards in both sets', async () => {
+  it('the 720-loan schedule grid (8 frequencies × 5 terms × 9 interest-only lengths × 2 rate types) boards in every set', async () => {
     const base = { id: 'L', type: 'business', centsAmount: 125000050, bpsRate: 725, closeDate: '2025-03-14T15:00:00Z', createdAt: '2025-02-01T14:00:00Z', boarding: { id: 'b', releasedAt: '2025-03-15T12:00:00Z' } };
     const entities = { businesses: [{ id: 'B', name: 'Acme', ein: '12-3456789', einLast4: '6789', role: 'borrower' }], people: [] };
-    for (const set of ['generic', 'fineract'] as const) {
+    for (const set of ['generic', 'fineract', 'mambu'] as const) {
       const mapper = await loadMapper(join(import.meta.dirname, `../../../mappings/${set}`), {});
       let boarded = 0;
       for (const paymentFrequency of FREQUENCIES)

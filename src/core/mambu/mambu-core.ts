@@ -1,0 +1,652 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream, openAsBlob } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import { FormData } from 'undici';
+import type { MappedRecord } from '../../contract/records.js';
+import type { PlatformDocument } from '../../contract/schemas.js';
+import type { Clock } from '../../lib/clock.js';
+import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
+import { FatalError, errorMessage } from '../../lib/errors.js';
+import type { Logger } from '../../lib/logger.js';
+import type { ExternalRefStore } from '../../store/external-refs.js';
+import { KeyedLock } from '../keyed-lock.js';
+import {
+  CoreRejectedError,
+  CustomerSourceUnavailableError,
+  type BoardingPackage,
+  type CoreCheck,
+  type CoreConnectionCheckInput,
+  type CoreLoanRecord,
+  type CoreReceipt,
+  type CoreSystem,
+  type CustomerDirectory,
+  type CustomerQuery,
+  type ExistingCustomer,
+} from '../port.js';
+import { safeFileName } from '../safe-name.js';
+import { MambuDecimal, MambuHttp, isDuplicateId, type MambuHttpOptions } from './http.js';
+import { derivedMambuId, isMambuId, mambuDocumentName, mambuIdempotencyKey, mambuRef, type MambuKind } from './ids.js';
+import { canonicalFromMambuLoan } from './units.js';
+
+export const MAMBU_RECORD_TYPES = ['client', 'group', 'loan', 'document'] as const;
+type RecordType = (typeof MAMBU_RECORD_TYPES)[number];
+
+export interface MambuCoreOptions extends MambuHttpOptions {
+  approve: boolean;
+  disburse: boolean;
+  /** Branch for new clients, groups and loans when the mapping names none (assignedBranchKey). */
+  branchKey?: string | undefined;
+  /** Where the tax id lives (<customFieldSetId>.<customFieldId>), searched by the customer match. */
+  taxIdField: { clients: string; groups: string };
+  /** The loan custom field that holds the platform loan id (look-up after a crash, reconciliation). */
+  loanRefField: string;
+  documents: { maxBytes: number; refused: 'skip' | 'quarantine' };
+  logger: Logger;
+  clock: Clock;
+  /** Where documents are spooled before the multipart upload (default: the OS temp dir). */
+  spoolDir?: string;
+  /** Where a digested loan reference is mapped back to its platform id (ids.ts mambuRef). */
+  externalRefs?: ExternalRefStore | undefined;
+}
+
+/** Mambu's largest page (limit ≤ 1000). */
+const PAGE = 1000;
+/** Record fields that are the connector's, never sent to Mambu. */
+const CONNECTOR_FIELDS = new Set(['existing']);
+/** Fields Mambu takes as numbers that the mapping gives as exact decimal strings. */
+const DECIMAL_FIELDS: ReadonlyArray<readonly string[]> = [['loanAmount'], ['interestSettings', 'interestRate']];
+
+type Json = Record<string, unknown>;
+
+interface Holder {
+  id: string;
+  encodedKey: string;
+}
+
+interface Ids {
+  clients: Map<string, Holder>;
+  groups: Map<string, Holder>;
+}
+
+/** A URL for an operator's eyes: no user info, no query string. */
+function withoutSecrets(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    u.search = '';
+    return u.toString();
+  } catch {
+    return '(unparseable URL)';
+  }
+}
+
+const enc = encodeURIComponent;
+
+/**
+ * Mambu (API v2) as the core. Exactly once across every retry horizon: each client, group and loan
+ * account gets an id the connector supplies and never changes (the bank's number from its pool, the
+ * matched customer's id, or one derived from the platform id: ids.ts), is looked up by it before a
+ * create, and a second create with it is refused by Mambu (DUPLICATE_ID) — the lasting guard, since
+ * Mambu keeps an Idempotency-Key six hours and caches no failure. Every write also carries a v4-UUID
+ * Idempotency-Key derived from what it does, the same on every retry and after a restart.
+ * Disbursements carry a unique externalId, searched before one is made; documents a `[doc:<id>]`
+ * marker in their notes.
+ *
+ * Record types: `client` (people), `group` (businesses, members by `memberExternalIds`), `loan`
+ * (`accountHolderExternalId` + `accountHolderType`), `document` (the mambu mapping set).
+ */
+export class MambuCore implements CoreSystem {
+  readonly name = 'mambu';
+  private readonly http: MambuHttp;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  /** Two loans boarded concurrently may share a borrower: create it once. */
+  private readonly customerLock = new KeyedLock();
+  /** Product encodedKeys by the mapping's id or key, read once per process. */
+  private readonly products = new Map<string, Promise<Json>>();
+  private readonly loanRef: { set: string; field: string };
+
+  readonly customers: CustomerDirectory = {
+    findByTin: (q, o) => this.findByTin(q, o?.signal),
+    status: () => ({ ok: true, detail: `Mambu search by custom field (${this.opts.taxIdField.clients}, ${this.opts.taxIdField.groups})` }),
+  };
+
+  constructor(private readonly opts: MambuCoreOptions) {
+    this.http = new MambuHttp(opts);
+    this.logger = opts.logger.child({ component: 'core.mambu' });
+    this.clock = opts.clock;
+    const [set, field] = opts.loanRefField.split('.');
+    this.loanRef = { set: set ?? '_boarding_Loans', field: field ?? 'platformLoanId' };
+  }
+
+  async board(pkg: BoardingPackage, o: { signal?: AbortSignal } = {}): Promise<CoreReceipt> {
+    const signal = o.signal;
+    const { byType, uploads, warnings } = this.preflight(pkg);
+    const ids: Ids = { clients: new Map(), groups: new Map() };
+    const receipt: CoreReceipt['records'] = [];
+    for (const rec of byType.client) {
+      const h = await this.ensureHolder('client', rec, pkg, ids, signal);
+      ids.clients.set(rec.externalId, h);
+      receipt.push({ type: rec.type, externalId: rec.externalId, coreId: h.id });
+    }
+    for (const rec of byType.group) {
+      const h = await this.ensureHolder('group', rec, pkg, ids, signal);
+      ids.groups.set(rec.externalId, h);
+      receipt.push({ type: rec.type, externalId: rec.externalId, coreId: h.id });
+    }
+    const primary = byType.loan.find((l) => l.externalId === pkg.loanId) ?? byType.loan[0];
+    if (primary === undefined) throw new CoreRejectedError('no loan record to board');
+    let loan: Json | undefined;
+    for (const rec of byType.loan) {
+      const l = await this.ensureLoan(rec, pkg, ids, signal);
+      if (this.opts.approve || this.opts.disburse) await this.ensureCommands(rec, l, pkg, signal);
+      receipt.push({ type: rec.type, externalId: rec.externalId, coreId: String(l['id']) });
+      if (rec === primary) loan = l;
+    }
+    const loanId = text(loan?.['id']);
+    const documents = await this.ensureDocuments(pkg, uploads, loan as Json, signal);
+    for (const d of documents) if (d.coreId !== undefined) receipt.push({ type: 'document', externalId: d.documentId, coreId: d.coreId });
+    if (warnings.length > 0) this.logger.warn({ loanId: pkg.loanId, warnings }, 'documents left out: over core.mambu.documents.maxBytes');
+    this.logger.info({ loanId: pkg.loanId, mambuLoanId: loanId, records: receipt.length, documents: documents.length }, 'loan boarded in Mambu');
+    return {
+      coreReference: loanId,
+      loanExternalId: pkg.loanId,
+      mappingVersion: pkg.mappingVersion,
+      records: receipt,
+      documents,
+      boardedAt: new Date(this.clock.now()).toISOString(),
+      ...(warnings.length > 0 ? { warnings } : {}),
+      accountNumber: loanId,
+    };
+  }
+
+  /** Refuses what cannot board before any write, so a bad package never leaves half a loan. */
+  private preflight(pkg: BoardingPackage): { byType: Record<RecordType, MappedRecord[]>; uploads: PlatformDocument[]; warnings: string[] } {
+    const out: Record<RecordType, MappedRecord[]> = { client: [], group: [], loan: [], document: [] };
+    for (const r of pkg.records) {
+      if (!(MAMBU_RECORD_TYPES as readonly string[]).includes(r.type)) {
+        throw new CoreRejectedError(`record type "${r.type}" (external id ${r.externalId}) is not supported by the Mambu core (supported: ${MAMBU_RECORD_TYPES.join(', ')}); use the mambu mapping set`);
+      }
+      if (typeof r.externalId !== 'string' || r.externalId === '') throw new CoreRejectedError(`${r.type} record: externalId must be a non-empty string`);
+      const id = r.fields['id'];
+      if (id !== undefined && id !== null && (typeof id !== 'string' || !isMambuId(id))) {
+        throw new CoreRejectedError(`${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`);
+      }
+      if (r.type !== 'document') {
+        for (const [k, v] of Object.entries(r.fields)) {
+          if (k.startsWith('_') && (v === null || typeof v !== 'object' || Array.isArray(v))) throw new CoreRejectedError(`${r.type} ${r.externalId}: custom field set ${k} must be an object of field id → value`);
+        }
+      }
+      out[r.type as RecordType].push(r);
+    }
+    if (out.loan.length === 0) throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
+    for (const l of out.loan) {
+      if (typeof l.fields['accountHolderExternalId'] !== 'string') throw new CoreRejectedError(`loan record ${l.externalId}: accountHolderExternalId (the borrower's platform id) is missing`);
+      if (l.fields['accountHolderType'] !== 'CLIENT' && l.fields['accountHolderType'] !== 'GROUP') throw new CoreRejectedError(`loan record ${l.externalId}: accountHolderType must be CLIENT or GROUP`);
+      if (typeof l.fields['productTypeKey'] !== 'string' || l.fields['productTypeKey'] === '') throw new CoreRejectedError(`loan record ${l.externalId}: productTypeKey (a Mambu loan product id or encodedKey) is missing`);
+    }
+    const uploads: PlatformDocument[] = [];
+    const warnings: string[] = [];
+    for (const doc of pkg.documents) {
+      if (typeof doc.size === 'number' && doc.size > this.opts.documents.maxBytes) {
+        const reason = `document ${doc.id} is ${doc.size} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`;
+        if (this.opts.documents.refused === 'quarantine') throw new CoreRejectedError(`${reason} (core.mambu.documents.refused: quarantine)`);
+        warnings.push(`${reason}; left out (core.mambu.documents.refused: skip)`);
+      } else uploads.push(doc);
+    }
+    return { byType: out, uploads, warnings };
+  }
+
+  /** A write's Idempotency-Key: what it does (action, record, mapping version, body), as a v4 UUID. */
+  private key(action: string, parts: string[], body: unknown): string {
+    return mambuIdempotencyKey(action, [...parts, createHash('sha256').update(JSON.stringify(body) ?? '').digest('base64url')]);
+  }
+
+  private ensureHolder(kind: 'client' | 'group', rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<Holder> {
+    const id = this.holderId(kind, rec);
+    return this.customerLock.run(`${kind}:${id}`, () => this.ensureHolderLocked(kind, id, rec, pkg, ids, signal));
+  }
+
+  private holderId(kind: MambuKind, rec: MappedRecord): string {
+    const id = rec.fields['id'];
+    return typeof id === 'string' && id !== '' ? id : derivedMambuId(kind, rec.externalId);
+  }
+
+  private async ensureHolderLocked(kind: 'client' | 'group', id: string, rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<Holder> {
+    const resource = kind === 'client' ? 'clients' : 'groups';
+    const found = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
+    if (found !== null) return holderOf(found, `${kind} ${id}`);
+    if (rec.fields['existing'] === true) {
+      throw new CoreRejectedError(`${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist (deleted since it was matched?); check the customer, then loans retry`);
+    }
+    // Last guard before a create: a customer that already holds this tax id (made in Mambu by a
+    // person, or boarded without the customer match) is reused, never doubled.
+    const holder = await this.holderWithTaxId(kind, rec, pkg, signal);
+    if (holder !== null) return holder;
+    const body: Json = { ...this.outgoing(rec), id };
+    if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined) body['assignedBranchKey'] = this.opts.branchKey;
+    if (kind === 'group') {
+      const members = Array.isArray(rec.fields['memberExternalIds']) ? (rec.fields['memberExternalIds'] as unknown[]).filter((m): m is string => typeof m === 'string') : [];
+      const keys: Json[] = [];
+      for (const m of [...new Set(members)]) {
+        const c = ids.clients.get(m);
+        if (c === undefined) {
+          this.logger.warn({ loanId: pkg.loanId, group: rec.externalId, member: m }, 'group member is not a client of this package: left out');
+          continue;
+        }
+        keys.push({ clientKey: c.encodedKey });
+      }
+      if (keys.length > 0) body['groupMembers'] = keys;
+    }
+    try {
+      const res = await this.http.post<Json>(`/${resource}`, { body, idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body), ...(signal ? { signal } : {}) });
+      return holderOf(res, `${kind} ${id}`);
+    } catch (err) {
+      if (err instanceof CoreRejectedError && isDuplicateId(err.detail)) {
+        const again = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
+        if (again !== null) return holderOf(again, `${kind} ${id}`);
+      }
+      throw err;
+    }
+  }
+
+  /** The tax id a client or group record carries in the configured custom field. */
+  private taxIdOf(kind: 'client' | 'group', rec: MappedRecord): string | null {
+    const [set, field] = (kind === 'client' ? this.opts.taxIdField.clients : this.opts.taxIdField.groups).split('.');
+    const values = rec.fields[set ?? ''];
+    const v = values !== null && typeof values === 'object' ? (values as Json)[field ?? ''] : undefined;
+    return typeof v === 'string' && v !== '' ? v : null;
+  }
+
+  private async holderWithTaxId(kind: 'client' | 'group', rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<Holder | null> {
+    const tin = this.taxIdOf(kind, rec);
+    if (tin === null) return null;
+    const hits = await this.searchByTaxId(kind, tin, signal);
+    if (hits.length > 1) throw new CoreRejectedError(`${kind} ${rec.externalId}: ${hits.length} Mambu ${kind}s (${hits.map((h) => String(h['id'])).join(', ')}) hold its tax id; merge them in Mambu, then loans retry`);
+    const hit = hits[0];
+    if (hit === undefined) return null;
+    this.logger.warn({ loanId: pkg.loanId, entity: rec.externalId, mambuId: hit['id'] }, `a Mambu ${kind} already holds this tax id: reused, no second ${kind} created`);
+    return holderOf(hit, `${kind} ${String(hit['id'])}`);
+  }
+
+  /** Clients or groups whose tax id custom field equals the tax id (as 9 digits, or dashed as banks key it). */
+  private async searchByTaxId(kind: 'client' | 'group', tin: string, signal?: AbortSignal): Promise<Json[]> {
+    const digits = normaliseTin(tin) ?? tin;
+    const forms = new Set([tin, digits, kind === 'group' ? `${digits.slice(0, 2)}-${digits.slice(2)}` : `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`]);
+    const field = kind === 'client' ? this.opts.taxIdField.clients : this.opts.taxIdField.groups;
+    const byId = new Map<string, Json>();
+    for (const value of forms) {
+      for (let offset = 0; ; offset += PAGE) {
+        const page = await this.http.search<Json>(`/${kind === 'client' ? 'clients' : 'groups'}:search`, { filterCriteria: [{ field, operator: 'EQUALS', value }] }, offset, PAGE, signal);
+        for (const h of page.items) byId.set(String(h['id']), h);
+        if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total)) break;
+      }
+    }
+    return [...byId.values()];
+  }
+
+  /** The customer match: Mambu's clients (SSN) or groups (EIN) with this tax id; a failed search is never "none". */
+  private async findByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
+    const kind = q.tinType === 'EIN' ? 'group' : 'client';
+    let hits: Json[];
+    try {
+      hits = await this.searchByTaxId(kind, q.tin, signal);
+    } catch (err) {
+      if (err instanceof FatalError) throw err;
+      throw new CustomerSourceUnavailableError('customers.search_failed', `Mambu ${kind} search by tax id failed (${errorMessage(err)}); the loan waits rather than create a customer Mambu may already have`);
+    }
+    return hits.map((h) => {
+      const name = kind === 'group' ? h['groupName'] : [h['firstName'], h['lastName']].filter((x) => typeof x === 'string').join(' ');
+      return { cif: String(h['id']), nameAgrees: typeof name === 'string' && name !== '' ? normaliseName(name) === normaliseName(q.name) : null };
+    });
+  }
+
+  /** The record's fields as Mambu properties: no references, no connector flags, no empty custom field values. */
+  private outgoing(rec: MappedRecord): Json {
+    const out: Json = {};
+    for (const [k, v] of Object.entries(rec.fields)) {
+      if (/ExternalIds?$/.test(k) || CONNECTOR_FIELDS.has(k)) continue;
+      if (k.startsWith('_')) {
+        // Mambu refuses "" and null as custom field values: a field without a value is left out.
+        const values = Object.fromEntries(Object.entries(v as Json).filter(([, x]) => x !== null && x !== undefined && x !== ''));
+        if (Object.keys(values).length > 0) out[k] = values;
+        continue;
+      }
+      out[k] = v;
+    }
+    for (const path of DECIMAL_FIELDS) setDecimal(out, path);
+    return out;
+  }
+
+  /** A loan product by the mapping's id or key (GET /loanproducts/{id}), read once per process. */
+  private product(ref: string, signal?: AbortSignal): Promise<Json> {
+    let p = this.products.get(ref);
+    if (p === undefined) {
+      p = this.http.get<Json>(`/loanproducts/${enc(ref)}`, signal);
+      p.catch(() => this.products.delete(ref));
+      this.products.set(ref, p);
+    }
+    return p;
+  }
+
+  private async findLoanById(id: string, signal?: AbortSignal): Promise<Json | null> {
+    return this.http.find<Json>(`/loans/${enc(id)}?detailsLevel=FULL`, signal);
+  }
+
+  /** Loans whose reference custom field holds this platform id (ids.ts mambuRef). */
+  private async findLoanByRef(platformId: string, signal?: AbortSignal): Promise<Json | null> {
+    const ref = mambuRef(platformId);
+    const page = await this.http.search<Json>('/loans:search?detailsLevel=FULL', { filterCriteria: [{ field: `${this.loanRef.set}.${this.loanRef.field}`, operator: 'EQUALS', value: ref }] }, 0, 2, signal);
+    if (page.items.length > 1) throw new CoreRejectedError(`loan ${platformId}: ${page.items.length} Mambu loans hold ${this.opts.loanRefField} = ${ref}; close the extra one in Mambu, then the loan retries`);
+    return page.items[0] ?? null;
+  }
+
+  private refOf(loan: Json): unknown {
+    const set = loan[this.loanRef.set];
+    return set !== null && typeof set === 'object' ? (set as Json)[this.loanRef.field] : undefined;
+  }
+
+  private async ensureLoan(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<Json> {
+    const id = this.holderId('loan', rec);
+    const ref = mambuRef(rec.externalId);
+    const byId = await this.findLoanById(id, signal);
+    if (byId !== null) {
+      const theirs = this.refOf(byId);
+      if (theirs !== undefined && theirs !== ref) {
+        throw new CoreRejectedError(`loan ${rec.externalId}: Mambu loan ${id} belongs to another loan (${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`);
+      }
+      return byId;
+    }
+    // Boarded earlier under another id (a mapping or pool change since): found by the platform id.
+    const byRef = await this.findLoanByRef(rec.externalId, signal);
+    if (byRef !== null) return byRef;
+    const holderExt = rec.fields['accountHolderExternalId'] as string;
+    const type = rec.fields['accountHolderType'] as 'CLIENT' | 'GROUP';
+    const holder = await this.resolveHolder(type === 'GROUP' ? 'group' : 'client', holderExt, ids, `loan ${rec.externalId}`, signal);
+    let product: Json;
+    try {
+      product = await this.product(rec.fields['productTypeKey'] as string, signal);
+    } catch (err) {
+      if (err instanceof CoreRejectedError && err.status === 404) {
+        throw new CoreRejectedError(`loan ${rec.externalId}: Mambu has no loan product ${String(rec.fields['productTypeKey'])}; fix the productTypeKey lookup of the mapping (or its defaults)`, 404, err.detail);
+      }
+      throw err;
+    }
+    if (ref !== rec.externalId) await this.opts.externalRefs?.remember('mambu', ref, rec.externalId, 'loan', this.clock.now());
+    const body: Json = { ...this.outgoing(rec), id, accountHolderKey: holder.encodedKey, accountHolderType: type, productTypeKey: text(product['encodedKey']) };
+    body[this.loanRef.set] = { ...(body[this.loanRef.set] ?? {}), [this.loanRef.field]: ref };
+    if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined) body['assignedBranchKey'] = this.opts.branchKey;
+    try {
+      return await this.http.post<Json>('/loans', { body, idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body), ...(signal ? { signal } : {}) });
+    } catch (err) {
+      if (err instanceof CoreRejectedError && isDuplicateId(err.detail)) {
+        const again = await this.findLoanById(id, signal);
+        if (again !== null && this.refOf(again) === ref) return again;
+      }
+      throw err;
+    }
+  }
+
+  private async resolveHolder(kind: 'client' | 'group', platformId: string, ids: Ids, what: string, signal?: AbortSignal): Promise<Holder> {
+    const known = (kind === 'client' ? ids.clients : ids.groups).get(platformId);
+    if (known !== undefined) return known;
+    const found = await this.http.find<Json>(`/${kind === 'client' ? 'clients' : 'groups'}/${enc(derivedMambuId(kind, platformId))}`, signal);
+    if (found === null) throw new CoreRejectedError(`${what}: the account holder ${platformId} is neither in the package nor in Mambu`);
+    return holderOf(found, `${kind} ${platformId}`);
+  }
+
+  /**
+   * Approve / disburse by config, decided from the loan's state (never twice). The disbursement
+   * carries an externalId unique to the loan and is searched for before it is made: a disbursement
+   * whose answer was lost is found after any horizon, when its Idempotency-Key is long gone.
+   */
+  private async ensureCommands(rec: MappedRecord, loan: Json, pkg: BoardingPackage, signal?: AbortSignal): Promise<void> {
+    const id = String(loan['id']);
+    let state = text(loan['accountState']);
+    const opt = signal ? { signal } : {};
+    if (this.opts.approve && state === 'PARTIAL_APPLICATION') {
+      const body = { action: 'REQUEST_APPROVAL', notes: 'boarding-connector' };
+      state = text((await this.http.post<Json>(`/loans/${enc(id)}:changeState`, { body, idempotencyKey: this.key('request-approval', [rec.externalId, pkg.mappingVersion], body), ...opt }))['accountState']) || 'PENDING_APPROVAL';
+    }
+    if (this.opts.approve && state === 'PENDING_APPROVAL') {
+      const body = { action: 'APPROVE', notes: 'approved by boarding-connector' };
+      state = text((await this.http.post<Json>(`/loans/${enc(id)}:changeState`, { body, idempotencyKey: this.key('approve', [rec.externalId, pkg.mappingVersion], body), ...opt }))['accountState']) || 'APPROVED';
+    }
+    if (this.opts.disburse && state === 'APPROVED') {
+      const externalId = `${id}-disbursement`;
+      const existing = await this.http.search<Json>('/loans/transactions:search', { filterCriteria: [{ field: 'externalId', operator: 'EQUALS', value: externalId }] }, 0, 1, signal);
+      if (existing.items.length > 0) return;
+      const body = { externalId, notes: 'disbursed by boarding-connector' };
+      try {
+        await this.http.post(`/loans/${enc(id)}/disbursement-transactions`, { body, as: 'disburse', idempotencyKey: this.key('disburse', [rec.externalId, pkg.mappingVersion], body), ...opt });
+      } catch (err) {
+        // A concurrent or earlier disbursement under the same externalId: it is there, once.
+        if (err instanceof CoreRejectedError && JSON.stringify(err.detail ?? '').includes('DUPLICATE_TRANSACTION_EXTERNAL_ID')) return;
+        throw err;
+      }
+    }
+  }
+
+  /** Uploads the loan's documents; one whose `[doc:<ref>]` marker is already on the loan is not sent again. */
+  private async ensureDocuments(pkg: BoardingPackage, uploads: PlatformDocument[], loan: Json, signal?: AbortSignal): Promise<CoreReceipt['documents']> {
+    if (uploads.length === 0) return [];
+    const existing: Json[] = [];
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await this.http.page<Json>(`/documents/documentsMetadata?entity=LOAN_ACCOUNT&ownerKey=${enc(String(loan['encodedKey']))}`, offset, PAGE, signal);
+      existing.push(...page.items);
+      if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total)) break;
+    }
+    const out: CoreReceipt['documents'] = [];
+    for (const doc of uploads) {
+      signal?.throwIfAborted();
+      const marker = documentMarker(doc.id);
+      const there = existing.find((e) => typeof e['notes'] === 'string' && e['notes'].includes(marker));
+      if (there !== undefined) {
+        out.push({ documentId: doc.id, sha256: '', bytes: Number(there['fileSize'] ?? 0), coreId: String(there['encodedKey'] ?? there['id']) });
+        continue;
+      }
+      const rec = pkg.records.find((r) => r.type === 'document' && r.externalId === doc.id);
+      out.push(await this.uploadDocument(pkg, doc, rec, loan, signal));
+    }
+    return out;
+  }
+
+  private async uploadDocument(pkg: BoardingPackage, doc: PlatformDocument, rec: MappedRecord | undefined, loan: Json, signal?: AbortSignal): Promise<CoreReceipt['documents'][number]> {
+    const dir = await mkdtemp(join(this.opts.spoolDir ?? tmpdir(), 'boarding-doc-'));
+    try {
+      const path = join(dir, 'content');
+      const sink = createWriteStream(path);
+      let fetched: Awaited<ReturnType<BoardingPackage['fetchDocument']>>;
+      try {
+        fetched = await pkg.fetchDocument(doc, sink, signal);
+        if (!sink.writableEnded) sink.end();
+        await finished(sink);
+      } catch (err) {
+        sink.destroy();
+        throw err;
+      }
+      if (fetched.bytes > this.opts.documents.maxBytes) {
+        throw new CoreRejectedError(`document ${doc.id} is ${fetched.bytes} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`);
+      }
+      const name = mambuDocumentName(asText(rec?.fields['name']) || doc.name || '', `document ${doc.id}`);
+      const marker = documentMarker(doc.id);
+      const described = asText(rec?.fields['notes']);
+      const notes = `${described.slice(0, 1000 - marker.length - 1)} ${marker}`.trim();
+      const form = new FormData();
+      form.append('ownerType', 'LOAN_ACCOUNT');
+      form.append('id', String(loan['id']));
+      form.append('name', name);
+      form.append('notes', notes);
+      const blob = await openAsBlob(path, { type: fetched.contentType ?? doc.type ?? 'application/octet-stream' });
+      form.append('file', blob, safeFileName(doc.name, doc.id));
+      const res = await this.http.post<Json>('/documents', { form, idempotencyKey: mambuIdempotencyKey('document', [String(loan['id']), doc.id, fetched.sha256]), ...(signal ? { signal } : {}) });
+      return { documentId: doc.id, sha256: fetched.sha256, bytes: fetched.bytes, coreId: text(res['encodedKey']) || text(res['id']) };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
+    const l = await this.findLoanByRef(loanExternalId);
+    if (l === null) return null;
+    // The loan alone says nothing of its approval, disbursement and documents (later steps of the board).
+    return { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromMambuLoan(l), complete: false };
+  }
+
+  async *listLoans(): AsyncIterable<CoreLoanRecord> {
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await this.http.page<Json>('/loans?detailsLevel=FULL&sortBy=creationDate:ASC', offset, PAGE);
+      for (const l of page.items) {
+        const ref = this.refOf(l);
+        if (typeof ref !== 'string' || ref === '') continue;
+        const loanExternalId = (await this.opts.externalRefs?.platformIdOf('mambu', ref)) ?? ref;
+        yield { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromMambuLoan(l) };
+      }
+      if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total)) return;
+    }
+  }
+
+  /**
+   * `config check --connect`: the credentials (and the disbursement's), every loan product the
+   * mapping set names, and the custom field sets the set and the adapter write (tax ids, the loan
+   * reference). Reads only.
+   */
+  async checkConnection(input: CoreConnectionCheckInput): Promise<CoreCheck[]> {
+    const checks: CoreCheck[] = [];
+    const at = withoutSecrets(this.opts.baseUrl);
+    const signal = input.signal;
+    try {
+      await this.http.page<Json>('/loanproducts', 0, 1, signal);
+      checks.push({ name: 'core', status: 'ok', detail: `Mambu at ${at} accepts core.mambu.auth (${'apiKey' in this.opts.auth ? 'API key' : `user ${this.opts.auth.username}`})` });
+    } catch (err) {
+      checks.push({ name: 'core', status: 'fail', detail: errorMessage(err) });
+      checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
+      checks.push({ name: 'core.customFields', status: 'skip', detail: 'the core did not answer' });
+      return checks;
+    }
+    if (this.opts.disburse && this.opts.disburseAuth !== undefined) {
+      try {
+        await this.http.search<Json>('/loans/transactions:search', { filterCriteria: [{ field: 'externalId', operator: 'EQUALS', value: 'boarding-connector-check' }] }, 0, 1, signal);
+        checks.push({ name: 'core.disburseAuth', status: 'ok', detail: 'core.mambu.disburseAuth is accepted' });
+      } catch (err) {
+        checks.push({ name: 'core.disburseAuth', status: 'fail', detail: errorMessage(err) });
+      }
+    }
+    const refs = [...new Set(input.productRefs ?? [])].sort();
+    if (refs.length === 0) {
+      checks.push({ name: 'core.products', status: 'skip', detail: 'the mapping set names no loan product (lookup productTypeKey, defaults *productTypeKey)' });
+    } else {
+      const found: string[] = [];
+      const missing: string[] = [];
+      for (const ref of refs) {
+        try {
+          const p = await this.product(ref, signal);
+          found.push(`${ref} (${typeof p['name'] === 'string' ? p['name'] : String(p['encodedKey'])})`);
+        } catch (err) {
+          missing.push(err instanceof CoreRejectedError && err.status === 404 ? `${ref}: no such loan product` : `${ref}: ${errorMessage(err)}`);
+        }
+      }
+      checks.push(
+        missing.length === 0
+          ? { name: 'core.products', status: 'ok', detail: `loan products the mapping set uses exist: ${found.join(', ')}` }
+          : { name: 'core.products', status: 'fail', detail: `${missing.join('; ')} — fix the mapping's productTypeKey lookup or defaults, or create the product in Mambu` },
+      );
+    }
+    checks.push(await this.customFieldCheck(input, signal));
+    return checks;
+  }
+
+  private async customFieldCheck(input: CoreConnectionCheckInput, signal?: AbortSignal): Promise<CoreCheck> {
+    const need: Record<string, Map<string, Set<string>>> = { CLIENT: new Map(), GROUP: new Map(), LOAN_ACCOUNT: new Map() };
+    const add = (entity: string, dotted: string): void => {
+      const [set, field] = dotted.split('.');
+      if (set === undefined) return;
+      const m = need[entity] as Map<string, Set<string>>;
+      const fields = m.get(set) ?? new Set<string>();
+      if (field !== undefined) fields.add(field);
+      m.set(set, fields);
+    };
+    add('CLIENT', this.opts.taxIdField.clients);
+    add('GROUP', this.opts.taxIdField.groups);
+    add('LOAN_ACCOUNT', this.opts.loanRefField);
+    const entityOf: Record<string, string> = { client: 'CLIENT', group: 'GROUP', loan: 'LOAN_ACCOUNT' };
+    for (const [type, sets] of Object.entries(input.customFieldSets ?? {})) {
+      const entity = entityOf[type];
+      if (entity !== undefined) for (const s of sets) add(entity, s);
+    }
+    const problems: string[] = [];
+    const seen: string[] = [];
+    for (const [entity, sets] of Object.entries(need)) {
+      if (sets.size === 0) continue;
+      let available: Json[];
+      try {
+        available = (await this.http.page<Json>(`/customfieldsets?availableFor=${entity}`, 0, PAGE, signal)).items;
+      } catch (err) {
+        return { name: 'core.customFields', status: 'fail', detail: `listing the custom field sets for ${entity} failed: ${errorMessage(err)}` };
+      }
+      for (const [set, fields] of sets) {
+        const s = available.find((x) => x['id'] === set);
+        if (s === undefined) {
+          problems.push(`${entity} has no custom field set ${set}`);
+          continue;
+        }
+        const ids = Array.isArray(s['customFields']) ? (s['customFields'] as Json[]).map((f) => f['id']) : null;
+        const absent = ids === null ? [] : [...fields].filter((f) => !ids.includes(f));
+        if (absent.length > 0) problems.push(`${entity} custom field set ${set} has no field ${absent.join(', ')}`);
+        else seen.push(`${set}${fields.size > 0 ? ` (${[...fields].join(', ')})` : ''}`);
+      }
+    }
+    return problems.length === 0
+      ? { name: 'core.customFields', status: 'ok', detail: `custom field sets exist: ${seen.join(', ')}` }
+      : { name: 'core.customFields', status: 'fail', detail: `${problems.join('; ')} — create them in Mambu (Administration → Fields) or change core.mambu.taxIdField / loanRefField and the mapping` };
+  }
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    try {
+      await this.http.page('/loanproducts', 0, 1);
+      return { ok: true, detail: withoutSecrets(this.opts.baseUrl) };
+    } catch (err) {
+      return { ok: false, detail: errorMessage(err) };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.http.close();
+  }
+}
+
+function holderOf(j: Json, what: string): Holder {
+  if (typeof j['id'] !== 'string' || typeof j['encodedKey'] !== 'string') throw new CoreRejectedError(`${what}: Mambu returned no id and encodedKey`);
+  return { id: j['id'], encodedKey: j['encodedKey'] };
+}
+
+function setDecimal(obj: Json, path: readonly string[]): void {
+  let cur: unknown = obj;
+  for (const k of path.slice(0, -1)) {
+    if (cur === null || typeof cur !== 'object') return;
+    cur = (cur as Json)[k];
+  }
+  const last = path.at(-1) as string;
+  if (cur === null || typeof cur !== 'object') return;
+  const v = (cur as Json)[last];
+  if (typeof v === 'string') (cur as Json)[last] = new MambuDecimal(v);
+  else if (typeof v === 'number') (cur as Json)[last] = new MambuDecimal(String(v));
+}
+
+/** The marker of a document's upload in its notes: its platform id, or the id's digest when long. */
+export function documentMarker(documentId: string): string {
+  const ref = documentId.length <= 100 && !documentId.startsWith('sha256:') ? documentId : `sha256:${createHash('sha256').update(documentId, 'utf8').digest('base64url')}`;
+  return `[doc:${ref}]`;
+}
+
+function text(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+function asText(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '';
+}
