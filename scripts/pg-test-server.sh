@@ -229,8 +229,10 @@ fi
 
 if ! running; then
   started=0
+  # A restart keeps its port when it is still free (clients of a stopped server reconnect to it).
+  last="$(cat "$dir/port" 2>/dev/null || true)"
   for _ in 1 2 3 4 5; do
-    port="$(free_port)"
+    if [ -n "$last" ]; then port="$last"; last=""; else port="$(free_port)"; fi
     rm -f "$dir/server.log"
     if as_owner "$bindir/pg_ctl" -D "$data" -l "$dir/server.log" -o "-p $port" -w -t 60 start >/dev/null 2>&1; then
       started=1
@@ -246,6 +248,7 @@ if ! running; then
   fi
 fi
 port="$(running_port)"
+echo "$port" >"$dir/port"
 
 if [ ! -f "$dir/roles" ]; then
   pw="$(cat "$dir/password")"

@@ -130,3 +130,16 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
   }
   return StoreDb.postgresOn(pool, redactUrl(target.url), opts.applicationName === undefined ? instance : null);
 }
+
+/**
+ * The TLS of a PostgreSQL store's session as the server saw it (pg_stat_ssl), for `config check
+ * --connect`: protocol, cipher and what was verified (store.postgres.ssl). null on SQLite. Behind a
+ * pooler this is the pooler's own session to the server.
+ */
+export async function describeStoreTls(db: StoreDb, ssl: PgSslMode): Promise<string | null> {
+  if (db.engine !== 'postgres') return null;
+  const r = await db.get<{ ssl: boolean; version: string | null; cipher: string | null }>('SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+  if (r === undefined || !r.ssl) return `no TLS (store.postgres.ssl: ${ssl})`;
+  const checked = ssl === 'verify-full' ? 'certificate verified, host name checked' : ssl === 'verify-ca' ? 'certificate verified, host name not checked' : 'certificate NOT verified';
+  return `TLS ${r.version ?? '?'} (${r.cipher ?? '?'}), ${checked} (store.postgres.ssl: ${ssl})`;
+}
