@@ -25,7 +25,7 @@ import { startSandbox } from '../src/sandbox/index.js';
 import { openPgPool } from '../src/store/pg/pool.js';
 import { migratePg } from '../src/store/pg/schema.js';
 import { StoreDb } from '../src/store/sql.js';
-import { benchPgUrl, runBenchReplica } from './pg-server.js';
+import { benchPgClient, benchPgStore, benchPgUrl, runBenchReplica } from './pg-server.js';
 
 const SECONDS = Number(process.env['BUDGET_REPLICAS_SECONDS'] ?? 20);
 const WINDOW_MS = Number(process.env['BUDGET_REPLICAS_WINDOW_MS'] ?? 2000);
@@ -39,15 +39,15 @@ function configText(baseUrl: string, apiKey: string, pgUrl: string): string {
   return [
     `platform: { baseUrl: ${JSON.stringify(baseUrl)}, apiKey: ${apiKey}, environment: development, maxRetries: 0,`,
     `  rateLimit: { readsPerWindow: ${DOCUMENTED.read}, writesPerWindow: ${DOCUMENTED.write}, windowMs: ${WINDOW_MS}, headroom: ${HEADROOM} } }`,
-    `store: { engine: postgres, postgres: { url: ${JSON.stringify(pgUrl)} } }`,
+    benchPgStore(pgUrl).yaml,
     '',
   ].join('\n');
 }
 
 async function replica(): Promise<void> {
   const env = process.env;
-  const config = loadConfig({ env: {}, fileText: configText(env['BENCH_BASE']!, env['BENCH_KEY']!, env['BENCH_PG']!) });
-  const pool = openPgPool({ url: env['BENCH_PG']!, applicationName: `bench-replica-${env['BENCH_REPLICA']}`, max: 3 });
+  const config = loadConfig({ env: benchPgStore(env['BENCH_PG']!).env, fileText: configText(env['BENCH_BASE']!, env['BENCH_KEY']!, env['BENCH_PG']!) });
+  const pool = openPgPool({ url: env['BENCH_PG']!, client: benchPgClient(env['BENCH_PG']!), applicationName: `bench-replica-${env['BENCH_REPLICA']}`, max: 3 });
   const client = platformClientFromConfig(config, { logger: silentLogger(), db: StoreDb.postgresOn(pool, 'bench'), clock: systemClock });
   const loanId = env['BENCH_LOAN']!;
   const stop = Date.now() + SECONDS * 1000;
@@ -125,16 +125,16 @@ function maxInSliding(times: number[], windowMs: number): number {
 async function main(): Promise<void> {
   const base = benchPgUrl();
   const name = `bench_replicas_${process.pid}`;
-  const admin = new pg.Client({ connectionString: base });
+  const admin = new pg.Client(benchPgClient(base, 'fixture'));
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name} OWNER boarding`);
   const u = new URL(base);
   u.pathname = `/${name}`;
   const pgUrl = u.toString();
   const sb = await startSandbox({ loans: 10, releaseRatio: 1, windowMs: WINDOW_MS, readsPerWindow: DOCUMENTED.read, writesPerWindow: DOCUMENTED.write });
   const proxy = await recordingProxy(new URL(sb.baseUrl));
   try {
-    const pool = openPgPool({ url: pgUrl, max: 1 });
+    const pool = openPgPool({ url: pgUrl, client: benchPgClient(pgUrl), max: 1 });
     await migratePg(pool);
     await pool.end();
     const queue = (await (await fetch(`${sb.baseUrl}/public/v1/loans/boarding-queue?limit=1`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).json()) as { data: Array<{ id: string }> };

@@ -13,7 +13,7 @@ import { systemClock } from '../src/lib/clock.js';
 import { openPgPool } from '../src/store/pg/pool.js';
 import { PgSharedRateBudget } from '../src/store/pg/rate-budget.js';
 import { migratePg } from '../src/store/pg/schema.js';
-import { benchPgUrl, runBenchReplica } from './pg-server.js';
+import { benchPgClient, benchPgUrl, runBenchReplica } from './pg-server.js';
 
 const SECONDS = Number(process.env['PG_BUDGET_BENCH_SECONDS'] ?? 20);
 const REPLICAS = 2;
@@ -21,7 +21,7 @@ const LOOPS_PER_REPLICA = 2;
 
 async function replica(): Promise<void> {
   const env = process.env;
-  const pool = openPgPool({ url: env['BENCH_URL']!, applicationName: `bench-replica-${env['BENCH_REPLICA']}`, max: LOOPS_PER_REPLICA });
+  const pool = openPgPool({ url: env['BENCH_URL']!, client: benchPgClient(env['BENCH_URL']!), applicationName: `bench-replica-${env['BENCH_REPLICA']}`, max: LOOPS_PER_REPLICA });
   const budget = new PgSharedRateBudget({
     pool,
     key: 'bench',
@@ -51,14 +51,14 @@ async function replica(): Promise<void> {
 
 async function scenario(base: string, limit: number, windowMs: number): Promise<void> {
   const name = `bench_${process.pid}_${limit}`;
-  const admin = new pg.Client({ connectionString: base });
+  const admin = new pg.Client(benchPgClient(base, 'fixture'));
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name} OWNER boarding`);
   const u = new URL(base);
   u.pathname = `/${name}`;
   const url = u.toString();
   try {
-    const pool = openPgPool({ url, max: 1 });
+    const pool = openPgPool({ url, client: benchPgClient(url), max: 1 });
     await migratePg(pool);
     await pool.end();
     const per = await Promise.all(Array.from({ length: REPLICAS }, async (_, i) => (JSON.parse(await runBenchReplica(import.meta.url, i, { BENCH_URL: url, BENCH_LIMIT: String(limit), BENCH_WINDOW_MS: String(windowMs) })) as { grants: string[] }).grants.map((g) => BigInt(g))));

@@ -18,7 +18,7 @@ import pg from 'pg';
 import { openDatabase } from '../src/store/db.js';
 import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, planTables } from '../src/store/migrate-pg.js';
 import { openStore } from '../src/store/open.js';
-import { benchPgUrl } from './pg-server.js';
+import { benchPgClient, benchPgStore, benchPgUrl } from './pg-server.js';
 
 
 
@@ -42,9 +42,9 @@ async function one(n: number, base: string): Promise<void> {
     }
   })();
   const name = `bench_migrate_${process.pid}`;
-  const admin = new pg.Client({ connectionString: base });
+  const admin = new pg.Client(benchPgClient(base, 'fixture'));
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name} OWNER boarding`);
   const u = new URL(base);
   u.pathname = `/${name}`;
   let peak = 0;
@@ -54,7 +54,7 @@ async function one(n: number, base: string): Promise<void> {
   try {
     global.gc?.();
     const before = process.memoryUsage().rss;
-    const target = await openStore({ engine: 'postgres', url: u.toString(), ssl: 'disable', poolSize: 2, connectTimeoutMs: 10_000 });
+    const target = await openStore(benchPgStore(u.toString()).target);
     const plans = await planTables(src, target);
     const t0 = performance.now();
     let t1 = 0;

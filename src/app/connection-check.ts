@@ -16,7 +16,7 @@ import { isPlatformError } from '../platform/errors.js';
 import { type PlatformClient } from '../platform/client.js';
 import { platformClientFromConfig } from './platform.js';
 import type { Entities, QueueItem } from '../contract/schemas.js';
-import { openStore } from '../store/open.js';
+import { describeStoreTls, openStore } from '../store/open.js';
 import type { StoreDb } from '../store/sql.js';
 import { storeTarget, storeTargetName } from './store-target.js';
 import { mapperOptionsFromConfig } from './runtime.js';
@@ -131,10 +131,13 @@ export function mappedCustomFieldSets(mapping: CompiledMapping | undefined): Rec
   return out;
 }
 
-async function storeCheck(db: StoreDb, path: string): Promise<ConnectionCheck> {
+async function storeCheck(db: StoreDb, path: string, config: Config): Promise<ConnectionCheck> {
   // SQLite: BEGIN IMMEDIATE then ROLLBACK: waits busy_timeout behind a daemon's write, changes nothing.
   const blocker = await db.writeBlocker();
-  return blocker === null ? { name: 'store', status: 'ok', detail: `${path} takes a write` } : { name: 'store', status: 'fail', detail: `${path}: ${blocker}` };
+  if (blocker !== null) return { name: 'store', status: 'fail', detail: `${path}: ${blocker}` };
+  // PostgreSQL: the TLS actually negotiated, not the one configured (issue 33).
+  const tls = await describeStoreTls(db, config.store.postgres.ssl);
+  return { name: 'store', status: 'ok', detail: `${path} takes a write${tls !== null ? `; ${tls}` : ''}` };
 }
 
 function describePlatformError(err: unknown): string {
@@ -389,7 +392,7 @@ export async function connectionChecks(config: Config, source: string, deps: Con
     return checks;
   }
   try {
-    checks.push(await storeCheck(db, where));
+    checks.push(await storeCheck(db, where, config));
     // A check is not worth a long wait: one retry, through the shared budget.
     const checkConfig: Config = { ...config, platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) } };
     const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, clock: deps.clock });

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isValidTimeZone } from '../lib/calendar.js';
 import { allowEntryProblem } from '../lib/hosts.js';
+import { PG_SSL_MODES, pgSettingsProblems } from './postgres.js';
 
 /** The generic mapping set shipped with the package (src/config or dist/config → ../../mappings). */
 export const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/generic', import.meta.url));
@@ -51,18 +52,23 @@ export const platformSchema = z.strictObject({
 
 /** store.postgres: the state on PostgreSQL (store.engine: postgres; docs/deploy.md "PostgreSQL"). */
 export const storePostgresSchema = z.strictObject({
-  /** postgres://user@host:5432/db; the password here or in BOARDING_STORE_PASSWORD. */
+  /** postgres://user@host:5432/db without a password (it goes in BOARDING_STORE_PASSWORD or password) nor TLS parameters (ssl decides). */
   url: str('a postgres:// URL')
     .refine((v) => /^postgres(ql)?:\/\//.test(v), { error: 'expected a postgres:// or postgresql:// URL' })
     .optional(),
+  /** The role's password (or BOARDING_STORE_PASSWORD); never also in the URL. */
   password: str('a password').optional(),
-  /** TLS to the server: disable (a local socket), require (encrypted), verify-full (encrypted, certificate and host checked). */
-  ssl: oneOf(['disable', 'require', 'verify-full']).default('disable'),
-  /** A CA bundle (PEM file) for verify-full, when the server's certificate is not from a public CA. */
+  /**
+   * TLS to the server, decided here only (a URL's sslmode that disagrees is a config error):
+   * verify-full (default: encrypted, certificate chain and host name checked), verify-ca (chain
+   * only), require (encrypted, unchecked), disable (a local socket only).
+   */
+  ssl: oneOf(PG_SSL_MODES).default('verify-full'),
+  /** A CA bundle (PEM file) for verify-full / verify-ca, when the server's certificate is not from a public CA. */
   sslRootCert: str('a file path').optional(),
   poolSize: int(1, 100).default(5),
-  /** How long opening the store at start waits for the server (then the command fails, naming store.postgres.url). */
-  connectTimeoutMs: int(100).default(10_000),
+  /** How long a connection attempt waits for the server; then every command exits 1 naming the key to fix (run waits, /readyz 503). */
+  connectTimeoutMs: int(100).default(5_000),
 });
 
 export const storeSchema = z
@@ -91,6 +97,9 @@ export const storeSchema = z
     // Never a silent fall-back to SQLite: engine postgres without a server is a config error.
     if (s.engine === 'postgres' && s.postgres.url === undefined) {
       ctx.addIssue({ code: 'custom', path: ['postgres', 'url'], message: 'expected a postgres:// URL (required when store.engine is postgres)' });
+    }
+    if (s.postgres.url !== undefined) {
+      for (const [key, message] of pgSettingsProblems({ ...s.postgres, url: s.postgres.url })) ctx.addIssue({ code: 'custom', path: ['postgres', key], message });
     }
   });
 
@@ -289,8 +298,9 @@ export const customersSchema = z.strictObject({
   /** One tax id, two or more CIFs in the core: quarantine (customer_match_ambiguous) or create a new customer. */
   onAmbiguous: oneOf(['quarantine', 'create']).default('quarantine'),
   /**
-   * HMAC key of the tax id hashes kept in the state database (or BOARDING_TIN_HASH_KEY). A secret:
-   * without it the connector generates one into <store.path>.tinkey (0600) on first use.
+   * HMAC key of the tax id hashes kept in the state database (or BOARDING_TIN_HASH_KEY). A secret.
+   * Required with store.engine: postgres (every replica the same key); on SQLite, without it the
+   * connector generates one into <store.path>.tinkey (0600) on first use.
    */
   tinHashKey: z.string({ error: 'expected a secret of at least 16 characters' }).min(16, { error: 'expected a secret of at least 16 characters' }).optional(),
   /** File core: the bank's customer extract (CIF, tax id, name); absent: only the connector's own customers match. */
@@ -461,6 +471,16 @@ export const configSchema = z.strictObject({
   log: logSchema.prefault({}),
   identity: identitySchema.prefault({}),
   console: consoleSchema.prefault({}),
+}).superRefine((c, ctx) => {
+  // Replicas on PostgreSQL must hash tax ids with one key: a key generated per host (beside a
+  // store.path PostgreSQL does not use) made the second replica refuse to start (issue 33).
+  if (c.store.engine === 'postgres' && c.customers.tinHashKey === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['customers', 'tinHashKey'],
+      message: 'required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ids with this one key, at least 16 characters from your secret store; `state migrate` prints the value an SQLite state used',
+    });
+  }
 });
 
 export type Config = z.infer<typeof configSchema>;

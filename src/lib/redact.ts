@@ -47,7 +47,7 @@ export function hideSecrets(value: unknown, hidden: (path: string, v: unknown) =
   }
   if (Array.isArray(value)) return value.map((v, i) => hideSecrets(v, hidden, `${path}.${i}`));
   // A URL's password (store.postgres.url may carry one) is a secret wherever the URL is.
-  if (typeof value === 'string') return value.replace(URL_USERINFO, '$1:***@');
+  if (typeof value === 'string') return value.replace(URL_USERINFO, '$1:***@').replace(URL_PASSWORD_PARAM, '$1***');
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = hideSecrets(v, hidden, path === '' ? k : `${path}.${k}`);
@@ -61,6 +61,8 @@ const API_KEY = /\b(pk|sk)_(live|test)_[A-Za-z0-9_-]+/g;
 const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=_-]+/g;
 /** user:password@ in a URL (a PostgreSQL URL with its password). */
 const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/]+):[^\s@/]+@/gi;
+/** ?password=… (or sslpassword) in any URL's query: node-postgres reads a password from there too. */
+const URL_PASSWORD_PARAM = /([?&](?:ssl)?password=)[^&\s#"'<>]*/gi;
 const BEARER = /\bBearer\s+[A-Za-z0-9._~+/=-]+/gi;
 /** A URL with a query string: presigned addresses carry their signature there. */
 const URL_QUERY = /\b(https?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]*/g;
@@ -79,6 +81,7 @@ export function scrubText(text: string): string {
     .replace(API_KEY, '[redacted-key]')
     .replace(WEBHOOK_SECRET, '[redacted-secret]')
     .replace(URL_USERINFO, '$1:***@')
+    .replace(URL_PASSWORD_PARAM, '$1***')
     .replace(BEARER, 'Bearer [redacted]')
     .replace(URL_QUERY, '$1?[redacted]')
     .replace(TIN_DASHED, '[redacted-tin]');

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type pgModule from 'pg';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { openDatabase, type OpenDbOptions } from './db.js';
+import { pgClientConfig, type PgSslMode } from './pg/connection.js';
+import { poolerProblem } from './pg/pooler.js';
 import { redactUrl, sessionName } from './pg/url.js';
 import { StoreDb } from './sql.js';
 
@@ -13,9 +14,9 @@ export type StoreTarget =
   | {
       engine: 'postgres';
       url: string;
-      /** store.postgres.password or BOARDING_STORE_PASSWORD; else the URL's own. */
+      /** store.postgres.password or BOARDING_STORE_PASSWORD; else the URL's own (never both: pgClientConfig). */
       password?: string;
-      ssl: 'disable' | 'require' | 'verify-full';
+      ssl: PgSslMode;
       sslRootCert?: string;
       poolSize: number;
       connectTimeoutMs: number;
@@ -49,24 +50,35 @@ const storeTypes = (pg: typeof pgModule) => ({
  */
 export class StoreUnavailableError extends ConfigError {}
 
-/** The CA bundle store.postgres.sslRootCert names; a file that cannot be read is a config error naming the key. */
-function readRootCert(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`store.postgres.sslRootCert: cannot read ${path}: ${(err as Error).message}`);
-  }
-}
+const CERT_ERRORS = /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_|ERR_TLS_CERT_ALTNAME_INVALID|CERT_SIGNATURE_FAILURE|HOSTNAME_MISMATCH)/;
 
-/** Why a PostgreSQL store could not be opened, naming the config key to fix. */
+/**
+ * Why a PostgreSQL store could not be opened, in one sentence naming the config key to fix (issue
+ * 33): the login (password or role), the database, TLS (refused, or a certificate that does not
+ * verify), or the server not answering within store.postgres.connectTimeoutMs. The URL is shown
+ * without its password or query string.
+ */
 export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): StoreUnavailableError {
   const e = err as { code?: string; message?: string };
   const where = redactUrl(target.url);
-  const msg = (e.message ?? String(err)).replace(/postgres(ql)?:\/\/[^\s]+/g, (u) => redactUrl(u));
-  if (e.code === '28P01' || e.code === '28000') {
-    return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login: ${msg}`);
+  const msg = (e.message ?? String(err)).replace(/postgres(ql)?:\/\/[^\s]+/g, (u) => redactUrl(u)).replace(/\s+/g, ' ').trim();
+  const code = e.code ?? '';
+  if (code === '28000' && /no encryption|SSL off/i.test(msg)) {
+    return new StoreUnavailableError(`store.postgres.ssl: the server at ${where} refuses a connection without TLS (ssl: disable): set store.postgres.ssl to verify-full (with store.postgres.sslRootCert for a private CA) (${msg})`);
   }
-  if (e.code === '3D000') return new StoreUnavailableError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
+  if (/does not support SSL/i.test(msg)) {
+    return new StoreUnavailableError(`store.postgres.ssl: the server at ${where} does not offer TLS, and store.postgres.ssl is ${target.ssl}: enable TLS on the server (or, for a local socket only, set store.postgres.ssl: disable)`);
+  }
+  if (CERT_ERRORS.test(code) || /certificate|altnames|self[- ]signed/i.test(msg)) {
+    return new StoreUnavailableError(`store.postgres.sslRootCert: the certificate of the server at ${where} does not verify (ssl: ${target.ssl}): give the CA that signed it in store.postgres.sslRootCert, or use the host name the certificate names in store.postgres.url (${msg})`);
+  }
+  if (code === '28P01' || code === '28000') {
+    return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login of the role in store.postgres.url (a wrong password or an unknown role): ${msg}`);
+  }
+  if (code === '3D000') return new StoreUnavailableError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
+  if (/timeout/i.test(msg) || code === 'ETIMEDOUT') {
+    return new StoreUnavailableError(`store.postgres.url: the server at ${where} did not answer within store.postgres.connectTimeoutMs (${target.connectTimeoutMs} ms): check the host and port, and that a firewall lets this host through (${msg})`);
+  }
   return new StoreUnavailableError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);
 }
 
@@ -81,22 +93,15 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
   if (target.engine === 'sqlite') return StoreDb.sqliteOn(openDatabase(target.path, opts));
   // Loaded only for PostgreSQL: an embedded (SQLite) connector does not carry the driver in memory.
   const [{ default: pg }, { migratePg }] = await Promise.all([import('pg'), import('./pg/schema.js')]);
-  const ssl =
-    target.ssl === 'disable'
-      ? false
-      : target.ssl === 'require'
-        ? { rejectUnauthorized: false }
-        : { rejectUnauthorized: true, ...(target.sslRootCert ? { ca: readRootCert(target.sslRootCert) } : {}) };
+  // Never the URL as connectionString: the driver would let its sslmode and password win.
+  const connection = pgClientConfig(target);
   // Named per process: a replica taking the lease over from this one, once its lease expired, can
   // end exactly these sessions (the stale leader's locks and queued writes go with them).
   const instance = randomUUID().slice(0, 8);
   const pool = new pg.Pool({
-    connectionString: target.url,
-    ...(target.password !== undefined ? { password: target.password } : {}),
-    ssl,
+    ...connection,
     max: target.poolSize,
     application_name: opts.applicationName ?? sessionName(instance),
-    connectionTimeoutMillis: target.connectTimeoutMs,
     types: storeTypes(pg),
   });
   pool.on('error', (err) => {
@@ -110,12 +115,31 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
       opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'PostgreSQL connection lost while in use; its statement fails and the pool reconnects');
     });
   });
+  let pooler: string | null;
   try {
-    await migratePg(pool);
+    pooler = await poolerProblem(pool, () => new pg.Client({ ...connection, application_name: 'boarding-connector pooler check' }));
+    if (pooler === null) await migratePg(pool);
   } catch (err) {
     await pool.end().catch(() => undefined);
     if ((err as Error).message.startsWith('PostgreSQL migration')) throw err;
     throw postgresOpenError(target, err);
   }
+  if (pooler !== null) {
+    await pool.end().catch(() => undefined);
+    throw new ConfigError(`store.postgres.url: ${redactUrl(target.url)}: ${pooler}`);
+  }
   return StoreDb.postgresOn(pool, redactUrl(target.url), opts.applicationName === undefined ? instance : null);
+}
+
+/**
+ * The TLS of a PostgreSQL store's session as the server saw it (pg_stat_ssl), for `config check
+ * --connect`: protocol, cipher and what was verified (store.postgres.ssl). null on SQLite. Behind a
+ * pooler this is the pooler's own session to the server.
+ */
+export async function describeStoreTls(db: StoreDb, ssl: PgSslMode): Promise<string | null> {
+  if (db.engine !== 'postgres') return null;
+  const r = await db.get<{ ssl: boolean; version: string | null; cipher: string | null }>('SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+  if (r === undefined || !r.ssl) return `no TLS (store.postgres.ssl: ${ssl})`;
+  const checked = ssl === 'verify-full' ? 'certificate verified, host name checked' : ssl === 'verify-ca' ? 'certificate verified, host name not checked' : 'certificate NOT verified';
+  return `TLS ${r.version ?? '?'} (${r.cipher ?? '?'}), ${checked} (store.postgres.ssl: ${ssl})`;
 }

@@ -7,7 +7,7 @@
  * log (GET /admin/requests) to check every sliding window.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import { chmodSync, cpSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -50,9 +50,13 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined> | 
 // ---- PostgreSQL of our own ----
 
 export interface PgServer {
-  /** URL of the server's boarding_test database (a unix socket in the temp dir). */
+  /** URL of the server's boarding_test database (TCP + TLS; no password in it). */
   url: string;
   dir: string;
+  /** The login role's password (BOARDING_STORE_PASSWORD of the replicas). */
+  password: string;
+  /** The CA of the server's certificate (store.postgres.sslRootCert). */
+  ca: string;
   stop(): void;
   start(): void;
   /** A fresh database on the server; returns its URL. */
@@ -60,9 +64,9 @@ export interface PgServer {
   /** Runs one statement on a database URL with a short-lived client. */
   query<R extends pg.QueryResultRow = Record<string, unknown>>(url: string, sql: string, params?: unknown[]): Promise<R[]>;
   /**
-   * Terminates every server backend connected to one of the process's sockets (pg_terminate_backend):
-   * the backends are found by pairing the process's unix sockets with their peers (ss -xp). Returns
-   * the pids terminated.
+   * Terminates every server backend connected from the process (pg_terminate_backend): the
+   * process's TCP connections to the server (ss -tnp) are paired with pg_stat_activity.client_port.
+   * Returns the pids terminated.
    */
   terminateBackendsOf(pid: number, url: string): Promise<number[]>;
   destroy(): void;
@@ -85,8 +89,21 @@ export function startPgServer(): PgServer | { skip: string } {
     return { skip: `scripts/pg-test-server.sh exited ${r.status}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}` };
   }
   if (r.status !== 0 || !url.startsWith('postgresql://')) throw new Error(`scripts/pg-test-server.sh start failed (${r.status}): ${r.stderr}`);
+  const password = readFileSync(join(dir, 'password'), 'utf8').trim();
+  const fixturePassword = readFileSync(join(dir, 'fixture-password'), 'utf8').trim();
+  const ca = join(dir, 'tls', 'ca.crt');
+  // As the fixture role (creates databases owned by the login role, may end its sessions).
   const query = async <R extends pg.QueryResultRow>(on: string, sql: string, params: unknown[] = []): Promise<R[]> => {
-    const c = new pg.Client({ connectionString: on, application_name: 'failover-test' });
+    const u = new URL(on);
+    const c = new pg.Client({
+      host: u.hostname,
+      port: Number(u.port),
+      database: u.pathname.slice(1),
+      user: 'boarding_fixture',
+      password: fixturePassword,
+      ssl: { ca: readFileSync(ca, 'utf8'), rejectUnauthorized: true },
+      application_name: 'failover-test',
+    });
     await c.connect();
     try {
       return (await c.query<R>(sql, params)).rows;
@@ -97,6 +114,8 @@ export function startPgServer(): PgServer | { skip: string } {
   return {
     url,
     dir,
+    password,
+    ca,
     stop() {
       const s = pgScript('stop', dir);
       if (s.status !== 0) throw new Error(`pg stop failed: ${s.stderr}`);
@@ -106,14 +125,16 @@ export function startPgServer(): PgServer | { skip: string } {
       if (s.status !== 0) throw new Error(`pg start failed: ${s.stderr}`);
     },
     async createDatabase(name) {
-      await query(url, `CREATE DATABASE ${name}`);
+      await query(url, `CREATE DATABASE ${name} OWNER boarding`);
       const u = new URL(url);
       u.pathname = `/${name}`;
       return u.toString();
     },
     query,
     async terminateBackendsOf(pid, on) {
-      const backends = backendPidsOf(pid);
+      const ports = clientPortsOf(pid, Number(new URL(on).port));
+      if (ports.length === 0) return [];
+      const backends = (await query<{ pid: number }>(on, 'SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])', [ports])).map((r) => r.pid);
       if (backends.length === 0) return [];
       // Only these pids (a WHERE beside pg_terminate_backend may be evaluated after it, for every row).
       const rows = await query<{ pid: number; ok: boolean }>(on, 'SELECT pid, pg_terminate_backend(pid) AS ok FROM unnest($1::int[]) AS pid', [backends]);
@@ -125,29 +146,20 @@ export function startPgServer(): PgServer | { skip: string } {
   };
 }
 
-/** The postgres backends whose unix socket peers one of the process's sockets. */
-function backendPidsOf(pid: number): number[] {
-  const mine = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (m) mine.add(m[1]!);
-    } catch {
-      // closed meanwhile
-    }
-  }
-  const ss = spawnSync('ss', ['-xpnH'], { encoding: 'utf8' });
-  if (ss.status !== 0) throw new Error(`ss -xpnH failed: ${ss.stderr}`);
-  const out = new Set<number>();
+/** The local ports of the process's TCP connections to the server's port (ss -tnp). */
+function clientPortsOf(pid: number, serverPort: number): number[] {
+  const ss = spawnSync('ss', ['-tnpH', 'state', 'established'], { encoding: 'utf8' });
+  if (ss.status !== 0) throw new Error(`ss -tnpH failed: ${ss.stderr}`);
+  const out: number[] = [];
   for (const line of ss.stdout.split('\n')) {
-    // u_str ESTAB 0 0 /path/.s.PGSQL.5432 LOCAL_INODE * PEER_INODE users:(("postgres",pid=N,fd=M))
+    // 0 0 127.0.0.1:LOCAL 127.0.0.1:PEER users:(("node",pid=N,fd=M))
+    if (!line.includes(`pid=${pid},`)) continue;
     const f = line.trim().split(/\s+/);
-    const users = /users:\(\("postgres",pid=(\d+)/.exec(line);
-    if (!users || f.length < 8) continue;
-    const peer = f[7]!;
-    if (mine.has(peer)) out.add(Number(users[1]));
+    const local = f[2] ?? '';
+    const peer = f[3] ?? '';
+    if (peer.endsWith(`:${serverPort}`)) out.push(Number(local.slice(local.lastIndexOf(':') + 1)));
   }
-  return [...out];
+  return out;
 }
 
 // ---- the replicas ----
@@ -177,6 +189,8 @@ export class Replica {
     readonly name: string,
     readonly configPath: string,
     readonly logDir: string,
+    /** Beside the config: BOARDING_STORE_PASSWORD. */
+    readonly env: Record<string, string> = {},
   ) {}
 
   get pid(): number | null {
@@ -191,7 +205,7 @@ export class Replica {
     if (this.running) throw new Error(`replica ${this.name} is already running`);
     this.runs += 1;
     this.adminUrl = null;
-    const child = spawn(process.execPath, [MAIN, 'run', '--config', this.configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+    const child = spawn(process.execPath, [MAIN, 'run', '--config', this.configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...this.env } });
     this.child = child;
     this.log = createWriteStream(join(this.logDir, `${this.name}-run-${this.runs}.log`));
     const log = this.log;
@@ -311,7 +325,9 @@ export async function startFailoverSet(o: FailoverSetOptions): Promise<FailoverS
       environment: 'staging',
       rateLimit: { windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow, ...(o.headroom !== undefined ? { headroom: o.headroom } : {}) },
     },
-    store: { engine: 'postgres', postgres: { url: dbUrl }, ...(o.leadership ? { leadership: o.leadership } : {}) },
+    // As docs/deploy.md shows it: TLS verified, the password from BOARDING_STORE_PASSWORD (Replica.start).
+    store: { engine: 'postgres', postgres: { url: dbUrl, ssl: 'verify-full', sslRootCert: o.pg.ca }, ...(o.leadership ? { leadership: o.leadership } : {}) },
+    customers: { tinHashKey: 'failover-replicas-share-this-tin-key' },
     // One core for every replica: the bank's file drop, shared as a network volume would be.
     core: { adapter: 'file', file: { dir: coreDir } },
     mappings: { dir: mappingsCopy() },
@@ -323,7 +339,7 @@ export async function startFailoverSet(o: FailoverSetOptions): Promise<FailoverS
   };
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, stringify(config));
-  const replicas = Array.from({ length: o.replicas ?? 2 }, (_, i) => new Replica(String.fromCharCode(97 + i), configPath, logDir));
+  const replicas = Array.from({ length: o.replicas ?? 2 }, (_, i) => new Replica(String.fromCharCode(97 + i), configPath, logDir, { BOARDING_STORE_PASSWORD: o.pg.password }));
   const requests: FailoverSet['requests'] = async (sinceMs = 0) => (await platform.admin('GET', `/requests?since=${sinceMs}`)) as Awaited<ReturnType<FailoverSet['requests']>>;
   return {
     platform,

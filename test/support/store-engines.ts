@@ -8,7 +8,7 @@ import { afterEach } from 'vitest';
 import { openDatabase } from '../../src/store/db.js';
 import { openStore } from '../../src/store/open.js';
 import { StoreDb } from '../../src/store/sql.js';
-import { createTestDatabase, pgSkipReason } from './pg.js';
+import { createTestDatabase, pgSkipReason, pgTarget } from './pg.js';
 
 export const STORE_ENGINES = ['sqlite', 'postgres'] as const;
 export type TestEngine = (typeof STORE_ENGINES)[number];
@@ -30,7 +30,7 @@ export async function openTestStore(engine: TestEngine, sqlitePath = ':memory:')
     return { db, url: null, close: () => db.close() };
   }
   const pg = await createTestDatabase({ migrate: false });
-  const db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 4, connectTimeoutMs: 5000 });
+  const db = await openStore(pgTarget(pg.url, { poolSize: 4, connectTimeoutMs: 5000 }));
   return {
     db,
     url: pg.url,

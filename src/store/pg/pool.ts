@@ -9,6 +9,8 @@ export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
 
 export interface PgPoolOptions {
   url: string;
+  /** The connection itself (password, TLS): when given, the URL only names the server in messages. */
+  client?: pg.ClientConfig;
   /** Connections in the pool. Default 5. */
   max?: number;
   /** Shows in pg_stat_activity: which replica a backend belongs to. */
@@ -25,7 +27,7 @@ export interface PgPoolOptions {
  */
 export function openPgPool(opts: PgPoolOptions): PgPool {
   const pool = new pg.Pool({
-    connectionString: opts.url,
+    ...(opts.client ?? { connectionString: opts.url }),
     max: opts.max ?? 5,
     application_name: opts.applicationName ?? 'boarding-connector',
     connectionTimeoutMillis: 10_000,

@@ -1,8 +1,14 @@
-/** A PostgreSQL URL fit for a log line or an error: the password never leaves this function. */
+/**
+ * A PostgreSQL URL fit for a log line, an error or /readyz: the password never leaves this function,
+ * whether in the user-info or as `?password=` (node-postgres reads both).
+ */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password !== '') u.password = '***';
+    for (const name of [...u.searchParams.keys()]) {
+      if (/pass|secret|key/i.test(name)) u.searchParams.set(name, '***');
+    }
     return u.toString();
   } catch {
     return '(unparseable PostgreSQL URL)';

@@ -17,7 +17,7 @@ import { pgLeaseBackend } from '../../../src/store/pg/leadership.js';
 import type { PgPool } from '../../../src/store/pg/pool.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { runCliSplit, type CliRun } from '../../support/cli-run.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase, pgTarget, pgEnv, usePostgres } from '../../support/pg.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
 import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
@@ -43,7 +43,7 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
   let cfg: ReturnType<typeof writeConnectorConfig>;
   let db: StoreDb;
   let store: BoardingStore;
-  const cli = (...args: string[]): Promise<CliRun> => runCliSplit(['--config', cfg.configPath, '--progress=never', ...args], { env: { USER: 'ops-test' } });
+  const cli = (...args: string[]): Promise<CliRun> => runCliSplit(['--config', cfg.configPath, '--progress=never', ...args], { env: { USER: 'ops-test', ...pgEnv() } });
   /** The command's own account of itself, for an assertion's message. */
   const said = (r: CliRun): string => `exit ${r.code}: ${r.error ?? ''}\n${r.stdout}\n${r.stderr}`;
 
@@ -53,11 +53,12 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
     cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
     const doc = parse(readFileSync(cfg.configPath, 'utf8')) as Record<string, unknown>;
     // store.path stays set (as a bank's config keeps it after `state migrate`): it must not be used.
-    doc['store'] = { engine: 'postgres', path: cfg.dbPath, postgres: { url: pg.url, poolSize: 3 } };
+    doc['store'] = { path: cfg.dbPath };
+    usePostgres(doc, pg.url, { poolSize: 3 });
     doc['reports'] = { dir: join(cfg.dir, 'reports') };
     (doc['platform'] as Record<string, unknown>)['environment'] = 'development';
     writeFileSync(cfg.configPath, stringify(doc));
-    db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+    db = await openStore(pgTarget(pg.url, { poolSize: 2, connectTimeoutMs: 5000 }));
     store = createBoardingStore(db);
   });
 
@@ -214,7 +215,7 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
     const doc = parse(readFileSync(cfg.configPath, 'utf8')) as { store: { postgres: { url: string } } };
     const bad = join(cfg.dir, 'bad.yaml');
     writeFileSync(bad, stringify({ ...doc, store: { ...doc.store, postgres: { ...doc.store.postgres, url: doc.store.postgres.url.replace(/\/[^/]+$/, '/no_such_database') } } }));
-    const failing = await runCliSplit(['--config', bad, 'config', 'check', '--connect', '--json']);
+    const failing = await runCliSplit(['--config', bad, 'config', 'check', '--connect', '--json'], { env: pgEnv() });
     expect(failing.code).toBe(1);
     const store = (JSON.parse(failing.stdout) as { checks: Array<{ name: string; status: string; detail: string | null }> }).checks.find((c) => c.name === 'store');
     expect(store?.status).toBe('fail');
@@ -279,12 +280,13 @@ describe.skipIf(pgSkipReason !== null)('the Fineract core with the state in Post
       },
     });
     const doc = parse(readFileSync(cfg.configPath, 'utf8')) as Record<string, unknown>;
-    doc['store'] = { engine: 'postgres', path: cfg.dbPath, postgres: { url: pg.url, poolSize: 3 } };
+    doc['store'] = { path: cfg.dbPath };
+    usePostgres(doc, pg.url, { poolSize: 3 });
     writeFileSync(cfg.configPath, stringify(doc));
-    const r = await runCliSplit(['--config', cfg.configPath, '--progress=never', 'sync', '--once', '--json']);
+    const r = await runCliSplit(['--config', cfg.configPath, '--progress=never', 'sync', '--once', '--json'], { env: pgEnv() });
     expect(r.code, `${r.error ?? ''}\n${r.stderr}`).toBe(0);
     expect(fake.writes().filter((w) => w.status >= 400)).toEqual([]);
-    const db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 1, connectTimeoutMs: 5000 });
+    const db = await openStore(pgTarget(pg.url, { poolSize: 1, connectTimeoutMs: 5000 }));
     try {
       const rows = await db.all<{ id: string; account_number: string | null }>("SELECT id, account_number FROM loans WHERE state = 'acknowledged' ORDER BY id");
       expect(rows.length).toBeGreaterThan(5);
@@ -295,7 +297,7 @@ describe.skipIf(pgSkipReason !== null)('the Fineract core with the state in Post
       for (const row of digested) {
         expect(await db.get('SELECT platform_id AS id FROM core_external_refs WHERE ref = ?', [fineractExternalId(row.id)]), row.id).toEqual({ id: row.id });
       }
-      const rec = await runCliSplit(['--config', cfg.configPath, '--progress=never', 'reconcile', '--json', '--out', join(cfg.dir, 'reports')]);
+      const rec = await runCliSplit(['--config', cfg.configPath, '--progress=never', 'reconcile', '--json', '--out', join(cfg.dir, 'reports')], { env: pgEnv() });
       expect(rec.code, rec.error ?? '').toBe(0);
       const report = JSON.parse(rec.stdout) as { totals: { writtenToCore: { count: number } }; exceptionsByReason: Record<string, number> };
       expect(report.totals.writtenToCore.count).toBe(rows.length);
@@ -318,6 +320,7 @@ describe('state commands with an unreachable PostgreSQL', () => {
         stringify({
           platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
           store: { engine: 'postgres', path: join(dir, 'state.sqlite'), postgres: { url: 'postgres://boarding:hunter2@127.0.0.1:1/boarding', connectTimeoutMs: 1000 } },
+          customers: { tinHashKey: 'unreachable-test-tin-key' },
           core: { adapter: 'file', file: { dir: join(dir, 'core') } },
           log: { level: 'silent' },
         }),

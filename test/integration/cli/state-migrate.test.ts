@@ -20,16 +20,21 @@ import { createSqliteRateState } from '../../../src/store/rate-state.js';
 import { openStore } from '../../../src/store/open.js';
 import { redactUrl } from '../../../src/store/pg/url.js';
 import { runCli } from '../boarding/harness.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
+import { createTestDatabase, pgCa, pgEnv, pgPassword, pgSkipReason, pgStoreConfig, type TestDatabase, pgTarget } from '../../support/pg.js';
 
 const T0 = 1_700_000_000_000;
+const TIN_KEY = 'state-migrate-test-tin-key-0001';
 const PLATFORM = { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' };
 
 function configs(dir: string, dbPath: string, pgUrl: string): { sqlite: string; postgres: string } {
   const sqlite = join(dir, 'sqlite.yaml');
   const postgres = join(dir, 'postgres.yaml');
-  writeFileSync(sqlite, stringify({ platform: PLATFORM, store: { path: dbPath }, log: { level: 'silent' } }));
-  writeFileSync(postgres, stringify({ platform: PLATFORM, store: { engine: 'postgres', path: dbPath, postgres: { url: pgUrl, poolSize: 2 } }, log: { level: 'silent' } }));
+  // The SQLite config carries the target's TLS settings (state migrate --to uses them).
+  writeFileSync(sqlite, stringify({ platform: PLATFORM, store: { path: dbPath, postgres: { ssl: 'verify-full', sslRootCert: pgCa } }, customers: { tinHashKey: TIN_KEY }, log: { level: 'silent' } }));
+  writeFileSync(
+    postgres,
+    stringify({ platform: PLATFORM, store: { engine: 'postgres', path: dbPath, postgres: pgStoreConfig(pgUrl, { poolSize: 2 }) }, customers: { tinHashKey: TIN_KEY }, log: { level: 'silent' } }),
+  );
   return { sqlite, postgres };
 }
 
@@ -102,11 +107,12 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     const pg = await fresh();
     const cfg = configs(dir, dbPath, pg.url);
     const withPassword = new URL(pg.url);
-    withPassword.password = 'hunter2';
+    // The password in the URL only (no BOARDING_STORE_PASSWORD: both would be refused).
+    withPassword.password = pgPassword;
     const r = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', withPassword.toString()]);
     expect(r.error).toBeNull();
     expect(r.code).toBe(0);
-    expect(r.stdout).not.toContain('hunter2');
+    expect(r.stdout).not.toContain(pgPassword);
     expect(r.stdout).toMatch(/identical: \d+ tables, \d+ rows copied and verified/);
     expect(r.stdout).toContain('next: stop the daemon');
     // The URL to put in store.postgres.url comes without any password (that goes in BOARDING_STORE_PASSWORD).
@@ -119,20 +125,20 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
 
     for (const args of [['loans', 'list', '--json'], ['loans', 'list', '--state', 'quarantined', '--json'], ['platform', 'status', '--json'], ['loans', 'show', 'L-001', '--json']]) {
       const a = await runCli(['--config', cfg.sqlite, ...args]);
-      const b = await runCli(['--config', cfg.postgres, ...args]);
+      const b = await runCli(['--config', cfg.postgres, ...args], pgEnv());
       expect(a.error).toBeNull();
       expect(b.error).toBeNull();
       expect({ args, out: JSON.parse(b.stdout) as unknown }).toEqual({ args, out: JSON.parse(a.stdout) as unknown });
     }
-    expect((JSON.parse((await runCli(['--config', cfg.postgres, 'platform', 'status', '--json'])).stdout) as { strikes24h: number }).strikes24h).toBe(1);
+    expect((JSON.parse((await runCli(['--config', cfg.postgres, 'platform', 'status', '--json'], pgEnv())).stdout) as { strikes24h: number }).strikes24h).toBe(1);
     // The copied strike joined the shared ledger without touching rate_strikes: still identical
     // (regression guard: adopting by moving the rows would make --verify-only fail after any command).
-    const verified = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only']);
+    const verified = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only'], pgEnv());
     expect(verified.error).toBeNull();
     expect(verified.stdout).toMatch(/identical: \d+ tables/);
 
     // The sequences were moved past the copied rows: new events and audit entries get new numbers.
-    const store = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 1, connectTimeoutMs: 5000 });
+    const store = await openStore(pgTarget(pg.url, { poolSize: 1, connectTimeoutMs: 5000 }));
     try {
       const s = createBoardingStore(store);
       const before = (await s.loans.events('L-001')).map((e) => e.seq);
@@ -155,17 +161,17 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
   it('refuses a second run into the database that now holds the state, changing nothing (regression guard: a copy never merges or overwrites)', async () => {
     const pg = await fresh();
     const cfg = configs(dir, dbPath, pg.url);
-    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url])).code).toBe(0);
+    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url], pgEnv())).code).toBe(0);
     const pool = pg.pool();
     const count = async (): Promise<number> => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM loan_events')).rows[0]?.n);
     const n = await count();
-    const again = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url]);
+    const again = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url], pgEnv());
     expect(again.code).toBe(1);
     expect(again.error).toMatch(/already holds a state \(rows in [^)]*loans/);
     expect(again.error).toContain('never merges into or overwrites');
     expect(await count()).toBe(n);
     // --verify-only compares without copying: identical.
-    const v = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only']);
+    const v = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only'], pgEnv());
     expect(v.error).toBeNull();
     expect(v.stdout).toMatch(/identical: \d+ tables/);
   });
@@ -173,16 +179,16 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
   it('a tampered row on PostgreSQL fails verification, naming its table and no other', async () => {
     const pg = await fresh();
     const cfg = configs(dir, dbPath, pg.url);
-    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url])).code).toBe(0);
+    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url], pgEnv())).code).toBe(0);
     await pg.pool().query("UPDATE idempotency_keys SET loan_id = 'L-999' WHERE key = 'ack:L-002:b1'");
-    const v = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only']);
+    const v = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only'], pgEnv());
     expect(v.code).toBe(1);
     expect(v.error).toBe(`verification failed: idempotency_keys differs between ${dbPath} and ${redactUrl(pg.url)}`);
     expect(v.stdout).toMatch(/^idempotency_keys +6 +6 +[0-9a-f]{12} +DIFFERS \(postgres [0-9a-f]{12}\)$/m);
     expect(v.stdout.split('\n').filter((l) => l.includes('DIFFERS'))).toHaveLength(1);
     // A row missing is a count difference.
     await pg.pool().query("DELETE FROM webhook_inbox WHERE webhook_id = 'w1'");
-    const w = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only']);
+    const w = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url, '--verify-only'], pgEnv());
     expect(w.error).toBe(`verification failed: idempotency_keys, webhook_inbox differ between ${dbPath} and ${redactUrl(pg.url)}`);
     expect(w.stdout).toMatch(/^webhook_inbox +2 +1 /m);
   });
@@ -199,7 +205,7 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
       n += 1;
       void s.loans.insert({ id: `W${n}`, state: 'queued' }, T0 + 500 + n);
     }, 1);
-    const r = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url]);
+    const r = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url], pgEnv());
     clearInterval(writer);
     await s.write(() => Promise.resolve());
     await s.daemon.remove('daemon-under-test');
@@ -223,8 +229,8 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     db.close();
     const pg = await fresh();
     const cfg = configs(own, path, pg.url);
-    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url])).code).toBe(0);
-    const store = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 1, connectTimeoutMs: 5000 });
+    expect((await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url], pgEnv())).code).toBe(0);
+    const store = await openStore(pgTarget(pg.url, { poolSize: 1, connectTimeoutMs: 5000 }));
     try {
       await createBoardingStore(store).loans.recordEvent('A1', { kind: 'ops', reason: 'after the move' }, T0 + 1);
       expect((await createBoardingStore(store).loans.events('A1')).map((e) => e.seq)).toEqual([1, 501]);

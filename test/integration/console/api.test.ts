@@ -11,7 +11,7 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
 import { FakeCore } from '../../support/fake-core.js';
 import { FakeMapper, issue } from '../../support/fake-mapper.js';
-import { createTestDatabase, type TestDatabase } from '../../support/pg.js';
+import { createTestDatabase, pgEnv, pgStoreConfig, TEST_TIN_HASH_KEY, type TestDatabase } from '../../support/pg.js';
 import { STORE_ENGINES, engineSkipped } from '../../support/store-engines.js';
 
 /**
@@ -77,7 +77,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       `  baseUrl: ${sb.baseUrl}`,
       `  apiKey: ${sb.apiKey}`,
       '  environment: development',
-      engine === 'postgres' ? `store: { engine: postgres, path: ${join(dir, 'state.sqlite')}, postgres: { url: "${pg?.url}", poolSize: 4 } }` : `store: { path: ${join(dir, 'state.sqlite')} }`,
+      engine === 'postgres'
+        ? `store: { engine: postgres, path: ${join(dir, 'state.sqlite')}, postgres: ${JSON.stringify(pgStoreConfig(pg?.url ?? '', { poolSize: 4 }))} }\ncustomers: { tinHashKey: ${TEST_TIN_HASH_KEY} }`
+        : `store: { path: ${join(dir, 'state.sqlite')} }`,
       'webhooks: { host: 127.0.0.1, port: 0 }',
       'admin: { host: 127.0.0.1, port: 0 }',
       "schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' }",
@@ -93,7 +95,7 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     writeFileSync(join(dir, 'config.yaml'), yaml);
     // Every loan fails to map at first: the startup cycle quarantines them all (reason mapping).
     mapper.fail = () => [issue('mapping', 'paymentFrequency "irregular" has no core code')];
-    const config = loadConfig({ env: {}, fileText: yaml });
+    const config = loadConfig({ env: engine === 'postgres' ? pgEnv() : {}, fileText: yaml });
     rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper, core });
     daemon = createConnectorDaemon(rt);
     await daemon.start();

@@ -14,7 +14,7 @@ import type { PlatformClient } from '../../../src/platform/client.js';
 import { openPgPool } from '../../../src/store/pg/pool.js';
 import { StoreDb } from '../../../src/store/sql.js';
 import { startRateLimitedServer, type RateLimitedServer } from '../../support/rate-limited-server.js';
-import { createTestDatabase, pgSkipReason, pgUrl, type TestDatabase } from '../../support/pg.js';
+import { createTestDatabase, pgClientConfig, pgServerAddress, pgSkipReason, type TestDatabase, viaPort } from '../../support/pg.js';
 import { startTcpSwitch } from '../../support/tcp-switch.js';
 import { clientFor, maxInSliding } from './helpers.js';
 
@@ -149,10 +149,10 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
 
   it('the state database unreachable while taking a token: the call is not sent and fails with the retryable network code; it goes out once the database is back', async () => {
     const srv = await server({ readsPerWindow: 40, writesPerWindow: 20, windowMs: 1000 });
-    const socketDir = new URL(pgUrl!).searchParams.get('host')!;
-    const link = await startTcpSwitch({ path: `${socketDir}/.s.PGSQL.5432` }, 'off');
+    const link = await startTcpSwitch(pgServerAddress(), 'off');
     cleanups.push(() => link.close());
-    const pool = openPgPool({ url: `postgresql://postgres@127.0.0.1:${link.port}${new URL(db.url).pathname}`, applicationName: 'unreachable', max: 2 });
+    const url = viaPort(db.url, link.port);
+    const pool = openPgPool({ url, client: pgClientConfig(url), applicationName: 'unreachable', max: 2 });
     pool.on('error', () => {});
     cleanups.push(() => pool.end());
     const client = clientFor(srv, { maxRetries: 1, rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock: systemClock }) });

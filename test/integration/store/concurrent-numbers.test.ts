@@ -7,7 +7,7 @@ import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
 import { openDatabase } from '../../../src/store/db.js';
 import { createNumberStore } from '../../../src/store/numbers.js';
 import { openStore } from '../../../src/store/open.js';
-import { createTestDatabase, pgSkipReason } from '../../support/pg.js';
+import { createTestDatabase, pgSkipReason, pgTarget } from '../../support/pg.js';
 
 const SCRIPT = join(import.meta.dirname, '../../support/allocate-numbers-script.ts');
 const dir = mkdtempSync(join(tmpdir(), 'concurrent-numbers-'));
@@ -51,7 +51,7 @@ describe.skipIf(pgSkipReason !== null)('account numbers allocated by two replica
   // leader's boarding. Every allocation runs concurrently with the others.
   it('never give one number to two keys, and each key keeps its number', async () => {
     const pg = await createTestDatabase({ migrate: false });
-    const open = () => openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 4, connectTimeoutMs: 5000 });
+    const open = () => openStore(pgTarget(pg.url, { poolSize: 4, connectTimeoutMs: 5000 }));
     const [a, b] = [await open(), await open()];
     try {
       const stores = [createNumberStore(a), createNumberStore(b)];

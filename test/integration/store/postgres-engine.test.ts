@@ -13,7 +13,7 @@ import { ConfigError } from '../../../src/lib/errors.js';
 import { openStore } from '../../../src/store/open.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
+import { createTestDatabase, pgEnv, pgSkipReason, type TestDatabase, pgTarget, usePostgres } from '../../support/pg.js';
 
 const BASE = 'platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: pk_test_x, environment: development }\n';
 
@@ -27,8 +27,12 @@ describe('store.engine config', () => {
   });
 
   it('the password comes from BOARDING_STORE_PASSWORD; sqlite stays the default', () => {
-    const c = loadConfig({ env: { BOARDING_STORE_PASSWORD: 's3cret' }, fileText: `${BASE}store: { engine: postgres, postgres: { url: "postgres://boarding@db.internal/boarding" } }\n` });
-    expect(c.store).toMatchObject({ engine: 'postgres', postgres: { url: 'postgres://boarding@db.internal/boarding', password: 's3cret', ssl: 'disable', poolSize: 5 } });
+    const c = loadConfig({
+      env: { BOARDING_STORE_PASSWORD: 's3cret', BOARDING_TIN_HASH_KEY: 'k'.repeat(16) },
+      fileText: `${BASE}store: { engine: postgres, postgres: { url: "postgres://boarding@db.internal/boarding" } }\n`,
+    });
+    // TLS verified unless said otherwise (secure by default), a short connect timeout.
+    expect(c.store).toMatchObject({ engine: 'postgres', postgres: { url: 'postgres://boarding@db.internal/boarding', password: 's3cret', ssl: 'verify-full', poolSize: 5, connectTimeoutMs: 5000 } });
     expect(loadConfig({ env: {}, fileText: BASE }).store.engine).toBe('sqlite');
   });
 
@@ -56,10 +60,11 @@ describe.skipIf(pgSkipReason !== null)('store.engine: postgres end to end', () =
   it('sync --once boards the loans with one keyed ack each, loans list and platform status read them back, and nothing is written to SQLite', async () => {
     const cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30, extra: {} });
     const doc = parse(readFileSync(cfg.configPath, 'utf8')) as Record<string, unknown>;
-    doc['store'] = { engine: 'postgres', path: cfg.dbPath, postgres: { url: pg.url, poolSize: 3 } };
+    doc['store'] = { path: cfg.dbPath };
+    usePostgres(doc, pg.url, { poolSize: 3 });
     writeFileSync(cfg.configPath, stringify(doc));
 
-    const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json', '--settle-ms', '20000']);
+    const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json', '--settle-ms', '20000'], pgEnv());
     expect(r.error).toBeNull();
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout);
@@ -71,7 +76,7 @@ describe.skipIf(pgSkipReason !== null)('store.engine: postgres end to end', () =
     for (const n of Object.values(c.acks)) expect(n).toBe(1);
     // The state is in PostgreSQL, not in a SQLite file beside the config.
     expect(existsSync(cfg.dbPath)).toBe(false);
-    const db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 1, connectTimeoutMs: 5000 });
+    const db = await openStore(pgTarget(pg.url, { poolSize: 1, connectTimeoutMs: 5000 }));
     try {
       const store = createBoardingStore(db);
       expect((await store.loans.list({ state: 'acknowledged' })).length).toBe(boarded);
@@ -80,15 +85,15 @@ describe.skipIf(pgSkipReason !== null)('store.engine: postgres end to end', () =
       await db.close();
     }
 
-    const list = await runCli(['--config', cfg.configPath, 'loans', 'list', '--state', 'acknowledged', '--json']);
+    const list = await runCli(['--config', cfg.configPath, 'loans', 'list', '--state', 'acknowledged', '--json'], pgEnv());
     expect(list.code, list.error ?? '').toBe(0);
     expect(JSON.parse(list.stdout)).toHaveLength(boarded);
-    const status = await runCli(['--config', cfg.configPath, 'platform', 'status', '--json']);
+    const status = await runCli(['--config', cfg.configPath, 'platform', 'status', '--json'], pgEnv());
     expect(status.code, status.error ?? '').toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ strikes24h: 0, trafficStopped: false });
 
     // A second sync acknowledges nothing again.
-    const again = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
+    const again = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json'], pgEnv());
     expect(again.code, again.error ?? '').toBe(0);
     const c2 = await p.counters();
     expect(c2.acks).toEqual(c.acks);
@@ -97,9 +102,10 @@ describe.skipIf(pgSkipReason !== null)('store.engine: postgres end to end', () =
   it('sync --once on an unreachable server exits 1 naming store.postgres.url', async () => {
     const cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30 });
     const doc = parse(readFileSync(cfg.configPath, 'utf8')) as Record<string, unknown>;
-    doc['store'] = { engine: 'postgres', path: cfg.dbPath, postgres: { url: 'postgres://boarding@127.0.0.1:1/boarding', connectTimeoutMs: 1000 } };
+    doc['store'] = { path: cfg.dbPath };
+    usePostgres(doc, 'postgres://boarding@127.0.0.1:1/boarding', { connectTimeoutMs: 1000 });
     writeFileSync(cfg.configPath, stringify(doc));
-    const r = await runCli(['--config', cfg.configPath, 'sync', '--once']);
+    const r = await runCli(['--config', cfg.configPath, 'sync', '--once'], pgEnv());
     expect(r.code).toBe(1);
     expect(r.error).toMatch(/store\.postgres\.url: cannot open the state store/);
     expect(existsSync(cfg.dbPath)).toBe(false);

@@ -18,7 +18,7 @@ import { createWebhookInbox, type WebhookInbox } from '../../../src/store/inbox.
 import { openStore } from '../../../src/store/open.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../../../src/webhooks/processor.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase, pgTarget } from '../../support/pg.js';
 
 const secret = `whsec_${randomBytes(24).toString('base64')}`;
 
@@ -42,7 +42,7 @@ async function database(): Promise<TestDatabase> {
 
 /** One replica's receiver: its own pool on the shared database, its own app and processor. */
 async function replica(pg: TestDatabase): Promise<Replica> {
-  const db = await openStore({ engine: 'postgres', url: pg.url, ssl: 'disable', poolSize: 3, connectTimeoutMs: 5000 });
+  const db = await openStore(pgTarget(pg.url, { poolSize: 3, connectTimeoutMs: 5000 }));
   const inbox = createWebhookInbox(db);
   const processor = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
   await processor.start();

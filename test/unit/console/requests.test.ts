@@ -11,6 +11,7 @@ import { openStore } from '../../../src/store/open.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
+import { pgTarget } from '../../support/pg.js';
 
 const olga: ConsoleUser = { name: 'olga', roles: ['operator'] };
 const ivan: ConsoleUser = { name: 'ivan', roles: ['approver'] };
@@ -78,7 +79,7 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await service.approve(ivan, r.id);
       let otherDb = db;
       if (url !== null) {
-        otherDb = await openStore({ engine: 'postgres', url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+        otherDb = await openStore(pgTarget(url, { poolSize: 2, connectTimeoutMs: 5000 }));
         handles.push(otherDb);
       }
       const second = createConsoleExecutor({ store: createBoardingStore(otherDb), consoleStore: createConsoleStore(otherDb), clock, logger: silentLogger() });

@@ -10,6 +10,7 @@ import { openStore } from '../../../src/store/open.js';
 import { StoreDb } from '../../../src/store/sql.js';
 import { DEFAULT_NUMBER_POOLS, PoolExhaustedError, createNumberStore, formatNumber, type NumberPools, type NumberPoolSpec } from '../../../src/store/numbers.js';
 import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../support/store-engines.js';
+import { pgTarget } from '../../support/pg.js';
 
 const T0 = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'numbers-'));
@@ -30,7 +31,7 @@ describe('number formats', () => {
 /** Two handles on one state, as a daemon and a command (or two replicas) have: two connections to one file, two pools on one database. */
 async function twoHandles(engine: TestEngine, name: string, url: string | null, cleanup: Array<() => Promise<void>>): Promise<[StoreDb, StoreDb]> {
   const open = async (): Promise<StoreDb> => {
-    const db = engine === 'sqlite' ? StoreDb.sqliteOn(openDatabase(join(dir, `${name}.sqlite`))) : await openStore({ engine: 'postgres', url: url as string, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+    const db = engine === 'sqlite' ? StoreDb.sqliteOn(openDatabase(join(dir, `${name}.sqlite`))) : await openStore(pgTarget(url as string, { poolSize: 2, connectTimeoutMs: 5000 }));
     cleanup.push(() => db.close());
     return db;
   };

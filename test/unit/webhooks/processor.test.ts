@@ -12,6 +12,7 @@ import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../..
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createWebhookProcessor } from '../../../src/webhooks/processor.js';
+import { pgTarget } from '../../support/pg.js';
 
 const opened: Db[] = [];
 const dirs: string[] = [];
@@ -94,9 +95,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       return [StoreDb.sqliteOn(first), StoreDb.sqliteOn(second)];
     }
     const url = (await open()).url as string;
-    const again = await openStore({ engine: 'postgres', url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+    const again = await openStore(pgTarget(url, { poolSize: 2, connectTimeoutMs: 5000 }));
     closers.push(() => again.close());
-    const first = await openStore({ engine: 'postgres', url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 });
+    const first = await openStore(pgTarget(url, { poolSize: 2, connectTimeoutMs: 5000 }));
     closers.push(() => first.close());
     return [first, again];
   };

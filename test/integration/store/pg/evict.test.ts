@@ -9,7 +9,7 @@ import { FakeClock } from '../../../support/fake-clock.js';
 import { openLeadership } from '../../../../src/store/leases.js';
 import { openStore } from '../../../../src/store/open.js';
 import type { StoreDb } from '../../../../src/store/sql.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase, pgTarget } from '../../../support/pg.js';
 
 let db: TestDatabase;
 const stores: StoreDb[] = [];
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 const open = async (): Promise<StoreDb> => {
-  const s = await openStore({ engine: 'postgres', url: db.url, ssl: 'disable', poolSize: 3, connectTimeoutMs: 5000 });
+  const s = await openStore(pgTarget(db.url, { poolSize: 3, connectTimeoutMs: 5000 }));
   stores.push(s);
   return s;
 };

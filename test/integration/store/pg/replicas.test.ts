@@ -15,7 +15,7 @@ import { systemClock } from '../../../../src/lib/clock.js';
 import { silentLogger } from '../../../../src/lib/logger.js';
 import { signStandardWebhook } from '../../../../src/sandbox/webhook-sender.js';
 import { freePort } from '../../../support/tcp-switch.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
+import { createTestDatabase, pgEnv, pgSkipReason, pgStoreConfig, type TestDatabase } from '../../../support/pg.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
 
 const SECRET = `whsec_${Buffer.from('replicas-test-signing-secret-0123').toString('base64')}`;
@@ -50,10 +50,10 @@ describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', (
     const ports = { a: await freePort(), b: await freePort() };
     const start = async (name: 'a' | 'b'): Promise<{ rt: BoardingRuntime; daemon: ConnectorDaemon; ready: () => Promise<Ready>; metrics: () => Promise<string> }> => {
       const config = loadConfig({
-        env: {},
+        env: pgEnv(),
         fileText: stringify({
           platform: { baseUrl: p.sandbox.baseUrl, apiKey: p.apiKey, environment: 'staging', rateLimit: { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 } },
-          store: { engine: 'postgres', postgres: { url: db.url, ssl: 'disable', poolSize: 4 }, leadership: { ttlMs: 3000, renewEveryMs: 1000 } },
+          store: { engine: 'postgres', postgres: pgStoreConfig(db.url, { poolSize: 4 }), leadership: { ttlMs: 3000, renewEveryMs: 1000 } },
           // One core both replicas write to (as they would to one core system).
           core: { adapter: 'file', file: { dir: base.coreDir } },
           mappings: { dir: `${process.cwd()}/mappings/generic` },

@@ -19,11 +19,12 @@ import { systemClock } from '../../../../src/lib/clock.js';
 import { createLogger } from '../../../../src/lib/logger.js';
 import type { StoreTarget } from '../../../../src/store/open.js';
 import { FakeClock } from '../../../support/fake-clock.js';
-import { createTestDatabase, pgSkipReason, pgUrl, type TestDatabase } from '../../../support/pg.js';
+import { createTestDatabase, pgEnv, pgPassword, pgServerAddress, pgSkipReason, pgStoreConfig, pgTarget, type TestDatabase, viaPort } from '../../../support/pg.js';
 import { freePort, startTcpSwitch, type TcpSwitch } from '../../../support/tcp-switch.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
 
-const PASSWORD = 's3cret-pw-9f2';
+// The login role's real password (the server checks it): the tests look for it where it must not appear.
+const PASSWORD = pgPassword;
 let db: TestDatabase;
 let sw: TcpSwitch;
 let proxiedUrl: string;
@@ -31,12 +32,9 @@ let proxiedUrl: string;
 beforeAll(async () => {
   if (pgSkipReason) return;
   db = await createTestDatabase({ migrate: false });
-  const socketDir = new URL(pgUrl!).searchParams.get('host');
-  if (!socketDir) throw new Error(`the test server URL names no socket directory: ${pgUrl}`);
-  sw = await startTcpSwitch({ path: `${socketDir}/.s.PGSQL.5432` }, 'off');
-  // The test server trusts local connections: the password is carried, never checked; the test
-  // only looks for it where it must not appear.
-  proxiedUrl = `postgresql://postgres:${PASSWORD}@127.0.0.1:${sw.port}${new URL(db.url).pathname}`;
+  sw = await startTcpSwitch(pgServerAddress(), 'off');
+  // TLS runs end to end through the switch (the certificate names 127.0.0.1, where it listens).
+  proxiedUrl = viaPort(db.url, sw.port);
 });
 afterAll(async () => {
   if (pgSkipReason) return;
@@ -65,7 +63,7 @@ function capture(): { logger: ReturnType<typeof createLogger>; lines: () => Arra
   };
 }
 
-const target = (): Extract<StoreTarget, { engine: 'postgres' }> => ({ engine: 'postgres', url: proxiedUrl, ssl: 'disable', poolSize: 2, connectTimeoutMs: 2_000 });
+const target = (): Extract<StoreTarget, { engine: 'postgres' }> => pgTarget(proxiedUrl, { poolSize: 2, connectTimeoutMs: 2_000 });
 
 describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL at start', () => {
   it('serves /healthz and a 503 /readyz naming store.postgres.url, retries with backoff, logs the failure once, opens when the server answers', async () => {
@@ -175,7 +173,7 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
       readsPerWindow: 200,
       writesPerWindow: 60,
       extra: {
-        store: { engine: 'postgres', postgres: { url: proxiedUrl, ssl: 'disable', connectTimeoutMs: 2000 } },
+        store: { engine: 'postgres', postgres: pgStoreConfig(proxiedUrl, { connectTimeoutMs: 2000 }) },
         customers: { tinHashKey: 'store-wait-test-key-0123456789' },
         webhooks: { host: '127.0.0.1', port: 0 },
         admin: { host: '127.0.0.1', port: adminPort },
@@ -187,7 +185,7 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
     const { program, ctx } = buildProgram((pr) =>
       createCliContext({
         clock: systemClock,
-        env: {},
+        env: pgEnv(),
         stdout: sink,
         stderr: sink,
         getConfigOption: () => pr.opts<{ config?: string }>().config,
@@ -242,22 +240,21 @@ describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
   it('a cycle during the outage fails without marking loans, /readyz says why; the next cycle after it returns boards them (regression: a cycle failing on the database before the lease left the runner "already running" for good)', async () => {
     const p: TestPlatform = await startTestPlatform({ loans: 6, releaseRatio: 0, seed: 12, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
     const outage = await createTestDatabase({ migrate: false });
-    const socketDir = new URL(pgUrl!).searchParams.get('host')!;
-    const link = await startTcpSwitch({ path: `${socketDir}/.s.PGSQL.5432` }, 'on');
-    const url = `postgresql://postgres@127.0.0.1:${link.port}${new URL(outage.url).pathname}`;
+    const link = await startTcpSwitch(pgServerAddress(), 'on');
+    const url = viaPort(outage.url, link.port);
     const cfg = writeConnectorConfig(p, {
       windowMs: 2000,
       readsPerWindow: 200,
       writesPerWindow: 60,
       extra: {
-        store: { engine: 'postgres', postgres: { url, ssl: 'disable', connectTimeoutMs: 2000 } },
+        store: { engine: 'postgres', postgres: pgStoreConfig(url, { connectTimeoutMs: 2000 }) },
         customers: { tinHashKey: 'store-wait-test-key-0123456789' },
         webhooks: { host: '127.0.0.1', port: 0 },
         admin: { host: '127.0.0.1', port: 0 },
         schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *' },
       },
     });
-    const config = loadConfig({ env: {}, filePath: cfg.configPath, fileText: readFileSync(cfg.configPath, 'utf8') });
+    const config = loadConfig({ env: pgEnv(), filePath: cfg.configPath, fileText: readFileSync(cfg.configPath, 'utf8') });
     const log = capture();
     let rt: BoardingRuntime | undefined;
     let daemon: ReturnType<typeof createConnectorDaemon> | undefined;

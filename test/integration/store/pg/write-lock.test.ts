@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../../../src/store/open.js';
 import type { StoreDb } from '../../../../src/store/sql.js';
-import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
+import { createTestDatabase, pgSkipReason, type TestDatabase, pgTarget } from '../../../support/pg.js';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -19,7 +19,7 @@ afterAll(async () => {
 describe.skipIf(pgSkipReason !== null)('the PostgreSQL write lock', () => {
   it("an unfenced write transaction left idle by a paused replica is ended by the server, so the other replicas' writes go on (it was held until the replica resumed)", async () => {
     // Opened as the daemon opens its store (its pool logs a connection the server ends).
-    const open = (applicationName: string): Promise<StoreDb> => openStore({ engine: 'postgres', url: db.url, ssl: 'disable', poolSize: 2, connectTimeoutMs: 5000 }, { applicationName });
+    const open = (applicationName: string): Promise<StoreDb> => openStore(pgTarget(db.url, { poolSize: 2, connectTimeoutMs: 5000 }), { applicationName });
     const a = await open('paused-replica');
     const b = await open('other-replica');
     let entered!: () => void;
