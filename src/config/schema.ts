@@ -169,6 +169,13 @@ export const webhooksSchema = z.strictObject({
 export const adminSchema = z.strictObject({
   host: str('a host name or IP').default('127.0.0.1'),
   port: int(0, 65535).default(8081),
+  /**
+   * Host names (or IPs) the listener answers in the Host header, without port; any other gets 421
+   * (DNS rebinding). Default: localhost, 127.0.0.1, ::1 and admin.host when it names one address.
+   */
+  allowedHosts: z
+    .array(z.string({ error: 'expected a host name' }).regex(/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?)$/, { error: 'expected a host name or IP without port, e.g. ops.bank.example' }), { error: 'expected a list of host names' })
+    .optional(),
 });
 
 export const mappingsSchema = z.strictObject({

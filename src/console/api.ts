@@ -83,7 +83,7 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   }));
 
   router.get('/loans/:id/reboard-diff', route(async (req, res) => {
-    res.json(await service.reboardDiff(req.params['id'] as string));
+    res.json(await service.reboardDiff(consoleUser(res), req.params['id'] as string));
   }));
 
   router.get('/requests', route(async (req, res) => {

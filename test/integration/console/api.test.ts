@@ -232,7 +232,8 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const acked = (await rt.store.loans.list({ state: 'acknowledged' }))[0]?.id as string;
       const writesBefore = core.loans.get(acked)?.writes ?? 0;
       mapper.version = 'v2';
-      const diff = await api('vera', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`);
+      expect((await api('vera', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`)).status).toBe(403); // a viewer spends no platform reads
+      const diff = await api('olga', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`);
       expect(diff.status).toBe(200);
       expect(diff.json).toMatchObject({ loanId: acked, outcome: 'would_rewrite', mappingVersion: 'v2', previousVersion: 'v1' });
       const reboard = await api('olga', 'POST', '/requests', { action: 'reboard', loans: [acked], reason: 'v2 maps the payment frequency' });

@@ -225,6 +225,14 @@ describe('console pages over HTTP', () => {
     expect(page.body).not.toContain('action="/console/requests"');
   });
 
+  it('a loan id holding a comma or a space is one loan: the form posts ids as a list, never a joined string (ln_a,ln_b acted on ln_a and ln_b)', async () => {
+    const olga = await login('olga');
+    const body = new URLSearchParams([['_csrf', olga.csrf], ['action', 'skip'], ['reason', 'withdrawn'], ['loans', 'ln_a,ln_b'], ['loans', 'ln c']]).toString();
+    const res = await fetch(`${server.url}/console/requests`, { method: 'POST', redirect: 'manual', headers: { cookie: olga.cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    expect(res.status).toBe(303);
+    expect(service.made.at(-1)?.loans).toEqual(['ln_a,ln_b', 'ln c']);
+  });
+
   it('a request without a reason gets 400 with the field named', async () => {
     const olga = await login('olga');
     const res = await request('POST', '/console/requests', { cookie: olga.cookie, form: { action: 'skip', loans: 'L-1', reason: '  ', _csrf: olga.csrf } });
