@@ -78,6 +78,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     config: rt.config.console,
     clock: rt.clock,
     logger: rt.logger,
+    store: consoleStore,
     onEvent: (kind, name, detail) => {
       service.recordAuth(kind, name, detail).catch((err: unknown) => rt.logger.warn({ err }, 'console: could not record a login failure in the audit log'));
     },

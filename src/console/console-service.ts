@@ -12,6 +12,7 @@ import type { BatchingCapability } from '../core/port.js';
 import { planRetry, planSkip } from '../boarding/ops.js';
 import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
 import { searchKey } from '../lib/search-key.js';
+import { userNameKey } from '../lib/user-name.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformHealth } from '../platform/api.js';
@@ -23,7 +24,7 @@ import { runningDaemons } from '../editloop/daemon-guard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import type { BoardingStore } from '../store/index.js';
 import { QUARANTINE_REASONS } from '../store/loan-states.js';
-import type { AuditRow, ConsoleStore, ExceptionSqlFilter, RequestRow, SignOffRow } from '../store/console.js';
+import type { AuditRow, ConsoleStore, ExceptionSqlFilter, NewAudit, RequestRow, SignOffRow } from '../store/console.js';
 import {
   AGE_BUCKETS,
   ConsoleError,
@@ -77,6 +78,11 @@ export interface ConsoleServiceDeps {
   readiness?: () => Promise<unknown>;
   lastCycleAt?: () => number | null;
   role?: () => 'leader' | 'standby';
+}
+
+/** The audit line of an unlock (the console's and `console unlock`'s): auth finds it by the user's name key. */
+export function unlockAudit(actor: string, user: string, at: number): NewAudit {
+  return { at, actor, kind: 'unlock', action: 'login', reason: userNameKey(user), detail: { user } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -600,6 +606,14 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       await cs.appendAudit({ at: clock.now(), actor: name === '' ? '(none)' : name, kind, action: 'login', detail });
     },
 
+    async recordUnlock(user, name) {
+      requireRole(user, 'approver', 'lifting a login lock');
+      const target = deps.config.console.users.find((u) => userNameKey(u.name) === userNameKey(name));
+      if (!target) throw new ConsoleError(404, `no console user ${name}`, 'name');
+      await cs.appendAudit(unlockAudit(user.name, target.name, clock.now()));
+      log.info({ user: user.name, unlocked: target.name }, 'console login lock lifted');
+    },
+
     async reports() {
       const days = (await readdir(reportsDir).catch(() => [] as string[])).filter((d) => DAY_DIR.test(d)).sort().reverse();
       const signed = new Map((await cs.signOffs()).map((s) => [`${s.day}/${s.run}`, s]));
@@ -644,7 +658,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
       if ((await service.reportFile(d, run, 'json')) === null) throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
       const now = clock.now();
-      const ok = await cs.sign(d, run, as, user.name, now, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}`, detail: { day: d, run, as } });
+      const ok = await cs.sign(d, run, as, user.name, now, { note: null, dispositions: null }, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}`, detail: { day: d, run, as } });
       if (!ok) {
         const s = await cs.signOff(d, run);
         if (as === 'prepared') throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);

@@ -255,7 +255,7 @@ export interface Page<T> {
   next: string | null;
 }
 
-export const AUDIT_KINDS = ['request', 'approve', 'reject', 'execute', 'fail', 'signoff', 'login_failed', 'login_throttled'] as const;
+export const AUDIT_KINDS = ['request', 'approve', 'reject', 'execute', 'fail', 'withdraw', 'signoff', 'login_failed', 'login_throttled', 'unlock'] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 
 /** One line of the append-only audit log (never updated or deleted). */
@@ -386,8 +386,13 @@ export interface ConsoleService {
   audit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /** The audit log as CSV (header first, oldest first), in chunks; for one loan when `loan` is set. */
   auditCsv(query: Pick<AuditQuery, 'loan'>): AsyncIterable<string>;
-  /** Records a login failure or throttling in the audit log (the auth module calls it). */
+  /** Records a login failure or throttling in the audit log (the auth module calls it with the name as auth.auditName gives it). */
   recordAuth(kind: 'login_failed' | 'login_throttled', name: string, detail: Record<string, unknown>): Promise<void>;
+  /**
+   * Records that `user` lifts the login locks of the configured user `name` (an `unlock` audit line;
+   * `console unlock NAME` writes the same). Approver role (403). The caller then lifts them in auth.
+   */
+  recordUnlock(user: ConsoleUser, name: string): Promise<void>;
 
   /** Reconciliation runs, newest first. */
   reports(): Promise<ReportRun[]>;

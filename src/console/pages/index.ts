@@ -479,7 +479,21 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   router.get('/status', async (_req, res, next) => {
     const { session, user } = locals(res);
     try {
-      sendPage(res, 200, 'Status', 'status', statusPage({ session, status: await service.status(), canAct: hasRole(user, 'operator') }), session);
+      sendPage(res, 200, 'Status', 'status', statusPage({ session, status: await service.status(), canAct: hasRole(user, 'operator'), locks: auth.locks(), canUnlock: hasRole(user, 'approver') }), session);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  // An approver lifts a login lock (audited first: the service checks the role).
+  router.post('/logins/unlock', async (req, res, next) => {
+    const { session, user } = locals(res);
+    try {
+      const name = field(req.body, 'name') ?? '';
+      await service.recordUnlock(user, name);
+      const n = auth.unlock(name);
+      session.flash = { kind: 'ok', text: `Login lock${n === 1 ? '' : 's'} of ${name} lifted (${n}).` };
+      res.redirect(303, '/console/status');
     } catch (err) {
       next(err);
     }

@@ -8,7 +8,8 @@
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { createConsoleAuth, hashPassword } from '../../../src/console/auth.js';
+import { createConsoleAuth } from '../../../src/console/auth.js';
+import { testHash } from '../../support/console-users.js';
 import { mountConsolePages } from '../../../src/console/pages/index.js';
 import { createSessionStore } from '../../../src/console/pages/sessions.js';
 import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/service.js';
@@ -82,6 +83,7 @@ function memoryService(): ConsoleService & { made: ActionRequest[]; queries: Exc
       yield 'seq,at,actor\n';
     },
     recordAuth: () => Promise.resolve(),
+    recordUnlock: no,
     reports: () => Promise.resolve([]),
     report: () => Promise.resolve(null),
     reportFile: () => Promise.resolve(null),
@@ -99,7 +101,7 @@ const logLines: string[] = [];
 const logger = createLogger({ level: 'info', pretty: false, destination: { write: (line: string) => void logLines.push(line) } });
 
 beforeAll(async () => {
-  const hash = await hashPassword('pw-operator');
+  const hash = await testHash('pw-operator');
   const config = consoleSchema.parse({
     users: [
       { name: 'olga', passwordHash: hash, roles: ['operator'] },
