@@ -5,7 +5,7 @@ import { createConsoleService } from '../console/console-service.js';
 import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
 import { mountConsole } from '../console/index.js';
 import type { ConsoleService } from '../console/service.js';
-import { previewReboard, reboardLoan } from '../editloop/reboard.js';
+import { previewLoanNow, reboardLoan } from '../editloop/reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
 import { CONNECTOR_VERSION } from '../version.js';
@@ -66,7 +66,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     clock: rt.clock,
     logger: rt.logger,
     executor,
-    reboardPreview: (loanId) => previewReboard({ store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers }, loanId),
+    reboardPreview: (loanId) => previewLoanNow({ store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers }, loanId),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     platformHealth: () => rt.platform.health(),
     coreHealth: () => rt.core.health(),
@@ -78,6 +78,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     config: rt.config.console,
     clock: rt.clock,
     logger: rt.logger,
+    store: consoleStore,
     onEvent: (kind, name, detail) => {
       service.recordAuth(kind, name, detail).catch((err: unknown) => rt.logger.warn({ err }, 'console: could not record a login failure in the audit log'));
     },

@@ -1,4 +1,5 @@
 import type { Config } from '../config/schema.js';
+import { adminHostNames } from '../http/allowed-hosts.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
@@ -123,7 +124,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.
   const app = createApp({ ...appDeps, surface: 'public' });
-  const adminApp = createApp({ ...appDeps, surface: 'admin', ...(deps.mountAdmin ? { mountOps: deps.mountAdmin } : {}) });
+  const adminApp = createApp({ ...appDeps, surface: 'admin', allowedHosts: adminHostNames(deps.config.admin), ...(deps.mountAdmin ? { mountOps: deps.mountAdmin } : {}) });
   let server: RunningServer | null = null;
   let adminServer: RunningServer | null = null;
   let firstCheck: Promise<void> = Promise.resolve();

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { userNameKey } from '../lib/user-name.js';
 import { isValidTimeZone } from '../lib/calendar.js';
 import { allowEntryProblem } from '../lib/hosts.js';
 import { PG_SSL_MODES, pgSettingsProblems } from './postgres.js';
@@ -220,6 +221,13 @@ export const webhooksSchema = z.strictObject({
 export const adminSchema = z.strictObject({
   host: str('a host name or IP').default('127.0.0.1'),
   port: int(0, 65535).default(8081),
+  /**
+   * Host names (or IPs) the listener answers in the Host header, without port; any other gets 421
+   * (DNS rebinding). Default: localhost, 127.0.0.1, ::1 and admin.host when it names one address.
+   */
+  allowedHosts: z
+    .array(z.string({ error: 'expected a host name' }).regex(/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?)$/, { error: 'expected a host name or IP without port, e.g. ops.bank.example' }), { error: 'expected a list of host names' })
+    .optional(),
 });
 
 export const mappingsSchema = z.strictObject({
@@ -347,10 +355,15 @@ export const consoleSchema = z.strictObject({
     )
     .default([])
     .superRefine((users, ctx) => {
-      const seen = new Set<string>();
+      // One person, one name: olga, Olga and olga. would be three users (and three throttles).
+      const seen = new Map<string, string>();
       users.forEach((u, i) => {
-        if (seen.has(u.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected each user once (${u.name} is listed twice)` });
-        seen.add(u.name);
+        const key = userNameKey(u.name);
+        const first = seen.get(key);
+        if (key === '') ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected a user name with a letter or digit (${u.name} is only punctuation)` });
+        else if (first !== undefined)
+          ctx.addIssue({ code: 'custom', path: [i, 'name'], message: first === u.name ? `expected each user once (${u.name} is listed twice)` : `expected each user once: ${u.name} is the same user as ${first} (names are compared without case and surrounding punctuation)` });
+        else seen.set(key, u.name);
       });
     }),
   fourEyes: z
@@ -380,13 +393,26 @@ export const consoleSchema = z.strictObject({
     .optional(),
   /** A browser session ends after this many idle minutes. */
   sessionIdleMinutes: int(1, 24 * 60).default(30),
-  /** Failed logins (Basic auth and the login form) allowed per client address and per user name in the window; then 429. */
+  /**
+   * Failed logins (Basic auth and the login form): after `maxFailures` for one user name from one
+   * client address in the window, that name is locked from that address (others and other names
+   * go on); after `maxFailuresPerUser` for the name from any addresses, the name is locked
+   * everywhere. A lock ends after the window, or when an approver (status page) or `console
+   * unlock NAME` lifts it.
+   */
   loginThrottle: z
     .strictObject({
       maxFailures: int(1).default(5),
+      maxFailuresPerUser: int(1).default(20),
       windowSeconds: int(1).default(900),
     })
     .prefault({}),
+  /**
+   * A password hash weaker than OWASP's scrypt parameters (N=2^17, r=8, p=1: older `console passwd`
+   * printed N=2^15) is re-hashed at the user's next login and kept in the state database; the
+   * config's hash is still accepted until it changes. false: verify the config's hash only.
+   */
+  upgradeHashes: bool().default(true),
   /** How long an approval waits for its execution before it answers `approved` (the executor carries on). */
   approveWaitMs: int(0, 60_000).default(5_000),
 });

@@ -83,7 +83,7 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   }));
 
   router.get('/loans/:id/reboard-diff', route(async (req, res) => {
-    res.json(await service.reboardDiff(req.params['id'] as string));
+    res.json(await service.reboardDiff(consoleUser(res), req.params['id'] as string));
   }));
 
   router.get('/requests', route(async (req, res) => {
@@ -152,6 +152,17 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected "prepared" or "reviewed"', 'as');
     res.json(await service.signOff(consoleUser(res), req.params['day'] as string, req.params['run'] as string, as));
   }));
+
+  router.post('/logins/unlock', route(async (req, res) => {
+    const name = body(req)['name'];
+    if (typeof name !== 'string' || name.trim() === '') throw new ConsoleError(400, 'name: the console user whose login lock to lift', 'name');
+    await service.recordUnlock(consoleUser(res), name);
+    res.json({ user: name, locksLifted: deps.auth.unlock(name) });
+  }));
+
+  router.get('/logins/locks', (_req, res) => {
+    res.json({ locks: deps.auth.locks().map((l) => ({ ...l, since: new Date(l.since).toISOString(), until: new Date(l.until).toISOString() })) });
+  });
 
   router.get('/batches', route(async (_req, res) => {
     res.json({ batches: await service.batches() });

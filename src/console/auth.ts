@@ -1,27 +1,44 @@
 /**
  * Console authentication: users from config (console.users) with scrypt password hashes, the
- * optional trusted reverse proxy's user header, and the throttle of failed logins that HTTP Basic
- * auth (the JSON API) and the login form (the pages) share.
+ * optional trusted reverse proxy's user header, and the throttle of failed logins
+ * (login-throttle.ts) that HTTP Basic auth (the JSON API) and the login form (the pages) share.
  *
  * Hashes: Node's built-in crypto.scrypt (OpenSSL's), a random 16-byte salt, parameters encoded in
- * the string (`scrypt$ln=15,r=8,p=1$<salt>$<hash>`, base64), compared in constant time. No
- * dependency to keep up to date and no native build; the parameters can be raised later without
- * invalidating existing hashes.
+ * the string (`scrypt$ln=17,r=8,p=1$<salt>$<hash>`, base64), compared in constant time. New hashes
+ * use OWASP's parameters (N=2^17, r=8, p=1); a configured hash below them is re-hashed at the
+ * user's next login and kept in the state database (console.upgradeHashes).
+ *
+ * User names are compared as lib/user-name.ts says (`Olga` logs in as `olga`). A name typed at a
+ * failed login is never kept: logs and the audit log get the configured user's name, or for a name
+ * that is no user a keyed digest (people type passwords into the name field).
  */
-import { createHmac, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { createHash, createHmac, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import type { ConsoleConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { userNameKey } from '../lib/user-name.js';
+import { createLoginThrottle, type LoginLock } from './login-throttle.js';
 import type { ConsoleRole, ConsoleUser } from './service.js';
 
-const SCRYPT_LN = 15;
-const SCRYPT_R = 8;
-const SCRYPT_P = 1;
+/** scrypt parameters, as encoded in a hash (`ln` = log2 N). */
+export interface ScryptParams {
+  ln: number;
+  r: number;
+  p: number;
+}
+
+/** OWASP's minimum for scrypt (Password Storage Cheat Sheet): N=2^17, r=8, p=1. */
+export const SCRYPT_OWASP: ScryptParams = { ln: 17, r: 8, p: 1 };
 const KEY_LEN = 32;
 /** How long a verified Basic credential is remembered (keyed digest, in memory). */
 const VERIFIED_TTL_MS = 5 * 60_000;
+/** scrypt at N=2^17 takes 128 MiB and about a second: at most this many at once, this many waiting. */
+const SCRYPT_CONCURRENCY = 2;
+const SCRYPT_QUEUE = 64;
+/** How often a lock asks the audit log whether `console unlock` lifted it. */
+const UNLOCK_CHECK_MS = 5_000;
 
 function scrypt(password: string, salt: Buffer, keyLen: number, opts: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -29,41 +46,82 @@ function scrypt(password: string, salt: Buffer, keyLen: number, opts: ScryptOpti
   });
 }
 
-const scryptOpts = (ln: number, r: number, p: number): ScryptOptions => ({ N: 2 ** ln, r, p, maxmem: 256 * 2 ** ln * r + 1024 * 1024 });
+const scryptOpts = ({ ln, r, p }: ScryptParams): ScryptOptions => ({ N: 2 ** ln, r, p, maxmem: 256 * 2 ** ln * r + 1024 * 1024 });
 
-/** The hash `console passwd` prints for a password. */
-export async function hashPassword(password: string): Promise<string> {
+/**
+ * The hash `console passwd` prints for a password (OWASP's parameters). Tests that are not about
+ * hashing pass weaker `params` so that a login costs milliseconds, not a second.
+ */
+export async function hashPassword(password: string, params: ScryptParams = SCRYPT_OWASP): Promise<string> {
   if (password.length === 0) throw new Error('the password is empty');
   const salt = randomBytes(16);
-  const key = await scrypt(password, salt, KEY_LEN, scryptOpts(SCRYPT_LN, SCRYPT_R, SCRYPT_P));
-  return `scrypt$ln=${SCRYPT_LN},r=${SCRYPT_R},p=${SCRYPT_P}$${salt.toString('base64')}$${key.toString('base64')}`;
+  const key = await scrypt(password, salt, KEY_LEN, scryptOpts(params));
+  return `scrypt$ln=${params.ln},r=${params.r},p=${params.p}$${salt.toString('base64')}$${key.toString('base64')}`;
+}
+
+const HASH = /^scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/;
+
+/** The parameters of an encoded hash, null when it is not one this connector reads. */
+export function hashParams(encoded: string): ScryptParams | null {
+  const m = HASH.exec(encoded);
+  if (!m) return null;
+  const [ln, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (ln < 10 || ln > 20 || r < 1 || r > 32 || p < 1 || p > 16) return null;
+  return { ln, r, p };
+}
+
+/** Whether a hash is weaker than OWASP's parameters (it is re-hashed at the next login). */
+export function belowOwasp(encoded: string): boolean {
+  const p = hashParams(encoded);
+  return p !== null && (p.ln < SCRYPT_OWASP.ln || p.r < SCRYPT_OWASP.r);
 }
 
 /** Whether `password` matches an encoded hash (false for a malformed one). */
 export async function verifyPassword(password: string, encoded: string): Promise<boolean> {
-  const m = /^scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)$/.exec(encoded);
-  if (!m) return false;
-  const [ln, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (ln < 10 || ln > 20 || r < 1 || r > 32 || p < 1 || p > 16) return false;
+  const params = hashParams(encoded);
+  const m = HASH.exec(encoded);
+  if (!params || !m) return false;
   const salt = Buffer.from(m[4] as string, 'base64');
   const want = Buffer.from(m[5] as string, 'base64');
   if (want.length < 16) return false;
-  const got = await scrypt(password, salt, want.length, scryptOpts(ln, r, p));
+  const got = await scrypt(password, salt, want.length, scryptOpts(params));
   return timingSafeEqual(got, want);
 }
+
+/** The fingerprint of a configured hash that a stored re-hash replaces (a new config hash wins). */
+const fingerprint = (encoded: string): string => createHash('sha256').update(encoded).digest('base64url').slice(0, 22);
 
 export type LoginOutcome =
   | { ok: true; user: ConsoleUser }
   | { ok: false; why: 'invalid' }
   | { ok: false; why: 'throttled'; retryAfterSeconds: number };
 
+/** A login lock as the status page shows it: the configured user's name. */
+export interface LoginLockView {
+  user: string;
+  /** null: locked from every address. */
+  client: string | null;
+  since: number;
+  until: number;
+}
+
 export interface ConsoleAuth {
   /**
    * Checks a name and password (Basic auth and the login form both come here), throttled per
-   * client address and per user name: after console.loginThrottle.maxFailures failures in its
-   * window, attempts are refused without checking the password until the window moves on.
+   * user name and client address (login-throttle.ts): a locked name is refused without checking
+   * the password until its lock ends or is lifted.
    */
   verifyLogin(name: string, password: string, client: string): Promise<LoginOutcome>;
+  /** Lifts the login locks of a configured user (the caller checked the role and audited it); how many there were. */
+  unlock(name: string): number;
+  /** Active login locks of configured users, newest first. */
+  locks(): LoginLockView[];
+  /** The configured user a typed name means (case and surrounding punctuation aside), or null. */
+  resolve(name: string): ConsoleUser | null;
+  /** How a typed name may be logged or audited: the configured user's name, else a keyed digest. */
+  auditName(name: string): string;
+  /** Resolves when no password re-hash is running (tests). */
+  settled(): Promise<void>;
   /**
    * The user a trusted reverse proxy named in console.proxy.userHeader, believed only when the
    * connection comes from one of console.proxy.addresses; null otherwise (the header is ignored).
@@ -95,58 +153,107 @@ export function setConsoleUser(res: Response, user: ConsoleUser): void {
   (res.locals as { consoleUser?: ConsoleUser }).consoleUser = user;
 }
 
-export interface ConsoleAuthOptions {
-  config: Pick<ConsoleConfig, 'users' | 'proxy' | 'loginThrottle'>;
-  clock: Clock;
-  logger: Logger;
-  /** Told about refused and throttled logins (the audit log). */
-  onEvent?: (kind: 'login_failed' | 'login_throttled', name: string, detail: { client: string }) => void;
+/** Where re-hashed passwords are kept and `console unlock` is found (the state database). */
+export interface ConsoleAuthStore {
+  passwordHash(name: string): Promise<{ replaces: string; hash: string } | null>;
+  putPasswordHash(name: string, replaces: string, hash: string, at: number): Promise<void>;
+  lastUnlock(nameKey: string): Promise<number | null>;
 }
 
-/** A hash no password matches, checked for unknown users so their answer takes as long. */
-let dummyHash: Promise<string> | null = null;
+export interface ConsoleAuthOptions {
+  config: Pick<ConsoleConfig, 'users' | 'proxy' | 'loginThrottle'> & Partial<Pick<ConsoleConfig, 'upgradeHashes'>>;
+  clock: Clock;
+  logger: Logger;
+  /** Told about refused and throttled logins (the audit log); `name` is auditName() of what was typed. */
+  onEvent?: (kind: 'login_failed' | 'login_throttled', name: string, detail: { client: string }) => void;
+  /** Re-hashes and unlocks (absent: no re-hash is kept, only in-process unlocks). */
+  store?: ConsoleAuthStore;
+  /** The parameters a weak hash is re-hashed with (default OWASP's; tests of the path pass weaker ones). */
+  rehashTo?: ScryptParams;
+}
+
+/** At most `limit` scrypt computations at once; beyond `queue` waiting, refused (a flood must not take the memory). */
+function createGate(limit: number, queue: number): <T>(fn: () => Promise<T>) => Promise<T | 'busy'> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (fn) => {
+    if (running >= limit) {
+      if (waiting.length >= queue) return 'busy';
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    }
+    running++;
+    try {
+      return await fn();
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
 
 export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
   const { config, clock } = opts;
   const log = opts.logger.child({ component: 'console-auth' });
-  const users = new Map(config.users.map((u) => [u.name, u]));
-  const failures = new Map<string, number[]>();
+  const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
+  const throttle = createLoginThrottle({ maxFailures: config.loginThrottle.maxFailures, maxFailuresPerUser: config.loginThrottle.maxFailuresPerUser ?? config.loginThrottle.maxFailures * 4, windowMs: config.loginThrottle.windowSeconds * 1000 });
   const throttleReported = new Map<string, number>();
-  const windowMs = config.loginThrottle.windowSeconds * 1000;
-  const max = config.loginThrottle.maxFailures;
+  const unlockChecked = new Map<string, number>();
+  const rehash = (config.upgradeHashes ?? true) && opts.store !== undefined;
+  const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
+  const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
+  let rehashing: Promise<void> = Promise.resolve();
   const proxyRanges = (config.proxy?.addresses ?? []).map((a) => (a.includes('/') ? ipaddr.parseCIDR(a.trim()) : ([ipaddr.parse(a.trim()), ipaddr.parse(a.trim()).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
+  // Per process, never stored: the digest of a name that is no user cannot be turned back into it.
+  const nameKeyKey = randomBytes(32);
+  // Unknown users are checked against a hash as costly as the configured ones, so they answer as slowly.
+  const firstHash = config.users.find((u) => u.passwordHash !== undefined)?.passwordHash;
+  const dummyHash = hashPassword(randomBytes(16).toString('hex'), (firstHash ? hashParams(firstHash) : null) ?? rehashTo);
+  dummyHash.catch(() => undefined);
 
+  const resolveUser = (name: string) => users.get(userNameKey(name));
   const toUser = (name: string): ConsoleUser | null => {
-    const u = users.get(name);
+    const u = resolveUser(name);
     return u ? { name: u.name, roles: [...u.roles] as ConsoleRole[] } : null;
   };
+  /** The throttle's key of a typed name: a user's normalised name, else a keyed digest. */
+  const throttleKey = (name: string): string => (resolveUser(name) ? userNameKey(name) : `?${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('base64url').slice(0, 16)}`);
+  const auditName = (name: string): string => {
+    const u = resolveUser(name);
+    if (u) return u.name;
+    return `(not a user: #${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('hex').slice(0, 8)})`;
+  };
 
-  function recent(key: string, now: number): number[] {
-    const list = (failures.get(key) ?? []).filter((t) => t > now - windowMs);
-    if (list.length === 0) failures.delete(key);
-    else failures.set(key, list);
-    return list;
+  /** Whether `console unlock` lifted this lock since it was set (asked at most every UNLOCK_CHECK_MS per name). */
+  async function liftedByCli(key: string, lock: LoginLock): Promise<boolean> {
+    if (!opts.store || key.startsWith('?')) return false;
+    const now = clock.now();
+    if ((unlockChecked.get(key) ?? 0) > now - UNLOCK_CHECK_MS) return false;
+    if (unlockChecked.size > 1000) unlockChecked.clear();
+    unlockChecked.set(key, now);
+    const at = await opts.store.lastUnlock(key).catch(() => null);
+    return at !== null && at >= lock.since;
   }
 
-  function throttledFor(keys: string[], now: number): number {
-    let wait = 0;
-    for (const k of keys) {
-      const list = recent(k, now);
-      if (list.length >= max) wait = Math.max(wait, (list[list.length - max] as number) + windowMs - now);
-    }
-    return wait;
+  /** The hash to check a user's password against: the kept re-hash of the configured one, if any. */
+  async function currentHash(u: { name: string; passwordHash?: string | undefined }): Promise<string | undefined> {
+    if (u.passwordHash === undefined || !rehash || !belowOwasp(u.passwordHash)) return u.passwordHash;
+    const kept = await opts.store?.passwordHash(u.name).catch(() => null);
+    return kept && kept.replaces === fingerprint(u.passwordHash) ? kept.hash : u.passwordHash;
   }
 
-  function fail(keys: string[], now: number): void {
-    for (const k of keys) failures.set(k, [...recent(k, now), now]);
-    // Bounded memory: a flood of distinct names or addresses never grows this without end.
-    if (failures.size > 10_000) {
-      for (const k of failures.keys()) {
-        recent(k, now);
-        if (failures.size <= 5_000) break;
+  /** After a login with a weak hash: re-hash off the request, keep it (one at a time). */
+  function upgrade(u: { name: string; passwordHash?: string | undefined }, password: string, used: string): void {
+    if (!rehash || u.passwordHash === undefined || used !== u.passwordHash || !belowOwasp(u.passwordHash)) return;
+    const configured = u.passwordHash;
+    rehashing = rehashing.then(async () => {
+      try {
+        const fresh = await hashPassword(password, rehashTo);
+        await opts.store?.putPasswordHash(u.name, fingerprint(configured), fresh, clock.now());
+        log.warn({ user: u.name, from: hashParams(configured), to: rehashTo }, 'console password re-hashed at OWASP scrypt parameters and kept in the state database; replace its console.users passwordHash with one from `console passwd`');
+      } catch (err) {
+        log.warn({ err, user: u.name }, 'console password re-hash failed; the configured hash stays in use');
       }
-      if (failures.size > 10_000) failures.clear();
-    }
+    });
   }
 
   function isTrustedProxy(addr: string): boolean {
@@ -169,32 +276,59 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
     enabled: config.users.length > 0 || config.proxy !== undefined,
     user: toUser,
     clientAddress,
+    resolve: toUser,
+    auditName,
+    settled: () => rehashing,
+    unlock(name) {
+      const u = resolveUser(name);
+      if (!u) return 0;
+      const n = throttle.unlock(userNameKey(u.name));
+      log.info({ user: u.name, locks: n }, 'console login lock lifted');
+      return n;
+    },
+    locks() {
+      return throttle.locks(clock.now()).map((l) => ({ user: users.get(l.name)?.name ?? l.name, client: l.client, since: l.since, until: l.until }));
+    },
     async verifyLogin(name, password, client) {
+      const key = throttleKey(name);
+      const who = auditName(name);
+      let held = throttle.check(key, client, clock.now());
+      if (held.lock && (await liftedByCli(key, held.lock))) {
+        throttle.unlock(key);
+        log.info({ user: who }, 'console login lock lifted by `console unlock`');
+        held = throttle.check(key, client, clock.now());
+      }
       const now = clock.now();
-      const keys = [`addr:${client}`, `user:${name}`];
-      const wait = throttledFor(keys, now);
-      if (wait > 0) {
-        // Logged and audited once per client and window: a flood of refused attempts must not
+      if (held.waitMs > 0) {
+        // Logged and audited once per client, name and lock: a flood of refused attempts must not
         // become a flood of log lines and state database writes.
-        const reportKey = `${client}\0${name.slice(0, 64)}`;
+        const reportKey = `${client}\0${key}`;
         if ((throttleReported.get(reportKey) ?? 0) <= now) {
           if (throttleReported.size > 10_000) throttleReported.clear();
-          throttleReported.set(reportKey, now + wait);
-          log.warn({ user: name.slice(0, 64), client }, 'console login throttled');
-          opts.onEvent?.('login_throttled', name.slice(0, 64), { client });
+          throttleReported.set(reportKey, now + held.waitMs);
+          log.warn({ user: who, client, lockedFrom: held.lock?.client ?? 'every address' }, 'console login throttled');
+          opts.onEvent?.('login_throttled', who, { client });
         }
-        return { ok: false, why: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)) };
+        return { ok: false, why: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil(held.waitMs / 1000)) };
       }
-      const u = users.get(name);
-      const hash = u?.passwordHash ?? (await (dummyHash ??= hashPassword(randomBytes(16).toString('hex'))));
-      const ok = (await verifyPassword(password, hash)) && u !== undefined && u.passwordHash !== undefined;
+      const u = resolveUser(name);
+      const ok = await gate(async () => {
+        const hash = u ? await currentHash(u) : undefined;
+        const good = (await verifyPassword(password, hash ?? (await dummyHash))) && u !== undefined && hash !== undefined;
+        if (good && u && hash) upgrade(u, password, hash);
+        return good;
+      });
+      if (ok === 'busy') {
+        log.warn({ client }, 'console login refused: too many logins being checked at once');
+        return { ok: false, why: 'throttled', retryAfterSeconds: 2 };
+      }
       if (!ok) {
-        fail(keys, clock.now());
-        log.warn({ user: name.slice(0, 64), client }, 'console login refused');
-        opts.onEvent?.('login_failed', name.slice(0, 64), { client });
+        const lock = throttle.fail(key, u !== undefined, client, clock.now());
+        log.warn({ user: who, client, ...(lock ? { locked: lock.client === null ? 'every address' : 'this address', until: new Date(lock.until).toISOString() } : {}) }, 'console login refused');
+        opts.onEvent?.('login_failed', who, { client });
         return { ok: false, why: 'invalid' };
       }
-      failures.delete(`user:${name}`);
+      throttle.succeeded(key, client);
       return { ok: true, user: toUser(name) as ConsoleUser };
     },
     proxyUser(req) {
@@ -208,7 +342,7 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
         return null;
       }
       const user = toUser(value.trim());
-      if (!user) log.warn({ client: addr, user: value.trim().slice(0, 64) }, 'console: the proxy named a user not in console.users; refused');
+      if (!user) log.warn({ client: addr, user: auditName(value.trim()) }, 'console: the proxy named a user not in console.users; refused');
       return user;
     },
     basic: (req, res, next) => {
@@ -238,7 +372,7 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       const key = digest(name, password);
       const hit = verified.get(key);
       // A throttled client waits even with a remembered credential (the throttle is checked first).
-      const known = hit && hit.until > clock.now() && throttledFor([`addr:${clientAddress(req)}`, `user:${name}`], clock.now()) === 0 ? toUser(hit.user) : null;
+      const known = hit && hit.until > clock.now() && throttle.check(throttleKey(name), clientAddress(req), clock.now()).waitMs === 0 ? toUser(hit.user) : null;
       if (known) {
         setConsoleUser(res, known);
         next();

@@ -12,19 +12,20 @@ import type { BatchingCapability } from '../core/port.js';
 import { planRetry, planSkip } from '../boarding/ops.js';
 import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
 import { searchKey } from '../lib/search-key.js';
+import { userNameKey } from '../lib/user-name.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformHealth } from '../platform/api.js';
 import { ageBucket } from '../reports/compute.js';
 import { REPORT_FILES } from '../reports/files.js';
-import type { ReboardPreview } from '../editloop/reboard.js';
+import type { BoardPreview, ReboardPreview } from '../editloop/reboard.js';
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../editloop/loan-history.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import type { BoardingStore } from '../store/index.js';
 import { QUARANTINE_REASONS } from '../store/loan-states.js';
 import { spreadsheetField } from '../lib/csv.js';
-import type { AuditRow, ConsoleStore, ExceptionSqlFilter, RequestRow, SignOffRow } from '../store/console.js';
+import type { AuditRow, ConsoleStore, ExceptionSqlFilter, NewAudit, RequestRow, SignOffRow } from '../store/console.js';
 import {
   AGE_BUCKETS,
   ConsoleError,
@@ -51,6 +52,8 @@ export const MAX_REQUEST_LOANS = 100_000;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 500;
 const MAX_REASON = 1000;
+/** Re-board checks each user may start per minute: each spends platform reads the boarding needs. */
+export const REBOARD_PREVIEWS_PER_MINUTE = 6;
 
 /** The executor as the service sees it: told of an approval, and waited on for a while. */
 export interface ExecutorHandle {
@@ -67,8 +70,8 @@ export interface ConsoleServiceDeps {
   logger: Logger;
   /** The daemon's executor; absent: approved requests wait for a daemon. */
   executor?: ExecutorHandle;
-  /** The dry-run diff of one loan (needs platform reads and the mapper: the daemon's runtime). */
-  reboardPreview?: (loanId: string) => Promise<ReboardPreview>;
+  /** The dry-run diff of one loan, or the board check of one not boarded (needs platform reads and the mapper: the daemon's runtime). */
+  reboardPreview?: (loanId: string) => Promise<ReboardPreview | BoardPreview>;
   /** The file core's batches; absent for other cores. */
   batching?: BatchingCapability;
   platformHealth?: () => PlatformHealth;
@@ -76,6 +79,11 @@ export interface ConsoleServiceDeps {
   readiness?: () => Promise<unknown>;
   lastCycleAt?: () => number | null;
   role?: () => 'leader' | 'standby';
+}
+
+/** The audit line of an unlock (the console's and `console unlock`'s): auth finds it by the user's name key. */
+export function unlockAudit(actor: string, user: string, at: number): NewAudit {
+  return { at, actor, kind: 'unlock', action: 'login', reason: userNameKey(user), detail: { user } };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -311,6 +319,8 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
   const reportsDir = deps.config.reports.dir;
   const fileBatches = new FileBatchStore(store.db);
   let previewing = false;
+  /** Start times of each user's re-board checks in the last minute. */
+  const previewStarts = new Map<string, number[]>();
 
   function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: string): void {
     if (!hasRole(user, role)) throw new ConsoleError(403, `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`);
@@ -461,14 +471,23 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       };
     },
 
-    async reboardDiff(id) {
+    async reboardDiff(user, id) {
+      requireRole(user, 'operator', 'a re-board check (it spends platform reads)');
       const empty = { loanId: id, mappingVersion: null, previousVersion: null, changes: [] as string[] };
       if (!deps.reboardPreview) return { ...empty, outcome: 'unavailable', message: 'the re-board preview runs in the daemon (`run`); use `loans reboard --dry-run`' };
       if (!(await store.loans.get(id))) throw new ConsoleError(404, `no loan ${id}`);
-      // It reads the platform (within the rate budget the boarding shares): one at a time.
+      // It reads the platform (within the rate budget the boarding shares): one at a time, a few per user a minute.
       if (previewing) throw new ConsoleError(409, 'another re-board preview is running (each reads the platform); try again in a moment');
+      const now = clock.now();
+      const recent = (previewStarts.get(user.name) ?? []).filter((t) => t > now - 60_000);
+      if (recent.length >= REBOARD_PREVIEWS_PER_MINUTE) {
+        const wait = Math.max(1, Math.ceil(((recent[0] as number) + 60_000 - now) / 1000));
+        throw new ConsoleError(429, `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a minute per user (each reads the platform): try again in ${wait} s`);
+      }
+      recent.push(now);
+      previewStarts.set(user.name, recent);
       previewing = true;
-      let p: ReboardPreview;
+      let p: ReboardPreview | BoardPreview;
       try {
         p = await deps.reboardPreview(id);
       } finally {
@@ -479,8 +498,10 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
           return { loanId: id, outcome: p.outcome, mappingVersion: p.mappingVersion, previousVersion: p.previousVersion, changes: p.changes, message: null };
         case 'unchanged':
           return { ...empty, outcome: p.outcome, mappingVersion: p.mappingVersion, message: null };
+        case 'would_board':
+          return { ...empty, outcome: p.outcome, mappingVersion: p.mappingVersion, changes: p.reviewItems, message: p.reviewItems.length === 0 ? `it would board now with mapping ${p.mappingVersion}: request a retry` : `it would board now with mapping ${p.mappingVersion}, with ${p.reviewItems.length} review item${p.reviewItems.length === 1 ? '' : 's'}: request a retry` };
         case 'would_quarantine':
-          return { ...empty, outcome: p.outcome, message: `${p.reason}: ${p.message}` };
+          return { ...empty, outcome: p.outcome, message: `it would not board now: ${p.reason}: ${p.message}` };
         case 'not_acknowledged':
           return { ...empty, outcome: p.outcome, message: `the loan is ${p.state}, not acknowledged` };
         case 'failed':
@@ -584,6 +605,14 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       await cs.appendAudit({ at: clock.now(), actor: name === '' ? '(none)' : name, kind, action: 'login', detail });
     },
 
+    async recordUnlock(user, name) {
+      requireRole(user, 'approver', 'lifting a login lock');
+      const target = deps.config.console.users.find((u) => userNameKey(u.name) === userNameKey(name));
+      if (!target) throw new ConsoleError(404, `no console user ${name}`, 'name');
+      await cs.appendAudit(unlockAudit(user.name, target.name, clock.now()));
+      log.info({ user: user.name, unlocked: target.name }, 'console login lock lifted');
+    },
+
     async reports() {
       const days = (await readdir(reportsDir).catch(() => [] as string[])).filter((d) => DAY_DIR.test(d)).sort().reverse();
       const signed = new Map((await cs.signOffs()).map((s) => [`${s.day}/${s.run}`, s]));
@@ -628,7 +657,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
       if ((await service.reportFile(d, run, 'json')) === null) throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
       const now = clock.now();
-      const ok = await cs.sign(d, run, as, user.name, now, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}`, detail: { day: d, run, as } });
+      const ok = await cs.sign(d, run, as, user.name, now, { note: null, dispositions: null }, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}`, detail: { day: d, run, as } });
       if (!ok) {
         const s = await cs.signOff(d, run);
         if (as === 'prepared') throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);

@@ -28,11 +28,11 @@ export function hasRole(user: ConsoleUser, role: ConsoleRole): boolean {
   return user.roles.includes(role);
 }
 
-/** A refusal the HTTP layer turns into its status: 400 bad input, 403 not allowed, 404 unknown, 409 conflicting state. */
+/** A refusal the HTTP layer turns into its status: 400 bad input, 403 not allowed, 404 unknown, 409 conflicting state, 429 too often. */
 export class ConsoleError extends Error {
   override readonly name = 'ConsoleError';
   constructor(
-    readonly status: 400 | 403 | 404 | 409,
+    readonly status: 400 | 403 | 404 | 409 | 429,
     message: string,
     /** The request field that was wrong (`reason`, `loans`, `filter.state`…), when one was. */
     readonly field?: string,
@@ -167,10 +167,14 @@ export interface LoanHistory {
   requests: ActionRequest[];
 }
 
-/** What a re-board would change now for one loan (the dry-run diff); reads the platform. */
+/**
+ * What a re-board would change now for one acknowledged loan (the dry-run diff), or for a loan not
+ * boarded (quarantined, skipped, waiting) whether it would board now with the mapping on disk
+ * (`would_board`, review items in `changes`) or why not (`would_quarantine`). Reads the platform.
+ */
 export interface ReboardDiff {
   loanId: string;
-  outcome: 'would_rewrite' | 'unchanged' | 'would_quarantine' | 'not_acknowledged' | 'failed' | 'unavailable';
+  outcome: 'would_rewrite' | 'unchanged' | 'would_board' | 'would_quarantine' | 'not_acknowledged' | 'failed' | 'unavailable';
   mappingVersion: string | null;
   previousVersion: string | null;
   changes: string[];
@@ -251,7 +255,7 @@ export interface Page<T> {
   next: string | null;
 }
 
-export const AUDIT_KINDS = ['request', 'approve', 'reject', 'execute', 'fail', 'signoff', 'login_failed', 'login_throttled'] as const;
+export const AUDIT_KINDS = ['request', 'approve', 'reject', 'execute', 'fail', 'withdraw', 'signoff', 'login_failed', 'login_throttled', 'unlock'] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 
 /** One line of the append-only audit log (never updated or deleted). */
@@ -350,8 +354,12 @@ export interface ConsoleService {
   exceptionCounts(filter?: ExceptionFilter): Promise<ReasonAgeCount[]>;
   /** One loan's whole history; null when the store does not know it. */
   loan(id: string): Promise<LoanHistory | null>;
-  /** What a re-board would change now for this loan (reads the platform within the rate budget; one at a time: 409 while another runs). */
-  reboardDiff(id: string): Promise<ReboardDiff>;
+  /**
+   * What a re-board would change now for this loan, or whether a loan not boarded would board now
+   * (reads the platform within the rate budget). Operator role (403); one at a time (409 while
+   * another runs); at most REBOARD_PREVIEWS_PER_MINUTE per user (429).
+   */
+  reboardDiff(user: ConsoleUser, id: string): Promise<ReboardDiff>;
 
   /** What a request would act on, without making it (the preview count). 400/403 as createRequest. */
   previewRequest(user: ConsoleUser, input: NewRequest): Promise<RequestPreview>;
@@ -378,8 +386,13 @@ export interface ConsoleService {
   audit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /** The audit log as CSV (header first, oldest first), in chunks; for one loan when `loan` is set. */
   auditCsv(query: Pick<AuditQuery, 'loan'>): AsyncIterable<string>;
-  /** Records a login failure or throttling in the audit log (the auth module calls it). */
+  /** Records a login failure or throttling in the audit log (the auth module calls it with the name as auth.auditName gives it). */
   recordAuth(kind: 'login_failed' | 'login_throttled', name: string, detail: Record<string, unknown>): Promise<void>;
+  /**
+   * Records that `user` lifts the login locks of the configured user `name` (an `unlock` audit line;
+   * `console unlock NAME` writes the same). Approver role (403). The caller then lifts them in auth.
+   */
+  recordUnlock(user: ConsoleUser, name: string): Promise<void>;
 
   /** Reconciliation runs, newest first. */
   reports(): Promise<ReportRun[]>;

@@ -6,6 +6,8 @@ import type { WebhookInbox } from '../store/inbox.js';
 import { createConnectorMetrics, type ConnectorMetrics, type LeadershipView } from '../observability/metrics.js';
 import { runReadiness, type ReadinessCheck } from '../observability/readiness.js';
 import { latestReportFile } from './reports-route.js';
+import { allowedHostsGuard } from './allowed-hosts.js';
+import { REPORT_HTML_CSP } from '../reports/render-html.js';
 import { createWebhookReceiver, WEBHOOK_PATH } from '../webhooks/receiver.js';
 import { createLogThrottle } from '../webhooks/log-throttle.js';
 import { createVerifier, unusableSecrets } from '../webhooks/signature.js';
@@ -34,6 +36,8 @@ export interface WebhookAppDeps {
   surface?: 'all' | 'public' | 'admin';
   /** Adds routes to the ops surface before its 404 (the console: src/console/index.ts mountConsole). */
   mountOps?: (app: Express) => void;
+  /** Host names the ops surface answers (allowed-hosts.ts adminHostNames); absent: any (tests). */
+  allowedHosts?: readonly string[];
 }
 
 /**
@@ -48,6 +52,15 @@ export function createApp(deps: WebhookAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (surface === 'admin' && deps.allowedHosts !== undefined) {
+    const refused = createLogThrottle();
+    app.use(
+      allowedHostsGuard(deps.allowedHosts, (host) => {
+        const suppressed = refused.admit('client', clock.now());
+        if (suppressed !== null) log.warn({ host, ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) }, 'admin listener: request for a host not in admin.allowedHosts refused (421)');
+      }),
+    );
+  }
 
   if (surface !== 'admin') {
     const verifier = createVerifier({
@@ -121,6 +134,9 @@ function registerOpsRoutes(app: Express, deps: WebhookAppDeps, metrics: Connecto
       return;
     }
     res.setHeader('Cache-Control', 'no-store');
+    // report.html is self-contained (inline styles, an inline SVG): no script, no framing, no sniffing.
+    res.setHeader('Content-Security-Policy', REPORT_HTML_CSP);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     res.sendFile(file, { dotfiles: 'deny' });
   });
 }

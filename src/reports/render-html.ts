@@ -7,6 +7,9 @@ import { REASON_LABELS } from './reasons.js';
  * report.html: one self-contained page (inline CSS, inline SVG chart, no scripts, no external
  * assets) so it can be mailed, archived or opened offline. Every value is escaped.
  */
+/** The policy report.html is served under (/reports/latest, the console): inline styles and images, no script, no framing. */
+export const REPORT_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
 export function escapeHtml(value: string | number | null | undefined): string {
   return String(value ?? '')
     .replaceAll('&', '&amp;')

@@ -90,6 +90,17 @@ export interface SignOffRow {
   preparedAt: number | null;
   reviewedBy: string | null;
   reviewedAt: number | null;
+  preparedNote: string | null;
+  reviewedNote: string | null;
+  /** JSON: the preparer's disposition per exception. */
+  dispositions: string | null;
+}
+
+/** What a signature records besides who and when. */
+export interface SignatureText {
+  note: string | null;
+  /** The preparer's dispositions (JSON), null for a reviewer. */
+  dispositions: string | null;
 }
 
 export interface ConsoleStore {
@@ -123,7 +134,12 @@ export interface ConsoleStore {
   signOffs(): Promise<SignOffRow[]>;
   signOff(day: string, run: string): Promise<SignOffRow | null>;
   /** Sets prepared_by (when unset) or reviewed_by (when prepared, unset, and by ≠ prepared_by); false when refused by state. */
-  sign(day: string, run: string, as: 'prepared' | 'reviewed', by: string, at: number, audit: NewAudit): Promise<boolean>;
+  sign(day: string, run: string, as: 'prepared' | 'reviewed', by: string, at: number, text: SignatureText, audit: NewAudit): Promise<boolean>;
+  /** The re-hash of a user's password kept by the connector (null when none). */
+  passwordHash(name: string): Promise<{ replaces: string; hash: string } | null>;
+  putPasswordHash(name: string, replaces: string, hash: string, at: number): Promise<void>;
+  /** When a login lock of this user (normalised name) was last lifted (an `unlock` audit line), null if never. */
+  lastUnlock(nameKey: string): Promise<number | null>;
 }
 
 export interface NewAudit {
@@ -267,6 +283,9 @@ const toSignOff = (r: Record<string, unknown>): SignOffRow => ({
   preparedAt: (r['prepared_at'] as number | null) ?? null,
   reviewedBy: (r['reviewed_by'] as string | null) ?? null,
   reviewedAt: (r['reviewed_at'] as number | null) ?? null,
+  preparedNote: (r['prepared_note'] as string | null) ?? null,
+  reviewedNote: (r['reviewed_note'] as string | null) ?? null,
+  dispositions: (r['dispositions'] as string | null) ?? null,
 });
 
 export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
@@ -451,22 +470,33 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
       const r = await db.get<Record<string, unknown>>('SELECT * FROM report_signoffs WHERE day = ? AND run = ?', [day, run]);
       return r ? toSignOff(r) : null;
     },
-    async sign(day, run, as, by, at, entry) {
+    async sign(day, run, as, by, at, text, entry) {
       return immediate(async () => {
         await db.run('INSERT INTO report_signoffs (day, run) VALUES (?, ?) ON CONFLICT DO NOTHING', [day, run]);
         const changed =
           as === 'prepared'
-            ? (await db.run('UPDATE report_signoffs SET prepared_by = ?, prepared_at = ? WHERE day = ? AND run = ? AND prepared_by IS NULL', [by, at, day, run])).changes
+            ? (await db.run('UPDATE report_signoffs SET prepared_by = ?, prepared_at = ?, prepared_note = ?, dispositions = ? WHERE day = ? AND run = ? AND prepared_by IS NULL', [by, at, text.note, text.dispositions, day, run])).changes
             : (
                 await db.run(
-                  'UPDATE report_signoffs SET reviewed_by = ?, reviewed_at = ? WHERE day = ? AND run = ? AND reviewed_by IS NULL AND prepared_by IS NOT NULL AND prepared_by <> ?',
-                  [by, at, day, run, by],
+                  'UPDATE report_signoffs SET reviewed_by = ?, reviewed_at = ?, reviewed_note = ? WHERE day = ? AND run = ? AND reviewed_by IS NULL AND prepared_by IS NOT NULL AND prepared_by <> ?',
+                  [by, at, text.note, day, run, by],
                 )
               ).changes;
         if (changed === 0) return false;
         await audit(entry);
         return true;
       });
+    },
+    async passwordHash(name) {
+      const r = await db.get<{ replaces: string; hash: string }>('SELECT replaces, hash FROM console_password_hashes WHERE name = ?', [name]);
+      return r ? { replaces: r.replaces, hash: r.hash } : null;
+    },
+    async putPasswordHash(name, replaces, hash, at) {
+      await db.run('INSERT INTO console_password_hashes (name, replaces, hash, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET replaces = excluded.replaces, hash = excluded.hash, updated_at = excluded.updated_at', [name, replaces, hash, at]);
+    },
+    async lastUnlock(nameKey) {
+      const r = await db.get<{ at: number | null }>("SELECT MAX(at) AS at FROM console_audit WHERE kind = 'unlock' AND reason = ?", [nameKey]);
+      return r?.at === null || r?.at === undefined ? null : Number(r.at);
     },
   };
 }

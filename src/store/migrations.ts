@@ -682,6 +682,23 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
       $fn$;
     `,
   },
+  /* 19: the console's day of work (issue 36). A sign-off keeps the signer's comment and, from the
+     preparer, a disposition per exception (JSON, the run's signoff.json is written from it). A
+     console user's password hash re-hashed at OWASP's scrypt parameters at their next login, kept
+     here because the config file is the bank's (`replaces`: a fingerprint of the configured hash it
+     upgrades; a new hash in the config wins). Unlocks of a login lock (an approver or `console
+     unlock`) are audit lines, found by the user's name. */ `
+  ALTER TABLE report_signoffs ADD COLUMN prepared_note TEXT;
+  ALTER TABLE report_signoffs ADD COLUMN reviewed_note TEXT;
+  ALTER TABLE report_signoffs ADD COLUMN dispositions TEXT;
+  CREATE TABLE console_password_hashes (
+    name       TEXT PRIMARY KEY,
+    replaces   TEXT NOT NULL,
+    hash       TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX console_audit_unlock ON console_audit (reason, at) WHERE kind = 'unlock';
+  `,
 ];
 
 /** The text of a migration for an engine. */

@@ -13,13 +13,14 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ConsoleDeps } from '../index.js';
-import { ConsoleError, hasRole, REQUEST_ACTIONS, REQUEST_STATUSES, type ConsoleUser, type NewRequest, type RequestAction, type RequestPreview, type RequestStatus } from '../service.js';
+import { ConsoleError, hasRole, REQUEST_ACTIONS, REQUEST_STATUSES, type ConsoleUser, type NewRequest, type RequestAction, type ReboardDiff, type RequestPreview, type RequestStatus } from '../service.js';
 import { setConsoleUser } from '../auth.js';
 import { type Html } from './html.js';
 import { layout, type NavKey } from './layout.js';
 import { createSessionStore, type BrowserSession, type SessionStore } from './sessions.js';
 import { clearSessionCookie, pageHeaders, sameOrigin, sessionCookieOf, setSessionCookie } from './security.js';
 import { CONSOLE_CSS } from './style.js';
+import { REPORT_HTML_CSP } from '../../reports/render-html.js';
 import { BULK_FILTER_PREFIX, FILTER_KEYS, QUEUE_KEYS, QueueParamError, filterOf, queryOf, queueHref, queuePage, type QueueParams } from './queue.js';
 import { loanPage } from './loan.js';
 import { requestPage, requestsPage } from './requests.js';
@@ -39,6 +40,17 @@ const locals = (res: Response): PageLocals => res.locals as unknown as PageLocal
 function field(source: unknown, name: string): string | undefined {
   const v = (source as Record<string, unknown> | undefined)?.[name];
   return typeof v === 'string' ? v : undefined;
+}
+
+/**
+ * A repeated form field as its list (one value per field, each taken whole): a loan id may hold
+ * commas or spaces, so a list is never a joined string split again.
+ */
+function fieldList(source: unknown, name: string): string[] | undefined {
+  const v = (source as Record<string, unknown> | undefined)?.[name];
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v;
+  return undefined;
 }
 
 export function isSecureRequest(req: Request): boolean {
@@ -270,7 +282,17 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
         sendError(res, 404, `No loan ${id} in the state database.`);
         return;
       }
-      const [diff, audit] = await Promise.all([field(req.query, 'diff') === '1' ? service.reboardDiff(id) : null, service.audit({ loan: id, limit: 50 })]);
+      // A refused check (role, one at a time, per-user limit) shows on the loan page, not instead of it.
+      const check = async (): Promise<ReboardDiff | null> => {
+        if (field(req.query, 'diff') !== '1') return null;
+        try {
+          return await service.reboardDiff(user, id);
+        } catch (err) {
+          if (err instanceof ConsoleError && err.status !== 404) return { loanId: id, outcome: 'unavailable', mappingVersion: null, previousVersion: null, changes: [], message: err.message };
+          throw err;
+        }
+      };
+      const [diff, audit] = await Promise.all([check(), service.audit({ loan: id, limit: 50 })]);
       sendPage(res, 200, `Loan ${id}`, 'queue', loanPage({ session, history, diff, audit: audit.items, canAct: hasRole(user, 'operator') }), session);
     } catch (err) {
       next(err);
@@ -287,17 +309,14 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
       const action = field(req.body, 'action') ?? '';
       if (!(REQUEST_ACTIONS as readonly string[]).includes(action)) throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
       const input: NewRequest = { action: action as RequestAction, reason: (field(req.body, 'reason') ?? '').trim() };
-      const loans = field(req.body, 'loans');
+      const loans = fieldList(req.body, 'loans');
       if (field(req.body, 'by') === 'filter') {
         // The filter's own keys only (sort and paging are not part of what the request covers).
         const params = queueParams(req.body, BULK_FILTER_PREFIX);
         for (const k of Object.keys(params)) if (!(FILTER_KEYS as readonly string[]).includes(k)) delete params[k as keyof QueueParams];
         input.filter = filterOf(params, session.search);
       } else if (loans !== undefined) {
-        input.loans = loans
-          .split(/[\s,]+/)
-          .map((x) => x.trim())
-          .filter((x) => x !== '');
+        input.loans = loans.filter((x) => x !== '');
       }
       const batch = field(req.body, 'batch');
       if (batch) input.batch = batch;
@@ -423,7 +442,7 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
       const file = await service.reportFile(req.params['day'], req.params['run'], kind);
       if (!file) throw new ConsoleError(404, 'no such report file');
       // report.html is self-contained with inline styles and an inline SVG: its own policy, still no script.
-      if (kind === 'html') res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+      if (kind === 'html') res.setHeader('Content-Security-Policy', REPORT_HTML_CSP);
       else res.setHeader('Content-Disposition', `attachment; filename="report-${(req.params['day']).replace(/[^0-9-]/g, '')}.${kind}"`);
       res.sendFile(file, { dotfiles: 'deny' });
     } catch (err) {
@@ -460,7 +479,21 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   router.get('/status', async (_req, res, next) => {
     const { session, user } = locals(res);
     try {
-      sendPage(res, 200, 'Status', 'status', statusPage({ session, status: await service.status(), canAct: hasRole(user, 'operator') }), session);
+      sendPage(res, 200, 'Status', 'status', statusPage({ session, status: await service.status(), canAct: hasRole(user, 'operator'), locks: auth.locks(), canUnlock: hasRole(user, 'approver') }), session);
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  // An approver lifts a login lock (audited first: the service checks the role).
+  router.post('/logins/unlock', async (req, res, next) => {
+    const { session, user } = locals(res);
+    try {
+      const name = field(req.body, 'name') ?? '';
+      await service.recordUnlock(user, name);
+      const n = auth.unlock(name);
+      session.flash = { kind: 'ok', text: `Login lock${n === 1 ? '' : 's'} of ${name} lifted (${n}).` };
+      res.redirect(303, '/console/status');
     } catch (err) {
       next(err);
     }

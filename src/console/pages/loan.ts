@@ -59,14 +59,17 @@ ${csrfField(session)}<input type="hidden" name="loans" value="${loanId}">
 </form><p class="small muted">Each action is a request: it runs once an approver (not you) approves it.</p>`;
 }
 
-function diffSection(loanId: string, diff: ReboardDiff | null): Html {
+function diffSection(loanId: string, state: string, diff: ReboardDiff | null, canAct: boolean): Html {
+  const boarded = state === 'acknowledged';
   if (!diff) {
+    if (!canAct) return html`<p class="muted">An operator can check this (it reads the loan from the platform).</p>`;
     return html`<p class="muted">Reads the loan from the platform (within the rate budget) and maps it with the mapping on disk; writes nothing.</p>
-<p><a href="${consoleHref(`/console/loans/${seg(loanId)}`, { diff: 1 })}#reboard" data-testid="reboard-diff-link">Show what a re-board would change now</a></p>`;
+<p><a href="${consoleHref(`/console/loans/${seg(loanId)}`, { diff: 1 })}#reboard" data-testid="reboard-diff-link">${boarded ? 'Show what a re-board would change now' : 'Check whether it would board now'}</a></p>`;
   }
-  return html`<div data-testid="reboard-diff"><p>${pill(diff.outcome, diff.outcome === 'would_rewrite' ? 'warn' : diff.outcome === 'unchanged' ? 'ok' : 'bad')}
-${diff.previousVersion || diff.mappingVersion ? html` mapping ${diff.previousVersion ?? '?'} → ${diff.mappingVersion ?? '?'}` : ''}${diff.message ? html` · ${diff.message}` : ''}</p>
-${diff.changes.length > 0 ? html`<table class="diff"><thead><tr><th>Field change a re-board would write</th></tr></thead><tbody>${diff.changes.map((c) => html`<tr><td class="mono">${c}</td></tr>`)}</tbody></table>` : diff.outcome === 'would_rewrite' ? html`<p class="muted">No field changes.</p>` : ''}</div>`;
+  const kind = diff.outcome === 'would_rewrite' ? 'warn' : diff.outcome === 'unchanged' || diff.outcome === 'would_board' ? 'ok' : 'bad';
+  return html`<div data-testid="reboard-diff"><p>${pill(diff.outcome.replaceAll('_', ' '), kind)}
+${diff.outcome !== 'would_board' && (diff.previousVersion || diff.mappingVersion) ? html` mapping ${diff.previousVersion ?? '?'} → ${diff.mappingVersion ?? '?'}` : ''}${diff.message ? html` · ${diff.message}` : ''}</p>
+${diff.changes.length > 0 ? html`<table class="diff"><thead><tr><th>${diff.outcome === 'would_board' ? 'Review item it would board with' : 'Field change a re-board would write'}</th></tr></thead><tbody>${diff.changes.map((c) => html`<tr><td class="mono wrap">${c}</td></tr>`)}</tbody></table>` : diff.outcome === 'would_rewrite' ? html`<p class="muted">No field changes.</p>` : ''}</div>`;
 }
 
 export function loanPage(v: { session: BrowserSession; history: LoanHistory; diff: ReboardDiff | null; audit: readonly AuditEntry[]; canAct: boolean }): Html {
@@ -105,8 +108,8 @@ ${kv([
 ${h.identity.customers.length > 0 ? html`<table><thead><tr><th>Entity</th><th>CIF</th><th>Matched by</th><th>Customer</th><th>Name agrees</th></tr></thead><tbody>${h.identity.customers.map((c) => html`<tr><td class="mono">${c.entityId}</td><td class="mono">${c.cif ?? '(assigned by the core)'}</td><td>${c.matchedBy}</td><td>${c.existing ? 'existing' : 'new'}</td><td>${c.nameAgrees === null ? '' : c.nameAgrees ? 'yes' : 'no (review item)'}</td></tr>`)}</tbody></table>` : ''}
 <h2>Review items</h2>
 ${h.reviewItems.length === 0 ? html`<p class="muted">None.</p>` : html`<table data-testid="review-items"><thead><tr><th>Code</th><th>Field</th><th>Message</th><th>Mapping file:line</th></tr></thead><tbody>${h.reviewItems.map((r) => html`<tr><td class="mono">${r.code}</td><td class="mono">${r.field}</td><td class="wrap">${r.message}</td><td class="mono">${r.at}</td></tr>`)}</tbody></table>`}
-<h2 id="reboard">What a re-board would change now</h2>
-${diffSection(id, v.diff)}
+<h2 id="reboard">${state === 'acknowledged' ? 'What a re-board would change now' : 'Would it board now?'}</h2>
+${diffSection(id, state, v.diff, v.canAct)}
 <h2>Records written to the core <span class="small muted">(tax ids masked)</span></h2>
 ${h.records === null || h.records === undefined ? html`<p class="muted">Never written.</p>` : html`<pre data-testid="records">${pretty(h.records)}</pre>`}
 ${h.batches.length > 0 ? html`<h2>Batches</h2><table><thead><tr><th>Batch</th><th>Kind</th><th>Status</th></tr></thead><tbody>${h.batches.map((b) => html`<tr><td class="mono"><a href="/console/batches">${b.batchId}</a></td><td>${b.kind}</td><td>${pill(b.status)}</td></tr>`)}</tbody></table>` : ''}

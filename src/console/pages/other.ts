@@ -7,6 +7,7 @@ import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import { auditTable } from './loan.js';
 import type { BrowserSession } from './sessions.js';
+import type { LoginLockView } from '../auth.js';
 
 export function auditPage(v: { page: Page<AuditEntry>; loan: string | undefined; request: string | undefined; cursor: string | undefined }): Html {
   const scope = { loan: v.loan, request: v.request };
@@ -84,7 +85,14 @@ ${v.batches.map((b) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status
 </tbody></table>`}`;
 }
 
-export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean }): Html {
+function locksSection(v: { session: BrowserSession; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
+  if (v.locks.length === 0) return html`<p class="muted" data-testid="login-locks">No user is locked out.</p>`;
+  return html`<table data-testid="login-locks" class="narrow"><thead><tr><th>User</th><th>Locked from</th><th>Since</th><th>Until</th>${v.canUnlock ? html`<th></th>` : ''}</tr></thead><tbody>
+${v.locks.map((l) => html`<tr><td>${l.user}</td><td class="mono">${l.client ?? 'every address'}</td><td class="small">${when(new Date(l.since).toISOString())}</td><td class="small">${when(new Date(l.until).toISOString())}</td>${v.canUnlock ? html`<td><form method="post" action="/console/logins/unlock" class="inline">${csrfField(v.session)}<input type="hidden" name="name" value="${l.user}"><button type="submit">Unlock</button></form></td>` : ''}</tr>`)}
+</tbody></table>`;
+}
+
+export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
   const st = v.status;
   const pf = st.platform;
   const iso = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : new Date(ms).toISOString());
@@ -111,6 +119,9 @@ ${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}<
 <p class="muted">This process's view: spent and remaining count its own calls (with the state in PostgreSQL the budget, pauses and strikes are shared by every replica).</p>
 <dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
 ${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
+<h2>Login locks</h2>
+${locksSection(v)}
+<p class="small muted">A lock ends after console.loginThrottle.windowSeconds; an approver lifts it here, or on the host: <span class="mono">boarding-connector console unlock NAME</span>.</p>
 <h2>Loans by state</h2>
 <table data-testid="states" class="narrow"><tbody>${Object.entries(st.loansByState).map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}</tbody></table>
 <h2>Platform and core reachability</h2>

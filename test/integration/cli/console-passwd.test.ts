@@ -32,6 +32,7 @@ describe('console passwd', () => {
     const hash = r.stdout.trim();
     expect(r.stdout.split('\n').filter(Boolean)).toHaveLength(1);
     expect(r.stdout).not.toContain('a long console password');
+    expect(hash).toMatch(/^scrypt\$ln=17,r=8,p=1\$/); // OWASP's parameters (N=2^17; was 2^15)
     expect(consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: hash, roles: ['operator'] }] }).success).toBe(true);
     expect(await verifyPassword('a long console password', hash)).toBe(true);
     expect(await verifyPassword('ignored second line', hash)).toBe(false);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnectorDaemon, type ConnectorDaemon } from '../../../src/app/daemon.js';
 import { buildRuntime, type BoardingRuntime } from '../../../src/app/runtime.js';
-import { hashPassword } from '../../../src/console/auth.js';
+import { testHash } from '../../support/console-users.js';
+import { runCli } from '../boarding/harness.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -70,7 +71,7 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
           ['vera', ['viewer']],
           ['ana', ['operator', 'approver']],
         ] as const
-      ).map(async ([name, roles]) => `    - { name: ${name}, passwordHash: "${await hashPassword(PW[name])}", roles: [${roles.join(', ')}] }`),
+      ).map(async ([name, roles]) => `    - { name: ${name}, passwordHash: "${await testHash(PW[name])}", roles: [${roles.join(', ')}] }`),
     );
     const yaml = [
       'platform:',
@@ -86,6 +87,7 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       `reports: { dir: ${join(dir, 'reports')} }`,
       'boarding: { retryBaseMs: 200, retryMaxMs: 2000 }',
       'console:',
+      '  upgradeHashes: false',
       '  users:',
       ...users,
       '  proxy: { userHeader: X-Forwarded-User, addresses: [10.9.9.9] }',
@@ -240,7 +242,8 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const acked = (await rt.store.loans.list({ state: 'acknowledged' }))[0]?.id as string;
       const writesBefore = core.loans.get(acked)?.writes ?? 0;
       mapper.version = 'v2';
-      const diff = await api('vera', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`);
+      expect((await api('vera', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`)).status).toBe(403); // a viewer spends no platform reads
+      const diff = await api('olga', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`);
       expect(diff.status).toBe(200);
       expect(diff.json).toMatchObject({ loanId: acked, outcome: 'would_rewrite', mappingVersion: 'v2', previousVersion: 'v1' });
       const reboard = await api('olga', 'POST', '/requests', { action: 'reboard', loans: [acked], reason: 'v2 maps the payment frequency' });
@@ -352,10 +355,31 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
       // Throttled means the password is not even checked: the right one waits too.
       expect((await api('olga', 'GET', '/status')).status).toBe(429);
-      const audit = await rt.db.all<{ kind: string; actor: string }>("SELECT kind, actor FROM console_audit WHERE kind LIKE 'login%' ORDER BY seq");
+      // The audit lines are written beside the answer (not awaited by it): wait for them.
+      const loginLines = () => rt.db.all<{ kind: string; actor: string }>("SELECT kind, actor FROM console_audit WHERE kind LIKE 'login%' ORDER BY seq");
+      await expect.poll(async () => (await loginLines()).length, { timeout: 5_000 }).toBe(4);
+      const audit = await loginLines();
       expect(audit.filter((a) => a.kind === 'login_failed')).toHaveLength(3);
       // Throttled attempts are audited once per client and user in the window, not once each.
       expect(audit.filter((a) => a.kind === 'login_throttled').map((a) => a.actor)).toEqual(['olga']);
+      // Another user from the same address is not locked out by olga's typos.
+      expect((await api('vera', 'GET', '/status')).status).toBe(200);
+      // An approver sees the lock and lifts it (audited); olga gets in again.
+      expect((await api('ivan', 'GET', '/logins/locks')).json.locks).toEqual([expect.objectContaining({ user: 'olga', client: expect.any(String) })]);
+      expect((await api('olga', 'POST', '/logins/unlock', { name: 'olga' }, auth('vera', PW.vera))).status).toBe(403); // a viewer cannot
+      const lifted = await api('ivan', 'POST', '/logins/unlock', { name: 'olga' });
+      expect(lifted.json).toMatchObject({ locksLifted: 1 });
+      expect((await api('olga', 'GET', '/status')).status).toBe(200);
+      const unlockLines = await rt.db.all<{ actor: string; reason: string }>("SELECT actor, reason FROM console_audit WHERE kind = 'unlock'");
+      expect(unlockLines).toEqual([{ actor: 'ivan', reason: 'olga' }]);
+    });
+
+    it('`console unlock NAME` writes an audit line the daemon lifts the lock by; an unknown name is refused', async () => {
+      const r = await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'Vera']);
+      expect(r.code, r.error ?? '').toBe(0);
+      expect(r.stdout).toContain('vera');
+      expect(await rt.db.all<{ reason: string }>("SELECT reason FROM console_audit WHERE kind = 'unlock' AND actor LIKE 'cli%'")).toEqual([{ reason: 'vera' }]);
+      expect((await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'mallory'])).code).toBe(2);
     });
   });
 });

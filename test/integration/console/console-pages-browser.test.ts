@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createConnectorDaemon } from '../../../src/app/daemon.js';
 import { buildRuntime } from '../../../src/app/runtime.js';
 import { loadConfig } from '../../../src/config/load.js';
-import { hashPassword } from '../../../src/console/auth.js';
+import { testHash } from '../../support/console-users.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappingInput } from '../../../src/mapping/types.js';
@@ -77,7 +77,7 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     const core = new FakeCore();
     core.faults.push({ loanId: coreRefuses, kind: 'rejected', times: 1_000 });
 
-    const [olga, peter, vera] = await Promise.all([hashPassword(PASSWORDS.olga), hashPassword(PASSWORDS.peter), hashPassword(PASSWORDS.vera)]);
+    const [olga, peter, vera] = await Promise.all([testHash(PASSWORDS.olga), testHash(PASSWORDS.peter), testHash(PASSWORDS.vera)]);
     const config = loadConfig({
       env: {},
       fileText: [
@@ -92,6 +92,7 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
         `reports: { dir: ${join(dir, 'reports')} }`,
         'boarding: { retryBaseMs: 50, retryMaxMs: 200, maxAttempts: 2 }',
         'console:',
+        '  upgradeHashes: false',
         '  users:',
         `    - { name: olga, passwordHash: "${olga}", roles: [operator] }`,
         `    - { name: peter, passwordHash: "${peter}", roles: [approver] }`,
@@ -254,14 +255,14 @@ describe('ops console in a browser (sandbox + fake core + daemon)', () => {
     const reports = mkdtempSync(join(tmpdir(), 'console-browser-reports-'));
     cleanups.push(() => rmSync(reports, { recursive: true, force: true }));
     const users = [
-      { name: 'olga', passwordHash: await hashPassword(PASSWORDS.olga), roles: ['operator'] },
-      { name: 'peter', passwordHash: await hashPassword(PASSWORDS.peter), roles: ['approver'] },
+      { name: 'olga', passwordHash: await testHash(PASSWORDS.olga), roles: ['operator'] },
+      { name: 'peter', passwordHash: await testHash(PASSWORDS.peter), roles: ['approver'] },
     ];
     const cfg = writeConnectorConfig(p, {
       windowMs: 2000,
       readsPerWindow: 200,
       writesPerWindow: 100,
-      extra: { console: { users }, admin: { host: '127.0.0.1', port: 0 }, webhooks: { host: '127.0.0.1', port: 0 }, reports: { dir: reports }, schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' } },
+      extra: { console: { users, upgradeHashes: false }, admin: { host: '127.0.0.1', port: 0 }, webhooks: { host: '127.0.0.1', port: 0 }, reports: { dir: reports }, schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' } },
     });
     cleanups.push(() => rmSync(cfg.dir, { recursive: true, force: true }));
     const sync = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);

@@ -8,7 +8,8 @@
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { createConsoleAuth, hashPassword } from '../../../src/console/auth.js';
+import { createConsoleAuth } from '../../../src/console/auth.js';
+import { testHash } from '../../support/console-users.js';
 import { mountConsolePages } from '../../../src/console/pages/index.js';
 import { createSessionStore } from '../../../src/console/pages/sessions.js';
 import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/service.js';
@@ -82,6 +83,7 @@ function memoryService(): ConsoleService & { made: ActionRequest[]; queries: Exc
       yield 'seq,at,actor\n';
     },
     recordAuth: () => Promise.resolve(),
+    recordUnlock: no,
     reports: () => Promise.resolve([]),
     report: () => Promise.resolve(null),
     reportFile: () => Promise.resolve(null),
@@ -99,7 +101,7 @@ const logLines: string[] = [];
 const logger = createLogger({ level: 'info', pretty: false, destination: { write: (line: string) => void logLines.push(line) } });
 
 beforeAll(async () => {
-  const hash = await hashPassword('pw-operator');
+  const hash = await testHash('pw-operator');
   const config = consoleSchema.parse({
     users: [
       { name: 'olga', passwordHash: hash, roles: ['operator'] },
@@ -223,6 +225,14 @@ describe('console pages over HTTP', () => {
     // The viewer's pages carry no action forms.
     const page = await request('GET', '/console/queue', { cookie: vera.cookie });
     expect(page.body).not.toContain('action="/console/requests"');
+  });
+
+  it('a loan id holding a comma or a space is one loan: the form posts ids as a list, never a joined string (ln_a,ln_b acted on ln_a and ln_b)', async () => {
+    const olga = await login('olga');
+    const body = new URLSearchParams([['_csrf', olga.csrf], ['action', 'skip'], ['reason', 'withdrawn'], ['loans', 'ln_a,ln_b'], ['loans', 'ln c']]).toString();
+    const res = await fetch(`${server.url}/console/requests`, { method: 'POST', redirect: 'manual', headers: { cookie: olga.cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    expect(res.status).toBe(303);
+    expect(service.made.at(-1)?.loans).toEqual(['ln_a,ln_b', 'ln c']);
   });
 
   it('a request without a reason gets 400 with the field named', async () => {

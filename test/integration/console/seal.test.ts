@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createConnectorDaemon } from '../../../src/app/daemon.js';
 import { buildRuntime } from '../../../src/app/runtime.js';
-import { hashPassword } from '../../../src/console/auth.js';
+import { testHash } from '../../support/console-users.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -27,14 +27,14 @@ describe('console: batch seal with four eyes (file core)', () => {
     const reports = mkdtempSync(join(tmpdir(), 'console-seal-reports-'));
     cleanups.push(() => rmSync(reports, { recursive: true, force: true }));
     const users = [
-      { name: 'olga', passwordHash: await hashPassword('olga-pw-123456'), roles: ['operator'] },
-      { name: 'ivan', passwordHash: await hashPassword('ivan-pw-123456'), roles: ['approver'] },
+      { name: 'olga', passwordHash: await testHash('olga-pw-123456'), roles: ['operator'] },
+      { name: 'ivan', passwordHash: await testHash('ivan-pw-123456'), roles: ['approver'] },
     ];
     const cfg = writeConnectorConfig(p, {
       windowMs: 2000,
       readsPerWindow: 200,
       writesPerWindow: 100,
-      extra: { console: { users }, admin: { host: '127.0.0.1', port: 0 }, webhooks: { host: '127.0.0.1', port: 0 }, reports: { dir: reports }, schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' } },
+      extra: { console: { users, upgradeHashes: false }, admin: { host: '127.0.0.1', port: 0 }, webhooks: { host: '127.0.0.1', port: 0 }, reports: { dir: reports }, schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' } },
     });
     cleanups.push(() => rmSync(cfg.dir, { recursive: true, force: true }));
     const sync = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);

@@ -1,4 +1,5 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +26,49 @@ async function start(configure?: Parameters<typeof startWebhookService>[0]['conf
   return svc;
 }
 
+/** A GET with a Host header of our choosing (fetch does not let a caller set Host). */
+function getWithHost(url: string, host: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 describe('the listeners', () => {
+  it('the admin listener answers only its host names (DNS rebinding read /reports/latest and /metrics under any Host): 421 otherwise', async () => {
+    const svc = await start();
+    const admin = svc.adminUrl()!;
+    const port = new URL(admin).port;
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST.', `[::1]:${port}`]) expect((await getWithHost(`${admin}/healthz`, host)).status, host).toBe(200);
+    for (const path of ['/metrics', '/reports/latest', '/readyz']) expect((await getWithHost(`${admin}${path}`, `rebind.attacker.example:${port}`)).status, path).toBe(421);
+    // The public receiver answers any Host (the platform names it as it likes).
+    expect((await getWithHost(`${svc.url()!}/healthz`, 'hooks.bank.example')).status).toBe(200);
+  });
+
+  it('admin.allowedHosts replaces the defaults; /reports/latest carries CSP and nosniff', async () => {
+    const reports = mkdtempSync(join(tmpdir(), 'listeners-reports-'));
+    mkdirSync(join(reports, 'latest'));
+    writeFileSync(join(reports, 'latest', 'report.html'), '<!doctype html><title>r</title>');
+    const svc = await start((c) => {
+      c.admin.allowedHosts = ['ops.bank.example'];
+      c.reports.dir = reports;
+    });
+    const admin = svc.adminUrl()!;
+    expect((await getWithHost(`${admin}/healthz`, 'ops.bank.example:8081')).status).toBe(200);
+    expect((await getWithHost(`${admin}/healthz`, '127.0.0.1')).status).toBe(421);
+    const latest = await getWithHost(`${admin}/reports/latest`, 'ops.bank.example');
+    expect(latest.status).toBe(200);
+    expect(latest.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(latest.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(latest.headers['x-content-type-options']).toBe('nosniff');
+  });
+
+
   it('ops pages are served on the admin listener only (regression: /metrics, /readyz, /reports/latest on the public one)', async () => {
     const svc = await start();
     const pub = svc.url()!;

@@ -1,7 +1,10 @@
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { consoleUser, createConsoleAuth, hashPassword, verifyPassword } from '../../../src/console/auth.js';
+import { consoleUser, createConsoleAuth, hashParams, hashPassword, verifyPassword, type ConsoleAuthStore } from '../../../src/console/auth.js';
+import { MAX_COUNTERS, MAX_STRANGER_LOCKS, createLoginThrottle } from '../../../src/console/login-throttle.js';
+import { userNameKey } from '../../../src/lib/user-name.js';
+import { TEST_SCRYPT, testHash } from '../../support/console-users.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { FakeClock } from '../../support/fake-clock.js';
@@ -26,9 +29,9 @@ const basic = (name: string, pw: string) => ({ authorization: `Basic ${Buffer.fr
 
 describe('console passwords', () => {
   it('hashes with scrypt and a random salt, verifies, and refuses a wrong or malformed hash', async () => {
-    const a = await hashPassword('s3cret passphrase');
-    const b = await hashPassword('s3cret passphrase');
-    expect(a).toMatch(/^scrypt\$ln=15,r=8,p=1\$/);
+    const a = await testHash('s3cret passphrase');
+    const b = await testHash('s3cret passphrase');
+    expect(a).toMatch(/^scrypt\$ln=10,r=8,p=1\$/);
     expect(a).not.toBe(b);
     expect(consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: a, roles: ['viewer'] }] }).success).toBe(true);
     expect(await verifyPassword('s3cret passphrase', a)).toBe(true);
@@ -41,6 +44,7 @@ describe('console passwords', () => {
     expect(consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: 'hunter2', roles: ['viewer'] }] }).success).toBe(false);
     expect(consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['admin'] }] }).success).toBe(false);
     expect(consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['viewer'] }, { name: 'olga', roles: ['operator'] }] }).success).toBe(false);
+    expect(consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['viewer'] }, { name: 'olga.b', roles: ['operator'] }] }).success).toBe(true);
     expect(consoleSchema.safeParse({ proxy: { userHeader: 'X-User', addresses: ['proxy.example'] } }).success).toBe(false);
   });
 });
@@ -57,23 +61,123 @@ describe('console auth', () => {
     expect((await fetch(`${elsewhere.url}/who`, { headers: { 'x-forwarded-user': 'ivan' } })).status).toBe(401);
   });
 
-  it('throttles failures per user name and address, and lets them in again once the window has passed', async () => {
-    const hash = await hashPassword('right-password');
+  it('one person\'s typos lock only that name from that address (five failures across two names refused the whole team behind a proxy, correct passwords included)', async () => {
+    const hash = await testHash('right-password');
     const clock = new FakeClock();
-    const { url } = await serve({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 2, windowSeconds: 60 } }, clock);
+    const { url } = await serve({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }, { name: 'peter', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 2, windowSeconds: 60 } }, clock);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'right-password') })).status).toBe(200);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'wrong') })).status).toBe(401);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'wrong') })).status).toBe(401);
-    const throttled = await fetch(`${url}/who`, { headers: basic('nobody', 'x') });
+    const throttled = await fetch(`${url}/who`, { headers: basic('olga', 'right-password') });
     expect(throttled.status).toBe(429);
     expect(throttled.headers.get('retry-after')).toBe('60');
+    // Another user behind the same address goes on; so does a name that is no user (no lock shared).
+    expect((await fetch(`${url}/who`, { headers: basic('peter', 'right-password') })).status).toBe(200);
+    expect((await fetch(`${url}/who`, { headers: basic('nobody', 'x') })).status).toBe(401);
     await clock.advance(60_001);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'wrong') })).status).toBe(401);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'right-password') })).status).toBe(200);
   });
 
+  it('locks a name from every address after maxFailuresPerUser (a guesser spread over addresses); an approver\'s unlock lifts it', async () => {
+    const hash = await testHash('right-password');
+    const clock = new FakeClock();
+    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 3, maxFailuresPerUser: 6, windowSeconds: 900 } }), clock, logger: silentLogger() });
+    for (let i = 0; i < 6; i++) expect(await auth.verifyLogin('olga', 'guess', `10.0.0.${i}`)).toMatchObject({ ok: false, why: 'invalid' });
+    expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({ ok: false, why: 'throttled' });
+    expect(auth.locks()).toEqual([expect.objectContaining({ user: 'olga', client: null })]);
+    expect(auth.unlock('OLGA')).toBe(1);
+    expect(auth.locks()).toEqual([]);
+    expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({ ok: true });
+  });
+
+  it('a flood of throw-away names from 1,700 IPv6 addresses never drops a real user\'s active lock (10,000 names cleared the failure map), and memory stays bounded', () => {
+    const t = createLoginThrottle({ maxFailures: 2, maxFailuresPerUser: 20, windowMs: 900_000 });
+    let now = 1_000_000;
+    t.fail('olga', true, '192.0.2.7', now);
+    expect(t.fail('olga', true, '192.0.2.7', now)).toMatchObject({ name: 'olga', client: '192.0.2.7' });
+    // Each throw-away name twice: counters and locks of names that are no user, far beyond the bounds.
+    const flood = MAX_COUNTERS + MAX_STRANGER_LOCKS + 5_000;
+    for (let i = 0; i < flood; i++) {
+      now++;
+      const addr = `2001:db8::${(i % 1700).toString(16)}`;
+      t.fail(`?throwaway-${i}`, false, addr, now);
+      t.fail(`?throwaway-${i}`, false, addr, now);
+    }
+    expect(t.check('olga', '192.0.2.7', now).waitMs).toBeGreaterThan(0);
+    expect(t.locks(now)).toEqual([expect.objectContaining({ name: 'olga', client: '192.0.2.7' })]);
+    const size = t.size();
+    expect(size.counters).toBeLessThanOrEqual(MAX_COUNTERS);
+    expect(size.locks).toBeLessThanOrEqual(MAX_STRANGER_LOCKS + 1);
+  });
+
+  it('olga, Olga and olga. are one user: they log in as olga and share one throttle', async () => {
+    const hash = await testHash('right-password');
+    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 2, windowSeconds: 900 } }), clock: new FakeClock(), logger: silentLogger() });
+    expect(await auth.verifyLogin(' Olga.', 'right-password', '10.0.0.1')).toMatchObject({ ok: true, user: { name: 'olga' } });
+    await auth.verifyLogin('OLGA', 'bad', '10.0.0.1');
+    await auth.verifyLogin('olga.', 'bad', '10.0.0.1');
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ why: 'throttled' });
+  });
+
+  it('config: olga and Olga. are refused as the same user, naming both', () => {
+    const r = consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['viewer'] }, { name: 'Olga.', roles: ['operator'] }] });
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toContain('Olga. is the same user as olga');
+  });
+
+  it('a failed login never stores the typed name (often a password typed into the wrong field): the audit gets the user, or a digest', async () => {
+    const hash = await testHash('right-password');
+    const events: Array<[string, string]> = [];
+    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }] }), clock: new FakeClock(), logger: silentLogger(), onEvent: (kind, name) => events.push([kind, name]) });
+    await auth.verifyLogin('Correct-Horse-Battery-Staple', 'x', '10.0.0.1');
+    await auth.verifyLogin('Olga', 'wrong', '10.0.0.1');
+    expect(events[1]).toEqual(['login_failed', 'olga']);
+    expect(events[0]?.[1]).toMatch(/^\(not a user: #[0-9a-f]{8}\)$/);
+    expect(JSON.stringify(events)).not.toMatch(/horse|battery|staple/i);
+  });
+
+  it('`console unlock` (an unlock line in the audit log) lifts a lock the daemon holds, at its next check', async () => {
+    const hash = await testHash('right-password');
+    const clock = new FakeClock();
+    let unlockedAt: number | null = null;
+    const store: ConsoleAuthStore = { passwordHash: () => Promise.resolve(null), putPasswordHash: () => Promise.resolve(), lastUnlock: (key) => Promise.resolve(key === userNameKey('olga') ? unlockedAt : null) };
+    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 1, windowSeconds: 900 } }), clock, logger: silentLogger(), store });
+    await auth.verifyLogin('olga', 'bad', '10.0.0.1');
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ why: 'throttled' });
+    unlockedAt = clock.now();
+    await clock.advance(5_001);
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: true });
+  });
+
+  it('re-hashes a hash below OWASP\'s parameters at the next login, keeps it, and checks later logins against it; a new config hash wins', async () => {
+    const weak = await hashPassword('right-password', { ln: 12, r: 8, p: 1 });
+    const kept = new Map<string, { replaces: string; hash: string }>();
+    const store: ConsoleAuthStore = {
+      passwordHash: (name) => Promise.resolve(kept.get(name) ?? null),
+      putPasswordHash: (name, replaces, hash) => {
+        kept.set(name, { replaces, hash });
+        return Promise.resolve();
+      },
+      lastUnlock: () => Promise.resolve(null),
+    };
+    const config = consoleSchema.parse({ users: [{ name: 'olga', passwordHash: weak, roles: ['viewer'] }] });
+    const auth = createConsoleAuth({ config, clock: new FakeClock(), logger: silentLogger(), store });
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: true });
+    await auth.settled();
+    const upgraded = kept.get('olga')?.hash as string;
+    expect(hashParams(upgraded)).toEqual({ ln: 17, r: 8, p: 1 }); // the real target: this test pays N=2^17 once
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: true });
+    expect(await auth.verifyLogin('olga', 'wrong', '10.0.0.1')).toMatchObject({ ok: false });
+    // The bank puts a new hash (a new password) in the config: the kept re-hash of the old one no longer applies.
+    const fresh = await hashPassword('new-password', TEST_SCRYPT);
+    const again = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: fresh, roles: ['viewer'] }], upgradeHashes: false }), clock: new FakeClock(), logger: silentLogger(), store });
+    expect(await again.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: false });
+    expect(await again.verifyLogin('olga', 'new-password', '10.0.0.1')).toMatchObject({ ok: true });
+  }, 30_000);
+
   it('a verified credential is remembered, a changed password is checked again', async () => {
-    const hash = await hashPassword('pw-one-two-three');
+    const hash = await testHash('pw-one-two-three');
     const { url } = await serve({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }] });
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'pw-one-two-three') })).status).toBe(200);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'pw-one-two-three') })).status).toBe(200);

@@ -58,6 +58,6 @@ describe('console pages escape every value', () => {
     const batch: BatchView = { id: X, status: 'open', openedAt: '2026-11-25T10:00:00Z', cutoffAt: '2026-11-25T18:00:00Z', sealedAt: null, sealReason: X, sealedBy: X, loanCount: 1, recordCount: 1, principalCents: '100', files: [{ name: X, bytes: 1 }] };
     assertSafe(batchesPage({ session, batches: [batch], canAct: true }).toString());
     const status: StatusView = { role: 'leader', daemon: { pid: 1, host: X, startedAt: '2026-11-25T10:00:00Z', mappingVersion: X, reloadError: X }, lastCycleAt: null, platform: { lastSuccessAt: null, lastFailure: { at: 0, code: X, detail: X }, strikes24h: 1, trafficStopped: false, budgets: [] }, core: { ok: false, detail: X }, loansByState: { [X]: 1 }, pendingRequests: 0, readiness: { ready: false, checks: { [X]: { ok: false, detail: X } } } };
-    assertSafe(statusPage({ session, status, canAct: true }).toString());
+    assertSafe(statusPage({ session, status, canAct: true, locks: [{ user: X, client: X, since: 0, until: 1 }], canUnlock: true }).toString());
   });
 });

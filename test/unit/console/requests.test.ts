@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { retryLoan } from '../../../src/boarding/ops.js';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { createConsoleService } from '../../../src/console/console-service.js';
+import { REBOARD_PREVIEWS_PER_MINUTE, createConsoleService } from '../../../src/console/console-service.js';
 import { createConsoleExecutor } from '../../../src/console/executor.js';
 import type { ConsoleUser } from '../../../src/console/service.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -148,11 +148,40 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
             release = () => resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
           }),
       });
-      const first = service.reboardDiff('A');
-      await expect(service.reboardDiff('A')).rejects.toMatchObject({ status: 409 });
+      const first = service.reboardDiff(olga, 'A');
+      await expect(service.reboardDiff(olga, 'A')).rejects.toMatchObject({ status: 409 });
       release();
       expect(await first).toMatchObject({ outcome: 'not_acknowledged' });
-      await expect(service.reboardDiff('nope')).rejects.toMatchObject({ status: 404 });
+      await expect(service.reboardDiff(olga, 'nope')).rejects.toMatchObject({ status: 404 });
+    });
+
+    it('a re-board check needs the operator role and is limited per user (a viewer spent the platform read budget through previews)', async () => {
+      const { db } = await open();
+      const store = createBoardingStore(db);
+      const clock = new FakeClock();
+      await store.loans.insert({ id: 'A', state: 'queued' }, clock.now());
+      let reads = 0;
+      const service = createConsoleService({
+        store,
+        consoleStore: createConsoleStore(db),
+        config: { console: consoleSchema.parse({}), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } },
+        clock,
+        logger: silentLogger(),
+        reboardPreview: (loanId) => {
+          reads++;
+          return Promise.resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
+        },
+      });
+      await expect(service.reboardDiff({ name: 'vera', roles: ['viewer'] }, 'A')).rejects.toMatchObject({ status: 403 });
+      expect(reads).toBe(0);
+      for (let i = 0; i < REBOARD_PREVIEWS_PER_MINUTE; i++) await service.reboardDiff(olga, 'A');
+      await expect(service.reboardDiff(olga, 'A')).rejects.toMatchObject({ status: 429 });
+      expect(reads).toBe(REBOARD_PREVIEWS_PER_MINUTE);
+      // Another operator has their own allowance; olga's returns after a minute.
+      await service.reboardDiff({ name: 'otto', roles: ['operator'] }, 'A');
+      await clock.advance(60_001);
+      await service.reboardDiff(olga, 'A');
+      expect(reads).toBe(REBOARD_PREVIEWS_PER_MINUTE + 2);
     });
   });
 });

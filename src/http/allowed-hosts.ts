@@ -1,0 +1,54 @@
+/**
+ * The admin listener answers only the host names it is configured for (`admin.allowedHosts`):
+ * a page on another site that rebinds its own DNS name to 127.0.0.1 reaches the listener with
+ * that name in `Host`, and without this check could read /reports/latest or /metrics from the
+ * victim's browser. Loopback names are allowed by default, and `admin.host` when it names one
+ * address (a wildcard such as 0.0.0.0 names none: list the names people use in allowedHosts).
+ */
+import type { RequestHandler } from 'express';
+
+const LOOPBACK = ['localhost', '127.0.0.1', '::1'];
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+/** A Host header (or a configured name) as compared: lower case, no port, no brackets, no trailing dot. */
+export function hostName(value: string): string {
+  let h = value.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    h = end > 0 ? h.slice(1, end) : h;
+  } else {
+    const colon = h.indexOf(':');
+    // One colon: host:port. Several: a bare IPv6 address (no port can be told apart: kept whole).
+    if (colon >= 0 && h.indexOf(':', colon + 1) < 0) h = h.slice(0, colon);
+  }
+  return h.endsWith('.') ? h.slice(0, -1) : h;
+}
+
+/** The names the admin listener answers: the configured list, else loopback plus admin.host. */
+export function adminHostNames(admin: { host: string; allowedHosts?: readonly string[] | undefined }): string[] {
+  if (admin.allowedHosts !== undefined && admin.allowedHosts.length > 0) return [...new Set(admin.allowedHosts.map(hostName))];
+  const own = hostName(admin.host);
+  return [...new Set([...LOOPBACK, ...(WILDCARDS.has(own) ? [] : [own])])];
+}
+
+/**
+ * 421 Misdirected Request for a `Host` not in the list (400 without one), before any route runs.
+ * `onRefused` is told the refused name (logged by the caller, rate-limited there).
+ */
+export function allowedHostsGuard(names: readonly string[], onRefused?: (host: string) => void): RequestHandler {
+  const allowed = new Set(names.map(hostName));
+  return (req, res, next) => {
+    const raw = req.headers.host;
+    if (raw === undefined || raw.trim() === '') {
+      res.status(400).type('text/plain').send('Host header required\n');
+      return;
+    }
+    const name = hostName(raw);
+    if (!allowed.has(name)) {
+      onRefused?.(name.slice(0, 100));
+      res.status(421).type('text/plain').send(`This listener does not answer for host ${name.slice(0, 100)} (admin.allowedHosts)\n`);
+      return;
+    }
+    next();
+  };
+}
