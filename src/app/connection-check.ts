@@ -20,6 +20,7 @@ import { describeStoreTls, openStore } from '../store/open.js';
 import type { StoreDb } from '../store/sql.js';
 import { storeTarget, storeTargetName } from './store-target.js';
 import { mapperOptionsFromConfig } from './runtime.js';
+import { describeOffset, measureClockOffset } from '../observability/clock-skew.js';
 
 /**
  * `config check [--connect]`: one line per check, the way dbt debug or a "check connection" does
@@ -138,6 +139,24 @@ async function storeCheck(db: StoreDb, path: string, config: Config): Promise<Co
   // PostgreSQL: the TLS actually negotiated, not the one configured (issue 33).
   const tls = await describeStoreTls(db, config.store.postgres.ssl);
   return { name: 'store', status: 'ok', detail: `${path} takes a write${tls !== null ? `; ${tls}` : ''}` };
+}
+
+/** PostgreSQL: this host's clock against the database's (store.maxClockSkewMs). */
+async function clockCheck(db: StoreDb, config: Config, clock: Clock): Promise<ConnectionCheck[]> {
+  if (db.engine !== 'postgres') return [];
+  const max = config.store.maxClockSkewMs;
+  try {
+    const o = await measureClockOffset(db, clock);
+    if (o === null) return [];
+    const what = `${describeOffset(o)} (±${Math.ceil(o.rttMs / 2)} ms)`;
+    if (Math.abs(o.offsetMs) >= max) {
+      return [{ name: 'store.clock', status: 'fail', detail: `${what}: at or above store.maxClockSkewMs (${max} ms); batch cut-offs, webhook timestamps and retry times follow this host's clock: fix its time sync (NTP)` }];
+    }
+    if (Math.abs(o.offsetMs) >= max / 2) return [{ name: 'store.clock', status: 'warn', detail: `${what}: over half of store.maxClockSkewMs (${max} ms)` }];
+    return [{ name: 'store.clock', status: 'ok', detail: what }];
+  } catch (err) {
+    return [{ name: 'store.clock', status: 'fail', detail: `could not read the database's clock: ${errorMessage(err)}` }];
+  }
 }
 
 function describePlatformError(err: unknown): string {
@@ -393,6 +412,7 @@ export async function connectionChecks(config: Config, source: string, deps: Con
   }
   try {
     checks.push(await storeCheck(db, where, config));
+    checks.push(...(await clockCheck(db, config, deps.clock)));
     // A check is not worth a long wait: one retry, through the shared budget.
     const checkConfig: Config = { ...config, platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) } };
     const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, clock: deps.clock });

@@ -11,6 +11,10 @@ import type { Express } from 'express';
 import { every } from '../lib/clock.js';
 import type { LeadershipView } from '../observability/metrics.js';
 import type { BoardingRuntime } from './runtime.js';
+import { dirname } from 'node:path';
+import { createDiskWatch, type DiskTarget, type DiskWatch } from '../observability/disk-space.js';
+import { createClockSkewWatch } from '../observability/clock-skew.js';
+import type { CoreOutageView } from '../observability/readiness.js';
 
 export interface ConnectorDaemonOptions {
   /** Subscribes to SIGHUP (the mapping reload); returns the unsubscribe. Without it, no SIGHUP reload. */
@@ -64,6 +68,17 @@ export function leadershipView(rt: Pick<BoardingRuntime, 'leadership'>): Leaders
   return { role: l.role, epoch: l.term?.epoch ?? null, holder: l.holder, acquisitions: l.acquisitions };
 }
 
+/** The directories the connector writes to and whose free space it watches (boarding.minFreeDiskMb). */
+export function watchedDirs(config: Pick<Config, 'store' | 'core'>): DiskTarget[] {
+  const dirs: DiskTarget[] = [];
+  if (config.store.engine === 'sqlite') dirs.push({ key: 'store.path', dir: dirname(config.store.path) });
+  if (config.core.adapter === 'file') dirs.push({ key: 'core.file.dir', dir: config.core.file.dir });
+  return dirs;
+}
+
+/** How often the daemon reads the free space (statfs: cheap). */
+const DISK_EVERY_MS = 5_000;
+
 export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemonOptions = {}): ConnectorDaemon {
   let daemon: Daemon | null = null;
   const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
@@ -72,6 +87,12 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
   let webhooksRef: { readiness(): Promise<unknown> } | null = null;
   // The ops console (console.users): its API and pages on the admin listener, and the executor
   // of approved requests, run after each cycle and when a request is approved.
+  // Faults of the data centre (issue 37): a full disk stops cycles before they start; a core
+  // outage and a host clock off the database's are reported on /readyz and /metrics.
+  const minFree = Math.round(rt.config.boarding.minFreeDiskMb * 1024 * 1024);
+  const disk: DiskWatch | null = minFree > 0 ? createDiskWatch({ targets: watchedDirs(rt.config), minFreeBytes: minFree, clock: rt.clock, logger: rt.logger }) : null;
+  const clockSkew = rt.db.engine === 'postgres' ? createClockSkewWatch({ db: rt.db, clock: rt.clock, maxSkewMs: rt.config.store.maxClockSkewMs, logger: rt.logger }) : null;
+  let coreOutage: CoreOutageView | null = null;
   const opsConsole = createDaemonConsole(rt, {
     requestCycle: triggerCycle,
     readiness: async () => webhooksRef?.readiness() ?? null,
@@ -101,6 +122,11 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     ...(opsConsole ? { mountAdmin: (app: Express) => opsConsole.mount(app) } : {}),
     leadership: () => leadershipView(rt),
     gate,
+    faults: {
+      ...(disk ? { disk: () => disk.last() } : {}),
+      coreOutage: () => coreOutage,
+      ...(clockSkew ? { clockSkew: () => clockSkew.check(), clockSkewLast: () => clockSkew.last() } : {}),
+    },
   });
   webhooksRef = webhooks;
   // Leadership first: the startup cycle finds this replica leading (or standing by), and the lease
@@ -135,7 +161,30 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
       await rt.leadership.stop();
     },
   };
-  const services: DaemonService[] = [leadershipService, editLoop, webhooks];
+  let diskTimer: { cancel(): void } | null = null;
+  const faultWatch: DaemonService = {
+    name: 'fault watch',
+    start: async () => {
+      if (clockSkew) await clockSkew.check();
+      if (!disk) return;
+      await disk.refresh().catch((err: unknown) => rt.logger.warn({ err }, 'disk space check failed'));
+      diskTimer = every(rt.clock, DISK_EVERY_MS, () => {
+        const wasOk = disk.last().ok;
+        void disk.refresh().then(
+          (s) => {
+            // Space is back: board now rather than at the next scheduled drain.
+            if (s.ok && !wasOk) triggerCycle('disk space back');
+          },
+          (err: unknown) => rt.logger.warn({ err }, 'disk space check failed'),
+        );
+        if (clockSkew) void clockSkew.check();
+      });
+    },
+    stop: () => {
+      diskTimer?.cancel();
+    },
+  };
+  const services: DaemonService[] = [faultWatch, leadershipService, editLoop, webhooks];
   if (opsConsole) services.push({ name: 'console', start: () => opsConsole.executor.kick(), stop: () => opsConsole.executor.stop() });
   // Reports, seals, reconciliation and the endpoint check: once per schedule, on the leader, fenced.
   const onLeader = (job: DaemonJob): DaemonJob => ({
@@ -160,9 +209,11 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     shutdownTimeoutMs: rt.config.boarding.shutdownTimeoutMs,
     services,
     jobs,
-    mayCycle: () => rt.leadership.role === 'leader',
+    mayCycle: () => rt.leadership.role === 'leader' && (disk === null || disk.last().ok),
     onCycle: async (summary) => {
       lastCycleAt = rt.clock.now();
+      if (summary.coreOutage) coreOutage = { since: coreOutage?.since ?? lastCycleAt, failures: summary.coreOutage.failures, message: summary.coreOutage.message };
+      else if (summary.acknowledged > 0 || summary.attempted > 0) coreOutage = null;
       await webhooks.onCycle(summary);
       opsConsole?.executor.kick();
       await opts.onCycle?.(summary);

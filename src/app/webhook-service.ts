@@ -12,7 +12,8 @@ import { createFundedTimeBackfill } from '../store/funded-time.js';
 import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
 import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome, type LeadershipView } from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../webhooks/processor.js';
-import { runReadiness, standardReadinessChecks, type CheckResult } from '../observability/readiness.js';
+import { runReadiness, standardReadinessChecks, type CheckResult, type StandardChecksInput } from '../observability/readiness.js';
+import type { ClockSkewStatus } from '../observability/clock-skew.js';
 import type { Express } from 'express';
 import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
 import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
@@ -44,6 +45,8 @@ export interface WebhookServiceDeps {
    * inbox); the leader works them.
    */
   gate?: <T>(work: () => Promise<T>, otherwise: T) => Promise<T>;
+  /** Free space, core outage and clock skew for /readyz and /metrics (the daemon's fault watches). */
+  faults?: Pick<StandardChecksInput, 'disk' | 'coreOutage' | 'clockSkew'> & { clockSkewLast?: () => ClockSkewStatus | null };
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -96,6 +99,9 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
     ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
     ...(deps.leadership ? { leadership: deps.leadership } : {}),
+    ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
+    ...(deps.faults?.coreOutage ? { coreOutage: () => deps.faults?.coreOutage?.() != null } : {}),
+    ...(deps.faults?.clockSkewLast ? { clockSkew: deps.faults.clockSkewLast } : {}),
   });
   const gate = deps.gate ?? (<T>(work: () => Promise<T>) => work());
   const endpointWatch = createEndpointWatch();
@@ -118,7 +124,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}), ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}) }),
+    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}), ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}), ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}), ...(deps.faults?.coreOutage ? { coreOutage: deps.faults.coreOutage } : {}), ...(deps.faults?.clockSkew ? { clockSkew: deps.faults.clockSkew } : {}) }),
     reportsDir: deps.config.reports.dir,
     ...(deps.leadership ? { leadership: deps.leadership } : {}),
   };

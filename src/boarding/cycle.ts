@@ -101,6 +101,7 @@ export interface CycleSummary {
 }
 
 const MAX_PROBLEMS = 100;
+const OUTAGE_ALERT_EVERY_MS = 60_000;
 /** A loan still listed after its acknowledgement is warned about at most once per this long (per process). */
 const STILL_LISTED_WARN_EVERY_MS = 6 * 60 * 60 * 1000;
 const STILL_LISTED_LOG_IDS = 10;
@@ -139,6 +140,8 @@ export function createCycleRunner(deps: CycleDeps) {
   const coreOutageAfter = deps.coreOutageAfter ?? 3;
   /** Core writes in a row (across cycles) that found the core unavailable; a board resets it. */
   let coreFailuresInARow = 0;
+  /** When the outage ALERT was last logged: once a minute while it lasts (a pass per drain tick would log one each). */
+  let outageAlertAt: number | null = null;
 
   /** Counts acknowledged loans still listed; collects them for one warning per cycle. */
   function stillListedObserver(summary: CycleSummary, seen: Map<string, StillListedKind>): IntakeObserver {
@@ -241,6 +244,12 @@ export function createCycleRunner(deps: CycleDeps) {
     coreFailuresInARow += 1;
     if (coreFailuresInARow < coreOutageAfter || summary.coreOutage !== null) return;
     summary.coreOutage = { failures: coreFailuresInARow, message: message.slice(0, 500) };
+    const now = clock.now();
+    if (outageAlertAt !== null && now - outageAlertAt < OUTAGE_ALERT_EVERY_MS) {
+      logger.warn({ failures: coreFailuresInARow, err: summary.coreOutage.message }, 'core still unavailable; this pass stopped');
+      return;
+    }
+    outageAlertAt = now;
     logger.error(
       { alert: 'core.outage', failures: coreFailuresInARow, err: summary.coreOutage.message },
       `ALERT: the core was unavailable for ${coreFailuresInARow} loans in a row; this pass stopped, the loans wait for the next cycle`,
@@ -250,7 +259,9 @@ export function createCycleRunner(deps: CycleDeps) {
   function tally(summary: CycleSummary, o: BoardOutcome): void {
     switch (o.kind) {
       case 'acknowledged':
+        if (outageAlertAt !== null) logger.info({ alert: 'core.outage', resolved: true }, 'the core takes writes again: boarding resumed');
         coreFailuresInARow = 0;
+        outageAlertAt = null;
         summary.acknowledged += 1;
         if (o.ackOnly) summary.ackOnly += 1;
         break;

@@ -79,6 +79,11 @@ export const storeSchema = z
     path: str('a file path').default('./var/state.sqlite'),
     postgres: storePostgresSchema.prefault({}),
     /**
+     * PostgreSQL: this host's clock may differ from the database's by less than this; at or above
+     * it /readyz fails (check `clock`) and `config check --connect` says so (docs/deploy.md).
+     */
+    maxClockSkewMs: int(100).default(30_000),
+    /**
      * Who boards when several replicas share the state (docs/deploy.md "Leadership"): one leader
      * at a time, on a lease of ttlMs (the database's clock) renewed every renewEveryMs; a standby
      * polls as often and takes over once the lease has expired.
@@ -271,6 +276,12 @@ export const boardingSchema = z.strictObject({
   /** A document's whole download must finish within this (a 1 byte/s drip passes idle timeouts). */
   documentDeadlineMs: int(1000).default(10 * 60_000),
   shutdownTimeoutMs: int(0).default(30_000),
+  /**
+   * Free space the state directory (SQLite) and core.file.dir must keep: below it the daemon starts
+   * no cycle, /readyz fails (check `disk`) and an ALERT is logged once a minute, until space
+   * returns (docs/operations.md "When things break"). 0 turns the check off.
+   */
+  minFreeDiskMb: z.number({ error: 'expected a number of MiB' }).min(0, { error: 'expected 0 or more MiB' }).default(64),
   /**
    * Where presigned document addresses may lead. Downloads never connect to a loopback, private,
    * link-local, metadata or other special-purpose address (checked on the resolved address)

@@ -9,6 +9,8 @@ import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import type { PoolUsage } from '../store/numbers.js';
 import type { RejectReason } from '../webhooks/signature.js';
+import type { DiskStatus } from './disk-space.js';
+import type { ClockSkewStatus } from './clock-skew.js';
 
 /** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
 export interface ApiCallCount {
@@ -34,6 +36,12 @@ export interface MetricsSources {
   numberPools?: () => Promise<readonly PoolUsage[]>;
   /** This replica's role among those sharing the state (store/leadership.ts). */
   leadership?: () => LeadershipView;
+  /** Free space where the connector writes (the last reading). */
+  disk?: () => DiskStatus;
+  /** 1 while the last pass stopped on a core outage. */
+  coreOutage?: () => boolean;
+  /** This host's clock against the database's (the last reading). */
+  clockSkew?: () => ClockSkewStatus | null;
 }
 
 /** What /readyz and /metrics say of leadership. */
@@ -304,6 +312,46 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     collect() {
       const m = safe(() => sources.mapping?.());
       if (m) this.set(m.lastReloadError ? 1 : 0);
+    },
+  });
+
+  new Gauge({
+    name: `${p}disk_free_bytes`,
+    help: 'Free bytes where the connector writes, by config key (store.path: the state directory; core.file.dir); boarding stops below boarding.minFreeDiskMb',
+    labelNames: ['dir'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const d = safe(() => sources.disk?.());
+      for (const r of d?.readings ?? []) if (r.freeBytes !== null) this.set({ dir: r.key }, r.freeBytes);
+    },
+  });
+  new Gauge({
+    name: `${p}disk_full`,
+    help: '1 while a watched directory has less than boarding.minFreeDiskMb free (boarding stopped)',
+    registers: [registry],
+    collect() {
+      const d = safe(() => sources.disk?.());
+      if (d) this.set(d.ok ? 0 : 1);
+    },
+  });
+  new Gauge({
+    name: `${p}core_outage`,
+    help: '1 while the last boarding pass stopped because the core did not take writes (down, timing out, or its disk full)',
+    registers: [registry],
+    collect() {
+      const o = safe(() => sources.coreOutage?.());
+      if (o !== undefined) this.set(o ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${p}clock_offset_seconds`,
+    help: "The state database's clock minus this host's (PostgreSQL; positive: this host is behind); /readyz fails at store.maxClockSkewMs",
+    registers: [registry],
+    collect() {
+      this.reset();
+      const c = safe(() => sources.clockSkew?.());
+      if (c?.offset) this.set(c.offset.offsetMs / 1000);
     },
   });
 

@@ -5,6 +5,8 @@ import type { PlatformHealth } from '../platform/api.js';
 import type { StoreDb } from '../store/sql.js';
 import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
 import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
+import type { DiskStatus } from './disk-space.js';
+import type { ClockSkewStatus } from './clock-skew.js';
 
 export interface CheckResult {
   ok: boolean;
@@ -127,6 +129,47 @@ export interface StandardChecksInput {
   mapping?: () => LoadedMappingStatus;
   clock: Clock;
   customers?: () => { ok: boolean; detail: string };
+  /** Free space where the connector writes (src/observability/disk-space.ts). */
+  disk?: () => DiskStatus;
+  /** The core's outage as the last boarding pass saw it (null: none). */
+  coreOutage?: () => CoreOutageView | null;
+  /** This host's clock against the database's (PostgreSQL). */
+  clockSkew?: () => Promise<ClockSkewStatus>;
+}
+
+/** A core outage: the last pass stopped after `failures` unavailable writes in a row. */
+export interface CoreOutageView {
+  since: number;
+  failures: number;
+  message: string;
+}
+
+/** Boarding stops below boarding.minFreeDiskMb (the daemon starts no cycle): not ready. */
+export function diskSpaceCheck(status: () => DiskStatus): ReadinessCheck {
+  return () => {
+    const s = status();
+    return { ok: s.ok, detail: s.detail };
+  };
+}
+
+/** The last pass stopped because the core did not answer (or refused writes: a full disk): not ready until a board succeeds. */
+export function coreOutageCheck(outage: () => CoreOutageView | null): ReadinessCheck {
+  return () => {
+    const o = outage();
+    if (o === null) return { ok: true };
+    return {
+      ok: false,
+      detail: `CORE OUTAGE since ${new Date(o.since).toISOString()}: ${o.failures} writes in a row failed (${o.message}); boarding resumes by itself once the core answers`,
+    };
+  };
+}
+
+/** Host clock against the database clock: not ready at store.maxClockSkewMs or more. */
+export function clockSkewCheck(status: () => Promise<ClockSkewStatus>): ReadinessCheck {
+  return async () => {
+    const s = await status();
+    return { ok: s.ok, detail: s.detail };
+  };
 }
 
 /**
@@ -160,6 +203,9 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   if (input.mapping) checks['mapping'] = mappingCheck(input.mapping);
   if (input.numberPools) checks['numberPools'] = numberPoolsCheck(input.numberPools);
   if (input.customers) checks['customers'] = customerSourceCheck(input.customers);
+  if (input.disk) checks['disk'] = diskSpaceCheck(input.disk);
+  if (input.coreOutage) checks['core'] = coreOutageCheck(input.coreOutage);
+  if (input.clockSkew) checks['clock'] = clockSkewCheck(input.clockSkew);
   return checks;
 }
 

@@ -1,0 +1,81 @@
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { expectExactlyOnce, fillDisk, gauge, logLines, mountTmpfs, readyzWhen, report, sleep, startSingle, tempFilesUnder, until, type SingleSet } from './support/harness.js';
+
+/**
+ * Disk full (issue 37): the file core's directory, then the state directory, on a small tmpfs the
+ * test mounts (root only; skipped with the reason otherwise). Mid-run the disk is filled to the
+ * last byte: boarding stops with one clear alert (/readyz `disk`, boarding_disk_full 1, one ALERT
+ * line a minute), nothing is left half-written (packages verify, no temp file, the state database
+ * intact), and once the filler is deleted boarding resumes by itself and every loan is boarded
+ * exactly once. The recovery time (filler deleted → next acknowledgement) is printed.
+ */
+const LOANS = Number(process.env['FAULTS_DISK_LOANS'] ?? 120);
+const RATE = { windowMs: 1000, readsPerWindow: 40, writesPerWindow: 10 };
+const base = join(tmpdir(), `faults-disk-${process.pid}`);
+const mounts: Array<{ umount(): void }> = [];
+const sets: SingleSet[] = [];
+afterAll(async () => {
+  for (const s of sets) await s.close().catch(() => undefined);
+  for (const m of mounts) m.umount();
+  rmSync(base, { recursive: true, force: true });
+});
+
+const probe = mountTmpfs(join(base, 'probe'), 1);
+const skip = 'skip' in probe ? probe.skip : null;
+if ('umount' in probe) probe.umount();
+if (skip) process.stderr.write(`\n[faults: disk full] SKIPPED: ${skip}\n\n`);
+
+async function scenario(which: 'core.file.dir' | 'store.path'): Promise<void> {
+  const mnt = join(base, which === 'core.file.dir' ? 'core' : 'state');
+  const m = mountTmpfs(mnt, 24);
+  if ('skip' in m) throw new Error(m.skip);
+  mounts.push(m);
+  const set = await startSingle({ loans: LOANS, ...RATE, ...(which === 'core.file.dir' ? { coreDir: join(mnt, 'core') } : { stateDir: mnt }) });
+  sets.push(set);
+  const ctx = `${which} full (logs in ${set.logDir})`;
+  set.replica.start();
+  await until(`${ctx}: 15 loans acknowledged`, async () => ((await set.acked()) >= 15 ? true : undefined), 60_000);
+
+  const filler = fillDisk(mnt);
+  const filledAt = Date.now();
+  const z = await readyzWhen(set.replica, `${ctx}: /readyz reports the full disk`, (r) => r.checks['disk']?.ok === false, 20_000);
+  const detectMs = Date.now() - filledAt;
+  expect(z.ready, ctx).toBe(false);
+  expect(z.checks['disk']?.detail, ctx).toMatch(new RegExp(`^DISK FULL: ${which.replace('.', '\\.')} .* has 0 B free`));
+  expect(gauge((await set.replica.metrics()) ?? '', 'boarding_disk_full'), `${ctx}: boarding_disk_full`).toBe(1);
+  // Boarding has stopped: what was in flight settles, then no acknowledgement for a while.
+  await sleep(3000);
+  const stalled = await set.acked();
+  await sleep(12_000);
+  expect(await set.acked(), `${ctx}: boarding stopped while the disk is full`).toBe(stalled);
+  expect(stalled, `${ctx}: loans left to board once space returns`).toBeLessThan(LOANS);
+  // One alert, not one per cycle or per loan: the watch logs once a minute (the run is < 1 min).
+  const alerts = logLines(set.logDir).filter((l) => l['alert'] === 'disk.full' && l['level'] === 50);
+  expect(alerts.length, `${ctx}: ALERT lines while full`).toBe(1);
+  expect(set.replica.running, `${ctx}: the daemon stays up`).toBe(true);
+  if (which === 'core.file.dir') expect(tempFilesUnder(mnt), `${ctx}: temp files of cut-short writes`).toEqual([]);
+
+  rmSync(filler);
+  const freedAt = Date.now();
+  const resumedAt = await until(`${ctx}: boarding resumes by itself`, async () => ((await set.acked()) > stalled ? Date.now() : undefined), 60_000, 50);
+  await until(`${ctx}: all ${LOANS} acknowledged`, async () => ((await set.acked()) >= LOANS ? true : undefined), 120_000);
+  const after = await readyzWhen(set.replica, `${ctx}: /readyz ready again`, (r) => r.ready, 20_000);
+  expect(after.checks['disk']?.ok, ctx).toBe(true);
+  set.replica.signal('SIGTERM');
+  expect(await set.replica.exited(), `${ctx}: SIGTERM`).toEqual({ code: 0, signal: null });
+  await expectExactlyOnce(set, ctx);
+  report(`disk full: ${which}`, { loans: LOANS, ackedWhenFull: stalled, detectMs, recoveryMs: resumedAt - freedAt, alertLines: alerts.length });
+}
+
+describe.skipIf(skip !== null)('disk full', () => {
+  it('on core.file.dir: boarding stops with one alert, nothing half-written, resumes when space returns', async () => {
+    await scenario('core.file.dir');
+  });
+
+  it('on the state directory: boarding stops with one alert, the state intact, resumes when space returns', async () => {
+    await scenario('store.path');
+  });
+});
