@@ -29,12 +29,23 @@ export interface AccountNumbers {
 
 /**
  * Warns once per process when a pool crosses its warnAt share (and again at each further whole
- * percent), so a bank extends the ranges long before boarding stops.
+ * percent), so a bank extends the ranges long before boarding stops. The returned usage may be up
+ * to a thousandth of the capacity old (see below).
  */
 export function createPoolWatch(store: BoardingStore, logger: Logger) {
   const warnedAt = new Map<NumberPoolName, number>();
+  // The usage is read again after every thousandth of the pool's capacity allocated here (every
+  // allocation for a pool under 2,000 numbers), not after each one: two queries per number were a
+  // tenth of a board's statements, and a share moves by 1 / capacity per allocation.
+  const seen = new Map<NumberPoolName, { usage: PoolUsage; since: number }>();
   return async (pool: NumberPoolName): Promise<PoolUsage> => {
+    const last = seen.get(pool);
+    if (last !== undefined) {
+      last.since += 1;
+      if (last.since < Math.max(1, Math.floor(last.usage.capacity / 1000))) return last.usage;
+    }
     const usage = await store.numbers.usage(pool);
+    seen.set(pool, { usage, since: 0 });
     if (usage.ratio >= usage.warnAt) {
       const percent = Math.floor(usage.ratio * 100);
       if ((warnedAt.get(pool) ?? -1) < percent) {

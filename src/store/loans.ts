@@ -302,6 +302,9 @@ type RawEvent = { seq: number; loan_id: string; at: number; kind: string; from_s
 export function createLoanStore(anyDb: AnyDb): LoanStore {
   const db = toStoreDb(anyDb);
   const SELECT_ONE = 'SELECT * FROM loans WHERE id = ?';
+  // The check before a write reads the state alone: a full row carries the queue item and the
+  // boarded records (kilobytes of JSON), read again once, after the write, for the caller.
+  const SELECT_STATE = 'SELECT state FROM loans WHERE id = ?';
   const INSERT_EVENT = 'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
   const SELECT_EVENTS = 'SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC';
   const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
@@ -361,7 +364,7 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
     // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see db.ts).
     insert: (loan, now) =>
       db.write(async () => {
-        const existing = await db.get<RawLoan>(SELECT_ONE, [loan.id]);
+        const existing = await db.get<{ state: string }>(SELECT_STATE, [loan.id]);
         if (existing) throw new Error(`loan ${loan.id} already exists`);
         assertTransition(loan.id, null, loan.state);
         await db.run('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)', [loan.id, loan.state, now, now]);
@@ -371,7 +374,7 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
       }),
     transition: (id, input, now) =>
       db.write(async () => {
-        const cur = await db.get<RawLoan>(SELECT_ONE, [id]);
+        const cur = await db.get<{ state: string }>(SELECT_STATE, [id]);
         if (!cur) throw new LoanNotFoundError(id);
         const from = cur.state as LoanState;
         if (input.expectedFrom !== undefined) {
