@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Writable } from 'node:stream';
 import { configNotes, loadConfig } from '../config/load.js';
@@ -70,6 +70,8 @@ export interface ContextOptions {
   /** A question on the terminal (main.ts, when stdin and stderr are TTYs; tests give their own). */
   prompt?: (question: string) => Promise<string>;
   getGlobalOptions?: () => GlobalOptions;
+  /** Where the config's relative paths start (default: the process's working directory; tests give another). */
+  cwd?: string;
 }
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -130,11 +132,12 @@ export function createCliContext(opts: ContextOptions): CliContext {
       if (path === undefined) throw new UsageError(noConfigMessage());
       let fileText: string;
       try {
-        fileText = readFileSync(path, 'utf8');
+        fileText = readFileSync(resolve(opts.cwd ?? process.cwd(), path), 'utf8');
       } catch (err) {
         throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
       }
-      config = loadConfig({ env: opts.env, fileText, filePath: path });
+      const cwd = opts.cwd ?? process.cwd();
+      config = loadConfig({ env: opts.env, fileText, filePath: path, cwd });
       pendingWarnings.push(...transportWarnings(config));
       pendingNotes.push(...configNotes(config));
       flushWarnings();

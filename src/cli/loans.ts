@@ -4,7 +4,7 @@ import { FatalError, UsageError } from '../lib/errors.js';
 import type { BoardingStore } from '../store/index.js';
 import { LOAN_STATES, isLoanState } from '../store/loan-states.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
-import { gatherLoanHistory, lastReviewItems, loanHistoryJson, loanView } from '../editloop/loan-history.js';
+import { gatherLoanHistory, lastReviewItems, resolveLoanRef, loanHistoryJson, loanView } from '../editloop/loan-history.js';
 import { out, type CliContext } from './context.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 import { assertSameMappingAsDaemon } from '../editloop/daemon-guard.js';
@@ -112,12 +112,15 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
   loans
     .command('show')
     .description('show one loan: state, core reference, errors, idempotency keys and its full history')
-    .argument('<id>', 'platform loan id')
+    .argument('<id>', "platform loan id, or a loan number (the platform's, or the bank's account number)")
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { json?: boolean }) => {
+    .action(async (ref: string, opts: { json?: boolean }) => {
       const store = await loanStore(ctx);
-      const h = await gatherLoanHistory(store, id, ctx.clock.now());
-      if (!h) throw new UsageError(`no loan ${id} in the state database (see \`loans list\`)`);
+      const found = await resolveLoanRef(store, ref);
+      if (found.kind === 'ambiguous') throw new UsageError(`${ref} is the loan or account number of ${found.ids.length} loans: ${found.ids.join(', ')}; give the platform loan id`);
+      if (found.kind === 'none') throw new UsageError(`no loan ${ref} in the state database, by platform id, loan number or account number (see \`loans list\`)`);
+      const h = await gatherLoanHistory(store, found.id, ctx.clock.now());
+      if (!h) throw new UsageError(`no loan ${ref} in the state database (see \`loans list\`)`);
       const { row, events, keys, daemon, customers, accountNumber } = h;
       const identity = { accountNumberSource: h.accountNumberSource };
       if (opts.json === true) {

@@ -20,6 +20,21 @@ export interface LoanHistoryParts {
   accountNumberSource: 'pool' | 'core' | null;
 }
 
+/**
+ * The loan a person means by `ref`: a platform loan id, else a loan number (the platform's) or the
+ * bank's account number (the core's, or the one the pool issued). `ambiguous` lists every loan a
+ * number names when it names more than one.
+ */
+export async function resolveLoanRef(store: BoardingStore, ref: string): Promise<{ kind: 'found'; id: string; by: 'id' | 'number' } | { kind: 'ambiguous'; ids: string[] } | { kind: 'none' }> {
+  if ((await store.loans.get(ref)) !== null) return { kind: 'found', id: ref, by: 'id' };
+  const ids = new Set(await store.loans.idsByNumber(ref));
+  const pooled = await store.numbers.keyOf('account', ref);
+  if (pooled !== null && (await store.loans.get(pooled)) !== null) ids.add(pooled);
+  const [first, ...rest] = [...ids].sort();
+  if (first === undefined) return { kind: 'none' };
+  return rest.length === 0 ? { kind: 'found', id: first, by: 'number' } : { kind: 'ambiguous', ids: [first, ...rest] };
+}
+
 /** Everything known of one loan; null when the store does not know it. */
 export async function gatherLoanHistory(store: BoardingStore, id: string, now: number): Promise<LoanHistoryParts | null> {
   const row = await store.loans.get(id);

@@ -281,6 +281,8 @@ export interface LoanStore {
   /** The earliest persisted next attempt (retry_wait), or null. */
   nextDueAt(): Promise<number | null>;
   countByState(): Promise<Record<LoanState, number>>;
+  /** Loans whose platform loan number or core account number is `number` (a person's lookup; at most 10). */
+  idsByNumber(number: string): Promise<string[]>;
 }
 
 /** Position in the due order (released_at_iso, NULLs last; created_at; id). */
@@ -451,6 +453,7 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
       };
     },
     dueCount: async (now) => (await db.get<{ n: number }>(SELECT_DUE_COUNT, [now]))?.n ?? 0,
+    idsByNumber: async (number) => (await db.all<{ id: string }>('SELECT id FROM loans WHERE loan_number = ? OR account_number = ? ORDER BY id LIMIT 10', [number, number])).map((r) => r.id),
     nextDueAt: async () => (await db.get<{ at: number | null }>(SELECT_NEXT_DUE))?.at ?? null,
     countByState: async () => {
       const counts = Object.fromEntries(LOAN_STATES.map((s) => [s, 0])) as Record<LoanState, number>;

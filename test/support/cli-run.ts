@@ -30,7 +30,7 @@ function sink(): { stream: Writable; text: () => string } {
  * Runs the CLI in-process like main.ts does, with stdout and stderr kept apart and, when
  * `answers` is given, a terminal that answers the questions asked in turn (none: no terminal).
  */
-export async function runCliSplit(args: string[], opts: { env?: Record<string, string | undefined>; answers?: string[] } = {}): Promise<CliRun> {
+export async function runCliSplit(args: string[], opts: { env?: Record<string, string | undefined>; answers?: string[]; cwd?: string } = {}): Promise<CliRun> {
   const out = sink();
   const err = sink();
   const asked: string[] = [];
@@ -43,6 +43,7 @@ export async function runCliSplit(args: string[], opts: { env?: Record<string, s
       getConfigOption: () => p.opts<{ config?: string }>().config,
       getGlobalOptions: () => p.opts<GlobalOptions>(),
       shutdown: new AbortController().signal,
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
       ...(answers
         ? {
             prompt: (q: string) => {

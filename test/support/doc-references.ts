@@ -161,3 +161,23 @@ export function checkCommands(file: string, text: string, program: Command): Doc
   }
   return problems;
 }
+
+/** The top-level sections of the connector's config (a fenced YAML block made of these is a config block). */
+export const CONFIG_SECTIONS = new Set(['platform', 'store', 'core', 'webhooks', 'admin', 'mappings', 'bank', 'schedule', 'boarding', 'reports', 'customers', 'log', 'identity', 'console']);
+
+/** Every fenced ```yaml block (indented ones too, as inside a list item), with its first line number. */
+export function yamlBlocks(text: string): Array<{ line: number; yaml: string }> {
+  const out: Array<{ line: number; yaml: string }> = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)```ya?ml\s*$/.exec(lines[i] as string);
+    if (!open) continue;
+    const indent = (open[1] as string).length;
+    const body: string[] = [];
+    let j = i + 1;
+    for (; j < lines.length && !/^\s*```\s*$/.test(lines[j] as string); j++) body.push((lines[j] as string).slice(Math.min(indent, (lines[j] as string).length - (lines[j] as string).trimStart().length)));
+    out.push({ line: i + 2, yaml: body.join('\n') });
+    i = j;
+  }
+  return out;
+}

@@ -208,7 +208,7 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
         const id = req.params['id'] ?? '';
         if (!blobs.has(id)) return { status: 404, body: { code: 'not_found', message: 'document not found' } };
         const b = blobs.get(id)!;
-        return { body: { data: { url: `${blobOrigin}/blobs/${id}?X-Signature=${b.signature}&X-Expires=${b.expiresAt}` } } };
+        return { body: { data: { url: `${blobOrigin}/blobs/${encodeURIComponent(id)}?X-Signature=${b.signature}&X-Expires=${b.expiresAt}` } } };
       },
     ],
   ];
@@ -308,7 +308,7 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
 
   const blob = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    const id = url.pathname.replace(/^\/blobs\//, '');
+    const id = decodeURIComponent(url.pathname.replace(/^\/blobs\//, ''));
     const b = blobs.get(id);
     const rec: DownloadRecord = { at: Date.now(), path: url.pathname, hadAuthorization: req.headers.authorization !== undefined, headers: req.headers, status: 0 };
     downloads.push(rec);
@@ -366,7 +366,7 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
       const signature = randomBytes(16).toString('hex');
       const expiresAt = Date.now() + (o.ttlMs ?? 5 * 60_000);
       blobs.set(name, { content, signature, expiresAt, omitContentLength: o.omitContentLength ?? false });
-      return `${blobOrigin}/blobs/${name}?X-Signature=${signature}&X-Expires=${expiresAt}`;
+      return `${blobOrigin}/blobs/${encodeURIComponent(name)}?X-Signature=${signature}&X-Expires=${expiresAt}`;
     },
     windowCounts(bucket) {
       const m = new Map<number, number>();

@@ -104,15 +104,28 @@ describe('demo (what npm start runs)', () => {
     );
     program.exitOverride();
     // The default data (seed 1, 25 loans): the script's first pick is an id with / % ? and non-ASCII.
-    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--report-after', '3600', '--step-ms', '100']).finally(() => ctx.close());
+    // A 2 s rate window (the demo's option) so the whole queue boards in seconds.
+    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--report-after', '3600', '--step-ms', '100', '--window-ms', '2000']).finally(() => ctx.close());
     const stepLines = (): string[] => text.split('\n').filter((l) => /^ {2}· (released|3 new loans|nothing left|sandbox step failed)/.test(l));
     await vi.waitFor(() => expect(stepLines().length).toBe(11), { timeout: 60_000, interval: 100 });
+    // The README's quick start boards every loan: every loan the sandbox released is boarded on it.
+    const adminUrl = /admin: (http:\/\/\S+\/admin)/.exec(text)?.[1];
+    expect(adminUrl, text).toBeDefined();
+    await vi.waitFor(
+      async () => {
+        const open = (await (await fetch(`${adminUrl!}/loans?released=true&boarded=false`)).json()) as { data: Array<{ id: string }> };
+        expect(open.data.map((l) => l.id)).toEqual([]);
+      },
+      { timeout: 60_000, interval: 250 },
+    );
+    const released = (await (await fetch(`${adminUrl!}/loans?released=true`)).json()) as { data: unknown[] };
+    expect(released.data.length).toBeGreaterThan(20);
     shutdown.abort(new Error('received SIGINT'));
     await run;
     expect(stepLines().filter((l) => l.includes('failed')), text).toEqual([]);
     expect(stepLines().filter((l) => l.includes('released and funded')).length).toBe(5);
     // At least one step worked on an id that needs encoding in a path.
     expect(stepLines().some((l) => /released.*([/%?]|[^ -~])/.test(l)), stepLines().join('\n')).toBe(true);
-    expect(text).toMatch(/11 of 11 sandbox step\(s\) run, 0 failed/);
+    expect(text).toMatch(/stopped\. boarded [1-9]\d*, quarantined 0; \d+ report\(s\); 11 of 11 sandbox step\(s\) run, 0 failed/);
   }, 90_000);
 });

@@ -192,7 +192,7 @@ describe('reconcile against the sandbox, the state database and the file core', 
     writeFileSync(manifestPath, JSON.stringify(manifest));
     // 3. A released loan whose queue item is malformed: the connector quarantines it.
     const bad = ((await (await fetch(`${sb.adminUrl}/loans`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: 1, release: true }) })).json()) as { ids: string[] }).ids[0]!;
-    expect((await fetch(`${sb.adminUrl}/loans/${bad}/malform`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"amount"}' })).status).toBe(200);
+    expect((await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(bad)}/malform`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"amount"}' })).status).toBe(200);
     await cli(configPath, ['sync', '--once', '--settle-ms', '0']);
 
     const out = join(dir, 'out');

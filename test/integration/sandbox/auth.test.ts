@@ -93,7 +93,7 @@ describe('authentication codes', () => {
     const full = await startHarness({ loans: 6, apiKeyPermissions: [...PERMISSIONS] });
     try {
       const bizLoan = (await full.admin('/loans')).data[0].id;
-      const r = await full.api(`/public/v1/loans/${bizLoan}/entities`);
+      const r = await full.api(`/public/v1/loans/${encodeURIComponent(bizLoan)}/entities`);
       const all = [...r.body.data.businesses.map((b: J) => b.ein), ...r.body.data.people.map((p: J) => p.ssn)];
       expect(all.length).toBeGreaterThan(0);
       for (const tin of all) expect(tin).toMatch(/^\d{2,3}-\d{2,7}/);

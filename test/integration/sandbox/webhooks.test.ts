@@ -65,7 +65,7 @@ describe('webhook endpoints and deliveries', () => {
       const list = await strict.api('/public/v1/webhook-endpoints');
       expect(list.body.data).toHaveLength(1);
       expect(list.body.data[0].secret).toBeUndefined();
-      const patched = await strict.api(`/public/v1/webhook-endpoints/${created.body.data.id}`, { method: 'PATCH', body: { name: 'renamed' } });
+      const patched = await strict.api(`/public/v1/webhook-endpoints/${encodeURIComponent(created.body.data.id)}`, { method: 'PATCH', body: { name: 'renamed' } });
       expect(patched.body.data).toMatchObject({ name: 'renamed', url: 'https://hooks.example.com/x' });
       expect(patched.body.data.secret).toBeUndefined();
       expect((await strict.api('/public/v1/webhook-endpoints/whe_nope', { method: 'PATCH', body: {} })).status).toBe(404);

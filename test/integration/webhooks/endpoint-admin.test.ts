@@ -61,7 +61,7 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
     const loans = (await (await fetch(`${sb.adminUrl}/loans`)).json()) as { data: Array<{ id: string; status: string }> };
     const target = loans.data.find((l) => l.status !== 'funded');
     if (!target) throw new Error('every generated loan is already funded');
-    await fetch(`${sb.adminUrl}/loans/${target.id}/fund`, { method: 'POST' });
+    await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/fund`, { method: 'POST' });
     await fetch(`${sb.adminUrl}/webhooks/deliveries?wait=true`);
 
     const listed = JSON.parse((await cli(configPath, ['webhooks', 'list', '--json'])).stdout);

@@ -119,7 +119,7 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     const loans = (await (await fetch(`${sb.adminUrl}/loans?released=false`)).json()) as { data: Array<{ id: string; status: string }> };
     const target = loans.data.find((l) => l.status !== 'funded') ?? loans.data[0];
     if (!target) throw new Error('sandbox generated no loans');
-    expect((await fetch(`${sb.adminUrl}/loans/${target.id}/release`, { method: 'POST' })).status).toBe(200);
+    expect((await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/release`, { method: 'POST' })).status).toBe(200);
     const boarded = new Promise<void>((resolve, reject) => {
       const deadline = setTimeout(() => reject(new Error(`loan ${target.id} not boarded; cycles: ${cycles.map((c) => c.reason).join(',')}`)), 20_000);
       const check = async (): Promise<void> => {
@@ -130,7 +130,7 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
       };
       waiters.push(check);
     });
-    expect((await fetch(`${sb.adminUrl}/loans/${target.id}/fund`, { method: 'POST' })).status).toBe(200);
+    expect((await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/fund`, { method: 'POST' })).status).toBe(200);
     await boarded;
 
     const row = await rt.store.loans.get(target.id);
@@ -141,7 +141,7 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     expect(cycles.every((c) => c.reason !== 'schedule')).toBe(true);
     // The funded time is on record (inbox, and the loans row once it exists).
     expect(await createWebhookInbox(rt.db).fundedAt(target.id)).not.toBeNull();
-    const sandboxView = (await (await fetch(`${sb.adminUrl}/loans/${target.id}`)).json()) as { boarding?: { boarded?: boolean } };
+    const sandboxView = (await (await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}`)).json()) as { boarding?: { boarded?: boolean } };
     expect(JSON.stringify(sandboxView)).toContain('"boarded":true');
 
     // 4. Metrics and readiness of the running service, on the admin listener only.

@@ -5,7 +5,10 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
-import { checkCommands, checkPaths, createdPaths, type DocProblem } from '../../support/doc-references.js';
+import { parse } from 'yaml';
+import { loadConfig } from '../../../src/config/load.js';
+import { ConfigError } from '../../../src/lib/errors.js';
+import { checkCommands, checkPaths, CONFIG_SECTIONS, createdPaths, yamlBlocks, type DocProblem } from '../../support/doc-references.js';
 
 const repo = resolve(import.meta.dirname, '../../..');
 
@@ -36,6 +39,65 @@ describe('README.md and docs/*.md name only what exists', () => {
     const all = docs().map((d) => d.text).join('\n');
     expect(all).toMatch(/boarding-connector mappings lint/);
     expect(all).toMatch(/src\/store\/loan-states\.ts/);
+  });
+});
+
+/** A value the docs elide (`pk_test_…`, `"scrypt$…"`, `"…"`) stands for a real one of its key's shape. */
+const PLACEHOLDER_VALUE = /…|\.\.\.$/;
+const HASH = `scrypt$ln=17,r=8,p=1$${'A'.repeat(22)}$${'B'.repeat(43)}`;
+
+/** A docs config block made loadable: elided secrets filled in, and a platform section when it shows none. */
+function filledConfig(block: Record<string, unknown>): Record<string, unknown> {
+  const c = structuredClone(block);
+  const platform = (c['platform'] ??= { baseUrl: 'https://lender.example.com/api', environment: 'staging' }) as Record<string, unknown>;
+  const live = platform['environment'] === 'production';
+  if (platform['apiKey'] === undefined || (typeof platform['apiKey'] === 'string' && PLACEHOLDER_VALUE.test(platform['apiKey']))) platform['apiKey'] = live ? 'pk_live_docs' : 'pk_test_docs';
+  const users = (c['console'] as { users?: Array<Record<string, unknown>> } | undefined)?.users;
+  for (const u of users ?? []) if (typeof u['passwordHash'] === 'string' && PLACEHOLDER_VALUE.test(u['passwordHash'])) u['passwordHash'] = HASH;
+  const customers = c['customers'] as Record<string, unknown> | undefined;
+  if (typeof customers?.['tinHashKey'] === 'string' && PLACEHOLDER_VALUE.test(customers['tinHashKey'])) customers['tinHashKey'] = 'docs-example-key-0123456789';
+  return c;
+}
+
+/** Every fenced YAML block made of config sections, loaded by the real loader; a problem per block that does not load. */
+function checkConfigBlocks(file: string, text: string): DocProblem[] {
+  const problems: DocProblem[] = [];
+  for (const b of yamlBlocks(text)) {
+    let value: unknown;
+    try {
+      value = parse(b.yaml);
+    } catch (err) {
+      const first = b.yaml.split('\n').find((l) => l.trim() !== '' && !l.trim().startsWith('#')) ?? '';
+      if (CONFIG_SECTIONS.has(first.split(':')[0]?.trim() ?? '')) problems.push({ file, line: b.line, message: `config block is not YAML: ${(err as Error).message.split('\n')[0]}` });
+      continue;
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+    const keys = Object.keys(value);
+    if (keys.length === 0 || !keys.every((k) => CONFIG_SECTIONS.has(k))) continue;
+    try {
+      loadConfig({ env: {}, fileText: JSON.stringify(filledConfig(value as Record<string, unknown>)), cwd: repo });
+    } catch (err) {
+      const detail = err instanceof ConfigError ? err.problems.join('; ') : (err as Error).message;
+      problems.push({ file, line: b.line, message: `config block does not parse with the config schema: ${detail}` });
+    }
+  }
+  return problems;
+}
+
+describe('every config block in README.md and docs/*.md parses with the config schema', () => {
+  it('each one loads (elided secrets filled in, a platform section added where the block shows none)', () => {
+    const all = docs();
+    const checked = all.flatMap(({ text }) => yamlBlocks(text)).length;
+    expect(checked).toBeGreaterThan(10);
+    expect(show(all.flatMap(({ file, text }) => checkConfigBlocks(file, text)))).toEqual([]);
+    // config/example.yaml too, as shipped.
+    expect(checkConfigBlocks('config/example.yaml', `\`\`\`yaml\n${readFileSync(join(repo, 'config/example.yaml'), 'utf8')}\n\`\`\``)).toEqual([]);
+  });
+
+  it('the check fails on a block the schema refuses, and leaves mapping-set YAML alone', () => {
+    expect(checkConfigBlocks('x.md', '```yaml\nstore: { engine: postgress }\n```')[0]?.message).toMatch(/store\.engine: expected one of sqlite, postgres/);
+    expect(checkConfigBlocks('x.md', '   ```yaml\n   webhooks:\n     prot: 8080\n   ```')[0]?.message).toMatch(/webhooks\.prot: unknown key/);
+    expect(checkConfigBlocks('x.md', '```yaml\nlookups:\n  x: { values: { a: b } }\n```')).toEqual([]);
   });
 });
 

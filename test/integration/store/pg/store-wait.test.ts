@@ -268,7 +268,7 @@ describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
       await daemon.start();
       const admin = daemon.adminUrl()!;
       const release = async (ids: string[]): Promise<void> => {
-        for (const id of ids) expect((await fetch(`${p.sandbox.adminUrl}/loans/${id}/release`, { method: 'POST' })).status).toBe(200);
+        for (const id of ids) expect((await fetch(`${p.sandbox.adminUrl}/loans/${encodeURIComponent(id)}/release`, { method: 'POST' })).status).toBe(200);
       };
       const all = ((await (await fetch(`${p.sandbox.adminUrl}/loans?released=false`)).json()) as { data: Array<{ id: string }> }).data.map((l) => l.id);
       expect(all).toHaveLength(6);
