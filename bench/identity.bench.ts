@@ -3,7 +3,10 @@
  * characters with - _ . :), BENCH_LOANS loans (default 3,000), through
  *   1. the file core with the default generic set and its layout (LNLOAD.DAT fixed-width included),
  *   2. the fake Fineract with the fineract set, Fineract assigning accountNo (the default), and
- *   3. the fake Fineract with the account number from the connector's pool (sent as accountNo).
+ *   3. the fake Fineract with the account number from the connector's pool (sent as accountNo),
+ *   4. the fake Mambu with the mambu set, loan ids the connector derives from the platform ids
+ *      (identity.accountNumbers.source: core, the default), and
+ *   5. the fake Mambu with the account number from the connector's pool as the loan's Mambu id.
  * Prints per run: boarded, quarantined by reason (and how many for an id's length: must be 0),
  * account numbers (unique, fitting the column, valid check digit), and the time taken.
  * Never fails on figures: it prints them.
@@ -21,12 +24,13 @@ import { hasValidCheckDigit } from '../src/lib/check-digit.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { startFakeFineract } from '../test/support/fake-fineract.js';
+import { startFakeMambu } from '../test/support/fake-mambu.js';
 
 const LOANS = Number(process.env['BENCH_LOANS'] ?? 3000);
 const BIG = 1_000_000;
 const ALL = ['read:loans', 'read:boarding', 'write:boarding', 'read:businesses', 'read:people', 'read:documents', 'read:products', 'read:businesses:ein', 'read:people:ssn'];
 /** Words of a refusal caused by an id's length or shape (a column, maxLength, externalId). */
-const ID_LENGTH = /LOAN_ID|BORROWER_ID|ACCOUNT_NO|bytes in|externalId|maxLength|exceeds max length|longer than/i;
+const ID_LENGTH = /LOAN_ID|BORROWER_ID|ACCOUNT_NO|bytes in|externalId|maxLength|exceeds max length|longer than|INVALID_ID|not a Mambu id/i;
 
 interface Run {
   name: string;
@@ -129,6 +133,25 @@ async function main(): Promise<void> {
           checkScheme: scheme,
         })),
       );
+    } finally {
+      await fake.close();
+    }
+  }
+  for (const [name, identity, scheme] of [
+    ['Mambu fake, loan ids derived from the platform ids (default)', {}, null],
+    ['Mambu fake, loan id = account number from the pool', { accountNumbers: { source: 'pool' } }, 'luhn'],
+  ] as const) {
+    const fake = await startFakeMambu();
+    try {
+      const mambu = { baseUrl: fake.url, auth: { username: 'approver', password: 'approver-pass' }, disburseAuth: { username: 'disburser', password: 'disburser-pass' }, approve: true, disburse: true, timeoutMs: 10_000 };
+      results.push(
+        await run(name, { core: { adapter: 'mambu', mambu }, identity, customers: { tinHashKey: 'bench-identity-key-0123' } }, 'mappings/mambu', (_dir, numbers) => ({
+          // Mambu ids: letters and digits, at most 32 (the fake refuses others: INVALID_ID).
+          fitColumn: ((inCore) => numbers.filter((n) => /^[A-Za-z0-9]{1,32}$/.test(n) && inCore.has(n)).length)(new Set(fake.loans.map((l) => l.id))),
+          checkScheme: scheme,
+        })),
+      );
+      process.stdout.write(`  Mambu refused ${fake.refused().length} request(s); loans ${fake.loans.length}, disbursements ${fake.transactions.length}\n`);
     } finally {
       await fake.close();
     }

@@ -2,7 +2,8 @@
  * Issue 23 acceptance for customer match, runnable: BENCH_LOANS sandbox loans (default 3,000) with
  * 40 % repeat borrowers (half under a new entity id), mixed id shapes, through
  *   1. the file core with the generic set and a bank customer extract holding 30 % of the borrowers,
- *   2. the fake Fineract (fineract set), with some borrowers already clients (a teller's).
+ *   2. the fake Fineract (fineract set), with some borrowers already clients (a teller's),
+ *   3. the fake Mambu (mambu set), with some business borrowers already groups (a teller's).
  * Prints per run: loans boarded / quarantined, distinct tax ids on boarded loans, and how many new
  * customer records (file core: customer records across packages; Fineract: clients created) each
  * tax id got — exactly 1, or 0 where the extract / Fineract already had it — with the violations
@@ -21,6 +22,7 @@ import { silentLogger } from '../src/lib/logger.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { SandboxState } from '../src/sandbox/state.js';
 import { startFakeFineract, type FakeFineract } from '../test/support/fake-fineract.js';
+import { startFakeMambu, type FakeMambu } from '../test/support/fake-mambu.js';
 
 const LOANS = Number(process.env['BENCH_LOANS'] ?? 3000);
 const SEED = 29;
@@ -46,7 +48,7 @@ function tinsOf(state: SandboxState, loanIds: Iterable<string>): Set<string> {
   return out;
 }
 
-async function run(name: string, opts: { fineract?: FakeFineract; extract?: boolean }): Promise<void> {
+async function run(name: string, opts: { fineract?: FakeFineract; mambu?: FakeMambu; extract?: boolean }): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'repeat-bench-'));
   const extractPath = join(dir, 'customers.csv');
   const sandbox = await startSandbox({ port: 0, loans: LOANS, releaseRatio: 1, seed: SEED, idShapes: 'mixed', repeatBorrowers: SHARE, ...(opts.extract ? { customerExtract: { path: extractPath, existingShare: 0.3 } } : {}), windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG, legacyPerWindow: BIG });
@@ -55,24 +57,27 @@ async function run(name: string, opts: { fineract?: FakeFineract; extract?: bool
     const res = await fetch(`${sandbox.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ permissions: ALL }) });
     const { apiKey } = (await res.json()) as { apiKey: string };
     const fake = opts.fineract;
-    // A teller's clients: every 10th business borrower is already in Fineract with its EIN.
+    const mambu = opts.mambu;
+    // A teller's clients: every 10th business borrower is already in the core with its EIN.
     const banked = new Set<string>();
-    if (fake) {
+    if (fake || mambu) {
       [...state.loans.values()].forEach((l, i) => {
         const b = l.businesses[0];
         if (i % 10 === 0 && b?.ein && !banked.has(b.ein)) {
           banked.add(b.ein);
-          fake.seedClient({ fullname: b.name.toUpperCase(), identifiers: [{ documentTypeId: 2, documentKey: b.ein }] });
+          if (fake) fake.seedClient({ fullname: b.name.toUpperCase(), identifiers: [{ documentTypeId: 2, documentKey: b.ein }] });
+          else mambu?.seedGroup({ groupName: b.name.toUpperCase(), taxId: b.ein });
         }
       });
     }
+    const mambuCore = mambu ? { adapter: 'mambu', mambu: { baseUrl: mambu.url, auth: { username: 'approver', password: 'approver-pass' }, disburseAuth: { username: 'disburser', password: 'disburser-pass' }, approve: true, disburse: true, timeoutMs: 10_000 } } : undefined;
     const config = loadConfig({
       env: {},
       fileText: JSON.stringify({
         platform: { baseUrl: sandbox.baseUrl, apiKey, environment: 'staging', rateLimit: { windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG } },
         store: { path: join(dir, 'state.sqlite') },
-        core: fake ? { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 10_000 } } : { adapter: 'file', file: { dir: join(dir, 'core') } },
-        mappings: { dir: join(process.cwd(), fake ? 'mappings/fineract' : 'mappings/generic') },
+        core: mambuCore ?? (fake ? { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 10_000 } } : { adapter: 'file', file: { dir: join(dir, 'core') } }),
+        mappings: { dir: join(process.cwd(), mambu ? 'mappings/mambu' : fake ? 'mappings/fineract' : 'mappings/generic') },
         customers: { tinHashKey: 'bench-repeat-borrowers-key', ...(opts.extract ? { extract: { path: extractPath } } : {}) },
         boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200, documentHosts: { allow: ['127.0.0.1'] } },
         log: { level: 'silent' },
@@ -92,7 +97,15 @@ async function run(name: string, opts: { fineract?: FakeFineract; extract?: bool
     const existing = new Set<string>(banked);
     if (opts.extract) for (const line of readFileSync(extractPath, 'utf8').trim().split('\n').slice(1)) existing.add(normaliseTin(line.split(',')[1]) ?? '');
     const records = new Map<string, number>();
-    if (fake) {
+    if (mambu) {
+      // New clients and groups (not the teller's), by the tax id in their custom field.
+      for (const c of [...mambu.clients, ...mambu.groups]) {
+        if (c.createdBy === 'teller') continue;
+        const set = (c.body['_taxInformation_Clients'] ?? c.body['_taxInformation_Groups']) as { taxId?: string } | undefined;
+        const k = normaliseTin(set?.taxId) ?? '(no tax id)';
+        records.set(k, (records.get(k) ?? 0) + 1);
+      }
+    } else if (fake) {
       for (const c of fake.clients) {
         if (c.externalId === null) continue; // the teller's
         const keys = fake.identifiers.filter((i) => i.clientId === c.id).map((i) => i.documentKey);
@@ -125,12 +138,12 @@ async function run(name: string, opts: { fineract?: FakeFineract; extract?: bool
       if ([...t].some((x) => seen.has(x))) repeated += 1;
       for (const x of t) seen.add(x);
     }
-    const refused = fake ? fake.writes().filter((w) => w.status >= 400).length : 0;
+    const refused = mambu ? mambu.refused().length : fake ? fake.writes().filter((w) => w.status >= 400).length : 0;
     process.stdout.write(
       `${name}\n  loans ${rows.length}, boarded ${boarded.length}, quarantined ${JSON.stringify(quarantined)}; ${seconds.toFixed(1)} s\n` +
         `  distinct tax ids on boarded loans ${tins.size} (${repeated} boarded loans repeat an earlier loan's tax id): ` +
         `exactly 1 new customer record ${exact}, 0 (already the bank's) ${zeroExisting}, VIOLATIONS ${violations}, records for no boarded tax id ${stray}` +
-        (fake ? `; Fineract refused writes ${refused}` : '') +
+        (mambu ? `; Mambu refused requests ${refused}; loans ${mambu.loans.length}, disbursements ${mambu.transactions.length}` : fake ? `; Fineract refused writes ${refused}` : '') +
         '\n',
     );
   } finally {
@@ -145,4 +158,10 @@ try {
   await run('Fineract fake, fineract set, every 10th business borrower already a client', { fineract: fake });
 } finally {
   await fake.close();
+}
+const mambuFake = await startFakeMambu();
+try {
+  await run('Mambu fake, mambu set, every 10th business borrower already a group', { mambu: mambuFake });
+} finally {
+  await mambuFake.close();
 }

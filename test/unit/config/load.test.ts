@@ -163,6 +163,7 @@ describe('mappings.defaults', () => {
 
 describe('a secret is never echoed in a config error, whatever its type (regression: a YAML number was printed)', () => {
   const coreHttp = (password: string) => `core:\n  adapter: http\n  http:\n    baseUrl: https://core.bank.example/api\n    username: boarding\n    password: ${password}\n`;
+  const mambu = (auth: string) => `core:\n  adapter: mambu\n  mambu:\n    baseUrl: https://bank.mambu.com/api\n    ${auth}\n`;
   const platformWith = (apiKey: string) => `platform:\n  baseUrl: https://lender.example.com/api\n  apiKey: ${apiKey}\n  environment: staging\n`;
   const cases: Array<{ key: string; yaml: (value: string) => string }> = [
     { key: 'platform.apiKey', yaml: platformWith },
@@ -172,6 +173,10 @@ describe('a secret is never echoed in a config error, whatever its type (regress
     { key: 'customers.tinHashKey', yaml: (v) => `${base}customers:\n  tinHashKey: ${v}\n` },
     { key: 'store.postgres.password', yaml: (v) => `${base}store:\n  engine: postgres\n  postgres:\n    url: postgres://b@db/b\n    password: ${v}\n` },
     { key: 'console.users.passwordHash', yaml: (v) => `${base}console:\n  users:\n    - name: olga\n      passwordHash: ${v}\n      roles: [operator]\n` },
+    { key: 'core.mambu.auth.apiKey', yaml: (v) => `${base}${mambu(`auth: { apiKey: ${v} }`)}` },
+    { key: 'core.mambu.auth.password', yaml: (v) => `${base}${mambu(`auth: { username: boarding, password: ${v} }`)}` },
+    { key: 'core.mambu.disburseAuth.apiKey', yaml: (v) => `${base}${mambu(`auth: { apiKey: k }\n    disburseAuth: { apiKey: ${v} }`)}` },
+    { key: 'core.mambu.disburseAuth.password', yaml: (v) => `${base}${mambu(`auth: { apiKey: k }\n    disburseAuth: { username: d, password: ${v} }`)}` },
   ];
   // Values no schema accepts for these keys (a number, a boolean, a map, a list of numbers, a bad string).
   const values = [

@@ -33,7 +33,7 @@ const baseConfig = () =>
 
 describe('secret config keys', () => {
   it('the schema walk finds the known ones (and names nothing that is no credential, such as a tin column)', () => {
-    expect(secretConfigKeys().sort()).toEqual(['console.users.passwordHash', 'core.http.password', 'customers.tinHashKey', 'platform.apiKey', 'store.postgres.password', 'webhooks.secrets']);
+    expect(secretConfigKeys().sort()).toEqual(['console.users.passwordHash', 'core.http.password', 'core.mambu.auth.apiKey', 'core.mambu.auth.password', 'core.mambu.disburseAuth.apiKey', 'core.mambu.disburseAuth.password', 'customers.tinHashKey', 'platform.apiKey', 'store.postgres.password', 'webhooks.secrets']);
     expect(schemaKeyPaths(configSchema)).toContain('customers.extract.layout.columns.tin');
     expect(isSecretPath('customers.extract.layout.columns.tin')).toBe(false);
   });
