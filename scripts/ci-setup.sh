@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test` pre-script (pretest): the system packages the test suite uses but npm cannot provide.
 #   - Debian `chromium` for the report browser check (test/integration/reports/report-browser.test.ts)
+#   - Debian `pgbouncer` for the pooler test (test/integration/store/pg/pgbouncer.test.ts)
 # Idempotent: installs only what is missing. Without root (or apt) it says so and carries on; the
 # tests that need the package then report themselves as skipped with the reason.
 set -euo pipefail
@@ -13,6 +14,7 @@ as_root() {
 
 need=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
+[ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
 if [ "${#need[@]}" -eq 0 ]; then
   log "system packages present"
   exit 0

@@ -9,9 +9,14 @@ import type { Logger } from '../lib/logger.js';
  * the connector generates once into `<store.path>.tinkey` (owner-only) beside the state database —
  * not inside it, so a copy of the database alone does not let anyone test tax ids against its
  * hashes. Banks set their own (a secret store) and keep it: hashes made with another key never match.
+ * On PostgreSQL the key is required (every replica the same one): never generated.
  */
 export function tinHashKey(config: Config, logger: Logger, opts: { mayGenerate: boolean } = { mayGenerate: true }): string {
   if (config.customers.tinHashKey !== undefined) return config.customers.tinHashKey;
+  // Replicas must share one key: never one generated per host (the config schema says so first).
+  if (config.store.engine === 'postgres') {
+    throw new ConfigError('customers.tinHashKey: required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ids with this one key');
+  }
   const path = `${config.store.path}.tinkey`;
   // A state database whose customers were hashed with a key that is not here: a new key could never
   // match them, so say so instead of writing one (it would only be refused, and stay behind).

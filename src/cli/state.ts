@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import type { openDatabase } from '../store/db.js';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { backupDatabase, verifyDatabase } from '../store/backup.js';
@@ -130,11 +131,32 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
     );
   }
   out(ctx, `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and verified; ${path} did not change meanwhile`);
+  out(ctx, tinKeyAdvice(config, path, src));
   out(
     ctx,
     `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once more (exit 0: nothing was written since); ` +
       `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the fall-back until the bank has run on PostgreSQL.`,
   );
+}
+
+/**
+ * The tax-id hash key on PostgreSQL (required there, one for every replica): the copy carried the
+ * SQLite state's key fingerprint over (customer_settings), so the key to configure is the one this
+ * SQLite state used. Its value is never printed: where it is, and the fingerprint it must match.
+ */
+function tinKeyAdvice(config: ReturnType<CliContext['config']>, path: string, src: ReturnType<typeof openDatabase>): string {
+  const row = src.prepare(`SELECT value FROM customer_settings WHERE name = 'tin_key_check'`).get() as { value: string } | undefined;
+  const keyFile = `${config.store.path}.tinkey`;
+  const where =
+    config.customers.tinHashKey !== undefined
+      ? 'the value of customers.tinHashKey (or BOARDING_TIN_HASH_KEY) this SQLite connector uses now'
+      : existsSync(keyFile)
+        ? `the contents of ${keyFile} (the key the connector generated beside the SQLite state)`
+        : `the key the SQLite state was hashed with (${keyFile} is missing: restore it from a backup)`;
+  if (row === undefined) {
+    return `customers.tinHashKey: required on PostgreSQL (every replica the same); no customer was hashed yet, so set it to ${where}, or to a new secret of at least 16 characters`;
+  }
+  return `customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key (${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) on every replica to ${where}. Another key is refused at start`;
 }
 
 /** The URL as it goes into store.postgres.url: the password belongs in BOARDING_STORE_PASSWORD. */

@@ -217,9 +217,15 @@ function decodeCursor<T>(raw: string, check: (v: unknown) => v is T): T {
   return v;
 }
 
+// What reaches SQL from a cursor is checked here, by type: a hand-made cursor with a string where a
+// number column is compared was a 500 on PostgreSQL (22P02) and a 200 on SQLite (issue 33); a NUL
+// in a text value is refused by PostgreSQL too.
+const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes('\u0000');
+/** A whole number a BIGINT column holds exactly (2^53 in magnitude: the amount sort's "no amount" sentinel is -2^53). */
+const isWhole = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 53;
 const isExceptionCursor = (v: unknown): v is ExceptionCursor =>
-  typeof v === 'object' && v !== null && typeof (v as ExceptionCursor).s === 'string' && typeof (v as ExceptionCursor).d === 'string' && typeof (v as ExceptionCursor).id === 'string' && ['number', 'string'].includes(typeof (v as ExceptionCursor).v);
-const isRequestCursor = (v: unknown): v is { at: number; id: string } => typeof v === 'object' && v !== null && typeof (v as { at: unknown }).at === 'number' && typeof (v as { id: unknown }).id === 'string';
+  typeof v === 'object' && v !== null && isText((v as ExceptionCursor).s) && isText((v as ExceptionCursor).d) && isText((v as ExceptionCursor).id) && (isWhole((v as ExceptionCursor).v) || isText((v as ExceptionCursor).v));
+const isRequestCursor = (v: unknown): v is { at: number; id: string } => typeof v === 'object' && v !== null && isWhole((v as { at: unknown }).at) && isText((v as { id: unknown }).id);
 const isSeqCursor = (v: unknown): v is { seq: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
 
 // ---------------------------------------------------------------------------------------------
@@ -431,6 +437,8 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       if (query.cursor !== undefined) {
         const c = decodeCursor(query.cursor, isExceptionCursor);
         if (c.s !== sort || c.d !== dir) throw new ConsoleError(400, 'cursor: it belongs to another sort order (start again without a cursor)', 'cursor');
+        // age and amount compare integer columns, released and id text: the value must be of that kind.
+        if ((sort === 'age' || sort === 'amount') !== (typeof c.v === 'number')) throw new ConsoleError(400, 'cursor: not a cursor this API returned (pass `next` of the previous page)', 'cursor');
         after = { v: c.v, id: c.id };
       }
       const { rows } = await cs.exceptionPage(sqlFilter(query, now, tz), sort, dir, after, limit + 1);

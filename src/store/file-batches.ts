@@ -46,7 +46,8 @@ export interface AppendInput {
   layout: string;
   /** Cut-off and id of a batch opened now. */
   openBatch(now: number): { cutoffAt: number; day: string };
-  render(kind: BatchRowKind): RenderedLoan;
+  /** Rendered once the batch is known: the rows are encrypted with that batch's key (core/file/batch-keys.ts). */
+  render(kind: BatchRowKind, batchId: string): RenderedLoan;
 }
 
 export interface AppendResult {
@@ -166,7 +167,7 @@ export class FileBatchStore {
       open ??= await this.create(input.now, input.openBatch(input.now), input.layout);
       const placed = await this.batchesOfLoan(input.loanId);
       const kind: BatchRowKind = placed.some((p) => p.status !== 'open') ? 'correction' : 'new';
-      const rendered = input.render(kind);
+      const rendered = input.render(kind, open.id);
       const existing = await this.db.get<{ digest: string; kind: string }>(`SELECT digest, kind FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`, [
         open.id,
         input.loanId,
@@ -206,9 +207,9 @@ export class FileBatchStore {
   }
 
   /**
-   * sealing → sealed, once: false when another process got there first. The rendered lines hold
-   * full tax ids and are never read again once the files exist, so they leave the state database
-   * in the same transaction (the sealed files in the core's directory are the record).
+   * sealing → sealed, once: false when another process got there first. The rendered lines (stored
+   * encrypted: their key is deleted after this) are never read again once the files exist, so they
+   * leave the state database in the same transaction (the sealed files in the core's directory are the record).
    */
   markSealed(id: string, now: number, totals: { principalCents: string }): Promise<boolean> {
     return this.db.write(async () => {
@@ -221,8 +222,10 @@ export class FileBatchStore {
 
   /**
    * After a seal: the cleared lines are zeroed in the database file (secure_delete, db.ts), and
-   * the WAL frames that still hold them are checkpointed and truncated away. (PostgreSQL: the
-   * server's own vacuum reclaims the old row versions; nothing to do here.)
+   * the WAL frames that still hold them are checkpointed and truncated away. (PostgreSQL: vacuum
+   * reclaims the old row versions but erases nothing, and WAL archives and base backups keep them:
+   * what protects the tax ids there is that the lines were only ever stored encrypted, with a key
+   * outside the database that the seal deletes.)
    */
   scrubAfterSeal(): { done: boolean; frames: number } {
     return this.db.sqlite === null ? { done: true, frames: 0 } : truncateWal(this.db.sqlite);

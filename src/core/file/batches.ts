@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { mkdir, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { BatchSummary } from '../port.js';
 import type { Clock } from '../../lib/clock.js';
 import { csvRecord } from '../../lib/csv.js';
@@ -11,13 +11,14 @@ import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, ty
 import type { MappedRecord } from '../../contract/records.js';
 import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
 import { DIR_MODE, FILE_MODE, exists, fsyncPath, sweepTempFiles, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
+import { BatchKeys } from './batch-keys.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
 /**
  * Sealed batches for a core's import job: `batches/<id>/` holds one file per declared layout file,
  * `control.csv` (counts, totals, sha256 per file) and, last, the trigger file the job waits for.
  *
- * Why rows live in SQLite and files are written once at the seal: a board then costs one
+ * Why rows live in the state database and files are written once at the seal: a board then costs one
  * transaction whatever the batch already holds (no file is re-read or regenerated), the open
  * batch is invisible to the import job (it has no trigger file yet), and a sealed batch's bytes are
  * a pure function of its frozen rows, so a seal a crash interrupted is simply written again.
@@ -25,7 +26,9 @@ import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
  * Steps of a seal: (1) open → sealing in one transaction (from then on boards go to a new batch,
  * so the frozen rows never change); (2) data files, each temp + fsync + rename; (3) control.csv;
  * (4) the trigger file; (5) sealing → sealed. A crash before (4) redoes (2)–(4) with identical
- * bytes; after (4) only (5) is left, and the files are not touched again.
+ * bytes; after (4) only (5) is left, and the files are not touched again. (6) The batch's key is
+ * deleted: its rows are stored encrypted with it (batch-keys.ts), never in clear, because they
+ * carry full tax ids and a database keeps what it once held in its WAL and backups.
  */
 export interface FileBatchesOptions {
   root: string;
@@ -42,7 +45,7 @@ export interface FileBatchesOptions {
   clock: Clock;
 }
 
-interface StoredRows {
+export interface StoredRows {
   [file: string]: { lines: string[]; amounts: Record<string, string> };
 }
 
@@ -58,12 +61,15 @@ export interface PreparedBoard {
 
 export class FileBatches {
   readonly store: FileBatchStore;
+  /** The open batches' keys (the rows in the state database are encrypted with them). */
+  readonly keys: BatchKeys;
   private sealing: Promise<unknown> = Promise.resolve();
   /** A seal whose WAL truncation a reader blocked: retried by the next sealDue. */
   private scrubPending = false;
 
   constructor(private readonly opts: FileBatchesOptions) {
     this.store = opts.store;
+    this.keys = new BatchKeys(join(dirname(opts.root), '.batch-keys'));
   }
 
   batchDir(id: string): string {
@@ -130,9 +136,9 @@ export class FileBatches {
    */
   async append(board: PreparedBoard, principalCents: string | null): Promise<AppendResult> {
     const now = this.opts.clock.now();
-    const render = (kind: RowKind): RenderedLoan => {
-      const rowsJson = JSON.stringify(board.rows[kind]);
-      return { digest: createHash('sha256').update(`${principalCents ?? ''}\u0000${rowsJson}`).digest('hex'), rowsJson, recordCount: board.recordCount[kind] };
+    const render = (kind: RowKind, batchId: string): RenderedLoan => {
+      const plain = JSON.stringify(board.rows[kind]);
+      return { digest: this.keys.digest(batchId, `${principalCents ?? ''}\u0000${plain}`), rowsJson: this.keys.seal(batchId, plain), recordCount: board.recordCount[kind] };
     };
     const result = await this.store.append({
       loanId: board.loanId,
@@ -187,12 +193,21 @@ export class FileBatches {
     return frozen;
   }
 
-  /** Completes every frozen batch whose files a crash may have left incomplete. */
+  /** Completes every frozen batch whose files a crash may have left incomplete, and deletes the keys of sealed batches a crash left. */
   async recover(): Promise<void> {
     for (const b of await this.store.sealing()) {
       this.opts.logger.warn({ batchId: b.id }, 'finishing the seal of a batch a crash interrupted');
       await this.writeSealed(b.id);
     }
+    // Only sealed batches: a key without a batch row may belong to a batch another replica is creating now.
+    for (const id of this.keys.batchesWithKeys()) {
+      if ((await this.store.get(id))?.status === 'sealed') this.keys.destroy(id);
+    }
+  }
+
+  /** A stored row's lines, decrypted with its batch's key. */
+  rowsOf(batchId: string, rowsJson: string): StoredRows {
+    return JSON.parse(this.keys.open(batchId, rowsJson)) as StoredRows;
   }
 
   hasLoan(loanId: string): Promise<boolean> {
@@ -212,7 +227,11 @@ export class FileBatches {
 
   private async writeSealedNow(id: string): Promise<void> {
     const batch = await this.store.get(id);
-    if (batch === undefined || batch.status === 'sealed') return;
+    if (batch === undefined) return;
+    if (batch.status === 'sealed') {
+      this.keys.destroy(id); // another process sealed it; a key may be left on this host's view
+      return;
+    }
     const dir = this.batchDir(id);
     const t = await this.tally(batch);
     if (!(await exists(join(dir, this.opts.triggerFile)))) {
@@ -225,7 +244,10 @@ export class FileBatches {
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
     }
     const recordCount = t.files.reduce((n, f) => n + f.summary.records, 0);
-    if (await this.store.markSealed(id, this.opts.clock.now(), { principalCents: t.principalCents })) {
+    const sealedNow = await this.store.markSealed(id, this.opts.clock.now(), { principalCents: t.principalCents });
+    // After the commit: a crash before this line leaves the key, swept at the next start (recover).
+    this.keys.destroy(id);
+    if (sealedNow) {
       this.opts.logger.info({ batchId: id, loans: t.loanCount, corrections: t.corrections, records: recordCount, principalCents: t.principalCents }, 'batch sealed');
       this.scrub(id);
     }
@@ -256,7 +278,7 @@ export class FileBatches {
         loanCount += 1;
         if (row.principalCents !== null && /^-?\d+$/.test(row.principalCents)) principal += BigInt(row.principalCents);
       } else corrections += 1;
-      const stored = JSON.parse(row.rowsJson) as StoredRows;
+      const stored = this.rowsOf(batch.id, row.rowsJson);
       for (const file of files) {
         const r = stored[file.f.name];
         if (r === undefined) continue;
@@ -307,7 +329,7 @@ export class FileBatches {
       put(headerRowLine(f));
       put(summaryLine(f, 'header', summary));
       for await (const row of this.store.loansOf(batch.id)) {
-        const r = (JSON.parse(row.rowsJson) as StoredRows)[f.name];
+        const r = this.rowsOf(batch.id, row.rowsJson)[f.name];
         if (r !== undefined) for (const line of r.lines) put(line);
       }
       put(summaryLine(f, 'trailer', summary));

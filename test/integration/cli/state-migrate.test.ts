@@ -64,6 +64,7 @@ async function seed(db: Db): Promise<void> {
     { at: T0 + 40, actor: 'alice', kind: 'request', action: 'retry', requestId: 'R1', reason: 'core back' },
   );
   await c.appendAudit({ at: T0 + 41, actor: 'bob', kind: 'login_failed' });
+  await s.customers.checkKey('fingerprint-of-the-sqlite-key', T0);
   await s.customers.claim('h1', '900', 'L-001', T0);
   await s.customers.resolved({ loanId: 'L-001', entityId: 'E1', cif: '900', tinHash: 'h1', matchedBy: 'created', existing: false, nameAgrees: null }, T0 + 1);
   await s.customers.resolved({ loanId: 'L-001', entityId: 'E2', cif: null, tinHash: 'h2', matchedBy: 'tin', existing: true, nameAgrees: false }, T0 + 2);
@@ -115,6 +116,11 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     expect(r.stdout).not.toContain(pgPassword);
     expect(r.stdout).toMatch(/identical: \d+ tables, \d+ rows copied and verified/);
     expect(r.stdout).toContain('next: stop the daemon');
+    // One tax-id hash key for every replica: the fingerprint came along, the key's value is never printed.
+    expect(r.stdout).toContain(
+      "customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key (fingerprint-of-the-sqlite-key); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) on every replica to the value of customers.tinHashKey (or BOARDING_TIN_HASH_KEY) this SQLite connector uses now",
+    );
+    expect(r.stdout).not.toContain(TIN_KEY);
     // The URL to put in store.postgres.url comes without any password (that goes in BOARDING_STORE_PASSWORD).
     const bare = new URL(withPassword.toString());
     bare.password = '';

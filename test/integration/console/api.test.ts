@@ -114,6 +114,23 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
   });
 
   describe.skipIf(engineSkipped(engine))('ops console JSON API', () => {
+    it('a hand-made paging cursor is a 400 naming the cursor (regression: a 500 on PostgreSQL, 22P02, and a 200 on SQLite)', async () => {
+      const cursor = (v: object): string => encodeURIComponent(Buffer.from(JSON.stringify(v)).toString('base64url'));
+      for (const path of [
+        `/exceptions?cursor=${cursor({ s: 'age', d: 'asc', v: 'not-a-time', id: 'x' })}`,
+        `/exceptions?sort=amount&cursor=${cursor({ s: 'amount', d: 'asc', v: 1.5, id: 'x' })}`,
+        `/exceptions?sort=id&cursor=${cursor({ s: 'id', d: 'asc', v: 'a', id: 'nul\u0000byte' })}`,
+        `/requests?cursor=${cursor({ at: 'yesterday', id: 'R1' })}`,
+        `/requests?cursor=${cursor({ at: 1.25, id: 'R1' })}`,
+        `/audit?cursor=${cursor({ seq: '7' })}`,
+        '/exceptions?cursor=%25%25not-base64',
+      ]) {
+        const r = await api('vera', 'GET', path);
+        expect({ path, status: r.status }).toEqual({ path, status: 400 });
+        expect(r.text).toContain('cursor');
+      }
+    });
+
     it('lists the exception queue with filters, search and keyset paging', async () => {
       const first = await api('vera', 'GET', '/exceptions?reason=mapping&limit=2');
       expect(first.status).toBe(200);

@@ -216,15 +216,17 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(prepared.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,']);
       expect(prepared.recordCount).toEqual({ new: 2, correction: 2 });
       expect((await batches.append(prepared, '125000050')).kind).toBe('new');
-      const stored = await db.get(`SELECT rows_json AS j, record_count AS n FROM file_batch_loans WHERE loan_id = 'loan_1'`) as { j: string; n: number };
-      expect(JSON.parse(stored.j)).toEqual(prepared.rows.new);
+      const stored = await db.get(`SELECT batch_id AS b, rows_json AS j, record_count AS n FROM file_batch_loans WHERE loan_id = 'loan_1'`) as { b: string; j: string; n: number };
+      // Stored encrypted with the batch's key (never the lines in clear), and read back as rendered.
+      expect(stored.j).not.toContain('125000050');
+      expect(batches.rowsOf(stored.b, stored.j)).toEqual(prepared.rows.new);
       expect(stored.n).toBe(2);
       now = CUTOFF_14 + 60_000;
       await batches.sealDue();
       const again = batches.check('loan_1', records('loan_1', { note: 'fixed' }));
       expect((await batches.append(again, '125000050')).kind).toBe('correction');
-      const corr = await db.get(`SELECT rows_json AS j FROM file_batch_loans WHERE loan_id = 'loan_1' AND kind = 'correction'`) as { j: string };
-      expect(JSON.parse(corr.j)).toEqual(again.rows.correction);
+      const corr = await db.get(`SELECT batch_id AS b, rows_json AS j FROM file_batch_loans WHERE loan_id = 'loan_1' AND kind = 'correction'`) as { b: string; j: string };
+      expect(batches.rowsOf(corr.b, corr.j)).toEqual(again.rows.correction);
       expect(again.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,fixed']);
     });
 
