@@ -256,7 +256,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         writtenReleaseMarker: row.releaseMarker,
         lastErrorCode: null,
         lastErrorMessage: null,
-        boardedRecords: storableRecords(outcome.records),
+        boardedRecords: storableRecords(outcome.records, input),
         // The core's own account number when it assigns one (Fineract accountNo, read back).
         ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
       },

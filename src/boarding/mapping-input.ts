@@ -2,7 +2,7 @@ import type { CanonicalLoanFields } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
 import { queueItemSchema, type QueueItem } from '../contract/schemas.js';
 import type { MappedRecord, MappingInput } from '../mapping/types.js';
-import { redactPayload } from '../lib/redact.js';
+import { maskRecordFields } from '../lib/redact.js';
 
 /** Where the queue item a mapping saw came from (preview and dry run say so). */
 export type InputSource = 'stored' | 'queue' | 'loan';
@@ -61,13 +61,24 @@ export async function queueItemFor(
   return { item: { ...loan, boarding: null }, source: 'loan' };
 }
 
-/** Records as the state database keeps them (tax ids and secrets masked), and as preview shows them without --show-pii. */
-export function maskRecords(records: readonly MappedRecord[]): MappedRecord[] {
-  return redactPayload(records) as MappedRecord[];
+/** The full tax ids (digits) of a loan's entities: masked wherever they appear in its records. */
+export function tinsOf(input: Pick<MappingInput, 'entities'> | null | undefined): string[] {
+  const out: string[] = [];
+  for (const b of input?.entities.businesses ?? []) if (typeof b.ein === 'string') out.push(b.ein.replace(/\D/g, ''));
+  for (const p of input?.entities.people ?? []) if (typeof p.ssn === 'string') out.push(p.ssn.replace(/\D/g, ''));
+  return out.filter((t) => t.length === 9);
 }
 
-export function storableRecords(records: readonly MappedRecord[]): string {
-  return JSON.stringify(maskRecords(records));
+/**
+ * Records as the state database keeps them (tax id fields and the loan's tax ids masked, secrets
+ * hidden; a 9-digit CIF stays readable), and as preview shows them without --show-pii.
+ */
+export function maskRecords(records: readonly MappedRecord[], input?: Pick<MappingInput, 'entities'> | null): MappedRecord[] {
+  return maskRecordFields(records, tinsOf(input)) as MappedRecord[];
+}
+
+export function storableRecords(records: readonly MappedRecord[], input?: Pick<MappingInput, 'entities'> | null): string {
+  return JSON.stringify(maskRecords(records, input));
 }
 
 /** The records last written to the core for this loan (masked), or null when none are kept. */

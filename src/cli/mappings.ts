@@ -48,11 +48,11 @@ function fixtureLoanId(input: unknown): string {
 
 const located = (dir: string, p: LintProblem): string => formatProblem({ ...p, file: join(dir, p.file) });
 
-function printOutcome(ctx: CliContext, dir: string, outcome: MappingOutcome, showPii: boolean): void {
+function printOutcome(ctx: CliContext, dir: string, outcome: MappingOutcome, showPii: boolean, input: MappingInput): void {
   if (outcome.ok) {
     const warnings = outcome.warnings ?? [];
     out(ctx, `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)${warnings.length > 0 ? `; boards with ${warnings.length} review item(s)` : ''}`);
-    for (const r of showPii ? outcome.records : maskRecords(outcome.records)) out(ctx, `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`);
+    for (const r of showPii ? outcome.records : maskRecords(outcome.records, input)) out(ctx, `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`);
     for (const w of warnings) out(ctx, `review ${w.code} ${formatIssue({ ...w, file: join(dir, w.file) })}`);
   } else {
     out(ctx, `mapping ${outcome.mappingVersion}: ${outcome.issues.length} issue(s); the loan would be quarantined`);
@@ -212,7 +212,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       input = { ...input, identity: { ...mappingIdentity(await accountNumbersFromConfig(ctx.config(), store, ctx.logger()).preview(opts.loan)), customers: storedCustomers(await store.customers.forLoan(opts.loan)) } };
       const outcome = await mapper.map(input);
       const boarded = parseBoardedRecords(row?.boardedRecords ?? null);
-      const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records), CHANGE_WORDS) : null;
+      const diff = boarded && outcome.ok ? diffRecordLists(boarded, maskRecords(outcome.records, input), CHANGE_WORDS) : null;
       if (opts.saveFixture !== undefined) {
         const saved = fixtureInput(input, showPii);
         const savedOutcome = await mapper.map(saved);
@@ -224,11 +224,11 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         if (opts.json !== true) out(ctx, `wrote fixture ${caseDir} (input.json, expected.json)${showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : ''}; check it with \`mappings test --case ${opts.saveFixture}\``);
       }
       if (opts.json) {
-        const view = showPii ? { input, outcome } : { input: redactPayload(input), outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records) } : outcome };
+        const view = showPii ? { input, outcome } : { input: redactPayload(input), outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records, input) } : outcome };
         out(ctx, JSON.stringify({ loanId: opts.loan, source, state: row?.state ?? null, boardedMappingVersion: row?.mappingVersion ?? null, ...view, diffAgainstBoarded: diff }, null, 2));
       } else {
         out(ctx, `loan ${opts.loan}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`);
-        printOutcome(ctx, dir, outcome, showPii);
+        printOutcome(ctx, dir, outcome, showPii, input);
         if (row?.state === 'acknowledged' || row?.boardedRecords) {
           if (diff === null) out(ctx, boarded ? '\nagainst what was boarded: not comparable (the loan would now be quarantined)' : '\nagainst what was boarded: the records of the last write were not kept (boarded before this version)');
           else if (diff.length === 0) out(ctx, `\nagainst what was boarded (${row.mappingVersion ?? '?'}): no field changes`);

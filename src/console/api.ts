@@ -119,6 +119,11 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     res.json(await service.reject(consoleUser(res), req.params['id'] as string, typeof note === 'string' ? note : ''));
   }));
 
+  router.post('/requests/:id/withdraw', route(async (req, res) => {
+    const note = body(req)['note'];
+    res.json(await service.withdraw(consoleUser(res), req.params['id'] as string, typeof note === 'string' ? note : undefined));
+  }));
+
   router.get('/audit', route(async (req, res) => {
     const loan = one(req.query['loan'], 'loan');
     const requestId = one(req.query['request'], 'request');
@@ -178,7 +183,7 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
 
   router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (err instanceof ConsoleError) {
-      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}) });
+      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}), ...(err.link ? { link: err.link } : {}) });
       return;
     }
     const e = err as { type?: string; status?: number };

@@ -400,6 +400,25 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
     return { loans: ids, filter, refused: [] };
   }
 
+  /** A loan in two requests still to run: the later one would end "failed"; refused now, pointing at the first. */
+  async function refuseOverlap(action: RequestAction, loans: readonly string[]): Promise<void> {
+    if (action === 'seal' || action === 'strike_clear') {
+      const open = await cs.openRequestsOf(action);
+      if (open[0] !== undefined) throw new ConsoleError(409, `request ${open[0]} (${action}) is still to run: approve, reject or withdraw it first`, 'action', `/console/requests/${encodeURIComponent(open[0])}`);
+      return;
+    }
+    const hits = await cs.openRequestsCovering(loans, 20);
+    const first = hits[0];
+    if (first === undefined) return;
+    const same = hits.filter((h) => h.requestId === first.requestId).map((h) => h.loanId);
+    throw new ConsoleError(
+      409,
+      `request ${first.requestId} is still to run and already covers loan${same.length === 1 ? '' : 's'} ${same.slice(0, 5).join(', ')}${same.length > 5 ? ', …' : ''}${hits.length > same.length ? ' (and other requests cover more)' : ''}: nothing requested; wait for it, or have it withdrawn or rejected`,
+      'loans',
+      `/console/requests/${encodeURIComponent(first.requestId)}`,
+    );
+  }
+
   function checkNew(user: ConsoleUser, input: NewRequest): void {
     requireRole(user, 'operator', 'making a request');
     if (typeof input !== 'object' || input === null) throw new ConsoleError(400, 'body: expected a JSON object { action, loans | filter, reason }');
@@ -532,6 +551,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
         throw new ConsoleError(409, `${why}: nothing requested`, 'loans');
       }
       if (input.filter !== undefined && t.loans.length === 0) throw new ConsoleError(400, `filter: matches no loan that ${input.action} can take`, 'filter');
+      await refuseOverlap(input.action, t.loans);
       const id = `r-${randomBytes(8).toString('hex')}`;
       const reason = input.reason.trim();
       const isExempt = exempt(input.action);
@@ -572,6 +592,19 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       const ok = await cs.decide(id, 'rejected', user.name, now, note.trim(), { at: now, actor: user.name, kind: 'reject', action: r.action, requestId: id, reason: note.trim() });
       if (!ok) throw new ConsoleError(409, `request ${id} was decided by someone else meanwhile`);
       log.info({ user: user.name, requestId: id }, 'console request rejected');
+      return (await loadRequest(id)) as ActionRequest;
+    },
+
+    async withdraw(user, id, note) {
+      const r = await cs.request(id);
+      if (!r) throw new ConsoleError(404, `no request ${id}`);
+      if (r.maker !== user.name) throw new ConsoleError(403, `only its maker (${r.maker}) withdraws request ${id}; an approver rejects it`);
+      if (r.status !== 'pending') throw new ConsoleError(409, `request ${id} is ${r.status}, not pending`);
+      const now = clock.now();
+      const why = note?.trim() || null;
+      const ok = await cs.decide(id, 'withdrawn', user.name, now, why, { at: now, actor: user.name, kind: 'withdraw', action: r.action, requestId: id, reason: why });
+      if (!ok) throw new ConsoleError(409, `request ${id} was decided meanwhile`);
+      log.info({ user: user.name, requestId: id }, 'console request withdrawn by its maker');
       return (await loadRequest(id)) as ActionRequest;
     },
 

@@ -36,6 +36,8 @@ export class ConsoleError extends Error {
     message: string,
     /** The request field that was wrong (`reason`, `loans`, `filter.state`…), when one was. */
     readonly field?: string,
+    /** A console path the refusal points at (the pending request that already covers the loans). */
+    readonly link?: string,
   ) {
     super(message);
   }
@@ -187,7 +189,7 @@ export interface ReboardDiff {
 
 export const REQUEST_ACTIONS = ['retry', 'skip', 'reboard', 'seal', 'strike_clear'] as const;
 export type RequestAction = (typeof REQUEST_ACTIONS)[number];
-export const REQUEST_STATUSES = ['pending', 'approved', 'executed', 'rejected', 'failed'] as const;
+export const REQUEST_STATUSES = ['pending', 'approved', 'executed', 'rejected', 'withdrawn', 'failed'] as const;
 export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
 /**
@@ -365,7 +367,8 @@ export interface ConsoleService {
   previewRequest(user: ConsoleUser, input: NewRequest): Promise<RequestPreview>;
   /**
    * Makes a request (status pending; audited). 403 without the operator role, 400 without a
-   * reason or with a bad action/loans/filter. A request the config exempts from four eyes
+   * reason or with a bad action/loans/filter, 409 (with `link` to it) when a request still to run
+   * already covers one of its loans (or, for seal and strike clear, is of the same action). A request the config exempts from four eyes
    * (console.fourEyes.exemptRetries) is approved by the system and executed at once.
    */
   createRequest(user: ConsoleUser, input: NewRequest): Promise<ActionRequest>;
@@ -378,6 +381,8 @@ export interface ConsoleService {
   approve(user: ConsoleUser, id: string, note?: string): Promise<ActionRequest>;
   /** Rejects a pending request (approver, not the maker; a note is required). */
   reject(user: ConsoleUser, id: string, note: string): Promise<ActionRequest>;
+  /** The maker takes back their own pending request (status withdrawn; audited). 403 for anyone else, 409 when not pending. */
+  withdraw(user: ConsoleUser, id: string, note?: string): Promise<ActionRequest>;
   request(id: string): Promise<ActionRequest | null>;
   /** Requests, newest first. */
   requests(query: RequestQuery): Promise<Page<ActionRequest>>;

@@ -1,6 +1,6 @@
 import { errorMessage } from '../lib/errors.js';
 import { CHANGE_WORDS, diffRecordLists } from '../mapping/fixtures.js';
-import type { Mapper, MappingIssue, MappingOutcome } from '../mapping/types.js';
+import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { QueueItem } from '../contract/schemas.js';
@@ -105,7 +105,7 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
   let taken = 0;
 
   async function one(item: QueueItem): Promise<void> {
-    let input;
+    let input: MappingInput;
     try {
       input = await fetchMappingInput(deps.platform, item, deps.signal);
     } catch (err) {
@@ -131,7 +131,7 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
       // The line carries the quarantine reason: a loan quarantined for another reason is a change too.
       if (outcomeLine(base) !== outcomeLine(outcome)) diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
       // Compared masked on both sides: the report may be shared; a tax id change still shows as a change of its last digits.
-      if (base.ok && outcome.ok) diffs.push(...diffRecordLists(maskRecords(base.records), maskRecords(outcome.records), CHANGE_WORDS));
+      if (base.ok && outcome.ok) diffs.push(...diffRecordLists(maskRecords(base.records, input), maskRecords(outcome.records, input), CHANGE_WORDS));
       if (diffs.length > 0) report.changes.push({ loanId: item.id, diffs });
     }
     deps.onProgress?.(report.loans);

@@ -99,7 +99,7 @@ async function prepare(
     return { loanId, outcome: 'would_quarantine', reason, message, issues: outcome.issues, mappingVersion: outcome.mappingVersion };
   }
   const before = parseBoardedRecords(row.boardedRecords);
-  const changes = before ? diffRecordLists(before, maskRecords(outcome.records), CHANGE_WORDS) : ['(the records of the last write were not kept: written before this version)'];
+  const changes = before ? diffRecordLists(before, maskRecords(outcome.records, input), CHANGE_WORDS) : ['(the records of the last write were not kept: written before this version)'];
   return { row, item, input, hash, outcome, changes, accountNumber };
 }
 
@@ -186,7 +186,7 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
           mappingVersion: outcome.mappingVersion,
           coreReference: receipt.coreReference,
           payloadHash: hash,
-          boardedRecords: storableRecords(outcome.records),
+          boardedRecords: storableRecords(outcome.records, input),
           reviewItems: warnings.length,
           ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
         },

@@ -150,3 +150,43 @@ export function redactUrl(url: string | URL): string {
   const credentials = u.username !== '' || u.password !== '' ? '(hidden)@' : '';
   return `${u.protocol}//${credentials}${u.host}${u.pathname}${u.search !== '' ? '?(hidden)' : ''}`;
 }
+
+/** A record field that holds a tax id (taxId, tax_id, tin, ssn, ein, customerTin…), not its type or last 4. */
+const TAX_ID_FIELD = new RegExp(`^(${TAX_ID_FIELDS.join('|')}|tax_?id_?number|fein|itin)$|(tax_?id|_tin|_ssn|_ein)$|[a-z](Tin|Ssn|Ein|TaxId)$`);
+const NOT_TAX_ID = /(type|last_?4|kind|present|source)$/i;
+
+export function isTaxIdField(name: string): boolean {
+  return (TAX_ID_FIELD.test(name) || TAX_ID_FIELD.test(name.toLowerCase())) && !NOT_TAX_ID.test(name);
+}
+
+const last4Mask = (digits: string): string => `*****${digits.slice(-4)}`;
+
+/**
+ * Mapped records as the state database keeps them and the console shows them: a field that is a
+ * tax id (by name) becomes `*****` + its last 4; the loan's own tax ids (`tins`: the EIN/SSN
+ * digits of its entities) are masked wherever else they appear; dashed tax ids, keys and secrets
+ * as in any stored text. Other 9-digit values stay: a bank's 9-digit CIF or account number is not
+ * a tax id (redactPayload masked every one of them).
+ */
+export function maskRecordFields(value: unknown, tins: readonly string[], depth = 0, key = ''): unknown {
+  if (typeof value === 'string') {
+    const digits = value.replace(/\D/g, '');
+    if (key !== '' && isTaxIdField(key) && digits.length >= 9) return last4Mask(digits);
+    let out = scrubText(value);
+    for (const t of tins) {
+      if (!out.includes(t.slice(-4))) continue;
+      const spaced = new RegExp(`(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ]?${t.slice(5)}(?!\\d)|(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`, 'g');
+      out = out.replace(spaced, '[redacted-tin]');
+    }
+    return out;
+  }
+  if (typeof value === 'number' && key !== '' && isTaxIdField(key)) return last4Mask(String(value));
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_STORED_DEPTH) return '[truncated]';
+  if (Array.isArray(value)) return value.map((v) => maskRecordFields(v, tins, depth + 1, key));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    out[k] = CREDENTIAL_FIELD.test(k) && v !== null && v !== undefined && v !== '' ? '[redacted]' : maskRecordFields(v, tins, depth + 1, k);
+  }
+  return out;
+}

@@ -118,8 +118,12 @@ export interface ConsoleStore {
   requests(status: string | null, after: { createdAt: number; id: string } | null, limit: number): Promise<RequestRow[]>;
   requestsForLoan(loanId: string, limit: number): Promise<RequestRow[]>;
   countRequests(status: string): Promise<number>;
-  /** pending → approved/rejected when still pending; false when someone else decided first. With its audit line, atomically. */
-  decide(id: string, to: 'approved' | 'rejected', by: string, at: number, note: string | null, audit: NewAudit): Promise<boolean>;
+  /** pending → approved/rejected/withdrawn when still pending; false when someone else decided first. With its audit line, atomically. */
+  decide(id: string, to: 'approved' | 'rejected' | 'withdrawn', by: string, at: number, note: string | null, audit: NewAudit): Promise<boolean>;
+  /** Requests still to run (pending or approved) that cover any of these loans: [request id, loan id] pairs, at most `limit`. */
+  openRequestsCovering(loanIds: readonly string[], limit: number): Promise<Array<{ requestId: string; loanId: string }>>;
+  /** Requests still to run (pending or approved) of an action that takes no loans (seal, strike_clear). */
+  openRequestsOf(action: string): Promise<string[]>;
   /** Claims an approved, unclaimed (or stale-claimed) request for execution; false when another executor has it. */
   claim(id: string, owner: string, at: number, staleBefore: number): Promise<boolean>;
   /** Approved requests waiting for execution, oldest first. */
@@ -417,6 +421,22 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
         await audit(entry);
         return true;
       });
+    },
+    async openRequestsCovering(loanIds, limit) {
+      const out: Array<{ requestId: string; loanId: string }> = [];
+      for (let i = 0; i < loanIds.length && out.length < limit; i += 500) {
+        const chunk = loanIds.slice(i, i + 500);
+        const marks = chunk.map(() => '?').join(', ');
+        const rows = await db.all<{ request_id: string; loan_id: string }>(
+          `SELECT l.request_id, l.loan_id FROM console_request_loans l JOIN console_requests r ON r.id = l.request_id WHERE r.status IN ('pending', 'approved') AND l.loan_id IN (${marks}) ORDER BY r.created_at, l.loan_id LIMIT ?`,
+          [...chunk, limit - out.length],
+        );
+        out.push(...rows.map((r) => ({ requestId: r.request_id, loanId: r.loan_id })));
+      }
+      return out;
+    },
+    async openRequestsOf(action) {
+      return (await db.all<{ id: string }>("SELECT id FROM console_requests WHERE action = ? AND status IN ('pending', 'approved') ORDER BY created_at", [action])).map((r) => r.id);
     },
     async claim(id, owner, at, staleBefore) {
       return (

@@ -34,6 +34,7 @@ const STATUS_KIND: Record<string, 'ok' | 'bad' | 'warn' | ''> = {
   approved: 'warn',
   executed: 'ok',
   rejected: 'bad',
+  withdrawn: '',
   failed: 'bad',
   quarantined: 'bad',
   acknowledged: 'ok',

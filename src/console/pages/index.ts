@@ -98,9 +98,9 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     res.status(status).type('html').send(layout({ title, session, nav, body, flash, ...(pending !== undefined ? { pending } : {}) }).toString());
   };
 
-  const sendError = (res: Response, status: number, message: string): void => {
+  const sendError = (res: Response, status: number, message: string, link?: string): void => {
     const l = res.locals as Partial<PageLocals>;
-    sendPage(res, status, status === 403 ? 'Not allowed' : 'Error', 'none', errorBody(status, message), l.session ?? null);
+    sendPage(res, status, status === 403 ? 'Not allowed' : 'Error', 'none', errorBody(status, message, link), l.session ?? null);
   };
 
   // ---------------------------------------------------------------------------------------------
@@ -369,6 +369,7 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
       let r;
       if (decision === 'approve') r = await service.approve(user, id, note === '' ? undefined : note);
       else if (decision === 'reject') r = await service.reject(user, id, note);
+      else if (decision === 'withdraw') r = await service.withdraw(user, id, note === '' ? undefined : note);
       else throw new ConsoleError(404, `no such decision: ${decision}`);
       session.flash = { kind: r.status === 'failed' || r.status === 'rejected' ? 'error' : 'ok', text: `Request ${r.id} ${r.status}${r.result ? `: ${r.result.done} done${r.result.failed.length > 0 ? `, ${r.result.failed.length} failed` : ''}` : ''}.` };
       res.redirect(303, consoleHref(`/console/requests/${seg(r.id)}`));
@@ -504,7 +505,7 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   // A refusal of the service keeps its status and message; anything else is our bug (500, logged).
   router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     if (err instanceof ConsoleError) {
-      sendError(res, err.status, err.message);
+      sendError(res, err.status, err.message, err.link);
       return;
     }
     const status = (err as { status?: unknown } | null)?.status;

@@ -145,7 +145,8 @@ ${v.error ? html`<div class="flash error" role="alert" data-testid="login-error"
 </form></div>`;
 }
 
-export function errorBody(status: number, message: string): Html {
-  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 409 ? 'Conflict' : status === 400 ? 'Cannot do that' : 'Something went wrong';
-  return html`<h1>${title}</h1><div class="flash error" data-testid="error">${message}</div><p><a href="/console/queue">Back to the exception queue</a></p>`;
+export function errorBody(status: number, message: string, link?: string): Html {
+  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 409 ? 'Conflict' : status === 400 ? 'Cannot do that' : status === 429 ? 'Not so fast' : 'Something went wrong';
+  const to = link !== undefined && link.startsWith('/console/requests/') ? html`<p><a href="${consoleHref(link)}" data-testid="error-link">Open request ${decodeURIComponent(link.slice('/console/requests/'.length))}</a></p>` : '';
+  return html`<h1>${title}</h1><div class="flash error" data-testid="error">${message}</div>${to}<p><a href="/console/queue">Back to the exception queue</a></p>`;
 }

@@ -25,10 +25,15 @@ ${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><
 </tbody></table>`;
 }
 
+function withdrawForm(session: BrowserSession, r: ActionRequest): Html {
+  return html`<form method="post" action="${consoleHref(`/console/requests/${seg(r.id)}/withdraw`)}" class="action" data-testid="withdraw">${csrfField(session)}
+<label class="grow">Why withdrawn (optional)<input name="note" class="wide" maxlength="500"></label><button type="submit" class="secondary">Withdraw my request</button></form>`;
+}
+
 export function decisionForms(session: BrowserSession, user: ConsoleUser, r: ActionRequest): Html {
   if (r.status !== 'pending') return html``;
+  if (r.maker === user.name) return html`<p class="note" data-testid="own-request">You made this request: ${hasRole(user, 'approver') ? 'another approver must decide it (four eyes)' : 'it waits for a person with the approver role'}. You can take it back while it waits.</p>${withdrawForm(session, r)}`;
   if (!hasRole(user, 'approver')) return html`<p class="note">Waiting for a person with the approver role.</p>`;
-  if (r.maker === user.name) return html`<p class="note" data-testid="own-request">You made this request: another approver must decide it (four eyes).</p>`;
   const path = `/console/requests/${seg(r.id)}`;
   return html`<div class="cards">
 <form method="post" action="${consoleHref(`${path}/approve`)}" class="action" data-testid="approve">${csrfField(session)}

@@ -84,6 +84,7 @@ function memoryService(): ConsoleService & { made: ActionRequest[]; queries: Exc
     },
     recordAuth: () => Promise.resolve(),
     recordUnlock: no,
+    withdraw: no,
     reports: () => Promise.resolve([]),
     report: () => Promise.resolve(null),
     reportFile: () => Promise.resolve(null),

@@ -55,6 +55,36 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await store.loans.get('L1'))?.state).toBe('quarantined');
     });
 
+    it('a request covering a loan that a request still to run covers is refused with a link to it (the later one ended red "failed")', async () => {
+      const { service } = await setup();
+      const first = await service.createRequest(olga, { action: 'retry', filter: { reason: 'mapping' }, reason: 'mapping fixed' });
+      await expect(service.createRequest({ name: 'otto', roles: ['operator'] }, { action: 'skip', loans: ['L3'], reason: 'withdrawn' })).rejects.toMatchObject({
+        status: 409,
+        field: 'loans',
+        link: `/console/requests/${first.id}`,
+        message: expect.stringContaining(`request ${first.id} is still to run and already covers loan L3`),
+      });
+      // A loan it does not cover is fine; once the first is withdrawn, its loans are free again.
+      expect((await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'paid off' })).status).toBe('pending');
+      await service.withdraw(olga, first.id, 'wrong filter');
+      expect((await service.createRequest(olga, { action: 'skip', loans: ['L3'], reason: 'withdrawn' })).status).toBe('pending');
+    });
+
+    it('a maker withdraws their own pending request (audited); nobody else can, and a decided request cannot be', async () => {
+      const { service, consoleStore } = await setup();
+      const r = await service.createRequest(olga, { action: 'skip', loans: ['L1'], reason: 'paid off' });
+      await expect(service.withdraw(ivan, r.id)).rejects.toMatchObject({ status: 403 });
+      const w = await service.withdraw(olga, r.id, 'asked the wrong loan');
+      expect(w).toMatchObject({ status: 'withdrawn', decidedBy: 'olga', decisionNote: 'asked the wrong loan' });
+      await expect(service.withdraw(olga, r.id)).rejects.toMatchObject({ status: 409 });
+      await expect(service.approve(ivan, r.id)).rejects.toMatchObject({ status: 409 });
+      const lines = await consoleStore.audit({ requestId: r.id }, null, 10);
+      expect(lines.map((l) => [l.kind, l.actor, l.reason])).toEqual([
+        ['withdraw', 'olga', 'asked the wrong loan'],
+        ['request', 'olga', 'paid off'],
+      ]);
+    });
+
     it('a request by filter covers the loans matched when it was made; a loan that moved meanwhile is named in the result, not acted on', async () => {
       const { service, executor, store, clock } = await setup();
       const r = await service.createRequest(olga, { action: 'skip', filter: { reason: 'mapping' }, reason: 'withdrawn' });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { REDACT_PATHS, isSecretField, maskTins, redactForStorage, redactPayload, redactUrl, scrubDeep, scrubText } from '../../../src/lib/redact.js';
+import { maskRecords } from '../../../src/boarding/mapping-input.js';
 
 describe('redaction: one module, one set of patterns', () => {
   it('scrubText (logs): keys, webhook secrets, bearer tokens, presigned queries and dashed tax ids', () => {
@@ -59,5 +60,26 @@ describe('redaction: one module, one set of patterns', () => {
     expect(isSecretField('einLast4')).toBe(false);
     expect(REDACT_PATHS).toContain('*.*.ssn');
     expect(REDACT_PATHS).toContain('headers["authorization"]');
+  });
+});
+
+describe('records shown and kept (maskRecordFields)', () => {
+  it('masks the fields that are tax ids, not every 9-digit value: a 9-digit CIF stays (the console showed [redacted-tin] for the bank’s own customer number)', () => {
+    const records = [{ type: 'customer', externalId: 'ent_1', fields: { cif: '123456789', accountNumber: 987654321, taxId: '111223333', taxIdType: 'SSN', taxIdLast4: '3333', note: 'was EIN 22-2333444 and SSN 111-22-3333', contact: { tax_id: '111223333' } } }];
+    const masked = maskRecords(records, { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [{ id: 'p', ssn: '111-22-3333' }] } } as never);
+    const f = masked[0]?.fields as Record<string, unknown>;
+    expect(f['cif']).toBe('123456789');
+    expect(f['accountNumber']).toBe(987654321);
+    expect(f['taxId']).toBe('*****3333');
+    expect(f['taxIdType']).toBe('SSN');
+    expect(f['taxIdLast4']).toBe('3333');
+    expect(f['contact']).toEqual({ tax_id: '*****3333' });
+    expect(f['note']).toBe('was EIN [redacted-tin] and SSN [redacted-tin]');
+    expect(JSON.stringify(masked)).not.toMatch(/111223333|222333444/);
+  });
+
+  it('a tax id of the loan put into a field of any name is masked there too', () => {
+    const masked = maskRecords([{ type: 'x', externalId: 'e', fields: { memo: 'ref 222333444', other: '222333444' } }], { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [] } } as never);
+    expect(masked[0]?.fields).toEqual({ memo: 'ref [redacted-tin]', other: '[redacted-tin]' });
   });
 });
