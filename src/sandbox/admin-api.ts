@@ -51,6 +51,10 @@ const faultRule = z.strictObject({
   resetRate: z.number().min(0).max(1).optional(),
   resetAfterCommitRate: z.number().min(0).max(1).optional(),
   latencyMs: z.number().int().min(0).max(120_000).optional(),
+  status429Rate: z.number().min(0).max(1).optional(),
+  retryAfterSeconds: z.number().int().min(1).max(86_400).optional(),
+  slowBodyRate: z.number().min(0).max(1).optional(),
+  slowBodyMs: z.number().int().min(1).max(120_000).optional(),
   count: z.number().int().min(0).optional(),
 });
 const faultsSchema = z.strictObject({ seed: z.number().int().optional(), rules: z.array(faultRule) });

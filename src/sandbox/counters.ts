@@ -13,7 +13,7 @@ export interface Counters {
   downloads: number;
   downloadsWithAuthorization: number;
   downloadsRejected: number;
-  faults: { injected5xx: number; resets: number; resetsAfterCommit: number; delayed: number };
+  faults: { injected5xx: number; resets: number; resetsAfterCommit: number; delayed: number; slowBodies: number; injected429: number };
   webhookDeliveries: {
     attempts: number;
     succeeded: number;
@@ -37,7 +37,7 @@ export function emptyCounters(): Counters {
     downloads: 0,
     downloadsWithAuthorization: 0,
     downloadsRejected: 0,
-    faults: { injected5xx: 0, resets: 0, resetsAfterCommit: 0, delayed: 0 },
+    faults: { injected5xx: 0, resets: 0, resetsAfterCommit: 0, delayed: 0, slowBodies: 0, injected429: 0 },
     webhookDeliveries: { attempts: 0, succeeded: 0, failed: 0, byEndpoint: {}, byType: {} },
   };
 }

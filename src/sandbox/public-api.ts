@@ -82,6 +82,30 @@ function send(res: Response, result: RouteResult, headers: Record<string, string
   res.status(result.status).json(result.body);
 }
 
+/** A slow body: status and headers at once, the JSON in four pieces spread over `ms`. */
+function sendSlow(res: Response, result: RouteResult, headers: Record<string, string>, ms: number): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = Buffer.from(JSON.stringify(result.body), 'utf8');
+  res.set({ ...headers, ...(result.headers ?? {}), 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length) });
+  res.status(result.status);
+  res.flushHeaders();
+  const pieces = 4;
+  const size = Math.ceil(body.length / pieces);
+  let i = 0;
+  const next = (): void => {
+    if (res.destroyed) return;
+    const chunk = body.subarray(i * size, (i + 1) * size);
+    i += 1;
+    if (i >= pieces) {
+      res.end(chunk);
+      return;
+    }
+    res.write(chunk);
+    setTimeout(next, ms / (pieces - 1));
+  };
+  next();
+}
+
 function errorResult(err: unknown, logger: Logger): RouteResult {
   if (err instanceof ApiError) return { status: err.status, body: err.body, headers: err.headers };
   logger.error({ err }, 'sandbox handler failed');
@@ -169,6 +193,15 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
           req.socket.destroy();
           return;
         }
+        if (fault.action === '429') {
+          // The platform throttling on its own: a strike on the key like any 429, counted apart
+          // from the limiter's (which mean the client overran its budget).
+          state.counters.faults.injected429 += 1;
+          recordStrike(state, limiter, key);
+          const body = { code: 'rate_limit.exceeded', message: `too many requests; retry after ${fault.retryAfterSeconds} s`, retryAfter: fault.retryAfterSeconds };
+          send(res, { status: 429, body }, { ...headers, 'X-RateLimit-Remaining': '0', 'Retry-After': String(fault.retryAfterSeconds) });
+          return;
+        }
         if (fault.action === '5xx') {
           state.counters.faults.injected5xx += 1;
           send(res, { status: 503, body: { code: 'service.unavailable', message: 'injected fault: service unavailable' } }, headers);
@@ -197,7 +230,10 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
           req.socket.destroy();
           return;
         }
-        send(res, result, headers);
+        if (fault.slowBodyMs > 0) {
+          state.counters.faults.slowBodies += 1;
+          sendSlow(res, result, headers, fault.slowBodyMs);
+        } else send(res, result, headers);
       } finally {
         if (scopeKey !== null) inFlight.delete(scopeKey);
       }

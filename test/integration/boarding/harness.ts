@@ -22,7 +22,7 @@ export interface Counters {
   duplicateAcks: Record<string, number>;
   idempotentReplays: number;
   downloadsWithAuthorization: number;
-  faults: { injected5xx: number; resets: number; resetsAfterCommit: number; delayed: number };
+  faults: { injected5xx: number; resets: number; resetsAfterCommit: number; delayed: number; slowBodies: number; injected429: number };
 }
 
 export interface TestPlatform {
