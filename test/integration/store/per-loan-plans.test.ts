@@ -1,7 +1,7 @@
 /**
  * Issue 37: a board's cost must not grow with the loans boarded before it. Every statement the
- * per-loan repository calls run (a loan's transitions, its numbers, customer match and the CIF
- * fill-in) is collected through StoreDb.onStatement and explained on both engines: none may scan
+ * per-loan repository calls run (a loan's transitions and events, its acknowledgement key, its
+ * numbers, customer match and the CIF fill-in) is collected through StoreDb.onStatement and explained on both engines: none may scan
  * a table that grows with the loans. SQLite: no `SCAN <table>` in EXPLAIN QUERY PLAN; PostgreSQL:
  * with sequential scans disabled (tables this small are scanned otherwise), no `Seq Scan`, which
  * is then left only where no index can serve the statement.
@@ -37,7 +37,11 @@ describe.each(STORE_ENGINES)('per-loan statements on %s', (engine) => {
       await s.customers.markWritten(loanId, new Map([[tin, cif]]), T0 + i);
       await s.customers.setCif(tin, cif, T0 + i);
       await s.customers.forLoan(loanId);
-      await s.loans.transition(loanId, { to: 'written', expectedFrom: 'fetched' }, T0 + i);
+      await s.loans.transition(loanId, { to: 'mapped', expectedFrom: 'fetched' }, T0 + i);
+      await s.loans.transition(loanId, { to: 'written', expectedFrom: 'mapped', also: () => s.keys.ensure(`ack:${loanId}`, 'ack', loanId, T0 + i).then(() => undefined) }, T0 + i);
+      await s.keys.get(`ack:${loanId}`);
+      await s.loans.recordEvent(loanId, { kind: 'warning', reason: 'review' }, T0 + i);
+      await s.loans.transition(loanId, { to: 'acknowledged', expectedFrom: 'written', also: () => s.keys.complete(`ack:${loanId}`, 200, { ok: true }, T0 + i) }, T0 + i);
       await s.loans.get(loanId);
     };
     for (let i = 0; i < 20; i++) await board(i);
