@@ -137,7 +137,9 @@ function keepCodesAsWritten(doc: Document, raw: Record<string, unknown>): void {
  * A problem's place in the file, `bank.yaml:12:5: `, when the config came from a file and the key
  * (or, for a missing one, its nearest parent) is in it; '' otherwise (from the environment).
  */
-function whereIn(src: YamlSource | undefined, filePath: string | undefined, at: Problem['at']): string {
+function whereIn(src: YamlSource | undefined, filePath: string | undefined, at: Problem['at'], fromEnv: ReadonlyMap<string, string>): string {
+  const key = at.path.map(String).join('.');
+  for (const [prefix, variable] of fromEnv) if (key === prefix || key.startsWith(`${prefix}.`)) return `${variable}: `;
   if (src === undefined || filePath === undefined) return '';
   const pos = at.key ? src.keyPosOf(at.path) : src.posOf(at.path);
   return `${filePath}:${pos.line}:${pos.column}: `;
@@ -149,8 +151,19 @@ function keyedProblem(text: string): Problem {
   return { text, at: { path: key === undefined ? [] : key.split('.'), key: false } };
 }
 
-function configError(source: string, src: YamlSource | undefined, filePath: string | undefined, problems: Problem[]): ConfigError {
-  const located = problems.map((p) => `${whereIn(src, filePath, p.at)}${p.text}`);
+/** Keys the environment set (a problem with one points at the variable, not at the file). */
+const ENV_KEYS: ReadonlyArray<readonly [string, string]> = [
+  ['platform.apiKey', 'BOARDING_API_KEY'],
+  ['webhooks.secrets', 'BOARDING_WEBHOOK_SECRETS'],
+  ['core.http.password', 'BOARDING_CORE_PASSWORD'],
+  ['store.postgres.password', 'BOARDING_STORE_PASSWORD'],
+  ['customers.tinHashKey', 'BOARDING_TIN_HASH_KEY'],
+  ['log.level', 'LOG_LEVEL'],
+];
+
+function configError(source: string, src: YamlSource | undefined, filePath: string | undefined, problems: Problem[], env: Record<string, string | undefined> = {}): ConfigError {
+  const fromEnv = new Map(ENV_KEYS.filter(([, variable]) => (env[variable] ?? '') !== ''));
+  const located = problems.map((p) => `${whereIn(src, filePath, p.at, fromEnv)}${p.text}`);
   return new ConfigError(`invalid configuration (${source}):\n  ${located.join('\n  ')}`, problems.map((p) => p.text));
 }
 
@@ -263,12 +276,12 @@ export function loadConfig(input: LoadConfigInput): Config {
 
   const parsed = configSchema.safeParse(obj);
   if (!parsed.success) {
-    throw configError(source, src, input.filePath, parsed.error.issues.flatMap((i) => formatIssue(i, obj)));
+    throw configError(source, src, input.filePath, parsed.error.issues.flatMap((i) => formatIssue(i, obj)), env);
   }
   const config = parsed.data;
   assertEnvironmentMatchesKey(config);
   const transport = transportProblems(config);
-  if (transport.length > 0) throw configError(source, src, input.filePath, transport.map(keyedProblem));
+  if (transport.length > 0) throw configError(source, src, input.filePath, transport.map(keyedProblem), env);
   if (config.core.adapter === 'http' && !config.core.http) {
     throw configError(source, src, input.filePath, [keyedProblem('core.http: expected a map (required when core.adapter is http), got nothing')]);
   }

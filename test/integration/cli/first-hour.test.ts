@@ -96,24 +96,8 @@ const runCliSplit = (args: string[], opts: { cwd: string; env?: Record<string, s
  * Regression: every link answered 500 (`path must be absolute … res.sendFile`).
  */
 async function reportLinks(dir: string): Promise<Array<[string, number]>> {
-  const config = loadConfig({ env: SILENT, fileText: readFileSync(join(dir, 'config.yaml'), 'utf8'), filePath: 'config.yaml', cwd: dir });
-  config.webhooks.port = 0;
-  config.admin.port = 0;
-  config.console.users = [{ name: 'olga', passwordHash: await hashPassword('pw-first-hour'), roles: ['operator'] }];
-  const rt = await buildRuntime(config, silentLogger(), { clock: systemClock });
-  const daemon = createConnectorDaemon(rt, { cycleOnStart: false });
-  try {
-    await daemon.start();
-    const base = daemon.adminUrl() as string;
+  return withDaemon(dir, async (base, get) => {
     const seen: Array<[string, number]> = [['/reports/latest', (await fetch(`${base}/reports/latest`)).status]];
-    const login = await fetch(`${base}/console/login`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
-      body: new URLSearchParams({ name: 'olga', password: 'pw-first-hour' }).toString(),
-    });
-    const cookie = (login.headers.getSetCookie().find((c) => c.startsWith('bc_console_session=')) ?? '').split(';')[0] as string;
-    const get = (path: string): Promise<Response> => fetch(`${base}${path}`, { headers: { cookie }, redirect: 'manual' });
     const list = await get('/console/reconciliation');
     seen.push(['/console/reconciliation', list.status]);
     const run = /href="(\/console\/reconciliation\/[^"/]+\/[^"/]+)"/.exec(await list.text())?.[1];
@@ -123,7 +107,51 @@ async function reportLinks(dir: string): Promise<Array<[string, number]>> {
     const links = [...(await page.text()).matchAll(/href="([^"]*\/report\.(?:html|json|csv))"/g)].map((m) => (m[1] as string).replaceAll('&amp;', '&'));
     expect(links.length, 'report links on the run page').toBeGreaterThanOrEqual(3);
     for (const l of links) seen.push([l, (await get(l)).status]);
+    // Every console link a person can follow from the queue (GET links; a bounded crawl: at most
+    // 5 pages per kind of page, e.g. 5 loans, so it stays a few seconds).
+    const visited = new Set(seen.map(([l]) => l));
+    const perKind = new Map<string, number>();
+    const todo = ['/console/queue'];
+    while (todo.length > 0 && visited.size < 120) {
+      const path = todo.shift() as string;
+      if (visited.has(path) && path !== '/console/queue') continue;
+      visited.add(path);
+      const res = await get(path);
+      seen.push([path, res.status]);
+      if (!(res.headers.get('content-type') ?? '').startsWith('text/html')) continue;
+      for (const m of (await res.text()).matchAll(/href="(\/console\/[^"#]*)"/g)) {
+        const link = (m[1] as string).replaceAll('&amp;', '&');
+        const kind = link.split('?')[0]!.split('/').slice(0, 3).join('/');
+        if (visited.has(link) || todo.includes(link) || link.startsWith('/console/logout')) continue;
+        if ((perKind.get(kind) ?? 0) >= 5) continue;
+        perKind.set(kind, (perKind.get(kind) ?? 0) + 1);
+        todo.push(link);
+      }
+    }
     return seen;
+  });
+}
+
+/** The daemon's admin listener (console on) over the state in `dir`, no cycle run; `get` carries a logged-in operator's session. */
+async function withDaemon<T>(dir: string, fn: (base: string, get: (path: string, basic?: boolean) => Promise<Response>) => Promise<T>): Promise<T> {
+  const config = loadConfig({ env: SILENT, fileText: readFileSync(join(dir, 'config.yaml'), 'utf8'), filePath: 'config.yaml', cwd: dir });
+  config.webhooks.port = 0;
+  config.admin.port = 0;
+  config.console.users = [{ name: 'olga', passwordHash: await hashPassword('pw-first-hour'), roles: ['operator'] }];
+  const rt = await buildRuntime(config, silentLogger(), { clock: systemClock });
+  const daemon = createConnectorDaemon(rt, { cycleOnStart: false });
+  try {
+    await daemon.start();
+    const base = daemon.adminUrl() as string;
+    const login = await fetch(`${base}/console/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+      body: new URLSearchParams({ name: 'olga', password: 'pw-first-hour' }).toString(),
+    });
+    const cookie = (login.headers.getSetCookie().find((c) => c.startsWith('bc_console_session=')) ?? '').split(';')[0] as string;
+    const basic = `Basic ${Buffer.from('olga:pw-first-hour').toString('base64')}`;
+    return await fn(base, (path, useBasic = false) => fetch(`${base}${path}`, { headers: useBasic ? { authorization: basic } : { cookie }, redirect: 'manual' }));
   } finally {
     await daemon.stop();
     await rt.close();
@@ -212,7 +240,8 @@ describe('the first hour: docs/sandbox.md with a copy of config/example.yaml out
     expect(rec.code, rec.error ?? '').toBe(0);
     expect(existsSync(join(dir, 'var/reports/latest/report.html'))).toBe(true);
     const links = await reportLinks(dir);
-    expect(links.filter(([, status]) => status !== 200), JSON.stringify(links)).toEqual([]);
+    expect(links.length).toBeGreaterThan(10);
+    expect(links.filter(([, status]) => status < 200 || status > 299), JSON.stringify(links)).toEqual([]);
   }, 120_000);
 
   it('with environment: staging, the loans whose document host is refused quarantine as download_refused, and config check --connect warns first', async () => {
@@ -233,5 +262,21 @@ describe('the first hour: docs/sandbox.md with a copy of config/example.yaml out
     expect([...new Set(quarantined.map((l) => l.quarantineReason))]).toEqual(['download_refused']);
     const shown = JSON.parse((await runCliSplit(['loans', 'show', quarantined[0]!.id, '--json', '--config', 'config.yaml'], { cwd: dir })).stdout) as { loan: { lastErrorMessage: string } };
     expect(shown.loan.lastErrorMessage).toMatch(/^127\.0\.0\.1 is a loopback address.*add 127\.0\.0\.1 or its range to boarding\.documentHosts\.allow/);
+
+    // The same reason wherever reasons show: loans list (above), the report, /metrics, the console's filter.
+    expect((await runCliSplit(['reconcile', '--config', 'config.yaml'], { cwd: dir })).code).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'var/reports/latest/report.json'), 'utf8')) as { exceptions: Array<{ reason: string; loanId: string; detail: string }> };
+    const inReport = report.exceptions.filter((e) => e.reason === 'quarantined');
+    expect(inReport.length).toBe(quarantined.length);
+    for (const e of inReport) expect(e.detail).toMatch(/^Quarantined \(download_refused: 127\.0\.0\.1 is a loopback address/);
+    await withDaemon(dir, async (base, get) => {
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      expect(metrics).toMatch(new RegExp(`loans_quarantined\\{reason="download_refused"\\} ${quarantined.length}\\b`));
+      const filtered = await get('/console/api/exceptions?reason=download_refused', true);
+      expect(filtered.status).toBe(200);
+      const items = ((await filtered.json()) as { items: Array<{ id: string }> }).items;
+      expect(items.map((i) => i.id).sort()).toEqual(quarantined.map((l) => l.id).sort());
+      expect((await get('/console/api/exceptions?reason=validation', true)).status).toBe(200);
+    });
   }, 120_000);
 });

@@ -91,6 +91,12 @@ describe.skipIf(pgSkipReason !== null)('every state command on store.engine: pos
     expect(show.code, said(show)).toBe(0);
     expect(show.stdout).toContain(acked);
     expect(show.stdout).toContain('acknowledged');
+    // By the bank's account number too (the lookup on PostgreSQL).
+    const account = /account number: +(\d+)/.exec(show.stdout)?.[1];
+    expect(account, show.stdout).toBeDefined();
+    const byNumber = await cli('loans', 'show', account!);
+    expect(byNumber.code, said(byNumber)).toBe(0);
+    expect(byNumber.stdout).toContain(`loan ${acked}`);
     const unknown = await cli('loans', 'show', 'no-such-loan');
     expect(unknown.code).not.toBe(0);
     expect(unknown.error ?? unknown.stderr).toContain('no-such-loan');

@@ -65,6 +65,13 @@ describe('loadConfig', () => {
     // A missing key points at its parent; the keyed problem text stays as scripts match it.
     expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)).toEqual(['platform.ratelimit: unknown key (did you mean "rateLimit"?) (check spelling; see README "Configuration")']);
     expect(problems(`${base}webhooks: { prot: 1 }\n`)[0]).toMatch(/^webhooks\.prot: unknown key \(did you mean "port"\?\)/);
+    // A value the environment gave points at the variable, not at the file.
+    try {
+      loadConfig({ env: { BOARDING_API_KEY: 'nope' }, fileText: base, filePath: 'bank.yaml' });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('\n  BOARDING_API_KEY: platform.apiKey: expected an API key starting with pk_live_ or pk_test_');
     // Nothing close: no guess.
     expect(problems(`${base}  zzzzzzzz: 1\n`)[0]).not.toContain('did you mean');
   });
