@@ -176,7 +176,7 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     fake.products[0]!.installments = { max: 36 };
     const a = adapter();
     await expect(a.board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(/repaymentInstallments 60 is outside Mambu product term-loan \(Term loan\) limits 0–36/);
-    fake.products[0]!.installments = undefined;
+    delete fake.products[0]!.installments;
     fake.products[0]!.gracePeriodType = 'INTEREST_FORGIVENESS';
     // Products are read once per process: a changed product is seen by the next process.
     await expect(adapter().board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(/type PAY_INTEREST_ONLY, but Mambu product term-loan \(Term loan\) allows INTEREST_FORGIVENESS/);
