@@ -92,7 +92,6 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
     expect(byReason('acknowledged_missing_in_core')).toEqual([]);
     expect(byReason('in_core_unknown_to_connector')).toEqual([]);
     expect(byReason('in_core_not_acknowledged')).toEqual([]);
-    console.log(JSON.stringify(report.exceptions.map((e) => `${e.reason}: ${e.detail ?? ''}`).slice(0, 10)));
 
     // config check --connect reaches Mambu with these credentials, finds the set's products and custom fields.
     const check = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect']);
