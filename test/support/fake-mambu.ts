@@ -610,6 +610,8 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     name: p.name ?? p.id,
     newAccountSettings: { accountInitialState: p.accountInitialState ?? 'PENDING_APPROVAL', idGeneratorType: 'INCREMENTAL_NUMBER', idPattern: '@@@###' },
     gracePeriodSettings: { gracePeriodType: p.gracePeriodType ?? 'NONE' },
+    loanAmountSettings: { loanAmount: { minValue: p.loanAmount?.min ?? null, maxValue: p.loanAmount?.max ?? null } },
+    scheduleSettings: { numInstallments: { minValue: p.installments?.min ?? null, maxValue: p.installments?.max ?? null } },
   });
   app.get(`${BASE}/loanproducts`, route(false, (req, res) => ({ body: paged(req, res, products.map(productView)) })));
   app.get(`${BASE}/loanproducts/:id`, route(false, (req) => {

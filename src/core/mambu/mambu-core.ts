@@ -126,6 +126,8 @@ export class MambuCore implements CoreSystem {
   async board(pkg: BoardingPackage, o: { signal?: AbortSignal } = {}): Promise<CoreReceipt> {
     const signal = o.signal;
     const { byType, uploads, warnings } = this.preflight(pkg);
+    // The products first: a loan its product would refuse stops here, before any client or group is made.
+    for (const rec of byType.loan) await this.checkProduct(rec, signal);
     const ids: Ids = { clients: new Map(), groups: new Map() };
     const receipt: CoreReceipt['records'] = [];
     for (const rec of byType.client) {
@@ -333,6 +335,44 @@ export class MambuCore implements CoreSystem {
     return p;
   }
 
+  /** The loan's product exists, and the loan keeps to the product's amount, installments and grace type (as far as the product says). */
+  private async checkProduct(rec: MappedRecord, signal?: AbortSignal): Promise<Json> {
+    const ref = rec.fields['productTypeKey'] as string;
+    let product: Json;
+    try {
+      product = await this.product(ref, signal);
+    } catch (err) {
+      if (err instanceof CoreRejectedError && err.status === 404) {
+        throw new CoreRejectedError(`loan ${rec.externalId}: Mambu has no loan product ${ref}; fix the productTypeKey lookup of the mapping (or its defaults)`, 404, err.detail);
+      }
+      throw err;
+    }
+    const name = typeof product['name'] === 'string' ? `${ref} (${product['name']})` : ref;
+    const range = (v: unknown): { min: number | null; max: number | null } => {
+      const o = v !== null && typeof v === 'object' ? (v as Json) : {};
+      return { min: typeof o['minValue'] === 'number' ? o['minValue'] : null, max: typeof o['maxValue'] === 'number' ? o['maxValue'] : null };
+    };
+    const outside = (x: number, r: { min: number | null; max: number | null }): boolean => (r.min !== null && x < r.min) || (r.max !== null && x > r.max);
+    const refuse = (what: string, r: { min: number | null; max: number | null }): never => {
+      throw new CoreRejectedError(`loan ${rec.externalId}: ${what} is outside Mambu product ${name} limits ${r.min ?? 0}–${r.max ?? '∞'}; widen the product or map the loan to another product (the productTypeKey lookup)`);
+    };
+    const amount = Number(rec.fields['loanAmount']);
+    const amounts = range(((product['loanAmountSettings'] ?? {}) as Json)['loanAmount']);
+    if (Number.isFinite(amount) && outside(amount, amounts)) refuse(`loanAmount ${String(rec.fields['loanAmount'])}`, amounts);
+    const schedule = (rec.fields['scheduleSettings'] ?? {}) as Json;
+    const n = schedule['repaymentInstallments'];
+    const installments = range(((product['scheduleSettings'] ?? {}) as Json)['numInstallments']);
+    if (typeof n === 'number' && outside(n, installments)) refuse(`repaymentInstallments ${n}`, installments);
+    const allowed = ((product['gracePeriodSettings'] ?? {}) as Json)['gracePeriodType'];
+    const grace = schedule['gracePeriod'];
+    if (typeof allowed === 'string' && typeof grace === 'number' && grace > 0 && schedule['gracePeriodType'] !== allowed) {
+      throw new CoreRejectedError(
+        `loan ${rec.externalId}: ${grace} grace period(s) of type ${String(schedule['gracePeriodType'])}, but Mambu product ${name} allows ${allowed}; set the mapping's gracePeriodType default (mappings.defaults) or map interest-only loans to a product with ${String(schedule['gracePeriodType'])} grace`,
+      );
+    }
+    return product;
+  }
+
   private async findLoanById(id: string, signal?: AbortSignal): Promise<Json | null> {
     return this.http.find<Json>(`/loans/${enc(id)}?detailsLevel=FULL`, signal);
   }
@@ -367,15 +407,7 @@ export class MambuCore implements CoreSystem {
     const holderExt = rec.fields['accountHolderExternalId'] as string;
     const type = rec.fields['accountHolderType'] as 'CLIENT' | 'GROUP';
     const holder = await this.resolveHolder(type === 'GROUP' ? 'group' : 'client', holderExt, ids, `loan ${rec.externalId}`, signal);
-    let product: Json;
-    try {
-      product = await this.product(rec.fields['productTypeKey'] as string, signal);
-    } catch (err) {
-      if (err instanceof CoreRejectedError && err.status === 404) {
-        throw new CoreRejectedError(`loan ${rec.externalId}: Mambu has no loan product ${String(rec.fields['productTypeKey'])}; fix the productTypeKey lookup of the mapping (or its defaults)`, 404, err.detail);
-      }
-      throw err;
-    }
+    const product = await this.checkProduct(rec, signal);
     if (ref !== rec.externalId) await this.opts.externalRefs?.remember('mambu', ref, rec.externalId, 'loan', this.clock.now());
     const body: Json = { ...this.outgoing(rec), id, accountHolderKey: holder.encodedKey, accountHolderType: type, productTypeKey: text(product['encodedKey']) };
     body[this.loanRef.set] = { ...(body[this.loanRef.set] ?? {}), [this.loanRef.field]: ref };

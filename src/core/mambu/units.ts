@@ -22,10 +22,12 @@ export function canonicalFromMambuLoan(loan: Json): CanonicalLoanFields {
   const interest = (loan['interestSettings'] ?? {}) as Json;
   const disbursement = (loan['disbursementDetails'] ?? {}) as Json;
   const installments = schedule['repaymentInstallments'];
+  const known = FREQUENCIES[`${String(schedule['repaymentPeriodCount'])}:${String(schedule['repaymentPeriodUnit'])}`];
   return {
     centsAmount: decimalToCents(loan['loanAmount']),
     bpsRate: percentToBps(interest['interestRate']),
     firstPaymentDate: dateOf(disbursement['firstRepaymentDate']),
-    paymentFrequency: installments === 1 ? 'lump sum' : (FREQUENCIES[`${String(schedule['repaymentPeriodCount'])}:${String(schedule['repaymentPeriodUnit'])}`] ?? null),
+    // One installment after a period of a known frequency is that frequency or a lump sum: cannot tell (not compared).
+    paymentFrequency: installments === 1 ? (known === undefined ? 'lump sum' : null) : (known ?? null),
   };
 }

@@ -171,15 +171,29 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     expect(fake.requests.some((r) => r.status === 102)).toBe(true);
   });
 
-  it('a 400 is not cached: after the product is fixed, the same key runs again and the loan boards once', async () => {
+  it('a loan its product would refuse (installments, grace type) stops before anything is written', async () => {
     await start();
     fake.products[0]!.installments = { max: 36 };
+    const a = adapter();
+    await expect(a.board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(/repaymentInstallments 60 is outside Mambu product term-loan \(Term loan\) limits 0–36/);
+    delete fake.products[0]!.installments;
+    fake.products[0]!.gracePeriodType = 'INTEREST_FORGIVENESS';
+    // Products are read once per process: a changed product is seen by the next process.
+    await expect(adapter().board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(/type PAY_INTEREST_ONLY, but Mambu product term-loan \(Term loan\) allows INTEREST_FORGIVENESS/);
+    expect(census()).toEqual({ clients: 0, groups: 0, loans: 0, disbursements: 0, documents: 0 });
+    expect(fake.writes()).toEqual([]);
+  });
+
+  it('a 400 is not cached: after the product is fixed, the same key runs again and the loan boards once', async () => {
+    await start();
+    // A rule the adapter does not check first: Mambu's answer is the first word.
+    fake.products[0]!.interestRate = { max: 5 };
     const a = adapter({ approve: false, disburse: false });
     const err = await a.board(makePackage('loan_1', records('loan_1'))).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreRejectedError);
-    expect((err as Error).message).toContain('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES: scheduleSettings.repaymentInstallments');
+    expect((err as Error).message).toContain('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES: interestSettings.interestRate');
     expect(fake.loans).toHaveLength(0);
-    fake.products[0]!.installments = { max: 360 };
+    fake.products[0]!.interestRate = { max: 30 };
     await a.board(makePackage('loan_1', records('loan_1')));
     const loanPosts = fake.requests.filter((r) => r.method === 'POST' && r.path === '/api/loans');
     expect(loanPosts.map((r) => r.status)).toEqual([400, 201]);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxState } from '../../../src/sandbox/state.js';
@@ -81,6 +82,16 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
     const again = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
     expect(again.error).toBeNull();
     expect(fake.writes()).toHaveLength(writes);
+
+    // Reconciliation reads the loans back from Mambu: every acknowledged loan is there, none unknown.
+    const out = join(cfg.dir, 'reports');
+    const rec = await runCli(['--config', cfg.configPath, 'reconcile', '--out', out]);
+    expect(rec.error).toBeNull();
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { exceptions: Array<{ reason: string; loanId: string; detail?: string }> };
+    const byReason = (r: string) => report.exceptions.filter((e) => e.reason === r);
+    expect(byReason('acknowledged_missing_in_core')).toEqual([]);
+    expect(byReason('in_core_unknown_to_connector')).toEqual([]);
+    expect(byReason('in_core_not_acknowledged')).toEqual([]);
 
     // config check --connect reaches Mambu with these credentials, finds the set's products and custom fields.
     const check = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect']);

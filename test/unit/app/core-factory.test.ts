@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/lib/clock.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { createCore, FileCore, FineractCore } from '../../../src/app/core.js';
+import { createCore, FileCore, FineractCore, MambuCore } from '../../../src/app/core.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase } from '../../../src/store/db.js';
@@ -22,6 +22,17 @@ describe('createCore', () => {
     const core = createCore(config, { clock: systemClock, logger: silentLogger() });
     expect(core).toBeInstanceOf(FineractCore);
     await core.close();
+  });
+
+  it('builds the Mambu core for adapter mambu, and names core.mambu when it is missing', async () => {
+    const config = configSchema.parse({ platform, core: { adapter: 'mambu', mambu: { baseUrl: 'https://bank.mambu.com/api', auth: { apiKey: 'k' } } } });
+    const core = createCore(config, { clock: systemClock, logger: silentLogger() });
+    expect(core).toBeInstanceOf(MambuCore);
+    expect(core.name).toBe('mambu');
+    expect(core.customers).toBeDefined();
+    await core.close();
+    const bare = configSchema.parse({ platform, core: { adapter: 'mambu' } });
+    expect(() => createCore(bare, { clock: systemClock, logger: silentLogger() })).toThrow(/core\.mambu: required when core\.adapter is mambu/);
   });
 
   it('names the missing key when adapter is http without settings', () => {

@@ -49,3 +49,14 @@ describe('Mambu ids the connector supplies', () => {
     expect(() => new MambuDecimal('1e3')).toThrow(/not a decimal/);
   });
 });
+
+describe('a Mambu loan in platform units (reconciliation)', () => {
+  it('one installment of a known period is not called a lump sum (regression: an annual 12-month loan showed as a field_mismatch "core lump sum")', async () => {
+    const { canonicalFromMambuLoan } = await import('../../../src/core/mambu/units.js');
+    const loan = (n: number, count: number, unit: string) => ({ loanAmount: 1250000.5, interestSettings: { interestRate: 7.25 }, scheduleSettings: { repaymentInstallments: n, repaymentPeriodCount: count, repaymentPeriodUnit: unit }, disbursementDetails: { firstRepaymentDate: '2026-03-14T00:00:00-05:00' } });
+    expect(canonicalFromMambuLoan(loan(1, 1, 'YEARS')).paymentFrequency).toBeNull();
+    expect(canonicalFromMambuLoan(loan(1, 12, 'MONTHS')).paymentFrequency).toBe('lump sum');
+    expect(canonicalFromMambuLoan(loan(60, 1, 'MONTHS'))).toEqual({ centsAmount: 125000050, bpsRate: 725, firstPaymentDate: '2026-03-14', paymentFrequency: 'monthly' });
+    expect(canonicalFromMambuLoan(loan(26, 2, 'WEEKS')).paymentFrequency).toBe('biweekly');
+  });
+});

@@ -7,7 +7,7 @@ import type { Mapper } from '../../../src/mapping/types.js';
 
 const root = join(import.meta.dirname, '../../../mappings');
 
-for (const set of ['generic', 'fineract']) {
+for (const set of ['generic', 'fineract', 'mambu']) {
   const dir = join(root, set);
   describe(`mapping set ${set}`, () => {
     it('lints clean', () => {

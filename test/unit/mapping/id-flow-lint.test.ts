@@ -57,7 +57,7 @@ describe('mappings lint: a platform id into a place of fixed size (issue 23)', (
   });
 
   it('the shipped sets lint without a warning', async () => {
-    const r = await cli(['mappings', 'lint', '--dir', join(repo, 'mappings/generic'), '--dir', join(repo, 'mappings/fineract')]);
+    const r = await cli(['mappings', 'lint', '--dir', join(repo, 'mappings/generic'), '--dir', join(repo, 'mappings/fineract'), '--dir', join(repo, 'mappings/mambu')]);
     expect(r.error).toBeUndefined();
     expect(r.out).not.toContain('warning');
   });

@@ -197,7 +197,7 @@ describe('shipped schema and built-ins', () => {
   });
 
   it('every mapping file references the schema for editors', () => {
-    for (const set of ['generic', 'fineract']) {
+    for (const set of ['generic', 'fineract', 'mambu']) {
       const text = readFileSync(join(import.meta.dirname, `../../../mappings/${set}/mapping.yaml`), 'utf8');
       expect(text.split('\n')[0]).toBe('# yaml-language-server: $schema=../schema.json');
     }
