@@ -199,7 +199,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL connection failures: exit 1 w
     expect(await opening).toBeNull();
   });
 
-  it('the process itself exits (nothing left holding it open): `state leader` with a wrong password or none, `loans list` on a host that never answers', async () => {
+  it('the process itself exits (nothing left holding it open): `state leader` with no password, `loans list` on a host that never answers', async () => {
     /** Runs the CLI as a process; `ms`: from the error line on stderr to the process's exit. */
     const runMain = (config: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number }> =>
       new Promise((resolve) => {
@@ -216,19 +216,17 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL connection failures: exit 1 w
           resolve({ code, stderr, ms: performance.now() - said });
         });
       });
-    const [leader, hung, none] = await Promise.all([
-      runMain(configFile('proc-password', {}), ['state', 'leader'], { BOARDING_STORE_PASSWORD: 'not-the-password-3141' }),
+    // (A wrong password is refused by the server, which closes the connection itself: in process above.)
+    const [hung, none] = await Promise.all([
       runMain(configFile('proc-blackhole', { url: blackholeUrl }), ['loans', 'list'], pgEnv()),
       // The issue's case: no password reached the driver, and the socket kept the process up.
       runMain(configFile('proc-no-password', {}), ['state', 'leader'], { BOARDING_STORE_PASSWORD: '' }),
     ]);
     expect(none.code, none.stderr).toBe(1);
     expect(none.stderr).toMatch(/^error: store\.postgres\.password \(or BOARDING_STORE_PASSWORD\): the server at .* asks for a password and none is configured/m);
-    expect(leader.code, leader.stderr).toBe(1);
-    expect(leader.stderr).toMatch(/^error: store\.postgres\.password \(or BOARDING_STORE_PASSWORD\): the server at .* refused the login/m);
     expect(hung.code, hung.stderr).toBe(1);
     expect(hung.stderr).toMatch(/^error: store\.postgres\.url: the server at .* did not answer within store\.postgres\.connectTimeoutMs/m);
     // Once it has said why, it is gone (the hang this guards against kept it up 20 s and more, until killed).
-    expect(Math.max(leader.ms, hung.ms, none.ms)).toBeLessThan(3_000);
+    expect(Math.max(hung.ms, none.ms)).toBeLessThan(3_000);
   }, 45_000);
 });
