@@ -7,8 +7,12 @@ export const PG_SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'] a
 
 /** URL query parameters that decide TLS in libpq or node-postgres: store.postgres.ssl / sslRootCert decide instead. */
 const TLS_PARAMS = ['sslmode', 'ssl', 'sslcert', 'sslkey', 'sslrootcert', 'sslcrl', 'sslcrldir', 'sslpassword', 'sslnegotiation', 'sslsni', 'sslcompression', 'requiressl', 'uselibpqcompat', 'ssl_min_protocol_version', 'ssl_max_protocol_version'];
-/** Parameters the connector reads from the URL itself (everything else is refused, never silently ignored). */
-const PLAIN_PARAMS = ['host', 'port', 'user', 'dbname', 'password', 'application_name', 'options'];
+/**
+ * Parameters the connector reads from the URL itself (everything else is refused, never silently
+ * ignored). Not application_name: the connector names its sessions per process (a takeover ends a
+ * stale leader's sessions by that name).
+ */
+const PLAIN_PARAMS = ['host', 'port', 'user', 'dbname', 'password', 'options'];
 
 /** The URL's password: in its user-info or as `?password=` (node-postgres accepts both). */
 export function urlPassword(url: string): string | undefined {

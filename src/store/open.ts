@@ -43,6 +43,34 @@ const storeTypes = (pg: typeof pgModule) => ({
 });
 
 /**
+ * A client that closes its socket when its connection attempt fails. node-postgres (and its pool)
+ * leave the socket open when the failure is on the client's side mid-handshake (the server asked
+ * for a password and none was given: the server then waits up to its authentication_timeout, 60 s
+ * by default): a one-shot command that had said why it failed stayed up until then.
+ */
+function closingClient(pg: typeof pgModule): typeof pgModule.Client {
+  return class ClosingClient extends pg.Client {
+    override connect(): Promise<pgModule.Client>;
+    override connect(callback: ((err: Error) => void) | ((err: null, c: pgModule.Client) => void)): void;
+    override connect(callback?: ((err: Error) => void) | ((err: null, c: pgModule.Client) => void)): Promise<pgModule.Client> | void {
+      const close = (): void => {
+        (this as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      };
+      if (callback === undefined) {
+        return super.connect().catch((err: unknown) => {
+          close();
+          throw err;
+        });
+      }
+      super.connect(((err: Error | null, c?: pgModule.Client) => {
+        if (err) close();
+        (callback as (e: Error | null, c?: pgModule.Client) => void)(err, c);
+      }) as (err: Error) => void);
+    }
+  };
+}
+
+/**
  * The PostgreSQL server could not be reached or refused the login (unreachable, wrong password,
  * no such database): the message names the key to fix. A ConfigError, so a one-shot command exits
  * 1; `run` waits and retries instead (src/app/store-wait.ts): the database may come back, or the
@@ -72,6 +100,10 @@ export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgr
   if (CERT_ERRORS.test(code) || /certificate|altnames|self[- ]signed/i.test(msg)) {
     return new StoreUnavailableError(`store.postgres.sslRootCert: the certificate of the server at ${where} does not verify (ssl: ${target.ssl}): give the CA that signed it in store.postgres.sslRootCert, or use the host name the certificate names in store.postgres.url (${msg})`);
   }
+  if (/client password must be a string|password must be a string/i.test(msg)) {
+    // node-postgres's words when the server asks for a password and none was given.
+    return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} asks for a password and none is configured: set BOARDING_STORE_PASSWORD (or store.postgres.password)`);
+  }
   if (code === '28P01' || code === '28000') {
     return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login of the role in store.postgres.url (a wrong password or an unknown role): ${msg}`);
   }
@@ -100,6 +132,7 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
   const instance = randomUUID().slice(0, 8);
   const pool = new pg.Pool({
     ...connection,
+    Client: closingClient(pg),
     max: target.poolSize,
     application_name: opts.applicationName ?? sessionName(instance),
     types: storeTypes(pg),
@@ -117,7 +150,7 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
   });
   let pooler: string | null;
   try {
-    pooler = await poolerProblem(pool, () => new pg.Client({ ...connection, application_name: 'boarding-connector pooler check' }));
+    pooler = await poolerProblem(pool, () => new (closingClient(pg))({ ...connection, application_name: 'boarding-connector pooler check' }));
     if (pooler === null) await migratePg(pool);
   } catch (err) {
     await pool.end().catch(() => undefined);

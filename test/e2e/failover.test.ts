@@ -111,7 +111,7 @@ async function finishAndCheck(set: FailoverSet, label: string): Promise<Record<s
   expect(c.duplicateAcks, ctx).toEqual({});
   for (const id of set.released) expect(c.acks[id], `${ctx}: acks of ${id}`).toBe(1);
 
-  const seal = await sealOpenBatches(set.configPath);
+  const seal = await sealOpenBatches(set.configPath, set.replicas[0]?.env ?? {});
   expect(seal.code, `${ctx}: batches seal: ${seal.stderr}`).toBe(0);
   const core = coreRecords(set.coreDir);
   expect(core.packages, `${ctx}: one package per loan`).toEqual([...set.released].map(safeId).sort());

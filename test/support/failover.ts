@@ -445,8 +445,11 @@ function readdirSafe(dir: string): string[] {
 }
 
 /** `batches seal` with the replicas' config: seals what is open so every first board is in a sealed file. */
-export async function sealOpenBatches(configPath: string): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'end of failover test', '--by', 'failover', '--config', configPath], { stdio: ['ignore', 'ignore', 'pipe'] });
+export async function sealOpenBatches(configPath: string, env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'end of failover test', '--by', 'failover', '--config', configPath], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { parse as parseYaml } from 'yaml';
 import { migratePg } from '../../src/store/pg/schema.js';
 import { openPgPool, type PgPool } from '../../src/store/pg/pool.js';
 import type { StoreTarget } from '../../src/store/open.js';
@@ -138,4 +139,24 @@ export function viaPort(url: string, port: number): string {
   const u = new URL(url);
   u.port = String(port);
   return u.toString();
+}
+
+/**
+ * The PostgreSQL config docs/deploy.md shows a bank (the first yaml block of its "PostgreSQL"
+ * section), with only the bank's own values put in: the URL of a test database, the test CA, the
+ * shared tin hash key. Every other key is as documented.
+ */
+export function documentedPostgresConfig(url: string): { store: Record<string, unknown>; customers: Record<string, unknown> } {
+  const text = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+  const section = text.slice(text.indexOf('## PostgreSQL (store.engine: postgres)'));
+  const block = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+  if (block === undefined) throw new Error('docs/deploy.md: no yaml block in the "PostgreSQL" section');
+  const doc = parseYaml(block) as { store: { postgres: Record<string, unknown> }; customers: Record<string, unknown> };
+  const documentedUrl = new URL(String(doc.store.postgres['url']));
+  // What a bank changes: its own server and CA, its own key. The URL keeps the documented shape.
+  if (documentedUrl.password !== '' || documentedUrl.search !== '') throw new Error('docs/deploy.md: the documented URL carries a password or parameters');
+  doc.store.postgres['url'] = url;
+  doc.store.postgres['sslRootCert'] = pgCa;
+  doc.customers['tinHashKey'] = TEST_TIN_HASH_KEY;
+  return doc;
 }

@@ -55,7 +55,6 @@ export function pgClientConfig(s: PgConnectionSettings): pg.ClientConfig {
   const database = q('dbname') ?? decodeURIComponent(u.pathname.replace(/^\//, ''));
   const user = q('user') ?? decodeURIComponent(u.username);
   const password = s.password ?? urlPassword(s.url);
-  const applicationName = q('application_name');
   const options = q('options');
   return {
     ...(host !== '' ? { host } : {}),
@@ -63,7 +62,6 @@ export function pgClientConfig(s: PgConnectionSettings): pg.ClientConfig {
     ...(database !== '' ? { database } : {}),
     ...(user !== '' ? { user } : {}),
     ...(password !== undefined ? { password } : {}),
-    ...(applicationName !== undefined ? { application_name: applicationName } : {}),
     ...(options !== undefined ? { options } : {}),
     ssl: tlsOptions(s),
     connectionTimeoutMillis: s.connectTimeoutMs,

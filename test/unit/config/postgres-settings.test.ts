@@ -53,7 +53,7 @@ describe('store.postgres credentials', () => {
   });
 
   it('a password in the URL\'s query string is never shown: config check, log text, error messages', () => {
-    const url = 'postgres://boarding@db/boarding?password=pw-in-query-55&application_name=x';
+    const url = 'postgres://boarding@db/boarding?password=pw-in-query-55&options=-c%20statement_timeout%3D0';
     const c = loadConfig({ env: {}, fileText: pgYaml(`{ url: "${url}" }`) });
     expect(JSON.stringify(shownConfig(c))).not.toContain('pw-in-query-55');
     expect(scrubText(`cannot connect to ${url}`)).not.toContain('pw-in-query-55');
@@ -72,6 +72,7 @@ describe('store.postgres TLS: the URL cannot weaken it', () => {
     ['?sslcert=/tmp/c.pem&sslkey=/tmp/k.pem', /store\.postgres\.url: \?sslcert in the URL/],
     ['?uselibpqcompat=true&sslmode=verify-full', /store\.postgres\.url: \?uselibpqcompat in the URL/],
     ['?connect_timeout=3', /store\.postgres\.url: \?connect_timeout in the URL is not a parameter the connector reads/],
+    ['?application_name=mine', /store\.postgres\.url: \?application_name in the URL is not a parameter the connector reads/],
   ])('%s with ssl: verify-full is a config error naming store.postgres.url (regression: it silently replaced the ssl option)', (query, message) => {
     const p = problems(pgYaml(`{ url: "postgres://boarding@db/boarding${query}", ssl: verify-full, sslRootCert: /etc/ssl/bank-ca.pem }`));
     expect(p.join('\n')).toMatch(message);

@@ -3,9 +3,11 @@
  * against the sandbox: one leads (boards, /readyz role leader), the other stands by (ready: it
  * takes webhooks); a graceful stop of the leader hands over at once, the standby boards what is
  * left in a new epoch; no loan is acknowledged twice, no core record written twice, no 429.
+ * Their store config is docs/deploy.md's, as a bank copies it (TLS verify-full, the password from
+ * BOARDING_STORE_PASSWORD), on the strict test server; `config check --connect` says ok with it.
  * The kill -9 / SIGSTOP / database-restart scenarios run as processes in the e2e failover suite.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { createConnectorDaemon, type ConnectorDaemon } from '../../../../src/app/daemon.js';
@@ -15,7 +17,8 @@ import { systemClock } from '../../../../src/lib/clock.js';
 import { silentLogger } from '../../../../src/lib/logger.js';
 import { signStandardWebhook } from '../../../../src/sandbox/webhook-sender.js';
 import { freePort } from '../../../support/tcp-switch.js';
-import { createTestDatabase, pgEnv, pgSkipReason, pgStoreConfig, type TestDatabase } from '../../../support/pg.js';
+import { runCliSplit } from '../../../support/cli-run.js';
+import { createTestDatabase, documentedPostgresConfig, pgEnv, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
 
 const SECRET = `whsec_${Buffer.from('replicas-test-signing-secret-0123').toString('base64')}`;
@@ -48,24 +51,28 @@ describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', (
   it('one leads and boards, the other stands by (ready); a graceful stop hands over at once; nothing boarded twice', async () => {
     const base = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
     const ports = { a: await freePort(), b: await freePort() };
+    const configs: Partial<Record<'a' | 'b', string>> = {};
     const start = async (name: 'a' | 'b'): Promise<{ rt: BoardingRuntime; daemon: ConnectorDaemon; ready: () => Promise<Ready>; metrics: () => Promise<string> }> => {
-      const config = loadConfig({
-        env: pgEnv(),
-        fileText: stringify({
-          platform: { baseUrl: p.sandbox.baseUrl, apiKey: p.apiKey, environment: 'staging', rateLimit: { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 } },
-          store: { engine: 'postgres', postgres: pgStoreConfig(db.url, { poolSize: 4 }), leadership: { ttlMs: 3000, renewEveryMs: 1000 } },
-          // One core both replicas write to (as they would to one core system).
-          core: { adapter: 'file', file: { dir: base.coreDir } },
-          mappings: { dir: `${process.cwd()}/mappings/generic` },
-          customers: { tinHashKey: 'replicas-test-key-0123456789abcdef' },
-          boarding: { concurrency: 2, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000, documentHosts: { allow: ['127.0.0.1'] } },
-          webhooks: { host: '127.0.0.1', port: ports[name], secrets: [SECRET], debounceMs: 0 },
-          admin: { host: '127.0.0.1', port: 0 },
-          schedule: { drain: '*/2 * * * * *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' },
-          reports: { dir: `${base.dir}/reports-${name}` },
-          log: { level: 'silent' },
-        }),
+      const documented = documentedPostgresConfig(db.url);
+      const text = stringify({
+        platform: { baseUrl: p.sandbox.baseUrl, apiKey: p.apiKey, environment: 'staging', rateLimit: { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 } },
+        // store.postgres and the tin hash key exactly as docs/deploy.md shows them (password from the environment).
+        store: { ...documented.store, leadership: { ttlMs: 3000, renewEveryMs: 1000 } },
+        // One core both replicas write to (as they would to one core system).
+        core: { adapter: 'file', file: { dir: base.coreDir } },
+        mappings: { dir: `${process.cwd()}/mappings/generic` },
+        customers: documented.customers,
+        boarding: { concurrency: 2, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000, documentHosts: { allow: ['127.0.0.1'] } },
+        webhooks: { host: '127.0.0.1', port: ports[name], secrets: [SECRET], debounceMs: 0 },
+        admin: { host: '127.0.0.1', port: 0 },
+        schedule: { drain: '*/2 * * * * *', endpointCheck: '0 0 1 1 *', reconcile: '0 0 1 1 *' },
+        reports: { dir: `${base.dir}/reports-${name}` },
+        log: { level: 'silent' },
       });
+      const configPath = `${base.dir}/replica-${name}.yaml`;
+      writeFileSync(configPath, text);
+      configs[name] = configPath;
+      const config = loadConfig({ env: pgEnv(), fileText: text });
       const rt = await buildRuntime(config, silentLogger(), { clock: systemClock });
       const daemon = createConnectorDaemon(rt);
       await daemon.start();
@@ -122,6 +129,11 @@ describe.skipIf(pgSkipReason !== null)('two replicas on one PostgreSQL state', (
     expect(Date.now() - stoppedAt).toBeLessThan(2_500);
     await vi.waitFor(async () => expect(await acked()).toBe(14), { timeout: 30_000, interval: 200 });
     expect(await b.metrics()).toMatch(/^boarding_leadership_acquisitions_total 1$/m);
+
+    // The documented config passes `config check --connect`: the store takes a write over verified TLS.
+    const check = await runCliSplit(['--config', configs.b!, 'config', 'check', '--connect', '--json'], { env: pgEnv() });
+    const store = (JSON.parse(check.stdout) as { checks: Array<{ name: string; status: string; detail: string }> }).checks.find((x) => x.name === 'store');
+    expect(store, check.stdout).toMatchObject({ status: 'ok', detail: expect.stringMatching(/takes a write; TLS TLSv1\.[23] .*certificate verified, host name checked/) as unknown });
 
     const c = await p.counters();
     expect(c.duplicateAcks).toEqual({});
