@@ -33,7 +33,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { benchPgUrl } from './pg-server.js';
+import { benchPgClient, benchPgStore, benchPgUrl } from './pg-server.js';
 import { hashPassword } from '../src/console/auth.js';
 import { buildExceptionStore } from './console-store.js';
 
@@ -137,7 +137,7 @@ function sqliteCounter(path: string): AckCounter {
 }
 
 function pgCounter(url: string): AckCounter {
-  const client = new pg.Client({ connectionString: url });
+  const client = new pg.Client(benchPgClient(url));
   const connected = client.connect();
   return {
     async count() {
@@ -194,9 +194,10 @@ function at(samples: Sample[], k: number): { t: number; cpu: number } {
 }
 
 async function newPgDatabase(base: string, name: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const admin = new pg.Client({ connectionString: base });
+  // The strict test server: the fixture role creates databases, owned by the login role.
+  const admin = new pg.Client(benchPgClient(base, 'fixture'));
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.query(`CREATE DATABASE ${name} OWNER ${new URL(base).username}`);
   const u = new URL(base);
   u.pathname = `/${name}`;
   return {
@@ -228,7 +229,8 @@ async function measure(engine: Engine, loans: number, pgBase: string | null): Pr
       configPath,
       JSON.stringify({
         platform: { baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, environment: 'staging', rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES } },
-        store: db === null ? { path: statePath } : { engine: 'postgres', path: statePath, postgres: { url: db.url } },
+        store: db === null ? { path: statePath } : { engine: 'postgres', path: statePath, postgres: { url: db.url, ssl: 'verify-full', sslRootCert: benchPgStore(db.url).target.sslRootCert } },
+        ...(db === null ? {} : { customers: { tinHashKey: 'bench-scale-tin-hash-key-0123456789' } }),
         core: { adapter: 'file', file: { dir: join(dir, 'core') } },
         mappings: { dir: mappingsInto(dir) },
         boarding: { documentHosts: { allow: ['127.0.0.1'] }, ...(CONCURRENCY ? { concurrency: Number(CONCURRENCY) } : {}) },
@@ -239,7 +241,8 @@ async function measure(engine: Engine, loans: number, pgBase: string | null): Pr
     const counter = db === null ? sqliteCounter(statePath) : pgCounter(db.url);
     const prof = PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR, '--cpu-prof-name', `scale-${engine}-${loans}.cpuprofile`] : [];
     const t0 = performance.now();
-    const child = spawn(process.execPath, [...NODE_ARGS, ...prof, 'dist/main.js', 'sync', '--once', '--json', '--progress=never', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = db === null ? process.env : { ...process.env, ...benchPgStore(db.url).env };
+    const child = spawn(process.execPath, [...NODE_ARGS, ...prof, 'dist/main.js', 'sync', '--once', '--json', '--progress=never', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
