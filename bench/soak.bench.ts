@@ -9,7 +9,8 @@
  * descriptors, state size (database + WAL) per loan and the inbox's rows; at the end the ratio of
  * the last to the first 10 minutes' means (the last ÷ first third on a run shorter than 30 min).
  * Goal: ≤ 1.1 for RSS, descriptors and state size per loan. Prints numbers; never fails on them.
- * BENCH_SOAK_MAIN soaks another build's main.js (a copy of dist/ under the worktree) instead.
+ * BENCH_SOAK_MAIN soaks another build's main.js instead (a copy of the worktree's dist/ and
+ * package.json in a directory of their own under it, so rebuilding dist/ meanwhile changes nothing).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -163,8 +164,10 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const t of timers) clearInterval(t);
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
     await p.close();
   }
   const span = samples.length >= 30 ? 10 : Math.max(1, Math.floor(samples.length / 3));
