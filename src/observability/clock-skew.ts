@@ -30,7 +30,7 @@ export async function measureClockOffset(db: StoreDb, clock: Clock): Promise<Clo
 
 export function describeOffset(o: ClockOffset): string {
   const s = Math.abs(o.offsetMs) / 1000;
-  const amount = s >= 120 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`;
+  const amount = s >= 90 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`;
   return o.offsetMs === 0 ? 'this host agrees with the database clock' : `this host's clock is ${amount} ${o.offsetMs > 0 ? 'behind' : 'ahead of'} the database's`;
 }
 

@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectExactlyOnce, fillDisk, gauge, logLines, mountTmpfs, readyzWhen, report, sleep, startSingle, tempFilesUnder, until, type SingleSet } from './support/harness.js';
 
@@ -66,6 +67,13 @@ async function scenario(which: 'core.file.dir' | 'store.path'): Promise<void> {
   expect(after.checks['disk']?.ok, ctx).toBe(true);
   set.replica.signal('SIGTERM');
   expect(await set.replica.exited(), `${ctx}: SIGTERM`).toEqual({ code: 0, signal: null });
+  // The state database went through ENOSPC mid-transaction (SQLITE_FULL): intact, no torn page.
+  const db = new Database(set.dbPath, { readonly: true, fileMustExist: true });
+  try {
+    expect(db.pragma('integrity_check', { simple: true }), `${ctx}: state database integrity`).toBe('ok');
+  } finally {
+    db.close();
+  }
   await expectExactlyOnce(set, ctx);
   report(`disk full: ${which}`, { loans: LOANS, ackedWhenFull: stalled, detectMs, recoveryMs: resumedAt - freedAt, alertLines: alerts.length });
 }
