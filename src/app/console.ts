@@ -86,6 +86,6 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
   return {
     service,
     executor,
-    mount: (app) => mountConsole(app, { config: rt.config.console, service, auth, logger: rt.logger, clock: rt.clock }),
+    mount: (app) => mountConsole(app, { config: rt.config.console, service, auth, logger: rt.logger, clock: rt.clock, timeZone: rt.config.bank.timeZone }),
   };
 }

@@ -18,6 +18,8 @@ export interface ConsoleDeps {
   auth: ConsoleAuth;
   logger: Logger;
   clock: Clock;
+  /** bank.timeZone: every time a page shows is in it, with its abbreviation (default UTC). */
+  timeZone?: string;
 }
 
 /** Mounts /console/api (first, so the pages never see its paths) and /console/ on the admin app. */

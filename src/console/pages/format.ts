@@ -1,13 +1,25 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { localDateTime } from '../../lib/calendar.js';
 import { formatCentsGrouped } from '../../reports/money.js';
 import { html, type Html } from './html.js';
 
-/** ISO time → "2026-11-25 14:03:07 UTC" (ops read UTC; the report's days are in bank.timeZone). */
+/**
+ * The zone the page being rendered shows times in (bank.timeZone): set once per request by the
+ * pages' router (pages/index.ts), so every renderer shows the same convention as the reports
+ * without passing the zone through each of them. Outside a request: UTC.
+ */
+export const displayZone = new AsyncLocalStorage<string>();
+
+/** ISO time → "2026-11-25 08:03:07 CST": the bank's wall time with its zone's abbreviation. */
 export function when(iso: string | null | undefined): string {
   if (iso === null || iso === undefined || iso === '') return '';
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
-  return new Date(t).toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  return localDateTime(t, displayZone.getStore() ?? 'UTC');
 }
+
+/** Epoch ms → as `when`. */
+export const whenMs = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : when(new Date(ms).toISOString()));
 
 export function money(cents: number | string | null | undefined): string {
   if (cents === null || cents === undefined || cents === '') return '';

@@ -20,6 +20,7 @@ import { layout, type NavKey } from './layout.js';
 import { createSessionStore, type BrowserSession, type SessionStore } from './sessions.js';
 import { clearSessionCookie, pageHeaders, sameOrigin, sessionCookieOf, setSessionCookie } from './security.js';
 import { CONSOLE_CSS } from './style.js';
+import { displayZone } from './format.js';
 import { REPORT_HTML_CSP } from '../../reports/render-html.js';
 import { BULK_FILTER_PREFIX, FILTER_KEYS, QUEUE_KEYS, QueueParamError, filterOf, queryOf, queueHref, queuePage, type QueueParams } from './queue.js';
 import { loanPage } from './loan.js';
@@ -74,6 +75,9 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   const form = express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 100 });
 
   router.use(pageHeaders);
+  // Every time on every page in the bank's zone (format.ts when()).
+  const zone = deps.timeZone ?? 'UTC';
+  router.use((_req, _res, next) => displayZone.run(zone, next));
 
   // Every request, with its user once known (set below), logged when the response is done.
   router.use((req, res, next) => {

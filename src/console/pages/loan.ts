@@ -89,8 +89,8 @@ ${v.canAct ? html`<h2>Actions</h2>${actionForm(v.session, id, state)}` : ''}
 <h2>Loan</h2>
 ${kv([
   ['Release marker', l['releaseMarker']],
-  ['Released at', l['releasedAtIso']],
-  ['Funded at', l['fundedAtIso']],
+  ['Released at', when(str(l['releasedAtIso']))],
+  ['Funded at', when(str(l['fundedAtIso']))],
   ['Amount', money(l['centsAmount'] as number | null)],
   ['Product', l['productId']],
   ['Mapping version', l['mappingVersion']],

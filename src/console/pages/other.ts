@@ -1,6 +1,6 @@
 /** The audit log, reconciliation, batches, status, login and error pages. */
 import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../service.js';
-import { money, pill, pretty, when } from './format.js';
+import { money, pill, pretty, when, whenMs } from './format.js';
 import { REASON_LABELS } from '../../reports/reasons.js';
 import type { ExceptionReason } from '../../reports/types.js';
 import { consoleHref, html, seg, type Html } from './html.js';
@@ -88,14 +88,13 @@ ${v.batches.map((b) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status
 function locksSection(v: { session: BrowserSession; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
   if (v.locks.length === 0) return html`<p class="muted" data-testid="login-locks">No user is locked out.</p>`;
   return html`<table data-testid="login-locks" class="narrow"><thead><tr><th>User</th><th>Locked from</th><th>Since</th><th>Until</th>${v.canUnlock ? html`<th></th>` : ''}</tr></thead><tbody>
-${v.locks.map((l) => html`<tr><td>${l.user}</td><td class="mono">${l.client ?? 'every address'}</td><td class="small">${when(new Date(l.since).toISOString())}</td><td class="small">${when(new Date(l.until).toISOString())}</td>${v.canUnlock ? html`<td><form method="post" action="/console/logins/unlock" class="inline">${csrfField(v.session)}<input type="hidden" name="name" value="${l.user}"><button type="submit">Unlock</button></form></td>` : ''}</tr>`)}
+${v.locks.map((l) => html`<tr><td>${l.user}</td><td class="mono">${l.client ?? 'every address'}</td><td class="small">${whenMs(l.since)}</td><td class="small">${whenMs(l.until)}</td>${v.canUnlock ? html`<td><form method="post" action="/console/logins/unlock" class="inline">${csrfField(v.session)}<input type="hidden" name="name" value="${l.user}"><button type="submit">Unlock</button></form></td>` : ''}</tr>`)}
 </tbody></table>`;
 }
 
 export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
   const st = v.status;
   const pf = st.platform;
-  const iso = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : new Date(ms).toISOString());
   return html`<h1>Status</h1>
 <div class="cards" data-testid="status">
 <div class="card"><div class="label">Role</div><div class="value">${pill(st.role)}</div></div>
@@ -114,10 +113,10 @@ ${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${
 ${pf === null
   ? html`<p class="muted">Only the daemon knows its budget.</p>`
   : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
-${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(when(iso(b.pausedUntil)), 'bad')}</td></tr>`)}
+${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(whenMs(b.pausedUntil), 'bad')}</td></tr>`)}
 </tbody></table>
 <p class="muted">This process's view: spent and remaining count its own calls (with the state in PostgreSQL the budget, pauses and strikes are shared by every replica).</p>
-<dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
+<dl class="kv"><dt>Last success</dt><dd>${whenMs(pf.lastSuccessAt) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${whenMs(pf.lastFailure.at)} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
 ${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
 <h2>Login locks</h2>
 ${locksSection(v)}

@@ -144,7 +144,7 @@ function itemRow(i: ExceptionItem): Html {
 <td class="num">${money(i.amountCents)}</td>
 <td>${i.productId ?? ''}</td>
 <td class="small">${i.mappingVersion ?? ''}</td>
-<td class="small date">${(i.releasedAt ?? '').slice(0, 10)}</td>
+<td class="small date" title="${when(i.releasedAt)}">${when(i.releasedAt).slice(0, 10)}</td>
 <td class="num" title="${when(i.since)}">${i.ageBusinessDays} <span class="muted small">(${i.ageBucket})</span></td>
 <td class="wrap small">${i.lastErrorCode ? html`<span class="mono">${i.lastErrorCode}</span> ` : ''}${(i.lastErrorMessage ?? '').slice(0, 160)}</td>
 </tr>`;
