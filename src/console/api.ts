@@ -153,9 +153,14 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   }));
 
   router.post('/reports/:day/:run/signoff', route(async (req, res) => {
-    const as = body(req)['as'];
+    const b = body(req);
+    const as = b['as'];
     if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected "prepared" or "reviewed"', 'as');
-    res.json(await service.signOff(consoleUser(res), req.params['day'] as string, req.params['run'] as string, as));
+    const note = b['note'];
+    if (typeof note !== 'string') throw new ConsoleError(400, 'note: required: a comment for the sign-off', 'note');
+    const dispositions = b['dispositions'];
+    if (dispositions !== undefined && (typeof dispositions !== 'object' || dispositions === null || Array.isArray(dispositions))) throw new ConsoleError(400, 'dispositions: expected an object { "<exception index>": "resolved" | … }', 'dispositions');
+    res.json(await service.signOff(consoleUser(res), req.params['day'] as string, req.params['run'] as string, as, { note, ...(dispositions ? { dispositions: dispositions as Record<string, string> } : {}) }));
   }));
 
   router.post('/logins/unlock', route(async (req, res) => {

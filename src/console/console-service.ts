@@ -18,6 +18,8 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformHealth } from '../platform/api.js';
 import { ageBucket } from '../reports/compute.js';
 import { REPORT_FILES } from '../reports/files.js';
+import { DISPOSITIONS, runExceptions, writeSignOff, type Disposition, type ExceptionDisposition } from '../reports/signoff.js';
+import type { ReportException } from '../reports/types.js';
 import type { BoardPreview, ReboardPreview } from '../editloop/reboard.js';
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../editloop/loan-history.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
@@ -271,7 +273,15 @@ function auditView(r: AuditRow): AuditEntry {
 }
 
 function signOffView(s: SignOffRow | null): ReportRun['signOff'] {
-  return { preparedBy: s?.preparedBy ?? null, preparedAt: iso(s?.preparedAt ?? null), reviewedBy: s?.reviewedBy ?? null, reviewedAt: iso(s?.reviewedAt ?? null) };
+  return {
+    preparedBy: s?.preparedBy ?? null,
+    preparedAt: iso(s?.preparedAt ?? null),
+    reviewedBy: s?.reviewedBy ?? null,
+    reviewedAt: iso(s?.reviewedAt ?? null),
+    preparedNote: s?.preparedNote ?? null,
+    reviewedNote: s?.reviewedNote ?? null,
+    dispositions: (parseJson(s?.dispositions ?? null) as ExceptionDisposition[] | null) ?? [],
+  };
 }
 
 /** One CSV cell: quoted when needed; a leading =, +, - or @ is defused (spreadsheet formulas). */
@@ -686,12 +696,28 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       return (await stat(file).catch(() => null))?.isFile() ? file : null;
     },
 
-    async signOff(user, d, run, as) {
+    async signOff(user, d, run, as, input) {
       if (!hasRole(user, 'operator') && !hasRole(user, 'approver')) throw new ConsoleError(403, `signing off needs the operator or approver role (user ${user.name} has ${user.roles.join(', ')})`);
       if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
       if ((await service.reportFile(d, run, 'json')) === null) throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
+      const note = typeof input?.note === 'string' ? input.note.trim() : '';
+      if (note === '') throw new ConsoleError(400, 'note: required: a comment for the sign-off (kept in signoff.json and report.html)', 'note');
+      if (note.length > MAX_REASON) throw new ConsoleError(400, `note: at most ${MAX_REASON} characters`, 'note');
+      const runDir = join(reportsDir, d, run);
+      let dispositions: ExceptionDisposition[] | null = null;
+      if (as === 'prepared') {
+        const exceptions = await runExceptions(runDir).catch(() => [] as ReportException[]);
+        const given = input.dispositions ?? {};
+        dispositions = [];
+        for (const [i, e] of exceptions.entries()) {
+          const v = given[String(i)];
+          if (v === undefined || v === '') throw new ConsoleError(400, `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ${DISPOSITIONS.join(', ')}`, `dispositions.${i}`);
+          if (!(DISPOSITIONS as readonly string[]).includes(v)) throw new ConsoleError(400, `dispositions.${i}: expected one of ${DISPOSITIONS.join(', ')}`, `dispositions.${i}`);
+          dispositions.push({ index: i, loanId: e.loanId, reason: e.reason, disposition: v as Disposition });
+        }
+      }
       const now = clock.now();
-      const ok = await cs.sign(d, run, as, user.name, now, { note: null, dispositions: null }, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}`, detail: { day: d, run, as } });
+      const ok = await cs.sign(d, run, as, user.name, now, { note, dispositions: dispositions === null ? null : JSON.stringify(dispositions) }, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}: ${note}`, detail: { day: d, run, as, ...(dispositions ? { dispositions: dispositions.length } : {}) } });
       if (!ok) {
         const s = await cs.signOff(d, run);
         if (as === 'prepared') throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);
@@ -700,6 +726,19 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
         throw new ConsoleError(403, `four eyes: ${user.name} prepared ${d}/${run}; another person reviews it`);
       }
       log.info({ user: user.name, day: d, run, as }, 'reconciliation signed off');
+      // The run's own files carry the signatures (the database row stays the record if this fails).
+      const so = signOffView(await cs.signOff(d, run));
+      await writeSignOff(runDir, {
+        day: d,
+        run,
+        preparedBy: so.preparedBy,
+        preparedAt: so.preparedAt,
+        preparedComment: so.preparedNote ?? null,
+        reviewedBy: so.reviewedBy,
+        reviewedAt: so.reviewedAt,
+        reviewedComment: so.reviewedNote ?? null,
+        dispositions: (so.dispositions ?? []) as ExceptionDisposition[],
+      }).catch((err: unknown) => log.warn({ err, day: d, run }, 'sign-off recorded, but signoff.json / report.html of the run could not be written'));
       const all = await service.reports();
       return all.find((r) => r.day === d && r.run === run) as ReportRun;
     },

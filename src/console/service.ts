@@ -292,6 +292,17 @@ export interface SignOff {
   preparedAt: string | null;
   reviewedBy: string | null;
   reviewedAt: string | null;
+  /** The signers' comments. */
+  preparedNote?: string | null;
+  reviewedNote?: string | null;
+  /** The preparer's disposition of each exception (index in report.json's exceptions). */
+  dispositions?: Array<{ index: number; loanId: string; reason: string; disposition: string }>;
+}
+
+/** What a signature says besides who and when: a comment (required) and, from the preparer, a disposition per exception (by its index). */
+export interface SignOffInput {
+  note: string;
+  dispositions?: Record<string, string>;
 }
 
 /** One run of the reconciliation (a folder `<day>/run-<time>`, never overwritten). */
@@ -406,11 +417,13 @@ export interface ConsoleService {
   /** The path of a file of a run (report.html/json/csv), for the pages to send; null when absent. */
   reportFile(day: string, run: string, kind: 'html' | 'json' | 'csv'): Promise<string | null>;
   /**
-   * Signs a run off as `prepared` or `reviewed` by the logged-in user (operator or approver).
-   * 403 when the reviewer is the preparer or reviewing comes before preparing; 409 when that
-   * part is already signed (a signature is never overwritten).
+   * Signs a run off as `prepared` or `reviewed` by the logged-in user (operator or approver), with
+   * a comment; the preparer gives every exception a disposition (400 naming the first without).
+   * Then signoff.json is written beside the run's files and its report.html re-rendered with the
+   * signatures. 403 when the reviewer is the preparer or reviewing comes before preparing; 409
+   * when that part is already signed (a signature is never overwritten).
    */
-  signOff(user: ConsoleUser, day: string, run: string, as: 'prepared' | 'reviewed'): Promise<ReportRun>;
+  signOff(user: ConsoleUser, day: string, run: string, as: 'prepared' | 'reviewed', input: SignOffInput): Promise<ReportRun>;
 
   /** File core batches, newest first (empty for other cores). */
   batches(): Promise<BatchView[]>;

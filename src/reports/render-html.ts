@@ -3,6 +3,7 @@ import { formatCentsGrouped } from './money.js';
 import { AGE_BUCKETS, reviewItemsOf, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException, type ReviewItemsLookup } from './types.js';
 import { REASON_LABELS } from './reasons.js';
 import { localDateTime } from '../lib/calendar.js';
+import { DISPOSITION_LABELS, type SignOffRecord } from './dispositions.js';
 
 /** An ISO instant as people read it in the report: the bank's wall time with the zone's abbreviation (a date stays a date). */
 function inZone(iso: string, timeZone: string): string {
@@ -116,6 +117,8 @@ export interface HtmlOptions {
   reviewItems?: ReviewItemsLookup;
   /** How many exceptions there are when `exceptions` holds only the first ones (default: its length). */
   exceptionCount?: number;
+  /** The run's sign-off (signoff.ts): signatures, comments and dispositions instead of blank lines. */
+  signOff?: SignOffRecord;
 }
 
 /** Exceptions report.html lists by default (the CSV and the JSON have every one). */
@@ -211,7 +214,7 @@ ${shown
   .map((e) =>
     row([
       escapeHtml(REASON_LABELS[e.reason]),
-      `${escapeHtml(e.loanId)}${e.loanNumber ? `<br><span class="small">${escapeHtml(e.loanNumber)}</span>` : ''}`,
+      `<a href="/console/loans/${escapeHtml(encodeURIComponent(e.loanId))}">${escapeHtml(e.loanId)}</a>${e.loanNumber ? `<br><span class="small">${escapeHtml(e.loanNumber)}</span>` : ''}`,
       escapeHtml(e.field ?? ''),
       escapeHtml(e.platformValue ?? ''),
       escapeHtml(e.coreValue ?? ''),
@@ -227,16 +230,26 @@ ${s.batches ? renderBatchTieHtml(s.batches, h.timeZone) : ''}
 ${s.customers ? renderCustomersHtml(s.customers, h.timeZone) : ''}
 ${s.notes.length > 0 ? `<h2>Notes</h2><ul>${s.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : ''}
 
-<h2>Sign-off</h2>
-<p class="small">Reviewed by someone who did not originate the entries. Record the disposition of every exception above.</p>
-<table class="signoff" data-testid="signoff">
-${row(['Prepared by (name)', '', 'Date', ''])}
-${row(['Reviewed by (name)', '', 'Date', ''])}
-${row(['Comments', '<td colspan="3"></td>'])}
-</table>
+${renderSignOffHtml(opts.signOff, h.timeZone)}
 <p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · report.json and report.csv in the same folder.</p>
 </body></html>
 `;
+}
+
+function renderSignOffHtml(so: SignOffRecord | undefined, tz: string): string {
+  const at = (iso: string | null): string => (iso ? escapeHtml(inZone(iso, tz)) : '');
+  const dispositions = so && so.dispositions.length > 0
+    ? `<h3>Dispositions</h3><table data-testid="dispositions">${row(['Loan', 'Reason', 'Disposition'], true)}${so.dispositions.map((d) => row([escapeHtml(d.loanId), escapeHtml(REASON_LABELS[d.reason as ExceptionReason] ?? d.reason), escapeHtml(DISPOSITION_LABELS[d.disposition] ?? d.disposition)])).join('')}</table>`
+    : '';
+  return `<h2>Sign-off</h2>
+<p class="small">Reviewed by someone who did not originate the entries. Record the disposition of every exception above.${so ? ' Signed in the ops console; signoff.json in the same folder.' : ''}</p>
+<table class="signoff" data-testid="signoff">
+${row(['Prepared by (name)', escapeHtml(so?.preparedBy ?? ''), 'Date', at(so?.preparedAt ?? null)])}
+${row(['Preparer\'s comments', `<td colspan="3">${escapeHtml(so?.preparedComment ?? '')}</td>`])}
+${row(['Reviewed by (name)', escapeHtml(so?.reviewedBy ?? ''), 'Date', at(so?.reviewedAt ?? null)])}
+${row(['Reviewer\'s comments', `<td colspan="3">${escapeHtml(so?.reviewedComment ?? '')}</td>`])}
+</table>
+${dispositions}`;
 }
 
 function renderCustomersHtml(c: NonNullable<ReconciliationSummary['customers']>, tz: string): string {
@@ -256,7 +269,7 @@ function reviewItemsHtml(e: ReportException, reviewItems: ReportException['revie
   const items = reviewItems.map(
     (r) => `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
   );
-  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (<code>loans show ${escapeHtml(e.loanId)}</code>)</li>`);
+  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (the loan's console page; <code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`);
   return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
 

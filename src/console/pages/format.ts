@@ -72,3 +72,10 @@ export function pretty(value: unknown): string {
     return Object.prototype.toString.call(value);
   }
 }
+
+/** A long id for a table cell: its start and end around an ellipsis (the full value goes in a title). */
+export function shortId(id: string, max = 18): string {
+  if (id.length <= max) return id;
+  const head = Math.ceil((max - 1) / 2);
+  return `${id.slice(0, head)}…${id.slice(id.length - (max - 1 - head))}`;
+}

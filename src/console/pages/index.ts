@@ -72,7 +72,8 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   const { service, auth } = deps;
   const log = deps.logger.child({ component: 'console-pages' });
   const sessions = opts.sessions ?? createSessionStore({ clock: deps.clock, idleMs: deps.config.sessionIdleMinutes * 60_000 });
-  const form = express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 100 });
+  // The sign-off form carries one disposition per exception: more fields than the others.
+  const form = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 5000 });
 
   router.use(pageHeaders);
   // Every time on every page in the bank's zone (format.ts when()).
@@ -460,7 +461,12 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     const as = field(req.body, 'as');
     try {
       if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
-      const run = await service.signOff(user, req.params['day'], req.params['run'], as);
+      const dispositions: Record<string, string> = {};
+      for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) {
+        const m = /^disposition_(\d{1,6})$/.exec(k);
+        if (m && typeof v === 'string') dispositions[m[1] as string] = v;
+      }
+      const run = await service.signOff(user, req.params['day'], req.params['run'], as, { note: field(req.body, 'note') ?? '', dispositions });
       session.flash = { kind: 'ok', text: `Signed as ${as === 'prepared' ? 'preparer' : 'reviewer'} of ${run.day}.` };
       res.redirect(303, consoleHref(`/console/reconciliation/${seg(run.day)}/${seg(run.run)}`));
     } catch (err) {
