@@ -439,7 +439,9 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
     const r = await cs.request(id);
     if (!r) return null;
     const loans = r.action === 'seal' || r.action === 'strike_clear' ? null : await cs.requestLoans(id);
-    return requestView(r, loans);
+    const view = requestView(r, loans);
+    if (loans !== null) view.loanDetails = await cs.requestLoanRows(id, 500);
+    return view;
   }
 
   async function waitForExecution(id: string): Promise<ActionRequest> {

@@ -223,6 +223,8 @@ export interface ActionRequest {
   batch: string | null;
   /** How many loans the request covered when it was made (frozen). */
   previewCount: number;
+  /** GET of one request: its first loans with their loan number and borrower (as the store has them now). */
+  loanDetails?: Array<{ id: string; loanNumber: string | null; borrowerName: string | null }>;
   reason: string;
   maker: string;
   createdAt: string;

@@ -112,6 +112,8 @@ export interface ConsoleStore {
   insertRequest(row: Omit<RequestRow, 'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'>, loans: ReadonlyArray<{ id: string; state: string | null }>, audit: NewAudit): Promise<void>;
   request(id: string): Promise<RequestRow | null>;
   requestLoans(id: string): Promise<string[]>;
+  /** The loans of a request with their loan number and borrower (the request page), at most `limit`, by loan number. */
+  requestLoanRows(id: string, limit: number): Promise<Array<{ id: string; loanNumber: string | null; borrowerName: string | null }>>;
   /** The loans of a request with the state each was in when it was made. */
   requestLoanStates(id: string): Promise<Array<{ id: string; fromState: string | null }>>;
   /** Newest first; keyset on (created_at, id). */
@@ -381,6 +383,14 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
     },
     async requestLoans(id) {
       return (await db.all<{ loan_id: string }>('SELECT loan_id FROM console_request_loans WHERE request_id = ? ORDER BY loan_id', [id])).map((r) => r.loan_id);
+    },
+    async requestLoanRows(id, limit) {
+      return (
+        await db.all<{ loan_id: string; loan_number: string | null; borrower_name: string | null }>(
+          'SELECT l.loan_id, n.loan_number, n.borrower_name FROM console_request_loans l LEFT JOIN loans n ON n.id = l.loan_id WHERE l.request_id = ? ORDER BY n.loan_number, l.loan_id LIMIT ?',
+          [id, limit],
+        )
+      ).map((r) => ({ id: r.loan_id, loanNumber: r.loan_number, borrowerName: r.borrower_name }));
     },
     async requestLoanStates(id) {
       return (await db.all<{ loan_id: string; from_state: string | null }>('SELECT loan_id, from_state FROM console_request_loans WHERE request_id = ? ORDER BY loan_id', [id])).map((r) => ({

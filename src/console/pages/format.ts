@@ -79,3 +79,21 @@ export function shortId(id: string, max = 18): string {
   const head = Math.ceil((max - 1) / 2);
   return `${id.slice(0, head)}…${id.slice(id.length - (max - 1 - head))}`;
 }
+
+/** A URL in an error text: its scheme and host only (an encoded presigned path says nothing to ops). */
+const URL_IN_TEXT = /\bhttps?:\/\/([^/\s?#]+)[^\s]*/g;
+
+/**
+ * The sentence of a loan's last error that says what is wrong, for one table line: URLs cut to
+ * their host, the mapping location moved after the message, the first sentence (or clause) only.
+ * The loan's page shows the whole text.
+ */
+export function errorSentence(code: string | null, message: string | null): string {
+  if (message === null || message.trim() === '') return code ?? '';
+  const m = message.replace(URL_IN_TEXT, (_u, host: string) => `${host}/…`).replace(/\s+/g, ' ').trim();
+  const firstOf = (t: string): string => /^(.{20,}?[.;])(\s|$)/.exec(t)?.[1] ?? t;
+  // "loan.yaml:12:3 loan.maturityDate: expected …" → "maturityDate: expected … (loan.yaml:12)"
+  const loc = /^([\w./-]+\.ya?ml):(\d+)(?::\d+)? (?:[\w]+\.)?([\w.[\]]+): (.*)$/.exec(m);
+  if (loc) return `${loc[3]}: ${firstOf(loc[4] as string).replace(/[.;]$/, '')} (${loc[1]}:${loc[2]})`;
+  return firstOf(m);
+}

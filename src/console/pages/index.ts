@@ -153,7 +153,9 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
       setSessionCookie(res, id, isSecureRequest(req));
       locals(res).user = outcome.user;
       log.info({ user: outcome.user.name, roles: outcome.user.roles, client: auth.clientAddress(req) }, 'console login');
-      res.redirect(303, '/console/queue');
+      // An approver lands on what waits for them (requests another person made), others on the queue.
+      const waiting = hasRole(outcome.user, 'approver') ? (await service.requests({ status: 'pending', limit: PENDING_SHOWN + 1 })).items.some((r) => r.maker !== outcome.user.name) : false;
+      res.redirect(303, waiting ? '/console/requests?status=pending' : '/console/queue');
     } catch (err) {
       next(err);
     }

@@ -236,6 +236,19 @@ describe('console pages over HTTP', () => {
     expect(service.made.at(-1)?.loans).toEqual(['ln_a,ln_b', 'ln c']);
   });
 
+  it('an approver lands on the requests waiting for them; an operator on the queue, one line per loan with the error as its sentence', async () => {
+    const olga = await login('olga');
+    const made = await request('POST', '/console/requests', { cookie: olga.cookie, form: { action: 'skip', loans: 'L-2', reason: 'duplicate', _csrf: olga.csrf } });
+    expect(made.status).toBe(303);
+    const peter = await request('POST', '/console/login', { form: { name: 'peter', password: 'pw-operator' } });
+    expect(peter.location).toBe('/console/requests?status=pending');
+    const again = await request('POST', '/console/login', { form: { name: 'olga', password: 'pw-operator' } });
+    expect(again.location).toBe('/console/queue');
+    const queue = await request('GET', '/console/queue', { cookie: olga.cookie });
+    expect(queue.body).toContain('class="worklist"');
+    expect(queue.body).toContain('data-testid="queue-error"');
+  });
+
   it('a request without a reason gets 400 with the field named', async () => {
     const olga = await login('olga');
     const res = await request('POST', '/console/requests', { cookie: olga.cookie, form: { action: 'skip', loans: 'L-1', reason: '  ', _csrf: olga.csrf } });

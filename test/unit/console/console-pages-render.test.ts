@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionRequest, AuditEntry, BatchView, LoanHistory, ReportView, StatusView } from '../../../src/console/service.js';
 import { layout } from '../../../src/console/pages/layout.js';
-import { displayZone } from '../../../src/console/pages/format.js';
+import { displayZone, errorSentence, shortId } from '../../../src/console/pages/format.js';
 import { loanPage } from '../../../src/console/pages/loan.js';
 import { batchesPage, loginPage, reportPage, statusPage } from '../../../src/console/pages/other.js';
 import { requestPage, requestsPage } from '../../../src/console/pages/requests.js';
@@ -70,5 +70,14 @@ describe('console pages show times in the bank zone', () => {
     expect(page).toContain('2026-11-27 18:00:00 CST');
     expect(page).not.toContain('UTC');
     expect(page).toContain('Times in America/Chicago (CST)');
+  });
+});
+
+describe('the queue reads like a work list', () => {
+  it('a long id is shortened around an ellipsis; an error becomes its sentence (the column showed the start of an encoded URL)', () => {
+    expect(shortId('ln_2f9c1e7a-55aa-4c4e-9d0f-7b1d2c3e4f5a')).toBe('ln_2f9c1e…2c3e4f5a');
+    expect(shortId('L-1')).toBe('L-1');
+    expect(errorSentence('document.download', 'GET https://blobs.example.com/loans/ln%2F1%3Fx/doc.pdf?X-Amz-Signature=abc failed: 403 Forbidden. Retried 3 times; giving up')).toBe('GET blobs.example.com/… failed: 403 Forbidden.');
+    expect(errorSentence('mapping.mapping', 'loan.yaml:12:3 loan.maturityDate: expected a date after the first payment date; 2 more issues')).toBe('maturityDate: expected a date after the first payment date (loan.yaml:12)');
   });
 });
