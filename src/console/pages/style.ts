@@ -65,6 +65,6 @@ table.narrow{width:auto;min-width:560px}
 p.zone{margin:-8px 0 8px;text-align:right}
 table.worklist{table-layout:fixed}
 table.worklist td{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
-table.worklist col.id{width:150px}table.worklist col.no{width:120px}table.worklist col.who{width:170px}table.worklist col.why{width:150px}
+table.worklist col.id{width:172px}table.worklist col.no{width:120px}table.worklist col.who{width:170px}table.worklist col.why{width:150px}
 table.worklist col.amt{width:110px}table.worklist col.rel{width:96px}table.worklist col.age{width:76px}
 `;
