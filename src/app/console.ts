@@ -1,10 +1,10 @@
 import type { Express } from 'express';
 import type { Config } from '../config/schema.js';
 import { createConsoleAuth } from '../console/auth.js';
-import { createConsoleService } from '../console/console-service.js';
+import { createConsoleService } from '../console/service.js';
 import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
 import { mountConsole } from '../console/index.js';
-import type { ConsoleService } from '../console/service.js';
+import type { ConsoleService } from '../console/contract.js';
 import { previewLoanNow, reboardLoan } from '../editloop/reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';

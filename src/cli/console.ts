@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
 import { hashPassword } from '../console/auth.js';
-import { unlockAudit } from '../console/console-service.js';
+import { unlockAudit } from '../console/service.js';
 import { openState } from '../app/session.js';
 import { createConsoleStore } from '../store/console.js';
 import { userNameKey } from '../lib/user-name.js';

@@ -5,8 +5,8 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { consoleUser } from './auth.js';
-import { parseExceptionQuery } from './console-service.js';
-import { ConsoleError, type NewRequest, type RequestStatus } from './service.js';
+import { parseExceptionQuery } from './service.js';
+import { ConsoleError, type NewRequest, type RequestStatus } from './contract.js';
 import type { ConsoleDeps } from './index.js';
 
 type Handler = (req: Request, res: Response) => Promise<void>;

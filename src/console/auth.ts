@@ -20,7 +20,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { userNameKey } from '../lib/user-name.js';
 import { createLoginThrottle, type LoginLock } from './login-throttle.js';
-import type { ConsoleRole, ConsoleUser } from './service.js';
+import type { ConsoleRole, ConsoleUser } from './contract.js';
 
 /** scrypt parameters, as encoded in a hash (`ln` = log2 N). */
 export interface ScryptParams {

@@ -20,8 +20,8 @@ import type { Logger } from '../lib/logger.js';
 import type { ConsoleStore, RequestRow } from '../store/console.js';
 import type { BoardingStore } from '../store/index.js';
 import { processAlive } from '../store/leases.js';
-import type { ExecutorHandle } from './console-service.js';
-import type { RequestResult } from './service.js';
+import type { ExecutorHandle } from './service.js';
+import type { RequestResult } from './contract.js';
 
 const CLAIM_STALE_MS = 30 * 60_000;
 /** Loans changed per transaction: one fsync for many, and the event loop breathes between. */

@@ -8,7 +8,7 @@ import type { ConsoleConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { ConsoleAuth } from './auth.js';
-import type { ConsoleService } from './service.js';
+import type { ConsoleService } from './contract.js';
 import { createConsoleApi } from './api.js';
 import { mountConsolePages } from './pages/index.js';
 
@@ -31,4 +31,4 @@ export function mountConsole(adminApp: Express, deps: ConsoleDeps): void {
 }
 
 export type { ConsoleAuth } from './auth.js';
-export type { ConsoleService, ConsoleUser, ConsoleRole } from './service.js';
+export type { ConsoleService, ConsoleUser, ConsoleRole } from './contract.js';

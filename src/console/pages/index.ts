@@ -13,7 +13,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { ConsoleDeps } from '../index.js';
-import { ConsoleError, hasRole, REQUEST_ACTIONS, REQUEST_STATUSES, type ConsoleUser, type NewRequest, type RequestAction, type ReboardDiff, type RequestPreview, type RequestStatus } from '../service.js';
+import { ConsoleError, hasRole, REQUEST_ACTIONS, REQUEST_STATUSES, type ConsoleUser, type NewRequest, type RequestAction, type ReboardDiff, type RequestPreview, type RequestStatus } from '../contract.js';
 import { setConsoleUser } from '../auth.js';
 import { type Html } from './html.js';
 import { layout, type NavKey } from './layout.js';

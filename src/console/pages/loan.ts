@@ -4,7 +4,7 @@
  * requests naming it, its audit lines, what a re-board would change now (on demand: it reads the
  * platform within the rate budget), and the action forms.
  */
-import type { AuditEntry, LoanHistory, ReboardDiff } from '../service.js';
+import type { AuditEntry, LoanHistory, ReboardDiff } from '../contract.js';
 import { money, pill, pretty, when } from './format.js';
 import { Html, consoleHref, html, seg } from './html.js';
 import { csrfField } from './layout.js';

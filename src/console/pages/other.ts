@@ -1,5 +1,5 @@
 /** The audit log, reconciliation, batches, status, login and error pages. */
-import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../service.js';
+import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../contract.js';
 import { money, pill, pretty, shortId, when, whenMs } from './format.js';
 import { DISPOSITIONS, DISPOSITION_LABELS, type Disposition } from '../../reports/dispositions.js';
 import { REASON_LABELS } from '../../reports/reasons.js';

@@ -5,7 +5,7 @@
  * with its preview count.
  */
 import { QUARANTINE_REASONS } from '../../store/loan-states.js';
-import { AGE_BUCKETS, EXCEPTION_SORTS, type ExceptionFilter, type ExceptionItem, type ExceptionPage, type ExceptionQuery, type ExceptionSort, type ReasonAgeCount, type RequestPreview } from '../service.js';
+import { AGE_BUCKETS, EXCEPTION_SORTS, type ExceptionFilter, type ExceptionItem, type ExceptionPage, type ExceptionQuery, type ExceptionSort, type ReasonAgeCount, type RequestPreview } from '../contract.js';
 import { amountInput, errorSentence, money, parseAmount, pill, shortId, when } from './format.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';

@@ -1,5 +1,5 @@
 /** Requests: the list (pending first for approvers), one request with approve / reject. */
-import { REQUEST_STATUSES, hasRole, type ActionRequest, type ConsoleUser, type Page, type RequestStatus } from '../service.js';
+import { REQUEST_STATUSES, hasRole, type ActionRequest, type ConsoleUser, type Page, type RequestStatus } from '../contract.js';
 import { pill, pretty, shortId, when } from './format.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';

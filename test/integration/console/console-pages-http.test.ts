@@ -12,7 +12,7 @@ import { createConsoleAuth } from '../../../src/console/auth.js';
 import { testHash } from '../../support/console-users.js';
 import { mountConsolePages } from '../../../src/console/pages/index.js';
 import { createSessionStore } from '../../../src/console/pages/sessions.js';
-import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/service.js';
+import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/contract.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { FakeClock } from '../../support/fake-clock.js';

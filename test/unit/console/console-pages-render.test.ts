@@ -4,7 +4,7 @@
  * the output must carry it as text only.
  */
 import { describe, expect, it } from 'vitest';
-import type { ActionRequest, AuditEntry, BatchView, LoanHistory, ReportView, StatusView } from '../../../src/console/service.js';
+import type { ActionRequest, AuditEntry, BatchView, LoanHistory, ReportView, StatusView } from '../../../src/console/contract.js';
 import { layout } from '../../../src/console/pages/layout.js';
 import { displayZone, errorSentence, shortId } from '../../../src/console/pages/format.js';
 import { loanPage } from '../../../src/console/pages/loan.js';
