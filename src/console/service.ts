@@ -323,19 +323,28 @@ async function boundedHealth(health: () => Promise<{ ok: boolean; detail?: strin
 // The service
 // ---------------------------------------------------------------------------------------------
 
-export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
-  const { store, consoleStore: cs, clock } = deps;
-  const tz = deps.config.bank.timeZone;
-  const log = deps.logger.child({ component: 'console' });
-  const reportsDir = deps.config.reports.dir;
+/** What the service's parts share: the deps and the values derived from them once. */
+interface ServiceContext {
+  deps: ConsoleServiceDeps;
+  store: BoardingStore;
+  cs: ConsoleStore;
+  clock: Clock;
+  tz: string;
+  log: Logger;
+  reportsDir: string;
+}
+
+function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: string): void {
+  if (!hasRole(user, role)) throw new ConsoleError(403, `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`);
+}
+
+/** The exception queue, a loan's history and the re-board check. */
+function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'exceptionCounts' | 'loan' | 'reboardDiff'> {
+  const { deps, store, cs, clock, tz } = c;
   const fileBatches = new FileBatchStore(store.db);
   let previewing = false;
   /** Start times of each user's re-board checks in the last minute. */
   const previewStarts = new Map<string, number[]>();
-
-  function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: string): void {
-    if (!hasRole(user, role)) throw new ConsoleError(403, `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`);
-  }
 
   function exceptionItem(r: Awaited<ReturnType<ConsoleStore['exceptionPage']>>['rows'][number], now: number): ExceptionItem {
     const ageDays = businessDaysBetween(localDate(r.enteredAt, tz), localDate(now, tz));
@@ -359,100 +368,7 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
     };
   }
 
-  /** What a request acts on: the loans (validated against the action), or 400/409 naming what is wrong. */
-  async function resolveTargets(input: NewRequest, now: number): Promise<{ loans: string[]; filter: ExceptionFilter | null; refused: Array<{ loanId: string; why: string }> }> {
-    const action = input.action;
-    if (action === 'seal' || action === 'strike_clear') {
-      if (input.loans !== undefined || input.filter !== undefined) throw new ConsoleError(400, `${action} takes no loans or filter`, input.loans !== undefined ? 'loans' : 'filter');
-      if (action === 'seal' && deps.batching === undefined) throw new ConsoleError(400, 'action: seal needs the file core with batches (core.adapter file, a layout.yaml and core.file.csvBatches)', 'action');
-      return { loans: [], filter: null, refused: [] };
-    }
-    if ((input.loans === undefined) === (input.filter === undefined)) throw new ConsoleError(400, `${action}: give "loans" (a list of ids) or "filter" (one of them)`, 'loans');
-    if (input.loans !== undefined) {
-      if (!Array.isArray(input.loans) || input.loans.length === 0 || input.loans.some((l) => typeof l !== 'string' || l === '')) throw new ConsoleError(400, 'loans: expected a non-empty list of loan ids', 'loans');
-      const ids = [...new Set(input.loans)];
-      if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `loans: at most ${MAX_REQUEST_LOANS} per request`, 'loans');
-      const refused: Array<{ loanId: string; why: string }> = [];
-      for (const id of ids) {
-        if (action === 'retry' || action === 'skip') {
-          const p = action === 'retry' ? (await planRetry(store.loans, id)) : (await planSkip(store.loans, id));
-          if (!p.ok) refused.push({ loanId: id, why: p.why });
-        } else {
-          const row = await store.loans.get(id);
-          if (!row) refused.push({ loanId: id, why: `no loan ${id} in the state database` });
-          else if (row.state !== 'acknowledged') refused.push({ loanId: id, why: `loan ${id} is ${row.state}; only acknowledged loans can be re-boarded (retry the others)` });
-        }
-      }
-      return { loans: ids, filter: null, refused };
-    }
-    const filter = parseExceptionFilter(input.filter);
-    // By filter: retry and skip take quarantined exceptions, re-board the acknowledged ones with review items.
-    const sql = sqlFilter(filter, now, tz);
-    if (action === 'reboard') {
-      if (filter.state === 'quarantined') throw new ConsoleError(400, 'filter.state: reboard takes loans boarded with review items (state review); retry quarantined loans', 'filter.state');
-      sql.state = 'review';
-    } else {
-      if (filter.state === 'review') throw new ConsoleError(400, `filter.state: ${action} takes quarantined loans; boarded loans with review items are re-boarded`, 'filter.state');
-      sql.state = 'quarantined';
-    }
-    let ids = await cs.exceptionIds(sql, MAX_REQUEST_LOANS + 1);
-    if (action === 'reboard') {
-      const acked: string[] = [];
-      for (const id of ids) if ((await store.loans.get(id))?.state === 'acknowledged') acked.push(id);
-      ids = acked;
-    }
-    if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `filter: matches more than ${MAX_REQUEST_LOANS} loans; narrow it`, 'filter');
-    return { loans: ids, filter, refused: [] };
-  }
-
-  /** A loan in two requests still to run: the later one would end "failed"; refused now, pointing at the first. */
-  async function refuseOverlap(action: RequestAction, loans: readonly string[]): Promise<void> {
-    if (action === 'seal' || action === 'strike_clear') {
-      const open = await cs.openRequestsOf(action);
-      if (open[0] !== undefined) throw new ConsoleError(409, `request ${open[0]} (${action}) is still to run: approve, reject or withdraw it first`, 'action', `/console/requests/${encodeURIComponent(open[0])}`);
-      return;
-    }
-    const hits = await cs.openRequestsCovering(loans, 20);
-    const first = hits[0];
-    if (first === undefined) return;
-    const same = hits.filter((h) => h.requestId === first.requestId).map((h) => h.loanId);
-    throw new ConsoleError(
-      409,
-      `request ${first.requestId} is still to run and already covers loan${same.length === 1 ? '' : 's'} ${same.slice(0, 5).join(', ')}${same.length > 5 ? ', …' : ''}${hits.length > same.length ? ' (and other requests cover more)' : ''}: nothing requested; wait for it, or have it withdrawn or rejected`,
-      'loans',
-      `/console/requests/${encodeURIComponent(first.requestId)}`,
-    );
-  }
-
-  function checkNew(user: ConsoleUser, input: NewRequest): void {
-    requireRole(user, 'operator', 'making a request');
-    if (typeof input !== 'object' || input === null) throw new ConsoleError(400, 'body: expected a JSON object { action, loans | filter, reason }');
-    if (!(REQUEST_ACTIONS as readonly string[]).includes(input.action)) throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
-    if (typeof input.reason !== 'string' || input.reason.trim() === '') throw new ConsoleError(400, 'reason: required: say why (it is kept in the audit log)', 'reason');
-    if (input.reason.length > MAX_REASON) throw new ConsoleError(400, `reason: at most ${MAX_REASON} characters`, 'reason');
-    if (input.batch !== undefined && (input.action !== 'seal' || typeof input.batch !== 'string' || input.batch === '')) throw new ConsoleError(400, 'batch: only with action seal, a batch id', 'batch');
-  }
-
-  const exempt = (action: RequestAction): boolean => action === 'retry' && deps.config.console.fourEyes.exemptRetries;
-
-  async function loadRequest(id: string): Promise<ActionRequest | null> {
-    const r = await cs.request(id);
-    if (!r) return null;
-    const loans = r.action === 'seal' || r.action === 'strike_clear' ? null : await cs.requestLoans(id);
-    const view = requestView(r, loans);
-    if (loans !== null) view.loanDetails = await cs.requestLoanRows(id, 500);
-    return view;
-  }
-
-  async function waitForExecution(id: string): Promise<ActionRequest> {
-    if (deps.executor) {
-      deps.executor.kick();
-      await deps.executor.settled(id, deps.config.console.approveWaitMs);
-    }
-    return (await loadRequest(id)) as ActionRequest;
-  }
-
-  const service: ConsoleService = {
+  return {
     async exceptions(query) {
       const now = clock.now();
       const sort = query.sort ?? 'age';
@@ -541,6 +457,115 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       }
     },
 
+  };
+}
+
+/** What a new request is checked against: its targets, overlap with requests still to run, its fields. */
+function requestChecks(c: ServiceContext) {
+  const { deps, store, cs, tz } = c;
+  /** What a request acts on: the loans (validated against the action), or 400/409 naming what is wrong. */
+  async function resolveTargets(input: NewRequest, now: number): Promise<{ loans: string[]; filter: ExceptionFilter | null; refused: Array<{ loanId: string; why: string }> }> {
+    const action = input.action;
+    if (action === 'seal' || action === 'strike_clear') {
+      if (input.loans !== undefined || input.filter !== undefined) throw new ConsoleError(400, `${action} takes no loans or filter`, input.loans !== undefined ? 'loans' : 'filter');
+      if (action === 'seal' && deps.batching === undefined) throw new ConsoleError(400, 'action: seal needs the file core with batches (core.adapter file, a layout.yaml and core.file.csvBatches)', 'action');
+      return { loans: [], filter: null, refused: [] };
+    }
+    if ((input.loans === undefined) === (input.filter === undefined)) throw new ConsoleError(400, `${action}: give "loans" (a list of ids) or "filter" (one of them)`, 'loans');
+    if (input.loans !== undefined) {
+      if (!Array.isArray(input.loans) || input.loans.length === 0 || input.loans.some((l) => typeof l !== 'string' || l === '')) throw new ConsoleError(400, 'loans: expected a non-empty list of loan ids', 'loans');
+      const ids = [...new Set(input.loans)];
+      if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `loans: at most ${MAX_REQUEST_LOANS} per request`, 'loans');
+      const refused: Array<{ loanId: string; why: string }> = [];
+      for (const id of ids) {
+        if (action === 'retry' || action === 'skip') {
+          const p = action === 'retry' ? (await planRetry(store.loans, id)) : (await planSkip(store.loans, id));
+          if (!p.ok) refused.push({ loanId: id, why: p.why });
+        } else {
+          const row = await store.loans.get(id);
+          if (!row) refused.push({ loanId: id, why: `no loan ${id} in the state database` });
+          else if (row.state !== 'acknowledged') refused.push({ loanId: id, why: `loan ${id} is ${row.state}; only acknowledged loans can be re-boarded (retry the others)` });
+        }
+      }
+      return { loans: ids, filter: null, refused };
+    }
+    const filter = parseExceptionFilter(input.filter);
+    // By filter: retry and skip take quarantined exceptions, re-board the acknowledged ones with review items.
+    const sql = sqlFilter(filter, now, tz);
+    if (action === 'reboard') {
+      if (filter.state === 'quarantined') throw new ConsoleError(400, 'filter.state: reboard takes loans boarded with review items (state review); retry quarantined loans', 'filter.state');
+      sql.state = 'review';
+    } else {
+      if (filter.state === 'review') throw new ConsoleError(400, `filter.state: ${action} takes quarantined loans; boarded loans with review items are re-boarded`, 'filter.state');
+      sql.state = 'quarantined';
+    }
+    let ids = await cs.exceptionIds(sql, MAX_REQUEST_LOANS + 1);
+    if (action === 'reboard') {
+      const acked: string[] = [];
+      for (const id of ids) if ((await store.loans.get(id))?.state === 'acknowledged') acked.push(id);
+      ids = acked;
+    }
+    if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `filter: matches more than ${MAX_REQUEST_LOANS} loans; narrow it`, 'filter');
+    return { loans: ids, filter, refused: [] };
+  }
+
+  /** A loan in two requests still to run: the later one would end "failed"; refused now, pointing at the first. */
+  async function refuseOverlap(action: RequestAction, loans: readonly string[]): Promise<void> {
+    if (action === 'seal' || action === 'strike_clear') {
+      const open = await cs.openRequestsOf(action);
+      if (open[0] !== undefined) throw new ConsoleError(409, `request ${open[0]} (${action}) is still to run: approve, reject or withdraw it first`, 'action', `/console/requests/${encodeURIComponent(open[0])}`);
+      return;
+    }
+    const hits = await cs.openRequestsCovering(loans, 20);
+    const first = hits[0];
+    if (first === undefined) return;
+    const same = hits.filter((h) => h.requestId === first.requestId).map((h) => h.loanId);
+    throw new ConsoleError(
+      409,
+      `request ${first.requestId} is still to run and already covers loan${same.length === 1 ? '' : 's'} ${same.slice(0, 5).join(', ')}${same.length > 5 ? ', …' : ''}${hits.length > same.length ? ' (and other requests cover more)' : ''}: nothing requested; wait for it, or have it withdrawn or rejected`,
+      'loans',
+      `/console/requests/${encodeURIComponent(first.requestId)}`,
+    );
+  }
+
+  function checkNew(user: ConsoleUser, input: NewRequest): void {
+    requireRole(user, 'operator', 'making a request');
+    if (typeof input !== 'object' || input === null) throw new ConsoleError(400, 'body: expected a JSON object { action, loans | filter, reason }');
+    if (!(REQUEST_ACTIONS as readonly string[]).includes(input.action)) throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
+    if (typeof input.reason !== 'string' || input.reason.trim() === '') throw new ConsoleError(400, 'reason: required: say why (it is kept in the audit log)', 'reason');
+    if (input.reason.length > MAX_REASON) throw new ConsoleError(400, `reason: at most ${MAX_REASON} characters`, 'reason');
+    if (input.batch !== undefined && (input.action !== 'seal' || typeof input.batch !== 'string' || input.batch === '')) throw new ConsoleError(400, 'batch: only with action seal, a batch id', 'batch');
+  }
+
+  const exempt = (action: RequestAction): boolean => action === 'retry' && deps.config.console.fourEyes.exemptRetries;
+
+  return { resolveTargets, refuseOverlap, checkNew, exempt };
+}
+
+/** Requests: preview, make (four eyes, no overlap), decide, withdraw, read. */
+function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest' | 'createRequest' | 'approve' | 'reject' | 'withdraw' | 'request' | 'requests'> {
+  const { deps, store, cs, clock, log } = c;
+
+  const { resolveTargets, refuseOverlap, checkNew, exempt } = requestChecks(c);
+
+  async function loadRequest(id: string): Promise<ActionRequest | null> {
+    const r = await cs.request(id);
+    if (!r) return null;
+    const loans = r.action === 'seal' || r.action === 'strike_clear' ? null : await cs.requestLoans(id);
+    const view = requestView(r, loans);
+    if (loans !== null) view.loanDetails = await cs.requestLoanRows(id, 500);
+    return view;
+  }
+
+  async function waitForExecution(id: string): Promise<ActionRequest> {
+    if (deps.executor) {
+      deps.executor.kick();
+      await deps.executor.settled(id, deps.config.console.approveWaitMs);
+    }
+    return (await loadRequest(id)) as ActionRequest;
+  }
+
+  return {
     async previewRequest(user, input) {
       checkNew(user, input);
       const t = await resolveTargets(input, clock.now());
@@ -626,6 +651,13 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       return { items: page.map((r) => requestView(r, null)), next: rows.length > limit && tail ? encodeCursor({ at: tail.createdAt, id: tail.id }) : null };
     },
 
+  };
+}
+
+/** The audit log, login events, and file batches and status. */
+function auditAndOpsMethods(c: ServiceContext): Pick<ConsoleService, 'audit' | 'auditCsv' | 'recordAuth' | 'recordUnlock' | 'batches' | 'status'> {
+  const { deps, store, cs, clock, log } = c;
+  return {
     async audit(query) {
       const limit = query.limit ?? 100;
       if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
@@ -658,7 +690,44 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       await cs.appendAudit(unlockAudit(user.name, target.name, clock.now()));
       log.info({ user: user.name, unlocked: target.name }, 'console login lock lifted');
     },
+    async batches() {
+      if (!deps.batching) return [];
+      return (await deps.batching.list(100)).map((b) => ({
+        id: b.id,
+        status: b.status,
+        openedAt: iso(b.openedAt) as string,
+        cutoffAt: iso(b.cutoffAt) as string,
+        sealedAt: iso(b.sealedAt),
+        sealReason: b.sealReason,
+        sealedBy: b.sealedBy,
+        loanCount: b.loanCount,
+        recordCount: b.recordCount,
+        principalCents: b.principalCents,
+        files: b.files,
+      }));
+    },
 
+    async status(): Promise<StatusView> {
+      const now = clock.now();
+      const d = (await runningDaemons(store.daemon, now))[0] ?? null;
+      return {
+        role: deps.role?.() ?? 'leader',
+        daemon: d ? { pid: d.pid, host: d.host, startedAt: iso(d.startedAt) as string, mappingVersion: d.mappingVersion, reloadError: d.reloadError } : null,
+        lastCycleAt: iso(deps.lastCycleAt?.() ?? null),
+        platform: deps.platformHealth?.() ?? null,
+        core: deps.coreHealth ? await boundedHealth(deps.coreHealth, clock) : null,
+        loansByState: await store.loans.countByState(),
+        pendingRequests: await cs.countRequests('pending'),
+        readiness: deps.readiness ? await deps.readiness() : null,
+      };
+    },
+  };
+}
+
+/** Reconciliation runs, their files and sign-off. */
+function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'report' | 'reportFile' | 'signOff'> {
+  const { cs, clock, log, reportsDir } = c;
+  const service: Pick<ConsoleService, 'reports' | 'report' | 'reportFile' | 'signOff'> = {
     async reports() {
       const days = (await readdir(reportsDir).catch(() => [] as string[])).filter((d) => DAY_DIR.test(d)).sort().reverse();
       const signed = new Map((await cs.signOffs()).map((s) => [`${s.day}/${s.run}`, s]));
@@ -745,37 +814,11 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
       return all.find((r) => r.day === d && r.run === run) as ReportRun;
     },
 
-    async batches() {
-      if (!deps.batching) return [];
-      return (await deps.batching.list(100)).map((b) => ({
-        id: b.id,
-        status: b.status,
-        openedAt: iso(b.openedAt) as string,
-        cutoffAt: iso(b.cutoffAt) as string,
-        sealedAt: iso(b.sealedAt),
-        sealReason: b.sealReason,
-        sealedBy: b.sealedBy,
-        loanCount: b.loanCount,
-        recordCount: b.recordCount,
-        principalCents: b.principalCents,
-        files: b.files,
-      }));
-    },
-
-    async status(): Promise<StatusView> {
-      const now = clock.now();
-      const d = (await runningDaemons(store.daemon, now))[0] ?? null;
-      return {
-        role: deps.role?.() ?? 'leader',
-        daemon: d ? { pid: d.pid, host: d.host, startedAt: iso(d.startedAt) as string, mappingVersion: d.mappingVersion, reloadError: d.reloadError } : null,
-        lastCycleAt: iso(deps.lastCycleAt?.() ?? null),
-        platform: deps.platformHealth?.() ?? null,
-        core: deps.coreHealth ? await boundedHealth(deps.coreHealth, clock) : null,
-        loansByState: await store.loans.countByState(),
-        pendingRequests: await cs.countRequests('pending'),
-        readiness: deps.readiness ? await deps.readiness() : null,
-      };
-    },
   };
   return service;
+}
+
+export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
+  const c: ServiceContext = { deps, store: deps.store, cs: deps.consoleStore, clock: deps.clock, tz: deps.config.bank.timeZone, log: deps.logger.child({ component: 'console' }), reportsDir: deps.config.reports.dir };
+  return { ...readMethods(c), ...requestMethods(c), ...auditAndOpsMethods(c), ...reportMethods(c) };
 }
