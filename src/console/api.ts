@@ -25,7 +25,6 @@ function intParam(v: unknown, name: string): number | undefined {
 }
 
 export function createConsoleApi(deps: ConsoleDeps): Router {
-  const { service } = deps;
   const log = deps.logger.child({ component: 'console-api' });
   const router = express.Router();
 
@@ -63,6 +62,37 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     return b as Record<string, unknown>;
   };
 
+  mountApiRoutes(router, deps, route, body);
+
+  router.use((_req, res) => {
+    res.status(404).json({ error: 'no such console API route (docs/operations.md "Ops console")' });
+  });
+
+  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (err instanceof ConsoleError) {
+      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}), ...(err.link ? { link: err.link } : {}) });
+      return;
+    }
+    const e = err as { type?: string; status?: number };
+    if (e?.type === 'entity.parse.failed') {
+      res.status(400).json({ error: 'body: not valid JSON' });
+      return;
+    }
+    if (e?.type === 'entity.too.large') {
+      res.status(413).json({ error: 'body: too large (at most 2 MB)' });
+      return;
+    }
+    next(err);
+  });
+  return router;
+}
+
+
+type Route = (fn: Handler) => (req: Request, res: Response, next: NextFunction) => void;
+
+/** The API's routes (the service holds the rules; these map HTTP to it). */
+function mountApiRoutes(router: Router, deps: ConsoleDeps, route: Route, body: (req: Request) => Record<string, unknown>): void {
+  const { service } = deps;
   router.get('/me', (_req, res) => {
     res.json(consoleUser(res));
   });
@@ -182,25 +212,4 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     res.json(await service.status());
   }));
 
-  router.use((_req, res) => {
-    res.status(404).json({ error: 'no such console API route (docs/operations.md "Ops console")' });
-  });
-
-  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    if (err instanceof ConsoleError) {
-      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}), ...(err.link ? { link: err.link } : {}) });
-      return;
-    }
-    const e = err as { type?: string; status?: number };
-    if (e?.type === 'entity.parse.failed') {
-      res.status(400).json({ error: 'body: not valid JSON' });
-      return;
-    }
-    if (e?.type === 'entity.too.large') {
-      res.status(413).json({ error: 'body: too large (at most 2 MB)' });
-      return;
-    }
-    next(err);
-  });
-  return router;
 }
