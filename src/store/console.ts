@@ -294,7 +294,8 @@ const toSignOff = (r: Record<string, unknown>): SignOffRow => ({
   dispositions: (r['dispositions'] as string | null) ?? null,
 });
 
-export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
+/** What the console store's parts share: the database and its statement helpers. */
+function storeParts(anyDb: AnyDb) {
   const db = toStoreDb(anyDb);
   const SORT_EXPR = sortExpr(db.engine);
   const all = <R>(text: string, params: Record<string, unknown>): Promise<R[]> => db.all<R>(...named(text, params));
@@ -315,6 +316,12 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
   // Write transactions (IMMEDIATE on SQLite; one at a time on PostgreSQL): see sql.ts.
   const immediate = <T>(fn: () => Promise<T>): Promise<T> => db.write(fn);
 
+  return { db, SORT_EXPR, all, audit, immediate };
+}
+type StoreParts = ReturnType<typeof storeParts>;
+
+/** The exception queue: keyset pages, counts by age, ids of a filter. */
+function exceptionQueries({ db, SORT_EXPR, all }: StoreParts): Pick<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds'> {
   return {
     async exceptionPage(filter, sort, dir, after, limit) {
       const w = whereOf(filter, db.engine);
@@ -365,6 +372,12 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
       const w = whereOf(filter, db.engine);
       return (await all<{ id: string }>(`SELECT id FROM loans WHERE ${w.sql} ORDER BY id LIMIT @max`, { ...w.params, max })).map((r) => r.id);
     },
+  };
+}
+
+/** Requests, the loans each covers, decisions and execution claims. */
+function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds' | 'appendAudit' | 'audit' | 'auditAscending' | 'signOffs' | 'signOff' | 'sign' | 'passwordHash' | 'putPasswordHash' | 'lastUnlock'> {
+  return {
     async insertRequest(row, loans, entry) {
       await immediate(async () => {
         await db.run(
@@ -462,6 +475,12 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
         if ((await db.run("UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'", [status, at, result, id])).changes > 0) await audit(entry);
       });
     },
+  };
+}
+
+/** The audit log, sign-offs, kept password re-hashes and unlocks. */
+function auditQueries({ db, all, audit, immediate }: StoreParts): Pick<ConsoleStore, 'appendAudit' | 'audit' | 'auditAscending' | 'signOffs' | 'signOff' | 'sign' | 'passwordHash' | 'putPasswordHash' | 'lastUnlock'> {
+  return {
     async appendAudit(entry) {
       await audit(entry);
     },
@@ -529,4 +548,9 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
       return r?.at === null || r?.at === undefined ? null : Number(r.at);
     },
   };
+}
+
+export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
+  const parts = storeParts(anyDb);
+  return { ...exceptionQueries(parts), ...requestQueries(parts), ...auditQueries(parts) };
 }
