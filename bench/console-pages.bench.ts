@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import express from 'express';
 import { consoleSchema } from '../src/config/schema.js';
 import { createConsoleAuth } from '../src/console/auth.js';
-import { createConsoleService } from '../src/console/console-service.js';
+import { createConsoleService } from '../src/console/service.js';
 import { mountConsolePages } from '../src/console/pages/index.js';
 import { createSessionStore } from '../src/console/pages/sessions.js';
 import { startHttpServer } from '../src/http/server.js';

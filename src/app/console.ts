@@ -1,13 +1,17 @@
 import type { Express } from 'express';
 import type { Config } from '../config/schema.js';
 import { createConsoleAuth } from '../console/auth.js';
-import { createConsoleService } from '../console/console-service.js';
+import { createConsoleService } from '../console/service.js';
 import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
 import { mountConsole } from '../console/index.js';
-import type { ConsoleService } from '../console/service.js';
+import type { ConsoleService } from '../console/contract.js';
 import { previewLoanNow, reboardLoan } from '../editloop/reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
+import { unlockAudit } from '../console/service.js';
+import { userNameKey } from '../lib/user-name.js';
+import { UsageError } from '../lib/errors.js';
+import { openState, type CommandScope } from './session.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
@@ -86,6 +90,19 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
   return {
     service,
     executor,
-    mount: (app) => mountConsole(app, { config: rt.config.console, service, auth, logger: rt.logger, clock: rt.clock }),
+    mount: (app) => mountConsole(app, { config: rt.config.console, service, auth, logger: rt.logger, clock: rt.clock, timeZone: rt.config.bank.timeZone }),
   };
+}
+
+/**
+ * `console unlock NAME`: an unlock line in the audit log, which the running daemon reads at the
+ * next login check of that user (auth.ts) and lifts the lock by. Returns the configured name.
+ */
+export async function unlockFromCli(scope: CommandScope, name: string, actor: string): Promise<string> {
+  const users = scope.config().console.users;
+  const user = users.find((u) => userNameKey(u.name) === userNameKey(name));
+  if (!user) throw new UsageError(`console unlock: ${name} is not in console.users (${users.map((u) => u.name).join(', ') || 'none configured'})`);
+  const { db } = await openState(scope);
+  await createConsoleStore(db).appendAudit(unlockAudit(actor, user.name, scope.clock.now()));
+  return user.name;
 }

@@ -1,10 +1,7 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
 import { hashPassword } from '../console/auth.js';
-import { unlockAudit } from '../console/console-service.js';
-import { openState } from '../app/session.js';
-import { createConsoleStore } from '../store/console.js';
-import { userNameKey } from '../lib/user-name.js';
+import { unlockFromCli } from '../app/console.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -74,17 +71,13 @@ export function registerConsoleCommands(program: Command, ctx: CliContext): void
     .argument('<name>', 'a user of console.users')
     .description('lift the login locks of a console user (written to the audit log; the running daemon lifts them within 5 s)')
     .action(async (name: string) => {
-      const config = ctx.config();
-      const user = config.console.users.find((u) => userNameKey(u.name) === userNameKey(name));
-      if (!user) throw new UsageError(`console unlock: ${name} is not in console.users (${config.console.users.map((u) => u.name).join(', ') || 'none configured'})`);
-      const { db } = await openState(ctx);
       let actor = 'cli';
       try {
         actor = `cli:${userInfo().username}`;
       } catch {
         // no user name for this uid (a container): 'cli'
       }
-      await createConsoleStore(db).appendAudit(unlockAudit(actor, user.name, ctx.clock.now()));
+      const user = { name: await unlockFromCli(ctx, name, actor) };
       out(ctx, `console unlock: ${user.name}: recorded in the audit log by ${actor}; the daemon lifts the lock at its next login check (within 5 s)`);
     });
 }

@@ -5,8 +5,8 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { consoleUser } from './auth.js';
-import { parseExceptionQuery } from './console-service.js';
-import { ConsoleError, type NewRequest, type RequestStatus } from './service.js';
+import { parseExceptionQuery } from './service.js';
+import { ConsoleError, type NewRequest, type RequestStatus } from './contract.js';
 import type { ConsoleDeps } from './index.js';
 
 type Handler = (req: Request, res: Response) => Promise<void>;
@@ -25,7 +25,6 @@ function intParam(v: unknown, name: string): number | undefined {
 }
 
 export function createConsoleApi(deps: ConsoleDeps): Router {
-  const { service } = deps;
   const log = deps.logger.child({ component: 'console-api' });
   const router = express.Router();
 
@@ -63,6 +62,37 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     return b as Record<string, unknown>;
   };
 
+  mountApiRoutes(router, deps, route, body);
+
+  router.use((_req, res) => {
+    res.status(404).json({ error: 'no such console API route (docs/operations.md "Ops console")' });
+  });
+
+  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (err instanceof ConsoleError) {
+      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}), ...(err.link ? { link: err.link } : {}) });
+      return;
+    }
+    const e = err as { type?: string; status?: number };
+    if (e?.type === 'entity.parse.failed') {
+      res.status(400).json({ error: 'body: not valid JSON' });
+      return;
+    }
+    if (e?.type === 'entity.too.large') {
+      res.status(413).json({ error: 'body: too large (at most 2 MB)' });
+      return;
+    }
+    next(err);
+  });
+  return router;
+}
+
+
+type Route = (fn: Handler) => (req: Request, res: Response, next: NextFunction) => void;
+
+/** The API's routes (the service holds the rules; these map HTTP to it). */
+function mountApiRoutes(router: Router, deps: ConsoleDeps, route: Route, body: (req: Request) => Record<string, unknown>): void {
+  const { service } = deps;
   router.get('/me', (_req, res) => {
     res.json(consoleUser(res));
   });
@@ -153,9 +183,14 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   }));
 
   router.post('/reports/:day/:run/signoff', route(async (req, res) => {
-    const as = body(req)['as'];
+    const b = body(req);
+    const as = b['as'];
     if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected "prepared" or "reviewed"', 'as');
-    res.json(await service.signOff(consoleUser(res), req.params['day'] as string, req.params['run'] as string, as));
+    const note = b['note'];
+    if (typeof note !== 'string') throw new ConsoleError(400, 'note: required: a comment for the sign-off', 'note');
+    const dispositions = b['dispositions'];
+    if (dispositions !== undefined && (typeof dispositions !== 'object' || dispositions === null || Array.isArray(dispositions))) throw new ConsoleError(400, 'dispositions: expected an object { "<exception index>": "resolved" | … }', 'dispositions');
+    res.json(await service.signOff(consoleUser(res), req.params['day'] as string, req.params['run'] as string, as, { note, ...(dispositions ? { dispositions: dispositions as Record<string, string> } : {}) }));
   }));
 
   router.post('/logins/unlock', route(async (req, res) => {
@@ -177,25 +212,4 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     res.json(await service.status());
   }));
 
-  router.use((_req, res) => {
-    res.status(404).json({ error: 'no such console API route (docs/operations.md "Ops console")' });
-  });
-
-  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    if (err instanceof ConsoleError) {
-      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}), ...(err.link ? { link: err.link } : {}) });
-      return;
-    }
-    const e = err as { type?: string; status?: number };
-    if (e?.type === 'entity.parse.failed') {
-      res.status(400).json({ error: 'body: not valid JSON' });
-      return;
-    }
-    if (e?.type === 'entity.too.large') {
-      res.status(413).json({ error: 'body: too large (at most 2 MB)' });
-      return;
-    }
-    next(err);
-  });
-  return router;
 }

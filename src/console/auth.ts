@@ -20,7 +20,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { userNameKey } from '../lib/user-name.js';
 import { createLoginThrottle, type LoginLock } from './login-throttle.js';
-import type { ConsoleRole, ConsoleUser } from './service.js';
+import type { ConsoleRole, ConsoleUser } from './contract.js';
 
 /** scrypt parameters, as encoded in a hash (`ln` = log2 N). */
 export interface ScryptParams {
@@ -191,37 +191,24 @@ function createGate(limit: number, queue: number): <T>(fn: () => Promise<T>) => 
   };
 }
 
-export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
-  const { config, clock } = opts;
-  const log = opts.logger.child({ component: 'console-auth' });
-  const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
-  const throttle = createLoginThrottle({ maxFailures: config.loginThrottle.maxFailures, maxFailuresPerUser: config.loginThrottle.maxFailuresPerUser ?? config.loginThrottle.maxFailures * 4, windowMs: config.loginThrottle.windowSeconds * 1000 });
-  const throttleReported = new Map<string, number>();
-  const unlockChecked = new Map<string, number>();
-  const rehash = (config.upgradeHashes ?? true) && opts.store !== undefined;
-  const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
-  const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
-  let rehashing: Promise<void> = Promise.resolve();
-  const proxyRanges = (config.proxy?.addresses ?? []).map((a) => (a.includes('/') ? ipaddr.parseCIDR(a.trim()) : ([ipaddr.parse(a.trim()), ipaddr.parse(a.trim()).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
-  // Per process, never stored: the digest of a name that is no user cannot be turned back into it.
-  const nameKeyKey = randomBytes(32);
-  // Unknown users are checked against a hash as costly as the configured ones, so they answer as slowly.
-  const firstHash = config.users.find((u) => u.passwordHash !== undefined)?.passwordHash;
-  const dummyHash = hashPassword(randomBytes(16).toString('hex'), (firstHash ? hashParams(firstHash) : null) ?? rehashTo);
-  dummyHash.catch(() => undefined);
+/** Whether a connection's address is one of the trusted proxy's (console.proxy.addresses: IPs or CIDRs). */
+function trustedProxy(addresses: readonly string[]): (addr: string) => boolean {
+  const ranges = addresses.map((a) => (a.includes('/') ? ipaddr.parseCIDR(a.trim()) : ([ipaddr.parse(a.trim()), ipaddr.parse(a.trim()).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
+  return (addr) => {
+    if (ranges.length === 0 || !ipaddr.isValid(addr)) return false;
+    let ip = ipaddr.parse(addr);
+    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    return ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
+  };
+}
 
-  const resolveUser = (name: string) => users.get(userNameKey(name));
-  const toUser = (name: string): ConsoleUser | null => {
-    const u = resolveUser(name);
-    return u ? { name: u.name, roles: [...u.roles] as ConsoleRole[] } : null;
-  };
-  /** The throttle's key of a typed name: a user's normalised name, else a keyed digest. */
-  const throttleKey = (name: string): string => (resolveUser(name) ? userNameKey(name) : `?${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('base64url').slice(0, 16)}`);
-  const auditName = (name: string): string => {
-    const u = resolveUser(name);
-    if (u) return u.name;
-    return `(not a user: #${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('hex').slice(0, 8)})`;
-  };
+/** Re-hashes kept in the state database and `console unlock` lines read from it (console.upgradeHashes). */
+function createHashKeeping(opts: ConsoleAuthOptions, log: Logger) {
+  const { clock } = opts;
+  const unlockChecked = new Map<string, number>();
+  const rehash = (opts.config.upgradeHashes ?? true) && opts.store !== undefined;
+  const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
+  let rehashing: Promise<void> = Promise.resolve();
 
   /** Whether `console unlock` lifted this lock since it was set (asked at most every UNLOCK_CHECK_MS per name). */
   async function liftedByCli(key: string, lock: LoginLock): Promise<boolean> {
@@ -256,21 +243,103 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
     });
   }
 
-  function isTrustedProxy(addr: string): boolean {
-    if (proxyRanges.length === 0 || !ipaddr.isValid(addr)) return false;
-    let ip = ipaddr.parse(addr);
-    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-    return proxyRanges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
-  }
+  return { liftedByCli, currentHash, upgrade, settled: () => rehashing };
+}
 
-  const clientAddress = (req: Request): string => req.socket.remoteAddress ?? 'unknown';
-
+/**
+ * Middleware of the JSON API: the trusted proxy's user, else HTTP Basic credentials (401 with
+ * WWW-Authenticate when missing or wrong, 429 with Retry-After when throttled).
+ */
+function basicMiddleware(deps: { auth: () => ConsoleAuth; clock: Clock; locked: (name: string, client: string) => boolean }): RequestHandler {
   // Basic auth sends the password with every API call; scrypt costs tens of ms by design. A
   // credential verified in the last VERIFIED_TTL_MS is remembered as a keyed digest (per-process
   // random key; never the password), so automation does not pay it per call.
   const cacheKey = randomBytes(32);
   const verified = new Map<string, { user: string; until: number }>();
   const digest = (name: string, password: string): string => createHmac('sha256', cacheKey).update(name).update('\0').update(password).digest('base64');
+  return (req, res, next) => {
+    const fromProxy = deps.auth().proxyUser(req);
+    if (fromProxy) {
+      setConsoleUser(res, fromProxy);
+      next();
+      return;
+    }
+    const challenge = (): void => {
+      res.setHeader('WWW-Authenticate', 'Basic realm="boarding-connector console", charset="UTF-8"');
+      res.status(401).json({ error: 'authentication required: HTTP Basic with a console user (console.users)' });
+    };
+    const m = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(req.get('authorization') ?? '');
+    if (!m) {
+      challenge();
+      return;
+    }
+    const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) {
+      challenge();
+      return;
+    }
+    const name = decoded.slice(0, colon);
+    const password = decoded.slice(colon + 1);
+    const key = digest(name, password);
+    const hit = verified.get(key);
+    // A throttled client waits even with a remembered credential (the throttle is checked first).
+    const known = hit && hit.until > deps.clock.now() && !deps.locked(name, deps.auth().clientAddress(req)) ? deps.auth().user(hit.user) : null;
+    if (known) {
+      setConsoleUser(res, known);
+      next();
+      return;
+    }
+    deps.auth().verifyLogin(name, password, deps.auth().clientAddress(req)).then(
+      (r) => {
+        if (r.ok) {
+          if (verified.size >= 1000) verified.clear();
+          verified.set(key, { user: r.user.name, until: deps.clock.now() + VERIFIED_TTL_MS });
+          setConsoleUser(res, r.user);
+          next();
+        } else if (r.why === 'throttled') {
+          res.setHeader('Retry-After', String(r.retryAfterSeconds));
+          res.status(429).json({ error: `too many failed logins: try again in ${r.retryAfterSeconds} s` });
+        } else challenge();
+      },
+      (err: unknown) => next(err),
+    );
+  };
+}
+
+export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
+  const { config, clock } = opts;
+  const log = opts.logger.child({ component: 'console-auth' });
+  const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
+  const throttle = createLoginThrottle({ maxFailures: config.loginThrottle.maxFailures, maxFailuresPerUser: config.loginThrottle.maxFailuresPerUser ?? config.loginThrottle.maxFailures * 4, windowMs: config.loginThrottle.windowSeconds * 1000 });
+  const throttleReported = new Map<string, number>();
+  const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
+  const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
+  const isTrustedProxy = trustedProxy(config.proxy?.addresses ?? []);
+  // Per process, never stored: the digest of a name that is no user cannot be turned back into it.
+  const nameKeyKey = randomBytes(32);
+  // Unknown users are checked against a hash as costly as the configured ones, so they answer as slowly.
+  const firstHash = config.users.find((u) => u.passwordHash !== undefined)?.passwordHash;
+  const dummyHash = hashPassword(randomBytes(16).toString('hex'), (firstHash ? hashParams(firstHash) : null) ?? rehashTo);
+  dummyHash.catch(() => undefined);
+
+  const resolveUser = (name: string) => users.get(userNameKey(name));
+  const toUser = (name: string): ConsoleUser | null => {
+    const u = resolveUser(name);
+    return u ? { name: u.name, roles: [...u.roles] as ConsoleRole[] } : null;
+  };
+  /** The throttle's key of a typed name: a user's normalised name, else a keyed digest. */
+  const throttleKey = (name: string): string => (resolveUser(name) ? userNameKey(name) : `?${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('base64url').slice(0, 16)}`);
+  const auditName = (name: string): string => {
+    const u = resolveUser(name);
+    if (u) return u.name;
+    return `(not a user: #${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('hex').slice(0, 8)})`;
+  };
+
+  const { liftedByCli, currentHash, upgrade, settled } = createHashKeeping(opts, log);
+
+  const clientAddress = (req: Request): string => req.socket.remoteAddress ?? 'unknown';
+
 
   const auth: ConsoleAuth = {
     enabled: config.users.length > 0 || config.proxy !== undefined,
@@ -278,7 +347,7 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
     clientAddress,
     resolve: toUser,
     auditName,
-    settled: () => rehashing,
+    settled,
     unlock(name) {
       const u = resolveUser(name);
       if (!u) return 0;
@@ -345,54 +414,7 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       if (!user) log.warn({ client: addr, user: auditName(value.trim()) }, 'console: the proxy named a user not in console.users; refused');
       return user;
     },
-    basic: (req, res, next) => {
-      const fromProxy = auth.proxyUser(req);
-      if (fromProxy) {
-        setConsoleUser(res, fromProxy);
-        next();
-        return;
-      }
-      const challenge = (): void => {
-        res.setHeader('WWW-Authenticate', 'Basic realm="boarding-connector console", charset="UTF-8"');
-        res.status(401).json({ error: 'authentication required: HTTP Basic with a console user (console.users)' });
-      };
-      const m = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(req.get('authorization') ?? '');
-      if (!m) {
-        challenge();
-        return;
-      }
-      const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon < 0) {
-        challenge();
-        return;
-      }
-      const name = decoded.slice(0, colon);
-      const password = decoded.slice(colon + 1);
-      const key = digest(name, password);
-      const hit = verified.get(key);
-      // A throttled client waits even with a remembered credential (the throttle is checked first).
-      const known = hit && hit.until > clock.now() && throttle.check(throttleKey(name), clientAddress(req), clock.now()).waitMs === 0 ? toUser(hit.user) : null;
-      if (known) {
-        setConsoleUser(res, known);
-        next();
-        return;
-      }
-      auth.verifyLogin(name, password, clientAddress(req)).then(
-        (r) => {
-          if (r.ok) {
-            if (verified.size >= 1000) verified.clear();
-            verified.set(key, { user: r.user.name, until: clock.now() + VERIFIED_TTL_MS });
-            setConsoleUser(res, r.user);
-            next();
-          } else if (r.why === 'throttled') {
-            res.setHeader('Retry-After', String(r.retryAfterSeconds));
-            res.status(429).json({ error: `too many failed logins: try again in ${r.retryAfterSeconds} s` });
-          } else challenge();
-        },
-        (err: unknown) => next(err),
-      );
-    },
+    basic: basicMiddleware({ auth: () => auth, clock, locked: (name, client) => throttle.check(throttleKey(name), client, clock.now()).waitMs > 0 }),
   };
   return auth;
 }

@@ -20,8 +20,8 @@ import type { Logger } from '../lib/logger.js';
 import type { ConsoleStore, RequestRow } from '../store/console.js';
 import type { BoardingStore } from '../store/index.js';
 import { processAlive } from '../store/leases.js';
-import type { ExecutorHandle } from './console-service.js';
-import type { RequestResult } from './service.js';
+import type { ExecutorHandle } from './service.js';
+import type { RequestResult } from './contract.js';
 
 const CLAIM_STALE_MS = 30 * 60_000;
 /** Loans changed per transaction: one fsync for many, and the event loop breathes between. */
@@ -49,8 +49,76 @@ export interface ConsoleExecutor extends ExecutorHandle {
   stop(): Promise<void>;
 }
 
-export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecutor {
+/** Runs one approved request through the operations the CLI uses; its status and result. */
+async function executeRequest(deps: ConsoleExecutorDeps, r: RequestRow, signal: AbortSignal): Promise<{ status: 'executed' | 'failed'; result: RequestResult }> {
   const { store, consoleStore: cs, clock } = deps;
+  const log = deps.logger.child({ component: 'console-executor' });
+  const approvedBy = r.decidedBy === 'system' ? null : r.decidedBy;
+  const actor = approvedBy ? `${r.maker} (console, approved by ${approvedBy})` : `${r.maker} (console)`;
+  const origin = { request: { id: r.id, reason: r.reason, approvedBy } };
+  const failed: RequestResult['failed'] = [];
+  let done = 0;
+  switch (r.action) {
+    case 'retry':
+    case 'skip': {
+      const loans = await cs.requestLoanStates(r.id);
+      for (let i = 0; i < loans.length; i += CHUNK) {
+        if (signal.aborted) throw new Error('the daemon stopped before the request finished; it runs again on the next start');
+        const now = clock.now();
+        await store.write(async () => {
+          for (const { id, fromState } of loans.slice(i, i + CHUNK)) {
+            try {
+              // What was approved is the loan as it was when the request was made: one that
+              // moved since (retried or boarded by someone else) is named, not acted on.
+              const asRequested = { ...origin, expectedState: fromState };
+              if (r.action === 'retry') await retryLoan(store.loans, id, actor, now, asRequested);
+              else await skipLoan(store.loans, id, r.reason, actor, now, asRequested);
+              done += 1;
+            } catch (err) {
+              // Moved since the request was made (boarded, retried by someone else…): named, not fatal.
+              failed.push({ loanId: id, message: errorMessage(err) });
+            }
+          }
+        });
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      if (r.action === 'retry' && done > 0) deps.requestCycle?.(`console request ${r.id}`);
+      return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: null } };
+    }
+    case 'reboard': {
+      if (!deps.reboard) throw new Error('re-board is not available in this process');
+      const ids = await cs.requestLoans(r.id);
+      const outcomes: Record<string, number> = {};
+      for (const id of ids) {
+        if (signal.aborted) throw new Error('the daemon stopped before the request finished');
+        const res = await deps.reboard(id, actor, `${r.reason} (console request ${r.id})`, signal);
+        outcomes[res.outcome] = (outcomes[res.outcome] ?? 0) + 1;
+        if (res.outcome === 'rewritten' || res.outcome === 'unchanged') done += 1;
+        else failed.push({ loanId: id, message: res.outcome === 'failed' ? res.message : res.outcome === 'would_quarantine' ? `would quarantine (${res.reason}): ${res.message}` : `not acknowledged (${res.state})` });
+      }
+      return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: Object.entries(outcomes).map(([k, n]) => `${k} ${n}`).join(', ') } };
+    }
+    case 'seal': {
+      if (!deps.batching) throw new Error('this core has no batches to seal');
+      const id = await deps.batching.sealNow(r.reason, actor, r.batch ?? undefined);
+      if (id === undefined) return { status: 'failed', result: { done: 0, failed: [{ loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' }], detail: null } };
+      return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${id}` } };
+    }
+    case 'strike_clear': {
+      if (!deps.clearStrikes) throw new Error('the strike ledger is not available in this process');
+      const n = await deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
+      log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
+      return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
+    }
+    default:
+      throw new Error(`unknown action ${r.action}`);
+  }
+}
+
+/** A claim left by a process on this host that is gone (a restart mid-request) is taken over at once. */
+
+export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecutor {
+  const { consoleStore: cs, clock } = deps;
   const log = deps.logger.child({ component: 'console-executor' });
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const finished = new EventEmitter();
@@ -59,70 +127,6 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
   let running: Promise<number> | null = null;
   let again = false;
 
-  async function execute(r: RequestRow): Promise<{ status: 'executed' | 'failed'; result: RequestResult }> {
-    const approvedBy = r.decidedBy === 'system' ? null : r.decidedBy;
-    const actor = approvedBy ? `${r.maker} (console, approved by ${approvedBy})` : `${r.maker} (console)`;
-    const origin = { request: { id: r.id, reason: r.reason, approvedBy } };
-    const failed: RequestResult['failed'] = [];
-    let done = 0;
-    switch (r.action) {
-      case 'retry':
-      case 'skip': {
-        const loans = await cs.requestLoanStates(r.id);
-        for (let i = 0; i < loans.length; i += CHUNK) {
-          if (stopping.signal.aborted) throw new Error('the daemon stopped before the request finished; it runs again on the next start');
-          const now = clock.now();
-          await store.write(async () => {
-            for (const { id, fromState } of loans.slice(i, i + CHUNK)) {
-              try {
-                // What was approved is the loan as it was when the request was made: one that
-                // moved since (retried or boarded by someone else) is named, not acted on.
-                const asRequested = { ...origin, expectedState: fromState };
-                if (r.action === 'retry') await retryLoan(store.loans, id, actor, now, asRequested);
-                else await skipLoan(store.loans, id, r.reason, actor, now, asRequested);
-                done += 1;
-              } catch (err) {
-                // Moved since the request was made (boarded, retried by someone else…): named, not fatal.
-                failed.push({ loanId: id, message: errorMessage(err) });
-              }
-            }
-          });
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-        if (r.action === 'retry' && done > 0) deps.requestCycle?.(`console request ${r.id}`);
-        return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: null } };
-      }
-      case 'reboard': {
-        if (!deps.reboard) throw new Error('re-board is not available in this process');
-        const ids = await cs.requestLoans(r.id);
-        const outcomes: Record<string, number> = {};
-        for (const id of ids) {
-          if (stopping.signal.aborted) throw new Error('the daemon stopped before the request finished');
-          const res = await deps.reboard(id, actor, `${r.reason} (console request ${r.id})`, stopping.signal);
-          outcomes[res.outcome] = (outcomes[res.outcome] ?? 0) + 1;
-          if (res.outcome === 'rewritten' || res.outcome === 'unchanged') done += 1;
-          else failed.push({ loanId: id, message: res.outcome === 'failed' ? res.message : res.outcome === 'would_quarantine' ? `would quarantine (${res.reason}): ${res.message}` : `not acknowledged (${res.state})` });
-        }
-        return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: Object.entries(outcomes).map(([k, n]) => `${k} ${n}`).join(', ') } };
-      }
-      case 'seal': {
-        if (!deps.batching) throw new Error('this core has no batches to seal');
-        const id = await deps.batching.sealNow(r.reason, actor, r.batch ?? undefined);
-        if (id === undefined) return { status: 'failed', result: { done: 0, failed: [{ loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' }], detail: null } };
-        return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${id}` } };
-      }
-      case 'strike_clear': {
-        if (!deps.clearStrikes) throw new Error('the strike ledger is not available in this process');
-        const n = await deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
-        log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
-        return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
-      }
-      default:
-        throw new Error(`unknown action ${r.action}`);
-    }
-  }
-
-  /** A claim left by a process on this host that is gone (a restart mid-request) is taken over at once. */
   function claimantGone(claimedBy: string | null): boolean {
     if (claimedBy === null) return false;
     const [host, pid] = claimedBy.split(':');
@@ -138,7 +142,7 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
     if (!r || r.status !== 'approved') return false;
     let outcome: { status: 'executed' | 'failed'; result: RequestResult };
     try {
-      outcome = await execute(r);
+      outcome = await executeRequest(deps, r, stopping.signal);
     } catch (err) {
       if (stopping.signal.aborted) return false;
       log.error({ err, requestId: id }, 'console request failed');

@@ -8,7 +8,7 @@ import type { ConsoleConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { ConsoleAuth } from './auth.js';
-import type { ConsoleService } from './service.js';
+import type { ConsoleService } from './contract.js';
 import { createConsoleApi } from './api.js';
 import { mountConsolePages } from './pages/index.js';
 
@@ -18,6 +18,8 @@ export interface ConsoleDeps {
   auth: ConsoleAuth;
   logger: Logger;
   clock: Clock;
+  /** bank.timeZone: every time a page shows is in it, with its abbreviation (default UTC). */
+  timeZone?: string;
 }
 
 /** Mounts /console/api (first, so the pages never see its paths) and /console/ on the admin app. */
@@ -29,4 +31,4 @@ export function mountConsole(adminApp: Express, deps: ConsoleDeps): void {
 }
 
 export type { ConsoleAuth } from './auth.js';
-export type { ConsoleService, ConsoleUser, ConsoleRole } from './service.js';
+export type { ConsoleService, ConsoleUser, ConsoleRole } from './contract.js';

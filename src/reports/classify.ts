@@ -10,6 +10,9 @@ import { COMPARED_FIELDS, type ComparedField, type ReportReviewItem } from './ty
  */
 
 /** Review items printed per loan in the report; the rest are counted ("+N more"). */
+/** The console page of a loan (the action is there first; the CLI command second). */
+const consoleLoanPath = (id: string): string => `/console/loans/${encodeURIComponent(id)}`;
+
 export const REVIEW_ITEMS_PER_LOAN = 10;
 
 /** How a compared value is shown to people (amounts in currency units, rates in bps). */
@@ -52,14 +55,14 @@ export async function classifyLoan(
   }
   if (s?.state === 'acknowledged' && s.reviewItems > 0) {
     const items = await reviewItems?.(id, REVIEW_ITEMS_PER_LOAN);
-    const listed = items === undefined ? `\`loans show ${id}\` lists them` : items.length > 0 ? 'listed with this exception' : 'their details are no longer in the loan history';
+    const listed = items === undefined ? `the loan's console page lists them (${consoleLoanPath(id)}; \`loans show ${id}\` on the host)` : items.length > 0 ? 'listed with this exception' : 'their details are no longer in the loan history';
     await emit('boarded_with_review_items', id, m, s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt, `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: ${listed}.`, {
       ...(items !== undefined ? { reviewItems: items, reviewItemsMore: Math.max(0, s.reviewItems - items.length) } : {}),
     });
   }
   if (s?.state === 'quarantined') {
     const why = [s.quarantineReason ?? 'unknown reason', s.lastErrorMessage].filter(Boolean).join(': ');
-    await emit('quarantined', id, m, s.updatedAt, `Quarantined (${why}). Fix the cause, then \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`);
+    await emit('quarantined', id, m, s.updatedAt, `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console page ${consoleLoanPath(id)}; on the host: \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`);
   }
   if (s && PENDING.has(s.state)) {
     const startMs = s.releasedAt ?? s.createdAt;

@@ -2,14 +2,23 @@ import type { CustomerDay } from './customers.js';
 import { formatCentsGrouped } from './money.js';
 import { AGE_BUCKETS, reviewItemsOf, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException, type ReviewItemsLookup } from './types.js';
 import { REASON_LABELS } from './reasons.js';
+import { localDateTime } from '../lib/calendar.js';
+import { DISPOSITION_LABELS, type SignOffRecord } from './dispositions.js';
+
+/** An ISO instant as people read it in the report: the bank's wall time with the zone's abbreviation (a date stays a date). */
+function inZone(iso: string, timeZone: string): string {
+  if (!iso.includes('T')) return iso;
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? iso : localDateTime(t, timeZone);
+}
+
+/** The policy report.html is served under (/reports/latest, the console): inline styles and images, no script, no framing. */
+export const REPORT_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /**
  * report.html: one self-contained page (inline CSS, inline SVG chart, no scripts, no external
  * assets) so it can be mailed, archived or opened offline. Every value is escaped.
  */
-/** The policy report.html is served under (/reports/latest, the console): inline styles and images, no script, no framing. */
-export const REPORT_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
-
 export function escapeHtml(value: string | number | null | undefined): string {
   return String(value ?? '')
     .replaceAll('&', '&amp;')
@@ -108,6 +117,8 @@ export interface HtmlOptions {
   reviewItems?: ReviewItemsLookup;
   /** How many exceptions there are when `exceptions` holds only the first ones (default: its length). */
   exceptionCount?: number;
+  /** The run's sign-off (signoff.ts): signatures, comments and dispositions instead of blank lines. */
+  signOff?: SignOffRecord;
 }
 
 /** Exceptions report.html lists by default (the CSV and the JSON have every one). */
@@ -154,7 +165,7 @@ ${row(['Platform', escapeHtml(h.platformOrigin ?? '')])}
 ${row(['Core adapter', escapeHtml(h.coreAdapter)])}
 ${row(['Connector version', escapeHtml(h.connectorVersion)])}
 ${row(['Mapping version(s)', h.mappingVersions.length === 0 ? '(none recorded)' : h.mappingVersions.map((v) => `${escapeHtml(v.version)} (${v.loans})`).join(', ')])}
-${row(['Scope', h.since ? `loans open, or boarded/acknowledged since ${escapeHtml(h.since)}` : 'all loans (full reconciliation)'])}
+${row(['Scope', h.since ? `loans open, or boarded/acknowledged since ${escapeHtml(inZone(h.since, h.timeZone))}` : 'all loans (full reconciliation)'])}
 ${row(['Ages', escapeHtml(h.ageBasis)])}
 </table>
 
@@ -203,7 +214,7 @@ ${shown
   .map((e) =>
     row([
       escapeHtml(REASON_LABELS[e.reason]),
-      `${escapeHtml(e.loanId)}${e.loanNumber ? `<br><span class="small">${escapeHtml(e.loanNumber)}</span>` : ''}`,
+      `<a href="/console/loans/${escapeHtml(encodeURIComponent(e.loanId))}">${escapeHtml(e.loanId)}</a>${e.loanNumber ? `<br><span class="small">${escapeHtml(e.loanNumber)}</span>` : ''}`,
       escapeHtml(e.field ?? ''),
       escapeHtml(e.platformValue ?? ''),
       escapeHtml(e.coreValue ?? ''),
@@ -215,26 +226,36 @@ ${shown
   )
   .join('\n')}
 </table>
-${s.batches ? renderBatchTieHtml(s.batches) : ''}
-${s.customers ? renderCustomersHtml(s.customers) : ''}
+${s.batches ? renderBatchTieHtml(s.batches, h.timeZone) : ''}
+${s.customers ? renderCustomersHtml(s.customers, h.timeZone) : ''}
 ${s.notes.length > 0 ? `<h2>Notes</h2><ul>${s.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : ''}
 
-<h2>Sign-off</h2>
-<p class="small">Reviewed by someone who did not originate the entries. Record the disposition of every exception above.</p>
-<table class="signoff" data-testid="signoff">
-${row(['Prepared by (name)', '', 'Date', ''])}
-${row(['Reviewed by (name)', '', 'Date', ''])}
-${row(['Comments', '<td colspan="3"></td>'])}
-</table>
+${renderSignOffHtml(opts.signOff, h.timeZone)}
 <p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · report.json and report.csv in the same folder.</p>
 </body></html>
 `;
 }
 
-function renderCustomersHtml(c: NonNullable<ReconciliationSummary['customers']>): string {
+function renderSignOffHtml(so: SignOffRecord | undefined, tz: string): string {
+  const at = (iso: string | null): string => (iso ? escapeHtml(inZone(iso, tz)) : '');
+  const dispositions = so && so.dispositions.length > 0
+    ? `<h3>Dispositions</h3><table data-testid="dispositions">${row(['Loan', 'Reason', 'Disposition'], true)}${so.dispositions.map((d) => row([escapeHtml(d.loanId), escapeHtml(REASON_LABELS[d.reason as ExceptionReason] ?? d.reason), escapeHtml(DISPOSITION_LABELS[d.disposition] ?? d.disposition)])).join('')}</table>`
+    : '';
+  return `<h2>Sign-off</h2>
+<p class="small">Reviewed by someone who did not originate the entries. Record the disposition of every exception above.${so ? ' Signed in the ops console; signoff.json in the same folder.' : ''}</p>
+<table class="signoff" data-testid="signoff">
+${row(['Prepared by (name)', escapeHtml(so?.preparedBy ?? ''), 'Date', at(so?.preparedAt ?? null)])}
+${row(['Preparer\'s comments', `<td colspan="3">${escapeHtml(so?.preparedComment ?? '')}</td>`])}
+${row(['Reviewed by (name)', escapeHtml(so?.reviewedBy ?? ''), 'Date', at(so?.reviewedAt ?? null)])}
+${row(['Reviewer\'s comments', `<td colspan="3">${escapeHtml(so?.reviewedComment ?? '')}</td>`])}
+</table>
+${dispositions}`;
+}
+
+function renderCustomersHtml(c: NonNullable<ReconciliationSummary['customers']>, tz: string): string {
   const line = (label: string, d: Omit<CustomerDay, 'date'>): string => row([label, num(d.created), num(d.matchedByTin), num(d.matchedByCrossref), num(d.nameReviews)]);
   return `<h2>Customers: new and matched</h2>
-<p class="small">Businesses and people on the loans written to the core since ${escapeHtml(c.since)}: new customers (a customer record written), existing ones found by tax id or by the connector's cross-reference (no second record). <code>customers list</code> lists them.</p>
+<p class="small">Businesses and people on the loans written to the core since ${escapeHtml(inZone(c.since, tz))}: new customers (a customer record written), existing ones found by tax id or by the connector's cross-reference (no second record). <code>customers list</code> lists them.</p>
 <table data-testid="customers">
 ${row(['Day', '<th class="num">New</th>', '<th class="num">Matched by tax id</th>', '<th class="num">Matched by cross-reference</th>', '<th class="num">Name differs (review)</th>'], true)}
 ${c.days.map((d) => line(escapeHtml(d.date), d)).join('\n')}
@@ -248,16 +269,16 @@ function reviewItemsHtml(e: ReportException, reviewItems: ReportException['revie
   const items = reviewItems.map(
     (r) => `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
   );
-  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (<code>loans show ${escapeHtml(e.loanId)}</code>)</li>`);
+  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (the loan's console page; <code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`);
   return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
 
-function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>): string {
+function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>, tz: string): string {
   return `<h2>File core batches</h2>
 <table data-testid="batches">
 ${row(['', '<th class="num">Loans</th>', '<th class="num">Principal</th>'], true)}
 ${row([`Sealed (${b.sealedBatches} batch(es), ${b.corrections} correction(s))`, num(b.sealed.count), bigMoney(b.sealed.cents)])}
-${row([`Open batch ${escapeHtml(b.open.batchId ?? '-')} (cut-off ${escapeHtml(b.open.cutoffAt ?? '-')})`, num(b.open.count), bigMoney(b.open.cents)])}
+${row([`Open batch ${escapeHtml(b.open.batchId ?? '-')} (cut-off ${escapeHtml(b.open.cutoffAt ? inZone(b.open.cutoffAt, tz) : '-')})`, num(b.open.count), bigMoney(b.open.cents)])}
 ${row(['Acknowledged', num(b.acknowledged.count), bigMoney(b.acknowledged.cents)])}
 ${row(['Result', b.ties ? '<td class="ok" colspan="2">ties</td>' : '<td class="bad" colspan="2">does not tie</td>'])}
 </table>

@@ -112,6 +112,8 @@ export interface ConsoleStore {
   insertRequest(row: Omit<RequestRow, 'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'>, loans: ReadonlyArray<{ id: string; state: string | null }>, audit: NewAudit): Promise<void>;
   request(id: string): Promise<RequestRow | null>;
   requestLoans(id: string): Promise<string[]>;
+  /** The loans of a request with their loan number and borrower (the request page), at most `limit`, by loan number. */
+  requestLoanRows(id: string, limit: number): Promise<Array<{ id: string; loanNumber: string | null; borrowerName: string | null }>>;
   /** The loans of a request with the state each was in when it was made. */
   requestLoanStates(id: string): Promise<Array<{ id: string; fromState: string | null }>>;
   /** Newest first; keyset on (created_at, id). */
@@ -292,7 +294,8 @@ const toSignOff = (r: Record<string, unknown>): SignOffRow => ({
   dispositions: (r['dispositions'] as string | null) ?? null,
 });
 
-export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
+/** What the console store's parts share: the database and its statement helpers. */
+function storeParts(anyDb: AnyDb) {
   const db = toStoreDb(anyDb);
   const SORT_EXPR = sortExpr(db.engine);
   const all = <R>(text: string, params: Record<string, unknown>): Promise<R[]> => db.all<R>(...named(text, params));
@@ -313,6 +316,12 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
   // Write transactions (IMMEDIATE on SQLite; one at a time on PostgreSQL): see sql.ts.
   const immediate = <T>(fn: () => Promise<T>): Promise<T> => db.write(fn);
 
+  return { db, SORT_EXPR, all, audit, immediate };
+}
+type StoreParts = ReturnType<typeof storeParts>;
+
+/** The exception queue: keyset pages, counts by age, ids of a filter. */
+function exceptionQueries({ db, SORT_EXPR, all }: StoreParts): Pick<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds'> {
   return {
     async exceptionPage(filter, sort, dir, after, limit) {
       const w = whereOf(filter, db.engine);
@@ -363,6 +372,12 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
       const w = whereOf(filter, db.engine);
       return (await all<{ id: string }>(`SELECT id FROM loans WHERE ${w.sql} ORDER BY id LIMIT @max`, { ...w.params, max })).map((r) => r.id);
     },
+  };
+}
+
+/** Requests, the loans each covers, decisions and execution claims. */
+function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds' | 'appendAudit' | 'audit' | 'auditAscending' | 'signOffs' | 'signOff' | 'sign' | 'passwordHash' | 'putPasswordHash' | 'lastUnlock'> {
+  return {
     async insertRequest(row, loans, entry) {
       await immediate(async () => {
         await db.run(
@@ -381,6 +396,14 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
     },
     async requestLoans(id) {
       return (await db.all<{ loan_id: string }>('SELECT loan_id FROM console_request_loans WHERE request_id = ? ORDER BY loan_id', [id])).map((r) => r.loan_id);
+    },
+    async requestLoanRows(id, limit) {
+      return (
+        await db.all<{ loan_id: string; loan_number: string | null; borrower_name: string | null }>(
+          'SELECT l.loan_id, n.loan_number, n.borrower_name FROM console_request_loans l LEFT JOIN loans n ON n.id = l.loan_id WHERE l.request_id = ? ORDER BY n.loan_number, l.loan_id LIMIT ?',
+          [id, limit],
+        )
+      ).map((r) => ({ id: r.loan_id, loanNumber: r.loan_number, borrowerName: r.borrower_name }));
     },
     async requestLoanStates(id) {
       return (await db.all<{ loan_id: string; from_state: string | null }>('SELECT loan_id, from_state FROM console_request_loans WHERE request_id = ? ORDER BY loan_id', [id])).map((r) => ({
@@ -452,6 +475,12 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
         if ((await db.run("UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'", [status, at, result, id])).changes > 0) await audit(entry);
       });
     },
+  };
+}
+
+/** The audit log, sign-offs, kept password re-hashes and unlocks. */
+function auditQueries({ db, all, audit, immediate }: StoreParts): Pick<ConsoleStore, 'appendAudit' | 'audit' | 'auditAscending' | 'signOffs' | 'signOff' | 'sign' | 'passwordHash' | 'putPasswordHash' | 'lastUnlock'> {
+  return {
     async appendAudit(entry) {
       await audit(entry);
     },
@@ -519,4 +548,9 @@ export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
       return r?.at === null || r?.at === undefined ? null : Number(r.at);
     },
   };
+}
+
+export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
+  const parts = storeParts(anyDb);
+  return { ...exceptionQueries(parts), ...requestQueries(parts), ...auditQueries(parts) };
 }

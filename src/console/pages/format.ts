@@ -1,13 +1,25 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { localDateTime } from '../../lib/calendar.js';
 import { formatCentsGrouped } from '../../reports/money.js';
 import { html, type Html } from './html.js';
 
-/** ISO time → "2026-11-25 14:03:07 UTC" (ops read UTC; the report's days are in bank.timeZone). */
+/**
+ * The zone the page being rendered shows times in (bank.timeZone): set once per request by the
+ * pages' router (pages/index.ts), so every renderer shows the same convention as the reports
+ * without passing the zone through each of them. Outside a request: UTC.
+ */
+export const displayZone = new AsyncLocalStorage<string>();
+
+/** ISO time → "2026-11-25 08:03:07 CST": the bank's wall time with its zone's abbreviation. */
 export function when(iso: string | null | undefined): string {
   if (iso === null || iso === undefined || iso === '') return '';
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
-  return new Date(t).toISOString().replace('T', ' ').replace(/\.\d{3}Z$/, ' UTC');
+  return localDateTime(t, displayZone.getStore() ?? 'UTC');
 }
+
+/** Epoch ms → as `when`. */
+export const whenMs = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : when(new Date(ms).toISOString()));
 
 export function money(cents: number | string | null | undefined): string {
   if (cents === null || cents === undefined || cents === '') return '';
@@ -59,4 +71,29 @@ export function pretty(value: unknown): string {
   } catch {
     return Object.prototype.toString.call(value);
   }
+}
+
+/** A long id for a table cell: its start and end around an ellipsis (the full value goes in a title). */
+export function shortId(id: string, max = 18): string {
+  if (id.length <= max) return id;
+  const head = Math.ceil((max - 1) / 2);
+  return `${id.slice(0, head)}…${id.slice(id.length - (max - 1 - head))}`;
+}
+
+/** A URL in an error text: its scheme and host only (an encoded presigned path says nothing to ops). */
+const URL_IN_TEXT = /\bhttps?:\/\/([^/\s?#]+)[^\s]*/g;
+
+/**
+ * The sentence of a loan's last error that says what is wrong, for one table line: URLs cut to
+ * their host, the mapping location moved after the message, the first sentence (or clause) only.
+ * The loan's page shows the whole text.
+ */
+export function errorSentence(code: string | null, message: string | null): string {
+  if (message === null || message.trim() === '') return code ?? '';
+  const m = message.replace(URL_IN_TEXT, (_u, host: string) => `${host}/…`).replace(/\s+/g, ' ').trim();
+  const firstOf = (t: string): string => /^(.{20,}?[.;])(\s|$)/.exec(t)?.[1] ?? t;
+  // "loan.yaml:12:3 loan.maturityDate: expected …" → "maturityDate: expected … (loan.yaml:12)"
+  const loc = /^([\w./-]+\.ya?ml):(\d+)(?::\d+)? (?:[\w]+\.)?([\w.[\]]+): (.*)$/.exec(m);
+  if (loc) return `${loc[3]}: ${firstOf(loc[4] as string).replace(/[.;]$/, '')} (${loc[1]}:${loc[2]})`;
+  return firstOf(m);
 }

@@ -1,4 +1,13 @@
+import { localDateTime } from '../../lib/calendar.js';
+import { displayZone } from './format.js';
 import { html, type Html, type HtmlValue } from './html.js';
+
+/** "America/Chicago (CST)": the zone every time on the page is in. */
+function zoneLabel(): string {
+  const zone = displayZone.getStore() ?? 'UTC';
+  const abbr = localDateTime(Date.now(), zone).split(' ').slice(2).join(' ');
+  return abbr === '' || abbr === zone ? zone : `${zone} (${abbr})`;
+}
 import type { BrowserSession } from './sessions.js';
 
 export type NavKey = 'queue' | 'requests' | 'audit' | 'reconciliation' | 'batches' | 'status' | 'none';
@@ -36,6 +45,7 @@ ${s
   : html`<nav></nav>`}
 </header>
 <main>
+${s ? html`<p class="zone small muted" data-testid="zone">Times in ${zoneLabel()}</p>` : ''}
 ${p.flash ? html`<div class="flash ${p.flash.kind}" role="status" data-testid="flash">${p.flash.text}</div>` : ''}
 ${p.body}
 </main></body></html>`;

@@ -4,7 +4,7 @@
  * requests naming it, its audit lines, what a re-board would change now (on demand: it reads the
  * platform within the rate budget), and the action forms.
  */
-import type { AuditEntry, LoanHistory, ReboardDiff } from '../service.js';
+import type { AuditEntry, LoanHistory, ReboardDiff } from '../contract.js';
 import { money, pill, pretty, when } from './format.js';
 import { Html, consoleHref, html, seg } from './html.js';
 import { csrfField } from './layout.js';
@@ -77,7 +77,7 @@ export function loanPage(v: { session: BrowserSession; history: LoanHistory; dif
   const l = h.loan;
   const id = str(l['id']);
   const state = str(l['state']);
-  return html`<h1>Loan <span class="mono">${id}</span>${l['loanNumber'] ? html` <span class="muted">(${str(l['loanNumber'])})</span>` : ''} ${pill(state)}</h1>
+  return html`<h1>${l['borrowerName'] ? html`<span data-testid="borrower">${str(l['borrowerName'])}</span> · ` : ''}Loan <span class="mono">${id}</span>${l['loanNumber'] ? html` <span class="muted">(${str(l['loanNumber'])})</span>` : ''} ${pill(state)}</h1>
 <div class="cards" data-testid="loan-summary">
 <div class="card"><div class="label">State</div><div class="value">${state}${l['quarantineReason'] ? html` <span class="small muted">${str(l['quarantineReason'])}</span>` : ''}</div></div>
 <div class="card"><div class="label">Attempts</div><div class="value">${str(l['attempts'])}</div></div>
@@ -88,9 +88,10 @@ ${l['lastErrorCode'] || l['lastErrorMessage'] ? html`<div class="flash error" da
 ${v.canAct ? html`<h2>Actions</h2>${actionForm(v.session, id, state)}` : ''}
 <h2>Loan</h2>
 ${kv([
+  ['Borrower', l['borrowerName']],
   ['Release marker', l['releaseMarker']],
-  ['Released at', l['releasedAtIso']],
-  ['Funded at', l['fundedAtIso']],
+  ['Released at', when(str(l['releasedAtIso']))],
+  ['Funded at', when(str(l['fundedAtIso']))],
   ['Amount', money(l['centsAmount'] as number | null)],
   ['Product', l['productId']],
   ['Mapping version', l['mappingVersion']],

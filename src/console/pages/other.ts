@@ -1,6 +1,7 @@
 /** The audit log, reconciliation, batches, status, login and error pages. */
-import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../service.js';
-import { money, pill, pretty, when } from './format.js';
+import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../contract.js';
+import { money, pill, pretty, shortId, when, whenMs } from './format.js';
+import { DISPOSITIONS, DISPOSITION_LABELS, type Disposition } from '../../reports/dispositions.js';
 import { REASON_LABELS } from '../../reports/reasons.js';
 import type { ExceptionReason } from '../../reports/types.js';
 import { consoleHref, html, seg, type Html } from './html.js';
@@ -49,6 +50,17 @@ const rec = (v: unknown): Rec => (v !== null && typeof v === 'object' && !Array.
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 const s = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
 
+function reviewItemsList(e: Rec): Html {
+  const items = arr(e['reviewItems']).map(rec);
+  if (items.length === 0) return html``;
+  const more = Number(e['reviewItemsMore'] ?? 0);
+  return html`<ul class="issues" data-testid="exception-review-items">${items.map((i) => html`<li><span class="mono">${s(i['code'])}</span> ${s(i['field'])}: ${s(i['message'])}${i['at'] ? html` <span class="muted">(${s(i['at'])})</span>` : ''}</li>`)}${more > 0 ? html`<li class="muted">+${more} more on the loan's page</li>` : ''}</ul>`;
+}
+
+function signatureCell(by: string | null, at: string | null, note: string | null | undefined): Html {
+  return by ? html`${by} <span class="muted small">${when(at)}</span>${note ? html`<div class="small wrap" data-testid="signoff-note">“${note}”</div>` : ''}` : html`<span class="muted">not signed</span>`;
+}
+
 export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view: ReportView }): Html {
   const r = rec(v.view.report);
   const header = rec(r['header']);
@@ -58,22 +70,33 @@ export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view
   const base = `/console/reconciliation/${seg(v.view.day)}/${seg(v.view.run)}`;
   const so = v.view.signOff;
   const canSign = hasRole(v.user, 'operator') || hasRole(v.user, 'approver');
+  const prepare = !so.preparedBy && canSign;
+  const review = so.preparedBy && !so.reviewedBy && canSign && so.preparedBy !== v.user.name;
+  const given = new Map((so.dispositions ?? []).map((d) => [d.index, d.disposition]));
+  const formId = 'signoff-form';
+  const dispositionCell = (i: number): Html =>
+    prepare
+      ? html`<select name="disposition_${i}" form="${formId}" required data-testid="disposition"><option value="">choose…</option>${DISPOSITIONS.map((d) => html`<option value="${d}">${DISPOSITION_LABELS[d]}</option>`)}</select>`
+      : html`${given.has(i) ? DISPOSITION_LABELS[given.get(i) as Disposition] ?? given.get(i) : ''}`;
   const signForm = (as: 'prepared' | 'reviewed', label: string): Html =>
-    html`<form method="post" action="${consoleHref(`${base}/signoff`)}" class="inline" data-testid="signoff-${as}">${csrfField(v.session)}<input type="hidden" name="as" value="${as}"><button type="submit">${label}</button></form>`;
+    html`<form method="post" action="${consoleHref(`${base}/signoff`)}" class="action" id="${as === 'prepared' ? formId : 'review-form'}" data-testid="signoff-${as}">${csrfField(v.session)}<input type="hidden" name="as" value="${as}">
+<label class="grow">Comment (kept in signoff.json and report.html)<input name="note" class="wide" required maxlength="1000" placeholder="${as === 'prepared' ? 'e.g. all quarantines retried after the mapping fix; review items checked in the core' : 'e.g. checked the dispositions against the core'}"></label><button type="submit">${label}</button></form>`;
   return html`<h1>Reconciliation ${v.view.day} <span class="muted small mono">${v.view.run}</span></h1>
 <p>${exceptions.length === 0 ? pill('no exceptions', 'ok') : pill(`${exceptions.length} exception${exceptions.length === 1 ? '' : 's'}`, 'bad')}
 <span class="muted small">generated ${when(v.view.generatedAt)}${header['connectorVersion'] ? ` · connector ${s(header['connectorVersion'])}` : ''}</span>
 · <a href="${consoleHref(`${base}/report.html`)}">report.html</a> · <a href="${consoleHref(`${base}/report.csv`)}">CSV</a> · <a href="${consoleHref(`${base}/report.json`)}">JSON</a></p>
 <h2>Sign-off</h2>
 <table data-testid="signoff" class="narrow"><tbody>
-<tr><th>Prepared by</th><td>${signOffCell(so.preparedBy, so.preparedAt)}</td><td>${!so.preparedBy && canSign ? signForm('prepared', `Sign as preparer (${v.user.name})`) : ''}</td></tr>
-<tr><th>Reviewed by</th><td>${signOffCell(so.reviewedBy, so.reviewedAt)}</td><td>${so.preparedBy && !so.reviewedBy && canSign ? so.preparedBy === v.user.name ? html`<span class="muted small">a different person reviews</span>` : signForm('reviewed', `Sign as reviewer (${v.user.name})`) : ''}</td></tr>
+<tr><th>Prepared by</th><td>${signatureCell(so.preparedBy, so.preparedAt, so.preparedNote)}</td></tr>
+<tr><th>Reviewed by</th><td>${signatureCell(so.reviewedBy, so.reviewedAt, so.reviewedNote)}</td></tr>
 </tbody></table>
+${prepare ? html`${exceptions.length > 0 ? html`<p class="small muted">Give each exception below a disposition, then sign as preparer.</p>` : ''}${signForm('prepared', `Sign as preparer (${v.user.name})`)}` : ''}
+${review ? signForm('reviewed', `Sign as reviewer (${v.user.name})`) : so.preparedBy && !so.reviewedBy && canSign ? html`<p class="muted small">You prepared this run: a different person reviews it.</p>` : ''}
 ${Object.keys(totals).length > 0 ? html`<h2>Control totals</h2><table data-testid="totals" class="narrow"><thead><tr><th>Total</th><th class="num">Loans</th><th class="num">Amount</th></tr></thead><tbody>${Object.entries(totals).map(([k, a]) => html`<tr><td>${TOTAL_LABELS[k] ?? k}</td><td class="num">${s(rec(a)['count'])}</td><td class="num">${money(rec(a)['cents'] as number)}</td></tr>`)}</tbody></table>` : ''}
 ${tie.length > 0 ? html`<h2>Tie-out</h2><table data-testid="tie-out"><thead><tr><th>Check</th><th>Equation</th><th class="num">Difference (loans)</th></tr></thead><tbody>${tie.map((t) => html`<tr><td>${s(t['title'])}</td><td class="small">${s(t['equation'])}</td><td class="num">${s(t['differenceCount'])}</td></tr>`)}</tbody></table>` : ''}
 <h2>Exceptions</h2>
-${exceptions.length === 0 ? html`<p class="muted">None.</p>` : html`<table data-testid="report-exceptions"><thead><tr><th>Reason</th><th>Loan</th><th>Loan number</th><th>State</th><th class="num">Amount</th><th class="num">Age</th><th>Detail</th></tr></thead><tbody>
-${exceptions.map((e) => html`<tr><td>${REASON_LABELS[s(e['reason']) as ExceptionReason] ?? s(e['reason'])}</td><td class="mono"><a href="${consoleHref(`/console/loans/${seg(s(e['loanId']))}`)}">${s(e['loanId'])}</a></td><td>${s(e['loanNumber'])}</td><td>${s(e['connectorState'])}</td><td class="num">${money(e['centsAmount'] as number | null)}</td><td class="num">${s(e['ageBusinessDays'])} <span class="muted small">(${s(e['ageBucket'])})</span></td><td class="wrap small">${s(e['detail'])}</td></tr>`)}
+${exceptions.length === 0 ? html`<p class="muted">None.</p>` : html`<table data-testid="report-exceptions"><thead><tr><th>Reason</th><th>Loan</th><th>State</th><th class="num">Amount</th><th class="num">Age</th><th>Detail and review items</th><th>Disposition</th></tr></thead><tbody>
+${exceptions.map((e, i) => html`<tr><td>${REASON_LABELS[s(e['reason']) as ExceptionReason] ?? s(e['reason'])}</td><td class="mono"><a href="${consoleHref(`/console/loans/${seg(s(e['loanId']))}`)}" title="${s(e['loanId'])}">${shortId(s(e['loanId']))}</a>${e['loanNumber'] ? html`<br><span class="small">${s(e['loanNumber'])}</span>` : ''}</td><td>${s(e['connectorState'])}</td><td class="num">${money(e['centsAmount'] as number | null)}</td><td class="num">${s(e['ageBusinessDays'])} <span class="muted small">(${s(e['ageBucket'])})</span></td><td class="wrap small">${s(e['detail'])}${reviewItemsList(e)}</td><td>${dispositionCell(i)}</td></tr>`)}
 </tbody></table>`}`;
 }
 
@@ -88,14 +111,13 @@ ${v.batches.map((b) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status
 function locksSection(v: { session: BrowserSession; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
   if (v.locks.length === 0) return html`<p class="muted" data-testid="login-locks">No user is locked out.</p>`;
   return html`<table data-testid="login-locks" class="narrow"><thead><tr><th>User</th><th>Locked from</th><th>Since</th><th>Until</th>${v.canUnlock ? html`<th></th>` : ''}</tr></thead><tbody>
-${v.locks.map((l) => html`<tr><td>${l.user}</td><td class="mono">${l.client ?? 'every address'}</td><td class="small">${when(new Date(l.since).toISOString())}</td><td class="small">${when(new Date(l.until).toISOString())}</td>${v.canUnlock ? html`<td><form method="post" action="/console/logins/unlock" class="inline">${csrfField(v.session)}<input type="hidden" name="name" value="${l.user}"><button type="submit">Unlock</button></form></td>` : ''}</tr>`)}
+${v.locks.map((l) => html`<tr><td>${l.user}</td><td class="mono">${l.client ?? 'every address'}</td><td class="small">${whenMs(l.since)}</td><td class="small">${whenMs(l.until)}</td>${v.canUnlock ? html`<td><form method="post" action="/console/logins/unlock" class="inline">${csrfField(v.session)}<input type="hidden" name="name" value="${l.user}"><button type="submit">Unlock</button></form></td>` : ''}</tr>`)}
 </tbody></table>`;
 }
 
 export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
   const st = v.status;
   const pf = st.platform;
-  const iso = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : new Date(ms).toISOString());
   return html`<h1>Status</h1>
 <div class="cards" data-testid="status">
 <div class="card"><div class="label">Role</div><div class="value">${pill(st.role)}</div></div>
@@ -114,10 +136,10 @@ ${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${
 ${pf === null
   ? html`<p class="muted">Only the daemon knows its budget.</p>`
   : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
-${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(when(iso(b.pausedUntil)), 'bad')}</td></tr>`)}
+${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(whenMs(b.pausedUntil), 'bad')}</td></tr>`)}
 </tbody></table>
 <p class="muted">This process's view: spent and remaining count its own calls (with the state in PostgreSQL the budget, pauses and strikes are shared by every replica).</p>
-<dl class="kv"><dt>Last success</dt><dd>${when(iso(pf.lastSuccessAt)) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${when(iso(pf.lastFailure.at))} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
+<dl class="kv"><dt>Last success</dt><dd>${whenMs(pf.lastSuccessAt) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${whenMs(pf.lastFailure.at)} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
 ${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
 <h2>Login locks</h2>
 ${locksSection(v)}

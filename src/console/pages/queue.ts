@@ -5,8 +5,8 @@
  * with its preview count.
  */
 import { QUARANTINE_REASONS } from '../../store/loan-states.js';
-import { AGE_BUCKETS, EXCEPTION_SORTS, type ExceptionFilter, type ExceptionItem, type ExceptionPage, type ExceptionQuery, type ExceptionSort, type ReasonAgeCount, type RequestPreview } from '../service.js';
-import { amountInput, money, parseAmount, pill, when } from './format.js';
+import { AGE_BUCKETS, EXCEPTION_SORTS, type ExceptionFilter, type ExceptionItem, type ExceptionPage, type ExceptionQuery, type ExceptionSort, type ReasonAgeCount, type RequestPreview } from '../contract.js';
+import { amountInput, errorSentence, money, parseAmount, pill, shortId, when } from './format.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
@@ -135,18 +135,17 @@ ${counts.map((c) => html`<tr><td><a href="${queueHref(p, { reason: c.reason, cur
 }
 
 function itemRow(i: ExceptionItem): Html {
+  const sentence = errorSentence(i.lastErrorCode, i.lastErrorMessage);
+  const reason = i.reason === 'review' ? `${i.reviewItems} review item${i.reviewItems === 1 ? '' : 's'}` : i.reason.replaceAll('_', ' ');
   return html`<tr data-testid="queue-row">
-<td class="mono"><a href="${consoleHref(`/console/loans/${seg(i.id)}`)}">${i.id}</a></td>
-<td>${i.loanNumber ?? ''}</td>
-<td>${i.borrowerName ?? ''}</td>
-<td>${pill(i.state)}</td>
-<td>${i.reason}${i.reviewItems > 0 ? html` <span class="muted small">(${i.reviewItems} review item${i.reviewItems === 1 ? '' : 's'})</span>` : ''}</td>
+<td class="mono" title="${i.id}"><a href="${consoleHref(`/console/loans/${seg(i.id)}`)}">${shortId(i.id)}</a></td>
+<td title="${i.loanNumber ?? ''}">${i.loanNumber ?? ''}</td>
+<td title="${i.borrowerName ?? ''}">${i.borrowerName ?? ''}</td>
+<td title="${i.state}">${pill(reason, i.state === 'quarantined' ? 'bad' : 'warn')}</td>
 <td class="num">${money(i.amountCents)}</td>
-<td>${i.productId ?? ''}</td>
-<td class="small">${i.mappingVersion ?? ''}</td>
-<td class="small date">${(i.releasedAt ?? '').slice(0, 10)}</td>
-<td class="num" title="${when(i.since)}">${i.ageBusinessDays} <span class="muted small">(${i.ageBucket})</span></td>
-<td class="wrap small">${i.lastErrorCode ? html`<span class="mono">${i.lastErrorCode}</span> ` : ''}${(i.lastErrorMessage ?? '').slice(0, 160)}</td>
+<td class="small date" title="${when(i.releasedAt)}">${when(i.releasedAt).slice(0, 10)}</td>
+<td class="num" title="in this state since ${when(i.since)} (${i.ageBucket} business days)">${i.ageBusinessDays}</td>
+<td class="small" title="${i.lastErrorMessage ?? ''}" data-testid="queue-error">${sentence}</td>
 </tr>`;
 }
 
@@ -195,10 +194,10 @@ ${csrfField(v.session)}${filterHiddenFields(p)}
 ${countsTable(v.counts, p)}
 <h2>Loans</h2>
 ${v.canAct && v.preview ? html`<div data-testid="bulk">${bulk('retry', v.preview.retry)}${bulk('skip', v.preview.skip)}</div>` : ''}
-<table data-testid="queue"><thead><tr>
-<th>${sortLink(p, 'id', 'Loan id')}</th><th>Loan number</th><th>Borrower</th><th>State</th><th>Reason</th><th class="num">${sortLink(p, 'amount', 'Amount')}</th><th>Product</th><th>Mapping</th><th>${sortLink(p, 'released', 'Released')}</th><th class="num">${sortLink(p, 'age', 'Age (bus. days)')}</th><th>Last error</th>
+<table data-testid="queue" class="worklist"><colgroup><col class="id"><col class="no"><col class="who"><col class="why"><col class="amt"><col class="rel"><col class="age"><col></colgroup><thead><tr>
+<th>${sortLink(p, 'id', 'Loan')}</th><th>Loan number</th><th>Borrower</th><th>Why here</th><th class="num">${sortLink(p, 'amount', 'Amount')}</th><th>${sortLink(p, 'released', 'Released')}</th><th class="num" title="business days in this state">${sortLink(p, 'age', 'Age')}</th><th>What to do</th>
 </tr></thead><tbody>
-${v.page.items.length === 0 ? html`<tr><td colspan="11" class="muted">No loans match.</td></tr>` : v.page.items.map(itemRow)}
+${v.page.items.length === 0 ? html`<tr><td colspan="8" class="muted">No loans match.</td></tr>` : v.page.items.map(itemRow)}
 </tbody></table>
 <div class="pager">${p.cursor ? html`<a href="${queueHref(p, { cursor: undefined })}">« First page</a>` : ''}${v.page.next ? html`<a href="${queueHref(p, { cursor: v.page.next })}" data-testid="next-page">Next page »</a>` : ''}<span class="muted small">${v.page.items.length} on this page</span></div>`;
 }

@@ -1,6 +1,6 @@
 /** Requests: the list (pending first for approvers), one request with approve / reject. */
-import { REQUEST_STATUSES, hasRole, type ActionRequest, type ConsoleUser, type Page, type RequestStatus } from '../service.js';
-import { pill, pretty, when } from './format.js';
+import { REQUEST_STATUSES, hasRole, type ActionRequest, type ConsoleUser, type Page, type RequestStatus } from '../contract.js';
+import { pill, pretty, shortId, when } from './format.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
@@ -51,6 +51,14 @@ ${v.page.items.length === 0 ? html`<p class="muted">No requests${v.status ? ` ${
 <div class="pager">${v.cursor ? html`<a href="${consoleHref('/console/requests', { status: v.status })}">« Newest</a>` : ''}${v.page.next ? html`<a href="${consoleHref('/console/requests', { status: v.status, cursor: v.page.next })}">Older »</a>` : ''}</div>`;
 }
 
+function loanTable(r: ActionRequest): Html {
+  const rows = r.loanDetails ?? (r.loans ?? []).map((id) => ({ id, loanNumber: null, borrowerName: null }));
+  const more = (r.loans?.length ?? 0) - rows.length;
+  return html`<table class="worklist narrow" data-testid="request-loans"><colgroup><col class="no"><col><col class="id"></colgroup><thead><tr><th>Loan number</th><th>Borrower</th><th>Loan</th></tr></thead><tbody>
+${rows.map((l) => html`<tr><td>${l.loanNumber ?? ''}</td><td title="${l.borrowerName ?? ''}">${l.borrowerName ?? ''}</td><td class="mono" title="${l.id}"><a href="${consoleHref(`/console/loans/${seg(l.id)}`)}">${shortId(l.id)}</a></td></tr>`)}
+</tbody></table>${more > 0 ? html`<p class="muted small">… and ${more} more</p>` : ''}`;
+}
+
 export function requestPage(v: { session: BrowserSession; user: ConsoleUser; request: ActionRequest }): Html {
   const r = v.request;
   return html`<h1>Request <span class="mono">${r.id}</span> ${pill(r.status)}</h1>
@@ -66,7 +74,7 @@ ${r.result ? html`<dt>Result</dt><dd>${r.result.done} done${r.result.failed.leng
 </dl>
 ${r.result && r.result.failed.length > 0 ? html`<table><thead><tr><th>Loan</th><th>Why not</th></tr></thead><tbody>${r.result.failed.map((f) => html`<tr><td class="mono">${f.loanId ? html`<a href="${consoleHref(`/console/loans/${seg(f.loanId)}`)}">${f.loanId}</a>` : ''}</td><td class="wrap">${f.message}</td></tr>`)}</tbody></table>` : ''}
 ${decisionForms(v.session, v.user, r)}
-${r.loans && r.loans.length > 1 ? html`<h2>Loans it covers (${r.loans.length})</h2><p class="mono small">${r.loans.slice(0, 500).map((id, i) => html`${i > 0 ? ', ' : ''}<a href="${consoleHref(`/console/loans/${seg(id)}`)}">${id}</a>`)}${r.loans.length > 500 ? ` … ${r.loans.length - 500} more` : ''}</p>` : ''}
+${r.loans && r.loans.length > 0 ? html`<h2>Loans it covers (${r.loans.length})</h2>${loanTable(r)}` : ''}
 ${r.filter ? html`<h2>Filter</h2>${Object.keys(r.filter).length === 0 ? html`<p class="muted">No filter: every loan in the exception queue.</p>` : html`<dl class="kv" data-testid="request-filter">${Object.entries(r.filter).map(([k, val]) => html`<dt>${k === 'q' ? 'search' : k}</dt><dd>${typeof val === 'string' || typeof val === 'number' ? val : pretty(val)}</dd>`)}</dl>`}` : ''}
 <p><a href="${consoleHref('/console/audit', { request: r.id })}">Audit lines of this request</a></p>`;
 }

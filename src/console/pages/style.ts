@@ -62,4 +62,9 @@ td.date{white-space:nowrap}
 table.narrow{width:auto;min-width:560px}
 .badge{display:inline-block;min-width:18px;padding:0 5px;border-radius:9px;background:#e0a526;color:#1d2330;font-size:11px;font-weight:700;text-align:center;margin-left:2px}
 .sorted::after{content:" \\25BE";color:var(--muted)}
+p.zone{margin:-8px 0 8px;text-align:right}
+table.worklist{table-layout:fixed}
+table.worklist td{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+table.worklist col.id{width:172px}table.worklist col.no{width:120px}table.worklist col.who{width:170px}table.worklist col.why{width:150px}
+table.worklist col.amt{width:110px}table.worklist col.rel{width:96px}table.worklist col.age{width:76px}
 `;

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -298,14 +298,18 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       writeFileSync(join(runDir, 'report.json'), JSON.stringify({ asOf: '2026-11-25T08:30:00Z', exceptions: [] }));
       const runs = await api('vera', 'GET', '/reports');
       expect(runs.json.runs).toMatchObject([{ day: '2026-11-25', run: 'run-023000', latestOfDay: true, signOff: { preparedBy: null, reviewedBy: null } }]);
-      expect((await api('vera', 'POST', '/reports/2026-11-25/run-023000/signoff', { as: 'prepared' })).status).toBe(403);
-      expect((await api('olga', 'POST', '/reports/2026-11-25/run-023000/signoff', { as: 'reviewed' })).status).toBe(409);
-      expect((await api('olga', 'POST', '/reports/2026-11-25/run-023000/signoff', { as: 'prepared' })).status).toBe(200);
-      expect((await api('ana', 'POST', '/reports/2026-11-25/run-023000/signoff', { as: 'prepared' })).status).toBe(409);
-      expect((await api('olga', 'POST', '/reports/2026-11-25/run-023000/signoff', { as: 'reviewed' })).status).toBe(403);
-      const reviewed = await api('ivan', 'POST', '/reports/2026-11-25/run-023000/signoff', { as: 'reviewed' });
+      const sign = (who: keyof typeof PW, as: string, extra: Record<string, unknown> = { note: `${who} signs` }) => api(who, 'POST', '/reports/2026-11-25/run-023000/signoff', { as, ...extra });
+      expect((await sign('vera', 'prepared')).status).toBe(403);
+      expect((await sign('olga', 'reviewed')).status).toBe(409);
+      expect((await sign('olga', 'prepared', {})).status).toBe(400); // a comment is required
+      expect((await sign('olga', 'prepared')).status).toBe(200);
+      expect((await sign('ana', 'prepared')).status).toBe(409);
+      expect((await sign('olga', 'reviewed')).status).toBe(403);
+      const reviewed = await sign('ivan', 'reviewed');
       expect(reviewed.status).toBe(200);
-      expect(reviewed.json.signOff).toMatchObject({ preparedBy: 'olga', reviewedBy: 'ivan' });
+      expect(reviewed.json.signOff).toMatchObject({ preparedBy: 'olga', reviewedBy: 'ivan', preparedNote: 'olga signs', reviewedNote: 'ivan signs' });
+      // Beside the run's files: who, when and the comments (this hand-made report.json has no summary to re-render report.html from).
+      expect(JSON.parse(readFileSync(join(runDir, 'signoff.json'), 'utf8'))).toMatchObject({ preparedBy: 'olga', preparedComment: 'olga signs', reviewedBy: 'ivan', reviewedComment: 'ivan signs', dispositions: [] });
 
       // A second run the same day is a new folder: the signed one keeps its sign-off.
       const second = join(dir, 'reports', '2026-11-25', 'run-101500');

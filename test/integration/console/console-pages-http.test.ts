@@ -12,7 +12,7 @@ import { createConsoleAuth } from '../../../src/console/auth.js';
 import { testHash } from '../../support/console-users.js';
 import { mountConsolePages } from '../../../src/console/pages/index.js';
 import { createSessionStore } from '../../../src/console/pages/sessions.js';
-import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/service.js';
+import { ConsoleError, hasRole, type ActionRequest, type ConsoleService, type ExceptionItem, type ExceptionQuery, type NewRequest } from '../../../src/console/contract.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import { FakeClock } from '../../support/fake-clock.js';
@@ -234,6 +234,19 @@ describe('console pages over HTTP', () => {
     const res = await fetch(`${server.url}/console/requests`, { method: 'POST', redirect: 'manual', headers: { cookie: olga.cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, body });
     expect(res.status).toBe(303);
     expect(service.made.at(-1)?.loans).toEqual(['ln_a,ln_b', 'ln c']);
+  });
+
+  it('an approver lands on the requests waiting for them; an operator on the queue, one line per loan with the error as its sentence', async () => {
+    const olga = await login('olga');
+    const made = await request('POST', '/console/requests', { cookie: olga.cookie, form: { action: 'skip', loans: 'L-2', reason: 'duplicate', _csrf: olga.csrf } });
+    expect(made.status).toBe(303);
+    const peter = await request('POST', '/console/login', { form: { name: 'peter', password: 'pw-operator' } });
+    expect(peter.location).toBe('/console/requests?status=pending');
+    const again = await request('POST', '/console/login', { form: { name: 'olga', password: 'pw-operator' } });
+    expect(again.location).toBe('/console/queue');
+    const queue = await request('GET', '/console/queue', { cookie: olga.cookie });
+    expect(queue.body).toContain('class="worklist"');
+    expect(queue.body).toContain('data-testid="queue-error"');
   });
 
   it('a request without a reason gets 400 with the field named', async () => {

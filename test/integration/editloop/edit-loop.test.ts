@@ -92,9 +92,10 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(preview.stdout).toContain(`loan/${target.id}.officer: was "UNASSIGNED", now "LOAN-DESK"`);
       // Preview maps with the loan's own account number: no change shows for it.
       expect(preview.stdout).not.toContain('.accountNumber:');
-      // Tax ids are masked unless --show-pii.
+      // Tax ids are masked (to their last 4) unless --show-pii; the bank's 9-digit CIFs are not tax ids.
       expect(preview.stdout).not.toMatch(/"taxId": "\d{9}"/);
-      expect(preview.stdout).toContain('"taxId": "[redacted]"');
+      expect(preview.stdout).toMatch(/"taxId": "\*{5}\d{4}"/);
+      expect(preview.stdout).toMatch(/"cif": "\d{9}"/);
       const pii = await runCli(['--config', cfg.configPath, 'mappings', 'preview', '--loan', target.id, '--show-pii']);
       expect(pii.stdout).toMatch(/"taxId": "\d{9}"/);
 

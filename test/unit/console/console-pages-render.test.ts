@@ -4,8 +4,9 @@
  * the output must carry it as text only.
  */
 import { describe, expect, it } from 'vitest';
-import type { ActionRequest, AuditEntry, BatchView, LoanHistory, ReportView, StatusView } from '../../../src/console/service.js';
+import type { ActionRequest, AuditEntry, BatchView, LoanHistory, ReportView, StatusView } from '../../../src/console/contract.js';
 import { layout } from '../../../src/console/pages/layout.js';
+import { displayZone, errorSentence, shortId } from '../../../src/console/pages/format.js';
 import { loanPage } from '../../../src/console/pages/loan.js';
 import { batchesPage, loginPage, reportPage, statusPage } from '../../../src/console/pages/other.js';
 import { requestPage, requestsPage } from '../../../src/console/pages/requests.js';
@@ -59,5 +60,24 @@ describe('console pages escape every value', () => {
     assertSafe(batchesPage({ session, batches: [batch], canAct: true }).toString());
     const status: StatusView = { role: 'leader', daemon: { pid: 1, host: X, startedAt: '2026-11-25T10:00:00Z', mappingVersion: X, reloadError: X }, lastCycleAt: null, platform: { lastSuccessAt: null, lastFailure: { at: 0, code: X, detail: X }, strikes24h: 1, trafficStopped: false, budgets: [] }, core: { ok: false, detail: X }, loansByState: { [X]: 1 }, pendingRequests: 0, readiness: { ready: false, checks: { [X]: { ok: false, detail: X } } } };
     assertSafe(statusPage({ session, status, canAct: true, locks: [{ user: X, client: X, since: 0, until: 1 }], canUnlock: true }).toString());
+  });
+});
+
+describe('console pages show times in the bank zone', () => {
+  it('a batch cut-off configured as 18:00 America/Chicago shows as 18:00 CST, not 00:00 UTC the next day; the page names its zone', () => {
+    const batch: BatchView = { id: 'b1', status: 'open', openedAt: '2026-11-27T14:00:00Z', cutoffAt: '2026-11-28T00:00:00Z', sealedAt: null, sealReason: null, sealedBy: null, loanCount: 1, recordCount: 1, principalCents: '100', files: [] };
+    const page = displayZone.run('America/Chicago', () => layout({ title: 't', session, nav: 'batches', body: batchesPage({ session, batches: [batch], canAct: false }) }).toString());
+    expect(page).toContain('2026-11-27 18:00:00 CST');
+    expect(page).not.toContain('UTC');
+    expect(page).toContain('Times in America/Chicago (CST)');
+  });
+});
+
+describe('the queue reads like a work list', () => {
+  it('a long id is shortened around an ellipsis; an error becomes its sentence (the column showed the start of an encoded URL)', () => {
+    expect(shortId('ln_2f9c1e7a-55aa-4c4e-9d0f-7b1d2c3e4f5a')).toBe('ln_2f9c1e…2c3e4f5a');
+    expect(shortId('L-1')).toBe('L-1');
+    expect(errorSentence('document.download', 'GET https://blobs.example.com/loans/ln%2F1%3Fx/doc.pdf?X-Amz-Signature=abc failed: 403 Forbidden. Retried 3 times; giving up')).toBe('GET blobs.example.com/… failed: 403 Forbidden.');
+    expect(errorSentence('mapping.mapping', 'loan.yaml:12:3 loan.maturityDate: expected a date after the first payment date; 2 more issues')).toBe('maturityDate: expected a date after the first payment date (loan.yaml:12)');
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { createConsoleService } from '../../../src/console/console-service.js';
-import { EXCEPTION_SORTS, type ExceptionItem, type ExceptionQuery } from '../../../src/console/service.js';
+import { createConsoleService } from '../../../src/console/service.js';
+import { EXCEPTION_SORTS, type ExceptionItem, type ExceptionQuery } from '../../../src/console/contract.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { searchKey } from '../../../src/lib/search-key.js';
 import { createConsoleStore } from '../../../src/store/console.js';

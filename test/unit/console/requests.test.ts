@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { retryLoan } from '../../../src/boarding/ops.js';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { REBOARD_PREVIEWS_PER_MINUTE, createConsoleService } from '../../../src/console/console-service.js';
+import { REBOARD_PREVIEWS_PER_MINUTE, createConsoleService } from '../../../src/console/service.js';
 import { createConsoleExecutor } from '../../../src/console/executor.js';
-import type { ConsoleUser } from '../../../src/console/service.js';
+import type { ConsoleUser } from '../../../src/console/contract.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { createConsoleStore } from '../../../src/store/console.js';
 import { createBoardingStore } from '../../../src/store/index.js';

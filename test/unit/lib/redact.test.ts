@@ -66,7 +66,7 @@ describe('redaction: one module, one set of patterns', () => {
 describe('records shown and kept (maskRecordFields)', () => {
   it('masks the fields that are tax ids, not every 9-digit value: a 9-digit CIF stays (the console showed [redacted-tin] for the bank’s own customer number)', () => {
     const records = [{ type: 'customer', externalId: 'ent_1', fields: { cif: '123456789', accountNumber: 987654321, taxId: '111223333', taxIdType: 'SSN', taxIdLast4: '3333', note: 'was EIN 22-2333444 and SSN 111-22-3333', contact: { tax_id: '111223333' } } }];
-    const masked = maskRecords(records, { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [{ id: 'p', ssn: '111-22-3333' }] } } as never);
+    const masked = maskRecords(records, { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [{ id: 'p', ssn: '111-22-3333' }] } });
     const f = masked[0]?.fields as Record<string, unknown>;
     expect(f['cif']).toBe('123456789');
     expect(f['accountNumber']).toBe(987654321);
@@ -79,7 +79,7 @@ describe('records shown and kept (maskRecordFields)', () => {
   });
 
   it('a tax id of the loan put into a field of any name is masked there too', () => {
-    const masked = maskRecords([{ type: 'x', externalId: 'e', fields: { memo: 'ref 222333444', other: '222333444' } }], { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [] } } as never);
+    const masked = maskRecords([{ type: 'x', externalId: 'e', fields: { memo: 'ref 222333444', other: '222333444' } }], { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [] } });
     expect(masked[0]?.fields).toEqual({ memo: 'ref [redacted-tin]', other: '[redacted-tin]' });
   });
 });
