@@ -152,13 +152,17 @@ export function tempFilesUnder(dir: string): string[] {
  * one complete (verified) package per loan, and after a seal one first-board line per loan across
  * the sealed batches. `label` goes into every message.
  */
-export async function expectExactlyOnce(p: { platform: TestPlatform; released: string[]; coreDir: string; configPath: string }, label: string): Promise<void> {
+export async function expectExactlyOnce(
+  p: { platform: TestPlatform; released: string[]; coreDir: string; configPath: string; replicas?: Replica[]; replica?: Replica },
+  label: string,
+): Promise<void> {
   const c = await p.platform.counters();
   expect(c.rateLimited, `${label}: 429s`).toBe(0);
   expect(c.duplicateAcks, `${label}: duplicate acks`).toEqual({});
   const missing = p.released.filter((id) => c.acks[id] !== 1);
   expect(missing, `${label}: loans not acknowledged exactly once`).toEqual([]);
-  const seal = await sealOpenBatches(p.configPath);
+  // With the replicas' environment: on PostgreSQL the store's password is BOARDING_STORE_PASSWORD.
+  const seal = await sealOpenBatches(p.configPath, p.replicas?.[0]?.env ?? p.replica?.env ?? {});
   expect(seal.code, `${label}: batches seal: ${seal.stderr}`).toBe(0);
   const core = coreRecords(p.coreDir);
   expect(core.packages, `${label}: one package per loan`).toEqual([...p.released].map(safeId).sort());
