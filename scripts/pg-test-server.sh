@@ -104,15 +104,38 @@ free_port() {
 # tests' "certificate does not verify"). Keys readable by the server's owner only.
 make_tls() {
   mkdir -p "$tls"
-  local days=3650
-  openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days $days -subj "/CN=boarding test CA" \
-    -keyout "$tls/ca.key" -out "$tls/ca.crt" >/dev/null 2>&1
-  openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days $days -subj "/CN=some other CA" \
+  # Valid from two days ago: a replica whose clock runs minutes behind (the fault suite's clock-skew
+  # scenario, libfaketime) must not find the certificates "not yet valid". `openssl ca` is the
+  # OpenSSL 3.0 command that takes a start date.
+  local start end
+  start="$(date -u -d '-2 days' +%Y%m%d%H%M%SZ)"
+  end="$(date -u -d '+10 years' +%Y%m%d%H%M%SZ)"
+  : >"$tls/index.txt"
+  echo 1000 >"$tls/serial"
+  cat >"$tls/ca.cnf" <<CNF
+[ ca ]
+default_ca = test_ca
+[ test_ca ]
+database = $tls/index.txt
+new_certs_dir = $tls
+serial = $tls/serial
+default_md = sha256
+policy = any_name
+unique_subject = no
+[ any_name ]
+commonName = supplied
+CNF
+  printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\n' >"$tls/ca.ext"
+  openssl req -new -newkey rsa:2048 -nodes -sha256 -subj "/CN=boarding test CA" -keyout "$tls/ca.key" -out "$tls/ca.csr" >/dev/null 2>&1
+  openssl ca -batch -notext -config "$tls/ca.cnf" -selfsign -keyfile "$tls/ca.key" -in "$tls/ca.csr" -out "$tls/ca.crt" \
+    -startdate "$start" -enddate "$end" -extfile "$tls/ca.ext" >/dev/null 2>&1
+  openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 -subj "/CN=some other CA" \
     -keyout "$tls/other-ca.key" -out "$tls/other-ca.crt" >/dev/null 2>&1
   openssl req -newkey rsa:2048 -nodes -sha256 -subj "/CN=127.0.0.1" -keyout "$tls/server.key" -out "$tls/server.csr" >/dev/null 2>&1
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' >"$tls/server.ext"
-  openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial -days $days -sha256 \
-    -extfile "$tls/server.ext" -out "$tls/server.crt" >/dev/null 2>&1
+  openssl ca -batch -notext -config "$tls/ca.cnf" -cert "$tls/ca.crt" -keyfile "$tls/ca.key" -in "$tls/server.csr" -out "$tls/server.crt" \
+    -startdate "$start" -enddate "$end" -extfile "$tls/server.ext" >/dev/null 2>&1
+  rm -f "$tls"/*.pem "$tls/index.txt"* "$tls/serial"* "$tls/ca.cnf" "$tls/ca.csr"
   rm -f "$tls/server.csr" "$tls/ca.srl"
   chmod 600 "$tls"/*.key
   chmod 644 "$tls"/*.crt
