@@ -46,10 +46,11 @@ function startSkewed(r: Replica, seconds: number): void {
   }
 }
 
-function configCheck(configPath: string, seconds: number): Promise<{ code: number | null; stdout: string }> {
+function configCheck(configPath: string, seconds: number, replicaEnv: Record<string, string>): Promise<{ code: number | null; stdout: string }> {
   const child = spawn(process.execPath, [MAIN, 'config', 'check', '--connect', '--config', configPath], {
     stdio: ['ignore', 'pipe', 'ignore'],
-    env: { ...process.env, LD_PRELOAD: lib, FAKETIME: `${seconds >= 0 ? '+' : ''}${seconds}s`, LOG_LEVEL: 'error' },
+    // As the replicas run: the store's password from the environment (BOARDING_STORE_PASSWORD).
+    env: { ...process.env, ...replicaEnv, LD_PRELOAD: lib, FAKETIME: `${seconds >= 0 ? '+' : ''}${seconds}s`, LOG_LEVEL: 'error' },
   });
   let stdout = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -93,7 +94,7 @@ describe.skipIf(skip !== null)('clock skew between replicas', () => {
     expect(roles.filter((r) => r === 'leader'), `${ctx}: one leader (${JSON.stringify(roles)})`).toHaveLength(1);
 
     // config check --connect on a skewed host says so (and fails).
-    const check = await configCheck(s.configPath, SKEWS['a']!);
+    const check = await configCheck(s.configPath, SKEWS['a']!, { BOARDING_STORE_PASSWORD: pg.password });
     expect(check.code, `${ctx}: config check --connect exit\n${check.stdout}`).toBe(1);
     expect(check.stdout, ctx).toMatch(/FAIL\s+store\.clock\s+this host's clock is 3\.0 min ahead of the database's/);
 
