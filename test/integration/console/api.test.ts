@@ -396,11 +396,13 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     });
 
     it('`console unlock NAME` writes an audit line the daemon lifts the lock by; an unknown name is refused', async () => {
-      const r = await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'Vera']);
+      // As ops run it beside the daemon: on PostgreSQL the store's password from the environment.
+      const cliEnv = engine === 'postgres' ? pgEnv() : {};
+      const r = await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'Vera'], cliEnv);
       expect(r.code, r.error ?? '').toBe(0);
       expect(r.stdout).toContain('vera');
       expect(await rt.db.all<{ reason: string }>("SELECT reason FROM console_audit WHERE kind = 'unlock' AND actor LIKE 'cli%'")).toEqual([{ reason: 'vera' }]);
-      expect((await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'mallory'])).code).toBe(2);
+      expect((await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'mallory'], cliEnv)).code).toBe(2);
     });
   });
 });
