@@ -176,9 +176,18 @@ async function main(): Promise<void> {
   const ratio = (f: (s: Sample) => number): number => mean(last.map(f)) / mean(first.map(f));
   const r = { rss: ratio((s) => s.rssMb), fds: ratio((s) => s.fds), bytesPerLoan: ratio((s) => s.bytesPerLoan) };
   const verdict = (x: number): string => (x <= GOAL ? 'flat' : 'GROWS');
+  // The state's growth per loan boarded within each span (bytes/loan above also carries the
+  // empty database's fixed size, which the first minutes are dominated by).
+  const marginal = (from: number, to: number): number => {
+    const a = samples[Math.max(0, from)];
+    const b = samples[Math.min(samples.length - 1, to)];
+    return a && b && b.acked > a.acked ? (b.stateBytes - a.stateBytes) / (b.acked - a.acked) : NaN;
+  };
+  const growth = { first: marginal(0, span), last: marginal(samples.length - 1 - span, samples.length - 1) };
   process.stdout.write(
     `soak ${samples.length} min: webhooks delivered ${delivered} (refused ${refused}), loans acknowledged ${samples.at(-1)?.acked ?? 0} of ${released.length} released, daemon error lines ${errors}\n` +
       `last ÷ first ${span} min: RSS ${r.rss.toFixed(3)} (${verdict(r.rss)}), fds ${r.fds.toFixed(3)} (${verdict(r.fds)}), state bytes/loan ${r.bytesPerLoan.toFixed(3)} (${verdict(r.bytesPerLoan)}) — goal ≤ ${GOAL}\n` +
+      `state growth per loan boarded (database + WAL, inbox rows included): first ${span} min ${Math.round(growth.first)} B, last ${span} min ${Math.round(growth.last)} B, ratio ${(growth.last / growth.first).toFixed(3)}\n` +
       `machine: ${cpus().length} cores, load average (1 min) at the end ${loadavg()[0]?.toFixed(1) ?? '?'} (other load skews the figures)\n`,
   );
 }
