@@ -2,6 +2,7 @@ import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
+import { networkErrorCode, parseAnswerBody } from '../http-answer.js';
 
 export interface FineractHttpOptions {
   /** e.g. https://core.bank.local/fineract-provider/api/v1 */
@@ -114,7 +115,7 @@ export class FineractHttp {
       replayed = res.headers['x-served-from-cache'] === 'true';
       text = await res.body.text();
     } catch (err) {
-      const code = errCode(err);
+      const code = networkErrorCode(err);
       const ambiguous = write && !(code !== undefined && NOT_SENT.has(code));
       throw new CoreUnavailableError(
         `Fineract ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed)' : ''}`,
@@ -122,7 +123,7 @@ export class FineractHttp {
         { cause: err },
       );
     }
-    const parsed = parseJson(text);
+    const parsed = parseAnswerBody(text);
     if (status >= 200 && status < 300) return parsed;
     if (status === 404 && nullOn404) return null;
     const message = fineractMessage(parsed, text);
@@ -180,20 +181,4 @@ export function fineractCodes(body: unknown): string[] {
   return [b.userMessageGlobalisationCode, ...(b.errors ?? []).map((e) => e.userMessageGlobalisationCode)].filter(
     (c): c is string => typeof c === 'string',
   );
-}
-
-function parseJson(text: string): unknown {
-  if (text === '') return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function errCode(err: unknown): string | undefined {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
-  if (typeof e?.code === 'string') return e.code;
-  if (typeof e?.cause?.code === 'string') return e.cause.code;
-  return undefined;
 }

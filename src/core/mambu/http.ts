@@ -2,6 +2,7 @@ import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
+import { networkErrorCode, parseAnswerBody } from '../http-answer.js';
 
 export type MambuAuth = { apiKey: string } | { username: string; password: string };
 
@@ -138,7 +139,7 @@ export class MambuHttp {
       resHeaders = res.headers;
       text = await res.body.text();
     } catch (err) {
-      const code = errCode(err);
+      const code = networkErrorCode(err);
       const ambiguous = write && !(code !== undefined && NOT_SENT.has(code));
       throw new CoreUnavailableError(
         `Mambu ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed; Mambu answers 102 and drops nothing it started)' : ''}`,
@@ -146,7 +147,7 @@ export class MambuHttp {
         { cause: err },
       );
     }
-    const parsed = parseJson(text);
+    const parsed = parseAnswerBody(text);
     if (status >= 200 && status < 300) return { body: parsed, headers: resHeaders };
     if (status === 404 && nullOn404) return { body: null, headers: resHeaders };
     const errors = mambuErrors(parsed);
@@ -199,20 +200,4 @@ const DUPLICATE_ID = new Set(['DUPLICATE_ID', 'CLIENT_ID_ALREADY_IN_USE', 'GROUP
 
 export function isDuplicateId(detail: unknown): boolean {
   return mambuErrors(detail).some((e) => e.errorReason !== undefined && DUPLICATE_ID.has(e.errorReason));
-}
-
-function parseJson(text: string): unknown {
-  if (text === '') return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-function errCode(err: unknown): string | undefined {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
-  if (typeof e?.code === 'string') return e.code;
-  if (typeof e?.cause?.code === 'string') return e.cause.code;
-  return undefined;
 }
