@@ -33,7 +33,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['better-sqlite3'], message: 'Only src/store talks to SQLite: add a repository method there.' }] },
+        {
+          patterns: [
+            {
+              group: ['better-sqlite3'],
+              message: 'Only src/store talks to SQLite: add a repository method there.',
+            },
+          ],
+        },
       ],
     },
   },
@@ -45,7 +52,11 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/webhooks/*', '**/boarding/*', '**/platform/*', '**/platform/**'], message: 'src/store imports nothing from webhooks/, boarding/ or platform/ (they depend on the store; shared API shapes are in src/contract).' },
+            {
+              group: ['**/webhooks/*', '**/boarding/*', '**/platform/*', '**/platform/**'],
+              message:
+                'src/store imports nothing from webhooks/, boarding/ or platform/ (they depend on the store; shared API shapes are in src/contract).',
+            },
           ],
         },
       ],
@@ -60,10 +71,23 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['node:*'], message: 'src/mapping is pure: no node:* imports (only loader.ts does I/O).' },
-            { group: ['undici', 'better-sqlite3', 'pino', 'pino-*', 'express'], message: 'src/mapping is pure: no I/O libraries.' },
-            { group: ['**/platform/*', '**/platform/**'], message: 'src/mapping never depends on the platform client: the API shapes are in src/contract.' },
-            { group: ['fs', 'path', 'http', 'https', 'net', 'child_process', 'os'], message: 'src/mapping is pure: no Node built-ins.' },
+            {
+              group: ['node:*'],
+              message: 'src/mapping is pure: no node:* imports (only loader.ts does I/O).',
+            },
+            {
+              group: ['undici', 'better-sqlite3', 'pino', 'pino-*', 'express'],
+              message: 'src/mapping is pure: no I/O libraries.',
+            },
+            {
+              group: ['**/platform/*', '**/platform/**'],
+              message:
+                'src/mapping never depends on the platform client: the API shapes are in src/contract.',
+            },
+            {
+              group: ['fs', 'path', 'http', 'https', 'net', 'child_process', 'os'],
+              message: 'src/mapping is pure: no Node built-ins.',
+            },
           ],
         },
       ],

@@ -51,7 +51,13 @@ async function run(secureDelete: boolean): Promise<void> {
     logger: silentLogger(),
     clock,
   });
-  const core = new FileCore({ dir: join(dir, 'core'), batches, timeZone: 'America/Chicago', logger: silentLogger(), clock });
+  const core = new FileCore({
+    dir: join(dir, 'core'),
+    batches,
+    timeZone: 'America/Chicago',
+    logger: silentLogger(),
+    clock,
+  });
   try {
     const perLoan: number[] = [];
     for (let i = 0; i < LOANS; i += 1) {
@@ -82,11 +88,15 @@ async function run(secureDelete: boolean): Promise<void> {
     const sealCpu = process.cpuUsage(c0);
     const sealMs = Number(process.hrtime.bigint() - t0) / 1e6;
     const counts = await batches.store.counts(sealed!);
-    console.log(`loans boarded into one batch: ${LOANS} (batch ${sealed}, ${counts.loans} loans, ${counts.records} records)`);
+    console.log(
+      `loans boarded into one batch: ${LOANS} (batch ${sealed}, ${counts.loans} loans, ${counts.records} records)`,
+    );
     console.log(`CPU per board, first ${SLICE}: ${first.toFixed(3)} ms`);
     console.log(`CPU per board, last ${SLICE}:  ${last.toFixed(3)} ms`);
     console.log(`ratio last/first: ${(last / first).toFixed(2)} (target ≤ 1.2)`);
-    console.log(`seal (files written once): ${sealMs.toFixed(0)} ms wall, ${((sealCpu.user + sealCpu.system) / 1000).toFixed(0)} ms CPU`);
+    console.log(
+      `seal (files written once): ${sealMs.toFixed(0)} ms wall, ${((sealCpu.user + sealCpu.system) / 1000).toFixed(0)} ms CPU`,
+    );
     // Flat: per loan the same at any BENCH_LOANS (each row is read and decrypted once; issue 33).
     console.log(`seal CPU per loan: ${((sealCpu.user + sealCpu.system) / 1000 / LOANS).toFixed(3)} ms`);
   } finally {

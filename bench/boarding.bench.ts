@@ -27,7 +27,17 @@ const WRITES = 30;
 const HEADROOM = 0.9;
 const PAGE = 100;
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
-const ALL = ['read:loans', 'read:boarding', 'write:boarding', 'read:businesses', 'read:people', 'read:documents', 'read:products', 'read:businesses:ein', 'read:people:ssn'];
+const ALL = [
+  'read:loans',
+  'read:boarding',
+  'write:boarding',
+  'read:businesses',
+  'read:people',
+  'read:documents',
+  'read:products',
+  'read:businesses:ein',
+  'read:people:ssn',
+];
 
 interface Counters {
   requests: Record<string, number>;
@@ -37,9 +47,22 @@ interface Counters {
 }
 
 async function main(): Promise<void> {
-  const sandbox = await startSandbox({ amounts: 'extreme', port: 0, loans: LOANS, releaseRatio: 1, seed: 3, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES });
+  const sandbox = await startSandbox({
+    amounts: 'extreme',
+    port: 0,
+    loans: LOANS,
+    releaseRatio: 1,
+    seed: 3,
+    windowMs: WINDOW_MS,
+    readsPerWindow: READS,
+    writesPerWindow: WRITES,
+  });
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
-    const res = await fetch(`${sandbox.adminUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const res = await fetch(`${sandbox.adminUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     return res.json();
   };
   const dir = mkdtempSync(join(tmpdir(), 'boarding-bench-'));
@@ -53,11 +76,25 @@ async function main(): Promise<void> {
     const config = loadConfig({
       env: {},
       fileText: JSON.stringify({
-        platform: { baseUrl: sandbox.baseUrl, apiKey, environment: 'staging', rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES, headroom: HEADROOM }, pageSize: PAGE },
+        platform: {
+          baseUrl: sandbox.baseUrl,
+          apiKey,
+          environment: 'staging',
+          rateLimit: {
+            windowMs: WINDOW_MS,
+            readsPerWindow: READS,
+            writesPerWindow: WRITES,
+            headroom: HEADROOM,
+          },
+          pageSize: PAGE,
+        },
         store: { path: join(dir, 'state.sqlite') },
         core: { adapter: 'file', file: { dir: join(dir, 'core'), csvBatches: false } },
         mappings: { dir: mappingsDir },
-        boarding: { concurrency: Number(process.env['BENCH_CONCURRENCY'] ?? 8), documentHosts: { allow: ['127.0.0.1'] } },
+        boarding: {
+          concurrency: Number(process.env['BENCH_CONCURRENCY'] ?? 8),
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
         log: { level: 'silent' },
       }),
     });
@@ -68,7 +105,9 @@ async function main(): Promise<void> {
     const c = (await admin('GET', '/counters')) as Counters;
     let documents = 0;
     for (const row of await rt.store.loans.list({ state: 'acknowledged' })) {
-      const m = JSON.parse(readFileSync(join(dir, 'core', row.coreReference ?? '', 'manifest.json'), 'utf8')) as { documents: unknown[] };
+      const m = JSON.parse(
+        readFileSync(join(dir, 'core', row.coreReference ?? '', 'manifest.json'), 'utf8'),
+      ) as { documents: unknown[] };
       documents += m.documents.length;
     }
     await rt.close();
@@ -79,23 +118,38 @@ async function main(): Promise<void> {
     const allowedR = Math.floor(READS * HEADROOM);
     const allowedW = Math.floor(WRITES * HEADROOM);
     // Loans per window the budget allows, given what a loan costs in reads and writes.
-    const boundPerWindow = (limitR: number, limitW: number): number => Math.min(limitR / readsPerLoan, limitW / writesPerLoan);
+    const boundPerWindow = (limitR: number, limitW: number): number =>
+      Math.min(limitR / readsPerLoan, limitW / writesPerLoan);
     const perWindow = (boarded / elapsed) * WINDOW_MS;
     // Stricter: a fresh sliding window lets a full budget through at once, so over T ms at most
     // L × (T/W + 1) requests can pass; short runs are charged for not using that first burst.
     const windows = elapsed / WINDOW_MS + 1;
     const burstBound = (limitR: number, limitW: number): number => boundPerWindow(limitR, limitW) * windows;
-    const apiCalls = Object.entries(c.requests).filter(([k]) => k.includes('/public/')).reduce((a, [, n]) => a + n, 0);
+    const apiCalls = Object.entries(c.requests)
+      .filter(([k]) => k.includes('/public/'))
+      .reduce((a, [, n]) => a + n, 0);
     const minimum = boarded * 3 + documents + Math.ceil(boarded / PAGE);
 
-    console.log(`loans boarded: ${boarded}/${LOANS} in ${(elapsed / 1000).toFixed(1)} s (window ${WINDOW_MS} ms, budget ${READS} reads + ${WRITES} writes per window, headroom ${HEADROOM}, concurrency ${config.boarding.concurrency})`);
-    console.log(`per loan: ${readsPerLoan.toFixed(2)} reads, ${writesPerLoan.toFixed(2)} writes (sandbox counters); 429s: ${c.rateLimited}`);
-    console.log(`boarded per window: ${perWindow.toFixed(1)}; bound: ${boundPerWindow(allowedR, allowedW).toFixed(1)} with the connector's own budget (${allowedR}/${allowedW}), ${boundPerWindow(READS, WRITES).toFixed(1)} with the documented one (${READS}/${WRITES})`);
+    console.log(
+      `loans boarded: ${boarded}/${LOANS} in ${(elapsed / 1000).toFixed(1)} s (window ${WINDOW_MS} ms, budget ${READS} reads + ${WRITES} writes per window, headroom ${HEADROOM}, concurrency ${config.boarding.concurrency})`,
+    );
+    console.log(
+      `per loan: ${readsPerLoan.toFixed(2)} reads, ${writesPerLoan.toFixed(2)} writes (sandbox counters); 429s: ${c.rateLimited}`,
+    );
+    console.log(
+      `boarded per window: ${perWindow.toFixed(1)}; bound: ${boundPerWindow(allowedR, allowedW).toFixed(1)} with the connector's own budget (${allowedR}/${allowedW}), ${boundPerWindow(READS, WRITES).toFixed(1)} with the documented one (${READS}/${WRITES})`,
+    );
     // Headline: boarded ÷ the most the budget lets through in the same time (a fresh window lets a
     // whole budget through at once, so that first burst is counted as available).
-    console.log(`throughput ratio (boarded ÷ budget bound over the run): ${(boarded / burstBound(allowedR, allowedW)).toFixed(3)} vs the connector's budget   (target ≥ 0.90); ${(boarded / burstBound(READS, WRITES)).toFixed(3)} vs the documented budget (at most ${HEADROOM} in steady state: headroom)`);
-    console.log(`per-window ratio without the first burst: ${(perWindow / boundPerWindow(allowedR, allowedW)).toFixed(3)} (connector's budget), ${(perWindow / boundPerWindow(READS, WRITES)).toFixed(3)} (documented); above 1 on short runs because of that burst`);
-    console.log(`API calls: ${apiCalls}; minimum ${minimum} (${boarded} × (entities + documents + ack) + ${documents} download addresses + ${Math.ceil(boarded / PAGE)} queue page(s)); calls ÷ minimum: ${(apiCalls / minimum).toFixed(3)}   (target 1.00)`);
+    console.log(
+      `throughput ratio (boarded ÷ budget bound over the run): ${(boarded / burstBound(allowedR, allowedW)).toFixed(3)} vs the connector's budget   (target ≥ 0.90); ${(boarded / burstBound(READS, WRITES)).toFixed(3)} vs the documented budget (at most ${HEADROOM} in steady state: headroom)`,
+    );
+    console.log(
+      `per-window ratio without the first burst: ${(perWindow / boundPerWindow(allowedR, allowedW)).toFixed(3)} (connector's budget), ${(perWindow / boundPerWindow(READS, WRITES)).toFixed(3)} (documented); above 1 on short runs because of that burst`,
+    );
+    console.log(
+      `API calls: ${apiCalls}; minimum ${minimum} (${boarded} × (entities + documents + ack) + ${documents} download addresses + ${Math.ceil(boarded / PAGE)} queue page(s)); calls ÷ minimum: ${(apiCalls / minimum).toFixed(3)}   (target 1.00)`,
+    );
   } finally {
     await sandbox.close();
     rmSync(dir, { recursive: true, force: true });

@@ -46,9 +46,21 @@ function configText(baseUrl: string, apiKey: string, pgUrl: string): string {
 
 async function replica(): Promise<void> {
   const env = process.env;
-  const config = loadConfig({ env: benchPgStore(env['BENCH_PG']!).env, fileText: configText(env['BENCH_BASE']!, env['BENCH_KEY']!, env['BENCH_PG']!) });
-  const pool = openPgPool({ url: env['BENCH_PG']!, client: benchPgClient(env['BENCH_PG']!), applicationName: `bench-replica-${env['BENCH_REPLICA']}`, max: 3 });
-  const client = platformClientFromConfig(config, { logger: silentLogger(), db: StoreDb.postgresOn(pool, 'bench'), clock: systemClock });
+  const config = loadConfig({
+    env: benchPgStore(env['BENCH_PG']!).env,
+    fileText: configText(env['BENCH_BASE']!, env['BENCH_KEY']!, env['BENCH_PG']!),
+  });
+  const pool = openPgPool({
+    url: env['BENCH_PG']!,
+    client: benchPgClient(env['BENCH_PG']!),
+    applicationName: `bench-replica-${env['BENCH_REPLICA']}`,
+    max: 3,
+  });
+  const client = platformClientFromConfig(config, {
+    logger: silentLogger(),
+    db: StoreDb.postgresOn(pool, 'bench'),
+    clock: systemClock,
+  });
   const loanId = env['BENCH_LOAN']!;
   const stop = Date.now() + SECONDS * 1000;
   const outcomes: Record<string, number> = {};
@@ -68,15 +80,23 @@ async function replica(): Promise<void> {
   await Promise.all([
     ...Array.from({ length: READERS }, () => loop(() => client.getLoan(loanId), 'read')),
     // The same ack with the same key: the first boards, the rest are idempotent replays (each a write).
-    ...Array.from({ length: WRITERS }, () => loop(() => client.acknowledgeBoarding(loanId, { boardingReference: 'bench' }, { idempotencyKey: `ack:${loanId}:bench` }), 'write')),
+    ...Array.from({ length: WRITERS }, () =>
+      loop(
+        () =>
+          client.acknowledgeBoarding(
+            loanId,
+            { boardingReference: 'bench' },
+            { idempotencyKey: `ack:${loanId}:bench` },
+          ),
+        'write',
+      ),
+    ),
   ]);
   const stats = client.stats();
   await client.close();
   await pool.end();
   process.stdout.write(JSON.stringify({ outcomes, rateLimited: stats.rateLimited }) + '\n');
 }
-
-
 
 interface Arrival {
   at: number;
@@ -85,16 +105,21 @@ interface Arrival {
 }
 
 /** A proxy in front of the sandbox that notes each API request's arrival (before forwarding). */
-async function recordingProxy(target: URL): Promise<{ base: string; arrivals: Arrival[]; close: () => Promise<void> }> {
+async function recordingProxy(
+  target: URL,
+): Promise<{ base: string; arrivals: Arrival[]; close: () => Promise<void> }> {
   const arrivals: Arrival[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const at = Date.now();
     const bucket = req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write';
-    const up = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-      if (req.url?.startsWith('/api/')) arrivals.push({ at, bucket, status: r.statusCode ?? 0 });
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const up = httpRequest(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (r) => {
+        if (req.url?.startsWith('/api/')) arrivals.push({ at, bucket, status: r.statusCode ?? 0 });
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
@@ -131,23 +156,50 @@ async function main(): Promise<void> {
   const u = new URL(base);
   u.pathname = `/${name}`;
   const pgUrl = u.toString();
-  const sb = await startSandbox({ loans: 10, releaseRatio: 1, windowMs: WINDOW_MS, readsPerWindow: DOCUMENTED.read, writesPerWindow: DOCUMENTED.write });
+  const sb = await startSandbox({
+    loans: 10,
+    releaseRatio: 1,
+    windowMs: WINDOW_MS,
+    readsPerWindow: DOCUMENTED.read,
+    writesPerWindow: DOCUMENTED.write,
+  });
   const proxy = await recordingProxy(new URL(sb.baseUrl));
   try {
     const pool = openPgPool({ url: pgUrl, client: benchPgClient(pgUrl), max: 1 });
     await migratePg(pool);
     await pool.end();
-    const queue = (await (await fetch(`${sb.baseUrl}/public/v1/loans/boarding-queue?limit=1`, { headers: { authorization: `Bearer ${sb.apiKey}` } })).json()) as { data: Array<{ id: string }> };
+    const queue = (await (
+      await fetch(`${sb.baseUrl}/public/v1/loans/boarding-queue?limit=1`, {
+        headers: { authorization: `Bearer ${sb.apiKey}` },
+      })
+    ).json()) as { data: Array<{ id: string }> };
     const loanId = queue.data[0]!.id;
     const env = { BENCH_BASE: proxy.base, BENCH_KEY: sb.apiKey, BENCH_PG: pgUrl, BENCH_LOAN: loanId };
-    const per = await Promise.all(Array.from({ length: REPLICAS }, async (_, i) => JSON.parse(await runBenchReplica(import.meta.url, i, env)) as { outcomes: Record<string, number>; rateLimited: number }));
-    const counters = (await (await fetch(`${sb.baseUrl.replace(/\/api$/, '')}/admin/counters`)).json()) as { rateLimited: number };
+    const per = await Promise.all(
+      Array.from(
+        { length: REPLICAS },
+        async (_, i) =>
+          JSON.parse(await runBenchReplica(import.meta.url, i, env)) as {
+            outcomes: Record<string, number>;
+            rateLimited: number;
+          },
+      ),
+    );
+    const counters = (await (await fetch(`${sb.baseUrl.replace(/\/api$/, '')}/admin/counters`)).json()) as {
+      rateLimited: number;
+    };
 
     process.stdout.write(
       `sandbox budget ${DOCUMENTED.read} reads / ${DOCUMENTED.write} writes per ${WINDOW_MS} ms (the documented counts, window scaled), headroom ${HEADROOM}; ` +
         `${REPLICAS} replica processes × (${READERS} readers + ${WRITERS} writers), real client + shared PostgreSQL ledger, ${SECONDS} s\n`,
     );
-    per.forEach((p, i) => process.stdout.write(`  replica ${i}: ${Object.entries(p.outcomes).map(([k, n]) => `${k} ${n}`).join(', ')}; 429s seen ${p.rateLimited}\n`));
+    per.forEach((p, i) =>
+      process.stdout.write(
+        `  replica ${i}: ${Object.entries(p.outcomes)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ')}; 429s seen ${p.rateLimited}\n`,
+      ),
+    );
     for (const bucket of ['read', 'write'] as const) {
       const served = proxy.arrivals.filter((a) => a.bucket === bucket && a.status !== 429).map((a) => a.at);
       const refused = proxy.arrivals.filter((a) => a.bucket === bucket && a.status === 429).length;

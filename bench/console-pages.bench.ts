@@ -33,7 +33,12 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
     process.stdout.write(`store of ${n} loans built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
     const db = openDatabase(path);
     const clock = new FakeClock({ start: NOW });
-    const config = consoleSchema.parse({ users: [{ name: 'olga', roles: ['operator'] }, { name: 'vera', roles: ['viewer'] }] });
+    const config = consoleSchema.parse({
+      users: [
+        { name: 'olga', roles: ['operator'] },
+        { name: 'vera', roles: ['viewer'] },
+      ],
+    });
     const service = createConsoleService({
       store: createBoardingStore(db),
       consoleStore: createConsoleStore(db),
@@ -43,11 +48,22 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
     });
     const sessions = createSessionStore({ clock });
     const router = express.Router();
-    mountConsolePages(router, { config, service, auth: createConsoleAuth({ config, clock, logger: silentLogger() }), logger: silentLogger(), clock }, { sessions });
+    mountConsolePages(
+      router,
+      {
+        config,
+        service,
+        auth: createConsoleAuth({ config, clock, logger: silentLogger() }),
+        logger: silentLogger(),
+        clock,
+      },
+      { sessions },
+    );
     const app = express();
     app.use('/console', router);
     const server = await startHttpServer(app, '127.0.0.1', 0);
-    const cookie = (user: string, roles: string[]): string => `bc_console_session=${sessions.create(user, roles).id}`;
+    const cookie = (user: string, roles: string[]): string =>
+      `bc_console_session=${sessions.create(user, roles).id}`;
     const operator = cookie('olga', ['operator']);
     const viewer = cookie('vera', ['viewer']);
     const get = (c: string, path: string) => async () => {
@@ -59,8 +75,12 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
       return {
         'queue page, viewer': await timeIt(get(viewer, '/console/queue')),
         'queue page, operator (+ 2 bulk previews)': await timeIt(get(operator, '/console/queue')),
-        'queue page, operator, reason=core_rejected': await timeIt(get(operator, '/console/queue?reason=core_rejected')),
-        'queue page, operator, sort=amount desc': await timeIt(get(operator, '/console/queue?sort=amount&dir=desc')),
+        'queue page, operator, reason=core_rejected': await timeIt(
+          get(operator, '/console/queue?reason=core_rejected'),
+        ),
+        'queue page, operator, sort=amount desc': await timeIt(
+          get(operator, '/console/queue?sort=amount&dir=desc'),
+        ),
       };
     } finally {
       await server.close(0);
@@ -73,8 +93,12 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
 
 const small = await measure(1_000);
 const large = await measure(N);
-process.stdout.write(`\nGET /console/queue, ms (cold / median of 20)   1,000 loans       ${N.toLocaleString('en-US')} loans\n`);
+process.stdout.write(
+  `\nGET /console/queue, ms (cold / median of 20)   1,000 loans       ${N.toLocaleString('en-US')} loans\n`,
+);
 for (const [name, f] of Object.entries(large)) {
   const s = small[name] as { cold: number; median: number };
-  process.stdout.write(`  ${name.padEnd(44)} ${s.cold.toFixed(1).padStart(6)} / ${s.median.toFixed(1).padStart(6)}   ${f.cold.toFixed(1).padStart(7)} / ${f.median.toFixed(1).padStart(7)}\n`);
+  process.stdout.write(
+    `  ${name.padEnd(44)} ${s.cold.toFixed(1).padStart(6)} / ${s.median.toFixed(1).padStart(6)}   ${f.cold.toFixed(1).padStart(7)} / ${f.median.toFixed(1).padStart(7)}\n`,
+  );
 }

@@ -10,7 +10,11 @@ export const DAY = 86_400_000;
 export const NOW = Date.parse('2026-11-25T12:00:00Z');
 export const REASONS = ['mapping', 'validation', 'core_rejected', 'retries_exhausted', 'contradictory'];
 
-export function buildExceptionStore(path: string, n: number, nameOf: (i: number) => string = (i) => `Borrower ${i} Holdings LLC`): void {
+export function buildExceptionStore(
+  path: string,
+  n: number,
+  nameOf: (i: number) => string = (i) => `Borrower ${i} Holdings LLC`,
+): void {
   const db = openDatabase(path);
   const ins = db.prepare(
     `INSERT INTO loans (id, loan_number, state, quarantine_reason, review_items, attempts, cents_amount, product_id, mapping_version,
@@ -35,7 +39,9 @@ export function buildExceptionStore(path: string, n: number, nameOf: (i: number)
         name: nameOf(i),
         key: searchKey(nameOf(i)),
         code: quarantined ? 'mapping_error' : null,
-        message: quarantined ? 'paymentFrequency "irregular" has no core code (mappings/generic/loan.yaml:41)' : null,
+        message: quarantined
+          ? 'paymentFrequency "irregular" has no core code (mappings/generic/loan.yaml:41)'
+          : null,
         item: JSON.stringify({ id: `loan_${i}`, purposeNarrative: 'x'.repeat(300) }),
         at,
       });

@@ -51,7 +51,9 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
       'first page (age)': await timeIt(page({})),
       'first page, reason=core_rejected': await timeIt(page({ reason: 'core_rejected' })),
       'first page, sort=amount desc': await timeIt(page({ sort: 'amount', dir: 'desc' })),
-      'first page, product=prod_3 & amount ≥ 2.5M': await timeIt(page({ product: 'prod_3', minAmountCents: 250_000_000 })),
+      'first page, product=prod_3 & amount ≥ 2.5M': await timeIt(
+        page({ product: 'prod_3', minAmountCents: 250_000_000 }),
+      ),
       'first page, age ≥ 20 business days': await timeIt(page({ minAgeDays: 20 })),
       'search by name "borrower 4242 "': await timeIt(page({ q: 'borrower 4242 ' })),
       'search by loan number': await timeIt(page({ q: `LN-${Math.floor(n / 2)}` })),
@@ -67,10 +69,16 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
 
 const small = await measure(1_000);
 const large = await measure(N);
-process.stdout.write(`\nexception queue, ms (cold / median of 20)      1,000 loans       ${N.toLocaleString('en-US')} loans\n`);
+process.stdout.write(
+  `\nexception queue, ms (cold / median of 20)      1,000 loans       ${N.toLocaleString('en-US')} loans\n`,
+);
 for (const [name, f] of Object.entries(large)) {
   const s = small[name] as { cold: number; median: number };
-  process.stdout.write(`  ${name.padEnd(44)} ${s.cold.toFixed(1).padStart(6)} / ${s.median.toFixed(1).padStart(6)}   ${f.cold.toFixed(1).padStart(7)} / ${f.median.toFixed(1).padStart(7)}\n`);
+  process.stdout.write(
+    `  ${name.padEnd(44)} ${s.cold.toFixed(1).padStart(6)} / ${s.median.toFixed(1).padStart(6)}   ${f.cold.toFixed(1).padStart(7)} / ${f.median.toFixed(1).padStart(7)}\n`,
+  );
 }
 const first = large['first page (age)'] as { cold: number; median: number };
-process.stdout.write(`\nfirst page of the exception queue at ${N.toLocaleString('en-US')} loans: ${first.cold.toFixed(1)} ms cold, ${first.median.toFixed(1)} ms median (target < 200 ms)\n`);
+process.stdout.write(
+  `\nfirst page of the exception queue at ${N.toLocaleString('en-US')} loans: ${first.cold.toFixed(1)} ms cold, ${first.median.toFixed(1)} ms median (target < 200 ms)\n`,
+);

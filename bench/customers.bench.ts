@@ -42,9 +42,19 @@ function loans(): Entities[] {
     const businesses = [];
     for (let p = 0; p < 3; p += 1) {
       const r = (i * 7 + p * 13) % 10;
-      const tin = r < 3 ? ein(1 + ((i * 3 + p) % 1000)) : r < 5 && seen.length > 0 ? (seen[(i * 31 + p) % seen.length] as string) : ein(500_000_000 + (seq += 1));
+      const tin =
+        r < 3
+          ? ein(1 + ((i * 3 + p) % 1000))
+          : r < 5 && seen.length > 0
+            ? (seen[(i * 31 + p) % seen.length] as string)
+            : ein(500_000_000 + (seq += 1));
       seen.push(tin);
-      businesses.push({ id: `biz_${i}_${p}`, name: `Business ${tin.slice(-4)} LLC`, ein: tin, role: p === 0 ? 'borrower' : 'guarantor' });
+      businesses.push({
+        id: `biz_${i}_${p}`,
+        name: `Business ${tin.slice(-4)} LLC`,
+        ein: tin,
+        role: p === 0 ? 'borrower' : 'guarantor',
+      });
     }
     out.push({ businesses, people: [] });
   }
@@ -60,13 +70,21 @@ async function run(size: number, work: Entities[]): Promise<number> {
   try {
     const path = join(dir, 'customers.csv');
     const lines = ['cif,tin,name'];
-    for (let i = 1; i <= size; i += 1) lines.push(`${80_000_000 + i},${ein(i)},Business ${ein(i).slice(-4)} LLC`);
+    for (let i = 1; i <= size; i += 1)
+      lines.push(`${80_000_000 + i},${ein(i)},Business ${ein(i).slice(-4)} LLC`);
     writeFileSync(path, `${lines.join('\n')}\n`);
     lines.length = 0;
     gc();
     let now = Date.now();
     const clock = clockReading(() => now);
-    const extract = new CustomerExtract({ path, maxAgeHours: 36, layout: DEFAULT_EXTRACT_LAYOUT, keys, clock, logger: silentLogger() });
+    const extract = new CustomerExtract({
+      path,
+      maxAgeHours: 36,
+      layout: DEFAULT_EXTRACT_LAYOUT,
+      keys,
+      clock,
+      logger: silentLogger(),
+    });
     const heapBefore = process.memoryUsage().heapUsed;
     const t0 = performance.now();
     await extract.refresh();
@@ -93,12 +111,25 @@ async function run(size: number, work: Entities[]): Promise<number> {
       await store.loans.insert({ id, state: 'queued' }, now);
       await store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, now);
       await resolver.resolve(id, work[i] as Entities);
-      await store.loans.transition(id, { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: now } }, now);
-      await store.loans.transition(id, { to: 'written', expectedFrom: 'mapped', patch: { writtenAt: now, coreReference: id }, also: () => resolver.afterWrite(id, null) }, now);
+      await store.loans.transition(
+        id,
+        { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: now } },
+        now,
+      );
+      await store.loans.transition(
+        id,
+        {
+          to: 'written',
+          expectedFrom: 'mapped',
+          patch: { writtenAt: now, coreReference: id },
+          also: () => resolver.afterWrite(id, null),
+        },
+        now,
+      );
     }
     const cpu = process.cpuUsage(cpu0);
     const wall = performance.now() - w0;
-    const perLoanUs = ((cpu.user + cpu.system) / work.length);
+    const perLoanUs = (cpu.user + cpu.system) / work.length;
     const created = (await store.customers.list({ matchedBy: 'created', limit: 1_000_000 })).length;
     const byTin = (await store.customers.list({ matchedBy: 'tin', limit: 1_000_000 })).length;
     console.log(
@@ -117,7 +148,9 @@ async function main(): Promise<void> {
   const costs: number[] = [];
   for (const size of SIZES) costs.push(await run(size, work));
   const [small, large] = costs as [number, number];
-  console.log(`matching cost per loan, 100,000 vs 1,000 customers in the extract: ratio ${(large / small).toFixed(2)} (flat ≈ 1)`);
+  console.log(
+    `matching cost per loan, 100,000 vs 1,000 customers in the extract: ratio ${(large / small).toFixed(2)} (flat ≈ 1)`,
+  );
 }
 
 await main();

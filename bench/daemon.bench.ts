@@ -34,11 +34,19 @@ async function main(): Promise<void> {
     writesPerWindow: 100,
     extra: {
       schedule: { drain: '*/5 * * * * *' },
-      webhooks: { host: '127.0.0.1', port: 0, secrets: [`whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`] },
+      webhooks: {
+        host: '127.0.0.1',
+        port: 0,
+        secrets: [`whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`],
+      },
       log: { level: 'warn' },
     },
   });
-  const child = spawn(process.execPath, [join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   const pid = child.pid as number;
   try {
     const deadline = Date.now() + 180_000;

@@ -18,7 +18,17 @@
  * BENCH_FAILOVER_HEADROOM sets the replicas' platform.rateLimit.headroom (default: the connector's).
  */
 import { spawnSync } from 'node:child_process';
-import { median, rng, sleep, slidingWindowReport, startFailoverSet, startPgServer, until, type FailoverSet, type Replica } from '../test/support/failover.js';
+import {
+  median,
+  rng,
+  sleep,
+  slidingWindowReport,
+  startFailoverSet,
+  startPgServer,
+  until,
+  type FailoverSet,
+  type Replica,
+} from '../test/support/failover.js';
 
 const WINDOW_MS = Number(process.env['BENCH_FAILOVER_WINDOW_MS'] ?? 5000);
 const READS = 100;
@@ -28,7 +38,9 @@ const STEADY_S = Number(process.env['BENCH_FAILOVER_STEADY_S'] ?? 30);
 const SEED = Number(process.env['BENCH_FAILOVER_SEED'] ?? 26);
 const STOPS = Number(process.env['BENCH_FAILOVER_STOPS'] ?? 1);
 /** platform.rateLimit.headroom for the replicas; unset: the connector's default (0.9). */
-const HEADROOM = process.env['BENCH_FAILOVER_HEADROOM'] ? Number(process.env['BENCH_FAILOVER_HEADROOM']) : undefined;
+const HEADROOM = process.env['BENCH_FAILOVER_HEADROOM']
+  ? Number(process.env['BENCH_FAILOVER_HEADROOM'])
+  : undefined;
 // Enough loans that the queue never runs dry: ~4.5 reads a loan at 100 reads per window, for the
 // steady stretch, its warm-up and every kill.
 const LOANS = Math.ceil(((READS / WINDOW_MS) * 1000 * (STEADY_S + 10)) / 4) + (KILLS + STOPS) * 10 + 20;
@@ -39,7 +51,9 @@ async function leader(set: FailoverSet): Promise<{ replica: Replica; epoch: numb
     async () => {
       const l = await set.leader();
       const z = l ? await l.readyz() : null;
-      return l && z?.role === 'leader' && typeof z.epoch === 'number' ? { replica: l, epoch: z.epoch } : undefined;
+      return l && z?.role === 'leader' && typeof z.epoch === 'number'
+        ? { replica: l, epoch: z.epoch }
+        : undefined;
     },
     120_000,
     100,
@@ -55,11 +69,25 @@ async function main(): Promise<void> {
     return;
   }
   // No store.leadership: the defaults (15 s / 5 s) are what is measured.
-  const set = await startFailoverSet({ pg, loans: LOANS, seed: SEED, windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES, drain: '*/5 * * * * *', ...(HEADROOM !== undefined ? { headroom: HEADROOM } : {}) });
+  const set = await startFailoverSet({
+    pg,
+    loans: LOANS,
+    seed: SEED,
+    windowMs: WINDOW_MS,
+    readsPerWindow: READS,
+    writesPerWindow: WRITES,
+    drain: '*/5 * * * * *',
+    ...(HEADROOM !== undefined ? { headroom: HEADROOM } : {}),
+  });
   try {
     for (const r of set.replicas) r.start();
     await leader(set);
-    await until('the first acknowledgement', async () => ((await set.acked()) > 0 ? true : undefined), 120_000, 100);
+    await until(
+      'the first acknowledgement',
+      async () => ((await set.acked()) > 0 ? true : undefined),
+      120_000,
+      100,
+    );
 
     // Phase 1: the steady stretch, after one window of warm-up.
     await sleep(WINDOW_MS);
@@ -72,7 +100,9 @@ async function main(): Promise<void> {
     const writes = steady.filter((e) => e.bucket === 'write').length;
     const readShare = reads / (READS * windows);
     const writeShare = writes / (WRITES * windows);
-    const ackedSteady = steady.filter((e) => e.route === 'POST /public/v1/loans/:id/boarding' && e.status < 300).length;
+    const ackedSteady = steady.filter(
+      (e) => e.route === 'POST /public/v1/loans/:id/boarding' && e.status < 300,
+    ).length;
     const left = LOANS - (await set.acked());
     process.stdout.write(
       [
@@ -90,19 +120,38 @@ async function main(): Promise<void> {
     for (let i = 0; i < KILLS; i++) {
       const { replica: victim } = await leader(set);
       const before = await set.acked();
-      await until('the leader acknowledges', async () => ((await set.acked()) >= before + 1 + Math.floor(random() * 3) ? true : undefined), 120_000, 50);
+      await until(
+        'the leader acknowledges',
+        async () => ((await set.acked()) >= before + 1 + Math.floor(random() * 3) ? true : undefined),
+        120_000,
+        50,
+      );
       await sleep(Math.floor(random() * 400));
       const killAt = Date.now();
       victim.signal('SIGKILL');
       await victim.exited();
-      const ackAt = await until("the standby's first acknowledgement", () => set.firstAckSince(killAt).then((t) => t ?? undefined), 120_000, 100);
+      const ackAt = await until(
+        "the standby's first acknowledgement",
+        () => set.firstAckSince(killAt).then((t) => t ?? undefined),
+        120_000,
+        100,
+      );
       takeovers.push(ackAt - killAt);
-      process.stdout.write(`kill ${i + 1}: replica ${victim.name} SIGKILLed; the standby's first acknowledgement ${((ackAt - killAt) / 1000).toFixed(1)} s later\n`);
+      process.stdout.write(
+        `kill ${i + 1}: replica ${victim.name} SIGKILLed; the standby's first acknowledgement ${((ackAt - killAt) / 1000).toFixed(1)} s later\n`,
+      );
       victim.start();
-      await until(`replica ${victim.name} back as standby`, async () => ((await victim.readyz())?.role === 'standby' ? true : undefined), 60_000, 100);
+      await until(
+        `replica ${victim.name} back as standby`,
+        async () => ((await victim.readyz())?.role === 'standby' ? true : undefined),
+        60_000,
+        100,
+      );
     }
     if (takeovers.length > 0) {
-      process.stdout.write(`kill -9 → first ack of the standby (TTL 15 s, renew 5 s): min ${s(Math.min(...takeovers))}, median ${s(median(takeovers))}, max ${s(Math.max(...takeovers))} (target ≤ 30 s)\n`);
+      process.stdout.write(
+        `kill -9 → first ack of the standby (TTL 15 s, renew 5 s): min ${s(Math.min(...takeovers))}, median ${s(median(takeovers))}, max ${s(Math.max(...takeovers))} (target ≤ 30 s)\n`,
+      );
     }
     // Phase 3: a paused leader (SIGSTOP: a long GC, a frozen VM) at the default lease, resumed
     // once the standby acknowledges: how long boarding stops (no target in the issue; printed).
@@ -110,21 +159,44 @@ async function main(): Promise<void> {
     for (let i = 0; i < STOPS; i++) {
       const { replica: victim } = await leader(set);
       const before = await set.acked();
-      await until('the leader acknowledges', async () => ((await set.acked()) >= before + 1 ? true : undefined), 120_000, 50);
+      await until(
+        'the leader acknowledges',
+        async () => ((await set.acked()) >= before + 1 ? true : undefined),
+        120_000,
+        50,
+      );
       await sleep(Math.floor(random() * 400));
       const stopAt = Date.now();
       victim.signal('SIGSTOP');
-      const ackAt = await until("the standby's first acknowledgement while the leader is stopped", () => set.firstAckSince(stopAt).then((t) => t ?? undefined), 180_000, 100);
+      const ackAt = await until(
+        "the standby's first acknowledgement while the leader is stopped",
+        () => set.firstAckSince(stopAt).then((t) => t ?? undefined),
+        180_000,
+        100,
+      );
       pauses.push(ackAt - stopAt);
       victim.signal('SIGCONT');
-      await until(`replica ${victim.name} steps down after SIGCONT`, async () => ((await victim.readyz())?.role === 'standby' ? true : undefined), 60_000, 100);
-      process.stdout.write(`stop ${i + 1}: replica ${victim.name} SIGSTOPped; the standby's first acknowledgement ${s(ackAt - stopAt)} later; resumed, it stepped down\n`);
+      await until(
+        `replica ${victim.name} steps down after SIGCONT`,
+        async () => ((await victim.readyz())?.role === 'standby' ? true : undefined),
+        60_000,
+        100,
+      );
+      process.stdout.write(
+        `stop ${i + 1}: replica ${victim.name} SIGSTOPped; the standby's first acknowledgement ${s(ackAt - stopAt)} later; resumed, it stepped down\n`,
+      );
     }
-    if (pauses.length > 0) process.stdout.write(`SIGSTOP → first ack of the standby (TTL 15 s, renew 5 s): min ${s(Math.min(...pauses))}, median ${s(median(pauses))}, max ${s(Math.max(...pauses))}\n`);
+    if (pauses.length > 0)
+      process.stdout.write(
+        `SIGSTOP → first ack of the standby (TTL 15 s, renew 5 s): min ${s(Math.min(...pauses))}, median ${s(median(pauses))}, max ${s(Math.max(...pauses))}\n`,
+      );
     const c = await set.platform.counters();
     const sliding = slidingWindowReport(await set.requests());
     process.stdout.write(`429s: ${c.rateLimited}; duplicate acks: ${Object.keys(c.duplicateAcks).length}\n`);
-    for (const w of sliding) process.stdout.write(`most ${w.bucket} requests in any sliding ${WINDOW_MS} ms window: ${w.maxInWindow} (limit ${w.limit}) ${w.maxInWindow <= w.limit ? 'OK' : 'OVER THE LIMIT'}\n`);
+    for (const w of sliding)
+      process.stdout.write(
+        `most ${w.bucket} requests in any sliding ${WINDOW_MS} ms window: ${w.maxInWindow} (limit ${w.limit}) ${w.maxInWindow <= w.limit ? 'OK' : 'OVER THE LIMIT'}\n`,
+      );
     process.stdout.write(`replica logs: ${set.logDir}\n`);
   } finally {
     await set.close();

@@ -28,9 +28,20 @@ import { startFakeMambu } from '../test/support/fake-mambu.js';
 
 const LOANS = Number(process.env['BENCH_LOANS'] ?? 3000);
 const BIG = 1_000_000;
-const ALL = ['read:loans', 'read:boarding', 'write:boarding', 'read:businesses', 'read:people', 'read:documents', 'read:products', 'read:businesses:ein', 'read:people:ssn'];
+const ALL = [
+  'read:loans',
+  'read:boarding',
+  'write:boarding',
+  'read:businesses',
+  'read:people',
+  'read:documents',
+  'read:products',
+  'read:businesses:ein',
+  'read:people:ssn',
+];
 /** Words of a refusal caused by an id's length or shape (a column, maxLength, externalId). */
-const ID_LENGTH = /LOAN_ID|BORROWER_ID|ACCOUNT_NO|bytes in|externalId|maxLength|exceeds max length|longer than|INVALID_ID|not a Mambu id/i;
+const ID_LENGTH =
+  /LOAN_ID|BORROWER_ID|ACCOUNT_NO|bytes in|externalId|maxLength|exceeds max length|longer than|INVALID_ID|not a Mambu id/i;
 
 interface Run {
   name: string;
@@ -45,20 +56,50 @@ interface Run {
   seconds: number;
 }
 
-async function run(name: string, extra: Record<string, unknown>, mappings: string, verify: (dir: string, numbers: string[]) => { fitColumn: number | null; checkScheme: 'luhn' | null }): Promise<Run> {
-  const sandbox = await startSandbox({ port: 0, loans: LOANS, releaseRatio: 1, seed: 23, idShapes: 'mixed', windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG, legacyPerWindow: BIG });
+async function run(
+  name: string,
+  extra: Record<string, unknown>,
+  mappings: string,
+  verify: (dir: string, numbers: string[]) => { fitColumn: number | null; checkScheme: 'luhn' | null },
+): Promise<Run> {
+  const sandbox = await startSandbox({
+    port: 0,
+    loans: LOANS,
+    releaseRatio: 1,
+    seed: 23,
+    idShapes: 'mixed',
+    windowMs: 1000,
+    readsPerWindow: BIG,
+    writesPerWindow: BIG,
+    legacyPerWindow: BIG,
+  });
   const dir = mkdtempSync(join(tmpdir(), 'identity-bench-'));
   try {
-    const res = await fetch(`${sandbox.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ permissions: ALL }) });
+    const res = await fetch(`${sandbox.adminUrl}/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ permissions: ALL }),
+    });
     const { apiKey } = (await res.json()) as { apiKey: string };
     const config = loadConfig({
       env: {},
       fileText: JSON.stringify({
-        platform: { baseUrl: sandbox.baseUrl, apiKey, environment: 'staging', rateLimit: { windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG } },
+        platform: {
+          baseUrl: sandbox.baseUrl,
+          apiKey,
+          environment: 'staging',
+          rateLimit: { windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG },
+        },
         store: { path: join(dir, 'state.sqlite') },
         core: { adapter: 'file', file: { dir: join(dir, 'core') } },
         mappings: { dir: join(process.cwd(), mappings) },
-        boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200, documentHosts: { allow: ['127.0.0.1'] } },
+        boarding: {
+          concurrency: 8,
+          maxAttempts: 3,
+          retryBaseMs: 100,
+          retryMaxMs: 200,
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
         log: { level: 'silent' },
         ...extra,
       }),
@@ -109,16 +150,24 @@ async function main(): Promise<void> {
   // Each run prints as it finishes.
   const results = { push: print };
   results.push(
-    await run('file core, generic set (LNLOAD.DAT ACCOUNT_NO 20 bytes)', {}, 'mappings/generic', (dir, numbers) => {
-      const batches = join(dir, 'core', 'batches');
-      let fit = 0;
-      const held = new Set(numbers);
-      for (const b of readdirSync(batches)) {
-        const lines = readFileSync(join(batches, b, 'LNLOAD.DAT')).toString('latin1').split('\r\n').filter((l) => l.startsWith('A') || l.startsWith('C'));
-        for (const l of lines) if (l.length === 120 && held.has(l.slice(1, 21).trim())) fit += 1;
-      }
-      return { fitColumn: fit, checkScheme: 'luhn' };
-    }),
+    await run(
+      'file core, generic set (LNLOAD.DAT ACCOUNT_NO 20 bytes)',
+      {},
+      'mappings/generic',
+      (dir, numbers) => {
+        const batches = join(dir, 'core', 'batches');
+        let fit = 0;
+        const held = new Set(numbers);
+        for (const b of readdirSync(batches)) {
+          const lines = readFileSync(join(batches, b, 'LNLOAD.DAT'))
+            .toString('latin1')
+            .split('\r\n')
+            .filter((l) => l.startsWith('A') || l.startsWith('C'));
+          for (const l of lines) if (l.length === 120 && held.has(l.slice(1, 21).trim())) fit += 1;
+        }
+        return { fitColumn: fit, checkScheme: 'luhn' };
+      },
+    ),
   );
   for (const [name, identity, scheme] of [
     ['Fineract fake, accountNo assigned by Fineract (default)', {}, null],
@@ -127,11 +176,30 @@ async function main(): Promise<void> {
     const fake = await startFakeFineract();
     try {
       results.push(
-        await run(name, { core: { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 10_000 } }, identity }, 'mappings/fineract', (_dir, numbers) => ({
-          // Fineract's accountNo column is VARCHAR(20).
-          fitColumn: ((inCore) => numbers.filter((n) => n.length <= 20 && inCore.has(n)).length)(new Set(fake.loans.map((l) => l.accountNo))),
-          checkScheme: scheme,
-        })),
+        await run(
+          name,
+          {
+            core: {
+              adapter: 'http',
+              http: {
+                baseUrl: fake.url,
+                username: fake.username,
+                password: fake.password,
+                tenantId: fake.tenantId,
+                timeoutMs: 10_000,
+              },
+            },
+            identity,
+          },
+          'mappings/fineract',
+          (_dir, numbers) => ({
+            // Fineract's accountNo column is VARCHAR(20).
+            fitColumn: ((inCore) => numbers.filter((n) => n.length <= 20 && inCore.has(n)).length)(
+              new Set(fake.loans.map((l) => l.accountNo)),
+            ),
+            checkScheme: scheme,
+          }),
+        ),
       );
     } finally {
       await fake.close();
@@ -143,15 +211,36 @@ async function main(): Promise<void> {
   ] as const) {
     const fake = await startFakeMambu();
     try {
-      const mambu = { baseUrl: fake.url, auth: { username: 'approver', password: 'approver-pass' }, disburseAuth: { username: 'disburser', password: 'disburser-pass' }, approve: true, disburse: true, timeoutMs: 10_000 };
+      const mambu = {
+        baseUrl: fake.url,
+        auth: { username: 'approver', password: 'approver-pass' },
+        disburseAuth: { username: 'disburser', password: 'disburser-pass' },
+        approve: true,
+        disburse: true,
+        timeoutMs: 10_000,
+      };
       results.push(
-        await run(name, { core: { adapter: 'mambu', mambu }, identity, customers: { tinHashKey: 'bench-identity-key-0123' } }, 'mappings/mambu', (_dir, numbers) => ({
-          // Mambu ids: letters and digits, at most 32 (the fake refuses others: INVALID_ID).
-          fitColumn: ((inCore) => numbers.filter((n) => /^[A-Za-z0-9]{1,32}$/.test(n) && inCore.has(n)).length)(new Set(fake.loans.map((l) => l.id))),
-          checkScheme: scheme,
-        })),
+        await run(
+          name,
+          {
+            core: { adapter: 'mambu', mambu },
+            identity,
+            customers: { tinHashKey: 'bench-identity-key-0123' },
+          },
+          'mappings/mambu',
+          (_dir, numbers) => ({
+            // Mambu ids: letters and digits, at most 32 (the fake refuses others: INVALID_ID).
+            fitColumn: ((inCore) =>
+              numbers.filter((n) => /^[A-Za-z0-9]{1,32}$/.test(n) && inCore.has(n)).length)(
+              new Set(fake.loans.map((l) => l.id)),
+            ),
+            checkScheme: scheme,
+          }),
+        ),
       );
-      process.stdout.write(`  Mambu refused ${fake.refused().length} request(s); loans ${fake.loans.length}, disbursements ${fake.transactions.length}\n`);
+      process.stdout.write(
+        `  Mambu refused ${fake.refused().length} request(s); loans ${fake.loans.length}, disbursements ${fake.transactions.length}\n`,
+      );
     } finally {
       await fake.close();
     }

@@ -10,7 +10,16 @@ import { loadMapper } from '../src/mapping/loader.js';
 import type { MappingInput } from '../src/mapping/types.js';
 
 const dir = join(import.meta.dirname, '../mappings', process.env['MAPPING_SET'] ?? 'generic');
-const FREQUENCIES = ['weekly', 'biweekly', 'monthly', 'quarterly', 'semi-annual', 'annual', 'lump sum', 'irregular payments'];
+const FREQUENCIES = [
+  'weekly',
+  'biweekly',
+  'monthly',
+  'quarterly',
+  'semi-annual',
+  'annual',
+  'lump sum',
+  'irregular payments',
+];
 
 function loanInput(i: number): MappingInput {
   const frequency = FREQUENCIES[i % FREQUENCIES.length] ?? 'monthly';
@@ -40,12 +49,45 @@ function loanInput(i: number): MappingInput {
     },
     entities: {
       businesses: [
-        { id: `biz_${i}_a`, name: 'Acme Widgets LLC', dba: 'Acme', entityType: 'Limited Liability Company', einLast4: '6789', ein: '12-3456789', state: 'TX', naics: '332710', role: 'borrower' },
-        { id: `biz_${i}_b`, name: 'Acme Holdings Inc', entityType: 'C-Corp', einLast4: '1111', ein: '98-7651111', state: 'DE', naics: '551112', role: 'guarantor' },
+        {
+          id: `biz_${i}_a`,
+          name: 'Acme Widgets LLC',
+          dba: 'Acme',
+          entityType: 'Limited Liability Company',
+          einLast4: '6789',
+          ein: '12-3456789',
+          state: 'TX',
+          naics: '332710',
+          role: 'borrower',
+        },
+        {
+          id: `biz_${i}_b`,
+          name: 'Acme Holdings Inc',
+          entityType: 'C-Corp',
+          einLast4: '1111',
+          ein: '98-7651111',
+          state: 'DE',
+          naics: '551112',
+          role: 'guarantor',
+        },
       ],
       people: [
-        { id: `per_${i}_a`, firstName: 'Jane', lastName: 'Doe', ssnLast4: '4321', ssn: '123-45-4321', role: 'guarantor' },
-        { id: `per_${i}_b`, firstName: 'John', lastName: 'Roe', ssnLast4: '8765', ssn: '234-56-8765', role: 'owner' },
+        {
+          id: `per_${i}_a`,
+          firstName: 'Jane',
+          lastName: 'Doe',
+          ssnLast4: '4321',
+          ssn: '123-45-4321',
+          role: 'guarantor',
+        },
+        {
+          id: `per_${i}_b`,
+          firstName: 'John',
+          lastName: 'Roe',
+          ssnLast4: '8765',
+          ssn: '234-56-8765',
+          role: 'owner',
+        },
       ],
     },
     documents: [0, 1, 2].map((d) => ({
@@ -56,7 +98,8 @@ function loanInput(i: number): MappingInput {
       category: ['financials', 'legal', 'other'][d] ?? 'other',
       uploadedAt: '2025-02-10T23:30:00Z',
       period: d === 0 ? '2024' : null,
-      requirement: d === 0 ? { id: 'req', name: 'Business Tax Returns', status: 'APPROVED', period: '2024' } : null,
+      requirement:
+        d === 0 ? { id: 'req', name: 'Business Tax Returns', status: 'APPROVED', period: '2024' } : null,
     })),
   };
 }

@@ -22,7 +22,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-const SIZES = (process.env['BENCH_MEMORY_LOANS'] ?? '3000,30000').split(',').map((s) => Number(s.trim())).filter((n) => Number.isInteger(n) && n > 0);
+const SIZES = (process.env['BENCH_MEMORY_LOANS'] ?? '3000,30000')
+  .split(',')
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n > 0);
 const WINDOW_MS = 1000;
 const READS = 5000;
 const WRITES = 2000;
@@ -60,7 +63,9 @@ async function startSandboxProcess(loans: number): Promise<Sandbox> {
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const first = await new Promise<string>((resolve, reject) => {
     lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`sandbox exited with ${code} before printing its address`)));
+    child.once('exit', (code) =>
+      reject(new Error(`sandbox exited with ${code} before printing its address`)),
+    );
   });
   return { child, ...(JSON.parse(first) as { baseUrl: string; apiKey: string; adminUrl: string }) };
 }
@@ -110,18 +115,39 @@ async function measure(loans: number): Promise<Measured> {
       }),
     );
     const t0 = performance.now();
-    const r = spawnSync(TIME, ['-v', process.execPath, ...NODE_ARGS, 'dist/main.js', 'sync', '--once', '--json', '--config', configPath], {
-      encoding: 'utf8',
-      maxBuffer: 256 * 1024 * 1024,
-      env: { ...process.env, BOARDING_CONFIG: configPath },
-    });
+    const r = spawnSync(
+      TIME,
+      [
+        '-v',
+        process.execPath,
+        ...NODE_ARGS,
+        'dist/main.js',
+        'sync',
+        '--once',
+        '--json',
+        '--config',
+        configPath,
+      ],
+      {
+        encoding: 'utf8',
+        maxBuffer: 256 * 1024 * 1024,
+        env: { ...process.env, BOARDING_CONFIG: configPath },
+      },
+    );
     const seconds = (performance.now() - t0) / 1000;
     const peak = /Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr ?? '');
-    if (!peak) throw new Error(`no peak RSS from ${TIME} (exit ${r.status}): ${(r.stderr ?? '').slice(-2000)}`);
-    if (r.status !== 0) process.stdout.write(`  sync --once exited ${r.status}: ${(r.stderr ?? '').split('\n').slice(-30).join('\n')}\n`);
+    if (!peak)
+      throw new Error(`no peak RSS from ${TIME} (exit ${r.status}): ${(r.stderr ?? '').slice(-2000)}`);
+    if (r.status !== 0)
+      process.stdout.write(
+        `  sync --once exited ${r.status}: ${(r.stderr ?? '').split('\n').slice(-30).join('\n')}\n`,
+      );
     const lastLine = (r.stdout ?? '').trim().split('\n').pop() ?? '{}';
     const summary = JSON.parse(lastLine) as { acknowledged?: number; quarantined?: Record<string, number> };
-    const counters = (await (await fetch(`${sandbox.adminUrl}/counters`)).json()) as { acks?: Record<string, number>; duplicateAcks?: Record<string, number> };
+    const counters = (await (await fetch(`${sandbox.adminUrl}/counters`)).json()) as {
+      acks?: Record<string, number>;
+      duplicateAcks?: Record<string, number>;
+    };
     return {
       loans,
       peakKb: Number(peak[1]),
@@ -139,12 +165,17 @@ async function measure(loans: number): Promise<Measured> {
 
 /** Peak RSS of a reconciliation over `loans` loans (bench/reconcile.bench.ts in its own processes). */
 function reconcilePeak(loans: number): string {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(process.cwd(), 'bench/reconcile.bench.ts')], {
-    encoding: 'utf8',
-    env: { ...process.env, RECONCILE_BENCH_LOANS: String(loans) },
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(process.cwd(), 'bench/reconcile.bench.ts')],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, RECONCILE_BENCH_LOANS: String(loans) },
+    },
+  );
   const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('reconcile '));
-  if (r.status !== 0 || line === undefined) return `reconcile bench failed (${r.status ?? r.signal}): ${(r.stderr ?? '').slice(-500)}`;
+  if (r.status !== 0 || line === undefined)
+    return `reconcile bench failed (${r.status ?? r.signal}): ${(r.stderr ?? '').slice(-500)}`;
   return line;
 }
 

@@ -21,11 +21,19 @@ const LOOPS_PER_REPLICA = 2;
 
 async function replica(): Promise<void> {
   const env = process.env;
-  const pool = openPgPool({ url: env['BENCH_URL']!, client: benchPgClient(env['BENCH_URL']!), applicationName: `bench-replica-${env['BENCH_REPLICA']}`, max: LOOPS_PER_REPLICA });
+  const pool = openPgPool({
+    url: env['BENCH_URL']!,
+    client: benchPgClient(env['BENCH_URL']!),
+    applicationName: `bench-replica-${env['BENCH_REPLICA']}`,
+    max: LOOPS_PER_REPLICA,
+  });
   const budget = new PgSharedRateBudget({
     pool,
     key: 'bench',
-    limits: { write: { limit: Number(env['BENCH_LIMIT']), windowMs: Number(env['BENCH_WINDOW_MS']) }, read: { limit: 1, windowMs: 1000 } },
+    limits: {
+      write: { limit: Number(env['BENCH_LIMIT']), windowMs: Number(env['BENCH_WINDOW_MS']) },
+      read: { limit: 1, windowMs: 1000 },
+    },
     clock: systemClock,
   });
   const signal = AbortSignal.timeout(SECONDS * 1000);
@@ -47,8 +55,6 @@ async function replica(): Promise<void> {
   process.stdout.write(JSON.stringify({ grants: out, takes }) + '\n');
 }
 
-
-
 async function scenario(base: string, limit: number, windowMs: number): Promise<void> {
   const name = `bench_${process.pid}_${limit}`;
   const admin = new pg.Client(benchPgClient(base, 'fixture'));
@@ -61,7 +67,19 @@ async function scenario(base: string, limit: number, windowMs: number): Promise<
     const pool = openPgPool({ url, client: benchPgClient(url), max: 1 });
     await migratePg(pool);
     await pool.end();
-    const per = await Promise.all(Array.from({ length: REPLICAS }, async (_, i) => (JSON.parse(await runBenchReplica(import.meta.url, i, { BENCH_URL: url, BENCH_LIMIT: String(limit), BENCH_WINDOW_MS: String(windowMs) })) as { grants: string[] }).grants.map((g) => BigInt(g))));
+    const per = await Promise.all(
+      Array.from({ length: REPLICAS }, async (_, i) =>
+        (
+          JSON.parse(
+            await runBenchReplica(import.meta.url, i, {
+              BENCH_URL: url,
+              BENCH_LIMIT: String(limit),
+              BENCH_WINDOW_MS: String(windowMs),
+            }),
+          ) as { grants: string[] }
+        ).grants.map((g) => BigInt(g)),
+      ),
+    );
     const all = per.flat().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const w = BigInt(windowMs * 1000);
     // Most grants in any half-open window [g, g + W) (the max is reached at a window starting at a grant).

@@ -7,13 +7,17 @@ import type { StoreTarget } from '../src/store/open.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const serverDir = process.env['BOARDING_TEST_PG_DIR'] ?? join(here, '..', 'var', 'pg-test');
-const secret = (env: string, file: string): string => process.env[env] ?? readFileSync(join(serverDir, file), 'utf8').trim();
+const secret = (env: string, file: string): string =>
+  process.env[env] ?? readFileSync(join(serverDir, file), 'utf8').trim();
 
 /** The PostgreSQL a bench runs on: BOARDING_TEST_PG_URL, else the throwaway test server (started if needed). */
 export function benchPgUrl(): string {
   const fromEnv = process.env['BOARDING_TEST_PG_URL'];
   if (fromEnv) return fromEnv;
-  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (r.status !== 0) throw new Error(`scripts/pg-test-server.sh start exited ${r.status}`);
   return r.stdout.trim().split('\n').pop()!;
 }
@@ -27,17 +31,32 @@ export function benchPgClient(url: string, as: 'login' | 'fixture' = 'login'): p
     port: Number(u.port),
     database: u.pathname.slice(1),
     user: as === 'fixture' ? 'boarding_fixture' : u.username,
-    password: as === 'fixture' ? secret('BOARDING_TEST_PG_FIXTURE_PASSWORD', 'fixture-password') : secret('BOARDING_TEST_PG_PASSWORD', 'password'),
+    password:
+      as === 'fixture'
+        ? secret('BOARDING_TEST_PG_FIXTURE_PASSWORD', 'fixture-password')
+        : secret('BOARDING_TEST_PG_PASSWORD', 'password'),
     ssl: { ca: readFileSync(ca, 'utf8'), rejectUnauthorized: true },
   };
 }
 
 /** The bench server's store settings, as docs/deploy.md shows them (the password as BOARDING_STORE_PASSWORD). */
-export function benchPgStore(url: string): { target: Extract<StoreTarget, { engine: 'postgres' }>; yaml: string; env: Record<string, string> } {
+export function benchPgStore(url: string): {
+  target: Extract<StoreTarget, { engine: 'postgres' }>;
+  yaml: string;
+  env: Record<string, string>;
+} {
   const password = secret('BOARDING_TEST_PG_PASSWORD', 'password');
   const ca = process.env['BOARDING_TEST_PG_CA'] ?? join(serverDir, 'tls', 'ca.crt');
   return {
-    target: { engine: 'postgres', url, password, ssl: 'verify-full', sslRootCert: ca, poolSize: 2, connectTimeoutMs: 10_000 },
+    target: {
+      engine: 'postgres',
+      url,
+      password,
+      ssl: 'verify-full',
+      sslRootCert: ca,
+      poolSize: 2,
+      connectTimeoutMs: 10_000,
+    },
     yaml: `store: { engine: postgres, postgres: { url: ${JSON.stringify(url)}, ssl: verify-full, sslRootCert: ${JSON.stringify(ca)} } }\ncustomers: { tinHashKey: bench-replicas-share-this-tin-key }`,
     env: { BOARDING_STORE_PASSWORD: password },
   };

@@ -16,7 +16,11 @@ import { join } from 'node:path';
 import { silentLogger } from '../src/lib/logger.js';
 import { createPlatformClient } from '../src/platform/client.js';
 import { openDatabase } from '../src/store/db.js';
-import { createMemoryRateState, createSqliteRateState, type RateStateStore } from '../src/store/rate-state.js';
+import {
+  createMemoryRateState,
+  createSqliteRateState,
+  type RateStateStore,
+} from '../src/store/rate-state.js';
 import { startRateLimitedServer, type ServerBucket } from '../test/support/rate-limited-server.js';
 
 const WINDOW_MS = 1000;
@@ -26,11 +30,22 @@ const HEADROOM = 0.9;
 const WORKERS = 8;
 
 async function run(label: string, state: RateStateStore): Promise<void> {
-  const srv = await startRateLimitedServer({ readsPerWindow: LIMITS.read, writesPerWindow: LIMITS.write, windowMs: WINDOW_MS, windowOffsetMs: 437 });
-  const client = createPlatformClient({ clock: systemClock,
+  const srv = await startRateLimitedServer({
+    readsPerWindow: LIMITS.read,
+    writesPerWindow: LIMITS.write,
+    windowMs: WINDOW_MS,
+    windowOffsetMs: 437,
+  });
+  const client = createPlatformClient({
+    clock: systemClock,
     baseUrl: srv.baseUrl,
     apiKey: srv.apiKey,
-    rateLimit: { readsPerWindow: LIMITS.read, writesPerWindow: LIMITS.write, windowMs: WINDOW_MS, headroom: HEADROOM },
+    rateLimit: {
+      readsPerWindow: LIMITS.read,
+      writesPerWindow: LIMITS.write,
+      windowMs: WINDOW_MS,
+      headroom: HEADROOM,
+    },
     timeouts: { connectMs: 2000, headersMs: 5000, bodyMs: 5000 },
     maxRetries: 3,
     pageSize: 100,
@@ -48,19 +63,29 @@ async function run(label: string, state: RateStateStore): Promise<void> {
       const i = n++;
       try {
         if (bucket === 'read') await client.getLoan(`L${i}`, { signal: stop.signal });
-        else await client.acknowledgeBoarding(`L${i}`, {}, { idempotencyKey: `bench:${label}:${i}`, signal: stop.signal });
+        else
+          await client.acknowledgeBoarding(
+            `L${i}`,
+            {},
+            { idempotencyKey: `bench:${label}:${i}`, signal: stop.signal },
+          );
       } catch (err) {
         if ((err as { code?: string }).code !== 'aborted') throw err;
       }
     }
   };
   const timer = setTimeout(() => stop.abort(), WINDOWS * WINDOW_MS);
-  await Promise.all([...Array.from({ length: WORKERS }, () => worker('read')), ...Array.from({ length: WORKERS }, () => worker('write'))]);
+  await Promise.all([
+    ...Array.from({ length: WORKERS }, () => worker('read')),
+    ...Array.from({ length: WORKERS }, () => worker('write')),
+  ]);
   clearTimeout(timer);
   await client.close();
   await srv.close();
 
-  const inRun = (bucket: ServerBucket) => srv.requests.filter((r) => r.bucket === bucket && r.status === 200 && r.at >= started && r.at < end).length;
+  const inRun = (bucket: ServerBucket) =>
+    srv.requests.filter((r) => r.bucket === bucket && r.status === 200 && r.at >= started && r.at < end)
+      .length;
   const total429 = srv.requests.filter((r) => r.status === 429).length;
   for (const bucket of ['read', 'write'] as const) {
     const served = inRun(bucket);
@@ -72,7 +97,9 @@ async function run(label: string, state: RateStateStore): Promise<void> {
         `vs limit ${limit}: ${(perWindow / limit).toFixed(3)} | vs allowed ${allowed} (limit × ${HEADROOM}): ${(perWindow / allowed).toFixed(3)}`,
     );
   }
-  console.log(`${label.padEnd(7)} 429 responses: ${total429} (target 0); client stats rateLimited=${client.stats().rateLimited}`);
+  console.log(
+    `${label.padEnd(7)} 429 responses: ${total429} (target 0); client stats rateLimited=${client.stats().rateLimited}`,
+  );
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'platform-bench-'));

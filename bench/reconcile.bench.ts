@@ -32,7 +32,17 @@ const NOW = Date.parse('2026-11-20T18:00:00Z');
 const id = (i: number): string => `loan_${String(i).padStart(7, '0')}`;
 /** Deterministic variety: ~1 % of loans in each odd situation. */
 const kind = (i: number): 'ok' | 'quarantined' | 'pending' | 'missing_core' | 'amount_diff' | 'not_acked' =>
-  i % 100 === 1 ? 'quarantined' : i % 100 === 2 ? 'pending' : i % 100 === 3 ? 'missing_core' : i % 100 === 4 ? 'amount_diff' : i % 100 === 5 ? 'not_acked' : 'ok';
+  i % 100 === 1
+    ? 'quarantined'
+    : i % 100 === 2
+      ? 'pending'
+      : i % 100 === 3
+        ? 'missing_core'
+        : i % 100 === 4
+          ? 'amount_diff'
+          : i % 100 === 5
+            ? 'not_acked'
+            : 'ok';
 const cents = (i: number): number => 5_000_000 + ((i * 7919) % 100_000_000);
 
 function queueItem(i: number): QueueItem {
@@ -78,7 +88,14 @@ function buildDatabase(path: string): void {
       const k = kind(i);
       const at = NOW - (i % 20) * DAY;
       const iso = new Date(at).toISOString();
-      const state = k === 'quarantined' ? 'quarantined' : k === 'pending' ? 'retry_wait' : k === 'not_acked' ? 'written' : 'acknowledged';
+      const state =
+        k === 'quarantined'
+          ? 'quarantined'
+          : k === 'pending'
+            ? 'retry_wait'
+            : k === 'not_acked'
+              ? 'written'
+              : 'acknowledged';
       const written = state === 'acknowledged' || state === 'written';
       insert.run(
         id(i),
@@ -97,7 +114,8 @@ function buildDatabase(path: string): void {
         at,
       );
     }
-    for (let j = 0; j < 1000; j++) inbox.run(`wh_${j}`, `funded_only_${j}`, NOW - (j % 15) * DAY, NOW - (j % 15) * DAY);
+    for (let j = 0; j < 1000; j++)
+      inbox.run(`wh_${j}`, `funded_only_${j}`, NOW - (j % 15) * DAY, NOW - (j % 15) * DAY);
   })();
   db.close();
 }
@@ -180,10 +198,21 @@ async function child(dbPath: string, outDir: string): Promise<void> {
   const started = performance.now();
   const result = await runReconcile({
     config: {
-      platform: { baseUrl: 'https://lender.example.com/api', apiKey: 'pk_test_bench', environment: 'staging', rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 }, timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 }, maxRetries: 0, pageSize: 100 },
+      platform: {
+        baseUrl: 'https://lender.example.com/api',
+        apiKey: 'pk_test_bench',
+        environment: 'staging',
+        rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 },
+        timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 },
+        maxRetries: 0,
+        pageSize: 100,
+      },
       bank: { timeZone: 'America/Chicago' },
       reports: { dir: outDir, fundedNotReleasedDays: 5 },
-      core: { adapter: 'file', file: { dir: outDir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
+      core: {
+        adapter: 'file',
+        file: { dir: outDir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } },
+      },
     },
     platform: fakePlatform(),
     reads: createReportReads(db),
@@ -219,11 +248,25 @@ async function main(): Promise<void> {
     const dbPath = join(dir, 'state.sqlite');
     const t0 = performance.now();
     buildDatabase(dbPath);
-    process.stdout.write(`synthetic state: ${N.toLocaleString('en-US')} loans in ${Math.round(performance.now() - t0)} ms\n`);
+    process.stdout.write(
+      `synthetic state: ${N.toLocaleString('en-US')} loans in ${Math.round(performance.now() - t0)} ms\n`,
+    );
     const nodeArgs = (process.env['RECONCILE_BENCH_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-    const r = spawnSync(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', dbPath, join(dir, 'out')], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    const r = spawnSync(
+      process.execPath,
+      [...nodeArgs, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', dbPath, join(dir, 'out')],
+      { encoding: 'utf8', maxBuffer: 1 << 28 },
+    );
     if (r.status !== 0) throw new Error(`child failed (${r.status ?? r.signal}): ${r.stderr}`);
-    const m = JSON.parse(r.stdout.trim().split('\n').pop() as string) as { ms: number; maxRssMb: number; exceptions: number; byReason: unknown; csvBytes: number; jsonBytes: number; htmlBytes: number };
+    const m = JSON.parse(r.stdout.trim().split('\n').pop() as string) as {
+      ms: number;
+      maxRssMb: number;
+      exceptions: number;
+      byReason: unknown;
+      csvBytes: number;
+      jsonBytes: number;
+      htmlBytes: number;
+    };
     process.stdout.write(
       [
         `reconcile ${N.toLocaleString('en-US')} loans: ${(m.ms / 1000).toFixed(2)} s wall (target < 30 s), peak RSS ${m.maxRssMb} MB (target < 300 MB)`,

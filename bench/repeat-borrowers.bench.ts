@@ -28,7 +28,17 @@ const LOANS = Number(process.env['BENCH_LOANS'] ?? 3000);
 const SEED = 29;
 const SHARE = 0.4;
 const BIG = 1_000_000;
-const ALL = ['read:loans', 'read:boarding', 'write:boarding', 'read:businesses', 'read:people', 'read:documents', 'read:products', 'read:businesses:ein', 'read:people:ssn'];
+const ALL = [
+  'read:loans',
+  'read:boarding',
+  'write:boarding',
+  'read:businesses',
+  'read:people',
+  'read:documents',
+  'read:products',
+  'read:businesses:ein',
+  'read:people:ssn',
+];
 
 /** The sandbox's data for these options, rebuilt (the generator is deterministic per seed). */
 function data(): SandboxState {
@@ -48,13 +58,32 @@ function tinsOf(state: SandboxState, loanIds: Iterable<string>): Set<string> {
   return out;
 }
 
-async function run(name: string, opts: { fineract?: FakeFineract; mambu?: FakeMambu; extract?: boolean }): Promise<void> {
+async function run(
+  name: string,
+  opts: { fineract?: FakeFineract; mambu?: FakeMambu; extract?: boolean },
+): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'repeat-bench-'));
   const extractPath = join(dir, 'customers.csv');
-  const sandbox = await startSandbox({ port: 0, loans: LOANS, releaseRatio: 1, seed: SEED, idShapes: 'mixed', repeatBorrowers: SHARE, ...(opts.extract ? { customerExtract: { path: extractPath, existingShare: 0.3 } } : {}), windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG, legacyPerWindow: BIG });
+  const sandbox = await startSandbox({
+    port: 0,
+    loans: LOANS,
+    releaseRatio: 1,
+    seed: SEED,
+    idShapes: 'mixed',
+    repeatBorrowers: SHARE,
+    ...(opts.extract ? { customerExtract: { path: extractPath, existingShare: 0.3 } } : {}),
+    windowMs: 1000,
+    readsPerWindow: BIG,
+    writesPerWindow: BIG,
+    legacyPerWindow: BIG,
+  });
   try {
     const state = data();
-    const res = await fetch(`${sandbox.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ permissions: ALL }) });
+    const res = await fetch(`${sandbox.adminUrl}/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ permissions: ALL }),
+    });
     const { apiKey } = (await res.json()) as { apiKey: string };
     const fake = opts.fineract;
     const mambu = opts.mambu;
@@ -65,21 +94,69 @@ async function run(name: string, opts: { fineract?: FakeFineract; mambu?: FakeMa
         const b = l.businesses[0];
         if (i % 10 === 0 && b?.ein && !banked.has(b.ein)) {
           banked.add(b.ein);
-          if (fake) fake.seedClient({ fullname: b.name.toUpperCase(), identifiers: [{ documentTypeId: 2, documentKey: b.ein }] });
+          if (fake)
+            fake.seedClient({
+              fullname: b.name.toUpperCase(),
+              identifiers: [{ documentTypeId: 2, documentKey: b.ein }],
+            });
           else mambu?.seedGroup({ groupName: b.name.toUpperCase(), taxId: b.ein });
         }
       });
     }
-    const mambuCore = mambu ? { adapter: 'mambu', mambu: { baseUrl: mambu.url, auth: { username: 'approver', password: 'approver-pass' }, disburseAuth: { username: 'disburser', password: 'disburser-pass' }, approve: true, disburse: true, timeoutMs: 10_000 } } : undefined;
+    const mambuCore = mambu
+      ? {
+          adapter: 'mambu',
+          mambu: {
+            baseUrl: mambu.url,
+            auth: { username: 'approver', password: 'approver-pass' },
+            disburseAuth: { username: 'disburser', password: 'disburser-pass' },
+            approve: true,
+            disburse: true,
+            timeoutMs: 10_000,
+          },
+        }
+      : undefined;
     const config = loadConfig({
       env: {},
       fileText: JSON.stringify({
-        platform: { baseUrl: sandbox.baseUrl, apiKey, environment: 'staging', rateLimit: { windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG } },
+        platform: {
+          baseUrl: sandbox.baseUrl,
+          apiKey,
+          environment: 'staging',
+          rateLimit: { windowMs: 1000, readsPerWindow: BIG, writesPerWindow: BIG },
+        },
         store: { path: join(dir, 'state.sqlite') },
-        core: mambuCore ?? (fake ? { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 10_000 } } : { adapter: 'file', file: { dir: join(dir, 'core') } }),
-        mappings: { dir: join(process.cwd(), mambu ? 'mappings/mambu' : fake ? 'mappings/fineract' : 'mappings/generic') },
-        customers: { tinHashKey: 'bench-repeat-borrowers-key', ...(opts.extract ? { extract: { path: extractPath } } : {}) },
-        boarding: { concurrency: 8, maxAttempts: 3, retryBaseMs: 100, retryMaxMs: 200, documentHosts: { allow: ['127.0.0.1'] } },
+        core:
+          mambuCore ??
+          (fake
+            ? {
+                adapter: 'http',
+                http: {
+                  baseUrl: fake.url,
+                  username: fake.username,
+                  password: fake.password,
+                  tenantId: fake.tenantId,
+                  timeoutMs: 10_000,
+                },
+              }
+            : { adapter: 'file', file: { dir: join(dir, 'core') } }),
+        mappings: {
+          dir: join(
+            process.cwd(),
+            mambu ? 'mappings/mambu' : fake ? 'mappings/fineract' : 'mappings/generic',
+          ),
+        },
+        customers: {
+          tinHashKey: 'bench-repeat-borrowers-key',
+          ...(opts.extract ? { extract: { path: extractPath } } : {}),
+        },
+        boarding: {
+          concurrency: 8,
+          maxAttempts: 3,
+          retryBaseMs: 100,
+          retryMaxMs: 200,
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
         log: { level: 'silent' },
       }),
     });
@@ -90,18 +167,22 @@ async function run(name: string, opts: { fineract?: FakeFineract; mambu?: FakeMa
     const rows = await rt.store.loans.list({});
     const boarded = rows.filter((r) => r.state === 'acknowledged').map((r) => r.id);
     const quarantined: Record<string, number> = {};
-    for (const r of rows.filter((x) => x.state === 'quarantined')) quarantined[r.quarantineReason ?? '?'] = (quarantined[r.quarantineReason ?? '?'] ?? 0) + 1;
+    for (const r of rows.filter((x) => x.state === 'quarantined'))
+      quarantined[r.quarantineReason ?? '?'] = (quarantined[r.quarantineReason ?? '?'] ?? 0) + 1;
     await rt.close();
 
     const tins = tinsOf(state, boarded);
     const existing = new Set<string>(banked);
-    if (opts.extract) for (const line of readFileSync(extractPath, 'utf8').trim().split('\n').slice(1)) existing.add(normaliseTin(line.split(',')[1]) ?? '');
+    if (opts.extract)
+      for (const line of readFileSync(extractPath, 'utf8').trim().split('\n').slice(1))
+        existing.add(normaliseTin(line.split(',')[1]) ?? '');
     const records = new Map<string, number>();
     if (mambu) {
       // New clients and groups (not the teller's), by the tax id in their custom field.
       for (const c of [...mambu.clients, ...mambu.groups]) {
         if (c.createdBy === 'teller') continue;
-        const set = (c.body['_taxInformation_Clients'] ?? c.body['_taxInformation_Groups']) as { taxId?: string } | undefined;
+        const set = (c.body['_taxInformation_Clients'] ?? c.body['_taxInformation_Groups']) as
+          { taxId?: string } | undefined;
         const k = normaliseTin(set?.taxId) ?? '(no tax id)';
         records.set(k, (records.get(k) ?? 0) + 1);
       }
@@ -109,13 +190,17 @@ async function run(name: string, opts: { fineract?: FakeFineract; mambu?: FakeMa
       for (const c of fake.clients) {
         if (c.externalId === null) continue; // the teller's
         const keys = fake.identifiers.filter((i) => i.clientId === c.id).map((i) => i.documentKey);
-        for (const k of keys.length > 0 ? keys : ['(no identifier)']) records.set(k, (records.get(k) ?? 0) + 1);
+        for (const k of keys.length > 0 ? keys : ['(no identifier)'])
+          records.set(k, (records.get(k) ?? 0) + 1);
       }
     } else {
       const pk = join(dir, 'core', 'packages');
       for (const d of readdirSync(pk)) {
-        const j = JSON.parse(readFileSync(join(pk, d, 'records.json'), 'utf8')) as { records: Array<{ type: string; fields: Record<string, unknown> }> };
-        for (const r of j.records.filter((x) => x.type === 'customer')) records.set(String(r.fields['taxId']), (records.get(String(r.fields['taxId'])) ?? 0) + 1);
+        const j = JSON.parse(readFileSync(join(pk, d, 'records.json'), 'utf8')) as {
+          records: Array<{ type: string; fields: Record<string, unknown> }>;
+        };
+        for (const r of j.records.filter((x) => x.type === 'customer'))
+          records.set(String(r.fields['taxId']), (records.get(String(r.fields['taxId'])) ?? 0) + 1);
       }
     }
     let exact = 0;
@@ -138,12 +223,20 @@ async function run(name: string, opts: { fineract?: FakeFineract; mambu?: FakeMa
       if ([...t].some((x) => seen.has(x))) repeated += 1;
       for (const x of t) seen.add(x);
     }
-    const refused = mambu ? mambu.refused().length : fake ? fake.writes().filter((w) => w.status >= 400).length : 0;
+    const refused = mambu
+      ? mambu.refused().length
+      : fake
+        ? fake.writes().filter((w) => w.status >= 400).length
+        : 0;
     process.stdout.write(
       `${name}\n  loans ${rows.length}, boarded ${boarded.length}, quarantined ${JSON.stringify(quarantined)}; ${seconds.toFixed(1)} s\n` +
         `  distinct tax ids on boarded loans ${tins.size} (${repeated} boarded loans repeat an earlier loan's tax id): ` +
         `exactly 1 new customer record ${exact}, 0 (already the bank's) ${zeroExisting}, VIOLATIONS ${violations}, records for no boarded tax id ${stray}` +
-        (mambu ? `; Mambu refused requests ${refused}; loans ${mambu.loans.length}, disbursements ${mambu.transactions.length}` : fake ? `; Fineract refused writes ${refused}` : '') +
+        (mambu
+          ? `; Mambu refused requests ${refused}; loans ${mambu.loans.length}, disbursements ${mambu.transactions.length}`
+          : fake
+            ? `; Fineract refused writes ${refused}`
+            : '') +
         '\n',
     );
   } finally {

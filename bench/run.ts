@@ -20,7 +20,10 @@ for (const f of files) {
   // What the previous benchmark wrote (and deleted) goes to disk now, not during this one's runs:
   // the webhook receiver's latency is a disk sync per delivery.
   spawnSync('sync', { stdio: 'ignore' });
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, f)], { stdio: 'inherit', env: process.env });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(here, f)], {
+    stdio: 'inherit',
+    env: process.env,
+  });
   if (r.status !== 0) {
     failed += 1;
     process.stdout.write(`!!! ${f} exited with ${r.status ?? r.signal}\n`);

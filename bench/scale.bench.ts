@@ -37,8 +37,14 @@ import { benchPgClient, benchPgStore, benchPgUrl } from './pg-server.js';
 import { hashPassword } from '../src/console/auth.js';
 import { buildExceptionStore } from './console-store.js';
 
-const SIZES = (process.env['BENCH_SCALE_SIZES'] ?? '3000,30000').split(',').map((s) => Number(s.trim())).filter((n) => Number.isInteger(n) && n > 0);
-const ENGINES = (process.env['BENCH_SCALE_ENGINES'] ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter((e): e is Engine => e === 'sqlite' || e === 'postgres');
+const SIZES = (process.env['BENCH_SCALE_SIZES'] ?? '3000,30000')
+  .split(',')
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n > 0);
+const ENGINES = (process.env['BENCH_SCALE_ENGINES'] ?? 'sqlite,postgres')
+  .split(',')
+  .map((s) => s.trim())
+  .filter((e): e is Engine => e === 'sqlite' || e === 'postgres');
 const PROFILE_DIR = process.env['BENCH_SCALE_PROFILE'];
 const CONCURRENCY = process.env['BENCH_SCALE_CONCURRENCY'];
 const NODE_ARGS = (process.env['BENCH_SCALE_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
@@ -66,13 +72,29 @@ interface Sandbox {
 async function startSandboxProcess(loans: number): Promise<Sandbox> {
   const child = spawn(
     process.execPath,
-    ['dist/main.js', 'sandbox', '--loans', String(loans), '--release-ratio', '1', '--unmasked-key', '--window-ms', String(WINDOW_MS), '--reads-per-window', String(READS), '--writes-per-window', String(WRITES)],
+    [
+      'dist/main.js',
+      'sandbox',
+      '--loans',
+      String(loans),
+      '--release-ratio',
+      '1',
+      '--unmasked-key',
+      '--window-ms',
+      String(WINDOW_MS),
+      '--reads-per-window',
+      String(READS),
+      '--writes-per-window',
+      String(WRITES),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
   const first = await new Promise<string>((resolve, reject) => {
     lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`sandbox exited with ${code} before printing its address`)));
+    child.once('exit', (code) =>
+      reject(new Error(`sandbox exited with ${code} before printing its address`)),
+    );
   });
   return { child, ...(JSON.parse(first) as { baseUrl: string; apiKey: string; adminUrl: string }) };
 }
@@ -125,7 +147,9 @@ function sqliteCounter(path: string): AckCounter {
         }
       }
       try {
-        return (db.prepare(`SELECT count(*) AS n FROM loans WHERE state = 'acknowledged'`).get() as { n: number }).n;
+        return (
+          db.prepare(`SELECT count(*) AS n FROM loans WHERE state = 'acknowledged'`).get() as { n: number }
+        ).n;
       } catch {
         return 0; // not migrated yet
       }
@@ -143,7 +167,10 @@ function pgCounter(url: string): AckCounter {
     async count() {
       await connected;
       try {
-        return Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM loans WHERE state = 'acknowledged'`)).rows[0]?.n ?? 0);
+        return Number(
+          (await client.query<{ n: string }>(`SELECT count(*) AS n FROM loans WHERE state = 'acknowledged'`))
+            .rows[0]?.n ?? 0,
+        );
       } catch {
         return 0;
       }
@@ -193,7 +220,10 @@ function at(samples: Sample[], k: number): { t: number; cpu: number } {
   return { t: s?.t ?? 0, cpu: s?.cpu ?? 0 };
 }
 
-async function newPgDatabase(base: string, name: string): Promise<{ url: string; drop: () => Promise<void> }> {
+async function newPgDatabase(
+  base: string,
+  name: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
   // The strict test server: the fixture role creates databases, owned by the login role.
   const admin = new pg.Client(benchPgClient(base, 'fixture'));
   await admin.connect();
@@ -221,28 +251,70 @@ function mappingsInto(dir: string): string {
 async function measure(engine: Engine, loans: number, pgBase: string | null): Promise<Run> {
   const dir = mkdtempSync(join(process.env['BENCH_SCALE_TMPDIR'] ?? tmpdir(), 'boarding-scale-'));
   const sandbox = await startSandboxProcess(loans);
-  const db = engine === 'postgres' ? await newPgDatabase(pgBase as string, `scale_${process.pid}_${loans}`) : null;
+  const db =
+    engine === 'postgres' ? await newPgDatabase(pgBase as string, `scale_${process.pid}_${loans}`) : null;
   try {
     const statePath = join(dir, 'state.sqlite');
     const configPath = join(dir, 'config.json');
     writeFileSync(
       configPath,
       JSON.stringify({
-        platform: { baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, environment: 'staging', rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES } },
-        store: db === null ? { path: statePath } : { engine: 'postgres', path: statePath, postgres: { url: db.url, ssl: 'verify-full', sslRootCert: benchPgStore(db.url).target.sslRootCert } },
+        platform: {
+          baseUrl: sandbox.baseUrl,
+          apiKey: sandbox.apiKey,
+          environment: 'staging',
+          rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES },
+        },
+        store:
+          db === null
+            ? { path: statePath }
+            : {
+                engine: 'postgres',
+                path: statePath,
+                postgres: {
+                  url: db.url,
+                  ssl: 'verify-full',
+                  sslRootCert: benchPgStore(db.url).target.sslRootCert,
+                },
+              },
         ...(db === null ? {} : { customers: { tinHashKey: 'bench-scale-tin-hash-key-0123456789' } }),
         core: { adapter: 'file', file: { dir: join(dir, 'core') } },
         mappings: { dir: mappingsInto(dir) },
-        boarding: { documentHosts: { allow: ['127.0.0.1'] }, ...(CONCURRENCY ? { concurrency: Number(CONCURRENCY) } : {}) },
+        boarding: {
+          documentHosts: { allow: ['127.0.0.1'] },
+          ...(CONCURRENCY ? { concurrency: Number(CONCURRENCY) } : {}),
+        },
         reports: { dir: join(dir, 'reports') },
         log: { level: 'warn' },
       }),
     );
     const counter = db === null ? sqliteCounter(statePath) : pgCounter(db.url);
-    const prof = PROFILE_DIR ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR, '--cpu-prof-name', `scale-${engine}-${loans}.cpuprofile`] : [];
+    const prof = PROFILE_DIR
+      ? [
+          '--cpu-prof',
+          '--cpu-prof-dir',
+          PROFILE_DIR,
+          '--cpu-prof-name',
+          `scale-${engine}-${loans}.cpuprofile`,
+        ]
+      : [];
     const t0 = performance.now();
     const env = db === null ? process.env : { ...process.env, ...benchPgStore(db.url).env };
-    const child = spawn(process.execPath, [...NODE_ARGS, ...prof, 'dist/main.js', 'sync', '--once', '--json', '--progress=never', '--config', configPath], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(
+      process.execPath,
+      [
+        ...NODE_ARGS,
+        ...prof,
+        'dist/main.js',
+        'sync',
+        '--once',
+        '--json',
+        '--progress=never',
+        '--config',
+        configPath,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -268,9 +340,17 @@ async function measure(engine: Engine, loans: number, pgBase: string | null): Pr
     // The child's own CPU total (children's rusage is not at hand here): the last sample before it exited.
     const totalCpu = lastCpu;
     await counter.close();
-    if (exit !== 0) process.stdout.write(`  sync --once exited ${exit}: ${stderr.split('\n').slice(-30).join('\n')}\n`);
-    const summary = JSON.parse(stdout.trim().split('\n').pop() || '{}') as { acknowledged?: number; quarantined?: Record<string, number> };
-    const counters = (await (await fetch(`${sandbox.adminUrl}/counters`)).json()) as { acks?: Record<string, number>; duplicateAcks?: Record<string, number>; rateLimited?: number };
+    if (exit !== 0)
+      process.stdout.write(`  sync --once exited ${exit}: ${stderr.split('\n').slice(-30).join('\n')}\n`);
+    const summary = JSON.parse(stdout.trim().split('\n').pop() || '{}') as {
+      acknowledged?: number;
+      quarantined?: Record<string, number>;
+    };
+    const counters = (await (await fetch(`${sandbox.adminUrl}/counters`)).json()) as {
+      acks?: Record<string, number>;
+      duplicateAcks?: Record<string, number>;
+      rateLimited?: number;
+    };
     const sandboxCpuMs = cpuMs(sandbox.child.pid as number) ?? 0;
     const slice = Math.min(SLICE, Math.floor(loans / 2));
     const start = at(samples, 0);
@@ -337,28 +417,41 @@ async function daemonOverState(loans: number): Promise<void> {
   const statePath = join(dir, 'state.sqlite');
   const t0 = performance.now();
   buildExceptionStore(statePath, loans);
-  console.log(`daemon over ${loans} loans (state built in ${((performance.now() - t0) / 1000).toFixed(1)} s) + ${DAEMON_NEW} new releases, drain every 5 s:`);
+  console.log(
+    `daemon over ${loans} loans (state built in ${((performance.now() - t0) / 1000).toFixed(1)} s) + ${DAEMON_NEW} new releases, drain every 5 s:`,
+  );
   const sandbox = await startSandboxProcess(DAEMON_NEW);
   const password = 'bench-console-password';
   const configPath = join(dir, 'config.json');
   writeFileSync(
     configPath,
     JSON.stringify({
-      platform: { baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, environment: 'staging', rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES } },
+      platform: {
+        baseUrl: sandbox.baseUrl,
+        apiKey: sandbox.apiKey,
+        environment: 'staging',
+        rateLimit: { windowMs: WINDOW_MS, readsPerWindow: READS, writesPerWindow: WRITES },
+      },
       store: { path: statePath },
       core: { adapter: 'file', file: { dir: join(dir, 'core') } },
       mappings: { dir: mappingsInto(dir) },
       boarding: { documentHosts: { allow: ['127.0.0.1'] } },
       reports: { dir: join(dir, 'reports') },
       schedule: { drain: '*/5 * * * * *' },
-      webhooks: { host: '127.0.0.1', port: 0, secrets: [`whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`] },
+      webhooks: {
+        host: '127.0.0.1',
+        port: 0,
+        secrets: [`whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`],
+      },
       admin: { host: '127.0.0.1', port: 0 },
       console: { users: [{ name: 'olga', passwordHash: await hashPassword(password), roles: ['operator'] }] },
       log: { level: 'info' },
     }),
   );
   // The daemon logs (JSON lines) on stderr.
-  const child = spawn(process.execPath, ['dist/main.js', 'run', '--config', configPath], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['dist/main.js', 'run', '--config', configPath], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const pid = child.pid as number;
   const cycles: Array<{ cpu: number; durationMs: number; acknowledged: number }> = [];
   let adminUrl: string | null = null;
@@ -368,18 +461,28 @@ async function daemonOverState(loans: number): Promise<void> {
   lines.on('line', (line) => {
     if (process.env['BENCH_SCALE_DEBUG']) process.stderr.write(`${line}\n`);
     if (!line.startsWith('{')) return;
-    const o = JSON.parse(line) as { msg?: string; url?: string; cycle?: { durationMs: number; acknowledged: number } };
+    const o = JSON.parse(line) as {
+      msg?: string;
+      url?: string;
+      cycle?: { durationMs: number; acknowledged: number };
+    };
     if (o.msg === 'admin listener (ops pages) listening' && o.url) {
       adminUrl = o.url;
       startedCpu = cpuMs(pid) ?? 0;
     }
-    if (o.cycle) cycles.push({ cpu: cpuMs(pid) ?? 0, durationMs: o.cycle.durationMs, acknowledged: o.cycle.acknowledged });
+    if (o.cycle)
+      cycles.push({
+        cpu: cpuMs(pid) ?? 0,
+        durationMs: o.cycle.durationMs,
+        acknowledged: o.cycle.acknowledged,
+      });
   });
   try {
     const deadline = Date.now() + 15 * 60_000;
     const acked = (): number => cycles.reduce((a, c) => a + c.acknowledged, 0);
     while (acked() < DAEMON_NEW || adminUrl === null) {
-      if (Date.now() > deadline) throw new Error(`only ${acked()}/${DAEMON_NEW} new loans boarded after 15 min`);
+      if (Date.now() > deadline)
+        throw new Error(`only ${acked()}/${DAEMON_NEW} new loans boarded after 15 min`);
       if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode}`);
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -387,7 +490,9 @@ async function daemonOverState(loans: number): Promise<void> {
     const firstBoarding = boarding.findIndex((c) => c.acknowledged > 0);
     const before = firstBoarding > 0 ? (boarding[firstBoarding - 1] as { cpu: number }).cpu : startedCpu;
     const boardCpu = (boarding[boarding.length - 1] as { cpu: number }).cpu - before;
-    console.log(`  boarding: ${DAEMON_NEW} new loans, ${(boardCpu / DAEMON_NEW).toFixed(2)} ms CPU per loan (the cycles that boarded them, walk included)`);
+    console.log(
+      `  boarding: ${DAEMON_NEW} new loans, ${(boardCpu / DAEMON_NEW).toFixed(2)} ms CPU per loan (the cycles that boarded them, walk included)`,
+    );
     const idleFrom = cycles.length;
     while (cycles.length < idleFrom + IDLE_CYCLES + 1) {
       if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode}`);
@@ -410,16 +515,31 @@ async function daemonOverState(loans: number): Promise<void> {
       `  console first exception page (GET /console/api/exceptions): first ${page[0]!.toFixed(0)} ms, median ${median(page.slice(1)).toFixed(0)} ms; ` +
         `/console/api/me (Basic auth alone: a password hash per request) median ${median(me.slice(1)).toFixed(0)} ms`,
     );
-    const rec = spawnSync('/usr/bin/time', ['-v', process.execPath, 'dist/main.js', 'reconcile', '--config', configPath, '--out', join(dir, 'reconcile-out')], {
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    const field = (name: string): string | undefined => new RegExp(`${name}: ([\\d.:]+)`).exec(rec.stderr ?? '')?.[1];
+    const rec = spawnSync(
+      '/usr/bin/time',
+      [
+        '-v',
+        process.execPath,
+        'dist/main.js',
+        'reconcile',
+        '--config',
+        configPath,
+        '--out',
+        join(dir, 'reconcile-out'),
+      ],
+      {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    const field = (name: string): string | undefined =>
+      new RegExp(`${name}: ([\\d.:]+)`).exec(rec.stderr ?? '')?.[1];
     console.log(
       `  reconcile over the state (own process beside the daemon): exit ${rec.status}, ${field('Elapsed \\(wall clock\\) time \\(h:mm:ss or m:ss\\)')} wall, ` +
         `${(Number(field('User time \\(seconds\\)') ?? 0) + Number(field('System time \\(seconds\\)') ?? 0)).toFixed(1)} s CPU, peak RSS ${(Number(field('Maximum resident set size \\(kbytes\\)') ?? 0) / 1024).toFixed(0)} MB`,
     );
-    if (rec.status !== 0) console.log(`  reconcile stderr: ${(rec.stderr ?? '').split('\n').slice(-15).join('\n')}`);
+    if (rec.status !== 0)
+      console.log(`  reconcile stderr: ${(rec.stderr ?? '').split('\n').slice(-15).join('\n')}`);
   } finally {
     await stop(child);
     await stop(sandbox.child);
@@ -432,7 +552,9 @@ async function main(): Promise<void> {
     const b = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
     if (b.status !== 0) throw new Error('npm run build failed');
   }
-  console.log(`sizes ${SIZES.join(', ')} on ${ENGINES.join(', ')}; CPU is process CPU time (user + system) from /proc, sampled every ${SAMPLE_MS} ms; on a shared machine trust it over wall time`);
+  console.log(
+    `sizes ${SIZES.join(', ')} on ${ENGINES.join(', ')}; CPU is process CPU time (user + system) from /proc, sampled every ${SAMPLE_MS} ms; on a shared machine trust it over wall time`,
+  );
   for (const engine of ENGINES) {
     const pgBase = engine === 'postgres' ? benchPgUrl() : null;
     const runs: Run[] = [];
@@ -446,7 +568,7 @@ async function main(): Promise<void> {
       const large = runs[runs.length - 1] as Run;
       console.log(
         `${engine}: CPU per loan ${large.loans} ÷ ${small.loans}: ${(large.cpuMs / large.loans / (small.cpuMs / small.loans)).toFixed(3)} (whole runs; target ≤ 1.2), ` +
-          `last ${SLICE} boards: ${(large.last.cpu / small.last.cpu).toFixed(3)}; wall per loan: ${((large.wallS / large.loans) / (small.wallS / small.loans)).toFixed(3)}`,
+          `last ${SLICE} boards: ${(large.last.cpu / small.last.cpu).toFixed(3)}; wall per loan: ${(large.wallS / large.loans / (small.wallS / small.loans)).toFixed(3)}`,
       );
     }
   }

@@ -76,7 +76,11 @@ async function main(): Promise<void> {
   const reportsDir = join(cfg.dir, 'reports');
   spawnSync('sh', ['-c', `printf 'reports:\\n  dir: ${reportsDir}\\n' >> '${cfg.configPath}'`]);
   let receiver: string | null = null;
-  const child = spawn(process.execPath, [MAIN ?? join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(
+    process.execPath,
+    [MAIN ?? join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } },
+  );
   let errors = 0;
   let partial = '';
   child.stderr.on('data', (c: Buffer) => {
@@ -104,18 +108,29 @@ async function main(): Promise<void> {
     const id = `msg_${randomBytes(12).toString('hex')}`;
     const now = new Date();
     const type = Math.random() < 0.5 ? 'loan.funded' : 'loan.status_changed';
-    const body = JSON.stringify({ id: `evt_${id}`, type, createdAt: now.toISOString(), data: { loanId, fundedAt: now.toISOString(), status: 'funded' } });
+    const body = JSON.stringify({
+      id: `evt_${id}`,
+      type,
+      createdAt: now.toISOString(),
+      data: { loanId, fundedAt: now.toISOString(), status: 'funded' },
+    });
     try {
       // The receiver logs its full address (…/webhooks/platform).
       const res = await fetch(receiver, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': wh.sign(id, now, body) },
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': wh.sign(id, now, body),
+        },
         body,
       });
       if (res.ok) delivered += 1;
       else {
         refused += 1;
-        if (refused <= 3) process.stderr.write(`webhook refused: ${res.status} ${(await res.text()).slice(0, 300)}\n`);
+        if (refused <= 3)
+          process.stderr.write(`webhook refused: ${res.status} ${(await res.text()).slice(0, 300)}\n`);
       }
     } catch {
       refused += 1;
@@ -136,7 +151,9 @@ async function main(): Promise<void> {
     released.push(...list.data.map((l) => l.id));
     timers.push(setInterval(() => void deliver(), 1000));
     timers.push(setInterval(() => void release(), Math.max(100, Math.round(60_000 / LOANS_PER_MINUTE))));
-    process.stdout.write(`soak: ${MINUTES} min, ${LOANS_PER_MINUTE} loans/min released, 1 webhook/s, cycles every 10 s, reconcile every 3 min (state in ${cfg.dir})\n`);
+    process.stdout.write(
+      `soak: ${MINUTES} min, ${LOANS_PER_MINUTE} loans/min released, 1 webhook/s, cycles every 10 s, reconcile every 3 min (state in ${cfg.dir})\n`,
+    );
     process.stdout.write('min  acked  rssMB   fds  stateKB  bytes/loan  inbox  reports  load\n');
     for (let minute = 1; minute <= MINUTES; minute++) {
       await new Promise((r) => setTimeout(r, t0 + minute * 60_000 - Date.now()));
@@ -156,7 +173,16 @@ async function main(): Promise<void> {
       } catch {
         reports = 0;
       }
-      const s: Sample = { minute, acked, rssMb: rssKb(pid) / 1024, fds: readdirSync(`/proc/${pid}/fd`).length, stateBytes, bytesPerLoan: acked > 0 ? stateBytes / acked : 0, inbox, reports };
+      const s: Sample = {
+        minute,
+        acked,
+        rssMb: rssKb(pid) / 1024,
+        fds: readdirSync(`/proc/${pid}/fd`).length,
+        stateBytes,
+        bytesPerLoan: acked > 0 ? stateBytes / acked : 0,
+        inbox,
+        reports,
+      };
       samples.push(s);
       process.stdout.write(
         `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${String(s.fds).padStart(4)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
@@ -174,7 +200,11 @@ async function main(): Promise<void> {
   const first = samples.slice(0, span);
   const last = samples.slice(-span);
   const ratio = (f: (s: Sample) => number): number => mean(last.map(f)) / mean(first.map(f));
-  const r = { rss: ratio((s) => s.rssMb), fds: ratio((s) => s.fds), bytesPerLoan: ratio((s) => s.bytesPerLoan) };
+  const r = {
+    rss: ratio((s) => s.rssMb),
+    fds: ratio((s) => s.fds),
+    bytesPerLoan: ratio((s) => s.bytesPerLoan),
+  };
   const verdict = (x: number): string => (x <= GOAL ? 'flat' : 'GROWS');
   // The state's growth per loan boarded within each span (bytes/loan above also carries the
   // empty database's fixed size, which the first minutes are dominated by).

@@ -16,11 +16,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openDatabase } from '../src/store/db.js';
-import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, planTables } from '../src/store/migrate-pg.js';
+import {
+  compareDigests,
+  copyTables,
+  digestPostgres,
+  digestSqlite,
+  inSqliteSnapshot,
+  planTables,
+} from '../src/store/migrate-pg.js';
 import { openStore } from '../src/store/open.js';
 import { benchPgClient, benchPgStore, benchPgUrl } from './pg-server.js';
-
-
 
 const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(0)} MB`;
 
@@ -28,9 +33,15 @@ async function one(n: number, base: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-migrate-'));
   const src = openDatabase(join(dir, 'state.sqlite'));
   const item = JSON.stringify({ loan: { terms: 'x'.repeat(900) } });
-  const insLoan = src.prepare("INSERT INTO loans (id, loan_number, state, queue_item, cents_amount, created_at, updated_at) VALUES (?, ?, 'acknowledged', ?, ?, ?, ?)");
-  const insEvent = src.prepare("INSERT INTO loan_events (loan_id, at, kind, from_state, to_state) VALUES (?, ?, 'transition', ?, ?)");
-  const insKey = src.prepare("INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, 'ack', ?)");
+  const insLoan = src.prepare(
+    "INSERT INTO loans (id, loan_number, state, queue_item, cents_amount, created_at, updated_at) VALUES (?, ?, 'acknowledged', ?, ?, ?, ?)",
+  );
+  const insEvent = src.prepare(
+    "INSERT INTO loan_events (loan_id, at, kind, from_state, to_state) VALUES (?, ?, 'transition', ?, ?)",
+  );
+  const insKey = src.prepare(
+    "INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, 'ack', ?)",
+  );
   src.transaction(() => {
     for (let i = 0; i < n; i++) {
       const id = `L${i.toString().padStart(7, '0')}`;
@@ -84,9 +95,15 @@ if (size !== undefined) {
   await one(Number(size), process.env['BOARDING_TEST_PG_URL']!);
 } else {
   const base = benchPgUrl();
-  const sizes = (process.env['BENCH_MIGRATE_LOANS'] ?? '10000,100000').split(',').map((s) => Number(s.trim())).filter((x) => Number.isInteger(x) && x > 0);
+  const sizes = (process.env['BENCH_MIGRATE_LOANS'] ?? '10000,100000')
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((x) => Number.isInteger(x) && x > 0);
   for (const n of sizes) {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), String(n)], { stdio: 'inherit', env: { ...process.env, BOARDING_TEST_PG_URL: base } });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), String(n)], {
+      stdio: 'inherit',
+      env: { ...process.env, BOARDING_TEST_PG_URL: base },
+    });
     if (r.status !== 0) process.exitCode = 1;
   }
 }

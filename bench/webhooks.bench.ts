@@ -43,14 +43,18 @@ async function serve(): Promise<void> {
       const s = await svc.inbox.stats();
       db.close();
       rmSync(dir, { recursive: true, force: true });
-      process.stderr.write(`receiver stored ${s.pending + s.processed} deliveries (${s.processed} processed)\n`);
+      process.stderr.write(
+        `receiver stored ${s.pending + s.processed} deliveries (${s.processed} processed)\n`,
+      );
       process.exit(0);
     });
   });
 }
 
 async function startChild(): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise<number>((resolve, reject) => {
     let buf = '';
     child.stdout?.on('data', (c: Buffer) => {
@@ -66,7 +70,12 @@ async function startChild(): Promise<{ port: number; child: ChildProcess }> {
 function signedRequest(): { method: string; path: string; headers: Record<string, string>; body: string } {
   const id = `msg_${randomBytes(12).toString('hex')}`;
   const now = new Date();
-  const body = JSON.stringify({ id: `evt_${id}`, type: 'loan.funded', createdAt: now.toISOString(), data: { loanId: `L${randomBytes(4).toString('hex')}`, fundedAt: now.toISOString() } });
+  const body = JSON.stringify({
+    id: `evt_${id}`,
+    type: 'loan.funded',
+    createdAt: now.toISOString(),
+    data: { loanId: `L${randomBytes(4).toString('hex')}`, fundedAt: now.toISOString() },
+  });
   return {
     method: 'POST',
     path: '/webhooks/platform',
@@ -86,7 +95,13 @@ async function main(): Promise<void> {
   let r: AutocannonResult;
   try {
     const load = (seconds: number): Promise<AutocannonResult> =>
-      autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: seconds, overallRate: RATE, requests: [{ setupRequest: () => signedRequest() }] });
+      autocannon({
+        url: `http://127.0.0.1:${port}`,
+        connections: CONNECTIONS,
+        duration: seconds,
+        overallRate: RATE,
+        requests: [{ setupRequest: () => signedRequest() }],
+      });
     await load(2); // warm-up (JIT, SQLite page cache)
     r = await load(DURATION_S);
   } finally {

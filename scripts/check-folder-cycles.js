@@ -12,7 +12,11 @@ import { join } from 'node:path';
 const dir = mkdtempSync(join(tmpdir(), 'folder-cycles-'));
 const out = join(dir, 'deps.json');
 try {
-  execFileSync('npx', ['dpdm', '--no-warning', '--no-tree', '--no-circular', '--output', out, 'src/main.ts'], { stdio: 'ignore' });
+  execFileSync(
+    'npx',
+    ['dpdm', '--no-warning', '--no-tree', '--no-circular', '--output', out, 'src/main.ts'],
+    { stdio: 'ignore' },
+  );
   const { tree } = JSON.parse(readFileSync(out, 'utf8'));
   const folderOf = (file) => /^src\/([^/]+)\//.exec(file)?.[1];
   /** folder → folder → one example edge (file → file), for the message. */
@@ -29,17 +33,31 @@ try {
   }
   // Tarjan's strongly connected components.
   let index = 0;
-  const idx = new Map(), low = new Map(), stack = [], on = new Set(), sccs = [];
+  const idx = new Map(),
+    low = new Map(),
+    stack = [],
+    on = new Set(),
+    sccs = [];
   const visit = (v) => {
-    idx.set(v, index); low.set(v, index); index++; stack.push(v); on.add(v);
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    on.add(v);
     for (const w of graph.get(v)?.keys() ?? []) {
-      if (!idx.has(w)) { visit(w); low.set(v, Math.min(low.get(v), low.get(w))); }
-      else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
     }
     if (low.get(v) === idx.get(v)) {
       const scc = [];
       let w;
-      do { w = stack.pop(); on.delete(w); scc.push(w); } while (w !== v);
+      do {
+        w = stack.pop();
+        on.delete(w);
+        scc.push(w);
+      } while (w !== v);
       if (scc.length > 1) sccs.push(scc);
     }
   };
@@ -49,7 +67,9 @@ try {
   } else {
     for (const scc of sccs) {
       console.error(`folder import cycle: ${scc.sort().join(' ↔ ')}`);
-      for (const a of scc) for (const [b, edge] of graph.get(a) ?? []) if (scc.includes(b)) console.error(`  ${a} → ${b}: ${edge}`);
+      for (const a of scc)
+        for (const [b, edge] of graph.get(a) ?? [])
+          if (scc.includes(b)) console.error(`  ${a} → ${b}: ${edge}`);
     }
     process.exitCode = 1;
   }

@@ -4,7 +4,14 @@ import { CommanderError } from 'commander';
 import { createCliContext, createHangupSource, type CliContext, type GlobalOptions } from './cli/context.js';
 import { buildProgram } from './cli/program.js';
 import { systemClock } from './lib/clock.js';
-import { BusyError, ConfigError, FatalError, IncompleteRunError, UsageError, errorMessage } from './lib/errors.js';
+import {
+  BusyError,
+  ConfigError,
+  FatalError,
+  IncompleteRunError,
+  UsageError,
+  errorMessage,
+} from './lib/errors.js';
 import { applyHeapGrowth } from './lib/heap.js';
 import { scrubText } from './lib/redact.js';
 import { printable } from './lib/terminal.js';
@@ -81,7 +88,12 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     ctx?.endProgress();
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      if (
+        err.code === 'commander.helpDisplayed' ||
+        err.code === 'commander.version' ||
+        err.code === 'commander.help'
+      )
+        return 0;
       return 2;
     }
     if (err instanceof UsageError) {
@@ -101,7 +113,8 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     }
     process.stderr.write(`error: ${printable(scrubText(errorMessage(err)))}\n`);
-    if (err instanceof Error && err.stack && process.env['DEBUG']) process.stderr.write(`${scrubText(err.stack)}\n`);
+    if (err instanceof Error && err.stack && process.env['DEBUG'])
+      process.stderr.write(`${scrubText(err.stack)}\n`);
     return 1;
   } finally {
     await ctx?.close();

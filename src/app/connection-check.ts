@@ -53,31 +53,51 @@ const MAX_ENTITY_READS = 3;
 const MAX_DOCUMENT_LISTS = 2;
 const QUEUE_SAMPLE = 5;
 
-export function localChecks(config: Config, source: string): { checks: ConnectionCheck[]; mapping: CompiledMapping | undefined } {
+export function localChecks(
+  config: Config,
+  source: string,
+): { checks: ConnectionCheck[]; mapping: CompiledMapping | undefined } {
   const checks: ConnectionCheck[] = [{ name: 'config', status: 'ok', detail: `${source} is valid` }];
   if (config.webhooks.secrets.length === 0) {
     checks.push({
       name: 'webhooks.secrets',
       status: 'warn',
-      detail: 'empty: the webhook receiver refuses every delivery (401), so boarding waits for the scheduled drain; set webhooks.secrets or BOARDING_WEBHOOK_SECRETS to the secret `webhooks register` printed',
+      detail:
+        'empty: the webhook receiver refuses every delivery (401), so boarding waits for the scheduled drain; set webhooks.secrets or BOARDING_WEBHOOK_SECRETS to the secret `webhooks register` printed',
     });
   }
   const dir = config.mappings.dir;
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-    checks.push({ name: 'mappings.dir', status: 'fail', detail: `${dir} is not a directory (mappings.dir; a relative path is from the working directory ${process.cwd()})` });
+    checks.push({
+      name: 'mappings.dir',
+      status: 'fail',
+      detail: `${dir} is not a directory (mappings.dir; a relative path is from the working directory ${process.cwd()})`,
+    });
     checks.push({ name: 'mappings', status: 'skip', detail: 'no mapping directory to lint' });
     return { checks, mapping: undefined };
   }
   const note = configNotes(config).find((n) => n.startsWith('mappings.dir: '));
-  checks.push({ name: 'mappings.dir', status: 'ok', detail: note === undefined ? dir : note.slice('mappings.dir: '.length) });
+  checks.push({
+    name: 'mappings.dir',
+    status: 'ok',
+    detail: note === undefined ? dir : note.slice('mappings.dir: '.length),
+  });
   try {
     const r = lintMappingDir(dir, mapperOptionsFromConfig(config));
     if (r.problems.length === 0 && r.mapping) {
-      checks.push({ name: 'mappings', status: 'ok', detail: `mapping set ${r.version ?? r.mapping.name} lints clean` });
+      checks.push({
+        name: 'mappings',
+        status: 'ok',
+        detail: `mapping set ${r.version ?? r.mapping.name} lints clean`,
+      });
       return { checks, mapping: r.mapping };
     }
     const shown = r.problems.slice(0, 3).map(formatProblem).join('; ');
-    checks.push({ name: 'mappings', status: 'fail', detail: `${r.problems.length} lint problem(s): ${shown}${r.problems.length > 3 ? '; … (mappings lint lists them all)' : ''}` });
+    checks.push({
+      name: 'mappings',
+      status: 'fail',
+      detail: `${r.problems.length} lint problem(s): ${shown}${r.problems.length > 3 ? '; … (mappings lint lists them all)' : ''}`,
+    });
     return { checks, mapping: r.mapping };
   } catch (err) {
     checks.push({ name: 'mappings', status: 'fail', detail: errorMessage(err) });
@@ -86,7 +106,10 @@ export function localChecks(config: Config, source: string): { checks: Connectio
 }
 
 /** Core loan product ids the set can produce: the `productId` lookup and any default named *productId. */
-export function mappedProductIds(mapping: CompiledMapping | undefined, bankDefaults: Readonly<Record<string, unknown>>): number[] {
+export function mappedProductIds(
+  mapping: CompiledMapping | undefined,
+  bankDefaults: Readonly<Record<string, unknown>>,
+): number[] {
   if (!mapping) return [];
   const values: unknown[] = [];
   const lookup = mapping.lookups.get('productId');
@@ -105,7 +128,10 @@ export function mappedProductIds(mapping: CompiledMapping | undefined, bankDefau
 }
 
 /** Core loan product references the set can produce, as text (Mambu product ids or keys): lookups and defaults named *productId / *productTypeKey. */
-export function mappedProductRefs(mapping: CompiledMapping | undefined, bankDefaults: Readonly<Record<string, unknown>>): string[] {
+export function mappedProductRefs(
+  mapping: CompiledMapping | undefined,
+  bankDefaults: Readonly<Record<string, unknown>>,
+): string[] {
   if (!mapping) return [];
   const values: unknown[] = [];
   for (const name of ['productId', 'productTypeKey']) {
@@ -120,14 +146,21 @@ export function mappedProductRefs(mapping: CompiledMapping | undefined, bankDefa
   fromDefaults(mapping.defaults);
   for (const o of mapping.overrides.values()) fromDefaults(o.defaults);
   fromDefaults(bankDefaults);
-  return [...new Set(values.filter((v): v is string | number => (typeof v === 'string' && v !== '') || typeof v === 'number').map(String))].sort();
+  return [
+    ...new Set(
+      values
+        .filter((v): v is string | number => (typeof v === 'string' && v !== '') || typeof v === 'number')
+        .map(String),
+    ),
+  ].sort();
 }
 
 /** Custom field sets (fields named `_<setId>`) the set's targets write, by record type. */
 export function mappedCustomFieldSets(mapping: CompiledMapping | undefined): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const t of mapping?.targets ?? []) {
-    for (const f of t.fields) if (f.name.startsWith('_')) out[t.type] = [...new Set([...(out[t.type] ?? []), f.name])];
+    for (const f of t.fields)
+      if (f.name.startsWith('_')) out[t.type] = [...new Set([...(out[t.type] ?? []), f.name])];
   }
   return out;
 }
@@ -150,12 +183,31 @@ async function clockCheck(db: StoreDb, config: Config, clock: Clock): Promise<Co
     if (o === null) return [];
     const what = `${describeOffset(o)} (±${Math.ceil(o.rttMs / 2)} ms)`;
     if (Math.abs(o.offsetMs) >= max) {
-      return [{ name: 'store.clock', status: 'fail', detail: `${what}: at or above store.maxClockSkewMs (${max} ms); batch cut-offs, webhook timestamps and retry times follow this host's clock: fix its time sync (NTP)` }];
+      return [
+        {
+          name: 'store.clock',
+          status: 'fail',
+          detail: `${what}: at or above store.maxClockSkewMs (${max} ms); batch cut-offs, webhook timestamps and retry times follow this host's clock: fix its time sync (NTP)`,
+        },
+      ];
     }
-    if (Math.abs(o.offsetMs) >= max / 2) return [{ name: 'store.clock', status: 'warn', detail: `${what}: over half of store.maxClockSkewMs (${max} ms)` }];
+    if (Math.abs(o.offsetMs) >= max / 2)
+      return [
+        {
+          name: 'store.clock',
+          status: 'warn',
+          detail: `${what}: over half of store.maxClockSkewMs (${max} ms)`,
+        },
+      ];
     return [{ name: 'store.clock', status: 'ok', detail: what }];
   } catch (err) {
-    return [{ name: 'store.clock', status: 'fail', detail: `could not read the database's clock: ${errorMessage(err)}` }];
+    return [
+      {
+        name: 'store.clock',
+        status: 'fail',
+        detail: `could not read the database's clock: ${errorMessage(err)}`,
+      },
+    ];
   }
 }
 
@@ -188,21 +240,43 @@ function observeTins(e: Entities, seen: TinObservation): void {
   }
 }
 
-function tinCheck(name: string, what: 'business' | 'person', seen: 'full' | 'masked' | null, config: Config, sampled: number): ConnectionCheck {
+function tinCheck(
+  name: string,
+  what: 'business' | 'person',
+  seen: 'full' | 'masked' | null,
+  config: Config,
+  sampled: number,
+): ConnectionCheck {
   const permission = what === 'business' ? 'read:businesses:ein' : 'read:people:ssn';
   const kind = what === 'business' ? 'EINs' : 'SSNs';
   if (seen === null) {
-    return { name, status: 'skip', detail: `no ${what} in the ${sampled} loan(s) sampled: cannot tell whether the key has ${permission}` };
+    return {
+      name,
+      status: 'skip',
+      detail: `no ${what} in the ${sampled} loan(s) sampled: cannot tell whether the key has ${permission}`,
+    };
   }
   if (seen === 'full') return { name, status: 'ok', detail: `the key reads full ${kind} (${permission})` };
   const consequence = `without ${permission} every loan with a ${what} quarantines as tin_incomplete unless mappings.allowLast4Tin`;
   if (config.mappings.allowLast4Tin) {
-    return { name, status: 'warn', detail: `the key sees only the last 4 digits of ${kind}; mappings.allowLast4Tin is true, so those loans board with masked ids` };
+    return {
+      name,
+      status: 'warn',
+      detail: `the key sees only the last 4 digits of ${kind}; mappings.allowLast4Tin is true, so those loans board with masked ids`,
+    };
   }
-  return { name, status: 'fail', detail: `the key sees only the last 4 digits of ${kind}: ${consequence}. Ask the platform for a key with ${permission}, or set mappings.allowLast4Tin: true` };
+  return {
+    name,
+    status: 'fail',
+    detail: `the key sees only the last 4 digits of ${kind}: ${consequence}. Ask the platform for a key with ${permission}, or set mappings.allowLast4Tin: true`,
+  };
 }
 
-async function platformChecks(platform: PlatformClient, config: Config, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+async function platformChecks(
+  platform: PlatformClient,
+  config: Config,
+  deps: ConnectionCheckDeps,
+): Promise<ConnectionCheck[]> {
   const checks: ConnectionCheck[] = [];
   const at = redactUrl(config.platform.baseUrl);
   const signal = deps.signal;
@@ -214,12 +288,24 @@ async function platformChecks(platform: PlatformClient, config: Config, deps: Co
   } catch (err) {
     if (isPlatformError(err) && err.fatal) {
       checks.push({ name: 'platform', status: 'ok', detail: `answers at ${at}` });
-      checks.push({ name: 'platform.key', status: 'fail', detail: `the platform refused the key: ${describePlatformError(err)}` });
+      checks.push({
+        name: 'platform.key',
+        status: 'fail',
+        detail: `the platform refused the key: ${describePlatformError(err)}`,
+      });
     } else if (isPlatformError(err) && err.code === 'rate_limit.traffic_stopped') {
-      checks.push({ name: 'platform', status: 'fail', detail: `not called: ${err.message} (see \`platform status\`)` });
+      checks.push({
+        name: 'platform',
+        status: 'fail',
+        detail: `not called: ${err.message} (see \`platform status\`)`,
+      });
       checks.push({ name: 'platform.key', status: 'skip', detail: 'the platform was not called' });
     } else {
-      checks.push({ name: 'platform', status: 'fail', detail: `no answer from ${at}: ${describePlatformError(err)}` });
+      checks.push({
+        name: 'platform',
+        status: 'fail',
+        detail: `no answer from ${at}: ${describePlatformError(err)}`,
+      });
       checks.push({ name: 'platform.key', status: 'skip', detail: 'the platform did not answer' });
     }
     checks.push({ name: 'platform.ein', status: 'skip', detail: 'the platform did not answer' });
@@ -251,7 +337,8 @@ async function platformChecks(platform: PlatformClient, config: Config, deps: Co
     checks.push({ name: 'platform.ein', status, detail: `reading a loan's entities failed: ${entityError}` });
     checks.push({ name: 'platform.ssn', status, detail: `reading a loan's entities failed: ${entityError}` });
   } else if (items.length === 0) {
-    const detail = 'no loan in the boarding queue (nor boarded) to see whether tax ids come masked; run this again once a loan is released';
+    const detail =
+      'no loan in the boarding queue (nor boarded) to see whether tax ids come masked; run this again once a loan is released';
     checks.push({ name: 'platform.ein', status: 'skip', detail });
     checks.push({ name: 'platform.ssn', status: 'skip', detail });
   } else {
@@ -277,7 +364,12 @@ function discard(): Writable {
  * presigned address through the document-host policy, no API key), so a bank's network policy
  * that would quarantine every loan with documents (`download_refused`) shows before the first sync.
  */
-async function documentCheck(platform: PlatformClient, config: Config, items: readonly QueueItem[], deps: ConnectionCheckDeps): Promise<ConnectionCheck> {
+async function documentCheck(
+  platform: PlatformClient,
+  config: Config,
+  items: readonly QueueItem[],
+  deps: ConnectionCheckDeps,
+): Promise<ConnectionCheck> {
   const name = 'platform.documents';
   const signal = deps.signal;
   let doc: Awaited<ReturnType<PlatformClient['listDocuments']>>[number] | undefined;
@@ -285,17 +377,37 @@ async function documentCheck(platform: PlatformClient, config: Config, items: re
     for (const item of items.slice(0, MAX_DOCUMENT_LISTS)) {
       const docs = await platform.listDocuments(item.id, signal ? { signal } : {});
       // The smallest listed one: a check is not worth a large download.
-      doc = [...docs].sort((a, b) => (typeof a.size === 'number' ? a.size : Infinity) - (typeof b.size === 'number' ? b.size : Infinity))[0];
+      doc = [...docs].sort(
+        (a, b) =>
+          (typeof a.size === 'number' ? a.size : Infinity) - (typeof b.size === 'number' ? b.size : Infinity),
+      )[0];
       if (doc !== undefined) break;
     }
   } catch (err) {
-    return { name, status: 'fail', detail: `listing a loan's documents failed: ${describePlatformError(err)}` };
+    return {
+      name,
+      status: 'fail',
+      detail: `listing a loan's documents failed: ${describePlatformError(err)}`,
+    };
   }
-  if (doc === undefined) return { name, status: 'skip', detail: `no document on the ${Math.min(items.length, MAX_DOCUMENT_LISTS)} loan(s) sampled: no download tried` };
-  const fetch = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger: deps.logger });
+  if (doc === undefined)
+    return {
+      name,
+      status: 'skip',
+      detail: `no document on the ${Math.min(items.length, MAX_DOCUMENT_LISTS)} loan(s) sampled: no download tried`,
+    };
+  const fetch = createDocumentFetcher(platform, {
+    maxBytes: config.boarding.documentMaxBytes,
+    deadlineMs: config.boarding.documentDeadlineMs,
+    logger: deps.logger,
+  });
   try {
     const r = await fetch(doc, discard(), signal);
-    return { name, status: 'ok', detail: `document ${doc.id} downloaded from its presigned address (${r.bytes} bytes; the address is not shown)` };
+    return {
+      name,
+      status: 'ok',
+      detail: `document ${doc.id} downloaded from its presigned address (${r.bytes} bytes; the address is not shown)`,
+    };
   } catch (err) {
     if (isPlatformError(err) && err.code === 'download.refused') {
       // The bank's policy, possibly on purpose (a sandbox on loopback under staging): a warning
@@ -310,8 +422,16 @@ async function documentCheck(platform: PlatformClient, config: Config, items: re
   }
 }
 
-async function firstPage(platform: PlatformClient, boarded: boolean, signal: AbortSignal | undefined): Promise<QueueItem[]> {
-  const walk = platform.boardingQueue({ limit: QUEUE_SAMPLE, ...(boarded ? { boarded: true } : {}), ...(signal ? { signal } : {}) });
+async function firstPage(
+  platform: PlatformClient,
+  boarded: boolean,
+  signal: AbortSignal | undefined,
+): Promise<QueueItem[]> {
+  const walk = platform.boardingQueue({
+    limit: QUEUE_SAMPLE,
+    ...(boarded ? { boarded: true } : {}),
+    ...(signal ? { signal } : {}),
+  });
   try {
     const first = await walk.next();
     return first.done === true ? [] : first.value.items;
@@ -320,20 +440,53 @@ async function firstPage(platform: PlatformClient, boarded: boolean, signal: Abo
   }
 }
 
-async function endpointCheck(platform: PlatformClient, config: Config, deps: ConnectionCheckDeps, reachable: boolean): Promise<ConnectionCheck[]> {
+async function endpointCheck(
+  platform: PlatformClient,
+  config: Config,
+  deps: ConnectionCheckDeps,
+  reachable: boolean,
+): Promise<ConnectionCheck[]> {
   const name = 'webhooks.endpoint';
-  if (!config.webhooks.publicUrl) return [{ name, status: 'skip', detail: 'webhooks.publicUrl not set (webhooks are optional: the scheduled cycles board everything)' }];
+  if (!config.webhooks.publicUrl)
+    return [
+      {
+        name,
+        status: 'skip',
+        detail: 'webhooks.publicUrl not set (webhooks are optional: the scheduled cycles board everything)',
+      },
+    ];
   if (!reachable) return [{ name, status: 'skip', detail: 'the platform did not answer' }];
-  const r = await checkEndpoints(platform, config, deps.logger, { clock: deps.clock, ...(deps.signal ? { signal: deps.signal } : {}) });
+  const r = await checkEndpoints(platform, config, deps.logger, {
+    clock: deps.clock,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+  });
   switch (r.state) {
     case 'active':
       return [{ name, status: 'ok', detail: `${r.detail} for ${redactUrl(config.webhooks.publicUrl)}` }];
     case 'failing':
-      return [{ name, status: 'warn', detail: `${r.detail}: deliveries fail; the platform may disable it (webhooks list)` }];
+      return [
+        {
+          name,
+          status: 'warn',
+          detail: `${r.detail}: deliveries fail; the platform may disable it (webhooks list)`,
+        },
+      ];
     case 'disabled':
-      return [{ name, status: 'fail', detail: `${r.detail}: no pushes arrive; fix the cause, then \`webhooks enable ${r.endpoint?.id ?? 'ID'}\`` }];
+      return [
+        {
+          name,
+          status: 'fail',
+          detail: `${r.detail}: no pushes arrive; fix the cause, then \`webhooks enable ${r.endpoint?.id ?? 'ID'}\``,
+        },
+      ];
     case 'missing':
-      return [{ name, status: 'fail', detail: `no endpoint registered for ${redactUrl(config.webhooks.publicUrl)}: \`webhooks register --url ${redactUrl(config.webhooks.publicUrl)}\`` }];
+      return [
+        {
+          name,
+          status: 'fail',
+          detail: `no endpoint registered for ${redactUrl(config.webhooks.publicUrl)}: \`webhooks register --url ${redactUrl(config.webhooks.publicUrl)}\``,
+        },
+      ];
     default:
       return [{ name, status: 'fail', detail: `could not list the webhook endpoints: ${r.detail}` }];
   }
@@ -347,13 +500,24 @@ async function customerExtractCheck(config: Config): Promise<ConnectionCheck[]> 
     const st = await stat(path);
     if (!st.isFile()) return [{ name: 'customers.extract', status: 'fail', detail: `${path}: not a file` }];
     await access(path, constants.R_OK);
-    return [{ name: 'customers.extract', status: 'ok', detail: `${path} readable (${st.size} bytes, modified ${st.mtime.toISOString()})` }];
+    return [
+      {
+        name: 'customers.extract',
+        status: 'ok',
+        detail: `${path} readable (${st.size} bytes, modified ${st.mtime.toISOString()})`,
+      },
+    ];
   } catch (err) {
     return [{ name: 'customers.extract', status: 'fail', detail: `${path}: ${errorMessage(err)}` }];
   }
 }
 
-async function coreChecks(config: Config, mapping: CompiledMapping | undefined, db: StoreDb, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+async function coreChecks(
+  config: Config,
+  mapping: CompiledMapping | undefined,
+  db: StoreDb,
+  deps: ConnectionCheckDeps,
+): Promise<ConnectionCheck[]> {
   let core;
   try {
     core = createCore(config, { logger: deps.logger, clock: deps.clock, db, layout: () => undefined });
@@ -399,7 +563,11 @@ async function dirWritable(dir: string): Promise<string | null> {
 }
 
 /** Every check, local and remote. Never throws for a failed check: each says what failed. */
-export async function connectionChecks(config: Config, source: string, deps: ConnectionCheckDeps): Promise<ConnectionCheck[]> {
+export async function connectionChecks(
+  config: Config,
+  source: string,
+  deps: ConnectionCheckDeps,
+): Promise<ConnectionCheck[]> {
   const { checks, mapping } = localChecks(config, source);
   let db: StoreDb;
   const where = storeTargetName(config);
@@ -407,14 +575,21 @@ export async function connectionChecks(config: Config, source: string, deps: Con
     db = await openStore(storeTarget(config), { onWarning: (m) => deps.logger.warn(m) });
   } catch (err) {
     checks.push({ name: 'store', status: 'fail', detail: `${where}: ${errorMessage(err)}` });
-    checks.push({ name: 'platform', status: 'skip', detail: 'the platform client keeps its rate budget in the state database, which did not open' });
+    checks.push({
+      name: 'platform',
+      status: 'skip',
+      detail: 'the platform client keeps its rate budget in the state database, which did not open',
+    });
     return checks;
   }
   try {
     checks.push(await storeCheck(db, where, config));
     checks.push(...(await clockCheck(db, config, deps.clock)));
     // A check is not worth a long wait: one retry, through the shared budget.
-    const checkConfig: Config = { ...config, platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) } };
+    const checkConfig: Config = {
+      ...config,
+      platform: { ...config.platform, maxRetries: Math.min(1, config.platform.maxRetries) },
+    };
     const platform = platformClientFromConfig(checkConfig, { logger: deps.logger, db, clock: deps.clock });
     try {
       checks.push(...(await platformChecks(platform, config, deps)));

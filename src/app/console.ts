@@ -54,12 +54,25 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     logger: rt.logger,
     reboard: (loanId, actor, reason, signal) =>
       reboardLoan(
-        { store: rt.store, platform: rt.platform, mapper: rt.mapper, core: rt.core, fetchDocument: rt.fetchDocument, clock: rt.clock, logger: rt.logger, connectorVersion: CONNECTOR_VERSION, accountNumbers: rt.accountNumbers },
+        {
+          store: rt.store,
+          platform: rt.platform,
+          mapper: rt.mapper,
+          core: rt.core,
+          fetchDocument: rt.fetchDocument,
+          clock: rt.clock,
+          logger: rt.logger,
+          connectorVersion: CONNECTOR_VERSION,
+          accountNumbers: rt.accountNumbers,
+        },
         loanId,
         { actor, reason, signal },
       ),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
-    clearStrikes: (by) => (typeof platform.clearStrikes === 'function' ? platform.clearStrikes(by) : rateAdminFor(rt.config, rt.db, { clock: rt.clock, logger: rt.logger }).clearStrikes(by)),
+    clearStrikes: (by) =>
+      typeof platform.clearStrikes === 'function'
+        ? platform.clearStrikes(by)
+        : rateAdminFor(rt.config, rt.db, { clock: rt.clock, logger: rt.logger }).clearStrikes(by),
     requestCycle: hooks.requestCycle,
     ...(hooks.gate ? { gate: hooks.gate } : {}),
   });
@@ -70,7 +83,11 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     clock: rt.clock,
     logger: rt.logger,
     executor,
-    reboardPreview: (loanId) => previewLoanNow({ store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers }, loanId),
+    reboardPreview: (loanId) =>
+      previewLoanNow(
+        { store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers },
+        loanId,
+      ),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     platformHealth: () => rt.platform.health(),
     coreHealth: () => rt.core.health(),
@@ -84,13 +101,25 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     logger: rt.logger,
     store: consoleStore,
     onEvent: (kind, name, detail) => {
-      service.recordAuth(kind, name, detail).catch((err: unknown) => rt.logger.warn({ err }, 'console: could not record a login failure in the audit log'));
+      service
+        .recordAuth(kind, name, detail)
+        .catch((err: unknown) =>
+          rt.logger.warn({ err }, 'console: could not record a login failure in the audit log'),
+        );
     },
   });
   return {
     service,
     executor,
-    mount: (app) => mountConsole(app, { config: rt.config.console, service, auth, logger: rt.logger, clock: rt.clock, timeZone: rt.config.bank.timeZone }),
+    mount: (app) =>
+      mountConsole(app, {
+        config: rt.config.console,
+        service,
+        auth,
+        logger: rt.logger,
+        clock: rt.clock,
+        timeZone: rt.config.bank.timeZone,
+      }),
   };
 }
 
@@ -101,7 +130,10 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
 export async function unlockFromCli(scope: CommandScope, name: string, actor: string): Promise<string> {
   const users = scope.config().console.users;
   const user = users.find((u) => userNameKey(u.name) === userNameKey(name));
-  if (!user) throw new UsageError(`console unlock: ${name} is not in console.users (${users.map((u) => u.name).join(', ') || 'none configured'})`);
+  if (!user)
+    throw new UsageError(
+      `console unlock: ${name} is not in console.users (${users.map((u) => u.name).join(', ') || 'none configured'})`,
+    );
   const { db } = await openState(scope);
   await createConsoleStore(db).appendAudit(unlockAudit(actor, user.name, scope.clock.now()));
   return user.name;

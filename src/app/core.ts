@@ -43,14 +43,21 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
   let layout = first;
   const b = config.core.file.batch;
   const clash = first.files.find((f) => f.name.toLowerCase() === b.triggerFile.toLowerCase());
-  if (clash) throw new ConfigError(`core.file.batch.triggerFile: ${b.triggerFile} is also a file of the layout (layout.yaml); the import job would start before the batch is complete`);
+  if (clash)
+    throw new ConfigError(
+      `core.file.batch.triggerFile: ${b.triggerFile} is also a file of the layout (layout.yaml); the import job would start before the batch is complete`,
+    );
   const current = deps.layout;
   return new FileBatches({
     root: join(config.core.file.dir, 'batches'),
     store: new FileBatchStore(deps.db),
     // A set reloaded without a layout.yaml keeps the last one: batches, once on, stay on until a restart.
     layout: () => (layout = current?.() ?? layout),
-    rule: cutoffRule({ cutoff: b.cutoff, intervalMinutes: b.intervalMinutes, timeZone: config.bank.timeZone }),
+    rule: cutoffRule({
+      cutoff: b.cutoff,
+      intervalMinutes: b.intervalMinutes,
+      timeZone: config.bank.timeZone,
+    }),
     triggerFile: b.triggerFile,
     logger: deps.logger.child({ component: 'core.file.batches' }),
     clock: deps.clock,
@@ -70,7 +77,11 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
           : new CustomerExtract({
               path: extract.path,
               maxAgeHours: extract.maxAgeHours,
-              layout: { header: extract.layout.header, delimiter: extract.layout.delimiter, columns: extract.layout.columns },
+              layout: {
+                header: extract.layout.header,
+                delimiter: extract.layout.delimiter,
+                columns: extract.layout.columns,
+              },
               keys: deps.customerKeys,
               clock: deps.clock,
               logger: deps.logger.child({ component: 'customers.extract' }),
@@ -83,7 +94,8 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
   }
   if (config.core.adapter === 'mambu') {
     const m = config.core.mambu;
-    if (m === undefined) throw new ConfigError('core.mambu: required when core.adapter is mambu (baseUrl and auth at least)');
+    if (m === undefined)
+      throw new ConfigError('core.mambu: required when core.adapter is mambu (baseUrl and auth at least)');
     return new MambuCore({
       baseUrl: m.baseUrl,
       auth: m.auth,
@@ -103,7 +115,9 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
   }
   const http = config.core.http;
   if (http === undefined) {
-    throw new ConfigError('core.http: required when core.adapter is http (baseUrl, username, password at least)');
+    throw new ConfigError(
+      'core.http: required when core.adapter is http (baseUrl, username, password at least)',
+    );
   }
   return new FineractCore({
     baseUrl: http.baseUrl,
@@ -120,7 +134,9 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
       maxBytes: http.documents.maxBytes,
       refused: http.documents.refused,
       // Keys are matched lower-case: `CSV` and `csv` name the same type.
-      refusedByType: Object.fromEntries(Object.entries(http.documents.refusedByType).map(([k, v]) => [k.toLowerCase(), v])),
+      refusedByType: Object.fromEntries(
+        Object.entries(http.documents.refusedByType).map(([k, v]) => [k.toLowerCase(), v]),
+      ),
     },
     logger: deps.logger,
     clock: deps.clock,

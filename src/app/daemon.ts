@@ -55,7 +55,9 @@ export function poolsInUse(config: Pick<Config, 'core' | 'identity'>): NumberPoo
  * every store write it makes fenced by the current term (store/leadership.ts guard); on a standby
  * (or once the term has ended) it does not run and `otherwise` is the answer.
  */
-export function leaderGate(rt: Pick<BoardingRuntime, 'leadership' | 'db'>): <T>(work: () => Promise<T>, otherwise: T) => Promise<T> {
+export function leaderGate(
+  rt: Pick<BoardingRuntime, 'leadership' | 'db'>,
+): <T>(work: () => Promise<T>, otherwise: T) => Promise<T> {
   return async (work, otherwise) => {
     if (rt.leadership.term === null) return otherwise;
     return rt.leadership.guard(rt.db, work);
@@ -79,7 +81,10 @@ export function watchedDirs(config: Pick<Config, 'store' | 'core'>): DiskTarget[
 /** How often the daemon reads the free space (statfs: cheap). */
 const DISK_EVERY_MS = 5_000;
 
-export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemonOptions = {}): ConnectorDaemon {
+export function createConnectorDaemon(
+  rt: BoardingRuntime,
+  opts: ConnectorDaemonOptions = {},
+): ConnectorDaemon {
   let daemon: Daemon | null = null;
   const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
   const gate = leaderGate(rt);
@@ -90,8 +95,24 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
   // Faults of the data centre (issue 37): a full disk stops cycles before they start; a core
   // outage and a host clock off the database's are reported on /readyz and /metrics.
   const minFree = Math.round(rt.config.boarding.minFreeDiskMb * 1024 * 1024);
-  const disk: DiskWatch | null = minFree > 0 ? createDiskWatch({ targets: watchedDirs(rt.config), minFreeBytes: minFree, clock: rt.clock, logger: rt.logger }) : null;
-  const clockSkew = rt.db.engine === 'postgres' ? createClockSkewWatch({ db: rt.db, clock: rt.clock, maxSkewMs: rt.config.store.maxClockSkewMs, logger: rt.logger }) : null;
+  const disk: DiskWatch | null =
+    minFree > 0
+      ? createDiskWatch({
+          targets: watchedDirs(rt.config),
+          minFreeBytes: minFree,
+          clock: rt.clock,
+          logger: rt.logger,
+        })
+      : null;
+  const clockSkew =
+    rt.db.engine === 'postgres'
+      ? createClockSkewWatch({
+          db: rt.db,
+          clock: rt.clock,
+          maxSkewMs: rt.config.store.maxClockSkewMs,
+          logger: rt.logger,
+        })
+      : null;
   let coreOutage: CoreOutageView | null = null;
   const opsConsole = createDaemonConsole(rt, {
     requestCycle: triggerCycle,
@@ -118,7 +139,11 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     requestCycle: triggerCycle,
     mapping: () => rt.mapper.status(),
     numberPools: () => Promise.all(poolsInUse(rt.config).map((p) => rt.store.numbers.usage(p))),
-    customers: () => rt.core.customers?.status() ?? { ok: true, detail: 'the core offers no existing customers: only customers the connector created are matched' },
+    customers: () =>
+      rt.core.customers?.status() ?? {
+        ok: true,
+        detail: 'the core offers no existing customers: only customers the connector created are matched',
+      },
     ...(opsConsole ? { mountAdmin: (app: Express) => opsConsole.mount(app) } : {}),
     leadership: () => leadershipView(rt),
     gate,
@@ -185,7 +210,12 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     },
   };
   const services: DaemonService[] = [faultWatch, leadershipService, editLoop, webhooks];
-  if (opsConsole) services.push({ name: 'console', start: () => opsConsole.executor.kick(), stop: () => opsConsole.executor.stop() });
+  if (opsConsole)
+    services.push({
+      name: 'console',
+      start: () => opsConsole.executor.kick(),
+      stop: () => opsConsole.executor.stop(),
+    });
   // Reports, seals, reconciliation and the endpoint check: once per schedule, on the leader, fenced.
   const onLeader = (job: DaemonJob): DaemonJob => ({
     ...job,
@@ -197,7 +227,14 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
   });
   const jobs: DaemonJob[] = [
     webhooks.endpointCheckJob,
-    reconcileDaemonJob({ config: rt.config, platform: rt.platform, reads: rt.store.reports, core: rt.core, logger: rt.logger, clock: rt.clock }),
+    reconcileDaemonJob({
+      config: rt.config,
+      platform: rt.platform,
+      reads: rt.store.reports,
+      core: rt.core,
+      logger: rt.logger,
+      clock: rt.clock,
+    }),
   ].map(onLeader);
   const seal = batchSealDaemonJob(rt.core, rt.logger);
   if (seal) jobs.push(onLeader(seal));
@@ -212,7 +249,12 @@ export function createConnectorDaemon(rt: BoardingRuntime, opts: ConnectorDaemon
     mayCycle: () => rt.leadership.role === 'leader' && (disk === null || disk.last().ok),
     onCycle: async (summary) => {
       lastCycleAt = rt.clock.now();
-      if (summary.coreOutage) coreOutage = { since: coreOutage?.since ?? lastCycleAt, failures: summary.coreOutage.failures, message: summary.coreOutage.message };
+      if (summary.coreOutage)
+        coreOutage = {
+          since: coreOutage?.since ?? lastCycleAt,
+          failures: summary.coreOutage.failures,
+          message: summary.coreOutage.message,
+        };
       else if (summary.acknowledged > 0 || summary.attempted > 0) coreOutage = null;
       await webhooks.onCycle(summary);
       opsConsole?.executor.kick();

@@ -6,7 +6,14 @@ import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/budget.js';
 import { createPlatformClient, type PlatformClient } from '../platform/client.js';
 import { PgSharedRateBudget } from '../store/pg/rate-budget.js';
 import type { PgPool } from '../store/pg/pool.js';
-import { createMemoryRateState, rateStateFor, type RateBucketName, type RateLedger, type RateStateStore, type StrikeRecord } from '../store/rate-state.js';
+import {
+  createMemoryRateState,
+  rateStateFor,
+  type RateBucketName,
+  type RateLedger,
+  type RateStateStore,
+  type StrikeRecord,
+} from '../store/rate-state.js';
 import { toStoreDb, type AnyDb, type StoreDb } from '../store/sql.js';
 
 export interface PlatformClientDeps {
@@ -36,7 +43,11 @@ export function rateLedgerKey(apiKey: string): string {
  * half of that while a strike counts: allowedPerWindow), so the documented limit holds in every
  * window of its length whatever the number of replicas.
  */
-export function sharedRateLedger(platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'>, pool: PgPool, deps: { clock: Clock; logger?: Logger }): PgSharedRateBudget {
+export function sharedRateLedger(
+  platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'>,
+  pool: PgPool,
+  deps: { clock: Clock; logger?: Logger },
+): PgSharedRateBudget {
   const r = platform.rateLimit;
   const limits = (perWindow: number): { limit: number; slowLimit: number; windowMs: number } => ({
     limit: allowedPerWindow(perWindow, r.headroom, 0),
@@ -53,12 +64,16 @@ export function sharedRateLedger(platform: Pick<Config['platform'], 'apiKey' | '
 }
 
 /** Builds the client from `config.platform` (environment guard already applied by the loader). */
-export function platformClientFromConfig(config: Pick<Config, 'platform'> & { boarding?: Pick<Config['boarding'], 'documentHosts'> }, deps: PlatformClientDeps): PlatformClient {
+export function platformClientFromConfig(
+  config: Pick<Config, 'platform'> & { boarding?: Pick<Config['boarding'], 'documentHosts'> },
+  deps: PlatformClientDeps,
+): PlatformClient {
   const p = config.platform;
   const db = deps.db === undefined ? undefined : toStoreDb(deps.db);
   let rate: { rateState: RateStateStore } | { rateLedger: RateLedger };
   if (deps.rateState) rate = { rateState: deps.rateState };
-  else if (db?.pool) rate = { rateLedger: sharedRateLedger(p, db.pool, { clock: deps.clock, logger: deps.logger }) };
+  else if (db?.pool)
+    rate = { rateLedger: sharedRateLedger(p, db.pool, { clock: deps.clock, logger: deps.logger }) };
   else rate = { rateState: db ? rateStateFor(db) : createMemoryRateState() };
   return createPlatformClient({
     baseUrl: p.baseUrl,
@@ -70,7 +85,10 @@ export function platformClientFromConfig(config: Pick<Config, 'platform'> & { bo
     httpsDownloadsOnly: p.environment === 'production',
     // The rule of docs/deploy.md "Document downloads": public addresses only, plus the allow-list;
     // development (the local sandbox on 127.0.0.1) adds loopback, never private ranges.
-    documentHosts: { allow: config.boarding?.documentHosts.allow ?? [], allowLoopback: p.environment === 'development' },
+    documentHosts: {
+      allow: config.boarding?.documentHosts.allow ?? [],
+      allowLoopback: p.environment === 'development',
+    },
     logger: deps.logger,
     ...rate,
     clock: deps.clock,
@@ -91,12 +109,19 @@ export interface RateAdmin {
  * The strike ledger of the state database: on SQLite its per-host tables, on PostgreSQL the ledger
  * shared by every replica (a clear there resumes every replica at its next call).
  */
-export function rateAdminFor(config: { platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> }, db: StoreDb, deps: { clock: Clock; logger?: Logger }): RateAdmin {
+export function rateAdminFor(
+  config: { platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> },
+  db: StoreDb,
+  deps: { clock: Clock; logger?: Logger },
+): RateAdmin {
   if (db.pool !== null) {
     const ledger = sharedRateLedger(config.platform, db.pool, deps);
     return {
       shared: true,
-      status: async () => ({ strikes: await ledger.strikeList(), pauses: (await ledger.pauseList()).map(({ bucket, until }) => ({ bucket, until })) }),
+      status: async () => ({
+        strikes: await ledger.strikeList(),
+        pauses: (await ledger.pauseList()).map(({ bucket, until }) => ({ bucket, until })),
+      }),
       clearStrikes: (by) => ledger.clearStrikes(by),
       close: () => {},
     };

@@ -93,7 +93,11 @@ export function assertAccountNumbersFit(config: Config, mapper: Pick<Mapper, 'ac
 }
 
 /** Opens the state database and builds the adapters; a broken mapping set fails before anything runs. */
-export async function buildRuntime(config: Config, logger: Logger, overrides: RuntimeOverrides): Promise<BoardingRuntime> {
+export async function buildRuntime(
+  config: Config,
+  logger: Logger,
+  overrides: RuntimeOverrides,
+): Promise<BoardingRuntime> {
   const clock = overrides.clock;
   // A set whose fixed-size places cannot hold the pool's numbers is refused at start and at a reload.
   const load = async (): Promise<Mapper> => {
@@ -104,40 +108,57 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
   const mapper = createReloadableMapper({
     initial: overrides.mapper ?? (await load()),
     dir: config.mappings.dir,
-    load: overrides.mapper ? () => Promise.reject(new Error('this runtime was given its mapper; there is nothing on disk to reload')) : load,
+    load: overrides.mapper
+      ? () =>
+          Promise.reject(new Error('this runtime was given its mapper; there is nothing on disk to reload'))
+      : load,
     logger,
     clock,
   });
   // The first thing a bank engineer looks for after an edit: which version this process boards with.
-  logger.info({ mapping: { version: mapper.version, dir: config.mappings.dir } }, `mapping set loaded: ${mapper.version}`);
+  logger.info(
+    { mapping: { version: mapper.version, dir: config.mappings.dir } },
+    `mapping set loaded: ${mapper.version}`,
+  );
   if (config.core.adapter === 'file' && config.core.file.csvBatches && mapper.layout === undefined) {
-    logger.warn({ mappingsDir: config.mappings.dir }, 'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written');
+    logger.warn(
+      { mappingsDir: config.mappings.dir },
+      'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written',
+    );
   }
-  const db = overrides.db ?? (await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger }));
+  const db =
+    overrides.db ?? (await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger }));
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
   let store: BoardingStore;
   let customerKeys: CustomerKeys;
   try {
     store = createBoardingStore(db, { numberPools: numberPoolsOf(config.identity) });
-    customerKeys = new CustomerKeys(tinHashKey(config, logger, { mayGenerate: !(await store.customers.hasKey()) }));
+    customerKeys = new CustomerKeys(
+      tinHashKey(config, logger, { mayGenerate: !(await store.customers.hasKey()) }),
+    );
     if ((await store.customers.checkKey(customerKeys.fingerprint(), clock.now())) === 'different') {
       throw new ConfigError(
-        'customers.tinHashKey: not the key this state database hashed its customers\' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)',
+        "customers.tinHashKey: not the key this state database hashed its customers' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)",
       );
     }
     platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
     core =
-      overrides.core ??
-      createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
+      overrides.core ?? createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
   } catch (err) {
     await platform?.close();
     await db.close();
     throw err;
   }
-  const accountNumbers = createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger: logger.child({ component: 'identity' }) });
+  const accountNumbers = createAccountNumbers({
+    store,
+    source: numberSource(config, 'accountNumbers'),
+    logger: logger.child({ component: 'identity' }),
+  });
   if (core.customers === undefined) {
-    logger.warn('customer match: the core offers no existing customers (file core without customers.extract): only customers the connector created are matched');
+    logger.warn(
+      'customer match: the core offers no existing customers (file core without customers.extract): only customers the connector created are matched',
+    );
   }
   const customerSource = numberSource(config, 'customerNumbers');
   const s = store;
@@ -164,7 +185,11 @@ export async function buildRuntime(config: Config, logger: Logger, overrides: Ru
     ttlMs: config.store.leadership.ttlMs,
     renewEveryMs: config.store.leadership.renewEveryMs,
   });
-  const fetchDocument = createDocumentFetcher(platform, { maxBytes: config.boarding.documentMaxBytes, deadlineMs: config.boarding.documentDeadlineMs, logger });
+  const fetchDocument = createDocumentFetcher(platform, {
+    maxBytes: config.boarding.documentMaxBytes,
+    deadlineMs: config.boarding.documentDeadlineMs,
+    logger,
+  });
   const runner = createCycleRunner({
     store,
     leadership,

@@ -41,7 +41,10 @@ export interface PlatformSession extends StateSession {
 
 /** The state database (store.path) and its repositories, closed when the command ends. */
 export async function openState(scope: CommandScope): Promise<StateSession> {
-  const db = await openStore(storeTarget(scope.config()), { onWarning: (m) => scope.logger().warn(m), logger: scope.logger() });
+  const db = await openStore(storeTarget(scope.config()), {
+    onWarning: (m) => scope.logger().warn(m),
+    logger: scope.logger(),
+  });
   scope.onClose(() => db.close());
   return { db, store: createBoardingStore(db, { numberPools: numberPoolsOf(scope.config().identity) }) };
 }
@@ -54,7 +57,11 @@ export async function openState(scope: CommandScope): Promise<StateSession> {
  */
 export async function openPlatformSession(scope: CommandScope): Promise<PlatformSession> {
   const state = await openState(scope);
-  const platform = platformClientFromConfig(scope.config(), { logger: scope.logger(), db: state.db, clock: scope.clock });
+  const platform = platformClientFromConfig(scope.config(), {
+    logger: scope.logger(),
+    db: state.db,
+    clock: scope.clock,
+  });
   scope.onClose(() => platform.close());
   return { ...state, platform };
 }
@@ -65,7 +72,12 @@ export async function openPlatformSession(scope: CommandScope): Promise<Platform
  */
 export async function readLeader(scope: CommandScope): Promise<(LeaseRow & { ttlMs: number }) | null> {
   const { db } = await openState(scope);
-  const l = await openLeadership(db, { name: BOARDING_LEASE, clock: scope.clock, ttlMs: scope.config().store.leadership.ttlMs, renewEveryMs: scope.config().store.leadership.renewEveryMs });
+  const l = await openLeadership(db, {
+    name: BOARDING_LEASE,
+    clock: scope.clock,
+    ttlMs: scope.config().store.leadership.ttlMs,
+    renewEveryMs: scope.config().store.leadership.renewEveryMs,
+  });
   const row = await l.read();
   return row === null ? null : { ...row, ttlMs: l.ttlMs };
 }
@@ -86,7 +98,11 @@ export async function openRateAdmin(scope: CommandScope): Promise<RateAdmin> {
  * maps a digested externalId it lists back to the platform id (core_external_refs).
  */
 export function openCore(scope: CommandScope, db?: StoreDb): CoreSystem {
-  const core = createCore(scope.config(), { logger: scope.logger(), clock: scope.clock, ...(db ? { db } : {}) });
+  const core = createCore(scope.config(), {
+    logger: scope.logger(),
+    clock: scope.clock,
+    ...(db ? { db } : {}),
+  });
   scope.onClose(() => core.close());
   return core;
 }
@@ -94,7 +110,12 @@ export function openCore(scope: CommandScope, db?: StoreDb): CoreSystem {
 /** The file core's batches over the state database in the given layout; undefined when the config writes none. */
 export async function openFileBatches(scope: CommandScope, layout: Layout): Promise<FileBatches | undefined> {
   const { db } = await openState(scope);
-  return fileBatchesFromConfig(scope.config(), { logger: scope.logger(), clock: scope.clock, db, layout: () => layout });
+  return fileBatchesFromConfig(scope.config(), {
+    logger: scope.logger(),
+    clock: scope.clock,
+    db,
+    layout: () => layout,
+  });
 }
 
 /**
@@ -102,7 +123,11 @@ export async function openFileBatches(scope: CommandScope, layout: Layout): Prom
  * first, as any command does, so both sides have the same tables) and a PostgreSQL store at `url`
  * with store.postgres's password and TLS settings. Both are closed with the command.
  */
-export async function openStateMigration(scope: CommandScope, path: string, url: string): Promise<{ src: ReturnType<typeof openDatabase>; target: StoreDb; srcDaemons: DaemonStatusStore }> {
+export async function openStateMigration(
+  scope: CommandScope,
+  path: string,
+  url: string,
+): Promise<{ src: ReturnType<typeof openDatabase>; target: StoreDb; srcDaemons: DaemonStatusStore }> {
   const src = openDatabase(path, { onWarning: (m) => scope.logger().warn(m) });
   scope.onClose(() => {
     if (src.open) src.close();

@@ -8,7 +8,10 @@ export function storeTarget(config: Pick<Config, 'store'>): StoreTarget {
   if (s.engine === 'sqlite') return { engine: 'sqlite', path: s.path };
   const p = s.postgres;
   // The schema refuses engine postgres without a URL; this is the type's word for it.
-  if (p.url === undefined) throw new Error('store.postgres.url: expected a postgres:// URL (required when store.engine is postgres)');
+  if (p.url === undefined)
+    throw new Error(
+      'store.postgres.url: expected a postgres:// URL (required when store.engine is postgres)',
+    );
   return {
     engine: 'postgres',
     url: p.url,

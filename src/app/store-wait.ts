@@ -44,7 +44,10 @@ export async function openStoreWaiting(target: StoreTarget, opts: StoreWaitOptio
     ...(opts.applicationName !== undefined ? { applicationName: opts.applicationName } : {}),
     logger: opts.logger,
   };
-  const settings = { retryBaseMs: opts.baseMs ?? STORE_WAIT_BASE_MS, retryMaxMs: opts.maxMs ?? STORE_WAIT_MAX_MS };
+  const settings = {
+    retryBaseMs: opts.baseMs ?? STORE_WAIT_BASE_MS,
+    retryMaxMs: opts.maxMs ?? STORE_WAIT_MAX_MS,
+  };
   let server: RunningServer | null = null;
   let lastError: StoreUnavailableError | null = null;
   let failingSince = 0;
@@ -56,7 +59,10 @@ export async function openStoreWaiting(target: StoreTarget, opts: StoreWaitOptio
       try {
         const db = await open(target, openOpts);
         if (lastError) {
-          logger.info({ attempts, waitedMs: clock.now() - failingSince }, 'the state store answers: starting the daemon');
+          logger.info(
+            { attempts, waitedMs: clock.now() - failingSince },
+            'the state store answers: starting the daemon',
+          );
         }
         return db;
       } catch (err) {
@@ -64,13 +70,23 @@ export async function openStoreWaiting(target: StoreTarget, opts: StoreWaitOptio
         if (!lastError) failingSince = clock.now();
         // One line per distinct failure: a server down for an hour logs once, not every minute.
         if (lastError?.message !== err.message) {
-          logger.error({ attempts }, `${err.message}; retrying with backoff (up to ${Math.round(settings.retryMaxMs / 1000)} s apart), /readyz answers 503 meanwhile`);
+          logger.error(
+            { attempts },
+            `${err.message}; retrying with backoff (up to ${Math.round(settings.retryMaxMs / 1000)} s apart), /readyz answers 503 meanwhile`,
+          );
         }
         lastError = err;
       }
       if (!server && opts.admin) {
-        server = await startHttpServer(waitingApp(() => ({ detail: lastError?.message ?? '', since: failingSince, attempts })), opts.admin.host, opts.admin.port);
-        logger.info({ url: server.url, pages: ['/healthz', '/readyz'] }, 'admin listener (ops pages) listening while the state store is unavailable');
+        server = await startHttpServer(
+          waitingApp(() => ({ detail: lastError?.message ?? '', since: failingSince, attempts })),
+          opts.admin.host,
+          opts.admin.port,
+        );
+        logger.info(
+          { url: server.url, pages: ['/healthz', '/readyz'] },
+          'admin listener (ops pages) listening while the state store is unavailable',
+        );
         opts.onWaiting?.(server.url);
       } else if (!opts.admin && attempts === 1) {
         opts.onWaiting?.(null);
@@ -99,7 +115,10 @@ function waitingApp(state: () => { detail: string; since: number; attempts: numb
     res.status(503).json({
       ready: false,
       checks: {
-        database: { ok: false, detail: `waiting for the state store since ${new Date(s.since).toISOString()} (${s.attempts} attempt(s)): ${s.detail}` },
+        database: {
+          ok: false,
+          detail: `waiting for the state store since ${new Date(s.since).toISOString()} (${s.attempts} attempt(s)): ${s.detail}`,
+        },
       },
     });
   });

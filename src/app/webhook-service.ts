@@ -7,12 +7,32 @@ import type { PlatformStats } from '../platform/client.js';
 import { toStoreDb, type AnyDb } from '../store/sql.js';
 import type { PoolUsage } from '../store/numbers.js';
 import { createApp } from '../http/app.js';
-import { checkEndpoints, createEndpointWatch, type EndpointWatch } from '../platform/endpoint/endpoint-check.js';
+import {
+  checkEndpoints,
+  createEndpointWatch,
+  type EndpointWatch,
+} from '../platform/endpoint/endpoint-check.js';
 import { createFundedTimeBackfill } from '../store/funded-time.js';
-import { INBOX_PRUNE_AFTER_MS, UNKNOWN_LOAN_MAX_ROWS, createWebhookInbox, type WebhookInbox } from '../store/inbox.js';
-import { createConnectorMetrics, platformMetricsSources, type ConnectorMetrics, type CycleOutcome, type LeadershipView } from '../observability/metrics.js';
+import {
+  INBOX_PRUNE_AFTER_MS,
+  UNKNOWN_LOAN_MAX_ROWS,
+  createWebhookInbox,
+  type WebhookInbox,
+} from '../store/inbox.js';
+import {
+  createConnectorMetrics,
+  platformMetricsSources,
+  type ConnectorMetrics,
+  type CycleOutcome,
+  type LeadershipView,
+} from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../webhooks/processor.js';
-import { runReadiness, standardReadinessChecks, type CheckResult, type StandardChecksInput } from '../observability/readiness.js';
+import {
+  runReadiness,
+  standardReadinessChecks,
+  type CheckResult,
+  type StandardChecksInput,
+} from '../observability/readiness.js';
 import type { ClockSkewStatus } from '../observability/clock-skew.js';
 import type { Express } from 'express';
 import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
@@ -46,7 +66,9 @@ export interface WebhookServiceDeps {
    */
   gate?: <T>(work: () => Promise<T>, otherwise: T) => Promise<T>;
   /** Free space, core outage and clock skew for /readyz and /metrics (the daemon's fault watches). */
-  faults?: Pick<StandardChecksInput, 'disk' | 'coreOutage' | 'clockSkew'> & { clockSkewLast?: () => ClockSkewStatus | null };
+  faults?: Pick<StandardChecksInput, 'disk' | 'coreOutage' | 'clockSkew'> & {
+    clockSkewLast?: () => ClockSkewStatus | null;
+  };
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -67,7 +89,12 @@ export interface WebhookService {
   /** For `createDaemon({ jobs })`: checks our endpoint on `schedule.endpointCheck`. */
   readonly endpointCheckJob: { name: string; schedule: string; run(signal: AbortSignal): Promise<void> };
   /** For `createDaemon({ onCycle })`: records the cycle duration metric, copies funded times onto new loans. */
-  onCycle(summary: { reason: string; durationMs: number; fatal: unknown; interrupted: number }): Promise<void>;
+  onCycle(summary: {
+    reason: string;
+    durationMs: number;
+    fatal: unknown;
+    interrupted: number;
+  }): Promise<void>;
 }
 
 const DAY_MS = 24 * 60 * 60_000;
@@ -76,7 +103,8 @@ const PRUNE_ROWS = 100;
 const PRUNE_PAUSE_MS = 20;
 function triggerLabel(reason: string): string {
   if (reason.startsWith('webhook')) return 'webhook';
-  if (reason === 'schedule' || reason === 'startup' || reason === 'retry due') return reason.replace(' ', '_');
+  if (reason === 'schedule' || reason === 'startup' || reason === 'retry due')
+    return reason.replace(' ', '_');
   return 'other';
 }
 
@@ -97,7 +125,12 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     inbox,
     ...(deps.mapping ? { mapping: deps.mapping } : {}),
     ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
-    ...(stats ? platformMetricsSources({ health: () => deps.platform.health(), stats: () => stats.call(deps.platform) }) : { platformHealth: () => deps.platform.health() }),
+    ...(stats
+      ? platformMetricsSources({
+          health: () => deps.platform.health(),
+          stats: () => stats.call(deps.platform),
+        })
+      : { platformHealth: () => deps.platform.health() }),
     ...(deps.leadership ? { leadership: deps.leadership } : {}),
     ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
     ...(deps.faults?.coreOutage ? { coreOutage: () => deps.faults?.coreOutage?.() != null } : {}),
@@ -124,13 +157,30 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({ db: deps.db, platformHealth: () => deps.platform.health(), endpointWatch, clock, ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}), ...(deps.mapping ? { mapping: deps.mapping } : {}), ...(deps.numberPools ? { numberPools: deps.numberPools } : {}), ...(deps.customers ? { customers: deps.customers } : {}), ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}), ...(deps.faults?.coreOutage ? { coreOutage: deps.faults.coreOutage } : {}), ...(deps.faults?.clockSkew ? { clockSkew: deps.faults.clockSkew } : {}) }),
+    readiness: standardReadinessChecks({
+      db: deps.db,
+      platformHealth: () => deps.platform.health(),
+      endpointWatch,
+      clock,
+      ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}),
+      ...(deps.mapping ? { mapping: deps.mapping } : {}),
+      ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
+      ...(deps.customers ? { customers: deps.customers } : {}),
+      ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
+      ...(deps.faults?.coreOutage ? { coreOutage: deps.faults.coreOutage } : {}),
+      ...(deps.faults?.clockSkew ? { clockSkew: deps.faults.clockSkew } : {}),
+    }),
     reportsDir: deps.config.reports.dir,
     ...(deps.leadership ? { leadership: deps.leadership } : {}),
   };
   // Two listeners: the receiver the platform reaches, and the ops pages on the admin listener.
   const app = createApp({ ...appDeps, surface: 'public' });
-  const adminApp = createApp({ ...appDeps, surface: 'admin', allowedHosts: adminHostNames(deps.config.admin), ...(deps.mountAdmin ? { mountOps: deps.mountAdmin } : {}) });
+  const adminApp = createApp({
+    ...appDeps,
+    surface: 'admin',
+    allowedHosts: adminHostNames(deps.config.admin),
+    ...(deps.mountAdmin ? { mountOps: deps.mountAdmin } : {}),
+  });
   let server: RunningServer | null = null;
   let adminServer: RunningServer | null = null;
   let firstCheck: Promise<void> = Promise.resolve();
@@ -154,8 +204,13 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
         await clock.sleep(PRUNE_PAUSE_MS);
       }
       const capped = await inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
-      if (capped > 0) logger.warn({ rows: capped, max: UNKNOWN_LOAN_MAX_ROWS }, 'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted');
-      if (total > 0) logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');
+      if (capped > 0)
+        logger.warn(
+          { rows: capped, max: UNKNOWN_LOAN_MAX_ROWS },
+          'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted',
+        );
+      if (total > 0)
+        logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');
     } catch (err) {
       logger.warn({ err, rows: total }, 'webhook inbox prune failed; will try tomorrow');
     }
@@ -173,7 +228,12 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     async start() {
       try {
         await processor.start();
-        server = await startHttpServer(app, deps.config.webhooks.host, deps.config.webhooks.port, receiverLimits(deps.config.webhooks));
+        server = await startHttpServer(
+          app,
+          deps.config.webhooks.host,
+          deps.config.webhooks.port,
+          receiverLimits(deps.config.webhooks),
+        );
         adminServer = await startHttpServer(adminApp, deps.config.admin.host, deps.config.admin.port);
       } catch (err) {
         await server?.close(0);
@@ -181,11 +241,25 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
         await processor.stop();
         throw err;
       }
-      logger.info({ url: `${server.url}/webhooks/platform`, scheme: deps.config.webhooks.scheme, secretCount: deps.config.webhooks.secrets.length }, 'webhook receiver listening');
-      logger.info({ url: adminServer.url, pages: ['/healthz', '/readyz', '/metrics', '/reports/latest'] }, 'admin listener (ops pages) listening');
+      logger.info(
+        {
+          url: `${server.url}/webhooks/platform`,
+          scheme: deps.config.webhooks.scheme,
+          secretCount: deps.config.webhooks.secrets.length,
+        },
+        'webhook receiver listening',
+      );
+      logger.info(
+        { url: adminServer.url, pages: ['/healthz', '/readyz', '/metrics', '/reports/latest'] },
+        'admin listener (ops pages) listening',
+      );
       // Check our endpoint once now rather than only at the first endpointCheck tick (up to 15 min).
       if (deps.config.webhooks.publicUrl) {
-        firstCheck = checkEndpoints(deps.platform, deps.config, logger, { watch: endpointWatch, clock, signal: stopping.signal }).then(() => undefined);
+        firstCheck = checkEndpoints(deps.platform, deps.config, logger, {
+          watch: endpointWatch,
+          clock,
+          signal: stopping.signal,
+        }).then(() => undefined);
       }
     },
     async stop() {

@@ -17,7 +17,12 @@ import { retryDelayMs } from './backoff.js';
 import { PoolExhaustedError } from '../store/numbers.js';
 import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
-import { CustomerAmbiguousError, CustomerWaitError, type CustomerResolution, type CustomerResolver } from './customers.js';
+import {
+  CustomerAmbiguousError,
+  CustomerWaitError,
+  type CustomerResolution,
+  type CustomerResolver,
+} from './customers.js';
 import { CustomerSourceUnavailableError } from '../core/port.js';
 import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
@@ -77,7 +82,6 @@ function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown
   };
 }
 
-
 export function quarantineReasonFor(issues: readonly MappingIssue[]): QuarantineReason {
   if (issues.some((i) => i.code === 'contradictory')) return 'contradictory';
   if (issues.some((i) => i.code === 'tin_incomplete')) return 'tin_incomplete';
@@ -101,7 +105,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
-  const accountNumbers = deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+  const accountNumbers =
+    deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
 
   /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
   const customerLocks = new KeyedLock();
@@ -127,34 +132,63 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
     return loans.transition(
       id,
-      { ...input, patch: { ...input.patch, attempts: att.n }, detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail } },
+      {
+        ...input,
+        patch: { ...input.patch, attempts: att.n },
+        detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail },
+      },
       clock.now(),
     );
   }
 
   /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
-  async function writeToCore(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow | BoardOutcome> {
+  async function writeToCore(
+    att: Attempt,
+    row: LoanRow,
+    signal: AbortSignal,
+  ): Promise<LoanRow | BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id });
     // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
     // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
     // write again instead: board() is idempotent by external id and completes whatever part of a
     // multi-step write (package and batch row; client, loan and documents) the crash cut off.
     if (row.coreWriteStartedAt !== null && row.lastErrorCode !== AMBIGUOUS) {
-      log.info('a core write for this release may have been interrupted: writing again (idempotent by external id)');
+      log.info(
+        'a core write for this release may have been interrupted: writing again (idempotent by external id)',
+      );
     }
     if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
       const found = await core.findLoan(row.id);
       if (found && found.complete === false) {
-        log.info({ coreReference: found.coreReference }, 'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)');
-      } else if (found && (row.mappingVersion === null || found.mappingVersion === null || found.mappingVersion === row.mappingVersion)) {
-        log.info({ coreReference: found.coreReference }, 'core already holds this loan (earlier write committed): not writing again');
+        log.info(
+          { coreReference: found.coreReference },
+          'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)',
+        );
+      } else if (
+        found &&
+        (row.mappingVersion === null ||
+          found.mappingVersion === null ||
+          found.mappingVersion === row.mappingVersion)
+      ) {
+        log.info(
+          { coreReference: found.coreReference },
+          'core already holds this loan (earlier write committed): not writing again',
+        );
         return transition(att, row.id, {
           to: 'written',
           expectedFrom: row.state,
           reason: 'found in core after an uncertain write',
           detail: { coreReference: found.coreReference },
           // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
-          patch: { coreReference: found.coreReference, writtenAt: clock.now(), writtenReleaseMarker: row.releaseMarker, lastErrorCode: null, lastErrorMessage: null, nextAttemptAt: null, boardedRecords: null },
+          patch: {
+            coreReference: found.coreReference,
+            writtenAt: clock.now(),
+            writtenReleaseMarker: row.releaseMarker,
+            lastErrorCode: null,
+            lastErrorMessage: null,
+            nextAttemptAt: null,
+            boardedRecords: null,
+          },
           also: async () => {
             await ensureAckKey(row);
             await deps.customers?.afterWrite(row.id, null);
@@ -174,13 +208,25 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       await transition(att, row.id, {
         to: 'fetched',
         expectedFrom: row.state,
-        detail: { businesses: entities.businesses.length, people: entities.people.length, documents: documents.length, ...(n !== null ? { accountNumber: n } : {}) },
-        patch: { payloadHash: hash, borrowerName, borrowerKey: borrowerName === null ? null : searchKey(borrowerName), ...(n !== null ? { accountNumber: n } : {}) },
+        detail: {
+          businesses: entities.businesses.length,
+          people: entities.people.length,
+          documents: documents.length,
+          ...(n !== null ? { accountNumber: n } : {}),
+        },
+        patch: {
+          payloadHash: hash,
+          borrowerName,
+          borrowerKey: borrowerName === null ? null : searchKey(borrowerName),
+          ...(n !== null ? { accountNumber: n } : {}),
+        },
       });
       return n;
     });
     const resolver = deps.customers;
-    return withLocks(resolver ? resolver.lockKeys(entities) : [], () => mapAndWrite(att, row, item, input, accountNumber, signal));
+    return withLocks(resolver ? resolver.lockKeys(entities) : [], () =>
+      mapAndWrite(att, row, item, input, accountNumber, signal),
+    );
   }
 
   async function mapAndWrite(
@@ -196,7 +242,13 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const resolver = deps.customers;
     let customers: CustomerResolution | undefined;
     if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
-    const outcome = await mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), ...(customers ? { customers: customers.customers } : {}) } });
+    const outcome = await mapper.map({
+      ...input,
+      identity: {
+        ...mappingIdentity(accountNumber),
+        ...(customers ? { customers: customers.customers } : {}),
+      },
+    });
     if (!outcome.ok) {
       const reason = quarantineReasonFor(outcome.issues);
       const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -205,9 +257,18 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         expectedFrom: 'fetched',
         reason,
         detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
-        patch: { quarantineReason: reason, lastErrorCode: `mapping.${reason}`, lastErrorMessage: message, mappingVersion: outcome.mappingVersion, nextAttemptAt: null },
+        patch: {
+          quarantineReason: reason,
+          lastErrorCode: `mapping.${reason}`,
+          lastErrorMessage: message,
+          mappingVersion: outcome.mappingVersion,
+          nextAttemptAt: null,
+        },
       });
-      log.warn({ reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion }, 'loan quarantined: mapping failed');
+      log.warn(
+        { reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
+        'loan quarantined: mapping failed',
+      );
       return { kind: 'quarantined', loanId: row.id, reason, message };
     }
     const warnings = outcome.warnings ?? [];
@@ -217,17 +278,46 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       // Boarded with review items: each kept in the loan's history (loans show, loans list
       // --warnings, /metrics, the reconciliation report's review section).
       const items = [
-        ...warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })),
-        ...customerReviews.slice(0, 50).map((c) => ({ code: 'customer_name', field: `customer.${c.entityId}`, message: redactForStorage(c.message), at: 'customer match' })),
+        ...warnings.slice(0, 50).map((w) => ({
+          code: w.code,
+          field: `${w.target}.${w.field}`,
+          message: redactForStorage(w.message),
+          at: `${w.file}:${w.line}:${w.column}`,
+        })),
+        ...customerReviews.slice(0, 50).map((c) => ({
+          code: 'customer_name',
+          field: `customer.${c.entityId}`,
+          message: redactForStorage(c.message),
+          at: 'customer match',
+        })),
       ];
-      await loans.recordEvent(row.id, { kind: 'warning', reason: `${reviewCount} review item(s)`, detail: { mappingVersion: outcome.mappingVersion, warnings: items } }, clock.now());
-      log.info({ warnings: reviewCount, mappingVersion: outcome.mappingVersion }, 'loan maps with review items');
+      await loans.recordEvent(
+        row.id,
+        {
+          kind: 'warning',
+          reason: `${reviewCount} review item(s)`,
+          detail: { mappingVersion: outcome.mappingVersion, warnings: items },
+        },
+        clock.now(),
+      );
+      log.info(
+        { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
+        'loan maps with review items',
+      );
     }
     await transition(att, row.id, {
       to: 'mapped',
       expectedFrom: 'fetched',
-      detail: { mappingVersion: outcome.mappingVersion, records: outcome.records.length, ...(reviewCount > 0 ? { warnings: reviewCount } : {}) },
-      patch: { mappingVersion: outcome.mappingVersion, coreWriteStartedAt: clock.now(), reviewItems: reviewCount },
+      detail: {
+        mappingVersion: outcome.mappingVersion,
+        records: outcome.records.length,
+        ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
+      },
+      patch: {
+        mappingVersion: outcome.mappingVersion,
+        coreWriteStartedAt: clock.now(),
+        reviewItems: reviewCount,
+      },
     });
     assertMayCall(signal);
     const receipt = await core.board(
@@ -249,7 +339,12 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       to: 'written',
       expectedFrom: 'mapped',
       // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
-      detail: { coreReference: receipt.coreReference, records: receipt.records.length, documents: receipt.documents.length, ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}) },
+      detail: {
+        coreReference: receipt.coreReference,
+        records: receipt.records.length,
+        documents: receipt.documents.length,
+        ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
+      },
       patch: {
         coreReference: receipt.coreReference,
         writtenAt: clock.now(),
@@ -281,12 +376,18 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     let alreadyBoarded = false;
     try {
       assertMayCall(signal);
-      response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), { idempotencyKey: key, signal });
+      response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), {
+        idempotencyKey: key,
+        signal,
+      });
     } catch (err) {
       // The loan is boarded on the platform and the core holds our write: nothing is left to do.
       // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
       if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
-      deps.logger.warn({ loanId: row.id, serverCode: err.serverCode }, 'platform reports the loan already boarded; recording it as acknowledged');
+      deps.logger.warn(
+        { loanId: row.id, serverCode: err.serverCode },
+        'platform reports the loan already boarded; recording it as acknowledged',
+      );
       response = err.toJSON();
       alreadyBoarded = true;
     }
@@ -295,12 +396,26 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       to: 'acknowledged',
       expectedFrom: row.state,
       detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
-      patch: { acknowledgedAt: now, boardedAtIso: new Date(now).toISOString(), nextAttemptAt: null, lastErrorCode: null, lastErrorMessage: null, quarantineReason: null },
+      patch: {
+        acknowledgedAt: now,
+        boardedAtIso: new Date(now).toISOString(),
+        nextAttemptAt: null,
+        lastErrorCode: null,
+        lastErrorMessage: null,
+        quarantineReason: null,
+      },
       also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
     });
   }
 
-  async function fail(att: Attempt, row: LoanRow, code: string, message: string, exhaustedReason: QuarantineReason, detail: unknown): Promise<BoardOutcome> {
+  async function fail(
+    att: Attempt,
+    row: LoanRow,
+    code: string,
+    message: string,
+    exhaustedReason: QuarantineReason,
+    detail: unknown,
+  ): Promise<BoardOutcome> {
     const cur = await loans.require(row.id);
     const attempts = att.counted ? cur.attempts : att.n;
     const now = clock.now();
@@ -310,7 +425,12 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
         to: 'quarantined',
         reason: exhaustedReason,
         detail: { ...(detail as object), attempts, code },
-        patch: { quarantineReason: exhaustedReason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+        patch: {
+          quarantineReason: exhaustedReason,
+          lastErrorCode: code,
+          lastErrorMessage: msg,
+          nextAttemptAt: null,
+        },
       });
       return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
     }
@@ -318,13 +438,24 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     await transition(att, row.id, {
       to: 'retry_wait',
       reason: code,
-      detail: { ...(detail as object), nextAttemptAt: new Date(nextAttemptAt).toISOString(), written: cur.writtenAt !== null },
+      detail: {
+        ...(detail as object),
+        nextAttemptAt: new Date(nextAttemptAt).toISOString(),
+        written: cur.writtenAt !== null,
+      },
       patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
     });
     return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt, message: msg };
   }
 
-  async function quarantine(att: Attempt, row: LoanRow, reason: QuarantineReason, code: string, message: string, detail: unknown): Promise<BoardOutcome> {
+  async function quarantine(
+    att: Attempt,
+    row: LoanRow,
+    reason: QuarantineReason,
+    code: string,
+    message: string,
+    detail: unknown,
+  ): Promise<BoardOutcome> {
     const msg = redactForStorage(message).slice(0, 4000);
     await transition(att, row.id, {
       to: 'quarantined',
@@ -341,7 +472,8 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
    */
   async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
     let row = await loans.get(loanId);
-    if (!row || !WORKING.has(row.state)) return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
+    if (!row || !WORKING.has(row.state))
+      return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
     // Ack-only only when the core write was made for this very release: a loan re-released since
     // (e.g. while skipped) must have its new release written, never just acknowledged.
     const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
@@ -360,22 +492,38 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     }
   }
 
-  async function classifyFailure(att: Attempt, row: LoanRow, err: unknown, phase: 'core' | 'ack', signal: AbortSignal): Promise<BoardOutcome> {
+  async function classifyFailure(
+    att: Attempt,
+    row: LoanRow,
+    err: unknown,
+    phase: 'core' | 'ack',
+    signal: AbortSignal,
+  ): Promise<BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
     // This process no longer leads: nothing more may be written; the next leader resumes the loan.
     if (err instanceof IllegalTransitionError || err instanceof FencedOut) throw err;
     if (err instanceof StaleStateError || !WORKING.has(row.state)) {
       // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
-      log.info({ actual: row.state }, 'loan changed state while being boarded (operator or another process); leaving it');
+      log.info(
+        { actual: row.state },
+        'loan changed state while being boarded (operator or another process); leaving it',
+      );
       return { kind: 'stale', loanId: row.id };
     }
     const core = classifyCoreFailure(err);
     if (signal.aborted && core?.disposition !== 'quarantine') {
-      await loans.recordEvent(row.id, { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } }, clock.now());
+      await loans.recordEvent(
+        row.id,
+        { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } },
+        clock.now(),
+      );
       return { kind: 'interrupted', loanId: row.id };
     }
     if (err instanceof CustomerAmbiguousError) {
-      log.warn({ entityId: err.detail.entityId, cifs: err.detail.cifs.length }, 'customer match ambiguous: quarantined');
+      log.warn(
+        { entityId: err.detail.entityId, cifs: err.detail.cifs.length },
+        'customer match ambiguous: quarantined',
+      );
       return quarantine(att, row, 'customer_match_ambiguous', 'customer.ambiguous', err.message, err.detail);
     }
     if (err instanceof CustomerWaitError || err instanceof CustomerSourceUnavailableError) {
@@ -386,44 +534,96 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     if (err instanceof PoolExhaustedError) {
       // No number left: boarding more loans would need one each. Never a reused number: stop.
       log.error({ pool: err.pool, capacity: err.capacity }, err.message);
-      await loans.recordEvent(row.id, { kind: 'attempt', reason: 'number pool exhausted', detail: { phase, pool: err.pool, message: err.message } }, clock.now());
+      await loans.recordEvent(
+        row.id,
+        {
+          kind: 'attempt',
+          reason: 'number pool exhausted',
+          detail: { phase, pool: err.pool, message: err.message },
+        },
+        clock.now(),
+      );
       return { kind: 'fatal', loanId: row.id, error: { code: err.code, message: err.message } };
     }
     if (core !== null) {
       switch (core.disposition) {
         case 'quarantine':
           log.warn({ status: core.status }, 'core rejected the loan');
-          return quarantine(att, row, 'core_rejected', core.code, core.message, { status: core.status, detail: core.detail });
+          return quarantine(att, row, 'core_rejected', core.code, core.message, {
+            status: core.status,
+            detail: core.detail,
+          });
         case 'fatal':
           // The core refused our credentials: every loan would fail the same way, so stop instead of
           // burning attempts until each one is quarantined.
           log.error({ err: core.message }, 'core refused the connector: stopping');
-          await loans.recordEvent(row.id, { kind: 'attempt', reason: 'fatal core error', detail: { phase, message: redactForStorage(core.message) } }, clock.now());
+          await loans.recordEvent(
+            row.id,
+            {
+              kind: 'attempt',
+              reason: 'fatal core error',
+              detail: { phase, message: redactForStorage(core.message) },
+            },
+            clock.now(),
+          );
           return { kind: 'fatal', loanId: row.id, error: { code: core.code, message: core.message } };
         case 'retry':
         case 'retry-check-first':
-          log.warn({ code: core.code, err: core.message }, 'core unavailable; will retry (checking the core first)');
-          return fail(att, row, core.code, core.message, core.disposition === 'retry-check-first' ? 'ambiguous' : 'retries_exhausted', { phase });
+          log.warn(
+            { code: core.code, err: core.message },
+            'core unavailable; will retry (checking the core first)',
+          );
+          return fail(
+            att,
+            row,
+            core.code,
+            core.message,
+            core.disposition === 'retry-check-first' ? 'ambiguous' : 'retries_exhausted',
+            { phase },
+          );
       }
     }
     if (isPlatformError(err)) {
       switch (err.disposition) {
         case 'fatal':
           log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
-          await loans.recordEvent(row.id, { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() }, clock.now());
+          await loans.recordEvent(
+            row.id,
+            { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() },
+            clock.now(),
+          );
           return { kind: 'fatal', loanId: row.id, error: err };
         case 'halt':
-          await loans.recordEvent(row.id, { kind: 'attempt', reason: 'platform traffic stopped after rate-limit strikes', detail: err.toJSON() }, clock.now());
+          await loans.recordEvent(
+            row.id,
+            {
+              kind: 'attempt',
+              reason: 'platform traffic stopped after rate-limit strikes',
+              detail: err.toJSON(),
+            },
+            clock.now(),
+          );
           return { kind: 'traffic_stopped', loanId: row.id, message: err.message };
         case 'retry-call':
         case 'retry-later':
           log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
-          return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', { phase, status: err.status });
+          return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', {
+            phase,
+            status: err.status,
+          });
         case 'quarantine': {
           // A 4xx (or an oversize document) that no retry will change; a refused document host is
           // the bank's network policy, told apart from bad data.
-          const reason: QuarantineReason = phase === 'ack' ? 'ack_rejected' : err.code === 'download.refused' ? 'download_refused' : 'validation';
-          log.warn({ code: err.code, status: err.status, reason }, 'platform refused a request for this loan');
+          const reason: QuarantineReason =
+            phase === 'ack'
+              ? 'ack_rejected'
+              : err.code === 'download.refused'
+                ? 'download_refused'
+                : 'validation';
+          log.warn(
+            { code: err.code, status: err.status, reason },
+            'platform refused a request for this loan',
+          );
           return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
         }
       }
@@ -447,8 +647,13 @@ export function fatalSentence(code: string, message: string): string {
 }
 
 /** The name the ops console searches by: the borrowing business, else the first person (null when none has a name). */
-export function borrowerNameOf(entities: { businesses: ReadonlyArray<{ name?: string | null | undefined; role?: string | null | undefined }>; people: ReadonlyArray<{ firstName?: string | null | undefined; lastName?: string | null | undefined }> }): string | null {
-  const business = entities.businesses.find((b) => b.role?.toLowerCase() === 'borrower' && b.name) ?? entities.businesses.find((b) => b.name);
+export function borrowerNameOf(entities: {
+  businesses: ReadonlyArray<{ name?: string | null | undefined; role?: string | null | undefined }>;
+  people: ReadonlyArray<{ firstName?: string | null | undefined; lastName?: string | null | undefined }>;
+}): string | null {
+  const business =
+    entities.businesses.find((b) => b.role?.toLowerCase() === 'borrower' && b.name) ??
+    entities.businesses.find((b) => b.name);
   if (business?.name) return business.name.trim().slice(0, 200) || null;
   const person = entities.people.find((p) => p.firstName || p.lastName);
   const name = person ? [person.firstName, person.lastName].filter(Boolean).join(' ').trim() : '';

@@ -66,7 +66,13 @@ type Party = { id: string; kind: 'business' | 'person'; tin: unknown; tinType: '
 function partiesOf(entities: Entities): Party[] {
   const out: Party[] = [];
   for (const b of entities.businesses ?? []) {
-    out.push({ id: b.id, kind: 'business', tin: b.ein, tinType: 'EIN', name: typeof b.name === 'string' ? b.name : '' });
+    out.push({
+      id: b.id,
+      kind: 'business',
+      tin: b.ein,
+      tinType: 'EIN',
+      name: typeof b.name === 'string' ? b.name : '',
+    });
   }
   for (const p of entities.people ?? []) {
     const name = [p.firstName, p.lastName].filter((x) => typeof x === 'string' && x !== '').join(' ');
@@ -104,7 +110,11 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
     return [...out].sort();
   }
 
-  async function resolve(loanId: string, entities: Entities, signal?: AbortSignal): Promise<CustomerResolution> {
+  async function resolve(
+    loanId: string,
+    entities: Entities,
+    signal?: AbortSignal,
+  ): Promise<CustomerResolution> {
     const result: CustomerResolution = { customers: {}, reviews: [] };
     /** Tax ids this loan creates: a second party with the same one references the first. */
     const createdHere = new Map<string, ResolvedCustomer>();
@@ -113,8 +123,27 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
      * one transaction at the end — every commit is a synchronous fsync — and before the core write.
      */
     const ops: Array<() => Promise<unknown>> = [];
-    const record = (p: Party, r: ResolvedCustomer, tinHash: string | null, nameAgrees: boolean | null, now: number): void => {
-      ops.push(() => customers.resolved({ loanId, entityId: p.id, cif: r.cif, tinHash, matchedBy: r.matchedBy, existing: r.existing, nameAgrees }, now));
+    const record = (
+      p: Party,
+      r: ResolvedCustomer,
+      tinHash: string | null,
+      nameAgrees: boolean | null,
+      now: number,
+    ): void => {
+      ops.push(() =>
+        customers.resolved(
+          {
+            loanId,
+            entityId: p.id,
+            cif: r.cif,
+            tinHash,
+            matchedBy: r.matchedBy,
+            existing: r.existing,
+            nameAgrees,
+          },
+          now,
+        ),
+      );
       result.customers[p.id] = r;
     };
     for (const p of partiesOf(entities)) {
@@ -127,7 +156,9 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         // quarantines the loan as tin_incomplete; with it, the party is its own customer.
         if (!deps.allowLast4Tin) continue;
         const x = await customers.xref(p.id);
-        const r: ResolvedCustomer = x?.cif ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId } : { cif: null, matchedBy: 'created', existing: false };
+        const r: ResolvedCustomer = x?.cif
+          ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId }
+          : { cif: null, matchedBy: 'created', existing: false };
         if (!x?.cif) {
           ops.push(async () => {
             r.cif = await deps.newCif(`entity:${p.id}`, now);
@@ -152,16 +183,34 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       let nameAgrees: boolean | null = null;
       let r: ResolvedCustomer;
       if (row !== undefined) {
-        const settled = await settle(row, loanId, { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id }, signal);
-        r = { cif: settled.row.cif, matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin', existing: !settled.creates };
+        const settled = await settle(
+          row,
+          loanId,
+          { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id },
+          signal,
+        );
+        r = {
+          cif: settled.row.cif,
+          matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin',
+          existing: !settled.creates,
+        };
         nameAgrees = settled.nameAgrees;
       } else {
-        const found = deps.directory ? await deps.directory.findByTin({ tin, tinType: p.tinType, tinHash, name: p.name }, signal ? { signal } : {}) : [];
+        const found = deps.directory
+          ? await deps.directory.findByTin(
+              { tin, tinType: p.tinType, tinHash, name: p.name },
+              signal ? { signal } : {},
+            )
+          : [];
         const cifs = [...new Set(found.map((f) => f.cif))];
         if (cifs.length === 1) {
           const cif = cifs[0] as string;
           ops.push(() => customers.recordCore(tinHash, cif, now));
-          nameAgrees = found.some((f) => f.nameAgrees === true) ? true : found.every((f) => f.nameAgrees === null) ? null : false;
+          nameAgrees = found.some((f) => f.nameAgrees === true)
+            ? true
+            : found.every((f) => f.nameAgrees === null)
+              ? null
+              : false;
           r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
         } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
           throw new CustomerAmbiguousError(
@@ -169,13 +218,21 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
             { entityId: p.id, cifs },
           );
         } else {
-          if (cifs.length > 1) result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)` });
+          if (cifs.length > 1)
+            result.reviews.push({
+              entityId: p.id,
+              message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
+            });
           const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
           ops.push(async () => {
             const claimed = await customers.claim(tinHash, await deps.newCif(tinHash, now), loanId, now);
             // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
             // only another process could): start over rather than create a second customer.
-            if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId) throw new CustomerWaitError('customer.claimed_elsewhere', `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`);
+            if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId)
+              throw new CustomerWaitError(
+                'customer.claimed_elsewhere',
+                `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
+              );
             created.cif = claimed.cif;
           });
           r = created;
@@ -183,7 +240,10 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       }
       if (!r.existing) createdHere.set(tinHash, r);
       if (nameAgrees === false) {
-        result.reviews.push({ entityId: p.id, message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name` });
+        result.reviews.push({
+          entityId: p.id,
+          message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name`,
+        });
       }
       record(p, r, tinHash, nameAgrees, now);
     }
@@ -220,7 +280,10 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         }
         const cif = cifs[0];
         if (cif === undefined) {
-          throw new CustomerWaitError('customer.number_unknown', `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`);
+          throw new CustomerWaitError(
+            'customer.number_unknown',
+            `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`,
+          );
         }
         await customers.setCif(q.tinHash, cif, now);
         return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: false, nameAgrees: null };
@@ -229,8 +292,12 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
     }
     // Claimed: some loan's write creates it.
     if (row.creatorLoanId === loanId) return { row, creates: true, nameAgrees: null };
-    const creator = row.creatorLoanId === null ? undefined : ((await store.loans.get(row.creatorLoanId)) ?? undefined);
-    if (creator !== undefined && (creator.state === 'acknowledged' || (creator.state === 'written' && creator.writtenAt !== null))) {
+    const creator =
+      row.creatorLoanId === null ? undefined : ((await store.loans.get(row.creatorLoanId)) ?? undefined);
+    if (
+      creator !== undefined &&
+      (creator.state === 'acknowledged' || (creator.state === 'written' && creator.writtenAt !== null))
+    ) {
       // Written (the claim is marked in the same transaction; this covers a row from an older run).
       await customers.markWritten(creator.id, new Map(), now);
       return settle((await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
@@ -244,11 +311,18 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
         if (cif !== undefined && found.length === 1) {
           await customers.setCif(q.tinHash, cif, now);
           await customers.markWritten(creator.id, new Map([[q.tinHash, cif]]), now);
-          return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: false, nameAgrees: found[0]?.nameAgrees ?? null };
+          return {
+            row: (await customers.byTin(q.tinHash)) as CustomerRow,
+            creates: false,
+            nameAgrees: found[0]?.nameAgrees ?? null,
+          };
         }
       }
       if (await customers.takeOver(q.tinHash, row.creatorLoanId ?? '', loanId, now)) {
-        deps.logger.info({ loanId, from: row.creatorLoanId }, 'customer claimed by a loan that never wrote it: this loan creates it');
+        deps.logger.info(
+          { loanId, from: row.creatorLoanId },
+          'customer claimed by a loan that never wrote it: this loan creates it',
+        );
         return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: true, nameAgrees: null };
       }
       return settle((await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
@@ -271,7 +345,8 @@ export function createCustomerResolver(deps: CustomerResolverDeps) {
       const byEntity = new Map((await customers.forLoan(loanId)).map((r) => [r.entityId, r] as const));
       for (const rec of receipt.records) {
         const lc = byEntity.get(rec.externalId);
-        if (lc !== undefined && lc.tinHash !== null && lc.cif === null && CUSTOMER_RECORD_TYPES.has(rec.type)) assigned.set(lc.tinHash, rec.coreId);
+        if (lc !== undefined && lc.tinHash !== null && lc.cif === null && CUSTOMER_RECORD_TYPES.has(rec.type))
+          assigned.set(lc.tinHash, rec.coreId);
       }
     }
     await customers.markWritten(loanId, assigned, now);

@@ -160,12 +160,17 @@ export function createCycleRunner(deps: CycleDeps) {
     const now = clock.now();
     // A loan no longer listed (after a complete walk) is forgotten: if it comes back, it is news.
     for (const [id, at] of stillListedWarnedAt) {
-      if (at <= now - STILL_LISTED_WARN_EVERY_MS || (summary.walk.complete && !seen.has(id))) stillListedWarnedAt.delete(id);
+      if (at <= now - STILL_LISTED_WARN_EVERY_MS || (summary.walk.complete && !seen.has(id)))
+        stillListedWarnedAt.delete(id);
     }
     const fresh = [...seen].filter(([id]) => !stillListedWarnedAt.has(id));
     if (fresh.length === 0) return;
     for (const [id] of fresh) stillListedWarnedAt.set(id, now);
-    const pick = (k: StillListedKind): string[] => fresh.filter(([, kind]) => kind === k).map(([id]) => id).slice(0, STILL_LISTED_LOG_IDS);
+    const pick = (k: StillListedKind): string[] =>
+      fresh
+        .filter(([, kind]) => kind === k)
+        .map(([id]) => id)
+        .slice(0, STILL_LISTED_LOG_IDS);
     logger.warn(
       {
         stillListedAfterAck: summary.walk.stillListedAfterAck,
@@ -179,12 +184,20 @@ export function createCycleRunner(deps: CycleDeps) {
     );
   }
 
-  async function walk(summary: CycleSummary, stop: AbortSignal, progress: (p: CycleProgress) => void): Promise<void> {
+  async function walk(
+    summary: CycleSummary,
+    stop: AbortSignal,
+    progress: (p: CycleProgress) => void,
+  ): Promise<void> {
     const checkpoint = await store.checkpoints.get(QUEUE_CHECKPOINT);
     let cursor = checkpoint?.cursor ?? null;
     summary.walk.resumed = cursor !== null;
     if (!checkpoint) await store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
-    else if (cursor !== null) logger.info({ startedAt: new Date(checkpoint.startedAt).toISOString() }, 'resuming an interrupted queue walk from its checkpoint');
+    else if (cursor !== null)
+      logger.info(
+        { startedAt: new Date(checkpoint.startedAt).toISOString() },
+        'resuming an interrupted queue walk from its checkpoint',
+      );
     let restarted = false;
     const stillListed = new Map<string, StillListedKind>();
     const observer = stillListedObserver(summary, stillListed);
@@ -209,7 +222,8 @@ export function createCycleRunner(deps: CycleDeps) {
               for (const bad of page.invalid) {
                 await recordInvalidItem(store.loans, bad, now, logger, observer);
               }
-              if (page.nextCursor !== null) await store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
+              if (page.nextCursor !== null)
+                await store.checkpoints.save(QUEUE_CHECKPOINT, page.nextCursor, now);
             });
             summary.walk.pages += 1;
             summary.walk.items += page.items.length;
@@ -226,14 +240,20 @@ export function createCycleRunner(deps: CycleDeps) {
           if (cursor !== null && !restarted && isRefusedCursor(err)) {
             // A checkpointed cursor can expire (days of downtime): start the walk over; nothing is lost
             // because every loan seen is in SQLite and the queue lists only unacknowledged loans.
-            logger.warn({ code: err.code, status: err.status }, 'checkpointed queue cursor refused; walking the queue from the start');
+            logger.warn(
+              { code: err.code, status: err.status },
+              'checkpointed queue cursor refused; walking the queue from the start',
+            );
             cursor = null;
             restarted = true;
             await store.checkpoints.save(QUEUE_CHECKPOINT, null, clock.now());
             continue;
           }
           summary.walk.error = errorMessage(err);
-          logger.warn({ err: summary.walk.error, pages: summary.walk.pages }, 'queue walk failed; boarding the loans already known, the walk resumes next cycle');
+          logger.warn(
+            { err: summary.walk.error, pages: summary.walk.pages },
+            'queue walk failed; boarding the loans already known, the walk resumes next cycle',
+          );
           return;
         }
       }
@@ -246,7 +266,10 @@ export function createCycleRunner(deps: CycleDeps) {
     summary.coreOutage = { failures: coreFailuresInARow, message: message.slice(0, 500) };
     const now = clock.now();
     if (outageAlertAt !== null && now - outageAlertAt < OUTAGE_ALERT_EVERY_MS) {
-      logger.warn({ failures: coreFailuresInARow, err: summary.coreOutage.message }, 'core still unavailable; this pass stopped');
+      logger.warn(
+        { failures: coreFailuresInARow, err: summary.coreOutage.message },
+        'core still unavailable; this pass stopped',
+      );
       return;
     }
     outageAlertAt = now;
@@ -259,7 +282,11 @@ export function createCycleRunner(deps: CycleDeps) {
   function tally(summary: CycleSummary, o: BoardOutcome): void {
     switch (o.kind) {
       case 'acknowledged':
-        if (outageAlertAt !== null) logger.info({ alert: 'core.outage', resolved: true }, 'the core takes writes again: boarding resumed');
+        if (outageAlertAt !== null)
+          logger.info(
+            { alert: 'core.outage', resolved: true },
+            'the core takes writes again: boarding resumed',
+          );
         coreFailuresInARow = 0;
         outageAlertAt = null;
         summary.acknowledged += 1;
@@ -277,7 +304,12 @@ export function createCycleRunner(deps: CycleDeps) {
       case 'quarantined':
         summary.quarantined[o.reason] = (summary.quarantined[o.reason] ?? 0) + 1;
         if (summary.problems.length < MAX_PROBLEMS) {
-          summary.problems.push({ loanId: o.loanId, state: 'quarantined', code: o.reason, message: o.message });
+          summary.problems.push({
+            loanId: o.loanId,
+            state: 'quarantined',
+            code: o.reason,
+            message: o.message,
+          });
         }
         break;
       case 'interrupted':
@@ -300,7 +332,13 @@ export function createCycleRunner(deps: CycleDeps) {
   /** Due loans are read in pages of this many ids (memory flat in the size of the backlog). */
   const DUE_PAGE = 200;
 
-  async function boardPass(summary: CycleSummary, stop: AbortSignal, abort: AbortSignal, retrying: Set<string>, progress: (p: CycleProgress) => void): Promise<void> {
+  async function boardPass(
+    summary: CycleSummary,
+    stop: AbortSignal,
+    abort: AbortSignal,
+    retrying: Set<string>,
+    progress: (p: CycleProgress) => void,
+  ): Promise<void> {
     // Due as of the start of the pass (a loan this pass puts in retry_wait waits for the next one),
     // walked in keyset pages; one page is read at a time (the other workers wait for it), so
     // workers never read a page twice.
@@ -334,7 +372,8 @@ export function createCycleRunner(deps: CycleDeps) {
     const total = await store.loans.dueCount(passNow);
     let done = 0;
     if (total > 0) progress({ phase: 'board', done, total, pass: summary.passes });
-    const halted = (): boolean => stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
+    const halted = (): boolean =>
+      stop.aborted || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null;
     const worker = async (): Promise<void> => {
       while (!halted()) {
         const id = await nextDue();
@@ -370,7 +409,10 @@ export function createCycleRunner(deps: CycleDeps) {
    * within the settle horizon, and how many are waiting. Boarded and quarantined loans are not
    * remembered: the cycle's memory stays flat in the size of the backlog.
    */
-  async function settleTarget(retrying: ReadonlySet<string>, horizon: number): Promise<{ at: number; loans: number } | null> {
+  async function settleTarget(
+    retrying: ReadonlySet<string>,
+    horizon: number,
+  ): Promise<{ at: number; loans: number } | null> {
     let best: number | null = null;
     let loans = 0;
     for (const id of retrying) {
@@ -410,7 +452,18 @@ export function createCycleRunner(deps: CycleDeps) {
       reason: opts.reason,
       startedAt: new Date(started).toISOString(),
       durationMs: 0,
-      walk: { pages: 0, items: 0, newLoans: 0, reReleased: 0, invalid: 0, stillListedAfterAck: 0, stillListedChanged: 0, resumed: false, complete: false, error: null },
+      walk: {
+        pages: 0,
+        items: 0,
+        newLoans: 0,
+        reReleased: 0,
+        invalid: 0,
+        stillListedAfterAck: 0,
+        stillListedChanged: 0,
+        resumed: false,
+        complete: false,
+        error: null,
+      },
       attempted: 0,
       acknowledged: 0,
       ackOnly: 0,
@@ -430,7 +483,10 @@ export function createCycleRunner(deps: CycleDeps) {
     const termSignal = leadership.signal;
     if (busy !== null || termSignal === null) {
       running = false;
-      logger.debug({ leader: busy }, 'another connector process leads (holds the boarding lease); this cycle does nothing');
+      logger.debug(
+        { leader: busy },
+        'another connector process leads (holds the boarding lease); this cycle does nothing',
+      );
       return summary;
     }
     // The term's end (trust deadline, a takeover seen at renew, a fenced-out write) stops this
@@ -438,7 +494,10 @@ export function createCycleRunner(deps: CycleDeps) {
     // side; whatever a stale step still tries to write is fenced out (0 rows).
     const onLost = (): void => {
       summary.leaseLost = true;
-      logger.error({ epoch: leadership.acquisitions }, 'this process stopped leading mid-cycle (stalled past its lease, or lost the database): stopping this cycle');
+      logger.error(
+        { epoch: leadership.acquisitions },
+        'this process stopped leading mid-cycle (stalled past its lease, or lost the database): stopping this cycle',
+      );
     };
     termSignal.addEventListener('abort', onLost, { once: true });
     const stop = AbortSignal.any([opts.stop ?? NEVER, termSignal]);
@@ -465,11 +524,23 @@ export function createCycleRunner(deps: CycleDeps) {
           summary.trafficStopped = true;
         }
         const retrying = new Set<string>();
-        while (summary.fatal === null && !summary.trafficStopped && summary.coreOutage === null && !stop.aborted) {
+        while (
+          summary.fatal === null &&
+          !summary.trafficStopped &&
+          summary.coreOutage === null &&
+          !stop.aborted
+        ) {
           summary.passes += 1;
           await boardPass(summary, stop, abort, retrying, progress);
           const settleMs = opts.settleMs ?? 0;
-          if (settleMs <= 0 || summary.fatal !== null || summary.trafficStopped || summary.coreOutage !== null || stop.aborted) break;
+          if (
+            settleMs <= 0 ||
+            summary.fatal !== null ||
+            summary.trafficStopped ||
+            summary.coreOutage !== null ||
+            stop.aborted
+          )
+            break;
           const target = await settleTarget(retrying, clock.now() + settleMs);
           if (target === null) break;
           progress({ phase: 'settle', until: target.at, loans: target.loans });
@@ -504,7 +575,8 @@ export function createCycleRunner(deps: CycleDeps) {
         // Keep the latest word on each loan, and only if it still stands (a settled retry succeeded).
         const latest = new Map(summary.problems.map((p) => [p.loanId, p]));
         const standing: CycleSummary['problems'] = [];
-        for (const p of latest.values()) if ((await store.loans.get(p.loanId))?.state === p.state) standing.push(p);
+        for (const p of latest.values())
+          if ((await store.loans.get(p.loanId))?.state === p.state) standing.push(p);
         summary.problems = standing;
       } catch (err) {
         logger.warn({ err: errorMessage(err) }, 'could not read the loan counts after the cycle');

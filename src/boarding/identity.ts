@@ -60,7 +60,11 @@ export function createPoolWatch(store: BoardingStore, logger: Logger) {
   };
 }
 
-export function createAccountNumbers(deps: { store: BoardingStore; source: NumberSource; logger: Logger }): AccountNumbers {
+export function createAccountNumbers(deps: {
+  store: BoardingStore;
+  source: NumberSource;
+  logger: Logger;
+}): AccountNumbers {
   const watch = createPoolWatch(deps.store, deps.logger);
   return {
     source: deps.source,
@@ -86,6 +90,10 @@ export function mappingIdentity(accountNumber: string | null): MappingIdentity {
 }
 
 /** The account numbers of a CLI command from its config (preview, dry run): over its own state database handle. */
-export function accountNumbersFromConfig(config: Config, store: BoardingStore, logger: Logger): AccountNumbers {
+export function accountNumbersFromConfig(
+  config: Config,
+  store: BoardingStore,
+  logger: Logger,
+): AccountNumbers {
   return createAccountNumbers({ store, source: numberSource(config, 'accountNumbers'), logger });
 }

@@ -47,7 +47,13 @@ export async function recordQueueItem(
   const existing = await loans.get(item.id);
   if (!existing) {
     await loans.insert(
-      { id: item.id, state: 'queued', patch: { ...itemColumns(item, now), releaseMarker: marker }, reason: 'released to the core', detail: { releaseMarker: marker } },
+      {
+        id: item.id,
+        state: 'queued',
+        patch: { ...itemColumns(item, now), releaseMarker: marker },
+        reason: 'released to the core',
+        detail: { releaseMarker: marker },
+      },
       now,
     );
     return 'new';
@@ -59,7 +65,10 @@ export async function recordQueueItem(
       // marker means the same acknowledgement key, and a platform lagging behind looks exactly
       // like this). Surfaced instead (cycle summary + rate-limited warning) for ops to judge.
       const changed = existing.queueItem !== null && loanFieldsDiffer(existing.queueItem, item);
-      logger.debug({ loanId: item.id, changed }, 'acknowledged loan still listed in the boarding queue; not boarded again');
+      logger.debug(
+        { loanId: item.id, changed },
+        'acknowledged loan still listed in the boarding queue; not boarded again',
+      );
       observer?.stillListedAfterAck(item.id, changed ? 'changed' : 'same');
       return 'ignored';
     }
@@ -81,7 +90,14 @@ function loanFieldsDiffer(stored: string, item: QueueItem): boolean {
   return strip(stored) !== strip(storableQueueItem(item));
 }
 
-async function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, marker: string, now: number, logger: Logger): Promise<IntakeResult> {
+async function reRelease(
+  loans: LoanStore,
+  existing: LoanRow,
+  item: QueueItem,
+  marker: string,
+  now: number,
+  logger: Logger,
+): Promise<IntakeResult> {
   const detail = { previousMarker: existing.releaseMarker, releaseMarker: marker };
   const reset: LoanPatch = {
     ...itemColumns(item, now),
@@ -99,11 +115,22 @@ async function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, m
     // The same reset as below, state aside: the old release's write must not make a later
     // `loans retry` merely acknowledge the new release (which the core never received).
     await loans.update(item.id, reset, now);
-    await loans.recordEvent(item.id, { kind: 'release', reason: 'released again while skipped; stays skipped', detail }, now);
+    await loans.recordEvent(
+      item.id,
+      { kind: 'release', reason: 'released again while skipped; stays skipped', detail },
+      now,
+    );
     return 'seen';
   }
-  logger.info({ loanId: item.id, ...detail, state: existing.state }, 'loan released again: boarding it again');
-  await loans.transition(item.id, { to: 'queued', kind: 'release', reason: 'released again (new release marker)', detail, patch: reset }, now);
+  logger.info(
+    { loanId: item.id, ...detail, state: existing.state },
+    'loan released again: boarding it again',
+  );
+  await loans.transition(
+    item.id,
+    { to: 'queued', kind: 'release', reason: 'released again (new release marker)', detail, patch: reset },
+    now,
+  );
   return 're-released';
 }
 
@@ -113,32 +140,63 @@ async function reRelease(loans: LoanStore, existing: LoanRow, item: QueueItem, m
  * acknowledged, skipped, quarantined already) keeps its state: what was done stands, and the
  * warning says so (the platform client announces every invalid item as reported for quarantine).
  */
-export async function recordInvalidItem(loans: LoanStore, bad: InvalidItem, now: number, logger: Logger, observer?: IntakeObserver): Promise<IntakeResult> {
+export async function recordInvalidItem(
+  loans: LoanStore,
+  bad: InvalidItem,
+  now: number,
+  logger: Logger,
+  observer?: IntakeObserver,
+): Promise<IntakeResult> {
   if (bad.id === null) {
-    logger.error({ index: bad.index, problems: bad.problems }, 'boarding queue item without an id failed validation; cannot quarantine it');
+    logger.error(
+      { index: bad.index, problems: bad.problems },
+      'boarding queue item without an id failed validation; cannot quarantine it',
+    );
     return 'ignored';
   }
   const message = `queue item failed validation: ${bad.problems.join('; ')}`.slice(0, 2000);
-  const patch: LoanPatch = { quarantineReason: 'validation', lastErrorCode: 'queue_item.invalid', lastErrorMessage: message, lastSeenAt: now };
+  const patch: LoanPatch = {
+    quarantineReason: 'validation',
+    lastErrorCode: 'queue_item.invalid',
+    lastErrorMessage: message,
+    lastSeenAt: now,
+  };
   const existing = await loans.get(bad.id);
   if (!existing) {
-    await loans.insert({ id: bad.id, state: 'quarantined', patch, reason: 'validation', detail: { problems: bad.problems } }, now);
+    await loans.insert(
+      { id: bad.id, state: 'quarantined', patch, reason: 'validation', detail: { problems: bad.problems } },
+      now,
+    );
     return 'quarantined-invalid';
   }
   if (existing.state === 'queued' || existing.state === 'retry_wait') {
-    await loans.transition(bad.id, { to: 'quarantined', reason: 'validation', detail: { problems: bad.problems }, patch }, now);
+    await loans.transition(
+      bad.id,
+      { to: 'quarantined', reason: 'validation', detail: { problems: bad.problems }, patch },
+      now,
+    );
     return 'quarantined-invalid';
   }
   if (existing.state === 'acknowledged') {
     // Listed every cycle while it lasts: the observer warns (rate-limited), with the cycle's count.
-    logger.debug({ loanId: bad.id, problems: bad.problems }, 'acknowledged loan still listed with an item that fails validation: not quarantined, stays acknowledged');
+    logger.debug(
+      { loanId: bad.id, problems: bad.problems },
+      'acknowledged loan still listed with an item that fails validation: not quarantined, stays acknowledged',
+    );
     if (observer) observer.stillListedAfterAck(bad.id, 'invalid');
-    else logger.warn({ loanId: bad.id, problems: bad.problems }, 'acknowledged loan still listed with an item that fails validation: NOT quarantined; it stays acknowledged');
+    else
+      logger.warn(
+        { loanId: bad.id, problems: bad.problems },
+        'acknowledged loan still listed with an item that fails validation: NOT quarantined; it stays acknowledged',
+      );
     return 'ignored';
   }
   if (existing.state === 'quarantined' || existing.state === 'skipped') {
     // Already out of the pipeline (and listed again every cycle): nothing new to say.
-    logger.debug({ loanId: bad.id, state: existing.state }, `queue item still fails validation; loan stays ${existing.state}`);
+    logger.debug(
+      { loanId: bad.id, state: existing.state },
+      `queue item still fails validation; loan stays ${existing.state}`,
+    );
     return 'ignored';
   }
   logger.warn(

@@ -22,14 +22,25 @@ export function parseStoredItem(raw: string | null): QueueItem | null {
  * What the pipeline maps for a queue item: the item itself (loan + boarding), the loan's entities
  * and its documents list. Two reads, made together.
  */
-export async function fetchMappingInput(platform: Pick<PlatformApi, 'getEntities' | 'listDocuments'>, item: QueueItem, signal?: AbortSignal): Promise<MappingInput> {
+export async function fetchMappingInput(
+  platform: Pick<PlatformApi, 'getEntities' | 'listDocuments'>,
+  item: QueueItem,
+  signal?: AbortSignal,
+): Promise<MappingInput> {
   const opts = signal ? { signal } : {};
-  const [entities, documents] = await Promise.all([platform.getEntities(item.id, opts), platform.listDocuments(item.id, opts)]);
+  const [entities, documents] = await Promise.all([
+    platform.getEntities(item.id, opts),
+    platform.listDocuments(item.id, opts),
+  ]);
   return { loan: item, entities, documents };
 }
 
 /** Walks the live boarding queue for one loan (reads, inside the rate budget); null when it is not listed. */
-export async function findInQueue(platform: Pick<PlatformApi, 'boardingQueue'>, loanId: string, signal?: AbortSignal): Promise<QueueItem | null> {
+export async function findInQueue(
+  platform: Pick<PlatformApi, 'boardingQueue'>,
+  loanId: string,
+  signal?: AbortSignal,
+): Promise<QueueItem | null> {
   for await (const page of platform.boardingQueue(signal ? { signal } : {})) {
     const hit = page.items.find((i) => i.id === loanId);
     if (hit) return hit;
@@ -43,8 +54,18 @@ export async function findInQueue(platform: Pick<PlatformApi, 'boardingQueue'>, 
  * not released has no boarding object: `boarding.*` fields map empty, and the caller says so).
  */
 /** The item a known loan is boarded from: the stored queue item, else the loan itself (one GET). */
-export async function storedItemOrLoan(platform: Pick<PlatformApi, 'getLoan'>, loanId: string, stored: string | null, signal?: AbortSignal): Promise<QueueItem> {
-  return parseStoredItem(stored) ?? { ...(await platform.getLoan(loanId, signal ? { signal } : {})), boarding: null };
+export async function storedItemOrLoan(
+  platform: Pick<PlatformApi, 'getLoan'>,
+  loanId: string,
+  stored: string | null,
+  signal?: AbortSignal,
+): Promise<QueueItem> {
+  return (
+    parseStoredItem(stored) ?? {
+      ...(await platform.getLoan(loanId, signal ? { signal } : {})),
+      boarding: null,
+    }
+  );
 }
 
 export async function queueItemFor(
@@ -64,8 +85,10 @@ export async function queueItemFor(
 /** The full tax ids (digits) of a loan's entities: masked wherever they appear in its records. */
 export function tinsOf(input: Pick<MappingInput, 'entities'> | null | undefined): string[] {
   const out: string[] = [];
-  for (const b of input?.entities.businesses ?? []) if (typeof b.ein === 'string') out.push(b.ein.replace(/\D/g, ''));
-  for (const p of input?.entities.people ?? []) if (typeof p.ssn === 'string') out.push(p.ssn.replace(/\D/g, ''));
+  for (const b of input?.entities.businesses ?? [])
+    if (typeof b.ein === 'string') out.push(b.ein.replace(/\D/g, ''));
+  for (const p of input?.entities.people ?? [])
+    if (typeof p.ssn === 'string') out.push(p.ssn.replace(/\D/g, ''));
   return out.filter((t) => t.length === 9);
 }
 
@@ -73,11 +96,17 @@ export function tinsOf(input: Pick<MappingInput, 'entities'> | null | undefined)
  * Records as the state database keeps them (tax id fields and the loan's tax ids masked, secrets
  * hidden; a 9-digit CIF stays readable), and as preview shows them without --show-pii.
  */
-export function maskRecords(records: readonly MappedRecord[], input?: Pick<MappingInput, 'entities'> | null): MappedRecord[] {
+export function maskRecords(
+  records: readonly MappedRecord[],
+  input?: Pick<MappingInput, 'entities'> | null,
+): MappedRecord[] {
   return maskRecordFields(records, tinsOf(input)) as MappedRecord[];
 }
 
-export function storableRecords(records: readonly MappedRecord[], input?: Pick<MappingInput, 'entities'> | null): string {
+export function storableRecords(
+  records: readonly MappedRecord[],
+  input?: Pick<MappingInput, 'entities'> | null,
+): string {
   return JSON.stringify(maskRecords(records, input));
 }
 

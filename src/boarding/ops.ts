@@ -18,23 +18,68 @@ async function load(loans: LoanStore, id: string): Promise<LoanRow> {
 
 /** What a bulk `loans retry` / `loans skip` would do to one loan (its --dry-run listing, and the check before any change). */
 export type OpPlan =
-  | { loanId: string; ok: true; state: string; quarantineReason: string | null; loanNumber: string | null; /** retry only: the core holds this release; the next cycle only acknowledges. */ ackOnly: boolean }
+  | {
+      loanId: string;
+      ok: true;
+      state: string;
+      quarantineReason: string | null;
+      loanNumber: string | null;
+      /** retry only: the core holds this release; the next cycle only acknowledges. */ ackOnly: boolean;
+    }
   | { loanId: string; ok: false; state: string | null; why: string };
 
 /** Whether `loans retry ID` would take this loan, and what its next attempt would do; changes nothing. */
 export async function planRetry(loans: LoanStore, id: string): Promise<OpPlan> {
   const row = await loans.get(id);
-  if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database (see \`loans list\`)` };
-  if (!RETRYABLE_FROM.has(row.state)) return { loanId: id, ok: false, state: row.state, why: `loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried` };
-  return { loanId: id, ok: true, state: row.state, quarantineReason: row.quarantineReason, loanNumber: row.loanNumber, ackOnly: writtenForCurrentRelease(row) };
+  if (!row)
+    return {
+      loanId: id,
+      ok: false,
+      state: null,
+      why: `no loan ${id} in the state database (see \`loans list\`)`,
+    };
+  if (!RETRYABLE_FROM.has(row.state))
+    return {
+      loanId: id,
+      ok: false,
+      state: row.state,
+      why: `loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`,
+    };
+  return {
+    loanId: id,
+    ok: true,
+    state: row.state,
+    quarantineReason: row.quarantineReason,
+    loanNumber: row.loanNumber,
+    ackOnly: writtenForCurrentRelease(row),
+  };
 }
 
 /** Whether `loans skip ID` would take this loan; changes nothing. */
 export async function planSkip(loans: LoanStore, id: string): Promise<OpPlan> {
   const row = await loans.get(id);
-  if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database (see \`loans list\`)` };
-  if (!SKIPPABLE_FROM.has(row.state)) return { loanId: id, ok: false, state: row.state, why: `loan ${id} is ${row.state}; it cannot be skipped` };
-  return { loanId: id, ok: true, state: row.state, quarantineReason: row.quarantineReason, loanNumber: row.loanNumber, ackOnly: false };
+  if (!row)
+    return {
+      loanId: id,
+      ok: false,
+      state: null,
+      why: `no loan ${id} in the state database (see \`loans list\`)`,
+    };
+  if (!SKIPPABLE_FROM.has(row.state))
+    return {
+      loanId: id,
+      ok: false,
+      state: row.state,
+      why: `loan ${id} is ${row.state}; it cannot be skipped`,
+    };
+  return {
+    loanId: id,
+    ok: true,
+    state: row.state,
+    quarantineReason: row.quarantineReason,
+    loanNumber: row.loanNumber,
+    ackOnly: false,
+  };
 }
 
 /**
@@ -59,14 +104,25 @@ async function loadAsRequested(loans: LoanStore, id: string, extra: OpsOrigin | 
   const expected = extra?.expectedState ?? null;
   if (expected === null) return load(loans, id);
   const row = await loans.get(id);
-  if (row?.state !== expected) throw new Error(`loan ${id} is ${row?.state ?? 'gone'} now (${expected} when the request was made); not acted on`);
+  if (row?.state !== expected)
+    throw new Error(
+      `loan ${id} is ${row?.state ?? 'gone'} now (${expected} when the request was made); not acted on`,
+    );
   return row;
 }
 
-export async function retryLoan(loans: LoanStore, id: string, actor: string, now: number, extra?: OpsOrigin): Promise<LoanRow> {
+export async function retryLoan(
+  loans: LoanStore,
+  id: string,
+  actor: string,
+  now: number,
+  extra?: OpsOrigin,
+): Promise<LoanRow> {
   const row = await loadAsRequested(loans, id, extra);
   if (!RETRYABLE_FROM.has(row.state)) {
-    throw new UsageError(`loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`);
+    throw new UsageError(
+      `loan ${id} is ${row.state}; only quarantined, retry_wait or skipped loans can be retried`,
+    );
   }
   return loans.transition(
     id,
@@ -76,7 +132,14 @@ export async function retryLoan(loans: LoanStore, id: string, actor: string, now
       kind: 'ops',
       actor,
       reason: 'retry requested',
-      detail: { previousState: row.state, quarantineReason: row.quarantineReason, lastErrorCode: row.lastErrorCode, ackOnly: writtenForCurrentRelease(row), ...(extra?.bulk ? { bulk: extra.bulk } : {}), ...(extra?.request ? { request: extra.request } : {}) },
+      detail: {
+        previousState: row.state,
+        quarantineReason: row.quarantineReason,
+        lastErrorCode: row.lastErrorCode,
+        ackOnly: writtenForCurrentRelease(row),
+        ...(extra?.bulk ? { bulk: extra.bulk } : {}),
+        ...(extra?.request ? { request: extra.request } : {}),
+      },
       patch: { attempts: 0, nextAttemptAt: null, quarantineReason: null },
     },
     now,
@@ -84,15 +147,31 @@ export async function retryLoan(loans: LoanStore, id: string, actor: string, now
 }
 
 /** `loans skip ID --reason TEXT`: never boarded by the connector unless retried; audited with who and why. */
-export async function skipLoan(loans: LoanStore, id: string, reason: string, actor: string, now: number, extra?: OpsOrigin): Promise<LoanRow> {
-  if (reason.trim() === '') throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
+export async function skipLoan(
+  loans: LoanStore,
+  id: string,
+  reason: string,
+  actor: string,
+  now: number,
+  extra?: OpsOrigin,
+): Promise<LoanRow> {
+  if (reason.trim() === '')
+    throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
   const row = await loadAsRequested(loans, id, extra);
   if (!SKIPPABLE_FROM.has(row.state)) {
     throw new UsageError(`loan ${id} is ${row.state}; it cannot be skipped`);
   }
   return loans.transition(
     id,
-    { to: 'skipped', expectedFrom: row.state, kind: 'ops', actor, reason: reason.trim(), detail: { previousState: row.state, ...(extra?.request ? { request: extra.request } : {}) }, patch: { nextAttemptAt: null } },
+    {
+      to: 'skipped',
+      expectedFrom: row.state,
+      kind: 'ops',
+      actor,
+      reason: reason.trim(),
+      detail: { previousState: row.state, ...(extra?.request ? { request: extra.request } : {}) },
+      patch: { nextAttemptAt: null },
+    },
     now,
   );
 }

@@ -20,8 +20,15 @@ export function releaseMarker(item: Pick<QueueItem, 'boarding'>): string {
  * The core holds a write of this loan's current release: its next attempt only acknowledges. A
  * write made for an earlier release (re-released since) does not count: the new release is written.
  */
-export function writtenForCurrentRelease(row: Pick<LoanRow, 'writtenAt' | 'coreReference' | 'writtenReleaseMarker' | 'releaseMarker'>): boolean {
-  return row.writtenAt !== null && row.coreReference !== null && row.writtenReleaseMarker !== null && row.writtenReleaseMarker === row.releaseMarker;
+export function writtenForCurrentRelease(
+  row: Pick<LoanRow, 'writtenAt' | 'coreReference' | 'writtenReleaseMarker' | 'releaseMarker'>,
+): boolean {
+  return (
+    row.writtenAt !== null &&
+    row.coreReference !== null &&
+    row.writtenReleaseMarker !== null &&
+    row.writtenReleaseMarker === row.releaseMarker
+  );
 }
 
 /**
@@ -51,7 +58,9 @@ export function storableQueueItem(item: QueueItem): string {
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => {
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+      return Object.fromEntries(
+        Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+      );
     }
     return v;
   });

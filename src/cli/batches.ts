@@ -10,7 +10,10 @@ async function openBatches(ctx: CliContext): Promise<FileBatches> {
   const config = ctx.config();
   if (config.core.adapter !== 'file') throw new UsageError('batches: core.adapter is not file');
   const layout = loadLayout(config.mappings.dir, { timeZone: config.bank.timeZone });
-  if (layout === undefined) throw new FatalError(`batches: the mapping set ${config.mappings.dir} declares no layout.yaml, so the file core writes no batches`);
+  if (layout === undefined)
+    throw new FatalError(
+      `batches: the mapping set ${config.mappings.dir} declares no layout.yaml, so the file core writes no batches`,
+    );
   const batches = await openFileBatches(ctx, layout);
   if (batches === undefined) throw new FatalError('batches: core.file.csvBatches is false');
   return batches;
@@ -55,11 +58,15 @@ async function view(batches: FileBatches, b: FileBatchRow): Promise<BatchView> {
 }
 
 export function registerBatchesCommands(program: Command, ctx: CliContext): void {
-  const group = program.command('batches').description('file core batches: list, show, seal early (docs/core.md)');
+  const group = program
+    .command('batches')
+    .description('file core batches: list, show, seal early (docs/core.md)');
 
   group
     .command('list')
-    .description('batches newest first: status (open, sealing, sealed), loans, corrections, records, principal, trigger file present')
+    .description(
+      'batches newest first: status (open, sealing, sealed), loans, corrections, records, principal, trigger file present',
+    )
     .option('--limit <n>', 'how many', (v) => Number(v), 30)
     .option('--json', 'print JSON')
     .action(async (opts: { limit: number; json?: boolean }) => {
@@ -68,13 +75,18 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       if (opts.json) return out(ctx, JSON.stringify(rows, null, 2));
       if (rows.length === 0) return out(ctx, 'no batches yet');
       for (const r of rows) {
-        out(ctx, `${r.id}  ${r.status.padEnd(7)}  loans ${r.loans}  corrections ${r.corrections}  records ${r.records}  principal_cents ${r.principalCents ?? '-'}  cutoff ${r.cutoffAt}  trigger ${r.triggerFile ? 'yes' : 'no'}`);
+        out(
+          ctx,
+          `${r.id}  ${r.status.padEnd(7)}  loans ${r.loans}  corrections ${r.corrections}  records ${r.records}  principal_cents ${r.principalCents ?? '-'}  cutoff ${r.cutoffAt}  trigger ${r.triggerFile ? 'yes' : 'no'}`,
+        );
       }
     });
 
   group
     .command('show')
-    .description('one batch: status, cut-off, when it was frozen and sealed, who sealed it and why, counts, and its loans')
+    .description(
+      'one batch: status, cut-off, when it was frozen and sealed, who sealed it and why, counts, and its loans',
+    )
     .argument('<id>', 'batch id (yyyy-mm-dd-nnn)')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
@@ -83,17 +95,30 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       if (b === undefined) throw new FatalError(`batches show: no batch ${id}`);
       const loanRows = [];
       for await (const l of batches.store.loansOf(id)) loanRows.push(l);
-      const loans = loanRows.map((l) => ({ loanId: l.loanId, kind: l.kind, records: l.recordCount, principalCents: l.principalCents, boardedAt: new Date(l.boardedAt).toISOString() }));
+      const loans = loanRows.map((l) => ({
+        loanId: l.loanId,
+        kind: l.kind,
+        records: l.recordCount,
+        principalCents: l.principalCents,
+        boardedAt: new Date(l.boardedAt).toISOString(),
+      }));
       const v = { ...(await view(batches, b)), dir: batches.batchDir(id), loanList: loans };
       if (opts.json) return out(ctx, JSON.stringify(v, null, 2));
       const { loanList: _l, ...fields } = v;
-      for (const [k, val] of Object.entries<string | number | boolean | null>(fields)) out(ctx, `${k}: ${val === null ? '-' : String(val)}`);
-      for (const l of loans) out(ctx, `  ${l.loanId}  ${l.kind}  records ${l.records}  principal_cents ${l.principalCents ?? '-'}  boarded ${l.boardedAt}`);
+      for (const [k, val] of Object.entries<string | number | boolean | null>(fields))
+        out(ctx, `${k}: ${val === null ? '-' : String(val)}`);
+      for (const l of loans)
+        out(
+          ctx,
+          `  ${l.loanId}  ${l.kind}  records ${l.records}  principal_cents ${l.principalCents ?? '-'}  boarded ${l.boardedAt}`,
+        );
     });
 
   group
     .command('seal')
-    .description('seal the open batch now, before its cut-off (audited: --reason and the operator are kept on the batch)')
+    .description(
+      'seal the open batch now, before its cut-off (audited: --reason and the operator are kept on the batch)',
+    )
     .requiredOption('--reason <text>', 'why the batch is sealed early')
     .option('--by <name>', 'operator (default: $USER)')
     .option('--id <id>', 'seal only if this is the open batch')
@@ -102,7 +127,10 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       await batches.recover();
       const by = opts.by ?? ctx.env['USER'] ?? ctx.env['USERNAME'] ?? 'ops';
       const id = await batches.sealNow(opts.reason, by, opts.id);
-      if (id === undefined) throw new FatalError(opts.id ? `batches seal: ${opts.id} is not the open batch` : 'batches seal: no open batch');
+      if (id === undefined)
+        throw new FatalError(
+          opts.id ? `batches seal: ${opts.id} is not the open batch` : 'batches seal: no open batch',
+        );
       out(ctx, `sealed ${id} (${batches.batchDir(id)})`);
     });
 }

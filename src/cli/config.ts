@@ -11,12 +11,19 @@ import { out, type CliContext } from './context.js';
  * or query strings.
  */
 export function shownConfig(c: Config): unknown {
-  const hidden = hideSecrets(c, (path, v) => (path === 'platform.apiKey' && typeof v === 'string' ? `${v.slice(0, 8)}…` : '(hidden)')) as Config;
+  const hidden = hideSecrets(c, (path, v) =>
+    path === 'platform.apiKey' && typeof v === 'string' ? `${v.slice(0, 8)}…` : '(hidden)',
+  ) as Config;
   return {
     ...hidden,
     platform: { ...hidden.platform, baseUrl: redactUrl(c.platform.baseUrl) },
-    webhooks: { ...hidden.webhooks, ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}) },
-    core: hidden.core.http ? { ...hidden.core, http: { ...hidden.core.http, baseUrl: redactUrl(hidden.core.http.baseUrl) } } : hidden.core,
+    webhooks: {
+      ...hidden.webhooks,
+      ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}),
+    },
+    core: hidden.core.http
+      ? { ...hidden.core, http: { ...hidden.core.http, baseUrl: redactUrl(hidden.core.http.baseUrl) } }
+      : hidden.core,
   };
 }
 
@@ -24,8 +31,13 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
   const config = program.command('config').description('inspect the configuration');
   config
     .command('check')
-    .description('validate the config (file + env), check mappings.dir and lint the mapping set; print the config with secrets hidden')
-    .option('--connect', 'also connect: the platform answers, the key and its tax-id permissions, the webhook endpoint, the core with these credentials, the state database takes a write')
+    .description(
+      'validate the config (file + env), check mappings.dir and lint the mapping set; print the config with secrets hidden',
+    )
+    .option(
+      '--connect',
+      'also connect: the platform answers, the key and its tax-id permissions, the webhook endpoint, the core with these credentials, the state database takes a write',
+    )
     .option('--json', 'print {ok, source, checks, config} as JSON')
     .addHelpText(
       'after',
@@ -35,14 +47,27 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
       const c = ctx.config();
       const source = ctx.configPath() ?? '(none)';
       const checks: ConnectionCheck[] =
-        opts.connect === true ? await connectionChecks(c, source, { logger: ctx.logger(), clock: ctx.clock, signal: ctx.shutdown }) : localChecks(c, source).checks;
+        opts.connect === true
+          ? await connectionChecks(c, source, {
+              logger: ctx.logger(),
+              clock: ctx.clock,
+              signal: ctx.shutdown,
+            })
+          : localChecks(c, source).checks;
       const failed = checks.filter((k) => k.status === 'fail');
       if (opts.json === true) {
-        out(ctx, JSON.stringify({ ok: failed.length === 0, source, checks, config: shownConfig(c) }, null, 2));
+        out(
+          ctx,
+          JSON.stringify({ ok: failed.length === 0, source, checks, config: shownConfig(c) }, null, 2),
+        );
       } else {
         for (const k of checks) out(ctx, formatCheck(k));
-        if (opts.connect !== true) out(ctx, `config (secrets hidden):\n${JSON.stringify(shownConfig(c), null, 2)}`);
+        if (opts.connect !== true)
+          out(ctx, `config (secrets hidden):\n${JSON.stringify(shownConfig(c), null, 2)}`);
       }
-      if (failed.length > 0) throw new FatalError(`config check: ${failed.length} check(s) failed: ${failed.map((k) => k.name).join(', ')}`);
+      if (failed.length > 0)
+        throw new FatalError(
+          `config check: ${failed.length} check(s) failed: ${failed.map((k) => k.name).join(', ')}`,
+        );
     });
 }

@@ -30,7 +30,11 @@ export async function confirmBulk(ctx: CliContext, c: BulkConfirmation): Promise
     );
   }
   const shown = c.sample.slice(0, 10).join(', ');
-  ctx.stderr.write(printable(`${c.command} will ${c.action} (more than boarding.confirmAbove = ${c.threshold}): ${shown}${c.count > 10 ? `, … ${c.count - 10} more` : ''}\n(${hint}; --yes skips this question)\n`));
+  ctx.stderr.write(
+    printable(
+      `${c.command} will ${c.action} (more than boarding.confirmAbove = ${c.threshold}): ${shown}${c.count > 10 ? `, … ${c.count - 10} more` : ''}\n(${hint}; --yes skips this question)\n`,
+    ),
+  );
   const answer = (await ctx.prompt(`Go ahead? Type "yes" to ${c.action}: `)).trim().toLowerCase();
   if (answer !== 'yes' && answer !== 'y') throw new FatalError(`${c.command}: not confirmed: nothing done`);
 }

@@ -111,7 +111,8 @@ export function createCliContext(opts: ContextOptions): CliContext {
   };
   const closers: Array<() => Promise<void> | void> = [];
   let progressLine: ProgressLine | undefined;
-  const configPath = (): string | undefined => opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
+  const configPath = (): string | undefined =>
+    opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
   return {
     env: opts.env,
     stdout: opts.stdout,
@@ -147,7 +148,12 @@ export function createCliContext(opts: ContextOptions): CliContext {
       if (logger === undefined) {
         let level = config?.log.level ?? opts.env['LOG_LEVEL'] ?? 'info';
         // A progress line on the terminal: only warnings and errors beside it, unless --verbose.
-        if (progressLine?.enabled === true && opts.getGlobalOptions?.().verbose !== true && LEVELS.indexOf(level) < LEVELS.indexOf('warn')) level = 'warn';
+        if (
+          progressLine?.enabled === true &&
+          opts.getGlobalOptions?.().verbose !== true &&
+          LEVELS.indexOf(level) < LEVELS.indexOf('warn')
+        )
+          level = 'warn';
         logger = createLogger({ level });
       }
       flushWarnings();
@@ -158,7 +164,10 @@ export function createCliContext(opts: ContextOptions): CliContext {
     },
     progress() {
       if (progressLine === undefined) {
-        progressLine = createProgressLine(opts.stderr as NodeJS.WritableStream & { isTTY?: boolean }, { mode: opts.getGlobalOptions?.().progress ?? 'auto', clock: opts.clock });
+        progressLine = createProgressLine(opts.stderr as NodeJS.WritableStream & { isTTY?: boolean }, {
+          mode: opts.getGlobalOptions?.().progress ?? 'auto',
+          clock: opts.clock,
+        });
       }
       return progressLine;
     },
@@ -197,7 +206,13 @@ export const COMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['demo', 'sa
  * verify FILE`): they take a config when one is given and need none otherwise. Without `--dir`
  * they ask for the config's mappings.dir, which refuses like any command without a config.
  */
-export const SUBCOMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['mappings lint', 'mappings test', 'mappings schema', 'state verify', 'console passwd']);
+export const SUBCOMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set([
+  'mappings lint',
+  'mappings test',
+  'mappings schema',
+  'state verify',
+  'console passwd',
+]);
 
 const SHIPPED_CONFIG_DIR = fileURLToPath(new URL('../../config', import.meta.url));
 
@@ -218,7 +233,8 @@ export function noConfigMessage(cwd: string = process.cwd()): string {
   } catch {
     // Only for the hint.
   }
-  const start = examples.length > 0 ? ` Start from ${examples.join(' or ')} (every key with its default).` : '';
+  const start =
+    examples.length > 0 ? ` Start from ${examples.join(' or ')} (every key with its default).` : '';
   return (
     'no config given: pass --config FILE or set BOARDING_CONFIG=FILE (the connector never falls back to built-in defaults).' +
     `${start} Only \`demo\` and \`sandbox\` run without one.`

@@ -38,11 +38,14 @@ interface DemoOptions {
   windowMs: number;
 }
 
-const positiveInt = (name: string) => (v: string): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${name}: expected a whole number ≥ 0, got ${JSON.stringify(v)}`);
-  return n;
-};
+const positiveInt =
+  (name: string) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0)
+      throw new UsageError(`${name}: expected a whole number ≥ 0, got ${JSON.stringify(v)}`);
+    return n;
+  };
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -67,7 +70,9 @@ const FINAL_REPORT_TIMEOUT_MS = 30_000;
 export function prepareDemoDir(dir: string): void {
   if (existsSync(dir) && readdirSync(dir).length > 0) {
     if (!existsSync(`${dir}/${DEMO_MARKER}`)) {
-      throw new UsageError(`--dir ${dir}: exists and was not made by the demo (no ${DEMO_MARKER}); refusing to wipe it. Pick an empty or new directory.`);
+      throw new UsageError(
+        `--dir ${dir}: exists and was not made by the demo (no ${DEMO_MARKER}); refusing to wipe it. Pick an empty or new directory.`,
+      );
     }
     rmSync(dir, { recursive: true, force: true });
   }
@@ -75,7 +80,13 @@ export function prepareDemoDir(dir: string): void {
   writeFileSync(`${dir}/${DEMO_MARKER}`, 'made by `boarding-connector demo`; wiped at its next start\n');
 }
 
-function demoConfig(o: DemoOptions, sandbox: { baseUrl: string; apiKey: string }, port: number, adminPort: number, logLevel: string): Config {
+function demoConfig(
+  o: DemoOptions,
+  sandbox: { baseUrl: string; apiKey: string },
+  port: number,
+  adminPort: number,
+  logLevel: string,
+): Config {
   const dir = resolve(o.dir);
   const q = (s: string): string => JSON.stringify(s);
   return loadConfig({
@@ -118,7 +129,11 @@ type Admin = (path: string, body?: unknown) => Promise<unknown>;
 export function demoScript(admin: Admin): Array<() => Promise<string>> {
   const script: Array<() => Promise<string>> = [];
   const unreleased = async (): Promise<Array<{ id: string; status: string }>> =>
-    ((await admin('/loans?released=false')) as { data: Array<{ id: string; status: string; archived: boolean }> }).data.filter((l) => !l.archived);
+    (
+      (await admin('/loans?released=false')) as {
+        data: Array<{ id: string; status: string; archived: boolean }>;
+      }
+    ).data.filter((l) => !l.archived);
   for (let i = 0; i < 10; i++) {
     script.push(async () => {
       const pick = (await unreleased())[0];
@@ -143,7 +158,10 @@ export function demoScript(admin: Admin): Array<() => Promise<string>> {
 }
 
 /** The live status line: a single updating line on a TTY, one line per change otherwise. */
-function statusPrinter(stream: NodeJS.WritableStream & { isTTY?: boolean }): { show(text: string): void; println(text: string): void } {
+function statusPrinter(stream: NodeJS.WritableStream & { isTTY?: boolean }): {
+  show(text: string): void;
+  println(text: string): void;
+} {
   const tty = stream.isTTY === true;
   let last = '';
   let drawn = false;
@@ -167,13 +185,38 @@ function statusPrinter(stream: NodeJS.WritableStream & { isTTY?: boolean }): { s
 export function registerDemoCommands(program: Command, ctx: CliContext): void {
   program
     .command('demo')
-    .description('sandbox + connector daemon together on embedded defaults (what `npm start` runs); Ctrl-C stops')
-    .option('--dir <dir>', 'where the demo keeps its state, core files and reports (wiped at start)', './var/demo')
+    .description(
+      'sandbox + connector daemon together on embedded defaults (what `npm start` runs); Ctrl-C stops',
+    )
+    .option(
+      '--dir <dir>',
+      'where the demo keeps its state, core files and reports (wiped at start)',
+      './var/demo',
+    )
     .option('--loans <n>', 'loans the sandbox starts with', positiveInt('--loans'), 25)
-    .option('--exit-after <seconds>', 'stop by itself after this many seconds (default: run until Ctrl-C)', positiveInt('--exit-after'))
-    .option('--report-after <seconds>', 'also reconcile this many seconds after start (reports are written after the first cycle and when the demo stops too)', positiveInt('--report-after'), 60)
-    .option('--window-ms <ms>', 'rate-limit window of the sandbox and the connector', positiveInt('--window-ms'), 10_000)
-    .addOption(new Option('--step-ms <ms>', 'between two scripted sandbox steps').argParser(positiveInt('--step-ms')).default(5_000).hideHelp())
+    .option(
+      '--exit-after <seconds>',
+      'stop by itself after this many seconds (default: run until Ctrl-C)',
+      positiveInt('--exit-after'),
+    )
+    .option(
+      '--report-after <seconds>',
+      'also reconcile this many seconds after start (reports are written after the first cycle and when the demo stops too)',
+      positiveInt('--report-after'),
+      60,
+    )
+    .option(
+      '--window-ms <ms>',
+      'rate-limit window of the sandbox and the connector',
+      positiveInt('--window-ms'),
+      10_000,
+    )
+    .addOption(
+      new Option('--step-ms <ms>', 'between two scripted sandbox steps')
+        .argParser(positiveInt('--step-ms'))
+        .default(5_000)
+        .hideHelp(),
+    )
     .addHelpText(
       'after',
       '\nTimeline: the sandbox starts with --loans loans (some released), the daemon boards them; over the\nnext minute more loans are released and funded (loan.funded webhooks start early cycles); a\nreconciliation runs at the end of that minute and every 5 minutes. Logs go to --dir/demo.log.',
@@ -202,7 +245,10 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   });
 
   // Loaded here: other commands never load the sandbox's and the daemon's HTTP stack.
-  const [{ startSandbox }, { createConnectorDaemon }] = await Promise.all([import('../sandbox/index.js'), import('../app/daemon.js')]);
+  const [{ startSandbox }, { createConnectorDaemon }] = await Promise.all([
+    import('../sandbox/index.js'),
+    import('../app/daemon.js'),
+  ]);
   const sandbox = await startSandbox({
     port: 0,
     loans: opts.loans,
@@ -225,13 +271,22 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   // Register our receiver on the sandbox; the secret comes back once and goes straight into the
   // receiver's config (never printed or logged).
   const url = `http://127.0.0.1:${port}${WEBHOOK_PATH}`;
-  const reg = await registerEndpoint(rt.platform, rt.store.keys, { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] }, { clock: rt.clock });
-  if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string') throw new Error('the sandbox did not return a webhook secret');
+  const reg = await registerEndpoint(
+    rt.platform,
+    rt.store.keys,
+    { url, name: 'boarding-connector demo', events: [...WEBHOOK_EVENTS] },
+    { clock: rt.clock },
+  );
+  if (reg.kind !== 'created' || typeof reg.endpoint.secret !== 'string')
+    throw new Error('the sandbox did not return a webhook secret');
   const secret = reg.endpoint.secret;
 
   // The same composition as `run` (src/app/daemon.ts), over a runtime whose config carries the
   // secret just issued.
-  const live: BoardingRuntime = { ...rt, config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } } };
+  const live: BoardingRuntime = {
+    ...rt,
+    config: { ...config, webhooks: { ...config.webhooks, secrets: [secret] } },
+  };
   let cycles = 0;
   let firstCycleDone = (): void => undefined;
   const daemon = createConnectorDaemon(live, {
@@ -260,8 +315,12 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   await daemon.start();
   // Ops pages are on the admin listener, never on the webhook receiver the platform reaches.
   const base = `http://127.0.0.1:${adminPort}`;
-  say(`  metrics: ${base}/metrics   health: ${base}/healthz   (webhooks: http://127.0.0.1:${port}${WEBHOOK_PATH})`);
-  say(`  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo stops; files in ${dir}/reports/latest/)`);
+  say(
+    `  metrics: ${base}/metrics   health: ${base}/healthz   (webhooks: http://127.0.0.1:${port}${WEBHOOK_PATH})`,
+  );
+  say(
+    `  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo stops; files in ${dir}/reports/latest/)`,
+  );
   say('  Ctrl-C stops.');
 
   const stopping = new AbortController();
@@ -309,7 +368,9 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
         });
         reports += 1;
         const ties = r.summary.tieOut.every((c) => c.ties);
-        status.println(`  · report ${r.runId} (${when}): ${ties ? 'totals tie' : 'totals do NOT tie'}, ${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`);
+        status.println(
+          `  · report ${r.runId} (${when}): ${ties ? 'totals tie' : 'totals do NOT tie'}, ${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`,
+        );
       } catch (err) {
         if (!signal.aborted) status.println(`  · reconciliation (${when}) failed: ${errorMessage(err)}`);
       }
@@ -319,7 +380,10 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   };
   firstCycleDone = () => void reconcileNow(stopping.signal, 'after the first cycle');
   if (cycles >= 1) firstCycleDone();
-  const firstReport = setTimeout(() => void reconcileNow(stopping.signal, `after ${opts.reportAfter} s`), opts.reportAfter * 1000);
+  const firstReport = setTimeout(
+    () => void reconcileNow(stopping.signal, `after ${opts.reportAfter} s`),
+    opts.reportAfter * 1000,
+  );
 
   const render = async (): Promise<void> => {
     const c = await rt.store.loans.countByState();
@@ -357,5 +421,7 @@ async function runDemo(ctx: CliContext, opts: DemoOptions): Promise<void> {
   say('writing a last reconciliation report…');
   await reconcileNow(AbortSignal.timeout(FINAL_REPORT_TIMEOUT_MS), 'at stop');
   const c = await rt.store.loans.countByState();
-  say(`stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports} report(s); ${Math.min(step, script.length)} of ${script.length} sandbox step(s) run, ${failedSteps} failed; state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`);
+  say(
+    `stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports} report(s); ${Math.min(step, script.length)} of ${script.length} sandbox step(s) run, ${failedSteps} failed; state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`,
+  );
 }

@@ -4,7 +4,6 @@ import { openRateAdmin } from '../app/session.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
-
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
@@ -16,7 +15,9 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
 
   platform
     .command('status')
-    .description('show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database, on PostgreSQL the ledger every replica shares; sends no request)')
+    .description(
+      'show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database, on PostgreSQL the ledger every replica shares; sends no request)',
+    )
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const admin = await openRateAdmin(ctx);
@@ -25,24 +26,43 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
         environment: ctx.config().platform.environment,
         strikes24h: strikes.length,
         trafficStopped: strikes.length >= TRAFFIC_STOP_AT,
-        strikes: strikes.map((s) => ({ at: iso(s.at), bucket: s.bucket, path: s.path, retryAfterMs: s.retryAfterMs })),
+        strikes: strikes.map((s) => ({
+          at: iso(s.at),
+          bucket: s.bucket,
+          path: s.path,
+          retryAfterMs: s.retryAfterMs,
+        })),
         pauses: pauses.map((p) => ({ bucket: p.bucket, until: iso(p.until) })),
       };
       if (opts.json) {
         out(ctx, JSON.stringify(status, null, 2));
         return;
       }
-      out(ctx, `429 strikes in the last 24 h: ${status.strikes24h} (all platform traffic, reads and writes, stops at ${TRAFFIC_STOP_AT}; a live key is revoked at 3)`);
+      out(
+        ctx,
+        `429 strikes in the last 24 h: ${status.strikes24h} (all platform traffic, reads and writes, stops at ${TRAFFIC_STOP_AT}; a live key is revoked at 3)`,
+      );
       for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
-      out(ctx, status.trafficStopped ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)' : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`);
+      out(
+        ctx,
+        status.trafficStopped
+          ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)'
+          : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`,
+      );
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
-      if (admin.shared) out(ctx, 'ledger: shared by every replica on this API key (PostgreSQL); strikes, pauses and the stop apply to all of them');
+      if (admin.shared)
+        out(
+          ctx,
+          'ledger: shared by every replica on this API key (PostgreSQL); strikes, pauses and the stop apply to all of them',
+        );
     });
 
   const strikes = platform.command('strikes').description('the 429-strike ledger');
   strikes
     .command('clear')
-    .description('clear the strike ledger so platform traffic resumes; only once the platform has confirmed the key is in good standing (audited)')
+    .description(
+      'clear the strike ledger so platform traffic resumes; only once the platform has confirmed the key is in good standing (audited)',
+    )
     .requiredOption('--reason <text>', 'why it is safe (e.g. the platform support ticket)')
     .option('--by <name>', 'who clears it (default: $USER)')
     .action(async (opts: { reason: string; by?: string }) => {
@@ -51,7 +71,15 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       if (opts.reason.trim() === '') throw new UsageError('--reason: expected a non-empty reason');
       const admin = await openRateAdmin(ctx);
       const cleared = await admin.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500));
-      ctx.logger().warn({ by, reason: opts.reason, cleared, shared: admin.shared }, 'operator cleared the 429-strike ledger');
-      out(ctx, `cleared ${cleared} strike(s); ${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} on its next request`);
+      ctx
+        .logger()
+        .warn(
+          { by, reason: opts.reason, cleared, shared: admin.shared },
+          'operator cleared the 429-strike ledger',
+        );
+      out(
+        ctx,
+        `cleared ${cleared} strike(s); ${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} on its next request`,
+      );
     });
 }

@@ -8,7 +8,10 @@ import { describeWait } from '../platform/budget.js';
  * client gives (`waiting 12 s for the read budget`, `paused after a 429 until T`, a retry's
  * backoff). Returns the unsubscribe (also safe to ignore: the client goes with the command).
  */
-export function followPlatformWaits(progress: ProgressLine, platform: Pick<PlatformApi, 'onWait'>): () => void {
+export function followPlatformWaits(
+  progress: ProgressLine,
+  platform: Pick<PlatformApi, 'onWait'>,
+): () => void {
   if (!progress.enabled || platform.onWait === undefined) return () => undefined;
   let shown: Bucket | null = null;
   return platform.onWait((w) => {
@@ -32,10 +35,15 @@ export function showCycleProgress(progress: ProgressLine, p: CycleProgress): voi
       progress.status(`walking the boarding queue: ${p.items} loan(s) in ${p.pages} page(s)`);
       return;
     case 'board':
-      progress.status(`boarding ${p.done}/${p.total}${p.pass > 1 ? ` (pass ${p.pass}: loans a short failure put in retry_wait)` : ''}`);
+      progress.status(
+        `boarding ${p.done}/${p.total}${p.pass > 1 ? ` (pass ${p.pass}: loans a short failure put in retry_wait)` : ''}`,
+      );
       return;
     case 'settle':
-      progress.wait((ms) => `waiting ${Math.max(1, Math.ceil(ms / 1000))} s to retry ${p.loans} loan(s) in retry_wait`, p.until);
+      progress.wait(
+        (ms) => `waiting ${Math.max(1, Math.ceil(ms / 1000))} s to retry ${p.loans} loan(s) in retry_wait`,
+        p.until,
+      );
       return;
   }
 }

@@ -11,7 +11,10 @@ import { CONNECTOR_VERSION } from '../version.js';
 export function parseSince(v: string): string {
   const ok = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v.trim());
   const ms = Date.parse(v.trim());
-  if (!ok || Number.isNaN(ms)) throw new UsageError(`--since: expected an ISO 8601 date-time such as 2026-11-01T00:00:00Z, got ${JSON.stringify(v)}`);
+  if (!ok || Number.isNaN(ms))
+    throw new UsageError(
+      `--since: expected an ISO 8601 date-time such as 2026-11-01T00:00:00Z, got ${JSON.stringify(v)}`,
+    );
   return new Date(ms).toISOString();
 }
 
@@ -44,9 +47,18 @@ export function formatReconcileResult(r: ReconcileRunResult): string {
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
   program
     .command('reconcile')
-    .description('compare the platform (boarded loans), the connector state and the core; write report.json, report.csv, report.html')
-    .option('--since <iso>', 'only loans boarded/acknowledged since this ISO date-time (open items are always included)', parseSince)
-    .option('--out <dir>', 'write the three files into this folder, which must hold no report yet (default: a new reports.dir/<date>/run-<HHMMSS>/, and reports.dir/latest points at it)')
+    .description(
+      'compare the platform (boarded loans), the connector state and the core; write report.json, report.csv, report.html',
+    )
+    .option(
+      '--since <iso>',
+      'only loans boarded/acknowledged since this ISO date-time (open items are always included)',
+      parseSince,
+    )
+    .option(
+      '--out <dir>',
+      'write the three files into this folder, which must hold no report yet (default: a new reports.dir/<date>/run-<HHMMSS>/, and reports.dir/latest points at it)',
+    )
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',

@@ -7,29 +7,50 @@ import { openState, openStateMigration, readLeader } from '../app/session.js';
 import { holderParts } from '../store/leadership.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
-import { compareDigests, copyTables, digestPostgres, digestSqlite, inSqliteSnapshot, nonEmptyTables, planTables, type TableComparison } from '../store/migrate-pg.js';
+import {
+  compareDigests,
+  copyTables,
+  digestPostgres,
+  digestSqlite,
+  inSqliteSnapshot,
+  nonEmptyTables,
+  planTables,
+  type TableComparison,
+} from '../store/migrate-pg.js';
 import { redactUrl } from '../store/pg/url.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {
-  const state = program.command('state').description('back up and verify the state database (idempotency keys, strike ledger, loan history)');
+  const state = program
+    .command('state')
+    .description('back up and verify the state database (idempotency keys, strike ledger, loan history)');
   state
     .command('backup')
-    .description('a consistent online copy of store.path (safe while the daemon runs), verified, written 0600')
+    .description(
+      'a consistent online copy of store.path (safe while the daemon runs), verified, written 0600',
+    )
     .requiredOption('--out <file>', 'the backup file to write')
     .option('--force', 'replace an existing file')
     .action(async (opts: { out: string; force?: boolean }) => {
       const config = ctx.config();
       // Checked before anything is opened: no connection to PostgreSQL, no file written.
-      if (config.store.engine !== 'sqlite') throw new UsageError(backupOnPostgresMessage(redactUrl(config.store.postgres.url ?? '')));
+      if (config.store.engine !== 'sqlite')
+        throw new UsageError(backupOnPostgresMessage(redactUrl(config.store.postgres.url ?? '')));
       const target = resolve(opts.out);
-      if (target === resolve(config.store.path)) throw new UsageError('--out: must not be the state database itself (store.path)');
-      if (existsSync(target) && opts.force !== true) throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
+      if (target === resolve(config.store.path))
+        throw new UsageError('--out: must not be the state database itself (store.path)');
+      if (existsSync(target) && opts.force !== true)
+        throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
       const { db } = await openState(ctx);
       if (db.sqlite === null) throw new UsageError(backupOnPostgresMessage(db.location));
       const r = backupDatabase(db.sqlite, target);
       const v = verifyDatabase(target);
-      out(ctx, `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
+      out(
+        ctx,
+        `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts)
+          .map(([t, n]) => `${t} ${n}`)
+          .join(', ')})`,
+      );
     });
   state
     .command('verify')
@@ -39,27 +60,60 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .action((file: string, opts: { json?: boolean }) => {
       const v = verifyDatabase(resolve(file));
       if (opts.json === true) out(ctx, JSON.stringify(v));
-      else if (v.ok) out(ctx, `ok: ${file} (schema ${v.schemaVersion}; ${Object.entries(v.counts).map(([t, n]) => `${t} ${n}`).join(', ')})`);
+      else if (v.ok)
+        out(
+          ctx,
+          `ok: ${file} (schema ${v.schemaVersion}; ${Object.entries(v.counts)
+            .map(([t, n]) => `${t} ${n}`)
+            .join(', ')})`,
+        );
       if (!v.ok) throw new FatalError(`${file} does not verify:\n  ${v.problems.join('\n  ')}`);
     });
   state
     .command('leader')
-    .description('which connector process leads (boards) on this state database now: its holder id, the lease epoch and how long until the lease expires (read only: it never takes the lease)')
+    .description(
+      'which connector process leads (boards) on this state database now: its holder id, the lease epoch and how long until the lease expires (read only: it never takes the lease)',
+    )
     .option('--json', 'print the lease as JSON')
     .action(async (opts: { json?: boolean }) => {
       const row = await readLeader(ctx);
       const leads = row !== null && row.holder !== null && row.expiresInMs > 0;
-      if (opts.json === true) out(ctx, JSON.stringify({ leader: leads ? row.holder : null, epoch: row?.epoch ?? 0, expiresInMs: leads ? Math.round(row.expiresInMs) : null }));
+      if (opts.json === true)
+        out(
+          ctx,
+          JSON.stringify({
+            leader: leads ? row.holder : null,
+            epoch: row?.epoch ?? 0,
+            expiresInMs: leads ? Math.round(row.expiresInMs) : null,
+          }),
+        );
       else if (leads) {
         const parts = holderParts(row.holder as string);
-        out(ctx, `leader: ${row.holder}${parts.pid !== null ? ` (pid ${parts.pid} on ${parts.host})` : ''}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${ctx.config().store.leadership.renewEveryMs / 1000} s)`);
-      } else out(ctx, row === null ? 'no connector process has led on this state database yet' : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`);
+        out(
+          ctx,
+          `leader: ${row.holder}${parts.pid !== null ? ` (pid ${parts.pid} on ${parts.host})` : ''}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${ctx.config().store.leadership.renewEveryMs / 1000} s)`,
+        );
+      } else
+        out(
+          ctx,
+          row === null
+            ? 'no connector process has led on this state database yet'
+            : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`,
+        );
     });
   state
     .command('migrate')
-    .description('copies the SQLite state (store.path) into an empty PostgreSQL database, online, and verifies the copy table by table')
-    .requiredOption('--to <url>', 'the PostgreSQL database (postgres://user@host:5432/db; the password in BOARDING_STORE_PASSWORD or store.postgres.password)')
-    .option('--verify-only', 'copy nothing: compare the SQLite state with the PostgreSQL database (row counts and content digests)')
+    .description(
+      'copies the SQLite state (store.path) into an empty PostgreSQL database, online, and verifies the copy table by table',
+    )
+    .requiredOption(
+      '--to <url>',
+      'the PostgreSQL database (postgres://user@host:5432/db; the password in BOARDING_STORE_PASSWORD or store.postgres.password)',
+    )
+    .option(
+      '--verify-only',
+      'copy nothing: compare the SQLite state with the PostgreSQL database (row counts and content digests)',
+    )
     .action(async (opts: { to: string; verifyOnly?: boolean }) => {
       await migrateState(ctx, opts.to, opts.verifyOnly === true);
     });
@@ -69,12 +123,13 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
 function backupOnPostgresMessage(where: string): string {
   return (
     `state backup: store.engine is postgres: the state is in PostgreSQL (${where}), and this command copies an SQLite state file (store.path) only. ` +
-    "Back the state up with the bank's PostgreSQL backups: pg_dump of the database, or the server's base backups with WAL archiving (point-in-time recovery); docs/deploy.md \"Backup and restore\"."
+    'Back the state up with the bank\'s PostgreSQL backups: pg_dump of the database, or the server\'s base backups with WAL archiving (point-in-time recovery); docs/deploy.md "Backup and restore".'
   );
 }
 
 async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): Promise<void> {
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new UsageError('--to: expected a postgres:// or postgresql:// URL');
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new UsageError('--to: expected a postgres:// or postgresql:// URL');
   const config = ctx.config();
   const where = redactUrl(url);
   const path = resolve(config.store.path);
@@ -86,10 +141,16 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
   if (!verifyOnly) {
     // Online is allowed (the copy is one snapshot), but what the daemon writes after it is not copied.
     for (const d of await runningDaemons(srcDaemons, ctx.clock.now())) {
-      out(ctx, `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`);
+      out(
+        ctx,
+        `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`,
+      );
     }
   }
-  out(ctx, `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`);
+  out(
+    ctx,
+    `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`,
+  );
 
   const snapshot = await inSqliteSnapshot(src, async () => {
     if (!verifyOnly) {
@@ -111,7 +172,9 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
   printSummary(ctx, snapshot);
   const differ = snapshot.filter((t) => !t.same).map((t) => t.table);
   if (differ.length > 0) {
-    throw new FatalError(`verification failed: ${differ.join(', ')} ${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`);
+    throw new FatalError(
+      `verification failed: ${differ.join(', ')} ${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`,
+    );
   }
   if (verifyOnly) {
     out(ctx, `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows`);
@@ -130,7 +193,10 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
         `Do not switch: stop the daemon, then migrate again into a fresh, empty database (${where} now holds the snapshot).`,
     );
   }
-  out(ctx, `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and verified; ${path} did not change meanwhile`);
+  out(
+    ctx,
+    `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and verified; ${path} did not change meanwhile`,
+  );
   out(ctx, tinKeyAdvice(config, path, src));
   out(
     ctx,
@@ -144,8 +210,13 @@ async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): 
  * SQLite state's key fingerprint over (customer_settings), so the key to configure is the one this
  * SQLite state used. Its value is never printed: where it is, and the fingerprint it must match.
  */
-function tinKeyAdvice(config: ReturnType<CliContext['config']>, path: string, src: ReturnType<typeof openDatabase>): string {
-  const row = src.prepare(`SELECT value FROM customer_settings WHERE name = 'tin_key_check'`).get() as { value: string } | undefined;
+function tinKeyAdvice(
+  config: ReturnType<CliContext['config']>,
+  path: string,
+  src: ReturnType<typeof openDatabase>,
+): string {
+  const row = src.prepare(`SELECT value FROM customer_settings WHERE name = 'tin_key_check'`).get() as
+    { value: string } | undefined;
   const keyFile = `${config.store.path}.tinkey`;
   const where =
     config.customers.tinHashKey !== undefined
@@ -168,7 +239,10 @@ function withoutPassword(url: string): string {
 
 function printSummary(ctx: CliContext, rows: readonly TableComparison[]): void {
   const w = Math.max(5, ...rows.map((r) => r.table.length));
-  out(ctx, `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`);
+  out(
+    ctx,
+    `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`,
+  );
   for (const r of rows) {
     out(
       ctx,

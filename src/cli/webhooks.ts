@@ -23,16 +23,28 @@ function explain(err: unknown, what: string): never {
 
 /** The endpoint URL, checked by the connector itself (public-url.ts), after DNS resolution. */
 async function checkUrl(raw: string, ctx: CliContext): Promise<string> {
-  const problem = await webhookTargetProblem(raw, { allowLocal: ctx.config().platform.environment === 'development' });
+  const problem = await webhookTargetProblem(raw, {
+    allowLocal: ctx.config().platform.environment === 'development',
+  });
   if (problem !== null) throw new UsageError(`--url: ${problem} (got "${raw}")`);
   return new URL(raw).toString();
 }
 
 function checkEvents(events: string[] | undefined): string[] {
   if (!events || events.length === 0) return [...WEBHOOK_EVENTS];
-  const list = [...new Set(events.flatMap((e) => e.split(',')).map((e) => e.trim()).filter(Boolean))];
+  const list = [
+    ...new Set(
+      events
+        .flatMap((e) => e.split(','))
+        .map((e) => e.trim())
+        .filter(Boolean),
+    ),
+  ];
   const unknown = list.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
-  if (unknown.length > 0) throw new UsageError(`--events: unknown event(s) ${unknown.join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}`);
+  if (unknown.length > 0)
+    throw new UsageError(
+      `--events: unknown event(s) ${unknown.join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}`,
+    );
   return list;
 }
 
@@ -61,68 +73,107 @@ function table(rows: Array<Record<string, unknown>>, columns: string[]): string 
     return JSON.stringify(v);
   };
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]): string => vals.map((v, i) => v.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (vals: string[]): string =>
+    vals
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
 }
 
 export function registerWebhooksCommands(program: Command, ctx: CliContext): void {
-  const group = program.command('webhooks').description('manage the platform webhook endpoint that pushes loan.funded and other events to this connector');
+  const group = program
+    .command('webhooks')
+    .description(
+      'manage the platform webhook endpoint that pushes loan.funded and other events to this connector',
+    );
 
   group
     .command('register')
     .description('register a webhook endpoint on the platform and print its signing secret (shown once)')
-    .requiredOption('--url <url>', 'public HTTPS URL of this connector’s receiver, ending in /webhooks/platform')
+    .requiredOption(
+      '--url <url>',
+      'public HTTPS URL of this connector’s receiver, ending in /webhooks/platform',
+    )
     .option('--events <event...>', `events to subscribe (default: all of ${WEBHOOK_EVENTS.join(', ')})`)
     .option('--name <name>', 'endpoint name on the platform (1–100 characters)')
     .option('--force', 'register even if an endpoint with this URL already exists')
     .option('--json', 'print the result as JSON (includes the secret)')
-    .action(async (flags: { url: string; events?: string[]; name?: string; force?: boolean; json?: boolean }) => {
-      const url = await checkUrl(flags.url, ctx);
-      const events = checkEvents(flags.events);
-      const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
-      if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
-      const { store, platform } = await openPlatformSession(ctx);
-      let result;
-      try {
-        result = await registerEndpoint(platform, store.keys, { url, name, events, force: flags.force === true }, { clock: ctx.clock, signal: ctx.shutdown });
-      } catch (err) {
-        explain(err, 'webhooks register');
-      }
-      if (result.kind === 'exists') {
-        const ids = result.endpoints.map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`).join(', ');
-        if (flags.json) out(ctx, JSON.stringify({ registered: false, existing: result.endpoints.map((e) => row(e, true)) }, null, 2));
-        else {
+    .action(
+      async (flags: { url: string; events?: string[]; name?: string; force?: boolean; json?: boolean }) => {
+        const url = await checkUrl(flags.url, ctx);
+        const events = checkEvents(flags.events);
+        const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
+        if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
+        const { store, platform } = await openPlatformSession(ctx);
+        let result;
+        try {
+          result = await registerEndpoint(
+            platform,
+            store.keys,
+            { url, name, events, force: flags.force === true },
+            { clock: ctx.clock, signal: ctx.shutdown },
+          );
+        } catch (err) {
+          explain(err, 'webhooks register');
+        }
+        if (result.kind === 'exists') {
+          const ids = result.endpoints
+            .map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`)
+            .join(', ');
+          if (flags.json)
+            out(
+              ctx,
+              JSON.stringify(
+                { registered: false, existing: result.endpoints.map((e) => row(e, true)) },
+                null,
+                2,
+              ),
+            );
+          else {
+            out(
+              ctx,
+              `An endpoint for ${url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`,
+            );
+          }
+          return;
+        }
+        const { endpoint } = result;
+        if (flags.json) {
           out(
             ctx,
-            `An endpoint for ${url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`,
+            JSON.stringify(
+              { registered: true, endpoint: row(endpoint, true), secret: endpoint.secret },
+              null,
+              2,
+            ),
           );
+          return;
         }
-        return;
-      }
-      const { endpoint } = result;
-      if (flags.json) {
-        out(ctx, JSON.stringify({ registered: true, endpoint: row(endpoint, true), secret: endpoint.secret }, null, 2));
-        return;
-      }
-      const lines = [
-        `Registered webhook endpoint ${endpoint.id} (${endpoint.status ?? 'status not reported'}) → ${endpoint.url ?? url}`,
-        `Events: ${(endpoint.subscribedEvents ?? events).join(', ')}`,
-        '',
-        'Signing secret (shown ONCE by the platform — store it now, it cannot be retrieved again):',
-        `  ${endpoint.secret}`,
-        '',
-        'Give it to the connector, either in the environment (comma-separate old,new while rotating):',
-        `  BOARDING_WEBHOOK_SECRETS=${endpoint.secret}`,
-        'or in the config file:',
-        '  webhooks:',
-        `    secrets: ["${endpoint.secret}"]`,
-        `    publicUrl: ${url}`,
-        '',
-        'Then restart `run`. Keep the old secret in the list until deliveries signed with it stop.',
-      ];
-      if (!events.includes('loan.funded')) lines.push('', 'Note: loan.funded is not subscribed: funded loans will only be picked up by scheduled cycles.');
-      out(ctx, lines.join('\n'));
-    });
+        const lines = [
+          `Registered webhook endpoint ${endpoint.id} (${endpoint.status ?? 'status not reported'}) → ${endpoint.url ?? url}`,
+          `Events: ${(endpoint.subscribedEvents ?? events).join(', ')}`,
+          '',
+          'Signing secret (shown ONCE by the platform — store it now, it cannot be retrieved again):',
+          `  ${endpoint.secret}`,
+          '',
+          'Give it to the connector, either in the environment (comma-separate old,new while rotating):',
+          `  BOARDING_WEBHOOK_SECRETS=${endpoint.secret}`,
+          'or in the config file:',
+          '  webhooks:',
+          `    secrets: ["${endpoint.secret}"]`,
+          `    publicUrl: ${url}`,
+          '',
+          'Then restart `run`. Keep the old secret in the list until deliveries signed with it stop.',
+        ];
+        if (!events.includes('loan.funded'))
+          lines.push(
+            '',
+            'Note: loan.funded is not subscribed: funded loans will only be picked up by scheduled cycles.',
+          );
+        out(ctx, lines.join('\n'));
+      },
+    );
 
   group
     .command('list')
@@ -138,20 +189,29 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
         explain(err, 'webhooks list');
       }
       const publicUrl = config.webhooks.publicUrl;
-      const rows = endpoints.map((e) => row(e, publicUrl !== undefined && typeof e.url === 'string' && sameEndpointUrl(e.url, publicUrl)));
+      const rows = endpoints.map((e) =>
+        row(e, publicUrl !== undefined && typeof e.url === 'string' && sameEndpointUrl(e.url, publicUrl)),
+      );
       if (flags.json) {
         out(ctx, JSON.stringify(rows, null, 2));
         return;
       }
       if (rows.length === 0) {
-        out(ctx, 'No webhook endpoints registered. Register one with `webhooks register --url <public URL>/webhooks/platform`.');
+        out(
+          ctx,
+          'No webhook endpoints registered. Register one with `webhooks register --url <public URL>/webhooks/platform`.',
+        );
         return;
       }
       const shown = rows.map((r) => ({ ...r, id: r['thisConnector'] ? `${String(r['id'])} *` : r['id'] }));
-      out(ctx, table(shown, ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url']));
+      out(
+        ctx,
+        table(shown, ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url']),
+      );
       if (rows.some((r) => r['thisConnector'])) out(ctx, '* this connector (webhooks.publicUrl)');
       const disabled = rows.filter((r) => r['disabled']);
-      if (disabled.length > 0) out(ctx, `\n${disabled.length} endpoint(s) disabled: fix the cause, then \`webhooks enable ID\`.`);
+      if (disabled.length > 0)
+        out(ctx, `\n${disabled.length} endpoint(s) disabled: fix the cause, then \`webhooks enable ID\`.`);
     });
 
   group
@@ -164,7 +224,10 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       const { store, platform } = await openPlatformSession(ctx);
       let endpoint: WebhookEndpoint;
       try {
-        endpoint = await enableEndpoint(platform, store.keys, id.trim(), { clock: ctx.clock, signal: ctx.shutdown });
+        endpoint = await enableEndpoint(platform, store.keys, id.trim(), {
+          clock: ctx.clock,
+          signal: ctx.shutdown,
+        });
       } catch (err) {
         explain(err, `webhooks enable ${id}`);
       }

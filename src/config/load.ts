@@ -54,16 +54,33 @@ function describeHidden(v: unknown): string {
   if (v === undefined) return 'nothing';
   if (v === null) return 'an empty value';
   if (Array.isArray(v)) return 'a list (hidden)';
-  const kind = typeof v === 'object' ? 'a map' : typeof v === 'number' ? 'a number' : typeof v === 'boolean' ? 'a boolean' : typeof v === 'string' ? 'a string' : 'a value';
+  const kind =
+    typeof v === 'object'
+      ? 'a map'
+      : typeof v === 'number'
+        ? 'a number'
+        : typeof v === 'boolean'
+          ? 'a boolean'
+          : typeof v === 'string'
+            ? 'a string'
+            : 'a value';
   return `${kind} (hidden)`;
 }
 
-const YAML_KINDS: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', int: 'an integer', boolean: 'true or false' };
+const YAML_KINDS: Record<string, string> = {
+  object: 'a map',
+  array: 'a list',
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+};
 
 /** The keys a strict object of the schema allows at a path (for "did you mean"). */
 function keysAt(path: readonly PropertyKey[]): string[] {
   let node: unknown = configSchema;
-  const def = (n: unknown): Record<string, unknown> | undefined => (n as { _zod?: { def?: Record<string, unknown> } } | undefined)?._zod?.def;
+  const def = (n: unknown): Record<string, unknown> | undefined =>
+    (n as { _zod?: { def?: Record<string, unknown> } } | undefined)?._zod?.def;
   const unwrap = (n: unknown): unknown => {
     for (let i = 0; i < 10; i++) {
       const d = def(n);
@@ -103,16 +120,26 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): Problem[] {
   }
   const got = valueAt(raw, issue.path);
   // A URL value may carry credentials or a signed query string: shown with both hidden.
-  const gotText = isSecretPath(path) ? describeHidden(got) : describeValue(typeof got === 'string' && /^[a-z][a-z0-9+.-]*:\/\//i.test(got) ? redactUrl(got) : got);
+  const gotText = isSecretPath(path)
+    ? describeHidden(got)
+    : describeValue(typeof got === 'string' && /^[a-z][a-z0-9+.-]*:\/\//i.test(got) ? redactUrl(got) : got);
   let expected = issue.message;
   if (expected.startsWith('Invalid input')) {
     // zod's own wording ("Invalid input: expected object, received undefined"): say it in the
     // words of a YAML file, and that a missing section is required.
-    const kind = issue.code === 'invalid_type' ? (YAML_KINDS[issue.expected] ?? issue.expected) : issue.code.replaceAll('_', ' ');
+    const kind =
+      issue.code === 'invalid_type'
+        ? (YAML_KINDS[issue.expected] ?? issue.expected)
+        : issue.code.replaceAll('_', ' ');
     expected = got === undefined ? `required (${kind})` : `expected ${kind}`;
   }
-  const hint = issue.code === 'invalid_value' && typeof got === 'string' && !isSecretPath(path) ? didYouMean(got, issue.values.map(String)) : '';
-  return [{ text: `${path || '(root)'}: ${expected}, got ${gotText}${hint}`, at: { path: issue.path, key: false } }];
+  const hint =
+    issue.code === 'invalid_value' && typeof got === 'string' && !isSecretPath(path)
+      ? didYouMean(got, issue.values.map(String))
+      : '';
+  return [
+    { text: `${path || '(root)'}: ${expected}, got ${gotText}${hint}`, at: { path: issue.path, key: false } },
+  ];
 }
 
 /**
@@ -137,9 +164,15 @@ function keepCodesAsWritten(doc: Document, raw: Record<string, unknown>): void {
  * A problem's place in the file, `bank.yaml:12:5: `, when the config came from a file and the key
  * (or, for a missing one, its nearest parent) is in it; '' otherwise (from the environment).
  */
-function whereIn(src: YamlSource | undefined, filePath: string | undefined, at: Problem['at'], fromEnv: ReadonlyMap<string, string>): string {
+function whereIn(
+  src: YamlSource | undefined,
+  filePath: string | undefined,
+  at: Problem['at'],
+  fromEnv: ReadonlyMap<string, string>,
+): string {
   const key = at.path.map(String).join('.');
-  for (const [prefix, variable] of fromEnv) if (key === prefix || key.startsWith(`${prefix}.`)) return `${variable}: `;
+  for (const [prefix, variable] of fromEnv)
+    if (key === prefix || key.startsWith(`${prefix}.`)) return `${variable}: `;
   if (src === undefined || filePath === undefined) return '';
   const pos = at.key ? src.keyPosOf(at.path) : src.posOf(at.path);
   return `${filePath}:${pos.line}:${pos.column}: `;
@@ -161,10 +194,19 @@ const ENV_KEYS: ReadonlyArray<readonly [string, string]> = [
   ['log.level', 'LOG_LEVEL'],
 ];
 
-function configError(source: string, src: YamlSource | undefined, filePath: string | undefined, problems: Problem[], env: Record<string, string | undefined> = {}): ConfigError {
+function configError(
+  source: string,
+  src: YamlSource | undefined,
+  filePath: string | undefined,
+  problems: Problem[],
+  env: Record<string, string | undefined> = {},
+): ConfigError {
   const fromEnv = new Map(ENV_KEYS.filter(([, variable]) => (env[variable] ?? '') !== ''));
   const located = problems.map((p) => `${whereIn(src, filePath, p.at, fromEnv)}${p.text}`);
-  return new ConfigError(`invalid configuration (${source}):\n  ${located.join('\n  ')}`, problems.map((p) => p.text));
+  return new ConfigError(
+    `invalid configuration (${source}):\n  ${located.join('\n  ')}`,
+    problems.map((p) => p.text),
+  );
 }
 
 /** The config keys that name a file or directory: made absolute at load, so no part of the program sees a relative one. */
@@ -191,13 +233,22 @@ function resolvePaths(config: Config, cwd: string, exists: (p: string) => boolea
     const parent = valueAt(config, path.slice(0, -1)) as Record<string, unknown> | undefined;
     const leaf = path[path.length - 1] as string;
     const value = parent?.[leaf];
-    if (typeof value !== 'string' || isAbsolute(value) || (leaf === 'path' && path[0] === 'store' && isSqliteName(value))) continue;
+    if (
+      typeof value !== 'string' ||
+      isAbsolute(value) ||
+      (leaf === 'path' && path[0] === 'store' && isSqliteName(value))
+    )
+      continue;
     let absolute = resolve(cwd, value);
     if (path.join('.') === 'mappings.dir' && !exists(absolute)) {
-      const shipped = /^mappings\/([A-Za-z0-9._-]+)$/.exec(relative(cwd, absolute).split('\\').join('/'))?.[1];
+      const shipped = /^mappings\/([A-Za-z0-9._-]+)$/.exec(
+        relative(cwd, absolute).split('\\').join('/'),
+      )?.[1];
       const candidate = shipped === undefined ? undefined : join(shippedRoot, shipped);
       if (candidate !== undefined && exists(join(candidate, 'mapping.yaml'))) {
-        notes.push(`mappings.dir: ${value} does not exist under ${cwd}; using the shipped set ${candidate} (write an absolute path to choose another)`);
+        notes.push(
+          `mappings.dir: ${value} does not exist under ${cwd}; using the shipped set ${candidate} (write an absolute path to choose another)`,
+        );
         absolute = candidate;
       }
     }
@@ -240,13 +291,19 @@ export function loadConfig(input: LoadConfigInput): Config {
   const secrets = env['BOARDING_WEBHOOK_SECRETS'];
   if (secrets !== undefined && secrets !== '') {
     const webhooks = (obj['webhooks'] ??= {}) as Record<string, unknown>;
-    webhooks['secrets'] = secrets.split(',').map((s) => s.trim()).filter(Boolean);
+    webhooks['secrets'] = secrets
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   }
   const corePassword = env['BOARDING_CORE_PASSWORD'];
   const coreApiKey = env['BOARDING_CORE_API_KEY'];
   if ((obj['core'] as Record<string, unknown> | undefined)?.['adapter'] === 'mambu') {
     // Mambu: the secret goes into core.mambu.auth (an API key, or a Basic login's password).
-    if ((coreApiKey !== undefined && coreApiKey !== '') || (corePassword !== undefined && corePassword !== '')) {
+    if (
+      (coreApiKey !== undefined && coreApiKey !== '') ||
+      (corePassword !== undefined && corePassword !== '')
+    ) {
       const core = obj['core'] as Record<string, unknown>;
       const mambu = (core['mambu'] ??= {}) as Record<string, unknown>;
       const auth = (mambu['auth'] ??= {}) as Record<string, unknown>;
@@ -276,17 +333,29 @@ export function loadConfig(input: LoadConfigInput): Config {
 
   const parsed = configSchema.safeParse(obj);
   if (!parsed.success) {
-    throw configError(source, src, input.filePath, parsed.error.issues.flatMap((i) => formatIssue(i, obj)), env);
+    throw configError(
+      source,
+      src,
+      input.filePath,
+      parsed.error.issues.flatMap((i) => formatIssue(i, obj)),
+      env,
+    );
   }
   const config = parsed.data;
   assertEnvironmentMatchesKey(config);
   const transport = transportProblems(config);
   if (transport.length > 0) throw configError(source, src, input.filePath, transport.map(keyedProblem), env);
   if (config.core.adapter === 'http' && !config.core.http) {
-    throw configError(source, src, input.filePath, [keyedProblem('core.http: expected a map (required when core.adapter is http), got nothing')]);
+    throw configError(source, src, input.filePath, [
+      keyedProblem('core.http: expected a map (required when core.adapter is http), got nothing'),
+    ]);
   }
   if (config.core.adapter === 'mambu' && !config.core.mambu) {
-    throw configError(source, src, input.filePath, [keyedProblem('core.mambu: expected a map (required when core.adapter is mambu: baseUrl and auth at least), got nothing')]);
+    throw configError(source, src, input.filePath, [
+      keyedProblem(
+        'core.mambu: expected a map (required when core.adapter is mambu: baseUrl and auth at least), got nothing',
+      ),
+    ]);
   }
   const notes: string[] = [];
   resolvePaths(config, input.cwd ?? process.cwd(), input.exists ?? existsSync, notes);

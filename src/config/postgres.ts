@@ -3,10 +3,31 @@
  * keys of their own, which the URL may not contradict (node-postgres would let the URL win).
  */
 export type PgSslMode = 'disable' | 'require' | 'verify-ca' | 'verify-full';
-export const PG_SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'] as const satisfies readonly PgSslMode[];
+export const PG_SSL_MODES = [
+  'disable',
+  'require',
+  'verify-ca',
+  'verify-full',
+] as const satisfies readonly PgSslMode[];
 
 /** URL query parameters that decide TLS in libpq or node-postgres: store.postgres.ssl / sslRootCert decide instead. */
-const TLS_PARAMS = ['sslmode', 'ssl', 'sslcert', 'sslkey', 'sslrootcert', 'sslcrl', 'sslcrldir', 'sslpassword', 'sslnegotiation', 'sslsni', 'sslcompression', 'requiressl', 'uselibpqcompat', 'ssl_min_protocol_version', 'ssl_max_protocol_version'];
+const TLS_PARAMS = [
+  'sslmode',
+  'ssl',
+  'sslcert',
+  'sslkey',
+  'sslrootcert',
+  'sslcrl',
+  'sslcrldir',
+  'sslpassword',
+  'sslnegotiation',
+  'sslsni',
+  'sslcompression',
+  'requiressl',
+  'uselibpqcompat',
+  'ssl_min_protocol_version',
+  'ssl_max_protocol_version',
+];
 /**
  * Parameters the connector reads from the URL itself (everything else is refused, never silently
  * ignored). Not application_name: the connector names its sessions per process (a takeover ends a
@@ -31,13 +52,20 @@ export function urlPassword(url: string): string | undefined {
  * URL and beside it; a TLS parameter in the URL that disagrees with store.postgres.ssl /
  * sslRootCert (one that agrees is harmless); a parameter the connector does not read.
  */
-export function pgSettingsProblems(s: { url: string; password?: string | undefined; ssl: PgSslMode; sslRootCert?: string | undefined }): Array<[string, string]> {
+export function pgSettingsProblems(s: {
+  url: string;
+  password?: string | undefined;
+  ssl: PgSslMode;
+  sslRootCert?: string | undefined;
+}): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   let u: URL;
   try {
     u = new URL(s.url);
   } catch {
-    return [['url', 'expected a postgres:// URL that parses (percent-encode special characters in the user name)']];
+    return [
+      ['url', 'expected a postgres:// URL that parses (percent-encode special characters in the user name)'],
+    ];
   }
   if (s.password !== undefined && urlPassword(s.url) !== undefined) {
     out.push([
@@ -48,15 +76,28 @@ export function pgSettingsProblems(s: { url: string; password?: string | undefin
   for (const [name, value] of u.searchParams) {
     const key = name.toLowerCase();
     if (key === 'sslmode') {
-      if (value !== s.ssl) out.push(['url', `?sslmode=${value} in the URL disagrees with store.postgres.ssl (${s.ssl}): TLS is set by store.postgres.ssl only; remove sslmode from the URL`]);
+      if (value !== s.ssl)
+        out.push([
+          'url',
+          `?sslmode=${value} in the URL disagrees with store.postgres.ssl (${s.ssl}): TLS is set by store.postgres.ssl only; remove sslmode from the URL`,
+        ]);
     } else if (key === 'sslrootcert') {
-      if (value !== s.sslRootCert) out.push(['url', `?sslrootcert in the URL disagrees with store.postgres.sslRootCert: the CA is set by store.postgres.sslRootCert only; remove sslrootcert from the URL`]);
+      if (value !== s.sslRootCert)
+        out.push([
+          'url',
+          `?sslrootcert in the URL disagrees with store.postgres.sslRootCert: the CA is set by store.postgres.sslRootCert only; remove sslrootcert from the URL`,
+        ]);
     } else if (TLS_PARAMS.includes(key)) {
-      out.push(['url', `?${name} in the URL: TLS is set by store.postgres.ssl and store.postgres.sslRootCert only; remove ${name} from the URL`]);
+      out.push([
+        'url',
+        `?${name} in the URL: TLS is set by store.postgres.ssl and store.postgres.sslRootCert only; remove ${name} from the URL`,
+      ]);
     } else if (!PLAIN_PARAMS.includes(key)) {
-      out.push(['url', `?${name} in the URL is not a parameter the connector reads (it reads ${PLAIN_PARAMS.join(', ')}); remove it`]);
+      out.push([
+        'url',
+        `?${name} in the URL is not a parameter the connector reads (it reads ${PLAIN_PARAMS.join(', ')}); remove it`,
+      ]);
     }
   }
   return out;
 }
-

@@ -14,9 +14,14 @@ export const SHIPPED_GENERIC_MAPPINGS = fileURLToPath(new URL('../../mappings/ge
  */
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   const expected = `expected integer ≥ ${min}${max < Number.MAX_SAFE_INTEGER ? ` and ≤ ${max}` : ''}`;
-  return z.number({ error: expected }).int({ error: expected }).min(min, { error: expected }).max(max, { error: expected });
+  return z
+    .number({ error: expected })
+    .int({ error: expected })
+    .min(min, { error: expected })
+    .max(max, { error: expected });
 };
-const str = (what = 'non-empty string') => z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
+const str = (what = 'non-empty string') =>
+  z.string({ error: `expected ${what}` }).min(1, { error: `expected ${what}` });
 const bool = () => z.boolean({ error: 'expected true or false' });
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
   z.enum(values, { error: `expected one of ${values.join(', ')}` });
@@ -26,7 +31,11 @@ const rateLimitSchema = z.strictObject({
   writesPerWindow: int(1).default(30),
   windowMs: int(100).default(60_000),
   /** Fraction of the documented budget the client allows itself. */
-  headroom: z.number({ error: 'expected number > 0 and ≤ 1' }).gt(0, { error: 'expected number > 0 and ≤ 1' }).max(1, { error: 'expected number > 0 and ≤ 1' }).default(0.9),
+  headroom: z
+    .number({ error: 'expected number > 0 and ≤ 1' })
+    .gt(0, { error: 'expected number > 0 and ≤ 1' })
+    .max(1, { error: 'expected number > 0 and ≤ 1' })
+    .default(0.9),
 });
 
 export const platformSchema = z.strictObject({
@@ -37,7 +46,9 @@ export const platformSchema = z.strictObject({
     }),
   apiKey: z
     .string({ error: 'expected an API key (pk_live_… or pk_test_…); set it here or in BOARDING_API_KEY' })
-    .regex(/^pk_(live|test)_[A-Za-z0-9_-]+$/, { error: 'expected an API key starting with pk_live_ or pk_test_' }),
+    .regex(/^pk_(live|test)_[A-Za-z0-9_-]+$/, {
+      error: 'expected an API key starting with pk_live_ or pk_test_',
+    }),
   environment: oneOf(['production', 'staging', 'development']),
   rateLimit: rateLimitSchema.prefault({}),
   timeouts: z
@@ -95,17 +106,23 @@ export const storeSchema = z
       })
       .prefault({})
       .refine((l) => l.ttlMs - Math.min(2_000, Math.floor(l.ttlMs / 5)) > l.renewEveryMs, {
-        error: 'renewEveryMs must be shorter than ttlMs less its safety margin (min(2000, ttlMs/5)): a leader must renew before it stops trusting its lease',
+        error:
+          'renewEveryMs must be shorter than ttlMs less its safety margin (min(2000, ttlMs/5)): a leader must renew before it stops trusting its lease',
         path: ['renewEveryMs'],
       }),
   })
   .superRefine((s, ctx) => {
     // Never a silent fall-back to SQLite: engine postgres without a server is a config error.
     if (s.engine === 'postgres' && s.postgres.url === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['postgres', 'url'], message: 'expected a postgres:// URL (required when store.engine is postgres)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['postgres', 'url'],
+        message: 'expected a postgres:// URL (required when store.engine is postgres)',
+      });
     }
     if (s.postgres.url !== undefined) {
-      for (const [key, message] of pgSettingsProblems({ ...s.postgres, url: s.postgres.url })) ctx.addIssue({ code: 'custom', path: ['postgres', key], message });
+      for (const [key, message] of pgSettingsProblems({ ...s.postgres, url: s.postgres.url }))
+        ctx.addIssue({ code: 'custom', path: ['postgres', key], message });
     }
   });
 
@@ -132,12 +149,27 @@ export const mambuSchema = z.strictObject({
   /** Where the tax id lives, for the customer match's search: <customFieldSetId>.<customFieldId>. */
   taxIdField: z
     .strictObject({
-      clients: z.string().regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, { error: 'expected <customFieldSetId>.<customFieldId>, e.g. _taxInformation_Clients.taxId' }).default('_taxInformation_Clients.taxId'),
-      groups: z.string().regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, { error: 'expected <customFieldSetId>.<customFieldId>, e.g. _taxInformation_Groups.taxId' }).default('_taxInformation_Groups.taxId'),
+      clients: z
+        .string()
+        .regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, {
+          error: 'expected <customFieldSetId>.<customFieldId>, e.g. _taxInformation_Clients.taxId',
+        })
+        .default('_taxInformation_Clients.taxId'),
+      groups: z
+        .string()
+        .regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, {
+          error: 'expected <customFieldSetId>.<customFieldId>, e.g. _taxInformation_Groups.taxId',
+        })
+        .default('_taxInformation_Groups.taxId'),
     })
     .prefault({}),
   /** The loan custom field (<customFieldSetId>.<customFieldId>) that holds the platform loan id. */
-  loanRefField: z.string().regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, { error: 'expected <customFieldSetId>.<customFieldId>, e.g. _boarding_Loans.platformLoanId' }).default('_boarding_Loans.platformLoanId'),
+  loanRefField: z
+    .string()
+    .regex(/^_[A-Za-z0-9_]+\.[A-Za-z0-9_]+$/, {
+      error: 'expected <customFieldSetId>.<customFieldId>, e.g. _boarding_Loans.platformLoanId',
+    })
+    .default('_boarding_Loans.platformLoanId'),
   timeoutMs: int(1).default(30_000),
   insecureTls: bool().default(false),
   /** Mambu's document upload cap (bytes); a larger document follows documents.refused. */
@@ -160,11 +192,19 @@ export const coreSchema = z.strictObject({
       batch: z
         .strictObject({
           /** Daily cut-off, HH:MM in bank.timeZone: the open batch is sealed then. */
-          cutoff: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, { error: 'expected a time of day HH:MM (24 h), e.g. "18:00"' }).default('18:00'),
+          cutoff: z
+            .string()
+            .regex(/^([01]\d|2[0-3]):[0-5]\d$/, {
+              error: 'expected a time of day HH:MM (24 h), e.g. "18:00"',
+            })
+            .default('18:00'),
           /** Seal every N minutes instead (wins over cutoff). */
           intervalMinutes: int(1, 7 * 24 * 60).optional(),
           /** Written last into a sealed batch's directory: the import job waits for it. */
-          triggerFile: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'expected a plain file name, e.g. READY' }).default('READY'),
+          triggerFile: z
+            .string()
+            .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'expected a plain file name, e.g. READY' })
+            .default('READY'),
         })
         .prefault({}),
     })
@@ -172,7 +212,9 @@ export const coreSchema = z.strictObject({
   http: z
     .strictObject({
       profile: oneOf(['fineract']).default('fineract'),
-      baseUrl: z.url({ error: 'expected the core API URL, e.g. https://core.bank.local/fineract-provider/api/v1' }),
+      baseUrl: z.url({
+        error: 'expected the core API URL, e.g. https://core.bank.local/fineract-provider/api/v1',
+      }),
       username: str(),
       password: str(),
       tenantId: str().default('default'),
@@ -186,7 +228,11 @@ export const coreSchema = z.strictObject({
         .strictObject({
           maxBytes: int(1).default(5 * 1024 * 1024),
           refused: oneOf(['skip', 'quarantine']).default('skip'),
-          refusedByType: z.record(z.string(), oneOf(['skip', 'quarantine']), { error: 'expected a map of file type (csv, text/plain…) → skip | quarantine' }).default({}),
+          refusedByType: z
+            .record(z.string(), oneOf(['skip', 'quarantine']), {
+              error: 'expected a map of file type (csv, text/plain…) → skip | quarantine',
+            })
+            .default({}),
         })
         .prefault({}),
     })
@@ -197,7 +243,9 @@ export const coreSchema = z.strictObject({
 export const webhooksSchema = z.strictObject({
   host: str('a host name or IP').default('127.0.0.1'),
   port: int(0, 65535).default(8080),
-  secrets: z.array(str('a signing secret (whsec_…)'), { error: 'expected a list of signing secrets' }).default([]),
+  secrets: z
+    .array(str('a signing secret (whsec_…)'), { error: 'expected a list of signing secrets' })
+    .default([]),
   scheme: oneOf(['standard', 'svix', 'stripe', 'hmac-sha256-hex']).default('standard'),
   toleranceSeconds: int(1).default(300),
   maxBodyBytes: int(1024).default(262_144),
@@ -231,7 +279,15 @@ export const adminSchema = z.strictObject({
    * (DNS rebinding). Default: localhost, 127.0.0.1, ::1 and admin.host when it names one address.
    */
   allowedHosts: z
-    .array(z.string({ error: 'expected a host name' }).regex(/^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?)$/, { error: 'expected a host name or IP without port, e.g. ops.bank.example' }), { error: 'expected a list of host names' })
+    .array(
+      z
+        .string({ error: 'expected a host name' })
+        .regex(
+          /^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?)$/,
+          { error: 'expected a host name or IP without port, e.g. ops.bank.example' },
+        ),
+      { error: 'expected a list of host names' },
+    )
     .optional(),
 });
 
@@ -241,7 +297,11 @@ export const mappingsSchema = z.strictObject({
   /** Allow boarding with only the last 4 digits of a tax id (otherwise: tin_incomplete). */
   allowLast4Tin: bool().default(false),
   /** Bank defaults available to expressions as $defaults (branch, officer, GL codes…). */
-  defaults: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()]), { error: 'expected a map of names to values' }).default({}),
+  defaults: z
+    .record(z.string(), z.union([z.string(), z.number(), z.boolean()]), {
+      error: 'expected a map of names to values',
+    })
+    .default({}),
   timeoutMs: int(1).default(1_000),
   /** `run` reloads the set when a file in dir changes (lint first; a broken edit keeps the loaded set). SIGHUP always reloads. */
   watch: bool().default(false),
@@ -250,7 +310,23 @@ export const mappingsSchema = z.strictObject({
    * later): true for all, or a list such as [person.middleName, loan.*].
    */
   allowUnknownInput: z
-    .union([bool(), z.array(z.string().regex(/^(loan|loan\.product|loan\.stage|loan\.boarding|business|person|document|document\.requirement)\.([A-Za-z_$][\w$]*|\*)$/, { error: 'expected <object>.<field>, e.g. person.middleName or loan.* (objects: loan, loan.product, loan.stage, loan.boarding, business, person, document, document.requirement)' }))], { error: 'expected true, false or a list of <object>.<field>' })
+    .union(
+      [
+        bool(),
+        z.array(
+          z
+            .string()
+            .regex(
+              /^(loan|loan\.product|loan\.stage|loan\.boarding|business|person|document|document\.requirement)\.([A-Za-z_$][\w$]*|\*)$/,
+              {
+                error:
+                  'expected <object>.<field>, e.g. person.middleName or loan.* (objects: loan, loan.product, loan.stage, loan.boarding, business, person, document, document.requirement)',
+              },
+            ),
+        ),
+      ],
+      { error: 'expected true, false or a list of <object>.<field>' },
+    )
     .default(false),
 });
 
@@ -281,7 +357,10 @@ export const boardingSchema = z.strictObject({
    * no cycle, /readyz fails (check `disk`) and an ALERT is logged once a minute, until space
    * returns (docs/operations.md "When things break"). 0 turns the check off.
    */
-  minFreeDiskMb: z.number({ error: 'expected a number of MiB' }).min(0, { error: 'expected 0 or more MiB' }).default(64),
+  minFreeDiskMb: z
+    .number({ error: 'expected a number of MiB' })
+    .min(0, { error: 'expected 0 or more MiB' })
+    .default(64),
   /**
    * Where presigned document addresses may lead. Downloads never connect to a loopback, private,
    * link-local, metadata or other special-purpose address (checked on the resolved address)
@@ -294,7 +373,11 @@ export const boardingSchema = z.strictObject({
         .array(
           z.string({ error: 'expected a host name, *.domain, address or CIDR' }).superRefine((v, ctx) => {
             const problem = allowEntryProblem(v.trim());
-            if (problem !== null) ctx.addIssue({ code: 'custom', message: `expected a host name, *.domain, address or CIDR (${problem})` });
+            if (problem !== null)
+              ctx.addIssue({
+                code: 'custom',
+                message: `expected a host name, *.domain, address or CIDR (${problem})`,
+              });
           }),
           { error: 'expected a list of host names, addresses or CIDRs' },
         )
@@ -310,7 +393,9 @@ export const reportsSchema = z.strictObject({
   fundedNotReleasedDays: int(0).default(5),
 });
 
-const extractColumn = z.union([str('a header name'), int(1)], { error: 'expected a header name or a column position (1, 2, …)' });
+const extractColumn = z.union([str('a header name'), int(1)], {
+  error: 'expected a header name or a column position (1, 2, …)',
+});
 
 /** Customer match before create (docs/core.md "Customer match"). */
 export const customersSchema = z.strictObject({
@@ -321,17 +406,26 @@ export const customersSchema = z.strictObject({
    * Required with store.engine: postgres (every replica the same key); on SQLite, without it the
    * connector generates one into <store.path>.tinkey (0600) on first use.
    */
-  tinHashKey: z.string({ error: 'expected a secret of at least 16 characters' }).min(16, { error: 'expected a secret of at least 16 characters' }).optional(),
+  tinHashKey: z
+    .string({ error: 'expected a secret of at least 16 characters' })
+    .min(16, { error: 'expected a secret of at least 16 characters' })
+    .optional(),
   /** File core: the bank's customer extract (CIF, tax id, name); absent: only the connector's own customers match. */
   extract: z
     .strictObject({
       path: str('a file path'),
       /** An extract older than this makes loans wait (never "no existing customer"). */
-      maxAgeHours: z.number({ error: 'expected a number of hours > 0' }).gt(0, { error: 'expected a number of hours > 0' }).default(36),
+      maxAgeHours: z
+        .number({ error: 'expected a number of hours > 0' })
+        .gt(0, { error: 'expected a number of hours > 0' })
+        .default(36),
       layout: z
         .strictObject({
           header: bool().default(true),
-          delimiter: z.string({ error: 'expected one character' }).length(1, { error: 'expected one character' }).default(','),
+          delimiter: z
+            .string({ error: 'expected one character' })
+            .length(1, { error: 'expected one character' })
+            .default(','),
           columns: z
             .strictObject({
               cif: extractColumn.default('cif'),
@@ -347,7 +441,8 @@ export const customersSchema = z.strictObject({
 });
 
 /** A console user's password hash as `console passwd` prints it (scrypt, encoded parameters and salt). */
-export const PASSWORD_HASH_PATTERN = /^scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]{16,}={0,2}\$[A-Za-z0-9+/]{43,}={0,2}$/;
+export const PASSWORD_HASH_PATTERN =
+  /^scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]{16,}={0,2}\$[A-Za-z0-9+/]{43,}={0,2}$/;
 
 /**
  * The ops console on the admin listener (/console/, /console/api/; docs/operations.md "Ops console").
@@ -357,10 +452,21 @@ export const consoleSchema = z.strictObject({
   users: z
     .array(
       z.strictObject({
-        name: z.string({ error: 'expected a user name' }).regex(/^[A-Za-z0-9._@-]{1,64}$/, { error: 'expected a user name of 1–64 letters, digits, . _ @ -' }),
+        name: z.string({ error: 'expected a user name' }).regex(/^[A-Za-z0-9._@-]{1,64}$/, {
+          error: 'expected a user name of 1–64 letters, digits, . _ @ -',
+        }),
         /** From `boarding-connector console passwd`; absent: the user can only come through the trusted proxy. */
-        passwordHash: z.string({ error: 'expected a hash printed by `boarding-connector console passwd`' }).regex(PASSWORD_HASH_PATTERN, { error: 'expected a hash printed by `boarding-connector console passwd` (scrypt$ln=…)' }).optional(),
-        roles: z.array(oneOf(['viewer', 'operator', 'approver']), { error: 'expected a list of roles (viewer, operator, approver)' }).min(1, { error: 'expected at least one role (viewer, operator, approver)' }),
+        passwordHash: z
+          .string({ error: 'expected a hash printed by `boarding-connector console passwd`' })
+          .regex(PASSWORD_HASH_PATTERN, {
+            error: 'expected a hash printed by `boarding-connector console passwd` (scrypt$ln=…)',
+          })
+          .optional(),
+        roles: z
+          .array(oneOf(['viewer', 'operator', 'approver']), {
+            error: 'expected a list of roles (viewer, operator, approver)',
+          })
+          .min(1, { error: 'expected at least one role (viewer, operator, approver)' }),
       }),
       { error: 'expected a list of users { name, passwordHash, roles }' },
     )
@@ -371,9 +477,21 @@ export const consoleSchema = z.strictObject({
       users.forEach((u, i) => {
         const key = userNameKey(u.name);
         const first = seen.get(key);
-        if (key === '') ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `expected a user name with a letter or digit (${u.name} is only punctuation)` });
+        if (key === '')
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'name'],
+            message: `expected a user name with a letter or digit (${u.name} is only punctuation)`,
+          });
         else if (first !== undefined)
-          ctx.addIssue({ code: 'custom', path: [i, 'name'], message: first === u.name ? `expected each user once (${u.name} is listed twice)` : `expected each user once: ${u.name} is the same user as ${first} (names are compared without case and surrounding punctuation)` });
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'name'],
+            message:
+              first === u.name
+                ? `expected each user once (${u.name} is listed twice)`
+                : `expected each user once: ${u.name} is the same user as ${first} (names are compared without case and surrounding punctuation)`,
+          });
         else seen.set(key, u.name);
       });
     }),
@@ -390,12 +508,18 @@ export const consoleSchema = z.strictObject({
    */
   proxy: z
     .strictObject({
-      userHeader: z.string({ error: 'expected a header name, e.g. X-Forwarded-User' }).regex(/^[A-Za-z0-9-]{1,64}$/, { error: 'expected a header name, e.g. X-Forwarded-User' }),
+      userHeader: z
+        .string({ error: 'expected a header name, e.g. X-Forwarded-User' })
+        .regex(/^[A-Za-z0-9-]{1,64}$/, { error: 'expected a header name, e.g. X-Forwarded-User' }),
       addresses: z
         .array(
           z.string({ error: 'expected an IP address or CIDR' }).superRefine((v, ctx) => {
             const problem = allowEntryProblem(v.trim());
-            if (problem !== null || !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v.trim())) ctx.addIssue({ code: 'custom', message: 'expected an IP address or CIDR, e.g. 10.0.0.5 or 10.0.0.0/24' });
+            if (problem !== null || !/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(v.trim()))
+              ctx.addIssue({
+                code: 'custom',
+                message: 'expected an IP address or CIDR, e.g. 10.0.0.5 or 10.0.0.0/24',
+              });
           }),
           { error: 'expected a list of IP addresses or CIDRs' },
         )
@@ -438,34 +562,62 @@ export const logSchema = z.strictObject({
  * from `ranges` in the order listed, each once, zero-padded to fill `width` after `prefix`, with a
  * check digit appended. Validated here so a pool that cannot produce a number fails at start-up.
  */
-const digitString = z.string({ error: 'expected a string of digits, e.g. "1000000" (quoted)' }).regex(/^\d{1,30}$/, { error: 'expected a string of 1 to 30 digits, e.g. "1000000" (quoted)' });
+const digitString = z
+  .string({ error: 'expected a string of digits, e.g. "1000000" (quoted)' })
+  .regex(/^\d{1,30}$/, { error: 'expected a string of 1 to 30 digits, e.g. "1000000" (quoted)' });
 export const numberPoolSchema = z
   .strictObject({
     ranges: z
-      .array(z.strictObject({ from: digitString, to: digitString }), { error: 'expected a list of { from, to } digit strings' })
+      .array(z.strictObject({ from: digitString, to: digitString }), {
+        error: 'expected a list of { from, to } digit strings',
+      })
       .min(1, { error: 'expected at least one { from, to } range' }),
-    prefix: z.string({ error: 'expected a string' }).regex(/^[A-Za-z0-9]*$/, { error: 'expected letters and digits only (or "")' }).default(''),
+    prefix: z
+      .string({ error: 'expected a string' })
+      .regex(/^[A-Za-z0-9]*$/, { error: 'expected letters and digits only (or "")' })
+      .default(''),
     width: int(1, 34),
     checkDigit: oneOf(['luhn', 'mod11', 'none']).default('luhn'),
-    warnAt: z.number({ error: 'expected number > 0 and ≤ 1' }).gt(0, { error: 'expected number > 0 and ≤ 1' }).max(1, { error: 'expected number > 0 and ≤ 1' }).default(0.9),
+    warnAt: z
+      .number({ error: 'expected number > 0 and ≤ 1' })
+      .gt(0, { error: 'expected number > 0 and ≤ 1' })
+      .max(1, { error: 'expected number > 0 and ≤ 1' })
+      .default(0.9),
   })
   .superRefine((pool, ctx) => {
     const checkLen = pool.checkDigit === 'none' ? 0 : 1;
     const digits = pool.width - pool.prefix.length - checkLen;
     if (digits < 1) {
-      ctx.addIssue({ code: 'custom', path: ['width'], message: `expected a width larger than the prefix${checkLen ? ' and the check digit' : ''} (${pool.prefix.length + checkLen})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['width'],
+        message: `expected a width larger than the prefix${checkLen ? ' and the check digit' : ''} (${pool.prefix.length + checkLen})`,
+      });
       return;
     }
     if (checkLen && !/^\d*$/.test(pool.prefix)) {
-      ctx.addIssue({ code: 'custom', path: ['prefix'], message: `expected digits only: the ${pool.checkDigit} check digit covers the prefix (use checkDigit: none for a prefix with letters)` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['prefix'],
+        message: `expected digits only: the ${pool.checkDigit} check digit covers the prefix (use checkDigit: none for a prefix with letters)`,
+      });
     }
     const spans: Array<[bigint, bigint, number]> = [];
     pool.ranges.forEach((r, i) => {
       const from = BigInt(r.from);
       const to = BigInt(r.to);
-      if (from > to) ctx.addIssue({ code: 'custom', path: ['ranges', i, 'to'], message: `expected to ≥ from (${r.from})` });
+      if (from > to)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ranges', i, 'to'],
+          message: `expected to ≥ from (${r.from})`,
+        });
       if (to.toString().length > digits) {
-        ctx.addIssue({ code: 'custom', path: ['ranges', i, 'to'], message: `expected at most ${digits} digit(s): width ${pool.width} leaves ${digits} after the prefix${checkLen ? ' and the check digit' : ''}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ranges', i, 'to'],
+          message: `expected at most ${digits} digit(s): width ${pool.width} leaves ${digits} after the prefix${checkLen ? ' and the check digit' : ''}`,
+        });
       }
       spans.push([from, to, i]);
     });
@@ -473,7 +625,12 @@ export const numberPoolSchema = z
     for (let k = 1; k < spans.length; k++) {
       const prev = spans[k - 1] as [bigint, bigint, number];
       const cur = spans[k] as [bigint, bigint, number];
-      if (cur[0] <= prev[1]) ctx.addIssue({ code: 'custom', path: ['ranges', cur[2]], message: `expected ranges that do not overlap (overlaps range ${prev[2] + 1})` });
+      if (cur[0] <= prev[1])
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ranges', cur[2]],
+          message: `expected ranges that do not overlap (overlaps range ${prev[2] + 1})`,
+        });
     }
   });
 export type NumberPoolConfig = z.infer<typeof numberPoolSchema>;
@@ -487,38 +644,49 @@ const numberSourceSchema = (defaultPool: z.input<typeof numberPoolSchema>) =>
 
 export const identitySchema = z.strictObject({
   /** The loan's core account number. */
-  accountNumbers: numberSourceSchema({ ranges: [{ from: '100000000', to: '999999999' }], width: 10, checkDigit: 'luhn' }).prefault({}),
+  accountNumbers: numberSourceSchema({
+    ranges: [{ from: '100000000', to: '999999999' }],
+    width: 10,
+    checkDigit: 'luhn',
+  }).prefault({}),
   /** The CIF of a new customer when the core does not assign it. */
-  customerNumbers: numberSourceSchema({ ranges: [{ from: '10000000', to: '99999999' }], width: 9, checkDigit: 'luhn' }).prefault({}),
+  customerNumbers: numberSourceSchema({
+    ranges: [{ from: '10000000', to: '99999999' }],
+    width: 9,
+    checkDigit: 'luhn',
+  }).prefault({}),
 });
 export type IdentityConfig = z.infer<typeof identitySchema>;
 
-export const configSchema = z.strictObject({
-  platform: platformSchema,
-  store: storeSchema.prefault({}),
-  core: coreSchema.prefault({}),
-  webhooks: webhooksSchema.prefault({}),
-  admin: adminSchema.prefault({}),
-  mappings: mappingsSchema.prefault({}),
-  bank: bankSchema.prefault({}),
-  schedule: scheduleSchema.prefault({}),
-  boarding: boardingSchema.prefault({}),
-  reports: reportsSchema.prefault({}),
-  customers: customersSchema.prefault({}),
-  log: logSchema.prefault({}),
-  identity: identitySchema.prefault({}),
-  console: consoleSchema.prefault({}),
-}).superRefine((c, ctx) => {
-  // Replicas on PostgreSQL must hash tax ids with one key: a key generated per host (beside a
-  // store.path PostgreSQL does not use) made the second replica refuse to start (issue 33).
-  if (c.store.engine === 'postgres' && c.customers.tinHashKey === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['customers', 'tinHashKey'],
-      message: 'required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ids with this one key, at least 16 characters from your secret store; `state migrate` prints the value an SQLite state used',
-    });
-  }
-});
+export const configSchema = z
+  .strictObject({
+    platform: platformSchema,
+    store: storeSchema.prefault({}),
+    core: coreSchema.prefault({}),
+    webhooks: webhooksSchema.prefault({}),
+    admin: adminSchema.prefault({}),
+    mappings: mappingsSchema.prefault({}),
+    bank: bankSchema.prefault({}),
+    schedule: scheduleSchema.prefault({}),
+    boarding: boardingSchema.prefault({}),
+    reports: reportsSchema.prefault({}),
+    customers: customersSchema.prefault({}),
+    log: logSchema.prefault({}),
+    identity: identitySchema.prefault({}),
+    console: consoleSchema.prefault({}),
+  })
+  .superRefine((c, ctx) => {
+    // Replicas on PostgreSQL must hash tax ids with one key: a key generated per host (beside a
+    // store.path PostgreSQL does not use) made the second replica refuse to start (issue 33).
+    if (c.store.engine === 'postgres' && c.customers.tinHashKey === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['customers', 'tinHashKey'],
+        message:
+          'required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ids with this one key, at least 16 characters from your secret store; `state migrate` prints the value an SQLite state used',
+      });
+    }
+  });
 
 export type Config = z.infer<typeof configSchema>;
 export type PlatformConfig = Config['platform'];
@@ -528,6 +696,9 @@ export type MappingsConfig = Config['mappings'];
 export type CustomersConfig = Config['customers'];
 
 /** Where a number comes from when the config does not say: the file core has no numbering of its own; Fineract assigns accountNo. */
-export function numberSource(config: Pick<Config, 'core' | 'identity'>, which: 'accountNumbers' | 'customerNumbers'): 'pool' | 'core' {
+export function numberSource(
+  config: Pick<Config, 'core' | 'identity'>,
+  which: 'accountNumbers' | 'customerNumbers',
+): 'pool' | 'core' {
   return config.identity[which].source ?? (config.core.adapter === 'file' ? 'pool' : 'core');
 }

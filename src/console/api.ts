@@ -37,13 +37,24 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   router.use((req, res, next) => {
     const started = deps.clock.now();
     res.on('finish', () => {
-      log.info({ user: consoleUser(res).name, method: req.method, path: req.path, status: res.statusCode, ms: deps.clock.now() - started }, 'console api request');
+      log.info(
+        {
+          user: consoleUser(res).name,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          ms: deps.clock.now() - started,
+        },
+        'console api request',
+      );
     });
     next();
   });
   // JSON bodies only: anything else is refused before it is read.
   router.use((req, res, next) => {
-    const hasBody = (req.get('content-length') !== undefined && req.get('content-length') !== '0') || req.get('transfer-encoding') !== undefined;
+    const hasBody =
+      (req.get('content-length') !== undefined && req.get('content-length') !== '0') ||
+      req.get('transfer-encoding') !== undefined;
     if (req.method === 'POST' && hasBody && !req.is('application/json')) {
       res.status(415).json({ error: 'send JSON (Content-Type: application/json)' });
       return;
@@ -58,7 +69,8 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   const body = (req: Request): Record<string, unknown> => {
     const b: unknown = req.body;
     if (b === undefined) return {};
-    if (typeof b !== 'object' || b === null || Array.isArray(b)) throw new ConsoleError(400, 'body: expected a JSON object');
+    if (typeof b !== 'object' || b === null || Array.isArray(b))
+      throw new ConsoleError(400, 'body: expected a JSON object');
     return b as Record<string, unknown>;
   };
 
@@ -70,7 +82,11 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
 
   router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (err instanceof ConsoleError) {
-      res.status(err.status).json({ error: err.message, ...(err.field ? { field: err.field } : {}), ...(err.link ? { link: err.link } : {}) });
+      res.status(err.status).json({
+        error: err.message,
+        ...(err.field ? { field: err.field } : {}),
+        ...(err.link ? { link: err.link } : {}),
+      });
       return;
     }
     const e = err as { type?: string; status?: number };
@@ -87,129 +103,244 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
   return router;
 }
 
-
 type Route = (fn: Handler) => (req: Request, res: Response, next: NextFunction) => void;
 
 /** The API's routes (the service holds the rules; these map HTTP to it). */
-function mountApiRoutes(router: Router, deps: ConsoleDeps, route: Route, body: (req: Request) => Record<string, unknown>): void {
+function mountApiRoutes(
+  router: Router,
+  deps: ConsoleDeps,
+  route: Route,
+  body: (req: Request) => Record<string, unknown>,
+): void {
   const { service } = deps;
   router.get('/me', (_req, res) => {
     res.json(consoleUser(res));
   });
 
-  router.get('/exceptions', route(async (req, res) => {
-    res.json(await service.exceptions(parseExceptionQuery(req.query)));
-  }));
+  router.get(
+    '/exceptions',
+    route(async (req, res) => {
+      res.json(await service.exceptions(parseExceptionQuery(req.query)));
+    }),
+  );
 
-  router.get('/exceptions/counts', route(async (req, res) => {
-    const { sort: _s, dir: _d, limit: _l, cursor: _c, ...filter } = parseExceptionQuery(req.query);
-    res.json({ counts: await service.exceptionCounts(filter) });
-  }));
+  router.get(
+    '/exceptions/counts',
+    route(async (req, res) => {
+      const { sort: _s, dir: _d, limit: _l, cursor: _c, ...filter } = parseExceptionQuery(req.query);
+      res.json({ counts: await service.exceptionCounts(filter) });
+    }),
+  );
 
-  router.get('/loans/:id', route(async (req, res) => {
-    const h = await service.loan(req.params['id'] as string);
-    if (!h) throw new ConsoleError(404, `no loan ${req.params['id'] as string}`);
-    res.json(h);
-  }));
+  router.get(
+    '/loans/:id',
+    route(async (req, res) => {
+      const h = await service.loan(req.params['id'] as string);
+      if (!h) throw new ConsoleError(404, `no loan ${req.params['id'] as string}`);
+      res.json(h);
+    }),
+  );
 
-  router.get('/loans/:id/reboard-diff', route(async (req, res) => {
-    res.json(await service.reboardDiff(consoleUser(res), req.params['id'] as string));
-  }));
+  router.get(
+    '/loans/:id/reboard-diff',
+    route(async (req, res) => {
+      res.json(await service.reboardDiff(consoleUser(res), req.params['id'] as string));
+    }),
+  );
 
-  router.get('/requests', route(async (req, res) => {
-    const status = one(req.query['status'], 'status') as RequestStatus | undefined;
-    const limit = intParam(req.query['limit'], 'limit');
-    const cursor = one(req.query['cursor'], 'cursor');
-    res.json(await service.requests({ ...(status ? { status } : {}), ...(limit !== undefined ? { limit } : {}), ...(cursor ? { cursor } : {}) }));
-  }));
+  router.get(
+    '/requests',
+    route(async (req, res) => {
+      const status = one(req.query['status'], 'status') as RequestStatus | undefined;
+      const limit = intParam(req.query['limit'], 'limit');
+      const cursor = one(req.query['cursor'], 'cursor');
+      res.json(
+        await service.requests({
+          ...(status ? { status } : {}),
+          ...(limit !== undefined ? { limit } : {}),
+          ...(cursor ? { cursor } : {}),
+        }),
+      );
+    }),
+  );
 
-  router.post('/requests/preview', route(async (req, res) => {
-    res.json(await service.previewRequest(consoleUser(res), body(req) as unknown as NewRequest));
-  }));
+  router.post(
+    '/requests/preview',
+    route(async (req, res) => {
+      res.json(await service.previewRequest(consoleUser(res), body(req) as unknown as NewRequest));
+    }),
+  );
 
-  router.post('/requests', route(async (req, res) => {
-    const r = await service.createRequest(consoleUser(res), body(req) as unknown as NewRequest);
-    res.status(202).json(r);
-  }));
+  router.post(
+    '/requests',
+    route(async (req, res) => {
+      const r = await service.createRequest(consoleUser(res), body(req) as unknown as NewRequest);
+      res.status(202).json(r);
+    }),
+  );
 
-  router.get('/requests/:id', route(async (req, res) => {
-    const r = await service.request(req.params['id'] as string);
-    if (!r) throw new ConsoleError(404, `no request ${req.params['id'] as string}`);
-    res.json(r);
-  }));
+  router.get(
+    '/requests/:id',
+    route(async (req, res) => {
+      const r = await service.request(req.params['id'] as string);
+      if (!r) throw new ConsoleError(404, `no request ${req.params['id'] as string}`);
+      res.json(r);
+    }),
+  );
 
-  router.post('/requests/:id/approve', route(async (req, res) => {
-    const note = body(req)['note'];
-    if (note !== undefined && typeof note !== 'string') throw new ConsoleError(400, 'note: expected text', 'note');
-    res.json(await service.approve(consoleUser(res), req.params['id'] as string, note));
-  }));
+  router.post(
+    '/requests/:id/approve',
+    route(async (req, res) => {
+      const note = body(req)['note'];
+      if (note !== undefined && typeof note !== 'string')
+        throw new ConsoleError(400, 'note: expected text', 'note');
+      res.json(await service.approve(consoleUser(res), req.params['id'] as string, note));
+    }),
+  );
 
-  router.post('/requests/:id/reject', route(async (req, res) => {
-    const note = body(req)['note'];
-    res.json(await service.reject(consoleUser(res), req.params['id'] as string, typeof note === 'string' ? note : ''));
-  }));
+  router.post(
+    '/requests/:id/reject',
+    route(async (req, res) => {
+      const note = body(req)['note'];
+      res.json(
+        await service.reject(
+          consoleUser(res),
+          req.params['id'] as string,
+          typeof note === 'string' ? note : '',
+        ),
+      );
+    }),
+  );
 
-  router.post('/requests/:id/withdraw', route(async (req, res) => {
-    const note = body(req)['note'];
-    res.json(await service.withdraw(consoleUser(res), req.params['id'] as string, typeof note === 'string' ? note : undefined));
-  }));
+  router.post(
+    '/requests/:id/withdraw',
+    route(async (req, res) => {
+      const note = body(req)['note'];
+      res.json(
+        await service.withdraw(
+          consoleUser(res),
+          req.params['id'] as string,
+          typeof note === 'string' ? note : undefined,
+        ),
+      );
+    }),
+  );
 
-  router.get('/audit', route(async (req, res) => {
-    const loan = one(req.query['loan'], 'loan');
-    const requestId = one(req.query['request'], 'request');
-    const limit = intParam(req.query['limit'], 'limit');
-    const cursor = one(req.query['cursor'], 'cursor');
-    res.json(await service.audit({ ...(loan ? { loan } : {}), ...(requestId ? { requestId } : {}), ...(limit !== undefined ? { limit } : {}), ...(cursor ? { cursor } : {}) }));
-  }));
+  router.get(
+    '/audit',
+    route(async (req, res) => {
+      const loan = one(req.query['loan'], 'loan');
+      const requestId = one(req.query['request'], 'request');
+      const limit = intParam(req.query['limit'], 'limit');
+      const cursor = one(req.query['cursor'], 'cursor');
+      res.json(
+        await service.audit({
+          ...(loan ? { loan } : {}),
+          ...(requestId ? { requestId } : {}),
+          ...(limit !== undefined ? { limit } : {}),
+          ...(cursor ? { cursor } : {}),
+        }),
+      );
+    }),
+  );
 
-  router.get('/audit.csv', route(async (req, res) => {
-    const loan = one(req.query['loan'], 'loan');
-    res.setHeader('Content-Type', 'text/csv; charset=utf-8');
-    res.setHeader('Content-Disposition', `attachment; filename="console-audit${loan ? '-loan' : ''}.csv"`);
-    for await (const chunk of service.auditCsv(loan ? { loan } : {})) {
-      if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));
-    }
-    res.end();
-  }));
+  router.get(
+    '/audit.csv',
+    route(async (req, res) => {
+      const loan = one(req.query['loan'], 'loan');
+      res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+      res.setHeader('Content-Disposition', `attachment; filename="console-audit${loan ? '-loan' : ''}.csv"`);
+      for await (const chunk of service.auditCsv(loan ? { loan } : {})) {
+        if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));
+      }
+      res.end();
+    }),
+  );
 
-  router.get('/reports', route(async (_req, res) => {
-    res.json({ runs: await service.reports() });
-  }));
+  router.get(
+    '/reports',
+    route(async (_req, res) => {
+      res.json({ runs: await service.reports() });
+    }),
+  );
 
-  router.get('/reports/:day/:run', route(async (req, res) => {
-    const r = await service.report(req.params['day'] as string, req.params['run'] as string);
-    if (!r) throw new ConsoleError(404, `no reconciliation run ${req.params['day'] as string}/${req.params['run'] as string}`);
-    res.json(r);
-  }));
+  router.get(
+    '/reports/:day/:run',
+    route(async (req, res) => {
+      const r = await service.report(req.params['day'] as string, req.params['run'] as string);
+      if (!r)
+        throw new ConsoleError(
+          404,
+          `no reconciliation run ${req.params['day'] as string}/${req.params['run'] as string}`,
+        );
+      res.json(r);
+    }),
+  );
 
-  router.post('/reports/:day/:run/signoff', route(async (req, res) => {
-    const b = body(req);
-    const as = b['as'];
-    if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected "prepared" or "reviewed"', 'as');
-    const note = b['note'];
-    if (typeof note !== 'string') throw new ConsoleError(400, 'note: required: a comment for the sign-off', 'note');
-    const dispositions = b['dispositions'];
-    if (dispositions !== undefined && (typeof dispositions !== 'object' || dispositions === null || Array.isArray(dispositions))) throw new ConsoleError(400, 'dispositions: expected an object { "<exception index>": "resolved" | … }', 'dispositions');
-    res.json(await service.signOff(consoleUser(res), req.params['day'] as string, req.params['run'] as string, as, { note, ...(dispositions ? { dispositions: dispositions as Record<string, string> } : {}) }));
-  }));
+  router.post(
+    '/reports/:day/:run/signoff',
+    route(async (req, res) => {
+      const b = body(req);
+      const as = b['as'];
+      if (as !== 'prepared' && as !== 'reviewed')
+        throw new ConsoleError(400, 'as: expected "prepared" or "reviewed"', 'as');
+      const note = b['note'];
+      if (typeof note !== 'string')
+        throw new ConsoleError(400, 'note: required: a comment for the sign-off', 'note');
+      const dispositions = b['dispositions'];
+      if (
+        dispositions !== undefined &&
+        (typeof dispositions !== 'object' || dispositions === null || Array.isArray(dispositions))
+      )
+        throw new ConsoleError(
+          400,
+          'dispositions: expected an object { "<exception index>": "resolved" | … }',
+          'dispositions',
+        );
+      res.json(
+        await service.signOff(
+          consoleUser(res),
+          req.params['day'] as string,
+          req.params['run'] as string,
+          as,
+          { note, ...(dispositions ? { dispositions: dispositions as Record<string, string> } : {}) },
+        ),
+      );
+    }),
+  );
 
-  router.post('/logins/unlock', route(async (req, res) => {
-    const name = body(req)['name'];
-    if (typeof name !== 'string' || name.trim() === '') throw new ConsoleError(400, 'name: the console user whose login lock to lift', 'name');
-    await service.recordUnlock(consoleUser(res), name);
-    res.json({ user: name, locksLifted: deps.auth.unlock(name) });
-  }));
+  router.post(
+    '/logins/unlock',
+    route(async (req, res) => {
+      const name = body(req)['name'];
+      if (typeof name !== 'string' || name.trim() === '')
+        throw new ConsoleError(400, 'name: the console user whose login lock to lift', 'name');
+      await service.recordUnlock(consoleUser(res), name);
+      res.json({ user: name, locksLifted: deps.auth.unlock(name) });
+    }),
+  );
 
   router.get('/logins/locks', (_req, res) => {
-    res.json({ locks: deps.auth.locks().map((l) => ({ ...l, since: new Date(l.since).toISOString(), until: new Date(l.until).toISOString() })) });
+    res.json({
+      locks: deps.auth.locks().map((l) => ({
+        ...l,
+        since: new Date(l.since).toISOString(),
+        until: new Date(l.until).toISOString(),
+      })),
+    });
   });
 
-  router.get('/batches', route(async (_req, res) => {
-    res.json({ batches: await service.batches() });
-  }));
+  router.get(
+    '/batches',
+    route(async (_req, res) => {
+      res.json({ batches: await service.batches() });
+    }),
+  );
 
-  router.get('/status', route(async (_req, res) => {
-    res.json(await service.status());
-  }));
-
+  router.get(
+    '/status',
+    route(async (_req, res) => {
+      res.json(await service.status());
+    }),
+  );
 }

@@ -12,7 +12,14 @@
  * failed login is never kept: logs and the audit log get the configured user's name, or for a name
  * that is no user a keyed digest (people type passwords into the name field).
  */
-import { createHash, createHmac, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import {
+  createHash,
+  createHmac,
+  randomBytes,
+  scrypt as scryptCb,
+  timingSafeEqual,
+  type ScryptOptions,
+} from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import type { ConsoleConfig } from '../config/schema.js';
@@ -46,7 +53,12 @@ function scrypt(password: string, salt: Buffer, keyLen: number, opts: ScryptOpti
   });
 }
 
-const scryptOpts = ({ ln, r, p }: ScryptParams): ScryptOptions => ({ N: 2 ** ln, r, p, maxmem: 256 * 2 ** ln * r + 1024 * 1024 });
+const scryptOpts = ({ ln, r, p }: ScryptParams): ScryptOptions => ({
+  N: 2 ** ln,
+  r,
+  p,
+  maxmem: 256 * 2 ** ln * r + 1024 * 1024,
+});
 
 /**
  * The hash `console passwd` prints for a password (OWASP's parameters). Tests that are not about
@@ -89,7 +101,8 @@ export async function verifyPassword(password: string, encoded: string): Promise
 }
 
 /** The fingerprint of a configured hash that a stored re-hash replaces (a new config hash wins). */
-const fingerprint = (encoded: string): string => createHash('sha256').update(encoded).digest('base64url').slice(0, 22);
+const fingerprint = (encoded: string): string =>
+  createHash('sha256').update(encoded).digest('base64url').slice(0, 22);
 
 export type LoginOutcome =
   | { ok: true; user: ConsoleUser }
@@ -161,7 +174,8 @@ export interface ConsoleAuthStore {
 }
 
 export interface ConsoleAuthOptions {
-  config: Pick<ConsoleConfig, 'users' | 'proxy' | 'loginThrottle'> & Partial<Pick<ConsoleConfig, 'upgradeHashes'>>;
+  config: Pick<ConsoleConfig, 'users' | 'proxy' | 'loginThrottle'> &
+    Partial<Pick<ConsoleConfig, 'upgradeHashes'>>;
   clock: Clock;
   logger: Logger;
   /** Told about refused and throttled logins (the audit log); `name` is auditName() of what was typed. */
@@ -193,11 +207,19 @@ function createGate(limit: number, queue: number): <T>(fn: () => Promise<T>) => 
 
 /** Whether a connection's address is one of the trusted proxy's (console.proxy.addresses: IPs or CIDRs). */
 function trustedProxy(addresses: readonly string[]): (addr: string) => boolean {
-  const ranges = addresses.map((a) => (a.includes('/') ? ipaddr.parseCIDR(a.trim()) : ([ipaddr.parse(a.trim()), ipaddr.parse(a.trim()).kind() === 'ipv4' ? 32 : 128] as [ipaddr.IPv4 | ipaddr.IPv6, number])));
+  const ranges = addresses.map((a) =>
+    a.includes('/')
+      ? ipaddr.parseCIDR(a.trim())
+      : ([ipaddr.parse(a.trim()), ipaddr.parse(a.trim()).kind() === 'ipv4' ? 32 : 128] as [
+          ipaddr.IPv4 | ipaddr.IPv6,
+          number,
+        ]),
+  );
   return (addr) => {
     if (ranges.length === 0 || !ipaddr.isValid(addr)) return false;
     let ip = ipaddr.parse(addr);
-    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress())
+      ip = (ip as ipaddr.IPv6).toIPv4Address();
     return ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
   };
 }
@@ -222,21 +244,32 @@ function createHashKeeping(opts: ConsoleAuthOptions, log: Logger) {
   }
 
   /** The hash to check a user's password against: the kept re-hash of the configured one, if any. */
-  async function currentHash(u: { name: string; passwordHash?: string | undefined }): Promise<string | undefined> {
+  async function currentHash(u: {
+    name: string;
+    passwordHash?: string | undefined;
+  }): Promise<string | undefined> {
     if (u.passwordHash === undefined || !rehash || !belowOwasp(u.passwordHash)) return u.passwordHash;
     const kept = await opts.store?.passwordHash(u.name).catch(() => null);
     return kept && kept.replaces === fingerprint(u.passwordHash) ? kept.hash : u.passwordHash;
   }
 
   /** After a login with a weak hash: re-hash off the request, keep it (one at a time). */
-  function upgrade(u: { name: string; passwordHash?: string | undefined }, password: string, used: string): void {
-    if (!rehash || u.passwordHash === undefined || used !== u.passwordHash || !belowOwasp(u.passwordHash)) return;
+  function upgrade(
+    u: { name: string; passwordHash?: string | undefined },
+    password: string,
+    used: string,
+  ): void {
+    if (!rehash || u.passwordHash === undefined || used !== u.passwordHash || !belowOwasp(u.passwordHash))
+      return;
     const configured = u.passwordHash;
     rehashing = rehashing.then(async () => {
       try {
         const fresh = await hashPassword(password, rehashTo);
         await opts.store?.putPasswordHash(u.name, fingerprint(configured), fresh, clock.now());
-        log.warn({ user: u.name, from: hashParams(configured), to: rehashTo }, 'console password re-hashed at OWASP scrypt parameters and kept in the state database; replace its console.users passwordHash with one from `console passwd`');
+        log.warn(
+          { user: u.name, from: hashParams(configured), to: rehashTo },
+          'console password re-hashed at OWASP scrypt parameters and kept in the state database; replace its console.users passwordHash with one from `console passwd`',
+        );
       } catch (err) {
         log.warn({ err, user: u.name }, 'console password re-hash failed; the configured hash stays in use');
       }
@@ -250,13 +283,18 @@ function createHashKeeping(opts: ConsoleAuthOptions, log: Logger) {
  * Middleware of the JSON API: the trusted proxy's user, else HTTP Basic credentials (401 with
  * WWW-Authenticate when missing or wrong, 429 with Retry-After when throttled).
  */
-function basicMiddleware(deps: { auth: () => ConsoleAuth; clock: Clock; locked: (name: string, client: string) => boolean }): RequestHandler {
+function basicMiddleware(deps: {
+  auth: () => ConsoleAuth;
+  clock: Clock;
+  locked: (name: string, client: string) => boolean;
+}): RequestHandler {
   // Basic auth sends the password with every API call; scrypt costs tens of ms by design. A
   // credential verified in the last VERIFIED_TTL_MS is remembered as a keyed digest (per-process
   // random key; never the password), so automation does not pay it per call.
   const cacheKey = randomBytes(32);
   const verified = new Map<string, { user: string; until: number }>();
-  const digest = (name: string, password: string): string => createHmac('sha256', cacheKey).update(name).update('\0').update(password).digest('base64');
+  const digest = (name: string, password: string): string =>
+    createHmac('sha256', cacheKey).update(name).update('\0').update(password).digest('base64');
   return (req, res, next) => {
     const fromProxy = deps.auth().proxyUser(req);
     if (fromProxy) {
@@ -266,7 +304,9 @@ function basicMiddleware(deps: { auth: () => ConsoleAuth; clock: Clock; locked: 
     }
     const challenge = (): void => {
       res.setHeader('WWW-Authenticate', 'Basic realm="boarding-connector console", charset="UTF-8"');
-      res.status(401).json({ error: 'authentication required: HTTP Basic with a console user (console.users)' });
+      res
+        .status(401)
+        .json({ error: 'authentication required: HTTP Basic with a console user (console.users)' });
     };
     const m = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(req.get('authorization') ?? '');
     if (!m) {
@@ -284,26 +324,32 @@ function basicMiddleware(deps: { auth: () => ConsoleAuth; clock: Clock; locked: 
     const key = digest(name, password);
     const hit = verified.get(key);
     // A throttled client waits even with a remembered credential (the throttle is checked first).
-    const known = hit && hit.until > deps.clock.now() && !deps.locked(name, deps.auth().clientAddress(req)) ? deps.auth().user(hit.user) : null;
+    const known =
+      hit && hit.until > deps.clock.now() && !deps.locked(name, deps.auth().clientAddress(req))
+        ? deps.auth().user(hit.user)
+        : null;
     if (known) {
       setConsoleUser(res, known);
       next();
       return;
     }
-    deps.auth().verifyLogin(name, password, deps.auth().clientAddress(req)).then(
-      (r) => {
-        if (r.ok) {
-          if (verified.size >= 1000) verified.clear();
-          verified.set(key, { user: r.user.name, until: deps.clock.now() + VERIFIED_TTL_MS });
-          setConsoleUser(res, r.user);
-          next();
-        } else if (r.why === 'throttled') {
-          res.setHeader('Retry-After', String(r.retryAfterSeconds));
-          res.status(429).json({ error: `too many failed logins: try again in ${r.retryAfterSeconds} s` });
-        } else challenge();
-      },
-      (err: unknown) => next(err),
-    );
+    deps
+      .auth()
+      .verifyLogin(name, password, deps.auth().clientAddress(req))
+      .then(
+        (r) => {
+          if (r.ok) {
+            if (verified.size >= 1000) verified.clear();
+            verified.set(key, { user: r.user.name, until: deps.clock.now() + VERIFIED_TTL_MS });
+            setConsoleUser(res, r.user);
+            next();
+          } else if (r.why === 'throttled') {
+            res.setHeader('Retry-After', String(r.retryAfterSeconds));
+            res.status(429).json({ error: `too many failed logins: try again in ${r.retryAfterSeconds} s` });
+          } else challenge();
+        },
+        (err: unknown) => next(err),
+      );
   };
 }
 
@@ -311,7 +357,11 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
   const { config, clock } = opts;
   const log = opts.logger.child({ component: 'console-auth' });
   const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
-  const throttle = createLoginThrottle({ maxFailures: config.loginThrottle.maxFailures, maxFailuresPerUser: config.loginThrottle.maxFailuresPerUser ?? config.loginThrottle.maxFailures * 4, windowMs: config.loginThrottle.windowSeconds * 1000 });
+  const throttle = createLoginThrottle({
+    maxFailures: config.loginThrottle.maxFailures,
+    maxFailuresPerUser: config.loginThrottle.maxFailuresPerUser ?? config.loginThrottle.maxFailures * 4,
+    windowMs: config.loginThrottle.windowSeconds * 1000,
+  });
   const throttleReported = new Map<string, number>();
   const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
   const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
@@ -320,7 +370,10 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
   const nameKeyKey = randomBytes(32);
   // Unknown users are checked against a hash as costly as the configured ones, so they answer as slowly.
   const firstHash = config.users.find((u) => u.passwordHash !== undefined)?.passwordHash;
-  const dummyHash = hashPassword(randomBytes(16).toString('hex'), (firstHash ? hashParams(firstHash) : null) ?? rehashTo);
+  const dummyHash = hashPassword(
+    randomBytes(16).toString('hex'),
+    (firstHash ? hashParams(firstHash) : null) ?? rehashTo,
+  );
   dummyHash.catch(() => undefined);
 
   const resolveUser = (name: string) => users.get(userNameKey(name));
@@ -329,7 +382,10 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
     return u ? { name: u.name, roles: [...u.roles] as ConsoleRole[] } : null;
   };
   /** The throttle's key of a typed name: a user's normalised name, else a keyed digest. */
-  const throttleKey = (name: string): string => (resolveUser(name) ? userNameKey(name) : `?${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('base64url').slice(0, 16)}`);
+  const throttleKey = (name: string): string =>
+    resolveUser(name)
+      ? userNameKey(name)
+      : `?${createHmac('sha256', nameKeyKey).update(userNameKey(name)).digest('base64url').slice(0, 16)}`;
   const auditName = (name: string): string => {
     const u = resolveUser(name);
     if (u) return u.name;
@@ -339,7 +395,6 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
   const { liftedByCli, currentHash, upgrade, settled } = createHashKeeping(opts, log);
 
   const clientAddress = (req: Request): string => req.socket.remoteAddress ?? 'unknown';
-
 
   const auth: ConsoleAuth = {
     enabled: config.users.length > 0 || config.proxy !== undefined,
@@ -356,7 +411,12 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       return n;
     },
     locks() {
-      return throttle.locks(clock.now()).map((l) => ({ user: users.get(l.name)?.name ?? l.name, client: l.client, since: l.since, until: l.until }));
+      return throttle.locks(clock.now()).map((l) => ({
+        user: users.get(l.name)?.name ?? l.name,
+        client: l.client,
+        since: l.since,
+        until: l.until,
+      }));
     },
     async verifyLogin(name, password, client) {
       const key = throttleKey(name);
@@ -375,7 +435,10 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
         if ((throttleReported.get(reportKey) ?? 0) <= now) {
           if (throttleReported.size > 10_000) throttleReported.clear();
           throttleReported.set(reportKey, now + held.waitMs);
-          log.warn({ user: who, client, lockedFrom: held.lock?.client ?? 'every address' }, 'console login throttled');
+          log.warn(
+            { user: who, client, lockedFrom: held.lock?.client ?? 'every address' },
+            'console login throttled',
+          );
           opts.onEvent?.('login_throttled', who, { client });
         }
         return { ok: false, why: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil(held.waitMs / 1000)) };
@@ -383,7 +446,10 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       const u = resolveUser(name);
       const ok = await gate(async () => {
         const hash = u ? await currentHash(u) : undefined;
-        const good = (await verifyPassword(password, hash ?? (await dummyHash))) && u !== undefined && hash !== undefined;
+        const good =
+          (await verifyPassword(password, hash ?? (await dummyHash))) &&
+          u !== undefined &&
+          hash !== undefined;
         if (good && u && hash) upgrade(u, password, hash);
         return good;
       });
@@ -393,7 +459,19 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       }
       if (!ok) {
         const lock = throttle.fail(key, u !== undefined, client, clock.now());
-        log.warn({ user: who, client, ...(lock ? { locked: lock.client === null ? 'every address' : 'this address', until: new Date(lock.until).toISOString() } : {}) }, 'console login refused');
+        log.warn(
+          {
+            user: who,
+            client,
+            ...(lock
+              ? {
+                  locked: lock.client === null ? 'every address' : 'this address',
+                  until: new Date(lock.until).toISOString(),
+                }
+              : {}),
+          },
+          'console login refused',
+        );
         opts.onEvent?.('login_failed', who, { client });
         return { ok: false, why: 'invalid' };
       }
@@ -407,14 +485,25 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       if (value === undefined || value.trim() === '') return null;
       const addr = clientAddress(req);
       if (!isTrustedProxy(addr)) {
-        log.warn({ client: addr, header }, 'console: proxy user header from an address not in console.proxy.addresses ignored');
+        log.warn(
+          { client: addr, header },
+          'console: proxy user header from an address not in console.proxy.addresses ignored',
+        );
         return null;
       }
       const user = toUser(value.trim());
-      if (!user) log.warn({ client: addr, user: auditName(value.trim()) }, 'console: the proxy named a user not in console.users; refused');
+      if (!user)
+        log.warn(
+          { client: addr, user: auditName(value.trim()) },
+          'console: the proxy named a user not in console.users; refused',
+        );
       return user;
     },
-    basic: basicMiddleware({ auth: () => auth, clock, locked: (name, client) => throttle.check(throttleKey(name), client, clock.now()).waitMs > 0 }),
+    basic: basicMiddleware({
+      auth: () => auth,
+      clock,
+      locked: (name, client) => throttle.check(throttleKey(name), client, clock.now()).waitMs > 0,
+    }),
   };
   return auth;
 }

@@ -153,7 +153,13 @@ export interface LoanHistory {
   identity: {
     accountNumber: string | null;
     accountNumberSource: 'pool' | 'core' | null;
-    customers: Array<{ entityId: string; cif: string | null; matchedBy: string; existing: boolean; nameAgrees: boolean | null }>;
+    customers: Array<{
+      entityId: string;
+      cif: string | null;
+      matchedBy: string;
+      existing: boolean;
+      nameAgrees: boolean | null;
+    }>;
   };
   /** The running daemon's mapping (version, last reload error), null when none runs. */
   daemon: { pid: number; host: string; mappingVersion: string; reloadError: string | null } | null;
@@ -163,7 +169,13 @@ export interface LoanHistory {
   reviewItems: Array<{ code: string; field: string; message: string; at: string }>;
   /** The records last written to the core (tax ids masked), null when never written. */
   records: unknown;
-  idempotencyKeys: Array<{ key: string; operation: string; createdAt: string; completedAt: string | null; status: number | null }>;
+  idempotencyKeys: Array<{
+    key: string;
+    operation: string;
+    createdAt: string;
+    completedAt: string | null;
+    status: number | null;
+  }>;
   /** File core: the batches the loan's rows went into (kind new | correction). */
   batches: Array<{ batchId: string; status: string; kind: string }>;
   /** Console requests that name this loan (by id or by a filter that matched it), newest first. */
@@ -177,7 +189,14 @@ export interface LoanHistory {
  */
 export interface ReboardDiff {
   loanId: string;
-  outcome: 'would_rewrite' | 'unchanged' | 'would_board' | 'would_quarantine' | 'not_acknowledged' | 'failed' | 'unavailable';
+  outcome:
+    | 'would_rewrite'
+    | 'unchanged'
+    | 'would_board'
+    | 'would_quarantine'
+    | 'not_acknowledged'
+    | 'failed'
+    | 'unavailable';
   mappingVersion: string | null;
   previousVersion: string | null;
   changes: string[];
@@ -190,7 +209,14 @@ export interface ReboardDiff {
 
 export const REQUEST_ACTIONS = ['retry', 'skip', 'reboard', 'seal', 'strike_clear'] as const;
 export type RequestAction = (typeof REQUEST_ACTIONS)[number];
-export const REQUEST_STATUSES = ['pending', 'approved', 'executed', 'rejected', 'withdrawn', 'failed'] as const;
+export const REQUEST_STATUSES = [
+  'pending',
+  'approved',
+  'executed',
+  'rejected',
+  'withdrawn',
+  'failed',
+] as const;
 export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
 /**
@@ -260,7 +286,18 @@ export interface Page<T> {
   next: string | null;
 }
 
-export const AUDIT_KINDS = ['request', 'approve', 'reject', 'execute', 'fail', 'withdraw', 'signoff', 'login_failed', 'login_throttled', 'unlock'] as const;
+export const AUDIT_KINDS = [
+  'request',
+  'approve',
+  'reject',
+  'execute',
+  'fail',
+  'withdraw',
+  'signoff',
+  'login_failed',
+  'login_throttled',
+  'unlock',
+] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 
 /** One line of the append-only audit log (never updated or deleted). */
@@ -342,7 +379,13 @@ export interface BatchView {
 export interface StatusView {
   /** `leader` (today: the one process) or `standby`. */
   role: 'leader' | 'standby';
-  daemon: { pid: number; host: string; startedAt: string; mappingVersion: string; reloadError: string | null } | null;
+  daemon: {
+    pid: number;
+    host: string;
+    startedAt: string;
+    mappingVersion: string;
+    reloadError: string | null;
+  } | null;
   lastCycleAt: string | null;
   /** The platform client's view: budget use per bucket and pauses, 429 strikes in 24 h, traffic stop, last success and failure. Null outside the daemon. */
   platform: PlatformHealth | null;
@@ -406,7 +449,11 @@ export interface ConsoleService {
   /** The audit log as CSV (header first, oldest first), in chunks; for one loan when `loan` is set. */
   auditCsv(query: Pick<AuditQuery, 'loan'>): AsyncIterable<string>;
   /** Records a login failure or throttling in the audit log (the auth module calls it with the name as auth.auditName gives it). */
-  recordAuth(kind: 'login_failed' | 'login_throttled', name: string, detail: Record<string, unknown>): Promise<void>;
+  recordAuth(
+    kind: 'login_failed' | 'login_throttled',
+    name: string,
+    detail: Record<string, unknown>,
+  ): Promise<void>;
   /**
    * Records that `user` lifts the login locks of the configured user `name` (an `unlock` audit line;
    * `console unlock NAME` writes the same). Approver role (403). The caller then lifts them in auth.
@@ -426,7 +473,13 @@ export interface ConsoleService {
    * signatures. 403 when the reviewer is the preparer or reviewing comes before preparing; 409
    * when that part is already signed (a signature is never overwritten).
    */
-  signOff(user: ConsoleUser, day: string, run: string, as: 'prepared' | 'reviewed', input: SignOffInput): Promise<ReportRun>;
+  signOff(
+    user: ConsoleUser,
+    day: string,
+    run: string,
+    as: 'prepared' | 'reviewed',
+    input: SignOffInput,
+  ): Promise<ReportRun>;
 
   /** File core batches, newest first (empty for other cores). */
   batches(): Promise<BatchView[]>;

@@ -50,7 +50,11 @@ export interface ConsoleExecutor extends ExecutorHandle {
 }
 
 /** Runs one approved request through the operations the CLI uses; its status and result. */
-async function executeRequest(deps: ConsoleExecutorDeps, r: RequestRow, signal: AbortSignal): Promise<{ status: 'executed' | 'failed'; result: RequestResult }> {
+async function executeRequest(
+  deps: ConsoleExecutorDeps,
+  r: RequestRow,
+  signal: AbortSignal,
+): Promise<{ status: 'executed' | 'failed'; result: RequestResult }> {
   const { store, consoleStore: cs, clock } = deps;
   const log = deps.logger.child({ component: 'console-executor' });
   const approvedBy = r.decidedBy === 'system' ? null : r.decidedBy;
@@ -63,7 +67,8 @@ async function executeRequest(deps: ConsoleExecutorDeps, r: RequestRow, signal: 
     case 'skip': {
       const loans = await cs.requestLoanStates(r.id);
       for (let i = 0; i < loans.length; i += CHUNK) {
-        if (signal.aborted) throw new Error('the daemon stopped before the request finished; it runs again on the next start');
+        if (signal.aborted)
+          throw new Error('the daemon stopped before the request finished; it runs again on the next start');
         const now = clock.now();
         await store.write(async () => {
           for (const { id, fromState } of loans.slice(i, i + CHUNK)) {
@@ -83,7 +88,10 @@ async function executeRequest(deps: ConsoleExecutorDeps, r: RequestRow, signal: 
         await new Promise((resolve) => setImmediate(resolve));
       }
       if (r.action === 'retry' && done > 0) deps.requestCycle?.(`console request ${r.id}`);
-      return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: null } };
+      return {
+        status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
+        result: { done, failed, detail: null },
+      };
     }
     case 'reboard': {
       if (!deps.reboard) throw new Error('re-board is not available in this process');
@@ -94,14 +102,42 @@ async function executeRequest(deps: ConsoleExecutorDeps, r: RequestRow, signal: 
         const res = await deps.reboard(id, actor, `${r.reason} (console request ${r.id})`, signal);
         outcomes[res.outcome] = (outcomes[res.outcome] ?? 0) + 1;
         if (res.outcome === 'rewritten' || res.outcome === 'unchanged') done += 1;
-        else failed.push({ loanId: id, message: res.outcome === 'failed' ? res.message : res.outcome === 'would_quarantine' ? `would quarantine (${res.reason}): ${res.message}` : `not acknowledged (${res.state})` });
+        else
+          failed.push({
+            loanId: id,
+            message:
+              res.outcome === 'failed'
+                ? res.message
+                : res.outcome === 'would_quarantine'
+                  ? `would quarantine (${res.reason}): ${res.message}`
+                  : `not acknowledged (${res.state})`,
+          });
       }
-      return { status: done === 0 && failed.length > 0 ? 'failed' : 'executed', result: { done, failed, detail: Object.entries(outcomes).map(([k, n]) => `${k} ${n}`).join(', ') } };
+      return {
+        status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
+        result: {
+          done,
+          failed,
+          detail: Object.entries(outcomes)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', '),
+        },
+      };
     }
     case 'seal': {
       if (!deps.batching) throw new Error('this core has no batches to seal');
       const id = await deps.batching.sealNow(r.reason, actor, r.batch ?? undefined);
-      if (id === undefined) return { status: 'failed', result: { done: 0, failed: [{ loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' }], detail: null } };
+      if (id === undefined)
+        return {
+          status: 'failed',
+          result: {
+            done: 0,
+            failed: [
+              { loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' },
+            ],
+            detail: null,
+          },
+        };
       return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${id}` } };
     }
     case 'strike_clear': {
@@ -136,7 +172,8 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
   async function runOne(id: string): Promise<boolean> {
     const now = clock.now();
     const before = await cs.request(id);
-    const staleBefore = before && claimantGone(before.claimedBy) ? Number.MAX_SAFE_INTEGER : now - CLAIM_STALE_MS;
+    const staleBefore =
+      before && claimantGone(before.claimedBy) ? Number.MAX_SAFE_INTEGER : now - CLAIM_STALE_MS;
     if (!(await cs.claim(id, owner, now, staleBefore))) return false;
     const r = await cs.request(id);
     if (!r || r.status !== 'approved') return false;
@@ -146,7 +183,10 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
     } catch (err) {
       if (stopping.signal.aborted) return false;
       log.error({ err, requestId: id }, 'console request failed');
-      outcome = { status: 'failed', result: { done: 0, failed: [{ loanId: null, message: errorMessage(err) }], detail: null } };
+      outcome = {
+        status: 'failed',
+        result: { done: 0, failed: [{ loanId: null, message: errorMessage(err) }], detail: null },
+      };
     }
     const at = clock.now();
     await cs.finish(id, outcome.status, at, JSON.stringify(outcome.result), {
@@ -156,9 +196,22 @@ export function createConsoleExecutor(deps: ConsoleExecutorDeps): ConsoleExecuto
       action: r.action,
       requestId: id,
       reason: r.reason,
-      detail: { done: outcome.result.done, failed: outcome.result.failed.length, ...(outcome.result.detail ? { detail: outcome.result.detail } : {}) },
+      detail: {
+        done: outcome.result.done,
+        failed: outcome.result.failed.length,
+        ...(outcome.result.detail ? { detail: outcome.result.detail } : {}),
+      },
     });
-    log.info({ requestId: id, action: r.action, status: outcome.status, done: outcome.result.done, failed: outcome.result.failed.length }, 'console request executed');
+    log.info(
+      {
+        requestId: id,
+        action: r.action,
+        status: outcome.status,
+        done: outcome.result.done,
+        failed: outcome.result.failed.length,
+      },
+      'console request executed',
+    );
     finished.emit(id);
     return true;
   }

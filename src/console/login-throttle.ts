@@ -126,7 +126,12 @@ export function createLoginThrottle(limits: ThrottleLimits): LoginThrottle {
         const l = liveLock(key, now);
         if (l && (worst === null || l.until > worst.until)) worst = l;
       }
-      return { waitMs: worst ? worst.until - now : 0, lock: worst ? { name: worst.name, client: worst.client, since: worst.since, until: worst.until } : null };
+      return {
+        waitMs: worst ? worst.until - now : 0,
+        lock: worst
+          ? { name: worst.name, client: worst.client, since: worst.since, until: worst.until }
+          : null,
+      };
     },
     fail(name, known, client, now) {
       let set: Lock | null = null;
@@ -155,7 +160,8 @@ export function createLoginThrottle(limits: ThrottleLimits): LoginThrottle {
           n++;
         }
       }
-      for (const k of [...counters.keys()]) if (k === prefixes[1] || k.startsWith(prefixes[0] as string)) counters.delete(k);
+      for (const k of [...counters.keys()])
+        if (k === prefixes[1] || k.startsWith(prefixes[0] as string)) counters.delete(k);
       return n;
     },
     locks(now) {

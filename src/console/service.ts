@@ -19,7 +19,13 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformHealth } from '../platform/api.js';
 import { ageBucket } from '../reports/compute.js';
 import { REPORT_FILES } from '../reports/files.js';
-import { DISPOSITIONS, runExceptions, writeSignOff, type Disposition, type ExceptionDisposition } from '../reports/signoff.js';
+import {
+  DISPOSITIONS,
+  runExceptions,
+  writeSignOff,
+  type Disposition,
+  type ExceptionDisposition,
+} from '../reports/signoff.js';
 import type { ReportException } from '../reports/types.js';
 import type { BoardPreview, ReboardPreview } from '../editloop/reboard.js';
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../editloop/loan-history.js';
@@ -27,7 +33,14 @@ import { runningDaemons } from '../editloop/daemon-guard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import type { BoardingStore } from '../store/index.js';
 import { QUARANTINE_REASONS } from '../store/loan-states.js';
-import type { AuditRow, ConsoleStore, ExceptionSqlFilter, NewAudit, RequestRow, SignOffRow } from '../store/console.js';
+import type {
+  AuditRow,
+  ConsoleStore,
+  ExceptionSqlFilter,
+  NewAudit,
+  RequestRow,
+  SignOffRow,
+} from '../store/console.js';
 import {
   AGE_BUCKETS,
   ConsoleError,
@@ -94,13 +107,27 @@ export function unlockAudit(actor: string, user: string, at: number): NewAudit {
 
 const EXCEPTION_REASON_VALUES = [...QUARANTINE_REASONS, 'review'] as const;
 const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'expected a date YYYY-MM-DD' });
-const cents = z.coerce.number({ error: 'expected a whole number of cents' }).int({ error: 'expected a whole number of cents' }).refine(Number.isSafeInteger, { error: 'expected a whole number of cents' });
-const days = z.coerce.number({ error: 'expected a whole number of business days ≥ 0' }).int({ error: 'expected a whole number of business days ≥ 0' }).min(0, { error: 'expected a whole number of business days ≥ 0' }).max(3650, { error: 'expected at most 3650 business days' });
-const text = (max: number) => z.string({ error: 'expected text' }).trim().min(1, { error: 'expected text' }).max(max, { error: `expected at most ${max} characters` });
+const cents = z.coerce
+  .number({ error: 'expected a whole number of cents' })
+  .int({ error: 'expected a whole number of cents' })
+  .refine(Number.isSafeInteger, { error: 'expected a whole number of cents' });
+const days = z.coerce
+  .number({ error: 'expected a whole number of business days ≥ 0' })
+  .int({ error: 'expected a whole number of business days ≥ 0' })
+  .min(0, { error: 'expected a whole number of business days ≥ 0' })
+  .max(3650, { error: 'expected at most 3650 business days' });
+const text = (max: number) =>
+  z
+    .string({ error: 'expected text' })
+    .trim()
+    .min(1, { error: 'expected text' })
+    .max(max, { error: `expected at most ${max} characters` });
 
 export const exceptionFilterSchema = z.strictObject({
   state: z.enum(['quarantined', 'review'], { error: 'expected quarantined or review' }).optional(),
-  reason: z.enum(EXCEPTION_REASON_VALUES, { error: `expected one of ${EXCEPTION_REASON_VALUES.join(', ')}` }).optional(),
+  reason: z
+    .enum(EXCEPTION_REASON_VALUES, { error: `expected one of ${EXCEPTION_REASON_VALUES.join(', ')}` })
+    .optional(),
   q: text(200).optional(),
   product: text(200).optional(),
   minAmountCents: cents.optional(),
@@ -115,7 +142,12 @@ export const exceptionFilterSchema = z.strictObject({
 const exceptionQuerySchema = exceptionFilterSchema.extend({
   sort: z.enum(EXCEPTION_SORTS, { error: `expected one of ${EXCEPTION_SORTS.join(', ')}` }).optional(),
   dir: z.enum(['asc', 'desc'], { error: 'expected asc or desc' }).optional(),
-  limit: z.coerce.number({ error: `expected a whole number 1–${MAX_LIMIT}` }).int({ error: `expected a whole number 1–${MAX_LIMIT}` }).min(1, { error: `expected a whole number 1–${MAX_LIMIT}` }).max(MAX_LIMIT, { error: `expected a whole number 1–${MAX_LIMIT}` }).optional(),
+  limit: z.coerce
+    .number({ error: `expected a whole number 1–${MAX_LIMIT}` })
+    .int({ error: `expected a whole number 1–${MAX_LIMIT}` })
+    .min(1, { error: `expected a whole number 1–${MAX_LIMIT}` })
+    .max(MAX_LIMIT, { error: `expected a whole number 1–${MAX_LIMIT}` })
+    .optional(),
   cursor: z.string().max(2000).optional(),
 });
 
@@ -123,14 +155,18 @@ function zodToConsole(err: z.ZodError, prefix = ''): ConsoleError {
   const issue = err.issues[0];
   const path = issue ? issue.path.map(String).join('.') : '';
   const field = `${prefix}${path}`;
-  const message = issue?.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : (issue?.message ?? 'invalid');
+  const message =
+    issue?.code === 'unrecognized_keys'
+      ? `unknown field(s) ${issue.keys.join(', ')}`
+      : (issue?.message ?? 'invalid');
   return new ConsoleError(400, `${field || 'body'}: ${message}`, field || undefined);
 }
 
 /** An exception query from URL parameters (empty values are absent). 400 naming the parameter. */
 export function parseExceptionQuery(raw: Record<string, unknown>): ExceptionQuery {
   const cleaned = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== ''));
-  for (const [k, v] of Object.entries(cleaned)) if (typeof v !== 'string') throw new ConsoleError(400, `${k}: expected one value`, k);
+  for (const [k, v] of Object.entries(cleaned))
+    if (typeof v !== 'string') throw new ConsoleError(400, `${k}: expected one value`, k);
   const r = exceptionQuerySchema.safeParse(cleaned);
   if (!r.success) throw zodToConsole(r.error);
   return stripUndefined(r.data) as ExceptionQuery;
@@ -165,7 +201,10 @@ function ageStart(maxDays: number, now: number, timeZone: string): number {
     if (businessDaysBetween(prev, today) > maxDays) break;
     d = prev;
   }
-  return zonedToUtc({ year: Number(d.slice(0, 4)), month: Number(d.slice(5, 7)), day: Number(d.slice(8, 10)) }, timeZone);
+  return zonedToUtc(
+    { year: Number(d.slice(0, 4)), month: Number(d.slice(5, 7)), day: Number(d.slice(8, 10)) },
+    timeZone,
+  );
 }
 
 function nextDayString(d: string): string {
@@ -189,7 +228,8 @@ function sqlFilter(f: ExceptionFilter, now: number, timeZone: string): Exception
   if (f.releasedFrom !== undefined) out.releasedFrom = f.releasedFrom;
   if (f.releasedTo !== undefined) out.releasedTo = nextDayString(f.releasedTo);
   if (f.maxAgeDays !== undefined) out.enteredSince = ageStart(f.maxAgeDays, now, timeZone);
-  if (f.minAgeDays !== undefined && f.minAgeDays > 0) out.enteredBefore = ageStart(f.minAgeDays - 1, now, timeZone);
+  if (f.minAgeDays !== undefined && f.minAgeDays > 0)
+    out.enteredBefore = ageStart(f.minAgeDays - 1, now, timeZone);
   return out;
 }
 
@@ -213,9 +253,18 @@ function decodeCursor<T>(raw: string, check: (v: unknown) => v is T): T {
   try {
     v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
   } catch {
-    throw new ConsoleError(400, 'cursor: not a cursor this API returned (pass `next` of the previous page)', 'cursor');
+    throw new ConsoleError(
+      400,
+      'cursor: not a cursor this API returned (pass `next` of the previous page)',
+      'cursor',
+    );
   }
-  if (!check(v)) throw new ConsoleError(400, 'cursor: not a cursor this API returned (pass `next` of the previous page)', 'cursor');
+  if (!check(v))
+    throw new ConsoleError(
+      400,
+      'cursor: not a cursor this API returned (pass `next` of the previous page)',
+      'cursor',
+    );
   return v;
 }
 
@@ -224,11 +273,22 @@ function decodeCursor<T>(raw: string, check: (v: unknown) => v is T): T {
 // in a text value is refused by PostgreSQL too.
 const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes('\u0000');
 /** A whole number a BIGINT column holds exactly (2^53 in magnitude: the amount sort's "no amount" sentinel is -2^53). */
-const isWhole = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 53;
+const isWhole = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 53;
 const isExceptionCursor = (v: unknown): v is ExceptionCursor =>
-  typeof v === 'object' && v !== null && isText((v as ExceptionCursor).s) && isText((v as ExceptionCursor).d) && isText((v as ExceptionCursor).id) && (isWhole((v as ExceptionCursor).v) || isText((v as ExceptionCursor).v));
-const isRequestCursor = (v: unknown): v is { at: number; id: string } => typeof v === 'object' && v !== null && isWhole((v as { at: unknown }).at) && isText((v as { id: unknown }).id);
-const isSeqCursor = (v: unknown): v is { seq: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
+  typeof v === 'object' &&
+  v !== null &&
+  isText((v as ExceptionCursor).s) &&
+  isText((v as ExceptionCursor).d) &&
+  isText((v as ExceptionCursor).id) &&
+  (isWhole((v as ExceptionCursor).v) || isText((v as ExceptionCursor).v));
+const isRequestCursor = (v: unknown): v is { at: number; id: string } =>
+  typeof v === 'object' &&
+  v !== null &&
+  isWhole((v as { at: unknown }).at) &&
+  isText((v as { id: unknown }).id);
+const isSeqCursor = (v: unknown): v is { seq: number } =>
+  typeof v === 'object' && v !== null && Number.isSafeInteger((v as { seq: unknown }).seq);
 
 // ---------------------------------------------------------------------------------------------
 // Views
@@ -293,7 +353,13 @@ function signOffView(s: SignOffRow | null): ReportRun['signOff'] {
 
 /** One CSV cell of the audit export, through the one CSV module (quoting, control characters, formulas). */
 function csvCell(v: unknown): string {
-  return spreadsheetField(v === null || v === undefined ? null : typeof v === 'string' || typeof v === 'number' ? v : JSON.stringify(v));
+  return spreadsheetField(
+    v === null || v === undefined
+      ? null
+      : typeof v === 'string' || typeof v === 'number'
+        ? v
+        : JSON.stringify(v),
+  );
 }
 
 const DAY_DIR = /^\d{4}-\d{2}-\d{2}$/;
@@ -306,10 +372,15 @@ function runOrder(run: string): [string, number] {
 
 /** The core's health, or not ok after CORE_HEALTH_MS (a hung core must not hang the status page). */
 const CORE_HEALTH_MS = 3_000;
-async function boundedHealth(health: () => Promise<{ ok: boolean; detail?: string }>, clock: Clock): Promise<{ ok: boolean; detail: string | null }> {
+async function boundedHealth(
+  health: () => Promise<{ ok: boolean; detail?: string }>,
+  clock: Clock,
+): Promise<{ ok: boolean; detail: string | null }> {
   let timer: { cancel(): void } | null = null;
   const late = new Promise<{ ok: boolean; detail: string | null }>((resolve) => {
-    timer = clock.timeout(CORE_HEALTH_MS, () => resolve({ ok: false, detail: `no answer within ${CORE_HEALTH_MS / 1000} s` }));
+    timer = clock.timeout(CORE_HEALTH_MS, () =>
+      resolve({ ok: false, detail: `no answer within ${CORE_HEALTH_MS / 1000} s` }),
+    );
   });
   try {
     return await Promise.race([
@@ -340,18 +411,27 @@ interface ServiceContext {
 }
 
 function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: string): void {
-  if (!hasRole(user, role)) throw new ConsoleError(403, `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`);
+  if (!hasRole(user, role))
+    throw new ConsoleError(
+      403,
+      `${what} needs the ${role} role (user ${user.name} has ${user.roles.join(', ') || 'none'})`,
+    );
 }
 
 /** The exception queue, a loan's history and the re-board check. */
-function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'exceptionCounts' | 'loan' | 'reboardDiff'> {
+function readMethods(
+  c: ServiceContext,
+): Pick<ConsoleService, 'exceptions' | 'exceptionCounts' | 'loan' | 'reboardDiff'> {
   const { deps, store, cs, clock, tz } = c;
   const fileBatches = new FileBatchStore(store.db);
   let previewing = false;
   /** Start times of each user's re-board checks in the last minute. */
   const previewStarts = new Map<string, number[]>();
 
-  function exceptionItem(r: Awaited<ReturnType<ConsoleStore['exceptionPage']>>['rows'][number], now: number): ExceptionItem {
+  function exceptionItem(
+    r: Awaited<ReturnType<ConsoleStore['exceptionPage']>>['rows'][number],
+    now: number,
+  ): ExceptionItem {
     const ageDays = businessDaysBetween(localDate(r.enteredAt, tz), localDate(now, tz));
     return {
       id: r.id,
@@ -379,13 +459,24 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
       const sort = query.sort ?? 'age';
       const dir = query.dir ?? 'asc';
       const limit = query.limit ?? DEFAULT_LIMIT;
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+        throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
       let after = null;
       if (query.cursor !== undefined) {
         const c = decodeCursor(query.cursor, isExceptionCursor);
-        if (c.s !== sort || c.d !== dir) throw new ConsoleError(400, 'cursor: it belongs to another sort order (start again without a cursor)', 'cursor');
+        if (c.s !== sort || c.d !== dir)
+          throw new ConsoleError(
+            400,
+            'cursor: it belongs to another sort order (start again without a cursor)',
+            'cursor',
+          );
         // age and amount compare integer columns, released and id text: the value must be of that kind.
-        if ((sort === 'age' || sort === 'amount') !== (typeof c.v === 'number')) throw new ConsoleError(400, 'cursor: not a cursor this API returned (pass `next` of the previous page)', 'cursor');
+        if ((sort === 'age' || sort === 'amount') !== (typeof c.v === 'number'))
+          throw new ConsoleError(
+            400,
+            'cursor: not a cursor this API returned (pass `next` of the previous page)',
+            'cursor',
+          );
         after = { v: c.v, id: c.id };
       }
       const { rows } = await cs.exceptionPage(sqlFilter(query, now, tz), sort, dir, after, limit + 1);
@@ -394,7 +485,14 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
       const tail = page[page.length - 1];
       let next: string | null = null;
       if (more && tail) {
-        const v = sort === 'age' ? tail.enteredAt : sort === 'amount' ? (tail.amountCents ?? -9007199254740992) : sort === 'released' ? (tail.releasedAt ?? '') : tail.id;
+        const v =
+          sort === 'age'
+            ? tail.enteredAt
+            : sort === 'amount'
+              ? (tail.amountCents ?? -9007199254740992)
+              : sort === 'released'
+                ? (tail.releasedAt ?? '')
+                : tail.id;
         next = encodeCursor({ s: sort, d: dir, v, id: tail.id });
       }
       return { items: page.map((r) => exceptionItem(r, now)), next };
@@ -402,9 +500,16 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
 
     async exceptionCounts(filter = {}) {
       const now = clock.now();
-      const rows = await cs.exceptionCounts(sqlFilter(filter, now, tz), ageStart(1, now, tz), ageStart(5, now, tz));
+      const rows = await cs.exceptionCounts(
+        sqlFilter(filter, now, tz),
+        ageStart(1, now, tz),
+        ageStart(5, now, tz),
+      );
       return rows.map((r) => {
-        const byAge = Object.fromEntries(AGE_BUCKETS.map((b) => [b, 0])) as Record<(typeof AGE_BUCKETS)[number], number>;
+        const byAge = Object.fromEntries(AGE_BUCKETS.map((b) => [b, 0])) as Record<
+          (typeof AGE_BUCKETS)[number],
+          number
+        >;
         byAge['0-1'] = r.a;
         byAge['2-5'] = r.b;
         byAge['>5'] = r.c;
@@ -421,7 +526,11 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
         ...base,
         reviewItems: lastReviewItems(h)?.items ?? [],
         records: parseJson(h.row.boardedRecords),
-        batches: (await fileBatches.batchesOfLoan(id)).map((b) => ({ batchId: b.batchId, status: b.status, kind: b.kind })),
+        batches: (await fileBatches.batchesOfLoan(id)).map((b) => ({
+          batchId: b.batchId,
+          status: b.status,
+          kind: b.kind,
+        })),
         requests: requests.map((r) => requestView(r, null)),
       };
     },
@@ -429,15 +538,27 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
     async reboardDiff(user, id) {
       requireRole(user, 'operator', 'a re-board check (it spends platform reads)');
       const empty = { loanId: id, mappingVersion: null, previousVersion: null, changes: [] as string[] };
-      if (!deps.reboardPreview) return { ...empty, outcome: 'unavailable', message: 'the re-board preview runs in the daemon (`run`); use `loans reboard --dry-run`' };
+      if (!deps.reboardPreview)
+        return {
+          ...empty,
+          outcome: 'unavailable',
+          message: 'the re-board preview runs in the daemon (`run`); use `loans reboard --dry-run`',
+        };
       if (!(await store.loans.get(id))) throw new ConsoleError(404, `no loan ${id}`);
       // It reads the platform (within the rate budget the boarding shares): one at a time, a few per user a minute.
-      if (previewing) throw new ConsoleError(409, 'another re-board preview is running (each reads the platform); try again in a moment');
+      if (previewing)
+        throw new ConsoleError(
+          409,
+          'another re-board preview is running (each reads the platform); try again in a moment',
+        );
       const now = clock.now();
       const recent = (previewStarts.get(user.name) ?? []).filter((t) => t > now - 60_000);
       if (recent.length >= REBOARD_PREVIEWS_PER_MINUTE) {
         const wait = Math.max(1, Math.ceil(((recent[0] as number) + 60_000 - now) / 1000));
-        throw new ConsoleError(429, `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a minute per user (each reads the platform): try again in ${wait} s`);
+        throw new ConsoleError(
+          429,
+          `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a minute per user (each reads the platform): try again in ${wait} s`,
+        );
       }
       recent.push(now);
       previewStarts.set(user.name, recent);
@@ -450,20 +571,39 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
       }
       switch (p.outcome) {
         case 'would_rewrite':
-          return { loanId: id, outcome: p.outcome, mappingVersion: p.mappingVersion, previousVersion: p.previousVersion, changes: p.changes, message: null };
+          return {
+            loanId: id,
+            outcome: p.outcome,
+            mappingVersion: p.mappingVersion,
+            previousVersion: p.previousVersion,
+            changes: p.changes,
+            message: null,
+          };
         case 'unchanged':
           return { ...empty, outcome: p.outcome, mappingVersion: p.mappingVersion, message: null };
         case 'would_board':
-          return { ...empty, outcome: p.outcome, mappingVersion: p.mappingVersion, changes: p.reviewItems, message: p.reviewItems.length === 0 ? `it would board now with mapping ${p.mappingVersion}: request a retry` : `it would board now with mapping ${p.mappingVersion}, with ${p.reviewItems.length} review item${p.reviewItems.length === 1 ? '' : 's'}: request a retry` };
+          return {
+            ...empty,
+            outcome: p.outcome,
+            mappingVersion: p.mappingVersion,
+            changes: p.reviewItems,
+            message:
+              p.reviewItems.length === 0
+                ? `it would board now with mapping ${p.mappingVersion}: request a retry`
+                : `it would board now with mapping ${p.mappingVersion}, with ${p.reviewItems.length} review item${p.reviewItems.length === 1 ? '' : 's'}: request a retry`,
+          };
         case 'would_quarantine':
-          return { ...empty, outcome: p.outcome, message: `it would not board now: ${p.reason}: ${p.message}` };
+          return {
+            ...empty,
+            outcome: p.outcome,
+            message: `it would not board now: ${p.reason}: ${p.message}`,
+          };
         case 'not_acknowledged':
           return { ...empty, outcome: p.outcome, message: `the loan is ${p.state}, not acknowledged` };
         case 'failed':
           return { ...empty, outcome: p.outcome, message: p.message };
       }
     },
-
   };
 }
 
@@ -471,27 +611,59 @@ function readMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'ex
 function requestChecks(c: ServiceContext) {
   const { deps, store, cs, tz } = c;
   /** What a request acts on: the loans (validated against the action), or 400/409 naming what is wrong. */
-  async function resolveTargets(input: NewRequest, now: number): Promise<{ loans: string[]; filter: ExceptionFilter | null; refused: Array<{ loanId: string; why: string }> }> {
+  async function resolveTargets(
+    input: NewRequest,
+    now: number,
+  ): Promise<{
+    loans: string[];
+    filter: ExceptionFilter | null;
+    refused: Array<{ loanId: string; why: string }>;
+  }> {
     const action = input.action;
     if (action === 'seal' || action === 'strike_clear') {
-      if (input.loans !== undefined || input.filter !== undefined) throw new ConsoleError(400, `${action} takes no loans or filter`, input.loans !== undefined ? 'loans' : 'filter');
-      if (action === 'seal' && deps.batching === undefined) throw new ConsoleError(400, 'action: seal needs the file core with batches (core.adapter file, a layout.yaml and core.file.csvBatches)', 'action');
+      if (input.loans !== undefined || input.filter !== undefined)
+        throw new ConsoleError(
+          400,
+          `${action} takes no loans or filter`,
+          input.loans !== undefined ? 'loans' : 'filter',
+        );
+      if (action === 'seal' && deps.batching === undefined)
+        throw new ConsoleError(
+          400,
+          'action: seal needs the file core with batches (core.adapter file, a layout.yaml and core.file.csvBatches)',
+          'action',
+        );
       return { loans: [], filter: null, refused: [] };
     }
-    if ((input.loans === undefined) === (input.filter === undefined)) throw new ConsoleError(400, `${action}: give "loans" (a list of ids) or "filter" (one of them)`, 'loans');
+    if ((input.loans === undefined) === (input.filter === undefined))
+      throw new ConsoleError(
+        400,
+        `${action}: give "loans" (a list of ids) or "filter" (one of them)`,
+        'loans',
+      );
     if (input.loans !== undefined) {
-      if (!Array.isArray(input.loans) || input.loans.length === 0 || input.loans.some((l) => typeof l !== 'string' || l === '')) throw new ConsoleError(400, 'loans: expected a non-empty list of loan ids', 'loans');
+      if (
+        !Array.isArray(input.loans) ||
+        input.loans.length === 0 ||
+        input.loans.some((l) => typeof l !== 'string' || l === '')
+      )
+        throw new ConsoleError(400, 'loans: expected a non-empty list of loan ids', 'loans');
       const ids = [...new Set(input.loans)];
-      if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `loans: at most ${MAX_REQUEST_LOANS} per request`, 'loans');
+      if (ids.length > MAX_REQUEST_LOANS)
+        throw new ConsoleError(400, `loans: at most ${MAX_REQUEST_LOANS} per request`, 'loans');
       const refused: Array<{ loanId: string; why: string }> = [];
       for (const id of ids) {
         if (action === 'retry' || action === 'skip') {
-          const p = action === 'retry' ? (await planRetry(store.loans, id)) : (await planSkip(store.loans, id));
+          const p = action === 'retry' ? await planRetry(store.loans, id) : await planSkip(store.loans, id);
           if (!p.ok) refused.push({ loanId: id, why: p.why });
         } else {
           const row = await store.loans.get(id);
           if (!row) refused.push({ loanId: id, why: `no loan ${id} in the state database` });
-          else if (row.state !== 'acknowledged') refused.push({ loanId: id, why: `loan ${id} is ${row.state}; only acknowledged loans can be re-boarded (retry the others)` });
+          else if (row.state !== 'acknowledged')
+            refused.push({
+              loanId: id,
+              why: `loan ${id} is ${row.state}; only acknowledged loans can be re-boarded (retry the others)`,
+            });
         }
       }
       return { loans: ids, filter: null, refused };
@@ -500,10 +672,20 @@ function requestChecks(c: ServiceContext) {
     // By filter: retry and skip take quarantined exceptions, re-board the acknowledged ones with review items.
     const sql = sqlFilter(filter, now, tz);
     if (action === 'reboard') {
-      if (filter.state === 'quarantined') throw new ConsoleError(400, 'filter.state: reboard takes loans boarded with review items (state review); retry quarantined loans', 'filter.state');
+      if (filter.state === 'quarantined')
+        throw new ConsoleError(
+          400,
+          'filter.state: reboard takes loans boarded with review items (state review); retry quarantined loans',
+          'filter.state',
+        );
       sql.state = 'review';
     } else {
-      if (filter.state === 'review') throw new ConsoleError(400, `filter.state: ${action} takes quarantined loans; boarded loans with review items are re-boarded`, 'filter.state');
+      if (filter.state === 'review')
+        throw new ConsoleError(
+          400,
+          `filter.state: ${action} takes quarantined loans; boarded loans with review items are re-boarded`,
+          'filter.state',
+        );
       sql.state = 'quarantined';
     }
     let ids = await cs.exceptionIds(sql, MAX_REQUEST_LOANS + 1);
@@ -512,7 +694,12 @@ function requestChecks(c: ServiceContext) {
       for (const id of ids) if ((await store.loans.get(id))?.state === 'acknowledged') acked.push(id);
       ids = acked;
     }
-    if (ids.length > MAX_REQUEST_LOANS) throw new ConsoleError(400, `filter: matches more than ${MAX_REQUEST_LOANS} loans; narrow it`, 'filter');
+    if (ids.length > MAX_REQUEST_LOANS)
+      throw new ConsoleError(
+        400,
+        `filter: matches more than ${MAX_REQUEST_LOANS} loans; narrow it`,
+        'filter',
+      );
     return { loans: ids, filter, refused: [] };
   }
 
@@ -520,7 +707,13 @@ function requestChecks(c: ServiceContext) {
   async function refuseOverlap(action: RequestAction, loans: readonly string[]): Promise<void> {
     if (action === 'seal' || action === 'strike_clear') {
       const open = await cs.openRequestsOf(action);
-      if (open[0] !== undefined) throw new ConsoleError(409, `request ${open[0]} (${action}) is still to run: approve, reject or withdraw it first`, 'action', `/console/requests/${encodeURIComponent(open[0])}`);
+      if (open[0] !== undefined)
+        throw new ConsoleError(
+          409,
+          `request ${open[0]} (${action}) is still to run: approve, reject or withdraw it first`,
+          'action',
+          `/console/requests/${encodeURIComponent(open[0])}`,
+        );
       return;
     }
     const hits = await cs.openRequestsCovering(loans, 20);
@@ -537,20 +730,34 @@ function requestChecks(c: ServiceContext) {
 
   function checkNew(user: ConsoleUser, input: NewRequest): void {
     requireRole(user, 'operator', 'making a request');
-    if (typeof input !== 'object' || input === null) throw new ConsoleError(400, 'body: expected a JSON object { action, loans | filter, reason }');
-    if (!(REQUEST_ACTIONS as readonly string[]).includes(input.action)) throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
-    if (typeof input.reason !== 'string' || input.reason.trim() === '') throw new ConsoleError(400, 'reason: required: say why (it is kept in the audit log)', 'reason');
-    if (input.reason.length > MAX_REASON) throw new ConsoleError(400, `reason: at most ${MAX_REASON} characters`, 'reason');
-    if (input.batch !== undefined && (input.action !== 'seal' || typeof input.batch !== 'string' || input.batch === '')) throw new ConsoleError(400, 'batch: only with action seal, a batch id', 'batch');
+    if (typeof input !== 'object' || input === null)
+      throw new ConsoleError(400, 'body: expected a JSON object { action, loans | filter, reason }');
+    if (!(REQUEST_ACTIONS as readonly string[]).includes(input.action))
+      throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
+    if (typeof input.reason !== 'string' || input.reason.trim() === '')
+      throw new ConsoleError(400, 'reason: required: say why (it is kept in the audit log)', 'reason');
+    if (input.reason.length > MAX_REASON)
+      throw new ConsoleError(400, `reason: at most ${MAX_REASON} characters`, 'reason');
+    if (
+      input.batch !== undefined &&
+      (input.action !== 'seal' || typeof input.batch !== 'string' || input.batch === '')
+    )
+      throw new ConsoleError(400, 'batch: only with action seal, a batch id', 'batch');
   }
 
-  const exempt = (action: RequestAction): boolean => action === 'retry' && deps.config.console.fourEyes.exemptRetries;
+  const exempt = (action: RequestAction): boolean =>
+    action === 'retry' && deps.config.console.fourEyes.exemptRetries;
 
   return { resolveTargets, refuseOverlap, checkNew, exempt };
 }
 
 /** Requests: preview, make (four eyes, no overlap), decide, withdraw, read. */
-function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest' | 'createRequest' | 'approve' | 'reject' | 'withdraw' | 'request' | 'requests'> {
+function requestMethods(
+  c: ServiceContext,
+): Pick<
+  ConsoleService,
+  'previewRequest' | 'createRequest' | 'approve' | 'reject' | 'withdraw' | 'request' | 'requests'
+> {
   const { deps, store, cs, clock, log } = c;
 
   const { resolveTargets, refuseOverlap, checkNew, exempt } = requestChecks(c);
@@ -576,7 +783,13 @@ function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest
     async previewRequest(user, input) {
       checkNew(user, input);
       const t = await resolveTargets(input, clock.now());
-      return { action: input.action, count: t.loans.length - t.refused.length, sample: t.loans.filter((l) => !t.refused.some((r) => r.loanId === l)).slice(0, 20), refused: t.refused, exempt: exempt(input.action) };
+      return {
+        action: input.action,
+        count: t.loans.length - t.refused.length,
+        sample: t.loans.filter((l) => !t.refused.some((r) => r.loanId === l)).slice(0, 20),
+        refused: t.refused,
+        exempt: exempt(input.action),
+      };
     },
 
     async createRequest(user, input) {
@@ -584,22 +797,62 @@ function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest
       const now = clock.now();
       const t = await resolveTargets(input, now);
       if (t.refused.length > 0) {
-        const why = t.refused.slice(0, 10).map((r) => r.why).join('; ') + (t.refused.length > 10 ? `; … ${t.refused.length - 10} more` : '');
+        const why =
+          t.refused
+            .slice(0, 10)
+            .map((r) => r.why)
+            .join('; ') + (t.refused.length > 10 ? `; … ${t.refused.length - 10} more` : '');
         throw new ConsoleError(409, `${why}: nothing requested`, 'loans');
       }
-      if (input.filter !== undefined && t.loans.length === 0) throw new ConsoleError(400, `filter: matches no loan that ${input.action} can take`, 'filter');
+      if (input.filter !== undefined && t.loans.length === 0)
+        throw new ConsoleError(400, `filter: matches no loan that ${input.action} can take`, 'filter');
       await refuseOverlap(input.action, t.loans);
       const id = `r-${randomBytes(8).toString('hex')}`;
       const reason = input.reason.trim();
       const isExempt = exempt(input.action);
       await cs.insertRequest(
-        { id, action: input.action, filter: t.filter ? JSON.stringify(t.filter) : null, batch: input.batch ?? null, previewCount: t.loans.length, reason, maker: user.name, createdAt: now, status: 'pending' },
-        await Promise.all(t.loans.map(async (l) => ({ id: l, state: (await store.loans.get(l))?.state ?? null }))),
-        { at: now, actor: user.name, kind: 'request', action: input.action, requestId: id, reason, detail: { count: t.loans.length, ...(t.filter ? { filter: t.filter } : {}), ...(input.batch ? { batch: input.batch } : {}), ...(t.loans.length === 1 ? { loan: t.loans[0] } : {}) } },
+        {
+          id,
+          action: input.action,
+          filter: t.filter ? JSON.stringify(t.filter) : null,
+          batch: input.batch ?? null,
+          previewCount: t.loans.length,
+          reason,
+          maker: user.name,
+          createdAt: now,
+          status: 'pending',
+        },
+        await Promise.all(
+          t.loans.map(async (l) => ({ id: l, state: (await store.loans.get(l))?.state ?? null })),
+        ),
+        {
+          at: now,
+          actor: user.name,
+          kind: 'request',
+          action: input.action,
+          requestId: id,
+          reason,
+          detail: {
+            count: t.loans.length,
+            ...(t.filter ? { filter: t.filter } : {}),
+            ...(input.batch ? { batch: input.batch } : {}),
+            ...(t.loans.length === 1 ? { loan: t.loans[0] } : {}),
+          },
+        },
       );
-      log.info({ user: user.name, requestId: id, action: input.action, count: t.loans.length }, 'console request made');
+      log.info(
+        { user: user.name, requestId: id, action: input.action, count: t.loans.length },
+        'console request made',
+      );
       if (isExempt) {
-        await cs.decide(id, 'approved', 'system', now, 'console.fourEyes.exemptRetries', { at: now, actor: 'system', kind: 'approve', action: input.action, requestId: id, reason: 'exempt from four eyes (console.fourEyes.exemptRetries)' });
+        await cs.decide(id, 'approved', 'system', now, 'console.fourEyes.exemptRetries', {
+          at: now,
+          actor: 'system',
+          kind: 'approve',
+          action: input.action,
+          requestId: id,
+          reason: 'exempt from four eyes (console.fourEyes.exemptRetries)',
+        });
         return waitForExecution(id);
       }
       return (await loadRequest(id)) as ActionRequest;
@@ -609,12 +862,26 @@ function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest
       const r = await cs.request(id);
       if (!r) throw new ConsoleError(404, `no request ${id}`);
       requireRole(user, 'approver', 'approving a request');
-      if (r.maker === user.name) throw new ConsoleError(403, `four eyes: ${user.name} made request ${id} and cannot approve it; another approver must`);
+      if (r.maker === user.name)
+        throw new ConsoleError(
+          403,
+          `four eyes: ${user.name} made request ${id} and cannot approve it; another approver must`,
+        );
       if (r.status !== 'pending') throw new ConsoleError(409, `request ${id} is ${r.status}, not pending`);
       const now = clock.now();
-      const ok = await cs.decide(id, 'approved', user.name, now, note?.trim() || null, { at: now, actor: user.name, kind: 'approve', action: r.action, requestId: id, reason: note?.trim() || null });
+      const ok = await cs.decide(id, 'approved', user.name, now, note?.trim() || null, {
+        at: now,
+        actor: user.name,
+        kind: 'approve',
+        action: r.action,
+        requestId: id,
+        reason: note?.trim() || null,
+      });
       if (!ok) throw new ConsoleError(409, `request ${id} was decided by someone else meanwhile`);
-      log.info({ user: user.name, requestId: id, action: r.action, maker: r.maker }, 'console request approved');
+      log.info(
+        { user: user.name, requestId: id, action: r.action, maker: r.maker },
+        'console request approved',
+      );
       return waitForExecution(id);
     },
 
@@ -622,11 +889,23 @@ function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest
       const r = await cs.request(id);
       if (!r) throw new ConsoleError(404, `no request ${id}`);
       requireRole(user, 'approver', 'rejecting a request');
-      if (r.maker === user.name) throw new ConsoleError(403, `four eyes: ${user.name} made request ${id}; another approver decides it`);
-      if (typeof note !== 'string' || note.trim() === '') throw new ConsoleError(400, 'note: required: say why it is rejected', 'note');
+      if (r.maker === user.name)
+        throw new ConsoleError(
+          403,
+          `four eyes: ${user.name} made request ${id}; another approver decides it`,
+        );
+      if (typeof note !== 'string' || note.trim() === '')
+        throw new ConsoleError(400, 'note: required: say why it is rejected', 'note');
       if (r.status !== 'pending') throw new ConsoleError(409, `request ${id} is ${r.status}, not pending`);
       const now = clock.now();
-      const ok = await cs.decide(id, 'rejected', user.name, now, note.trim(), { at: now, actor: user.name, kind: 'reject', action: r.action, requestId: id, reason: note.trim() });
+      const ok = await cs.decide(id, 'rejected', user.name, now, note.trim(), {
+        at: now,
+        actor: user.name,
+        kind: 'reject',
+        action: r.action,
+        requestId: id,
+        reason: note.trim(),
+      });
       if (!ok) throw new ConsoleError(409, `request ${id} was decided by someone else meanwhile`);
       log.info({ user: user.name, requestId: id }, 'console request rejected');
       return (await loadRequest(id)) as ActionRequest;
@@ -635,11 +914,22 @@ function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest
     async withdraw(user, id, note) {
       const r = await cs.request(id);
       if (!r) throw new ConsoleError(404, `no request ${id}`);
-      if (r.maker !== user.name) throw new ConsoleError(403, `only its maker (${r.maker}) withdraws request ${id}; an approver rejects it`);
+      if (r.maker !== user.name)
+        throw new ConsoleError(
+          403,
+          `only its maker (${r.maker}) withdraws request ${id}; an approver rejects it`,
+        );
       if (r.status !== 'pending') throw new ConsoleError(409, `request ${id} is ${r.status}, not pending`);
       const now = clock.now();
       const why = note?.trim() || null;
-      const ok = await cs.decide(id, 'withdrawn', user.name, now, why, { at: now, actor: user.name, kind: 'withdraw', action: r.action, requestId: id, reason: why });
+      const ok = await cs.decide(id, 'withdrawn', user.name, now, why, {
+        at: now,
+        actor: user.name,
+        kind: 'withdraw',
+        action: r.action,
+        requestId: id,
+        reason: why,
+      });
       if (!ok) throw new ConsoleError(409, `request ${id} was decided meanwhile`);
       log.info({ user: user.name, requestId: id }, 'console request withdrawn by its maker');
       return (await loadRequest(id)) as ActionRequest;
@@ -648,46 +938,84 @@ function requestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest
     request: loadRequest,
 
     async requests(query) {
-      if (query.status !== undefined && !(REQUEST_STATUSES as readonly string[]).includes(query.status)) throw new ConsoleError(400, `status: expected one of ${REQUEST_STATUSES.join(', ')}`, 'status');
+      if (query.status !== undefined && !(REQUEST_STATUSES as readonly string[]).includes(query.status))
+        throw new ConsoleError(400, `status: expected one of ${REQUEST_STATUSES.join(', ')}`, 'status');
       const limit = query.limit ?? DEFAULT_LIMIT;
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+        throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
       const after = query.cursor === undefined ? null : decodeCursor(query.cursor, isRequestCursor);
-      const rows = await cs.requests(query.status ?? null, after === null ? null : { createdAt: after.at, id: after.id }, limit + 1);
+      const rows = await cs.requests(
+        query.status ?? null,
+        after === null ? null : { createdAt: after.at, id: after.id },
+        limit + 1,
+      );
       const page = rows.slice(0, limit);
       const tail = page[page.length - 1];
-      return { items: page.map((r) => requestView(r, null)), next: rows.length > limit && tail ? encodeCursor({ at: tail.createdAt, id: tail.id }) : null };
+      return {
+        items: page.map((r) => requestView(r, null)),
+        next: rows.length > limit && tail ? encodeCursor({ at: tail.createdAt, id: tail.id }) : null,
+      };
     },
-
   };
 }
 
 /** The audit log, login events, and file batches and status. */
-function auditAndOpsMethods(c: ServiceContext): Pick<ConsoleService, 'audit' | 'auditCsv' | 'recordAuth' | 'recordUnlock' | 'batches' | 'status'> {
+function auditAndOpsMethods(
+  c: ServiceContext,
+): Pick<ConsoleService, 'audit' | 'auditCsv' | 'recordAuth' | 'recordUnlock' | 'batches' | 'status'> {
   const { deps, store, cs, clock, log } = c;
   return {
     async audit(query) {
       const limit = query.limit ?? 100;
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+        throw new ConsoleError(400, `limit: expected a whole number 1–${MAX_LIMIT}`, 'limit');
       const before = query.cursor === undefined ? null : decodeCursor(query.cursor, isSeqCursor).seq;
-      const rows = await cs.audit({ ...(query.loan !== undefined ? { loanId: query.loan } : {}), ...(query.requestId !== undefined ? { requestId: query.requestId } : {}) }, before, limit + 1);
+      const rows = await cs.audit(
+        {
+          ...(query.loan !== undefined ? { loanId: query.loan } : {}),
+          ...(query.requestId !== undefined ? { requestId: query.requestId } : {}),
+        },
+        before,
+        limit + 1,
+      );
       const page = rows.slice(0, limit);
       const tail = page[page.length - 1];
-      return { items: page.map(auditView), next: rows.length > limit && tail ? encodeCursor({ seq: tail.seq }) : null };
+      return {
+        items: page.map(auditView),
+        next: rows.length > limit && tail ? encodeCursor({ seq: tail.seq }) : null,
+      };
     },
 
     async *auditCsv(query) {
       yield 'seq,at,actor,kind,action,request_id,loan_id,reason,detail\r\n';
       let after = 0;
       for (;;) {
-        const rows = await cs.auditAscending(query.loan !== undefined ? { loanId: query.loan } : {}, after, 1000);
+        const rows = await cs.auditAscending(
+          query.loan !== undefined ? { loanId: query.loan } : {},
+          after,
+          1000,
+        );
         if (rows.length === 0) return;
-        yield rows.map((r) => [r.seq, iso(r.at), r.actor, r.kind, r.action, r.requestId, r.loanId, r.reason, r.detail].map(csvCell).join(',') + '\r\n').join('');
+        yield rows
+          .map(
+            (r) =>
+              [r.seq, iso(r.at), r.actor, r.kind, r.action, r.requestId, r.loanId, r.reason, r.detail]
+                .map(csvCell)
+                .join(',') + '\r\n',
+          )
+          .join('');
         after = (rows[rows.length - 1] as AuditRow).seq;
       }
     },
 
     async recordAuth(kind, name, detail) {
-      await cs.appendAudit({ at: clock.now(), actor: name === '' ? '(none)' : name, kind, action: 'login', detail });
+      await cs.appendAudit({
+        at: clock.now(),
+        actor: name === '' ? '(none)' : name,
+        kind,
+        action: 'login',
+        detail,
+      });
     },
 
     async recordUnlock(user, name) {
@@ -719,7 +1047,15 @@ function auditAndOpsMethods(c: ServiceContext): Pick<ConsoleService, 'audit' | '
       const d = (await runningDaemons(store.daemon, now))[0] ?? null;
       return {
         role: deps.role?.() ?? 'leader',
-        daemon: d ? { pid: d.pid, host: d.host, startedAt: iso(d.startedAt) as string, mappingVersion: d.mappingVersion, reloadError: d.reloadError } : null,
+        daemon: d
+          ? {
+              pid: d.pid,
+              host: d.host,
+              startedAt: iso(d.startedAt) as string,
+              mappingVersion: d.mappingVersion,
+              reloadError: d.reloadError,
+            }
+          : null,
         lastCycleAt: iso(deps.lastCycleAt?.() ?? null),
         platform: deps.platformHealth?.() ?? null,
         core: deps.coreHealth ? await boundedHealth(deps.coreHealth, clock) : null,
@@ -732,15 +1068,22 @@ function auditAndOpsMethods(c: ServiceContext): Pick<ConsoleService, 'audit' | '
 }
 
 /** Reconciliation runs, their files and sign-off. */
-function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'report' | 'reportFile' | 'signOff'> {
+function reportMethods(
+  c: ServiceContext,
+): Pick<ConsoleService, 'reports' | 'report' | 'reportFile' | 'signOff'> {
   const { cs, clock, log, reportsDir } = c;
   const service: Pick<ConsoleService, 'reports' | 'report' | 'reportFile' | 'signOff'> = {
     async reports() {
-      const days = (await readdir(reportsDir).catch(() => [] as string[])).filter((d) => DAY_DIR.test(d)).sort().reverse();
+      const days = (await readdir(reportsDir).catch(() => [] as string[]))
+        .filter((d) => DAY_DIR.test(d))
+        .sort()
+        .reverse();
       const signed = new Map((await cs.signOffs()).map((s) => [`${s.day}/${s.run}`, s]));
       const out: ReportRun[] = [];
       for (const d of days) {
-        const runs = (await readdir(join(reportsDir, d)).catch(() => [] as string[])).filter((r) => RUN_DIR.test(r));
+        const runs = (await readdir(join(reportsDir, d)).catch(() => [] as string[])).filter((r) =>
+          RUN_DIR.test(r),
+        );
         runs.sort((a, b) => {
           const [sa, na] = runOrder(a);
           const [sb, nb] = runOrder(b);
@@ -748,7 +1091,13 @@ function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'rep
         });
         for (const [i, run] of runs.entries()) {
           const st = await stat(join(reportsDir, d, run, REPORT_FILES.json)).catch(() => null);
-          out.push({ day: d, run, generatedAt: st ? st.mtime.toISOString() : null, signOff: signOffView(signed.get(`${d}/${run}`) ?? null), latestOfDay: i === 0 });
+          out.push({
+            day: d,
+            run,
+            generatedAt: st ? st.mtime.toISOString() : null,
+            signOff: signOffView(signed.get(`${d}/${run}`) ?? null),
+            latestOfDay: i === 0,
+          });
         }
       }
       return out;
@@ -759,13 +1108,22 @@ function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'rep
       const file = join(reportsDir, d, run, REPORT_FILES.json);
       const text = await readFile(file, 'utf8').catch(() => null);
       if (text === null) return null;
-      const runs = (await readdir(join(reportsDir, d))).filter((r) => RUN_DIR.test(r)).sort((a, b) => {
-        const [sa, na] = runOrder(a);
-        const [sb, nb] = runOrder(b);
-        return sa === sb ? nb - na : sa < sb ? 1 : -1;
-      });
+      const runs = (await readdir(join(reportsDir, d)))
+        .filter((r) => RUN_DIR.test(r))
+        .sort((a, b) => {
+          const [sa, na] = runOrder(a);
+          const [sb, nb] = runOrder(b);
+          return sa === sb ? nb - na : sa < sb ? 1 : -1;
+        });
       const st = await stat(file);
-      return { day: d, run, generatedAt: st.mtime.toISOString(), signOff: signOffView(await cs.signOff(d, run)), latestOfDay: runs[0] === run, report: JSON.parse(text) as unknown };
+      return {
+        day: d,
+        run,
+        generatedAt: st.mtime.toISOString(),
+        signOff: signOffView(await cs.signOff(d, run)),
+        latestOfDay: runs[0] === run,
+        report: JSON.parse(text) as unknown,
+      };
     },
 
     async reportFile(d, run, kind) {
@@ -775,12 +1133,24 @@ function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'rep
     },
 
     async signOff(user, d, run, as, input) {
-      if (!hasRole(user, 'operator') && !hasRole(user, 'approver')) throw new ConsoleError(403, `signing off needs the operator or approver role (user ${user.name} has ${user.roles.join(', ')})`);
-      if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
-      if ((await service.reportFile(d, run, 'json')) === null) throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
+      if (!hasRole(user, 'operator') && !hasRole(user, 'approver'))
+        throw new ConsoleError(
+          403,
+          `signing off needs the operator or approver role (user ${user.name} has ${user.roles.join(', ')})`,
+        );
+      if (as !== 'prepared' && as !== 'reviewed')
+        throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
+      if ((await service.reportFile(d, run, 'json')) === null)
+        throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
       const note = typeof input?.note === 'string' ? input.note.trim() : '';
-      if (note === '') throw new ConsoleError(400, 'note: required: a comment for the sign-off (kept in signoff.json and report.html)', 'note');
-      if (note.length > MAX_REASON) throw new ConsoleError(400, `note: at most ${MAX_REASON} characters`, 'note');
+      if (note === '')
+        throw new ConsoleError(
+          400,
+          'note: required: a comment for the sign-off (kept in signoff.json and report.html)',
+          'note',
+        );
+      if (note.length > MAX_REASON)
+        throw new ConsoleError(400, `note: at most ${MAX_REASON} characters`, 'note');
       const runDir = join(reportsDir, d, run);
       let dispositions: ExceptionDisposition[] | null = null;
       if (as === 'prepared') {
@@ -789,19 +1159,48 @@ function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'rep
         dispositions = [];
         for (const [i, e] of exceptions.entries()) {
           const v = given[String(i)];
-          if (v === undefined || v === '') throw new ConsoleError(400, `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ${DISPOSITIONS.join(', ')}`, `dispositions.${i}`);
-          if (!(DISPOSITIONS as readonly string[]).includes(v)) throw new ConsoleError(400, `dispositions.${i}: expected one of ${DISPOSITIONS.join(', ')}`, `dispositions.${i}`);
+          if (v === undefined || v === '')
+            throw new ConsoleError(
+              400,
+              `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ${DISPOSITIONS.join(', ')}`,
+              `dispositions.${i}`,
+            );
+          if (!(DISPOSITIONS as readonly string[]).includes(v))
+            throw new ConsoleError(
+              400,
+              `dispositions.${i}: expected one of ${DISPOSITIONS.join(', ')}`,
+              `dispositions.${i}`,
+            );
           dispositions.push({ index: i, loanId: e.loanId, reason: e.reason, disposition: v as Disposition });
         }
       }
       const now = clock.now();
-      const ok = await cs.sign(d, run, as, user.name, now, { note, dispositions: dispositions === null ? null : JSON.stringify(dispositions) }, { at: now, actor: user.name, kind: 'signoff', action: 'signoff', reason: `${as} ${d}/${run}: ${note}`, detail: { day: d, run, as, ...(dispositions ? { dispositions: dispositions.length } : {}) } });
+      const ok = await cs.sign(
+        d,
+        run,
+        as,
+        user.name,
+        now,
+        { note, dispositions: dispositions === null ? null : JSON.stringify(dispositions) },
+        {
+          at: now,
+          actor: user.name,
+          kind: 'signoff',
+          action: 'signoff',
+          reason: `${as} ${d}/${run}: ${note}`,
+          detail: { day: d, run, as, ...(dispositions ? { dispositions: dispositions.length } : {}) },
+        },
+      );
       if (!ok) {
         const s = await cs.signOff(d, run);
-        if (as === 'prepared') throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);
+        if (as === 'prepared')
+          throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);
         if (!s?.preparedBy) throw new ConsoleError(409, `${d}/${run} must be prepared before it is reviewed`);
         if (s.reviewedBy) throw new ConsoleError(409, `${d}/${run} was already reviewed by ${s.reviewedBy}`);
-        throw new ConsoleError(403, `four eyes: ${user.name} prepared ${d}/${run}; another person reviews it`);
+        throw new ConsoleError(
+          403,
+          `four eyes: ${user.name} prepared ${d}/${run}; another person reviews it`,
+        );
       }
       log.info({ user: user.name, day: d, run, as }, 'reconciliation signed off');
       // The run's own files carry the signatures (the database row stays the record if this fails).
@@ -816,16 +1215,28 @@ function reportMethods(c: ServiceContext): Pick<ConsoleService, 'reports' | 'rep
         reviewedAt: so.reviewedAt,
         reviewedComment: so.reviewedNote ?? null,
         dispositions: (so.dispositions ?? []) as ExceptionDisposition[],
-      }).catch((err: unknown) => log.warn({ err, day: d, run }, 'sign-off recorded, but signoff.json / report.html of the run could not be written'));
+      }).catch((err: unknown) =>
+        log.warn(
+          { err, day: d, run },
+          'sign-off recorded, but signoff.json / report.html of the run could not be written',
+        ),
+      );
       const all = await service.reports();
       return all.find((r) => r.day === d && r.run === run) as ReportRun;
     },
-
   };
   return service;
 }
 
 export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
-  const c: ServiceContext = { deps, store: deps.store, cs: deps.consoleStore, clock: deps.clock, tz: deps.config.bank.timeZone, log: deps.logger.child({ component: 'console' }), reportsDir: deps.config.reports.dir };
+  const c: ServiceContext = {
+    deps,
+    store: deps.store,
+    cs: deps.consoleStore,
+    clock: deps.clock,
+    tz: deps.config.bank.timeZone,
+    log: deps.logger.child({ component: 'console' }),
+    reportsDir: deps.config.reports.dir,
+  };
   return { ...readMethods(c), ...requestMethods(c), ...auditAndOpsMethods(c), ...reportMethods(c) };
 }

@@ -145,7 +145,13 @@ export type DownloadAddress = z.infer<typeof downloadAddressSchema>;
 export const productSchema = z.looseObject({ id: z.string().min(1), name: optStr });
 export type Product = z.infer<typeof productSchema>;
 
-export const WEBHOOK_EVENTS = ['loan.created', 'loan.status_changed', 'loan.funded', 'document.uploaded', 'document.signed'] as const;
+export const WEBHOOK_EVENTS = [
+  'loan.created',
+  'loan.status_changed',
+  'loan.funded',
+  'document.uploaded',
+  'document.signed',
+] as const;
 
 export const webhookEndpointSchema = z.looseObject({
   id: z.string().min(1),
@@ -203,8 +209,16 @@ export function parsePageItems<T extends z.ZodType>(
     if (r.success) {
       ok.push(r.data);
     } else {
-      const id = raw !== null && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string' ? (raw as { id: string }).id : null;
-      invalid.push({ id, index, raw, problems: r.error.issues.map((i) => `${i.path.map(String).join('.') || '(item)'}: ${i.message}`) });
+      const id =
+        raw !== null && typeof raw === 'object' && typeof (raw as { id?: unknown }).id === 'string'
+          ? (raw as { id: string }).id
+          : null;
+      invalid.push({
+        id,
+        index,
+        raw,
+        problems: r.error.issues.map((i) => `${i.path.map(String).join('.') || '(item)'}: ${i.message}`),
+      });
     }
   });
   return { items: ok, invalid };

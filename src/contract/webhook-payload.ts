@@ -4,7 +4,9 @@
  */
 
 export function asRecord(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+    ? (v as Record<string, unknown>)
+    : undefined;
 }
 
 /** The last millisecond of year 9999: later "times" (e.g. epoch nanoseconds read as ms) are not times. */
@@ -39,4 +41,3 @@ export function extractFundedAt(event: { payload: Record<string, unknown>; occur
   }
   return event.occurredAt;
 }
-

@@ -30,7 +30,10 @@ export function createDocumentFetcher(platform: PlatformApi, opts: DocumentFetch
       const address = await platform.getDownloadAddress(doc.id, readOpts);
       const guard = new SinkGuard(sink);
       try {
-        const limits = { maxBytes: opts.maxBytes, ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}) };
+        const limits = {
+          maxBytes: opts.maxBytes,
+          ...(opts.deadlineMs !== undefined ? { deadlineMs: opts.deadlineMs } : {}),
+        };
         const res = await platform.download(address.url, guard, signal ? { ...limits, signal } : limits);
         if (!guard.writableFinished) {
           guard.end();
@@ -40,7 +43,10 @@ export function createDocumentFetcher(platform: PlatformApi, opts: DocumentFetch
         await finished(sink);
         if (typeof doc.size === 'number' && doc.size !== res.bytes) {
           // The listed size is informational (not documented as exact): keep the bytes, say so.
-          logger.warn({ documentId: doc.id, listed: doc.size, received: res.bytes }, 'document size differs from the listed size');
+          logger.warn(
+            { documentId: doc.id, listed: doc.size, received: res.bytes },
+            'document size differs from the listed size',
+          );
         }
         return res;
       } catch (err) {
@@ -60,7 +66,9 @@ export function isExpiredAddress(err: unknown): boolean {
   if (err === null || typeof err !== 'object') return false;
   const e = err as { code?: unknown; status?: unknown; serverCode?: unknown };
   if (e.code === 'download.expired' || e.serverCode === 'download.expired') return true;
-  return typeof e.code === 'string' && e.code.startsWith('download.') && (e.status === 403 || e.status === 410);
+  return (
+    typeof e.code === 'string' && e.code.startsWith('download.') && (e.status === 403 || e.status === 410)
+  );
 }
 
 /** Forwards writes to the real sink with backpressure; ending or destroying it leaves the sink alone. */

@@ -83,7 +83,10 @@ export type FileContent = string | Uint8Array | ((tmpPath: string) => Promise<vo
  * replaced atomically (readers see the old or the new content); the set is not atomic as a whole.
  * A failure removes the temp files and leaves every target as it was.
  */
-export async function writeFilesAtomic(dir: string, files: ReadonlyArray<readonly [name: string, content: FileContent]>): Promise<void> {
+export async function writeFilesAtomic(
+  dir: string,
+  files: ReadonlyArray<readonly [name: string, content: FileContent]>,
+): Promise<void> {
   await mkdir(dir, { recursive: true, mode: DIR_MODE });
   const staged: Array<{ tmp: string; path: string }> = [];
   try {

@@ -165,13 +165,39 @@ export interface CoreFailure {
 
 /** Classifies a failure of a core call; null when it is not one (a platform error, a bug). */
 export function classifyCoreFailure(err: unknown): CoreFailure | null {
-  if (err instanceof CoreRejectedError) return { disposition: 'quarantine', code: 'core.rejected', message: err.message, status: err.status, detail: err.detail };
+  if (err instanceof CoreRejectedError)
+    return {
+      disposition: 'quarantine',
+      code: 'core.rejected',
+      message: err.message,
+      status: err.status,
+      detail: err.detail,
+    };
   if (err instanceof CoreUnavailableError) {
     return err.ambiguous
-      ? { disposition: 'retry-check-first', code: 'core.ambiguous', message: err.message, status: null, detail: undefined }
-      : { disposition: 'retry', code: 'core.unavailable', message: err.message, status: null, detail: undefined };
+      ? {
+          disposition: 'retry-check-first',
+          code: 'core.ambiguous',
+          message: err.message,
+          status: null,
+          detail: undefined,
+        }
+      : {
+          disposition: 'retry',
+          code: 'core.unavailable',
+          message: err.message,
+          status: null,
+          detail: undefined,
+        };
   }
-  if (err instanceof FatalError) return { disposition: 'fatal', code: 'core.fatal', message: err.message, status: null, detail: undefined };
+  if (err instanceof FatalError)
+    return {
+      disposition: 'fatal',
+      code: 'core.fatal',
+      message: err.message,
+      status: null,
+      detail: undefined,
+    };
   return null;
 }
 

@@ -21,7 +21,10 @@ function shortHash(s: string): string {
  */
 export function safeId(id: string): string {
   if (/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}$/.test(id) && !id.endsWith('.')) return id;
-  const readable = id.replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 40);
+  const readable = id
+    .replace(/[^A-Za-z0-9_-]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 40);
   return `${readable || 'id'}~${shortHash(id)}`;
 }
 
@@ -54,7 +57,11 @@ export function safeFileName(name: string | null | undefined, fallback = 'docume
   if (Buffer.byteLength(s, 'utf8') > MAX_NAME_BYTES) {
     const dot = s.lastIndexOf('.');
     const ext = dot > 0 && s.length - dot <= 12 ? s.slice(dot) : '';
-    s = truncateUtf8(s.slice(0, s.length - ext.length), MAX_NAME_BYTES - Buffer.byteLength(ext, 'utf8')).replace(/[.\s]+$/, '') + ext;
+    s =
+      truncateUtf8(
+        s.slice(0, s.length - ext.length),
+        MAX_NAME_BYTES - Buffer.byteLength(ext, 'utf8'),
+      ).replace(/[.\s]+$/, '') + ext;
   }
   return s === '' || s === '_' ? fallback : s;
 }

@@ -12,7 +12,12 @@ export async function runningDaemons(status: DaemonStatusStore, now: number): Pr
  * A command that boards beside a running daemon (`sync --once`, `loans reboard`) must board with
  * the daemon's mapping version: otherwise two versions board at once and nothing says so.
  */
-export async function assertSameMappingAsDaemon(status: DaemonStatusStore, mine: { version: string; dir: string }, now: number, command: string): Promise<void> {
+export async function assertSameMappingAsDaemon(
+  status: DaemonStatusStore,
+  mine: { version: string; dir: string },
+  now: number,
+  command: string,
+): Promise<void> {
   const myVersion = mine.version;
   const d = (await runningDaemons(status, now)).find((s) => s.mappingVersion !== myVersion);
   if (!d) return;

@@ -129,16 +129,25 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
       const base = await deps.against.map(input);
       const diffs: string[] = [];
       // The line carries the quarantine reason: a loan quarantined for another reason is a change too.
-      if (outcomeLine(base) !== outcomeLine(outcome)) diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
+      if (outcomeLine(base) !== outcomeLine(outcome))
+        diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
       // Compared masked on both sides: the report may be shared; a tax id change still shows as a change of its last digits.
-      if (base.ok && outcome.ok) diffs.push(...diffRecordLists(maskRecords(base.records, input), maskRecords(outcome.records, input), CHANGE_WORDS));
+      if (base.ok && outcome.ok)
+        diffs.push(
+          ...diffRecordLists(
+            maskRecords(base.records, input),
+            maskRecords(outcome.records, input),
+            CHANGE_WORDS,
+          ),
+        );
       if (diffs.length > 0) report.changes.push({ loanId: item.id, diffs });
     }
     deps.onProgress?.(report.loans);
   }
 
   walk: for await (const page of deps.platform.boardingQueue(deps.signal ? { signal: deps.signal } : {})) {
-    for (const bad of page.invalid) report.invalid.push({ loanId: bad.id, message: bad.problems.join('; ').slice(0, 300) });
+    for (const bad of page.invalid)
+      report.invalid.push({ loanId: bad.id, message: bad.problems.join('; ').slice(0, 300) });
     const items = page.items.slice(0, Math.max(0, limit - taken));
     taken += items.length;
     for (let i = 0; i < items.length; i += concurrency) {
@@ -150,7 +159,13 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
     }
   }
   const order: Record<DryRunVerdict, number> = { quarantine: 0, board_with_warnings: 1, board: 2 };
-  report.rows = [...rows.values()].sort((a, b) => order[a.verdict] - order[b.verdict] || b.loans - a.loans || a.reason.localeCompare(b.reason) || a.field.localeCompare(b.field));
+  report.rows = [...rows.values()].sort(
+    (a, b) =>
+      order[a.verdict] - order[b.verdict] ||
+      b.loans - a.loans ||
+      a.reason.localeCompare(b.reason) ||
+      a.field.localeCompare(b.field),
+  );
   return report;
 }
 
@@ -168,11 +183,18 @@ export function formatDryRun(r: DryRunReport): string {
   const table = r.rows.filter((x) => x.verdict !== 'board');
   if (table.length > 0) {
     const head = ['VERDICT', 'REASON', 'FIELD', 'LOANS', 'EXAMPLES'];
-    const cells = [head, ...table.map((x) => [x.verdict, x.reason, x.field, String(x.loans), x.examples.join(' ')])];
+    const cells = [
+      head,
+      ...table.map((x) => [x.verdict, x.reason, x.field, String(x.loans), x.examples.join(' ')]),
+    ];
     const widths = head.map((_, i) => Math.max(...cells.map((c) => (c[i] ?? '').length)));
-    lines.push('', ...cells.map((c) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i] ?? 0))).join('  ')));
+    lines.push(
+      '',
+      ...cells.map((c) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i] ?? 0))).join('  ')),
+    );
   }
-  for (const bad of r.invalid.slice(0, 10)) lines.push(`  malformed queue item ${bad.loanId ?? '(no id)'}: ${bad.message}`);
+  for (const bad of r.invalid.slice(0, 10))
+    lines.push(`  malformed queue item ${bad.loanId ?? '(no id)'}: ${bad.message}`);
   if (r.unreadable.length > 0) {
     lines.push('', `${r.unreadable.length} loan(s) could not be read (not mapped):`);
     for (const u of r.unreadable.slice(0, 10)) lines.push(`  ${u.loanId}: ${u.message}`);

@@ -44,13 +44,25 @@ export function createEditLoopService(deps: EditLoopServiceDeps): EditLoopServic
   async function publish(now: number): Promise<void> {
     const st = deps.mapper.status();
     const reloadError = st.lastReloadError ? st.lastReloadError.message.slice(0, 4000) : null;
-    await deps.status.publish({ owner, pid: process.pid, host: hostname(), startedAt, updatedAt: now, mappingVersion: st.version, mappingDir: st.dir, reloadError });
+    await deps.status.publish({
+      owner,
+      pid: process.pid,
+      host: hostname(),
+      startedAt,
+      updatedAt: now,
+      mappingVersion: st.version,
+      mappingDir: st.dir,
+      reloadError,
+    });
   }
 
   async function reload(trigger: string): Promise<ReloadResult> {
     const r = await deps.mapper.reload(trigger);
     try {
-      await deps.status.touch(owner, deps.clock.now(), { mappingVersion: r.version, reloadError: r.ok ? null : r.message.slice(0, 4000) });
+      await deps.status.touch(owner, deps.clock.now(), {
+        mappingVersion: r.version,
+        reloadError: r.ok ? null : r.message.slice(0, 4000),
+      });
     } catch (err) {
       log.warn({ err: errorMessage(err) }, 'could not record the mapping version in the state database');
     }

@@ -25,18 +25,29 @@ export interface LoanHistoryParts {
  * bank's account number (the core's, or the one the pool issued). `ambiguous` lists every loan a
  * number names when it names more than one.
  */
-export async function resolveLoanRef(store: BoardingStore, ref: string): Promise<{ kind: 'found'; id: string; by: 'id' | 'number' } | { kind: 'ambiguous'; ids: string[] } | { kind: 'none' }> {
+export async function resolveLoanRef(
+  store: BoardingStore,
+  ref: string,
+): Promise<
+  { kind: 'found'; id: string; by: 'id' | 'number' } | { kind: 'ambiguous'; ids: string[] } | { kind: 'none' }
+> {
   if ((await store.loans.get(ref)) !== null) return { kind: 'found', id: ref, by: 'id' };
   const ids = new Set(await store.loans.idsByNumber(ref));
   const pooled = await store.numbers.keyOf('account', ref);
   if (pooled !== null && (await store.loans.get(pooled)) !== null) ids.add(pooled);
   const [first, ...rest] = [...ids].sort();
   if (first === undefined) return { kind: 'none' };
-  return rest.length === 0 ? { kind: 'found', id: first, by: 'number' } : { kind: 'ambiguous', ids: [first, ...rest] };
+  return rest.length === 0
+    ? { kind: 'found', id: first, by: 'number' }
+    : { kind: 'ambiguous', ids: [first, ...rest] };
 }
 
 /** Everything known of one loan; null when the store does not know it. */
-export async function gatherLoanHistory(store: BoardingStore, id: string, now: number): Promise<LoanHistoryParts | null> {
+export async function gatherLoanHistory(
+  store: BoardingStore,
+  id: string,
+  now: number,
+): Promise<LoanHistoryParts | null> {
   const row = await store.loans.get(id);
   if (!row) return null;
   const daemon = (await runningDaemons(store.daemon, now))[0] ?? null;
@@ -50,7 +61,8 @@ export async function gatherLoanHistory(store: BoardingStore, id: string, now: n
     customers: await store.customers.forLoan(id),
     daemon,
     accountNumber,
-    accountNumberSource: accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core',
+    accountNumberSource:
+      accountNumber === null ? null : pooled !== null && pooled === accountNumber ? 'pool' : 'core',
   };
 }
 
@@ -78,17 +90,44 @@ export function loanHistoryJson(h: LoanHistoryParts) {
     identity: {
       accountNumber: h.accountNumber,
       accountNumberSource: h.accountNumberSource,
-      customers: h.customers.map((c) => ({ entityId: c.entityId, cif: c.cif, matchedBy: c.matchedBy, existing: c.existing, nameAgrees: c.nameAgrees })),
+      customers: h.customers.map((c) => ({
+        entityId: c.entityId,
+        cif: c.cif,
+        matchedBy: c.matchedBy,
+        existing: c.existing,
+        nameAgrees: c.nameAgrees,
+      })),
     },
-    daemon: h.daemon ? { pid: h.daemon.pid, host: h.daemon.host, mappingVersion: h.daemon.mappingVersion, reloadError: h.daemon.reloadError } : null,
+    daemon: h.daemon
+      ? {
+          pid: h.daemon.pid,
+          host: h.daemon.host,
+          mappingVersion: h.daemon.mappingVersion,
+          reloadError: h.daemon.reloadError,
+        }
+      : null,
     events: h.events.map((e) => ({ ...e, at: iso(e.at) as string })),
-    idempotencyKeys: h.keys.map((k) => ({ ...k, createdAt: iso(k.createdAt) as string, completedAt: iso(k.completedAt) })),
+    idempotencyKeys: h.keys.map((k) => ({
+      ...k,
+      createdAt: iso(k.createdAt) as string,
+      completedAt: iso(k.completedAt),
+    })),
   };
 }
 
 /** The review items of the loan's last mapping (board with warnings): code, field, message, mapping file:line. */
-export function lastReviewItems(h: LoanHistoryParts): { at: number; items: Array<{ code: string; field: string; message: string; at: string }> } | null {
+export function lastReviewItems(
+  h: LoanHistoryParts,
+): { at: number; items: Array<{ code: string; field: string; message: string; at: string }> } | null {
   const lastReview = [...h.events].reverse().find((e) => e.kind === 'warning');
   if (h.row.reviewItems <= 0 || !lastReview) return null;
-  return { at: lastReview.at, items: (lastReview.detail as { warnings?: Array<{ code: string; field: string; message: string; at: string }> } | null)?.warnings ?? [] };
+  return {
+    at: lastReview.at,
+    items:
+      (
+        lastReview.detail as {
+          warnings?: Array<{ code: string; field: string; message: string; at: string }>;
+        } | null
+      )?.warnings ?? [],
+  };
 }

@@ -43,7 +43,12 @@ export interface ReloadableMapperOptions {
 export function createReloadableMapper(opts: ReloadableMapperOptions): ReloadableMapper {
   const log = opts.logger.child({ component: 'mapping' });
   let current = opts.initial;
-  let status: LoadedMappingStatus = { version: current.version, dir: opts.dir, loadedAt: opts.clock.now(), lastReloadError: null };
+  let status: LoadedMappingStatus = {
+    version: current.version,
+    dir: opts.dir,
+    loadedAt: opts.clock.now(),
+    lastReloadError: null,
+  };
   let inFlight: Promise<ReloadResult> | null = null;
   const swapListeners: Array<(s: LoadedMappingStatus) => void> = [];
 
@@ -55,7 +60,10 @@ export function createReloadableMapper(opts: ReloadableMapperOptions): Reloadabl
     } catch (err) {
       const message = errorMessage(err);
       status = { ...status, lastReloadError: { at: opts.clock.now(), trigger, message } };
-      log.error({ trigger, version: previous, dir: opts.dir, problems: message }, `mapping reload refused: the set on disk does not lint; still boarding with ${previous}`);
+      log.error(
+        { trigger, version: previous, dir: opts.dir, problems: message },
+        `mapping reload refused: the set on disk does not lint; still boarding with ${previous}`,
+      );
       return { ok: false, version: previous, message };
     }
     const changed = next.version !== previous;
@@ -64,7 +72,10 @@ export function createReloadableMapper(opts: ReloadableMapperOptions): Reloadabl
       ? { version: next.version, dir: opts.dir, loadedAt: opts.clock.now(), lastReloadError: null }
       : { ...status, lastReloadError: null };
     if (changed) {
-      log.info({ trigger, version: next.version, previous, dir: opts.dir }, `mapping reloaded: loans mapped from now on use ${next.version}`);
+      log.info(
+        { trigger, version: next.version, previous, dir: opts.dir },
+        `mapping reloaded: loans mapped from now on use ${next.version}`,
+      );
       for (const fn of swapListeners) {
         try {
           fn(status);
@@ -73,7 +84,10 @@ export function createReloadableMapper(opts: ReloadableMapperOptions): Reloadabl
         }
       }
     } else {
-      log.info({ trigger, version: previous }, 'mapping reload: the set on disk is the one loaded; nothing to do');
+      log.info(
+        { trigger, version: previous },
+        'mapping reload: the set on disk is the one loaded; nothing to do',
+      );
     }
     return { ok: true, changed, version: current.version, previous };
   }
@@ -111,7 +125,12 @@ export function createReloadableMapper(opts: ReloadableMapperOptions): Reloadabl
  * burst of events; a half-written file would only fail lint and be retried on the next event).
  * onChange gets the files that changed in the burst (relative to dir), for the log.
  */
-export function watchMappingDir(dir: string, clock: Clock, onChange: (files: string[]) => void, debounceMs = 300): { close(): void } {
+export function watchMappingDir(
+  dir: string,
+  clock: Clock,
+  onChange: (files: string[]) => void,
+  debounceMs = 300,
+): { close(): void } {
   let timer: Timer | null = null;
   let files = new Set<string>();
   const fire = (file: string): void => {

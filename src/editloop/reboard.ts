@@ -11,7 +11,14 @@ import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../lib/redact.js';
 import { quarantineReasonFor } from '../boarding/board-loan.js';
-import { canonicalFields, fetchMappingInput, maskRecords, parseBoardedRecords, storableRecords, storedItemOrLoan } from '../boarding/mapping-input.js';
+import {
+  canonicalFields,
+  fetchMappingInput,
+  maskRecords,
+  parseBoardedRecords,
+  storableRecords,
+  storedItemOrLoan,
+} from '../boarding/mapping-input.js';
 import { payloadHash } from '../boarding/release.js';
 import { mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
 import { storedCustomers } from '../boarding/customers.js';
@@ -39,7 +46,14 @@ export interface ReboardRequest {
 }
 
 export type ReboardResult =
-  | { loanId: string; outcome: 'rewritten'; coreReference: string; previousVersion: string | null; mappingVersion: string; changes: string[] }
+  | {
+      loanId: string;
+      outcome: 'rewritten';
+      coreReference: string;
+      previousVersion: string | null;
+      mappingVersion: string;
+      changes: string[];
+    }
   | { loanId: string; outcome: 'unchanged'; mappingVersion: string }
   /** The current mapping would quarantine the loan: the core keeps what it has; the loan stays acknowledged. */
   | { loanId: string; outcome: 'would_quarantine'; reason: string; message: string }
@@ -49,7 +63,13 @@ export type ReboardResult =
 /** `loans reboard --dry-run`: what a re-board would do; `would_rewrite` carries the field changes. */
 export type ReboardPreview =
   | Exclude<ReboardResult, { outcome: 'rewritten' }>
-  | { loanId: string; outcome: 'would_rewrite'; previousVersion: string | null; mappingVersion: string; changes: string[] };
+  | {
+      loanId: string;
+      outcome: 'would_rewrite';
+      previousVersion: string | null;
+      mappingVersion: string;
+      changes: string[];
+    };
 
 /** What a preview reads with: the state database, platform reads and the mapper (no core). */
 export type ReboardPreviewDeps = Pick<ReboardDeps, 'store' | 'platform' | 'mapper' | 'accountNumbers'>;
@@ -68,7 +88,14 @@ interface Prepared {
 type Settled = Extract<ReboardResult, { outcome: 'unchanged' | 'not_acknowledged' }>;
 
 /** Quarantine issues of the current mapping, as a re-board reports them. */
-type Refusal = { loanId: string; outcome: 'would_quarantine'; reason: string; message: string; issues: readonly MappingIssue[]; mappingVersion: string };
+type Refusal = {
+  loanId: string;
+  outcome: 'would_quarantine';
+  reason: string;
+  message: string;
+  issues: readonly MappingIssue[];
+  mappingVersion: string;
+};
 
 /**
  * The reading half of a re-board, shared by the write and the dry run: the loan's item and inputs
@@ -83,7 +110,8 @@ async function prepare(
   accountNumberOf: (row: LoanRow) => Promise<string | null>,
 ): Promise<Prepared | Refusal | Settled> {
   const row = await deps.store.loans.get(loanId);
-  if (!row || row.state !== 'acknowledged') return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
+  if (!row || row.state !== 'acknowledged')
+    return { loanId, outcome: 'not_acknowledged', state: row?.state ?? 'unknown' };
   const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
   const input = await fetchMappingInput(deps.platform, item, req.signal);
   const hash = payloadHash(input);
@@ -92,14 +120,29 @@ async function prepare(
   }
   const accountNumber = await accountNumberOf(row);
   // With the customers its board resolved (CIFs, existing or created): a re-board writes no second customer.
-  const outcome = await deps.mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), customers: storedCustomers(await deps.store.customers.forLoan(loanId)) } });
+  const outcome = await deps.mapper.map({
+    ...input,
+    identity: {
+      ...mappingIdentity(accountNumber),
+      customers: storedCustomers(await deps.store.customers.forLoan(loanId)),
+    },
+  });
   if (!outcome.ok) {
     const reason = quarantineReasonFor(outcome.issues);
     const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000);
-    return { loanId, outcome: 'would_quarantine', reason, message, issues: outcome.issues, mappingVersion: outcome.mappingVersion };
+    return {
+      loanId,
+      outcome: 'would_quarantine',
+      reason,
+      message,
+      issues: outcome.issues,
+      mappingVersion: outcome.mappingVersion,
+    };
   }
   const before = parseBoardedRecords(row.boardedRecords);
-  const changes = before ? diffRecordLists(before, maskRecords(outcome.records, input), CHANGE_WORDS) : ['(the records of the last write were not kept: written before this version)'];
+  const changes = before
+    ? diffRecordLists(before, maskRecords(outcome.records, input), CHANGE_WORDS)
+    : ['(the records of the last write were not kept: written before this version)'];
   return { row, item, input, hash, outcome, changes, accountNumber };
 }
 
@@ -110,15 +153,26 @@ const isPrepared = (p: Prepared | Refusal | Settled): p is Prepared => 'row' in 
  * against the records last written, masked), and nothing else: no core write, no state change,
  * no audit event, no acknowledgement.
  */
-export async function previewReboard(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'force' | 'signal'> = {}): Promise<ReboardPreview> {
+export async function previewReboard(
+  deps: ReboardPreviewDeps,
+  loanId: string,
+  req: Pick<ReboardRequest, 'force' | 'signal'> = {},
+): Promise<ReboardPreview> {
   try {
     // The loan's own number, else the one the pool would give it next (not allocated: a preview writes nothing).
     const p = await prepare(deps, loanId, req, (row) => deps.accountNumbers.preview(row.id));
     if (!isPrepared(p)) {
-      if (p.outcome === 'would_quarantine') return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
+      if (p.outcome === 'would_quarantine')
+        return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
       return p;
     }
-    return { loanId, outcome: 'would_rewrite', previousVersion: p.row.mappingVersion, mappingVersion: p.outcome.mappingVersion, changes: p.changes };
+    return {
+      loanId,
+      outcome: 'would_rewrite',
+      previousVersion: p.row.mappingVersion,
+      mappingVersion: p.outcome.mappingVersion,
+      changes: p.changes,
+    };
   } catch (err) {
     return { loanId, outcome: 'failed', message: redactForStorage(errorMessage(err)).slice(0, 2000) };
   }
@@ -131,7 +185,11 @@ export async function previewReboard(deps: ReboardPreviewDeps, loanId: string, r
  * (the loan's release was acknowledged already and its state stays `acknowledged`), and each
  * re-board is an audited event with who, why, the versions and the field changes.
  */
-export async function reboardLoan(deps: ReboardDeps, loanId: string, req: ReboardRequest): Promise<ReboardResult> {
+export async function reboardLoan(
+  deps: ReboardDeps,
+  loanId: string,
+  req: ReboardRequest,
+): Promise<ReboardResult> {
   const { store, clock } = deps;
   const log = deps.logger.child({ loanId, component: 'reboard' });
   try {
@@ -141,13 +199,34 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
     const allocate = (row: LoanRow): Promise<string | null> =>
       store.write(async () => {
         const n = await numbers.accountNumberFor(row, clock.now());
-        if (n !== null && row.accountNumber !== n) await store.loans.amend(loanId, { expected: 'acknowledged', kind: 'ops', actor: req.actor, reason: 'account number allocated', detail: { accountNumber: n }, patch: { accountNumber: n } }, clock.now());
+        if (n !== null && row.accountNumber !== n)
+          await store.loans.amend(
+            loanId,
+            {
+              expected: 'acknowledged',
+              kind: 'ops',
+              actor: req.actor,
+              reason: 'account number allocated',
+              detail: { accountNumber: n },
+              patch: { accountNumber: n },
+            },
+            clock.now(),
+          );
         return n;
       });
     const p = await prepare(deps, loanId, req, allocate);
     if (!isPrepared(p)) {
       if (p.outcome !== 'would_quarantine') return p;
-      await store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: `reboard refused: the mapping would quarantine (${p.reason})`, detail: { why: req.reason, mappingVersion: p.mappingVersion, issues: p.issues.slice(0, 20) } }, clock.now());
+      await store.loans.recordEvent(
+        loanId,
+        {
+          kind: 'ops',
+          actor: req.actor,
+          reason: `reboard refused: the mapping would quarantine (${p.reason})`,
+          detail: { why: req.reason, mappingVersion: p.mappingVersion, issues: p.issues.slice(0, 20) },
+        },
+        clock.now(),
+      );
       return { loanId, outcome: 'would_quarantine', reason: p.reason, message: p.message };
     }
     const { row, item, input, hash, outcome, changes, accountNumber } = p;
@@ -180,7 +259,16 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
           mappingVersion: outcome.mappingVersion,
           coreReference: receipt.coreReference,
           changes: changes.slice(0, 100).map((c) => redactForStorage(c)),
-          ...(warnings.length > 0 ? { warnings: warnings.slice(0, 50).map((w) => ({ code: w.code, field: `${w.target}.${w.field}`, message: redactForStorage(w.message), at: `${w.file}:${w.line}:${w.column}` })) } : {}),
+          ...(warnings.length > 0
+            ? {
+                warnings: warnings.slice(0, 50).map((w) => ({
+                  code: w.code,
+                  field: `${w.target}.${w.field}`,
+                  message: redactForStorage(w.message),
+                  at: `${w.file}:${w.line}:${w.column}`,
+                })),
+              }
+            : {}),
         },
         patch: {
           mappingVersion: outcome.mappingVersion,
@@ -193,12 +281,34 @@ export async function reboardLoan(deps: ReboardDeps, loanId: string, req: Reboar
       },
       clock.now(),
     );
-    log.info({ actor: req.actor, previous: row.mappingVersion, mappingVersion: outcome.mappingVersion, changes: changes.length }, 'loan re-boarded to the core');
-    return { loanId, outcome: 'rewritten', coreReference: receipt.coreReference, previousVersion: row.mappingVersion, mappingVersion: outcome.mappingVersion, changes };
+    log.info(
+      {
+        actor: req.actor,
+        previous: row.mappingVersion,
+        mappingVersion: outcome.mappingVersion,
+        changes: changes.length,
+      },
+      'loan re-boarded to the core',
+    );
+    return {
+      loanId,
+      outcome: 'rewritten',
+      coreReference: receipt.coreReference,
+      previousVersion: row.mappingVersion,
+      mappingVersion: outcome.mappingVersion,
+      changes,
+    };
   } catch (err) {
     const message = redactForStorage(errorMessage(err)).slice(0, 2000);
-    log.warn({ err: message }, 'reboard failed; the loan stays acknowledged (if the core write went through, the core may hold the new records while the connector keeps its record of the earlier ones)');
-    await store.loans.recordEvent(loanId, { kind: 'ops', actor: req.actor, reason: 'reboard failed', detail: { why: req.reason, message } }, clock.now());
+    log.warn(
+      { err: message },
+      'reboard failed; the loan stays acknowledged (if the core write went through, the core may hold the new records while the connector keeps its record of the earlier ones)',
+    );
+    await store.loans.recordEvent(
+      loanId,
+      { kind: 'ops', actor: req.actor, reason: 'reboard failed', detail: { why: req.reason, message } },
+      clock.now(),
+    );
     return { loanId, outcome: 'failed', message };
   }
 }
@@ -214,26 +324,51 @@ export type BoardPreview =
   | { loanId: string; outcome: 'would_quarantine'; reason: string; message: string; mappingVersion: string }
   | { loanId: string; outcome: 'failed'; message: string };
 
-export async function previewBoard(deps: ReboardPreviewDeps, loanId: string, req: Pick<ReboardRequest, 'signal'> = {}): Promise<BoardPreview> {
+export async function previewBoard(
+  deps: ReboardPreviewDeps,
+  loanId: string,
+  req: Pick<ReboardRequest, 'signal'> = {},
+): Promise<BoardPreview> {
   try {
     const row = await deps.store.loans.get(loanId);
     if (!row) return { loanId, outcome: 'failed', message: `no loan ${loanId} in the state database` };
     const item = await storedItemOrLoan(deps.platform, loanId, row.queueItem, req.signal);
     const input = await fetchMappingInput(deps.platform, item, req.signal);
     const accountNumber = await deps.accountNumbers.preview(row.id);
-    const outcome = await deps.mapper.map({ ...input, identity: { ...mappingIdentity(accountNumber), customers: storedCustomers(await deps.store.customers.forLoan(loanId)) } });
+    const outcome = await deps.mapper.map({
+      ...input,
+      identity: {
+        ...mappingIdentity(accountNumber),
+        customers: storedCustomers(await deps.store.customers.forLoan(loanId)),
+      },
+    });
     if (!outcome.ok) {
-      return { loanId, outcome: 'would_quarantine', reason: quarantineReasonFor(outcome.issues), message: redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000), mappingVersion: outcome.mappingVersion };
+      return {
+        loanId,
+        outcome: 'would_quarantine',
+        reason: quarantineReasonFor(outcome.issues),
+        message: redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 2000),
+        mappingVersion: outcome.mappingVersion,
+      };
     }
-    return { loanId, outcome: 'would_board', mappingVersion: outcome.mappingVersion, reviewItems: (outcome.warnings ?? []).slice(0, 20).map((w) => redactForStorage(formatIssue(w))) };
+    return {
+      loanId,
+      outcome: 'would_board',
+      mappingVersion: outcome.mappingVersion,
+      reviewItems: (outcome.warnings ?? []).slice(0, 20).map((w) => redactForStorage(formatIssue(w))),
+    };
   } catch (err) {
     return { loanId, outcome: 'failed', message: redactForStorage(errorMessage(err)).slice(0, 2000) };
   }
 }
 
 /** The console's check of one loan: a re-board preview when it is acknowledged, else the board check. */
-export async function previewLoanNow(deps: ReboardPreviewDeps, loanId: string): Promise<ReboardPreview | BoardPreview> {
+export async function previewLoanNow(
+  deps: ReboardPreviewDeps,
+  loanId: string,
+): Promise<ReboardPreview | BoardPreview> {
   const row = await deps.store.loans.get(loanId);
-  if (row && row.state !== 'acknowledged' && ['quarantined', 'skipped', 'retry_wait'].includes(row.state)) return previewBoard(deps, loanId);
+  if (row && row.state !== 'acknowledged' && ['quarantined', 'skipped', 'retry_wait'].includes(row.state))
+    return previewBoard(deps, loanId);
   return previewReboard(deps, loanId);
 }

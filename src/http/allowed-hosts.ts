@@ -25,8 +25,12 @@ export function hostName(value: string): string {
 }
 
 /** The names the admin listener answers: the configured list, else loopback plus admin.host. */
-export function adminHostNames(admin: { host: string; allowedHosts?: readonly string[] | undefined }): string[] {
-  if (admin.allowedHosts !== undefined && admin.allowedHosts.length > 0) return [...new Set(admin.allowedHosts.map(hostName))];
+export function adminHostNames(admin: {
+  host: string;
+  allowedHosts?: readonly string[] | undefined;
+}): string[] {
+  if (admin.allowedHosts !== undefined && admin.allowedHosts.length > 0)
+    return [...new Set(admin.allowedHosts.map(hostName))];
   const own = hostName(admin.host);
   return [...new Set([...LOOPBACK, ...(WILDCARDS.has(own) ? [] : [own])])];
 }
@@ -35,7 +39,10 @@ export function adminHostNames(admin: { host: string; allowedHosts?: readonly st
  * 421 Misdirected Request for a `Host` not in the list (400 without one), before any route runs.
  * `onRefused` is told the refused name (logged by the caller, rate-limited there).
  */
-export function allowedHostsGuard(names: readonly string[], onRefused?: (host: string) => void): RequestHandler {
+export function allowedHostsGuard(
+  names: readonly string[],
+  onRefused?: (host: string) => void,
+): RequestHandler {
   const allowed = new Set(names.map(hostName));
   return (req, res, next) => {
     const raw = req.headers.host;
@@ -46,7 +53,10 @@ export function allowedHostsGuard(names: readonly string[], onRefused?: (host: s
     const name = hostName(raw);
     if (!allowed.has(name)) {
       onRefused?.(name.slice(0, 100));
-      res.status(421).type('text/plain').send(`This listener does not answer for host ${name.slice(0, 100)} (admin.allowedHosts)\n`);
+      res
+        .status(421)
+        .type('text/plain')
+        .send(`This listener does not answer for host ${name.slice(0, 100)} (admin.allowedHosts)\n`);
       return;
     }
     next();

@@ -3,7 +3,11 @@ import type { WebhooksConfig } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { WebhookInbox } from '../store/inbox.js';
-import { createConnectorMetrics, type ConnectorMetrics, type LeadershipView } from '../observability/metrics.js';
+import {
+  createConnectorMetrics,
+  type ConnectorMetrics,
+  type LeadershipView,
+} from '../observability/metrics.js';
 import { runReadiness, type ReadinessCheck } from '../observability/readiness.js';
 import { latestReportFile } from './reports-route.js';
 import { allowedHostsGuard } from './allowed-hosts.js';
@@ -57,7 +61,11 @@ export function createApp(deps: WebhookAppDeps): Express {
     app.use(
       allowedHostsGuard(deps.allowedHosts, (host) => {
         const suppressed = refused.admit('client', clock.now());
-        if (suppressed !== null) log.warn({ host, ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) }, 'admin listener: request for a host not in admin.allowedHosts refused (421)');
+        if (suppressed !== null)
+          log.warn(
+            { host, ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) },
+            'admin listener: request for a host not in admin.allowedHosts refused (421)',
+          );
       }),
     );
   }
@@ -73,12 +81,23 @@ export function createApp(deps: WebhookAppDeps): Express {
     }
     const unusable = unusableSecrets(deps.config.scheme, deps.config.secrets);
     if (unusable.length > 0) {
-      log.warn({ positions: unusable }, `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> and cannot verify ${deps.config.scheme} signatures`);
+      log.warn(
+        { positions: unusable },
+        `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> and cannot verify ${deps.config.scheme} signatures`,
+      );
     }
     // The raw body is read on this route only: no other route takes a body.
     app.post(
       WEBHOOK_PATH,
-      ...createWebhookReceiver({ maxBodyBytes: deps.config.maxBodyBytes, verifier, inbox: deps.inbox, metrics, logger: log, clock, processor: deps.processor }),
+      ...createWebhookReceiver({
+        maxBodyBytes: deps.config.maxBodyBytes,
+        verifier,
+        inbox: deps.inbox,
+        metrics,
+        logger: log,
+        clock,
+        processor: deps.processor,
+      }),
     );
   }
 
@@ -104,10 +123,15 @@ export function createApp(deps: WebhookAppDeps): Express {
     const suppressed = throttle.admit(clientError ? 'client' : 'internal', clock.now());
     if (suppressed !== null) {
       const extra = suppressed > 0 ? { suppressedSinceLast: suppressed } : {};
-      if (clientError) log.warn({ status, message: (err as Error).message?.slice(0, 200), ...extra }, 'http request rejected');
+      if (clientError)
+        log.warn(
+          { status, message: (err as Error).message?.slice(0, 200), ...extra },
+          'http request rejected',
+        );
       else log.error({ err, ...extra }, 'http handler failed');
     }
-    if (!res.headersSent) res.status(clientError ? status : 500).json({ error: clientError ? 'bad request' : 'internal error' });
+    if (!res.headersSent)
+      res.status(clientError ? status : 500).json({ error: clientError ? 'bad request' : 'internal error' });
   });
   return app;
 }

@@ -17,7 +17,9 @@ export async function latestReportFile(reportsDir: string): Promise<string | nul
   }
   const candidates = [join(root, 'report.html')];
   const subdirs = async (dir: string): Promise<string[]> =>
-    (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => join(dir, e.name));
+    (await readdir(dir, { withFileTypes: true }))
+      .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+      .map((e) => join(dir, e.name));
   try {
     for (const day of await subdirs(root)) {
       candidates.push(join(day, 'report.html'));

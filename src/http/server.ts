@@ -13,7 +13,13 @@ export interface ListenerLimits {
 }
 
 export function receiverLimits(c: ListenerLimits): ListenerLimits {
-  return { maxConnections: c.maxConnections, maxConnectionsPerClient: c.maxConnectionsPerClient, headersTimeoutMs: c.headersTimeoutMs, requestTimeoutMs: c.requestTimeoutMs, keepAliveTimeoutMs: c.keepAliveTimeoutMs };
+  return {
+    maxConnections: c.maxConnections,
+    maxConnectionsPerClient: c.maxConnectionsPerClient,
+    headersTimeoutMs: c.headersTimeoutMs,
+    requestTimeoutMs: c.requestTimeoutMs,
+    keepAliveTimeoutMs: c.keepAliveTimeoutMs,
+  };
 }
 
 export interface RunningServer {
@@ -26,12 +32,23 @@ export interface RunningServer {
 }
 
 /** Listens with the app on host:port (port 0 = any free port) and resolves once bound. */
-export async function startHttpServer(app: RequestListener, host: string, port: number, limits?: ListenerLimits): Promise<RunningServer> {
+export async function startHttpServer(
+  app: RequestListener,
+  host: string,
+  port: number,
+  limits?: ListenerLimits,
+): Promise<RunningServer> {
   // Node checks the header and request timeouts only every connectionsCheckingInterval (30 s by
   // default): slow clients then lived 54–84 s. Deliveries are small, so the receiver gives a
   // client seconds, checked every second.
   const server = createServer(
-    limits === undefined ? {} : { connectionsCheckingInterval: 1_000, headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
+    limits === undefined
+      ? {}
+      : {
+          connectionsCheckingInterval: 1_000,
+          headersTimeout: limits.headersTimeoutMs,
+          requestTimeout: limits.requestTimeoutMs,
+        },
     app,
   );
   if (limits === undefined) {

@@ -13,7 +13,8 @@ export interface WallTime {
   second: number;
 }
 
-const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DAY_MS = 86_400_000;
 
@@ -57,7 +58,14 @@ function rawOffsetMs(timeZone: string, utcMs: number): number {
   for (const p of formatterFor(timeZone).formatToParts(new Date(utcMs))) {
     if (p.type !== 'literal') parts[p.type] = Number(p.value);
   }
-  const asUtc = Date.UTC(parts['year'] ?? 1970, (parts['month'] ?? 1) - 1, parts['day'] ?? 1, parts['hour'] ?? 0, parts['minute'] ?? 0, parts['second'] ?? 0);
+  const asUtc = Date.UTC(
+    parts['year'] ?? 1970,
+    (parts['month'] ?? 1) - 1,
+    parts['day'] ?? 1,
+    parts['hour'] ?? 0,
+    parts['minute'] ?? 0,
+    parts['second'] ?? 0,
+  );
   return asUtc - (utcMs - (((utcMs % 1000) + 1000) % 1000));
 }
 
@@ -104,10 +112,15 @@ export function wallTimeAt(epochMs: number, timeZone: string): WallTime {
  * gap (02:30 on a spring-forward day is 03:30); a repeated time takes its first occurrence.
  * Day and month overflow roll over like Date.UTC (day 32 is the next month).
  */
-export function zonedToUtc(t: Pick<WallTime, 'year' | 'month' | 'day'> & Partial<WallTime>, timeZone: string): number {
+export function zonedToUtc(
+  t: Pick<WallTime, 'year' | 'month' | 'day'> & Partial<WallTime>,
+  timeZone: string,
+): number {
   const wall = Date.UTC(t.year, t.month - 1, t.day, t.hour ?? 0, t.minute ?? 0, t.second ?? 0);
   // The offsets in force a day either side cover any one transition near this time.
-  const candidates = [...new Set([wall - zoneOffsetMs(timeZone, wall - DAY_MS), wall - zoneOffsetMs(timeZone, wall + DAY_MS)])].sort((a, b) => a - b);
+  const candidates = [
+    ...new Set([wall - zoneOffsetMs(timeZone, wall - DAY_MS), wall - zoneOffsetMs(timeZone, wall + DAY_MS)]),
+  ].sort((a, b) => a - b);
   const exact = candidates.filter((c) => c + zoneOffsetMs(timeZone, c) === wall);
   // Both exact: a repeated hour, take the first. None exact: a skipped hour, the later candidate is
   // the same wall time shifted past the gap.
@@ -128,7 +141,16 @@ export function toWallTime(text: string, timeZone: string): WallTime | null {
   const hour = m[4] === undefined ? 0 : Number(m[4]);
   const minute = m[5] === undefined ? 0 : Number(m[5]);
   const second = m[6] === undefined ? 0 : Number(m[6]);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 60) return null;
+  if (
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysInMonth(year, month) ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 60
+  )
+    return null;
   const offset = m[8];
   if (offset === undefined) return { year, month, day, hour, minute, second };
   let offsetMinutes = 0;
@@ -138,7 +160,9 @@ export function toWallTime(text: string, timeZone: string): WallTime | null {
     offsetMinutes = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || '0'));
   }
   const fraction = m[7] === undefined ? 0 : Number(`0.${m[7]}`) * 1000;
-  const utcMs = Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59), Math.floor(fraction)) - offsetMinutes * 60_000;
+  const utcMs =
+    Date.UTC(year, month - 1, day, hour, minute, Math.min(second, 59), Math.floor(fraction)) -
+    offsetMinutes * 60_000;
   return wallTimeAt(utcMs, timeZone);
 }
 
@@ -151,7 +175,9 @@ const TOKEN = /yyyy|yy|MM|M|dd|d|HH|H|mm|ss|'[^']*'/g;
 export function pictureProblem(format: string): string | null {
   const rest = format.replace(TOKEN, '');
   const bad = /[A-Za-z]/.exec(rest);
-  return bad ? `picture "${format}": "${bad[0]}" is not a picture letter (yyyy yy MM M dd d HH H mm ss; quote literal text, e.g. "yyyy'T'HH")` : null;
+  return bad
+    ? `picture "${format}": "${bad[0]}" is not a picture letter (yyyy yy MM M dd d HH H mm ss; quote literal text, e.g. "yyyy'T'HH")`
+    : null;
 }
 
 const pad = (n: number, width: number): string => String(n).padStart(width, '0');
@@ -160,17 +186,28 @@ const pad = (n: number, width: number): string => String(n).padStart(width, '0')
 export function formatWallTime(t: WallTime, format: string): string {
   return format.replace(TOKEN, (tok) => {
     switch (tok) {
-      case 'yyyy': return pad(t.year, 4);
-      case 'yy': return pad(t.year % 100, 2);
-      case 'MM': return pad(t.month, 2);
-      case 'M': return String(t.month);
-      case 'dd': return pad(t.day, 2);
-      case 'd': return String(t.day);
-      case 'HH': return pad(t.hour, 2);
-      case 'H': return String(t.hour);
-      case 'mm': return pad(t.minute, 2);
-      case 'ss': return pad(t.second, 2);
-      default: return tok.slice(1, -1);
+      case 'yyyy':
+        return pad(t.year, 4);
+      case 'yy':
+        return pad(t.year % 100, 2);
+      case 'MM':
+        return pad(t.month, 2);
+      case 'M':
+        return String(t.month);
+      case 'dd':
+        return pad(t.day, 2);
+      case 'd':
+        return String(t.day);
+      case 'HH':
+        return pad(t.hour, 2);
+      case 'H':
+        return String(t.hour);
+      case 'mm':
+        return pad(t.minute, 2);
+      case 'ss':
+        return pad(t.second, 2);
+      default:
+        return tok.slice(1, -1);
     }
   });
 }
@@ -182,7 +219,22 @@ export function formatPattern(format: string): RegExp {
   for (const m of format.matchAll(TOKEN)) {
     src += escapeRe(format.slice(last, m.index));
     const tok = m[0];
-    src += tok.startsWith("'") ? escapeRe(tok.slice(1, -1)) : ({ yyyy: '(?<y>\\d{4})', yy: '\\d{2}', MM: '(?<m>\\d{2})', M: '(?<m>\\d{1,2})', dd: '(?<d>\\d{2})', d: '(?<d>\\d{1,2})', HH: '\\d{2}', H: '\\d{1,2}', mm: '\\d{2}', ss: '\\d{2}' } as Record<string, string>)[tok];
+    src += tok.startsWith("'")
+      ? escapeRe(tok.slice(1, -1))
+      : (
+          {
+            yyyy: '(?<y>\\d{4})',
+            yy: '\\d{2}',
+            MM: '(?<m>\\d{2})',
+            M: '(?<m>\\d{1,2})',
+            dd: '(?<d>\\d{2})',
+            d: '(?<d>\\d{1,2})',
+            HH: '\\d{2}',
+            H: '\\d{1,2}',
+            mm: '\\d{2}',
+            ss: '\\d{2}',
+          } as Record<string, string>
+        )[tok];
     last = m.index + tok.length;
   }
   src += escapeRe(format.slice(last));
@@ -214,7 +266,9 @@ export function localDate(epochMs: number, timeZone: string): string {
 
 /** "2026-11-21 06:33:36 CST" style rendering of an instant, for people reading a report. */
 export function localDateTime(epochMs: number, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, timeZoneName: 'short' }).formatToParts(new Date(epochMs));
+  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, timeZoneName: 'short' }).formatToParts(
+    new Date(epochMs),
+  );
   const zoneName = parts.find((p) => p.type === 'timeZoneName')?.value ?? timeZone;
   return `${formatWallTime(wallTimeAt(epochMs, timeZone), 'yyyy-MM-dd HH:mm:ss')} ${zoneName}`;
 }

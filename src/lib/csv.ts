@@ -37,7 +37,12 @@ export interface CsvOptions {
  */
 export function parseCsv(text: string, opts: CsvOptions = {}): CsvRow[] {
   const delimiter = opts.delimiter ?? ',';
-  if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\r' || delimiter === '\n') throw new CsvError(`the delimiter must be one character other than a quote or a line break, got ${JSON.stringify(delimiter)}`, 1, 1);
+  if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\r' || delimiter === '\n')
+    throw new CsvError(
+      `the delimiter must be one character other than a quote or a line break, got ${JSON.stringify(delimiter)}`,
+      1,
+      1,
+    );
   const rows: CsvRow[] = [];
   let i = text.charCodeAt(0) === 0xfeff ? 1 : 0;
   let line = 1;
@@ -67,7 +72,11 @@ export function parseCsv(text: string, opts: CsvOptions = {}): CsvRow[] {
         i += 1;
         const next = text[i];
         if (next !== undefined && next !== delimiter && next !== '\n' && next !== '\r') {
-          throw new CsvError(`unexpected ${JSON.stringify(next)} after a closing quote`, line, i - lineStart + 1);
+          throw new CsvError(
+            `unexpected ${JSON.stringify(next)} after a closing quote`,
+            line,
+            i - lineStart + 1,
+          );
         }
         continue;
       }
@@ -80,7 +89,12 @@ export function parseCsv(text: string, opts: CsvOptions = {}): CsvRow[] {
       continue;
     }
     if (ch === '"') {
-      if (cell !== '') throw new CsvError('a quote inside an unquoted cell (quote the cell and double the quote)', line, i - lineStart + 1);
+      if (cell !== '')
+        throw new CsvError(
+          'a quote inside an unquoted cell (quote the cell and double the quote)',
+          line,
+          i - lineStart + 1,
+        );
       quoted = true;
       cellStarted = true;
       i += 1;

@@ -12,7 +12,9 @@ import { createHmac } from 'node:crypto';
  */
 export function normaliseTin(raw: unknown): string | null {
   if (typeof raw !== 'string' && typeof raw !== 'number') return null;
-  const text = String(raw).trim().replace(/[\s.\-–]/g, '');
+  const text = String(raw)
+    .trim()
+    .replace(/[\s.\-–]/g, '');
   if (!/^\d{7,9}$/.test(text)) return null;
   const digits = text.padStart(9, '0');
   return /^0{9}$/.test(digits) ? null : digits;
@@ -59,11 +61,17 @@ export class CustomerKeys {
 
   /** Identifies the key (stored once; another key later is refused) without revealing it. */
   fingerprint(): string {
-    return createHmac('sha256', this.key).update('boarding-connector tin key check').digest('base64url').slice(0, 22);
+    return createHmac('sha256', this.key)
+      .update('boarding-connector tin key check')
+      .digest('base64url')
+      .slice(0, 22);
   }
 
   /** A short keyed fingerprint of the normalised name (the extract index compares names with it). */
   nameHash(raw: unknown): string {
-    return createHmac('sha256', this.key).update(`name:${normaliseName(raw)}`).digest('base64url').slice(0, 16);
+    return createHmac('sha256', this.key)
+      .update(`name:${normaliseName(raw)}`)
+      .digest('base64url')
+      .slice(0, 16);
   }
 }

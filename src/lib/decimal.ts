@@ -8,7 +8,10 @@
 export function formatUnits(units: bigint, decimals: number): string {
   const negative = units < 0n;
   const digits = (negative ? -units : units).toString().padStart(decimals + 1, '0');
-  const body = decimals === 0 ? digits : `${digits.slice(0, digits.length - decimals)}.${digits.slice(digits.length - decimals)}`;
+  const body =
+    decimals === 0
+      ? digits
+      : `${digits.slice(0, digits.length - decimals)}.${digits.slice(digits.length - decimals)}`;
   return `${negative ? '-' : ''}${body}`;
 }
 

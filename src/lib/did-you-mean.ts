@@ -6,7 +6,11 @@ export function editDistance(a: string, b: string): number {
     for (let j = 1; j <= b.length; j++) {
       const row = d[i] as number[];
       const prev = d[i - 1] as number[];
-      row[j] = Math.min((prev[j] as number) + 1, (row[j - 1] as number) + 1, (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row[j] = Math.min(
+        (prev[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        (prev[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     }
   }
   return (d[a.length] as number[])[b.length] as number;
@@ -28,5 +32,7 @@ export function didYouMean(name: string, candidates: Iterable<string>): string {
       best = c;
     }
   }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? ` (did you mean "${best}"?)` : '';
+  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3))
+    ? ` (did you mean "${best}"?)`
+    : '';
 }

@@ -29,8 +29,20 @@ export interface HeapGrowthChoice {
  * (V8 refuses that flag in NODE_OPTIONS). A heap cap in NODE_OPTIONS (--max-old-space-size) is
  * independent of this and still applies.
  */
-export function applyHeapGrowth(env: NodeJS.ProcessEnv, execArgv: readonly string[], set: (flags: string) => void = setFlagsFromString): HeapGrowthChoice {
-  if (execArgv.some((a) => a === V8_FLAG || a.startsWith(`${V8_FLAG}=`) || a === '--heap_growing_percent' || a.startsWith('--heap_growing_percent='))) {
+export function applyHeapGrowth(
+  env: NodeJS.ProcessEnv,
+  execArgv: readonly string[],
+  set: (flags: string) => void = setFlagsFromString,
+): HeapGrowthChoice {
+  if (
+    execArgv.some(
+      (a) =>
+        a === V8_FLAG ||
+        a.startsWith(`${V8_FLAG}=`) ||
+        a === '--heap_growing_percent' ||
+        a.startsWith('--heap_growing_percent='),
+    )
+  ) {
     return { percent: null, source: 'node-flag' };
   }
   const raw = env[HEAP_GROWTH_ENV];
@@ -39,7 +51,9 @@ export function applyHeapGrowth(env: NodeJS.ProcessEnv, execArgv: readonly strin
   if (raw !== undefined && raw.trim() !== '') {
     const n = Number(raw.trim());
     if (!Number.isInteger(n) || n < 0 || n > 1000) {
-      throw new UsageError(`${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 to 1000 (0: V8's own heap growth), got ${JSON.stringify(raw)}`);
+      throw new UsageError(
+        `${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 to 1000 (0: V8's own heap growth), got ${JSON.stringify(raw)}`,
+      );
     }
     if (n === 0) return { percent: null, source: 'disabled' };
     percent = n;

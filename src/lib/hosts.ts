@@ -12,7 +12,13 @@ import ipaddr from 'ipaddr.js';
  */
 
 /** Names of cloud metadata services (their addresses are link-local or unique-local anyway). */
-const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata', 'metadata.azure.internal', 'instance-data', 'instance-data.ec2.internal']);
+const METADATA_HOSTS = new Set([
+  'metadata.google.internal',
+  'metadata',
+  'metadata.azure.internal',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
 
 /** The special range an address is in ('loopback', 'private', 'linkLocal', 'reserved'…), or null when public. */
 export function specialRange(address: string): string | null {
@@ -54,7 +60,9 @@ function embeddedIPv4(ip: ipaddr.IPv6, range: string): ipaddr.IPv4 | null | unde
     case 'rfc6145': // ::ffff:0:a.b.c.d
       return v4(p[6] ?? 0, p[7] ?? 0);
     case 'rfc6052': // NAT64: the well-known 64:ff9b::/96 carries it in the last 32 bits
-      return p[0] === 0x64 && p[1] === 0xff9b && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0 ? v4(p[6] ?? 0, p[7] ?? 0) : null;
+      return p[0] === 0x64 && p[1] === 0xff9b && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0
+        ? v4(p[6] ?? 0, p[7] ?? 0)
+        : null;
     case '6to4': // 2002:AABB:CCDD::/48
       return v4(p[1] ?? 0, p[2] ?? 0);
     default:
@@ -103,7 +111,10 @@ export function isPrivateHost(host: string): boolean {
 
 /** Why an allow-list entry (host name, `*.domain`, address or CIDR) is not one, or null. */
 export function allowEntryProblem(entry: string): string | null {
-  if (entry.includes('/')) return ipaddr.isValidCIDR(entry) ? null : `${entry} is not a CIDR such as 10.20.0.0/16`;
+  if (entry.includes('/'))
+    return ipaddr.isValidCIDR(entry) ? null : `${entry} is not a CIDR such as 10.20.0.0/16`;
   if (isIP(entry) !== 0) return null;
-  return /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$/i.test(entry) ? null : `${entry} is not a host name, *.domain, address or CIDR`;
+  return /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$/i.test(entry)
+    ? null
+    : `${entry} is not a host name, *.domain, address or CIDR`;
 }

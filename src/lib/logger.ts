@@ -35,7 +35,10 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   };
   if (opts.destination) return pino(base, opts.destination);
   if (pretty) {
-    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, destination: 2 } } });
+    return pino({
+      ...base,
+      transport: { target: 'pino-pretty', options: { colorize: true, destination: 2 } },
+    });
   }
   // Logs go to stderr so commands can print machine-readable results on stdout.
   return pino(base, pino.destination({ fd: 2, sync: false }));

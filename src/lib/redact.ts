@@ -9,7 +9,18 @@
  */
 
 /** Field and config key names whose values are credentials (the one list: config, logs, storage). */
-export const CREDENTIAL_FIELDS = ['apiKey', 'api_key', 'authorization', 'password', 'passwordHash', 'secret', 'secrets', 'token', 'webhookSecret', 'tinHashKey'] as const;
+export const CREDENTIAL_FIELDS = [
+  'apiKey',
+  'api_key',
+  'authorization',
+  'password',
+  'passwordHash',
+  'secret',
+  'secrets',
+  'token',
+  'webhookSecret',
+  'tinHashKey',
+] as const;
 
 /** Field names whose values are tax ids (in data: a loan, an entity, a log line). */
 export const TAX_ID_FIELDS = ['ein', 'ssn', 'tin', 'taxId', 'tax_id'] as const;
@@ -41,21 +52,37 @@ export function isSecretPath(path: string): boolean {
  * A deep copy with the value of every secret path replaced by `hidden(path, value)` (default
  * `(hidden)`; a list of secrets keeps its length). For showing a config.
  */
-export function hideSecrets(value: unknown, hidden: (path: string, v: unknown) => unknown = () => '(hidden)', path = ''): unknown {
+export function hideSecrets(
+  value: unknown,
+  hidden: (path: string, v: unknown) => unknown = () => '(hidden)',
+  path = '',
+): unknown {
   if (path !== '' && isSecretPath(path) && value !== undefined && value !== null) {
     return Array.isArray(value) ? value.map((v, i) => hidden(`${path}.${i}`, v)) : hidden(path, value);
   }
   if (Array.isArray(value)) return value.map((v, i) => hideSecrets(v, hidden, `${path}.${i}`));
   // A URL's password (store.postgres.url may carry one) is a secret wherever the URL is.
-  if (typeof value === 'string') return value.replace(URL_USERINFO, '$1:***@').replace(URL_PASSWORD_PARAM, '$1***');
+  if (typeof value === 'string')
+    return value.replace(URL_USERINFO, '$1:***@').replace(URL_PASSWORD_PARAM, '$1***');
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = hideSecrets(v, hidden, path === '' ? k : `${path}.${k}`);
+  for (const [k, v] of Object.entries(value as Record<string, unknown>))
+    out[k] = hideSecrets(v, hidden, path === '' ? k : `${path}.${k}`);
   return out;
 }
 
 /** pino `redact.paths`: the secret fields at the top level and two levels down, and in headers. */
-export const REDACT_PATHS: string[] = [...new Set(SECRET_FIELDS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `headers["${k.toLowerCase()}"]`, `*.headers["${k.toLowerCase()}"]`]))];
+export const REDACT_PATHS: string[] = [
+  ...new Set(
+    SECRET_FIELDS.flatMap((k) => [
+      k,
+      `*.${k}`,
+      `*.*.${k}`,
+      `headers["${k.toLowerCase()}"]`,
+      `*.headers["${k.toLowerCase()}"]`,
+    ]),
+  ),
+];
 
 const API_KEY = /\b(pk|sk)_(live|test)_[A-Za-z0-9_-]+/g;
 const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=_-]+/g;
@@ -114,7 +141,10 @@ export function redactPayload(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return { name: value.name, message: redactForStorage(value.message) };
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    out[k] = isSecretField(k) && v !== null && v !== undefined && v !== '' ? '[redacted]' : redactPayload(v, depth + 1);
+    out[k] =
+      isSecretField(k) && v !== null && v !== undefined && v !== ''
+        ? '[redacted]'
+        : redactPayload(v, depth + 1);
   }
   return out;
 }
@@ -152,7 +182,9 @@ export function redactUrl(url: string | URL): string {
 }
 
 /** A record field that holds a tax id (taxId, tax_id, tin, ssn, ein, customerTin…), not its type or last 4. */
-const TAX_ID_FIELD = new RegExp(`^(${TAX_ID_FIELDS.join('|')}|tax_?id_?number|fein|itin)$|(tax_?id|_tin|_ssn|_ein)$|[a-z](Tin|Ssn|Ein|TaxId)$`);
+const TAX_ID_FIELD = new RegExp(
+  `^(${TAX_ID_FIELDS.join('|')}|tax_?id_?number|fein|itin)$|(tax_?id|_tin|_ssn|_ein)$|[a-z](Tin|Ssn|Ein|TaxId)$`,
+);
 const NOT_TAX_ID = /(type|last_?4|kind|present|source)$/i;
 
 export function isTaxIdField(name: string): boolean {
@@ -175,7 +207,10 @@ export function maskRecordFields(value: unknown, tins: readonly string[], depth 
     let out = scrubText(value);
     for (const t of tins) {
       if (!out.includes(t.slice(-4))) continue;
-      const spaced = new RegExp(`(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ]?${t.slice(5)}(?!\\d)|(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`, 'g');
+      const spaced = new RegExp(
+        `(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ]?${t.slice(5)}(?!\\d)|(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`,
+        'g',
+      );
       out = out.replace(spaced, '[redacted-tin]');
     }
     return out;
@@ -186,7 +221,10 @@ export function maskRecordFields(value: unknown, tins: readonly string[], depth 
   if (Array.isArray(value)) return value.map((v) => maskRecordFields(v, tins, depth + 1, key));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    out[k] = CREDENTIAL_FIELD.test(k) && v !== null && v !== undefined && v !== '' ? '[redacted]' : maskRecordFields(v, tins, depth + 1, k);
+    out[k] =
+      CREDENTIAL_FIELD.test(k) && v !== null && v !== undefined && v !== ''
+        ? '[redacted]'
+        : maskRecordFields(v, tins, depth + 1, k);
   }
   return out;
 }

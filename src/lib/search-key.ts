@@ -4,5 +4,10 @@
  * "jose muller" have the same key, so a search finds a name whatever its case or accents.
  */
 export function searchKey(text: string): string {
-  return text.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase().replace(/\s+/g, ' ').trim();
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .trim();
 }

@@ -45,7 +45,14 @@ export interface ProgressOptions {
   minIntervalMs?: number;
 }
 
-const DISABLED: ProgressLine = { enabled: false, status: () => undefined, wait: () => undefined, resume: () => undefined, around: (w) => w(), done: () => undefined };
+const DISABLED: ProgressLine = {
+  enabled: false,
+  status: () => undefined,
+  wait: () => undefined,
+  resume: () => undefined,
+  around: (w) => w(),
+  done: () => undefined,
+};
 
 /** Shown when mode is `always`, or `auto` and the stream is a terminal. */
 export function progressEnabled(mode: ProgressMode, stream: { isTTY?: boolean }): boolean {
@@ -81,7 +88,11 @@ export function createProgressLine(stream: TtyLike, opts: ProgressOptions): Prog
     const t = now();
     if (!force && t - lastDraw < minInterval) return;
     // A pseudo-terminal may report 0 columns: assume 80. A file gets whole lines.
-    const line = text(tty ? Math.max(20, (stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80) - 1) : Number.POSITIVE_INFINITY);
+    const line = text(
+      tty
+        ? Math.max(20, (stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80) - 1)
+        : Number.POSITIVE_INFINITY,
+    );
     if (tty) {
       stream.write(`\r\x1b[2K${line}`);
       drawn = line !== '';

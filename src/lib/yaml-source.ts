@@ -1,4 +1,15 @@
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Scalar } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Node,
+  type Scalar,
+} from 'yaml';
 
 export interface SourcePos {
   line: number;
@@ -26,25 +37,37 @@ export interface YamlSource {
 }
 
 function keyText(key: unknown): string {
-  if (isScalar(key)) return key.type === 'PLAIN' && typeof key.source === 'string' ? key.source : String(key.value);
+  if (isScalar(key))
+    return key.type === 'PLAIN' && typeof key.source === 'string' ? key.source : String(key.value);
   return String(key);
 }
 
 /** Text exactly as written for plain scalars (so 0012 and 1.50 survive), the value otherwise. */
 function scalarText(node: Scalar): string | null {
-  if (node.value === null && (node.source === undefined || node.source === '' || node.source === '~' || node.source === 'null')) return null;
+  if (
+    node.value === null &&
+    (node.source === undefined || node.source === '' || node.source === '~' || node.source === 'null')
+  )
+    return null;
   if (node.type === 'PLAIN' && typeof node.source === 'string') return node.source;
   return String(node.value);
 }
 
-export function parseYamlSource(file: string, text: string, keepText: (path: readonly string[]) => boolean): YamlSource {
+export function parseYamlSource(
+  file: string,
+  text: string,
+  keepText: (path: readonly string[]) => boolean,
+): YamlSource {
   const lineCounter = new LineCounter();
   const doc: Document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   const pos = (offset: number): SourcePos => {
     const p = lineCounter.linePos(offset);
     return { line: p.line, column: p.col };
   };
-  const problems: YamlProblem[] = [...doc.errors, ...doc.warnings].map((e) => ({ ...pos(e.pos[0]), message: e.message.split('\n')[0] ?? e.message }));
+  const problems: YamlProblem[] = [...doc.errors, ...doc.warnings].map((e) => ({
+    ...pos(e.pos[0]),
+    message: e.message.split('\n')[0] ?? e.message,
+  }));
 
   const toJs = (node: unknown, path: string[]): unknown => {
     if (isAlias(node)) return toJs(node.resolve(doc), path);
@@ -83,7 +106,8 @@ export function parseYamlSource(file: string, text: string, keepText: (path: rea
     }
     return { node, key, complete: true };
   };
-  const startOf = (node: Node | null): SourcePos => (node?.range ? pos(node.range[0]) : { line: 1, column: 1 });
+  const startOf = (node: Node | null): SourcePos =>
+    node?.range ? pos(node.range[0]) : { line: 1, column: 1 };
 
   return {
     file,
@@ -117,7 +141,10 @@ function offsetInScalar(text: string, node: Scalar, i: number, pos: (o: number) 
   const raw = text.slice(start, valueEnd);
   const value = typeof node.value === 'string' ? node.value : String(node.value);
   const offset = Math.max(0, Math.min(i, value.length));
-  if ((node.type === 'PLAIN' || node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE') && !raw.includes('\n')) {
+  if (
+    (node.type === 'PLAIN' || node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE') &&
+    !raw.includes('\n')
+  ) {
     return pos(start + (node.type === 'PLAIN' ? 0 : 1) + offset);
   }
   if (node.type === 'BLOCK_LITERAL') {

@@ -3,10 +3,23 @@ import type { z } from 'zod';
 import { isValidTimeZone } from '../lib/calendar.js';
 import { CsvError, parseCsv } from '../lib/csv.js';
 import { ROOT_SHAPE, checkInputs, typeOf, type InputContext } from './input-paths.js';
-import { analyzeExpression, checkExpression, syntaxProblemOf, type AnalysisContext, type ExpressionInfo, type ExprNode } from './expression.js';
+import {
+  analyzeExpression,
+  checkExpression,
+  syntaxProblemOf,
+  type AnalysisContext,
+  type ExpressionInfo,
+  type ExprNode,
+} from './expression.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
 import { FrequencyTable } from './frequency.js';
-import { BOUND_VARIABLES, HELPER_ARITY, helperImplementations, registerHelpers, type HelperContext } from './helpers.js';
+import {
+  BOUND_VARIABLES,
+  HELPER_ARITY,
+  helperImplementations,
+  registerHelpers,
+  type HelperContext,
+} from './helpers.js';
 import type { LookupTable } from './lookups.js';
 import { mappingFileSchema, type MappingFile } from './spec.js';
 import { parseYamlSource, type SourcePos, type YamlSource } from '../lib/yaml-source.js';
@@ -26,7 +39,12 @@ export interface MapperOptions {
   allowUnknownInput?: boolean | readonly string[];
 }
 
-export const DEFAULT_MAPPER_OPTIONS: MapperOptions = { timeZone: 'America/Chicago', allowLast4Tin: false, defaults: {}, timeoutMs: 1_000 };
+export const DEFAULT_MAPPER_OPTIONS: MapperOptions = {
+  timeZone: 'America/Chicago',
+  allowLast4Tin: false,
+  defaults: {},
+  timeoutMs: 1_000,
+};
 
 /** A lint/load problem, always with file:line:column. */
 export interface LintProblem {
@@ -111,8 +129,12 @@ const asText = (v: string | number | boolean): string => String(v);
 function unitsOf(issue: z.core.$ZodIssue): string[][] | null {
   const p = issue.path.map(String);
   if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => [...p, k]);
-  if (p[0] === 'targets' && p.length >= 2) return [p.length >= 4 && ['fields', 'let', 'checks'].includes(p[2] ?? '') ? p.slice(0, 4) : p.slice(0, 2)];
-  if (['lookups', 'overrides', 'frequencies', 'defaults'].includes(p[0] ?? '') && p.length >= 2) return [p.slice(0, 2)];
+  if (p[0] === 'targets' && p.length >= 2)
+    return [
+      p.length >= 4 && ['fields', 'let', 'checks'].includes(p[2] ?? '') ? p.slice(0, 4) : p.slice(0, 2),
+    ];
+  if (['lookups', 'overrides', 'frequencies', 'defaults'].includes(p[0] ?? '') && p.length >= 2)
+    return [p.slice(0, 2)];
   return null;
 }
 
@@ -136,12 +158,22 @@ function zodProblems(src: YamlSource, error: z.ZodError): LintProblem[] {
       return;
     }
     if (issue.code === 'unrecognized_keys') {
-      for (const k of issue.keys) out.push({ file: src.file, ...src.keyPosOf([...path, k]), message: `${[...path, k].map(String).join('.')}: unknown key` });
+      for (const k of issue.keys)
+        out.push({
+          file: src.file,
+          ...src.keyPosOf([...path, k]),
+          message: `${[...path, k].map(String).join('.')}: unknown key`,
+        });
       return;
     }
-    out.push({ file: src.file, ...src.posOf(path), message: `${path.map(String).join('.') || '(file)'}: ${issue.message}` });
+    out.push({
+      file: src.file,
+      ...src.posOf(path),
+      message: `${path.map(String).join('.') || '(file)'}: ${issue.message}`,
+    });
   };
-  const depth = (issues: z.core.$ZodIssue[]): number => Math.max(0, ...issues.map((i) => i.path.length + (i.code === 'invalid_type' ? 0 : 0.5)));
+  const depth = (issues: z.core.$ZodIssue[]): number =>
+    Math.max(0, ...issues.map((i) => i.path.length + (i.code === 'invalid_type' ? 0 : 0.5)));
   for (const issue of error.issues) add(issue, []);
   return out;
 }
@@ -150,7 +182,10 @@ function zodProblems(src: YamlSource, error: z.ZodError): LintProblem[] {
  * Parses, validates and compiles a mapping set. Pure apart from `read`. Every problem found is
  * reported (not just the first), each with file:line:column.
  */
-export function compileMapping(read: SourceReader, options: MapperOptions = DEFAULT_MAPPER_OPTIONS): CompileResult {
+export function compileMapping(
+  read: SourceReader,
+  options: MapperOptions = DEFAULT_MAPPER_OPTIONS,
+): CompileResult {
   const r = compileUnsorted(read, options);
   // In file order, as an editor lists them (schema problems are found before expression ones).
   r.problems.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
@@ -161,12 +196,26 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
   const sources = new Map<string, string>();
   const problems: LintProblem[] = [];
   const text = read(MAIN_FILE);
-  if (text === undefined) return { problems: [{ file: MAIN_FILE, line: 1, column: 1, message: `${MAIN_FILE} not found in the mapping directory` }], mapping: undefined, sources };
+  if (text === undefined)
+    return {
+      problems: [
+        { file: MAIN_FILE, line: 1, column: 1, message: `${MAIN_FILE} not found in the mapping directory` },
+      ],
+      mapping: undefined,
+      sources,
+    };
   sources.set(MAIN_FILE, text);
-  if (!isValidTimeZone(options.timeZone)) problems.push({ file: MAIN_FILE, line: 1, column: 1, message: `bank time zone "${options.timeZone}" is not an IANA time zone` });
+  if (!isValidTimeZone(options.timeZone))
+    problems.push({
+      file: MAIN_FILE,
+      line: 1,
+      column: 1,
+      message: `bank time zone "${options.timeZone}" is not an IANA time zone`,
+    });
 
   const src = parseYamlSource(MAIN_FILE, text, keepText);
-  for (const p of src.problems) problems.push({ file: MAIN_FILE, line: p.line, column: p.column, message: p.message });
+  for (const p of src.problems)
+    problems.push({ file: MAIN_FILE, line: p.line, column: p.column, message: p.message });
   if (src.value === undefined) return { problems, mapping: undefined, sources };
   // Every problem in one pass: a part of the file that breaks the schema is reported and cut out,
   // and the rest is still compiled, so expression problems show up before the schema ones are fixed.
@@ -194,12 +243,22 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
     const fallback = spec.default === undefined ? undefined : asText(spec.default);
     if ('values' in spec) {
       const values = new Map(Object.entries(spec.values).map(([k, v]) => [k, asText(v)]));
-      lookups.set(name, { name, values, fallback, file: MAIN_FILE, ...(spec.warnOnDefault === true ? { warnOnDefault: true } : {}) });
+      lookups.set(name, {
+        name,
+        values,
+        fallback,
+        file: MAIN_FILE,
+        ...(spec.warnOnDefault === true ? { warnOnDefault: true } : {}),
+      });
       continue;
     }
     const csvText = read(spec.csv);
     if (csvText === undefined) {
-      problems.push({ file: MAIN_FILE, ...src.posOf(['lookups', name, 'csv']), message: `lookups.${name}: cannot read ${spec.csv}` });
+      problems.push({
+        file: MAIN_FILE,
+        ...src.posOf(['lookups', name, 'csv']),
+        message: `lookups.${name}: cannot read ${spec.csv}`,
+      });
       continue;
     }
     sources.set(spec.csv, csvText);
@@ -208,12 +267,21 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
   }
 
   const frequencies = new FrequencyTable(file.frequencies);
-  const helperCtx: HelperContext = { timeZone: options.timeZone, allowLast4Tin: options.allowLast4Tin, lookups, frequencies };
+  const helperCtx: HelperContext = {
+    timeZone: options.timeZone,
+    allowLast4Tin: options.allowLast4Tin,
+    lookups,
+    frequencies,
+  };
   const helpers = helperImplementations(helperCtx);
   const configDefaults = Object.fromEntries(Object.entries(options.defaults).map(([k, v]) => [k, asText(v)]));
-  const defaults = { ...Object.fromEntries(Object.entries(file.defaults).map(([k, v]) => [k, asText(v)])), ...configDefaults };
+  const defaults = {
+    ...Object.fromEntries(Object.entries(file.defaults).map(([k, v]) => [k, asText(v)])),
+    ...configDefaults,
+  };
   const defaultNames = new Set(Object.keys(defaults));
-  for (const o of Object.values(file.overrides)) for (const k of Object.keys(o.defaults ?? {})) defaultNames.add(k);
+  for (const o of Object.values(file.overrides))
+    for (const k of Object.keys(o.defaults ?? {})) defaultNames.add(k);
   for (const u of pruned) if (u.startsWith('defaults.')) defaultNames.add(u.slice('defaults.'.length));
   const analysis: AnalysisContext = {
     lookupTables: new Map<string, ReadonlySet<string> | null>([
@@ -222,26 +290,45 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
         return [k, t ? new Set(t.values.keys()) : null];
       }),
       // A table cut out for a schema problem is reported there; its uses are not unknown tables.
-      ...[...pruned].filter((u) => u.startsWith('lookups.')).map((u): [string, null] => [u.slice('lookups.'.length), null]),
+      ...[...pruned]
+        .filter((u) => u.startsWith('lookups.'))
+        .map((u): [string, null] => [u.slice('lookups.'.length), null]),
     ]),
     defaultNames,
   };
 
-  const compileExpr = (yamlPath: string[], source: string, extraVariables?: ReadonlySet<string>, inputs?: { ctx: InputContext; valueExpected: boolean }): CompiledExpression | undefined => {
+  const compileExpr = (
+    yamlPath: string[],
+    source: string,
+    extraVariables?: ReadonlySet<string>,
+    inputs?: { ctx: InputContext; valueExpected: boolean },
+  ): CompiledExpression | undefined => {
     const posAt = (offset: number): SourcePos => src.posInScalar(yamlPath, offset);
     let expr: jsonata.Expression;
     try {
       expr = jsonata(source, { timeout: options.timeoutMs, stack: 500 });
     } catch (err) {
       const s = syntaxProblemOf(err);
-      problems.push({ file: MAIN_FILE, ...posAt(s.offset), message: `${yamlPath.join('.')}: JSONata syntax error: ${s.message}` });
+      problems.push({
+        file: MAIN_FILE,
+        ...posAt(s.offset),
+        message: `${yamlPath.join('.')}: JSONata syntax error: ${s.message}`,
+      });
       return undefined;
     }
     const info = analyzeExpression(expr.ast() as ExprNode);
-    for (const p of checkExpression(info, extraVariables ? { ...analysis, extraVariables } : analysis)) problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
+    for (const p of checkExpression(info, extraVariables ? { ...analysis, extraVariables } : analysis))
+      problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
     if (inputs) {
-      for (const p of checkInputs(info, inputs.ctx, { allowUnknown: options.allowUnknownInput ?? false, valueExpected: inputs.valueExpected })) {
-        problems.push({ file: MAIN_FILE, ...posAt(p.offset), message: `${yamlPath.join('.')}: ${p.message}` });
+      for (const p of checkInputs(info, inputs.ctx, {
+        allowUnknown: options.allowUnknownInput ?? false,
+        valueExpected: inputs.valueExpected,
+      })) {
+        problems.push({
+          file: MAIN_FILE,
+          ...posAt(p.offset),
+          message: `${yamlPath.join('.')}: ${p.message}`,
+        });
       }
     }
     registerHelpers(expr, helpers);
@@ -252,16 +339,24 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
   const itemContexts = new Map<string, InputContext>();
   for (const [name, t] of Object.entries(file.targets)) {
     const base = ['targets', name];
-    const forEach = t.for === undefined ? undefined : compileExpr([...base, 'for'], t.for, undefined, { ctx: [ROOT_SHAPE], valueExpected: false });
+    const forEach =
+      t.for === undefined
+        ? undefined
+        : compileExpr([...base, 'for'], t.for, undefined, { ctx: [ROOT_SHAPE], valueExpected: false });
     // Each item's shape (loan, business, person, document…), for the paths its fields read.
-    const itemCtx: InputContext = t.for === undefined ? [ROOT_SHAPE] : forEach ? typeOf(forEach.info.ast, [ROOT_SHAPE]) : null;
+    const itemCtx: InputContext =
+      t.for === undefined ? [ROOT_SHAPE] : forEach ? typeOf(forEach.info.ast, [ROOT_SHAPE]) : null;
     itemContexts.set(name, itemCtx);
     const inItem = (valueExpected: boolean) => ({ ctx: itemCtx, valueExpected });
     const letNames = new Set<string>();
     const lets: Array<{ name: string; expr: CompiledExpression }> = [];
     for (const [lname, source] of Object.entries(t.let ?? {})) {
       if ((BOUND_VARIABLES as readonly string[]).includes(lname) || lname in HELPER_ARITY) {
-        problems.push({ file: MAIN_FILE, ...src.keyPosOf([...base, 'let', lname]), message: `${base.join('.')}.let.${lname}: $${lname} is already a bound variable or helper` });
+        problems.push({
+          file: MAIN_FILE,
+          ...src.keyPosOf([...base, 'let', lname]),
+          message: `${base.join('.')}.let.${lname}: $${lname} is already a bound variable or helper`,
+        });
       }
       const e = compileExpr([...base, 'let', lname], source, new Set(letNames), inItem(false));
       letNames.add(lname);
@@ -282,13 +377,23 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
       try {
         check = buildFieldCheck(spec);
       } catch (err) {
-        problems.push({ file: MAIN_FILE, ...src.posOf(fpath), message: `${fpath.join('.')}: ${err instanceof Error ? err.message : String(err)}` });
+        problems.push({
+          file: MAIN_FILE,
+          ...src.posOf(fpath),
+          message: `${fpath.join('.')}: ${err instanceof Error ? err.message : String(err)}`,
+        });
       }
       if (expr && check) {
         const obj = typeof spec === 'string' ? undefined : spec;
         // An optional field never quarantines a loan unless the bank says so.
         const onError = obj?.onError ?? (check.required ? 'quarantine' : 'warn');
-        fields.push({ name: fname, expr, check, onError, ...(obj?.fallback !== undefined ? { fallback: obj.fallback } : {}) });
+        fields.push({
+          name: fname,
+          expr,
+          check,
+          onError,
+          ...(obj?.fallback !== undefined ? { fallback: obj.fallback } : {}),
+        });
       }
     }
     if (externalId) targets.push({ name, type: t.type ?? name, forEach, lets, checks, externalId, fields });
@@ -301,7 +406,11 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
       const target = file.targets[tname];
       if (!target) {
         if (pruned.has(`targets.${tname}`)) continue;
-        problems.push({ file: MAIN_FILE, ...src.keyPosOf(['overrides', productId, 'fields', tname]), message: `overrides.${productId}.fields: unknown target "${tname}"` });
+        problems.push({
+          file: MAIN_FILE,
+          ...src.keyPosOf(['overrides', productId, 'fields', tname]),
+          message: `overrides.${productId}.fields: unknown target "${tname}"`,
+        });
         continue;
       }
       const m = new Map<string, CompiledExpression>();
@@ -309,15 +418,27 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
         const p = ['overrides', productId, 'fields', tname, fname];
         if (!(fname in target.fields)) {
           if (pruned.has(`targets.${tname}.fields.${fname}`)) continue;
-          problems.push({ file: MAIN_FILE, ...src.keyPosOf(p), message: `${p.join('.')}: target "${tname}" has no field "${fname}" (an override replaces an existing field's expression)` });
+          problems.push({
+            file: MAIN_FILE,
+            ...src.keyPosOf(p),
+            message: `${p.join('.')}: target "${tname}" has no field "${fname}" (an override replaces an existing field's expression)`,
+          });
           continue;
         }
-        const e = compileExpr(typeof spec === 'string' ? p : [...p, 'expr'], typeof spec === 'string' ? spec : spec.expr, new Set(Object.keys(target.let ?? {})), { ctx: itemContexts.get(tname) ?? null, valueExpected: true });
+        const e = compileExpr(
+          typeof spec === 'string' ? p : [...p, 'expr'],
+          typeof spec === 'string' ? spec : spec.expr,
+          new Set(Object.keys(target.let ?? {})),
+          { ctx: itemContexts.get(tname) ?? null, valueExpected: true },
+        );
         if (e) m.set(fname, e);
       }
       fieldMap.set(tname, m);
     }
-    overrides.set(productId, { defaults: Object.fromEntries(Object.entries(o.defaults ?? {}).map(([k, v]) => [k, asText(v)])), fields: fieldMap });
+    overrides.set(productId, {
+      defaults: Object.fromEntries(Object.entries(o.defaults ?? {}).map(([k, v]) => [k, asText(v)])),
+      fields: fieldMap,
+    });
   }
 
   if (problems.length > 0) return { problems, mapping: undefined, sources };
@@ -341,18 +462,34 @@ function csvLookup(
   try {
     rows = parseCsv(text);
   } catch (err) {
-    if (err instanceof CsvError) problems.push({ file: path, line: err.line, column: err.column, message: `lookup ${name}: ${err.message}` });
+    if (err instanceof CsvError)
+      problems.push({
+        file: path,
+        line: err.line,
+        column: err.column,
+        message: `lookup ${name}: ${err.message}`,
+      });
     return undefined;
   }
   const header = rows[0];
   if (!header) {
-    problems.push({ file: path, line: 1, column: 1, message: `lookup ${name}: empty CSV (a header row with columns ${keyCol},${valueCol} is required)` });
+    problems.push({
+      file: path,
+      line: 1,
+      column: 1,
+      message: `lookup ${name}: empty CSV (a header row with columns ${keyCol},${valueCol} is required)`,
+    });
     return undefined;
   }
   const ki = header.cells.indexOf(keyCol);
   const vi = header.cells.indexOf(valueCol);
   if (ki < 0 || vi < 0) {
-    problems.push({ file: path, line: 1, column: 1, message: `lookup ${name}: header needs columns "${keyCol}" and "${valueCol}" (found ${header.cells.join(', ')})` });
+    problems.push({
+      file: path,
+      line: 1,
+      column: 1,
+      message: `lookup ${name}: header needs columns "${keyCol}" and "${valueCol}" (found ${header.cells.join(', ')})`,
+    });
     return undefined;
   }
   const values = new Map<string, string>();
@@ -360,11 +497,21 @@ function csvLookup(
     const k = row.cells[ki];
     const v = row.cells[vi];
     if (k === undefined || v === undefined) {
-      problems.push({ file: path, line: row.line, column: 1, message: `lookup ${name}: row has ${row.cells.length} cells, expected ${header.cells.length}` });
+      problems.push({
+        file: path,
+        line: row.line,
+        column: 1,
+        message: `lookup ${name}: row has ${row.cells.length} cells, expected ${header.cells.length}`,
+      });
       continue;
     }
     if (values.has(k)) {
-      problems.push({ file: path, line: row.line, column: 1, message: `lookup ${name}: duplicate key "${k}"` });
+      problems.push({
+        file: path,
+        line: row.line,
+        column: 1,
+        message: `lookup ${name}: duplicate key "${k}"`,
+      });
       continue;
     }
     values.set(k, v);

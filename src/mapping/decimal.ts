@@ -11,8 +11,14 @@ import { HelperIssue, describe } from './issue.js';
 export function toBigIntExact(value: unknown, what: string, argIndex = 0): bigint {
   if (value === undefined || value === null) throw new HelperIssue('mapping', `${what} is missing`, argIndex);
   if (typeof value === 'number') {
-    if (!Number.isInteger(value)) throw new HelperIssue('mapping', `${what} must be a whole number, got ${describe(value)}`, argIndex);
-    if (!Number.isSafeInteger(value)) throw new HelperIssue('mapping', `${what} ${describe(value)} is beyond 9007199254740991 and cannot be exact`, argIndex);
+    if (!Number.isInteger(value))
+      throw new HelperIssue('mapping', `${what} must be a whole number, got ${describe(value)}`, argIndex);
+    if (!Number.isSafeInteger(value))
+      throw new HelperIssue(
+        'mapping',
+        `${what} ${describe(value)} is beyond 9007199254740991 and cannot be exact`,
+        argIndex,
+      );
     return BigInt(value);
   }
   if (typeof value === 'string' && /^-?\d+$/.test(value.trim())) return BigInt(value.trim());
@@ -22,7 +28,11 @@ export function toBigIntExact(value: unknown, what: string, argIndex = 0): bigin
 function scaleArg(value: unknown, fallback: number, argIndex: number): number {
   if (value === undefined || value === null) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 18) {
-    throw new HelperIssue('mapping', `scale must be an integer from 0 to 18, got ${describe(value)}`, argIndex);
+    throw new HelperIssue(
+      'mapping',
+      `scale must be an integer from 0 to 18, got ${describe(value)}`,
+      argIndex,
+    );
   }
   return value;
 }
@@ -33,7 +43,8 @@ function scaleArg(value: unknown, fallback: number, argIndex: number): number {
  */
 export function formatScaled(units: bigint, exponent: number, scale: number, what: string): string {
   const v = rescale(units, exponent, scale);
-  if (v === undefined) throw new HelperIssue('mapping', `${what} cannot be written with ${scale} decimals without rounding`);
+  if (v === undefined)
+    throw new HelperIssue('mapping', `${what} cannot be written with ${scale} decimals without rounding`);
   return formatUnits(v, scale);
 }
 

@@ -5,7 +5,14 @@ import { accountNumberSinks } from './id-flow.js';
 import { checkField } from './fieldSchema.js';
 import { maskTins } from '../lib/redact.js';
 import { HelperIssue, REVIEW_BINDING, describe } from './issue.js';
-import type { MappedRecord, Mapper, MappingInput, MappingIssue, MappingIssueCode, MappingOutcome } from './types.js';
+import type {
+  MappedRecord,
+  Mapper,
+  MappingInput,
+  MappingIssue,
+  MappingIssueCode,
+  MappingOutcome,
+} from './types.js';
 
 /** Past this many issues a loan's report stops growing: the first ones say what is wrong. */
 const MAX_ISSUES = 100;
@@ -42,7 +49,10 @@ function toPlain(v: unknown, at: string): unknown {
     return v;
   }
   if (typeof v !== 'object' && typeof v !== 'function') return v;
-  if (isFunction(v)) throw new Error(`${at}: the expression produced a function, not a value (missing parentheses in a call?)`);
+  if (isFunction(v))
+    throw new Error(
+      `${at}: the expression produced a function, not a value (missing parentheses in a call?)`,
+    );
   if (Array.isArray(v)) return v.map((x, i) => toPlain(x, `${at}[${i}]`)).filter((x) => x !== undefined);
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
@@ -61,7 +71,8 @@ export function withoutNulls(v: unknown, depth = 0): unknown {
   if (v === null || typeof v !== 'object' || depth > 32) return v;
   if (Array.isArray(v)) return v.filter((x) => x !== null).map((x) => withoutNulls(x, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) if (x !== null) out[k] = withoutNulls(x, depth + 1);
+  for (const [k, x] of Object.entries(v as Record<string, unknown>))
+    if (x !== null) out[k] = withoutNulls(x, depth + 1);
   return out;
 }
 
@@ -81,10 +92,19 @@ function failureOf(ce: CompiledExpression, err: unknown): Failure {
   const e = err as { message?: unknown; code?: unknown };
   const message = typeof e.message === 'string' ? e.message : String(err);
   const code = typeof e.code === 'string' ? ` [${e.code}]` : '';
-  return new Failure('mapping', `expression failed${code}: ${message}`, call?.start ?? (typeof position === 'number' ? Math.max(0, position - 1) : null), ce.info.firstPath);
+  return new Failure(
+    'mapping',
+    `expression failed${code}: ${message}`,
+    call?.start ?? (typeof position === 'number' ? Math.max(0, position - 1) : null),
+    ce.info.firstPath,
+  );
 }
 
-async function evaluateJsonata(ce: CompiledExpression, context: unknown, bindings: Bindings): Promise<unknown> {
+async function evaluateJsonata(
+  ce: CompiledExpression,
+  context: unknown,
+  bindings: Bindings,
+): Promise<unknown> {
   try {
     return await ce.expr.evaluate(context, bindings);
   } catch (err) {
@@ -94,10 +114,12 @@ async function evaluateJsonata(ce: CompiledExpression, context: unknown, binding
 
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
 export function createMapper(mapping: CompiledMapping, version: string, layout?: Layout): Mapper {
-  const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> => evaluateJsonata(ce, context, b);
+  const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> =>
+    evaluateJsonata(ce, context, b);
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
   const baseDefaults = Object.freeze({ ...mapping.defaults });
-  for (const [productId, o] of mapping.overrides) defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
+  for (const [productId, o] of mapping.overrides)
+    defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
 
   const issueAt = (ce: CompiledExpression | undefined, where: Where, f: Failure): MappingIssue => {
     const pos = ce ? (f.offset === null ? ce.pos : ce.posAt(f.offset)) : { line: 1, column: 1 };
@@ -125,7 +147,13 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
     const loan = (input as { loan?: unknown }).loan;
     // Review items helpers report while an expression runs; attributed to it once it returns.
     let reported: Array<{ code: MappingIssueCode; message: string }> = [];
-    const warn = (ce: CompiledExpression | undefined, where: Where, code: MappingIssueCode, message: string, inputPath?: string): void => {
+    const warn = (
+      ce: CompiledExpression | undefined,
+      where: Where,
+      code: MappingIssueCode,
+      message: string,
+      inputPath?: string,
+    ): void => {
       const key = `${code}\u0000${message}`;
       if (warned.has(key)) return; // one review item per fact, whichever field met it first
       warned.add(key);
@@ -136,7 +164,21 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       reported = [];
     };
     if (loan === null || typeof loan !== 'object') {
-      return { ok: false, mappingVersion: version, issues: [{ code: 'validation', file: MAIN_FILE, line: 1, column: 1, target: '(input)', field: 'loan', message: 'the input has no loan' }] };
+      return {
+        ok: false,
+        mappingVersion: version,
+        issues: [
+          {
+            code: 'validation',
+            file: MAIN_FILE,
+            line: 1,
+            column: 1,
+            target: '(input)',
+            field: 'loan',
+            message: 'the input has no loan',
+          },
+        ],
+      };
     }
     const productRef = (loan as { product?: { id?: unknown } | null }).product;
     const productId = typeof productRef?.id === 'string' ? productRef.id : undefined;
@@ -166,7 +208,13 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
           single = r !== null && typeof r === 'object' && !Array.isArray(r);
           items = toPlainItems(r);
         } catch (err) {
-          issues.push(issueAt(target.forEach, { target: target.name, field: '(for)', itemPath: undefined }, asFailure(err)));
+          issues.push(
+            issueAt(
+              target.forEach,
+              { target: target.name, field: '(for)', itemPath: undefined },
+              asFailure(err),
+            ),
+          );
           continue;
         }
         itemPrefix = target.forEach.info.simplePath;
@@ -176,9 +224,25 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       const fieldOverrides = override?.fields.get(target.name);
       for (let i = 0; i < items.length; i++) {
         const item = items[i];
-        const itemPath = target.forEach && itemPrefix !== undefined ? (single ? itemPrefix : `${itemPrefix}[${i}]`) : undefined;
+        const itemPath =
+          target.forEach && itemPrefix !== undefined
+            ? single
+              ? itemPrefix
+              : `${itemPrefix}[${i}]`
+            : undefined;
         if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-          issues.push(issueAt(target.forEach, { target: target.name, field: '(for)', itemPath }, new Failure('mapping', `each item must be an object, item ${i} is ${describe(item)}`, null, undefined)));
+          issues.push(
+            issueAt(
+              target.forEach,
+              { target: target.name, field: '(for)', itemPath },
+              new Failure(
+                'mapping',
+                `each item must be an object, item ${i} is ${describe(item)}`,
+                null,
+                undefined,
+              ),
+            ),
+          );
           continue;
         }
         const b: Bindings = { ...bindings, index: i };
@@ -197,29 +261,51 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
           } catch (err) {
             reported = [];
             failedLets.add(l.name);
-            issues.push(issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)));
+            issues.push(
+              issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)),
+            );
           }
         }
-        const skip = (ce: CompiledExpression): boolean => failedLets.size > 0 && [...ce.info.variables].some((v) => failedLets.has(v));
+        const skip = (ce: CompiledExpression): boolean =>
+          failedLets.size > 0 && [...ce.info.variables].some((v) => failedLets.has(v));
         for (const c of target.checks) {
           if (skip(c.expr)) continue;
           try {
             const v: unknown = await run(c.expr, item, b);
             settle(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath });
-            if (v === false) throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
+            if (v === false)
+              throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
           } catch (err) {
             reported = [];
-            issues.push(issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)));
+            issues.push(
+              issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)),
+            );
           }
         }
         let externalId: string | undefined;
         try {
           const v: unknown = await run(target.externalId, item, b);
           settle(target.externalId, { target: target.name, field: 'externalId', itemPath });
-          if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v))) externalId = String(v);
-          else throw new Failure('validation', `externalId must be a non-empty string, got ${describe(v)}`, null, target.externalId.info.firstPath);
+          if (
+            (typeof v === 'string' && v.trim() !== '') ||
+            (typeof v === 'number' && Number.isSafeInteger(v))
+          )
+            externalId = String(v);
+          else
+            throw new Failure(
+              'validation',
+              `externalId must be a non-empty string, got ${describe(v)}`,
+              null,
+              target.externalId.info.firstPath,
+            );
         } catch (err) {
-          issues.push(issueAt(target.externalId, { target: target.name, field: 'externalId', itemPath }, asFailure(err)));
+          issues.push(
+            issueAt(
+              target.externalId,
+              { target: target.name, field: 'externalId', itemPath },
+              asFailure(err),
+            ),
+          );
         }
         const fields: Record<string, unknown> = {};
         for (const field of target.fields) {
@@ -245,7 +331,13 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
             }
             if (field.fallback !== undefined) {
               fields[field.name] = field.fallback;
-              warn(ce, where, 'optional_field', `${f.message}; used the fallback ${describe(field.fallback)}`, f.inputPath);
+              warn(
+                ce,
+                where,
+                'optional_field',
+                `${f.message}; used the fallback ${describe(field.fallback)}`,
+                f.inputPath,
+              );
             } else if (field.check.required) {
               issues.push(issueAt(ce, where, f));
             } else {
@@ -256,7 +348,18 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
         if (externalId === undefined) continue;
         const key = `${target.type}\u0000${externalId}`;
         if (seen.has(key)) {
-          issues.push(issueAt(target.externalId, { target: target.name, field: 'externalId', itemPath }, new Failure('validation', `two ${target.type} records have the external id ${describe(externalId)}`, null, undefined)));
+          issues.push(
+            issueAt(
+              target.externalId,
+              { target: target.name, field: 'externalId', itemPath },
+              new Failure(
+                'validation',
+                `two ${target.type} records have the external id ${describe(externalId)}`,
+                null,
+                undefined,
+              ),
+            ),
+          );
           continue;
         }
         seen.add(key);
@@ -280,7 +383,19 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
         return {
           ok: false,
           mappingVersion: version,
-          issues: [{ code: 'mapping', file: MAIN_FILE, line: 1, column: 1, target: '(engine)', field: '(engine)', message: maskTins(`internal mapping error: ${err instanceof Error ? err.message : String(err)}`) }],
+          issues: [
+            {
+              code: 'mapping',
+              file: MAIN_FILE,
+              line: 1,
+              column: 1,
+              target: '(engine)',
+              field: '(engine)',
+              message: maskTins(
+                `internal mapping error: ${err instanceof Error ? err.message : String(err)}`,
+              ),
+            },
+          ],
         };
       }
     },

@@ -52,7 +52,11 @@ export function pathText(node: ExprNode | undefined): string | undefined {
   for (const s of node.steps as ExprNode[]) {
     if (s.type === 'variable' && s.value === '' && names.length === 0) continue;
     // $loan.x, $entities.x, $documents.x read the input from its root: "$" marks the path absolute
-    if (s.type === 'variable' && names.length === 0 && (s.value === 'loan' || s.value === 'entities' || s.value === 'documents')) {
+    if (
+      s.type === 'variable' &&
+      names.length === 0 &&
+      (s.value === 'loan' || s.value === 'entities' || s.value === 'documents')
+    ) {
       names.push(`$${s.value}`);
       continue;
     }
@@ -93,7 +97,11 @@ function firstPathIn(node: unknown): string | undefined {
 export function analyzeExpression(ast: ExprNode): ExpressionInfo {
   const calls = new Map<number, CallSite>();
   visit(ast, (n) => {
-    if ((n.type === 'function' || n.type === 'partial') && n.procedure?.type === 'variable' && typeof n.procedure.value === 'string') {
+    if (
+      (n.type === 'function' || n.type === 'partial') &&
+      n.procedure?.type === 'variable' &&
+      typeof n.procedure.value === 'string'
+    ) {
       const name = n.procedure.value;
       const args = (n.arguments ?? []) as ExprNode[];
       const procPos = n.procedure.position ?? 0;
@@ -130,43 +138,78 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
   const local = new Set<string>();
   const procedureNodes = new Set<object>();
   visit(info.ast, (n) => {
-    if ((n.type as string) === 'bind' && (n.lhs as ExprNode | undefined)?.type === 'variable') local.add(String((n.lhs as ExprNode).value));
-    if (n.type === 'lambda') for (const a of (n.arguments ?? []) as ExprNode[]) if (a.type === 'variable') local.add(String(a.value));
+    if ((n.type as string) === 'bind' && (n.lhs as ExprNode | undefined)?.type === 'variable')
+      local.add(String((n.lhs as ExprNode).value));
+    if (n.type === 'lambda')
+      for (const a of (n.arguments ?? []) as ExprNode[])
+        if (a.type === 'variable') local.add(String(a.value));
     for (const k of ['index', 'focus'] as const) if (typeof n[k] === 'string') local.add(n[k]);
     if ((n.type === 'function' || n.type === 'partial') && n.procedure) procedureNodes.add(n.procedure);
   });
   const known = (name: string): boolean =>
-    name === '' || name === '$' || local.has(name) || ctx.extraVariables?.has(name) === true || name in HELPER_ARITY || JSONATA_BUILTINS.has(name) || (BOUND_VARIABLES as readonly string[]).includes(name);
+    name === '' ||
+    name === '$' ||
+    local.has(name) ||
+    ctx.extraVariables?.has(name) === true ||
+    name in HELPER_ARITY ||
+    JSONATA_BUILTINS.has(name) ||
+    (BOUND_VARIABLES as readonly string[]).includes(name);
 
   for (const call of info.calls.values()) {
     const { name, start, args } = call;
     if (local.has(name)) continue;
     if (NON_DETERMINISTIC.has(name)) {
-      problems.push({ offset: start, message: `$${name}() is not allowed: a mapping must give the same records for the same input` });
+      problems.push({
+        offset: start,
+        message: `$${name}() is not allowed: a mapping must give the same records for the same input`,
+      });
       continue;
     }
     const arity = HELPER_ARITY[name];
     if (!arity && !JSONATA_BUILTINS.has(name)) {
-      problems.push({ offset: start, message: `unknown function $${name}: not a helper nor a JSONata built-in (see docs/mapping-guide.md, Helpers)` });
+      problems.push({
+        offset: start,
+        message: `unknown function $${name}: not a helper nor a JSONata built-in (see docs/mapping-guide.md, Helpers)`,
+      });
       continue;
     }
     if (arity && (args.length < arity[0] || args.length > arity[1])) {
       const want = arity[0] === arity[1] ? `${arity[0]}` : `${arity[0]} to ${arity[1]}`;
-      problems.push({ offset: start, message: `$${name} takes ${want} argument${arity[1] === 1 ? '' : 's'}, got ${args.length}` });
+      problems.push({
+        offset: start,
+        message: `$${name} takes ${want} argument${arity[1] === 1 ? '' : 's'}, got ${args.length}`,
+      });
       continue;
     }
     if (name === 'lookup' && args.length >= 2) {
       const [table, key] = args;
       if (table?.type !== 'string') {
-        problems.push({ offset: start, message: '$lookup: the table name must be a quoted string so lint can check it' });
+        problems.push({
+          offset: start,
+          message: '$lookup: the table name must be a quoted string so lint can check it',
+        });
       } else {
         const keys = ctx.lookupTables.get(String(table.value));
         if (keys === null) {
           // the table's own problem is reported where it is declared
         } else if (keys === undefined) {
-          problems.push({ offset: (table.position ?? start) - String(table.value).length - 2, message: `unknown lookup table "${String(table.value)}" (known: ${[...ctx.lookupTables.keys()].join(', ') || 'none'})` });
-        } else if (key && (key.type === 'string' || key.type === 'number') && args.length === 2 && !keys.has(String(key.value))) {
-          problems.push({ offset: Math.max(0, (key.position ?? start) - String(key.value).length - (key.type === 'string' ? 2 : 0)), message: `lookup table "${String(table.value)}" has no key "${String(key.value)}"` });
+          problems.push({
+            offset: (table.position ?? start) - String(table.value).length - 2,
+            message: `unknown lookup table "${String(table.value)}" (known: ${[...ctx.lookupTables.keys()].join(', ') || 'none'})`,
+          });
+        } else if (
+          key &&
+          (key.type === 'string' || key.type === 'number') &&
+          args.length === 2 &&
+          !keys.has(String(key.value))
+        ) {
+          problems.push({
+            offset: Math.max(
+              0,
+              (key.position ?? start) - String(key.value).length - (key.type === 'string' ? 2 : 0),
+            ),
+            message: `lookup table "${String(table.value)}" has no key "${String(key.value)}"`,
+          });
         }
       }
     }
@@ -174,7 +217,10 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
   visit(info.ast, (n) => {
     if (n.type !== 'variable' || procedureNodes.has(n) || typeof n.value !== 'string') return;
     if (!known(n.value)) {
-      problems.push({ offset: Math.max(0, (n.position ?? 0) - n.value.length - 1), message: `unknown variable $${n.value} (bound: ${BOUND_VARIABLES.map((v) => `$${v}`).join(', ')})` });
+      problems.push({
+        offset: Math.max(0, (n.position ?? 0) - n.value.length - 1),
+        message: `unknown variable $${n.value} (bound: ${BOUND_VARIABLES.map((v) => `$${v}`).join(', ')})`,
+      });
     }
   });
   if (ctx.defaultNames) {
@@ -184,7 +230,13 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
       for (let i = 0; i + 1 < steps.length; i++) {
         const s = steps[i];
         const next = steps[i + 1];
-        if (s?.type === 'variable' && s.value === 'defaults' && next?.type === 'name' && typeof next.value === 'string' && !ctx.defaultNames?.has(next.value)) {
+        if (
+          s?.type === 'variable' &&
+          s.value === 'defaults' &&
+          next?.type === 'name' &&
+          typeof next.value === 'string' &&
+          !ctx.defaultNames?.has(next.value)
+        ) {
           problems.push({
             offset: Math.max(0, (next.position ?? 0) - next.value.length),
             message: `unknown default "${next.value}": declare it under defaults: in the mapping file or in config mappings.defaults`,

@@ -1,7 +1,14 @@
 import { z } from 'zod';
 import { documentSchema, entitiesSchema, queueItemSchema } from '../contract/schemas.js';
 import { DEFAULT_MAPPER_OPTIONS, type MapperOptions } from './compile.js';
-import { formatIssue, type MappedRecord, type Mapper, type MappingInput, type MappingIssue, type MappingOutcome } from './types.js';
+import {
+  formatIssue,
+  type MappedRecord,
+  type Mapper,
+  type MappingInput,
+  type MappingIssue,
+  type MappingOutcome,
+} from './types.js';
 
 /**
  * Mapping fixtures: `fixtures/<case>/input.json` (loan, entities, documents as the platform sends
@@ -46,7 +53,16 @@ const inputSchema = z.strictObject({
   identity: z
     .strictObject({
       accountNumber: z.string().nullable().default(null),
-      customers: z.record(z.string(), z.strictObject({ cif: z.string().nullable(), matchedBy: z.enum(['crossref', 'tin', 'created']), existing: z.boolean() })).default({}),
+      customers: z
+        .record(
+          z.string(),
+          z.strictObject({
+            cif: z.string().nullable(),
+            matchedBy: z.enum(['crossref', 'tin', 'created']),
+            existing: z.boolean(),
+          }),
+        )
+        .default({}),
     })
     .optional(),
 });
@@ -61,14 +77,17 @@ const expectedIssueSchema = z.looseObject({
 const expectedSchema = z.union([
   z.strictObject({
     description: z.string().optional(),
-    records: z.array(z.looseObject({ type: z.string(), externalId: z.string(), fields: z.record(z.string(), z.unknown()) })),
+    records: z.array(
+      z.looseObject({ type: z.string(), externalId: z.string(), fields: z.record(z.string(), z.unknown()) }),
+    ),
     // The review items the loan boards with (board with warnings); absent means none.
     warnings: z.array(expectedIssueSchema).optional(),
   }),
   z.strictObject({ description: z.string().optional(), issues: z.array(expectedIssueSchema).min(1) }),
 ]);
 
-const zodText = (e: z.ZodError): string => e.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');
+const zodText = (e: z.ZodError): string =>
+  e.issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`).join('; ');
 
 export function fixtureOptions(raw: unknown): MapperOptions | string {
   if (raw === undefined) return DEFAULT_MAPPER_OPTIONS;
@@ -89,27 +108,58 @@ export function fixtureTimeZone(c: Pick<FixtureCase, 'options'>): string {
   return typeof o === 'string' ? DEFAULT_MAPPER_OPTIONS.timeZone : o.timeZone;
 }
 
-export async function runFixture(c: FixtureCase, mapperFor: (opts: MapperOptions) => Promise<Mapper>): Promise<FixtureResult> {
+export async function runFixture(
+  c: FixtureCase,
+  mapperFor: (opts: MapperOptions) => Promise<Mapper>,
+): Promise<FixtureResult> {
   const options = fixtureOptions(c.options);
   if (typeof options === 'string') return { name: c.name, ok: false, diffs: [options] };
   const input = inputSchema.safeParse(c.input);
-  if (!input.success) return { name: c.name, ok: false, diffs: [`input.json does not match the platform's shapes: ${zodText(input.error)}`] };
+  if (!input.success)
+    return {
+      name: c.name,
+      ok: false,
+      diffs: [`input.json does not match the platform's shapes: ${zodText(input.error)}`],
+    };
   const expected = expectedSchema.safeParse(c.expected);
-  if (!expected.success) return { name: c.name, ok: false, diffs: [`expected.json must be {"records": [...]} or {"issues": [...]}: ${zodText(expected.error)}`] };
+  if (!expected.success)
+    return {
+      name: c.name,
+      ok: false,
+      diffs: [`expected.json must be {"records": [...]} or {"issues": [...]}: ${zodText(expected.error)}`],
+    };
   const mapper = await mapperFor(options);
-  const mappingInput: MappingInput = { loan: input.data.loan, entities: input.data.entities, documents: input.data.documents, ...(input.data.identity ? { identity: input.data.identity } : {}) };
+  const mappingInput: MappingInput = {
+    loan: input.data.loan,
+    entities: input.data.entities,
+    documents: input.data.documents,
+    ...(input.data.identity ? { identity: input.data.identity } : {}),
+  };
   const outcome = await mapper.map(mappingInput);
   const diffs =
     'records' in expected.data
-      ? [...diffRecords(expected.data.records, outcome), ...(outcome.ok ? diffWarnings(expected.data.warnings ?? [], outcome.warnings ?? []) : [])]
+      ? [
+          ...diffRecords(expected.data.records, outcome),
+          ...(outcome.ok ? diffWarnings(expected.data.warnings ?? [], outcome.warnings ?? []) : []),
+        ]
       : diffIssues(expected.data.issues, outcome);
   return { name: c.name, ok: diffs.length === 0, diffs, outcome };
 }
 
 /** What `mappings test --update` writes: the outcome in expected.json form. */
 export function expectedFromOutcome(outcome: MappingOutcome): unknown {
-  const brief = (i: MappingIssue) => ({ code: i.code, target: i.target, field: i.field, message: i.message, ...(i.inputPath ? { inputPath: i.inputPath } : {}) });
-  if (outcome.ok) return { records: outcome.records, ...(outcome.warnings?.length ? { warnings: outcome.warnings.map(brief) } : {}) };
+  const brief = (i: MappingIssue) => ({
+    code: i.code,
+    target: i.target,
+    field: i.field,
+    message: i.message,
+    ...(i.inputPath ? { inputPath: i.inputPath } : {}),
+  });
+  if (outcome.ok)
+    return {
+      records: outcome.records,
+      ...(outcome.warnings?.length ? { warnings: outcome.warnings.map(brief) } : {}),
+    };
   return { issues: outcome.issues.map(brief) };
 }
 
@@ -122,26 +172,43 @@ export interface DiffWords {
   missing: string;
   extra: string;
 }
-const FIXTURE_WORDS: DiffWords = { before: 'expected', after: 'got', missing: 'record missing', extra: 'unexpected record' };
+const FIXTURE_WORDS: DiffWords = {
+  before: 'expected',
+  after: 'got',
+  missing: 'record missing',
+  extra: 'unexpected record',
+};
 /** Last boarded records against what the mapping on disk gives now (preview, dry run --against). */
-export const CHANGE_WORDS: DiffWords = { before: 'was', after: 'now', missing: 'record no longer produced', extra: 'new record' };
+export const CHANGE_WORDS: DiffWords = {
+  before: 'was',
+  after: 'now',
+  missing: 'record no longer produced',
+  extra: 'new record',
+};
 
 function diffValue(path: string, expected: unknown, actual: unknown, out: string[], w: DiffWords): void {
   if (Object.is(expected, actual)) return;
-  const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const isObj = (v: unknown): v is Record<string, unknown> =>
+    v !== null && typeof v === 'object' && !Array.isArray(v);
   if (isObj(expected) && isObj(actual)) {
-    for (const k of new Set([...Object.keys(expected), ...Object.keys(actual)])) diffValue(`${path}.${k}`, expected[k], actual[k], out, w);
+    for (const k of new Set([...Object.keys(expected), ...Object.keys(actual)]))
+      diffValue(`${path}.${k}`, expected[k], actual[k], out, w);
     return;
   }
   if (Array.isArray(expected) && Array.isArray(actual)) {
-    for (let i = 0; i < Math.max(expected.length, actual.length); i++) diffValue(`${path}[${i}]`, expected[i], actual[i], out, w);
+    for (let i = 0; i < Math.max(expected.length, actual.length); i++)
+      diffValue(`${path}[${i}]`, expected[i], actual[i], out, w);
     return;
   }
   out.push(`${path}: ${w.before} ${show(expected)}, ${w.after} ${show(actual)}`);
 }
 
 /** Field-level differences between two record lists, keyed by type/externalId; one line each. */
-export function diffRecordLists(before: readonly MappedRecord[], after: readonly MappedRecord[], w: DiffWords = FIXTURE_WORDS): string[] {
+export function diffRecordLists(
+  before: readonly MappedRecord[],
+  after: readonly MappedRecord[],
+  w: DiffWords = FIXTURE_WORDS,
+): string[] {
   const out: string[] = [];
   const key = (r: MappedRecord): string => `${r.type}/${r.externalId}`;
   const actual = new Map(after.map((r) => [key(r), r]));
@@ -154,13 +221,15 @@ export function diffRecordLists(before: readonly MappedRecord[], after: readonly
   for (const k of actual.keys()) if (!wanted.has(k)) out.push(`${k}: ${w.extra}`);
   if (out.length === 0) {
     const order = (rs: readonly MappedRecord[]): string => rs.map(key).join(', ');
-    if (order(before) !== order(after)) out.push(`record order differs: ${w.before} ${order(before)}; ${w.after} ${order(after)}`);
+    if (order(before) !== order(after))
+      out.push(`record order differs: ${w.before} ${order(before)}; ${w.after} ${order(after)}`);
   }
   return out;
 }
 
 export function diffRecords(expected: MappedRecord[], outcome: MappingOutcome): string[] {
-  if (!outcome.ok) return ['expected records, got issues:', ...outcome.issues.map((i) => `  ${i.code} ${formatIssue(i)}`)];
+  if (!outcome.ok)
+    return ['expected records, got issues:', ...outcome.issues.map((i) => `  ${i.code} ${formatIssue(i)}`)];
   return diffRecordLists(expected, outcome.records);
 }
 
@@ -168,7 +237,12 @@ function issueMatches(e: Record<string, unknown>, a: MappingIssue): boolean {
   for (const [k, v] of Object.entries(e)) {
     if (v === undefined) continue;
     const actual = (a as unknown as Record<string, unknown>)[k];
-    if (k === 'message' ? typeof actual !== 'string' || typeof v !== 'string' || !actual.includes(v) : actual !== v) return false;
+    if (
+      k === 'message'
+        ? typeof actual !== 'string' || typeof v !== 'string' || !actual.includes(v)
+        : actual !== v
+    )
+      return false;
   }
   return true;
 }
@@ -179,11 +253,18 @@ export function diffIssues(expected: Array<Record<string, unknown>>, outcome: Ma
 }
 
 /** A fixture that boards also says which review items it boards with. */
-export function diffWarnings(expected: Array<Record<string, unknown>>, actual: readonly MappingIssue[]): string[] {
+export function diffWarnings(
+  expected: Array<Record<string, unknown>>,
+  actual: readonly MappingIssue[],
+): string[] {
   return diffIssueLists(expected, actual, 'warning');
 }
 
-function diffIssueLists(expected: Array<Record<string, unknown>>, actual: readonly MappingIssue[], what: string): string[] {
+function diffIssueLists(
+  expected: Array<Record<string, unknown>>,
+  actual: readonly MappingIssue[],
+  what: string,
+): string[] {
   const out: string[] = [];
   const left = [...actual];
   for (const e of expected) {

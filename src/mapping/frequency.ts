@@ -44,7 +44,8 @@ export const BUILTIN_FREQUENCIES: Readonly<Record<string, FrequencySpec>> = {
   'irregular payments': {
     every: 1,
     unit: 'months',
-    review: 'payment frequency "irregular payments" boarded on a monthly schedule by convention: set the real schedule in the core',
+    review:
+      'payment frequency "irregular payments" boarded on a monthly schedule by convention: set the real schedule in the core',
   },
 };
 
@@ -56,7 +57,8 @@ export class FrequencyTable {
 
   constructor(configured: Readonly<Record<string, FrequencySpec>> = {}) {
     this.table = new Map();
-    for (const [k, v] of Object.entries({ ...BUILTIN_FREQUENCIES, ...configured })) this.table.set(normalize(k), v);
+    for (const [k, v] of Object.entries({ ...BUILTIN_FREQUENCIES, ...configured }))
+      this.table.set(normalize(k), v);
   }
 
   names(): string[] {
@@ -64,8 +66,14 @@ export class FrequencyTable {
   }
 
   spec(value: unknown, argIndex = 0, note: Note = silent): FrequencySpec {
-    if (value === undefined || value === null || value === '') throw new HelperIssue('mapping', 'payment frequency is missing', argIndex);
-    if (typeof value !== 'string') throw new HelperIssue('mapping', `payment frequency must be a string, got ${describe(value)}`, argIndex);
+    if (value === undefined || value === null || value === '')
+      throw new HelperIssue('mapping', 'payment frequency is missing', argIndex);
+    if (typeof value !== 'string')
+      throw new HelperIssue(
+        'mapping',
+        `payment frequency must be a string, got ${describe(value)}`,
+        argIndex,
+      );
     const spec = this.table.get(normalize(value));
     if (spec !== undefined) {
       if (spec.review !== undefined) note(spec.review);
@@ -74,8 +82,15 @@ export class FrequencyTable {
     // A value the spec does not list boards like irregular payments (the convention for a
     // schedule the connector cannot know), with a review item naming the value.
     const irregular = this.table.get('irregular payments');
-    if (irregular === undefined || irregular.lumpSum) throw new HelperIssue('mapping', `unknown payment frequency ${describe(value)} (known: ${this.names().join(', ')})`, argIndex);
-    note(`unknown payment frequency ${describe(value)}: boarded like irregular payments (every ${irregular.every} ${irregular.unit})`);
+    if (irregular === undefined || irregular.lumpSum)
+      throw new HelperIssue(
+        'mapping',
+        `unknown payment frequency ${describe(value)} (known: ${this.names().join(', ')})`,
+        argIndex,
+      );
+    note(
+      `unknown payment frequency ${describe(value)}: boarded like irregular payments (every ${irregular.every} ${irregular.unit})`,
+    );
     return irregular;
   }
 
@@ -83,7 +98,10 @@ export class FrequencyTable {
   frequency(value: unknown, monthsTerm?: unknown, note: Note = silent): Frequency {
     const spec = this.spec(value, 0, note);
     if (spec.lumpSum) {
-      const every = monthsTerm === undefined || monthsTerm === null ? null : Number(positiveMonths(monthsTerm, 'term in months', 1));
+      const every =
+        monthsTerm === undefined || monthsTerm === null
+          ? null
+          : Number(positiveMonths(monthsTerm, 'term in months', 1));
       return { every: every ?? 1, unit: 'months', periodsPerYear: null, lumpSum: true };
     }
     const perYear = PER_YEAR[spec.unit];
@@ -96,7 +114,13 @@ export class FrequencyTable {
    * `rounding` (default up, so the borrower gets at least the months promised) and reported as a
    * review item; `reject` makes it an issue instead (a bank's explicit choice).
    */
-  periods(months: unknown, value: unknown, what: string, rounding: unknown = 'up', note: Note = silent): number {
+  periods(
+    months: unknown,
+    value: unknown,
+    what: string,
+    rounding: unknown = 'up',
+    note: Note = silent,
+  ): number {
     const spec = this.spec(value, 1, note);
     const mode = roundingOf(rounding);
     const m = nonNegativeMonths(months, what, 0);
@@ -107,21 +131,35 @@ export class FrequencyTable {
     if (num % den === 0n) return Number(num / den);
     const approx = (Number((num * 100n) / den) / 100).toFixed(2);
     if (mode === 'reject') {
-      throw new HelperIssue('mapping', `${what} of ${m} months is not a whole number of ${describe(value)} periods (${approx})`, 0);
+      throw new HelperIssue(
+        'mapping',
+        `${what} of ${m} months is not a whole number of ${describe(value)} periods (${approx})`,
+        0,
+      );
     }
     const floor = num / den;
-    const rounded = mode === 'up' ? floor + 1n : mode === 'down' ? floor : 2n * (num % den) >= den ? floor + 1n : floor;
-    note(`${what} of ${m} months is ${approx} ${describe(value)} periods: rounded ${mode === 'nearest' ? 'to the nearest' : mode}, ${rounded} (the record keeps the months)`);
+    const rounded =
+      mode === 'up' ? floor + 1n : mode === 'down' ? floor : 2n * (num % den) >= den ? floor + 1n : floor;
+    note(
+      `${what} of ${m} months is ${approx} ${describe(value)} periods: rounded ${mode === 'nearest' ? 'to the nearest' : mode}, ${rounded} (the record keeps the months)`,
+    );
     return Number(rounded);
   }
 
-  numberOfRepayments(monthsTerm: unknown, value: unknown, rounding: unknown = 'up', note: Note = silent): number {
+  numberOfRepayments(
+    monthsTerm: unknown,
+    value: unknown,
+    rounding: unknown = 'up',
+    note: Note = silent,
+  ): number {
     const spec = this.spec(value, 1, note);
     positiveMonths(monthsTerm, 'term in months', 0);
     if (spec.lumpSum) return 1;
     const n = this.periods(monthsTerm, value, 'term', rounding, note);
     if (n >= 1) return n;
-    note(`term of ${String(monthsTerm)} months is shorter than one ${describe(value)} period: boarded as 1 repayment`);
+    note(
+      `term of ${String(monthsTerm)} months is shorter than one ${describe(value)} period: boarded as 1 repayment`,
+    );
     return 1;
   }
 
@@ -131,20 +169,35 @@ export class FrequencyTable {
    * repayment interest-only, principal at maturity), and longer than the term is contradictory.
    * A lump-sum loan repays principal once, so it has none.
    */
-  interestOnlyPeriods(monthsInterestOnly: unknown, value: unknown, monthsTerm?: unknown, note: Note = silent): number {
+  interestOnlyPeriods(
+    monthsInterestOnly: unknown,
+    value: unknown,
+    monthsTerm?: unknown,
+    note: Note = silent,
+  ): number {
     if (monthsInterestOnly === undefined || monthsInterestOnly === null) return 0;
     const spec = this.spec(value, 1, note);
     const io = nonNegativeMonths(monthsInterestOnly, 'interest-only months', 0);
-    const term = monthsTerm === undefined || monthsTerm === null ? undefined : positiveMonths(monthsTerm, 'term in months', 2);
+    const term =
+      monthsTerm === undefined || monthsTerm === null
+        ? undefined
+        : positiveMonths(monthsTerm, 'term in months', 2);
     if (term !== undefined && io > term) {
-      throw new HelperIssue('contradictory', `interest-only period of ${io} months is longer than the term of ${term} months`, 0);
+      throw new HelperIssue(
+        'contradictory',
+        `interest-only period of ${io} months is longer than the term of ${term} months`,
+        0,
+      );
     }
     if (spec.lumpSum) return 0;
     const periods = this.periods(monthsInterestOnly, value, 'interest-only period', 'up', note);
     if (term === undefined) return periods;
     const n = this.numberOfRepayments(Number(term), value, 'up', silent);
     if (periods < n) return periods;
-    if (io < term) note(`interest-only ${io} of ${term} months covers every one of the ${n} ${describe(value)} repayments once rounded: boarded interest-only to maturity (balloon)`);
+    if (io < term)
+      note(
+        `interest-only ${io} of ${term} months covers every one of the ${n} ${describe(value)} repayments once rounded: boarded interest-only to maturity (balloon)`,
+      );
     return n;
   }
 
@@ -157,13 +210,19 @@ export class FrequencyTable {
     const spec = this.spec(value, 2, note);
     const a = ymd(first, 'first payment date', 0);
     const b = ymd(maturity, 'maturity date', 1);
-    if (b.t < a.t) throw new HelperIssue('contradictory', `maturity date ${String(maturity)} is before the first payment date ${String(first)}`, 1);
+    if (b.t < a.t)
+      throw new HelperIssue(
+        'contradictory',
+        `maturity date ${String(maturity)} is before the first payment date ${String(first)}`,
+        1,
+      );
     if (spec.lumpSum) return 1;
     let count: number;
     let exact: boolean;
     if (spec.unit === 'months' || spec.unit === 'years') {
       const step = spec.every * (spec.unit === 'years' ? 12 : 1);
-      const months = (b.y - a.y) * 12 + (b.m - a.m) - (b.d < a.d && !(b.d === daysInMonth(b.y, b.m) && a.d > b.d) ? 1 : 0);
+      const months =
+        (b.y - a.y) * 12 + (b.m - a.m) - (b.d < a.d && !(b.d === daysInMonth(b.y, b.m) && a.d > b.d) ? 1 : 0);
       count = Math.floor(months / step) + 1;
       exact = months % step === 0 && (b.d === a.d || (b.d === daysInMonth(b.y, b.m) && a.d > b.d));
     } else {
@@ -172,7 +231,10 @@ export class FrequencyTable {
       count = Math.floor(days / step) + 1;
       exact = days % step === 0;
     }
-    if (!exact) note(`maturity ${String(maturity)} is not on the ${describe(value)} schedule from ${String(first)}: ${count} repayments counted up to it`);
+    if (!exact)
+      note(
+        `maturity ${String(maturity)} is not on the ${describe(value)} schedule from ${String(first)}: ${count} repayments counted up to it`,
+      );
     return count;
   }
 }

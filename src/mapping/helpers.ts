@@ -15,15 +15,24 @@ export interface HelperContext {
 }
 
 /** The customer match of a business or person (identity.customers[id]), or undefined. */
-function customerOf(focus: jsonata.Focus, entity: unknown): { cif?: unknown; existing?: unknown } | undefined {
-  const id = typeof entity === 'string' ? entity : entity !== null && typeof entity === 'object' ? (entity as { id?: unknown }).id : undefined;
+function customerOf(
+  focus: jsonata.Focus,
+  entity: unknown,
+): { cif?: unknown; existing?: unknown } | undefined {
+  const id =
+    typeof entity === 'string'
+      ? entity
+      : entity !== null && typeof entity === 'object'
+        ? (entity as { id?: unknown }).id
+        : undefined;
   if (typeof id !== 'string') {
     if (entity === undefined) return undefined;
     throw new HelperIssue('mapping', `expected a business or person (or its id), got ${describe(entity)}`, 0);
   }
-  const root = focus.environment.lookup('root') as { identity?: { customers?: Record<string, unknown> } } | undefined;
+  const root = focus.environment.lookup('root') as
+    { identity?: { customers?: Record<string, unknown> } } | undefined;
   const c = root?.identity?.customers?.[id];
-  return c !== null && typeof c === 'object' ? (c) : undefined;
+  return c !== null && typeof c === 'object' ? c : undefined;
 }
 
 /** Helper names and how many arguments each takes (lint checks calls against this). */
@@ -54,19 +63,81 @@ export const HELPER_ARITY: Readonly<Record<string, readonly [number, number]>> =
 };
 
 /** Variables bound for every expression (besides helpers). */
-export const BOUND_VARIABLES = ['loan', 'entities', 'documents', 'root', 'defaults', 'index', 'identity'] as const;
+export const BOUND_VARIABLES = [
+  'loan',
+  'entities',
+  'documents',
+  'root',
+  'defaults',
+  'index',
+  'identity',
+] as const;
 
 /**
  * JSONata 2.x built-in functions (https://docs.jsonata.org/). `$lookup` is replaced by ours; a test
  * checks each of these is a function in the installed jsonata.
  */
 export const JSONATA_BUILTINS: ReadonlySet<string> = new Set([
-  'sum', 'count', 'max', 'min', 'average', 'string', 'substring', 'substringBefore', 'substringAfter', 'lowercase',
-  'uppercase', 'length', 'trim', 'pad', 'match', 'contains', 'replace', 'split', 'join', 'formatNumber', 'formatBase',
-  'formatInteger', 'parseInteger', 'number', 'floor', 'ceil', 'round', 'abs', 'sqrt', 'power', 'boolean', 'not', 'map',
-  'zip', 'filter', 'single', 'reduce', 'sift', 'keys', 'append', 'exists', 'spread', 'merge', 'reverse', 'each', 'error',
-  'assert', 'type', 'sort', 'distinct', 'base64encode', 'base64decode', 'encodeUrlComponent', 'encodeUrl',
-  'decodeUrlComponent', 'decodeUrl', 'eval', 'toMillis', 'fromMillis', 'clone',
+  'sum',
+  'count',
+  'max',
+  'min',
+  'average',
+  'string',
+  'substring',
+  'substringBefore',
+  'substringAfter',
+  'lowercase',
+  'uppercase',
+  'length',
+  'trim',
+  'pad',
+  'match',
+  'contains',
+  'replace',
+  'split',
+  'join',
+  'formatNumber',
+  'formatBase',
+  'formatInteger',
+  'parseInteger',
+  'number',
+  'floor',
+  'ceil',
+  'round',
+  'abs',
+  'sqrt',
+  'power',
+  'boolean',
+  'not',
+  'map',
+  'zip',
+  'filter',
+  'single',
+  'reduce',
+  'sift',
+  'keys',
+  'append',
+  'exists',
+  'spread',
+  'merge',
+  'reverse',
+  'each',
+  'error',
+  'assert',
+  'type',
+  'sort',
+  'distinct',
+  'base64encode',
+  'base64decode',
+  'encodeUrlComponent',
+  'encodeUrl',
+  'decodeUrlComponent',
+  'decodeUrl',
+  'eval',
+  'toMillis',
+  'fromMillis',
+  'clone',
 ]);
 
 /** Built-ins whose result depends on when or how often they run: a mapping must be a pure function of its input. */
@@ -124,7 +195,12 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
     return f.numberOfRepayments(term, v, rounding, (m) => review(this, 'approximated', m));
   });
   reg('repaymentsBetween', function (this: jsonata.Focus, first, maturity, v) {
-    return f.repaymentsBetween(bankDate(first, undefined, ctx.timeZone), bankDate(maturity, undefined, ctx.timeZone), v, (m) => review(this, 'approximated', m));
+    return f.repaymentsBetween(
+      bankDate(first, undefined, ctx.timeZone),
+      bankDate(maturity, undefined, ctx.timeZone),
+      v,
+      (m) => review(this, 'approximated', m),
+    );
   });
   reg('periods', function (this: jsonata.Focus, months, v, rounding) {
     return f.periods(months, v, 'period', rounding, (m) => review(this, 'approximated', m));
@@ -136,7 +212,8 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
     return fitText(value, max, fallback, (m) => review(this, 'approximated', m));
   });
   reg('review', function (this: jsonata.Focus, value, message) {
-    if (typeof message !== 'string' || message === '') throw new HelperIssue('mapping', '$review(value, message): message must be text', 1);
+    if (typeof message !== 'string' || message === '')
+      throw new HelperIssue('mapping', '$review(value, message): message must be text', 1);
     review(this, 'approximated', message);
     return value;
   });
@@ -179,9 +256,21 @@ export function helperImplementations(ctx: HelperContext): Map<string, HelperFn>
  * longer, the fallback when empty or absent — each with a review item: a legal name may be longer
  * than a core's column, and a loan must not wait for a person because of it.
  */
-export function fitText(value: unknown, max: unknown, fallback: unknown, note: (message: string) => void): string | undefined {
-  if (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1) throw new HelperIssue('mapping', `$fit: max must be a whole number ≥ 1, got ${describe(max)}`, 1);
-  if (value !== undefined && value !== null && typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+export function fitText(
+  value: unknown,
+  max: unknown,
+  fallback: unknown,
+  note: (message: string) => void,
+): string | undefined {
+  if (typeof max !== 'number' || !Number.isSafeInteger(max) || max < 1)
+    throw new HelperIssue('mapping', `$fit: max must be a whole number ≥ 1, got ${describe(max)}`, 1);
+  if (
+    value !== undefined &&
+    value !== null &&
+    typeof value !== 'string' &&
+    typeof value !== 'number' &&
+    typeof value !== 'boolean'
+  ) {
     throw new HelperIssue('mapping', `$fit: expected text, got ${describe(value)}`, 0);
   }
   const text = value === undefined || value === null ? '' : String(value).trim();
@@ -206,9 +295,11 @@ export function registerHelpers(expr: jsonata.Expression, impls: ReadonlyMap<str
 /** `$date(ts[, format])`: nothing in, nothing out (optional dates stay optional). */
 export function bankDate(value: unknown, format: unknown, timeZone: string): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw new HelperIssue('mapping', `expected an ISO 8601 date-time, got ${describe(value)}`, 0);
+  if (typeof value !== 'string')
+    throw new HelperIssue('mapping', `expected an ISO 8601 date-time, got ${describe(value)}`, 0);
   const picture = format === undefined || format === null ? 'yyyy-MM-dd' : format;
-  if (typeof picture !== 'string') throw new HelperIssue('mapping', `date format must be a string, got ${describe(format)}`, 1);
+  if (typeof picture !== 'string')
+    throw new HelperIssue('mapping', `date format must be a string, got ${describe(format)}`, 1);
   const bad = pictureProblem(picture);
   if (bad) throw new HelperIssue('mapping', bad, 1);
   const t = toWallTime(value, timeZone);

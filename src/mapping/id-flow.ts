@@ -33,19 +33,27 @@ function forKind(target: CompiledTarget): IdKind {
 }
 
 function stepsOf(node: ExprNode): ExprNode[] | undefined {
-  return (node.type as string) === 'path' && Array.isArray(node.steps) ? (node.steps as ExprNode[]) : undefined;
+  return (node.type as string) === 'path' && Array.isArray(node.steps)
+    ? (node.steps as ExprNode[])
+    : undefined;
 }
 
 /** The platform id an expression's value is (or carries, in a concatenation), if any. */
 export function platformIdIn(node: ExprNode | undefined, target: CompiledTarget): IdRead | undefined {
   if (!node) return undefined;
   const type = node.type as string;
-  if (type === 'binary' && node.value === '&') return platformIdIn(node.lhs as ExprNode, target) ?? platformIdIn(node.rhs as ExprNode, target);
-  if (type === 'condition') return platformIdIn(node.then as ExprNode, target) ?? platformIdIn(node.else as ExprNode | undefined, target);
-  if (type === 'block' && Array.isArray(node.expressions)) return platformIdIn((node.expressions as ExprNode[]).at(-1), target);
+  if (type === 'binary' && node.value === '&')
+    return platformIdIn(node.lhs as ExprNode, target) ?? platformIdIn(node.rhs as ExprNode, target);
+  if (type === 'condition')
+    return (
+      platformIdIn(node.then as ExprNode, target) ?? platformIdIn(node.else as ExprNode | undefined, target)
+    );
+  if (type === 'block' && Array.isArray(node.expressions))
+    return platformIdIn((node.expressions as ExprNode[]).at(-1), target);
   if (type === 'function') {
     const name: unknown = (node.procedure as ExprNode | undefined)?.value;
-    if (typeof name === 'string' && PASS_THROUGH.has(name)) return platformIdIn(((node.arguments ?? []) as ExprNode[])[0], target);
+    if (typeof name === 'string' && PASS_THROUGH.has(name))
+      return platformIdIn(((node.arguments ?? []) as ExprNode[])[0], target);
     return undefined;
   }
   const steps = stepsOf(node) ?? (type === 'name' ? [node] : undefined);
@@ -55,19 +63,30 @@ export function platformIdIn(node: ExprNode | undefined, target: CompiledTarget)
   const head = steps.slice(0, -1);
   if (head.length === 0) return { path: 'id', kind: forKind(target) };
   const first = head[0] as ExprNode;
-  if (head.length === 1 && first.type === 'variable' && first.value === 'loan') return { path: '$loan.id', kind: 'loan' };
+  if (head.length === 1 && first.type === 'variable' && first.value === 'loan')
+    return { path: '$loan.id', kind: 'loan' };
   if (head.length === 1 && first.type === 'function') {
     const fn: unknown = (first.procedure as ExprNode | undefined)?.value;
     if (fn === 'borrower') return { path: '$borrower().id', kind: 'entity' };
   }
-  if (head.length === 1 && first.type === 'name' && first.value === 'loan') return { path: 'loan.id', kind: 'loan' };
-  const text = head.map((s) => (s.type === 'variable' ? `$${String(s.value)}` : s.type === 'name' ? String(s.value) : '…')).join('.');
-  return { path: `${text}.id`, kind: head.some((s) => s.value === 'entities' || s.value === 'businesses' || s.value === 'people') ? 'entity' : 'other' };
+  if (head.length === 1 && first.type === 'name' && first.value === 'loan')
+    return { path: 'loan.id', kind: 'loan' };
+  const text = head
+    .map((s) => (s.type === 'variable' ? `$${String(s.value)}` : s.type === 'name' ? String(s.value) : '…'))
+    .join('.');
+  return {
+    path: `${text}.id`,
+    kind: head.some((s) => s.value === 'entities' || s.value === 'businesses' || s.value === 'people')
+      ? 'entity'
+      : 'other',
+  };
 }
 
 export function bankNumberFor(kind: IdKind): string {
-  if (kind === 'loan') return "use the loan's account number instead: $accountNumber() (identity.accountNumbers)";
-  if (kind === 'entity') return "use the customer's CIF instead: $cif(entity), e.g. $cif($borrower()) (identity.customerNumbers)";
+  if (kind === 'loan')
+    return "use the loan's account number instead: $accountNumber() (identity.accountNumbers)";
+  if (kind === 'entity')
+    return "use the customer's CIF instead: $cif(entity), e.g. $cif($borrower()) (identity.customerNumbers)";
   return 'keep it out of columns of fixed size (a CSV column has none)';
 }
 
@@ -82,7 +101,12 @@ export function idIntoLimitedFields(mapping: CompiledMapping): LintProblem[] {
       if (max === undefined) continue;
       const read = platformIdIn(field.expr.info.ast, target);
       if (!read) continue;
-      out.push(at(field.expr, `warning: ${target.name}.${field.name}: the platform id ${read.path} goes into a field of maxLength ${max}; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`));
+      out.push(
+        at(
+          field.expr,
+          `warning: ${target.name}.${field.name}: the platform id ${read.path} goes into a field of maxLength ${max}; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`,
+        ),
+      );
     }
   }
   return out;
@@ -96,7 +120,11 @@ function at(ce: CompiledExpression, message: string): LintProblem {
  * For a layout: what a fixed-width column of record type `type` would carry, when that is a
  * platform id (source externalId / loanId, or a field fed by an id).
  */
-export function idReadByColumn(mapping: CompiledMapping | undefined, type: string, column: { source?: string; field?: string }): IdRead | undefined {
+export function idReadByColumn(
+  mapping: CompiledMapping | undefined,
+  type: string,
+  column: { source?: string; field?: string },
+): IdRead | undefined {
   if (column.source === 'loanId') return { path: 'the loan id (source: loanId)', kind: 'loan' };
   if (!mapping) return undefined;
   for (const target of mapping.targets) {
@@ -123,13 +151,26 @@ function isAccountNumber(node: ExprNode | undefined): boolean {
   if (!node || (node.type as string) !== 'function') return false;
   const name: unknown = (node.procedure as ExprNode | undefined)?.value;
   if (name === 'accountNumber') return true;
-  return typeof name === 'string' && PASS_THROUGH.has(name) && isAccountNumber(((node.arguments ?? []) as ExprNode[])[0]);
+  return (
+    typeof name === 'string' &&
+    PASS_THROUGH.has(name) &&
+    isAccountNumber(((node.arguments ?? []) as ExprNode[])[0])
+  );
 }
 
 /** Where `$accountNumber()` goes into a place of fixed size: fields with maxLength, fixed-width columns. */
 export function accountNumberSinks(
   mapping: CompiledMapping,
-  layout: { files: ReadonlyArray<{ name: string; record: string; format: string; columns: ReadonlyArray<{ name: string; field?: string; length: number }> }> } | undefined,
+  layout:
+    | {
+        files: ReadonlyArray<{
+          name: string;
+          record: string;
+          format: string;
+          columns: ReadonlyArray<{ name: string; field?: string; length: number }>;
+        }>;
+      }
+    | undefined,
 ): Array<{ where: string; size: number }> {
   const out: Array<{ where: string; size: number }> = [];
   const fieldsByType = new Map<string, Set<string>>();
@@ -139,13 +180,18 @@ export function accountNumberSinks(
       const names = fieldsByType.get(target.type) ?? new Set<string>();
       names.add(field.name);
       fieldsByType.set(target.type, names);
-      if (field.check.maxLength !== undefined) out.push({ where: `${field.expr.file}:${field.expr.pos.line}:${field.expr.pos.column} ${target.name}.${field.name} (maxLength)`, size: field.check.maxLength });
+      if (field.check.maxLength !== undefined)
+        out.push({
+          where: `${field.expr.file}:${field.expr.pos.line}:${field.expr.pos.column} ${target.name}.${field.name} (maxLength)`,
+          size: field.check.maxLength,
+        });
     }
   }
   for (const file of layout?.files ?? []) {
     if (file.format !== 'fixed') continue;
     for (const c of file.columns) {
-      if (c.field !== undefined && fieldsByType.get(file.record)?.has(c.field)) out.push({ where: `layout.yaml ${file.name} ${c.name}`, size: c.length });
+      if (c.field !== undefined && fieldsByType.get(file.record)?.has(c.field))
+        out.push({ where: `layout.yaml ${file.name} ${c.name}`, size: c.length });
     }
   }
   return out;

@@ -1,5 +1,13 @@
 import type { z } from 'zod';
-import { boardingSchema, businessSchema, documentSchema, loanSchema, personSchema, refSchema, requirementSchema } from '../contract/schemas.js';
+import {
+  boardingSchema,
+  businessSchema,
+  documentSchema,
+  loanSchema,
+  personSchema,
+  refSchema,
+  requirementSchema,
+} from '../contract/schemas.js';
 import { pictureProblem } from '../lib/calendar.js';
 import type { AnalysisProblem, ExpressionInfo, ExprNode } from './expression.js';
 import { HELPER_ARITY, JSONATA_BUILTINS } from './helpers.js';
@@ -23,7 +31,12 @@ export interface InputShape {
 
 const keysOf = (s: z.ZodObject): string[] => Object.keys(s.shape);
 
-function shape(name: string, values: string[], nested: Record<string, InputShape> = {}, open = false): InputShape {
+function shape(
+  name: string,
+  values: string[],
+  nested: Record<string, InputShape> = {},
+  open = false,
+): InputShape {
   const fields = new Map<string, InputShape | null>(values.map((k) => [k, null]));
   for (const [k, v] of Object.entries(nested)) fields.set(k, v);
   return { name, fields, open };
@@ -38,10 +51,16 @@ export const LOAN_SHAPE = shape('loan', keysOf(loanSchema), {
 });
 export const BUSINESS_SHAPE = shape('business', keysOf(businessSchema));
 export const PERSON_SHAPE = shape('person', keysOf(personSchema));
-export const DOCUMENT_SHAPE = shape('document', keysOf(documentSchema), { requirement: shape('document.requirement', keysOf(requirementSchema)) });
+export const DOCUMENT_SHAPE = shape('document', keysOf(documentSchema), {
+  requirement: shape('document.requirement', keysOf(requirementSchema)),
+});
 const ENTITIES_SHAPE = shape('entities', [], { businesses: BUSINESS_SHAPE, people: PERSON_SHAPE });
 /** The mapping input: what `for:` reads, and what $root, $loan, $entities and $documents name. */
-export const ROOT_SHAPE = shape('input', [], { loan: LOAN_SHAPE, entities: ENTITIES_SHAPE, documents: DOCUMENT_SHAPE });
+export const ROOT_SHAPE = shape('input', [], {
+  loan: LOAN_SHAPE,
+  entities: ENTITIES_SHAPE,
+  documents: DOCUMENT_SHAPE,
+});
 
 /** What the expression's context may be: one or more shapes (a union such as business or person), or unknown. */
 export type InputContext = readonly InputShape[] | null;
@@ -77,7 +96,14 @@ export function typeOf(node: ExprNode | undefined, ctx: InputContext): InputCont
   let cur: InputContext = ctx;
   for (const [i, step] of (node.steps as ExprNode[]).entries()) {
     if (i === 0 && step.type === 'variable') {
-      cur = step.value === '' ? ctx : step.value === 'root' ? [ROOT_SHAPE] : ['loan', 'entities', 'documents'].includes(String(step.value)) ? [ROOT_SHAPE.fields.get(String(step.value)) as InputShape] : null;
+      cur =
+        step.value === ''
+          ? ctx
+          : step.value === 'root'
+            ? [ROOT_SHAPE]
+            : ['loan', 'entities', 'documents'].includes(String(step.value))
+              ? [ROOT_SHAPE.fields.get(String(step.value)) as InputShape]
+              : null;
       continue;
     }
     if (i === 0 && (step.type as string) === 'unary') {
@@ -111,7 +137,11 @@ function allowed(opt: boolean | readonly string[], shapes: readonly InputShape[]
  * (`$borrower.id`), date pictures with letters `$date` does not know, and arithmetic on cents or
  * basis points (floating point loses a cent: `$centsToDecimal` is exact).
  */
-export function checkInputs(info: ExpressionInfo, ctx: InputContext, opts: InputCheckOptions): AnalysisProblem[] {
+export function checkInputs(
+  info: ExpressionInfo,
+  ctx: InputContext,
+  opts: InputCheckOptions,
+): AnalysisProblem[] {
   const problems: AnalysisProblem[] = [];
   const seen = new Set<object>();
 
@@ -124,9 +154,20 @@ export function checkInputs(info: ExpressionInfo, ctx: InputContext, opts: Input
         if (isFunctionName(v) && steps.length > 1) {
           const next = steps[1];
           const tail = next?.type === 'name' ? `.${String(next.value)}` : '';
-          problems.push({ offset: Math.max(0, (step.position ?? 0) - v.length - 1), message: `$${v} is a function: call it ($${v}()${tail}); without parentheses the path reads nothing` });
+          problems.push({
+            offset: Math.max(0, (step.position ?? 0) - v.length - 1),
+            message: `$${v} is a function: call it ($${v}()${tail}); without parentheses the path reads nothing`,
+          });
           cur = null;
-        } else cur = v === '' ? context : v === 'root' ? [ROOT_SHAPE] : ['loan', 'entities', 'documents'].includes(v) ? [ROOT_SHAPE.fields.get(v) as InputShape] : null;
+        } else
+          cur =
+            v === ''
+              ? context
+              : v === 'root'
+                ? [ROOT_SHAPE]
+                : ['loan', 'entities', 'documents'].includes(v)
+                  ? [ROOT_SHAPE.fields.get(v) as InputShape]
+                  : null;
       } else if (step.type === 'name' && cur !== null) {
         const field = String(step.value);
         const next: InputShape[] = [];
@@ -172,11 +213,16 @@ export function checkInputs(info: ExpressionInfo, ctx: InputContext, opts: Input
     }
     if ((node.type as string) === 'binary' && ARITHMETIC.has(String(node.value))) {
       for (const side of [node.lhs, node.rhs] as Array<ExprNode | undefined>) {
-        const steps = (side)?.steps;
+        const steps = side?.steps;
         const last = Array.isArray(steps) ? (steps as ExprNode[]).at(-1) : undefined;
         if (last?.type === 'name' && MONEY.test(String(last.value))) {
-          const helper = String(last.value).startsWith('cents') ? '$centsToDecimal' : '$bpsToPercent (or $bpsToRate)';
-          problems.push({ offset: nameOffset(last), message: `arithmetic on ${String(last.value)} in floating point can lose a cent (9007199254740993 cents, 0.1 + 0.2): use ${helper}, which is exact` });
+          const helper = String(last.value).startsWith('cents')
+            ? '$centsToDecimal'
+            : '$bpsToPercent (or $bpsToRate)';
+          problems.push({
+            offset: nameOffset(last),
+            message: `arithmetic on ${String(last.value)} in floating point can lose a cent (9007199254740993 cents, 0.1 + 0.2): use ${helper}, which is exact`,
+          });
         }
       }
     }
@@ -202,7 +248,11 @@ export function checkInputs(info: ExpressionInfo, ctx: InputContext, opts: Input
     const pic = call.args[1];
     if (pic?.type !== 'string') continue;
     const problem = pictureProblem(String(pic.value));
-    if (problem) problems.push({ offset: Math.max(0, (pic.position ?? 0) - String(pic.value).length - 2), message: `$date: ${problem}` });
+    if (problem)
+      problems.push({
+        offset: Math.max(0, (pic.position ?? 0) - String(pic.value).length - 2),
+        message: `$date: ${problem}`,
+      });
   }
 
   if (opts.valueExpected && ctx !== null && info.simplePath !== undefined) {
@@ -210,7 +260,10 @@ export function checkInputs(info: ExpressionInfo, ctx: InputContext, opts: Input
     if (t !== null && t.length > 0) {
       const first = t[0] as InputShape;
       const fields = [...first.fields.keys()].slice(0, 4).map((f) => `${info.simplePath ?? ''}.${f}`);
-      problems.push({ offset: 0, message: `${info.simplePath} is an object (${union(t)}), not a value: pick one of its fields${fields.length > 0 ? `, e.g. ${fields.join(', ')}` : ''}` });
+      problems.push({
+        offset: 0,
+        message: `${info.simplePath} is an object (${union(t)}), not a value: pick one of its fields${fields.length > 0 ? `, e.g. ${fields.join(', ')}` : ''}`,
+      });
     }
   }
   return problems;

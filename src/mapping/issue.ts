@@ -26,17 +26,21 @@ export const REVIEW_BINDING = '__review';
 export type ReviewSink = (code: MappingIssueCode, message: string) => void;
 
 /** Reports a review item through the evaluation's environment (JSONata's `this` for helpers). */
-export function review(focus: { environment: { lookup(name: string): unknown } } | undefined, code: MappingIssueCode, message: string): void {
+export function review(
+  focus: { environment: { lookup(name: string): unknown } } | undefined,
+  code: MappingIssueCode,
+  message: string,
+): void {
   const sink = focus?.environment.lookup(REVIEW_BINDING);
   if (typeof sink === 'function') (sink as ReviewSink)(code, message);
 }
-
 
 /** Short, safe rendering of a value for an issue message. */
 export function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
-  if (typeof value === 'string') return maskTins(JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value));
+  if (typeof value === 'string')
+    return maskTins(JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value));
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return `a list of ${value.length}`;
   if (typeof value === 'function') return 'a function';

@@ -20,7 +20,10 @@ export function layoutCatalogue(mapping: CompiledMapping | undefined): LayoutRec
   return {
     fields,
     idIntoFixedColumn(file, record, column) {
-      const read = idReadByColumn(mapping, record, { ...(column.source !== undefined ? { source: column.source } : {}), ...(column.field !== undefined ? { field: column.field } : {}) });
+      const read = idReadByColumn(mapping, record, {
+        ...(column.source !== undefined ? { source: column.source } : {}),
+        ...(column.field !== undefined ? { field: column.field } : {}),
+      });
       return read ? idIntoFixedColumnMessage(file, column.name, column.length, read) : undefined;
     },
   };

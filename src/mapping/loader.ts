@@ -2,7 +2,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, normalize, relative, resolve, sep } from 'node:path';
 import { ConfigError } from '../lib/errors.js';
-import { compileMapping, formatProblem, DEFAULT_MAPPER_OPTIONS, type CompiledMapping, type CompileResult, type LintProblem, type MapperOptions } from './compile.js';
+import {
+  compileMapping,
+  formatProblem,
+  DEFAULT_MAPPER_OPTIONS,
+  type CompiledMapping,
+  type CompileResult,
+  type LintProblem,
+  type MapperOptions,
+} from './compile.js';
 import { createMapper } from './engine.js';
 import { expectedFromOutcome, fixtureTimeZone, type FixtureCase } from './fixtures.js';
 import { renderExpectedLines } from '../core/file/layout/expected-lines.js';
@@ -53,7 +61,8 @@ export interface LintResult extends CompileResult {
 }
 
 function assertDir(dir: string): void {
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ConfigError(`mappings.dir: ${dir} is not a directory`);
+  if (!existsSync(dir) || !statSync(dir).isDirectory())
+    throw new ConfigError(`mappings.dir: ${dir} is not a directory`);
 }
 
 export function mappingVersionOf(label: string, sources: ReadonlyMap<string, string>): string {
@@ -77,7 +86,13 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
     layout = l.layout;
   }
   const ok = r.mapping !== undefined && r.problems.length === 0;
-  return { ...r, dir, warnings, layout: ok ? layout : undefined, version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined };
+  return {
+    ...r,
+    dir,
+    warnings,
+    layout: ok ? layout : undefined,
+    version: r.mapping ? mappingVersionOf(r.mapping.label, r.sources) : undefined,
+  };
 }
 
 /**
@@ -89,11 +104,19 @@ export function loadLayout(dir: string, opts: Partial<MapperOptions> = {}): Layo
 }
 
 /** The set linted; throws ConfigError listing every problem with file:line:column. */
-function cleanSet(dir: string, opts: Partial<MapperOptions>): LintResult & { mapping: CompiledMapping; version: string } {
+function cleanSet(
+  dir: string,
+  opts: Partial<MapperOptions>,
+): LintResult & { mapping: CompiledMapping; version: string } {
   const r = lintMappingDir(dir, opts);
   if (!r.mapping || !r.version || r.problems.length > 0) {
-    const problems = r.problems.map((p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`);
-    throw new ConfigError(`mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`, problems);
+    const problems = r.problems.map(
+      (p: LintProblem) => `${join(dir, p.file)}:${p.line}:${p.column}: ${p.message}`,
+    );
+    throw new ConfigError(
+      `mapping set ${dir} has ${problems.length} problem(s):\n  ${problems.join('\n  ')}`,
+      problems,
+    );
   }
   return { ...r, mapping: r.mapping, version: r.version };
 }
@@ -131,7 +154,12 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
         const m = /position (\d+)/.exec(err instanceof Error ? err.message : '');
         const offset = m ? Number(m[1]) : 0;
         const before = text.slice(0, offset);
-        problems.push({ file: rel, line: before.split('\n').length, column: offset - before.lastIndexOf('\n'), message: `invalid JSON: ${err instanceof Error ? err.message : String(err)}` });
+        problems.push({
+          file: rel,
+          line: before.split('\n').length,
+          column: offset - before.lastIndexOf('\n'),
+          message: `invalid JSON: ${err instanceof Error ? err.message : String(err)}`,
+        });
         return undefined;
       }
     };
@@ -142,8 +170,16 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
     // Expected lines of the layout's files, compared byte for byte (they are in the file's encoding).
     const linesDir = join(caseDir, 'expected-lines');
     const expectedLines: Record<string, Uint8Array> = {};
-    if (existsSync(linesDir)) for (const f of readdirSync(linesDir).sort()) expectedLines[f] = readFileSync(join(linesDir, f));
-    cases.push({ name, dir: relative(dir, caseDir), input, expected, options, ...(Object.keys(expectedLines).length > 0 ? { expectedLines } : {}) });
+    if (existsSync(linesDir))
+      for (const f of readdirSync(linesDir).sort()) expectedLines[f] = readFileSync(join(linesDir, f));
+    cases.push({
+      name,
+      dir: relative(dir, caseDir),
+      input,
+      expected,
+      options,
+      ...(Object.keys(expectedLines).length > 0 ? { expectedLines } : {}),
+    });
   }
   return { cases, problems };
 }
@@ -154,7 +190,12 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
  * loan that would be quarantined renders no lines: its expected-lines stay as they are). Returns
  * the files written, relative to the case, and the problems that kept a file from being written.
  */
-export function updateFixture(dir: string, c: FixtureCase, outcome: MappingOutcome, layout: Layout | undefined): { written: string[]; problems: string[] } {
+export function updateFixture(
+  dir: string,
+  c: FixtureCase,
+  outcome: MappingOutcome,
+  layout: Layout | undefined,
+): { written: string[]; problems: string[] } {
   const caseDir = join(dir, c.dir);
   const written: string[] = [];
   const problems: string[] = [];
@@ -171,7 +212,13 @@ export function updateFixture(dir: string, c: FixtureCase, outcome: MappingOutco
   }
   const loanId = (c.input as { loan?: { id?: unknown } } | null)?.loan?.id;
   for (const name of Object.keys(c.expectedLines)) {
-    const bytes = renderExpectedLines(layout, typeof loanId === 'string' ? loanId : '', outcome.records, name, fixtureTimeZone(c));
+    const bytes = renderExpectedLines(
+      layout,
+      typeof loanId === 'string' ? loanId : '',
+      outcome.records,
+      name,
+      fixtureTimeZone(c),
+    );
     if (typeof bytes === 'string') {
       problems.push(`${bytes} (not updated)`);
       continue;

@@ -24,11 +24,21 @@ function keyOf(key: unknown): string | undefined {
  * table's default, else the issue lookup_missing naming table and key, so an unmapped product or
  * frequency stops that loan with a message a bank engineer can act on.
  */
-export function lookupValue(tables: LookupTables, args: readonly unknown[], onDefault?: (message: string) => void): string | undefined {
+export function lookupValue(
+  tables: LookupTables,
+  args: readonly unknown[],
+  onDefault?: (message: string) => void,
+): string | undefined {
   const [table, key] = args;
-  if (typeof table !== 'string') throw new HelperIssue('mapping', `lookup table name must be text, got ${describe(table)}`, 0);
+  if (typeof table !== 'string')
+    throw new HelperIssue('mapping', `lookup table name must be text, got ${describe(table)}`, 0);
   const t = tables.get(table);
-  if (!t) throw new HelperIssue('mapping', `unknown lookup table "${table}" (known: ${[...tables.keys()].join(', ') || 'none'})`, 0);
+  if (!t)
+    throw new HelperIssue(
+      'mapping',
+      `unknown lookup table "${table}" (known: ${[...tables.keys()].join(', ') || 'none'})`,
+      0,
+    );
   const k = keyOf(key);
   if (k !== undefined) {
     const v = t.values.get(k);
@@ -41,9 +51,17 @@ export function lookupValue(tables: LookupTables, args: readonly unknown[], onDe
     throw new HelperIssue('mapping', `lookup default must be text, got ${describe(d)}`, 2);
   }
   if (t.fallback !== undefined) {
-    if (t.warnOnDefault === true && k !== undefined) onDefault?.(`lookup table "${table}" has no key ${describe(k)}: mapped to its default ${describe(t.fallback)}`);
+    if (t.warnOnDefault === true && k !== undefined)
+      onDefault?.(
+        `lookup table "${table}" has no key ${describe(k)}: mapped to its default ${describe(t.fallback)}`,
+      );
     return t.fallback;
   }
-  if (k === undefined) throw new HelperIssue('lookup_missing', `lookup table "${table}": the key is missing (no input value) and no default is given`, 1);
+  if (k === undefined)
+    throw new HelperIssue(
+      'lookup_missing',
+      `lookup table "${table}": the key is missing (no input value) and no default is given`,
+      1,
+    );
   throw new HelperIssue('lookup_missing', `lookup table "${table}" has no key ${describe(k)}`, 1);
 }

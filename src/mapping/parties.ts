@@ -17,7 +17,9 @@ function roleText(e: Entity): string | undefined {
 }
 
 function asList(v: unknown): Entity[] {
-  return Array.isArray(v) ? v.filter((x): x is Entity => x !== null && typeof x === 'object' && !Array.isArray(x)) : [];
+  return Array.isArray(v)
+    ? v.filter((x): x is Entity => x !== null && typeof x === 'object' && !Array.isArray(x))
+    : [];
 }
 
 export function partiesOf(entities: unknown): Parties {
@@ -39,8 +41,11 @@ export type BorrowerVerdict = { entity: Entity; note?: string } | { contradictio
  */
 export function borrowerVerdict(parties: Parties, loanType: unknown): BorrowerVerdict {
   const personal = typeof loanType === 'string' && loanType.toLowerCase() === 'personal';
-  const ordered = personal ? [...parties.people, ...parties.businesses] : [...parties.businesses, ...parties.people];
-  if (ordered.length === 0) return { contradiction: 'the loan has no business or person to board as its borrower' };
+  const ordered = personal
+    ? [...parties.people, ...parties.businesses]
+    : [...parties.businesses, ...parties.people];
+  if (ordered.length === 0)
+    return { contradiction: 'the loan has no business or person to board as its borrower' };
   const rolesById = new Map<unknown, Set<string>>();
   for (const e of ordered) {
     const r = roleText(e);
@@ -57,8 +62,13 @@ export function borrowerVerdict(parties: Parties, loanType: unknown): BorrowerVe
     const roles = [...new Set([...rolesById.values()].flatMap((s) => [...s]))].sort().join(', ');
     return { contradiction: `no business or person has the role borrower (roles on the loan: ${roles})` };
   }
-  const first = (personal ? (parties.people[0] ?? parties.businesses[0]) : (parties.businesses[0] ?? parties.people[0])) as Entity;
-  return { entity: first, note: `no entity on the loan carries a role: ${String(first['id'])} (the first ${personal ? 'person' : 'business'}) is taken as the borrower` };
+  const first = (
+    personal ? (parties.people[0] ?? parties.businesses[0]) : (parties.businesses[0] ?? parties.people[0])
+  ) as Entity;
+  return {
+    entity: first,
+    note: `no entity on the loan carries a role: ${String(first['id'])} (the first ${personal ? 'person' : 'business'}) is taken as the borrower`,
+  };
 }
 
 /** The entity's role, lower case; without one, "borrower" for the borrower and "related" otherwise. */

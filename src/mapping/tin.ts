@@ -25,7 +25,8 @@ function label(entity: Record<string, unknown>): string {
 function fullDigits(entity: Record<string, unknown>): string | null {
   const raw = entity['ein'] ?? entity['ssn'];
   if (raw === undefined || raw === null || raw === '') return null;
-  if (typeof raw !== 'string' && typeof raw !== 'number') throw new HelperIssue('mapping', `tax id${label(entity)} is not text`, 0);
+  if (typeof raw !== 'string' && typeof raw !== 'number')
+    throw new HelperIssue('mapping', `tax id${label(entity)} is not text`, 0);
   const digits = String(raw).replace(/[\s-]/g, '');
   // A masked value in the full field (e.g. "*****6789") is not a full tax id.
   if (/^[*xX•]+\d{4}$/.test(digits)) return null;
@@ -39,9 +40,11 @@ export function last4(entity: unknown): string | undefined {
   if (full) return full.slice(-4);
   const l4 = e['einLast4'] ?? e['ssnLast4'];
   if (l4 === undefined || l4 === null || l4 === '') return undefined;
-  if (typeof l4 !== 'string' && typeof l4 !== 'number') throw new HelperIssue('mapping', `last 4 digits of the tax id${label(e)} are not text`, 0);
+  if (typeof l4 !== 'string' && typeof l4 !== 'number')
+    throw new HelperIssue('mapping', `last 4 digits of the tax id${label(e)} are not text`, 0);
   const digits = String(l4).replace(/\D/g, '');
-  if (digits.length !== 4) throw new HelperIssue('mapping', `last 4 digits of the tax id${label(e)} are not 4 digits`, 0);
+  if (digits.length !== 4)
+    throw new HelperIssue('mapping', `last 4 digits of the tax id${label(e)} are not 4 digits`, 0);
   return digits;
 }
 
@@ -58,13 +61,22 @@ export function tin(entity: unknown, format: unknown, allowLast4: boolean): stri
   const e = entityArg(entity);
   const full = fullDigits(e);
   if (full) {
-    if (format === 'dashed') return kindOf(e) === 'EIN' ? `${full.slice(0, 2)}-${full.slice(2)}` : `${full.slice(0, 3)}-${full.slice(3, 5)}-${full.slice(5)}`;
-    if (format !== undefined && format !== null && format !== 'digits') throw new HelperIssue('mapping', `tin format must be "digits" or "dashed", got ${describe(format)}`, 1);
+    if (format === 'dashed')
+      return kindOf(e) === 'EIN'
+        ? `${full.slice(0, 2)}-${full.slice(2)}`
+        : `${full.slice(0, 3)}-${full.slice(3, 5)}-${full.slice(5)}`;
+    if (format !== undefined && format !== null && format !== 'digits')
+      throw new HelperIssue('mapping', `tin format must be "digits" or "dashed", got ${describe(format)}`, 1);
     return full;
   }
   const l4 = last4(e);
   const kind = kindOf(e);
-  if (l4 === undefined) throw new HelperIssue('tin_incomplete', `no ${kind}${label(e)}: the platform sent neither the full number nor its last 4 digits`, 0);
+  if (l4 === undefined)
+    throw new HelperIssue(
+      'tin_incomplete',
+      `no ${kind}${label(e)}: the platform sent neither the full number nor its last 4 digits`,
+      0,
+    );
   if (!allowLast4) {
     throw new HelperIssue(
       'tin_incomplete',

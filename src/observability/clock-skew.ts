@@ -22,7 +22,9 @@ export interface ClockOffset {
 export async function measureClockOffset(db: StoreDb, clock: Clock): Promise<ClockOffset | null> {
   if (db.engine !== 'postgres') return null;
   const t0 = clock.now();
-  const row = await db.get<{ ms: number | string }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms');
+  const row = await db.get<{ ms: number | string }>(
+    'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms',
+  );
   const t1 = clock.now();
   if (row === undefined) throw new Error('the database did not return its time');
   return { offsetMs: Math.round(Number(row.ms) - (t0 + t1) / 2), rttMs: t1 - t0 };
@@ -31,7 +33,9 @@ export async function measureClockOffset(db: StoreDb, clock: Clock): Promise<Clo
 export function describeOffset(o: ClockOffset): string {
   const s = Math.abs(o.offsetMs) / 1000;
   const amount = s >= 90 ? `${(s / 60).toFixed(1)} min` : `${s.toFixed(1)} s`;
-  return o.offsetMs === 0 ? 'this host agrees with the database clock' : `this host's clock is ${amount} ${o.offsetMs > 0 ? 'behind' : 'ahead of'} the database's`;
+  return o.offsetMs === 0
+    ? 'this host agrees with the database clock'
+    : `this host's clock is ${amount} ${o.offsetMs > 0 ? 'behind' : 'ahead of'} the database's`;
 }
 
 export interface ClockSkewStatus {
@@ -47,7 +51,14 @@ export interface ClockSkewWatch {
   last(): ClockSkewStatus | null;
 }
 
-export function createClockSkewWatch(opts: { db: StoreDb; clock: Clock; maxSkewMs: number; logger?: Logger; everyMs?: number; alertEveryMs?: number }): ClockSkewWatch {
+export function createClockSkewWatch(opts: {
+  db: StoreDb;
+  clock: Clock;
+  maxSkewMs: number;
+  logger?: Logger;
+  everyMs?: number;
+  alertEveryMs?: number;
+}): ClockSkewWatch {
   const every = opts.everyMs ?? 30_000;
   const alertEvery = opts.alertEveryMs ?? 10 * 60_000;
   let current: (ClockSkewStatus & { at: number }) | null = null;
@@ -59,8 +70,14 @@ export function createClockSkewWatch(opts: { db: StoreDb; clock: Clock; maxSkewM
     let status: ClockSkewStatus;
     try {
       const offset = await measureClockOffset(opts.db, opts.clock);
-      if (offset === null) status = { ok: true, detail: 'SQLite: the state is on this host, no other clock to compare', offset };
-      else if (Math.abs(offset.offsetMs) < opts.maxSkewMs) status = { ok: true, detail: `${describeOffset(offset)} (±${Math.ceil(offset.rttMs / 2)} ms)`, offset };
+      if (offset === null)
+        status = { ok: true, detail: 'SQLite: the state is on this host, no other clock to compare', offset };
+      else if (Math.abs(offset.offsetMs) < opts.maxSkewMs)
+        status = {
+          ok: true,
+          detail: `${describeOffset(offset)} (±${Math.ceil(offset.rttMs / 2)} ms)`,
+          offset,
+        };
       else {
         status = {
           ok: false,
@@ -69,7 +86,10 @@ export function createClockSkewWatch(opts: { db: StoreDb; clock: Clock; maxSkewM
         };
         if (lastAlertAt === null || now - lastAlertAt >= alertEvery) {
           lastAlertAt = now;
-          opts.logger?.error({ alert: 'clock.skew', offsetMs: offset.offsetMs, maxSkewMs: opts.maxSkewMs }, `ALERT: ${status.detail}`);
+          opts.logger?.error(
+            { alert: 'clock.skew', offsetMs: offset.offsetMs, maxSkewMs: opts.maxSkewMs },
+            `ALERT: ${status.detail}`,
+          );
         }
       }
     } catch (err) {

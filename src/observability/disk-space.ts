@@ -92,15 +92,31 @@ export function createDiskWatch(opts: DiskWatchOptions): DiskWatch {
     const min = formatBytes(opts.minFreeBytes);
     const at = opts.clock.now();
     if (short.length === 0) {
-      const parts = readings.map((r) => (r.freeBytes === null ? `${r.key} ${r.dir}: cannot tell (${r.error ?? 'statfs failed'})` : `${r.key}: ${formatBytes(r.freeBytes)} free`));
-      if (lastAlertAt !== null) opts.logger?.info({ alert: 'disk.full', resolved: true, readings }, 'disk space is back: boarding resumes');
+      const parts = readings.map((r) =>
+        r.freeBytes === null
+          ? `${r.key} ${r.dir}: cannot tell (${r.error ?? 'statfs failed'})`
+          : `${r.key}: ${formatBytes(r.freeBytes)} free`,
+      );
+      if (lastAlertAt !== null)
+        opts.logger?.info(
+          { alert: 'disk.full', resolved: true, readings },
+          'disk space is back: boarding resumes',
+        );
       lastAlertAt = null;
-      return { ok: true, detail: parts.length === 0 ? 'no directory to watch' : parts.join('; '), readings, at };
+      return {
+        ok: true,
+        detail: parts.length === 0 ? 'no directory to watch' : parts.join('; '),
+        readings,
+        at,
+      };
     }
     const detail = `DISK FULL: ${short.map((r) => `${r.key} ${r.dir} has ${formatBytes(r.freeBytes ?? 0)} free`).join('; ')} (below boarding.minFreeDiskMb, ${min}): boarding stopped until space is freed`;
     if (lastAlertAt === null || at - lastAlertAt >= alertEvery) {
       lastAlertAt = at;
-      opts.logger?.error({ alert: 'disk.full', readings, minFreeBytes: opts.minFreeBytes }, `ALERT: ${detail}`);
+      opts.logger?.error(
+        { alert: 'disk.full', readings, minFreeBytes: opts.minFreeBytes },
+        `ALERT: ${detail}`,
+      );
     }
     return { ok: false, detail, readings, at };
   }

@@ -126,7 +126,12 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
   });
 
-  const dbGauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge, db: StoreDb) => Promise<void>): Gauge =>
+  const dbGauge = (
+    name: string,
+    help: string,
+    labelNames: string[],
+    fill: (g: Gauge, db: StoreDb) => Promise<void>,
+  ): Gauge =>
     new Gauge({
       name: `${p}${name}`,
       help,
@@ -149,27 +154,47 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     for (const state of LOAN_STATES) g.set({ state }, 0);
     for (const r of await loanStats(db).countByState()) g.set({ state: r.state }, r.n);
   });
-  dbGauge('loans_boarded_total', 'Loans boarded and acknowledged (all time, from the state database)', [], async (g, db) => {
-    const n = (await loanStats(db).countByState()).find((r) => r.state === 'acknowledged')?.n ?? 0;
-    g.set(n);
-  });
-  dbGauge('loans_with_review_items', 'Loans whose last mapping had review items (boarded with warnings), by state', ['state'], async (g, db) => {
-    for (const r of await loanStats(db).reviewedByState()) g.set({ state: r.state }, r.n);
-  });
+  dbGauge(
+    'loans_boarded_total',
+    'Loans boarded and acknowledged (all time, from the state database)',
+    [],
+    async (g, db) => {
+      const n = (await loanStats(db).countByState()).find((r) => r.state === 'acknowledged')?.n ?? 0;
+      g.set(n);
+    },
+  );
+  dbGauge(
+    'loans_with_review_items',
+    'Loans whose last mapping had review items (boarded with warnings), by state',
+    ['state'],
+    async (g, db) => {
+      for (const r of await loanStats(db).reviewedByState()) g.set({ state: r.state }, r.n);
+    },
+  );
   dbGauge('loans_quarantined', 'Loans quarantined, by reason', ['reason'], async (g, db) => {
     for (const r of await loanStats(db).quarantinedByReason()) g.set({ reason: r.reason ?? 'unknown' }, r.n);
   });
-  dbGauge('retry_backlog', 'Loans waiting for a retry (retry_wait), and how many of them are due now', ['due'], async (g, db) => {
-    const s = loanStats(db);
-    const total = (await s.countByState()).find((r) => r.state === 'retry_wait')?.n ?? 0;
-    const due = await s.dueRetries(clock.now());
-    g.set({ due: 'true' }, due);
-    g.set({ due: 'false' }, total - due);
-  });
-  dbGauge('oldest_unacknowledged_age_seconds', 'Age of the oldest loan seen but not yet acknowledged (0 when none)', [], async (g, db) => {
-    const oldest = await loanStats(db).oldestUnacknowledgedAt();
-    g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
-  });
+  dbGauge(
+    'retry_backlog',
+    'Loans waiting for a retry (retry_wait), and how many of them are due now',
+    ['due'],
+    async (g, db) => {
+      const s = loanStats(db);
+      const total = (await s.countByState()).find((r) => r.state === 'retry_wait')?.n ?? 0;
+      const due = await s.dueRetries(clock.now());
+      g.set({ due: 'true' }, due);
+      g.set({ due: 'false' }, total - due);
+    },
+  );
+  dbGauge(
+    'oldest_unacknowledged_age_seconds',
+    'Age of the oldest loan seen but not yet acknowledged (0 when none)',
+    [],
+    async (g, db) => {
+      const oldest = await loanStats(db).oldestUnacknowledgedAt();
+      g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
+    },
+  );
 
   new Gauge({
     name: `${p}number_pool_used_ratio`,
@@ -178,7 +203,8 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
     async collect() {
       this.reset();
-      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? []) this.set({ pool: u.pool }, u.ratio);
+      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? [])
+        this.set({ pool: u.pool }, u.ratio);
     },
   });
   new Gauge({
@@ -188,7 +214,8 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
     async collect() {
       this.reset();
-      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? []) this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
+      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? [])
+        this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
     },
   });
   new Gauge({
@@ -392,7 +419,10 @@ function safe<T>(fn: () => T): T | undefined {
 }
 
 /** Metrics sources from the platform client (`health()` and `stats()`). */
-export function platformMetricsSources(client: { health(): PlatformHealth; stats(): PlatformStats }): Pick<MetricsSources, 'platformHealth' | 'apiCalls'> {
+export function platformMetricsSources(client: {
+  health(): PlatformHealth;
+  stats(): PlatformStats;
+}): Pick<MetricsSources, 'platformHealth' | 'apiCalls'> {
   return {
     platformHealth: () => client.health(),
     apiCalls: () => {
@@ -401,7 +431,10 @@ export function platformMetricsSources(client: { health(): PlatformHealth; stats
       for (const [bucket, byStatus] of Object.entries(calls)) {
         for (const [status, count] of Object.entries(byStatus)) rows.push({ bucket, status, count });
       }
-      rows.push({ bucket: 'download', status: 'ok', count: downloads.ok }, { bucket: 'download', status: 'failed', count: downloads.failed });
+      rows.push(
+        { bucket: 'download', status: 'ok', count: downloads.ok },
+        { bucket: 'download', status: 'failed', count: downloads.failed },
+      );
       return rows;
     },
   };

@@ -44,7 +44,10 @@ export interface PlatformReadinessOptions {
  * 429, auth, traffic stop; not one loan's 4xx) newer than the last success fails the check from
  * the first one, start-up included: the grace period only covers "no call made yet".
  */
-export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: PlatformReadinessOptions): ReadinessCheck {
+export function platformRecentSuccessCheck(
+  health: () => PlatformHealth,
+  opts: PlatformReadinessOptions,
+): ReadinessCheck {
   const clock = opts.clock;
   const maxAge = opts.maxSuccessAgeMs ?? 15 * 60_000;
   const grace = opts.startupGraceMs ?? 2 * 60_000;
@@ -56,18 +59,31 @@ export function platformRecentSuccessCheck(health: () => PlatformHealth, opts: P
     if (opts.standby?.() === true) {
       // Regression: a standby fell to "no successful platform call since start" (503) two minutes
       // after it started, so a load balancer stopped sending it webhooks.
-      const own = lastFailure && (lastSuccessAt === null || lastFailure.at >= lastSuccessAt) ? `; this replica's own last call failed: ${lastFailure.detail} at ${iso(lastFailure.at)}` : '';
+      const own =
+        lastFailure && (lastSuccessAt === null || lastFailure.at >= lastSuccessAt)
+          ? `; this replica's own last call failed: ${lastFailure.detail} at ${iso(lastFailure.at)}`
+          : '';
       return { ok: true, detail: `standby: the leader makes the platform calls${own}` };
     }
     if (lastFailure && (lastSuccessAt === null || lastFailure.at >= lastSuccessAt)) {
-      const since = lastSuccessAt === null ? 'no successful platform call since start' : `last success ${iso(lastSuccessAt)}`;
-      return { ok: false, detail: `platform call failing: ${lastFailure.detail} at ${iso(lastFailure.at)} (${since})` };
+      const since =
+        lastSuccessAt === null
+          ? 'no successful platform call since start'
+          : `last success ${iso(lastSuccessAt)}`;
+      return {
+        ok: false,
+        detail: `platform call failing: ${lastFailure.detail} at ${iso(lastFailure.at)} (${since})`,
+      };
     }
     if (lastSuccessAt === null) {
-      return now - startedAt <= grace ? { ok: true, detail: 'no platform call yet (starting)' } : { ok: false, detail: 'no successful platform call since start' };
+      return now - startedAt <= grace
+        ? { ok: true, detail: 'no platform call yet (starting)' }
+        : { ok: false, detail: 'no successful platform call since start' };
     }
     const age = now - lastSuccessAt;
-    return age <= maxAge ? { ok: true } : { ok: false, detail: `last successful platform call ${Math.round(age / 1000)}s ago` };
+    return age <= maxAge
+      ? { ok: true }
+      : { ok: false, detail: `last successful platform call ${Math.round(age / 1000)}s ago` };
   };
 }
 
@@ -76,7 +92,10 @@ export function noRateLimitStrikeCheck(health: () => PlatformHealth): ReadinessC
   return () => {
     const h = health();
     if (h.strikes24h === 0) return { ok: true };
-    return { ok: false, detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.trafficStopped ? '; traffic stopped' : ''}` };
+    return {
+      ok: false,
+      detail: `${h.strikes24h} rate-limit strike(s) in 24 h${h.trafficStopped ? '; traffic stopped' : ''}`,
+    };
   };
 }
 
@@ -84,7 +103,8 @@ export function noRateLimitStrikeCheck(health: () => PlatformHealth): ReadinessC
 export function webhookEndpointCheck(watch: EndpointWatch): ReadinessCheck {
   return () => {
     const last = watch.last();
-    if (!last || last.state === 'unconfigured' || last.state === 'unknown') return { ok: true, detail: last?.detail ?? 'not checked yet' };
+    if (!last || last.state === 'unconfigured' || last.state === 'unknown')
+      return { ok: true, detail: last?.detail ?? 'not checked yet' };
     return last.state === 'disabled' ? { ok: false, detail: last.detail } : { ok: true, detail: last.detail };
   };
 }
@@ -97,7 +117,8 @@ export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck 
   return () => {
     const s = status();
     const err = s.lastReloadError;
-    if (!err) return { ok: true, detail: `mapping ${s.version} loaded ${new Date(s.loadedAt).toISOString()}` };
+    if (!err)
+      return { ok: true, detail: `mapping ${s.version} loaded ${new Date(s.loadedAt).toISOString()}` };
     return {
       ok: true,
       detail: `mapping ${s.version} in use; the reload at ${new Date(err.at).toISOString()} (${err.trigger}) was refused: ${err.message.slice(0, 2000)}`,
@@ -113,7 +134,9 @@ export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck 
 export function customerSourceCheck(status: () => { ok: boolean; detail: string }): ReadinessCheck {
   return () => {
     const s = status();
-    return s.ok ? { ok: true, detail: s.detail } : { ok: true, detail: `loans wait for customer match: ${s.detail}` };
+    return s.ok
+      ? { ok: true, detail: s.detail }
+      : { ok: true, detail: `loans wait for customer match: ${s.detail}` };
   };
 }
 
@@ -179,12 +202,15 @@ export function clockSkewCheck(status: () => Promise<ClockSkewStatus>): Readines
 export function numberPoolsCheck(usage: () => Promise<readonly PoolUsage[]>): ReadinessCheck {
   return async () => {
     const pools = await usage();
-    if (pools.length === 0) return { ok: true, detail: 'no number pool in use (the core assigns the numbers)' };
+    if (pools.length === 0)
+      return { ok: true, detail: 'no number pool in use (the core assigns the numbers)' };
     const parts = pools.map((u) => {
       const pct = `${(u.ratio * 100).toFixed(1)}% used (${u.used} of ${u.capacity})`;
-      const key = u.pool === 'account' ? 'identity.accountNumbers.pool.ranges' : 'identity.customerNumbers.pool.ranges';
+      const key =
+        u.pool === 'account' ? 'identity.accountNumbers.pool.ranges' : 'identity.customerNumbers.pool.ranges';
       if (u.used >= u.capacity) return `${u.pool}: EXHAUSTED, boarding stopped: add a range to ${key}`;
-      if (u.ratio >= u.warnAt) return `${u.pool}: WARNING ${pct}, at or above warnAt ${u.warnAt}: add a range to ${key}`;
+      if (u.ratio >= u.warnAt)
+        return `${u.pool}: WARNING ${pct}, at or above warnAt ${u.warnAt}: add a range to ${key}`;
       return `${u.pool}: ${pct}`;
     });
     return { ok: pools.every((u) => u.used < u.capacity), detail: parts.join('; ') };
@@ -196,7 +222,11 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   const checks: Record<string, ReadinessCheck> = {};
   if (input.db) checks['database'] = dbWritableCheck(input.db);
   if (input.platformHealth) {
-    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, { ...input.platform, ...(input.standby ? { standby: input.standby } : {}), clock: input.clock });
+    checks['platform'] = platformRecentSuccessCheck(input.platformHealth, {
+      ...input.platform,
+      ...(input.standby ? { standby: input.standby } : {}),
+      clock: input.clock,
+    });
     checks['rateLimit'] = noRateLimitStrikeCheck(input.platformHealth);
   }
   if (input.endpointWatch) checks['webhookEndpoint'] = webhookEndpointCheck(input.endpointWatch);
@@ -210,7 +240,9 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
 }
 
 /** Runs every check; a check that throws counts as failed. */
-export async function runReadiness(checks: Record<string, ReadinessCheck>): Promise<{ ready: boolean; checks: Record<string, CheckResult> }> {
+export async function runReadiness(
+  checks: Record<string, ReadinessCheck>,
+): Promise<{ ready: boolean; checks: Record<string, CheckResult> }> {
   const results: Record<string, CheckResult> = {};
   let ready = true;
   for (const [name, check] of Object.entries(checks)) {

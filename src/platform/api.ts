@@ -110,7 +110,11 @@ export interface PlatformApi {
   listDocuments(loanId: string, opts?: ReadOptions): Promise<PlatformDocument[]>;
   getDownloadAddress(documentId: string, opts?: ReadOptions): Promise<DownloadAddress>;
   /** Streams a presigned URL into sink with no Authorization header; enforces maxBytes. */
-  download(url: string, sink: Writable, opts: { maxBytes: number; signal?: AbortSignal; deadlineMs?: number }): Promise<DownloadResult>;
+  download(
+    url: string,
+    sink: Writable,
+    opts: { maxBytes: number; signal?: AbortSignal; deadlineMs?: number },
+  ): Promise<DownloadResult>;
   acknowledgeBoarding(loanId: string, body: Record<string, unknown>, opts: WriteOptions): Promise<unknown>;
   listProducts(opts?: ReadOptions): Promise<Product[]>;
   getProduct(id: string, opts?: ReadOptions): Promise<Product>;
@@ -120,7 +124,11 @@ export interface PlatformApi {
     body: { name: string; url: string; subscribedEvents: string[] },
     opts: WriteOptions,
   ): Promise<WebhookEndpointWithSecret>;
-  updateWebhookEndpoint(id: string, patch: Record<string, unknown>, opts: WriteOptions): Promise<WebhookEndpoint>;
+  updateWebhookEndpoint(
+    id: string,
+    patch: Record<string, unknown>,
+    opts: WriteOptions,
+  ): Promise<WebhookEndpoint>;
   health(): PlatformHealth;
   /** Subscribes to the waits of platform calls (rate budget, 429 pause, retry backoff); returns the unsubscribe. */
   onWait?(listener: (wait: PlatformWait) => void): () => void;

@@ -257,21 +257,29 @@ export class RateBudget {
    * At the documented limits (100 reads / 30 writes a minute) one request in flight already
    * carries the whole budget, so the bound costs no throughput.
    */
-  inFlightCap(bucket: Bucket, connections: number = this.opts.maxInFlight ?? Number.POSITIVE_INFINITY): number {
+  inFlightCap(
+    bucket: Bucket,
+    connections: number = this.opts.maxInFlight ?? Number.POSITIVE_INFINITY,
+  ): number {
     const lane = this.lanes[bucket];
     if (!lane.responded) return 1;
     let cap = Math.min(connections, STOP_AT_STRIKES - this.strikes24h());
     const s = lane.server;
-    if (s !== null && this.opts.clock.now() < s.resetAt) cap = Math.min(cap, s.remaining - (lane.seq - s.afterSeq));
+    if (s !== null && this.opts.clock.now() < s.resetAt)
+      cap = Math.min(cap, s.remaining - (lane.seq - s.afterSeq));
     return Math.max(1, cap);
   }
 
   /** Waits (FIFO per bucket) until an attempt may be sent, records it, and returns its token. */
   acquire(bucket: Bucket, signal?: AbortSignal): Promise<Token> {
-    if (this.closed) return Promise.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
+    if (this.closed)
+      return Promise.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
     // With a ledger, its answer decides (an operator may have cleared the strikes on another host).
     if (this.ledger === null && this.stopped()) return Promise.reject(this.stoppedError());
-    if (signal?.aborted) return Promise.reject(new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }));
+    if (signal?.aborted)
+      return Promise.reject(
+        new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }),
+      );
     const lane = this.lanes[bucket];
     return new Promise<Token>((resolve, reject) => {
       const waiter: Waiter = {
@@ -334,7 +342,8 @@ export class RateBudget {
       resetAt === null ? 0 : resetAt - now,
     ];
     let waitMs = Math.max(...candidates);
-    if (info.retryAfterSeconds === null && resetAt === null) waitMs = this.opts.defaultPauseMs ?? this.opts.windowMs;
+    if (info.retryAfterSeconds === null && resetAt === null)
+      waitMs = this.opts.defaultPauseMs ?? this.opts.windowMs;
     const [jMin, jMax] = this.jitter;
     const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
     lane.pausedUntil = Math.max(lane.pausedUntil, until);
@@ -345,7 +354,11 @@ export class RateBudget {
       this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
     } else {
       // Counted at once (the in-flight cap drops now), recorded in the ledger next.
-      this.pendingStrikes.push({ bucket: lane.bucket, path: info.path, retryAfterMs: lane.pausedUntil - now });
+      this.pendingStrikes.push({
+        bucket: lane.bucket,
+        path: info.path,
+        retryAfterMs: lane.pausedUntil - now,
+      });
       try {
         await this.flushStrikes();
       } catch (err) {
@@ -357,7 +370,14 @@ export class RateBudget {
     }
     const strikes = this.strikes24h();
     this.opts.logger.warn(
-      { bucket: lane.bucket, path: info.path, pauseMs: lane.pausedUntil - now, strikes24h: strikes, allowedNow: this.allowed(lane.bucket), shared: this.ledger !== null },
+      {
+        bucket: lane.bucket,
+        path: info.path,
+        pauseMs: lane.pausedUntil - now,
+        strikes24h: strikes,
+        allowedNow: this.allowed(lane.bucket),
+        shared: this.ledger !== null,
+      },
       'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
     );
     if (this.stopped()) this.alertTrafficStopped('after 429');
@@ -448,7 +468,10 @@ export class RateBudget {
    * failed: the ledger unreachable is the retryable `network`, the call is NOT sent); 'stop':
    * traffic is stopped, every waiter of the lane failed; else how long the ledger says to wait.
    */
-  private async askLedger(lane: Lane, ledger: RateLedger): Promise<'next' | 'stop' | { ms: number; why: 'paused' | 'window' }> {
+  private async askLedger(
+    lane: Lane,
+    ledger: RateLedger,
+  ): Promise<'next' | 'stop' | { ms: number; why: 'paused' | 'window' }> {
     let r: TakeResult;
     try {
       await this.flushStrikes();
@@ -456,10 +479,19 @@ export class RateBudget {
     } catch (err) {
       if (this.closed) return 'stop';
       const w = lane.waiters.shift();
-      this.opts.logger.warn({ err: errorText(err), bucket: lane.bucket }, 'shared rate ledger unreachable: the platform call is not sent (retried later)');
+      this.opts.logger.warn(
+        { err: errorText(err), bucket: lane.bucket },
+        'shared rate ledger unreachable: the platform call is not sent (retried later)',
+      );
       if (w !== undefined) {
         w.cleanup();
-        w.reject(new PlatformError({ code: 'network', message: `the shared rate budget (state database) is unreachable, so the call was not sent: ${errorText(err)}`, cause: err }));
+        w.reject(
+          new PlatformError({
+            code: 'network',
+            message: `the shared rate budget (state database) is unreachable, so the call was not sent: ${errorText(err)}`,
+            cause: err,
+          }),
+        );
       }
       return 'next';
     }
@@ -534,7 +566,8 @@ export class RateBudget {
           this.setLedgerStrikes(n);
           if (this.strikes24h() >= STOP_AT_STRIKES) this.alertTrafficStopped('strikes in the shared ledger');
         },
-        (err: unknown) => this.opts.logger.debug({ err: errorText(err) }, 'shared rate ledger: strike count not refreshed'),
+        (err: unknown) =>
+          this.opts.logger.debug({ err: errorText(err) }, 'shared rate ledger: strike count not refreshed'),
       )
       .finally(() => {
         this.ledgerRefresh = null;
@@ -637,7 +670,16 @@ export class RateBudget {
         }
         if (wait >= ANNOUNCE_WAIT_MS && this.waitListeners.size > 0) {
           lane.announced = true;
-          this.announce(why === 'paused' ? { kind: 'paused', bucket: lane.bucket, until: now + wait } : { kind: 'budget', bucket: lane.bucket, reason: why === 'server' ? 'server' : 'window', until: now + wait });
+          this.announce(
+            why === 'paused'
+              ? { kind: 'paused', bucket: lane.bucket, until: now + wait }
+              : {
+                  kind: 'budget',
+                  bucket: lane.bucket,
+                  reason: why === 'server' ? 'server' : 'window',
+                  until: now + wait,
+                },
+          );
         }
         this.counters.waitsMs += wait;
         try {

@@ -27,9 +27,20 @@ export interface PlatformClient extends PlatformApi {
 
 export function createPlatformClient(opts: PlatformClientOptions): PlatformClient {
   const t = createTransport(opts);
-  const download = (url: string, sink: Writable, o: { maxBytes: number; signal?: AbortSignal; deadlineMs?: number }): ReturnType<PlatformApi['download']> =>
+  const download = (
+    url: string,
+    sink: Writable,
+    o: { maxBytes: number; signal?: AbortSignal; deadlineMs?: number },
+  ): ReturnType<PlatformApi['download']> =>
     downloadPresigned(
-      { dispatcher: t.downloadAgent, guard: t.guard, logger: t.logger, userAgent: t.userAgent, httpsOnly: opts.httpsDownloadsOnly === true, onOutcome: (outcome) => t.noteDownload(outcome) },
+      {
+        dispatcher: t.downloadAgent,
+        guard: t.guard,
+        logger: t.logger,
+        userAgent: t.userAgent,
+        httpsOnly: opts.httpsDownloadsOnly === true,
+        onOutcome: (outcome) => t.noteDownload(outcome),
+      },
       url,
       sink,
       o,

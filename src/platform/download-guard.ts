@@ -27,7 +27,9 @@ export type DocumentResolver = (host: string) => Promise<Resolved>;
 
 const systemResolver: DocumentResolver = (host) =>
   new Promise((resolve, reject) => {
-    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)));
+    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) =>
+      err ? reject(err) : resolve(addresses),
+    );
   });
 
 /** Thrown (through the socket) when a download's host or address is refused: never retried by the transport. */
@@ -47,7 +49,12 @@ interface CompiledPolicy {
 }
 
 function compile(policy: DocumentHostPolicy): CompiledPolicy {
-  const c: CompiledPolicy = { names: new Set(), suffixes: [], ranges: [], allowLoopback: policy.allowLoopback };
+  const c: CompiledPolicy = {
+    names: new Set(),
+    suffixes: [],
+    ranges: [],
+    allowLoopback: policy.allowLoopback,
+  };
   for (const raw of policy.allow) {
     const entry = raw.trim().toLowerCase();
     if (entry.includes('/')) c.ranges.push(ipaddr.parseCIDR(entry));
@@ -86,7 +93,9 @@ function refusal(c: CompiledPolicy, host: string, address: string): string | nul
   if (problem === null) return null;
   if (c.allowLoopback && problem.startsWith('a loopback address')) return null;
   const shown = host === address ? address : `${host} resolves to ${address}, which`;
-  const sandbox = problem.startsWith('a loopback address') ? ' (a local sandbox: platform.environment: development allows loopback)' : '';
+  const sandbox = problem.startsWith('a loopback address')
+    ? ' (a local sandbox: platform.environment: development allows loopback)'
+    : '';
   return `${shown} is ${problem}: document downloads only go to public addresses; add ${host} or its range to boarding.documentHosts.allow if your document store is internal${sandbox}`;
 }
 
@@ -94,10 +103,17 @@ export interface DocumentHostGuard {
   /** A refusal for a URL's literal host (an IP literal never reaches the lookup), or null. */
   checkLiteral: (hostname: string) => string | null;
   /** For undici's `connect.lookup` (net.connect's lookup): resolves, checks every address, connects only to checked ones. */
-  lookup: (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => void;
+  lookup: (
+    hostname: string,
+    options: LookupOptions,
+    callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+  ) => void;
 }
 
-export function documentHostGuard(policy: DocumentHostPolicy, resolver: DocumentResolver = systemResolver): DocumentHostGuard {
+export function documentHostGuard(
+  policy: DocumentHostPolicy,
+  resolver: DocumentResolver = systemResolver,
+): DocumentHostGuard {
   const c = compile(policy);
   return {
     // A name's addresses are checked at connect time (lookup); names that are never public go now.
@@ -108,9 +124,16 @@ export function documentHostGuard(policy: DocumentHostPolicy, resolver: Document
     lookup: (hostname, options, callback) => {
       resolver(hostname).then(
         (all) => {
-          const wanted = options.family === 4 || options.family === 6 ? all.filter((a) => a.family === options.family) : all;
+          const wanted =
+            options.family === 4 || options.family === 6
+              ? all.filter((a) => a.family === options.family)
+              : all;
           if (wanted.length === 0) {
-            callback(Object.assign(new Error(`${hostname}: no address`), { code: 'ENOTFOUND' }), options.all === true ? [] : '', 0);
+            callback(
+              Object.assign(new Error(`${hostname}: no address`), { code: 'ENOTFOUND' }),
+              options.all === true ? [] : '',
+              0,
+            );
             return;
           }
           // Every address must pass: the socket may try any of them (happy eyeballs).

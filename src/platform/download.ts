@@ -37,8 +37,12 @@ export interface DownloadOptions {
   deadlineMs?: number;
 }
 
-
-export async function downloadPresigned(deps: DownloadDeps, address: string, sink: Writable, opts: DownloadOptions): Promise<DownloadResult> {
+export async function downloadPresigned(
+  deps: DownloadDeps,
+  address: string,
+  sink: Writable,
+  opts: DownloadOptions,
+): Promise<DownloadResult> {
   let url: URL;
   try {
     url = new URL(address);
@@ -46,11 +50,17 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     throw new PlatformError({ code: 'download.failed', message: 'download: the address is not a valid URL' });
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new PlatformError({ code: 'download.failed', message: `download: unsupported scheme ${url.protocol}` });
+    throw new PlatformError({
+      code: 'download.failed',
+      message: `download: unsupported scheme ${url.protocol}`,
+    });
   }
   const where = redactUrl(url);
   if (deps.httpsOnly === true && url.protocol !== 'https:') {
-    throw new PlatformError({ code: 'download.failed', message: `download: ${where} is not https; refused with platform.environment: production` });
+    throw new PlatformError({
+      code: 'download.failed',
+      message: `download: ${where} is not https; refused with platform.environment: production`,
+    });
   }
   // A refusal's sentence first (what to change), the address after it: a queue shows the start.
   const literal = deps.guard.checkLiteral(url.hostname);
@@ -58,13 +68,30 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     deps.onOutcome?.('failed');
     sink.destroy();
     deps.logger.warn({ url: where, code: 'download.refused' }, 'document download refused');
-    throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `${literal} (GET ${where})` });
+    throw new PlatformError({
+      code: 'download.refused',
+      operation: 'download',
+      method: 'GET',
+      path: where,
+      message: `${literal} (GET ${where})`,
+    });
   }
   const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
-  const signal = deadline === undefined ? opts.signal : opts.signal === undefined ? deadline : AbortSignal.any([opts.signal, deadline]);
+  const signal =
+    deadline === undefined
+      ? opts.signal
+      : opts.signal === undefined
+        ? deadline
+        : AbortSignal.any([opts.signal, deadline]);
   const overDeadline = (): PlatformError | null =>
     deadline?.aborted === true && opts.signal?.aborted !== true
-      ? new PlatformError({ code: 'download.failed', operation: 'download', method: 'GET', path: where, message: `GET ${where}: the download did not finish within ${opts.deadlineMs} ms (boarding.documentDeadlineMs)` })
+      ? new PlatformError({
+          code: 'download.failed',
+          operation: 'download',
+          method: 'GET',
+          path: where,
+          message: `GET ${where}: the download did not finish within ${opts.deadlineMs} ms (boarding.documentDeadlineMs)`,
+        })
       : null;
   const ctx = { operation: 'download', method: 'GET', path: where };
   const started = Date.now();
@@ -84,25 +111,50 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     const refused = findRefusal(err);
     if (refused !== null) {
       deps.logger.warn({ url: where, code: 'download.refused' }, 'document download refused');
-      throw new PlatformError({ code: 'download.refused', operation: 'download', method: 'GET', path: where, message: `${refused.message} (GET ${where})`, cause: err });
+      throw new PlatformError({
+        code: 'download.refused',
+        operation: 'download',
+        method: 'GET',
+        path: where,
+        message: `${refused.message} (GET ${where})`,
+        cause: err,
+      });
     }
     throw overDeadline() ?? classifyThrown(ctx, err, opts.signal);
   }
-  const fail = async (code: 'download.expired' | 'download.not_found' | 'download.failed' | 'download.too_large', message: string): Promise<never> => {
+  const fail = async (
+    code: 'download.expired' | 'download.not_found' | 'download.failed' | 'download.too_large',
+    message: string,
+  ): Promise<never> => {
     await res.body.dump().catch(() => undefined);
     deps.onOutcome?.('failed');
     sink.destroy();
     deps.logger.warn({ url: where, status: res.statusCode, code }, 'document download failed');
-    throw new PlatformError({ code, status: res.statusCode, operation: 'download', method: 'GET', path: where, message });
+    throw new PlatformError({
+      code,
+      status: res.statusCode,
+      operation: 'download',
+      method: 'GET',
+      path: where,
+      message,
+    });
   };
   if (res.statusCode === 400 || res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 410) {
-    return fail('download.expired', `GET ${where} → ${res.statusCode}: the download address was refused (presigned addresses expire after 5 minutes): request a new one`);
+    return fail(
+      'download.expired',
+      `GET ${where} → ${res.statusCode}: the download address was refused (presigned addresses expire after 5 minutes): request a new one`,
+    );
   }
-  if (res.statusCode === 404) return fail('download.not_found', `GET ${where} → 404: no file at the download address`);
-  if (res.statusCode < 200 || res.statusCode >= 300) return fail('download.failed', `GET ${where} → ${res.statusCode}`);
+  if (res.statusCode === 404)
+    return fail('download.not_found', `GET ${where} → 404: no file at the download address`);
+  if (res.statusCode < 200 || res.statusCode >= 300)
+    return fail('download.failed', `GET ${where} → ${res.statusCode}`);
   const declared = Number(res.headers['content-length']);
   if (Number.isFinite(declared) && declared > opts.maxBytes) {
-    return fail('download.too_large', `GET ${where}: content-length ${declared} exceeds the ${opts.maxBytes}-byte cap`);
+    return fail(
+      'download.too_large',
+      `GET ${where}: content-length ${declared} exceeds the ${opts.maxBytes}-byte cap`,
+    );
   }
   const hash = createHash('sha256');
   let bytes = 0;
@@ -110,7 +162,15 @@ export async function downloadPresigned(deps: DownloadDeps, address: string, sin
     transform(chunk: Buffer, _enc, cb) {
       bytes += chunk.length;
       if (bytes > opts.maxBytes) {
-        cb(new PlatformError({ code: 'download.too_large', operation: 'download', method: 'GET', path: where, message: `GET ${where}: body exceeds the ${opts.maxBytes}-byte cap` }));
+        cb(
+          new PlatformError({
+            code: 'download.too_large',
+            operation: 'download',
+            method: 'GET',
+            path: where,
+            message: `GET ${where}: body exceeds the ${opts.maxBytes}-byte cap`,
+          }),
+        );
         return;
       }
       hash.update(chunk);

@@ -70,7 +70,13 @@ const FATAL_CODES = new Set<PlatformErrorCode>([
 ]);
 
 /** Transient: worth another attempt (writes only with their Idempotency-Key). */
-const RETRYABLE_CODES = new Set<PlatformErrorCode>(['network', 'timeout', 'server', 'rate_limit.exceeded', 'in_progress']);
+const RETRYABLE_CODES = new Set<PlatformErrorCode>([
+  'network',
+  'timeout',
+  'server',
+  'rate_limit.exceeded',
+  'in_progress',
+]);
 
 /**
  * What the caller does about a failed call, decided here once for every code:
@@ -87,7 +93,14 @@ const RETRYABLE_CODES = new Set<PlatformErrorCode>(['network', 'timeout', 'serve
  */
 export type ErrorDisposition = 'retry-call' | 'retry-later' | 'quarantine' | 'fatal' | 'halt';
 
-const RETRY_LATER_CODES = new Set<PlatformErrorCode>(['download.expired', 'download.not_found', 'download.failed', 'response.invalid', 'unknown', 'aborted']);
+const RETRY_LATER_CODES = new Set<PlatformErrorCode>([
+  'download.expired',
+  'download.not_found',
+  'download.failed',
+  'response.invalid',
+  'unknown',
+  'aborted',
+]);
 
 export function dispositionOf(code: PlatformErrorCode): ErrorDisposition {
   if (FATAL_CODES.has(code)) return 'fatal';
@@ -199,7 +212,8 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
 }
 
 function codeForStatus(status: number, body: unknown): PlatformErrorCode {
-  if (status === 400) return validationErrorBodySchema.safeParse(body).success ? 'validation' : 'input.invalid';
+  if (status === 400)
+    return validationErrorBodySchema.safeParse(body).success ? 'validation' : 'input.invalid';
   if (status === 401) return 'auth.invalid_key';
   if (status === 403) return 'auth.insufficient_permissions';
   if (status === 404) return 'not_found';
@@ -225,7 +239,11 @@ export function classifyResponse(
   if (status === 429) {
     // Whatever the body says, a 429 is the rate limit: the budget must see it as such.
     code = 'rate_limit.exceeded';
-  } else if (status === 409 && serverCode !== null && /in_progress|in-progress|processing/i.test(serverCode)) {
+  } else if (
+    status === 409 &&
+    serverCode !== null &&
+    /in_progress|in-progress|processing/i.test(serverCode)
+  ) {
     code = 'in_progress';
   } else if (status >= 500 || status === 408) {
     code = codeForStatus(status, body);
@@ -243,7 +261,8 @@ export function classifyResponse(
   const headerRetry = parseRetryAfter(headers.retryAfter, nowMs);
   const retryAfterSeconds =
     headerRetry === null && bodyRetry === undefined ? null : Math.max(headerRetry ?? 0, bodyRetry ?? 0);
-  const detail = serverMessage ?? (validation.success ? summarizeValidation(validation.data.error) : undefined);
+  const detail =
+    serverMessage ?? (validation.success ? summarizeValidation(validation.data.error) : undefined);
   return new PlatformError({
     code,
     status,
@@ -263,7 +282,11 @@ function summarizeValidation(errors: unknown[]): string {
     .map((e) => {
       if (e !== null && typeof e === 'object') {
         const o = e as { path?: unknown; message?: unknown; field?: unknown };
-        const where = Array.isArray(o.path) ? o.path.map(String).join('.') : typeof o.field === 'string' ? o.field : '';
+        const where = Array.isArray(o.path)
+          ? o.path.map(String).join('.')
+          : typeof o.field === 'string'
+            ? o.field
+            : '';
         const what = typeof o.message === 'string' ? o.message : JSON.stringify(e);
         return where ? `${where}: ${what}` : what;
       }
@@ -276,7 +299,12 @@ function truncate(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
 const NETWORK_CODES = new Set([
   'UND_ERR_SOCKET',
   'UND_ERR_CLOSED',
@@ -301,20 +329,35 @@ export function classifyThrown(ctx: HttpContext, err: unknown, signal?: AbortSig
   const e = err as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown } | null;
   const errCode = typeof e?.code === 'string' ? e.code : undefined;
   const causeCode =
-    e?.cause !== null && typeof e?.cause === 'object' && typeof (e.cause as { code?: unknown }).code === 'string'
-      ? ((e.cause as { code: string }).code)
+    e?.cause !== null &&
+    typeof e?.cause === 'object' &&
+    typeof (e.cause as { code?: unknown }).code === 'string'
+      ? (e.cause as { code: string }).code
       : undefined;
   const anyCode = errCode ?? causeCode;
   const base = { operation: ctx.operation, method: ctx.method, path: ctx.path, cause: err };
   const text = typeof e?.message === 'string' ? e.message : String(err);
-  if (signal?.aborted === true || e?.name === 'AbortError' || errCode === 'UND_ERR_ABORTED' || errCode === 'ABORT_ERR') {
+  if (
+    signal?.aborted === true ||
+    e?.name === 'AbortError' ||
+    errCode === 'UND_ERR_ABORTED' ||
+    errCode === 'ABORT_ERR'
+  ) {
     return new PlatformError({ ...base, code: 'aborted', message: `${ctx.method} ${ctx.path}: aborted` });
   }
   if (anyCode !== undefined && TIMEOUT_CODES.has(anyCode)) {
-    return new PlatformError({ ...base, code: 'timeout', message: `${ctx.method} ${ctx.path}: ${anyCode}: ${text}` });
+    return new PlatformError({
+      ...base,
+      code: 'timeout',
+      message: `${ctx.method} ${ctx.path}: ${anyCode}: ${text}`,
+    });
   }
   if ((anyCode !== undefined && NETWORK_CODES.has(anyCode)) || (anyCode?.startsWith('UND_ERR') ?? false)) {
-    return new PlatformError({ ...base, code: 'network', message: `${ctx.method} ${ctx.path}: ${anyCode}: ${text}` });
+    return new PlatformError({
+      ...base,
+      code: 'network',
+      message: `${ctx.method} ${ctx.path}: ${anyCode}: ${text}`,
+    });
   }
   return new PlatformError({ ...base, code: 'unknown', message: `${ctx.method} ${ctx.path}: ${text}` });
 }

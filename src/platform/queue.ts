@@ -31,13 +31,19 @@ function offsetOf(cursor: string | null | undefined): number | null {
   return Number.isInteger(n) && n >= 0 ? n : null;
 }
 
-export async function* walkBoardingQueue(deps: QueueWalkDeps, opts: QueueWalkOptions = {}): AsyncGenerator<QueuePage, void, undefined> {
+export async function* walkBoardingQueue(
+  deps: QueueWalkDeps,
+  opts: QueueWalkOptions = {},
+): AsyncGenerator<QueuePage, void, undefined> {
   const limit = Math.min(100, Math.max(1, opts.limit ?? deps.pageSize));
   const base: Record<string, string> = { limit: String(limit) };
   if (opts.boarded !== undefined) base['boarded'] = String(opts.boarded);
   if (opts.boardedSince !== undefined) {
     if (opts.boarded !== true) {
-      throw new PlatformError({ code: 'input.invalid', message: 'boardingQueue: boardedSince is only valid with boarded=true' });
+      throw new PlatformError({
+        code: 'input.invalid',
+        message: 'boardingQueue: boardedSince is only valid with boarded=true',
+      });
     }
     base['boardedSince'] = opts.boardedSince;
   }
@@ -53,19 +59,28 @@ export async function* walkBoardingQueue(deps: QueueWalkDeps, opts: QueueWalkOpt
     const page = await deps.fetchPage(query, opts.signal);
     const { items, invalid } = parsePageItems(queueItemSchema, page.data);
     for (const bad of invalid) {
-      deps.logger.warn({ loanId: bad.id, index: bad.index, problems: bad.problems }, 'boarding queue item failed validation; reported for quarantine');
+      deps.logger.warn(
+        { loanId: bad.id, index: bad.index, problems: bad.problems },
+        'boarding queue item failed validation; reported for quarantine',
+      );
     }
     const meta = page.meta;
     let nextCursor: string | null;
     if (meta.mode === 'cursor') {
       nextCursor = meta.hasMore ? meta.nextCursor : null;
       if (meta.hasMore && (nextCursor === null || nextCursor === '')) {
-        throw new PlatformError({ code: 'response.invalid', message: 'boarding-queue: meta.hasMore is true but meta.nextCursor is empty' });
+        throw new PlatformError({
+          code: 'response.invalid',
+          message: 'boarding-queue: meta.hasMore is true but meta.nextCursor is empty',
+        });
       }
       if (nextCursor !== null) {
         // A server that hands back a cursor it already gave would make this loop forever.
         if (seen.has(nextCursor) || nextCursor === cursor) {
-          throw new PlatformError({ code: 'response.invalid', message: 'boarding-queue: meta.nextCursor repeats an earlier cursor' });
+          throw new PlatformError({
+            code: 'response.invalid',
+            message: 'boarding-queue: meta.nextCursor repeats an earlier cursor',
+          });
         }
         seen.add(nextCursor);
       }
@@ -81,7 +96,10 @@ export async function* walkBoardingQueue(deps: QueueWalkDeps, opts: QueueWalkOpt
       const next = meta.offset + page.data.length;
       nextCursor = meta.hasMore ? `${OFFSET_CURSOR_PREFIX}${next}` : null;
       if (meta.hasMore && page.data.length === 0) {
-        throw new PlatformError({ code: 'response.invalid', message: 'boarding-queue: meta.hasMore is true on an empty offset page' });
+        throw new PlatformError({
+          code: 'response.invalid',
+          message: 'boarding-queue: meta.hasMore is true on an empty offset page',
+        });
       }
       offset = next;
     }

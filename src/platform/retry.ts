@@ -35,7 +35,12 @@ export function isRetryable(err: unknown, ctx: Pick<RetryContext, 'bucket' | 'id
 }
 
 /** Backoff before retry number `retry` (1-based): exponential, "equal jitter", floored by Retry-After. */
-export function backoffMs(policy: RetryPolicy, retry: number, random: () => number, retryAfterSeconds: number | null = null): number {
+export function backoffMs(
+  policy: RetryPolicy,
+  retry: number,
+  random: () => number,
+  retryAfterSeconds: number | null = null,
+): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.minDelayMs * 2 ** Math.max(0, retry - 1));
   const jittered = ceiling / 2 + random() * (ceiling / 2);
   const floor = retryAfterSeconds === null ? 0 : retryAfterSeconds * 1000;
@@ -52,7 +57,11 @@ export interface RetryDeps {
 }
 
 /** Runs `attempt` under the policy. The backoff waits on the injected clock (p-retry's own delay is 0). */
-export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T>, ctx: RetryContext, deps: RetryDeps): Promise<T> {
+export async function withRetry<T>(
+  attempt: (attemptNumber: number) => Promise<T>,
+  ctx: RetryContext,
+  deps: RetryDeps,
+): Promise<T> {
   const random = deps.random ?? Math.random;
   try {
     return await pRetry(attempt, {
@@ -67,7 +76,13 @@ export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T
         const err = error as PlatformError;
         const delay = backoffMs(deps.policy, attemptNumber, random, err.retryAfterSeconds);
         deps.logger.warn(
-          { operation: ctx.operation, code: err.code, status: err.status, retry: attemptNumber, delayMs: delay },
+          {
+            operation: ctx.operation,
+            code: err.code,
+            status: err.status,
+            retry: attemptNumber,
+            delayMs: delay,
+          },
           'platform call failed; retrying',
         );
         deps.onRetry?.(err, attemptNumber, delay);
@@ -78,6 +93,11 @@ export async function withRetry<T>(attempt: (attemptNumber: number) => Promise<T
   } catch (err) {
     if (err instanceof PlatformError) throw err;
     // p-retry rejects with the abort reason when the signal fires between attempts.
-    throw new PlatformError({ code: 'aborted', message: `${ctx.operation}: aborted`, operation: ctx.operation, cause: err });
+    throw new PlatformError({
+      code: 'aborted',
+      message: `${ctx.operation}: aborted`,
+      operation: ctx.operation,
+      cause: err,
+    });
   }
 }

@@ -4,7 +4,12 @@ import type { Logger } from '../lib/logger.js';
 import { createMemoryRateState, type RateLedger, type RateStateStore } from '../store/rate-state.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './budget.js';
-import { documentHostGuard, type DocumentHostGuard, type DocumentHostPolicy, type DocumentResolver } from './download-guard.js';
+import {
+  documentHostGuard,
+  type DocumentHostGuard,
+  type DocumentHostPolicy,
+  type DocumentResolver,
+} from './download-guard.js';
 import { classifyResponse, classifyThrown, PlatformError, type HttpContext } from './errors.js';
 import { DEFAULT_RETRY_POLICY, withRetry, type RetryPolicy } from './retry.js';
 import { isUsableIdempotencyKey, MAX_IDEMPOTENCY_KEY_LENGTH } from '../contract/idempotency-key.js';
@@ -89,7 +94,11 @@ export function headerValue(h: Dispatcher.ResponseData['headers'], name: string)
   return typeof v === 'string' ? v : null;
 }
 
-function rateHeadersOf(res: Dispatcher.ResponseData): { limit: string | null; remaining: string | null; reset: string | null } {
+function rateHeadersOf(res: Dispatcher.ResponseData): {
+  limit: string | null;
+  remaining: string | null;
+  reset: string | null;
+} {
   return {
     limit: headerValue(res.headers, 'x-ratelimit-limit'),
     remaining: headerValue(res.headers, 'x-ratelimit-remaining'),
@@ -105,7 +114,12 @@ async function readBody(res: Dispatcher.ResponseData, ctx: HttpContext, maxBytes
     size += chunk.length;
     if (size > maxBytes) {
       res.body.destroy();
-      throw new PlatformError({ ...ctx, code: 'response.invalid', status: res.statusCode, message: `${ctx.method} ${ctx.path}: response larger than ${maxBytes} bytes` });
+      throw new PlatformError({
+        ...ctx,
+        code: 'response.invalid',
+        status: res.statusCode,
+        message: `${ctx.method} ${ctx.path}: response larger than ${maxBytes} bytes`,
+      });
     }
     chunks.push(chunk);
   }
@@ -143,12 +157,22 @@ function linkSignal(outer: AbortSignal | undefined): { signal: AbortSignal | und
 function missingIdempotencyKey(spec: CallSpec<unknown>): PlatformError | null {
   const key = spec.idempotencyKey;
   if (typeof key === 'string' && isUsableIdempotencyKey(key)) return null;
-  return new PlatformError({ code: 'input.invalid', operation: spec.operation, message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters)` });
+  return new PlatformError({
+    code: 'input.invalid',
+    operation: spec.operation,
+    message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters)`,
+  });
 }
 
 /** Counts, the last success and the last failure that speaks of the platform or the key. */
 class CallBook {
-  readonly stats: PlatformStats = { calls: { read: {}, write: {} }, rateLimited: 0, deprecations: 0, retries: 0, downloads: { ok: 0, failed: 0 } };
+  readonly stats: PlatformStats = {
+    calls: { read: {}, write: {} },
+    rateLimited: 0,
+    deprecations: 0,
+    retries: 0,
+    downloads: { ok: 0, failed: 0 },
+  };
   lastSuccessAt: number | null = null;
   lastFailure: PlatformCallFailure | null = null;
   private readonly deprecationWarned = new Set<string>();
@@ -166,7 +190,11 @@ class CallBook {
   noteFailure(e: PlatformError, spec: CallSpec<unknown>): void {
     if (e.code === 'aborted' || e.disposition === 'quarantine') return;
     if (e.disposition === 'retry-later' && e.code !== 'unknown') return;
-    this.lastFailure = { at: this.clock.now(), code: e.code, detail: `${spec.method} ${spec.template}: ${e.code}${e.status ? ` (HTTP ${e.status})` : ''}` };
+    this.lastFailure = {
+      at: this.clock.now(),
+      code: e.code,
+      detail: `${spec.method} ${spec.template}: ${e.code}${e.status ? ` (HTTP ${e.status})` : ''}`,
+    };
   }
 
   noteDeprecation(res: Dispatcher.ResponseData, spec: CallSpec<unknown>): void {
@@ -177,14 +205,25 @@ class CallBook {
     if (this.deprecationWarned.has(key)) return;
     this.deprecationWarned.add(key);
     this.logger.warn(
-      { operation: spec.operation, path: spec.template, deprecation: dep, sunset: headerValue(res.headers, 'sunset') },
+      {
+        operation: spec.operation,
+        path: spec.template,
+        deprecation: dep,
+        sunset: headerValue(res.headers, 'sunset'),
+      },
       'platform marks this path deprecated (Deprecation header): migrate before its Sunset date',
     );
   }
 
   snapshot(): PlatformStats {
     const s = this.stats;
-    return { calls: { read: { ...s.calls.read }, write: { ...s.calls.write } }, rateLimited: s.rateLimited, deprecations: s.deprecations, retries: s.retries, downloads: { ...s.downloads } };
+    return {
+      calls: { read: { ...s.calls.read }, write: { ...s.calls.write } },
+      rateLimited: s.rateLimited,
+      deprecations: s.deprecations,
+      retries: s.retries,
+      downloads: { ...s.downloads },
+    };
   }
 }
 
@@ -232,7 +271,11 @@ export function createTransport(opts: TransportOptions): Transport {
 
   function requestOf(spec: CallSpec<unknown>, ctx: HttpContext): Dispatcher.RequestOptions {
     const qs = spec.query ? `?${new URLSearchParams(spec.query).toString()}` : '';
-    const headers: Record<string, string> = { authorization, accept: 'application/json', 'user-agent': userAgent };
+    const headers: Record<string, string> = {
+      authorization,
+      accept: 'application/json',
+      'user-agent': userAgent,
+    };
     if (spec.body !== undefined) headers['content-type'] = 'application/json';
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
     return {
@@ -245,23 +288,50 @@ export function createTransport(opts: TransportOptions): Transport {
   }
 
   /** A thrown send (network, timeout, abort, traffic stop): booked, logged by template, rethrown classified. */
-  function failedSend(spec: CallSpec<unknown>, ctx: HttpContext, bucket: Bucket, err: unknown): PlatformError {
+  function failedSend(
+    spec: CallSpec<unknown>,
+    ctx: HttpContext,
+    bucket: Bucket,
+    err: unknown,
+  ): PlatformError {
     const e = classifyThrown(ctx, err, spec.signal);
     if (e.code !== 'aborted' && e.code !== 'rate_limit.traffic_stopped') book.count(bucket, e.code);
     book.noteFailure(e, spec);
-    logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, code: e.code }, 'platform call failed');
+    logger.debug(
+      { operation: spec.operation, method: spec.method, path: spec.template, code: e.code },
+      'platform call failed',
+    );
     return e;
   }
 
   /** A non-2xx answer: a 429 pauses the bucket and goes on the strike ledger; a refused key is logged for the operator. */
-  async function refused(spec: CallSpec<unknown>, ctx: HttpContext, token: Token, res: Dispatcher.ResponseData, body: unknown): Promise<PlatformError> {
-    const err = classifyResponse(ctx, res.statusCode, body, { retryAfter: headerValue(res.headers, 'retry-after') }, clock.now());
+  async function refused(
+    spec: CallSpec<unknown>,
+    ctx: HttpContext,
+    token: Token,
+    res: Dispatcher.ResponseData,
+    body: unknown,
+  ): Promise<PlatformError> {
+    const err = classifyResponse(
+      ctx,
+      res.statusCode,
+      body,
+      { retryAfter: headerValue(res.headers, 'retry-after') },
+      clock.now(),
+    );
     book.noteFailure(err, spec);
     if (res.statusCode === 429) {
       book.stats.rateLimited += 1;
-      await budget.onRateLimited(token, { path: spec.template, retryAfterSeconds: err.retryAfterSeconds, headers: rateHeadersOf(res) });
+      await budget.onRateLimited(token, {
+        path: spec.template,
+        retryAfterSeconds: err.retryAfterSeconds,
+        headers: rateHeadersOf(res),
+      });
     } else if (err.fatal) {
-      logger.error({ operation: spec.operation, code: err.code, status: err.status }, 'platform refused the API key: operator action needed');
+      logger.error(
+        { operation: spec.operation, code: err.code, status: err.status },
+        'platform refused the API key: operator action needed',
+      );
     }
     return err;
   }
@@ -279,7 +349,11 @@ export function createTransport(opts: TransportOptions): Transport {
    * strike included, so the next request of the bucket sees them and the in-flight cap first.
    */
   async function attemptOnce<T>(spec: CallSpec<T>, bucket: Bucket): Promise<T> {
-    const ctx: HttpContext = { operation: spec.operation, method: spec.method, path: `${basePath}${spec.path}` };
+    const ctx: HttpContext = {
+      operation: spec.operation,
+      method: spec.method,
+      path: `${basePath}${spec.path}`,
+    };
     let token: Token | undefined;
     try {
       let res: Dispatcher.ResponseData;
@@ -296,7 +370,17 @@ export function createTransport(opts: TransportOptions): Transport {
       budget.observe(token, rateHeadersOf(res));
       book.count(bucket, String(res.statusCode));
       book.noteDeprecation(res, spec);
-      logger.debug({ operation: spec.operation, method: spec.method, path: spec.template, status: res.statusCode, ms: clock.now() - started, bucket }, 'platform call');
+      logger.debug(
+        {
+          operation: spec.operation,
+          method: spec.method,
+          path: spec.template,
+          status: res.statusCode,
+          ms: clock.now() - started,
+          bucket,
+        },
+        'platform call',
+      );
       if (res.statusCode < 200 || res.statusCode >= 300) throw await refused(spec, ctx, token, res, body);
       book.lastSuccessAt = clock.now();
       return spec.parse(body);
@@ -319,17 +403,32 @@ export function createTransport(opts: TransportOptions): Transport {
     const bucket = bucketFor(spec.method);
     const refusedKey = bucket === 'write' ? missingIdempotencyKey(spec) : null;
     if (refusedKey !== null) return Promise.reject(refusedKey);
-    return withRetry(() => attemptOnce(spec, bucket), { bucket, idempotent: spec.idempotencyKey !== undefined, operation: spec.operation, signal: spec.signal }, {
-      policy: retryPolicy,
-      clock,
-      logger,
-      ...(opts.random ? { random: opts.random } : {}),
-      onRetry: (err, _n, delayMs) => {
-        book.stats.retries += 1;
-        if (retryListeners.size === 0) return;
-        notifyRetry({ kind: 'retry', bucket, operation: spec.operation, cause: err.status !== null ? `HTTP ${err.status}` : err.code, until: clock.now() + delayMs });
+    return withRetry(
+      () => attemptOnce(spec, bucket),
+      {
+        bucket,
+        idempotent: spec.idempotencyKey !== undefined,
+        operation: spec.operation,
+        signal: spec.signal,
       },
-    });
+      {
+        policy: retryPolicy,
+        clock,
+        logger,
+        ...(opts.random ? { random: opts.random } : {}),
+        onRetry: (err, _n, delayMs) => {
+          book.stats.retries += 1;
+          if (retryListeners.size === 0) return;
+          notifyRetry({
+            kind: 'retry',
+            bucket,
+            operation: spec.operation,
+            cause: err.status !== null ? `HTTP ${err.status}` : err.code,
+            until: clock.now() + delayMs,
+          });
+        },
+      },
+    );
   }
 
   return {

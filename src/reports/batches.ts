@@ -25,12 +25,28 @@ export interface BatchTieSection {
 export function computeBatchTie(rows: BatchTieRows | null): BatchTieSection | null {
   if (rows === null) return null;
   // Stored as integer cents; anything else (never written by the file core) counts as 0, not a crash.
-  const cents = (v: string | number | null): bigint => (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d+$/.test(v)) ? BigInt(v) : 0n;
-  const sum = (rows: Array<{ cents: string | number | null }>): string => rows.reduce((s, r) => s + cents(r.cents), 0n).toString();
+  const cents = (v: string | number | null): bigint =>
+    (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d+$/.test(v))
+      ? BigInt(v)
+      : 0n;
+  const sum = (rows: Array<{ cents: string | number | null }>): string =>
+    rows.reduce((s, r) => s + cents(r.cents), 0n).toString();
 
-  const { sealedCents: sealedRows, corrections, open, openCents: openRows, acknowledgedCents: acked, notSealedPastCutoff: missing } = rows;
+  const {
+    sealedCents: sealedRows,
+    corrections,
+    open,
+    openCents: openRows,
+    acknowledgedCents: acked,
+    notSealedPastCutoff: missing,
+  } = rows;
   const sealed = { count: sealedRows.length, cents: sum(sealedRows) };
-  const openPart = { count: openRows.length, cents: sum(openRows), batchId: open?.id ?? null, cutoffAt: open ? new Date(open.cutoffAt).toISOString() : null };
+  const openPart = {
+    count: openRows.length,
+    cents: sum(openRows),
+    batchId: open?.id ?? null,
+    cutoffAt: open ? new Date(open.cutoffAt).toISOString() : null,
+  };
   const acknowledged = { count: acked.length, cents: sum(acked) };
   return {
     sealedBatches: rows.sealedBatches,
@@ -38,8 +54,14 @@ export function computeBatchTie(rows: BatchTieRows | null): BatchTieSection | nu
     corrections,
     open: openPart,
     acknowledged,
-    ties: sealed.count + openPart.count === acknowledged.count && BigInt(sealed.cents) + BigInt(openPart.cents) === BigInt(acknowledged.cents),
-    notSealedPastCutoff: missing.map((m) => ({ loanId: m.loanId, batchId: m.batchId, cutoffAt: m.cutoffAt === null ? null : new Date(m.cutoffAt).toISOString() })),
+    ties:
+      sealed.count + openPart.count === acknowledged.count &&
+      BigInt(sealed.cents) + BigInt(openPart.cents) === BigInt(acknowledged.cents),
+    notSealedPastCutoff: missing.map((m) => ({
+      loanId: m.loanId,
+      batchId: m.batchId,
+      cutoffAt: m.cutoffAt === null ? null : new Date(m.cutoffAt).toISOString(),
+    })),
   };
 }
 
@@ -48,8 +70,16 @@ export function batchTieNotes(s: BatchTieSection | null): string[] {
   if (s === null) return [];
   const notes: string[] = [];
   if (s.notSealedPastCutoff.length > 0) {
-    notes.push(`${s.notSealedPastCutoff.length} boarded loan(s) are in no sealed batch although the cut-off has passed (the core's import job has not received them): ${s.notSealedPastCutoff.slice(0, 10).map((m) => m.loanId).join(', ')}${s.notSealedPastCutoff.length > 10 ? ', …' : ''}`);
+    notes.push(
+      `${s.notSealedPastCutoff.length} boarded loan(s) are in no sealed batch although the cut-off has passed (the core's import job has not received them): ${s.notSealedPastCutoff
+        .slice(0, 10)
+        .map((m) => m.loanId)
+        .join(', ')}${s.notSealedPastCutoff.length > 10 ? ', …' : ''}`,
+    );
   }
-  if (!s.ties) notes.push(`file batches do not tie: sealed ${s.sealed.count} + open ${s.open.count} loan(s) vs ${s.acknowledged.count} acknowledged (principal ${BigInt(s.sealed.cents) + BigInt(s.open.cents)} vs ${s.acknowledged.cents} cents)`);
+  if (!s.ties)
+    notes.push(
+      `file batches do not tie: sealed ${s.sealed.count} + open ${s.open.count} loan(s) vs ${s.acknowledged.count} acknowledged (principal ${BigInt(s.sealed.cents) + BigInt(s.open.cents)} vs ${s.acknowledged.cents} cents)`,
+    );
   return notes;
 }

@@ -33,42 +33,110 @@ export async function classifyLoan(
   const emit = tally.exception.bind(tally);
   const boardedMs = p?.boardedAt ?? s?.acknowledgedAt ?? s?.boardedAt ?? null;
   if (p && !c) {
-    await emit('acknowledged_missing_in_core', id, m, boardedMs, 'The platform lists the loan as boarded but the core has no record with this external id.');
+    await emit(
+      'acknowledged_missing_in_core',
+      id,
+      m,
+      boardedMs,
+      'The platform lists the loan as boarded but the core has no record with this external id.',
+    );
   }
   if (c && !p) {
     if (!s) {
-      await emit('in_core_unknown_to_connector', id, m, null, `The core holds ${c.coreReference} for this external id but neither the connector nor the platform (boarded) knows the loan.`);
+      await emit(
+        'in_core_unknown_to_connector',
+        id,
+        m,
+        null,
+        `The core holds ${c.coreReference} for this external id but neither the connector nor the platform (boarded) knows the loan.`,
+      );
     } else if (s.state === 'acknowledged') {
-      await emit('in_core_not_acknowledged', id, m, s.acknowledgedAt ?? s.writtenAt, `In the core as ${c.coreReference}; the connector recorded an acknowledgement but the platform does not list the loan as boarded.`);
+      await emit(
+        'in_core_not_acknowledged',
+        id,
+        m,
+        s.acknowledgedAt ?? s.writtenAt,
+        `In the core as ${c.coreReference}; the connector recorded an acknowledgement but the platform does not list the loan as boarded.`,
+      );
     } else {
-      await emit('in_core_not_acknowledged', id, m, s.writtenAt ?? s.updatedAt, `In the core as ${c.coreReference}; the acknowledgement to the platform is outstanding (connector state ${s.state}).`);
+      await emit(
+        'in_core_not_acknowledged',
+        id,
+        m,
+        s.writtenAt ?? s.updatedAt,
+        `In the core as ${c.coreReference}; the acknowledgement to the platform is outstanding (connector state ${s.state}).`,
+      );
     }
   }
   if (s?.wrote === true && !c && !p) {
-    await emit('written_missing_in_core', id, m, s.writtenAt ?? s.updatedAt, `The connector recorded a core write (state ${s.state}) but the core has no record with this external id.`);
+    await emit(
+      'written_missing_in_core',
+      id,
+      m,
+      s.writtenAt ?? s.updatedAt,
+      `The connector recorded a core write (state ${s.state}) but the core has no record with this external id.`,
+    );
   }
   if (p && !s) {
-    await emit('acknowledged_unknown_to_connector', id, m, boardedMs, 'The platform lists the loan as boarded but the connector has no record of it (boarded by someone else, or state lost).');
+    await emit(
+      'acknowledged_unknown_to_connector',
+      id,
+      m,
+      boardedMs,
+      'The platform lists the loan as boarded but the connector has no record of it (boarded by someone else, or state lost).',
+    );
   }
   if (p && s && s.state !== 'acknowledged') {
-    await emit('state_mismatch', id, m, boardedMs, `The platform lists the loan as boarded; the connector's state is ${s.state}.`);
+    await emit(
+      'state_mismatch',
+      id,
+      m,
+      boardedMs,
+      `The platform lists the loan as boarded; the connector's state is ${s.state}.`,
+    );
   }
   if (s?.state === 'acknowledged' && s.reviewItems > 0) {
     const items = await reviewItems?.(id, REVIEW_ITEMS_PER_LOAN);
-    const listed = items === undefined ? `the loan's console page lists them (${consoleLoanPath(id)}; \`loans show ${id}\` on the host)` : items.length > 0 ? 'listed with this exception' : 'their details are no longer in the loan history';
-    await emit('boarded_with_review_items', id, m, s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt, `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: ${listed}.`, {
-      ...(items !== undefined ? { reviewItems: items, reviewItemsMore: Math.max(0, s.reviewItems - items.length) } : {}),
-    });
+    const listed =
+      items === undefined
+        ? `the loan's console page lists them (${consoleLoanPath(id)}; \`loans show ${id}\` on the host)`
+        : items.length > 0
+          ? 'listed with this exception'
+          : 'their details are no longer in the loan history';
+    await emit(
+      'boarded_with_review_items',
+      id,
+      m,
+      s.acknowledgedAt ?? s.writtenAt ?? s.updatedAt,
+      `Boarded with ${s.reviewItems} review item(s) from the mapping conventions: ${listed}.`,
+      {
+        ...(items !== undefined
+          ? { reviewItems: items, reviewItemsMore: Math.max(0, s.reviewItems - items.length) }
+          : {}),
+      },
+    );
   }
   if (s?.state === 'quarantined') {
     const why = [s.quarantineReason ?? 'unknown reason', s.lastErrorMessage].filter(Boolean).join(': ');
-    await emit('quarantined', id, m, s.updatedAt, `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console page ${consoleLoanPath(id)}; on the host: \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`);
+    await emit(
+      'quarantined',
+      id,
+      m,
+      s.updatedAt,
+      `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console page ${consoleLoanPath(id)}; on the host: \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`,
+    );
   }
   if (s && PENDING.has(s.state)) {
     const startMs = s.releasedAt ?? s.createdAt;
     if (tally.ageOf(startMs).days > 1) {
       const err = s.lastErrorMessage ? ` Last error: ${s.lastErrorMessage}` : '';
-      await emit('stuck_pending', id, m, startMs, `Released but still ${s.state} after more than one business day.${err}`);
+      await emit(
+        'stuck_pending',
+        id,
+        m,
+        startMs,
+        `Released but still ${s.state} after more than one business day.${err}`,
+      );
     }
   }
   if (p && c) {
@@ -80,11 +148,18 @@ export async function classifyLoan(
       if (platformValue !== coreValue) {
         const pv = display(field, platformValue);
         const cv = display(field, coreValue);
-        await emit('field_mismatch', id, m, boardedMs, `${field}: platform ${pv ?? '(none)'}, core ${cv ?? '(none)'}.`, {
-          field,
-          platformValue: pv,
-          coreValue: cv,
-        });
+        await emit(
+          'field_mismatch',
+          id,
+          m,
+          boardedMs,
+          `${field}: platform ${pv ?? '(none)'}, core ${cv ?? '(none)'}.`,
+          {
+            field,
+            platformValue: pv,
+            coreValue: cv,
+          },
+        );
       }
     }
   }
@@ -94,7 +169,19 @@ export async function classifyLoan(
  * A loan only a loan.funded event knows (no connector row, not boarded on the platform): an
  * exception once it has waited longer than `fundedNotReleasedDays` business days.
  */
-export async function classifyFunded(loanId: string, fundedAt: number, m: Merged, fundedNotReleasedDays: number, tally: ReconcileTally): Promise<void> {
+export async function classifyFunded(
+  loanId: string,
+  fundedAt: number,
+  m: Merged,
+  fundedNotReleasedDays: number,
+  tally: ReconcileTally,
+): Promise<void> {
   if (tally.ageOf(fundedAt).days <= fundedNotReleasedDays) return;
-  await tally.exception('funded_not_released', loanId, m, fundedAt, `Funded ${new Date(fundedAt).toISOString()} but not released to the core after ${fundedNotReleasedDays} business days.`);
+  await tally.exception(
+    'funded_not_released',
+    loanId,
+    m,
+    fundedAt,
+    `Funded ${new Date(fundedAt).toISOString()} but not released to the core after ${fundedNotReleasedDays} business days.`,
+  );
 }

@@ -79,7 +79,10 @@ export interface ReconcileOutcome {
 /** Working-table rows per page of the classification walk. */
 const CLASSIFY_PAGE = 1000;
 
-export async function computeReconciliation(sources: ReconcileSources, opts: ReconcileOptions): Promise<ReconcileOutcome> {
+export async function computeReconciliation(
+  sources: ReconcileSources,
+  opts: ReconcileOptions,
+): Promise<ReconcileOutcome> {
   const scratch = openReconcileScratch();
   try {
     const ctx: GatherContext = {
@@ -90,7 +93,10 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     };
     await gatherStore(sources, ctx);
     await gatherPlatform(sources, ctx);
-    const notes = await gatherCore(sources, ctx, { since: opts.since, ...(opts.coreLookupConcurrency !== undefined ? { concurrency: opts.coreLookupConcurrency } : {}) });
+    const notes = await gatherCore(sources, ctx, {
+      since: opts.since,
+      ...(opts.coreLookupConcurrency !== undefined ? { concurrency: opts.coreLookupConcurrency } : {}),
+    });
     const tally = new ReconcileTally({
       asOfMs: opts.asOfMs,
       timeZone: opts.timeZone,
@@ -100,7 +106,9 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
     const loansSeen = scratch.size();
     await classifyAll(scratch, sources, tally, ctx, loansSeen);
     if (!(await classifyFundedOnly(scratch, sources, tally, opts.fundedNotReleasedDays))) {
-      notes.push('No loan.funded events are recorded in the store: the "funded but not released" check did not run.');
+      notes.push(
+        'No loan.funded events are recorded in the store: the "funded but not released" check did not run.',
+      );
     }
     ctx.progress({ phase: 'compare', done: loansSeen, total: loansSeen });
     return {
@@ -120,7 +128,13 @@ export async function computeReconciliation(sources: ReconcileSources, opts: Rec
 }
 
 /** Phase 4: every loan any source named, in the order they first appeared: totals and exceptions. */
-async function classifyAll(scratch: ReconcileScratch, sources: ReconcileSources, tally: ReconcileTally, ctx: GatherContext, total: number): Promise<void> {
+async function classifyAll(
+  scratch: ReconcileScratch,
+  sources: ReconcileSources,
+  tally: ReconcileTally,
+  ctx: GatherContext,
+  total: number,
+): Promise<void> {
   const reviewItems = sources.reviewItems?.bind(sources);
   let afterSeq = 0;
   let n = 0;
@@ -145,14 +159,25 @@ async function classifyAll(scratch: ReconcileScratch, sources: ReconcileSources,
  * Phase 5: funded but never released: loans only loan.funded webhooks know about. False when the
  * store has no record of loan.funded events (the check could not run).
  */
-async function classifyFundedOnly(scratch: ReconcileScratch, sources: ReconcileSources, tally: ReconcileTally, fundedNotReleasedDays: number): Promise<boolean> {
+async function classifyFundedOnly(
+  scratch: ReconcileScratch,
+  sources: ReconcileSources,
+  tally: ReconcileTally,
+  fundedNotReleasedDays: number,
+): Promise<boolean> {
   const funded = await sources.funded();
   if (funded === null) return false;
   for (const f of funded) {
     const row = scratch.get(f.loanId);
     // Any connector row means the loan came through the boarding queue, i.e. it was released.
     if (row?.s != null || row?.p != null || (await sources.storeKnows(f.loanId))) continue;
-    await classifyFunded(f.loanId, f.fundedAt, row === undefined ? {} : mergedOf(row), fundedNotReleasedDays, tally);
+    await classifyFunded(
+      f.loanId,
+      f.fundedAt,
+      row === undefined ? {} : mergedOf(row),
+      fundedNotReleasedDays,
+      tally,
+    );
   }
   return true;
 }

@@ -21,13 +21,19 @@ export interface CustomerSection {
 }
 
 /** Days in the report's window (since, else the last 30 days), in the bank's time zone. */
-export async function computeCustomerDays(reads: Pick<ReportReads, 'customerResolutions'>, sinceMs: number, asOfMs: number, timeZone: string): Promise<CustomerSection> {
+export async function computeCustomerDays(
+  reads: Pick<ReportReads, 'customerResolutions'>,
+  sinceMs: number,
+  asOfMs: number,
+  timeZone: string,
+): Promise<CustomerSection> {
   const days = new Map<string, CustomerDay>();
   const totals = { created: 0, matchedByTin: 0, matchedByCrossref: 0, nameReviews: 0 };
   for await (const r of reads.customerResolutions(sinceMs, asOfMs + 1)) {
     const date = localDate(r.resolvedAt, timeZone);
     let d = days.get(date);
-    if (d === undefined) days.set(date, (d = { date, created: 0, matchedByTin: 0, matchedByCrossref: 0, nameReviews: 0 }));
+    if (d === undefined)
+      days.set(date, (d = { date, created: 0, matchedByTin: 0, matchedByCrossref: 0, nameReviews: 0 }));
     const key = !r.existing ? 'created' : r.matchedBy === 'crossref' ? 'matchedByCrossref' : 'matchedByTin';
     d[key] += 1;
     totals[key] += 1;
@@ -36,5 +42,9 @@ export async function computeCustomerDays(reads: Pick<ReportReads, 'customerReso
       totals.nameReviews += 1;
     }
   }
-  return { since: new Date(sinceMs).toISOString(), days: [...days.values()].sort((a, b) => a.date.localeCompare(b.date)), totals };
+  return {
+    since: new Date(sinceMs).toISOString(),
+    days: [...days.values()].sort((a, b) => a.date.localeCompare(b.date)),
+    totals,
+  };
 }

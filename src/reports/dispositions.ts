@@ -30,4 +30,3 @@ export interface SignOffRecord {
   reviewedComment: string | null;
   dispositions: ExceptionDisposition[];
 }
-

@@ -1,5 +1,17 @@
 import { once } from 'node:events';
-import { chmodSync, createWriteStream, existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync, cpSync } from 'node:fs';
+import {
+  chmodSync,
+  createWriteStream,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  cpSync,
+} from 'node:fs';
 import { join, relative } from 'node:path';
 
 /**
@@ -63,7 +75,8 @@ export function updateLatest(reportsDir: string, dir: string): string {
     symlinkSync(target, tmp, 'dir');
     // rename over an existing symlink is atomic; over a real directory (an old copy) it is not
     // allowed, so the copy is removed first.
-    if (existsSync(latest) && !lstatSync(latest).isSymbolicLink()) rmSync(latest, { recursive: true, force: true });
+    if (existsSync(latest) && !lstatSync(latest).isSymbolicLink())
+      rmSync(latest, { recursive: true, force: true });
     renameSync(tmp, latest);
   } catch {
     rmSync(tmp, { recursive: true, force: true });

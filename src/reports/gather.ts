@@ -20,7 +20,8 @@ export interface GatherContext {
 const BATCH = 500;
 
 export function checkAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('reconciliation aborted');
+  if (signal?.aborted)
+    throw signal.reason instanceof Error ? signal.reason : new Error('reconciliation aborted');
 }
 
 /** Phase 1: the connector's ledger. */
@@ -67,16 +68,27 @@ export async function gatherPlatform(sources: ReconcileSources, ctx: GatherConte
  * Phase 3: the core, listed when it can list (every loan it holds), otherwise looked up loan by
  * loan (those the platform lists or the connector wrote). Returns the notes for the report.
  */
-export async function gatherCore(sources: ReconcileSources, ctx: GatherContext, opts: { since: string | null; concurrency?: number }): Promise<string[]> {
+export async function gatherCore(
+  sources: ReconcileSources,
+  ctx: GatherContext,
+  opts: { since: string | null; concurrency?: number },
+): Promise<string[]> {
   if (sources.coreList) {
     await listCore(sources.coreList(), sources, ctx, opts.since);
     return [];
   }
   await lookUpCore(sources, ctx, opts.concurrency ?? 8);
-  return ['The core cannot list its loans: loans in the core that the connector and the platform do not know were not searched for.'];
+  return [
+    'The core cannot list its loans: loans in the core that the connector and the platform do not know were not searched for.',
+  ];
 }
 
-async function listCore(rows: ReturnType<NonNullable<ReconcileSources['coreList']>>, sources: ReconcileSources, ctx: GatherContext, since: string | null): Promise<void> {
+async function listCore(
+  rows: ReturnType<NonNullable<ReconcileSources['coreList']>>,
+  sources: ReconcileSources,
+  ctx: GatherContext,
+  since: string | null,
+): Promise<void> {
   // With --since, a core loan outside the scope is not an exception: the connector knows it.
   // (The store answers asynchronously, the scratch database synchronously: asked per batch first.)
   const put = async (rows: Array<{ id: string; rec: string }>): Promise<void> => {

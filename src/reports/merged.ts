@@ -47,7 +47,9 @@ export interface Merged {
 
 /** Whether the connector has written the loan to the core (at some point in its life). */
 export function connectorWrote(s: StoreLoanRow): boolean {
-  return s.state === 'written' || s.state === 'acknowledged' || s.writtenAt !== null || s.coreReference !== null;
+  return (
+    s.state === 'written' || s.state === 'acknowledged' || s.writtenAt !== null || s.coreReference !== null
+  );
 }
 
 export function storeRec(s: StoreLoanRow): StoreRec {

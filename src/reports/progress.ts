@@ -36,7 +36,11 @@ export function reconcileProgressText(p: ReconcileProgress, columns: number, t: 
  * terminal, unless `--progress=always`. Redraws at most every 100 ms. Pass `line` to share the
  * command's line (it also shows why platform calls wait).
  */
-export function createProgressBar(stream: TtyLike, clock: Clock, o: { mode?: ProgressMode; line?: ProgressLine } = {}): ProgressBar {
+export function createProgressBar(
+  stream: TtyLike,
+  clock: Clock,
+  o: { mode?: ProgressMode; line?: ProgressLine } = {},
+): ProgressBar {
   const now = (): number => clock.now();
   const line = o.line ?? createProgressLine(stream, { mode: o.mode ?? 'auto', clock, minIntervalMs: 100 });
   if (!line.enabled) return { update: () => undefined, done: () => undefined };

@@ -1,6 +1,14 @@
 import type { CustomerDay } from './customers.js';
 import { formatCentsGrouped } from './money.js';
-import { AGE_BUCKETS, reviewItemsOf, type AgeBucket, type ExceptionReason, type ReconciliationSummary, type ReportException, type ReviewItemsLookup } from './types.js';
+import {
+  AGE_BUCKETS,
+  reviewItemsOf,
+  type AgeBucket,
+  type ExceptionReason,
+  type ReconciliationSummary,
+  type ReportException,
+  type ReviewItemsLookup,
+} from './types.js';
 import { REASON_LABELS } from './reasons.js';
 import { localDateTime } from '../lib/calendar.js';
 import { DISPOSITION_LABELS, type SignOffRecord } from './dispositions.js';
@@ -13,7 +21,8 @@ function inZone(iso: string, timeZone: string): string {
 }
 
 /** The policy report.html is served under (/reports/latest, the console): inline styles and images, no script, no framing. */
-export const REPORT_HTML_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+export const REPORT_HTML_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /**
  * report.html: one self-contained page (inline CSS, inline SVG chart, no scripts, no external
@@ -76,12 +85,18 @@ function agingChart(s: ReconciliationSummary): string {
   const barW = 110;
   const gap = (width - left - 200 - AGE_BUCKETS.length * barW) / (AGE_BUCKETS.length + 1);
   const parts: string[] = [];
-  parts.push(`<line x1="${left}" y1="${top + plotH}" x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${top + plotH}" stroke="#55607a"/>`);
+  parts.push(
+    `<line x1="${left}" y1="${top + plotH}" x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${top + plotH}" stroke="#55607a"/>`,
+  );
   for (let i = 0; i <= 4; i++) {
     const v = Math.round((max * i) / 4);
     const y = top + plotH - (plotH * v) / max;
-    parts.push(`<text x="${left - 6}" y="${y + 4}" text-anchor="end" font-size="11" fill="#55607a">${v}</text>`);
-    parts.push(`<line x1="${left}" y1="${y}" x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${y}" stroke="#eef0f4"/>`);
+    parts.push(
+      `<text x="${left - 6}" y="${y + 4}" text-anchor="end" font-size="11" fill="#55607a">${v}</text>`,
+    );
+    parts.push(
+      `<line x1="${left}" y1="${y}" x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${y}" stroke="#eef0f4"/>`,
+    );
   }
   AGE_BUCKETS.forEach((bucket: AgeBucket, i) => {
     const x = left + gap + i * (barW + gap);
@@ -95,17 +110,25 @@ function agingChart(s: ReconciliationSummary): string {
         `<rect x="${x}" y="${y.toFixed(1)}" width="${barW}" height="${h.toFixed(1)}" fill="${REASON_COLORS[reason]}"><title>${escapeHtml(REASON_LABELS[reason])}: ${count}</title></rect>`,
       );
     }
-    parts.push(`<text x="${x + barW / 2}" y="${(y - 4).toFixed(1)}" text-anchor="middle" font-size="12" font-weight="600">${s.aging.totals[bucket]}</text>`);
-    parts.push(`<text x="${x + barW / 2}" y="${top + plotH + 18}" text-anchor="middle" font-size="12">${escapeHtml(bucket)} business days</text>`);
+    parts.push(
+      `<text x="${x + barW / 2}" y="${(y - 4).toFixed(1)}" text-anchor="middle" font-size="12" font-weight="600">${s.aging.totals[bucket]}</text>`,
+    );
+    parts.push(
+      `<text x="${x + barW / 2}" y="${top + plotH + 18}" text-anchor="middle" font-size="12">${escapeHtml(bucket)} business days</text>`,
+    );
   });
   reasons.forEach((reason, i) => {
     const y = top + 6 + i * 18;
     const x = width - 190;
     parts.push(`<rect x="${x}" y="${y}" width="12" height="12" fill="${REASON_COLORS[reason]}"/>`);
-    parts.push(`<text x="${x + 18}" y="${y + 10}" font-size="11">${escapeHtml(REASON_LABELS[reason])}</text>`);
+    parts.push(
+      `<text x="${x + 18}" y="${y + 10}" font-size="11">${escapeHtml(REASON_LABELS[reason])}</text>`,
+    );
   });
   if (reasons.length === 0) {
-    parts.push(`<text x="${width / 2}" y="${top + plotH / 2}" text-anchor="middle" font-size="13" fill="#55607a">No exceptions</text>`);
+    parts.push(
+      `<text x="${width / 2}" y="${top + plotH / 2}" text-anchor="middle" font-size="13" fill="#55607a">No exceptions</text>`,
+    );
   }
   return `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Exceptions by age" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" data-testid="aging-chart">${parts.join('')}</svg>`;
 }
@@ -124,7 +147,11 @@ export interface HtmlOptions {
 /** Exceptions report.html lists by default (the CSV and the JSON have every one). */
 export const HTML_MAX_ROWS = 5000;
 
-export function renderHtml(s: ReconciliationSummary, exceptions: readonly ReportException[], opts: HtmlOptions = {}): string {
+export function renderHtml(
+  s: ReconciliationSummary,
+  exceptions: readonly ReportException[],
+  opts: HtmlOptions = {},
+): string {
   const h = s.header;
   const maxRows = opts.maxRows ?? HTML_MAX_ROWS;
   const allTie = s.tieOut.every((c) => c.ties);
@@ -136,7 +163,9 @@ export function renderHtml(s: ReconciliationSummary, exceptions: readonly Report
     ['Acknowledged', 'connector', t.acknowledged],
     ['Quarantined', 'connector', t.quarantined],
     ['Skipped by operations', 'connector', t.skipped],
-    ...(t.otherState.count > 0 ? [['Other (unknown state)', 'connector', t.otherState] as [string, string, typeof t.otherState]] : []),
+    ...(t.otherState.count > 0
+      ? [['Other (unknown state)', 'connector', t.otherState] as [string, string, typeof t.otherState]]
+      : []),
     ['Written to core (by the connector)', 'connector', t.connectorWritten],
     ['Written to core', 'core', t.writtenToCore],
     ['Acknowledged (boarded)', 'platform', t.acknowledgedOnPlatform],
@@ -201,7 +230,13 @@ ${agingChart(s)}
 <table data-testid="aging">
 ${row(['Reason', ...AGE_BUCKETS.map((b) => `<th class="num">${escapeHtml(b)} days</th>`), '<th class="num">Total</th>'], true)}
 ${(Object.entries(s.aging.byReason) as Array<[ExceptionReason, Record<AgeBucket, number>]>)
-  .map(([reason, b]) => row([escapeHtml(REASON_LABELS[reason]), ...AGE_BUCKETS.map((k) => num(b[k])), num(AGE_BUCKETS.reduce((acc, k) => acc + b[k], 0))]))
+  .map(([reason, b]) =>
+    row([
+      escapeHtml(REASON_LABELS[reason]),
+      ...AGE_BUCKETS.map((k) => num(b[k])),
+      num(AGE_BUCKETS.reduce((acc, k) => acc + b[k], 0)),
+    ]),
+  )
   .join('\n')}
 ${row(['<th>Total</th>', ...AGE_BUCKETS.map((k) => num(s.aging.totals[k])), num(s.exceptionCount)])}
 </table>
@@ -238,22 +273,24 @@ ${renderSignOffHtml(opts.signOff, h.timeZone)}
 
 function renderSignOffHtml(so: SignOffRecord | undefined, tz: string): string {
   const at = (iso: string | null): string => (iso ? escapeHtml(inZone(iso, tz)) : '');
-  const dispositions = so && so.dispositions.length > 0
-    ? `<h3>Dispositions</h3><table data-testid="dispositions">${row(['Loan', 'Reason', 'Disposition'], true)}${so.dispositions.map((d) => row([escapeHtml(d.loanId), escapeHtml(REASON_LABELS[d.reason as ExceptionReason] ?? d.reason), escapeHtml(DISPOSITION_LABELS[d.disposition] ?? d.disposition)])).join('')}</table>`
-    : '';
+  const dispositions =
+    so && so.dispositions.length > 0
+      ? `<h3>Dispositions</h3><table data-testid="dispositions">${row(['Loan', 'Reason', 'Disposition'], true)}${so.dispositions.map((d) => row([escapeHtml(d.loanId), escapeHtml(REASON_LABELS[d.reason as ExceptionReason] ?? d.reason), escapeHtml(DISPOSITION_LABELS[d.disposition] ?? d.disposition)])).join('')}</table>`
+      : '';
   return `<h2>Sign-off</h2>
 <p class="small">Reviewed by someone who did not originate the entries. Record the disposition of every exception above.${so ? ' Signed in the ops console; signoff.json in the same folder.' : ''}</p>
 <table class="signoff" data-testid="signoff">
 ${row(['Prepared by (name)', escapeHtml(so?.preparedBy ?? ''), 'Date', at(so?.preparedAt ?? null)])}
-${row(['Preparer\'s comments', `<td colspan="3">${escapeHtml(so?.preparedComment ?? '')}</td>`])}
+${row(["Preparer's comments", `<td colspan="3">${escapeHtml(so?.preparedComment ?? '')}</td>`])}
 ${row(['Reviewed by (name)', escapeHtml(so?.reviewedBy ?? ''), 'Date', at(so?.reviewedAt ?? null)])}
-${row(['Reviewer\'s comments', `<td colspan="3">${escapeHtml(so?.reviewedComment ?? '')}</td>`])}
+${row(["Reviewer's comments", `<td colspan="3">${escapeHtml(so?.reviewedComment ?? '')}</td>`])}
 </table>
 ${dispositions}`;
 }
 
 function renderCustomersHtml(c: NonNullable<ReconciliationSummary['customers']>, tz: string): string {
-  const line = (label: string, d: Omit<CustomerDay, 'date'>): string => row([label, num(d.created), num(d.matchedByTin), num(d.matchedByCrossref), num(d.nameReviews)]);
+  const line = (label: string, d: Omit<CustomerDay, 'date'>): string =>
+    row([label, num(d.created), num(d.matchedByTin), num(d.matchedByCrossref), num(d.nameReviews)]);
   return `<h2>Customers: new and matched</h2>
 <p class="small">Businesses and people on the loans written to the core since ${escapeHtml(inZone(c.since, tz))}: new customers (a customer record written), existing ones found by tax id or by the connector's cross-reference (no second record). <code>customers list</code> lists them.</p>
 <table data-testid="customers">
@@ -267,9 +304,13 @@ ${line('Total', c.totals)}
 function reviewItemsHtml(e: ReportException, reviewItems: ReportException['reviewItems']): string {
   if (reviewItems === undefined || (reviewItems.length === 0 && (e.reviewItemsMore ?? 0) === 0)) return '';
   const items = reviewItems.map(
-    (r) => `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
+    (r) =>
+      `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
   );
-  if ((e.reviewItemsMore ?? 0) > 0) items.push(`<li class="small">+${e.reviewItemsMore} more (the loan's console page; <code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`);
+  if ((e.reviewItemsMore ?? 0) > 0)
+    items.push(
+      `<li class="small">+${e.reviewItemsMore} more (the loan's console page; <code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`,
+    );
   return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
 

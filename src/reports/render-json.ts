@@ -1,5 +1,11 @@
 import { REASON_ACTIONS, REASON_LABELS } from './reasons.js';
-import { reviewItemsOf, type ExceptionReason, type ReconciliationSummary, type ReportException, type ReviewItemsLookup } from './types.js';
+import {
+  reviewItemsOf,
+  type ExceptionReason,
+  type ReconciliationSummary,
+  type ReportException,
+  type ReviewItemsLookup,
+} from './types.js';
 
 export const REPORT_SCHEMA = 'boarding-connector/reconciliation-report@1';
 
@@ -13,7 +19,10 @@ export const REPORT_SCHEMA = 'boarding-connector/reconciliation-report@1';
 /** Everything before the first exception line: the summary and the opening of `exceptions`. */
 export function jsonReportHead(s: ReconciliationSummary): string {
   const reasons = Object.fromEntries(
-    (Object.keys(s.exceptionsByReason) as ExceptionReason[]).map((r) => [r, { label: REASON_LABELS[r], action: REASON_ACTIONS[r] }]),
+    (Object.keys(s.exceptionsByReason) as ExceptionReason[]).map((r) => [
+      r,
+      { label: REASON_LABELS[r], action: REASON_ACTIONS[r] },
+    ]),
   );
   const head = {
     schema: REPORT_SCHEMA,
@@ -26,7 +35,11 @@ export function jsonReportHead(s: ReconciliationSummary): string {
 }
 
 /** The `index`-th exception's line (with its review items, looked up when it was kept without them). */
-export function jsonExceptionLine(e: ReportException, index: number, reviewItems?: ReviewItemsLookup): string {
+export function jsonExceptionLine(
+  e: ReportException,
+  index: number,
+  reviewItems?: ReviewItemsLookup,
+): string {
   const items = e.reviewItems === undefined ? reviewItemsOf(e, reviewItems) : undefined;
   // Same key order as an exception that carries its items: reviewItems, then reviewItemsMore.
   let row: ReportException = e;
@@ -42,7 +55,11 @@ export function jsonReportTail(count: number): string {
   return count > 0 ? '\n  ]\n}\n' : ']\n}\n';
 }
 
-export function renderJson(s: ReconciliationSummary, exceptions: readonly ReportException[], opts: { reviewItems?: ReviewItemsLookup } = {}): string {
+export function renderJson(
+  s: ReconciliationSummary,
+  exceptions: readonly ReportException[],
+  opts: { reviewItems?: ReviewItemsLookup } = {},
+): string {
   const parts: string[] = [jsonReportHead(s)];
   exceptions.forEach((e, i) => parts.push(jsonExceptionLine(e, i, opts.reviewItems)));
   parts.push(jsonReportTail(exceptions.length));

@@ -12,7 +12,14 @@ import { computeCustomerDays } from './customers.js';
 import { formatWallTime, localDate, localDateTime, wallTimeAt } from '../lib/calendar.js';
 import { REVIEW_ITEMS_PER_LOAN, computeReconciliation, type ReconcileSources } from './compute.js';
 import { createCsvExceptionWriter } from './csv.js';
-import { REPORT_FILES, createRunDir, ensureReportDir, openReportStream, updateLatest, writeFileAtomic } from './files.js';
+import {
+  REPORT_FILES,
+  createRunDir,
+  ensureReportDir,
+  openReportStream,
+  updateLatest,
+  writeFileAtomic,
+} from './files.js';
 import { UsageError } from '../lib/errors.js';
 import { HTML_MAX_ROWS, renderHtml } from './render-html.js';
 import { jsonExceptionLine, jsonReportHead, jsonReportTail } from './render-json.js';
@@ -51,7 +58,10 @@ export interface ReconcileRunResult {
 }
 
 export function newRunId(nowMs: number): string {
-  const stamp = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = new Date(nowMs)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `rec-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
@@ -65,7 +75,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   const asOfMs = deps.clock.now();
   const timeZone = config.bank.timeZone;
   const since = deps.since ?? null;
-  if (since !== null && Number.isNaN(Date.parse(since))) throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
+  if (since !== null && Number.isNaN(Date.parse(since)))
+    throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
   const runId = newRunId(asOfMs);
   let dir: string;
   let dayDir: string | null = null;
@@ -74,7 +85,9 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   if (deps.outDir !== undefined) {
     dir = resolve(deps.outDir);
     if (existsSync(join(dir, REPORT_FILES.json)) || existsSync(join(dir, REPORT_FILES.html))) {
-      throw new UsageError(`--out ${dir} already holds a report; reports are never overwritten: give another folder`);
+      throw new UsageError(
+        `--out ${dir} already holds a report; reports are never overwritten: give another folder`,
+      );
     }
     createdDir = !existsSync(dir);
     for (const w of ensureReportDir(dir)) logger.warn(w);
@@ -87,7 +100,11 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     dir = createRunDir(dayDir, formatWallTime(wallTimeAt(asOfMs, timeZone), 'HHmmss'));
     createdDir = true;
   }
-  const files = { json: join(dir, REPORT_FILES.json), csv: join(dir, REPORT_FILES.csv), html: join(dir, REPORT_FILES.html) };
+  const files = {
+    json: join(dir, REPORT_FILES.json),
+    csv: join(dir, REPORT_FILES.csv),
+    html: join(dir, REPORT_FILES.html),
+  };
   const csvTmp = `${files.csv}.tmp-${runId}`;
   const csv = createCsvExceptionWriter(csvTmp, runId);
   // report.json's exception lines, as they are found; the summary goes before them at the end.
@@ -126,10 +143,19 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     deps.onProgress?.({ phase: 'write', done: 0, total: 3 });
     // From the state database, like the default sources; injected sources (tests, benchmarks) bring no batches.
     const batchTie = deps.sources ? null : computeBatchTie(await deps.reads.batchTie(asOfMs));
-    const customers = deps.sources ? null : (await computeCustomerDays(deps.reads, since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000, asOfMs, timeZone));
+    const customers = deps.sources
+      ? null
+      : await computeCustomerDays(
+          deps.reads,
+          since !== null ? Date.parse(since) : asOfMs - 30 * 86_400_000,
+          asOfMs,
+          timeZone,
+        );
     const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
-      notes.push(`${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`);
+      notes.push(
+        `${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`,
+      );
     }
     let platformOrigin: string | null = null;
     try {
@@ -168,7 +194,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     // (Read before rendering: the store answers asynchronously, the renderers are synchronous.)
     const reviewed = new Map<string, ReportReviewItem[]>();
     for (const e of outcome.exceptions) {
-      if (e.reason === 'boarded_with_review_items' && !reviewed.has(e.loanId)) reviewed.set(e.loanId, (await sources.reviewItems?.(e.loanId, REVIEW_ITEMS_PER_LOAN)) ?? []);
+      if (e.reason === 'boarded_with_review_items' && !reviewed.has(e.loanId))
+        reviewed.set(e.loanId, (await sources.reviewItems?.(e.loanId, REVIEW_ITEMS_PER_LOAN)) ?? []);
     }
     const reviewItems = (loanId: string): ReportReviewItem[] => reviewed.get(loanId) ?? [];
     await jsonLines.close();
@@ -176,7 +203,10 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     renameSync(jsonTmp, files.json);
     rmSync(jsonLinesTmp, { force: true });
     deps.onProgress?.({ phase: 'write', done: 2, total: 3 });
-    writeFileAtomic(files.html, renderHtml(summary, outcome.exceptions, { reviewItems, exceptionCount: outcome.exceptionCount }));
+    writeFileAtomic(
+      files.html,
+      renderHtml(summary, outcome.exceptions, { reviewItems, exceptionCount: outcome.exceptionCount }),
+    );
     deps.onProgress?.({ phase: 'write', done: 3, total: 3 });
     const latest = deps.outDir === undefined ? updateLatest(resolve(config.reports.dir), dir) : null;
     logger.info(
@@ -199,18 +229,25 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     rmSync(jsonTmp, { force: true });
     // Leave no empty dated folder behind: it would look like a report that lost its files.
     if (createdDir && readdirSync(dir).length === 0) rmSync(dir, { recursive: true, force: true });
-    if (dayDir !== null && createdDayDir && readdirSync(dayDir).length === 0) rmSync(dayDir, { recursive: true, force: true });
+    if (dayDir !== null && createdDayDir && readdirSync(dayDir).length === 0)
+      rmSync(dayDir, { recursive: true, force: true });
     logger.error({ runId, err }, 'reconciliation failed');
     throw err;
   }
 }
 
 /** report.json: the summary, then the exception lines streamed during the run (copied, never held whole). */
-async function writeJsonReport(path: string, summary: ReconciliationSummary, linesPath: string, count: number): Promise<void> {
+async function writeJsonReport(
+  path: string,
+  summary: ReconciliationSummary,
+  linesPath: string,
+  count: number,
+): Promise<void> {
   const out = openReportStream(path);
   try {
     await out.write(jsonReportHead(summary));
-    for await (const chunk of createReadStream(linesPath, { encoding: 'utf8', highWaterMark: 1 << 16 })) await out.write(chunk as string);
+    for await (const chunk of createReadStream(linesPath, { encoding: 'utf8', highWaterMark: 1 << 16 }))
+      await out.write(chunk as string);
     await out.write(jsonReportTail(count));
     await out.close();
   } catch (err) {

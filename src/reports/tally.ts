@@ -35,7 +35,9 @@ export function ageBucket(businessDays: number): AgeBucket {
   return '>5';
 }
 
-export type ExceptionExtra = Partial<Pick<ReportException, 'field' | 'platformValue' | 'coreValue' | 'reviewItems' | 'reviewItemsMore'>>;
+export type ExceptionExtra = Partial<
+  Pick<ReportException, 'field' | 'platformValue' | 'coreValue' | 'reviewItems' | 'reviewItemsMore'>
+>;
 
 export interface TallyOptions {
   asOfMs: number;
@@ -99,7 +101,14 @@ export class ReconcileTally {
   }
 
   /** One exception: counted, aged, streamed; kept (without its review items) while under `keep`. */
-  async exception(reason: ExceptionReason, loanId: string, m: Merged, sinceMs: number | null, detail: string, extra: ExceptionExtra = {}): Promise<void> {
+  async exception(
+    reason: ExceptionReason,
+    loanId: string,
+    m: Merged,
+    sinceMs: number | null,
+    detail: string,
+    extra: ExceptionExtra = {},
+  ): Promise<void> {
     const age = this.ageOf(sinceMs);
     const e: ReportException = {
       reason,
@@ -114,7 +123,9 @@ export class ReconcileTally {
       ageBusinessDays: age.days,
       ageBucket: age.bucket,
       detail,
-      ...(extra.reviewItems !== undefined ? { reviewItems: extra.reviewItems, reviewItemsMore: extra.reviewItemsMore ?? 0 } : {}),
+      ...(extra.reviewItems !== undefined
+        ? { reviewItems: extra.reviewItems, reviewItemsMore: extra.reviewItemsMore ?? 0 }
+        : {}),
     };
     // Kept without its review items (up to REVIEW_ITEMS_PER_LOAN each): the renderers look them
     // up again; the listener (the CSV and JSON writers) gets them now.
@@ -137,20 +148,30 @@ export class ReconcileTally {
   /** Aging with each reason's buckets in report order. */
   agingSummary(): AgingSummary {
     const ordered: AgingSummary['byReason'] = {};
-    for (const [reason, buckets] of Object.entries(this.aging.byReason) as Array<[ExceptionReason, Record<AgeBucket, number>]>) {
-      ordered[reason] = Object.fromEntries(AGE_BUCKETS.map((b) => [b, buckets[b]])) as Record<AgeBucket, number>;
+    for (const [reason, buckets] of Object.entries(this.aging.byReason) as Array<
+      [ExceptionReason, Record<AgeBucket, number>]
+    >) {
+      ordered[reason] = Object.fromEntries(AGE_BUCKETS.map((b) => [b, buckets[b]])) as Record<
+        AgeBucket,
+        number
+      >;
     }
     return { byReason: ordered, totals: this.aging.totals };
   }
 
   /** Mapping versions seen, most loans first. */
   mappingVersions(): Array<{ version: string; loans: number }> {
-    return [...this.versions].map(([version, loans]) => ({ version, loans })).sort((a, b) => b.loans - a.loans);
+    return [...this.versions]
+      .map(([version, loans]) => ({ version, loans }))
+      .sort((a, b) => b.loans - a.loans);
   }
 }
 
 function sum(...amounts: Amount[]): { count: number; cents: number } {
-  return amounts.reduce((acc, a) => ({ count: acc.count + a.count, cents: acc.cents + a.cents }), { count: 0, cents: 0 });
+  return amounts.reduce((acc, a) => ({ count: acc.count + a.count, cents: acc.cents + a.cents }), {
+    count: 0,
+    cents: 0,
+  });
 }
 
 function check(
@@ -163,7 +184,17 @@ function check(
 ): TieOutCheck {
   const differenceCount = left.count - right.count;
   const differenceCents = left.cents - right.cents;
-  return { id, title, equation, left, right, differenceCount, differenceCents, ties: differenceCount === 0 && differenceCents === 0, explainedBy };
+  return {
+    id,
+    title,
+    equation,
+    left,
+    right,
+    differenceCount,
+    differenceCents,
+    ties: differenceCount === 0 && differenceCents === 0,
+    explainedBy,
+  };
 }
 
 /** The three control-total equations ops sign off on. */
@@ -185,7 +216,12 @@ export function buildTieOut(t: ControlTotals): TieOutCheck[] {
       'written to core (core) = written by the connector (connector)',
       { label: 'written to core', ...sum(t.writtenToCore) },
       { label: 'written by connector', ...wrote },
-      ['acknowledged_missing_in_core', 'written_missing_in_core', 'in_core_unknown_to_connector', 'field_mismatch'],
+      [
+        'acknowledged_missing_in_core',
+        'written_missing_in_core',
+        'in_core_unknown_to_connector',
+        'field_mismatch',
+      ],
     ),
     check(
       'platform',

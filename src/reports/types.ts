@@ -12,7 +12,9 @@ import type { CanonicalLoanFields } from '../core/port.js';
  * The fields compared platform vs core: the core port's canonical fields, every one present
  * (null when unknown), so a field added there is compared on both sides.
  */
-export type ComparedLoanFields = { [K in keyof CanonicalLoanFields]-?: Exclude<CanonicalLoanFields[K], undefined> };
+export type ComparedLoanFields = {
+  [K in keyof CanonicalLoanFields]-?: Exclude<CanonicalLoanFields[K], undefined>;
+};
 
 /** Platform side: one boarded loan (boarding-queue item with boarded=true). */
 export interface PlatformLoanRow extends ComparedLoanFields {
@@ -109,7 +111,10 @@ export interface ReportException {
 export type ReviewItemsLookup = (loanId: string) => ReportReviewItem[];
 
 /** The review items to print for an exception: its own, or looked up; undefined when it has none. */
-export function reviewItemsOf(e: ReportException, lookup?: ReviewItemsLookup): ReportReviewItem[] | undefined {
+export function reviewItemsOf(
+  e: ReportException,
+  lookup?: ReviewItemsLookup,
+): ReportReviewItem[] | undefined {
   if (e.reviewItems !== undefined) return e.reviewItems;
   if (e.reviewItemsMore === undefined || lookup === undefined) return undefined;
   return lookup(e.loanId);

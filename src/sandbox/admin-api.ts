@@ -31,7 +31,11 @@ class AdminError extends Error {
 
 function parse<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
   const r = schema.safeParse(body ?? {});
-  if (!r.success) throw new AdminError(400, r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; '));
+  if (!r.success)
+    throw new AdminError(
+      400,
+      r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; '),
+    );
   return r.data;
 }
 
@@ -64,9 +68,18 @@ const rateSchema = z.strictObject({
   writesPerWindow: z.number().int().min(0).optional(),
   legacyPerWindow: z.number().int().min(0).optional(),
   revokeAfterStrikes: z.number().int().min(1).nullable().optional(),
-  force429: z.strictObject({ bucket: z.enum(['read', 'write', 'legacy']), retryAfterSeconds: z.number().int().min(1).max(86_400) }).optional(),
+  force429: z
+    .strictObject({
+      bucket: z.enum(['read', 'write', 'legacy']),
+      retryAfterSeconds: z.number().int().min(1).max(86_400),
+    })
+    .optional(),
 });
-const generateSchema = z.strictObject({ count: z.number().int().min(1).max(10_000), release: z.boolean().optional(), status: z.enum(LOAN_STATUSES).optional() });
+const generateSchema = z.strictObject({
+  count: z.number().int().min(1).max(10_000),
+  release: z.boolean().optional(),
+  status: z.enum(LOAN_STATUSES).optional(),
+});
 
 function internalView(state: SandboxState, loan: LoanRecord): Record<string, unknown> {
   return {
@@ -75,11 +88,21 @@ function internalView(state: SandboxState, loan: LoanRecord): Record<string, unk
     archivedAt: loan.archivedAt,
     malformed: loan.malformed,
     rateParts: loan.rateParts,
-    boarding: loan.boarding ? { ...publicBoarding(loan), acknowledgement: loan.boarding.acknowledgement } : null,
+    boarding: loan.boarding
+      ? { ...publicBoarding(loan), acknowledgement: loan.boarding.acknowledgement }
+      : null,
     queueItem: queueItem(loan),
     businesses: loan.businesses,
     people: loan.people,
-    documents: loan.documentIds.map((id) => state.documents.get(id)).filter((d) => d !== undefined).map((d) => ({ ...publicDocument(d), attached: d.attached, sizeOnDisk: d.bytes.length, sha256: createHash('sha256').update(d.bytes).digest('hex') })),
+    documents: loan.documentIds
+      .map((id) => state.documents.get(id))
+      .filter((d) => d !== undefined)
+      .map((d) => ({
+        ...publicDocument(d),
+        attached: d.attached,
+        sizeOnDisk: d.bytes.length,
+        sha256: createHash('sha256').update(d.bytes).digest('hex'),
+      })),
   };
 }
 
@@ -114,7 +137,8 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   r.get('/requests', (req, res) => {
     const since = req.query['since'];
     const sinceMs = typeof since === 'string' && since !== '' ? Number(since) : 0;
-    if (!Number.isFinite(sinceMs)) throw new AdminError(400, `since: expected epoch milliseconds, got ${JSON.stringify(since)}`);
+    if (!Number.isFinite(sinceMs))
+      throw new AdminError(400, `since: expected epoch milliseconds, got ${JSON.stringify(since)}`);
     const s = limiter.settings;
     res.json({
       windowMs: s.windowMs,
@@ -135,13 +159,23 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
       return true;
     });
     res.json({
-      data: loans.map((l) => ({ id: l.fields.id, status: l.fields.status, archived: l.archivedAt !== null, malformed: l.malformed, boarding: publicBoarding(l) })),
+      data: loans.map((l) => ({
+        id: l.fields.id,
+        status: l.fields.status,
+        archived: l.archivedAt !== null,
+        malformed: l.malformed,
+        boarding: publicBoarding(l),
+      })),
       total: loans.length,
     });
   });
   r.post('/loans', (req, res) => {
     const b = parse(generateSchema, req.body);
-    const opts: Parameters<SandboxState['generate']>[1] = { emit: true, atNow: true, release: b.release ?? false };
+    const opts: Parameters<SandboxState['generate']>[1] = {
+      emit: true,
+      atNow: true,
+      release: b.release ?? false,
+    };
     if (b.status) opts.status = b.status;
     res.status(201).json({ ids: state.generate(b.count, opts) });
   });
@@ -184,14 +218,23 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   });
   r.post('/loans/:id/documents', (req, res) => {
     const loan = loanOr404(req.params['id']);
-    const b = parse(z.strictObject({ name: z.string().min(1).optional(), size: z.number().int().min(0).optional(), periods: z.array(z.string().min(1)).optional() }), req.body);
+    const b = parse(
+      z.strictObject({
+        name: z.string().min(1).optional(),
+        size: z.number().int().min(0).optional(),
+        periods: z.array(z.string().min(1)).optional(),
+      }),
+      req.body,
+    );
     const opts: { name?: string; size?: number; periods?: string[] } = {};
     if (b.name !== undefined) opts.name = b.name;
     if (b.size !== undefined) opts.size = b.size;
     if (b.periods !== undefined) opts.periods = b.periods;
     const doc = state.createPendingDocument(loan.fields.id, opts);
     if (!doc) throw new AdminError(409, 'loan is archived');
-    res.status(201).json({ documentId: doc.id, loanId: loan.fields.id, periods: doc.requirement?.periods ?? [] });
+    res
+      .status(201)
+      .json({ documentId: doc.id, loanId: loan.fields.id, periods: doc.requirement?.periods ?? [] });
   });
   r.post('/documents/:id/sign', (req, res) => {
     const doc = state.signDocument(req.params['id'] ?? '');
@@ -202,17 +245,27 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   r.post('/keys', (req, res) => {
     const b = parse(keySchema, req.body);
     const unknown = (b.permissions ?? []).filter((p) => !(PERMISSIONS as readonly string[]).includes(p));
-    if (unknown.length > 0) throw new AdminError(400, `unknown permissions: ${unknown.join(', ')} (known: ${PERMISSIONS.join(', ')})`);
+    if (unknown.length > 0)
+      throw new AdminError(
+        400,
+        `unknown permissions: ${unknown.join(', ')} (known: ${PERMISSIONS.join(', ')})`,
+      );
     const opts: Parameters<typeof makeKey>[0] = {};
     if (b.environment) opts.environment = b.environment;
     if (b.org) opts.org = b.org;
     if (b.permissions) opts.permissions = b.permissions;
     if (b.expired !== undefined) opts.expired = b.expired;
-    if (b.allowedCountries !== undefined) opts.allowedCountries = b.allowedCountries?.map((c) => c.toUpperCase()) ?? null;
+    if (b.allowedCountries !== undefined)
+      opts.allowedCountries = b.allowedCountries?.map((c) => c.toUpperCase()) ?? null;
     if (b.productionApproved !== undefined) opts.productionApproved = b.productionApproved;
     if (b.orgEnvironments) opts.orgEnvironments = b.orgEnvironments;
     const key = state.addKey(makeKey(opts));
-    res.status(201).json({ apiKey: key.key, org: key.orgId, environment: key.environment, permissions: [...key.permissions] });
+    res.status(201).json({
+      apiKey: key.key,
+      org: key.orgId,
+      environment: key.environment,
+      permissions: [...key.permissions],
+    });
   });
 
   r.get('/faults', (_req, res) => {
@@ -220,7 +273,13 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   });
   r.put('/faults', (req, res) => {
     const b = parse(faultsSchema, req.body);
-    faults.set(b.seed, b.rules.map((rule) => Object.fromEntries(Object.entries(rule).filter(([, v]) => v !== undefined)) as unknown as FaultRule));
+    faults.set(
+      b.seed,
+      b.rules.map(
+        (rule) =>
+          Object.fromEntries(Object.entries(rule).filter(([, v]) => v !== undefined)) as unknown as FaultRule,
+      ),
+    );
     res.json(faults.describe());
   });
   r.delete('/faults', (_req, res) => {
@@ -245,17 +304,34 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   });
 
   r.post('/events', (req, res) => {
-    const b = parse(z.strictObject({ type: z.enum(WEBHOOK_EVENT_TYPES), data: z.record(z.string(), z.unknown()).optional(), org: z.string().min(1).optional() }), req.body);
+    const b = parse(
+      z.strictObject({
+        type: z.enum(WEBHOOK_EVENT_TYPES),
+        data: z.record(z.string(), z.unknown()).optional(),
+        org: z.string().min(1).optional(),
+      }),
+      req.body,
+    );
     const event = state.emit(b.type, b.data ?? {}, b.org);
     res.status(201).json({ id: event.id, type: event.type, createdAt: event.createdAt });
   });
   r.get('/webhooks/deliveries', async (req, res) => {
     // ?wait=true: answer once no delivery (or retry backoff) is pending.
     if (req.query['wait'] === 'true') await sender.idle();
-    res.json({ data: sender.attempts, endpoints: [...state.endpoints.values()].map((e) => ({ ...e, secret: undefined })) });
+    res.json({
+      data: sender.attempts,
+      endpoints: [...state.endpoints.values()].map((e) => ({ ...e, secret: undefined })),
+    });
   });
   r.post('/webhooks/settings', (req, res) => {
-    const b = parse(z.strictObject({ attempts: z.number().int().min(1).optional(), baseMs: z.number().int().min(0).optional(), autoDisableAfter: z.number().int().min(1).optional() }), req.body);
+    const b = parse(
+      z.strictObject({
+        attempts: z.number().int().min(1).optional(),
+        baseMs: z.number().int().min(0).optional(),
+        autoDisableAfter: z.number().int().min(1).optional(),
+      }),
+      req.body,
+    );
     if (b.attempts !== undefined) sender.retry = { ...sender.retry, attempts: b.attempts };
     if (b.baseMs !== undefined) sender.retry = { ...sender.retry, baseMs: b.baseMs };
     if (b.autoDisableAfter !== undefined) sender.autoDisableAfter = b.autoDisableAfter;

@@ -16,7 +16,12 @@ export class ApiError extends Error {
   }
 }
 
-export function apiError(status: number, code: string, message: string, extra: Record<string, unknown> = {}): ApiError {
+export function apiError(
+  status: number,
+  code: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+): ApiError {
   return new ApiError(status, { code, message, ...extra });
 }
 
@@ -38,7 +43,11 @@ export function validationFailed(issues: ValidationIssue[], data: unknown = null
 
 export function fromZod(error: z.ZodError, data: unknown): ApiError {
   return validationFailed(
-    error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'number' ? p : String(p))), code: i.code, message: i.message })),
+    error.issues.map((i) => ({
+      path: i.path.map((p) => (typeof p === 'number' ? p : String(p))),
+      code: i.code,
+      message: i.message,
+    })),
     data,
   );
 }

@@ -38,13 +38,24 @@ export class BlobServer {
         }
         if (fault.action === '5xx') {
           counters.faults.injected5xx += 1;
-          res.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected fault</Message></Error>');
+          res
+            .writeHead(503, { 'content-type': 'application/xml' })
+            .end(
+              '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected fault</Message></Error>',
+            );
           return;
         }
         // resetAfterCommit on a download: headers and half the body are sent, then the socket drops.
         const truncate = fault.action === 'resetAfterCommit';
         if (truncate) counters.faults.resetsAfterCommit += 1;
-        this.handle(req.url ?? '/', req.headers.authorization !== undefined, req.method ?? 'GET', res, truncate, () => req.socket.destroy());
+        this.handle(
+          req.url ?? '/',
+          req.headers.authorization !== undefined,
+          req.method ?? 'GET',
+          res,
+          truncate,
+          () => req.socket.destroy(),
+        );
       };
       if (fault.latencyMs > 0) {
         counters.faults.delayed += 1;
@@ -67,23 +78,39 @@ export class BlobServer {
   sign(documentId: string): { url: string; expiresAt: string } {
     const expires = this.state.nowMs() + DOWNLOAD_TTL_MS;
     const sig = this.signature(documentId, expires);
-    return { url: `${this.origin}/blobs/${encodeURIComponent(documentId)}?expires=${expires}&signature=${sig}`, expiresAt: new Date(expires).toISOString() };
+    return {
+      url: `${this.origin}/blobs/${encodeURIComponent(documentId)}?expires=${expires}&signature=${sig}`,
+      expiresAt: new Date(expires).toISOString(),
+    };
   }
 
   private signature(documentId: string, expires: number): string {
     return createHmac('sha256', this.secret).update(`${documentId}.${expires}`).digest('base64url');
   }
 
-  private handle(rawUrl: string, hasAuthorization: boolean, method: string, res: ServerResponse, truncate: boolean, drop: () => void): void {
+  private handle(
+    rawUrl: string,
+    hasAuthorization: boolean,
+    method: string,
+    res: ServerResponse,
+    truncate: boolean,
+    drop: () => void,
+  ): void {
     const counters = this.state.counters;
     const refuse = (status: number, code: string, message: string): void => {
       counters.downloadsRejected += 1;
       res.writeHead(status, { 'content-type': 'application/xml' });
-      res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`);
+      res.end(
+        `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>${message}</Message></Error>`,
+      );
     };
     if (hasAuthorization) {
       counters.downloadsWithAuthorization += 1;
-      refuse(403, 'InvalidArgument', 'Only one auth mechanism allowed; a presigned URL must not carry an Authorization header');
+      refuse(
+        403,
+        'InvalidArgument',
+        'Only one auth mechanism allowed; a presigned URL must not carry an Authorization header',
+      );
       return;
     }
     if (method !== 'GET' && method !== 'HEAD') return refuse(405, 'MethodNotAllowed', 'use GET');
@@ -95,7 +122,8 @@ export class BlobServer {
     const documentId = decodeURIComponent(m[1]);
     const expected = Buffer.from(this.signature(documentId, expires));
     const given = Buffer.from(sig);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return refuse(403, 'SignatureDoesNotMatch', 'bad signature');
+    if (expected.length !== given.length || !timingSafeEqual(expected, given))
+      return refuse(403, 'SignatureDoesNotMatch', 'bad signature');
     if (this.state.nowMs() > expires) return refuse(403, 'AccessDenied', 'Request has expired');
     const doc = this.state.documents.get(documentId);
     if (!doc) return refuse(404, 'NoSuchKey', 'The specified key does not exist.');

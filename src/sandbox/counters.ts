@@ -13,7 +13,14 @@ export interface Counters {
   downloads: number;
   downloadsWithAuthorization: number;
   downloadsRejected: number;
-  faults: { injected5xx: number; resets: number; resetsAfterCommit: number; delayed: number; slowBodies: number; injected429: number };
+  faults: {
+    injected5xx: number;
+    resets: number;
+    resetsAfterCommit: number;
+    delayed: number;
+    slowBodies: number;
+    injected429: number;
+  };
   webhookDeliveries: {
     attempts: number;
     succeeded: number;

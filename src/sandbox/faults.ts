@@ -71,7 +71,8 @@ export class FaultInjector {
         const rc = this.rng.next();
         if (rule.resetRate && rr < rule.resetRate) decision.action = 'reset';
         else if (rule.status5xxRate && r5 < rule.status5xxRate) decision.action = '5xx';
-        else if (rule.resetAfterCommitRate && rc < rule.resetAfterCommitRate) decision.action = 'resetAfterCommit';
+        else if (rule.resetAfterCommitRate && rc < rule.resetAfterCommitRate)
+          decision.action = 'resetAfterCommit';
         if (decision.action !== 'none') fired = true;
       }
       // Drawn only by rules that ask for them, so the other rules' seeded sequences stay as they were.

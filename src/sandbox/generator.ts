@@ -20,12 +20,54 @@ export const GENERATION_EPOCH_MS = Date.UTC(2025, 0, 6, 14, 0, 0);
 const DAY = 86_400_000;
 
 export const PRODUCTS: ProductRecord[] = [
-  { id: 'prod_sba7a', name: 'SBA 7(a) Term Loan', type: 'business', rateType: 'variable', active: true, createdAt: '2023-02-01T09:00:00Z' },
-  { id: 'prod_cre', name: 'Commercial Real Estate', type: 'business', rateType: 'fixed', active: true, createdAt: '2023-02-01T09:00:00Z' },
-  { id: 'prod_loc', name: 'Business Line of Credit', type: 'business', rateType: 'variable', active: true, createdAt: '2023-05-12T15:30:00-04:00' },
-  { id: 'prod_equip', name: 'Equipment Finance', type: 'business', rateType: 'fixed', active: true, createdAt: '2023-06-01T09:00:00Z' },
-  { id: 'prod_personal', name: 'Personal Installment Loan', type: 'personal', rateType: 'fixed', active: true, createdAt: '2024-01-15T12:00:00+01:00' },
-  { id: 'prod_bridge', name: 'Bridge Loan (retired)', type: 'business', rateType: 'fixed', active: false, createdAt: '2022-11-30T23:59:59-08:00' },
+  {
+    id: 'prod_sba7a',
+    name: 'SBA 7(a) Term Loan',
+    type: 'business',
+    rateType: 'variable',
+    active: true,
+    createdAt: '2023-02-01T09:00:00Z',
+  },
+  {
+    id: 'prod_cre',
+    name: 'Commercial Real Estate',
+    type: 'business',
+    rateType: 'fixed',
+    active: true,
+    createdAt: '2023-02-01T09:00:00Z',
+  },
+  {
+    id: 'prod_loc',
+    name: 'Business Line of Credit',
+    type: 'business',
+    rateType: 'variable',
+    active: true,
+    createdAt: '2023-05-12T15:30:00-04:00',
+  },
+  {
+    id: 'prod_equip',
+    name: 'Equipment Finance',
+    type: 'business',
+    rateType: 'fixed',
+    active: true,
+    createdAt: '2023-06-01T09:00:00Z',
+  },
+  {
+    id: 'prod_personal',
+    name: 'Personal Installment Loan',
+    type: 'personal',
+    rateType: 'fixed',
+    active: true,
+    createdAt: '2024-01-15T12:00:00+01:00',
+  },
+  {
+    id: 'prod_bridge',
+    name: 'Bridge Loan (retired)',
+    type: 'business',
+    rateType: 'fixed',
+    active: false,
+    createdAt: '2022-11-30T23:59:59-08:00',
+  },
 ];
 
 const STAGES = [
@@ -37,9 +79,45 @@ const STAGES = [
 ];
 const OFFSETS = [0, 0, -300, -240, -480, 60, 330, 0, -360];
 const STATES = ['CA', 'NY', 'TX', 'FL', 'IL', 'WA', 'MA', 'CO', 'GA', 'OH', 'PR', 'DC'];
-const FIRST = ['Ana', 'José', 'Li', 'Mary-Kate', 'Oluwaseun', 'Zoë', "D'Arcy", 'Ngọc', 'John', 'Priya', 'Søren', 'Fatima'];
-const LAST = ['García', 'Smith', "O'Neil", 'Nguyen', 'van der Berg', 'Okafor', 'Müller', 'Kowalski', 'Chen', 'Patel', 'Lee-Wong'];
-const BIZ = ['Acme Bakery', 'Blue River Logistics', 'Café Olé', 'Northwind Traders', 'Smith & Sons Plumbing', 'Ünique Designs', 'Tri-State Dental Group', 'Harbor View Holdings', 'Green Leaf Organics', 'Quantum Widgets'];
+const FIRST = [
+  'Ana',
+  'José',
+  'Li',
+  'Mary-Kate',
+  'Oluwaseun',
+  'Zoë',
+  "D'Arcy",
+  'Ngọc',
+  'John',
+  'Priya',
+  'Søren',
+  'Fatima',
+];
+const LAST = [
+  'García',
+  'Smith',
+  "O'Neil",
+  'Nguyen',
+  'van der Berg',
+  'Okafor',
+  'Müller',
+  'Kowalski',
+  'Chen',
+  'Patel',
+  'Lee-Wong',
+];
+const BIZ = [
+  'Acme Bakery',
+  'Blue River Logistics',
+  'Café Olé',
+  'Northwind Traders',
+  'Smith & Sons Plumbing',
+  'Ünique Designs',
+  'Tri-State Dental Group',
+  'Harbor View Holdings',
+  'Green Leaf Organics',
+  'Quantum Widgets',
+];
 const SUFFIX: Record<string, string> = {
   'C-Corp': 'Inc.',
   'S-Corp': 'Corp.',
@@ -49,7 +127,15 @@ const SUFFIX: Record<string, string> = {
   'Sole Proprietorship': '',
   Trust: 'Family Trust',
 };
-const PURPOSES = ['Working capital', 'Equipment purchase', 'Real estate acquisition', 'Refinance', 'Inventory', 'Expansion', 'Debt consolidation'];
+const PURPOSES = [
+  'Working capital',
+  'Equipment purchase',
+  'Real estate acquisition',
+  'Refinance',
+  'Inventory',
+  'Expansion',
+  'Debt consolidation',
+];
 const NAICS = ['722511', '484121', '541110', '236220', '311811', '62121', '4541', '81'];
 const ODD_NAMES = [
   'Tax Return 2024.pdf',
@@ -67,7 +153,17 @@ const ODD_NAMES = [
 function pickStatus(rng: Rng, index: number): LoanStatus {
   // The first six loans cover every status; then mostly funded/active, as real queues look.
   if (index < LOAN_STATUSES.length) return LOAN_STATUSES[(index + 5) % LOAN_STATUSES.length] as LoanStatus;
-  return rng.pick<LoanStatus>(['funded', 'funded', 'funded', 'active', 'active', 'application', 'draft', 'denied', 'withdrawn']);
+  return rng.pick<LoanStatus>([
+    'funded',
+    'funded',
+    'funded',
+    'active',
+    'active',
+    'application',
+    'draft',
+    'denied',
+    'withdrawn',
+  ]);
 }
 
 function tin(rng: Rng): string {
@@ -76,9 +172,28 @@ function tin(rng: Rng): string {
 
 function requirementFor(rng: Rng, ids: IdFactory, docIndex: number): RequirementRecord | null {
   const kind = docIndex % 3;
-  if (kind === 0) return { id: ids.make('req', rng.id('req', 8)), name: 'Business Tax Returns', module: 'underwriting', periods: ['2023', '2024'] };
-  if (kind === 1) return { id: ids.make('req', rng.id('req', 8)), name: 'Signed Application', module: 'closing', periods: [] };
-  return rng.chance(0.5) ? null : { id: ids.make('req', rng.id('req', 8)), name: 'Bank Statements', module: 'underwriting', periods: ['2025-Q1'] };
+  if (kind === 0)
+    return {
+      id: ids.make('req', rng.id('req', 8)),
+      name: 'Business Tax Returns',
+      module: 'underwriting',
+      periods: ['2023', '2024'],
+    };
+  if (kind === 1)
+    return {
+      id: ids.make('req', rng.id('req', 8)),
+      name: 'Signed Application',
+      module: 'closing',
+      periods: [],
+    };
+  return rng.chance(0.5)
+    ? null
+    : {
+        id: ids.make('req', rng.id('req', 8)),
+        name: 'Bank Statements',
+        module: 'underwriting',
+        periods: ['2025-Q1'],
+      };
 }
 
 /** Today's short prefixed ids only (the generator's own default; the sandbox passes its --id-shapes factory). */
@@ -123,16 +238,73 @@ interface LendingProfile {
 
 const K = 100_000; // $1,000 in cents
 const LENDING: Record<string, LendingProfile> = {
-  prod_personal: { minCents: 1 * K, maxCents: 50 * K, medianCents: 12 * K, sigma: 0.7, terms: [12, 24, 36, 36, 48, 60], rateType: 'fixed', bps: [699, 2399] },
-  prod_loc: { minCents: 10 * K, maxCents: 1_000 * K, medianCents: 75 * K, sigma: 0.9, terms: [12, 12, 24, 36], rateType: 'variable', bps: [150, 550], interestOnlyLine: true },
-  prod_equip: { minCents: 10 * K, maxCents: 2_000 * K, medianCents: 120 * K, sigma: 0.8, terms: [36, 48, 60, 60, 72, 84], rateType: 'fixed', bps: [599, 1199] },
+  prod_personal: {
+    minCents: 1 * K,
+    maxCents: 50 * K,
+    medianCents: 12 * K,
+    sigma: 0.7,
+    terms: [12, 24, 36, 36, 48, 60],
+    rateType: 'fixed',
+    bps: [699, 2399],
+  },
+  prod_loc: {
+    minCents: 10 * K,
+    maxCents: 1_000 * K,
+    medianCents: 75 * K,
+    sigma: 0.9,
+    terms: [12, 12, 24, 36],
+    rateType: 'variable',
+    bps: [150, 550],
+    interestOnlyLine: true,
+  },
+  prod_equip: {
+    minCents: 10 * K,
+    maxCents: 2_000 * K,
+    medianCents: 120 * K,
+    sigma: 0.8,
+    terms: [36, 48, 60, 60, 72, 84],
+    rateType: 'fixed',
+    bps: [599, 1199],
+  },
   // SBA 7(a): up to $5M, variable at prime plus a capped spread, 10 years (25 with real estate).
-  prod_sba7a: { minCents: 50 * K, maxCents: 5_000 * K, medianCents: 400 * K, sigma: 0.9, terms: [84, 120, 120, 120, 300], rateType: 'variable', bps: [225, 475] },
-  prod_cre: { minCents: 250 * K, maxCents: 5_000 * K, medianCents: 1_200 * K, sigma: 0.7, terms: [60, 120, 120, 180, 240, 300], rateType: 'fixed', bps: [575, 850] },
-  prod_bridge: { minCents: 100 * K, maxCents: 5_000 * K, medianCents: 600 * K, sigma: 0.8, terms: [6, 12, 12, 18, 24], rateType: 'fixed', bps: [800, 1300] },
+  prod_sba7a: {
+    minCents: 50 * K,
+    maxCents: 5_000 * K,
+    medianCents: 400 * K,
+    sigma: 0.9,
+    terms: [84, 120, 120, 120, 300],
+    rateType: 'variable',
+    bps: [225, 475],
+  },
+  prod_cre: {
+    minCents: 250 * K,
+    maxCents: 5_000 * K,
+    medianCents: 1_200 * K,
+    sigma: 0.7,
+    terms: [60, 120, 120, 180, 240, 300],
+    rateType: 'fixed',
+    bps: [575, 850],
+  },
+  prod_bridge: {
+    minCents: 100 * K,
+    maxCents: 5_000 * K,
+    medianCents: 600 * K,
+    sigma: 0.8,
+    terms: [6, 12, 12, 18, 24],
+    rateType: 'fixed',
+    bps: [800, 1300],
+  },
 };
 /** A business loan of no known product. */
-const OTHER_BUSINESS: LendingProfile = { minCents: 10 * K, maxCents: 5_000 * K, medianCents: 250 * K, sigma: 1.0, terms: [12, 24, 36, 60], rateType: 'fixed', bps: [650, 1200] };
+const OTHER_BUSINESS: LendingProfile = {
+  minCents: 10 * K,
+  maxCents: 5_000 * K,
+  medianCents: 250 * K,
+  sigma: 1.0,
+  terms: [12, 24, 36, 60],
+  rateType: 'fixed',
+  bps: [650, 1200],
+};
 const LUMP_SUM_TERMS = [6, 12, 12, 18, 24];
 export const PRIME_BPS = 750;
 
@@ -146,7 +318,8 @@ export function amortizedMonthlyPayment(cents: number, bps: number, months: numb
 
 /** A uniform in (0, 1) from an integer drawn uniformly in [min, max]. */
 const uniformOf = (v: number, min: number, max: number): number => (v - min + 0.5) / (max - min + 1);
-const pickBy = <T>(items: readonly T[], u: number): T => items[Math.min(items.length - 1, Math.floor(u * items.length))] as T;
+const pickBy = <T>(items: readonly T[], u: number): T =>
+  items[Math.min(items.length - 1, Math.floor(u * items.length))] as T;
 
 export function generateLoan(
   rng: Rng,
@@ -174,8 +347,12 @@ export function generateLoan(
   // a third of each frequency's loans get one that need not be a whole number of its periods
   // (1, 7, 13 … months weekly, quarterly …).
   // Derived from the index, not the generator, so a seed's other values stay as they were.
-  const usualTerm = frequency === 'lump sum' ? rng.pick([6, 12, 18]) : rng.pick([12, 24, 36, 60, 84, 120, 300]);
-  let monthsTerm = frequency !== 'lump sum' && Math.floor(index / 8) % 3 === 1 ? ([1, 7, 13, 5, 27, 480, 2, 11][Math.floor(index / 24) % 8] as number) : usualTerm;
+  const usualTerm =
+    frequency === 'lump sum' ? rng.pick([6, 12, 18]) : rng.pick([12, 24, 36, 60, 84, 120, 300]);
+  let monthsTerm =
+    frequency !== 'lump sum' && Math.floor(index / 8) % 3 === 1
+      ? ([1, 7, 13, 5, 27, 480, 2, 11][Math.floor(index / 24) % 8] as number)
+      : usualTerm;
   let bpsFixedRate = rng.int(350, 1_450);
   let bpsSpreadRate = rng.int(100, 650);
   const bpsPrimeRate = PRIME_BPS;
@@ -203,7 +380,9 @@ export function generateLoan(
   const maturityMs = closeMs + monthsTerm * 30 * DAY;
   // Integer math only: an approximate level payment, rounded to whole cents.
   const noSchedule = frequency === 'lump sum' || frequency === 'irregular payments';
-  const centsMonthlyPayment = noSchedule ? 0 : Math.floor(centsAmount / monthsTerm) + Math.floor((centsAmount * bpsRate) / 120_000);
+  const centsMonthlyPayment = noSchedule
+    ? 0
+    : Math.floor(centsAmount / monthsTerm) + Math.floor((centsAmount * bpsRate) / 120_000);
   const awkward = index % 11 === 10;
   const loan: LoanRecord = {
     orgId,
@@ -227,7 +406,8 @@ export function generateLoan(
       monthsTerm,
       // Interest-only months that are not whole periods (3 months biweekly…), and now and then
       // for the whole term (a balloon); never longer than the term (that would be contradictory).
-      monthsInterestOnly: index % 9 === 4 ? monthsTerm : Math.min(rng.pick([0, 0, 0, 3, 6, 12, 1, 5, 7]), monthsTerm),
+      monthsInterestOnly:
+        index % 9 === 4 ? monthsTerm : Math.min(rng.pick([0, 0, 0, 3, 6, 12, 1, 5, 7]), monthsTerm),
       paymentFrequency: frequency,
       rateType,
       bpsRate,
@@ -258,11 +438,22 @@ export function generateLoan(
     // Interest-only months in whole months the schedule can express; the whole term only for a
     // revolving line; then the level payment over the amortising months.
     const drawn = loan.fields.monthsInterestOnly;
-    const io = drawn >= monthsTerm ? (lending.interestOnlyLine ? monthsTerm : 0) : [1, 5, 7].includes(drawn) ? 0 : drawn;
+    const io =
+      drawn >= monthsTerm
+        ? lending.interestOnlyLine
+          ? monthsTerm
+          : 0
+        : [1, 5, 7].includes(drawn)
+          ? 0
+          : drawn;
     loan.fields.monthsInterestOnly = io;
-    loan.fields.centsMonthlyPayment = noSchedule ? 0 : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm - io);
+    loan.fields.centsMonthlyPayment = noSchedule
+      ? 0
+      : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm - io);
   } else if (realistic) {
-    loan.fields.centsMonthlyPayment = noSchedule ? 0 : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm);
+    loan.fields.centsMonthlyPayment = noSchedule
+      ? 0
+      : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm);
   }
 
   const nBusinesses = personal ? 0 : rng.int(1, 3);
@@ -295,19 +486,43 @@ export function generateLoan(
       role: personal && p === 0 ? 'borrower' : rng.pick(['guarantor', 'owner', 'key principal']),
       dateOfBirth: `${rng.int(1950, 2000)}-0${rng.int(1, 9)}-1${rng.int(0, 9)}`,
     };
-    if (!awkward) person.email = `${person.firstName.toLowerCase().replace(/[^a-z]/g, '')}.${rng.int(1, 999)}@example.com`;
+    if (!awkward)
+      person.email = `${person.firstName.toLowerCase().replace(/[^a-z]/g, '')}.${rng.int(1, 999)}@example.com`;
     loan.people.push(person);
   }
 
   const documents: DocumentRecord[] = [];
   const nDocs = rng.int(0, 4);
   for (let d = 0; d < nDocs; d += 1) {
-    const name = index % 4 === 0 && d === 0 ? rng.pick(ODD_NAMES) : rng.pick(['Tax Return.pdf', 'Articles of Organization.pdf', 'Bank Statements.pdf', 'Signed Term Sheet.pdf', 'notes.txt', 'rent roll.csv', ...ODD_NAMES]);
+    const name =
+      index % 4 === 0 && d === 0
+        ? rng.pick(ODD_NAMES)
+        : rng.pick([
+            'Tax Return.pdf',
+            'Articles of Organization.pdf',
+            'Bank Statements.pdf',
+            'Signed Term Sheet.pdf',
+            'notes.txt',
+            'rent roll.csv',
+            ...ODD_NAMES,
+          ]);
     const lower = name.toLowerCase();
-    const type = lower.endsWith('.pdf') ? 'application/pdf' : lower.endsWith('.csv') ? 'text/csv' : lower.endsWith('.txt') ? 'text/plain' : 'application/octet-stream';
-    const bytes = type === 'application/pdf' ? minimalPdf(`${name} for ${loan.fields.loanNumber ?? id}`) : textFile([`document ${name}`, `loan ${id}`, `line ${rng.int(1, 1e6)}`]);
+    const type = lower.endsWith('.pdf')
+      ? 'application/pdf'
+      : lower.endsWith('.csv')
+        ? 'text/csv'
+        : lower.endsWith('.txt')
+          ? 'text/plain'
+          : 'application/octet-stream';
+    const bytes =
+      type === 'application/pdf'
+        ? minimalPdf(`${name} for ${loan.fields.loanNumber ?? id}`)
+        : textFile([`document ${name}`, `loan ${id}`, `line ${rng.int(1, 1e6)}`]);
     const requirement = requirementFor(rng, ids, d);
-    const period = requirement && requirement.periods.length > 0 ? (requirement.periods[requirement.periods.length - 1] ?? null) : null;
+    const period =
+      requirement && requirement.periods.length > 0
+        ? (requirement.periods[requirement.periods.length - 1] ?? null)
+        : null;
     const uploadedAt = formatWithOffset(createdAtMs + (d + 1) * DAY, offset);
     documents.push({
       id: ids.make('doc', rng.id('doc', 12)),

@@ -29,7 +29,14 @@ export const MAX_WILD_ID_LENGTH = 100;
 /** What an id names (the short shape's prefix). */
 export type IdKind = 'ln' | 'biz' | 'per' | 'doc' | 'req' | 'brd';
 
-const WORD: Record<IdKind, string> = { ln: 'loan', biz: 'business', per: 'person', doc: 'document', req: 'requirement', brd: 'release' };
+const WORD: Record<IdKind, string> = {
+  ln: 'loan',
+  biz: 'business',
+  per: 'person',
+  doc: 'document',
+  req: 'requirement',
+  brd: 'release',
+};
 const OPAQUE = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const SEPARATORS = ['-', '_', '.', ':'];
 /** Fineract's externalId column (VARCHAR(100)): xlong ids are all longer. */
@@ -52,7 +59,10 @@ function long(rng: Rng, kind: IdKind, min = 24, max = MAX_LONG_ID_LENGTH): strin
   const length = rng.chance(0.25) ? max : rng.int(min, max);
   let s = `urn:lender:${WORD[kind]}:`;
   while (s.length < length) {
-    const c = rng.chance(0.15) && !SEPARATORS.includes(s[s.length - 1] as string) ? rng.pick(SEPARATORS) : OPAQUE[rng.int(0, OPAQUE.length - 1)];
+    const c =
+      rng.chance(0.15) && !SEPARATORS.includes(s[s.length - 1] as string)
+        ? rng.pick(SEPARATORS)
+        : OPAQUE[rng.int(0, OPAQUE.length - 1)];
     s += c;
   }
   // Never ends in a separator (an id "a." or "a:" is legal, but reads like a cut-off one).
@@ -82,7 +92,12 @@ export function createIdFactory(seed: number, shapes: IdShapes): IdFactory {
   // Mixed: which ids become xlong or wild, and their characters, from a third stream, so the
   // short, uuid and long ids of a seed stay what earlier versions drew.
   const odd = createRng((seed ^ 0x27d4eb2f) >>> 0);
-  const draw = (shape: 'short' | 'uuid' | 'long' | 'xlong' | 'wild', kind: IdKind, short: string, r: Rng): string => {
+  const draw = (
+    shape: 'short' | 'uuid' | 'long' | 'xlong' | 'wild',
+    kind: IdKind,
+    short: string,
+    r: Rng,
+  ): string => {
     if (shape === 'short') return short;
     if (shape === 'uuid') return uuid(r);
     if (shape === 'long') return long(r, kind);

@@ -86,12 +86,22 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   const host = opts.host ?? SANDBOX_DEFAULTS.host;
   const logger = opts.logger ?? silentLogger();
   const now = opts.now ?? Date.now;
-  const state = new SandboxState(opts.seed ?? SANDBOX_DEFAULTS.seed, now, opts.idShapes ?? SANDBOX_DEFAULTS.idShapes, opts.repeatBorrowers ?? 0, opts.amounts ?? SANDBOX_DEFAULTS.amounts);
+  const state = new SandboxState(
+    opts.seed ?? SANDBOX_DEFAULTS.seed,
+    now,
+    opts.idShapes ?? SANDBOX_DEFAULTS.idShapes,
+    opts.repeatBorrowers ?? 0,
+    opts.amounts ?? SANDBOX_DEFAULTS.amounts,
+  );
   const apiKey = state.defaultKey(opts.apiKeyPermissions).key;
   const releaseRatio = opts.releaseRatio ?? SANDBOX_DEFAULTS.releaseRatio;
   state.generate(opts.loans ?? SANDBOX_DEFAULTS.loans, { releaseRatio });
   if (releaseRatio > 0) state.releaseEveryStatus();
-  if (opts.customerExtract) await writeExtract(opts.customerExtract.path, extractCsv(state.customerExtract(opts.customerExtract.existingShare)));
+  if (opts.customerExtract)
+    await writeExtract(
+      opts.customerExtract.path,
+      extractCsv(state.customerExtract(opts.customerExtract.existingShare)),
+    );
 
   const limiter = new RateLimiter(
     {
@@ -104,7 +114,12 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
     now,
   );
   const faults = new FaultInjector();
-  const sender = new WebhookSender(state, logger, opts.webhookRetry ?? { ...SANDBOX_DEFAULTS.webhookRetry }, opts.webhookAutoDisableAfter ?? SANDBOX_DEFAULTS.webhookAutoDisableAfter);
+  const sender = new WebhookSender(
+    state,
+    logger,
+    opts.webhookRetry ?? { ...SANDBOX_DEFAULTS.webhookRetry },
+    opts.webhookAutoDisableAfter ?? SANDBOX_DEFAULTS.webhookAutoDisableAfter,
+  );
   const blobs = new BlobServer(state, host, faults);
   await blobs.listen();
 
@@ -121,17 +136,28 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
       faults,
       blobs,
       logger,
-      options: { allowLoopbackWebhooks: opts.allowLoopbackWebhooks ?? false, documentMaxBytes: opts.documentMaxBytes ?? SANDBOX_DEFAULTS.documentMaxBytes },
+      options: {
+        allowLoopbackWebhooks: opts.allowLoopbackWebhooks ?? false,
+        documentMaxBytes: opts.documentMaxBytes ?? SANDBOX_DEFAULTS.documentMaxBytes,
+      },
     }),
   );
   // Body-parser failures (e.g. a body over 2 MB) in the API's error shape rather than HTML.
-  app.use('/api', (err: unknown, _req: express.Request, res: express.Response, next: express.NextFunction) => {
-    void next;
-    const e = err as { status?: number; message?: string };
-    res.status(e.status ?? 400).json({ code: 'input.invalid', message: e.message ?? 'request could not be read' });
-  });
+  app.use(
+    '/api',
+    (err: unknown, _req: express.Request, res: express.Response, next: express.NextFunction) => {
+      void next;
+      const e = err as { status?: number; message?: string };
+      res
+        .status(e.status ?? 400)
+        .json({ code: 'input.invalid', message: e.message ?? 'request could not be read' });
+    },
+  );
   app.use((_req: express.Request, res: express.Response) => {
-    res.status(404).json({ code: 'route.not_found', message: 'the sandbox serves /api/public/v1/..., /api/public/... (legacy) and /admin/...' });
+    res.status(404).json({
+      code: 'route.not_found',
+      message: 'the sandbox serves /api/public/v1/..., /api/public/... (legacy) and /admin/...',
+    });
   });
 
   const server: Server = createServer(app);

@@ -19,7 +19,9 @@ export const PERMISSIONS = [
   'read:businesses:ein',
   'read:people:ssn',
 ] as const;
-export const DEFAULT_PERMISSIONS: string[] = PERMISSIONS.filter((p) => p !== 'read:businesses:ein' && p !== 'read:people:ssn');
+export const DEFAULT_PERMISSIONS: string[] = PERMISSIONS.filter(
+  (p) => p !== 'read:businesses:ein' && p !== 'read:people:ssn',
+);
 
 export const DEFAULT_ORG = 'org_sandbox';
 

@@ -2,7 +2,16 @@
 
 export const LOAN_STATUSES = ['draft', 'application', 'active', 'denied', 'withdrawn', 'funded'] as const;
 export type LoanStatus = (typeof LOAN_STATUSES)[number];
-export const PAYMENT_FREQUENCIES = ['weekly', 'biweekly', 'monthly', 'quarterly', 'semi-annual', 'annual', 'lump sum', 'irregular payments'] as const;
+export const PAYMENT_FREQUENCIES = [
+  'weekly',
+  'biweekly',
+  'monthly',
+  'quarterly',
+  'semi-annual',
+  'annual',
+  'lump sum',
+  'irregular payments',
+] as const;
 export const RATE_TYPES = ['fixed', 'variable'] as const;
 export const LOAN_TYPES = ['business', 'personal'] as const;
 export const ENTITY_TYPES = [
@@ -16,7 +25,13 @@ export const ENTITY_TYPES = [
 ] as const;
 /** Entity-in-loan roles the sandbox resolves (the entities list echoes these names). */
 export const ENTITY_ROLES = ['borrower', 'co-borrower', 'guarantor', 'owner', 'key principal'] as const;
-export const WEBHOOK_EVENT_TYPES = ['loan.created', 'loan.status_changed', 'loan.funded', 'document.uploaded', 'document.signed'] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  'loan.created',
+  'loan.status_changed',
+  'loan.funded',
+  'document.uploaded',
+  'document.signed',
+] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export interface Ref {

@@ -60,7 +60,8 @@ function findRoute(method: string, rest: string): { route: RouteDef; params: Rec
 
 function firstValues(originalUrl: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of new URL(originalUrl, 'http://sandbox.invalid').searchParams) if (!(k in out)) out[k] = v;
+  for (const [k, v] of new URL(originalUrl, 'http://sandbox.invalid').searchParams)
+    if (!(k in out)) out[k] = v;
   return out;
 }
 
@@ -86,7 +87,12 @@ function send(res: Response, result: RouteResult, headers: Record<string, string
 function sendSlow(res: Response, result: RouteResult, headers: Record<string, string>, ms: number): void {
   if (res.headersSent || res.destroyed) return;
   const body = Buffer.from(JSON.stringify(result.body), 'utf8');
-  res.set({ ...headers, ...(result.headers ?? {}), 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length) });
+  res.set({
+    ...headers,
+    ...(result.headers ?? {}),
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(body.length),
+  });
   res.status(result.status);
   res.flushHeaders();
   const pieces = 4;
@@ -121,14 +127,23 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
     const address = parseAddress(req.path);
     const found = address ? findRoute(req.method, address.rest) : null;
     if (!address || !found) {
-      send(res, { status: 404, body: { code: 'route.not_found', message: `no operation ${req.method} ${req.path}` } }, headers);
+      send(
+        res,
+        { status: 404, body: { code: 'route.not_found', message: `no operation ${req.method} ${req.path}` } },
+        headers,
+      );
       return;
     }
     const { route, params } = found;
     const routeKey = `${route.method} ${address.legacy ? '/public' : '/public/v1'}${route.pattern}`;
     const started = Date.now();
     // Route pattern only: ids, cursors and query strings stay out of the log.
-    res.on('close', () => logger.debug({ route: routeKey, status: res.headersSent ? res.statusCode : 'dropped', ms: Date.now() - started }, 'sandbox request'));
+    res.on('close', () =>
+      logger.debug(
+        { route: routeKey, status: res.headersSent ? res.statusCode : 'dropped', ms: Date.now() - started },
+        'sandbox request',
+      ),
+    );
     if (address.legacy) {
       headers['Deprecation'] = 'true';
       headers['Sunset'] = LEGACY_SUNSET;
@@ -140,7 +155,13 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
       const key = authenticate(state, req.get('authorization'), address.org, country);
       const bucket: LimitBucket = address.legacy ? 'legacy' : route.method === 'GET' ? 'read' : 'write';
       state.counters.byBucket[bucket] += 1;
-      const logged: RequestLogEntry = { at: state.nowMs(), key: keyDigest(key.key), bucket, route: routeKey, status: 0 };
+      const logged: RequestLogEntry = {
+        at: state.nowMs(),
+        key: keyDigest(key.key),
+        bucket,
+        route: routeKey,
+        status: 0,
+      };
       state.requestLog.add(logged);
       res.on('close', () => {
         logged.status = res.headersSent ? res.statusCode : 0;
@@ -153,7 +174,12 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
         state.counters.rateLimited += 1;
         state.counters.rateLimitedByBucket[bucket] += 1;
         recordStrike(state, limiter, key);
-        throw apiError(429, 'rate_limit.exceeded', `too many ${bucket} requests; retry after ${decision.retryAfterSeconds} s`, { retryAfter: decision.retryAfterSeconds }).withHeaders({
+        throw apiError(
+          429,
+          'rate_limit.exceeded',
+          `too many ${bucket} requests; retry after ${decision.retryAfterSeconds} s`,
+          { retryAfter: decision.retryAfterSeconds },
+        ).withHeaders({
           'Retry-After': String(decision.retryAfterSeconds),
         });
       }
@@ -161,8 +187,14 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
 
       const isWrite = route.method !== 'GET';
       const idempotencyKey = isWrite ? (req.get('idempotency-key') ?? null) : null;
-      if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)) {
-        throw invalidInput(`Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters (got ${idempotencyKey.length})`, { field: 'Idempotency-Key' });
+      if (
+        idempotencyKey !== null &&
+        (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
+      ) {
+        throw invalidInput(
+          `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters (got ${idempotencyKey.length})`,
+          { field: 'Idempotency-Key' },
+        );
       }
       const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
       let body: unknown = undefined;
@@ -175,11 +207,17 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
       }
 
       const scopeKey = idempotencyKey !== null ? `${key.orgId}\n${idempotencyKey}` : null;
-      const fingerprint = createHash('sha256').update(`${route.method} ${address.rest}\n${raw}`).digest('hex');
+      const fingerprint = createHash('sha256')
+        .update(`${route.method} ${address.rest}\n${raw}`)
+        .digest('hex');
       // A retry that arrives while the first request with its key is still running (e.g. under
       // injected latency) must not run the operation a second time.
       if (scopeKey !== null && inFlight.has(scopeKey)) {
-        throw apiError(409, 'idempotency.in_progress', 'a request with this Idempotency-Key is still being processed; retry later');
+        throw apiError(
+          409,
+          'idempotency.in_progress',
+          'a request with this Idempotency-Key is still being processed; retry later',
+        );
       }
       if (scopeKey !== null) inFlight.add(scopeKey);
       try {
@@ -198,13 +236,28 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
           // from the limiter's (which mean the client overran its budget).
           state.counters.faults.injected429 += 1;
           recordStrike(state, limiter, key);
-          const body = { code: 'rate_limit.exceeded', message: `too many requests; retry after ${fault.retryAfterSeconds} s`, retryAfter: fault.retryAfterSeconds };
-          send(res, { status: 429, body }, { ...headers, 'X-RateLimit-Remaining': '0', 'Retry-After': String(fault.retryAfterSeconds) });
+          const body = {
+            code: 'rate_limit.exceeded',
+            message: `too many requests; retry after ${fault.retryAfterSeconds} s`,
+            retryAfter: fault.retryAfterSeconds,
+          };
+          send(
+            res,
+            { status: 429, body },
+            { ...headers, 'X-RateLimit-Remaining': '0', 'Retry-After': String(fault.retryAfterSeconds) },
+          );
           return;
         }
         if (fault.action === '5xx') {
           state.counters.faults.injected5xx += 1;
-          send(res, { status: 503, body: { code: 'service.unavailable', message: 'injected fault: service unavailable' } }, headers);
+          send(
+            res,
+            {
+              status: 503,
+              body: { code: 'service.unavailable', message: 'injected fault: service unavailable' },
+            },
+            headers,
+          );
           return;
         }
 
@@ -212,18 +265,34 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
         const stored = scopeKey !== null ? state.idempotency.get(scopeKey) : undefined;
         if (stored) {
           if (stored.fingerprint !== fingerprint) {
-            throw apiError(422, 'idempotency.key_reused', 'this Idempotency-Key was already used for a different request');
+            throw apiError(
+              422,
+              'idempotency.key_reused',
+              'this Idempotency-Key was already used for a different request',
+            );
           }
           state.counters.idempotentReplays += 1;
           result = { status: stored.status, body: stored.body, headers: { 'Idempotent-Replayed': 'true' } };
         } else {
           try {
-            result = await route.handler({ req, params, query: firstValues(req.originalUrl), body, key, legacy: address.legacy, state, blobs: deps.blobs, options: deps.options, idempotencyKey });
+            result = await route.handler({
+              req,
+              params,
+              query: firstValues(req.originalUrl),
+              body,
+              key,
+              legacy: address.legacy,
+              state,
+              blobs: deps.blobs,
+              options: deps.options,
+              idempotencyKey,
+            });
           } catch (err) {
             result = errorResult(err, logger);
           }
           // Only successes are stored: a refused request may be retried with the same key.
-          if (scopeKey !== null && result.status < 300) state.idempotency.set(scopeKey, { fingerprint, status: result.status, body: result.body });
+          if (scopeKey !== null && result.status < 300)
+            state.idempotency.set(scopeKey, { fingerprint, status: result.status, body: result.body });
         }
         if (fault.action === 'resetAfterCommit') {
           state.counters.faults.resetsAfterCommit += 1;

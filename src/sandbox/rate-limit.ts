@@ -66,10 +66,22 @@ export class RateLimiter {
     const resetMs = w.startMs + this.settings.windowMs;
     const forced = this.forcedUntil[bucket];
     if (forced !== undefined && now < forced) {
-      return { allowed: false, limit, remaining: 0, resetMs: Math.max(resetMs, forced), retryAfterSeconds: Math.max(1, Math.ceil((forced - now) / 1000)) };
+      return {
+        allowed: false,
+        limit,
+        remaining: 0,
+        resetMs: Math.max(resetMs, forced),
+        retryAfterSeconds: Math.max(1, Math.ceil((forced - now) / 1000)),
+      };
     }
     if (w.count >= limit) {
-      return { allowed: false, limit, remaining: 0, resetMs, retryAfterSeconds: Math.max(1, Math.ceil((resetMs - now) / 1000)) };
+      return {
+        allowed: false,
+        limit,
+        remaining: 0,
+        resetMs,
+        retryAfterSeconds: Math.max(1, Math.ceil((resetMs - now) / 1000)),
+      };
     }
     w.count += 1;
     return { allowed: true, limit, remaining: limit - w.count, resetMs, retryAfterSeconds: 0 };

@@ -62,7 +62,10 @@ export function nameVariant(name: string, rng: Rng): string {
     case 1:
       return name.toUpperCase();
     case 2:
-      return name.replace(/\bLLC\b/, 'L.L.C.').replace(/\bInc\.$/, 'Inc').replace(/ (LLC|LLP|L\.L\.C\.|Inc|Corp\.)$/, ', $1');
+      return name
+        .replace(/\bLLC\b/, 'L.L.C.')
+        .replace(/\bInc\.$/, 'Inc')
+        .replace(/ (LLC|LLP|L\.L\.C\.|Inc|Corp\.)$/, ', $1');
     default:
       return `  ${name.replace(/\./g, '').toLowerCase()} `;
   }
@@ -81,7 +84,11 @@ export interface ExtractRow {
  * loan here (a real extract holds the whole customer base). CIFs are 8 digits starting with 8, so
  * they never overlap a number pool that starts below 80000000.
  */
-export function customerExtractRows(loans: Iterable<LoanRecord>, existingShare: number, seed: number): ExtractRow[] {
+export function customerExtractRows(
+  loans: Iterable<LoanRecord>,
+  existingShare: number,
+  seed: number,
+): ExtractRow[] {
   const rng = createRng((seed ^ 0xc1f0_0001) >>> 0);
   const seen = new Set<string>();
   const rows: ExtractRow[] = [];
@@ -92,19 +99,34 @@ export function customerExtractRows(loans: Iterable<LoanRecord>, existingShare: 
       if (b.ein === null || seen.has(b.ein)) continue;
       seen.add(b.ein);
       if (!rng.chance(existingShare)) continue;
-      rows.push({ cif: cif(), tin: rng.chance(0.5) ? `${b.ein.slice(0, 2)}-${b.ein.slice(2)}` : b.ein, name: nameVariant(b.name, rng).trim(), birthOrFormationDate: `20${rng.int(10, 24)}-0${rng.int(1, 9)}-1${rng.int(0, 9)}` });
+      rows.push({
+        cif: cif(),
+        tin: rng.chance(0.5) ? `${b.ein.slice(0, 2)}-${b.ein.slice(2)}` : b.ein,
+        name: nameVariant(b.name, rng).trim(),
+        birthOrFormationDate: `20${rng.int(10, 24)}-0${rng.int(1, 9)}-1${rng.int(0, 9)}`,
+      });
     }
     for (const p of loan.people) {
       if (seen.has(p.ssn)) continue;
       seen.add(p.ssn);
       if (!rng.chance(existingShare)) continue;
-      rows.push({ cif: cif(), tin: rng.chance(0.5) ? `${p.ssn.slice(0, 3)}-${p.ssn.slice(3, 5)}-${p.ssn.slice(5)}` : p.ssn, name: `${p.firstName} ${p.lastName}`, birthOrFormationDate: p.dateOfBirth ?? '' });
+      rows.push({
+        cif: cif(),
+        tin: rng.chance(0.5) ? `${p.ssn.slice(0, 3)}-${p.ssn.slice(3, 5)}-${p.ssn.slice(5)}` : p.ssn,
+        name: `${p.firstName} ${p.lastName}`,
+        birthOrFormationDate: p.dateOfBirth ?? '',
+      });
     }
   }
   const others = rows.length;
   for (let i = 0; i < others; i += 1) {
     // Customers without a loan here: tax ids the generator never makes (EIN prefix 00).
-    rows.push({ cif: cif(), tin: `00${String(rng.int(1_000_000, 9_999_999))}`, name: `Depositor ${i + 1} LLC`, birthOrFormationDate: '' });
+    rows.push({
+      cif: cif(),
+      tin: `00${String(rng.int(1_000_000, 9_999_999))}`,
+      name: `Depositor ${i + 1} LLC`,
+      birthOrFormationDate: '',
+    });
   }
   return rows;
 }
@@ -112,5 +134,10 @@ export function customerExtractRows(loans: Iterable<LoanRecord>, existingShare: 
 /** CSV text of an extract (header cif,tin,name,birth_or_formation_date), by the connector's CSV writer: data as it is. */
 export function extractCsv(rows: readonly ExtractRow[]): string {
   // Data a program reads back as it is: raw RFC 4180 records (no formula prefix), CRLF.
-  return [csvRecord(['cif', 'tin', 'name', 'birth_or_formation_date']), ...rows.map((r) => csvRecord([r.cif, r.tin, r.name, r.birthOrFormationDate]))].map((l) => `${l}\r\n`).join('');
+  return [
+    csvRecord(['cif', 'tin', 'name', 'birth_or_formation_date']),
+    ...rows.map((r) => csvRecord([r.cif, r.tin, r.name, r.birthOrFormationDate])),
+  ]
+    .map((l) => `${l}\r\n`)
+    .join('');
 }

@@ -68,7 +68,10 @@ export class RequestLog {
  * The most requests inside any window [t, t + windowMs) over ascending times (two pointers: one
  * pass). A client within a documented limit of N per window never exceeds N here.
  */
-export function maxInSlidingWindow(times: readonly number[], windowMs: number): { max: number; at: number | null } {
+export function maxInSlidingWindow(
+  times: readonly number[],
+  windowMs: number,
+): { max: number; at: number | null } {
   let best = 0;
   let at: number | null = null;
   let lo = 0;

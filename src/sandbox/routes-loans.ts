@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { apiError, fromZod, invalidInput, notFound, validationFailed } from './api-error.js';
-import { LOAN_STATUSES, PAYMENT_FREQUENCIES, RATE_TYPES, LOAN_TYPES, ENTITY_TYPES, ENTITY_ROLES, type LoanRecord } from './model.js';
+import {
+  LOAN_STATUSES,
+  PAYMENT_FREQUENCIES,
+  RATE_TYPES,
+  LOAN_TYPES,
+  ENTITY_TYPES,
+  ENTITY_ROLES,
+  type LoanRecord,
+} from './model.js';
 import { compareKeys, pageRequest, paginate, type SortValue } from './pagination.js';
 import { ok, type RouteContext, type RouteDef, type RouteResult } from './route-table.js';
 import { publicBusiness, publicLoan, publicPerson, queueItem } from './serialize.js';
@@ -33,7 +41,10 @@ function sortLoans(loans: LoanRecord[], field: (typeof SORTS)[number], order: 'a
   return [...loans].sort((a, b) => {
     const va = sortValue(a, field);
     const vb = sortValue(b, field);
-    if (va !== vb) return sign * (typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va) < String(vb) ? -1 : 1);
+    if (va !== vb)
+      return (
+        sign * (typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va) < String(vb) ? -1 : 1)
+      );
     return sign * (a.fields.id < b.fields.id ? -1 : a.fields.id > b.fields.id ? 1 : 0);
   });
 }
@@ -48,9 +59,11 @@ function listLoans(c: RouteContext): RouteResult {
     throw invalidInput(`status must be one of ${LOAN_STATUSES.join(', ')}`, { field: 'status' });
   }
   const sort = q['sort'] ?? 'createdAt';
-  if (!(SORTS as readonly string[]).includes(sort)) throw invalidInput(`sort must be one of ${SORTS.join(', ')}`, { field: 'sort' });
+  if (!(SORTS as readonly string[]).includes(sort))
+    throw invalidInput(`sort must be one of ${SORTS.join(', ')}`, { field: 'sort' });
   const order = q['order'] ?? 'desc';
-  if (order !== 'asc' && order !== 'desc') throw invalidInput('order must be asc or desc', { field: 'order' });
+  if (order !== 'asc' && order !== 'desc')
+    throw invalidInput('order must be asc or desc', { field: 'order' });
   const cursorMode = q['cursor'] !== undefined;
   // Cursor mode always orders by creation time (spec); the order parameter still applies.
   const field = cursorMode ? 'createdAt' : (sort as (typeof SORTS)[number]);
@@ -67,18 +80,29 @@ function listLoans(c: RouteContext): RouteResult {
 function boardingQueue(c: RouteContext): RouteResult {
   const q = c.query;
   const boardedRaw = q['boarded'] ?? 'false';
-  if (boardedRaw !== 'true' && boardedRaw !== 'false') throw invalidInput('boarded must be true or false', { field: 'boarded' });
+  if (boardedRaw !== 'true' && boardedRaw !== 'false')
+    throw invalidInput('boarded must be true or false', { field: 'boarded' });
   const boarded = boardedRaw === 'true';
   let sinceMs: number | null = null;
   if (q['boardedSince'] !== undefined) {
-    if (!boarded) throw invalidInput('boardedSince is only allowed with boarded=true', { field: 'boardedSince' });
+    if (!boarded)
+      throw invalidInput('boardedSince is only allowed with boarded=true', { field: 'boardedSince' });
     const raw = q['boardedSince'];
-    sinceMs = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? parseStrictDateTime(`${raw}T00:00:00Z`) : parseStrictDateTime(raw);
-    if (sinceMs === null) throw invalidInput('boardedSince must be an ISO 8601 date-time with Z or an offset (or a date, read as 00:00Z)', { field: 'boardedSince' });
+    sinceMs = /^\d{4}-\d{2}-\d{2}$/.test(raw)
+      ? parseStrictDateTime(`${raw}T00:00:00Z`)
+      : parseStrictDateTime(raw);
+    if (sinceMs === null)
+      throw invalidInput(
+        'boardedSince must be an ISO 8601 date-time with Z or an offset (or a date, read as 00:00Z)',
+        { field: 'boardedSince' },
+      );
   }
   const scope = `queue:${boarded}`;
   const page = pageRequest({ limit: q['limit'], offset: q['offset'], cursor: q['cursor'] }, scope);
-  const keyOf = (l: LoanRecord): [SortValue, string] => [boarded ? (l.boarding?.boardedAtMs ?? 0) : (l.boarding?.releasedAtMs ?? 0), l.fields.id];
+  const keyOf = (l: LoanRecord): [SortValue, string] => [
+    boarded ? (l.boarding?.boardedAtMs ?? 0) : (l.boarding?.releasedAtMs ?? 0),
+    l.fields.id,
+  ];
   const since = sinceMs;
   // Keys computed once per item: the sort runs on every queue request.
   const keyed = orgLoans(c)
@@ -94,24 +118,26 @@ function boardingQueue(c: RouteContext): RouteResult {
 const dateTime = z.string().refine((v) => parseStrictDateTime(v) !== null, {
   message: 'expected an ISO 8601 date-time with a time and Z or a numeric offset, on a real calendar day',
 });
-const patchSchema = z.strictObject({
-  centsAmount: z.number().int().gt(0).max(MAX),
-  bpsFixedRate: z.number().int().min(0).max(MAX),
-  bpsSpreadRate: z.number().int().min(0).max(MAX),
-  bpsPrimeRate: z.number().int().min(0).max(MAX),
-  rateType: z.enum(RATE_TYPES),
-  monthsTerm: z.number().int().gt(0).max(MAX),
-  monthsInterestOnly: z.number().int().min(0).max(MAX),
-  paymentFrequency: z.enum(PAYMENT_FREQUENCIES),
-  purpose: z.string(),
-  purposeNarrative: z.string(),
-  type: z.enum(LOAN_TYPES),
-  loanNumber: z.string(),
-  productId: z.string(),
-  applicationDate: dateTime,
-  closeDate: dateTime,
-  firstPaymentDate: dateTime,
-}).partial();
+const patchSchema = z
+  .strictObject({
+    centsAmount: z.number().int().gt(0).max(MAX),
+    bpsFixedRate: z.number().int().min(0).max(MAX),
+    bpsSpreadRate: z.number().int().min(0).max(MAX),
+    bpsPrimeRate: z.number().int().min(0).max(MAX),
+    rateType: z.enum(RATE_TYPES),
+    monthsTerm: z.number().int().gt(0).max(MAX),
+    monthsInterestOnly: z.number().int().min(0).max(MAX),
+    paymentFrequency: z.enum(PAYMENT_FREQUENCIES),
+    purpose: z.string(),
+    purposeNarrative: z.string(),
+    type: z.enum(LOAN_TYPES),
+    loanNumber: z.string(),
+    productId: z.string(),
+    applicationDate: dateTime,
+    closeDate: dateTime,
+    firstPaymentDate: dateTime,
+  })
+  .partial();
 
 function patchLoan(c: RouteContext): RouteResult {
   const loan = liveLoanOr404(c);
@@ -120,7 +146,11 @@ function patchLoan(c: RouteContext): RouteResult {
     const managed = ['status', 'stage'].filter((f) => f in body);
     if (managed.length > 0) {
       throw validationFailed(
-        managed.map((f) => ({ path: [f], code: 'server_managed', message: `${f} is server-managed and cannot be updated` })),
+        managed.map((f) => ({
+          path: [f],
+          code: 'server_managed',
+          message: `${f} is server-managed and cannot be updated`,
+        })),
         body,
       );
     }
@@ -130,11 +160,28 @@ function patchLoan(c: RouteContext): RouteResult {
   const patch = parsed.data;
   if (patch.productId !== undefined) {
     const product = c.state.products.find((p) => p.id === patch.productId);
-    if (!product) throw validationFailed([{ path: ['productId'], code: 'unknown_product', message: `no product ${patch.productId}` }], body);
+    if (!product)
+      throw validationFailed(
+        [{ path: ['productId'], code: 'unknown_product', message: `no product ${patch.productId}` }],
+        body,
+      );
     loan.fields.product = { id: product.id, name: product.name };
   }
   const f = loan.fields;
-  for (const k of ['centsAmount', 'monthsTerm', 'monthsInterestOnly', 'paymentFrequency', 'rateType', 'purpose', 'purposeNarrative', 'type', 'loanNumber', 'applicationDate', 'closeDate', 'firstPaymentDate'] as const) {
+  for (const k of [
+    'centsAmount',
+    'monthsTerm',
+    'monthsInterestOnly',
+    'paymentFrequency',
+    'rateType',
+    'purpose',
+    'purposeNarrative',
+    'type',
+    'loanNumber',
+    'applicationDate',
+    'closeDate',
+    'firstPaymentDate',
+  ] as const) {
     const v = patch[k];
     if (v !== undefined) (f as unknown as Record<string, unknown>)[k] = v;
   }
@@ -142,9 +189,17 @@ function patchLoan(c: RouteContext): RouteResult {
     const v = patch[k];
     if (v !== undefined) loan.rateParts[k] = v;
   }
-  if (patch.bpsFixedRate !== undefined || patch.bpsSpreadRate !== undefined || patch.bpsPrimeRate !== undefined || patch.rateType !== undefined) {
+  if (
+    patch.bpsFixedRate !== undefined ||
+    patch.bpsSpreadRate !== undefined ||
+    patch.bpsPrimeRate !== undefined ||
+    patch.rateType !== undefined
+  ) {
     const r = loan.rateParts;
-    f.bpsRate = f.rateType === 'variable' ? (r.bpsSpreadRate ?? 0) + (r.bpsPrimeRate ?? 0) : (r.bpsFixedRate ?? f.bpsRate ?? 0);
+    f.bpsRate =
+      f.rateType === 'variable'
+        ? (r.bpsSpreadRate ?? 0) + (r.bpsPrimeRate ?? 0)
+        : (r.bpsFixedRate ?? f.bpsRate ?? 0);
   }
   f.updatedAt = c.state.nowIso();
   return ok({ data: publicLoan(loan) });
@@ -201,9 +256,13 @@ const searchSchema = z.looseObject({
       offset: z.number().int().min(0).max(MAX).optional(),
       cursor: z.string().optional(),
     })
-    .refine((p) => !(p.cursor !== undefined && p.offset !== undefined), { message: 'cursor and offset are mutually exclusive' })
+    .refine((p) => !(p.cursor !== undefined && p.offset !== undefined), {
+      message: 'cursor and offset are mutually exclusive',
+    })
     .optional(),
-  sort: z.strictObject({ field: z.enum(SORTS).optional(), order: z.enum(['asc', 'desc']).optional() }).optional(),
+  sort: z
+    .strictObject({ field: z.enum(SORTS).optional(), order: z.enum(['asc', 'desc']).optional() })
+    .optional(),
 });
 
 function search(c: RouteContext): RouteResult {
@@ -214,19 +273,25 @@ function search(c: RouteContext): RouteResult {
   const cursorMode = pagination.cursor !== undefined;
   const field = cursorMode ? 'createdAt' : (sort.field ?? 'createdAt');
   const scope = `search:${order}`;
-  const page = pageRequest({ limit: pagination.limit, offset: pagination.offset, cursor: pagination.cursor }, scope, {
-    limit: 'pagination.limit',
-    offset: 'pagination.offset',
-    cursor: 'pagination.cursor',
-  });
+  const page = pageRequest(
+    { limit: pagination.limit, offset: pagination.offset, cursor: pagination.cursor },
+    scope,
+    {
+      limit: 'pagination.limit',
+      offset: 'pagination.offset',
+      cursor: 'pagination.cursor',
+    },
+  );
   const from = filters.dateRange?.from !== undefined ? parseStrictDateTime(filters.dateRange.from) : null;
   const to = filters.dateRange?.to !== undefined ? parseStrictDateTime(filters.dateRange.to) : null;
   const loans = orgLoans(c).filter((l) => {
     if (filters.status && !filters.status.includes(l.fields.status)) return false;
     if (filters.productIds && !filters.productIds.includes(l.fields.product?.id ?? '')) return false;
     const amount = l.fields.centsAmount;
-    if (filters.centsAmountMin !== undefined && (amount === undefined || amount < filters.centsAmountMin)) return false;
-    if (filters.centsAmountMax !== undefined && (amount === undefined || amount > filters.centsAmountMax)) return false;
+    if (filters.centsAmountMin !== undefined && (amount === undefined || amount < filters.centsAmountMin))
+      return false;
+    if (filters.centsAmountMax !== undefined && (amount === undefined || amount > filters.centsAmountMax))
+      return false;
     if (from !== null && l.createdAtMs < from) return false;
     if (to !== null && l.createdAtMs > to) return false;
     return true;
@@ -250,7 +315,10 @@ const businessSchema = z.strictObject({
 });
 
 function normaliseRole(s: string): string {
-  return s.trim().toLowerCase().replace(/[\s_-]+/g, ' ');
+  return s
+    .trim()
+    .toLowerCase()
+    .replace(/[\s_-]+/g, ' ');
 }
 
 function createBusiness(c: RouteContext): RouteResult {
@@ -260,7 +328,12 @@ function createBusiness(c: RouteContext): RouteResult {
   const b = parsed.data;
   const role = ENTITY_ROLES.find((r) => normaliseRole(r) === normaliseRole(b.role));
   if (!role) {
-    throw apiError(400, 'entity.role_unknown', `unknown role "${b.role}"; valid roles: ${ENTITY_ROLES.join(', ')}`, { field: 'role', validRoles: [...ENTITY_ROLES] });
+    throw apiError(
+      400,
+      'entity.role_unknown',
+      `unknown role "${b.role}"; valid roles: ${ENTITY_ROLES.join(', ')}`,
+      { field: 'role', validRoles: [...ENTITY_ROLES] },
+    );
   }
   const record = {
     id: c.state.newShapedId('biz'),
@@ -293,7 +366,10 @@ function acknowledge(c: RouteContext): RouteResult {
   if (b.boarded) {
     const dup = c.state.counters.duplicateAcks;
     dup[id] = (dup[id] ?? 0) + 1;
-    throw apiError(409, 'loan.already_boarded', `loan ${id} was already boarded at ${b.boardedAt ?? '?'}`, { boardingId: b.id, boardedAt: b.boardedAt });
+    throw apiError(409, 'loan.already_boarded', `loan ${id} was already boarded at ${b.boardedAt ?? '?'}`, {
+      boardingId: b.id,
+      boardedAt: b.boardedAt,
+    });
   }
   const nowMs = c.state.nowMs();
   b.boarded = true;
@@ -311,12 +387,22 @@ export const loanRoutes: RouteDef[] = [
   { method: 'GET', pattern: '/loans', permission: 'read:loans', handler: listLoans },
   { method: 'GET', pattern: '/loans/boarding-queue', permission: 'read:boarding', handler: boardingQueue },
   { method: 'POST', pattern: '/loans/search', permission: 'read:loans', handler: search },
-  { method: 'GET', pattern: '/loans/:id', permission: 'read:loans', handler: (c) => ok({ data: publicLoan(liveLoanOr404(c)) }) },
+  {
+    method: 'GET',
+    pattern: '/loans/:id',
+    permission: 'read:loans',
+    handler: (c) => ok({ data: publicLoan(liveLoanOr404(c)) }),
+  },
   { method: 'PATCH', pattern: '/loans/:id', permission: 'write:loans', handler: patchLoan },
   { method: 'DELETE', pattern: '/loans/:id', permission: 'write:loans', handler: deleteLoan },
   { method: 'GET', pattern: '/loans/:id/summary', permission: 'read:loans', handler: summary },
   { method: 'GET', pattern: '/loans/:id/entities', permission: 'read:businesses', handler: entities },
-  { method: 'POST', pattern: '/loans/:id/businesses', permission: 'write:businesses', handler: createBusiness },
+  {
+    method: 'POST',
+    pattern: '/loans/:id/businesses',
+    permission: 'write:businesses',
+    handler: createBusiness,
+  },
   { method: 'POST', pattern: '/loans/:id/boarding', permission: 'write:boarding', handler: acknowledge },
 ];
 

@@ -8,7 +8,10 @@ export const productRoutes: RouteDef[] = [
     pattern: '/products',
     permission: 'read:products',
     handler: (c) => {
-      const page = pageRequest({ limit: c.query['limit'], offset: c.query['offset'], cursor: c.query['cursor'] }, 'products');
+      const page = pageRequest(
+        { limit: c.query['limit'], offset: c.query['offset'], cursor: c.query['cursor'] },
+        'products',
+      );
       const p = paginate(c.state.products, page, (x) => [0, x.id], 'asc', 'products', c.legacy);
       return ok({ data: p.items.map((x) => ({ ...x })), meta: p.meta });
     },

@@ -8,7 +8,11 @@ import type { WebhookEndpointRecord } from './state.js';
 import { webhookUrlProblem } from './webhook-url.js';
 
 const events = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1);
-const createSchema = z.strictObject({ name: z.string().min(1).max(100), url: z.string(), subscribedEvents: events });
+const createSchema = z.strictObject({
+  name: z.string().min(1).max(100),
+  url: z.string(),
+  subscribedEvents: events,
+});
 const patchSchema = z.strictObject({
   name: z.string().min(1).max(100).optional(),
   url: z.string().optional(),
@@ -19,7 +23,8 @@ const patchSchema = z.strictObject({
 function checkUrl(c: RouteContext, url: string | undefined): void {
   if (url === undefined) return;
   const problem = webhookUrlProblem(url, c.options.allowLoopbackWebhooks);
-  if (problem) throw validationFailed([{ path: ['url'], code: 'invalid_url', message: `url ${problem}` }], c.body);
+  if (problem)
+    throw validationFailed([{ path: ['url'], code: 'invalid_url', message: `url ${problem}` }], c.body);
 }
 
 function create(c: RouteContext): RouteResult {

@@ -54,7 +54,10 @@ export function queueItem(loan: LoanRecord): unknown {
   return { ...(base as Record<string, unknown>), boarding: publicBoarding(loan) };
 }
 
-export function publicBusiness(b: BusinessRecord, opts: { fullEin: boolean; withNaics: boolean }): Record<string, unknown> {
+export function publicBusiness(
+  b: BusinessRecord,
+  opts: { fullEin: boolean; withNaics: boolean },
+): Record<string, unknown> {
   return compact({
     id: b.id,
     name: b.name,

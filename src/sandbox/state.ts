@@ -105,12 +105,24 @@ export class SandboxState {
   }
 
   /** Generates loans; `release` decides per loan whether it goes to the boarding queue. */
-  generate(count: number, opts: { releaseRatio?: number; release?: boolean; status?: LoanStatus; emit?: boolean; atNow?: boolean } = {}): string[] {
+  generate(
+    count: number,
+    opts: {
+      releaseRatio?: number;
+      release?: boolean;
+      status?: LoanStatus;
+      emit?: boolean;
+      atNow?: boolean;
+    } = {},
+  ): string[] {
     const ids: string[] = [];
     for (let i = 0; i < count; i += 1) {
       const index = this.generated;
       this.generated += 1;
-      const genOpts: { status?: LoanStatus; createdAtMs?: number; ids: IdFactory; amounts: AmountProfile } = { ids: this.ids, amounts: this.amounts };
+      const genOpts: { status?: LoanStatus; createdAtMs?: number; ids: IdFactory; amounts: AmountProfile } = {
+        ids: this.ids,
+        amounts: this.amounts,
+      };
       if (opts.status) genOpts.status = opts.status;
       if (opts.atNow) genOpts.createdAtMs = this.now();
       const { loan, documents } = generateLoan(this.rng, index, DEFAULT_ORG, genOpts);
@@ -177,7 +189,12 @@ export class SandboxState {
     loan.fields.status = status;
     loan.fields.updatedAt = this.nowIso();
     this.emit('loan.status_changed', { loanId: id, previousStatus: previous, status });
-    if (status === 'funded') this.emit('loan.funded', { loanId: id, centsAmount: loan.fields.centsAmount ?? null, fundedAt: loan.fields.updatedAt });
+    if (status === 'funded')
+      this.emit('loan.funded', {
+        loanId: id,
+        centsAmount: loan.fields.centsAmount ?? null,
+        fundedAt: loan.fields.updatedAt,
+      });
     return loan;
   }
 
@@ -185,12 +202,20 @@ export class SandboxState {
     const doc = this.documents.get(id);
     if (!doc) return undefined;
     doc.signed = true;
-    this.emit('document.signed', { loanId: doc.loanId, documentId: doc.id, name: doc.name, signedAt: this.nowIso() });
+    this.emit('document.signed', {
+      loanId: doc.loanId,
+      documentId: doc.id,
+      name: doc.name,
+      signedAt: this.nowIso(),
+    });
     return doc;
   }
 
   /** Creates an upload record that is not attached yet (step 1 of an upload, not in the spec). */
-  createPendingDocument(loanId: string, opts: { name?: string; size?: number; periods?: string[] }): DocumentRecord | undefined {
+  createPendingDocument(
+    loanId: string,
+    opts: { name?: string; size?: number; periods?: string[] },
+  ): DocumentRecord | undefined {
     const loan = this.liveLoan(loanId);
     if (!loan) return undefined;
     const bytes = Buffer.from(`pending upload for ${loanId}\n`, 'utf8');
@@ -205,7 +230,12 @@ export class SandboxState {
       uploadedAt: this.nowIso(),
       attached: false,
       pendingSize: opts.size ?? bytes.length,
-      requirement: { id: this.ids.make('req', this.rng.id('req', 8)), name: periods.length > 1 ? 'Business Tax Returns' : 'Supporting Document', module: 'underwriting', periods },
+      requirement: {
+        id: this.ids.make('req', this.rng.id('req', 8)),
+        name: periods.length > 1 ? 'Business Tax Returns' : 'Supporting Document',
+        module: 'underwriting',
+        periods,
+      },
       period: null,
       requirementStatus: 'PENDING',
       versions: [],

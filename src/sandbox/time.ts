@@ -11,7 +11,8 @@ export function formatWithOffset(ms: number, offsetMinutes: number): string {
   return `${local}${sign}${hh}:${mm}`;
 }
 
-const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))$/;
+const DATE_TIME_RE =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))$/;
 
 /**
  * Parses an ISO 8601 date-time that has a time and a Z or numeric offset and names a real
@@ -20,7 +21,13 @@ const DATE_TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1
 export function parseStrictDateTime(value: string): number | null {
   const m = DATE_TIME_RE.exec(value);
   if (!m) return null;
-  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number];
+  const [year, month, day, hour, minute] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const second = m[6] === undefined ? 0 : Number(m[6]);
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();

@@ -48,12 +48,23 @@ export class WebhookSender {
   }
 
   payload(e: SandboxEvent): string {
-    return JSON.stringify({ id: e.id, type: e.type, createdAt: e.createdAt, environment: this.state.environment, data: e.data });
+    return JSON.stringify({
+      id: e.id,
+      type: e.type,
+      createdAt: e.createdAt,
+      environment: this.state.environment,
+      data: e.data,
+    });
   }
 
   private dispatch(e: SandboxEvent): void {
     for (const endpoint of this.state.endpoints.values()) {
-      if (endpoint.orgId !== e.orgId || endpoint.status !== 'active' || !endpoint.subscribedEvents.includes(e.type)) continue;
+      if (
+        endpoint.orgId !== e.orgId ||
+        endpoint.status !== 'active' ||
+        !endpoint.subscribedEvents.includes(e.type)
+      )
+        continue;
       this.track(this.deliver(endpoint, e, 1));
     }
   }
@@ -91,10 +102,24 @@ export class WebhookSender {
       await res.arrayBuffer().catch(() => undefined);
       if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
     } catch (err) {
-      error = err instanceof Error ? (err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message) : String(err);
+      error =
+        err instanceof Error
+          ? err.cause instanceof Error
+            ? `${err.message}: ${err.cause.message}`
+            : err.message
+          : String(err);
     }
     const at = this.state.nowIso();
-    this.attempts.push({ eventId: e.id, type: e.type, endpointId: endpoint.id, attempt, at, ok: error === null, status, error });
+    this.attempts.push({
+      eventId: e.id,
+      type: e.type,
+      endpointId: endpoint.id,
+      attempt,
+      at,
+      ok: error === null,
+      status,
+      error,
+    });
     if (error === null) {
       counters.succeeded += 1;
       per.succeeded += 1;
@@ -108,7 +133,10 @@ export class WebhookSender {
     endpoint.consecutiveFailures += 1;
     endpoint.lastFailureAt = at;
     endpoint.lastFailureReason = error;
-    this.logger.debug({ endpointId: endpoint.id, eventId: e.id, attempt, error }, 'sandbox webhook delivery failed');
+    this.logger.debug(
+      { endpointId: endpoint.id, eventId: e.id, attempt, error },
+      'sandbox webhook delivery failed',
+    );
     if (endpoint.consecutiveFailures >= this.autoDisableAfter && endpoint.status === 'active') {
       endpoint.status = 'disabled';
       endpoint.autoDisabledAt = at;

@@ -11,8 +11,10 @@ export function webhookUrlProblem(raw: string, allowLoopback: boolean): string |
     return 'must be an absolute URL';
   }
   const loopback = isLoopbackHost(url.hostname);
-  if (loopback && allowLoopback) return url.protocol === 'https:' || url.protocol === 'http:' ? null : 'must start with https://';
-  if (url.protocol !== 'https:' || !raw.toLowerCase().startsWith('https://')) return 'must start with https://';
+  if (loopback && allowLoopback)
+    return url.protocol === 'https:' || url.protocol === 'http:' ? null : 'must start with https://';
+  if (url.protocol !== 'https:' || !raw.toLowerCase().startsWith('https://'))
+    return 'must start with https://';
   if (loopback) return 'loopback hosts are not allowed';
   if (isPrivateHost(url.hostname)) return 'private, link-local and metadata hosts are not allowed';
   if (url.username || url.password) return 'must not carry credentials';

@@ -62,7 +62,10 @@ export interface Daemon {
 }
 
 export function assertCron(expr: string, key: string): void {
-  if (!cronValidate(expr)) throw new ConfigError(`${key}: expected a cron expression (5 fields, or 6 with seconds), got ${JSON.stringify(expr)}`);
+  if (!cronValidate(expr))
+    throw new ConfigError(
+      `${key}: expected a cron expression (5 fields, or 6 with seconds), got ${JSON.stringify(expr)}`,
+    );
 }
 
 /**
@@ -103,7 +106,8 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     // While writes are stopped, or the core is down, a cycle boards nothing: leave retries to the
     // cron ticks, or an overdue retry (or the loans a stopped pass left queued) would spin cycles
     // (each one a queue read).
-    if (stopCtl.signal.aborted || last?.trafficStopped === true || (last?.coreOutage ?? null) !== null) return;
+    if (stopCtl.signal.aborted || last?.trafficStopped === true || (last?.coreOutage ?? null) !== null)
+      return;
     if (deps.mayCycle !== undefined && !deps.mayCycle()) return;
     const at = await runner.nextDueAt();
     if (at === null) return;
@@ -139,7 +143,10 @@ export function createDaemon(deps: DaemonDeps): Daemon {
               ...(summary.coreOutage ? { coreOutage: summary.coreOutage } : {}),
               ...(summary.leaseLost ? { leaseLost: true } : {}),
               ...(summary.walk.stillListedAfterAck > 0
-                ? { stillListedAfterAck: summary.walk.stillListedAfterAck, stillListedChanged: summary.walk.stillListedChanged }
+                ? {
+                    stillListedAfterAck: summary.walk.stillListedAfterAck,
+                    stillListedChanged: summary.walk.stillListedChanged,
+                  }
                 : {}),
             },
             states: summary.states,
@@ -148,7 +155,10 @@ export function createDaemon(deps: DaemonDeps): Daemon {
         );
         await deps.onCycle?.(summary);
         if (summary.fatal) {
-          log.fatal({ code: summary.fatal.code }, `${fatalSentence(summary.fatal.code, summary.fatal.message)}; stopping`);
+          log.fatal(
+            { code: summary.fatal.code },
+            `${fatalSentence(summary.fatal.code, summary.fatal.message)}; stopping`,
+          );
           resolveDone({ kind: 'fatal', code: summary.fatal.code, message: summary.fatal.message });
           void stop();
           return;
@@ -173,7 +183,9 @@ export function createDaemon(deps: DaemonDeps): Daemon {
     }
     current = runCycles(reason).finally(() => {
       current = null;
-      armRetryTimer().catch((err: unknown) => log.warn({ err }, 'could not read the next retry time; the cron ticks pick retries up'));
+      armRetryTimer().catch((err: unknown) =>
+        log.warn({ err }, 'could not read the next retry time; the cron ticks pick retries up'),
+      );
     });
   }
 
@@ -216,17 +228,28 @@ export function createDaemon(deps: DaemonDeps): Daemon {
 
   return {
     async start() {
-      const drain = cronSchedule(deps.drainSchedule, () => requestCycle('schedule'), { name: 'drain', noOverlap: true, logger: cronLogger });
+      const drain = cronSchedule(deps.drainSchedule, () => requestCycle('schedule'), {
+        name: 'drain',
+        noOverlap: true,
+        logger: cronLogger,
+      });
       tasks.push(drain);
       for (const job of deps.jobs ?? []) {
         const task = cronSchedule(
           job.schedule,
           async () => {
-            const p = job.run(stopCtl.signal).catch((err: unknown) => log.error({ job: job.name, err }, 'scheduled job failed'));
+            const p = job
+              .run(stopCtl.signal)
+              .catch((err: unknown) => log.error({ job: job.name, err }, 'scheduled job failed'));
             jobRuns.add(p);
             await p.finally(() => jobRuns.delete(p));
           },
-          { name: job.name, noOverlap: true, logger: cronLogger, ...(job.timeZone ? { timezone: job.timeZone } : {}) },
+          {
+            name: job.name,
+            noOverlap: true,
+            logger: cronLogger,
+            ...(job.timeZone ? { timezone: job.timeZone } : {}),
+          },
         );
         tasks.push(task);
       }
@@ -243,7 +266,10 @@ export function createDaemon(deps: DaemonDeps): Daemon {
         log.info({ service: s.name }, 'service started');
       }
       if (deps.cycleOnStart ?? true) requestCycle('startup');
-      log.info({ drain: deps.drainSchedule, jobs: (deps.jobs ?? []).map((j) => `${j.name} ${j.schedule}`) }, 'daemon running');
+      log.info(
+        { drain: deps.drainSchedule, jobs: (deps.jobs ?? []).map((j) => `${j.name} ${j.schedule}`) },
+        'daemon running',
+      );
     },
     triggerCycle: (reason) => requestCycle(reason),
     stop,

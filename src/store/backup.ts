@@ -53,18 +53,33 @@ export interface VerifyResult {
   counts: Record<string, number>;
 }
 
-const REQUIRED_TABLES = ['loans', 'loan_events', 'checkpoints', 'idempotency_keys', 'rate_spend', 'rate_strikes', 'webhook_inbox', 'leases'];
+const REQUIRED_TABLES = [
+  'loans',
+  'loan_events',
+  'checkpoints',
+  'idempotency_keys',
+  'rate_spend',
+  'rate_strikes',
+  'webhook_inbox',
+  'leases',
+];
 
 /** Opens a copy read-only: SQLite's integrity check, the schema version, the tables the connector needs. */
 export function verifyDatabase(path: string): VerifyResult {
   const problems: string[] = [];
   const counts: Record<string, number> = {};
-  if (!existsSync(path)) return { ok: false, problems: [`${path}: no such file`], schemaVersion: null, counts };
+  if (!existsSync(path))
+    return { ok: false, problems: [`${path}: no such file`], schemaVersion: null, counts };
   let db: Db;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
   } catch (err) {
-    return { ok: false, problems: [`${path}: not an SQLite database (${(err as Error).message})`], schemaVersion: null, counts };
+    return {
+      ok: false,
+      problems: [`${path}: not an SQLite database (${(err as Error).message})`],
+      schemaVersion: null,
+      counts,
+    };
   }
   try {
     let schemaVersion: number | null = null;
@@ -74,8 +89,15 @@ export function verifyDatabase(path: string): VerifyResult {
       if (bad.length > 0) problems.push(`integrity check: ${bad.slice(0, 5).join('; ')}`);
       schemaVersion = db.pragma('user_version', { simple: true }) as number;
       if (schemaVersion === 0) problems.push('schema version 0: not a connector state database');
-      else if (schemaVersion > MIGRATIONS.length) problems.push(`schema version ${schemaVersion} is newer than this connector knows (${MIGRATIONS.length})`);
-      const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((r) => r.name));
+      else if (schemaVersion > MIGRATIONS.length)
+        problems.push(
+          `schema version ${schemaVersion} is newer than this connector knows (${MIGRATIONS.length})`,
+        );
+      const tables = new Set(
+        (
+          db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>
+        ).map((r) => r.name),
+      );
       for (const t of REQUIRED_TABLES) {
         if (!tables.has(t)) problems.push(`table ${t} is missing`);
         else counts[t] = (db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n;

@@ -24,7 +24,10 @@ export function createCheckpointStore(anyDb: AnyDb): CheckpointStore {
      ON CONFLICT(name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`;
   return {
     get: async (name) => {
-      const r = await db.get<{ name: string; cursor: string | null; started_at: number; updated_at: number }>('SELECT * FROM checkpoints WHERE name = ?', [name]);
+      const r = await db.get<{ name: string; cursor: string | null; started_at: number; updated_at: number }>(
+        'SELECT * FROM checkpoints WHERE name = ?',
+        [name],
+      );
       return r ? { name: r.name, cursor: r.cursor, startedAt: r.started_at, updatedAt: r.updated_at } : null;
     },
     save: async (name, cursor, now) => {

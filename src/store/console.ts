@@ -104,26 +104,60 @@ export interface SignatureText {
 }
 
 export interface ConsoleStore {
-  exceptionPage(filter: ExceptionSqlFilter, sort: ExceptionSortKey, dir: 'asc' | 'desc', after: ExceptionKey | null, limit: number): Promise<{ rows: ExceptionRow[]; last: ExceptionKey | null }>;
+  exceptionPage(
+    filter: ExceptionSqlFilter,
+    sort: ExceptionSortKey,
+    dir: 'asc' | 'desc',
+    after: ExceptionKey | null,
+    limit: number,
+  ): Promise<{ rows: ExceptionRow[]; last: ExceptionKey | null }>;
   /** Counts per exception reason in age bands: [0-1] entered at or after `t1`, [2-5] at or after `t5`, else >5. */
-  exceptionCounts(filter: ExceptionSqlFilter, t1: number, t5: number): Promise<Array<{ reason: string; a: number; b: number; c: number }>>;
+  exceptionCounts(
+    filter: ExceptionSqlFilter,
+    t1: number,
+    t5: number,
+  ): Promise<Array<{ reason: string; a: number; b: number; c: number }>>;
   /** Ids of the exceptions matching a filter (a bulk request), in id order, at most `max` (+1 to tell more). */
   exceptionIds(filter: ExceptionSqlFilter, max: number): Promise<string[]>;
-  insertRequest(row: Omit<RequestRow, 'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'>, loans: ReadonlyArray<{ id: string; state: string | null }>, audit: NewAudit): Promise<void>;
+  insertRequest(
+    row: Omit<
+      RequestRow,
+      'decidedBy' | 'decidedAt' | 'decisionNote' | 'claimedBy' | 'claimedAt' | 'executedAt' | 'result'
+    >,
+    loans: ReadonlyArray<{ id: string; state: string | null }>,
+    audit: NewAudit,
+  ): Promise<void>;
   request(id: string): Promise<RequestRow | null>;
   requestLoans(id: string): Promise<string[]>;
   /** The loans of a request with their loan number and borrower (the request page), at most `limit`, by loan number. */
-  requestLoanRows(id: string, limit: number): Promise<Array<{ id: string; loanNumber: string | null; borrowerName: string | null }>>;
+  requestLoanRows(
+    id: string,
+    limit: number,
+  ): Promise<Array<{ id: string; loanNumber: string | null; borrowerName: string | null }>>;
   /** The loans of a request with the state each was in when it was made. */
   requestLoanStates(id: string): Promise<Array<{ id: string; fromState: string | null }>>;
   /** Newest first; keyset on (created_at, id). */
-  requests(status: string | null, after: { createdAt: number; id: string } | null, limit: number): Promise<RequestRow[]>;
+  requests(
+    status: string | null,
+    after: { createdAt: number; id: string } | null,
+    limit: number,
+  ): Promise<RequestRow[]>;
   requestsForLoan(loanId: string, limit: number): Promise<RequestRow[]>;
   countRequests(status: string): Promise<number>;
   /** pending → approved/rejected/withdrawn when still pending; false when someone else decided first. With its audit line, atomically. */
-  decide(id: string, to: 'approved' | 'rejected' | 'withdrawn', by: string, at: number, note: string | null, audit: NewAudit): Promise<boolean>;
+  decide(
+    id: string,
+    to: 'approved' | 'rejected' | 'withdrawn',
+    by: string,
+    at: number,
+    note: string | null,
+    audit: NewAudit,
+  ): Promise<boolean>;
   /** Requests still to run (pending or approved) that cover any of these loans: [request id, loan id] pairs, at most `limit`. */
-  openRequestsCovering(loanIds: readonly string[], limit: number): Promise<Array<{ requestId: string; loanId: string }>>;
+  openRequestsCovering(
+    loanIds: readonly string[],
+    limit: number,
+  ): Promise<Array<{ requestId: string; loanId: string }>>;
   /** Requests still to run (pending or approved) of an action that takes no loans (seal, strike_clear). */
   openRequestsOf(action: string): Promise<string[]>;
   /** Claims an approved, unclaimed (or stale-claimed) request for execution; false when another executor has it. */
@@ -131,16 +165,34 @@ export interface ConsoleStore {
   /** Approved requests waiting for execution, oldest first. */
   approvedIds(limit: number): Promise<string[]>;
   /** approved → executed/failed with its result and audit line, atomically. */
-  finish(id: string, status: 'executed' | 'failed', at: number, result: string, audit: NewAudit): Promise<void>;
+  finish(
+    id: string,
+    status: 'executed' | 'failed',
+    at: number,
+    result: string,
+    audit: NewAudit,
+  ): Promise<void>;
   appendAudit(entry: NewAudit): Promise<void>;
   /** Newest first, seq below `before`. */
-  audit(filter: { loanId?: string; requestId?: string }, before: number | null, limit: number): Promise<AuditRow[]>;
+  audit(
+    filter: { loanId?: string; requestId?: string },
+    before: number | null,
+    limit: number,
+  ): Promise<AuditRow[]>;
   /** Oldest first, seq above `after` (CSV export in chunks). */
   auditAscending(filter: { loanId?: string }, after: number, limit: number): Promise<AuditRow[]>;
   signOffs(): Promise<SignOffRow[]>;
   signOff(day: string, run: string): Promise<SignOffRow | null>;
   /** Sets prepared_by (when unset) or reviewed_by (when prepared, unset, and by ≠ prepared_by); false when refused by state. */
-  sign(day: string, run: string, as: 'prepared' | 'reviewed', by: string, at: number, text: SignatureText, audit: NewAudit): Promise<boolean>;
+  sign(
+    day: string,
+    run: string,
+    as: 'prepared' | 'reviewed',
+    by: string,
+    at: number,
+    text: SignatureText,
+    audit: NewAudit,
+  ): Promise<boolean>;
   /** The re-hash of a user's password kept by the connector (null when none). */
   passwordHash(name: string): Promise<{ replaces: string; hash: string } | null>;
   putPasswordHash(name: string, replaces: string, hash: string, at: number): Promise<void>;
@@ -165,10 +217,18 @@ const NO_AMOUNT = -9007199254740992;
 // The sort expressions are the partial indexes' (migration 13): IFNULL on SQLite, COALESCE on PostgreSQL.
 const sortExpr = (engine: StoreDb['engine']): Record<ExceptionSortKey, string> => {
   const ifnull = engine === 'sqlite' ? 'IFNULL' : 'COALESCE';
-  return { age: 'state_entered_at', amount: `${ifnull}(cents_amount, ${NO_AMOUNT})`, released: `${ifnull}(released_at_iso, '')`, id: 'id' };
+  return {
+    age: 'state_entered_at',
+    amount: `${ifnull}(cents_amount, ${NO_AMOUNT})`,
+    released: `${ifnull}(released_at_iso, '')`,
+    id: 'id',
+  };
 };
 
-function whereOf(f: ExceptionSqlFilter, engine: StoreDb['engine']): { sql: string; params: Record<string, unknown> } {
+function whereOf(
+  f: ExceptionSqlFilter,
+  engine: StoreDb['engine'],
+): { sql: string; params: Record<string, unknown> } {
   const conds = ['exception_reason IS NOT NULL'];
   const params: Record<string, unknown> = {};
   if (f.reason !== undefined) {
@@ -178,7 +238,11 @@ function whereOf(f: ExceptionSqlFilter, engine: StoreDb['engine']): { sql: strin
   if (f.state === 'quarantined') conds.push("state = 'quarantined'");
   if (f.state === 'review') conds.push("exception_reason = 'review'");
   if (f.q !== undefined && f.q !== '') {
-    conds.push(engine === 'sqlite' ? "(id = @q OR loan_number = @q OR instr(IFNULL(borrower_key, ''), @qKey) > 0)" : "(id = @q OR loan_number = @q OR strpos(COALESCE(borrower_key, ''), @qKey) > 0)");
+    conds.push(
+      engine === 'sqlite'
+        ? "(id = @q OR loan_number = @q OR instr(IFNULL(borrower_key, ''), @qKey) > 0)"
+        : "(id = @q OR loan_number = @q OR strpos(COALESCE(borrower_key, ''), @qKey) > 0)",
+    );
     params['q'] = f.q;
     params['qKey'] = f.qKey ?? f.q;
   }
@@ -298,19 +362,23 @@ const toSignOff = (r: Record<string, unknown>): SignOffRow => ({
 function storeParts(anyDb: AnyDb) {
   const db = toStoreDb(anyDb);
   const SORT_EXPR = sortExpr(db.engine);
-  const all = <R>(text: string, params: Record<string, unknown>): Promise<R[]> => db.all<R>(...named(text, params));
+  const all = <R>(text: string, params: Record<string, unknown>): Promise<R[]> =>
+    db.all<R>(...named(text, params));
   const audit = async (e: NewAudit): Promise<void> => {
     await db.run(
-      ...named('INSERT INTO console_audit (at, actor, kind, action, request_id, loan_id, reason, detail) VALUES (@at, @actor, @kind, @action, @requestId, @loanId, @reason, @detail)', {
-        at: e.at,
-        actor: e.actor,
-        kind: e.kind,
-        action: e.action ?? null,
-        requestId: e.requestId ?? null,
-        loanId: e.loanId ?? null,
-        reason: e.reason ?? null,
-        detail: e.detail === undefined || e.detail === null ? null : JSON.stringify(e.detail),
-      }),
+      ...named(
+        'INSERT INTO console_audit (at, actor, kind, action, request_id, loan_id, reason, detail) VALUES (@at, @actor, @kind, @action, @requestId, @loanId, @reason, @detail)',
+        {
+          at: e.at,
+          actor: e.actor,
+          kind: e.kind,
+          action: e.action ?? null,
+          requestId: e.requestId ?? null,
+          loanId: e.loanId ?? null,
+          reason: e.reason ?? null,
+          detail: e.detail === undefined || e.detail === null ? null : JSON.stringify(e.detail),
+        },
+      ),
     );
   };
   // Write transactions (IMMEDIATE on SQLite; one at a time on PostgreSQL): see sql.ts.
@@ -321,7 +389,11 @@ function storeParts(anyDb: AnyDb) {
 type StoreParts = ReturnType<typeof storeParts>;
 
 /** The exception queue: keyset pages, counts by age, ids of a filter. */
-function exceptionQueries({ db, SORT_EXPR, all }: StoreParts): Pick<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds'> {
+function exceptionQueries({
+  db,
+  SORT_EXPR,
+  all,
+}: StoreParts): Pick<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds'> {
   return {
     async exceptionPage(filter, sort, dir, after, limit) {
       const w = whereOf(filter, db.engine);
@@ -330,12 +402,18 @@ function exceptionQueries({ db, SORT_EXPR, all }: StoreParts): Pick<ConsoleStore
       const params: Record<string, unknown> = { ...w.params, limit };
       let keyset = '';
       if (after !== null) {
-        keyset = sort === 'id' ? ` AND id ${cmp} @afterId` : ` AND (${expr} ${cmp} @afterV OR (${expr} = @afterV AND id ${cmp} @afterId))`;
+        keyset =
+          sort === 'id'
+            ? ` AND id ${cmp} @afterId`
+            : ` AND (${expr} ${cmp} @afterV OR (${expr} = @afterV AND id ${cmp} @afterId))`;
         params['afterV'] = after.v;
         params['afterId'] = after.id;
       }
       const order = sort === 'id' ? `id ${dir}` : `${expr} ${dir}, id ${dir}`;
-      const rows = await all<RawException>(`SELECT ${EXCEPTION_COLUMNS} FROM loans WHERE ${w.sql}${keyset} ORDER BY ${order} LIMIT @limit`, params);
+      const rows = await all<RawException>(
+        `SELECT ${EXCEPTION_COLUMNS} FROM loans WHERE ${w.sql}${keyset} ORDER BY ${order} LIMIT @limit`,
+        params,
+      );
       const lastRaw = rows[rows.length - 1];
       return {
         rows: rows.map((r) => ({
@@ -370,13 +448,37 @@ function exceptionQueries({ db, SORT_EXPR, all }: StoreParts): Pick<ConsoleStore
     },
     async exceptionIds(filter, max) {
       const w = whereOf(filter, db.engine);
-      return (await all<{ id: string }>(`SELECT id FROM loans WHERE ${w.sql} ORDER BY id LIMIT @max`, { ...w.params, max })).map((r) => r.id);
+      return (
+        await all<{ id: string }>(`SELECT id FROM loans WHERE ${w.sql} ORDER BY id LIMIT @max`, {
+          ...w.params,
+          max,
+        })
+      ).map((r) => r.id);
     },
   };
 }
 
 /** Requests, the loans each covers, decisions and execution claims. */
-function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds' | 'appendAudit' | 'audit' | 'auditAscending' | 'signOffs' | 'signOff' | 'sign' | 'passwordHash' | 'putPasswordHash' | 'lastUnlock'> {
+function requestQueries({
+  db,
+  all,
+  audit,
+  immediate,
+}: StoreParts): Omit<
+  ConsoleStore,
+  | 'exceptionPage'
+  | 'exceptionCounts'
+  | 'exceptionIds'
+  | 'appendAudit'
+  | 'audit'
+  | 'auditAscending'
+  | 'signOffs'
+  | 'signOff'
+  | 'sign'
+  | 'passwordHash'
+  | 'putPasswordHash'
+  | 'lastUnlock'
+> {
   return {
     async insertRequest(row, loans, entry) {
       await immediate(async () => {
@@ -386,7 +488,11 @@ function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<Console
             row,
           ),
         );
-        for (const l of loans) await db.run('INSERT INTO console_request_loans (request_id, loan_id, from_state) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', [row.id, l.id, l.state]);
+        for (const l of loans)
+          await db.run(
+            'INSERT INTO console_request_loans (request_id, loan_id, from_state) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+            [row.id, l.id, l.state],
+          );
         await audit(entry);
       });
     },
@@ -395,7 +501,12 @@ function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<Console
       return r ? toRequest(r) : null;
     },
     async requestLoans(id) {
-      return (await db.all<{ loan_id: string }>('SELECT loan_id FROM console_request_loans WHERE request_id = ? ORDER BY loan_id', [id])).map((r) => r.loan_id);
+      return (
+        await db.all<{ loan_id: string }>(
+          'SELECT loan_id FROM console_request_loans WHERE request_id = ? ORDER BY loan_id',
+          [id],
+        )
+      ).map((r) => r.loan_id);
     },
     async requestLoanRows(id, limit) {
       return (
@@ -406,7 +517,12 @@ function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<Console
       ).map((r) => ({ id: r.loan_id, loanNumber: r.loan_number, borrowerName: r.borrower_name }));
     },
     async requestLoanStates(id) {
-      return (await db.all<{ loan_id: string; from_state: string | null }>('SELECT loan_id, from_state FROM console_request_loans WHERE request_id = ? ORDER BY loan_id', [id])).map((r) => ({
+      return (
+        await db.all<{ loan_id: string; from_state: string | null }>(
+          'SELECT loan_id, from_state FROM console_request_loans WHERE request_id = ? ORDER BY loan_id',
+          [id],
+        )
+      ).map((r) => ({
         id: r.loan_id,
         fromState: r.from_state,
       }));
@@ -424,7 +540,12 @@ function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<Console
         params['id'] = after.id;
       }
       const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
-      return (await all<Record<string, unknown>>(`SELECT * FROM console_requests ${where} ORDER BY created_at DESC, id DESC LIMIT @limit`, params)).map(toRequest);
+      return (
+        await all<Record<string, unknown>>(
+          `SELECT * FROM console_requests ${where} ORDER BY created_at DESC, id DESC LIMIT @limit`,
+          params,
+        )
+      ).map(toRequest);
     },
     async requestsForLoan(loanId, limit) {
       return (
@@ -435,11 +556,17 @@ function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<Console
       ).map(toRequest);
     },
     async countRequests(status) {
-      return Number((await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM console_requests WHERE status = ?', [status]))?.n ?? 0);
+      return Number(
+        (await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM console_requests WHERE status = ?', [status]))
+          ?.n ?? 0,
+      );
     },
     async decide(id, to, by, at, note, entry) {
       return immediate(async () => {
-        const r = await db.run("UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'", [to, by, at, note, id]);
+        const r = await db.run(
+          "UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'",
+          [to, by, at, note, id],
+        );
         if (r.changes === 0) return false;
         await audit(entry);
         return true;
@@ -459,27 +586,65 @@ function requestQueries({ db, all, audit, immediate }: StoreParts): Omit<Console
       return out;
     },
     async openRequestsOf(action) {
-      return (await db.all<{ id: string }>("SELECT id FROM console_requests WHERE action = ? AND status IN ('pending', 'approved') ORDER BY created_at", [action])).map((r) => r.id);
+      return (
+        await db.all<{ id: string }>(
+          "SELECT id FROM console_requests WHERE action = ? AND status IN ('pending', 'approved') ORDER BY created_at",
+          [action],
+        )
+      ).map((r) => r.id);
     },
     async claim(id, owner, at, staleBefore) {
       return (
-        (await db.run("UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)", [owner, at, id, staleBefore]))
-          .changes > 0
+        (
+          await db.run(
+            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)",
+            [owner, at, id, staleBefore],
+          )
+        ).changes > 0
       );
     },
     async approvedIds(limit) {
-      return (await db.all<{ id: string }>("SELECT id FROM console_requests WHERE status = 'approved' ORDER BY created_at, id LIMIT ?", [limit])).map((r) => r.id);
+      return (
+        await db.all<{ id: string }>(
+          "SELECT id FROM console_requests WHERE status = 'approved' ORDER BY created_at, id LIMIT ?",
+          [limit],
+        )
+      ).map((r) => r.id);
     },
     async finish(id, status, at, result, entry) {
       await immediate(async () => {
-        if ((await db.run("UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'", [status, at, result, id])).changes > 0) await audit(entry);
+        if (
+          (
+            await db.run(
+              "UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'",
+              [status, at, result, id],
+            )
+          ).changes > 0
+        )
+          await audit(entry);
       });
     },
   };
 }
 
 /** The audit log, sign-offs, kept password re-hashes and unlocks. */
-function auditQueries({ db, all, audit, immediate }: StoreParts): Pick<ConsoleStore, 'appendAudit' | 'audit' | 'auditAscending' | 'signOffs' | 'signOff' | 'sign' | 'passwordHash' | 'putPasswordHash' | 'lastUnlock'> {
+function auditQueries({
+  db,
+  all,
+  audit,
+  immediate,
+}: StoreParts): Pick<
+  ConsoleStore,
+  | 'appendAudit'
+  | 'audit'
+  | 'auditAscending'
+  | 'signOffs'
+  | 'signOff'
+  | 'sign'
+  | 'passwordHash'
+  | 'putPasswordHash'
+  | 'lastUnlock'
+> {
   return {
     async appendAudit(entry) {
       await audit(entry);
@@ -488,7 +653,9 @@ function auditQueries({ db, all, audit, immediate }: StoreParts): Pick<ConsoleSt
       const conds: string[] = [];
       const params: Record<string, unknown> = { limit };
       if (filter.loanId !== undefined) {
-        conds.push('(loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))');
+        conds.push(
+          '(loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))',
+        );
         params['loan'] = filter.loanId;
       }
       if (filter.requestId !== undefined) {
@@ -500,31 +667,53 @@ function auditQueries({ db, all, audit, immediate }: StoreParts): Pick<ConsoleSt
         params['before'] = before;
       }
       const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
-      return (await all<Record<string, unknown>>(`SELECT * FROM console_audit ${where} ORDER BY seq DESC LIMIT @limit`, params)).map(toAudit);
+      return (
+        await all<Record<string, unknown>>(
+          `SELECT * FROM console_audit ${where} ORDER BY seq DESC LIMIT @limit`,
+          params,
+        )
+      ).map(toAudit);
     },
     async auditAscending(filter, after, limit) {
-      const loan = filter.loanId !== undefined ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))' : '';
+      const loan =
+        filter.loanId !== undefined
+          ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))'
+          : '';
       return (
-        await all<Record<string, unknown>>(`SELECT * FROM console_audit WHERE seq > @after${loan} ORDER BY seq LIMIT @limit`, {
-          after,
-          limit,
-          ...(filter.loanId !== undefined ? { loan: filter.loanId } : {}),
-        })
+        await all<Record<string, unknown>>(
+          `SELECT * FROM console_audit WHERE seq > @after${loan} ORDER BY seq LIMIT @limit`,
+          {
+            after,
+            limit,
+            ...(filter.loanId !== undefined ? { loan: filter.loanId } : {}),
+          },
+        )
       ).map(toAudit);
     },
     async signOffs() {
       return (await db.all<Record<string, unknown>>('SELECT * FROM report_signoffs')).map(toSignOff);
     },
     async signOff(day, run) {
-      const r = await db.get<Record<string, unknown>>('SELECT * FROM report_signoffs WHERE day = ? AND run = ?', [day, run]);
+      const r = await db.get<Record<string, unknown>>(
+        'SELECT * FROM report_signoffs WHERE day = ? AND run = ?',
+        [day, run],
+      );
       return r ? toSignOff(r) : null;
     },
     async sign(day, run, as, by, at, text, entry) {
       return immediate(async () => {
-        await db.run('INSERT INTO report_signoffs (day, run) VALUES (?, ?) ON CONFLICT DO NOTHING', [day, run]);
+        await db.run('INSERT INTO report_signoffs (day, run) VALUES (?, ?) ON CONFLICT DO NOTHING', [
+          day,
+          run,
+        ]);
         const changed =
           as === 'prepared'
-            ? (await db.run('UPDATE report_signoffs SET prepared_by = ?, prepared_at = ?, prepared_note = ?, dispositions = ? WHERE day = ? AND run = ? AND prepared_by IS NULL', [by, at, text.note, text.dispositions, day, run])).changes
+            ? (
+                await db.run(
+                  'UPDATE report_signoffs SET prepared_by = ?, prepared_at = ?, prepared_note = ?, dispositions = ? WHERE day = ? AND run = ? AND prepared_by IS NULL',
+                  [by, at, text.note, text.dispositions, day, run],
+                )
+              ).changes
             : (
                 await db.run(
                   'UPDATE report_signoffs SET reviewed_by = ?, reviewed_at = ?, reviewed_note = ? WHERE day = ? AND run = ? AND reviewed_by IS NULL AND prepared_by IS NOT NULL AND prepared_by <> ?',
@@ -537,14 +726,23 @@ function auditQueries({ db, all, audit, immediate }: StoreParts): Pick<ConsoleSt
       });
     },
     async passwordHash(name) {
-      const r = await db.get<{ replaces: string; hash: string }>('SELECT replaces, hash FROM console_password_hashes WHERE name = ?', [name]);
+      const r = await db.get<{ replaces: string; hash: string }>(
+        'SELECT replaces, hash FROM console_password_hashes WHERE name = ?',
+        [name],
+      );
       return r ? { replaces: r.replaces, hash: r.hash } : null;
     },
     async putPasswordHash(name, replaces, hash, at) {
-      await db.run('INSERT INTO console_password_hashes (name, replaces, hash, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET replaces = excluded.replaces, hash = excluded.hash, updated_at = excluded.updated_at', [name, replaces, hash, at]);
+      await db.run(
+        'INSERT INTO console_password_hashes (name, replaces, hash, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET replaces = excluded.replaces, hash = excluded.hash, updated_at = excluded.updated_at',
+        [name, replaces, hash, at],
+      );
     },
     async lastUnlock(nameKey) {
-      const r = await db.get<{ at: number | null }>("SELECT MAX(at) AS at FROM console_audit WHERE kind = 'unlock' AND reason = ?", [nameKey]);
+      const r = await db.get<{ at: number | null }>(
+        "SELECT MAX(at) AS at FROM console_audit WHERE kind = 'unlock' AND reason = ?",
+        [nameKey],
+      );
       return r?.at === null || r?.at === undefined ? null : Number(r.at);
     },
   };

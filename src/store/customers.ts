@@ -133,7 +133,8 @@ const loanCustomer = (r: RawLoanCustomer): LoanCustomerRow => ({
 export function createCustomerStore(anyDb: AnyDb): CustomerStore {
   const db = toStoreDb(anyDb);
   const GET_SETTING = 'SELECT value FROM customer_settings WHERE name = ?';
-  const PUT_SETTING = 'INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING';
+  const PUT_SETTING =
+    'INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING';
   const SEL_TIN = 'SELECT * FROM customers WHERE tin_hash = ?';
   const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
      ON CONFLICT(tin_hash) DO NOTHING`;
@@ -190,18 +191,32 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
         return customer((await selTin(h)) as RawCustomer);
       }),
     takeOver: async (h, from, to, now) =>
-      (await db.run(`UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`, [to, now, h, from]))
-        .changes === 1,
+      (
+        await db.run(
+          `UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`,
+          [to, now, h, from],
+        )
+      ).changes === 1,
     setCif: (h, cif, now) =>
       db.write(async () => {
-        await db.run('UPDATE customers SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL', [cif, now, h]);
+        await db.run('UPDATE customers SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL', [
+          cif,
+          now,
+          h,
+        ]);
         await db.run(FILL_XREF, [cif, now, h]);
         await db.run(FILL_LOAN, [cif, h]);
       }),
     async markWritten(loanId, cifs, now) {
-      for (const c of await db.all<RawCustomer>(`SELECT * FROM customers WHERE creator_loan_id = ? AND status = 'claimed'`, [loanId])) {
+      for (const c of await db.all<RawCustomer>(
+        `SELECT * FROM customers WHERE creator_loan_id = ? AND status = 'claimed'`,
+        [loanId],
+      )) {
         const cif = c.cif ?? cifs.get(c.tin_hash) ?? null;
-        await db.run(`UPDATE customers SET status = 'written', cif = COALESCE(cif, ?), updated_at = ? WHERE tin_hash = ?`, [cif, now, c.tin_hash]);
+        await db.run(
+          `UPDATE customers SET status = 'written', cif = COALESCE(cif, ?), updated_at = ? WHERE tin_hash = ?`,
+          [cif, now, c.tin_hash],
+        );
         if (cif !== null) {
           await db.run(FILL_XREF, [cif, now, c.tin_hash]);
           await db.run(FILL_LOAN, [cif, c.tin_hash]);
@@ -211,16 +226,44 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
     resolved: (r, now) =>
       db.write(async () => {
         await db.run(UP_XREF, [r.entityId, r.cif, r.tinHash, r.matchedBy, r.loanId, r.loanId, now, now]);
-        await db.run(UP_LOAN, [r.loanId, r.entityId, r.cif, r.tinHash, r.matchedBy, r.existing ? 1 : 0, r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0, now]);
+        await db.run(UP_LOAN, [
+          r.loanId,
+          r.entityId,
+          r.cif,
+          r.tinHash,
+          r.matchedBy,
+          r.existing ? 1 : 0,
+          r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0,
+          now,
+        ]);
       }),
-    forLoan: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE loan_id = ? ORDER BY rowid', [id])).map(loanCustomer),
-    forEntity: async (id) => (await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at, rowid', [id])).map(loanCustomer),
+    forLoan: async (id) =>
+      (
+        await db.all<RawLoanCustomer>('SELECT * FROM loan_customers WHERE loan_id = ? ORDER BY rowid', [id])
+      ).map(loanCustomer),
+    forEntity: async (id) =>
+      (
+        await db.all<RawLoanCustomer>(
+          'SELECT * FROM loan_customers WHERE entity_id = ? ORDER BY resolved_at, rowid',
+          [id],
+        )
+      ).map(loanCustomer),
     find: async (key) =>
-      (await db.all<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id', [key, key])).map(xref),
+      (
+        await db.all<RawXref>(
+          'SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id',
+          [key, key],
+        )
+      ).map(xref),
     list: async ({ matchedBy, limit = 1000 }) =>
       (matchedBy
-        ? await db.all<RawXref>('SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?', [matchedBy, limit])
-        : await db.all<RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?', [limit])
+        ? await db.all<RawXref>(
+            'SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?',
+            [matchedBy, limit],
+          )
+        : await db.all<RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?', [
+            limit,
+          ])
       ).map(xref),
     // Keyset pages (resolved_at, loan, entity): a report over a busy day holds one page.
     async *resolvedBetween(since, until) {
@@ -229,7 +272,13 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
         const rows: RawLoanCustomer[] =
           after === null
             ? await db.all<RawLoanCustomer>(BETWEEN_FIRST, [since, until])
-            : await db.all<RawLoanCustomer>(BETWEEN_AFTER, [since, until, after.resolved_at, after.loan_id, after.entity_id]);
+            : await db.all<RawLoanCustomer>(BETWEEN_AFTER, [
+                since,
+                until,
+                after.resolved_at,
+                after.loan_id,
+                after.entity_id,
+              ]);
         for (const r of rows) yield loanCustomer(r);
         if (rows.length < BETWEEN_PAGE) return;
         after = rows[rows.length - 1] as RawLoanCustomer;

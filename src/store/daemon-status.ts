@@ -24,7 +24,11 @@ export interface DaemonStatusStore {
   /** A daemon starting: its row (replacing one of the same owner). */
   publish(s: Omit<DaemonStatus, 'cycleRequestedAt' | 'cycleRequestedBy'>): Promise<void>;
   /** Heartbeat and reload outcome; false when the row is gone (removed by an operator). */
-  touch(owner: string, now: number, patch?: { mappingVersion?: string; reloadError?: string | null }): Promise<boolean>;
+  touch(
+    owner: string,
+    now: number,
+    patch?: { mappingVersion?: string; reloadError?: string | null },
+  ): Promise<boolean>;
   get(owner: string): Promise<DaemonStatus | null>;
   all(): Promise<DaemonStatus[]>;
   remove(owner: string): Promise<void>;
@@ -70,15 +74,33 @@ export function createDaemonStatusStore(anyDb: AnyDb): DaemonStatusStore {
        mapping_dir = excluded.mapping_dir, reload_error = excluded.reload_error`;
   return {
     async publish(s) {
-      await db.run(UPSERT, [s.owner, s.pid, s.host, s.startedAt, s.updatedAt, s.mappingVersion, s.mappingDir, s.reloadError]);
+      await db.run(UPSERT, [
+        s.owner,
+        s.pid,
+        s.host,
+        s.startedAt,
+        s.updatedAt,
+        s.mappingVersion,
+        s.mappingDir,
+        s.reloadError,
+      ]);
     },
     async touch(owner, now, patch) {
-      if (patch?.mappingVersion === undefined) return (await db.run('UPDATE daemon_status SET updated_at = ? WHERE owner = ?', [now, owner])).changes > 0;
+      if (patch?.mappingVersion === undefined)
+        return (
+          (await db.run('UPDATE daemon_status SET updated_at = ? WHERE owner = ?', [now, owner])).changes > 0
+        );
       const current = await db.get<Raw>(SELECT_ONE, [owner]);
-      const reloadError = patch.reloadError === undefined ? (current?.reload_error ?? null) : patch.reloadError;
+      const reloadError =
+        patch.reloadError === undefined ? (current?.reload_error ?? null) : patch.reloadError;
       return (
-        await db.run('UPDATE daemon_status SET updated_at = ?, mapping_version = ?, reload_error = ? WHERE owner = ?', [now, patch.mappingVersion, reloadError, owner])
-      ).changes > 0;
+        (
+          await db.run(
+            'UPDATE daemon_status SET updated_at = ?, mapping_version = ?, reload_error = ? WHERE owner = ?',
+            [now, patch.mappingVersion, reloadError, owner],
+          )
+        ).changes > 0
+      );
     },
     async get(owner) {
       const r = await db.get<Raw>(SELECT_ONE, [owner]);
@@ -91,11 +113,19 @@ export function createDaemonStatusStore(anyDb: AnyDb): DaemonStatusStore {
       await db.run('DELETE FROM daemon_status WHERE owner = ?', [owner]);
     },
     async requestCycle(by, now) {
-      return (await db.run('UPDATE daemon_status SET cycle_requested_at = ?, cycle_requested_by = ?', [now, by])).changes;
+      return (
+        await db.run('UPDATE daemon_status SET cycle_requested_at = ?, cycle_requested_by = ?', [now, by])
+      ).changes;
     },
   };
 }
 
-export function liveDaemons(rows: readonly DaemonStatus[], now: number, host: string, isAlive: (pid: number) => boolean, staleMs = 120_000): DaemonStatus[] {
+export function liveDaemons(
+  rows: readonly DaemonStatus[],
+  now: number,
+  host: string,
+  isAlive: (pid: number) => boolean,
+  staleMs = 120_000,
+): DaemonStatus[] {
   return rows.filter((s) => (s.host === host ? isAlive(s.pid) : s.updatedAt >= now - staleMs));
 }

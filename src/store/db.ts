@@ -98,16 +98,20 @@ export function migrate(db: Db): void {
   // The version is read inside each step's write lock: another process (the daemon and an
   // operator's command starting together on a new install) may have applied the step meanwhile.
   for (;;) {
-    const done = db.transaction((): boolean => {
-      const v = db.pragma('user_version', { simple: true }) as number;
-      if (v > MIGRATIONS.length) {
-        throw new Error(`state database schema version ${v} is newer than this connector knows (${MIGRATIONS.length}); upgrade the connector`);
-      }
-      if (v === MIGRATIONS.length) return true;
-      db.exec(migrationSql(MIGRATIONS[v] as Migration, 'sqlite'));
-      db.pragma(`user_version = ${v + 1}`);
-      return false;
-    }).immediate();
+    const done = db
+      .transaction((): boolean => {
+        const v = db.pragma('user_version', { simple: true }) as number;
+        if (v > MIGRATIONS.length) {
+          throw new Error(
+            `state database schema version ${v} is newer than this connector knows (${MIGRATIONS.length}); upgrade the connector`,
+          );
+        }
+        if (v === MIGRATIONS.length) return true;
+        db.exec(migrationSql(MIGRATIONS[v] as Migration, 'sqlite'));
+        db.pragma(`user_version = ${v + 1}`);
+        return false;
+      })
+      .immediate();
     if (done) return;
   }
 }

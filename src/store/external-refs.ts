@@ -15,9 +15,17 @@ export function createExternalRefStore(anyDb: AnyDb): ExternalRefStore {
   const db = toStoreDb(anyDb);
   return {
     remember: async (core, ref, platformId, kind, now) => {
-      await db.run('INSERT INTO core_external_refs (core, ref, platform_id, kind, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING', [core, ref, platformId, kind, now]);
+      await db.run(
+        'INSERT INTO core_external_refs (core, ref, platform_id, kind, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+        [core, ref, platformId, kind, now],
+      );
     },
     platformIdOf: async (core, ref) =>
-      (await db.get<{ platform_id: string }>('SELECT platform_id FROM core_external_refs WHERE core = ? AND ref = ?', [core, ref]))?.platform_id ?? null,
+      (
+        await db.get<{ platform_id: string }>(
+          'SELECT platform_id FROM core_external_refs WHERE core = ? AND ref = ?',
+          [core, ref],
+        )
+      )?.platform_id ?? null,
   };
 }

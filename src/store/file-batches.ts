@@ -98,12 +98,17 @@ export class FileBatchStore {
 
   /** Newest first. */
   list(limit = 100): Promise<FileBatchRow[]> {
-    return this.db.all<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches ORDER BY opened_at DESC, id DESC LIMIT ?`, [limit]);
+    return this.db.all<FileBatchRow>(
+      `SELECT ${BATCH_COLS} FROM file_batches ORDER BY opened_at DESC, id DESC LIMIT ?`,
+      [limit],
+    );
   }
 
   /** Frozen batches whose files are not known to be complete (a crash, or a seal in progress). */
   sealing(): Promise<FileBatchRow[]> {
-    return this.db.all<FileBatchRow>(`SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at, id`);
+    return this.db.all<FileBatchRow>(
+      `SELECT ${BATCH_COLS} FROM file_batches WHERE status = 'sealing' ORDER BY opened_at, id`,
+    );
   }
 
   /** A batch's loans in the order they were (last) boarded, one page at a time. */
@@ -134,13 +139,18 @@ export class FileBatchStore {
   /** Sum of the first boards' principal in a batch, exact (the text cents of every row, as BigInt). */
   async principalOf(batchId: string): Promise<string> {
     let total = 0n;
-    for (const r of await this.db.all<{ p: string | null }>(`SELECT principal_cents AS p FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`, [batchId])) {
+    for (const r of await this.db.all<{ p: string | null }>(
+      `SELECT principal_cents AS p FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`,
+      [batchId],
+    )) {
       if (r.p !== null && /^-?\d+$/.test(r.p)) total += BigInt(r.p);
     }
     return total.toString();
   }
 
-  batchesOfLoan(loanId: string): Promise<Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>> {
+  batchesOfLoan(
+    loanId: string,
+  ): Promise<Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>> {
     return this.db.all(
       `SELECT l.batch_id AS "batchId", b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at, b.id`,
       [loanId],
@@ -158,7 +168,14 @@ export class FileBatchStore {
       let open = await this.open();
       // Past its cut-off, or in another layout (the set was reloaded or the connector restarted with
       // a changed layout.yaml): the open batch is sealed as it is, in its own layout.
-      const reason = open === undefined ? null : open.cutoffAt <= input.now ? 'cutoff' : open.layout !== input.layout ? 'layout changed' : null;
+      const reason =
+        open === undefined
+          ? null
+          : open.cutoffAt <= input.now
+            ? 'cutoff'
+            : open.layout !== input.layout
+              ? 'layout changed'
+              : null;
       if (open !== undefined && reason !== null) {
         await this.freeze(open.id, input.now, reason, 'connector');
         frozen.push(open.id);
@@ -168,19 +185,31 @@ export class FileBatchStore {
       const placed = await this.batchesOfLoan(input.loanId);
       const kind: BatchRowKind = placed.some((p) => p.status !== 'open') ? 'correction' : 'new';
       const rendered = input.render(kind, open.id);
-      const existing = await this.db.get<{ digest: string; kind: string }>(`SELECT digest, kind FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`, [
-        open.id,
-        input.loanId,
-      ]);
+      const existing = await this.db.get<{ digest: string; kind: string }>(
+        `SELECT digest, kind FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`,
+        [open.id, input.loanId],
+      );
       if (existing !== undefined && existing.digest === rendered.digest && existing.kind === kind) {
         return { batchId: open.id, kind, outcome: 'unchanged', frozen };
       }
       // Replace = delete + insert: the loan's rows move to the end, in the order of its last board.
-      await this.db.run(`DELETE FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`, [open.id, input.loanId]);
+      await this.db.run(`DELETE FROM file_batch_loans WHERE batch_id = ? AND loan_id = ?`, [
+        open.id,
+        input.loanId,
+      ]);
       await this.db.run(
         `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        [open.id, input.loanId, kind, input.principalCents, rendered.digest, rendered.rowsJson, rendered.recordCount, input.now],
+        [
+          open.id,
+          input.loanId,
+          kind,
+          input.principalCents,
+          rendered.digest,
+          rendered.rowsJson,
+          rendered.recordCount,
+          input.now,
+        ],
       );
       return { batchId: open.id, kind, outcome: existing === undefined ? 'appended' : 'replaced', frozen };
     });
@@ -213,7 +242,10 @@ export class FileBatchStore {
    */
   markSealed(id: string, now: number, totals: { principalCents: string }): Promise<boolean> {
     return this.db.write(async () => {
-      const r = await this.db.run(`UPDATE file_batches SET status = 'sealed', sealed_at = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`, [now, totals.principalCents, id]);
+      const r = await this.db.run(
+        `UPDATE file_batches SET status = 'sealed', sealed_at = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
+        [now, totals.principalCents, id],
+      );
       if (r.changes !== 1) return false;
       await this.db.run(`UPDATE file_batch_loans SET rows_json = '{}' WHERE batch_id = ?`, [id]);
       return true;
@@ -239,7 +271,8 @@ export class FileBatchStore {
    */
   tieOut(asOfMs: number): Promise<BatchTieRows | null> {
     return this.db.read(async () => {
-      const count = async (text: string): Promise<number> => Number((await this.db.get<{ n: number }>(text))?.n ?? 0);
+      const count = async (text: string): Promise<number> =>
+        Number((await this.db.get<{ n: number }>(text))?.n ?? 0);
       if ((await count(`SELECT COUNT(*) AS n FROM file_batches`)) === 0) return null;
       const sealedCents = await this.db.all<{ cents: string | null }>(
         `SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`,
@@ -247,14 +280,25 @@ export class FileBatchStore {
       const corrections = await count(
         `SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`,
       );
-      const open = await this.db.get<{ id: string; cutoffAt: number }>(`SELECT id, cutoff_at AS "cutoffAt" FROM file_batches WHERE status = 'open'`);
+      const open = await this.db.get<{ id: string; cutoffAt: number }>(
+        `SELECT id, cutoff_at AS "cutoffAt" FROM file_batches WHERE status = 'open'`,
+      );
       const openCents =
         open && open.cutoffAt > asOfMs
-          ? await this.db.all<{ cents: string | null }>(`SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`, [open.id])
+          ? await this.db.all<{ cents: string | null }>(
+              `SELECT principal_cents AS cents FROM file_batch_loans WHERE batch_id = ? AND kind = 'new'`,
+              [open.id],
+            )
           : [];
-      const acknowledgedCents = await this.db.all<{ cents: number | null }>(`SELECT cents_amount AS cents FROM loans WHERE state = 'acknowledged'`);
+      const acknowledgedCents = await this.db.all<{ cents: number | null }>(
+        `SELECT cents_amount AS cents FROM loans WHERE state = 'acknowledged'`,
+      );
       // A loan's first board sits in one batch; past the cut-off without a seal, or in none at all.
-      const notSealedPastCutoff = await this.db.all<{ loanId: string; batchId: string | null; cutoffAt: number | null }>(
+      const notSealedPastCutoff = await this.db.all<{
+        loanId: string;
+        batchId: string | null;
+        cutoffAt: number | null;
+      }>(
         `SELECT lo.id AS "loanId", b.id AS "batchId", b.cutoff_at AS "cutoffAt"
            FROM loans lo
            LEFT JOIN file_batch_loans l ON l.loan_id = lo.id AND l.kind = 'new'
@@ -265,27 +309,49 @@ export class FileBatchStore {
         [asOfMs],
       );
       const sealedBatches = await count(`SELECT COUNT(*) AS n FROM file_batches WHERE status = 'sealed'`);
-      return { sealedBatches, sealedCents, corrections, open: open ?? null, openCents, acknowledgedCents, notSealedPastCutoff };
+      return {
+        sealedBatches,
+        sealedCents,
+        corrections,
+        open: open ?? null,
+        openCents,
+        acknowledgedCents,
+        notSealedPastCutoff,
+      };
     });
   }
 
   async hasLoan(loanId: string): Promise<boolean> {
-    return (await this.db.get(`SELECT 1 AS one FROM file_batch_loans WHERE loan_id = ? LIMIT 1`, [loanId])) !== undefined;
+    return (
+      (await this.db.get(`SELECT 1 AS one FROM file_batch_loans WHERE loan_id = ? LIMIT 1`, [loanId])) !==
+      undefined
+    );
   }
 
   private async freeze(id: string, now: number, reason: string, by: string): Promise<void> {
-    await this.db.run(`UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`, [
-      now,
-      reason,
-      by,
-      id,
-    ]);
+    await this.db.run(
+      `UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`,
+      [now, reason, by, id],
+    );
   }
 
-  private async create(now: number, b: { cutoffAt: number; day: string }, layout: string): Promise<FileBatchRow> {
-    const n = Number((await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM file_batches WHERE id LIKE ? || '-%'`, [b.day]))?.n ?? 0);
+  private async create(
+    now: number,
+    b: { cutoffAt: number; day: string },
+    layout: string,
+  ): Promise<FileBatchRow> {
+    const n = Number(
+      (
+        await this.db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM file_batches WHERE id LIKE ? || '-%'`, [
+          b.day,
+        ])
+      )?.n ?? 0,
+    );
     const id = `${b.day}-${String(n + 1).padStart(3, '0')}`;
-    await this.db.run(`INSERT INTO file_batches (id, status, opened_at, cutoff_at, layout) VALUES (?, 'open', ?, ?, ?)`, [id, now, b.cutoffAt, layout]);
+    await this.db.run(
+      `INSERT INTO file_batches (id, status, opened_at, cutoff_at, layout) VALUES (?, 'open', ?, ?, ?)`,
+      [id, now, b.cutoffAt, layout],
+    );
     return (await this.get(id)) as FileBatchRow;
   }
 }

@@ -15,7 +15,10 @@ export interface FundedTimeBackfill {
   run(now: number): Promise<number>;
 }
 
-export function createFundedTimeBackfill(anyDb: AnyDb, inbox: Pick<WebhookInbox, 'fundedAt'>): FundedTimeBackfill {
+export function createFundedTimeBackfill(
+  anyDb: AnyDb,
+  inbox: Pick<WebhookInbox, 'fundedAt'>,
+): FundedTimeBackfill {
   const db = toStoreDb(anyDb);
   let since = 0;
   return {
@@ -31,7 +34,10 @@ export function createFundedTimeBackfill(anyDb: AnyDb, inbox: Pick<WebhookInbox,
         const fundedAt = await inbox.fundedAt(row.id);
         if (fundedAt !== null) {
           updated += (
-            await db.run('UPDATE loans SET funded_at_iso = ?, updated_at = ? WHERE id = ? AND funded_at_iso IS NULL', [new Date(fundedAt).toISOString(), now, row.id])
+            await db.run(
+              'UPDATE loans SET funded_at_iso = ?, updated_at = ? WHERE id = ? AND funded_at_iso IS NULL',
+              [new Date(fundedAt).toISOString(), now, row.id],
+            )
           ).changes;
         }
       }

@@ -51,7 +51,8 @@ export { MAX_IDEMPOTENCY_KEY_LENGTH };
 
 export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
   const db = toStoreDb(anyDb);
-  const INSERT = 'INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
+  const INSERT =
+    'INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
   const SELECT = 'SELECT * FROM idempotency_keys WHERE key = ?';
   return {
     unfinished: async (operation, prefix) =>
@@ -63,7 +64,9 @@ export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
       )?.key ?? null,
     ensure: async (key, operation, loanId, now) => {
       if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-        throw new Error(`idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`);
+        throw new Error(
+          `idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`,
+        );
       }
       await db.run(INSERT, [key, loanId, operation, now]);
       return toRow((await db.get<Raw>(SELECT, [key])) as Raw);
@@ -80,6 +83,12 @@ export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
       const r = await db.get<Raw>(SELECT, [key]);
       return r ? toRow(r) : null;
     },
-    forLoan: async (loanId) => (await db.all<Raw>('SELECT * FROM idempotency_keys WHERE loan_id = ? ORDER BY created_at ASC, key ASC', [loanId])).map(toRow),
+    forLoan: async (loanId) =>
+      (
+        await db.all<Raw>(
+          'SELECT * FROM idempotency_keys WHERE loan_id = ? ORDER BY created_at ASC, key ASC',
+          [loanId],
+        )
+      ).map(toRow),
   };
 }

@@ -31,7 +31,10 @@ export interface InboxPass {
  * funded time keeps the earliest value). No logging and no callbacks: the caller (the processor)
  * reports the outcomes.
  */
-export function createInboxApplier(anyDb: AnyDb, inbox: WebhookInbox): { pass(limit: number, now: number): Promise<InboxPass> } {
+export function createInboxApplier(
+  anyDb: AnyDb,
+  inbox: WebhookInbox,
+): { pass(limit: number, now: number): Promise<InboxPass> } {
   const db = toStoreDb(anyDb);
   // Only an existing loans row is filled in here, keeping the earliest time; a loan that has no row
   // yet gets it from the inbox when the row is created (funded-time.ts).
@@ -70,7 +73,8 @@ export function createInboxApplier(anyDb: AnyDb, inbox: WebhookInbox): { pass(li
   const applyAll = (limit: number, now: number): Promise<RowOutcome[]> =>
     db.write(async () => {
       const out: RowOutcome[] = [];
-      for (const row of await inbox.pending(limit)) out.push(outcome(row, await applyRowEffects(row, now), null));
+      for (const row of await inbox.pending(limit))
+        out.push(outcome(row, await applyRowEffects(row, now), null));
       return out;
     });
   const applyEach = (limit: number, now: number): Promise<RowOutcome[]> =>
@@ -95,7 +99,8 @@ export function createInboxApplier(anyDb: AnyDb, inbox: WebhookInbox): { pass(li
     async pass(limit, now) {
       // Nothing pending (most kicks after a quiet spell find their rows taken by an earlier pass):
       // no write transaction, no commit.
-      if ((await db.get("SELECT 1 AS one FROM webhook_inbox WHERE status = 'pending' LIMIT 1")) === undefined) return { rows: 0, outcomes: [] };
+      if ((await db.get("SELECT 1 AS one FROM webhook_inbox WHERE status = 'pending' LIMIT 1")) === undefined)
+        return { rows: 0, outcomes: [] };
       let outcomes: RowOutcome[];
       // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
       try {
@@ -112,18 +117,27 @@ export function createInboxApplier(anyDb: AnyDb, inbox: WebhookInbox): { pass(li
 /** Lock contention (SQLITE_BUSY, _SNAPSHOT, SQLITE_LOCKED…): the work is redone later, nothing is marked failed. */
 export function isTransientDbError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))) return true;
+  if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')))
+    return true;
   // PostgreSQL: serialization failure, deadlock, lock timeout, connection lost.
-  if (typeof code === 'string' && ['40001', '40P01', '55P03', '57P01', '08006', '08003', 'ECONNRESET', 'ECONNREFUSED'].includes(code)) return true;
+  if (
+    typeof code === 'string' &&
+    ['40001', '40P01', '55P03', '57P01', '08006', '08003', 'ECONNRESET', 'ECONNREFUSED'].includes(code)
+  )
+    return true;
   return /SQLITE_BUSY|SQLITE_LOCKED|database is locked/i.test(errorMessage(err));
 }
 
 /** What the payload lacks, for the log (the real platform's payload is not documented). */
 function noteFor(row: InboxRow): RowOutcome['note'] {
-  if (!isHistoryEvent(row.eventType)) return { kind: 'unknown_type', keys: Object.keys(row.payload).slice(0, 20) };
+  if (!isHistoryEvent(row.eventType))
+    return { kind: 'unknown_type', keys: Object.keys(row.payload).slice(0, 20) };
   if (row.loanId === null) {
     const data = row.payload['data'];
-    return { kind: 'no_loan_id', keys: data && typeof data === 'object' ? Object.keys(data).slice(0, 20) : [typeof data] };
+    return {
+      kind: 'no_loan_id',
+      keys: data && typeof data === 'object' ? Object.keys(data).slice(0, 20) : [typeof data],
+    };
   }
   return null;
 }

@@ -119,7 +119,14 @@ export const UNKNOWN_LOAN_MAX_ROWS = 50_000;
 const INBOX_INSERT_SQL = `INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
      VALUES (?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING`;
 
-type InboxInsertParams = [webhookId: string, eventType: string, loanId: string | null, occurredAt: number, receivedAt: number, payload: string];
+type InboxInsertParams = [
+  webhookId: string,
+  eventType: string,
+  loanId: string | null,
+  occurredAt: number,
+  receivedAt: number,
+  payload: string,
+];
 
 /**
  * The parameters of INBOX_INSERT_SQL for one delivery. The
@@ -128,7 +135,14 @@ type InboxInsertParams = [webhookId: string, eventType: string, loanId: string |
  * other stored value. The fields the connector reads (ids, type, times) pass unchanged.
  */
 function inboxInsertParams(event: InboxDelivery, receivedAt: number): InboxInsertParams {
-  return [event.webhookId, event.type, event.loanId, event.occurredAt, receivedAt, JSON.stringify(redactPayload(event.payload))];
+  return [
+    event.webhookId,
+    event.type,
+    event.loanId,
+    event.occurredAt,
+    receivedAt,
+    JSON.stringify(redactPayload(event.payload)),
+  ];
 }
 
 /** The inbox's row number: SQLite's rowid; a column of that name (bigserial) on PostgreSQL (migrations.ts). */
@@ -145,7 +159,8 @@ export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
   // Counted without reading the table: pending and failed rows from their partial indexes, all
   // rows from the smallest full index (processed = the rest). A GROUP BY status scanned every row
   // of the 30-day inbox on each /metrics scrape, on the receiver's event loop.
-  const PENDING_STATS = "SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox WHERE status = 'pending'";
+  const PENDING_STATS =
+    "SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox WHERE status = 'pending'";
   const FAILED_COUNT = "SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'";
   // event_type = 'loan.funded' lets the partial webhook_inbox_funded index serve the lookup.
   const FUNDED = `SELECT ${COLS} FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'`;
@@ -170,9 +185,11 @@ export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });
   };
-  const count = async (text: string, params: unknown[] = []): Promise<number> => Number((await db.get<{ n: number }>(text, params))?.n ?? 0);
+  const count = async (text: string, params: unknown[] = []): Promise<number> =>
+    Number((await db.get<{ n: number }>(text, params))?.n ?? 0);
   return {
-    insert: async (event, receivedAt) => (await db.run(INBOX_INSERT_SQL, inboxInsertParams(event, receivedAt))).changes === 1,
+    insert: async (event, receivedAt) =>
+      (await db.run(INBOX_INSERT_SQL, inboxInsertParams(event, receivedAt))).changes === 1,
     pending: async (limit) => (await db.all<RawRow>(PENDING, [limit])).map(toRow),
     get: async (id) => {
       const r = await db.get<RawRow>(GET, [id]);
@@ -188,12 +205,21 @@ export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
       await db.run(MARK, ['failed', at, error.slice(0, 2000), id]);
     },
     async stats() {
-      const pendingRow = (await db.get<{ n: number; oldest: number | null }>(PENDING_STATS)) ?? { n: 0, oldest: null };
+      const pendingRow = (await db.get<{ n: number; oldest: number | null }>(PENDING_STATS)) ?? {
+        n: 0,
+        oldest: null,
+      };
       const failed = await count(FAILED_COUNT);
       const total = await count('SELECT COUNT(*) AS n FROM webhook_inbox');
-      return { pending: pendingRow.n, failed, processed: Math.max(0, total - pendingRow.n - failed), oldestPendingAt: pendingRow.oldest };
+      return {
+        pending: pendingRow.n,
+        failed,
+        processed: Math.max(0, total - pendingRow.n - failed),
+        oldestPendingAt: pendingRow.oldest,
+      };
     },
-    countOfType: (eventType) => count('SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = ?', [eventType]),
+    countOfType: (eventType) =>
+      count('SELECT COUNT(*) AS n FROM webhook_inbox WHERE event_type = ?', [eventType]),
     async fundedAt(loanId) {
       const times = (await db.all<RawRow>(FUNDED, [loanId])).map(fundedTime);
       return times.length === 0 ? null : Math.min(...times);
@@ -205,12 +231,18 @@ export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
         const t = fundedTime(r);
         byLoan.set(r.loan_id, Math.min(byLoan.get(r.loan_id) ?? t, t));
       }
-      return [...byLoan].map(([loanId, fundedAt]) => ({ loanId, fundedAt })).sort((a, b) => a.fundedAt - b.fundedAt);
+      return [...byLoan]
+        .map(([loanId, fundedAt]) => ({ loanId, fundedAt }))
+        .sort((a, b) => a.fundedAt - b.fundedAt);
     },
     prune: async (beforeMs, limit) => {
       // Rows of loans never released: kept as much longer than others as their retention says.
       const unknownBefore = beforeMs - (UNKNOWN_LOAN_RETENTION_MS - INBOX_PRUNE_AFTER_MS);
-      return (limit === undefined ? await db.run(PRUNE, [beforeMs, unknownBefore]) : await db.run(PRUNE_SOME, [beforeMs, unknownBefore, limit])).changes;
+      return (
+        limit === undefined
+          ? await db.run(PRUNE, [beforeMs, unknownBefore])
+          : await db.run(PRUNE_SOME, [beforeMs, unknownBefore, limit])
+      ).changes;
     },
     capUnknownFunded: async (max) => (await db.run(CAP_UNKNOWN, [max])).changes,
   };

@@ -117,9 +117,15 @@ export function newHolderId(instance: string = randomUUID().slice(0, 8)): string
 }
 
 /** The host, pid and instance of a holder id made by newHolderId (null parts when it is another shape). */
-export function holderParts(holder: string): { host: string | null; pid: number | null; instance: string | null } {
+export function holderParts(holder: string): {
+  host: string | null;
+  pid: number | null;
+  instance: string | null;
+} {
   const m = /^(.*):(\d+):([^:]*)$/.exec(holder);
-  return m ? { host: m[1] as string, pid: Number(m[2]), instance: m[3] as string } : { host: null, pid: null, instance: null };
+  return m
+    ? { host: m[1] as string, pid: Number(m[2]), instance: m[3] as string }
+    : { host: null, pid: null, instance: null };
 }
 
 export class Leadership {
@@ -149,7 +155,9 @@ export class Leadership {
     this.renewEveryMs = opts.renewEveryMs ?? 5_000;
     this.marginMs = opts.marginMs ?? Math.min(2_000, Math.floor(this.ttlMs / 5));
     if (this.ttlMs - this.marginMs <= this.renewEveryMs) {
-      throw new Error(`leadership: ttlMs (${this.ttlMs}) − marginMs (${this.marginMs}) must exceed renewEveryMs (${this.renewEveryMs})`);
+      throw new Error(
+        `leadership: ttlMs (${this.ttlMs}) − marginMs (${this.marginMs}) must exceed renewEveryMs (${this.renewEveryMs})`,
+      );
     }
     if (opts.onChange) this.listeners.add(opts.onChange);
   }
@@ -229,7 +237,10 @@ export class Leadership {
       const message = (err as Error).message;
       if (message !== this.lastFailure) {
         this.lastFailure = message;
-        this.opts.logger?.warn({ err: { message }, lease: this.name }, 'leadership: database call failed (logged once until it answers again)');
+        this.opts.logger?.warn(
+          { err: { message }, lease: this.name },
+          'leadership: database call failed (logged once until it answers again)',
+        );
       }
     }
   }
@@ -250,7 +261,12 @@ export class Leadership {
     }
     this.takeovers += 1;
     const term: LeaseTerm = { name: this.name, holder: this.holder, epoch: got.epoch };
-    const next: Current = { term, trustUntil: 0, controller: new AbortController(), deadline: { cancel: () => {} } };
+    const next: Current = {
+      term,
+      trustUntil: 0,
+      controller: new AbortController(),
+      deadline: { cancel: () => {} },
+    };
     this.current = next;
     this.trust(next, started);
     this.opts.logger?.info({ lease: term.name, epoch: term.epoch }, 'leadership acquired');
@@ -262,7 +278,10 @@ export class Leadership {
       try {
         l(role, term);
       } catch (err) {
-        this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: a role listener failed');
+        this.opts.logger?.warn(
+          { err: { message: (err as Error).message } },
+          'leadership: a role listener failed',
+        );
       }
     }
   }
@@ -281,9 +300,16 @@ export class Leadership {
     if (cur === null) return;
     this.current = null;
     cur.deadline.cancel();
-    cur.controller.abort(reason === 'released' ? new Error('leadership released') : new FencedOutError(cur.term, reason));
-    if (reason === 'released') this.opts.logger?.info({ lease: cur.term.name, epoch: cur.term.epoch }, 'leadership released');
-    else this.opts.logger?.warn({ lease: cur.term.name, epoch: cur.term.epoch, reason }, 'leadership lost: stepping down');
+    cur.controller.abort(
+      reason === 'released' ? new Error('leadership released') : new FencedOutError(cur.term, reason),
+    );
+    if (reason === 'released')
+      this.opts.logger?.info({ lease: cur.term.name, epoch: cur.term.epoch }, 'leadership released');
+    else
+      this.opts.logger?.warn(
+        { lease: cur.term.name, epoch: cur.term.epoch, reason },
+        'leadership lost: stepping down',
+      );
     this.emit('standby', null);
   }
 
@@ -309,7 +335,9 @@ export class Leadership {
         // Only the term the guarded work started in: a later term (a re-acquisition after a
         // step-down) is a new leadership, and the old work must not write under it.
         const t = this.term;
-        return t !== null && t.epoch === start.epoch ? { name: t.name, holder: t.holder, epoch: t.epoch } : null;
+        return t !== null && t.epoch === start.epoch
+          ? { name: t.name, holder: t.holder, epoch: t.epoch }
+          : null;
       },
       onFencedOut: () => {
         if (this.current?.term.epoch === start.epoch) this.stepDown('lease_lost');
@@ -327,10 +355,13 @@ export class Leadership {
    */
   async callWithinTrust<T>(timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const cur = this.current;
-    if (cur === null || !this.trusted()) throw new FencedOutError(cur?.term ?? null, cur === null ? 'not_leader' : 'trust_expired');
+    if (cur === null || !this.trusted())
+      throw new FencedOutError(cur?.term ?? null, cur === null ? 'not_leader' : 'trust_expired');
     if (this.trustLeftMs() <= timeoutMs) throw new FencedOutError(cur.term, 'trust_too_short');
     const timeout = new AbortController();
-    const timer = this.opts.clock.timeout(timeoutMs, () => timeout.abort(new Error(`call timed out after ${timeoutMs} ms`)));
+    const timer = this.opts.clock.timeout(timeoutMs, () =>
+      timeout.abort(new Error(`call timed out after ${timeoutMs} ms`)),
+    );
     try {
       return await fn(AbortSignal.any([cur.controller.signal, timeout.signal]));
     } finally {
@@ -369,7 +400,10 @@ export class Leadership {
       if (this.stopped) off();
       else this.unlisten = off;
     } catch (err) {
-      this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: LISTEN failed; polling only');
+      this.opts.logger?.warn(
+        { err: { message: (err as Error).message } },
+        'leadership: LISTEN failed; polling only',
+      );
     } finally {
       this.listening = false;
     }
@@ -387,7 +421,10 @@ export class Leadership {
       try {
         await this.backend.release(cur.term);
       } catch (err) {
-        this.opts.logger?.warn({ err: { message: (err as Error).message } }, 'leadership: release failed; the lease expires on its own');
+        this.opts.logger?.warn(
+          { err: { message: (err as Error).message } },
+          'leadership: release failed; the lease expires on its own',
+        );
       }
     }
     const off = this.unlisten;

@@ -1,7 +1,15 @@
 import { hostname } from 'node:os';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { holderParts, Leadership, newHolderId, type LeaseBackend, type LeaseRow, type Role, type LeaseTerm } from './leadership.js';
+import {
+  holderParts,
+  Leadership,
+  newHolderId,
+  type LeaseBackend,
+  type LeaseRow,
+  type Role,
+  type LeaseTerm,
+} from './leadership.js';
 import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
 
 /**
@@ -26,18 +34,27 @@ interface Raw {
   now: number;
 }
 
-export function sqliteLeaseBackend(anyDb: AnyDb, isAlive: (pid: number) => boolean = processAlive): LeaseBackend {
+export function sqliteLeaseBackend(
+  anyDb: AnyDb,
+  isAlive: (pid: number) => boolean = processAlive,
+): LeaseBackend {
   const db = toStoreDb(anyDb);
   const here = hostname();
   return {
     acquire: (name, holder, ttlMs) =>
       db.write(
         async () => {
-          const cur = await db.get<Raw>(`SELECT owner, pid, host, heartbeat_at, epoch, expires_at, ${NOW_MS} AS now FROM leases WHERE name = ?`, [name]);
+          const cur = await db.get<Raw>(
+            `SELECT owner, pid, host, heartbeat_at, epoch, expires_at, ${NOW_MS} AS now FROM leases WHERE name = ?`,
+            [name],
+          );
           if (cur !== undefined && cur.owner !== holder) {
             const now = Number(cur.now);
             // A row of a connector before leadership (no expiry): its heartbeat tells.
-            const expired = cur.expires_at === null ? Number(cur.heartbeat_at) < now - ttlMs : Number(cur.expires_at) <= now;
+            const expired =
+              cur.expires_at === null
+                ? Number(cur.heartbeat_at) < now - ttlMs
+                : Number(cur.expires_at) <= now;
             const gone = cur.host === here && !isAlive(Number(cur.pid));
             if (!expired && !gone) return null;
           }
@@ -58,28 +75,41 @@ export function sqliteLeaseBackend(anyDb: AnyDb, isAlive: (pid: number) => boole
       (
         await db.write(
           () =>
-            db.run(`UPDATE leases SET heartbeat_at = ${NOW_MS}, expires_at = ${NOW_MS} + ? WHERE name = ? AND owner = ? AND epoch = ? AND expires_at > ${NOW_MS}`, [
-              Math.round(ttlMs),
-              term.name,
-              term.holder,
-              term.epoch,
-            ]),
+            db.run(
+              `UPDATE leases SET heartbeat_at = ${NOW_MS}, expires_at = ${NOW_MS} + ? WHERE name = ? AND owner = ? AND epoch = ? AND expires_at > ${NOW_MS}`,
+              [Math.round(ttlMs), term.name, term.holder, term.epoch],
+            ),
           { unfenced: true },
         )
       ).changes === 1,
     release: async (term) =>
       (
-        await db.write(() => db.run(`UPDATE leases SET expires_at = ${NOW_MS} WHERE name = ? AND owner = ? AND epoch = ?`, [term.name, term.holder, term.epoch]), {
-          unfenced: true,
-        })
+        await db.write(
+          () =>
+            db.run(`UPDATE leases SET expires_at = ${NOW_MS} WHERE name = ? AND owner = ? AND epoch = ?`, [
+              term.name,
+              term.holder,
+              term.epoch,
+            ]),
+          {
+            unfenced: true,
+          },
+        )
       ).changes === 1,
     read: async (name): Promise<LeaseRow | null> => {
-      const r = await db.get<{ owner: string; epoch: number; expires_in_ms: number | null; heartbeat_at: number; now: number }>(
+      const r = await db.get<{
+        owner: string;
+        epoch: number;
+        expires_in_ms: number | null;
+        heartbeat_at: number;
+        now: number;
+      }>(
         `SELECT owner, epoch, expires_at - ${NOW_MS} AS expires_in_ms, heartbeat_at, ${NOW_MS} AS now FROM leases WHERE name = ?`,
         [name],
       );
       if (r === undefined) return null;
-      const expiresInMs = r.expires_in_ms === null ? Number(r.heartbeat_at) + 60_000 - Number(r.now) : Number(r.expires_in_ms);
+      const expiresInMs =
+        r.expires_in_ms === null ? Number(r.heartbeat_at) + 60_000 - Number(r.now) : Number(r.expires_in_ms);
       return { name, holder: expiresInMs > 0 ? r.owner : null, epoch: Number(r.epoch), expiresInMs };
     },
   };

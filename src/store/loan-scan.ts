@@ -46,7 +46,8 @@ export interface LoanScan {
   reviewItems(id: string, limit: number): Promise<StoredReviewItem[]>;
 }
 
-const text = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
+const text = (v: unknown): string =>
+  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
 
 /** Review items from an event detail (JSON text); anything unreadable is left out. */
 export function reviewItemsFromDetail(detail: string | null, limit: number): StoredReviewItem[] {
@@ -62,7 +63,12 @@ export function reviewItemsFromDetail(detail: string | null, limit: number): Sto
   return warnings.slice(0, limit).map((w: unknown) => {
     const r = (w ?? {}) as Record<string, unknown>;
     // Stored redacted already; redacted again on the way out, as the loan history is shown.
-    return { code: text(r['code']), field: redactForStorage(text(r['field'])), message: redactForStorage(text(r['message'])), at: typeof r['at'] === 'string' ? r['at'] : null };
+    return {
+      code: text(r['code']),
+      field: redactForStorage(text(r['field'])),
+      message: redactForStorage(text(r['message'])),
+      at: typeof r['at'] === 'string' ? r['at'] : null,
+    };
   });
 }
 
@@ -125,7 +131,10 @@ export function createLoanScan(anyDb: AnyDb, since: string | null): LoanScan {
   const filter = since === null ? '1 = 1' : SINCE_FILTER;
   const params: unknown[] = since === null ? [] : [Date.parse(since), since];
   return {
-    count: async () => Number((await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM loans WHERE ${filter}`, params))?.n ?? 0),
+    count: async () =>
+      Number(
+        (await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM loans WHERE ${filter}`, params))?.n ?? 0,
+      ),
     // Keyset pages: memory is one page whatever the store holds, and no read transaction is held
     // open between pages (the daemon keeps boarding while a report streams).
     rows: async function* () {
@@ -138,11 +147,16 @@ export function createLoanScan(anyDb: AnyDb, since: string | null): LoanScan {
         after = (rows[rows.length - 1] as RawStoreRow).id;
       }
     },
-    knows: async (id) => (await db.get<{ one: number }>('SELECT 1 AS one FROM loans WHERE id = ?', [id])) !== undefined,
+    knows: async (id) =>
+      (await db.get<{ one: number }>('SELECT 1 AS one FROM loans WHERE id = ?', [id])) !== undefined,
     reviewItems: async (id, limit) =>
       reviewItemsFromDetail(
-        (await db.get<{ detail: string | null }>(`SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`, [id]))
-          ?.detail ?? null,
+        (
+          await db.get<{ detail: string | null }>(
+            `SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`,
+            [id],
+          )
+        )?.detail ?? null,
         limit,
       ),
   };

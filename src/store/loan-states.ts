@@ -53,7 +53,9 @@ export const UNACKNOWLEDGED_STATES: readonly LoanState[] = [...WORKING_STATES, '
 /** States only an operator (`loans retry`) or a new release moves a loan out of. */
 export const PARKED_STATES: readonly LoanState[] = ['quarantined', 'skipped'];
 /** Not yet in the core: working on it or waiting for a retry (the report's "pending"). */
-export const PENDING_STATES: readonly LoanState[] = WORKING_STATES.filter((s) => s !== 'written').concat('retry_wait');
+export const PENDING_STATES: readonly LoanState[] = WORKING_STATES.filter((s) => s !== 'written').concat(
+  'retry_wait',
+);
 /** What `loans retry` takes a loan out of. */
 export const RETRYABLE_STATES: readonly LoanState[] = [...PARKED_STATES, 'retry_wait'];
 /** What `loans skip` takes a loan out of: anything still owed, and a quarantined loan. */

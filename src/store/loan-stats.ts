@@ -17,14 +17,23 @@ export function createLoanStats(anyDb: AnyDb): LoanStats {
   const db = toStoreDb(anyDb);
   const OLDEST = `SELECT MIN(created_at) AS oldest FROM loans WHERE state IN (${UNACKNOWLEDGED_STATES.map((s) => `'${s}'`).join(',')})`;
   return {
-    countByState: () => db.all<{ state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state'),
+    countByState: () =>
+      db.all<{ state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state'),
     quarantinedByReason: () =>
       db.all<{ reason: string | null; n: number }>(
         "SELECT quarantine_reason AS reason, COUNT(*) AS n FROM loans WHERE state = 'quarantined' GROUP BY quarantine_reason",
       ),
-    reviewedByState: () => db.all<{ state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans WHERE review_items > 0 GROUP BY state'),
+    reviewedByState: () =>
+      db.all<{ state: string; n: number }>(
+        'SELECT state, COUNT(*) AS n FROM loans WHERE review_items > 0 GROUP BY state',
+      ),
     dueRetries: async (now) =>
-      (await db.get<{ n: number }>("SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)", [now]))?.n ?? 0,
+      (
+        await db.get<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)",
+          [now],
+        )
+      )?.n ?? 0,
     oldestUnacknowledgedAt: async () => (await db.get<{ oldest: number | null }>(OLDEST))?.oldest ?? null,
   };
 }

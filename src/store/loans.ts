@@ -190,7 +190,8 @@ interface RawLoan {
 }
 
 function toRow(r: RawLoan): LoanRow {
-  if (!isLoanState(r.state)) throw new Error(`loan ${r.id} has unknown state ${r.state} in the state database`);
+  if (!isLoanState(r.state))
+    throw new Error(`loan ${r.id} has unknown state ${r.state} in the state database`);
   return {
     id: r.id,
     loanNumber: r.loan_number,
@@ -264,7 +265,15 @@ export interface LoanStore {
    */
   amend(
     id: string,
-    input: { expected: LoanState; expectedReleaseMarker?: string | null; patch: LoanPatch; kind: LoanEvent['kind']; reason: string; detail?: unknown; actor: string },
+    input: {
+      expected: LoanState;
+      expectedReleaseMarker?: string | null;
+      patch: LoanPatch;
+      kind: LoanEvent['kind'];
+      reason: string;
+      detail?: unknown;
+      actor: string;
+    },
     now: number,
   ): Promise<LoanRow>;
   events(id: string): Promise<LoanEvent[]>;
@@ -275,7 +284,11 @@ export interface LoanStore {
    * The ids of `due(now)`, in the same order, one page at a time (keyset after `after`): a pass
    * over a 30,000-loan backlog holds one page of ids, not every due row with its queue item.
    */
-  duePage(now: number, after: DueCursor | null, limit: number): Promise<{ ids: string[]; next: DueCursor | null }>;
+  duePage(
+    now: number,
+    after: DueCursor | null,
+    limit: number,
+  ): Promise<{ ids: string[]; next: DueCursor | null }>;
   /** How many loans `due(now)` would return (a progress line's total), without reading them. */
   dueCount(now: number): Promise<number>;
   /** The earliest persisted next attempt (retry_wait), or null. */
@@ -299,7 +312,17 @@ const DUE_WHERE = `(state IN ('queued','fetched','mapped','written')
 const UNRELEASED = '(CASE WHEN released_at_iso IS NULL THEN 1 ELSE 0 END)';
 const DUE_KEY = `${UNRELEASED}, COALESCE(released_at_iso, ''), created_at, id`;
 
-type RawEvent = { seq: number; loan_id: string; at: number; kind: string; from_state: string | null; to_state: string | null; actor: string; reason: string | null; detail: string | null };
+type RawEvent = {
+  seq: number;
+  loan_id: string;
+  at: number;
+  kind: string;
+  from_state: string | null;
+  to_state: string | null;
+  actor: string;
+  reason: string | null;
+  detail: string | null;
+};
 
 export function createLoanStore(anyDb: AnyDb): LoanStore {
   const db = toStoreDb(anyDb);
@@ -307,7 +330,8 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
   // The check before a write reads the state alone: a full row carries the queue item and the
   // boarded records (kilobytes of JSON), read again once, after the write, for the caller.
   const SELECT_STATE = 'SELECT state FROM loans WHERE id = ?';
-  const INSERT_EVENT = 'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+  const INSERT_EVENT =
+    'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
   const SELECT_EVENTS = 'SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC';
   const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
   const SELECT_DUE_COUNT = `SELECT COUNT(*) AS n FROM loans WHERE ${DUE_WHERE}`;
@@ -339,9 +363,23 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
     detail: unknown,
   ): Promise<void> => {
     // Details carry error bodies and mapping issues, which may echo data: never a full tax id.
-    await db.run(INSERT_EVENT, [id, at, kind, from, to, actor ?? 'connector', reason ?? null, detail === undefined ? null : JSON.stringify(redactPayload(detail))]);
+    await db.run(INSERT_EVENT, [
+      id,
+      at,
+      kind,
+      from,
+      to,
+      actor ?? 'connector',
+      reason ?? null,
+      detail === undefined ? null : JSON.stringify(redactPayload(detail)),
+    ]);
   };
-  const applyPatch = async (id: string, patch: LoanPatch, extra: Record<string, unknown>, now: number): Promise<void> => {
+  const applyPatch = async (
+    id: string,
+    patch: LoanPatch,
+    extra: Record<string, unknown>,
+    now: number,
+  ): Promise<void> => {
     const sets: string[] = [];
     const values: unknown[] = [];
     for (const [k, v] of Object.entries(patch)) {
@@ -369,7 +407,12 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
         const existing = await db.get<{ state: string }>(SELECT_STATE, [loan.id]);
         if (existing) throw new Error(`loan ${loan.id} already exists`);
         assertTransition(loan.id, null, loan.state);
-        await db.run('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)', [loan.id, loan.state, now, now]);
+        await db.run('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)', [
+          loan.id,
+          loan.state,
+          now,
+          now,
+        ]);
         if (loan.patch) await applyPatch(loan.id, loan.patch, {}, now);
         await event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
         return require(loan.id);
@@ -380,12 +423,22 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
         if (!cur) throw new LoanNotFoundError(id);
         const from = cur.state as LoanState;
         if (input.expectedFrom !== undefined) {
-          const expected: readonly LoanState[] = typeof input.expectedFrom === 'string' ? [input.expectedFrom] : input.expectedFrom;
+          const expected: readonly LoanState[] =
+            typeof input.expectedFrom === 'string' ? [input.expectedFrom] : input.expectedFrom;
           if (!expected.includes(from)) throw new StaleStateError(id, from, expected);
         }
         assertTransition(id, from, input.to);
         await applyPatch(id, input.patch ?? {}, { state: input.to }, now);
-        await event(id, now, input.kind ?? 'transition', from, input.to, input.actor, input.reason, input.detail);
+        await event(
+          id,
+          now,
+          input.kind ?? 'transition',
+          from,
+          input.to,
+          input.actor,
+          input.reason,
+          input.detail,
+        );
         await input.also?.();
         return require(id);
       }),
@@ -393,9 +446,12 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
       db.write(async () => {
         const cur = await db.get<RawLoan>(SELECT_ONE, [id]);
         if (!cur) throw new LoanNotFoundError(id);
-        if (cur.state !== input.expected) throw new StaleStateError(id, cur.state as LoanState, [input.expected]);
+        if (cur.state !== input.expected)
+          throw new StaleStateError(id, cur.state as LoanState, [input.expected]);
         if (input.expectedReleaseMarker !== undefined && cur.release_marker !== input.expectedReleaseMarker) {
-          throw new Error(`loan ${id} was released again meanwhile (release ${cur.release_marker ?? 'none'}): its newer records stay`);
+          throw new Error(
+            `loan ${id} was released again meanwhile (release ${cur.release_marker ?? 'none'}): its newer records stay`,
+          );
         }
         await applyPatch(id, input.patch, {}, now);
         await event(id, now, input.kind, null, null, input.actor, input.reason, input.detail);
@@ -427,7 +483,9 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
         params.push(filter.state);
         // updated_at moves with every queue sighting; the history says when the loan entered the state.
         if (filter.enteredSince !== undefined) {
-          conds.push('(SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state) >= ?');
+          conds.push(
+            '(SELECT MAX(at) FROM loan_events e WHERE e.loan_id = loans.id AND e.to_state = loans.state) >= ?',
+          );
           params.push(filter.enteredSince);
         }
       }
@@ -438,26 +496,48 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
       if (filter.withReviewItems) conds.push('review_items > 0');
       const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
       const limit = filter.limit ? `LIMIT ${Math.max(1, Math.floor(filter.limit))}` : '';
-      return (await db.all<RawLoan>(`SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`, params)).map(toRow);
+      return (
+        await db.all<RawLoan>(
+          `SELECT * FROM loans ${where} ORDER BY updated_at DESC, id ASC ${limit}`,
+          params,
+        )
+      ).map(toRow);
     },
     due: async (now) => (await db.all<RawLoan>(SELECT_DUE, [now])).map(toRow),
     duePage: async (now, after, limit) => {
       const rows = await db.all<{ id: string; unreleased: number; released_at: string; created_at: number }>(
         after === null ? SELECT_DUE_FIRST : SELECT_DUE_AFTER,
-        after === null ? [now, limit] : [now, after.unreleased, after.releasedAt, after.createdAt, after.id, limit],
+        after === null
+          ? [now, limit]
+          : [now, after.unreleased, after.releasedAt, after.createdAt, after.id, limit],
       );
       const last = rows[rows.length - 1];
       return {
         ids: rows.map((r) => r.id),
-        next: last === undefined ? null : { unreleased: Number(last.unreleased), releasedAt: last.released_at, createdAt: last.created_at, id: last.id },
+        next:
+          last === undefined
+            ? null
+            : {
+                unreleased: Number(last.unreleased),
+                releasedAt: last.released_at,
+                createdAt: last.created_at,
+                id: last.id,
+              },
       };
     },
     dueCount: async (now) => (await db.get<{ n: number }>(SELECT_DUE_COUNT, [now]))?.n ?? 0,
-    idsByNumber: async (number) => (await db.all<{ id: string }>('SELECT id FROM loans WHERE loan_number = ? OR account_number = ? ORDER BY id LIMIT 10', [number, number])).map((r) => r.id),
+    idsByNumber: async (number) =>
+      (
+        await db.all<{ id: string }>(
+          'SELECT id FROM loans WHERE loan_number = ? OR account_number = ? ORDER BY id LIMIT 10',
+          [number, number],
+        )
+      ).map((r) => r.id),
     nextDueAt: async () => (await db.get<{ at: number | null }>(SELECT_NEXT_DUE))?.at ?? null,
     countByState: async () => {
       const counts = Object.fromEntries(LOAN_STATES.map((s) => [s, 0])) as Record<LoanState, number>;
-      for (const r of await db.all<{ state: string; n: number }>(SELECT_COUNTS)) if (isLoanState(r.state)) counts[r.state] = r.n;
+      for (const r of await db.all<{ state: string; n: number }>(SELECT_COUNTS))
+        if (isLoanState(r.state)) counts[r.state] = r.n;
       return counts;
     },
   };

@@ -54,10 +54,21 @@ const q = (ident: string): string => `"${ident.replace(/"/g, '""')}"`;
 
 /** The tables of the SQLite file, referenced tables before those that reference them. */
 function sqliteTables(src: Db): string[] {
-  const names = (src.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").all() as Array<{ name: string }>).map(
-    (r) => r.name,
+  const names = (
+    src
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+      )
+      .all() as Array<{ name: string }>
+  ).map((r) => r.name);
+  const deps = new Map(
+    names.map((n) => [
+      n,
+      (src.pragma(`foreign_key_list(${q(n)})`) as Array<{ table: string }>)
+        .map((f) => f.table)
+        .filter((t) => t !== n),
+    ]),
   );
-  const deps = new Map(names.map((n) => [n, (src.pragma(`foreign_key_list(${q(n)})`) as Array<{ table: string }>).map((f) => f.table).filter((t) => t !== n)]));
   const ordered: string[] = [];
   const visit = (n: string, path: Set<string>): void => {
     if (ordered.includes(n) || path.has(n)) return;
@@ -74,7 +85,14 @@ function sqliteTables(src: Db): string[] {
  * throws naming the table and column when they differ (a schema the connector did not make).
  */
 export async function planTables(src: Db, target: StoreDb): Promise<TablePlan[]> {
-  const pgCols = await target.all<{ table_name: string; column_name: string; data_type: string; is_generated: string; column_default: string | null; is_identity: string }>(
+  const pgCols = await target.all<{
+    table_name: string;
+    column_name: string;
+    data_type: string;
+    is_generated: string;
+    column_default: string | null;
+    is_identity: string;
+  }>(
     `SELECT table_name, column_name, data_type, is_generated, column_default, is_identity
        FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`,
   );
@@ -103,7 +121,8 @@ export async function planTables(src: Db, target: StoreDb): Promise<TablePlan[]>
       columns.push(c.column_name);
     }
     const pgNames = new Set(cols.map((c) => c.column_name));
-    for (const n of sqliteNames) if (!pgNames.has(n)) problems.push(`${table}.${n} is in the SQLite state but not in PostgreSQL`);
+    for (const n of sqliteNames)
+      if (!pgNames.has(n)) problems.push(`${table}.${n} is in the SQLite state but not in PostgreSQL`);
     const pk = sqliteInfo
       .filter((c) => c.pk > 0)
       .sort((a, b) => a.pk - b.pk)
@@ -113,18 +132,26 @@ export async function planTables(src: Db, target: StoreDb): Promise<TablePlan[]>
       columns,
       sqliteExprs,
       orderBy: pk.length > 0 ? pk : columns,
-      textColumns: new Set(written.filter((c) => c.data_type === 'text' || c.data_type === 'character varying').map((c) => c.column_name)),
-      serialColumns: written.filter((c) => c.is_identity === 'YES' || (c.column_default ?? '').startsWith('nextval(')).map((c) => c.column_name),
+      textColumns: new Set(
+        written
+          .filter((c) => c.data_type === 'text' || c.data_type === 'character varying')
+          .map((c) => c.column_name),
+      ),
+      serialColumns: written
+        .filter((c) => c.is_identity === 'YES' || (c.column_default ?? '').startsWith('nextval('))
+        .map((c) => c.column_name),
     });
   }
-  if (problems.length > 0) throw new Error(`the SQLite state and the PostgreSQL schema differ:\n  ${problems.join('\n  ')}`);
+  if (problems.length > 0)
+    throw new Error(`the SQLite state and the PostgreSQL schema differ:\n  ${problems.join('\n  ')}`);
   return plans;
 }
 
 /** The tables of the plan that already hold rows on PostgreSQL. */
 export async function nonEmptyTables(target: StoreDb, plans: readonly TablePlan[]): Promise<string[]> {
   const found: string[] = [];
-  for (const p of plans) if ((await target.get(`SELECT 1 AS x FROM ${q(p.table)} LIMIT 1`)) !== undefined) found.push(p.table);
+  for (const p of plans)
+    if ((await target.get(`SELECT 1 AS x FROM ${q(p.table)} LIMIT 1`)) !== undefined) found.push(p.table);
   return found;
 }
 
@@ -141,14 +168,23 @@ const pgSelect = (p: TablePlan): string =>
 
 /** One row as the digest sees it: the same text on both engines for the same values. */
 function rowText(values: readonly unknown[]): string {
-  return JSON.stringify(values.map((v) => (typeof v === 'bigint' ? Number(v) : Buffer.isBuffer(v) ? { hex: v.toString('hex') } : v)));
+  return JSON.stringify(
+    values.map((v) =>
+      typeof v === 'bigint' ? Number(v) : Buffer.isBuffer(v) ? { hex: v.toString('hex') } : v,
+    ),
+  );
 }
 
 /**
  * Copies every planned table into the target inside the caller's PostgreSQL write transaction,
  * streaming from `src` (which the caller holds in one read transaction). Returns rows per table.
  */
-export async function copyTables(src: Db, target: StoreDb, plans: readonly TablePlan[], onTable?: (table: string, rows: number) => void): Promise<Map<string, number>> {
+export async function copyTables(
+  src: Db,
+  target: StoreDb,
+  plans: readonly TablePlan[],
+  onTable?: (table: string, rows: number) => void,
+): Promise<Map<string, number>> {
   const copied = new Map<string, number>();
   for (const p of plans) {
     const per = batchRows(p.columns.length);
@@ -179,11 +215,19 @@ export async function copyTables(src: Db, target: StoreDb, plans: readonly Table
 
 /** Sets each serial column's sequence past the highest value copied and SQLite's AUTOINCREMENT mark. */
 async function fixSequences(src: Db, target: StoreDb, plans: readonly TablePlan[]): Promise<void> {
-  const hasSeqTable = src.prepare("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").get() !== undefined;
+  const hasSeqTable =
+    src.prepare("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'").get() !== undefined;
   for (const p of plans) {
     for (const col of p.serialColumns) {
-      const max = (await target.get<{ m: number | null }>(`SELECT max(${q(col)}) AS m FROM ${q(p.table)}`))?.m ?? null;
-      const mark = hasSeqTable && col !== 'rowid' ? ((src.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').get(p.table) as { seq: number } | undefined)?.seq ?? null) : null;
+      const max =
+        (await target.get<{ m: number | null }>(`SELECT max(${q(col)}) AS m FROM ${q(p.table)}`))?.m ?? null;
+      const mark =
+        hasSeqTable && col !== 'rowid'
+          ? ((
+              src.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').get(p.table) as
+                { seq: number } | undefined
+            )?.seq ?? null)
+          : null;
       const floor = Math.max(max === null ? 0 : Number(max), mark === null ? 0 : Number(mark));
       if (floor < 1) continue;
       await target.get(`SELECT setval(pg_get_serial_sequence(?, ?), ?, true) AS v`, [q(p.table), col, floor]);
@@ -208,7 +252,10 @@ export function digestSqlite(src: Db, plans: readonly TablePlan[]): Map<string, 
 }
 
 /** Count and digest of every planned table on PostgreSQL: one snapshot, read through a cursor. */
-export async function digestPostgres(target: StoreDb, plans: readonly TablePlan[]): Promise<Map<string, TableDigest>> {
+export async function digestPostgres(
+  target: StoreDb,
+  plans: readonly TablePlan[],
+): Promise<Map<string, TableDigest>> {
   return target.read(async () => {
     const out = new Map<string, TableDigest>();
     for (const p of plans) {
@@ -231,7 +278,11 @@ export async function digestPostgres(target: StoreDb, plans: readonly TablePlan[
   });
 }
 
-export function compareDigests(plans: readonly TablePlan[], a: Map<string, TableDigest>, b: Map<string, TableDigest>): TableComparison[] {
+export function compareDigests(
+  plans: readonly TablePlan[],
+  a: Map<string, TableDigest>,
+  b: Map<string, TableDigest>,
+): TableComparison[] {
   return plans.map((p) => {
     const s = a.get(p.table) ?? { rows: 0, digest: '' };
     const t = b.get(p.table) ?? { rows: 0, digest: '' };

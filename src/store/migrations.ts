@@ -716,5 +716,8 @@ export function pgMigrationSql(text: string): string {
   return text
     .replace(/INTEGER PRIMARY KEY AUTOINCREMENT/g, 'BIGSERIAL PRIMARY KEY')
     .replace(/\bINTEGER\b/g, 'BIGINT')
-    .replace(/CREATE TABLE (webhook_inbox|loan_customers|file_batch_loans) \(/g, 'CREATE TABLE $1 (\n    rowid BIGSERIAL UNIQUE,');
+    .replace(
+      /CREATE TABLE (webhook_inbox|loan_customers|file_batch_loans) \(/g,
+      'CREATE TABLE $1 (\n    rowid BIGSERIAL UNIQUE,',
+    );
 }

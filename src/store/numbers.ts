@@ -40,8 +40,20 @@ export const POOL_CONFIG_KEY: Record<NumberPoolName, string> = {
 
 /** The schema's defaults (src/config/schema.ts identitySchema), for a store opened without config. */
 export const DEFAULT_NUMBER_POOLS: NumberPools = {
-  account: { ranges: [{ from: '100000000', to: '999999999' }], prefix: '', width: 10, checkDigit: 'luhn', warnAt: 0.9 },
-  customer: { ranges: [{ from: '10000000', to: '99999999' }], prefix: '', width: 9, checkDigit: 'luhn', warnAt: 0.9 },
+  account: {
+    ranges: [{ from: '100000000', to: '999999999' }],
+    prefix: '',
+    width: 10,
+    checkDigit: 'luhn',
+    warnAt: 0.9,
+  },
+  customer: {
+    ranges: [{ from: '10000000', to: '99999999' }],
+    prefix: '',
+    width: 9,
+    checkDigit: 'luhn',
+    warnAt: 0.9,
+  },
 };
 
 export interface AllocatedNumber {
@@ -112,7 +124,10 @@ export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUM
   const selectByNumber = (pool: string, number: string): Promise<{ key: string } | undefined> =>
     db.get<{ key: string }>('SELECT key FROM bank_numbers WHERE pool = ? AND number = ?', [pool, number]);
   const selectCursor = (pool: string, from: string): Promise<{ last_seq: string } | undefined> =>
-    db.get<{ last_seq: string }>('SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?', [pool, from]);
+    db.get<{ last_seq: string }>(
+      'SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?',
+      [pool, from],
+    );
   const upsertCursor = (pool: string, from: string, last: string, now: number): Promise<unknown> =>
     db.run(
       `INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?)
@@ -120,7 +135,8 @@ export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUM
       [pool, from, last, now],
     );
 
-  const capacityOf = (spec: NumberPoolSpec): bigint => spec.ranges.reduce((n, r) => n + (BigInt(r.to) - BigInt(r.from) + 1n), 0n);
+  const capacityOf = (spec: NumberPoolSpec): bigint =>
+    spec.ranges.reduce((n, r) => n + (BigInt(r.to) - BigInt(r.from) + 1n), 0n);
 
   /**
    * The next free number of the pool, walking its ranges in order from each range's cursor; null
@@ -155,7 +171,12 @@ export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUM
       if (cursor === null || cursor < to) await upsertCursor(pool, rangeKey(range.from), to.toString(), now);
     });
     if (free === null) throw new PoolExhaustedError(pool, Number(capacityOf(pools[pool])));
-    await db.run('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)', [pool, key, free.number, now]);
+    await db.run('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)', [
+      pool,
+      key,
+      free.number,
+      now,
+    ]);
     await db.run(
       'INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated = bank_number_counts.allocated + 1',
       [pool],
@@ -196,13 +217,22 @@ export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUM
         capacity: Number(capacity),
         ratio: capacity === 0n ? 1 : Number((used * 1_000_000n) / capacity) / 1_000_000,
         warnAt: spec.warnAt,
-        allocated: Number((await db.get<{ n: number }>('SELECT allocated AS n FROM bank_number_counts WHERE pool = ?', [pool]))?.n ?? 0),
+        allocated: Number(
+          (
+            await db.get<{ n: number }>('SELECT allocated AS n FROM bank_number_counts WHERE pool = ?', [
+              pool,
+            ])
+          )?.n ?? 0,
+        ),
       };
     },
   };
 }
 
 /** The pools as the config declares them (identity.accountNumbers.pool, identity.customerNumbers.pool). */
-export function numberPoolsOf(identity: { accountNumbers: { pool: NumberPoolSpec }; customerNumbers: { pool: NumberPoolSpec } }): NumberPools {
+export function numberPoolsOf(identity: {
+  accountNumbers: { pool: NumberPoolSpec };
+  customerNumbers: { pool: NumberPoolSpec };
+}): NumberPools {
   return { account: identity.accountNumbers.pool, customer: identity.customerNumbers.pool };
 }

@@ -22,7 +22,10 @@ export type StoreTarget =
       connectTimeoutMs: number;
     };
 
-export type OpenStoreOptions = Pick<OpenDbOptions, 'onWarning' | 'busyTimeoutMs'> & { logger?: Logger; applicationName?: string };
+export type OpenStoreOptions = Pick<OpenDbOptions, 'onWarning' | 'busyTimeoutMs'> & {
+  logger?: Logger;
+  applicationName?: string;
+};
 
 /**
  * PostgreSQL answers int8 (BIGINT: the epoch-ms times, counts) as text; the repositories work
@@ -34,7 +37,8 @@ const storeTypes = (pg: typeof pgModule) => ({
     if (oid === 20 || oid === 1700) {
       return (v: string): number => {
         const n = Number(v);
-        if (!Number.isSafeInteger(n) && oid === 20) throw new Error(`state store: integer ${v} does not fit a JavaScript number exactly`);
+        if (!Number.isSafeInteger(n) && oid === 20)
+          throw new Error(`state store: integer ${v} does not fit a JavaScript number exactly`);
         return n;
       };
     }
@@ -52,7 +56,9 @@ function closingClient(pg: typeof pgModule): typeof pgModule.Client {
   return class ClosingClient extends pg.Client {
     override connect(): Promise<pgModule.Client>;
     override connect(callback: ((err: Error) => void) | ((err: null, c: pgModule.Client) => void)): void;
-    override connect(callback?: ((err: Error) => void) | ((err: null, c: pgModule.Client) => void)): Promise<pgModule.Client> | void {
+    override connect(
+      callback?: ((err: Error) => void) | ((err: null, c: pgModule.Client) => void),
+    ): Promise<pgModule.Client> | void {
       const close = (): void => {
         (this as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
       };
@@ -78,7 +84,8 @@ function closingClient(pg: typeof pgModule): typeof pgModule.Client {
  */
 export class StoreUnavailableError extends ConfigError {}
 
-const CERT_ERRORS = /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_|ERR_TLS_CERT_ALTNAME_INVALID|CERT_SIGNATURE_FAILURE|HOSTNAME_MISMATCH)/;
+const CERT_ERRORS =
+  /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_|ERR_TLS_CERT_ALTNAME_INVALID|CERT_SIGNATURE_FAILURE|HOSTNAME_MISMATCH)/;
 
 /**
  * Why a PostgreSQL store could not be opened, in one sentence naming the config key to fix (issue
@@ -86,30 +93,49 @@ const CERT_ERRORS = /^(SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|UNA
  * verify), or the server not answering within store.postgres.connectTimeoutMs. The URL is shown
  * without its password or query string.
  */
-export function postgresOpenError(target: Extract<StoreTarget, { engine: 'postgres' }>, err: unknown): StoreUnavailableError {
+export function postgresOpenError(
+  target: Extract<StoreTarget, { engine: 'postgres' }>,
+  err: unknown,
+): StoreUnavailableError {
   const e = err as { code?: string; message?: string };
   const where = redactUrl(target.url);
-  const msg = (e.message ?? String(err)).replace(/postgres(ql)?:\/\/[^\s]+/g, (u) => redactUrl(u)).replace(/\s+/g, ' ').trim();
+  const msg = (e.message ?? String(err))
+    .replace(/postgres(ql)?:\/\/[^\s]+/g, (u) => redactUrl(u))
+    .replace(/\s+/g, ' ')
+    .trim();
   const code = e.code ?? '';
   if (code === '28000' && /no encryption|SSL off/i.test(msg)) {
-    return new StoreUnavailableError(`store.postgres.ssl: the server at ${where} refuses a connection without TLS (ssl: disable): set store.postgres.ssl to verify-full (with store.postgres.sslRootCert for a private CA) (${msg})`);
+    return new StoreUnavailableError(
+      `store.postgres.ssl: the server at ${where} refuses a connection without TLS (ssl: disable): set store.postgres.ssl to verify-full (with store.postgres.sslRootCert for a private CA) (${msg})`,
+    );
   }
   if (/does not support SSL/i.test(msg)) {
-    return new StoreUnavailableError(`store.postgres.ssl: the server at ${where} does not offer TLS, and store.postgres.ssl is ${target.ssl}: enable TLS on the server (or, for a local socket only, set store.postgres.ssl: disable)`);
+    return new StoreUnavailableError(
+      `store.postgres.ssl: the server at ${where} does not offer TLS, and store.postgres.ssl is ${target.ssl}: enable TLS on the server (or, for a local socket only, set store.postgres.ssl: disable)`,
+    );
   }
   if (CERT_ERRORS.test(code) || /certificate|altnames|self[- ]signed/i.test(msg)) {
-    return new StoreUnavailableError(`store.postgres.sslRootCert: the certificate of the server at ${where} does not verify (ssl: ${target.ssl}): give the CA that signed it in store.postgres.sslRootCert, or use the host name the certificate names in store.postgres.url (${msg})`);
+    return new StoreUnavailableError(
+      `store.postgres.sslRootCert: the certificate of the server at ${where} does not verify (ssl: ${target.ssl}): give the CA that signed it in store.postgres.sslRootCert, or use the host name the certificate names in store.postgres.url (${msg})`,
+    );
   }
   if (/client password must be a string|password must be a string/i.test(msg)) {
     // node-postgres's words when the server asks for a password and none was given.
-    return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} asks for a password and none is configured: set BOARDING_STORE_PASSWORD (or store.postgres.password)`);
+    return new StoreUnavailableError(
+      `store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} asks for a password and none is configured: set BOARDING_STORE_PASSWORD (or store.postgres.password)`,
+    );
   }
   if (code === '28P01' || code === '28000') {
-    return new StoreUnavailableError(`store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login of the role in store.postgres.url (a wrong password or an unknown role): ${msg}`);
+    return new StoreUnavailableError(
+      `store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login of the role in store.postgres.url (a wrong password or an unknown role): ${msg}`,
+    );
   }
-  if (code === '3D000') return new StoreUnavailableError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
+  if (code === '3D000')
+    return new StoreUnavailableError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
   if (/timeout/i.test(msg) || code === 'ETIMEDOUT') {
-    return new StoreUnavailableError(`store.postgres.url: the server at ${where} did not answer within store.postgres.connectTimeoutMs (${target.connectTimeoutMs} ms): check the host and port, and that a firewall lets this host through (${msg})`);
+    return new StoreUnavailableError(
+      `store.postgres.url: the server at ${where} did not answer within store.postgres.connectTimeoutMs (${target.connectTimeoutMs} ms): check the host and port, and that a firewall lets this host through (${msg})`,
+    );
   }
   return new StoreUnavailableError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);
 }
@@ -138,19 +164,28 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
     types: storeTypes(pg),
   });
   pool.on('error', (err) => {
-    opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'idle PostgreSQL connection lost; the pool reconnects');
+    opts.logger?.warn(
+      { err: { message: err.message }, db: redactUrl(target.url) },
+      'idle PostgreSQL connection lost; the pool reconnects',
+    );
   });
   // A connection the server ends while it is checked out (a restart, pg_terminate_backend) emits
   // 'error' on the client, which the pool does not handle for checked-out clients: unhandled, it
   // would end the process. The statement in progress fails with it anyway; here it is only logged.
   pool.on('connect', (client) => {
     client.on('error', (err) => {
-      opts.logger?.warn({ err: { message: err.message }, db: redactUrl(target.url) }, 'PostgreSQL connection lost while in use; its statement fails and the pool reconnects');
+      opts.logger?.warn(
+        { err: { message: err.message }, db: redactUrl(target.url) },
+        'PostgreSQL connection lost while in use; its statement fails and the pool reconnects',
+      );
     });
   });
   let pooler: string | null;
   try {
-    pooler = await poolerProblem(pool, () => new (closingClient(pg))({ ...connection, application_name: 'boarding-connector pooler check' }));
+    pooler = await poolerProblem(
+      pool,
+      () => new (closingClient(pg))({ ...connection, application_name: 'boarding-connector pooler check' }),
+    );
     if (pooler === null) await migratePg(pool);
   } catch (err) {
     await pool.end().catch(() => undefined);
@@ -161,7 +196,11 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
     await pool.end().catch(() => undefined);
     throw new ConfigError(`store.postgres.url: ${redactUrl(target.url)}: ${pooler}`);
   }
-  return StoreDb.postgresOn(pool, redactUrl(target.url), opts.applicationName === undefined ? instance : null);
+  return StoreDb.postgresOn(
+    pool,
+    redactUrl(target.url),
+    opts.applicationName === undefined ? instance : null,
+  );
 }
 
 /**
@@ -171,8 +210,15 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
  */
 export async function describeStoreTls(db: StoreDb, ssl: PgSslMode): Promise<string | null> {
   if (db.engine !== 'postgres') return null;
-  const r = await db.get<{ ssl: boolean; version: string | null; cipher: string | null }>('SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+  const r = await db.get<{ ssl: boolean; version: string | null; cipher: string | null }>(
+    'SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
+  );
   if (r === undefined || !r.ssl) return `no TLS (store.postgres.ssl: ${ssl})`;
-  const checked = ssl === 'verify-full' ? 'certificate verified, host name checked' : ssl === 'verify-ca' ? 'certificate verified, host name not checked' : 'certificate NOT verified';
+  const checked =
+    ssl === 'verify-full'
+      ? 'certificate verified, host name checked'
+      : ssl === 'verify-ca'
+        ? 'certificate verified, host name not checked'
+        : 'certificate NOT verified';
   return `TLS ${r.version ?? '?'} (${r.cipher ?? '?'}), ${checked} (store.postgres.ssl: ${ssl})`;
 }

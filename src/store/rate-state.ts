@@ -68,7 +68,10 @@ export interface RateLedger {
   /** One decision: a grant is spent before the call leaves and never refunded; a denial spends nothing. */
   take(cls: RateClass): Promise<TakeResult>;
   /** A 429: pause the class for every process (only grows) and add ONE strike; returns the strikes active now. */
-  recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number>;
+  recordRateLimited(
+    cls: RateClass,
+    info: { path: string | null; retryAfterMs: number | null },
+  ): Promise<number>;
   activeStrikes(): Promise<number>;
   clearStrikes(by: string): Promise<number>;
 }
@@ -96,13 +99,20 @@ export function createSqliteRateState(db: Db): RateStateStore {
   const selectSpend = db.prepare<[string, number], { at: number }>(
     'SELECT at FROM rate_spend WHERE bucket = ? AND at >= ? ORDER BY at ASC',
   );
-  const selectPause = db.prepare<[string], { until: number }>('SELECT until FROM rate_pause WHERE bucket = ?');
+  const selectPause = db.prepare<[string], { until: number }>(
+    'SELECT until FROM rate_pause WHERE bucket = ?',
+  );
   // A pause only ever grows: a shorter one computed later must not cut a longer one short.
   const upsertPause = db.prepare(
     'INSERT INTO rate_pause (bucket, until) VALUES (?, ?) ON CONFLICT(bucket) DO UPDATE SET until = MAX(until, excluded.until)',
   );
-  const insertStrike = db.prepare('INSERT INTO rate_strikes (at, bucket, path, retry_after_ms) VALUES (?, ?, ?, ?)');
-  const selectStrikes = db.prepare<[number], { seq: number; at: number; bucket: string; path: string | null; retry_after_ms: number | null }>(
+  const insertStrike = db.prepare(
+    'INSERT INTO rate_strikes (at, bucket, path, retry_after_ms) VALUES (?, ?, ?, ?)',
+  );
+  const selectStrikes = db.prepare<
+    [number],
+    { seq: number; at: number; bucket: string; path: string | null; retry_after_ms: number | null }
+  >(
     'SELECT seq, at, bucket, path, retry_after_ms FROM rate_strikes WHERE at >= ? AND cleared_at IS NULL ORDER BY at ASC, seq ASC',
   );
   const clear = db.prepare('UPDATE rate_strikes SET cleared_at = ?, cleared_by = ? WHERE cleared_at IS NULL');
@@ -195,6 +205,9 @@ export function createMemoryRateState(): RateStateStore & { readonly spendRows: 
  * (src/store/pg/rate-budget.ts), which the composition root (src/app/platform.ts) opens instead.
  */
 export function rateStateFor(db: StoreDb): RateStateStore {
-  if (db.sqlite === null) throw new Error(`the ${db.engine} store has no per-process rate state: its processes share the ledger of src/store/pg/rate-budget.ts`);
+  if (db.sqlite === null)
+    throw new Error(
+      `the ${db.engine} store has no per-process rate state: its processes share the ledger of src/store/pg/rate-budget.ts`,
+    );
   return createSqliteRateState(db.sqlite);
 }

@@ -51,15 +51,23 @@ export function openReconcileScratch(): ReconcileScratch {
     c     TEXT,
     wrote INTEGER NOT NULL DEFAULT 0
   )`);
-  const putS = db.prepare<[string, string, number]>(`INSERT INTO merged (id, s, wrote) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET s = excluded.s, wrote = excluded.wrote`);
-  const putP = db.prepare<[string, string]>(`INSERT INTO merged (id, p) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET p = excluded.p`);
+  const putS = db.prepare<[string, string, number]>(
+    `INSERT INTO merged (id, s, wrote) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET s = excluded.s, wrote = excluded.wrote`,
+  );
+  const putP = db.prepare<[string, string]>(
+    `INSERT INTO merged (id, p) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET p = excluded.p`,
+  );
   const setC = db.prepare<[string, string]>(`UPDATE merged SET c = ? WHERE id = ?`);
   const addC = db.prepare<[string, string]>(`INSERT INTO merged (id, c) VALUES (?, ?)`);
   const lookup = db.prepare<[number, number], { seq: number; id: string }>(
     `SELECT seq, id FROM merged WHERE seq > ? AND (p IS NOT NULL OR wrote = 1) ORDER BY seq LIMIT ?`,
   );
-  const page = db.prepare<[number, number], ScratchRow>(`SELECT seq, id, s, p, c FROM merged WHERE seq > ? ORDER BY seq LIMIT ?`);
-  const lookupCount = db.prepare<[], { n: number }>(`SELECT COUNT(*) AS n FROM merged WHERE p IS NOT NULL OR wrote = 1`);
+  const page = db.prepare<[number, number], ScratchRow>(
+    `SELECT seq, id, s, p, c FROM merged WHERE seq > ? ORDER BY seq LIMIT ?`,
+  );
+  const lookupCount = db.prepare<[], { n: number }>(
+    `SELECT COUNT(*) AS n FROM merged WHERE p IS NOT NULL OR wrote = 1`,
+  );
   const one = db.prepare<[string], ScratchRow>(`SELECT seq, id, s, p, c FROM merged WHERE id = ?`);
   const count = db.prepare<[], { n: number }>(`SELECT COUNT(*) AS n FROM merged`);
   const storeTx = db.transaction((rows: ReadonlyArray<{ id: string; rec: string; wrote: boolean }>) => {
@@ -68,11 +76,13 @@ export function openReconcileScratch(): ReconcileScratch {
   const platformTx = db.transaction((rows: ReadonlyArray<{ id: string; rec: string }>) => {
     for (const r of rows) putP.run(r.id, r.rec);
   });
-  const coreTx = db.transaction((rows: ReadonlyArray<{ id: string; rec: string }>, addUnknown: (id: string) => boolean) => {
-    for (const r of rows) {
-      if (setC.run(r.rec, r.id).changes === 0 && addUnknown(r.id)) addC.run(r.id, r.rec);
-    }
-  });
+  const coreTx = db.transaction(
+    (rows: ReadonlyArray<{ id: string; rec: string }>, addUnknown: (id: string) => boolean) => {
+      for (const r of rows) {
+        if (setC.run(r.rec, r.id).changes === 0 && addUnknown(r.id)) addC.run(r.id, r.rec);
+      }
+    },
+  );
   return {
     putStore: (rows) => storeTx(rows),
     putPlatform: (rows) => platformTx(rows),

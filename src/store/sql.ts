@@ -1,6 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type Database from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type DatabaseConnection, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  type DatabaseConnection,
+  type SqliteDatabase,
+  type SqliteStatement,
+} from 'kysely';
 import type { PgPool } from './pg/pool.js';
 
 /**
@@ -38,13 +46,17 @@ export interface Fence {
 /** A stale holder's write: the lease moved on (another holder or epoch) or expired. Nothing was written. */
 export class FencedOut extends Error {
   override readonly name = 'FencedOut';
-  constructor(readonly fence: Fence, readonly found: { holder: string | null; epoch: number; live: boolean } | null, why?: string) {
+  constructor(
+    readonly fence: Fence,
+    readonly found: { holder: string | null; epoch: number; live: boolean } | null,
+    why?: string,
+  ) {
     super(
       why !== undefined
         ? `lease ${fence.name}: ${why}: ${fence.holder} may not write`
         : found === null
-        ? `lease ${fence.name} is not held: ${fence.holder} (epoch ${fence.epoch}) may not write`
-        : `lease ${fence.name} is ${found.holder === fence.holder && found.epoch === fence.epoch ? 'expired' : `held by ${found.holder ?? 'nobody'} epoch ${found.epoch}`}: ${fence.holder} (epoch ${fence.epoch}) may not write`,
+          ? `lease ${fence.name} is not held: ${fence.holder} (epoch ${fence.epoch}) may not write`
+          : `lease ${fence.name} is ${found.holder === fence.holder && found.epoch === fence.epoch ? 'expired' : `held by ${found.holder ?? 'nobody'} epoch ${found.epoch}`}: ${fence.holder} (epoch ${fence.epoch}) may not write`,
     );
   }
 }
@@ -163,7 +175,13 @@ export class StoreDb {
   private readonly pgText = new Map<string, string>();
   private closed = false;
 
-  private constructor(engine: Engine, k: Kysely<unknown>, sqlite: Database.Database | null, pool: PgPool | null, location: string) {
+  private constructor(
+    engine: Engine,
+    k: Kysely<unknown>,
+    sqlite: Database.Database | null,
+    pool: PgPool | null,
+    location: string,
+  ) {
     this.engine = engine;
     this.kysely = k;
     this.sqlite = sqlite;
@@ -259,7 +277,11 @@ export class StoreDb {
     if (scope !== undefined) {
       const fence = scope.current();
       if (fence === null) {
-        const err = new FencedOut({ name: scope.name, holder: scope.holder, epoch: 0 }, null, 'this replica no longer leads');
+        const err = new FencedOut(
+          { name: scope.name, holder: scope.holder, epoch: 0 },
+          null,
+          'this replica no longer leads',
+        );
         scope.onFencedOut(err);
         throw err;
       }
@@ -273,7 +295,11 @@ export class StoreDb {
     return this.writeTx(fn, opts.fence);
   }
 
-  private async writeTx<T>(fn: () => Promise<T>, fence: Fence | undefined, idleTimeoutMs?: number): Promise<T> {
+  private async writeTx<T>(
+    fn: () => Promise<T>,
+    fence: Fence | undefined,
+    idleTimeoutMs?: number,
+  ): Promise<T> {
     return this.kysely.connection().execute(async (k) => {
       // connection() pins one connection; its executor gives us that connection's raw handle.
       let conn: DatabaseConnection | null = null;
@@ -290,8 +316,15 @@ export class StoreDb {
         // sits idle this long (the lease's TTL when fenced), so neither every other replica's
         // writes nor a takeover wait for ever. set_config(…, true) is SET LOCAL, in the same round trip.
         if (this.engine === 'postgres') {
-          const idle = Math.max(1, Math.round(fence && idleTimeoutMs !== undefined ? idleTimeoutMs : WRITE_IDLE_TIMEOUT_MS));
-          await c.executeQuery(CompiledQuery.raw(`SELECT pg_advisory_xact_lock(${WRITE_LOCK}), set_config('idle_in_transaction_session_timeout', '${idle}', true)`));
+          const idle = Math.max(
+            1,
+            Math.round(fence && idleTimeoutMs !== undefined ? idleTimeoutMs : WRITE_IDLE_TIMEOUT_MS),
+          );
+          await c.executeQuery(
+            CompiledQuery.raw(
+              `SELECT pg_advisory_xact_lock(${WRITE_LOCK}), set_config('idle_in_transaction_session_timeout', '${idle}', true)`,
+            ),
+          );
         }
       });
       return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);
@@ -306,13 +339,22 @@ export class StoreDb {
       let conn: DatabaseConnection | null = null;
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
-        await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'));
+        await c.executeQuery(
+          CompiledQuery.raw(
+            this.engine === 'sqlite' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+          ),
+        );
       });
       return this.runTx(conn as unknown as DatabaseConnection, true, fn);
     });
   }
 
-  private async runTx<T>(conn: DatabaseConnection, readOnly: boolean, fn: () => Promise<T>, fence?: Fence): Promise<T> {
+  private async runTx<T>(
+    conn: DatabaseConnection,
+    readOnly: boolean,
+    fn: () => Promise<T>,
+    fence?: Fence,
+  ): Promise<T> {
     const ctx: TxContext = { conn, readOnly, depth: 0, done: false };
     try {
       if (fence) await this.checkFence(conn, fence);
@@ -351,14 +393,24 @@ export class StoreDb {
   /** The fence check, on the transaction's connection (see the file comment). */
   private async checkFence(conn: DatabaseConnection, fence: Fence): Promise<void> {
     if (this.engine === 'postgres') {
-      if ((await conn.executeQuery(CompiledQuery.raw(PG_FENCE_SQL, [fence.name, fence.holder, fence.epoch]))).rows.length === 1) return;
+      if (
+        (await conn.executeQuery(CompiledQuery.raw(PG_FENCE_SQL, [fence.name, fence.holder, fence.epoch])))
+          .rows.length === 1
+      )
+        return;
       // Refused: who holds it now, for the message only (no lock).
       const row = (
         await conn.executeQuery<{ holder: string | null; epoch: number | string; live: boolean }>(
-          CompiledQuery.raw('SELECT holder, epoch, expires_at > clock_timestamp() AS live FROM leader_lease WHERE name = $1', [fence.name]),
+          CompiledQuery.raw(
+            'SELECT holder, epoch, expires_at > clock_timestamp() AS live FROM leader_lease WHERE name = $1',
+            [fence.name],
+          ),
         )
       ).rows[0];
-      throw new FencedOut(fence, row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live });
+      throw new FencedOut(
+        fence,
+        row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live },
+      );
     }
     const row = (
       await conn.executeQuery<{ holder: string | null; epoch: number | string; live: number }>(
@@ -370,8 +422,10 @@ export class StoreDb {
         ),
       )
     ).rows[0];
-    const found = row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live === 1 };
-    if (found === null || !found.live || found.holder !== fence.holder || found.epoch !== fence.epoch) throw new FencedOut(fence, found);
+    const found =
+      row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live === 1 };
+    if (found === null || !found.live || found.holder !== fence.holder || found.epoch !== fence.epoch)
+      throw new FencedOut(fence, found);
   }
 
   /**

@@ -21,16 +21,21 @@ export interface HistoryRow {
 export const isHistoryEvent = (eventType: string): boolean => DOCUMENTED.has(eventType);
 
 /** The history entry's `at` and JSON `detail` for a delivery (`fundedAt`: loan.funded only). */
-export function webhookHistoryEntry(row: HistoryRow, fundedAt: number | null): { at: number; detail: string } {
+export function webhookHistoryEntry(
+  row: HistoryRow,
+  fundedAt: number | null,
+): { at: number; detail: string } {
   const detail: Record<string, unknown> = { webhookId: row.webhookId, occurredAt: row.occurredAt };
   // extractFundedAt bounds the time to years 1970–9999, so it always formats.
   if (fundedAt !== null) detail['fundedAt'] = new Date(fundedAt).toISOString();
   const data = row.payload['data'];
   if (row.eventType === 'loan.status_changed' && data !== null && typeof data === 'object') {
     const d = data as Record<string, unknown>;
-    for (const k of ['status', 'previousStatus', 'from', 'to']) if (typeof d[k] === 'string') detail[k] = d[k];
+    for (const k of ['status', 'previousStatus', 'from', 'to'])
+      if (typeof d[k] === 'string') detail[k] = d[k];
   }
   return { at: row.occurredAt ?? row.receivedAt, detail: JSON.stringify(detail) };
 }
 
-export const INSERT_WEBHOOK_HISTORY_SQL = "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)";
+export const INSERT_WEBHOOK_HISTORY_SQL =
+  "INSERT INTO loan_events (loan_id, at, kind, actor, reason, detail) VALUES (?, ?, 'webhook', 'platform', ?, ?)";

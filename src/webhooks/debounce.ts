@@ -13,7 +13,12 @@ export interface DebouncedTrigger {
   readonly pending: boolean;
 }
 
-export function debounceTrigger(clock: Clock, fn: (reasons: string[]) => void, waitMs: number, maxWaitMs = Math.max(waitMs * 5, waitMs)): DebouncedTrigger {
+export function debounceTrigger(
+  clock: Clock,
+  fn: (reasons: string[]) => void,
+  waitMs: number,
+  maxWaitMs = Math.max(waitMs * 5, waitMs),
+): DebouncedTrigger {
   let timer: Timer | undefined;
   let firstAt = 0;
   let reasons: string[] = [];

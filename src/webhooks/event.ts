@@ -10,7 +10,10 @@ import { asRecord, parseTime } from '../contract/webhook-payload.js';
  * several names. Anything else passes through untouched in the stored payload.
  */
 const timeLike = z.union([z.string(), z.number()]).optional().catch(undefined);
-const idLike = z.union([z.string().min(1), z.number().int()]).optional().catch(undefined);
+const idLike = z
+  .union([z.string().min(1), z.number().int()])
+  .optional()
+  .catch(undefined);
 
 export const webhookEnvelopeSchema = z.looseObject({
   id: idLike,
@@ -97,10 +100,22 @@ export function toWebhookEvent(json: unknown, ctx: ToEventContext): WebhookEvent
   const type = env.type ?? env.event ?? env.eventType ?? env.event_type ?? 'unknown';
   const payloadId = asId(env.id);
   const webhookId =
-    ctx.webhookIdHeader ?? (payloadId !== undefined ? `evt:${payloadId}` : `sha256:${createHash('sha256').update(ctx.rawBody).digest('hex')}`);
+    ctx.webhookIdHeader ??
+    (payloadId !== undefined
+      ? `evt:${payloadId}`
+      : `sha256:${createHash('sha256').update(ctx.rawBody).digest('hex')}`);
   const occurredAt =
-    [env.occurredAt, env.createdAt, env.created_at, env.timestamp, env.created].map(parseTime).find((t) => t !== null) ??
+    [env.occurredAt, env.createdAt, env.created_at, env.timestamp, env.created]
+      .map(parseTime)
+      .find((t) => t !== null) ??
     ctx.signedTimestampMs ??
     ctx.receivedAt;
-  return { webhookId, type, known: KNOWN_EVENTS.has(type), loanId: extractLoanId(type, payload), occurredAt, payload };
+  return {
+    webhookId,
+    type,
+    known: KNOWN_EVENTS.has(type),
+    loanId: extractLoanId(type, payload),
+    occurredAt,
+    payload,
+  };
 }

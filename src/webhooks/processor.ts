@@ -66,27 +66,45 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
   const applier = createInboxApplier(deps.db, deps.inbox);
 
   const requestCycle: DebouncedTrigger | undefined = deps.requestCycle
-    ? debounceTrigger(clock, (reasons) => {
-        log.info({ reasons }, 'webhook: requesting an early queue cycle');
-        try {
-          deps.requestCycle?.(reasons.join(','));
-        } catch (err) {
-          log.error({ err }, 'webhook: early cycle request failed');
-        }
-      }, deps.debounceMs)
+    ? debounceTrigger(
+        clock,
+        (reasons) => {
+          log.info({ reasons }, 'webhook: requesting an early queue cycle');
+          try {
+            deps.requestCycle?.(reasons.join(','));
+          } catch (err) {
+            log.error({ err }, 'webhook: early cycle request failed');
+          }
+        },
+        deps.debounceMs,
+      )
     : undefined;
 
   function report(outcomes: RowOutcome[]): void {
     let funded = false;
     for (const o of outcomes) {
       if (o.note?.kind === 'unknown_type') {
-        log.warn({ webhookId: o.webhookId, eventType: o.eventType, keys: o.note.keys }, 'webhook: unknown event type, recorded and ignored');
+        log.warn(
+          { webhookId: o.webhookId, eventType: o.eventType, keys: o.note.keys },
+          'webhook: unknown event type, recorded and ignored',
+        );
       } else if (o.note?.kind === 'no_loan_id') {
-        log.warn({ webhookId: o.webhookId, eventType: o.eventType, dataKeys: o.note.keys }, 'webhook: no loan id found in the payload (unknown shape), recorded only');
+        log.warn(
+          { webhookId: o.webhookId, eventType: o.eventType, dataKeys: o.note.keys },
+          'webhook: no loan id found in the payload (unknown shape), recorded only',
+        );
       }
-      const event: ProcessedEvent = { webhookId: o.webhookId, eventType: o.eventType, loanId: o.loanId, outcome: o.outcome };
+      const event: ProcessedEvent = {
+        webhookId: o.webhookId,
+        eventType: o.eventType,
+        loanId: o.loanId,
+        outcome: o.outcome,
+      };
       if (o.outcome === 'failed') {
-        log.error({ err: o.error, webhookId: o.webhookId, eventType: o.eventType }, 'webhook: processing failed; row marked failed');
+        log.error(
+          { err: o.error, webhookId: o.webhookId, eventType: o.eventType },
+          'webhook: processing failed; row marked failed',
+        );
         events.emit('processed', event);
         continue;
       }
@@ -153,7 +171,8 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
       started = true;
       stopped = false;
       const backlog = (await deps.inbox.stats()).pending;
-      if (backlog > 0) log.info({ pending: backlog }, 'webhook: processing deliveries left pending by a previous run');
+      if (backlog > 0)
+        log.info({ pending: backlog }, 'webhook: processing deliveries left pending by a previous run');
       await drain();
     },
     kick() {

@@ -1,4 +1,10 @@
-import express, { type NextFunction, type Request, type RequestHandler, type Response, type ErrorRequestHandler } from 'express';
+import express, {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type ErrorRequestHandler,
+} from 'express';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { InvalidPayloadError, toWebhookEvent } from './event.js';
@@ -27,14 +33,21 @@ export interface WebhookReceiverDeps {
   processor?: { kick(): void } | undefined;
 }
 
-const GENERIC: Record<number, string> = { 400: 'bad request', 401: 'unauthorized', 413: 'payload too large', 415: 'unsupported content encoding' };
+const GENERIC: Record<number, string> = {
+  400: 'bad request',
+  401: 'unauthorized',
+  413: 'payload too large',
+  415: 'unsupported content encoding',
+};
 
 /** Body-parser's error types for an encoding or charset it does not take (its own status: 415). */
 const UNSUPPORTED = new Set(['encoding.unsupported', 'charset.unsupported']);
 
 /** A client error raised while reading the body (body-parser's http-errors carry a 4xx status). */
 function clientErrorStatus(err: unknown): number | null {
-  const status = (err as { status?: unknown; statusCode?: unknown } | null)?.status ?? (err as { statusCode?: unknown } | null)?.statusCode;
+  const status =
+    (err as { status?: unknown; statusCode?: unknown } | null)?.status ??
+    (err as { statusCode?: unknown } | null)?.statusCode;
   return typeof status === 'number' && status >= 400 && status < 500 ? status : null;
 }
 
@@ -49,7 +62,9 @@ const ABORTED = new Set(['request.aborted', 'stream.not.readable']);
  * fsync free. Returns the handlers to mount on the route: the body reader, the handler, and an
  * error handler that turns body-reader failures into the same counted, throttled rejections.
  */
-export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestHandler | ErrorRequestHandler> {
+export function createWebhookReceiver(
+  deps: WebhookReceiverDeps,
+): Array<RequestHandler | ErrorRequestHandler> {
   const { maxBodyBytes, verifier, inbox, metrics, clock } = deps;
   const log = deps.logger;
   const throttle = createLogThrottle();
@@ -62,7 +77,14 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
     const suppressed = throttle.admit(reason, clock.now());
     if (suppressed !== null) {
       log.warn(
-        { reason, detail, status, remote: req.socket.remoteAddress, contentLength: req.headers['content-length'], ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) },
+        {
+          reason,
+          detail,
+          status,
+          remote: req.socket.remoteAddress,
+          contentLength: req.headers['content-length'],
+          ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}),
+        },
         'webhook delivery rejected',
       );
     }
@@ -90,7 +112,12 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
     }
     let event;
     try {
-      event = toWebhookEvent(parsed, { webhookIdHeader: verdict.webhookId, signedTimestampMs: verdict.timestampMs, receivedAt, rawBody: body });
+      event = toWebhookEvent(parsed, {
+        webhookIdHeader: verdict.webhookId,
+        signedTimestampMs: verdict.timestampMs,
+        receivedAt,
+        rawBody: body,
+      });
     } catch (err) {
       if (err instanceof InvalidPayloadError) {
         reject(req, res, 'invalid_payload', err.message);
@@ -103,12 +130,18 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
       inserted = await inbox.insert(event, receivedAt);
     } catch (err) {
       // The only case that earns a 5xx: the platform must redeliver what we could not store.
-      log.error({ err, webhookId: event.webhookId, eventType: event.type }, 'webhook inbox write failed; answering 503 so the platform retries');
+      log.error(
+        { err, webhookId: event.webhookId, eventType: event.type },
+        'webhook inbox write failed; answering 503 so the platform retries',
+      );
       res.status(503).json({ error: 'temporarily unavailable' });
       return;
     }
     metrics.webhookReceived(inserted ? 'accepted' : 'duplicate', event.type);
-    log.info({ webhookId: event.webhookId, eventType: event.type, loanId: event.loanId, duplicate: !inserted }, 'webhook delivery stored');
+    log.info(
+      { webhookId: event.webhookId, eventType: event.type, loanId: event.loanId, duplicate: !inserted },
+      'webhook delivery stored',
+    );
     res.status(200).json({ received: true });
     if (inserted) deps.processor?.kick();
   };
@@ -121,7 +154,12 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
       // throttled like every rejection (an unauthenticated client can repeat it for free).
       if (clientErrorStatus(err) !== null) {
         const code = (err as { code?: unknown }).code;
-        reject(req, res, 'bad_request', `body could not be decoded (content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}${typeof code === 'string' ? `: ${code}` : ''})`);
+        reject(
+          req,
+          res,
+          'bad_request',
+          `body could not be decoded (content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}${typeof code === 'string' ? `: ${code}` : ''})`,
+        );
         return;
       }
       next(err);
@@ -132,16 +170,33 @@ export function createWebhookReceiver(deps: WebhookReceiverDeps): Array<RequestH
       res.setHeader('Connection', 'close');
       reject(req, res, 'too_large', `body over webhooks.maxBodyBytes ${maxBodyBytes}`);
     } else if (UNSUPPORTED.has(type)) {
-      reject(req, res, 'unsupported_encoding', `${type}: content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}, content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`);
+      reject(
+        req,
+        res,
+        'unsupported_encoding',
+        `${type}: content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}, content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`,
+      );
     } else if (ABORTED.has(type)) {
       metrics.webhookRejected('bad_request');
       // Throttled like every rejection: aborted uploads cost the sender nothing to repeat.
       const suppressed = throttle.admit('aborted', clock.now());
       if (suppressed !== null) {
-        log.warn({ reason: 'aborted', remote: req.socket.remoteAddress, ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}) }, 'webhook delivery aborted by the sender');
+        log.warn(
+          {
+            reason: 'aborted',
+            remote: req.socket.remoteAddress,
+            ...(suppressed > 0 ? { suppressedSinceLast: suppressed } : {}),
+          },
+          'webhook delivery aborted by the sender',
+        );
       }
     } else {
-      reject(req, res, 'bad_request', `body could not be read (${type}): ${(err as Error).message}`.slice(0, 300));
+      reject(
+        req,
+        res,
+        'bad_request',
+        `body could not be read (${type}): ${(err as Error).message}`.slice(0, 300),
+      );
     }
   };
 

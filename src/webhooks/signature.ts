@@ -96,25 +96,45 @@ function standardFamily(scheme: 'standard' | 'svix', opts: VerifierOptions): Ver
       const ts = header(headers, `${prefix}-timestamp`);
       const sig = header(headers, `${prefix}-signature`);
       if (id === undefined || ts === undefined || sig === undefined) {
-        return { ok: false, reason: 'missing_headers', detail: `expected ${prefix}-id, ${prefix}-timestamp and ${prefix}-signature` };
+        return {
+          ok: false,
+          reason: 'missing_headers',
+          detail: `expected ${prefix}-id, ${prefix}-timestamp and ${prefix}-signature`,
+        };
       }
       const tsMs = parseSeconds(ts);
-      if (tsMs === null) return { ok: false, reason: 'malformed_headers', detail: `${prefix}-timestamp is not integer seconds` };
+      if (tsMs === null)
+        return {
+          ok: false,
+          reason: 'malformed_headers',
+          detail: `${prefix}-timestamp is not integer seconds`,
+        };
       if (!withinTolerance(tsMs, nowMs, opts.toleranceSeconds)) {
-        return { ok: false, reason: 'timestamp_out_of_tolerance', detail: `${prefix}-timestamp ${ts} is more than ${opts.toleranceSeconds}s from now` };
+        return {
+          ok: false,
+          reason: 'timestamp_out_of_tolerance',
+          detail: `${prefix}-timestamp ${ts} is more than ${opts.toleranceSeconds}s from now`,
+        };
       }
-      if (keys.length === 0) return { ok: false, reason: 'no_secret_configured', detail: 'webhooks.secrets has no usable whsec_ secret' };
+      if (keys.length === 0)
+        return {
+          ok: false,
+          reason: 'no_secret_configured',
+          detail: 'webhooks.secrets has no usable whsec_ secret',
+        };
       // Several space-separated "v1,<base64>" entries may arrive (the sender is rotating too).
       const offered = sig
         .split(' ')
         .map((p) => p.trim())
         .filter((p) => p.startsWith('v1,'))
         .map((p) => Buffer.from(p.slice(3), 'base64'));
-      if (offered.length === 0) return { ok: false, reason: 'bad_signature', detail: 'no v1 signature in header' };
+      if (offered.length === 0)
+        return { ok: false, reason: 'bad_signature', detail: 'no v1 signature in header' };
       const signed = Buffer.concat([Buffer.from(`${id}.${ts}.`, 'utf8'), rawBody]);
       for (const key of keys) {
         const expected = createHmac('sha256', key).update(signed).digest();
-        if (offered.some((o) => sameBytes(o, expected))) return { ok: true, webhookId: id, timestampMs: tsMs };
+        if (offered.some((o) => sameBytes(o, expected)))
+          return { ok: true, webhookId: id, timestampMs: tsMs };
       }
       return { ok: false, reason: 'bad_signature', detail: 'no signature matched any configured secret' };
     },
@@ -127,7 +147,8 @@ function stripe(opts: VerifierOptions): Verifier {
     scheme: 'stripe',
     verify(headers, rawBody, nowMs) {
       const h = header(headers, 'stripe-signature');
-      if (h === undefined) return { ok: false, reason: 'missing_headers', detail: 'expected Stripe-Signature' };
+      if (h === undefined)
+        return { ok: false, reason: 'missing_headers', detail: 'expected Stripe-Signature' };
       let t: string | undefined;
       const v1: Buffer[] = [];
       for (const part of h.split(',')) {
@@ -139,12 +160,19 @@ function stripe(opts: VerifierOptions): Verifier {
         else if (k === 'v1' && /^[0-9a-fA-F]{64}$/.test(v)) v1.push(Buffer.from(v, 'hex'));
       }
       const tsMs = t === undefined ? null : parseSeconds(t);
-      if (t === undefined || tsMs === null) return { ok: false, reason: 'malformed_headers', detail: 'Stripe-Signature has no valid t=' };
+      if (t === undefined || tsMs === null)
+        return { ok: false, reason: 'malformed_headers', detail: 'Stripe-Signature has no valid t=' };
       if (!withinTolerance(tsMs, nowMs, opts.toleranceSeconds)) {
-        return { ok: false, reason: 'timestamp_out_of_tolerance', detail: `Stripe-Signature t=${t} is more than ${opts.toleranceSeconds}s from now` };
+        return {
+          ok: false,
+          reason: 'timestamp_out_of_tolerance',
+          detail: `Stripe-Signature t=${t} is more than ${opts.toleranceSeconds}s from now`,
+        };
       }
-      if (keys.length === 0) return { ok: false, reason: 'no_secret_configured', detail: 'webhooks.secrets is empty' };
-      if (v1.length === 0) return { ok: false, reason: 'bad_signature', detail: 'no v1= signature in Stripe-Signature' };
+      if (keys.length === 0)
+        return { ok: false, reason: 'no_secret_configured', detail: 'webhooks.secrets is empty' };
+      if (v1.length === 0)
+        return { ok: false, reason: 'bad_signature', detail: 'no v1= signature in Stripe-Signature' };
       const signed = Buffer.concat([Buffer.from(`${t}.`, 'utf8'), rawBody]);
       for (const key of keys) {
         const expected = createHmac('sha256', key).update(signed).digest();
@@ -163,7 +191,8 @@ function hmacHex(opts: VerifierOptions): Verifier {
       const raw = header(headers, HEX_SIGNATURE_HEADER);
       if (raw === undefined) return { ok: false, reason: 'missing_headers', detail: 'expected X-Signature' };
       const hex = raw.startsWith('sha256=') ? raw.slice('sha256='.length) : raw;
-      if (!/^[0-9a-fA-F]{64}$/.test(hex)) return { ok: false, reason: 'malformed_headers', detail: 'X-Signature is not 64 hex digits' };
+      if (!/^[0-9a-fA-F]{64}$/.test(hex))
+        return { ok: false, reason: 'malformed_headers', detail: 'X-Signature is not 64 hex digits' };
       // Neither X-Timestamp nor X-Webhook-Id is covered by the signature: the timestamp, when
       // present, still bounds how stale a delivery may be, but the delivery id must come from
       // signed material (the payload's id, else a hash of the signed body: event.ts), or one
@@ -172,12 +201,18 @@ function hmacHex(opts: VerifierOptions): Verifier {
       const ts = header(headers, HEX_TIMESTAMP_HEADER);
       if (ts !== undefined) {
         tsMs = parseSeconds(ts);
-        if (tsMs === null) return { ok: false, reason: 'malformed_headers', detail: 'X-Timestamp is not integer seconds' };
+        if (tsMs === null)
+          return { ok: false, reason: 'malformed_headers', detail: 'X-Timestamp is not integer seconds' };
         if (!withinTolerance(tsMs, nowMs, opts.toleranceSeconds)) {
-          return { ok: false, reason: 'timestamp_out_of_tolerance', detail: `X-Timestamp ${ts} is more than ${opts.toleranceSeconds}s from now` };
+          return {
+            ok: false,
+            reason: 'timestamp_out_of_tolerance',
+            detail: `X-Timestamp ${ts} is more than ${opts.toleranceSeconds}s from now`,
+          };
         }
       }
-      if (keys.length === 0) return { ok: false, reason: 'no_secret_configured', detail: 'webhooks.secrets is empty' };
+      if (keys.length === 0)
+        return { ok: false, reason: 'no_secret_configured', detail: 'webhooks.secrets is empty' };
       const offered = Buffer.from(hex, 'hex');
       for (const key of keys) {
         if (sameBytes(offered, createHmac('sha256', key).update(rawBody).digest())) {

@@ -5,7 +5,11 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mambuRef } from '../../src/core/mambu/ids.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
+import {
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../integration/boarding/harness.js';
 import { rng } from '../support/failover.js';
 import { startFakeMambu, type FakeMambu } from '../support/fake-mambu.js';
 
@@ -14,7 +18,8 @@ const LOANS = 60;
 const KILLS = 10;
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
 }
 
@@ -33,7 +38,15 @@ describe('crash loop into Mambu', () => {
 
   beforeAll(async () => {
     if (!existsSync(MAIN)) throw new Error('dist/main.js missing: run `npm run test:e2e` (it builds first)');
-    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 35, repeatBorrowers: 0.4, windowMs: 1000, readsPerWindow: 40, writesPerWindow: 10 });
+    p = await startTestPlatform({
+      loans: LOANS,
+      releaseRatio: 1,
+      seed: 35,
+      repeatBorrowers: 0.4,
+      windowMs: 1000,
+      readsPerWindow: 40,
+      writesPerWindow: 10,
+    });
     fake = await startFakeMambu();
     const list = (await p.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
     released = list.data.map((l) => l.id);
@@ -50,8 +63,15 @@ describe('crash loop into Mambu', () => {
     const seed = Number(process.env['CRASH_SEED'] ?? Date.now() % 1_000_000);
     const random = rng(seed);
     // Mambu commits and the answer is lost, now and then, on every kind of write.
-    for (const path of ['/api/clients', '/api/groups', '/api/loans', '/api/documents']) fake.inject({ method: 'POST', path, kind: 'reset-after-commit', times: 2 });
-    fake.inject({ method: 'POST', path: /:changeState$/, kind: 'status-after-commit', status: 502, times: 2 });
+    for (const path of ['/api/clients', '/api/groups', '/api/loans', '/api/documents'])
+      fake.inject({ method: 'POST', path, kind: 'reset-after-commit', times: 2 });
+    fake.inject({
+      method: 'POST',
+      path: /:changeState$/,
+      kind: 'status-after-commit',
+      status: 502,
+      times: 2,
+    });
     fake.inject({ method: 'POST', path: /disbursement-transactions$/, kind: 'reset-after-commit', times: 2 });
     await p.setFaults([{ route: 'POST /public/v1/loans/:id/boarding', resetAfterCommitRate: 0.15 }], seed);
     const cfg = writeConnectorConfig(p, {
@@ -62,11 +82,25 @@ describe('crash loop into Mambu', () => {
       extra: {
         core: {
           adapter: 'mambu',
-          mambu: { baseUrl: fake.url, auth: { username: 'approver', password: 'approver-pass' }, disburseAuth: { username: 'disburser', password: 'disburser-pass' }, approve: true, disburse: true, timeoutMs: 5000 },
+          mambu: {
+            baseUrl: fake.url,
+            auth: { username: 'approver', password: 'approver-pass' },
+            disburseAuth: { username: 'disburser', password: 'disburser-pass' },
+            approve: true,
+            disburse: true,
+            timeoutMs: 5000,
+          },
         },
         customers: { tinHashKey: 'crash-test-key-0123456789' },
         schedule: { drain: '*/1 * * * * *' },
-        boarding: { concurrency: 4, retryBaseMs: 100, retryMaxMs: 500, maxAttempts: 50, shutdownTimeoutMs: 5000, documentHosts: { allow: ['127.0.0.1'] } },
+        boarding: {
+          concurrency: 4,
+          retryBaseMs: 100,
+          retryMaxMs: 500,
+          maxAttempts: 50,
+          shutdownTimeoutMs: 5000,
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
         webhooks: { host: '127.0.0.1', port: 0 },
         admin: { host: '127.0.0.1', port: 0 },
         log: { level: 'info' },
@@ -76,7 +110,10 @@ describe('crash loop into Mambu', () => {
     let run = 0;
     const start = (): ChildProcess => {
       run += 1;
-      const child = spawn(process.execPath, [MAIN, 'run', '--config', cfg.configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+      const child = spawn(process.execPath, [MAIN, 'run', '--config', cfg.configPath], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, LOG_LEVEL: 'info' },
+      });
       child.stderr?.pipe(createWriteStream(join(logDir, `run-${run}.log`)));
       children.add(child);
       child.once('exit', () => children.delete(child));
@@ -89,25 +126,44 @@ describe('crash loop into Mambu', () => {
       const child = start();
       const wantAcks = 1 + Math.floor(random() * 3);
       const delayMs = Math.floor(random() * 150);
-      await vi.waitFor(async () => expect(await acked(), `run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`).toBeGreaterThanOrEqual(Math.min(LOANS, before + wantAcks)), { timeout: 60_000, interval: 25 });
+      await vi.waitFor(
+        async () =>
+          expect(
+            await acked(),
+            `run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`,
+          ).toBeGreaterThanOrEqual(Math.min(LOANS, before + wantAcks)),
+        { timeout: 60_000, interval: 25 },
+      );
       await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
       expect((await exited(child)).signal).toBe('SIGKILL');
       kills.push({ afterAcks: wantAcks, delayMs, acksAtKill: await acked() });
     }
-    expect(kills.every((k) => k.acksAtKill < LOANS), JSON.stringify({ seed, kills })).toBe(true);
+    expect(
+      kills.every((k) => k.acksAtKill < LOANS),
+      JSON.stringify({ seed, kills }),
+    ).toBe(true);
 
     const last = start();
     const db = new Database(cfg.dbPath, { readonly: true, fileMustExist: true });
     try {
       await vi.waitFor(
         () => {
-          const r = db.prepare("SELECT COUNT(*) AS n FROM loans WHERE state IN ('acknowledged', 'quarantined', 'skipped')").get() as { n: number };
+          const r = db
+            .prepare(
+              "SELECT COUNT(*) AS n FROM loans WHERE state IN ('acknowledged', 'quarantined', 'skipped')",
+            )
+            .get() as { n: number };
           expect(r.n, `all ${LOANS} loans settled (seed ${seed}, logs in ${logDir})`).toBe(LOANS);
         },
         { timeout: 120_000, interval: 25 },
       );
-      expect(db.prepare("SELECT id, state, last_error_message AS error FROM loans WHERE state <> 'acknowledged'").all(), 'every loan acknowledged').toEqual([]);
+      expect(
+        db
+          .prepare("SELECT id, state, last_error_message AS error FROM loans WHERE state <> 'acknowledged'")
+          .all(),
+        'every loan acknowledged',
+      ).toEqual([]);
     } finally {
       db.close();
     }
@@ -120,14 +176,30 @@ describe('crash loop into Mambu', () => {
     for (const id of released) expect(c.acks[id], `${id} (seed ${seed})`).toBe(1);
     // Mambu: refused nothing; one loan account and one disbursement per loan; one customer per tax id.
     expect(fake.refused(), `refused (seed ${seed})`).toEqual([]);
-    const refs = fake.loans.map((l) => (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId).sort();
+    const refs = fake.loans
+      .map((l) => (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId)
+      .sort();
     expect(refs).toEqual(released.map(mambuRef).sort());
     expect(fake.loans.every((l) => l.accountState === 'ACTIVE')).toBe(true);
     expect(fake.transactions.map((t) => t.loanId).sort()).toEqual(fake.loans.map((l) => l.id).sort());
-    const taxIds = [...fake.clients.map((x) => (x.body['_taxInformation_Clients'] as { taxId: string }).taxId), ...fake.groups.map((x) => (x.body['_taxInformation_Groups'] as { taxId: string }).taxId)];
+    const taxIds = [
+      ...fake.clients.map((x) => (x.body['_taxInformation_Clients'] as { taxId: string }).taxId),
+      ...fake.groups.map((x) => (x.body['_taxInformation_Groups'] as { taxId: string }).taxId),
+    ];
     expect(taxIds.length, `a tax id with two customers (seed ${seed})`).toBe(new Set(taxIds).size);
     const docKeys = fake.documents.map((d) => `${d.ownerKey} ${d.notes ?? ''}`);
     expect(docKeys.length).toBe(new Set(docKeys).size);
-    console.log(JSON.stringify({ seed, kills, loans: fake.loans.length, clients: fake.clients.length, groups: fake.groups.length, documents: fake.documents.length, cached: fake.requests.filter((r) => r.fromCache).length, inFlight409: fake.requests.filter((r) => r.status === 409).length }));
+    console.log(
+      JSON.stringify({
+        seed,
+        kills,
+        loans: fake.loans.length,
+        clients: fake.clients.length,
+        groups: fake.groups.length,
+        documents: fake.documents.length,
+        cached: fake.requests.filter((r) => r.fromCache).length,
+        inFlight409: fake.requests.filter((r) => r.status === 409).length,
+      }),
+    );
   });
 });

@@ -1,6 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  createWriteStream,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -8,7 +16,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { verifyPackage } from '../../src/core/file/manifest.js';
 import { safeId } from '../../src/core/safe-name.js';
 import { parseCsvLine } from '../../src/lib/csv.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../integration/boarding/harness.js';
+import {
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../integration/boarding/harness.js';
 // Seeded, so a failing run can be replayed: set CRASH_SEED to the seed it printed.
 import { rng } from '../support/failover.js';
 
@@ -19,9 +31,9 @@ const LOANS = 150;
 const KILLS = 10;
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
 
-
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
   return new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
 }
 
@@ -40,7 +52,15 @@ describe('crash loop', () => {
     if (!existsSync(MAIN)) throw new Error('dist/main.js missing: run `npm run test:e2e` (it builds first)');
     // 10 writes a second: slow enough that ten kills (each after 1-3 acks + up to 150 ms) always land
     // before the 60th ack (at 20 a fast machine could finish every loan before the last kill).
-    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: 5, repeatBorrowers: 0.4, windowMs: 1000, readsPerWindow: 40, writesPerWindow: 10 });
+    p = await startTestPlatform({
+      loans: LOANS,
+      releaseRatio: 1,
+      seed: 5,
+      repeatBorrowers: 0.4,
+      windowMs: 1000,
+      readsPerWindow: 40,
+      writesPerWindow: 10,
+    });
     const list = (await p.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
     released = list.data.map((l) => l.id);
     logDir = mkdtempSync(join(tmpdir(), 'crash-logs-'));
@@ -70,7 +90,14 @@ describe('crash loop', () => {
       extra: {
         schedule: { drain: '*/1 * * * * *' },
         // The sandbox serves documents from 127.0.0.1: allow-listed, as a bank lists an internal document host.
-        boarding: { concurrency: 4, retryBaseMs: 100, retryMaxMs: 500, maxAttempts: 50, shutdownTimeoutMs: 5000, documentHosts: { allow: ['127.0.0.1'] } },
+        boarding: {
+          concurrency: 4,
+          retryBaseMs: 100,
+          retryMaxMs: 500,
+          maxAttempts: 50,
+          shutdownTimeoutMs: 5000,
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
         webhooks: { host: '127.0.0.1', port: 0 },
         admin: { host: '127.0.0.1', port: 0 },
         log: { level: 'info' },
@@ -93,7 +120,11 @@ describe('crash loop', () => {
     /** An early seal by ops (`batches seal`), killed at a random moment: before, during or after its writes. */
     const seals: string[] = [];
     const sealKilledAfter = async (ms: number): Promise<void> => {
-      const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'crash test', '--by', 'crash', '--config', cfg.configPath], { stdio: 'ignore' });
+      const child = spawn(
+        process.execPath,
+        [MAIN, 'batches', 'seal', '--reason', 'crash test', '--by', 'crash', '--config', cfg.configPath],
+        { stdio: 'ignore' },
+      );
       // The random delay is the fault: the kill lands before, during or after the seal's writes.
       await new Promise((r) => setTimeout(r, ms));
       child.kill('SIGKILL');
@@ -110,7 +141,14 @@ describe('crash loop', () => {
       // A seal killed at a random point while the daemon appends to the batch (`batches seal` takes
       // ~1.2-1.5 s here, most of it starting node: 0.8-2 s lands before, during or after its writes).
       const sealing = sealKilledAfter(800 + Math.floor(random() * 2700));
-      await vi.waitFor(async () => expect(await acked(), `run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`).toBeGreaterThanOrEqual(Math.min(LOANS, before + wantAcks)), { timeout: 60_000, interval: 25 });
+      await vi.waitFor(
+        async () =>
+          expect(
+            await acked(),
+            `run ${run} to acknowledge ${wantAcks} loan(s) (logs in ${logDir})`,
+          ).toBeGreaterThanOrEqual(Math.min(LOANS, before + wantAcks)),
+        { timeout: 60_000, interval: 25 },
+      );
       // The random delay is the fault: it puts the kill anywhere in the next loan's steps.
       await new Promise((r) => setTimeout(r, delayMs));
       child.kill('SIGKILL');
@@ -120,7 +158,10 @@ describe('crash loop', () => {
       kills.push({ afterAcks: wantAcks, delayMs, acksAtKill: await acked() });
     }
     // Every kill landed while loans were still waiting to board.
-    expect(kills.every((k) => k.acksAtKill < LOANS), JSON.stringify({ seed, kills })).toBe(true);
+    expect(
+      kills.every((k) => k.acksAtKill < LOANS),
+      JSON.stringify({ seed, kills }),
+    ).toBe(true);
 
     // The last run finishes the job, then shuts down gracefully on SIGTERM (exit 0).
     const last = start();
@@ -128,12 +169,18 @@ describe('crash loop', () => {
     try {
       await vi.waitFor(
         () => {
-          const r = db.prepare("SELECT COUNT(*) AS n FROM loans WHERE state IN ('acknowledged', 'quarantined', 'skipped')").get() as { n: number };
+          const r = db
+            .prepare(
+              "SELECT COUNT(*) AS n FROM loans WHERE state IN ('acknowledged', 'quarantined', 'skipped')",
+            )
+            .get() as { n: number };
           expect(r.n, `all ${LOANS} loans settled (seed ${seed}, logs in ${logDir})`).toBe(LOANS);
         },
         { timeout: 120_000, interval: 25 },
       );
-      const parked = db.prepare("SELECT id, state, last_error_message AS error FROM loans WHERE state <> 'acknowledged'").all();
+      const parked = db
+        .prepare("SELECT id, state, last_error_message AS error FROM loans WHERE state <> 'acknowledged'")
+        .all();
       expect(parked, 'every loan acknowledged').toEqual([]);
     } finally {
       db.close();
@@ -158,7 +205,11 @@ describe('crash loop', () => {
     // Seal what is still open (and finish any seal a kill interrupted); then every loan is in
     // exactly one sealed batch as a first board, each sealed file matches its control line, and no
     // batch is left unsealed or without its trigger file.
-    const sealLast = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'end of crash test', '--by', 'crash', '--config', cfg.configPath], { stdio: 'ignore' });
+    const sealLast = spawn(
+      process.execPath,
+      [MAIN, 'batches', 'seal', '--reason', 'end of crash test', '--by', 'crash', '--config', cfg.configPath],
+      { stdio: 'ignore' },
+    );
     await exited(sealLast);
     const state = new Database(cfg.dbPath, { readonly: true, fileMustExist: true });
     let batches: Array<{ id: string; status: string }>;
@@ -167,16 +218,34 @@ describe('crash loop', () => {
     let customerNumbers: Array<{ key: string; number: string }>;
     let createdCustomers: Array<{ tinHash: string; cif: string; status: string }>;
     try {
-      customerNumbers = state.prepare("SELECT key, number FROM bank_numbers WHERE pool = 'customer'").all() as typeof customerNumbers;
-      createdCustomers = state.prepare("SELECT tin_hash AS tinHash, cif, status FROM customers WHERE origin = 'created'").all() as typeof createdCustomers;
-      numbers = state.prepare("SELECT n.key, n.number, l.account_number AS loanNumber FROM bank_numbers n LEFT JOIN loans l ON l.id = n.key WHERE n.pool = 'account'").all() as typeof numbers;
-      batches = state.prepare('SELECT id, status FROM file_batches ORDER BY id').all() as Array<{ id: string; status: string }>;
-      firstBoards = state.prepare("SELECT loan_id AS loanId, COUNT(*) AS n FROM file_batch_loans WHERE kind = 'new' GROUP BY loan_id").all() as Array<{ loanId: string; n: number }>;
+      customerNumbers = state
+        .prepare("SELECT key, number FROM bank_numbers WHERE pool = 'customer'")
+        .all() as typeof customerNumbers;
+      createdCustomers = state
+        .prepare("SELECT tin_hash AS tinHash, cif, status FROM customers WHERE origin = 'created'")
+        .all() as typeof createdCustomers;
+      numbers = state
+        .prepare(
+          "SELECT n.key, n.number, l.account_number AS loanNumber FROM bank_numbers n LEFT JOIN loans l ON l.id = n.key WHERE n.pool = 'account'",
+        )
+        .all() as typeof numbers;
+      batches = state.prepare('SELECT id, status FROM file_batches ORDER BY id').all() as Array<{
+        id: string;
+        status: string;
+      }>;
+      firstBoards = state
+        .prepare(
+          "SELECT loan_id AS loanId, COUNT(*) AS n FROM file_batch_loans WHERE kind = 'new' GROUP BY loan_id",
+        )
+        .all() as Array<{ loanId: string; n: number }>;
     } finally {
       state.close();
     }
     expect(batches.length).toBeGreaterThan(0);
-    expect(batches.filter((b) => b.status !== 'sealed'), `unsealed batches (seed ${seed})`).toEqual([]);
+    expect(
+      batches.filter((b) => b.status !== 'sealed'),
+      `unsealed batches (seed ${seed})`,
+    ).toEqual([]);
     expect(firstBoards.map((r) => r.loanId).sort()).toEqual([...released].sort());
     expect(firstBoards.every((r) => r.n === 1)).toBe(true);
     // Through every kill: one account number per loan, never a second one, never shared, and the
@@ -193,7 +262,9 @@ describe('crash loop', () => {
     const customerLines = new Map<string, number>();
     const cifLines = new Map<string, number>();
     for (const b of batches) {
-      const [header, ...rows] = readFileSync(join(cfg.coreDir, 'batches', b.id, 'customer.csv'), 'utf8').trim().split('\n');
+      const [header, ...rows] = readFileSync(join(cfg.coreDir, 'batches', b.id, 'customer.csv'), 'utf8')
+        .trim()
+        .split('\n');
       const cols = parseCsvLine(header!, ',') as string[];
       for (const line of rows) {
         const f = parseCsvLine(line, ',') as string[];
@@ -204,7 +275,10 @@ describe('crash loop', () => {
         cifLines.set(cif, (cifLines.get(cif) ?? 0) + 1);
       }
     }
-    expect([...customerLines].filter(([, n]) => n > 1), `a tax id with two customer records (seed ${seed})`).toEqual([]);
+    expect(
+      [...customerLines].filter(([, n]) => n > 1),
+      `a tax id with two customer records (seed ${seed})`,
+    ).toEqual([]);
     expect([...cifLines.keys()].sort()).toEqual(createdCustomers.map((c) => c.cif).sort());
     expect([...cifLines.values()].every((n) => n === 1)).toBe(true);
     const firstLinesPerLoan = new Map<string, number>();
@@ -217,7 +291,8 @@ describe('crash loop', () => {
         const data = readFileSync(join(dir, file!));
         expect(String(data.length), `${b.id}/${file} size`).toBe(bytes);
         expect(createHash('sha256').update(data).digest('hex'), `${b.id}/${file} sha256`).toBe(sha);
-        if (file === 'loan.csv') expect(data.toString('utf8').trim().split('\n').length - 1).toBe(Number(records));
+        if (file === 'loan.csv')
+          expect(data.toString('utf8').trim().split('\n').length - 1).toBe(Number(records));
       }
       for (const l of readFileSync(join(dir, 'loan.csv'), 'utf8').trim().split('\n').slice(1)) {
         const [action, loanId] = l.split(',');
@@ -225,8 +300,18 @@ describe('crash loop', () => {
       }
     }
     expect([...firstLinesPerLoan.keys()].sort()).toEqual([...released].sort());
-    expect([...firstLinesPerLoan.values()].every((n) => n === 1), `a loan in two batches (seed ${seed})`).toBe(true);
+    expect(
+      [...firstLinesPerLoan.values()].every((n) => n === 1),
+      `a loan in two batches (seed ${seed})`,
+    ).toBe(true);
     console.log(JSON.stringify({ batches: batches.length, seals }));
-    console.log(JSON.stringify({ seed, kills, replays: c.idempotentReplays, resetsAfterCommit: c.faults.resetsAfterCommit }));
+    console.log(
+      JSON.stringify({
+        seed,
+        kills,
+        replays: c.idempotentReplays,
+        resetsAfterCommit: c.faults.resetsAfterCommit,
+      }),
+    );
   });
 });

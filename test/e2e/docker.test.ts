@@ -50,7 +50,11 @@ async function dockerUnavailableReason(): Promise<string | null> {
  */
 async function patchBuildForHostNetwork(buildLog: string[]): Promise<void> {
   const client = await tc.getContainerRuntimeClient();
-  const dockerode = (client.image as unknown as { dockerode: { buildImage: (context: unknown, opts: Record<string, unknown>) => Promise<Readable> } }).dockerode;
+  const dockerode = (
+    client.image as unknown as {
+      dockerode: { buildImage: (context: unknown, opts: Record<string, unknown>) => Promise<Readable> };
+    }
+  ).dockerode;
   const original = dockerode.buildImage.bind(dockerode);
   dockerode.buildImage = async (context: unknown, opts: Record<string, unknown>) => {
     const stream = await original(context, { ...opts, networkmode: 'host' });
@@ -75,7 +79,10 @@ async function patchBuildForHostNetwork(buildLog: string[]): Promise<void> {
 
 function npmRegistry(): string | undefined {
   try {
-    const r = execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const r = execFileSync('npm', ['config', 'get', 'registry'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     return r && r !== 'undefined' ? r : undefined;
   } catch {
     return undefined;
@@ -106,7 +113,9 @@ describe('Docker image (testcontainers)', () => {
         .withBuildArgs(registry ? { NPM_REGISTRY: registry } : {})
         .build(IMAGE, { deleteOnExit: false });
     } catch (err) {
-      buildError = new Error(`image build failed: ${err instanceof Error ? err.message : String(err)}\n--- last build output ---\n${buildLog.slice(-60).join('\n')}`);
+      buildError = new Error(
+        `image build failed: ${err instanceof Error ? err.message : String(err)}\n--- last build output ---\n${buildLog.slice(-60).join('\n')}`,
+      );
     } finally {
       rmSync(caCopy, { force: true });
     }
@@ -117,7 +126,13 @@ describe('Docker image (testcontainers)', () => {
   });
 
   async function sandboxAndConfig(extra: string[] = []): Promise<{ sb: RunningSandbox; configPath: string }> {
-    const sb = await startSandbox({ amounts: 'extreme', loans: 6, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
+    const sb = await startSandbox({
+      amounts: 'extreme',
+      loans: 6,
+      releaseRatio: 1,
+      readsPerWindow: 10_000,
+      writesPerWindow: 10_000,
+    });
     cleanups.push(() => sb.close());
     const dir = mkdtempSync(join(tmpdir(), 'docker-e2e-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -165,17 +180,26 @@ describe('Docker image (testcontainers)', () => {
     if (skipReason) ctx.skip(skipReason);
     if (buildError) throw buildError;
     const { sb, configPath } = await sandboxAndConfig();
-    const released = ((await (await fetch(`${sb.adminUrl}/loans?released=true`)).json()) as { data: Array<{ id: string }> }).data.map((l) => l.id);
+    const released = (
+      (await (await fetch(`${sb.adminUrl}/loans?released=true`)).json()) as { data: Array<{ id: string }> }
+    ).data.map((l) => l.id);
     expect(released.length).toBeGreaterThan(0);
 
-    const started = await container(configPath, sb.apiKey).withCommand(['sync', '--once']).withWaitStrategy(tc.Wait.forOneShotStartup()).withStartupTimeout(180_000).start();
+    const started = await container(configPath, sb.apiKey)
+      .withCommand(['sync', '--once'])
+      .withWaitStrategy(tc.Wait.forOneShotStartup())
+      .withStartupTimeout(180_000)
+      .start();
     cleanups.push(async () => {
       await started.stop({ remove: true });
     });
     const logs = await logsOf(started);
     expect(logs).not.toContain(sb.apiKey);
 
-    const counters = (await (await fetch(`${sb.adminUrl}/counters`)).json()) as { acks: Record<string, number>; duplicateAcks: Record<string, number> };
+    const counters = (await (await fetch(`${sb.adminUrl}/counters`)).json()) as {
+      acks: Record<string, number>;
+      duplicateAcks: Record<string, number>;
+    };
     const acked = released.filter((id) => counters.acks[id] === 1);
     expect(acked, `container output:\n${logs.slice(-4000)}`).toEqual(released);
     expect(counters.duplicateAcks).toEqual({});
@@ -195,7 +219,13 @@ describe('Docker image (testcontainers)', () => {
     const { sb, configPath } = await sandboxAndConfig([`webhooks: { host: 127.0.0.1, port: ${port} }`]);
     const started = await container(configPath, sb.apiKey)
       // The image's own check, polled faster than its 30 s default.
-      .withHealthCheck({ test: ['CMD', 'node', '/app/docker/healthcheck.mjs'], interval: 1_000, timeout: 3_000, retries: 30, startPeriod: 1_000 })
+      .withHealthCheck({
+        test: ['CMD', 'node', '/app/docker/healthcheck.mjs'],
+        interval: 1_000,
+        timeout: 3_000,
+        retries: 30,
+        startPeriod: 1_000,
+      })
       .start();
     let stopped = false;
     cleanups.push(async () => {
@@ -206,12 +236,22 @@ describe('Docker image (testcontainers)', () => {
     // Poll the container's health with a deadline; on failure show the probe output and the logs.
     const deadline = Date.now() + 90_000;
     let state = await client.container.inspect(handle);
-    while (state.State.Health?.Status !== 'healthy' && state.State.Health?.Status !== 'unhealthy' && state.State.Running && Date.now() < deadline) {
+    while (
+      state.State.Health?.Status !== 'healthy' &&
+      state.State.Health?.Status !== 'unhealthy' &&
+      state.State.Running &&
+      Date.now() < deadline
+    ) {
       await new Promise((r) => setTimeout(r, 250));
       state = await client.container.inspect(handle);
     }
-    const probes = (state.State.Health?.Log ?? []).map((l) => `exit ${l.ExitCode}: ${l.Output.trim()}`).join('\n');
-    expect(state.State.Health?.Status, `health probes:\n${probes}\ncontainer output:\n${(await logsOf(started)).slice(0, 6000)}`).toBe('healthy');
+    const probes = (state.State.Health?.Log ?? [])
+      .map((l) => `exit ${l.ExitCode}: ${l.Output.trim()}`)
+      .join('\n');
+    expect(
+      state.State.Health?.Status,
+      `health probes:\n${probes}\ncontainer output:\n${(await logsOf(started)).slice(0, 6000)}`,
+    ).toBe('healthy');
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
 
@@ -233,7 +273,7 @@ describe('Docker image (testcontainers)', () => {
       "for (let i = 0; i < 50000; i++) db.prepare('select ' + i).get();",
       "require('http').get('http://127.0.0.1:1/').on('error', () => {",
       "  for (let i = 0; i < 50000; i++) db.prepare('select 2').get();",
-      "  db.close();",
+      '  db.close();',
       "  console.log('clean exit');",
       '});',
     ].join('\n');

@@ -3,7 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expectExactlyOnce, fillDisk, gauge, logLines, mountTmpfs, readyzWhen, report, sleep, startSingle, tempFilesUnder, until, type SingleSet } from './support/harness.js';
+import {
+  expectExactlyOnce,
+  fillDisk,
+  gauge,
+  logLines,
+  mountTmpfs,
+  readyzWhen,
+  report,
+  sleep,
+  startSingle,
+  tempFilesUnder,
+  until,
+  type SingleSet,
+} from './support/harness.js';
 
 /**
  * Disk full (issue 37): the file core's directory, then the state directory, on a small tmpfs the
@@ -34,20 +47,39 @@ async function scenario(which: 'core.file.dir' | 'store.path'): Promise<void> {
   const m = mountTmpfs(mnt, 24);
   if ('skip' in m) throw new Error(m.skip);
   mounts.push(m);
-  const set = await startSingle({ loans: LOANS, ...RATE, ...(which === 'core.file.dir' ? { coreDir: join(mnt, 'core') } : { stateDir: mnt }) });
+  const set = await startSingle({
+    loans: LOANS,
+    ...RATE,
+    ...(which === 'core.file.dir' ? { coreDir: join(mnt, 'core') } : { stateDir: mnt }),
+  });
   sets.push(set);
   const ctx = `${which} full (logs in ${set.logDir})`;
   set.replica.start();
-  await until(`${ctx}: 15 loans acknowledged`, async () => ((await set.acked()) >= 15 ? true : undefined), 60_000);
+  await until(
+    `${ctx}: 15 loans acknowledged`,
+    async () => ((await set.acked()) >= 15 ? true : undefined),
+    60_000,
+  );
 
   const filler = fillDisk(mnt);
   const filledAt = Date.now();
-  const z = await readyzWhen(set.replica, `${ctx}: /readyz reports the full disk`, (r) => r.checks['disk']?.ok === false, 20_000);
+  const z = await readyzWhen(
+    set.replica,
+    `${ctx}: /readyz reports the full disk`,
+    (r) => r.checks['disk']?.ok === false,
+    20_000,
+  );
   const detectMs = Date.now() - filledAt;
   expect(z.ready, ctx).toBe(false);
   // Nearly 0: a write cut short by ENOSPC removes its temp file and gives a few KiB back.
-  expect(z.checks['disk']?.detail, ctx).toMatch(new RegExp(`^DISK FULL: ${which.replace('.', '\\.')} .* has [\\d.]+ (B|KiB) free \\(below boarding\\.minFreeDiskMb`));
-  expect(gauge((await set.replica.metrics()) ?? '', 'boarding_disk_full'), `${ctx}: boarding_disk_full`).toBe(1);
+  expect(z.checks['disk']?.detail, ctx).toMatch(
+    new RegExp(
+      `^DISK FULL: ${which.replace('.', '\\.')} .* has [\\d.]+ (B|KiB) free \\(below boarding\\.minFreeDiskMb`,
+    ),
+  );
+  expect(gauge((await set.replica.metrics()) ?? '', 'boarding_disk_full'), `${ctx}: boarding_disk_full`).toBe(
+    1,
+  );
   // Boarding has stopped: what was in flight settles, then no acknowledgement for a while.
   await sleep(3000);
   const stalled = await set.acked();
@@ -58,12 +90,22 @@ async function scenario(which: 'core.file.dir' | 'store.path'): Promise<void> {
   const alerts = logLines(set.logDir).filter((l) => l['alert'] === 'disk.full' && l['level'] === 50);
   expect(alerts.length, `${ctx}: ALERT lines while full`).toBe(1);
   expect(set.replica.running, `${ctx}: the daemon stays up`).toBe(true);
-  if (which === 'core.file.dir') expect(tempFilesUnder(mnt), `${ctx}: temp files of cut-short writes`).toEqual([]);
+  if (which === 'core.file.dir')
+    expect(tempFilesUnder(mnt), `${ctx}: temp files of cut-short writes`).toEqual([]);
 
   rmSync(filler);
   const freedAt = Date.now();
-  const resumedAt = await until(`${ctx}: boarding resumes by itself`, async () => ((await set.acked()) > stalled ? Date.now() : undefined), 60_000, 50);
-  await until(`${ctx}: all ${LOANS} acknowledged`, async () => ((await set.acked()) >= LOANS ? true : undefined), 120_000);
+  const resumedAt = await until(
+    `${ctx}: boarding resumes by itself`,
+    async () => ((await set.acked()) > stalled ? Date.now() : undefined),
+    60_000,
+    50,
+  );
+  await until(
+    `${ctx}: all ${LOANS} acknowledged`,
+    async () => ((await set.acked()) >= LOANS ? true : undefined),
+    120_000,
+  );
   const after = await readyzWhen(set.replica, `${ctx}: /readyz ready again`, (r) => r.ready, 20_000);
   expect(after.checks['disk']?.ok, ctx).toBe(true);
   set.replica.signal('SIGTERM');
@@ -76,7 +118,13 @@ async function scenario(which: 'core.file.dir' | 'store.path'): Promise<void> {
     db.close();
   }
   await expectExactlyOnce(set, ctx);
-  report(`disk full: ${which}`, { loans: LOANS, ackedWhenFull: stalled, detectMs, recoveryMs: resumedAt - freedAt, alertLines: alerts.length });
+  report(`disk full: ${which}`, {
+    loans: LOANS,
+    ackedWhenFull: stalled,
+    detectMs,
+    recoveryMs: resumedAt - freedAt,
+    alertLines: alerts.length,
+  });
 }
 
 describe.skipIf(skip !== null)('disk full', () => {

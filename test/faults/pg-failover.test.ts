@@ -1,9 +1,25 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loanStates, startFailoverSet, startPgServer, until, type FailoverSet, type PgServer } from '../support/failover.js';
+import {
+  loanStates,
+  startFailoverSet,
+  startPgServer,
+  until,
+  type FailoverSet,
+  type PgServer,
+} from '../support/failover.js';
 import { expectExactlyOnce, report } from './support/harness.js';
-import { crashPrimary, makeSynchronous, serverAddressOf, startMovableAddress, startStandby, superuserSql, type MovableAddress, type Standby } from './support/pg-failover.js';
+import {
+  crashPrimary,
+  makeSynchronous,
+  serverAddressOf,
+  startMovableAddress,
+  startStandby,
+  superuserSql,
+  type MovableAddress,
+  type Standby,
+} from './support/pg-failover.js';
 
 /**
  * PostgreSQL fails over (issue 37), as a bank's managed database does: two `run` replicas board
@@ -41,7 +57,8 @@ afterAll(async () => {
 
 describe.skipIf(skip !== null)('PostgreSQL fails over to a promoted standby', () => {
   it('boarding resumes on the new primary, nothing lost or boarded twice, the old primary never written again', async () => {
-    if (!existsSync('dist/main.js')) throw new Error('dist/main.js missing: run `npm run test:faults` (it builds first)');
+    if (!existsSync('dist/main.js'))
+      throw new Error('dist/main.js missing: run `npm run test:faults` (it builds first)');
     // The replicas reach the primary's TCP port through the moving address (TLS end to end).
     const addr = await startMovableAddress({ host: '127.0.0.1', port: Number(new URL(primary.url).port) });
     address = addr;
@@ -55,7 +72,13 @@ describe.skipIf(skip !== null)('PostgreSQL fails over to a promoted standby', ()
       ...primary,
       createDatabase: async (name) => addr.via(await primary.createDatabase(name)),
     };
-    const s = await startFailoverSet({ pg: viaAddress, loans: LOANS, seed: SEED % 1000, ...RATE, leadership: LEASE });
+    const s = await startFailoverSet({
+      pg: viaAddress,
+      loans: LOANS,
+      seed: SEED % 1000,
+      ...RATE,
+      leadership: LEASE,
+    });
     set = s;
     const dbName = new URL(s.dbUrl).pathname.slice(1);
     const oldPrimaryDb = (() => {
@@ -65,7 +88,12 @@ describe.skipIf(skip !== null)('PostgreSQL fails over to a promoted standby', ()
     })();
     const ctx = `failover (seed ${SEED}, logs in ${s.logDir})`;
     for (const r of s.replicas) r.start();
-    await until(`${ctx}: 25 acknowledged`, async () => ((await s.acked()) >= 25 ? true : undefined), 120_000, 50);
+    await until(
+      `${ctx}: 25 acknowledged`,
+      async () => ((await s.acked()) >= 25 ? true : undefined),
+      120_000,
+      50,
+    );
 
     // The primary's host dies; the standby is promoted; the address moves to it.
     const downAt = Date.now();
@@ -78,13 +106,37 @@ describe.skipIf(skip !== null)('PostgreSQL fails over to a promoted standby', ()
 
     // The old primary comes back up (its supervisor restarts it): a primary of its own timeline.
     primary.start();
-    const frozen = await primary.query<{ state: string; n: string }>(oldPrimaryDb, 'SELECT state, COUNT(*) AS n FROM loans GROUP BY state ORDER BY state');
+    const frozen = await primary.query<{ state: string; n: string }>(
+      oldPrimaryDb,
+      'SELECT state, COUNT(*) AS n FROM loans GROUP BY state ORDER BY state',
+    );
 
-    const firstAck = await until(`${ctx}: the first acknowledgement after the failover`, () => s.firstAckSince(movedAt).then((t) => t ?? undefined), 120_000, 100);
-    await until(`${ctx}: all ${LOANS} acknowledged`, async () => ((await s.acked()) >= LOANS ? true : undefined), 300_000, 200);
-    await until(`${ctx}: every loan settled on the new primary`, async () => ((await loanStates(primary, s.dbUrl))['acknowledged'] === LOANS ? true : undefined), 60_000, 200).catch(() => undefined);
-    const rows = await primary.query<{ id: string; state: string; err: string | null }>(s.dbUrl, "SELECT id, state, last_error_message AS err FROM loans WHERE state <> 'acknowledged'");
-    expect({ states: await loanStates(primary, s.dbUrl), notAcknowledged: rows }, ctx).toEqual({ states: { acknowledged: LOANS }, notAcknowledged: [] });
+    const firstAck = await until(
+      `${ctx}: the first acknowledgement after the failover`,
+      () => s.firstAckSince(movedAt).then((t) => t ?? undefined),
+      120_000,
+      100,
+    );
+    await until(
+      `${ctx}: all ${LOANS} acknowledged`,
+      async () => ((await s.acked()) >= LOANS ? true : undefined),
+      300_000,
+      200,
+    );
+    await until(
+      `${ctx}: every loan settled on the new primary`,
+      async () => ((await loanStates(primary, s.dbUrl))['acknowledged'] === LOANS ? true : undefined),
+      60_000,
+      200,
+    ).catch(() => undefined);
+    const rows = await primary.query<{ id: string; state: string; err: string | null }>(
+      s.dbUrl,
+      "SELECT id, state, last_error_message AS err FROM loans WHERE state <> 'acknowledged'",
+    );
+    expect({ states: await loanStates(primary, s.dbUrl), notAcknowledged: rows }, ctx).toEqual({
+      states: { acknowledged: LOANS },
+      notAcknowledged: [],
+    });
     // The replicas reached the new primary as the docs tell a bank to connect: as the login role
     // over TLS (the address forwards bytes; the handshake is theirs with the server, verify-full).
     const onNew = superuserSql(
@@ -96,19 +148,43 @@ describe.skipIf(skip !== null)('PostgreSQL fails over to a promoted standby', ()
     expect(tlsOnNew, `${ctx}: of them over TLS`).toBe(sessionsOnNew);
     const leaders = [];
     for (const r of s.replicas) leaders.push((await r.readyz())?.role);
-    expect(leaders.filter((x) => x === 'leader'), `${ctx}: one leader`).toHaveLength(1);
+    expect(
+      leaders.filter((x) => x === 'leader'),
+      `${ctx}: one leader`,
+    ).toHaveLength(1);
 
     // Nobody wrote to the old primary after it came back.
-    expect(await primary.query(oldPrimaryDb, 'SELECT state, COUNT(*) AS n FROM loans GROUP BY state ORDER BY state'), `${ctx}: the old primary's loans`).toEqual(frozen);
+    expect(
+      await primary.query(
+        oldPrimaryDb,
+        'SELECT state, COUNT(*) AS n FROM loans GROUP BY state ORDER BY state',
+      ),
+      `${ctx}: the old primary's loans`,
+    ).toEqual(frozen);
     // Every session of every role, as the superuser (through the old primary's socket).
-    const sessions = superuserSql(serverAddressOf(join(primary.dir, 'data')), "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name LIKE 'boarding-connector%' OR usename = 'boarding'");
+    const sessions = superuserSql(
+      serverAddressOf(join(primary.dir, 'data')),
+      "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name LIKE 'boarding-connector%' OR usename = 'boarding'",
+    );
     expect(Number(sessions[0]?.[0]), `${ctx}: connector sessions on the old primary`).toBe(0);
 
     for (const r of s.replicas) r.signal('SIGTERM');
-    for (const r of s.replicas) expect(await r.exited(), `${ctx}: replica ${r.name} stops on SIGTERM`).toEqual({ code: 0, signal: null });
+    for (const r of s.replicas)
+      expect(await r.exited(), `${ctx}: replica ${r.name} stops on SIGTERM`).toEqual({
+        code: 0,
+        signal: null,
+      });
     await expectExactlyOnce(s, ctx);
     const c = await s.platform.counters();
     const lostOnOld = Number(frozen.find((r) => r.state === 'acknowledged')?.n ?? 0);
-    report('PostgreSQL failover', { loans: LOANS, seed: SEED, ackedBeforeFailover: lostOnOld, recoveryMs: firstAck - movedAt, downToFirstAckMs: firstAck - downAt, idempotentReplays: c.idempotentReplays, tlsSessionsOnNewPrimary: tlsOnNew });
+    report('PostgreSQL failover', {
+      loans: LOANS,
+      seed: SEED,
+      ackedBeforeFailover: lostOnOld,
+      recoveryMs: firstAck - movedAt,
+      downToFirstAckMs: firstAck - downAt,
+      idempotentReplays: c.idempotentReplays,
+      tlsSessionsOnNewPrimary: tlsOnNew,
+    });
   });
 });

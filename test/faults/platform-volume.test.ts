@@ -1,7 +1,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RequestLogEntry } from '../../src/sandbox/request-log.js';
 import { slidingWindowReport } from '../support/failover.js';
-import { expectExactlyOnce, logLines, readyzWhen, report, sleep, startSingle, until, type SingleSet } from './support/harness.js';
+import {
+  expectExactlyOnce,
+  logLines,
+  readyzWhen,
+  report,
+  sleep,
+  startSingle,
+  until,
+  type SingleSet,
+} from './support/harness.js';
 
 /**
  * Platform faults at volume (issue 37): FAULTS_VOLUME_LOANS (default 3,000) released loans boarded
@@ -28,7 +37,15 @@ describe('platform faults at volume', () => {
       ...RATE,
       config: {
         schedule: { drain: '*/5 * * * * *' },
-        boarding: { concurrency: 8, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 30, shutdownTimeoutMs: 5000, minFreeDiskMb: 1, documentHosts: { allow: ['127.0.0.1'] } },
+        boarding: {
+          concurrency: 8,
+          retryBaseMs: 200,
+          retryMaxMs: 2000,
+          maxAttempts: 30,
+          shutdownTimeoutMs: 5000,
+          minFreeDiskMb: 1,
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
       },
     });
     sets.push(set);
@@ -41,12 +58,33 @@ describe('platform faults at volume', () => {
     await set.platform.setFaults(faults, 37);
     const t0 = Date.now();
     set.replica.start();
-    await until(`${ctx}: a third acknowledged`, async () => ((await set.acked()) >= LOANS / 3 ? true : undefined), 900_000, 200);
+    await until(
+      `${ctx}: a third acknowledged`,
+      async () => ((await set.acked()) >= LOANS / 3 ? true : undefined),
+      900_000,
+      200,
+    );
     // One 429 only: a strike halves the pace for 24 h, a second stops all traffic until an operator
     // clears the ledger (by design: src/platform/budget.ts), which this scenario does not model.
-    await set.platform.setFaults([...faults, { route: 'POST /public/v1/loans/:id/boarding', status429Rate: 1, retryAfterSeconds: RETRY_AFTER_S, count: 1 }], 38);
+    await set.platform.setFaults(
+      [
+        ...faults,
+        {
+          route: 'POST /public/v1/loans/:id/boarding',
+          status429Rate: 1,
+          retryAfterSeconds: RETRY_AFTER_S,
+          count: 1,
+        },
+      ],
+      38,
+    );
     const forcedAt = Date.now();
-    await until(`${ctx}: all acknowledged`, async () => ((await set.acked()) >= LOANS ? true : undefined), 1_800_000, 500);
+    await until(
+      `${ctx}: all acknowledged`,
+      async () => ((await set.acked()) >= LOANS ? true : undefined),
+      1_800_000,
+      500,
+    );
     const boardedMs = Date.now() - t0;
     await readyzWhen(set.replica, `${ctx}: the daemon answers /readyz`, () => true, 10_000);
     set.replica.signal('SIGTERM');
@@ -56,23 +94,44 @@ describe('platform faults at volume', () => {
     // The one 429 is the injected one; the connector waited Retry-After and never met another.
     expect(c.rateLimited, `${ctx}: 429s of the limiter (the connector overran its budget)`).toBe(0);
     expect(c.faults.injected429, `${ctx}: the injected 429`).toBe(1);
-    const log = (await set.platform.admin('GET', '/requests?since=0')) as { windowMs: number; limits: { read: number; write: number }; data: RequestLogEntry[]; dropped: number };
+    const log = (await set.platform.admin('GET', '/requests?since=0')) as {
+      windowMs: number;
+      limits: { read: number; write: number };
+      data: RequestLogEntry[];
+      dropped: number;
+    };
     expect(log.dropped, `${ctx}: request log entries dropped (the window check needs them all)`).toBe(0);
     const the429 = log.data.find((e) => e.status === 429);
     expect(the429, `${ctx}: the injected 429 in the request log`).toBeDefined();
-    const early = log.data.filter((e) => e.bucket === 'write' && e.at > the429!.at && e.at < the429!.at + RETRY_AFTER_S * 1000);
-    expect(early.map((e) => `${e.route} +${e.at - the429!.at} ms`), `${ctx}: writes inside Retry-After`).toEqual([]);
-    const resumedWriteAt = log.data.find((e) => e.bucket === 'write' && e.at > the429!.at && e.status < 300)?.at ?? null;
-    for (const b of slidingWindowReport(log)) expect(b.maxInWindow, `${ctx}: ${b.bucket} requests in one ${log.windowMs} ms window`).toBeLessThanOrEqual(b.limit);
+    const early = log.data.filter(
+      (e) => e.bucket === 'write' && e.at > the429!.at && e.at < the429!.at + RETRY_AFTER_S * 1000,
+    );
+    expect(
+      early.map((e) => `${e.route} +${e.at - the429!.at} ms`),
+      `${ctx}: writes inside Retry-After`,
+    ).toEqual([]);
+    const resumedWriteAt =
+      log.data.find((e) => e.bucket === 'write' && e.at > the429!.at && e.status < 300)?.at ?? null;
+    for (const b of slidingWindowReport(log))
+      expect(
+        b.maxInWindow,
+        `${ctx}: ${b.bucket} requests in one ${log.windowMs} ms window`,
+      ).toBeLessThanOrEqual(b.limit);
     await expectExactlyOnce(set, ctx);
-    const strikesLogged = logLines(set.logDir).filter((l) => typeof l['msg'] === 'string' && /strike/i.test(l['msg'])).length;
+    const strikesLogged = logLines(set.logDir).filter(
+      (l) => typeof l['msg'] === 'string' && /strike/i.test(l['msg']),
+    ).length;
     report('platform faults at volume', {
       loans: LOANS,
       boardedMs,
       perLoanMs: Math.round(boardedMs / LOANS),
       faults: c.faults,
       idempotentReplays: c.idempotentReplays,
-      forced429: { at: forcedAt - t0, hit: the429!.at - t0, firstWriteAfterMs: resumedWriteAt === null ? null : resumedWriteAt - the429!.at },
+      forced429: {
+        at: forcedAt - t0,
+        hit: the429!.at - t0,
+        firstWriteAfterMs: resumedWriteAt === null ? null : resumedWriteAt - the429!.at,
+      },
       recoveryMs: resumedWriteAt === null ? null : resumedWriteAt - the429!.at,
       strikeLogLines: strikesLogged,
     });

@@ -3,7 +3,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fineractExternalId } from '../../src/core/fineract/external-id.js';
 import { runCli } from '../integration/boarding/harness.js';
 import { startFakeFineract, type FakeFineract } from '../support/fake-fineract.js';
-import { gauge, logLines, readyzWhen, report, startSingle, until, type SingleSet } from './support/harness.js';
+import {
+  gauge,
+  logLines,
+  readyzWhen,
+  report,
+  startSingle,
+  until,
+  type SingleSet,
+} from './support/harness.js';
 
 /**
  * A slow and failing core (issue 37), the fake Fineract (test/support/fake-fineract.ts, as strict
@@ -29,7 +37,16 @@ describe('a slow and failing core (Fineract)', () => {
   it('no duplicate client, loan or document through slow answers, commits then drops, and a 503 storm; an outage stops the pass and resumes', async () => {
     fake = await startFakeFineract();
     const f = fake;
-    const core = { adapter: 'http', http: { baseUrl: f.url, username: f.username, password: f.password, tenantId: f.tenantId, timeoutMs: 3000 } };
+    const core = {
+      adapter: 'http',
+      http: {
+        baseUrl: f.url,
+        username: f.username,
+        password: f.password,
+        tenantId: f.tenantId,
+        timeoutMs: 3000,
+      },
+    };
     const set = await startSingle({
       loans: LOANS,
       seed: 21,
@@ -38,7 +55,15 @@ describe('a slow and failing core (Fineract)', () => {
         core,
         mappings: { dir: join(process.cwd(), 'mappings/fineract') },
         customers: { tinHashKey: 'faults-test-key-0123456789abcdef' },
-        boarding: { concurrency: 4, retryBaseMs: 300, retryMaxMs: 3000, maxAttempts: 1000, shutdownTimeoutMs: 5000, minFreeDiskMb: 1, documentHosts: { allow: ['127.0.0.1'] } },
+        boarding: {
+          concurrency: 4,
+          retryBaseMs: 300,
+          retryMaxMs: 3000,
+          maxAttempts: 1000,
+          shutdownTimeoutMs: 5000,
+          minFreeDiskMb: 1,
+          documentHosts: { allow: ['127.0.0.1'] },
+        },
       },
     });
     sets.push(set);
@@ -50,10 +75,18 @@ describe('a slow and failing core (Fineract)', () => {
     expect(once.code, `${ctx}: sync --once in a core outage: ${once.error}`).toBe(5);
     expect(once.error, ctx).toContain('core was unavailable');
     set.replica.start();
-    const down = await readyzWhen(set.replica, `${ctx}: /readyz reports the outage`, (z) => z.checks['core']?.ok === false, 60_000);
+    const down = await readyzWhen(
+      set.replica,
+      `${ctx}: /readyz reports the outage`,
+      (z) => z.checks['core']?.ok === false,
+      60_000,
+    );
     expect(down.ready, ctx).toBe(false);
     expect(down.checks['core']?.detail, ctx).toMatch(/^CORE OUTAGE since .*: \d+ writes in a row failed/);
-    expect(gauge((await set.replica.metrics()) ?? '', 'boarding_core_outage'), `${ctx}: boarding_core_outage`).toBe(1);
+    expect(
+      gauge((await set.replica.metrics()) ?? '', 'boarding_core_outage'),
+      `${ctx}: boarding_core_outage`,
+    ).toBe(1);
     // A few drain ticks (every 2 s) meet the storm: still one ALERT line (once a minute).
     await new Promise((r) => setTimeout(r, 8000));
     const alerts = logLines(set.logDir).filter((l) => l['alert'] === 'core.outage' && l['level'] === 50);
@@ -73,18 +106,38 @@ describe('a slow and failing core (Fineract)', () => {
     f.inject({ method: 'POST', path: /^\/loans\/\d+\/documents$/, kind: 'reset-after-commit', times: 3 });
     f.inject({ method: 'POST', path: '/loans', kind: 'status-after-commit', status: 500, times: 2 });
     const acked = async (): Promise<number> => set.acked();
-    const resumedAt = await until(`${ctx}: boarding resumes by itself`, async () => ((await acked()) > 0 ? Date.now() : undefined), 120_000, 100);
-    await until(`${ctx}: all ${LOANS} acknowledged`, async () => ((await acked()) >= LOANS ? true : undefined), 600_000, 250);
-    const up = await readyzWhen(set.replica, `${ctx}: /readyz without the outage`, (z) => z.checks['core']?.ok === true, 30_000);
+    const resumedAt = await until(
+      `${ctx}: boarding resumes by itself`,
+      async () => ((await acked()) > 0 ? Date.now() : undefined),
+      120_000,
+      100,
+    );
+    await until(
+      `${ctx}: all ${LOANS} acknowledged`,
+      async () => ((await acked()) >= LOANS ? true : undefined),
+      600_000,
+      250,
+    );
+    const up = await readyzWhen(
+      set.replica,
+      `${ctx}: /readyz without the outage`,
+      (z) => z.checks['core']?.ok === true,
+      30_000,
+    );
     expect(up.checks['core']?.ok, ctx).toBe(true);
     set.replica.signal('SIGTERM');
     expect(await set.replica.exited(), `${ctx}: SIGTERM`).toEqual({ code: 0, signal: null });
 
-    const unused = f.faults.filter((x) => (x.times ?? 0) > 0).map((x) => `${x.kind} ${String(x.path)} ×${x.times}`);
+    const unused = f.faults
+      .filter((x) => (x.times ?? 0) > 0)
+      .map((x) => `${x.kind} ${String(x.path)} ×${x.times}`);
     const c = await set.platform.counters();
     expect(c.rateLimited, `${ctx}: 429s`).toBe(0);
     expect(c.duplicateAcks, ctx).toEqual({});
-    expect(set.released.filter((id) => c.acks[id] !== 1), `${ctx}: loans not acknowledged exactly once`).toEqual([]);
+    expect(
+      set.released.filter((id) => c.acks[id] !== 1),
+      `${ctx}: loans not acknowledged exactly once`,
+    ).toEqual([]);
     // One Fineract loan per platform loan.
     const loanIds = f.loans.map((l) => l.externalId);
     expect(loanIds.length, `${ctx}: Fineract loans`).toBe(LOANS);
@@ -94,8 +147,15 @@ describe('a slow and failing core (Fineract)', () => {
     const clientIds = f.clients.map((x) => x.externalId).filter((x): x is string => x !== null);
     expect(clientIds.length - new Set(clientIds).size, `${ctx}: duplicate client external ids`).toBe(0);
     const perKey = new Map<string, number>();
-    for (const i of f.identifiers) perKey.set(`${i.documentTypeId}:${i.documentKey}`, (perKey.get(`${i.documentTypeId}:${i.documentKey}`) ?? 0) + 1);
-    expect([...perKey.values()].filter((n) => n > 1), `${ctx}: a tax id on two clients`).toEqual([]);
+    for (const i of f.identifiers)
+      perKey.set(
+        `${i.documentTypeId}:${i.documentKey}`,
+        (perKey.get(`${i.documentTypeId}:${i.documentKey}`) ?? 0) + 1,
+      );
+    expect(
+      [...perKey.values()].filter((n) => n > 1),
+      `${ctx}: a tax id on two clients`,
+    ).toEqual([]);
     // No document twice on a loan.
     // Fineract has no external id on documents: the connector marks each upload `[doc:<platform id>]`
     // in its description (two platform documents may well share a name and bytes).
@@ -104,13 +164,21 @@ describe('a slow and failing core (Fineract)', () => {
       const marker = /\[doc:[^\]]+\]/.exec(d.description)?.[0] ?? `no marker: ${d.id}`;
       docs.set(`${d.loanId}/${marker}`, (docs.get(`${d.loanId}/${marker}`) ?? 0) + 1);
     }
-    expect([...docs].filter(([, n]) => n > 1), `${ctx}: documents uploaded twice`).toEqual([]);
+    expect(
+      [...docs].filter(([, n]) => n > 1),
+      `${ctx}: documents uploaded twice`,
+    ).toEqual([]);
     const faulted = f.requests.filter((r) => r.fault !== null);
     report('slow and failing core', {
       loans: LOANS,
       clients: f.clients.length,
       documents: f.documents.length,
-      faults: Object.fromEntries(['status-before', 'delay', 'reset-after-commit', 'status-after-commit'].map((k) => [k, faulted.filter((r) => r.fault === k).length])),
+      faults: Object.fromEntries(
+        ['status-before', 'delay', 'reset-after-commit', 'status-after-commit'].map((k) => [
+          k,
+          faulted.filter((r) => r.fault === k).length,
+        ]),
+      ),
       unusedFaults: unused,
       recoveryMs: resumedAt - stormOverAt,
     });

@@ -6,7 +6,12 @@
 import { openDatabase } from '../../src/store/db.js';
 import { createNumberStore } from '../../src/store/numbers.js';
 
-const [path, at, prefix, count] = [process.argv[2] as string, Number(process.argv[3]), process.argv[4] as string, Number(process.argv[5])];
+const [path, at, prefix, count] = [
+  process.argv[2] as string,
+  Number(process.argv[3]),
+  process.argv[4] as string,
+  Number(process.argv[5]),
+];
 const db = openDatabase(path, { onWarning: () => undefined, busyTimeoutMs: 20_000 });
 const numbers = createNumberStore(db);
 while (Date.now() < at) {

@@ -30,13 +30,17 @@ function sink(): { stream: Writable; text: () => string } {
  * Runs the CLI in-process like main.ts does, with stdout and stderr kept apart and, when
  * `answers` is given, a terminal that answers the questions asked in turn (none: no terminal).
  */
-export async function runCliSplit(args: string[], opts: { env?: Record<string, string | undefined>; answers?: string[]; cwd?: string } = {}): Promise<CliRun> {
+export async function runCliSplit(
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; answers?: string[]; cwd?: string } = {},
+): Promise<CliRun> {
   const out = sink();
   const err = sink();
   const asked: string[] = [];
   const answers = opts.answers ? [...opts.answers] : undefined;
   const { program, ctx } = buildProgram((p) =>
-    createCliContext({ clock: systemClock,
+    createCliContext({
+      clock: systemClock,
       env: { ...opts.env },
       stdout: out.stream,
       stderr: err.stream,
@@ -55,7 +59,13 @@ export async function runCliSplit(args: string[], opts: { env?: Record<string, s
     }),
   );
   program.configureOutput({ writeOut: (s) => out.stream.write(s), writeErr: (s) => err.stream.write(s) });
-  const done = (code: number, error: string | null): CliRun => ({ code, stdout: out.text(), stderr: err.text(), error, asked });
+  const done = (code: number, error: string | null): CliRun => ({
+    code,
+    stdout: out.text(),
+    stderr: err.text(),
+    error,
+    asked,
+  });
   try {
     await program.parseAsync(['node', 'boarding-connector', ...args]);
     return done(0, null);

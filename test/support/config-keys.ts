@@ -47,5 +47,7 @@ export function schemaKeyPaths(schema: z.ZodType, prefix = ''): string[] {
 
 /** The config keys that hold secrets (the first of a path that reads like one), as the config schema declares them. */
 export function secretConfigKeys(): string[] {
-  return schemaKeyPaths(configSchema).filter((p) => isSecretPath(p) && !isSecretPath(p.split('.').slice(0, -1).join('.')));
+  return schemaKeyPaths(configSchema).filter(
+    (p) => isSecretPath(p) && !isSecretPath(p.split('.').slice(0, -1).join('.')),
+  );
 }

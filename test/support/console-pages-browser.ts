@@ -46,5 +46,9 @@ export async function browserKit(): Promise<BrowserKit> {
 
 export async function launchChromium(kit: BrowserKit): Promise<Playwright.Browser> {
   if (!kit.playwright || !kit.chromium) throw new Error(kit.skipReason ?? 'no browser');
-  return kit.playwright.chromium.launch({ executablePath: kit.chromium, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  return kit.playwright.chromium.launch({
+    executablePath: kit.chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
 }

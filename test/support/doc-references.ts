@@ -16,14 +16,21 @@ export interface DocProblem {
 }
 
 const PATH_ROOTS = ['src', 'test', 'mappings', 'config', 'scripts', 'bench', 'docs', 'docker'];
-const PATH_RE = new RegExp(`(?<![\\w./:~$@-])(?:\\./)?(?:${PATH_ROOTS.join('|')})/[^\\s\`'"()\\[\\],;|]*`, 'g');
+const PATH_RE = new RegExp(
+  `(?<![\\w./:~$@-])(?:\\./)?(?:${PATH_ROOTS.join('|')})/[^\\s\`'"()\\[\\],;|]*`,
+  'g',
+);
 /** A segment with one of these is a placeholder or a pattern: only what comes before it is checked. */
 const PLACEHOLDER = /[<>{}*…$]|\.\.\./;
 
 /** The part of a path token that must exist: up to the first placeholder segment, trailing punctuation off. */
 export function concretePath(token: string): string {
   // `mapping.yaml:61:25` (file:line:column) names the file.
-  let t = token.replace(/^\.\//, '').replace(/#.*$/, '').replace(/(:\d+)+$/, '').replace(/[.:,;!?]+$/, '');
+  let t = token
+    .replace(/^\.\//, '')
+    .replace(/#.*$/, '')
+    .replace(/(:\d+)+$/, '')
+    .replace(/[.:,;!?]+$/, '');
   const segs = t.split('/');
   const cut = segs.findIndex((s) => PLACEHOLDER.test(s));
   if (cut >= 0) t = segs.slice(0, cut).join('/');
@@ -38,13 +45,19 @@ export function createdPaths(texts: readonly string[]): Set<string> {
   const made = new Set<string>();
   for (const text of texts) {
     for (const { code } of codeSnippets(text)) {
-      for (const m of code.matchAll(/\b(?:cp\s+-[a-zA-Z]*r[a-zA-Z]*\s+\S+|mkdir\s+(?:-p\s+)?)\s*(\S+)/g)) made.add(m[1]!.replace(/\/+$/, ''));
+      for (const m of code.matchAll(/\b(?:cp\s+-[a-zA-Z]*r[a-zA-Z]*\s+\S+|mkdir\s+(?:-p\s+)?)\s*(\S+)/g))
+        made.add(m[1]!.replace(/\/+$/, ''));
     }
   }
   return made;
 }
 
-export function checkPaths(file: string, text: string, repo: string, made: ReadonlySet<string> = new Set()): DocProblem[] {
+export function checkPaths(
+  file: string,
+  text: string,
+  repo: string,
+  made: ReadonlySet<string> = new Set(),
+): DocProblem[] {
   const problems: DocProblem[] = [];
   const isMade = (p: string): boolean => [...made].some((m) => p === m || p.startsWith(`${m}/`));
   text.split('\n').forEach((line, i) => {
@@ -52,10 +65,16 @@ export function checkPaths(file: string, text: string, repo: string, made: Reado
       const path = concretePath(m[0]);
       if (path === '' || !path.includes('/')) {
         // `src/` alone or a root followed by a placeholder: the root must exist.
-        if (!existsSync(join(repo, path || m[0].split('/')[0]!))) problems.push({ file, line: i + 1, message: `path ${m[0]} does not exist` });
+        if (!existsSync(join(repo, path || m[0].split('/')[0]!)))
+          problems.push({ file, line: i + 1, message: `path ${m[0]} does not exist` });
         continue;
       }
-      if (!existsSync(join(repo, path)) && !isMade(path)) problems.push({ file, line: i + 1, message: `path ${m[0]} does not exist${path !== m[0] ? ` (checked ${path})` : ''}` });
+      if (!existsSync(join(repo, path)) && !isMade(path))
+        problems.push({
+          file,
+          line: i + 1,
+          message: `path ${m[0]} does not exist${path !== m[0] ? ` (checked ${path})` : ''}`,
+        });
     }
   });
   return problems;
@@ -80,7 +99,11 @@ export function codeSnippets(text: string): Array<{ line: number; code: string; 
   return out;
 }
 
-const PREFIXES = [/(?<![\w=/.-])boarding-connector\s+/g, /(?<![\w=/.-])node\s+(?:\S*\/)?dist\/main\.js\s+/g, /(?<![\w=/.-])npx\s+tsx\s+(?:\S*\/)?src\/main\.ts\s+/g];
+const PREFIXES = [
+  /(?<![\w=/.-])boarding-connector\s+/g,
+  /(?<![\w=/.-])node\s+(?:\S*\/)?dist\/main\.js\s+/g,
+  /(?<![\w=/.-])npx\s+tsx\s+(?:\S*\/)?src\/main\.ts\s+/g,
+];
 
 /** The words of one invocation: up to a shell operator or comment; markdown escapes and brackets off. */
 export function invocationTokens(rest: string, inline: boolean): string[] {
@@ -126,7 +149,8 @@ export function checkInvocation(program: Command, tokens: readonly string[]): st
     if (cmd.commands.length > 0) {
       if (isPlaceholder(t)) return null;
       const sub = cmd.commands.find((c) => c.name() === t || c.aliases().includes(t));
-      if (!sub) return `\`${[...path, t].join(' ')}\`: no such command (${path.length === 0 ? 'commands' : `subcommands of ${path.join(' ')}`}: ${cmd.commands.map((c) => c.name()).join(', ')})`;
+      if (!sub)
+        return `\`${[...path, t].join(' ')}\`: no such command (${path.length === 0 ? 'commands' : `subcommands of ${path.join(' ')}`}: ${cmd.commands.map((c) => c.name()).join(', ')})`;
       cmd = sub;
       path.push(t);
     }
@@ -163,7 +187,22 @@ export function checkCommands(file: string, text: string, program: Command): Doc
 }
 
 /** The top-level sections of the connector's config (a fenced YAML block made of these is a config block). */
-export const CONFIG_SECTIONS = new Set(['platform', 'store', 'core', 'webhooks', 'admin', 'mappings', 'bank', 'schedule', 'boarding', 'reports', 'customers', 'log', 'identity', 'console']);
+export const CONFIG_SECTIONS = new Set([
+  'platform',
+  'store',
+  'core',
+  'webhooks',
+  'admin',
+  'mappings',
+  'bank',
+  'schedule',
+  'boarding',
+  'reports',
+  'customers',
+  'log',
+  'identity',
+  'console',
+]);
 
 /** Every fenced ```yaml block (indented ones too, as inside a list item), with its first line number. */
 export function yamlBlocks(text: string): Array<{ line: number; yaml: string }> {
@@ -175,7 +214,12 @@ export function yamlBlocks(text: string): Array<{ line: number; yaml: string }> 
     const indent = (open[1] as string).length;
     const body: string[] = [];
     let j = i + 1;
-    for (; j < lines.length && !/^\s*```\s*$/.test(lines[j] as string); j++) body.push((lines[j] as string).slice(Math.min(indent, (lines[j] as string).length - (lines[j] as string).trimStart().length)));
+    for (; j < lines.length && !/^\s*```\s*$/.test(lines[j] as string); j++)
+      body.push(
+        (lines[j] as string).slice(
+          Math.min(indent, (lines[j] as string).length - (lines[j] as string).trimStart().length),
+        ),
+      );
     out.push({ line: i + 2, yaml: body.join('\n') });
     i = j;
   }

@@ -7,7 +7,17 @@
  * log (GET /admin/requests) to check every sliding window.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  createWriteStream,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  type WriteStream,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -37,7 +47,12 @@ export function rng(seed: number): () => number {
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until fn returns a value other than undefined, or throws naming what it waited for. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs: number, intervalMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -62,7 +77,11 @@ export interface PgServer {
   /** A fresh database on the server; returns its URL. */
   createDatabase(name: string): Promise<string>;
   /** Runs one statement on a database URL with a short-lived client. */
-  query<R extends pg.QueryResultRow = Record<string, unknown>>(url: string, sql: string, params?: unknown[]): Promise<R[]>;
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(
+    url: string,
+    sql: string,
+    params?: unknown[],
+  ): Promise<R[]>;
   /**
    * Terminates every server backend connected from the process (pg_terminate_backend): the
    * process's TCP connections to the server (ss -tnp) are paired with pg_stat_activity.client_port.
@@ -86,14 +105,21 @@ export function startPgServer(): PgServer | { skip: string } {
   const url = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status === 3 || r.status === 4) {
     rmSync(dir, { recursive: true, force: true });
-    return { skip: `scripts/pg-test-server.sh exited ${r.status}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}` };
+    return {
+      skip: `scripts/pg-test-server.sh exited ${r.status}: ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+    };
   }
-  if (r.status !== 0 || !url.startsWith('postgresql://')) throw new Error(`scripts/pg-test-server.sh start failed (${r.status}): ${r.stderr}`);
+  if (r.status !== 0 || !url.startsWith('postgresql://'))
+    throw new Error(`scripts/pg-test-server.sh start failed (${r.status}): ${r.stderr}`);
   const password = readFileSync(join(dir, 'password'), 'utf8').trim();
   const fixturePassword = readFileSync(join(dir, 'fixture-password'), 'utf8').trim();
   const ca = join(dir, 'tls', 'ca.crt');
   // As the fixture role (creates databases owned by the login role, may end its sessions).
-  const query = async <R extends pg.QueryResultRow>(on: string, sql: string, params: unknown[] = []): Promise<R[]> => {
+  const query = async <R extends pg.QueryResultRow>(
+    on: string,
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<R[]> => {
     const u = new URL(on);
     const c = new pg.Client({
       host: u.hostname,
@@ -134,10 +160,20 @@ export function startPgServer(): PgServer | { skip: string } {
     async terminateBackendsOf(pid, on) {
       const ports = clientPortsOf(pid, Number(new URL(on).port));
       if (ports.length === 0) return [];
-      const backends = (await query<{ pid: number }>(on, 'SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])', [ports])).map((r) => r.pid);
+      const backends = (
+        await query<{ pid: number }>(
+          on,
+          'SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])',
+          [ports],
+        )
+      ).map((r) => r.pid);
       if (backends.length === 0) return [];
       // Only these pids (a WHERE beside pg_terminate_backend may be evaluated after it, for every row).
-      const rows = await query<{ pid: number; ok: boolean }>(on, 'SELECT pid, pg_terminate_backend(pid) AS ok FROM unnest($1::int[]) AS pid', [backends]);
+      const rows = await query<{ pid: number; ok: boolean }>(
+        on,
+        'SELECT pid, pg_terminate_backend(pid) AS ok FROM unnest($1::int[]) AS pid',
+        [backends],
+      );
       return rows.filter((r) => r.ok).map((r) => r.pid);
     },
     destroy() {
@@ -205,7 +241,10 @@ export class Replica {
     if (this.running) throw new Error(`replica ${this.name} is already running`);
     this.runs += 1;
     this.adminUrl = null;
-    const child = spawn(process.execPath, [MAIN, 'run', '--config', this.configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...this.env } });
+    const child = spawn(process.execPath, [MAIN, 'run', '--config', this.configPath], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, LOG_LEVEL: 'info', ...this.env },
+    });
     this.child = child;
     this.log = createWriteStream(join(this.logDir, `${this.name}-run-${this.runs}.log`));
     const log = this.log;
@@ -229,8 +268,10 @@ export class Replica {
     }
     const msg = rec.msg ?? '';
     if (msg === 'admin listener (ops pages) listening' && rec.url) this.adminUrl = rec.url;
-    if (msg.startsWith('leadership acquired')) this.events.push({ at: rec.time ?? Date.now(), kind: 'acquired', epoch: rec.epoch ?? null });
-    if (msg.startsWith('leadership lost')) this.events.push({ at: rec.time ?? Date.now(), kind: 'lost', epoch: rec.epoch ?? null });
+    if (msg.startsWith('leadership acquired'))
+      this.events.push({ at: rec.time ?? Date.now(), kind: 'acquired', epoch: rec.epoch ?? null });
+    if (msg.startsWith('leadership lost'))
+      this.events.push({ at: rec.time ?? Date.now(), kind: 'lost', epoch: rec.epoch ?? null });
   }
 
   signal(sig: NodeJS.Signals): void {
@@ -240,7 +281,8 @@ export class Replica {
   exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     const c = this.child;
     if (!c) return Promise.resolve({ code: null, signal: null });
-    if (c.exitCode !== null || c.signalCode !== null) return Promise.resolve({ code: c.exitCode, signal: c.signalCode });
+    if (c.exitCode !== null || c.signalCode !== null)
+      return Promise.resolve({ code: c.exitCode, signal: c.signalCode });
     return new Promise((r) => c.once('exit', (code, signal) => r({ code, signal })));
   }
 
@@ -294,7 +336,9 @@ export interface FailoverSet {
   leader(): Promise<Replica | null>;
   /** Number of loans acknowledged on the platform (state-changing acks). */
   acked(): Promise<number>;
-  requests(sinceMs?: number): Promise<{ windowMs: number; limits: { read: number; write: number }; data: RequestLogEntry[] }>;
+  requests(
+    sinceMs?: number,
+  ): Promise<{ windowMs: number; limits: { read: number; write: number }; data: RequestLogEntry[] }>;
   /** Epoch ms of the first successful ack request that arrived at or after sinceMs, or null. */
   firstAckSince(sinceMs: number): Promise<number | null>;
   close(): Promise<void>;
@@ -310,10 +354,20 @@ function mappingsCopy(): string {
 }
 
 export async function startFailoverSet(o: FailoverSetOptions): Promise<FailoverSet> {
-  const platform = await startTestPlatform({ loans: o.loans, releaseRatio: 1, seed: o.seed, windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow, ...o.sandbox });
+  const platform = await startTestPlatform({
+    loans: o.loans,
+    releaseRatio: 1,
+    seed: o.seed,
+    windowMs: o.windowMs,
+    readsPerWindow: o.readsPerWindow,
+    writesPerWindow: o.writesPerWindow,
+    ...o.sandbox,
+  });
   const list = (await platform.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
   const released = list.data.map((l) => l.id);
-  const dbUrl = await o.pg.createDatabase(`failover_${process.pid}_${Math.random().toString(36).slice(2, 8)}`);
+  const dbUrl = await o.pg.createDatabase(
+    `failover_${process.pid}_${Math.random().toString(36).slice(2, 8)}`,
+  );
   const dir = mkdtempSync(join(tmpdir(), 'failover-'));
   const logDir = join(dir, 'logs');
   const coreDir = join(dir, 'core');
@@ -323,24 +377,49 @@ export async function startFailoverSet(o: FailoverSetOptions): Promise<FailoverS
       baseUrl: platform.sandbox.baseUrl,
       apiKey: platform.apiKey,
       environment: 'staging',
-      rateLimit: { windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow, ...(o.headroom !== undefined ? { headroom: o.headroom } : {}) },
+      rateLimit: {
+        windowMs: o.windowMs,
+        readsPerWindow: o.readsPerWindow,
+        writesPerWindow: o.writesPerWindow,
+        ...(o.headroom !== undefined ? { headroom: o.headroom } : {}),
+      },
     },
     // As docs/deploy.md shows it: TLS verified, the password from BOARDING_STORE_PASSWORD (Replica.start).
-    store: { engine: 'postgres', postgres: { url: dbUrl, ssl: 'verify-full', sslRootCert: o.pg.ca }, ...(o.leadership ? { leadership: o.leadership } : {}) },
+    store: {
+      engine: 'postgres',
+      postgres: { url: dbUrl, ssl: 'verify-full', sslRootCert: o.pg.ca },
+      ...(o.leadership ? { leadership: o.leadership } : {}),
+    },
     customers: { tinHashKey: 'failover-replicas-share-this-tin-key' },
     // One core for every replica: the bank's file drop, shared as a network volume would be.
     core: { adapter: 'file', file: { dir: coreDir } },
     mappings: { dir: mappingsCopy() },
     schedule: { drain: o.drain ?? '*/1 * * * * *' },
-    boarding: { concurrency: 4, retryBaseMs: 100, retryMaxMs: 1000, maxAttempts: 50, shutdownTimeoutMs: 5000, documentHosts: { allow: ['127.0.0.1'] } },
+    boarding: {
+      concurrency: 4,
+      retryBaseMs: 100,
+      retryMaxMs: 1000,
+      maxAttempts: 50,
+      shutdownTimeoutMs: 5000,
+      documentHosts: { allow: ['127.0.0.1'] },
+    },
     webhooks: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     log: { level: 'info' },
   };
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, stringify(config));
-  const replicas = Array.from({ length: o.replicas ?? 2 }, (_, i) => new Replica(String.fromCharCode(97 + i), configPath, logDir, { BOARDING_STORE_PASSWORD: o.pg.password }));
-  const requests: FailoverSet['requests'] = async (sinceMs = 0) => (await platform.admin('GET', `/requests?since=${sinceMs}`)) as Awaited<ReturnType<FailoverSet['requests']>>;
+  const replicas = Array.from(
+    { length: o.replicas ?? 2 },
+    (_, i) =>
+      new Replica(String.fromCharCode(97 + i), configPath, logDir, {
+        BOARDING_STORE_PASSWORD: o.pg.password,
+      }),
+  );
+  const requests: FailoverSet['requests'] = async (sinceMs = 0) =>
+    (await platform.admin('GET', `/requests?since=${sinceMs}`)) as Awaited<
+      ReturnType<FailoverSet['requests']>
+    >;
   return {
     platform,
     replicas,
@@ -352,7 +431,10 @@ export async function startFailoverSet(o: FailoverSetOptions): Promise<FailoverS
     async leader() {
       const views = await Promise.all(replicas.map(async (r) => ({ r, z: await r.readyz() })));
       const leaders = views.filter((v) => v.z?.role === 'leader');
-      if (leaders.length > 1) throw new Error(`two replicas say leader: ${JSON.stringify(leaders.map((l) => ({ name: l.r.name, epoch: l.z?.epoch })))}`);
+      if (leaders.length > 1)
+        throw new Error(
+          `two replicas say leader: ${JSON.stringify(leaders.map((l) => ({ name: l.r.name, epoch: l.z?.epoch })))}`,
+        );
       return leaders[0]?.r ?? null;
     },
     acked: async () => Object.keys((await platform.counters()).acks).length,
@@ -382,7 +464,11 @@ export interface BudgetReport {
 }
 
 /** The most requests per key and bucket in any sliding window, from the sandbox's request log. */
-export function slidingWindowReport(log: { windowMs: number; limits: { read: number; write: number }; data: RequestLogEntry[] }): BudgetReport[] {
+export function slidingWindowReport(log: {
+  windowMs: number;
+  limits: { read: number; write: number };
+  data: RequestLogEntry[];
+}): BudgetReport[] {
   const out: BudgetReport[] = [];
   const byKey = new Map<string, number[]>();
   for (const e of log.data) {
@@ -403,7 +489,10 @@ export function slidingWindowReport(log: { windowMs: number; limits: { read: num
 
 /** Loans per state in the shared store. */
 export async function loanStates(server: PgServer, dbUrl: string): Promise<Record<string, number>> {
-  const rows = await server.query<{ state: string; n: string }>(dbUrl, 'SELECT state, COUNT(*) AS n FROM loans GROUP BY state');
+  const rows = await server.query<{ state: string; n: string }>(
+    dbUrl,
+    'SELECT state, COUNT(*) AS n FROM loans GROUP BY state',
+  );
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
 }
 
@@ -411,7 +500,11 @@ export async function loanStates(server: PgServer, dbUrl: string): Promise<Recor
  * What the core holds: the loan packages (one directory per loan) and, after a seal, the first-board
  * lines per loan across every sealed batch's loan.csv (a duplicate core record shows as 2).
  */
-export function coreRecords(coreDir: string): { packages: string[]; firstBoardLines: Map<string, number>; batches: number } {
+export function coreRecords(coreDir: string): {
+  packages: string[];
+  firstBoardLines: Map<string, number>;
+  batches: number;
+} {
   const packages = readdirSafe(join(coreDir, 'packages')).sort();
   const firstBoardLines = new Map<string, number>();
   const batches = readdirSafe(join(coreDir, 'batches'));
@@ -430,7 +523,8 @@ export function coreRecords(coreDir: string): { packages: string[]; firstBoardLi
       const f = parseCsvLine(l, ',');
       if (typeof f === 'string') throw new Error(`${b}/loan.csv: ${f}: ${l}`);
       const loanId = f[idAt < 0 ? 1 : idAt];
-      if (f[actionAt < 0 ? 0 : actionAt] === 'A' && loanId) firstBoardLines.set(loanId, (firstBoardLines.get(loanId) ?? 0) + 1);
+      if (f[actionAt < 0 ? 0 : actionAt] === 'A' && loanId)
+        firstBoardLines.set(loanId, (firstBoardLines.get(loanId) ?? 0) + 1);
     }
   }
   return { packages, firstBoardLines, batches: batches.length };
@@ -445,11 +539,18 @@ function readdirSafe(dir: string): string[] {
 }
 
 /** `batches seal` with the replicas' config: seals what is open so every first board is in a sealed file. */
-export async function sealOpenBatches(configPath: string, env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, 'batches', 'seal', '--reason', 'end of failover test', '--by', 'failover', '--config', configPath], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, ...env },
-  });
+export async function sealOpenBatches(
+  configPath: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    [MAIN, 'batches', 'seal', '--reason', 'end of failover test', '--by', 'failover', '--config', configPath],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
@@ -458,5 +559,9 @@ export async function sealOpenBatches(configPath: string, env: Record<string, st
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  return s.length === 0
+    ? NaN
+    : s.length % 2 === 1
+      ? s[(s.length - 1) / 2]!
+      : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }

@@ -1,5 +1,12 @@
 import { FatalError } from '../../src/lib/errors.js';
-import { CoreRejectedError, CoreUnavailableError, type BoardingPackage, type CoreLoanRecord, type CoreReceipt, type CoreSystem } from '../../src/core/port.js';
+import {
+  CoreRejectedError,
+  CoreUnavailableError,
+  type BoardingPackage,
+  type CoreLoanRecord,
+  type CoreReceipt,
+  type CoreSystem,
+} from '../../src/core/port.js';
 
 export interface CoreFault {
   loanId?: string;
@@ -21,18 +28,27 @@ export class FakeCore implements CoreSystem {
 
   async board(pkg: BoardingPackage, _opts?: { signal?: AbortSignal }): Promise<CoreReceipt> {
     await Promise.resolve();
-    const f = this.faults.find((x) => (x.loanId === undefined || x.loanId === pkg.loanId) && (x.times ?? 1) > 0);
+    const f = this.faults.find(
+      (x) => (x.loanId === undefined || x.loanId === pkg.loanId) && (x.times ?? 1) > 0,
+    );
     if (f) f.times = (f.times ?? 1) - 1;
-    if (f?.kind === 'rejected') throw new CoreRejectedError(`core refused ${pkg.loanId}: productId unknown`, 422);
-    if (f?.kind === 'credentials') throw new FatalError('core → 401: credentials refused (core.http.username/password)');
-    if (f && !f.afterCommit) throw new CoreUnavailableError(`core timeout for ${pkg.loanId}`, f.kind === 'ambiguous');
+    if (f?.kind === 'rejected')
+      throw new CoreRejectedError(`core refused ${pkg.loanId}: productId unknown`, 422);
+    if (f?.kind === 'credentials')
+      throw new FatalError('core → 401: credentials refused (core.http.username/password)');
+    if (f && !f.afterCommit)
+      throw new CoreUnavailableError(`core timeout for ${pkg.loanId}`, f.kind === 'ambiguous');
     this.writes += 1;
     const prev = this.loans.get(pkg.loanId);
     const receipt: CoreReceipt = {
       coreReference: `CORE-${pkg.loanId}`,
       loanExternalId: pkg.loanId,
       mappingVersion: pkg.mappingVersion,
-      records: pkg.records.map((r) => ({ type: r.type, externalId: r.externalId, coreId: `c-${r.externalId}` })),
+      records: pkg.records.map((r) => ({
+        type: r.type,
+        externalId: r.externalId,
+        coreId: `c-${r.externalId}`,
+      })),
       documents: [],
       boardedAt: new Date().toISOString(),
     };
@@ -46,7 +62,12 @@ export class FakeCore implements CoreSystem {
     await Promise.resolve();
     const l = this.loans.get(id);
     if (!l) return null;
-    const record: CoreLoanRecord = { coreReference: l.receipt.coreReference, loanExternalId: id, mappingVersion: l.pkg.mappingVersion, fields: l.pkg.source };
+    const record: CoreLoanRecord = {
+      coreReference: l.receipt.coreReference,
+      loanExternalId: id,
+      mappingVersion: l.pkg.mappingVersion,
+      fields: l.pkg.source,
+    };
     if (this.reportsPartial) record.complete = false;
     return record;
   }

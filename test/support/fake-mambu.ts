@@ -70,7 +70,8 @@ export interface FakeMambuOptions {
  * call `delayMs` (its key stays in flight); miss: a look-up or search that finds nothing (a read
  * racing a commit), so the caller's create meets its own id.
  */
-export type FakeMambuFaultKind = 'status-before' | 'status-after-commit' | 'reset-after-commit' | 'delay' | 'miss';
+export type FakeMambuFaultKind =
+  'status-before' | 'status-after-commit' | 'reset-after-commit' | 'delay' | 'miss';
 
 export interface FakeMambuFault {
   method?: string;
@@ -157,13 +158,80 @@ const UNITS = ['DAYS', 'WEEKS', 'MONTHS', 'YEARS'];
 const GRACE = ['NONE', 'PAY_INTEREST_ONLY', 'INTEREST_FORGIVENESS'];
 const DOCUMENT_NAME_FORBIDDEN = /[/<>|:&?*[\]#\\"']/;
 
-const CLIENT_PROPS = new Set(['id', 'firstName', 'lastName', 'middleName', 'idDocuments', 'assignedBranchKey', 'assignedCentreKey', 'assignedUserKey', 'birthDate', 'gender', 'emailAddress', 'mobilePhone', 'homePhone', 'preferredLanguage', 'notes', 'addresses', 'state', 'clientRoleKey']);
-const GROUP_PROPS = new Set(['id', 'groupName', 'groupMembers', 'groupRoles', 'assignedBranchKey', 'assignedCentreKey', 'assignedUserKey', 'emailAddress', 'mobilePhone', 'homePhone', 'notes', 'addresses', 'preferredLanguage']);
-const LOAN_PROPS = new Set(['id', 'accountHolderKey', 'accountHolderType', 'productTypeKey', 'loanAmount', 'loanName', 'notes', 'scheduleSettings', 'interestSettings', 'disbursementDetails', 'assignedBranchKey', 'assignedUserKey', 'assignedCentreKey', 'guarantors', 'penaltySettings', 'prepaymentSettings', 'arrearsTolerancePeriod']);
-const SCHEDULE_PROPS = new Set(['repaymentInstallments', 'repaymentPeriodCount', 'repaymentPeriodUnit', 'gracePeriod', 'gracePeriodType', 'fixedDaysOfMonth', 'periodicPayment', 'scheduleDueDatesMethod', 'defaultFirstRepaymentDueDateOffset']);
+const CLIENT_PROPS = new Set([
+  'id',
+  'firstName',
+  'lastName',
+  'middleName',
+  'idDocuments',
+  'assignedBranchKey',
+  'assignedCentreKey',
+  'assignedUserKey',
+  'birthDate',
+  'gender',
+  'emailAddress',
+  'mobilePhone',
+  'homePhone',
+  'preferredLanguage',
+  'notes',
+  'addresses',
+  'state',
+  'clientRoleKey',
+]);
+const GROUP_PROPS = new Set([
+  'id',
+  'groupName',
+  'groupMembers',
+  'groupRoles',
+  'assignedBranchKey',
+  'assignedCentreKey',
+  'assignedUserKey',
+  'emailAddress',
+  'mobilePhone',
+  'homePhone',
+  'notes',
+  'addresses',
+  'preferredLanguage',
+]);
+const LOAN_PROPS = new Set([
+  'id',
+  'accountHolderKey',
+  'accountHolderType',
+  'productTypeKey',
+  'loanAmount',
+  'loanName',
+  'notes',
+  'scheduleSettings',
+  'interestSettings',
+  'disbursementDetails',
+  'assignedBranchKey',
+  'assignedUserKey',
+  'assignedCentreKey',
+  'guarantors',
+  'penaltySettings',
+  'prepaymentSettings',
+  'arrearsTolerancePeriod',
+]);
+const SCHEDULE_PROPS = new Set([
+  'repaymentInstallments',
+  'repaymentPeriodCount',
+  'repaymentPeriodUnit',
+  'gracePeriod',
+  'gracePeriodType',
+  'fixedDaysOfMonth',
+  'periodicPayment',
+  'scheduleDueDatesMethod',
+  'defaultFirstRepaymentDueDateOffset',
+]);
 const INTEREST_PROPS = new Set(['interestRate', 'interestSpread', 'interestRateSource']);
 const DISBURSEMENT_PROPS = new Set(['expectedDisbursementDate', 'firstRepaymentDate', 'fees']);
-const ID_DOCUMENT_PROPS = new Set(['documentType', 'documentId', 'issuingAuthority', 'validUntil', 'identificationDocumentTemplateKey']);
+const ID_DOCUMENT_PROPS = new Set([
+  'documentType',
+  'documentId',
+  'issuingAuthority',
+  'validUntil',
+  'identificationDocumentTemplateKey',
+]);
 
 class MambuFail extends Error {
   constructor(
@@ -176,16 +244,22 @@ class MambuFail extends Error {
   }
 }
 
-const fail = (reason: string, source?: string, status = 400, code = 4): MambuFail => new MambuFail(status, code, reason, source);
+const fail = (reason: string, source?: string, status = 400, code = 4): MambuFail =>
+  new MambuFail(status, code, reason, source);
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function date(v: unknown, what: string): string {
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$/.test(v)) throw fail('INVALID_DATE', what);
+  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$/.test(v))
+    throw fail('INVALID_DATE', what);
   const d = v.slice(0, 10);
-  if (Number.isNaN(Date.parse(`${d}T00:00:00Z`)) || new Date(`${d}T00:00:00Z`).toISOString().slice(0, 10) !== d) throw fail('INVALID_DATE', what);
+  if (
+    Number.isNaN(Date.parse(`${d}T00:00:00Z`)) ||
+    new Date(`${d}T00:00:00Z`).toISOString().slice(0, 10) !== d
+  )
+    throw fail('INVALID_DATE', what);
   return d;
 }
 
@@ -197,11 +271,18 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
   const apiKeys = opts.apiKeys ?? [];
   let offsetMs = 0;
   const now = (): number => (opts.now ?? Date.now)() + offsetMs;
-  const products = (opts.products ?? [
-    { id: 'term-loan', name: 'Term loan', gracePeriodType: 'PAY_INTEREST_ONLY' },
-    { id: 'variable-term-loan', name: 'Variable-rate term loan', gracePeriodType: 'PAY_INTEREST_ONLY' },
-    { id: 'personal-loan', name: 'Personal loan', gracePeriodType: 'PAY_INTEREST_ONLY', accountInitialState: 'PARTIAL_APPLICATION' },
-  ]).map((p) => ({ ...p, encodedKey: p.encodedKey ?? `8a${randomBytes(15).toString('hex')}` }));
+  const products = (
+    opts.products ?? [
+      { id: 'term-loan', name: 'Term loan', gracePeriodType: 'PAY_INTEREST_ONLY' },
+      { id: 'variable-term-loan', name: 'Variable-rate term loan', gracePeriodType: 'PAY_INTEREST_ONLY' },
+      {
+        id: 'personal-loan',
+        name: 'Personal loan',
+        gracePeriodType: 'PAY_INTEREST_ONLY',
+        accountInitialState: 'PARTIAL_APPLICATION',
+      },
+    ]
+  ).map((p) => ({ ...p, encodedKey: p.encodedKey ?? `8a${randomBytes(15).toString('hex')}` }));
   const sets = opts.customFieldSets ?? {
     CLIENT: { _taxInformation_Clients: ['taxId'] },
     GROUP: { _taxInformation_Groups: ['taxId'] },
@@ -224,11 +305,22 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
   app.disable('x-powered-by');
 
   function record(req: Request, status: number, fromCache: boolean, reason: string | null): void {
-    requests.push({ method: req.method, path: req.path, status, idempotencyKey: req.header('idempotency-key') ?? null, fromCache, reason });
+    requests.push({
+      method: req.method,
+      path: req.path,
+      status,
+      idempotencyKey: req.header('idempotency-key') ?? null,
+      fromCache,
+      reason,
+    });
   }
   function sendError(req: Request, res: Response, e: MambuFail): void {
     record(req, e.status, false, e.reason);
-    res.status(e.status).json({ errors: [{ errorCode: e.errorCode, errorReason: e.reason, ...(e.source ? { errorSource: e.source } : {}) }] });
+    res.status(e.status).json({
+      errors: [
+        { errorCode: e.errorCode, errorReason: e.reason, ...(e.source ? { errorSource: e.source } : {}) },
+      ],
+    });
   }
 
   const userOf = (req: Request): string | null => {
@@ -237,7 +329,9 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     const auth = req.header('authorization') ?? '';
     const m = /^Basic (.+)$/.exec(auth);
     if (!m) return null;
-    const [u, ...rest] = Buffer.from(m[1] as string, 'base64').toString('utf8').split(':');
+    const [u, ...rest] = Buffer.from(m[1] as string, 'base64')
+      .toString('utf8')
+      .split(':');
     const p = rest.join(':');
     return users.some((x) => x.username === u && x.password === p) ? (u as string) : null;
   };
@@ -255,11 +349,22 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     res.locals['user'] = user;
     next();
   });
-  app.use(BASE, express.json({ limit: '5mb', verify: (req, _res, buf) => ((req as unknown as { rawBody: string }).rawBody = buf.toString('utf8')) }));
+  app.use(
+    BASE,
+    express.json({
+      limit: '5mb',
+      verify: (req, _res, buf) => ((req as unknown as { rawBody: string }).rawBody = buf.toString('utf8')),
+    }),
+  );
   app.use(BASE, express.raw({ type: 'multipart/form-data', limit: '60mb' }));
 
   function takeFault(req: Request): FakeMambuFault | undefined {
-    const f = faults.find((x) => (x.times ?? 1) > 0 && (x.method === undefined || x.method.toUpperCase() === req.method) && (typeof x.path === 'string' ? x.path === req.path : x.path.test(req.path)));
+    const f = faults.find(
+      (x) =>
+        (x.times ?? 1) > 0 &&
+        (x.method === undefined || x.method.toUpperCase() === req.method) &&
+        (typeof x.path === 'string' ? x.path === req.path : x.path.test(req.path)),
+    );
     if (f) f.times = (f.times ?? 1) - 1;
     return f;
   }
@@ -269,7 +374,8 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     const offset = req.query['offset'] === undefined ? 0 : Number(req.query['offset']);
     const limit = req.query['limit'] === undefined ? 50 : Number(req.query['limit']);
     if (!Number.isInteger(offset) || offset < 0) throw fail('INVALID_PAGINATION_OFFSET_VALUE', 'offset');
-    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw fail('INVALID_PAGINATION_LIMIT_VALUE', 'limit');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+      throw fail('INVALID_PAGINATION_LIMIT_VALUE', 'limit');
     if (req.query['paginationDetails'] === 'ON') {
       res.setHeader('items-offset', String(offset));
       res.setHeader('items-limit', String(limit));
@@ -282,7 +388,13 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
    * A route: faults, the Idempotency-Key (writes), the error envelope, recording. `write` routes
    * take a key: a v4 UUID, cached six hours when the answer is a success, 409 while in flight.
    */
-  function route(write: boolean, handler: (req: Request, res: Response) => Promise<{ status?: number; body: unknown }> | { status?: number; body: unknown }) {
+  function route(
+    write: boolean,
+    handler: (
+      req: Request,
+      res: Response,
+    ) => Promise<{ status?: number; body: unknown }> | { status?: number; body: unknown },
+  ) {
     return async (req: Request, res: Response): Promise<void> => {
       const fault = takeFault(req);
       if (fault?.kind === 'status-before') {
@@ -313,7 +425,11 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
             res.socket?.destroy();
             return;
           }
-          sendError(req, res, fail('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is being processed', 409, 10));
+          sendError(
+            req,
+            res,
+            fail('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is being processed', 409, 10),
+          );
           return;
         }
         const hit = cache.get(key);
@@ -359,7 +475,10 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
   }
 
   /** Custom field sets on a create: sets of the entity, existing fields, no "" or null. */
-  function customFields(entity: string, body: Record<string, unknown>): Record<string, Record<string, unknown>> {
+  function customFields(
+    entity: string,
+    body: Record<string, unknown>,
+  ): Record<string, Record<string, unknown>> {
     const out: Record<string, Record<string, unknown>> = {};
     for (const [k, v] of Object.entries(body)) {
       if (!k.startsWith('_')) continue;
@@ -369,7 +488,8 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
       for (const [f, value] of Object.entries(v)) {
         if (!fields.includes(f)) throw fail('INVALID_CUSTOM_FIELD_ID', `${k}.${f}`);
         if (value === null || value === '') throw fail('INVALID_CUSTOM_FIELD_VALUE', `${k}.${f}`);
-        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') throw fail('INVALID_CUSTOM_FIELD_VALUE', `${k}.${f}`);
+        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+          throw fail('INVALID_CUSTOM_FIELD_VALUE', `${k}.${f}`);
       }
       out[k] = { ...v };
     }
@@ -377,7 +497,8 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
   }
 
   function unknownProps(body: Record<string, unknown>, allowed: Set<string>, where: string): void {
-    for (const k of Object.keys(body)) if (!k.startsWith('_') && !allowed.has(k)) throw fail('INVALID_PARAMETERS', `${where}${k}`);
+    for (const k of Object.keys(body))
+      if (!k.startsWith('_') && !allowed.has(k)) throw fail('INVALID_PARAMETERS', `${where}${k}`);
   }
 
   function callerId(body: Record<string, unknown>, taken: (id: string) => boolean): string {
@@ -391,12 +512,14 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     return body['id'];
   }
 
-  const idTaken = (id: string): boolean => clients.some((c) => c.id === id) || groups.some((g) => g.id === id);
+  const idTaken = (id: string): boolean =>
+    clients.some((c) => c.id === id) || groups.some((g) => g.id === id);
   const view = (r: FakeMambuRecord, full: boolean): Record<string, unknown> => {
     const body = Object.fromEntries(Object.entries(r.body).filter(([k]) => full || !k.startsWith('_')));
     return { ...body, id: r.id, encodedKey: r.encodedKey };
   };
-  const byRef = <T extends FakeMambuRecord>(list: T[], ref: string): T | undefined => list.find((x) => x.id === ref || x.encodedKey === ref);
+  const byRef = <T extends FakeMambuRecord>(list: T[], ref: string): T | undefined =>
+    list.find((x) => x.id === ref || x.encodedKey === ref);
   const full = (req: Request): boolean => req.query['detailsLevel'] === 'FULL';
   const notFound = (what: string): MambuFail => fail(`INVALID_${what}_ID`, undefined, 404, 301);
 
@@ -421,7 +544,12 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     }
     const custom = customFields('CLIENT', body);
     const id = callerId(body, idTaken);
-    const rec: FakeMambuRecord = { encodedKey: newKey(), id, body: { ...body, ...custom, clientState: 'PENDING_APPROVAL' }, createdBy: user };
+    const rec: FakeMambuRecord = {
+      encodedKey: newKey(),
+      id,
+      body: { ...body, ...custom, clientState: 'PENDING_APPROVAL' },
+      createdBy: user,
+    };
     clients.push(rec);
     return rec;
   }
@@ -432,9 +560,12 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     if (body['groupMembers'] !== undefined) {
       if (!Array.isArray(body['groupMembers'])) throw fail('INVALID_PARAMETERS', 'groupMembers');
       for (const m of body['groupMembers'] as unknown[]) {
-        if (!isObject(m) || typeof m['clientKey'] !== 'string') throw fail('INVALID_PARAMETERS', 'groupMembers.clientKey');
-        for (const k of Object.keys(m)) if (k !== 'clientKey' && k !== 'roles') throw fail('INVALID_PARAMETERS', `groupMembers.${k}`);
-        if (!clients.some((c) => c.encodedKey === m['clientKey'])) throw fail('INVALID_CLIENT_KEY', 'groupMembers.clientKey');
+        if (!isObject(m) || typeof m['clientKey'] !== 'string')
+          throw fail('INVALID_PARAMETERS', 'groupMembers.clientKey');
+        for (const k of Object.keys(m))
+          if (k !== 'clientKey' && k !== 'roles') throw fail('INVALID_PARAMETERS', `groupMembers.${k}`);
+        if (!clients.some((c) => c.encodedKey === m['clientKey']))
+          throw fail('INVALID_CLIENT_KEY', 'groupMembers.clientKey');
       }
     }
     const custom = customFields('GROUP', body);
@@ -449,62 +580,124 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     const type = body['accountHolderType'];
     if (type !== 'CLIENT' && type !== 'GROUP') throw fail('INVALID_PARAMETERS', 'accountHolderType');
     const holders: FakeMambuRecord[] = type === 'CLIENT' ? clients : groups;
-    if (typeof body['accountHolderKey'] !== 'string' || !holders.some((h) => h.encodedKey === body['accountHolderKey'])) throw fail(type === 'CLIENT' ? 'INVALID_CLIENT_KEY' : 'INVALID_GROUP_KEY', 'accountHolderKey');
+    if (
+      typeof body['accountHolderKey'] !== 'string' ||
+      !holders.some((h) => h.encodedKey === body['accountHolderKey'])
+    )
+      throw fail(type === 'CLIENT' ? 'INVALID_CLIENT_KEY' : 'INVALID_GROUP_KEY', 'accountHolderKey');
     const product = products.find((p) => p.encodedKey === body['productTypeKey']);
     if (product === undefined) throw fail('INVALID_PRODUCT_KEY', 'productTypeKey');
     const amount = body['loanAmount'];
     if (typeof amount !== 'number' || !(amount > 0)) throw fail('INVALID_LOAN_AMOUNT', 'loanAmount');
     const amountText = /"loanAmount"\s*:\s*(-?[0-9.eE+]+)/.exec(raw)?.[1] ?? String(amount);
-    if (!/^\d+(\.\d{1,2})?$/.test(amountText)) throw fail('INVALID_LOAN_AMOUNT', `loanAmount ${amountText}: at most 2 decimals`);
-    if ((product.loanAmount?.min !== undefined && amount < product.loanAmount.min) || (product.loanAmount?.max !== undefined && amount > product.loanAmount.max)) throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'loanAmount');
+    if (!/^\d+(\.\d{1,2})?$/.test(amountText))
+      throw fail('INVALID_LOAN_AMOUNT', `loanAmount ${amountText}: at most 2 decimals`);
+    if (
+      (product.loanAmount?.min !== undefined && amount < product.loanAmount.min) ||
+      (product.loanAmount?.max !== undefined && amount > product.loanAmount.max)
+    )
+      throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'loanAmount');
     const s = body['scheduleSettings'];
     if (!isObject(s)) throw fail('INVALID_PARAMETERS', 'scheduleSettings is required');
     unknownProps(s, SCHEDULE_PROPS, 'scheduleSettings.');
     const n = s['repaymentInstallments'];
-    if (!Number.isInteger(n) || (n as number) < 1) throw fail('INVALID_REPAYMENT_INSTALLMENTS', 'scheduleSettings.repaymentInstallments');
-    if ((product.installments?.min !== undefined && (n as number) < product.installments.min) || (product.installments?.max !== undefined && (n as number) > product.installments.max)) throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'scheduleSettings.repaymentInstallments');
-    if (!Number.isInteger(s['repaymentPeriodCount']) || (s['repaymentPeriodCount'] as number) < 1) throw fail('INVALID_REPAYMENT_PERIOD_COUNT', 'scheduleSettings.repaymentPeriodCount');
-    if (typeof s['repaymentPeriodUnit'] !== 'string' || !UNITS.includes(s['repaymentPeriodUnit'])) throw fail('INVALID_PARAMETERS', 'scheduleSettings.repaymentPeriodUnit');
-    if (product.repaymentPeriodUnits !== undefined && !product.repaymentPeriodUnits.includes(s['repaymentPeriodUnit'])) throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'scheduleSettings.repaymentPeriodUnit');
+    if (!Number.isInteger(n) || (n as number) < 1)
+      throw fail('INVALID_REPAYMENT_INSTALLMENTS', 'scheduleSettings.repaymentInstallments');
+    if (
+      (product.installments?.min !== undefined && (n as number) < product.installments.min) ||
+      (product.installments?.max !== undefined && (n as number) > product.installments.max)
+    )
+      throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'scheduleSettings.repaymentInstallments');
+    if (!Number.isInteger(s['repaymentPeriodCount']) || (s['repaymentPeriodCount'] as number) < 1)
+      throw fail('INVALID_REPAYMENT_PERIOD_COUNT', 'scheduleSettings.repaymentPeriodCount');
+    if (typeof s['repaymentPeriodUnit'] !== 'string' || !UNITS.includes(s['repaymentPeriodUnit']))
+      throw fail('INVALID_PARAMETERS', 'scheduleSettings.repaymentPeriodUnit');
+    if (
+      product.repaymentPeriodUnits !== undefined &&
+      !product.repaymentPeriodUnits.includes(s['repaymentPeriodUnit'])
+    )
+      throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'scheduleSettings.repaymentPeriodUnit');
     const grace = s['gracePeriod'] ?? 0;
     const graceType = s['gracePeriodType'] ?? 'NONE';
-    if (!Number.isInteger(grace) || (grace as number) < 0) throw fail('INVALID_GRACE_PERIOD', 'scheduleSettings.gracePeriod');
-    if (typeof graceType !== 'string' || !GRACE.includes(graceType)) throw fail('INVALID_PARAMETERS', 'scheduleSettings.gracePeriodType');
-    if ((grace as number) >= (n as number)) throw fail('INVALID_GRACE_PERIOD', 'scheduleSettings.gracePeriod must be less than repaymentInstallments');
-    if ((grace as number) > 0 && graceType !== (product.gracePeriodType ?? 'NONE')) throw fail('INVALID_GRACE_PERIOD', `scheduleSettings.gracePeriodType: the product allows ${product.gracePeriodType ?? 'NONE'}`);
-    if ((grace as number) === 0 && graceType !== 'NONE' && graceType !== (product.gracePeriodType ?? 'NONE')) throw fail('INVALID_GRACE_PERIOD', 'scheduleSettings.gracePeriodType');
+    if (!Number.isInteger(grace) || (grace as number) < 0)
+      throw fail('INVALID_GRACE_PERIOD', 'scheduleSettings.gracePeriod');
+    if (typeof graceType !== 'string' || !GRACE.includes(graceType))
+      throw fail('INVALID_PARAMETERS', 'scheduleSettings.gracePeriodType');
+    if ((grace as number) >= (n as number))
+      throw fail(
+        'INVALID_GRACE_PERIOD',
+        'scheduleSettings.gracePeriod must be less than repaymentInstallments',
+      );
+    if ((grace as number) > 0 && graceType !== (product.gracePeriodType ?? 'NONE'))
+      throw fail(
+        'INVALID_GRACE_PERIOD',
+        `scheduleSettings.gracePeriodType: the product allows ${product.gracePeriodType ?? 'NONE'}`,
+      );
+    if ((grace as number) === 0 && graceType !== 'NONE' && graceType !== (product.gracePeriodType ?? 'NONE'))
+      throw fail('INVALID_GRACE_PERIOD', 'scheduleSettings.gracePeriodType');
     const i = body['interestSettings'];
     if (!isObject(i)) throw fail('INVALID_PARAMETERS', 'interestSettings is required');
     unknownProps(i, INTEREST_PROPS, 'interestSettings.');
     const rate = i['interestRate'];
-    if (typeof rate !== 'number' || rate < 0) throw fail('INVALID_INTEREST_RATE', 'interestSettings.interestRate');
-    if ((product.interestRate?.min !== undefined && rate < product.interestRate.min) || (product.interestRate?.max !== undefined && rate > product.interestRate.max)) throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'interestSettings.interestRate');
+    if (typeof rate !== 'number' || rate < 0)
+      throw fail('INVALID_INTEREST_RATE', 'interestSettings.interestRate');
+    if (
+      (product.interestRate?.min !== undefined && rate < product.interestRate.min) ||
+      (product.interestRate?.max !== undefined && rate > product.interestRate.max)
+    )
+      throw fail('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES', 'interestSettings.interestRate');
     const d = body['disbursementDetails'];
     if (!isObject(d)) throw fail('INVALID_PARAMETERS', 'disbursementDetails is required');
     unknownProps(d, DISBURSEMENT_PROPS, 'disbursementDetails.');
     const expected = date(d['expectedDisbursementDate'], 'disbursementDetails.expectedDisbursementDate');
-    if (d['firstRepaymentDate'] !== undefined && date(d['firstRepaymentDate'], 'disbursementDetails.firstRepaymentDate') <= expected) {
-      throw fail('FIRST_REPAYMENT_DATE_BEFORE_EXPECTED_DISBURSEMENT_DATE', 'disbursementDetails.firstRepaymentDate');
+    if (
+      d['firstRepaymentDate'] !== undefined &&
+      date(d['firstRepaymentDate'], 'disbursementDetails.firstRepaymentDate') <= expected
+    ) {
+      throw fail(
+        'FIRST_REPAYMENT_DATE_BEFORE_EXPECTED_DISBURSEMENT_DATE',
+        'disbursementDetails.firstRepaymentDate',
+      );
     }
     if (body['loanName'] !== undefined) str(body['loanName'], 'loanName', 255);
     const custom = customFields('LOAN_ACCOUNT', body);
     const id = callerId(body, (x) => loans.some((l) => l.id === x));
-    const loan: FakeMambuLoan = { encodedKey: newKey(), id, body: { ...body, ...custom }, createdBy: user, accountState: product.accountInitialState ?? 'PENDING_APPROVAL', loanAmountText: amountText };
+    const loan: FakeMambuLoan = {
+      encodedKey: newKey(),
+      id,
+      body: { ...body, ...custom },
+      createdBy: user,
+      accountState: product.accountInitialState ?? 'PENDING_APPROVAL',
+      loanAmountText: amountText,
+    };
     loans.push(loan);
     return loan;
   }
 
-  const loanView = (l: FakeMambuLoan, isFull: boolean): Record<string, unknown> => ({ ...view(l, isFull), accountState: l.accountState });
+  const loanView = (l: FakeMambuLoan, isFull: boolean): Record<string, unknown> => ({
+    ...view(l, isFull),
+    accountState: l.accountState,
+  });
 
-  function search<T extends FakeMambuRecord>(req: Request, res: Response, list: T[], fields: (x: T, field: string) => unknown, out: (x: T) => unknown): unknown[] {
+  function search<T extends FakeMambuRecord>(
+    req: Request,
+    res: Response,
+    list: T[],
+    fields: (x: T, field: string) => unknown,
+    out: (x: T) => unknown,
+  ): unknown[] {
     const criteria = (req.body as { filterCriteria?: unknown } | undefined)?.filterCriteria;
     if (!Array.isArray(criteria)) throw fail('INVALID_PARAMETERS', 'filterCriteria');
     let hits = list;
     for (const c of criteria as unknown[]) {
-      if (!isObject(c) || typeof c['field'] !== 'string' || c['operator'] !== 'EQUALS') throw fail('INVALID_PARAMETERS', 'filterCriteria');
+      if (!isObject(c) || typeof c['field'] !== 'string' || c['operator'] !== 'EQUALS')
+        throw fail('INVALID_PARAMETERS', 'filterCriteria');
       hits = hits.filter((x) => {
         const v = fields(x, c['field'] as string);
-        return (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') && String(v) === String(c['value']);
+        return (
+          (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') &&
+          String(v) === String(c['value'])
+        );
       });
     }
     return paged(req, res, hits.map(out));
@@ -520,118 +713,263 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
     return x.body[field];
   };
 
-  app.post(`${BASE}/clients`, route(true, (req, res) => ({ status: 201, body: view(createClient(req.body as Record<string, unknown>, res.locals['user'] as string), true) })));
-  app.post(`${BASE}/clients\\:search`, route(false, (req, res) => ({ body: search(req, res, clients, fieldOf, (c) => view(c, full(req))) })));
-  app.get(`${BASE}/clients/:id`, route(false, (req) => {
-    const c = byRef(clients, String(req.params['id']));
-    if (c === undefined) throw notFound('CLIENT');
-    return { body: view(c, full(req)) };
-  }));
-  app.post(`${BASE}/groups`, route(true, (req, res) => ({ status: 201, body: view(createGroup(req.body as Record<string, unknown>, res.locals['user'] as string), true) })));
-  app.post(`${BASE}/groups\\:search`, route(false, (req, res) => ({ body: search(req, res, groups, fieldOf, (g) => view(g, full(req))) })));
-  app.get(`${BASE}/groups/:id`, route(false, (req) => {
-    const g = byRef(groups, String(req.params['id']));
-    if (g === undefined) throw notFound('GROUP');
-    return { body: view(g, full(req)) };
-  }));
-  app.post(`${BASE}/loans`, route(true, (req, res) => ({ status: 201, body: loanView(createLoan(req.body as Record<string, unknown>, (req as unknown as { rawBody: string }).rawBody ?? '', res.locals['user'] as string), true) })));
-  app.post(`${BASE}/loans\\:search`, route(false, (req, res) => ({ body: search(req, res, loans, fieldOf, (l) => loanView(l, full(req))) })));
-  app.get(`${BASE}/loans`, route(false, (req, res) => ({ body: paged(req, res, loans.map((l) => loanView(l, full(req)))) })));
-  app.post(`${BASE}/loans/transactions\\:search`, route(false, (req, res) => {
-    const criteria = (req.body as { filterCriteria?: unknown }).filterCriteria;
-    if (!Array.isArray(criteria)) throw fail('INVALID_PARAMETERS', 'filterCriteria');
-    let hits = transactions;
-    for (const c of criteria as Array<Record<string, unknown>>) {
-      if (c['operator'] !== 'EQUALS') throw fail('INVALID_PARAMETERS', 'filterCriteria.operator');
-      hits = hits.filter((t) => String((t as unknown as Record<string, unknown>)[String(c['field'])]) === String(c['value']));
-    }
-    return { body: paged(req, res, hits) };
-  }));
-  app.get(`${BASE}/loans/:id`, route(false, (req) => {
-    const l = byRef(loans, String(req.params['id']));
-    if (l === undefined) throw notFound('ACCOUNT');
-    return { body: loanView(l, full(req)) };
-  }));
-  app.post(`${BASE}/loans/:id\\:changeState`, route(true, (req, res) => {
-    const l = byRef(loans, String(req.params['id']));
-    if (l === undefined) throw notFound('ACCOUNT');
-    const body = req.body as Record<string, unknown>;
-    for (const k of Object.keys(body)) if (k !== 'action' && k !== 'notes') throw fail('INVALID_PARAMETERS', k);
-    const transitions: Record<string, [string, string]> = { REQUEST_APPROVAL: ['PARTIAL_APPLICATION', 'PENDING_APPROVAL'], APPROVE: ['PENDING_APPROVAL', 'APPROVED'], UNDO_APPROVE: ['APPROVED', 'PENDING_APPROVAL'] };
-    const t = transitions[String(body['action'])];
-    if (t === undefined) throw fail('INVALID_PARAMETERS', 'action');
-    if (l.accountState !== t[0]) throw fail('INVALID_ACCOUNT_STATE_FOR_ACTION', `${String(body['action'])} from ${l.accountState}`);
-    l.accountState = t[1];
-    if (body['action'] === 'APPROVE') l.approvedBy = res.locals['user'] as string;
-    return { body: loanView(l, false) };
-  }));
-  app.post(`${BASE}/loans/:id/disbursement-transactions`, route(true, (req, res) => {
-    const l = byRef(loans, String(req.params['id']));
-    if (l === undefined) throw notFound('ACCOUNT');
-    const body = req.body as Record<string, unknown>;
-    for (const k of Object.keys(body)) if (!['externalId', 'notes', 'valueDate', 'bookingDate', 'amount', 'transactionDetails', 'fees'].includes(k)) throw fail('INVALID_PARAMETERS', k);
-    if (l.accountState !== 'APPROVED') throw fail('INVALID_ACCOUNT_STATE', `disbursement from ${l.accountState}`);
-    const user = res.locals['user'] as string;
-    if (!(opts.approverMayDisburse ?? false) && l.approvedBy === user) throw fail('INVALID_USER_WHO_APPROVED_THE_LOAN_CANNOT_DISBURSE_IT');
-    const externalId = typeof body['externalId'] === 'string' ? body['externalId'] : null;
-    if (externalId !== null && transactions.some((t) => t.externalId === externalId)) throw fail('DUPLICATE_TRANSACTION_EXTERNAL_ID', 'externalId');
-    const t: FakeMambuTransaction = { encodedKey: newKey(), id: nextId(), loanId: l.id, type: 'DISBURSEMENT', externalId, by: user };
-    transactions.push(t);
-    l.accountState = 'ACTIVE';
-    l.disbursedBy = user;
-    return { status: 201, body: t };
-  }));
-  app.post(`${BASE}/documents`, route(true, async (req) => {
-    if (!Buffer.isBuffer(req.body)) throw fail('INVALID_PARAMETERS', 'a multipart/form-data body is required');
-    const form = await new WebResponse(req.body, { headers: { 'content-type': req.header('content-type') ?? '' } }).formData();
-    const file = form.get('file');
-    if (file === null || typeof file === 'string') throw fail('INVALID_PARAMETERS', 'file');
-    const ownerType = form.get('ownerType');
-    const ownerId = form.get('id');
-    const name = form.get('name');
-    const lists: Record<string, FakeMambuRecord[]> = { CLIENT: clients, GROUP: groups, LOAN_ACCOUNT: loans };
-    if (typeof ownerType !== 'string' || lists[ownerType] === undefined) throw fail('INVALID_PARAMETERS', 'ownerType');
-    const owner = typeof ownerId === 'string' ? byRef(lists[ownerType], ownerId) : undefined;
-    if (owner === undefined) throw fail('INVALID_ENTITY_ID', 'id');
-    if (typeof name !== 'string' || name === '' || name.length > 256 || DOCUMENT_NAME_FORBIDDEN.test(name)) throw fail('INVALID_DOCUMENT_NAME', 'name');
-    const notes = form.get('notes');
-    const doc: FakeMambuDocument = { encodedKey: newKey(), ownerType, ownerKey: owner.encodedKey, name, notes: typeof notes === 'string' ? notes : null, fileSize: file.size, fileName: file.name };
-    documents.push(doc);
-    return { status: 201, body: { ...doc, id: doc.encodedKey } };
-  }));
-  app.get(`${BASE}/documents/documentsMetadata`, route(false, (req, res) => {
-    const entity = typeof req.query['entity'] === 'string' ? req.query['entity'] : '';
-    const owner = typeof req.query['ownerKey'] === 'string' ? req.query['ownerKey'] : '';
-    return { body: paged(req, res, documents.filter((d) => d.ownerType === entity && d.ownerKey === owner)) };
-  }));
+  app.post(
+    `${BASE}/clients`,
+    route(true, (req, res) => ({
+      status: 201,
+      body: view(createClient(req.body as Record<string, unknown>, res.locals['user'] as string), true),
+    })),
+  );
+  app.post(
+    `${BASE}/clients\\:search`,
+    route(false, (req, res) => ({ body: search(req, res, clients, fieldOf, (c) => view(c, full(req))) })),
+  );
+  app.get(
+    `${BASE}/clients/:id`,
+    route(false, (req) => {
+      const c = byRef(clients, String(req.params['id']));
+      if (c === undefined) throw notFound('CLIENT');
+      return { body: view(c, full(req)) };
+    }),
+  );
+  app.post(
+    `${BASE}/groups`,
+    route(true, (req, res) => ({
+      status: 201,
+      body: view(createGroup(req.body as Record<string, unknown>, res.locals['user'] as string), true),
+    })),
+  );
+  app.post(
+    `${BASE}/groups\\:search`,
+    route(false, (req, res) => ({ body: search(req, res, groups, fieldOf, (g) => view(g, full(req))) })),
+  );
+  app.get(
+    `${BASE}/groups/:id`,
+    route(false, (req) => {
+      const g = byRef(groups, String(req.params['id']));
+      if (g === undefined) throw notFound('GROUP');
+      return { body: view(g, full(req)) };
+    }),
+  );
+  app.post(
+    `${BASE}/loans`,
+    route(true, (req, res) => ({
+      status: 201,
+      body: loanView(
+        createLoan(
+          req.body as Record<string, unknown>,
+          (req as unknown as { rawBody: string }).rawBody ?? '',
+          res.locals['user'] as string,
+        ),
+        true,
+      ),
+    })),
+  );
+  app.post(
+    `${BASE}/loans\\:search`,
+    route(false, (req, res) => ({ body: search(req, res, loans, fieldOf, (l) => loanView(l, full(req))) })),
+  );
+  app.get(
+    `${BASE}/loans`,
+    route(false, (req, res) => ({
+      body: paged(
+        req,
+        res,
+        loans.map((l) => loanView(l, full(req))),
+      ),
+    })),
+  );
+  app.post(
+    `${BASE}/loans/transactions\\:search`,
+    route(false, (req, res) => {
+      const criteria = (req.body as { filterCriteria?: unknown }).filterCriteria;
+      if (!Array.isArray(criteria)) throw fail('INVALID_PARAMETERS', 'filterCriteria');
+      let hits = transactions;
+      for (const c of criteria as Array<Record<string, unknown>>) {
+        if (c['operator'] !== 'EQUALS') throw fail('INVALID_PARAMETERS', 'filterCriteria.operator');
+        hits = hits.filter(
+          (t) => String((t as unknown as Record<string, unknown>)[String(c['field'])]) === String(c['value']),
+        );
+      }
+      return { body: paged(req, res, hits) };
+    }),
+  );
+  app.get(
+    `${BASE}/loans/:id`,
+    route(false, (req) => {
+      const l = byRef(loans, String(req.params['id']));
+      if (l === undefined) throw notFound('ACCOUNT');
+      return { body: loanView(l, full(req)) };
+    }),
+  );
+  app.post(
+    `${BASE}/loans/:id\\:changeState`,
+    route(true, (req, res) => {
+      const l = byRef(loans, String(req.params['id']));
+      if (l === undefined) throw notFound('ACCOUNT');
+      const body = req.body as Record<string, unknown>;
+      for (const k of Object.keys(body))
+        if (k !== 'action' && k !== 'notes') throw fail('INVALID_PARAMETERS', k);
+      const transitions: Record<string, [string, string]> = {
+        REQUEST_APPROVAL: ['PARTIAL_APPLICATION', 'PENDING_APPROVAL'],
+        APPROVE: ['PENDING_APPROVAL', 'APPROVED'],
+        UNDO_APPROVE: ['APPROVED', 'PENDING_APPROVAL'],
+      };
+      const t = transitions[String(body['action'])];
+      if (t === undefined) throw fail('INVALID_PARAMETERS', 'action');
+      if (l.accountState !== t[0])
+        throw fail('INVALID_ACCOUNT_STATE_FOR_ACTION', `${String(body['action'])} from ${l.accountState}`);
+      l.accountState = t[1];
+      if (body['action'] === 'APPROVE') l.approvedBy = res.locals['user'] as string;
+      return { body: loanView(l, false) };
+    }),
+  );
+  app.post(
+    `${BASE}/loans/:id/disbursement-transactions`,
+    route(true, (req, res) => {
+      const l = byRef(loans, String(req.params['id']));
+      if (l === undefined) throw notFound('ACCOUNT');
+      const body = req.body as Record<string, unknown>;
+      for (const k of Object.keys(body))
+        if (
+          ![
+            'externalId',
+            'notes',
+            'valueDate',
+            'bookingDate',
+            'amount',
+            'transactionDetails',
+            'fees',
+          ].includes(k)
+        )
+          throw fail('INVALID_PARAMETERS', k);
+      if (l.accountState !== 'APPROVED')
+        throw fail('INVALID_ACCOUNT_STATE', `disbursement from ${l.accountState}`);
+      const user = res.locals['user'] as string;
+      if (!(opts.approverMayDisburse ?? false) && l.approvedBy === user)
+        throw fail('INVALID_USER_WHO_APPROVED_THE_LOAN_CANNOT_DISBURSE_IT');
+      const externalId = typeof body['externalId'] === 'string' ? body['externalId'] : null;
+      if (externalId !== null && transactions.some((t) => t.externalId === externalId))
+        throw fail('DUPLICATE_TRANSACTION_EXTERNAL_ID', 'externalId');
+      const t: FakeMambuTransaction = {
+        encodedKey: newKey(),
+        id: nextId(),
+        loanId: l.id,
+        type: 'DISBURSEMENT',
+        externalId,
+        by: user,
+      };
+      transactions.push(t);
+      l.accountState = 'ACTIVE';
+      l.disbursedBy = user;
+      return { status: 201, body: t };
+    }),
+  );
+  app.post(
+    `${BASE}/documents`,
+    route(true, async (req) => {
+      if (!Buffer.isBuffer(req.body))
+        throw fail('INVALID_PARAMETERS', 'a multipart/form-data body is required');
+      const form = await new WebResponse(req.body, {
+        headers: { 'content-type': req.header('content-type') ?? '' },
+      }).formData();
+      const file = form.get('file');
+      if (file === null || typeof file === 'string') throw fail('INVALID_PARAMETERS', 'file');
+      const ownerType = form.get('ownerType');
+      const ownerId = form.get('id');
+      const name = form.get('name');
+      const lists: Record<string, FakeMambuRecord[]> = {
+        CLIENT: clients,
+        GROUP: groups,
+        LOAN_ACCOUNT: loans,
+      };
+      if (typeof ownerType !== 'string' || lists[ownerType] === undefined)
+        throw fail('INVALID_PARAMETERS', 'ownerType');
+      const owner = typeof ownerId === 'string' ? byRef(lists[ownerType], ownerId) : undefined;
+      if (owner === undefined) throw fail('INVALID_ENTITY_ID', 'id');
+      if (typeof name !== 'string' || name === '' || name.length > 256 || DOCUMENT_NAME_FORBIDDEN.test(name))
+        throw fail('INVALID_DOCUMENT_NAME', 'name');
+      const notes = form.get('notes');
+      const doc: FakeMambuDocument = {
+        encodedKey: newKey(),
+        ownerType,
+        ownerKey: owner.encodedKey,
+        name,
+        notes: typeof notes === 'string' ? notes : null,
+        fileSize: file.size,
+        fileName: file.name,
+      };
+      documents.push(doc);
+      return { status: 201, body: { ...doc, id: doc.encodedKey } };
+    }),
+  );
+  app.get(
+    `${BASE}/documents/documentsMetadata`,
+    route(false, (req, res) => {
+      const entity = typeof req.query['entity'] === 'string' ? req.query['entity'] : '';
+      const owner = typeof req.query['ownerKey'] === 'string' ? req.query['ownerKey'] : '';
+      return {
+        body: paged(
+          req,
+          res,
+          documents.filter((d) => d.ownerType === entity && d.ownerKey === owner),
+        ),
+      };
+    }),
+  );
   const productView = (p: (typeof products)[number]): Record<string, unknown> => ({
     id: p.id,
     encodedKey: p.encodedKey,
     name: p.name ?? p.id,
-    newAccountSettings: { accountInitialState: p.accountInitialState ?? 'PENDING_APPROVAL', idGeneratorType: 'INCREMENTAL_NUMBER', idPattern: '@@@###' },
+    newAccountSettings: {
+      accountInitialState: p.accountInitialState ?? 'PENDING_APPROVAL',
+      idGeneratorType: 'INCREMENTAL_NUMBER',
+      idPattern: '@@@###',
+    },
     gracePeriodSettings: { gracePeriodType: p.gracePeriodType ?? 'NONE' },
-    loanAmountSettings: { loanAmount: { minValue: p.loanAmount?.min ?? null, maxValue: p.loanAmount?.max ?? null } },
-    scheduleSettings: { numInstallments: { minValue: p.installments?.min ?? null, maxValue: p.installments?.max ?? null } },
+    loanAmountSettings: {
+      loanAmount: { minValue: p.loanAmount?.min ?? null, maxValue: p.loanAmount?.max ?? null },
+    },
+    scheduleSettings: {
+      numInstallments: { minValue: p.installments?.min ?? null, maxValue: p.installments?.max ?? null },
+    },
   });
-  app.get(`${BASE}/loanproducts`, route(false, (req, res) => ({ body: paged(req, res, products.map(productView)) })));
-  app.get(`${BASE}/loanproducts/:id`, route(false, (req) => {
-    const p = products.find((x) => x.id === req.params['id'] || x.encodedKey === req.params['id']);
-    if (p === undefined) throw fail('INVALID_PRODUCT_ID', undefined, 404, 301);
-    return { body: productView(p) };
-  }));
-  app.get(`${BASE}/customfieldsets`, route(false, (req, res) => {
-    const entity = typeof req.query['availableFor'] === 'string' ? req.query['availableFor'] : '';
-    const list = Object.entries(sets[entity] ?? {}).map(([id, fields]) => ({ id, name: id, availableFor: entity, customFields: fields.map((f) => ({ id: f })) }));
-    return { body: paged(req, res, list) };
-  }));
-  app.use(BASE, (req: Request, res: Response) => sendError(req, res, fail('INVALID_API_OPERATION', `${req.method} ${req.path}`, 404, 0)));
+  app.get(
+    `${BASE}/loanproducts`,
+    route(false, (req, res) => ({ body: paged(req, res, products.map(productView)) })),
+  );
+  app.get(
+    `${BASE}/loanproducts/:id`,
+    route(false, (req) => {
+      const p = products.find((x) => x.id === req.params['id'] || x.encodedKey === req.params['id']);
+      if (p === undefined) throw fail('INVALID_PRODUCT_ID', undefined, 404, 301);
+      return { body: productView(p) };
+    }),
+  );
+  app.get(
+    `${BASE}/customfieldsets`,
+    route(false, (req, res) => {
+      const entity = typeof req.query['availableFor'] === 'string' ? req.query['availableFor'] : '';
+      const list = Object.entries(sets[entity] ?? {}).map(([id, fields]) => ({
+        id,
+        name: id,
+        availableFor: entity,
+        customFields: fields.map((f) => ({ id: f })),
+      }));
+      return { body: paged(req, res, list) };
+    }),
+  );
+  app.use(BASE, (req: Request, res: Response) =>
+    sendError(req, res, fail('INVALID_API_OPERATION', `${req.method} ${req.path}`, 404, 0)),
+  );
 
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
 
-  const seedTax = (set: string, taxId: string | undefined): Record<string, unknown> => (taxId === undefined ? {} : { [set]: { taxId } });
+  const seedTax = (set: string, taxId: string | undefined): Record<string, unknown> =>
+    taxId === undefined ? {} : { [set]: { taxId } };
   return {
     url: `http://127.0.0.1:${port}${BASE}`,
     users,
@@ -647,17 +985,44 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
       offsetMs += ms;
     },
     seedClient: (c) => {
-      const rec: FakeMambuRecord = { encodedKey: newKey(), id: c.id ?? nextId(), body: { firstName: c.firstName, lastName: c.lastName, ...seedTax('_taxInformation_Clients', c.taxId) }, createdBy: 'teller' };
+      const rec: FakeMambuRecord = {
+        encodedKey: newKey(),
+        id: c.id ?? nextId(),
+        body: {
+          firstName: c.firstName,
+          lastName: c.lastName,
+          ...seedTax('_taxInformation_Clients', c.taxId),
+        },
+        createdBy: 'teller',
+      };
       clients.push(rec);
       return rec;
     },
     seedGroup: (g) => {
-      const rec: FakeMambuRecord = { encodedKey: newKey(), id: g.id ?? nextId(), body: { groupName: g.groupName, ...seedTax('_taxInformation_Groups', g.taxId) }, createdBy: 'teller' };
+      const rec: FakeMambuRecord = {
+        encodedKey: newKey(),
+        id: g.id ?? nextId(),
+        body: { groupName: g.groupName, ...seedTax('_taxInformation_Groups', g.taxId) },
+        createdBy: 'teller',
+      };
       groups.push(rec);
       return rec;
     },
-    writes: (path) => requests.filter((r) => r.method === 'POST' && !r.path.endsWith(':search') && (path === undefined || (typeof path === 'string' ? r.path === path : path.test(r.path)))),
-    refused: () => requests.filter((r) => r.status >= 400 && r.status < 500 && r.reason !== 'fault' && !(r.method === 'GET' && r.status === 404)),
+    writes: (path) =>
+      requests.filter(
+        (r) =>
+          r.method === 'POST' &&
+          !r.path.endsWith(':search') &&
+          (path === undefined || (typeof path === 'string' ? r.path === path : path.test(r.path))),
+      ),
+    refused: () =>
+      requests.filter(
+        (r) =>
+          r.status >= 400 &&
+          r.status < 500 &&
+          r.reason !== 'fault' &&
+          !(r.method === 'GET' && r.status === 404),
+      ),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -20,7 +20,11 @@ export class FakeMapper implements Mapper {
       mappingVersion: this.version,
       ...(warnings && warnings.length > 0 ? { warnings } : {}),
       records: [
-        ...input.entities.businesses.map((b) => ({ type: 'customer', externalId: b.id, fields: { name: b.name } })),
+        ...input.entities.businesses.map((b) => ({
+          type: 'customer',
+          externalId: b.id,
+          fields: { name: b.name },
+        })),
         { type: 'loan', externalId: input.loan.id, fields: { principal: input.loan.centsAmount } },
       ],
     };

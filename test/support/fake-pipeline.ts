@@ -22,7 +22,13 @@ export interface FakePipeline {
 }
 
 export function fakePipeline(
-  opts: { dbPath?: string; concurrency?: number; maxAttempts?: number; leaseTtlMs?: number; logger?: Logger } = {},
+  opts: {
+    dbPath?: string;
+    concurrency?: number;
+    maxAttempts?: number;
+    leaseTtlMs?: number;
+    logger?: Logger;
+  } = {},
 ): FakePipeline {
   const db = openDatabase(opts.dbPath ?? ':memory:');
   const store = createBoardingStore(db);

@@ -34,7 +34,10 @@ export function fakeLoan(id: string, over: Partial<QueueItem> = {}): FakeLoan {
       boarding: { id: `b-${id}`, releasedAt: '2026-01-01T00:00:00Z', boarded: false },
       ...over,
     },
-    entities: { businesses: [{ id: `biz-${id}`, name: 'Acme', einLast4: '1234', role: 'borrower' }], people: [] },
+    entities: {
+      businesses: [{ id: `biz-${id}`, name: 'Acme', einLast4: '1234', role: 'borrower' }],
+      people: [],
+    },
     documents: [],
     boarded: false,
   };
@@ -62,13 +65,19 @@ export class FakePlatform implements PlatformApi {
   }
 
   private fault(op: FakeFault['op'], loanId?: string): FakeFault | undefined {
-    const f = this.faults.find((x) => x.op === op && (x.loanId === undefined || x.loanId === loanId) && (x.times ?? 1) > 0);
+    const f = this.faults.find(
+      (x) => x.op === op && (x.loanId === undefined || x.loanId === loanId) && (x.times ?? 1) > 0,
+    );
     if (f) f.times = (f.times ?? 1) - 1;
     return f;
   }
 
   private throwFault(f: FakeFault, what: string): never {
-    throw new PlatformError({ code: f.code, status: f.status ?? null, message: `${what}: injected ${f.code}` });
+    throw new PlatformError({
+      code: f.code,
+      status: f.status ?? null,
+      message: `${what}: injected ${f.code}`,
+    });
   }
 
   async *boardingQueue(opts: QueueWalkOptions = {}): AsyncGenerator<QueuePage, void, undefined> {
@@ -80,8 +89,12 @@ export class FakePlatform implements PlatformApi {
       await Promise.resolve();
       const f = this.fault('queue');
       if (f) this.throwFault(f, 'GET boarding-queue');
-      if (cursor === 'expired') throw new PlatformError({ code: 'input.invalid', status: 400, message: 'cursor expired' });
-      const all = [...this.loans.values()].filter((l) => !l.boarded).map((l) => l.item).sort((a, b) => (a.id < b.id ? -1 : 1));
+      if (cursor === 'expired')
+        throw new PlatformError({ code: 'input.invalid', status: 400, message: 'cursor expired' });
+      const all = [...this.loans.values()]
+        .filter((l) => !l.boarded)
+        .map((l) => l.item)
+        .sort((a, b) => (a.id < b.id ? -1 : 1));
       const start = cursor === null ? 0 : all.findIndex((i) => i.id > (cursor as string));
       const rest = start < 0 ? [] : all.slice(start);
       const items = rest.slice(0, limit);
@@ -135,7 +148,8 @@ export class FakePlatform implements PlatformApi {
   async acknowledgeBoarding(loanId: string, body: Record<string, unknown>, opts: { idempotencyKey: string }) {
     this.count('ack');
     await Promise.resolve();
-    if (this.trafficStopped) throw new PlatformError({ code: 'rate_limit.traffic_stopped', message: 'traffic stopped' });
+    if (this.trafficStopped)
+      throw new PlatformError({ code: 'rate_limit.traffic_stopped', message: 'traffic stopped' });
     const f = this.fault('ack', loanId);
     if (f && !f.afterCommit) this.throwFault(f, 'POST boarding');
     const keys = this.acks.get(loanId) ?? [];
@@ -167,7 +181,12 @@ export class FakePlatform implements PlatformApi {
   }
 
   health(): PlatformHealth {
-    return { lastSuccessAt: null, strikes24h: this.trafficStopped ? 2 : 0, trafficStopped: this.trafficStopped, budgets: [] };
+    return {
+      lastSuccessAt: null,
+      strikes24h: this.trafficStopped ? 2 : 0,
+      trafficStopped: this.trafficStopped,
+      budgets: [],
+    };
   }
 
   async close(): Promise<void> {}

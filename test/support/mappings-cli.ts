@@ -29,7 +29,14 @@ export async function cli(args: string[]): Promise<{ out: string; error: unknown
   const chunks: Buffer[] = [];
   stdout.on('data', (c: Buffer) => chunks.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => mappingsConfig(), shutdown: new AbortController().signal }),
+    createCliContext({
+      clock: systemClock,
+      env: { LOG_LEVEL: 'silent' },
+      stdout,
+      stderr: new PassThrough(),
+      getConfigOption: () => mappingsConfig(),
+      shutdown: new AbortController().signal,
+    }),
   );
   program.exitOverride();
   let error: unknown;

@@ -26,13 +26,19 @@ export default function setup(): (() => void) | undefined {
   const dir = process.env['BOARDING_TEST_PG_DIR'];
   const args = dir ? [dir] : [];
   const at = resolve(dir ?? join(root, 'var', 'pg-test'));
-  const r = spawnSync('bash', [script, 'start', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync('bash', [script, 'start', ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const ms = Date.now() - t0;
   const url = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status === 0 && url.startsWith('postgresql://')) {
     process.env['BOARDING_TEST_PG_URL'] = url;
     process.env['BOARDING_TEST_PG_PASSWORD'] = readFileSync(join(at, 'password'), 'utf8').trim();
-    process.env['BOARDING_TEST_PG_FIXTURE_PASSWORD'] = readFileSync(join(at, 'fixture-password'), 'utf8').trim();
+    process.env['BOARDING_TEST_PG_FIXTURE_PASSWORD'] = readFileSync(
+      join(at, 'fixture-password'),
+      'utf8',
+    ).trim();
     process.env['BOARDING_TEST_PG_CA'] = join(at, 'tls', 'ca.crt');
     process.env['BOARDING_TEST_PG_DATA'] = join(at, 'data');
     process.stderr.write(`[pg-test-server] PostgreSQL for the tests ready in ${ms} ms\n`);

@@ -27,7 +27,8 @@ const fixturePassword = process.env['BOARDING_TEST_PG_FIXTURE_PASSWORD'] ?? '';
 /** Why the PostgreSQL tests cannot run here, or null. */
 export const pgSkipReason: string | null = pgUrl
   ? null
-  : (process.env['BOARDING_TEST_PG_SKIP'] ?? 'BOARDING_TEST_PG_URL is not set (the vitest globalSetup starts scripts/pg-test-server.sh)');
+  : (process.env['BOARDING_TEST_PG_SKIP'] ??
+    'BOARDING_TEST_PG_URL is not set (the vitest globalSetup starts scripts/pg-test-server.sh)');
 if (pgSkipReason) process.stderr.write(`\n[postgresql tests] SKIPPED: ${pgSkipReason}\n\n`);
 
 /** The environment a connector process is given beside its config: the password, as the docs say. */
@@ -41,8 +42,20 @@ export function pgStoreConfig(url: string, extra: Record<string, unknown> = {}):
 }
 
 /** The openStore target of a test database, as a configured connector opens it. */
-export function pgTarget(url: string, extra: Partial<Extract<StoreTarget, { engine: 'postgres' }>> = {}): Extract<StoreTarget, { engine: 'postgres' }> {
-  return { engine: 'postgres', url, password: pgPassword, ssl: 'verify-full', sslRootCert: pgCa, poolSize: 2, connectTimeoutMs: 5000, ...extra };
+export function pgTarget(
+  url: string,
+  extra: Partial<Extract<StoreTarget, { engine: 'postgres' }>> = {},
+): Extract<StoreTarget, { engine: 'postgres' }> {
+  return {
+    engine: 'postgres',
+    url,
+    password: pgPassword,
+    ssl: 'verify-full',
+    sslRootCert: pgCa,
+    poolSize: 2,
+    connectTimeoutMs: 5000,
+    ...extra,
+  };
 }
 
 /** A node-postgres client config for a URL on the test server (the login role unless `as` says fixture). */
@@ -119,7 +132,11 @@ export const TEST_TIN_HASH_KEY = 'test-tin-hash-key-shared-by-replicas';
  * (store.path stays as it was: a bank's config keeps it after `state migrate`), with the shared
  * tin hash key; give the process pgEnv() for the password.
  */
-export function usePostgres(doc: Record<string, unknown>, url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function usePostgres(
+  doc: Record<string, unknown>,
+  url: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   const store = (doc['store'] ?? {}) as Record<string, unknown>;
   doc['store'] = { ...store, engine: 'postgres', postgres: pgStoreConfig(url, extra) };
   const customers = (doc['customers'] ?? {}) as Record<string, unknown>;
@@ -146,15 +163,22 @@ export function viaPort(url: string, port: number): string {
  * section), with only the bank's own values put in: the URL of a test database, the test CA, the
  * shared tin hash key. Every other key is as documented.
  */
-export function documentedPostgresConfig(url: string): { store: Record<string, unknown>; customers: Record<string, unknown> } {
+export function documentedPostgresConfig(url: string): {
+  store: Record<string, unknown>;
+  customers: Record<string, unknown>;
+} {
   const text = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
   const section = text.slice(text.indexOf('## PostgreSQL (store.engine: postgres)'));
   const block = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
   if (block === undefined) throw new Error('docs/deploy.md: no yaml block in the "PostgreSQL" section');
-  const doc = parseYaml(block) as { store: { postgres: Record<string, unknown> }; customers: Record<string, unknown> };
+  const doc = parseYaml(block) as {
+    store: { postgres: Record<string, unknown> };
+    customers: Record<string, unknown>;
+  };
   const documentedUrl = new URL(String(doc.store.postgres['url']));
   // What a bank changes: its own server and CA, its own key. The URL keeps the documented shape.
-  if (documentedUrl.password !== '' || documentedUrl.search !== '') throw new Error('docs/deploy.md: the documented URL carries a password or parameters');
+  if (documentedUrl.password !== '' || documentedUrl.search !== '')
+    throw new Error('docs/deploy.md: the documented URL carries a password or parameters');
   doc.store.postgres['url'] = url;
   doc.store.postgres['sslRootCert'] = pgCa;
   doc.customers['tinHashKey'] = TEST_TIN_HASH_KEY;

@@ -40,7 +40,8 @@ export async function startPgBouncer(dbUrl: string): Promise<PgBouncer> {
   const server = pgServerAddress();
   const port = await freePort();
   const tls = dirname(pgCa);
-  const target = (mode: string): string => `host=${server.host} port=${server.port} dbname=${db} pool_mode=${mode}`;
+  const target = (mode: string): string =>
+    `host=${server.host} port=${server.port} dbname=${db} pool_mode=${mode}`;
   writeFileSync(join(dir, 'userlist.txt'), `"boarding" "${pgPassword}"\n`, { mode: 0o600 });
   writeFileSync(
     join(dir, 'pgbouncer.ini'),
@@ -72,10 +73,13 @@ export async function startPgBouncer(dbUrl: string): Promise<PgBouncer> {
   if (root) {
     const ids = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
     const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-    for (const f of ['', 'userlist.txt', 'pgbouncer.ini']) chownSync(join(dir, f), Number(ids.stdout), Number(gid.stdout));
+    for (const f of ['', 'userlist.txt', 'pgbouncer.ini'])
+      chownSync(join(dir, f), Number(ids.stdout), Number(gid.stdout));
   }
   const args = [join(dir, 'pgbouncer.ini')];
-  const child: ChildProcess = root ? spawn('runuser', ['-u', 'postgres', '--', BINARY, ...args], { stdio: 'ignore' }) : spawn(BINARY, args, { stdio: 'ignore' });
+  const child: ChildProcess = root
+    ? spawn('runuser', ['-u', 'postgres', '--', BINARY, ...args], { stdio: 'ignore' })
+    : spawn(BINARY, args, { stdio: 'ignore' });
   // Ready once it accepts connections.
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -88,9 +92,13 @@ export async function startPgBouncer(dbUrl: string): Promise<PgBouncer> {
     });
     if (ok) break;
     if (child.exitCode !== null || Date.now() > deadline) {
-      const log = existsSync(join(dir, 'pgbouncer.log')) ? readFileSync(join(dir, 'pgbouncer.log'), 'utf8') : '';
+      const log = existsSync(join(dir, 'pgbouncer.log'))
+        ? readFileSync(join(dir, 'pgbouncer.log'), 'utf8')
+        : '';
       child.kill('SIGKILL');
-      throw new Error(`pgbouncer did not start (exit ${child.exitCode}): ${log.split('\n').slice(-5).join(' | ')}`);
+      throw new Error(
+        `pgbouncer did not start (exit ${child.exitCode}): ${log.split('\n').slice(-5).join(' | ')}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -28,7 +28,13 @@
  * Paths are matched relative to /api; a route template uses {name} for a path segment.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type ServerBucket = 'read' | 'write';
@@ -91,7 +97,12 @@ export interface RateLimitedServer {
   readonly requests: RecordedRequest[];
   readonly downloads: DownloadRecord[];
   readonly limits: { read: number; write: number; windowMs: number };
-  forceRateLimit(opts?: { retryAfterSeconds?: number; bucket?: ServerBucket; count?: number; bodyRetryAfter?: number }): void;
+  forceRateLimit(opts?: {
+    retryAfterSeconds?: number;
+    bucket?: ServerBucket;
+    count?: number;
+    bodyRetryAfter?: number;
+  }): void;
   /** Every request (of `bucket`, or all) answers 429 until stopRefusing(); the answer waits holdMs. */
   refuseAll(opts?: { retryAfterSeconds?: number; bucket?: ServerBucket; holdMs?: number }): void;
   stopRefusing(): void;
@@ -145,8 +156,14 @@ function listen(server: Server): Promise<number> {
   });
 }
 
-export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}): Promise<RateLimitedServer> {
-  const limits = { read: opts.readsPerWindow ?? 100, write: opts.writesPerWindow ?? 30, windowMs: opts.windowMs ?? 1000 };
+export async function startRateLimitedServer(
+  opts: RateLimitedServerOptions = {},
+): Promise<RateLimitedServer> {
+  const limits = {
+    read: opts.readsPerWindow ?? 100,
+    write: opts.writesPerWindow ?? 30,
+    windowMs: opts.windowMs ?? 1000,
+  };
   const apiKey = opts.apiKey ?? `pk_test_${randomBytes(12).toString('hex')}`;
   const startedAt = Date.now();
   const offset = opts.windowOffsetMs ?? Math.floor(Math.random() * limits.windowMs);
@@ -159,20 +176,36 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
   let refusing: { bucket: ServerBucket | undefined; retryAfterSeconds: number; holdMs: number } | null = null;
   const open: Record<ServerBucket, number> = { read: 0, write: 0 };
   const maxOpen: Record<ServerBucket, number> = { read: 0, write: 0 };
-  const forced: Array<{ bucket: ServerBucket | undefined; retryAfterSeconds: number; bodyRetryAfter: number | undefined }> = [];
+  const forced: Array<{
+    bucket: ServerBucket | undefined;
+    retryAfterSeconds: number;
+    bodyRetryAfter: number | undefined;
+  }> = [];
   const requests: RecordedRequest[] = [];
   const downloads: DownloadRecord[] = [];
   const routes: Route[] = [];
   let queue: unknown[] = [];
   let queueMode: 'cursor' | 'offset' = 'cursor';
-  const blobs = new Map<string, { content: Buffer; signature: string; expiresAt: number; omitContentLength: boolean }>();
+  const blobs = new Map<
+    string,
+    { content: Buffer; signature: string; expiresAt: number; omitContentLength: boolean }
+  >();
   let seq = 0;
   let organic = 0;
   let blobOrigin = '';
 
-  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void => {
+  const send = (
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): void => {
     const text = body === undefined ? '' : JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+      ...headers,
+    });
     res.end(text);
   };
 
@@ -185,8 +218,10 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
         const cursorMode = queueMode === 'cursor' && req.query['cursor'] !== undefined;
         if (cursorMode) {
           const c = req.query['cursor'] ?? '';
-          const start = c === '' ? 0 : Number(Buffer.from(c, 'base64url').toString('utf8').replace(/^pos:/, ''));
-          if (!Number.isInteger(start) || start < 0) return { status: 400, body: { code: 'input.invalid', message: 'invalid cursor' } };
+          const start =
+            c === '' ? 0 : Number(Buffer.from(c, 'base64url').toString('utf8').replace(/^pos:/, ''));
+          if (!Number.isInteger(start) || start < 0)
+            return { status: 400, body: { code: 'input.invalid', message: 'invalid cursor' } };
           const data = queue.slice(start, start + limit);
           const hasMore = start + limit < queue.length;
           const nextCursor = hasMore ? Buffer.from(`pos:${start + limit}`).toString('base64url') : null;
@@ -194,21 +229,51 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
         }
         const off = Number(req.query['offset'] ?? 0);
         const data = queue.slice(off, off + limit);
-        return { body: { data, meta: { mode: 'offset', limit, offset: off, hasMore: off + limit < queue.length } } };
+        return {
+          body: { data, meta: { mode: 'offset', limit, offset: off, hasMore: off + limit < queue.length } },
+        };
       },
     ],
-    ['GET', '/public/v1/loans/{id}', (req) => ({ body: { data: { id: req.params['id'], loanNumber: `LN-${req.params['id']}`, status: 'funded', centsAmount: 100_000_00 } } })],
-    ['POST', '/public/v1/loans/{id}/boarding', (req) => ({ body: { data: { loanId: req.params['id'], boarded: true } } })],
-    ['POST', '/public/v1/loans/search', () => ({ body: { data: [], meta: { mode: 'offset', limit: 50, offset: 0, hasMore: false } } })],
+    [
+      'GET',
+      '/public/v1/loans/{id}',
+      (req) => ({
+        body: {
+          data: {
+            id: req.params['id'],
+            loanNumber: `LN-${req.params['id']}`,
+            status: 'funded',
+            centsAmount: 100_000_00,
+          },
+        },
+      }),
+    ],
+    [
+      'POST',
+      '/public/v1/loans/{id}/boarding',
+      (req) => ({ body: { data: { loanId: req.params['id'], boarded: true } } }),
+    ],
+    [
+      'POST',
+      '/public/v1/loans/search',
+      () => ({ body: { data: [], meta: { mode: 'offset', limit: 50, offset: 0, hasMore: false } } }),
+    ],
     ['GET', '/public/v1/products', () => ({ body: { data: [{ id: 'p1', name: 'Term loan' }] } })],
     [
       'GET',
       '/public/v1/documents/{id}/download',
       (req) => {
         const id = req.params['id'] ?? '';
-        if (!blobs.has(id)) return { status: 404, body: { code: 'not_found', message: 'document not found' } };
+        if (!blobs.has(id))
+          return { status: 404, body: { code: 'not_found', message: 'document not found' } };
         const b = blobs.get(id)!;
-        return { body: { data: { url: `${blobOrigin}/blobs/${encodeURIComponent(id)}?X-Signature=${b.signature}&X-Expires=${b.expiresAt}` } } };
+        return {
+          body: {
+            data: {
+              url: `${blobOrigin}/blobs/${encodeURIComponent(id)}?X-Signature=${b.signature}&X-Expires=${b.expiresAt}`,
+            },
+          },
+        };
       },
     ],
   ];
@@ -227,7 +292,17 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
         open[bucket] -= 1;
       });
       const rawBody = await readBody(req);
-      const record: RecordedRequest = { seq: ++seq, at, method, path, query, headers: req.headers, bucket, status: 0, forced: false };
+      const record: RecordedRequest = {
+        seq: ++seq,
+        at,
+        method,
+        path,
+        query,
+        headers: req.headers,
+        bucket,
+        status: 0,
+        forced: false,
+      };
       requests.push(record);
       const w = windowOf(at);
       const count = used[bucket].get(w) ?? 0;
@@ -244,7 +319,11 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
         send(
           res,
           429,
-          { code: 'rate_limit.exceeded', message: 'Too many requests', retryAfter: bodyRetryAfter ?? retryAfterSeconds },
+          {
+            code: 'rate_limit.exceeded',
+            message: 'Too many requests',
+            retryAfter: bodyRetryAfter ?? retryAfterSeconds,
+          },
           { ...rl(limit - count), 'retry-after': String(retryAfterSeconds) },
         );
       };
@@ -268,7 +347,12 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
       }
       if (req.headers.authorization !== `Bearer ${apiKey}`) {
         record.status = 401;
-        send(res, 401, { code: 'auth.invalid_key', message: 'API key invalid or expired' }, rl(limit - count));
+        send(
+          res,
+          401,
+          { code: 'auth.invalid_key', message: 'API key invalid or expired' },
+          rl(limit - count),
+        );
         return;
       }
       if (count >= limit) {
@@ -285,7 +369,10 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
           body = rawBody;
         }
       }
-      const all = [...routes, ...defaultRoutes.map(([m, t, h]) => ({ method: m, ...compile(t), handler: h }))];
+      const all = [
+        ...routes,
+        ...defaultRoutes.map(([m, t, h]) => ({ method: m, ...compile(t), handler: h })),
+      ];
       for (const r of all) {
         if (r.method !== method) continue;
         const m = r.re.exec(path);
@@ -310,7 +397,13 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
     const url = new URL(req.url ?? '/', 'http://x');
     const id = decodeURIComponent(url.pathname.replace(/^\/blobs\//, ''));
     const b = blobs.get(id);
-    const rec: DownloadRecord = { at: Date.now(), path: url.pathname, hadAuthorization: req.headers.authorization !== undefined, headers: req.headers, status: 0 };
+    const rec: DownloadRecord = {
+      at: Date.now(),
+      path: url.pathname,
+      hadAuthorization: req.headers.authorization !== undefined,
+      headers: req.headers,
+      status: 0,
+    };
     downloads.push(rec);
     if (!b) {
       rec.status = 404;
@@ -319,7 +412,9 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
     }
     if (url.searchParams.get('X-Signature') !== b.signature || Date.now() > b.expiresAt) {
       rec.status = 403;
-      res.writeHead(403, { 'content-type': 'application/xml' }).end('<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>');
+      res
+        .writeHead(403, { 'content-type': 'application/xml' })
+        .end('<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>');
       return;
     }
     rec.status = 200;
@@ -343,8 +438,17 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
     downloads,
     limits,
     forceRateLimit(o = {}) {
-      forced.push({ bucket: o.bucket, retryAfterSeconds: o.retryAfterSeconds ?? 2, bodyRetryAfter: o.bodyRetryAfter });
-      for (let i = 1; i < (o.count ?? 1); i++) forced.push({ bucket: o.bucket, retryAfterSeconds: o.retryAfterSeconds ?? 2, bodyRetryAfter: o.bodyRetryAfter });
+      forced.push({
+        bucket: o.bucket,
+        retryAfterSeconds: o.retryAfterSeconds ?? 2,
+        bodyRetryAfter: o.bodyRetryAfter,
+      });
+      for (let i = 1; i < (o.count ?? 1); i++)
+        forced.push({
+          bucket: o.bucket,
+          retryAfterSeconds: o.retryAfterSeconds ?? 2,
+          bodyRetryAfter: o.bodyRetryAfter,
+        });
     },
     refuseAll(o = {}) {
       refusing = { bucket: o.bucket, retryAfterSeconds: o.retryAfterSeconds ?? 1, holdMs: o.holdMs ?? 0 };
@@ -378,7 +482,10 @@ export async function startRateLimitedServer(opts: RateLimitedServerOptions = {}
       return m;
     },
     maxInAnyWindow(bucket, windowMs = limits.windowMs) {
-      const times = requests.filter((r) => r.bucket === bucket && r.status !== 429).map((r) => r.at).sort((a, b) => a - b);
+      const times = requests
+        .filter((r) => r.bucket === bucket && r.status !== 429)
+        .map((r) => r.at)
+        .sort((a, b) => a - b);
       let max = 0;
       let j = 0;
       for (let i = 0; i < times.length; i++) {

@@ -15,11 +15,21 @@ const dir = mkdtempSync(join(tmpdir(), 'service-stop-'));
 const db = openDatabase(join(dir, 'state.sqlite'));
 const secret = `whsec_${Buffer.from('service-stop-secret-32-bytes-xx!').toString('base64')}`;
 const svc = await startWebhookService({ db, dir, secret });
-const body = JSON.stringify({ id: 'evt_1', type: 'loan.funded', createdAt: '2026-11-01T10:00:00Z', data: { loanId: 'L1' } });
+const body = JSON.stringify({
+  id: 'evt_1',
+  type: 'loan.funded',
+  createdAt: '2026-11-01T10:00:00Z',
+  data: { loanId: 'L1' },
+});
 const at = new Date();
 const res = await fetch(`${svc.url()}/webhooks/platform`, {
   method: 'POST',
-  headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign('msg_1', at, body) },
+  headers: {
+    'content-type': 'application/json',
+    'webhook-id': 'msg_1',
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign('msg_1', at, body),
+  },
   body,
 });
 process.stdout.write(`delivery ${res.status}\n`);

@@ -16,7 +16,10 @@ export interface TcpSwitch {
   close(): Promise<void>;
 }
 
-export async function startTcpSwitch(target: { path: string } | { host: string; port: number }, initially: 'on' | 'off' = 'off'): Promise<TcpSwitch> {
+export async function startTcpSwitch(
+  target: { path: string } | { host: string; port: number },
+  initially: 'on' | 'off' = 'off',
+): Promise<TcpSwitch> {
   let forwarding = initially === 'on';
   let accepted = 0;
   const open = new Set<net.Socket>();

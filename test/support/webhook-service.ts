@@ -29,10 +29,15 @@ export async function startWebhookService(opts: {
   config.reports.dir = join(opts.dir, 'reports');
   config.admin.port = 0;
   opts.configure?.(config);
-  const svc = createWebhookService({ clock: systemClock,
+  const svc = createWebhookService({
+    clock: systemClock,
     config,
     db: opts.db,
-    platform: { health: () => ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never, listWebhookEndpoints: () => Promise.resolve([]) },
+    platform: {
+      health: () =>
+        ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never,
+      listWebhookEndpoints: () => Promise.resolve([]),
+    },
     logger: opts.logger ?? silentLogger(),
     requestCycle: opts.requestCycle ?? (() => undefined),
   });

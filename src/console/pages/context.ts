@@ -14,7 +14,14 @@ export interface PageContext {
   /** urlencoded bodies (login and every POST). */
   form: RequestHandler;
   log: Logger;
-  sendPage: (res: Response, status: number, title: string, nav: NavKey, body: Html | string, session: BrowserSession | null) => void;
+  sendPage: (
+    res: Response,
+    status: number,
+    title: string,
+    nav: NavKey,
+    body: Html | string,
+    session: BrowserSession | null,
+  ) => void;
   sendError: (res: Response, status: number, message: string, link?: string) => void;
 }
 

@@ -19,7 +19,8 @@ export function when(iso: string | null | undefined): string {
 }
 
 /** Epoch ms → as `when`. */
-export const whenMs = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '' : when(new Date(ms).toISOString()));
+export const whenMs = (ms: number | null | undefined): string =>
+  ms === null || ms === undefined ? '' : when(new Date(ms).toISOString());
 
 export function money(cents: number | string | null | undefined): string {
   if (cents === null || cents === undefined || cents === '') return '';
@@ -90,7 +91,10 @@ const URL_IN_TEXT = /\bhttps?:\/\/([^/\s?#]+)[^\s]*/g;
  */
 export function errorSentence(code: string | null, message: string | null): string {
   if (message === null || message.trim() === '') return code ?? '';
-  const m = message.replace(URL_IN_TEXT, (_u, host: string) => `${host}/…`).replace(/\s+/g, ' ').trim();
+  const m = message
+    .replace(URL_IN_TEXT, (_u, host: string) => `${host}/…`)
+    .replace(/\s+/g, ' ')
+    .trim();
   const firstOf = (t: string): string => /^(.{20,}?[.;])(\s|$)/.exec(t)?.[1] ?? t;
   // "loan.yaml:12:3 loan.maturityDate: expected …" → "maturityDate: expected … (loan.yaml:12)"
   const loc = /^([\w./-]+\.ya?ml):(\d+)(?::\d+)? (?:[\w]+\.)?([\w.[\]]+): (.*)$/.exec(m);

@@ -49,10 +49,15 @@ export function joinHtml(parts: readonly HtmlValue[], sep: HtmlValue = ''): Html
  * path segment percent-encoded by the caller with `seg()`. Anything else (a scheme, `//host`)
  * would be a link out of the console built from data: refused here so a bug cannot ship one.
  */
-export function consoleHref(path: string, query?: Record<string, string | number | null | undefined>): string {
-  if (!path.startsWith('/console/') || path.startsWith('//')) throw new Error(`console link outside /console/: ${JSON.stringify(path)}`);
+export function consoleHref(
+  path: string,
+  query?: Record<string, string | number | null | undefined>,
+): string {
+  if (!path.startsWith('/console/') || path.startsWith('//'))
+    throw new Error(`console link outside /console/: ${JSON.stringify(path)}`);
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query ?? {})) if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
+  for (const [k, v] of Object.entries(query ?? {}))
+    if (v !== null && v !== undefined && v !== '') q.set(k, String(v));
   const qs = q.toString();
   return qs ? `${path}?${qs}` : path;
 }

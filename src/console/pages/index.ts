@@ -38,7 +38,9 @@ export interface ConsolePagesOptions {
 export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: ConsolePagesOptions = {}): void {
   const { auth } = deps;
   const log = deps.logger.child({ component: 'console-pages' });
-  const sessions = opts.sessions ?? createSessionStore({ clock: deps.clock, idleMs: deps.config.sessionIdleMinutes * 60_000 });
+  const sessions =
+    opts.sessions ??
+    createSessionStore({ clock: deps.clock, idleMs: deps.config.sessionIdleMinutes * 60_000 });
   // The sign-off form carries one disposition per exception: more fields than the others.
   const form = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 5000 });
 
@@ -52,7 +54,17 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     const started = deps.clock.now();
     res.on('finish', () => {
       const who = (res.locals as Partial<PageLocals>).user?.name ?? null;
-      log.info({ user: who, method: req.method, path: `${req.baseUrl}${req.path}`, status: res.statusCode, ms: deps.clock.now() - started, client: auth.clientAddress(req) }, 'console page');
+      log.info(
+        {
+          user: who,
+          method: req.method,
+          path: `${req.baseUrl}${req.path}`,
+          status: res.statusCode,
+          ms: deps.clock.now() - started,
+          client: auth.clientAddress(req),
+        },
+        'console page',
+      );
     });
     next();
   });
@@ -63,18 +75,43 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     res.send(CONSOLE_CSS);
   });
 
-  const sendPage = (res: Response, status: number, title: string, nav: NavKey, body: Html | string, session: BrowserSession | null): void => {
+  const sendPage = (
+    res: Response,
+    status: number,
+    title: string,
+    nav: NavKey,
+    body: Html | string,
+    session: BrowserSession | null,
+  ): void => {
     const flash = session?.flash ?? null;
     if (session) session.flash = null;
     const pending = (res.locals as Partial<PageLocals>).pending;
-    res.status(status).type('html').send(layout({ title, session, nav, body, flash, ...(pending !== undefined ? { pending } : {}) }).toString());
+    res
+      .status(status)
+      .type('html')
+      .send(
+        layout({
+          title,
+          session,
+          nav,
+          body,
+          flash,
+          ...(pending !== undefined ? { pending } : {}),
+        }).toString(),
+      );
   };
 
   const sendError = (res: Response, status: number, message: string, link?: string): void => {
     const l = res.locals as Partial<PageLocals>;
-    sendPage(res, status, status === 403 ? 'Not allowed' : 'Error', 'none', errorBody(status, message, link), l.session ?? null);
+    sendPage(
+      res,
+      status,
+      status === 403 ? 'Not allowed' : 'Error',
+      'none',
+      errorBody(status, message, link),
+      l.session ?? null,
+    );
   };
-
 
   const ctx: PageContext = { router, deps, sessions, form, log, sendPage, sendError };
   mountSessionRoutes(ctx);
@@ -82,7 +119,6 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
   mountRequestRoutes(ctx);
   mountReportRoutes(ctx);
   mountStatusRoutes(ctx);
-
 
   router.use((_req, res) => sendError(res, 404, 'No such console page.'));
 
@@ -101,4 +137,3 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
     if (!res.headersSent) sendError(res, 500, 'Internal error (logged).');
   });
 }
-

@@ -30,7 +30,14 @@ export function rolesOf(session: BrowserSession): string {
   return session.roles.length > 0 ? session.roles.join(', ') : 'no role';
 }
 
-export function layout(p: { title: string; session: BrowserSession | null; nav: NavKey; body: HtmlValue; flash?: BrowserSession['flash']; pending?: number }): Html {
+export function layout(p: {
+  title: string;
+  session: BrowserSession | null;
+  nav: NavKey;
+  body: HtmlValue;
+  flash?: BrowserSession['flash'];
+  pending?: number;
+}): Html {
   const s = p.session;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -38,11 +45,13 @@ export function layout(p: { title: string; session: BrowserSession | null; nav: 
 <link rel="stylesheet" href="/console/static/console.css"></head>
 <body>
 <header class="top"><span class="brand">boarding-connector</span>
-${s
-  ? html`<nav>${NAV.map(([k, href, label]) => html`<a href="${href}"${k === p.nav ? html` class="here" aria-current="page"` : ''}>${label}${k === 'requests' && p.pending !== undefined && p.pending > 0 ? html` <span class="badge" data-testid="pending-badge" title="requests waiting for your approval">${p.pending > 99 ? '99+' : p.pending}</span>` : ''}</a>`)}</nav>
+${
+  s
+    ? html`<nav>${NAV.map(([k, href, label]) => html`<a href="${href}"${k === p.nav ? html` class="here" aria-current="page"` : ''}>${label}${k === 'requests' && p.pending !== undefined && p.pending > 0 ? html` <span class="badge" data-testid="pending-badge" title="requests waiting for your approval">${p.pending > 99 ? '99+' : p.pending}</span>` : ''}</a>`)}</nav>
 <span class="who" data-testid="who"><span>${s.user} <span class="muted">(${rolesOf(s)})</span></span>
 <form method="post" action="/console/logout">${csrfField(s)}<button type="submit">Log out</button></form></span>`
-  : html`<nav></nav>`}
+    : html`<nav></nav>`
+}
 </header>
 <main>
 ${s ? html`<p class="zone small muted" data-testid="zone">Times in ${zoneLabel()}</p>` : ''}

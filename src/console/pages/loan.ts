@@ -11,7 +11,14 @@ import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
 import { requestRows } from './requests.js';
 
-const str = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+const str = (v: unknown): string =>
+  v === null || v === undefined
+    ? ''
+    : typeof v === 'string'
+      ? v
+      : typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : JSON.stringify(v);
 
 /** Label/value pairs; pairs without a value are left out. */
 function kv(pairs: ReadonlyArray<readonly [string, unknown]>): Html {
@@ -33,24 +40,41 @@ interface IssueLike {
 function detailCell(detail: unknown): Html {
   if (detail === null || detail === undefined) return html``;
   const d = detail as { issues?: unknown; warnings?: unknown };
-  const list = [...(Array.isArray(d.issues) ? (d.issues as IssueLike[]) : []), ...(Array.isArray(d.warnings) ? (d.warnings as IssueLike[]) : [])];
-  const rest = Object.fromEntries(Object.entries(detail as Record<string, unknown>).filter(([k]) => k !== 'issues' && k !== 'warnings'));
+  const list = [
+    ...(Array.isArray(d.issues) ? (d.issues as IssueLike[]) : []),
+    ...(Array.isArray(d.warnings) ? (d.warnings as IssueLike[]) : []),
+  ];
+  const rest = Object.fromEntries(
+    Object.entries(detail as Record<string, unknown>).filter(([k]) => k !== 'issues' && k !== 'warnings'),
+  );
   const entries = Object.entries(rest);
   const flat = entries.every(([, v]) => v === null || typeof v !== 'object');
-  const restHtml = entries.length === 0 ? html`` : flat ? html`<div class="small">${entries.map(([k, v], n) => html`${n > 0 ? html`<br>` : ''}<span class="muted">${k}:</span> <span class="mono">${str(v)}</span>`)}</div>` : html`<pre>${pretty(rest)}</pre>`;
+  const restHtml =
+    entries.length === 0
+      ? html``
+      : flat
+        ? html`<div class="small">${entries.map(([k, v], n) => html`${n > 0 ? html`<br>` : ''}<span class="muted">${k}:</span> <span class="mono">${str(v)}</span>`)}</div>`
+        : html`<pre>${pretty(rest)}</pre>`;
   return html`${list.length > 0 ? html`<ul class="issues">${list.map((i) => html`<li><span class="mono">${str(i.file)}${i.line !== undefined ? `:${str(i.line)}` : ''}${i.column !== undefined ? `:${str(i.column)}` : ''}</span> ${i.target ? `${str(i.target)}.` : ''}${str(i.field)}: ${str(i.message)} <span class="muted">(${str(i.code)})</span></li>`)}</ul>` : ''}${restHtml}`;
 }
 
 const ACTIONS_BY_STATE: Record<string, ReadonlyArray<readonly ['retry' | 'skip' | 'reboard', string]>> = {
-  quarantined: [['retry', 'Retry (board again)'], ['skip', 'Skip (never board unless retried)']],
-  retry_wait: [['retry', 'Retry now'], ['skip', 'Skip (never board unless retried)']],
+  quarantined: [
+    ['retry', 'Retry (board again)'],
+    ['skip', 'Skip (never board unless retried)'],
+  ],
+  retry_wait: [
+    ['retry', 'Retry now'],
+    ['skip', 'Skip (never board unless retried)'],
+  ],
   skipped: [['retry', 'Retry (board again)']],
   acknowledged: [['reboard', 'Re-board with the mapping on disk']],
 };
 
 function actionForm(session: BrowserSession, loanId: string, state: string): Html {
   const actions = ACTIONS_BY_STATE[state] ?? [];
-  if (actions.length === 0) return html`<p class="muted">No action applies to a loan in state ${state}: the daemon is working on it.</p>`;
+  if (actions.length === 0)
+    return html`<p class="muted">No action applies to a loan in state ${state}: the daemon is working on it.</p>`;
   return html`<form method="post" action="/console/requests" class="action" data-testid="loan-action">
 ${csrfField(session)}<input type="hidden" name="loans" value="${loanId}">
 <label>Action<select name="action">${actions.map(([a, label]) => html`<option value="${a}">${label}</option>`)}</select></label>
@@ -62,17 +86,29 @@ ${csrfField(session)}<input type="hidden" name="loans" value="${loanId}">
 function diffSection(loanId: string, state: string, diff: ReboardDiff | null, canAct: boolean): Html {
   const boarded = state === 'acknowledged';
   if (!diff) {
-    if (!canAct) return html`<p class="muted">An operator can check this (it reads the loan from the platform).</p>`;
+    if (!canAct)
+      return html`<p class="muted">An operator can check this (it reads the loan from the platform).</p>`;
     return html`<p class="muted">Reads the loan from the platform (within the rate budget) and maps it with the mapping on disk; writes nothing.</p>
 <p><a href="${consoleHref(`/console/loans/${seg(loanId)}`, { diff: 1 })}#reboard" data-testid="reboard-diff-link">${boarded ? 'Show what a re-board would change now' : 'Check whether it would board now'}</a></p>`;
   }
-  const kind = diff.outcome === 'would_rewrite' ? 'warn' : diff.outcome === 'unchanged' || diff.outcome === 'would_board' ? 'ok' : 'bad';
+  const kind =
+    diff.outcome === 'would_rewrite'
+      ? 'warn'
+      : diff.outcome === 'unchanged' || diff.outcome === 'would_board'
+        ? 'ok'
+        : 'bad';
   return html`<div data-testid="reboard-diff"><p>${pill(diff.outcome.replaceAll('_', ' '), kind)}
 ${diff.outcome !== 'would_board' && (diff.previousVersion || diff.mappingVersion) ? html` mapping ${diff.previousVersion ?? '?'} → ${diff.mappingVersion ?? '?'}` : ''}${diff.message ? html` · ${diff.message}` : ''}</p>
 ${diff.changes.length > 0 ? html`<table class="diff"><thead><tr><th>${diff.outcome === 'would_board' ? 'Review item it would board with' : 'Field change a re-board would write'}</th></tr></thead><tbody>${diff.changes.map((c) => html`<tr><td class="mono wrap">${c}</td></tr>`)}</tbody></table>` : diff.outcome === 'would_rewrite' ? html`<p class="muted">No field changes.</p>` : ''}</div>`;
 }
 
-export function loanPage(v: { session: BrowserSession; history: LoanHistory; diff: ReboardDiff | null; audit: readonly AuditEntry[]; canAct: boolean }): Html {
+export function loanPage(v: {
+  session: BrowserSession;
+  history: LoanHistory;
+  diff: ReboardDiff | null;
+  audit: readonly AuditEntry[];
+  canAct: boolean;
+}): Html {
   const h = v.history;
   const l = h.loan;
   const id = str(l['id']);
@@ -103,8 +139,18 @@ ${kv([
 ])}
 <h2>Identity</h2>
 ${kv([
-  ['Account number', h.identity.accountNumber === null ? '(none yet)' : `${h.identity.accountNumber} (${h.identity.accountNumberSource === 'pool' ? 'from the pool' : "the core's own"})`],
-  ['Daemon mapping', h.daemon ? `${h.daemon.mappingVersion} (pid ${h.daemon.pid} on ${h.daemon.host})${h.daemon.reloadError ? ' · last reload refused' : ''}` : '(no daemon running)'],
+  [
+    'Account number',
+    h.identity.accountNumber === null
+      ? '(none yet)'
+      : `${h.identity.accountNumber} (${h.identity.accountNumberSource === 'pool' ? 'from the pool' : "the core's own"})`,
+  ],
+  [
+    'Daemon mapping',
+    h.daemon
+      ? `${h.daemon.mappingVersion} (pid ${h.daemon.pid} on ${h.daemon.host})${h.daemon.reloadError ? ' · last reload refused' : ''}`
+      : '(no daemon running)',
+  ],
 ])}
 ${h.identity.customers.length > 0 ? html`<table><thead><tr><th>Entity</th><th>CIF</th><th>Matched by</th><th>Customer</th><th>Name agrees</th></tr></thead><tbody>${h.identity.customers.map((c) => html`<tr><td class="mono">${c.entityId}</td><td class="mono">${c.cif ?? '(assigned by the core)'}</td><td>${c.matchedBy}</td><td>${c.existing ? 'existing' : 'new'}</td><td>${c.nameAgrees === null ? '' : c.nameAgrees ? 'yes' : 'no (review item)'}</td></tr>`)}</tbody></table>` : ''}
 <h2>Review items</h2>

@@ -1,5 +1,14 @@
 /** The audit log, reconciliation, batches, status, login and error pages. */
-import { hasRole, type AuditEntry, type BatchView, type ConsoleUser, type Page, type ReportRun, type ReportView, type StatusView } from '../contract.js';
+import {
+  hasRole,
+  type AuditEntry,
+  type BatchView,
+  type ConsoleUser,
+  type Page,
+  type ReportRun,
+  type ReportView,
+  type StatusView,
+} from '../contract.js';
 import { money, pill, pretty, shortId, when, whenMs } from './format.js';
 import { DISPOSITIONS, DISPOSITION_LABELS, type Disposition } from '../../reports/dispositions.js';
 import { REASON_LABELS } from '../../reports/reasons.js';
@@ -10,7 +19,12 @@ import { auditTable } from './loan.js';
 import type { BrowserSession } from './sessions.js';
 import type { LoginLockView } from '../auth.js';
 
-export function auditPage(v: { page: Page<AuditEntry>; loan: string | undefined; request: string | undefined; cursor: string | undefined }): Html {
+export function auditPage(v: {
+  page: Page<AuditEntry>;
+  loan: string | undefined;
+  request: string | undefined;
+  cursor: string | undefined;
+}): Html {
   const scope = { loan: v.loan, request: v.request };
   return html`<h1>Audit log${v.loan ? html` of loan <span class="mono">${v.loan}</span>` : ''}${v.request ? html` of request <span class="mono">${v.request}</span>` : ''}</h1>
 <p class="muted">Append-only: every request, approval, rejection, execution, sign-off and refused login, newest first.
@@ -21,15 +35,21 @@ ${auditTable(v.page.items)}
 }
 
 function signOffCell(by: string | null, at: string | null): Html {
-  return by ? html`${by} <span class="muted small">${when(at)}</span>` : html`<span class="muted">not signed</span>`;
+  return by
+    ? html`${by} <span class="muted small">${when(at)}</span>`
+    : html`<span class="muted">not signed</span>`;
 }
 
 export function reportsPage(v: { runs: readonly ReportRun[] }): Html {
   return html`<h1>Reconciliation</h1>
 <p class="muted">One row per run of the daily reconciliation (a day's second run is a new row; a signed run is never overwritten).</p>
-${v.runs.length === 0 ? html`<p class="muted">No report yet: the daemon writes one on schedule.reconcile, or run <span class="mono">boarding-connector reconcile</span>.</p>` : html`<table data-testid="reports"><thead><tr><th>Day</th><th>Run</th><th>Generated</th><th>Prepared by</th><th>Reviewed by</th></tr></thead><tbody>
+${
+  v.runs.length === 0
+    ? html`<p class="muted">No report yet: the daemon writes one on schedule.reconcile, or run <span class="mono">boarding-connector reconcile</span>.</p>`
+    : html`<table data-testid="reports"><thead><tr><th>Day</th><th>Run</th><th>Generated</th><th>Prepared by</th><th>Reviewed by</th></tr></thead><tbody>
 ${v.runs.map((r) => html`<tr><td><a href="${consoleHref(`/console/reconciliation/${seg(r.day)}/${seg(r.run)}`)}">${r.day}</a>${r.latestOfDay ? '' : html` <span class="muted small">(earlier run)</span>`}</td><td class="mono small">${r.run}</td><td class="small">${when(r.generatedAt)}</td><td>${signOffCell(r.signOff.preparedBy, r.signOff.preparedAt)}</td><td>${signOffCell(r.signOff.reviewedBy, r.signOff.reviewedAt)}</td></tr>`)}
-</tbody></table>`}`;
+</tbody></table>`
+}`;
 }
 
 type Rec = Record<string, unknown>;
@@ -48,7 +68,14 @@ const TOTAL_LABELS: Record<string, string> = {
 };
 const rec = (v: unknown): Rec => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Rec) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const s = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+const s = (v: unknown): string =>
+  v === null || v === undefined
+    ? ''
+    : typeof v === 'string'
+      ? v
+      : typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : JSON.stringify(v);
 
 function reviewItemsList(e: Rec): Html {
   const items = arr(e['reviewItems']).map(rec);
@@ -58,7 +85,9 @@ function reviewItemsList(e: Rec): Html {
 }
 
 function signatureCell(by: string | null, at: string | null, note: string | null | undefined): Html {
-  return by ? html`${by} <span class="muted small">${when(at)}</span>${note ? html`<div class="small wrap" data-testid="signoff-note">“${note}”</div>` : ''}` : html`<span class="muted">not signed</span>`;
+  return by
+    ? html`${by} <span class="muted small">${when(at)}</span>${note ? html`<div class="small wrap" data-testid="signoff-note">“${note}”</div>` : ''}`
+    : html`<span class="muted">not signed</span>`;
 }
 
 export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view: ReportView }): Html {
@@ -77,7 +106,7 @@ export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view
   const dispositionCell = (i: number): Html =>
     prepare
       ? html`<select name="disposition_${i}" form="${formId}" required data-testid="disposition"><option value="">choose…</option>${DISPOSITIONS.map((d) => html`<option value="${d}">${DISPOSITION_LABELS[d]}</option>`)}</select>`
-      : html`${given.has(i) ? DISPOSITION_LABELS[given.get(i) as Disposition] ?? given.get(i) : ''}`;
+      : html`${given.has(i) ? (DISPOSITION_LABELS[given.get(i) as Disposition] ?? given.get(i)) : ''}`;
   const signForm = (as: 'prepared' | 'reviewed', label: string): Html =>
     html`<form method="post" action="${consoleHref(`${base}/signoff`)}" class="action" id="${as === 'prepared' ? formId : 'review-form'}" data-testid="signoff-${as}">${csrfField(v.session)}<input type="hidden" name="as" value="${as}">
 <label class="grow">Comment (kept in signoff.json and report.html)<input name="note" class="wide" required maxlength="1000" placeholder="${as === 'prepared' ? 'e.g. all quarantines retried after the mapping fix; review items checked in the core' : 'e.g. checked the dispositions against the core'}"></label><button type="submit">${label}</button></form>`;
@@ -95,27 +124,54 @@ ${review ? signForm('reviewed', `Sign as reviewer (${v.user.name})`) : so.prepar
 ${Object.keys(totals).length > 0 ? html`<h2>Control totals</h2><table data-testid="totals" class="narrow"><thead><tr><th>Total</th><th class="num">Loans</th><th class="num">Amount</th></tr></thead><tbody>${Object.entries(totals).map(([k, a]) => html`<tr><td>${TOTAL_LABELS[k] ?? k}</td><td class="num">${s(rec(a)['count'])}</td><td class="num">${money(rec(a)['cents'] as number)}</td></tr>`)}</tbody></table>` : ''}
 ${tie.length > 0 ? html`<h2>Tie-out</h2><table data-testid="tie-out"><thead><tr><th>Check</th><th>Equation</th><th class="num">Difference (loans)</th></tr></thead><tbody>${tie.map((t) => html`<tr><td>${s(t['title'])}</td><td class="small">${s(t['equation'])}</td><td class="num">${s(t['differenceCount'])}</td></tr>`)}</tbody></table>` : ''}
 <h2>Exceptions</h2>
-${exceptions.length === 0 ? html`<p class="muted">None.</p>` : html`<table data-testid="report-exceptions"><thead><tr><th>Reason</th><th>Loan</th><th>State</th><th class="num">Amount</th><th class="num">Age</th><th>Detail and review items</th><th>Disposition</th></tr></thead><tbody>
+${
+  exceptions.length === 0
+    ? html`<p class="muted">None.</p>`
+    : html`<table data-testid="report-exceptions"><thead><tr><th>Reason</th><th>Loan</th><th>State</th><th class="num">Amount</th><th class="num">Age</th><th>Detail and review items</th><th>Disposition</th></tr></thead><tbody>
 ${exceptions.map((e, i) => html`<tr><td>${REASON_LABELS[s(e['reason']) as ExceptionReason] ?? s(e['reason'])}</td><td class="mono"><a href="${consoleHref(`/console/loans/${seg(s(e['loanId']))}`)}" title="${s(e['loanId'])}">${shortId(s(e['loanId']))}</a>${e['loanNumber'] ? html`<br><span class="small">${s(e['loanNumber'])}</span>` : ''}</td><td>${s(e['connectorState'])}</td><td class="num">${money(e['centsAmount'] as number | null)}</td><td class="num">${s(e['ageBusinessDays'])} <span class="muted small">(${s(e['ageBucket'])})</span></td><td class="wrap small">${s(e['detail'])}${reviewItemsList(e)}</td><td>${dispositionCell(i)}</td></tr>`)}
-</tbody></table>`}`;
+</tbody></table>`
+}`;
 }
 
-export function batchesPage(v: { session: BrowserSession; batches: readonly BatchView[]; canAct: boolean }): Html {
+export function batchesPage(v: {
+  session: BrowserSession;
+  batches: readonly BatchView[];
+  canAct: boolean;
+}): Html {
   return html`<h1>Batches <span class="muted small">(file core)</span></h1>
-${v.batches.length === 0 ? html`<p class="muted">No batches (the file core writes them; other cores have none).</p>` : html`<table data-testid="batches"><thead><tr><th>Batch</th><th>Status</th><th>Opened</th><th>Cut-off</th><th>Sealed</th><th class="num">Loans</th><th class="num">Records</th><th class="num">Principal</th><th>Files</th><th></th></tr></thead><tbody>
-${v.batches.map((b) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status)}</td><td class="small">${when(b.openedAt)}</td><td class="small">${when(b.cutoffAt)}</td><td class="small">${when(b.sealedAt)}${b.sealedBy ? html`<br>by ${b.sealedBy}` : ''}${b.sealReason ? html`<br><span class="muted">${b.sealReason}</span>` : ''}</td><td class="num">${b.loanCount}</td><td class="num">${b.recordCount}</td><td class="num">${money(b.principalCents)}</td><td class="small mono">${b.files.map((f) => html`${f.name} <span class="muted">(${f.bytes} B)</span><br>`)}</td>
-<td>${b.status === 'open' && v.canAct ? html`<form method="post" action="/console/requests" class="inline" data-testid="seal">${csrfField(v.session)}<input type="hidden" name="action" value="seal"><input type="hidden" name="batch" value="${b.id}"><input name="reason" required maxlength="500" placeholder="reason" class="short"><button type="submit">Request seal</button></form>` : ''}</td></tr>`)}
-</tbody></table>`}`;
+${
+  v.batches.length === 0
+    ? html`<p class="muted">No batches (the file core writes them; other cores have none).</p>`
+    : html`<table data-testid="batches"><thead><tr><th>Batch</th><th>Status</th><th>Opened</th><th>Cut-off</th><th>Sealed</th><th class="num">Loans</th><th class="num">Records</th><th class="num">Principal</th><th>Files</th><th></th></tr></thead><tbody>
+${v.batches.map(
+  (
+    b,
+  ) => html`<tr><td class="mono">${b.id}</td><td>${pill(b.status)}</td><td class="small">${when(b.openedAt)}</td><td class="small">${when(b.cutoffAt)}</td><td class="small">${when(b.sealedAt)}${b.sealedBy ? html`<br>by ${b.sealedBy}` : ''}${b.sealReason ? html`<br><span class="muted">${b.sealReason}</span>` : ''}</td><td class="num">${b.loanCount}</td><td class="num">${b.recordCount}</td><td class="num">${money(b.principalCents)}</td><td class="small mono">${b.files.map((f) => html`${f.name} <span class="muted">(${f.bytes} B)</span><br>`)}</td>
+<td>${b.status === 'open' && v.canAct ? html`<form method="post" action="/console/requests" class="inline" data-testid="seal">${csrfField(v.session)}<input type="hidden" name="action" value="seal"><input type="hidden" name="batch" value="${b.id}"><input name="reason" required maxlength="500" placeholder="reason" class="short"><button type="submit">Request seal</button></form>` : ''}</td></tr>`,
+)}
+</tbody></table>`
+}`;
 }
 
-function locksSection(v: { session: BrowserSession; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
-  if (v.locks.length === 0) return html`<p class="muted" data-testid="login-locks">No user is locked out.</p>`;
+function locksSection(v: {
+  session: BrowserSession;
+  locks: readonly LoginLockView[];
+  canUnlock: boolean;
+}): Html {
+  if (v.locks.length === 0)
+    return html`<p class="muted" data-testid="login-locks">No user is locked out.</p>`;
   return html`<table data-testid="login-locks" class="narrow"><thead><tr><th>User</th><th>Locked from</th><th>Since</th><th>Until</th>${v.canUnlock ? html`<th></th>` : ''}</tr></thead><tbody>
 ${v.locks.map((l) => html`<tr><td>${l.user}</td><td class="mono">${l.client ?? 'every address'}</td><td class="small">${whenMs(l.since)}</td><td class="small">${whenMs(l.until)}</td>${v.canUnlock ? html`<td><form method="post" action="/console/logins/unlock" class="inline">${csrfField(v.session)}<input type="hidden" name="name" value="${l.user}"><button type="submit">Unlock</button></form></td>` : ''}</tr>`)}
 </tbody></table>`;
 }
 
-export function statusPage(v: { session: BrowserSession; status: StatusView; canAct: boolean; locks: readonly LoginLockView[]; canUnlock: boolean }): Html {
+export function statusPage(v: {
+  session: BrowserSession;
+  status: StatusView;
+  canAct: boolean;
+  locks: readonly LoginLockView[];
+  canUnlock: boolean;
+}): Html {
   const st = v.status;
   const pf = st.platform;
   return html`<h1>Status</h1>
@@ -133,13 +189,15 @@ ${st.daemon?.reloadError ? html`<div class="flash error" data-testid="reload-err
 <h2>Daemon</h2>
 ${st.daemon ? html`<dl class="kv"><dt>Process</dt><dd>pid ${st.daemon.pid} on ${st.daemon.host}</dd><dt>Started</dt><dd>${when(st.daemon.startedAt)}</dd><dt>Mapping</dt><dd class="mono">${st.daemon.mappingVersion}</dd></dl>` : html`<p class="muted">No daemon running.</p>`}
 <h2>Platform rate budget</h2>
-${pf === null
-  ? html`<p class="muted">Only the daemon knows its budget.</p>`
-  : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
+${
+  pf === null
+    ? html`<p class="muted">Only the daemon knows its budget.</p>`
+    : html`<table data-testid="budget" class="narrow"><thead><tr><th>Bucket</th><th class="num">Limit</th><th class="num">Allowed (after headroom)</th><th class="num">Spent in window</th><th class="num">Remaining</th><th>Paused until</th></tr></thead><tbody>
 ${pf.budgets.map((b) => html`<tr><td>${b.bucket}</td><td class="num">${b.limit}</td><td class="num">${b.allowed}</td><td class="num">${b.spentInWindow}</td><td class="num">${b.remaining}</td><td>${b.pausedUntil === null ? html`<span class="muted">not paused</span>` : pill(whenMs(b.pausedUntil), 'bad')}</td></tr>`)}
 </tbody></table>
 <p class="muted">This process's view: spent and remaining count its own calls (with the state in PostgreSQL the budget, pauses and strikes are shared by every replica).</p>
-<dl class="kv"><dt>Last success</dt><dd>${whenMs(pf.lastSuccessAt) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${whenMs(pf.lastFailure.at)} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`}
+<dl class="kv"><dt>Last success</dt><dd>${whenMs(pf.lastSuccessAt) || 'none yet'}</dd><dt>Last failure</dt><dd>${pf.lastFailure ? html`${whenMs(pf.lastFailure.at)} <span class="mono">${pf.lastFailure.code}</span> ${pf.lastFailure.detail}` : 'none'}</dd></dl>`
+}
 ${v.canAct && pf !== null && (pf.strikes24h > 0 || pf.trafficStopped) ? html`<form method="post" action="/console/requests" class="action" data-testid="strike-clear">${csrfField(v.session)}<input type="hidden" name="action" value="strike_clear"><label class="grow">Reason (kept in the audit log)<input name="reason" class="wide" required maxlength="500"></label><button type="submit" class="danger">Request strike clear</button></form>` : ''}
 <h2>Login locks</h2>
 ${locksSection(v)}
@@ -168,7 +226,21 @@ ${v.error ? html`<div class="flash error" role="alert" data-testid="login-error"
 }
 
 export function errorBody(status: number, message: string, link?: string): Html {
-  const title = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : status === 409 ? 'Conflict' : status === 400 ? 'Cannot do that' : status === 429 ? 'Not so fast' : 'Something went wrong';
-  const to = link !== undefined && link.startsWith('/console/requests/') ? html`<p><a href="${consoleHref(link)}" data-testid="error-link">Open request ${decodeURIComponent(link.slice('/console/requests/'.length))}</a></p>` : '';
+  const title =
+    status === 403
+      ? 'Not allowed'
+      : status === 404
+        ? 'Not found'
+        : status === 409
+          ? 'Conflict'
+          : status === 400
+            ? 'Cannot do that'
+            : status === 429
+              ? 'Not so fast'
+              : 'Something went wrong';
+  const to =
+    link !== undefined && link.startsWith('/console/requests/')
+      ? html`<p><a href="${consoleHref(link)}" data-testid="error-link">Open request ${decodeURIComponent(link.slice('/console/requests/'.length))}</a></p>`
+      : '';
   return html`<h1>${title}</h1><div class="flash error" data-testid="error">${message}</div>${to}<p><a href="/console/queue">Back to the exception queue</a></p>`;
 }

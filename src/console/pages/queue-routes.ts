@@ -1,6 +1,14 @@
 /** The exception queue, its search (kept in the session) and the loan page. */
 import { ConsoleError, hasRole, type ReboardDiff, type RequestPreview } from '../contract.js';
-import { QUEUE_KEYS, QueueParamError, filterOf, queryOf, queueHref, queuePage, type QueueParams } from './queue.js';
+import {
+  QUEUE_KEYS,
+  QueueParamError,
+  filterOf,
+  queryOf,
+  queueHref,
+  queuePage,
+  type QueueParams,
+} from './queue.js';
 import { loanPage } from './loan.js';
 import { locals, field } from './context.js';
 import type { PageContext } from './context.js';
@@ -22,7 +30,6 @@ export function mountQueueRoutes(ctx: PageContext): void {
   // Exception queue
   // ---------------------------------------------------------------------------------------------
 
-
   router.get('/queue', async (req, res, next) => {
     const { session, user } = locals(res);
     const params = queueParams(req.query);
@@ -38,8 +45,29 @@ export function mountQueueRoutes(ctx: PageContext): void {
           throw err;
         }
       };
-      const [page, counts, retry, skip] = await Promise.all([service.exceptions(query), service.exceptionCounts(filter), canAct ? preview('retry') : null, canAct ? preview('skip') : null]);
-      sendPage(res, 200, 'Exception queue', 'queue', queuePage({ session, params, page, counts, preview: canAct ? { retry, skip } : null, canAct, products: [], versions: [] }), session);
+      const [page, counts, retry, skip] = await Promise.all([
+        service.exceptions(query),
+        service.exceptionCounts(filter),
+        canAct ? preview('retry') : null,
+        canAct ? preview('skip') : null,
+      ]);
+      sendPage(
+        res,
+        200,
+        'Exception queue',
+        'queue',
+        queuePage({
+          session,
+          params,
+          page,
+          counts,
+          preview: canAct ? { retry, skip } : null,
+          canAct,
+          products: [],
+          versions: [],
+        }),
+        session,
+      );
     } catch (err) {
       if (err instanceof QueueParamError) {
         sendError(res, 400, err.message);
@@ -52,7 +80,8 @@ export function mountQueueRoutes(ctx: PageContext): void {
   // The search text goes by POST into the session: a borrower's name never appears in a URL.
   router.post('/queue/search', (req, res) => {
     const { session } = locals(res);
-    session.search = field(req.body, 'clear') === '1' ? '' : (field(req.body, 'q') ?? '').trim().slice(0, 200);
+    session.search =
+      field(req.body, 'clear') === '1' ? '' : (field(req.body, 'q') ?? '').trim().slice(0, 200);
     res.redirect(303, queueHref(queueParams(req.body)));
   });
 
@@ -75,12 +104,27 @@ export function mountQueueRoutes(ctx: PageContext): void {
         try {
           return await service.reboardDiff(user, id);
         } catch (err) {
-          if (err instanceof ConsoleError && err.status !== 404) return { loanId: id, outcome: 'unavailable', mappingVersion: null, previousVersion: null, changes: [], message: err.message };
+          if (err instanceof ConsoleError && err.status !== 404)
+            return {
+              loanId: id,
+              outcome: 'unavailable',
+              mappingVersion: null,
+              previousVersion: null,
+              changes: [],
+              message: err.message,
+            };
           throw err;
         }
       };
       const [diff, audit] = await Promise.all([check(), service.audit({ loan: id, limit: 50 })]);
-      sendPage(res, 200, `Loan ${id}`, 'queue', loanPage({ session, history, diff, audit: audit.items, canAct: hasRole(user, 'operator') }), session);
+      sendPage(
+        res,
+        200,
+        `Loan ${id}`,
+        'queue',
+        loanPage({ session, history, diff, audit: audit.items, canAct: hasRole(user, 'operator') }),
+        session,
+      );
     } catch (err) {
       next(err);
     }

@@ -5,13 +5,34 @@
  * with its preview count.
  */
 import { QUARANTINE_REASONS } from '../../store/loan-states.js';
-import { AGE_BUCKETS, EXCEPTION_SORTS, type ExceptionFilter, type ExceptionItem, type ExceptionPage, type ExceptionQuery, type ExceptionSort, type ReasonAgeCount, type RequestPreview } from '../contract.js';
+import {
+  AGE_BUCKETS,
+  EXCEPTION_SORTS,
+  type ExceptionFilter,
+  type ExceptionItem,
+  type ExceptionPage,
+  type ExceptionQuery,
+  type ExceptionSort,
+  type ReasonAgeCount,
+  type RequestPreview,
+} from '../contract.js';
 import { amountInput, errorSentence, money, parseAmount, pill, shortId, when } from './format.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
 
-export const FILTER_KEYS = ['state', 'reason', 'product', 'minAmount', 'maxAmount', 'mappingVersion', 'releasedFrom', 'releasedTo', 'minAge', 'maxAge'] as const;
+export const FILTER_KEYS = [
+  'state',
+  'reason',
+  'product',
+  'minAmount',
+  'maxAmount',
+  'mappingVersion',
+  'releasedFrom',
+  'releasedTo',
+  'minAge',
+  'maxAge',
+] as const;
 export const QUEUE_KEYS = [...FILTER_KEYS, 'sort', 'dir', 'limit'] as const;
 export type QueueParams = Partial<Record<(typeof QUEUE_KEYS)[number] | 'cursor', string>>;
 
@@ -30,11 +51,13 @@ export class QueueParamError extends Error {
 export function filterOf(p: QueueParams, search: string): ExceptionFilter {
   const f: ExceptionFilter = {};
   if (p.state) {
-    if (p.state !== 'quarantined' && p.state !== 'review') throw new QueueParamError('state', 'state: expected quarantined or review');
+    if (p.state !== 'quarantined' && p.state !== 'review')
+      throw new QueueParamError('state', 'state: expected quarantined or review');
     f.state = p.state;
   }
   if (p.reason) {
-    if (!(REASONS as readonly string[]).includes(p.reason)) throw new QueueParamError('reason', `reason: expected one of ${REASONS.join(', ')}`);
+    if (!(REASONS as readonly string[]).includes(p.reason))
+      throw new QueueParamError('reason', `reason: expected one of ${REASONS.join(', ')}`);
     f.reason = p.reason as ExceptionFilter['reason'] & string;
   }
   if (p.product) f.product = p.product;
@@ -45,7 +68,8 @@ export function filterOf(p: QueueParams, search: string): ExceptionFilter {
   ] as const) {
     const cents = parseAmount(p[key]);
     if (cents !== null) {
-      if (Number.isNaN(cents)) throw new QueueParamError(key, `${key}: expected an amount such as 2500 or 2500.50`);
+      if (Number.isNaN(cents))
+        throw new QueueParamError(key, `${key}: expected an amount such as 2500 or 2500.50`);
       f[target] = cents;
     }
   }
@@ -55,7 +79,8 @@ export function filterOf(p: QueueParams, search: string): ExceptionFilter {
   ] as const) {
     const v = p[key];
     if (v) {
-      if (!/^\d{4}-\d{2}-\d{2}$/.test(v)) throw new QueueParamError(key, `${key}: expected a date YYYY-MM-DD`);
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(v))
+        throw new QueueParamError(key, `${key}: expected a date YYYY-MM-DD`);
       f[target] = v;
     }
   }
@@ -65,7 +90,8 @@ export function filterOf(p: QueueParams, search: string): ExceptionFilter {
   ] as const) {
     const v = p[key];
     if (v) {
-      if (!/^\d{1,5}$/.test(v)) throw new QueueParamError(key, `${key}: expected a whole number of business days`);
+      if (!/^\d{1,5}$/.test(v))
+        throw new QueueParamError(key, `${key}: expected a whole number of business days`);
       f[target] = Number(v);
     }
   }
@@ -77,7 +103,8 @@ export function filterOf(p: QueueParams, search: string): ExceptionFilter {
 export function queryOf(p: QueueParams, search: string): ExceptionQuery {
   const query: ExceptionQuery = { ...filterOf(p, search) };
   if (p.sort) {
-    if (!(EXCEPTION_SORTS as readonly string[]).includes(p.sort)) throw new QueueParamError('sort', `sort: expected one of ${EXCEPTION_SORTS.join(', ')}`);
+    if (!(EXCEPTION_SORTS as readonly string[]).includes(p.sort))
+      throw new QueueParamError('sort', `sort: expected one of ${EXCEPTION_SORTS.join(', ')}`);
     query.sort = p.sort as ExceptionSort;
   }
   if (p.dir) {
@@ -85,7 +112,8 @@ export function queryOf(p: QueueParams, search: string): ExceptionQuery {
     query.dir = p.dir;
   }
   if (p.limit) {
-    if (!/^\d{1,3}$/.test(p.limit) || Number(p.limit) < 1 || Number(p.limit) > 500) throw new QueueParamError('limit', 'limit: expected 1–500');
+    if (!/^\d{1,3}$/.test(p.limit) || Number(p.limit) < 1 || Number(p.limit) > 500)
+      throw new QueueParamError('limit', 'limit: expected 1–500');
     query.limit = Number(p.limit);
   }
   if (p.cursor) query.cursor = p.cursor;
@@ -93,18 +121,31 @@ export function queryOf(p: QueueParams, search: string): ExceptionQuery {
 }
 
 /** The query string of the queue with some keys changed (paging, sorting); search never in it. */
-export function queueHref(p: QueueParams, change: Partial<Record<keyof QueueParams, string | undefined>> = {}): string {
+export function queueHref(
+  p: QueueParams,
+  change: Partial<Record<keyof QueueParams, string | undefined>> = {},
+): string {
   const merged: Record<string, string | undefined> = {};
   for (const k of QUEUE_KEYS) merged[k] = p[k];
   const out = { ...merged, ...change };
   return consoleHref('/console/queue', out);
 }
 
-function select(name: string, value: string | undefined, options: ReadonlyArray<readonly [string, string]>, label: string): Html {
+function select(
+  name: string,
+  value: string | undefined,
+  options: ReadonlyArray<readonly [string, string]>,
+  label: string,
+): Html {
   return html`<label>${label}<select name="${name}">${options.map(([v, text]) => html`<option value="${v}"${v === (value ?? '') ? html` selected` : ''}>${text}</option>`)}</select></label>`;
 }
 
-function input(name: string, value: string | undefined, label: string, attrs: { type?: string; placeholder?: string; cls?: string } = {}): Html {
+function input(
+  name: string,
+  value: string | undefined,
+  label: string,
+  attrs: { type?: string; placeholder?: string; cls?: string } = {},
+): Html {
   return html`<label>${label}<input name="${name}" type="${attrs.type ?? 'text'}" value="${value ?? ''}"${attrs.placeholder ? html` placeholder="${attrs.placeholder}"` : ''}${attrs.cls ? html` class="${attrs.cls}"` : ''}></label>`;
 }
 
@@ -136,7 +177,10 @@ ${counts.map((c) => html`<tr><td><a href="${queueHref(p, { reason: c.reason, cur
 
 function itemRow(i: ExceptionItem): Html {
   const sentence = errorSentence(i.lastErrorCode, i.lastErrorMessage);
-  const reason = i.reason === 'review' ? `${i.reviewItems} review item${i.reviewItems === 1 ? '' : 's'}` : i.reason.replaceAll('_', ' ');
+  const reason =
+    i.reason === 'review'
+      ? `${i.reviewItems} review item${i.reviewItems === 1 ? '' : 's'}`
+      : i.reason.replaceAll('_', ' ');
   return html`<tr data-testid="queue-row">
 <td class="mono" title="${i.id}"><a href="${consoleHref(`/console/loans/${seg(i.id)}`)}">${shortId(i.id)}</a></td>
 <td title="${i.loanNumber ?? ''}">${i.loanNumber ?? ''}</td>
@@ -149,7 +193,16 @@ function itemRow(i: ExceptionItem): Html {
 </tr>`;
 }
 
-export function queuePage(v: { session: BrowserSession; params: QueueParams; page: ExceptionPage; counts: readonly ReasonAgeCount[]; preview: { retry: RequestPreview | null; skip: RequestPreview | null } | null; canAct: boolean; products: readonly string[]; versions: readonly string[] }): Html {
+export function queuePage(v: {
+  session: BrowserSession;
+  params: QueueParams;
+  page: ExceptionPage;
+  counts: readonly ReasonAgeCount[];
+  preview: { retry: RequestPreview | null; skip: RequestPreview | null } | null;
+  canAct: boolean;
+  products: readonly string[];
+  versions: readonly string[];
+}): Html {
   const p = v.params;
   const f = (() => {
     try {
@@ -172,7 +225,16 @@ ${preview.exempt ? html`<span class="small muted">(exempt from four eyes: runs a
   };
   return html`<h1>Exception queue</h1>
 <form method="get" action="/console/queue" class="filters" data-testid="filters">
-${select('state', p.state, [['', 'any'], ['quarantined', 'quarantined'], ['review', 'boarded with review items']], 'State')}
+${select(
+  'state',
+  p.state,
+  [
+    ['', 'any'],
+    ['quarantined', 'quarantined'],
+    ['review', 'boarded with review items'],
+  ],
+  'State',
+)}
 ${select('reason', p.reason, [['', 'any'], ...REASONS.map((r) => [r, r] as const)], 'Exception reason')}
 ${v.products.length > 0 ? select('product', p.product, [['', 'any'], ...v.products.map((x) => [x, x] as const)], 'Product') : input('product', p.product, 'Product', { cls: 'short' })}
 ${input('minAmount', p.minAmount ?? amountInput(f.minAmountCents), 'Amount from', { cls: 'short', placeholder: '0.00' })}

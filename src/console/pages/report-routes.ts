@@ -19,7 +19,12 @@ export function mountReportRoutes(ctx: PageContext): void {
     const request = field(req.query, 'request')?.trim() || undefined;
     const cursor = field(req.query, 'cursor') || undefined;
     try {
-      const page = await service.audit({ ...(loan ? { loan } : {}), ...(request ? { requestId: request } : {}), ...(cursor ? { cursor } : {}), limit: 100 });
+      const page = await service.audit({
+        ...(loan ? { loan } : {}),
+        ...(request ? { requestId: request } : {}),
+        ...(cursor ? { cursor } : {}),
+        limit: 100,
+      });
       sendPage(res, 200, 'Audit log', 'audit', auditPage({ page, loan, request, cursor }), session);
     } catch (err) {
       next(err);
@@ -47,7 +52,14 @@ export function mountReportRoutes(ctx: PageContext): void {
 
   router.get('/reconciliation', async (_req, res, next) => {
     try {
-      sendPage(res, 200, 'Reconciliation', 'reconciliation', reportsPage({ runs: await service.reports() }), locals(res).session);
+      sendPage(
+        res,
+        200,
+        'Reconciliation',
+        'reconciliation',
+        reportsPage({ runs: await service.reports() }),
+        locals(res).session,
+      );
     } catch (err) {
       next(err);
     }
@@ -61,7 +73,14 @@ export function mountReportRoutes(ctx: PageContext): void {
         sendError(res, 404, 'No such reconciliation run.');
         return;
       }
-      sendPage(res, 200, `Reconciliation ${view.day}`, 'reconciliation', reportPage({ session, user, view }), session);
+      sendPage(
+        res,
+        200,
+        `Reconciliation ${view.day}`,
+        'reconciliation',
+        reportPage({ session, user, view }),
+        session,
+      );
     } catch (err) {
       next(err);
     }
@@ -70,12 +89,17 @@ export function mountReportRoutes(ctx: PageContext): void {
   router.get('/reconciliation/:day/:run/report.:kind', async (req, res, next) => {
     const kind = req.params['kind'];
     try {
-      if (kind !== 'html' && kind !== 'json' && kind !== 'csv') throw new ConsoleError(404, 'no such report file');
+      if (kind !== 'html' && kind !== 'json' && kind !== 'csv')
+        throw new ConsoleError(404, 'no such report file');
       const file = await service.reportFile(req.params['day'], req.params['run'], kind);
       if (!file) throw new ConsoleError(404, 'no such report file');
       // report.html is self-contained with inline styles and an inline SVG: its own policy, still no script.
       if (kind === 'html') res.setHeader('Content-Security-Policy', REPORT_HTML_CSP);
-      else res.setHeader('Content-Disposition', `attachment; filename="report-${(req.params['day']).replace(/[^0-9-]/g, '')}.${kind}"`);
+      else
+        res.setHeader(
+          'Content-Disposition',
+          `attachment; filename="report-${req.params['day'].replace(/[^0-9-]/g, '')}.${kind}"`,
+        );
       res.sendFile(file, { dotfiles: 'deny' });
     } catch (err) {
       next(err);
@@ -86,14 +110,21 @@ export function mountReportRoutes(ctx: PageContext): void {
     const { session, user } = locals(res);
     const as = field(req.body, 'as');
     try {
-      if (as !== 'prepared' && as !== 'reviewed') throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
+      if (as !== 'prepared' && as !== 'reviewed')
+        throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
       const dispositions: Record<string, string> = {};
       for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>)) {
         const m = /^disposition_(\d{1,6})$/.exec(k);
         if (m && typeof v === 'string') dispositions[m[1] as string] = v;
       }
-      const run = await service.signOff(user, req.params['day'], req.params['run'], as, { note: field(req.body, 'note') ?? '', dispositions });
-      session.flash = { kind: 'ok', text: `Signed as ${as === 'prepared' ? 'preparer' : 'reviewer'} of ${run.day}.` };
+      const run = await service.signOff(user, req.params['day'], req.params['run'], as, {
+        note: field(req.body, 'note') ?? '',
+        dispositions,
+      });
+      session.flash = {
+        kind: 'ok',
+        text: `Signed as ${as === 'prepared' ? 'preparer' : 'reviewer'} of ${run.day}.`,
+      };
       res.redirect(303, consoleHref(`/console/reconciliation/${seg(run.day)}/${seg(run.run)}`));
     } catch (err) {
       next(err);

@@ -1,5 +1,12 @@
 /** Requests: made from the queue, the loan page and the batches page; listed; decided (approve, reject) or withdrawn by their maker. */
-import { ConsoleError, REQUEST_ACTIONS, REQUEST_STATUSES, type NewRequest, type RequestAction, type RequestStatus } from '../contract.js';
+import {
+  ConsoleError,
+  REQUEST_ACTIONS,
+  REQUEST_STATUSES,
+  type NewRequest,
+  type RequestAction,
+  type RequestStatus,
+} from '../contract.js';
 import { consoleHref, seg } from './html.js';
 import { BULK_FILTER_PREFIX, FILTER_KEYS, QueueParamError, filterOf, type QueueParams } from './queue.js';
 import { requestPage, requestsPage } from './requests.js';
@@ -18,13 +25,18 @@ export function mountRequestRoutes(ctx: PageContext): void {
     const { session, user } = locals(res);
     try {
       const action = field(req.body, 'action') ?? '';
-      if (!(REQUEST_ACTIONS as readonly string[]).includes(action)) throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
-      const input: NewRequest = { action: action as RequestAction, reason: (field(req.body, 'reason') ?? '').trim() };
+      if (!(REQUEST_ACTIONS as readonly string[]).includes(action))
+        throw new ConsoleError(400, `action: expected one of ${REQUEST_ACTIONS.join(', ')}`, 'action');
+      const input: NewRequest = {
+        action: action as RequestAction,
+        reason: (field(req.body, 'reason') ?? '').trim(),
+      };
       const loans = fieldList(req.body, 'loans');
       if (field(req.body, 'by') === 'filter') {
         // The filter's own keys only (sort and paging are not part of what the request covers).
         const params = queueParams(req.body, BULK_FILTER_PREFIX);
-        for (const k of Object.keys(params)) if (!(FILTER_KEYS as readonly string[]).includes(k)) delete params[k as keyof QueueParams];
+        for (const k of Object.keys(params))
+          if (!(FILTER_KEYS as readonly string[]).includes(k)) delete params[k as keyof QueueParams];
         input.filter = filterOf(params, session.search);
       } else if (loans !== undefined) {
         input.loans = loans.filter((x) => x !== '');
@@ -32,7 +44,13 @@ export function mountRequestRoutes(ctx: PageContext): void {
       const batch = field(req.body, 'batch');
       if (batch) input.batch = batch;
       const made = await service.createRequest(user, input);
-      session.flash = { kind: 'ok', text: made.status === 'pending' ? `Request ${made.id} (${made.action}, ${made.previewCount} loan${made.previewCount === 1 ? '' : 's'}) is waiting for an approver.` : `Request ${made.id} (${made.action}) is ${made.status}.` };
+      session.flash = {
+        kind: 'ok',
+        text:
+          made.status === 'pending'
+            ? `Request ${made.id} (${made.action}, ${made.previewCount} loan${made.previewCount === 1 ? '' : 's'}) is waiting for an approver.`
+            : `Request ${made.id} (${made.action}) is ${made.status}.`,
+      };
       res.redirect(303, consoleHref(`/console/requests/${seg(made.id)}`));
     } catch (err) {
       if (err instanceof QueueParamError) {
@@ -48,10 +66,22 @@ export function mountRequestRoutes(ctx: PageContext): void {
     const status = field(req.query, 'status');
     const cursor = field(req.query, 'cursor');
     try {
-      if (status !== undefined && status !== '' && !(REQUEST_STATUSES as readonly string[]).includes(status)) throw new ConsoleError(400, `status: expected one of ${REQUEST_STATUSES.join(', ')}`);
+      if (status !== undefined && status !== '' && !(REQUEST_STATUSES as readonly string[]).includes(status))
+        throw new ConsoleError(400, `status: expected one of ${REQUEST_STATUSES.join(', ')}`);
       const st = status ? (status as RequestStatus) : undefined;
-      const page = await service.requests({ ...(st ? { status: st } : {}), ...(cursor ? { cursor } : {}), limit: 50 });
-      sendPage(res, 200, 'Requests', 'requests', requestsPage({ session, user, status: st, page, cursor }), session);
+      const page = await service.requests({
+        ...(st ? { status: st } : {}),
+        ...(cursor ? { cursor } : {}),
+        limit: 50,
+      });
+      sendPage(
+        res,
+        200,
+        'Requests',
+        'requests',
+        requestsPage({ session, user, status: st, page, cursor }),
+        session,
+      );
     } catch (err) {
       next(err);
     }
@@ -65,7 +95,14 @@ export function mountRequestRoutes(ctx: PageContext): void {
         sendError(res, 404, `No request ${req.params['id']}.`);
         return;
       }
-      sendPage(res, 200, `Request ${request.id}`, 'requests', requestPage({ session, user, request }), session);
+      sendPage(
+        res,
+        200,
+        `Request ${request.id}`,
+        'requests',
+        requestPage({ session, user, request }),
+        session,
+      );
     } catch (err) {
       next(err);
     }
@@ -82,7 +119,10 @@ export function mountRequestRoutes(ctx: PageContext): void {
       else if (decision === 'reject') r = await service.reject(user, id, note);
       else if (decision === 'withdraw') r = await service.withdraw(user, id, note === '' ? undefined : note);
       else throw new ConsoleError(404, `no such decision: ${decision}`);
-      session.flash = { kind: r.status === 'failed' || r.status === 'rejected' ? 'error' : 'ok', text: `Request ${r.id} ${r.status}${r.result ? `: ${r.result.done} done${r.result.failed.length > 0 ? `, ${r.result.failed.length} failed` : ''}` : ''}.` };
+      session.flash = {
+        kind: r.status === 'failed' || r.status === 'rejected' ? 'error' : 'ok',
+        text: `Request ${r.id} ${r.status}${r.result ? `: ${r.result.done} done${r.result.failed.length > 0 ? `, ${r.result.failed.length} failed` : ''}` : ''}.`,
+      };
       res.redirect(303, consoleHref(`/console/requests/${seg(r.id)}`));
     } catch (err) {
       next(err);

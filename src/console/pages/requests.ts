@@ -1,12 +1,20 @@
 /** Requests: the list (pending first for approvers), one request with approve / reject. */
-import { REQUEST_STATUSES, hasRole, type ActionRequest, type ConsoleUser, type Page, type RequestStatus } from '../contract.js';
+import {
+  REQUEST_STATUSES,
+  hasRole,
+  type ActionRequest,
+  type ConsoleUser,
+  type Page,
+  type RequestStatus,
+} from '../contract.js';
 import { pill, pretty, shortId, when } from './format.js';
 import { consoleHref, html, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
 
 function what(r: ActionRequest): Html {
-  if (r.loans && r.loans.length === 1) return html`loan <a class="mono" href="${consoleHref(`/console/loans/${seg(r.loans[0] as string)}`)}">${r.loans[0]}</a>`;
+  if (r.loans && r.loans.length === 1)
+    return html`loan <a class="mono" href="${consoleHref(`/console/loans/${seg(r.loans[0] as string)}`)}">${r.loans[0]}</a>`;
   if (r.filter) {
     const parts = Object.entries(r.filter).filter(([, v]) => v !== undefined && v !== '');
     return html`${r.previewCount} loan${r.previewCount === 1 ? '' : 's'} by filter <span class="small muted">${parts.length === 0 ? '(all exceptions)' : parts.map(([k, v]) => `${k}=${String(v as string)}`).join(' ')}</span>`;
@@ -17,8 +25,15 @@ function what(r: ActionRequest): Html {
 }
 
 /** The requests table; with `decide`, pending rows another approver can decide carry an Approve button. */
-export function requestRows(rows: readonly ActionRequest[], decide?: { session: BrowserSession; user: ConsoleUser }): Html {
-  const canDecide = (r: ActionRequest): boolean => decide !== undefined && r.status === 'pending' && hasRole(decide.user, 'approver') && r.maker !== decide.user.name;
+export function requestRows(
+  rows: readonly ActionRequest[],
+  decide?: { session: BrowserSession; user: ConsoleUser },
+): Html {
+  const canDecide = (r: ActionRequest): boolean =>
+    decide !== undefined &&
+    r.status === 'pending' &&
+    hasRole(decide.user, 'approver') &&
+    r.maker !== decide.user.name;
   const withActions = decide !== undefined && rows.some(canDecide);
   return html`<table data-testid="requests"><thead><tr><th>Request</th><th>Action</th><th>Covers</th><th>Reason</th><th>Maker</th><th>Made</th><th>Status</th><th>Decided by</th>${withActions ? html`<th></th>` : ''}</tr></thead><tbody>
 ${rows.map((r) => html`<tr data-testid="request-row" data-status="${r.status}"><td class="mono date"><a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">${r.id}</a></td><td>${r.action}</td><td>${what(r)}</td><td class="wrap">${r.reason}</td><td>${r.maker}</td><td class="small date">${when(r.createdAt)}</td><td>${pill(r.status)}</td><td>${r.decidedBy ?? ''}</td>${withActions ? html`<td>${decide && canDecide(r) ? html`<form method="post" action="${consoleHref(`/console/requests/${seg(r.id)}/approve`)}" class="inline">${csrfField(decide.session)}<button type="submit">Approve</button></form> <a href="${consoleHref(`/console/requests/${seg(r.id)}`)}">Reject…</a>` : ''}</td>` : ''}</tr>`)}
@@ -32,8 +47,10 @@ function withdrawForm(session: BrowserSession, r: ActionRequest): Html {
 
 export function decisionForms(session: BrowserSession, user: ConsoleUser, r: ActionRequest): Html {
   if (r.status !== 'pending') return html``;
-  if (r.maker === user.name) return html`<p class="note" data-testid="own-request">You made this request: ${hasRole(user, 'approver') ? 'another approver must decide it (four eyes)' : 'it waits for a person with the approver role'}. You can take it back while it waits.</p>${withdrawForm(session, r)}`;
-  if (!hasRole(user, 'approver')) return html`<p class="note">Waiting for a person with the approver role.</p>`;
+  if (r.maker === user.name)
+    return html`<p class="note" data-testid="own-request">You made this request: ${hasRole(user, 'approver') ? 'another approver must decide it (four eyes)' : 'it waits for a person with the approver role'}. You can take it back while it waits.</p>${withdrawForm(session, r)}`;
+  if (!hasRole(user, 'approver'))
+    return html`<p class="note">Waiting for a person with the approver role.</p>`;
   const path = `/console/requests/${seg(r.id)}`;
   return html`<div class="cards">
 <form method="post" action="${consoleHref(`${path}/approve`)}" class="action" data-testid="approve">${csrfField(session)}
@@ -43,8 +60,17 @@ export function decisionForms(session: BrowserSession, user: ConsoleUser, r: Act
 </div>`;
 }
 
-export function requestsPage(v: { session: BrowserSession; user: ConsoleUser; status: RequestStatus | undefined; page: Page<ActionRequest>; cursor: string | undefined }): Html {
-  const tabs: Array<[RequestStatus | undefined, string]> = [[undefined, 'all'], ...REQUEST_STATUSES.map((s) => [s, s] as [RequestStatus, string])];
+export function requestsPage(v: {
+  session: BrowserSession;
+  user: ConsoleUser;
+  status: RequestStatus | undefined;
+  page: Page<ActionRequest>;
+  cursor: string | undefined;
+}): Html {
+  const tabs: Array<[RequestStatus | undefined, string]> = [
+    [undefined, 'all'],
+    ...REQUEST_STATUSES.map((s) => [s, s] as [RequestStatus, string]),
+  ];
   return html`<h1>Requests</h1>
 <p>${tabs.map(([s, label]) => html`<a href="${consoleHref('/console/requests', { status: s })}"${s === v.status ? html` class="pill warn"` : html` class="pill"`}>${label}</a> `)}</p>
 ${v.page.items.length === 0 ? html`<p class="muted">No requests${v.status ? ` ${v.status}` : ''}.</p>` : requestRows(v.page.items, { session: v.session, user: v.user })}

@@ -41,11 +41,24 @@ export function sessionCookieOf(req: Request): string | undefined {
  * No Max-Age: it dies with the browser; the server expires it sooner when idle.
  */
 export function setSessionCookie(res: Response, id: string, secure: boolean): void {
-  res.append('Set-Cookie', serializeCookie(SESSION_COOKIE, id, { httpOnly: true, sameSite: 'strict', path: COOKIE_PATH, secure }));
+  res.append(
+    'Set-Cookie',
+    serializeCookie(SESSION_COOKIE, id, { httpOnly: true, sameSite: 'strict', path: COOKIE_PATH, secure }),
+  );
 }
 
 export function clearSessionCookie(res: Response, secure: boolean): void {
-  res.append('Set-Cookie', serializeCookie(SESSION_COOKIE, '', { httpOnly: true, sameSite: 'strict', path: COOKIE_PATH, secure, maxAge: 0, expires: new Date(0) }));
+  res.append(
+    'Set-Cookie',
+    serializeCookie(SESSION_COOKIE, '', {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: COOKIE_PATH,
+      secure,
+      maxAge: 0,
+      expires: new Date(0),
+    }),
+  );
 }
 
 /**
@@ -60,7 +73,12 @@ export function sameOrigin(req: Request): { ok: true } | { ok: false; why: strin
   const referer = req.headers.referer;
   // An opaque origin (a sandboxed frame, a data: page) is never one of our pages.
   if (origin === 'null') return { ok: false, why: 'Origin is null' };
-  const source = typeof origin === 'string' && origin !== '' ? origin : typeof referer === 'string' && referer !== '' ? referer : null;
+  const source =
+    typeof origin === 'string' && origin !== ''
+      ? origin
+      : typeof referer === 'string' && referer !== ''
+        ? referer
+        : null;
   if (source === null) return { ok: false, why: 'no Origin or Referer header' };
   let url: URL;
   try {
@@ -68,7 +86,9 @@ export function sameOrigin(req: Request): { ok: true } | { ok: false; why: strin
   } catch {
     return { ok: false, why: 'Origin/Referer is not a URL' };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, why: `Origin scheme ${url.protocol}` };
-  if (url.host.toLowerCase() !== host.toLowerCase()) return { ok: false, why: `Origin ${url.host} is not this host` };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { ok: false, why: `Origin scheme ${url.protocol}` };
+  if (url.host.toLowerCase() !== host.toLowerCase())
+    return { ok: false, why: `Origin ${url.host} is not this host` };
   return { ok: true };
 }

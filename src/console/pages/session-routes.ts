@@ -15,7 +15,17 @@ export function mountSessionRoutes(ctx: PageContext): void {
 
   router.get('/login', (req, res) => {
     if (!auth.enabled) {
-      sendPage(res, 503, 'Console off', 'none', errorBody(503, 'The console has no users: add console.users (hashes from `boarding-connector console passwd`) and restart.'), null);
+      sendPage(
+        res,
+        503,
+        'Console off',
+        'none',
+        errorBody(
+          503,
+          'The console has no users: add console.users (hashes from `boarding-connector console passwd`) and restart.',
+        ),
+        null,
+      );
       return;
     }
     if (sessions.get(sessionCookieOf(req))) {
@@ -30,22 +40,50 @@ export function mountSessionRoutes(ctx: PageContext): void {
       // Login CSRF: a login form posted from another site is refused like any other POST.
       const origin = sameOrigin(req);
       if (!origin.ok) {
-        log.warn({ why: origin.why, client: auth.clientAddress(req) }, 'console login POST refused: not from this site');
+        log.warn(
+          { why: origin.why, client: auth.clientAddress(req) },
+          'console login POST refused: not from this site',
+        );
         sendError(res, 403, 'Refused: the form was not sent from this console (Origin check).');
         return;
       }
       const name = field(req.body, 'name')?.trim() ?? '';
       const password = field(req.body, 'password') ?? '';
       if (name === '' || password === '') {
-        sendPage(res, 400, 'Log in', 'none', loginPage({ error: 'Enter your user name and password.', name }), null);
+        sendPage(
+          res,
+          400,
+          'Log in',
+          'none',
+          loginPage({ error: 'Enter your user name and password.', name }),
+          null,
+        );
         return;
       }
       const outcome = await auth.verifyLogin(name, password, auth.clientAddress(req));
       if (!outcome.ok) {
         if (outcome.why === 'throttled') {
           res.setHeader('Retry-After', String(outcome.retryAfterSeconds));
-          sendPage(res, 429, 'Log in', 'none', loginPage({ error: `Too many failed logins: try again in ${outcome.retryAfterSeconds} s.`, name }), null);
-        } else sendPage(res, 401, 'Log in', 'none', loginPage({ error: 'Unknown user or wrong password.', name }), null);
+          sendPage(
+            res,
+            429,
+            'Log in',
+            'none',
+            loginPage({
+              error: `Too many failed logins: try again in ${outcome.retryAfterSeconds} s.`,
+              name,
+            }),
+            null,
+          );
+        } else
+          sendPage(
+            res,
+            401,
+            'Log in',
+            'none',
+            loginPage({ error: 'Unknown user or wrong password.', name }),
+            null,
+          );
         return;
       }
       // A fresh id at every login (no session fixation); the old one, if any, ends.
@@ -53,9 +91,16 @@ export function mountSessionRoutes(ctx: PageContext): void {
       const { id } = sessions.create(outcome.user.name, outcome.user.roles);
       setSessionCookie(res, id, isSecureRequest(req));
       locals(res).user = outcome.user;
-      log.info({ user: outcome.user.name, roles: outcome.user.roles, client: auth.clientAddress(req) }, 'console login');
+      log.info(
+        { user: outcome.user.name, roles: outcome.user.roles, client: auth.clientAddress(req) },
+        'console login',
+      );
       // An approver lands on what waits for them (requests another person made), others on the queue.
-      const waiting = hasRole(outcome.user, 'approver') ? (await service.requests({ status: 'pending', limit: PENDING_SHOWN + 1 })).items.some((r) => r.maker !== outcome.user.name) : false;
+      const waiting = hasRole(outcome.user, 'approver')
+        ? (await service.requests({ status: 'pending', limit: PENDING_SHOWN + 1 })).items.some(
+            (r) => r.maker !== outcome.user.name,
+          )
+        : false;
       res.redirect(303, waiting ? '/console/requests?status=pending' : '/console/queue');
     } catch (err) {
       next(err);
@@ -111,13 +156,23 @@ export function mountSessionRoutes(ctx: PageContext): void {
   router.post(/.*/, form, (req, res, next) => {
     const origin = sameOrigin(req);
     if (!origin.ok) {
-      log.warn({ user: locals(res).user.name, path: req.path, why: origin.why }, 'console POST refused: not from this site');
+      log.warn(
+        { user: locals(res).user.name, path: req.path, why: origin.why },
+        'console POST refused: not from this site',
+      );
       sendError(res, 403, 'Refused: the form was not sent from this console (Origin check).');
       return;
     }
     if (!sessions.csrfMatches(locals(res).session, field(req.body, '_csrf'))) {
-      log.warn({ user: locals(res).user.name, path: req.path }, 'console POST refused: missing or wrong CSRF token');
-      sendError(res, 403, 'Refused: the form is missing its security token or it has expired. Reload the page and try again.');
+      log.warn(
+        { user: locals(res).user.name, path: req.path },
+        'console POST refused: missing or wrong CSRF token',
+      );
+      sendError(
+        res,
+        403,
+        'Refused: the form is missing its security token or it has expired. Reload the page and try again.',
+      );
       return;
     }
     next();

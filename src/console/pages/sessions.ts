@@ -59,7 +59,8 @@ export function createSessionStore(opts: SessionStoreOptions): SessionStore {
   // Insertion order = least recently used first (a used session is moved to the end).
   const sessions = new Map<string, BrowserSession>();
 
-  const expired = (s: BrowserSession, now: number): boolean => now - s.lastSeenAt >= idleMs || now - s.createdAt >= absoluteMs;
+  const expired = (s: BrowserSession, now: number): boolean =>
+    now - s.lastSeenAt >= idleMs || now - s.createdAt >= absoluteMs;
 
   function sweep(now: number): void {
     for (const [k, s] of sessions) if (expired(s, now)) sessions.delete(k);
@@ -75,7 +76,15 @@ export function createSessionStore(opts: SessionStoreOptions): SessionStore {
       const now = opts.clock.now();
       sweep(now);
       const id = randomBytes(32).toString('base64url');
-      const session: BrowserSession = { user, roles: [...roles], csrfToken: randomBytes(32).toString('base64url'), createdAt: now, lastSeenAt: now, search: '', flash: null };
+      const session: BrowserSession = {
+        user,
+        roles: [...roles],
+        csrfToken: randomBytes(32).toString('base64url'),
+        createdAt: now,
+        lastSeenAt: now,
+        search: '',
+        flash: null,
+      };
       sessions.set(key(id), session);
       return { id, session };
     },

@@ -14,7 +14,14 @@ export function mountStatusRoutes(ctx: PageContext): void {
   router.get('/batches', async (_req, res, next) => {
     const { session, user } = locals(res);
     try {
-      sendPage(res, 200, 'Batches', 'batches', batchesPage({ session, batches: await service.batches(), canAct: hasRole(user, 'operator') }), session);
+      sendPage(
+        res,
+        200,
+        'Batches',
+        'batches',
+        batchesPage({ session, batches: await service.batches(), canAct: hasRole(user, 'operator') }),
+        session,
+      );
     } catch (err) {
       next(err);
     }
@@ -23,7 +30,20 @@ export function mountStatusRoutes(ctx: PageContext): void {
   router.get('/status', async (_req, res, next) => {
     const { session, user } = locals(res);
     try {
-      sendPage(res, 200, 'Status', 'status', statusPage({ session, status: await service.status(), canAct: hasRole(user, 'operator'), locks: auth.locks(), canUnlock: hasRole(user, 'approver') }), session);
+      sendPage(
+        res,
+        200,
+        'Status',
+        'status',
+        statusPage({
+          session,
+          status: await service.status(),
+          canAct: hasRole(user, 'operator'),
+          locks: auth.locks(),
+          canUnlock: hasRole(user, 'approver'),
+        }),
+        session,
+      );
     } catch (err) {
       next(err);
     }

@@ -1,5 +1,16 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -52,7 +63,8 @@ export class BatchKeys {
       }
       key = this.createKey(batchId);
     }
-    if (key.length !== KEY_BYTES) throw new Error(`batch ${batchId}: ${path} is not a key (${key.length} bytes, expected ${KEY_BYTES})`);
+    if (key.length !== KEY_BYTES)
+      throw new Error(`batch ${batchId}: ${path} is not a key (${key.length} bytes, expected ${KEY_BYTES})`);
     this.cache.set(batchId, key);
     return key;
   }
@@ -97,7 +109,9 @@ export class BatchKeys {
     const decipher = createDecipheriv('aes-256-gcm', this.key(batchId, false), raw.subarray(0, IV_BYTES));
     decipher.setAAD(Buffer.from(batchId));
     decipher.setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-    return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString('utf8');
+    return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString(
+      'utf8',
+    );
   }
 
   /** A keyed digest of a loan's rows (a plain hash of lines with a tax id in them could be tested against guesses). */

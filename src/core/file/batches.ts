@@ -7,10 +7,27 @@ import type { Clock } from '../../lib/clock.js';
 import { csvRecord } from '../../lib/csv.js';
 import type { Logger } from '../../lib/logger.js';
 import { compileLayout, CONTROL_FILE, type Layout } from './layout/layout.js';
-import { concatBytes, encodeLine, headerRowLine, renderLoanRows, summaryLine, type BatchSummary as FileSummary, type RenderedRows, type RowKind } from './layout/render.js';
+import {
+  concatBytes,
+  encodeLine,
+  headerRowLine,
+  renderLoanRows,
+  summaryLine,
+  type BatchSummary as FileSummary,
+  type RenderedRows,
+  type RowKind,
+} from './layout/render.js';
 import type { MappedRecord } from '../../contract/records.js';
 import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
-import { DIR_MODE, FILE_MODE, exists, fsyncPath, sweepTempFiles, writeFileAtomic, writeFilesAtomic } from '../durable-fs.js';
+import {
+  DIR_MODE,
+  FILE_MODE,
+  exists,
+  fsyncPath,
+  sweepTempFiles,
+  writeFileAtomic,
+  writeFilesAtomic,
+} from '../durable-fs.js';
 import { BatchKeys } from './batch-keys.js';
 import { batchDay, nextCutoff, type CutoffRule } from './cutoff.js';
 
@@ -138,7 +155,11 @@ export class FileBatches {
     const now = this.opts.clock.now();
     const render = (kind: RowKind, batchId: string): RenderedLoan => {
       const plain = JSON.stringify(board.rows[kind]);
-      return { digest: this.keys.digest(batchId, `${principalCents ?? ''}\u0000${plain}`), rowsJson: this.keys.seal(batchId, plain), recordCount: board.recordCount[kind] };
+      return {
+        digest: this.keys.digest(batchId, `${principalCents ?? ''}\u0000${plain}`),
+        rowsJson: this.keys.seal(batchId, plain),
+        recordCount: board.recordCount[kind],
+      };
     };
     const result = await this.store.append({
       loanId: board.loanId,
@@ -155,7 +176,10 @@ export class FileBatches {
     // next start (recover), never held against this loan.
     for (const id of result.frozen) {
       await this.writeSealed(id).catch((err: unknown) => {
-        this.opts.logger.error({ err, batchId: id }, 'sealing a batch past its cut-off failed; the seal job retries it');
+        this.opts.logger.error(
+          { err, batchId: id },
+          'sealing a batch past its cut-off failed; the seal job retries it',
+        );
       });
     }
     return result;
@@ -166,7 +190,10 @@ export class FileBatches {
     const r = this.store.scrubAfterSeal();
     this.scrubPending = !r.done;
     if (!r.done) {
-      this.opts.logger.warn({ batchId }, 'the state database WAL could not be truncated after the seal (a reader held it); retried at the next seal job run');
+      this.opts.logger.warn(
+        { batchId },
+        'the state database WAL could not be truncated after the seal (a reader held it); retried at the next seal job run',
+      );
     }
   }
 
@@ -238,17 +265,32 @@ export class FileBatches {
       await mkdir(dir, { recursive: true, mode: DIR_MODE });
       // Temp files of a write a crash cut short: never renamed, never read by the job.
       const swept = await sweepTempFiles(dir);
-      if (swept.length > 0) this.opts.logger.info({ batchId: id, files: swept.length }, 'removed temp files an interrupted seal left');
+      if (swept.length > 0)
+        this.opts.logger.info(
+          { batchId: id, files: swept.length },
+          'removed temp files an interrupted seal left',
+        );
       const control = await this.writeDataFiles(batch, t, dir);
       await writeFileAtomic(join(dir, CONTROL_FILE), control);
       await writeFileAtomic(join(dir, this.opts.triggerFile), `${id}\n`);
     }
     const recordCount = t.files.reduce((n, f) => n + f.summary.records, 0);
-    const sealedNow = await this.store.markSealed(id, this.opts.clock.now(), { principalCents: t.principalCents });
+    const sealedNow = await this.store.markSealed(id, this.opts.clock.now(), {
+      principalCents: t.principalCents,
+    });
     // After the commit: a crash before this line leaves the key, swept at the next start (recover).
     this.keys.destroy(id);
     if (sealedNow) {
-      this.opts.logger.info({ batchId: id, loans: t.loanCount, corrections: t.corrections, records: recordCount, principalCents: t.principalCents }, 'batch sealed');
+      this.opts.logger.info(
+        {
+          batchId: id,
+          loans: t.loanCount,
+          corrections: t.corrections,
+          records: recordCount,
+          principalCents: t.principalCents,
+        },
+        'batch sealed',
+      );
       this.scrub(id);
     }
   }
@@ -258,7 +300,10 @@ export class FileBatches {
     const current = this.opts.layout();
     if (batch.layout === current.source) return current;
     const r = compileLayout(batch.layout);
-    if (r.layout === undefined) throw new Error(`batch ${batch.id}: its stored layout does not compile: ${r.problems.map((p) => p.message).join('; ')}`);
+    if (r.layout === undefined)
+      throw new Error(
+        `batch ${batch.id}: its stored layout does not compile: ${r.problems.map((p) => p.message).join('; ')}`,
+      );
     return r.layout;
   }
 
@@ -269,14 +314,20 @@ export class FileBatches {
    */
   async tally(batch: FileBatchRow): Promise<BatchTally> {
     const layout = this.layoutOf(batch);
-    const files = layout.files.map((f) => ({ f, records: 0, loans: new Set<string>(), totals: new Map<string, bigint>() }));
+    const files = layout.files.map((f) => ({
+      f,
+      records: 0,
+      loans: new Set<string>(),
+      totals: new Map<string, bigint>(),
+    }));
     let loanCount = 0;
     let corrections = 0;
     let principal = 0n;
     for await (const row of this.store.loansOf(batch.id)) {
       if (row.kind === 'new') {
         loanCount += 1;
-        if (row.principalCents !== null && /^-?\d+$/.test(row.principalCents)) principal += BigInt(row.principalCents);
+        if (row.principalCents !== null && /^-?\d+$/.test(row.principalCents))
+          principal += BigInt(row.principalCents);
       } else corrections += 1;
       const stored = this.rowsOf(batch.id, row.rowsJson);
       for (const file of files) {
@@ -284,12 +335,23 @@ export class FileBatches {
         if (r === undefined) continue;
         file.records += r.lines.length;
         file.loans.add(row.loanId);
-        for (const [k, v] of Object.entries(r.amounts)) file.totals.set(k, (file.totals.get(k) ?? 0n) + BigInt(v));
+        for (const [k, v] of Object.entries(r.amounts))
+          file.totals.set(k, (file.totals.get(k) ?? 0n) + BigInt(v));
       }
     }
     const batchDate = batchDay(batch.cutoffAt, this.opts.rule.timeZone);
     return {
-      files: files.map(({ f, records, loans, totals }) => ({ f, summary: { batchId: batch.id, timeZone: this.opts.rule.timeZone, batchDate, records, loans: loans.size, totals } })),
+      files: files.map(({ f, records, loans, totals }) => ({
+        f,
+        summary: {
+          batchId: batch.id,
+          timeZone: this.opts.rule.timeZone,
+          batchDate,
+          records,
+          loans: loans.size,
+          totals,
+        },
+      })),
       loanCount,
       corrections,
       principalCents: principal.toString(),
@@ -302,7 +364,11 @@ export class FileBatches {
    * 64 KiB writes): the state database's row iterator is never held open across an await, where
    * another statement on the same connection would find it busy.
    */
-  async streamFile(batch: FileBatchRow, file: BatchTally['files'][number], path: string): Promise<{ bytes: number; sha256: string }> {
+  async streamFile(
+    batch: FileBatchRow,
+    file: BatchTally['files'][number],
+    path: string,
+  ): Promise<{ bytes: number; sha256: string }> {
     const { f, summary } = file;
     const hash = createHash('sha256');
     let bytes = 0;
@@ -313,7 +379,7 @@ export class FileBatches {
       const flush = (): void => {
         if (buffered === 0) return;
         const chunk = concatBytes(buffer);
-        for (let at = 0; at < chunk.length; ) at += writeSync(fd, chunk, at);
+        for (let at = 0; at < chunk.length;) at += writeSync(fd, chunk, at);
         buffer.length = 0;
         buffered = 0;
       };
@@ -348,16 +414,31 @@ export class FileBatches {
    */
   private async writeDataFiles(batch: FileBatchRow, t: BatchTally, dir: string): Promise<string> {
     // Every field escaped (RFC 4180): a record type is any text the layout gives it.
-    const controlRows: string[] = [csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256'])];
+    const controlRows: string[] = [
+      csvRecord(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256']),
+    ];
     await writeFilesAtomic(
       dir,
-      t.files.map((file) => [
-        file.f.name,
-        async (tmp: string) => {
-          const w = await this.streamFile(batch, file, tmp);
-          controlRows.push(csvRecord([batch.id, file.f.name, file.f.record, file.summary.records, file.summary.loans, w.bytes, w.sha256]));
-        },
-      ] as const),
+      t.files.map(
+        (file) =>
+          [
+            file.f.name,
+            async (tmp: string) => {
+              const w = await this.streamFile(batch, file, tmp);
+              controlRows.push(
+                csvRecord([
+                  batch.id,
+                  file.f.name,
+                  file.f.record,
+                  file.summary.records,
+                  file.summary.loans,
+                  w.bytes,
+                  w.sha256,
+                ]),
+              );
+            },
+          ] as const,
+      ),
     );
     controlRows.push(csvRecord([batch.id, '*', 'loans', t.loanCount, t.loanCount, null, null]));
     controlRows.push(csvRecord([batch.id, '*', 'corrections', t.corrections, t.corrections, null, null]));

@@ -7,13 +7,23 @@ import type { CustomerKeys } from '../../lib/customer-keys.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { parseCsvLine } from '../../lib/csv.js';
-import { CustomerSourceUnavailableError, type CustomerDirectory, type CustomerQuery, type ExistingCustomer } from '../port.js';
+import {
+  CustomerSourceUnavailableError,
+  type CustomerDirectory,
+  type CustomerQuery,
+  type ExistingCustomer,
+} from '../port.js';
 
 /** Where each field is in the bank's extract: a header name, or a 1-based column position. */
 export interface ExtractLayout {
   header: boolean;
   delimiter: string;
-  columns: { cif: string | number; tin: string | number; name: string | number; birthOrFormationDate?: string | number | undefined };
+  columns: {
+    cif: string | number;
+    tin: string | number;
+    name: string | number;
+    birthOrFormationDate?: string | number | undefined;
+  };
 }
 
 export const DEFAULT_EXTRACT_LAYOUT: ExtractLayout = {
@@ -85,7 +95,10 @@ export class CustomerExtract implements CustomerDirectory {
   status(): { ok: boolean; detail: string } {
     try {
       const l = this.usable();
-      return { ok: true, detail: `customer extract ${this.opts.path}: ${l.customers} customers${l.skipped > 0 ? `, ${l.skipped} malformed line(s) skipped` : ''}` };
+      return {
+        ok: true,
+        detail: `customer extract ${this.opts.path}: ${l.customers} customers${l.skipped > 0 ? `, ${l.skipped} malformed line(s) skipped` : ''}`,
+      };
     } catch (err) {
       return { ok: false, detail: errorMessage(err) };
     }
@@ -93,9 +106,14 @@ export class CustomerExtract implements CustomerDirectory {
 
   /** The loaded index if it is fresh enough to answer "no such customer"; throws otherwise. */
   private usable(): Loaded {
-    if (this.problem !== null) throw new CustomerSourceUnavailableError(this.problem.code, this.problem.message);
+    if (this.problem !== null)
+      throw new CustomerSourceUnavailableError(this.problem.code, this.problem.message);
     const loaded = this.loaded;
-    if (loaded === null) throw new CustomerSourceUnavailableError('customers.extract_missing', `customer extract ${this.opts.path} has not been read yet`);
+    if (loaded === null)
+      throw new CustomerSourceUnavailableError(
+        'customers.extract_missing',
+        `customer extract ${this.opts.path} has not been read yet`,
+      );
     const ageMs = this.opts.clock.now() - loaded.mtimeMs;
     if (ageMs > this.opts.maxAgeHours * 3_600_000) {
       throw new CustomerSourceUnavailableError(
@@ -119,12 +137,29 @@ export class CustomerExtract implements CustomerDirectory {
     try {
       st = await stat(this.opts.path);
     } catch (err) {
-      const code = (err as { code?: string }).code === 'ENOENT' ? 'customers.extract_missing' : 'customers.extract_unreadable';
-      this.fail(code, `customer extract ${this.opts.path}: ${code === 'customers.extract_missing' ? 'no such file' : errorMessage(err)}; loans with customers wait (customers.extract.path)`);
+      const code =
+        (err as { code?: string }).code === 'ENOENT'
+          ? 'customers.extract_missing'
+          : 'customers.extract_unreadable';
+      this.fail(
+        code,
+        `customer extract ${this.opts.path}: ${code === 'customers.extract_missing' ? 'no such file' : errorMessage(err)}; loans with customers wait (customers.extract.path)`,
+      );
       return;
     }
-    if (this.loaded !== null && this.problem === null && st.mtimeMs === this.lastMtimeMs && st.size === this.loaded.size) return;
-    if (this.problem !== null && st.mtimeMs === this.lastMtimeMs && this.problem.code !== 'customers.extract_missing') return;
+    if (
+      this.loaded !== null &&
+      this.problem === null &&
+      st.mtimeMs === this.lastMtimeMs &&
+      st.size === this.loaded.size
+    )
+      return;
+    if (
+      this.problem !== null &&
+      st.mtimeMs === this.lastMtimeMs &&
+      this.problem.code !== 'customers.extract_missing'
+    )
+      return;
     this.lastMtimeMs = st.mtimeMs;
     try {
       const next = await this.read(st.mtimeMs, st.size);
@@ -132,12 +167,19 @@ export class CustomerExtract implements CustomerDirectory {
         this.loaded.mtimeMs = next.mtimeMs;
       } else {
         this.loaded = next;
-        this.opts.logger.info({ path: this.opts.path, customers: next.customers, skipped: next.skipped }, 'customer extract read');
+        this.opts.logger.info(
+          { path: this.opts.path, customers: next.customers, skipped: next.skipped },
+          'customer extract read',
+        );
       }
-      if (this.problem !== null) this.opts.logger.info({ path: this.opts.path }, 'customer extract usable again');
+      if (this.problem !== null)
+        this.opts.logger.info({ path: this.opts.path }, 'customer extract usable again');
       this.problem = null;
     } catch (err) {
-      this.fail('customers.extract_unreadable', `customer extract ${this.opts.path} cannot be read: ${errorMessage(err)}; loans with customers wait`);
+      this.fail(
+        'customers.extract_unreadable',
+        `customer extract ${this.opts.path} cannot be read: ${errorMessage(err)}; loans with customers wait`,
+      );
     }
   }
 
@@ -154,9 +196,12 @@ export class CustomerExtract implements CustomerDirectory {
     let skipped = 0;
     const report = (line: number, why: string): void => {
       skipped += 1;
-      if (skipped <= REPORTED_LINES) logger.warn({ at: `${path}:${line}` }, `customer extract ${path}:${line}: ${why}; line skipped`);
+      if (skipped <= REPORTED_LINES)
+        logger.warn({ at: `${path}:${line}` }, `customer extract ${path}:${line}: ${why}; line skipped`);
     };
-    let positions: { cif: number; tin: number; name: number } | null = layout.header ? null : positionsOf(layout);
+    let positions: { cif: number; tin: number; name: number } | null = layout.header
+      ? null
+      : positionsOf(layout);
     const input = createReadStream(path);
     input.on('data', (chunk) => hash.update(chunk));
     const lines = createInterface({ input, crlfDelay: Infinity });
@@ -183,7 +228,10 @@ export class CustomerExtract implements CustomerDirectory {
       }
       const tinHash = keys.tinHash(rawTin);
       if (tinHash === null) {
-        report(lineNo, rawTin.trim() === '' ? 'no tax id' : 'the tax id is not 9 digits (masked or malformed)');
+        report(
+          lineNo,
+          rawTin.trim() === '' ? 'no tax id' : 'the tax id is not 9 digits (masked or malformed)',
+        );
         continue;
       }
       const entry: Entry = { cif, nameHash: keys.nameHash(name) };
@@ -194,26 +242,48 @@ export class CustomerExtract implements CustomerDirectory {
       customers += 1;
     }
     if (positions === null) throw new Error('the file is empty (no header line)');
-    if (skipped > REPORTED_LINES) logger.warn({ path, skipped }, `customer extract ${path}: ${skipped} malformed lines skipped in all (first ${REPORTED_LINES} reported)`);
+    if (skipped > REPORTED_LINES)
+      logger.warn(
+        { path, skipped },
+        `customer extract ${path}: ${skipped} malformed lines skipped in all (first ${REPORTED_LINES} reported)`,
+      );
     return { mtimeMs, size, sha256: hash.digest('hex'), customers, skipped, index };
   }
 }
 
 function positionsOf(layout: ExtractLayout): { cif: number; tin: number; name: number } {
   const pos = (v: string | number, key: string): number => {
-    if (typeof v !== 'number') throw new Error(`customers.extract.layout.columns.${key}: expected a column position (1, 2, …) when header is false`);
+    if (typeof v !== 'number')
+      throw new Error(
+        `customers.extract.layout.columns.${key}: expected a column position (1, 2, …) when header is false`,
+      );
     return v - 1;
   };
-  return { cif: pos(layout.columns.cif, 'cif'), tin: pos(layout.columns.tin, 'tin'), name: pos(layout.columns.name, 'name') };
+  return {
+    cif: pos(layout.columns.cif, 'cif'),
+    tin: pos(layout.columns.tin, 'tin'),
+    name: pos(layout.columns.name, 'name'),
+  };
 }
 
-function headerPositions(layout: ExtractLayout, header: string[], path: string): { cif: number; tin: number; name: number } {
+function headerPositions(
+  layout: ExtractLayout,
+  header: string[],
+  path: string,
+): { cif: number; tin: number; name: number } {
   const names = header.map((h) => h.trim().toLowerCase());
   const find = (v: string | number, key: string): number => {
     if (typeof v === 'number') return v - 1;
     const i = names.indexOf(v.toLowerCase());
-    if (i < 0) throw new Error(`${path}:1: no column "${v}" in the header (customers.extract.layout.columns.${key}); the header has: ${header.join(', ')}`);
+    if (i < 0)
+      throw new Error(
+        `${path}:1: no column "${v}" in the header (customers.extract.layout.columns.${key}); the header has: ${header.join(', ')}`,
+      );
     return i;
   };
-  return { cif: find(layout.columns.cif, 'cif'), tin: find(layout.columns.tin, 'tin'), name: find(layout.columns.name, 'name') };
+  return {
+    cif: find(layout.columns.cif, 'cif'),
+    tin: find(layout.columns.tin, 'tin'),
+    name: find(layout.columns.name, 'name'),
+  };
 }

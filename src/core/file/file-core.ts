@@ -91,9 +91,11 @@ export class FileCore implements CoreSystem {
 
   private ready(): Promise<void> {
     this.readied ??= (async () => {
-      for (const d of [this.packagesDir, this.stagingDir, this.trashDir]) await mkdir(d, { recursive: true, mode: DIR_MODE });
+      for (const d of [this.packagesDir, this.stagingDir, this.trashDir])
+        await mkdir(d, { recursive: true, mode: DIR_MODE });
       // Nothing is in progress yet: every staging directory is a crash leftover.
-      for (const e of await readdir(this.stagingDir)) await rm(join(this.stagingDir, e), { recursive: true, force: true });
+      for (const e of await readdir(this.stagingDir))
+        await rm(join(this.stagingDir, e), { recursive: true, force: true });
       const names = new Set((await readdir(this.trashDir)).map(nameOfAside));
       for (const n of names) await this.recoverOne(n);
       await this.batches?.recover();
@@ -113,7 +115,9 @@ export class FileCore implements CoreSystem {
     let keep: string | undefined;
     if (!(await exists(join(this.packagesDir, name)))) {
       // Prefer the newest complete one (every package in .trash was live once, so all are complete).
-      const withTimes = await Promise.all(aside.map(async (a) => ({ a, t: (await stat(join(this.trashDir, a))).mtimeMs })));
+      const withTimes = await Promise.all(
+        aside.map(async (a) => ({ a, t: (await stat(join(this.trashDir, a))).mtimeMs })),
+      );
       keep = withTimes.sort((x, y) => y.t - x.t)[0]?.a;
       if (keep !== undefined && (await readManifest(join(this.trashDir, keep))) !== null) {
         await rename(join(this.trashDir, keep), join(this.packagesDir, name));
@@ -130,13 +134,19 @@ export class FileCore implements CoreSystem {
     try {
       await this.ready();
     } catch (err) {
-      throw new CoreUnavailableError(`file core ${this.opts.dir}: ${errorMessage(err)}`, false, { cause: err });
+      throw new CoreUnavailableError(`file core ${this.opts.dir}: ${errorMessage(err)}`, false, {
+        cause: err,
+      });
     }
     const name = safeId(pkg.loanId);
     return this.locks.run(name, () => this.boardLocked(pkg, name, opts.signal));
   }
 
-  private async boardLocked(pkg: BoardingPackage, name: string, signal: AbortSignal | undefined): Promise<CoreReceipt> {
+  private async boardLocked(
+    pkg: BoardingPackage,
+    name: string,
+    signal: AbortSignal | undefined,
+  ): Promise<CoreReceipt> {
     // A value the bank's layout cannot hold is the data's problem: refuse before anything is written.
     // The rows rendered here are the ones the batch stores (the board is rendered once).
     let board: PreparedBoard | undefined;
@@ -164,7 +174,8 @@ export class FileCore implements CoreSystem {
         signal?.throwIfAborted();
         let fileName = documentFileName(doc.id, doc.name);
         // Two records with the same id would collide; keep both, never overwrite silently.
-        for (let i = 2; usedNames.has(fileName); i += 1) fileName = `${documentFileName(doc.id, doc.name)}.${i}`;
+        for (let i = 2; usedNames.has(fileName); i += 1)
+          fileName = `${documentFileName(doc.id, doc.name)}.${i}`;
         usedNames.add(fileName);
         const rel = `documents/${fileName}`;
         const written = await this.writeDocument(pkg, doc, join(staging, rel), signal);
@@ -186,7 +197,14 @@ export class FileCore implements CoreSystem {
       await fsyncDir(join(staging, 'documents'));
 
       const recordsText = `${JSON.stringify(
-        { loanId: pkg.loanId, loanNumber: pkg.loanNumber, mappingVersion: pkg.mappingVersion, source: pkg.source, records: pkg.records, documents },
+        {
+          loanId: pkg.loanId,
+          loanNumber: pkg.loanNumber,
+          mappingVersion: pkg.mappingVersion,
+          source: pkg.source,
+          records: pkg.records,
+          documents,
+        },
         null,
         2,
       )}\n`;
@@ -214,7 +232,8 @@ export class FileCore implements CoreSystem {
       await this.swapIn(staging, target, name);
     } catch (err) {
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
-      if (isFsError(err)) throw new CoreUnavailableError(`file core: ${errorMessage(err)}`, false, { cause: err });
+      if (isFsError(err))
+        throw new CoreUnavailableError(`file core: ${errorMessage(err)}`, false, { cause: err });
       throw err;
     }
 
@@ -224,20 +243,42 @@ export class FileCore implements CoreSystem {
         const principal = typeof pkg.source.centsAmount === 'number' ? String(pkg.source.centsAmount) : null;
         const r = await this.batches.append(board, principal);
         batchId = r.batchId;
-        if (r.kind === 'correction') this.logger.info({ loanId: pkg.loanId, batchId: r.batchId }, 'loan already in a sealed batch: correction record in the open batch');
+        if (r.kind === 'correction')
+          this.logger.info(
+            { loanId: pkg.loanId, batchId: r.batchId },
+            'loan already in a sealed batch: correction record in the open batch',
+          );
       } catch (err) {
         if (err instanceof LayoutRenderError) throw new CoreRejectedError(`file layout: ${err.message}`);
         // The package is in place; boarding again puts the rows in (findLoan reports the board incomplete meanwhile).
         throw new CoreUnavailableError(`file core: batch: ${errorMessage(err)}`, false, { cause: err });
       }
     }
-    this.logger.info({ loanId: pkg.loanId, package: name, documents: manifest.documents.length, replaced: previous !== null, batchId }, 'package written');
+    this.logger.info(
+      {
+        loanId: pkg.loanId,
+        package: name,
+        documents: manifest.documents.length,
+        replaced: previous !== null,
+        batchId,
+      },
+      'package written',
+    );
     return {
       coreReference: `packages/${name}`,
       loanExternalId: pkg.loanId,
       mappingVersion: pkg.mappingVersion,
-      records: pkg.records.map((r, i) => ({ type: r.type, externalId: r.externalId, coreId: `packages/${name}/records.json#${i}` })),
-      documents: manifest.documents.map((d) => ({ documentId: d.documentId, sha256: d.sha256, bytes: d.bytes, coreId: `packages/${name}/${d.path}` })),
+      records: pkg.records.map((r, i) => ({
+        type: r.type,
+        externalId: r.externalId,
+        coreId: `packages/${name}/records.json#${i}`,
+      })),
+      documents: manifest.documents.map((d) => ({
+        documentId: d.documentId,
+        sha256: d.sha256,
+        bytes: d.bytes,
+        coreId: `packages/${name}/${d.path}`,
+      })),
       boardedAt: createdAt,
     };
   }
@@ -329,7 +370,12 @@ export class FileCore implements CoreSystem {
    * one must be creatable in its nearest existing parent.
    */
   async checkConnection(): Promise<CoreCheck[]> {
-    const dirs = [this.opts.dir, this.packagesDir, this.stagingDir, ...(this.batches ? [join(this.opts.dir, 'batches')] : [])];
+    const dirs = [
+      this.opts.dir,
+      this.packagesDir,
+      this.stagingDir,
+      ...(this.batches ? [join(this.opts.dir, 'batches')] : []),
+    ];
     const problems: string[] = [];
     const toCreate: string[] = [];
     for (const d of dirs) {
@@ -337,7 +383,8 @@ export class FileCore implements CoreSystem {
       if (r.state === 'creatable') toCreate.push(d);
       else if (r.state === 'problem') problems.push(r.detail);
     }
-    if (problems.length > 0) return [{ name: 'core', status: 'fail', detail: `file core: ${problems.join('; ')} (core.file.dir)` }];
+    if (problems.length > 0)
+      return [{ name: 'core', status: 'fail', detail: `file core: ${problems.join('; ')} (core.file.dir)` }];
     const what = this.batches ? 'packages and batches' : 'packages';
     const detail = toCreate.includes(this.opts.dir)
       ? `file core: ${this.opts.dir} does not exist yet; its parent is writable, the first board creates it (${what})`
@@ -374,7 +421,8 @@ async function writableOrCreatable(dir: string): Promise<DirState> {
   try {
     st = await stat(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return { state: 'problem', detail: `${dir}: ${errorMessage(err)}` };
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      return { state: 'problem', detail: `${dir}: ${errorMessage(err)}` };
     const parent = dirname(dir);
     if (parent === dir) return { state: 'problem', detail: `${dir}: does not exist` };
     const p = await writableOrCreatable(parent);
@@ -390,7 +438,12 @@ async function writableOrCreatable(dir: string): Promise<DirState> {
 }
 
 function toLoanRecord(name: string, m: PackageManifest): CoreLoanRecord {
-  return { coreReference: `packages/${name}`, loanExternalId: m.loanId, mappingVersion: m.mappingVersion, fields: m.source };
+  return {
+    coreReference: `packages/${name}`,
+    loanExternalId: m.loanId,
+    mappingVersion: m.mappingVersion,
+    fields: m.source,
+  };
 }
 
 /** `<name>.<suffix>` → `<name>` (the suffix never contains a dot; names may). */

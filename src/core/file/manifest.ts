@@ -91,7 +91,8 @@ export async function verifyPackage(dir: string): Promise<{ ok: boolean; problem
   for (const f of manifest.files) {
     try {
       const actual = await sha256File(join(dir, f.path));
-      if (actual.bytes !== f.bytes) problems.push(`${f.path}: size ${actual.bytes}, manifest says ${f.bytes}`);
+      if (actual.bytes !== f.bytes)
+        problems.push(`${f.path}: size ${actual.bytes}, manifest says ${f.bytes}`);
       if (actual.sha256 !== f.sha256) problems.push(`${f.path}: sha256 differs from the manifest`);
     } catch (err) {
       problems.push(`${f.path}: ${(err as Error).message}`);

@@ -12,7 +12,11 @@ export interface FineractDocumentPolicy {
   refusedByType: Readonly<Record<string, RefusedDocumentAction>>;
 }
 
-export const DEFAULT_DOCUMENT_POLICY: FineractDocumentPolicy = { maxBytes: 5 * 1024 * 1024, refused: 'skip', refusedByType: {} };
+export const DEFAULT_DOCUMENT_POLICY: FineractDocumentPolicy = {
+  maxBytes: 5 * 1024 * 1024,
+  refused: 'skip',
+  refusedByType: {},
+};
 
 /** Fineract's whitelist (FileSystemContentPathSanitizer): extension → the content types it accepts. */
 const WHITELIST: Readonly<Record<string, string>> = {
@@ -61,19 +65,34 @@ export function planDocument(doc: PlatformDocument, policy: FineractDocumentPoli
   const fromName = extensionOf(doc.name);
   const refuse = (reason: string): DocumentPlan => ({
     upload: false,
-    action: (fromName !== undefined ? policy.refusedByType[fromName] : undefined) ?? (fromType !== undefined ? policy.refusedByType[fromType] : undefined) ?? policy.refused,
+    action:
+      (fromName !== undefined ? policy.refusedByType[fromName] : undefined) ??
+      (fromType !== undefined ? policy.refusedByType[fromType] : undefined) ??
+      policy.refused,
     reason,
   });
   if (typeof doc.size === 'number' && doc.size > policy.maxBytes) {
-    return refuse(`document ${doc.id} is ${doc.size} bytes, over Fineract's upload cap of ${policy.maxBytes} (core.http.documents.maxBytes)`);
+    return refuse(
+      `document ${doc.id} is ${doc.size} bytes, over Fineract's upload cap of ${policy.maxBytes} (core.http.documents.maxBytes)`,
+    );
   }
   if (fromType !== undefined) {
     const ext = EXTENSION_OF[fromType];
-    if (ext !== undefined) return { upload: true, extension: fromName !== undefined && WHITELIST[fromName] === WHITELIST[ext] ? fromName : ext, contentType: WHITELIST[ext] as string };
-    return refuse(`document ${doc.id} is ${fromType}; Fineract accepts only pdf, doc, docx, xls, xlsx, jpg, jpeg and png`);
+    if (ext !== undefined)
+      return {
+        upload: true,
+        extension: fromName !== undefined && WHITELIST[fromName] === WHITELIST[ext] ? fromName : ext,
+        contentType: WHITELIST[ext] as string,
+      };
+    return refuse(
+      `document ${doc.id} is ${fromType}; Fineract accepts only pdf, doc, docx, xls, xlsx, jpg, jpeg and png`,
+    );
   }
-  if (fromName !== undefined && WHITELIST[fromName] !== undefined) return { upload: true, extension: fromName, contentType: WHITELIST[fromName] };
-  return refuse(`document ${doc.id} has no content type and ${fromName === undefined ? 'no file extension' : `the extension .${fromName}`}; Fineract accepts only pdf, doc, docx, xls, xlsx, jpg, jpeg and png`);
+  if (fromName !== undefined && WHITELIST[fromName] !== undefined)
+    return { upload: true, extension: fromName, contentType: WHITELIST[fromName] };
+  return refuse(
+    `document ${doc.id} has no content type and ${fromName === undefined ? 'no file extension' : `the extension .${fromName}`}; Fineract accepts only pdf, doc, docx, xls, xlsx, jpg, jpeg and png`,
+  );
 }
 
 /** The upload's file name: the safe base name with the extension Fineract will accept. */

@@ -28,7 +28,12 @@ function digest(platformId: string): string {
  * the platform id.
  */
 export function fineractExternalId(platformId: string): string {
-  const plain = platformId.length <= FINERACT_EXTERNAL_ID_MAX && !platformId.startsWith(DIGEST_PREFIX) && PATH_SAFE.test(platformId) && platformId !== '.' && platformId !== '..';
+  const plain =
+    platformId.length <= FINERACT_EXTERNAL_ID_MAX &&
+    !platformId.startsWith(DIGEST_PREFIX) &&
+    PATH_SAFE.test(platformId) &&
+    platformId !== '.' &&
+    platformId !== '..';
   return plain ? platformId : digest(platformId);
 }
 
@@ -40,5 +45,7 @@ export function fineractExternalId(platformId: string): string {
  * (`[doc:…]` in a description, not a path) keep this form, so earlier uploads are recognised.
  */
 export function fineractExternalIdBeforePathSafe(platformId: string): string {
-  return platformId.length <= FINERACT_EXTERNAL_ID_MAX && !platformId.startsWith(DIGEST_PREFIX) ? platformId : digest(platformId);
+  return platformId.length <= FINERACT_EXTERNAL_ID_MAX && !platformId.startsWith(DIGEST_PREFIX)
+    ? platformId
+    : digest(platformId);
 }

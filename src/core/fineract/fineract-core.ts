@@ -25,8 +25,19 @@ import { FatalError, errorMessage } from '../../lib/errors.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
-import { DEFAULT_DOCUMENT_POLICY, planDocument, uploadFileName, type FineractDocumentPolicy } from './document-policy.js';
-import { FineractHttp, ReplayedFailureError, fineractCodes, type CallOptions, type FineractHttpOptions } from './http.js';
+import {
+  DEFAULT_DOCUMENT_POLICY,
+  planDocument,
+  uploadFileName,
+  type FineractDocumentPolicy,
+} from './document-policy.js';
+import {
+  FineractHttp,
+  ReplayedFailureError,
+  fineractCodes,
+  type CallOptions,
+  type FineractHttpOptions,
+} from './http.js';
 import { fineractKey } from './keys.js';
 import { fineractExternalId, fineractExternalIdBeforePathSafe } from './external-id.js';
 import type { ExternalRefStore } from '../../store/external-refs.js';
@@ -116,7 +127,10 @@ export class FineractCore implements CoreSystem {
   /** Customer match: Fineract's clients found by a client identifier (the tax id) with its search API. */
   readonly customers: CustomerDirectory = {
     findByTin: (q, o) => this.findClientsByTin(q, o?.signal),
-    status: () => ({ ok: true, detail: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)' }),
+    status: () => ({
+      ok: true,
+      detail: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)',
+    }),
   };
 
   constructor(private readonly opts: FineractCoreOptions) {
@@ -152,19 +166,29 @@ export class FineractCore implements CoreSystem {
       receipt.push({ type: rec.type, externalId: rec.externalId, coreId: String(id) });
     }
     if (this.opts.approve || this.opts.disburse) {
-      for (const rec of byType.loan) await this.ensureCommands(rec, ids.loans.get(rec.externalId) as number, pkg, signal);
+      for (const rec of byType.loan)
+        await this.ensureCommands(rec, ids.loans.get(rec.externalId) as number, pkg, signal);
     }
     const primary = byType.loan.find((l) => l.externalId === pkg.loanId) ?? byType.loan[0];
     const loanId = primary === undefined ? undefined : ids.loans.get(primary.externalId);
     if (primary === undefined || loanId === undefined) throw new CoreRejectedError('no loan record to board');
-    const accountNumber = ids.accountNos.get(primary.externalId) ?? (await this.loanAccountNo(loanId, signal));
+    const accountNumber =
+      ids.accountNos.get(primary.externalId) ?? (await this.loanAccountNo(loanId, signal));
     const documents = await this.ensureDocuments(pkg, uploads, loanId, byType.document, signal);
     for (const rec of byType.document) {
       const d = documents.find((x) => x.documentId === rec.externalId);
-      if (d?.coreId !== undefined) receipt.push({ type: rec.type, externalId: rec.externalId, coreId: d.coreId });
+      if (d?.coreId !== undefined)
+        receipt.push({ type: rec.type, externalId: rec.externalId, coreId: d.coreId });
     }
-    if (warnings.length > 0) this.logger.warn({ loanId: pkg.loanId, warnings }, 'documents left out: Fineract would refuse them (core.http.documents)');
-    this.logger.info({ loanId: pkg.loanId, fineractLoanId: loanId, records: receipt.length, documents: documents.length }, 'loan boarded in Fineract');
+    if (warnings.length > 0)
+      this.logger.warn(
+        { loanId: pkg.loanId, warnings },
+        'documents left out: Fineract would refuse them (core.http.documents)',
+      );
+    this.logger.info(
+      { loanId: pkg.loanId, fineractLoanId: loanId, records: receipt.length, documents: documents.length },
+      'loan boarded in Fineract',
+    );
     return {
       coreReference: String(loanId),
       loanExternalId: pkg.loanId,
@@ -183,7 +207,8 @@ export class FineractCore implements CoreSystem {
    */
   private async ext(platformId: string, kind: 'loan' | 'client'): Promise<string> {
     const ref = fineractExternalId(platformId);
-    if (ref !== platformId) await this.opts.externalRefs?.remember('fineract', ref, platformId, kind, this.clock.now());
+    if (ref !== platformId)
+      await this.opts.externalRefs?.remember('fineract', ref, platformId, kind, this.clock.now());
     return ref;
   }
 
@@ -199,7 +224,13 @@ export class FineractCore implements CoreSystem {
     uploads: Array<{ doc: PlatformDocument; extension: string; contentType: string }>;
     warnings: string[];
   } {
-    const out = { client: [] as MappedRecord[], identifier: [] as MappedRecord[], loan: [] as MappedRecord[], guarantor: [] as MappedRecord[], document: [] as MappedRecord[] };
+    const out = {
+      client: [] as MappedRecord[],
+      identifier: [] as MappedRecord[],
+      loan: [] as MappedRecord[],
+      guarantor: [] as MappedRecord[],
+      document: [] as MappedRecord[],
+    };
     for (const r of pkg.records) {
       if (!(FINERACT_RECORD_TYPES as readonly string[]).includes(r.type)) {
         throw new CoreRejectedError(
@@ -212,22 +243,31 @@ export class FineractCore implements CoreSystem {
       }
       out[r.type as keyof typeof out].push(r);
     }
-    if (out.loan.length === 0) throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
+    if (out.loan.length === 0)
+      throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
     const clientIds = new Set(out.client.map((c) => c.externalId));
     for (const l of [...out.loan, ...out.guarantor]) {
       const ref = l.fields['clientExternalId'];
       if (l.type === 'loan' && typeof ref !== 'string') {
-        throw new CoreRejectedError(`loan record ${l.externalId}: clientExternalId (the borrower client's external id) is missing`);
+        throw new CoreRejectedError(
+          `loan record ${l.externalId}: clientExternalId (the borrower client's external id) is missing`,
+        );
       }
       if (typeof ref === 'string' && !clientIds.has(ref)) {
         // Allowed (the client may already exist in the core), resolved by look-up at write time.
-        this.logger.debug({ record: l.externalId, clientExternalId: ref }, 'client reference not in this package');
+        this.logger.debug(
+          { record: l.externalId, clientExternalId: ref },
+          'client reference not in this package',
+        );
       }
     }
     for (const i of out.identifier) {
-      if (typeof i.fields['clientExternalId'] !== 'string') throw new CoreRejectedError(`identifier record ${i.externalId}: clientExternalId is missing`);
+      if (typeof i.fields['clientExternalId'] !== 'string')
+        throw new CoreRejectedError(`identifier record ${i.externalId}: clientExternalId is missing`);
       if (!Number.isInteger(i.fields['documentTypeId']) || typeof i.fields['documentKey'] !== 'string') {
-        throw new CoreRejectedError(`identifier record ${i.externalId}: documentTypeId (a Customer Identifier code value id) and documentKey are required`);
+        throw new CoreRejectedError(
+          `identifier record ${i.externalId}: documentTypeId (a Customer Identifier code value id) and documentKey are required`,
+        );
       }
     }
     // Fineract refuses a document only after the loan is written (403 error.msg.document.save):
@@ -237,7 +277,8 @@ export class FineractCore implements CoreSystem {
     for (const doc of pkg.documents) {
       const plan = planDocument(doc, this.documentPolicy);
       if (plan.upload) uploads.push({ doc, extension: plan.extension, contentType: plan.contentType });
-      else if (plan.action === 'quarantine') throw new CoreRejectedError(`${plan.reason} (core.http.documents: quarantine)`);
+      else if (plan.action === 'quarantine')
+        throw new CoreRejectedError(`${plan.reason} (core.http.documents: quarantine)`);
       else warnings.push(`${plan.reason}; left out (core.http.documents: skip)`);
     }
     return { byType: out, uploads, warnings };
@@ -248,18 +289,32 @@ export class FineractCore implements CoreSystem {
    * Fineract replays for a key proves that command never committed, so the same write goes again
    * under the chain's next key instead of replaying an old failure for ever.
    */
-  private async command<T>(path: string, opts: Omit<CallOptions, 'idempotencyKey'>, action: string, parts: string[]): Promise<T> {
+  private async command<T>(
+    path: string,
+    opts: Omit<CallOptions, 'idempotencyKey'>,
+    action: string,
+    parts: string[],
+  ): Promise<T> {
     let last: ReplayedFailureError | undefined;
     for (let generation = 0; generation < MAX_KEY_GENERATIONS; generation++) {
       try {
-        return await this.http.post<T>(path, { ...opts, idempotencyKey: fineractKey(action, parts, generation) });
+        return await this.http.post<T>(path, {
+          ...opts,
+          idempotencyKey: fineractKey(action, parts, generation),
+        });
       } catch (err) {
         if (!(err instanceof ReplayedFailureError)) throw err;
         last = err;
-        this.logger.debug({ path: path.replace(/\?.*$/, ''), action, generation }, 'Fineract replayed a stored failure; sending again under the next key');
+        this.logger.debug(
+          { path: path.replace(/\?.*$/, ''), action, generation },
+          'Fineract replayed a stored failure; sending again under the next key',
+        );
       }
     }
-    throw new CoreUnavailableError(`${last?.message ?? path}: ${MAX_KEY_GENERATIONS} stored failures in a row; will retry later`, false);
+    throw new CoreUnavailableError(
+      `${last?.message ?? path}: ${MAX_KEY_GENERATIONS} stored failures in a row; will retry later`,
+      false,
+    );
   }
 
   /** Product settings the loan must agree with, read once per product (GET /loanproducts/{id}). */
@@ -274,7 +329,11 @@ export class FineractCore implements CoreSystem {
           minPrincipal: typeof j['minPrincipal'] === 'number' ? j['minPrincipal'] : null,
           maxPrincipal: typeof j['maxPrincipal'] === 'number' ? j['maxPrincipal'] : null,
         };
-        if (facts.holdGuaranteeFunds) this.logger.info({ productId, product: facts.name }, 'Fineract product holds guarantee funds: guarantors are added before approval');
+        if (facts.holdGuaranteeFunds)
+          this.logger.info(
+            { productId, product: facts.name },
+            'Fineract product holds guarantee funds: guarantors are added before approval',
+          );
         return facts;
       });
       p.catch(() => this.products.delete(productId));
@@ -292,7 +351,11 @@ export class FineractCore implements CoreSystem {
       facts = await this.product(productId, signal);
     } catch (err) {
       if (err instanceof CoreRejectedError && err.status === 404) {
-        throw new CoreRejectedError(`loan ${rec.externalId}: Fineract has no loan product ${productId}; fix the productId lookup of the mapping (or its defaults)`, 404, err.detail);
+        throw new CoreRejectedError(
+          `loan ${rec.externalId}: Fineract has no loan product ${productId}; fix the productId lookup of the mapping (or its defaults)`,
+          404,
+          err.detail,
+        );
       }
       throw err;
     }
@@ -302,7 +365,11 @@ export class FineractCore implements CoreSystem {
       );
     }
     const principal = Number(rec.fields['principal']);
-    if (Number.isFinite(principal) && ((facts.minPrincipal !== null && principal < facts.minPrincipal) || (facts.maxPrincipal !== null && principal > facts.maxPrincipal))) {
+    if (
+      Number.isFinite(principal) &&
+      ((facts.minPrincipal !== null && principal < facts.minPrincipal) ||
+        (facts.maxPrincipal !== null && principal > facts.maxPrincipal))
+    ) {
       throw new CoreRejectedError(
         `loan ${rec.externalId}: principal ${String(rec.fields['principal'])} is outside Fineract product ${productId} (${facts.name}) limits ${facts.minPrincipal ?? 0}–${facts.maxPrincipal ?? '∞'}; widen the product's principal range or map the loan to another product`,
       );
@@ -320,33 +387,61 @@ export class FineractCore implements CoreSystem {
    */
   private async findClientsByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
     const d = q.tin;
-    const forms = [d, q.tinType === 'EIN' ? `${d.slice(0, 2)}-${d.slice(2)}` : `${d.slice(0, 3)}-${d.slice(3, 5)}-${d.slice(5)}`];
+    const forms = [
+      d,
+      q.tinType === 'EIN'
+        ? `${d.slice(0, 2)}-${d.slice(2)}`
+        : `${d.slice(0, 3)}-${d.slice(3, 5)}-${d.slice(5)}`,
+    ];
     const clients = new Map<number, string | null>();
     for (const form of forms) {
       let hits: Json[] | null;
       try {
-        hits = await this.http.get<Json[] | null>(`/search?query=${encodeURIComponent(form)}&resource=clientIdentifiers&exactMatch=true`, signal);
+        hits = await this.http.get<Json[] | null>(
+          `/search?query=${encodeURIComponent(form)}&resource=clientIdentifiers&exactMatch=true`,
+          signal,
+        );
       } catch (err) {
         if (err instanceof FatalError) throw err;
-        throw new CustomerSourceUnavailableError('customers.search_failed', `Fineract client identifier search failed (${errorMessage(err)}); the loan waits rather than create a customer Fineract may already have`);
+        throw new CustomerSourceUnavailableError(
+          'customers.search_failed',
+          `Fineract client identifier search failed (${errorMessage(err)}); the loan waits rather than create a customer Fineract may already have`,
+        );
       }
       for (const h of hits ?? []) {
-        if (String(h['entityType']).toUpperCase() !== 'CLIENTIDENTIFIER' || normaliseTin(h['entityName']) !== d) continue;
+        if (
+          String(h['entityType']).toUpperCase() !== 'CLIENTIDENTIFIER' ||
+          normaliseTin(h['entityName']) !== d
+        )
+          continue;
         const id = numIdOrNull(h['parentId']);
         if (id !== null) clients.set(id, typeof h['parentName'] === 'string' ? h['parentName'] : null);
       }
     }
-    return [...clients].map(([id, name]) => ({ cif: String(id), nameAgrees: name === null ? null : normaliseName(name) === normaliseName(q.name) }));
+    return [...clients].map(([id, name]) => ({
+      cif: String(id),
+      nameAgrees: name === null ? null : normaliseName(name) === normaliseName(q.name),
+    }));
   }
 
-  private async ensureClientLocked(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
+  private async ensureClientLocked(
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    signal?: AbortSignal,
+  ): Promise<number> {
     // A customer the bank already has (customer match: the mapping's clientId = $cif(entity)): reuse it.
     const matched = rec.fields['clientId'];
     if (matched !== undefined && matched !== null) {
       const id = typeof matched === 'number' ? matched : Number(matched);
-      if (!Number.isSafeInteger(id) || id <= 0) throw new CoreRejectedError(`client ${rec.externalId}: clientId ${JSON.stringify(matched)} is not a Fineract client id`);
+      if (!Number.isSafeInteger(id) || id <= 0)
+        throw new CoreRejectedError(
+          `client ${rec.externalId}: clientId ${JSON.stringify(matched)} is not a Fineract client id`,
+        );
       const c = await this.http.find<Json>(`/clients/${id}`, signal);
-      if (c === null) throw new CoreRejectedError(`client ${rec.externalId}: the matched Fineract client ${id} does not exist (deleted since it was matched?); check the customer and loans retry`);
+      if (c === null)
+        throw new CoreRejectedError(
+          `client ${rec.externalId}: the matched Fineract client ${id} does not exist (deleted since it was matched?); check the customer and loans retry`,
+        );
       return id;
     }
     const found = await this.findClientId(rec.externalId, signal);
@@ -358,19 +453,55 @@ export class FineractCore implements CoreSystem {
     if (holder !== null) return holder;
     const body: Json = { ...withoutRefs(rec.fields), externalId: await this.ext(rec.externalId, 'client') };
     body['officeId'] ??= this.opts.officeId;
-    return this.create(`/clients`, body, 'client', [rec.externalId, pkg.mappingVersion], signal, 'clientId', () => this.findClientId(rec.externalId, signal));
+    return this.create(
+      `/clients`,
+      body,
+      'client',
+      [rec.externalId, pkg.mappingVersion],
+      signal,
+      'clientId',
+      () => this.findClientId(rec.externalId, signal),
+    );
   }
 
-  private async clientHoldingIdentifier(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number | null> {
+  private async clientHoldingIdentifier(
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    signal?: AbortSignal,
+  ): Promise<number | null> {
     const keys = pkg.records
-      .filter((r) => r.type === 'identifier' && r.fields['clientExternalId'] === rec.externalId && typeof r.fields['documentKey'] === 'string')
+      .filter(
+        (r) =>
+          r.type === 'identifier' &&
+          r.fields['clientExternalId'] === rec.externalId &&
+          typeof r.fields['documentKey'] === 'string',
+      )
       .map((r) => r.fields['documentKey'] as string);
     for (const key of keys) {
-      const hits = (await this.http.get<Json[] | null>(`/search?query=${encodeURIComponent(key)}&resource=clientIdentifiers&exactMatch=true`, signal)) ?? [];
-      const ids = [...new Set(hits.filter((h) => String(h['entityType']).toUpperCase() === 'CLIENTIDENTIFIER' && h['entityName'] === key).map((h) => numIdOrNull(h['parentId'])).filter((x): x is number => x !== null))];
-      if (ids.length > 1) throw new CoreRejectedError(`client ${rec.externalId}: ${ids.length} Fineract clients (${ids.join(', ')}) hold its tax id identifier; merge them in Fineract, then loans retry`);
+      const hits =
+        (await this.http.get<Json[] | null>(
+          `/search?query=${encodeURIComponent(key)}&resource=clientIdentifiers&exactMatch=true`,
+          signal,
+        )) ?? [];
+      const ids = [
+        ...new Set(
+          hits
+            .filter(
+              (h) => String(h['entityType']).toUpperCase() === 'CLIENTIDENTIFIER' && h['entityName'] === key,
+            )
+            .map((h) => numIdOrNull(h['parentId']))
+            .filter((x): x is number => x !== null),
+        ),
+      ];
+      if (ids.length > 1)
+        throw new CoreRejectedError(
+          `client ${rec.externalId}: ${ids.length} Fineract clients (${ids.join(', ')}) hold its tax id identifier; merge them in Fineract, then loans retry`,
+        );
       if (ids.length === 1) {
-        this.logger.warn({ loanId: pkg.loanId, client: rec.externalId, fineractClientId: ids[0] }, 'a Fineract client already holds this tax id identifier: reused, no second client created');
+        this.logger.warn(
+          { loanId: pkg.loanId, client: rec.externalId, fineractClientId: ids[0] },
+          'a Fineract client already holds this tax id identifier: reused, no second client created',
+        );
         return ids[0] as number;
       }
     }
@@ -389,9 +520,16 @@ export class FineractCore implements CoreSystem {
    * under the raw id), by that earlier form with the search `GET /{resource}?externalId=` (a query
    * takes any character), so a record boarded then is found and never written twice.
    */
-  private async findByExternalId(resource: 'clients' | 'loans', platformId: string, signal?: AbortSignal): Promise<Json | null> {
+  private async findByExternalId(
+    resource: 'clients' | 'loans',
+    platformId: string,
+    signal?: AbortSignal,
+  ): Promise<Json | null> {
     const current = fineractExternalId(platformId);
-    const found = await this.http.find<Json>(`/${resource}/external-id/${encodeURIComponent(current)}`, signal);
+    const found = await this.http.find<Json>(
+      `/${resource}/external-id/${encodeURIComponent(current)}`,
+      signal,
+    );
     const legacy = fineractExternalIdBeforePathSafe(platformId);
     if (found !== null || legacy === current) return found;
     // Fineract's search compares with LIKE: `%` and `_` in the id match other records too, so every
@@ -399,7 +537,9 @@ export class FineractCore implements CoreSystem {
     const items: Json[] = [];
     for (let offset = 0; ; offset += LEGACY_SEARCH_PAGE) {
       if (offset >= LEGACY_SEARCH_MAX) {
-        throw new CoreRejectedError(`${resource === 'loans' ? 'loan' : 'client'} ${platformId}: Fineract's search for externalId ${legacy} matches over ${LEGACY_SEARCH_MAX} records (it treats % and _ as wildcards); cannot tell whether an earlier version boarded it, so nothing is written`);
+        throw new CoreRejectedError(
+          `${resource === 'loans' ? 'loan' : 'client'} ${platformId}: Fineract's search for externalId ${legacy} matches over ${LEGACY_SEARCH_MAX} records (it treats % and _ as wildcards); cannot tell whether an earlier version boarded it, so nothing is written`,
+        );
       }
       const page = await this.http.get<{ pageItems?: Json[]; totalFilteredRecords?: number } | Json[] | null>(
         `/${resource}?externalId=${encodeURIComponent(legacy)}&offset=${offset}&limit=${LEGACY_SEARCH_PAGE}`,
@@ -408,16 +548,34 @@ export class FineractCore implements CoreSystem {
       const rows = Array.isArray(page) ? page : (page?.pageItems ?? []);
       items.push(...rows.filter((x) => x['externalId'] === legacy));
       const total = Array.isArray(page) ? null : (page?.totalFilteredRecords ?? null);
-      if (rows.length < LEGACY_SEARCH_PAGE || (total !== null && offset + rows.length >= total) || items.length > 1) break;
+      if (
+        rows.length < LEGACY_SEARCH_PAGE ||
+        (total !== null && offset + rows.length >= total) ||
+        items.length > 1
+      )
+        break;
     }
-    if (items.length > 1) throw new CoreRejectedError(`${resource === 'loans' ? 'loan' : 'client'} ${platformId}: ${items.length} Fineract records hold externalId ${legacy}; merge them in Fineract, then the loan retries`);
-    if (items[0] !== undefined) this.logger.info({ resource, platformId, fineractId: items[0]['id'] }, 'found under the externalId an earlier version wrote (the raw platform id): used as it is');
+    if (items.length > 1)
+      throw new CoreRejectedError(
+        `${resource === 'loans' ? 'loan' : 'client'} ${platformId}: ${items.length} Fineract records hold externalId ${legacy}; merge them in Fineract, then the loan retries`,
+      );
+    if (items[0] !== undefined)
+      this.logger.info(
+        { resource, platformId, fineractId: items[0]['id'] },
+        'found under the externalId an earlier version wrote (the raw platform id): used as it is',
+      );
     return items[0] ?? null;
   }
 
-  private async resolveClient(externalId: string, ids: Ids, what: string, signal?: AbortSignal): Promise<number> {
+  private async resolveClient(
+    externalId: string,
+    ids: Ids,
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<number> {
     const id = ids.clients.get(externalId) ?? (await this.findClientId(externalId, signal));
-    if (id === null) throw new CoreRejectedError(`${what}: client ${externalId} is neither in the package nor in the core`);
+    if (id === null)
+      throw new CoreRejectedError(`${what}: client ${externalId} is neither in the package nor in the core`);
     ids.clients.set(externalId, id);
     return id;
   }
@@ -426,19 +584,42 @@ export class FineractCore implements CoreSystem {
     return this.findByExternalId('loans', externalId, signal);
   }
 
-  private async ensureLoan(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<number> {
+  private async ensureLoan(
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<number> {
     const found = await this.findLoanJson(rec.externalId, signal);
     if (found !== null) {
-      if (typeof found['accountNo'] === 'string' && found['accountNo'] !== '') ids.accountNos.set(rec.externalId, found['accountNo']);
+      if (typeof found['accountNo'] === 'string' && found['accountNo'] !== '')
+        ids.accountNos.set(rec.externalId, found['accountNo']);
       return numId(found['id'], `loan ${rec.externalId}`);
     }
-    const clientId = await this.resolveClient(String(rec.fields['clientExternalId']), ids, `loan ${rec.externalId}`, signal);
+    const clientId = await this.resolveClient(
+      String(rec.fields['clientExternalId']),
+      ids,
+      `loan ${rec.externalId}`,
+      signal,
+    );
     await this.checkProduct(rec, signal);
-    const body: Json = { ...withoutRefs(rec.fields), externalId: await this.ext(rec.externalId, 'loan'), clientId };
-    return this.create(`/loans`, body, 'loan', [rec.externalId, pkg.mappingVersion], signal, 'loanId', async () => {
-      const l = await this.findLoanJson(rec.externalId, signal);
-      return l === null ? null : numId(l['id'], `loan ${rec.externalId}`);
-    });
+    const body: Json = {
+      ...withoutRefs(rec.fields),
+      externalId: await this.ext(rec.externalId, 'loan'),
+      clientId,
+    };
+    return this.create(
+      `/loans`,
+      body,
+      'loan',
+      [rec.externalId, pkg.mappingVersion],
+      signal,
+      'loanId',
+      async () => {
+        const l = await this.findLoanJson(rec.externalId, signal);
+        return l === null ? null : numId(l['id'], `loan ${rec.externalId}`);
+      },
+    );
   }
 
   /**
@@ -471,37 +652,72 @@ export class FineractCore implements CoreSystem {
    * carries the mapping version and the command's body, so a retry after a fix (a date, the
    * business date, a product) is a new command rather than the replay of an old failure.
    */
-  private async ensureCommands(rec: MappedRecord, loanId: number, pkg: BoardingPackage, signal?: AbortSignal): Promise<void> {
+  private async ensureCommands(
+    rec: MappedRecord,
+    loanId: number,
+    pkg: BoardingPackage,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const f = rec.fields;
     const fmt = { dateFormat: f['dateFormat'] ?? 'yyyy-MM-dd', locale: f['locale'] ?? 'en' };
     let status = await this.loanStatus(loanId, signal);
     if (this.opts.approve && status === SUBMITTED) {
-      const body = { approvedOnDate: f['approvedOnDate'] ?? f['submittedOnDate'], ...fmt, note: 'approved by boarding-connector' };
-      await this.command(`/loans/${loanId}?command=approve`, { body, ...(signal ? { signal } : {}) }, 'approve', [rec.externalId, pkg.mappingVersion, JSON.stringify(body)]);
+      const body = {
+        approvedOnDate: f['approvedOnDate'] ?? f['submittedOnDate'],
+        ...fmt,
+        note: 'approved by boarding-connector',
+      };
+      await this.command(
+        `/loans/${loanId}?command=approve`,
+        { body, ...(signal ? { signal } : {}) },
+        'approve',
+        [rec.externalId, pkg.mappingVersion, JSON.stringify(body)],
+      );
       status = APPROVED;
     }
     if (this.opts.disburse && status === APPROVED) {
-      const body = { actualDisbursementDate: f['actualDisbursementDate'] ?? f['expectedDisbursementDate'], ...fmt, note: 'disbursed by boarding-connector' };
-      await this.command(`/loans/${loanId}?command=disburse`, { body, ...(signal ? { signal } : {}) }, 'disburse', [rec.externalId, pkg.mappingVersion, JSON.stringify(body)]);
+      const body = {
+        actualDisbursementDate: f['actualDisbursementDate'] ?? f['expectedDisbursementDate'],
+        ...fmt,
+        note: 'disbursed by boarding-connector',
+      };
+      await this.command(
+        `/loans/${loanId}?command=disburse`,
+        { body, ...(signal ? { signal } : {}) },
+        'disburse',
+        [rec.externalId, pkg.mappingVersion, JSON.stringify(body)],
+      );
     }
   }
 
   private async loanStatus(loanId: number, signal?: AbortSignal): Promise<number | null> {
     const l = await this.http.get<Json>(`/loans/${loanId}`, signal);
     const s = l['status'];
-    return s !== null && typeof s === 'object' && typeof (s as Json)['id'] === 'number' ? ((s as Json)['id'] as number) : null;
+    return s !== null && typeof s === 'object' && typeof (s as Json)['id'] === 'number'
+      ? ((s as Json)['id'] as number)
+      : null;
   }
 
-  private async ensureGuarantor(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<number> {
-    const loanExt = typeof rec.fields['loanExternalId'] === 'string' ? rec.fields['loanExternalId'] : pkg.loanId;
+  private async ensureGuarantor(
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<number> {
+    const loanExt =
+      typeof rec.fields['loanExternalId'] === 'string' ? rec.fields['loanExternalId'] : pkg.loanId;
     const loanId = ids.loans.get(loanExt) ?? numIdOrNull((await this.findLoanJson(loanExt, signal))?.['id']);
-    if (loanId === null) throw new CoreRejectedError(`guarantor ${rec.externalId}: loan ${loanExt} is not in the core`);
+    if (loanId === null)
+      throw new CoreRejectedError(`guarantor ${rec.externalId}: loan ${loanExt} is not in the core`);
     const typeId = Number(rec.fields['guarantorTypeId'] ?? 1);
     const body: Json = { ...withoutRefs(rec.fields), guarantorTypeId: typeId };
     let entityId: number | null = null;
     if (typeId === 1) {
       const ref = rec.fields['clientExternalId'];
-      if (typeof ref !== 'string') throw new CoreRejectedError(`guarantor ${rec.externalId}: clientExternalId is missing (guarantorTypeId 1)`);
+      if (typeof ref !== 'string')
+        throw new CoreRejectedError(
+          `guarantor ${rec.externalId}: clientExternalId is missing (guarantorTypeId 1)`,
+        );
       entityId = await this.resolveClient(ref, ids, `guarantor ${rec.externalId}`, signal);
       body['entityId'] = entityId;
     }
@@ -514,7 +730,12 @@ export class FineractCore implements CoreSystem {
       return g['firstname'] === body['firstname'] && g['lastname'] === body['lastname'];
     });
     if (same !== undefined) return numId(same['id'], `guarantor of loan ${loanId}`);
-    const res = await this.command<Json>(`/loans/${loanId}/guarantors`, { body, ...(signal ? { signal } : {}) }, 'guarantor', [loanExt, rec.externalId, pkg.mappingVersion]);
+    const res = await this.command<Json>(
+      `/loans/${loanId}/guarantors`,
+      { body, ...(signal ? { signal } : {}) },
+      'guarantor',
+      [loanExt, rec.externalId, pkg.mappingVersion],
+    );
     return numId(res['resourceId'], 'guarantor response');
   }
 
@@ -523,19 +744,39 @@ export class FineractCore implements CoreSystem {
    * documentKey, description? }`. One identifier per client and document type; an existing one is
    * the answer (Fineract refuses a second of the same type).
    */
-  private async ensureIdentifier(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<number> {
-    const clientId = await this.resolveClient(String(rec.fields['clientExternalId']), ids, `identifier ${rec.externalId}`, signal);
+  private async ensureIdentifier(
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<number> {
+    const clientId = await this.resolveClient(
+      String(rec.fields['clientExternalId']),
+      ids,
+      `identifier ${rec.externalId}`,
+      signal,
+    );
     const typeId = rec.fields['documentTypeId'] as number;
     const existing = (await this.http.get<Json[] | null>(`/clients/${clientId}/identifiers`, signal)) ?? [];
-    const same = existing.find((i) => Number((i['documentType'] as Json | undefined)?.['id'] ?? i['documentTypeId']) === typeId);
+    const same = existing.find(
+      (i) => Number((i['documentType'] as Json | undefined)?.['id'] ?? i['documentTypeId']) === typeId,
+    );
     if (same !== undefined) {
       if (same['documentKey'] !== rec.fields['documentKey']) {
-        this.logger.warn({ loanId: pkg.loanId, clientId, documentTypeId: typeId }, 'client already holds a different identifier of this type in Fineract; left as it is');
+        this.logger.warn(
+          { loanId: pkg.loanId, clientId, documentTypeId: typeId },
+          'client already holds a different identifier of this type in Fineract; left as it is',
+        );
       }
       return numId(same['id'], `identifier of client ${clientId}`);
     }
     const body: Json = { ...withoutRefs(rec.fields) };
-    const res = await this.command<Json>(`/clients/${clientId}/identifiers`, { body, ...(signal ? { signal } : {}) }, 'identifier', [rec.externalId, String(typeId), pkg.mappingVersion]);
+    const res = await this.command<Json>(
+      `/clients/${clientId}/identifiers`,
+      { body, ...(signal ? { signal } : {}) },
+      'identifier',
+      [rec.externalId, String(typeId), pkg.mappingVersion],
+    );
     return numId(res['resourceId'], 'identifier response');
   }
 
@@ -558,13 +799,22 @@ export class FineractCore implements CoreSystem {
     for (const { doc, extension, contentType } of uploads) {
       signal?.throwIfAborted();
       const marker = documentMarker(doc.id);
-      const there = existing.find((e) => typeof e['description'] === 'string' && e['description'].includes(marker));
+      const there = existing.find(
+        (e) => typeof e['description'] === 'string' && e['description'].includes(marker),
+      );
       if (there !== undefined) {
-        out.push({ documentId: doc.id, sha256: '', bytes: Number(there['size'] ?? 0), coreId: String(there['id']) });
+        out.push({
+          documentId: doc.id,
+          sha256: '',
+          bytes: Number(there['size'] ?? 0),
+          coreId: String(there['id']),
+        });
         continue;
       }
       const rec = records.find((r) => r.externalId === doc.id);
-      out.push(await this.uploadDocument(pkg.fetchDocument, doc, rec, { extension, contentType }, loanId, signal));
+      out.push(
+        await this.uploadDocument(pkg.fetchDocument, doc, rec, { extension, contentType }, loanId, signal),
+      );
     }
     return out;
   }
@@ -591,10 +841,16 @@ export class FineractCore implements CoreSystem {
         throw err;
       }
       if (fetched.bytes > this.documentPolicy.maxBytes) {
-        throw new CoreRejectedError(`document ${doc.id} is ${fetched.bytes} bytes, over Fineract's upload cap of ${this.documentPolicy.maxBytes} (core.http.documents.maxBytes)`);
+        throw new CoreRejectedError(
+          `document ${doc.id} is ${fetched.bytes} bytes, over Fineract's upload cap of ${this.documentPolicy.maxBytes} (core.http.documents.maxBytes)`,
+        );
       }
       const name = (asText(rec?.fields['name']) || doc.name || doc.id).slice(0, 250);
-      const described = asText(rec?.fields['description']) || [doc.category, doc.period ?? doc.requirement?.period].filter((x) => typeof x === 'string' && x !== '').join(' · ');
+      const described =
+        asText(rec?.fields['description']) ||
+        [doc.category, doc.period ?? doc.requirement?.period]
+          .filter((x) => typeof x === 'string' && x !== '')
+          .join(' · ');
       const marker = documentMarker(doc.id);
       const description = `${described.slice(0, 1000 - marker.length - 1)} ${marker}`.trim();
       const form = new FormData();
@@ -604,8 +860,16 @@ export class FineractCore implements CoreSystem {
       // Fineract's command pipeline, so no Idempotency-Key: the [doc:id] marker is the guard.
       const blob = await openAsBlob(path, { type: as.contentType });
       form.append('file', blob, uploadFileName(safeFileName(doc.name, doc.id), as.extension));
-      const res = await this.http.post<Json>(`/loans/${loanId}/documents`, { form, ...(signal ? { signal } : {}) });
-      return { documentId: doc.id, sha256: fetched.sha256, bytes: fetched.bytes, coreId: asText(res['resourceId']) };
+      const res = await this.http.post<Json>(`/loans/${loanId}/documents`, {
+        form,
+        ...(signal ? { signal } : {}),
+      });
+      return {
+        documentId: doc.id,
+        sha256: fetched.sha256,
+        bytes: fetched.bytes,
+        coreId: asText(res['resourceId']),
+      };
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -615,7 +879,13 @@ export class FineractCore implements CoreSystem {
     const l = await this.findLoanJson(loanExternalId);
     if (l === null) return null;
     // The loan alone says nothing of its guarantors and documents (later steps of the same board).
-    return { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromFineractLoan(l), complete: false };
+    return {
+      coreReference: String(l['id']),
+      loanExternalId,
+      mappingVersion: null,
+      fields: canonicalFromFineractLoan(l),
+      complete: false,
+    };
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {
@@ -627,8 +897,14 @@ export class FineractCore implements CoreSystem {
       const items = page.pageItems ?? [];
       for (const l of items) {
         if (typeof l['externalId'] === 'string' && l['externalId'] !== '') {
-          const loanExternalId = (await this.opts.externalRefs?.platformIdOf('fineract', l['externalId'])) ?? l['externalId'];
-          yield { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromFineractLoan(l) };
+          const loanExternalId =
+            (await this.opts.externalRefs?.platformIdOf('fineract', l['externalId'])) ?? l['externalId'];
+          yield {
+            coreReference: String(l['id']),
+            loanExternalId,
+            mappingVersion: null,
+            fields: canonicalFromFineractLoan(l),
+          };
         }
       }
       if (items.length < limit) return;
@@ -641,16 +917,27 @@ export class FineractCore implements CoreSystem {
     try {
       const office = await this.http.get<Json>(`/offices/${this.opts.officeId}`, input.signal);
       const name = typeof office['name'] === 'string' ? ` (${office['name']})` : '';
-      checks.push({ name: 'core', status: 'ok', detail: `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, user ${this.opts.username}; office ${this.opts.officeId}${name} exists` });
+      checks.push({
+        name: 'core',
+        status: 'ok',
+        detail: `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, user ${this.opts.username}; office ${this.opts.officeId}${name} exists`,
+      });
     } catch (err) {
-      const detail = err instanceof CoreRejectedError && err.status === 404 ? `Fineract has no office ${this.opts.officeId} (core.http.officeId)` : errorMessage(err);
+      const detail =
+        err instanceof CoreRejectedError && err.status === 404
+          ? `Fineract has no office ${this.opts.officeId} (core.http.officeId)`
+          : errorMessage(err);
       checks.push({ name: 'core', status: 'fail', detail });
       checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
       return checks;
     }
     const ids = [...new Set(input.productIds)].sort((a, b) => a - b);
     if (ids.length === 0) {
-      checks.push({ name: 'core.products', status: 'skip', detail: 'the mapping set names no loan product id (lookup productId, defaults *productId)' });
+      checks.push({
+        name: 'core.products',
+        status: 'skip',
+        detail: 'the mapping set names no loan product id (lookup productId, defaults *productId)',
+      });
       return checks;
     }
     const missing: string[] = [];
@@ -660,13 +947,25 @@ export class FineractCore implements CoreSystem {
         const facts = await this.product(id, input.signal);
         found.push(`${id} (${facts.name}${facts.floating ? ', floating rate' : ''})`);
       } catch (err) {
-        missing.push(err instanceof CoreRejectedError && err.status === 404 ? `${id}: no such loan product` : `${id}: ${errorMessage(err)}`);
+        missing.push(
+          err instanceof CoreRejectedError && err.status === 404
+            ? `${id}: no such loan product`
+            : `${id}: ${errorMessage(err)}`,
+        );
       }
     }
     checks.push(
       missing.length === 0
-        ? { name: 'core.products', status: 'ok', detail: `loan products the mapping set uses exist: ${found.join(', ')}` }
-        : { name: 'core.products', status: 'fail', detail: `${missing.join('; ')} — fix the mapping's productId lookup or defaults, or create the product in Fineract` },
+        ? {
+            name: 'core.products',
+            status: 'ok',
+            detail: `loan products the mapping set uses exist: ${found.join(', ')}`,
+          }
+        : {
+            name: 'core.products',
+            status: 'fail',
+            detail: `${missing.join('; ')} — fix the mapping's productId lookup or defaults, or create the product in Fineract`,
+          },
     );
     return checks;
   }
@@ -686,10 +985,15 @@ export class FineractCore implements CoreSystem {
 }
 
 /** Fineract's duplicate-external-id answers: loans (pre-check), clients (unique constraint). */
-const DUPLICATE_EXTERNAL_ID = new Set(['error.msg.loan.with.externalId.already.used', 'error.msg.client.duplicate.externalId']);
+const DUPLICATE_EXTERNAL_ID = new Set([
+  'error.msg.loan.with.externalId.already.used',
+  'error.msg.client.duplicate.externalId',
+]);
 
 function isDuplicateExternalId(detail: unknown): boolean {
-  return fineractCodes(detail).some((c) => DUPLICATE_EXTERNAL_ID.has(c) || (/externalid/i.test(c) && /duplicate|already/i.test(c)));
+  return fineractCodes(detail).some(
+    (c) => DUPLICATE_EXTERNAL_ID.has(c) || (/externalid/i.test(c) && /duplicate|already/i.test(c)),
+  );
 }
 
 /** `*ExternalId` references are the connector's, not Fineract parameters (it rejects unknown ones). */

@@ -27,7 +27,12 @@ interface FineractErrorBody {
   developerMessage?: string;
   defaultUserMessage?: string;
   userMessageGlobalisationCode?: string;
-  errors?: Array<{ defaultUserMessage?: string; developerMessage?: string; parameterName?: string; userMessageGlobalisationCode?: string }>;
+  errors?: Array<{
+    defaultUserMessage?: string;
+    developerMessage?: string;
+    parameterName?: string;
+    userMessageGlobalisationCode?: string;
+  }>;
 }
 
 /**
@@ -43,7 +48,18 @@ export class ReplayedFailureError extends Error {
 }
 
 /** Errors that happen before a request can reach the server: a write cannot have committed. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
 
 /**
  * The HTTP boundary to Fineract: basic auth, tenant header, JSON, timeouts, and the one place
@@ -84,7 +100,12 @@ export class FineractHttp {
     return (await this.send('POST', path, opts, false)) as T;
   }
 
-  private async send(method: 'GET' | 'POST', path: string, opts: CallOptions, nullOn404: boolean): Promise<unknown> {
+  private async send(
+    method: 'GET' | 'POST',
+    path: string,
+    opts: CallOptions,
+    nullOn404: boolean,
+  ): Promise<unknown> {
     const write = method !== 'GET';
     const where = `${method} ${path.replace(/\?.*$/, '')}`;
     const headers: Record<string, string> = {
@@ -127,21 +148,32 @@ export class FineractHttp {
     if (status >= 200 && status < 300) return parsed;
     if (status === 404 && nullOn404) return null;
     const message = fineractMessage(parsed, text);
-    if (status === 401) throw new FatalError(`Fineract ${where} → 401: credentials refused (core.http.username/password/tenantId): ${message}`);
+    if (status === 401)
+      throw new FatalError(
+        `Fineract ${where} → 401: credentials refused (core.http.username/password/tenantId): ${message}`,
+      );
     if (status === 400 && (parsed === null || typeof parsed !== 'object')) {
       throw new FatalError(
         `Fineract ${where} → 400 without a JSON body (${message}): Fineract answers an unknown tenant this way; check core.http.tenantId, and that core.http.baseUrl is the Fineract API`,
       );
     }
     if (status === 403 && fineractCodes(parsed).includes('error.msg.not.authorized')) {
-      throw new FatalError(`Fineract ${where} → 403: the user core.http.username lacks a permission (${message}); grant it to the user's role in Fineract`);
+      throw new FatalError(
+        `Fineract ${where} → 403: the user core.http.username lacks a permission (${message}); grant it to the user's role in Fineract`,
+      );
     }
     if (status === 425) {
-      throw new CoreUnavailableError(`Fineract ${where} → 425: a request with the same Idempotency-Key is still being processed; will retry later`, write);
+      throw new CoreUnavailableError(
+        `Fineract ${where} → 425: a request with the same Idempotency-Key is still being processed; will retry later`,
+        write,
+      );
     }
     const failure =
       status >= 500 || status === 408 || status === 409 || status === 429
-        ? new CoreUnavailableError(`Fineract ${where} → ${status}: ${message}`, write && status !== 429 && !replayed)
+        ? new CoreUnavailableError(
+            `Fineract ${where} → ${status}: ${message}`,
+            write && status !== 429 && !replayed,
+          )
         : new CoreRejectedError(`Fineract ${where} → ${status}: ${message}`, status, parsed);
     if (replayed && write && opts.idempotencyKey !== undefined) throw new ReplayedFailureError(failure);
     throw failure;
@@ -178,7 +210,8 @@ export function fineractMessage(body: unknown, raw: string): string {
 export function fineractCodes(body: unknown): string[] {
   if (body === null || typeof body !== 'object') return [];
   const b = body as FineractErrorBody;
-  return [b.userMessageGlobalisationCode, ...(b.errors ?? []).map((e) => e.userMessageGlobalisationCode)].filter(
-    (c): c is string => typeof c === 'string',
-  );
+  return [
+    b.userMessageGlobalisationCode,
+    ...(b.errors ?? []).map((e) => e.userMessageGlobalisationCode),
+  ].filter((c): c is string => typeof c === 'string');
 }

@@ -50,8 +50,15 @@ const FREQUENCIES: Record<string, string> = {
 };
 
 /** repaymentEvery + repaymentFrequencyType (0 days, 1 weeks, 2 months, 3 years) → platform frequency. */
-export function platformFrequency(repaymentEvery: unknown, frequencyType: unknown, numberOfRepayments: unknown): string | null {
-  const type = typeof frequencyType === 'object' && frequencyType !== null ? (frequencyType as { id?: unknown }).id : frequencyType;
+export function platformFrequency(
+  repaymentEvery: unknown,
+  frequencyType: unknown,
+  numberOfRepayments: unknown,
+): string | null {
+  const type =
+    typeof frequencyType === 'object' && frequencyType !== null
+      ? (frequencyType as { id?: unknown }).id
+      : frequencyType;
   if (numberOfRepayments === 1) return 'lump sum';
   return FREQUENCIES[`${String(repaymentEvery)}:${String(type)}`] ?? null;
 }
@@ -63,7 +70,13 @@ export function canonicalFromFineractLoan(loan: Record<string, unknown>): Canoni
     centsAmount: decimalToCents(loan['principal'] ?? loan['approvedPrincipal'] ?? loan['proposedPrincipal']),
     bpsRate: percentToBps(loan['annualInterestRate'] ?? loan['interestRatePerPeriod']),
     maturityDate: fineractDate(timeline['expectedMaturityDate'] ?? loan['expectedMaturityDate']),
-    firstPaymentDate: fineractDate(loan['repaymentsStartingFromDate'] ?? loan['expectedFirstRepaymentOnDate']),
-    paymentFrequency: platformFrequency(loan['repaymentEvery'], loan['repaymentFrequencyType'], loan['numberOfRepayments']),
+    firstPaymentDate: fineractDate(
+      loan['repaymentsStartingFromDate'] ?? loan['expectedFirstRepaymentOnDate'],
+    ),
+    paymentFrequency: platformFrequency(
+      loan['repaymentEvery'],
+      loan['repaymentFrequencyType'],
+      loan['numberOfRepayments'],
+    ),
   };
 }

@@ -51,10 +51,25 @@ export function mambuJson(body: unknown): string {
 }
 
 /** Errors that happen before a request can reach the server: a write cannot have committed. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
 
 /** Reasons that mean the connector's own setup, not this loan: every loan would fail alike. */
-const OPERATOR_REASONS = new Set(['INVALID_CREDENTIALS', 'INVALID_API_KEY', 'INVALID_USER_WHO_APPROVED_THE_LOAN_CANNOT_DISBURSE_IT']);
+const OPERATOR_REASONS = new Set([
+  'INVALID_CREDENTIALS',
+  'INVALID_API_KEY',
+  'INVALID_USER_WHO_APPROVED_THE_LOAN_CANNOT_DISBURSE_IT',
+]);
 
 /**
  * The HTTP boundary to Mambu API v2: the v2 media type, an API key or Basic credentials (a second
@@ -93,11 +108,24 @@ export class MambuHttp {
   }
 
   /** GET of a list page with paginationDetails=ON: the items and Mambu's total (items-total header). */
-  async page<T>(path: string, offset: number, limit: number, signal?: AbortSignal): Promise<{ items: T[]; total: number | null }> {
+  async page<T>(
+    path: string,
+    offset: number,
+    limit: number,
+    signal?: AbortSignal,
+  ): Promise<{ items: T[]; total: number | null }> {
     const sep = path.includes('?') ? '&' : '?';
-    const res = await this.send('GET', `${path}${sep}offset=${offset}&limit=${limit}&paginationDetails=ON`, signal ? { signal } : {}, false);
+    const res = await this.send(
+      'GET',
+      `${path}${sep}offset=${offset}&limit=${limit}&paginationDetails=ON`,
+      signal ? { signal } : {},
+      false,
+    );
     const total = Number(res.headers['items-total']);
-    return { items: Array.isArray(res.body) ? (res.body as T[]) : [], total: Number.isFinite(total) ? total : null };
+    return {
+      items: Array.isArray(res.body) ? (res.body as T[]) : [],
+      total: Number.isFinite(total) ? total : null,
+    };
   }
 
   async post<T>(path: string, opts: MambuCallOptions): Promise<T> {
@@ -105,17 +133,41 @@ export class MambuHttp {
   }
 
   /** A search (POST …:search): a read, sent without an Idempotency-Key, one page of `limit`. */
-  async search<T>(path: string, body: unknown, offset: number, limit: number, signal?: AbortSignal): Promise<{ items: T[]; total: number | null }> {
+  async search<T>(
+    path: string,
+    body: unknown,
+    offset: number,
+    limit: number,
+    signal?: AbortSignal,
+  ): Promise<{ items: T[]; total: number | null }> {
     const sep = path.includes('?') ? '&' : '?';
-    const res = await this.send('POST', `${path}${sep}offset=${offset}&limit=${limit}&paginationDetails=ON`, { body, ...(signal ? { signal } : {}) }, false, true);
+    const res = await this.send(
+      'POST',
+      `${path}${sep}offset=${offset}&limit=${limit}&paginationDetails=ON`,
+      { body, ...(signal ? { signal } : {}) },
+      false,
+      true,
+    );
     const total = Number(res.headers['items-total']);
-    return { items: Array.isArray(res.body) ? (res.body as T[]) : [], total: Number.isFinite(total) ? total : null };
+    return {
+      items: Array.isArray(res.body) ? (res.body as T[]) : [],
+      total: Number.isFinite(total) ? total : null,
+    };
   }
 
-  private async send(method: 'GET' | 'POST', path: string, opts: MambuCallOptions, nullOn404: boolean, read = method === 'GET'): Promise<{ body: unknown; headers: Record<string, string | string[] | undefined> }> {
+  private async send(
+    method: 'GET' | 'POST',
+    path: string,
+    opts: MambuCallOptions,
+    nullOn404: boolean,
+    read = method === 'GET',
+  ): Promise<{ body: unknown; headers: Record<string, string | string[] | undefined> }> {
     const write = !read;
     const where = `${method} ${path.replace(/\?.*$/, '')}`;
-    const headers: Record<string, string> = { ...this.headers[opts.as ?? 'main'], accept: 'application/vnd.mambu.v2+json' };
+    const headers: Record<string, string> = {
+      ...this.headers[opts.as ?? 'main'],
+      accept: 'application/vnd.mambu.v2+json',
+    };
     if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
     let body: string | FormData | undefined;
     if (opts.form !== undefined) {
@@ -153,17 +205,31 @@ export class MambuHttp {
     const errors = mambuErrors(parsed);
     const message = mambuMessage(errors, text);
     const reasons = errors.map((e) => e.errorReason);
-    const who = opts.as === 'disburse' && this.opts.disburseAuth !== undefined ? 'core.mambu.disburseAuth' : 'core.mambu.auth';
-    if (status === 401) throw new FatalError(`Mambu ${where} → 401: credentials refused (${who}): ${message}`);
-    if (status === 403) throw new FatalError(`Mambu ${where} → 403: the user or API consumer of ${who} lacks a permission (${message}); grant it in Mambu`);
+    const who =
+      opts.as === 'disburse' && this.opts.disburseAuth !== undefined
+        ? 'core.mambu.disburseAuth'
+        : 'core.mambu.auth';
+    if (status === 401)
+      throw new FatalError(`Mambu ${where} → 401: credentials refused (${who}): ${message}`);
+    if (status === 403)
+      throw new FatalError(
+        `Mambu ${where} → 403: the user or API consumer of ${who} lacks a permission (${message}); grant it in Mambu`,
+      );
     if (reasons.includes('INVALID_USER_WHO_APPROVED_THE_LOAN_CANNOT_DISBURSE_IT')) {
-      throw new FatalError(`Mambu ${where} → ${status}: ${message}: this tenant forbids the approver to disburse; set core.mambu.disburseAuth to other credentials (or disburse: false)`);
+      throw new FatalError(
+        `Mambu ${where} → ${status}: ${message}: this tenant forbids the approver to disburse; set core.mambu.disburseAuth to other credentials (or disburse: false)`,
+      );
     }
-    if (reasons.some((r) => r !== undefined && OPERATOR_REASONS.has(r))) throw new FatalError(`Mambu ${where} → ${status}: ${message} (${who})`);
+    if (reasons.some((r) => r !== undefined && OPERATOR_REASONS.has(r)))
+      throw new FatalError(`Mambu ${where} → ${status}: ${message} (${who})`);
     if (status === 409 || status === 102) {
-      throw new CoreUnavailableError(`Mambu ${where} → ${status}: a request with the same Idempotency-Key is still being processed; will check and retry later`, write);
+      throw new CoreUnavailableError(
+        `Mambu ${where} → ${status}: a request with the same Idempotency-Key is still being processed; will check and retry later`,
+        write,
+      );
     }
-    if (status >= 500 || status === 408 || status === 429) throw new CoreUnavailableError(`Mambu ${where} → ${status}: ${message}`, write && status !== 429);
+    if (status >= 500 || status === 408 || status === 429)
+      throw new CoreUnavailableError(`Mambu ${where} → ${status}: ${message}`, write && status !== 429);
     throw new CoreRejectedError(`Mambu ${where} → ${status}: ${message}`, status, parsed);
   }
 
@@ -178,25 +244,37 @@ export class MambuHttp {
 
 function authHeaders(auth: MambuAuth): Record<string, string> {
   if ('apiKey' in auth) return { apikey: auth.apiKey };
-  return { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`, 'utf8').toString('base64')}` };
+  return {
+    authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`, 'utf8').toString('base64')}`,
+  };
 }
 
 /** The entries of Mambu's error envelope (empty when the body is not one). */
 export function mambuErrors(body: unknown): MambuError[] {
   if (body === null || typeof body !== 'object') return [];
   const errors = (body as { errors?: unknown }).errors;
-  return Array.isArray(errors) ? errors.filter((e): e is MambuError => e !== null && typeof e === 'object') : [];
+  return Array.isArray(errors)
+    ? errors.filter((e): e is MambuError => e !== null && typeof e === 'object')
+    : [];
 }
 
 /** Mambu's own words: each `errorReason` with its `errorSource`. */
 export function mambuMessage(errors: readonly MambuError[], raw: string): string {
-  const parts = errors.map((e) => [e.errorReason ?? `error ${String(e.errorCode ?? '?')}`, e.errorSource].filter(Boolean).join(': '));
+  const parts = errors.map((e) =>
+    [e.errorReason ?? `error ${String(e.errorCode ?? '?')}`, e.errorSource].filter(Boolean).join(': '),
+  );
   if (parts.length > 0) return scrubText(parts.join('; ').slice(0, 1000));
   return scrubText(raw.slice(0, 300) || '(empty body)');
 }
 
 /** Mambu's answers to a second create with an id already taken. */
-const DUPLICATE_ID = new Set(['DUPLICATE_ID', 'CLIENT_ID_ALREADY_IN_USE', 'GROUP_ID_ALREADY_IN_USE', 'ACCOUNT_ID_ALREADY_IN_USE', 'ID_ALREADY_IN_USE']);
+const DUPLICATE_ID = new Set([
+  'DUPLICATE_ID',
+  'CLIENT_ID_ALREADY_IN_USE',
+  'GROUP_ID_ALREADY_IN_USE',
+  'ACCOUNT_ID_ALREADY_IN_USE',
+  'ID_ALREADY_IN_USE',
+]);
 
 export function isDuplicateId(detail: unknown): boolean {
   return mambuErrors(detail).some((e) => e.errorReason !== undefined && DUPLICATE_ID.has(e.errorReason));

@@ -87,6 +87,9 @@ const CONTROL = /[\u0000-\u001f\u007f]/g;
 /** A document name Mambu takes: forbidden characters become `_`, cut to 256, never empty. */
 export function mambuDocumentName(name: string, fallback: string): string {
   const cleaned = name.replace(DOCUMENT_NAME_FORBIDDEN, '_').replace(CONTROL, ' ').trim();
-  const out = (cleaned === '' ? fallback.replace(DOCUMENT_NAME_FORBIDDEN, '_') : cleaned).slice(0, DOCUMENT_NAME_MAX);
+  const out = (cleaned === '' ? fallback.replace(DOCUMENT_NAME_FORBIDDEN, '_') : cleaned).slice(
+    0,
+    DOCUMENT_NAME_MAX,
+  );
   return out === '' ? 'document' : out;
 }

@@ -28,7 +28,14 @@ import {
 } from '../port.js';
 import { safeFileName } from '../safe-name.js';
 import { MambuDecimal, MambuHttp, isDuplicateId, type MambuHttpOptions } from './http.js';
-import { derivedMambuId, isMambuId, mambuDocumentName, mambuIdempotencyKey, mambuRef, type MambuKind } from './ids.js';
+import {
+  derivedMambuId,
+  isMambuId,
+  mambuDocumentName,
+  mambuIdempotencyKey,
+  mambuRef,
+  type MambuKind,
+} from './ids.js';
 import { canonicalFromMambuLoan } from './units.js';
 
 export const MAMBU_RECORD_TYPES = ['client', 'group', 'loan', 'document'] as const;
@@ -57,7 +64,10 @@ const PAGE = 1000;
 /** Record fields that are the connector's, never sent to Mambu. */
 const CONNECTOR_FIELDS = new Set(['existing']);
 /** Fields Mambu takes as numbers that the mapping gives as exact decimal strings. */
-const DECIMAL_FIELDS: ReadonlyArray<readonly string[]> = [['loanAmount'], ['interestSettings', 'interestRate']];
+const DECIMAL_FIELDS: ReadonlyArray<readonly string[]> = [
+  ['loanAmount'],
+  ['interestSettings', 'interestRate'],
+];
 
 type Json = Record<string, unknown>;
 
@@ -112,7 +122,10 @@ export class MambuCore implements CoreSystem {
 
   readonly customers: CustomerDirectory = {
     findByTin: (q, o) => this.findByTin(q, o?.signal),
-    status: () => ({ ok: true, detail: `Mambu search by custom field (${this.opts.taxIdField.clients}, ${this.opts.taxIdField.groups})` }),
+    status: () => ({
+      ok: true,
+      detail: `Mambu search by custom field (${this.opts.taxIdField.clients}, ${this.opts.taxIdField.groups})`,
+    }),
   };
 
   constructor(private readonly opts: MambuCoreOptions) {
@@ -151,9 +164,18 @@ export class MambuCore implements CoreSystem {
     }
     const loanId = text(loan?.['id']);
     const documents = await this.ensureDocuments(pkg, uploads, loan as Json, signal);
-    for (const d of documents) if (d.coreId !== undefined) receipt.push({ type: 'document', externalId: d.documentId, coreId: d.coreId });
-    if (warnings.length > 0) this.logger.warn({ loanId: pkg.loanId, warnings }, 'documents left out: over core.mambu.documents.maxBytes');
-    this.logger.info({ loanId: pkg.loanId, mambuLoanId: loanId, records: receipt.length, documents: documents.length }, 'loan boarded in Mambu');
+    for (const d of documents)
+      if (d.coreId !== undefined)
+        receipt.push({ type: 'document', externalId: d.documentId, coreId: d.coreId });
+    if (warnings.length > 0)
+      this.logger.warn(
+        { loanId: pkg.loanId, warnings },
+        'documents left out: over core.mambu.documents.maxBytes',
+      );
+    this.logger.info(
+      { loanId: pkg.loanId, mambuLoanId: loanId, records: receipt.length, documents: documents.length },
+      'loan boarded in Mambu',
+    );
     return {
       coreReference: loanId,
       loanExternalId: pkg.loanId,
@@ -167,36 +189,57 @@ export class MambuCore implements CoreSystem {
   }
 
   /** Refuses what cannot board before any write, so a bad package never leaves half a loan. */
-  private preflight(pkg: BoardingPackage): { byType: Record<RecordType, MappedRecord[]>; uploads: PlatformDocument[]; warnings: string[] } {
+  private preflight(pkg: BoardingPackage): {
+    byType: Record<RecordType, MappedRecord[]>;
+    uploads: PlatformDocument[];
+    warnings: string[];
+  } {
     const out: Record<RecordType, MappedRecord[]> = { client: [], group: [], loan: [], document: [] };
     for (const r of pkg.records) {
       if (!(MAMBU_RECORD_TYPES as readonly string[]).includes(r.type)) {
-        throw new CoreRejectedError(`record type "${r.type}" (external id ${r.externalId}) is not supported by the Mambu core (supported: ${MAMBU_RECORD_TYPES.join(', ')}); use the mambu mapping set`);
+        throw new CoreRejectedError(
+          `record type "${r.type}" (external id ${r.externalId}) is not supported by the Mambu core (supported: ${MAMBU_RECORD_TYPES.join(', ')}); use the mambu mapping set`,
+        );
       }
-      if (typeof r.externalId !== 'string' || r.externalId === '') throw new CoreRejectedError(`${r.type} record: externalId must be a non-empty string`);
+      if (typeof r.externalId !== 'string' || r.externalId === '')
+        throw new CoreRejectedError(`${r.type} record: externalId must be a non-empty string`);
       const id = r.fields['id'];
       if (id !== undefined && id !== null && (typeof id !== 'string' || !isMambuId(id))) {
-        throw new CoreRejectedError(`${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`);
+        throw new CoreRejectedError(
+          `${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`,
+        );
       }
       if (r.type !== 'document') {
         for (const [k, v] of Object.entries(r.fields)) {
-          if (k.startsWith('_') && (v === null || typeof v !== 'object' || Array.isArray(v))) throw new CoreRejectedError(`${r.type} ${r.externalId}: custom field set ${k} must be an object of field id → value`);
+          if (k.startsWith('_') && (v === null || typeof v !== 'object' || Array.isArray(v)))
+            throw new CoreRejectedError(
+              `${r.type} ${r.externalId}: custom field set ${k} must be an object of field id → value`,
+            );
         }
       }
       out[r.type as RecordType].push(r);
     }
-    if (out.loan.length === 0) throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
+    if (out.loan.length === 0)
+      throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
     for (const l of out.loan) {
-      if (typeof l.fields['accountHolderExternalId'] !== 'string') throw new CoreRejectedError(`loan record ${l.externalId}: accountHolderExternalId (the borrower's platform id) is missing`);
-      if (l.fields['accountHolderType'] !== 'CLIENT' && l.fields['accountHolderType'] !== 'GROUP') throw new CoreRejectedError(`loan record ${l.externalId}: accountHolderType must be CLIENT or GROUP`);
-      if (typeof l.fields['productTypeKey'] !== 'string' || l.fields['productTypeKey'] === '') throw new CoreRejectedError(`loan record ${l.externalId}: productTypeKey (a Mambu loan product id or encodedKey) is missing`);
+      if (typeof l.fields['accountHolderExternalId'] !== 'string')
+        throw new CoreRejectedError(
+          `loan record ${l.externalId}: accountHolderExternalId (the borrower's platform id) is missing`,
+        );
+      if (l.fields['accountHolderType'] !== 'CLIENT' && l.fields['accountHolderType'] !== 'GROUP')
+        throw new CoreRejectedError(`loan record ${l.externalId}: accountHolderType must be CLIENT or GROUP`);
+      if (typeof l.fields['productTypeKey'] !== 'string' || l.fields['productTypeKey'] === '')
+        throw new CoreRejectedError(
+          `loan record ${l.externalId}: productTypeKey (a Mambu loan product id or encodedKey) is missing`,
+        );
     }
     const uploads: PlatformDocument[] = [];
     const warnings: string[] = [];
     for (const doc of pkg.documents) {
       if (typeof doc.size === 'number' && doc.size > this.opts.documents.maxBytes) {
         const reason = `document ${doc.id} is ${doc.size} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`;
-        if (this.opts.documents.refused === 'quarantine') throw new CoreRejectedError(`${reason} (core.mambu.documents.refused: quarantine)`);
+        if (this.opts.documents.refused === 'quarantine')
+          throw new CoreRejectedError(`${reason} (core.mambu.documents.refused: quarantine)`);
         warnings.push(`${reason}; left out (core.mambu.documents.refused: skip)`);
       } else uploads.push(doc);
     }
@@ -205,12 +248,25 @@ export class MambuCore implements CoreSystem {
 
   /** A write's Idempotency-Key: what it does (action, record, mapping version, body), as a v4 UUID. */
   private key(action: string, parts: string[], body: unknown): string {
-    return mambuIdempotencyKey(action, [...parts, createHash('sha256').update(JSON.stringify(body) ?? '').digest('base64url')]);
+    return mambuIdempotencyKey(action, [
+      ...parts,
+      createHash('sha256')
+        .update(JSON.stringify(body) ?? '')
+        .digest('base64url'),
+    ]);
   }
 
-  private ensureHolder(kind: 'client' | 'group', rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<Holder> {
+  private ensureHolder(
+    kind: 'client' | 'group',
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<Holder> {
     const id = this.holderId(kind, rec);
-    return this.customerLock.run(`${kind}:${id}`, () => this.ensureHolderLocked(kind, id, rec, pkg, ids, signal));
+    return this.customerLock.run(`${kind}:${id}`, () =>
+      this.ensureHolderLocked(kind, id, rec, pkg, ids, signal),
+    );
   }
 
   private holderId(kind: MambuKind, rec: MappedRecord): string {
@@ -218,26 +274,41 @@ export class MambuCore implements CoreSystem {
     return typeof id === 'string' && id !== '' ? id : derivedMambuId(kind, rec.externalId);
   }
 
-  private async ensureHolderLocked(kind: 'client' | 'group', id: string, rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<Holder> {
+  private async ensureHolderLocked(
+    kind: 'client' | 'group',
+    id: string,
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<Holder> {
     const resource = kind === 'client' ? 'clients' : 'groups';
     const found = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
     if (found !== null) return holderOf(found, `${kind} ${id}`);
     if (rec.fields['existing'] === true) {
-      throw new CoreRejectedError(`${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist (deleted since it was matched?); check the customer, then loans retry`);
+      throw new CoreRejectedError(
+        `${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist (deleted since it was matched?); check the customer, then loans retry`,
+      );
     }
     // Last guard before a create: a customer that already holds this tax id (made in Mambu by a
     // person, or boarded without the customer match) is reused, never doubled.
     const holder = await this.holderWithTaxId(kind, rec, pkg, signal);
     if (holder !== null) return holder;
     const body: Json = { ...this.outgoing(rec), id };
-    if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined) body['assignedBranchKey'] = this.opts.branchKey;
+    if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined)
+      body['assignedBranchKey'] = this.opts.branchKey;
     if (kind === 'group') {
-      const members = Array.isArray(rec.fields['memberExternalIds']) ? (rec.fields['memberExternalIds'] as unknown[]).filter((m): m is string => typeof m === 'string') : [];
+      const members = Array.isArray(rec.fields['memberExternalIds'])
+        ? (rec.fields['memberExternalIds'] as unknown[]).filter((m): m is string => typeof m === 'string')
+        : [];
       const keys: Json[] = [];
       for (const m of [...new Set(members)]) {
         const c = ids.clients.get(m);
         if (c === undefined) {
-          this.logger.warn({ loanId: pkg.loanId, group: rec.externalId, member: m }, 'group member is not a client of this package: left out');
+          this.logger.warn(
+            { loanId: pkg.loanId, group: rec.externalId, member: m },
+            'group member is not a client of this package: left out',
+          );
           continue;
         }
         keys.push({ clientKey: c.encodedKey });
@@ -245,7 +316,11 @@ export class MambuCore implements CoreSystem {
       if (keys.length > 0) body['groupMembers'] = keys;
     }
     try {
-      const res = await this.http.post<Json>(`/${resource}`, { body, idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body), ...(signal ? { signal } : {}) });
+      const res = await this.http.post<Json>(`/${resource}`, {
+        body,
+        idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body),
+        ...(signal ? { signal } : {}),
+      });
       return holderOf(res, `${kind} ${id}`);
     } catch (err) {
       if (err instanceof CoreRejectedError && isDuplicateId(err.detail)) {
@@ -258,34 +333,60 @@ export class MambuCore implements CoreSystem {
 
   /** The tax id a client or group record carries in the configured custom field. */
   private taxIdOf(kind: 'client' | 'group', rec: MappedRecord): string | null {
-    const [set, field] = (kind === 'client' ? this.opts.taxIdField.clients : this.opts.taxIdField.groups).split('.');
+    const [set, field] = (
+      kind === 'client' ? this.opts.taxIdField.clients : this.opts.taxIdField.groups
+    ).split('.');
     const values = rec.fields[set ?? ''];
     const v = values !== null && typeof values === 'object' ? (values as Json)[field ?? ''] : undefined;
     return typeof v === 'string' && v !== '' ? v : null;
   }
 
-  private async holderWithTaxId(kind: 'client' | 'group', rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<Holder | null> {
+  private async holderWithTaxId(
+    kind: 'client' | 'group',
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    signal?: AbortSignal,
+  ): Promise<Holder | null> {
     const tin = this.taxIdOf(kind, rec);
     if (tin === null) return null;
     const hits = await this.searchByTaxId(kind, tin, signal);
-    if (hits.length > 1) throw new CoreRejectedError(`${kind} ${rec.externalId}: ${hits.length} Mambu ${kind}s (${hits.map((h) => String(h['id'])).join(', ')}) hold its tax id; merge them in Mambu, then loans retry`);
+    if (hits.length > 1)
+      throw new CoreRejectedError(
+        `${kind} ${rec.externalId}: ${hits.length} Mambu ${kind}s (${hits.map((h) => String(h['id'])).join(', ')}) hold its tax id; merge them in Mambu, then loans retry`,
+      );
     const hit = hits[0];
     if (hit === undefined) return null;
-    this.logger.warn({ loanId: pkg.loanId, entity: rec.externalId, mambuId: hit['id'] }, `a Mambu ${kind} already holds this tax id: reused, no second ${kind} created`);
+    this.logger.warn(
+      { loanId: pkg.loanId, entity: rec.externalId, mambuId: hit['id'] },
+      `a Mambu ${kind} already holds this tax id: reused, no second ${kind} created`,
+    );
     return holderOf(hit, `${kind} ${String(hit['id'])}`);
   }
 
   /** Clients or groups whose tax id custom field equals the tax id (as 9 digits, or dashed as banks key it). */
   private async searchByTaxId(kind: 'client' | 'group', tin: string, signal?: AbortSignal): Promise<Json[]> {
     const digits = normaliseTin(tin) ?? tin;
-    const forms = new Set([tin, digits, kind === 'group' ? `${digits.slice(0, 2)}-${digits.slice(2)}` : `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`]);
+    const forms = new Set([
+      tin,
+      digits,
+      kind === 'group'
+        ? `${digits.slice(0, 2)}-${digits.slice(2)}`
+        : `${digits.slice(0, 3)}-${digits.slice(3, 5)}-${digits.slice(5)}`,
+    ]);
     const field = kind === 'client' ? this.opts.taxIdField.clients : this.opts.taxIdField.groups;
     const byId = new Map<string, Json>();
     for (const value of forms) {
       for (let offset = 0; ; offset += PAGE) {
-        const page = await this.http.search<Json>(`/${kind === 'client' ? 'clients' : 'groups'}:search`, { filterCriteria: [{ field, operator: 'EQUALS', value }] }, offset, PAGE, signal);
+        const page = await this.http.search<Json>(
+          `/${kind === 'client' ? 'clients' : 'groups'}:search`,
+          { filterCriteria: [{ field, operator: 'EQUALS', value }] },
+          offset,
+          PAGE,
+          signal,
+        );
         for (const h of page.items) byId.set(String(h['id']), h);
-        if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total)) break;
+        if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total))
+          break;
       }
     }
     return [...byId.values()];
@@ -299,11 +400,21 @@ export class MambuCore implements CoreSystem {
       hits = await this.searchByTaxId(kind, q.tin, signal);
     } catch (err) {
       if (err instanceof FatalError) throw err;
-      throw new CustomerSourceUnavailableError('customers.search_failed', `Mambu ${kind} search by tax id failed (${errorMessage(err)}); the loan waits rather than create a customer Mambu may already have`);
+      throw new CustomerSourceUnavailableError(
+        'customers.search_failed',
+        `Mambu ${kind} search by tax id failed (${errorMessage(err)}); the loan waits rather than create a customer Mambu may already have`,
+      );
     }
     return hits.map((h) => {
-      const name = kind === 'group' ? h['groupName'] : [h['firstName'], h['lastName']].filter((x) => typeof x === 'string').join(' ');
-      return { cif: String(h['id']), nameAgrees: typeof name === 'string' && name !== '' ? normaliseName(name) === normaliseName(q.name) : null };
+      const name =
+        kind === 'group'
+          ? h['groupName']
+          : [h['firstName'], h['lastName']].filter((x) => typeof x === 'string').join(' ');
+      return {
+        cif: String(h['id']),
+        nameAgrees:
+          typeof name === 'string' && name !== '' ? normaliseName(name) === normaliseName(q.name) : null,
+      };
     });
   }
 
@@ -314,7 +425,9 @@ export class MambuCore implements CoreSystem {
       if (/ExternalIds?$/.test(k) || CONNECTOR_FIELDS.has(k)) continue;
       if (k.startsWith('_')) {
         // Mambu refuses "" and null as custom field values: a field without a value is left out.
-        const values = Object.fromEntries(Object.entries(v as Json).filter(([, x]) => x !== null && x !== undefined && x !== ''));
+        const values = Object.fromEntries(
+          Object.entries(v as Json).filter(([, x]) => x !== null && x !== undefined && x !== ''),
+        );
         if (Object.keys(values).length > 0) out[k] = values;
         continue;
       }
@@ -343,29 +456,45 @@ export class MambuCore implements CoreSystem {
       product = await this.product(ref, signal);
     } catch (err) {
       if (err instanceof CoreRejectedError && err.status === 404) {
-        throw new CoreRejectedError(`loan ${rec.externalId}: Mambu has no loan product ${ref}; fix the productTypeKey lookup of the mapping (or its defaults)`, 404, err.detail);
+        throw new CoreRejectedError(
+          `loan ${rec.externalId}: Mambu has no loan product ${ref}; fix the productTypeKey lookup of the mapping (or its defaults)`,
+          404,
+          err.detail,
+        );
       }
       throw err;
     }
     const name = typeof product['name'] === 'string' ? `${ref} (${product['name']})` : ref;
     const range = (v: unknown): { min: number | null; max: number | null } => {
       const o = v !== null && typeof v === 'object' ? (v as Json) : {};
-      return { min: typeof o['minValue'] === 'number' ? o['minValue'] : null, max: typeof o['maxValue'] === 'number' ? o['maxValue'] : null };
+      return {
+        min: typeof o['minValue'] === 'number' ? o['minValue'] : null,
+        max: typeof o['maxValue'] === 'number' ? o['maxValue'] : null,
+      };
     };
-    const outside = (x: number, r: { min: number | null; max: number | null }): boolean => (r.min !== null && x < r.min) || (r.max !== null && x > r.max);
+    const outside = (x: number, r: { min: number | null; max: number | null }): boolean =>
+      (r.min !== null && x < r.min) || (r.max !== null && x > r.max);
     const refuse = (what: string, r: { min: number | null; max: number | null }): never => {
-      throw new CoreRejectedError(`loan ${rec.externalId}: ${what} is outside Mambu product ${name} limits ${r.min ?? 0}–${r.max ?? '∞'}; widen the product or map the loan to another product (the productTypeKey lookup)`);
+      throw new CoreRejectedError(
+        `loan ${rec.externalId}: ${what} is outside Mambu product ${name} limits ${r.min ?? 0}–${r.max ?? '∞'}; widen the product or map the loan to another product (the productTypeKey lookup)`,
+      );
     };
     const amount = Number(rec.fields['loanAmount']);
     const amounts = range(((product['loanAmountSettings'] ?? {}) as Json)['loanAmount']);
-    if (Number.isFinite(amount) && outside(amount, amounts)) refuse(`loanAmount ${String(rec.fields['loanAmount'])}`, amounts);
+    if (Number.isFinite(amount) && outside(amount, amounts))
+      refuse(`loanAmount ${String(rec.fields['loanAmount'])}`, amounts);
     const schedule = (rec.fields['scheduleSettings'] ?? {}) as Json;
     const n = schedule['repaymentInstallments'];
     const installments = range(((product['scheduleSettings'] ?? {}) as Json)['numInstallments']);
     if (typeof n === 'number' && outside(n, installments)) refuse(`repaymentInstallments ${n}`, installments);
     const allowed = ((product['gracePeriodSettings'] ?? {}) as Json)['gracePeriodType'];
     const grace = schedule['gracePeriod'];
-    if (typeof allowed === 'string' && typeof grace === 'number' && grace > 0 && schedule['gracePeriodType'] !== allowed) {
+    if (
+      typeof allowed === 'string' &&
+      typeof grace === 'number' &&
+      grace > 0 &&
+      schedule['gracePeriodType'] !== allowed
+    ) {
       throw new CoreRejectedError(
         `loan ${rec.externalId}: ${grace} grace period(s) of type ${String(schedule['gracePeriodType'])}, but Mambu product ${name} allows ${allowed}; set the mapping's gracePeriodType default (mappings.defaults) or map interest-only loans to a product with ${String(schedule['gracePeriodType'])} grace`,
       );
@@ -380,8 +509,21 @@ export class MambuCore implements CoreSystem {
   /** Loans whose reference custom field holds this platform id (ids.ts mambuRef). */
   private async findLoanByRef(platformId: string, signal?: AbortSignal): Promise<Json | null> {
     const ref = mambuRef(platformId);
-    const page = await this.http.search<Json>('/loans:search?detailsLevel=FULL', { filterCriteria: [{ field: `${this.loanRef.set}.${this.loanRef.field}`, operator: 'EQUALS', value: ref }] }, 0, 2, signal);
-    if (page.items.length > 1) throw new CoreRejectedError(`loan ${platformId}: ${page.items.length} Mambu loans hold ${this.opts.loanRefField} = ${ref}; close the extra one in Mambu, then the loan retries`);
+    const page = await this.http.search<Json>(
+      '/loans:search?detailsLevel=FULL',
+      {
+        filterCriteria: [
+          { field: `${this.loanRef.set}.${this.loanRef.field}`, operator: 'EQUALS', value: ref },
+        ],
+      },
+      0,
+      2,
+      signal,
+    );
+    if (page.items.length > 1)
+      throw new CoreRejectedError(
+        `loan ${platformId}: ${page.items.length} Mambu loans hold ${this.opts.loanRefField} = ${ref}; close the extra one in Mambu, then the loan retries`,
+      );
     return page.items[0] ?? null;
   }
 
@@ -390,14 +532,21 @@ export class MambuCore implements CoreSystem {
     return set !== null && typeof set === 'object' ? (set as Json)[this.loanRef.field] : undefined;
   }
 
-  private async ensureLoan(rec: MappedRecord, pkg: BoardingPackage, ids: Ids, signal?: AbortSignal): Promise<Json> {
+  private async ensureLoan(
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<Json> {
     const id = this.holderId('loan', rec);
     const ref = mambuRef(rec.externalId);
     const byId = await this.findLoanById(id, signal);
     if (byId !== null) {
       const theirs = this.refOf(byId);
       if (theirs !== undefined && theirs !== ref) {
-        throw new CoreRejectedError(`loan ${rec.externalId}: Mambu loan ${id} belongs to another loan (${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`);
+        throw new CoreRejectedError(
+          `loan ${rec.externalId}: Mambu loan ${id} belongs to another loan (${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`,
+        );
       }
       return byId;
     }
@@ -406,14 +555,32 @@ export class MambuCore implements CoreSystem {
     if (byRef !== null) return byRef;
     const holderExt = rec.fields['accountHolderExternalId'] as string;
     const type = rec.fields['accountHolderType'] as 'CLIENT' | 'GROUP';
-    const holder = await this.resolveHolder(type === 'GROUP' ? 'group' : 'client', holderExt, ids, `loan ${rec.externalId}`, signal);
+    const holder = await this.resolveHolder(
+      type === 'GROUP' ? 'group' : 'client',
+      holderExt,
+      ids,
+      `loan ${rec.externalId}`,
+      signal,
+    );
     const product = await this.checkProduct(rec, signal);
-    if (ref !== rec.externalId) await this.opts.externalRefs?.remember('mambu', ref, rec.externalId, 'loan', this.clock.now());
-    const body: Json = { ...this.outgoing(rec), id, accountHolderKey: holder.encodedKey, accountHolderType: type, productTypeKey: text(product['encodedKey']) };
+    if (ref !== rec.externalId)
+      await this.opts.externalRefs?.remember('mambu', ref, rec.externalId, 'loan', this.clock.now());
+    const body: Json = {
+      ...this.outgoing(rec),
+      id,
+      accountHolderKey: holder.encodedKey,
+      accountHolderType: type,
+      productTypeKey: text(product['encodedKey']),
+    };
     body[this.loanRef.set] = { ...(body[this.loanRef.set] ?? {}), [this.loanRef.field]: ref };
-    if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined) body['assignedBranchKey'] = this.opts.branchKey;
+    if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined)
+      body['assignedBranchKey'] = this.opts.branchKey;
     try {
-      return await this.http.post<Json>('/loans', { body, idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body), ...(signal ? { signal } : {}) });
+      return await this.http.post<Json>('/loans', {
+        body,
+        idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body),
+        ...(signal ? { signal } : {}),
+      });
     } catch (err) {
       if (err instanceof CoreRejectedError && isDuplicateId(err.detail)) {
         const again = await this.findLoanById(id, signal);
@@ -423,11 +590,23 @@ export class MambuCore implements CoreSystem {
     }
   }
 
-  private async resolveHolder(kind: 'client' | 'group', platformId: string, ids: Ids, what: string, signal?: AbortSignal): Promise<Holder> {
+  private async resolveHolder(
+    kind: 'client' | 'group',
+    platformId: string,
+    ids: Ids,
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<Holder> {
     const known = (kind === 'client' ? ids.clients : ids.groups).get(platformId);
     if (known !== undefined) return known;
-    const found = await this.http.find<Json>(`/${kind === 'client' ? 'clients' : 'groups'}/${enc(derivedMambuId(kind, platformId))}`, signal);
-    if (found === null) throw new CoreRejectedError(`${what}: the account holder ${platformId} is neither in the package nor in Mambu`);
+    const found = await this.http.find<Json>(
+      `/${kind === 'client' ? 'clients' : 'groups'}/${enc(derivedMambuId(kind, platformId))}`,
+      signal,
+    );
+    if (found === null)
+      throw new CoreRejectedError(
+        `${what}: the account holder ${platformId} is neither in the package nor in Mambu`,
+      );
     return holderOf(found, `${kind} ${platformId}`);
   }
 
@@ -436,41 +615,90 @@ export class MambuCore implements CoreSystem {
    * carries an externalId unique to the loan and is searched for before it is made: a disbursement
    * whose answer was lost is found after any horizon, when its Idempotency-Key is long gone.
    */
-  private async ensureCommands(rec: MappedRecord, loan: Json, pkg: BoardingPackage, signal?: AbortSignal): Promise<void> {
+  private async ensureCommands(
+    rec: MappedRecord,
+    loan: Json,
+    pkg: BoardingPackage,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const id = String(loan['id']);
     let state = text(loan['accountState']);
     const opt = signal ? { signal } : {};
     if (this.opts.approve && state === 'PARTIAL_APPLICATION') {
       const body = { action: 'REQUEST_APPROVAL', notes: 'boarding-connector' };
-      state = text((await this.http.post<Json>(`/loans/${enc(id)}:changeState`, { body, idempotencyKey: this.key('request-approval', [rec.externalId, pkg.mappingVersion], body), ...opt }))['accountState']) || 'PENDING_APPROVAL';
+      state =
+        text(
+          (
+            await this.http.post<Json>(`/loans/${enc(id)}:changeState`, {
+              body,
+              idempotencyKey: this.key('request-approval', [rec.externalId, pkg.mappingVersion], body),
+              ...opt,
+            })
+          )['accountState'],
+        ) || 'PENDING_APPROVAL';
     }
     if (this.opts.approve && state === 'PENDING_APPROVAL') {
       const body = { action: 'APPROVE', notes: 'approved by boarding-connector' };
-      state = text((await this.http.post<Json>(`/loans/${enc(id)}:changeState`, { body, idempotencyKey: this.key('approve', [rec.externalId, pkg.mappingVersion], body), ...opt }))['accountState']) || 'APPROVED';
+      state =
+        text(
+          (
+            await this.http.post<Json>(`/loans/${enc(id)}:changeState`, {
+              body,
+              idempotencyKey: this.key('approve', [rec.externalId, pkg.mappingVersion], body),
+              ...opt,
+            })
+          )['accountState'],
+        ) || 'APPROVED';
     }
     if (this.opts.disburse && state === 'APPROVED') {
       const externalId = `${id}-disbursement`;
-      const existing = await this.http.search<Json>('/loans/transactions:search', { filterCriteria: [{ field: 'externalId', operator: 'EQUALS', value: externalId }] }, 0, 1, signal);
+      const existing = await this.http.search<Json>(
+        '/loans/transactions:search',
+        { filterCriteria: [{ field: 'externalId', operator: 'EQUALS', value: externalId }] },
+        0,
+        1,
+        signal,
+      );
       if (existing.items.length > 0) return;
       const body = { externalId, notes: 'disbursed by boarding-connector' };
       try {
-        await this.http.post(`/loans/${enc(id)}/disbursement-transactions`, { body, as: 'disburse', idempotencyKey: this.key('disburse', [rec.externalId, pkg.mappingVersion], body), ...opt });
+        await this.http.post(`/loans/${enc(id)}/disbursement-transactions`, {
+          body,
+          as: 'disburse',
+          idempotencyKey: this.key('disburse', [rec.externalId, pkg.mappingVersion], body),
+          ...opt,
+        });
       } catch (err) {
         // A concurrent or earlier disbursement under the same externalId: it is there, once.
-        if (err instanceof CoreRejectedError && JSON.stringify(err.detail ?? '').includes('DUPLICATE_TRANSACTION_EXTERNAL_ID')) return;
+        if (
+          err instanceof CoreRejectedError &&
+          JSON.stringify(err.detail ?? '').includes('DUPLICATE_TRANSACTION_EXTERNAL_ID')
+        )
+          return;
         throw err;
       }
     }
   }
 
   /** Uploads the loan's documents; one whose `[doc:<ref>]` marker is already on the loan is not sent again. */
-  private async ensureDocuments(pkg: BoardingPackage, uploads: PlatformDocument[], loan: Json, signal?: AbortSignal): Promise<CoreReceipt['documents']> {
+  private async ensureDocuments(
+    pkg: BoardingPackage,
+    uploads: PlatformDocument[],
+    loan: Json,
+    signal?: AbortSignal,
+  ): Promise<CoreReceipt['documents']> {
     if (uploads.length === 0) return [];
     const existing: Json[] = [];
     for (let offset = 0; ; offset += PAGE) {
-      const page = await this.http.page<Json>(`/documents/documentsMetadata?entity=LOAN_ACCOUNT&ownerKey=${enc(String(loan['encodedKey']))}`, offset, PAGE, signal);
+      const page = await this.http.page<Json>(
+        `/documents/documentsMetadata?entity=LOAN_ACCOUNT&ownerKey=${enc(String(loan['encodedKey']))}`,
+        offset,
+        PAGE,
+        signal,
+      );
       existing.push(...page.items);
-      if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total)) break;
+      if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total))
+        break;
     }
     const out: CoreReceipt['documents'] = [];
     for (const doc of uploads) {
@@ -478,7 +706,12 @@ export class MambuCore implements CoreSystem {
       const marker = documentMarker(doc.id);
       const there = existing.find((e) => typeof e['notes'] === 'string' && e['notes'].includes(marker));
       if (there !== undefined) {
-        out.push({ documentId: doc.id, sha256: '', bytes: Number(there['fileSize'] ?? 0), coreId: String(there['encodedKey'] ?? there['id']) });
+        out.push({
+          documentId: doc.id,
+          sha256: '',
+          bytes: Number(there['fileSize'] ?? 0),
+          coreId: String(there['encodedKey'] ?? there['id']),
+        });
         continue;
       }
       const rec = pkg.records.find((r) => r.type === 'document' && r.externalId === doc.id);
@@ -487,7 +720,13 @@ export class MambuCore implements CoreSystem {
     return out;
   }
 
-  private async uploadDocument(pkg: BoardingPackage, doc: PlatformDocument, rec: MappedRecord | undefined, loan: Json, signal?: AbortSignal): Promise<CoreReceipt['documents'][number]> {
+  private async uploadDocument(
+    pkg: BoardingPackage,
+    doc: PlatformDocument,
+    rec: MappedRecord | undefined,
+    loan: Json,
+    signal?: AbortSignal,
+  ): Promise<CoreReceipt['documents'][number]> {
     const dir = await mkdtemp(join(this.opts.spoolDir ?? tmpdir(), 'boarding-doc-'));
     try {
       const path = join(dir, 'content');
@@ -502,7 +741,9 @@ export class MambuCore implements CoreSystem {
         throw err;
       }
       if (fetched.bytes > this.opts.documents.maxBytes) {
-        throw new CoreRejectedError(`document ${doc.id} is ${fetched.bytes} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`);
+        throw new CoreRejectedError(
+          `document ${doc.id} is ${fetched.bytes} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`,
+        );
       }
       const name = mambuDocumentName(asText(rec?.fields['name']) || doc.name || '', `document ${doc.id}`);
       const marker = documentMarker(doc.id);
@@ -513,10 +754,21 @@ export class MambuCore implements CoreSystem {
       form.append('id', String(loan['id']));
       form.append('name', name);
       form.append('notes', notes);
-      const blob = await openAsBlob(path, { type: fetched.contentType ?? doc.type ?? 'application/octet-stream' });
+      const blob = await openAsBlob(path, {
+        type: fetched.contentType ?? doc.type ?? 'application/octet-stream',
+      });
       form.append('file', blob, safeFileName(doc.name, doc.id));
-      const res = await this.http.post<Json>('/documents', { form, idempotencyKey: mambuIdempotencyKey('document', [String(loan['id']), doc.id, fetched.sha256]), ...(signal ? { signal } : {}) });
-      return { documentId: doc.id, sha256: fetched.sha256, bytes: fetched.bytes, coreId: text(res['encodedKey']) || text(res['id']) };
+      const res = await this.http.post<Json>('/documents', {
+        form,
+        idempotencyKey: mambuIdempotencyKey('document', [String(loan['id']), doc.id, fetched.sha256]),
+        ...(signal ? { signal } : {}),
+      });
+      return {
+        documentId: doc.id,
+        sha256: fetched.sha256,
+        bytes: fetched.bytes,
+        coreId: text(res['encodedKey']) || text(res['id']),
+      };
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -526,19 +778,35 @@ export class MambuCore implements CoreSystem {
     const l = await this.findLoanByRef(loanExternalId);
     if (l === null) return null;
     // The loan alone says nothing of its approval, disbursement and documents (later steps of the board).
-    return { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromMambuLoan(l), complete: false };
+    return {
+      coreReference: String(l['id']),
+      loanExternalId,
+      mappingVersion: null,
+      fields: canonicalFromMambuLoan(l),
+      complete: false,
+    };
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {
     for (let offset = 0; ; offset += PAGE) {
-      const page = await this.http.page<Json>('/loans?detailsLevel=FULL&sortBy=creationDate:ASC', offset, PAGE);
+      const page = await this.http.page<Json>(
+        '/loans?detailsLevel=FULL&sortBy=creationDate:ASC',
+        offset,
+        PAGE,
+      );
       for (const l of page.items) {
         const ref = this.refOf(l);
         if (typeof ref !== 'string' || ref === '') continue;
         const loanExternalId = (await this.opts.externalRefs?.platformIdOf('mambu', ref)) ?? ref;
-        yield { coreReference: String(l['id']), loanExternalId, mappingVersion: null, fields: canonicalFromMambuLoan(l) };
+        yield {
+          coreReference: String(l['id']),
+          loanExternalId,
+          mappingVersion: null,
+          fields: canonicalFromMambuLoan(l),
+        };
       }
-      if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total)) return;
+      if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total))
+        return;
     }
   }
 
@@ -553,7 +821,11 @@ export class MambuCore implements CoreSystem {
     const signal = input.signal;
     try {
       await this.http.page<Json>('/loanproducts', 0, 1, signal);
-      checks.push({ name: 'core', status: 'ok', detail: `Mambu at ${at} accepts core.mambu.auth (${'apiKey' in this.opts.auth ? 'API key' : `user ${this.opts.auth.username}`})` });
+      checks.push({
+        name: 'core',
+        status: 'ok',
+        detail: `Mambu at ${at} accepts core.mambu.auth (${'apiKey' in this.opts.auth ? 'API key' : `user ${this.opts.auth.username}`})`,
+      });
     } catch (err) {
       checks.push({ name: 'core', status: 'fail', detail: errorMessage(err) });
       checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
@@ -562,15 +834,31 @@ export class MambuCore implements CoreSystem {
     }
     if (this.opts.disburse && this.opts.disburseAuth !== undefined) {
       try {
-        await this.http.search<Json>('/loans/transactions:search', { filterCriteria: [{ field: 'externalId', operator: 'EQUALS', value: 'boarding-connector-check' }] }, 0, 1, signal);
-        checks.push({ name: 'core.disburseAuth', status: 'ok', detail: 'core.mambu.disburseAuth is accepted' });
+        await this.http.search<Json>(
+          '/loans/transactions:search',
+          {
+            filterCriteria: [{ field: 'externalId', operator: 'EQUALS', value: 'boarding-connector-check' }],
+          },
+          0,
+          1,
+          signal,
+        );
+        checks.push({
+          name: 'core.disburseAuth',
+          status: 'ok',
+          detail: 'core.mambu.disburseAuth is accepted',
+        });
       } catch (err) {
         checks.push({ name: 'core.disburseAuth', status: 'fail', detail: errorMessage(err) });
       }
     }
     const refs = [...new Set(input.productRefs ?? [])].sort();
     if (refs.length === 0) {
-      checks.push({ name: 'core.products', status: 'skip', detail: 'the mapping set names no loan product (lookup productTypeKey, defaults *productTypeKey)' });
+      checks.push({
+        name: 'core.products',
+        status: 'skip',
+        detail: 'the mapping set names no loan product (lookup productTypeKey, defaults *productTypeKey)',
+      });
     } else {
       const found: string[] = [];
       const missing: string[] = [];
@@ -579,13 +867,25 @@ export class MambuCore implements CoreSystem {
           const p = await this.product(ref, signal);
           found.push(`${ref} (${typeof p['name'] === 'string' ? p['name'] : String(p['encodedKey'])})`);
         } catch (err) {
-          missing.push(err instanceof CoreRejectedError && err.status === 404 ? `${ref}: no such loan product` : `${ref}: ${errorMessage(err)}`);
+          missing.push(
+            err instanceof CoreRejectedError && err.status === 404
+              ? `${ref}: no such loan product`
+              : `${ref}: ${errorMessage(err)}`,
+          );
         }
       }
       checks.push(
         missing.length === 0
-          ? { name: 'core.products', status: 'ok', detail: `loan products the mapping set uses exist: ${found.join(', ')}` }
-          : { name: 'core.products', status: 'fail', detail: `${missing.join('; ')} — fix the mapping's productTypeKey lookup or defaults, or create the product in Mambu` },
+          ? {
+              name: 'core.products',
+              status: 'ok',
+              detail: `loan products the mapping set uses exist: ${found.join(', ')}`,
+            }
+          : {
+              name: 'core.products',
+              status: 'fail',
+              detail: `${missing.join('; ')} — fix the mapping's productTypeKey lookup or defaults, or create the product in Mambu`,
+            },
       );
     }
     checks.push(await this.customFieldCheck(input, signal));
@@ -593,7 +893,11 @@ export class MambuCore implements CoreSystem {
   }
 
   private async customFieldCheck(input: CoreConnectionCheckInput, signal?: AbortSignal): Promise<CoreCheck> {
-    const need: Record<string, Map<string, Set<string>>> = { CLIENT: new Map(), GROUP: new Map(), LOAN_ACCOUNT: new Map() };
+    const need: Record<string, Map<string, Set<string>>> = {
+      CLIENT: new Map(),
+      GROUP: new Map(),
+      LOAN_ACCOUNT: new Map(),
+    };
     const add = (entity: string, dotted: string): void => {
       const [set, field] = dotted.split('.');
       if (set === undefined) return;
@@ -616,9 +920,14 @@ export class MambuCore implements CoreSystem {
       if (sets.size === 0) continue;
       let available: Json[];
       try {
-        available = (await this.http.page<Json>(`/customfieldsets?availableFor=${entity}`, 0, PAGE, signal)).items;
+        available = (await this.http.page<Json>(`/customfieldsets?availableFor=${entity}`, 0, PAGE, signal))
+          .items;
       } catch (err) {
-        return { name: 'core.customFields', status: 'fail', detail: `listing the custom field sets for ${entity} failed: ${errorMessage(err)}` };
+        return {
+          name: 'core.customFields',
+          status: 'fail',
+          detail: `listing the custom field sets for ${entity} failed: ${errorMessage(err)}`,
+        };
       }
       for (const [set, fields] of sets) {
         const s = available.find((x) => x['id'] === set);
@@ -626,15 +935,22 @@ export class MambuCore implements CoreSystem {
           problems.push(`${entity} has no custom field set ${set}`);
           continue;
         }
-        const ids = Array.isArray(s['customFields']) ? (s['customFields'] as Json[]).map((f) => f['id']) : null;
+        const ids = Array.isArray(s['customFields'])
+          ? (s['customFields'] as Json[]).map((f) => f['id'])
+          : null;
         const absent = ids === null ? [] : [...fields].filter((f) => !ids.includes(f));
-        if (absent.length > 0) problems.push(`${entity} custom field set ${set} has no field ${absent.join(', ')}`);
+        if (absent.length > 0)
+          problems.push(`${entity} custom field set ${set} has no field ${absent.join(', ')}`);
         else seen.push(`${set}${fields.size > 0 ? ` (${[...fields].join(', ')})` : ''}`);
       }
     }
     return problems.length === 0
       ? { name: 'core.customFields', status: 'ok', detail: `custom field sets exist: ${seen.join(', ')}` }
-      : { name: 'core.customFields', status: 'fail', detail: `${problems.join('; ')} — create them in Mambu (Administration → Fields) or change core.mambu.taxIdField / loanRefField and the mapping` };
+      : {
+          name: 'core.customFields',
+          status: 'fail',
+          detail: `${problems.join('; ')} — create them in Mambu (Administration → Fields) or change core.mambu.taxIdField / loanRefField and the mapping`,
+        };
   }
 
   async health(): Promise<{ ok: boolean; detail?: string }> {
@@ -652,7 +968,8 @@ export class MambuCore implements CoreSystem {
 }
 
 function holderOf(j: Json, what: string): Holder {
-  if (typeof j['id'] !== 'string' || typeof j['encodedKey'] !== 'string') throw new CoreRejectedError(`${what}: Mambu returned no id and encodedKey`);
+  if (typeof j['id'] !== 'string' || typeof j['encodedKey'] !== 'string')
+    throw new CoreRejectedError(`${what}: Mambu returned no id and encodedKey`);
   return { id: j['id'], encodedKey: j['encodedKey'] };
 }
 
@@ -671,7 +988,10 @@ function setDecimal(obj: Json, path: readonly string[]): void {
 
 /** The marker of a document's upload in its notes: its platform id, or the id's digest when long. */
 export function documentMarker(documentId: string): string {
-  const ref = documentId.length <= 100 && !documentId.startsWith('sha256:') ? documentId : `sha256:${createHash('sha256').update(documentId, 'utf8').digest('base64url')}`;
+  const ref =
+    documentId.length <= 100 && !documentId.startsWith('sha256:')
+      ? documentId
+      : `sha256:${createHash('sha256').update(documentId, 'utf8').digest('base64url')}`;
   return `[doc:${ref}]`;
 }
 

@@ -22,7 +22,8 @@ export function canonicalFromMambuLoan(loan: Json): CanonicalLoanFields {
   const interest = (loan['interestSettings'] ?? {}) as Json;
   const disbursement = (loan['disbursementDetails'] ?? {}) as Json;
   const installments = schedule['repaymentInstallments'];
-  const known = FREQUENCIES[`${String(schedule['repaymentPeriodCount'])}:${String(schedule['repaymentPeriodUnit'])}`];
+  const known =
+    FREQUENCIES[`${String(schedule['repaymentPeriodCount'])}:${String(schedule['repaymentPeriodUnit'])}`];
   return {
     centsAmount: decimalToCents(loan['loanAmount']),
     bpsRate: percentToBps(interest['interestRate']),

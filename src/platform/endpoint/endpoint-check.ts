@@ -37,7 +37,12 @@ export function sameEndpointUrl(a: string, b: string): boolean {
     const ua = new URL(a);
     const ub = new URL(b);
     const path = (u: URL): string => u.pathname.replace(/\/+$/, '');
-    return ua.protocol === ub.protocol && ua.host.toLowerCase() === ub.host.toLowerCase() && path(ua) === path(ub) && ua.search === ub.search;
+    return (
+      ua.protocol === ub.protocol &&
+      ua.host.toLowerCase() === ub.host.toLowerCase() &&
+      path(ua) === path(ub) &&
+      ua.search === ub.search
+    );
   } catch {
     return a.replace(/\/+$/, '') === b.replace(/\/+$/, '');
   }
@@ -90,7 +95,10 @@ export async function checkEndpoints(
   try {
     endpoints = await platform.listWebhookEndpoints(opts.signal ? { signal: opts.signal } : {});
   } catch (err) {
-    logger.warn({ err: errorMessage(err) }, 'webhook endpoint check failed; will try again on the next schedule');
+    logger.warn(
+      { err: errorMessage(err) },
+      'webhook endpoint check failed; will try again on the next schedule',
+    );
     return done({ state: 'unknown', detail: 'endpoint list unavailable' });
   }
   const ours = endpoints.filter((e) => typeof e.url === 'string' && sameEndpointUrl(e.url, publicUrl));
@@ -116,14 +124,27 @@ export async function checkEndpoints(
       },
       `webhook endpoint is disabled on the platform: no pushes arrive; fix the cause, then run \`webhooks enable ${endpoint.id}\``,
     );
-    return done({ state: 'disabled', endpoint, detail: `endpoint ${endpoint.id} disabled${endpoint.autoDisabledAt ? ` at ${endpoint.autoDisabledAt}` : ''}` });
+    return done({
+      state: 'disabled',
+      endpoint,
+      detail: `endpoint ${endpoint.id} disabled${endpoint.autoDisabledAt ? ` at ${endpoint.autoDisabledAt}` : ''}`,
+    });
   }
   if ((endpoint.consecutiveFailures ?? 0) > 0) {
     logger.warn(
-      { endpointId: endpoint.id, consecutiveFailures: endpoint.consecutiveFailures, lastFailureReason: endpoint.lastFailureReason, lastFailureAt: endpoint.lastFailureAt },
+      {
+        endpointId: endpoint.id,
+        consecutiveFailures: endpoint.consecutiveFailures,
+        lastFailureReason: endpoint.lastFailureReason,
+        lastFailureAt: endpoint.lastFailureAt,
+      },
       'webhook deliveries to this connector are failing; the platform may auto-disable the endpoint',
     );
-    return done({ state: 'failing', endpoint, detail: `endpoint ${endpoint.id}: ${endpoint.consecutiveFailures} consecutive failures` });
+    return done({
+      state: 'failing',
+      endpoint,
+      detail: `endpoint ${endpoint.id}: ${endpoint.consecutiveFailures} consecutive failures`,
+    });
   }
   logger.debug({ endpointId: endpoint.id }, 'webhook endpoint active');
   return done({ state: 'active', endpoint, detail: `endpoint ${endpoint.id} active` });

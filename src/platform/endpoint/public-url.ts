@@ -4,7 +4,8 @@ import { specialHostProblem } from '../../lib/hosts.js';
 
 export type Resolver = (host: string) => Promise<string[]>;
 
-const systemResolver: Resolver = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+const systemResolver: Resolver = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /**
  * Why a URL may not be registered as this connector's webhook endpoint, or null. The platform
@@ -14,7 +15,10 @@ const systemResolver: Resolver = async (host) => (await lookup(host, { all: true
  * anywhere, so the literal host is not enough).
  * `allowLocal` (platform.environment: development, the sandbox) lets http and loopback through.
  */
-export async function webhookTargetProblem(raw: string, opts: { allowLocal: boolean; resolve?: Resolver }): Promise<string | null> {
+export async function webhookTargetProblem(
+  raw: string,
+  opts: { allowLocal: boolean; resolve?: Resolver },
+): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(raw);

@@ -71,7 +71,11 @@ export async function enableEndpoint(
   const clock = opts.clock;
   const key = `${ENABLE_OPERATION}:${id.slice(0, 150)}:${randomUUID()}`;
   await keys.ensure(key, ENABLE_OPERATION, null, clock.now());
-  const endpoint = await platform.updateWebhookEndpoint(id, { status: 'active' }, { idempotencyKey: key, ...(opts.signal ? { signal: opts.signal } : {}) });
+  const endpoint = await platform.updateWebhookEndpoint(
+    id,
+    { status: 'active' },
+    { idempotencyKey: key, ...(opts.signal ? { signal: opts.signal } : {}) },
+  );
   await keys.complete(key, 200, { endpointId: endpoint.id, status: endpoint.status ?? null }, clock.now());
   return endpoint;
 }

@@ -37,7 +37,9 @@ export function tlsOptions(s: Pick<PgConnectionSettings, 'ssl' | 'sslRootCert'>)
   if (s.ssl === 'disable') return false;
   if (s.ssl === 'require') return { rejectUnauthorized: false };
   const ca = s.sslRootCert !== undefined ? { ca: readRootCert(s.sslRootCert) } : {};
-  return s.ssl === 'verify-ca' ? { rejectUnauthorized: true, ...ca, checkServerIdentity: () => undefined } : { rejectUnauthorized: true, ...ca };
+  return s.ssl === 'verify-ca'
+    ? { rejectUnauthorized: true, ...ca, checkServerIdentity: () => undefined }
+    : { rejectUnauthorized: true, ...ca };
 }
 
 /**
@@ -47,7 +49,8 @@ export function tlsOptions(s: Pick<PgConnectionSettings, 'ssl' | 'sslRootCert'>)
  */
 export function pgClientConfig(s: PgConnectionSettings): pg.ClientConfig {
   const problems = pgSettingsProblems(s);
-  if (problems.length > 0) throw new ConfigError(problems.map(([k, m]) => `store.postgres.${k}: ${m}`).join('\n'));
+  if (problems.length > 0)
+    throw new ConfigError(problems.map(([k, m]) => `store.postgres.${k}: ${m}`).join('\n'));
   const u = new URL(s.url);
   const q = (name: string): string | undefined => u.searchParams.get(name) ?? undefined;
   const host = q('host') ?? decodeURIComponent(u.hostname.replace(/^\[(.+)\]$/, '$1'));

@@ -1,5 +1,13 @@
 import type { Logger } from '../../lib/logger.js';
-import { FencedOutError, holderParts, Leadership, type LeadershipOptions, type LeaseBackend, type LeaseRow, type LeaseTerm } from '../leadership.js';
+import {
+  FencedOutError,
+  holderParts,
+  Leadership,
+  type LeadershipOptions,
+  type LeaseBackend,
+  type LeaseRow,
+  type LeaseTerm,
+} from '../leadership.js';
 import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
 import { sessionName } from './url.js';
 import { PG_FENCE_SQL } from '../sql.js';
@@ -29,7 +37,12 @@ const msInterval = (ms: number): string => `${Math.max(0, Math.round(ms))} milli
  * new epoch fences whatever its old term still tries to write.
  * `previous`: the holder it was taken from (null when it was free: released, or never held).
  */
-export async function acquireLease(q: Queryable, name: string, holder: string, ttlMs: number): Promise<{ epoch: number; expiresAt: Date; previous: string | null } | null> {
+export async function acquireLease(
+  q: Queryable,
+  name: string,
+  holder: string,
+  ttlMs: number,
+): Promise<{ epoch: number; expiresAt: Date; previous: string | null } | null> {
   const r = await q.query<{ epoch: string; expires_at: Date; previous: string | null }>(
     `WITH prev AS (SELECT holder FROM leader_lease WHERE name = $1)
      INSERT INTO leader_lease AS l (name, holder, epoch, acquired_at, renewed_at, expires_at)
@@ -101,7 +114,9 @@ export async function readLease(q: Queryable, name: string): Promise<LeaseRow | 
     [name],
   );
   const row = r.rows[0];
-  return row ? { name: row.name, holder: row.holder, epoch: Number(row.epoch), expiresInMs: row.expires_in_ms } : null;
+  return row
+    ? { name: row.name, holder: row.holder, epoch: Number(row.epoch), expiresInMs: row.expires_in_ms }
+    : null;
 }
 
 // ---- the replica's view ----
@@ -113,9 +128,16 @@ export function pgLeaseBackend(pool: PgPool, logger?: Logger): LeaseBackend {
   const evict = async (holder: string, why: string): Promise<void> => {
     try {
       const ended = await evictHolder(pool, holder);
-      if (ended > 0) logger?.warn({ previous: holder, sessions: ended }, `leadership: ended the sessions of the previous leader (${why})`);
+      if (ended > 0)
+        logger?.warn(
+          { previous: holder, sessions: ended },
+          `leadership: ended the sessions of the previous leader (${why})`,
+        );
     } catch (err) {
-      logger?.warn({ err: { message: (err as Error).message }, previous: holder }, 'leadership: could not end the previous leader\'s sessions; they end at their idle timeout');
+      logger?.warn(
+        { err: { message: (err as Error).message }, previous: holder },
+        "leadership: could not end the previous leader's sessions; they end at their idle timeout",
+      );
     }
   };
   const tryAcquire = (name: string, holder: string, ttlMs: number) =>
@@ -145,7 +167,8 @@ export function pgLeaseBackend(pool: PgPool, logger?: Logger): LeaseBackend {
       if (got === null) return null;
       // Taken over from a holder whose lease expired: its queued write transactions would each
       // hold the shared write lock until their idle timeout. End them now.
-      if (got.previous !== null && got.previous !== holder) await evict(got.previous, 'taken over after its lease expired');
+      if (got.previous !== null && got.previous !== holder)
+        await evict(got.previous, 'taken over after its lease expired');
       return { epoch: got.epoch };
     },
     renew: (term, ttlMs) => renewLease(pool, term, ttlMs),
@@ -225,7 +248,9 @@ export class PgLeadership extends Leadership {
     return inTransaction(this.pool, async (tx) => {
       // A paused leader holding the lock must not block a takeover for ever: the server ends a
       // transaction left idle longer than the lease.
-      await tx.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.round(this.fenceIdleTimeoutMs)}`);
+      await tx.query(
+        `SET LOCAL idle_in_transaction_session_timeout = ${Math.round(this.fenceIdleTimeoutMs)}`,
+      );
       if (!(await lockLease(tx, term))) {
         if (this.term?.epoch === term.epoch) this.stepDown('lease_lost');
         throw new FencedOutError(term, 'lease_lost');

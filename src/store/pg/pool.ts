@@ -33,13 +33,20 @@ export function openPgPool(opts: PgPoolOptions): PgPool {
     connectionTimeoutMillis: 10_000,
   });
   pool.on('error', (err) => {
-    opts.logger?.warn({ err: { message: err.message }, db: redactUrl(opts.url) }, 'idle PostgreSQL connection lost; the pool reconnects');
+    opts.logger?.warn(
+      { err: { message: err.message }, db: redactUrl(opts.url) },
+      'idle PostgreSQL connection lost; the pool reconnects',
+    );
   });
   return pool;
 }
 
 /** Runs fn in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
-export async function inTransaction<T>(pool: PgPool, fn: (tx: PgClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+export async function inTransaction<T>(
+  pool: PgPool,
+  fn: (tx: PgClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   const client = await pool.connect();
   let broken: unknown = null;
   // A checked-out connection the server ends between statements (pg_terminate_backend, an idle

@@ -43,7 +43,9 @@ export async function poolerProblem(pool: pg.Pool, extraClient?: () => pg.Client
     } else {
       return null; // a pool of one cannot lend a second connection while holding the first
     }
-    const seen = (await b.query<{ v: string | null }>(`SELECT current_setting('${PROBE}', true) AS v`)).rows[0]?.v ?? null;
+    const seen =
+      (await b.query<{ v: string | null }>(`SELECT current_setting('${PROBE}', true) AS v`)).rows[0]?.v ??
+      null;
     await a.query(`SELECT set_config('${PROBE}', '', false)`);
     if (seen === token) {
       return 'the connections go through a transaction-pooling pooler (a session setting of one connection showed on another): leadership needs sessions of its own (LISTEN for releases, ending a stale leader\'s sessions); use PgBouncer\'s pool_mode = session (docs/deploy.md "Poolers")';

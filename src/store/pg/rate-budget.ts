@@ -69,7 +69,9 @@ export interface SharedStrike {
 
 export class TrafficStoppedError extends Error {
   constructor(readonly strikes: number) {
-    super(`platform traffic stopped: ${strikes} rate-limit strikes in 24 h (clear them with the operator command once the platform confirms the key)`);
+    super(
+      `platform traffic stopped: ${strikes} rate-limit strikes in 24 h (clear them with the operator command once the platform confirms the key)`,
+    );
     this.name = 'TrafficStoppedError';
   }
 }
@@ -78,10 +80,12 @@ const STRIKE_WINDOW_US = 24 * 3600 * 1_000_000;
 
 /** The limits of a class as the ledger applies them, checked: at full pace and while a strike is active. */
 export function windowLimits(l: ClassLimit): { limit: number; slowLimit: number; windowUs: number } {
-  if (!Number.isInteger(l.limit) || l.limit < 1) throw new Error(`rate budget: limit must be a whole number ≥ 1 (got ${l.limit})`);
+  if (!Number.isInteger(l.limit) || l.limit < 1)
+    throw new Error(`rate budget: limit must be a whole number ≥ 1 (got ${l.limit})`);
   if (!(l.windowMs > 0)) throw new Error(`rate budget: windowMs must be > 0 (got ${l.windowMs})`);
   const slowLimit = l.slowLimit ?? Math.max(1, Math.floor(l.limit / 2));
-  if (!Number.isInteger(slowLimit) || slowLimit < 1 || slowLimit > l.limit) throw new Error(`rate budget: slowLimit must be a whole number in 1..${l.limit} (got ${slowLimit})`);
+  if (!Number.isInteger(slowLimit) || slowLimit < 1 || slowLimit > l.limit)
+    throw new Error(`rate budget: slowLimit must be a whole number in 1..${l.limit} (got ${slowLimit})`);
   return { limit: l.limit, slowLimit, windowUs: Math.round(l.windowMs * 1000) };
 }
 
@@ -99,7 +103,12 @@ export class PgSharedRateBudget implements RateLedger {
   async take(cls: RateClass): Promise<TakeResult> {
     await this.adoptLegacy();
     const { limit, slowLimit, windowUs } = this.params[cls];
-    const r = await this.opts.pool.query<{ decision: string; at_us: string; wait_us: string; strikes: number }>(
+    const r = await this.opts.pool.query<{
+      decision: string;
+      at_us: string;
+      wait_us: string;
+      strikes: number;
+    }>(
       `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes
          FROM boarding_rate_take_window($1, $2, $3, $4, $5, $6, $7)`,
       [this.opts.key, cls, limit, slowLimit, windowUs, this.stopAt, STRIKE_WINDOW_US],
@@ -111,7 +120,12 @@ export class PgSharedRateBudget implements RateLedger {
     if (row.decision === 'granted') return { decision: 'granted', atMs, atUs, strikes: row.strikes };
     if (row.decision === 'stopped') return { decision: 'stopped', atMs, strikes: row.strikes };
     if (row.decision === 'wait' || row.decision === 'paused') {
-      return { decision: row.decision, waitMs: Math.max(1, Math.ceil(Number(row.wait_us) / 1000)), atMs, strikes: row.strikes };
+      return {
+        decision: row.decision,
+        waitMs: Math.max(1, Math.ceil(Number(row.wait_us) / 1000)),
+        atMs,
+        strikes: row.strikes,
+      };
     }
     throw new Error(`boarding_rate_take_window: unknown decision ${row.decision}`);
   }
@@ -135,7 +149,10 @@ export class PgSharedRateBudget implements RateLedger {
    * A 429 on a call of this class: pause the class for EVERY replica until database-now + waitMs
    * (a pause only grows) and record a strike, in one transaction. Returns the strikes now active.
    */
-  async recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number> {
+  async recordRateLimited(
+    cls: RateClass,
+    info: { path: string | null; retryAfterMs: number | null },
+  ): Promise<number> {
     await this.adoptLegacy();
     const waitMs = info.retryAfterMs ?? this.opts.defaultPauseMs ?? this.opts.limits[cls].windowMs;
     const strikes = await inTransaction(this.opts.pool, async (tx) => {
@@ -144,15 +161,16 @@ export class PgSharedRateBudget implements RateLedger {
          ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
         [this.opts.key, cls, `${Math.max(0, Math.ceil(waitMs))} milliseconds`],
       );
-      await tx.query('INSERT INTO rate_shared_strikes (key, class, path, retry_after_ms) VALUES ($1, $2, $3, $4)', [
-        this.opts.key,
-        cls,
-        info.path,
-        info.retryAfterMs === null ? null : Math.round(info.retryAfterMs),
-      ]);
+      await tx.query(
+        'INSERT INTO rate_shared_strikes (key, class, path, retry_after_ms) VALUES ($1, $2, $3, $4)',
+        [this.opts.key, cls, info.path, info.retryAfterMs === null ? null : Math.round(info.retryAfterMs)],
+      );
       return this.countStrikes(tx);
     });
-    this.opts.logger?.warn({ class: cls, path: info.path, pauseMs: waitMs, strikes24h: strikes }, 'rate limit hit (429): class paused for every replica');
+    this.opts.logger?.warn(
+      { class: cls, path: info.path, pauseMs: waitMs, strikes24h: strikes },
+      'rate limit hit (429): class paused for every replica',
+    );
     return strikes;
   }
 
@@ -164,7 +182,13 @@ export class PgSharedRateBudget implements RateLedger {
   /** The strikes of the last 24 h no operator has cleared, oldest first (times on the database clock). */
   async strikeList(): Promise<SharedStrike[]> {
     await this.adoptLegacy();
-    const r = await this.opts.pool.query<{ seq: string; at_ms: string; class: string; path: string | null; retry_after_ms: string | null }>(
+    const r = await this.opts.pool.query<{
+      seq: string;
+      at_ms: string;
+      class: string;
+      path: string | null;
+      retry_after_ms: string | null;
+    }>(
       `SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, class, path, retry_after_ms
          FROM rate_shared_strikes
         WHERE key = $1 AND cleared_at IS NULL AND at >= clock_timestamp() - make_interval(secs => $2::bigint / 1e6)
@@ -189,16 +213,20 @@ export class PgSharedRateBudget implements RateLedger {
          FROM rate_shared_pause WHERE key = $1 AND until > clock_timestamp() ORDER BY class`,
       [this.opts.key],
     );
-    return r.rows.map((x) => ({ bucket: x.class === 'write' ? 'write' : 'read', until: Number(x.until_ms), remainingMs: Number(x.remaining_ms) }));
+    return r.rows.map((x) => ({
+      bucket: x.class === 'write' ? 'write' : 'read',
+      until: Number(x.until_ms),
+      remainingMs: Number(x.remaining_ms),
+    }));
   }
 
   /** Operator command: forget the strikes; every replica resumes at its next take. */
   async clearStrikes(by: string): Promise<number> {
     await this.adoptLegacy();
-    const r = await this.opts.pool.query('UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL', [
-      this.opts.key,
-      by,
-    ]);
+    const r = await this.opts.pool.query(
+      'UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL',
+      [this.opts.key, by],
+    );
     return r.rowCount ?? 0;
   }
 
@@ -225,7 +253,11 @@ export class PgSharedRateBudget implements RateLedger {
          ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
         [this.opts.key],
       );
-      if ((moved.rowCount ?? 0) > 0) this.opts.logger?.info({ strikes: moved.rowCount }, 'rate ledger: strikes of the per-process ledger adopted into the shared ledger');
+      if ((moved.rowCount ?? 0) > 0)
+        this.opts.logger?.info(
+          { strikes: moved.rowCount },
+          'rate ledger: strikes of the per-process ledger adopted into the shared ledger',
+        );
     }).catch((err: unknown) => {
       this.adopted = null;
       throw err;

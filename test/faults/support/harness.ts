@@ -59,7 +59,15 @@ export interface SingleSet {
 }
 
 export async function startSingle(o: SingleOptions): Promise<SingleSet> {
-  const platform = await startTestPlatform({ loans: o.loans, releaseRatio: 1, seed: o.seed ?? 11, windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow, ...o.sandbox });
+  const platform = await startTestPlatform({
+    loans: o.loans,
+    releaseRatio: 1,
+    seed: o.seed ?? 11,
+    windowMs: o.windowMs,
+    readsPerWindow: o.readsPerWindow,
+    writesPerWindow: o.writesPerWindow,
+    ...o.sandbox,
+  });
   const list = (await platform.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
   const released = list.data.map((l) => l.id);
   const dir = mkdtempSync(join(tmpdir(), 'faults-'));
@@ -72,13 +80,25 @@ export async function startSingle(o: SingleOptions): Promise<SingleSet> {
       baseUrl: platform.sandbox.baseUrl,
       apiKey: platform.apiKey,
       environment: 'staging',
-      rateLimit: { windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow },
+      rateLimit: {
+        windowMs: o.windowMs,
+        readsPerWindow: o.readsPerWindow,
+        writesPerWindow: o.writesPerWindow,
+      },
     },
     store: { path: dbPath },
     core: { adapter: 'file', file: { dir: coreDir } },
     mappings: { dir: mappingsCopy() },
     schedule: { drain: '*/2 * * * * *' },
-    boarding: { concurrency: 4, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 1000, shutdownTimeoutMs: 5000, minFreeDiskMb: 1, documentHosts: { allow: ['127.0.0.1'] } },
+    boarding: {
+      concurrency: 4,
+      retryBaseMs: 200,
+      retryMaxMs: 2000,
+      maxAttempts: 1000,
+      shutdownTimeoutMs: 5000,
+      minFreeDiskMb: 1,
+      documentHosts: { allow: ['127.0.0.1'] },
+    },
     webhooks: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     log: { level: 'info' },
@@ -106,7 +126,12 @@ export async function startSingle(o: SingleOptions): Promise<SingleSet> {
 }
 
 /** Waits until /readyz answers with `pred` true; returns that answer. */
-export function readyzWhen(r: Replica, what: string, pred: (z: Readyz) => boolean, timeoutMs = 60_000): Promise<Readyz> {
+export function readyzWhen(
+  r: Replica,
+  what: string,
+  pred: (z: Readyz) => boolean,
+  timeoutMs = 60_000,
+): Promise<Readyz> {
   return until(
     what,
     async () => {
@@ -153,7 +178,14 @@ export function tempFilesUnder(dir: string): string[] {
  * the sealed batches. `label` goes into every message.
  */
 export async function expectExactlyOnce(
-  p: { platform: TestPlatform; released: string[]; coreDir: string; configPath: string; replicas?: Replica[]; replica?: Replica },
+  p: {
+    platform: TestPlatform;
+    released: string[];
+    coreDir: string;
+    configPath: string;
+    replicas?: Replica[];
+    replica?: Replica;
+  },
   label: string,
 ): Promise<void> {
   const c = await p.platform.counters();
@@ -170,8 +202,13 @@ export async function expectExactlyOnce(
     const v = await verifyPackage(join(p.coreDir, 'packages', id));
     expect(v.problems, `${label}: package ${id}`).toEqual([]);
   }
-  expect([...core.firstBoardLines.keys()].sort(), `${label}: every loan in a sealed batch`).toEqual([...p.released].sort());
-  expect([...core.firstBoardLines].filter(([, k]) => k !== 1), `${label}: loans with two first-board lines`).toEqual([]);
+  expect([...core.firstBoardLines.keys()].sort(), `${label}: every loan in a sealed batch`).toEqual(
+    [...p.released].sort(),
+  );
+  expect(
+    [...core.firstBoardLines].filter(([, k]) => k !== 1),
+    `${label}: loans with two first-board lines`,
+  ).toEqual([]);
   expect(tempFilesUnder(p.coreDir), `${label}: temp files left in the core`).toEqual([]);
 }
 
@@ -182,10 +219,18 @@ export function report(scenario: string, figures: Record<string, unknown>): void
 
 /** Mounts a tmpfs of sizeMb at dir (root only); returns the unmount, or why it cannot. */
 export function mountTmpfs(dir: string, sizeMb: number): { umount(): void } | { skip: string } {
-  if (process.getuid?.() !== 0) return { skip: 'not root: the disk-full scenario mounts a small tmpfs (run the fault suite as root, as CI does)' };
+  if (process.getuid?.() !== 0)
+    return {
+      skip: 'not root: the disk-full scenario mounts a small tmpfs (run the fault suite as root, as CI does)',
+    };
   mkdirSync(dir, { recursive: true });
-  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0755`, 'tmpfs', dir], { encoding: 'utf8' });
-  if (r.status !== 0) return { skip: `mount -t tmpfs failed (${r.status}): ${r.stderr.trim()} (a container without CAP_SYS_ADMIN cannot mount)` };
+  const r = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0755`, 'tmpfs', dir], {
+    encoding: 'utf8',
+  });
+  if (r.status !== 0)
+    return {
+      skip: `mount -t tmpfs failed (${r.status}): ${r.stderr.trim()} (a container without CAP_SYS_ADMIN cannot mount)`,
+    };
   return {
     umount() {
       spawnSync('umount', ['-l', dir]);

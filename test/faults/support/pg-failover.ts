@@ -23,7 +23,9 @@ import { join } from 'node:path';
 import { freePort } from '../../support/tcp-switch.js';
 
 function bindir(): string {
-  const r = spawnSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1'], { encoding: 'utf8' });
+  const r = spawnSync('sh', ['-c', 'ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1'], {
+    encoding: 'utf8',
+  });
   const d = r.stdout.trim();
   if (d === '') throw new Error('PostgreSQL binaries not found under /usr/lib/postgresql');
   return d;
@@ -34,7 +36,10 @@ function asOwner(cmd: string, args: string[]): { status: number | null; stdout: 
   const full = join(bindir(), cmd);
   // cwd /: the postgres user may not be able to enter the checkout.
   const opts = { encoding: 'utf8' as const, cwd: '/' };
-  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', full, ...args], opts) : spawnSync(full, args, opts);
+  const r =
+    process.getuid?.() === 0
+      ? spawnSync('runuser', ['-u', 'postgres', '--', full, ...args], opts)
+      : spawnSync(full, args, opts);
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -54,7 +59,10 @@ export function serverAddressOf(dataDir: string): ServerAddress {
   }
   const port = Number(lines[3]);
   const socketDir = (lines[4] ?? '').trim();
-  if (!Number.isInteger(port) || port <= 0 || socketDir === '') throw new Error(`${dataDir}/postmaster.pid: no port (line 4) or socket directory (line 5): ${lines.slice(0, 6).join(' | ')}`);
+  if (!Number.isInteger(port) || port <= 0 || socketDir === '')
+    throw new Error(
+      `${dataDir}/postmaster.pid: no port (line 4) or socket directory (line 5): ${lines.slice(0, 6).join(' | ')}`,
+    );
   return { port, socketDir };
 }
 
@@ -63,8 +71,28 @@ export function serverAddressOf(dataDir: string): ServerAddress {
  * the only way in as a superuser) and returns its rows, fields split on tabs.
  */
 export function superuserSql(at: ServerAddress, sql: string, db = 'postgres'): string[][] {
-  const r = asOwner('psql', ['-h', at.socketDir, '-p', String(at.port), '-U', 'postgres', '-d', db, '-X', '-v', 'ON_ERROR_STOP=1', '-Atq', '-F', '\t', '-c', sql]);
-  if (r.status !== 0) throw new Error(`psql as postgres on ${at.socketDir}:${at.port} failed (${r.status}) for ${sql}: ${r.stderr.trim()}`);
+  const r = asOwner('psql', [
+    '-h',
+    at.socketDir,
+    '-p',
+    String(at.port),
+    '-U',
+    'postgres',
+    '-d',
+    db,
+    '-X',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-Atq',
+    '-F',
+    '\t',
+    '-c',
+    sql,
+  ]);
+  if (r.status !== 0)
+    throw new Error(
+      `psql as postgres on ${at.socketDir}:${at.port} failed (${r.status}) for ${sql}: ${r.stderr.trim()}`,
+    );
   return r.stdout
     .split('\n')
     .filter((l) => l !== '')
@@ -91,7 +119,8 @@ export interface Standby {
 function allowLocalReplication(primaryDataDir: string, at: ServerAddress): void {
   const hba = join(primaryDataDir, 'pg_hba.conf');
   const line = 'local   replication  postgres         peer';
-  if (!readFileSync(hba, 'utf8').includes(line)) appendFileSync(hba, `# --- test/faults/support/pg-failover.ts: the standby's WAL stream ---\n${line}\n`);
+  if (!readFileSync(hba, 'utf8').includes(line))
+    appendFileSync(hba, `# --- test/faults/support/pg-failover.ts: the standby's WAL stream ---\n${line}\n`);
   superuserSql(at, 'SELECT pg_reload_conf()');
 }
 
@@ -109,8 +138,26 @@ export async function startStandby(primaryDir: string): Promise<Standby> {
   const sock = join(dir, 'sock');
   spawnSync('mkdir', ['-p', sock]);
   if (process.getuid?.() === 0) spawnSync('chown', ['-R', 'postgres:', dir]);
-  const bb = asOwner('pg_basebackup', ['-D', data, '-h', primary.socketDir, '-p', String(primary.port), '-U', 'postgres', '-X', 'stream', '-R', '-c', 'fast', '--no-sync']);
-  if (bb.status !== 0) throw new Error(`pg_basebackup from ${primary.socketDir}:${primary.port} failed (${bb.status}): ${bb.stderr}`);
+  const bb = asOwner('pg_basebackup', [
+    '-D',
+    data,
+    '-h',
+    primary.socketDir,
+    '-p',
+    String(primary.port),
+    '-U',
+    'postgres',
+    '-X',
+    'stream',
+    '-R',
+    '-c',
+    'fast',
+    '--no-sync',
+  ]);
+  if (bb.status !== 0)
+    throw new Error(
+      `pg_basebackup from ${primary.socketDir}:${primary.port} failed (${bb.status}): ${bb.stderr}`,
+    );
   // Its own socket directory; the rest (127.0.0.1 only, ssl on with the primary's certificate and
   // key, fsync off) comes with the primary's postgresql.conf, and its pg_hba.conf with the copy. It
   // names itself to the primary (application_name), which then waits for it on every commit.
@@ -167,9 +214,13 @@ export async function makeSynchronous(primaryDir: string): Promise<void> {
   superuserSql(at, 'SELECT pg_reload_conf()');
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const rows = superuserSql(at, `SELECT sync_state FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`);
+    const rows = superuserSql(
+      at,
+      `SELECT sync_state FROM pg_stat_replication WHERE application_name = '${STANDBY_NAME}'`,
+    );
     if (rows[0]?.[0] === 'sync') return;
-    if (Date.now() > deadline) throw new Error(`the standby did not become synchronous: ${JSON.stringify(rows)}`);
+    if (Date.now() > deadline)
+      throw new Error(`the standby did not become synchronous: ${JSON.stringify(rows)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -15,11 +15,24 @@ describe('CLI output carries no terminal control characters (regression: a loanN
     const dir = mkdtempSync(join(tmpdir(), 'cli-safe-'));
     const dbPath = join(dir, 'state.sqlite');
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
+    );
     const db = openDatabase(dbPath);
-    await createBoardingStore(db).loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: HOSTILE, releaseMarker: 'b1' } }, Date.now());
+    await createBoardingStore(db).loans.insert(
+      { id: 'L1', state: 'queued', patch: { loanNumber: HOSTILE, releaseMarker: 'b1' } },
+      Date.now(),
+    );
     db.close();
-    for (const args of [['loans', 'list'], ['loans', 'show', 'L1']]) {
+    for (const args of [
+      ['loans', 'list'],
+      ['loans', 'show', 'L1'],
+    ]) {
       const r = await runCli(['--config', configPath, ...args]);
       expect(r.code).toBe(0);
       // eslint-disable-next-line no-control-regex

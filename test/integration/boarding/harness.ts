@@ -6,7 +6,13 @@ import { Writable } from 'node:stream';
 import { stringify } from 'yaml';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram, CommanderError } from '../../../src/cli/program.js';
-import { BusyError, ConfigError, FatalError, IncompleteRunError, UsageError } from '../../../src/lib/errors.js';
+import {
+  BusyError,
+  ConfigError,
+  FatalError,
+  IncompleteRunError,
+  UsageError,
+} from '../../../src/lib/errors.js';
 import { startSandbox, type RunningSandbox, type SandboxOptions } from '../../../src/sandbox/index.js';
 import { PERMISSIONS } from '../../../src/sandbox/keys.js';
 
@@ -22,7 +28,14 @@ export interface Counters {
   duplicateAcks: Record<string, number>;
   idempotentReplays: number;
   downloadsWithAuthorization: number;
-  faults: { injected5xx: number; resets: number; resetsAfterCommit: number; delayed: number; slowBodies: number; injected429: number };
+  faults: {
+    injected5xx: number;
+    resets: number;
+    resetsAfterCommit: number;
+    delayed: number;
+    slowBodies: number;
+    injected429: number;
+  };
 }
 
 export interface TestPlatform {
@@ -69,7 +82,10 @@ export interface ConfigOptions {
 }
 
 /** Writes a connector config for the sandbox into a fresh temp dir; returns both. */
-export function writeConnectorConfig(p: TestPlatform, o: ConfigOptions): { dir: string; configPath: string; coreDir: string; dbPath: string } {
+export function writeConnectorConfig(
+  p: TestPlatform,
+  o: ConfigOptions,
+): { dir: string; configPath: string; coreDir: string; dbPath: string } {
   const dir = mkdtempSync(join(tmpdir(), 'boarding-it-'));
   const coreDir = join(dir, 'core');
   const dbPath = join(dir, 'state.sqlite');
@@ -78,13 +94,24 @@ export function writeConnectorConfig(p: TestPlatform, o: ConfigOptions): { dir: 
       baseUrl: p.sandbox.baseUrl,
       apiKey: p.apiKey,
       environment: 'staging',
-      rateLimit: { windowMs: o.windowMs, readsPerWindow: o.readsPerWindow, writesPerWindow: o.writesPerWindow },
+      rateLimit: {
+        windowMs: o.windowMs,
+        readsPerWindow: o.readsPerWindow,
+        writesPerWindow: o.writesPerWindow,
+      },
     },
     store: { path: dbPath },
     core: { adapter: 'file', file: { dir: coreDir } },
     mappings: { dir: o.mappingsDir ?? join(process.cwd(), 'mappings/generic') },
     // The sandbox's blob host is on 127.0.0.1: allow-listed (staging refuses loopback otherwise).
-    boarding: { concurrency: 4, retryBaseMs: 200, retryMaxMs: 2000, maxAttempts: 10, shutdownTimeoutMs: 2000, documentHosts: { allow: ['127.0.0.1'] } },
+    boarding: {
+      concurrency: 4,
+      retryBaseMs: 200,
+      retryMaxMs: 2000,
+      maxAttempts: 10,
+      shutdownTimeoutMs: 2000,
+      documentHosts: { allow: ['127.0.0.1'] },
+    },
     log: { level: 'error' },
     ...o.extra,
   };
@@ -94,7 +121,10 @@ export function writeConnectorConfig(p: TestPlatform, o: ConfigOptions): { dir: 
 }
 
 /** Runs the CLI in-process like main.ts does; returns the exit code and stdout. */
-export async function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; error: string | null }> {
+export async function runCli(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; stdout: string; error: string | null }> {
   let stdout = '';
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -104,7 +134,8 @@ export async function runCli(args: string[], env: Record<string, string | undefi
   });
   const shutdown = new AbortController();
   const { program, ctx } = buildProgram((p) =>
-    createCliContext({ clock: systemClock,
+    createCliContext({
+      clock: systemClock,
       env: { ...env },
       stdout: sink,
       stderr: sink,
@@ -117,10 +148,13 @@ export async function runCli(args: string[], env: Record<string, string | undefi
     await program.parseAsync(['node', 'boarding-connector', ...args]);
     return { code: 0, stdout, error: null };
   } catch (err) {
-    if (err instanceof CommanderError) return { code: err.exitCode === 0 ? 0 : 2, stdout, error: err.message };
+    if (err instanceof CommanderError)
+      return { code: err.exitCode === 0 ? 0 : 2, stdout, error: err.message };
     if (err instanceof UsageError) return { code: 2, stdout, error: err.message };
-    if (err instanceof ConfigError || err instanceof FatalError) return { code: 1, stdout, error: err.message };
-    if (err instanceof BusyError || err instanceof IncompleteRunError) return { code: err.exitCode, stdout, error: err.message };
+    if (err instanceof ConfigError || err instanceof FatalError)
+      return { code: 1, stdout, error: err.message };
+    if (err instanceof BusyError || err instanceof IncompleteRunError)
+      return { code: err.exitCode, stdout, error: err.message };
     throw err;
   } finally {
     await ctx.close();

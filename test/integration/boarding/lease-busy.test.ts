@@ -13,10 +13,20 @@ describe('operator messages around the boarding lease', () => {
     const dir = mkdtempSync(join(tmpdir(), 'lease-busy-'));
     const dbPath = join(dir, 'state.sqlite');
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, core: { file: { dir: join(dir, 'core') } }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        core: { file: { dir: join(dir, 'core') } },
+        log: { level: 'silent' },
+      }),
+    );
     const db = openDatabase(dbPath);
     // This very process, under another holder id: alive, its lease a minute long.
-    expect(await sqliteLeaseBackend(db).acquire(BOARDING_LEASE, `${hostname()}:${process.pid}:elsewhere`, 60_000)).toEqual({ epoch: 1 });
+    expect(
+      await sqliteLeaseBackend(db).acquire(BOARDING_LEASE, `${hostname()}:${process.pid}:elsewhere`, 60_000),
+    ).toEqual({ epoch: 1 });
     db.close();
     const r = await runCli(['--config', configPath, 'sync', '--once']);
     expect(r.code).toBe(3);
@@ -26,8 +36,14 @@ describe('operator messages around the boarding lease', () => {
     // `state leader` says who leads, read only (it never takes the lease).
     const leader = await runCli(['--config', configPath, 'state', 'leader']);
     expect(leader.code).toBe(0);
-    expect(leader.stdout).toContain(`leader: ${hostname()}:${process.pid}:elsewhere (pid ${process.pid} on ${hostname()}), epoch 1`);
-    const json = JSON.parse((await runCli(['--config', configPath, 'state', 'leader', '--json'])).stdout) as { leader: string; epoch: number; expiresInMs: number };
+    expect(leader.stdout).toContain(
+      `leader: ${hostname()}:${process.pid}:elsewhere (pid ${process.pid} on ${hostname()}), epoch 1`,
+    );
+    const json = JSON.parse((await runCli(['--config', configPath, 'state', 'leader', '--json'])).stdout) as {
+      leader: string;
+      epoch: number;
+      expiresInMs: number;
+    };
     expect(json).toMatchObject({ leader: `${hostname()}:${process.pid}:elsewhere`, epoch: 1 });
     expect(json.expiresInMs).toBeGreaterThan(30_000);
   });

@@ -18,13 +18,32 @@ describe('loans commands', () => {
     configPath = join(dir, 'config.yaml');
     writeFileSync(
       configPath,
-      stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }),
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
     );
     const db = openDatabase(dbPath);
     const s = createBoardingStore(db);
-    await s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N-1', releaseMarker: 'b1' } }, T0);
+    await s.loans.insert(
+      { id: 'L1', state: 'queued', patch: { loanNumber: 'N-1', releaseMarker: 'b1' } },
+      T0,
+    );
     await s.loans.transition('L1', { to: 'fetched' }, T0 + 1);
-    await s.loans.transition('L1', { to: 'quarantined', reason: 'mapping', patch: { quarantineReason: 'mapping', lastErrorCode: 'mapping.mapping', lastErrorMessage: 'mapping.yaml:3:5 loan.principal: bad' } }, T0 + 2);
+    await s.loans.transition(
+      'L1',
+      {
+        to: 'quarantined',
+        reason: 'mapping',
+        patch: {
+          quarantineReason: 'mapping',
+          lastErrorCode: 'mapping.mapping',
+          lastErrorMessage: 'mapping.yaml:3:5 loan.principal: bad',
+        },
+      },
+      T0 + 2,
+    );
     await s.loans.insert({ id: 'L2', state: 'queued' }, T0);
     await s.keys.ensure('ack:L2:b2', 'ack', 'L2', T0);
     db.close();
@@ -62,10 +81,20 @@ describe('loans commands', () => {
     expect(again.error).toContain('only quarantined, retry_wait or skipped');
     const noReason = await runCli(['--config', configPath, 'loans', 'skip', 'L2'], { USER: 'dan' });
     expect(noReason.code).toBe(2);
-    const skip = await runCli(['--config', configPath, 'loans', 'skip', 'L2', '--reason', 'paid off', '--by', 'erin'], { USER: 'dan' });
+    const skip = await runCli(
+      ['--config', configPath, 'loans', 'skip', 'L2', '--reason', 'paid off', '--by', 'erin'],
+      { USER: 'dan' },
+    );
     expect(skip.code).toBe(0);
-    const shown = JSON.parse((await runCli(['--config', configPath, 'loans', 'show', 'L2', '--json'])).stdout);
-    expect(shown.events.at(-1)).toMatchObject({ kind: 'ops', actor: 'erin', reason: 'paid off', toState: 'skipped' });
+    const shown = JSON.parse(
+      (await runCli(['--config', configPath, 'loans', 'show', 'L2', '--json'])).stdout,
+    );
+    expect(shown.events.at(-1)).toMatchObject({
+      kind: 'ops',
+      actor: 'erin',
+      reason: 'paid off',
+      toState: 'skipped',
+    });
     const noActor = await runCli(['--config', configPath, 'loans', 'retry', 'L2']);
     expect(noActor.code).toBe(2);
     expect(noActor.error).toContain('--by');
@@ -87,17 +116,35 @@ describe('loans commands', () => {
     await quarantine('M3', 'mapping', T0 + 20);
     await s.loans.update('M3', { lastSeenAt: Date.now() }, Date.now());
     // A daemon of this process, as `run` publishes it: the retry asks it for a cycle.
-    await s.daemon.publish({ owner: 'test:1', pid: process.pid, host: hostname(), startedAt: T0, updatedAt: Date.now(), mappingVersion: 'v', mappingDir: '/m', reloadError: null });
+    await s.daemon.publish({
+      owner: 'test:1',
+      pid: process.pid,
+      host: hostname(),
+      startedAt: T0,
+      updatedAt: Date.now(),
+      mappingVersion: 'v',
+      mappingDir: '/m',
+      reloadError: null,
+    });
     db.close();
 
-    const badReason = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--reason', 'typo'], { USER: 'carol' });
+    const badReason = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--reason', 'typo'], {
+      USER: 'carol',
+    });
     expect(badReason.code).toBe(2);
     expect(badReason.error).toContain('--reason: expected one of mapping');
-    expect((await runCli(['--config', configPath, 'loans', 'retry', 'L1', '--all'], { USER: 'carol' })).code).toBe(2);
-    expect((await runCli(['--config', configPath, 'loans', 'retry', '--since', '1h'], { USER: 'carol' })).code).toBe(2);
+    expect(
+      (await runCli(['--config', configPath, 'loans', 'retry', 'L1', '--all'], { USER: 'carol' })).code,
+    ).toBe(2);
+    expect(
+      (await runCli(['--config', configPath, 'loans', 'retry', '--since', '1h'], { USER: 'carol' })).code,
+    ).toBe(2);
 
     // Mapping quarantines of the last hour only: M2 (M1 is older, C1 is contradictory).
-    const r = await runCli(['--config', configPath, 'loans', 'retry', '--all', '--reason', 'mapping', '--since', '1h'], { USER: 'carol' });
+    const r = await runCli(
+      ['--config', configPath, 'loans', 'retry', '--all', '--reason', 'mapping', '--since', '1h'],
+      { USER: 'carol' },
+    );
     expect(r.error).toBeNull();
     expect(r.stdout).toContain('loan M2 queued by carol');
     expect(r.stdout).toContain(`asked the running daemon (pid ${process.pid}) for a cycle now`);
@@ -107,7 +154,12 @@ describe('loans commands', () => {
       expect((await after.loans.get('M1'))?.state).toBe('quarantined');
       expect((await after.loans.get('M3'))?.state).toBe('quarantined');
       expect((await after.loans.get('C1'))?.state).toBe('quarantined');
-      expect((await after.loans.events('M2')).at(-1)).toMatchObject({ kind: 'ops', actor: 'carol', toState: 'queued', detail: { bulk: { reason: 'mapping', since: '1h' } } });
+      expect((await after.loans.events('M2')).at(-1)).toMatchObject({
+        kind: 'ops',
+        actor: 'carol',
+        toState: 'queued',
+        detail: { bulk: { reason: 'mapping', since: '1h' } },
+      });
       expect(await after.daemon.get('test:1')).toMatchObject({ cycleRequestedBy: 'carol' });
       expect((await after.daemon.get('test:1'))?.cycleRequestedAt).not.toBeNull();
     } finally {

@@ -37,7 +37,9 @@ describe('sync --once exit codes', () => {
   });
 
   it('0 when the walk completed, even when every loan was quarantined (a key that cannot read tax ids)', async () => {
-    const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as { apiKey: string };
+    const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as {
+      apiKey: string;
+    };
     const cfg = writeConnectorConfig(p, limits);
     patchConfig(cfg.configPath, (c) => {
       (c['platform'] as Record<string, unknown>)['apiKey'] = masked.apiKey;
@@ -72,14 +74,34 @@ describe('sync --once exit codes', () => {
       ...limits,
       mappingsDir: join(process.cwd(), 'mappings/fineract'),
       extra: {
-        core: { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 2000 } },
-        boarding: { concurrency: 1, retryBaseMs: 60_000, retryMaxMs: 120_000, maxAttempts: 10, shutdownTimeoutMs: 2000 },
+        core: {
+          adapter: 'http',
+          http: {
+            baseUrl: fake.url,
+            username: fake.username,
+            password: fake.password,
+            tenantId: fake.tenantId,
+            timeoutMs: 2000,
+          },
+        },
+        boarding: {
+          concurrency: 1,
+          retryBaseMs: 60_000,
+          retryMaxMs: 120_000,
+          maxAttempts: 10,
+          shutdownTimeoutMs: 2000,
+        },
       },
     });
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json', '--settle-ms', '0']);
     expect(r.code).toBe(5);
     expect(r.error).toContain('core was unavailable');
-    const s = JSON.parse(r.stdout) as { coreOutage: { failures: number } | null; walk: { complete: boolean }; attempted: number; states: Record<string, number> };
+    const s = JSON.parse(r.stdout) as {
+      coreOutage: { failures: number } | null;
+      walk: { complete: boolean };
+      attempted: number;
+      states: Record<string, number>;
+    };
     expect(s.walk.complete).toBe(true);
     expect(s.coreOutage?.failures).toBe(3);
     // It stopped after 3 core failures instead of spending platform reads on every loan.

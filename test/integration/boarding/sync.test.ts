@@ -24,7 +24,14 @@ describe('sync --once against the sandbox', () => {
   let released: string[];
 
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: 60, releaseRatio: 1, seed: 11, windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30 });
+    p = await startTestPlatform({
+      loans: 60,
+      releaseRatio: 1,
+      seed: 11,
+      windowMs: 2000,
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+    });
     const list = (await p.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
     released = list.data.map((l) => l.id);
   });
@@ -47,7 +54,12 @@ describe('sync --once against the sandbox', () => {
     const shipped = readFileSync(mappingFile, 'utf8');
     expect(shipped).toContain(IO_EXPR);
     writeFileSync(mappingFile, shipped.replace(IO_EXPR, STRICT_IO_EXPR));
-    const cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30, mappingsDir });
+    const cfg = writeConnectorConfig(p, {
+      windowMs: 2000,
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+      mappingsDir,
+    });
     const sync = async (...extra: string[]) => {
       const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json', ...extra]);
       expect(r.error).toBeNull();
@@ -62,7 +74,9 @@ describe('sync --once against the sandbox', () => {
     expect(quarantined.length).toBeGreaterThan(0);
     for (const problem of first.problems) {
       expect(problem).toMatchObject({ state: 'quarantined', code: 'mapping' });
-      expect(problem.message).toMatch(/^mapping\.yaml:\d+:\d+ loan\.interestOnlyPeriods: period of \d+ months is not a whole number/);
+      expect(problem.message).toMatch(
+        /^mapping\.yaml:\d+:\d+ loan\.interestOnlyPeriods: period of \d+ months is not a whole number/,
+      );
     }
     expect(first.states.acknowledged).toBe(60 - quarantined.length);
     let c = await p.counters();
@@ -79,7 +93,9 @@ describe('sync --once against the sandbox', () => {
     expect(second.states.acknowledged).toBe(60);
     // They boarded with review items, listed by `loans list --warnings`.
     const reviewed = await runCli(['--config', cfg.configPath, 'loans', 'list', '--warnings', '--json']);
-    const reviewedIds = (JSON.parse(reviewed.stdout) as Array<{ id: string; reviewItems: number }>).map((r) => r.id);
+    const reviewedIds = (JSON.parse(reviewed.stdout) as Array<{ id: string; reviewItems: number }>).map(
+      (r) => r.id,
+    );
     for (const id of quarantined) expect(reviewedIds).toContain(id);
 
     c = await p.counters();
@@ -92,7 +108,10 @@ describe('sync --once against the sandbox', () => {
       expect(c.acks[id], id).toBe(1);
       expect(c.ackKeys[id], id).toHaveLength(1);
       // Readable for an id a header can carry, else a digest (non-ASCII ids).
-      expect(c.ackKeys[id]![0]!.startsWith(`ack:${id}:`) || /^ack:[0-9a-f]{64}$/.test(c.ackKeys[id]![0]!), c.ackKeys[id]![0]).toBe(true);
+      expect(
+        c.ackKeys[id]![0]!.startsWith(`ack:${id}:`) || /^ack:[0-9a-f]{64}$/.test(c.ackKeys[id]![0]!),
+        c.ackKeys[id]![0],
+      ).toBe(true);
     }
     // Exactly one package per loan in the file core, each whole: the manifest's hashes match its
     // files, and every document is the sandbox's bytes (the sandbox's sha256 of what it serves).
@@ -104,8 +123,12 @@ describe('sync --once against the sandbox', () => {
       const pdir = join(cfg.coreDir, 'packages', safeId(id));
       expect(await verifyPackage(pdir), id).toEqual({ ok: true, problems: [] });
       const manifest = (await readManifest(pdir))!;
-      const internal = (await p.admin('GET', `/loans/${encodeURIComponent(id)}`)) as { documents: Array<{ id: string; sha256: string }> };
-      expect(manifest.documents.map((d) => [d.documentId, d.sha256]).sort(), id).toEqual(internal.documents.map((d) => [d.id, d.sha256]).sort());
+      const internal = (await p.admin('GET', `/loans/${encodeURIComponent(id)}`)) as {
+        documents: Array<{ id: string; sha256: string }>;
+      };
+      expect(manifest.documents.map((d) => [d.documentId, d.sha256]).sort(), id).toEqual(
+        internal.documents.map((d) => [d.id, d.sha256]).sort(),
+      );
       documents += manifest.documents.length;
     }
     expect(documents).toBeGreaterThan(0);
@@ -114,7 +137,9 @@ describe('sync --once against the sandbox', () => {
     const shown = await runCli(['--config', cfg.configPath, 'loans', 'show', quarantined[0]!, '--json']);
     const history = JSON.parse(shown.stdout);
     expect(history.loan.state).toBe('acknowledged');
-    expect(history.events.some((e: { kind: string; actor: string }) => e.kind === 'ops' && e.actor === 'tester')).toBe(true);
+    expect(
+      history.events.some((e: { kind: string; actor: string }) => e.kind === 'ops' && e.actor === 'tester'),
+    ).toBe(true);
     expect(history.idempotencyKeys).toHaveLength(1);
 
     // 3. Nothing left: a further sync reads the queue and writes nothing.

@@ -62,7 +62,9 @@ describe('config check [--connect]', () => {
   });
 
   it('--connect: a key that cannot read tax ids fails with what it will do to boarding; few reads, none written', async () => {
-    const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as { apiKey: string };
+    const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as {
+      apiKey: string;
+    };
     const cfg = writeConnectorConfig(p, limits);
     patchConfig(cfg.configPath, (c) => {
       c['platform']!['apiKey'] = masked.apiKey;
@@ -74,7 +76,9 @@ describe('config check [--connect]', () => {
     expect(checks['platform']?.status).toBe('ok');
     expect(checks['platform.key']?.status).toBe('ok');
     expect(checks['platform.ssn']).toMatchObject({ status: 'fail' });
-    expect(checks['platform.ssn']?.detail).toContain('without read:people:ssn every loan with a person quarantines as tin_incomplete unless mappings.allowLast4Tin');
+    expect(checks['platform.ssn']?.detail).toContain(
+      'without read:people:ssn every loan with a person quarantines as tin_incomplete unless mappings.allowLast4Tin',
+    );
     expect(checks['store']?.status).toBe('ok');
     expect(checks['core']?.status).toBe('ok');
     expect(checks['webhooks.endpoint']?.status).toBe('skip');
@@ -90,7 +94,9 @@ describe('config check [--connect]', () => {
     const cfg = writeConnectorConfig(p, limits);
     const r = await runCli(['--config', cfg.configPath, 'config', 'check']);
     expect(r.code, r.stdout).toBe(0);
-    expect(r.stdout).toMatch(/^warn {2}webhooks\.secrets +empty: the webhook receiver refuses every delivery \(401\).*BOARDING_WEBHOOK_SECRETS/m);
+    expect(r.stdout).toMatch(
+      /^warn {2}webhooks\.secrets +empty: the webhook receiver refuses every delivery \(401\).*BOARDING_WEBHOOK_SECRETS/m,
+    );
     patchConfig(cfg.configPath, (c) => {
       c['webhooks'] = { secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] };
     });
@@ -99,7 +105,9 @@ describe('config check [--connect]', () => {
   });
 
   it('--connect with allowLast4Tin: a warning, not a failure', async () => {
-    const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as { apiKey: string };
+    const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as {
+      apiKey: string;
+    };
     const cfg = writeConnectorConfig(p, limits);
     patchConfig(cfg.configPath, (c) => {
       c['platform']!['apiKey'] = masked.apiKey;
@@ -118,10 +126,16 @@ describe('config check [--connect]', () => {
     // Not registered yet: FAIL with the command that fixes it.
     const missing = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect']);
     expect(missing.code).toBe(1);
-    expect(missing.stdout).toMatch(/^FAIL {2}webhooks\.endpoint +no endpoint registered for .*webhooks register --url/m);
+    expect(missing.stdout).toMatch(
+      /^FAIL {2}webhooks\.endpoint +no endpoint registered for .*webhooks register --url/m,
+    );
     const res = await fetch(`${p.sandbox.baseUrl}/public/v1/webhook-endpoints`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${p.apiKey}`, 'content-type': 'application/json', 'idempotency-key': 'reg-1' },
+      headers: {
+        authorization: `Bearer ${p.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': 'reg-1',
+      },
       body: JSON.stringify({ name: 'connector', url: PUBLIC_URL, subscribedEvents: ['loan.funded'] }),
     });
     expect(res.status).toBeLessThan(300);
@@ -129,7 +143,19 @@ describe('config check [--connect]', () => {
     expect(r.code, r.stdout).toBe(0);
     const lines = r.stdout.trim().split('\n');
     const names = lines.map((l) => l.slice(6).split(/\s+/)[0]);
-    expect(names).toEqual(['config', 'mappings.dir', 'mappings', 'store', 'platform', 'platform.key', 'platform.ein', 'platform.ssn', 'platform.documents', 'webhooks.endpoint', 'core']);
+    expect(names).toEqual([
+      'config',
+      'mappings.dir',
+      'mappings',
+      'store',
+      'platform',
+      'platform.key',
+      'platform.ein',
+      'platform.ssn',
+      'platform.documents',
+      'webhooks.endpoint',
+      'core',
+    ]);
     for (const l of lines) expect(l).toMatch(/^ok {4}/);
   });
 
@@ -149,8 +175,21 @@ describe('config check [--connect]', () => {
   });
 
   it('--connect with Fineract: office answers; a product the mapping set uses that Fineract lacks fails; wrong password fails', async () => {
-    const core = { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 5000 } };
-    const cfg = writeConnectorConfig(p, { ...limits, mappingsDir: join(process.cwd(), 'mappings/fineract'), extra: { core } });
+    const core = {
+      adapter: 'http',
+      http: {
+        baseUrl: fake.url,
+        username: fake.username,
+        password: fake.password,
+        tenantId: fake.tenantId,
+        timeoutMs: 5000,
+      },
+    };
+    const cfg = writeConnectorConfig(p, {
+      ...limits,
+      mappingsDir: join(process.cwd(), 'mappings/fineract'),
+      extra: { core },
+    });
     const r = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect', '--json']);
     expect(r.code).toBe(1);
     const checks = byName(r.stdout);

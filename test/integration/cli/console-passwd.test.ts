@@ -10,11 +10,21 @@ const repo = resolve(import.meta.dirname, '../../..');
 /** `boarding-connector console passwd` in its own process, the password on a piped stdin, no config. */
 function passwd(stdin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', pathToFileURL(join(repo, 'node_modules/tsx/dist/loader.mjs')).href, join(repo, 'src/main.ts'), 'console', 'passwd'], {
-      cwd: repo,
-      env: { ...process.env, BOARDING_CONFIG: '' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        pathToFileURL(join(repo, 'node_modules/tsx/dist/loader.mjs')).href,
+        join(repo, 'src/main.ts'),
+        'console',
+        'passwd',
+      ],
+      {
+        cwd: repo,
+        env: { ...process.env, BOARDING_CONFIG: '' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -33,7 +43,9 @@ describe('console passwd', () => {
     expect(r.stdout.split('\n').filter(Boolean)).toHaveLength(1);
     expect(r.stdout).not.toContain('a long console password');
     expect(hash).toMatch(/^scrypt\$ln=17,r=8,p=1\$/); // OWASP's parameters (N=2^17; was 2^15)
-    expect(consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: hash, roles: ['operator'] }] }).success).toBe(true);
+    expect(
+      consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: hash, roles: ['operator'] }] }).success,
+    ).toBe(true);
     expect(await verifyPassword('a long console password', hash)).toBe(true);
     expect(await verifyPassword('ignored second line', hash)).toBe(false);
   }, 60_000);

@@ -7,7 +7,11 @@ import { pathToFileURL } from 'node:url';
 import { PassThrough } from 'node:stream';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS_WITHOUT_CONFIG, SUBCOMMANDS_WITHOUT_CONFIG, createCliContext } from '../../../src/cli/context.js';
+import {
+  COMMANDS_WITHOUT_CONFIG,
+  SUBCOMMANDS_WITHOUT_CONFIG,
+  createCliContext,
+} from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { UsageError } from '../../../src/lib/errors.js';
 
@@ -27,7 +31,16 @@ const repo = resolve(import.meta.dirname, '../../..');
 
 describe('no silent demo defaults', () => {
   it('every command but demo and sandbox refuses to run without --config or BOARDING_CONFIG (exit 2, says how); mappings lint/test only when no --dir names the set', async () => {
-    const { program: shape } = buildProgram(() => createCliContext({ clock: systemClock, env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }));
+    const { program: shape } = buildProgram(() =>
+      createCliContext({
+        clock: systemClock,
+        env: {},
+        stdout: new PassThrough(),
+        stderr: new PassThrough(),
+        getConfigOption: () => undefined,
+        shutdown: new AbortController().signal,
+      }),
+    );
     const all = leaves(shape);
     expect(all.length).toBeGreaterThan(20);
     const checked: string[] = [];
@@ -37,7 +50,14 @@ describe('no silent demo defaults', () => {
       if (SUBCOMMANDS_WITHOUT_CONFIG.has(path.join(' ')) && path[0] !== 'mappings') continue;
       if (path.join(' ') === 'mappings schema') continue;
       const { program, ctx } = buildProgram((p) =>
-        createCliContext({ clock: systemClock, env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => p.opts<{ config?: string }>().config, shutdown: new AbortController().signal }),
+        createCliContext({
+          clock: systemClock,
+          env: {},
+          stdout: new PassThrough(),
+          stderr: new PassThrough(),
+          getConfigOption: () => p.opts<{ config?: string }>().config,
+          shutdown: new AbortController().signal,
+        }),
       );
       program.exitOverride();
       program.configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
@@ -52,7 +72,17 @@ describe('no silent demo defaults', () => {
       expect((err as Error).message).toContain('config/example.yaml');
       checked.push(path.join(' '));
     }
-    expect(checked).toEqual(expect.arrayContaining(['sync', 'run', 'loans list', 'config check', 'mappings lint', 'mappings test', 'platform status']));
+    expect(checked).toEqual(
+      expect.arrayContaining([
+        'sync',
+        'run',
+        'loans list',
+        'config check',
+        'mappings lint',
+        'mappings test',
+        'platform status',
+      ]),
+    );
   });
 
   it('mappings lint and test --dir work without a config (a bank engineer editing a set; CI lints the shipped sets so)', async () => {
@@ -61,10 +91,24 @@ describe('no silent demo defaults', () => {
       let text = '';
       stdout.on('data', (c: Buffer) => (text += c.toString()));
       const { program, ctx } = buildProgram((p) =>
-        createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => p.opts<{ config?: string }>().config, shutdown: new AbortController().signal }),
+        createCliContext({
+          clock: systemClock,
+          env: { LOG_LEVEL: 'silent' },
+          stdout,
+          stderr: new PassThrough(),
+          getConfigOption: () => p.opts<{ config?: string }>().config,
+          shutdown: new AbortController().signal,
+        }),
       );
       program.exitOverride();
-      await program.parseAsync(['node', 'boarding-connector', 'mappings', sub, '--dir', join(repo, 'mappings/generic')]);
+      await program.parseAsync([
+        'node',
+        'boarding-connector',
+        'mappings',
+        sub,
+        '--dir',
+        join(repo, 'mappings/generic'),
+      ]);
       await ctx.close();
       expect(text, sub).toMatch(/generic/);
     }
@@ -72,8 +116,20 @@ describe('no silent demo defaults', () => {
 
   it('regression: `loans list` created ./var/state.sqlite and `sync --once` went to 127.0.0.1:4010 and exited 0', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'no-config-'));
-    for (const args of [['loans', 'list'], ['sync', '--once']]) {
-      const r = spawnSync(process.execPath, ['--import', pathToFileURL(join(repo, 'node_modules/tsx/dist/loader.mjs')).href, join(repo, 'src/main.ts'), ...args], { cwd, encoding: 'utf8', env: { ...process.env, BOARDING_CONFIG: '' }, timeout: 60_000 });
+    for (const args of [
+      ['loans', 'list'],
+      ['sync', '--once'],
+    ]) {
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          pathToFileURL(join(repo, 'node_modules/tsx/dist/loader.mjs')).href,
+          join(repo, 'src/main.ts'),
+          ...args,
+        ],
+        { cwd, encoding: 'utf8', env: { ...process.env, BOARDING_CONFIG: '' }, timeout: 60_000 },
+      );
       expect(r.status, r.stderr).toBe(2);
       expect(r.stderr).toMatch(/no config given: pass --config FILE or set BOARDING_CONFIG=FILE/);
       expect(r.stderr).toContain('config/example.yaml');

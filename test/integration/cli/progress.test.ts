@@ -23,7 +23,15 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
   let frozenAt: number | null = null;
   let offset = 0;
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: 3, releaseRatio: 1, seed: 11, windowMs: 1000, readsPerWindow: 200, writesPerWindow: 50, now: () => frozenAt ?? Date.now() + offset });
+    p = await startTestPlatform({
+      loans: 3,
+      releaseRatio: 1,
+      seed: 11,
+      windowMs: 1000,
+      readsPerWindow: 200,
+      writesPerWindow: 50,
+      now: () => frozenAt ?? Date.now() + offset,
+    });
   });
   afterAll(async () => {
     await p.close();
@@ -36,7 +44,9 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
     frozenAt = Date.now();
     await p.admin('POST', '/rate-limit', { force429: { bucket: 'write', retryAfterSeconds: 1 } });
     const run = runCliSplit(['--config', cfg.configPath, 'sync', '--once', '--progress=always']);
-    await expect.poll(async () => (await p.counters()).rateLimited, { interval: 20, timeout: 30_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(async () => (await p.counters()).rateLimited, { interval: 20, timeout: 30_000 })
+      .toBeGreaterThan(0);
     offset = frozenAt + 2000 - Date.now();
     frozenAt = null;
     const r = await run;
@@ -60,15 +70,28 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
     }
 
     // A tiny read budget (1 read per 500 ms): a reboard dry run on the boarded loans waits for it, and says so.
-    const yaml = parse(readFileSync(cfg.configPath, 'utf8')) as { platform: { rateLimit: Record<string, number> } };
+    const yaml = parse(readFileSync(cfg.configPath, 'utf8')) as {
+      platform: { rateLimit: Record<string, number> };
+    };
     yaml.platform.rateLimit = { windowMs: 500, readsPerWindow: 2, writesPerWindow: 50 };
     writeFileSync(cfg.configPath, stringify(yaml));
     const db2 = openDatabase(cfg.dbPath);
     const acked = (await createBoardingStore(db2).loans.list({ state: 'acknowledged' })).map((x) => x.id);
     db2.close();
-    const dry = await runCliSplit(['--config', cfg.configPath, 'loans', 'reboard', ...acked, '--dry-run', '--force', '--progress=always']);
+    const dry = await runCliSplit([
+      '--config',
+      cfg.configPath,
+      'loans',
+      'reboard',
+      ...acked,
+      '--dry-run',
+      '--force',
+      '--progress=always',
+    ]);
     expect(dry.error).toBeNull();
-    expect(dry.stderr).toMatch(/dry run: reading and mapping \d+\/\d+: loan \S+ · waiting \d+ s for the read budget/);
+    expect(dry.stderr).toMatch(
+      /dry run: reading and mapping \d+\/\d+: loan \S+ · waiting \d+ s for the read budget/,
+    );
     expect(dry.stdout).not.toMatch(/waiting|dry run: reading/);
     expect(dry.stdout).toContain('nothing was written to the core');
   }, 60_000);

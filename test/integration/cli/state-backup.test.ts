@@ -13,7 +13,14 @@ describe('state backup / state verify', () => {
     const dir = mkdtempSync(join(tmpdir(), 'state-backup-'));
     const dbPath = join(dir, 'state.sqlite');
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
+    );
     const db = openDatabase(dbPath);
     const store = createBoardingStore(db);
     for (let i = 0; i < 2000; i++) {
@@ -46,7 +53,14 @@ describe('state backup / state verify', () => {
   it('verify refuses a file that is not a connector state database', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'state-verify-'));
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: join(dir, 'state.sqlite') }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: join(dir, 'state.sqlite') },
+        log: { level: 'silent' },
+      }),
+    );
     const junk = join(dir, 'junk.sqlite');
     writeFileSync(junk, Buffer.alloc(8192, 7));
     const r = await runCli(['--config', configPath, 'state', 'verify', junk]);
@@ -65,11 +79,19 @@ describe('state backup / state verify', () => {
     const dir = mkdtempSync(join(tmpdir(), 'state-backup-modes-'));
     const dbPath = join(dir, 'state.sqlite');
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
+    );
     const db = openDatabase(dbPath);
     const store = createBoardingStore(db);
     await store.write(async () => {
-      for (let i = 0; i < 30_000; i++) await store.keys.ensure(`ack:L${i}:${'k'.repeat(40)}`, 'ack', `L${i}`, 1_000 + i);
+      for (let i = 0; i < 30_000; i++)
+        await store.keys.ensure(`ack:L${i}:${'k'.repeat(40)}`, 'ack', `L${i}`, 1_000 + i);
     });
     // A watcher in another thread lists the directory and stats every file in a tight loop while
     // the backup runs (the copy blocks this thread): the modes as another user would find them.
@@ -98,11 +120,20 @@ describe('state backup / state verify', () => {
     expect(r.error).toBeNull();
     // The watcher saw the copy being written (else this test proves nothing).
     expect(Object.keys(modes).some((f) => f.includes('.partial-'))).toBe(true);
-    for (const [file, ms] of Object.entries(modes)) expect({ file, modes: ms.map((m) => m.toString(8)) }).toEqual({ file, modes: ['600'] });
-    expect(readdirSync(dir).filter((f) => f.startsWith('backup')).sort()).toEqual(['backup.sqlite']);
+    for (const [file, ms] of Object.entries(modes))
+      expect({ file, modes: ms.map((m) => m.toString(8)) }).toEqual({ file, modes: ['600'] });
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.startsWith('backup'))
+        .sort(),
+    ).toEqual(['backup.sqlite']);
     expect(statSync(out).mode & 0o777).toBe(0o600);
     // Verifying the backup (as an operator does before a restore) leaves nothing either.
     expect((await runCli(['--config', configPath, 'state', 'verify', out])).code).toBe(0);
-    expect(readdirSync(dir).filter((f) => f.startsWith('backup')).sort()).toEqual(['backup.sqlite']);
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.startsWith('backup'))
+        .sort(),
+    ).toEqual(['backup.sqlite']);
   });
 });

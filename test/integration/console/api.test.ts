@@ -12,7 +12,13 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
 import { FakeCore } from '../../support/fake-core.js';
 import { FakeMapper, issue } from '../../support/fake-mapper.js';
-import { createTestDatabase, pgEnv, pgStoreConfig, TEST_TIN_HASH_KEY, type TestDatabase } from '../../support/pg.js';
+import {
+  createTestDatabase,
+  pgEnv,
+  pgStoreConfig,
+  TEST_TIN_HASH_KEY,
+  type TestDatabase,
+} from '../../support/pg.js';
 import { STORE_ENGINES, engineSkipped } from '../../support/store-engines.js';
 
 /**
@@ -23,20 +29,37 @@ import { STORE_ENGINES, engineSkipped } from '../../support/store-engines.js';
  * PostgreSQL (store.engine: postgres on a fresh database of the test server).
  */
 const LOANS = 5;
-const PW = { olga: 'olga-operator-pw', ivan: 'ivan-approver-pw', vera: 'vera-viewer-pw', ana: 'ana-both-roles-pw' };
+const PW = {
+  olga: 'olga-operator-pw',
+  ivan: 'ivan-approver-pw',
+  vera: 'vera-viewer-pw',
+  ana: 'ana-both-roles-pw',
+};
 
 /** The admin listener of the daemon of the engine under test (set by its beforeAll). */
 let base: string;
 
-const auth = (user: keyof typeof PW, pw = PW[user]): Record<string, string> => ({ authorization: `Basic ${Buffer.from(`${user}:${pw}`).toString('base64')}` });
+const auth = (user: keyof typeof PW, pw = PW[user]): Record<string, string> => ({
+  authorization: `Basic ${Buffer.from(`${user}:${pw}`).toString('base64')}`,
+});
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the API's JSON, asserted field by field
 type Json = any;
 
-async function api(user: keyof typeof PW | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Json; text: string; headers: Headers }> {
+async function api(
+  user: keyof typeof PW | null,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: Json; text: string; headers: Headers }> {
   const res = await fetch(`${base}/console/api${path}`, {
     method,
-    headers: { ...(user ? auth(user) : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    headers: {
+      ...(user ? auth(user) : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await res.text();
@@ -61,7 +84,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
   beforeAll(async () => {
     if (engineSkipped(engine)) return;
     if (engine === 'postgres') pg = await createTestDatabase({ migrate: false });
-    sb = await startSandbox({ amounts: 'extreme', loans: LOANS, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000, windowMs: 60_000 });
+    sb = await startSandbox({
+      amounts: 'extreme',
+      loans: LOANS,
+      releaseRatio: 1,
+      readsPerWindow: 10_000,
+      writesPerWindow: 10_000,
+      windowMs: 60_000,
+    });
     dir = mkdtempSync(join(tmpdir(), 'console-api-'));
     const users = await Promise.all(
       (
@@ -71,7 +101,10 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
           ['vera', ['viewer']],
           ['ana', ['operator', 'approver']],
         ] as const
-      ).map(async ([name, roles]) => `    - { name: ${name}, passwordHash: "${await testHash(PW[name])}", roles: [${roles.join(', ')}] }`),
+      ).map(
+        async ([name, roles]) =>
+          `    - { name: ${name}, passwordHash: "${await testHash(PW[name])}", roles: [${roles.join(', ')}] }`,
+      ),
     );
     const yaml = [
       'platform:',
@@ -115,7 +148,8 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
   describe.skipIf(engineSkipped(engine))('ops console JSON API', () => {
     it('a hand-made paging cursor is a 400 naming the cursor (regression: a 500 on PostgreSQL, 22P02, and a 200 on SQLite)', async () => {
-      const cursor = (v: object): string => encodeURIComponent(Buffer.from(JSON.stringify(v)).toString('base64url'));
+      const cursor = (v: object): string =>
+        encodeURIComponent(Buffer.from(JSON.stringify(v)).toString('base64url'));
       for (const path of [
         `/exceptions?cursor=${cursor({ s: 'age', d: 'asc', v: 'not-a-time', id: 'x' })}`,
         `/exceptions?sort=amount&cursor=${cursor({ s: 'amount', d: 'asc', v: 1.5, id: 'x' })}`,
@@ -140,7 +174,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const seen: string[] = first.json.items.map((i: { id: string }) => i.id);
       let next: string | null = first.json.next;
       while (next) {
-        const page = await api('vera', 'GET', `/exceptions?reason=mapping&limit=2&cursor=${encodeURIComponent(next)}`);
+        const page = await api(
+          'vera',
+          'GET',
+          `/exceptions?reason=mapping&limit=2&cursor=${encodeURIComponent(next)}`,
+        );
         expect(page.status).toBe(200);
         seen.push(...page.json.items.map((i: { id: string }) => i.id));
         next = page.json.next;
@@ -149,7 +187,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(seen).toHaveLength(LOANS);
 
       const one = first.json.items[0];
-      const byNumber = await api('vera', 'GET', `/exceptions?q=${encodeURIComponent(one.loanNumber ?? one.id)}`);
+      const byNumber = await api(
+        'vera',
+        'GET',
+        `/exceptions?q=${encodeURIComponent(one.loanNumber ?? one.id)}`,
+      );
       expect(byNumber.json.items.map((i: { id: string }) => i.id)).toEqual([one.id]);
       expect((await api('vera', 'GET', '/exceptions?reason=review')).json.items).toEqual([]);
       // The borrower's name is kept at fetch: part of it, in any case, finds the loan.
@@ -165,7 +207,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(empty.json.items).toHaveLength(LOANS);
 
       const counts = await api('vera', 'GET', '/exceptions/counts');
-      expect(counts.json.counts).toEqual([{ reason: 'mapping', total: LOANS, byAge: { '0-1': LOANS, '2-5': 0, '>5': 0 } }]);
+      expect(counts.json.counts).toEqual([
+        { reason: 'mapping', total: LOANS, byAge: { '0-1': LOANS, '2-5': 0, '>5': 0 } },
+      ]);
 
       // A bad filter names the parameter.
       const bad = await api('vera', 'GET', '/exceptions?reason=nonsense');
@@ -183,27 +227,51 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     });
 
     it('refuses a viewer POST (403) and a request without a reason (400)', async () => {
-      const viewer = await api('vera', 'POST', '/requests', { action: 'retry', filter: { reason: 'mapping' }, reason: 'try again' });
+      const viewer = await api('vera', 'POST', '/requests', {
+        action: 'retry',
+        filter: { reason: 'mapping' },
+        reason: 'try again',
+      });
       expect(viewer.status).toBe(403);
-      const noReason = await api('olga', 'POST', '/requests', { action: 'retry', filter: { reason: 'mapping' } });
+      const noReason = await api('olga', 'POST', '/requests', {
+        action: 'retry',
+        filter: { reason: 'mapping' },
+      });
       expect(noReason.status).toBe(400);
       expect(noReason.json.field).toBe('reason');
       const blank = await api('olga', 'POST', '/requests', { action: 'skip', loans: ['x'], reason: '   ' });
       expect(blank.status).toBe(400);
-      const notJson = await fetch(`${base}/console/api/requests`, { method: 'POST', headers: { ...auth('olga'), 'content-type': 'application/x-www-form-urlencoded' }, body: 'action=retry&reason=x' });
+      const notJson = await fetch(`${base}/console/api/requests`, {
+        method: 'POST',
+        headers: { ...auth('olga'), 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'action=retry&reason=x',
+      });
       expect(notJson.status).toBe(415);
       // Nothing was requested.
       expect((await api('vera', 'GET', '/requests')).json.items).toEqual([]);
     });
 
     it('bulk retry by filter: preview count, maker cannot approve, approver approves → executed and the loans board', async () => {
-      const preview = await api('olga', 'POST', '/requests/preview', { action: 'retry', filter: { reason: 'mapping' }, reason: 'mapping fixed' });
+      const preview = await api('olga', 'POST', '/requests/preview', {
+        action: 'retry',
+        filter: { reason: 'mapping' },
+        reason: 'mapping fixed',
+      });
       expect(preview.status).toBe(200);
       expect(preview.json).toMatchObject({ action: 'retry', count: LOANS, exempt: false });
 
-      const made = await api('ana', 'POST', '/requests', { action: 'retry', filter: { reason: 'mapping' }, reason: 'payment frequency mapping fixed in v2' });
+      const made = await api('ana', 'POST', '/requests', {
+        action: 'retry',
+        filter: { reason: 'mapping' },
+        reason: 'payment frequency mapping fixed in v2',
+      });
       expect(made.status).toBe(202);
-      expect(made.json).toMatchObject({ status: 'pending', previewCount: LOANS, maker: 'ana', action: 'retry' });
+      expect(made.json).toMatchObject({
+        status: 'pending',
+        previewCount: LOANS,
+        maker: 'ana',
+        action: 'retry',
+      });
       const id = made.json.id as string;
 
       // Four eyes: the maker (who is also an approver) cannot approve; a viewer or an operator neither.
@@ -211,12 +279,17 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await api('vera', 'POST', `/requests/${id}/approve`)).status).toBe(403);
       expect((await api('olga', 'POST', `/requests/${id}/approve`)).status).toBe(403);
       // A Basic viewer naming an approver in the proxy header from a non-proxy address is still the viewer.
-      expect((await api('vera', 'POST', `/requests/${id}/approve`, undefined, { 'x-forwarded-user': 'ivan' })).status).toBe(403);
+      expect(
+        (await api('vera', 'POST', `/requests/${id}/approve`, undefined, { 'x-forwarded-user': 'ivan' }))
+          .status,
+      ).toBe(403);
       expect((await rt.store.loans.countByState()).quarantined).toBe(LOANS);
 
       mapper.fail = () => null;
       // The note carries terminal control sequences (ESC, BEL): kept in JSON, neutralised in the CSV export.
-      const approved = await api('ivan', 'POST', `/requests/${id}/approve`, { note: 'checked the v2 diff\u001b[2J\u0007' });
+      const approved = await api('ivan', 'POST', `/requests/${id}/approve`, {
+        note: 'checked the v2 diff\u001b[2J\u0007',
+      });
       expect(approved.status).toBe(200);
       expect(approved.json.status).toBe('executed');
       expect(approved.json.result).toMatchObject({ done: LOANS, failed: [] });
@@ -224,7 +297,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await api('ivan', 'POST', `/requests/${id}/approve`)).status).toBe(409);
 
       // The executor asked the daemon for a cycle: every loan boards into the core and is acknowledged.
-      await expect.poll(async () => (await rt.store.loans.countByState()).acknowledged, { timeout: 20_000 }).toBe(LOANS);
+      await expect
+        .poll(async () => (await rt.store.loans.countByState()).acknowledged, { timeout: 20_000 })
+        .toBe(LOANS);
       expect(core.loans.size).toBe(LOANS);
       expect((await api('vera', 'GET', '/exceptions')).json.items).toEqual([]);
 
@@ -232,12 +307,25 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const loanId = (approved.json.loans as string[])[0] as string;
       const audit = await api('vera', 'GET', `/audit?loan=${encodeURIComponent(loanId)}`);
       expect(audit.status).toBe(200);
-      expect(audit.json.items.map((e: { kind: string }) => e.kind)).toEqual(['execute', 'approve', 'request']);
-      expect(audit.json.items[1]).toMatchObject({ actor: 'ivan', requestId: id, reason: 'checked the v2 diff\u001b[2J\u0007' });
-      expect(audit.json.items[2]).toMatchObject({ actor: 'ana', reason: 'payment frequency mapping fixed in v2' });
+      expect(audit.json.items.map((e: { kind: string }) => e.kind)).toEqual([
+        'execute',
+        'approve',
+        'request',
+      ]);
+      expect(audit.json.items[1]).toMatchObject({
+        actor: 'ivan',
+        requestId: id,
+        reason: 'checked the v2 diff\u001b[2J\u0007',
+      });
+      expect(audit.json.items[2]).toMatchObject({
+        actor: 'ana',
+        reason: 'payment frequency mapping fixed in v2',
+      });
       // The loan's own history names the request and its approver.
       const history = await api('vera', 'GET', `/loans/${encodeURIComponent(loanId)}`);
-      const retryEvent = history.json.events.find((e: { kind: string; toState: string | null }) => e.kind === 'ops' && e.toState === 'queued');
+      const retryEvent = history.json.events.find(
+        (e: { kind: string; toState: string | null }) => e.kind === 'ops' && e.toState === 'queued',
+      );
       expect(retryEvent).toMatchObject({ actor: 'ana (console, approved by ivan)' });
       expect(retryEvent.detail.request).toMatchObject({ id, approvedBy: 'ivan' });
       expect(history.json.requests.map((r: { id: string }) => r.id)).toEqual([id]);
@@ -262,43 +350,90 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await api('vera', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`)).status).toBe(403); // a viewer spends no platform reads
       const diff = await api('olga', 'GET', `/loans/${encodeURIComponent(acked)}/reboard-diff`);
       expect(diff.status).toBe(200);
-      expect(diff.json).toMatchObject({ loanId: acked, outcome: 'would_rewrite', mappingVersion: 'v2', previousVersion: 'v1' });
-      const reboard = await api('olga', 'POST', '/requests', { action: 'reboard', loans: [acked], reason: 'v2 maps the payment frequency' });
+      expect(diff.json).toMatchObject({
+        loanId: acked,
+        outcome: 'would_rewrite',
+        mappingVersion: 'v2',
+        previousVersion: 'v1',
+      });
+      const reboard = await api('olga', 'POST', '/requests', {
+        action: 'reboard',
+        loans: [acked],
+        reason: 'v2 maps the payment frequency',
+      });
       expect(reboard.status).toBe(202);
       const done = await api('ivan', 'POST', `/requests/${reboard.json.id as string}/approve`);
-      expect(done.json).toMatchObject({ status: 'executed', result: { done: 1, failed: [], detail: 'rewritten 1' } });
+      expect(done.json).toMatchObject({
+        status: 'executed',
+        result: { done: 1, failed: [], detail: 'rewritten 1' },
+      });
       expect(core.loans.get(acked)?.writes).toBe(writesBefore + 1);
 
-      const clear = await api('olga', 'POST', '/requests', { action: 'strike_clear', reason: 'platform confirmed the key is in good standing' });
+      const clear = await api('olga', 'POST', '/requests', {
+        action: 'strike_clear',
+        reason: 'platform confirmed the key is in good standing',
+      });
       expect(clear.status).toBe(202);
       const cleared = await api('ivan', 'POST', `/requests/${clear.json.id as string}/approve`);
       expect(cleared.json).toMatchObject({ status: 'executed', result: { detail: 'cleared 0 strike(s)' } });
       // No batches with this core: a seal is refused when asked for, not when approved.
-      expect((await api('olga', 'POST', '/requests', { action: 'seal', reason: 'early cut-off' })).status).toBe(400);
+      expect(
+        (await api('olga', 'POST', '/requests', { action: 'seal', reason: 'early cut-off' })).status,
+      ).toBe(400);
       // A rejected request never runs.
-      const skip = await api('olga', 'POST', '/requests', { action: 'reboard', loans: [acked], reason: 'again' });
+      const skip = await api('olga', 'POST', '/requests', {
+        action: 'reboard',
+        loans: [acked],
+        reason: 'again',
+      });
       expect((await api('ivan', 'POST', `/requests/${skip.json.id as string}/reject`, {})).status).toBe(400);
-      const rejected = await api('ivan', 'POST', `/requests/${skip.json.id as string}/reject`, { note: 'not needed' });
-      expect(rejected.json).toMatchObject({ status: 'rejected', decidedBy: 'ivan', decisionNote: 'not needed' });
+      const rejected = await api('ivan', 'POST', `/requests/${skip.json.id as string}/reject`, {
+        note: 'not needed',
+      });
+      expect(rejected.json).toMatchObject({
+        status: 'rejected',
+        decidedBy: 'ivan',
+        decisionNote: 'not needed',
+      });
       expect(core.loans.get(acked)?.writes).toBe(writesBefore + 1);
     });
 
     it('refuses a request naming a loan the action cannot take, and the audit table is append-only', async () => {
       const acked = (await rt.store.loans.list({ state: 'acknowledged' }))[0]?.id as string;
-      const r = await api('olga', 'POST', '/requests', { action: 'skip', loans: [acked], reason: 'no longer wanted' });
+      const r = await api('olga', 'POST', '/requests', {
+        action: 'skip',
+        loans: [acked],
+        reason: 'no longer wanted',
+      });
       expect(r.status).toBe(409);
       expect(r.json.error).toContain(acked);
-      await expect(rt.db.run('UPDATE console_audit SET actor = ?', ['mallory'])).rejects.toThrow(/append-only/);
+      await expect(rt.db.run('UPDATE console_audit SET actor = ?', ['mallory'])).rejects.toThrow(
+        /append-only/,
+      );
       await expect(rt.db.run('DELETE FROM console_audit')).rejects.toThrow(/append-only/);
     });
 
     it('signs off a reconciliation run: prepared and reviewed by different people, never overwritten', async () => {
       const runDir = join(dir, 'reports', '2026-11-25', 'run-023000');
       mkdirSync(runDir, { recursive: true });
-      writeFileSync(join(runDir, 'report.json'), JSON.stringify({ asOf: '2026-11-25T08:30:00Z', exceptions: [] }));
+      writeFileSync(
+        join(runDir, 'report.json'),
+        JSON.stringify({ asOf: '2026-11-25T08:30:00Z', exceptions: [] }),
+      );
       const runs = await api('vera', 'GET', '/reports');
-      expect(runs.json.runs).toMatchObject([{ day: '2026-11-25', run: 'run-023000', latestOfDay: true, signOff: { preparedBy: null, reviewedBy: null } }]);
-      const sign = (who: keyof typeof PW, as: string, extra: Record<string, unknown> = { note: `${who} signs` }) => api(who, 'POST', '/reports/2026-11-25/run-023000/signoff', { as, ...extra });
+      expect(runs.json.runs).toMatchObject([
+        {
+          day: '2026-11-25',
+          run: 'run-023000',
+          latestOfDay: true,
+          signOff: { preparedBy: null, reviewedBy: null },
+        },
+      ]);
+      const sign = (
+        who: keyof typeof PW,
+        as: string,
+        extra: Record<string, unknown> = { note: `${who} signs` },
+      ) => api(who, 'POST', '/reports/2026-11-25/run-023000/signoff', { as, ...extra });
       expect((await sign('vera', 'prepared')).status).toBe(403);
       expect((await sign('olga', 'reviewed')).status).toBe(409);
       expect((await sign('olga', 'prepared', {})).status).toBe(400); // a comment is required
@@ -307,26 +442,46 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect((await sign('olga', 'reviewed')).status).toBe(403);
       const reviewed = await sign('ivan', 'reviewed');
       expect(reviewed.status).toBe(200);
-      expect(reviewed.json.signOff).toMatchObject({ preparedBy: 'olga', reviewedBy: 'ivan', preparedNote: 'olga signs', reviewedNote: 'ivan signs' });
+      expect(reviewed.json.signOff).toMatchObject({
+        preparedBy: 'olga',
+        reviewedBy: 'ivan',
+        preparedNote: 'olga signs',
+        reviewedNote: 'ivan signs',
+      });
       // Beside the run's files: who, when and the comments (this hand-made report.json has no summary to re-render report.html from).
-      expect(JSON.parse(readFileSync(join(runDir, 'signoff.json'), 'utf8'))).toMatchObject({ preparedBy: 'olga', preparedComment: 'olga signs', reviewedBy: 'ivan', reviewedComment: 'ivan signs', dispositions: [] });
+      expect(JSON.parse(readFileSync(join(runDir, 'signoff.json'), 'utf8'))).toMatchObject({
+        preparedBy: 'olga',
+        preparedComment: 'olga signs',
+        reviewedBy: 'ivan',
+        reviewedComment: 'ivan signs',
+        dispositions: [],
+      });
 
       // A second run the same day is a new folder: the signed one keeps its sign-off.
       const second = join(dir, 'reports', '2026-11-25', 'run-101500');
       mkdirSync(second, { recursive: true });
-      writeFileSync(join(second, 'report.json'), JSON.stringify({ asOf: '2026-11-25T16:15:00Z', exceptions: [] }));
+      writeFileSync(
+        join(second, 'report.json'),
+        JSON.stringify({ asOf: '2026-11-25T16:15:00Z', exceptions: [] }),
+      );
       const after = (await api('vera', 'GET', '/reports')).json.runs;
       expect(after).toMatchObject([
         { run: 'run-101500', latestOfDay: true, signOff: { preparedBy: null } },
         { run: 'run-023000', latestOfDay: false, signOff: { preparedBy: 'olga', reviewedBy: 'ivan' } },
       ]);
-      expect((await api('vera', 'GET', '/reports/2026-11-25/run-023000')).json.report).toMatchObject({ asOf: '2026-11-25T08:30:00Z' });
+      expect((await api('vera', 'GET', '/reports/2026-11-25/run-023000')).json.report).toMatchObject({
+        asOf: '2026-11-25T08:30:00Z',
+      });
     });
 
     it('shows status and batches', async () => {
       const status = await api('vera', 'GET', '/status');
       expect(status.status).toBe(200);
-      expect(status.json).toMatchObject({ role: 'leader', loansByState: { acknowledged: LOANS }, pendingRequests: 0 });
+      expect(status.json).toMatchObject({
+        role: 'leader',
+        loansByState: { acknowledged: LOANS },
+        pendingRequests: 0,
+      });
       expect(status.json.lastCycleAt).toEqual(expect.any(String));
       expect(status.json.platform).toMatchObject({ trafficStopped: false });
       expect(status.json.core).toEqual({ ok: true, detail: null });
@@ -341,26 +496,62 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
     it('a browser session: the operator logs in and asks for a strike clear, the approver logs in and approves it (four eyes)', async () => {
       const form = async (path: string, body: Record<string, string>, cookie?: string) =>
-        fetch(`${base}/console${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, ...(cookie ? { cookie } : {}) }, body: new URLSearchParams(body).toString() });
+        fetch(`${base}/console${path}`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            origin: base,
+            ...(cookie ? { cookie } : {}),
+          },
+          body: new URLSearchParams(body).toString(),
+        });
       const login = async (name: keyof typeof PW): Promise<{ cookie: string; csrf: string }> => {
         const res = await form('/login', { name, password: PW[name] });
         expect(res.status).toBe(303);
-        const cookie = (res.headers.getSetCookie().find((c) => c.startsWith('bc_console_session=')) ?? '').split(';')[0] as string;
+        const cookie = (
+          res.headers.getSetCookie().find((c) => c.startsWith('bc_console_session=')) ?? ''
+        ).split(';')[0] as string;
         const page = await (await fetch(`${base}/console/queue`, { headers: { cookie } })).text();
         return { cookie, csrf: /name="_csrf" value="([^"]+)"/.exec(page)?.[1] ?? '' };
       };
       const olga = await login('olga');
-      const made = await form('/requests', { _csrf: olga.csrf, action: 'strike_clear', reason: 'platform support ticket 4711: key in good standing' }, olga.cookie);
+      const made = await form(
+        '/requests',
+        {
+          _csrf: olga.csrf,
+          action: 'strike_clear',
+          reason: 'platform support ticket 4711: key in good standing',
+        },
+        olga.cookie,
+      );
       expect(made.status).toBe(303);
       const id = decodeURIComponent((made.headers.get('location') ?? '').split('/').pop() ?? '');
-      expect((await api('vera', 'GET', `/requests/${encodeURIComponent(id)}`)).json).toMatchObject({ status: 'pending', maker: 'olga', action: 'strike_clear' });
+      expect((await api('vera', 'GET', `/requests/${encodeURIComponent(id)}`)).json).toMatchObject({
+        status: 'pending',
+        maker: 'olga',
+        action: 'strike_clear',
+      });
       // The maker cannot approve her own request, in a browser either.
-      expect((await form(`/requests/${encodeURIComponent(id)}/approve`, { _csrf: olga.csrf }, olga.cookie)).status).toBe(403);
+      expect(
+        (await form(`/requests/${encodeURIComponent(id)}/approve`, { _csrf: olga.csrf }, olga.cookie)).status,
+      ).toBe(403);
       const ivan = await login('ivan');
-      const approved = await form(`/requests/${encodeURIComponent(id)}/approve`, { _csrf: ivan.csrf, note: 'ticket checked' }, ivan.cookie);
+      const approved = await form(
+        `/requests/${encodeURIComponent(id)}/approve`,
+        { _csrf: ivan.csrf, note: 'ticket checked' },
+        ivan.cookie,
+      );
       expect(approved.status).toBe(303);
-      expect((await api('vera', 'GET', `/requests/${encodeURIComponent(id)}`)).json).toMatchObject({ status: 'executed', decidedBy: 'ivan', decisionNote: 'ticket checked' });
-      const audit = await rt.db.all<{ kind: string; actor: string }>('SELECT kind, actor FROM console_audit WHERE request_id = ? ORDER BY seq', [id]);
+      expect((await api('vera', 'GET', `/requests/${encodeURIComponent(id)}`)).json).toMatchObject({
+        status: 'executed',
+        decidedBy: 'ivan',
+        decisionNote: 'ticket checked',
+      });
+      const audit = await rt.db.all<{ kind: string; actor: string }>(
+        'SELECT kind, actor FROM console_audit WHERE request_id = ? ORDER BY seq',
+        [id],
+      );
       expect(audit.map((a) => [a.kind, a.actor])).toEqual([
         ['request', 'olga'],
         ['approve', 'ivan'],
@@ -370,14 +561,18 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
     // Last: the throttle holds this client address for the rest of the window.
     it('Basic auth: a wrong password gets 401, and after console.loginThrottle.maxFailures attempts 429', async () => {
-      for (let i = 0; i < 3; i++) expect((await api(null, 'GET', '/status', undefined, auth('olga', 'wrong'))).status).toBe(401);
+      for (let i = 0; i < 3; i++)
+        expect((await api(null, 'GET', '/status', undefined, auth('olga', 'wrong'))).status).toBe(401);
       const throttled = await api(null, 'GET', '/status', undefined, auth('olga', 'wrong'));
       expect(throttled.status).toBe(429);
       expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
       // Throttled means the password is not even checked: the right one waits too.
       expect((await api('olga', 'GET', '/status')).status).toBe(429);
       // The audit lines are written beside the answer (not awaited by it): wait for them.
-      const loginLines = () => rt.db.all<{ kind: string; actor: string }>("SELECT kind, actor FROM console_audit WHERE kind LIKE 'login%' ORDER BY seq");
+      const loginLines = () =>
+        rt.db.all<{ kind: string; actor: string }>(
+          "SELECT kind, actor FROM console_audit WHERE kind LIKE 'login%' ORDER BY seq",
+        );
       await expect.poll(async () => (await loginLines()).length, { timeout: 5_000 }).toBe(4);
       const audit = await loginLines();
       expect(audit.filter((a) => a.kind === 'login_failed')).toHaveLength(3);
@@ -386,12 +581,18 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       // Another user from the same address is not locked out by olga's typos.
       expect((await api('vera', 'GET', '/status')).status).toBe(200);
       // An approver sees the lock and lifts it (audited); olga gets in again.
-      expect((await api('ivan', 'GET', '/logins/locks')).json.locks).toEqual([expect.objectContaining({ user: 'olga', client: expect.any(String) })]);
-      expect((await api('olga', 'POST', '/logins/unlock', { name: 'olga' }, auth('vera', PW.vera))).status).toBe(403); // a viewer cannot
+      expect((await api('ivan', 'GET', '/logins/locks')).json.locks).toEqual([
+        expect.objectContaining({ user: 'olga', client: expect.any(String) }),
+      ]);
+      expect(
+        (await api('olga', 'POST', '/logins/unlock', { name: 'olga' }, auth('vera', PW.vera))).status,
+      ).toBe(403); // a viewer cannot
       const lifted = await api('ivan', 'POST', '/logins/unlock', { name: 'olga' });
       expect(lifted.json).toMatchObject({ locksLifted: 1 });
       expect((await api('olga', 'GET', '/status')).status).toBe(200);
-      const unlockLines = await rt.db.all<{ actor: string; reason: string }>("SELECT actor, reason FROM console_audit WHERE kind = 'unlock'");
+      const unlockLines = await rt.db.all<{ actor: string; reason: string }>(
+        "SELECT actor, reason FROM console_audit WHERE kind = 'unlock'",
+      );
       expect(unlockLines).toEqual([{ actor: 'ivan', reason: 'olga' }]);
     });
 
@@ -401,8 +602,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const r = await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'Vera'], cliEnv);
       expect(r.code, r.error ?? '').toBe(0);
       expect(r.stdout).toContain('vera');
-      expect(await rt.db.all<{ reason: string }>("SELECT reason FROM console_audit WHERE kind = 'unlock' AND actor LIKE 'cli%'")).toEqual([{ reason: 'vera' }]);
-      expect((await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'mallory'], cliEnv)).code).toBe(2);
+      expect(
+        await rt.db.all<{ reason: string }>(
+          "SELECT reason FROM console_audit WHERE kind = 'unlock' AND actor LIKE 'cli%'",
+        ),
+      ).toEqual([{ reason: 'vera' }]);
+      expect(
+        (await runCli(['--config', join(dir, 'config.yaml'), 'console', 'unlock', 'mallory'], cliEnv)).code,
+      ).toBe(2);
     });
   });
 });

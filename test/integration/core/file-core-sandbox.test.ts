@@ -27,8 +27,18 @@ let platform: PlatformClient;
 let dir: string;
 
 beforeAll(async () => {
-  sb = await startSandbox({ amounts: 'extreme', loans: 16, seed: 7, releaseRatio: 1, readsPerWindow: 100_000, writesPerWindow: 100_000, legacyPerWindow: 100_000, now: () => sandboxNow });
-  platform = createPlatformClient({ clock: systemClock,
+  sb = await startSandbox({
+    amounts: 'extreme',
+    loans: 16,
+    seed: 7,
+    releaseRatio: 1,
+    readsPerWindow: 100_000,
+    writesPerWindow: 100_000,
+    legacyPerWindow: 100_000,
+    now: () => sandboxNow,
+  });
+  platform = createPlatformClient({
+    clock: systemClock,
     baseUrl: sb.baseUrl,
     apiKey: sb.apiKey,
     // The test's blob host is on 127.0.0.1: allow-listed, like an internal document store.
@@ -60,10 +70,20 @@ async function packageFor(loan: QueueItem, api: PlatformApi): Promise<BoardingPa
     loanNumber: loan.loanNumber ?? null,
     mappingVersion: 'test',
     connectorVersion: '0.1.0',
-    records: [{ type: 'loan', externalId: loan.id, fields: { amountCents: loan.centsAmount, frequency: loan.paymentFrequency } }],
+    records: [
+      {
+        type: 'loan',
+        externalId: loan.id,
+        fields: { amountCents: loan.centsAmount, frequency: loan.paymentFrequency },
+      },
+    ],
     documents,
     fetchDocument: createDocumentFetcher(api, { maxBytes: 50 * 1024 * 1024, logger: silentLogger() }),
-    source: { centsAmount: loan.centsAmount ?? null, bpsRate: loan.bpsRate ?? null, maturityDate: loan.maturityDate ?? null },
+    source: {
+      centsAmount: loan.centsAmount ?? null,
+      bpsRate: loan.bpsRate ?? null,
+      maturityDate: loan.maturityDate ?? null,
+    },
   };
 }
 
@@ -88,7 +108,13 @@ files:
 
 describe('file core with the sandbox', () => {
   it('boards every released loan into exactly one verified package, twice over', async () => {
-    const core = new FileCore({ clock: systemClock, dir, batches: testBatches(dir, systemClock, { layout: LOAN_LAYOUT }), timeZone: 'America/Chicago', logger: silentLogger() });
+    const core = new FileCore({
+      clock: systemClock,
+      dir,
+      batches: testBatches(dir, systemClock, { layout: LOAN_LAYOUT }),
+      timeZone: 'America/Chicago',
+      logger: silentLogger(),
+    });
     const loans = await queue();
     expect(loans.length).toBeGreaterThan(5);
     let documents = 0;
@@ -116,7 +142,9 @@ describe('file core with the sandbox', () => {
     }
     // Round 2 re-boarded identical loans into the open batch: no second copy.
     const batchId = await core.batches!.sealNow('test', 'test');
-    const control = (await readFile(join(dir, 'batches', batchId!, 'control.csv'), 'utf8')).trim().split('\n');
+    const control = (await readFile(join(dir, 'batches', batchId!, 'control.csv'), 'utf8'))
+      .trim()
+      .split('\n');
     expect(control.find((l) => l.includes(',*,loans,'))!.split(',')[3]).toBe(String(loans.length));
     const cents = loans.reduce((s, l) => s + BigInt(l.centsAmount ?? 0), 0n);
     expect(control.at(-1)!.split(',')[3]).toBe(cents.toString());
@@ -146,10 +174,18 @@ describe('file core with the sandbox', () => {
       if (addresses === 1) sandboxNow += 6 * 60_000;
       return a;
     };
-    const core = new FileCore({ clock: systemClock, dir: join(dir, 'expiry'), timeZone: 'UTC', logger: silentLogger() });
+    const core = new FileCore({
+      clock: systemClock,
+      dir: join(dir, 'expiry'),
+      timeZone: 'UTC',
+      logger: silentLogger(),
+    });
     const receipt = await core.board(await packageFor(loan!, slow));
     expect(addresses).toBe(docs.length + 1);
-    expect(await verifyPackage(join(dir, 'expiry', receipt.coreReference))).toEqual({ ok: true, problems: [] });
+    expect(await verifyPackage(join(dir, 'expiry', receipt.coreReference))).toEqual({
+      ok: true,
+      problems: [],
+    });
   });
 
   it('a blob host that drops the connection mid-body fails that board cleanly, and the next board completes (regression: ERR_STREAM_DESTROYED crashed the process)', async () => {
@@ -162,14 +198,20 @@ describe('file core with the sandbox', () => {
       uncaught.push(err);
     };
     process.on('uncaughtException', onUncaught);
-    const core = new FileCore({ clock: systemClock, dir: join(dir, 'resets'), timeZone: 'UTC', logger: silentLogger() });
+    const core = new FileCore({
+      clock: systemClock,
+      dir: join(dir, 'resets'),
+      timeZone: 'UTC',
+      logger: silentLogger(),
+    });
     try {
       await fetch(`${sb.adminUrl}/faults`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ seed: 3, rules: [{ route: 'GET /blobs/:id', resetAfterCommitRate: 1 }] }),
       });
-      for (const loan of withDocs) await expect(core.board(await packageFor(loan, platform))).rejects.toThrow();
+      for (const loan of withDocs)
+        await expect(core.board(await packageFor(loan, platform))).rejects.toThrow();
       // What is asserted is an absence (no uncaught stream error after the reset). No window to wait
       // in: each failed board settles only once stream.pipeline has torn every stream of its
       // download down, and the boards below run on the same event loop afterwards, so a late error
@@ -177,7 +219,10 @@ describe('file core with the sandbox', () => {
       await fetch(`${sb.adminUrl}/faults`, { method: 'DELETE' });
       for (const loan of withDocs) {
         const receipt = await core.board(await packageFor(loan, platform));
-        expect(await verifyPackage(join(dir, 'resets', receipt.coreReference))).toEqual({ ok: true, problems: [] });
+        expect(await verifyPackage(join(dir, 'resets', receipt.coreReference))).toEqual({
+          ok: true,
+          problems: [],
+        });
       }
     } finally {
       process.off('uncaughtException', onUncaught);

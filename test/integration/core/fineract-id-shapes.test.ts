@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/lib/clock.js';
-import { DIGEST_PREFIX, fineractExternalId, fineractExternalIdBeforePathSafe } from '../../../src/core/fineract/external-id.js';
+import {
+  DIGEST_PREFIX,
+  fineractExternalId,
+  fineractExternalIdBeforePathSafe,
+} from '../../../src/core/fineract/external-id.js';
 import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/db.js';
@@ -24,7 +28,6 @@ const WILD = {
   doc: 'doc/statement 2026/01 %',
 };
 
-
 let fake: FakeFineract | undefined;
 let db: Db | undefined;
 const adapters: FineractCore[] = [];
@@ -33,7 +36,8 @@ const dbs: Db[] = [];
 /** A Fineract adapter on the fake, with its state database (the test's, or another: a fresh install). */
 function adapter(state: Db | undefined = db, approve = false): FineractCore {
   if (!fake || !state) throw new Error('start the fake first');
-  const a = new FineractCore({ clock: systemClock,
+  const a = new FineractCore({
+    clock: systemClock,
     baseUrl: fake.url,
     username: fake.username,
     password: fake.password,
@@ -65,7 +69,6 @@ function newDb(): Db {
   return d;
 }
 
-
 describe('fineractExternalId', () => {
   it('keeps an id that fits, digests a longer one deterministically (sha256, base64url), and one that looks like a digest', () => {
     expect(fineractExternalId('ln_1nh9j7qm2q')).toBe('ln_1nh9j7qm2q');
@@ -89,11 +92,15 @@ describe('FineractCore with ids longer than externalId', () => {
     const borrower = LONG('business');
     const guarantor = LONG('person');
     const docId = LONG('document');
-    const pkg = makePackage(loanId, fineractRecords(loanId, { borrower, guarantor, docIds: [docId] }), [{ id: docId, name: 'statement.pdf', bytes: PDF }]);
+    const pkg = makePackage(loanId, fineractRecords(loanId, { borrower, guarantor, docIds: [docId] }), [
+      { id: docId, name: 'statement.pdf', bytes: PDF },
+    ]);
     const receipt = await adapter().board(pkg);
     expect(f.loans).toHaveLength(1);
     expect(f.loans[0]!.externalId).toBe(fineractExternalId(loanId));
-    expect(f.clients.map((c) => c.externalId).sort()).toEqual([fineractExternalId(borrower), fineractExternalId(guarantor)].sort());
+    expect(f.clients.map((c) => c.externalId).sort()).toEqual(
+      [fineractExternalId(borrower), fineractExternalId(guarantor)].sort(),
+    );
     expect(f.writes().filter((w) => w.status >= 400)).toEqual([]);
     // Fineract's own account number, read back after the create.
     expect(receipt.accountNumber).toBe(f.loans[0]!.accountNo);
@@ -116,22 +123,49 @@ describe('FineractCore with ids longer than externalId', () => {
   it('sends the pool account number as accountNo; Fineract refuses a second loan with the same one', async () => {
     const f = (fake = await startFakeFineract());
     db = openDatabase(':memory:');
-    const rec = (id: string, accountNo: string) => fineractRecords(id).map((r) => (r.type === 'loan' ? { ...r, fields: { ...r.fields, accountNo } } : r));
+    const rec = (id: string, accountNo: string) =>
+      fineractRecords(id).map((r) => (r.type === 'loan' ? { ...r, fields: { ...r.fields, accountNo } } : r));
     const first = await adapter().board(makePackage('loan_a', rec('loan_a', '1000000008')));
     expect(first.accountNumber).toBe('1000000008');
     expect(f.loans[0]!.accountNo).toBe('1000000008');
-    await expect(adapter().board(makePackage('loan_b', rec('loan_b', '1000000008')))).rejects.toThrow(/accountNo/);
+    await expect(adapter().board(makePackage('loan_b', rec('loan_b', '1000000008')))).rejects.toThrow(
+      /accountNo/,
+    );
   });
 });
 
 function wildPackage() {
-  return makePackage(WILD.loan, fineractRecords(WILD.loan, { borrower: WILD.borrower, guarantor: WILD.guarantor, docIds: [WILD.doc] }), [{ id: WILD.doc, name: 'statement.pdf', bytes: PDF }]);
+  return makePackage(
+    WILD.loan,
+    fineractRecords(WILD.loan, { borrower: WILD.borrower, guarantor: WILD.guarantor, docIds: [WILD.doc] }),
+    [{ id: WILD.doc, name: 'statement.pdf', bytes: PDF }],
+  );
 }
 
 describe('fineractExternalId of ids of any shape', () => {
   it('keeps a path-safe id, digests one with / % ? # spaces or non-ASCII (and . or ..), deterministically', () => {
-    for (const id of ['ln_1nh9j7qm2q', 'urn:lender:loan:Cs567cY:6in-w.E~f', '3f2b0c1e-0b1a-4c2d-8e3f-0123456789ab']) expect(fineractExternalId(id)).toBe(id);
-    for (const id of ['a/b', 'a%b', 'a b', 'a?b', 'a#b', 'Zürich', '東京', '😀', 'a;b', 'a\\b', '.', '..', 'a+b', 'a&b']) {
+    for (const id of [
+      'ln_1nh9j7qm2q',
+      'urn:lender:loan:Cs567cY:6in-w.E~f',
+      '3f2b0c1e-0b1a-4c2d-8e3f-0123456789ab',
+    ])
+      expect(fineractExternalId(id)).toBe(id);
+    for (const id of [
+      'a/b',
+      'a%b',
+      'a b',
+      'a?b',
+      'a#b',
+      'Zürich',
+      '東京',
+      '😀',
+      'a;b',
+      'a\\b',
+      '.',
+      '..',
+      'a+b',
+      'a&b',
+    ]) {
       const d = fineractExternalId(id);
       expect(d, id).toMatch(/^sha256:[A-Za-z0-9_-]{43}$/);
       expect(fineractExternalId(id)).toBe(d);
@@ -149,7 +183,10 @@ describe('fineractExternalId of ids of any shape', () => {
 describe('the fake Fineract refuses what Tomcat and Spring refuse in a path', () => {
   it('an encoded slash, backslash or percent, a semicolon, raw non-ASCII and dot segments: 400 before Fineract, as HTML', async () => {
     const f = (fake = await startFakeFineract());
-    const headers = { authorization: `Basic ${Buffer.from(`${f.username}:${f.password}`).toString('base64')}`, 'fineract-platform-tenantid': f.tenantId };
+    const headers = {
+      authorization: `Basic ${Buffer.from(`${f.username}:${f.password}`).toString('base64')}`,
+      'fineract-platform-tenantid': f.tenantId,
+    };
     for (const bad of ['a%2Fb', 'a%2fb', 'a%5Cb', '50%25', 'a;b', 'a%3Bb']) {
       const res = await fetch(`${f.url}/clients/external-id/${bad}`, { headers });
       expect(res.status, bad).toBe(400);
@@ -177,7 +214,9 @@ describe('FineractCore with ids of any shape', () => {
     const receipt = await adapter(db, true).board(pkg);
     expect(f.loans).toHaveLength(1);
     expect(f.loans[0]!.externalId).toBe(fineractExternalId(WILD.loan));
-    expect(f.clients.map((c) => c.externalId).sort()).toEqual([fineractExternalId(WILD.borrower), fineractExternalId(WILD.guarantor)].sort());
+    expect(f.clients.map((c) => c.externalId).sort()).toEqual(
+      [fineractExternalId(WILD.borrower), fineractExternalId(WILD.guarantor)].sort(),
+    );
     expect(f.guarantors).toHaveLength(1);
     expect(f.documents).toHaveLength(1);
     expect(f.documents[0]!.description).toContain(`[doc:${WILD.doc}]`);
@@ -201,7 +240,8 @@ describe('FineractCore with ids of any shape', () => {
     await adapter(newDb(), true).board(pkg);
     // What an earlier version left in Fineract: the raw ids as externalId (and no digest recorded).
     f.loans[0]!.externalId = WILD.loan;
-    for (const c of f.clients) c.externalId = c.externalId === fineractExternalId(WILD.borrower) ? WILD.borrower : WILD.guarantor;
+    for (const c of f.clients)
+      c.externalId = c.externalId === fineractExternalId(WILD.borrower) ? WILD.borrower : WILD.guarantor;
     const loanCore = String(f.loans[0]!.id);
     const posts = f.writes().length;
 
@@ -224,10 +264,16 @@ describe('FineractCore with ids of any shape', () => {
     const pkg = wildPackage();
     await adapter(newDb(), true).board(pkg);
     f.loans[0]!.externalId = WILD.loan;
-    for (const c of f.clients) c.externalId = c.externalId === fineractExternalId(WILD.borrower) ? WILD.borrower : WILD.guarantor;
+    for (const c of f.clients)
+      c.externalId = c.externalId === fineractExternalId(WILD.borrower) ? WILD.borrower : WILD.guarantor;
     // Three other customers whose externalIds the pattern 'business/São Paulo 50%+ & Co' matches,
     // listed before the real one.
-    for (const x of ['business/São Paulo 50X+ & Co', 'business/São Paulo 50 east+ & Co', 'BUSINESS/SÃO PAULO 50%+ & CO']) f.seedClient({ fullname: x, externalId: x });
+    for (const x of [
+      'business/São Paulo 50X+ & Co',
+      'business/São Paulo 50 east+ & Co',
+      'BUSINESS/SÃO PAULO 50%+ & CO',
+    ])
+      f.seedClient({ fullname: x, externalId: x });
     f.clients.unshift(...f.clients.splice(-3));
     const clientsBefore = f.clients.length;
     const posts = f.writes().length;
@@ -243,6 +289,8 @@ describe('FineractCore with ids of any shape', () => {
     await adapter(newDb(), true).board(pkg);
     const before = f.requests.length;
     expect((await adapter(newDb(), true).findLoan('ln_plain'))?.coreReference).toBe(String(f.loans[0]!.id));
-    expect(f.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(['GET /loans/external-id/ln_plain']);
+    expect(f.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual([
+      'GET /loans/external-id/ln_plain',
+    ]);
   });
 });

@@ -5,7 +5,11 @@ import { FineractCore, type FineractCoreOptions } from '../../../src/core/finera
 import { CoreRejectedError, CoreUnavailableError } from '../../../src/core/port.js';
 import { FatalError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { startFakeFineract, type FakeFineract, type FakeFineractOptions } from '../../support/fake-fineract.js';
+import {
+  startFakeFineract,
+  type FakeFineract,
+  type FakeFineractOptions,
+} from '../../support/fake-fineract.js';
 import { fineractRecords, makePackage } from '../../unit/core/support.js';
 
 /**
@@ -23,7 +27,8 @@ async function start(opts: FakeFineractOptions = {}): Promise<FakeFineract> {
 }
 
 function adapter(o: Partial<FineractCoreOptions> = {}): FineractCore {
-  const a = new FineractCore({ clock: systemClock,
+  const a = new FineractCore({
+    clock: systemClock,
     baseUrl: fake.url,
     username: fake.username,
     password: fake.password,
@@ -44,16 +49,31 @@ function adapter(o: Partial<FineractCoreOptions> = {}): FineractCore {
 async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await request(`${fake.url}${path}`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${fake.username}:${fake.password}`).toString('base64')}`, 'fineract-platform-tenantid': fake.tenantId, 'content-type': 'application/json', ...headers },
+    headers: {
+      authorization: `Basic ${Buffer.from(`${fake.username}:${fake.password}`).toString('base64')}`,
+      'fineract-platform-tenantid': fake.tenantId,
+      'content-type': 'application/json',
+      ...headers,
+    },
     body: JSON.stringify(body),
   });
   const text = await res.body.text();
-  return { status: res.statusCode, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : text, cached: res.headers['x-served-from-cache'] === 'true' };
+  return {
+    status: res.statusCode,
+    body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : text,
+    cached: res.headers['x-served-from-cache'] === 'true',
+  };
 }
 
 const codes = (b: unknown): string[] => {
-  const o = b as { userMessageGlobalisationCode?: string; errors?: Array<{ userMessageGlobalisationCode?: string }> };
-  return [o.userMessageGlobalisationCode, ...(o.errors ?? []).map((e) => e.userMessageGlobalisationCode)].filter((c): c is string => typeof c === 'string');
+  const o = b as {
+    userMessageGlobalisationCode?: string;
+    errors?: Array<{ userMessageGlobalisationCode?: string }>;
+  };
+  return [
+    o.userMessageGlobalisationCode,
+    ...(o.errors ?? []).map((e) => e.userMessageGlobalisationCode),
+  ].filter((c): c is string => typeof c === 'string');
 };
 
 afterEach(async () => {
@@ -64,7 +84,11 @@ afterEach(async () => {
 describe('the fake Fineract is as strict as the real one', () => {
   it('an Idempotency-Key over 50 characters fails before the command runs (VARCHAR(50)), 403', async () => {
     await start();
-    const r = await post('/clients', { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 1, active: false }, { 'idempotency-key': 'k'.repeat(51) });
+    const r = await post(
+      '/clients',
+      { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 1, active: false },
+      { 'idempotency-key': 'k'.repeat(51) },
+    );
     expect(r.status).toBe(403);
     expect(codes(r.body)).toContain('error.msg.unknown.data.integrity.issue');
     expect(fake.clients).toHaveLength(0);
@@ -72,9 +96,17 @@ describe('the fake Fineract is as strict as the real one', () => {
 
   it('keys are scoped by action, not URL; failures are stored and replayed; uploads ignore keys', async () => {
     await start();
-    const first = await post('/clients', { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 9, active: false }, { 'idempotency-key': 'same' });
+    const first = await post(
+      '/clients',
+      { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 9, active: false },
+      { 'idempotency-key': 'same' },
+    );
     expect(first.status).toBe(404); // office 9
-    const again = await post('/clients', { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 1, active: false }, { 'idempotency-key': 'same' });
+    const again = await post(
+      '/clients',
+      { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 1, active: false },
+      { 'idempotency-key': 'same' },
+    );
     expect(again).toMatchObject({ status: 404, cached: true });
     expect(fake.clients).toHaveLength(0);
     // Another action under the same key is its own command.
@@ -84,11 +116,22 @@ describe('the fake Fineract is as strict as the real one', () => {
 
   it('legalFormId is required; names have Fineract lengths; unsupported parameters are refused on commands', async () => {
     await start();
-    const r = await post('/clients', { firstname: 'A', lastname: 'B'.repeat(51), officeId: 1, active: false });
+    const r = await post('/clients', {
+      firstname: 'A',
+      lastname: 'B'.repeat(51),
+      officeId: 1,
+      active: false,
+    });
     expect(r.status).toBe(400);
     expect(JSON.stringify(r.body)).toContain('legalFormId');
     expect(JSON.stringify(r.body)).toContain('lastname');
-    const c = await post('/clients', { legalFormId: 1, firstname: 'A', lastname: 'B', officeId: 1, active: false });
+    const c = await post('/clients', {
+      legalFormId: 1,
+      firstname: 'A',
+      lastname: 'B',
+      officeId: 1,
+      active: false,
+    });
     const clientId = (c.body as { clientId: number }).clientId;
     const loan = fineractRecords('l1').find((x) => x.type === 'loan')!.fields;
     const { clientExternalId: _ref, ...loanBody } = loan;
@@ -96,18 +139,34 @@ describe('the fake Fineract is as strict as the real one', () => {
     const l = await post('/loans', { ...loanBody, clientId, externalId: 'l1' });
     expect(l.status).toBe(200);
     const loanId = (l.body as { loanId: number }).loanId;
-    const bad = await post(`/loans/${loanId}?command=approve`, { approvedOnDate: '2025-03-14', dateFormat: 'yyyy-MM-dd', locale: 'en', approvedBy: 'me' });
+    const bad = await post(`/loans/${loanId}?command=approve`, {
+      approvedOnDate: '2025-03-14',
+      dateFormat: 'yyyy-MM-dd',
+      locale: 'en',
+      approvedBy: 'me',
+    });
     expect(bad.status).toBe(400);
     expect(codes(bad.body)).toContain('error.msg.parameter.unsupported');
-    const ok = await post(`/loans/${loanId}?command=approve`, { approvedOnDate: '2025-03-14', dateFormat: 'yyyy-MM-dd', locale: 'en' });
+    const ok = await post(`/loans/${loanId}?command=approve`, {
+      approvedOnDate: '2025-03-14',
+      dateFormat: 'yyyy-MM-dd',
+      locale: 'en',
+    });
     expect(ok.status).toBe(200);
     // A command in the wrong loan state is a 400.
-    const twice = await post(`/loans/${loanId}?command=approve`, { approvedOnDate: '2025-03-14', dateFormat: 'yyyy-MM-dd', locale: 'en' });
+    const twice = await post(`/loans/${loanId}?command=approve`, {
+      approvedOnDate: '2025-03-14',
+      dateFormat: 'yyyy-MM-dd',
+      locale: 'en',
+    });
     expect(twice.status).toBe(400);
     // Duplicate loan external id: the real pre-check code under the generic domain-rule code.
     const dup = await post('/loans', { ...loanBody, clientId, externalId: 'l1' });
     expect(dup.status).toBe(403);
-    expect(codes(dup.body)).toEqual(['validation.msg.domain.rule.violation', 'error.msg.loan.with.externalId.already.used']);
+    expect(codes(dup.body)).toEqual([
+      'validation.msg.domain.rule.violation',
+      'error.msg.loan.with.externalId.already.used',
+    ]);
   });
 
   it('grace on principal must be less than the number of repayments; principal fits DECIMAL(19,6)', async () => {
@@ -129,7 +188,9 @@ describe('the fake Fineract is as strict as the real one', () => {
     await start({ documentMaxBytes: 64 });
     const a = adapter({ documents: { maxBytes: 1_000_000, refused: 'skip', refusedByType: {} } });
     // The adapter's own cap is larger than this fake's: the core's 403 surfaces.
-    const pkg = makePackage('l1', fineractRecords('l1', { docIds: ['d1'] }), [{ id: 'd1', name: 'big.pdf', bytes: Buffer.alloc(100, 0x41) }]);
+    const pkg = makePackage('l1', fineractRecords('l1', { docIds: ['d1'] }), [
+      { id: 'd1', name: 'big.pdf', bytes: Buffer.alloc(100, 0x41) },
+    ]);
     const err = await a.board(pkg).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'CoreRejectedError', status: 403 });
     expect(codes((err as CoreRejectedError).detail)).toContain('error.msg.document.save');
@@ -139,11 +200,18 @@ describe('the fake Fineract is as strict as the real one', () => {
 describe('the Fineract adapter meets those rules', () => {
   it('keys stay within 50 characters with UUID ids, for every command, and are stable across retries', async () => {
     await start();
-    const pkg = () => makePackage(UUID_LOAN, fineractRecords(UUID_LOAN, { borrower: `biz-${UUID_LOAN}`, guarantor: `per-${UUID_LOAN}` }));
+    const pkg = () =>
+      makePackage(
+        UUID_LOAN,
+        fineractRecords(UUID_LOAN, { borrower: `biz-${UUID_LOAN}`, guarantor: `per-${UUID_LOAN}` }),
+      );
     await adapter({ approve: true, disburse: true }).board(pkg());
     expect(fake.loans[0]!.statusId).toBe(300);
     expect(fake.guarantors).toHaveLength(1);
-    const keys = fake.writes().map((w) => w.idempotencyKey).filter((k): k is string => k !== null);
+    const keys = fake
+      .writes()
+      .map((w) => w.idempotencyKey)
+      .filter((k): k is string => k !== null);
     expect(keys).toHaveLength(6);
     for (const k of keys) expect(k.length).toBeLessThanOrEqual(50);
   });
@@ -152,12 +220,18 @@ describe('the Fineract adapter meets those rules', () => {
     await start();
     fake.inject({ method: 'POST', path: '/loans', kind: 'fail-in-command', status: 500 });
     const a = adapter();
-    await expect(a.board(makePackage('l1', fineractRecords('l1')))).rejects.toBeInstanceOf(CoreUnavailableError);
+    await expect(a.board(makePackage('l1', fineractRecords('l1')))).rejects.toBeInstanceOf(
+      CoreUnavailableError,
+    );
     expect(fake.loans).toHaveLength(0);
     await a.board(makePackage('l1', fineractRecords('l1')));
     expect(fake.loans).toHaveLength(1);
     const loanPosts = fake.writes('/loans');
-    expect(loanPosts.map((w) => [w.status, w.fromCache])).toEqual([[500, false], [500, true], [200, false]]);
+    expect(loanPosts.map((w) => [w.status, w.fromCache])).toEqual([
+      [500, false],
+      [500, true],
+      [200, false],
+    ]);
     expect(loanPosts[2]!.idempotencyKey).not.toBe(loanPosts[0]!.idempotencyKey);
   });
 
@@ -168,7 +242,10 @@ describe('the Fineract adapter meets those rules', () => {
     const pkg = () => makePackage('l1', fineractRecords('l1'));
     const first = a.board(pkg());
     // The second adapter sends the same key while the delay fault holds the first request.
-    await vi.waitFor(() => expect(fake.keysInFlight(), 'the first POST /loans held').toBe(1), { timeout: 5000, interval: 5 });
+    await vi.waitFor(() => expect(fake.keysInFlight(), 'the first POST /loans held').toBe(1), {
+      timeout: 5000,
+      interval: 5,
+    });
     const results = await Promise.allSettled([first, b.board(pkg())]);
     expect(results[0].status).toBe('fulfilled');
     expect(results[1].status).toBe('rejected');
@@ -191,8 +268,12 @@ describe('the Fineract adapter meets those rules', () => {
 
   it('an unknown tenant (400, plain text) and a missing permission (403) stop the connector as fatal', async () => {
     await start({ deniedPermissions: ['CREATE_LOAN'] });
-    await expect(adapter({ tenantId: 'other' }).board(makePackage('l1', fineractRecords('l1')))).rejects.toThrow(FatalError);
-    const err = await adapter().board(makePackage('l1', fineractRecords('l1'))).catch((e: unknown) => e);
+    await expect(
+      adapter({ tenantId: 'other' }).board(makePackage('l1', fineractRecords('l1'))),
+    ).rejects.toThrow(FatalError);
+    const err = await adapter()
+      .board(makePackage('l1', fineractRecords('l1')))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FatalError);
     expect((err as Error).message).toContain('CREATE_LOAN');
   });
@@ -200,11 +281,17 @@ describe('the Fineract adapter meets those rules', () => {
   it('creates client identifiers (tax ids) once', async () => {
     await start();
     const records = fineractRecords('l1');
-    records.splice(2, 0, { type: 'identifier', externalId: 'biz_l1:tin', fields: { clientExternalId: 'biz_l1', documentTypeId: 2, documentKey: '123456789', description: 'EIN' } });
+    records.splice(2, 0, {
+      type: 'identifier',
+      externalId: 'biz_l1:tin',
+      fields: { clientExternalId: 'biz_l1', documentTypeId: 2, documentKey: '123456789', description: 'EIN' },
+    });
     const a = adapter();
     await a.board(makePackage('l1', records));
     await a.board(makePackage('l1', records));
-    expect(fake.identifiers).toEqual([expect.objectContaining({ clientId: fake.clients[0]!.id, documentTypeId: 2, documentKey: '123456789' })]);
+    expect(fake.identifiers).toEqual([
+      expect.objectContaining({ clientId: fake.clients[0]!.id, documentTypeId: 2, documentKey: '123456789' }),
+    ]);
   });
 
   it('documents Fineract would refuse follow the bank policy, decided before anything is written', async () => {
@@ -224,25 +311,36 @@ describe('the Fineract adapter meets those rules', () => {
     expect(fake.writes().filter((r) => r.status >= 400)).toHaveLength(0);
 
     const writesBefore = fake.writes().length;
-    const strict = adapter({ documents: { maxBytes: 5 * 1024 * 1024, refused: 'skip', refusedByType: { txt: 'quarantine' } } });
+    const strict = adapter({
+      documents: { maxBytes: 5 * 1024 * 1024, refused: 'skip', refusedByType: { txt: 'quarantine' } },
+    });
     await expect(strict.board(pkg('l2'))).rejects.toThrow(/d_txt is text\/plain.*quarantine/);
     expect(fake.writes().length).toBe(writesBefore);
 
     const capped = adapter({ documents: { maxBytes: 10, refused: 'skip', refusedByType: {} } });
     const r = await capped.board(makePackage('l3', fineractRecords('l3', { docIds: ['d_pdf'] }), [docs[0]!]));
-    expect(r.warnings).toEqual([expect.stringContaining('over Fineract\'s upload cap of 10')]);
+    expect(r.warnings).toEqual([expect.stringContaining("over Fineract's upload cap of 10")]);
   });
 
   it('product settings are read once per product and a mismatch is refused with what to configure', async () => {
-    await start({ productSettings: { 2: { name: 'Floating SBA', isFloatingInterestRate: true }, 3: { name: 'Small', maxPrincipal: 1000 } } });
+    await start({
+      productSettings: {
+        2: { name: 'Floating SBA', isFloatingInterestRate: true },
+        3: { name: 'Small', maxPrincipal: 1000 },
+      },
+    });
     const a = adapter();
     const withProduct = (id: string, productId: number) => {
       const r = fineractRecords(id);
       r.find((x) => x.type === 'loan')!.fields['productId'] = productId;
       return makePackage(id, r);
     };
-    await expect(a.board(withProduct('l1', 2))).rejects.toThrow(/product 2 \(Floating SBA\) is linked to floating interest rates/);
-    await expect(a.board(withProduct('l2', 3))).rejects.toThrow(/outside Fineract product 3 \(Small\) limits 0–1000/);
+    await expect(a.board(withProduct('l1', 2))).rejects.toThrow(
+      /product 2 \(Floating SBA\) is linked to floating interest rates/,
+    );
+    await expect(a.board(withProduct('l2', 3))).rejects.toThrow(
+      /outside Fineract product 3 \(Small\) limits 0–1000/,
+    );
     await a.board(withProduct('l3', 1));
     await a.board(withProduct('l4', 1));
     expect(fake.requests.filter((r) => r.path === '/loanproducts/1')).toHaveLength(1);
@@ -251,7 +349,9 @@ describe('the Fineract adapter meets those rules', () => {
 
   it('guarantors are added before approval; an approval after the business date is refused with the reason', async () => {
     await start({ businessDate: '2025-03-01' });
-    const err = await adapter({ approve: true }).board(makePackage('l1', fineractRecords('l1'))).catch((e: unknown) => e);
+    const err = await adapter({ approve: true })
+      .board(makePackage('l1', fineractRecords('l1')))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreRejectedError);
     expect((err as Error).message).toMatch(/approvedOnDate.*after the business date 2025-03-01/);
     const order = fake.writes().map((w) => w.path.replace(/\d+/g, 'N'));

@@ -14,7 +14,14 @@ describe('sync --once with the fineract set into a strict fake Fineract', () => 
   let fake: FakeFineract;
 
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: 40, releaseRatio: 1, seed: 7, windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30 });
+    p = await startTestPlatform({
+      loans: 40,
+      releaseRatio: 1,
+      seed: 7,
+      windowMs: 2000,
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+    });
     fake = await startFakeFineract();
   });
   afterAll(async () => {
@@ -31,13 +38,24 @@ describe('sync --once with the fineract set into a strict fake Fineract', () => 
       extra: {
         core: {
           adapter: 'http',
-          http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, approve: true, timeoutMs: 5000 },
+          http: {
+            baseUrl: fake.url,
+            username: fake.username,
+            password: fake.password,
+            tenantId: fake.tenantId,
+            approve: true,
+            timeoutMs: 5000,
+          },
         },
       },
     });
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
     expect(r.error).toBeNull();
-    const summary = JSON.parse(r.stdout) as { fatal: unknown; states: Record<string, number>; problems: Array<{ loanId: string; state: string; code: string; message: string }> };
+    const summary = JSON.parse(r.stdout) as {
+      fatal: unknown;
+      states: Record<string, number>;
+      problems: Array<{ loanId: string; state: string; code: string; message: string }>;
+    };
     expect(summary.fatal).toBeNull();
     const acknowledged = summary.states['acknowledged'] ?? 0;
     expect(acknowledged).toBeGreaterThan(20);

@@ -48,12 +48,38 @@ afterEach(async () => {
 });
 
 /** The mambu set's records for a business loan with one person (the group's member). */
-function records(loanId: string, o: { business?: string; person?: string; loanFields?: Record<string, unknown>; ein?: string; ssn?: string } = {}): MappedRecord[] {
+function records(
+  loanId: string,
+  o: {
+    business?: string;
+    person?: string;
+    loanFields?: Record<string, unknown>;
+    ein?: string;
+    ssn?: string;
+  } = {},
+): MappedRecord[] {
   const biz = o.business ?? `biz_${loanId}`;
   const per = o.person ?? `per_${loanId}`;
   return [
-    { type: 'client', externalId: per, fields: { firstName: 'Ann', lastName: 'Lee', idDocuments: [{ documentType: 'SSN', documentId: o.ssn ?? '123456780', issuingAuthority: 'IRS' }], _taxInformation_Clients: { taxId: o.ssn ?? '123456780' } } },
-    { type: 'group', externalId: biz, fields: { groupName: 'Acme Tools LLC', memberExternalIds: [per], _taxInformation_Groups: { taxId: o.ein ?? '123456789' } } },
+    {
+      type: 'client',
+      externalId: per,
+      fields: {
+        firstName: 'Ann',
+        lastName: 'Lee',
+        idDocuments: [{ documentType: 'SSN', documentId: o.ssn ?? '123456780', issuingAuthority: 'IRS' }],
+        _taxInformation_Clients: { taxId: o.ssn ?? '123456780' },
+      },
+    },
+    {
+      type: 'group',
+      externalId: biz,
+      fields: {
+        groupName: 'Acme Tools LLC',
+        memberExternalIds: [per],
+        _taxInformation_Groups: { taxId: o.ein ?? '123456789' },
+      },
+    },
     {
       type: 'loan',
       externalId: loanId,
@@ -62,7 +88,13 @@ function records(loanId: string, o: { business?: string; person?: string; loanFi
         accountHolderType: 'GROUP',
         productTypeKey: 'term-loan',
         loanAmount: '1250000.50',
-        scheduleSettings: { repaymentInstallments: 60, repaymentPeriodCount: 1, repaymentPeriodUnit: 'MONTHS', gracePeriod: 6, gracePeriodType: 'PAY_INTEREST_ONLY' },
+        scheduleSettings: {
+          repaymentInstallments: 60,
+          repaymentPeriodCount: 1,
+          repaymentPeriodUnit: 'MONTHS',
+          gracePeriod: 6,
+          gracePeriodType: 'PAY_INTEREST_ONLY',
+        },
         interestSettings: { interestRate: '7.25' },
         disbursementDetails: { expectedDisbursementDate: '2025-03-14', firstRepaymentDate: '2025-04-14' },
         ...o.loanFields,
@@ -73,9 +105,26 @@ function records(loanId: string, o: { business?: string; person?: string; loanFi
 
 const PDF = Buffer.from('%PDF-1.4 test');
 const withDoc = (loanId: string, recs: MappedRecord[], name = 'Tax: return "2024" <final>.pdf') =>
-  makePackage(loanId, [...recs, { type: 'document', externalId: 'doc_1', fields: { loanExternalId: loanId, name, notes: 'financials' } }], [{ id: 'doc_1', name, bytes: PDF }]);
+  makePackage(
+    loanId,
+    [
+      ...recs,
+      {
+        type: 'document',
+        externalId: 'doc_1',
+        fields: { loanExternalId: loanId, name, notes: 'financials' },
+      },
+    ],
+    [{ id: 'doc_1', name, bytes: PDF }],
+  );
 
-const census = () => ({ clients: fake.clients.length, groups: fake.groups.length, loans: fake.loans.length, disbursements: fake.transactions.length, documents: fake.documents.length });
+const census = () => ({
+  clients: fake.clients.length,
+  groups: fake.groups.length,
+  loans: fake.loans.length,
+  disbursements: fake.transactions.length,
+  documents: fake.documents.length,
+});
 
 describe('Mambu adapter against the strict fake Mambu', () => {
   it('boards a business loan: client, group with its member, loan approved by one user and disbursed by another, document', async () => {
@@ -88,14 +137,41 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     expect(client.id).toBe(derivedMambuId('client', 'per_loan_1'));
     expect(group.body['groupMembers']).toEqual([{ clientKey: client.encodedKey }]);
     expect(group.body['memberExternalIds']).toBeUndefined();
-    expect(loan).toMatchObject({ id: derivedMambuId('loan', 'loan_1'), accountState: 'ACTIVE', approvedBy: 'approver', disbursedBy: 'disburser', loanAmountText: '1250000.50' });
-    expect(loan.body).toMatchObject({ accountHolderKey: group.encodedKey, accountHolderType: 'GROUP', productTypeKey: fake.products[0]!.encodedKey, _boarding_Loans: { platformLoanId: 'loan_1' } });
-    expect(fake.transactions[0]).toMatchObject({ loanId: loan.id, externalId: `${loan.id}-disbursement`, by: 'disburser' });
+    expect(loan).toMatchObject({
+      id: derivedMambuId('loan', 'loan_1'),
+      accountState: 'ACTIVE',
+      approvedBy: 'approver',
+      disbursedBy: 'disburser',
+      loanAmountText: '1250000.50',
+    });
+    expect(loan.body).toMatchObject({
+      accountHolderKey: group.encodedKey,
+      accountHolderType: 'GROUP',
+      productTypeKey: fake.products[0]!.encodedKey,
+      _boarding_Loans: { platformLoanId: 'loan_1' },
+    });
+    expect(fake.transactions[0]).toMatchObject({
+      loanId: loan.id,
+      externalId: `${loan.id}-disbursement`,
+      by: 'disburser',
+    });
     // A name with characters Mambu refuses is cleaned, not refused.
-    expect(fake.documents[0]).toMatchObject({ ownerKey: loan.encodedKey, name: 'Tax_ return _2024_ _final_.pdf' });
+    expect(fake.documents[0]).toMatchObject({
+      ownerKey: loan.encodedKey,
+      name: 'Tax_ return _2024_ _final_.pdf',
+    });
     expect(fake.documents[0]!.notes).toContain('[doc:doc_1]');
-    expect(receipt).toMatchObject({ coreReference: loan.id, accountNumber: loan.id, loanExternalId: 'loan_1' });
-    expect(receipt.records.map((r) => `${r.type}:${r.coreId}`)).toEqual([`client:${client.id}`, `group:${group.id}`, `loan:${loan.id}`, `document:${fake.documents[0]!.encodedKey}`]);
+    expect(receipt).toMatchObject({
+      coreReference: loan.id,
+      accountNumber: loan.id,
+      loanExternalId: 'loan_1',
+    });
+    expect(receipt.records.map((r) => `${r.type}:${r.coreId}`)).toEqual([
+      `client:${client.id}`,
+      `group:${group.id}`,
+      `loan:${loan.id}`,
+      `document:${fake.documents[0]!.encodedKey}`,
+    ]);
     // Every write carried a v4-UUID Idempotency-Key, each its own; Mambu refused nothing.
     const keys = fake.writes().map((w) => w.idempotencyKey);
     expect(keys.every((k) => k !== null && UUID_V4.test(k))).toBe(true);
@@ -119,7 +195,11 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     const recs = records('loan_1', { loanFields: { id: '1000000008', loanAmount: '90071992547409.91' } });
     recs[1]!.fields['id'] = '800000017';
     await adapter({ approve: false, disburse: false }).board(makePackage('loan_1', recs));
-    expect(fake.loans[0]).toMatchObject({ id: '1000000008', loanAmountText: '90071992547409.91', accountState: 'PENDING_APPROVAL' });
+    expect(fake.loans[0]).toMatchObject({
+      id: '1000000008',
+      loanAmountText: '90071992547409.91',
+      accountState: 'PENDING_APPROVAL',
+    });
     expect(fake.groups[0]!.id).toBe('800000017');
   });
 
@@ -143,7 +223,10 @@ describe('Mambu adapter against the strict fake Mambu', () => {
   it('a key still in flight answers 409: the loan is retried later (never quarantined), then boards once', async () => {
     await start();
     fake.inject({ method: 'POST', path: '/api/loans', kind: 'delay', delayMs: 400 });
-    const [a, b] = [adapter({ approve: false, disburse: false }), adapter({ approve: false, disburse: false })];
+    const [a, b] = [
+      adapter({ approve: false, disburse: false }),
+      adapter({ approve: false, disburse: false }),
+    ];
     const recs = records('loan_1');
     const first = a.board(makePackage('loan_1', recs));
     await new Promise((r) => setTimeout(r, 150));
@@ -159,7 +242,10 @@ describe('Mambu adapter against the strict fake Mambu', () => {
   it('a key in flight answered with 102 (the connection then closes): retried later, one loan', async () => {
     await start({ inFlight: 102 });
     fake.inject({ method: 'POST', path: '/api/loans', kind: 'delay', delayMs: 400 });
-    const [a, b] = [adapter({ approve: false, disburse: false }), adapter({ approve: false, disburse: false })];
+    const [a, b] = [
+      adapter({ approve: false, disburse: false }),
+      adapter({ approve: false, disburse: false }),
+    ];
     const first = a.board(makePackage('loan_1', records('loan_1')));
     await new Promise((r) => setTimeout(r, 150));
     const second = await b.board(makePackage('loan_1', records('loan_1'))).catch((e: unknown) => e);
@@ -175,11 +261,15 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     await start();
     fake.products[0]!.installments = { max: 36 };
     const a = adapter();
-    await expect(a.board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(/repaymentInstallments 60 is outside Mambu product term-loan \(Term loan\) limits 0–36/);
+    await expect(a.board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(
+      /repaymentInstallments 60 is outside Mambu product term-loan \(Term loan\) limits 0–36/,
+    );
     delete fake.products[0]!.installments;
     fake.products[0]!.gracePeriodType = 'INTEREST_FORGIVENESS';
     // Products are read once per process: a changed product is seen by the next process.
-    await expect(adapter().board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(/type PAY_INTEREST_ONLY, but Mambu product term-loan \(Term loan\) allows INTEREST_FORGIVENESS/);
+    await expect(adapter().board(makePackage('loan_1', records('loan_1')))).rejects.toThrow(
+      /type PAY_INTEREST_ONLY, but Mambu product term-loan \(Term loan\) allows INTEREST_FORGIVENESS/,
+    );
     expect(census()).toEqual({ clients: 0, groups: 0, loans: 0, disbursements: 0, documents: 0 });
     expect(fake.writes()).toEqual([]);
   });
@@ -191,7 +281,9 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     const a = adapter({ approve: false, disburse: false });
     const err = await a.board(makePackage('loan_1', records('loan_1'))).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreRejectedError);
-    expect((err as Error).message).toContain('PARAMS_INCONSISTENT_WITH_PRODUCT_RULES: interestSettings.interestRate');
+    expect((err as Error).message).toContain(
+      'PARAMS_INCONSISTENT_WITH_PRODUCT_RULES: interestSettings.interestRate',
+    );
     expect(fake.loans).toHaveLength(0);
     fake.products[0]!.interestRate = { max: 30 };
     await a.board(makePackage('loan_1', records('loan_1')));
@@ -205,7 +297,9 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     await start();
     fake.inject({ method: 'POST', path: '/api/loans', kind: 'reset-after-commit' });
     const a = adapter({ approve: false, disburse: false });
-    await expect(a.board(makePackage('loan_1', records('loan_1')))).rejects.toBeInstanceOf(CoreUnavailableError);
+    await expect(a.board(makePackage('loan_1', records('loan_1')))).rejects.toBeInstanceOf(
+      CoreUnavailableError,
+    );
     fake.advance(6 * 60 * 60 * 1000 + 1);
     // The look-ups race the commit (they find nothing); the create runs again under its expired key.
     const id = derivedMambuId('loan', 'loan_1');
@@ -224,10 +318,19 @@ describe('Mambu adapter against the strict fake Mambu', () => {
 
   it('within six hours a repeated key gets the cached answer: no second record', async () => {
     await start();
-    fake.inject({ method: 'GET', path: `/api/clients/${derivedMambuId('client', 'per_loan_1')}`, kind: 'miss', times: 1 });
+    fake.inject({
+      method: 'GET',
+      path: `/api/clients/${derivedMambuId('client', 'per_loan_1')}`,
+      kind: 'miss',
+      times: 1,
+    });
     const a = adapter({ approve: false, disburse: false });
     await a.board(makePackage('loan_1', records('loan_1')));
-    fake.inject({ method: 'GET', path: `/api/clients/${derivedMambuId('client', 'per_loan_1')}`, kind: 'miss' });
+    fake.inject({
+      method: 'GET',
+      path: `/api/clients/${derivedMambuId('client', 'per_loan_1')}`,
+      kind: 'miss',
+    });
     fake.inject({ method: 'POST', path: '/api/clients:search', kind: 'miss' });
     await a.board(makePackage('loan_1', records('loan_1')));
     const clientPosts = fake.requests.filter((r) => r.method === 'POST' && r.path === '/api/clients');
@@ -244,13 +347,19 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     expect(fake.transactions).toHaveLength(0);
     // With the second credentials the same loan completes: approved once, disbursed once.
     await adapter().board(makePackage('loan_1', records('loan_1')));
-    expect(fake.loans[0]).toMatchObject({ accountState: 'ACTIVE', approvedBy: 'approver', disbursedBy: 'disburser' });
+    expect(fake.loans[0]).toMatchObject({
+      accountState: 'ACTIVE',
+      approvedBy: 'approver',
+      disbursedBy: 'disburser',
+    });
     expect(fake.transactions).toHaveLength(1);
   });
 
   it('a product that starts loans as partial applications: approval is requested, then given', async () => {
     await start();
-    await adapter().board(makePackage('loan_1', records('loan_1', { loanFields: { productTypeKey: 'personal-loan' } })));
+    await adapter().board(
+      makePackage('loan_1', records('loan_1', { loanFields: { productTypeKey: 'personal-loan' } })),
+    );
     expect(fake.loans[0]).toMatchObject({ accountState: 'ACTIVE' });
   });
 
@@ -259,7 +368,12 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     const g = fake.seedGroup({ id: '555', groupName: 'ACME TOOLS, L.L.C.', taxId: '12-3456789' });
     const c = fake.seedClient({ id: '556', firstName: 'Ann', lastName: 'Lee', taxId: '123456780' });
     const a = adapter({ approve: false, disburse: false });
-    const found = await a.customers.findByTin({ tin: '123456789', tinType: 'EIN', tinHash: 'h', name: 'Acme Tools LLC' });
+    const found = await a.customers.findByTin({
+      tin: '123456789',
+      tinType: 'EIN',
+      tinHash: 'h',
+      name: 'Acme Tools LLC',
+    });
     expect(found).toEqual([{ cif: '555', nameAgrees: true }]);
     // A mapping without the match result: the guard finds both by tax id and creates neither.
     await a.board(makePackage('loan_1', records('loan_1')));
@@ -270,22 +384,41 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     // A matched customer (existing) that is gone: refused, naming it.
     const recs = records('loan_2');
     recs[1]!.fields = { id: '999', existing: true, groupName: 'x' };
-    await expect(a.board(makePackage('loan_2', recs))).rejects.toThrow(/matched Mambu group 999 does not exist/);
+    await expect(a.board(makePackage('loan_2', recs))).rejects.toThrow(
+      /matched Mambu group 999 does not exist/,
+    );
   });
 
   it('config check --connect: credentials, products of the set, custom field sets', async () => {
     await start();
-    const ok = await adapter().checkConnection({ productIds: [], productRefs: ['term-loan', 'personal-loan'], customFieldSets: { client: ['_taxInformation_Clients'] } });
+    const ok = await adapter().checkConnection({
+      productIds: [],
+      productRefs: ['term-loan', 'personal-loan'],
+      customFieldSets: { client: ['_taxInformation_Clients'] },
+    });
     expect(ok.map((c) => [c.name, c.status])).toEqual([
       ['core', 'ok'],
       ['core.disburseAuth', 'ok'],
       ['core.products', 'ok'],
       ['core.customFields', 'ok'],
     ]);
-    const bad = await adapter({ loanRefField: '_other_Loans.ref' }).checkConnection({ productIds: [], productRefs: ['no-such-product'], customFieldSets: { group: ['_extra_Groups'] } });
-    expect(bad.find((c) => c.name === 'core.products')).toMatchObject({ status: 'fail', detail: expect.stringContaining('no-such-product: no such loan product') });
-    expect(bad.find((c) => c.name === 'core.customFields')?.detail).toMatch(/GROUP has no custom field set _extra_Groups.*LOAN_ACCOUNT has no custom field set _other_Loans/);
+    const bad = await adapter({ loanRefField: '_other_Loans.ref' }).checkConnection({
+      productIds: [],
+      productRefs: ['no-such-product'],
+      customFieldSets: { group: ['_extra_Groups'] },
+    });
+    expect(bad.find((c) => c.name === 'core.products')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining('no-such-product: no such loan product'),
+    });
+    expect(bad.find((c) => c.name === 'core.customFields')?.detail).toMatch(
+      /GROUP has no custom field set _extra_Groups.*LOAN_ACCOUNT has no custom field set _other_Loans/,
+    );
     const refused = await adapter({ auth: { apiKey: 'wrong' } }).checkConnection({ productIds: [] });
-    expect(refused[0]).toMatchObject({ name: 'core', status: 'fail', detail: expect.stringContaining('401') });
+    expect(refused[0]).toMatchObject({
+      name: 'core',
+      status: 'fail',
+      detail: expect.stringContaining('401'),
+    });
   });
 });

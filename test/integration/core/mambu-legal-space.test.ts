@@ -16,7 +16,16 @@ import { makePackage } from '../../unit/core/support.js';
  * document names. An eighth of the 720-loan schedule grid (all of it: LEGAL_SPACE_MAMBU_GRID=1) and
  * random loans of any shape.
  */
-const FREQUENCIES = ['weekly', 'biweekly', 'monthly', 'quarterly', 'semi-annual', 'annual', 'lump sum', 'irregular payments'];
+const FREQUENCIES = [
+  'weekly',
+  'biweekly',
+  'monthly',
+  'quarterly',
+  'semi-annual',
+  'annual',
+  'lump sum',
+  'irregular payments',
+];
 const STEP = process.env['LEGAL_SPACE_MAMBU_GRID'] === '1' ? 1 : 8;
 const RUNS = Number(process.env['LEGAL_SPACE_RUNS'] ?? 40);
 
@@ -40,7 +49,9 @@ beforeAll(async () => {
     logger: silentLogger(),
     clock: systemClock,
   });
-  mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/mambu'), { timeZone: 'America/Chicago' });
+  mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/mambu'), {
+    timeZone: 'America/Chicago',
+  });
 });
 afterAll(async () => {
   await core?.close();
@@ -50,15 +61,39 @@ afterAll(async () => {
 async function board(input: MappingInput): Promise<boolean> {
   const out = await mapper.map(input);
   if (!out.ok) return false;
-  const docs = (input.documents ?? []).map((d) => ({ id: (d as { id: string }).id, name: (d as { name?: string | null }).name ?? null, bytes: Buffer.from('%PDF-1.4') }));
+  const docs = (input.documents ?? []).map((d) => ({
+    id: (d as { id: string }).id,
+    name: (d as { name?: string | null }).name ?? null,
+    bytes: Buffer.from('%PDF-1.4'),
+  }));
   await core.board(makePackage(input.loan.id, out.records, docs));
   return true;
 }
 
 describe('the legal space boarded into the fake Mambu', () => {
   it('the schedule grid: every loan boards, approved and disbursed, 0 refused, the repeat borrower one group', async () => {
-    const base = { type: 'business', centsAmount: 125000050, bpsRate: 725, closeDate: '2025-03-14T15:00:00Z', firstPaymentDate: '2025-04-14T15:00:00Z', createdAt: '2025-02-01T14:00:00Z', boarding: { id: 'b', releasedAt: '2025-03-15T12:00:00Z' } };
-    const entities = { businesses: [{ id: 'B', name: 'Acme', ein: '12-3456789', einLast4: '6789', role: 'borrower' }], people: [{ id: 'P', firstName: 'Ann', lastName: 'Lee', ssn: '123-45-6780', ssnLast4: '6780', role: 'guarantor' }] };
+    const base = {
+      type: 'business',
+      centsAmount: 125000050,
+      bpsRate: 725,
+      closeDate: '2025-03-14T15:00:00Z',
+      firstPaymentDate: '2025-04-14T15:00:00Z',
+      createdAt: '2025-02-01T14:00:00Z',
+      boarding: { id: 'b', releasedAt: '2025-03-15T12:00:00Z' },
+    };
+    const entities = {
+      businesses: [{ id: 'B', name: 'Acme', ein: '12-3456789', einLast4: '6789', role: 'borrower' }],
+      people: [
+        {
+          id: 'P',
+          firstName: 'Ann',
+          lastName: 'Lee',
+          ssn: '123-45-6780',
+          ssnLast4: '6780',
+          role: 'guarantor',
+        },
+      ],
+    };
     const before = fake.loans.length;
     let i = 0;
     let boarded = 0;
@@ -67,8 +102,23 @@ describe('the legal space boarded into the fake Mambu', () => {
         for (const io of [0, 1, 2, 3, 5, 6, 7, 12, monthsTerm])
           for (const rateType of ['fixed', 'variable']) {
             if (i++ % STEP !== 0) continue;
-            const loan = { ...base, id: `L${i}`, paymentFrequency, monthsTerm, monthsInterestOnly: Math.min(io, monthsTerm), rateType };
-            expect(await board({ loan, entities, documents: [], identity: { accountNumber: null, customers: {} } }), `${paymentFrequency} ${monthsTerm}m io ${io}`).toBe(true);
+            const loan = {
+              ...base,
+              id: `L${i}`,
+              paymentFrequency,
+              monthsTerm,
+              monthsInterestOnly: Math.min(io, monthsTerm),
+              rateType,
+            };
+            expect(
+              await board({
+                loan,
+                entities,
+                documents: [],
+                identity: { accountNumber: null, customers: {} },
+              }),
+              `${paymentFrequency} ${monthsTerm}m io ${io}`,
+            ).toBe(true);
             boarded += 1;
           }
     expect(fake.refused()).toEqual([]);
@@ -79,10 +129,18 @@ describe('the legal space boarded into the fake Mambu', () => {
   }, 60_000);
 
   it('random legal loans (ids of any shape, hostile names, any dates): boarded once each, 0 refused', async () => {
-    const anyId = fc.oneof(fc.uuid(), fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:/ -]{0,150}$/), fc.uuid()).map(([s, u]) => `${s}:${u}`));
-    const text = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('ACME, LLC', 'A/B <C> | D: & E? *F* [G] #H \\ "I" \'J\'', 'x'.repeat(300)));
+    const anyId = fc.oneof(
+      fc.uuid(),
+      fc.tuple(fc.stringMatching(/^[A-Za-z0-9._:/ -]{0,150}$/), fc.uuid()).map(([s, u]) => `${s}:${u}`),
+    );
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.constantFrom('ACME, LLC', 'A/B <C> | D: & E? *F* [G] #H \\ "I" \'J\'', 'x'.repeat(300)),
+    );
     const digits9 = fc.integer({ min: 0, max: 999_999_999 }).map((n) => String(n).padStart(9, '0'));
-    const iso = fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2090, 0, 1) }).map((ms) => new Date(ms).toISOString());
+    const iso = fc
+      .integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2090, 0, 1) })
+      .map((ms) => new Date(ms).toISOString());
     const input = fc.record({
       id: anyId,
       personal: fc.boolean(),
@@ -100,7 +158,10 @@ describe('the legal space boarded into the fake Mambu', () => {
       first: text,
       last: text,
       ssn: digits9,
-      docs: fc.uniqueArray(fc.record({ id: anyId, name: fc.option(text, { nil: null }) }), { maxLength: 2, selector: (d) => d.id }),
+      docs: fc.uniqueArray(fc.record({ id: anyId, name: fc.option(text, { nil: null }) }), {
+        maxLength: 2,
+        selector: (d) => d.id,
+      }),
     });
     const before = { loans: fake.loans.length, disbursements: fake.transactions.length };
     const ids = new Set<string>();
@@ -122,11 +183,36 @@ describe('the legal space boarded into the fake Mambu', () => {
           ...(x.firstPaymentDate ? { firstPaymentDate: x.firstPaymentDate } : {}),
         };
         const entities = {
-          businesses: x.personal ? [] : [{ id: `b:${x.bizId}`, name: x.bizName, ein: `${x.ein.slice(0, 2)}-${x.ein.slice(2)}`, einLast4: x.ein.slice(-4), role: 'borrower' }],
-          people: [{ id: `p:${x.perId}`, firstName: x.first, lastName: x.last, ssn: x.ssn, ssnLast4: x.ssn.slice(-4), role: x.personal ? 'borrower' : 'guarantor' }],
+          businesses: x.personal
+            ? []
+            : [
+                {
+                  id: `b:${x.bizId}`,
+                  name: x.bizName,
+                  ein: `${x.ein.slice(0, 2)}-${x.ein.slice(2)}`,
+                  einLast4: x.ein.slice(-4),
+                  role: 'borrower',
+                },
+              ],
+          people: [
+            {
+              id: `p:${x.perId}`,
+              firstName: x.first,
+              lastName: x.last,
+              ssn: x.ssn,
+              ssnLast4: x.ssn.slice(-4),
+              role: x.personal ? 'borrower' : 'guarantor',
+            },
+          ],
         };
-        const documents = x.docs.map((d) => ({ id: `d:${x.id}:${d.id}`, name: d.name, type: 'application/pdf' }));
-        expect(await board({ loan, entities, documents, identity: { accountNumber: null, customers: {} } })).toBe(true);
+        const documents = x.docs.map((d) => ({
+          id: `d:${x.id}:${d.id}`,
+          name: d.name,
+          type: 'application/pdf',
+        }));
+        expect(
+          await board({ loan, entities, documents, identity: { accountNumber: null, customers: {} } }),
+        ).toBe(true);
         ids.add(x.id);
       }),
       { numRuns: RUNS, seed: 3535 },

@@ -17,7 +17,12 @@ import { makePackage } from '../../unit/core/support.js';
 const FIXTURES = join(import.meta.dirname, '../../../mappings/mambu/fixtures');
 const cases = readdirSync(FIXTURES, { withFileTypes: true })
   .filter((d) => d.isDirectory())
-  .map((d) => ({ name: d.name, expected: JSON.parse(readFileSync(join(FIXTURES, d.name, 'expected.json'), 'utf8')) as { records?: MappedRecord[] } }))
+  .map((d) => ({
+    name: d.name,
+    expected: JSON.parse(readFileSync(join(FIXTURES, d.name, 'expected.json'), 'utf8')) as {
+      records?: MappedRecord[];
+    },
+  }))
   .filter((c) => Array.isArray(c.expected.records));
 
 describe('mambu mapping fixtures board into the fake Mambu', () => {
@@ -28,7 +33,13 @@ describe('mambu mapping fixtures board into the fake Mambu', () => {
   it.each(cases)('$name', async ({ expected }) => {
     const records = expected.records!;
     const loan = records.find((r) => r.type === 'loan')!;
-    const docs = records.filter((r) => r.type === 'document').map((r) => ({ id: r.externalId, name: typeof r.fields['name'] === 'string' ? r.fields['name'] : null, bytes: Buffer.from(`bytes of ${r.externalId}`) }));
+    const docs = records
+      .filter((r) => r.type === 'document')
+      .map((r) => ({
+        id: r.externalId,
+        name: typeof r.fields['name'] === 'string' ? r.fields['name'] : null,
+        bytes: Buffer.from(`bytes of ${r.externalId}`),
+      }));
     const fake = await startFakeMambu();
     const core = new MambuCore({
       baseUrl: fake.url,
@@ -46,7 +57,8 @@ describe('mambu mapping fixtures board into the fake Mambu', () => {
     });
     // Customers the match found in the core (existing): the bank's, there before the loan.
     for (const r of records.filter((x) => x.fields['existing'] === true)) {
-      if (r.type === 'client') fake.seedClient({ id: String(r.fields['id']), firstName: 'Bank', lastName: 'Customer' });
+      if (r.type === 'client')
+        fake.seedClient({ id: String(r.fields['id']), firstName: 'Bank', lastName: 'Customer' });
       else fake.seedGroup({ id: String(r.fields['id']), groupName: `bank customer ${r.externalId}` });
     }
     const seeded = { clients: fake.clients.length, groups: fake.groups.length };
@@ -54,8 +66,12 @@ describe('mambu mapping fixtures board into the fake Mambu', () => {
       await core.board(makePackage(loan.externalId, records, docs));
       await core.board(makePackage(loan.externalId, records, docs));
       expect(fake.refused()).toEqual([]);
-      expect(fake.clients).toHaveLength(seeded.clients + records.filter((r) => r.type === 'client' && r.fields['existing'] !== true).length);
-      expect(fake.groups).toHaveLength(seeded.groups + records.filter((r) => r.type === 'group' && r.fields['existing'] !== true).length);
+      expect(fake.clients).toHaveLength(
+        seeded.clients + records.filter((r) => r.type === 'client' && r.fields['existing'] !== true).length,
+      );
+      expect(fake.groups).toHaveLength(
+        seeded.groups + records.filter((r) => r.type === 'group' && r.fields['existing'] !== true).length,
+      );
       expect(fake.loans).toHaveLength(1);
       expect(fake.loans[0]!.accountState).toBe('ACTIVE');
       expect(fake.loans[0]!.loanAmountText).toBe(String(loan.fields['loanAmount']));

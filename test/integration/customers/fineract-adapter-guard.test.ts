@@ -21,11 +21,30 @@ afterEach(async () => {
 describe('FineractCore: a client already holding the tax id is reused', () => {
   it('boards onto the existing client: no second client, no refused identifier', async () => {
     fake = await startFakeFineract();
-    const teller = fake.seedClient({ fullname: 'ACME TOOLS, L.L.C.', identifiers: [{ documentTypeId: 2, documentKey: '123456789' }] });
-    core = new FineractCore({ clock: systemClock, baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, officeId: 1, timeoutMs: 5_000, insecureTls: false, approve: false, disburse: false, logger: silentLogger() });
+    const teller = fake.seedClient({
+      fullname: 'ACME TOOLS, L.L.C.',
+      identifiers: [{ documentTypeId: 2, documentKey: '123456789' }],
+    });
+    core = new FineractCore({
+      clock: systemClock,
+      baseUrl: fake.url,
+      username: fake.username,
+      password: fake.password,
+      tenantId: fake.tenantId,
+      officeId: 1,
+      timeoutMs: 5_000,
+      insecureTls: false,
+      approve: false,
+      disburse: false,
+      logger: silentLogger(),
+    });
     const records: MappedRecord[] = [
       ...fineractRecords('loan_1'),
-      { type: 'identifier', externalId: 'biz_loan_1:tin', fields: { clientExternalId: 'biz_loan_1', documentTypeId: 2, documentKey: '123456789' } },
+      {
+        type: 'identifier',
+        externalId: 'biz_loan_1:tin',
+        fields: { clientExternalId: 'biz_loan_1', documentTypeId: 2, documentKey: '123456789' },
+      },
     ];
     await core.board(makePackage('loan_1', records, []));
     expect(fake.writes().filter((w) => w.status >= 400)).toEqual([]);

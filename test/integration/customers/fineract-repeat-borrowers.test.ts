@@ -34,7 +34,15 @@ describe('repeat borrowers into a strict fake Fineract', () => {
   }
 
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: SEED, repeatBorrowers: SHARE, windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30 });
+    p = await startTestPlatform({
+      loans: LOANS,
+      releaseRatio: 1,
+      seed: SEED,
+      repeatBorrowers: SHARE,
+      windowMs: 2000,
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+    });
     fake = await startFakeFineract();
   });
   afterAll(async () => {
@@ -50,7 +58,10 @@ describe('repeat borrowers into a strict fake Fineract', () => {
     // A bank customer already in Fineract (created by a teller, no external id): reused, not duplicated.
     const firstLoan = [...data.loans.values()].find((l) => l.boarding !== null && l.businesses[0]?.ein)!;
     const banked = firstLoan.businesses[0]!;
-    const teller = fake.seedClient({ fullname: banked.name.toUpperCase(), identifiers: [{ documentTypeId: 2, documentKey: banked.ein! }] });
+    const teller = fake.seedClient({
+      fullname: banked.name.toUpperCase(),
+      identifiers: [{ documentTypeId: 2, documentKey: banked.ein! }],
+    });
 
     const cfg = writeConnectorConfig(p, {
       windowMs: 2000,
@@ -58,31 +69,50 @@ describe('repeat borrowers into a strict fake Fineract', () => {
       writesPerWindow: 30,
       mappingsDir: join(process.cwd(), 'mappings/fineract'),
       extra: {
-        core: { adapter: 'http', http: { baseUrl: fake.url, username: fake.username, password: fake.password, tenantId: fake.tenantId, timeoutMs: 5000 } },
+        core: {
+          adapter: 'http',
+          http: {
+            baseUrl: fake.url,
+            username: fake.username,
+            password: fake.password,
+            tenantId: fake.tenantId,
+            timeoutMs: 5000,
+          },
+        },
         customers: { tinHashKey: 'test-key-0123456789abcdef' },
       },
     });
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
     expect(r.error).toBeNull();
-    const summary = JSON.parse(r.stdout) as { states: Record<string, number>; problems: Array<{ loanId: string; state: string; code: string; message: string }> };
+    const summary = JSON.parse(r.stdout) as {
+      states: Record<string, number>;
+      problems: Array<{ loanId: string; state: string; code: string; message: string }>;
+    };
     // Fineract refused nothing the connector sent: no duplicate identifier, no duplicate external id.
     expect(fake.writes().filter((w) => w.status >= 400)).toEqual([]);
     expect(summary.problems.filter((q) => q.code === 'core.rejected')).toEqual([]);
     // One client per distinct TIN: every client holds exactly one identifier, no two clients share a TIN.
     const clientsPerKey = new Map<string, number>();
-    for (const i of fake.identifiers) clientsPerKey.set(i.documentKey, (clientsPerKey.get(i.documentKey) ?? 0) + 1);
+    for (const i of fake.identifiers)
+      clientsPerKey.set(i.documentKey, (clientsPerKey.get(i.documentKey) ?? 0) + 1);
     expect([...clientsPerKey.values()].every((n) => n === 1)).toBe(true);
     const withIdentifier = new Set(fake.identifiers.map((i) => i.clientId));
     expect(fake.clients.filter((c) => !withIdentifier.has(c.id)).map((c) => c.externalId)).toEqual([]);
     // The teller's client is the borrower of that loan: no second client for it.
-    expect(fake.clients.filter((c) => fake.identifiers.some((i) => i.clientId === c.id && i.documentKey === banked.ein))).toHaveLength(1);
+    expect(
+      fake.clients.filter((c) =>
+        fake.identifiers.some((i) => i.clientId === c.id && i.documentKey === banked.ein),
+      ),
+    ).toHaveLength(1);
     const boardedFirst = fake.loans.find((l) => l.externalId === fineractExternalId(firstLoan.fields.id));
     expect(boardedFirst?.clientId).toBe(teller.id);
     expect(summary.states['acknowledged'] ?? 0).toBeGreaterThan(25);
     // New clients per distinct TIN: exactly 1 for each TIN on a boarded loan, 0 for the teller's.
     const boardedTins = new Set<string>();
     // Fineract holds path-safe externalIds (a digest for a long or odd platform id).
-    const byExternalId = new Map([...data.loans.entries()].map(([id, loan]) => [fineractExternalId(id), loan]));
+    const byExternalId = new Map(
+      [...data.loans.entries()].map(([id, loan]) => [fineractExternalId(id), loan]),
+    );
     for (const l of fake.loans) {
       const loan = byExternalId.get(l.externalId!)!;
       for (const b of loan.businesses) if (b.ein) boardedTins.add(b.ein);

@@ -21,7 +21,15 @@ describe('loans sharing a tax id in flight together', () => {
 
   beforeAll(async () => {
     // Every loan after the first takes an earlier loan's borrower: they all share one tax id.
-    p = await startTestPlatform({ loans: 6, releaseRatio: 1, seed: 3, repeatBorrowers: 1, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+    p = await startTestPlatform({
+      loans: 6,
+      releaseRatio: 1,
+      seed: 3,
+      repeatBorrowers: 1,
+      windowMs: 2000,
+      readsPerWindow: 200,
+      writesPerWindow: 60,
+    });
   });
   afterAll(async () => {
     await rt?.close();
@@ -29,9 +37,23 @@ describe('loans sharing a tax id in flight together', () => {
   });
 
   it('creates one customer; the second loan waits for the first write and references it', async () => {
-    const cfg = writeConnectorConfig(p, { windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60, extra: { customers: { tinHashKey: 'in-flight-test-key-0123456789' } } });
-    const config = loadConfig({ env: {}, filePath: cfg.configPath, fileText: readFileSync(cfg.configPath, 'utf8') });
-    const inner = new FileCore({ clock: systemClock, dir: cfg.coreDir, timeZone: 'America/Chicago', logger: silentLogger() });
+    const cfg = writeConnectorConfig(p, {
+      windowMs: 2000,
+      readsPerWindow: 200,
+      writesPerWindow: 60,
+      extra: { customers: { tinHashKey: 'in-flight-test-key-0123456789' } },
+    });
+    const config = loadConfig({
+      env: {},
+      filePath: cfg.configPath,
+      fileText: readFileSync(cfg.configPath, 'utf8'),
+    });
+    const inner = new FileCore({
+      clock: systemClock,
+      dir: cfg.coreDir,
+      timeZone: 'America/Chicago',
+      logger: silentLogger(),
+    });
     let held = false;
     const core: CoreSystem = {
       name: 'file',
@@ -39,7 +61,10 @@ describe('loans sharing a tax id in flight together', () => {
         if (!held) {
           held = true;
           // Hold the first write until another loan has been fetched: it is resolving now.
-          await vi.waitFor(async () => expect((await rt!.store.loans.list({ state: 'fetched' })).length).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
+          await vi.waitFor(
+            async () => expect((await rt!.store.loans.list({ state: 'fetched' })).length).toBeGreaterThan(0),
+            { timeout: 15_000, interval: 20 },
+          );
         }
         return inner.board(pkg, o);
       },
@@ -68,8 +93,11 @@ describe('loans sharing a tax id in flight together', () => {
     // And in the core: one customer record per tax id across the packages.
     const records = new Map<string, number>();
     for (const id of boarded) {
-      const m = JSON.parse(readFileSync(join(inner.packageDir(id), 'records.json'), 'utf8')) as { records: Array<{ type: string; fields: Record<string, unknown> }> };
-      for (const r of m.records.filter((x) => x.type === 'customer')) records.set(String(r.fields['taxId']), (records.get(String(r.fields['taxId'])) ?? 0) + 1);
+      const m = JSON.parse(readFileSync(join(inner.packageDir(id), 'records.json'), 'utf8')) as {
+        records: Array<{ type: string; fields: Record<string, unknown> }>;
+      };
+      for (const r of m.records.filter((x) => x.type === 'customer'))
+        records.set(String(r.fields['taxId']), (records.get(String(r.fields['taxId'])) ?? 0) + 1);
     }
     expect([...records.values()].every((n) => n === 1)).toBe(true);
   });

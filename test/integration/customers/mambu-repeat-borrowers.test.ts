@@ -23,7 +23,15 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
   state.generate(LOANS, { releaseRatio: 1 });
 
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: LOANS, releaseRatio: 1, seed: SEED, repeatBorrowers: SHARE, windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30 });
+    p = await startTestPlatform({
+      loans: LOANS,
+      releaseRatio: 1,
+      seed: SEED,
+      repeatBorrowers: SHARE,
+      windowMs: 2000,
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+    });
     fake = await startFakeMambu();
   });
   afterAll(async () => {
@@ -34,8 +42,11 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
   it('boards every loan once; every repeat borrower is one client or group; 0 refused requests', async () => {
     const tins = new Map<string, Set<string>>();
     for (const loan of state.loans.values()) {
-      for (const b of loan.businesses) if (b.ein) tins.set(b.ein.replace(/\D/g, ''), (tins.get(b.ein.replace(/\D/g, '')) ?? new Set()).add(b.id));
-      for (const x of loan.people) tins.set(x.ssn.replace(/\D/g, ''), (tins.get(x.ssn.replace(/\D/g, '')) ?? new Set()).add(x.id));
+      for (const b of loan.businesses)
+        if (b.ein)
+          tins.set(b.ein.replace(/\D/g, ''), (tins.get(b.ein.replace(/\D/g, '')) ?? new Set()).add(b.id));
+      for (const x of loan.people)
+        tins.set(x.ssn.replace(/\D/g, ''), (tins.get(x.ssn.replace(/\D/g, '')) ?? new Set()).add(x.id));
     }
     expect([...tins.values()].some((s) => s.size > 1)).toBe(true);
     // A bank customer already in Mambu (made by a teller, dashed EIN): matched by tax id, not doubled.
@@ -51,30 +62,58 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
       extra: {
         core: {
           adapter: 'mambu',
-          mambu: { baseUrl: fake.url, auth: { username: 'approver', password: 'approver-pass' }, disburseAuth: { username: 'disburser', password: 'disburser-pass' }, approve: true, disburse: true, timeoutMs: 5000 },
+          mambu: {
+            baseUrl: fake.url,
+            auth: { username: 'approver', password: 'approver-pass' },
+            disburseAuth: { username: 'disburser', password: 'disburser-pass' },
+            approve: true,
+            disburse: true,
+            timeoutMs: 5000,
+          },
         },
         customers: { tinHashKey: 'test-key-0123456789abcdef' },
       },
     });
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
     expect(r.error).toBeNull();
-    const summary = JSON.parse(r.stdout) as { states: Record<string, number>; problems: Array<{ loanId: string; code: string; message: string }> };
+    const summary = JSON.parse(r.stdout) as {
+      states: Record<string, number>;
+      problems: Array<{ loanId: string; code: string; message: string }>;
+    };
     expect(fake.refused()).toEqual([]);
     expect(summary.problems.filter((q) => q.code.startsWith('core.'))).toEqual([]);
     // One customer per tax id in Mambu.
-    const taxIds = [...fake.clients.map((c) => (c.body['_taxInformation_Clients'] as { taxId?: string } | undefined)?.taxId), ...fake.groups.map((g) => (g.body['_taxInformation_Groups'] as { taxId?: string } | undefined)?.taxId)]
+    const taxIds = [
+      ...fake.clients.map(
+        (c) => (c.body['_taxInformation_Clients'] as { taxId?: string } | undefined)?.taxId,
+      ),
+      ...fake.groups.map((g) => (g.body['_taxInformation_Groups'] as { taxId?: string } | undefined)?.taxId),
+    ]
       .filter((t): t is string => t !== undefined)
       .map((t) => t.replace(/\D/g, ''));
     expect(taxIds.length).toBe(new Set(taxIds).size);
-    expect(fake.groups.filter((g) => (g.body['_taxInformation_Groups'] as { taxId: string }).taxId.replace(/\D/g, '') === banked.ein!.replace(/\D/g, ''))).toHaveLength(1);
+    expect(
+      fake.groups.filter(
+        (g) =>
+          (g.body['_taxInformation_Groups'] as { taxId: string }).taxId.replace(/\D/g, '') ===
+          banked.ein!.replace(/\D/g, ''),
+      ),
+    ).toHaveLength(1);
     // The teller's group holds that loan.
-    const loanOfTeller = fake.loans.find((l) => (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId === mambuRef(firstLoan.fields.id));
+    const loanOfTeller = fake.loans.find(
+      (l) =>
+        (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId ===
+        mambuRef(firstLoan.fields.id),
+    );
     expect(loanOfTeller?.body['accountHolderKey']).toBe(teller.encodedKey);
     // Every boarded loan: one account, approved by one user, disbursed once by the other.
     const acknowledged = summary.states['acknowledged'] ?? 0;
     expect(acknowledged).toBeGreaterThan(20);
     expect(fake.loans).toHaveLength(acknowledged);
-    expect(new Set(fake.loans.map((l) => (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId)).size).toBe(fake.loans.length);
+    expect(
+      new Set(fake.loans.map((l) => (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId))
+        .size,
+    ).toBe(fake.loans.length);
     expect(fake.transactions).toHaveLength(fake.loans.length);
     expect(fake.loans.every((l) => l.approvedBy === 'approver' && l.disbursedBy === 'disburser')).toBe(true);
     // A second pass finds everything boarded: nothing new is written.
@@ -87,7 +126,9 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
     const out = join(cfg.dir, 'reports');
     const rec = await runCli(['--config', cfg.configPath, 'reconcile', '--out', out]);
     expect(rec.error).toBeNull();
-    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as { exceptions: Array<{ reason: string; loanId: string; detail?: string }> };
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8')) as {
+      exceptions: Array<{ reason: string; loanId: string; detail?: string }>;
+    };
     const byReason = (r: string) => report.exceptions.filter((e) => e.reason === r);
     expect(byReason('acknowledged_missing_in_core')).toEqual([]);
     expect(byReason('in_core_unknown_to_connector')).toEqual([]);
@@ -95,8 +136,14 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
 
     // config check --connect reaches Mambu with these credentials, finds the set's products and custom fields.
     const check = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect']);
-    expect(check.stdout).toMatch(/ok\s+core\s+Mambu at http:\/\/127\.0\.0\.1:\d+\/api accepts core\.mambu\.auth \(user approver\)/);
-    expect(check.stdout).toMatch(/ok\s+core\.products\s+loan products the mapping set uses exist: personal-loan \(Personal loan\), term-loan \(Term loan\), variable-term-loan/);
-    expect(check.stdout).toMatch(/ok\s+core\.customFields\s+custom field sets exist: _taxInformation_Clients \(taxId\)/);
+    expect(check.stdout).toMatch(
+      /ok\s+core\s+Mambu at http:\/\/127\.0\.0\.1:\d+\/api accepts core\.mambu\.auth \(user approver\)/,
+    );
+    expect(check.stdout).toMatch(
+      /ok\s+core\.products\s+loan products the mapping set uses exist: personal-loan \(Personal loan\), term-loan \(Term loan\), variable-term-loan/,
+    );
+    expect(check.stdout).toMatch(
+      /ok\s+core\.customFields\s+custom field sets exist: _taxInformation_Clients \(taxId\)/,
+    );
   }, 120_000);
 });

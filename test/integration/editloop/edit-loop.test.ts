@@ -17,7 +17,10 @@ function editedGenericSet(): string {
   const text = readFileSync(file, 'utf8');
   const lines = text.split('\n');
   // The loan target's officer line (the last of the three `officer:` field lines).
-  const idx = lines.map((l, i) => (/^\s+officer: \{ expr: \$defaults\.officer/.test(l) ? i : -1)).filter((i) => i >= 0).at(-1);
+  const idx = lines
+    .map((l, i) => (/^\s+officer: \{ expr: \$defaults\.officer/.test(l) ? i : -1))
+    .filter((i) => i >= 0)
+    .at(-1);
   expect(idx).toBeDefined();
   lines[idx as number] = (lines[idx as number] as string).replace('$defaults.officer', `'"LOAN-DESK"'`);
   writeFileSync(file, lines.join('\n'));
@@ -27,7 +30,14 @@ function editedGenericSet(): string {
 describe('the bank engineer edit loop against the sandbox', () => {
   let p: TestPlatform;
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: 10, releaseRatio: 1, seed: 11, windowMs: 1000, readsPerWindow: 200, writesPerWindow: 50 });
+    p = await startTestPlatform({
+      loans: 10,
+      releaseRatio: 1,
+      seed: 11,
+      windowMs: 1000,
+      readsPerWindow: 200,
+      writesPerWindow: 50,
+    });
   });
   afterAll(async () => {
     await p.close();
@@ -55,23 +65,49 @@ describe('the bank engineer edit loop against the sandbox', () => {
     expect(await createBoardingStore(db).loans.list()).toEqual([]);
     db.close();
 
-    const json = await runCli(['--config', cfg.configPath, 'sync', '--dry-run', '--json', '--limit', '4', '--against', join(repo, 'mappings/generic'), '--dir', editedGenericSet()]);
+    const json = await runCli([
+      '--config',
+      cfg.configPath,
+      'sync',
+      '--dry-run',
+      '--json',
+      '--limit',
+      '4',
+      '--against',
+      join(repo, 'mappings/generic'),
+      '--dir',
+      editedGenericSet(),
+    ]);
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout) as { loans: number; complete: boolean; verdicts: Record<string, number>; rows: Array<{ verdict: string; examples: string[] }>; changes: Array<{ loanId: string; diffs: string[] }> };
+    const report = JSON.parse(json.stdout) as {
+      loans: number;
+      complete: boolean;
+      verdicts: Record<string, number>;
+      rows: Array<{ verdict: string; examples: string[] }>;
+      changes: Array<{ loanId: string; diffs: string[] }>;
+    };
     expect(report.loans).toBe(4);
     expect(report.complete).toBe(false);
-    expect(report.verdicts['board']! + report.verdicts['board_with_warnings']! + report.verdicts['quarantine']!).toBe(4);
+    expect(
+      report.verdicts['board']! + report.verdicts['board_with_warnings']! + report.verdicts['quarantine']!,
+    ).toBe(4);
     // Every loan that boards in both sets has its officer changed, and nothing else.
     const boarding = report.verdicts['board']! + report.verdicts['board_with_warnings']!;
     expect(report.changes.length).toBe(boarding);
-    for (const c of report.changes) expect(c.diffs).toEqual([`loan/${c.loanId}.officer: was "UNASSIGNED", now "LOAN-DESK"`]);
+    for (const c of report.changes)
+      expect(c.diffs).toEqual([`loan/${c.loanId}.officer: was "UNASSIGNED", now "LOAN-DESK"`]);
     expect((await p.counters()).byBucket.write).toBe(before.byBucket.write);
   });
 
   it('after a mapping fix: preview shows the field diff, loans reboard re-writes the core once with no new acknowledgement', async () => {
     const mappingsDir = join(mkdtempSync(join(tmpdir(), 'edit-loop-live-')), 'generic');
     cpSync(join(repo, 'mappings/generic'), mappingsDir, { recursive: true });
-    const cfg = writeConnectorConfig(p, { windowMs: 1000, readsPerWindow: 200, writesPerWindow: 50, mappingsDir });
+    const cfg = writeConnectorConfig(p, {
+      windowMs: 1000,
+      readsPerWindow: 200,
+      writesPerWindow: 50,
+      mappingsDir,
+    });
     const sync = await runCli(['--config', cfg.configPath, 'sync', '--once']);
     expect(sync.code).toBe(0);
     const db = openDatabase(cfg.dbPath);
@@ -81,8 +117,14 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(acked.length).toBeGreaterThan(1);
       const target = acked[0]!;
       const versionA = target.mappingVersion;
-      const packageOf = (id: string) => JSON.parse(readFileSync(join(cfg.coreDir, 'packages', safeId(id), 'records.json'), 'utf8')) as { mappingVersion: string; records: Array<{ type: string; externalId: string; fields: Record<string, unknown> }> };
-      expect(packageOf(target.id).records.find((r) => r.type === 'loan')?.fields['officer']).toBe('UNASSIGNED');
+      const packageOf = (id: string) =>
+        JSON.parse(readFileSync(join(cfg.coreDir, 'packages', safeId(id), 'records.json'), 'utf8')) as {
+          mappingVersion: string;
+          records: Array<{ type: string; externalId: string; fields: Record<string, unknown> }>;
+        };
+      expect(packageOf(target.id).records.find((r) => r.type === 'loan')?.fields['officer']).toBe(
+        'UNASSIGNED',
+      );
 
       // The fix, on disk (no daemon runs, so nothing needs a reload).
       cpSync(editedGenericSet(), mappingsDir, { recursive: true });
@@ -96,12 +138,31 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(preview.stdout).not.toMatch(/"taxId": "\d{9}"/);
       expect(preview.stdout).toMatch(/"taxId": "\*{5}\d{4}"/);
       expect(preview.stdout).toMatch(/"cif": "\d{9}"/);
-      const pii = await runCli(['--config', cfg.configPath, 'mappings', 'preview', '--loan', target.id, '--show-pii']);
+      const pii = await runCli([
+        '--config',
+        cfg.configPath,
+        'mappings',
+        'preview',
+        '--loan',
+        target.id,
+        '--show-pii',
+      ]);
       expect(pii.stdout).toMatch(/"taxId": "\d{9}"/);
 
       const acksBefore = (await p.counters()).acks;
       const writesBefore = (await p.counters()).byBucket.write;
-      const reboard = await runCli(['--config', cfg.configPath, 'loans', 'reboard', target.id, '--reason', 'officer code fix (ticket 42)'], { USER: 'dana' });
+      const reboard = await runCli(
+        [
+          '--config',
+          cfg.configPath,
+          'loans',
+          'reboard',
+          target.id,
+          '--reason',
+          'officer code fix (ticket 42)',
+        ],
+        { USER: 'dana' },
+      );
       expect(reboard.error).toBeNull();
       expect(reboard.stdout).toContain(`loan ${target.id}: re-boarded`);
       expect(reboard.stdout).toContain('no acknowledgement sent');
@@ -124,20 +185,45 @@ describe('the bank engineer edit loop against the sandbox', () => {
       expect(JSON.stringify(audit.at(-1)?.detail)).toContain('LOAN-DESK');
 
       // Idempotent: the same mapping and data again changes nothing.
-      const again = await runCli(['--config', cfg.configPath, 'loans', 'reboard', target.id, '--reason', 'again'], { USER: 'dana' });
+      const again = await runCli(
+        ['--config', cfg.configPath, 'loans', 'reboard', target.id, '--reason', 'again'],
+        { USER: 'dana' },
+      );
       expect(again.stdout).toContain('unchanged');
       // By mapping version: the other loans boarded with A.
-      const rest = await runCli(['--config', cfg.configPath, 'loans', 'reboard', '--mapping-version', versionA ?? '', '--reason', 'officer code fix', '--json'], { USER: 'dana' });
+      const rest = await runCli(
+        [
+          '--config',
+          cfg.configPath,
+          'loans',
+          'reboard',
+          '--mapping-version',
+          versionA ?? '',
+          '--reason',
+          'officer code fix',
+          '--json',
+        ],
+        { USER: 'dana' },
+      );
       const results = JSON.parse(rest.stdout) as Array<{ loanId: string; outcome: string }>;
-      expect(results.map((x) => x.loanId).sort()).toEqual(acked.slice(1).map((r) => r.id).sort());
+      expect(results.map((x) => x.loanId).sort()).toEqual(
+        acked
+          .slice(1)
+          .map((r) => r.id)
+          .sort(),
+      );
       expect(results.every((x) => x.outcome === 'rewritten')).toBe(true);
-      for (const r of acked) expect(packageOf(r.id).records.find((x) => x.type === 'loan')?.fields['officer']).toBe('LOAN-DESK');
+      for (const r of acked)
+        expect(packageOf(r.id).records.find((x) => x.type === 'loan')?.fields['officer']).toBe('LOAN-DESK');
       expect((await p.counters()).acks).toEqual(acksBefore);
 
       // A loan that is not acknowledged is refused with a pointer to retry; exit 1.
       const quarantined = (await store.loans.list({ state: 'quarantined' }))[0];
       if (quarantined) {
-        const refused = await runCli(['--config', cfg.configPath, 'loans', 'reboard', quarantined.id, '--reason', 'x'], { USER: 'dana' });
+        const refused = await runCli(
+          ['--config', cfg.configPath, 'loans', 'reboard', quarantined.id, '--reason', 'x'],
+          { USER: 'dana' },
+        );
         expect(refused.code).toBe(1);
         expect(refused.stdout).toContain('use `loans retry`');
       }

@@ -26,16 +26,33 @@ function startRun(configPath: string) {
   const hangup = createHangupSource();
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
   const { program, ctx } = buildProgram((p) =>
-    createCliContext({ clock: systemClock, env: {}, stdout: sink, stderr: sink, getConfigOption: () => p.opts<{ config?: string }>().config, shutdown: shutdown.signal, hangup }),
+    createCliContext({
+      clock: systemClock,
+      env: {},
+      stdout: sink,
+      stderr: sink,
+      getConfigOption: () => p.opts<{ config?: string }>().config,
+      shutdown: shutdown.signal,
+      hangup,
+    }),
   );
-  const done = program.parseAsync(['node', 'boarding-connector', '--config', configPath, 'run']).finally(() => ctx.close());
+  const done = program
+    .parseAsync(['node', 'boarding-connector', '--config', configPath, 'run'])
+    .finally(() => ctx.close());
   return { done, sighup: () => hangup.dispatch(), sigterm: () => shutdown.abort(new Error('SIGTERM')) };
 }
 
 describe('run reloads its mapping set (SIGHUP)', () => {
   let p: TestPlatform;
   beforeAll(async () => {
-    p = await startTestPlatform({ loans: 6, releaseRatio: 1, seed: 5, windowMs: 2000, readsPerWindow: 100, writesPerWindow: 30 });
+    p = await startTestPlatform({
+      loans: 6,
+      releaseRatio: 1,
+      seed: 5,
+      windowMs: 2000,
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+    });
   });
   afterAll(async () => {
     await p.close();
@@ -51,19 +68,35 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       readsPerWindow: 100,
       writesPerWindow: 30,
       mappingsDir,
-      extra: { webhooks: { host: '127.0.0.1', port }, admin: { host: '127.0.0.1', port: adminPort }, schedule: { drain: '*/1 * * * * *' }, reports: { dir: join(tmpdir(), 'reload-reports') } },
+      extra: {
+        webhooks: { host: '127.0.0.1', port },
+        admin: { host: '127.0.0.1', port: adminPort },
+        schedule: { drain: '*/1 * * * * *' },
+        reports: { dir: join(tmpdir(), 'reload-reports') },
+      },
     });
     const db = openDatabase(cfg.dbPath);
     const store = createBoardingStore(db);
-    const readyz = async (): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }> =>
-      (await (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).json()) as never;
+    const readyz = async (): Promise<{
+      ready: boolean;
+      checks: Record<string, { ok: boolean; detail?: string }>;
+    }> => (await (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).json()) as never;
     const acknowledged = () => store.loans.list({ state: 'acknowledged' });
     const daemon = startRun(cfg.configPath);
     try {
       // Version A boards the first loans (some of the seed's loans are quarantined by the generic set: not counted).
-      await vi.waitFor(async () => expect((await acknowledged()).length).toBeGreaterThanOrEqual(3), { timeout: 30_000, interval: 100 });
+      await vi.waitFor(async () => expect((await acknowledged()).length).toBeGreaterThanOrEqual(3), {
+        timeout: 30_000,
+        interval: 100,
+      });
       // Every loan of the seed settled: none is mapped with A and acknowledged after the reload.
-      await vi.waitFor(async () => expect((await store.loans.list()).filter((r) => r.state === 'acknowledged' || r.state === 'quarantined')).toHaveLength(6), { timeout: 30_000, interval: 100 });
+      await vi.waitFor(
+        async () =>
+          expect(
+            (await store.loans.list()).filter((r) => r.state === 'acknowledged' || r.state === 'quarantined'),
+          ).toHaveLength(6),
+        { timeout: 30_000, interval: 100 },
+      );
       const versionA = (await acknowledged())[0]?.mappingVersion ?? '';
       expect(versionA).toMatch(/\+[0-9a-f]{12}$/);
       expect(new Set((await acknowledged()).map((r) => r.mappingVersion))).toEqual(new Set([versionA]));
@@ -75,15 +108,21 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       // The engineer's edit, then SIGHUP: loans mapped from now on use B.
       appendFileSync(join(mappingsDir, 'mapping.yaml'), '\n# reviewed: tighten codes\n');
       expect(daemon.sighup()).toBe(true);
-      await vi.waitFor(async () => expect((await readyz()).checks['mapping']?.detail).not.toContain(versionA), { timeout: 10_000, interval: 50 });
-      const versionB = /mapping (\S+) loaded/.exec((await readyz()).checks['mapping']?.detail ?? '')?.[1] ?? '';
+      await vi.waitFor(
+        async () => expect((await readyz()).checks['mapping']?.detail).not.toContain(versionA),
+        { timeout: 10_000, interval: 50 },
+      );
+      const versionB =
+        /mapping (\S+) loaded/.exec((await readyz()).checks['mapping']?.detail ?? '')?.[1] ?? '';
       expect(versionB).not.toBe(versionA);
       expect(versionB).toMatch(/\+[0-9a-f]{12}$/);
       const boardedWithA = new Set((await acknowledged()).map((r) => r.id));
       const fresh = (await p.admin('POST', '/loans', { count: 4, release: true })) as { ids: string[] };
       const settled = async (ids: string[]): Promise<string[]> => {
         const out: string[] = [];
-        for (const id of ids) if (['acknowledged', 'quarantined'].includes((await store.loans.get(id))?.state ?? '')) out.push(id);
+        for (const id of ids)
+          if (['acknowledged', 'quarantined'].includes((await store.loans.get(id))?.state ?? ''))
+            out.push(id);
         return out;
       };
       await vi.waitFor(async () => expect(await settled(fresh.ids)).toHaveLength(4), {
@@ -94,7 +133,9 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       expect(newlyBoarded.length).toBeGreaterThan(0);
       for (const r of newlyBoarded) {
         expect(r.mappingVersion).toBe(versionB);
-        const pkg = JSON.parse(readFileSync(join(cfg.coreDir, r.coreReference ?? '', 'records.json'), 'utf8')) as { mappingVersion: string };
+        const pkg = JSON.parse(
+          readFileSync(join(cfg.coreDir, r.coreReference ?? '', 'records.json'), 'utf8'),
+        ) as { mappingVersion: string };
         expect(pkg.mappingVersion).toBe(versionB);
       }
       // Loans boarded before the reload keep A: a loan is never re-mapped by a reload.
@@ -102,7 +143,9 @@ describe('run reloads its mapping set (SIGHUP)', () => {
 
       // `loans show` says which version the daemon boards with.
       const show = await runCli(['--config', cfg.configPath, 'loans', 'show', newlyBoarded[0]?.id ?? '']);
-      expect(show.stdout).toMatch(new RegExp(`daemon mapping:\\s+${versionB.replace('+', '\\+')} \\(pid ${process.pid}`));
+      expect(show.stdout).toMatch(
+        new RegExp(`daemon mapping:\\s+${versionB.replace('+', '\\+')} \\(pid ${process.pid}`),
+      );
 
       // An edit on disk without a reload: a `sync --once` beside the daemon refuses to board with it.
       const good = readFileSync(join(mappingsDir, 'mapping.yaml'), 'utf8');
@@ -115,7 +158,10 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       // A broken edit: the reload is refused, B keeps boarding, /readyz and /metrics say why.
       writeFileSync(join(mappingsDir, 'mapping.yaml'), `${good}\nloan:\n  fields: [unclosed\n`);
       expect(daemon.sighup()).toBe(true);
-      await vi.waitFor(async () => expect((await readyz()).checks['mapping']?.detail).toContain('was refused'), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(
+        async () => expect((await readyz()).checks['mapping']?.detail).toContain('was refused'),
+        { timeout: 10_000, interval: 50 },
+      );
       const refused = (await readyz()).checks['mapping'];
       expect(refused?.detail).toContain(`mapping ${versionB} in use`);
       expect(refused?.detail).toMatch(/mapping\.yaml:\d+:\d+/);

@@ -17,7 +17,15 @@ describe('mappings preview', () => {
   let sandbox: RunningSandbox;
   let tmp: string;
   beforeAll(async () => {
-    sandbox = await startSandbox({ amounts: 'extreme', port: 0, loans: 8, seed: 7, releaseRatio: 1, apiKeyPermissions: [...PERMISSIONS], logger: silentLogger() });
+    sandbox = await startSandbox({
+      amounts: 'extreme',
+      port: 0,
+      loans: 8,
+      seed: 7,
+      releaseRatio: 1,
+      apiKeyPermissions: [...PERMISSIONS],
+      logger: silentLogger(),
+    });
     tmp = mkdtempSync(join(tmpdir(), 'preview-'));
   });
   afterAll(async () => {
@@ -25,7 +33,12 @@ describe('mappings preview', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  async function preview(loanId: string, dir: string, extra = '', args: string[] = []): Promise<{ out: string; error: unknown }> {
+  async function preview(
+    loanId: string,
+    dir: string,
+    extra = '',
+    args: string[] = [],
+  ): Promise<{ out: string; error: unknown }> {
     const configPath = join(tmp, `config-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(
       configPath,
@@ -35,12 +48,28 @@ describe('mappings preview', () => {
     const chunks: Buffer[] = [];
     stdout.on('data', (c: Buffer) => chunks.push(c));
     const { program, ctx } = buildProgram(() =>
-      createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+      createCliContext({
+        clock: systemClock,
+        env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' },
+        stdout,
+        stderr: new PassThrough(),
+        getConfigOption: () => undefined,
+        shutdown: new AbortController().signal,
+      }),
     );
     program.exitOverride();
     let error: unknown;
     try {
-      await program.parseAsync(['node', 'boarding-connector', 'mappings', 'preview', '--loan', loanId, '--json', ...args]);
+      await program.parseAsync([
+        'node',
+        'boarding-connector',
+        'mappings',
+        'preview',
+        '--loan',
+        loanId,
+        '--json',
+        ...args,
+      ]);
     } catch (err) {
       error = err;
     } finally {
@@ -55,8 +84,13 @@ describe('mappings preview', () => {
   }
 
   it('maps a live loan with both sets and writes nothing', async () => {
-    const page = (await (await fetch(`${sandbox.baseUrl}/public/v1/loans/boarding-queue?limit=8`, { headers: { Authorization: `Bearer ${sandbox.apiKey}` } })).json()) as { data: Array<{ id: string; type: string; paymentFrequency?: string }> };
-    const loan = page.data.find((l) => l.type === 'business' && l.paymentFrequency === 'monthly') ?? page.data[0];
+    const page = (await (
+      await fetch(`${sandbox.baseUrl}/public/v1/loans/boarding-queue?limit=8`, {
+        headers: { Authorization: `Bearer ${sandbox.apiKey}` },
+      })
+    ).json()) as { data: Array<{ id: string; type: string; paymentFrequency?: string }> };
+    const loan =
+      page.data.find((l) => l.type === 'business' && l.paymentFrequency === 'monthly') ?? page.data[0];
     expect(loan).toBeDefined();
     await fetch(`${sandbox.adminUrl}/counters/reset`, { method: 'POST' });
 
@@ -66,7 +100,10 @@ describe('mappings preview', () => {
     // Exit 1 exactly when the loan would be quarantined.
     expect(generic.error === undefined).toBe(g.ok);
     // Unknown to the connector: the live queue item (with its boarding object), tax ids masked.
-    const view = JSON.parse(generic.out) as { source: string; input: { loan: { boarding: unknown }; entities: { businesses: Array<Record<string, unknown>> } } };
+    const view = JSON.parse(generic.out) as {
+      source: string;
+      input: { loan: { boarding: unknown }; entities: { businesses: Array<Record<string, unknown>> } };
+    };
     expect(view.source).toBe('queue');
     expect(view.input.loan.boarding).not.toBeNull();
     for (const b of view.input.entities.businesses) if ('ein' in b) expect(b['ein']).toBe('[redacted]');
@@ -89,17 +126,44 @@ describe('mappings preview', () => {
   it('--save-fixture writes a fixture that mappings test passes, without real tax ids', async () => {
     const set = join(tmp, 'saved-set');
     cpSync(join(repo, 'mappings/generic'), set, { recursive: true });
-    const page = (await (await fetch(`${sandbox.baseUrl}/public/v1/loans/boarding-queue?limit=8`, { headers: { Authorization: `Bearer ${sandbox.apiKey}` } })).json()) as { data: Array<{ id: string }> };
+    const page = (await (
+      await fetch(`${sandbox.baseUrl}/public/v1/loans/boarding-queue?limit=8`, {
+        headers: { Authorization: `Bearer ${sandbox.apiKey}` },
+      })
+    ).json()) as { data: Array<{ id: string }> };
     const id = page.data[1]!.id;
     await preview(id, set, '', ['--save-fixture', 'from-live']);
     const input = readFileSync(join(set, 'fixtures/from-live/input.json'), 'utf8');
     expect(input).toContain(id);
     for (const m of input.matchAll(/"(ein|ssn)": "(\d+)"/g)) expect(m[2]).toMatch(/^00000\d{4}$/);
     const configPath = join(tmp, 'config-test.yaml');
-    writeFileSync(configPath, `platform: { baseUrl: ${sandbox.baseUrl}, apiKey: ${sandbox.apiKey}, environment: development }\nstore: { path: ${join(tmp, 'state.sqlite')} }\nlog: { level: silent }\n`);
-    const { program, ctx } = buildProgram(() => createCliContext({ clock: systemClock, env: {}, stdout: new PassThrough(), stderr: new PassThrough(), getConfigOption: () => configPath, shutdown: new AbortController().signal }));
+    writeFileSync(
+      configPath,
+      `platform: { baseUrl: ${sandbox.baseUrl}, apiKey: ${sandbox.apiKey}, environment: development }\nstore: { path: ${join(tmp, 'state.sqlite')} }\nlog: { level: silent }\n`,
+    );
+    const { program, ctx } = buildProgram(() =>
+      createCliContext({
+        clock: systemClock,
+        env: {},
+        stdout: new PassThrough(),
+        stderr: new PassThrough(),
+        getConfigOption: () => configPath,
+        shutdown: new AbortController().signal,
+      }),
+    );
     program.exitOverride();
-    await expect(program.parseAsync(['node', 'boarding-connector', 'mappings', 'test', '--dir', set, '--case', 'from-live'])).resolves.toBeDefined();
+    await expect(
+      program.parseAsync([
+        'node',
+        'boarding-connector',
+        'mappings',
+        'test',
+        '--dir',
+        set,
+        '--case',
+        'from-live',
+      ]),
+    ).resolves.toBeDefined();
     await ctx.close();
     // The same name twice is refused rather than overwriting a reviewed fixture.
     const again = await preview(id, set, '', ['--save-fixture', 'from-live']);

@@ -46,7 +46,9 @@ describe('/readyz platform check from the first failure', () => {
     await client.getLoan('L1');
     expect((await check()).ok).toBe(true);
     srv.route('GET', '/public/v1/loans/{id}', (req) =>
-      req.params['id'] === 'missing' ? { status: 404, body: { code: 'loan.not_found', message: 'no such loan' } } : { status: 503, body: { code: 'server', message: 'down' } },
+      req.params['id'] === 'missing'
+        ? { status: 404, body: { code: 'loan.not_found', message: 'no such loan' } }
+        : { status: 503, body: { code: 'server', message: 'down' } },
     );
     await clock.advance(1000);
     await client.getLoan('missing').catch(() => undefined);
@@ -56,7 +58,9 @@ describe('/readyz platform check from the first failure', () => {
     const failing = await check();
     expect(failing.ok).toBe(false);
     expect(failing.detail).toContain('server (HTTP 503)');
-    srv.route('GET', '/public/v1/loans/{id}', (req) => ({ body: { data: { id: req.params['id'], loanNumber: 'N', status: 'funded', centsAmount: 100 } } }));
+    srv.route('GET', '/public/v1/loans/{id}', (req) => ({
+      body: { data: { id: req.params['id'], loanNumber: 'N', status: 'funded', centsAmount: 100 } },
+    }));
     await clock.advance(1000);
     await client.getLoan('L3');
     expect((await check()).ok).toBe(true);
@@ -69,7 +73,10 @@ describe('/readyz platform check from the first failure', () => {
     const clock = new FakeClock();
     const client = clientFor(srv, { baseUrl: `http://127.0.0.1:${port}/api`, maxRetries: 0, clock });
     let role: 'leader' | 'standby' = 'standby';
-    const check = platformRecentSuccessCheck(() => client.health(), { clock, standby: () => role === 'standby' });
+    const check = platformRecentSuccessCheck(() => client.health(), {
+      clock,
+      standby: () => role === 'standby',
+    });
     await clock.advance(3 * 60_000);
     expect(await check()).toEqual({ ok: true, detail: 'standby: the leader makes the platform calls' });
     // Leading, the same replica is judged by its own calls again: none yet after the grace fails.
@@ -81,7 +88,9 @@ describe('/readyz platform check from the first failure', () => {
     role = 'standby';
     const r = await check();
     expect(r.ok).toBe(true);
-    expect(r.detail).toContain("standby: the leader makes the platform calls; this replica's own last call failed: GET /public/v1/loans/{id}: network");
+    expect(r.detail).toContain(
+      "standby: the leader makes the platform calls; this replica's own last call failed: GET /public/v1/loans/{id}: network",
+    );
     await client.close();
   });
 });

@@ -18,7 +18,13 @@ function sink(): { stream: Writable; bytes: () => Buffer } {
 }
 
 function loan(i: number): Record<string, unknown> {
-  return { id: `L${i}`, loanNumber: `N${i}`, status: 'funded', centsAmount: 1000 * i, boarding: { boarded: false, releasedAt: '2026-01-01T00:00:00Z' } };
+  return {
+    id: `L${i}`,
+    loanNumber: `N${i}`,
+    status: 'funded',
+    centsAmount: 1000 * i,
+    boarding: { boarded: false, releasedAt: '2026-01-01T00:00:00Z' },
+  };
 }
 
 describe('presigned download', () => {
@@ -35,7 +41,11 @@ describe('presigned download', () => {
     const s = sink();
     const result = await client.download(addr.url, s.stream, { maxBytes: 1_000_000 });
     await client.close();
-    expect(result).toEqual({ sha256: createHash('sha256').update(content).digest('hex'), bytes: 200_000, contentType: 'application/pdf' });
+    expect(result).toEqual({
+      sha256: createHash('sha256').update(content).digest('hex'),
+      bytes: 200_000,
+      contentType: 'application/pdf',
+    });
     expect(s.bytes().equals(content)).toBe(true);
     expect(srv.downloads).toHaveLength(1);
     expect(srv.downloads[0]!.hadAuthorization).toBe(false);
@@ -67,7 +77,10 @@ describe('presigned download', () => {
     const url = srv.presign('old', Buffer.from('x'), { ttlMs: -1 });
     const err = await client.download(url, sink().stream, { maxBytes: 10 }).catch((e: unknown) => e);
     await client.close();
-    expect(isPlatformError(err) && { code: err.code, status: err.status }).toEqual({ code: 'download.expired', status: 403 });
+    expect(isPlatformError(err) && { code: err.code, status: err.status }).toEqual({
+      code: 'download.expired',
+      status: 403,
+    });
     expect((err as Error).message).not.toContain('X-Signature');
   });
 });
@@ -99,14 +112,20 @@ describe('boarding queue walk', () => {
 
   it('falls back to offset when the server answers in offset mode, and resumes from that position', async () => {
     srv = await startRateLimitedServer();
-    srv.setQueue(Array.from({ length: 12 }, (_, i) => loan(i)), { mode: 'offset' });
+    srv.setQueue(
+      Array.from({ length: 12 }, (_, i) => loan(i)),
+      { mode: 'offset' },
+    );
     const client = clientFor(srv, { pageSize: 5 });
     const pages = [];
     for await (const p of client.boardingQueue()) pages.push(p);
-    expect(pages.flatMap((p) => p.items.map((i) => i.id))).toEqual(Array.from({ length: 12 }, (_, i) => `L${i}`));
+    expect(pages.flatMap((p) => p.items.map((i) => i.id))).toEqual(
+      Array.from({ length: 12 }, (_, i) => `L${i}`),
+    );
     expect(pages[0]!.nextCursor).toBe(`${OFFSET_CURSOR_PREFIX}5`);
     const resumed = [];
-    for await (const p of client.boardingQueue({ cursor: pages[1]!.nextCursor })) resumed.push(...p.items.map((i) => i.id));
+    for await (const p of client.boardingQueue({ cursor: pages[1]!.nextCursor }))
+      resumed.push(...p.items.map((i) => i.id));
     await client.close();
     expect(resumed).toEqual(['L10', 'L11']);
     expect(srv.requests.at(-1)!.query).toMatchObject({ offset: '10' });
@@ -136,12 +155,18 @@ describe('boarding queue walk', () => {
       /* drain */
     }
     await client.close();
-    expect(srv.requests[0]!.query).toMatchObject({ boarded: 'true', boardedSince: '2026-01-01T00:00:00Z', cursor: '' });
+    expect(srv.requests[0]!.query).toMatchObject({
+      boarded: 'true',
+      boardedSince: '2026-01-01T00:00:00Z',
+      cursor: '',
+    });
   });
 
   it('a page that does not match the documented shape is response.invalid naming the field', async () => {
     srv = await startRateLimitedServer();
-    srv.route('GET', '/public/v1/loans/boarding-queue', () => ({ body: { data: [], meta: { mode: 'cursor', limit: 10 } } }));
+    srv.route('GET', '/public/v1/loans/boarding-queue', () => ({
+      body: { data: [], meta: { mode: 'cursor', limit: 10 } },
+    }));
     const client = clientFor(srv);
     const err = await (async () => {
       for await (const _ of client.boardingQueue()) {
@@ -155,7 +180,10 @@ describe('boarding queue walk', () => {
 
   it('a Deprecation header is counted and warned once per path', async () => {
     srv = await startRateLimitedServer();
-    srv.route('GET', '/public/v1/products', () => ({ body: { data: [] }, headers: { deprecation: 'true', sunset: 'Wed, 01 Jul 2026 00:00:00 GMT' } }));
+    srv.route('GET', '/public/v1/products', () => ({
+      body: { data: [] },
+      headers: { deprecation: 'true', sunset: 'Wed, 01 Jul 2026 00:00:00 GMT' },
+    }));
     const client = clientFor(srv);
     await client.listProducts();
     await client.listProducts();
@@ -169,7 +197,12 @@ describe('boarding queue walk', () => {
     srv.route('GET', '/public/v1/loans/{id}/documents', (req) => {
       const start = req.query['cursor'] ? Number(req.query['cursor']) : 0;
       const next = start + 2 < docs.length ? String(start + 2) : null;
-      return { body: { data: docs.slice(start, start + 2), meta: { mode: 'cursor', limit: 2, hasMore: next !== null, nextCursor: next } } };
+      return {
+        body: {
+          data: docs.slice(start, start + 2),
+          meta: { mode: 'cursor', limit: 2, hasMore: next !== null, nextCursor: next },
+        },
+      };
     });
     const client = clientFor(srv);
     const list = await client.listDocuments('L1');

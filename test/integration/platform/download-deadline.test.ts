@@ -34,7 +34,12 @@ describe('presigned downloads: overall deadline and https in production', () => 
     const { port } = srv.address() as AddressInfo;
     const agent = new Agent({ bodyTimeout: 5_000, headersTimeout: 5_000, connect: { lookup: guard.lookup } });
     const started = Date.now();
-    const err = await downloadPresigned({ dispatcher: agent, guard, logger: silentLogger(), userAgent: 't' }, `http://127.0.0.1:${port}/blob?X-Signature=s`, nullSink(), { maxBytes: 1_000_000, deadlineMs: 600 }).catch((e: unknown) => e);
+    const err = await downloadPresigned(
+      { dispatcher: agent, guard, logger: silentLogger(), userAgent: 't' },
+      `http://127.0.0.1:${port}/blob?X-Signature=s`,
+      nullSink(),
+      { maxBytes: 1_000_000, deadlineMs: 600 },
+    ).catch((e: unknown) => e);
     await agent.close();
     expect(isPlatformError(err) && err.code).toBe('download.failed');
     expect((err as Error).message).toMatch(/did not finish within 600 ms/);
@@ -53,7 +58,12 @@ describe('presigned downloads: overall deadline and https in production', () => 
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const { port } = srv.address() as AddressInfo;
     const agent = new Agent();
-    const err = await downloadPresigned({ dispatcher: agent, guard, logger: silentLogger(), userAgent: 't', httpsOnly: true }, `http://127.0.0.1:${port}/blob?sig=1`, nullSink(), { maxBytes: 10 }).catch((e: unknown) => e);
+    const err = await downloadPresigned(
+      { dispatcher: agent, guard, logger: silentLogger(), userAgent: 't', httpsOnly: true },
+      `http://127.0.0.1:${port}/blob?sig=1`,
+      nullSink(),
+      { maxBytes: 10 },
+    ).catch((e: unknown) => e);
     await agent.close();
     expect((err as Error).message).toMatch(/is not https; refused with platform.environment: production/);
     expect(hits).toBe(0);

@@ -5,7 +5,11 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
-import { createPlatformClient, type PlatformClient, type PlatformClientOptions } from '../../../src/platform/client.js';
+import {
+  createPlatformClient,
+  type PlatformClient,
+  type PlatformClientOptions,
+} from '../../../src/platform/client.js';
 import { platformClientFromConfig } from '../../../src/app/platform.js';
 import { isPlatformError, dispositionOf } from '../../../src/platform/errors.js';
 
@@ -43,7 +47,9 @@ function client(documentHosts?: PlatformClientOptions['documentHosts'], logs?: s
     timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 },
     maxRetries: 0,
     pageSize: 10,
-    logger: logs ? createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } }) : silentLogger(),
+    logger: logs
+      ? createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } })
+      : silentLogger(),
     ...(documentHosts ? { documentHosts } : {}),
   });
   clients.push(c);
@@ -72,7 +78,10 @@ describe('document downloads only reach public addresses (regression: a presigne
   it('a loopback literal is refused before any request, naming the allow-list key and not the query', async () => {
     const host = await documentHost();
     const logs: string[] = [];
-    const err = await refusal(client(undefined, logs), `http://127.0.0.1:${host.port}/blob?X-Amz-Signature=secretsig`);
+    const err = await refusal(
+      client(undefined, logs),
+      `http://127.0.0.1:${host.port}/blob?X-Amz-Signature=secretsig`,
+    );
     expect(err.message).toMatch(/127\.0\.0\.1 is a loopback address.*boarding\.documentHosts\.allow/);
     expect(err.message).not.toContain('secretsig');
     expect(logs.join('')).not.toContain('secretsig');
@@ -105,7 +114,8 @@ describe('document downloads only reach public addresses (regression: a presigne
 
   it('names that are never public are refused without a lookup', async () => {
     const resolve = resolveTo('93.184.215.14');
-    for (const h of ['localhost', 'metadata.google.internal', 'store.bank.internal']) await refusal(client({ resolve }), `https://${h}/doc`);
+    for (const h of ['localhost', 'metadata.google.internal', 'store.bank.internal'])
+      await refusal(client({ resolve }), `https://${h}/doc`);
     expect(resolve.calls).toEqual([]);
   });
 
@@ -113,8 +123,12 @@ describe('document downloads only reach public addresses (regression: a presigne
     const host = await documentHost();
     for (const allow of [['127.0.0.0/8'], ['127.0.0.1'], ['docs.bank.internal'], ['*.bank.internal']]) {
       const c = client({ allow, resolve: resolveTo('127.0.0.1') });
-      const url = allow[0]!.includes('bank') ? `http://docs.bank.internal:${host.port}/doc?sig=1` : `http://127.0.0.1:${host.port}/doc?sig=1`;
-      await expect(c.download(url, nullSink(), { maxBytes: 1000 }), allow.join()).resolves.toMatchObject({ bytes: 13 });
+      const url = allow[0]!.includes('bank')
+        ? `http://docs.bank.internal:${host.port}/doc?sig=1`
+        : `http://127.0.0.1:${host.port}/doc?sig=1`;
+      await expect(c.download(url, nullSink(), { maxBytes: 1000 }), allow.join()).resolves.toMatchObject({
+        bytes: 13,
+      });
     }
     expect(host.hits()).toBe(4);
     // An allowed range does not open the others.
@@ -133,10 +147,12 @@ describe('document downloads only reach public addresses (regression: a presigne
       return Promise.resolve([{ address: n === 1 ? '127.0.0.2' : '127.0.0.1', family: 4 }]);
     };
     const c = client({ allow: ['127.0.0.2/32'], resolve });
-    const err = await c.download(`http://rebind.example:${host.port}/doc`, nullSink(), { maxBytes: 1000 }).then(
-      () => null,
-      (e: unknown) => e,
-    );
+    const err = await c
+      .download(`http://rebind.example:${host.port}/doc`, nullSink(), { maxBytes: 1000 })
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(isPlatformError(err) && err.code).toBe('network');
     expect(calls).toEqual(['rebind.example']);
     expect(host.hits()).toBe(0);
@@ -149,18 +165,33 @@ describe('document downloads only reach public addresses (regression: a presigne
     const host = await documentHost();
     const url = `http://127.0.0.1:${host.port}/doc?sig=1`;
     const cfg = (environment: string, extra = '') =>
-      loadConfig({ env: {}, fileText: `platform:\n  baseUrl: http://127.0.0.1:9/api\n  apiKey: pk_test_x\n  environment: ${environment}\n${extra}` });
+      loadConfig({
+        env: {},
+        fileText: `platform:\n  baseUrl: http://127.0.0.1:9/api\n  apiKey: pk_test_x\n  environment: ${environment}\n${extra}`,
+      });
     const fromConfig = (c: ReturnType<typeof cfg>) => {
       const p = platformClientFromConfig(c, { clock: systemClock, logger: silentLogger() });
       clients.push(p);
       return p;
     };
     await refusal(fromConfig(cfg('staging')), url);
-    await expect(fromConfig(cfg('staging', 'boarding:\n  documentHosts:\n    allow: [127.0.0.1/32]\n')).download(url, nullSink(), { maxBytes: 1000 })).resolves.toMatchObject({ bytes: 13 });
-    await expect(fromConfig(cfg('development')).download(url, nullSink(), { maxBytes: 1000 })).resolves.toMatchObject({ bytes: 13 });
+    await expect(
+      fromConfig(cfg('staging', 'boarding:\n  documentHosts:\n    allow: [127.0.0.1/32]\n')).download(
+        url,
+        nullSink(),
+        { maxBytes: 1000 },
+      ),
+    ).resolves.toMatchObject({ bytes: 13 });
+    await expect(
+      fromConfig(cfg('development')).download(url, nullSink(), { maxBytes: 1000 }),
+    ).resolves.toMatchObject({ bytes: 13 });
     // Development still refuses private and metadata addresses.
     await refusal(fromConfig(cfg('development')), 'http://169.254.169.254/latest/meta-data');
     await refusal(fromConfig(cfg('development')), 'http://10.0.0.8/doc');
-    expect(() => cfg('staging', 'boarding:\n  documentHosts:\n    allow: ["10.0.0.0/33", "bad host!"]\n')).toThrow(/boarding\.documentHosts\.allow\.0: expected a host name.*\n.*boarding\.documentHosts\.allow\.1/);
+    expect(() =>
+      cfg('staging', 'boarding:\n  documentHosts:\n    allow: ["10.0.0.0/33", "bad host!"]\n'),
+    ).toThrow(
+      /boarding\.documentHosts\.allow\.0: expected a host name.*\n.*boarding\.documentHosts\.allow\.1/,
+    );
   });
 });

@@ -3,7 +3,11 @@ import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger, type Logger } from '../../../src/lib/logger.js';
-import { createPlatformClient, type PlatformClient, type PlatformClientOptions } from '../../../src/platform/client.js';
+import {
+  createPlatformClient,
+  type PlatformClient,
+  type PlatformClientOptions,
+} from '../../../src/platform/client.js';
 import type { RateLimitedServer } from '../../support/rate-limited-server.js';
 
 /** A client pointed at the test server, with fast retry backoff and a short pause jitter. */
@@ -12,12 +16,18 @@ export function clientFor(
   overrides: Partial<PlatformClientOptions> = {},
   logger: Logger = silentLogger(),
 ): PlatformClient {
-  return createPlatformClient({ clock: systemClock,
+  return createPlatformClient({
+    clock: systemClock,
     baseUrl: srv.baseUrl,
     apiKey: srv.apiKey,
     // The test's blob host is on 127.0.0.1: allow-listed, like an internal document store.
     documentHosts: { allow: ['127.0.0.1'] },
-    rateLimit: { readsPerWindow: srv.limits.read, writesPerWindow: srv.limits.write, windowMs: srv.limits.windowMs, headroom: 0.9 },
+    rateLimit: {
+      readsPerWindow: srv.limits.read,
+      writesPerWindow: srv.limits.write,
+      windowMs: srv.limits.windowMs,
+      headroom: 0.9,
+    },
     timeouts: { connectMs: 2_000, headersMs: 5_000, bodyMs: 5_000 },
     maxRetries: 3,
     pageSize: 10,

@@ -18,14 +18,18 @@ describe('Idempotency-Key on writes', () => {
     srv = await startRateLimitedServer();
     client = clientFor(srv);
     for (const key of ['ack:loan/Zürich:brd_1', 'ack:東京', 'tab\there', ' leading', '']) {
-      const err = await client.acknowledgeBoarding('L1', {}, { idempotencyKey: key }).catch((e: unknown) => e);
+      const err = await client
+        .acknowledgeBoarding('L1', {}, { idempotencyKey: key })
+        .catch((e: unknown) => e);
       expect(isPlatformError(err), key).toBe(true);
       expect((err as { code: string }).code, key).toBe('input.invalid');
     }
     expect(srv.requests).toEqual([]);
     expect(client.stats().retries).toBe(0);
     // A printable-ASCII key with inner spaces and any id in the path go out.
-    await client.acknowledgeBoarding('loan/2026 Q1 ü', {}, { idempotencyKey: 'ack:loan/2026 Q1:brd_1' }).catch(() => undefined);
+    await client
+      .acknowledgeBoarding('loan/2026 Q1 ü', {}, { idempotencyKey: 'ack:loan/2026 Q1:brd_1' })
+      .catch(() => undefined);
     expect(srv.requests).toHaveLength(1);
     expect(srv.requests[0]!.path).toBe(`/public/v1/loans/${encodeURIComponent('loan/2026 Q1 ü')}/boarding`);
   });

@@ -29,9 +29,16 @@ describe('log output of a full client exchange', () => {
     const client = clientFor(srv, {}, logger);
 
     srv.route('GET', '/public/v1/loans/{id}/entities', () => ({
-      body: { data: { businesses: [{ id: 'B1', name: 'Acme', ein: FULL_EIN, einLast4: '6789', role: 'borrower' }], people: [] } },
+      body: {
+        data: {
+          businesses: [{ id: 'B1', name: 'Acme', ein: FULL_EIN, einLast4: '6789', role: 'borrower' }],
+          people: [],
+        },
+      },
     }));
-    srv.route('GET', '/public/v1/loans/{id}/summary', () => ({ body: { data: { loan: { id: 7, ein: FULL_EIN }, metrics: {} } } }));
+    srv.route('GET', '/public/v1/loans/{id}/summary', () => ({
+      body: { data: { loan: { id: 7, ein: FULL_EIN }, metrics: {} } },
+    }));
     srv.route('GET', '/public/v1/products', () => ({ body: { data: [] }, headers: { deprecation: 'true' } }));
     srv.setQueue([{ id: 'L1' }, { id: 'L2', centsAmount: FULL_EIN, ein: FULL_EIN }]);
     const presigned = srv.presign('D1', Buffer.from('%PDF-1.7 hello'));
@@ -48,9 +55,15 @@ describe('log output of a full client exchange', () => {
     await client.acknowledgeBoarding('L1', { ein: FULL_EIN }, { idempotencyKey: 'ack:L1:r1' });
     const addr = await client.getDownloadAddress('D1');
     const chunks: Buffer[] = [];
-    await client.download(addr.url, new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }), { maxBytes: 1000 });
+    await client.download(addr.url, new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }), {
+      maxBytes: 1000,
+    });
     const errors: unknown[] = [];
-    errors.push(await client.download(expired, new Writable({ write: (_c, _e, cb) => cb() }), { maxBytes: 10 }).catch((e: unknown) => e));
+    errors.push(
+      await client
+        .download(expired, new Writable({ write: (_c, _e, cb) => cb() }), { maxBytes: 10 })
+        .catch((e: unknown) => e),
+    );
     errors.push(await client.getLoanSummary('L1').catch((e: unknown) => e));
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1 });
     // A 429 is not re-sent within the call: the call fails (retryable), the next one waits the pause.

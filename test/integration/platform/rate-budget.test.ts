@@ -25,12 +25,19 @@ describe('rate budget against a server that enforces the documented limits', () 
   }
 
   it('pushes 300 reads and 80 writes through a 1 s window with zero 429s and never exceeds the limit in any window', async () => {
-    const srv = await server({ readsPerWindow: 100, writesPerWindow: 30, windowMs: 1000, windowOffsetMs: 370 });
+    const srv = await server({
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+      windowMs: 1000,
+      windowOffsetMs: 370,
+    });
     const state = createMemoryRateState();
     const client = clientFor(srv, { rateState: state });
     cleanups.push(() => client.close());
     const reads = Array.from({ length: 300 }, (_, i) => client.getLoan(`L${i}`));
-    const writes = Array.from({ length: 80 }, (_, i) => client.acknowledgeBoarding(`L${i}`, { ok: true }, { idempotencyKey: `ack:L${i}` }));
+    const writes = Array.from({ length: 80 }, (_, i) =>
+      client.acknowledgeBoarding(`L${i}`, { ok: true }, { idempotencyKey: `ack:L${i}` }),
+    );
     const results = await Promise.all([...reads, ...writes]);
     expect(results).toHaveLength(380);
 
@@ -58,7 +65,14 @@ describe('rate budget against a server that enforces the documented limits', () 
       () => null,
       (e: unknown) => e,
     );
-    await vi.waitFor(() => expect(client.health().budgets.find((b) => b.bucket === 'read')?.pausedUntil, 'read bucket paused').not.toBeNull(), { timeout: 5000, interval: 5 });
+    await vi.waitFor(
+      () =>
+        expect(
+          client.health().budgets.find((b) => b.bucket === 'read')?.pausedUntil,
+          'read bucket paused',
+        ).not.toBeNull(),
+      { timeout: 5000, interval: 5 },
+    );
     // Calls made while paused wait for the same pause: the bucket is paused, not one request.
     const later = [client.getLoan('B'), client.getLoan('C'), client.listProducts()];
     await Promise.all(later);
@@ -98,7 +112,9 @@ describe('rate budget against a server that enforces the documented limits', () 
 
     const c1 = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
     srv.forceRateLimit({ bucket: 'write', retryAfterSeconds: 1 });
-    await expect(c1.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
+    await expect(c1.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({
+      code: 'rate_limit.exceeded',
+    });
     expect(c1.health().strikes24h).toBe(1);
     await c1.close();
 
@@ -118,7 +134,11 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(srv.requests.filter((r) => r.bucket === 'write').length).toBe(writesBefore);
     // Reads stop too: a 429 to a read is a strike like any other.
     const readsBefore = srv.requests.filter((r) => r.bucket === 'read').length;
-    await expect(c2.getLoan('L4')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped', retryable: false, fatal: false });
+    await expect(c2.getLoan('L4')).rejects.toMatchObject({
+      code: 'rate_limit.traffic_stopped',
+      retryable: false,
+      fatal: false,
+    });
     expect(srv.requests.filter((r) => r.bucket === 'read').length).toBe(readsBefore);
     await c2.close();
 
@@ -152,7 +172,8 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(spend).toHaveLength(100);
     expect(maxInSliding(spend, 3000)).toBeLessThanOrEqual(90);
     const firstToken = spend[0]!;
-    for (const r of srv.requests.filter((x) => x.path.startsWith('/public/v1/loans/B'))) expect(r.at - firstToken).toBeGreaterThanOrEqual(3000);
+    for (const r of srv.requests.filter((x) => x.path.startsWith('/public/v1/loans/B')))
+      expect(r.at - firstToken).toBeGreaterThanOrEqual(3000);
     expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
   });
 
@@ -163,8 +184,14 @@ describe('rate budget against a server that enforces the documented limits', () 
     const path = tmp.file('state.sqlite');
     const a = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
     const b = clientFor(srv, { rateState: createSqliteRateState(db(path)) });
-    cleanups.push(() => a.close(), () => b.close());
-    await Promise.all([...Array.from({ length: 60 }, (_, i) => a.getLoan(`A${i}`)), ...Array.from({ length: 60 }, (_, i) => b.getLoan(`B${i}`))]);
+    cleanups.push(
+      () => a.close(),
+      () => b.close(),
+    );
+    await Promise.all([
+      ...Array.from({ length: 60 }, (_, i) => a.getLoan(`A${i}`)),
+      ...Array.from({ length: 60 }, (_, i) => b.getLoan(`B${i}`)),
+    ]);
     const audit = createSqliteRateState(db(path));
     const spend = audit.loadSpend('read', 0);
     audit.close?.();
@@ -184,8 +211,21 @@ describe('rate budget against a server that enforces the documented limits', () 
         (e: unknown) => (e as { code?: string }).code,
       ),
     );
-    await vi.waitFor(() => expect(srv.requests.filter((r) => r.status === 200), '9 reads served').toHaveLength(9), { timeout: 5000, interval: 5 });
-    await vi.waitFor(() => expect(getEventListeners(shutdown.signal, 'abort'), 'listeners of the 5 waiting calls').toHaveLength(5), { timeout: 5000, interval: 5 });
+    await vi.waitFor(
+      () =>
+        expect(
+          srv.requests.filter((r) => r.status === 200),
+          '9 reads served',
+        ).toHaveLength(9),
+      { timeout: 5000, interval: 5 },
+    );
+    await vi.waitFor(
+      () =>
+        expect(getEventListeners(shutdown.signal, 'abort'), 'listeners of the 5 waiting calls').toHaveLength(
+          5,
+        ),
+      { timeout: 5000, interval: 5 },
+    );
     shutdown.abort(new Error('SIGTERM'));
     const results = await Promise.all(calls);
     expect(results.filter((r) => r === 'ok')).toHaveLength(9);
@@ -201,8 +241,11 @@ describe('rate budget against a server that enforces the documented limits', () 
     let n = 0;
     srv.route('GET', '/public/v1/loans/{id}', (req) => {
       n += 1;
-      if (req.params['id'] === 'missing') return { status: 404, body: { code: 'loan.not_found', message: 'Loan not found' } };
-      return n < 3 ? { status: 503, body: { code: 'unavailable' } } : { body: { data: { id: req.params['id'] } } };
+      if (req.params['id'] === 'missing')
+        return { status: 404, body: { code: 'loan.not_found', message: 'Loan not found' } };
+      return n < 3
+        ? { status: 503, body: { code: 'unavailable' } }
+        : { body: { data: { id: req.params['id'] } } };
     });
     await expect(client.getLoan('X')).resolves.toMatchObject({ id: 'X' });
     expect(client.stats().retries).toBe(2);
@@ -222,7 +265,9 @@ describe('rate budget against a server that enforces the documented limits', () 
       if (committed.get(key) === 1) return { dropConnection: true };
       return { body: { data: { boarded: true } } };
     });
-    await expect(client.acknowledgeBoarding('L1', { marker: 'r1' }, { idempotencyKey: 'ack:L1:r1' })).resolves.toEqual({ boarded: true });
+    await expect(
+      client.acknowledgeBoarding('L1', { marker: 'r1' }, { idempotencyKey: 'ack:L1:r1' }),
+    ).resolves.toEqual({ boarded: true });
     const sent = srv.requests.filter((r) => r.path === '/public/v1/loans/L1/boarding');
     expect(sent).toHaveLength(2);
     expect(sent.map((r) => r.headers['idempotency-key'])).toEqual(['ack:L1:r1', 'ack:L1:r1']);

@@ -12,7 +12,8 @@ describe('platform client against the sandbox', () => {
   let client: PlatformClient;
   beforeAll(async () => {
     sandbox = await startSandbox({ amounts: 'extreme', loans: 30, seed: 7, releaseRatio: 1 });
-    client = createPlatformClient({ clock: systemClock,
+    client = createPlatformClient({
+      clock: systemClock,
       baseUrl: sandbox.baseUrl,
       apiKey: sandbox.apiKey,
       // The test's blob host is on 127.0.0.1: allow-listed, like an internal document store.
@@ -59,7 +60,11 @@ describe('platform client against the sandbox', () => {
       if (!doc) continue;
       const addr = await client.getDownloadAddress(doc.id);
       const chunks: Buffer[] = [];
-      const r = await client.download(addr.url, new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }), { maxBytes: 50 * 1024 * 1024 });
+      const r = await client.download(
+        addr.url,
+        new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) }),
+        { maxBytes: 50 * 1024 * 1024 },
+      );
       expect(r.bytes).toBe(Buffer.concat(chunks).length);
       expect(r.sha256).toBe(createHash('sha256').update(Buffer.concat(chunks)).digest('hex'));
       downloaded = true;
@@ -74,11 +79,16 @@ describe('platform client against the sandbox', () => {
     expect(loan).toBeDefined();
     await client.acknowledgeBoarding(loan!.id, {}, { idempotencyKey: `ack:${loan!.id}:test` });
     const boarded: string[] = [];
-    for await (const page of client.boardingQueue({ boarded: true, boardedSince: '2000-01-01T00:00:00Z' })) boarded.push(...page.items.map((i) => i.id));
+    for await (const page of client.boardingQueue({ boarded: true, boardedSince: '2000-01-01T00:00:00Z' }))
+      boarded.push(...page.items.map((i) => i.id));
     expect(boarded).toContain(loan!.id);
   });
 
   it('a missing loan is loan.not_found', async () => {
-    await expect(client.getLoan('does-not-exist')).rejects.toMatchObject({ code: 'loan.not_found', status: 404, retryable: false });
+    await expect(client.getLoan('does-not-exist')).rejects.toMatchObject({
+      code: 'loan.not_found',
+      status: 404,
+      retryable: false,
+    });
   });
 });

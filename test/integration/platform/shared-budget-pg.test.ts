@@ -14,7 +14,14 @@ import type { PlatformClient } from '../../../src/platform/client.js';
 import { openPgPool } from '../../../src/store/pg/pool.js';
 import { StoreDb } from '../../../src/store/sql.js';
 import { startRateLimitedServer, type RateLimitedServer } from '../../support/rate-limited-server.js';
-import { createTestDatabase, pgClientConfig, pgServerAddress, pgSkipReason, type TestDatabase, viaPort } from '../../support/pg.js';
+import {
+  createTestDatabase,
+  pgClientConfig,
+  pgServerAddress,
+  pgSkipReason,
+  type TestDatabase,
+  viaPort,
+} from '../../support/pg.js';
 import { startTcpSwitch } from '../../support/tcp-switch.js';
 import { clientFor, maxInSliding } from './helpers.js';
 
@@ -46,25 +53,46 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     return s;
   }
 
-  function platformConfig(srv: RateLimitedServer): { apiKey: string; rateLimit: { readsPerWindow: number; writesPerWindow: number; windowMs: number; headroom: number } } {
-    return { apiKey: srv.apiKey, rateLimit: { readsPerWindow: srv.limits.read, writesPerWindow: srv.limits.write, windowMs: srv.limits.windowMs, headroom: 0.9 } };
+  function platformConfig(srv: RateLimitedServer): {
+    apiKey: string;
+    rateLimit: { readsPerWindow: number; writesPerWindow: number; windowMs: number; headroom: number };
+  } {
+    return {
+      apiKey: srv.apiKey,
+      rateLimit: {
+        readsPerWindow: srv.limits.read,
+        writesPerWindow: srv.limits.write,
+        windowMs: srv.limits.windowMs,
+        headroom: 0.9,
+      },
+    };
   }
 
   /** A replica: its own pool (as its own process would have), its own clock, the shared ledger. */
   function replica(srv: RateLimitedServer, name: string, clock: Clock = systemClock): PlatformClient {
     const pool = db.pool(name, 3);
-    const client = clientFor(srv, { clock, rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock }) });
+    const client = clientFor(srv, {
+      clock,
+      rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock }),
+    });
     cleanups.push(() => client.close());
     return client;
   }
 
   it('two replicas with drifting clocks: 0 × 429 and at most the limit in every sliding window, where each alone would spend the whole budget', async () => {
-    const srv = await server({ readsPerWindow: 40, writesPerWindow: 20, windowMs: 1000, windowOffsetMs: 430 });
+    const srv = await server({
+      readsPerWindow: 40,
+      writesPerWindow: 20,
+      windowMs: 1000,
+      windowOffsetMs: 430,
+    });
     const a = replica(srv, 'replica-a', driftingClock(-180_000, 0.6));
     const b = replica(srv, 'replica-b', driftingClock(+95_000, 1.5));
     const work = (c: PlatformClient, tag: string): Array<Promise<unknown>> => [
       ...Array.from({ length: 60 }, (_, i) => c.getLoan(`${tag}-${i}`)),
-      ...Array.from({ length: 24 }, (_, i) => c.acknowledgeBoarding(`${tag}-${i}`, { ok: true }, { idempotencyKey: `ack:${tag}-${i}` })),
+      ...Array.from({ length: 24 }, (_, i) =>
+        c.acknowledgeBoarding(`${tag}-${i}`, { ok: true }, { idempotencyKey: `ack:${tag}-${i}` }),
+      ),
     ];
     const started = Date.now();
     const results = await Promise.all([...work(a, 'A'), ...work(b, 'B')]);
@@ -107,7 +135,11 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     // Writes are a separate class: not paused by a read 429.
     await expect(b.acknowledgeBoarding('B', {}, { idempotencyKey: 'ack:B' })).resolves.toBeTruthy();
 
-    const admin = rateAdminFor({ platform: platformConfig(srv) }, StoreDb.postgresOn(db.pool('admin', 1), 'test'), { clock: systemClock });
+    const admin = rateAdminFor(
+      { platform: platformConfig(srv) },
+      StoreDb.postgresOn(db.pool('admin', 1), 'test'),
+      { clock: systemClock },
+    );
     const { strikes } = await admin.status();
     expect(strikes).toHaveLength(1);
     expect(strikes[0]).toMatchObject({ bucket: 'read', path: '/public/v1/loans/{id}' });
@@ -126,19 +158,34 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 1 });
     await expect(a.getLoan('A1')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
     srv.forceRateLimit({ bucket: 'write', retryAfterSeconds: 1 });
-    await expect(b.acknowledgeBoarding('B1', {}, { idempotencyKey: 'ack:B1' })).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
+    await expect(b.acknowledgeBoarding('B1', {}, { idempotencyKey: 'ack:B1' })).rejects.toMatchObject({
+      code: 'rate_limit.exceeded',
+    });
     expect(b.health().strikes24h).toBe(2);
 
     const sent = srv.requests.length;
     // Both stopped, reads and writes, without a request leaving (A never saw the second 429).
-    for (const call of [() => a.getLoan('A2'), () => a.acknowledgeBoarding('A2', {}, { idempotencyKey: 'ack:A2' }), () => b.getLoan('B2'), () => b.acknowledgeBoarding('B2', {}, { idempotencyKey: 'ack:B2' })]) {
-      await expect(call()).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped', retryable: false, fatal: false });
+    for (const call of [
+      () => a.getLoan('A2'),
+      () => a.acknowledgeBoarding('A2', {}, { idempotencyKey: 'ack:A2' }),
+      () => b.getLoan('B2'),
+      () => b.acknowledgeBoarding('B2', {}, { idempotencyKey: 'ack:B2' }),
+    ]) {
+      await expect(call()).rejects.toMatchObject({
+        code: 'rate_limit.traffic_stopped',
+        retryable: false,
+        fatal: false,
+      });
     }
     expect(srv.requests.length).toBe(sent);
     await vi.waitFor(() => expect(a.health().trafficStopped).toBe(true), { timeout: 5000, interval: 20 });
 
     // The operator clears on another host: a third process on the same database.
-    const third = rateAdminFor({ platform: platformConfig(srv) }, StoreDb.postgresOn(db.pool('operator', 1), 'test'), { clock: systemClock });
+    const third = rateAdminFor(
+      { platform: platformConfig(srv) },
+      StoreDb.postgresOn(db.pool('operator', 1), 'test'),
+      { clock: systemClock },
+    );
     expect(await third.clearStrikes('ops:anna: ticket 4711')).toBe(2);
     await expect(a.acknowledgeBoarding('A3', {}, { idempotencyKey: 'ack:A3' })).resolves.toBeTruthy();
     await expect(b.getLoan('B3')).resolves.toMatchObject({ id: 'B3' });
@@ -155,14 +202,21 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     const pool = openPgPool({ url, client: pgClientConfig(url), applicationName: 'unreachable', max: 2 });
     pool.on('error', () => {});
     cleanups.push(() => pool.end());
-    const client = clientFor(srv, { maxRetries: 1, rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock: systemClock }) });
+    const client = clientFor(srv, {
+      maxRetries: 1,
+      rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock: systemClock }),
+    });
     cleanups.push(() => client.close());
 
     const err = await client.getLoan('L1').catch((e: unknown) => e);
     expect(isPlatformError(err) && err.code).toBe('network');
     expect(isPlatformError(err) && err.retryable).toBe(true);
-    expect((err as Error).message).toMatch(/shared rate budget \(state database\) is unreachable, so the call was not sent/);
-    await expect(client.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({ code: 'network' });
+    expect((err as Error).message).toMatch(
+      /shared rate budget \(state database\) is unreachable, so the call was not sent/,
+    );
+    await expect(client.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({
+      code: 'network',
+    });
     expect(srv.requests).toHaveLength(0);
     expect(link.accepted()).toBeGreaterThan(0);
 

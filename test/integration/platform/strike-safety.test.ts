@@ -34,7 +34,15 @@ describe('rate-limit strike safety against a server that refuses', () => {
     return d;
   }
   const limited = (srv: RateLimitedServer): number => srv.requests.filter((r) => r.status === 429).length;
-  const settle = async (calls: Array<Promise<unknown>>): Promise<unknown[]> => Promise.all(calls.map((p) => p.then(() => null, (e: unknown) => e)));
+  const settle = async (calls: Array<Promise<unknown>>): Promise<unknown[]> =>
+    Promise.all(
+      calls.map((p) =>
+        p.then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ),
+    );
 
   it('one call against a server that refuses everything sends exactly one request (one strike) and fails retryable', async () => {
     const srv = await server();
@@ -58,12 +66,24 @@ describe('rate-limit strike safety against a server that refuses', () => {
     const c = client(srv);
     srv.refuseAll({ retryAfterSeconds: 0 });
     await expect(c.getLoan('L1')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
-    await expect(c.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
+    await expect(c.acknowledgeBoarding('L1', {}, { idempotencyKey: 'ack:L1' })).rejects.toMatchObject({
+      code: 'rate_limit.exceeded',
+    });
     expect(c.health()).toMatchObject({ strikes24h: 2, trafficStopped: true, stopped: true });
     srv.stopRefusing();
     const sent = srv.requests.length;
-    for (const call of [c.getLoan('L2'), c.getEntities('L2'), c.listDocuments('L2'), c.listProducts(), c.acknowledgeBoarding('L2', {}, { idempotencyKey: 'ack:L2' })]) {
-      await expect(call).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped', retryable: false, fatal: false });
+    for (const call of [
+      c.getLoan('L2'),
+      c.getEntities('L2'),
+      c.listDocuments('L2'),
+      c.listProducts(),
+      c.acknowledgeBoarding('L2', {}, { idempotencyKey: 'ack:L2' }),
+    ]) {
+      await expect(call).rejects.toMatchObject({
+        code: 'rate_limit.traffic_stopped',
+        retryable: false,
+        fatal: false,
+      });
     }
     const walk = (async () => {
       for await (const page of c.boardingQueue()) void page;
@@ -99,7 +119,9 @@ describe('rate-limit strike safety against a server that refuses', () => {
     expect(limited(srv)).toBe(2);
     expect(srv.maxConcurrent('read')).toBeLessThanOrEqual(2);
     expect(c.health().stopped).toBe(true);
-    expect(results.filter((e) => isPlatformError(e) && e.code === 'rate_limit.traffic_stopped')).toHaveLength(6);
+    expect(results.filter((e) => isPlatformError(e) && e.code === 'rate_limit.traffic_stopped')).toHaveLength(
+      6,
+    );
   });
 
   it('after one strike at most one request per bucket is in flight until it ages out or is cleared', async () => {

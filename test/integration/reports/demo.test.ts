@@ -23,13 +23,25 @@ describe('demo (what npm start runs)', () => {
     stderr.resume();
     const shutdown = new AbortController();
     const { program, ctx } = buildProgram(() =>
-      createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
+      createCliContext({
+        clock: systemClock,
+        env: { LOG_LEVEL: 'silent' },
+        stdout,
+        stderr,
+        getConfigOption: () => undefined,
+        shutdown: shutdown.signal,
+      }),
     );
     program.exitOverride();
-    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--loans', '8', '--report-after', '3']).finally(() => ctx.close());
+    const run = program
+      .parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--loans', '8', '--report-after', '3'])
+      .finally(() => ctx.close());
 
     const latest = join(dir, 'reports', 'latest', 'report.json');
-    await vi.waitFor(() => expect(existsSync(latest), 'the first report').toBe(true), { timeout: 60_000, interval: 100 });
+    await vi.waitFor(() => expect(existsSync(latest), 'the first report').toBe(true), {
+      timeout: 60_000,
+      interval: 100,
+    });
     const report = JSON.parse(readFileSync(latest, 'utf8'));
     expect(report.totals.acknowledgedOnPlatform.count).toBeGreaterThan(0);
 
@@ -57,11 +69,30 @@ describe('demo (what npm start runs)', () => {
     stderr.on('data', (c: Buffer) => (text += c.toString('utf8'))); // the narration lines
     const shutdown = new AbortController();
     const { program, ctx } = buildProgram(() =>
-      createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
+      createCliContext({
+        clock: systemClock,
+        env: { LOG_LEVEL: 'silent' },
+        stdout,
+        stderr,
+        getConfigOption: () => undefined,
+        shutdown: shutdown.signal,
+      }),
     );
     program.exitOverride();
     // --report-after far away: only the first cycle and the stop write reports.
-    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--loans', '6', '--report-after', '3600']).finally(() => ctx.close());
+    const run = program
+      .parseAsync([
+        'node',
+        'boarding-connector',
+        'demo',
+        '--dir',
+        dir,
+        '--loans',
+        '6',
+        '--report-after',
+        '3600',
+      ])
+      .finally(() => ctx.close());
     const runDirs = (): string[] => {
       const reports = join(dir, 'reports');
       if (!existsSync(reports)) return [];
@@ -85,7 +116,9 @@ describe('demo (what npm start runs)', () => {
     expect(runDirs().length, 'another report, written at stop').toBeGreaterThan(before);
     expect(text).toMatch(/report rec-\S+ \(at stop\)/);
     const latest = JSON.parse(readFileSync(join(dir, 'reports', 'latest', 'report.json'), 'utf8'));
-    const ids = runDirs().map((d) => JSON.parse(readFileSync(join(d, 'report.json'), 'utf8')).header.runId as string);
+    const ids = runDirs().map(
+      (d) => JSON.parse(readFileSync(join(d, 'report.json'), 'utf8')).header.runId as string,
+    );
     expect(ids).toContain(latest.header.runId);
     expect(text).toMatch(/stopped\. boarded \d+, quarantined \d+; \d+ report\(s\)/);
   }, 90_000);
@@ -100,20 +133,46 @@ describe('demo (what npm start runs)', () => {
     stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
     const shutdown = new AbortController();
     const { program, ctx } = buildProgram(() =>
-      createCliContext({ clock: systemClock, env: { LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: shutdown.signal }),
+      createCliContext({
+        clock: systemClock,
+        env: { LOG_LEVEL: 'silent' },
+        stdout,
+        stderr,
+        getConfigOption: () => undefined,
+        shutdown: shutdown.signal,
+      }),
     );
     program.exitOverride();
     // The default data (seed 1, 25 loans): the script's first pick is an id with / % ? and non-ASCII.
     // A 2 s rate window (the demo's option) so the whole queue boards in seconds.
-    const run = program.parseAsync(['node', 'boarding-connector', 'demo', '--dir', dir, '--report-after', '3600', '--step-ms', '100', '--window-ms', '2000']).finally(() => ctx.close());
-    const stepLines = (): string[] => text.split('\n').filter((l) => /^ {2}· (released|3 new loans|nothing left|sandbox step failed)/.test(l));
+    const run = program
+      .parseAsync([
+        'node',
+        'boarding-connector',
+        'demo',
+        '--dir',
+        dir,
+        '--report-after',
+        '3600',
+        '--step-ms',
+        '100',
+        '--window-ms',
+        '2000',
+      ])
+      .finally(() => ctx.close());
+    const stepLines = (): string[] =>
+      text
+        .split('\n')
+        .filter((l) => /^ {2}· (released|3 new loans|nothing left|sandbox step failed)/.test(l));
     await vi.waitFor(() => expect(stepLines().length).toBe(11), { timeout: 60_000, interval: 100 });
     // The README's quick start boards every loan: every loan the sandbox released is boarded on it.
     const adminUrl = /admin: (http:\/\/\S+\/admin)/.exec(text)?.[1];
     expect(adminUrl, text).toBeDefined();
     await vi.waitFor(
       async () => {
-        const open = (await (await fetch(`${adminUrl!}/loans?released=true&boarded=false`)).json()) as { data: Array<{ id: string }> };
+        const open = (await (await fetch(`${adminUrl!}/loans?released=true&boarded=false`)).json()) as {
+          data: Array<{ id: string }>;
+        };
         expect(open.data.map((l) => l.id)).toEqual([]);
       },
       { timeout: 60_000, interval: 250 },
@@ -122,10 +181,21 @@ describe('demo (what npm start runs)', () => {
     expect(released.data.length).toBeGreaterThan(20);
     shutdown.abort(new Error('received SIGINT'));
     await run;
-    expect(stepLines().filter((l) => l.includes('failed')), text).toEqual([]);
-    expect(stepLines().filter((l) => l.includes("released and funded")).length, stepLines().join("\n")).toBeGreaterThanOrEqual(3);
+    expect(
+      stepLines().filter((l) => l.includes('failed')),
+      text,
+    ).toEqual([]);
+    expect(
+      stepLines().filter((l) => l.includes('released and funded')).length,
+      stepLines().join('\n'),
+    ).toBeGreaterThanOrEqual(3);
     // At least one step worked on an id that needs encoding in a path.
-    expect(stepLines().some((l) => /released.*([/%?]|[^ -~])/.test(l)), stepLines().join('\n')).toBe(true);
-    expect(text).toMatch(/stopped\. boarded [1-9]\d*, quarantined 0; \d+ report\(s\); 11 of 11 sandbox step\(s\) run, 0 failed/);
+    expect(
+      stepLines().some((l) => /released.*([/%?]|[^ -~])/.test(l)),
+      stepLines().join('\n'),
+    ).toBe(true);
+    expect(text).toMatch(
+      /stopped\. boarded [1-9]\d*, quarantined 0; \d+ report\(s\); 11 of 11 sandbox step\(s\) run, 0 failed/,
+    );
   }, 90_000);
 });

@@ -58,7 +58,12 @@ function platformRow(i: number): PlatformLoanRow {
 function sources(): ReconcileSources {
   const rows = Array.from({ length: N }, (_, i) => storeRow(i));
   const items = (id: string, limit: number): ReportReviewItem[] =>
-    Array.from({ length: Math.min(limit, 12) }, (_, k) => ({ code: `C${k}`, field: `f${k}`, message: `about ${id}, "quoted"`, at: k % 2 === 0 ? 'mapping.yaml:3:5' : null }));
+    Array.from({ length: Math.min(limit, 12) }, (_, k) => ({
+      code: `C${k}`,
+      field: `f${k}`,
+      message: `about ${id}, "quoted"`,
+      at: k % 2 === 0 ? 'mapping.yaml:3:5' : null,
+    }));
   return {
     storeRows: () => rows,
     storeCount: () => rows.length,
@@ -85,10 +90,21 @@ describe('reconcile report files written as the exceptions are found', () => {
     dirs.push(dir);
     const result = await runReconcile({
       config: {
-        platform: { baseUrl: 'https://lender.example.com/api', apiKey: 'pk_test_x', environment: 'staging', rateLimit: { readsPerWindow: 1, writesPerWindow: 1, windowMs: 1000, headroom: 1 }, timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 }, maxRetries: 0, pageSize: 100 },
+        platform: {
+          baseUrl: 'https://lender.example.com/api',
+          apiKey: 'pk_test_x',
+          environment: 'staging',
+          rateLimit: { readsPerWindow: 1, writesPerWindow: 1, windowMs: 1000, headroom: 1 },
+          timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 },
+          maxRetries: 0,
+          pageSize: 100,
+        },
         bank: { timeZone: 'America/Chicago' },
         reports: { dir, fundedNotReleasedDays: 5 },
-        core: { adapter: 'file', file: { dir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
+        core: {
+          adapter: 'file',
+          file: { dir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } },
+        },
       },
       platform: {} as PlatformApi,
       reads: {} as never,
@@ -98,17 +114,30 @@ describe('reconcile report files written as the exceptions are found', () => {
       connectorVersion: 'test',
       sources: sources(),
     });
-    const reference = await computeReconciliation(sources(), { asOfMs: AS_OF, timeZone: 'America/Chicago', fundedNotReleasedDays: 5, since: null });
+    const reference = await computeReconciliation(sources(), {
+      asOfMs: AS_OF,
+      timeZone: 'America/Chicago',
+      fundedNotReleasedDays: 5,
+      since: null,
+    });
     expect(reference.exceptions.length).toBeGreaterThan(HTML_MAX_ROWS);
     expect(result.summary.exceptionCount).toBe(reference.exceptions.length);
 
     const json = readFileSync(result.files.json, 'utf8');
     const s = sources();
-    expect(json).toBe(renderJson(result.summary, reference.exceptions, { reviewItems: (id) => (s.reviewItems?.(id, 10) as ReportReviewItem[] | undefined) ?? [] }));
-    const csvRows = readFileSync(result.files.csv, 'utf8').split('\r\n').filter((l) => /^rec-/.test(l));
+    expect(json).toBe(
+      renderJson(result.summary, reference.exceptions, {
+        reviewItems: (id) => (s.reviewItems?.(id, 10) as ReportReviewItem[] | undefined) ?? [],
+      }),
+    );
+    const csvRows = readFileSync(result.files.csv, 'utf8')
+      .split('\r\n')
+      .filter((l) => /^rec-/.test(l));
     expect(csvRows.length).toBeGreaterThanOrEqual(reference.exceptions.length);
     const html = readFileSync(result.files.html, 'utf8');
-    expect(html).toContain(`Showing the first ${HTML_MAX_ROWS} of ${reference.exceptions.length}; report.csv has every row.`);
+    expect(html).toContain(
+      `Showing the first ${HTML_MAX_ROWS} of ${reference.exceptions.length}; report.csv has every row.`,
+    );
     // Nothing but the three reports is left in the run's folder (no streamed parts, no temp files).
     expect(readdirSync(result.dir).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
   });

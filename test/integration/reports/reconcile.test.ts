@@ -1,4 +1,12 @@
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,7 +50,14 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({
+      clock: systemClock,
+      env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' },
+      stdout,
+      stderr,
+      getConfigOption: () => undefined,
+      shutdown: new AbortController().signal,
+    }),
   );
   program.exitOverride();
   try {
@@ -53,8 +68,16 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
   return { stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
-async function setup(mapper: FakeMapper = new FakeMapper()): Promise<{ sb: RunningSandbox; dir: string; configPath: string; boardedIds: string[] }> {
-  const sb = await startSandbox({ amounts: 'extreme', loans: 8, releaseRatio: 1, readsPerWindow: 10_000, writesPerWindow: 10_000 });
+async function setup(
+  mapper: FakeMapper = new FakeMapper(),
+): Promise<{ sb: RunningSandbox; dir: string; configPath: string; boardedIds: string[] }> {
+  const sb = await startSandbox({
+    amounts: 'extreme',
+    loans: 8,
+    releaseRatio: 1,
+    readsPerWindow: 10_000,
+    writesPerWindow: 10_000,
+  });
   cleanups.push(() => sb.close());
   const dir = mkdtempSync(join(tmpdir(), 'reconcile-it-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,12 +87,19 @@ async function setup(mapper: FakeMapper = new FakeMapper()): Promise<{ sb: Runni
   // Board every released loan with the real file core (the core record carries the source values).
   const rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper });
   try {
-    const summary = await rt.runner.run({ reason: 'test', stop: new AbortController().signal, abort: new AbortController().signal, settleMs: 0 });
+    const summary = await rt.runner.run({
+      reason: 'test',
+      stop: new AbortController().signal,
+      abort: new AbortController().signal,
+      settleMs: 0,
+    });
     expect(summary.acknowledged).toBeGreaterThan(0);
   } finally {
     await rt.close();
   }
-  const boarded = (await (await fetch(`${sb.adminUrl}/loans?boarded=true`)).json()) as { data: Array<{ id: string }> };
+  const boarded = (await (await fetch(`${sb.adminUrl}/loans?boarded=true`)).json()) as {
+    data: Array<{ id: string }>;
+  };
   return { sb, dir, configPath, boardedIds: boarded.data.map((l) => l.id) };
 }
 
@@ -88,7 +118,11 @@ describe('reconcile against the sandbox, the state database and the file core', 
     expect(lstatSync(latest).isSymbolicLink()).toBe(true);
     const json = JSON.parse(readFileSync(join(latest, 'report.json'), 'utf8'));
     expect(json.schema).toBe('boarding-connector/reconciliation-report@1');
-    expect(json.header).toMatchObject({ timeZone: 'America/Chicago', environment: 'development', coreAdapter: expect.any(String) });
+    expect(json.header).toMatchObject({
+      timeZone: 'America/Chicago',
+      environment: 'development',
+      coreAdapter: expect.any(String),
+    });
     expect(json.header.mappingVersions).toEqual([{ version: 'v1', loans: boardedIds.length }]);
     expect(json.exceptions).toEqual([]);
     expect(json.signOff).toMatchObject({ preparedBy: null, reviewedBy: null });
@@ -103,7 +137,11 @@ describe('reconcile against the sandbox, the state database and the file core', 
     const runs = readdirSync(join(dir, 'reports', dated[0]!));
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatch(/^run-\d{6}$/);
-    expect(readdirSync(join(dir, 'reports', dated[0]!, runs[0]!)).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
+    expect(readdirSync(join(dir, 'reports', dated[0]!, runs[0]!)).sort()).toEqual([
+      'report.csv',
+      'report.html',
+      'report.json',
+    ]);
   });
 
   it('keeps both reports of two runs on one day (regression: the second silently replaced a report that may be signed)', async () => {
@@ -115,11 +153,16 @@ describe('reconcile against the sandbox, the state database and the file core', 
     const days = readdirSync(reports).filter((n) => n !== 'latest');
     const runDirs = days.flatMap((d) => readdirSync(join(reports, d)).map((r) => join(reports, d, r)));
     expect(runDirs).toHaveLength(2);
-    const runIds = runDirs.map((d) => JSON.parse(readFileSync(join(d, 'report.json'), 'utf8')).header.runId).sort();
+    const runIds = runDirs
+      .map((d) => JSON.parse(readFileSync(join(d, 'report.json'), 'utf8')).header.runId)
+      .sort();
     expect(runIds).toEqual([first.runId, second.runId].sort());
-    for (const d of runDirs) expect(readdirSync(d).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
+    for (const d of runDirs)
+      expect(readdirSync(d).sort()).toEqual(['report.csv', 'report.html', 'report.json']);
     // The stable path follows the newest run.
-    expect(JSON.parse(readFileSync(join(reports, 'latest', 'report.json'), 'utf8')).header.runId).toBe(second.runId);
+    expect(JSON.parse(readFileSync(join(reports, 'latest', 'report.json'), 'utf8')).header.runId).toBe(
+      second.runId,
+    );
     // --out never overwrites a report either.
     const out = join(dir, 'out');
     await cli(configPath, ['reconcile', '--out', out]);
@@ -151,9 +194,21 @@ describe('reconcile against the sandbox, the state database and the file core', 
     expect(ex.loanId).toBe(first);
     expect(ex.reviewItems).toHaveLength(10);
     expect(ex.reviewItemsMore).toBe(3);
-    expect(ex.reviewItems[0]).toEqual({ code: 'approximated', field: 'loan.field0', message: expect.stringContaining('[redacted-tin]'), at: 'loan.yaml:10:3' });
-    expect(ex.reviewItems[9]).toMatchObject({ field: 'loan.field9', message: 'item 9', at: 'loan.yaml:19:3' });
-    const all = readFileSync(join(latest, 'report.json'), 'utf8') + readFileSync(join(latest, 'report.csv'), 'utf8') + readFileSync(join(latest, 'report.html'), 'utf8');
+    expect(ex.reviewItems[0]).toEqual({
+      code: 'approximated',
+      field: 'loan.field0',
+      message: expect.stringContaining('[redacted-tin]'),
+      at: 'loan.yaml:10:3',
+    });
+    expect(ex.reviewItems[9]).toMatchObject({
+      field: 'loan.field9',
+      message: 'item 9',
+      at: 'loan.yaml:19:3',
+    });
+    const all =
+      readFileSync(join(latest, 'report.json'), 'utf8') +
+      readFileSync(join(latest, 'report.csv'), 'utf8') +
+      readFileSync(join(latest, 'report.html'), 'utf8');
     expect(all).not.toContain('123456789');
 
     const csv = readFileSync(join(latest, 'report.csv'), 'utf8');
@@ -172,11 +227,21 @@ describe('reconcile against the sandbox, the state database and the file core', 
   it('reports a loan boarded by someone else, a core record edited behind our back, and a quarantine', async () => {
     const { sb, dir, configPath, boardedIds } = await setup();
     // 1. A loan released and acknowledged directly on the platform: not in the core, unknown to us.
-    const created = (await (await fetch(`${sb.adminUrl}/loans`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: 1, release: true }) })).json()) as { ids: string[] };
+    const created = (await (
+      await fetch(`${sb.adminUrl}/loans`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ count: 1, release: true }),
+      })
+    ).json()) as { ids: string[] };
     const stranger = created.ids[0]!;
     const ack = await fetch(`${sb.baseUrl}/public/v1/loans/${encodeURIComponent(stranger)}/boarding`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${sb.apiKey}`, 'content-type': 'application/json', 'idempotency-key': ackKey(stranger, 'test') },
+      headers: {
+        authorization: `Bearer ${sb.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': ackKey(stranger, 'test'),
+      },
       body: '{}',
     });
     expect(ack.status).toBeLessThan(300);
@@ -191,8 +256,24 @@ describe('reconcile against the sandbox, the state database and the file core', 
     manifest.source.centsAmount += 1;
     writeFileSync(manifestPath, JSON.stringify(manifest));
     // 3. A released loan whose queue item is malformed: the connector quarantines it.
-    const bad = ((await (await fetch(`${sb.adminUrl}/loans`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ count: 1, release: true }) })).json()) as { ids: string[] }).ids[0]!;
-    expect((await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(bad)}/malform`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"kind":"amount"}' })).status).toBe(200);
+    const bad = (
+      (await (
+        await fetch(`${sb.adminUrl}/loans`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ count: 1, release: true }),
+        })
+      ).json()) as { ids: string[] }
+    ).ids[0]!;
+    expect(
+      (
+        await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(bad)}/malform`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"kind":"amount"}',
+        })
+      ).status,
+    ).toBe(200);
     await cli(configPath, ['sync', '--once', '--settle-ms', '0']);
 
     const out = join(dir, 'out');
@@ -201,7 +282,12 @@ describe('reconcile against the sandbox, the state database and the file core', 
     expect(existsSync(join(dir, 'reports', 'latest'))).toBe(false); // --out leaves latest alone
 
     const json = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
-    const got = json.exceptions.map((e: { reason: string; loanId: string; field: string | null }) => `${e.reason}:${e.loanId}${e.field ? `:${e.field}` : ''}`).sort();
+    const got = json.exceptions
+      .map(
+        (e: { reason: string; loanId: string; field: string | null }) =>
+          `${e.reason}:${e.loanId}${e.field ? `:${e.field}` : ''}`,
+      )
+      .sort();
     expect(got).toEqual(
       [
         `acknowledged_missing_in_core:${stranger}`,
@@ -214,7 +300,9 @@ describe('reconcile against the sandbox, the state database and the file core', 
     expect(platformLine).toMatchObject({ ties: false, differenceCount: 1 });
     const csvLines = readFileSync(join(out, 'report.csv'), 'utf8').split('\r\n').filter(Boolean);
     expect(csvLines).toHaveLength(1 + 4);
-    expect(csvLines.some((l) => l.includes(stranger) && l.includes('acknowledged_missing_in_core'))).toBe(true);
+    expect(csvLines.some((l) => l.includes(stranger) && l.includes('acknowledged_missing_in_core'))).toBe(
+      true,
+    );
     const html = readFileSync(join(out, 'report.html'), 'utf8');
     expect(html).toContain('Control totals DO NOT tie');
     expect(html).toContain(stranger);
@@ -224,8 +312,13 @@ describe('reconcile against the sandbox, the state database and the file core', 
     const dir = mkdtempSync(join(tmpdir(), 'reconcile-it-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, 'platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: pk_test_x, environment: development }\n');
-    await expect(cli(configPath, ['reconcile', '--since', 'yesterday'])).rejects.toThrow(/--since: expected an ISO 8601 date-time/);
+    writeFileSync(
+      configPath,
+      'platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: pk_test_x, environment: development }\n',
+    );
+    await expect(cli(configPath, ['reconcile', '--since', 'yesterday'])).rejects.toThrow(
+      /--since: expected an ISO 8601 date-time/,
+    );
   });
 
   it('fails with the platform error and leaves no partial report when the platform is unreachable', async () => {

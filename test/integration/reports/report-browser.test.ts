@@ -108,7 +108,17 @@ afterAll(() => {
 describe('report.html in a browser', () => {
   it('renders the status, control totals, tie-out, aging chart and exceptions', async (ctx) => {
     if (skipReason || !playwright || !chromium) return ctx.skip(skipReason ?? 'unavailable');
-    const s = [store('a', 'acknowledged'), store('b', 'acknowledged'), store('q', 'quarantined', { coreReference: null, writtenAt: null, quarantineReason: 'tin_incomplete', lastErrorMessage: '<b>only</b> last 4', updatedAt: AS_OF - 9 * DAY })];
+    const s = [
+      store('a', 'acknowledged'),
+      store('b', 'acknowledged'),
+      store('q', 'quarantined', {
+        coreReference: null,
+        writtenAt: null,
+        quarantineReason: 'tin_incomplete',
+        lastErrorMessage: '<b>only</b> last 4',
+        updatedAt: AS_OF - 9 * DAY,
+      }),
+    ];
     const p = [plat('a'), plat('b', { bpsRate: 700 })];
     const c = [core('a'), core('b')];
     const sources: ReconcileSources = {
@@ -129,10 +139,21 @@ describe('report.html in a browser', () => {
     dirs.push(dir);
     const result = await runReconcile({
       config: {
-        platform: { baseUrl: 'https://lender.example.com/api', apiKey: 'pk_test_x', environment: 'staging', rateLimit: { readsPerWindow: 1, writesPerWindow: 1, windowMs: 1000, headroom: 1 }, timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 }, maxRetries: 0, pageSize: 100 },
+        platform: {
+          baseUrl: 'https://lender.example.com/api',
+          apiKey: 'pk_test_x',
+          environment: 'staging',
+          rateLimit: { readsPerWindow: 1, writesPerWindow: 1, windowMs: 1000, headroom: 1 },
+          timeouts: { connectMs: 1, headersMs: 1, bodyMs: 1 },
+          maxRetries: 0,
+          pageSize: 100,
+        },
         bank: { timeZone: 'America/Chicago' },
         reports: { dir, fundedNotReleasedDays: 5 },
-        core: { adapter: 'file', file: { dir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } } },
+        core: {
+          adapter: 'file',
+          file: { dir, csvBatches: false, batch: { cutoff: '18:00', triggerFile: 'READY' } },
+        },
       },
       platform: {} as PlatformApi,
       reads: {} as never,
@@ -143,7 +164,11 @@ describe('report.html in a browser', () => {
       sources,
     });
 
-    const browser = await playwright.chromium.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const browser = await playwright.chromium.launch({
+      executablePath: chromium,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const requests: string[] = [];

@@ -14,7 +14,9 @@ import { openDatabase } from '../../../src/store/db.js';
 describe('reconciliation on a connection the pipeline is using', () => {
   it('lets other statements run on the same connection while it reads the store', async () => {
     const db = openDatabase(':memory:');
-    const insert = db.prepare("INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES (?, 'acknowledged', 100, 1, 1)");
+    const insert = db.prepare(
+      "INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES (?, 'acknowledged', 100, 1, 1)",
+    );
     db.transaction(() => {
       for (let i = 0; i < 7000; i++) insert.run(`loan_${String(i).padStart(5, '0')}`);
     })();
@@ -22,7 +24,9 @@ describe('reconciliation on a connection the pipeline is using', () => {
     // The hazard itself: an open iterator blocks the connection.
     const it = db.prepare('SELECT id FROM loans').iterate();
     it.next();
-    expect(() => db.prepare('UPDATE loans SET updated_at = 2 WHERE id = ?').run('loan_00000')).toThrow(/busy/);
+    expect(() => db.prepare('UPDATE loans SET updated_at = 2 WHERE id = ?').run('loan_00000')).toThrow(
+      /busy/,
+    );
     it.return?.();
 
     const platform = {
@@ -45,7 +49,12 @@ describe('reconciliation on a connection the pipeline is using', () => {
         await Promise.resolve();
       }
     })();
-    const outcome = await computeReconciliation(sources, { asOfMs: Date.now(), timeZone: 'UTC', fundedNotReleasedDays: 5, since: null });
+    const outcome = await computeReconciliation(sources, {
+      asOfMs: Date.now(),
+      timeZone: 'UTC',
+      fundedNotReleasedDays: 5,
+      since: null,
+    });
     done = true;
     await pipeline;
     expect(outcome.totals.released.count).toBe(7000);

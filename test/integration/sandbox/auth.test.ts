@@ -9,7 +9,8 @@ describe('authentication codes', () => {
   });
   afterAll(() => h.close());
 
-  const key = async (body: Record<string, unknown>): Promise<string> => (await h.admin('/keys', 'POST', body)).apiKey;
+  const key = async (body: Record<string, unknown>): Promise<string> =>
+    (await h.admin('/keys', 'POST', body)).apiKey;
 
   it.each([
     ['no Authorization header', null],
@@ -34,7 +35,12 @@ describe('authentication codes', () => {
       ['/public/v1/loans', { environment: 'production', productionApproved: true }, 'auth.env_mismatch'],
       ['/public/v1/loans', { environment: 'development' }, 'auth.env_mismatch'],
       ['/public/v1/loans', { orgEnvironments: ['development'] }, 'auth.env_not_available'],
-      ['/public/v1/loans', { allowedCountries: ['US'] }, 'auth.country_restricted', { 'X-Sandbox-Country': 'FR' }],
+      [
+        '/public/v1/loans',
+        { allowedCountries: ['US'] },
+        'auth.country_restricted',
+        { 'X-Sandbox-Country': 'FR' },
+      ],
     ];
     for (const [path, opts, code, headers] of cases) {
       const r = await h.api(path, { key: await key(opts), headers: headers ?? {} });
@@ -58,14 +64,19 @@ describe('authentication codes', () => {
   });
 
   it('a country-restricted key works from an allowed country', async () => {
-    const r = await h.api('/public/v1/products', { key: await key({ allowedCountries: ['us', 'CA'] }), headers: { 'X-Sandbox-Country': 'ca' } });
+    const r = await h.api('/public/v1/products', {
+      key: await key({ allowedCountries: ['us', 'CA'] }),
+      headers: { 'X-Sandbox-Country': 'ca' },
+    });
     expect(r.status).toBe(200);
   });
 
   it('the default key reads masked tax ids; a key with read:businesses:ein / read:people:ssn reads full ones', async () => {
     const loans = (await h.admin('/loans')).data as Array<{ id: string }>;
     let found = false;
-    const full = await key({ permissions: ['read:loans', 'read:businesses', 'read:businesses:ein', 'read:people:ssn'] });
+    const full = await key({
+      permissions: ['read:loans', 'read:businesses', 'read:businesses:ein', 'read:people:ssn'],
+    });
     for (const { id } of loans) {
       const masked = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/entities`);
       const unmasked = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/entities`, { key: full });
@@ -94,7 +105,10 @@ describe('authentication codes', () => {
     try {
       const bizLoan = (await full.admin('/loans')).data[0].id;
       const r = await full.api(`/public/v1/loans/${encodeURIComponent(bizLoan)}/entities`);
-      const all = [...r.body.data.businesses.map((b: J) => b.ein), ...r.body.data.people.map((p: J) => p.ssn)];
+      const all = [
+        ...r.body.data.businesses.map((b: J) => b.ein),
+        ...r.body.data.people.map((p: J) => p.ssn),
+      ];
       expect(all.length).toBeGreaterThan(0);
       for (const tin of all) expect(tin).toMatch(/^\d{2,3}-\d{2,7}/);
     } finally {

@@ -44,7 +44,16 @@ describe('boarding queue and acknowledgement', () => {
   });
 
   it('rejects bad paging parameters with input.invalid', async () => {
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'offset=-1', 'cursor=&offset=3', 'cursor=garbage', 'boarded=maybe', 'boardedSince=2025-01-01T00:00:00Z']) {
+    for (const q of [
+      'limit=0',
+      'limit=101',
+      'limit=abc',
+      'offset=-1',
+      'cursor=&offset=3',
+      'cursor=garbage',
+      'boarded=maybe',
+      'boardedSince=2025-01-01T00:00:00Z',
+    ]) {
       const r = await h.api(`/public/v1/loans/boarding-queue?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.body.code, q).toBe('input.invalid');
@@ -52,20 +61,28 @@ describe('boarding queue and acknowledgement', () => {
   });
 
   it('a cursor walk while loans are acknowledged concurrently neither skips nor repeats an item', async () => {
-    const before = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data.map((l: J) => l.id) as string[];
+    const before = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data.map(
+      (l: J) => l.id,
+    ) as string[];
     expect(before.length).toBeGreaterThan(20);
     // Another worker acknowledges every other loan, in an order unrelated to the queue's, while we walk.
     const victims = before.filter((_, i) => i % 2 === 1).sort((a, b) => (a.slice(-3) < b.slice(-3) ? -1 : 1));
     const acker = (async () => {
       for (const id of victims) {
-        const r = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: `core-${id}` }, headers: { 'Idempotency-Key': ackKey(id, 'concurrent') } });
+        const r = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, {
+          method: 'POST',
+          body: { boardingReference: `core-${id}` },
+          headers: { 'Idempotency-Key': ackKey(id, 'concurrent') },
+        });
         expect(r.status).toBe(200);
       }
     })();
     const seen: string[] = [];
     let cursor = '';
     for (let guard = 0; guard < 200; guard += 1) {
-      const page = await h.api(`/public/v1/loans/boarding-queue?limit=3&cursor=${encodeURIComponent(cursor)}`);
+      const page = await h.api(
+        `/public/v1/loans/boarding-queue?limit=3&cursor=${encodeURIComponent(cursor)}`,
+      );
       expect(page.status).toBe(200);
       expect(page.body.meta.mode).toBe('cursor');
       expect(Object.keys(page.body.meta).sort()).toEqual(['hasMore', 'limit', 'mode', 'nextCursor']);
@@ -89,8 +106,16 @@ describe('boarding queue and acknowledgement', () => {
     const [first] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
     const id = first.id as string;
     const key = ackKey(id, first.boarding.id);
-    const a = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: 'CORE-1' }, headers: { 'Idempotency-Key': key } });
-    const b = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: 'CORE-1' }, headers: { 'Idempotency-Key': key } });
+    const a = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, {
+      method: 'POST',
+      body: { boardingReference: 'CORE-1' },
+      headers: { 'Idempotency-Key': key },
+    });
+    const b = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, {
+      method: 'POST',
+      body: { boardingReference: 'CORE-1' },
+      headers: { 'Idempotency-Key': key },
+    });
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
     expect(b.body).toEqual(a.body);
@@ -100,14 +125,22 @@ describe('boarding queue and acknowledgement', () => {
     expect(counters.acks[id]).toBe(1);
     expect(counters.ackKeys[id]).toEqual([key]);
 
-    const other = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `${key}-2` } });
+    const other = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, {
+      method: 'POST',
+      body: {},
+      headers: { 'Idempotency-Key': `${key}-2` },
+    });
     expect(other.status).toBe(409);
     expect(other.body.code).toBe('loan.already_boarded');
     const after = await h.admin('/counters');
     expect(after.acks[id]).toBe(1);
     expect(after.duplicateAcks[id]).toBe(1);
 
-    const mismatch = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, { method: 'POST', body: { boardingReference: 'OTHER' }, headers: { 'Idempotency-Key': key } });
+    const mismatch = await h.api(`/public/v1/loans/${encodeURIComponent(id)}/boarding`, {
+      method: 'POST',
+      body: { boardingReference: 'OTHER' },
+      headers: { 'Idempotency-Key': key },
+    });
     expect(mismatch.status).toBe(422);
     expect(mismatch.body.code).toBe('idempotency.key_reused');
 
@@ -119,13 +152,24 @@ describe('boarding queue and acknowledgement', () => {
 
   it('refuses an Idempotency-Key longer than 255 characters and an ack of an unreleased loan', async () => {
     const [first] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
-    const long = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k'.repeat(256) } });
+    const long = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, {
+      method: 'POST',
+      body: {},
+      headers: { 'Idempotency-Key': 'k'.repeat(256) },
+    });
     expect(long.status).toBe(400);
     expect(long.body.code).toBe('input.invalid');
-    const ok255 = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k'.repeat(255) } });
+    const ok255 = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, {
+      method: 'POST',
+      body: {},
+      headers: { 'Idempotency-Key': 'k'.repeat(255) },
+    });
     expect(ok255.status).toBe(200);
     const unreleased = (await h.admin('/loans?released=false')).data[0].id;
-    const r = await h.api(`/public/v1/loans/${encodeURIComponent(unreleased)}/boarding`, { method: 'POST', body: {} });
+    const r = await h.api(`/public/v1/loans/${encodeURIComponent(unreleased)}/boarding`, {
+      method: 'POST',
+      body: {},
+    });
     expect(r.status).toBe(409);
     expect(r.body.code).toBe('loan.not_released');
     const missing = await h.api('/public/v1/loans/ln_nope/boarding', { method: 'POST', body: {} });
@@ -134,7 +178,9 @@ describe('boarding queue and acknowledgement', () => {
   });
 
   it('boarded=true filters by boardedSince and a released loan joins the end of the queue', async () => {
-    const future = await h.api(`/public/v1/loans/boarding-queue?boarded=true&boardedSince=${encodeURIComponent('2999-01-01T00:00:00+02:00')}`);
+    const future = await h.api(
+      `/public/v1/loans/boarding-queue?boarded=true&boardedSince=${encodeURIComponent('2999-01-01T00:00:00+02:00')}`,
+    );
     expect(future.status).toBe(200);
     expect(future.body.data).toEqual([]);
     const past = await h.api('/public/v1/loans/boarding-queue?boarded=true&boardedSince=2000-01-01');
@@ -147,10 +193,23 @@ describe('boarding queue and acknowledgement', () => {
 
   it('a connection dropped after commit still boards the loan exactly once (resetAfterCommit)', async () => {
     const [first] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
-    await h.admin('/faults', 'PUT', { seed: 7, rules: [{ route: 'POST /public/v1/loans/:id/boarding', resetAfterCommitRate: 1, count: 1 }] });
+    await h.admin('/faults', 'PUT', {
+      seed: 7,
+      rules: [{ route: 'POST /public/v1/loans/:id/boarding', resetAfterCommitRate: 1, count: 1 }],
+    });
     const key = ackKey(first.id, 'r');
-    await expect(h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': key } })).rejects.toThrow();
-    const retry = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': key } });
+    await expect(
+      h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, {
+        method: 'POST',
+        body: {},
+        headers: { 'Idempotency-Key': key },
+      }),
+    ).rejects.toThrow();
+    const retry = await h.api(`/public/v1/loans/${encodeURIComponent(first.id)}/boarding`, {
+      method: 'POST',
+      body: {},
+      headers: { 'Idempotency-Key': key },
+    });
     expect(retry.status).toBe(200);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     const c = await h.admin('/counters');
@@ -167,25 +226,44 @@ describe('boarding queue and acknowledgement', () => {
     expect(page.body.data[1].id).toBe(second.id);
     await h.admin(`/loans/${encodeURIComponent(first.id)}/malform`, 'POST', { kind: 'unknown_values' });
     const surprising = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data[0];
-    expect(surprising).toMatchObject({ id: first.id, status: 'on_hold', paymentFrequency: 'every 4 weeks', centsOriginationFee: 125_000 });
+    expect(surprising).toMatchObject({
+      id: first.id,
+      status: 'on_hold',
+      paymentFrequency: 'every 4 weeks',
+      centsOriginationFee: 125_000,
+    });
     expect(loanSchema.safeParse(surprising).success).toBe(true);
     await h.admin(`/loans/${encodeURIComponent(first.id)}/malform`, 'DELETE');
   });
 
   it('a boarded loan released again gets a new boarding id and can be acknowledged again', async () => {
     const [item] = (await h.api('/public/v1/loans/boarding-queue?limit=1')).body.data;
-    const first = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': ackKey(item.id, item.boarding.id) } });
+    const first = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, {
+      method: 'POST',
+      body: {},
+      headers: { 'Idempotency-Key': ackKey(item.id, item.boarding.id) },
+    });
     expect(first.status).toBe(200);
     const released = await h.admin(`/loans/${encodeURIComponent(item.id)}/release`, 'POST');
     expect(released.boarding.id).not.toBe(item.boarding.id);
     expect(released.boarding.boarded).toBe(false);
     const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data;
-    expect(queue.at(-1)).toMatchObject({ id: item.id, boarding: { id: released.boarding.id, boarded: false } });
-    const second = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': ackKey(item.id, released.boarding.id) } });
+    expect(queue.at(-1)).toMatchObject({
+      id: item.id,
+      boarding: { id: released.boarding.id, boarded: false },
+    });
+    const second = await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, {
+      method: 'POST',
+      body: {},
+      headers: { 'Idempotency-Key': ackKey(item.id, released.boarding.id) },
+    });
     expect(second.status).toBe(200);
     const c = await h.admin('/counters');
     expect(c.acks[item.id]).toBe(2);
-    expect(c.ackKeys[item.id]).toEqual([ackKey(item.id, item.boarding.id), ackKey(item.id, released.boarding.id)]);
+    expect(c.ackKeys[item.id]).toEqual([
+      ackKey(item.id, item.boarding.id),
+      ackKey(item.id, released.boarding.id),
+    ]);
     const internal = await h.admin(`/loans/${encodeURIComponent(item.id)}`);
     expect(internal.boarding).toMatchObject({ id: released.boarding.id, boarded: true });
     for (const b of internal.businesses) expect(b.ein).toMatch(/^\d{9}$/);

@@ -3,7 +3,9 @@ import { startHarness, type Harness } from './harness.js';
 
 async function snapshot(h: Harness): Promise<unknown> {
   const loans = (await h.api('/public/v1/loans?limit=100')).body.data;
-  const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data.map((l: { id: string }) => l.id);
+  const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data.map(
+    (l: { id: string }) => l.id,
+  );
   const entities = [];
   const documents = [];
   for (const l of loans.slice(0, 5) as Array<{ id: string }>) {
@@ -15,7 +17,11 @@ async function snapshot(h: Harness): Promise<unknown> {
 
 describe('seeded data', () => {
   it('two sandboxes with the same seed serve the same loans, queue, entities and documents; another seed differs', async () => {
-    const [a, b, c] = await Promise.all([startHarness({ loans: 15, seed: 9 }), startHarness({ loans: 15, seed: 9 }), startHarness({ loans: 15, seed: 10 })]);
+    const [a, b, c] = await Promise.all([
+      startHarness({ loans: 15, seed: 9 }),
+      startHarness({ loans: 15, seed: 9 }),
+      startHarness({ loans: 15, seed: 10 }),
+    ]);
     try {
       const [sa, sb, sc] = await Promise.all([snapshot(a), snapshot(b), snapshot(c)]);
       expect(sb).toEqual(sa);

@@ -19,7 +19,14 @@ describe('documents', () => {
 
   it('lists documents with the record fields and downloads real bytes without Authorization', async () => {
     const { docs } = await loanWithDocuments(h);
-    expect(docs[0]).toMatchObject({ id: expect.any(String), name: expect.any(String), type: expect.any(String), size: expect.any(Number), category: expect.any(String), uploadedAt: expect.any(String) });
+    expect(docs[0]).toMatchObject({
+      id: expect.any(String),
+      name: expect.any(String),
+      type: expect.any(String),
+      size: expect.any(Number),
+      category: expect.any(String),
+      uploadedAt: expect.any(String),
+    });
     const addr = await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`);
     expect(addr.status).toBe(200);
     const { url, expiresAt } = addr.body.data;
@@ -38,7 +45,8 @@ describe('documents', () => {
 
   it('rejects and counts a download that carries an Authorization header', async () => {
     const { docs } = await loanWithDocuments(h);
-    const { url } = (await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`)).body.data;
+    const { url } = (await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`)).body
+      .data;
     const r = await fetch(url, { headers: { authorization: `Bearer ${h.sb.apiKey}` } });
     expect(r.status).toBe(403);
     const counters = await h.admin('/counters');
@@ -49,7 +57,8 @@ describe('documents', () => {
 
   it('a download address expires after 5 minutes', async () => {
     const { docs } = await loanWithDocuments(h);
-    const { url } = (await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`)).body.data;
+    const { url } = (await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`)).body
+      .data;
     clockOffset = 5 * 60_000 + 1_000;
     try {
       expect((await fetch(url)).status).toBe(403);
@@ -61,8 +70,14 @@ describe('documents', () => {
 
   it('injects faults on presigned downloads: 503, and a body cut short after the headers', async () => {
     const { docs } = await loanWithDocuments(h);
-    const { url } = (await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`)).body.data;
-    await h.admin('/faults', 'PUT', { rules: [{ route: 'GET /blobs/:id', status5xxRate: 1, count: 1 }, { route: 'GET /blobs/:id', resetAfterCommitRate: 1, count: 1 }] });
+    const { url } = (await h.api(`/public/v1/documents/${encodeURIComponent(docs[0].id)}/download`)).body
+      .data;
+    await h.admin('/faults', 'PUT', {
+      rules: [
+        { route: 'GET /blobs/:id', status5xxRate: 1, count: 1 },
+        { route: 'GET /blobs/:id', resetAfterCommitRate: 1, count: 1 },
+      ],
+    });
     try {
       expect((await fetch(url)).status).toBe(503);
       const cut = await fetch(url);
@@ -78,35 +93,78 @@ describe('documents', () => {
 
   it('generates odd document names', async () => {
     const names: string[] = [];
-    for (const { id } of (await h.admin('/loans')).data) names.push(...(await h.api(`/public/v1/loans/${encodeURIComponent(id)}/documents`)).body.data.map((d: J) => d.name));
-    expect(names.some((n) => /[^\x20-\x7e]/.test(n) || n.includes('..') || n.includes(' ') || n.length > 100)).toBe(true);
+    for (const { id } of (await h.admin('/loans')).data)
+      names.push(
+        ...(await h.api(`/public/v1/loans/${encodeURIComponent(id)}/documents`)).body.data.map(
+          (d: J) => d.name,
+        ),
+      );
+    expect(
+      names.some((n) => /[^\x20-\x7e]/.test(n) || n.includes('..') || n.includes(' ') || n.length > 100),
+    ).toBe(true);
   });
 
   it('confirm: size cap, period_key_required, a period from the list, another version on a second call', async () => {
     const loanId = (await h.admin('/loans')).data[0].id;
-    const multi = await h.admin(`/loans/${encodeURIComponent(loanId)}/documents`, 'POST', { name: 'returns.pdf', periods: ['2023', '2024'] });
-    const before = (await h.api(`/public/v1/loans/${encodeURIComponent(loanId)}/documents`)).body.data.map((d: J) => d.id);
+    const multi = await h.admin(`/loans/${encodeURIComponent(loanId)}/documents`, 'POST', {
+      name: 'returns.pdf',
+      periods: ['2023', '2024'],
+    });
+    const before = (await h.api(`/public/v1/loans/${encodeURIComponent(loanId)}/documents`)).body.data.map(
+      (d: J) => d.id,
+    );
     expect(before).not.toContain(multi.documentId); // not visible before confirm
-    const missing = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, { method: 'POST', body: {} });
+    const missing = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, {
+      method: 'POST',
+      body: {},
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.code).toBe('period_key_required');
-    const wrong = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, { method: 'POST', body: { period: '1999' } });
+    const wrong = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, {
+      method: 'POST',
+      body: { period: '1999' },
+    });
     expect(wrong.status).toBe(400);
-    const ok = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, { method: 'POST', body: { period: '2024' } });
+    const ok = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, {
+      method: 'POST',
+      body: { period: '2024' },
+    });
     expect(ok.status).toBe(200);
-    expect(ok.body.data).toMatchObject({ id: multi.documentId, version: 1, requirement: { status: 'PENDING', entityType: 'loan', entityID: loanId, period: '2024' } });
-    const again = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, { method: 'POST', body: { period: '2023' } });
+    expect(ok.body.data).toMatchObject({
+      id: multi.documentId,
+      version: 1,
+      requirement: { status: 'PENDING', entityType: 'loan', entityID: loanId, period: '2024' },
+    });
+    const again = await h.api(`/public/v1/documents/${encodeURIComponent(multi.documentId)}/confirm`, {
+      method: 'POST',
+      body: { period: '2023' },
+    });
     expect(again.body.data.version).toBe(2);
-    const after = (await h.api(`/public/v1/loans/${encodeURIComponent(loanId)}/documents`)).body.data.map((d: J) => d.id);
+    const after = (await h.api(`/public/v1/loans/${encodeURIComponent(loanId)}/documents`)).body.data.map(
+      (d: J) => d.id,
+    );
     expect(after).toContain(multi.documentId);
 
-    const single = await h.admin(`/loans/${encodeURIComponent(loanId)}/documents`, 'POST', { periods: ['2025'] });
-    expect((await h.api(`/public/v1/documents/${encodeURIComponent(single.documentId)}/confirm`, { method: 'POST' })).status).toBe(200);
+    const single = await h.admin(`/loans/${encodeURIComponent(loanId)}/documents`, 'POST', {
+      periods: ['2025'],
+    });
+    expect(
+      (
+        await h.api(`/public/v1/documents/${encodeURIComponent(single.documentId)}/confirm`, {
+          method: 'POST',
+        })
+      ).status,
+    ).toBe(200);
 
     const big = await h.admin(`/loans/${encodeURIComponent(loanId)}/documents`, 'POST', { size: 1_000_001 });
-    const tooBig = await h.api(`/public/v1/documents/${encodeURIComponent(big.documentId)}/confirm`, { method: 'POST', body: {} });
+    const tooBig = await h.api(`/public/v1/documents/${encodeURIComponent(big.documentId)}/confirm`, {
+      method: 'POST',
+      body: {},
+    });
     expect(tooBig.status).toBe(400);
     expect(tooBig.body.code).toBe('document.too_large');
-    expect((await h.api('/public/v1/documents/doc_nope/confirm', { method: 'POST', body: {} })).body.code).toBe('document.not_found');
+    expect(
+      (await h.api('/public/v1/documents/doc_nope/confirm', { method: 'POST', body: {} })).body.code,
+    ).toBe('document.not_found');
   });
 });

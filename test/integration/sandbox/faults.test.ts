@@ -9,7 +9,9 @@ describe('fault injection', () => {
   afterAll(() => h.close());
 
   it('injects 5xx on the named route only, as many times as count says', async () => {
-    await h.admin('/faults', 'PUT', { rules: [{ route: 'GET /public/v1/products', status5xxRate: 1, count: 2 }] });
+    await h.admin('/faults', 'PUT', {
+      rules: [{ route: 'GET /public/v1/products', status5xxRate: 1, count: 2 }],
+    });
     const statuses = [];
     for (let i = 0; i < 3; i += 1) statuses.push((await h.api('/public/v1/products')).status);
     expect(statuses).toEqual([503, 503, 200]);
@@ -20,9 +22,20 @@ describe('fault injection', () => {
   });
 
   it('resets connections before handling (nothing committed) and delays with latencyMs', async () => {
-    await h.admin('/faults', 'PUT', { rules: [{ route: '*', resetRate: 1, count: 1 }, { route: 'GET /public/v1/loans', latencyMs: 20, count: 1 }] });
+    await h.admin('/faults', 'PUT', {
+      rules: [
+        { route: '*', resetRate: 1, count: 1 },
+        { route: 'GET /public/v1/loans', latencyMs: 20, count: 1 },
+      ],
+    });
     const [item] = (await h.admin('/loans?released=true')).data;
-    await expect(h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': 'k1' } })).rejects.toThrow();
+    await expect(
+      h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, {
+        method: 'POST',
+        body: {},
+        headers: { 'Idempotency-Key': 'k1' },
+      }),
+    ).rejects.toThrow();
     expect((await h.admin('/counters')).acks[item.id]).toBeUndefined();
     expect((await h.api('/public/v1/loans')).status).toBe(200);
     const c = await h.admin('/counters');
@@ -32,7 +45,10 @@ describe('fault injection', () => {
 
   it('is reproducible from its seed', async () => {
     const run = async (): Promise<number[]> => {
-      await h.admin('/faults', 'PUT', { seed: 42, rules: [{ route: 'GET /public/v1/products', status5xxRate: 0.5 }] });
+      await h.admin('/faults', 'PUT', {
+        seed: 42,
+        rules: [{ route: 'GET /public/v1/products', status5xxRate: 0.5 }],
+      });
       const out: number[] = [];
       for (let i = 0; i < 16; i += 1) out.push((await h.api('/public/v1/products')).status);
       return out;
@@ -46,18 +62,35 @@ describe('fault injection', () => {
   });
 
   it('admin refuses malformed requests with a message naming the field', async () => {
-    const res = await fetch(`${h.sb.adminUrl}/faults`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ rules: [{ route: 'x', status5xxRate: 2 }] }) });
+    const res = await fetch(`${h.sb.adminUrl}/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ rules: [{ route: 'x', status5xxRate: 2 }] }),
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toContain('status5xxRate');
   });
 
   it('a retry that overlaps the first request with the same Idempotency-Key gets 409 idempotency.in_progress, and the ack happens once', async () => {
     const [item] = (await h.admin('/loans?released=true&boarded=false')).data;
-    await h.admin('/faults', 'PUT', { rules: [{ route: 'POST /public/v1/loans/:id/boarding', latencyMs: 300, count: 1 }] });
-    const send = () => h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, { method: 'POST', body: {}, headers: { 'Idempotency-Key': `ack:${item.id}:slow` } });
+    await h.admin('/faults', 'PUT', {
+      rules: [{ route: 'POST /public/v1/loans/:id/boarding', latencyMs: 300, count: 1 }],
+    });
+    const send = () =>
+      h.api(`/public/v1/loans/${encodeURIComponent(item.id)}/boarding`, {
+        method: 'POST',
+        body: {},
+        headers: { 'Idempotency-Key': `ack:${item.id}:slow` },
+      });
     const first = send();
     // Once the first request is being held, send the overlapping retry.
-    await vi.waitFor(async () => expect((await h.admin('/counters')).faults.delayed, 'the first request held').toBeGreaterThanOrEqual(1), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(
+      async () =>
+        expect((await h.admin('/counters')).faults.delayed, 'the first request held').toBeGreaterThanOrEqual(
+          1,
+        ),
+      { timeout: 5_000, interval: 5 },
+    );
     const overlap = await send();
     expect(overlap.status).toBe(409);
     expect(overlap.body.code).toBe('idempotency.in_progress');

@@ -13,13 +13,24 @@ export interface Reply {
 export interface Harness {
   sb: RunningSandbox;
   /** Calls the public API; path starts with /public/... */
-  api(path: string, init?: { method?: string; body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<Reply>;
+  api(
+    path: string,
+    init?: { method?: string; body?: unknown; key?: string | null; headers?: Record<string, string> },
+  ): Promise<Reply>;
   admin(path: string, method?: string, body?: unknown): Promise<J>;
   close(): Promise<void>;
 }
 
 export async function startHarness(opts: SandboxOptions = {}): Promise<Harness> {
-  const sb = await startSandbox({ amounts: 'extreme', loans: 20, windowMs: 60_000, readsPerWindow: 10_000, writesPerWindow: 10_000, legacyPerWindow: 10_000, ...opts });
+  const sb = await startSandbox({
+    amounts: 'extreme',
+    loans: 20,
+    windowMs: 60_000,
+    readsPerWindow: 10_000,
+    writesPerWindow: 10_000,
+    legacyPerWindow: 10_000,
+    ...opts,
+  });
   return {
     sb,
     async api(path, init = {}) {
@@ -31,7 +42,11 @@ export async function startHarness(opts: SandboxOptions = {}): Promise<Harness> 
         headers['content-type'] = 'application/json';
         body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
       }
-      const res = await fetch(`${sb.baseUrl}${path}`, { method: init.method ?? 'GET', headers, ...(body !== undefined ? { body } : {}) });
+      const res = await fetch(`${sb.baseUrl}${path}`, {
+        method: init.method ?? 'GET',
+        headers,
+        ...(body !== undefined ? { body } : {}),
+      });
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
     },
@@ -42,7 +57,8 @@ export async function startHarness(opts: SandboxOptions = {}): Promise<Harness> 
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
       const json = await res.json();
-      if (res.status >= 400) throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      if (res.status >= 400)
+        throw new Error(`admin ${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
       return json;
     },
     close: () => sb.close(),

@@ -18,7 +18,17 @@ describe('loan operations', () => {
     const statuses = new Set(r.body.data.map((l: J) => l.status));
     expect([...statuses].sort()).toEqual(['active', 'application', 'denied', 'draft', 'funded', 'withdrawn']);
     const freqs = new Set(r.body.data.map((l: J) => l.paymentFrequency));
-    for (const f of ['weekly', 'biweekly', 'monthly', 'quarterly', 'semi-annual', 'annual', 'lump sum', 'irregular payments']) expect(freqs).toContain(f);
+    for (const f of [
+      'weekly',
+      'biweekly',
+      'monthly',
+      'quarterly',
+      'semi-annual',
+      'annual',
+      'lump sum',
+      'irregular payments',
+    ])
+      expect(freqs).toContain(f);
     expect(r.body.data.some((l: J) => l.product === null)).toBe(true);
 
     const byAmount = await h.api('/public/v1/loans?sort=centsAmount&order=asc&limit=100');
@@ -30,7 +40,8 @@ describe('loan operations', () => {
     const productId = r.body.data.find((l: J) => l.product)?.product.id;
     const byProduct = await h.api(`/public/v1/loans?productId=${productId}&limit=100`);
     expect(byProduct.body.data.every((l: J) => l.product?.id === productId)).toBe(true);
-    for (const q of ['status=open', 'sort=name', 'order=up']) expect((await h.api(`/public/v1/loans?${q}`)).body.code, q).toBe('input.invalid');
+    for (const q of ['status=open', 'sort=name', 'order=up'])
+      expect((await h.api(`/public/v1/loans?${q}`)).body.code, q).toBe('input.invalid');
   });
 
   it('cursor mode walks every loan exactly once by creation time', async () => {
@@ -57,8 +68,19 @@ describe('loan operations', () => {
     expect(one.body.data).toEqual(loan);
     const s = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/summary`);
     expect(s.body.data.loan).toEqual(loan);
-    expect(Object.keys(s.body.data.metrics).sort()).toEqual(['centsMonthlyPayment', 'centsTotalAmount', 'hasMessages', 'hasOpenTasks', 'monthsTerm']);
-    for (const path of ['/public/v1/loans/nope', '/public/v1/loans/nope/summary', '/public/v1/loans/nope/entities', '/public/v1/loans/nope/documents']) {
+    expect(Object.keys(s.body.data.metrics).sort()).toEqual([
+      'centsMonthlyPayment',
+      'centsTotalAmount',
+      'hasMessages',
+      'hasOpenTasks',
+      'monthsTerm',
+    ]);
+    for (const path of [
+      '/public/v1/loans/nope',
+      '/public/v1/loans/nope/summary',
+      '/public/v1/loans/nope/entities',
+      '/public/v1/loans/nope/documents',
+    ]) {
       const r = await h.api(path);
       expect(r.status, path).toBe(404);
       expect(r.body.code, path).toBe('loan.not_found');
@@ -69,10 +91,23 @@ describe('loan operations', () => {
     const [loan] = (await h.api('/public/v1/loans?limit=1')).body.data;
     const ok = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, {
       method: 'PATCH',
-      body: { centsAmount: 9007199254740991, rateType: 'fixed', bpsFixedRate: 725, paymentFrequency: 'lump sum', closeDate: '2025-02-28T10:00:00-05:00', productId: 'prod_cre' },
+      body: {
+        centsAmount: 9007199254740991,
+        rateType: 'fixed',
+        bpsFixedRate: 725,
+        paymentFrequency: 'lump sum',
+        closeDate: '2025-02-28T10:00:00-05:00',
+        productId: 'prod_cre',
+      },
     });
     expect(ok.status).toBe(200);
-    expect(ok.body.data).toMatchObject({ centsAmount: 9007199254740991, bpsRate: 725, paymentFrequency: 'lump sum', closeDate: '2025-02-28T10:00:00-05:00', product: { id: 'prod_cre' } });
+    expect(ok.body.data).toMatchObject({
+      centsAmount: 9007199254740991,
+      bpsRate: 725,
+      paymentFrequency: 'lump sum',
+      closeDate: '2025-02-28T10:00:00-05:00',
+      product: { id: 'prod_cre' },
+    });
     const bad: Array<[Record<string, unknown>, string]> = [
       [{ status: 'funded' }, 'status'],
       [{ stage: { id: 'x' } }, 'stage'],
@@ -95,11 +130,21 @@ describe('loan operations', () => {
       expect(r.body.success, JSON.stringify(body)).toBe(false);
       expect(Array.isArray(r.body.error)).toBe(true);
       expect('data' in r.body).toBe(true);
-      if (field) expect(r.body.error.map((e: J) => e.path.join('.')), JSON.stringify(body)).toContain(field);
+      if (field)
+        expect(
+          r.body.error.map((e: J) => e.path.join('.')),
+          JSON.stringify(body),
+        ).toContain(field);
     }
-    const leap = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, { method: 'PATCH', body: { applicationDate: '2024-02-29T23:59:59.123+14:00' } });
+    const leap = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, {
+      method: 'PATCH',
+      body: { applicationDate: '2024-02-29T23:59:59.123+14:00' },
+    });
     expect(leap.status).toBe(200);
-    const notJson = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, { method: 'PATCH', body: '{oops' });
+    const notJson = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}`, {
+      method: 'PATCH',
+      body: '{oops',
+    });
     expect(notJson.body.code).toBe('input.invalid');
   });
 
@@ -109,19 +154,31 @@ describe('loan operations', () => {
     expect(del.status).toBe(200);
     expect(typeof del.body.message).toBe('string');
     expect((await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}`)).status).toBe(404);
-    expect((await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}`, { method: 'DELETE' })).status).toBe(404);
+    expect(
+      (await h.api(`/public/v1/loans/${encodeURIComponent(item.id)}`, { method: 'DELETE' })).status,
+    ).toBe(404);
     const all = (await h.api('/public/v1/loans?limit=100')).body.data.map((l: J) => l.id);
     expect(all).not.toContain(item.id);
     const queue = (await h.api('/public/v1/loans/boarding-queue?limit=100')).body.data.map((l: J) => l.id);
     expect(queue).not.toContain(item.id);
-    const search = (await h.api('/public/v1/loans/search', { method: 'POST', body: { pagination: { limit: 100 } } })).body.data.map((l: J) => l.id);
+    const search = (
+      await h.api('/public/v1/loans/search', { method: 'POST', body: { pagination: { limit: 100 } } })
+    ).body.data.map((l: J) => l.id);
     expect(search).not.toContain(item.id);
   });
 
   it('search filters, paginates in both modes and sorts; it spends the write budget', async () => {
     const r = await h.api('/public/v1/loans/search', {
       method: 'POST',
-      body: { filters: { status: ['funded', 'active'], centsAmountMin: 100_000, dateRange: { from: '2025-01-01T00:00:00Z', to: '2030-01-01T00:00:00+01:00' } }, pagination: { limit: 3 }, sort: { field: 'centsAmount', order: 'asc' } },
+      body: {
+        filters: {
+          status: ['funded', 'active'],
+          centsAmountMin: 100_000,
+          dateRange: { from: '2025-01-01T00:00:00Z', to: '2030-01-01T00:00:00+01:00' },
+        },
+        pagination: { limit: 3 },
+        sort: { field: 'centsAmount', order: 'asc' },
+      },
     });
     expect(r.status).toBe(200);
     expect(r.body.meta).toMatchObject({ mode: 'offset', limit: 3, offset: 0 });
@@ -129,12 +186,21 @@ describe('loan operations', () => {
       expect(['funded', 'active']).toContain(l.status);
       expect(l.centsAmount).toBeGreaterThanOrEqual(100_000);
     }
-    const c = await h.api('/public/v1/loans/search', { method: 'POST', body: { pagination: { cursor: '', limit: 2 } } });
+    const c = await h.api('/public/v1/loans/search', {
+      method: 'POST',
+      body: { pagination: { cursor: '', limit: 2 } },
+    });
     expect(c.body.meta.mode).toBe('cursor');
     expect(typeof c.body.meta.nextCursor).toBe('string');
-    const c2 = await h.api('/public/v1/loans/search', { method: 'POST', body: { pagination: { cursor: c.body.meta.nextCursor, limit: 2 } } });
+    const c2 = await h.api('/public/v1/loans/search', {
+      method: 'POST',
+      body: { pagination: { cursor: c.body.meta.nextCursor, limit: 2 } },
+    });
     expect(c2.body.data[0].id).not.toBe(c.body.data[0].id);
-    const bad = await h.api('/public/v1/loans/search', { method: 'POST', body: { filters: { status: ['open'] }, pagination: { limit: 500 } } });
+    const bad = await h.api('/public/v1/loans/search', {
+      method: 'POST',
+      body: { filters: { status: ['open'] }, pagination: { limit: 500 } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.success).toBe(false);
     expect(r.headers.get('x-ratelimit-limit')).toBe('10000');
@@ -146,20 +212,44 @@ describe('loan operations', () => {
     const [loan] = (await h.api('/public/v1/loans?type=business&limit=1')).body.data;
     const r = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, {
       method: 'POST',
-      body: { name: 'Hillside Farms LLC', role: 'Guarantor', ein: '12-3456789', entityType: 'Limited Liability Company', naics: '111998', state: 'VT', dba: 'Hillside' },
+      body: {
+        name: 'Hillside Farms LLC',
+        role: 'Guarantor',
+        ein: '12-3456789',
+        entityType: 'Limited Liability Company',
+        naics: '111998',
+        state: 'VT',
+        dba: 'Hillside',
+      },
     });
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ name: 'Hillside Farms LLC', role: 'guarantor', einLast4: '6789', naics: '111998', state: 'VT', dba: 'Hillside' });
+    expect(r.body.data).toMatchObject({
+      name: 'Hillside Farms LLC',
+      role: 'guarantor',
+      einLast4: '6789',
+      naics: '111998',
+      state: 'VT',
+      dba: 'Hillside',
+    });
     expect(JSON.stringify(r.body)).not.toContain('3456789');
     const entities = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/entities`);
     expect(entities.body.data.businesses.map((b: J) => b.id)).toContain(r.body.data.id);
-    const unknownRole = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, { method: 'POST', body: { name: 'X', role: 'landlord' } });
+    const unknownRole = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, {
+      method: 'POST',
+      body: { name: 'X', role: 'landlord' },
+    });
     expect(unknownRole.status).toBe(400);
     expect(unknownRole.body.code).toBe('entity.role_unknown');
-    const longNaics = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, { method: 'POST', body: { name: 'X', role: 'borrower', naics: '1234567' } });
+    const longNaics = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, {
+      method: 'POST',
+      body: { name: 'X', role: 'borrower', naics: '1234567' },
+    });
     expect(longNaics.status).toBe(400);
     expect(longNaics.body.error[0].path).toEqual(['naics']);
-    const noName = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, { method: 'POST', body: { name: '', role: 'borrower' } });
+    const noName = await h.api(`/public/v1/loans/${encodeURIComponent(loan.id)}/businesses`, {
+      method: 'POST',
+      body: { name: '', role: 'borrower' },
+    });
     expect(noName.body.success).toBe(false);
   });
 

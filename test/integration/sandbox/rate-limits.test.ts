@@ -41,7 +41,10 @@ describe('rate limits', () => {
 
     // After the window, the budget is back.
     const harness = h;
-    await vi.waitFor(async () => expect((await harness.api('/public/v1/products')).status).toBe(200), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect((await harness.api('/public/v1/products')).status).toBe(200), {
+      timeout: 10_000,
+      interval: 100,
+    });
   });
 
   it('GET /admin/requests lists each rate-limited request with its arrival, key digest, bucket, route and status', async () => {
@@ -53,7 +56,9 @@ describe('rate limits', () => {
     expect((await h.api('/public/v1/products')).status).toBe(429);
     const log = await h.admin('/requests');
     expect(log).toMatchObject({ windowMs: 60_000, limits: { read: 2, write: 5 }, dropped: 0 });
-    expect(log.data.map((e: { route: string; bucket: string; status: number }) => [e.route, e.bucket, e.status])).toEqual([
+    expect(
+      log.data.map((e: { route: string; bucket: string; status: number }) => [e.route, e.bucket, e.status]),
+    ).toEqual([
       ['GET /public/v1/products', 'read', 200],
       ['POST /public/v1/loans/search', 'write', 200],
       ['GET /public/v1/products', 'read', 200],
@@ -123,7 +128,10 @@ describe('rate limits', () => {
 
   it('answers an oversized body in the API error shape', async () => {
     h = await startHarness({ loans: 1 });
-    const r = await h.api('/public/v1/loans/search', { method: 'POST', body: JSON.stringify({ filters: {}, pad: 'x'.repeat(3 * 1024 * 1024) }) });
+    const r = await h.api('/public/v1/loans/search', {
+      method: 'POST',
+      body: JSON.stringify({ filters: {}, pad: 'x'.repeat(3 * 1024 * 1024) }),
+    });
     expect(r.status).toBe(413);
     expect(r.body.code).toBe('input.invalid');
   });

@@ -11,7 +11,9 @@ const dir = mkdtempSync(join(tmpdir(), 'concurrent-migrate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function open(path: string, at: number): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, path, String(at)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, path, String(at)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stderr })));

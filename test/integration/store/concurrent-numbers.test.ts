@@ -13,8 +13,17 @@ const SCRIPT = join(import.meta.dirname, '../../support/allocate-numbers-script.
 const dir = mkdtempSync(join(tmpdir(), 'concurrent-numbers-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function allocate(path: string, at: number, prefix: string, count: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, path, String(at), prefix, String(count)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function allocate(
+  path: string,
+  at: number,
+  prefix: string,
+  count: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', SCRIPT, path, String(at), prefix, String(count)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -46,32 +55,40 @@ describe('account numbers allocated by two processes at once', () => {
   }, 60_000);
 });
 
-describe.skipIf(pgSkipReason !== null)('account numbers allocated by two replicas at once (PostgreSQL)', () => {
-  // Two replicas (two pools, several connections each) on one database: a standby's command, a
-  // leader's boarding. Every allocation runs concurrently with the others.
-  it('never give one number to two keys, and each key keeps its number', async () => {
-    const pg = await createTestDatabase({ migrate: false });
-    const open = () => openStore(pgTarget(pg.url, { poolSize: 4, connectTimeoutMs: 5000 }));
-    const [a, b] = [await open(), await open()];
-    try {
-      const stores = [createNumberStore(a), createNumberStore(b)];
-      const keys = Array.from({ length: 120 }, (_, i) => `k${i}`);
-      // Every key is asked for by both replicas at once: one number per key, never one per replica.
-      const got = await Promise.all(keys.flatMap((k, i) => [stores[i % 2]!.allocate('account', k, 1), stores[(i + 1) % 2]!.allocate('account', k, 1)]));
-      const byKey = new Map<string, string>();
-      for (const [i, r] of got.entries()) {
-        const key = keys[Math.floor(i / 2)] as string;
-        expect(byKey.get(key) ?? r.number, `key ${key} got two numbers`).toBe(r.number);
-        byKey.set(key, r.number);
-        expect(hasValidCheckDigit('luhn', r.number)).toBe(true);
+describe.skipIf(pgSkipReason !== null)(
+  'account numbers allocated by two replicas at once (PostgreSQL)',
+  () => {
+    // Two replicas (two pools, several connections each) on one database: a standby's command, a
+    // leader's boarding. Every allocation runs concurrently with the others.
+    it('never give one number to two keys, and each key keeps its number', async () => {
+      const pg = await createTestDatabase({ migrate: false });
+      const open = () => openStore(pgTarget(pg.url, { poolSize: 4, connectTimeoutMs: 5000 }));
+      const [a, b] = [await open(), await open()];
+      try {
+        const stores = [createNumberStore(a), createNumberStore(b)];
+        const keys = Array.from({ length: 120 }, (_, i) => `k${i}`);
+        // Every key is asked for by both replicas at once: one number per key, never one per replica.
+        const got = await Promise.all(
+          keys.flatMap((k, i) => [
+            stores[i % 2]!.allocate('account', k, 1),
+            stores[(i + 1) % 2]!.allocate('account', k, 1),
+          ]),
+        );
+        const byKey = new Map<string, string>();
+        for (const [i, r] of got.entries()) {
+          const key = keys[Math.floor(i / 2)] as string;
+          expect(byKey.get(key) ?? r.number, `key ${key} got two numbers`).toBe(r.number);
+          byKey.set(key, r.number);
+          expect(hasValidCheckDigit('luhn', r.number)).toBe(true);
+        }
+        expect(got.filter((r) => r.fresh)).toHaveLength(keys.length);
+        expect(new Set(byKey.values()).size).toBe(keys.length);
+        expect(await a.get('SELECT COUNT(*) AS n FROM bank_numbers')).toEqual({ n: keys.length });
+      } finally {
+        await a.close();
+        await b.close();
+        await pg.drop();
       }
-      expect(got.filter((r) => r.fresh)).toHaveLength(keys.length);
-      expect(new Set(byKey.values()).size).toBe(keys.length);
-      expect(await a.get('SELECT COUNT(*) AS n FROM bank_numbers')).toEqual({ n: keys.length });
-    } finally {
-      await a.close();
-      await b.close();
-      await pg.drop();
-    }
-  }, 60_000);
-});
+    }, 60_000);
+  },
+);

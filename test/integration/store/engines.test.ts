@@ -34,10 +34,31 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
   describe.skipIf(engineSkipped(engine))('repositories', () => {
     it('loans: a transition and its event in one transaction; stale and illegal steps change nothing', async () => {
       const { s } = await open();
-      await s.loans.insert({ id: 'L1', state: 'queued', patch: { loanNumber: 'N1', releaseMarker: 'b1', centsAmount: 9_007_199_254_740_991 } }, T0);
-      const row = await s.loans.transition('L1', { to: 'fetched', expectedFrom: 'queued', detail: { documents: 2 } }, T0 + 1);
-      expect(row).toMatchObject({ id: 'L1', state: 'fetched', loanNumber: 'N1', centsAmount: 9_007_199_254_740_991, createdAt: T0, updatedAt: T0 + 1, reviewItems: 0 });
-      await expect(s.loans.transition('L1', { to: 'mapped', expectedFrom: 'queued' }, T0 + 2)).rejects.toThrow(StaleStateError);
+      await s.loans.insert(
+        {
+          id: 'L1',
+          state: 'queued',
+          patch: { loanNumber: 'N1', releaseMarker: 'b1', centsAmount: 9_007_199_254_740_991 },
+        },
+        T0,
+      );
+      const row = await s.loans.transition(
+        'L1',
+        { to: 'fetched', expectedFrom: 'queued', detail: { documents: 2 } },
+        T0 + 1,
+      );
+      expect(row).toMatchObject({
+        id: 'L1',
+        state: 'fetched',
+        loanNumber: 'N1',
+        centsAmount: 9_007_199_254_740_991,
+        createdAt: T0,
+        updatedAt: T0 + 1,
+        reviewItems: 0,
+      });
+      await expect(
+        s.loans.transition('L1', { to: 'mapped', expectedFrom: 'queued' }, T0 + 2),
+      ).rejects.toThrow(StaleStateError);
       // The event's JSON cannot hold a BigInt: the whole transition rolls back.
       await expect(s.loans.transition('L1', { to: 'mapped', detail: { bad: 1n } }, T0 + 3)).rejects.toThrow();
       expect((await s.loans.require('L1')).state).toBe('fetched');
@@ -53,7 +74,8 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
     it('loans: due order, keyset pages, counts and the next retry', async () => {
       const { s } = await open();
       const released = ['2026-01-03T00:00:00Z', null, '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z', null];
-      for (const [i, r] of released.entries()) await s.loans.insert({ id: `L${i}`, state: 'queued', patch: { releasedAtIso: r } }, T0 + i);
+      for (const [i, r] of released.entries())
+        await s.loans.insert({ id: `L${i}`, state: 'queued', patch: { releasedAtIso: r } }, T0 + i);
       await s.loans.transition('L4', { to: 'retry_wait', patch: { nextAttemptAt: T0 + 10_000 } }, T0);
       const order = (await s.loans.due(T0 + 20_000)).map((r) => r.id);
       expect(order).toEqual(['L2', 'L3', 'L0', 'L1', 'L4']);
@@ -70,7 +92,9 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect(await s.loans.dueCount(T0 + 20_000)).toBe(5);
       expect(await s.loans.nextDueAt()).toBe(T0 + 10_000);
       expect(await s.loans.countByState()).toMatchObject({ queued: 4, retry_wait: 1, acknowledged: 0 });
-      expect((await s.loans.list({ state: 'retry_wait', enteredSince: T0 })).map((r) => r.id)).toEqual(['L4']);
+      expect((await s.loans.list({ state: 'retry_wait', enteredSince: T0 })).map((r) => r.id)).toEqual([
+        'L4',
+      ]);
       const stats = createLoanStats(s.db);
       expect(await stats.dueRetries(T0 + 20_000)).toBe(1);
       expect(await stats.oldestUnacknowledgedAt()).toBe(T0);
@@ -118,16 +142,30 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       const a = await s.keys.ensure('webhook-endpoint:create:fp:1', 'webhook-endpoint:create', null, T0);
       const b = await s.keys.ensure('webhook-endpoint:create:fp:1', 'webhook-endpoint:create', null, T0 + 5);
       expect(b.createdAt).toBe(a.createdAt);
-      expect(await s.keys.unfinished('webhook-endpoint:create', 'webhook-endpoint:create:fp:')).toBe('webhook-endpoint:create:fp:1');
+      expect(await s.keys.unfinished('webhook-endpoint:create', 'webhook-endpoint:create:fp:')).toBe(
+        'webhook-endpoint:create:fp:1',
+      );
       await s.keys.complete('webhook-endpoint:create:fp:1', 200, { ok: true }, T0 + 6);
       expect(await s.keys.unfinished('webhook-endpoint:create', 'webhook-endpoint:create:fp:')).toBeNull();
-      expect(await s.keys.get('webhook-endpoint:create:fp:1')).toMatchObject({ status: 200, response: { ok: true }, completedAt: T0 + 6 });
+      expect(await s.keys.get('webhook-endpoint:create:fp:1')).toMatchObject({
+        status: 200,
+        response: { ok: true },
+        completedAt: T0 + 6,
+      });
     });
 
     it('leadership: one leader; every acquisition a new epoch; a stale leader is fenced out with 0 rows changed and steps down', async () => {
       const { s } = await open();
       const clock = new FakeClock({ start: Date.now() });
-      const lead = (holder: string) => openLeadership(s.db, { name: 'boarding', holder, clock, ttlMs: 60_000, renewEveryMs: 5_000, isAlive: () => true });
+      const lead = (holder: string) =>
+        openLeadership(s.db, {
+          name: 'boarding',
+          holder,
+          clock,
+          ttlMs: 60_000,
+          renewEveryMs: 5_000,
+          isAlive: () => true,
+        });
       const a = await lead('host-a:1:a');
       const b = await lead('host-b:2:b');
       await a.tick();
@@ -138,13 +176,19 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       await a.guard(s.db, () => s.loans.insert({ id: 'X', state: 'queued' }, T0));
       expect(await s.loans.get('X')).not.toBeNull();
       // a stalls: its lease expires on the database's clock, b takes over.
-      if (engine === 'sqlite') await s.db.run(`UPDATE leases SET expires_at = expires_at - 120000 WHERE name = 'boarding'`);
-      else await s.db.run("UPDATE leader_lease SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'boarding'");
+      if (engine === 'sqlite')
+        await s.db.run(`UPDATE leases SET expires_at = expires_at - 120000 WHERE name = 'boarding'`);
+      else
+        await s.db.run(
+          "UPDATE leader_lease SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'boarding'",
+        );
       await b.tick();
       expect(b.term?.epoch).toBe(2);
       // a's own clock did not move, so it still trusts its term: the store refuses its write.
       expect(a.role).toBe('leader');
-      await expect(a.guard(s.db, () => s.loans.insert({ id: 'Y', state: 'queued' }, T0))).rejects.toThrow(FencedOut);
+      await expect(a.guard(s.db, () => s.loans.insert({ id: 'Y', state: 'queued' }, T0))).rejects.toThrow(
+        FencedOut,
+      );
       expect(await s.loans.get('Y')).toBeNull();
       expect(a.role).toBe('standby');
       await b.guard(s.db, () => s.loans.insert({ id: 'Z', state: 'queued' }, T0));
@@ -160,8 +204,20 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       const t = await openTestStore(engine);
       opened.push(t);
       const pools = {
-        account: { ranges: [{ from: '1', to: '3' }], prefix: '', width: 3, checkDigit: 'none' as const, warnAt: 0.5 },
-        customer: { ranges: [{ from: '10', to: '99' }], prefix: '', width: 2, checkDigit: 'none' as const, warnAt: 0.9 },
+        account: {
+          ranges: [{ from: '1', to: '3' }],
+          prefix: '',
+          width: 3,
+          checkDigit: 'none' as const,
+          warnAt: 0.5,
+        },
+        customer: {
+          ranges: [{ from: '10', to: '99' }],
+          prefix: '',
+          width: 2,
+          checkDigit: 'none' as const,
+          warnAt: 0.9,
+        },
       };
       const s = createBoardingStore(t.db, { numberPools: pools });
       const first = await s.numbers.allocate('account', 'L1', T0);
@@ -179,7 +235,12 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect(await s.numbers.peek('account')).toBe('003');
       await s.numbers.allocate('account', 'L3', T0);
       await expect(s.numbers.allocate('account', 'L4', T0)).rejects.toThrow(PoolExhaustedError);
-      expect(await s.numbers.usage('account')).toMatchObject({ used: 3, capacity: 3, ratio: 1, allocated: 3 });
+      expect(await s.numbers.usage('account')).toMatchObject({
+        used: 3,
+        capacity: 3,
+        ratio: 1,
+        allocated: 3,
+      });
     });
 
     it('customers: claim, resolve, written, streamed resolutions', async () => {
@@ -192,12 +253,36 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect((await s.customers.claim('h1', '901', 'L2', T0)).creatorLoanId).toBe('L1');
       await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
       await s.loans.update('L1', { writtenAt: T0 + 1 }, T0 + 1);
-      await s.customers.resolved({ loanId: 'L1', entityId: 'E1', cif: '900', tinHash: 'h1', matchedBy: 'created', existing: false, nameAgrees: null }, T0 + 1);
-      await s.customers.resolved({ loanId: 'L1', entityId: 'E2', cif: null, tinHash: 'h2', matchedBy: 'tin', existing: true, nameAgrees: false }, T0 + 2);
+      await s.customers.resolved(
+        {
+          loanId: 'L1',
+          entityId: 'E1',
+          cif: '900',
+          tinHash: 'h1',
+          matchedBy: 'created',
+          existing: false,
+          nameAgrees: null,
+        },
+        T0 + 1,
+      );
+      await s.customers.resolved(
+        {
+          loanId: 'L1',
+          entityId: 'E2',
+          cif: null,
+          tinHash: 'h2',
+          matchedBy: 'tin',
+          existing: true,
+          nameAgrees: false,
+        },
+        T0 + 2,
+      );
       await s.customers.markWritten('L1', new Map(), T0 + 3);
       expect((await s.customers.byTin('h1'))?.status).toBe('written');
       await s.customers.setCif('h2', '777', T0 + 4);
-      expect((await s.customers.forLoan('L1')).map((r) => [r.entityId, r.cif, r.existing, r.nameAgrees])).toEqual([
+      expect(
+        (await s.customers.forLoan('L1')).map((r) => [r.entityId, r.cif, r.existing, r.nameAgrees]),
+      ).toEqual([
         ['E1', '900', false, null],
         ['E2', '777', true, false],
       ]);
@@ -212,7 +297,18 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       // 60 loans resolve one entity at the same instant; every other one without a CIF yet.
       const ids = Array.from({ length: 60 }, (_, i) => `L-${String(59 - i).padStart(2, '0')}`);
       for (const [i, loanId] of ids.entries()) {
-        await s.customers.resolved({ loanId, entityId: 'E1', cif: i % 2 === 0 ? null : '900', tinHash: 'h1', matchedBy: i === 0 ? 'created' : 'tin', existing: i > 0, nameAgrees: null }, T0);
+        await s.customers.resolved(
+          {
+            loanId,
+            entityId: 'E1',
+            cif: i % 2 === 0 ? null : '900',
+            tinHash: 'h1',
+            matchedBy: i === 0 ? 'created' : 'tin',
+            existing: i > 0,
+            nameAgrees: null,
+          },
+          T0,
+        );
       }
       // The core assigns the CIF: half the rows are updated (PostgreSQL writes new row versions).
       await s.customers.setCif('h1', '900', T0 + 1);
@@ -224,7 +320,13 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
     it('webhook inbox: one row per delivery id, processed in event order by one pass, counted and pruned', async () => {
       const { s, t } = await open();
       const inbox = createWebhookInbox(t.db);
-      const ev = (id: string, type: string, loanId: string | null, occurredAt: number) => ({ webhookId: id, type, loanId, occurredAt, payload: { type, data: { loanId, fundedAt: new Date(occurredAt).toISOString() } } });
+      const ev = (id: string, type: string, loanId: string | null, occurredAt: number) => ({
+        webhookId: id,
+        type,
+        loanId,
+        occurredAt,
+        payload: { type, data: { loanId, fundedAt: new Date(occurredAt).toISOString() } },
+      });
       expect(await inbox.insert(ev('w2', 'loan.funded', 'L1', T0 + 20), T0 + 30)).toBe(true);
       expect(await inbox.insert(ev('w1', 'loan.created', 'L1', T0 + 10), T0 + 31)).toBe(true);
       expect(await inbox.insert(ev('w1', 'loan.created', 'L1', T0 + 10), T0 + 32)).toBe(false);
@@ -252,46 +354,90 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
         now,
         layout: 'layout: 1',
         openBatch: () => ({ cutoffAt: T0 + 1000, day: '2026-11-25' }),
-        render: () => ({ digest, rowsJson: JSON.stringify({ loans: { lines: [`line ${loanId}`], amounts: {} } }), recordCount: 1 }),
+        render: () => ({
+          digest,
+          rowsJson: JSON.stringify({ loans: { lines: [`line ${loanId}`], amounts: {} } }),
+          recordCount: 1,
+        }),
       });
-      expect(await batches.append(input('L1', T0))).toMatchObject({ batchId: '2026-11-25-001', kind: 'new', outcome: 'appended' });
+      expect(await batches.append(input('L1', T0))).toMatchObject({
+        batchId: '2026-11-25-001',
+        kind: 'new',
+        outcome: 'appended',
+      });
       expect(await batches.append(input('L1', T0 + 1))).toMatchObject({ outcome: 'unchanged' });
       expect(await batches.append(input('L2', T0 + 2))).toMatchObject({ outcome: 'appended' });
       expect(await batches.counts('2026-11-25-001')).toEqual({ loans: 2, corrections: 0, records: 2 });
       expect(await batches.principalOf('2026-11-25-001')).toBe('246913578024691357802');
       expect(await batches.freezeDue(T0 + 1000)).toBe('2026-11-25-001');
-      const next = await batches.append({ ...input('L1', T0 + 1001, 'd2'), openBatch: () => ({ cutoffAt: T0 + 5000, day: '2026-11-25' }) });
+      const next = await batches.append({
+        ...input('L1', T0 + 1001, 'd2'),
+        openBatch: () => ({ cutoffAt: T0 + 5000, day: '2026-11-25' }),
+      });
       expect(next).toMatchObject({ batchId: '2026-11-25-002', kind: 'correction' });
       const loans = [];
       for await (const l of batches.loansOf('2026-11-25-001')) loans.push(l.loanId);
       expect(loans).toEqual(['L1', 'L2']);
       expect((await batches.sealing()).map((b) => b.id)).toEqual(['2026-11-25-001']);
-      expect(await batches.markSealed('2026-11-25-001', T0 + 2000, { principalCents: '246913578024691357802' })).toBe(true);
+      expect(
+        await batches.markSealed('2026-11-25-001', T0 + 2000, { principalCents: '246913578024691357802' }),
+      ).toBe(true);
       expect(await batches.markSealed('2026-11-25-001', T0 + 2000, { principalCents: '0' })).toBe(false);
-      expect((await batches.get('2026-11-25-001'))).toMatchObject({ status: 'sealed', principalCents: '246913578024691357802' });
+      expect(await batches.get('2026-11-25-001')).toMatchObject({
+        status: 'sealed',
+        principalCents: '246913578024691357802',
+      });
       expect(await batches.hasLoan('L2')).toBe(true);
       await s.loans.insert({ id: 'L1', state: 'queued' }, T0);
       await s.loans.transition('L1', { to: 'acknowledged', patch: { centsAmount: 5 } }, T0);
       const tie = await batches.tieOut(T0 + 3000);
-      expect(tie).toMatchObject({ sealedBatches: 1, corrections: 0, acknowledgedCents: [{ cents: 5 }], notSealedPastCutoff: [] });
+      expect(tie).toMatchObject({
+        sealedBatches: 1,
+        corrections: 0,
+        acknowledgedCents: [{ cents: 5 }],
+        notSealedPastCutoff: [],
+      });
       expect(tie?.sealedCents).toHaveLength(2);
     });
 
     it('loan scan, daemon status and external refs', async () => {
       const { s, t } = await open();
       for (let i = 0; i < 3; i++) await s.loans.insert({ id: `S${i}`, state: 'queued' }, T0 + i);
-      await s.loans.recordEvent('S1', { kind: 'warning', reason: '1 review item(s)', detail: { warnings: [{ code: 'c', field: 'f', message: 'm', at: 'x:1:1' }] } }, T0);
+      await s.loans.recordEvent(
+        'S1',
+        {
+          kind: 'warning',
+          reason: '1 review item(s)',
+          detail: { warnings: [{ code: 'c', field: 'f', message: 'm', at: 'x:1:1' }] },
+        },
+        T0,
+      );
       const scan = createLoanScan(t.db, null);
       expect(await scan.count()).toBe(3);
       const ids = [];
       for await (const r of scan.rows()) ids.push(r.id);
       expect(ids).toEqual(['S0', 'S1', 'S2']);
       expect(await scan.knows('S1')).toBe(true);
-      expect(await scan.reviewItems('S1', 10)).toEqual([{ code: 'c', field: 'f', message: 'm', at: 'x:1:1' }]);
-      await s.daemon.publish({ owner: 'd1', pid: 7, host: 'h', startedAt: T0, updatedAt: T0, mappingVersion: 'v1', mappingDir: '/m', reloadError: null });
+      expect(await scan.reviewItems('S1', 10)).toEqual([
+        { code: 'c', field: 'f', message: 'm', at: 'x:1:1' },
+      ]);
+      await s.daemon.publish({
+        owner: 'd1',
+        pid: 7,
+        host: 'h',
+        startedAt: T0,
+        updatedAt: T0,
+        mappingVersion: 'v1',
+        mappingDir: '/m',
+        reloadError: null,
+      });
       expect(await s.daemon.touch('d1', T0 + 1, { mappingVersion: 'v2' })).toBe(true);
       expect(await s.daemon.requestCycle('ops', T0 + 2)).toBe(1);
-      expect(await s.daemon.get('d1')).toMatchObject({ mappingVersion: 'v2', cycleRequestedBy: 'ops', cycleRequestedAt: T0 + 2 });
+      expect(await s.daemon.get('d1')).toMatchObject({
+        mappingVersion: 'v2',
+        cycleRequestedBy: 'ops',
+        cycleRequestedAt: T0 + 2,
+      });
       await s.daemon.remove('d1');
       expect(await s.daemon.all()).toEqual([]);
       const refs = createExternalRefStore(t.db);

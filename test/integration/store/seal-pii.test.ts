@@ -26,9 +26,22 @@ const EIN_BARE = '874512963';
 
 function records(loanId: string, version: number): MappedRecord[] {
   return [
-    { type: 'customer', externalId: `${loanId}-c`, fields: { name: `Borrower ${loanId} SSN ${SSN} v${version}`, kind: 'person' } },
+    {
+      type: 'customer',
+      externalId: `${loanId}-c`,
+      fields: { name: `Borrower ${loanId} SSN ${SSN} v${version}`, kind: 'person' },
+    },
     // A long note pushes the rendered lines into overflow pages, which a delete frees whole.
-    { type: 'loan', externalId: loanId, fields: { principalCents: 100_000, rateBps: 500, rateIndex: 'FIXED', note: `EIN ${EIN_BARE} ${'n'.repeat(3000)} v${version}` } },
+    {
+      type: 'loan',
+      externalId: loanId,
+      fields: {
+        principalCents: 100_000,
+        rateBps: 500,
+        rateIndex: 'FIXED',
+        note: `EIN ${EIN_BARE} ${'n'.repeat(3000)} v${version}`,
+      },
+    },
   ];
 }
 
@@ -43,7 +56,7 @@ function occurrences(file: string): number {
 }
 
 describe('full tax ids do not survive the seal (regression: free pages, the WAL and every backup kept them)', () => {
-  it('after a seal the state file, its -wal and a `state backup` copy hold no rendered tax id, with the daemon\'s connections still open', async () => {
+  it("after a seal the state file, its -wal and a `state backup` copy hold no rendered tax id, with the daemon's connections still open", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'seal-pii-'));
     const dbPath = join(dir, 'state.sqlite');
     let now = Date.parse('2025-03-14T15:00:00Z');
@@ -57,10 +70,18 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
       db.close();
       rmSync(dir, { recursive: true, force: true });
     });
-    const core = new FileCore({ dir: join(dir, 'core'), batches: testBatches(dir, clock, { db }), timeZone: 'America/Chicago', logger: silentLogger(), clock });
-    for (let i = 0; i < 40; i++) await core.batches!.append(core.batches!.check(`loan_${i}`, records(`loan_${i}`, 1)), '100000');
+    const core = new FileCore({
+      dir: join(dir, 'core'),
+      batches: testBatches(dir, clock, { db }),
+      timeZone: 'America/Chicago',
+      logger: silentLogger(),
+      clock,
+    });
+    for (let i = 0; i < 40; i++)
+      await core.batches!.append(core.batches!.check(`loan_${i}`, records(`loan_${i}`, 1)), '100000');
     // Re-boards before the cut-off replace the open batch's lines (old rows deleted).
-    for (let i = 0; i < 10; i++) await core.batches!.append(core.batches!.check(`loan_${i}`, records(`loan_${i}`, 2)), '100000');
+    for (let i = 0; i < 10; i++)
+      await core.batches!.append(core.batches!.check(`loan_${i}`, records(`loan_${i}`, 2)), '100000');
     expect(other.prepare('SELECT count(*) AS n FROM file_batch_loans').get()).toEqual({ n: 40 });
     // Not even before the seal: the open batch's lines are stored encrypted (issue 33), the key
     // beside the core's files; the rendered lines themselves do carry the ids (the test can see them).
@@ -79,7 +100,14 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     expect(core.batches!.keys.batchesWithKeys()).toEqual([]);
 
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
+    );
     const out = join(dir, 'backup.sqlite');
     const r = await runCli(['--config', configPath, 'state', 'backup', '--out', out]);
     expect(r.error).toBeNull();
@@ -100,13 +128,21 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     // As an older connector left it: deleted content in free pages, not zeroed.
     db.pragma('secure_delete = OFF');
     db.exec('CREATE TABLE scratch (v TEXT)');
-    for (let i = 0; i < 50; i++) db.prepare('INSERT INTO scratch VALUES (?)').run(`SSN ${SSN} ${'p'.repeat(4000)}`);
+    for (let i = 0; i < 50; i++)
+      db.prepare('INSERT INTO scratch VALUES (?)').run(`SSN ${SSN} ${'p'.repeat(4000)}`);
     db.exec('DELETE FROM scratch');
     db.pragma('wal_checkpoint(TRUNCATE)');
     expect(db.pragma('freelist_count', { simple: true })).toBeGreaterThan(0);
     expect(occurrences(dbPath)).toBeGreaterThan(0);
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, stringify({ platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' }, store: { path: dbPath }, log: { level: 'silent' } }));
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
+    );
     const out = join(dir, 'backup.sqlite');
     expect((await runCli(['--config', configPath, 'state', 'backup', '--out', out])).error).toBeNull();
     expect(occurrences(out)).toBe(0);
@@ -135,7 +171,8 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
       logger: createLogger({ level: 'debug', destination: { write: (x: string) => void logs.push(x) } }),
       clock,
     });
-    for (let i = 0; i < 5; i++) await batches.append(batches.check(`loan_${i}`, records(`loan_${i}`, 1)), '100000');
+    for (let i = 0; i < 5; i++)
+      await batches.append(batches.check(`loan_${i}`, records(`loan_${i}`, 1)), '100000');
     // An open read transaction on another connection (a long report, an operator's query).
     reader.exec('BEGIN');
     reader.prepare('SELECT count(*) FROM file_batch_loans').get();

@@ -26,7 +26,14 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr, getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({
+      clock: systemClock,
+      env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' },
+      stdout,
+      stderr,
+      getConfigOption: () => undefined,
+      shutdown: new AbortController().signal,
+    }),
   );
   try {
     await program.parseAsync(['node', 'boarding-connector', ...args]);
@@ -38,7 +45,14 @@ async function cli(configPath: string, args: string[]): Promise<{ stdout: string
 
 describe('webhooks register / list / enable and the endpoint check (sandbox)', () => {
   it('an endpoint auto-disabled after failed deliveries is reported, fails readiness, and `webhooks enable` re-activates it', async () => {
-    const sb = await startSandbox({ amounts: 'extreme', loans: 3, releaseRatio: 0, allowLoopbackWebhooks: true, webhookRetry: { attempts: 1, baseMs: 0 }, webhookAutoDisableAfter: 1 });
+    const sb = await startSandbox({
+      amounts: 'extreme',
+      loans: 3,
+      releaseRatio: 0,
+      allowLoopbackWebhooks: true,
+      webhookRetry: { attempts: 1, baseMs: 0 },
+      webhookAutoDisableAfter: 1,
+    });
     cleanups.push(() => sb.close());
     const dir = mkdtempSync(join(tmpdir(), 'endpoint-admin-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,17 +62,29 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
     const configPath = join(dir, 'config.yaml');
     writeFileSync(configPath, yaml);
 
-    const reg = await cli(configPath, ['webhooks', 'register', '--url', publicUrl, '--events', 'loan.funded', '--name', 'test connector']);
+    const reg = await cli(configPath, [
+      'webhooks',
+      'register',
+      '--url',
+      publicUrl,
+      '--events',
+      'loan.funded',
+      '--name',
+      'test connector',
+    ]);
     const secret = /BOARDING_WEBHOOK_SECRETS=(whsec_\S+)/.exec(reg.stdout)?.[1];
     expect(secret).toBeDefined();
     expect(reg.stdout).toContain('shown ONCE');
     expect(reg.stderr).not.toContain(secret!);
     // The secret is not kept anywhere by the connector (only the endpoint id with its key).
     for (const f of ['state.sqlite', 'state.sqlite-wal']) {
-      if (existsSync(join(dir, f))) expect(readFileSync(join(dir, f)).includes(Buffer.from(secret!))).toBe(false);
+      if (existsSync(join(dir, f)))
+        expect(readFileSync(join(dir, f)).includes(Buffer.from(secret!))).toBe(false);
     }
 
-    const loans = (await (await fetch(`${sb.adminUrl}/loans`)).json()) as { data: Array<{ id: string; status: string }> };
+    const loans = (await (await fetch(`${sb.adminUrl}/loans`)).json()) as {
+      data: Array<{ id: string; status: string }>;
+    };
     const target = loans.data.find((l) => l.status !== 'funded');
     if (!target) throw new Error('every generated loan is already funded');
     await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/fund`, { method: 'POST' });
@@ -87,7 +113,9 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
 
     const enabled = await cli(configPath, ['webhooks', 'enable', String(listed[0].id)]);
     expect(enabled.stdout).toContain('is now active');
-    expect((await checkEndpoints(platform, config, logger, { clock: systemClock, watch })).state).toBe('active');
+    expect((await checkEndpoints(platform, config, logger, { clock: systemClock, watch })).state).toBe(
+      'active',
+    );
     expect(webhookEndpointCheck(watch)()).toMatchObject({ ok: true });
   });
 
@@ -95,11 +123,26 @@ describe('webhooks register / list / enable and the endpoint check (sandbox)', (
     const dir = mkdtempSync(join(tmpdir(), 'endpoint-usage-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const configPath = join(dir, 'config.yaml');
-    writeFileSync(configPath, `platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: "pk_test_x", environment: development }\nstore: { path: "${join(dir, 's.sqlite')}" }\n`);
-    await expect(cli(configPath, ['webhooks', 'register', '--url', 'https://x.example/webhooks/platform', '--events', 'loan.exploded'])).rejects.toMatchObject({
+    writeFileSync(
+      configPath,
+      `platform: { baseUrl: "http://127.0.0.1:9/api", apiKey: "pk_test_x", environment: development }\nstore: { path: "${join(dir, 's.sqlite')}" }\n`,
+    );
+    await expect(
+      cli(configPath, [
+        'webhooks',
+        'register',
+        '--url',
+        'https://x.example/webhooks/platform',
+        '--events',
+        'loan.exploded',
+      ]),
+    ).rejects.toMatchObject({
       name: 'UsageError',
       message: expect.stringContaining('loan.exploded'),
     });
-    await expect(cli(configPath, ['webhooks', 'register', '--url', 'not a url'])).rejects.toMatchObject({ name: 'UsageError', message: expect.stringContaining('--url') });
+    await expect(cli(configPath, ['webhooks', 'register', '--url', 'not a url'])).rejects.toMatchObject({
+      name: 'UsageError',
+      message: expect.stringContaining('--url'),
+    });
   });
 });

@@ -59,7 +59,14 @@ async function cli(configPath: string, args: string[]): Promise<string> {
   const chunks: Buffer[] = [];
   stdout.on('data', (c: Buffer) => chunks.push(c));
   const { program, ctx } = buildProgram(() =>
-    createCliContext({ clock: systemClock, env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' }, stdout, stderr: new PassThrough(), getConfigOption: () => undefined, shutdown: new AbortController().signal }),
+    createCliContext({
+      clock: systemClock,
+      env: { BOARDING_CONFIG: configPath, LOG_LEVEL: 'silent' },
+      stdout,
+      stderr: new PassThrough(),
+      getConfigOption: () => undefined,
+      shutdown: new AbortController().signal,
+    }),
   );
   try {
     await program.parseAsync(['node', 'boarding-connector', ...args]);
@@ -71,7 +78,15 @@ async function cli(configPath: string, args: string[]): Promise<string> {
 
 describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
   it('registers the endpoint, and a funded released loan is boarded long before the next scheduled cycle', async () => {
-    const sb = await startSandbox({ amounts: 'extreme', loans: 6, releaseRatio: 0, allowLoopbackWebhooks: true, readsPerWindow: 10_000, writesPerWindow: 10_000, windowMs: 60_000 });
+    const sb = await startSandbox({
+      amounts: 'extreme',
+      loans: 6,
+      releaseRatio: 0,
+      allowLoopbackWebhooks: true,
+      readsPerWindow: 10_000,
+      writesPerWindow: 10_000,
+      windowMs: 60_000,
+    });
     cleanups.push(() => sb.close());
     const dir = mkdtempSync(join(tmpdir(), 'funded-e2e-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -80,12 +95,30 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
 
     // 1. `webhooks register` against the sandbox: the secret is printed once.
     writeFileSync(configPath, configYaml(sb, dir, port, []));
-    const registered = JSON.parse(await cli(configPath, ['webhooks', 'register', '--url', `http://127.0.0.1:${port}/webhooks/platform`, '--json']));
+    const registered = JSON.parse(
+      await cli(configPath, [
+        'webhooks',
+        'register',
+        '--url',
+        `http://127.0.0.1:${port}/webhooks/platform`,
+        '--json',
+      ]),
+    );
     expect(registered).toMatchObject({ registered: true, endpoint: { status: 'active' } });
     const secret = registered.secret as string;
     expect(secret).toMatch(/^whsec_/);
     // A second register of the same URL does not create a second endpoint.
-    expect(JSON.parse(await cli(configPath, ['webhooks', 'register', '--url', `http://127.0.0.1:${port}/webhooks/platform`, '--json']))).toMatchObject({ registered: false });
+    expect(
+      JSON.parse(
+        await cli(configPath, [
+          'webhooks',
+          'register',
+          '--url',
+          `http://127.0.0.1:${port}/webhooks/platform`,
+          '--json',
+        ]),
+      ),
+    ).toMatchObject({ registered: false });
     const listed = JSON.parse(await cli(configPath, ['webhooks', 'list', '--json']));
     expect(listed).toHaveLength(1);
     expect(listed[0]).toMatchObject({ id: registered.endpoint.id, thisConnector: true, disabled: false });
@@ -93,7 +126,11 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     // 2. The daemon with the receiver, configured with the secret.
     writeFileSync(configPath, configYaml(sb, dir, port, [secret]));
     const config = loadConfig({ env: {}, fileText: configYaml(sb, dir, port, [secret]) });
-    const rt = await buildRuntime(config, silentLogger(), { clock: systemClock, mapper: new FakeMapper(), core: new FakeCore() });
+    const rt = await buildRuntime(config, silentLogger(), {
+      clock: systemClock,
+      mapper: new FakeMapper(),
+      core: new FakeCore(),
+    });
     cleanups.push(() => rt.close());
     // The same composition `run` uses.
     const cycles: CycleSummary[] = [];
@@ -116,12 +153,23 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
 
     // 3. Release a loan, then fund it: only the loan.funded webhook can start the next cycle.
-    const loans = (await (await fetch(`${sb.adminUrl}/loans?released=false`)).json()) as { data: Array<{ id: string; status: string }> };
+    const loans = (await (await fetch(`${sb.adminUrl}/loans?released=false`)).json()) as {
+      data: Array<{ id: string; status: string }>;
+    };
     const target = loans.data.find((l) => l.status !== 'funded') ?? loans.data[0];
     if (!target) throw new Error('sandbox generated no loans');
-    expect((await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/release`, { method: 'POST' })).status).toBe(200);
+    expect(
+      (await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/release`, { method: 'POST' }))
+        .status,
+    ).toBe(200);
     const boarded = new Promise<void>((resolve, reject) => {
-      const deadline = setTimeout(() => reject(new Error(`loan ${target.id} not boarded; cycles: ${cycles.map((c) => c.reason).join(',')}`)), 20_000);
+      const deadline = setTimeout(
+        () =>
+          reject(
+            new Error(`loan ${target.id} not boarded; cycles: ${cycles.map((c) => c.reason).join(',')}`),
+          ),
+        20_000,
+      );
       const check = async (): Promise<void> => {
         if ((await rt.store.loans.get(target.id))?.state === 'acknowledged') {
           clearTimeout(deadline);
@@ -130,7 +178,9 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
       };
       waiters.push(check);
     });
-    expect((await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/fund`, { method: 'POST' })).status).toBe(200);
+    expect(
+      (await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}/fund`, { method: 'POST' })).status,
+    ).toBe(200);
     await boarded;
 
     const row = await rt.store.loans.get(target.id);
@@ -141,7 +191,9 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     expect(cycles.every((c) => c.reason !== 'schedule')).toBe(true);
     // The funded time is on record (inbox, and the loans row once it exists).
     expect(await createWebhookInbox(rt.db).fundedAt(target.id)).not.toBeNull();
-    const sandboxView = (await (await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}`)).json()) as { boarding?: { boarded?: boolean } };
+    const sandboxView = (await (
+      await fetch(`${sb.adminUrl}/loans/${encodeURIComponent(target.id)}`)
+    ).json()) as { boarding?: { boarded?: boolean } };
     expect(JSON.stringify(sandboxView)).toContain('"boarded":true');
 
     // 4. Metrics and readiness of the running service, on the admin listener only.
@@ -150,7 +202,9 @@ describe('loan.funded webhook → early cycle (sandbox end to end)', () => {
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
     const adminUrl = adminUrlOf();
     const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
-    expect(metrics).toMatch(/boarding_webhooks_received_total\{outcome="accepted",event_type="loan.funded"\} 1/);
+    expect(metrics).toMatch(
+      /boarding_webhooks_received_total\{outcome="accepted",event_type="loan.funded"\} 1/,
+    );
     expect(metrics).toMatch(/boarding_cycle_duration_seconds_count\{outcome="ok",trigger="webhook"\} [1-9]/);
     expect(metrics).toMatch(/boarding_loans\{state="acknowledged"\} 1/);
     const ready = await fetch(`${adminUrl}/readyz`);

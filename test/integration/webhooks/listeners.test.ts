@@ -15,7 +15,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function start(configure?: Parameters<typeof startWebhookService>[0]['configure']): Promise<WebhookService> {
+async function start(
+  configure?: Parameters<typeof startWebhookService>[0]['configure'],
+): Promise<WebhookService> {
   const dir = mkdtempSync(join(tmpdir(), 'listeners-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
   const svc = await startWebhookService({ db, dir, secret, ...(configure ? { configure } : {}) });
@@ -27,13 +29,19 @@ async function start(configure?: Parameters<typeof startWebhookService>[0]['conf
 }
 
 /** A GET with a Host header of our choosing (fetch does not let a caller set Host). */
-function getWithHost(url: string, host: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
+function getWithHost(
+  url: string,
+  host: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined> }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, headers: { host } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
-    });
+    const req = httpRequest(
+      { host: u.hostname, port: u.port, path: u.pathname, headers: { host } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -44,8 +52,12 @@ describe('the listeners', () => {
     const svc = await start();
     const admin = svc.adminUrl()!;
     const port = new URL(admin).port;
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST.', `[::1]:${port}`]) expect((await getWithHost(`${admin}/healthz`, host)).status, host).toBe(200);
-    for (const path of ['/metrics', '/reports/latest', '/readyz']) expect((await getWithHost(`${admin}${path}`, `rebind.attacker.example:${port}`)).status, path).toBe(421);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, 'LOCALHOST.', `[::1]:${port}`])
+      expect((await getWithHost(`${admin}/healthz`, host)).status, host).toBe(200);
+    for (const path of ['/metrics', '/reports/latest', '/readyz'])
+      expect((await getWithHost(`${admin}${path}`, `rebind.attacker.example:${port}`)).status, path).toBe(
+        421,
+      );
     // The public receiver answers any Host (the platform names it as it likes).
     expect((await getWithHost(`${svc.url()!}/healthz`, 'hooks.bank.example')).status).toBe(200);
   });
@@ -68,13 +80,13 @@ describe('the listeners', () => {
     expect(latest.headers['x-content-type-options']).toBe('nosniff');
   });
 
-
   it('ops pages are served on the admin listener only (regression: /metrics, /readyz, /reports/latest on the public one)', async () => {
     const svc = await start();
     const pub = svc.url()!;
     const admin = svc.adminUrl()!;
     expect(admin).not.toBe(pub);
-    for (const path of ['/metrics', '/readyz', '/reports/latest']) expect((await fetch(`${pub}${path}`)).status).toBe(404);
+    for (const path of ['/metrics', '/readyz', '/reports/latest'])
+      expect((await fetch(`${pub}${path}`)).status).toBe(404);
     expect((await fetch(`${pub}/healthz`)).status).toBe(200);
     const m = await fetch(`${admin}/metrics`);
     expect(m.status, await m.clone().text()).toBe(200);
@@ -131,7 +143,8 @@ describe('the listeners', () => {
     let closedAt = 0;
     sock.on('data', (chunk: Buffer) => {
       received += chunk.toString('latin1');
-      if (answeredAt === 0 && received.includes('\r\n\r\n') && received.includes('"status"')) answeredAt = Date.now();
+      if (answeredAt === 0 && received.includes('\r\n\r\n') && received.includes('"status"'))
+        answeredAt = Date.now();
     });
     sock.on('close', () => (closedAt = Date.now()));
     await new Promise<void>((resolve) => sock.once('connect', () => resolve()));

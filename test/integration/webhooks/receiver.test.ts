@@ -39,18 +39,41 @@ afterEach(async () => {
 });
 
 async function startReceiver(
-  opts: { secrets?: string[]; readiness?: Record<string, ReadinessCheck>; maxBodyBytes?: number; scheme?: 'standard' | 'stripe' | 'hmac-sha256-hex'; expressOnly?: boolean } = {},
+  opts: {
+    secrets?: string[];
+    readiness?: Record<string, ReadinessCheck>;
+    maxBodyBytes?: number;
+    scheme?: 'standard' | 'stripe' | 'hmac-sha256-hex';
+    expressOnly?: boolean;
+  } = {},
 ): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
   const inbox = createWebhookInbox(db);
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } });
-  const processor = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
+  const processor = createWebhookProcessor({
+    clock: systemClock,
+    db,
+    inbox,
+    logger: silentLogger(),
+    debounceMs: 0,
+  });
   await processor.start();
-  const metrics = createConnectorMetrics({ clock: systemClock, db: StoreDb.sqliteOn(db), inbox, processMetrics: false });
-  const app = createApp({ clock: systemClock,
-    config: { scheme: opts.scheme ?? 'standard', secrets: opts.secrets ?? [secretNew], toleranceSeconds: 300, maxBodyBytes: opts.maxBodyBytes ?? 262_144 },
+  const metrics = createConnectorMetrics({
+    clock: systemClock,
+    db: StoreDb.sqliteOn(db),
+    inbox,
+    processMetrics: false,
+  });
+  const app = createApp({
+    clock: systemClock,
+    config: {
+      scheme: opts.scheme ?? 'standard',
+      secrets: opts.secrets ?? [secretNew],
+      toleranceSeconds: 300,
+      maxBodyBytes: opts.maxBodyBytes ?? 262_144,
+    },
     inbox,
     logger,
     metrics,
@@ -59,7 +82,9 @@ async function startReceiver(
     reportsDir: join(dir, 'reports'),
   });
   // expressOnly: the app served by a bare node:http server, without startHttpServer's limits.
-  const server: RunningServer = opts.expressOnly ? await serveBare(app) : await startHttpServer(app, '127.0.0.1', 0);
+  const server: RunningServer = opts.expressOnly
+    ? await serveBare(app)
+    : await startHttpServer(app, '127.0.0.1', 0);
   cleanups.push(async () => {
     await server.close(100);
     await processor.stop();
@@ -85,7 +110,10 @@ async function serveBare(app: RequestListener): Promise<RunningServer> {
   };
 }
 
-function signed(payload: unknown, opts: { id?: string; secret?: string; at?: Date } = {}): { headers: Record<string, string>; body: string } {
+function signed(
+  payload: unknown,
+  opts: { id?: string; secret?: string; at?: Date } = {},
+): { headers: Record<string, string>; body: string } {
   const body = typeof payload === 'string' ? payload : JSON.stringify(payload);
   const id = opts.id ?? `msg_${randomBytes(8).toString('hex')}`;
   const at = opts.at ?? new Date();
@@ -101,7 +129,10 @@ function signed(payload: unknown, opts: { id?: string; secret?: string; at?: Dat
   };
 }
 
-async function post(url: string, d: { headers: Record<string, string>; body: string }): Promise<{ status: number; text: string }> {
+async function post(
+  url: string,
+  d: { headers: Record<string, string>; body: string },
+): Promise<{ status: number; text: string }> {
   const res = await fetch(`${url}${WEBHOOK_PATH}`, { method: 'POST', headers: d.headers, body: d.body });
   return { status: res.status, text: await res.text() };
 }
@@ -111,7 +142,9 @@ function funded(loanId: string): Record<string, unknown> {
 }
 
 function metricValue(text: string, name: string, labels: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`) || (labels === '' && l.startsWith(`${name} `)));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{${labels}}`) || (labels === '' && l.startsWith(`${name} `)));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -121,9 +154,24 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const processed = new Promise((resolve) => r.processor.events.once('processed', resolve));
     const d = signed(funded('L1'), { id: 'msg_accept' });
     expect(await post(r.url, d)).toEqual({ status: 200, text: '{"received":true}' });
-    expect(await processed).toMatchObject({ webhookId: 'msg_accept', eventType: 'loan.funded', loanId: 'L1', outcome: 'processed' });
-    expect(await r.inbox.get('msg_accept')).toMatchObject({ status: 'processed', loanId: 'L1', eventType: 'loan.funded' });
-    expect(metricValue(await r.metricsText(), 'boarding_webhooks_received_total', 'outcome="accepted",event_type="loan.funded"')).toBe(1);
+    expect(await processed).toMatchObject({
+      webhookId: 'msg_accept',
+      eventType: 'loan.funded',
+      loanId: 'L1',
+      outcome: 'processed',
+    });
+    expect(await r.inbox.get('msg_accept')).toMatchObject({
+      status: 'processed',
+      loanId: 'L1',
+      eventType: 'loan.funded',
+    });
+    expect(
+      metricValue(
+        await r.metricsText(),
+        'boarding_webhooks_received_total',
+        'outcome="accepted",event_type="loan.funded"',
+      ),
+    ).toBe(1);
   });
 
   it('20 concurrent duplicates of one delivery are all acknowledged and processed once', async () => {
@@ -140,11 +188,19 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     expect((await post(r.url, d)).status).toBe(200);
     await r.processor.drain();
     expect(processedIds).toEqual(['msg_dup']);
-    expect(r.db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox WHERE webhook_id = 'msg_dup'").get()).toEqual({ n: 1 });
-    expect(r.db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L2'").get()).toEqual({ n: 1 });
+    expect(
+      r.db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox WHERE webhook_id = 'msg_dup'").get(),
+    ).toEqual({ n: 1 });
+    expect(r.db.prepare("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L2'").get()).toEqual({
+      n: 1,
+    });
     const text = await r.metricsText();
-    expect(metricValue(text, 'boarding_webhooks_received_total', 'outcome="accepted",event_type="loan.funded"')).toBe(1);
-    expect(metricValue(text, 'boarding_webhooks_received_total', 'outcome="duplicate",event_type="loan.funded"')).toBe(20);
+    expect(
+      metricValue(text, 'boarding_webhooks_received_total', 'outcome="accepted",event_type="loan.funded"'),
+    ).toBe(1);
+    expect(
+      metricValue(text, 'boarding_webhooks_received_total', 'outcome="duplicate",event_type="loan.funded"'),
+    ).toBe(20);
   });
 
   it('rotation: deliveries signed with either configured secret are accepted', async () => {
@@ -159,10 +215,15 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const body = JSON.stringify({ id: 'evt_stripe_1', type: 'loan.funded', data: { loan: { id: 'S1' } } });
     const t = Math.floor(Date.now() / 1000);
     const v1 = createHmac('sha256', 'whsec_stripe_like').update(`${t}.${body}`).digest('hex');
-    const d = { headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` }, body };
+    const d = {
+      headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` },
+      body,
+    };
     expect((await post(r.url, d)).status).toBe(200);
     expect((await post(r.url, d)).status).toBe(200);
-    expect((await post(r.url, { ...d, headers: { ...d.headers, 'webhook-signature': 'v1,ignored' } })).status).toBe(200);
+    expect(
+      (await post(r.url, { ...d, headers: { ...d.headers, 'webhook-signature': 'v1,ignored' } })).status,
+    ).toBe(200);
     await r.processor.drain();
     expect(await r.inbox.get('evt:evt_stripe_1')).toMatchObject({ status: 'processed', loanId: 'S1' });
     expect(r.db.prepare('SELECT COUNT(*) AS n FROM webhook_inbox').get()).toEqual({ n: 1 });
@@ -171,7 +232,12 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
   });
 
   describe('bad input: status, nothing stored or processed, counted by reason, reason not echoed', () => {
-    const cases: Array<{ name: string; reason: string; status: number; make: () => { headers: Record<string, string>; body: string } }> = [
+    const cases: Array<{
+      name: string;
+      reason: string;
+      status: number;
+      make: () => { headers: Record<string, string>; body: string };
+    }> = [
       {
         name: 'missing headers',
         reason: 'missing_headers',
@@ -182,7 +248,12 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
           return { headers, body: d.body };
         },
       },
-      { name: 'bad signature (other secret)', reason: 'bad_signature', status: 401, make: () => signed(funded('B2'), { secret: secretOld }) },
+      {
+        name: 'bad signature (other secret)',
+        reason: 'bad_signature',
+        status: 401,
+        make: () => signed(funded('B2'), { secret: secretOld }),
+      },
       {
         name: 'tampered body',
         reason: 'bad_signature',
@@ -192,11 +263,36 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
           return { headers: d.headers, body: d.body.replace('B3', 'B4') };
         },
       },
-      { name: 'timestamp too old', reason: 'timestamp_out_of_tolerance', status: 401, make: () => signed(funded('B5'), { at: new Date(Date.now() - 10 * 60_000) }) },
-      { name: 'timestamp in the future', reason: 'timestamp_out_of_tolerance', status: 401, make: () => signed(funded('B6'), { at: new Date(Date.now() + 10 * 60_000) }) },
-      { name: 'non-JSON body (validly signed)', reason: 'invalid_json', status: 400, make: () => signed('loan funded: B7') },
-      { name: 'JSON that is not an object', reason: 'invalid_payload', status: 400, make: () => signed('[1,2,3]') },
-      { name: 'oversize body (validly signed)', reason: 'too_large', status: 413, make: () => signed({ ...funded('B8'), pad: 'x'.repeat(4096) }) },
+      {
+        name: 'timestamp too old',
+        reason: 'timestamp_out_of_tolerance',
+        status: 401,
+        make: () => signed(funded('B5'), { at: new Date(Date.now() - 10 * 60_000) }),
+      },
+      {
+        name: 'timestamp in the future',
+        reason: 'timestamp_out_of_tolerance',
+        status: 401,
+        make: () => signed(funded('B6'), { at: new Date(Date.now() + 10 * 60_000) }),
+      },
+      {
+        name: 'non-JSON body (validly signed)',
+        reason: 'invalid_json',
+        status: 400,
+        make: () => signed('loan funded: B7'),
+      },
+      {
+        name: 'JSON that is not an object',
+        reason: 'invalid_payload',
+        status: 400,
+        make: () => signed('[1,2,3]'),
+      },
+      {
+        name: 'oversize body (validly signed)',
+        reason: 'too_large',
+        status: 413,
+        make: () => signed({ ...funded('B8'), pad: 'x'.repeat(4096) }),
+      },
     ];
     it.each(cases)('$name → $status', async ({ reason, status, make }) => {
       const r = await startReceiver({ maxBodyBytes: 2048 });
@@ -206,7 +302,9 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       await r.processor.drain();
       expect(r.db.prepare('SELECT COUNT(*) AS n FROM webhook_inbox').get()).toEqual({ n: 0 });
       expect(r.db.prepare('SELECT COUNT(*) AS n FROM loan_events').get()).toEqual({ n: 0 });
-      expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', `reason="${reason}"`)).toBe(1);
+      expect(
+        metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', `reason="${reason}"`),
+      ).toBe(1);
       expect(r.logs.join('')).toContain(`"reason":"${reason}"`);
       // Nothing went wrong inside the server while refusing.
       expect(r.logs.join('')).not.toContain('http handler failed');
@@ -221,7 +319,12 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
           controller.close();
         },
       });
-      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: d.headers, body: stream, duplex: 'half' });
+      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+        method: 'POST',
+        headers: d.headers,
+        body: stream,
+        duplex: 'half',
+      });
       expect(res.status).toBe(413);
       expect((await r.inbox.stats()).pending).toBe(0);
     });
@@ -248,21 +351,37 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     it('a gzip-encoded body is verified on its decoded bytes; an unknown encoding is a 415', async () => {
       const r = await startReceiver({ expressOnly });
       const d = signed(funded('Z1'), { id: 'msg_z1' });
-      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': 'gzip' }, body: gzipSync(d.body) });
+      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+        method: 'POST',
+        headers: { ...d.headers, 'content-encoding': 'gzip' },
+        body: gzipSync(d.body),
+      });
       expect(res.status).toBe(200);
       expect(await r.inbox.get('msg_z1')).not.toBeNull();
       const e = signed(funded('Z2'), { id: 'msg_z2' });
-      const bad = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...e.headers, 'content-encoding': 'x-unknown' }, body: e.body });
+      const bad = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+        method: 'POST',
+        headers: { ...e.headers, 'content-encoding': 'x-unknown' },
+        body: e.body,
+      });
       expect(bad.status).toBe(415);
       expect(await r.inbox.get('msg_z2')).toBeNull();
-      expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="unsupported_encoding"')).toBe(1);
+      expect(
+        metricValue(
+          await r.metricsText(),
+          'boarding_webhooks_rejected_total',
+          'reason="unsupported_encoding"',
+        ),
+      ).toBe(1);
     });
   });
 
   it('answers 503 only when the inbox write fails, so the platform redelivers', async () => {
     const r = await startReceiver();
     // A real write failure of the inbox table (as a full disk would give).
-    r.db.exec("CREATE TRIGGER inbox_full BEFORE INSERT ON webhook_inbox BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END");
+    r.db.exec(
+      "CREATE TRIGGER inbox_full BEFORE INSERT ON webhook_inbox BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END",
+    );
     const d = signed(funded('F1'), { id: 'msg_503' });
     expect((await post(r.url, d)).status).toBe(503);
     expect(await r.inbox.get('msg_503')).toBeNull();
@@ -274,15 +393,26 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
 
   it('healthz, readyz (200/503 by the injected checks) and metrics', async () => {
     let platformOk = true;
-    const r = await startReceiver({ readiness: { platform: () => (platformOk ? { ok: true } : { ok: false, detail: 'last success 20 min ago' }) } });
+    const r = await startReceiver({
+      readiness: {
+        platform: () => (platformOk ? { ok: true } : { ok: false, detail: 'last success 20 min ago' }),
+      },
+    });
     expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${r.url}/readyz`)).status).toBe(200);
     platformOk = false;
     const notReady = await fetch(`${r.url}/readyz`);
     expect(notReady.status).toBe(503);
-    expect(await notReady.json()).toEqual({ ready: false, checks: { platform: { ok: false, detail: 'last success 20 min ago' } } });
+    expect(await notReady.json()).toEqual({
+      ready: false,
+      checks: { platform: { ok: false, detail: 'last success 20 min ago' } },
+    });
 
-    r.db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('Q1', 'quarantined', 1, 1), ('A1', 'acknowledged', 1, 1), ('R1', 'retry_wait', 1, 1)").run();
+    r.db
+      .prepare(
+        "INSERT INTO loans (id, state, created_at, updated_at) VALUES ('Q1', 'quarantined', 1, 1), ('A1', 'acknowledged', 1, 1), ('R1', 'retry_wait', 1, 1)",
+      )
+      .run();
     const m = await fetch(`${r.url}/metrics`);
     expect(m.headers.get('content-type')).toContain('text/plain');
     const text = await m.text();
@@ -309,15 +439,24 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const body = JSON.stringify(funded('L9'));
     const sig = createHmac('sha256', secret).update(body).digest('hex');
     for (let i = 0; i < 50; i++) {
-      const res = await post(r.url, { body, headers: { 'content-type': 'application/json', 'x-signature': sig, 'x-webhook-id': `replay-${i}` } });
+      const res = await post(r.url, {
+        body,
+        headers: { 'content-type': 'application/json', 'x-signature': sig, 'x-webhook-id': `replay-${i}` },
+      });
       expect(res.status).toBe(200);
     }
     expect(r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all()).toEqual([{ id: 'evt:evt_L9' }]);
     // Without a payload id, the signed body's hash names the delivery.
     const anon = JSON.stringify({ type: 'loan.funded', data: { loanId: 'L10' } });
     const anonSig = createHmac('sha256', secret).update(anon).digest('hex');
-    for (let i = 0; i < 5; i++) await post(r.url, { body: anon, headers: { 'content-type': 'application/json', 'x-signature': anonSig, 'x-webhook-id': `x-${i}` } });
-    expect(r.db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox WHERE loan_id = 'L10'").get()).toEqual({ n: 1 });
+    for (let i = 0; i < 5; i++)
+      await post(r.url, {
+        body: anon,
+        headers: { 'content-type': 'application/json', 'x-signature': anonSig, 'x-webhook-id': `x-${i}` },
+      });
+    expect(r.db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox WHERE loan_id = 'L10'").get()).toEqual({
+      n: 1,
+    });
   });
 
   it('stores a redacted payload: no full tax id, presigned query or key reaches webhook_inbox (regression: stored verbatim)', async () => {
@@ -326,11 +465,21 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       id: 'evt_pii',
       type: 'loan.funded',
       createdAt: new Date().toISOString(),
-      data: { loanId: 'L11', business: { ein: '12-3456789', taxId: 123456789 }, person: { ssn: '123-45-6789' }, apiKey: 'pk_live_secretvalue', url: 'https://blob.example/doc.pdf?X-Amz-Signature=abcdef&X-Amz-Credential=zzz' },
+      data: {
+        loanId: 'L11',
+        business: { ein: '12-3456789', taxId: 123456789 },
+        person: { ssn: '123-45-6789' },
+        apiKey: 'pk_live_secretvalue',
+        url: 'https://blob.example/doc.pdf?X-Amz-Signature=abcdef&X-Amz-Credential=zzz',
+      },
     };
     expect((await post(r.url, signed(payload, { id: 'msg_pii' }))).status).toBe(200);
     await r.processor.drain();
-    const stored = (r.db.prepare("SELECT payload FROM webhook_inbox WHERE webhook_id = 'msg_pii'").get() as { payload: string }).payload;
+    const stored = (
+      r.db.prepare("SELECT payload FROM webhook_inbox WHERE webhook_id = 'msg_pii'").get() as {
+        payload: string;
+      }
+    ).payload;
     expect(stored).not.toMatch(/3456789|45-6789|123456789|secretvalue|X-Amz-Signature=abcdef|zzz/);
     expect(JSON.parse(stored)).toMatchObject({ id: 'evt_pii', type: 'loan.funded', data: { loanId: 'L11' } });
     expect(await r.inbox.get('msg_pii')).toMatchObject({ status: 'processed', loanId: 'L11' });
@@ -340,13 +489,17 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     const r = await startReceiver();
     const day = 24 * 60 * 60 * 1000;
     const now = Date.now();
-    const ins = r.db.prepare("INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status) VALUES (?, 'loan.funded', ?, ?, ?, '{}', 'processed')");
+    const ins = r.db.prepare(
+      "INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status) VALUES (?, 'loan.funded', ?, ?, ?, '{}', 'processed')",
+    );
     ins.run('old-unknown', 'UNKNOWN_1', now - 200 * day, now - 200 * day);
     ins.run('recent-unknown', 'UNKNOWN_2', now - 40 * day, now - 40 * day);
     for (let i = 0; i < 5; i++) ins.run(`flood-${i}`, `FLOOD_${i}`, now - i, now - 1000 + i);
     expect(await r.inbox.prune(now - 30 * day)).toBe(1); // only the one past the unknown-loan retention
     expect(await r.inbox.capUnknownFunded(3)).toBe(3); // 6 left, the oldest 3 beyond the bound go
-    const left = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox ORDER BY rowid').all() as Array<{ id: string }>).map((x) => x.id);
+    const left = (
+      r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox ORDER BY rowid').all() as Array<{ id: string }>
+    ).map((x) => x.id);
     expect(left).toEqual(['flood-2', 'flood-3', 'flood-4']);
   });
 
@@ -359,18 +512,43 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       | { kind: 'garbage'; body: string; signed: boolean }
       | { kind: 'oversize'; bytes: number }
       | { kind: 'aborted'; bytes: number }
-      | { kind: 'compressed'; encoding: string; bytes: number[]; mode: 'garbage' | 'truncated'; signed: boolean };
+      | {
+          kind: 'compressed';
+          encoding: string;
+          bytes: number[];
+          mode: 'garbage' | 'truncated';
+          signed: boolean;
+        };
     const arb: fc.Arbitrary<Case> = fc.oneof(
-      fc.record({ kind: fc.constant('signed' as const), id: fc.integer({ min: 0, max: 30 }), gzip: fc.boolean(), replays: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({
+        kind: fc.constant('signed' as const),
+        id: fc.integer({ min: 0, max: 30 }),
+        gzip: fc.boolean(),
+        replays: fc.integer({ min: 0, max: 2 }),
+      }),
       fc.record({ kind: fc.constant('forged' as const), body: fc.json() }),
-      fc.record({ kind: fc.constant('garbage' as const), body: fc.string({ maxLength: 200 }), signed: fc.boolean() }),
+      fc.record({
+        kind: fc.constant('garbage' as const),
+        body: fc.string({ maxLength: 200 }),
+        signed: fc.boolean(),
+      }),
       fc.record({ kind: fc.constant('oversize' as const), bytes: fc.integer({ min: 4097, max: 20_000 }) }),
       fc.record({ kind: fc.constant('aborted' as const), bytes: fc.integer({ min: 1, max: 2000 }) }),
       // Compressed garbage: random bytes, or a valid stream cut short, under every encoding the
       // body reader knows and some it does not.
       fc.record({
         kind: fc.constant('compressed' as const),
-        encoding: fc.constantFrom('gzip', 'x-gzip', 'deflate', 'br', 'GZIP', 'zstd', 'compress', 'gzip, br', 'identity'),
+        encoding: fc.constantFrom(
+          'gzip',
+          'x-gzip',
+          'deflate',
+          'br',
+          'GZIP',
+          'zstd',
+          'compress',
+          'gzip, br',
+          'identity',
+        ),
         bytes: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 300 }),
         mode: fc.constantFrom('garbage' as const, 'truncated' as const),
         signed: fc.boolean(),
@@ -384,9 +562,21 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
       if (c.kind === 'signed') {
         const id = `msg_fuzz_${c.id}`;
         signedIds.add(id);
-        const d = signed({ id: `evt_fuzz_${c.id}`, type: 'loan.funded', createdAt: new Date().toISOString(), data: { loanId: `LF${c.id}` } }, { id });
+        const d = signed(
+          {
+            id: `evt_fuzz_${c.id}`,
+            type: 'loan.funded',
+            createdAt: new Date().toISOString(),
+            data: { loanId: `LF${c.id}` },
+          },
+          { id },
+        );
         for (let k = 0; k <= c.replays; k++) {
-          const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: c.gzip ? { ...d.headers, 'content-encoding': 'gzip' } : d.headers, body: c.gzip ? gzipSync(d.body) : d.body });
+          const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+            method: 'POST',
+            headers: c.gzip ? { ...d.headers, 'content-encoding': 'gzip' } : d.headers,
+            body: c.gzip ? gzipSync(d.body) : d.body,
+          });
           statuses.push(res.status);
           await res.text();
         }
@@ -394,23 +584,39 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
         const d = signed(c.body, { secret: secretOld }); // a secret this receiver does not hold
         statuses.push((await post(r.url, d)).status);
       } else if (c.kind === 'garbage') {
-        const d = c.signed ? signed(c.body) : { headers: { 'content-type': 'application/json' }, body: c.body };
+        const d = c.signed
+          ? signed(c.body)
+          : { headers: { 'content-type': 'application/json' }, body: c.body };
         statuses.push((await post(r.url, d)).status);
       } else if (c.kind === 'oversize') {
         statuses.push((await post(r.url, signed('x'.repeat(c.bytes)))).status);
       } else if (c.kind === 'compressed') {
         compressedCases += 1;
         const raw = Buffer.from(c.bytes);
-        const body = c.mode === 'garbage' ? raw : compress(c.encoding, Buffer.from(JSON.stringify({ pad: raw.toString('base64') }))).subarray(0, Math.max(1, c.bytes.length >> 1));
-        const d = c.signed ? signed(body.toString('latin1')) : { headers: { 'content-type': 'application/json' }, body: '' };
-        const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': c.encoding }, body });
+        const body =
+          c.mode === 'garbage'
+            ? raw
+            : compress(c.encoding, Buffer.from(JSON.stringify({ pad: raw.toString('base64') }))).subarray(
+                0,
+                Math.max(1, c.bytes.length >> 1),
+              );
+        const d = c.signed
+          ? signed(body.toString('latin1'))
+          : { headers: { 'content-type': 'application/json' }, body: '' };
+        const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+          method: 'POST',
+          headers: { ...d.headers, 'content-encoding': c.encoding },
+          body,
+        });
         statuses.push(res.status);
         await res.text();
       } else {
         // Announce a body, send part of it, and hang up.
         await new Promise<void>((resolve) => {
           const sock = connect(port, '127.0.0.1', () => {
-            sock.write(`POST ${WEBHOOK_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${c.bytes + 10}\r\n\r\n${'a'.repeat(c.bytes)}`);
+            sock.write(
+              `POST ${WEBHOOK_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${c.bytes + 10}\r\n\r\n${'a'.repeat(c.bytes)}`,
+            );
             setTimeout(() => sock.destroy(), 5);
           });
           sock.on('error', () => undefined);
@@ -423,7 +629,9 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     expect(statuses.filter((x) => x >= 500)).toEqual([]);
     expect(r.logs.filter((l) => l.includes('"level":50'))).toEqual([]);
     expect((await fetch(`${r.url}/healthz`)).status).toBe(200);
-    const rows = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all() as Array<{ id: string }>).map((x) => x.id).sort();
+    const rows = (r.db.prepare('SELECT webhook_id AS id FROM webhook_inbox').all() as Array<{ id: string }>)
+      .map((x) => x.id)
+      .sort();
     expect(rows).toEqual([...signedIds].sort());
     // At most 20 lines per reason and minute: the flood does not reach the log line by line.
     const warnLines = r.logs.filter((l) => l.includes('"level":40'));
@@ -441,24 +649,40 @@ describe('webhook receiver (real server, Standard Webhooks signed by the standar
     for (const encoding of ['gzip', 'deflate', 'br']) {
       for (let i = 0; i < 50; i++) {
         const d = signed('{}');
-        const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { ...d.headers, 'content-encoding': encoding }, body: garbage });
+        const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+          method: 'POST',
+          headers: { ...d.headers, 'content-encoding': encoding },
+          body: garbage,
+        });
         expect(res.status, encoding).toBe(400);
         expect(await res.json()).toEqual({ error: 'bad request' });
       }
     }
     for (const encoding of ['zstd-unknown', 'compress']) {
-      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: garbage });
+      const res = await fetch(`${r.url}${WEBHOOK_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+        body: garbage,
+      });
       expect(res.status, encoding).toBe(415);
       await res.text();
     }
     expect(r.logs.filter((l) => l.includes('"level":50'))).toEqual([]);
     expect(r.logs.join('')).not.toContain('http handler failed');
-    const rejected = r.logs.filter((l) => l.includes('webhook delivery rejected')).map((l) => JSON.parse(l) as { reason: string; detail: string; status: number });
+    const rejected = r.logs
+      .filter((l) => l.includes('webhook delivery rejected'))
+      .map((l) => JSON.parse(l) as { reason: string; detail: string; status: number });
     // 150 requests, at most 20 lines a minute for the reason.
     expect(rejected.filter((l) => l.reason === 'bad_request').length).toBeLessThanOrEqual(20);
-    expect(rejected.find((l) => l.reason === 'bad_request')?.detail).toMatch(/could not be decoded \(content-encoding gzip/);
-    expect(rejected.filter((l) => l.reason === 'unsupported_encoding').map((l) => l.status)).toEqual([415, 415]);
-    expect(metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="bad_request"')).toBe(150);
+    expect(rejected.find((l) => l.reason === 'bad_request')?.detail).toMatch(
+      /could not be decoded \(content-encoding gzip/,
+    );
+    expect(rejected.filter((l) => l.reason === 'unsupported_encoding').map((l) => l.status)).toEqual([
+      415, 415,
+    ]);
+    expect(
+      metricValue(await r.metricsText(), 'boarding_webhooks_rejected_total', 'reason="bad_request"'),
+    ).toBe(150);
     expect(r.db.prepare('SELECT count(*) AS n FROM webhook_inbox').get()).toEqual({ n: 0 });
   });
 });

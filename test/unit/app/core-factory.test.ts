@@ -18,21 +18,32 @@ describe('createCore', () => {
   });
 
   it('builds the Fineract core for adapter http', async () => {
-    const config = configSchema.parse({ platform, core: { adapter: 'http', http: { baseUrl: 'https://core.bank.local/fineract-provider/api/v1', username: 'u', password: 'p' } } });
+    const config = configSchema.parse({
+      platform,
+      core: {
+        adapter: 'http',
+        http: { baseUrl: 'https://core.bank.local/fineract-provider/api/v1', username: 'u', password: 'p' },
+      },
+    });
     const core = createCore(config, { clock: systemClock, logger: silentLogger() });
     expect(core).toBeInstanceOf(FineractCore);
     await core.close();
   });
 
   it('builds the Mambu core for adapter mambu, and names core.mambu when it is missing', async () => {
-    const config = configSchema.parse({ platform, core: { adapter: 'mambu', mambu: { baseUrl: 'https://bank.mambu.com/api', auth: { apiKey: 'k' } } } });
+    const config = configSchema.parse({
+      platform,
+      core: { adapter: 'mambu', mambu: { baseUrl: 'https://bank.mambu.com/api', auth: { apiKey: 'k' } } },
+    });
     const core = createCore(config, { clock: systemClock, logger: silentLogger() });
     expect(core).toBeInstanceOf(MambuCore);
     expect(core.name).toBe('mambu');
     expect(core.customers).toBeDefined();
     await core.close();
     const bare = configSchema.parse({ platform, core: { adapter: 'mambu' } });
-    expect(() => createCore(bare, { clock: systemClock, logger: silentLogger() })).toThrow(/core\.mambu: required when core\.adapter is mambu/);
+    expect(() => createCore(bare, { clock: systemClock, logger: silentLogger() })).toThrow(
+      /core\.mambu: required when core\.adapter is mambu/,
+    );
   });
 
   it('names the missing key when adapter is http without settings', () => {
@@ -45,7 +56,9 @@ describe('createCore', () => {
     const config = configSchema.parse({ platform, core: { file: { batch: { triggerFile: 'LOAN.CSV' } } } });
     const db = openDatabase(':memory:');
     try {
-      expect(() => createCore(config, { clock: systemClock, logger: silentLogger(), db, layout: () => testLayout() })).toThrow(/core\.file\.batch\.triggerFile: LOAN\.CSV is also a file of the layout/);
+      expect(() =>
+        createCore(config, { clock: systemClock, logger: silentLogger(), db, layout: () => testLayout() }),
+      ).toThrow(/core\.file\.batch\.triggerFile: LOAN\.CSV is also a file of the layout/);
     } finally {
       db.close();
     }

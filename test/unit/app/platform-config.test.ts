@@ -7,7 +7,8 @@ import { isPlatformError } from '../../../src/platform/errors.js';
 import { openDatabase } from '../../../src/store/db.js';
 
 /** A local sandbox address nothing calls (there are no built-in defaults to lean on). */
-const CONFIG = 'platform: { baseUrl: "http://127.0.0.1:4010/api", apiKey: pk_test_unused, environment: development }\n';
+const CONFIG =
+  'platform: { baseUrl: "http://127.0.0.1:4010/api", apiKey: pk_test_unused, environment: development }\n';
 
 describe('platformClientFromConfig', () => {
   it('builds the budgets from config.platform.rateLimit', async () => {
@@ -23,16 +24,25 @@ describe('platformClientFromConfig', () => {
 
   it('persists through the state database when one is given', async () => {
     const db = openDatabase(':memory:');
-    const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), { clock: systemClock, logger: silentLogger(), db });
+    const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), {
+      clock: systemClock,
+      logger: silentLogger(),
+      db,
+    });
     expect(await client.clearStrikes('ops')).toBe(0);
     await client.close();
     db.close();
   });
 
   it('refuses a write without a usable Idempotency-Key before anything is sent', async () => {
-    const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), { clock: systemClock, logger: silentLogger() });
+    const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), {
+      clock: systemClock,
+      logger: silentLogger(),
+    });
     for (const key of ['', 'k'.repeat(256)]) {
-      const err = await client.acknowledgeBoarding('L1', {}, { idempotencyKey: key }).catch((e: unknown) => e);
+      const err = await client
+        .acknowledgeBoarding('L1', {}, { idempotencyKey: key })
+        .catch((e: unknown) => e);
       expect(isPlatformError(err) && err.code).toBe('input.invalid');
     }
     expect(client.health().budgets.find((b) => b.bucket === 'write')?.spentInWindow).toBe(0);

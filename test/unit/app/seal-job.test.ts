@@ -23,10 +23,19 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('the daemon\'s batch seal job', () => {
+describe("the daemon's batch seal job", () => {
   it('its job seals the open batch once the injected clock passes the cut-off, not before', async () => {
-    const core = new FileCore({ dir, batches: testBatches(dir, clock, { db }), timeZone: 'America/Chicago', logger: silentLogger(), clock });
-    await core.batches!.append(core.batches!.check('loan_1', [{ type: 'loan', externalId: 'loan_1', fields: {} }]), '100');
+    const core = new FileCore({
+      dir,
+      batches: testBatches(dir, clock, { db }),
+      timeZone: 'America/Chicago',
+      logger: silentLogger(),
+      clock,
+    });
+    await core.batches!.append(
+      core.batches!.check('loan_1', [{ type: 'loan', externalId: 'loan_1', fields: {} }]),
+      '100',
+    );
     const job = batchSealDaemonJob(core, silentLogger());
     expect(job).toMatchObject({ name: 'batches.seal', schedule: '* * * * *' });
     await job!.run(new AbortController().signal);
@@ -36,7 +45,12 @@ describe('the daemon\'s batch seal job', () => {
     expect(db.prepare(`SELECT status FROM file_batches`).get()).toEqual({ status: 'sealed' });
     // The rendered lines (full tax ids) leave the state database once the files are written.
     expect(db.prepare(`SELECT rows_json AS r FROM file_batch_loans`).all()).toEqual([{ r: '{}' }]);
-    expect((await readdir(join(dir, 'batches', '2025-03-14-001'))).sort()).toEqual(['READY', 'control.csv', 'customer.csv', 'loan.csv']);
+    expect((await readdir(join(dir, 'batches', '2025-03-14-001'))).sort()).toEqual([
+      'READY',
+      'control.csv',
+      'customer.csv',
+      'loan.csv',
+    ]);
   });
 
   it('adds nothing for a core without batches', () => {

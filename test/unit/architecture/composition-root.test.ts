@@ -10,10 +10,13 @@ import { describe, expect, it } from 'vitest';
  */
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const SRC = join(ROOT, 'src');
-const BUILDERS = /\b(openDatabase|openStore|openPgPool|createBoardingStore|createConsoleStore|createDaemonStatusStore|platformClientFromConfig|fileBatchesFromConfig|createWebhookInbox|createCore)\s*\(|StoreDb\.(sqliteOn|postgresOn)\s*\(/;
+const BUILDERS =
+  /\b(openDatabase|openStore|openPgPool|createBoardingStore|createConsoleStore|createDaemonStatusStore|platformClientFromConfig|fileBatchesFromConfig|createWebhookInbox|createCore)\s*\(|StoreDb\.(sqliteOn|postgresOn)\s*\(/;
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 describe('the composition root', () => {
@@ -21,7 +24,8 @@ describe('the composition root', () => {
     const offenders: string[] = [];
     for (const file of sources(SRC)) {
       const rel = relative(ROOT, file);
-      if (rel.startsWith('src/app/') || rel.startsWith('src/store/') || rel.startsWith('src/sandbox/')) continue;
+      if (rel.startsWith('src/app/') || rel.startsWith('src/store/') || rel.startsWith('src/sandbox/'))
+        continue;
       readFileSync(file, 'utf8')
         .split('\n')
         .forEach((line, i) => {

@@ -5,15 +5,27 @@ import { fakeLoan } from '../../support/fake-platform.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 
 /** A pino logger whose JSON lines the test reads back. */
-function capturedLogger(): { logger: pino.Logger; lines: () => Array<{ level: number; msg: string; alert?: string; resolved?: boolean }> } {
+function capturedLogger(): {
+  logger: pino.Logger;
+  lines: () => Array<{ level: number; msg: string; alert?: string; resolved?: boolean }>;
+} {
   const out: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      out.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+      out.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });
-  return { logger: pino({ level: 'info' }, sink), lines: () => out.map((l) => JSON.parse(l) as { level: number; msg: string; alert?: string; resolved?: boolean }) };
+  return {
+    logger: pino({ level: 'info' }, sink),
+    lines: () =>
+      out.map((l) => JSON.parse(l) as { level: number; msg: string; alert?: string; resolved?: boolean }),
+  };
 }
 
 describe('core outage alert', () => {
@@ -41,6 +53,10 @@ describe('core outage alert', () => {
     const s = await p.runner.run({ reason: 'the core is back' });
     expect(s.coreOutage).toBeNull();
     expect(s.acknowledged).toBeGreaterThan(0);
-    expect(lines().filter((l) => l.alert === 'core.outage' && l.resolved === true).map((l) => l.msg)).toEqual(['the core takes writes again: boarding resumed']);
+    expect(
+      lines()
+        .filter((l) => l.alert === 'core.outage' && l.resolved === true)
+        .map((l) => l.msg),
+    ).toEqual(['the core takes writes again: boarding resumed']);
   });
 });

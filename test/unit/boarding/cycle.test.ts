@@ -33,14 +33,19 @@ describe('boarding cycle', () => {
 
   it('quarantines an unmappable loan with a readable reason, boards the rest, and boards it after retry once fixed', async () => {
     const p = withLoans(3);
-    p.mapper.fail = (input) => (input.loan.id === 'L02' ? [issue('mapping', 'paymentFrequency "irregular payments" has no core code')] : null);
+    p.mapper.fail = (input) =>
+      input.loan.id === 'L02'
+        ? [issue('mapping', 'paymentFrequency "irregular payments" has no core code')]
+        : null;
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(2);
     expect(s.quarantined).toEqual({ mapping: 1 });
     const q = await p.store.loans.require('L02');
     expect(q.state).toBe('quarantined');
     expect(q.quarantineReason).toBe('mapping');
-    expect(q.lastErrorMessage).toBe('loan.yaml:3:5 loan.principal: paymentFrequency "irregular payments" has no core code');
+    expect(q.lastErrorMessage).toBe(
+      'loan.yaml:3:5 loan.principal: paymentFrequency "irregular payments" has no core code',
+    );
 
     // Quarantined loans are not picked up again by later cycles.
     expect((await p.runner.run({ reason: 'again' })).attempted).toBe(0);
@@ -50,7 +55,9 @@ describe('boarding cycle', () => {
     const after = await p.runner.run({ reason: 'after retry' });
     expect(after.acknowledged).toBe(1);
     expect((await p.store.loans.require('L02')).state).toBe('acknowledged');
-    expect((await p.store.loans.events('L02')).some((e) => e.kind === 'ops' && e.actor === 'alice')).toBe(true);
+    expect((await p.store.loans.events('L02')).some((e) => e.kind === 'ops' && e.actor === 'alice')).toBe(
+      true,
+    );
   });
 
   it('maps tin_incomplete issues to their own quarantine reason', async () => {
@@ -81,7 +88,14 @@ describe('boarding cycle', () => {
   it('records an ack the platform answers "already boarded" as acknowledged (a late replay of our own ack)', async () => {
     const p = withLoans(1);
     p.platform.acknowledgeBoarding = () =>
-      Promise.reject(new PlatformError({ code: 'conflict', status: 409, serverCode: 'loan.already_boarded', message: 'already boarded' }));
+      Promise.reject(
+        new PlatformError({
+          code: 'conflict',
+          status: 409,
+          serverCode: 'loan.already_boarded',
+          message: 'already boarded',
+        }),
+      );
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(1);
     expect((await p.store.keys.forLoan('L01'))[0]?.status).toBe(409);
@@ -102,7 +116,10 @@ describe('boarding cycle', () => {
     const p = withLoans(1);
     p.core.faults = [{ kind: 'ambiguous', afterCommit: true }];
     await p.runner.run({ reason: 'test' });
-    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'retry_wait', lastErrorCode: 'core.ambiguous' });
+    expect(await p.store.loans.require('L01')).toMatchObject({
+      state: 'retry_wait',
+      lastErrorCode: 'core.ambiguous',
+    });
     await p.clock.advance(1000);
     const s = await p.runner.run({ reason: 'retry' });
     expect(s.acknowledged).toBe(1);
@@ -187,7 +204,11 @@ describe('boarding cycle', () => {
       }
     }
     expect(delays).toEqual([1000, 2000]);
-    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'quarantined', quarantineReason: 'retries_exhausted', attempts: 3 });
+    expect(await p.store.loans.require('L01')).toMatchObject({
+      state: 'quarantined',
+      quarantineReason: 'retries_exhausted',
+      attempts: 3,
+    });
   });
 
   it('settles short retries inside one cycle when asked (sync --once)', async () => {
@@ -261,7 +282,10 @@ describe('boarding cycle', () => {
     p.platform.invalid.push({ id: 'BAD1', index: 1, problems: ['centsAmount: expected number'], raw: {} });
     const s = await p.runner.run({ reason: 'test' });
     expect(s.acknowledged).toBe(1);
-    expect(await p.store.loans.require('BAD1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
+    expect(await p.store.loans.require('BAD1')).toMatchObject({
+      state: 'quarantined',
+      quarantineReason: 'validation',
+    });
     expect((await p.store.loans.require('BAD1')).lastErrorMessage).toContain('centsAmount: expected number');
   });
 

@@ -15,37 +15,75 @@ describe.each(STORE_ENGINES)('queue intake on %s', (engine) => {
   const open = testStores(engine);
   const setup = async () => createBoardingStore((await open()).db).loans;
 
-  it.skipIf(engineSkipped(engine))('queues a new loan, refreshes a known one, ignores an acknowledged one still listed', async () => {
-    const loans = await setup();
-    const item = fakeLoan('L1').item;
-    expect(await recordQueueItem(loans, item, T0, log, none)).toBe('new');
-    expect(await loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b-L1', loanNumber: 'LN-L1', centsAmount: 1_000_000, productId: 'p1' });
-    expect(await recordQueueItem(loans, { ...item, loanNumber: 'LN-new' }, T0 + 1, log, none)).toBe('seen');
-    expect((await loans.require('L1')).loanNumber).toBe('LN-new');
-    await loans.transition('L1', { to: 'acknowledged' }, T0 + 2);
-    expect(await recordQueueItem(loans, item, T0 + 3, log, none)).toBe('ignored');
-    expect((await loans.require('L1')).state).toBe('acknowledged');
-  });
+  it.skipIf(engineSkipped(engine))(
+    'queues a new loan, refreshes a known one, ignores an acknowledged one still listed',
+    async () => {
+      const loans = await setup();
+      const item = fakeLoan('L1').item;
+      expect(await recordQueueItem(loans, item, T0, log, none)).toBe('new');
+      expect(await loans.require('L1')).toMatchObject({
+        state: 'queued',
+        releaseMarker: 'b-L1',
+        loanNumber: 'LN-L1',
+        centsAmount: 1_000_000,
+        productId: 'p1',
+      });
+      expect(await recordQueueItem(loans, { ...item, loanNumber: 'LN-new' }, T0 + 1, log, none)).toBe('seen');
+      expect((await loans.require('L1')).loanNumber).toBe('LN-new');
+      await loans.transition('L1', { to: 'acknowledged' }, T0 + 2);
+      expect(await recordQueueItem(loans, item, T0 + 3, log, none)).toBe('ignored');
+      expect((await loans.require('L1')).state).toBe('acknowledged');
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped', async () => {
-    const loans = await setup();
-    const item = fakeLoan('L1').item;
-    await recordQueueItem(loans, item, T0, log, none);
-    await loans.transition('L1', { to: 'quarantined', patch: { quarantineReason: 'mapping', attempts: 3, writtenAt: null } }, T0);
-    const again = { ...item, boarding: { id: 'b2', releasedAt: '2026-02-01T00:00:00Z' } };
-    expect(await recordQueueItem(loans, again, T0 + 1, log, none)).toBe('re-released');
-    expect(await loans.require('L1')).toMatchObject({ state: 'queued', releaseMarker: 'b2', attempts: 0, quarantineReason: null });
-    await loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0 + 2);
-    expect(await recordQueueItem(loans, { ...item, boarding: { id: 'b3' } }, T0 + 3, log, none)).toBe('seen');
-    expect(await loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b3' });
-  });
+  it.skipIf(engineSkipped(engine))(
+    'boards a new release again: acknowledged or quarantined → queued with a fresh attempt budget; skipped stays skipped',
+    async () => {
+      const loans = await setup();
+      const item = fakeLoan('L1').item;
+      await recordQueueItem(loans, item, T0, log, none);
+      await loans.transition(
+        'L1',
+        { to: 'quarantined', patch: { quarantineReason: 'mapping', attempts: 3, writtenAt: null } },
+        T0,
+      );
+      const again = { ...item, boarding: { id: 'b2', releasedAt: '2026-02-01T00:00:00Z' } };
+      expect(await recordQueueItem(loans, again, T0 + 1, log, none)).toBe('re-released');
+      expect(await loans.require('L1')).toMatchObject({
+        state: 'queued',
+        releaseMarker: 'b2',
+        attempts: 0,
+        quarantineReason: null,
+      });
+      await loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0 + 2);
+      expect(await recordQueueItem(loans, { ...item, boarding: { id: 'b3' } }, T0 + 3, log, none)).toBe(
+        'seen',
+      );
+      expect(await loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b3' });
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('quarantines a malformed item by id; one without an id is only logged', async () => {
-    const loans = await setup();
-    expect(await recordInvalidItem(loans, { id: 'B1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log)).toBe('quarantined-invalid');
-    expect(await loans.require('B1')).toMatchObject({ state: 'quarantined', quarantineReason: 'validation' });
-    expect(await recordInvalidItem(loans, { id: null, index: 1, problems: ['id: required'], raw: {} }, T0, log)).toBe('ignored');
-  });
+  it.skipIf(engineSkipped(engine))(
+    'quarantines a malformed item by id; one without an id is only logged',
+    async () => {
+      const loans = await setup();
+      expect(
+        await recordInvalidItem(
+          loans,
+          { id: 'B1', index: 0, problems: ['centsAmount: expected number'], raw: {} },
+          T0,
+          log,
+        ),
+      ).toBe('quarantined-invalid');
+      expect(await loans.require('B1')).toMatchObject({
+        state: 'quarantined',
+        quarantineReason: 'validation',
+      });
+      expect(
+        await recordInvalidItem(loans, { id: null, index: 1, problems: ['id: required'], raw: {} }, T0, log),
+      ).toBe('ignored');
+    },
+  );
 });
 
 describe('release markers, keys, stored items, backoff', () => {
@@ -71,7 +109,11 @@ describe('release markers, keys, stored items, backoff', () => {
   });
 
   it('never stores a tax id that shows up on a loan', () => {
-    const stored = storableQueueItem({ ...fakeLoan('L1').item, ein: '12-3456789', extra: { ssn: '123-45-6789', keep: 1 } });
+    const stored = storableQueueItem({
+      ...fakeLoan('L1').item,
+      ein: '12-3456789',
+      extra: { ssn: '123-45-6789', keep: 1 },
+    });
     expect(stored).not.toContain('3456789');
     expect(stored).not.toContain('45-6789');
     expect(JSON.parse(stored).extra).toEqual({ keep: 1 });
@@ -79,7 +121,9 @@ describe('release markers, keys, stored items, backoff', () => {
 
   it('backs off exponentially, capped, with at most 20 % jitter', () => {
     const s = { retryBaseMs: 1000, retryMaxMs: 10_000 };
-    expect([1, 2, 3, 4, 5, 9].map((a) => retryDelayMs(a, s, () => 0))).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000]);
+    expect([1, 2, 3, 4, 5, 9].map((a) => retryDelayMs(a, s, () => 0))).toEqual([
+      1000, 2000, 4000, 8000, 10_000, 10_000,
+    ]);
     expect(retryDelayMs(1, s, () => 0.999)).toBeGreaterThanOrEqual(800);
   });
 });

@@ -17,8 +17,16 @@ const T0 = 1_700_000_000_000;
 
 function capture() {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) } });
-  return { logger, lines, warnings: () => lines.filter((l) => l['level'] === 40), errors: () => lines.filter((l) => l['level'] === 50) };
+  const logger = createLogger({
+    level: 'debug',
+    destination: { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) },
+  });
+  return {
+    logger,
+    lines,
+    warnings: () => lines.filter((l) => l['level'] === 40),
+    errors: () => lines.filter((l) => l['level'] === 50),
+  };
 }
 
 describe('skipped loan re-released then retried (regression: acknowledged without writing the new release)', () => {
@@ -33,7 +41,11 @@ describe('skipped loan re-released then retried (regression: acknowledged withou
 
     // The banker releases it again with new terms (release B): it stays skipped.
     const l = p.platform.loans.get('L01')!;
-    l.item = { ...l.item, centsAmount: 2_500_000, boarding: { id: 'b-second', releasedAt: '2026-02-01T00:00:00Z', boarded: false } };
+    l.item = {
+      ...l.item,
+      centsAmount: 2_500_000,
+      boarding: { id: 'b-second', releasedAt: '2026-02-01T00:00:00Z', boarded: false },
+    };
     await p.runner.run({ reason: 'B listed' });
     expect(await p.store.loans.require('L01')).toMatchObject({ state: 'skipped', releaseMarker: 'b-second' });
     expect(p.core.writes).toBe(1);
@@ -44,17 +56,38 @@ describe('skipped loan re-released then retried (regression: acknowledged withou
     expect(p.core.writes).toBe(2);
     expect(p.core.loans.get('L01')?.pkg.source.centsAmount).toBe(2_500_000);
     expect(p.platform.acks.get('L01')).toEqual(['ack:L01:b-second']);
-    expect(await p.store.loans.require('L01')).toMatchObject({ state: 'acknowledged', writtenReleaseMarker: 'b-second' });
+    expect(await p.store.loans.require('L01')).toMatchObject({
+      state: 'acknowledged',
+      writtenReleaseMarker: 'b-second',
+    });
   });
 
   it('intake clears the old release write when a skipped loan is released again (state stays skipped)', async () => {
     const loans = createBoardingStore(openDatabase(':memory:')).loans;
     const item = fakeLoan('L1').item;
     await recordQueueItem(loans, item, T0, silentLogger(), new Set());
-    await loans.update('L1', { writtenAt: T0, coreReference: 'CORE-1', writtenReleaseMarker: 'b-L1', coreWriteStartedAt: T0, attempts: 4 }, T0);
+    await loans.update(
+      'L1',
+      {
+        writtenAt: T0,
+        coreReference: 'CORE-1',
+        writtenReleaseMarker: 'b-L1',
+        coreWriteStartedAt: T0,
+        attempts: 4,
+      },
+      T0,
+    );
     await loans.transition('L1', { to: 'skipped', kind: 'ops', actor: 'x' }, T0);
-    expect(await recordQueueItem(loans, { ...item, boarding: { id: 'b2' } }, T0 + 1, silentLogger(), new Set())).toBe('seen');
-    expect(await loans.require('L1')).toMatchObject({ state: 'skipped', releaseMarker: 'b2', writtenAt: null, coreWriteStartedAt: null, attempts: 0 });
+    expect(
+      await recordQueueItem(loans, { ...item, boarding: { id: 'b2' } }, T0 + 1, silentLogger(), new Set()),
+    ).toBe('seen');
+    expect(await loans.require('L1')).toMatchObject({
+      state: 'skipped',
+      releaseMarker: 'b2',
+      writtenAt: null,
+      coreWriteStartedAt: null,
+      attempts: 0,
+    });
   });
 
   it('only acknowledges without writing when the core write was made for the current release marker', async () => {
@@ -99,9 +132,20 @@ describe('leadership trouble (regressions: a failed lease release wedged the dae
     const db = openDatabase(':memory:');
     const real = sqliteLeaseBackend(db);
     let failRenew = true;
-    const backend = { ...real, renew: (t: Parameters<typeof real.renew>[0], ttl: number) => (failRenew ? Promise.reject(new Error('database is locked')) : real.renew(t, ttl)) };
+    const backend = {
+      ...real,
+      renew: (t: Parameters<typeof real.renew>[0], ttl: number) =>
+        failRenew ? Promise.reject(new Error('database is locked')) : real.renew(t, ttl),
+    };
     const clock = new FakeClock();
-    const l = new Leadership(backend, { name: 'boarding', holder: 'h:1:a', clock, logger: log.logger, ttlMs: 15_000, renewEveryMs: 5_000 });
+    const l = new Leadership(backend, {
+      name: 'boarding',
+      holder: 'h:1:a',
+      clock,
+      logger: log.logger,
+      ttlMs: 15_000,
+      renewEveryMs: 5_000,
+    });
     await l.tick();
     expect(l.role).toBe('leader');
     await clock.advance(5_000);
@@ -140,10 +184,18 @@ describe('leadership trouble (regressions: a failed lease release wedged the dae
     (p.platform as { getEntities: PlatformApi['getEntities'] }).getEntities = async (id, opts) => {
       taken.push(id);
       // This process stalled past its lease: another one took it over (its lease expired on the database's clock).
-      p.db.prepare("UPDATE leases SET owner = 'elsewhere:1:x', epoch = epoch + 1, expires_at = expires_at + 60000 WHERE name = 'boarding'").run();
-      epochs = (p.db.prepare('SELECT epoch FROM leases').all() as Array<{ epoch: number }>).map((r) => r.epoch);
+      p.db
+        .prepare(
+          "UPDATE leases SET owner = 'elsewhere:1:x', epoch = epoch + 1, expires_at = expires_at + 60000 WHERE name = 'boarding'",
+        )
+        .run();
+      epochs = (p.db.prepare('SELECT epoch FROM leases').all() as Array<{ epoch: number }>).map(
+        (r) => r.epoch,
+      );
       // A write the stale process still tries changes nothing.
-      await expect(p.store.loans.recordEvent(id, { kind: 'attempt', reason: 'late' }, p.clock.now())).rejects.toBeInstanceOf(FencedOut);
+      await expect(
+        p.store.loans.recordEvent(id, { kind: 'attempt', reason: 'late' }, p.clock.now()),
+      ).rejects.toBeInstanceOf(FencedOut);
       const signal = opts?.signal;
       return new Promise<never>((_resolve, reject) => {
         const fail = (): void => reject(new PlatformError({ code: 'aborted', message: 'aborted' }));
@@ -200,7 +252,14 @@ describe('acknowledged loan still listed (regression: ignored forever with only 
     const loans = createBoardingStore(openDatabase(':memory:')).loans;
     await recordQueueItem(loans, fakeLoan('L1').item, T0, log.logger, new Set());
     await loans.transition('L1', { to: 'acknowledged' }, T0);
-    expect(await recordInvalidItem(loans, { id: 'L1', index: 0, problems: ['centsAmount: expected number'], raw: {} }, T0, log.logger)).toBe('ignored');
+    expect(
+      await recordInvalidItem(
+        loans,
+        { id: 'L1', index: 0, problems: ['centsAmount: expected number'], raw: {} },
+        T0,
+        log.logger,
+      ),
+    ).toBe('ignored');
     expect((await loans.require('L1')).state).toBe('acknowledged');
     expect(log.warnings().some((l) => /NOT quarantined/.test(String(l['msg'])))).toBe(true);
 

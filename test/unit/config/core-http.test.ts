@@ -24,7 +24,11 @@ describe('core.http.documents (documents Fineract would refuse)', () => {
   it('names the key of a bad policy', () => {
     let problems: readonly string[] = [];
     try {
-      loadConfig({ env: {}, fileText: `${base}    documents: { refused: drop, refusedByType: { csv: maybe } }\n`, filePath: 'bank.yaml' });
+      loadConfig({
+        env: {},
+        fileText: `${base}    documents: { refused: drop, refusedByType: { csv: maybe } }\n`,
+        filePath: 'bank.yaml',
+      });
     } catch (err) {
       if (err instanceof ConfigError) problems = err.problems;
     }

@@ -24,7 +24,9 @@ function problems(text: string, env: Record<string, string> = {}): string {
 /** The yaml blocks of a doc that configure core.adapter: mambu. */
 function mambuBlocks(file: string): string[] {
   const text = readFileSync(join(import.meta.dirname, '../../..', file), 'utf8');
-  return [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] as string).filter((b) => /adapter: mambu/.test(b));
+  return [...text.matchAll(/```yaml\n([\s\S]*?)```/g)]
+    .map((m) => m[1] as string)
+    .filter((b) => /adapter: mambu/.test(b));
 }
 
 describe('core.mambu (docs/core.md "Mambu")', () => {
@@ -35,28 +37,49 @@ describe('core.mambu (docs/core.md "Mambu")', () => {
       const c = loadConfig({ env: {}, fileText: `${platform}${b}` });
       expect(c.core.adapter).toBe('mambu');
       expect(c.core.mambu?.baseUrl).toBe('https://bank.mambu.com/api');
-      expect(c.core.mambu?.taxIdField).toEqual({ clients: '_taxInformation_Clients.taxId', groups: '_taxInformation_Groups.taxId' });
+      expect(c.core.mambu?.taxIdField).toEqual({
+        clients: '_taxInformation_Clients.taxId',
+        groups: '_taxInformation_Groups.taxId',
+      });
       expect(c.core.mambu?.loanRefField).toBe('_boarding_Loans.platformLoanId');
     }
   });
 
   it('names what is wrong: a missing block, credentials of neither shape, a custom field without its set', () => {
-    expect(problems(`${platform}core: { adapter: mambu }\n`)).toMatch(/core\.mambu: expected a map \(required when core\.adapter is mambu/);
-    expect(problems(`${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api, auth: { token: x } } }\n`)).toMatch(/core\.mambu\.auth: expected \{ apiKey \} or \{ username, password \}/);
-    expect(problems(`${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api, auth: { apiKey: k }, taxIdField: { clients: taxId } } }\n`)).toMatch(/core\.mambu\.taxIdField\.clients: expected <customFieldSetId>\.<customFieldId>/);
+    expect(problems(`${platform}core: { adapter: mambu }\n`)).toMatch(
+      /core\.mambu: expected a map \(required when core\.adapter is mambu/,
+    );
+    expect(
+      problems(
+        `${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api, auth: { token: x } } }\n`,
+      ),
+    ).toMatch(/core\.mambu\.auth: expected \{ apiKey \} or \{ username, password \}/);
+    expect(
+      problems(
+        `${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api, auth: { apiKey: k }, taxIdField: { clients: taxId } } }\n`,
+      ),
+    ).toMatch(/core\.mambu\.taxIdField\.clients: expected <customFieldSetId>\.<customFieldId>/);
   });
 
   it('secrets from the environment go into core.mambu.auth (an API key, or a Basic password)', () => {
-    const keyed = loadConfig({ env: { BOARDING_CORE_API_KEY: 'from-env' }, fileText: `${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api } }\n` });
+    const keyed = loadConfig({
+      env: { BOARDING_CORE_API_KEY: 'from-env' },
+      fileText: `${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api } }\n`,
+    });
     expect(keyed.core.mambu?.auth).toEqual({ apiKey: 'from-env' });
-    const basic = loadConfig({ env: { BOARDING_CORE_PASSWORD: 'pw' }, fileText: `${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api, auth: { username: boarding } } }\n` });
+    const basic = loadConfig({
+      env: { BOARDING_CORE_PASSWORD: 'pw' },
+      fileText: `${platform}core: { adapter: mambu, mambu: { baseUrl: https://b.mambu.com/api, auth: { username: boarding } } }\n`,
+    });
     expect(basic.core.mambu?.auth).toEqual({ username: 'boarding', password: 'pw' });
     expect(basic.core.http).toBeUndefined();
   });
 
   it('production: https only and no insecureTls for Mambu either', () => {
     const prod = platform.replace('pk_test_abc', 'pk_live_abc').replace('staging', 'production');
-    const p = problems(`${prod}core: { adapter: mambu, mambu: { baseUrl: http://b.mambu.com/api, auth: { apiKey: k }, insecureTls: true } }\n`);
+    const p = problems(
+      `${prod}core: { adapter: mambu, mambu: { baseUrl: http://b.mambu.com/api, auth: { apiKey: k }, insecureTls: true } }\n`,
+    );
     expect(p).toMatch(/core\.mambu\.baseUrl: expected an https:\/\/ URL/);
     expect(p).toMatch(/core\.mambu\.insecureTls: refused/);
   });

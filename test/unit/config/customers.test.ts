@@ -33,11 +33,17 @@ describe('customers config', () => {
     const e = loadConfig({ env: { BOARDING_TIN_HASH_KEY: 'from-the-environment-123' }, fileText: base });
     expect(e.customers.tinHashKey).toBe('from-the-environment-123');
     const x = loadConfig({ env: {}, fileText: `${base}customers:\n  extract: { path: ./customers.csv }\n` });
-    expect(x.customers.extract).toEqual({ path: join(process.cwd(), 'customers.csv'), maxAgeHours: 36, layout: { header: true, delimiter: ',', columns: { cif: 'cif', tin: 'tin', name: 'name' } } });
+    expect(x.customers.extract).toEqual({
+      path: join(process.cwd(), 'customers.csv'),
+      maxAgeHours: 36,
+      layout: { header: true, delimiter: ',', columns: { cif: 'cif', tin: 'tin', name: 'name' } },
+    });
   });
 
   it('names the key of every mistake and never prints the hash key', () => {
-    const p = problems(`${base}customers:\n  onAmbiguous: merge\n  tinHashKey: short\n  extract: { path: x.csv, maxAgeHours: 0, layout: { delimiter: ';;', columns: { cif: 0 } } }\n  typo: 1\n`);
+    const p = problems(
+      `${base}customers:\n  onAmbiguous: merge\n  tinHashKey: short\n  extract: { path: x.csv, maxAgeHours: 0, layout: { delimiter: ';;', columns: { cif: 0 } } }\n  typo: 1\n`,
+    );
     const text = p.join('\n');
     expect(text).toMatch(/customers\.onAmbiguous: expected one of quarantine, create/);
     expect(text).toMatch(/customers\.tinHashKey: expected a secret of at least 16 characters/);
@@ -62,20 +68,41 @@ describe('the TIN hash key', () => {
 
   it('a state database refuses another key than the one its hashes were made with', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tinkey-'));
-    const text = (key: string) => `${base}store: { path: ${join(dir, 'state.sqlite')} }\ncustomers: { tinHashKey: ${key} }\n`;
-    const first = await buildRuntime(loadConfig({ env: {}, fileText: text('the-first-key-0123456789') }), silentLogger(), { clock: systemClock });
+    const text = (key: string) =>
+      `${base}store: { path: ${join(dir, 'state.sqlite')} }\ncustomers: { tinHashKey: ${key} }\n`;
+    const first = await buildRuntime(
+      loadConfig({ env: {}, fileText: text('the-first-key-0123456789') }),
+      silentLogger(),
+      { clock: systemClock },
+    );
     await first.close();
-    const again = await buildRuntime(loadConfig({ env: {}, fileText: text('the-first-key-0123456789') }), silentLogger(), { clock: systemClock });
+    const again = await buildRuntime(
+      loadConfig({ env: {}, fileText: text('the-first-key-0123456789') }),
+      silentLogger(),
+      { clock: systemClock },
+    );
     await again.close();
-    await expect(buildRuntime(loadConfig({ env: {}, fileText: text('another-key-0123456789') }), silentLogger(), { clock: systemClock })).rejects.toThrow(/customers\.tinHashKey: not the key this state database/);
+    await expect(
+      buildRuntime(loadConfig({ env: {}, fileText: text('another-key-0123456789') }), silentLogger(), {
+        clock: systemClock,
+      }),
+    ).rejects.toThrow(/customers\.tinHashKey: not the key this state database/);
   });
 
   it('regression: without a key, a state database hashed with a configured key generated a stray key file and then refused it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tinkey-'));
     const store = `${base}store: { path: ${join(dir, 'state.sqlite')} }\n`;
-    const first = await buildRuntime(loadConfig({ env: {}, fileText: `${store}customers: { tinHashKey: the-bank-key-0123456789 }\n` }), silentLogger(), { clock: systemClock });
+    const first = await buildRuntime(
+      loadConfig({ env: {}, fileText: `${store}customers: { tinHashKey: the-bank-key-0123456789 }\n` }),
+      silentLogger(),
+      { clock: systemClock },
+    );
     await first.close();
-    await expect(buildRuntime(loadConfig({ env: {}, fileText: store }), silentLogger(), { clock: systemClock })).rejects.toThrow(/state\.sqlite\.tinkey \(the key this state database's customers were hashed with\) is missing/);
+    await expect(
+      buildRuntime(loadConfig({ env: {}, fileText: store }), silentLogger(), { clock: systemClock }),
+    ).rejects.toThrow(
+      /state\.sqlite\.tinkey \(the key this state database's customers were hashed with\) is missing/,
+    );
     expect(existsSync(join(dir, 'state.sqlite.tinkey'))).toBe(false);
   });
 });

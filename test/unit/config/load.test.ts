@@ -26,7 +26,12 @@ function problems(fileText: string, env: Record<string, string> = {}): string[] 
 describe('loadConfig', () => {
   it('fills defaults for every operator-contract key', () => {
     const c = loadConfig({ env: {}, fileText: base });
-    expect(c.platform.rateLimit).toEqual({ readsPerWindow: 100, writesPerWindow: 30, windowMs: 60_000, headroom: 0.9 });
+    expect(c.platform.rateLimit).toEqual({
+      readsPerWindow: 100,
+      writesPerWindow: 30,
+      windowMs: 60_000,
+      headroom: 0.9,
+    });
     // Relative paths come out absolute, from the working directory (README "Configuration").
     expect(c.store.path).toBe(join(process.cwd(), 'var/state.sqlite'));
     expect(c.core).toMatchObject({ adapter: 'file', file: { dir: join(process.cwd(), 'var/core') } });
@@ -48,7 +53,9 @@ describe('loadConfig', () => {
   });
 
   it('reports unknown keys so typos do not silently fall back to defaults', () => {
-    expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)[0]).toMatch(/^platform\.ratelimit: unknown key/);
+    expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)[0]).toMatch(
+      /^platform\.ratelimit: unknown key/,
+    );
   });
 
   it('places every config error at file:line:column and suggests the key or value meant', () => {
@@ -60,18 +67,28 @@ describe('loadConfig', () => {
       message = (err as Error).message;
     }
     expect(message).toContain('bank.yaml:6:3: platform.ratelimit: unknown key (did you mean "rateLimit"?)');
-    expect(message).toContain('bank.yaml:7:3: platform.environmnet: unknown key (did you mean "environment"?)');
-    expect(message).toContain('bank.yaml:11:11: store.engine: expected one of sqlite, postgres, got "postgress" (did you mean "postgres"?)');
+    expect(message).toContain(
+      'bank.yaml:7:3: platform.environmnet: unknown key (did you mean "environment"?)',
+    );
+    expect(message).toContain(
+      'bank.yaml:11:11: store.engine: expected one of sqlite, postgres, got "postgress" (did you mean "postgres"?)',
+    );
     // A missing key points at its parent; the keyed problem text stays as scripts match it.
-    expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)).toEqual(['platform.ratelimit: unknown key (did you mean "rateLimit"?) (check spelling; see README "Configuration")']);
-    expect(problems(`${base}webhooks: { prot: 1 }\n`)[0]).toMatch(/^webhooks\.prot: unknown key \(did you mean "port"\?\)/);
+    expect(problems(`${base}  ratelimit: { readsPerWindow: 5 }\n`)).toEqual([
+      'platform.ratelimit: unknown key (did you mean "rateLimit"?) (check spelling; see README "Configuration")',
+    ]);
+    expect(problems(`${base}webhooks: { prot: 1 }\n`)[0]).toMatch(
+      /^webhooks\.prot: unknown key \(did you mean "port"\?\)/,
+    );
     // A value the environment gave points at the variable, not at the file.
     try {
       loadConfig({ env: { BOARDING_API_KEY: 'nope' }, fileText: base, filePath: 'bank.yaml' });
     } catch (err) {
       message = (err as Error).message;
     }
-    expect(message).toContain('\n  BOARDING_API_KEY: platform.apiKey: expected an API key starting with pk_live_ or pk_test_');
+    expect(message).toContain(
+      '\n  BOARDING_API_KEY: platform.apiKey: expected an API key starting with pk_live_ or pk_test_',
+    );
     // Nothing close: no guess.
     expect(problems(`${base}  zzzzzzzz: 1\n`)[0]).not.toContain('did you mean');
   });
@@ -91,17 +108,31 @@ describe('loadConfig', () => {
     expect(c.customers.extract?.path).toBe('/srv/extract.csv');
     expect(configNotes(c)).toEqual([]);
     // Absolute paths and SQLite's special names stay as written.
-    const d = loadConfig({ env: {}, cwd: '/srv/bank', fileText: `${base}store: { path: ":memory:" }\nreports: { dir: /var/lib/reports }\n` });
+    const d = loadConfig({
+      env: {},
+      cwd: '/srv/bank',
+      fileText: `${base}store: { path: ":memory:" }\nreports: { dir: /var/lib/reports }\n`,
+    });
     expect(d.store.path).toBe(':memory:');
     expect(d.reports.dir).toBe('/var/lib/reports');
   });
 
   it('finds the shipped mapping set for a copy of config/example.yaml used outside the repository', () => {
-    const c = loadConfig({ env: {}, cwd: '/tmp/elsewhere-no-such-dir', fileText: `${base}mappings: { dir: ./mappings/generic }\n` });
+    const c = loadConfig({
+      env: {},
+      cwd: '/tmp/elsewhere-no-such-dir',
+      fileText: `${base}mappings: { dir: ./mappings/generic }\n`,
+    });
     expect(c.mappings.dir).toBe(SHIPPED_GENERIC_MAPPINGS);
-    expect(configNotes(c)[0]).toMatch(/^mappings\.dir: \.\/mappings\/generic does not exist under \/tmp\/elsewhere-no-such-dir; using the shipped set /);
+    expect(configNotes(c)[0]).toMatch(
+      /^mappings\.dir: \.\/mappings\/generic does not exist under \/tmp\/elsewhere-no-such-dir; using the shipped set /,
+    );
     // A bank's own set that is missing stays missing (config check and start-up say so), never silently generic.
-    const own = loadConfig({ env: {}, cwd: '/tmp/elsewhere-no-such-dir', fileText: `${base}mappings: { dir: ./mappings/mybank }\n` });
+    const own = loadConfig({
+      env: {},
+      cwd: '/tmp/elsewhere-no-such-dir',
+      fileText: `${base}mappings: { dir: ./mappings/mybank }\n`,
+    });
     expect(own.mappings.dir).toBe('/tmp/elsewhere-no-such-dir/mappings/mybank');
   });
 
@@ -125,8 +156,12 @@ describe('loadConfig', () => {
   });
 
   it('refuses a live key outside production and a test key in production', () => {
-    expect(() => loadConfig({ env: { BOARDING_API_KEY: 'pk_live_x' }, fileText: base })).toThrow(/live key.*production/);
-    expect(() => loadConfig({ env: {}, fileText: base.replace('staging', 'production') })).toThrow(/test key/);
+    expect(() => loadConfig({ env: { BOARDING_API_KEY: 'pk_live_x' }, fileText: base })).toThrow(
+      /live key.*production/,
+    );
+    expect(() => loadConfig({ env: {}, fileText: base.replace('staging', 'production') })).toThrow(
+      /test key/,
+    );
   });
 
   it('requires core.http when the http adapter is chosen', () => {
@@ -134,7 +169,9 @@ describe('loadConfig', () => {
   });
 
   it('rejects an unknown time zone by key', () => {
-    expect(problems(`${base}bank: { timeZone: Mars/Olympus }\n`)[0]).toMatch(/^bank\.timeZone: expected an IANA time zone/);
+    expect(problems(`${base}bank: { timeZone: Mars/Olympus }\n`)[0]).toMatch(
+      /^bank\.timeZone: expected an IANA time zone/,
+    );
   });
 
   it('has no built-in demo defaults: without a file, platform is reported missing', () => {
@@ -164,26 +201,54 @@ describe('mappings.defaults', () => {
       env: {},
       fileText: `${base}mappings:\n  defaults:\n    branch: 0012\n    gl: 1.50\n    officer: LOANOPS\n    quoted: "007"\n    term: 12\n    active: true\n`,
     });
-    expect(c.mappings.defaults).toEqual({ branch: '0012', gl: '1.50', officer: 'LOANOPS', quoted: '007', term: 12, active: true });
+    expect(c.mappings.defaults).toEqual({
+      branch: '0012',
+      gl: '1.50',
+      officer: 'LOANOPS',
+      quoted: '007',
+      term: 12,
+      active: true,
+    });
   });
 });
 
 describe('a secret is never echoed in a config error, whatever its type (regression: a YAML number was printed)', () => {
-  const coreHttp = (password: string) => `core:\n  adapter: http\n  http:\n    baseUrl: https://core.bank.example/api\n    username: boarding\n    password: ${password}\n`;
-  const mambu = (auth: string) => `core:\n  adapter: mambu\n  mambu:\n    baseUrl: https://bank.mambu.com/api\n    ${auth}\n`;
-  const platformWith = (apiKey: string) => `platform:\n  baseUrl: https://lender.example.com/api\n  apiKey: ${apiKey}\n  environment: staging\n`;
+  const coreHttp = (password: string) =>
+    `core:\n  adapter: http\n  http:\n    baseUrl: https://core.bank.example/api\n    username: boarding\n    password: ${password}\n`;
+  const mambu = (auth: string) =>
+    `core:\n  adapter: mambu\n  mambu:\n    baseUrl: https://bank.mambu.com/api\n    ${auth}\n`;
+  const platformWith = (apiKey: string) =>
+    `platform:\n  baseUrl: https://lender.example.com/api\n  apiKey: ${apiKey}\n  environment: staging\n`;
   const cases: Array<{ key: string; yaml: (value: string) => string }> = [
     { key: 'platform.apiKey', yaml: platformWith },
     { key: 'webhooks.secrets', yaml: (v) => `${base}webhooks:\n  secrets: ${v}\n` },
     { key: 'webhooks.secrets.0', yaml: (v) => `${base}webhooks:\n  secrets: [${v}]\n` },
     { key: 'core.http.password', yaml: (v) => `${base}${coreHttp(v)}` },
     { key: 'customers.tinHashKey', yaml: (v) => `${base}customers:\n  tinHashKey: ${v}\n` },
-    { key: 'store.postgres.password', yaml: (v) => `${base}store:\n  engine: postgres\n  postgres:\n    url: postgres://b@db/b\n    password: ${v}\n` },
-    { key: 'console.users.passwordHash', yaml: (v) => `${base}console:\n  users:\n    - name: olga\n      passwordHash: ${v}\n      roles: [operator]\n` },
+    {
+      key: 'store.postgres.password',
+      yaml: (v) =>
+        `${base}store:\n  engine: postgres\n  postgres:\n    url: postgres://b@db/b\n    password: ${v}\n`,
+    },
+    {
+      key: 'console.users.passwordHash',
+      yaml: (v) =>
+        `${base}console:\n  users:\n    - name: olga\n      passwordHash: ${v}\n      roles: [operator]\n`,
+    },
     { key: 'core.mambu.auth.apiKey', yaml: (v) => `${base}${mambu(`auth: { apiKey: ${v} }`)}` },
-    { key: 'core.mambu.auth.password', yaml: (v) => `${base}${mambu(`auth: { username: boarding, password: ${v} }`)}` },
-    { key: 'core.mambu.disburseAuth.apiKey', yaml: (v) => `${base}${mambu(`auth: { apiKey: k }\n    disburseAuth: { apiKey: ${v} }`)}` },
-    { key: 'core.mambu.disburseAuth.password', yaml: (v) => `${base}${mambu(`auth: { apiKey: k }\n    disburseAuth: { username: d, password: ${v} }`)}` },
+    {
+      key: 'core.mambu.auth.password',
+      yaml: (v) => `${base}${mambu(`auth: { username: boarding, password: ${v} }`)}`,
+    },
+    {
+      key: 'core.mambu.disburseAuth.apiKey',
+      yaml: (v) => `${base}${mambu(`auth: { apiKey: k }\n    disburseAuth: { apiKey: ${v} }`)}`,
+    },
+    {
+      key: 'core.mambu.disburseAuth.password',
+      yaml: (v) =>
+        `${base}${mambu(`auth: { apiKey: k }\n    disburseAuth: { username: d, password: ${v} }`)}`,
+    },
   ];
   // Values no schema accepts for these keys (a number, a boolean, a map, a list of numbers, a bad string).
   const values = [
@@ -196,7 +261,12 @@ describe('a secret is never echoed in a config error, whatever its type (regress
   ];
 
   it('covers every secret key of the schema', () => {
-    expect(cases.map((c) => c.key).filter((k) => !k.endsWith('.0')).sort()).toEqual(secretConfigKeys().sort());
+    expect(
+      cases
+        .map((c) => c.key)
+        .filter((k) => !k.endsWith('.0'))
+        .sort(),
+    ).toEqual(secretConfigKeys().sort());
   });
 
   for (const c of cases) {
@@ -207,7 +277,10 @@ describe('a secret is never echoed in a config error, whatever its type (regress
         try {
           loadConfig({ env: {}, fileText: text, filePath: 'bank.yaml' });
         } catch (err) {
-          message = err instanceof Error ? `${err.message}\n${(err as ConfigError).problems?.join('\n') ?? ''}` : String(err);
+          message =
+            err instanceof Error
+              ? `${err.message}\n${(err as ConfigError).problems?.join('\n') ?? ''}`
+              : String(err);
         }
         // Some values are legal for a key (a string password): then there is nothing to print.
         if (message === '') return;
@@ -217,8 +290,14 @@ describe('a secret is never echoed in a config error, whatever its type (regress
   }
 
   it('still says what was wrong: the key and the kind of value', () => {
-    expect(problems(`${base}webhooks:\n  secrets: [12345]\n`)).toEqual(['webhooks.secrets.0: expected a signing secret (whsec_…), got a number (hidden)']);
-    expect(problems(platformWith('12345'))).toEqual([expect.stringMatching(/^platform\.apiKey: .*got a number \(hidden\)$/)]);
-    expect(problems(`${base}${coreHttp('12345')}`)).toEqual([expect.stringMatching(/^core\.http\.password: .*got a number \(hidden\)$/)]);
+    expect(problems(`${base}webhooks:\n  secrets: [12345]\n`)).toEqual([
+      'webhooks.secrets.0: expected a signing secret (whsec_…), got a number (hidden)',
+    ]);
+    expect(problems(platformWith('12345'))).toEqual([
+      expect.stringMatching(/^platform\.apiKey: .*got a number \(hidden\)$/),
+    ]);
+    expect(problems(`${base}${coreHttp('12345')}`)).toEqual([
+      expect.stringMatching(/^core\.http\.password: .*got a number \(hidden\)$/),
+    ]);
   });
 });

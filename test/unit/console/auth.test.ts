@@ -1,8 +1,19 @@
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { consoleUser, createConsoleAuth, hashParams, hashPassword, verifyPassword, type ConsoleAuthStore } from '../../../src/console/auth.js';
-import { MAX_COUNTERS, MAX_STRANGER_LOCKS, createLoginThrottle } from '../../../src/console/login-throttle.js';
+import {
+  consoleUser,
+  createConsoleAuth,
+  hashParams,
+  hashPassword,
+  verifyPassword,
+  type ConsoleAuthStore,
+} from '../../../src/console/auth.js';
+import {
+  MAX_COUNTERS,
+  MAX_STRANGER_LOCKS,
+  createLoginThrottle,
+} from '../../../src/console/login-throttle.js';
 import { userNameKey } from '../../../src/lib/user-name.js';
 import { TEST_SCRYPT, testHash } from '../../support/console-users.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
@@ -25,7 +36,9 @@ async function serve(config: unknown, clock = new FakeClock()) {
   return { auth, url: server.url, clock };
 }
 
-const basic = (name: string, pw: string) => ({ authorization: `Basic ${Buffer.from(`${name}:${pw}`).toString('base64')}` });
+const basic = (name: string, pw: string) => ({
+  authorization: `Basic ${Buffer.from(`${name}:${pw}`).toString('base64')}`,
+});
 
 describe('console passwords', () => {
   it('hashes with scrypt and a random salt, verifies, and refuses a wrong or malformed hash', async () => {
@@ -33,38 +46,83 @@ describe('console passwords', () => {
     const b = await testHash('s3cret passphrase');
     expect(a).toMatch(/^scrypt\$ln=10,r=8,p=1\$/);
     expect(a).not.toBe(b);
-    expect(consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: a, roles: ['viewer'] }] }).success).toBe(true);
+    expect(
+      consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: a, roles: ['viewer'] }] }).success,
+    ).toBe(true);
     expect(await verifyPassword('s3cret passphrase', a)).toBe(true);
     expect(await verifyPassword('s3cret passphrasE', a)).toBe(false);
     expect(await verifyPassword('s3cret passphrase', 'plain-text')).toBe(false);
-    expect(await verifyPassword('x', 'scrypt$ln=40,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=')).toBe(false);
+    expect(
+      await verifyPassword(
+        'x',
+        'scrypt$ln=40,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=',
+      ),
+    ).toBe(false);
   });
 
   it('config: a hash that is not from `console passwd`, an unknown role or a user listed twice is refused', () => {
-    expect(consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: 'hunter2', roles: ['viewer'] }] }).success).toBe(false);
+    expect(
+      consoleSchema.safeParse({ users: [{ name: 'olga', passwordHash: 'hunter2', roles: ['viewer'] }] })
+        .success,
+    ).toBe(false);
     expect(consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['admin'] }] }).success).toBe(false);
-    expect(consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['viewer'] }, { name: 'olga', roles: ['operator'] }] }).success).toBe(false);
-    expect(consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['viewer'] }, { name: 'olga.b', roles: ['operator'] }] }).success).toBe(true);
-    expect(consoleSchema.safeParse({ proxy: { userHeader: 'X-User', addresses: ['proxy.example'] } }).success).toBe(false);
+    expect(
+      consoleSchema.safeParse({
+        users: [
+          { name: 'olga', roles: ['viewer'] },
+          { name: 'olga', roles: ['operator'] },
+        ],
+      }).success,
+    ).toBe(false);
+    expect(
+      consoleSchema.safeParse({
+        users: [
+          { name: 'olga', roles: ['viewer'] },
+          { name: 'olga.b', roles: ['operator'] },
+        ],
+      }).success,
+    ).toBe(true);
+    expect(
+      consoleSchema.safeParse({ proxy: { userHeader: 'X-User', addresses: ['proxy.example'] } }).success,
+    ).toBe(false);
   });
 });
 
 describe('console auth', () => {
   it('accepts the proxy user header from a configured proxy address only, for users in console.users', async () => {
-    const viaProxy = await serve({ users: [{ name: 'ivan', roles: ['approver'] }], proxy: { userHeader: 'X-Forwarded-User', addresses: ['127.0.0.0/8'] } });
+    const viaProxy = await serve({
+      users: [{ name: 'ivan', roles: ['approver'] }],
+      proxy: { userHeader: 'X-Forwarded-User', addresses: ['127.0.0.0/8'] },
+    });
     const ok = await fetch(`${viaProxy.url}/who`, { headers: { 'x-forwarded-user': 'ivan' } });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ name: 'ivan', roles: ['approver'] });
-    expect((await fetch(`${viaProxy.url}/who`, { headers: { 'x-forwarded-user': 'mallory' } })).status).toBe(401);
+    expect((await fetch(`${viaProxy.url}/who`, { headers: { 'x-forwarded-user': 'mallory' } })).status).toBe(
+      401,
+    );
 
-    const elsewhere = await serve({ users: [{ name: 'ivan', roles: ['approver'] }], proxy: { userHeader: 'X-Forwarded-User', addresses: ['10.0.0.1'] } });
-    expect((await fetch(`${elsewhere.url}/who`, { headers: { 'x-forwarded-user': 'ivan' } })).status).toBe(401);
+    const elsewhere = await serve({
+      users: [{ name: 'ivan', roles: ['approver'] }],
+      proxy: { userHeader: 'X-Forwarded-User', addresses: ['10.0.0.1'] },
+    });
+    expect((await fetch(`${elsewhere.url}/who`, { headers: { 'x-forwarded-user': 'ivan' } })).status).toBe(
+      401,
+    );
   });
 
-  it('one person\'s typos lock only that name from that address (five failures across two names refused the whole team behind a proxy, correct passwords included)', async () => {
+  it("one person's typos lock only that name from that address (five failures across two names refused the whole team behind a proxy, correct passwords included)", async () => {
     const hash = await testHash('right-password');
     const clock = new FakeClock();
-    const { url } = await serve({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }, { name: 'peter', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 2, windowSeconds: 60 } }, clock);
+    const { url } = await serve(
+      {
+        users: [
+          { name: 'olga', passwordHash: hash, roles: ['viewer'] },
+          { name: 'peter', passwordHash: hash, roles: ['viewer'] },
+        ],
+        loginThrottle: { maxFailures: 2, windowSeconds: 60 },
+      },
+      clock,
+    );
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'right-password') })).status).toBe(200);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'wrong') })).status).toBe(401);
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'wrong') })).status).toBe(401);
@@ -79,19 +137,33 @@ describe('console auth', () => {
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'right-password') })).status).toBe(200);
   });
 
-  it('locks a name from every address after maxFailuresPerUser (a guesser spread over addresses); an approver\'s unlock lifts it', async () => {
+  it("locks a name from every address after maxFailuresPerUser (a guesser spread over addresses); an approver's unlock lifts it", async () => {
     const hash = await testHash('right-password');
     const clock = new FakeClock();
-    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 3, maxFailuresPerUser: 6, windowSeconds: 900 } }), clock, logger: silentLogger() });
-    for (let i = 0; i < 6; i++) expect(await auth.verifyLogin('olga', 'guess', `10.0.0.${i}`)).toMatchObject({ ok: false, why: 'invalid' });
-    expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({ ok: false, why: 'throttled' });
+    const auth = createConsoleAuth({
+      config: consoleSchema.parse({
+        users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }],
+        loginThrottle: { maxFailures: 3, maxFailuresPerUser: 6, windowSeconds: 900 },
+      }),
+      clock,
+      logger: silentLogger(),
+    });
+    for (let i = 0; i < 6; i++)
+      expect(await auth.verifyLogin('olga', 'guess', `10.0.0.${i}`)).toMatchObject({
+        ok: false,
+        why: 'invalid',
+      });
+    expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({
+      ok: false,
+      why: 'throttled',
+    });
     expect(auth.locks()).toEqual([expect.objectContaining({ user: 'olga', client: null })]);
     expect(auth.unlock('OLGA')).toBe(1);
     expect(auth.locks()).toEqual([]);
     expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({ ok: true });
   });
 
-  it('a flood of throw-away names from 1,700 IPv6 addresses never drops a real user\'s active lock (10,000 names cleared the failure map), and memory stays bounded', () => {
+  it("a flood of throw-away names from 1,700 IPv6 addresses never drops a real user's active lock (10,000 names cleared the failure map), and memory stays bounded", () => {
     const t = createLoginThrottle({ maxFailures: 2, maxFailuresPerUser: 20, windowMs: 900_000 });
     let now = 1_000_000;
     t.fail('olga', true, '192.0.2.7', now);
@@ -113,15 +185,30 @@ describe('console auth', () => {
 
   it('olga, Olga and olga. are one user: they log in as olga and share one throttle', async () => {
     const hash = await testHash('right-password');
-    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 2, windowSeconds: 900 } }), clock: new FakeClock(), logger: silentLogger() });
-    expect(await auth.verifyLogin(' Olga.', 'right-password', '10.0.0.1')).toMatchObject({ ok: true, user: { name: 'olga' } });
+    const auth = createConsoleAuth({
+      config: consoleSchema.parse({
+        users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }],
+        loginThrottle: { maxFailures: 2, windowSeconds: 900 },
+      }),
+      clock: new FakeClock(),
+      logger: silentLogger(),
+    });
+    expect(await auth.verifyLogin(' Olga.', 'right-password', '10.0.0.1')).toMatchObject({
+      ok: true,
+      user: { name: 'olga' },
+    });
     await auth.verifyLogin('OLGA', 'bad', '10.0.0.1');
     await auth.verifyLogin('olga.', 'bad', '10.0.0.1');
     expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ why: 'throttled' });
   });
 
   it('config: olga and Olga. are refused as the same user, naming both', () => {
-    const r = consoleSchema.safeParse({ users: [{ name: 'olga', roles: ['viewer'] }, { name: 'Olga.', roles: ['operator'] }] });
+    const r = consoleSchema.safeParse({
+      users: [
+        { name: 'olga', roles: ['viewer'] },
+        { name: 'Olga.', roles: ['operator'] },
+      ],
+    });
     expect(r.success).toBe(false);
     expect(JSON.stringify(r.error?.issues)).toContain('Olga. is the same user as olga');
   });
@@ -129,7 +216,12 @@ describe('console auth', () => {
   it('a failed login never stores the typed name (often a password typed into the wrong field): the audit gets the user, or a digest', async () => {
     const hash = await testHash('right-password');
     const events: Array<[string, string]> = [];
-    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }] }), clock: new FakeClock(), logger: silentLogger(), onEvent: (kind, name) => events.push([kind, name]) });
+    const auth = createConsoleAuth({
+      config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }] }),
+      clock: new FakeClock(),
+      logger: silentLogger(),
+      onEvent: (kind, name) => events.push([kind, name]),
+    });
     await auth.verifyLogin('Correct-Horse-Battery-Staple', 'x', '10.0.0.1');
     await auth.verifyLogin('Olga', 'wrong', '10.0.0.1');
     expect(events[1]).toEqual(['login_failed', 'olga']);
@@ -141,8 +233,20 @@ describe('console auth', () => {
     const hash = await testHash('right-password');
     const clock = new FakeClock();
     let unlockedAt: number | null = null;
-    const store: ConsoleAuthStore = { passwordHash: () => Promise.resolve(null), putPasswordHash: () => Promise.resolve(), lastUnlock: (key) => Promise.resolve(key === userNameKey('olga') ? unlockedAt : null) };
-    const auth = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }], loginThrottle: { maxFailures: 1, windowSeconds: 900 } }), clock, logger: silentLogger(), store });
+    const store: ConsoleAuthStore = {
+      passwordHash: () => Promise.resolve(null),
+      putPasswordHash: () => Promise.resolve(),
+      lastUnlock: (key) => Promise.resolve(key === userNameKey('olga') ? unlockedAt : null),
+    };
+    const auth = createConsoleAuth({
+      config: consoleSchema.parse({
+        users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }],
+        loginThrottle: { maxFailures: 1, windowSeconds: 900 },
+      }),
+      clock,
+      logger: silentLogger(),
+      store,
+    });
     await auth.verifyLogin('olga', 'bad', '10.0.0.1');
     expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ why: 'throttled' });
     unlockedAt = clock.now();
@@ -150,7 +254,7 @@ describe('console auth', () => {
     expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: true });
   });
 
-  it('re-hashes a hash below OWASP\'s parameters at the next login, keeps it, and checks later logins against it; a new config hash wins', async () => {
+  it("re-hashes a hash below OWASP's parameters at the next login, keeps it, and checks later logins against it; a new config hash wins", async () => {
     const weak = await hashPassword('right-password', { ln: 12, r: 8, p: 1 });
     const kept = new Map<string, { replaces: string; hash: string }>();
     const store: ConsoleAuthStore = {
@@ -171,7 +275,15 @@ describe('console auth', () => {
     expect(await auth.verifyLogin('olga', 'wrong', '10.0.0.1')).toMatchObject({ ok: false });
     // The bank puts a new hash (a new password) in the config: the kept re-hash of the old one no longer applies.
     const fresh = await hashPassword('new-password', TEST_SCRYPT);
-    const again = createConsoleAuth({ config: consoleSchema.parse({ users: [{ name: 'olga', passwordHash: fresh, roles: ['viewer'] }], upgradeHashes: false }), clock: new FakeClock(), logger: silentLogger(), store });
+    const again = createConsoleAuth({
+      config: consoleSchema.parse({
+        users: [{ name: 'olga', passwordHash: fresh, roles: ['viewer'] }],
+        upgradeHashes: false,
+      }),
+      clock: new FakeClock(),
+      logger: silentLogger(),
+      store,
+    });
     expect(await again.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: false });
     expect(await again.verifyLogin('olga', 'new-password', '10.0.0.1')).toMatchObject({ ok: true });
   }, 30_000);

@@ -48,7 +48,10 @@ async function seeded(db: StoreDb, n: number) {
     seeds.push(s);
   }
   await db.write(async () => {
-    for (const [i, s] of seeds.entries()) await db.run(...named(ins, { ...s, number: `N-${i}`, key: s.name === null ? null : searchKey(s.name) }));
+    for (const [i, s] of seeds.entries())
+      await db.run(
+        ...named(ins, { ...s, number: `N-${i}`, key: s.name === null ? null : searchKey(s.name) }),
+      );
   });
   const clock = new FakeClock({ start: NOW });
   const service = createConsoleService({
@@ -58,11 +61,16 @@ async function seeded(db: StoreDb, n: number) {
     clock,
     logger: silentLogger(),
   });
-  const exceptions = seeds.filter((s) => s.state === 'quarantined' || (s.review > 0 && s.state === 'acknowledged'));
+  const exceptions = seeds.filter(
+    (s) => s.state === 'quarantined' || (s.review > 0 && s.state === 'acknowledged'),
+  );
   return { db, service, seeds, exceptions };
 }
 
-async function all(service: Awaited<ReturnType<typeof seeded>>['service'], q: ExceptionQuery): Promise<ExceptionItem[]> {
+async function all(
+  service: Awaited<ReturnType<typeof seeded>>['service'],
+  q: ExceptionQuery,
+): Promise<ExceptionItem[]> {
   const out: ExceptionItem[] = [];
   let cursor: string | undefined;
   for (let guard = 0; guard < 1000; guard++) {
@@ -107,22 +115,43 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
     it('filters by reason, state, product, amount, release date, age in business days and search', async () => {
       const { service, exceptions } = await seed(260);
-      const ids = async (q: ExceptionQuery) => (await all(service, { ...q, sort: 'id', limit: 50 })).map((i) => i.id);
+      const ids = async (q: ExceptionQuery) =>
+        (await all(service, { ...q, sort: 'id', limit: 50 })).map((i) => i.id);
       const sorted = (xs: Seed[]) => xs.map((s) => s.id).sort();
-      expect(await ids({ reason: 'core_rejected' })).toEqual(sorted(exceptions.filter((s) => s.reason === 'core_rejected')));
+      expect(await ids({ reason: 'core_rejected' })).toEqual(
+        sorted(exceptions.filter((s) => s.reason === 'core_rejected')),
+      );
       expect(await ids({ state: 'review' })).toEqual(sorted(exceptions.filter((s) => s.review > 0)));
-      expect(await ids({ reason: 'review', product: 'LOC' })).toEqual(sorted(exceptions.filter((s) => s.review > 0 && s.product === 'LOC')));
-      expect(await ids({ minAmountCents: 0, maxAmountCents: 3000 })).toEqual(sorted(exceptions.filter((s) => s.amount !== null && s.amount >= 0 && s.amount <= 3000)));
-      expect(await ids({ releasedFrom: '2026-11-12', releasedTo: '2026-11-14' })).toEqual(sorted(exceptions.filter((s) => s.released !== null && s.released >= '2026-11-12' && s.released < '2026-11-15')));
+      expect(await ids({ reason: 'review', product: 'LOC' })).toEqual(
+        sorted(exceptions.filter((s) => s.review > 0 && s.product === 'LOC')),
+      );
+      expect(await ids({ minAmountCents: 0, maxAmountCents: 3000 })).toEqual(
+        sorted(exceptions.filter((s) => s.amount !== null && s.amount >= 0 && s.amount <= 3000)),
+      );
+      expect(await ids({ releasedFrom: '2026-11-12', releasedTo: '2026-11-14' })).toEqual(
+        sorted(
+          exceptions.filter(
+            (s) => s.released !== null && s.released >= '2026-11-12' && s.released < '2026-11-15',
+          ),
+        ),
+      );
       // NOW is Wednesday 2026-11-25: 0–1 business days back reaches Tuesday the 24th; 2–5 reaches Wednesday the 18th.
-      expect(await ids({ maxAgeDays: 1 })).toEqual(sorted(exceptions.filter((s) => s.entered >= Date.parse('2026-11-24T00:00:00Z'))));
-      expect(await ids({ minAgeDays: 6 })).toEqual(sorted(exceptions.filter((s) => s.entered < Date.parse('2026-11-18T00:00:00Z'))));
-      expect(await ids({ q: 'borrower 7 llc' })).toEqual(sorted(exceptions.filter((s) => s.name?.toLowerCase().includes('borrower 7 llc'))));
+      expect(await ids({ maxAgeDays: 1 })).toEqual(
+        sorted(exceptions.filter((s) => s.entered >= Date.parse('2026-11-24T00:00:00Z'))),
+      );
+      expect(await ids({ minAgeDays: 6 })).toEqual(
+        sorted(exceptions.filter((s) => s.entered < Date.parse('2026-11-18T00:00:00Z'))),
+      );
+      expect(await ids({ q: 'borrower 7 llc' })).toEqual(
+        sorted(exceptions.filter((s) => s.name?.toLowerCase().includes('borrower 7 llc'))),
+      );
       // Whatever the case and accents, on either side.
       const accented = exceptions.filter((s) => s.name?.startsWith('José Müller'));
       expect(accented.length).toBeGreaterThan(1);
       expect(await ids({ q: 'jose MULLER' })).toEqual(sorted(accented));
-      expect(await ids({ q: 'müller 51 sàrl' })).toEqual(sorted(accented.filter((s) => s.name === 'José Müller 51 SÀRL')));
+      expect(await ids({ q: 'müller 51 sàrl' })).toEqual(
+        sorted(accented.filter((s) => s.name === 'José Müller 51 SÀRL')),
+      );
       const one = exceptions[4] as Seed;
       expect(await ids({ q: one.id })).toEqual([one.id]);
 
@@ -131,32 +160,61 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(total).toBe(exceptions.length);
       const review = counts.find((c) => c.reason === 'review');
       expect(review?.total).toBe(exceptions.filter((s) => s.review > 0).length);
-      expect((review?.byAge['0-1'] ?? 0) + (review?.byAge['2-5'] ?? 0) + (review?.byAge['>5'] ?? 0)).toBe(review?.total);
+      expect((review?.byAge['0-1'] ?? 0) + (review?.byAge['2-5'] ?? 0) + (review?.byAge['>5'] ?? 0)).toBe(
+        review?.total,
+      );
     });
 
     it('pages the amount sort past loans without an amount (regression: on PostgreSQL the NULL stand-in −2^53 failed the whole page)', async () => {
       const { db, service } = await seed(0);
       const store = createBoardingStore(db);
-      for (const [id, cents] of [['A', null], ['B', 500], ['C', null], ['D', -7]] as const) {
-        await store.loans.insert({ id, state: 'quarantined', patch: { quarantineReason: 'mapping', centsAmount: cents } }, NOW);
+      for (const [id, cents] of [
+        ['A', null],
+        ['B', 500],
+        ['C', null],
+        ['D', -7],
+      ] as const) {
+        await store.loans.insert(
+          { id, state: 'quarantined', patch: { quarantineReason: 'mapping', centsAmount: cents } },
+          NOW,
+        );
       }
-      expect((await all(service, { sort: 'amount', dir: 'asc', limit: 1 })).map((i) => i.id)).toEqual(['A', 'C', 'D', 'B']);
-      expect((await all(service, { sort: 'amount', dir: 'desc', limit: 1 })).map((i) => i.id)).toEqual(['B', 'D', 'C', 'A']);
+      expect((await all(service, { sort: 'amount', dir: 'asc', limit: 1 })).map((i) => i.id)).toEqual([
+        'A',
+        'C',
+        'D',
+        'B',
+      ]);
+      expect((await all(service, { sort: 'amount', dir: 'desc', limit: 1 })).map((i) => i.id)).toEqual([
+        'B',
+        'D',
+        'C',
+        'A',
+      ]);
     });
 
     it('refuses a cursor from another sort order and a made-up cursor (400)', async () => {
       const { service } = await seed(40);
       const page = await service.exceptions({ sort: 'amount', limit: 3 });
-      await expect(service.exceptions({ sort: 'id', limit: 3, cursor: page.next as string })).rejects.toMatchObject({ status: 400, field: 'cursor' });
-      await expect(service.exceptions({ cursor: 'not-a-cursor' })).rejects.toMatchObject({ status: 400, field: 'cursor' });
+      await expect(
+        service.exceptions({ sort: 'id', limit: 3, cursor: page.next as string }),
+      ).rejects.toMatchObject({ status: 400, field: 'cursor' });
+      await expect(service.exceptions({ cursor: 'not-a-cursor' })).rejects.toMatchObject({
+        status: 400,
+        field: 'cursor',
+      });
     });
 
     it('keeps the age of a loan in its state: entering a state stamps it, staying in it does not', async () => {
       const { db } = await seed(0);
       await db.run("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('A', 'queued', 100, 100)");
-      await db.run("UPDATE loans SET state = 'quarantined', quarantine_reason = 'mapping', updated_at = 200 WHERE id = 'A'");
+      await db.run(
+        "UPDATE loans SET state = 'quarantined', quarantine_reason = 'mapping', updated_at = 200 WHERE id = 'A'",
+      );
       await db.run("UPDATE loans SET last_seen_at = 300, updated_at = 300 WHERE id = 'A'");
-      expect(await db.get("SELECT state_entered_at AS t, exception_reason AS r FROM loans WHERE id = 'A'")).toEqual({ t: 200, r: 'mapping' });
+      expect(
+        await db.get("SELECT state_entered_at AS t, exception_reason AS r FROM loans WHERE id = 'A'"),
+      ).toEqual({ t: 200, r: 'mapping' });
     });
   });
 });
@@ -171,12 +229,20 @@ describe('migration 13 on an existing state database', () => {
       db.exec(migrationSql(sql, 'sqlite'));
       db.pragma(`user_version = ${v + 1}`);
     }
-    db.prepare("INSERT INTO loans (id, state, quarantine_reason, created_at, updated_at) VALUES ('A', 'quarantined', 'mapping', 100, 900)").run();
-    db.prepare("INSERT INTO loans (id, state, created_at, updated_at) VALUES ('B', 'acknowledged', 100, 800)").run();
-    db.prepare("INSERT INTO loan_events (loan_id, at, kind, from_state, to_state) VALUES ('A', 150, 'transition', NULL, 'queued'), ('A', 300, 'transition', 'mapped', 'quarantined')").run();
+    db.prepare(
+      "INSERT INTO loans (id, state, quarantine_reason, created_at, updated_at) VALUES ('A', 'quarantined', 'mapping', 100, 900)",
+    ).run();
+    db.prepare(
+      "INSERT INTO loans (id, state, created_at, updated_at) VALUES ('B', 'acknowledged', 100, 800)",
+    ).run();
+    db.prepare(
+      "INSERT INTO loan_events (loan_id, at, kind, from_state, to_state) VALUES ('A', 150, 'transition', NULL, 'queued'), ('A', 300, 'transition', 'mapped', 'quarantined')",
+    ).run();
     migrate(db);
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
-    expect(db.prepare('SELECT id, state_entered_at AS t, exception_reason AS r FROM loans ORDER BY id').all()).toEqual([
+    expect(
+      db.prepare('SELECT id, state_entered_at AS t, exception_reason AS r FROM loans ORDER BY id').all(),
+    ).toEqual([
       { id: 'A', t: 300, r: 'mapping' },
       { id: 'B', t: 800, r: null },
     ]);

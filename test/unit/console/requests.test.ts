@@ -16,15 +16,41 @@ import { pgTarget } from '../../support/pg.js';
 const olga: ConsoleUser = { name: 'olga', roles: ['operator'] };
 const ivan: ConsoleUser = { name: 'ivan', roles: ['approver'] };
 
-async function setupOn(db: StoreDb, consoleConfig: Record<string, unknown> = {}, loans = 4, withExecutor = true) {
+async function setupOn(
+  db: StoreDb,
+  consoleConfig: Record<string, unknown> = {},
+  loans = 4,
+  withExecutor = true,
+) {
   const store = createBoardingStore(db);
   const clock = new FakeClock();
-  for (let i = 0; i < loans; i++) await store.loans.insert({ id: `L${i}`, state: 'quarantined', patch: { quarantineReason: i % 2 ? 'mapping' : 'core_rejected' } }, clock.now());
+  for (let i = 0; i < loans; i++)
+    await store.loans.insert(
+      { id: `L${i}`, state: 'quarantined', patch: { quarantineReason: i % 2 ? 'mapping' : 'core_rejected' } },
+      clock.now(),
+    );
   const consoleStore = createConsoleStore(db);
   const cycles: string[] = [];
-  const executor = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger(), requestCycle: (r) => cycles.push(r) });
-  const config = { console: consoleSchema.parse({ approveWaitMs: 0, ...consoleConfig }), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } };
-  const service = createConsoleService({ store, consoleStore, config, clock, logger: silentLogger(), ...(withExecutor ? { executor } : {}) });
+  const executor = createConsoleExecutor({
+    store,
+    consoleStore,
+    clock,
+    logger: silentLogger(),
+    requestCycle: (r) => cycles.push(r),
+  });
+  const config = {
+    console: consoleSchema.parse({ approveWaitMs: 0, ...consoleConfig }),
+    bank: { timeZone: 'UTC' },
+    reports: { dir: '/nonexistent' },
+  };
+  const service = createConsoleService({
+    store,
+    consoleStore,
+    config,
+    clock,
+    logger: silentLogger(),
+    ...(withExecutor ? { executor } : {}),
+  });
   return { db, store, clock, consoleStore, executor, service, cycles, config };
 }
 
@@ -44,7 +70,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const { service, executor, store, cycles } = await setup({ fourEyes: { exemptRetries: true } });
       const r = await service.createRequest(olga, { action: 'retry', loans: ['L0'], reason: 'core fixed' });
       // The service kicked the executor and waited for it: executed by the time it answers.
-      expect(r).toMatchObject({ status: 'executed', decidedBy: 'system', decisionNote: 'console.fourEyes.exemptRetries' });
+      expect(r).toMatchObject({
+        status: 'executed',
+        decidedBy: 'system',
+        decisionNote: 'console.fourEyes.exemptRetries',
+      });
       await executor.runApproved();
       expect((await service.request(r.id))?.status).toBe('executed');
       expect((await store.loans.get('L0'))?.state).toBe('queued');
@@ -57,17 +87,30 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
     it('a request covering a loan that a request still to run covers is refused with a link to it (the later one ended red "failed")', async () => {
       const { service } = await setup();
-      const first = await service.createRequest(olga, { action: 'retry', filter: { reason: 'mapping' }, reason: 'mapping fixed' });
-      await expect(service.createRequest({ name: 'otto', roles: ['operator'] }, { action: 'skip', loans: ['L3'], reason: 'withdrawn' })).rejects.toMatchObject({
+      const first = await service.createRequest(olga, {
+        action: 'retry',
+        filter: { reason: 'mapping' },
+        reason: 'mapping fixed',
+      });
+      await expect(
+        service.createRequest(
+          { name: 'otto', roles: ['operator'] },
+          { action: 'skip', loans: ['L3'], reason: 'withdrawn' },
+        ),
+      ).rejects.toMatchObject({
         status: 409,
         field: 'loans',
         link: `/console/requests/${first.id}`,
         message: expect.stringContaining(`request ${first.id} is still to run and already covers loan L3`),
       });
       // A loan it does not cover is fine; once the first is withdrawn, its loans are free again.
-      expect((await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'paid off' })).status).toBe('pending');
+      expect(
+        (await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'paid off' })).status,
+      ).toBe('pending');
       await service.withdraw(olga, first.id, 'wrong filter');
-      expect((await service.createRequest(olga, { action: 'skip', loans: ['L3'], reason: 'withdrawn' })).status).toBe('pending');
+      expect(
+        (await service.createRequest(olga, { action: 'skip', loans: ['L3'], reason: 'withdrawn' })).status,
+      ).toBe('pending');
     });
 
     it('a maker withdraws their own pending request (audited); nobody else can, and a decided request cannot be', async () => {
@@ -75,7 +118,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const r = await service.createRequest(olga, { action: 'skip', loans: ['L1'], reason: 'paid off' });
       await expect(service.withdraw(ivan, r.id)).rejects.toMatchObject({ status: 403 });
       const w = await service.withdraw(olga, r.id, 'asked the wrong loan');
-      expect(w).toMatchObject({ status: 'withdrawn', decidedBy: 'olga', decisionNote: 'asked the wrong loan' });
+      expect(w).toMatchObject({
+        status: 'withdrawn',
+        decidedBy: 'olga',
+        decisionNote: 'asked the wrong loan',
+      });
       await expect(service.withdraw(olga, r.id)).rejects.toMatchObject({ status: 409 });
       await expect(service.approve(ivan, r.id)).rejects.toMatchObject({ status: 409 });
       const lines = await consoleStore.audit({ requestId: r.id }, null, 10);
@@ -87,32 +134,53 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
     it('a request by filter covers the loans matched when it was made; a loan that moved meanwhile is named in the result, not acted on', async () => {
       const { service, executor, store, clock } = await setup();
-      const r = await service.createRequest(olga, { action: 'skip', filter: { reason: 'mapping' }, reason: 'withdrawn' });
+      const r = await service.createRequest(olga, {
+        action: 'skip',
+        filter: { reason: 'mapping' },
+        reason: 'withdrawn',
+      });
       expect(r.previewCount).toBe(2);
       expect(r.loans).toEqual(['L1', 'L3']);
       // After the request: another loan is quarantined for the same reason, and L1 is retried from the CLI.
-      await store.loans.insert({ id: 'L9', state: 'quarantined', patch: { quarantineReason: 'mapping' } }, clock.now());
+      await store.loans.insert(
+        { id: 'L9', state: 'quarantined', patch: { quarantineReason: 'mapping' } },
+        clock.now(),
+      );
       await retryLoan(store.loans, 'L1', 'cli-user', clock.now());
       await service.approve(ivan, r.id);
       await executor.runApproved();
       const done = await service.request(r.id);
       expect(done?.status).toBe('executed');
       expect(done?.result?.done).toBe(1);
-      expect(done?.result?.failed).toEqual([{ loanId: 'L1', message: 'loan L1 is queued now (quarantined when the request was made); not acted on' }]);
+      expect(done?.result?.failed).toEqual([
+        {
+          loanId: 'L1',
+          message: 'loan L1 is queued now (quarantined when the request was made); not acted on',
+        },
+      ]);
       expect((await store.loans.get('L3'))?.state).toBe('skipped');
       expect((await store.loans.get('L9'))?.state).toBe('quarantined');
     });
 
     it('two executors on one database run a request once (PostgreSQL: two replicas, each with its own pool)', async () => {
       const { db, store, clock, service, consoleStore, url } = await setup({}, 30, false);
-      const r = await service.createRequest(olga, { action: 'retry', filter: { reason: 'core_rejected' }, reason: 'core back' });
+      const r = await service.createRequest(olga, {
+        action: 'retry',
+        filter: { reason: 'core_rejected' },
+        reason: 'core back',
+      });
       await service.approve(ivan, r.id);
       let otherDb = db;
       if (url !== null) {
         otherDb = await openStore(pgTarget(url, { poolSize: 2, connectTimeoutMs: 5000 }));
         handles.push(otherDb);
       }
-      const second = createConsoleExecutor({ store: createBoardingStore(otherDb), consoleStore: createConsoleStore(otherDb), clock, logger: silentLogger() });
+      const second = createConsoleExecutor({
+        store: createBoardingStore(otherDb),
+        consoleStore: createConsoleStore(otherDb),
+        clock,
+        logger: silentLogger(),
+      });
       const first = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
       const ran = await Promise.all([first.runApproved(), second.runApproved()]);
       expect(ran.reduce((a, b) => a + b, 0)).toBe(1);
@@ -128,11 +196,21 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await expect(service.reject(both, r.id, 'no')).rejects.toMatchObject({ status: 403 });
       await expect(service.approve(olga, r.id)).rejects.toMatchObject({ status: 403 });
       await expect(service.approve(ivan, 'r-unknown')).rejects.toMatchObject({ status: 404 });
-      await expect(service.createRequest(ivan, { action: 'retry', loans: ['L0'], reason: 'x' })).rejects.toMatchObject({ status: 403 });
-      await expect(service.createRequest(olga, { action: 'retry', loans: ['nope'], reason: 'x' })).rejects.toMatchObject({ status: 409 });
-      await expect(service.createRequest(olga, { action: 'retry', loans: ['L0'], filter: {}, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'loans' });
-      await expect(service.createRequest(olga, { action: 'retry', filter: { reason: 'bogus' as never }, reason: 'x' })).rejects.toMatchObject({ status: 400, field: 'filter.reason' });
-      await expect(service.createRequest(olga, { action: 'retry', filter: { reason: 'review' }, reason: 'x' })).rejects.toMatchObject({ status: 400 });
+      await expect(
+        service.createRequest(ivan, { action: 'retry', loans: ['L0'], reason: 'x' }),
+      ).rejects.toMatchObject({ status: 403 });
+      await expect(
+        service.createRequest(olga, { action: 'retry', loans: ['nope'], reason: 'x' }),
+      ).rejects.toMatchObject({ status: 409 });
+      await expect(
+        service.createRequest(olga, { action: 'retry', loans: ['L0'], filter: {}, reason: 'x' }),
+      ).rejects.toMatchObject({ status: 400, field: 'loans' });
+      await expect(
+        service.createRequest(olga, { action: 'retry', filter: { reason: 'bogus' as never }, reason: 'x' }),
+      ).rejects.toMatchObject({ status: 400, field: 'filter.reason' });
+      await expect(
+        service.createRequest(olga, { action: 'retry', filter: { reason: 'review' }, reason: 'x' }),
+      ).rejects.toMatchObject({ status: 400 });
       const rejected = await service.reject(ivan, r.id, 'wrong loans');
       expect(rejected.status).toBe('rejected');
       await expect(service.approve(ivan, r.id)).rejects.toMatchObject({ status: 409 });
@@ -142,10 +220,18 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
   describe.skipIf(engineSkipped(engine))('console executor after a crash', () => {
     it('takes over a request claimed by a process on this host that is gone, at once', async () => {
       const { db, store, clock, service, consoleStore } = await setup({}, 2, false);
-      const r = await service.createRequest(olga, { action: 'retry', loans: ['L0', 'L1'], reason: 'core back' });
+      const r = await service.createRequest(olga, {
+        action: 'retry',
+        loans: ['L0', 'L1'],
+        reason: 'core back',
+      });
       await service.approve(ivan, r.id);
       // A claim by a process that no longer exists (pid beyond any real one), as a kill -9 leaves it.
-      await db.run('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?', [`${(await import('node:os')).hostname()}:2147483646:dead`, clock.now(), r.id]);
+      await db.run('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?', [
+        `${(await import('node:os')).hostname()}:2147483646:dead`,
+        clock.now(),
+        r.id,
+      ]);
       // A live claimant (this process) is respected until the claim is stale.
       const live = createConsoleExecutor({ store, consoleStore, clock, logger: silentLogger() });
       expect(await live.runApproved()).toBe(1);
@@ -153,7 +239,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
       const r2 = await service.createRequest(olga, { action: 'skip', loans: ['L0'], reason: 'x' });
       await service.approve(ivan, r2.id);
-      await db.run('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?', [`${(await import('node:os')).hostname()}:${process.pid}:other`, clock.now(), r2.id]);
+      await db.run('UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ?', [
+        `${(await import('node:os')).hostname()}:${process.pid}:other`,
+        clock.now(),
+        r2.id,
+      ]);
       expect(await live.runApproved()).toBe(0);
       await clock.advance(31 * 60_000);
       expect(await live.runApproved()).toBe(1);
@@ -170,7 +260,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const service = createConsoleService({
         store,
         consoleStore: createConsoleStore(db),
-        config: { console: consoleSchema.parse({}), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } },
+        config: {
+          console: consoleSchema.parse({}),
+          bank: { timeZone: 'UTC' },
+          reports: { dir: '/nonexistent' },
+        },
         clock,
         logger: silentLogger(),
         reboardPreview: (loanId) =>
@@ -194,7 +288,11 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const service = createConsoleService({
         store,
         consoleStore: createConsoleStore(db),
-        config: { console: consoleSchema.parse({}), bank: { timeZone: 'UTC' }, reports: { dir: '/nonexistent' } },
+        config: {
+          console: consoleSchema.parse({}),
+          bank: { timeZone: 'UTC' },
+          reports: { dir: '/nonexistent' },
+        },
         clock,
         logger: silentLogger(),
         reboardPreview: (loanId) => {
@@ -202,7 +300,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
           return Promise.resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
         },
       });
-      await expect(service.reboardDiff({ name: 'vera', roles: ['viewer'] }, 'A')).rejects.toMatchObject({ status: 403 });
+      await expect(service.reboardDiff({ name: 'vera', roles: ['viewer'] }, 'A')).rejects.toMatchObject({
+        status: 403,
+      });
       expect(reads).toBe(0);
       for (let i = 0; i < REBOARD_PREVIEWS_PER_MINUTE; i++) await service.reboardDiff(olga, 'A');
       await expect(service.reboardDiff(olga, 'A')).rejects.toMatchObject({ status: 429 });

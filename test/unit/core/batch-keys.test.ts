@@ -42,7 +42,9 @@ describe('BatchKeys', () => {
     const dir = join(tmp(), '.batch-keys');
     const stored = new BatchKeys(dir).seal('2025-03-14-001', '{"a":1}');
     new BatchKeys(dir).destroy('2025-03-14-001');
-    expect(() => new BatchKeys(dir).open('2025-03-14-001', stored)).toThrow(/batch 2025-03-14-001: its key .*2025-03-14-001\.key is missing/);
+    expect(() => new BatchKeys(dir).open('2025-03-14-001', stored)).toThrow(
+      /batch 2025-03-14-001: its key .*2025-03-14-001\.key is missing/,
+    );
     // Rows an older version stored in clear are read as they are.
     expect(new BatchKeys(dir).open('2025-03-14-003', '{"plain":true}')).toBe('{"plain":true}');
   });
@@ -54,7 +56,13 @@ describe('BatchKeys', () => {
     const db: Db = openDatabase(join(dir, 'state.sqlite'));
     cleanups.push(() => db.close());
     const batches = testBatches(dir, clock, { db, layout: testLayout() });
-    const rec = (id: string) => [{ type: 'loan' as const, externalId: id, fields: { principalCents: 100, rateBps: 1, rateIndex: 'FIXED', note: 'x' } }];
+    const rec = (id: string) => [
+      {
+        type: 'loan' as const,
+        externalId: id,
+        fields: { principalCents: 100, rateBps: 1, rateIndex: 'FIXED', note: 'x' },
+      },
+    ];
     await batches.append(batches.check('loan_1', rec('loan_1')), '100');
     now = Date.parse('2025-03-14T23:00:00Z');
     await batches.sealDue();

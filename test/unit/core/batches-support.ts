@@ -38,14 +38,22 @@ export function testLayout(yaml = TEST_LAYOUT_YAML): Layout {
   return r.layout;
 }
 
-export function testBatches(dir: string, clock: Clock, opts: { db?: AnyDb; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {}): FileBatches {
+export function testBatches(
+  dir: string,
+  clock: Clock,
+  opts: { db?: AnyDb; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {},
+): FileBatches {
   const db = opts.db ?? openDatabase(join(dir, 'state.sqlite'));
   const layout = opts.layout ?? testLayout();
   return new FileBatches({
     root: join(dir, 'batches'),
     store: new FileBatchStore(db),
     layout: () => layout,
-    rule: cutoffRule({ cutoff: opts.cutoff ?? '18:00', intervalMinutes: opts.intervalMinutes, timeZone: opts.timeZone ?? 'America/Chicago' }),
+    rule: cutoffRule({
+      cutoff: opts.cutoff ?? '18:00',
+      intervalMinutes: opts.intervalMinutes,
+      timeZone: opts.timeZone ?? 'America/Chicago',
+    }),
     triggerFile: 'READY',
     logger: silentLogger(),
     clock,

@@ -35,7 +35,11 @@ function fakePlatform(content: Buffer, outcomes: Array<'expired' | 'ok' | 'not_f
       const outcome = outcomes.shift() ?? 'ok';
       if (outcome === 'expired' || outcome === 'not_found') {
         sink.destroy();
-        throw new PlatformError({ code: outcome === 'expired' ? 'download.expired' : 'download.not_found', status: outcome === 'expired' ? 403 : 404, message: outcome });
+        throw new PlatformError({
+          code: outcome === 'expired' ? 'download.expired' : 'download.not_found',
+          status: outcome === 'expired' ? 403 : 404,
+          message: outcome,
+        });
       }
       if (content.length > opts.maxBytes) {
         sink.destroy();
@@ -47,7 +51,11 @@ function fakePlatform(content: Buffer, outcomes: Array<'expired' | 'ok' | 'not_f
         throw new PlatformError({ code: 'network', message: 'reset' });
       }
       await pipeline(Readable.from([content.subarray(0, 5), content.subarray(5)]), sink);
-      return { sha256: createHash('sha256').update(content).digest('hex'), bytes: content.length, contentType: 'application/pdf' };
+      return {
+        sha256: createHash('sha256').update(content).digest('hex'),
+        bytes: content.length,
+        contentType: 'application/pdf',
+      };
     },
   } as unknown as PlatformApi;
   return { platform, seen };
@@ -71,13 +79,18 @@ describe('createDocumentFetcher', () => {
     const sink = new Collect();
     await createDocumentFetcher(platform, { maxBytes: 1024, logger: silentLogger() })(doc, sink);
     expect(seen.addresses).toBe(2);
-    expect(seen.downloads).toEqual(['https://blobs.example/doc_1?sig=1', 'https://blobs.example/doc_1?sig=2']);
+    expect(seen.downloads).toEqual([
+      'https://blobs.example/doc_1?sig=1',
+      'https://blobs.example/doc_1?sig=2',
+    ]);
     expect(sink.bytes).toEqual(CONTENT);
   });
 
   it('gives up after a second expiry', async () => {
     const { platform, seen } = fakePlatform(CONTENT, ['expired', 'expired']);
-    await expect(createDocumentFetcher(platform, { maxBytes: 1024, logger: silentLogger() })(doc, new Collect())).rejects.toMatchObject({ code: 'download.expired' });
+    await expect(
+      createDocumentFetcher(platform, { maxBytes: 1024, logger: silentLogger() })(doc, new Collect()),
+    ).rejects.toMatchObject({ code: 'download.expired' });
     expect(seen.addresses).toBe(2);
   });
 
@@ -88,15 +101,21 @@ describe('createDocumentFetcher', () => {
       [['fail-midway'], 'network', 1024],
     ] as const) {
       const { platform, seen } = fakePlatform(CONTENT, [...outcomes]);
-      await expect(createDocumentFetcher(platform, { maxBytes: max, logger: silentLogger() })(doc, new Collect())).rejects.toMatchObject({ code });
+      await expect(
+        createDocumentFetcher(platform, { maxBytes: max, logger: silentLogger() })(doc, new Collect()),
+      ).rejects.toMatchObject({ code });
       expect(seen.addresses).toBe(1);
     }
   });
 
   it('recognises expired addresses', () => {
     expect(isExpiredAddress(new PlatformError({ code: 'download.expired', message: 'x' }))).toBe(true);
-    expect(isExpiredAddress(new PlatformError({ code: 'download.failed', status: 410, message: 'x' }))).toBe(true);
-    expect(isExpiredAddress(new PlatformError({ code: 'download.not_found', status: 404, message: 'x' }))).toBe(false);
+    expect(isExpiredAddress(new PlatformError({ code: 'download.failed', status: 410, message: 'x' }))).toBe(
+      true,
+    );
+    expect(
+      isExpiredAddress(new PlatformError({ code: 'download.not_found', status: 404, message: 'x' })),
+    ).toBe(false);
     expect(isExpiredAddress(new Error('x'))).toBe(false);
   });
 });

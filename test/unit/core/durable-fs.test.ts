@@ -2,7 +2,12 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sweepTempFiles, TEMP_PREFIX, writeFileAtomic, writeFilesAtomic } from '../../../src/core/durable-fs.js';
+import {
+  sweepTempFiles,
+  TEMP_PREFIX,
+  writeFileAtomic,
+  writeFilesAtomic,
+} from '../../../src/core/durable-fs.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -31,7 +36,10 @@ describe('sweepTempFiles: the leftovers of writes a crash cut short', () => {
 
   it('sweeps exactly the names the atomic writes use, and none of a completed write', async () => {
     await writeFileAtomic(join(dir, 'a.csv'), 'a');
-    await writeFilesAtomic(dir, [['b.csv', 'b'], ['c.csv', 'c']]);
+    await writeFilesAtomic(dir, [
+      ['b.csv', 'b'],
+      ['c.csv', 'c'],
+    ]);
     expect(await sweepTempFiles(dir)).toEqual([]);
     expect((await readdir(dir)).sort()).toEqual(['a.csv', 'b.csv', 'c.csv']);
     // The name a write in flight carries (the same prefix and pid layout) is what the sweep recognises.

@@ -20,12 +20,21 @@ let now = Date.parse('2025-03-14T15:00:00Z'); // 10:00 in Chicago; the cut-off i
 const clock = clockReading(() => now);
 const CUTOFF_14 = Date.parse('2025-03-14T23:00:00Z'); // 18:00 CDT
 
-
 function core(layout = testLayout()): FileCore {
-  return new FileCore({ dir, batches: testBatches(dir, clock, { db, layout }), timeZone: 'America/Chicago', logger: silentLogger(), clock });
+  return new FileCore({
+    dir,
+    batches: testBatches(dir, clock, { db, layout }),
+    timeZone: 'America/Chicago',
+    logger: silentLogger(),
+    clock,
+  });
 }
 
-function records(loanId: string, loan: Record<string, unknown> = {}, name = 'Acme, "Tools" LLC'): MappedRecord[] {
+function records(
+  loanId: string,
+  loan: Record<string, unknown> = {},
+  name = 'Acme, "Tools" LLC',
+): MappedRecord[] {
   return [
     { type: 'customer', externalId: `biz_${loanId}`, fields: { name, kind: 'business' } },
     { type: 'loan', externalId: loanId, fields: { principalCents: 125000050, rateBps: 725, ...loan } },
@@ -85,16 +94,26 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await c.sealDue();
       for (const id of ['2025-03-14-001', '2025-03-15-001']) {
         const raw = await readFile(join(dir, 'batches', id, 'LOANS.DAT'));
-        const recs = raw.toString('latin1').split('\r\n').filter((l) => l !== '');
+        const recs = raw
+          .toString('latin1')
+          .split('\r\n')
+          .filter((l) => l !== '');
         expect(recs.length).toBe(3); // header, one loan, trailer
         for (const r of recs) expect(Buffer.byteLength(r, 'latin1')).toBe(60);
       }
       const custRaw = await readFile(join(dir, 'batches', '2025-03-14-001', 'CUST.DAT'));
-      const [rec] = custRaw.toString('utf8').split('\n').filter((l) => l !== '');
+      const [rec] = custRaw
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== '');
       expect(Buffer.byteLength(rec!, 'utf8')).toBe(40);
       expect(rec).toBe(`Aloan_1    CAFÉ OLÉ LLC${' '.repeat(15)}`); // 12 characters, 14 bytes: 15 bytes of padding
-      const day1 = (await readFile(join(dir, 'batches', '2025-03-14-001', 'LOANS.DAT'), 'latin1')).split('\r\n');
-      const day2 = (await readFile(join(dir, 'batches', '2025-03-15-001', 'LOANS.DAT'), 'latin1')).split('\r\n');
+      const day1 = (await readFile(join(dir, 'batches', '2025-03-14-001', 'LOANS.DAT'), 'latin1')).split(
+        '\r\n',
+      );
+      const day2 = (await readFile(join(dir, 'batches', '2025-03-15-001', 'LOANS.DAT'), 'latin1')).split(
+        '\r\n',
+      );
       // principal at bytes 12-26 on both days; the empty rate index is blanks, nothing shifts
       expect(day1[1]!.slice(11, 26)).toBe('000000125000050');
       expect(day2[1]!.slice(11, 26)).toBe('000000125000050');
@@ -111,14 +130,24 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await c.sealDue();
       const bdir = join(dir, 'batches', '2025-03-14-001');
       expect((await readdir(bdir)).sort()).toEqual(['READY', 'control.csv', 'customer.csv', 'loan.csv']);
-      const [files, control, trigger] = await Promise.all([stat(join(bdir, 'loan.csv')), stat(join(bdir, 'control.csv')), stat(join(bdir, 'READY'))]);
+      const [files, control, trigger] = await Promise.all([
+        stat(join(bdir, 'loan.csv')),
+        stat(join(bdir, 'control.csv')),
+        stat(join(bdir, 'READY')),
+      ]);
       expect(files.mtimeMs).toBeLessThanOrEqual(control.mtimeMs);
       expect(control.mtimeMs).toBeLessThanOrEqual(trigger.mtimeMs);
       const ctl = await lines('2025-03-14-001', 'control.csv');
       expect(ctl).toContain('2025-03-14-001,*,loans,5,5,,');
       expect(ctl.at(-1)).toBe('2025-03-14-001,*,principal_total_cents,625000250,,,');
-      expect(await db.all(`SELECT status, principal_cents AS p FROM file_batches`)).toEqual([{ status: 'sealed', p: '625000250' }]);
-      expect(await c.batches!.store.counts('2025-03-14-001')).toEqual({ loans: 5, corrections: 0, records: 10 });
+      expect(await db.all(`SELECT status, principal_cents AS p FROM file_batches`)).toEqual([
+        { status: 'sealed', p: '625000250' },
+      ]);
+      expect(await c.batches!.store.counts('2025-03-14-001')).toEqual({
+        loans: 5,
+        corrections: 0,
+        records: 10,
+      });
     });
 
     it('streams a large batch to its files without holding the state database busy across an await (other statements run during the seal)', async () => {
@@ -159,7 +188,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(loan.at(-1)!.split(',')[1]).toBe(`loan_${String(n - 1).padStart(5, '0')}`);
       const ctl = await lines('2025-03-14-001', 'control.csv');
       const bytes = (await stat(join(dir, 'batches', '2025-03-14-001', 'loan.csv'))).size;
-      expect(ctl.find((l) => l.includes(',loan.csv,'))).toMatch(new RegExp(`^2025-03-14-001,loan\\.csv,loan,${n},${n},${bytes},[0-9a-f]{64}$`));
+      expect(ctl.find((l) => l.includes(',loan.csv,'))).toMatch(
+        new RegExp(`^2025-03-14-001,loan\\.csv,loan,${n},${n},${bytes},[0-9a-f]{64}$`),
+      );
     });
 
     it('a board after the cut-off seals the open batch first and goes to the next one; the sealed files never change', async () => {
@@ -185,11 +216,19 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const c = core();
       const batches = c.batches!;
       await board(c, 'loan_1');
-      expect((await batches.append(batches.check('loan_1', records('loan_1')), '125000050')).outcome).toBe('unchanged');
-      expect((await batches.append(batches.check('loan_1', records('loan_1', { note: 'fixed' })), '125000050')).outcome).toBe('replaced');
+      expect((await batches.append(batches.check('loan_1', records('loan_1')), '125000050')).outcome).toBe(
+        'unchanged',
+      );
+      expect(
+        (await batches.append(batches.check('loan_1', records('loan_1', { note: 'fixed' })), '125000050'))
+          .outcome,
+      ).toBe('replaced');
       now = CUTOFF_14;
       await c.sealDue();
-      expect(await lines('2025-03-14-001', 'loan.csv')).toEqual(['action,loan_id,principal_cents,rate_bps,rate_index,note', 'A,loan_1,125000050,725,,fixed']);
+      expect(await lines('2025-03-14-001', 'loan.csv')).toEqual([
+        'action,loan_id,principal_cents,rate_bps,rate_index,note',
+        'A,loan_1,125000050,725,,fixed',
+      ]);
     });
 
     it('renders a board once: the batch holds the lines check() rendered, not a second rendering (regression: append rendered again)', async () => {
@@ -202,9 +241,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       now = CUTOFF_14;
       await c.sealDue();
       // Read 1 is the render at check(); records.json of the package is the only other reader.
-      expect(await lines('2025-03-14-001', 'customer.csv')).toEqual(['action,loan_id,customer_id,name,kind', 'A,loan_once,biz_loan_once,Name 1,business']);
+      expect(await lines('2025-03-14-001', 'customer.csv')).toEqual([
+        'action,loan_id,customer_id,name,kind',
+        'A,loan_once,biz_loan_once,Name 1,business',
+      ]);
       expect(reads).toBe(2);
-      const pkg = JSON.parse(await readFile(join(dir, 'packages', 'loan_once', 'records.json'), 'utf8')) as { records: MappedRecord[] };
+      const pkg = JSON.parse(await readFile(join(dir, 'packages', 'loan_once', 'records.json'), 'utf8')) as {
+        records: MappedRecord[];
+      };
       expect(pkg.records[0]!.fields['name']).toBe('Name 2');
     });
 
@@ -216,7 +260,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(prepared.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,']);
       expect(prepared.recordCount).toEqual({ new: 2, correction: 2 });
       expect((await batches.append(prepared, '125000050')).kind).toBe('new');
-      const stored = await db.get(`SELECT batch_id AS b, rows_json AS j, record_count AS n FROM file_batch_loans WHERE loan_id = 'loan_1'`) as { b: string; j: string; n: number };
+      const stored = (await db.get(
+        `SELECT batch_id AS b, rows_json AS j, record_count AS n FROM file_batch_loans WHERE loan_id = 'loan_1'`,
+      )) as { b: string; j: string; n: number };
       // Stored encrypted with the batch's key (never the lines in clear), and read back as rendered.
       expect(stored.j).not.toContain('125000050');
       expect(batches.rowsOf(stored.b, stored.j)).toEqual(prepared.rows.new);
@@ -225,7 +271,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await batches.sealDue();
       const again = batches.check('loan_1', records('loan_1', { note: 'fixed' }));
       expect((await batches.append(again, '125000050')).kind).toBe('correction');
-      const corr = await db.get(`SELECT batch_id AS b, rows_json AS j FROM file_batch_loans WHERE loan_id = 'loan_1' AND kind = 'correction'`) as { b: string; j: string };
+      const corr = (await db.get(
+        `SELECT batch_id AS b, rows_json AS j FROM file_batch_loans WHERE loan_id = 'loan_1' AND kind = 'correction'`,
+      )) as { b: string; j: string };
       expect(batches.rowsOf(corr.b, corr.j)).toEqual(again.rows.correction);
       expect(again.rows.correction['loan.csv']!.lines).toEqual(['C,loan_1,125000050,725,,fixed']);
     });
@@ -259,8 +307,18 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await board(c, 'loan_1', [{ type, externalId: 'loan_1', fields: {} }]);
       now = CUTOFF_14;
       await c.sealDue();
-      const rows = parseCsv(await readFile(join(dir, 'batches', '2025-03-14-001', 'control.csv'), 'utf8')).map((r) => r.cells);
-      expect(rows[0]).toEqual(['batch_id', 'file', 'record_type', 'record_count', 'loan_count', 'bytes', 'sha256']);
+      const rows = parseCsv(
+        await readFile(join(dir, 'batches', '2025-03-14-001', 'control.csv'), 'utf8'),
+      ).map((r) => r.cells);
+      expect(rows[0]).toEqual([
+        'batch_id',
+        'file',
+        'record_type',
+        'record_count',
+        'loan_count',
+        'bytes',
+        'sha256',
+      ]);
       expect(rows[1]!.slice(0, 5)).toEqual(['2025-03-14-001', 'loan.csv', type, '1', '1']);
       expect(rows.slice(2)).toEqual([
         ['2025-03-14-001', '*', 'loans', '1', '1', '', ''],
@@ -279,7 +337,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await board(c, 'loan_1', records('loan_1', { note: 'rate corrected again' }));
       now = Date.parse('2025-03-15T23:00:00Z');
       await c.sealDue();
-      expect((await lines('2025-03-15-001', 'loan.csv')).slice(1)).toEqual(['C,loan_1,125000050,725,,rate corrected again']);
+      expect((await lines('2025-03-15-001', 'loan.csv')).slice(1)).toEqual([
+        'C,loan_1,125000050,725,,rate corrected again',
+      ]);
       expect((await lines('2025-03-15-001', 'customer.csv'))[1]).toMatch(/^C,loan_1,biz_loan_1,/);
       const ctl = await lines('2025-03-15-001', 'control.csv');
       expect(ctl).toContain('2025-03-15-001,*,loans,0,0,,');
@@ -289,16 +349,26 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 
     it('neutralises formula injection in CSV cells, except in columns that turn it off', async () => {
       const c = core();
-      await board(c, 'loan_1', records('loan_1', { principalCents: '-5', note: '@SUM(A1)' }, "=cmd|' /C calc'!A0"));
+      await board(
+        c,
+        'loan_1',
+        records('loan_1', { principalCents: '-5', note: '@SUM(A1)' }, "=cmd|' /C calc'!A0"),
+      );
       now = CUTOFF_14;
       await c.sealDue();
-      expect((await lines('2025-03-14-001', 'customer.csv'))[1]).toBe(`A,loan_1,biz_loan_1,'=cmd|' /C calc'!A0,business`);
+      expect((await lines('2025-03-14-001', 'customer.csv'))[1]).toBe(
+        `A,loan_1,biz_loan_1,'=cmd|' /C calc'!A0,business`,
+      );
       expect((await lines('2025-03-14-001', 'loan.csv'))[1]).toBe(`A,loan_1,-5,725,,'@SUM(A1)`);
     });
 
     it('refuses a loan whose value does not fit the layout, before anything is written', async () => {
       const c = core(testLayout(FIXED_UTF8));
-      const err = await board(c, 'loan_1', records('loan_1', {}, 'A NAME MUCH TOO LONG FOR THIS COLUMN OF 29 BYTES')).catch((e: unknown) => e);
+      const err = await board(
+        c,
+        'loan_1',
+        records('loan_1', {}, 'A NAME MUCH TOO LONG FOR THIS COLUMN OF 29 BYTES'),
+      ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CoreRejectedError);
       expect((err as Error).message).toMatch(/CUST\.DAT NAME: .* is \d+ bytes in utf-8, the column 29/);
       // The message is stored with the quarantine: it names the column, never the value (a name, an address).
@@ -330,7 +400,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await writeFile(join(b2, 'READY'), 'x');
       await core().sealDue();
       expect(await readdir(b2)).toEqual(['READY']);
-      expect(await db.get(`SELECT status FROM file_batches WHERE id = '2025-03-14-002'`)).toEqual({ status: 'sealed' });
+      expect(await db.get(`SELECT status FROM file_batches WHERE id = '2025-03-14-002'`)).toEqual({
+        status: 'sealed',
+      });
     });
 
     it('an early seal by ops is audited on the batch and only seals the open batch once', async () => {
@@ -338,11 +410,13 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await board(c, 'loan_1');
       expect(await c.batches!.sealNow('core job runs early today', 'alice')).toBe('2025-03-14-001');
       expect(await c.batches!.sealNow('again', 'bob')).toBeUndefined();
-      expect(await db.get(`SELECT status, seal_reason AS reason, sealed_by AS by FROM file_batches`)).toEqual({
-        status: 'sealed',
-        reason: 'ops: core job runs early today',
-        by: 'alice',
-      });
+      expect(await db.get(`SELECT status, seal_reason AS reason, sealed_by AS by FROM file_batches`)).toEqual(
+        {
+          status: 'sealed',
+          reason: 'ops: core job runs early today',
+          by: 'alice',
+        },
+      );
     });
   });
 
@@ -381,27 +455,35 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
         - { name: NAME, start: 12, length: 29, field: name }
   `;
 
-  describe.skipIf(engineSkipped(engine))('a changed layout (the set reloaded, or the connector restarted with a new layout.yaml)', () => {
-    it('seals the open batch in the layout it was opened in, and boards on into a new batch in the new one', async () => {
-      await board(core(), 'loan_a');
-      // The bank renames a column and drops another.
-      const renamed = testLayout(TEST_LAYOUT_YAML.replace('{ name: rate_bps, field: rateBps, neutralise: false }', '{ name: rate, field: rateBps, neutralise: false }').replace('      - { name: note, field: note }\n', ''));
-      const c2 = core(renamed);
-      await board(c2, 'loan_b');
-      const rows = await db.all('SELECT id, status, seal_reason AS reason FROM file_batches ORDER BY id');
-      expect(rows).toEqual([
-        { id: '2025-03-14-001', status: 'sealed', reason: 'layout changed' },
-        { id: '2025-03-14-002', status: 'open', reason: null },
-      ]);
-      // The sealed batch is written in its own layout, with the loan boarded before the change.
-      const first = await lines('2025-03-14-001', 'loan.csv');
-      expect(first[0]).toBe('action,loan_id,principal_cents,rate_bps,rate_index,note');
-      expect(first.slice(1).map((l) => l.split(',')[1])).toEqual(['loan_a']);
-      // A seal of the new batch (by ops, with the old layout still on disk for the CLI) uses the batch's own.
-      expect(await core().batches!.sealNow('test', 'ops')).toBe('2025-03-14-002');
-      const second = await lines('2025-03-14-002', 'loan.csv');
-      expect(second[0]).toBe('action,loan_id,principal_cents,rate,rate_index');
-      expect(second.slice(1).map((l) => l.split(',')[1])).toEqual(['loan_b']);
-    });
-  });
+  describe.skipIf(engineSkipped(engine))(
+    'a changed layout (the set reloaded, or the connector restarted with a new layout.yaml)',
+    () => {
+      it('seals the open batch in the layout it was opened in, and boards on into a new batch in the new one', async () => {
+        await board(core(), 'loan_a');
+        // The bank renames a column and drops another.
+        const renamed = testLayout(
+          TEST_LAYOUT_YAML.replace(
+            '{ name: rate_bps, field: rateBps, neutralise: false }',
+            '{ name: rate, field: rateBps, neutralise: false }',
+          ).replace('      - { name: note, field: note }\n', ''),
+        );
+        const c2 = core(renamed);
+        await board(c2, 'loan_b');
+        const rows = await db.all('SELECT id, status, seal_reason AS reason FROM file_batches ORDER BY id');
+        expect(rows).toEqual([
+          { id: '2025-03-14-001', status: 'sealed', reason: 'layout changed' },
+          { id: '2025-03-14-002', status: 'open', reason: null },
+        ]);
+        // The sealed batch is written in its own layout, with the loan boarded before the change.
+        const first = await lines('2025-03-14-001', 'loan.csv');
+        expect(first[0]).toBe('action,loan_id,principal_cents,rate_bps,rate_index,note');
+        expect(first.slice(1).map((l) => l.split(',')[1])).toEqual(['loan_a']);
+        // A seal of the new batch (by ops, with the old layout still on disk for the CLI) uses the batch's own.
+        expect(await core().batches!.sealNow('test', 'ops')).toBe('2025-03-14-002');
+        const second = await lines('2025-03-14-002', 'loan.csv');
+        expect(second[0]).toBe('action,loan_id,principal_cents,rate,rate_index');
+        expect(second.slice(1).map((l) => l.split(',')[1])).toEqual(['loan_b']);
+      });
+    },
+  );
 });

@@ -27,7 +27,11 @@ function core(opts: { csvBatches?: boolean } = {}): FileCore {
 
 function loanRecords(loanId: string, extra: Record<string, unknown> = {}) {
   return [
-    { type: 'customer', externalId: `biz_${loanId}`, fields: { name: 'Acme, "Tools" LLC', kind: 'business' } },
+    {
+      type: 'customer',
+      externalId: `biz_${loanId}`,
+      fields: { name: 'Acme, "Tools" LLC', kind: 'business' },
+    },
     { type: 'loan', externalId: loanId, fields: { principalCents: 125000050, rateBps: 725, ...extra } },
     { type: 'relationship', externalId: `${loanId}:biz_${loanId}`, fields: { role: 'borrower' } },
   ];
@@ -46,23 +50,53 @@ afterEach(async () => {
 describe('FileCore packages', () => {
   it('writes one package per loan whose manifest hashes match the files', async () => {
     const c = core();
-    const pkg = makePackage('loan_1', loanRecords('loan_1'), [{ id: 'doc_1', name: 'Tax Return 2024.pdf', bytes: PDF }]);
+    const pkg = makePackage('loan_1', loanRecords('loan_1'), [
+      { id: 'doc_1', name: 'Tax Return 2024.pdf', bytes: PDF },
+    ]);
     const receipt = await c.board(pkg);
     expect(receipt.coreReference).toBe('packages/loan_1');
-    expect(receipt.documents).toEqual([{ documentId: 'doc_1', sha256: sha256(PDF), bytes: PDF.length, coreId: 'packages/loan_1/documents/doc_1__Tax Return 2024.pdf' }]);
+    expect(receipt.documents).toEqual([
+      {
+        documentId: 'doc_1',
+        sha256: sha256(PDF),
+        bytes: PDF.length,
+        coreId: 'packages/loan_1/documents/doc_1__Tax Return 2024.pdf',
+      },
+    ]);
     const pdir = join(dir, 'packages', 'loan_1');
     expect(await verifyPackage(pdir)).toEqual({ ok: true, problems: [] });
     const m = await readManifest(pdir);
-    expect(m).toMatchObject({ loanId: 'loan_1', mappingVersion: 'map-v1', connectorVersion: '0.1.0', batchDate: '2025-03-14', source: { centsAmount: 125000050 } });
-    expect(m?.documents[0]).toMatchObject({ documentId: 'doc_1', name: 'Tax Return 2024.pdf', category: 'financials', period: '2024', requirement: { id: 'req_1' } });
+    expect(m).toMatchObject({
+      loanId: 'loan_1',
+      mappingVersion: 'map-v1',
+      connectorVersion: '0.1.0',
+      batchDate: '2025-03-14',
+      source: { centsAmount: 125000050 },
+    });
+    expect(m?.documents[0]).toMatchObject({
+      documentId: 'doc_1',
+      name: 'Tax Return 2024.pdf',
+      category: 'financials',
+      period: '2024',
+      requirement: { id: 'req_1' },
+    });
     expect(await readFile(join(pdir, 'documents', 'doc_1__Tax Return 2024.pdf'))).toEqual(PDF);
     // Tax ids and documents: nothing is readable by other users of the machine.
-    for (const p of [pdir, join(pdir, 'records.json'), join(pdir, 'documents', 'doc_1__Tax Return 2024.pdf')]) {
+    for (const p of [
+      pdir,
+      join(pdir, 'records.json'),
+      join(pdir, 'documents', 'doc_1__Tax Return 2024.pdf'),
+    ]) {
       expect((await stat(p)).mode & 0o007).toBe(0);
     }
     const records = JSON.parse(await readFile(join(pdir, 'records.json'), 'utf8'));
     expect(records.records).toHaveLength(3);
-    expect(await c.findLoan('loan_1')).toEqual({ coreReference: 'packages/loan_1', loanExternalId: 'loan_1', mappingVersion: 'map-v1', fields: pkg.source });
+    expect(await c.findLoan('loan_1')).toEqual({
+      coreReference: 'packages/loan_1',
+      loanExternalId: 'loan_1',
+      mappingVersion: 'map-v1',
+      fields: pkg.source,
+    });
     expect(await c.findLoan('loan_2')).toBeNull();
   });
 
@@ -70,14 +104,23 @@ describe('FileCore packages', () => {
     const c = core();
     await c.board(makePackage('loan_1', loanRecords('loan_1'), [{ id: 'doc_1', name: 'a.pdf', bytes: PDF }]));
     now += 86_400_000; // next day: the loan stays in its first batch day
-    const second = makePackage('loan_1', loanRecords('loan_1', { note: 'v2' }), [{ id: 'doc_2', name: 'b.pdf', bytes: Buffer.from('second') }], { mappingVersion: 'map-v2' });
+    const second = makePackage(
+      'loan_1',
+      loanRecords('loan_1', { note: 'v2' }),
+      [{ id: 'doc_2', name: 'b.pdf', bytes: Buffer.from('second') }],
+      { mappingVersion: 'map-v2' },
+    );
     await c.board(second);
     expect(await readdir(join(dir, 'packages'))).toEqual(['loan_1']);
     const pdir = join(dir, 'packages', 'loan_1');
     expect(await verifyPackage(pdir)).toEqual({ ok: true, problems: [] });
     expect(await readdir(join(pdir, 'documents'))).toEqual(['doc_2__b.pdf']);
     const m = await readManifest(pdir);
-    expect(m).toMatchObject({ mappingVersion: 'map-v2', batchDate: '2025-03-14', firstBoardedAt: '2025-03-14T15:00:00.000Z' });
+    expect(m).toMatchObject({
+      mappingVersion: 'map-v2',
+      batchDate: '2025-03-14',
+      firstBoardedAt: '2025-03-14T15:00:00.000Z',
+    });
     expect(await readdir(join(dir, '.staging'))).toEqual([]);
     expect(await readdir(join(dir, '.trash'))).toEqual([]);
     const loans = [];
@@ -101,7 +144,11 @@ describe('FileCore packages', () => {
     await c.close();
     // Simulate the crash: old package in .trash, a complete new one still in .staging, nothing live.
     await rename(join(dir, 'packages', 'loan_1'), join(dir, '.trash', 'loan_1.123-abc-deadbeef'));
-    await cp(join(dir, '.trash', 'loan_1.123-abc-deadbeef'), join(dir, '.staging', 'loan_1.124-abd-feedbeef'), { recursive: true });
+    await cp(
+      join(dir, '.trash', 'loan_1.123-abc-deadbeef'),
+      join(dir, '.staging', 'loan_1.124-abd-feedbeef'),
+      { recursive: true },
+    );
     // …and an unrelated half-written staging directory without a manifest.
     await mkdir(join(dir, '.staging', 'loan_9.1-a-00000000', 'documents'), { recursive: true });
     await writeFile(join(dir, '.staging', 'loan_9.1-a-00000000', 'documents', 'x'), 'partial');
@@ -111,14 +158,18 @@ describe('FileCore packages', () => {
     expect(await verifyPackage(join(dir, 'packages', 'loan_1'))).toEqual({ ok: true, problems: [] });
     expect(await readdir(join(dir, '.staging'))).toEqual([]);
     expect(await readdir(join(dir, '.trash'))).toEqual([]);
-    await fresh.board(makePackage('loan_1', loanRecords('loan_1'), [{ id: 'doc_1', name: 'a.pdf', bytes: PDF }]));
+    await fresh.board(
+      makePackage('loan_1', loanRecords('loan_1'), [{ id: 'doc_1', name: 'a.pdf', bytes: PDF }]),
+    );
     expect(await readdir(join(dir, 'packages'))).toEqual(['loan_1']);
   });
 
   it('a crash after the swap (old package still in .trash) is cleaned up, keeping the live package', async () => {
     const c = core();
     await c.board(makePackage('loan_1', loanRecords('loan_1', { v: 1 }), []));
-    await cp(join(dir, 'packages', 'loan_1'), join(dir, '.trash', 'loan_1.1-a-00000000'), { recursive: true });
+    await cp(join(dir, 'packages', 'loan_1'), join(dir, '.trash', 'loan_1.1-a-00000000'), {
+      recursive: true,
+    });
     await c.board(makePackage('loan_1', loanRecords('loan_1', { v: 2 }), []));
     expect(await readdir(join(dir, '.trash'))).toEqual([]);
     const records = JSON.parse(await readFile(join(dir, 'packages', 'loan_1', 'records.json'), 'utf8'));
@@ -149,7 +200,9 @@ describe('FileCore packages', () => {
     for (const f of files) {
       expect(resolve(pdir, 'documents', f).startsWith(join(pdir, 'documents') + '/')).toBe(true);
       expect(Buffer.byteLength(f)).toBeLessThanOrEqual(200);
-      expect([...f].some((ch) => ch === '/' || ch === '\\' || ch.charCodeAt(0) < 0x20 || ch === '\u202e')).toBe(false);
+      expect(
+        [...f].some((ch) => ch === '/' || ch === '\\' || ch.charCodeAt(0) < 0x20 || ch === '\u202e'),
+      ).toBe(false);
     }
     expect(existsSync(join(dir, 'etc'))).toBe(false);
     const m = await readManifest(pdir);
@@ -180,7 +233,9 @@ describe('FileCore packages', () => {
 describe('FileCore failures', () => {
   it('reports a file-system failure as CoreUnavailableError (retry later), not a rejection', async () => {
     await writeFile(join(dir, 'packages'), 'not a directory');
-    const err = await core().board(makePackage('loan_1', loanRecords('loan_1'))).catch((e: unknown) => e);
+    const err = await core()
+      .board(makePackage('loan_1', loanRecords('loan_1')))
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreUnavailableError);
     expect((err as CoreUnavailableError).ambiguous).toBe(false);
   });

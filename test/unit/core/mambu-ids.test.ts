@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MambuDecimal, mambuJson } from '../../../src/core/mambu/http.js';
-import { derivedMambuId, isMambuId, mambuDocumentName, mambuIdempotencyKey, mambuRef, UUID_V4 } from '../../../src/core/mambu/ids.js';
+import {
+  derivedMambuId,
+  isMambuId,
+  mambuDocumentName,
+  mambuIdempotencyKey,
+  mambuRef,
+  UUID_V4,
+} from '../../../src/core/mambu/ids.js';
 
 describe('Mambu ids the connector supplies', () => {
   it('any platform id (any length, any character) gives a stable id within Mambu’s rule; kinds never share one', () => {
@@ -36,14 +43,21 @@ describe('Mambu ids the connector supplies', () => {
   });
 
   it('document names: the characters Mambu refuses become _, at most 256, never empty', () => {
-    expect(mambuDocumentName('a/b<c>|d:e&f?g*h[i]j#k\\l"m\'n.pdf', 'x')).toBe('a_b_c__d_e_f_g_h_i_j_k_l_m_n.pdf');
+    expect(mambuDocumentName('a/b<c>|d:e&f?g*h[i]j#k\\l"m\'n.pdf', 'x')).toBe(
+      'a_b_c__d_e_f_g_h_i_j_k_l_m_n.pdf',
+    );
     expect(mambuDocumentName('y'.repeat(300), 'x')).toHaveLength(256);
     expect(mambuDocumentName('   ', 'document ln:1')).toBe('document ln_1');
     expect(mambuDocumentName('', '')).toBe('document');
   });
 
   it('decimals go out as JSON numbers digit for digit (regression guard: never through a float)', () => {
-    expect(mambuJson({ loanAmount: new MambuDecimal('90071992547409.91'), interestSettings: { interestRate: new MambuDecimal('7.25') } })).toBe('{"loanAmount":90071992547409.91,"interestSettings":{"interestRate":7.25}}');
+    expect(
+      mambuJson({
+        loanAmount: new MambuDecimal('90071992547409.91'),
+        interestSettings: { interestRate: new MambuDecimal('7.25') },
+      }),
+    ).toBe('{"loanAmount":90071992547409.91,"interestSettings":{"interestRate":7.25}}');
     // Through a float the cents would change: the platform's maximum does not survive a double.
     expect(String(Number('90071992547409.91'))).not.toBe('90071992547409.91');
     expect(() => new MambuDecimal('1e3')).toThrow(/not a decimal/);
@@ -53,10 +67,20 @@ describe('Mambu ids the connector supplies', () => {
 describe('a Mambu loan in platform units (reconciliation)', () => {
   it('one installment of a known period is not called a lump sum (regression: an annual 12-month loan showed as a field_mismatch "core lump sum")', async () => {
     const { canonicalFromMambuLoan } = await import('../../../src/core/mambu/units.js');
-    const loan = (n: number, count: number, unit: string) => ({ loanAmount: 1250000.5, interestSettings: { interestRate: 7.25 }, scheduleSettings: { repaymentInstallments: n, repaymentPeriodCount: count, repaymentPeriodUnit: unit }, disbursementDetails: { firstRepaymentDate: '2026-03-14T00:00:00-05:00' } });
+    const loan = (n: number, count: number, unit: string) => ({
+      loanAmount: 1250000.5,
+      interestSettings: { interestRate: 7.25 },
+      scheduleSettings: { repaymentInstallments: n, repaymentPeriodCount: count, repaymentPeriodUnit: unit },
+      disbursementDetails: { firstRepaymentDate: '2026-03-14T00:00:00-05:00' },
+    });
     expect(canonicalFromMambuLoan(loan(1, 1, 'YEARS')).paymentFrequency).toBeNull();
     expect(canonicalFromMambuLoan(loan(1, 12, 'MONTHS')).paymentFrequency).toBe('lump sum');
-    expect(canonicalFromMambuLoan(loan(60, 1, 'MONTHS'))).toEqual({ centsAmount: 125000050, bpsRate: 725, firstPaymentDate: '2026-03-14', paymentFrequency: 'monthly' });
+    expect(canonicalFromMambuLoan(loan(60, 1, 'MONTHS'))).toEqual({
+      centsAmount: 125000050,
+      bpsRate: 725,
+      firstPaymentDate: '2026-03-14',
+      paymentFrequency: 'monthly',
+    });
     expect(canonicalFromMambuLoan(loan(26, 2, 'WEEKS')).paymentFrequency).toBe('biweekly');
   });
 });

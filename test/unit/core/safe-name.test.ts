@@ -39,12 +39,16 @@ describe('safe names', () => {
 
   it('never yields an unsafe path component, and distinct ids never share a name', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }), (a, b) => {
-        expect(isSafeComponent(safeFileName(a))).toBe(true);
-        expect(isSafeComponent(safeId(a))).toBe(true);
-        expect(isSafeComponent(documentFileName(a, b))).toBe(true);
-        if (a !== b) expect(safeId(a)).not.toBe(safeId(b));
-      }),
+      fc.property(
+        fc.string({ unit: 'binary', maxLength: 300 }),
+        fc.string({ unit: 'binary', maxLength: 300 }),
+        (a, b) => {
+          expect(isSafeComponent(safeFileName(a))).toBe(true);
+          expect(isSafeComponent(safeId(a))).toBe(true);
+          expect(isSafeComponent(documentFileName(a, b))).toBe(true);
+          if (a !== b) expect(safeId(a)).not.toBe(safeId(b));
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -11,9 +11,14 @@ export function memoryFetcher(contents: Map<string, Buffer>): DocumentFetcher & 
   const fetcher = async (doc: PlatformDocument, sink: Writable) => {
     calls.push(doc.id);
     const buf = contents.get(doc.id);
-    if (buf === undefined) throw Object.assign(new Error(`no bytes for ${doc.id}`), { code: 'download.not_found' });
+    if (buf === undefined)
+      throw Object.assign(new Error(`no bytes for ${doc.id}`), { code: 'download.not_found' });
     await pipeline(Readable.from([buf]), sink);
-    return { sha256: createHash('sha256').update(buf).digest('hex'), bytes: buf.length, contentType: 'application/pdf' };
+    return {
+      sha256: createHash('sha256').update(buf).digest('hex'),
+      bytes: buf.length,
+      contentType: 'application/pdf',
+    };
   };
   return Object.assign(fetcher, { calls });
 }
@@ -23,7 +28,10 @@ export function sha256(buf: Buffer | string): string {
 }
 
 /** Representative records of the fineract mapping set for one business loan with a guarantor. */
-export function fineractRecords(loanId: string, opts: { borrower?: string; guarantor?: string; docIds?: string[] } = {}): MappedRecord[] {
+export function fineractRecords(
+  loanId: string,
+  opts: { borrower?: string; guarantor?: string; docIds?: string[] } = {},
+): MappedRecord[] {
   const biz = opts.borrower ?? `biz_${loanId}`;
   const per = opts.guarantor ?? `per_${loanId}`;
   const fmt = { dateFormat: 'yyyy-MM-dd', locale: 'en' };
@@ -31,12 +39,28 @@ export function fineractRecords(loanId: string, opts: { borrower?: string; guara
     {
       type: 'client',
       externalId: biz,
-      fields: { legalFormId: 2, fullname: 'Acme Tools LLC', officeId: 1, active: true, activationDate: '2025-03-14', ...fmt, clientNonPersonDetails: { incorpNumber: 'TX-1' } },
+      fields: {
+        legalFormId: 2,
+        fullname: 'Acme Tools LLC',
+        officeId: 1,
+        active: true,
+        activationDate: '2025-03-14',
+        ...fmt,
+        clientNonPersonDetails: { incorpNumber: 'TX-1' },
+      },
     },
     {
       type: 'client',
       externalId: per,
-      fields: { legalFormId: 1, firstname: 'Ann', lastname: 'Lee', officeId: 1, active: true, activationDate: '2025-03-14', ...fmt },
+      fields: {
+        legalFormId: 1,
+        firstname: 'Ann',
+        lastname: 'Lee',
+        officeId: 1,
+        active: true,
+        activationDate: '2025-03-14',
+        ...fmt,
+      },
     },
     {
       type: 'loan',
@@ -62,11 +86,20 @@ export function fineractRecords(loanId: string, opts: { borrower?: string; guara
         ...fmt,
       },
     },
-    { type: 'guarantor', externalId: `${loanId}:${per}`, fields: { clientExternalId: per, loanExternalId: loanId, guarantorTypeId: 1 } },
+    {
+      type: 'guarantor',
+      externalId: `${loanId}:${per}`,
+      fields: { clientExternalId: per, loanExternalId: loanId, guarantorTypeId: 1 },
+    },
     ...(opts.docIds ?? []).map((id) => ({
       type: 'document',
       externalId: id,
-      fields: { name: `Document ${id}`, description: 'financials 2024', category: 'financials', period: '2024' },
+      fields: {
+        name: `Document ${id}`,
+        description: 'financials 2024',
+        category: 'financials',
+        period: '2024',
+      },
     })),
   ];
 }
@@ -84,8 +117,23 @@ export function makePackage(
     mappingVersion: 'map-v1',
     connectorVersion: '0.1.0',
     records,
-    documents: documents.map((d) => ({ id: d.id, name: d.name, type: 'application/pdf', size: d.bytes.length, category: 'financials', period: '2024', requirement: { id: 'req_1', name: 'Tax return', period: '2024' } })),
-    source: { centsAmount: 125000050, bpsRate: 725, maturityDate: '2030-03-14T05:00:00Z', firstPaymentDate: '2025-04-14T05:00:00Z', paymentFrequency: 'monthly', productId: 'prod_1' },
+    documents: documents.map((d) => ({
+      id: d.id,
+      name: d.name,
+      type: 'application/pdf',
+      size: d.bytes.length,
+      category: 'financials',
+      period: '2024',
+      requirement: { id: 'req_1', name: 'Tax return', period: '2024' },
+    })),
+    source: {
+      centsAmount: 125000050,
+      bpsRate: 725,
+      maturityDate: '2030-03-14T05:00:00Z',
+      firstPaymentDate: '2025-04-14T05:00:00Z',
+      paymentFrequency: 'monthly',
+      productId: 'prod_1',
+    },
     ...extra,
     fetchDocument,
   };

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalFromFineractLoan, decimalToCents, fineractDate, percentToBps, platformFrequency } from '../../../src/core/fineract/units.js';
+import {
+  canonicalFromFineractLoan,
+  decimalToCents,
+  fineractDate,
+  percentToBps,
+  platformFrequency,
+} from '../../../src/core/fineract/units.js';
 import { fineractMessage } from '../../../src/core/fineract/http.js';
 
 describe('Fineract units back to platform units', () => {
@@ -27,13 +33,38 @@ describe('Fineract units back to platform units', () => {
 
   it('maps a loan response', () => {
     expect(
-      canonicalFromFineractLoan({ principal: 1000, annualInterestRate: 6.5, numberOfRepayments: 12, repaymentEvery: 1, repaymentFrequencyType: { id: 2 }, timeline: { expectedMaturityDate: [2026, 1, 31] } }),
-    ).toEqual({ centsAmount: 100000, bpsRate: 650, maturityDate: '2026-01-31', firstPaymentDate: null, paymentFrequency: 'monthly' });
+      canonicalFromFineractLoan({
+        principal: 1000,
+        annualInterestRate: 6.5,
+        numberOfRepayments: 12,
+        repaymentEvery: 1,
+        repaymentFrequencyType: { id: 2 },
+        timeline: { expectedMaturityDate: [2026, 1, 31] },
+      }),
+    ).toEqual({
+      centsAmount: 100000,
+      bpsRate: 650,
+      maturityDate: '2026-01-31',
+      firstPaymentDate: null,
+      paymentFrequency: 'monthly',
+    });
   });
 
   it("quotes Fineract's own messages", () => {
-    expect(fineractMessage({ defaultUserMessage: 'Validation errors exist.', errors: [{ parameterName: 'principal', defaultUserMessage: 'The parameter `principal` is mandatory.' }] }, '')).toBe('The parameter `principal` is mandatory.');
-    expect(fineractMessage({ defaultUserMessage: 'Client with externalId `x` already exists' }, '')).toBe('Client with externalId `x` already exists');
+    expect(
+      fineractMessage(
+        {
+          defaultUserMessage: 'Validation errors exist.',
+          errors: [
+            { parameterName: 'principal', defaultUserMessage: 'The parameter `principal` is mandatory.' },
+          ],
+        },
+        '',
+      ),
+    ).toBe('The parameter `principal` is mandatory.');
+    expect(fineractMessage({ defaultUserMessage: 'Client with externalId `x` already exists' }, '')).toBe(
+      'Client with externalId `x` already exists',
+    );
     expect(fineractMessage(null, '<html>bad gateway</html>')).toBe('<html>bad gateway</html>');
   });
 });

@@ -2,10 +2,18 @@ import { mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createCustomerResolver, CustomerAmbiguousError, CustomerWaitError } from '../../../src/boarding/customers.js';
+import {
+  createCustomerResolver,
+  CustomerAmbiguousError,
+  CustomerWaitError,
+} from '../../../src/boarding/customers.js';
 import { CustomerExtract, DEFAULT_EXTRACT_LAYOUT } from '../../../src/core/file/customer-extract.js';
 import { parseCsvLine } from '../../../src/lib/csv.js';
-import { CustomerSourceUnavailableError, type CustomerDirectory, type ExistingCustomer } from '../../../src/core/port.js';
+import {
+  CustomerSourceUnavailableError,
+  type CustomerDirectory,
+  type ExistingCustomer,
+} from '../../../src/core/port.js';
 import { CustomerKeys, normaliseName, normaliseTin } from '../../../src/lib/customer-keys.js';
 import { silentLogger, type Logger } from '../../../src/lib/logger.js';
 import type { Entities } from '../../../src/contract/schemas.js';
@@ -29,7 +37,16 @@ describe('tax id normalisation', () => {
     expect(normaliseTin(raw)).toBe(want);
   });
 
-  it.each([['*****6789'], ['XXXXX6789'], [''], ['12345'], ['1234567890'], ['000000000'], [null], [undefined]])('%s never matches', (raw) => {
+  it.each([
+    ['*****6789'],
+    ['XXXXX6789'],
+    [''],
+    ['12345'],
+    ['1234567890'],
+    ['000000000'],
+    [null],
+    [undefined],
+  ])('%s never matches', (raw) => {
     expect(normaliseTin(raw)).toBeNull();
     expect(keys.tinHash(raw)).toBeNull();
   });
@@ -67,7 +84,11 @@ function logger(lines: string[]): Logger {
   const capture = (obj: unknown, msg?: string) => {
     lines.push(typeof obj === 'string' ? obj : `${msg ?? ''} ${JSON.stringify(obj)}`);
   };
-  return Object.assign(Object.create(l) as Logger, { warn: capture, info: () => undefined, child: () => logger(lines) });
+  return Object.assign(Object.create(l) as Logger, {
+    warn: capture,
+    info: () => undefined,
+    child: () => logger(lines),
+  });
 }
 
 describe('customer extract', () => {
@@ -76,21 +97,42 @@ describe('customer extract', () => {
   const extract = (name: string, text: string | null, lines: string[] = [], maxAgeHours = 36) => {
     const path = join(dir, name);
     if (text !== null) writeFileSync(path, text);
-    return new CustomerExtract({ path, maxAgeHours, layout: DEFAULT_EXTRACT_LAYOUT, keys, clock, logger: logger(lines) });
+    return new CustomerExtract({
+      path,
+      maxAgeHours,
+      layout: DEFAULT_EXTRACT_LAYOUT,
+      keys,
+      clock,
+      logger: logger(lines),
+    });
   };
-  const q = (tin: string, name = 'Acme LLC') => ({ tin: normaliseTin(tin)!, tinType: 'EIN' as const, tinHash: keys.tinHash(tin)!, name });
+  const q = (tin: string, name = 'Acme LLC') => ({
+    tin: normaliseTin(tin)!,
+    tinType: 'EIN' as const,
+    tinHash: keys.tinHash(tin)!,
+    name,
+  });
 
   it('finds a customer by its tax id in any form, and says whether the name agrees', async () => {
-    const x = extract('a.csv', 'cif,tin,name,birth_or_formation_date\n80000001,12-3456789,"ACME, L.L.C.",2019-01-02\n80000002,987654321,Other Co,\n');
+    const x = extract(
+      'a.csv',
+      'cif,tin,name,birth_or_formation_date\n80000001,12-3456789,"ACME, L.L.C.",2019-01-02\n80000002,987654321,Other Co,\n',
+    );
     expect(await x.findByTin(q('123456789'))).toEqual([{ cif: '80000001', nameAgrees: true }]);
-    expect(await x.findByTin(q('123456789', 'Acme Tools LLC'))).toEqual([{ cif: '80000001', nameAgrees: false }]);
+    expect(await x.findByTin(q('123456789', 'Acme Tools LLC'))).toEqual([
+      { cif: '80000001', nameAgrees: false },
+    ]);
     expect(await x.findByTin(q('111111111'))).toEqual([]);
     expect(x.status()).toMatchObject({ ok: true });
   });
 
   it('reports a malformed line with file:line, skips it and reads the rest', async () => {
     const lines: string[] = [];
-    const x = extract('b.csv', 'cif,tin,name\n80000001,*****6789,Masked\n,123456789,No Cif\n80000003,12345,Short\n"80000004,"bad quote\n80000005,223456789,Good\n', lines);
+    const x = extract(
+      'b.csv',
+      'cif,tin,name\n80000001,*****6789,Masked\n,123456789,No Cif\n80000003,12345,Short\n"80000004,"bad quote\n80000005,223456789,Good\n',
+      lines,
+    );
     expect(await x.findByTin(q('223456789', 'Good'))).toEqual([{ cif: '80000005', nameAgrees: true }]);
     const path = join(dir, 'b.csv');
     expect(lines.some((l) => l.includes(`${path}:2`) && l.includes('masked or malformed'))).toBe(true);
@@ -102,7 +144,10 @@ describe('customer extract', () => {
 
   it('a missing extract makes the loan wait, never "no customer"', async () => {
     const x = extract('missing.csv', null);
-    await expect(x.findByTin(q('123456789'))).rejects.toMatchObject({ name: 'CustomerSourceUnavailableError', code: 'customers.extract_missing' });
+    await expect(x.findByTin(q('123456789'))).rejects.toMatchObject({
+      name: 'CustomerSourceUnavailableError',
+      code: 'customers.extract_missing',
+    });
     expect(x.status().ok).toBe(false);
     // /readyz says why loans wait (the receiver stays in rotation).
     const ready = await customerSourceCheck(() => x.status())();
@@ -125,7 +170,10 @@ describe('customer extract', () => {
   it('is re-read when the bank drops a new one', async () => {
     const x = extract('c.csv', 'cif,tin,name\n80000001,123456789,Acme LLC\n');
     expect(await x.findByTin(q('323456789'))).toEqual([]);
-    writeFileSync(join(dir, 'c.csv'), 'cif,tin,name\n80000001,123456789,Acme LLC\n80000009,323456789,New Co\n');
+    writeFileSync(
+      join(dir, 'c.csv'),
+      'cif,tin,name\n80000001,123456789,Acme LLC\n80000009,323456789,New Co\n',
+    );
     const t = (clock.now() + 5_000) / 1000;
     utimesSync(join(dir, 'c.csv'), t, t);
     expect(await x.findByTin(q('323456789', 'New Co'))).toEqual([{ cif: '80000009', nameAgrees: true }]);
@@ -138,12 +186,16 @@ describe('customer extract', () => {
 });
 
 /** A core directory answering from a table (or failing). */
-function directory(table: Record<string, ExistingCustomer[]>, fail = false): CustomerDirectory & { calls: number } {
+function directory(
+  table: Record<string, ExistingCustomer[]>,
+  fail = false,
+): CustomerDirectory & { calls: number } {
   const d = {
     calls: 0,
     findByTin(qq: { tin: string }) {
       d.calls += 1;
-      if (fail) return Promise.reject(new CustomerSourceUnavailableError('customers.search_failed', 'search failed'));
+      if (fail)
+        return Promise.reject(new CustomerSourceUnavailableError('customers.search_failed', 'search failed'));
       return Promise.resolve(table[qq.tin] ?? []);
     },
     status: () => ({ ok: !fail, detail: 'test' }),
@@ -153,137 +205,232 @@ function directory(table: Record<string, ExistingCustomer[]>, fail = false): Cus
 
 function entities(...parties: Array<{ id: string; ein?: string; ssn?: string; name?: string }>): Entities {
   return {
-    businesses: parties.filter((p) => p.ein !== undefined).map((p) => ({ id: p.id, name: p.name ?? 'Acme LLC', ein: p.ein, role: 'borrower' })),
-    people: parties.filter((p) => p.ssn !== undefined).map((p) => ({ id: p.id, firstName: 'Ann', lastName: 'Lee', ssn: p.ssn, role: 'guarantor' })),
+    businesses: parties
+      .filter((p) => p.ein !== undefined)
+      .map((p) => ({ id: p.id, name: p.name ?? 'Acme LLC', ein: p.ein, role: 'borrower' })),
+    people: parties
+      .filter((p) => p.ssn !== undefined)
+      .map((p) => ({ id: p.id, firstName: 'Ann', lastName: 'Lee', ssn: p.ssn, role: 'guarantor' })),
   };
 }
 
 describe.each(STORE_ENGINES)('customer resolver: the rules, on %s', (engine) => {
   const open = testStores(engine);
-  const setup = async (dir: CustomerDirectory | undefined, o: { onAmbiguous?: 'quarantine' | 'create'; allowLast4Tin?: boolean; coreAssigns?: boolean } = {}) => {
+  const setup = async (
+    dir: CustomerDirectory | undefined,
+    o: { onAmbiguous?: 'quarantine' | 'create'; allowLast4Tin?: boolean; coreAssigns?: boolean } = {},
+  ) => {
     const store: BoardingStore = createBoardingStore((await open()).db);
     const clock = new FakeClock();
     let n = 100;
-    const r = createCustomerResolver({ store, directory: dir, keys, newCif: () => Promise.resolve(o.coreAssigns === true ? null : String((n += 1))), onAmbiguous: o.onAmbiguous ?? 'quarantine', allowLast4Tin: o.allowLast4Tin ?? false, clock, logger: silentLogger() });
+    const r = createCustomerResolver({
+      store,
+      directory: dir,
+      keys,
+      newCif: () => Promise.resolve(o.coreAssigns === true ? null : String((n += 1))),
+      onAmbiguous: o.onAmbiguous ?? 'quarantine',
+      allowLast4Tin: o.allowLast4Tin ?? false,
+      clock,
+      logger: silentLogger(),
+    });
     const loan = async (id: string, state: 'fetched' | 'quarantined' | 'written' = 'fetched') => {
       await store.loans.insert({ id, state: 'queued' }, clock.now());
       await store.loans.transition(id, { to: 'fetched', expectedFrom: 'queued' }, clock.now());
-      if (state === 'quarantined') await store.loans.transition(id, { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, clock.now());
+      if (state === 'quarantined')
+        await store.loans.transition(
+          id,
+          { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } },
+          clock.now(),
+        );
     };
     const written = async (id: string) => {
-      await store.loans.transition(id, { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: clock.now() } }, clock.now());
-      await store.loans.transition(id, { to: 'written', expectedFrom: 'mapped', patch: { writtenAt: clock.now(), coreReference: 'x' }, also: () => r.afterWrite(id, null) }, clock.now());
+      await store.loans.transition(
+        id,
+        { to: 'mapped', expectedFrom: 'fetched', patch: { coreWriteStartedAt: clock.now() } },
+        clock.now(),
+      );
+      await store.loans.transition(
+        id,
+        {
+          to: 'written',
+          expectedFrom: 'mapped',
+          patch: { writtenAt: clock.now(), coreReference: 'x' },
+          also: () => r.afterWrite(id, null),
+        },
+        clock.now(),
+      );
     };
     return { store, r, loan, written };
   };
 
-  it.skipIf(engineSkipped(engine))('new TIN: created with a pool CIF; the same TIN under another entity id on a later loan: matched by tin, existing', async () => {
-    const { r, loan, written, store } = await setup(directory({}));
-    await loan('L1');
-    const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '12-3456789' }));
-    expect(a.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
-    await written('L1');
-    await loan('L2');
-    const b = await r.resolve('L2', entities({ id: 'biz_NEW', ein: '123456789', name: 'ACME, L.L.C.' }));
-    expect(b.customers['biz_NEW']).toEqual({ cif: '101', matchedBy: 'tin', existing: true });
-    await loan('L3');
-    const c = await r.resolve('L3', entities({ id: 'biz_1', ein: '123456789' }));
-    expect(c.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'crossref', existing: true });
-    expect((await store.customers.list({})).map((x) => [x.entityId, x.cif, x.matchedBy])).toEqual([
-      ['biz_1', '101', 'created'],
-      ['biz_NEW', '101', 'tin'],
-    ]);
-  });
+  it.skipIf(engineSkipped(engine))(
+    'new TIN: created with a pool CIF; the same TIN under another entity id on a later loan: matched by tin, existing',
+    async () => {
+      const { r, loan, written, store } = await setup(directory({}));
+      await loan('L1');
+      const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '12-3456789' }));
+      expect(a.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
+      await written('L1');
+      await loan('L2');
+      const b = await r.resolve('L2', entities({ id: 'biz_NEW', ein: '123456789', name: 'ACME, L.L.C.' }));
+      expect(b.customers['biz_NEW']).toEqual({ cif: '101', matchedBy: 'tin', existing: true });
+      await loan('L3');
+      const c = await r.resolve('L3', entities({ id: 'biz_1', ein: '123456789' }));
+      expect(c.customers['biz_1']).toEqual({ cif: '101', matchedBy: 'crossref', existing: true });
+      expect((await store.customers.list({})).map((x) => [x.entityId, x.cif, x.matchedBy])).toEqual([
+        ['biz_1', '101', 'created'],
+        ['biz_NEW', '101', 'tin'],
+      ]);
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))("the core's customer: matched by tin; a name that disagrees is a review item", async () => {
-    const { r, loan } = await setup(directory({ '123456789': [{ cif: '80000001', nameAgrees: false }] }));
-    await loan('L1');
-    const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789', name: 'Acme Tools LLC' }));
-    expect(a.customers['biz_1']).toEqual({ cif: '80000001', matchedBy: 'tin', existing: true });
-    expect(a.reviews).toHaveLength(1);
-    expect(a.reviews[0]!.message).toMatch(/another name/);
-    expect(a.reviews[0]!.message).not.toContain('123456789');
-  });
+  it.skipIf(engineSkipped(engine))(
+    "the core's customer: matched by tin; a name that disagrees is a review item",
+    async () => {
+      const { r, loan } = await setup(directory({ '123456789': [{ cif: '80000001', nameAgrees: false }] }));
+      await loan('L1');
+      const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789', name: 'Acme Tools LLC' }));
+      expect(a.customers['biz_1']).toEqual({ cif: '80000001', matchedBy: 'tin', existing: true });
+      expect(a.reviews).toHaveLength(1);
+      expect(a.reviews[0]!.message).toMatch(/another name/);
+      expect(a.reviews[0]!.message).not.toContain('123456789');
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('two CIFs for one TIN: customer_match_ambiguous, or a new customer with customers.onAmbiguous: create', async () => {
-    const table = { '123456789': [{ cif: 'A1', nameAgrees: true }, { cif: 'A2', nameAgrees: true }] };
-    const q = await setup(directory(table));
-    await q.loan('L1');
-    await expect(q.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
-    const c = await setup(directory(table), { onAmbiguous: 'create' });
-    await c.loan('L1');
-    const res = await c.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
-    expect(res.customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
-    expect(res.reviews[0]!.message).toMatch(/onAmbiguous: create/);
-  });
+  it.skipIf(engineSkipped(engine))(
+    'two CIFs for one TIN: customer_match_ambiguous, or a new customer with customers.onAmbiguous: create',
+    async () => {
+      const table = {
+        '123456789': [
+          { cif: 'A1', nameAgrees: true },
+          { cif: 'A2', nameAgrees: true },
+        ],
+      };
+      const q = await setup(directory(table));
+      await q.loan('L1');
+      await expect(q.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(
+        CustomerAmbiguousError,
+      );
+      const c = await setup(directory(table), { onAmbiguous: 'create' });
+      await c.loan('L1');
+      const res = await c.r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
+      expect(res.customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
+      expect(res.reviews[0]!.message).toMatch(/onAmbiguous: create/);
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('regression: a customer an earlier loan created, whose number the core assigns, found twice in the core later: ambiguous, not the first one', async () => {
-    const table: Record<string, ExistingCustomer[]> = {};
-    const { r, loan, written } = await setup(directory(table), { coreAssigns: true });
-    await loan('L1');
-    expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toMatchObject({ cif: null, matchedBy: 'created' });
-    await written('L1');
-    // Someone created a second client with the tax id in the core meanwhile.
-    table['123456789'] = [{ cif: 'C7', nameAgrees: true }, { cif: 'C9', nameAgrees: true }];
-    await loan('L2');
-    await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerAmbiguousError);
-  });
+  it.skipIf(engineSkipped(engine))(
+    'regression: a customer an earlier loan created, whose number the core assigns, found twice in the core later: ambiguous, not the first one',
+    async () => {
+      const table: Record<string, ExistingCustomer[]> = {};
+      const { r, loan, written } = await setup(directory(table), { coreAssigns: true });
+      await loan('L1');
+      expect(
+        (await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1'],
+      ).toMatchObject({ cif: null, matchedBy: 'created' });
+      await written('L1');
+      // Someone created a second client with the tax id in the core meanwhile.
+      table['123456789'] = [
+        { cif: 'C7', nameAgrees: true },
+        { cif: 'C9', nameAgrees: true },
+      ];
+      await loan('L2');
+      await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(
+        CustomerAmbiguousError,
+      );
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('a masked TIN matches nothing (and without allowLast4Tin is left to the mapping: tin_incomplete)', async () => {
-    const d = directory({});
-    const { r, loan } = await setup(d);
-    await loan('L1');
-    const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }));
-    expect(a.customers).toEqual({});
-    expect(d.calls).toBe(0);
-    const w = await setup(d, { allowLast4Tin: true });
-    await w.loan('L1');
-    expect((await w.r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }))).customers['biz_1']).toMatchObject({ matchedBy: 'created', existing: false });
-    expect(d.calls).toBe(0);
-  });
+  it.skipIf(engineSkipped(engine))(
+    'a masked TIN matches nothing (and without allowLast4Tin is left to the mapping: tin_incomplete)',
+    async () => {
+      const d = directory({});
+      const { r, loan } = await setup(d);
+      await loan('L1');
+      const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }));
+      expect(a.customers).toEqual({});
+      expect(d.calls).toBe(0);
+      const w = await setup(d, { allowLast4Tin: true });
+      await w.loan('L1');
+      expect(
+        (await w.r.resolve('L1', entities({ id: 'biz_1', ein: '*****6789' }))).customers['biz_1'],
+      ).toMatchObject({ matchedBy: 'created', existing: false });
+      expect(d.calls).toBe(0);
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('a source that cannot answer makes the loan wait and claims nothing', async () => {
-    const { r, loan, store } = await setup(directory({}, true));
-    await loan('L1');
-    await expect(r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerSourceUnavailableError);
-    expect(await store.customers.byTin(keys.tinHash('123456789')!)).toBeUndefined();
-  });
+  it.skipIf(engineSkipped(engine))(
+    'a source that cannot answer makes the loan wait and claims nothing',
+    async () => {
+      const { r, loan, store } = await setup(directory({}, true));
+      await loan('L1');
+      await expect(r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).rejects.toBeInstanceOf(
+        CustomerSourceUnavailableError,
+      );
+      expect(await store.customers.byTin(keys.tinHash('123456789')!)).toBeUndefined();
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('a second loan waits while the first one, whose write may have happened, creates the customer', async () => {
-    const { r, loan, written } = await setup(directory({}));
-    await loan('L1');
-    await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
-    await loan('L2');
-    await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(CustomerWaitError);
-    await written('L1');
-    expect((await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).customers['biz_2']).toEqual({ cif: '101', matchedBy: 'tin', existing: true });
-  });
+  it.skipIf(engineSkipped(engine))(
+    'a second loan waits while the first one, whose write may have happened, creates the customer',
+    async () => {
+      const { r, loan, written } = await setup(directory({}));
+      await loan('L1');
+      await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
+      await loan('L2');
+      await expect(r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).rejects.toBeInstanceOf(
+        CustomerWaitError,
+      );
+      await written('L1');
+      expect((await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }))).customers['biz_2']).toEqual(
+        { cif: '101', matchedBy: 'tin', existing: true },
+      );
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('a loan whose creator was quarantined before writing creates the customer itself (same CIF)', async () => {
-    const { r, loan, store } = await setup(directory({}));
-    await loan('L1');
-    await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
-    await store.loans.transition('L1', { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } }, Date.now());
-    await loan('L2');
-    const b = await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }));
-    expect(b.customers['biz_2']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
-    expect((await store.customers.byTin(keys.tinHash('123456789')!))?.creatorLoanId).toBe('L2');
-  });
+  it.skipIf(engineSkipped(engine))(
+    'a loan whose creator was quarantined before writing creates the customer itself (same CIF)',
+    async () => {
+      const { r, loan, store } = await setup(directory({}));
+      await loan('L1');
+      await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
+      await store.loans.transition(
+        'L1',
+        { to: 'quarantined', expectedFrom: 'fetched', patch: { quarantineReason: 'mapping' } },
+        Date.now(),
+      );
+      await loan('L2');
+      const b = await r.resolve('L2', entities({ id: 'biz_2', ein: '123456789' }));
+      expect(b.customers['biz_2']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
+      expect((await store.customers.byTin(keys.tinHash('123456789')!))?.creatorLoanId).toBe('L2');
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('the same TIN twice on one loan: one customer record, the second references it', async () => {
-    const { r, loan } = await setup(directory({}));
-    await loan('L1');
-    const a = await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }, { id: 'per_1', ssn: '123-45-6789' }));
-    expect(a.customers['biz_1']).toMatchObject({ existing: false, cif: '101' });
-    expect(a.customers['per_1']).toMatchObject({ existing: true, cif: '101' });
-  });
+  it.skipIf(engineSkipped(engine))(
+    'the same TIN twice on one loan: one customer record, the second references it',
+    async () => {
+      const { r, loan } = await setup(directory({}));
+      await loan('L1');
+      const a = await r.resolve(
+        'L1',
+        entities({ id: 'biz_1', ein: '123456789' }, { id: 'per_1', ssn: '123-45-6789' }),
+      );
+      expect(a.customers['biz_1']).toMatchObject({ existing: false, cif: '101' });
+      expect(a.customers['per_1']).toMatchObject({ existing: true, cif: '101' });
+    },
+  );
 
-  it.skipIf(engineSkipped(engine))('a retry of the creating loan still creates (idempotent in the core), with the same CIF', async () => {
-    const { r, loan } = await setup(directory({}));
-    await loan('L1');
-    await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
-    expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toEqual({ cif: '101', matchedBy: 'created', existing: false });
-  });
+  it.skipIf(engineSkipped(engine))(
+    'a retry of the creating loan still creates (idempotent in the core), with the same CIF',
+    async () => {
+      const { r, loan } = await setup(directory({}));
+      await loan('L1');
+      await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }));
+      expect((await r.resolve('L1', entities({ id: 'biz_1', ein: '123456789' }))).customers['biz_1']).toEqual(
+        { cif: '101', matchedBy: 'created', existing: false },
+      );
+    },
+  );
 });
 
 describe('extract lines', () => {

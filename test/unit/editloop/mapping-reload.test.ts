@@ -44,14 +44,21 @@ describe('reloadable mapper', () => {
     expect(swaps).toEqual([b]);
 
     const good = readFileSync(join(dir, 'mapping.yaml'), 'utf8');
-    writeFileSync(join(dir, 'mapping.yaml'), good.replace('termMonths: { expr: monthsTerm,', 'termMonths: { expr: monthTerm,'));
+    writeFileSync(
+      join(dir, 'mapping.yaml'),
+      good.replace('termMonths: { expr: monthsTerm,', 'termMonths: { expr: monthTerm,'),
+    );
     const refused = await mapper.reload('SIGHUP');
     expect(refused).toMatchObject({ ok: false, version: b });
-    expect(refused.ok ? '' : refused.message).toMatch(/mapping\.yaml:\d+:\d+: .*unknown input field "monthTerm"/);
+    expect(refused.ok ? '' : refused.message).toMatch(
+      /mapping\.yaml:\d+:\d+: .*unknown input field "monthTerm"/,
+    );
     expect(mapper.version).toBe(b);
     expect(mapper.status().lastReloadError).toMatchObject({ trigger: 'SIGHUP' });
     // The loaded set keeps mapping loans.
-    const input = JSON.parse(readFileSync(join(dir, 'fixtures/business-monthly-fixed/input.json'), 'utf8')) as Parameters<typeof mapper.map>[0];
+    const input = JSON.parse(
+      readFileSync(join(dir, 'fixtures/business-monthly-fixed/input.json'), 'utf8'),
+    ) as Parameters<typeof mapper.map>[0];
     expect(await mapper.map(input)).toMatchObject({ ok: true, mappingVersion: b });
 
     writeFileSync(join(dir, 'mapping.yaml'), good);
@@ -62,7 +69,10 @@ describe('reloadable mapper', () => {
   /** Advances the clock each time the watcher has armed its debounce, until `done`. */
   async function settleWatcher(clock: FakeClock, done: () => boolean): Promise<void> {
     while (!done()) {
-      await vi.waitFor(() => expect(clock.pendingSleepers()).toBeGreaterThan(0), { timeout: 5000, interval: 10 });
+      await vi.waitFor(() => expect(clock.pendingSleepers()).toBeGreaterThan(0), {
+        timeout: 5000,
+        interval: 10,
+      });
       await clock.advance(50);
     }
   }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CsvError, csvField, csvRecord, neutraliseControls, parseCsv, parseCsvLine, spreadsheetField } from '../../../src/lib/csv.js';
+import {
+  CsvError,
+  csvField,
+  csvRecord,
+  neutraliseControls,
+  parseCsv,
+  parseCsvLine,
+  spreadsheetField,
+} from '../../../src/lib/csv.js';
 import { exceptionCsvRow } from '../../../src/reports/csv.js';
 
 /** The one CSV reader: mapping lookups (whole files) and the customer extract (line by line). */
@@ -36,7 +44,11 @@ describe('parseCsv', () => {
 
 describe('parseCsvLine', () => {
   it('splits one line, or says what is wrong, and never reads past the line', () => {
-    expect(parseCsvLine('80000001|12-3456789|"Acme | Co"', '|')).toEqual(['80000001', '12-3456789', 'Acme | Co']);
+    expect(parseCsvLine('80000001|12-3456789|"Acme | Co"', '|')).toEqual([
+      '80000001',
+      '12-3456789',
+      'Acme | Co',
+    ]);
     expect(parseCsvLine('a,,', ',')).toEqual(['a', '', '']);
     expect(parseCsvLine('"open,b', ',')).toBe('a quoted cell is not closed');
     expect(parseCsvLine('"a\nb"', ',')).toBe('a line break inside the line');

@@ -27,9 +27,13 @@ describe('lib/decimal: the one formatting of exact decimals', () => {
 
   it('round-trips every integer at every scale (property)', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), fc.integer({ min: 0, max: 18 }), (v, d) => {
-        expect(back(formatUnits(v, d), d)).toBe(v);
-      }),
+      fc.property(
+        fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }),
+        fc.integer({ min: 0, max: 18 }),
+        (v, d) => {
+          expect(back(formatUnits(v, d), d)).toBe(v);
+        },
+      ),
     );
   });
 
@@ -55,11 +59,22 @@ describe('lib/decimal: the one formatting of exact decimals', () => {
     fc.assert(
       fc.property(fc.integer({ min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }), (cents) => {
         const text = centsToDecimal(cents)!;
-        const rows = renderRows(file, [{ type: 'loan', externalId: 'x', fields: { amount: text } }], { loanId: 'L', timeZone: 'America/Chicago', kind: 'new' });
+        const rows = renderRows(file, [{ type: 'loan', externalId: 'x', fields: { amount: text } }], {
+          loanId: 'L',
+          timeZone: 'America/Chicago',
+          kind: 'new',
+        });
         const [amount, implied] = rows.lines[0]!.split(',').map((c) => c.replace(/^'/, ''));
         expect(amount).toBe(text);
         expect(implied).toBe(text.replace('.', ''));
-        const trailer = summaryLine(file, 'trailer', { batchId: 'b', timeZone: 'America/Chicago', batchDate: '2026-01-01', records: 1, loans: 1, totals: new Map([['amount@2', BigInt(rows.amounts['amount@2']!)]]) });
+        const trailer = summaryLine(file, 'trailer', {
+          batchId: 'b',
+          timeZone: 'America/Chicago',
+          batchDate: '2026-01-01',
+          records: 1,
+          loans: 1,
+          totals: new Map([['amount@2', BigInt(rows.amounts['amount@2']!)]]),
+        });
         expect(trailer?.replace(/^'/, '')).toBe(text);
       }),
       { numRuns: 200 },

@@ -11,6 +11,12 @@ describe('formula injection', () => {
       "'\tx",
       "'\rx",
     ]);
-    expect(['-12.50', '-5', '100', 'Acme LLC', ''].map(neutraliseFormula)).toEqual(['-12.50', '-5', '100', 'Acme LLC', '']);
+    expect(['-12.50', '-5', '100', 'Acme LLC', ''].map(neutraliseFormula)).toEqual([
+      '-12.50',
+      '-5',
+      '100',
+      'Acme LLC',
+      '',
+    ]);
   });
 });

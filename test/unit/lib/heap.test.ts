@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_HEAP_GROWTH_PERCENT, HEAP_GROWTH_ENV, applyHeapGrowth } from '../../../src/lib/heap.js';
 
-function run(env: Record<string, string>, execArgv: string[] = []): { choice: ReturnType<typeof applyHeapGrowth>; flags: string[] } {
+function run(
+  env: Record<string, string>,
+  execArgv: string[] = [],
+): { choice: ReturnType<typeof applyHeapGrowth>; flags: string[] } {
   const flags: string[] = [];
   const choice = applyHeapGrowth(env, execArgv, (f) => void flags.push(f));
   return { choice, flags };
@@ -31,7 +34,9 @@ describe('applyHeapGrowth', () => {
 
   it('refuses a value that is not a whole percentage, naming the variable', () => {
     for (const bad of ['abc', '-5', '12.5', '5000']) {
-      expect(() => run({ [HEAP_GROWTH_ENV]: bad })).toThrow(`${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 to 1000`);
+      expect(() => run({ [HEAP_GROWTH_ENV]: bad })).toThrow(
+        `${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 to 1000`,
+      );
     }
   });
 });

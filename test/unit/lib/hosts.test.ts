@@ -76,7 +76,20 @@ const SPECIAL: Array<[range: string, address: string]> = [
   ['outside 2000::/3 (unassigned)', '4000::1'],
 ];
 
-const PUBLIC = ['8.8.8.8', '93.184.215.14', '1.1.1.1', '100.63.255.255', '100.128.0.1', '172.32.0.1', '198.20.0.1', '2606:4700::1111', '2a00:1450:4001::1', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'];
+const PUBLIC = [
+  '8.8.8.8',
+  '93.184.215.14',
+  '1.1.1.1',
+  '100.63.255.255',
+  '100.128.0.1',
+  '172.32.0.1',
+  '198.20.0.1',
+  '2606:4700::1111',
+  '2a00:1450:4001::1',
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+  '2002:808:808::1',
+];
 
 describe('special-purpose address ranges (regression: fe90::1, fec0::1, 64:ff9b::7f00:1 and 198.18.0.1 were accepted)', () => {
   it.each(SPECIAL)('%s: %s is special', (_range, address) => {
@@ -99,13 +112,32 @@ describe('special-purpose address ranges (regression: fe90::1, fec0::1, 64:ff9b:
   });
 
   it('names that are never public', () => {
-    for (const h of ['localhost', 'api.localhost', 'metadata.google.internal', 'metadata', 'db.internal', 'printer.local', 'nas.home.arpa']) expect(specialHostProblem(h), h).not.toBeNull();
+    for (const h of [
+      'localhost',
+      'api.localhost',
+      'metadata.google.internal',
+      'metadata',
+      'db.internal',
+      'printer.local',
+      'nas.home.arpa',
+    ])
+      expect(specialHostProblem(h), h).not.toBeNull();
     expect(specialHostProblem('docs.bank.example')).toBeNull();
   });
 
-  it.each(['fe90::1', 'fec0::1', '64:ff9b::7f00:1', '198.18.0.1'])('webhooks register refuses %s, literally and after DNS resolution', async (address) => {
-    const literal = address.includes(':') ? `[${address}]` : address;
-    expect(await webhookTargetProblem(`https://${literal}/webhooks/platform`, { allowLocal: false })).not.toBeNull();
-    expect(await webhookTargetProblem('https://hooks.bank.example/webhooks/platform', { allowLocal: false, resolve: () => Promise.resolve(['93.184.215.14', address]) })).toMatch(new RegExp(`resolves to ${address.replace(/[.:]/g, '\\$&')}`));
-  });
+  it.each(['fe90::1', 'fec0::1', '64:ff9b::7f00:1', '198.18.0.1'])(
+    'webhooks register refuses %s, literally and after DNS resolution',
+    async (address) => {
+      const literal = address.includes(':') ? `[${address}]` : address;
+      expect(
+        await webhookTargetProblem(`https://${literal}/webhooks/platform`, { allowLocal: false }),
+      ).not.toBeNull();
+      expect(
+        await webhookTargetProblem('https://hooks.bank.example/webhooks/platform', {
+          allowLocal: false,
+          resolve: () => Promise.resolve(['93.184.215.14', address]),
+        }),
+      ).toMatch(new RegExp(`resolves to ${address.replace(/[.:]/g, '\\$&')}`));
+    },
+  );
 });

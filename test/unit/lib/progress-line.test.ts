@@ -4,7 +4,10 @@ import { createProgressLine, progressEnabled } from '../../../src/lib/terminal.j
 import { describeWait } from '../../../src/platform/budget.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
-function sink(isTTY: boolean): { stream: Writable & { isTTY?: boolean; columns?: number }; text: () => string } {
+function sink(isTTY: boolean): {
+  stream: Writable & { isTTY?: boolean; columns?: number };
+  text: () => string;
+} {
   let text = '';
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -31,7 +34,10 @@ describe('progress line', () => {
     const t = clock.now();
     const line = createProgressLine(s.stream, { mode: 'auto', clock, minIntervalMs: 0 });
     line.status('boarding 3/28');
-    line.wait((ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 12_000 }, ms), t + 12_000);
+    line.wait(
+      (ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 12_000 }, ms),
+      t + 12_000,
+    );
     expect(s.text()).toContain('\r\x1b[2Kboarding 3/28 · waiting 12 s for the read budget');
     let wrote = false;
     line.around(() => {
@@ -58,7 +64,15 @@ describe('progress line', () => {
     line.resume();
     line.status('boarding 1/2');
     line.done();
-    expect(s.text()).toBe(['walking the boarding queue', 'walking the boarding queue · paused after a 429 until 21:41:15Z (75 s, writes)', 'walking the boarding queue', 'boarding 1/2', ''].join('\n'));
+    expect(s.text()).toBe(
+      [
+        'walking the boarding queue',
+        'walking the boarding queue · paused after a 429 until 21:41:15Z (75 s, writes)',
+        'walking the boarding queue',
+        'boarding 1/2',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('never: nothing at all, and writes of results pass through', () => {
@@ -103,7 +117,10 @@ describe('progress line on a narrow terminal', () => {
     const t = clock.now();
     const line = createProgressLine(s.stream, { mode: 'auto', clock, minIntervalMs: 0 });
     line.status('dry run: reading and mapping 2/5: loan ln_wyya46wvqa_with_a_long_id');
-    line.wait((ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 2000 }, ms), t + 2000);
+    line.wait(
+      (ms) => describeWait({ kind: 'budget', bucket: 'read', reason: 'window', until: t + 2000 }, ms),
+      t + 2000,
+    );
     const last = s.text().split('\r\x1b[2K').at(-1) as string;
     expect(last.endsWith(' · waiting 2 s for the read budget')).toBe(true);
     expect(last.length).toBe(59);

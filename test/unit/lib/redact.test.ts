@@ -1,12 +1,32 @@
 import { describe, expect, it } from 'vitest';
-import { REDACT_PATHS, isSecretField, maskTins, redactForStorage, redactPayload, redactUrl, scrubDeep, scrubText } from '../../../src/lib/redact.js';
+import {
+  REDACT_PATHS,
+  isSecretField,
+  maskTins,
+  redactForStorage,
+  redactPayload,
+  redactUrl,
+  scrubDeep,
+  scrubText,
+} from '../../../src/lib/redact.js';
 import { maskRecords } from '../../../src/boarding/mapping-input.js';
 
 describe('redaction: one module, one set of patterns', () => {
   it('scrubText (logs): keys, webhook secrets, bearer tokens, presigned queries and dashed tax ids', () => {
-    const text = 'key pk_live_AbC123 test sk_test_x-y secret whsec_abc+/= auth Bearer eyJ.a.b url https://b.example/doc/1?X-Sig=SIG&exp=1 ein 12-3456789 ssn 123-45-6789';
+    const text =
+      'key pk_live_AbC123 test sk_test_x-y secret whsec_abc+/= auth Bearer eyJ.a.b url https://b.example/doc/1?X-Sig=SIG&exp=1 ein 12-3456789 ssn 123-45-6789';
     const out = scrubText(text);
-    for (const secret of ['AbC123', 'sk_test_x-y', 'whsec_abc', 'eyJ.a.b', 'X-Sig', 'SIG&exp', '12-3456789', '123-45-6789']) expect(out).not.toContain(secret);
+    for (const secret of [
+      'AbC123',
+      'sk_test_x-y',
+      'whsec_abc',
+      'eyJ.a.b',
+      'X-Sig',
+      'SIG&exp',
+      '12-3456789',
+      '123-45-6789',
+    ])
+      expect(out).not.toContain(secret);
     expect(out).toContain('https://b.example/doc/1?[redacted]');
     // Bare 9 digits stay in logs: cents amounts of that size are common there.
     expect(scrubText('principal 123456789 cents')).toBe('principal 123456789 cents');
@@ -16,47 +36,93 @@ describe('redaction: one module, one set of patterns', () => {
   });
 
   it('redactForStorage leaves identifiers whose characters include nine digits in a row (regression: a console request id r-d3234f079693679d was stored as r-d3234f[redacted-tin]d)', () => {
-    const ids = ['r-d3234f079693679d', '3f2a9c1e-0b7d-4e21-9a55-123456789abc', 'ln_123456789x', 'ＩＤ123456789'];
+    const ids = [
+      'r-d3234f079693679d',
+      '3f2a9c1e-0b7d-4e21-9a55-123456789abc',
+      'ln_123456789x',
+      'ＩＤ123456789',
+    ];
     for (const id of ids) expect(redactForStorage(`request ${id} approved`)).toBe(`request ${id} approved`);
     // A tax id as a token of its own is still redacted, whatever surrounds it.
-    expect(redactForStorage('tin:123456789; (987654321) x-123456789-y')).toBe('tin:[redacted-tin]; ([redacted-tin]) x-[redacted-tin]-y');
+    expect(redactForStorage('tin:123456789; (987654321) x-123456789-y')).toBe(
+      'tin:[redacted-tin]; ([redacted-tin]) x-[redacted-tin]-y',
+    );
   });
 
   it('redactForStorage: everything scrubText does, plus bare 9-digit tax ids (not longer numbers or decimals)', () => {
-    expect(redactForStorage('ein 123456789, ssn 123-45-6789, key pk_test_zz')).toBe('ein [redacted-tin], ssn [redacted-tin], key [redacted-key]');
-    expect(redactForStorage('amount 1234567890123 rate 0.123456789')).toBe('amount 1234567890123 rate 0.123456789');
+    expect(redactForStorage('ein 123456789, ssn 123-45-6789, key pk_test_zz')).toBe(
+      'ein [redacted-tin], ssn [redacted-tin], key [redacted-key]',
+    );
+    expect(redactForStorage('amount 1234567890123 rate 0.123456789')).toBe(
+      'amount 1234567890123 rate 0.123456789',
+    );
   });
 
   it('maskTins (mapping issues): a full tax id shows only its last 4', () => {
-    expect(maskTins('got "123-45-6789" and 987654321 and 12-3456789')).toBe('got "*****6789" and *****4321 and *****6789');
+    expect(maskTins('got "123-45-6789" and 987654321 and 12-3456789')).toBe(
+      'got "*****6789" and *****4321 and *****6789',
+    );
     expect(maskTins('amount 1234567890123')).toBe('amount 1234567890123');
   });
 
   it('redactPayload: secret fields by name whatever their type, strings redacted, depth bounded', () => {
     let deep: unknown = 'bottom';
     for (let i = 0; i < 20; i++) deep = { next: deep };
-    const out = redactPayload({ ein: 123456789, SSN: '123-45-6789', apiKey: 'pk_live_x', note: 'tin 987654321', amount: 123456789, empty: '', deep }) as Record<string, unknown>;
-    expect(out).toMatchObject({ ein: '[redacted]', SSN: '[redacted]', apiKey: '[redacted]', note: 'tin [redacted-tin]', amount: 123456789, empty: '' });
+    const out = redactPayload({
+      ein: 123456789,
+      SSN: '123-45-6789',
+      apiKey: 'pk_live_x',
+      note: 'tin 987654321',
+      amount: 123456789,
+      empty: '',
+      deep,
+    }) as Record<string, unknown>;
+    expect(out).toMatchObject({
+      ein: '[redacted]',
+      SSN: '[redacted]',
+      apiKey: '[redacted]',
+      note: 'tin [redacted-tin]',
+      amount: 123456789,
+      empty: '',
+    });
     expect(JSON.stringify(out['deep'])).toContain('[truncated]');
     expect(JSON.stringify(out['deep'])).not.toContain('bottom');
   });
 
   it('redactPayload and scrubDeep keep structure and numbers, and flatten errors', () => {
-    expect(redactPayload({ a: ['ssn 123-45-6789', 5], e: new Error('ein 123456789') })).toEqual({ a: ['ssn [redacted-tin]', 5], e: { name: 'Error', message: 'ein [redacted-tin]' } });
-    const logged = scrubDeep({ err: new Error('key pk_live_q') }) as { err: { type: string; message: string; stack: string } };
+    expect(redactPayload({ a: ['ssn 123-45-6789', 5], e: new Error('ein 123456789') })).toEqual({
+      a: ['ssn [redacted-tin]', 5],
+      e: { name: 'Error', message: 'ein [redacted-tin]' },
+    });
+    const logged = scrubDeep({ err: new Error('key pk_live_q') }) as {
+      err: { type: string; message: string; stack: string };
+    };
     expect(logged.err.type).toBe('Error');
     expect(logged.err.message).toBe('key [redacted-key]');
     expect(logged.err.stack).not.toContain('pk_live_q');
   });
 
   it('redactUrl: scheme, host and path; credentials and query hidden; not-a-URL scrubbed', () => {
-    expect(redactUrl('https://u:pw@h.example/api?sig=1#frag')).toBe('https://(hidden)@h.example/api?(hidden)');
+    expect(redactUrl('https://u:pw@h.example/api?sig=1#frag')).toBe(
+      'https://(hidden)@h.example/api?(hidden)',
+    );
     expect(redactUrl(new URL('https://h.example:8443/api'))).toBe('https://h.example:8443/api');
     expect(redactUrl('not a url with pk_live_abc')).toBe('not a url with [redacted-key]');
   });
 
   it('the secret field names drive both the store and the logger', () => {
-    for (const name of ['apiKey', 'API_KEY', 'password', 'Ein', 'ssn', 'taxId', 'tax_id', 'authorization', 'token']) expect(isSecretField(name)).toBe(true);
+    for (const name of [
+      'apiKey',
+      'API_KEY',
+      'password',
+      'Ein',
+      'ssn',
+      'taxId',
+      'tax_id',
+      'authorization',
+      'token',
+    ])
+      expect(isSecretField(name)).toBe(true);
     expect(isSecretField('einLast4')).toBe(false);
     expect(REDACT_PATHS).toContain('*.*.ssn');
     expect(REDACT_PATHS).toContain('headers["authorization"]');
@@ -65,8 +131,24 @@ describe('redaction: one module, one set of patterns', () => {
 
 describe('records shown and kept (maskRecordFields)', () => {
   it('masks the fields that are tax ids, not every 9-digit value: a 9-digit CIF stays (the console showed [redacted-tin] for the bank’s own customer number)', () => {
-    const records = [{ type: 'customer', externalId: 'ent_1', fields: { cif: '123456789', accountNumber: 987654321, taxId: '111223333', taxIdType: 'SSN', taxIdLast4: '3333', note: 'was EIN 22-2333444 and SSN 111-22-3333', contact: { tax_id: '111223333' } } }];
-    const masked = maskRecords(records, { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [{ id: 'p', ssn: '111-22-3333' }] } });
+    const records = [
+      {
+        type: 'customer',
+        externalId: 'ent_1',
+        fields: {
+          cif: '123456789',
+          accountNumber: 987654321,
+          taxId: '111223333',
+          taxIdType: 'SSN',
+          taxIdLast4: '3333',
+          note: 'was EIN 22-2333444 and SSN 111-22-3333',
+          contact: { tax_id: '111223333' },
+        },
+      },
+    ];
+    const masked = maskRecords(records, {
+      entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [{ id: 'p', ssn: '111-22-3333' }] },
+    });
     const f = masked[0]?.fields as Record<string, unknown>;
     expect(f['cif']).toBe('123456789');
     expect(f['accountNumber']).toBe(987654321);
@@ -79,7 +161,10 @@ describe('records shown and kept (maskRecordFields)', () => {
   });
 
   it('a tax id of the loan put into a field of any name is masked there too', () => {
-    const masked = maskRecords([{ type: 'x', externalId: 'e', fields: { memo: 'ref 222333444', other: '222333444' } }], { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [] } });
+    const masked = maskRecords(
+      [{ type: 'x', externalId: 'e', fields: { memo: 'ref 222333444', other: '222333444' } }],
+      { entities: { businesses: [{ id: 'b', ein: '222333444' }], people: [] } },
+    );
     expect(masked[0]?.fields).toEqual({ memo: 'ref [redacted-tin]', other: '[redacted-tin]' });
   });
 });

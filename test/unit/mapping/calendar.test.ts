@@ -47,14 +47,37 @@ describe('$date in the bank time zone', () => {
 describe('$date agrees with Intl for any instant (property)', () => {
   it('matches a direct Intl conversion in several zones', async () => {
     const fc = (await import('fast-check')).default;
-    const zones = ['America/Chicago', 'America/St_Johns', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Europe/London', 'Pacific/Chatham', 'UTC'];
+    const zones = [
+      'America/Chicago',
+      'America/St_Johns',
+      'Asia/Kathmandu',
+      'Australia/Lord_Howe',
+      'Europe/London',
+      'Pacific/Chatham',
+      'UTC',
+    ];
     fc.assert(
-      fc.property(fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2060, 0, 1) }), fc.constantFrom(...zones), (ms, tz) => {
-        const iso = new Date(Math.floor(ms / 1000) * 1000).toISOString();
-        const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
-        const p = Object.fromEntries(f.formatToParts(new Date(iso)).map((x) => [x.type, x.value]));
-        expect(bankDate(iso, 'yyyy-MM-dd HH:mm:ss', tz)).toBe(`${p['year']}-${p['month']}-${p['day']} ${p['hour']}:${p['minute']}:${p['second']}`);
-      }),
+      fc.property(
+        fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2060, 0, 1) }),
+        fc.constantFrom(...zones),
+        (ms, tz) => {
+          const iso = new Date(Math.floor(ms / 1000) * 1000).toISOString();
+          const f = new Intl.DateTimeFormat('en-CA', {
+            timeZone: tz,
+            year: 'numeric',
+            month: '2-digit',
+            day: '2-digit',
+            hour: '2-digit',
+            minute: '2-digit',
+            second: '2-digit',
+            hourCycle: 'h23',
+          });
+          const p = Object.fromEntries(f.formatToParts(new Date(iso)).map((x) => [x.type, x.value]));
+          expect(bankDate(iso, 'yyyy-MM-dd HH:mm:ss', tz)).toBe(
+            `${p['year']}-${p['month']}-${p['day']} ${p['hour']}:${p['minute']}:${p['second']}`,
+          );
+        },
+      ),
       { numRuns: 3000 },
     );
   });

@@ -11,7 +11,14 @@ describe('mappings CLI', () => {
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('lint passes on both shipped sets', async () => {
-    const r = await cli(['mappings', 'lint', '--dir', join(repo, 'mappings/generic'), '--dir', join(repo, 'mappings/fineract')]);
+    const r = await cli([
+      'mappings',
+      'lint',
+      '--dir',
+      join(repo, 'mappings/generic'),
+      '--dir',
+      join(repo, 'mappings/fineract'),
+    ]);
     expect(r.error).toBeUndefined();
     expect(r.out).toMatch(/generic: ok \(mapping version 1\.0\.0\+[0-9a-f]{12}\)/);
     expect(r.out).toMatch(/fineract: ok/);
@@ -21,17 +28,32 @@ describe('mappings CLI', () => {
     const dir = join(tmp, 'broken');
     cpSync(join(repo, 'mappings/generic'), dir, { recursive: true });
     const yaml = readFileSync(join(dir, 'mapping.yaml'), 'utf8')
-      .replace('principal: { expr: $centsToDecimal(centsAmount),', 'principal: { expr: "$centsToDecimal(centsAmount",')
-      .replace('interestRate: { expr: $bpsToPercent(bpsRate),', 'interestRate: { expr: $bpsToPercentage(bpsRate),')
-      .replace(`rateType: { expr: '$lookup("rateType", rateType)',`, `rateType: { expr: '$lookup("rateType", "floating")',`);
+      .replace(
+        'principal: { expr: $centsToDecimal(centsAmount),',
+        'principal: { expr: "$centsToDecimal(centsAmount",',
+      )
+      .replace(
+        'interestRate: { expr: $bpsToPercent(bpsRate),',
+        'interestRate: { expr: $bpsToPercentage(bpsRate),',
+      )
+      .replace(
+        `rateType: { expr: '$lookup("rateType", rateType)',`,
+        `rateType: { expr: '$lookup("rateType", "floating")',`,
+      );
     writeFileSync(join(dir, 'mapping.yaml'), yaml);
     const r = await cli(['mappings', 'lint', '--dir', dir]);
     expect(r.error).toMatchObject({ exitCode: 1 });
     const lines = r.out.trim().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/broken\/mapping\.yaml:\d+:\d+: targets\.loan\.fields\.principal\.expr: JSONata syntax error/);
-    expect(lines[1]).toMatch(/broken\/mapping\.yaml:\d+:\d+: targets\.loan\.fields\.rateType\.expr: lookup table "rateType" has no key "floating"/);
-    expect(lines[2]).toMatch(/broken\/mapping\.yaml:\d+:\d+: targets\.loan\.fields\.interestRate\.expr: unknown function \$bpsToPercentage/);
+    expect(lines[0]).toMatch(
+      /broken\/mapping\.yaml:\d+:\d+: targets\.loan\.fields\.principal\.expr: JSONata syntax error/,
+    );
+    expect(lines[1]).toMatch(
+      /broken\/mapping\.yaml:\d+:\d+: targets\.loan\.fields\.rateType\.expr: lookup table "rateType" has no key "floating"/,
+    );
+    expect(lines[2]).toMatch(
+      /broken\/mapping\.yaml:\d+:\d+: targets\.loan\.fields\.interestRate\.expr: unknown function \$bpsToPercentage/,
+    );
   });
 
   it('test passes on the shipped fixtures and prints a field-level diff (exit 1) on a mismatch', async () => {
@@ -41,7 +63,10 @@ describe('mappings CLI', () => {
 
     const dir = join(tmp, 'changed');
     cpSync(join(repo, 'mappings/generic'), dir, { recursive: true });
-    writeFileSync(join(dir, 'mapping.yaml'), readFileSync(join(dir, 'mapping.yaml'), 'utf8').replace('monthly: M', 'monthly: MO'));
+    writeFileSync(
+      join(dir, 'mapping.yaml'),
+      readFileSync(join(dir, 'mapping.yaml'), 'utf8').replace('monthly: M', 'monthly: MO'),
+    );
     const bad = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(bad.error).toMatchObject({ exitCode: 1 });
     expect(bad.out).toContain('FAIL');

@@ -8,13 +8,25 @@ import type { Mapper, MappingInput } from '../../../src/mapping/types.js';
 
 /** Engine tests read made-up input fields on purpose (name, x…): input paths are lint's concern (lint.test.ts). */
 function mapperOf(yaml: string, opts: Partial<MapperOptions> = {}): Mapper {
-  const r = compileMapping((p) => (p === 'mapping.yaml' ? yaml : undefined), { ...DEFAULT_MAPPER_OPTIONS, allowUnknownInput: true, ...opts });
+  const r = compileMapping((p) => (p === 'mapping.yaml' ? yaml : undefined), {
+    ...DEFAULT_MAPPER_OPTIONS,
+    allowUnknownInput: true,
+    ...opts,
+  });
   if (!r.mapping) throw new Error(r.problems.map((p) => p.message).join('\n'));
   return createMapper(r.mapping, 'test');
 }
 
-const input = (loan: Record<string, unknown>, entities: Record<string, unknown> = {}, documents: unknown[] = []): MappingInput =>
-  ({ loan: { id: 'L1', ...loan }, entities: { businesses: [], people: [], ...entities }, documents }) as unknown as MappingInput;
+const input = (
+  loan: Record<string, unknown>,
+  entities: Record<string, unknown> = {},
+  documents: unknown[] = [],
+): MappingInput =>
+  ({
+    loan: { id: 'L1', ...loan },
+    entities: { businesses: [], people: [], ...entities },
+    documents,
+  }) as unknown as MappingInput;
 
 describe('mapping engine', () => {
   it('turns a helper failure into an issue naming file, line, column, field and input path', async () => {
@@ -35,8 +47,26 @@ targets:
       ok: false,
       mappingVersion: 'test',
       issues: [
-        { code: 'mapping', file: 'mapping.yaml', line: 10, column: 26, target: 'loan', field: 'principal', inputPath: 'loan.centsAmount', message: 'amount in cents must be a whole number, got 12.5' },
-        { code: 'lookup_missing', file: 'mapping.yaml', line: 11, column: 33, target: 'loan', field: 'frequency', inputPath: 'loan.paymentFrequency', message: 'lookup table "freq" has no key "daily"' },
+        {
+          code: 'mapping',
+          file: 'mapping.yaml',
+          line: 10,
+          column: 26,
+          target: 'loan',
+          field: 'principal',
+          inputPath: 'loan.centsAmount',
+          message: 'amount in cents must be a whole number, got 12.5',
+        },
+        {
+          code: 'lookup_missing',
+          file: 'mapping.yaml',
+          line: 11,
+          column: 33,
+          target: 'loan',
+          field: 'frequency',
+          inputPath: 'loan.paymentFrequency',
+          message: 'lookup table "freq" has no key "daily"',
+        },
       ],
     });
   });
@@ -88,7 +118,16 @@ targets:
       role: $lookup("role", role)
       io: $interestOnlyPeriods(monthsInterestOnly, paymentFrequency, monthsTerm)
 `);
-    const out = await m.map(input({ name: 'toolong', naics: 'abc', role: 'co-signer', monthsInterestOnly: 3, paymentFrequency: 'biweekly', monthsTerm: 36 }));
+    const out = await m.map(
+      input({
+        name: 'toolong',
+        naics: 'abc',
+        role: 'co-signer',
+        monthsInterestOnly: 3,
+        paymentFrequency: 'biweekly',
+        monthsTerm: 36,
+      }),
+    );
     expect(out.ok).toBe(true);
     if (!out.ok) return;
     expect(out.records[0]!.fields).toEqual({ code: '000', hasNaics: true, role: 'REL', io: 7 });
@@ -98,7 +137,16 @@ targets:
       ['defaulted', 'role'],
       ['approximated', 'io'],
     ]);
-    const nulls = await m.map(input({ name: null, naics: null, role: null, monthsInterestOnly: null, paymentFrequency: 'monthly', monthsTerm: 12 }));
+    const nulls = await m.map(
+      input({
+        name: null,
+        naics: null,
+        role: null,
+        monthsInterestOnly: null,
+        paymentFrequency: 'monthly',
+        monthsTerm: 12,
+      }),
+    );
     expect(nulls).toMatchObject({ ok: true, warnings: [] });
     if (nulls.ok) expect(nulls.records[0]!.fields).toEqual({ hasNaics: false, role: 'REL', io: 0 });
   });
@@ -125,8 +173,14 @@ targets:
     const m = mapperOf(yaml, { defaults: { branch: '0099' } });
     const std = await m.map(input({ product: { id: 'p_other' } }));
     const special = await m.map(input({ product: { id: 'p_special' } }));
-    expect(std).toMatchObject({ ok: true, records: [{ fields: { code: 'STD', branch: '0099', officer: 'A' } }] });
-    expect(special).toMatchObject({ ok: true, records: [{ fields: { code: 'SPECIAL', branch: '0099', officer: 'S' } }] });
+    expect(std).toMatchObject({
+      ok: true,
+      records: [{ fields: { code: 'STD', branch: '0099', officer: 'A' } }],
+    });
+    expect(special).toMatchObject({
+      ok: true,
+      records: [{ fields: { code: 'SPECIAL', branch: '0099', officer: 'S' } }],
+    });
   });
 
   it('reports a failed let once and skips what reads it; checks stop a loan without writing a field', async () => {
@@ -182,19 +236,45 @@ targets:
     fields: {}
 `);
     const out = await m.map(input({}, { businesses: [{ id: 'B1' }] }));
-    expect(out).toMatchObject({ ok: false, issues: [{ code: 'validation', field: 'externalId', message: 'two party records have the external id "B1"' }] });
+    expect(out).toMatchObject({
+      ok: false,
+      issues: [
+        { code: 'validation', field: 'externalId', message: 'two party records have the external id "B1"' },
+      ],
+    });
   });
 
   it('never throws and never leaks a full tax id, whatever the platform sends (property, generic set)', async () => {
     const mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/generic'), {});
-    const anyValue = fc.oneof(fc.constant(null), fc.constant(undefined), fc.string({ maxLength: 12 }), fc.integer(), fc.double(), fc.boolean(), fc.array(fc.integer(), { maxLength: 2 }), fc.object({ maxDepth: 1 }));
+    const anyValue = fc.oneof(
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.string({ maxLength: 12 }),
+      fc.integer(),
+      fc.double(),
+      fc.boolean(),
+      fc.array(fc.integer(), { maxLength: 2 }),
+      fc.object({ maxDepth: 1 }),
+    );
     const loanArb = fc.record(
       {
         centsAmount: anyValue,
         bpsRate: anyValue,
         monthsTerm: anyValue,
         monthsInterestOnly: anyValue,
-        paymentFrequency: fc.oneof(anyValue, fc.constantFrom('weekly', 'biweekly', 'monthly', 'quarterly', 'semi-annual', 'annual', 'lump sum', 'irregular payments')),
+        paymentFrequency: fc.oneof(
+          anyValue,
+          fc.constantFrom(
+            'weekly',
+            'biweekly',
+            'monthly',
+            'quarterly',
+            'semi-annual',
+            'annual',
+            'lump sum',
+            'irregular payments',
+          ),
+        ),
         rateType: fc.oneof(anyValue, fc.constantFrom('fixed', 'variable')),
         type: fc.oneof(anyValue, fc.constantFrom('business', 'personal')),
         closeDate: fc.oneof(anyValue, fc.constant('2025-03-14T03:30:00Z')),
@@ -202,19 +282,33 @@ targets:
       },
       { requiredKeys: [] },
     );
-    const entity = fc.record({ id: fc.string({ minLength: 1, maxLength: 5 }), name: anyValue, ein: fc.oneof(anyValue, fc.constant('12-3456789')), einLast4: anyValue, role: anyValue }, { requiredKeys: ['id'] });
+    const entity = fc.record(
+      {
+        id: fc.string({ minLength: 1, maxLength: 5 }),
+        name: anyValue,
+        ein: fc.oneof(anyValue, fc.constant('12-3456789')),
+        einLast4: anyValue,
+        role: anyValue,
+      },
+      { requiredKeys: ['id'] },
+    );
     await fc.assert(
-      fc.asyncProperty(loanArb, fc.array(entity, { maxLength: 3 }), fc.array(entity, { maxLength: 2 }), async (loan, businesses, people) => {
-        const out = await mapper.map(input(loan, { businesses, people }));
-        expect(typeof out.ok).toBe('boolean');
-        if (!out.ok) {
-          for (const i of out.issues) {
-            expect(i.line).toBeGreaterThan(0);
-            expect(i.message).not.toContain('123456789');
-            expect(i.message).not.toContain('12-3456789');
+      fc.asyncProperty(
+        loanArb,
+        fc.array(entity, { maxLength: 3 }),
+        fc.array(entity, { maxLength: 2 }),
+        async (loan, businesses, people) => {
+          const out = await mapper.map(input(loan, { businesses, people }));
+          expect(typeof out.ok).toBe('boolean');
+          if (!out.ok) {
+            for (const i of out.issues) {
+              expect(i.line).toBeGreaterThan(0);
+              expect(i.message).not.toContain('123456789');
+              expect(i.message).not.toContain('12-3456789');
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -222,10 +316,21 @@ targets:
 
 describe('regressions', () => {
   it('fineract document description: a null period or requirement is left out, not a $join error', async () => {
-    const mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/fineract'), { allowLast4Tin: true });
+    const mapper = await loadMapper(join(import.meta.dirname, '../../../mappings/fineract'), {
+      allowLast4Tin: true,
+    });
     const out = await mapper.map(
       input(
-        { type: 'business', centsAmount: 100, monthsTerm: 12, paymentFrequency: 'monthly', rateType: 'fixed', bpsRate: 500, closeDate: '2025-03-14T15:00:00Z', applicationDate: '2025-03-01T15:00:00Z' },
+        {
+          type: 'business',
+          centsAmount: 100,
+          monthsTerm: 12,
+          paymentFrequency: 'monthly',
+          rateType: 'fixed',
+          bpsRate: 500,
+          closeDate: '2025-03-14T15:00:00Z',
+          applicationDate: '2025-03-01T15:00:00Z',
+        },
         { businesses: [{ id: 'B1', name: 'Acme', einLast4: '1234', role: 'borrower' }] },
         [{ id: 'D1', name: 'a.pdf', category: 'legal', period: null, requirement: null }],
       ),

@@ -13,9 +13,18 @@ describe('frequency and term conversions', () => {
     expect(t.frequency('annual')).toMatchObject({ every: 1, unit: 'years', periodsPerYear: 1 });
     expect(t.frequency('lump sum', 18)).toMatchObject({ every: 18, unit: 'months', lumpSum: true });
     const notes: string[] = [];
-    expect(t.frequency('irregular payments', undefined, (n) => notes.push(n))).toMatchObject({ every: 1, unit: 'months' });
-    expect(t.frequency('fortnightly', undefined, (n) => notes.push(n))).toMatchObject({ every: 1, unit: 'months' });
-    expect(notes).toEqual([expect.stringMatching(/irregular payments" boarded on a monthly schedule/), expect.stringMatching(/unknown payment frequency "fortnightly": boarded like irregular payments/)]);
+    expect(t.frequency('irregular payments', undefined, (n) => notes.push(n))).toMatchObject({
+      every: 1,
+      unit: 'months',
+    });
+    expect(t.frequency('fortnightly', undefined, (n) => notes.push(n))).toMatchObject({
+      every: 1,
+      unit: 'months',
+    });
+    expect(notes).toEqual([
+      expect.stringMatching(/irregular payments" boarded on a monthly schedule/),
+      expect.stringMatching(/unknown payment frequency "fortnightly": boarded like irregular payments/),
+    ]);
     expect(() => t.frequency(null)).toThrow(/missing/);
   });
 
@@ -30,7 +39,9 @@ describe('frequency and term conversions', () => {
     // Not whole: rounded by the convention (default up), with a note; reject is the bank's choice.
     const notes: string[] = [];
     expect(t.numberOfRepayments(13, 'biweekly', undefined, (n) => notes.push(n))).toBe(29);
-    expect(notes).toEqual(['term of 13 months is 28.16 "biweekly" periods: rounded up, 29 (the record keeps the months)']);
+    expect(notes).toEqual([
+      'term of 13 months is 28.16 "biweekly" periods: rounded up, 29 (the record keeps the months)',
+    ]);
     expect(t.numberOfRepayments(13, 'biweekly', 'down')).toBe(28);
     expect(t.numberOfRepayments(13, 'weekly', 'nearest')).toBe(56);
     expect(t.numberOfRepayments(1, 'annual')).toBe(1);
@@ -62,6 +73,8 @@ describe('frequency and term conversions', () => {
     expect(t.repaymentsBetween('2025-01-06', '2025-03-31', 'weekly')).toBe(13);
     expect(t.repaymentsBetween('2025-01-06', '2025-04-01', 'weekly', (n) => notes.push(n))).toBe(13);
     expect(notes[0]).toMatch(/not on the "weekly" schedule/);
-    expect(() => t.repaymentsBetween('2025-05-01', '2025-04-01', 'monthly')).toThrow(/before the first payment/);
+    expect(() => t.repaymentsBetween('2025-05-01', '2025-04-01', 'monthly')).toThrow(
+      /before the first payment/,
+    );
   });
 });

@@ -20,7 +20,9 @@ describe('TIN helpers', () => {
     expect(tin(masked, undefined, true)).toBe('*****4321');
     expect(hasFullTin(masked)).toBe(false);
     expect(last4(masked)).toBe('4321');
-    expect(() => tin({ id: 'x' }, undefined, true)).toThrow(expect.objectContaining({ code: 'tin_incomplete' }));
+    expect(() => tin({ id: 'x' }, undefined, true)).toThrow(
+      expect.objectContaining({ code: 'tin_incomplete' }),
+    );
     expect(() => tin({ ein: '12-34' }, undefined, false)).toThrow(/not 9 digits/);
   });
 });

@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { RateBudget } from '../../../src/platform/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
-import { createMemoryRateState, type RateClass, type RateLedger, type TakeResult } from '../../../src/store/rate-state.js';
+import {
+  createMemoryRateState,
+  type RateClass,
+  type RateLedger,
+  type TakeResult,
+} from '../../../src/store/rate-state.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
 class MemoryLedger implements RateLedger {
@@ -37,15 +42,25 @@ class MemoryLedger implements RateLedger {
     const now = this.clock.now();
     const strikes = this.active();
     if (strikes >= 2) return Promise.resolve({ decision: 'stopped', atMs: now, strikes });
-    if (this.pauses[cls] > now) return Promise.resolve({ decision: 'paused', waitMs: this.pauses[cls] - now, atMs: now, strikes });
+    if (this.pauses[cls] > now)
+      return Promise.resolve({ decision: 'paused', waitMs: this.pauses[cls] - now, atMs: now, strikes });
     const inWindow = this.grants[cls].filter((g) => g > now - this.windowMs);
     const limit = strikes > 0 ? Math.max(1, Math.floor(this.limit / 2)) : this.limit;
-    if (inWindow.length >= limit) return Promise.resolve({ decision: 'wait', waitMs: (inWindow[inWindow.length - limit] as number) + this.windowMs - now, atMs: now, strikes });
+    if (inWindow.length >= limit)
+      return Promise.resolve({
+        decision: 'wait',
+        waitMs: (inWindow[inWindow.length - limit] as number) + this.windowMs - now,
+        atMs: now,
+        strikes,
+      });
     this.grants[cls].push(now);
     return Promise.resolve({ decision: 'granted', atMs: now, atUs: BigInt(now) * 1000n, strikes });
   }
 
-  recordRateLimited(cls: RateClass, info: { path: string | null; retryAfterMs: number | null }): Promise<number> {
+  recordRateLimited(
+    cls: RateClass,
+    info: { path: string | null; retryAfterMs: number | null },
+  ): Promise<number> {
     this.check();
     this.pauses[cls] = Math.max(this.pauses[cls], this.clock.now() + (info.retryAfterMs ?? this.windowMs));
     this.strikes.push({ cls, path: info.path, cleared: false });
@@ -85,7 +100,7 @@ function setup(): { clock: FakeClock; ledger: MemoryLedger; budget: RateBudget }
 }
 
 describe('RateBudget with a shared ledger', () => {
-  it('every token is the ledger\'s grant: a denial is slept on the process clock and asked again', async () => {
+  it("every token is the ledger's grant: a denial is slept on the process clock and asked again", async () => {
     const { clock, ledger, budget } = setup();
     const tokens: number[] = [];
     for (let i = 0; i < 12; i++) void budget.acquire('read').then((t) => tokens.push(t.seq));
@@ -125,7 +140,11 @@ describe('RateBudget with a shared ledger', () => {
     const t = await budget.acquire('write');
     budget.observe(t, {});
     ledger.down = true;
-    await budget.onRateLimited(t, { path: '/public/v1/boardings/{id}/ack', retryAfterSeconds: 0, headers: {} });
+    await budget.onRateLimited(t, {
+      path: '/public/v1/boardings/{id}/ack',
+      retryAfterSeconds: 0,
+      headers: {},
+    });
     budget.settle(t);
     expect(ledger.strikes).toHaveLength(0);
     // Counted here: half pace, one in flight.
@@ -146,7 +165,7 @@ describe('RateBudget with a shared ledger', () => {
     expect(budget.strikes24h()).toBe(1);
   });
 
-  it('a 429 pauses the class in the ledger (for every process) and the ledger\'s pause holds this process too', async () => {
+  it("a 429 pauses the class in the ledger (for every process) and the ledger's pause holds this process too", async () => {
     const { clock, ledger, budget } = setup();
     const t = await budget.acquire('read');
     await budget.onRateLimited(t, { path: '/x', retryAfterSeconds: 2, headers: {} });
@@ -163,9 +182,12 @@ describe('RateBudget with a shared ledger', () => {
     expect(got).toBe(true);
   });
 
-  it('the traffic stop is the ledger\'s answer: 2 strikes stop both buckets, a clear on another host resumes at the next call', async () => {
+  it("the traffic stop is the ledger's answer: 2 strikes stop both buckets, a clear on another host resumes at the next call", async () => {
     const { ledger, budget } = setup();
-    ledger.strikes.push({ cls: 'read', path: null, cleared: false }, { cls: 'write', path: null, cleared: false });
+    ledger.strikes.push(
+      { cls: 'read', path: null, cleared: false },
+      { cls: 'write', path: null, cleared: false },
+    );
     await expect(budget.acquire('read')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped' });
     await expect(budget.acquire('write')).rejects.toMatchObject({ code: 'rate_limit.traffic_stopped' });
     expect(budget.stopped()).toBe(true);

@@ -1,12 +1,27 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
-import { bucketFor, parseResetHeader, RateBudget, STRIKE_WINDOW_MS, type Token } from '../../../src/platform/budget.js';
+import {
+  bucketFor,
+  parseResetHeader,
+  RateBudget,
+  STRIKE_WINDOW_MS,
+  type Token,
+} from '../../../src/platform/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { createMemoryRateState, type RateStateStore } from '../../../src/store/rate-state.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
-function budget(clock: FakeClock, o: { state?: RateStateStore; reads?: number; writes?: number; headroom?: number; logger?: ReturnType<typeof silentLogger> } = {}): RateBudget {
+function budget(
+  clock: FakeClock,
+  o: {
+    state?: RateStateStore;
+    reads?: number;
+    writes?: number;
+    headroom?: number;
+    logger?: ReturnType<typeof silentLogger>;
+  } = {},
+): RateBudget {
   return new RateBudget({
     readsPerWindow: o.reads ?? 100,
     writesPerWindow: o.writes ?? 30,
@@ -21,7 +36,11 @@ function budget(clock: FakeClock, o: { state?: RateStateStore; reads?: number; w
 }
 
 /** Starts n acquisitions and reports how many resolved so far. */
-function start(b: RateBudget, bucket: 'read' | 'write', n: number): { done: () => number; tokens: Token[]; errors: unknown[] } {
+function start(
+  b: RateBudget,
+  bucket: 'read' | 'write',
+  n: number,
+): { done: () => number; tokens: Token[]; errors: unknown[] } {
   const tokens: Token[] = [];
   const errors: unknown[] = [];
   for (let i = 0; i < n; i++) {
@@ -106,7 +125,11 @@ describe('rate budget math', () => {
     const b = budget(clock);
     const t = await b.acquire('read');
     const resetInFive = String(Math.ceil((clock.now() + 5000) / 1000));
-    const until = await b.onRateLimited(t, { path: '/x', retryAfterSeconds: 2, headers: { reset: resetInFive } });
+    const until = await b.onRateLimited(t, {
+      path: '/x',
+      retryAfterSeconds: 2,
+      headers: { reset: resetInFive },
+    });
     expect(until).toBeGreaterThanOrEqual(clock.now() + 5000);
     const r = start(b, 'read', 3);
     await clock.advance(4999);
@@ -123,13 +146,18 @@ describe('rate budget math', () => {
     const clock = new FakeClock({ start: 1_800_000_000_000 });
     const b = budget(clock);
     const t = await b.acquire('write');
-    expect(await b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(clock.now() + 1000);
+    expect(await b.onRateLimited(t, { path: '/x', retryAfterSeconds: null, headers: {} })).toBe(
+      clock.now() + 1000,
+    );
   });
 
   it('one strike halves the pace; two stop reads and writes (fail fast, alert once)', async () => {
     const clock = new FakeClock({ start: 1_800_000_000_000 });
     const lines: string[] = [];
-    const logger = createLogger({ destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }), level: 'info' });
+    const logger = createLogger({
+      destination: new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }),
+      level: 'info',
+    });
     const b = budget(clock, { logger });
     await b.onRateLimited(await b.acquire('read'), { path: '/a', retryAfterSeconds: 1, headers: {} });
     expect(b.strikes24h()).toBe(1);

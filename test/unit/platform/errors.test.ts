@@ -1,10 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { classifyResponse, classifyThrown, CLIENT_CODES, DOCUMENTED_CODES, dispositionOf, parseRetryAfter, PlatformError } from '../../../src/platform/errors.js';
+import {
+  classifyResponse,
+  classifyThrown,
+  CLIENT_CODES,
+  DOCUMENTED_CODES,
+  dispositionOf,
+  parseRetryAfter,
+  PlatformError,
+} from '../../../src/platform/errors.js';
 import { backoffMs, isRetryable } from '../../../src/platform/retry.js';
 
 const ctx = { operation: 'getLoan', method: 'GET', path: '/api/public/v1/loans/L1' };
 const NOW = 1_800_000_000_000;
-const classify = (status: number, body: unknown, retryAfter?: string): PlatformError => classifyResponse(ctx, status, body, { retryAfter }, NOW);
+const classify = (status: number, body: unknown, retryAfter?: string): PlatformError =>
+  classifyResponse(ctx, status, body, { retryAfter }, NOW);
 
 describe('error classification at the boundary', () => {
   it.each([
@@ -21,7 +30,12 @@ describe('error classification at the boundary', () => {
     [404, { code: 'document.missing' }, 'not_found', false],
     [400, { code: 'input.invalid', message: 'limit too large' }, 'input.invalid', false],
     [400, { code: 'period_key_required' }, 'period_key_required', false],
-    [400, { success: false, error: [{ path: ['name'], message: 'Required' }], data: null }, 'validation', false],
+    [
+      400,
+      { success: false, error: [{ path: ['name'], message: 'Required' }], data: null },
+      'validation',
+      false,
+    ],
     [400, { code: 'role.unknown', message: 'unknown role' }, 'input.invalid', false],
     [409, { code: 'idempotency.conflict' }, 'conflict', false],
     [422, { message: 'nope' }, 'validation', false],
@@ -35,7 +49,10 @@ describe('error classification at the boundary', () => {
   });
 
   it('a 409 saying the same idempotent request is still in progress is retried later, with the same key', () => {
-    const e = classify(409, { code: 'idempotency.in_progress', message: 'a request with this key is being processed' });
+    const e = classify(409, {
+      code: 'idempotency.in_progress',
+      message: 'a request with this key is being processed',
+    });
     expect(e.code).toBe('in_progress');
     expect(e.retryable).toBe(true);
     expect(e.fatal).toBe(false);
@@ -50,7 +67,11 @@ describe('error classification at the boundary', () => {
   });
 
   it('keeps the validation body error array and names the fields in the message', () => {
-    const e = classify(400, { success: false, error: [{ path: ['naics'], message: 'at most 6 characters' }], data: null });
+    const e = classify(400, {
+      success: false,
+      error: [{ path: ['naics'], message: 'at most 6 characters' }],
+      data: null,
+    });
     expect(e.validationErrors).toEqual([{ path: ['naics'], message: 'at most 6 characters' }]);
     expect(e.message).toContain('naics: at most 6 characters');
   });
@@ -67,21 +88,35 @@ describe('error classification at the boundary', () => {
   });
 
   it('never carries the API key or a presigned query in its message', () => {
-    const e = classify(401, { code: 'auth.invalid_key', message: 'key pk_live_ABCDEF123 rejected; see https://x.example/p?sig=SECRET' });
+    const e = classify(401, {
+      code: 'auth.invalid_key',
+      message: 'key pk_live_ABCDEF123 rejected; see https://x.example/p?sig=SECRET',
+    });
     expect(e.message).not.toContain('ABCDEF123');
     expect(e.message).not.toContain('SECRET');
   });
 
   it('classifies thrown network errors, timeouts and aborts', () => {
     const undiciErr = (code: string): Error => Object.assign(new Error(code), { code });
-    expect(classifyThrown(ctx, undiciErr('UND_ERR_CONNECT_TIMEOUT'))).toMatchObject({ code: 'timeout', retryable: true });
+    expect(classifyThrown(ctx, undiciErr('UND_ERR_CONNECT_TIMEOUT'))).toMatchObject({
+      code: 'timeout',
+      retryable: true,
+    });
     expect(classifyThrown(ctx, undiciErr('UND_ERR_HEADERS_TIMEOUT'))).toMatchObject({ code: 'timeout' });
-    expect(classifyThrown(ctx, undiciErr('UND_ERR_SOCKET'))).toMatchObject({ code: 'network', retryable: true });
-    expect(classifyThrown(ctx, new Error('x', { cause: undiciErr('ECONNRESET') }))).toMatchObject({ code: 'network' });
+    expect(classifyThrown(ctx, undiciErr('UND_ERR_SOCKET'))).toMatchObject({
+      code: 'network',
+      retryable: true,
+    });
+    expect(classifyThrown(ctx, new Error('x', { cause: undiciErr('ECONNRESET') }))).toMatchObject({
+      code: 'network',
+    });
     expect(classifyThrown(ctx, undiciErr('ECONNREFUSED'))).toMatchObject({ code: 'network' });
     const ac = new AbortController();
     ac.abort();
-    expect(classifyThrown(ctx, new Error('whatever'), ac.signal)).toMatchObject({ code: 'aborted', retryable: false });
+    expect(classifyThrown(ctx, new Error('whatever'), ac.signal)).toMatchObject({
+      code: 'aborted',
+      retryable: false,
+    });
     expect(classifyThrown(ctx, new TypeError('bug'))).toMatchObject({ code: 'unknown', retryable: false });
   });
 
@@ -133,6 +168,8 @@ describe('disposition (what the pipeline does about a failed call, decided once)
   });
 
   it('is carried to logs and the loans table', () => {
-    expect(classifyResponse({ operation: 'op', method: 'GET', path: '/x' }, 503, null, {}, 0).toJSON()).toMatchObject({ code: 'server', disposition: 'retry-call' });
+    expect(
+      classifyResponse({ operation: 'op', method: 'GET', path: '/x' }, 503, null, {}, 0).toJSON(),
+    ).toMatchObject({ code: 'server', disposition: 'retry-call' });
   });
 });

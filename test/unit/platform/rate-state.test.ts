@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/db.js';
-import { createMemoryRateState, createSqliteRateState, rateStateFor, type RateStateStore } from '../../../src/store/rate-state.js';
+import {
+  createMemoryRateState,
+  createSqliteRateState,
+  rateStateFor,
+  type RateStateStore,
+} from '../../../src/store/rate-state.js';
 import { openTestStore, type TestStore } from '../../support/store-engines.js';
 
 const opened: TestStore[] = [];
@@ -46,7 +51,12 @@ describe('the rate state a process left on SQLite', () => {
     first.recordSpend('write', 100);
     first.recordSpend('read', 150);
     first.savePause('read', 9000);
-    first.recordStrike({ at: 500, bucket: 'write', path: '/public/v1/loans/:id/boarding', retryAfterMs: 1500 });
+    first.recordStrike({
+      at: 500,
+      bucket: 'write',
+      path: '/public/v1/loans/:id/boarding',
+      retryAfterMs: 1500,
+    });
     first.recordStrike({ at: 600, bucket: 'read', path: null, retryAfterMs: null });
     const second = rateStateFor(t.db);
     expect(second.loadSpend('write', 0)).toEqual([100]);
@@ -57,7 +67,9 @@ describe('the rate state a process left on SQLite', () => {
       [600, 'read', null, null],
     ]);
     expect(second.clearStrikes('ops-anna: ticket 4711', 700)).toBe(2);
-    expect(await t.db.all('SELECT cleared_at AS at, cleared_by AS by FROM rate_strikes ORDER BY seq')).toEqual([
+    expect(
+      await t.db.all('SELECT cleared_at AS at, cleared_by AS by FROM rate_strikes ORDER BY seq'),
+    ).toEqual([
       { at: 700, by: 'ops-anna: ticket 4711' },
       { at: 700, by: 'ops-anna: ticket 4711' },
     ]);

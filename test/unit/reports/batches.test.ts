@@ -16,7 +16,10 @@ const clock = clockReading(() => now);
 const CUTOFF_14 = Date.parse('2025-03-14T23:00:00Z');
 
 async function acknowledge(id: string, cents: number): Promise<void> {
-  await db.run(`INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES (?, 'acknowledged', ?, 0, 0)`, [id, cents]);
+  await db.run(
+    `INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES (?, 'acknowledged', ?, 0, 0)`,
+    [id, cents],
+  );
 }
 const recs = (id: string) => [{ type: 'loan', externalId: id, fields: { principalCents: 1 } }];
 
@@ -44,7 +47,10 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     it('ties sealed and open batches to the acknowledged loans, count and principal (beyond 2^53 cents)', async () => {
       const b = testBatches(dir, clock, { db });
       const big = 9_007_199_254_740_000;
-      for (const [id, cents] of [['a', big], ['b', 100]] as const) {
+      for (const [id, cents] of [
+        ['a', big],
+        ['b', 100],
+      ] as const) {
         await acknowledge(id, cents);
         await b.append(b.check(id, recs(id)), String(cents));
       }
@@ -52,7 +58,13 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await b.sealDue();
       await acknowledge('c', 50);
       await b.append(b.check('c', recs('c')), '50');
-      await b.append(b.check('a', recs('a').map((r) => ({ ...r, fields: { principalCents: 2 } }))), String(big)); // a correction
+      await b.append(
+        b.check(
+          'a',
+          recs('a').map((r) => ({ ...r, fields: { principalCents: 2 } })),
+        ),
+        String(big),
+      ); // a correction
       now = CUTOFF_14 + 3600_000;
       const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
       expect(s).toMatchObject({
@@ -73,7 +85,12 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       // Frozen by ops, before the cut-off; the crash left it in sealing.
       await db.run(`UPDATE file_batches SET status = 'sealing'`);
       const s = computeBatchTie(await createReportReads(db).batchTie(now))!;
-      expect(s).toMatchObject({ sealed: { count: 1, cents: '100' }, open: { count: 0 }, ties: true, notSealedPastCutoff: [] });
+      expect(s).toMatchObject({
+        sealed: { count: 1, cents: '100' },
+        open: { count: 0 },
+        ties: true,
+        notSealedPastCutoff: [],
+      });
     });
 
     it('reports loans boarded but in no sealed batch past the cut-off, and loans in no batch at all', async () => {
@@ -88,7 +105,9 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
         { loanId: 'late', batchId: '2025-03-14-001', cutoffAt: new Date(CUTOFF_14).toISOString() },
         { loanId: 'nowhere', batchId: null, cutoffAt: null },
       ]);
-      expect(batchTieNotes(s)[0]).toMatch(/^2 boarded loan\(s\) are in no sealed batch although the cut-off has passed .*: late, nowhere$/);
+      expect(batchTieNotes(s)[0]).toMatch(
+        /^2 boarded loan\(s\) are in no sealed batch although the cut-off has passed .*: late, nowhere$/,
+      );
     });
   });
 });

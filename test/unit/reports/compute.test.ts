@@ -59,7 +59,13 @@ function core(id: string, extra: Partial<CoreLoanRow> = {}): CoreLoanRow {
   };
 }
 
-function sources(s: StoreLoanRow[], p: PlatformLoanRow[], c: CoreLoanRow[], funded: FundedRow[] | null, list = true): ReconcileSources {
+function sources(
+  s: StoreLoanRow[],
+  p: PlatformLoanRow[],
+  c: CoreLoanRow[],
+  funded: FundedRow[] | null,
+  list = true,
+): ReconcileSources {
   const known = new Set(s.map((r) => r.id));
   return {
     storeRows: () => s,
@@ -88,7 +94,12 @@ describe('computeReconciliation', () => {
   it('ties when platform, connector and core agree (dates compared in the bank zone)', async () => {
     const ids = ['a', 'b', 'c'];
     const r = await computeReconciliation(
-      sources(ids.map((id) => store(id, 'acknowledged')), ids.map((id) => plat(id)), ids.map((id) => core(id)), []),
+      sources(
+        ids.map((id) => store(id, 'acknowledged')),
+        ids.map((id) => plat(id)),
+        ids.map((id) => core(id)),
+        [],
+      ),
       opts,
     );
     expect(r.exceptions).toEqual([]);
@@ -104,15 +115,34 @@ describe('computeReconciliation', () => {
       store('ok', 'acknowledged'),
       store('missing-core', 'acknowledged'),
       store('awaiting-ack', 'written'),
-      store('q', 'quarantined', { quarantineReason: 'tin_incomplete', lastErrorMessage: 'only the last 4 digits', updatedAt: AS_OF - 10 * DAY }),
-      store('stuck', 'retry_wait', { releasedAtIso: new Date(AS_OF - 4 * DAY).toISOString(), lastErrorMessage: 'platform 503' }),
+      store('q', 'quarantined', {
+        quarantineReason: 'tin_incomplete',
+        lastErrorMessage: 'only the last 4 digits',
+        updatedAt: AS_OF - 10 * DAY,
+      }),
+      store('stuck', 'retry_wait', {
+        releasedAtIso: new Date(AS_OF - 4 * DAY).toISOString(),
+        lastErrorMessage: 'platform 503',
+      }),
       store('mismatch-state', 'written'),
       store('diff', 'acknowledged'),
       store('skipped', 'skipped'),
       store('lost', 'written'),
     ];
-    const p = [plat('ok'), plat('missing-core'), plat('mismatch-state'), plat('diff', { centsAmount: 100_001, bpsRate: 700 }), plat('stranger')];
-    const c = [core('ok'), core('awaiting-ack'), core('mismatch-state'), core('diff', { bpsRate: 725 }), core('orphan')];
+    const p = [
+      plat('ok'),
+      plat('missing-core'),
+      plat('mismatch-state'),
+      plat('diff', { centsAmount: 100_001, bpsRate: 700 }),
+      plat('stranger'),
+    ];
+    const c = [
+      core('ok'),
+      core('awaiting-ack'),
+      core('mismatch-state'),
+      core('diff', { bpsRate: 725 }),
+      core('orphan'),
+    ];
     const funded: FundedRow[] = [
       { loanId: 'never-released', fundedAt: AS_OF - 14 * DAY },
       { loanId: 'recently-funded', fundedAt: AS_OF - DAY },
@@ -174,7 +204,12 @@ describe('computeReconciliation', () => {
 
   it('treats a core field it cannot read back as not comparable, not as a difference', async () => {
     const r = await computeReconciliation(
-      sources([store('a', 'acknowledged')], [plat('a')], [core('a', { productId: null, paymentFrequency: null })], []),
+      sources(
+        [store('a', 'acknowledged')],
+        [plat('a')],
+        [core('a', { productId: null, paymentFrequency: null })],
+        [],
+      ),
       opts,
     );
     expect(r.exceptions).toEqual([]);
@@ -182,7 +217,13 @@ describe('computeReconciliation', () => {
 
   it('looks loans up one by one when the core cannot list, and says what it could not check', async () => {
     const r = await computeReconciliation(
-      sources([store('a', 'acknowledged'), store('b', 'acknowledged')], [plat('a'), plat('b')], [core('a'), core('orphan')], null, false),
+      sources(
+        [store('a', 'acknowledged'), store('b', 'acknowledged')],
+        [plat('a'), plat('b')],
+        [core('a'), core('orphan')],
+        null,
+        false,
+      ),
       opts,
     );
     expect(r.exceptions.map((e) => `${e.reason}:${e.loanId}`)).toEqual(['acknowledged_missing_in_core:b']);
@@ -201,7 +242,9 @@ describe('computeReconciliation', () => {
     const many = Array.from({ length: 3000 }, (_, i) => store(`l${i}`, 'acknowledged'));
     const ac = new AbortController();
     ac.abort(new Error('shutdown'));
-    await expect(computeReconciliation(sources(many, [], [], []), { ...opts, signal: ac.signal })).rejects.toThrow('shutdown');
+    await expect(
+      computeReconciliation(sources(many, [], [], []), { ...opts, signal: ac.signal }),
+    ).rejects.toThrow('shutdown');
   });
 
   it('lists exceptions in the order the sources first named the loans, not sorted by id (connector, then platform, then core)', async () => {
@@ -221,7 +264,11 @@ describe('computeReconciliation', () => {
   it('with keepExceptions keeps only the first ones but counts, ages and streams every exception', async () => {
     const many = Array.from({ length: 1200 }, (_, i) => store(`q${i}`, 'quarantined'));
     const streamed: string[] = [];
-    const r = await computeReconciliation(sources(many, [], [], []), { ...opts, keepExceptions: 3, onException: (e) => void streamed.push(e.loanId) });
+    const r = await computeReconciliation(sources(many, [], [], []), {
+      ...opts,
+      keepExceptions: 3,
+      onException: (e) => void streamed.push(e.loanId),
+    });
     expect(r.exceptions.map((e) => e.loanId)).toEqual(['q0', 'q1', 'q2']);
     expect(r.exceptionCount).toBe(1200);
     expect(r.exceptionsByReason).toEqual({ quarantined: 1200 });
@@ -234,7 +281,13 @@ describe('computeReconciliation', () => {
   it('looks loans up in the core one by one across pages of the working table when the core cannot list', async () => {
     const ids = Array.from({ length: 1300 }, (_, i) => `k${i}`);
     const asked: string[] = [];
-    const s = sources(ids.map((id) => store(id, 'acknowledged')), ids.map((id) => plat(id)), ids.slice(1).map((id) => core(id)), [], false);
+    const s = sources(
+      ids.map((id) => store(id, 'acknowledged')),
+      ids.map((id) => plat(id)),
+      ids.slice(1).map((id) => core(id)),
+      [],
+      false,
+    );
     const r = await computeReconciliation({ ...s, coreFind: (id) => (asked.push(id), s.coreFind(id)) }, opts);
     expect(new Set(asked).size).toBe(1300);
     expect(r.exceptions.map((e) => `${e.reason}:${e.loanId}`)).toEqual(['acknowledged_missing_in_core:k0']);

@@ -48,6 +48,8 @@ describe('Excel-safe CSV cells', () => {
     expect(text.startsWith('\uFEFFrun_id,reason,loan_id')).toBe(true);
     const lines = text.slice(1).split('\r\n');
     expect(lines).toHaveLength(3); // header, row, trailing empty
-    expect(lines[1]).toBe("rec-1,quarantined,loan_1,'=cmd|calc,,,,quarantined,1234.56,2026-11-20T10:00:00.000Z,1,0-1,Quarantined (tin_incomplete: only last 4 digits),"); // review_items empty
+    expect(lines[1]).toBe(
+      "rec-1,quarantined,loan_1,'=cmd|calc,,,,quarantined,1234.56,2026-11-20T10:00:00.000Z,1,0-1,Quarantined (tin_incomplete: only last 4 digits),",
+    ); // review_items empty
   });
 });

@@ -6,7 +6,12 @@ import { createProgressBar } from '../../../src/reports/progress.js';
 import { clockReading } from '../../support/fake-clock.js';
 import { escapeHtml, renderHtml } from '../../../src/reports/render-html.js';
 import { renderJson } from '../../../src/reports/render-json.js';
-import type { Amount, ControlTotals, ReconciliationSummary, ReportException } from '../../../src/reports/types.js';
+import type {
+  Amount,
+  ControlTotals,
+  ReconciliationSummary,
+  ReportException,
+} from '../../../src/reports/types.js';
 
 const amt = (count: number, cents: number): Amount => ({ count, cents, unknownAmount: 0 });
 
@@ -40,7 +45,10 @@ function summary(exceptions: ReportException[]): ReconciliationSummary {
     },
     totals,
     tieOut: buildTieOut(totals),
-    aging: { byReason: { quarantined: { '0-1': 0, '2-5': 0, '>5': exceptions.length } }, totals: { '0-1': 0, '2-5': 0, '>5': exceptions.length } },
+    aging: {
+      byReason: { quarantined: { '0-1': 0, '2-5': 0, '>5': exceptions.length } },
+      totals: { '0-1': 0, '2-5': 0, '>5': exceptions.length },
+    },
     exceptionCount: exceptions.length,
     exceptionsByReason: exceptions.length ? { quarantined: exceptions.length } : {},
     notes: ['a <note>'],
@@ -108,7 +116,10 @@ describe('report.json', () => {
 });
 
 describe('progress bar', () => {
-  function sink(isTTY: boolean): { stream: Writable & { isTTY?: boolean; columns?: number }; text: () => string } {
+  function sink(isTTY: boolean): {
+    stream: Writable & { isTTY?: boolean; columns?: number };
+    text: () => string;
+  } {
     let text = '';
     const stream = new Writable({
       write(chunk: Buffer, _enc, cb) {
@@ -124,7 +135,10 @@ describe('progress bar', () => {
   it('draws one updating line on a TTY and clears it when done', () => {
     const s = sink(true);
     let t = 0;
-    const bar = createProgressBar(s.stream, clockReading(() => (t += 200)));
+    const bar = createProgressBar(
+      s.stream,
+      clockReading(() => (t += 200)),
+    );
     bar.update({ phase: 'store', done: 50, total: 100 });
     bar.update({ phase: 'platform', done: 300, total: null });
     bar.done();
@@ -136,7 +150,10 @@ describe('progress bar', () => {
 
   it('prints nothing when the stream is not a terminal', () => {
     const s = sink(false);
-    const bar = createProgressBar(s.stream, clockReading(() => 0));
+    const bar = createProgressBar(
+      s.stream,
+      clockReading(() => 0),
+    );
     bar.update({ phase: 'store', done: 1, total: 2 });
     bar.done();
     expect(s.text()).toBe('');

@@ -13,7 +13,12 @@ describe('sandbox fault injection', () => {
   it('a slow-body rule slows the body of a response that is otherwise sent', () => {
     const f = new FaultInjector();
     f.set(1, [{ route: '*', slowBodyRate: 1, slowBodyMs: 1500 }]);
-    expect(f.decide('GET /y')).toEqual({ latencyMs: 0, action: 'none', slowBodyMs: 1500, retryAfterSeconds: 0 });
+    expect(f.decide('GET /y')).toEqual({
+      latencyMs: 0,
+      action: 'none',
+      slowBodyMs: 1500,
+      retryAfterSeconds: 0,
+    });
   });
 
   it('rules without the new effects draw the same seeded sequence as before (replayable seeds stay valid)', () => {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { amortizedMonthlyPayment, generateLoan, PRIME_BPS, type AmountProfile } from '../../../src/sandbox/generator.js';
+import {
+  amortizedMonthlyPayment,
+  generateLoan,
+  PRIME_BPS,
+  type AmountProfile,
+} from '../../../src/sandbox/generator.js';
 import { createRng } from '../../../src/sandbox/rng.js';
 import { loanSchema } from '../../../src/contract/schemas.js';
 import { publicLoan } from '../../../src/sandbox/serialize.js';
@@ -11,7 +16,11 @@ function batch(seed: number, n: number, amounts: AmountProfile = 'extreme') {
 
 describe('data generator', () => {
   it('is deterministic for a seed and different for another', () => {
-    const strip = (b: ReturnType<typeof batch>) => b.map((g) => ({ ...g, documents: g.documents.map((d) => ({ ...d, bytes: d.bytes.toString('base64') })) }));
+    const strip = (b: ReturnType<typeof batch>) =>
+      b.map((g) => ({
+        ...g,
+        documents: g.documents.map((d) => ({ ...d, bytes: d.bytes.toString('base64') })),
+      }));
     expect(strip(batch(5, 20))).toEqual(strip(batch(5, 20)));
     expect(batch(6, 5).map((g) => g.loan.fields.id)).not.toEqual(batch(5, 5).map((g) => g.loan.fields.id));
   });
@@ -66,10 +75,16 @@ describe('data generator', () => {
       // The payment amortises the amount at the rate over the term (after interest-only months).
       const io = f.monthsInterestOnly ?? 0;
       expect(io).toBeLessThanOrEqual(f.monthsTerm as number);
-      if (f.paymentFrequency === 'lump sum' || f.paymentFrequency === 'irregular payments') expect(f.centsMonthlyPayment).toBe(0);
+      if (f.paymentFrequency === 'lump sum' || f.paymentFrequency === 'irregular payments')
+        expect(f.centsMonthlyPayment).toBe(0);
       else {
-        expect(f.centsMonthlyPayment).toBe(amortizedMonthlyPayment(cents, f.bpsRate as number, (f.monthsTerm as number) - io));
-        if (io < (f.monthsTerm as number)) expect((f.centsMonthlyPayment as number) * ((f.monthsTerm as number) - io)).toBeGreaterThanOrEqual(cents);
+        expect(f.centsMonthlyPayment).toBe(
+          amortizedMonthlyPayment(cents, f.bpsRate as number, (f.monthsTerm as number) - io),
+        );
+        if (io < (f.monthsTerm as number))
+          expect((f.centsMonthlyPayment as number) * ((f.monthsTerm as number) - io)).toBeGreaterThanOrEqual(
+            cents,
+          );
       }
     }
     // Log-normal-ish: most loans are small, the median well below the mean.
@@ -88,9 +103,23 @@ describe('data generator', () => {
     const realistic = batch(1, 48, 'realistic').map((g) => g.loan);
     expect(extreme.some((l) => (l.fields.centsAmount as number) > 1_000_000_000_00)).toBe(true);
     expect(extreme.some((l) => (l.fields.centsAmount as number) % 100 !== 0)).toBe(true);
-    expect(extreme.some((l) => [1, 7, 13, 5, 27, 480, 2, 11].includes(l.fields.monthsTerm as number))).toBe(true);
-    expect(realistic.map((l) => [l.fields.id, l.fields.status, l.fields.loanNumber, l.businesses.map((b) => b.name)])).toEqual(
-      extreme.map((l) => [l.fields.id, l.fields.status, l.fields.loanNumber, l.businesses.map((b) => b.name)]),
+    expect(extreme.some((l) => [1, 7, 13, 5, 27, 480, 2, 11].includes(l.fields.monthsTerm as number))).toBe(
+      true,
+    );
+    expect(
+      realistic.map((l) => [
+        l.fields.id,
+        l.fields.status,
+        l.fields.loanNumber,
+        l.businesses.map((b) => b.name),
+      ]),
+    ).toEqual(
+      extreme.map((l) => [
+        l.fields.id,
+        l.fields.status,
+        l.fields.loanNumber,
+        l.businesses.map((b) => b.name),
+      ]),
     );
   });
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { generateLoan } from '../../../src/sandbox/generator.js';
-import { createIdFactory, MAX_GENERATED_ID_LENGTH, MAX_LONG_ID_LENGTH, MAX_WILD_ID_LENGTH, type IdShapes } from '../../../src/sandbox/ids.js';
+import {
+  createIdFactory,
+  MAX_GENERATED_ID_LENGTH,
+  MAX_LONG_ID_LENGTH,
+  MAX_WILD_ID_LENGTH,
+  type IdShapes,
+} from '../../../src/sandbox/ids.js';
 import { createRng } from '../../../src/sandbox/rng.js';
 import { cli } from '../../support/mappings-cli.js';
 
@@ -10,7 +16,12 @@ const LONG = /^urn:lender:[a-z]+:[A-Za-z0-9._:-]+$/;
 const isLong = (i: string): boolean => LONG.test(i) && i.length <= MAX_LONG_ID_LENGTH;
 const isXlong = (i: string): boolean => LONG.test(i) && i.length > 100 && i.length <= MAX_GENERATED_ID_LENGTH;
 // A wild id: at most 100 characters, with a slash, a space, a percent sign and a non-ASCII letter.
-const isWild = (i: string): boolean => i.length <= MAX_WILD_ID_LENGTH && i.includes('/') && i.includes(' ') && i.includes('%') && /[\u0080-\uffff]/.test(i);
+const isWild = (i: string): boolean =>
+  i.length <= MAX_WILD_ID_LENGTH &&
+  i.includes('/') &&
+  i.includes(' ') &&
+  i.includes('%') &&
+  /[\u0080-\uffff]/.test(i);
 
 function idsOf(seed: number, shapes: IdShapes, n = 60): string[] {
   const rng = createRng(seed);
@@ -18,7 +29,12 @@ function idsOf(seed: number, shapes: IdShapes, n = 60): string[] {
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
     const { loan, documents } = generateLoan(rng, i, 'org', { ids });
-    out.push(loan.fields.id, ...loan.businesses.map((b) => b.id), ...loan.people.map((p) => p.id), ...documents.map((d) => d.id));
+    out.push(
+      loan.fields.id,
+      ...loan.businesses.map((b) => b.id),
+      ...loan.people.map((p) => p.id),
+      ...documents.map((d) => d.id),
+    );
     for (const d of documents) if (d.requirement) out.push(d.requirement.id);
   }
   return out;
@@ -32,15 +48,28 @@ describe('sandbox id shapes (--id-shapes)', () => {
     const long = ids.filter(isLong);
     expect(long.length).toBeGreaterThan(20);
     expect(long.some((i) => i.length === MAX_LONG_ID_LENGTH)).toBe(true);
-    for (const sep of ['-', '_', '.']) expect(long.some((i) => i.slice('urn:lender:'.length).includes(sep)), sep).toBe(true);
+    for (const sep of ['-', '_', '.'])
+      expect(
+        long.some((i) => i.slice('urn:lender:'.length).includes(sep)),
+        sep,
+      ).toBe(true);
     const xlong = ids.filter(isXlong);
     expect(xlong.length).toBeGreaterThan(10);
     expect(xlong.some((i) => i.length === MAX_GENERATED_ID_LENGTH)).toBe(true);
     const wild = ids.filter(isWild);
     expect(wild.length).toBeGreaterThan(10);
-    for (const c of ['?', '#', '+', '&']) expect(wild.some((i) => i.includes(c)), c).toBe(true);
-    expect(wild.some((i) => /[\u{10000}-\u{10FFFF}]/u.test(i)), 'a character outside the BMP').toBe(true);
-    expect(ids.every((i) => SHORT.test(i) || UUID.test(i) || isLong(i) || isXlong(i) || isWild(i))).toBe(true);
+    for (const c of ['?', '#', '+', '&'])
+      expect(
+        wild.some((i) => i.includes(c)),
+        c,
+      ).toBe(true);
+    expect(
+      wild.some((i) => /[\u{10000}-\u{10FFFF}]/u.test(i)),
+      'a character outside the BMP',
+    ).toBe(true);
+    expect(ids.every((i) => SHORT.test(i) || UUID.test(i) || isLong(i) || isXlong(i) || isWild(i))).toBe(
+      true,
+    );
     expect(Math.max(...ids.map((i) => i.length))).toBe(MAX_GENERATED_ID_LENGTH);
     expect(new Set(ids).size).toBe(ids.length);
   });
@@ -86,7 +115,12 @@ describe('sandbox id shapes (--id-shapes)', () => {
       const ids = createIdFactory(9, shapes);
       return Array.from({ length: 20 }, (_, i) => {
         const { loan } = generateLoan(rng, i, 'org', { ids });
-        return [loan.fields.centsAmount, loan.fields.closeDate, loan.businesses.map((b) => b.name), loan.people.map((p) => p.ssn)];
+        return [
+          loan.fields.centsAmount,
+          loan.fields.closeDate,
+          loan.businesses.map((b) => b.name),
+          loan.people.map((p) => p.ssn),
+        ];
       });
     };
     expect(data('mixed')).toEqual(data('short'));
@@ -95,6 +129,8 @@ describe('sandbox id shapes (--id-shapes)', () => {
 
   it('the sandbox command refuses an unknown shape with the flag named', async () => {
     const r = await cli(['sandbox', '--id-shapes', 'guid']);
-    expect(String(r.error)).toMatch(/--id-shapes: expected one of mixed, short, uuid, long, xlong, wild, got "guid"/);
+    expect(String(r.error)).toMatch(
+      /--id-shapes: expected one of mixed, short, uuid, long, xlong, wild, got "guid"/,
+    );
   });
 });

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { maxInSlidingWindow, RequestLog, type RequestLogEntry } from '../../../src/sandbox/request-log.js';
 
-const entry = (at: number): RequestLogEntry => ({ at, key: 'k', bucket: 'read', route: 'GET /x', status: 200 });
+const entry = (at: number): RequestLogEntry => ({
+  at,
+  key: 'k',
+  bucket: 'read',
+  route: 'GET /x',
+  status: 200,
+});
 
 describe('RequestLog', () => {
   it('keeps the newest entries up to its capacity and counts what it dropped', () => {

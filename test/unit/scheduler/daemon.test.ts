@@ -48,7 +48,9 @@ function gateCore(p: ReturnType<typeof fakePipeline>) {
     entered.emit('entered', pkg.loanId);
     await Promise.race([
       gate,
-      new Promise((_, reject) => opts?.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true })),
+      new Promise((_, reject) =>
+        opts?.signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+      ),
     ]);
     return board(pkg);
   };
@@ -175,7 +177,23 @@ describe('daemon', () => {
 
   it('refuses a bad cron expression naming the config key', () => {
     const p = fakePipeline();
-    expect(() => createDaemon({ runner: p.runner, logger: silentLogger(), clock: p.clock, drainSchedule: 'every minute', shutdownTimeoutMs: 1 })).toThrow(ConfigError);
-    expect(() => createDaemon({ runner: p.runner, logger: silentLogger(), clock: p.clock, drainSchedule: 'every minute', shutdownTimeoutMs: 1 })).toThrow(/schedule\.drain/);
+    expect(() =>
+      createDaemon({
+        runner: p.runner,
+        logger: silentLogger(),
+        clock: p.clock,
+        drainSchedule: 'every minute',
+        shutdownTimeoutMs: 1,
+      }),
+    ).toThrow(ConfigError);
+    expect(() =>
+      createDaemon({
+        runner: p.runner,
+        logger: silentLogger(),
+        clock: p.clock,
+        drainSchedule: 'every minute',
+        shutdownTimeoutMs: 1,
+      }),
+    ).toThrow(/schedule\.drain/);
   });
 });

@@ -4,7 +4,8 @@ import { migrate } from '../../../src/store/db.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
 import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
 
-const columns = (db: Database.Database): string[] => (db.prepare(`PRAGMA table_info(file_batches)`).all() as Array<{ name: string }>).map((c) => c.name);
+const columns = (db: Database.Database): string[] =>
+  (db.prepare(`PRAGMA table_info(file_batches)`).all() as Array<{ name: string }>).map((c) => c.name);
 
 describe('migration 12: file_batches.loan_count and record_count (written at the seal, never read) are dropped', () => {
   it('drops both columns on a database that has them and keeps every batch and its audit fields', async () => {
@@ -16,7 +17,9 @@ describe('migration 12: file_batches.loan_count and record_count (written at the
       `INSERT INTO file_batches (id, status, opened_at, cutoff_at, sealing_at, sealed_at, seal_reason, sealed_by, loan_count, record_count, principal_cents, layout)
        VALUES ('2025-03-14-001', 'sealed', 1, 2, 3, 4, 'cutoff', 'connector', 5, 10, '625000250', 'files: []')`,
     ).run();
-    db.prepare(`INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at) VALUES ('2025-03-14-001', 'loan_1', 'new', '100', 'd', '{}', 2, 1)`).run();
+    db.prepare(
+      `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at) VALUES ('2025-03-14-001', 'loan_1', 'new', '100', 'd', '{}', 2, 1)`,
+    ).run();
 
     migrate(db);
 
@@ -25,8 +28,16 @@ describe('migration 12: file_batches.loan_count and record_count (written at the
     expect(columns(db)).not.toContain('record_count');
     const store = new FileBatchStore(db);
     expect(await store.get('2025-03-14-001')).toEqual({
-      id: '2025-03-14-001', status: 'sealed', openedAt: 1, cutoffAt: 2, sealingAt: 3, sealedAt: 4,
-      sealReason: 'cutoff', sealedBy: 'connector', principalCents: '625000250', layout: 'files: []',
+      id: '2025-03-14-001',
+      status: 'sealed',
+      openedAt: 1,
+      cutoffAt: 2,
+      sealingAt: 3,
+      sealedAt: 4,
+      sealReason: 'cutoff',
+      sealedBy: 'connector',
+      principalCents: '625000250',
+      layout: 'files: []',
     });
     // The counts the CLI shows come from the batch's loans, which the seal keeps.
     expect(await store.counts('2025-03-14-001')).toEqual({ loans: 1, corrections: 0, records: 2 });

@@ -28,7 +28,9 @@ describe('state and report files are not world-readable (regression: state.sqlit
     const warnings: string[] = [];
     openDatabase(path, { onWarning: (m) => warnings.push(m) }).close();
     expect(mode(path)).toBe(0o600);
-    expect(warnings).toEqual([expect.stringContaining('was readable by others (mode 644); tightened to 600')]);
+    expect(warnings).toEqual([
+      expect.stringContaining('was readable by others (mode 644); tightened to 600'),
+    ]);
   });
 
   it('reports: directories 0750, files 0640, and an open directory is tightened', () => {

@@ -15,15 +15,32 @@ describe('a state file from before issue 26 migrates forward untouched', () => {
     const old = new Database(path);
     for (const m of MIGRATIONS.slice(0, 13)) old.exec(migrationSql(m, 'sqlite'));
     old.pragma('user_version = 13');
-    old.prepare("INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES ('L1', 'acknowledged', 4200, 1, 2)").run();
-    old.prepare("INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at) VALUES ('boarding', 'h:1:x', 1, 'h', 1, 2)").run();
-    old.prepare("INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload) VALUES ('w1', 'loan.funded', 'L1', 5, 6, '{}')").run();
+    old
+      .prepare(
+        "INSERT INTO loans (id, state, cents_amount, created_at, updated_at) VALUES ('L1', 'acknowledged', 4200, 1, 2)",
+      )
+      .run();
+    old
+      .prepare(
+        "INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at) VALUES ('boarding', 'h:1:x', 1, 'h', 1, 2)",
+      )
+      .run();
+    old
+      .prepare(
+        "INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload) VALUES ('w1', 'loan.funded', 'L1', 5, 6, '{}')",
+      )
+      .run();
     old.close();
 
     const db = openDatabase(path);
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     const s = createBoardingStore(db);
-    expect(await s.loans.require('L1')).toMatchObject({ state: 'acknowledged', centsAmount: 4200, createdAt: 1, updatedAt: 2 });
+    expect(await s.loans.require('L1')).toMatchObject({
+      state: 'acknowledged',
+      centsAmount: 4200,
+      createdAt: 1,
+      updatedAt: 2,
+    });
     // A lease row from before leadership (no expiry, heartbeat long ago): free to take, epoch on from 0.
     expect(await sqliteLeaseBackend(db).read('boarding')).toMatchObject({ holder: null, epoch: 0 });
     expect(await sqliteLeaseBackend(db).acquire('boarding', 'h:2:y', 15_000)).toEqual({ epoch: 1 });

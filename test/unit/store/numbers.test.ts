@@ -8,7 +8,14 @@ import { openDatabase } from '../../../src/store/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { openStore } from '../../../src/store/open.js';
 import { StoreDb } from '../../../src/store/sql.js';
-import { DEFAULT_NUMBER_POOLS, PoolExhaustedError, createNumberStore, formatNumber, type NumberPools, type NumberPoolSpec } from '../../../src/store/numbers.js';
+import {
+  DEFAULT_NUMBER_POOLS,
+  PoolExhaustedError,
+  createNumberStore,
+  formatNumber,
+  type NumberPools,
+  type NumberPoolSpec,
+} from '../../../src/store/numbers.js';
 import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../support/store-engines.js';
 import { pgTarget } from '../../support/pg.js';
 
@@ -16,11 +23,20 @@ const T0 = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'numbers-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const pools = (account: Partial<NumberPoolSpec>): NumberPools => ({ ...DEFAULT_NUMBER_POOLS, account: { ...DEFAULT_NUMBER_POOLS.account, ...account } });
+const pools = (account: Partial<NumberPoolSpec>): NumberPools => ({
+  ...DEFAULT_NUMBER_POOLS,
+  account: { ...DEFAULT_NUMBER_POOLS.account, ...account },
+});
 
 describe('number formats', () => {
   it('formats prefix + zero-padded sequence + check digit to the width', () => {
-    const spec: NumberPoolSpec = { ranges: [{ from: '1', to: '999' }], prefix: '77', width: 8, checkDigit: 'luhn', warnAt: 0.9 };
+    const spec: NumberPoolSpec = {
+      ranges: [{ from: '1', to: '999' }],
+      prefix: '77',
+      width: 8,
+      checkDigit: 'luhn',
+      warnAt: 0.9,
+    };
     const n = formatNumber(spec, 42n);
     expect(n).toMatch(/^7700042\d$/);
     expect(hasValidCheckDigit('luhn', n ?? '')).toBe(true);
@@ -29,9 +45,17 @@ describe('number formats', () => {
 });
 
 /** Two handles on one state, as a daemon and a command (or two replicas) have: two connections to one file, two pools on one database. */
-async function twoHandles(engine: TestEngine, name: string, url: string | null, cleanup: Array<() => Promise<void>>): Promise<[StoreDb, StoreDb]> {
+async function twoHandles(
+  engine: TestEngine,
+  name: string,
+  url: string | null,
+  cleanup: Array<() => Promise<void>>,
+): Promise<[StoreDb, StoreDb]> {
   const open = async (): Promise<StoreDb> => {
-    const db = engine === 'sqlite' ? StoreDb.sqliteOn(openDatabase(join(dir, `${name}.sqlite`))) : await openStore(pgTarget(url as string, { poolSize: 2, connectTimeoutMs: 5000 }));
+    const db =
+      engine === 'sqlite'
+        ? StoreDb.sqliteOn(openDatabase(join(dir, `${name}.sqlite`)))
+        : await openStore(pgTarget(url as string, { poolSize: 2, connectTimeoutMs: 5000 }));
     cleanup.push(() => db.close());
     return db;
   };
@@ -53,7 +77,10 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
       const b = await s.numbers.allocate('account', 'loan-b', T0);
       expect(a.fresh).toBe(true);
       expect(b.number).not.toBe(a.number);
-      expect(await s.numbers.allocate('account', 'loan-a', T0 + 1)).toEqual({ number: a.number, fresh: false });
+      expect(await s.numbers.allocate('account', 'loan-a', T0 + 1)).toEqual({
+        number: a.number,
+        fresh: false,
+      });
       expect(await s.numbers.get('account', 'loan-a')).toBe(a.number);
       expect(await s.numbers.keyOf('account', b.number)).toBe('loan-b');
       expect(a.number).toHaveLength(10);
@@ -93,7 +120,10 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
       const h2 = createNumberStore(d2, pools({ ranges: [{ from: '1', to: '500' }] }));
       const seen = new Map<string, string>();
       for (let i = 0; i < 100; i++) {
-        for (const [h, name] of [[h1, 'a'], [h2, 'b']] as const) {
+        for (const [h, name] of [
+          [h1, 'a'],
+          [h2, 'b'],
+        ] as const) {
           const key = `${name}${i}`;
           const n = (await h.allocate('account', key, T0)).number;
           expect(seen.has(n), `number ${n} given to ${seen.get(n)} and ${key}`).toBe(false);
@@ -104,7 +134,10 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
     });
 
     it('skips a sequence whose mod-11 check digit would be 10, and each issued number checks', async () => {
-      const s = createNumberStore(await fresh(), pools({ ranges: [{ from: '1', to: '30' }], width: 4, checkDigit: 'mod11' }));
+      const s = createNumberStore(
+        await fresh(),
+        pools({ ranges: [{ from: '1', to: '30' }], width: 4, checkDigit: 'mod11' }),
+      );
       const issued: string[] = [];
       for (;;) {
         try {
@@ -119,10 +152,17 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
       expect(issued.some((n) => n.startsWith('006'))).toBe(false);
       expect(issued.some((n) => n.startsWith('005'))).toBe(true);
       expect(issued.every((n) => hasValidCheckDigit('mod11', n))).toBe(true);
-      const skipped = Array.from({ length: 30 }, (_, i) => i + 1).filter((i) => formatNumber(s.pools.account, BigInt(i)) === null);
+      const skipped = Array.from({ length: 30 }, (_, i) => i + 1).filter(
+        (i) => formatNumber(s.pools.account, BigInt(i)) === null,
+      );
       expect(skipped.length).toBeGreaterThan(0);
       expect(issued).toHaveLength(30 - skipped.length);
-      expect(await s.usage('account')).toMatchObject({ used: 30, capacity: 30, ratio: 1, allocated: 30 - skipped.length });
+      expect(await s.usage('account')).toMatchObject({
+        used: 30,
+        capacity: 30,
+        ratio: 1,
+        allocated: 30 - skipped.length,
+      });
     });
 
     it('an exhausted pool throws a fatal error naming the config key, and never reuses a number', async () => {
@@ -138,7 +178,9 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
       }
       expect(caught).toBeInstanceOf(PoolExhaustedError);
       expect(caught).toBeInstanceOf(FatalError);
-      expect((caught as Error).message).toMatch(/identity\.accountNumbers\.pool: the account number pool is exhausted \(all 3 sequence\(s\)/);
+      expect((caught as Error).message).toMatch(
+        /identity\.accountNumbers\.pool: the account number pool is exhausted \(all 3 sequence\(s\)/,
+      );
       expect((caught as Error).message).toMatch(/add a range to identity\.accountNumbers\.pool\.ranges/);
       expect(await s.get('account', 'd')).toBeNull();
       // Keys that have a number still get it.
@@ -151,7 +193,16 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
       const a = (await small.allocate('account', 'a', T0)).number;
       await small.allocate('account', 'b', T0);
       await expect(small.allocate('account', 'c', T0)).rejects.toThrow(PoolExhaustedError);
-      const bigger = createNumberStore(db, pools({ ranges: [{ from: '500', to: '501' }, { from: '100', to: '199' }], width: 4 }));
+      const bigger = createNumberStore(
+        db,
+        pools({
+          ranges: [
+            { from: '500', to: '501' },
+            { from: '100', to: '199' },
+          ],
+          width: 4,
+        }),
+      );
       expect((await bigger.allocate('account', 'a', T0)).number).toBe(a);
       expect((await bigger.allocate('account', 'c', T0)).number).toMatch(/^100\d$/);
       expect(await bigger.usage('account')).toMatchObject({ used: 3, capacity: 102 });

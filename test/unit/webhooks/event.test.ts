@@ -3,12 +3,26 @@ import fc from 'fast-check';
 import { extractFundedAt, parseTime } from '../../../src/contract/webhook-payload.js';
 import { InvalidPayloadError, toWebhookEvent } from '../../../src/webhooks/event.js';
 
-const ctx = { webhookIdHeader: 'msg_1', signedTimestampMs: 1_700_000_000_000, receivedAt: 1_800_000_000_000, rawBody: Buffer.from('{}') };
+const ctx = {
+  webhookIdHeader: 'msg_1',
+  signedTimestampMs: 1_700_000_000_000,
+  receivedAt: 1_800_000_000_000,
+  rawBody: Buffer.from('{}'),
+};
 
 describe('toWebhookEvent (tolerant envelope)', () => {
   it('reads the sandbox-like shape', () => {
-    const e = toWebhookEvent({ id: 'evt_1', type: 'loan.funded', createdAt: '2026-11-21T10:00:00Z', data: { loanId: 'L1' } }, ctx);
-    expect(e).toMatchObject({ webhookId: 'msg_1', type: 'loan.funded', known: true, loanId: 'L1', occurredAt: Date.parse('2026-11-21T10:00:00Z') });
+    const e = toWebhookEvent(
+      { id: 'evt_1', type: 'loan.funded', createdAt: '2026-11-21T10:00:00Z', data: { loanId: 'L1' } },
+      ctx,
+    );
+    expect(e).toMatchObject({
+      webhookId: 'msg_1',
+      type: 'loan.funded',
+      known: true,
+      loanId: 'L1',
+      occurredAt: Date.parse('2026-11-21T10:00:00Z'),
+    });
   });
 
   it.each([
@@ -30,18 +44,27 @@ describe('toWebhookEvent (tolerant envelope)', () => {
   });
 
   it('falls back to the payload id, then a body hash, for the dedupe key', () => {
-    expect(toWebhookEvent({ id: 'evt_9', type: 'x' }, { ...ctx, webhookIdHeader: null }).webhookId).toBe('evt:evt_9');
-    expect(toWebhookEvent({ type: 'x' }, { ...ctx, webhookIdHeader: null }).webhookId).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(toWebhookEvent({ id: 'evt_9', type: 'x' }, { ...ctx, webhookIdHeader: null }).webhookId).toBe(
+      'evt:evt_9',
+    );
+    expect(toWebhookEvent({ type: 'x' }, { ...ctx, webhookIdHeader: null }).webhookId).toMatch(
+      /^sha256:[0-9a-f]{64}$/,
+    );
   });
 
   it('takes the event time from the payload, else the signed timestamp, else receipt', () => {
     expect(toWebhookEvent({ type: 'x', timestamp: 1_750_000_000 }, ctx).occurredAt).toBe(1_750_000_000_000);
-    expect(toWebhookEvent({ type: 'x', createdAt: 'not a date' }, ctx).occurredAt).toBe(ctx.signedTimestampMs);
-    expect(toWebhookEvent({ type: 'x' }, { ...ctx, signedTimestampMs: null }).occurredAt).toBe(ctx.receivedAt);
+    expect(toWebhookEvent({ type: 'x', createdAt: 'not a date' }, ctx).occurredAt).toBe(
+      ctx.signedTimestampMs,
+    );
+    expect(toWebhookEvent({ type: 'x' }, { ...ctx, signedTimestampMs: null }).occurredAt).toBe(
+      ctx.receivedAt,
+    );
   });
 
   it('refuses JSON that is not an object', () => {
-    for (const v of [[], 3, 'x', null, true]) expect(() => toWebhookEvent(v, ctx)).toThrow(InvalidPayloadError);
+    for (const v of [[], 3, 'x', null, true])
+      expect(() => toWebhookEvent(v, ctx)).toThrow(InvalidPayloadError);
   });
 
   it('never reads a bare date as a time (it would be UTC midnight)', () => {
@@ -55,7 +78,9 @@ describe('toWebhookEvent (tolerant envelope)', () => {
   });
 
   it('uses data.fundedAt for the funded time when given', () => {
-    expect(extractFundedAt({ payload: { data: { fundedAt: '2026-01-02T03:04:05Z' } }, occurredAt: 5 })).toBe(Date.parse('2026-01-02T03:04:05Z'));
+    expect(extractFundedAt({ payload: { data: { fundedAt: '2026-01-02T03:04:05Z' } }, occurredAt: 5 })).toBe(
+      Date.parse('2026-01-02T03:04:05Z'),
+    );
     expect(extractFundedAt({ payload: { data: {} }, occurredAt: 5 })).toBe(5);
   });
 });
@@ -67,13 +92,38 @@ describe('toWebhookEvent on arbitrary JSON', () => {
     fc.boolean(),
     fc.integer(),
     fc.double(),
-    fc.constantFrom('', ' ', 'loan.funded', 'document.uploaded', '2026-11-21T10:00:00Z', '1700000000', 'x', '12.5'),
+    fc.constantFrom(
+      '',
+      ' ',
+      'loan.funded',
+      'document.uploaded',
+      '2026-11-21T10:00:00Z',
+      '1700000000',
+      'x',
+      '12.5',
+    ),
     fc.string(),
     fc.constant(Number.MAX_SAFE_INTEGER + 2),
     fc.array(fc.integer(), { maxLength: 2 }),
-    fc.dictionary(fc.constantFrom('loanId', 'id', 'loan_id'), fc.oneof(fc.string(), fc.integer()), { maxKeys: 2 }),
+    fc.dictionary(fc.constantFrom('loanId', 'id', 'loan_id'), fc.oneof(fc.string(), fc.integer()), {
+      maxKeys: 2,
+    }),
   );
-  const keys = ['id', 'type', 'event', 'eventType', 'event_type', 'createdAt', 'created_at', 'occurredAt', 'timestamp', 'created', 'loanId', 'data', 'other'];
+  const keys = [
+    'id',
+    'type',
+    'event',
+    'eventType',
+    'event_type',
+    'createdAt',
+    'created_at',
+    'occurredAt',
+    'timestamp',
+    'created',
+    'loanId',
+    'data',
+    'other',
+  ];
   const envelope = fc.oneof(fc.dictionary(fc.constantFrom(...keys), field, { maxKeys: 8 }), field);
 
   it('refuses exactly the non-objects; every object gives a storable event with a time that formats', () => {

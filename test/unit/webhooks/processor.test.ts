@@ -29,9 +29,20 @@ function memDb(): Db {
   return db;
 }
 
-function event(id: string, type: string, loanId: string | null, at: string, extra: Record<string, unknown> = {}) {
+function event(
+  id: string,
+  type: string,
+  loanId: string | null,
+  at: string,
+  extra: Record<string, unknown> = {},
+) {
   const payload = { id, type, createdAt: at, data: { ...(loanId ? { loanId } : {}), ...extra } };
-  return toWebhookEvent(payload, { webhookIdHeader: id, signedTimestampMs: null, receivedAt: Date.now(), rawBody: Buffer.from(JSON.stringify(payload)) });
+  return toWebhookEvent(payload, {
+    webhookIdHeader: id,
+    signedTimestampMs: null,
+    receivedAt: Date.now(),
+    rawBody: Buffer.from(JSON.stringify(payload)),
+  });
 }
 
 async function insertLoan(db: StoreDb, id: string): Promise<void> {
@@ -41,7 +52,9 @@ async function insertLoan(db: StoreDb, id: string): Promise<void> {
 /** A trigger that refuses loan_events rows of loan BAD, in the engine's dialect. */
 async function refuseBadLoanEvents(db: StoreDb, engine: TestEngine): Promise<void> {
   if (engine === 'sqlite') {
-    await db.exec("CREATE TRIGGER no_bad BEFORE INSERT ON loan_events WHEN NEW.loan_id = 'BAD' BEGIN SELECT RAISE(ABORT, 'constraint: bad loan'); END");
+    await db.exec(
+      "CREATE TRIGGER no_bad BEFORE INSERT ON loan_events WHEN NEW.loan_id = 'BAD' BEGIN SELECT RAISE(ABORT, 'constraint: bad loan'); END",
+    );
     return;
   }
   await db.exec(`CREATE FUNCTION no_bad() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'constraint: bad loan'; END $$;
@@ -51,28 +64,56 @@ async function refuseBadLoanEvents(db: StoreDb, engine: TestEngine): Promise<voi
 describe('webhook inbox indexes (migration 5)', () => {
   it('pending rows are read from the pending-only index in processing order (no sort), funded rows by loan', async () => {
     const db = memDb();
-    const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
-    const pending = plan("SELECT * FROM webhook_inbox WHERE status = 'pending' ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT 5");
+    const plan = (sql: string): string =>
+      db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all()
+        .map((r) => (r as { detail: string }).detail)
+        .join(' | ');
+    const pending = plan(
+      "SELECT * FROM webhook_inbox WHERE status = 'pending' ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT 5",
+    );
     expect(pending).toContain('USING INDEX webhook_inbox_pending');
     expect(pending).not.toContain('TEMP B-TREE');
-    expect(plan("SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = 'L1' AND event_type = 'loan.funded'")).toContain(
-      'USING INDEX webhook_inbox_funded',
-    );
+    expect(
+      plan(
+        "SELECT * FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = 'L1' AND event_type = 'loan.funded'",
+      ),
+    ).toContain('USING INDEX webhook_inbox_funded');
     // Processed rows leave the pending index.
     const inbox = createWebhookInbox(db);
     await inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
     await inbox.insert(event('p2', 'loan.funded', 'L2', '2026-11-01T00:00:01Z'), 1);
     await inbox.markProcessed('p1', 2);
-    expect(db.prepare("SELECT COUNT(*) AS n FROM webhook_inbox INDEXED BY webhook_inbox_pending WHERE status = 'pending'").get()).toEqual({ n: 1 });
+    expect(
+      db
+        .prepare(
+          "SELECT COUNT(*) AS n FROM webhook_inbox INDEXED BY webhook_inbox_pending WHERE status = 'pending'",
+        )
+        .get(),
+    ).toEqual({ n: 1 });
     expect(await inbox.fundedAt('L1')).toBe(Date.parse('2026-11-01T00:00:00Z'));
   });
 
   it('counts rows by status from the indexes, without a table scan', async () => {
     const db = memDb();
-    const plan = (sql: string): string => db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all().map((r) => (r as { detail: string }).detail).join(' | ');
-    expect(plan("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'")).toContain('COVERING INDEX webhook_inbox_failed');
+    const plan = (sql: string): string =>
+      db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all()
+        .map((r) => (r as { detail: string }).detail)
+        .join(' | ');
+    expect(plan("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'")).toContain(
+      'COVERING INDEX webhook_inbox_failed',
+    );
     const inbox = createWebhookInbox(db);
-    for (const [id, at] of [['s1', 5], ['s2', 3], ['s3', 9], ['s4', 7]] as const) await inbox.insert(event(id, 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), at);
+    for (const [id, at] of [
+      ['s1', 5],
+      ['s2', 3],
+      ['s3', 9],
+      ['s4', 7],
+    ] as const)
+      await inbox.insert(event(id, 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), at);
     await inbox.markProcessed('s1', 10);
     await inbox.markFailed('s2', 10, 'boom');
     expect(await inbox.stats()).toEqual({ pending: 2, failed: 1, processed: 1, oldestPendingAt: 7 });
@@ -125,8 +166,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const db = await fresh();
       await insertLoan(db, 'L1');
       const inbox = createWebhookInbox(db);
-      await inbox.insert(event('b', 'loan.funded', 'L1', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:59:00Z' }), 1);
-      await inbox.insert(event('a', 'loan.status_changed', 'L1', '2026-11-01T09:00:00Z', { status: 'funded' }), 2);
+      await inbox.insert(
+        event('b', 'loan.funded', 'L1', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:59:00Z' }),
+        1,
+      );
+      await inbox.insert(
+        event('a', 'loan.status_changed', 'L1', '2026-11-01T09:00:00Z', { status: 'funded' }),
+        2,
+      );
       await inbox.insert(event('c', 'loan.funded', 'L2', '2026-11-02T00:00:00Z'), 3);
       const cycles: string[] = [];
       const funded: string[] = [];
@@ -136,7 +183,15 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
         cycles.push(r);
         cycleRequested();
       };
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle, onFunded: (id) => funded.push(id) });
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+        requestCycle,
+        onFunded: (id) => funded.push(id),
+      });
       const order: string[] = [];
       p.events.on('processed', (e: { webhookId: string }) => order.push(e.webhookId));
       await p.start();
@@ -144,13 +199,17 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       expect(order).toEqual(['a', 'b', 'c']);
       expect(funded).toEqual(['L1', 'L2']);
       expect(cycles).toEqual(['webhook:loan.funded']);
-      expect(await db.get("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'")).toEqual({ f: '2026-11-01T09:59:00.000Z' });
+      expect(await db.get("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'")).toEqual({
+        f: '2026-11-01T09:59:00.000Z',
+      });
       // L2 has no loans row (not released yet): its funded time lives in the inbox.
       expect(await db.get("SELECT COUNT(*) AS n FROM loans WHERE id = 'L2'")).toEqual({ n: 0 });
       expect(await inbox.fundedAt('L2')).toBe(Date.parse('2026-11-02T00:00:00Z'));
       expect((await inbox.fundedLoans()).map((f) => f.loanId)).toEqual(['L1', 'L2']);
       // Every delivery is history when processed, L2's too (its loans row comes later).
-      const events = await db.all("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq");
+      const events = await db.all(
+        "SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq",
+      );
       expect(events).toEqual([
         { loan_id: 'L1', reason: 'loan.status_changed' },
         { loan_id: 'L1', reason: 'loan.funded' },
@@ -164,12 +223,20 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const db = await fresh();
       await insertLoan(db, 'L1');
       const inbox = createWebhookInbox(db);
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+      });
       await inbox.insert(event('x', 'loan.funded', 'L1', '2026-11-01T10:00:00Z'), 1);
       await p.drain();
       await inbox.insert(event('y', 'loan.funded', 'L1', '2026-11-03T10:00:00Z'), 2);
       await p.drain();
-      expect(await db.get("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'")).toEqual({ f: '2026-11-01T10:00:00.000Z' });
+      expect(await db.get("SELECT funded_at_iso AS f FROM loans WHERE id = 'L1'")).toEqual({
+        f: '2026-11-01T10:00:00.000Z',
+      });
     });
 
     it('records unknown events and events without a loan id as processed, without effects', async () => {
@@ -178,7 +245,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await inbox.insert(event('u', 'loan.teleported', 'L1', '2026-11-01T10:00:00Z'), 1);
       await inbox.insert(event('n', 'loan.funded', null, '2026-11-01T10:00:00Z'), 1);
       const cycles: string[] = [];
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, requestCycle: (r) => cycles.push(r) });
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+        requestCycle: (r) => cycles.push(r),
+      });
       expect(await p.drain()).toBe(2);
       expect(await inbox.stats()).toMatchObject({ processed: 2, pending: 0 });
       expect(await db.get('SELECT COUNT(*) AS n FROM loan_events')).toEqual({ n: 0 });
@@ -194,16 +268,30 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await inbox.insert(event('ok2', 'loan.created', 'L2', '2026-11-01T10:00:02Z'), 1);
       const outcomes: Array<[string, string]> = [];
       for (const id of ['L1', 'BAD', 'L2']) await insertLoan(db, id);
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
-      p.events.on('processed', (e: { webhookId: string; outcome: string }) => outcomes.push([e.webhookId, e.outcome]));
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+      });
+      p.events.on('processed', (e: { webhookId: string; outcome: string }) =>
+        outcomes.push([e.webhookId, e.outcome]),
+      );
       await p.drain();
       expect(outcomes).toEqual([
         ['ok1', 'processed'],
         ['bad', 'failed'],
         ['ok2', 'processed'],
       ]);
-      expect(await inbox.get('bad')).toMatchObject({ status: 'failed', error: expect.stringContaining('bad loan') });
-      expect(await db.all('SELECT loan_id FROM loan_events ORDER BY seq')).toEqual([{ loan_id: 'L1' }, { loan_id: 'L2' }]);
+      expect(await inbox.get('bad')).toMatchObject({
+        status: 'failed',
+        error: expect.stringContaining('bad loan'),
+      });
+      expect(await db.all('SELECT loan_id FROM loan_events ORDER BY seq')).toEqual([
+        { loan_id: 'L1' },
+        { loan_id: 'L2' },
+      ]);
       // SQLite: the connection's durability setting is restored after the processing transaction.
       if (db.sqlite) expect(db.sqlite.pragma('synchronous', { simple: true })).toBe(2);
     });
@@ -216,7 +304,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const inbox = createWebhookInbox(db);
       expect((await inbox.stats()).pending).toBe(1);
       const funded: string[] = [];
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0, onFunded: (id) => funded.push(id) });
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+        onFunded: (id) => funded.push(id),
+      });
       await p.start();
       expect(funded).toEqual(['L9']);
       expect((await inbox.get('w'))?.status).toBe('processed');
@@ -234,12 +329,22 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       await inbox.insert(event('old-pending', 'loan.created', 'L3', '2026-01-01T00:00:00Z'), 100);
       await inbox.insert(event('new', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 900);
       await insertLoan(db, 'L1');
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+      });
       await p.drain();
       await db.run("UPDATE webhook_inbox SET status = 'pending' WHERE webhook_id = 'old-pending'");
       expect(await inbox.prune(500)).toBe(2);
       const left = await db.all('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id');
-      expect(left).toEqual([{ webhook_id: 'new' }, { webhook_id: 'old-funded-unknown' }, { webhook_id: 'old-pending' }]);
+      expect(left).toEqual([
+        { webhook_id: 'new' },
+        { webhook_id: 'old-funded-unknown' },
+        { webhook_id: 'old-pending' },
+      ]);
       expect(await inbox.fundedAt('L2')).not.toBeNull();
     });
 
@@ -249,15 +354,26 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       // Kept whatever the limit: a funded time not yet on a loans row, a pending row, a recent row.
       await inbox.insert(event('keep-funded', 'loan.funded', 'L-unknown', '2026-01-01T00:00:00Z'), 1);
       await inbox.insert(event('keep-pending', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 1);
-      for (let i = 0; i < 1200; i++) await inbox.insert(event(`old-${i}`, 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 10 + i);
+      for (let i = 0; i < 1200; i++)
+        await inbox.insert(event(`old-${i}`, 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 10 + i);
       await inbox.insert(event('keep-recent', 'loan.created', 'L1', '2026-01-01T00:00:00Z'), 5000);
       await db.run("UPDATE webhook_inbox SET status = 'processed' WHERE webhook_id != 'keep-pending'");
       expect(await inbox.prune(2000, 500)).toBe(500);
       // Oldest first: what is left of the old rows starts at old-500.
-      expect(await db.get("SELECT MIN(received_at) AS m FROM webhook_inbox WHERE webhook_id LIKE 'old-%'")).toEqual({ m: 510 });
-      expect([await inbox.prune(2000, 500), await inbox.prune(2000, 500), await inbox.prune(2000, 500)]).toEqual([500, 200, 0]);
+      expect(
+        await db.get("SELECT MIN(received_at) AS m FROM webhook_inbox WHERE webhook_id LIKE 'old-%'"),
+      ).toEqual({ m: 510 });
+      expect([
+        await inbox.prune(2000, 500),
+        await inbox.prune(2000, 500),
+        await inbox.prune(2000, 500),
+      ]).toEqual([500, 200, 0]);
       const left = await db.all('SELECT webhook_id FROM webhook_inbox ORDER BY webhook_id');
-      expect(left).toEqual([{ webhook_id: 'keep-funded' }, { webhook_id: 'keep-pending' }, { webhook_id: 'keep-recent' }]);
+      expect(left).toEqual([
+        { webhook_id: 'keep-funded' },
+        { webhook_id: 'keep-pending' },
+        { webhook_id: 'keep-recent' },
+      ]);
     });
   });
 
@@ -265,15 +381,31 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
     it('deliveries for a loan not known yet are in its history before its first transition, once', async () => {
       const db = await fresh();
       const inbox = createWebhookInbox(db);
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
-      await inbox.insert(event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', { status: 'funded', previousStatus: 'active' }), 1);
-      await inbox.insert(event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }), 2);
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+      });
+      await inbox.insert(
+        event('s', 'loan.status_changed', 'L7', '2026-11-01T09:00:00Z', {
+          status: 'funded',
+          previousStatus: 'active',
+        }),
+        1,
+      );
+      await inbox.insert(
+        event('f', 'loan.funded', 'L7', '2026-11-01T10:00:00Z', { fundedAt: '2026-11-01T09:30:00Z' }),
+        2,
+      );
       await inbox.insert(event('f2', 'loan.funded', 'L7', '2026-11-01T10:05:00Z'), 3);
       await inbox.insert(event('u', 'loan.teleported', 'L7', '2026-11-01T09:10:00Z'), 4);
       await inbox.insert(event('o', 'loan.funded', 'L8', '2026-11-01T08:00:00Z'), 5);
       expect(await p.drain()).toBe(5);
       // Documented events are history when processed (event-time order); the unknown type is not.
-      const webhookRows = () => db.all("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq");
+      const webhookRows = () =>
+        db.all("SELECT loan_id, reason FROM loan_events WHERE kind = 'webhook' ORDER BY seq");
       expect(await webhookRows()).toEqual([
         { loan_id: 'L8', reason: 'loan.funded' },
         { loan_id: 'L7', reason: 'loan.status_changed' },
@@ -292,27 +424,47 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       ]);
       const funded = (await loans.events('L7'))[1];
       expect(funded).toMatchObject({ actor: 'platform', at: Date.parse('2026-11-01T10:00:00Z') });
-      expect(funded?.detail).toEqual({ webhookId: 'f', occurredAt: Date.parse('2026-11-01T10:00:00Z'), fundedAt: '2026-11-01T09:30:00.000Z' });
+      expect(funded?.detail).toEqual({
+        webhookId: 'f',
+        occurredAt: Date.parse('2026-11-01T10:00:00Z'),
+        fundedAt: '2026-11-01T09:30:00.000Z',
+      });
       await p.drain();
-      expect((await loans.events('L7')).map((e) => (e.detail as { webhookId?: string } | null)?.webhookId).at(-1)).toBe('late');
+      expect(
+        (await loans.events('L7')).map((e) => (e.detail as { webhookId?: string } | null)?.webhookId).at(-1),
+      ).toBe('late');
       expect((await loans.events('L7')).filter((e) => e.kind === 'webhook')).toHaveLength(4);
       // Only the loan's own deliveries.
-      expect((await loans.events('L7')).map((e) => (e.detail as { webhookId?: string } | null)?.webhookId)).not.toContain('o');
+      expect(
+        (await loans.events('L7')).map((e) => (e.detail as { webhookId?: string } | null)?.webhookId),
+      ).not.toContain('o');
       expect(await db.get("SELECT COUNT(*) AS n FROM loan_events WHERE loan_id = 'L8'")).toEqual({ n: 1 });
     });
 
     it('a loan.funded whose time is not a real date does not stop the loan from being created later (regression)', async () => {
       const db = await fresh();
       const inbox = createWebhookInbox(db);
-      const p = createWebhookProcessor({ clock: systemClock, db, inbox, logger: silentLogger(), debounceMs: 0 });
+      const p = createWebhookProcessor({
+        clock: systemClock,
+        db,
+        inbox,
+        logger: silentLogger(),
+        debounceMs: 0,
+      });
       // Epoch nanoseconds: read as milliseconds it is beyond what a Date can hold.
-      await inbox.insert(event('ns', 'loan.funded', 'L6', '2026-11-01T10:00:00Z', { fundedAt: 1_762_000_000_000_000_000 }), 1);
+      await inbox.insert(
+        event('ns', 'loan.funded', 'L6', '2026-11-01T10:00:00Z', { fundedAt: 1_762_000_000_000_000_000 }),
+        1,
+      );
       await p.drain();
       expect(await inbox.get('ns')).toMatchObject({ status: 'processed' });
       const loans = createLoanStore(db);
       await loans.insert({ id: 'L6', state: 'queued' }, 100);
       // The event time stands in for the unusable funded time.
-      expect((await loans.events('L6'))[0]?.detail).toMatchObject({ webhookId: 'ns', fundedAt: '2026-11-01T10:00:00.000Z' });
+      expect((await loans.events('L6'))[0]?.detail).toMatchObject({
+        webhookId: 'ns',
+        fundedAt: '2026-11-01T10:00:00.000Z',
+      });
       expect(await inbox.fundedAt('L6')).toBe(Date.parse('2026-11-01T10:00:00Z'));
     });
   });

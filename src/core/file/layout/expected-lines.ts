@@ -11,7 +11,13 @@ const MAX_COLUMN_DIFFS = 12;
  * `timeZone` (the case's, as its mapping ran). What `mappings test --update` writes; a string is a
  * problem (no such file, a value the layout refuses).
  */
-export function renderExpectedLines(layout: Layout, loanId: string, records: readonly MappedRecord[], name: string, timeZone: string): Uint8Array | string {
+export function renderExpectedLines(
+  layout: Layout,
+  loanId: string,
+  records: readonly MappedRecord[],
+  name: string,
+  timeZone: string,
+): Uint8Array | string {
   const file = layout.files.find((f) => f.name === name);
   if (file === undefined) return `expected-lines/${name}: the layout declares no file ${name}`;
   let lines: string[];
@@ -29,13 +35,23 @@ export function renderExpectedLines(layout: Layout, loanId: string, records: rea
  * column: file, line, column name, expected and actual value (CSV cells split with the file's
  * delimiter and quote; fixed-width fields cut at the column's start and length).
  */
-export function diffExpectedLines(layout: Layout, loanId: string, records: readonly MappedRecord[], expected: Readonly<Record<string, Uint8Array>>, timeZone: string): string[] {
+export function diffExpectedLines(
+  layout: Layout,
+  loanId: string,
+  records: readonly MappedRecord[],
+  expected: Readonly<Record<string, Uint8Array>>,
+  timeZone: string,
+): string[] {
   const diffs: string[] = [];
   for (const [name, want] of Object.entries(expected)) {
     const file = layout.files.find((f) => f.name === name);
     const rendered = renderExpectedLines(layout, loanId, records, name, timeZone);
     if (file === undefined || typeof rendered === 'string') {
-      diffs.push(typeof rendered === 'string' ? rendered : `expected-lines/${name}: the layout declares no file ${name}`);
+      diffs.push(
+        typeof rendered === 'string'
+          ? rendered
+          : `expected-lines/${name}: the layout declares no file ${name}`,
+      );
       continue;
     }
     const got = splitRecords(file, rendered);
@@ -46,7 +62,9 @@ export function diffExpectedLines(layout: Layout, loanId: string, records: reado
       if (g !== undefined && w !== undefined && sameBytes(g, w)) continue;
       const where = `expected-lines/${name} line ${i + 1}`;
       if (g === undefined || w === undefined) {
-        diffs.push(`${where}: expected ${w === undefined ? '(no line)' : JSON.stringify(decode(file, w))}, got ${g === undefined ? '(no line)' : JSON.stringify(decode(file, g))}`);
+        diffs.push(
+          `${where}: expected ${w === undefined ? '(no line)' : JSON.stringify(decode(file, w))}, got ${g === undefined ? '(no line)' : JSON.stringify(decode(file, g))}`,
+        );
         continue;
       }
       diffs.push(...diffLine(file, where, w, g));
@@ -77,10 +95,16 @@ function diffLine(file: LayoutFile, where: string, want: Uint8Array, got: Uint8A
     columns.push({ label: (gc ?? wc)?.label ?? `column ${i + 1}`, want: wc?.text, got: gc?.text });
   }
   for (const c of columns.slice(0, MAX_COLUMN_DIFFS)) {
-    out.push(`${where}, column ${c.label}: expected ${c.want === undefined ? '(no column)' : JSON.stringify(c.want)}, got ${c.got === undefined ? '(no column)' : JSON.stringify(c.got)}`);
+    out.push(
+      `${where}, column ${c.label}: expected ${c.want === undefined ? '(no column)' : JSON.stringify(c.want)}, got ${c.got === undefined ? '(no column)' : JSON.stringify(c.got)}`,
+    );
   }
-  if (columns.length > MAX_COLUMN_DIFFS) out.push(`${where}: … ${columns.length - MAX_COLUMN_DIFFS} more column(s) differ`);
-  if (out.length === 0) out.push(`${where}: expected ${JSON.stringify(decode(file, want))}, got ${JSON.stringify(decode(file, got))}`);
+  if (columns.length > MAX_COLUMN_DIFFS)
+    out.push(`${where}: … ${columns.length - MAX_COLUMN_DIFFS} more column(s) differ`);
+  if (out.length === 0)
+    out.push(
+      `${where}: expected ${JSON.stringify(decode(file, want))}, got ${JSON.stringify(decode(file, got))}`,
+    );
   return out;
 }
 
@@ -93,14 +117,24 @@ interface Cell {
 function cellsOf(file: LayoutFile, body: Uint8Array): Cell[] {
   if (file.format === 'fixed') {
     const cols = [...file.columns].sort((a, b) => a.start - b.start);
-    const cells: Cell[] = cols.map((c) => ({ label: labelOf(c), text: decode(file, body.subarray(c.start - 1, c.start - 1 + c.length)) }));
+    const cells: Cell[] = cols.map((c) => ({
+      label: labelOf(c),
+      text: decode(file, body.subarray(c.start - 1, c.start - 1 + c.length)),
+    }));
     // Bytes no column covers (filler between or after the columns).
     let covered = 0;
     for (const c of cols) covered = Math.max(covered, c.start - 1 + c.length);
-    if (body.length > covered) cells.push({ label: `bytes ${covered + 1}-${body.length} (no column)`, text: decode(file, body.subarray(covered)) });
+    if (body.length > covered)
+      cells.push({
+        label: `bytes ${covered + 1}-${body.length} (no column)`,
+        text: decode(file, body.subarray(covered)),
+      });
     return cells;
   }
-  return splitCsvRecord(decode(file, body), file.delimiter, file.quote).map((text, i) => ({ label: file.columns[i] ? labelOf(file.columns[i]) : `${i + 1} (not in the layout)`, text }));
+  return splitCsvRecord(decode(file, body), file.delimiter, file.quote).map((text, i) => ({
+    label: file.columns[i] ? labelOf(file.columns[i]) : `${i + 1} (not in the layout)`,
+    text,
+  }));
 }
 
 function labelOf(c: LayoutColumn): string {
@@ -153,12 +187,15 @@ function splitRecords(file: LayoutFile, bytes: Uint8Array): Uint8Array[] {
 }
 
 function stripEol(line: Uint8Array): { body: Uint8Array; eol: string } {
-  if (line.length >= 2 && line[line.length - 2] === 0x0d && line[line.length - 1] === 0x0a) return { body: line.subarray(0, line.length - 2), eol: '\r\n' };
-  if (line.length >= 1 && line[line.length - 1] === 0x0a) return { body: line.subarray(0, line.length - 1), eol: '\n' };
+  if (line.length >= 2 && line[line.length - 2] === 0x0d && line[line.length - 1] === 0x0a)
+    return { body: line.subarray(0, line.length - 2), eol: '\r\n' };
+  if (line.length >= 1 && line[line.length - 1] === 0x0a)
+    return { body: line.subarray(0, line.length - 1), eol: '\n' };
   return { body: line, eol: '' };
 }
 
-const eolName = (eol: string): string => (eol === '\r\n' ? 'CRLF' : eol === '\n' ? 'LF' : 'none (last line unterminated)');
+const eolName = (eol: string): string =>
+  eol === '\r\n' ? 'CRLF' : eol === '\n' ? 'LF' : 'none (last line unterminated)';
 
 function decode(file: LayoutFile, bytes: Uint8Array): string {
   return new TextDecoder(file.encoding === 'utf-8' ? 'utf-8' : 'latin1').decode(bytes);

@@ -59,31 +59,63 @@ export interface RenderedLoanRows {
 }
 
 /** Renders every record of the file's record type, as a first board and as a correction; empty lists when the loan has none. */
-export function renderLoanRows(file: LayoutFile, records: readonly MappedRecord[], ctx: LoanContext): RenderedLoanRows {
+export function renderLoanRows(
+  file: LayoutFile,
+  records: readonly MappedRecord[],
+  ctx: LoanContext,
+): RenderedLoanRows {
   const lines: string[] = [];
   const corrections: string[] = [];
   const amounts: Record<string, bigint> = {};
   const withCode = file.columns.some((c) => c.code !== undefined);
   // One sum per field and scale, however many header/trailer columns show it.
-  const totalCols = [...new Map([...(file.header ?? []), ...(file.trailer ?? [])].filter((c) => c.total !== undefined).map((c) => [totalKey(c), c])).values()];
+  const totalCols = [
+    ...new Map(
+      [...(file.header ?? []), ...(file.trailer ?? [])]
+        .filter((c) => c.total !== undefined)
+        .map((c) => [totalKey(c), c]),
+    ).values(),
+  ];
   for (const rec of records) {
     if (rec.type !== file.record) continue;
-    const cells = file.columns.map((c) => ({ c, out: cellOut(file, c, detailValue(c, rec, ctx, 'new'), ctx.timeZone) }));
+    const cells = file.columns.map((c) => ({
+      c,
+      out: cellOut(file, c, detailValue(c, rec, ctx, 'new'), ctx.timeZone),
+    }));
     lines.push(joinCells(file, cells));
-    if (withCode) corrections.push(joinCells(file, cells.map((x) => (x.c.code === undefined ? x : { c: x.c, out: cellOut(file, x.c, x.c.code.correction, ctx.timeZone) }))));
+    if (withCode)
+      corrections.push(
+        joinCells(
+          file,
+          cells.map((x) =>
+            x.c.code === undefined
+              ? x
+              : { c: x.c, out: cellOut(file, x.c, x.c.code.correction, ctx.timeZone) },
+          ),
+        ),
+      );
     for (const c of totalCols) {
       const key = totalKey(c);
       const v = rec.fields[c.total as string];
       if (v === null || v === undefined || v === '') continue;
-      amounts[key] = (amounts[key] ?? 0n) + scaled(cellText(v), c.decimals ?? 2, `${file.name} ${c.name} (${rec.type}.${c.total})`);
+      amounts[key] =
+        (amounts[key] ?? 0n) +
+        scaled(cellText(v), c.decimals ?? 2, `${file.name} ${c.name} (${rec.type}.${c.total})`);
     }
   }
   const sums = Object.fromEntries(Object.entries(amounts).map(([k, v]) => [k, v.toString()]));
-  return { new: { lines, amounts: sums }, correction: { lines: withCode ? corrections : lines, amounts: sums } };
+  return {
+    new: { lines, amounts: sums },
+    correction: { lines: withCode ? corrections : lines, amounts: sums },
+  };
 }
 
 /** Renders every record of the file's record type for one kind of board; an empty list when the loan has none. */
-export function renderRows(file: LayoutFile, records: readonly MappedRecord[], ctx: RecordContext): RenderedRows {
+export function renderRows(
+  file: LayoutFile,
+  records: readonly MappedRecord[],
+  ctx: RecordContext,
+): RenderedRows {
   return renderLoanRows(file, records, ctx)[ctx.kind];
 }
 
@@ -97,7 +129,11 @@ export function headerRowLine(file: LayoutFile): string | undefined {
   return file.columns.map((c) => csvCell(file, { ...c, neutralise: false }, c.name)).join(file.delimiter);
 }
 
-export function summaryLine(file: LayoutFile, section: 'header' | 'trailer', s: BatchSummary): string | undefined {
+export function summaryLine(
+  file: LayoutFile,
+  section: 'header' | 'trailer',
+  s: BatchSummary,
+): string | undefined {
   const cols = section === 'header' ? file.header : file.trailer;
   if (cols === undefined) return undefined;
   return renderLine(file, cols, s.timeZone, (c) => {
@@ -127,8 +163,16 @@ function detailValue(c: LayoutColumn, rec: MappedRecord, ctx: LoanContext, kind:
   }
 }
 
-function renderLine(file: LayoutFile, cols: readonly LayoutColumn[], timeZone: string, valueOf: (c: LayoutColumn) => unknown): string {
-  return joinCells(file, cols.map((c) => ({ c, out: cellOut(file, c, valueOf(c), timeZone) })));
+function renderLine(
+  file: LayoutFile,
+  cols: readonly LayoutColumn[],
+  timeZone: string,
+  valueOf: (c: LayoutColumn) => unknown,
+): string {
+  return joinCells(
+    file,
+    cols.map((c) => ({ c, out: cellOut(file, c, valueOf(c), timeZone) })),
+  );
 }
 
 /** One column's cell as written: formatted, then quoted (CSV) or padded to its width (fixed). */
@@ -154,7 +198,10 @@ function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown, timeZone: 
     // An instant (Z or an offset) shows its day in the bank's zone, never its UTC day; a date, or a
     // date-time without offset, is already the bank's calendar value and is written as it is.
     const wall = toWallTime(text, timeZone);
-    if (wall === null) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a date (yyyy-mm-dd) or an ISO 8601 date-time of a real day`);
+    if (wall === null)
+      throw new LayoutRenderError(
+        `${where}: a value of ${text.length} characters is not a date (yyyy-mm-dd) or an ISO 8601 date-time of a real day`,
+      );
     const [y, mo, d] = formatWallTime(wall, 'yyyy-MM-dd').split('-') as [string, string, string];
     switch (c.dateFormat) {
       case 'yyyymmdd':
@@ -181,7 +228,8 @@ function cellText(v: unknown): string {
 /** A decimal text as an integer of 10^-decimals units; refuses to drop non-zero digits (money never rounds silently). */
 export function scaled(text: string, decimals: number, where: string): bigint {
   const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text.trim());
-  if (!m) throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a decimal number`);
+  if (!m)
+    throw new LayoutRenderError(`${where}: a value of ${text.length} characters is not a decimal number`);
   const frac = m[3] ?? '';
   if (frac.length > decimals && /[^0]/.test(frac.slice(decimals))) {
     throw new LayoutRenderError(`${where}: ${text} has more than ${decimals} decimal(s)`);
@@ -207,7 +255,9 @@ function withoutControls(file: LayoutFile, c: LayoutColumn, text: string): strin
     CONTROL_CHARACTERS.lastIndex = 0;
     const ch = CONTROL_CHARACTERS.exec(text)?.[0] ?? '';
     const code = `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
-    throw new LayoutRenderError(`${file.name} ${c.name}: the value holds a control character (${code}); the layout says controlCharacters: reject`);
+    throw new LayoutRenderError(
+      `${file.name} ${c.name}: the value holds a control character (${code}); the layout says controlCharacters: reject`,
+    );
   }
   return text.replace(CONTROL_CHARACTERS, file.controlReplacement);
 }
@@ -230,7 +280,9 @@ function fixedCell(file: LayoutFile, c: LayoutColumn, text: string): string {
   let bytes = byteLength(t, file.encoding);
   if (bytes > c.length) {
     if (c.overflow !== 'truncate') {
-      throw new LayoutRenderError(`${file.name} ${c.name}: the value is ${bytes} bytes in ${file.encoding}, the column ${c.length}`);
+      throw new LayoutRenderError(
+        `${file.name} ${c.name}: the value is ${bytes} bytes in ${file.encoding}, the column ${c.length}`,
+      );
     }
     const chars = [...t];
     while (bytes > c.length) {
@@ -253,15 +305,42 @@ function representable(file: LayoutFile, c: LayoutColumn, text: string): string 
   for (const ch of t) {
     if ((ch.codePointAt(0) ?? 0) <= max) out += ch;
     else if (c.transliterate) out += '?';
-    else throw new LayoutRenderError(`${file.name} ${c.name}: ${JSON.stringify(ch)} cannot be written in ${file.encoding} (set transliterate: true)`);
+    else
+      throw new LayoutRenderError(
+        `${file.name} ${c.name}: ${JSON.stringify(ch)} cannot be written in ${file.encoding} (set transliterate: true)`,
+      );
   }
   return out;
 }
 
 const FOLD: Record<string, string> = {
-  ß: 'ss', ẞ: 'SS', Æ: 'AE', æ: 'ae', Ø: 'O', ø: 'o', Ł: 'L', ł: 'l', Đ: 'D', đ: 'd', Ð: 'D', ð: 'd',
-  Œ: 'OE', œ: 'oe', Þ: 'TH', þ: 'th', ı: 'i', Ħ: 'H', ħ: 'h',
-  '\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"', '\u2013': '-', '\u2014': '-', '\u00a0': ' ', '\u2026': '...',
+  ß: 'ss',
+  ẞ: 'SS',
+  Æ: 'AE',
+  æ: 'ae',
+  Ø: 'O',
+  ø: 'o',
+  Ł: 'L',
+  ł: 'l',
+  Đ: 'D',
+  đ: 'd',
+  Ð: 'D',
+  ð: 'd',
+  Œ: 'OE',
+  œ: 'oe',
+  Þ: 'TH',
+  þ: 'th',
+  ı: 'i',
+  Ħ: 'H',
+  ħ: 'h',
+  '\u2018': "'",
+  '\u2019': "'",
+  '\u201c': '"',
+  '\u201d': '"',
+  '\u2013': '-',
+  '\u2014': '-',
+  '\u00a0': ' ',
+  '\u2026': '...',
 };
 
 /** Folds a name to ASCII: accents dropped (É → E), ligatures and special letters spelled out (ß → ss). */

@@ -34,9 +34,19 @@ describe.skipIf(pgSkipReason !== null)('taking over from a stale leader', () => 
     const b = await open();
     expect(a.instance).not.toBeNull();
     expect(a.instance).not.toBe(b.instance);
-    await a.run("CREATE TABLE evict_probe (who text)");
-    const leaderA = await openLeadership(a, { name: 'boarding', clock: systemClock, ttlMs: 1_500, renewEveryMs: 500 });
-    const leaderB = await openLeadership(b, { name: 'boarding', clock: systemClock, ttlMs: 1_500, renewEveryMs: 500 });
+    await a.run('CREATE TABLE evict_probe (who text)');
+    const leaderA = await openLeadership(a, {
+      name: 'boarding',
+      clock: systemClock,
+      ttlMs: 1_500,
+      renewEveryMs: 500,
+    });
+    const leaderB = await openLeadership(b, {
+      name: 'boarding',
+      clock: systemClock,
+      ttlMs: 1_500,
+      renewEveryMs: 500,
+    });
     expect(leaderA.holder.endsWith(`:${a.instance}`)).toBe(true);
     await leaderA.tick();
     expect(leaderA.term?.epoch).toBe(1);

@@ -40,7 +40,11 @@ afterEach(async () => {
   for (const l of live.splice(0)) await l.stop();
 });
 
-function replica(name: string, holder: string, opts: { clock?: FakeClock; ttlMs?: number; pool?: PgPool; fenceIdleTimeoutMs?: number } = {}): PgLeadership {
+function replica(
+  name: string,
+  holder: string,
+  opts: { clock?: FakeClock; ttlMs?: number; pool?: PgPool; fenceIdleTimeoutMs?: number } = {},
+): PgLeadership {
   const l = new PgLeadership({
     pool: opts.pool ?? db.pool(`replica-${holder}`, 3),
     name,
@@ -58,15 +62,26 @@ function replica(name: string, holder: string, opts: { clock?: FakeClock; ttlMs?
 /** A fenced write by this replica: one row in `writes` tagged with who wrote it under which epoch. */
 const write = (l: PgLeadership, name: string, writer: string): Promise<void> =>
   l.fenced(async (tx, term) => {
-    await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, $3)', [name, writer, term.epoch]);
+    await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, $3)', [
+      name,
+      writer,
+      term.epoch,
+    ]);
   });
 
 const writesBy = async (name: string, writer: string): Promise<number> =>
-  (await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM writes WHERE name = $1 AND writer = $2', [name, writer])).rows[0]!.n;
+  (
+    await admin.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM writes WHERE name = $1 AND writer = $2',
+      [name, writer],
+    )
+  ).rows[0]!.n;
 
 /** Waits for the database clock to pass the lease's expiry (no local clock involved). */
 async function untilExpired(name: string): Promise<void> {
-  await expect.poll(async () => (await readLease(admin, name))!.expiresInMs < 0, { timeout: 20_000, interval: 50 }).toBe(true);
+  await expect
+    .poll(async () => (await readLease(admin, name))!.expiresInMs < 0, { timeout: 20_000, interval: 50 })
+    .toBe(true);
 }
 
 /** Waits until some backend of this application is blocked on a lock. */
@@ -98,7 +113,10 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     const a = db.pool('race-a', 2);
     const b = db.pool('race-b', 2);
     for (let round = 1; round <= 20; round++) {
-      const [ra, rb] = await Promise.all([acquireLease(a, name, 'A', 15_000), acquireLease(b, name, 'B', 15_000)]);
+      const [ra, rb] = await Promise.all([
+        acquireLease(a, name, 'A', 15_000),
+        acquireLease(b, name, 'B', 15_000),
+      ]);
       const winners = [ra, rb].filter((r) => r !== null);
       expect(winners).toHaveLength(1);
       expect(winners[0]!.epoch).toBe(round);
@@ -188,7 +206,16 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     const name = nextName();
     const clock = new FakeClock({ start: Date.now() });
     const roles: string[] = [];
-    const l = new PgLeadership({ pool: db.pool('trust', 2), name, holder: 'A', clock, ttlMs: 15_000, renewEveryMs: 5_000, marginMs: 2_000, onChange: (r) => roles.push(r) });
+    const l = new PgLeadership({
+      pool: db.pool('trust', 2),
+      name,
+      holder: 'A',
+      clock,
+      ttlMs: 15_000,
+      renewEveryMs: 5_000,
+      marginMs: 2_000,
+      onChange: (r) => roles.push(r),
+    });
     live.push(l);
     await l.tick();
     const signal = l.signal!;
@@ -210,17 +237,28 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
   it('an external call starts only when the trust left covers its timeout, and is aborted when the term ends', async () => {
     const name = nextName();
     const clock = new FakeClock({ start: Date.now() });
-    const l = new PgLeadership({ pool: db.pool('calls', 2), name, holder: 'A', clock, ttlMs: 15_000, renewEveryMs: 5_000, marginMs: 2_000 });
+    const l = new PgLeadership({
+      pool: db.pool('calls', 2),
+      name,
+      holder: 'A',
+      clock,
+      ttlMs: 15_000,
+      renewEveryMs: 5_000,
+      marginMs: 2_000,
+    });
     live.push(l);
     let calls = 0;
-    const call = (timeoutMs: number) => l.callWithinTrust(timeoutMs, () => Promise.resolve(void (calls += 1)));
+    const call = (timeoutMs: number) =>
+      l.callWithinTrust(timeoutMs, () => Promise.resolve(void (calls += 1)));
     await expect(call(1_000)).rejects.toMatchObject({ reason: 'not_leader' });
     await l.tick(); // 13 s of trust
     await expect(call(13_000)).rejects.toMatchObject({ reason: 'trust_too_short' });
     await call(12_999);
     expect(calls).toBe(1);
     const hang = (signal: AbortSignal): Promise<void> =>
-      new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+      new Promise<void>((_resolve, reject) =>
+        signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
+      );
     // Its own timeout, on the process clock (always inside the trust window, by the check above).
     const timedOut = l.callWithinTrust(10_000, hang);
     await clock.advance(10_000);
@@ -291,7 +329,10 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     await inFlight;
     expect(await takeover).toMatchObject({ epoch: 2 });
     // Ordered before the takeover, so the new leader sees it.
-    const seen = await newPool.query('SELECT 1 FROM writes WHERE name = $1 AND writer = $2', [name, 'A-in-tx']);
+    const seen = await newPool.query('SELECT 1 FROM writes WHERE name = $1 AND writer = $2', [
+      name,
+      'A-in-tx',
+    ]);
     expect(seen.rowCount).toBe(1);
     await expect(write(a, name, 'A-after')).rejects.toBeInstanceOf(FencedOutError);
     expect(await writesBy(name, 'A-after')).toBe(0);
@@ -383,7 +424,15 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
       connect: () => (down ? refused() : real.connect()),
     } as unknown as PgPool;
     const clock = new FakeClock({ start: Date.now() });
-    const l = new PgLeadership({ pool: flaky, name, holder: 'A', clock, ttlMs: 1_500, renewEveryMs: 500, marginMs: 200 });
+    const l = new PgLeadership({
+      pool: flaky,
+      name,
+      holder: 'A',
+      clock,
+      ttlMs: 1_500,
+      renewEveryMs: 500,
+      marginMs: 200,
+    });
     live.push(l);
     await l.start();
     expect(l.term).toMatchObject({ epoch: 1 });
@@ -434,7 +483,14 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     await clockB.advance(b.renewEveryMs); // the poll (the rule) takes it, and listens again
     await expect.poll(() => b.term?.epoch).toBe(2);
     await expect
-      .poll(async () => (await admin.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'replica-B-listen' AND query LIKE 'LISTEN%'")).rowCount)
+      .poll(
+        async () =>
+          (
+            await admin.query(
+              "SELECT 1 FROM pg_stat_activity WHERE application_name = 'replica-B-listen' AND query LIKE 'LISTEN%'",
+            )
+          ).rowCount,
+      )
       .toBe(1);
   });
 });

@@ -18,7 +18,15 @@ import { openLeadership } from '../../../../src/store/leases.js';
 import { openStore } from '../../../../src/store/open.js';
 import type { StoreDb } from '../../../../src/store/sql.js';
 import { runCliSplit } from '../../../support/cli-run.js';
-import { createTestDatabase, pgEnv, pgSkipReason, pgStoreConfig, pgTarget, TEST_TIN_HASH_KEY, type TestDatabase } from '../../../support/pg.js';
+import {
+  createTestDatabase,
+  pgEnv,
+  pgSkipReason,
+  pgStoreConfig,
+  pgTarget,
+  TEST_TIN_HASH_KEY,
+  type TestDatabase,
+} from '../../../support/pg.js';
 import { pgBouncerSkipReason, startPgBouncer, type PgBouncer } from '../../../support/pgbouncer.js';
 
 const skip = pgSkipReason ?? pgBouncerSkipReason();
@@ -73,18 +81,29 @@ describe.skipIf(skip !== null)('PgBouncer in front of the state database', () =>
         }),
       );
       const r = await runCliSplit(['--config', config, 'config', 'check', '--connect'], { env: pgEnv() });
-      expect(r.stdout).toMatch(/^ok +store +postgresql:\/\/boarding@127\.0\.0\.1:\d+\/t_\w+ takes a write; TLS TLSv1\.[23]/m);
+      expect(r.stdout).toMatch(
+        /^ok +store +postgresql:\/\/boarding@127\.0\.0\.1:\d+\/t_\w+ takes a write; TLS TLSv1\.[23]/m,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
   it.each([
-    ['transaction', /^store\.postgres\.url: postgresql:\/\/boarding@127\.0\.0\.1:\d+\/t_\w+_txn: the connections go through a transaction-pooling pooler .* use PgBouncer's pool_mode = session/],
-    ['statement', /^store\.postgres\.url: postgresql:\/\/boarding@127\.0\.0\.1:\d+\/t_\w+_stmt: the connections go through a statement-pooling pooler .* use PgBouncer's pool_mode = session/],
-  ] as const)('%s pooling is refused when the store opens, with a sentence naming the mode that works', async (mode, sentence) => {
-    const err = await openStore(pgTarget(bouncer.url(mode), { poolSize: 3 })).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toMatch(sentence);
-  });
+    [
+      'transaction',
+      /^store\.postgres\.url: postgresql:\/\/boarding@127\.0\.0\.1:\d+\/t_\w+_txn: the connections go through a transaction-pooling pooler .* use PgBouncer's pool_mode = session/,
+    ],
+    [
+      'statement',
+      /^store\.postgres\.url: postgresql:\/\/boarding@127\.0\.0\.1:\d+\/t_\w+_stmt: the connections go through a statement-pooling pooler .* use PgBouncer's pool_mode = session/,
+    ],
+  ] as const)(
+    '%s pooling is refused when the store opens, with a sentence naming the mode that works',
+    async (mode, sentence) => {
+      const err = await openStore(pgTarget(bouncer.url(mode), { poolSize: 3 })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toMatch(sentence);
+    },
+  );
 });

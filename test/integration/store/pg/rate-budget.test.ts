@@ -6,7 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type Clock } from '../../../../src/lib/clock.js';
-import { PgSharedRateBudget, TrafficStoppedError, windowLimits, type ClassLimit } from '../../../../src/store/pg/rate-budget.js';
+import {
+  PgSharedRateBudget,
+  TrafficStoppedError,
+  windowLimits,
+  type ClassLimit,
+} from '../../../../src/store/pg/rate-budget.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 
 let db: TestDatabase;
@@ -21,10 +26,22 @@ afterAll(async () => {
 let keys = 0;
 const nextKey = (): string => `key-${++keys}`;
 
-function replicas(n: number, key: string, write: ClassLimit, read: ClassLimit = { limit: 100, windowMs: 60_000 }, clocks: Clock[] = []): PgSharedRateBudget[] {
+function replicas(
+  n: number,
+  key: string,
+  write: ClassLimit,
+  read: ClassLimit = { limit: 100, windowMs: 60_000 },
+  clocks: Clock[] = [],
+): PgSharedRateBudget[] {
   return Array.from(
     { length: n },
-    (_, i) => new PgSharedRateBudget({ pool: db.pool(`replica-${key}-${i}`, 4), key, limits: { read, write }, clock: clocks[i] ?? systemClock }),
+    (_, i) =>
+      new PgSharedRateBudget({
+        pool: db.pool(`replica-${key}-${i}`, 4),
+        key,
+        limits: { read, write },
+        clock: clocks[i] ?? systemClock,
+      }),
   );
 }
 
@@ -71,14 +88,30 @@ async function hammer(budgets: PgSharedRateBudget[], loops: number, durationMs: 
 
 describe('windowLimits', () => {
   it('takes the limit, the window in µs and the pace after a strike (⌊L/2⌋ unless given)', () => {
-    expect(windowLimits({ limit: 30, windowMs: 60_000 })).toEqual({ limit: 30, slowLimit: 15, windowUs: 60_000_000 });
-    expect(windowLimits({ limit: 1, windowMs: 1_000 })).toEqual({ limit: 1, slowLimit: 1, windowUs: 1_000_000 });
-    expect(windowLimits({ limit: 27, windowMs: 60_000, slowLimit: 13 })).toEqual({ limit: 27, slowLimit: 13, windowUs: 60_000_000 });
+    expect(windowLimits({ limit: 30, windowMs: 60_000 })).toEqual({
+      limit: 30,
+      slowLimit: 15,
+      windowUs: 60_000_000,
+    });
+    expect(windowLimits({ limit: 1, windowMs: 1_000 })).toEqual({
+      limit: 1,
+      slowLimit: 1,
+      windowUs: 1_000_000,
+    });
+    expect(windowLimits({ limit: 27, windowMs: 60_000, slowLimit: 13 })).toEqual({
+      limit: 27,
+      slowLimit: 13,
+      windowUs: 60_000_000,
+    });
   });
   it('rejects a limit, window or slow limit that cannot work, naming it', () => {
-    expect(() => windowLimits({ limit: 0, windowMs: 1000 })).toThrow(/limit must be a whole number ≥ 1 \(got 0\)/);
+    expect(() => windowLimits({ limit: 0, windowMs: 1000 })).toThrow(
+      /limit must be a whole number ≥ 1 \(got 0\)/,
+    );
     expect(() => windowLimits({ limit: 5, windowMs: 0 })).toThrow(/windowMs must be > 0/);
-    expect(() => windowLimits({ limit: 4, windowMs: 1_000, slowLimit: 5 })).toThrow(/slowLimit must be a whole number in 1\.\.4 \(got 5\)/);
+    expect(() => windowLimits({ limit: 4, windowMs: 1_000, slowLimit: 5 })).toThrow(
+      /slowLimit must be a whole number in 1\.\.4 \(got 5\)/,
+    );
   });
 });
 
@@ -100,7 +133,9 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     // Full windows after the first grant: each holds the limit (the log refills as grants age out).
     const w = BigInt(windowMs * 1000);
     const t0 = sorted[0]!;
-    const full = [0n, 1n, 2n].map((k) => sorted.filter((g) => g >= t0 + k * w && g < t0 + (k + 1n) * w).length);
+    const full = [0n, 1n, 2n].map(
+      (k) => sorted.filter((g) => g >= t0 + k * w && g < t0 + (k + 1n) * w).length,
+    );
     expect(full).toEqual([limit, limit, limit]);
     expect(maxInAnyWindow(grants, w)).toBeLessThanOrEqual(limit);
   });
@@ -108,7 +143,12 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
   it('4 replicas whose clocks are off by minutes and run at different rates: every sliding window still holds ≤ limit', async () => {
     const limit = 10;
     const windowMs = 1_000;
-    const clocks = [driftingClock(-120_000, 0.3), driftingClock(0, 1), driftingClock(90_000, 0.7), driftingClock(3_600_000, 1.6)];
+    const clocks = [
+      driftingClock(-120_000, 0.3),
+      driftingClock(0, 1),
+      driftingClock(90_000, 0.7),
+      driftingClock(3_600_000, 1.6),
+    ];
     const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }, undefined, clocks), 3, 2_500);
     expect(grants.length).toBeGreaterThan(limit);
     expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
@@ -136,7 +176,9 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
   it('a 429 seen by one replica pauses that class for every replica', async () => {
     const key = nextKey();
     const rs = replicas(4, key, { limit: 100, windowMs: 1_000 }, { limit: 100, windowMs: 1_000 });
-    expect(await rs[0]!.recordRateLimited('write', { path: '/v1/boards/x/ack', retryAfterMs: 30_000 })).toBe(1);
+    expect(await rs[0]!.recordRateLimited('write', { path: '/v1/boards/x/ack', retryAfterMs: 30_000 })).toBe(
+      1,
+    );
     for (const r of rs) {
       const t = await r.take('write');
       expect(t.decision).toBe('paused');
@@ -148,7 +190,10 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     await rs[1]!.recordRateLimited('write', { path: null, retryAfterMs: 10 });
     const left = await db
       .pool('check', 1)
-      .query<{ ok: boolean }>("SELECT until - clock_timestamp() > interval '25 seconds' AS ok FROM rate_shared_pause WHERE key = $1 AND class = 'write'", [key]);
+      .query<{ ok: boolean }>(
+        "SELECT until - clock_timestamp() > interval '25 seconds' AS ok FROM rate_shared_pause WHERE key = $1 AND class = 'write'",
+        [key],
+      );
     expect(left.rows[0]!.ok).toBe(true);
   });
 
@@ -182,7 +227,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     expect(await rs[0]!.activeStrikes()).toBe(0);
   });
 
-  it('after a strike at most slowLimit (the client\'s ⌊L/2⌋) in every sliding window (regression: doubling the interval allowed ⌈L/2⌉)', async () => {
+  it("after a strike at most slowLimit (the client's ⌊L/2⌋) in every sliding window (regression: doubling the interval allowed ⌈L/2⌉)", async () => {
     const key = nextKey();
     // 9 a window; the client allows ⌊9/2⌋ = 4 after a strike.
     const rs = replicas(4, key, { limit: 9, windowMs: 1_000 });
@@ -214,7 +259,9 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     expect(await b!.activeStrikes()).toBe(2); // adopted once, whichever instance came first
     expect((await b!.take('write')).decision).toBe('stopped');
     const list = await a!.strikeList();
-    expect(list.map((x) => ({ at: x.at, bucket: x.bucket, path: x.path, retryAfterMs: x.retryAfterMs }))).toEqual([
+    expect(
+      list.map((x) => ({ at: x.at, bucket: x.bucket, path: x.path, retryAfterMs: x.retryAfterMs })),
+    ).toEqual([
       { at, bucket: 'write', path: '/public/v1/boardings/{id}/ack', retryAfterMs: 30000 },
       { at: at + 1_000, bucket: 'read', path: '/public/v1/loans/{id}', retryAfterMs: 2000 },
     ]);

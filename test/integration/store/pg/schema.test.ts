@@ -14,10 +14,14 @@ afterAll(async () => {
 
 describe.skipIf(pgSkipReason !== null)('PostgreSQL migrations', () => {
   it('six replicas migrating a fresh database at once: every one succeeds and each migration is applied once', async () => {
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => migratePg(db.pool(`migrate-${i}`, 1))));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => migratePg(db.pool(`migrate-${i}`, 1))),
+    );
     const applied = results.flat();
     expect(applied.sort()).toEqual(PG_MIGRATIONS.map((m) => m.version).sort());
-    const rows = await db.pool('check', 1).query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    const rows = await db
+      .pool('check', 1)
+      .query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
     expect(rows.rows.map((r) => r.version)).toEqual(PG_MIGRATIONS.map((m) => m.version));
     // And again: nothing left to do.
     expect(await migratePg(db.pool('again', 1))).toEqual([]);
@@ -27,9 +31,14 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL migrations', () => {
     const other = await createTestDatabase({ migrate: false });
     try {
       const pool = other.pool('bad', 1);
-      const bad = [...PG_MIGRATIONS, { version: 99, name: 'broken', sql: 'CREATE TABLE t99 (x int); SELECT nonsense FROM nowhere;' }];
+      const bad = [
+        ...PG_MIGRATIONS,
+        { version: 99, name: 'broken', sql: 'CREATE TABLE t99 (x int); SELECT nonsense FROM nowhere;' },
+      ];
       await expect(migratePg(pool, bad)).rejects.toThrow(/migration 99 \(broken\)/);
-      const t = await pool.query("SELECT to_regclass('public.leader_lease') AS t, to_regclass('public.t99') AS t99");
+      const t = await pool.query(
+        "SELECT to_regclass('public.leader_lease') AS t, to_regclass('public.t99') AS t99",
+      );
       expect(t.rows[0]).toEqual({ t: null, t99: null });
     } finally {
       await other.drop();

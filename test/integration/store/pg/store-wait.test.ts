@@ -19,7 +19,17 @@ import { systemClock } from '../../../../src/lib/clock.js';
 import { createLogger } from '../../../../src/lib/logger.js';
 import type { StoreTarget } from '../../../../src/store/open.js';
 import { FakeClock } from '../../../support/fake-clock.js';
-import { createTestDatabase, pgEnv, pgPassword, pgServerAddress, pgSkipReason, pgStoreConfig, pgTarget, type TestDatabase, viaPort } from '../../../support/pg.js';
+import {
+  createTestDatabase,
+  pgEnv,
+  pgPassword,
+  pgServerAddress,
+  pgSkipReason,
+  pgStoreConfig,
+  pgTarget,
+  type TestDatabase,
+  viaPort,
+} from '../../../support/pg.js';
 import { freePort, startTcpSwitch, type TcpSwitch } from '../../../support/tcp-switch.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
 
@@ -45,7 +55,10 @@ afterEach(() => {
   sw?.off();
 });
 
-function capture(): { logger: ReturnType<typeof createLogger>; lines: () => Array<{ level: number; msg: string }> } {
+function capture(): {
+  logger: ReturnType<typeof createLogger>;
+  lines: () => Array<{ level: number; msg: string }>;
+} {
   let text = '';
   const stream = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -63,7 +76,8 @@ function capture(): { logger: ReturnType<typeof createLogger>; lines: () => Arra
   };
 }
 
-const target = (): Extract<StoreTarget, { engine: 'postgres' }> => pgTarget(proxiedUrl, { poolSize: 2, connectTimeoutMs: 2_000 });
+const target = (): Extract<StoreTarget, { engine: 'postgres' }> =>
+  pgTarget(proxiedUrl, { poolSize: 2, connectTimeoutMs: 2_000 });
 
 describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL at start', () => {
   it('serves /healthz and a 503 /readyz naming store.postgres.url, retries with backoff, logs the failure once, opens when the server answers', async () => {
@@ -84,7 +98,10 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
     expect((await fetch(`${adminUrl}/healthz`)).status).toBe(200);
     const res = await fetch(`${adminUrl}/readyz`);
     expect(res.status).toBe(503);
-    const body = (await res.json()) as { ready: boolean; checks: { database: { ok: boolean; detail: string } } };
+    const body = (await res.json()) as {
+      ready: boolean;
+      checks: { database: { ok: boolean; detail: string } };
+    };
     expect(body.ready).toBe(false);
     expect(body.checks.database.ok).toBe(false);
     expect(body.checks.database.detail).toContain('store.postgres.url');
@@ -159,14 +176,27 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
     await expect(
       openStoreWaiting(
         { ...target(), ssl: 'verify-full', sslRootCert: '/nonexistent/ca.pem' },
-        { clock: new FakeClock(), logger: capture().logger, signal: new AbortController().signal, admin: { host: '127.0.0.1', port: 0 }, onWaiting: () => (waited = true) },
+        {
+          clock: new FakeClock(),
+          logger: capture().logger,
+          signal: new AbortController().signal,
+          admin: { host: '127.0.0.1', port: 0 },
+          onWaiting: () => (waited = true),
+        },
       ),
     ).rejects.toThrow(/store\.postgres\.sslRootCert: cannot read \/nonexistent\/ca\.pem/);
     expect(waited).toBe(false);
   });
 
   it('`run` stays up with the database unreachable, /readyz 503 with the reason; the database answers: the daemon starts and loans board', async () => {
-    const p: TestPlatform = await startTestPlatform({ loans: 4, releaseRatio: 1, seed: 11, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+    const p: TestPlatform = await startTestPlatform({
+      loans: 4,
+      releaseRatio: 1,
+      seed: 11,
+      windowMs: 2000,
+      readsPerWindow: 200,
+      writesPerWindow: 60,
+    });
     const adminPort = await freePort();
     const cfg = writeConnectorConfig(p, {
       windowMs: 2000,
@@ -205,7 +235,10 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
       return { status: r.status, ...(b.checks.database ? { database: b.checks.database } : {}) };
     };
     try {
-      await vi.waitFor(async () => expect((await fetch(`${admin}/healthz`)).status).toBe(200), { timeout: 15_000, interval: 50 });
+      await vi.waitFor(async () => expect((await fetch(`${admin}/healthz`)).status).toBe(200), {
+        timeout: 15_000,
+        interval: 50,
+      });
       const waiting = await check();
       expect(waiting.status).toBe(503);
       expect(waiting.database?.detail).toContain('store.postgres.url');
@@ -215,11 +248,18 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
 
       sw.on();
       // The daemon's own listener takes the port: its database check passes, the loans board.
-      await vi.waitFor(async () => expect((await check()).database?.ok).toBe(true), { timeout: 20_000, interval: 100 });
+      await vi.waitFor(async () => expect((await check()).database?.ok).toBe(true), {
+        timeout: 20_000,
+        interval: 100,
+      });
       const pool = db.pool('observer', 1);
       await vi.waitFor(
         async () => {
-          const rows = (await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM loans WHERE state = 'acknowledged'")).rows;
+          const rows = (
+            await pool.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM loans WHERE state = 'acknowledged'",
+            )
+          ).rows;
           expect(rows[0]!.n).toBe(4);
         },
         { timeout: 30_000, interval: 100 },
@@ -238,7 +278,14 @@ describe.skipIf(pgSkipReason !== null)('run waits for an unreachable PostgreSQL 
 
 describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
   it('a cycle during the outage fails without marking loans, /readyz says why; the next cycle after it returns boards them (regression: a cycle failing on the database before the lease left the runner "already running" for good)', async () => {
-    const p: TestPlatform = await startTestPlatform({ loans: 6, releaseRatio: 0, seed: 12, windowMs: 2000, readsPerWindow: 200, writesPerWindow: 60 });
+    const p: TestPlatform = await startTestPlatform({
+      loans: 6,
+      releaseRatio: 0,
+      seed: 12,
+      windowMs: 2000,
+      readsPerWindow: 200,
+      writesPerWindow: 60,
+    });
     const outage = await createTestDatabase({ migrate: false });
     const link = await startTcpSwitch(pgServerAddress(), 'on');
     const url = viaPort(outage.url, link.port);
@@ -254,13 +301,22 @@ describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
         schedule: { drain: '0 0 1 1 *', endpointCheck: '0 0 1 1 *' },
       },
     });
-    const config = loadConfig({ env: pgEnv(), filePath: cfg.configPath, fileText: readFileSync(cfg.configPath, 'utf8') });
+    const config = loadConfig({
+      env: pgEnv(),
+      filePath: cfg.configPath,
+      fileText: readFileSync(cfg.configPath, 'utf8'),
+    });
     const log = capture();
     let rt: BoardingRuntime | undefined;
     let daemon: ReturnType<typeof createConnectorDaemon> | undefined;
     const observer = outage.pool('observer', 1);
     const states = async (): Promise<Record<string, string>> =>
-      Object.fromEntries((await observer.query<{ id: string; state: string }>('SELECT id, state FROM loans')).rows.map((r) => [r.id, r.state]));
+      Object.fromEntries(
+        (await observer.query<{ id: string; state: string }>('SELECT id, state FROM loans')).rows.map((r) => [
+          r.id,
+          r.state,
+        ]),
+      );
     try {
       rt = await buildRuntime(config, log.logger, { clock: systemClock });
       const cycles: CycleSummary[] = [];
@@ -268,13 +324,24 @@ describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
       await daemon.start();
       const admin = daemon.adminUrl()!;
       const release = async (ids: string[]): Promise<void> => {
-        for (const id of ids) expect((await fetch(`${p.sandbox.adminUrl}/loans/${encodeURIComponent(id)}/release`, { method: 'POST' })).status).toBe(200);
+        for (const id of ids)
+          expect(
+            (await fetch(`${p.sandbox.adminUrl}/loans/${encodeURIComponent(id)}/release`, { method: 'POST' }))
+              .status,
+          ).toBe(200);
       };
-      const all = ((await (await fetch(`${p.sandbox.adminUrl}/loans?released=false`)).json()) as { data: Array<{ id: string }> }).data.map((l) => l.id);
+      const all = (
+        (await (await fetch(`${p.sandbox.adminUrl}/loans?released=false`)).json()) as {
+          data: Array<{ id: string }>;
+        }
+      ).data.map((l) => l.id);
       expect(all).toHaveLength(6);
       await release(all.slice(0, 3));
       daemon.triggerCycle('test: first loans');
-      await vi.waitFor(async () => expect(Object.values(await states()).filter((s) => s === 'acknowledged')).toHaveLength(3), { timeout: 30_000, interval: 100 });
+      await vi.waitFor(
+        async () => expect(Object.values(await states()).filter((s) => s === 'acknowledged')).toHaveLength(3),
+        { timeout: 30_000, interval: 100 },
+      );
       const before = await states();
 
       // The database goes away (every open connection cut, new ones reset); more loans are released.
@@ -284,10 +351,16 @@ describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
       const failedBefore = log.lines().filter((l) => l.msg.includes('boarding cycle failed')).length;
       const cyclesBefore = cycles.length;
       daemon.triggerCycle('test: database away');
-      await vi.waitFor(() => expect(log.lines().filter((l) => l.msg.includes('boarding cycle failed')).length + cycles.length).toBeGreaterThan(failedBefore + cyclesBefore), {
-        timeout: 30_000,
-        interval: 50,
-      });
+      await vi.waitFor(
+        () =>
+          expect(
+            log.lines().filter((l) => l.msg.includes('boarding cycle failed')).length + cycles.length,
+          ).toBeGreaterThan(failedBefore + cyclesBefore),
+        {
+          timeout: 30_000,
+          interval: 50,
+        },
+      );
       const notReady = await fetch(`${admin}/readyz`);
       expect(notReady.status).toBe(503);
       const body = (await notReady.json()) as { checks: { database: { ok: boolean; detail?: string } } };
@@ -299,10 +372,19 @@ describe.skipIf(pgSkipReason !== null)('the database lost mid-run', () => {
       // Back: nothing was marked during the outage; the next cycle boards the new loans, each once.
       link.on();
       expect(await states()).toEqual(before);
-      await vi.waitFor(async () => expect(((await (await fetch(`${admin}/readyz`)).json()) as typeof body).checks.database.ok).toBe(true), { timeout: 15_000, interval: 100 });
+      await vi.waitFor(
+        async () =>
+          expect(((await (await fetch(`${admin}/readyz`)).json()) as typeof body).checks.database.ok).toBe(
+            true,
+          ),
+        { timeout: 15_000, interval: 100 },
+      );
       daemon.triggerCycle('test: database back');
       // Before the fix every later cycle failed with "a boarding cycle is already running".
-      await vi.waitFor(async () => expect(Object.values(await states()).filter((s) => s === 'acknowledged')).toHaveLength(6), { timeout: 30_000, interval: 100 });
+      await vi.waitFor(
+        async () => expect(Object.values(await states()).filter((s) => s === 'acknowledged')).toHaveLength(6),
+        { timeout: 30_000, interval: 100 },
+      );
       expect(Object.values((await p.counters()).acks)).toEqual([1, 1, 1, 1, 1, 1]);
       expect(daemon.adminUrl()).not.toBeNull();
     } finally {

@@ -19,7 +19,8 @@ afterAll(async () => {
 describe.skipIf(pgSkipReason !== null)('the PostgreSQL write lock', () => {
   it("an unfenced write transaction left idle by a paused replica is ended by the server, so the other replicas' writes go on (it was held until the replica resumed)", async () => {
     // Opened as the daemon opens its store (its pool logs a connection the server ends).
-    const open = (applicationName: string): Promise<StoreDb> => openStore(pgTarget(db.url, { poolSize: 2, connectTimeoutMs: 5000 }), { applicationName });
+    const open = (applicationName: string): Promise<StoreDb> =>
+      openStore(pgTarget(db.url, { poolSize: 2, connectTimeoutMs: 5000 }), { applicationName });
     const a = await open('paused-replica');
     const b = await open('other-replica');
     let entered!: () => void;
@@ -38,14 +39,20 @@ describe.skipIf(pgSkipReason !== null)('the PostgreSQL write lock', () => {
         (err: Error) => err.message,
       );
     await inside;
-    const stuck = await db.pool('observer', 1).query<{ state: string }>("SELECT state FROM pg_stat_activity WHERE application_name = 'paused-replica' AND state = 'idle in transaction'");
+    const stuck = await db
+      .pool('observer', 1)
+      .query<{ state: string }>(
+        "SELECT state FROM pg_stat_activity WHERE application_name = 'paused-replica' AND state = 'idle in transaction'",
+      );
     expect(stuck.rows).toHaveLength(1);
 
     // Replica b's write waits for the lock until the server ends a's idle transaction.
     let guard: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
       b.write(() => b.run('SELECT 1')).then(() => 'written'),
-      new Promise<string>((r) => (guard = setTimeout(() => r('still waiting for the write lock after 25 s'), 25_000))),
+      new Promise<string>(
+        (r) => (guard = setTimeout(() => r('still waiting for the write lock after 25 s'), 25_000)),
+      ),
     ]);
     clearTimeout(guard);
     expect(outcome).toBe('written');

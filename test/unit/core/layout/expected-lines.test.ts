@@ -14,7 +14,14 @@ describe('mappings test with expected file lines', () => {
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('the shipped generic fixtures match their expected CSV and fixed-width lines', async () => {
-    const r = await cli(['mappings', 'test', '--dir', join(repo, 'mappings/generic'), '--case', 'business-monthly-fixed']);
+    const r = await cli([
+      'mappings',
+      'test',
+      '--dir',
+      join(repo, 'mappings/generic'),
+      '--case',
+      'business-monthly-fixed',
+    ]);
     expect(r.error).toBeUndefined();
     expect(r.out).toMatch(/ok {3}\S+ business-monthly-fixed/);
   });
@@ -26,8 +33,12 @@ describe('mappings test with expected file lines', () => {
     writeFileSync(file, readFileSync(file, 'latin1').replace('CRE300  ', 'CRE300 '), 'latin1');
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.error).toBeDefined();
-    expect(r.out).toMatch(/FAIL \S+ business-monthly-fixed\n\s+expected-lines\/LNLOAD\.DAT line 1: expected 119 byte\(s\), the layout writes 120\n/);
-    expect(r.out).toContain('expected-lines/LNLOAD.DAT line 1, column PRODUCT: expected "CRE300 0", got "CRE300  "');
+    expect(r.out).toMatch(
+      /FAIL \S+ business-monthly-fixed\n\s+expected-lines\/LNLOAD\.DAT line 1: expected 119 byte\(s\), the layout writes 120\n/,
+    );
+    expect(r.out).toContain(
+      'expected-lines/LNLOAD.DAT line 1, column PRODUCT: expected "CRE300 0", got "CRE300  "',
+    );
   });
 });
 
@@ -50,21 +61,41 @@ describe('mappings test --update and per-column mismatches (issue 24 point 8)', 
     // CSV: the principal gets 3 decimals. Fixed width: the rate gets 5 implied decimals (same width).
     const dir = editedSet('edited', (y) =>
       y
-        .replace('{ name: principal, field: principal, decimals: 2, neutralise: false }', '{ name: principal, field: principal, decimals: 3, neutralise: false }')
-        .replace('{ name: RATE, start: 96, length: 7, field: interestRate, decimals: 4,', '{ name: RATE, start: 96, length: 7, field: interestRate, decimals: 5,'),
+        .replace(
+          '{ name: principal, field: principal, decimals: 2, neutralise: false }',
+          '{ name: principal, field: principal, decimals: 3, neutralise: false }',
+        )
+        .replace(
+          '{ name: RATE, start: 96, length: 7, field: interestRate, decimals: 4,',
+          '{ name: RATE, start: 96, length: 7, field: interestRate, decimals: 5,',
+        ),
     );
     const caseDir = join(dir, 'fixtures/business-monthly-fixed');
     const expectedJsonBefore = readFileSync(join(caseDir, 'expected.json'), 'utf8');
     const failed = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(failed.error).toBeDefined();
-    expect(failed.out).toContain('expected-lines/loan.csv line 1, column principal: expected "1250000.50", got "1250000.500"');
-    expect(failed.out).toContain('expected-lines/LNLOAD.DAT line 1, column RATE: expected "0072500", got "0725000"');
+    expect(failed.out).toContain(
+      'expected-lines/loan.csv line 1, column principal: expected "1250000.50", got "1250000.500"',
+    );
+    expect(failed.out).toContain(
+      'expected-lines/LNLOAD.DAT line 1, column RATE: expected "0072500", got "0725000"',
+    );
     // Only the columns that differ, not the whole line.
     expect(failed.out).not.toMatch(/expected "A,loan_0001,/);
     expect(failed.out).not.toMatch(/column (loan_number|LOAN_NUMBER)/);
 
-    const updated = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed', '--update']);
-    expect(updated.out).toMatch(/FAIL \S+ business-monthly-fixed \(updated: expected\.json, expected-lines\/LNLOAD\.DAT, expected-lines\/customer\.csv, expected-lines\/loan\.csv\)/);
+    const updated = await cli([
+      'mappings',
+      'test',
+      '--dir',
+      dir,
+      '--case',
+      'business-monthly-fixed',
+      '--update',
+    ]);
+    expect(updated.out).toMatch(
+      /FAIL \S+ business-monthly-fixed \(updated: expected\.json, expected-lines\/LNLOAD\.DAT, expected-lines\/customer\.csv, expected-lines\/loan\.csv\)/,
+    );
     expect(readFileSync(join(caseDir, 'expected-lines/loan.csv'), 'utf8')).toContain(',1250000.500,');
     const fixed = readFileSync(join(caseDir, 'expected-lines/LNLOAD.DAT'), 'latin1');
     expect(fixed.slice(95, 102)).toBe('0725000');
@@ -79,15 +110,24 @@ describe('mappings test --update and per-column mismatches (issue 24 point 8)', 
   });
 
   it('a column added to a CSV layout says how many columns each side has and names the new one', async () => {
-    const dir = editedSet('added', (y) => y.replace('      - { name: borrower_cif, field: borrowerCif }', '      - { name: borrower_cif, field: borrowerCif }\n      - { name: extra_flag, value: "Y" }'));
+    const dir = editedSet('added', (y) =>
+      y.replace(
+        '      - { name: borrower_cif, field: borrowerCif }',
+        '      - { name: borrower_cif, field: borrowerCif }\n      - { name: extra_flag, value: "Y" }',
+      ),
+    );
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.error).toBeDefined();
     expect(r.out).toContain('expected-lines/loan.csv line 1: expected 27 column(s), the layout writes 28');
-    expect(r.out).toContain('expected-lines/loan.csv line 1, column extra_flag: expected (no column), got "Y"');
+    expect(r.out).toContain(
+      'expected-lines/loan.csv line 1, column extra_flag: expected (no column), got "Y"',
+    );
   });
 
   it('a line ending changed in the layout is reported as such', async () => {
-    const dir = editedSet('eol', (y) => y.replace('    encoding: latin1\n    lineEnding: crlf', '    encoding: latin1\n    lineEnding: lf'));
+    const dir = editedSet('eol', (y) =>
+      y.replace('    encoding: latin1\n    lineEnding: crlf', '    encoding: latin1\n    lineEnding: lf'),
+    );
     const r = await cli(['mappings', 'test', '--dir', dir, '--case', 'business-monthly-fixed']);
     expect(r.out).toContain('expected-lines/LNLOAD.DAT line 1: line ending: expected CRLF, got LF');
   });
@@ -104,7 +144,8 @@ describe("expected-lines are rendered in the case's time zone", () => {
       - { name: funded, field: fundedAt, dateFormat: yyyy-mm-dd }
 `).layout!;
     const records = [{ type: 'loan', externalId: 'L', fields: { fundedAt: '2026-03-08T05:30:00Z' } }];
-    const text = (timeZone: string) => new TextDecoder().decode(renderExpectedLines(layout, 'L', records, 'd.csv', timeZone) as Uint8Array);
+    const text = (timeZone: string) =>
+      new TextDecoder().decode(renderExpectedLines(layout, 'L', records, 'd.csv', timeZone) as Uint8Array);
     expect(fixtureTimeZone({ options: undefined })).toBe('America/Chicago');
     expect(fixtureTimeZone({ options: { timeZone: 'Asia/Tokyo' } })).toBe('Asia/Tokyo');
     expect(text(fixtureTimeZone({ options: undefined }))).toBe('2026-03-07\n');

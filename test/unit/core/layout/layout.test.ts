@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { compileLayout } from '../../../../src/core/file/layout/layout.js';
-import { encodeLine, renderRows, summaryLine, transliterate } from '../../../../src/core/file/layout/render.js';
+import {
+  encodeLine,
+  renderRows,
+  summaryLine,
+  transliterate,
+} from '../../../../src/core/file/layout/render.js';
 import { lintMappingDir } from '../../../../src/mapping/loader.js';
 import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../../src/mapping/compile.js';
 import { layoutCatalogue } from '../../../../src/mapping/layout-catalogue.js';
@@ -29,7 +34,14 @@ describe('layout lint', () => {
   it('the shipped generic set has a valid layout', () => {
     const r = lintMappingDir(GENERIC);
     expect(r.problems).toEqual([]);
-    expect(r.layout?.files.map((f) => f.name)).toEqual(['customer.csv', 'loan.csv', 'relationship.csv', 'crossref.csv', 'document.csv', 'LNLOAD.DAT']);
+    expect(r.layout?.files.map((f) => f.name)).toEqual([
+      'customer.csv',
+      'loan.csv',
+      'relationship.csv',
+      'crossref.csv',
+      'document.csv',
+      'LNLOAD.DAT',
+    ]);
   });
 
   it('reports overlaps, gaps, unknown fields and a maxLength wider than the column with line:column', () => {
@@ -42,10 +54,14 @@ describe('layout lint', () => {
     const msgs = r.problems.map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`);
     expect(msgs).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^layout\.yaml:8:27 B: bytes 4-8 overlap the previous column \(which ends at 5\)/),
+        expect.stringMatching(
+          /^layout\.yaml:8:27 B: bytes 4-8 overlap the previous column \(which ends at 5\)/,
+        ),
         expect.stringMatching(/^layout\.yaml:9:27 C: gap at bytes 9-11/),
         expect.stringMatching(/^layout\.yaml:9:9 C: loan has no field nosuch/),
-        expect.stringMatching(/^layout\.yaml:10:39 D: field loan\.purpose has maxLength 100, wider than the column \(4 bytes\)/),
+        expect.stringMatching(
+          /^layout\.yaml:10:39 D: field loan\.purpose has maxLength 100, wider than the column \(4 bytes\)/,
+        ),
       ]),
     );
     expect(r.layout).toBeUndefined();
@@ -66,14 +82,27 @@ describe('layout lint', () => {
     );
     const msgs = r.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
     expect(msgs.some((m) => /^6:5 .*colour/.test(m))).toBe(true);
-    const r2 = compileLayout(fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'), catalogue);
+    const r2 = compileLayout(
+      fixed(`      - { name: A, start: 1, length: 5, value: "" }\n`).replace('record: loan', 'record: lone'),
+      catalogue,
+    );
     const m2 = r2.problems.map((p) => `${p.line}:${p.column} ${p.message}`);
-    expect(m2).toEqual(expect.arrayContaining([expect.stringMatching(/^3:13 record type lone is not produced by the mapping/), expect.stringMatching(/gap at bytes 6-20 before the end/)]));
+    expect(m2).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^3:13 record type lone is not produced by the mapping/),
+        expect.stringMatching(/gap at bytes 6-20 before the end/),
+      ]),
+    );
   });
 
   it('refuses a file named like the batch control file', () => {
-    const r = compileLayout(`files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`, catalogue);
-    expect(r.problems.map((p) => `${p.line}:${p.column} ${p.message}`)).toEqual([expect.stringMatching(/^2:11 CONTROL\.csv is the batch's own control file/)]);
+    const r = compileLayout(
+      `files:\n  - name: CONTROL.csv\n    record: loan\n    format: csv\n    columns:\n      - { name: id, source: loanId }\n`,
+      catalogue,
+    );
+    expect(r.problems.map((p) => `${p.line}:${p.column} ${p.message}`)).toEqual([
+      expect.stringMatching(/^2:11 CONTROL\.csv is the batch's own control file/),
+    ]);
   });
 });
 
@@ -87,7 +116,11 @@ describe('the shipped layout', () => {
       const out = await m.map(c.input as never);
       if (!out.ok) continue;
       for (const f of layout.files) {
-        for (const kind of ['new', 'correction'] as const) expect(() => renderRows(f, out.records, { loanId: 'x', timeZone: 'America/Chicago', kind }), `${c.name} ${f.name}`).not.toThrow();
+        for (const kind of ['new', 'correction'] as const)
+          expect(
+            () => renderRows(f, out.records, { loanId: 'x', timeZone: 'America/Chicago', kind }),
+            `${c.name} ${f.name}`,
+          ).not.toThrow();
       }
       rendered += 1;
     }
@@ -109,7 +142,11 @@ describe('layout rendering', () => {
 
   it('folds names to ASCII and strips control characters; every record is exactly recordLength bytes', () => {
     expect(transliterate('CAFÉ OLÉ Straße Æbelø Łódź')).toBe('CAFE OLE Strasse AEbelo Lodz');
-    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'correction' });
+    const r = renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'Jörg\nßÆ', amount: '-1.5' } }], {
+      loanId: 'l',
+      timeZone: 'America/Chicago',
+      kind: 'correction',
+    });
     expect(r.lines).toEqual(['CJorg ssAE   -000150']);
     for (const l of r.lines) expect(encodeLine(f, l).length).toBe(21); // + LF
   });
@@ -135,13 +172,39 @@ describe('layout rendering', () => {
     ).layout!.files[0]!;
     const r = renderRows(withTrailer, recs, { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' });
     const totals = new Map(Object.entries(r.amounts).map(([k, v]) => [k, BigInt(v)]));
-    expect(summaryLine(withTrailer, 'trailer', { batchId: 'b', timeZone: 'America/Chicago', batchDate: '2025-03-14', records: 2, loans: 1, totals })).toBe('T,2,90071992547409.94,9007199254740994');
+    expect(
+      summaryLine(withTrailer, 'trailer', {
+        batchId: 'b',
+        timeZone: 'America/Chicago',
+        batchDate: '2025-03-14',
+        records: 2,
+        loans: 1,
+        totals,
+      }),
+    ).toBe('T,2,90071992547409.94,9007199254740994');
   });
 
   it('refuses a value that would lose money digits or a character the encoding lacks', () => {
-    expect(() => renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/more than 2 decimal/);
-    const strict = compileLayout(fixed(`      - { name: NAME, start: 1, length: 20, field: name }\n`, '\n    encoding: ascii').replace('record: loan', 'record: r')).layout!.files[0]!;
-    expect(() => renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], { loanId: 'l', timeZone: 'America/Chicago', kind: 'new' })).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
+    expect(() =>
+      renderRows(f, [{ type: 'r', externalId: 'x', fields: { name: 'a', amount: '1.005' } }], {
+        loanId: 'l',
+        timeZone: 'America/Chicago',
+        kind: 'new',
+      }),
+    ).toThrow(/more than 2 decimal/);
+    const strict = compileLayout(
+      fixed(`      - { name: NAME, start: 1, length: 20, field: name }\n`, '\n    encoding: ascii').replace(
+        'record: loan',
+        'record: r',
+      ),
+    ).layout!.files[0]!;
+    expect(() =>
+      renderRows(strict, [{ type: 'r', externalId: 'x', fields: { name: 'CAFÉ' } }], {
+        loanId: 'l',
+        timeZone: 'America/Chicago',
+        kind: 'new',
+      }),
+    ).toThrow(/"É" cannot be written in ascii \(set transliterate: true\)/);
   });
 
   it("writes an instant's date in the bank's time zone, never its UTC day (regression: 2026-03-08T05:30Z printed 2026-03-08 in Chicago)", () => {
@@ -154,7 +217,12 @@ describe('layout rendering', () => {
       - { name: us, field: at, dateFormat: mm/dd/yyyy }
       - { name: packed, field: at, dateFormat: yyyymmdd }
 `).layout!.files[0]!;
-    const line = (at: string, timeZone = 'America/Chicago') => renderRows(dates, [{ type: 'r', externalId: 'x', fields: { at } }], { loanId: 'l', timeZone, kind: 'new' }).lines[0];
+    const line = (at: string, timeZone = 'America/Chicago') =>
+      renderRows(dates, [{ type: 'r', externalId: 'x', fields: { at } }], {
+        loanId: 'l',
+        timeZone,
+        kind: 'new',
+      }).lines[0];
     // 05:30Z is 23:30 CST the evening before (DST starts at 08:00Z that day).
     expect(line('2026-03-08T05:30:00Z')).toBe('2026-03-07,03/07/2026,20260307');
     expect(line('2026-03-08T08:30:00.000Z')).toBe('2026-03-08,03/08/2026,20260308');
