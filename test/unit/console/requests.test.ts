@@ -257,6 +257,8 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       const clock = new FakeClock();
       await store.loans.insert({ id: 'A', state: 'queued' }, clock.now());
       let release: () => void = () => undefined;
+      let started: () => void = () => undefined;
+      const previewStarted = new Promise<void>((resolve) => (started = resolve));
       const service = createConsoleService({
         store,
         consoleStore: createConsoleStore(db),
@@ -270,9 +272,13 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
         reboardPreview: (loanId) =>
           new Promise((resolve) => {
             release = () => resolve({ loanId, outcome: 'not_acknowledged', state: 'queued' });
+            started();
           }),
       });
       const first = service.reboardDiff(olga, 'A');
+      // The first call looks the loan up before its preview starts: the second must come after that
+      // (on PostgreSQL under load the second's look-up could otherwise finish first).
+      await previewStarted;
       await expect(service.reboardDiff(olga, 'A')).rejects.toMatchObject({ status: 409 });
       release();
       expect(await first).toMatchObject({ outcome: 'not_acknowledged' });
