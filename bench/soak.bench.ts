@@ -37,6 +37,28 @@ interface Sample {
   bytesPerLoan: number;
   inbox: number;
   reports: number;
+  /** From the daemon's /metrics: V8 heap in use and memory held outside the heap (Buffers, SQLite). */
+  heapMb: number;
+  externalMb: number;
+}
+
+/** A gauge's value from a Prometheus text page (NaN when absent). */
+function gauge(text: string, name: string): number {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
+
+async function heapFigures(admin: string | null): Promise<{ heapMb: number; externalMb: number }> {
+  if (admin === null) return { heapMb: NaN, externalMb: NaN };
+  try {
+    const text = await (await fetch(`${admin}/metrics`)).text();
+    return {
+      heapMb: gauge(text, 'boarding_nodejs_heap_size_used_bytes') / 1048576,
+      externalMb: gauge(text, 'boarding_nodejs_external_memory_bytes') / 1048576,
+    };
+  } catch {
+    return { heapMb: NaN, externalMb: NaN };
+  }
 }
 
 function rssKb(pid: number): number {
@@ -76,6 +98,7 @@ async function main(): Promise<void> {
   const reportsDir = join(cfg.dir, 'reports');
   spawnSync('sh', ['-c', `printf 'reports:\\n  dir: ${reportsDir}\\n' >> '${cfg.configPath}'`]);
   let receiver: string | null = null;
+  let admin: string | null = null;
   const child = spawn(
     process.execPath,
     [MAIN ?? join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath],
@@ -90,6 +113,7 @@ async function main(): Promise<void> {
       if (!line.startsWith('{')) continue;
       const rec = JSON.parse(line) as { msg?: string; url?: string; level?: number };
       if (rec.msg === 'webhook receiver listening' && rec.url) receiver = rec.url;
+      if (rec.msg === 'admin listener (ops pages) listening' && rec.url) admin = rec.url;
       if ((rec.level ?? 0) >= 50) {
         errors += 1;
         if (errors <= 5) process.stderr.write(`daemon error: ${line.slice(0, 400)}\n`);
@@ -154,7 +178,9 @@ async function main(): Promise<void> {
     process.stdout.write(
       `soak: ${MINUTES} min, ${LOANS_PER_MINUTE} loans/min released, 1 webhook/s, cycles every 10 s, reconcile every 3 min (state in ${cfg.dir})\n`,
     );
-    process.stdout.write('min  acked  rssMB   fds  stateKB  bytes/loan  inbox  reports  load\n');
+    process.stdout.write(
+      'min  acked  rssMB   fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  load\n',
+    );
     for (let minute = 1; minute <= MINUTES; minute++) {
       await new Promise((r) => setTimeout(r, t0 + minute * 60_000 - Date.now()));
       if (child.exitCode !== null) throw new Error(`the daemon exited with ${child.exitCode}`);
@@ -182,10 +208,11 @@ async function main(): Promise<void> {
         bytesPerLoan: acked > 0 ? stateBytes / acked : 0,
         inbox,
         reports,
+        ...(await heapFigures(admin)),
       };
       samples.push(s);
       process.stdout.write(
-        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${String(s.fds).padStart(4)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
+        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${String(s.fds).padStart(4)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
       );
     }
   } finally {
@@ -204,6 +231,7 @@ async function main(): Promise<void> {
     rss: ratio((s) => s.rssMb),
     fds: ratio((s) => s.fds),
     bytesPerLoan: ratio((s) => s.bytesPerLoan),
+    heap: ratio((s) => s.heapMb),
   };
   const verdict = (x: number): string => (x <= GOAL ? 'flat' : 'GROWS');
   // The state's growth per loan boarded within each span (bytes/loan above also carries the
@@ -216,7 +244,7 @@ async function main(): Promise<void> {
   const growth = { first: marginal(0, span), last: marginal(samples.length - 1 - span, samples.length - 1) };
   process.stdout.write(
     `soak ${samples.length} min: webhooks delivered ${delivered} (refused ${refused}), loans acknowledged ${samples.at(-1)?.acked ?? 0} of ${released.length} released, daemon error lines ${errors}\n` +
-      `last ÷ first ${span} min: RSS ${r.rss.toFixed(3)} (${verdict(r.rss)}), fds ${r.fds.toFixed(3)} (${verdict(r.fds)}), state bytes/loan ${r.bytesPerLoan.toFixed(3)} (${verdict(r.bytesPerLoan)}) — goal ≤ ${GOAL}\n` +
+      `last ÷ first ${span} min: RSS ${r.rss.toFixed(3)} (${verdict(r.rss)}), fds ${r.fds.toFixed(3)} (${verdict(r.fds)}), state bytes/loan ${r.bytesPerLoan.toFixed(3)} (${verdict(r.bytesPerLoan)}) — goal ≤ ${GOAL}; V8 heap in use ${r.heap.toFixed(3)}\n` +
       `state growth per loan boarded (database + WAL, inbox rows included): first ${span} min ${Math.round(growth.first)} B, last ${span} min ${Math.round(growth.last)} B, ratio ${(growth.last / growth.first).toFixed(3)}\n` +
       `machine: ${cpus().length} cores, load average (1 min) at the end ${loadavg()[0]?.toFixed(1) ?? '?'} (other load skews the figures)\n`,
   );
