@@ -51,6 +51,11 @@ function clientErrorStatus(err: unknown): number | null {
   return typeof status === 'number' && status >= 400 && status < 500 ? status : null;
 }
 
+/** The request's content-encoding for a rejection's detail, cut short (it comes from outside). */
+function contentEncoding(req: Request): string {
+  return String(req.headers['content-encoding'] ?? 'identity').slice(0, 40);
+}
+
 /** Body-parser's error types that mean the sender went away: nobody is left to answer. */
 const ABORTED = new Set(['request.aborted', 'stream.not.readable']);
 
@@ -158,7 +163,8 @@ export function createWebhookReceiver(
           req,
           res,
           'bad_request',
-          `body could not be decoded (content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}${typeof code === 'string' ? `: ${code}` : ''})`,
+          `body could not be decoded (content-encoding ${contentEncoding(req)}` +
+            `${typeof code === 'string' ? `: ${code}` : ''})`,
         );
         return;
       }
@@ -174,7 +180,8 @@ export function createWebhookReceiver(
         req,
         res,
         'unsupported_encoding',
-        `${type}: content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}, content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`,
+        `${type}: content-encoding ${contentEncoding(req)}, ` +
+          `content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`,
       );
     } else if (ABORTED.has(type)) {
       metrics.webhookRejected('bad_request');
