@@ -27,6 +27,29 @@ export default tseslint.config(
     },
   },
   {
+    // Lines under 120 columns (issue #34). Prettier (width 110) formats the code but never breaks a
+    // string, a template literal or a comment: those are broken by hand (concatenation, wrapped
+    // comments). The folders still listed under `ignores` had long lines when the rule came in;
+    // each leaves the list once it passes.
+    files: ['src/**/*.ts'],
+    ignores: [
+      'src/app/**',
+      'src/boarding/**',
+      'src/cli/**',
+      'src/console/**',
+      'src/core/**',
+      'src/editloop/**',
+      'src/lib/**',
+      'src/mapping/**',
+      'src/platform/**',
+      'src/reports/**',
+      'src/store/**',
+    ],
+    rules: {
+      'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }],
+    },
+  },
+  {
     // store/ owns SQLite: every table is behind one of its repositories, so the schema has one owner.
     files: ['src/**/*.ts'],
     ignores: ['src/store/**'],
