@@ -27,6 +27,50 @@ export default tseslint.config(
     },
   },
   {
+    // Lines under 120 columns (issue #34). Prettier (width 110) formats the code but never breaks a
+    // string, a template literal or a comment: those are broken by hand (concatenation, wrapped
+    // comments). The folders still listed under `ignores` had long lines when the rule came in;
+    // each leaves the list once it passes.
+    files: ['src/**/*.ts'],
+    ignores: [
+      'src/app/**',
+      'src/boarding/**',
+      'src/cli/**',
+      'src/console/**',
+      'src/core/**',
+      'src/editloop/**',
+      'src/lib/**',
+      'src/mapping/**',
+      'src/platform/**',
+      'src/reports/**',
+      'src/store/**',
+    ],
+    rules: {
+      'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }],
+    },
+  },
+  {
+    // No function over 150 lines (issue #34): split by concern into named functions. The folders
+    // under `ignores` still had longer ones when the rule came in (26 functions); each leaves the
+    // list once it passes. Migrations are exempt by the issue's rule (one long, frozen script each):
+    // when src/store leaves the list, its migrations folder stays on it.
+    files: ['src/**/*.ts'],
+    ignores: [
+      'src/app/**',
+      'src/boarding/**',
+      'src/cli/**',
+      'src/console/**',
+      'src/core/**',
+      'src/mapping/**',
+      'src/platform/**',
+      'src/reports/**',
+      'src/store/**',
+    ],
+    rules: {
+      'max-lines-per-function': ['error', { max: 150 }],
+    },
+  },
+  {
     // store/ owns SQLite: every table is behind one of its repositories, so the schema has one owner.
     files: ['src/**/*.ts'],
     ignores: ['src/store/**'],

@@ -2,6 +2,7 @@ import { constants, existsSync, statSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import { configNotes } from '../config/load.js';
+import { adminHostWarning } from '../http/allowed-hosts.js';
 import { redactUrl } from '../lib/redact.js';
 import { Writable } from 'node:stream';
 import { createCore, createDocumentFetcher } from './core.js';
@@ -66,6 +67,8 @@ export function localChecks(
         'empty: the webhook receiver refuses every delivery (401), so boarding waits for the scheduled drain; set webhooks.secrets or BOARDING_WEBHOOK_SECRETS to the secret `webhooks register` printed',
     });
   }
+  const adminHost = adminHostWarning(config.admin);
+  if (adminHost !== null) checks.push({ name: 'admin.host', status: 'warn', detail: adminHost });
   const dir = config.mappings.dir;
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     checks.push({

@@ -114,7 +114,9 @@ function formatIssue(issue: z.core.$ZodIssue, raw: unknown): Problem[] {
   if (issue.code === 'unrecognized_keys') {
     const allowed = keysAt(issue.path);
     return issue.keys.map((k) => ({
-      text: `${path ? `${path}.` : ''}${k}: unknown key${didYouMean(k, allowed)} (check spelling; see README "Configuration")`,
+      text:
+        `${path ? `${path}.` : ''}${k}: unknown key${didYouMean(k, allowed)} ` +
+        '(check spelling; see README "Configuration")',
       at: { path: [...issue.path, k], key: true },
     }));
   }
@@ -209,7 +211,10 @@ function configError(
   );
 }
 
-/** The config keys that name a file or directory: made absolute at load, so no part of the program sees a relative one. */
+/**
+ * The config keys that name a file or directory: made absolute at load, so no part of the program sees
+ * a relative one.
+ */
 const PATH_KEYS: ReadonlyArray<readonly string[]> = [
   ['store', 'path'],
   ['store', 'postgres', 'sslRootCert'],
@@ -247,7 +252,8 @@ function resolvePaths(config: Config, cwd: string, exists: (p: string) => boolea
       const candidate = shipped === undefined ? undefined : join(shippedRoot, shipped);
       if (candidate !== undefined && exists(join(candidate, 'mapping.yaml'))) {
         notes.push(
-          `mappings.dir: ${value} does not exist under ${cwd}; using the shipped set ${candidate} (write an absolute path to choose another)`,
+          `mappings.dir: ${value} does not exist under ${cwd}; using the shipped set ${candidate} (write ` +
+            'an absolute path to choose another)',
         );
         absolute = candidate;
       }
@@ -256,7 +262,10 @@ function resolvePaths(config: Config, cwd: string, exists: (p: string) => boolea
   }
 }
 
-/** Pure but for `exists` (default: the file system): env + file text in, validated config out, or a ConfigError listing every problem. */
+/**
+ * Pure but for `exists` (default: the file system): env + file text in, validated config out, or a
+ * ConfigError listing every problem.
+ */
 export function loadConfig(input: LoadConfigInput): Config {
   const source = input.filePath ?? 'no config file';
   let raw: unknown;
@@ -371,12 +380,14 @@ export function assertEnvironmentMatchesKey(config: Pick<Config, 'platform'>): v
   const { apiKey, environment } = config.platform;
   if (apiKey.startsWith('pk_live_') && environment !== 'production') {
     throw new ConfigError(
-      `platform.apiKey: a live key (pk_live_…) may only be used with platform.environment: production, got ${environment}`,
+      'platform.apiKey: a live key (pk_live_…) may only be used with platform.environment: production, ' +
+        `got ${environment}`,
     );
   }
   if (apiKey.startsWith('pk_test_') && environment === 'production') {
     throw new ConfigError(
-      'platform.apiKey: a test key (pk_test_…) may only be used with platform.environment: staging or development, got production',
+      'platform.apiKey: a test key (pk_test_…) may only be used with platform.environment: staging or ' +
+        'development, got production',
     );
   }
 }

@@ -70,7 +70,8 @@ export function pgSettingsProblems(s: {
   if (s.password !== undefined && urlPassword(s.url) !== undefined) {
     out.push([
       'password',
-      'a password is in store.postgres.url and in store.postgres.password (or BOARDING_STORE_PASSWORD): give it in one place only, preferably BOARDING_STORE_PASSWORD with a URL that holds none',
+      'a password is in store.postgres.url and in store.postgres.password (or BOARDING_STORE_PASSWORD): ' +
+        'give it in one place only, preferably BOARDING_STORE_PASSWORD with a URL that holds none',
     ]);
   }
   for (const [name, value] of u.searchParams) {
@@ -79,18 +80,21 @@ export function pgSettingsProblems(s: {
       if (value !== s.ssl)
         out.push([
           'url',
-          `?sslmode=${value} in the URL disagrees with store.postgres.ssl (${s.ssl}): TLS is set by store.postgres.ssl only; remove sslmode from the URL`,
+          `?sslmode=${value} in the URL disagrees with store.postgres.ssl (${s.ssl}): TLS is set by ` +
+            'store.postgres.ssl only; remove sslmode from the URL',
         ]);
     } else if (key === 'sslrootcert') {
       if (value !== s.sslRootCert)
         out.push([
           'url',
-          `?sslrootcert in the URL disagrees with store.postgres.sslRootCert: the CA is set by store.postgres.sslRootCert only; remove sslrootcert from the URL`,
+          '?sslrootcert in the URL disagrees with store.postgres.sslRootCert: the CA is set by ' +
+            'store.postgres.sslRootCert only; remove sslrootcert from the URL',
         ]);
     } else if (TLS_PARAMS.includes(key)) {
       out.push([
         'url',
-        `?${name} in the URL: TLS is set by store.postgres.ssl and store.postgres.sslRootCert only; remove ${name} from the URL`,
+        `?${name} in the URL: TLS is set by store.postgres.ssl and store.postgres.sslRootCert only; ` +
+          `remove ${name} from the URL`,
       ]);
     } else if (!PLAIN_PARAMS.includes(key)) {
       out.push([

@@ -64,7 +64,10 @@ export const platformSchema = z.strictObject({
 
 /** store.postgres: the state on PostgreSQL (store.engine: postgres; docs/deploy.md "PostgreSQL"). */
 export const storePostgresSchema = z.strictObject({
-  /** postgres://user@host:5432/db without a password (it goes in BOARDING_STORE_PASSWORD or password) nor TLS parameters (ssl decides). */
+  /**
+   * postgres://user@host:5432/db without a password (it goes in BOARDING_STORE_PASSWORD or password)
+   * nor TLS parameters (ssl decides).
+   */
   url: str('a postgres:// URL')
     .refine((v) => /^postgres(ql)?:\/\//.test(v), { error: 'expected a postgres:// or postgresql:// URL' })
     .optional(),
@@ -79,7 +82,10 @@ export const storePostgresSchema = z.strictObject({
   /** A CA bundle (PEM file) for verify-full / verify-ca, when the server's certificate is not from a public CA. */
   sslRootCert: str('a file path').optional(),
   poolSize: int(1, 100).default(5),
-  /** How long a connection attempt waits for the server; then every command exits 1 naming the key to fix (run waits, /readyz 503). */
+  /**
+   * How long a connection attempt waits for the server; then every command exits 1 naming the key to
+   * fix (run waits, /readyz 503).
+   */
   connectTimeoutMs: int(100).default(5_000),
 });
 
@@ -107,7 +113,8 @@ export const storeSchema = z
       .prefault({})
       .refine((l) => l.ttlMs - Math.min(2_000, Math.floor(l.ttlMs / 5)) > l.renewEveryMs, {
         error:
-          'renewEveryMs must be shorter than ttlMs less its safety margin (min(2000, ttlMs/5)): a leader must renew before it stops trusting its lease',
+          'renewEveryMs must be shorter than ttlMs less its safety margin (min(2000, ttlMs/5)): a leader ' +
+          'must renew before it stops trusting its lease',
         path: ['renewEveryMs'],
       }),
   })
@@ -303,7 +310,10 @@ export const mappingsSchema = z.strictObject({
     })
     .default({}),
   timeoutMs: int(1).default(1_000),
-  /** `run` reloads the set when a file in dir changes (lint first; a broken edit keeps the loaded set). SIGHUP always reloads. */
+  /**
+   * `run` reloads the set when a file in dir changes (lint first; a broken edit keeps the loaded set).
+   * SIGHUP always reloads.
+   */
   watch: bool().default(false),
   /**
    * Input paths the platform spec does not document that lint lets pass (fields a platform adds
@@ -320,7 +330,9 @@ export const mappingsSchema = z.strictObject({
               /^(loan|loan\.product|loan\.stage|loan\.boarding|business|person|document|document\.requirement)\.([A-Za-z_$][\w$]*|\*)$/,
               {
                 error:
-                  'expected <object>.<field>, e.g. person.middleName or loan.* (objects: loan, loan.product, loan.stage, loan.boarding, business, person, document, document.requirement)',
+                  'expected <object>.<field>, e.g. person.middleName or loan.* (objects: loan, ' +
+                  'loan.product, loan.stage, loan.boarding, business, person, document, ' +
+                  'document.requirement)',
               },
             ),
         ),
@@ -490,7 +502,8 @@ export const consoleSchema = z.strictObject({
             message:
               first === u.name
                 ? `expected each user once (${u.name} is listed twice)`
-                : `expected each user once: ${u.name} is the same user as ${first} (names are compared without case and surrounding punctuation)`,
+                : `expected each user once: ${u.name} is the same user as ${first} ` +
+                  '(names are compared without case and surrounding punctuation)',
           });
         else seen.set(key, u.name);
       });
@@ -591,7 +604,9 @@ export const numberPoolSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['width'],
-        message: `expected a width larger than the prefix${checkLen ? ' and the check digit' : ''} (${pool.prefix.length + checkLen})`,
+        message:
+          `expected a width larger than the prefix${checkLen ? ' and the check digit' : ''} ` +
+          `(${pool.prefix.length + checkLen})`,
       });
       return;
     }
@@ -599,7 +614,9 @@ export const numberPoolSchema = z
       ctx.addIssue({
         code: 'custom',
         path: ['prefix'],
-        message: `expected digits only: the ${pool.checkDigit} check digit covers the prefix (use checkDigit: none for a prefix with letters)`,
+        message:
+          `expected digits only: the ${pool.checkDigit} check digit covers the prefix (use checkDigit: ` +
+          'none for a prefix with letters)',
       });
     }
     const spans: Array<[bigint, bigint, number]> = [];
@@ -616,7 +633,9 @@ export const numberPoolSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['ranges', i, 'to'],
-          message: `expected at most ${digits} digit(s): width ${pool.width} leaves ${digits} after the prefix${checkLen ? ' and the check digit' : ''}`,
+          message:
+            `expected at most ${digits} digit(s): width ${pool.width} leaves ${digits} after the ` +
+            `prefix${checkLen ? ' and the check digit' : ''}`,
         });
       }
       spans.push([from, to, i]);
@@ -637,7 +656,10 @@ export type NumberPoolConfig = z.infer<typeof numberPoolSchema>;
 
 const numberSourceSchema = (defaultPool: z.input<typeof numberPoolSchema>) =>
   z.strictObject({
-    /** pool: the connector allocates from `pool`; core: the core assigns it. Default: pool for the file core, core for http (Fineract). */
+    /**
+     * pool: the connector allocates from `pool`; core: the core assigns it. Default: pool for the file
+     * core, core for http (Fineract).
+     */
     source: oneOf(['pool', 'core']).optional(),
     pool: numberPoolSchema.prefault(defaultPool),
   });
@@ -683,7 +705,9 @@ export const configSchema = z
         code: 'custom',
         path: ['customers', 'tinHashKey'],
         message:
-          'required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ids with this one key, at least 16 characters from your secret store; `state migrate` prints the value an SQLite state used',
+          'required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ' +
+          'ids with this one key, at least 16 characters from your secret store; `state migrate` prints ' +
+          'the value an SQLite state used',
       });
     }
   });
@@ -695,7 +719,10 @@ export type WebhooksConfig = Config['webhooks'];
 export type MappingsConfig = Config['mappings'];
 export type CustomersConfig = Config['customers'];
 
-/** Where a number comes from when the config does not say: the file core has no numbering of its own; Fineract assigns accountNo. */
+/**
+ * Where a number comes from when the config does not say: the file core has no numbering of its own;
+ * Fineract assigns accountNo.
+ */
 export function numberSource(
   config: Pick<Config, 'core' | 'identity'>,
   which: 'accountNumbers' | 'customerNumbers',

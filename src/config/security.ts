@@ -30,27 +30,32 @@ export function transportProblems(config: Config): string[] {
     }
     if (url.username !== '' || url.password !== '') {
       problems.push(
-        `${key}: a URL must not carry credentials (user:password@); use the key's own setting or the environment (e.g. BOARDING_CORE_PASSWORD)`,
+        `${key}: a URL must not carry credentials (user:password@); use the key's own setting or the ` +
+          'environment (e.g. BOARDING_CORE_PASSWORD)',
       );
     }
     if (url.search !== '')
       problems.push(
-        `${key}: a URL must not carry a query string (${url.search.length} characters after "?"); give the base URL only`,
+        `${key}: a URL must not carry a query string (${url.search.length} characters after "?"); give ` +
+          'the base URL only',
       );
     if (production && url.protocol !== 'https:') {
       problems.push(
-        `${key}: expected an https:// URL with platform.environment: production, got ${url.protocol}//${url.host} (secrets and loan data would cross the network in clear)`,
+        `${key}: expected an https:// URL with platform.environment: production, got ` +
+          `${url.protocol}//${url.host} (secrets and loan data would cross the network in clear)`,
       );
     }
   }
   if (production && config.core.http?.insecureTls === true) {
     problems.push(
-      "core.http.insecureTls: refused with platform.environment: production (the core's certificate must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)",
+      "core.http.insecureTls: refused with platform.environment: production (the core's certificate must " +
+        'be verified; add its CA to NODE_EXTRA_CA_CERTS instead)',
     );
   }
   if (production && config.core.mambu?.insecureTls === true) {
     problems.push(
-      "core.mambu.insecureTls: refused with platform.environment: production (the core's certificate must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)",
+      "core.mambu.insecureTls: refused with platform.environment: production (the core's certificate " +
+        'must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)',
     );
   }
   return problems;
@@ -61,7 +66,8 @@ export function transportWarnings(config: Config): string[] {
   const warnings: string[] = [];
   if (config.core.http?.insecureTls === true) {
     warnings.push(
-      `core.http.insecureTls: true — the core's TLS certificate is not verified (allowed only because platform.environment is ${config.platform.environment})`,
+      "core.http.insecureTls: true — the core's TLS certificate is not verified (allowed only because " +
+        `platform.environment is ${config.platform.environment})`,
     );
   }
   return warnings;

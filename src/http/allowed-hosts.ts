@@ -6,9 +6,15 @@
  * address (a wildcard such as 0.0.0.0 names none: list the names people use in allowedHosts).
  */
 import type { RequestHandler } from 'express';
+import ipaddr from 'ipaddr.js';
 
 const LOOPBACK = ['localhost', '127.0.0.1', '::1'];
-const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+/** 0.0.0.0, ::, [::] (any spelling of the unspecified address) or nothing: every interface, no one name. */
+export function isWildcardHost(host: string): boolean {
+  const h = hostName(host);
+  return h === '' || (ipaddr.isValid(h) && ipaddr.parse(h).range() === 'unspecified');
+}
 
 /** A Host header (or a configured name) as compared: lower case, no port, no brackets, no trailing dot. */
 export function hostName(value: string): string {
@@ -32,7 +38,26 @@ export function adminHostNames(admin: {
   if (admin.allowedHosts !== undefined && admin.allowedHosts.length > 0)
     return [...new Set(admin.allowedHosts.map(hostName))];
   const own = hostName(admin.host);
-  return [...new Set([...LOOPBACK, ...(WILDCARDS.has(own) ? [] : [own])])];
+  return [...new Set([...LOOPBACK, ...(isWildcardHost(own) ? [] : [own])])];
+}
+
+/**
+ * `config check`: admin.host listens on every interface but admin.allowedHosts is not set, so only
+ * the loopback names get through; whoever reaches the console by the machine's DNS name or address
+ * gets 421. Null when the names are listed or the host names one address.
+ */
+export function adminHostWarning(admin: {
+  host: string;
+  allowedHosts?: readonly string[] | undefined;
+}): string | null {
+  if (!isWildcardHost(admin.host)) return null;
+  if (admin.allowedHosts !== undefined && admin.allowedHosts.length > 0) return null;
+  return (
+    `${admin.host} listens on every interface, but without admin.allowedHosts the console, /metrics ` +
+    `and /readyz answer only ${LOOPBACK.join(', ')} in the Host header: a browser or probe that uses ` +
+    "this machine's DNS name or address gets 421; list those names in admin.allowedHosts " +
+    '(e.g. [ops.bank.example])'
+  );
 }
 
 /**

@@ -83,7 +83,8 @@ export function createApp(deps: WebhookAppDeps): Express {
     if (unusable.length > 0) {
       log.warn(
         { positions: unusable },
-        `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> and cannot verify ${deps.config.scheme} signatures`,
+        `webhooks.secrets: ${unusable.length} secret(s) are not whsec_<base64> ` +
+          `and cannot verify ${deps.config.scheme} signatures`,
       );
     }
     // The raw body is read on this route only: no other route takes a body.

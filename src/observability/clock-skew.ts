@@ -81,7 +81,9 @@ export function createClockSkewWatch(opts: {
       else {
         status = {
           ok: false,
-          detail: `CLOCK SKEW: ${describeOffset(offset)} (store.maxClockSkewMs ${opts.maxSkewMs}): batch cut-offs, webhook timestamps and retry times are off by as much; fix the host's time sync (NTP)`,
+          detail:
+            `CLOCK SKEW: ${describeOffset(offset)} (store.maxClockSkewMs ${opts.maxSkewMs}): batch cut-offs, ` +
+            "webhook timestamps and retry times are off by as much; fix the host's time sync (NTP)",
           offset,
         };
         if (lastAlertAt === null || now - lastAlertAt >= alertEvery) {

@@ -110,7 +110,10 @@ export function createDiskWatch(opts: DiskWatchOptions): DiskWatch {
         at,
       };
     }
-    const detail = `DISK FULL: ${short.map((r) => `${r.key} ${r.dir} has ${formatBytes(r.freeBytes ?? 0)} free`).join('; ')} (below boarding.minFreeDiskMb, ${min}): boarding stopped until space is freed`;
+    const where = short.map((r) => `${r.key} ${r.dir} has ${formatBytes(r.freeBytes ?? 0)} free`).join('; ');
+    const detail =
+      `DISK FULL: ${where} (below boarding.minFreeDiskMb, ${min}): ` +
+      'boarding stopped until space is freed';
     if (lastAlertAt === null || at - lastAlertAt >= alertEvery) {
       lastAlertAt = at;
       opts.logger?.error(

@@ -90,22 +90,52 @@ export interface ConnectorMetricsOptions extends MetricsSources {
 const KNOWN_EVENTS = new Set<string>(WEBHOOK_EVENTS);
 
 export function createConnectorMetrics(opts: ConnectorMetricsOptions): ConnectorMetrics {
-  const clock = opts.clock;
   const p = opts.prefix ?? 'boarding_';
   const registry = new Registry();
   let sources: MetricsSources = { ...opts };
   if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
+  const family: Family = { p, registry, clock: opts.clock, sources: () => sources };
 
-  // Prepared lazily per Db: the loans table belongs to the pipeline, read here only.
-  let statsDb: StoreDb | undefined;
-  let stats: LoanStats | undefined;
-  const loanStats = (db: StoreDb): LoanStats => {
-    if (stats && statsDb === db) return stats;
-    statsDb = db;
-    stats = createLoanStats(db);
-    return stats;
+  // Registration order is the exposition's order: dashboards do not care, but diffs of it do.
+  const pushed = pushedMetrics(family);
+  boardingMetrics(family);
+  numberPoolMetrics(family);
+  webhookInboxMetrics(family);
+  platformMetrics(family);
+  leadershipMetrics(family);
+  mappingMetrics(family);
+  hostMetrics(family);
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    webhookReceived(outcome, eventType) {
+      // Unknown types come from outside: bound the label's cardinality.
+      pushed.received.inc({ outcome, event_type: KNOWN_EVENTS.has(eventType) ? eventType : 'other' });
+    },
+    webhookRejected(reason) {
+      pushed.rejected.inc({ reason });
+    },
+    observeCycle(seconds, outcome, trigger = 'schedule') {
+      pushed.cycle.observe({ outcome, trigger }, seconds);
+    },
+    setSources(s) {
+      sources = { ...sources, ...s };
+    },
+    render: () => registry.metrics(),
   };
+}
 
+/** What every metric family is registered with; `sources()` is read at scrape time (they may be replaced). */
+interface Family {
+  p: string;
+  registry: Registry;
+  clock: Clock;
+  sources: () => MetricsSources;
+}
+
+/** Counters and the histogram the receiver and the daemon push (the only values not read at scrape time). */
+function pushedMetrics({ p, registry }: Family) {
   const received = new Counter({
     name: `${p}webhooks_received_total`,
     help: 'Webhook deliveries that passed verification, by outcome (accepted|duplicate) and event type',
@@ -114,7 +144,9 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   });
   const rejected = new Counter({
     name: `${p}webhooks_rejected_total`,
-    help: 'Webhook deliveries refused, by reason (missing_headers, bad_signature, timestamp_out_of_tolerance, too_large, invalid_json, …)',
+    help:
+      'Webhook deliveries refused, by reason (missing_headers, bad_signature, timestamp_out_of_tolerance, ' +
+      'too_large, invalid_json, …)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });
@@ -125,6 +157,20 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     registers: [registry],
   });
+  return { received, rejected, cycle };
+}
+
+/** The pipeline's loans, read from the state database at scrape time. */
+function boardingMetrics({ p, registry, clock, sources }: Family): void {
+  // Prepared lazily per Db: the loans table belongs to the pipeline, read here only.
+  let statsDb: StoreDb | undefined;
+  let stats: LoanStats | undefined;
+  const loanStats = (db: StoreDb): LoanStats => {
+    if (stats && statsDb === db) return stats;
+    statsDb = db;
+    stats = createLoanStats(db);
+    return stats;
+  };
 
   const dbGauge = (
     name: string,
@@ -139,7 +185,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
       registers: [registry],
       async collect() {
         this.reset();
-        const db = sources.db;
+        const db = sources().db;
         if (!db || !db.isOpen) return;
         try {
           await fill(this, db);
@@ -148,7 +194,6 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
         }
       },
     });
-
   dbGauge('loans', 'Loans by state in the local state database', ['state'], async (g, db) => {
     // Every known state is present (0 when empty) so alerts on a state never see "no data".
     for (const state of LOAN_STATES) g.set({ state }, 0);
@@ -195,15 +240,20 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
       g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
     },
   );
+}
 
+/** The bank's number pools (identity.*.source pool): boarding stops when one runs out. */
+function numberPoolMetrics({ p, registry, sources }: Family): void {
   new Gauge({
     name: `${p}number_pool_used_ratio`,
-    help: "Share of a number pool's sequences used (account, customer); boarding stops at 1: add a range to identity.*.pool.ranges",
+    help:
+      "Share of a number pool's sequences used (account, customer); boarding stops at 1: add a range " +
+      'to identity.*.pool.ranges',
     labelNames: ['pool'] as const,
     registers: [registry],
     async collect() {
       this.reset();
-      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? [])
+      for (const u of (await safeAsync(() => sources().numberPools?.())) ?? [])
         this.set({ pool: u.pool }, u.ratio);
     },
   });
@@ -214,10 +264,14 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
     async collect() {
       this.reset();
-      for (const u of (await safeAsync(() => sources.numberPools?.())) ?? [])
+      for (const u of (await safeAsync(() => sources().numberPools?.())) ?? [])
         this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
     },
   });
+}
+
+/** Deliveries received but not yet processed. */
+function webhookInboxMetrics({ p, registry, clock, sources }: Family): void {
   new Gauge({
     name: `${p}webhook_inbox`,
     help: 'Webhook inbox rows by status',
@@ -225,7 +279,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
     async collect() {
       this.reset();
-      const s = await safeAsync(() => sources.inbox?.stats());
+      const s = await safeAsync(() => sources().inbox?.stats());
       if (!s) return;
       this.set({ status: 'pending' }, s.pending);
       this.set({ status: 'processed' }, s.processed);
@@ -237,10 +291,14 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: 'Age of the oldest unprocessed webhook delivery (0 when none)',
     registers: [registry],
     async collect() {
-      const s = await safeAsync(() => sources.inbox?.stats());
+      const s = await safeAsync(() => sources().inbox?.stats());
       this.set(s?.oldestPendingAt == null ? 0 : Math.max(0, (clock.now() - s.oldestPendingAt) / 1000));
     },
   });
+}
+
+/** The platform client: calls, 429 strikes, the rate budget. */
+function platformMetrics({ p, registry, clock, sources }: Family): void {
   new Gauge({
     name: `${p}platform_api_calls_total`,
     help: 'Platform API calls by class (rate bucket) and HTTP status, as counted by the client',
@@ -248,7 +306,8 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
     collect() {
       this.reset();
-      const calls = safe(() => (sources.apiCalls ? [...sources.apiCalls()] : undefined));
+      const apiCalls = sources().apiCalls;
+      const calls = safe(() => (apiCalls ? [...apiCalls()] : undefined));
       for (const c of calls ?? []) this.set({ bucket: c.bucket, status: c.status }, c.count);
     },
   });
@@ -257,7 +316,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: '429 strikes in the last 24 h not cleared by an operator (a live key is revoked at 3)',
     registers: [registry],
     collect() {
-      const h = safe(() => sources.platformHealth?.());
+      const h = safe(() => sources().platformHealth?.());
       if (h) this.set(h.strikes24h);
     },
   });
@@ -266,18 +325,21 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: '1 when writes are stopped after 2 strikes in 24 h',
     registers: [registry],
     collect() {
-      const h = safe(() => sources.platformHealth?.());
+      const h = safe(() => sources().platformHealth?.());
       if (h) this.set(h.trafficStopped ? 1 : 0);
     },
   });
   new Gauge({
     name: `${p}platform_budget_remaining`,
-    help: "Requests this process's client still allows itself in the current rate window, by bucket (store.engine postgres: this process's own calls only; the budget itself is shared by every replica)",
+    help:
+      "Requests this process's client still allows itself in the current rate window, by bucket " +
+      "(store.engine postgres: this process's own calls only; the budget itself is shared by every " +
+      'replica)',
     labelNames: ['bucket'] as const,
     registers: [registry],
     collect() {
       this.reset();
-      const h = safe(() => sources.platformHealth?.());
+      const h = safe(() => sources().platformHealth?.());
       for (const b of h?.budgets ?? []) this.set({ bucket: b.bucket }, b.remaining);
     },
   });
@@ -286,17 +348,20 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: 'Seconds since the last successful platform call (-1 when none yet)',
     registers: [registry],
     collect() {
-      const h = safe(() => sources.platformHealth?.());
+      const h = safe(() => sources().platformHealth?.());
       if (h) this.set(h.lastSuccessAt === null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000));
     },
   });
+}
 
+/** This replica's role among those sharing the state. */
+function leadershipMetrics({ p, registry, sources }: Family): void {
   new Gauge({
     name: `${p}leader`,
     help: '1 while this replica leads (boards, runs the scheduled jobs), 0 on a standby',
     registers: [registry],
     collect() {
-      const l = safe(() => sources.leadership?.());
+      const l = safe(() => sources().leadership?.());
       if (l) this.set(l.role === 'leader' ? 1 : 0);
     },
   });
@@ -305,7 +370,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: 'The lease epoch this replica leads in (the fencing token); 0 on a standby',
     registers: [registry],
     collect() {
-      const l = safe(() => sources.leadership?.());
+      const l = safe(() => sources().leadership?.());
       if (l) this.set(l.epoch ?? 0);
     },
   });
@@ -314,13 +379,17 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: 'Times this replica became leader (a takeover after a failover, or a start)',
     registers: [registry],
     collect() {
-      const l = safe(() => sources.leadership?.());
+      const l = safe(() => sources().leadership?.());
       if (l) {
         this.reset();
         this.inc(l.acquisitions);
       }
     },
   });
+}
+
+/** The mapping set in use. */
+function mappingMetrics({ p, registry, sources }: Family): void {
   new Gauge({
     name: `${p}mapping_info`,
     help: 'The mapping version loans are mapped with (value 1; the version is the label)',
@@ -328,7 +397,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     registers: [registry],
     collect() {
       this.reset();
-      const m = safe(() => sources.mapping?.());
+      const m = safe(() => sources().mapping?.());
       if (m) this.set({ version: m.version }, 1);
     },
   });
@@ -337,19 +406,24 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: '1 when the last mapping reload was refused (the set on disk does not lint; the loaded one keeps boarding)',
     registers: [registry],
     collect() {
-      const m = safe(() => sources.mapping?.());
+      const m = safe(() => sources().mapping?.());
       if (m) this.set(m.lastReloadError ? 1 : 0);
     },
   });
+}
 
+/** What stops boarding from outside: disk space, the core, the clock. */
+function hostMetrics({ p, registry, sources }: Family): void {
   new Gauge({
     name: `${p}disk_free_bytes`,
-    help: 'Free bytes where the connector writes, by config key (store.path: the state directory; core.file.dir); boarding stops below boarding.minFreeDiskMb',
+    help:
+      'Free bytes where the connector writes, by config key (store.path: the state directory; ' +
+      'core.file.dir); boarding stops below boarding.minFreeDiskMb',
     labelNames: ['dir'] as const,
     registers: [registry],
     collect() {
       this.reset();
-      const d = safe(() => sources.disk?.());
+      const d = safe(() => sources().disk?.());
       for (const r of d?.readings ?? []) if (r.freeBytes !== null) this.set({ dir: r.key }, r.freeBytes);
     },
   });
@@ -358,48 +432,33 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     help: '1 while a watched directory has less than boarding.minFreeDiskMb free (boarding stopped)',
     registers: [registry],
     collect() {
-      const d = safe(() => sources.disk?.());
+      const d = safe(() => sources().disk?.());
       if (d) this.set(d.ok ? 0 : 1);
     },
   });
   new Gauge({
     name: `${p}core_outage`,
-    help: '1 while the last boarding pass stopped because the core did not take writes (down, timing out, or its disk full)',
+    help:
+      '1 while the last boarding pass stopped because the core did not take writes (down, timing out, ' +
+      'or its disk full)',
     registers: [registry],
     collect() {
-      const o = safe(() => sources.coreOutage?.());
+      const o = safe(() => sources().coreOutage?.());
       if (o !== undefined) this.set(o ? 1 : 0);
     },
   });
   new Gauge({
     name: `${p}clock_offset_seconds`,
-    help: "The state database's clock minus this host's (PostgreSQL; positive: this host is behind); /readyz fails at store.maxClockSkewMs",
+    help:
+      "The state database's clock minus this host's (PostgreSQL; positive: this host is behind); " +
+      '/readyz fails at store.maxClockSkewMs',
     registers: [registry],
     collect() {
       this.reset();
-      const c = safe(() => sources.clockSkew?.());
+      const c = safe(() => sources().clockSkew?.());
       if (c?.offset) this.set(c.offset.offsetMs / 1000);
     },
   });
-
-  return {
-    registry,
-    contentType: registry.contentType,
-    webhookReceived(outcome, eventType) {
-      // Unknown types come from outside: bound the label's cardinality.
-      received.inc({ outcome, event_type: KNOWN_EVENTS.has(eventType) ? eventType : 'other' });
-    },
-    webhookRejected(reason) {
-      rejected.inc({ reason });
-    },
-    observeCycle(seconds, outcome, trigger = 'schedule') {
-      cycle.observe({ outcome, trigger }, seconds);
-    },
-    setSources(s) {
-      sources = { ...sources, ...s };
-    },
-    render: () => registry.metrics(),
-  };
 }
 
 async function safeAsync<T>(fn: () => Promise<T> | undefined): Promise<T | undefined> {

@@ -121,7 +121,9 @@ export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck 
       return { ok: true, detail: `mapping ${s.version} loaded ${new Date(s.loadedAt).toISOString()}` };
     return {
       ok: true,
-      detail: `mapping ${s.version} in use; the reload at ${new Date(err.at).toISOString()} (${err.trigger}) was refused: ${err.message.slice(0, 2000)}`,
+      detail:
+        `mapping ${s.version} in use; the reload at ${new Date(err.at).toISOString()} (${err.trigger}) ` +
+        `was refused: ${err.message.slice(0, 2000)}`,
     };
   };
 }
@@ -175,14 +177,19 @@ export function diskSpaceCheck(status: () => DiskStatus): ReadinessCheck {
   };
 }
 
-/** The last pass stopped because the core did not answer (or refused writes: a full disk): not ready until a board succeeds. */
+/**
+ * The last pass stopped because the core did not answer (or refused writes: a full disk): not ready
+ * until a board succeeds.
+ */
 export function coreOutageCheck(outage: () => CoreOutageView | null): ReadinessCheck {
   return () => {
     const o = outage();
     if (o === null) return { ok: true };
     return {
       ok: false,
-      detail: `CORE OUTAGE since ${new Date(o.since).toISOString()}: ${o.failures} writes in a row failed (${o.message}); boarding resumes by itself once the core answers`,
+      detail:
+        `CORE OUTAGE since ${new Date(o.since).toISOString()}: ${o.failures} writes in a row failed ` +
+        `(${o.message}); boarding resumes by itself once the core answers`,
     };
   };
 }

@@ -108,7 +108,6 @@ function internalView(state: SandboxState, loan: LoanRecord): Record<string, unk
 
 /** The admin API (outside /api): lifecycle actions, keys, faults, limits and counters. */
 export function createAdminRouter(deps: AdminDeps): express.Router {
-  const { state, limiter, faults, sender } = deps;
   const r = express.Router();
   r.use(express.json({ limit: '1mb' }));
   r.use((req, _res, next) => {
@@ -119,12 +118,32 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     }
     next();
   });
-  const loanOr404 = (id: string | undefined): LoanRecord => {
-    const loan = state.loans.get(id ?? '');
-    if (!loan) throw new AdminError(404, `no loan ${id ?? ''}`);
-    return loan;
-  };
+  mountCounterRoutes(r, deps);
+  mountLoanRoutes(r, deps);
+  mountKeyRoutes(r, deps);
+  mountFaultRoutes(r, deps);
+  mountRateLimitRoutes(r, deps);
+  mountEventRoutes(r, deps);
+  r.use((_req, _res, next) => next(new AdminError(404, 'no such admin operation')));
+  r.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    void next;
+    if (err instanceof AdminError) {
+      res.status(err.status).json({ code: 'admin.error', message: err.message });
+      return;
+    }
+    const e = err as { status?: number; type?: string; message?: string };
+    if (e.type === 'entity.parse.failed') {
+      res.status(400).json({ code: 'admin.error', message: 'request body is not valid JSON' });
+      return;
+    }
+    deps.logger.error({ err }, 'sandbox admin failed');
+    res.status(500).json({ code: 'admin.error', message: e.message ?? 'internal error' });
+  });
+  return r;
+}
 
+/** What the sandbox counted and the rate-limited requests it logged. */
+function mountCounterRoutes(r: express.Router, { state, limiter }: AdminDeps): void {
   r.get('/counters', (_req, res) => {
     res.json(state.counters);
   });
@@ -147,7 +166,16 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
       data: state.requestLog.since(sinceMs),
     });
   });
+}
 
+function loanOr404(state: SandboxState, id: string | undefined): LoanRecord {
+  const loan = state.loans.get(id ?? '');
+  if (!loan) throw new AdminError(404, `no loan ${id ?? ''}`);
+  return loan;
+}
+
+/** A loan's lifecycle (generate, release, fund, malform, restore) and its documents. */
+function mountLoanRoutes(r: express.Router, { state }: AdminDeps): void {
   r.get('/loans', (req, res) => {
     const released = req.query['released'];
     const boarded = req.query['boarded'];
@@ -180,44 +208,44 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     res.status(201).json({ ids: state.generate(b.count, opts) });
   });
   r.get('/loans/:id', (req, res) => {
-    res.json(internalView(state, loanOr404(req.params['id'])));
+    res.json(internalView(state, loanOr404(state, req.params['id'])));
   });
   r.post('/loans/:id/release', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     if (loan.archivedAt !== null) throw new AdminError(409, 'loan is archived');
     state.release(loan.fields.id);
     res.json({ id: loan.fields.id, boarding: publicBoarding(loan) });
   });
   r.post('/loans/:id/fund', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     if (loan.archivedAt !== null) throw new AdminError(409, 'loan is archived');
     state.setStatus(loan.fields.id, 'funded');
     res.json({ id: loan.fields.id, status: loan.fields.status });
   });
   r.post('/loans/:id/status', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     const { status } = parse(z.strictObject({ status: z.enum(LOAN_STATUSES) }), req.body);
     state.setStatus(loan.fields.id, status);
     res.json({ id: loan.fields.id, status: loan.fields.status });
   });
   r.post('/loans/:id/malform', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     const { kind } = parse(z.strictObject({ kind: z.enum(MALFORMATIONS).default('amount') }), req.body);
     loan.malformed = kind;
     res.json({ id: loan.fields.id, malformed: kind });
   });
   r.delete('/loans/:id/malform', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     loan.malformed = null;
     res.json({ id: loan.fields.id, malformed: null });
   });
   r.post('/loans/:id/restore', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     loan.archivedAt = null;
     res.json({ id: loan.fields.id, archived: false });
   });
   r.post('/loans/:id/documents', (req, res) => {
-    const loan = loanOr404(req.params['id']);
+    const loan = loanOr404(state, req.params['id']);
     const b = parse(
       z.strictObject({
         name: z.string().min(1).optional(),
@@ -241,7 +269,10 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     if (!doc) throw new AdminError(404, `no document ${req.params['id'] ?? ''}`);
     res.json({ id: doc.id, signed: true });
   });
+}
 
+/** API keys of any environment, organisation and permissions. */
+function mountKeyRoutes(r: express.Router, { state }: AdminDeps): void {
   r.post('/keys', (req, res) => {
     const b = parse(keySchema, req.body);
     const unknown = (b.permissions ?? []).filter((p) => !(PERMISSIONS as readonly string[]).includes(p));
@@ -267,7 +298,10 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
       permissions: [...key.permissions],
     });
   });
+}
 
+/** Injected faults (5xx, resets, latency, 429s, slow bodies) per route. */
+function mountFaultRoutes(r: express.Router, { faults }: AdminDeps): void {
   r.get('/faults', (_req, res) => {
     res.json(faults.describe());
   });
@@ -286,7 +320,10 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     faults.clear();
     res.json(faults.describe());
   });
+}
 
+/** The platform's rate limits, and a forced 429. */
+function mountRateLimitRoutes(r: express.Router, { limiter }: AdminDeps): void {
   r.get('/rate-limit', (_req, res) => {
     res.json(limiter.settings);
   });
@@ -302,7 +339,10 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     if (b.force429) limiter.force(b.force429.bucket, b.force429.retryAfterSeconds);
     res.json(limiter.settings);
   });
+}
 
+/** Events to send, webhook deliveries and the sender's retry settings. */
+function mountEventRoutes(r: express.Router, { state, sender }: AdminDeps): void {
   r.post('/events', (req, res) => {
     const b = parse(
       z.strictObject({
@@ -337,21 +377,4 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     if (b.autoDisableAfter !== undefined) sender.autoDisableAfter = b.autoDisableAfter;
     res.json({ retry: sender.retry, autoDisableAfter: sender.autoDisableAfter });
   });
-
-  r.use((_req, _res, next) => next(new AdminError(404, 'no such admin operation')));
-  r.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    void next;
-    if (err instanceof AdminError) {
-      res.status(err.status).json({ code: 'admin.error', message: err.message });
-      return;
-    }
-    const e = err as { status?: number; type?: string; message?: string };
-    if (e.type === 'entity.parse.failed') {
-      res.status(400).json({ code: 'admin.error', message: 'request body is not valid JSON' });
-      return;
-    }
-    deps.logger.error({ err }, 'sandbox admin failed');
-    res.status(500).json({ code: 'admin.error', message: e.message ?? 'internal error' });
-  });
-  return r;
 }

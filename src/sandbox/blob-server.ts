@@ -41,7 +41,8 @@ export class BlobServer {
           res
             .writeHead(503, { 'content-type': 'application/xml' })
             .end(
-              '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>injected fault</Message></Error>',
+              '<?xml version="1.0" encoding="UTF-8"?>' +
+                '<Error><Code>SlowDown</Code><Message>injected fault</Message></Error>',
             );
           return;
         }

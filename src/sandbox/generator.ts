@@ -204,7 +204,6 @@ export interface GeneratedLoan {
   documents: DocumentRecord[];
 }
 
-/** One realistic loan with entities and documents; `index` gives variety and awkward cases. */
 /**
  * How loan amounts, rates and terms are drawn:
  * - `realistic` (default): small-business and personal lending. Per product, a log-normal amount
@@ -308,7 +307,10 @@ const OTHER_BUSINESS: LendingProfile = {
 const LUMP_SUM_TERMS = [6, 12, 12, 18, 24];
 export const PRIME_BPS = 750;
 
-/** Level monthly payment (cents) that amortises `cents` at `bps` a year over `months`; interest only when months ≤ 0. */
+/**
+ * Level monthly payment (cents) that amortises `cents` at `bps` a year over `months`; interest
+ * only when months ≤ 0.
+ */
 export function amortizedMonthlyPayment(cents: number, bps: number, months: number): number {
   const r = bps / 10_000 / 12;
   if (months <= 0) return Math.round(cents * r);
@@ -321,18 +323,52 @@ const uniformOf = (v: number, min: number, max: number): number => (v - min + 0.
 const pickBy = <T>(items: readonly T[], u: number): T =>
   items[Math.min(items.length - 1, Math.floor(u * items.length))] as T;
 
+/** One realistic loan with entities and documents; `index` gives variety and awkward cases. */
 export function generateLoan(
   rng: Rng,
   index: number,
   orgId: string,
   opts: { status?: LoanStatus; createdAtMs?: number; ids?: IdFactory; amounts?: AmountProfile } = {},
 ): GeneratedLoan {
-  const realistic = (opts.amounts ?? 'realistic') === 'realistic';
+  // The draws' order is the seed's promise (generator-golden.test.ts): the parts below are called
+  // in the order the values were always drawn.
   const ids = opts.ids ?? SHORT_IDS;
   const id = ids.make('ln', rng.id('ln', 10));
   const status = opts.status ?? pickStatus(rng, index);
   const offset = rng.pick(OFFSETS);
   const createdAtMs = opts.createdAtMs ?? GENERATION_EPOCH_MS + index * 3_600_000 + rng.int(0, 3_599_000);
+  const terms = drawTerms(rng, index, (opts.amounts ?? 'realistic') === 'realistic');
+  const awkward = index % 11 === 10;
+  const loan = loanRecord(rng, index, orgId, { id, status, offset, createdAtMs, terms });
+  if (awkward) dropOptionalFields(loan);
+  // (After the awkward loans lost their optional fields: a payment without interest-only months.)
+  if (terms.realistic) levelPayment(loan, terms);
+  loan.businesses = drawBusinesses(rng, ids, terms.personal, awkward);
+  loan.people = drawPeople(rng, ids, terms.personal, awkward);
+  const documents = drawDocuments(rng, ids, index, loan, { offset, createdAtMs });
+  loan.documentIds = documents.map((d) => d.id);
+  return { loan, documents };
+}
+
+/** The money and the schedule: product, frequency, amount, term and rate. */
+interface LoanTerms {
+  realistic: boolean;
+  personal: boolean;
+  product: ProductRecord | undefined;
+  lending: LendingProfile;
+  frequency: string;
+  rateType: string;
+  centsAmount: number;
+  monthsTerm: number;
+  bpsFixedRate: number;
+  bpsSpreadRate: number;
+  bpsPrimeRate: number;
+  bpsRate: number;
+  /** Lump sum and irregular payments: no level payment. */
+  noSchedule: boolean;
+}
+
+function drawTerms(rng: Rng, index: number, realistic: boolean): LoanTerms {
   const personal = index % 5 === 3;
   const product = personal ? PRODUCTS[4] : rng.pick(PRODUCTS.filter((p) => p.type === 'business'));
   const frequency = PAYMENT_FREQUENCIES[index % PAYMENT_FREQUENCIES.length] as string;
@@ -374,21 +410,49 @@ export function generateLoan(
     bpsSpreadRate = lo + Math.floor(uniformOf(bpsSpreadRate, 100, 650) * (hi - lo + 1));
   }
   const bpsRate = rateType === 'fixed' ? bpsFixedRate : bpsSpreadRate + bpsPrimeRate;
+  const noSchedule = frequency === 'lump sum' || frequency === 'irregular payments';
+  return {
+    realistic,
+    personal,
+    product,
+    lending,
+    frequency,
+    rateType,
+    centsAmount,
+    monthsTerm,
+    bpsFixedRate,
+    bpsSpreadRate,
+    bpsPrimeRate,
+    bpsRate,
+    noSchedule,
+  };
+}
+
+/** The loan's own fields and dates (entities and documents are drawn after it). */
+function loanRecord(
+  rng: Rng,
+  index: number,
+  orgId: string,
+  at: { id: string; status: LoanStatus; offset: number; createdAtMs: number; terms: LoanTerms },
+): LoanRecord {
+  const { id, status, offset, createdAtMs, terms } = at;
+  const { personal, product, frequency, rateType, centsAmount, monthsTerm, bpsRate } = terms;
   const applicationMs = createdAtMs + rng.int(0, 3) * DAY;
   const closeMs = applicationMs + rng.int(20, 90) * DAY;
   const firstPaymentMs = closeMs + 30 * DAY;
   const maturityMs = closeMs + monthsTerm * 30 * DAY;
   // Integer math only: an approximate level payment, rounded to whole cents.
-  const noSchedule = frequency === 'lump sum' || frequency === 'irregular payments';
-  const centsMonthlyPayment = noSchedule
+  const centsMonthlyPayment = terms.noSchedule
     ? 0
     : Math.floor(centsAmount / monthsTerm) + Math.floor((centsAmount * bpsRate) / 120_000);
-  const awkward = index % 11 === 10;
-  const loan: LoanRecord = {
+  return {
     orgId,
     createdAtMs,
     archivedAt: null,
-    rateParts: rateType === 'fixed' ? { bpsFixedRate } : { bpsSpreadRate, bpsPrimeRate },
+    rateParts:
+      rateType === 'fixed'
+        ? { bpsFixedRate: terms.bpsFixedRate }
+        : { bpsSpreadRate: terms.bpsSpreadRate, bpsPrimeRate: terms.bpsPrimeRate },
     boarding: null,
     businesses: [],
     people: [],
@@ -423,24 +487,29 @@ export function generateLoan(
       updatedAt: formatWithOffset(createdAtMs + rng.int(0, 20) * DAY, offset),
     },
   };
-  if (awkward) {
-    // Consumers must cope with absent optional fields and a null product.
-    loan.fields.product = null;
-    delete loan.fields.purposeNarrative;
-    delete loan.fields.monthsInterestOnly;
-    delete loan.fields.closeDate;
-    delete loan.fields.firstPaymentDate;
-    delete loan.fields.maturityDate;
-    loan.fields.stage = null;
-  }
-  // (After the awkward loans lost their optional fields: a payment without interest-only months.)
-  if (realistic && loan.fields.monthsInterestOnly !== undefined) {
+}
+
+/** Consumers must cope with absent optional fields and a null product (every 11th loan). */
+function dropOptionalFields(loan: LoanRecord): void {
+  loan.fields.product = null;
+  delete loan.fields.purposeNarrative;
+  delete loan.fields.monthsInterestOnly;
+  delete loan.fields.closeDate;
+  delete loan.fields.firstPaymentDate;
+  delete loan.fields.maturityDate;
+  loan.fields.stage = null;
+}
+
+/** Realistic amounts: the level payment that amortises the loan (after its interest-only months). */
+function levelPayment(loan: LoanRecord, terms: LoanTerms): void {
+  const { centsAmount, bpsRate, monthsTerm, noSchedule } = terms;
+  if (loan.fields.monthsInterestOnly !== undefined) {
     // Interest-only months in whole months the schedule can express; the whole term only for a
     // revolving line; then the level payment over the amortising months.
     const drawn = loan.fields.monthsInterestOnly;
     const io =
       drawn >= monthsTerm
-        ? lending.interestOnlyLine
+        ? terms.lending.interestOnlyLine
           ? monthsTerm
           : 0
         : [1, 5, 7].includes(drawn)
@@ -450,12 +519,15 @@ export function generateLoan(
     loan.fields.centsMonthlyPayment = noSchedule
       ? 0
       : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm - io);
-  } else if (realistic) {
+  } else {
     loan.fields.centsMonthlyPayment = noSchedule
       ? 0
       : amortizedMonthlyPayment(centsAmount, bpsRate, monthsTerm);
   }
+}
 
+function drawBusinesses(rng: Rng, ids: IdFactory, personal: boolean, awkward: boolean): BusinessRecord[] {
+  const businesses: BusinessRecord[] = [];
   const nBusinesses = personal ? 0 : rng.int(1, 3);
   for (let b = 0; b < nBusinesses; b += 1) {
     const entityType = rng.pick(ENTITY_TYPES);
@@ -474,8 +546,13 @@ export function generateLoan(
       delete biz.state;
       delete biz.entityType;
     }
-    loan.businesses.push(biz);
+    businesses.push(biz);
   }
+  return businesses;
+}
+
+function drawPeople(rng: Rng, ids: IdFactory, personal: boolean, awkward: boolean): PersonRecord[] {
+  const people: PersonRecord[] = [];
   const nPeople = personal ? rng.int(1, 3) : rng.int(0, 3);
   for (let p = 0; p < nPeople; p += 1) {
     const person: PersonRecord = {
@@ -486,34 +563,49 @@ export function generateLoan(
       role: personal && p === 0 ? 'borrower' : rng.pick(['guarantor', 'owner', 'key principal']),
       dateOfBirth: `${rng.int(1950, 2000)}-0${rng.int(1, 9)}-1${rng.int(0, 9)}`,
     };
-    if (!awkward)
-      person.email = `${person.firstName.toLowerCase().replace(/[^a-z]/g, '')}.${rng.int(1, 999)}@example.com`;
-    loan.people.push(person);
+    if (!awkward) {
+      const local = person.firstName.toLowerCase().replace(/[^a-z]/g, '');
+      person.email = `${local}.${rng.int(1, 999)}@example.com`;
+    }
+    people.push(person);
   }
+  return people;
+}
 
+const DOCUMENT_NAMES = [
+  'Tax Return.pdf',
+  'Articles of Organization.pdf',
+  'Bank Statements.pdf',
+  'Signed Term Sheet.pdf',
+  'notes.txt',
+  'rent roll.csv',
+  ...ODD_NAMES,
+];
+
+function documentType(name: string): string {
+  const lower = name.toLowerCase();
+  return lower.endsWith('.pdf')
+    ? 'application/pdf'
+    : lower.endsWith('.csv')
+      ? 'text/csv'
+      : lower.endsWith('.txt')
+        ? 'text/plain'
+        : 'application/octet-stream';
+}
+
+function drawDocuments(
+  rng: Rng,
+  ids: IdFactory,
+  index: number,
+  loan: LoanRecord,
+  at: { offset: number; createdAtMs: number },
+): DocumentRecord[] {
+  const id = loan.fields.id;
   const documents: DocumentRecord[] = [];
   const nDocs = rng.int(0, 4);
   for (let d = 0; d < nDocs; d += 1) {
-    const name =
-      index % 4 === 0 && d === 0
-        ? rng.pick(ODD_NAMES)
-        : rng.pick([
-            'Tax Return.pdf',
-            'Articles of Organization.pdf',
-            'Bank Statements.pdf',
-            'Signed Term Sheet.pdf',
-            'notes.txt',
-            'rent roll.csv',
-            ...ODD_NAMES,
-          ]);
-    const lower = name.toLowerCase();
-    const type = lower.endsWith('.pdf')
-      ? 'application/pdf'
-      : lower.endsWith('.csv')
-        ? 'text/csv'
-        : lower.endsWith('.txt')
-          ? 'text/plain'
-          : 'application/octet-stream';
+    const name = index % 4 === 0 && d === 0 ? rng.pick(ODD_NAMES) : rng.pick(DOCUMENT_NAMES);
+    const type = documentType(name);
     const bytes =
       type === 'application/pdf'
         ? minimalPdf(`${name} for ${loan.fields.loanNumber ?? id}`)
@@ -523,7 +615,7 @@ export function generateLoan(
       requirement && requirement.periods.length > 0
         ? (requirement.periods[requirement.periods.length - 1] ?? null)
         : null;
-    const uploadedAt = formatWithOffset(createdAtMs + (d + 1) * DAY, offset);
+    const uploadedAt = formatWithOffset(at.createdAtMs + (d + 1) * DAY, at.offset);
     documents.push({
       id: ids.make('doc', rng.id('doc', 12)),
       loanId: id,
@@ -541,6 +633,5 @@ export function generateLoan(
       signed: false,
     });
   }
-  loan.documentIds = documents.map((d) => d.id);
-  return { loan, documents };
+  return documents;
 }

@@ -49,7 +49,10 @@ export interface SandboxOptions {
    * read:people:ssn (a bank's first key rarely has them). See PERMISSIONS in keys.ts.
    */
   apiKeyPermissions?: string[];
-  /** Shapes of generated ids (loans, businesses, people, documents, requirements, releases); default mixed. See ids.ts. */
+  /**
+   * Shapes of generated ids (loans, businesses, people, documents, requirements, releases); default
+   * mixed. See ids.ts.
+   */
   idShapes?: IdShapes;
   /** Share (0..1) of loans whose borrower (EIN/SSN, name) is an earlier loan's; half under a new entity id. */
   repeatBorrowers?: number;

@@ -5,7 +5,7 @@ import { ApiError, apiError, invalidInput } from './api-error.js';
 import { authenticate, COUNTRY_HEADER, requirePermission } from './auth.js';
 import type { BlobServer } from './blob-server.js';
 import { bump } from './counters.js';
-import type { FaultInjector } from './faults.js';
+import type { FaultDecision, FaultInjector } from './faults.js';
 import type { ApiKeyRecord } from './keys.js';
 import type { LimitBucket, RateLimiter } from './rate-limit.js';
 import { keyDigest, type RequestLogEntry } from './request-log.js';
@@ -120,7 +120,7 @@ function errorResult(err: unknown, logger: Logger): RouteResult {
 
 /** Everything under /api: address, route, auth, rate limit, faults, idempotency, handler. */
 export function createPublicApiHandler(deps: PublicApiDeps) {
-  const { state, limiter, faults, logger } = deps;
+  const { state, logger } = deps;
   const inFlight = new Set<string>();
   return async (req: Request, res: Response): Promise<void> => {
     const headers: Record<string, string> = {};
@@ -136,14 +136,7 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
     }
     const { route, params } = found;
     const routeKey = `${route.method} ${address.legacy ? '/public' : '/public/v1'}${route.pattern}`;
-    const started = Date.now();
-    // Route pattern only: ids, cursors and query strings stay out of the log.
-    res.on('close', () =>
-      logger.debug(
-        { route: routeKey, status: res.headersSent ? res.statusCode : 'dropped', ms: Date.now() - started },
-        'sandbox request',
-      ),
-    );
+    logWhenClosed(logger, res, routeKey);
     if (address.legacy) {
       headers['Deprecation'] = 'true';
       headers['Sunset'] = LEGACY_SUNSET;
@@ -151,163 +144,239 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
     }
     bump(state.counters.requests, routeKey);
     try {
-      const country = req.get(COUNTRY_HEADER) ?? 'US';
-      const key = authenticate(state, req.get('authorization'), address.org, country);
-      const bucket: LimitBucket = address.legacy ? 'legacy' : route.method === 'GET' ? 'read' : 'write';
-      state.counters.byBucket[bucket] += 1;
-      const logged: RequestLogEntry = {
-        at: state.nowMs(),
-        key: keyDigest(key.key),
-        bucket,
-        route: routeKey,
-        status: 0,
+      const key = admit(deps, req, res, { address, route, routeKey, headers });
+      const call: Call = {
+        address,
+        route,
+        params,
+        routeKey,
+        headers,
+        key,
+        ...readRequest(req, route, key, address.rest),
       };
-      state.requestLog.add(logged);
-      res.on('close', () => {
-        logged.status = res.headersSent ? res.statusCode : 0;
-      });
-      const decision = limiter.take(key.key, bucket);
-      headers['X-RateLimit-Limit'] = String(decision.limit);
-      headers['X-RateLimit-Remaining'] = String(decision.remaining);
-      headers['X-RateLimit-Reset'] = String(Math.ceil(decision.resetMs / 1000));
-      if (!decision.allowed) {
-        state.counters.rateLimited += 1;
-        state.counters.rateLimitedByBucket[bucket] += 1;
-        recordStrike(state, limiter, key);
-        throw apiError(
-          429,
-          'rate_limit.exceeded',
-          `too many ${bucket} requests; retry after ${decision.retryAfterSeconds} s`,
-          { retryAfter: decision.retryAfterSeconds },
-        ).withHeaders({
-          'Retry-After': String(decision.retryAfterSeconds),
-        });
-      }
-      requirePermission(key, route.permission);
-
-      const isWrite = route.method !== 'GET';
-      const idempotencyKey = isWrite ? (req.get('idempotency-key') ?? null) : null;
-      if (
-        idempotencyKey !== null &&
-        (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
-      ) {
-        throw invalidInput(
-          `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters (got ${idempotencyKey.length})`,
-          { field: 'Idempotency-Key' },
-        );
-      }
-      const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-      let body: unknown = undefined;
-      if (raw.trim() !== '') {
-        try {
-          body = JSON.parse(raw);
-        } catch {
-          throw invalidInput('request body is not valid JSON');
-        }
-      }
-
-      const scopeKey = idempotencyKey !== null ? `${key.orgId}\n${idempotencyKey}` : null;
-      const fingerprint = createHash('sha256')
-        .update(`${route.method} ${address.rest}\n${raw}`)
-        .digest('hex');
       // A retry that arrives while the first request with its key is still running (e.g. under
       // injected latency) must not run the operation a second time.
-      if (scopeKey !== null && inFlight.has(scopeKey)) {
+      if (call.scopeKey !== null && inFlight.has(call.scopeKey)) {
         throw apiError(
           409,
           'idempotency.in_progress',
           'a request with this Idempotency-Key is still being processed; retry later',
         );
       }
-      if (scopeKey !== null) inFlight.add(scopeKey);
+      if (call.scopeKey !== null) inFlight.add(call.scopeKey);
       try {
-        const fault = faults.decide(routeKey);
-        if (fault.latencyMs > 0) {
-          state.counters.faults.delayed += 1;
-          await new Promise((r) => setTimeout(r, fault.latencyMs));
-        }
-        if (fault.action === 'reset') {
-          state.counters.faults.resets += 1;
-          req.socket.destroy();
-          return;
-        }
-        if (fault.action === '429') {
-          // The platform throttling on its own: a strike on the key like any 429, counted apart
-          // from the limiter's (which mean the client overran its budget).
-          state.counters.faults.injected429 += 1;
-          recordStrike(state, limiter, key);
-          const body = {
-            code: 'rate_limit.exceeded',
-            message: `too many requests; retry after ${fault.retryAfterSeconds} s`,
-            retryAfter: fault.retryAfterSeconds,
-          };
-          send(
-            res,
-            { status: 429, body },
-            { ...headers, 'X-RateLimit-Remaining': '0', 'Retry-After': String(fault.retryAfterSeconds) },
-          );
-          return;
-        }
-        if (fault.action === '5xx') {
-          state.counters.faults.injected5xx += 1;
-          send(
-            res,
-            {
-              status: 503,
-              body: { code: 'service.unavailable', message: 'injected fault: service unavailable' },
-            },
-            headers,
-          );
-          return;
-        }
-
-        let result: RouteResult;
-        const stored = scopeKey !== null ? state.idempotency.get(scopeKey) : undefined;
-        if (stored) {
-          if (stored.fingerprint !== fingerprint) {
-            throw apiError(
-              422,
-              'idempotency.key_reused',
-              'this Idempotency-Key was already used for a different request',
-            );
-          }
-          state.counters.idempotentReplays += 1;
-          result = { status: stored.status, body: stored.body, headers: { 'Idempotent-Replayed': 'true' } };
-        } else {
-          try {
-            result = await route.handler({
-              req,
-              params,
-              query: firstValues(req.originalUrl),
-              body,
-              key,
-              legacy: address.legacy,
-              state,
-              blobs: deps.blobs,
-              options: deps.options,
-              idempotencyKey,
-            });
-          } catch (err) {
-            result = errorResult(err, logger);
-          }
-          // Only successes are stored: a refused request may be retried with the same key.
-          if (scopeKey !== null && result.status < 300)
-            state.idempotency.set(scopeKey, { fingerprint, status: result.status, body: result.body });
-        }
-        if (fault.action === 'resetAfterCommit') {
-          state.counters.faults.resetsAfterCommit += 1;
-          req.socket.destroy();
-          return;
-        }
-        if (fault.slowBodyMs > 0) {
-          state.counters.faults.slowBodies += 1;
-          sendSlow(res, result, headers, fault.slowBodyMs);
-        } else send(res, result, headers);
+        await serve(deps, req, res, call);
       } finally {
-        if (scopeKey !== null) inFlight.delete(scopeKey);
+        if (call.scopeKey !== null) inFlight.delete(call.scopeKey);
       }
     } catch (err) {
       send(res, errorResult(err, logger), headers);
     }
   };
+}
+
+/** One admitted request on its way to its handler. */
+interface Call extends RequestBody {
+  address: Address;
+  route: RouteDef;
+  params: Record<string, string>;
+  routeKey: string;
+  headers: Record<string, string>;
+  key: ApiKeyRecord;
+}
+
+function logWhenClosed(logger: Logger, res: Response, routeKey: string): void {
+  const started = Date.now();
+  // Route pattern only: ids, cursors and query strings stay out of the log.
+  res.on('close', () =>
+    logger.debug(
+      { route: routeKey, status: res.headersSent ? res.statusCode : 'dropped', ms: Date.now() - started },
+      'sandbox request',
+    ),
+  );
+}
+
+/** Authentication, the request log, the rate limit (a 429 is a strike) and the route's permission. */
+function admit(
+  { state, limiter }: PublicApiDeps,
+  req: Request,
+  res: Response,
+  at: { address: Address; route: RouteDef; routeKey: string; headers: Record<string, string> },
+): ApiKeyRecord {
+  const { address, route, routeKey, headers } = at;
+  const country = req.get(COUNTRY_HEADER) ?? 'US';
+  const key = authenticate(state, req.get('authorization'), address.org, country);
+  const bucket: LimitBucket = address.legacy ? 'legacy' : route.method === 'GET' ? 'read' : 'write';
+  state.counters.byBucket[bucket] += 1;
+  const logged: RequestLogEntry = {
+    at: state.nowMs(),
+    key: keyDigest(key.key),
+    bucket,
+    route: routeKey,
+    status: 0,
+  };
+  state.requestLog.add(logged);
+  res.on('close', () => {
+    logged.status = res.headersSent ? res.statusCode : 0;
+  });
+  const decision = limiter.take(key.key, bucket);
+  headers['X-RateLimit-Limit'] = String(decision.limit);
+  headers['X-RateLimit-Remaining'] = String(decision.remaining);
+  headers['X-RateLimit-Reset'] = String(Math.ceil(decision.resetMs / 1000));
+  if (!decision.allowed) {
+    state.counters.rateLimited += 1;
+    state.counters.rateLimitedByBucket[bucket] += 1;
+    recordStrike(state, limiter, key);
+    throw apiError(
+      429,
+      'rate_limit.exceeded',
+      `too many ${bucket} requests; retry after ${decision.retryAfterSeconds} s`,
+      { retryAfter: decision.retryAfterSeconds },
+    ).withHeaders({
+      'Retry-After': String(decision.retryAfterSeconds),
+    });
+  }
+  requirePermission(key, route.permission);
+  return key;
+}
+
+interface RequestBody {
+  idempotencyKey: string | null;
+  raw: string;
+  body: unknown;
+  /** The Idempotency-Key within its organisation; null without one. */
+  scopeKey: string | null;
+  fingerprint: string;
+}
+
+/** The Idempotency-Key (writes only), the JSON body and what identifies the request for a replay. */
+function readRequest(req: Request, route: RouteDef, key: ApiKeyRecord, rest: string): RequestBody {
+  const isWrite = route.method !== 'GET';
+  const idempotencyKey = isWrite ? (req.get('idempotency-key') ?? null) : null;
+  if (
+    idempotencyKey !== null &&
+    (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)
+  ) {
+    throw invalidInput(
+      `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY} characters (got ${idempotencyKey.length})`,
+      { field: 'Idempotency-Key' },
+    );
+  }
+  const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+  let body: unknown = undefined;
+  if (raw.trim() !== '') {
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      throw invalidInput('request body is not valid JSON');
+    }
+  }
+  const scopeKey = idempotencyKey !== null ? `${key.orgId}\n${idempotencyKey}` : null;
+  const fingerprint = createHash('sha256').update(`${route.method} ${rest}\n${raw}`).digest('hex');
+  return { idempotencyKey, raw, body, scopeKey, fingerprint };
+}
+
+/** Faults, then the handler (or an idempotent replay), then the answer. */
+async function serve(deps: PublicApiDeps, req: Request, res: Response, call: Call): Promise<void> {
+  const { state } = deps;
+  const fault = deps.faults.decide(call.routeKey);
+  if (await answeredByFault(deps, req, res, call, fault)) return;
+  const result = await runOrReplay(deps, req, call);
+  if (fault.action === 'resetAfterCommit') {
+    state.counters.faults.resetsAfterCommit += 1;
+    req.socket.destroy();
+    return;
+  }
+  if (fault.slowBodyMs > 0) {
+    state.counters.faults.slowBodies += 1;
+    sendSlow(res, result, call.headers, fault.slowBodyMs);
+  } else send(res, result, call.headers);
+}
+
+/** Injected latency, then a reset, a 429 or a 503 in place of the handler: true when one answered. */
+async function answeredByFault(
+  { state, limiter }: PublicApiDeps,
+  req: Request,
+  res: Response,
+  { key, headers }: Call,
+  fault: FaultDecision,
+): Promise<boolean> {
+  if (fault.latencyMs > 0) {
+    state.counters.faults.delayed += 1;
+    await new Promise((r) => setTimeout(r, fault.latencyMs));
+  }
+  if (fault.action === 'reset') {
+    state.counters.faults.resets += 1;
+    req.socket.destroy();
+    return true;
+  }
+  if (fault.action === '429') {
+    // The platform throttling on its own: a strike on the key like any 429, counted apart
+    // from the limiter's (which mean the client overran its budget).
+    state.counters.faults.injected429 += 1;
+    recordStrike(state, limiter, key);
+    const body = {
+      code: 'rate_limit.exceeded',
+      message: `too many requests; retry after ${fault.retryAfterSeconds} s`,
+      retryAfter: fault.retryAfterSeconds,
+    };
+    send(
+      res,
+      { status: 429, body },
+      { ...headers, 'X-RateLimit-Remaining': '0', 'Retry-After': String(fault.retryAfterSeconds) },
+    );
+    return true;
+  }
+  if (fault.action === '5xx') {
+    state.counters.faults.injected5xx += 1;
+    send(
+      res,
+      {
+        status: 503,
+        body: { code: 'service.unavailable', message: 'injected fault: service unavailable' },
+      },
+      headers,
+    );
+    return true;
+  }
+  return false;
+}
+
+/** The route's handler, or the stored answer to an earlier request with the same Idempotency-Key. */
+async function runOrReplay(deps: PublicApiDeps, req: Request, call: Call): Promise<RouteResult> {
+  const { state } = deps;
+  const { scopeKey, fingerprint } = call;
+  const stored = scopeKey !== null ? state.idempotency.get(scopeKey) : undefined;
+  if (stored) {
+    if (stored.fingerprint !== fingerprint) {
+      throw apiError(
+        422,
+        'idempotency.key_reused',
+        'this Idempotency-Key was already used for a different request',
+      );
+    }
+    state.counters.idempotentReplays += 1;
+    return { status: stored.status, body: stored.body, headers: { 'Idempotent-Replayed': 'true' } };
+  }
+  let result: RouteResult;
+  try {
+    result = await call.route.handler({
+      req,
+      params: call.params,
+      query: firstValues(req.originalUrl),
+      body: call.body,
+      key: call.key,
+      legacy: call.address.legacy,
+      state,
+      blobs: deps.blobs,
+      options: deps.options,
+      idempotencyKey: call.idempotencyKey,
+    });
+  } catch (err) {
+    result = errorResult(err, deps.logger);
+  }
+  // Only successes are stored: a refused request may be retried with the same key.
+  if (scopeKey !== null && result.status < 300)
+    state.idempotency.set(scopeKey, { fingerprint, status: result.status, body: result.body });
+  return result;
 }

@@ -131,7 +131,10 @@ export function customerExtractRows(
   return rows;
 }
 
-/** CSV text of an extract (header cif,tin,name,birth_or_formation_date), by the connector's CSV writer: data as it is. */
+/**
+ * CSV text of an extract (header cif,tin,name,birth_or_formation_date), by the connector's CSV
+ * writer: data as it is.
+ */
 export function extractCsv(rows: readonly ExtractRow[]): string {
   // Data a program reads back as it is: raw RFC 4180 records (no formula prefix), CRLF.
   return [

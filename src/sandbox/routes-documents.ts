@@ -50,7 +50,8 @@ function confirm(c: RouteContext): RouteResult {
     throw apiError(
       400,
       'period_key_required',
-      `requirement "${doc.requirement?.name ?? ''}" collects several periods (${periods.join(', ')}); send one as period`,
+      `requirement "${doc.requirement?.name ?? ''}" collects several periods (${periods.join(', ')}); ` +
+        'send one as period',
       { periods },
     );
   }

@@ -65,62 +65,11 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
   const events = new EventEmitter();
   const applier = createInboxApplier(deps.db, deps.inbox);
 
-  const requestCycle: DebouncedTrigger | undefined = deps.requestCycle
-    ? debounceTrigger(
-        clock,
-        (reasons) => {
-          log.info({ reasons }, 'webhook: requesting an early queue cycle');
-          try {
-            deps.requestCycle?.(reasons.join(','));
-          } catch (err) {
-            log.error({ err }, 'webhook: early cycle request failed');
-          }
-        },
-        deps.debounceMs,
-      )
-    : undefined;
-
-  function report(outcomes: RowOutcome[]): void {
-    let funded = false;
-    for (const o of outcomes) {
-      if (o.note?.kind === 'unknown_type') {
-        log.warn(
-          { webhookId: o.webhookId, eventType: o.eventType, keys: o.note.keys },
-          'webhook: unknown event type, recorded and ignored',
-        );
-      } else if (o.note?.kind === 'no_loan_id') {
-        log.warn(
-          { webhookId: o.webhookId, eventType: o.eventType, dataKeys: o.note.keys },
-          'webhook: no loan id found in the payload (unknown shape), recorded only',
-        );
-      }
-      const event: ProcessedEvent = {
-        webhookId: o.webhookId,
-        eventType: o.eventType,
-        loanId: o.loanId,
-        outcome: o.outcome,
-      };
-      if (o.outcome === 'failed') {
-        log.error(
-          { err: o.error, webhookId: o.webhookId, eventType: o.eventType },
-          'webhook: processing failed; row marked failed',
-        );
-        events.emit('processed', event);
-        continue;
-      }
-      log.debug({ webhookId: o.webhookId, eventType: o.eventType, loanId: o.loanId }, 'webhook processed');
-      if (o.eventType === 'loan.funded' && o.loanId !== null && o.fundedAt !== null) {
-        funded = true;
-        try {
-          deps.onFunded?.(o.loanId, o.fundedAt);
-        } catch (err) {
-          log.error({ err, loanId: o.loanId }, 'webhook: onFunded callback failed');
-        }
-      }
-      events.emit('processed', event);
-    }
-    if (funded) requestCycle?.('webhook:loan.funded');
-  }
+  const requestCycle = earlyCycleTrigger(deps, log);
+  const report = (outcomes: RowOutcome[]): void => {
+    if (reportOutcomes(outcomes, { log, events, onFunded: deps.onFunded }))
+      requestCycle?.('webhook:loan.funded');
+  };
 
   let running: Promise<number> | null = null;
   let again = false;
@@ -193,4 +142,68 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps): WebhookProce
     },
   };
   return processor;
+}
+
+/** A loan.funded asks for an early queue cycle, debounced: a burst of deliveries asks once. */
+function earlyCycleTrigger(deps: WebhookProcessorDeps, log: Logger): DebouncedTrigger | undefined {
+  if (!deps.requestCycle) return undefined;
+  return debounceTrigger(
+    deps.clock,
+    (reasons) => {
+      log.info({ reasons }, 'webhook: requesting an early queue cycle');
+      try {
+        deps.requestCycle?.(reasons.join(','));
+      } catch (err) {
+        log.error({ err }, 'webhook: early cycle request failed');
+      }
+    },
+    deps.debounceMs,
+  );
+}
+
+/** Logs each row's outcome, tells onFunded, emits 'processed'; true when a loan was funded. */
+function reportOutcomes(
+  outcomes: RowOutcome[],
+  ctx: { log: Logger; events: EventEmitter; onFunded: WebhookProcessorDeps['onFunded'] },
+): boolean {
+  const { log, events } = ctx;
+  let funded = false;
+  for (const o of outcomes) {
+    if (o.note?.kind === 'unknown_type') {
+      log.warn(
+        { webhookId: o.webhookId, eventType: o.eventType, keys: o.note.keys },
+        'webhook: unknown event type, recorded and ignored',
+      );
+    } else if (o.note?.kind === 'no_loan_id') {
+      log.warn(
+        { webhookId: o.webhookId, eventType: o.eventType, dataKeys: o.note.keys },
+        'webhook: no loan id found in the payload (unknown shape), recorded only',
+      );
+    }
+    const event: ProcessedEvent = {
+      webhookId: o.webhookId,
+      eventType: o.eventType,
+      loanId: o.loanId,
+      outcome: o.outcome,
+    };
+    if (o.outcome === 'failed') {
+      log.error(
+        { err: o.error, webhookId: o.webhookId, eventType: o.eventType },
+        'webhook: processing failed; row marked failed',
+      );
+      events.emit('processed', event);
+      continue;
+    }
+    log.debug({ webhookId: o.webhookId, eventType: o.eventType, loanId: o.loanId }, 'webhook processed');
+    if (o.eventType === 'loan.funded' && o.loanId !== null && o.fundedAt !== null) {
+      funded = true;
+      try {
+        ctx.onFunded?.(o.loanId, o.fundedAt);
+      } catch (err) {
+        log.error({ err, loanId: o.loanId }, 'webhook: onFunded callback failed');
+      }
+    }
+    events.emit('processed', event);
+  }
+  return funded;
 }

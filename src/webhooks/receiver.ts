@@ -7,7 +7,7 @@ import express, {
 } from 'express';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { InvalidPayloadError, toWebhookEvent } from './event.js';
+import { InvalidPayloadError, toWebhookEvent, type WebhookEvent } from './event.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import { createLogThrottle } from './log-throttle.js';
 import { REJECT_STATUS, type RejectReason, type Verifier } from './signature.js';
@@ -49,6 +49,11 @@ function clientErrorStatus(err: unknown): number | null {
     (err as { status?: unknown; statusCode?: unknown } | null)?.status ??
     (err as { statusCode?: unknown } | null)?.statusCode;
   return typeof status === 'number' && status >= 400 && status < 500 ? status : null;
+}
+
+/** The request's content-encoding for a rejection's detail, cut short (it comes from outside). */
+function contentEncoding(req: Request): string {
+  return String(req.headers['content-encoding'] ?? 'identity').slice(0, 40);
 }
 
 /** Body-parser's error types that mean the sender went away: nobody is left to answer. */
@@ -102,29 +107,12 @@ export function createWebhookReceiver(
       reject(req, res, verdict.reason, verdict.detail);
       return;
     }
-    const text = body.toString('utf8');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      reject(req, res, 'invalid_json', `body of ${body.length} bytes is not JSON`);
+    const read = readEvent(body, verdict, receivedAt);
+    if ('reason' in read) {
+      reject(req, res, read.reason, read.detail);
       return;
     }
-    let event;
-    try {
-      event = toWebhookEvent(parsed, {
-        webhookIdHeader: verdict.webhookId,
-        signedTimestampMs: verdict.timestampMs,
-        receivedAt,
-        rawBody: body,
-      });
-    } catch (err) {
-      if (err instanceof InvalidPayloadError) {
-        reject(req, res, 'invalid_payload', err.message);
-        return;
-      }
-      throw err;
-    }
+    const { event } = read;
     let inserted: boolean;
     try {
       inserted = await inbox.insert(event, receivedAt);
@@ -146,7 +134,59 @@ export function createWebhookReceiver(
     if (inserted) deps.processor?.kick();
   };
 
-  const bodyFailed: ErrorRequestHandler = (err: unknown, req: Request, res: Response, next: NextFunction) => {
+  const bodyFailed = bodyErrorHandler({ maxBodyBytes, metrics, clock, log, throttle, reject });
+
+  const handle: RequestHandler = (req, res, next) => {
+    handleAsync(req, res).catch(next);
+  };
+
+  return [readBody, handle, bodyFailed];
+}
+
+type Reject = (req: Request, res: Response, reason: RejectReason, detail: string) => void;
+
+/** The verified body as an event, or why it is refused (not JSON, not an event envelope). */
+function readEvent(
+  body: Buffer,
+  verdict: { webhookId: string | null; timestampMs: number | null },
+  receivedAt: number,
+): { event: WebhookEvent } | { reason: RejectReason; detail: string } {
+  const text = body.toString('utf8');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { reason: 'invalid_json', detail: `body of ${body.length} bytes is not JSON` };
+  }
+  try {
+    return {
+      event: toWebhookEvent(parsed, {
+        webhookIdHeader: verdict.webhookId,
+        signedTimestampMs: verdict.timestampMs,
+        receivedAt,
+        rawBody: body,
+      }),
+    };
+  } catch (err) {
+    if (err instanceof InvalidPayloadError) return { reason: 'invalid_payload', detail: err.message };
+    throw err;
+  }
+}
+
+/**
+ * Body-reader failures (too large, an unsupported or undecodable encoding, a sender that went away)
+ * as the same counted, throttled rejections as the handler's.
+ */
+function bodyErrorHandler(ctx: {
+  maxBodyBytes: number;
+  metrics: ReceiverMetrics;
+  clock: Clock;
+  log: Logger;
+  throttle: ReturnType<typeof createLogThrottle>;
+  reject: Reject;
+}): ErrorRequestHandler {
+  const { maxBodyBytes, metrics, clock, log, throttle, reject } = ctx;
+  return (err: unknown, req: Request, res: Response, next: NextFunction) => {
     const type = (err as { type?: unknown } | null)?.type;
     if (typeof type !== 'string') {
       // A compressed body that does not decompress (gzip/deflate/br garbage): zlib's error,
@@ -158,7 +198,8 @@ export function createWebhookReceiver(
           req,
           res,
           'bad_request',
-          `body could not be decoded (content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}${typeof code === 'string' ? `: ${code}` : ''})`,
+          `body could not be decoded (content-encoding ${contentEncoding(req)}` +
+            `${typeof code === 'string' ? `: ${code}` : ''})`,
         );
         return;
       }
@@ -174,7 +215,8 @@ export function createWebhookReceiver(
         req,
         res,
         'unsupported_encoding',
-        `${type}: content-encoding ${String(req.headers['content-encoding'] ?? 'identity').slice(0, 40)}, content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`,
+        `${type}: content-encoding ${contentEncoding(req)}, ` +
+          `content-type ${String(req.headers['content-type'] ?? '').slice(0, 80)}`,
       );
     } else if (ABORTED.has(type)) {
       metrics.webhookRejected('bad_request');
@@ -199,10 +241,4 @@ export function createWebhookReceiver(
       );
     }
   };
-
-  const handle: RequestHandler = (req, res, next) => {
-    handleAsync(req, res).catch(next);
-  };
-
-  return [readBody, handle, bodyFailed];
 }

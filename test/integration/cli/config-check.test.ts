@@ -104,6 +104,28 @@ describe('config check [--connect]', () => {
     expect(set.stdout).not.toMatch(/webhooks\.secrets/);
   });
 
+  it('regression: `config check` said nothing of admin.host 0.0.0.0 without admin.allowedHosts (the console by its DNS name got 421); now a warning', async () => {
+    const cfg = writeConnectorConfig(p, limits);
+    const quiet = await runCli(['--config', cfg.configPath, 'config', 'check']);
+    expect(quiet.stdout).not.toMatch(/admin\.host/);
+    for (const host of ['0.0.0.0', '::']) {
+      patchConfig(cfg.configPath, (c) => {
+        c['admin'] = { host, port: 0 };
+      });
+      const r = await runCli(['--config', cfg.configPath, 'config', 'check']);
+      expect(r.code, r.stdout).toBe(0);
+      expect(r.stdout).toMatch(
+        /^warn {2}admin\.host +\S+ listens on every interface, but without admin\.allowedHosts .* gets 421; list those names in admin\.allowedHosts/m,
+      );
+    }
+    patchConfig(cfg.configPath, (c) => {
+      c['admin'] = { host: '0.0.0.0', port: 0, allowedHosts: ['ops.bank.example'] };
+    });
+    const listed = await runCli(['--config', cfg.configPath, 'config', 'check', '--json']);
+    expect(listed.code, listed.stdout).toBe(0);
+    expect(byName(listed.stdout)['admin.host']).toBeUndefined();
+  });
+
   it('--connect with allowLast4Tin: a warning, not a failure', async () => {
     const masked = (await p.admin('POST', '/keys', { permissions: DEFAULT_PERMISSIONS })) as {
       apiKey: string;
