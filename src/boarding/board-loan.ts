@@ -73,11 +73,17 @@ export type BoardOutcome =
 const WORKING: ReadonlySet<string> = new Set(UNACKNOWLEDGED_STATES);
 const AMBIGUOUS = 'core.ambiguous';
 
-/** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */
+/**
+ * Ack body: a pure function of what was boarded (the core's reference, idempotent by external id,
+ * and the mapping version), so every send under the key is byte-identical: retries, restarts, and a
+ * re-send after a lost commit. The platform compares the whole body under an Idempotency-Key; with
+ * `boardedAt` (our write time) in it, a loan written again after an asynchronous replica lost the
+ * "written" and "acknowledged" commits carried a new time under the old key: 422, and the boarded
+ * loan was quarantined as ack_rejected (issue 37). The platform records when it was boarded itself.
+ */
 function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown> {
   return {
     boardingReference: row.coreReference,
-    boardedAt: new Date(row.writtenAt ?? 0).toISOString(),
     notes: `boarding-connector ${connectorVersion}; mapping ${row.mappingVersion ?? 'unknown'}`,
   };
 }
