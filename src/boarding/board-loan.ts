@@ -280,6 +280,21 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const warnings = outcome.warnings ?? [];
     const customerReviews = customers?.reviews ?? [];
     const reviewCount = warnings.length + customerReviews.length;
+    const mapped = () =>
+      transition(att, row.id, {
+        to: 'mapped',
+        expectedFrom: 'fetched',
+        detail: {
+          mappingVersion: outcome.mappingVersion,
+          records: outcome.records.length,
+          ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
+        },
+        patch: {
+          mappingVersion: outcome.mappingVersion,
+          coreWriteStartedAt: clock.now(),
+          reviewItems: reviewCount,
+        },
+      });
     if (reviewCount > 0) {
       // Boarded with review items: each kept in the loan's history (loans show, loans list
       // --warnings, /metrics, the reconciliation report's review section).
@@ -297,34 +312,26 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           at: 'customer match',
         })),
       ];
-      await loans.recordEvent(
-        row.id,
-        {
-          kind: 'warning',
-          reason: `${reviewCount} review item(s)`,
-          detail: { mappingVersion: outcome.mappingVersion, warnings: items },
-        },
-        clock.now(),
-      );
+      // The review items and the transition they belong to: one commit, not two (issue 37).
+      await store.write(async () => {
+        await loans.recordEvent(
+          row.id,
+          {
+            kind: 'warning',
+            reason: `${reviewCount} review item(s)`,
+            detail: { mappingVersion: outcome.mappingVersion, warnings: items },
+          },
+          clock.now(),
+        );
+        await mapped();
+      });
       log.info(
         { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
         'loan maps with review items',
       );
+    } else {
+      await mapped();
     }
-    await transition(att, row.id, {
-      to: 'mapped',
-      expectedFrom: 'fetched',
-      detail: {
-        mappingVersion: outcome.mappingVersion,
-        records: outcome.records.length,
-        ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
-      },
-      patch: {
-        mappingVersion: outcome.mappingVersion,
-        coreWriteStartedAt: clock.now(),
-        reviewItems: reviewCount,
-      },
-    });
     assertMayCall(signal);
     const receipt = await core.board(
       {
