@@ -62,7 +62,7 @@ export class FileCore implements CoreSystem {
   private readied: Promise<void> | undefined;
   private readonly locks = new KeyedLock();
   /**
-   * Packages whose board failed in this process after ready(): the only ones that can have a
+   * Packages whose last board in this process did not complete: the only ones that can have a
    * staging copy or an aside in .trash left over. ready() recovers every crash leftover of an
    * earlier process, and a package is written only by the leader, one board per name at a time
    * (locks), so a name not in here has nothing to recover: recoverOne (two readdirs of directories
@@ -166,10 +166,9 @@ export class FileCore implements CoreSystem {
         throw err;
       }
     }
-    if (this.unsettled.has(name)) {
-      await this.recoverOne(name);
-      this.unsettled.delete(name);
-    }
+    if (this.unsettled.has(name)) await this.recoverOne(name);
+    // Settled again only once the swap is done: a failure anywhere from here leaves it marked.
+    this.unsettled.add(name);
     const target = join(this.packagesDir, name);
     const previous = await readManifest(target).catch(() => null);
     const now = new Date(this.clock.now());
@@ -241,9 +240,10 @@ export class FileCore implements CoreSystem {
       await fsyncDir(staging);
       signal?.throwIfAborted();
       await this.swapIn(staging, target, name);
+      this.unsettled.delete(name);
     } catch (err) {
-      // Whatever this failure left (a staging copy, the old package aside) is recovered before the next board of it.
-      this.unsettled.add(name);
+      // Whatever this failure left (a staging copy, the old package aside) stays marked: it is
+      // recovered before the next board of this package.
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
       if (isFsError(err))
         throw new CoreUnavailableError(`file core: ${errorMessage(err)}`, false, { cause: err });
