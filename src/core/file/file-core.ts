@@ -61,14 +61,6 @@ export class FileCore implements CoreSystem {
   private readonly logger: Logger;
   private readied: Promise<void> | undefined;
   private readonly locks = new KeyedLock();
-  /**
-   * Packages whose last board in this process did not complete: the only ones that can have a
-   * staging copy or an aside in .trash left over. ready() recovers every crash leftover of an
-   * earlier process, and a package is written only by the leader, one board per name at a time
-   * (locks), so a name not in here has nothing to recover: recoverOne (two readdirs of directories
-   * that grow with failed boards) runs only for these (issue 37: 3.7 % of a board's CPU).
-   */
-  private readonly unsettled = new Set<string>();
   readonly customers: CustomerDirectory | undefined;
 
   constructor(private readonly opts: FileCoreOptions) {
@@ -166,9 +158,7 @@ export class FileCore implements CoreSystem {
         throw err;
       }
     }
-    if (this.unsettled.has(name)) await this.recoverOne(name);
-    // Settled again only once the swap is done: a failure anywhere from here leaves it marked.
-    this.unsettled.add(name);
+    await this.recoverOne(name);
     const target = join(this.packagesDir, name);
     const previous = await readManifest(target).catch(() => null);
     const now = new Date(this.clock.now());
@@ -240,10 +230,7 @@ export class FileCore implements CoreSystem {
       await fsyncDir(staging);
       signal?.throwIfAborted();
       await this.swapIn(staging, target, name);
-      this.unsettled.delete(name);
     } catch (err) {
-      // Whatever this failure left (a staging copy, the old package aside) stays marked: it is
-      // recovered before the next board of this package.
       await rm(staging, { recursive: true, force: true }).catch(() => undefined);
       if (isFsError(err))
         throw new CoreUnavailableError(`file core: ${errorMessage(err)}`, false, { cause: err });
@@ -303,10 +290,8 @@ export class FileCore implements CoreSystem {
       await rename(target, aside);
     }
     await rename(staging, target);
-    // The new entry in packages/ must be durable before the board is reported. The staging entry's
-    // removal need not be (no fsync of .staging): if a crash brings it back, ready() removes every
-    // staging directory at the next start, and the package in packages/ is complete either way.
     await fsyncDir(this.packagesDir);
+    await fsyncDir(this.stagingDir);
     if (aside !== null) {
       await fsyncDir(this.trashDir);
       await rm(aside, { recursive: true, force: true });

@@ -170,33 +170,10 @@ describe('FileCore packages', () => {
     await cp(join(dir, 'packages', 'loan_1'), join(dir, '.trash', 'loan_1.1-a-00000000'), {
       recursive: true,
     });
-    // A crash means a new process: its core recovers leftovers once, at its start.
-    await core().board(makePackage('loan_1', loanRecords('loan_1', { v: 2 }), []));
+    await c.board(makePackage('loan_1', loanRecords('loan_1', { v: 2 }), []));
     expect(await readdir(join(dir, '.trash'))).toEqual([]);
     const records = JSON.parse(await readFile(join(dir, 'packages', 'loan_1', 'records.json'), 'utf8'));
     expect(records.records[1].fields.v).toBe(2);
-  });
-
-  it('a board that failed in this process has its leftovers recovered by the next board of the package, without a restart', async () => {
-    const c = core();
-    await c.board(makePackage('loan_1', loanRecords('loan_1', { v: 1 }), []));
-    const failing = makePackage('loan_1', loanRecords('loan_1', { v: 2 }), [
-      { id: 'doc_1', name: 'a.pdf', bytes: PDF },
-    ]);
-    failing.fetchDocument = Object.assign(() => Promise.reject(new Error('download cut off')), {
-      calls: [] as string[],
-    });
-    await expect(c.board(failing)).rejects.toThrow();
-    // What a failure further on (the swap cut short) would leave: a staging copy, the old package aside.
-    await mkdir(join(dir, '.staging', 'loan_1.1-b-00000000'), { recursive: true });
-    await cp(join(dir, 'packages', 'loan_1'), join(dir, '.trash', 'loan_1.1-b-00000001'), {
-      recursive: true,
-    });
-    await c.board(makePackage('loan_1', loanRecords('loan_1', { v: 3 }), []));
-    expect(await readdir(join(dir, '.staging'))).toEqual([]);
-    expect(await readdir(join(dir, '.trash'))).toEqual([]);
-    const records = JSON.parse(await readFile(join(dir, 'packages', 'loan_1', 'records.json'), 'utf8'));
-    expect(records.records[1].fields.v).toBe(3);
   });
 
   it('stores hostile document names by id with a sanitised name, never outside the package', async () => {
