@@ -128,8 +128,6 @@ interface Lane {
   inFlight: number;
   /** A wait was announced to the listeners: the next token taken announces the resume. */
   announced: boolean;
-  /** lane.seq when this bucket's last strike was recorded: tokens up to it were sent before that 429 came back. */
-  strikeSeq: number;
 }
 
 /** Waits shorter than this are not announced (a progress line would only flicker). */
@@ -188,7 +186,6 @@ export class RateBudget {
       responded: false,
       inFlight: 0,
       announced: false,
-      strikeSeq: 0,
     });
     this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
     this.strikes = this.ledger === null ? opts.state.activeStrikes(now - STRIKE_WINDOW_MS) : [];
@@ -351,24 +348,6 @@ export class RateBudget {
     const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
     lane.pausedUntil = Math.max(lane.pausedUntil, until);
     lane.server = { remaining: 0, resetAt: lane.pausedUntil, afterSeq: lane.seq };
-    // A strike is the platform's judgement on a window (3 times over the limit in 24 h revoke a
-    // live key), not one per refused request: the requests already in flight when the first 429
-    // came back were sent before we could know and meet the same throttle. Their 429s lengthen the
-    // pause but are not a second strike (which would stop all traffic after one throttle, issue 37).
-    if (token.seq <= lane.strikeSeq) {
-      if (this.ledger === null) this.opts.state.savePause(lane.bucket, lane.pausedUntil);
-      this.opts.logger.warn(
-        {
-          bucket: lane.bucket,
-          path: info.path,
-          pauseMs: lane.pausedUntil - now,
-          strikes24h: this.strikes24h(),
-        },
-        'rate limit hit (429) on a request sent before the last 429 came back: the same throttle, not another strike',
-      );
-      return lane.pausedUntil;
-    }
-    lane.strikeSeq = lane.seq;
     if (this.ledger === null) {
       this.opts.state.savePause(lane.bucket, lane.pausedUntil);
       this.opts.state.recordStrike({ at: now, bucket: lane.bucket, path: info.path, retryAfterMs: waitMs });

@@ -35,8 +35,6 @@ export interface ApiKeyRecord {
   revokedAt: string | null;
   /** Epoch ms of each 429 this key received (the platform revokes live keys at 3 in 24 h). */
   strikes: number[];
-  /** Per bucket: when this key's last strike was answered (a request that arrived before shares it). */
-  strikeAnsweredAt: Record<string, number>;
   /** ISO country codes allowed to call with this key; null = anywhere. */
   allowedCountries: string[] | null;
   /** Whether the key's organisation is approved for production (live) keys. */
@@ -66,7 +64,6 @@ export function makeKey(opts: NewKeyOptions = {}): ApiKeyRecord {
     expired: opts.expired ?? false,
     revokedAt: null,
     strikes: [],
-    strikeAnsweredAt: {},
     allowedCountries: opts.allowedCountries ?? null,
     productionApproved: opts.productionApproved ?? false,
     orgEnvironments: opts.orgEnvironments ?? ['staging', 'development'],

@@ -67,23 +67,8 @@ function firstValues(originalUrl: string): Record<string, string> {
 
 const DAY_MS = 86_400_000;
 
-/**
- * A strike is the platform's judgement on a throttle, not one per refused request: a request that
- * arrived before this key's last 429 in the bucket was answered was in flight when the throttle
- * began and shares its strike. One sent after that answer (the client went on regardless) is a new
- * strike, however soon.
- */
-function recordStrike(
-  state: SandboxState,
-  limiter: RateLimiter,
-  key: ApiKeyRecord,
-  bucket: string,
-  arrivedAt: number,
-): void {
+function recordStrike(state: SandboxState, limiter: RateLimiter, key: ApiKeyRecord): void {
   const now = state.nowMs();
-  const last = key.strikeAnsweredAt[bucket];
-  if (last !== undefined && arrivedAt < last) return;
-  key.strikeAnsweredAt[bucket] = now;
   key.strikes = [...key.strikes.filter((t) => now - t < DAY_MS), now];
   const limit = limiter.settings.revokeAfterStrikes;
   if (limit !== null && key.strikes.length >= limit && key.revokedAt === null) {
@@ -188,7 +173,7 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
       if (!decision.allowed) {
         state.counters.rateLimited += 1;
         state.counters.rateLimitedByBucket[bucket] += 1;
-        recordStrike(state, limiter, key, bucket, logged.at);
+        recordStrike(state, limiter, key);
         throw apiError(
           429,
           'rate_limit.exceeded',
@@ -250,7 +235,7 @@ export function createPublicApiHandler(deps: PublicApiDeps) {
           // The platform throttling on its own: a strike on the key like any 429, counted apart
           // from the limiter's (which mean the client overran its budget).
           state.counters.faults.injected429 += 1;
-          recordStrike(state, limiter, key, bucket, logged.at);
+          recordStrike(state, limiter, key);
           const body = {
             code: 'rate_limit.exceeded',
             message: `too many requests; retry after ${fault.retryAfterSeconds} s`,
