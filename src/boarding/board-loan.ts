@@ -73,11 +73,17 @@ export type BoardOutcome =
 const WORKING: ReadonlySet<string> = new Set(UNACKNOWLEDGED_STATES);
 const AMBIGUOUS = 'core.ambiguous';
 
-/** Ack body: derived only from stored columns, so every retry sends the same bytes with the same key. */
+/**
+ * Ack body: a pure function of what was boarded (the core's reference, idempotent by external id,
+ * and the mapping version), so every send under the key is byte-identical: retries, restarts, and a
+ * re-send after a lost commit. The platform compares the whole body under an Idempotency-Key; with
+ * `boardedAt` (our write time) in it, a loan written again after an asynchronous replica lost the
+ * "written" and "acknowledged" commits carried a new time under the old key: 422, and the boarded
+ * loan was quarantined as ack_rejected (issue 37). The platform records when it was boarded itself.
+ */
 function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown> {
   return {
     boardingReference: row.coreReference,
-    boardedAt: new Date(row.writtenAt ?? 0).toISOString(),
     notes: `boarding-connector ${connectorVersion}; mapping ${row.mappingVersion ?? 'unknown'}`,
   };
 }
@@ -274,6 +280,21 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
     const warnings = outcome.warnings ?? [];
     const customerReviews = customers?.reviews ?? [];
     const reviewCount = warnings.length + customerReviews.length;
+    const mapped = () =>
+      transition(att, row.id, {
+        to: 'mapped',
+        expectedFrom: 'fetched',
+        detail: {
+          mappingVersion: outcome.mappingVersion,
+          records: outcome.records.length,
+          ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
+        },
+        patch: {
+          mappingVersion: outcome.mappingVersion,
+          coreWriteStartedAt: clock.now(),
+          reviewItems: reviewCount,
+        },
+      });
     if (reviewCount > 0) {
       // Boarded with review items: each kept in the loan's history (loans show, loans list
       // --warnings, /metrics, the reconciliation report's review section).
@@ -291,34 +312,26 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
           at: 'customer match',
         })),
       ];
-      await loans.recordEvent(
-        row.id,
-        {
-          kind: 'warning',
-          reason: `${reviewCount} review item(s)`,
-          detail: { mappingVersion: outcome.mappingVersion, warnings: items },
-        },
-        clock.now(),
-      );
+      // The review items and the transition they belong to: one commit, not two (issue 37).
+      await store.write(async () => {
+        await loans.recordEvent(
+          row.id,
+          {
+            kind: 'warning',
+            reason: `${reviewCount} review item(s)`,
+            detail: { mappingVersion: outcome.mappingVersion, warnings: items },
+          },
+          clock.now(),
+        );
+        await mapped();
+      });
       log.info(
         { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
         'loan maps with review items',
       );
+    } else {
+      await mapped();
     }
-    await transition(att, row.id, {
-      to: 'mapped',
-      expectedFrom: 'fetched',
-      detail: {
-        mappingVersion: outcome.mappingVersion,
-        records: outcome.records.length,
-        ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
-      },
-      patch: {
-        mappingVersion: outcome.mappingVersion,
-        coreWriteStartedAt: clock.now(),
-        reviewItems: reviewCount,
-      },
-    });
     assertMayCall(signal);
     const receipt = await core.board(
       {

@@ -112,14 +112,16 @@ describe('leadership trouble (regressions: a failed lease release wedged the dae
   it('a database error before the cycle starts does not leave the runner refusing every later cycle', async () => {
     const p = fakePipeline();
     p.platform.add(fakeLoan('L01'));
-    const count = p.store.loans.countByState.bind(p.store.loans);
-    let fail = true;
-    p.store.loans.countByState = async () => {
-      if (fail) {
-        fail = false;
+    // The lease's statements before the cycle starts fail: the take-over attempt (leadership logs
+    // it and goes on) and the read of who leads, which the cycle cannot do without.
+    const prepare = p.db.prepare.bind(p.db);
+    let failures = 2;
+    p.db.prepare = (text: string) => {
+      if (failures > 0 && text.includes('FROM leases')) {
+        failures -= 1;
         throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
       }
-      return count();
+      return prepare(text);
     };
     await expect(p.runner.run({ reason: 'one' })).rejects.toThrow('database is locked');
     expect(p.runner.isRunning()).toBe(false);

@@ -167,4 +167,21 @@ describe('records shown and kept (maskRecordFields)', () => {
     );
     expect(masked[0]?.fields).toEqual({ memo: 'ref [redacted-tin]', other: '[redacted-tin]' });
   });
+  it('the fast path (text without a trigger character) never lets a secret through', () => {
+    const secrets = [
+      'key pk_live_abcDEF123',
+      'sk_test_x1',
+      'whsec_c2VjcmV0',
+      'postgres://app:s3cret@db/x',
+      'https://files.example/doc?X-Amz-Signature=abc',
+      'https://db.example/x?password=hunter2',
+      'BEARER abc.def',
+      'auth bearer xyz',
+      'ein 12-3456789',
+      'ssn 123-45-6789',
+    ];
+    for (const s of secrets) expect(scrubText(s), s).not.toBe(s);
+    for (const s of ['Acme Holdings LLC', 'term 36 months', '123456789', 'Main St. 12'])
+      expect(scrubText(s)).toBe(s);
+  });
 });
