@@ -5,14 +5,15 @@ import { createConsoleService } from '../console/service.js';
 import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
 import { mountConsole } from '../console/index.js';
 import type { ConsoleService } from '../console/contract.js';
-import { previewLoanNow, reboardLoan } from '../editloop/reboard.js';
+import { reboardLoan } from '../ops/reboard.js';
+import { previewLoanNow } from '../ops/board-preview.js';
+import { reboardDeps, reboardPreviewDeps } from './reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
 import { unlockAudit } from '../console/service.js';
 import { userNameKey } from '../lib/user-name.js';
 import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
-import { CONNECTOR_VERSION } from '../version.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
 
@@ -53,21 +54,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     clock: rt.clock,
     logger: rt.logger,
     reboard: (loanId, actor, reason, signal) =>
-      reboardLoan(
-        {
-          store: rt.store,
-          platform: rt.platform,
-          mapper: rt.mapper,
-          core: rt.core,
-          fetchDocument: rt.fetchDocument,
-          clock: rt.clock,
-          logger: rt.logger,
-          connectorVersion: CONNECTOR_VERSION,
-          accountNumbers: rt.accountNumbers,
-        },
-        loanId,
-        { actor, reason, signal },
-      ),
+      reboardLoan(reboardDeps(rt), loanId, { actor, reason, signal }),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     clearStrikes: (by) =>
       typeof platform.clearStrikes === 'function'
@@ -83,11 +70,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     clock: rt.clock,
     logger: rt.logger,
     executor,
-    reboardPreview: (loanId) =>
-      previewLoanNow(
-        { store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers },
-        loanId,
-      ),
+    reboardPreview: (loanId) => previewLoanNow(reboardPreviewDeps(rt), loanId),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     platformHealth: () => rt.platform.health(),
     coreHealth: () => rt.core.health(),

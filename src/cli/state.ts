@@ -18,7 +18,7 @@ import {
   type TableComparison,
 } from '../store/migrate-pg.js';
 import { redactUrl } from '../store/pg/url.js';
-import { runningDaemons } from '../editloop/daemon-guard.js';
+import { runningDaemons } from '../ops/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {
   const state = program

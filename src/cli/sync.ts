@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
 import { batchSealDaemonJob } from '../app/seal-job.js';
-import { assertSameMappingAsDaemon } from '../editloop/daemon-guard.js';
+import { assertSameMappingAsDaemon } from '../ops/daemon-guard.js';
 import { fatalSentence } from '../boarding/board-loan.js';
 import { accountNumbersFromConfig } from '../boarding/identity.js';
 import type { CycleSummary } from '../boarding/cycle.js';
-import { dryRun, formatDryRun } from '../editloop/dry-run.js';
+import { dryRun, formatDryRun } from '../ops/dry-run.js';
 import {
   BusyError,
   EXIT_CORE_OUTAGE,

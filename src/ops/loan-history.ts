@@ -9,6 +9,7 @@ import type { IdempotencyKeyRow } from '../store/idempotency.js';
 import type { LoanCustomerRow } from '../store/customers.js';
 import type { LoanEvent, LoanRow } from '../store/loans.js';
 import { runningDaemons } from './daemon-guard.js';
+import { UsageError } from '../lib/errors.js';
 
 export interface LoanHistoryParts {
   row: LoanRow;
@@ -130,4 +131,20 @@ export function lastReviewItems(
         } | null
       )?.warnings ?? [],
   };
+}
+
+/** `loans show REF`: the loan a person means (id, loan number or account number) and its history; a UsageError when none or several. */
+export async function showLoan(store: BoardingStore, ref: string, now: number): Promise<LoanHistoryParts> {
+  const found = await resolveLoanRef(store, ref);
+  if (found.kind === 'ambiguous')
+    throw new UsageError(
+      `${ref} is the loan or account number of ${found.ids.length} loans: ${found.ids.join(', ')}; give the platform loan id`,
+    );
+  if (found.kind === 'none')
+    throw new UsageError(
+      `no loan ${ref} in the state database, by platform id, loan number or account number (see \`loans list\`)`,
+    );
+  const h = await gatherLoanHistory(store, found.id, now);
+  if (!h) throw new UsageError(`no loan ${ref} in the state database (see \`loans list\`)`);
+  return h;
 }
