@@ -121,3 +121,6 @@ export async function unlockFromCli(scope: CommandScope, name: string, actor: st
   await createConsoleStore(db).appendAudit(unlockAudit(actor, user.name, scope.clock.now()));
   return user.name;
 }
+
+/** `console passwd`: the hash a console user's passwordHash takes. */
+export { hashPassword } from '../console/auth.js';

@@ -237,3 +237,7 @@ export async function buildRuntime(
     },
   };
 }
+
+/** A cycle's fatal end and its progress, as the commands that run cycles show them. */
+export { fatalSentence } from '../boarding/board-loan.js';
+export type { CycleProgress, CycleSummary } from '../boarding/cycle.js';

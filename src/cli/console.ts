@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { userInfo } from 'node:os';
-import { hashPassword } from '../console/auth.js';
-import { unlockFromCli } from '../app/console.js';
+import { hashPassword, unlockFromCli } from '../app/console.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 

@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import { createProgressBar } from '../reports/progress.js';
-import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
+import { reconcileOnce, type ReconcileRunResult } from '../app/reconcile.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
-import { openCore, openPlatformSession } from '../app/session.js';
-import { CONNECTOR_VERSION } from '../version.js';
 
 /** --since: an ISO 8601 date-time (or a date, read as 00:00 UTC), normalised to UTC. */
 export function parseSince(v: string): string {
@@ -66,31 +63,12 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     )
     .action(async (opts: { since?: string; out?: string; json?: boolean }) => {
       const line = ctx.progress();
-      const config = ctx.config();
-      const logger = ctx.logger();
-      const { db, store, platform } = await openPlatformSession(ctx);
-      followPlatformWaits(line, platform);
-      // The state database maps the digests Fineract lists back to platform ids.
-      const core = openCore(ctx, db);
-      const bar = createProgressBar(ctx.stderr, ctx.clock, { line });
-      let result: ReconcileRunResult;
-      try {
-        result = await runReconcile({
-          config,
-          platform,
-          reads: store.reports,
-          core,
-          logger: logger.child({ component: 'reconcile' }),
-          clock: ctx.clock,
-          connectorVersion: CONNECTOR_VERSION,
-          since: opts.since ?? null,
-          ...(opts.out !== undefined ? { outDir: opts.out } : {}),
-          signal: ctx.shutdown,
-          onProgress: (p) => bar.update(p),
-        });
-      } finally {
-        bar.done();
-      }
+      const result = await reconcileOnce(ctx, {
+        since: opts.since ?? null,
+        outDir: opts.out,
+        line,
+        onPlatform: (platform) => followPlatformWaits(line, platform),
+      });
       if (opts.json === true) {
         const s = result.summary;
         out(

@@ -1,69 +1,18 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { FatalError, UsageError } from '../lib/errors.js';
-import { isPlatformError } from '../platform/errors.js';
-import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../contract/schemas.js';
-import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoint-check.js';
-import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
-import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
+import { UsageError } from '../lib/errors.js';
+import {
+  WEBHOOK_EVENTS,
+  checkWebhookEvents,
+  checkWebhookUrl,
+  enableWebhook,
+  endpointView as row,
+  isEndpointDisabled,
+  listWebhooks,
+  registerWebhook,
+} from '../ops/webhooks.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from '../app/session.js';
-
-/** Platform refusals become a one-line operator message (exit 1) naming what was wrong. */
-function explain(err: unknown, what: string): never {
-  if (isPlatformError(err)) {
-    const details = err.validationErrors
-      .slice(0, 5)
-      .map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)))
-      .join('; ');
-    throw new FatalError(`${what}: ${err.describe()}${details ? `: ${details}` : ''}`);
-  }
-  throw err;
-}
-
-/** The endpoint URL, checked by the connector itself (public-url.ts), after DNS resolution. */
-async function checkUrl(raw: string, ctx: CliContext): Promise<string> {
-  const problem = await webhookTargetProblem(raw, {
-    allowLocal: ctx.config().platform.environment === 'development',
-  });
-  if (problem !== null) throw new UsageError(`--url: ${problem} (got "${raw}")`);
-  return new URL(raw).toString();
-}
-
-function checkEvents(events: string[] | undefined): string[] {
-  if (!events || events.length === 0) return [...WEBHOOK_EVENTS];
-  const list = [
-    ...new Set(
-      events
-        .flatMap((e) => e.split(','))
-        .map((e) => e.trim())
-        .filter(Boolean),
-    ),
-  ];
-  const unknown = list.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
-  if (unknown.length > 0)
-    throw new UsageError(
-      `--events: unknown event(s) ${unknown.join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}`,
-    );
-  return list;
-}
-
-function row(e: WebhookEndpoint, ours: boolean): Record<string, unknown> {
-  return {
-    id: e.id,
-    name: e.name ?? null,
-    url: e.url ?? null,
-    status: e.status ?? null,
-    disabled: isEndpointDisabled(e),
-    consecutiveFailures: e.consecutiveFailures ?? null,
-    lastSuccessAt: e.lastSuccessAt ?? null,
-    lastFailureAt: e.lastFailureAt ?? null,
-    lastFailureReason: e.lastFailureReason ?? null,
-    autoDisabledAt: e.autoDisabledAt ?? null,
-    subscribedEvents: e.subscribedEvents ?? [],
-    thisConnector: ours,
-  };
-}
 
 function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
   const cell = (v: unknown): string => {
@@ -101,22 +50,13 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print the result as JSON (includes the secret)')
     .action(
       async (flags: { url: string; events?: string[]; name?: string; force?: boolean; json?: boolean }) => {
-        const url = await checkUrl(flags.url, ctx);
-        const events = checkEvents(flags.events);
+        const url = await checkWebhookUrl(flags.url, ctx.config().platform.environment);
+        const events = checkWebhookEvents(flags.events);
         const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
         if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
         const { store, platform } = await openPlatformSession(ctx);
-        let result;
-        try {
-          result = await registerEndpoint(
-            platform,
-            store.keys,
-            { url, name, events, force: flags.force === true },
-            { clock: ctx.clock, signal: ctx.shutdown },
-          );
-        } catch (err) {
-          explain(err, 'webhooks register');
-        }
+        const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
+        const result = await registerWebhook(deps, { url, name, events, force: flags.force === true });
         if (result.kind === 'exists') {
           const ids = result.endpoints
             .map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`)
@@ -181,17 +121,9 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
       const config = ctx.config();
-      const { platform } = await openPlatformSession(ctx);
-      let endpoints: WebhookEndpoint[];
-      try {
-        endpoints = await platform.listWebhookEndpoints({ signal: ctx.shutdown });
-      } catch (err) {
-        explain(err, 'webhooks list');
-      }
-      const publicUrl = config.webhooks.publicUrl;
-      const rows = endpoints.map((e) =>
-        row(e, publicUrl !== undefined && typeof e.url === 'string' && sameEndpointUrl(e.url, publicUrl)),
-      );
+      const { store, platform } = await openPlatformSession(ctx);
+      const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
+      const rows = await listWebhooks(deps, config.webhooks.publicUrl);
       if (flags.json) {
         out(ctx, JSON.stringify(rows, null, 2));
         return;
@@ -222,15 +154,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .action(async (id: string, flags: { json?: boolean }) => {
       if (id.trim() === '') throw new UsageError('ID: expected an endpoint id (see `webhooks list`)');
       const { store, platform } = await openPlatformSession(ctx);
-      let endpoint: WebhookEndpoint;
-      try {
-        endpoint = await enableEndpoint(platform, store.keys, id.trim(), {
-          clock: ctx.clock,
-          signal: ctx.shutdown,
-        });
-      } catch (err) {
-        explain(err, `webhooks enable ${id}`);
-      }
+      const endpoint = await enableWebhook({ store, platform, clock: ctx.clock, signal: ctx.shutdown }, id);
       if (flags.json) out(ctx, JSON.stringify(row(endpoint, false), null, 2));
       else out(ctx, `Endpoint ${endpoint.id} is now ${endpoint.status ?? 'updated (status not reported)'}.`);
     });

@@ -12,6 +12,8 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { applyLoanAction } from '../ops/bulk.js';
+import { sealEarly } from '../ops/seal.js';
+import { clearStrikes } from '../ops/strike-clear.js';
 import type { BatchingCapability } from '../core/port.js';
 import type { ReboardResult } from '../ops/reboard.js';
 import { errorMessage } from '../lib/errors.js';
@@ -118,23 +120,22 @@ async function executeRequest(
     }
     case 'seal': {
       if (!deps.batching) throw new Error('this core has no batches to seal');
-      const id = await deps.batching.sealNow(r.reason, actor, r.batch ?? undefined);
-      if (id === undefined)
+      const sealed = await sealEarly(deps.batching, {
+        reason: r.reason,
+        by: actor,
+        id: r.batch ?? undefined,
+      });
+      if (!sealed.ok)
         return {
           status: 'failed',
-          result: {
-            done: 0,
-            failed: [
-              { loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' },
-            ],
-            detail: null,
-          },
+          result: { done: 0, failed: [{ loanId: null, message: sealed.message }], detail: null },
         };
-      return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${id}` } };
+      return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${sealed.id}` } };
     }
     case 'strike_clear': {
-      if (!deps.clearStrikes) throw new Error('the strike ledger is not available in this process');
-      const n = await deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
+      const ledger = deps.clearStrikes;
+      if (!ledger) throw new Error('the strike ledger is not available in this process');
+      const n = await clearStrikes({ clearStrikes: ledger }, { by: actor, reason: r.reason });
       log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
       return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
     }
