@@ -46,3 +46,29 @@ export async function reconcileOnce(
     bar.done();
   }
 }
+
+/** Plain-text result for people: where the files are and whether the totals tie. */
+export function reconcileText(r: ReconcileRunResult): string {
+  const s = r.summary;
+  const lines = [
+    `reconciliation ${r.runId} as of ${s.header.asOfLocal}`,
+    ...s.tieOut.map(
+      (c) =>
+        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ${c.right.label} ${c.right.count}` +
+        (c.ties ? '' : ` (difference ${c.differenceCount} loans, ${c.differenceCents} cents)`),
+    ),
+    `  exceptions: ${s.exceptionCount}${
+      s.exceptionCount > 0
+        ? ` (${Object.entries(s.exceptionsByReason)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')})`
+        : ''
+    }`,
+    ...s.notes.map((n) => `  note: ${n}`),
+    `  ${r.files.html}`,
+    `  ${r.files.csv}`,
+    `  ${r.files.json}`,
+  ];
+  if (r.latest) lines.push(`  latest: ${r.latest}`);
+  return lines.join('\n');
+}

@@ -3,13 +3,7 @@ import { FatalError, UsageError } from '../lib/errors.js';
 import { applyLoanAction, planLoans, plannedLoans, refusals, type BulkAction } from '../ops/bulk.js';
 import type { OpPlan } from '../ops/loan-plan.js';
 import { askDaemonForCycle } from '../ops/daemon-guard.js';
-import {
-  lastReviewItems,
-  loanHistoryJson,
-  loanView,
-  showLoan,
-  type LoanHistoryParts,
-} from '../ops/loan-history.js';
+import { loanHistoryJson, loanHistoryText, loanView, showLoan } from '../ops/loan-history.js';
 import {
   LOAN_STATES,
   QUARANTINE_REASONS,
@@ -20,11 +14,11 @@ import {
 import {
   assertReboardMapping,
   countOutcomes,
+  previewText,
+  reboardText,
   previewReboards,
   reboardLoans,
   reboardTargets,
-  type ReboardPreview,
-  type ReboardResult,
 } from '../ops/reboard-run.js';
 import { openReboard, openReboardPreview } from '../app/reboard.js';
 import { openState } from '../app/session.js';
@@ -40,47 +34,11 @@ function actorOf(ctx: CliContext, by: string | undefined): string {
 }
 
 const iso = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
-const changeLines = (changes: readonly string[]): string[] => [
-  ...changes.slice(0, 30).map((c) => `    ${c}`),
-  ...(changes.length > 30 ? [`    … ${changes.length - 30} more`] : []),
-];
-
 function pad(cells: string[][]): string {
   const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length))) ?? [];
   return cells
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
     .join('\n');
-}
-
-function formatReboard(r: ReboardResult | Exclude<ReboardPreview, { outcome: 'would_rewrite' }>): string {
-  const id = `loan ${r.loanId}`;
-  switch (r.outcome) {
-    case 'rewritten':
-      return [
-        `${id}: re-boarded (${r.previousVersion ?? '?'} → ${r.mappingVersion}; core ${r.coreReference})`,
-        ...changeLines(r.changes),
-      ].join('\n');
-    case 'unchanged':
-      return `${id}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force to write anyway)`;
-    case 'would_quarantine':
-      return `${id}: NOT re-boarded: the mapping would quarantine it (${r.reason}): ${r.message}`;
-    case 'not_acknowledged':
-      return `${id}: NOT re-boarded: it is ${r.state}, not acknowledged (use \`loans retry\`)`;
-    case 'failed':
-      return `${id}: FAILED: ${r.message} (the core keeps its earlier records)`;
-  }
-}
-
-function formatPreview(r: ReboardPreview): string {
-  if (r.outcome === 'unchanged')
-    return `loan ${r.loanId}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force would write anyway)`;
-  if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
-  if (r.outcome !== 'would_rewrite') return formatReboard(r);
-  const what = r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`;
-  return [
-    `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${what}`,
-    ...changeLines(r.changes),
-  ].join('\n');
 }
 
 function listCommand(loans: Command, ctx: CliContext): void {
@@ -120,63 +78,6 @@ function listCommand(loans: Command, ctx: CliContext): void {
     });
 }
 
-function showLines(h: LoanHistoryParts): string[] {
-  const { row, events, keys, daemon, customers, accountNumber } = h;
-  const differs = row.mappingVersion && daemon && row.mappingVersion !== daemon.mappingVersion;
-  const daemonText = daemon
-    ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})${daemon.reloadError ? ' · last reload refused' : ''}${differs ? ' · differs from this loan' : ''}`
-    : '(no daemon running)';
-  const source =
-    h.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own";
-  const lines = [
-    `loan ${row.id}${row.loanNumber ? ` (${row.loanNumber})` : ''}`,
-    `  state:           ${row.state}${row.quarantineReason ? ` (${row.quarantineReason})` : ''}`,
-    `  attempts:        ${row.attempts}${row.nextAttemptAt !== null ? ` · next attempt ${iso(row.nextAttemptAt)}` : ''}`,
-    `  release marker:  ${row.releaseMarker ?? ''}${row.releasedAtIso ? ` · released ${row.releasedAtIso}` : ''}`,
-    `  core reference:  ${row.coreReference ?? '(not written)'}${row.writtenAt !== null ? ` · written ${iso(row.writtenAt)}` : ''}`,
-    `  acknowledged:    ${row.acknowledgedAt !== null ? iso(row.acknowledgedAt) : 'no'}`,
-    `  mapping version: ${row.mappingVersion ?? ''}`,
-    `  daemon mapping:  ${daemonText}`,
-    `  payload hash:    ${row.payloadHash ?? ''}`,
-    '',
-    'identity:',
-    `  account number:  ${accountNumber === null ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)' : `${accountNumber} (${source})`}`,
-  ];
-  if (row.lastErrorCode)
-    lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
-  // Customer match: each business and person → the bank's CIF, and how it was found.
-  if (customers.length > 0) lines.push('', 'identity (customers):');
-  for (const c of customers) {
-    const cif = c.cif ?? '(assigned by the core at create)';
-    const seen = c.existing ? ' · existing customer' : ' · new customer (this loan creates it)';
-    const name = c.nameAgrees === false ? ' · name differs from the core (review item)' : '';
-    lines.push(`  ${c.entityId}  CIF ${cif}  ${c.matchedBy}${seen}${name}`);
-  }
-  const review = lastReviewItems(h);
-  if (review) lines.push('', `review items (boarded with warnings, ${iso(review.at)}):`);
-  for (const w of review?.items ?? []) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
-  lines.push('', 'idempotency keys:');
-  if (keys.length === 0) lines.push('  (none)');
-  for (const k of keys) {
-    const done =
-      k.completedAt !== null ? `completed ${iso(k.completedAt)} (${k.status ?? ''})` : 'not completed';
-    lines.push(`  ${k.key}  ${k.operation}  created ${iso(k.createdAt)}  ${done}`);
-  }
-  lines.push('', 'history:');
-  for (const e of events) {
-    const move = e.toState
-      ? `${e.fromState ?? '(new)'} → ${e.toState}`
-      : e.fromState
-        ? `(${e.fromState})`
-        : '';
-    const detail = e.detail === null ? '' : ` ${JSON.stringify(e.detail)}`;
-    const by = e.actor !== 'connector' ? `  by ${e.actor}` : '';
-    const shown = detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
-    lines.push(`  ${iso(e.at)}  ${e.kind.padEnd(10)} ${move}${e.reason ? `  ${e.reason}` : ''}${by}${shown}`);
-  }
-  return lines;
-}
-
 function showCommand(loans: Command, ctx: CliContext): void {
   loans
     .command('show')
@@ -185,7 +86,7 @@ function showCommand(loans: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (ref: string, opts: { json?: boolean }) => {
       const h = await showLoan((await openState(ctx)).store, ref, ctx.clock.now());
-      out(ctx, opts.json === true ? JSON.stringify(loanHistoryJson(h)) : showLines(h).join('\n'));
+      out(ctx, opts.json === true ? JSON.stringify(loanHistoryJson(h)) : loanHistoryText(h));
     });
 }
 
@@ -361,7 +262,7 @@ async function reboardDryRun(ctx: CliContext, ids: string[], opts: ReboardFlags)
     signal: ctx.shutdown,
     beforeLoan: (id, i) =>
       progress.status(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`),
-    onLoan: (r) => (opts.json === true ? undefined : out(ctx, formatPreview(r))),
+    onLoan: (r) => (opts.json === true ? undefined : out(ctx, previewText(r))),
   });
   progress.done();
   const n = countOutcomes(results);
@@ -407,7 +308,7 @@ async function reboard(ctx: CliContext, ids: string[], opts: ReboardFlags): Prom
     ids: targets,
     mappingDir,
     beforeLoan: (id, i) => progress.status(`re-boarding ${i + 1}/${targets.length}: loan ${id}`),
-    onLoan: (r) => (opts.json === true ? undefined : out(ctx, formatReboard(r))),
+    onLoan: (r) => (opts.json === true ? undefined : out(ctx, reboardText(r))),
   });
   progress.done();
   const n = countOutcomes(results);

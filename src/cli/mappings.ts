@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { redactPayload } from '../lib/redact.js';
@@ -8,12 +8,10 @@ import { formatProblem, lintSets, mappingJsonSchema, testSets } from '../ops/map
 import {
   SOURCE_NOTE,
   checkFixtureName,
-  formatIssue,
   maskRecords,
+  outcomeText,
   previewMapping,
   saveFixture,
-  type MappingInput,
-  type MappingOutcome,
 } from '../ops/mapping-preview.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
@@ -27,31 +25,6 @@ const collect = (value: string, previous: string[] = []): string[] => [...previo
 
 function dirsOf(ctx: CliContext, opts: DirOptions): string[] {
   return opts.dir && opts.dir.length > 0 ? opts.dir : [ctx.config().mappings.dir];
-}
-
-function printOutcome(
-  ctx: CliContext,
-  dir: string,
-  outcome: MappingOutcome,
-  showPii: boolean,
-  input: MappingInput,
-): void {
-  if (outcome.ok) {
-    const warnings = outcome.warnings ?? [];
-    out(
-      ctx,
-      `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)${warnings.length > 0 ? `; boards with ${warnings.length} review item(s)` : ''}`,
-    );
-    for (const r of showPii ? outcome.records : maskRecords(outcome.records, input))
-      out(ctx, `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`);
-    for (const w of warnings) out(ctx, `review ${w.code} ${formatIssue({ ...w, file: join(dir, w.file) })}`);
-  } else {
-    out(
-      ctx,
-      `mapping ${outcome.mappingVersion}: ${outcome.issues.length} issue(s); the loan would be quarantined`,
-    );
-    for (const i of outcome.issues) out(ctx, `${i.code} ${formatIssue({ ...i, file: join(dir, i.file) })}`);
-  }
 }
 
 export function registerMappingsCommands(program: Command, ctx: CliContext): void {
@@ -187,7 +160,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
           ctx,
           `loan ${opts.loan}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`,
         );
-        printOutcome(ctx, dir, outcome, showPii, input);
+        out(ctx, outcomeText(dir, outcome, showPii, input));
         if (row?.state === 'acknowledged' || row?.boardedRecords) {
           if (diff === null)
             out(

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import { reconcileOnce, type ReconcileRunResult } from '../app/reconcile.js';
+import { reconcileOnce, reconcileText } from '../app/reconcile.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
 
@@ -13,32 +13,6 @@ export function parseSince(v: string): string {
       `--since: expected an ISO 8601 date-time such as 2026-11-01T00:00:00Z, got ${JSON.stringify(v)}`,
     );
   return new Date(ms).toISOString();
-}
-
-/** Plain-text result for people: where the files are and whether the totals tie. */
-export function formatReconcileResult(r: ReconcileRunResult): string {
-  const s = r.summary;
-  const lines = [
-    `reconciliation ${r.runId} as of ${s.header.asOfLocal}`,
-    ...s.tieOut.map(
-      (c) =>
-        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ${c.right.label} ${c.right.count}` +
-        (c.ties ? '' : ` (difference ${c.differenceCount} loans, ${c.differenceCents} cents)`),
-    ),
-    `  exceptions: ${s.exceptionCount}${
-      s.exceptionCount > 0
-        ? ` (${Object.entries(s.exceptionsByReason)
-            .map(([k, n]) => `${k} ${n}`)
-            .join(', ')})`
-        : ''
-    }`,
-    ...s.notes.map((n) => `  note: ${n}`),
-    `  ${r.files.html}`,
-    `  ${r.files.csv}`,
-    `  ${r.files.json}`,
-  ];
-  if (r.latest) lines.push(`  latest: ${r.latest}`);
-  return lines.join('\n');
 }
 
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
@@ -87,7 +61,7 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
           }),
         );
       } else {
-        out(ctx, formatReconcileResult(result));
+        out(ctx, reconcileText(result));
       }
     });
 }

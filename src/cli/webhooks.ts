@@ -6,29 +6,15 @@ import {
   checkWebhookEvents,
   checkWebhookUrl,
   enableWebhook,
+  endpointTable as table,
   endpointView as row,
   isEndpointDisabled,
   listWebhooks,
   registerWebhook,
+  registeredText,
 } from '../ops/webhooks.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from '../app/session.js';
-
-function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
-  const cell = (v: unknown): string => {
-    if (v === null || v === undefined) return '-';
-    if (typeof v === 'string') return v;
-    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-    return JSON.stringify(v);
-  };
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]): string =>
-    vals
-      .map((v, i) => v.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
-}
 
 export function registerWebhooksCommands(program: Command, ctx: CliContext): void {
   const group = program
@@ -90,28 +76,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
           );
           return;
         }
-        const lines = [
-          `Registered webhook endpoint ${endpoint.id} (${endpoint.status ?? 'status not reported'}) → ${endpoint.url ?? url}`,
-          `Events: ${(endpoint.subscribedEvents ?? events).join(', ')}`,
-          '',
-          'Signing secret (shown ONCE by the platform — store it now, it cannot be retrieved again):',
-          `  ${endpoint.secret}`,
-          '',
-          'Give it to the connector, either in the environment (comma-separate old,new while rotating):',
-          `  BOARDING_WEBHOOK_SECRETS=${endpoint.secret}`,
-          'or in the config file:',
-          '  webhooks:',
-          `    secrets: ["${endpoint.secret}"]`,
-          `    publicUrl: ${url}`,
-          '',
-          'Then restart `run`. Keep the old secret in the list until deliveries signed with it stop.',
-        ];
-        if (!events.includes('loan.funded'))
-          lines.push(
-            '',
-            'Note: loan.funded is not subscribed: funded loans will only be picked up by scheduled cycles.',
-          );
-        out(ctx, lines.join('\n'));
+        out(ctx, registeredText(endpoint, url, events));
       },
     );
 

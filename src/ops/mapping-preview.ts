@@ -133,3 +133,27 @@ export async function saveFixture(
   );
   return caseDir;
 }
+
+/** The mapping outcome as text: records (tax ids masked unless showPii) and review items, or the issues that quarantine it. */
+export function outcomeText(
+  dir: string,
+  outcome: MappingOutcome,
+  showPii: boolean,
+  input: MappingInput,
+): string {
+  const at = <T extends { file: string }>(i: T): T => ({ ...i, file: join(dir, i.file) });
+  if (!outcome.ok)
+    return [
+      `mapping ${outcome.mappingVersion}: ${outcome.issues.length} issue(s); the loan would be quarantined`,
+      ...outcome.issues.map((i) => `${i.code} ${formatIssue(at(i))}`),
+    ].join('\n');
+  const warnings = outcome.warnings ?? [];
+  const review = warnings.length > 0 ? `; boards with ${warnings.length} review item(s)` : '';
+  return [
+    `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)${review}`,
+    ...(showPii ? outcome.records : maskRecords(outcome.records, input)).map(
+      (r) => `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`,
+    ),
+    ...warnings.map((w) => `review ${w.code} ${formatIssue(at(w))}`),
+  ].join('\n');
+}

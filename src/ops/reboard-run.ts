@@ -96,3 +96,43 @@ export function countOutcomes<T extends { outcome: string }>(results: readonly T
   for (const r of results) n[r.outcome] = (n[r.outcome] ?? 0) + 1;
   return n;
 }
+
+const changeLines = (changes: readonly string[]): string[] => [
+  ...changes.slice(0, 30).map((c) => `    ${c}`),
+  ...(changes.length > 30 ? [`    … ${changes.length - 30} more`] : []),
+];
+
+/** One re-board's outcome as a line (and its field changes). */
+export function reboardText(
+  r: ReboardResult | Exclude<ReboardPreview, { outcome: 'would_rewrite' }>,
+): string {
+  const id = `loan ${r.loanId}`;
+  switch (r.outcome) {
+    case 'rewritten':
+      return [
+        `${id}: re-boarded (${r.previousVersion ?? '?'} → ${r.mappingVersion}; core ${r.coreReference})`,
+        ...changeLines(r.changes),
+      ].join('\n');
+    case 'unchanged':
+      return `${id}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force to write anyway)`;
+    case 'would_quarantine':
+      return `${id}: NOT re-boarded: the mapping would quarantine it (${r.reason}): ${r.message}`;
+    case 'not_acknowledged':
+      return `${id}: NOT re-boarded: it is ${r.state}, not acknowledged (use \`loans retry\`)`;
+    case 'failed':
+      return `${id}: FAILED: ${r.message} (the core keeps its earlier records)`;
+  }
+}
+
+/** One dry-run preview as a line (and the field changes it would write). */
+export function previewText(r: ReboardPreview): string {
+  if (r.outcome === 'unchanged')
+    return `loan ${r.loanId}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force would write anyway)`;
+  if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
+  if (r.outcome !== 'would_rewrite') return reboardText(r);
+  const what = r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`;
+  return [
+    `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${what}`,
+    ...changeLines(r.changes),
+  ].join('\n');
+}

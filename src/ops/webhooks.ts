@@ -6,7 +6,7 @@ import { FatalError, UsageError } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { PlatformClient } from '../platform/client.js';
-import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../contract/schemas.js';
+import { WEBHOOK_EVENTS, type WebhookEndpoint, type WebhookEndpointWithSecret } from '../contract/schemas.js';
 import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoint-check.js';
 import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
 import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
@@ -117,4 +117,51 @@ export async function enableWebhook(deps: WebhookOpsDeps, id: string): Promise<W
   } catch (err) {
     explain(err, `webhooks enable ${id}`);
   }
+}
+
+/** What `webhooks register` prints: the secret, shown once, and where it goes. */
+export function registeredText(
+  endpoint: WebhookEndpointWithSecret,
+  url: string,
+  events: readonly string[],
+): string {
+  const lines = [
+    `Registered webhook endpoint ${endpoint.id} (${endpoint.status ?? 'status not reported'}) → ${endpoint.url ?? url}`,
+    `Events: ${(endpoint.subscribedEvents ?? events).join(', ')}`,
+    '',
+    'Signing secret (shown ONCE by the platform — store it now, it cannot be retrieved again):',
+    `  ${endpoint.secret}`,
+    '',
+    'Give it to the connector, either in the environment (comma-separate old,new while rotating):',
+    `  BOARDING_WEBHOOK_SECRETS=${endpoint.secret}`,
+    'or in the config file:',
+    '  webhooks:',
+    `    secrets: ["${endpoint.secret}"]`,
+    `    publicUrl: ${url}`,
+    '',
+    'Then restart `run`. Keep the old secret in the list until deliveries signed with it stop.',
+  ];
+  if (!events.includes('loan.funded'))
+    lines.push(
+      '',
+      'Note: loan.funded is not subscribed: funded loans will only be picked up by scheduled cycles.',
+    );
+  return lines.join('\n');
+}
+
+/** A table of endpoint views, one column per name. */
+export function endpointTable(rows: Array<Record<string, unknown>>, columns: string[]): string {
+  const cell = (v: unknown): string => {
+    if (v === null || v === undefined) return '-';
+    if (typeof v === 'string') return v;
+    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+    return JSON.stringify(v);
+  };
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals: string[]): string =>
+    vals
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
 }
