@@ -1,7 +1,15 @@
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { applyLoanAction, planLoans, plannedLoans, refusals, type BulkAction } from '../ops/bulk.js';
-import type { OpPlan } from '../ops/loan-plan.js';
+import {
+  applyLoanAction,
+  bulkResultText,
+  bulkTargets,
+  planLoans,
+  plannedLoans,
+  plansText,
+  refuseUnlessAll,
+  type BulkAction,
+} from '../ops/bulk.js';
 import { askDaemonForCycle } from '../ops/daemon-guard.js';
 import { loanHistoryJson, loanHistoryText, loanView, showLoan } from '../ops/loan-history.js';
 import {
@@ -9,7 +17,7 @@ import {
   QUARANTINE_REASONS,
   SKIPPABLE_STATES,
   listLoans,
-  selectLoans,
+  loanTableText,
 } from '../ops/loan-list.js';
 import {
   assertReboardMapping,
@@ -33,14 +41,6 @@ function actorOf(ctx: CliContext, by: string | undefined): string {
   return who.trim();
 }
 
-const iso = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
-function pad(cells: string[][]): string {
-  const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length))) ?? [];
-  return cells
-    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
-    .join('\n');
-}
-
 function listCommand(loans: Command, ctx: CliContext): void {
   loans
     .command('list')
@@ -56,23 +56,7 @@ function listCommand(loans: Command, ctx: CliContext): void {
         const none = opts.state ? `no loans in state ${opts.state}` : 'no loans yet (run `sync --once`)';
         return out(ctx, opts.warnings ? 'no loans with review items' : none);
       }
-      const head = ['ID', 'LOAN NUMBER', 'STATE', 'REASON', 'REVIEW', 'ATTEMPTS', 'NEXT ATTEMPT', 'CORE REF'];
-      const table = [[...head, 'LAST ERROR']];
-      for (const r of rows) {
-        const review = r.reviewItems > 0 ? String(r.reviewItems) : '';
-        const error = (r.lastErrorMessage ?? '').replace(/\s+/g, ' ').slice(0, 80);
-        const next = iso(r.nextAttemptAt);
-        const state = [
-          r.id,
-          r.loanNumber ?? '',
-          r.state,
-          r.quarantineReason ?? '',
-          review,
-          String(r.attempts),
-        ];
-        table.push([...state, next, r.coreReference ?? '', error]);
-      }
-      out(ctx, pad(table));
+      out(ctx, loanTableText(rows));
       const all = Object.entries(counts).filter(([, n]) => n > 0);
       out(ctx, `\n${rows.length} loan(s); all states: ${all.map(([k, n]) => `${k} ${n}`).join(', ')}`);
     });
@@ -90,30 +74,6 @@ function showCommand(loans: Command, ctx: CliContext): void {
     });
 }
 
-/** The --dry-run listing of `loans retry` / `loans skip`. */
-function printPlans(
-  ctx: CliContext,
-  plans: readonly OpPlan[],
-  verb: string,
-  would: (p: OpPlan) => string,
-): void {
-  out(ctx, `dry run: nothing changed`);
-  for (const p of plans) {
-    if (!p.ok) out(ctx, `loan ${p.loanId}: cannot be ${verb}: ${p.why}`);
-    else {
-      const reason = p.quarantineReason ? ` (${p.quarantineReason})` : '';
-      out(
-        ctx,
-        `loan ${p.loanId}${p.loanNumber ? ` (${p.loanNumber})` : ''} ${p.state}${reason}: ${would(p)}`,
-      );
-    }
-  }
-  const ok = plans.filter((p) => p.ok).length;
-  const cannot =
-    ok < plans.length ? `, ${plans.length - ok} cannot be (the command would refuse them all)` : '';
-  out(ctx, plans.length === 0 ? 'no loans match' : `${ok} loan(s) would be ${verb}${cannot}`);
-}
-
 interface BulkFlags {
   all?: boolean;
   reason?: string;
@@ -124,8 +84,6 @@ interface BulkFlags {
   dryRun?: boolean;
   yes?: boolean;
 }
-
-const ACK_ONLY = ' (the core already holds this release: the next cycle only acknowledges it)';
 
 /** `loans retry` and `loans skip`: select, plan, refuse or confirm, then apply under ops/bulk.ts's rule. */
 async function bulkAction(
@@ -139,31 +97,9 @@ async function bulkAction(
   let actor = action === 'retry' && opts.dryRun !== true ? actorOf(ctx, opts.by) : '';
   const store = (await openState(ctx)).store;
   const now = ctx.clock.now();
-  let targets: string[];
-  if (opts.all === true) {
-    if (ids.length > 0) throw new UsageError(`${name}: give loan ids or --all, not both`);
-    const reasonFlag = action === 'retry' ? '--reason' : '--quarantine-reason';
-    targets = await selectLoans(store, action, { ...opts, quarantineReason: qReason, reasonFlag }, now);
-  } else {
-    if (qReason !== undefined || opts.since !== undefined || opts.state !== undefined)
-      throw new UsageError(
-        action === 'retry'
-          ? '--reason, --since and --state go with --all'
-          : '--state, --quarantine-reason and --since go with --all',
-      );
-    if (ids.length === 0) throw new UsageError(`${name}: give loan ids or --all`);
-    targets = [...new Set(ids)];
-  }
+  const targets = await bulkTargets(store, action, ids, { ...opts, quarantineReason: qReason }, now);
   const plans = await planLoans(store, action, targets);
-  if (opts.dryRun === true) {
-    const would = (p: OpPlan): string =>
-      action === 'skip'
-        ? 'would be skipped'
-        : p.ok && p.ackOnly
-          ? `would be queued${ACK_ONLY}`
-          : 'would be queued';
-    return printPlans(ctx, plans, verb, would);
-  }
+  if (opts.dryRun === true) return out(ctx, plansText(plans, action));
   const reason = opts.reason?.trim() ?? '';
   if (action === 'skip') {
     actor = actorOf(ctx, opts.by);
@@ -171,12 +107,7 @@ async function bulkAction(
       throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
   }
   if (targets.length === 0) return out(ctx, `no loans match: nothing ${verb}`);
-  const refused = refusals(plans);
-  if (refused.length > 0) {
-    const why =
-      refused.slice(0, 10).join('; ') + (refused.length > 10 ? `; … ${refused.length - 10} more` : '');
-    throw new UsageError(plans.length > 1 ? `${why}: nothing ${verb} (see \`--dry-run\`)` : why);
-  }
+  refuseUnlessAll(plans, verb);
   const what = action === 'retry' ? `queue ${targets.length} loans again` : `skip ${targets.length} loans`;
   const threshold = ctx.config().boarding.confirmAbove;
   await confirmBulk(ctx, {
@@ -204,7 +135,8 @@ async function bulkAction(
     },
   );
   progress.done();
-  reportBulk(ctx, action, res, { actor, reason, total: targets.length });
+  const text = bulkResultText(action, res, { actor, reason, total: targets.length });
+  if (text !== '') out(ctx, text);
   if (action === 'retry' && res.done.length > 0) {
     const pids = await askDaemonForCycle(store.daemon, actor, ctx.clock.now());
     if (pids.length > 0) out(ctx, `asked the running daemon (pid ${pids.join(', ')}) for a cycle now`);
@@ -212,29 +144,6 @@ async function bulkAction(
   }
   if (res.failed.length > 0 || res.stopped)
     throw new FatalError(`${name}: ${targets.length - res.done.length} loan(s) not ${verb}`);
-}
-
-function reportBulk(
-  ctx: CliContext,
-  action: BulkAction,
-  res: Awaited<ReturnType<typeof applyLoanAction>>,
-  o: { actor: string; reason: string; total: number },
-): void {
-  const ackOnly = res.done.filter((r) => r.ackOnly).length;
-  for (const r of o.total <= 20 ? res.done : []) {
-    if (action === 'skip') out(ctx, `loan ${r.loanId} skipped by ${o.actor}: ${o.reason}`);
-    else out(ctx, `loan ${r.loanId} queued by ${o.actor}${r.ackOnly ? ACK_ONLY : ''}`);
-  }
-  if (o.total > 20) {
-    if (action === 'skip') out(ctx, `${res.done.length} loans skipped by ${o.actor}: ${o.reason}`);
-    else {
-      const only = ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : '';
-      out(ctx, `${res.done.length} loans queued by ${o.actor}${only}`);
-    }
-  }
-  // Moved since they were planned (boarded, retried or skipped by someone else): named, not acted on.
-  for (const f of res.failed)
-    out(ctx, `loan ${f.loanId}: not ${action === 'retry' ? 'retried' : 'skipped'}: ${f.message}`);
 }
 
 interface ReboardFlags {

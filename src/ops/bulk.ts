@@ -14,7 +14,8 @@
  * - **Refusal up front** stays the caller's: the CLI refuses the whole command when one loan
  *   cannot be acted on at plan time (`refusals`), the console when the request is made.
  */
-import { errorMessage } from '../lib/errors.js';
+import { UsageError, errorMessage } from '../lib/errors.js';
+import { selectLoans, type LoanSelection } from './loan-list.js';
 import { writtenForCurrentRelease } from '../boarding/release.js';
 import type { BoardingStore } from '../store/index.js';
 import type { OpPlan, OpsOrigin } from './loan-plan.js';
@@ -105,4 +106,85 @@ export async function applyLoanAction(deps: BulkDeps, input: BulkInput): Promise
 /** Several loans are changed together or not at all: the plans that refuse, and why (empty: none). */
 export function refusals(plans: readonly OpPlan[]): string[] {
   return plans.flatMap((p) => (p.ok ? [] : [p.why]));
+}
+
+/** The loans a `loans retry|skip` names: ids (once each), or with `all` a selection (ops/loan-list.ts). */
+export async function bulkTargets(
+  store: Pick<BoardingStore, 'loans'>,
+  action: BulkAction,
+  ids: readonly string[],
+  f: { all?: boolean | undefined } & Omit<LoanSelection, 'reasonFlag'>,
+  now: number,
+): Promise<string[]> {
+  const name = `loans ${action}`;
+  if (f.all === true) {
+    if (ids.length > 0) throw new UsageError(`${name}: give loan ids or --all, not both`);
+    const reasonFlag = action === 'retry' ? '--reason' : '--quarantine-reason';
+    return selectLoans(store, action, { ...f, reasonFlag }, now);
+  }
+  if (f.quarantineReason !== undefined || f.since !== undefined || f.state !== undefined)
+    throw new UsageError(
+      action === 'retry'
+        ? '--reason, --since and --state go with --all'
+        : '--state, --quarantine-reason and --since go with --all',
+    );
+  if (ids.length === 0) throw new UsageError(`${name}: give loan ids or --all`);
+  return [...new Set(ids)];
+}
+
+/** Several loans are changed together or not at all: one that cannot be is named, and nothing is done. */
+export function refuseUnlessAll(plans: readonly OpPlan[], verb: string): void {
+  const refused = refusals(plans);
+  if (refused.length === 0) return;
+  const more = refused.length > 10 ? `; … ${refused.length - 10} more` : '';
+  const why = refused.slice(0, 10).join('; ') + more;
+  throw new UsageError(plans.length > 1 ? `${why}: nothing ${verb} (see \`--dry-run\`)` : why);
+}
+
+const ACK_ONLY = ' (the core already holds this release: the next cycle only acknowledges it)';
+const VERB: Record<BulkAction, string> = { retry: 'retried', skip: 'skipped' };
+
+/** The --dry-run listing of `loans retry` / `loans skip`. */
+export function plansText(plans: readonly OpPlan[], action: BulkAction): string {
+  const verb = VERB[action];
+  const would = (p: Extract<OpPlan, { ok: true }>): string =>
+    action === 'skip' ? 'would be skipped' : p.ackOnly ? `would be queued${ACK_ONLY}` : 'would be queued';
+  const lines = ['dry run: nothing changed'];
+  for (const p of plans) {
+    if (!p.ok) lines.push(`loan ${p.loanId}: cannot be ${verb}: ${p.why}`);
+    else {
+      const reason = p.quarantineReason ? ` (${p.quarantineReason})` : '';
+      lines.push(
+        `loan ${p.loanId}${p.loanNumber ? ` (${p.loanNumber})` : ''} ${p.state}${reason}: ${would(p)}`,
+      );
+    }
+  }
+  const ok = plans.filter((p) => p.ok).length;
+  const cannot =
+    ok < plans.length ? `, ${plans.length - ok} cannot be (the command would refuse them all)` : '';
+  lines.push(plans.length === 0 ? 'no loans match' : `${ok} loan(s) would be ${verb}${cannot}`);
+  return lines.join('\n');
+}
+
+/** What was done: one line a loan up to 20, else one in all; the loans that moved since the plan, named. */
+export function bulkResultText(
+  action: BulkAction,
+  res: BulkResult,
+  o: { actor: string; reason: string; total: number },
+): string {
+  const lines: string[] = [];
+  for (const r of o.total <= 20 ? res.done : []) {
+    if (action === 'skip') lines.push(`loan ${r.loanId} skipped by ${o.actor}: ${o.reason}`);
+    else lines.push(`loan ${r.loanId} queued by ${o.actor}${r.ackOnly ? ACK_ONLY : ''}`);
+  }
+  const ackOnly = res.done.filter((r) => r.ackOnly).length;
+  const only = ackOnly > 0 ? ` (${ackOnly} only need their acknowledgement)` : '';
+  if (o.total > 20)
+    lines.push(
+      action === 'skip'
+        ? `${res.done.length} loans skipped by ${o.actor}: ${o.reason}`
+        : `${res.done.length} loans queued by ${o.actor}${only}`,
+    );
+  for (const f of res.failed) lines.push(`loan ${f.loanId}: not ${VERB[action]}: ${f.message}`);
+  return lines.join('\n');
 }

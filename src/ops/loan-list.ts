@@ -88,3 +88,21 @@ export async function selectLoans(
   });
   return rows.map((r) => r.id);
 }
+
+const iso = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
+
+/** `loans list` as a table: one loan a row, columns padded (the last one not). */
+export function loanTableText(rows: readonly LoanRow[]): string {
+  const head = ['ID', 'LOAN NUMBER', 'STATE', 'REASON', 'REVIEW', 'ATTEMPTS', 'NEXT ATTEMPT', 'CORE REF'];
+  const cells = [[...head, 'LAST ERROR']];
+  for (const r of rows) {
+    const review = r.reviewItems > 0 ? String(r.reviewItems) : '';
+    const error = (r.lastErrorMessage ?? '').replace(/\s+/g, ' ').slice(0, 80);
+    const state = [r.id, r.loanNumber ?? '', r.state, r.quarantineReason ?? '', review, String(r.attempts)];
+    cells.push([...state, iso(r.nextAttemptAt), r.coreReference ?? '', error]);
+  }
+  const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length))) ?? [];
+  return cells
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
+    .join('\n');
+}
