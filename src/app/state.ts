@@ -17,9 +17,9 @@ import {
 } from '../store/migrate-pg.js';
 import { redactUrl } from '../store/pg/url.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
-import { openState, openStateMigration, type CommandScope } from './session.js';
+import { openState, openStateMigration, readLeader, type CommandScope } from './session.js';
 
-export { holderParts, verifyDatabase, type TableComparison };
+export { verifyDatabase, type TableComparison };
 
 /** `state backup --out FILE`: a consistent online copy of store.path, verified, written 0600. */
 export async function backupState(ctx: CommandScope, input: { out: string; force: boolean }) {
@@ -162,4 +162,44 @@ function withoutPassword(url: string): string {
   const u = new URL(url);
   u.password = '';
   return u.toString();
+}
+
+/** `state leader`: who leads on this state now (read only: it never takes the lease), as JSON and as a line. */
+export async function leaderNow(ctx: CommandScope): Promise<{ json: unknown; text: string }> {
+  const row = await readLeader(ctx);
+  const leads = row !== null && row.holder !== null && row.expiresInMs > 0;
+  const json = {
+    leader: leads ? row.holder : null,
+    epoch: row?.epoch ?? 0,
+    expiresInMs: leads ? Math.round(row.expiresInMs) : null,
+  };
+  if (leads) {
+    const parts = holderParts(row.holder as string);
+    const pid = parts.pid !== null ? ` (pid ${parts.pid} on ${parts.host})` : '';
+    const every = ctx.config().store.leadership.renewEveryMs / 1000;
+    return {
+      json,
+      text: `leader: ${row.holder}${pid}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${every} s)`,
+    };
+  }
+  return {
+    json,
+    text:
+      row === null
+        ? 'no connector process has led on this state database yet'
+        : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`,
+  };
+}
+
+/** The table by table comparison of `state migrate`. */
+export function migrationTableText(rows: readonly TableComparison[]): string {
+  const w = Math.max(5, ...rows.map((r) => r.table.length));
+  const head = `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`;
+  return [
+    head,
+    ...rows.map(
+      (r) =>
+        `${r.table.padEnd(w)}  ${String(r.sqlite.rows).padStart(11)}  ${String(r.postgres.rows).padStart(13)}  ${r.sqlite.digest.slice(0, 12).padEnd(19)}  ${r.same ? 'same' : `DIFFERS (postgres ${r.postgres.digest.slice(0, 12)})`}`,
+    ),
+  ].join('\n');
 }

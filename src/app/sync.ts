@@ -1,4 +1,11 @@
-import { EXIT_WALK_INCOMPLETE, FatalError, IncompleteRunError } from '../lib/errors.js';
+import {
+  BusyError,
+  EXIT_CORE_OUTAGE,
+  EXIT_WALK_INCOMPLETE,
+  FatalError,
+  IncompleteRunError,
+} from '../lib/errors.js';
+import { fatalSentence } from '../boarding/board-loan.js';
 import type { ProgressLine } from '../lib/terminal.js';
 import { loadMapper } from '../mapping/loader.js';
 import { isPlatformError } from '../platform/errors.js';
@@ -141,4 +148,25 @@ export function cycleSummaryText(s: CycleSummary): string {
     );
   if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
   return lines.join('\n');
+}
+
+/** `sync --once`'s exit: nothing thrown when the cycle completed; else the error whose code tells cron why (docs: exit status). */
+export function assertCycleCompleted(summary: CycleSummary, stopped: boolean): void {
+  if (summary.busy) throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
+  if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
+  if (summary.coreOutage)
+    throw new IncompleteRunError(
+      `the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`,
+      EXIT_CORE_OUTAGE,
+    );
+  if (summary.trafficStopped)
+    throw new IncompleteRunError(
+      'platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)',
+      EXIT_WALK_INCOMPLETE,
+    );
+  if (!summary.walk.complete && !stopped)
+    throw new IncompleteRunError(
+      `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`,
+      EXIT_WALK_INCOMPLETE,
+    );
 }

@@ -2,15 +2,13 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { redactPayload } from '../lib/redact.js';
 import { mappingOptions, openMappingPreview } from '../app/mappings.js';
-import { formatProblem, lintSets, mappingJsonSchema, testSets } from '../ops/mappings.js';
+import { fixturesText, lintSets, lintText, mappingJsonSchema, testSets } from '../ops/mappings.js';
 import {
-  SOURCE_NOTE,
   checkFixtureName,
-  maskRecords,
-  outcomeText,
+  previewJson,
   previewMapping,
+  previewText,
   saveFixture,
 } from '../ops/mapping-preview.js';
 import { out, type CliContext } from './context.js';
@@ -41,19 +39,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print the result as JSON')
     .action((opts: DirOptions) => {
       const { failed, results } = lintSets(dirsOf(ctx, opts), mappingOptions(ctx));
-      if (opts.json) out(ctx, JSON.stringify({ ok: failed === 0, results }, null, 2));
-      else {
-        for (const r of results) {
-          // Warnings do not fail lint (the set loads) but say what to change before it bites.
-          for (const w of r.warnings) out(ctx, formatProblem(w));
-          if (r.ok)
-            out(
-              ctx,
-              `${r.dir}: ok (mapping version ${r.version ?? '?'})${r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : ''}`,
-            );
-          else for (const p of r.problems) out(ctx, formatProblem(p));
-        }
-      }
+      out(ctx, opts.json ? JSON.stringify({ ok: failed === 0, results }, null, 2) : lintText(results));
       if (failed > 0)
         throw new FatalError(
           `mappings lint: ${results.reduce((n, r) => n + r.problems.length, 0)} problem(s) in ${failed} mapping set(s)`,
@@ -74,21 +60,10 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print the result as JSON')
     .action(async (opts: DirOptions & { case?: string; update?: boolean }) => {
       const { failures, sets: report } = await testSets(dirsOf(ctx, opts), opts);
-      if (opts.json) out(ctx, JSON.stringify({ ok: failures === 0, sets: report }, null, 2));
-      else {
-        for (const set of report) {
-          for (const p of set.problems) out(ctx, p);
-          for (const r of set.results) {
-            out(
-              ctx,
-              `${r.ok ? 'ok  ' : 'FAIL'} ${set.dir} ${r.name}${r.updated ? ` (updated: ${r.updated.join(', ')})` : ''}`,
-            );
-            for (const d of r.diffs) out(ctx, `       ${d}`);
-          }
-          const passed = set.results.filter((r) => r.ok).length;
-          out(ctx, `${set.dir}: ${passed}/${set.results.length} fixture(s) passed`);
-        }
-      }
+      out(
+        ctx,
+        opts.json ? JSON.stringify({ ok: failures === 0, sets: report }, null, 2) : fixturesText(report),
+      );
       if (failures > 0) throw new FatalError(`mappings test: ${failures} failure(s)`);
     });
 
@@ -118,11 +93,12 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       const progress = ctx.progress();
       const deps = await openMappingPreview(ctx, dir);
       followPlatformWaits(progress, deps.platform);
-      const { row, source, input, outcome, boarded, diff } = await previewMapping(deps, opts.loan, (known) =>
+      const preview = await previewMapping(deps, opts.loan, (known) =>
         progress.status(
           known ? `reading loan ${opts.loan}` : `looking for loan ${opts.loan} in the boarding queue`,
         ),
       );
+      const { source, input, outcome } = preview;
       progress.done();
       if (opts.saveFixture !== undefined) {
         const p = { dir, name: opts.saveFixture, loanId: opts.loan, source, input, showPii };
@@ -133,51 +109,10 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
             `wrote fixture ${caseDir} (input.json, expected.json)${showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : ''}; check it with \`mappings test --case ${opts.saveFixture}\``,
           );
       }
-      if (opts.json) {
-        const view = showPii
-          ? { input, outcome }
-          : {
-              input: redactPayload(input),
-              outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records, input) } : outcome,
-            };
-        out(
-          ctx,
-          JSON.stringify(
-            {
-              loanId: opts.loan,
-              source,
-              state: row?.state ?? null,
-              boardedMappingVersion: row?.mappingVersion ?? null,
-              ...view,
-              diffAgainstBoarded: diff,
-            },
-            null,
-            2,
-          ),
-        );
-      } else {
-        out(
-          ctx,
-          `loan ${opts.loan}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`,
-        );
-        out(ctx, outcomeText(dir, outcome, showPii, input));
-        if (row?.state === 'acknowledged' || row?.boardedRecords) {
-          if (diff === null)
-            out(
-              ctx,
-              boarded
-                ? '\nagainst what was boarded: not comparable (the loan would now be quarantined)'
-                : '\nagainst what was boarded: the records of the last write were not kept (boarded before this version)',
-            );
-          else if (diff.length === 0)
-            out(ctx, `\nagainst what was boarded (${row.mappingVersion ?? '?'}): no field changes`);
-          else
-            out(
-              ctx,
-              `\nagainst what was boarded (${row.mappingVersion ?? '?'}): ${diff.length} change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  (\`loans reboard ${opts.loan} --reason …\` writes the new records to the core)`,
-            );
-        }
-      }
+      out(
+        ctx,
+        opts.json ? previewJson(opts.loan, preview, showPii) : previewText(dir, opts.loan, preview, showPii),
+      );
       if (!outcome.ok)
         throw new FatalError(
           `preview ${opts.loan}: the loan would be quarantined (${outcome.issues.length} issue(s))`,

@@ -1,13 +1,6 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { readLeader } from '../app/session.js';
-import {
-  backupState,
-  holderParts,
-  migrateState,
-  verifyDatabase,
-  type TableComparison,
-} from '../app/state.js';
+import { backupState, leaderNow, migrateState, migrationTableText, verifyDatabase } from '../app/state.js';
 import { FatalError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -59,30 +52,8 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     )
     .option('--json', 'print the lease as JSON')
     .action(async (opts: { json?: boolean }) => {
-      const row = await readLeader(ctx);
-      const leads = row !== null && row.holder !== null && row.expiresInMs > 0;
-      if (opts.json === true)
-        out(
-          ctx,
-          JSON.stringify({
-            leader: leads ? row.holder : null,
-            epoch: row?.epoch ?? 0,
-            expiresInMs: leads ? Math.round(row.expiresInMs) : null,
-          }),
-        );
-      else if (leads) {
-        const parts = holderParts(row.holder as string);
-        out(
-          ctx,
-          `leader: ${row.holder}${parts.pid !== null ? ` (pid ${parts.pid} on ${parts.host})` : ''}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${ctx.config().store.leadership.renewEveryMs / 1000} s)`,
-        );
-      } else
-        out(
-          ctx,
-          row === null
-            ? 'no connector process has led on this state database yet'
-            : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`,
-        );
+      const lease = await leaderNow(ctx);
+      out(ctx, opts.json === true ? JSON.stringify(lease.json) : lease.text);
     });
   state
     .command('migrate')
@@ -102,21 +73,7 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
         url: opts.to,
         verifyOnly: opts.verifyOnly === true,
         say: (text) => out(ctx, text),
-        summary: (rows) => printSummary(ctx, rows),
+        summary: (rows) => out(ctx, migrationTableText(rows)),
       });
     });
-}
-
-function printSummary(ctx: CliContext, rows: readonly TableComparison[]): void {
-  const w = Math.max(5, ...rows.map((r) => r.table.length));
-  out(
-    ctx,
-    `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`,
-  );
-  for (const r of rows) {
-    out(
-      ctx,
-      `${r.table.padEnd(w)}  ${String(r.sqlite.rows).padStart(11)}  ${String(r.postgres.rows).padStart(13)}  ${r.sqlite.digest.slice(0, 12).padEnd(19)}  ${r.same ? 'same' : `DIFFERS (postgres ${r.postgres.digest.slice(0, 12)})`}`,
-    );
-  }
 }

@@ -1,14 +1,6 @@
 import type { Command } from 'commander';
-import { fatalSentence } from '../app/runtime.js';
-import { cycleSummaryText, formatDryRun, leaderText, shadowRun, syncOnce } from '../app/sync.js';
-import {
-  BusyError,
-  EXIT_CORE_OUTAGE,
-  EXIT_WALK_INCOMPLETE,
-  FatalError,
-  IncompleteRunError,
-  UsageError,
-} from '../lib/errors.js';
+import { assertCycleCompleted, cycleSummaryText, formatDryRun, shadowRun, syncOnce } from '../app/sync.js';
+import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits, showCycleProgress } from './progress.js';
 
@@ -93,27 +85,7 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
         });
         progress.done();
         out(ctx, opts.json === true ? JSON.stringify(summary) : cycleSummaryText(summary));
-        if (summary.busy)
-          throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
-        if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
-        if (summary.coreOutage) {
-          throw new IncompleteRunError(
-            `the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`,
-            EXIT_CORE_OUTAGE,
-          );
-        }
-        if (summary.trafficStopped) {
-          throw new IncompleteRunError(
-            'platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)',
-            EXIT_WALK_INCOMPLETE,
-          );
-        }
-        if (!summary.walk.complete && !ctx.shutdown.aborted) {
-          throw new IncompleteRunError(
-            `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`,
-            EXIT_WALK_INCOMPLETE,
-          );
-        }
+        assertCycleCompleted(summary, ctx.shutdown.aborted);
       },
     );
 }

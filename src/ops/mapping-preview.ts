@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FatalError, UsageError } from '../lib/errors.js';
+import { redactPayload } from '../lib/redact.js';
 import { CHANGE_WORDS, diffRecordLists, expectedFromOutcome } from '../mapping/fixtures.js';
 import { formatIssue, type Mapper, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
@@ -156,4 +157,48 @@ export function outcomeText(
     ),
     ...warnings.map((w) => `review ${w.code} ${formatIssue(at(w))}`),
   ].join('\n');
+}
+
+type Preview = Awaited<ReturnType<typeof previewMapping>>;
+
+/** `mappings preview --json`: input, outcome and diff (tax ids masked unless showPii). */
+export function previewJson(loanId: string, p: Preview, showPii: boolean): string {
+  const { row, source, input, outcome, diff } = p;
+  const view = showPii
+    ? { input, outcome }
+    : {
+        input: redactPayload(input),
+        outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records, input) } : outcome,
+      };
+  const head = {
+    loanId,
+    source,
+    state: row?.state ?? null,
+    boardedMappingVersion: row?.mappingVersion ?? null,
+  };
+  return JSON.stringify({ ...head, ...view, diffAgainstBoarded: diff }, null, 2);
+}
+
+/** `mappings preview` as text: where the input came from, the outcome, and the diff against what was boarded. */
+export function previewText(dir: string, loanId: string, p: Preview, showPii: boolean): string {
+  const { row, source, input, outcome, boarded, diff } = p;
+  const lines = [
+    `loan ${loanId}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`,
+    outcomeText(dir, outcome, showPii, input),
+  ];
+  if (row?.state === 'acknowledged' || row?.boardedRecords) {
+    const against = `\nagainst what was boarded (${row.mappingVersion ?? '?'})`;
+    if (diff === null)
+      lines.push(
+        boarded
+          ? '\nagainst what was boarded: not comparable (the loan would now be quarantined)'
+          : '\nagainst what was boarded: the records of the last write were not kept (boarded before this version)',
+      );
+    else if (diff.length === 0) lines.push(`${against}: no field changes`);
+    else
+      lines.push(
+        `${against}: ${diff.length} change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  (\`loans reboard ${loanId} --reason …\` writes the new records to the core)`,
+      );
+  }
+  return lines.join('\n');
 }
