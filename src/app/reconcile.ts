@@ -72,3 +72,20 @@ export function reconcileText(r: ReconcileRunResult): string {
   if (r.latest) lines.push(`  latest: ${r.latest}`);
   return lines.join('\n');
 }
+
+/** `reconcile --json`: where the files are, whether the totals tie, the exceptions and totals. */
+export function reconcileJson(result: ReconcileRunResult) {
+  const s = result.summary;
+  return {
+    runId: result.runId,
+    dir: result.dir,
+    files: result.files,
+    latest: result.latest,
+    ties: s.tieOut.every((c) => c.ties),
+    exceptionCount: s.exceptionCount,
+    exceptionsByReason: s.exceptionsByReason,
+    totals: s.totals,
+    tieOut: s.tieOut,
+    notes: s.notes,
+  };
+}

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import { reconcileOnce, reconcileText } from '../app/reconcile.js';
+import { reconcileJson, reconcileOnce, reconcileText } from '../app/reconcile.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
 
@@ -43,25 +43,6 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
         line,
         onPlatform: (platform) => followPlatformWaits(line, platform),
       });
-      if (opts.json === true) {
-        const s = result.summary;
-        out(
-          ctx,
-          JSON.stringify({
-            runId: result.runId,
-            dir: result.dir,
-            files: result.files,
-            latest: result.latest,
-            ties: s.tieOut.every((c) => c.ties),
-            exceptionCount: s.exceptionCount,
-            exceptionsByReason: s.exceptionsByReason,
-            totals: s.totals,
-            tieOut: s.tieOut,
-            notes: s.notes,
-          }),
-        );
-      } else {
-        out(ctx, reconcileText(result));
-      }
+      out(ctx, opts.json === true ? JSON.stringify(reconcileJson(result)) : reconcileText(result));
     });
 }

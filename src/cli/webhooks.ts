@@ -6,12 +6,11 @@ import {
   checkWebhookEvents,
   checkWebhookUrl,
   enableWebhook,
-  endpointTable as table,
   endpointView as row,
-  isEndpointDisabled,
   listWebhooks,
+  registerResultText,
   registerWebhook,
-  registeredText,
+  webhookListText,
 } from '../ops/webhooks.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from '../app/session.js';
@@ -43,40 +42,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
         const { store, platform } = await openPlatformSession(ctx);
         const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
         const result = await registerWebhook(deps, { url, name, events, force: flags.force === true });
-        if (result.kind === 'exists') {
-          const ids = result.endpoints
-            .map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`)
-            .join(', ');
-          if (flags.json)
-            out(
-              ctx,
-              JSON.stringify(
-                { registered: false, existing: result.endpoints.map((e) => row(e, true)) },
-                null,
-                2,
-              ),
-            );
-          else {
-            out(
-              ctx,
-              `An endpoint for ${url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`,
-            );
-          }
-          return;
-        }
-        const { endpoint } = result;
-        if (flags.json) {
-          out(
-            ctx,
-            JSON.stringify(
-              { registered: true, endpoint: row(endpoint, true), secret: endpoint.secret },
-              null,
-              2,
-            ),
-          );
-          return;
-        }
-        out(ctx, registeredText(endpoint, url, events));
+        out(ctx, registerResultText(result, { url, events, json: flags.json === true }));
       },
     );
 
@@ -89,26 +55,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       const { store, platform } = await openPlatformSession(ctx);
       const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
       const rows = await listWebhooks(deps, config.webhooks.publicUrl);
-      if (flags.json) {
-        out(ctx, JSON.stringify(rows, null, 2));
-        return;
-      }
-      if (rows.length === 0) {
-        out(
-          ctx,
-          'No webhook endpoints registered. Register one with `webhooks register --url <public URL>/webhooks/platform`.',
-        );
-        return;
-      }
-      const shown = rows.map((r) => ({ ...r, id: r['thisConnector'] ? `${String(r['id'])} *` : r['id'] }));
-      out(
-        ctx,
-        table(shown, ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url']),
-      );
-      if (rows.some((r) => r['thisConnector'])) out(ctx, '* this connector (webhooks.publicUrl)');
-      const disabled = rows.filter((r) => r['disabled']);
-      if (disabled.length > 0)
-        out(ctx, `\n${disabled.length} endpoint(s) disabled: fix the cause, then \`webhooks enable ID\`.`);
+      out(ctx, flags.json ? JSON.stringify(rows, null, 2) : webhookListText(rows));
     });
 
   group
