@@ -22,6 +22,8 @@ import {
 import {
   assertReboardMapping,
   countOutcomes,
+  previewSummaryText,
+  reboardSummaryText,
   previewText,
   reboardText,
   previewReboards,
@@ -175,15 +177,8 @@ async function reboardDryRun(ctx: CliContext, ids: string[], opts: ReboardFlags)
   });
   progress.done();
   const n = countOutcomes(results);
-  const [rewrite, same] = [n['would_rewrite'] ?? 0, n['unchanged'] ?? 0];
-  if (opts.json === true) out(ctx, JSON.stringify(results));
-  else
-    out(
-      ctx,
-      targets.length === 0
-        ? 'no acknowledged loans match: nothing would be re-boarded'
-        : `dry run with mapping ${deps.mapper.version}: ${rewrite} would be re-written, ${same} unchanged, ${results.length - rewrite - same} would not be re-boarded; nothing was written to the core, no state changed`,
-    );
+  const summary = previewSummaryText(results, targets.length, deps.mapper.version);
+  out(ctx, opts.json === true ? JSON.stringify(results) : summary);
   const unreadable = n['failed'] ?? 0;
   if (unreadable > 0)
     throw new FatalError(`loans reboard --dry-run: ${unreadable} loan(s) could not be read`);
@@ -220,17 +215,9 @@ async function reboard(ctx: CliContext, ids: string[], opts: ReboardFlags): Prom
     onLoan: (r) => (opts.json === true ? undefined : out(ctx, reboardText(r))),
   });
   progress.done();
-  const n = countOutcomes(results);
-  const [rewritten, same] = [n['rewritten'] ?? 0, n['unchanged'] ?? 0];
-  if (opts.json === true) out(ctx, JSON.stringify(results));
-  else
-    out(
-      ctx,
-      targets.length === 0
-        ? 'no acknowledged loans match: nothing re-boarded'
-        : `${rewritten} re-boarded, ${same} unchanged, ${results.length - rewritten - same} not re-boarded (mapping ${rt.mapper.version}; no acknowledgement sent)`,
-    );
-  const bad = results.length - rewritten - same;
+  const summary = reboardSummaryText(results, targets.length, rt.mapper.version);
+  out(ctx, opts.json === true ? JSON.stringify(results) : summary.text);
+  const bad = summary.notReboarded;
   if (bad > 0) throw new FatalError(`loans reboard: ${bad} loan(s) not re-boarded`);
 }
 

@@ -136,3 +136,33 @@ export function previewText(r: ReboardPreview): string {
     ...changeLines(r.changes),
   ].join('\n');
 }
+
+/** The last line of `loans reboard --dry-run`. */
+export function previewSummaryText(
+  results: readonly ReboardPreview[],
+  targets: number,
+  version: string,
+): string {
+  if (targets === 0) return 'no acknowledged loans match: nothing would be re-boarded';
+  const n = countOutcomes(results);
+  const [rewrite, same] = [n['would_rewrite'] ?? 0, n['unchanged'] ?? 0];
+  return `dry run with mapping ${version}: ${rewrite} would be re-written, ${same} unchanged, ${results.length - rewrite - same} would not be re-boarded; nothing was written to the core, no state changed`;
+}
+
+/** The last line of `loans reboard`, and how many loans were not re-boarded (failed, would quarantine, not acknowledged). */
+export function reboardSummaryText(
+  results: readonly ReboardResult[],
+  targets: number,
+  version: string,
+): { text: string; notReboarded: number } {
+  const n = countOutcomes(results);
+  const [rewritten, same] = [n['rewritten'] ?? 0, n['unchanged'] ?? 0];
+  const notReboarded = results.length - rewritten - same;
+  return {
+    notReboarded,
+    text:
+      targets === 0
+        ? 'no acknowledged loans match: nothing re-boarded'
+        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} not re-boarded (mapping ${version}; no acknowledgement sent)`,
+  };
+}
