@@ -138,6 +138,44 @@ export default tseslint.config(
     },
   },
   {
+    // The CLI only parses, confirms and renders: what a command does is an operator action in
+    // src/ops, and what it runs with is built in src/app (issue 34). Types come re-exported by them.
+    files: ['src/cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/boarding/*',
+                '**/store/*',
+                '**/store/**',
+                '**/editloop/*',
+                '**/platform/*',
+                '**/platform/**',
+                '**/mapping/*',
+                '**/core/*',
+                '**/core/**',
+                '**/sandbox/*',
+                '**/reports/*',
+                '**/webhooks/*',
+                '**/console/*',
+                '**/contract/*',
+              ],
+              message:
+                'src/cli imports only src/app (adapters, wiring), src/ops (operator actions, and the types they return), src/config and src/lib: add or extend the ops/app function the command calls.',
+            },
+            {
+              group: ['better-sqlite3'],
+              message: 'Only src/store talks to SQLite: add a repository method there.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', 'eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },

@@ -3,7 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import type { Config } from '../config/schema.js';
 import { configNotes } from '../config/load.js';
 import { adminHostWarning } from '../http/allowed-hosts.js';
-import { redactUrl } from '../lib/redact.js';
+import { hideSecrets, redactUrl } from '../lib/redact.js';
 import { Writable } from 'node:stream';
 import { createCore, createDocumentFetcher } from './core.js';
 import type { CoreCheck } from '../core/port.js';
@@ -609,4 +609,26 @@ export async function connectionChecks(
 export function formatCheck(c: ConnectionCheck): string {
   const tag = { ok: 'ok  ', fail: 'FAIL', warn: 'warn', skip: 'skip' }[c.status];
   return `${tag}  ${c.name.padEnd(18)} ${c.detail}`;
+}
+
+/**
+ * The config as `config check` prints it: every secret hidden (lib/redact.ts isSecretPath: a key
+ * added later is hidden too), the API key's prefix kept (live or test), URLs without credentials
+ * or query strings.
+ */
+export function shownConfig(c: Config): unknown {
+  const hidden = hideSecrets(c, (path, v) =>
+    path === 'platform.apiKey' && typeof v === 'string' ? `${v.slice(0, 8)}…` : '(hidden)',
+  ) as Config;
+  return {
+    ...hidden,
+    platform: { ...hidden.platform, baseUrl: redactUrl(c.platform.baseUrl) },
+    webhooks: {
+      ...hidden.webhooks,
+      ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}),
+    },
+    core: hidden.core.http
+      ? { ...hidden.core, http: { ...hidden.core.http, baseUrl: redactUrl(hidden.core.http.baseUrl) } }
+      : hidden.core,
+  };
 }

@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import type { Express } from 'express';
 import type { Config } from '../config/schema.js';
 import { createConsoleAuth } from '../console/auth.js';
@@ -5,14 +6,15 @@ import { createConsoleService } from '../console/service.js';
 import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
 import { mountConsole } from '../console/index.js';
 import type { ConsoleService } from '../console/contract.js';
-import { previewLoanNow, reboardLoan } from '../editloop/reboard.js';
+import { reboardLoan } from '../ops/reboard.js';
+import { previewLoanNow } from '../ops/board-preview.js';
+import { reboardDeps, reboardPreviewDeps } from './reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
 import { unlockAudit } from '../console/service.js';
 import { userNameKey } from '../lib/user-name.js';
 import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
-import { CONNECTOR_VERSION } from '../version.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
 
@@ -53,21 +55,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     clock: rt.clock,
     logger: rt.logger,
     reboard: (loanId, actor, reason, signal) =>
-      reboardLoan(
-        {
-          store: rt.store,
-          platform: rt.platform,
-          mapper: rt.mapper,
-          core: rt.core,
-          fetchDocument: rt.fetchDocument,
-          clock: rt.clock,
-          logger: rt.logger,
-          connectorVersion: CONNECTOR_VERSION,
-          accountNumbers: rt.accountNumbers,
-        },
-        loanId,
-        { actor, reason, signal },
-      ),
+      reboardLoan(reboardDeps(rt), loanId, { actor, reason, signal }),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     clearStrikes: (by) =>
       typeof platform.clearStrikes === 'function'
@@ -83,11 +71,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     clock: rt.clock,
     logger: rt.logger,
     executor,
-    reboardPreview: (loanId) =>
-      previewLoanNow(
-        { store: rt.store, platform: rt.platform, mapper: rt.mapper, accountNumbers: rt.accountNumbers },
-        loanId,
-      ),
+    reboardPreview: (loanId) => previewLoanNow(reboardPreviewDeps(rt), loanId),
     ...(rt.core.batching ? { batching: rt.core.batching } : {}),
     platformHealth: () => rt.platform.health(),
     coreHealth: () => rt.core.health(),
@@ -137,4 +121,70 @@ export async function unlockFromCli(scope: CommandScope, name: string, actor: st
   const { db } = await openState(scope);
   await createConsoleStore(db).appendAudit(unlockAudit(actor, user.name, scope.clock.now()));
   return user.name;
+}
+
+/** `console passwd`: the hash a console user's passwordHash takes. */
+export { hashPassword } from '../console/auth.js';
+
+/** Reads a password typed on a terminal without echoing it (raw mode; Enter ends, Ctrl-C aborts). */
+function readHidden(
+  input: NodeJS.ReadStream,
+  prompt: (s: string) => void,
+  question: string,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    prompt(question);
+    let value = '';
+    input.setRawMode(true);
+    input.resume();
+    input.setEncoding('utf8');
+    const finish = (err: Error | null): void => {
+      input.setRawMode(false);
+      input.pause();
+      input.off('data', onData);
+      prompt('\n');
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const onData = (chunk: string): void => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n') return finish(null);
+        if (ch === '\u0003' || ch === '\u0004') return finish(new UsageError('console passwd: aborted'));
+        if (ch === '\u007f' || ch === '\b') value = value.slice(0, -1);
+        else value += ch;
+      }
+    };
+    input.on('data', onData);
+  });
+}
+
+/** Reads the first line of a piped stdin (`printf '%s' "$PW" | … console passwd`). */
+async function readPiped(input: NodeJS.ReadableStream): Promise<string> {
+  let text = '';
+  for await (const chunk of input) {
+    text += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    if (text.length > 10_000) throw new UsageError('console passwd: stdin is too long for a password');
+  }
+  return text.replace(/\r?\n[\s\S]*$/, '');
+}
+
+/** `console passwd`: the new password, asked twice on a terminal (not echoed), or the first line of a pipe. */
+export async function readNewPassword(
+  stdin: NodeJS.ReadStream,
+  say: (text: string) => void,
+): Promise<string> {
+  if (!stdin.isTTY) return readPiped(stdin);
+  const password = await readHidden(stdin, say, 'New console password: ');
+  const again = await readHidden(stdin, say, 'Again: ');
+  if (again !== password) throw new UsageError('console passwd: the two passwords differ; nothing printed');
+  return password;
+}
+
+/** Who acts from the CLI in the console's audit log: `cli:<os user>`, or `cli` where the uid has no name (a container). */
+export function cliActor(): string {
+  try {
+    return `cli:${userInfo().username}`;
+  } catch {
+    return 'cli';
+  }
 }

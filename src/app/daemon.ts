@@ -1,4 +1,4 @@
-import { createEditLoopService } from '../editloop/edit-loop-service.js';
+import { createEditLoopService } from './edit-loop-service.js';
 import { numberSource, type Config } from '../config/schema.js';
 import type { NumberPoolName } from '../store/numbers.js';
 import type { CycleSummary } from '../boarding/cycle.js';

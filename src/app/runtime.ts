@@ -9,7 +9,7 @@ import type { Logger } from '../lib/logger.js';
 import type { MapperOptions } from '../mapping/compile.js';
 import { loadMapper } from '../mapping/loader.js';
 import type { Mapper } from '../mapping/types.js';
-import { createReloadableMapper, type ReloadableMapper } from '../editloop/mapping-reload.js';
+import { createReloadableMapper, type ReloadableMapper } from '../ops/mapping-reload.js';
 import type { PlatformApi } from '../platform/api.js';
 import { platformClientFromConfig } from './platform.js';
 import { CONNECTOR_VERSION } from '../version.js';
@@ -237,3 +237,7 @@ export async function buildRuntime(
     },
   };
 }
+
+/** A cycle's fatal end and its progress, as the commands that run cycles show them. */
+export { fatalSentence } from '../boarding/board-loan.js';
+export type { CycleProgress, CycleSummary } from '../boarding/cycle.js';

@@ -1,4 +1,6 @@
 import type { Config } from '../config/schema.js';
+import { FatalError, UsageError } from '../lib/errors.js';
+import { loadLayout } from '../mapping/loader.js';
 import type { FileBatches } from '../core/file/batches.js';
 import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
@@ -147,4 +149,18 @@ export async function openStateMigration(
   );
   scope.onClose(() => target.close());
   return { src, target, srcDaemons: createDaemonStatusStore(StoreDb.sqliteOn(src)) };
+}
+
+/** `batches …`: the file core's batches in the mapping set's layout; refused when the config writes none. */
+export async function openBatches(ctx: CommandScope): Promise<FileBatches> {
+  const config = ctx.config();
+  if (config.core.adapter !== 'file') throw new UsageError('batches: core.adapter is not file');
+  const layout = loadLayout(config.mappings.dir, { timeZone: config.bank.timeZone });
+  if (layout === undefined)
+    throw new FatalError(
+      `batches: the mapping set ${config.mappings.dir} declares no layout.yaml, so the file core writes no batches`,
+    );
+  const batches = await openFileBatches(ctx, layout);
+  if (batches === undefined) throw new FatalError('batches: core.file.csvBatches is false');
+  return batches;
 }

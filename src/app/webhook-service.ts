@@ -35,7 +35,7 @@ import {
 } from '../observability/readiness.js';
 import type { ClockSkewStatus } from '../observability/clock-skew.js';
 import type { Express } from 'express';
-import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
+import type { LoadedMappingStatus } from '../ops/mapping-reload.js';
 import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
 
 export interface WebhookServiceDeps {

@@ -1,31 +1,13 @@
 import type { Command } from 'commander';
-import { connectionChecks, formatCheck, localChecks, type ConnectionCheck } from '../app/connection-check.js';
-import { hideSecrets, redactUrl } from '../lib/redact.js';
-import type { Config } from '../config/schema.js';
+import {
+  connectionChecks,
+  formatCheck,
+  localChecks,
+  shownConfig,
+  type ConnectionCheck,
+} from '../app/connection-check.js';
 import { FatalError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
-
-/**
- * The config as `config check` prints it: every secret hidden (lib/redact.ts isSecretPath: a key
- * added later is hidden too), the API key's prefix kept (live or test), URLs without credentials
- * or query strings.
- */
-export function shownConfig(c: Config): unknown {
-  const hidden = hideSecrets(c, (path, v) =>
-    path === 'platform.apiKey' && typeof v === 'string' ? `${v.slice(0, 8)}…` : '(hidden)',
-  ) as Config;
-  return {
-    ...hidden,
-    platform: { ...hidden.platform, baseUrl: redactUrl(c.platform.baseUrl) },
-    webhooks: {
-      ...hidden.webhooks,
-      ...(c.webhooks.publicUrl !== undefined ? { publicUrl: redactUrl(c.webhooks.publicUrl) } : {}),
-    },
-    core: hidden.core.http
-      ? { ...hidden.core, http: { ...hidden.core.http, baseUrl: redactUrl(hidden.core.http.baseUrl) } }
-      : hidden.core,
-  };
-}
 
 export function registerConfigCommands(program: Command, ctx: CliContext): void {
   const config = program.command('config').description('inspect the configuration');

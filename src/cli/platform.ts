@@ -1,12 +1,9 @@
 import type { Command } from 'commander';
-import { TRAFFIC_STOP_AT_STRIKES as TRAFFIC_STOP_AT } from '../platform/budget.js';
+import { TRAFFIC_STOP_AT_STRIKES as TRAFFIC_STOP_AT, platformStatus } from '../ops/platform-status.js';
+import { clearStrikes } from '../ops/strike-clear.js';
 import { openRateAdmin } from '../app/session.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
-
-function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
 
 export function registerPlatformCommands(program: Command, ctx: CliContext): void {
   const platform = program
@@ -21,19 +18,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const admin = await openRateAdmin(ctx);
-      const { strikes, pauses } = await admin.status();
-      const status = {
-        environment: ctx.config().platform.environment,
-        strikes24h: strikes.length,
-        trafficStopped: strikes.length >= TRAFFIC_STOP_AT,
-        strikes: strikes.map((s) => ({
-          at: iso(s.at),
-          bucket: s.bucket,
-          path: s.path,
-          retryAfterMs: s.retryAfterMs,
-        })),
-        pauses: pauses.map((p) => ({ bucket: p.bucket, until: iso(p.until) })),
-      };
+      const status = await platformStatus(admin, ctx.config().platform.environment);
       if (opts.json) {
         out(ctx, JSON.stringify(status, null, 2));
         return;
@@ -68,9 +53,8 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
     .action(async (opts: { reason: string; by?: string }) => {
       const by = opts.by ?? ctx.env['USER'] ?? ctx.env['USERNAME'];
       if (!by) throw new UsageError('--by: expected who clears the strikes (no $USER to default to)');
-      if (opts.reason.trim() === '') throw new UsageError('--reason: expected a non-empty reason');
       const admin = await openRateAdmin(ctx);
-      const cleared = await admin.clearStrikes(`${by}: ${opts.reason.trim()}`.slice(0, 500));
+      const cleared = await clearStrikes(admin, { by, reason: opts.reason });
       ctx
         .logger()
         .warn(

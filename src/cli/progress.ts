@@ -1,7 +1,6 @@
-import type { CycleProgress } from '../boarding/cycle.js';
+import type { CycleProgress } from '../app/runtime.js';
 import type { ProgressLine } from '../lib/terminal.js';
-import type { Bucket, PlatformApi } from '../platform/api.js';
-import { describeWait } from '../platform/budget.js';
+import { describeWait, type Bucket, type PlatformApi } from '../app/platform.js';
 
 /**
  * Shows the waits of platform calls on the progress line, with the reason the rate budget or the

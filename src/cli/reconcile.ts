@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import { createProgressBar } from '../reports/progress.js';
-import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
+import { reconcileJson, reconcileOnce, reconcileText } from '../app/reconcile.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
-import { openCore, openPlatformSession } from '../app/session.js';
-import { CONNECTOR_VERSION } from '../version.js';
 
 /** --since: an ISO 8601 date-time (or a date, read as 00:00 UTC), normalised to UTC. */
 export function parseSince(v: string): string {
@@ -16,32 +13,6 @@ export function parseSince(v: string): string {
       `--since: expected an ISO 8601 date-time such as 2026-11-01T00:00:00Z, got ${JSON.stringify(v)}`,
     );
   return new Date(ms).toISOString();
-}
-
-/** Plain-text result for people: where the files are and whether the totals tie. */
-export function formatReconcileResult(r: ReconcileRunResult): string {
-  const s = r.summary;
-  const lines = [
-    `reconciliation ${r.runId} as of ${s.header.asOfLocal}`,
-    ...s.tieOut.map(
-      (c) =>
-        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ${c.right.label} ${c.right.count}` +
-        (c.ties ? '' : ` (difference ${c.differenceCount} loans, ${c.differenceCents} cents)`),
-    ),
-    `  exceptions: ${s.exceptionCount}${
-      s.exceptionCount > 0
-        ? ` (${Object.entries(s.exceptionsByReason)
-            .map(([k, n]) => `${k} ${n}`)
-            .join(', ')})`
-        : ''
-    }`,
-    ...s.notes.map((n) => `  note: ${n}`),
-    `  ${r.files.html}`,
-    `  ${r.files.csv}`,
-    `  ${r.files.json}`,
-  ];
-  if (r.latest) lines.push(`  latest: ${r.latest}`);
-  return lines.join('\n');
 }
 
 export function registerReconcileCommands(program: Command, ctx: CliContext): void {
@@ -66,50 +37,12 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     )
     .action(async (opts: { since?: string; out?: string; json?: boolean }) => {
       const line = ctx.progress();
-      const config = ctx.config();
-      const logger = ctx.logger();
-      const { db, store, platform } = await openPlatformSession(ctx);
-      followPlatformWaits(line, platform);
-      // The state database maps the digests Fineract lists back to platform ids.
-      const core = openCore(ctx, db);
-      const bar = createProgressBar(ctx.stderr, ctx.clock, { line });
-      let result: ReconcileRunResult;
-      try {
-        result = await runReconcile({
-          config,
-          platform,
-          reads: store.reports,
-          core,
-          logger: logger.child({ component: 'reconcile' }),
-          clock: ctx.clock,
-          connectorVersion: CONNECTOR_VERSION,
-          since: opts.since ?? null,
-          ...(opts.out !== undefined ? { outDir: opts.out } : {}),
-          signal: ctx.shutdown,
-          onProgress: (p) => bar.update(p),
-        });
-      } finally {
-        bar.done();
-      }
-      if (opts.json === true) {
-        const s = result.summary;
-        out(
-          ctx,
-          JSON.stringify({
-            runId: result.runId,
-            dir: result.dir,
-            files: result.files,
-            latest: result.latest,
-            ties: s.tieOut.every((c) => c.ties),
-            exceptionCount: s.exceptionCount,
-            exceptionsByReason: s.exceptionsByReason,
-            totals: s.totals,
-            tieOut: s.tieOut,
-            notes: s.notes,
-          }),
-        );
-      } else {
-        out(ctx, formatReconcileResult(result));
-      }
+      const result = await reconcileOnce(ctx, {
+        since: opts.since ?? null,
+        outDir: opts.out,
+        line,
+        onPlatform: (platform) => followPlatformWaits(line, platform),
+      });
+      out(ctx, opts.json === true ? JSON.stringify(reconcileJson(result)) : reconcileText(result));
     });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { buildRuntime } from '../app/runtime.js';
 import { openStoreWaiting } from '../app/store-wait.js';
 import { storeTarget } from '../app/store-target.js';
-import { fatalSentence } from '../boarding/board-loan.js';
+import { fatalSentence } from '../app/runtime.js';
 import { FatalError } from '../lib/errors.js';
 import type { CliContext } from './context.js';
 

@@ -1,10 +1,13 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import type { SandboxOptions } from '../sandbox/index.js';
-import { SANDBOX_DEFAULTS } from '../sandbox/defaults.js';
-import { ID_SHAPES, isIdShapes } from '../sandbox/ids.js';
-import { PERMISSIONS } from '../sandbox/keys.js';
-import { AMOUNT_PROFILES, type AmountProfile } from '../sandbox/generator.js';
+import {
+  AMOUNT_PROFILES,
+  ID_SHAPES,
+  SANDBOX_DEFAULTS,
+  startSandboxFromFlags,
+  type AmountProfile,
+  type SandboxFlags,
+} from '../app/sandbox.js';
 import { out, type CliContext } from './context.js';
 
 function intOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
@@ -26,24 +29,6 @@ function ratio(name: string) {
   };
 }
 const ratioOption = ratio('release-ratio');
-
-interface SandboxFlags {
-  host: string;
-  port: number;
-  loans: number;
-  seed: number;
-  releaseRatio?: number;
-  windowMs?: number;
-  readsPerWindow?: number;
-  writesPerWindow?: number;
-  allowLoopbackWebhooks?: boolean;
-  unmaskedKey?: boolean;
-  idShapes: string;
-  repeatBorrowers?: number;
-  customerExtract?: string;
-  existingShare?: number;
-  amounts: AmountProfile;
-}
 
 function amountsOption(raw: string): AmountProfile {
   if (!(AMOUNT_PROFILES as readonly string[]).includes(raw))
@@ -121,38 +106,10 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
       SANDBOX_DEFAULTS.idShapes,
     )
     .action(async (flags: SandboxFlags) => {
-      if (!isIdShapes(flags.idShapes))
-        throw new UsageError(
-          `--id-shapes: expected one of ${ID_SHAPES.join(', ')}, got ${JSON.stringify(flags.idShapes)}`,
-        );
-      const opts: SandboxOptions = {
-        host: flags.host,
-        port: flags.port,
-        loans: flags.loans,
-        seed: flags.seed,
-        idShapes: flags.idShapes,
-        amounts: flags.amounts,
-        logger: ctx.logger(),
-      };
-      if (flags.releaseRatio !== undefined) opts.releaseRatio = flags.releaseRatio;
-      if (flags.windowMs !== undefined) opts.windowMs = flags.windowMs;
-      if (flags.readsPerWindow !== undefined) opts.readsPerWindow = flags.readsPerWindow;
-      if (flags.writesPerWindow !== undefined) opts.writesPerWindow = flags.writesPerWindow;
-      if (flags.allowLoopbackWebhooks) opts.allowLoopbackWebhooks = true;
-      if (flags.unmaskedKey) opts.apiKeyPermissions = [...PERMISSIONS];
-      if (flags.repeatBorrowers !== undefined) opts.repeatBorrowers = flags.repeatBorrowers;
-      if (flags.existingShare !== undefined && flags.customerExtract === undefined)
-        throw new UsageError('--existing-share: needs --customer-extract FILE');
-      if (flags.customerExtract !== undefined)
-        opts.customerExtract = { path: flags.customerExtract, existingShare: flags.existingShare ?? 0.3 };
-      // Loaded here: other commands (sync --once…) never load the sandbox's HTTP stack.
-      const { startSandbox } = await import('../sandbox/index.js');
-      const sandbox = await startSandbox(opts);
+      const sandbox = await startSandboxFromFlags(flags, ctx.logger());
       ctx.onClose(() => sandbox.close());
-      out(
-        ctx,
-        JSON.stringify({ baseUrl: sandbox.baseUrl, apiKey: sandbox.apiKey, adminUrl: sandbox.adminUrl }),
-      );
+      const { baseUrl, apiKey, adminUrl } = sandbox;
+      out(ctx, JSON.stringify({ baseUrl, apiKey, adminUrl }));
       if (ctx.shutdown.aborted) return;
       await new Promise<void>((resolve) =>
         ctx.shutdown.addEventListener('abort', () => resolve(), { once: true }),

@@ -1,24 +1,8 @@
-import { existsSync } from 'node:fs';
-import type { openDatabase } from '../store/db.js';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { backupDatabase, verifyDatabase } from '../store/backup.js';
-import { openState, openStateMigration, readLeader } from '../app/session.js';
-import { holderParts } from '../store/leadership.js';
-import { FatalError, UsageError } from '../lib/errors.js';
+import { backupState, leaderNow, migrateState, migrationTableText, verifyDatabase } from '../app/state.js';
+import { FatalError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
-import {
-  compareDigests,
-  copyTables,
-  digestPostgres,
-  digestSqlite,
-  inSqliteSnapshot,
-  nonEmptyTables,
-  planTables,
-  type TableComparison,
-} from '../store/migrate-pg.js';
-import { redactUrl } from '../store/pg/url.js';
-import { runningDaemons } from '../editloop/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {
   const state = program
@@ -32,22 +16,14 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     .requiredOption('--out <file>', 'the backup file to write')
     .option('--force', 'replace an existing file')
     .action(async (opts: { out: string; force?: boolean }) => {
-      const config = ctx.config();
-      // Checked before anything is opened: no connection to PostgreSQL, no file written.
-      if (config.store.engine !== 'sqlite')
-        throw new UsageError(backupOnPostgresMessage(redactUrl(config.store.postgres.url ?? '')));
-      const target = resolve(opts.out);
-      if (target === resolve(config.store.path))
-        throw new UsageError('--out: must not be the state database itself (store.path)');
-      if (existsSync(target) && opts.force !== true)
-        throw new UsageError(`--out: ${opts.out} exists; pass --force to replace it`);
-      const { db } = await openState(ctx);
-      if (db.sqlite === null) throw new UsageError(backupOnPostgresMessage(db.location));
-      const r = backupDatabase(db.sqlite, target);
-      const v = verifyDatabase(target);
+      const {
+        target,
+        pages,
+        verified: v,
+      } = await backupState(ctx, { out: opts.out, force: opts.force === true });
       out(
         ctx,
-        `backup written: ${target} (${r.pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts)
+        `backup written: ${target} (${pages} pages, schema ${v.schemaVersion}; ${Object.entries(v.counts)
           .map(([t, n]) => `${t} ${n}`)
           .join(', ')})`,
       );
@@ -76,30 +52,8 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
     )
     .option('--json', 'print the lease as JSON')
     .action(async (opts: { json?: boolean }) => {
-      const row = await readLeader(ctx);
-      const leads = row !== null && row.holder !== null && row.expiresInMs > 0;
-      if (opts.json === true)
-        out(
-          ctx,
-          JSON.stringify({
-            leader: leads ? row.holder : null,
-            epoch: row?.epoch ?? 0,
-            expiresInMs: leads ? Math.round(row.expiresInMs) : null,
-          }),
-        );
-      else if (leads) {
-        const parts = holderParts(row.holder as string);
-        out(
-          ctx,
-          `leader: ${row.holder}${parts.pid !== null ? ` (pid ${parts.pid} on ${parts.host})` : ''}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${ctx.config().store.leadership.renewEveryMs / 1000} s)`,
-        );
-      } else
-        out(
-          ctx,
-          row === null
-            ? 'no connector process has led on this state database yet'
-            : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`,
-        );
+      const lease = await leaderNow(ctx);
+      out(ctx, opts.json === true ? JSON.stringify(lease.json) : lease.text);
     });
   state
     .command('migrate')
@@ -115,138 +69,11 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       'copy nothing: compare the SQLite state with the PostgreSQL database (row counts and content digests)',
     )
     .action(async (opts: { to: string; verifyOnly?: boolean }) => {
-      await migrateState(ctx, opts.to, opts.verifyOnly === true);
-    });
-}
-
-/** What `state backup` says when the state is in PostgreSQL (exit 2: the command does not apply). */
-function backupOnPostgresMessage(where: string): string {
-  return (
-    `state backup: store.engine is postgres: the state is in PostgreSQL (${where}), and this command copies an SQLite state file (store.path) only. ` +
-    'Back the state up with the bank\'s PostgreSQL backups: pg_dump of the database, or the server\'s base backups with WAL archiving (point-in-time recovery); docs/deploy.md "Backup and restore".'
-  );
-}
-
-async function migrateState(ctx: CliContext, url: string, verifyOnly: boolean): Promise<void> {
-  if (!/^postgres(ql)?:\/\//.test(url))
-    throw new UsageError('--to: expected a postgres:// or postgresql:// URL');
-  const config = ctx.config();
-  const where = redactUrl(url);
-  const path = resolve(config.store.path);
-  if (!existsSync(path)) throw new UsageError(`store.path: there is no SQLite state at ${path} to migrate`);
-  const { src, target, srcDaemons } = await openStateMigration(ctx, path, url).catch((err: unknown) => {
-    throw new FatalError((err as Error).message.replace(/^store\.postgres\.url:/, '--to:'));
-  });
-  const plans = await planTables(src, target);
-  if (!verifyOnly) {
-    // Online is allowed (the copy is one snapshot), but what the daemon writes after it is not copied.
-    for (const d of await runningDaemons(srcDaemons, ctx.clock.now())) {
-      out(
-        ctx,
-        `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`,
-      );
-    }
-  }
-  out(
-    ctx,
-    `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`,
-  );
-
-  const snapshot = await inSqliteSnapshot(src, async () => {
-    if (!verifyOnly) {
-      await target.write(async () => {
-        const used = await nonEmptyTables(target, plans);
-        if (used.length > 0) {
-          throw new FatalError(
-            `--to: ${where} already holds a state (rows in ${used.join(', ')}); state migrate copies only into an empty database and never merges into or overwrites one. ` +
-              'Create a fresh database (or drop this one and create it again) and run it again; to compare the two, use --verify-only.',
-          );
-        }
-        await copyTables(src, target, plans, (table, rows) => out(ctx, `copied ${table}: ${rows} rows`));
+      await migrateState(ctx, {
+        url: opts.to,
+        verifyOnly: opts.verifyOnly === true,
+        say: (text) => out(ctx, text),
+        summary: (rows) => out(ctx, migrationTableText(rows)),
       });
-    }
-    const sqlite = digestSqlite(src, plans);
-    const postgres = await digestPostgres(target, plans);
-    return compareDigests(plans, sqlite, postgres);
-  });
-  printSummary(ctx, snapshot);
-  const differ = snapshot.filter((t) => !t.same).map((t) => t.table);
-  if (differ.length > 0) {
-    throw new FatalError(
-      `verification failed: ${differ.join(', ')} ${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`,
-    );
-  }
-  if (verifyOnly) {
-    out(ctx, `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows`);
-    return;
-  }
-  // The copy is of the snapshot; a process that kept writing the SQLite file since would lose
-  // those writes at the switch. The live file is digested again to tell.
-  const live = await inSqliteSnapshot(src, () => Promise.resolve(digestSqlite(src, plans)));
-  const changed = snapshot.filter((t) => {
-    const l = live.get(t.table);
-    return l === undefined || l.rows !== t.sqlite.rows || l.digest !== t.sqlite.digest;
-  });
-  if (changed.length > 0) {
-    throw new FatalError(
-      `copied and verified, but the SQLite state changed after the snapshot (${changed.map((t) => t.table).join(', ')}): a process (the daemon?) is still writing ${path}. ` +
-        `Do not switch: stop the daemon, then migrate again into a fresh, empty database (${where} now holds the snapshot).`,
-    );
-  }
-  out(
-    ctx,
-    `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and verified; ${path} did not change meanwhile`,
-  );
-  out(ctx, tinKeyAdvice(config, path, src));
-  out(
-    ctx,
-    `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once more (exit 0: nothing was written since); ` +
-      `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the fall-back until the bank has run on PostgreSQL.`,
-  );
-}
-
-/**
- * The tax-id hash key on PostgreSQL (required there, one for every replica): the copy carried the
- * SQLite state's key fingerprint over (customer_settings), so the key to configure is the one this
- * SQLite state used. Its value is never printed: where it is, and the fingerprint it must match.
- */
-function tinKeyAdvice(
-  config: ReturnType<CliContext['config']>,
-  path: string,
-  src: ReturnType<typeof openDatabase>,
-): string {
-  const row = src.prepare(`SELECT value FROM customer_settings WHERE name = 'tin_key_check'`).get() as
-    { value: string } | undefined;
-  const keyFile = `${config.store.path}.tinkey`;
-  const where =
-    config.customers.tinHashKey !== undefined
-      ? 'the value of customers.tinHashKey (or BOARDING_TIN_HASH_KEY) this SQLite connector uses now'
-      : existsSync(keyFile)
-        ? `the contents of ${keyFile} (the key the connector generated beside the SQLite state)`
-        : `the key the SQLite state was hashed with (${keyFile} is missing: restore it from a backup)`;
-  if (row === undefined) {
-    return `customers.tinHashKey: required on PostgreSQL (every replica the same); no customer was hashed yet, so set it to ${where}, or to a new secret of at least 16 characters`;
-  }
-  return `customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key (${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) on every replica to ${where}. Another key is refused at start`;
-}
-
-/** The URL as it goes into store.postgres.url: the password belongs in BOARDING_STORE_PASSWORD. */
-function withoutPassword(url: string): string {
-  const u = new URL(url);
-  u.password = '';
-  return u.toString();
-}
-
-function printSummary(ctx: CliContext, rows: readonly TableComparison[]): void {
-  const w = Math.max(5, ...rows.map((r) => r.table.length));
-  out(
-    ctx,
-    `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`,
-  );
-  for (const r of rows) {
-    out(
-      ctx,
-      `${r.table.padEnd(w)}  ${String(r.sqlite.rows).padStart(11)}  ${String(r.postgres.rows).padStart(13)}  ${r.sqlite.digest.slice(0, 12).padEnd(19)}  ${r.same ? 'same' : `DIFFERS (postgres ${r.postgres.digest.slice(0, 12)})`}`,
-    );
-  }
+    });
 }

@@ -1,24 +1,8 @@
 import type { Command } from 'commander';
-import { buildRuntime, mapperOptionsFromConfig } from '../app/runtime.js';
-import { batchSealDaemonJob } from '../app/seal-job.js';
-import { assertSameMappingAsDaemon } from '../editloop/daemon-guard.js';
-import { fatalSentence } from '../boarding/board-loan.js';
-import { accountNumbersFromConfig } from '../boarding/identity.js';
-import type { CycleSummary } from '../boarding/cycle.js';
-import { dryRun, formatDryRun } from '../editloop/dry-run.js';
-import {
-  BusyError,
-  EXIT_CORE_OUTAGE,
-  EXIT_WALK_INCOMPLETE,
-  FatalError,
-  IncompleteRunError,
-  UsageError,
-} from '../lib/errors.js';
-import { loadMapper } from '../mapping/loader.js';
-import { isPlatformError } from '../platform/errors.js';
+import { assertCycleCompleted, cycleSummaryText, formatDryRun, shadowRun, syncOnce } from '../app/sync.js';
+import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits, showCycleProgress } from './progress.js';
-import { openPlatformSession } from '../app/session.js';
 
 function parseMs(v: string): number {
   const n = Number(v);
@@ -29,96 +13,11 @@ function parseMs(v: string): number {
   return n;
 }
 
-function leaderText(b: NonNullable<CycleSummary['busy']>): string {
-  return b.pid !== null
-    ? `another connector process (pid ${b.pid} on ${b.host})`
-    : `another connector process (${b.holder})`;
-}
-
-/** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
-export function formatSummary(s: CycleSummary): string {
-  if (s.busy) {
-    return `${leaderText(s.busy)} leads (holds the boarding lease, epoch ${s.busy.epoch}) on this state database: nothing done`;
-  }
-  const q = Object.entries(s.quarantined);
-  const qTotal = q.reduce((a, [, n]) => a + n, 0);
-  const lines = [
-    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)${s.walk.resumed ? ' (walk resumed from checkpoint)' : ''}${s.walk.complete ? '' : ' — walk incomplete, resumes next run'}${s.walk.error ? `: ${s.walk.error}` : ''}`,
-    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · retry later: ${s.retryWait} · quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ${(s.durationMs / 1000).toFixed(1)} s`,
-    `states: ${
-      Object.entries(s.states)
-        .filter(([, n]) => n > 0)
-        .map(([k, n]) => `${k} ${n}`)
-        .join(', ') || 'no loans yet'
-    }`,
-  ];
-  for (const p of s.problems.slice(0, 20))
-    lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
-  if (s.problems.length > 20)
-    lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
-  if (s.trafficStopped)
-    lines.push(
-      'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).',
-    );
-  if (s.coreOutage)
-    lines.push(
-      `ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); the pass stopped, the rest wait for the next run.`,
-    );
-  if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
-  return lines.join('\n');
-}
-
 function parseLimit(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1)
     throw new UsageError(`--limit: expected a whole number ≥ 1, got ${JSON.stringify(v)}`);
   return n;
-}
-
-/** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
-async function shadowRun(
-  ctx: CliContext,
-  opts: { json?: boolean; dir?: string; against?: string; limit?: number },
-): Promise<void> {
-  const progress = ctx.progress();
-  const config = ctx.config();
-  const options = mapperOptionsFromConfig(config);
-  const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
-  const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
-  // Through the state database: the walk spends from the same rate budget as a running daemon.
-  const { platform, store } = await openPlatformSession(ctx);
-  const logger = ctx.logger();
-  const numbers = accountNumbersFromConfig(config, store, logger);
-  followPlatformWaits(progress, platform);
-  progress.status('dry run: walking the boarding queue');
-  let report;
-  try {
-    report = await dryRun({
-      platform,
-      mapper,
-      accountNumberOf: (id) => numbers.preview(id),
-      ...(against ? { against } : {}),
-      ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
-      concurrency: config.boarding.concurrency,
-      signal: ctx.shutdown,
-      onProgress: (n) => {
-        progress.status(`dry run: ${n}${opts.limit !== undefined ? `/${opts.limit}` : ''} loan(s) mapped`);
-        if (n % 100 === 0) logger.info({ mapped: n }, 'dry run progress');
-      },
-    });
-  } catch (err) {
-    // Refused credentials are fatal (1); an unreachable or failing platform left the walk
-    // incomplete (4), as for sync --once: cron alerts on both, and tells them apart.
-    if (isPlatformError(err) && err.fatal) throw new FatalError(`sync --dry-run: ${err.describe()}`);
-    if (isPlatformError(err))
-      throw new IncompleteRunError(
-        `sync --dry-run: the boarding queue walk did not complete: ${err.describe()}`,
-        EXIT_WALK_INCOMPLETE,
-      );
-    throw err;
-  }
-  progress.done();
-  out(ctx, opts.json === true ? JSON.stringify(report) : formatDryRun(report));
 }
 
 export function registerSyncCommands(program: Command, ctx: CliContext): void {
@@ -165,7 +64,10 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
         if (opts.dryRun === true) {
           if (opts.once === true)
             throw new UsageError('--dry-run and --once: pick one (a dry run writes nothing)');
-          await shadowRun(ctx, opts);
+          const progress = ctx.progress();
+          const report = await shadowRun(ctx, opts, progress, (p) => followPlatformWaits(progress, p));
+          progress.done();
+          out(ctx, opts.json === true ? JSON.stringify(report) : formatDryRun(report));
           return;
         }
         if (opts.dir !== undefined || opts.against !== undefined || opts.limit !== undefined)
@@ -175,64 +77,15 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
             'sync runs one cycle: use `sync --once` (the long-running daemon is `run`; a shadow run is `sync --dry-run`)',
           );
         const progress = ctx.progress();
-        const config = ctx.config();
-        const logger = ctx.logger();
-        const rt = await buildRuntime(config, logger, { clock: ctx.clock });
-        ctx.onClose(() => rt.close());
-        await assertSameMappingAsDaemon(
-          rt.store.daemon,
-          { version: rt.mapper.version, dir: config.mappings.dir },
-          ctx.clock.now(),
-          'sync --once',
-        );
-        // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
-        const abort = new AbortController();
-        const onShutdown = (): void => {
-          ctx.clock.timeout(config.boarding.shutdownTimeoutMs, () =>
-            abort.abort(new Error('shutdown timeout')),
-          );
-        };
-        ctx.shutdown.addEventListener('abort', onShutdown, { once: true });
-        followPlatformWaits(progress, rt.platform);
-        progress.status('walking the boarding queue');
-        // Renewed while the cycle runs (a long walk outlasts one lease); released when the runtime closes.
-        await rt.leadership.start();
-        const summary = await rt.runner.run({
-          reason: 'sync --once',
-          stop: ctx.shutdown,
-          abort: abort.signal,
-          settleMs: opts.settleMs ?? 2 * config.boarding.retryBaseMs,
+        const summary = await syncOnce(ctx, {
+          settleMs: opts.settleMs,
+          onPlatform: (p) => followPlatformWaits(progress, p),
+          onStart: () => progress.status('walking the boarding queue'),
           onProgress: (p) => showCycleProgress(progress, p),
         });
         progress.done();
-        ctx.shutdown.removeEventListener('abort', onShutdown);
-        // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
-        const seal = batchSealDaemonJob(rt.core, logger);
-        if (seal && rt.leadership.term !== null)
-          await rt.leadership.guard(rt.db, () => seal.run(ctx.shutdown));
-        logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
-        out(ctx, opts.json === true ? JSON.stringify(summary) : formatSummary(summary));
-        if (summary.busy)
-          throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
-        if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
-        if (summary.coreOutage) {
-          throw new IncompleteRunError(
-            `the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`,
-            EXIT_CORE_OUTAGE,
-          );
-        }
-        if (summary.trafficStopped) {
-          throw new IncompleteRunError(
-            'platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)',
-            EXIT_WALK_INCOMPLETE,
-          );
-        }
-        if (!summary.walk.complete && !ctx.shutdown.aborted) {
-          throw new IncompleteRunError(
-            `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`,
-            EXIT_WALK_INCOMPLETE,
-          );
-        }
+        out(ctx, opts.json === true ? JSON.stringify(summary) : cycleSummaryText(summary));
+        assertCycleCompleted(summary, ctx.shutdown.aborted);
       },
     );
 }

@@ -1,85 +1,19 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { FatalError, UsageError } from '../lib/errors.js';
-import { isPlatformError } from '../platform/errors.js';
-import { WEBHOOK_EVENTS, type WebhookEndpoint } from '../contract/schemas.js';
-import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoint-check.js';
-import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
-import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
+import { UsageError } from '../lib/errors.js';
+import {
+  WEBHOOK_EVENTS,
+  checkWebhookEvents,
+  checkWebhookUrl,
+  enableWebhook,
+  endpointView as row,
+  listWebhooks,
+  registerResultText,
+  registerWebhook,
+  webhookListText,
+} from '../ops/webhooks.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from '../app/session.js';
-
-/** Platform refusals become a one-line operator message (exit 1) naming what was wrong. */
-function explain(err: unknown, what: string): never {
-  if (isPlatformError(err)) {
-    const details = err.validationErrors
-      .slice(0, 5)
-      .map((v) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)))
-      .join('; ');
-    throw new FatalError(`${what}: ${err.describe()}${details ? `: ${details}` : ''}`);
-  }
-  throw err;
-}
-
-/** The endpoint URL, checked by the connector itself (public-url.ts), after DNS resolution. */
-async function checkUrl(raw: string, ctx: CliContext): Promise<string> {
-  const problem = await webhookTargetProblem(raw, {
-    allowLocal: ctx.config().platform.environment === 'development',
-  });
-  if (problem !== null) throw new UsageError(`--url: ${problem} (got "${raw}")`);
-  return new URL(raw).toString();
-}
-
-function checkEvents(events: string[] | undefined): string[] {
-  if (!events || events.length === 0) return [...WEBHOOK_EVENTS];
-  const list = [
-    ...new Set(
-      events
-        .flatMap((e) => e.split(','))
-        .map((e) => e.trim())
-        .filter(Boolean),
-    ),
-  ];
-  const unknown = list.filter((e) => !(WEBHOOK_EVENTS as readonly string[]).includes(e));
-  if (unknown.length > 0)
-    throw new UsageError(
-      `--events: unknown event(s) ${unknown.join(', ')}; allowed: ${WEBHOOK_EVENTS.join(', ')}`,
-    );
-  return list;
-}
-
-function row(e: WebhookEndpoint, ours: boolean): Record<string, unknown> {
-  return {
-    id: e.id,
-    name: e.name ?? null,
-    url: e.url ?? null,
-    status: e.status ?? null,
-    disabled: isEndpointDisabled(e),
-    consecutiveFailures: e.consecutiveFailures ?? null,
-    lastSuccessAt: e.lastSuccessAt ?? null,
-    lastFailureAt: e.lastFailureAt ?? null,
-    lastFailureReason: e.lastFailureReason ?? null,
-    autoDisabledAt: e.autoDisabledAt ?? null,
-    subscribedEvents: e.subscribedEvents ?? [],
-    thisConnector: ours,
-  };
-}
-
-function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
-  const cell = (v: unknown): string => {
-    if (v === null || v === undefined) return '-';
-    if (typeof v === 'string') return v;
-    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-    return JSON.stringify(v);
-  };
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]): string =>
-    vals
-      .map((v, i) => v.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
-}
 
 export function registerWebhooksCommands(program: Command, ctx: CliContext): void {
   const group = program
@@ -101,77 +35,14 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print the result as JSON (includes the secret)')
     .action(
       async (flags: { url: string; events?: string[]; name?: string; force?: boolean; json?: boolean }) => {
-        const url = await checkUrl(flags.url, ctx);
-        const events = checkEvents(flags.events);
+        const url = await checkWebhookUrl(flags.url, ctx.config().platform.environment);
+        const events = checkWebhookEvents(flags.events);
         const name = (flags.name ?? `boarding-connector (${hostname()})`).slice(0, 100);
         if (name.trim() === '') throw new UsageError('--name: expected 1 to 100 characters');
         const { store, platform } = await openPlatformSession(ctx);
-        let result;
-        try {
-          result = await registerEndpoint(
-            platform,
-            store.keys,
-            { url, name, events, force: flags.force === true },
-            { clock: ctx.clock, signal: ctx.shutdown },
-          );
-        } catch (err) {
-          explain(err, 'webhooks register');
-        }
-        if (result.kind === 'exists') {
-          const ids = result.endpoints
-            .map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`)
-            .join(', ');
-          if (flags.json)
-            out(
-              ctx,
-              JSON.stringify(
-                { registered: false, existing: result.endpoints.map((e) => row(e, true)) },
-                null,
-                2,
-              ),
-            );
-          else {
-            out(
-              ctx,
-              `An endpoint for ${url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`,
-            );
-          }
-          return;
-        }
-        const { endpoint } = result;
-        if (flags.json) {
-          out(
-            ctx,
-            JSON.stringify(
-              { registered: true, endpoint: row(endpoint, true), secret: endpoint.secret },
-              null,
-              2,
-            ),
-          );
-          return;
-        }
-        const lines = [
-          `Registered webhook endpoint ${endpoint.id} (${endpoint.status ?? 'status not reported'}) → ${endpoint.url ?? url}`,
-          `Events: ${(endpoint.subscribedEvents ?? events).join(', ')}`,
-          '',
-          'Signing secret (shown ONCE by the platform — store it now, it cannot be retrieved again):',
-          `  ${endpoint.secret}`,
-          '',
-          'Give it to the connector, either in the environment (comma-separate old,new while rotating):',
-          `  BOARDING_WEBHOOK_SECRETS=${endpoint.secret}`,
-          'or in the config file:',
-          '  webhooks:',
-          `    secrets: ["${endpoint.secret}"]`,
-          `    publicUrl: ${url}`,
-          '',
-          'Then restart `run`. Keep the old secret in the list until deliveries signed with it stop.',
-        ];
-        if (!events.includes('loan.funded'))
-          lines.push(
-            '',
-            'Note: loan.funded is not subscribed: funded loans will only be picked up by scheduled cycles.',
-          );
-        out(ctx, lines.join('\n'));
+        const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
+        const result = await registerWebhook(deps, { url, name, events, force: flags.force === true });
+        out(ctx, registerResultText(result, { url, events, json: flags.json === true }));
       },
     );
 
@@ -181,37 +52,10 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }) => {
       const config = ctx.config();
-      const { platform } = await openPlatformSession(ctx);
-      let endpoints: WebhookEndpoint[];
-      try {
-        endpoints = await platform.listWebhookEndpoints({ signal: ctx.shutdown });
-      } catch (err) {
-        explain(err, 'webhooks list');
-      }
-      const publicUrl = config.webhooks.publicUrl;
-      const rows = endpoints.map((e) =>
-        row(e, publicUrl !== undefined && typeof e.url === 'string' && sameEndpointUrl(e.url, publicUrl)),
-      );
-      if (flags.json) {
-        out(ctx, JSON.stringify(rows, null, 2));
-        return;
-      }
-      if (rows.length === 0) {
-        out(
-          ctx,
-          'No webhook endpoints registered. Register one with `webhooks register --url <public URL>/webhooks/platform`.',
-        );
-        return;
-      }
-      const shown = rows.map((r) => ({ ...r, id: r['thisConnector'] ? `${String(r['id'])} *` : r['id'] }));
-      out(
-        ctx,
-        table(shown, ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url']),
-      );
-      if (rows.some((r) => r['thisConnector'])) out(ctx, '* this connector (webhooks.publicUrl)');
-      const disabled = rows.filter((r) => r['disabled']);
-      if (disabled.length > 0)
-        out(ctx, `\n${disabled.length} endpoint(s) disabled: fix the cause, then \`webhooks enable ID\`.`);
+      const { store, platform } = await openPlatformSession(ctx);
+      const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
+      const rows = await listWebhooks(deps, config.webhooks.publicUrl);
+      out(ctx, flags.json ? JSON.stringify(rows, null, 2) : webhookListText(rows));
     });
 
   group
@@ -222,15 +66,7 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
     .action(async (id: string, flags: { json?: boolean }) => {
       if (id.trim() === '') throw new UsageError('ID: expected an endpoint id (see `webhooks list`)');
       const { store, platform } = await openPlatformSession(ctx);
-      let endpoint: WebhookEndpoint;
-      try {
-        endpoint = await enableEndpoint(platform, store.keys, id.trim(), {
-          clock: ctx.clock,
-          signal: ctx.shutdown,
-        });
-      } catch (err) {
-        explain(err, `webhooks enable ${id}`);
-      }
+      const endpoint = await enableWebhook({ store, platform, clock: ctx.clock, signal: ctx.shutdown }, id);
       if (flags.json) out(ctx, JSON.stringify(row(endpoint, false), null, 2));
       else out(ctx, `Endpoint ${endpoint.id} is now ${endpoint.status ?? 'updated (status not reported)'}.`);
     });

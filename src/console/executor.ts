@@ -1,6 +1,6 @@
 /**
  * Executes approved console requests, one at a time, through the same operations the CLI uses
- * (boarding/ops.ts retry and skip, editloop/reboard.ts, the file core's early seal, the platform
+ * (boarding/ops.ts retry and skip, ops/reboard.ts, the file core's early seal, the platform
  * client's strike clear). It runs in the daemon (`run`): the daemon calls `runApproved` after each
  * cycle and the service kicks it on an approval. A request is claimed before it runs, so two
  * processes never execute one twice; a claim left by a crash is taken over at once when its process
@@ -11,9 +11,11 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { retryLoan, skipLoan } from '../boarding/ops.js';
+import { applyLoanAction } from '../ops/bulk.js';
+import { sealEarly } from '../ops/seal.js';
+import { clearStrikes } from '../ops/strike-clear.js';
 import type { BatchingCapability } from '../core/port.js';
-import type { ReboardResult } from '../editloop/reboard.js';
+import type { ReboardResult } from '../ops/reboard.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -24,15 +26,13 @@ import type { ExecutorHandle } from './service.js';
 import type { RequestResult } from './contract.js';
 
 const CLAIM_STALE_MS = 30 * 60_000;
-/** Loans changed per transaction: one fsync for many, and the event loop breathes between. */
-const CHUNK = 200;
 
 export interface ConsoleExecutorDeps {
   store: BoardingStore;
   consoleStore: ConsoleStore;
   clock: Clock;
   logger: Logger;
-  /** Re-boards one loan with the daemon's runtime (editloop/reboard.ts reboardLoan). */
+  /** Re-boards one loan with the daemon's runtime (ops/reboard.ts reboardLoan). */
   reboard?: (loanId: string, actor: string, reason: string, signal: AbortSignal) => Promise<ReboardResult>;
   batching?: BatchingCapability;
   /** The platform client's strike clear (forgets the ledger, in memory and stored). */
@@ -65,28 +65,22 @@ async function executeRequest(
   switch (r.action) {
     case 'retry':
     case 'skip': {
-      const loans = await cs.requestLoanStates(r.id);
-      for (let i = 0; i < loans.length; i += CHUNK) {
-        if (signal.aborted)
-          throw new Error('the daemon stopped before the request finished; it runs again on the next start');
-        const now = clock.now();
-        await store.write(async () => {
-          for (const { id, fromState } of loans.slice(i, i + CHUNK)) {
-            try {
-              // What was approved is the loan as it was when the request was made: one that
-              // moved since (retried or boarded by someone else) is named, not acted on.
-              const asRequested = { ...origin, expectedState: fromState };
-              if (r.action === 'retry') await retryLoan(store.loans, id, actor, now, asRequested);
-              else await skipLoan(store.loans, id, r.reason, actor, now, asRequested);
-              done += 1;
-            } catch (err) {
-              // Moved since the request was made (boarded, retried by someone else…): named, not fatal.
-              failed.push({ loanId: id, message: errorMessage(err) });
-            }
-          }
-        });
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+      // The one rule of ops/bulk.ts: the loan as it was when the request was made, chunked.
+      const res = await applyLoanAction(
+        { store, now: () => clock.now() },
+        {
+          action: r.action,
+          loans: await cs.requestLoanStates(r.id),
+          actor,
+          reason: r.reason,
+          origin,
+          signal,
+        },
+      );
+      if (res.stopped)
+        throw new Error('the daemon stopped before the request finished; it runs again on the next start');
+      done = res.done.length;
+      failed.push(...res.failed);
       if (r.action === 'retry' && done > 0) deps.requestCycle?.(`console request ${r.id}`);
       return {
         status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
@@ -126,23 +120,22 @@ async function executeRequest(
     }
     case 'seal': {
       if (!deps.batching) throw new Error('this core has no batches to seal');
-      const id = await deps.batching.sealNow(r.reason, actor, r.batch ?? undefined);
-      if (id === undefined)
+      const sealed = await sealEarly(deps.batching, {
+        reason: r.reason,
+        by: actor,
+        id: r.batch ?? undefined,
+      });
+      if (!sealed.ok)
         return {
           status: 'failed',
-          result: {
-            done: 0,
-            failed: [
-              { loanId: null, message: r.batch ? `${r.batch} is not the open batch` : 'no open batch' },
-            ],
-            detail: null,
-          },
+          result: { done: 0, failed: [{ loanId: null, message: sealed.message }], detail: null },
         };
-      return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${id}` } };
+      return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${sealed.id}` } };
     }
     case 'strike_clear': {
-      if (!deps.clearStrikes) throw new Error('the strike ledger is not available in this process');
-      const n = await deps.clearStrikes(`${actor}: ${r.reason}`.slice(0, 500));
+      const ledger = deps.clearStrikes;
+      if (!ledger) throw new Error('the strike ledger is not available in this process');
+      const n = await clearStrikes({ clearStrikes: ledger }, { by: actor, reason: r.reason });
       log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
       return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
     }

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { ConsoleConfig } from '../config/schema.js';
 import type { BatchingCapability } from '../core/port.js';
-import { planRetry, planSkip } from '../boarding/ops.js';
+import { planRetry } from '../ops/retry.js';
+import { planSkip } from '../ops/skip.js';
 import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
 import { spreadsheetField } from '../lib/csv.js';
 import { searchKey } from '../lib/search-key.js';
@@ -27,9 +28,10 @@ import {
   type ExceptionDisposition,
 } from '../reports/signoff.js';
 import type { ReportException } from '../reports/types.js';
-import type { BoardPreview, ReboardPreview } from '../editloop/reboard.js';
-import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../editloop/loan-history.js';
-import { runningDaemons } from '../editloop/daemon-guard.js';
+import type { ReboardPreview } from '../ops/reboard.js';
+import type { BoardPreview } from '../ops/board-preview.js';
+import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../ops/loan-history.js';
+import { runningDaemons } from '../ops/daemon-guard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import type { BoardingStore } from '../store/index.js';
 import { QUARANTINE_REASONS } from '../store/loan-states.js';

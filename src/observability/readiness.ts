@@ -4,7 +4,7 @@ import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { StoreDb } from '../store/sql.js';
 import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
-import type { LoadedMappingStatus } from '../editloop/mapping-reload.js';
+import type { LoadedMappingStatus } from '../ops/mapping-reload.js';
 import type { DiskStatus } from './disk-space.js';
 import type { ClockSkewStatus } from './clock-skew.js';
 

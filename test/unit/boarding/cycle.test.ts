@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { retryLoan, skipLoan } from '../../../src/boarding/ops.js';
+import { retryLoan } from '../../../src/ops/retry.js';
+import { skipLoan } from '../../../src/ops/skip.js';
 import { PlatformError } from '../../../src/platform/errors.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { issue } from '../../support/fake-mapper.js';

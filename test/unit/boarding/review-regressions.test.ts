@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake.js';
-import { retryLoan, skipLoan } from '../../../src/boarding/ops.js';
+import { retryLoan } from '../../../src/ops/retry.js';
+import { skipLoan } from '../../../src/ops/skip.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import type { PlatformApi } from '../../../src/platform/api.js';
 import { PlatformError } from '../../../src/platform/errors.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { retryLoan } from '../../../src/boarding/ops.js';
+import { retryLoan } from '../../../src/ops/retry.js';
 import { consoleSchema } from '../../../src/config/schema.js';
 import { REBOARD_PREVIEWS_PER_MINUTE, createConsoleService } from '../../../src/console/service.js';
 import { createConsoleExecutor } from '../../../src/console/executor.js';

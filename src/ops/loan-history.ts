@@ -9,6 +9,7 @@ import type { IdempotencyKeyRow } from '../store/idempotency.js';
 import type { LoanCustomerRow } from '../store/customers.js';
 import type { LoanEvent, LoanRow } from '../store/loans.js';
 import { runningDaemons } from './daemon-guard.js';
+import { UsageError } from '../lib/errors.js';
 
 export interface LoanHistoryParts {
   row: LoanRow;
@@ -130,4 +131,82 @@ export function lastReviewItems(
         } | null
       )?.warnings ?? [],
   };
+}
+
+/** `loans show REF`: the loan a person means (id, loan number or account number) and its history; a UsageError when none or several. */
+export async function showLoan(store: BoardingStore, ref: string, now: number): Promise<LoanHistoryParts> {
+  const found = await resolveLoanRef(store, ref);
+  if (found.kind === 'ambiguous')
+    throw new UsageError(
+      `${ref} is the loan or account number of ${found.ids.length} loans: ${found.ids.join(', ')}; give the platform loan id`,
+    );
+  if (found.kind === 'none')
+    throw new UsageError(
+      `no loan ${ref} in the state database, by platform id, loan number or account number (see \`loans list\`)`,
+    );
+  const h = await gatherLoanHistory(store, found.id, now);
+  if (!h) throw new UsageError(`no loan ${ref} in the state database (see \`loans list\`)`);
+  return h;
+}
+
+const isoText = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
+
+/** `loans show ID` as text: the row, identity, review items, idempotency keys and the history, one fact a line. */
+export function loanHistoryText(h: LoanHistoryParts): string {
+  const { row, events, keys, daemon, customers, accountNumber } = h;
+  const differs = row.mappingVersion && daemon && row.mappingVersion !== daemon.mappingVersion;
+  const daemonText = daemon
+    ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})${daemon.reloadError ? ' · last reload refused' : ''}${differs ? ' · differs from this loan' : ''}`
+    : '(no daemon running)';
+  const source =
+    h.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own";
+  const lines = [
+    `loan ${row.id}${row.loanNumber ? ` (${row.loanNumber})` : ''}`,
+    `  state:           ${row.state}${row.quarantineReason ? ` (${row.quarantineReason})` : ''}`,
+    `  attempts:        ${row.attempts}${row.nextAttemptAt !== null ? ` · next attempt ${isoText(row.nextAttemptAt)}` : ''}`,
+    `  release marker:  ${row.releaseMarker ?? ''}${row.releasedAtIso ? ` · released ${row.releasedAtIso}` : ''}`,
+    `  core reference:  ${row.coreReference ?? '(not written)'}${row.writtenAt !== null ? ` · written ${isoText(row.writtenAt)}` : ''}`,
+    `  acknowledged:    ${row.acknowledgedAt !== null ? isoText(row.acknowledgedAt) : 'no'}`,
+    `  mapping version: ${row.mappingVersion ?? ''}`,
+    `  daemon mapping:  ${daemonText}`,
+    `  payload hash:    ${row.payloadHash ?? ''}`,
+    '',
+    'identity:',
+    `  account number:  ${accountNumber === null ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)' : `${accountNumber} (${source})`}`,
+  ];
+  if (row.lastErrorCode)
+    lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
+  // Customer match: each business and person → the bank's CIF, and how it was found.
+  if (customers.length > 0) lines.push('', 'identity (customers):');
+  for (const c of customers) {
+    const cif = c.cif ?? '(assigned by the core at create)';
+    const seen = c.existing ? ' · existing customer' : ' · new customer (this loan creates it)';
+    const name = c.nameAgrees === false ? ' · name differs from the core (review item)' : '';
+    lines.push(`  ${c.entityId}  CIF ${cif}  ${c.matchedBy}${seen}${name}`);
+  }
+  const review = lastReviewItems(h);
+  if (review) lines.push('', `review items (boarded with warnings, ${isoText(review.at)}):`);
+  for (const w of review?.items ?? []) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
+  lines.push('', 'idempotency keys:');
+  if (keys.length === 0) lines.push('  (none)');
+  for (const k of keys) {
+    const done =
+      k.completedAt !== null ? `completed ${isoText(k.completedAt)} (${k.status ?? ''})` : 'not completed';
+    lines.push(`  ${k.key}  ${k.operation}  created ${isoText(k.createdAt)}  ${done}`);
+  }
+  lines.push('', 'history:');
+  for (const e of events) {
+    const move = e.toState
+      ? `${e.fromState ?? '(new)'} → ${e.toState}`
+      : e.fromState
+        ? `(${e.fromState})`
+        : '';
+    const detail = e.detail === null ? '' : ` ${JSON.stringify(e.detail)}`;
+    const by = e.actor !== 'connector' ? `  by ${e.actor}` : '';
+    const shown = detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
+    lines.push(
+      `  ${isoText(e.at)}  ${e.kind.padEnd(10)} ${move}${e.reason ? `  ${e.reason}` : ''}${by}${shown}`,
+    );
+  }
+  return lines.join('\n');
 }

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { prepareDemoDir } from '../../../src/cli/demo.js';
+import { prepareDemoDir } from '../../../src/app/demo.js';
 
 let root: string;
 afterEach(() => rmSync(root, { recursive: true, force: true }));

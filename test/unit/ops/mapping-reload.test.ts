@@ -2,7 +2,7 @@ import { appendFileSync, cpSync, mkdtempSync, writeFileSync, readFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { createReloadableMapper, watchMappingDir } from '../../../src/editloop/mapping-reload.js';
+import { createReloadableMapper, watchMappingDir } from '../../../src/ops/mapping-reload.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { loadMapper } from '../../../src/mapping/loader.js';
 import { FakeClock } from '../../support/fake-clock.js';

@@ -26,3 +26,17 @@ export async function assertSameMappingAsDaemon(
       `reload the daemon first (kill -HUP ${d.pid}, or mappings.watch: true) so one version boards at a time${d.reloadError ? ` (its last reload was refused: ${d.reloadError.split('\n')[0] ?? ''})` : ''}`,
   );
 }
+
+/**
+ * After a retry: a running daemon polls for this request and starts a cycle at once, so the
+ * operator does not wait for the schedule. The pids asked; empty when no daemon runs.
+ */
+export async function askDaemonForCycle(
+  status: DaemonStatusStore,
+  by: string,
+  now: number,
+): Promise<number[]> {
+  const daemons = await runningDaemons(status, now);
+  if (daemons.length === 0 || (await status.requestCycle(by, now)) === 0) return [];
+  return daemons.map((d) => d.pid);
+}

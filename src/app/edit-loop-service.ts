@@ -5,7 +5,7 @@ import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { DaemonStatusStore } from '../store/daemon-status.js';
 import type { DaemonService } from '../scheduler/daemon.js';
-import { watchMappingDir, type ReloadableMapper, type ReloadResult } from './mapping-reload.js';
+import { watchMappingDir, type ReloadableMapper, type ReloadResult } from '../ops/mapping-reload.js';
 
 export interface EditLoopServiceDeps {
   mapper: ReloadableMapper;

@@ -1,0 +1,172 @@
+import {
+  BusyError,
+  EXIT_CORE_OUTAGE,
+  EXIT_WALK_INCOMPLETE,
+  FatalError,
+  IncompleteRunError,
+} from '../lib/errors.js';
+import { fatalSentence } from '../boarding/board-loan.js';
+import type { ProgressLine } from '../lib/terminal.js';
+import { loadMapper } from '../mapping/loader.js';
+import { isPlatformError } from '../platform/errors.js';
+import type { PlatformApi } from '../platform/api.js';
+import { accountNumbersFromConfig } from '../boarding/identity.js';
+import type { CycleProgress, CycleSummary } from '../boarding/cycle.js';
+import { assertSameMappingAsDaemon } from '../ops/daemon-guard.js';
+import { dryRun, formatDryRun, type DryRunReport } from '../ops/dry-run.js';
+import { batchSealDaemonJob } from './seal-job.js';
+import { buildRuntime, mapperOptionsFromConfig } from './runtime.js';
+import { openPlatformSession, type CommandScope } from './session.js';
+
+export { formatDryRun, type DryRunReport };
+
+type SyncScope = CommandScope & { readonly shutdown: AbortSignal };
+
+/**
+ * `sync --once`: one boarding cycle with the runtime of the config, beside (never against) a
+ * running daemon's mapping version; a batch past its cut-off is sealed after it (sync from cron
+ * has no daemon to do it).
+ */
+export async function syncOnce(
+  scope: SyncScope,
+  input: {
+    settleMs: number | undefined;
+    onPlatform?: (platform: Pick<PlatformApi, 'onWait'>) => void;
+    onStart?: () => void;
+    onProgress?: (p: CycleProgress) => void;
+  },
+): Promise<CycleSummary> {
+  const config = scope.config();
+  const logger = scope.logger();
+  const rt = await buildRuntime(config, logger, { clock: scope.clock });
+  scope.onClose(() => rt.close());
+  const mine = { version: rt.mapper.version, dir: config.mappings.dir };
+  await assertSameMappingAsDaemon(rt.store.daemon, mine, scope.clock.now(), 'sync --once');
+  // Shutdown: stop taking loans at once; steps in flight get boarding.shutdownTimeoutMs.
+  const abort = new AbortController();
+  const onShutdown = (): void => {
+    scope.clock.timeout(config.boarding.shutdownTimeoutMs, () => abort.abort(new Error('shutdown timeout')));
+  };
+  scope.shutdown.addEventListener('abort', onShutdown, { once: true });
+  input.onPlatform?.(rt.platform);
+  input.onStart?.();
+  // Renewed while the cycle runs (a long walk outlasts one lease); released when the runtime closes.
+  await rt.leadership.start();
+  const summary = await rt.runner.run({
+    reason: 'sync --once',
+    stop: scope.shutdown,
+    abort: abort.signal,
+    settleMs: input.settleMs ?? 2 * config.boarding.retryBaseMs,
+    ...(input.onProgress ? { onProgress: input.onProgress } : {}),
+  });
+  scope.shutdown.removeEventListener('abort', onShutdown);
+  // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
+  const seal = batchSealDaemonJob(rt.core, logger);
+  if (seal && rt.leadership.term !== null) await rt.leadership.guard(rt.db, () => seal.run(scope.shutdown));
+  logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
+  return summary;
+}
+
+/** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
+export async function shadowRun(
+  scope: SyncScope,
+  opts: { dir?: string | undefined; against?: string | undefined; limit?: number | undefined },
+  progress: ProgressLine,
+  onPlatform?: (platform: Pick<PlatformApi, 'onWait'>) => void,
+): Promise<DryRunReport> {
+  const config = scope.config();
+  const options = mapperOptionsFromConfig(config);
+  const mapper = await loadMapper(opts.dir ?? config.mappings.dir, options);
+  const against = opts.against !== undefined ? await loadMapper(opts.against, options) : undefined;
+  // Through the state database: the walk spends from the same rate budget as a running daemon.
+  const { platform, store } = await openPlatformSession(scope);
+  const logger = scope.logger();
+  const numbers = accountNumbersFromConfig(config, store, logger);
+  onPlatform?.(platform);
+  progress.status('dry run: walking the boarding queue');
+  try {
+    return await dryRun({
+      platform,
+      mapper,
+      accountNumberOf: (id) => numbers.preview(id),
+      ...(against ? { against } : {}),
+      ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
+      concurrency: config.boarding.concurrency,
+      signal: scope.shutdown,
+      onProgress: (n) => {
+        progress.status(`dry run: ${n}${opts.limit !== undefined ? `/${opts.limit}` : ''} loan(s) mapped`);
+        if (n % 100 === 0) logger.info({ mapped: n }, 'dry run progress');
+      },
+    });
+  } catch (err) {
+    // Refused credentials are fatal (1); an unreachable or failing platform left the walk
+    // incomplete (4), as for sync --once: cron alerts on both, and tells them apart.
+    if (isPlatformError(err) && err.fatal) throw new FatalError(`sync --dry-run: ${err.describe()}`);
+    if (isPlatformError(err))
+      throw new IncompleteRunError(
+        `sync --dry-run: the boarding queue walk did not complete: ${err.describe()}`,
+        EXIT_WALK_INCOMPLETE,
+      );
+    throw err;
+  }
+}
+
+export function leaderText(b: NonNullable<CycleSummary['busy']>): string {
+  return b.pid !== null
+    ? `another connector process (pid ${b.pid} on ${b.host})`
+    : `another connector process (${b.holder})`;
+}
+
+/** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
+export function cycleSummaryText(s: CycleSummary): string {
+  if (s.busy) {
+    return `${leaderText(s.busy)} leads (holds the boarding lease, epoch ${s.busy.epoch}) on this state database: nothing done`;
+  }
+  const q = Object.entries(s.quarantined);
+  const qTotal = q.reduce((a, [, n]) => a + n, 0);
+  const lines = [
+    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)${s.walk.resumed ? ' (walk resumed from checkpoint)' : ''}${s.walk.complete ? '' : ' — walk incomplete, resumes next run'}${s.walk.error ? `: ${s.walk.error}` : ''}`,
+    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · retry later: ${s.retryWait} · quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ${(s.durationMs / 1000).toFixed(1)} s`,
+    `states: ${
+      Object.entries(s.states)
+        .filter(([, n]) => n > 0)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'no loans yet'
+    }`,
+  ];
+  for (const p of s.problems.slice(0, 20))
+    lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
+  if (s.problems.length > 20)
+    lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
+  if (s.trafficStopped)
+    lines.push(
+      'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).',
+    );
+  if (s.coreOutage)
+    lines.push(
+      `ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); the pass stopped, the rest wait for the next run.`,
+    );
+  if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
+  return lines.join('\n');
+}
+
+/** `sync --once`'s exit: nothing thrown when the cycle completed; else the error whose code tells cron why (docs: exit status). */
+export function assertCycleCompleted(summary: CycleSummary, stopped: boolean): void {
+  if (summary.busy) throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
+  if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
+  if (summary.coreOutage)
+    throw new IncompleteRunError(
+      `the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`,
+      EXIT_CORE_OUTAGE,
+    );
+  if (summary.trafficStopped)
+    throw new IncompleteRunError(
+      'platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)',
+      EXIT_WALK_INCOMPLETE,
+    );
+  if (!summary.walk.complete && !stopped)
+    throw new IncompleteRunError(
+      `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`,
+      EXIT_WALK_INCOMPLETE,
+    );
+}

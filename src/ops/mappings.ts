@@ -1,0 +1,131 @@
+/**
+ * The bank engineer's mapping commands: `mappings lint`, `mappings test` (fixtures, with
+ * `--update`) and `mappings schema`, over the mapping loader. `mappings preview` is in
+ * ops/mapping-preview.ts.
+ */
+import { join } from 'node:path';
+import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
+import { fixtureTimeZone, runFixture, type FixtureResult } from '../mapping/fixtures.js';
+import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping/loader.js';
+import { diffExpectedLines } from '../core/file/layout/expected-lines.js';
+import { mappingJsonSchema } from '../mapping/spec.js';
+
+export { formatProblem, mappingJsonSchema, type MapperOptions };
+
+/** `mappings lint`: every set's problems and warnings, with file paths under its directory. */
+export function lintSets(dirs: readonly string[], options: MapperOptions) {
+  const results = dirs.map((dir) => {
+    const r = lintMappingDir(dir, options);
+    return {
+      dir,
+      ok: r.problems.length === 0,
+      version: r.version ?? null,
+      problems: r.problems.map((p) => ({ ...p, file: join(dir, p.file) })),
+      warnings: r.warnings.map((p) => ({ ...p, file: join(dir, p.file) })),
+    };
+  });
+  return { ok: results.every((r) => r.ok), failed: results.filter((r) => !r.ok).length, results };
+}
+
+/** The loan id of a fixture's input (layout columns may show it). */
+function fixtureLoanId(input: unknown): string {
+  const id = (input as { loan?: { id?: unknown } } | null)?.loan?.id;
+  return typeof id === 'string' ? id : '';
+}
+
+const located = (dir: string, p: LintProblem): string => formatProblem({ ...p, file: join(dir, p.file) });
+
+export interface FixtureSetReport {
+  dir: string;
+  results: Array<Omit<FixtureResult, 'outcome'> & { updated?: string[] }>;
+  problems: string[];
+}
+
+/** One set's fixtures: each case's result (and, with update, the files rewritten for a failing one). */
+async function testSet(
+  dir: string,
+  input: { case?: string | undefined; update?: boolean | undefined },
+): Promise<FixtureSetReport> {
+  const lint = lintMappingDir(dir);
+  const { cases, problems } = loadFixtures(dir);
+  const setProblems = [...lint.problems, ...problems].map((p) => located(dir, p));
+  if (lint.problems.length === 0 && cases.length === 0)
+    setProblems.push(`${join(dir, 'fixtures')}: no fixtures found`);
+  const results: Array<FixtureResult & { updated?: string[] }> = [];
+  if (lint.problems.length === 0) {
+    const mappers = new Map<string, ReturnType<typeof loadMapper>>();
+    const mapperFor = (o: MapperOptions): ReturnType<typeof loadMapper> => {
+      const key = JSON.stringify(o);
+      let m = mappers.get(key);
+      if (!m) {
+        m = loadMapper(dir, o);
+        mappers.set(key, m);
+      }
+      return m;
+    };
+    for (const c of cases.filter((x) => !input.case || x.name.includes(input.case))) {
+      const r = await runFixture(c, mapperFor);
+      if (c.expectedLines && r.outcome?.ok) {
+        const lineDiffs = lint.layout
+          ? diffExpectedLines(
+              lint.layout,
+              fixtureLoanId(c.input),
+              r.outcome.records,
+              c.expectedLines,
+              fixtureTimeZone(c),
+            )
+          : ['expected-lines: the mapping set declares no layout.yaml'];
+        if (lineDiffs.length > 0) Object.assign(r, { ok: false, diffs: [...r.diffs, ...lineDiffs] });
+      }
+      if (!r.ok && input.update && r.outcome) {
+        const u = updateFixture(dir, c, r.outcome, lint.layout);
+        results.push({ ...r, diffs: [...r.diffs, ...u.problems], updated: u.written });
+        continue;
+      }
+      results.push(r);
+    }
+  }
+  return { dir, problems: setProblems, results: results.map(({ outcome: _o, ...r }) => r) };
+}
+
+/** `mappings test`: the fixtures of every set; failures counts set problems and failing cases. */
+export async function testSets(
+  dirs: readonly string[],
+  input: { case?: string | undefined; update?: boolean | undefined },
+): Promise<{ failures: number; sets: FixtureSetReport[] }> {
+  const sets: FixtureSetReport[] = [];
+  for (const dir of dirs) sets.push(await testSet(dir, input));
+  const failures = sets.reduce((n, s) => n + s.problems.length + s.results.filter((r) => !r.ok).length, 0);
+  return { failures, sets };
+}
+
+/** `mappings lint` as text: warnings (they do not fail lint, but say what to change before it bites), then ok or the problems. */
+export function lintText(results: ReturnType<typeof lintSets>['results']): string {
+  const lines: string[] = [];
+  for (const r of results) {
+    lines.push(...r.warnings.map((w) => formatProblem(w)));
+    const warned = r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : '';
+    if (r.ok) lines.push(`${r.dir}: ok (mapping version ${r.version ?? '?'})${warned}`);
+    else lines.push(...r.problems.map((p) => formatProblem(p)));
+  }
+  return lines.join('\n');
+}
+
+/** `mappings test` as text: each case ok or FAIL with its diffs, and a count per set. */
+export function fixturesText(sets: readonly FixtureSetReport[]): string {
+  const lines: string[] = [];
+  for (const set of sets) {
+    lines.push(...set.problems);
+    for (const r of set.results) {
+      const updated = r.updated ? ` (updated: ${r.updated.join(', ')})` : '';
+      lines.push(
+        `${r.ok ? 'ok  ' : 'FAIL'} ${set.dir} ${r.name}${updated}`,
+        ...r.diffs.map((d) => `       ${d}`),
+      );
+    }
+    lines.push(
+      `${set.dir}: ${set.results.filter((r) => r.ok).length}/${set.results.length} fixture(s) passed`,
+    );
+  }
+  return lines.join('\n');
+}
