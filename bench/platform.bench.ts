@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/lib/logger.js';
 import { createPlatformClient } from '../src/platform/client.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import {
   createMemoryRateState,
   createSqliteRateState,

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import {
   compareDigests,
   copyTables,

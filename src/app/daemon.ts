@@ -104,15 +104,14 @@ export function createConnectorDaemon(
           logger: rt.logger,
         })
       : null;
-  const clockSkew =
-    rt.db.engine === 'postgres'
-      ? createClockSkewWatch({
-          db: rt.db,
-          clock: rt.clock,
-          maxSkewMs: rt.config.store.maxClockSkewMs,
-          logger: rt.logger,
-        })
-      : null;
+  const clockSkew = rt.db.dialect.hasServerClock
+    ? createClockSkewWatch({
+        db: rt.db,
+        clock: rt.clock,
+        maxSkewMs: rt.config.store.maxClockSkewMs,
+        logger: rt.logger,
+      })
+    : null;
   let coreOutage: CoreOutageView | null = null;
   const opsConsole = createDaemonConsole(rt, {
     requestCycle: triggerCycle,

@@ -14,7 +14,7 @@ import {
   type RateStateStore,
   type StrikeRecord,
 } from '../store/rate-state.js';
-import { toStoreDb, type AnyDb, type StoreDb } from '../store/sql.js';
+import type { StoreDb } from '../store/sql.js';
 
 export interface PlatformClientDeps {
   logger: Logger;
@@ -22,7 +22,7 @@ export interface PlatformClientDeps {
    * State database: the budget and strike ledger persist there (in memory otherwise). On
    * PostgreSQL every process on the API key spends from its shared ledger.
    */
-  db?: AnyDb;
+  db?: StoreDb;
   /** The rate state already opened (SQLite); else the db's. */
   rateState?: RateStateStore;
   clock: Clock;
@@ -69,7 +69,7 @@ export function platformClientFromConfig(
   deps: PlatformClientDeps,
 ): PlatformClient {
   const p = config.platform;
-  const db = deps.db === undefined ? undefined : toStoreDb(deps.db);
+  const db = deps.db;
   let rate: { rateState: RateStateStore } | { rateLedger: RateLedger };
   if (deps.rateState) rate = { rateState: deps.rateState };
   else if (db?.pool)

@@ -7,9 +7,9 @@ import type { Layout } from '../core/file/layout/layout.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/numbers.js';
-import { openDatabase } from '../store/db.js';
+import { openDatabase } from '../store/sqlite/db.js';
 import { openStore } from '../store/open.js';
-import { StoreDb } from '../store/sql.js';
+import type { StoreDb } from '../store/sql.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from '../store/daemon-status.js';
 import { storeTarget } from './store-target.js';
 import { BOARDING_LEASE } from '../boarding/cycle.js';
@@ -17,6 +17,7 @@ import { openLeadership } from '../store/leases.js';
 import type { LeaseRow } from '../store/leadership.js';
 import { createCore, fileBatchesFromConfig } from './core.js';
 import { platformClientFromConfig, rateAdminFor, type RateAdmin } from './platform.js';
+import { sqliteStore } from '../store/sqlite/store.js';
 
 /**
  * What a command runs in: its config, logger and clock, and where to register what must be closed
@@ -146,5 +147,5 @@ export async function openStateMigration(
     { logger: scope.logger(), applicationName: 'boarding-connector state migrate' },
   );
   scope.onClose(() => target.close());
-  return { src, target, srcDaemons: createDaemonStatusStore(StoreDb.sqliteOn(src)) };
+  return { src, target, srcDaemons: createDaemonStatusStore(sqliteStore(src)) };
 }

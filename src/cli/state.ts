@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import type { openDatabase } from '../store/db.js';
+import type { openDatabase } from '../store/sqlite/db.js';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { backupDatabase, verifyDatabase } from '../store/backup.js';
+import { backupDatabase, verifyDatabase } from '../store/sqlite/backup.js';
 import { openState, openStateMigration, readLeader } from '../app/session.js';
 import { holderParts } from '../store/leadership.js';
 import { FatalError, UsageError } from '../lib/errors.js';

@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 
 export type MatchedBy = 'crossref' | 'tin' | 'created';
 export const MATCHED_BY: readonly MatchedBy[] = ['crossref', 'tin', 'created'];
@@ -130,8 +130,7 @@ const loanCustomer = (r: RawLoanCustomer): LoanCustomerRow => ({
   resolvedAt: r.resolved_at,
 });
 
-export function createCustomerStore(anyDb: AnyDb): CustomerStore {
-  const db = toStoreDb(anyDb);
+export function createCustomerStore(db: StoreDb): CustomerStore {
   const GET_SETTING = 'SELECT value FROM customer_settings WHERE name = ?';
   const PUT_SETTING =
     'INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING';

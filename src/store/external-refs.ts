@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 
 /**
  * Platform ids stored in a core as a digest because the core's external-reference field is
@@ -11,8 +11,7 @@ export interface ExternalRefStore {
   platformIdOf(core: string, ref: string): Promise<string | null>;
 }
 
-export function createExternalRefStore(anyDb: AnyDb): ExternalRefStore {
-  const db = toStoreDb(anyDb);
+export function createExternalRefStore(db: StoreDb): ExternalRefStore {
   return {
     remember: async (core, ref, platformId, kind, now) => {
       await db.run(

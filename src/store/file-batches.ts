@@ -1,5 +1,5 @@
-import { truncateWal } from './db.js';
-import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
+import { truncateWal } from './sqlite/db.js';
+import type { StoreDb } from './sql.js';
 
 /** One row of `file_batches`. Times are epoch ms. */
 export interface FileBatchRow {
@@ -84,8 +84,8 @@ export interface BatchTieRows {
 
 export class FileBatchStore {
   private readonly db: StoreDb;
-  constructor(db: AnyDb) {
-    this.db = toStoreDb(db);
+  constructor(db: StoreDb) {
+    this.db = db;
   }
 
   get(id: string): Promise<FileBatchRow | undefined> {

@@ -1,7 +1,7 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
 import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './customers.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
-import { toStoreDb, type AnyDb, type Fence, type StoreDb } from './sql.js';
+import type { Fence, StoreDb } from './sql.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createLoanStore, type LoanStore } from './loans.js';
 import { FileBatchStore, type BatchTieRows } from './file-batches.js';
@@ -52,8 +52,7 @@ export interface ReportReads {
   customerResolutions(since: number, until: number): AsyncIterable<LoanCustomerRow>;
 }
 
-export function createReportReads(anyDb: AnyDb): ReportReads {
-  const db = toStoreDb(anyDb);
+export function createReportReads(db: StoreDb): ReportReads {
   return {
     loanScan: (since) => createLoanScan(db, since),
     fundedLoans: () => createWebhookInbox(db).fundedLoans(),
@@ -63,8 +62,7 @@ export function createReportReads(anyDb: AnyDb): ReportReads {
   };
 }
 
-export function createBoardingStore(anyDb: AnyDb, opts: BoardingStoreOptions = {}): BoardingStore {
-  const db = toStoreDb(anyDb);
+export function createBoardingStore(db: StoreDb, opts: BoardingStoreOptions = {}): BoardingStore {
   return {
     db,
     loans: createLoanStore(db),

@@ -10,7 +10,7 @@ import {
   type Role,
   type LeaseTerm,
 } from './leadership.js';
-import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 
 /**
  * The SQLite side of leadership (src/store/leadership.ts has the rules): the `leases` table
@@ -35,10 +35,9 @@ interface Raw {
 }
 
 export function sqliteLeaseBackend(
-  anyDb: AnyDb,
+  db: StoreDb,
   isAlive: (pid: number) => boolean = processAlive,
 ): LeaseBackend {
-  const db = toStoreDb(anyDb);
   const here = hostname();
   return {
     acquire: (name, holder, ttlMs) =>
@@ -146,8 +145,7 @@ export async function openLeadership(db: StoreDb, s: LeadershipSettings): Promis
     ...(s.marginMs !== undefined ? { marginMs: s.marginMs } : {}),
     ...(s.onChange ? { onChange: s.onChange } : {}),
   };
-  if (db.engine === 'postgres') {
-    if (db.pool === null) throw new Error('a PostgreSQL store without a pool');
+  if (db.pool !== null) {
     const { PgLeadership } = await import('./pg/leadership.js');
     return new PgLeadership({ pool: db.pool, ...common });
   }

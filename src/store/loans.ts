@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { redactForStorage, redactPayload } from '../lib/redact.js';
 import {
   LOAN_STATES,
@@ -324,8 +324,7 @@ type RawEvent = {
   detail: string | null;
 };
 
-export function createLoanStore(anyDb: AnyDb): LoanStore {
-  const db = toStoreDb(anyDb);
+export function createLoanStore(db: StoreDb): LoanStore {
   const SELECT_ONE = 'SELECT * FROM loans WHERE id = ?';
   // The check before a write reads the state alone: a full row carries the queue item and the
   // boarded records (kilobytes of JSON), read again once, after the write, for the caller.

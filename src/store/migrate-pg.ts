@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Db } from './db.js';
+import type { Db } from './sqlite/db.js';
 import type { StoreDb } from './sql.js';
 
 /**

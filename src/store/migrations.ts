@@ -701,10 +701,15 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
   `,
 ];
 
+/** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */
+const MIGRATION_TEXT: Record<'sqlite' | 'postgres', (m: Migration) => string> = {
+  sqlite: (m) => (typeof m === 'string' ? m : m.sqlite),
+  postgres: (m) => (typeof m === 'string' ? pgMigrationSql(m) : m.postgres),
+};
+
 /** The text of a migration for an engine. */
 export function migrationSql(m: Migration, engine: 'sqlite' | 'postgres'): string {
-  if (typeof m !== 'string') return m[engine];
-  return engine === 'sqlite' ? m : pgMigrationSql(m);
+  return MIGRATION_TEXT[engine](m);
 }
 
 /**

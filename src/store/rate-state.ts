@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import type { Db } from './db.js';
+import type { Db } from './sqlite/db.js';
 import type { StoreDb } from './sql.js';
 
 export type RateBucketName = 'read' | 'write';

@@ -10,7 +10,7 @@ import {
 } from '../leadership.js';
 import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
 import { sessionName } from './url.js';
-import { PG_FENCE_SQL } from '../sql.js';
+import { PG_FENCE_SQL } from '../leadership/fence.js';
 
 export { FencedOutError, type LeaseRow, type LeaseTerm } from '../leadership.js';
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createNumberStore } from '../../../src/store/numbers.js';
 import { openStore } from '../../../src/store/open.js';
 import { createTestDatabase, pgSkipReason, pgTarget } from '../../support/pg.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import {
   createMemoryRateState,
   createSqliteRateState,

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS, migrationSql, type Migration } from './migrations.js';
+import { MIGRATIONS, migrationSql, type Migration } from '../migrations.js';
 
 export type Db = Database.Database;
 
