@@ -63,6 +63,31 @@ export default tseslint.config(
     },
   },
   {
+    // Ports belong to their users (issue 34): the platform client owns its rate-ledger port
+    // (platform/rate-budget/ledger.ts), the cores their batch and cross-reference stores
+    // (core/file/batch-store.ts, core/external-refs.ts); the store implements them and src/app wires.
+    files: ['src/platform/**/*.ts', 'src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/store/*', '**/store/**'],
+              message:
+                'src/platform and src/core import nothing from src/store: declare the port here and let src/app hand in the store.',
+            },
+            // Repeated from the rule above: a later no-restricted-imports replaces it for these files.
+            {
+              group: ['better-sqlite3'],
+              message: 'Only src/store talks to SQLite: add a repository method there.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The mapping engine is pure: bank engineers' expressions must never reach I/O.
     files: ['src/mapping/**/*.ts'],
     ignores: ['src/mapping/loader.ts'],

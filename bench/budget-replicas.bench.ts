@@ -23,7 +23,7 @@ import { systemClock } from '../src/lib/clock.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { openPgPool } from '../src/store/pg/pool.js';
-import { migratePg } from '../src/store/pg/schema.js';
+import { migratePg } from '../src/store/migrations/pg.js';
 import { benchPgClient, benchPgStore, benchPgUrl, runBenchReplica } from './pg-server.js';
 import { pgStore } from '../src/store/pg/store.js';
 

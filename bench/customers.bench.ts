@@ -21,7 +21,7 @@ import { silentLogger } from '../src/lib/logger.js';
 import type { Entities } from '../src/contract/schemas.js';
 import { openDatabase } from '../src/store/sqlite/db.js';
 import { createBoardingStore } from '../src/store/index.js';
-import { DEFAULT_NUMBER_POOLS } from '../src/store/numbers.js';
+import { DEFAULT_NUMBER_POOLS } from '../src/store/identity/numbers.js';
 import { sqliteStore } from '../src/store/sqlite/store.js';
 
 const LOANS = Number(process.env['BENCH_LOANS'] ?? 2000);

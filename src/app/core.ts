@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger.js';
 import { join } from 'node:path';
 import type { Layout } from '../core/file/layout/layout.js';
 import type { StoreDb } from '../store/sql.js';
-import { createExternalRefStore } from '../store/external-refs.js';
+import { createExternalRefStore } from '../store/identity/external-refs.js';
 import { FileBatches } from '../core/file/batches.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import { cutoffRule } from '../core/file/cutoff.js';

@@ -1,6 +1,6 @@
 import { createEditLoopService } from '../editloop/edit-loop-service.js';
 import { numberSource, type Config } from '../config/schema.js';
-import type { NumberPoolName } from '../store/numbers.js';
+import type { NumberPoolName } from '../store/identity/numbers.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../scheduler/daemon.js';
 import { batchSealDaemonJob } from './seal-job.js';

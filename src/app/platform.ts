@@ -4,16 +4,16 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/budget.js';
 import { createPlatformClient, type PlatformClient } from '../platform/client.js';
-import { PgSharedRateBudget } from '../store/pg/rate-budget.js';
+import { PgSharedRateBudget } from '../store/rate-budget/pg.js';
 import type { PgPool } from '../store/pg/pool.js';
 import {
   createMemoryRateState,
-  rateStateFor,
   type RateBucketName,
   type RateLedger,
   type RateStateStore,
   type StrikeRecord,
-} from '../store/rate-state.js';
+} from '../platform/rate-budget/ledger.js';
+import { rateStateFor } from '../store/rate-budget/sqlite.js';
 import type { StoreDb } from '../store/sql.js';
 
 export interface PlatformClientDeps {

@@ -5,7 +5,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
 import type { StoreDb } from '../store/sql.js';
-import type { PoolUsage } from '../store/numbers.js';
+import type { PoolUsage } from '../store/identity/numbers.js';
 import { createApp } from '../http/app.js';
 import {
   checkEndpoints,

@@ -1,7 +1,7 @@
 import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
-import { FencedOutError, holderParts, type Leadership } from '../store/leadership.js';
+import { FencedOutError, holderParts, type Leadership } from '../store/leadership/leadership.js';
 import { FencedOut } from '../store/sql.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
 import type { DueCursor } from '../store/loans.js';

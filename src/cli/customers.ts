@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import { openState } from '../app/session.js';
-import { MATCHED_BY, type CustomerStore, type MatchedBy, type XrefRow } from '../store/customers.js';
+import { MATCHED_BY, type CustomerStore, type MatchedBy, type XrefRow } from '../store/identity/customers.js';
 import { out, type CliContext } from './context.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();

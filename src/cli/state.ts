@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { backupDatabase, verifyDatabase } from '../store/sqlite/backup.js';
 import { openState, openStateMigration, readLeader } from '../app/session.js';
-import { holderParts } from '../store/leadership.js';
+import { holderParts } from '../store/leadership/leadership.js';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 import {
@@ -16,7 +16,7 @@ import {
   nonEmptyTables,
   planTables,
   type TableComparison,
-} from '../store/migrate-pg.js';
+} from '../store/migrations/copy-sqlite-to-pg.js';
 import { redactUrl } from '../store/pg/url.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
 

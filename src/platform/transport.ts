@@ -1,7 +1,7 @@
 import { Agent, Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { createMemoryRateState, type RateLedger, type RateStateStore } from '../store/rate-state.js';
+import { createMemoryRateState, type RateLedger, type RateStateStore } from './rate-budget/ledger.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './budget.js';
 import {

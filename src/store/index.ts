@@ -1,5 +1,5 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
-import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './customers.js';
+import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './identity/customers.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
 import type { Fence, StoreDb } from './sql.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
@@ -7,7 +7,7 @@ import { createLoanStore, type LoanStore } from './loans.js';
 import { FileBatchStore, type BatchTieRows } from './file-batches.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createLoanScan, type LoanScan } from './loan-scan.js';
-import { createNumberStore, type NumberPools, type NumberStore } from './numbers.js';
+import { createNumberStore, type NumberPools, type NumberStore } from './identity/numbers.js';
 
 /** The repositories the boarding pipeline works with, over one database handle. */
 export interface BoardingStore {

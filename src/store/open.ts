@@ -152,7 +152,7 @@ export function postgresOpenError(
 export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}): Promise<StoreDb> {
   if (target.engine === 'sqlite') return openSqliteStore(target.path, opts);
   // Loaded only for PostgreSQL: an embedded (SQLite) connector does not carry the driver in memory.
-  const [{ default: pg }, { migratePg }] = await Promise.all([import('pg'), import('./pg/schema.js')]);
+  const [{ default: pg }, { migratePg }] = await Promise.all([import('pg'), import('./migrations/pg.js')]);
   // Never the URL as connectionString: the driver would let its sslmode and password win.
   const connection = pgClientConfig(target);
   // Named per process: a replica taking the lease over from this one, once its lease expired, can

@@ -4,7 +4,7 @@
  * `key number` per line.
  */
 import { openDatabase } from '../../src/store/sqlite/db.js';
-import { createNumberStore } from '../../src/store/numbers.js';
+import { createNumberStore } from '../../src/store/identity/numbers.js';
 import { sqliteStore } from '../../src/store/sqlite/store.js';
 
 const [path, at, prefix, count] = [

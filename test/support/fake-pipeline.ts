@@ -1,6 +1,6 @@
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
-import { Leadership, newHolderId } from '../../src/store/leadership.js';
-import { sqliteLeaseBackend } from '../../src/store/leases.js';
+import { Leadership, newHolderId } from '../../src/store/leadership/leadership.js';
+import { sqliteLeaseBackend } from '../../src/store/leadership/leases.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../src/store/sqlite/db.js';
 import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';

@@ -6,7 +6,7 @@ import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { DEFAULT_NUMBER_POOLS } from '../../../src/store/numbers.js';
+import { DEFAULT_NUMBER_POOLS } from '../../../src/store/identity/numbers.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { createWebhookService } from '../../../src/app/webhook-service.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
 import { runCli } from './harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sharedRateLedger } from '../../../src/app/platform.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { createSqliteRateState } from '../../../src/store/rate-state.js';
+import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import {
   createTestDatabase,
   pgEnv,

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
 import { openStore } from '../../../src/store/open.js';
-import { pgLeaseBackend } from '../../../src/store/pg/leadership.js';
+import { pgLeaseBackend } from '../../../src/store/leadership/pg.js';
 import type { PgPool } from '../../../src/store/pg/pool.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { runCliSplit, type CliRun } from '../../support/cli-run.js';

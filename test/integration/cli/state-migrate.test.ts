@@ -16,7 +16,7 @@ import { createBoardingStore } from '../../../src/store/index.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createConsoleStore } from '../../../src/store/console.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
-import { createSqliteRateState } from '../../../src/store/rate-state.js';
+import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import { openStore } from '../../../src/store/open.js';
 import { redactUrl } from '../../../src/store/pg/url.js';
 import { runCli } from '../boarding/harness.js';

@@ -8,7 +8,7 @@ import {
 import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
-import { createExternalRefStore } from '../../../src/store/external-refs.js';
+import { createExternalRefStore } from '../../../src/store/identity/external-refs.js';
 import { refusedRequestPath, startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
 import { fineractRecords, makePackage } from '../../unit/core/support.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';

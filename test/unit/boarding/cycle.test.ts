@@ -3,7 +3,7 @@ import { retryLoan, skipLoan } from '../../../src/boarding/ops.js';
 import { PlatformError } from '../../../src/platform/errors.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { issue } from '../../support/fake-mapper.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 

@@ -9,8 +9,8 @@ import { createBoardingStore } from '../../../src/store/index.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 import { FakeClock } from '../../support/fake-clock.js';
-import { Leadership } from '../../../src/store/leadership.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { Leadership } from '../../../src/store/leadership/leadership.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { FencedOut } from '../../../src/store/sql.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 

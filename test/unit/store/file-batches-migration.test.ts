@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../../../src/store/sqlite/db.js';
+import { migrate } from '../../../src/store/migrations/sqlite.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
-import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
+import { MIGRATIONS, migrationSql } from '../../../src/store/migrations/migrations.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const columns = (db: Database.Database): string[] =>

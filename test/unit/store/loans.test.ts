@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { IllegalTransitionError, LOAN_STATES, isAllowedTransition } from '../../../src/store/loan-states.js';
 import { StaleStateError } from '../../../src/store/loans.js';

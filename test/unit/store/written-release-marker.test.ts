@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../../../src/store/sqlite/db.js';
-import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
+import { migrate } from '../../../src/store/migrations/sqlite.js';
+import { MIGRATIONS, migrationSql } from '../../../src/store/migrations/migrations.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 

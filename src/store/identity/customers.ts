@@ -1,4 +1,4 @@
-import type { StoreDb } from './sql.js';
+import type { StoreDb } from '../sql.js';
 
 export type MatchedBy = 'crossref' | 'tin' | 'created';
 export const MATCHED_BY: readonly MatchedBy[] = ['crossref', 'tin', 'created'];

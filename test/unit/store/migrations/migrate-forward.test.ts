@@ -1,14 +1,14 @@
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { sqliteLeaseBackend } from '../../../../src/store/leadership/leases.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
-import { createBoardingStore } from '../../../src/store/index.js';
-import { createWebhookInbox } from '../../../src/store/inbox.js';
-import { sqliteStore } from '../../../src/store/sqlite/store.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { MIGRATIONS, migrationSql } from '../../../../src/store/migrations/migrations.js';
+import { createBoardingStore } from '../../../../src/store/index.js';
+import { createWebhookInbox } from '../../../../src/store/inbox.js';
+import { sqliteStore } from '../../../../src/store/sqlite/store.js';
 
 describe('a state file from before issue 26 migrates forward untouched', () => {
   it('opens a schema-13 file (what main wrote before issue 26: file core 12, console 13) at the new version and keeps its rows', async () => {

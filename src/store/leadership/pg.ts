@@ -7,15 +7,15 @@ import {
   type LeaseBackend,
   type LeaseRow,
   type LeaseTerm,
-} from '../leadership.js';
-import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
-import { sessionName } from './url.js';
-import { PG_FENCE_SQL } from '../leadership/fence.js';
+} from './leadership.js';
+import { inTransaction, type PgClient, type PgPool, type Queryable } from '../pg/pool.js';
+import { sessionName } from '../pg/url.js';
+import { PG_FENCE_SQL } from './fence.js';
 
-export { FencedOutError, type LeaseRow, type LeaseTerm } from '../leadership.js';
+export { FencedOutError, type LeaseRow, type LeaseTerm } from './leadership.js';
 
 /**
- * The PostgreSQL side of leadership with fencing (src/store/leadership.ts has the rules): the lease
+ * The PostgreSQL side of leadership with fencing (src/store/leadership/leadership.ts has the rules): the lease
  * row is `leader_lease` (migration 15), every decision on the database's clock (clock_timestamp()).
  * A takeover is an UPDATE of that row, so it waits for a fenced transaction in progress (which
  * holds the row FOR SHARE) to commit: the old leader's write is ordered before the takeover, and a

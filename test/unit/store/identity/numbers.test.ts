@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
-import { FatalError } from '../../../src/lib/errors.js';
-import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { createBoardingStore } from '../../../src/store/index.js';
-import { openStore } from '../../../src/store/open.js';
-import type { StoreDb } from '../../../src/store/sql.js';
+import { hasValidCheckDigit } from '../../../../src/lib/check-digit.js';
+import { FatalError } from '../../../../src/lib/errors.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { createBoardingStore } from '../../../../src/store/index.js';
+import { openStore } from '../../../../src/store/open.js';
+import type { StoreDb } from '../../../../src/store/sql.js';
 import {
   DEFAULT_NUMBER_POOLS,
   PoolExhaustedError,
@@ -15,10 +15,10 @@ import {
   formatNumber,
   type NumberPools,
   type NumberPoolSpec,
-} from '../../../src/store/numbers.js';
-import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../support/store-engines.js';
-import { pgTarget } from '../../support/pg.js';
-import { sqliteStore } from '../../../src/store/sqlite/store.js';
+} from '../../../../src/store/identity/numbers.js';
+import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../../support/store-engines.js';
+import { pgTarget } from '../../../support/pg.js';
+import { sqliteStore } from '../../../../src/store/sqlite/store.js';
 
 const T0 = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'numbers-'));

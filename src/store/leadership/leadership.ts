@@ -1,14 +1,14 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { every, type Clock, type Timer } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { Fence, FenceScope, StoreDb } from './sql.js';
+import { every, type Clock, type Timer } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Fence, FenceScope, StoreDb } from '../sql.js';
 
 /**
  * Leadership with fencing (issue 26), one class for both engines.
  *
  * A lease row (name, holder, epoch, expiry) decided on the DATABASE's clock by a LeaseBackend
- * (PostgreSQL: leader_lease, src/store/pg/leadership.ts; SQLite: leases, src/store/leases.ts):
+ * (PostgreSQL: leader_lease, src/store/leadership/pg.ts; SQLite: leases, src/store/leadership/leases.ts):
  * - acquire succeeds only when the row is free (released) or expired, and increments the epoch;
  * - renew succeeds only for the same holder AND epoch, and only before expiry;
  * - release frees the row at once (PostgreSQL also NOTIFYs the standbys: a hint; they poll, which

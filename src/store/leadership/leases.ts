@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
 import {
   holderParts,
   Leadership,
@@ -10,10 +10,10 @@ import {
   type Role,
   type LeaseTerm,
 } from './leadership.js';
-import type { StoreDb } from './sql.js';
+import type { StoreDb } from '../sql.js';
 
 /**
- * The SQLite side of leadership (src/store/leadership.ts has the rules): the `leases` table
+ * The SQLite side of leadership (src/store/leadership/leadership.ts has the rules): the `leases` table
  * (migrations 3 and 14), every decision on the database host's clock inside one IMMEDIATE write
  * transaction, which a fenced write also takes (sql.ts): a takeover and a stale holder's write are
  * serialised, and the stale one finds another epoch. SQLite is one host, so one more rule keeps a
@@ -146,7 +146,7 @@ export async function openLeadership(db: StoreDb, s: LeadershipSettings): Promis
     ...(s.onChange ? { onChange: s.onChange } : {}),
   };
   if (db.pool !== null) {
-    const { PgLeadership } = await import('./pg/leadership.js');
+    const { PgLeadership } = await import('./pg.js');
     return new PgLeadership({ pool: db.pool, ...common });
   }
   return new Leadership(sqliteLeaseBackend(db, s.isAlive), common);

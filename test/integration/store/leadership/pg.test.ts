@@ -14,7 +14,7 @@ import {
   releaseLease,
   renewLease,
   type LeaseTerm,
-} from '../../../../src/store/pg/leadership.js';
+} from '../../../../src/store/leadership/pg.js';
 import type { PgPool } from '../../../../src/store/pg/pool.js';
 import { FakeClock } from '../../../support/fake-clock.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';

@@ -1,6 +1,6 @@
-import { checkDigit, type CheckDigitScheme } from '../lib/check-digit.js';
-import { FatalError } from '../lib/errors.js';
-import type { StoreDb } from './sql.js';
+import { checkDigit, type CheckDigitScheme } from '../../lib/check-digit.js';
+import { FatalError } from '../../lib/errors.js';
+import type { StoreDb } from '../sql.js';
 
 /**
  * The bank's own numbers (docs/core.md "Account and customer numbers"): a loan's core account
