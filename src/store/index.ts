@@ -9,6 +9,9 @@ import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createLoanScan, type LoanScan } from './loan-scan.js';
 import { createNumberStore, type NumberPools, type NumberStore } from './identity/numbers.js';
 
+/** The one fence error (issue 34): a stale holder's write, refused; nothing was written. */
+export { FencedOut, type Fence, type FenceScope, type LeaveReason } from './leadership/fence.js';
+
 /** The repositories the boarding pipeline works with, over one database handle. */
 export interface BoardingStore {
   /** The engine-neutral handle every repository runs its SQL through (sql.ts). */
