@@ -17,7 +17,7 @@ import {
   planTables,
   type TableComparison,
 } from '../store/migrations/copy-sqlite-to-pg.js';
-import { redactUrl } from '../store/pg/url.js';
+import { redactUrl } from '../lib/redact.js';
 import { runningDaemons } from '../editloop/daemon-guard.js';
 
 export function registerStateCommands(program: Command, ctx: CliContext): void {

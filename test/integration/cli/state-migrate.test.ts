@@ -18,7 +18,7 @@ import { createConsoleStore } from '../../../src/store/console.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
 import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import { openStore } from '../../../src/store/open.js';
-import { redactUrl } from '../../../src/store/pg/url.js';
+import { redactUrl } from '../../../src/lib/redact.js';
 import { runCli } from '../boarding/harness.js';
 import {
   createTestDatabase,
@@ -454,7 +454,7 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     ]);
     expect(b.code).toBe(1);
     expect(b.error).toMatch(
-      /^--to: cannot open the state store at postgres:\/\/boarding:\*\*\*@127\.0\.0\.1:1\/boarding/,
+      /^--to: cannot open the state store at postgres:\/\/boarding:\(hidden\)@127\.0\.0\.1:1\/boarding/,
     );
     expect(`${b.error ?? ''}${b.stdout}`).not.toContain('hunter2');
   });
