@@ -451,27 +451,12 @@ function exceptionQueries({
   };
 }
 
-/** Requests, the loans each covers, decisions and execution claims. */
-function requestQueries({
+/** A request's writes: its insertion with its loans, the decision, the execution claim and the result. */
+function requestWrites({
   db,
-  all,
   audit,
   immediate,
-}: StoreParts): Omit<
-  ConsoleStore,
-  | 'exceptionPage'
-  | 'exceptionCounts'
-  | 'exceptionIds'
-  | 'appendAudit'
-  | 'audit'
-  | 'auditAscending'
-  | 'signOffs'
-  | 'signOff'
-  | 'sign'
-  | 'passwordHash'
-  | 'putPasswordHash'
-  | 'lastUnlock'
-> {
+}: StoreParts): Pick<ConsoleStore, 'insertRequest' | 'decide' | 'claim' | 'finish'> {
   return {
     async insertRequest(row, loans, entry) {
       await immediate(async () => {
@@ -489,6 +474,61 @@ function requestQueries({
         await audit(entry);
       });
     },
+    async decide(id, to, by, at, note, entry) {
+      return immediate(async () => {
+        const r = await db.run(
+          "UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'",
+          [to, by, at, note, id],
+        );
+        if (r.changes === 0) return false;
+        await audit(entry);
+        return true;
+      });
+    },
+    async claim(id, owner, at, staleBefore) {
+      return (
+        (
+          await db.run(
+            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)",
+            [owner, at, id, staleBefore],
+          )
+        ).changes > 0
+      );
+    },
+    async finish(id, status, at, result, entry) {
+      await immediate(async () => {
+        if (
+          (
+            await db.run(
+              "UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'",
+              [status, at, result, id],
+            )
+          ).changes > 0
+        )
+          await audit(entry);
+      });
+    },
+  };
+}
+
+/** Requests as the console lists them, and the loans each one covers. */
+function requestReads({
+  db,
+  all,
+}: StoreParts): Pick<
+  ConsoleStore,
+  | 'request'
+  | 'requestLoans'
+  | 'requestLoanRows'
+  | 'requestLoanStates'
+  | 'requests'
+  | 'requestsForLoan'
+  | 'countRequests'
+  | 'openRequestsCovering'
+  | 'openRequestsOf'
+  | 'approvedIds'
+> {
+  return {
     async request(id) {
       const r = await db.get<Record<string, unknown>>('SELECT * FROM console_requests WHERE id = ?', [id]);
       return r ? toRequest(r) : null;
@@ -554,17 +594,6 @@ function requestQueries({
           ?.n ?? 0,
       );
     },
-    async decide(id, to, by, at, note, entry) {
-      return immediate(async () => {
-        const r = await db.run(
-          "UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'",
-          [to, by, at, note, id],
-        );
-        if (r.changes === 0) return false;
-        await audit(entry);
-        return true;
-      });
-    },
     async openRequestsCovering(loanIds, limit) {
       const out: Array<{ requestId: string; loanId: string }> = [];
       for (let i = 0; i < loanIds.length && out.length < limit; i += 500) {
@@ -586,16 +615,6 @@ function requestQueries({
         )
       ).map((r) => r.id);
     },
-    async claim(id, owner, at, staleBefore) {
-      return (
-        (
-          await db.run(
-            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)",
-            [owner, at, id, staleBefore],
-          )
-        ).changes > 0
-      );
-    },
     async approvedIds(limit) {
       return (
         await db.all<{ id: string }>(
@@ -603,19 +622,6 @@ function requestQueries({
           [limit],
         )
       ).map((r) => r.id);
-    },
-    async finish(id, status, at, result, entry) {
-      await immediate(async () => {
-        if (
-          (
-            await db.run(
-              "UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'",
-              [status, at, result, id],
-            )
-          ).changes > 0
-        )
-          await audit(entry);
-      });
     },
   };
 }
@@ -743,5 +749,10 @@ function auditQueries({
 
 export function createConsoleStore(db: StoreDb): ConsoleStore {
   const parts = storeParts(db);
-  return { ...exceptionQueries(parts), ...requestQueries(parts), ...auditQueries(parts) };
+  return {
+    ...exceptionQueries(parts),
+    ...requestWrites(parts),
+    ...requestReads(parts),
+    ...auditQueries(parts),
+  };
 }
