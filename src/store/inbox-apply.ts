@@ -101,7 +101,7 @@ export function createInboxApplier(
       if ((await db.get("SELECT 1 AS one FROM webhook_inbox WHERE status = 'pending' LIMIT 1")) === undefined)
         return { rows: 0, outcomes: [] };
       let outcomes: RowOutcome[];
-      // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
+      // IMMEDIATE (see store/sqlite/db.ts): the write lock is taken before the rows are read.
       try {
         outcomes = await applyAll(limit, now);
       } catch (err) {
