@@ -41,6 +41,12 @@ export interface Dialect {
   checkFence(conn: DatabaseConnection, fence: Fence): Promise<void>;
   /** Runs a multi-statement script (migrations, DDL) on conn. */
   exec(conn: DatabaseConnection, text: string): Promise<void>;
+  /**
+   * After content was cleared (a batch's seal): what the engine still keeps of it on this host is
+   * dropped. SQLite: the WAL checkpointed and truncated (secure_delete already zeroed the pages).
+   * PostgreSQL: nothing to do here (its rows were only ever stored encrypted).
+   */
+  scrubLog(): { done: boolean; frames: number };
   /** Why a write would be refused now beyond "closed" (read-only handle / standby), or null. */
   writeBlocker(probe: {
     write(): Promise<void>;

@@ -27,7 +27,7 @@ export interface BoardingStore {
   /** Customer match: customers by TIN hash, entity ↔ CIF cross-reference, per-loan resolutions. */
   customers: CustomerStore;
   /**
-   * Runs `fn` in one write transaction (SQLite: IMMEDIATE, see db.ts): every repository call it
+   * Runs `fn` in one write transaction (SQLite: IMMEDIATE, see sqlite/db.ts): every repository call it
    * makes commits together or not at all. With a fence, the lease is checked in the same
    * transaction first (sql.ts): a stale holder's write throws FencedOut and changes nothing.
    */

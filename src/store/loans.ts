@@ -398,7 +398,7 @@ function loanWrites(
   { SELECT_ONE, SELECT_STATE, require, event, applyPatch }: LoanParts,
 ): Pick<LoanStore, 'insert' | 'transition' | 'amend' | 'update' | 'recordEvent'> {
   return {
-    // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see db.ts).
+    // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see sqlite/db.ts).
     insert: (loan, now) =>
       db.write(async () => {
         const existing = await db.get<{ state: string }>(SELECT_STATE, [loan.id]);

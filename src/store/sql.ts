@@ -14,7 +14,7 @@ import type { PgPool } from './pg/pool.js';
  * statements that differ ask the engine's Dialect, store/sqlite/dialect.ts and store/pg/dialect.ts),
  * which compiles them to `$1…` for PostgreSQL.
  *
- * Units of work: `write(fn)` runs fn in one transaction (SQLite: BEGIN IMMEDIATE, see db.ts;
+ * Units of work: `write(fn)` runs fn in one transaction (SQLite: BEGIN IMMEDIATE, see sqlite/db.ts;
  * PostgreSQL: BEGIN), `read(fn)` in one read transaction (a consistent snapshot). Every query made
  * while fn runs — by any repository, however deep — goes to that transaction's connection: the
  * transaction is carried by AsyncLocalStorage, so the repositories keep one interface and a caller

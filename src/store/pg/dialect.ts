@@ -91,6 +91,7 @@ export function pgDialect(pool: PgPool): Dialect {
     exec: async (conn, text) => {
       await conn.executeQuery(CompiledQuery.raw(text, []));
     },
+    scrubLog: () => ({ done: true, frames: 0 }),
     // A standby after a failover is read-only.
     writeBlocker: async (probe) => {
       const r = await probe.get<{ ro: string }>("SELECT current_setting('transaction_read_only') AS ro");

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { CompiledQuery, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import type { Dialect } from '../dialect.js';
 import { FencedOut } from '../leadership/fence.js';
+import { truncateWal } from './db.js';
 
 /**
  * Prepared statements are compiled once per SQL text (better-sqlite3's prepare parses the SQL
@@ -67,6 +68,7 @@ export function sqliteDialect(handle: Database.Database): Dialect {
       handle.exec(text);
       return Promise.resolve();
     },
+    scrubLog: () => truncateWal(handle),
     // BEGIN IMMEDIATE takes the write lock, then rolls back.
     writeBlocker: async (probe) => {
       if (handle.readonly) return 'state database is read-only';
