@@ -53,9 +53,16 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/webhooks/*', '**/boarding/*', '**/platform/*', '**/platform/**'],
+              group: [
+                '**/webhooks/*',
+                '**/boarding/*',
+                '**/platform/*',
+                '**/platform/**',
+                '**/core/*',
+                '**/core/**',
+              ],
               message:
-                'src/store imports nothing from webhooks/, boarding/ or platform/ (they depend on the store; shared API shapes are in src/contract).',
+                'src/store imports nothing from webhooks/, boarding/, platform/ or core/ (they depend on the store; it implements their ports structurally, src/app wires them; shared API shapes are in src/contract).',
             },
           ],
         },
