@@ -490,7 +490,7 @@ describe('state commands with an unreachable PostgreSQL', () => {
         const r = await runCliSplit(['--config', configPath, '--progress=never', ...args]);
         expect(r.code, `${args.join(' ')}: ${r.error ?? ''}`).toBe(1);
         expect(r.error, args.join(' ')).toMatch(
-          /^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\*\*\*@127\.0\.0\.1:1\/boarding/,
+          /^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\(hidden\)@127\.0\.0\.1:1\/boarding/,
         );
         expect(`${r.error ?? ''}${r.stdout}${r.stderr}`).not.toContain('hunter2');
       }
