@@ -97,9 +97,41 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/webhooks/*', '**/boarding/*', '**/platform/*', '**/platform/**'],
+              group: [
+                '**/webhooks/*',
+                '**/boarding/*',
+                '**/platform/*',
+                '**/platform/**',
+                '**/core/*',
+                '**/core/**',
+              ],
               message:
-                'src/store imports nothing from webhooks/, boarding/ or platform/ (they depend on the store; shared API shapes are in src/contract).',
+                'src/store imports nothing from webhooks/, boarding/, platform/ or core/ (they depend on the store; it implements their ports structurally, src/app wires them; shared API shapes are in src/contract).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Ports belong to their users (issue 34): the platform client owns its rate-ledger port
+    // (platform/rate-budget/ledger.ts), the cores their batch and cross-reference stores
+    // (core/file/batch-store.ts, core/external-refs.ts); the store implements them and src/app wires.
+    files: ['src/platform/**/*.ts', 'src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/store/*', '**/store/**'],
+              message:
+                'src/platform and src/core import nothing from src/store: declare the port here and let src/app hand in the store.',
+            },
+            // Repeated from the rule above: a later no-restricted-imports replaces it for these files.
+            {
+              group: ['better-sqlite3'],
+              message: 'Only src/store talks to SQLite: add a repository method there.',
             },
           ],
         },

@@ -21,7 +21,8 @@ import type { BoardingPackage } from '../src/core/port.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { loadLayout, loadMapper } from '../src/mapping/loader.js';
 import type { MappedRecord } from '../src/mapping/types.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
+import { sqliteStore } from '../src/store/sqlite/store.js';
 
 const LOANS = Number(process.env['BENCH_LOANS'] ?? 5000);
 const SLICE = Math.min(1000, Math.floor(LOANS / 2));
@@ -44,7 +45,7 @@ async function run(secureDelete: boolean): Promise<void> {
   const clock = clockReading(() => now);
   const batches = new FileBatches({
     root: join(dir, 'core', 'batches'),
-    store: new FileBatchStore(db),
+    store: new FileBatchStore(sqliteStore(db)),
     layout: () => layout,
     rule: cutoffRule({ cutoff: '18:00', timeZone: 'America/Chicago' }),
     triggerFile: 'READY',

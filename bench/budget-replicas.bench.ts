@@ -23,9 +23,9 @@ import { systemClock } from '../src/lib/clock.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { openPgPool } from '../src/store/pg/pool.js';
-import { migratePg } from '../src/store/pg/schema.js';
-import { StoreDb } from '../src/store/sql.js';
+import { migratePg } from '../src/store/migrations/pg.js';
 import { benchPgClient, benchPgStore, benchPgUrl, runBenchReplica } from './pg-server.js';
+import { pgStore } from '../src/store/pg/store.js';
 
 const SECONDS = Number(process.env['BUDGET_REPLICAS_SECONDS'] ?? 20);
 const WINDOW_MS = Number(process.env['BUDGET_REPLICAS_WINDOW_MS'] ?? 2000);
@@ -58,7 +58,7 @@ async function replica(): Promise<void> {
   });
   const client = platformClientFromConfig(config, {
     logger: silentLogger(),
-    db: StoreDb.postgresOn(pool, 'bench'),
+    db: pgStore(pool, 'bench'),
     clock: systemClock,
   });
   const loanId = env['BENCH_LOAN']!;

@@ -17,10 +17,11 @@ import { createSessionStore } from '../src/console/pages/sessions.js';
 import { startHttpServer } from '../src/http/server.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { createConsoleStore } from '../src/store/console.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import { buildExceptionStore, NOW, timeIt } from './console-store.js';
 import { createBoardingStore } from '../src/store/index.js';
 import { FakeClock } from '../test/support/fake-clock.js';
+import { sqliteStore } from '../src/store/sqlite/store.js';
 
 const N = Number(process.env['CONSOLE_BENCH_LOANS'] ?? 100_000);
 
@@ -40,8 +41,8 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
       ],
     });
     const service = createConsoleService({
-      store: createBoardingStore(db),
-      consoleStore: createConsoleStore(db),
+      store: createBoardingStore(sqliteStore(db)),
+      consoleStore: createConsoleStore(sqliteStore(db)),
       config: { console: config, bank: { timeZone: 'America/Chicago' }, reports: { dir } },
       clock,
       logger: silentLogger(),

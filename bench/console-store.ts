@@ -4,7 +4,7 @@
  * spread over 30 days before NOW. Written straight into the loans table in 10,000-row transactions.
  */
 import { searchKey } from '../src/lib/search-key.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 
 export const DAY = 86_400_000;
 export const NOW = Date.parse('2026-11-25T12:00:00Z');

@@ -17,10 +17,11 @@ import { createConsoleService } from '../src/console/service.js';
 import type { ExceptionQuery } from '../src/console/contract.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { createConsoleStore } from '../src/store/console.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import { buildExceptionStore, NOW, timeIt } from './console-store.js';
 import { createBoardingStore } from '../src/store/index.js';
 import { FakeClock } from '../test/support/fake-clock.js';
+import { sqliteStore } from '../src/store/sqlite/store.js';
 
 const N = Number(process.env['CONSOLE_BENCH_LOANS'] ?? 100_000);
 
@@ -33,8 +34,8 @@ async function measure(n: number): Promise<Record<string, { cold: number; median
     process.stdout.write(`store of ${n} loans built in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
     const db = openDatabase(path);
     const service = createConsoleService({
-      store: createBoardingStore(db),
-      consoleStore: createConsoleStore(db),
+      store: createBoardingStore(sqliteStore(db)),
+      consoleStore: createConsoleStore(sqliteStore(db)),
       config: { console: consoleSchema.parse({}), bank: { timeZone: 'America/Chicago' }, reports: { dir } },
       clock: new FakeClock({ start: NOW }),
       logger: silentLogger(),

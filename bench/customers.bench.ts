@@ -19,9 +19,10 @@ import { CustomerExtract, DEFAULT_EXTRACT_LAYOUT } from '../src/core/file/custom
 import { CustomerKeys } from '../src/lib/customer-keys.js';
 import { silentLogger } from '../src/lib/logger.js';
 import type { Entities } from '../src/contract/schemas.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import { createBoardingStore } from '../src/store/index.js';
-import { DEFAULT_NUMBER_POOLS } from '../src/store/numbers.js';
+import { DEFAULT_NUMBER_POOLS } from '../src/store/identity/numbers.js';
+import { sqliteStore } from '../src/store/sqlite/store.js';
 
 const LOANS = Number(process.env['BENCH_LOANS'] ?? 2000);
 const SIZES = [1_000, 100_000];
@@ -92,7 +93,7 @@ async function run(size: number, work: Entities[]): Promise<number> {
     gc();
     const mem = process.memoryUsage();
     const db = openDatabase(join(dir, 'state.sqlite'));
-    const store = createBoardingStore(db, { numberPools: DEFAULT_NUMBER_POOLS });
+    const store = createBoardingStore(sqliteStore(db), { numberPools: DEFAULT_NUMBER_POOLS });
     const resolver = createCustomerResolver({
       store,
       directory: extract,

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- pg-budget`: the shared rate budget (src/store/pg/rate-budget.ts) with two
+ * `npm run bench -- pg-budget`: the shared rate budget (src/store/rate-budget/pg.ts) with two
  * replicas, each its own process and pool, spending one budget on a real PostgreSQL for ~20 s.
  * Prints the grants per window against the limit (target ≥ 0.9 of the budget) and the most grants
  * in any sliding window on the database clock (must be ≤ the limit). Never fails on timing.
@@ -11,8 +11,8 @@
 import pg from 'pg';
 import { systemClock } from '../src/lib/clock.js';
 import { openPgPool } from '../src/store/pg/pool.js';
-import { PgSharedRateBudget } from '../src/store/pg/rate-budget.js';
-import { migratePg } from '../src/store/pg/schema.js';
+import { PgSharedRateBudget } from '../src/store/rate-budget/pg.js';
+import { migratePg } from '../src/store/migrations/pg.js';
 import { benchPgClient, benchPgUrl, runBenchReplica } from './pg-server.js';
 
 const SECONDS = Number(process.env['PG_BUDGET_BENCH_SECONDS'] ?? 20);

@@ -15,12 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/lib/logger.js';
 import { createPlatformClient } from '../src/platform/client.js';
-import { openDatabase } from '../src/store/db.js';
-import {
-  createMemoryRateState,
-  createSqliteRateState,
-  type RateStateStore,
-} from '../src/store/rate-state.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
+import { createMemoryRateState, type RateStateStore } from '../src/platform/rate-budget/ledger.js';
+import { createSqliteRateState } from '../src/store/rate-budget/sqlite.js';
 import { startRateLimitedServer, type ServerBucket } from '../test/support/rate-limited-server.js';
 
 const WINDOW_MS = 1000;

@@ -22,8 +22,9 @@ import { silentLogger } from '../src/lib/logger.js';
 import type { PlatformApi, QueuePage } from '../src/platform/api.js';
 import type { QueueItem } from '../src/contract/schemas.js';
 import { runReconcile } from '../src/reports/run.js';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import { applyHeapGrowth } from '../src/lib/heap.js';
+import { sqliteStore } from '../src/store/sqlite/store.js';
 
 const N = Number(process.env['RECONCILE_BENCH_LOANS'] ?? 100_000);
 const DAY = 86_400_000;
@@ -215,7 +216,7 @@ async function child(dbPath: string, outDir: string): Promise<void> {
       },
     },
     platform: fakePlatform(),
-    reads: createReportReads(db),
+    reads: createReportReads(sqliteStore(db)),
     core: fakeCore(),
     logger: silentLogger(),
     clock: clockReading(() => NOW),

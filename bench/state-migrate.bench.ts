@@ -1,5 +1,5 @@
 /**
- * `state migrate` (src/store/migrate-pg.ts) as the state grows: an SQLite state of N loans (each
+ * `state migrate` (src/store/migrations/copy-sqlite-to-pg.ts) as the state grows: an SQLite state of N loans (each
  * with a ~1 KB queue item, 3 events and an idempotency key) is copied into a fresh PostgreSQL
  * database and verified (counts and digests of every table). Each size runs in its own process;
  * it prints the seconds of the copy and of the verification and the resident set size before the
@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { openDatabase } from '../src/store/db.js';
+import { openDatabase } from '../src/store/sqlite/db.js';
 import {
   compareDigests,
   copyTables,
@@ -23,7 +23,7 @@ import {
   digestSqlite,
   inSqliteSnapshot,
   planTables,
-} from '../src/store/migrate-pg.js';
+} from '../src/store/migrations/copy-sqlite-to-pg.js';
 import { openStore } from '../src/store/open.js';
 import { benchPgClient, benchPgStore, benchPgUrl } from './pg-server.js';
 

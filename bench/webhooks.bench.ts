@@ -32,7 +32,7 @@ interface AutocannonResult {
 type AutocannonFn = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
 
 async function serve(): Promise<void> {
-  const { openDatabase } = await import('../src/store/db.js');
+  const { openDatabase } = await import('../src/store/sqlite/db.js');
   const { startWebhookService } = await import('../test/support/webhook-service.js');
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-bench-'));
   const db = openDatabase(join(dir, 'state.sqlite'));

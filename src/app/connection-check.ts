@@ -179,7 +179,7 @@ async function storeCheck(db: StoreDb, path: string, config: Config): Promise<Co
 
 /** PostgreSQL: this host's clock against the database's (store.maxClockSkewMs). */
 async function clockCheck(db: StoreDb, config: Config, clock: Clock): Promise<ConnectionCheck[]> {
-  if (db.engine !== 'postgres') return [];
+  if (!db.dialect.hasServerClock) return [];
   const max = config.store.maxClockSkewMs;
   try {
     const o = await measureClockOffset(db, clock);

@@ -4,8 +4,8 @@ import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { join } from 'node:path';
 import type { Layout } from '../core/file/layout/layout.js';
-import type { AnyDb } from '../store/sql.js';
-import { createExternalRefStore } from '../store/external-refs.js';
+import type { StoreDb } from '../store/sql.js';
+import { createExternalRefStore } from '../store/identity/external-refs.js';
 import { FileBatches } from '../core/file/batches.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import { cutoffRule } from '../core/file/cutoff.js';
@@ -30,7 +30,7 @@ export interface CoreDeps {
    * The state database and the layout of the mapping set in use (asked at each board: a reload may
    * change it): the file core's sealed batches need both.
    */
-  db?: AnyDb;
+  db?: StoreDb;
   layout?: () => Layout | undefined;
   /** The keyed hashes of customer match: the file core's customer extract is indexed by them. */
   customerKeys?: CustomerKeys;

@@ -1,6 +1,6 @@
 import { createEditLoopService } from './edit-loop-service.js';
 import { numberSource, type Config } from '../config/schema.js';
-import type { NumberPoolName } from '../store/numbers.js';
+import type { NumberPoolName } from '../store/identity/numbers.js';
 import type { CycleSummary } from '../boarding/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../scheduler/daemon.js';
 import { batchSealDaemonJob } from './seal-job.js';
@@ -104,15 +104,14 @@ export function createConnectorDaemon(
           logger: rt.logger,
         })
       : null;
-  const clockSkew =
-    rt.db.engine === 'postgres'
-      ? createClockSkewWatch({
-          db: rt.db,
-          clock: rt.clock,
-          maxSkewMs: rt.config.store.maxClockSkewMs,
-          logger: rt.logger,
-        })
-      : null;
+  const clockSkew = rt.db.dialect.hasServerClock
+    ? createClockSkewWatch({
+        db: rt.db,
+        clock: rt.clock,
+        maxSkewMs: rt.config.store.maxClockSkewMs,
+        logger: rt.logger,
+      })
+    : null;
   let coreOutage: CoreOutageView | null = null;
   const opsConsole = createDaemonConsole(rt, {
     requestCycle: triggerCycle,

@@ -4,17 +4,17 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/budget.js';
 import { createPlatformClient, type PlatformClient } from '../platform/client.js';
-import { PgSharedRateBudget } from '../store/pg/rate-budget.js';
+import { PgSharedRateBudget } from '../store/rate-budget/pg.js';
 import type { PgPool } from '../store/pg/pool.js';
 import {
   createMemoryRateState,
-  rateStateFor,
   type RateBucketName,
   type RateLedger,
   type RateStateStore,
   type StrikeRecord,
-} from '../store/rate-state.js';
-import { toStoreDb, type AnyDb, type StoreDb } from '../store/sql.js';
+} from '../platform/rate-budget/ledger.js';
+import { rateStateFor } from '../store/rate-budget/sqlite.js';
+import type { StoreDb } from '../store/sql.js';
 
 export interface PlatformClientDeps {
   logger: Logger;
@@ -22,7 +22,7 @@ export interface PlatformClientDeps {
    * State database: the budget and strike ledger persist there (in memory otherwise). On
    * PostgreSQL every process on the API key spends from its shared ledger.
    */
-  db?: AnyDb;
+  db?: StoreDb;
   /** The rate state already opened (SQLite); else the db's. */
   rateState?: RateStateStore;
   clock: Clock;
@@ -69,7 +69,7 @@ export function platformClientFromConfig(
   deps: PlatformClientDeps,
 ): PlatformClient {
   const p = config.platform;
-  const db = deps.db === undefined ? undefined : toStoreDb(deps.db);
+  const db = deps.db;
   let rate: { rateState: RateStateStore } | { rateLedger: RateLedger };
   if (deps.rateState) rate = { rateState: deps.rateState };
   else if (db?.pool)

@@ -17,13 +17,13 @@ import { openStore } from '../store/open.js';
 import type { StoreDb } from '../store/sql.js';
 import { storeTarget } from './store-target.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
-import { numberPoolsOf } from '../store/numbers.js';
+import { numberPoolsOf } from '../store/identity/numbers.js';
 import { CustomerKeys } from '../lib/customer-keys.js';
 import { createCustomerResolver, type CustomerResolver } from '../boarding/customers.js';
 import { tinHashKey } from './tin-key.js';
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
-import { openLeadership } from '../store/leases.js';
-import type { Leadership } from '../store/leadership.js';
+import { openLeadership } from '../store/leadership/leases.js';
+import type { Leadership } from '../store/leadership/leadership.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
 export interface BoardingRuntime {

@@ -8,17 +8,18 @@ import type { Logger } from '../lib/logger.js';
 import type { Layout } from '../core/file/layout/layout.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
-import { numberPoolsOf } from '../store/numbers.js';
-import { openDatabase } from '../store/db.js';
+import { numberPoolsOf } from '../store/identity/numbers.js';
+import { openDatabase } from '../store/sqlite/db.js';
 import { openStore } from '../store/open.js';
-import { StoreDb } from '../store/sql.js';
+import type { StoreDb } from '../store/sql.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from '../store/daemon-status.js';
 import { storeTarget } from './store-target.js';
 import { BOARDING_LEASE } from '../boarding/cycle.js';
-import { openLeadership } from '../store/leases.js';
-import type { LeaseRow } from '../store/leadership.js';
+import { openLeadership } from '../store/leadership/leases.js';
+import type { LeaseRow } from '../store/leadership/leadership.js';
 import { createCore, fileBatchesFromConfig } from './core.js';
 import { platformClientFromConfig, rateAdminFor, type RateAdmin } from './platform.js';
+import { sqliteStore } from '../store/sqlite/store.js';
 
 /**
  * What a command runs in: its config, logger and clock, and where to register what must be closed
@@ -148,7 +149,7 @@ export async function openStateMigration(
     { logger: scope.logger(), applicationName: 'boarding-connector state migrate' },
   );
   scope.onClose(() => target.close());
-  return { src, target, srcDaemons: createDaemonStatusStore(StoreDb.sqliteOn(src)) };
+  return { src, target, srcDaemons: createDaemonStatusStore(sqliteStore(src)) };
 }
 
 /** `batches …`: the file core's batches in the mapping set's layout; refused when the config writes none. */

@@ -2,9 +2,9 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { FatalError, UsageError } from '../lib/errors.js';
-import type { openDatabase } from '../store/db.js';
-import { backupDatabase, verifyDatabase } from '../store/backup.js';
-import { holderParts } from '../store/leadership.js';
+import type { openDatabase } from '../store/sqlite/db.js';
+import { backupDatabase, verifyDatabase } from '../store/sqlite/backup.js';
+import { holderParts } from '../store/leadership/leadership.js';
 import {
   compareDigests,
   copyTables,
@@ -14,8 +14,8 @@ import {
   nonEmptyTables,
   planTables,
   type TableComparison,
-} from '../store/migrate-pg.js';
-import { redactUrl } from '../store/pg/url.js';
+} from '../store/migrations/copy-sqlite-to-pg.js';
+import { redactUrl } from '../lib/redact.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
 import { openState, openStateMigration, readLeader, type CommandScope } from './session.js';
 

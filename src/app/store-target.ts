@@ -1,6 +1,6 @@
 import type { Config } from '../config/schema.js';
 import type { StoreTarget } from '../store/open.js';
-import { redactUrl } from '../store/pg/url.js';
+import { redactUrl } from '../lib/redact.js';
 
 /** Where the config puts the state store (store.engine and its settings). */
 export function storeTarget(config: Pick<Config, 'store'>): StoreTarget {

@@ -4,8 +4,8 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
-import { toStoreDb, type AnyDb } from '../store/sql.js';
-import type { PoolUsage } from '../store/numbers.js';
+import type { StoreDb } from '../store/sql.js';
+import type { PoolUsage } from '../store/identity/numbers.js';
 import { createApp } from '../http/app.js';
 import {
   checkEndpoints,
@@ -41,7 +41,7 @@ import { receiverLimits, startHttpServer, type RunningServer } from '../http/ser
 export interface WebhookServiceDeps {
   config: Pick<Config, 'webhooks' | 'admin' | 'schedule' | 'reports'>;
   /** The state store (a better-sqlite3 handle is taken as its StoreDb). */
-  db: AnyDb;
+  db: StoreDb;
   platform: Pick<PlatformApi, 'health' | 'listWebhookEndpoints'> & { stats?: () => PlatformStats };
   logger: Logger;
   clock: Clock;
@@ -114,7 +114,7 @@ function triggerLabel(reason: string): string {
  * /webhooks/platform, /healthz, /readyz, /metrics and /reports/latest, and the endpoint check job.
  */
 export function createWebhookService(input: WebhookServiceDeps): WebhookService {
-  const deps = { ...input, db: toStoreDb(input.db) };
+  const deps = input;
   const clock = deps.clock;
   const logger = deps.logger.child({ component: 'webhooks' });
   const inbox = createWebhookInbox(deps.db);

@@ -14,7 +14,7 @@ import type { BoardingStore } from '../store/index.js';
 import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
 import { FencedOut } from '../store/sql.js';
 import { retryDelayMs } from './backoff.js';
-import { PoolExhaustedError } from '../store/numbers.js';
+import { PoolExhaustedError } from '../store/identity/numbers.js';
 import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import {

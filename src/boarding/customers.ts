@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import { normaliseTin, type CustomerKeys } from '../lib/customer-keys.js';
 import type { Logger } from '../lib/logger.js';
 import type { Entities } from '../contract/schemas.js';
-import type { CustomerRow, LoanCustomerRow, MatchedBy } from '../store/customers.js';
+import type { CustomerRow, LoanCustomerRow, MatchedBy } from '../store/identity/customers.js';
 import type { BoardingStore } from '../store/index.js';
 import { PARKED_STATES } from '../store/loan-states.js';
 

@@ -1,7 +1,7 @@
 import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
-import { FencedOutError, holderParts, type Leadership } from '../store/leadership.js';
+import { holderParts, type Leadership } from '../store/leadership/leadership.js';
 import { FencedOut } from '../store/sql.js';
 import { LOAN_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 import type { DueCursor } from '../store/loans.js';
@@ -576,7 +576,7 @@ export function createCycleRunner(deps: CycleDeps) {
     } catch (err) {
       // A write refused by the fence (the lease moved on) ends the cycle as a lost lease: nothing
       // was written, every loan resumes from its persisted state under the next leader.
-      if (err instanceof FencedOut || err instanceof FencedOutError || termSignal.aborted) {
+      if (err instanceof FencedOut || termSignal.aborted) {
         summary.leaseLost = true;
         return summary;
       }

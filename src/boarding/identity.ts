@@ -2,7 +2,7 @@ import type { Logger } from '../lib/logger.js';
 import type { MappingIdentity } from '../mapping/types.js';
 import { numberSource, type Config } from '../config/schema.js';
 import type { BoardingStore } from '../store/index.js';
-import type { NumberPoolName, PoolUsage } from '../store/numbers.js';
+import type { NumberPoolName, PoolUsage } from '../store/identity/numbers.js';
 
 /**
  * The loan's core account number (docs/core.md "Account and customer numbers"). With source

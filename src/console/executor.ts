@@ -21,7 +21,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { ConsoleStore, RequestRow } from '../store/console.js';
 import type { BoardingStore } from '../store/index.js';
-import { processAlive } from '../store/leases.js';
+import { processAlive } from '../store/leadership/leases.js';
 import type { ExecutorHandle } from './service.js';
 import type { RequestResult } from './contract.js';
 

@@ -173,10 +173,14 @@ export function scrubDeep(value: unknown, depth = 0): unknown {
   return out;
 }
 
+/** URLs whose user name is a database role, shown (the password never is). */
+const ROLE_SCHEMES = new Set(['postgres:', 'postgresql:']);
+
 /**
- * A URL as it may be shown or logged: scheme, host and path; credentials and the query string (a
- * presigned signature) replaced by `(hidden)`, the fragment dropped. Text that is not a URL is
- * scrubbed like any other text.
+ * A URL as it may be shown or logged, the one rule for every URL (config errors, the platform's
+ * and the state database's): scheme, host and path; the password, other user-info and the query
+ * string (a presigned signature, a `?password=`) replaced by `(hidden)`, the fragment dropped; a
+ * PostgreSQL URL keeps its role name. Text that is not a URL is scrubbed like any other text.
  */
 export function redactUrl(url: string | URL): string {
   let u: URL;
@@ -185,7 +189,15 @@ export function redactUrl(url: string | URL): string {
   } catch {
     return scrubText(String(url));
   }
-  const credentials = u.username !== '' || u.password !== '' ? '(hidden)@' : '';
+  // A database URL's user name is the role that connects (a refused login must name it); any other
+  // user-info may itself be a token. A password never leaves.
+  const role = ROLE_SCHEMES.has(u.protocol) ? u.username : '';
+  const credentials =
+    role !== ''
+      ? `${role}${u.password !== '' ? ':(hidden)' : ''}@`
+      : u.username !== '' || u.password !== ''
+        ? '(hidden)@'
+        : '';
   return `${u.protocol}//${credentials}${u.host}${u.pathname}${u.search !== '' ? '?(hidden)' : ''}`;
 }
 

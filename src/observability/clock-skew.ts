@@ -20,7 +20,7 @@ export interface ClockOffset {
 
 /** One reading (null on SQLite): the database's clock_timestamp() against the midpoint of the round trip. */
 export async function measureClockOffset(db: StoreDb, clock: Clock): Promise<ClockOffset | null> {
-  if (db.engine !== 'postgres') return null;
+  if (!db.dialect.hasServerClock) return null;
   const t0 = clock.now();
   const row = await db.get<{ ms: number | string }>(
     'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms',

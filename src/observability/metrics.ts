@@ -7,7 +7,7 @@ import type { StoreDb } from '../store/sql.js';
 import { LOAN_STATES } from '../store/loan-states.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
-import type { PoolUsage } from '../store/numbers.js';
+import type { PoolUsage } from '../store/identity/numbers.js';
 import type { RejectReason } from '../webhooks/signature.js';
 import type { DiskStatus } from './disk-space.js';
 import type { ClockSkewStatus } from './clock-skew.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../lib/clock.js';
-import type { PoolUsage } from '../store/numbers.js';
+import type { PoolUsage } from '../store/identity/numbers.js';
 import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { StoreDb } from '../store/sql.js';

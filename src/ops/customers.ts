@@ -3,7 +3,7 @@
  * CIF, and how each was resolved). Read-only; tax ids are never stored, so never shown.
  */
 import { UsageError } from '../lib/errors.js';
-import { MATCHED_BY, type CustomerStore, type MatchedBy, type XrefRow } from '../store/customers.js';
+import { MATCHED_BY, type CustomerStore, type MatchedBy, type XrefRow } from '../store/identity/customers.js';
 
 export { MATCHED_BY, type XrefRow };
 

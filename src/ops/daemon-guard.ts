@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { ConfigError } from '../lib/errors.js';
 import { liveDaemons, type DaemonStatus, type DaemonStatusStore } from '../store/daemon-status.js';
-import { processAlive } from '../store/leases.js';
+import { processAlive } from '../store/leadership/leases.js';
 
 /** The daemons running on this state database (rows of dead processes left by kill -9 do not count). */
 export async function runningDaemons(status: DaemonStatusStore, now: number): Promise<DaemonStatus[]> {

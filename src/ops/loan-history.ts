@@ -6,7 +6,7 @@
 import type { BoardingStore } from '../store/index.js';
 import type { DaemonStatus } from '../store/daemon-status.js';
 import type { IdempotencyKeyRow } from '../store/idempotency.js';
-import type { LoanCustomerRow } from '../store/customers.js';
+import type { LoanCustomerRow } from '../store/identity/customers.js';
 import type { LoanEvent, LoanRow } from '../store/loans.js';
 import { runningDaemons } from './daemon-guard.js';
 import { UsageError } from '../lib/errors.js';

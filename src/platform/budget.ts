@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from '../store/rate-state.js';
+import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from './rate-budget/ledger.js';
 import type { Bucket, BudgetSnapshot, PlatformWait } from './api.js';
 import { PlatformError } from './errors.js';
 
@@ -15,7 +15,7 @@ import { PlatformError } from './errors.js';
  * - a RateStateStore (SQLite, memory): this class decides, on its own spend log, re-read from the
  *   state file when other processes on the same host share it (`shared`);
  * - a RateLedger (PostgreSQL): every process on the API key, on any host, spends from ONE ledger
- *   that decides each token on the database clock (a sliding-window log, src/store/pg/rate-budget.ts), and keeps
+ *   that decides each token on the database clock (a sliding-window log, src/store/rate-budget/pg.ts), and keeps
  *   the pauses and the strike ledger for all of them. This class then keeps only what is per
  *   process: FIFO waiters, the in-flight cap, the X-RateLimit-* view and the 429 jitter.
  */

@@ -1,7 +1,7 @@
 import { Agent, Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { createMemoryRateState, type RateLedger, type RateStateStore } from '../store/rate-state.js';
+import { createMemoryRateState, type RateLedger, type RateStateStore } from './rate-budget/ledger.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './budget.js';
 import {
@@ -227,47 +227,21 @@ class CallBook {
   }
 }
 
-export function createTransport(opts: TransportOptions): Transport {
-  const { clock } = opts;
-  const logger = opts.logger.child({ component: 'platform' });
-  const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
-  const base = new URL(opts.baseUrl);
-  const basePath = base.pathname.replace(/\/+$/, '');
-  const maxResponseBytes = opts.maxResponseBytes ?? 16 * 1024 * 1024;
-  const retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry, maxRetries: opts.maxRetries };
-  const authorization = `Bearer ${opts.apiKey}`;
-  const perBucket = opts.connections ?? 8;
-  const pool = new Pool(base.origin, {
-    connections: perBucket * 2,
-    connect: { timeout: opts.timeouts.connectMs },
-    headersTimeout: opts.timeouts.headersMs,
-    bodyTimeout: opts.timeouts.bodyMs,
-  });
-  // Presigned downloads go to another origin (blob storage) through a dispatcher that has never
-  // seen the API key, and connect only to addresses the guard checked in the socket's own lookup.
-  const guard = documentHostGuard(
-    { allow: opts.documentHosts?.allow ?? [], allowLoopback: opts.documentHosts?.allowLoopback ?? false },
-    ...(opts.documentHosts?.resolve ? [opts.documentHosts.resolve] : []),
-  );
-  const downloadAgent = new Agent({
-    connections: 4,
-    connect: { timeout: opts.timeouts.connectMs, lookup: guard.lookup },
-    headersTimeout: opts.timeouts.headersMs,
-    bodyTimeout: opts.timeouts.bodyMs,
-  });
-  const rateState = opts.rateState ?? createMemoryRateState();
-  const budget = new RateBudget({
-    ...opts.rateLimit,
-    clock,
-    logger,
-    state: rateState,
-    ...(opts.rateLedger ? { ledger: opts.rateLedger } : {}),
-    ...(opts.random ? { random: opts.random } : {}),
-    ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
-    maxInFlight: perBucket,
-  });
-  const book = new CallBook(clock, logger);
-  const retryListeners = new Set<(w: PlatformWait) => void>();
+interface AttemptDeps {
+  clock: Clock;
+  logger: Logger;
+  pool: Pool;
+  budget: RateBudget;
+  book: CallBook;
+  basePath: string;
+  maxResponseBytes: number;
+  authorization: string;
+  userAgent: string;
+}
+
+/** One attempt of a call (attemptOnce below) and how its answer or failure is booked. */
+function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) => Promise<T> {
+  const { clock, logger, pool, budget, book, basePath, maxResponseBytes, authorization, userAgent } = d;
 
   function requestOf(spec: CallSpec<unknown>, ctx: HttpContext): Dispatcher.RequestOptions {
     const qs = spec.query ? `?${new URLSearchParams(spec.query).toString()}` : '';
@@ -388,6 +362,74 @@ export function createTransport(opts: TransportOptions): Transport {
       if (token !== undefined) budget.settle(token);
     }
   }
+
+  return attemptOnce;
+}
+
+/**
+ * The transport's dispatchers: the API's pool, and for presigned downloads (another origin, blob
+ * storage) an agent that has never seen the API key and connects only to addresses the guard
+ * checked in the socket's own lookup.
+ */
+function dispatchersOf(
+  opts: TransportOptions,
+  base: URL,
+  perBucket: number,
+): { pool: Pool; guard: DocumentHostGuard; downloadAgent: Agent } {
+  const pool = new Pool(base.origin, {
+    connections: perBucket * 2,
+    connect: { timeout: opts.timeouts.connectMs },
+    headersTimeout: opts.timeouts.headersMs,
+    bodyTimeout: opts.timeouts.bodyMs,
+  });
+  const guard = documentHostGuard(
+    { allow: opts.documentHosts?.allow ?? [], allowLoopback: opts.documentHosts?.allowLoopback ?? false },
+    ...(opts.documentHosts?.resolve ? [opts.documentHosts.resolve] : []),
+  );
+  const downloadAgent = new Agent({
+    connections: 4,
+    connect: { timeout: opts.timeouts.connectMs, lookup: guard.lookup },
+    headersTimeout: opts.timeouts.headersMs,
+    bodyTimeout: opts.timeouts.bodyMs,
+  });
+  return { pool, guard, downloadAgent };
+}
+
+export function createTransport(opts: TransportOptions): Transport {
+  const { clock } = opts;
+  const logger = opts.logger.child({ component: 'platform' });
+  const userAgent = opts.userAgent ?? DEFAULT_USER_AGENT;
+  const base = new URL(opts.baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const maxResponseBytes = opts.maxResponseBytes ?? 16 * 1024 * 1024;
+  const retryPolicy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...opts.retry, maxRetries: opts.maxRetries };
+  const authorization = `Bearer ${opts.apiKey}`;
+  const perBucket = opts.connections ?? 8;
+  const { pool, guard, downloadAgent } = dispatchersOf(opts, base, perBucket);
+  const rateState = opts.rateState ?? createMemoryRateState();
+  const budget = new RateBudget({
+    ...opts.rateLimit,
+    clock,
+    logger,
+    state: rateState,
+    ...(opts.rateLedger ? { ledger: opts.rateLedger } : {}),
+    ...(opts.random ? { random: opts.random } : {}),
+    ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
+    maxInFlight: perBucket,
+  });
+  const book = new CallBook(clock, logger);
+  const retryListeners = new Set<(w: PlatformWait) => void>();
+  const attemptOnce = createAttempt({
+    clock,
+    logger,
+    pool,
+    budget,
+    book,
+    basePath,
+    maxResponseBytes,
+    authorization,
+    userAgent,
+  });
 
   function notifyRetry(w: PlatformWait): void {
     for (const l of retryListeners) {

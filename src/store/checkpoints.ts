@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 
 export interface Checkpoint {
   name: string;
@@ -17,8 +17,7 @@ export interface CheckpointStore {
 
 export const QUEUE_CHECKPOINT = 'boarding-queue';
 
-export function createCheckpointStore(anyDb: AnyDb): CheckpointStore {
-  const db = toStoreDb(anyDb);
+export function createCheckpointStore(db: StoreDb): CheckpointStore {
   // started_at is kept from the first save of a walk, so `loans`/logs can say how old a walk is.
   const UPSERT = `INSERT INTO checkpoints (name, cursor, started_at, updated_at) VALUES (?, ?, ?, ?)
      ON CONFLICT(name) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`;

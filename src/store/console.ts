@@ -4,8 +4,9 @@
  * log and reconciliation sign-offs. Async already (better-sqlite3 is synchronous; the PostgreSQL
  * store is not), so callers await.
  */
-import { named, toStoreDb, type AnyDb, type StoreDb } from './sql.js';
+import { named, type StoreDb } from './sql.js';
 import type { LoanState } from './loan-states.js';
+import { type Dialect } from './dialect.js';
 
 export type ExceptionSortKey = 'age' | 'amount' | 'released' | 'id';
 
@@ -215,8 +216,7 @@ export interface NewAudit {
 const NO_AMOUNT = -9007199254740992;
 
 // The sort expressions are the partial indexes' (migration 13): IFNULL on SQLite, COALESCE on PostgreSQL.
-const sortExpr = (engine: StoreDb['engine']): Record<ExceptionSortKey, string> => {
-  const ifnull = engine === 'sqlite' ? 'IFNULL' : 'COALESCE';
+const sortExpr = ({ ifnull }: Dialect): Record<ExceptionSortKey, string> => {
   return {
     age: 'state_entered_at',
     amount: `${ifnull}(cents_amount, ${NO_AMOUNT})`,
@@ -225,10 +225,7 @@ const sortExpr = (engine: StoreDb['engine']): Record<ExceptionSortKey, string> =
   };
 };
 
-function whereOf(
-  f: ExceptionSqlFilter,
-  engine: StoreDb['engine'],
-): { sql: string; params: Record<string, unknown> } {
+function whereOf(f: ExceptionSqlFilter, dialect: Dialect): { sql: string; params: Record<string, unknown> } {
   const conds = ['exception_reason IS NOT NULL'];
   const params: Record<string, unknown> = {};
   if (f.reason !== undefined) {
@@ -238,11 +235,8 @@ function whereOf(
   if (f.state === 'quarantined') conds.push("state = 'quarantined'");
   if (f.state === 'review') conds.push("exception_reason = 'review'");
   if (f.q !== undefined && f.q !== '') {
-    conds.push(
-      engine === 'sqlite'
-        ? "(id = @q OR loan_number = @q OR instr(IFNULL(borrower_key, ''), @qKey) > 0)"
-        : "(id = @q OR loan_number = @q OR strpos(COALESCE(borrower_key, ''), @qKey) > 0)",
-    );
+    const key = dialect.position(`${dialect.ifnull}(borrower_key, '')`, '@qKey');
+    conds.push(`(id = @q OR loan_number = @q OR ${key} > 0)`);
     params['q'] = f.q;
     params['qKey'] = f.qKey ?? f.q;
   }
@@ -359,9 +353,8 @@ const toSignOff = (r: Record<string, unknown>): SignOffRow => ({
 });
 
 /** What the console store's parts share: the database and its statement helpers. */
-function storeParts(anyDb: AnyDb) {
-  const db = toStoreDb(anyDb);
-  const SORT_EXPR = sortExpr(db.engine);
+function storeParts(db: StoreDb) {
+  const SORT_EXPR = sortExpr(db.dialect);
   const all = <R>(text: string, params: Record<string, unknown>): Promise<R[]> =>
     db.all<R>(...named(text, params));
   const audit = async (e: NewAudit): Promise<void> => {
@@ -396,7 +389,7 @@ function exceptionQueries({
 }: StoreParts): Pick<ConsoleStore, 'exceptionPage' | 'exceptionCounts' | 'exceptionIds'> {
   return {
     async exceptionPage(filter, sort, dir, after, limit) {
-      const w = whereOf(filter, db.engine);
+      const w = whereOf(filter, db.dialect);
       const expr = SORT_EXPR[sort];
       const cmp = dir === 'asc' ? '>' : '<';
       const params: Record<string, unknown> = { ...w.params, limit };
@@ -436,7 +429,7 @@ function exceptionQueries({
       };
     },
     async exceptionCounts(filter, t1, t5) {
-      const w = whereOf(filter, db.engine);
+      const w = whereOf(filter, db.dialect);
       return all<{ reason: string; a: number; b: number; c: number }>(
         `SELECT exception_reason AS reason,
                   SUM(CASE WHEN state_entered_at >= @t1 THEN 1 ELSE 0 END) AS a,
@@ -447,7 +440,7 @@ function exceptionQueries({
       );
     },
     async exceptionIds(filter, max) {
-      const w = whereOf(filter, db.engine);
+      const w = whereOf(filter, db.dialect);
       return (
         await all<{ id: string }>(`SELECT id FROM loans WHERE ${w.sql} ORDER BY id LIMIT @max`, {
           ...w.params,
@@ -458,27 +451,12 @@ function exceptionQueries({
   };
 }
 
-/** Requests, the loans each covers, decisions and execution claims. */
-function requestQueries({
+/** A request's writes: its insertion with its loans, the decision, the execution claim and the result. */
+function requestWrites({
   db,
-  all,
   audit,
   immediate,
-}: StoreParts): Omit<
-  ConsoleStore,
-  | 'exceptionPage'
-  | 'exceptionCounts'
-  | 'exceptionIds'
-  | 'appendAudit'
-  | 'audit'
-  | 'auditAscending'
-  | 'signOffs'
-  | 'signOff'
-  | 'sign'
-  | 'passwordHash'
-  | 'putPasswordHash'
-  | 'lastUnlock'
-> {
+}: StoreParts): Pick<ConsoleStore, 'insertRequest' | 'decide' | 'claim' | 'finish'> {
   return {
     async insertRequest(row, loans, entry) {
       await immediate(async () => {
@@ -496,6 +474,61 @@ function requestQueries({
         await audit(entry);
       });
     },
+    async decide(id, to, by, at, note, entry) {
+      return immediate(async () => {
+        const r = await db.run(
+          "UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'",
+          [to, by, at, note, id],
+        );
+        if (r.changes === 0) return false;
+        await audit(entry);
+        return true;
+      });
+    },
+    async claim(id, owner, at, staleBefore) {
+      return (
+        (
+          await db.run(
+            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)",
+            [owner, at, id, staleBefore],
+          )
+        ).changes > 0
+      );
+    },
+    async finish(id, status, at, result, entry) {
+      await immediate(async () => {
+        if (
+          (
+            await db.run(
+              "UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'",
+              [status, at, result, id],
+            )
+          ).changes > 0
+        )
+          await audit(entry);
+      });
+    },
+  };
+}
+
+/** Requests as the console lists them, and the loans each one covers. */
+function requestReads({
+  db,
+  all,
+}: StoreParts): Pick<
+  ConsoleStore,
+  | 'request'
+  | 'requestLoans'
+  | 'requestLoanRows'
+  | 'requestLoanStates'
+  | 'requests'
+  | 'requestsForLoan'
+  | 'countRequests'
+  | 'openRequestsCovering'
+  | 'openRequestsOf'
+  | 'approvedIds'
+> {
+  return {
     async request(id) {
       const r = await db.get<Record<string, unknown>>('SELECT * FROM console_requests WHERE id = ?', [id]);
       return r ? toRequest(r) : null;
@@ -561,17 +594,6 @@ function requestQueries({
           ?.n ?? 0,
       );
     },
-    async decide(id, to, by, at, note, entry) {
-      return immediate(async () => {
-        const r = await db.run(
-          "UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'",
-          [to, by, at, note, id],
-        );
-        if (r.changes === 0) return false;
-        await audit(entry);
-        return true;
-      });
-    },
     async openRequestsCovering(loanIds, limit) {
       const out: Array<{ requestId: string; loanId: string }> = [];
       for (let i = 0; i < loanIds.length && out.length < limit; i += 500) {
@@ -593,16 +615,6 @@ function requestQueries({
         )
       ).map((r) => r.id);
     },
-    async claim(id, owner, at, staleBefore) {
-      return (
-        (
-          await db.run(
-            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)",
-            [owner, at, id, staleBefore],
-          )
-        ).changes > 0
-      );
-    },
     async approvedIds(limit) {
       return (
         await db.all<{ id: string }>(
@@ -610,19 +622,6 @@ function requestQueries({
           [limit],
         )
       ).map((r) => r.id);
-    },
-    async finish(id, status, at, result, entry) {
-      await immediate(async () => {
-        if (
-          (
-            await db.run(
-              "UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'",
-              [status, at, result, id],
-            )
-          ).changes > 0
-        )
-          await audit(entry);
-      });
     },
   };
 }
@@ -748,7 +747,12 @@ function auditQueries({
   };
 }
 
-export function createConsoleStore(anyDb: AnyDb): ConsoleStore {
-  const parts = storeParts(anyDb);
-  return { ...exceptionQueries(parts), ...requestQueries(parts), ...auditQueries(parts) };
+export function createConsoleStore(db: StoreDb): ConsoleStore {
+  const parts = storeParts(db);
+  return {
+    ...exceptionQueries(parts),
+    ...requestWrites(parts),
+    ...requestReads(parts),
+    ...auditQueries(parts),
+  };
 }

@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 
 /**
  * What running daemons tell other processes on the same state database: which mapping version each
@@ -64,8 +64,7 @@ function fromRaw(r: Raw): DaemonStatus {
   };
 }
 
-export function createDaemonStatusStore(anyDb: AnyDb): DaemonStatusStore {
-  const db = toStoreDb(anyDb);
+export function createDaemonStatusStore(db: StoreDb): DaemonStatusStore {
   const SELECT_ONE = 'SELECT * FROM daemon_status WHERE owner = ?';
   const UPSERT = `INSERT INTO daemon_status (owner, pid, host, started_at, updated_at, mapping_version, mapping_dir, reload_error)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)

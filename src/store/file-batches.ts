@@ -1,5 +1,4 @@
-import { truncateWal } from './db.js';
-import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 
 /** One row of `file_batches`. Times are epoch ms. */
 export interface FileBatchRow {
@@ -84,8 +83,8 @@ export interface BatchTieRows {
 
 export class FileBatchStore {
   private readonly db: StoreDb;
-  constructor(db: AnyDb) {
-    this.db = toStoreDb(db);
+  constructor(db: StoreDb) {
+    this.db = db;
   }
 
   get(id: string): Promise<FileBatchRow | undefined> {
@@ -253,14 +252,14 @@ export class FileBatchStore {
   }
 
   /**
-   * After a seal: the cleared lines are zeroed in the database file (secure_delete, db.ts), and
+   * After a seal: the cleared lines are zeroed in the database file (secure_delete, sqlite/db.ts), and
    * the WAL frames that still hold them are checkpointed and truncated away. (PostgreSQL: vacuum
    * reclaims the old row versions but erases nothing, and WAL archives and base backups keep them:
    * what protects the tax ids there is that the lines were only ever stored encrypted, with a key
    * outside the database that the seal deletes.)
    */
   scrubAfterSeal(): { done: boolean; frames: number } {
-    return this.db.sqlite === null ? { done: true, frames: 0 } : truncateWal(this.db.sqlite);
+    return this.db.dialect.scrubLog();
   }
 
   /**

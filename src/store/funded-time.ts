@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import type { WebhookInbox } from './inbox.js';
 
 /**
@@ -16,10 +16,9 @@ export interface FundedTimeBackfill {
 }
 
 export function createFundedTimeBackfill(
-  anyDb: AnyDb,
+  db: StoreDb,
   inbox: Pick<WebhookInbox, 'fundedAt'>,
 ): FundedTimeBackfill {
-  const db = toStoreDb(anyDb);
   let since = 0;
   return {
     async run(now) {

@@ -1,5 +1,5 @@
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../contract/idempotency-key.js';
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { redactPayload } from '../lib/redact.js';
 
 export interface IdempotencyKeyRow {
@@ -49,8 +49,7 @@ const toRow = (r: Raw): IdempotencyKeyRow => ({
 /** Platform limit on the Idempotency-Key header. */
 export { MAX_IDEMPOTENCY_KEY_LENGTH };
 
-export function createIdempotencyStore(anyDb: AnyDb): IdempotencyStore {
-  const db = toStoreDb(anyDb);
+export function createIdempotencyStore(db: StoreDb): IdempotencyStore {
   const INSERT =
     'INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
   const SELECT = 'SELECT * FROM idempotency_keys WHERE key = ?';

@@ -1,5 +1,5 @@
 import { errorMessage } from '../lib/errors.js';
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { extractFundedAt } from '../contract/webhook-payload.js';
 import { INSERT_WEBHOOK_HISTORY_SQL, isHistoryEvent, webhookHistoryEntry } from './webhook-history.js';
 import type { InboxRow, WebhookInbox } from './inbox.js';
@@ -32,10 +32,9 @@ export interface InboxPass {
  * reports the outcomes.
  */
 export function createInboxApplier(
-  anyDb: AnyDb,
+  db: StoreDb,
   inbox: WebhookInbox,
 ): { pass(limit: number, now: number): Promise<InboxPass> } {
-  const db = toStoreDb(anyDb);
   // Only an existing loans row is filled in here, keeping the earliest time; a loan that has no row
   // yet gets it from the inbox when the row is created (funded-time.ts).
   const SET_FUNDED_AT = `UPDATE loans SET funded_at_iso = ?, updated_at = ?
@@ -102,7 +101,7 @@ export function createInboxApplier(
       if ((await db.get("SELECT 1 AS one FROM webhook_inbox WHERE status = 'pending' LIMIT 1")) === undefined)
         return { rows: 0, outcomes: [] };
       let outcomes: RowOutcome[];
-      // IMMEDIATE (see store/db.ts): the write lock is taken before the rows are read.
+      // IMMEDIATE (see store/sqlite/db.ts): the write lock is taken before the rows are read.
       try {
         outcomes = await applyAll(limit, now);
       } catch (err) {

@@ -1,5 +1,5 @@
 import { redactPayload } from '../lib/redact.js';
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { extractFundedAt } from '../contract/webhook-payload.js';
 
 /** What the inbox stores of a verified delivery (the receiver's parsed event has these fields). */
@@ -148,8 +148,7 @@ function inboxInsertParams(event: InboxDelivery, receivedAt: number): InboxInser
 /** The inbox's row number: SQLite's rowid; a column of that name (bigserial) on PostgreSQL (migrations.ts). */
 const SEQ = 'rowid';
 
-export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
-  const db = toStoreDb(anyDb);
+export function createWebhookInbox(db: StoreDb): WebhookInbox {
   const COLS = `${SEQ} AS seq, webhook_id, event_type, loan_id, occurred_at, received_at, payload, status, processed_at, error`;
   const PENDING = `SELECT ${COLS} FROM webhook_inbox WHERE status = 'pending'
      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT ?`;
@@ -180,7 +179,7 @@ export function createWebhookInbox(anyDb: AnyDb): WebhookInbox {
        SELECT ${SEQ} FROM webhook_inbox
         WHERE status = 'processed' AND event_type = 'loan.funded' AND loan_id IS NOT NULL
           AND loan_id NOT IN (SELECT id FROM loans)
-        ORDER BY ${SEQ} DESC ${db.engine === 'sqlite' ? 'LIMIT -1' : 'LIMIT ALL'} OFFSET ?)`;
+        ORDER BY ${SEQ} DESC ${db.dialect.limitAll} OFFSET ?)`;
   const fundedTime = (r: RawRow): number => {
     const row = toRow(r);
     return extractFundedAt({ payload: row.payload, occurredAt: row.occurredAt ?? row.receivedAt });

@@ -1,13 +1,16 @@
 import { createCheckpointStore, type CheckpointStore } from './checkpoints.js';
-import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './customers.js';
+import { createCustomerStore, type CustomerStore, type LoanCustomerRow } from './identity/customers.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from './daemon-status.js';
-import { toStoreDb, type AnyDb, type Fence, type StoreDb } from './sql.js';
+import type { Fence, StoreDb } from './sql.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createLoanStore, type LoanStore } from './loans.js';
 import { FileBatchStore, type BatchTieRows } from './file-batches.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createLoanScan, type LoanScan } from './loan-scan.js';
-import { createNumberStore, type NumberPools, type NumberStore } from './numbers.js';
+import { createNumberStore, type NumberPools, type NumberStore } from './identity/numbers.js';
+
+/** The one fence error (issue 34): a stale holder's write, refused; nothing was written. */
+export { FencedOut, type Fence, type FenceScope, type LeaveReason } from './leadership/fence.js';
 
 /** The repositories the boarding pipeline works with, over one database handle. */
 export interface BoardingStore {
@@ -24,7 +27,7 @@ export interface BoardingStore {
   /** Customer match: customers by TIN hash, entity ↔ CIF cross-reference, per-loan resolutions. */
   customers: CustomerStore;
   /**
-   * Runs `fn` in one write transaction (SQLite: IMMEDIATE, see db.ts): every repository call it
+   * Runs `fn` in one write transaction (SQLite: IMMEDIATE, see sqlite/db.ts): every repository call it
    * makes commits together or not at all. With a fence, the lease is checked in the same
    * transaction first (sql.ts): a stale holder's write throws FencedOut and changes nothing.
    */
@@ -52,8 +55,7 @@ export interface ReportReads {
   customerResolutions(since: number, until: number): AsyncIterable<LoanCustomerRow>;
 }
 
-export function createReportReads(anyDb: AnyDb): ReportReads {
-  const db = toStoreDb(anyDb);
+export function createReportReads(db: StoreDb): ReportReads {
   return {
     loanScan: (since) => createLoanScan(db, since),
     fundedLoans: () => createWebhookInbox(db).fundedLoans(),
@@ -63,8 +65,7 @@ export function createReportReads(anyDb: AnyDb): ReportReads {
   };
 }
 
-export function createBoardingStore(anyDb: AnyDb, opts: BoardingStoreOptions = {}): BoardingStore {
-  const db = toStoreDb(anyDb);
+export function createBoardingStore(db: StoreDb, opts: BoardingStoreOptions = {}): BoardingStore {
   return {
     db,
     loans: createLoanStore(db),

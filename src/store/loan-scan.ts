@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { redactForStorage } from '../lib/redact.js';
 
 /**
@@ -126,8 +126,7 @@ function toScanRow(r: RawStoreRow): LoanScanRow {
   };
 }
 
-export function createLoanScan(anyDb: AnyDb, since: string | null): LoanScan {
-  const db = toStoreDb(anyDb);
+export function createLoanScan(db: StoreDb, since: string | null): LoanScan {
   const filter = since === null ? '1 = 1' : SINCE_FILTER;
   const params: unknown[] = since === null ? [] : [Date.parse(since), since];
   return {

@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { UNACKNOWLEDGED_STATES } from './loan-states.js';
 
 /** Counts over `loans` for /metrics: read at scrape time, never written. */
@@ -13,8 +13,7 @@ export interface LoanStats {
   oldestUnacknowledgedAt(): Promise<number | null>;
 }
 
-export function createLoanStats(anyDb: AnyDb): LoanStats {
-  const db = toStoreDb(anyDb);
+export function createLoanStats(db: StoreDb): LoanStats {
   const OLDEST = `SELECT MIN(created_at) AS oldest FROM loans WHERE state IN (${UNACKNOWLEDGED_STATES.map((s) => `'${s}'`).join(',')})`;
   return {
     countByState: () =>

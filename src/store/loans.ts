@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from './sql.js';
 import { redactForStorage, redactPayload } from '../lib/redact.js';
 import {
   LOAN_STATES,
@@ -324,25 +324,14 @@ type RawEvent = {
   detail: string | null;
 };
 
-export function createLoanStore(anyDb: AnyDb): LoanStore {
-  const db = toStoreDb(anyDb);
+/** What the loan store's parts share: one row by id, the event log, a patch of columns. */
+function loanParts(db: StoreDb) {
   const SELECT_ONE = 'SELECT * FROM loans WHERE id = ?';
   // The check before a write reads the state alone: a full row carries the queue item and the
   // boarded records (kilobytes of JSON), read again once, after the write, for the caller.
   const SELECT_STATE = 'SELECT state FROM loans WHERE id = ?';
   const INSERT_EVENT =
     'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
-  const SELECT_EVENTS = 'SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC';
-  const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
-  const SELECT_DUE_COUNT = `SELECT COUNT(*) AS n FROM loans WHERE ${DUE_WHERE}`;
-  const SELECT_DUE_FIRST = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
-      WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY} LIMIT ?`;
-  const SELECT_DUE_AFTER = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
-      WHERE ${DUE_WHERE} AND (${DUE_KEY}) > (?, ?, ?, ?)
-      ORDER BY ${DUE_KEY} LIMIT ?`;
-  const SELECT_NEXT_DUE = "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'";
-  const SELECT_COUNTS = 'SELECT state, COUNT(*) AS n FROM loans GROUP BY state';
-
   const get = async (id: string): Promise<LoanRow | null> => {
     const r = await db.get<RawLoan>(SELECT_ONE, [id]);
     return r ? toRow(r) : null;
@@ -398,10 +387,18 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
     await db.run(`UPDATE loans SET ${sets.join(', ')} WHERE id = ?`, [...values, id]);
   };
 
+  return { SELECT_ONE, SELECT_STATE, get, require, event, applyPatch };
+}
+
+type LoanParts = ReturnType<typeof loanParts>;
+
+/** The state machine's writes: each one write transaction (IMMEDIATE on SQLite) that reads before it writes. */
+function loanWrites(
+  db: StoreDb,
+  { SELECT_ONE, SELECT_STATE, require, event, applyPatch }: LoanParts,
+): Pick<LoanStore, 'insert' | 'transition' | 'amend' | 'update' | 'recordEvent'> {
   return {
-    get,
-    require,
-    // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see db.ts).
+    // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see sqlite/db.ts).
     insert: (loan, now) =>
       db.write(async () => {
         const existing = await db.get<{ state: string }>(SELECT_STATE, [loan.id]);
@@ -463,6 +460,14 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
       return require(id);
     },
     recordEvent: (id, e, now) => event(id, now, e.kind, null, null, e.actor, e.reason, e.detail),
+  };
+}
+
+/** A loan's history and the lists operators and reports read. */
+function loanQueries(db: StoreDb): Pick<LoanStore, 'events' | 'list' | 'idsByNumber' | 'countByState'> {
+  const SELECT_EVENTS = 'SELECT * FROM loan_events WHERE loan_id = ? ORDER BY seq ASC';
+  const SELECT_COUNTS = 'SELECT state, COUNT(*) AS n FROM loans GROUP BY state';
+  return {
     events: async (id) =>
       (await db.all<RawEvent>(SELECT_EVENTS, [id])).map((e) => ({
         seq: Number(e.seq),
@@ -503,6 +508,33 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
         )
       ).map(toRow);
     },
+    idsByNumber: async (number) =>
+      (
+        await db.all<{ id: string }>(
+          'SELECT id FROM loans WHERE loan_number = ? OR account_number = ? ORDER BY id LIMIT 10',
+          [number, number],
+        )
+      ).map((r) => r.id),
+    countByState: async () => {
+      const counts = Object.fromEntries(LOAN_STATES.map((s) => [s, 0])) as Record<LoanState, number>;
+      for (const r of await db.all<{ state: string; n: number }>(SELECT_COUNTS))
+        if (isLoanState(r.state)) counts[r.state] = r.n;
+      return counts;
+    },
+  };
+}
+
+/** The due queue: what the cycle boards next, in release order, paged by a keyset cursor. */
+function dueQueue(db: StoreDb): Pick<LoanStore, 'due' | 'duePage' | 'dueCount' | 'nextDueAt'> {
+  const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
+  const SELECT_DUE_COUNT = `SELECT COUNT(*) AS n FROM loans WHERE ${DUE_WHERE}`;
+  const SELECT_DUE_FIRST = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
+      WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY} LIMIT ?`;
+  const SELECT_DUE_AFTER = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
+      WHERE ${DUE_WHERE} AND (${DUE_KEY}) > (?, ?, ?, ?)
+      ORDER BY ${DUE_KEY} LIMIT ?`;
+  const SELECT_NEXT_DUE = "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'";
+  return {
     due: async (now) => (await db.all<RawLoan>(SELECT_DUE, [now])).map(toRow),
     duePage: async (now, after, limit) => {
       const rows = await db.all<{ id: string; unreleased: number; released_at: string; created_at: number }>(
@@ -526,19 +558,17 @@ export function createLoanStore(anyDb: AnyDb): LoanStore {
       };
     },
     dueCount: async (now) => (await db.get<{ n: number }>(SELECT_DUE_COUNT, [now]))?.n ?? 0,
-    idsByNumber: async (number) =>
-      (
-        await db.all<{ id: string }>(
-          'SELECT id FROM loans WHERE loan_number = ? OR account_number = ? ORDER BY id LIMIT 10',
-          [number, number],
-        )
-      ).map((r) => r.id),
     nextDueAt: async () => (await db.get<{ at: number | null }>(SELECT_NEXT_DUE))?.at ?? null,
-    countByState: async () => {
-      const counts = Object.fromEntries(LOAN_STATES.map((s) => [s, 0])) as Record<LoanState, number>;
-      for (const r of await db.all<{ state: string; n: number }>(SELECT_COUNTS))
-        if (isLoanState(r.state)) counts[r.state] = r.n;
-      return counts;
-    },
+  };
+}
+
+export function createLoanStore(db: StoreDb): LoanStore {
+  const parts = loanParts(db);
+  return {
+    get: parts.get,
+    require: parts.require,
+    ...loanWrites(db, parts),
+    ...loanQueries(db),
+    ...dueQueue(db),
   };
 }

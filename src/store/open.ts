@@ -2,11 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type pgModule from 'pg';
 import { ConfigError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { openDatabase, type OpenDbOptions } from './db.js';
+import type { OpenDbOptions } from './sqlite/db.js';
 import { pgClientConfig, type PgSslMode } from './pg/connection.js';
 import { poolerProblem } from './pg/pooler.js';
-import { redactUrl, sessionName } from './pg/url.js';
-import { StoreDb } from './sql.js';
+import { redactUrl } from '../lib/redact.js';
+import { sessionName } from './pg/url.js';
+import type { StoreDb } from './sql.js';
+import { openSqliteStore } from './sqlite/store.js';
+import { pgStore } from './pg/store.js';
 
 /** Where the state lives: store.engine and its settings (src/config). */
 export type StoreTarget =
@@ -148,9 +151,9 @@ export function postgresOpenError(
  * once).
  */
 export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}): Promise<StoreDb> {
-  if (target.engine === 'sqlite') return StoreDb.sqliteOn(openDatabase(target.path, opts));
+  if (target.engine === 'sqlite') return openSqliteStore(target.path, opts);
   // Loaded only for PostgreSQL: an embedded (SQLite) connector does not carry the driver in memory.
-  const [{ default: pg }, { migratePg }] = await Promise.all([import('pg'), import('./pg/schema.js')]);
+  const [{ default: pg }, { migratePg }] = await Promise.all([import('pg'), import('./migrations/pg.js')]);
   // Never the URL as connectionString: the driver would let its sslmode and password win.
   const connection = pgClientConfig(target);
   // Named per process: a replica taking the lease over from this one, once its lease expired, can
@@ -196,11 +199,7 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
     await pool.end().catch(() => undefined);
     throw new ConfigError(`store.postgres.url: ${redactUrl(target.url)}: ${pooler}`);
   }
-  return StoreDb.postgresOn(
-    pool,
-    redactUrl(target.url),
-    opts.applicationName === undefined ? instance : null,
-  );
+  return pgStore(pool, redactUrl(target.url), opts.applicationName === undefined ? instance : null);
 }
 
 /**
@@ -209,7 +208,7 @@ export async function openStore(target: StoreTarget, opts: OpenStoreOptions = {}
  * pooler this is the pooler's own session to the server.
  */
 export async function describeStoreTls(db: StoreDb, ssl: PgSslMode): Promise<string | null> {
-  if (db.engine !== 'postgres') return null;
+  if (db.pool === null) return null;
   const r = await db.get<{ ssl: boolean; version: string | null; cipher: string | null }>(
     'SELECT ssl, version, cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid()',
   );

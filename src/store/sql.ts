@@ -1,14 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type Database from 'better-sqlite3';
-import {
-  CompiledQuery,
-  Kysely,
-  PostgresDialect,
-  SqliteDialect,
-  type DatabaseConnection,
-  type SqliteDatabase,
-  type SqliteStatement,
-} from 'kysely';
+import { CompiledQuery, Kysely, type DatabaseConnection } from 'kysely';
+import type { Dialect, Engine } from './dialect.js';
+import { FencedOut, type Fence, type FenceScope } from './leadership/fence.js';
 import type { PgPool } from './pg/pool.js';
 
 /**
@@ -17,10 +11,10 @@ import type { PgPool } from './pg/pool.js';
  * SqliteDialect over better-sqlite3 (one connection, which Kysely serialises with a mutex, so a
  * transaction that awaits keeps the connection to itself until it ends) and its PostgresDialect
  * over a pg pool. The repositories keep their SQL text (portable SQL, `?` placeholders; the few
- * statements that differ have one text per engine, chosen by `engine`), which is compiled to
- * `$1…` for PostgreSQL here.
+ * statements that differ ask the engine's Dialect, store/sqlite/dialect.ts and store/pg/dialect.ts),
+ * which compiles them to `$1…` for PostgreSQL.
  *
- * Units of work: `write(fn)` runs fn in one transaction (SQLite: BEGIN IMMEDIATE, see db.ts;
+ * Units of work: `write(fn)` runs fn in one transaction (SQLite: BEGIN IMMEDIATE, see sqlite/db.ts;
  * PostgreSQL: BEGIN), `read(fn)` in one read transaction (a consistent snapshot). Every query made
  * while fn runs — by any repository, however deep — goes to that transaction's connection: the
  * transaction is carried by AsyncLocalStorage, so the repositories keep one interface and a caller
@@ -34,57 +28,8 @@ import type { PgPool } from './pg/pool.js';
  * also needs). Otherwise it throws FencedOut before fn runs: the transaction changes 0 rows.
  */
 
-export type Engine = 'sqlite' | 'postgres';
-
-export interface Fence {
-  /** The lease's name (e.g. 'boarding'). */
-  name: string;
-  holder: string;
-  epoch: number;
-}
-
-/** A stale holder's write: the lease moved on (another holder or epoch) or expired. Nothing was written. */
-export class FencedOut extends Error {
-  override readonly name = 'FencedOut';
-  constructor(
-    readonly fence: Fence,
-    readonly found: { holder: string | null; epoch: number; live: boolean } | null,
-    why?: string,
-  ) {
-    super(
-      why !== undefined
-        ? `lease ${fence.name}: ${why}: ${fence.holder} may not write`
-        : found === null
-          ? `lease ${fence.name} is not held: ${fence.holder} (epoch ${fence.epoch}) may not write`
-          : `lease ${fence.name} is ${found.holder === fence.holder && found.epoch === fence.epoch ? 'expired' : `held by ${found.holder ?? 'nobody'} epoch ${found.epoch}`}: ${fence.holder} (epoch ${fence.epoch}) may not write`,
-    );
-  }
-}
-
-/**
- * The leader's work (Leadership.guard): every write transaction started inside it checks the
- * fence `current()` returns — null once the term it started in is over, and then the write is
- * refused before it runs.
- */
-export interface FenceScope {
-  name: string;
-  holder: string;
-  current(): Fence | null;
-  /** A write was refused: the lease moved on (the replica steps down). */
-  onFencedOut(err: FencedOut): void;
-  /** PostgreSQL: a fenced transaction left idle this long is ended by the server (a paused leader cannot block a takeover). */
-  idleTimeoutMs?: number;
-}
-
-/**
- * The fence's statement on PostgreSQL ($1 name, $2 holder, $3 epoch): one row when the lease still
- * has that holder and epoch and has not expired on the database's clock, and that row is then
- * locked FOR SHARE (a takeover's UPDATE waits for the transaction). A lease that no longer matches
- * is refused at once: the condition filters before the lock, so a stale holder never waits for
- * an uncommitted takeover. One text for the store's fenced writes and PgLeadership.fenced.
- */
-export const PG_FENCE_SQL = `SELECT 1 FROM leader_lease
-  WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp() FOR SHARE`;
+export type { Engine, Dialect } from './dialect.js';
+export { FencedOut, type Fence, type FenceScope } from './leadership/fence.js';
 
 export interface RunResult {
   changes: number;
@@ -99,58 +44,20 @@ interface TxContext {
   done: boolean;
 }
 
-/** `?` placeholders (outside quotes) → `$1, $2…`. */
-export function toPgPlaceholders(text: string): string {
-  let out = '';
-  let n = 0;
-  let quote: string | null = null;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i] as string;
-    if (quote !== null) {
-      if (c === quote) quote = null;
-      out += c;
-    } else if (c === "'" || c === '"') {
-      quote = c;
-      out += c;
-    } else if (c === '?') {
-      n += 1;
-      out += `$${n}`;
-    } else out += c;
-  }
-  return out;
+/** The parts of a StoreDb, built by its engine's module (store/sqlite/store.ts, store/pg/store.ts). */
+export interface StoreDbParts {
+  dialect: Dialect;
+  /** The better-sqlite3 handle (SQLite only). */
+  sqlite?: Database.Database;
+  /** The pool (PostgreSQL only). */
+  pool?: PgPool;
+  location: string;
+  instance?: string | null;
 }
-
-/**
- * Prepared statements are compiled once per SQL text (better-sqlite3's prepare parses the SQL
- * every time; the repositories send a few dozen distinct texts). Kysely's SqliteDialect asks
- * `database.prepare` for every query; this answers from the cache.
- */
-function cachingDatabase(db: Database.Database): SqliteDatabase {
-  const cache = new Map<string, SqliteStatement>();
-  return {
-    close: () => {
-      db.close();
-    },
-    prepare: (text: string) => {
-      let stmt = cache.get(text);
-      if (stmt === undefined) {
-        stmt = db.prepare(text);
-        if (cache.size < 2000) cache.set(text, stmt);
-      }
-      return stmt;
-    },
-  };
-}
-
-const SQLITE_HANDLES = new WeakMap<Database.Database, StoreDb>();
-
-/** The advisory lock every PostgreSQL write transaction takes (any constant; 'boaw'). */
-const WRITE_LOCK = 0x626f6177;
-/** PostgreSQL: a write transaction left idle this long is ended by the server (see writeTx). */
-const WRITE_IDLE_TIMEOUT_MS = 15_000;
 
 export class StoreDb {
-  readonly engine: Engine;
+  /** What differs between the engines: ask it, never the engine's name (dialect.ts). */
+  readonly dialect: Dialect;
   /** The better-sqlite3 handle (SQLite only): pragmas, backups, WAL checkpoints. */
   readonly sqlite: Database.Database | null;
   /** The pool (PostgreSQL only). */
@@ -160,9 +67,9 @@ export class StoreDb {
   /**
    * PostgreSQL: this process's connections carry `application_name` = `boarding-connector <instance>`,
    * and its leadership holder id ends in it, so a replica that takes over the lease from a stale
-   * holder can end that holder's sessions (src/store/pg/leadership.ts evict). null on SQLite.
+   * holder can end that holder's sessions (src/store/leadership/pg.ts evict). null on SQLite.
    */
-  instance: string | null = null;
+  instance: string | null;
   /**
    * Hears every statement a repository runs, with its parameters, before it runs: the tests that check
    * the per-loan statements' query plans (an index, never a scan of a table that grows with the
@@ -172,42 +79,20 @@ export class StoreDb {
   private readonly kysely: Kysely<unknown>;
   private readonly als = new AsyncLocalStorage<TxContext>();
   private readonly fenceAls = new AsyncLocalStorage<FenceScope>();
-  private readonly pgText = new Map<string, string>();
   private closed = false;
 
-  private constructor(
-    engine: Engine,
-    k: Kysely<unknown>,
-    sqlite: Database.Database | null,
-    pool: PgPool | null,
-    location: string,
-  ) {
-    this.engine = engine;
-    this.kysely = k;
-    this.sqlite = sqlite;
-    this.pool = pool;
-    this.location = location;
+  constructor(parts: StoreDbParts) {
+    this.dialect = parts.dialect;
+    this.kysely = new Kysely<unknown>({ dialect: parts.dialect.kysely });
+    this.sqlite = parts.sqlite ?? null;
+    this.pool = parts.pool ?? null;
+    this.location = parts.location;
+    this.instance = parts.instance ?? null;
   }
 
-  /**
-   * The StoreDb of a better-sqlite3 connection: always the same one for the same connection (its
-   * transactions must share one queue, or two units of work would interleave on the connection).
-   */
-  static sqliteOn(db: Database.Database): StoreDb {
-    let s = SQLITE_HANDLES.get(db);
-    if (s === undefined) {
-      const k = new Kysely<unknown>({ dialect: new SqliteDialect({ database: cachingDatabase(db) }) });
-      s = new StoreDb('sqlite', k, db, null, db.name);
-      SQLITE_HANDLES.set(db, s);
-    }
-    return s;
-  }
-
-  static postgresOn(pool: PgPool, location: string, instance: string | null = null): StoreDb {
-    const k = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
-    const db = new StoreDb('postgres', k, null, pool, location);
-    db.instance = instance;
-    return db;
+  /** The engine's name, for messages (branch on a dialect capability instead). */
+  get engine(): Engine {
+    return this.dialect.name;
   }
 
   get isOpen(): boolean {
@@ -221,13 +106,7 @@ export class StoreDb {
   }
 
   private compile(text: string, params: Params): CompiledQuery {
-    if (this.engine === 'sqlite') return CompiledQuery.raw(text, params as unknown[]);
-    let pgText = this.pgText.get(text);
-    if (pgText === undefined) {
-      pgText = toPgPlaceholders(text);
-      if (this.pgText.size < 2000) this.pgText.set(text, pgText);
-    }
-    return CompiledQuery.raw(pgText, params as unknown[]);
+    return CompiledQuery.raw(this.dialect.compile(text), params as unknown[]);
   }
 
   private async execute<R>(text: string, params: Params): Promise<{ rows: R[]; numAffectedRows?: bigint }> {
@@ -277,11 +156,10 @@ export class StoreDb {
     if (scope !== undefined) {
       const fence = scope.current();
       if (fence === null) {
-        const err = new FencedOut(
-          { name: scope.name, holder: scope.holder, epoch: 0 },
-          null,
-          'this replica no longer leads',
-        );
+        const err = new FencedOut({ name: scope.name, holder: scope.holder, epoch: 0 }, null, {
+          reason: 'not_leader',
+          why: 'this replica no longer leads',
+        });
         scope.onFencedOut(err);
         throw err;
       }
@@ -305,27 +183,7 @@ export class StoreDb {
       let conn: DatabaseConnection | null = null;
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
-        await c.executeQuery(CompiledQuery.raw(this.engine === 'sqlite' ? 'BEGIN IMMEDIATE' : 'BEGIN'));
-        // PostgreSQL: write transactions take one transaction-scoped advisory lock first, so they
-        // run one at a time across every replica, as SQLite's IMMEDIATE lock makes them: each
-        // repository's read-then-write (a lease, a number, a transition) stays race-free without
-        // a retry loop. Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
-        //
-        // A process paused inside a write transaction (SIGSTOP, a long GC, a hung host) holds that
-        // lock, and in a fenced one the lease row FOR SHARE: the server ends the transaction once it
-        // sits idle this long (the lease's TTL when fenced), so neither every other replica's
-        // writes nor a takeover wait for ever. set_config(…, true) is SET LOCAL, in the same round trip.
-        if (this.engine === 'postgres') {
-          const idle = Math.max(
-            1,
-            Math.round(fence && idleTimeoutMs !== undefined ? idleTimeoutMs : WRITE_IDLE_TIMEOUT_MS),
-          );
-          await c.executeQuery(
-            CompiledQuery.raw(
-              `SELECT pg_advisory_xact_lock(${WRITE_LOCK}), set_config('idle_in_transaction_session_timeout', '${idle}', true)`,
-            ),
-          );
-        }
+        await this.dialect.beginWrite(c, fence, idleTimeoutMs);
       });
       return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);
     });
@@ -339,11 +197,7 @@ export class StoreDb {
       let conn: DatabaseConnection | null = null;
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
-        await c.executeQuery(
-          CompiledQuery.raw(
-            this.engine === 'sqlite' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
-          ),
-        );
+        await c.executeQuery(CompiledQuery.raw(this.dialect.beginRead));
       });
       return this.runTx(conn as unknown as DatabaseConnection, true, fn);
     });
@@ -391,41 +245,8 @@ export class StoreDb {
   }
 
   /** The fence check, on the transaction's connection (see the file comment). */
-  private async checkFence(conn: DatabaseConnection, fence: Fence): Promise<void> {
-    if (this.engine === 'postgres') {
-      if (
-        (await conn.executeQuery(CompiledQuery.raw(PG_FENCE_SQL, [fence.name, fence.holder, fence.epoch])))
-          .rows.length === 1
-      )
-        return;
-      // Refused: who holds it now, for the message only (no lock).
-      const row = (
-        await conn.executeQuery<{ holder: string | null; epoch: number | string; live: boolean }>(
-          CompiledQuery.raw(
-            'SELECT holder, epoch, expires_at > clock_timestamp() AS live FROM leader_lease WHERE name = $1',
-            [fence.name],
-          ),
-        )
-      ).rows[0];
-      throw new FencedOut(
-        fence,
-        row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live },
-      );
-    }
-    const row = (
-      await conn.executeQuery<{ holder: string | null; epoch: number | string; live: number }>(
-        CompiledQuery.raw(
-          `SELECT owner AS holder, epoch,
-                  (expires_at IS NULL OR expires_at > CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) AS live
-             FROM leases WHERE name = ?`,
-          [fence.name],
-        ),
-      )
-    ).rows[0];
-    const found =
-      row === undefined ? null : { holder: row.holder, epoch: Number(row.epoch), live: row.live === 1 };
-    if (found === null || !found.live || found.holder !== fence.holder || found.epoch !== fence.epoch)
-      throw new FencedOut(fence, found);
+  private checkFence(conn: DatabaseConnection, fence: Fence): Promise<void> {
+    return this.dialect.checkFence(conn, fence);
   }
 
   /**
@@ -435,31 +256,23 @@ export class StoreDb {
    */
   async writeBlocker(): Promise<string | null> {
     if (!this.isOpen) return 'state database is closed';
-    if (this.sqlite?.readonly === true) return 'state database is read-only';
     try {
-      if (this.engine === 'sqlite') {
-        await this.write(() => Promise.resolve());
-        return null;
-      }
-      const r = await this.get<{ ro: string }>("SELECT current_setting('transaction_read_only') AS ro");
-      return r?.ro === 'on' ? 'state database (PostgreSQL) is read-only (a standby?)' : null;
+      return await this.dialect.writeBlocker({
+        write: () => this.write(() => Promise.resolve()),
+        get: <R>(text: string) => this.get<R>(text),
+      });
     } catch (err) {
       return `state database not writable: ${err instanceof Error ? err.message : String(err)}`;
     }
   }
 
-  /** Runs DDL / several statements in one text (migrations). */
+  /** Runs DDL / several statements in one text (migrations), in the caller's transaction if any. */
   async exec(text: string): Promise<void> {
     const ctx = this.als.getStore();
-    if (this.engine === 'sqlite') {
-      // better-sqlite3's exec runs a multi-statement script; inside a transaction it is on the
-      // transaction's (the only) connection.
-      (this.sqlite as Database.Database).exec(text);
-      return;
-    }
-    const q = CompiledQuery.raw(text, []);
-    if (ctx !== undefined && !ctx.done) await ctx.conn.executeQuery(q);
-    else await this.kysely.executeQuery(q);
+    if (ctx !== undefined && !ctx.done) return this.dialect.exec(ctx.conn, text);
+    await this.kysely.connection().execute(async (k) => {
+      await k.getExecutor().provideConnection((c) => this.dialect.exec(c, text));
+    });
   }
 
   async close(): Promise<void> {
@@ -467,13 +280,6 @@ export class StoreDb {
     this.closed = true;
     await this.kysely.destroy();
   }
-}
-
-/** A repository's handle: a StoreDb, or a better-sqlite3 connection (its StoreDb). */
-export type AnyDb = StoreDb | Database.Database;
-
-export function toStoreDb(db: AnyDb): StoreDb {
-  return db instanceof StoreDb ? db : StoreDb.sqliteOn(db);
 }
 
 /** `@name` placeholders with a map of values → `?` placeholders with the values in order. */

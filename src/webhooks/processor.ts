@@ -1,13 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { AnyDb } from '../store/sql.js';
+import type { StoreDb } from '../store/sql.js';
 import { debounceTrigger, type DebouncedTrigger } from './debounce.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import { createInboxApplier, type RowOutcome } from '../store/inbox-apply.js';
 
 export interface WebhookProcessorDeps {
-  db: AnyDb;
+  db: StoreDb;
   inbox: WebhookInbox;
   logger: Logger;
   clock: Clock;

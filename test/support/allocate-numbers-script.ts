@@ -3,8 +3,9 @@
  * the instant argv[3] (epoch ms) so that two processes allocate at the same moment; prints
  * `key number` per line.
  */
-import { openDatabase } from '../../src/store/db.js';
-import { createNumberStore } from '../../src/store/numbers.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
+import { createNumberStore } from '../../src/store/identity/numbers.js';
+import { sqliteStore } from '../../src/store/sqlite/store.js';
 
 const [path, at, prefix, count] = [
   process.argv[2] as string,
@@ -13,7 +14,7 @@ const [path, at, prefix, count] = [
   Number(process.argv[5]),
 ];
 const db = openDatabase(path, { onWarning: () => undefined, busyTimeoutMs: 20_000 });
-const numbers = createNumberStore(db);
+const numbers = createNumberStore(sqliteStore(db));
 while (Date.now() < at) {
   // Busy-wait: a timer would spread the processes over a few milliseconds.
 }

@@ -1,13 +1,14 @@
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
-import { Leadership, newHolderId } from '../../src/store/leadership.js';
-import { sqliteLeaseBackend } from '../../src/store/leases.js';
+import { Leadership, newHolderId } from '../../src/store/leadership/leadership.js';
+import { sqliteLeaseBackend } from '../../src/store/leadership/leases.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
-import { openDatabase, type Db } from '../../src/store/db.js';
+import { openDatabase, type Db } from '../../src/store/sqlite/db.js';
 import { createBoardingStore, type BoardingStore } from '../../src/store/index.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeCore } from './fake-core.js';
 import { FakeMapper } from './fake-mapper.js';
 import { FakePlatform } from './fake-platform.js';
+import { sqliteStore } from '../../src/store/sqlite/store.js';
 
 export interface FakePipeline {
   db: Db;
@@ -31,7 +32,7 @@ export function fakePipeline(
   } = {},
 ): FakePipeline {
   const db = openDatabase(opts.dbPath ?? ':memory:');
-  const store = createBoardingStore(db);
+  const store = createBoardingStore(sqliteStore(db));
   const platform = new FakePlatform();
   const mapper = new FakeMapper();
   const core = new FakeCore();
@@ -51,7 +52,7 @@ export function fakePipeline(
       random: () => 0,
       pageSize: 2,
       concurrency: opts.concurrency ?? 3,
-      leadership: new Leadership(sqliteLeaseBackend(db), {
+      leadership: new Leadership(sqliteLeaseBackend(sqliteStore(db)), {
         name: BOARDING_LEASE,
         // One holder for every runner of the pipeline: a restart() takes the lease over at once,
         // as a restarted process on this host does from its dead predecessor (a new epoch).

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
-import { migratePg } from '../../src/store/pg/schema.js';
+import { migratePg } from '../../src/store/migrations/pg.js';
 import { openPgPool, type PgPool } from '../../src/store/pg/pool.js';
 import type { StoreTarget } from '../../src/store/open.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
 import { startWebhookService } from './webhook-service.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'service-stop-'));

@@ -5,10 +5,11 @@
  * server cannot run here.
  */
 import { afterEach } from 'vitest';
-import { openDatabase } from '../../src/store/db.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
 import { openStore } from '../../src/store/open.js';
-import { StoreDb } from '../../src/store/sql.js';
+import type { StoreDb } from '../../src/store/sql.js';
 import { createTestDatabase, pgSkipReason, pgTarget } from './pg.js';
+import { sqliteStore } from '../../src/store/sqlite/store.js';
 
 export const STORE_ENGINES = ['sqlite', 'postgres'] as const;
 export type TestEngine = (typeof STORE_ENGINES)[number];
@@ -26,7 +27,7 @@ export interface TestStore {
 /** A fresh store on the engine; SQLite in memory, or in a file at `sqlitePath` (as the connector has it). */
 export async function openTestStore(engine: TestEngine, sqlitePath = ':memory:'): Promise<TestStore> {
   if (engine === 'sqlite') {
-    const db = StoreDb.sqliteOn(openDatabase(sqlitePath));
+    const db = sqliteStore(openDatabase(sqlitePath));
     return { db, url: null, close: () => db.close() };
   }
   const pg = await createTestDatabase({ migrate: false });

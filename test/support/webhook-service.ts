@@ -2,8 +2,9 @@ import { join } from 'node:path';
 import { systemClock } from '../../src/lib/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/sqlite/db.js';
 import { createWebhookService, type WebhookService } from '../../src/app/webhook-service.js';
+import { sqliteStore } from '../../src/store/sqlite/store.js';
 
 /**
  * The webhook service as `run` composes it (receiver, processor, metrics, admin listener) on `db`,
@@ -32,7 +33,7 @@ export async function startWebhookService(opts: {
   const svc = createWebhookService({
     clock: systemClock,
     config,
-    db: opts.db,
+    db: sqliteStore(opts.db),
     platform: {
       health: () =>
         ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never,

@@ -18,7 +18,7 @@ import {
   type RowKind,
 } from './layout/render.js';
 import type { MappedRecord } from '../../contract/records.js';
-import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from '../../store/file-batches.js';
+import type { FileBatchStore, AppendResult, FileBatchRow, RenderedLoan } from './batch-store.js';
 import {
   DIR_MODE,
   FILE_MODE,

@@ -40,7 +40,7 @@ import {
 } from './http.js';
 import { fineractKey } from './keys.js';
 import { fineractExternalId, fineractExternalIdBeforePathSafe } from './external-id.js';
-import type { ExternalRefStore } from '../../store/external-refs.js';
+import type { ExternalRefStore } from '../external-refs.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
 

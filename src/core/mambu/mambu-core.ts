@@ -11,7 +11,7 @@ import type { Clock } from '../../lib/clock.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
-import type { ExternalRefStore } from '../../store/external-refs.js';
+import type { ExternalRefStore } from '../external-refs.js';
 import { KeyedLock } from '../keyed-lock.js';
 import {
   CoreRejectedError,

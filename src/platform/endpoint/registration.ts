@@ -2,8 +2,19 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import type { PlatformApi } from '../api.js';
 import type { WebhookEndpoint, WebhookEndpointWithSecret } from '../../contract/schemas.js';
-import type { IdempotencyStore } from '../../store/idempotency.js';
 import { sameEndpointUrl } from './endpoint-check.js';
+
+/**
+ * Where a registration's Idempotency-Key is kept before the call and reused on every retry, across
+ * restarts (the port this module owns; the store's idempotency keys implement it).
+ */
+export interface EndpointKeyStore {
+  /** Stores the key if new (first use). */
+  ensure(key: string, operation: string, loanId: string | null, now: number): Promise<unknown>;
+  complete(key: string, status: number | null, response: unknown, now: number): Promise<void>;
+  /** The newest key of this operation starting with prefix that never completed, or null. */
+  unfinished(operation: string, prefix: string): Promise<string | null>;
+}
 
 export const CREATE_OPERATION = 'webhook-endpoint:create';
 export const ENABLE_OPERATION = 'webhook-endpoint:enable';
@@ -37,7 +48,7 @@ function fingerprint(input: RegisterInput): string {
  */
 export async function registerEndpoint(
   platform: Pick<PlatformApi, 'listWebhookEndpoints' | 'createWebhookEndpoint'>,
-  keys: IdempotencyStore,
+  keys: EndpointKeyStore,
   input: RegisterInput,
   opts: { clock: Clock; signal?: AbortSignal },
 ): Promise<RegisterResult> {
@@ -64,7 +75,7 @@ export async function registerEndpoint(
 /** PATCH status active; the key is stored first like every write. */
 export async function enableEndpoint(
   platform: Pick<PlatformApi, 'updateWebhookEndpoint'>,
-  keys: IdempotencyStore,
+  keys: EndpointKeyStore,
   id: string,
   opts: { clock: Clock; signal?: AbortSignal },
 ): Promise<WebhookEndpoint> {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../../lib/logger.js';
-import { redactUrl } from './url.js';
+import { redactUrl } from '../../lib/redact.js';
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;

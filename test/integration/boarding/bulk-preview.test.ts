@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCliSplit } from '../../support/cli-run.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const repo = join(import.meta.dirname, '../../..');
 
@@ -94,7 +95,7 @@ describe('loans reboard --dry-run and the confirmation above boarding.confirmAbo
     const sync = await runCliSplit(['--config', cfg.configPath, 'sync', '--once']);
     expect(sync.code).toBe(0);
     const db = openDatabase(cfg.dbPath);
-    const rows = await createBoardingStore(db).loans.list({ state: 'acknowledged' });
+    const rows = await createBoardingStore(sqliteStore(db)).loans.list({ state: 'acknowledged' });
     db.close();
     expect(rows.length).toBeGreaterThan(3);
     versionA = rows[0]!.mappingVersion as string;
@@ -258,7 +259,7 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
       }),
     );
     const db = openDatabase(dbPath);
-    const s = createBoardingStore(db);
+    const s = createBoardingStore(sqliteStore(db));
     for (const id of ['Q1', 'Q2', 'Q3', 'Q4', 'Q5']) {
       await s.loans.insert({ id, state: 'queued', patch: { loanNumber: `N-${id}` } }, T0);
       await s.loans.transition(id, { to: 'fetched' }, T0 + 1);
@@ -276,7 +277,7 @@ describe('loans retry and loans skip on several loans: --dry-run, all-or-nothing
   const stateOf = async (id: string): Promise<string | undefined> => {
     const db = openDatabase(dbPath);
     try {
-      return (await createBoardingStore(db).loans.get(id))?.state;
+      return (await createBoardingStore(sqliteStore(db)).loans.get(id))?.state;
     } finally {
       db.close();
     }

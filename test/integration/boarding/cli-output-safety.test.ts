@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { printable } from '../../../src/lib/terminal.js';
 import { runCli } from './harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const HOSTILE = 'N-1\u001b]0;owned\u0007\u001b[2J\u009b31m\rX';
 
@@ -24,7 +25,7 @@ describe('CLI output carries no terminal control characters (regression: a loanN
       }),
     );
     const db = openDatabase(dbPath);
-    await createBoardingStore(db).loans.insert(
+    await createBoardingStore(sqliteStore(db)).loans.insert(
       { id: 'L1', state: 'queued', patch: { loanNumber: HOSTILE, releaseMarker: 'b1' } },
       Date.now(),
     );

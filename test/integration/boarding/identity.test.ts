@@ -4,14 +4,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { DEFAULT_NUMBER_POOLS } from '../../../src/store/numbers.js';
+import { DEFAULT_NUMBER_POOLS } from '../../../src/store/identity/numbers.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { createWebhookService } from '../../../src/app/webhook-service.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
 import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from './harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 /**
  * Issue 23 (23a): platform ids of every shape (short, UUID, opaque up to 64 characters with
@@ -355,7 +356,7 @@ describe('number pool usage in /metrics and /readyz', () => {
       ...DEFAULT_NUMBER_POOLS,
       account: { ...DEFAULT_NUMBER_POOLS.account, ranges: [{ from: '1', to: '10' }], width: 4 },
     };
-    const store = createBoardingStore(db, { numberPools: pools });
+    const store = createBoardingStore(sqliteStore(db), { numberPools: pools });
     const config = loadConfig({
       env: {},
       fileText:
@@ -366,7 +367,7 @@ describe('number pool usage in /metrics and /readyz', () => {
     const svc = createWebhookService({
       clock: systemClock,
       config,
-      db,
+      db: sqliteStore(db),
       platform: {
         health: () =>
           ({ lastSuccessAt: Date.now(), strikes24h: 0, trafficStopped: false, stopped: false }) as never,

@@ -3,10 +3,11 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { openDatabase } from '../../../src/store/db.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
 import { runCli } from './harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 describe('operator messages around the boarding lease', () => {
   it('sync --once exits 3 (not 0) when another live process leads (regression: "nothing done" with exit 0)', async () => {
@@ -25,7 +26,11 @@ describe('operator messages around the boarding lease', () => {
     const db = openDatabase(dbPath);
     // This very process, under another holder id: alive, its lease a minute long.
     expect(
-      await sqliteLeaseBackend(db).acquire(BOARDING_LEASE, `${hostname()}:${process.pid}:elsewhere`, 60_000),
+      await sqliteLeaseBackend(sqliteStore(db)).acquire(
+        BOARDING_LEASE,
+        `${hostname()}:${process.pid}:elsewhere`,
+        60_000,
+      ),
     ).toEqual({ epoch: 1 });
     db.close();
     const r = await runCli(['--config', configPath, 'sync', '--once']);

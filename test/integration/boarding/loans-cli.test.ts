@@ -3,9 +3,10 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli } from './harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 
@@ -25,7 +26,7 @@ describe('loans commands', () => {
       }),
     );
     const db = openDatabase(dbPath);
-    const s = createBoardingStore(db);
+    const s = createBoardingStore(sqliteStore(db));
     await s.loans.insert(
       { id: 'L1', state: 'queued', patch: { loanNumber: 'N-1', releaseMarker: 'b1' } },
       T0,
@@ -103,7 +104,7 @@ describe('loans commands', () => {
   it('retry --all requeues every matching quarantined loan, audited, and asks a running daemon for a cycle now', async () => {
     const dbPath = join(configPath, '..', 'state.sqlite');
     const db = openDatabase(dbPath);
-    const s = createBoardingStore(db);
+    const s = createBoardingStore(sqliteStore(db));
     const quarantine = async (id: string, reason: 'mapping' | 'contradictory', at: number): Promise<void> => {
       await s.loans.insert({ id, state: 'queued' }, at);
       await s.loans.transition(id, { to: 'fetched' }, at);
@@ -148,7 +149,7 @@ describe('loans commands', () => {
     expect(r.error).toBeNull();
     expect(r.stdout).toContain('loan M2 queued by carol');
     expect(r.stdout).toContain(`asked the running daemon (pid ${process.pid}) for a cycle now`);
-    const after = createBoardingStore(openDatabase(dbPath));
+    const after = createBoardingStore(sqliteStore(openDatabase(dbPath)));
     try {
       expect((await after.loans.get('M2'))?.state).toBe('queued');
       expect((await after.loans.get('M1'))?.state).toBe('quarantined');

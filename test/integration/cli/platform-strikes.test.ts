@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sharedRateLedger } from '../../../src/app/platform.js';
 import { systemClock } from '../../../src/lib/clock.js';
-import { openDatabase } from '../../../src/store/db.js';
-import { createSqliteRateState } from '../../../src/store/rate-state.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import {
   createTestDatabase,
   pgEnv,

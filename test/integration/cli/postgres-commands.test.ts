@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
 import { openStore } from '../../../src/store/open.js';
-import { pgLeaseBackend } from '../../../src/store/pg/leadership.js';
+import { pgLeaseBackend } from '../../../src/store/leadership/pg.js';
 import type { PgPool } from '../../../src/store/pg/pool.js';
 import type { StoreDb } from '../../../src/store/sql.js';
 import { runCliSplit, type CliRun } from '../../support/cli-run.js';
@@ -490,7 +490,7 @@ describe('state commands with an unreachable PostgreSQL', () => {
         const r = await runCliSplit(['--config', configPath, '--progress=never', ...args]);
         expect(r.code, `${args.join(' ')}: ${r.error ?? ''}`).toBe(1);
         expect(r.error, args.join(' ')).toMatch(
-          /^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\*\*\*@127\.0\.0\.1:1\/boarding/,
+          /^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\(hidden\)@127\.0\.0\.1:1\/boarding/,
         );
         expect(`${r.error ?? ''}${r.stdout}${r.stderr}`).not.toContain('hunter2');
       }

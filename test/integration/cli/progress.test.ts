@@ -1,10 +1,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCliSplit } from '../../support/cli-run.js';
 import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 /** The summary `sync --once` prints, and nothing else: every stdout line is one of its lines. */
 function onlySummary(stdout: string): void {
@@ -62,7 +63,7 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
     // The pause was waited out inside the cycle: every loan that maps was acknowledged.
     const db = openDatabase(cfg.dbPath);
     try {
-      const states = await createBoardingStore(db).loans.countByState();
+      const states = await createBoardingStore(sqliteStore(db)).loans.countByState();
       expect(states.retry_wait).toBe(0);
       expect(states.acknowledged).toBeGreaterThan(0);
     } finally {
@@ -76,7 +77,9 @@ describe('long commands show progress and why they wait (issue 24 point 3)', () 
     yaml.platform.rateLimit = { windowMs: 500, readsPerWindow: 2, writesPerWindow: 50 };
     writeFileSync(cfg.configPath, stringify(yaml));
     const db2 = openDatabase(cfg.dbPath);
-    const acked = (await createBoardingStore(db2).loans.list({ state: 'acknowledged' })).map((x) => x.id);
+    const acked = (await createBoardingStore(sqliteStore(db2)).loans.list({ state: 'acknowledged' })).map(
+      (x) => x.id,
+    );
     db2.close();
     const dry = await runCliSplit([
       '--config',

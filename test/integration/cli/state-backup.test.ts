@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli } from '../boarding/harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 describe('state backup / state verify', () => {
   it('copies a live database consistently while another connection writes, owner-only, and verifies it', async () => {
@@ -22,7 +23,7 @@ describe('state backup / state verify', () => {
       }),
     );
     const db = openDatabase(dbPath);
-    const store = createBoardingStore(db);
+    const store = createBoardingStore(sqliteStore(db));
     for (let i = 0; i < 2000; i++) {
       await store.loans.insert({ id: `L${i}`, state: 'queued' }, 1_000 + i);
       await store.keys.ensure(`ack:L${i}:b`, 'ack', `L${i}`, 1_000 + i);
@@ -88,7 +89,7 @@ describe('state backup / state verify', () => {
       }),
     );
     const db = openDatabase(dbPath);
-    const store = createBoardingStore(db);
+    const store = createBoardingStore(sqliteStore(db));
     await store.write(async () => {
       for (let i = 0; i < 30_000; i++)
         await store.keys.ensure(`ack:L${i}:${'k'.repeat(40)}`, 'ack', `L${i}`, 1_000 + i);

@@ -11,14 +11,14 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createConsoleStore } from '../../../src/store/console.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
-import { createSqliteRateState } from '../../../src/store/rate-state.js';
+import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import { openStore } from '../../../src/store/open.js';
-import { redactUrl } from '../../../src/store/pg/url.js';
+import { redactUrl } from '../../../src/lib/redact.js';
 import { runCli } from '../boarding/harness.js';
 import {
   createTestDatabase,
@@ -30,6 +30,7 @@ import {
   type TestDatabase,
   pgTarget,
 } from '../../support/pg.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const T0 = 1_700_000_000_000;
 const TIN_KEY = 'state-migrate-test-tin-key-0001';
@@ -62,7 +63,7 @@ function configs(dir: string, dbPath: string, pgUrl: string): { sqlite: string; 
 
 /** A state touching every kind of row the connector keeps. */
 async function seed(db: Db): Promise<void> {
-  const s = createBoardingStore(db);
+  const s = createBoardingStore(sqliteStore(db));
   const ids = ['L-001', 'L-002', 'l-003', 'Ünïcode ✓ "quoted" id', 'L-005', 'L-006'];
   for (const [i, id] of ids.entries()) {
     await s.loans.insert(
@@ -109,7 +110,7 @@ async function seed(db: Db): Promise<void> {
     { kind: 'warning', reason: '1 review item(s)', detail: { warnings: [{ code: 'c' }] } },
     T0 + 16,
   );
-  const inbox = createWebhookInbox(db);
+  const inbox = createWebhookInbox(sqliteStore(db));
   await inbox.insert(
     {
       webhookId: 'w2',
@@ -130,7 +131,7 @@ async function seed(db: Db): Promise<void> {
     },
     T0 + 31,
   );
-  const c = createConsoleStore(db);
+  const c = createConsoleStore(sqliteStore(db));
   await c.insertRequest(
     {
       id: 'R1',
@@ -173,7 +174,7 @@ async function seed(db: Db): Promise<void> {
     },
     T0 + 2,
   );
-  const batches = new FileBatchStore(db);
+  const batches = new FileBatchStore(sqliteStore(db));
   for (const loanId of ['L-001', 'Ünïcode ✓ "quoted" id']) {
     await batches.append({
       loanId,
@@ -377,7 +378,7 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     const pg = await fresh();
     const cfg = configs(dir, dbPath, pg.url);
     const writerDb = openDatabase(dbPath);
-    const s = createBoardingStore(writerDb);
+    const s = createBoardingStore(sqliteStore(writerDb));
     // The "daemon" says it runs (this process, this host): the command notes it before copying.
     await s.daemon.publish({
       owner: 'daemon-under-test',
@@ -415,7 +416,7 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     const own = mkdtempSync(join(tmpdir(), 'state-migrate-seq-'));
     const path = join(own, 'state.sqlite');
     const db = openDatabase(path);
-    const s = createBoardingStore(db);
+    const s = createBoardingStore(sqliteStore(db));
     await s.loans.insert({ id: 'A1', state: 'queued' }, T0);
     // Events 2..500 existed once and were removed: SQLite never hands out those numbers again.
     db.prepare("UPDATE sqlite_sequence SET seq = 500 WHERE name = 'loan_events'").run();
@@ -453,7 +454,7 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     ]);
     expect(b.code).toBe(1);
     expect(b.error).toMatch(
-      /^--to: cannot open the state store at postgres:\/\/boarding:\*\*\*@127\.0\.0\.1:1\/boarding/,
+      /^--to: cannot open the state store at postgres:\/\/boarding:\(hidden\)@127\.0\.0\.1:1\/boarding/,
     );
     expect(`${b.error ?? ''}${b.stdout}`).not.toContain('hunter2');
   });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCliContext } from '../../../src/cli/context.js';
 import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
 import { buildProgram } from '../../../src/cli/program.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
 
 /**

@@ -7,10 +7,11 @@ import {
 } from '../../../src/core/fineract/external-id.js';
 import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
-import { createExternalRefStore } from '../../../src/store/external-refs.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
+import { createExternalRefStore } from '../../../src/store/identity/external-refs.js';
 import { refusedRequestPath, startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
 import { fineractRecords, makePackage } from '../../unit/core/support.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 /**
  * Platform ids of any length and shape in Fineract: one longer than externalId (VARCHAR(100)), or
@@ -48,7 +49,7 @@ function adapter(state: Db | undefined = db, approve = false): FineractCore {
     approve,
     disburse: false,
     logger: silentLogger(),
-    externalRefs: createExternalRefStore(state),
+    externalRefs: createExternalRefStore(sqliteStore(state)),
   });
   adapters.push(a);
   return a;

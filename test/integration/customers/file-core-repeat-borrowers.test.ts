@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxState } from '../../../src/sandbox/state.js';
 import { normaliseTin } from '../../../src/lib/customer-keys.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
 
 const SEED = 23;

@@ -6,9 +6,9 @@ import { systemClock, type Clock } from '../../../src/lib/clock.js';
 import { createDiskWatch } from '../../../src/observability/disk-space.js';
 import { createClockSkewWatch, measureClockOffset } from '../../../src/observability/clock-skew.js';
 import { clockSkewCheck, coreOutageCheck, diskSpaceCheck } from '../../../src/observability/readiness.js';
-import { StoreDb } from '../../../src/store/sql.js';
 import { openStore } from '../../../src/store/open.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../support/pg.js';
+import { pgStore } from '../../../src/store/pg/store.js';
 
 /** A logger that keeps what it was told (the ALERT lines are what an operator's log search sees). */
 function captureLogger(): {
@@ -123,7 +123,7 @@ describe.skipIf(pgSkipReason !== null)('clock skew against PostgreSQL', () => {
 
   it('measures a host clock minutes ahead or behind the database, and fails readiness at store.maxClockSkewMs', async () => {
     tdb = await createTestDatabase({ migrate: false });
-    const db = StoreDb.postgresOn(tdb.pool('skew', 1), 'test');
+    const db = pgStore(tdb.pool('skew', 1), 'test');
     const shifted = (ms: number): Clock => ({ ...systemClock, now: () => Date.now() + ms });
     const same = await measureClockOffset(db, systemClock);
     expect(Math.abs(same!.offsetMs)).toBeLessThan(1000);

@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { safeId } from '../../../src/core/safe-name.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const repo = join(import.meta.dirname, '../../..');
 
@@ -62,7 +63,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
     // Nothing in the core and no loan taken into the state database.
     expect(existsSync(join(cfg.coreDir, 'packages'))).toBe(false);
     const db = openDatabase(cfg.dbPath);
-    expect(await createBoardingStore(db).loans.list()).toEqual([]);
+    expect(await createBoardingStore(sqliteStore(db)).loans.list()).toEqual([]);
     db.close();
 
     const json = await runCli([
@@ -111,7 +112,7 @@ describe('the bank engineer edit loop against the sandbox', () => {
     const sync = await runCli(['--config', cfg.configPath, 'sync', '--once']);
     expect(sync.code).toBe(0);
     const db = openDatabase(cfg.dbPath);
-    const store = createBoardingStore(db);
+    const store = createBoardingStore(sqliteStore(db));
     try {
       const acked = await store.loans.list({ state: 'acknowledged' });
       expect(acked.length).toBeGreaterThan(1);

@@ -7,9 +7,10 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCliContext, createHangupSource } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 async function freePort(): Promise<number> {
   const srv = createServer();
@@ -76,7 +77,7 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       },
     });
     const db = openDatabase(cfg.dbPath);
-    const store = createBoardingStore(db);
+    const store = createBoardingStore(sqliteStore(db));
     const readyz = async (): Promise<{
       ready: boolean;
       checks: Record<string, { ok: boolean; detail?: string }>;
@@ -180,7 +181,7 @@ describe('run reloads its mapping set (SIGHUP)', () => {
       db.close();
     }
     // The daemon's row goes with it: nothing refuses a CLI after it stopped.
-    const after = createBoardingStore(openDatabase(cfg.dbPath));
+    const after = createBoardingStore(sqliteStore(openDatabase(cfg.dbPath)));
     expect(await after.daemon.all()).toEqual([]);
     await after.db.close();
   }, 120_000);

@@ -12,7 +12,6 @@ import { systemClock, type Clock } from '../../../src/lib/clock.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import type { PlatformClient } from '../../../src/platform/client.js';
 import { openPgPool } from '../../../src/store/pg/pool.js';
-import { StoreDb } from '../../../src/store/sql.js';
 import { startRateLimitedServer, type RateLimitedServer } from '../../support/rate-limited-server.js';
 import {
   createTestDatabase,
@@ -24,6 +23,7 @@ import {
 } from '../../support/pg.js';
 import { startTcpSwitch } from '../../support/tcp-switch.js';
 import { clientFor, maxInSliding } from './helpers.js';
+import { pgStore } from '../../../src/store/pg/store.js';
 
 /** A replica's clock that is off by offsetMs and whose sleeps last `rate` times what they should. */
 function driftingClock(offsetMs: number, rate: number): Clock {
@@ -135,11 +135,9 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     // Writes are a separate class: not paused by a read 429.
     await expect(b.acknowledgeBoarding('B', {}, { idempotencyKey: 'ack:B' })).resolves.toBeTruthy();
 
-    const admin = rateAdminFor(
-      { platform: platformConfig(srv) },
-      StoreDb.postgresOn(db.pool('admin', 1), 'test'),
-      { clock: systemClock },
-    );
+    const admin = rateAdminFor({ platform: platformConfig(srv) }, pgStore(db.pool('admin', 1), 'test'), {
+      clock: systemClock,
+    });
     const { strikes } = await admin.status();
     expect(strikes).toHaveLength(1);
     expect(strikes[0]).toMatchObject({ bucket: 'read', path: '/public/v1/loans/{id}' });
@@ -181,11 +179,9 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     await vi.waitFor(() => expect(a.health().trafficStopped).toBe(true), { timeout: 5000, interval: 20 });
 
     // The operator clears on another host: a third process on the same database.
-    const third = rateAdminFor(
-      { platform: platformConfig(srv) },
-      StoreDb.postgresOn(db.pool('operator', 1), 'test'),
-      { clock: systemClock },
-    );
+    const third = rateAdminFor({ platform: platformConfig(srv) }, pgStore(db.pool('operator', 1), 'test'), {
+      clock: systemClock,
+    });
     expect(await third.clearStrikes('ops:anna: ticket 4711')).toBe(2);
     await expect(a.acknowledgeBoarding('A3', {}, { idempotencyKey: 'ack:A3' })).resolves.toBeTruthy();
     await expect(b.getLoan('B3')).resolves.toMatchObject({ id: 'B3' });

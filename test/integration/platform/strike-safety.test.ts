@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import type { PlatformClient } from '../../../src/platform/client.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
-import { createMemoryRateState, createSqliteRateState } from '../../../src/store/rate-state.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
+import { createMemoryRateState } from '../../../src/platform/rate-budget/ledger.js';
+import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import { startRateLimitedServer, type RateLimitedServer } from '../../support/rate-limited-server.js';
 import { clientFor, tempDir } from './helpers.js';
 

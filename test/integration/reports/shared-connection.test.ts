@@ -4,7 +4,8 @@ import type { CoreSystem } from '../../../src/core/port.js';
 import type { PlatformApi, QueuePage } from '../../../src/platform/api.js';
 import { computeReconciliation } from '../../../src/reports/compute.js';
 import { createReconcileSources } from '../../../src/reports/sources.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 /**
  * Regression: the nightly reconcile runs inside the daemon on the pipeline's own SQLite
@@ -36,7 +37,12 @@ describe('reconciliation on a connection the pipeline is using', () => {
       },
     } as unknown as PlatformApi;
     const core = { name: 'none', findLoan: () => Promise.resolve(null) } as unknown as CoreSystem;
-    const sources = createReconcileSources({ platform, reads: createReportReads(db), core, since: null });
+    const sources = createReconcileSources({
+      platform,
+      reads: createReportReads(sqliteStore(db)),
+      core,
+      since: null,
+    });
 
     // "The pipeline": writes on the same connection in every microtask while the report runs.
     let writes = 0;

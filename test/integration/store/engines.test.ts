@@ -8,14 +8,14 @@ import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createInboxApplier } from '../../../src/store/inbox-apply.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
 import { createLoanScan } from '../../../src/store/loan-scan.js';
-import { createExternalRefStore } from '../../../src/store/external-refs.js';
+import { createExternalRefStore } from '../../../src/store/identity/external-refs.js';
 import { createLoanStats } from '../../../src/store/loan-stats.js';
 import { createFundedTimeBackfill } from '../../../src/store/funded-time.js';
 import { StaleStateError } from '../../../src/store/loans.js';
-import { openLeadership } from '../../../src/store/leases.js';
+import { openLeadership } from '../../../src/store/leadership/leases.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { FencedOut } from '../../../src/store/sql.js';
-import { PoolExhaustedError } from '../../../src/store/numbers.js';
+import { PoolExhaustedError } from '../../../src/store/identity/numbers.js';
 import { STORE_ENGINES, engineSkipped, openTestStore, type TestStore } from '../../support/store-engines.js';
 
 const T0 = 1_700_000_000_000;

@@ -69,7 +69,7 @@ describe('store.engine config', () => {
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as Error).message).toMatch(
-      /^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\*\*\*@127\.0\.0\.1:1\/boarding/,
+      /^store\.postgres\.url: cannot open the state store at postgres:\/\/boarding:\(hidden\)@127\.0\.0\.1:1\/boarding/,
     );
     expect((err as Error).message).not.toContain('hunter2');
   });

@@ -8,12 +8,13 @@ import { stringify } from 'yaml';
 import { FileCore } from '../../../src/core/file/file-core.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { FileBatches } from '../../../src/core/file/batches.js';
 import { cutoffRule } from '../../../src/core/file/cutoff.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { testBatches, testLayout } from '../../unit/core/batches-support.js';
 import { runCli } from '../boarding/harness.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -72,7 +73,7 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     });
     const core = new FileCore({
       dir: join(dir, 'core'),
-      batches: testBatches(dir, clock, { db }),
+      batches: testBatches(dir, clock, { db: sqliteStore(db) }),
       timeZone: 'America/Chicago',
       logger: silentLogger(),
       clock,
@@ -164,7 +165,7 @@ describe('full tax ids do not survive the seal (regression: free pages, the WAL 
     const layout = testLayout();
     const batches = new FileBatches({
       root: join(dir, 'batches'),
-      store: new FileBatchStore(db),
+      store: new FileBatchStore(sqliteStore(db)),
       layout: () => layout,
       rule: cutoffRule({ cutoff: '18:00', timeZone: 'America/Chicago' }),
       triggerFile: 'READY',

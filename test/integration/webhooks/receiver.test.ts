@@ -11,14 +11,14 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
-import { StoreDb } from '../../../src/store/sql.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { createApp, WEBHOOK_PATH } from '../../../src/http/app.js';
 import { createWebhookInbox, type WebhookInbox } from '../../../src/store/inbox.js';
 import { createConnectorMetrics } from '../../../src/observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../../../src/webhooks/processor.js';
 import { dbWritableCheck, type ReadinessCheck } from '../../../src/observability/readiness.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const secretOld = `whsec_${randomBytes(24).toString('base64')}`;
 const secretNew = `whsec_${randomBytes(24).toString('base64')}`;
@@ -49,12 +49,12 @@ async function startReceiver(
 ): Promise<Receiver> {
   const dir = mkdtempSync(join(tmpdir(), 'webhooks-'));
   const db = openDatabase(join(dir, 'state.sqlite'));
-  const inbox = createWebhookInbox(db);
+  const inbox = createWebhookInbox(sqliteStore(db));
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', destination: { write: (s: string) => void logs.push(s) } });
   const processor = createWebhookProcessor({
     clock: systemClock,
-    db,
+    db: sqliteStore(db),
     inbox,
     logger: silentLogger(),
     debounceMs: 0,
@@ -62,7 +62,7 @@ async function startReceiver(
   await processor.start();
   const metrics = createConnectorMetrics({
     clock: systemClock,
-    db: StoreDb.sqliteOn(db),
+    db: sqliteStore(db),
     inbox,
     processMetrics: false,
   });
@@ -78,7 +78,7 @@ async function startReceiver(
     logger,
     metrics,
     processor,
-    readiness: opts.readiness ?? { database: dbWritableCheck(StoreDb.sqliteOn(db)) },
+    readiness: opts.readiness ?? { database: dbWritableCheck(sqliteStore(db)) },
     reportsDir: join(dir, 'reports'),
   });
   // expressOnly: the app served by a bare node:http server, without startHttpServer's limits.

@@ -7,12 +7,13 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../../src/lib/logger.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { createLoanStore } from '../../../src/store/loans.js';
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createWebhookProcessor } from '../../../src/webhooks/processor.js';
 import { startWebhookService } from '../../support/webhook-service.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -54,10 +55,10 @@ const count = (db: Db, where = '1=1'): number =>
 describe('webhook history', () => {
   it('loan rows created before, between and after processing passes: every delivery is in its loan’s history exactly once', async () => {
     const { db } = fileDb();
-    const inbox = createWebhookInbox(db);
+    const inbox = createWebhookInbox(sqliteStore(db));
     const processor = createWebhookProcessor({
       clock: systemClock,
-      db,
+      db: sqliteStore(db),
       inbox,
       logger: capture().logger,
       debounceMs: 0,
@@ -65,7 +66,7 @@ describe('webhook history', () => {
     });
     await processor.start();
     cleanups.push(() => processor.stop());
-    const loans = createLoanStore(db);
+    const loans = createLoanStore(sqliteStore(db));
     const LOANS = 120;
     const at = (round: number): string =>
       new Date(Date.parse('2026-11-01T10:00:00Z') + round * 1000).toISOString();
@@ -105,7 +106,7 @@ describe('webhook history', () => {
 describe('webhook service: daily inbox prune', () => {
   it('deletes a day of old rows in short transactions after a cycle, and logs the total', async () => {
     const { db, dir } = fileDb();
-    const inbox = createWebhookInbox(db);
+    const inbox = createWebhookInbox(sqliteStore(db));
     for (let i = 0; i < 1300; i++) await inbox.insert(event(`old-${i}`, 'L1', 'loan.created'), 1000 + i);
     await inbox.insert(event('recent', 'L1', 'loan.created'), Date.now());
     db.prepare("UPDATE webhook_inbox SET status = 'processed'").run();

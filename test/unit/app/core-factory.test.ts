@@ -4,8 +4,9 @@ import { configSchema } from '../../../src/config/schema.js';
 import { createCore, FileCore, FineractCore, MambuCore } from '../../../src/app/core.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { testLayout } from '../core/batches-support.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const platform = { baseUrl: 'http://127.0.0.1:1/api', apiKey: 'pk_test_x', environment: 'staging' };
 
@@ -57,7 +58,12 @@ describe('createCore', () => {
     const db = openDatabase(':memory:');
     try {
       expect(() =>
-        createCore(config, { clock: systemClock, logger: silentLogger(), db, layout: () => testLayout() }),
+        createCore(config, {
+          clock: systemClock,
+          logger: silentLogger(),
+          db: sqliteStore(db),
+          layout: () => testLayout(),
+        }),
       ).toThrow(/core\.file\.batch\.triggerFile: LOAN\.CSV is also a file of the layout/);
     } finally {
       db.close();

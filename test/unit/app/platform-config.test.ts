@@ -4,7 +4,8 @@ import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { platformClientFromConfig } from '../../../src/app/platform.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 /** A local sandbox address nothing calls (there are no built-in defaults to lean on). */
 const CONFIG =
@@ -27,7 +28,7 @@ describe('platformClientFromConfig', () => {
     const client = platformClientFromConfig(loadConfig({ env: {}, fileText: CONFIG }), {
       clock: systemClock,
       logger: silentLogger(),
-      db,
+      db: sqliteStore(db),
     });
     expect(await client.clearStrikes('ops')).toBe(0);
     await client.close();

@@ -6,8 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileCore } from '../../../src/core/file/file-core.js';
 import { batchSealDaemonJob } from '../../../src/app/seal-job.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { testBatches } from '../core/batches-support.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 let dir: string;
 let db: Db;
@@ -27,7 +28,7 @@ describe("the daemon's batch seal job", () => {
   it('its job seals the open batch once the injected clock passes the cut-off, not before', async () => {
     const core = new FileCore({
       dir,
-      batches: testBatches(dir, clock, { db }),
+      batches: testBatches(dir, clock, { db: sqliteStore(db) }),
       timeZone: 'America/Chicago',
       logger: silentLogger(),
       clock,

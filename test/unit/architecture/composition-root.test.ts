@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const SRC = join(ROOT, 'src');
 const BUILDERS =
-  /\b(openDatabase|openStore|openPgPool|createBoardingStore|createConsoleStore|createDaemonStatusStore|platformClientFromConfig|fileBatchesFromConfig|createWebhookInbox|createCore)\s*\(|StoreDb\.(sqliteOn|postgresOn)\s*\(/;
+  /\b(openDatabase|openStore|openPgPool|createBoardingStore|createConsoleStore|createDaemonStatusStore|platformClientFromConfig|fileBatchesFromConfig|createWebhookInbox|createCore)\s*\(|\b(sqliteStore|openSqliteStore|pgStore)\s*\(/;
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

@@ -4,8 +4,9 @@ import { skipLoan } from '../../../src/ops/skip.js';
 import { PlatformError } from '../../../src/platform/errors.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { issue } from '../../support/fake-mapper.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 function withLoans(n: number, opts: Parameters<typeof fakePipeline>[0] = {}) {
   const p = fakePipeline(opts);
@@ -303,7 +304,7 @@ describe('boarding cycle', () => {
 
   it('does nothing while another process leads (holds the boarding lease); boards once it is released, in a new epoch', async () => {
     const p = withLoans(2);
-    const leases = sqliteLeaseBackend(p.db);
+    const leases = sqliteLeaseBackend(sqliteStore(p.db));
     expect(await leases.acquire('boarding', 'elsewhere:4242:x', 60_000)).toEqual({ epoch: 1 });
     const s = await p.runner.run({ reason: 'test' });
     expect(s.busy).toEqual({ host: 'elsewhere', pid: 4242, holder: 'elsewhere:4242:x', epoch: 1 });

@@ -5,14 +5,15 @@ import { skipLoan } from '../../../src/ops/skip.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';
 import type { PlatformApi } from '../../../src/platform/api.js';
 import { PlatformError } from '../../../src/platform/errors.js';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 import { FakeClock } from '../../support/fake-clock.js';
-import { Leadership } from '../../../src/store/leadership.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { Leadership } from '../../../src/store/leadership/leadership.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { FencedOut } from '../../../src/store/sql.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -64,7 +65,7 @@ describe('skipped loan re-released then retried (regression: acknowledged withou
   });
 
   it('intake clears the old release write when a skipped loan is released again (state stays skipped)', async () => {
-    const loans = createBoardingStore(openDatabase(':memory:')).loans;
+    const loans = createBoardingStore(sqliteStore(openDatabase(':memory:'))).loans;
     const item = fakeLoan('L1').item;
     await recordQueueItem(loans, item, T0, silentLogger(), new Set());
     await loans.update(
@@ -133,7 +134,7 @@ describe('leadership trouble (regressions: a failed lease release wedged the dae
   it('a renew that fails keeps the term until the trust deadline, logged, never an uncaught exception', async () => {
     const log = capture();
     const db = openDatabase(':memory:');
-    const real = sqliteLeaseBackend(db);
+    const real = sqliteLeaseBackend(sqliteStore(db));
     let failRenew = true;
     const backend = {
       ...real,
@@ -252,7 +253,7 @@ describe('acknowledged loan still listed (regression: ignored forever with only 
 
   it('a malformed item for an acknowledged loan is reported as not quarantined (it stays acknowledged)', async () => {
     const log = capture();
-    const loans = createBoardingStore(openDatabase(':memory:')).loans;
+    const loans = createBoardingStore(sqliteStore(openDatabase(':memory:'))).loans;
     await recordQueueItem(loans, fakeLoan('L1').item, T0, log.logger, new Set());
     await loans.transition('L1', { to: 'acknowledged' }, T0);
     expect(

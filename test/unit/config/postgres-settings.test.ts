@@ -10,7 +10,7 @@ import { loadConfig } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { scrubText } from '../../../src/lib/redact.js';
 import { pgClientConfig } from '../../../src/store/pg/connection.js';
-import { redactUrl } from '../../../src/store/pg/url.js';
+import { redactUrl } from '../../../src/lib/redact.js';
 
 const BASE =
   'platform: { baseUrl: "https://lender.example.com/api", apiKey: pk_test_abcdefgh12345678, environment: staging }\n';
@@ -74,7 +74,7 @@ describe('store.postgres credentials', () => {
     expect(scrubText(`cannot connect to ${url}`)).not.toContain('pw-in-query-55');
     expect(redactUrl(url)).not.toContain('pw-in-query-55');
     expect(redactUrl('postgres://boarding:pw-in-userinfo@db/boarding')).toBe(
-      'postgres://boarding:***@db/boarding',
+      'postgres://boarding:(hidden)@db/boarding',
     );
   });
 });

@@ -222,8 +222,8 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
 describe('migration 13 on an existing state database', () => {
   it('backfills when each loan entered its state from its history (updated_at when it has none)', async () => {
     const { default: Database } = await import('better-sqlite3');
-    const { MIGRATIONS, migrationSql } = await import('../../../src/store/migrations.js');
-    const { migrate } = await import('../../../src/store/db.js');
+    const { MIGRATIONS, migrationSql } = await import('../../../src/store/migrations/migrations.js');
+    const { migrate } = await import('../../../src/store/migrations/sqlite.js');
     const db = new Database(':memory:');
     for (const [v, sql] of MIGRATIONS.slice(0, 11).entries()) {
       db.exec(migrationSql(sql, 'sqlite'));

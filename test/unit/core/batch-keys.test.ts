@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BatchKeys } from '../../../src/core/file/batch-keys.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { clockReading } from '../../support/fake-clock.js';
 import { testBatches, testLayout } from './batches-support.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -55,7 +56,7 @@ describe('BatchKeys', () => {
     const clock = clockReading(() => now);
     const db: Db = openDatabase(join(dir, 'state.sqlite'));
     cleanups.push(() => db.close());
-    const batches = testBatches(dir, clock, { db, layout: testLayout() });
+    const batches = testBatches(dir, clock, { db: sqliteStore(db), layout: testLayout() });
     const rec = (id: string) => [
       {
         type: 'loan' as const,

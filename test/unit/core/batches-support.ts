@@ -5,8 +5,8 @@ import { cutoffRule } from '../../../src/core/file/cutoff.js';
 import type { Clock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { compileLayout, type Layout } from '../../../src/core/file/layout/layout.js';
-import { openDatabase } from '../../../src/store/db.js';
-import type { AnyDb } from '../../../src/store/sql.js';
+import type { StoreDb } from '../../../src/store/sql.js';
+import { openSqliteStore } from '../../../src/store/sqlite/store.js';
 
 /** A CSV layout over the test records of file-core.test.ts (customer, loan, relationship). */
 export const TEST_LAYOUT_YAML = `
@@ -41,9 +41,9 @@ export function testLayout(yaml = TEST_LAYOUT_YAML): Layout {
 export function testBatches(
   dir: string,
   clock: Clock,
-  opts: { db?: AnyDb; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {},
+  opts: { db?: StoreDb; layout?: Layout; cutoff?: string; intervalMinutes?: number; timeZone?: string } = {},
 ): FileBatches {
-  const db = opts.db ?? openDatabase(join(dir, 'state.sqlite'));
+  const db = opts.db ?? openSqliteStore(join(dir, 'state.sqlite'));
   const layout = opts.layout ?? testLayout();
   return new FileBatches({
     root: join(dir, 'batches'),

@@ -10,9 +10,10 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import { compileLayout } from '../../../src/core/file/layout/layout.js';
 import { renderRows } from '../../../src/core/file/layout/render.js';
 import type { MappedRecord } from '../../../src/mapping/types.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { TEST_LAYOUT_YAML, testBatches, testLayout } from './batches-support.js';
 import { makePackage } from './support.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 let dir: string;
 let db: Db;
@@ -47,7 +48,7 @@ function records(loanId: string, name: string): MappedRecord[] {
 function core(layoutYaml = TEST_LAYOUT_YAML): FileCore {
   return new FileCore({
     dir,
-    batches: testBatches(dir, clock, { db, layout: testLayout(layoutYaml) }),
+    batches: testBatches(dir, clock, { db: sqliteStore(db), layout: testLayout(layoutYaml) }),
     timeZone: 'America/Chicago',
     logger: silentLogger(),
     clock,

@@ -10,8 +10,9 @@ import { CoreUnavailableError } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { makePackage, sha256 } from './support.js';
 import { testBatches } from './batches-support.js';
-import type { Db } from '../../../src/store/db.js';
-import { openDatabase } from '../../../src/store/db.js';
+import type { Db } from '../../../src/store/sqlite/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const PDF = Buffer.from('%PDF-1.4 tax return 2024\n%%EOF\n');
 
@@ -21,7 +22,7 @@ const clock = clockReading(() => now);
 
 let db: Db;
 function core(opts: { csvBatches?: boolean } = {}): FileCore {
-  const batches = opts.csvBatches === false ? undefined : testBatches(dir, clock, { db });
+  const batches = opts.csvBatches === false ? undefined : testBatches(dir, clock, { db: sqliteStore(db) });
   return new FileCore({ dir, batches, timeZone: 'America/Chicago', logger: silentLogger(), clock });
 }
 

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createConnectorMetrics, platformMetricsSources } from '../../../src/observability/metrics.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
-import { StoreDb } from '../../../src/store/sql.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
@@ -15,11 +15,12 @@ function everySource(clock: FakeClock) {
   const db = openDatabase(':memory:');
   opened.push(db);
   const now = clock.now();
+  const store = sqliteStore(db);
   return createConnectorMetrics({
     clock,
     processMetrics: false,
-    db: StoreDb.sqliteOn(db),
-    inbox: createWebhookInbox(db),
+    db: store,
+    inbox: createWebhookInbox(store),
     ...platformMetricsSources({
       health: () => ({
         lastSuccessAt: now - 4_000,

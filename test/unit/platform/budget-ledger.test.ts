@@ -13,7 +13,7 @@ import {
   type RateClass,
   type RateLedger,
   type TakeResult,
-} from '../../../src/store/rate-state.js';
+} from '../../../src/platform/rate-budget/ledger.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
 class MemoryLedger implements RateLedger {

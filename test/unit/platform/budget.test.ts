@@ -9,7 +9,7 @@ import {
   type Token,
 } from '../../../src/platform/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
-import { createMemoryRateState, type RateStateStore } from '../../../src/store/rate-state.js';
+import { createMemoryRateState, type RateStateStore } from '../../../src/platform/rate-budget/ledger.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
 function budget(

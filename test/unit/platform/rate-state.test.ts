@@ -1,11 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/db.js';
-import {
-  createMemoryRateState,
-  createSqliteRateState,
-  rateStateFor,
-  type RateStateStore,
-} from '../../../src/store/rate-state.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { createMemoryRateState, type RateStateStore } from '../../../src/platform/rate-budget/ledger.js';
+import { createSqliteRateState, rateStateFor } from '../../../src/store/rate-budget/sqlite.js';
 import { openTestStore, type TestStore } from '../../support/store-engines.js';
 
 const opened: TestStore[] = [];
@@ -14,7 +10,7 @@ afterEach(async () => {
 });
 
 // The per-process ledger (SQLite file, or memory). On PostgreSQL every process spends from the
-// shared ledger instead (src/store/pg/rate-budget.ts; test/integration/store/pg/rate-budget.test.ts).
+// shared ledger instead (src/store/rate-budget/pg.ts; test/integration/store/rate-budget/pg.test.ts).
 const stores: Array<[string, () => Promise<RateStateStore>]> = [
   ['sqlite', () => Promise.resolve(createSqliteRateState(openDatabase(':memory:')))],
   ['memory', () => Promise.resolve(createMemoryRateState())],

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../../../src/store/db.js';
+import { migrate } from '../../../src/store/migrations/sqlite.js';
 import { FileBatchStore } from '../../../src/store/file-batches.js';
-import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
+import { MIGRATIONS, migrationSql } from '../../../src/store/migrations/migrations.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const columns = (db: Database.Database): string[] =>
   (db.prepare(`PRAGMA table_info(file_batches)`).all() as Array<{ name: string }>).map((c) => c.name);
@@ -26,7 +27,7 @@ describe('migration 12: file_batches.loan_count and record_count (written at the
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
     expect(columns(db)).not.toContain('loan_count');
     expect(columns(db)).not.toContain('record_count');
-    const store = new FileBatchStore(db);
+    const store = new FileBatchStore(sqliteStore(db));
     expect(await store.get('2025-03-14-001')).toEqual({
       id: '2025-03-14-001',
       status: 'sealed',

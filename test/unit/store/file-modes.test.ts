@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/db.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { ensureReportDir, writeFileAtomic } from '../../../src/reports/files.js';
 
 const mode = (p: string): number => statSync(p).mode & 0o777;

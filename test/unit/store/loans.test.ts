@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/db.js';
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { IllegalTransitionError, LOAN_STATES, isAllowedTransition } from '../../../src/store/loan-states.js';
 import { StaleStateError } from '../../../src/store/loans.js';
 import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -251,7 +252,7 @@ describe('leases (SQLite)', () => {
 
   it('gives the lease to one holder at a time, a new epoch each time, and back after release', async () => {
     const db = openDatabase(':memory:');
-    const leases = sqliteLeaseBackend(db, () => true);
+    const leases = sqliteLeaseBackend(sqliteStore(db), () => true);
     expect(await leases.acquire('boarding', 'h:1:a', 60_000)).toEqual({ epoch: 1 });
     expect(await leases.acquire('boarding', 'h:2:b', 60_000)).toBeNull();
     expect(await leases.renew({ name: 'boarding', holder: 'h:1:a', epoch: 1 }, 60_000)).toBe(true);
@@ -265,15 +266,25 @@ describe('leases (SQLite)', () => {
 
   it('takes over from a holder whose lease expired, or whose process on this host is gone; never from a live one elsewhere', async () => {
     const db = openDatabase(':memory:');
-    expect(await sqliteLeaseBackend(db).acquire('boarding', 'x:1:a', 60_000)).toEqual({ epoch: 1 });
+    expect(await sqliteLeaseBackend(sqliteStore(db)).acquire('boarding', 'x:1:a', 60_000)).toEqual({
+      epoch: 1,
+    });
     // On another host, only the expiry counts.
-    expect(await sqliteLeaseBackend(db, () => false).acquire('boarding', 'y:2:b', 60_000)).toBeNull();
+    expect(
+      await sqliteLeaseBackend(sqliteStore(db), () => false).acquire('boarding', 'y:2:b', 60_000),
+    ).toBeNull();
     db.prepare("UPDATE leases SET expires_at = expires_at - 61000 WHERE name = 'boarding'").run();
-    expect(await sqliteLeaseBackend(db).acquire('boarding', 'y:2:b', 60_000)).toEqual({ epoch: 2 });
+    expect(await sqliteLeaseBackend(sqliteStore(db)).acquire('boarding', 'y:2:b', 60_000)).toEqual({
+      epoch: 2,
+    });
     // A SIGKILLed process on this host: its pid is gone, its unexpired lease is free.
     db.prepare('UPDATE leases SET host = ?, pid = 999999 WHERE name = ?').run(here, 'boarding');
     expect(
-      await sqliteLeaseBackend(db, (pid) => pid !== 999999).acquire('boarding', `${here}:3:c`, 60_000),
+      await sqliteLeaseBackend(sqliteStore(db), (pid) => pid !== 999999).acquire(
+        'boarding',
+        `${here}:3:c`,
+        60_000,
+      ),
     ).toEqual({ epoch: 3 });
   });
 });

@@ -1,8 +1,9 @@
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { migrate } from '../../../src/store/db.js';
-import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
+import { migrate } from '../../../src/store/migrations/sqlite.js';
+import { MIGRATIONS, migrationSql } from '../../../src/store/migrations/migrations.js';
 import { createBoardingStore } from '../../../src/store/index.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 describe('migration 4: written_release_marker (regression: a write for an old release made a retry ack-only)', () => {
   it('backfills written rows with their current marker, except skipped ones (those write again on retry)', async () => {
@@ -16,7 +17,7 @@ describe('migration 4: written_release_marker (regression: a write for an old re
     ins.run('S', 'skipped', 'b2', 10, 'CORE-S');
     ins.run('Q', 'queued', 'b3', null, null);
     migrate(db);
-    const loans = createBoardingStore(db).loans;
+    const loans = createBoardingStore(sqliteStore(db)).loans;
     expect((await loans.require('W')).writtenReleaseMarker).toBe('b1');
     expect((await loans.require('S')).writtenReleaseMarker).toBeNull();
     expect((await loans.require('Q')).writtenReleaseMarker).toBeNull();

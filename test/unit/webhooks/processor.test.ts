@@ -4,15 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { openDatabase, type Db } from '../../../src/store/db.js';
+import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { createLoanStore } from '../../../src/store/loans.js';
 import { openStore } from '../../../src/store/open.js';
-import { StoreDb } from '../../../src/store/sql.js';
+import type { StoreDb } from '../../../src/store/sql.js';
 import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../support/store-engines.js';
 import { toWebhookEvent } from '../../../src/webhooks/event.js';
 import { createWebhookInbox } from '../../../src/store/inbox.js';
 import { createWebhookProcessor } from '../../../src/webhooks/processor.js';
 import { pgTarget } from '../../support/pg.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const opened: Db[] = [];
 const dirs: string[] = [];
@@ -81,7 +82,7 @@ describe('webhook inbox indexes (migration 5)', () => {
       ),
     ).toContain('USING INDEX webhook_inbox_funded');
     // Processed rows leave the pending index.
-    const inbox = createWebhookInbox(db);
+    const inbox = createWebhookInbox(sqliteStore(db));
     await inbox.insert(event('p1', 'loan.funded', 'L1', '2026-11-01T00:00:00Z'), 1);
     await inbox.insert(event('p2', 'loan.funded', 'L2', '2026-11-01T00:00:01Z'), 1);
     await inbox.markProcessed('p1', 2);
@@ -106,7 +107,7 @@ describe('webhook inbox indexes (migration 5)', () => {
     expect(plan("SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'")).toContain(
       'COVERING INDEX webhook_inbox_failed',
     );
-    const inbox = createWebhookInbox(db);
+    const inbox = createWebhookInbox(sqliteStore(db));
     for (const [id, at] of [
       ['s1', 5],
       ['s2', 3],
@@ -133,7 +134,7 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       opened.push(first);
       const second = openDatabase(path);
       opened.push(second);
-      return [StoreDb.sqliteOn(first), StoreDb.sqliteOn(second)];
+      return [sqliteStore(first), sqliteStore(second)];
     }
     const url = (await open()).url as string;
     const again = await openStore(pgTarget(url, { poolSize: 2, connectTimeoutMs: 5000 }));

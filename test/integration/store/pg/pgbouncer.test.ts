@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { systemClock } from '../../../../src/lib/clock.js';
 import { ConfigError } from '../../../../src/lib/errors.js';
-import { openLeadership } from '../../../../src/store/leases.js';
+import { openLeadership } from '../../../../src/store/leadership/leases.js';
 import { openStore } from '../../../../src/store/open.js';
 import type { StoreDb } from '../../../../src/store/sql.js';
 import { runCliSplit } from '../../../support/cli-run.js';

@@ -11,7 +11,7 @@ import {
   TrafficStoppedError,
   windowLimits,
   type ClassLimit,
-} from '../../../../src/store/pg/rate-budget.js';
+} from '../../../../src/store/rate-budget/pg.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 
 let db: TestDatabase;

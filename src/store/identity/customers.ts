@@ -1,4 +1,4 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from '../sql.js';
 
 export type MatchedBy = 'crossref' | 'tin' | 'created';
 export const MATCHED_BY: readonly MatchedBy[] = ['crossref', 'tin', 'created'];
@@ -130,36 +130,11 @@ const loanCustomer = (r: RawLoanCustomer): LoanCustomerRow => ({
   resolvedAt: r.resolved_at,
 });
 
-export function createCustomerStore(anyDb: AnyDb): CustomerStore {
-  const db = toStoreDb(anyDb);
+/** The tax-id hash key's fingerprint: every replica (and every restart) must hash with one key. */
+function tinKeyCheck(db: StoreDb): Pick<CustomerStore, 'checkKey' | 'hasKey'> {
   const GET_SETTING = 'SELECT value FROM customer_settings WHERE name = ?';
   const PUT_SETTING =
     'INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING';
-  const SEL_TIN = 'SELECT * FROM customers WHERE tin_hash = ?';
-  const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
-     ON CONFLICT(tin_hash) DO NOTHING`;
-  const INS_CLAIM = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'created', 'claimed', ?, ?, ?)
-     ON CONFLICT(tin_hash) DO NOTHING`;
-  const FILL_XREF = 'UPDATE customer_xref SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL';
-  const FILL_LOAN = 'UPDATE loan_customers SET cif = ? WHERE tin_hash = ? AND cif IS NULL';
-  const UP_XREF = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id, resolved_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif), tin_hash = excluded.tin_hash,
-       last_loan_id = excluded.last_loan_id, updated_at = excluded.updated_at`;
-  const UP_LOAN = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing, name_agrees, resolved_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash, matched_by = excluded.matched_by,
-       existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`;
-  const BETWEEN_PAGE = 1000;
-  const BETWEEN_FIRST = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
-      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
-      ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
-  const BETWEEN_AFTER = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
-      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
-        AND (lc.resolved_at, lc.loan_id, lc.entity_id) > (?, ?, ?)
-      ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
-  const selTin = (h: string): Promise<RawCustomer | undefined> => db.get<RawCustomer>(SEL_TIN, [h]);
-
   return {
     checkKey: (fingerprint, now) =>
       db.write(async () => {
@@ -172,13 +147,25 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
         return cur.value === fingerprint ? ('same' as const) : ('different' as const);
       }),
     hasKey: async () => (await db.get(GET_SETTING, ['tin_key_check'])) !== undefined,
+  };
+}
+
+/** Customers by tax-id hash: found in the core, or claimed by the loan that creates them. */
+function customerRecords(
+  db: StoreDb,
+): Pick<CustomerStore, 'byTin' | 'recordCore' | 'claim' | 'takeOver' | 'setCif' | 'markWritten'> {
+  const SEL_TIN = 'SELECT * FROM customers WHERE tin_hash = ?';
+  const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
+     ON CONFLICT(tin_hash) DO NOTHING`;
+  const INS_CLAIM = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'created', 'claimed', ?, ?, ?)
+     ON CONFLICT(tin_hash) DO NOTHING`;
+  const FILL_XREF = 'UPDATE customer_xref SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL';
+  const FILL_LOAN = 'UPDATE loan_customers SET cif = ? WHERE tin_hash = ? AND cif IS NULL';
+  const selTin = (h: string): Promise<RawCustomer | undefined> => db.get<RawCustomer>(SEL_TIN, [h]);
+  return {
     byTin: async (h) => {
       const r = await selTin(h);
       return r === undefined ? undefined : customer(r);
-    },
-    xref: async (id) => {
-      const r = await db.get<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ?', [id]);
-      return r === undefined ? undefined : xref(r);
     },
     recordCore: (h, cif, now) =>
       db.write(async () => {
@@ -222,6 +209,34 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
           await db.run(FILL_LOAN, [cif, c.tin_hash]);
         }
       }
+    },
+  };
+}
+
+/** How each loan's parties were resolved (the entity ↔ CIF cross-reference and per-loan rows). */
+function resolutions(
+  db: StoreDb,
+): Pick<CustomerStore, 'xref' | 'resolved' | 'forLoan' | 'forEntity' | 'find' | 'list' | 'resolvedBetween'> {
+  const UP_XREF = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id, resolved_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif), tin_hash = excluded.tin_hash,
+       last_loan_id = excluded.last_loan_id, updated_at = excluded.updated_at`;
+  const UP_LOAN = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing, name_agrees, resolved_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash, matched_by = excluded.matched_by,
+       existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`;
+  const BETWEEN_PAGE = 1000;
+  const BETWEEN_FIRST = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
+      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
+      ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
+  const BETWEEN_AFTER = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
+      WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
+        AND (lc.resolved_at, lc.loan_id, lc.entity_id) > (?, ?, ?)
+      ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
+  return {
+    xref: async (id) => {
+      const r = await db.get<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ?', [id]);
+      return r === undefined ? undefined : xref(r);
     },
     resolved: (r, now) =>
       db.write(async () => {
@@ -285,4 +300,8 @@ export function createCustomerStore(anyDb: AnyDb): CustomerStore {
       }
     },
   };
+}
+
+export function createCustomerStore(db: StoreDb): CustomerStore {
+  return { ...tinKeyCheck(db), ...customerRecords(db), ...resolutions(db) };
 }

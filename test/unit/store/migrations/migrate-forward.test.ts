@@ -1,13 +1,14 @@
-import { sqliteLeaseBackend } from '../../../src/store/leases.js';
+import { sqliteLeaseBackend } from '../../../../src/store/leadership/leases.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../../../src/store/db.js';
-import { MIGRATIONS, migrationSql } from '../../../src/store/migrations.js';
-import { createBoardingStore } from '../../../src/store/index.js';
-import { createWebhookInbox } from '../../../src/store/inbox.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { MIGRATIONS, migrationSql } from '../../../../src/store/migrations/migrations.js';
+import { createBoardingStore } from '../../../../src/store/index.js';
+import { createWebhookInbox } from '../../../../src/store/inbox.js';
+import { sqliteStore } from '../../../../src/store/sqlite/store.js';
 
 describe('a state file from before issue 26 migrates forward untouched', () => {
   it('opens a schema-13 file (what main wrote before issue 26: file core 12, console 13) at the new version and keeps its rows', async () => {
@@ -34,7 +35,7 @@ describe('a state file from before issue 26 migrates forward untouched', () => {
 
     const db = openDatabase(path);
     expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
-    const s = createBoardingStore(db);
+    const s = createBoardingStore(sqliteStore(db));
     expect(await s.loans.require('L1')).toMatchObject({
       state: 'acknowledged',
       centsAmount: 4200,
@@ -42,9 +43,14 @@ describe('a state file from before issue 26 migrates forward untouched', () => {
       updatedAt: 2,
     });
     // A lease row from before leadership (no expiry, heartbeat long ago): free to take, epoch on from 0.
-    expect(await sqliteLeaseBackend(db).read('boarding')).toMatchObject({ holder: null, epoch: 0 });
-    expect(await sqliteLeaseBackend(db).acquire('boarding', 'h:2:y', 15_000)).toEqual({ epoch: 1 });
-    expect((await createWebhookInbox(db).pending(10)).map((r) => r.webhookId)).toEqual(['w1']);
+    expect(await sqliteLeaseBackend(sqliteStore(db)).read('boarding')).toMatchObject({
+      holder: null,
+      epoch: 0,
+    });
+    expect(await sqliteLeaseBackend(sqliteStore(db)).acquire('boarding', 'h:2:y', 15_000)).toEqual({
+      epoch: 1,
+    });
+    expect((await createWebhookInbox(sqliteStore(db)).pending(10)).map((r) => r.webhookId)).toEqual(['w1']);
     db.close();
   });
 });

@@ -1,21 +1,20 @@
 import type { Logger } from '../../lib/logger.js';
 import {
-  FencedOutError,
   holderParts,
   Leadership,
   type LeadershipOptions,
   type LeaseBackend,
   type LeaseRow,
   type LeaseTerm,
-} from '../leadership.js';
-import { inTransaction, type PgClient, type PgPool, type Queryable } from './pool.js';
-import { sessionName } from './url.js';
-import { PG_FENCE_SQL } from '../sql.js';
+} from './leadership.js';
+import { inTransaction, type PgPool, type Queryable } from '../pg/pool.js';
+import { sessionName } from '../pg/url.js';
 
-export { FencedOutError, type LeaseRow, type LeaseTerm } from '../leadership.js';
+export { type LeaseRow, type LeaseTerm } from './leadership.js';
+export { FencedOut } from './fence.js';
 
 /**
- * The PostgreSQL side of leadership with fencing (src/store/leadership.ts has the rules): the lease
+ * The PostgreSQL side of leadership with fencing (src/store/leadership/leadership.ts has the rules): the lease
  * row is `leader_lease` (migration 15), every decision on the database's clock (clock_timestamp()).
  * A takeover is an UPDATE of that row, so it waits for a fenced transaction in progress (which
  * holds the row FOR SHARE) to commit: the old leader's write is ordered before the takeover, and a
@@ -95,15 +94,6 @@ export async function releaseLease(q: Queryable, term: LeaseTerm): Promise<boole
      SELECT pg_notify('${LEASE_CHANNEL}', name) FROM freed`,
     [term.name, term.holder, term.epoch],
   );
-  return r.rowCount === 1;
-}
-
-/**
- * The fence, inside the caller's transaction: locks the lease row FOR SHARE and checks holder,
- * epoch and expiry. true: the lease is ours until COMMIT (a takeover waits for this transaction).
- */
-export async function lockLease(tx: PgClient, term: LeaseTerm): Promise<boolean> {
-  const r = await tx.query(PG_FENCE_SQL, [term.name, term.holder, term.epoch]);
   return r.rowCount === 1;
 }
 
@@ -213,49 +203,15 @@ export function pgLeaseBackend(pool: PgPool, logger?: Logger): LeaseBackend {
 
 export interface PgLeadershipOptions extends LeadershipOptions {
   pool: PgPool;
-  /**
-   * The server ends a fenced transaction left idle this long (idle_in_transaction_session_timeout),
-   * so a leader paused inside one cannot hold the lease row's lock and block a takeover for ever.
-   * Default ttlMs.
-   */
-  fenceIdleTimeoutMs?: number;
 }
 
-/** Leadership on PostgreSQL, with `fenced()` for callers that hold a raw pg transaction. */
+/**
+ * Leadership on PostgreSQL: the leader_lease row. Its writes are fenced the one way every write is,
+ * through the store (Leadership.guard + StoreDb.write: the dialect's fence check in the same
+ * transaction).
+ */
 export class PgLeadership extends Leadership {
-  private readonly pool: PgPool;
-  private readonly fenceIdleTimeoutMs: number;
-
   constructor(o: PgLeadershipOptions) {
     super(pgLeaseBackend(o.pool, o.logger), o);
-    this.pool = o.pool;
-    this.fenceIdleTimeoutMs = o.fenceIdleTimeoutMs ?? this.ttlMs;
-  }
-
-  /**
-   * Runs fn in one transaction that first locks and checks the lease (holder, epoch, expiry).
-   * Throws FencedOutError (and steps down) when the lease is not ours: fn never runs, nothing is
-   * written. Also refuses without a database call once the local trust deadline has passed.
-   */
-  async fenced<T>(fn: (tx: PgClient, term: LeaseTerm) => Promise<T>): Promise<T> {
-    const cur = this.current;
-    if (cur === null) throw new FencedOutError(null, 'not_leader');
-    if (!this.trusted()) {
-      this.stepDown('trust_expired');
-      throw new FencedOutError(cur.term, 'trust_expired');
-    }
-    const term = cur.term;
-    return inTransaction(this.pool, async (tx) => {
-      // A paused leader holding the lock must not block a takeover for ever: the server ends a
-      // transaction left idle longer than the lease.
-      await tx.query(
-        `SET LOCAL idle_in_transaction_session_timeout = ${Math.round(this.fenceIdleTimeoutMs)}`,
-      );
-      if (!(await lockLease(tx, term))) {
-        if (this.term?.epoch === term.epoch) this.stepDown('lease_lost');
-        throw new FencedOutError(term, 'lease_lost');
-      }
-      return fn(tx, term);
-    });
   }
 }

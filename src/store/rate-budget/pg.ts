@@ -1,14 +1,13 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { RateClass, RateLedger, TakeResult } from '../rate-state.js';
-import { inTransaction, type PgPool } from './pool.js';
+import { inTransaction, type PgPool } from '../pg/pool.js';
 
 /**
  * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends from it (src/platform/budget.ts asks it for each token).
  *
  * Per (key, class) a sliding-window log: the grants of the last window (`rate_shared_grants`)
  * and one lock row with their count (`rate_shared_window`). Each call is decided by ONE statement
- * (`SELECT * FROM boarding_rate_take_window(...)`, migration 18 of src/store/migrations.ts) that
+ * (`SELECT * FROM boarding_rate_take_window(...)`, migration 18 of src/store/migrations/migrations.ts) that
  * locks the row, reads the DATABASE clock once, drops the grants that left the window and grants
  * while fewer than L remain; a grant is recorded and never refunded (consumed before the call
  * leaves, whatever its outcome). The replicas' own clocks are never compared with it: a denial
@@ -32,7 +31,18 @@ import { inTransaction, type PgPool } from './pool.js';
  * every replica until an operator clears them.
  */
 
-export type { RateClass, RateLedger, TakeResult } from '../rate-state.js';
+/** A rate class of the shared ledger: the client's bucket. */
+export type RateClass = 'read' | 'write';
+
+/**
+ * One decision of the ledger, the shape the platform client's port asks for
+ * (src/platform/rate-budget/ledger.ts TakeResult; matched structurally, the store imports no platform).
+ * atUs: the grant's time on the database clock, µs since the epoch.
+ */
+export type TakeResult =
+  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
+  | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
+  | { decision: 'stopped'; atMs: number; strikes: number };
 
 export interface ClassLimit {
   /** Calls allowed in any window of windowMs (already below the documented limit by any headroom). */
@@ -89,7 +99,8 @@ export function windowLimits(l: ClassLimit): { limit: number; slowLimit: number;
   return { limit: l.limit, slowLimit, windowUs: Math.round(l.windowMs * 1000) };
 }
 
-export class PgSharedRateBudget implements RateLedger {
+/** The shared ledger (src/platform/rate-budget/ledger.ts RateLedger, structurally). */
+export class PgSharedRateBudget {
   private readonly params: Record<RateClass, ReturnType<typeof windowLimits>>;
   private readonly stopAt: number;
   private adopted: Promise<void> | null = null;

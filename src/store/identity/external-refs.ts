@@ -1,18 +1,16 @@
-import { toStoreDb, type AnyDb } from './sql.js';
+import type { StoreDb } from '../sql.js';
 
 /**
- * Platform ids stored in a core as a digest because the core's external-reference field is
- * shorter than the id (Fineract externalId: 100 characters). The digest is deterministic, so the
- * adapter finds its records again by computing it; this table maps a digest the core lists back
- * to the platform id (reconciliation, `loans show`). Written before the core write that uses it.
+ * The cross-reference of platform ids a core stores as a digest (its external-reference field is
+ * shorter than the id): digest → platform id. The HTTP cores' port (src/core/external-refs.ts
+ * ExternalRefStore), matched structurally: the store imports no core.
  */
-export interface ExternalRefStore {
+export interface ExternalRefRows {
   remember(core: string, ref: string, platformId: string, kind: string, now: number): Promise<void>;
   platformIdOf(core: string, ref: string): Promise<string | null>;
 }
 
-export function createExternalRefStore(anyDb: AnyDb): ExternalRefStore {
-  const db = toStoreDb(anyDb);
+export function createExternalRefStore(db: StoreDb): ExternalRefRows {
   return {
     remember: async (core, ref, platformId, kind, now) => {
       await db.run(

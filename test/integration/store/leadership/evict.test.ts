@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../../src/lib/clock.js';
 import { FakeClock } from '../../../support/fake-clock.js';
-import { openLeadership } from '../../../../src/store/leases.js';
+import { openLeadership } from '../../../../src/store/leadership/leases.js';
 import { openStore } from '../../../../src/store/open.js';
 import type { StoreDb } from '../../../../src/store/sql.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase, pgTarget } from '../../../support/pg.js';

@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
-import { FatalError } from '../../../src/lib/errors.js';
-import { openDatabase } from '../../../src/store/db.js';
-import { createBoardingStore } from '../../../src/store/index.js';
-import { openStore } from '../../../src/store/open.js';
-import { StoreDb } from '../../../src/store/sql.js';
+import { hasValidCheckDigit } from '../../../../src/lib/check-digit.js';
+import { FatalError } from '../../../../src/lib/errors.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { createBoardingStore } from '../../../../src/store/index.js';
+import { openStore } from '../../../../src/store/open.js';
+import type { StoreDb } from '../../../../src/store/sql.js';
 import {
   DEFAULT_NUMBER_POOLS,
   PoolExhaustedError,
@@ -15,9 +15,10 @@ import {
   formatNumber,
   type NumberPools,
   type NumberPoolSpec,
-} from '../../../src/store/numbers.js';
-import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../support/store-engines.js';
-import { pgTarget } from '../../support/pg.js';
+} from '../../../../src/store/identity/numbers.js';
+import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../../support/store-engines.js';
+import { pgTarget } from '../../../support/pg.js';
+import { sqliteStore } from '../../../../src/store/sqlite/store.js';
 
 const T0 = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'numbers-'));
@@ -54,7 +55,7 @@ async function twoHandles(
   const open = async (): Promise<StoreDb> => {
     const db =
       engine === 'sqlite'
-        ? StoreDb.sqliteOn(openDatabase(join(dir, `${name}.sqlite`)))
+        ? sqliteStore(openDatabase(join(dir, `${name}.sqlite`)))
         : await openStore(pgTarget(url as string, { poolSize: 2, connectTimeoutMs: 5000 }));
     cleanup.push(() => db.close());
     return db;

@@ -2,7 +2,7 @@ import { chmodSync, closeSync, existsSync, openSync, renameSync, rmSync } from '
 import Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import { STATE_FILE_MODE } from './db.js';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS } from '../migrations/migrations.js';
 
 /**
  * The state database holds what cannot be rebuilt from elsewhere: the idempotency keys (a lost

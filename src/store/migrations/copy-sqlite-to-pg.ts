@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Db } from './db.js';
-import type { StoreDb } from './sql.js';
+import type { Db } from '../sqlite/db.js';
+import type { StoreDb } from '../sql.js';
 
 /**
  * `state migrate --to postgres://…` (issue 26 point 6): copies an SQLite state database into

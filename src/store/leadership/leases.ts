@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
 import {
   holderParts,
   Leadership,
@@ -10,10 +10,10 @@ import {
   type Role,
   type LeaseTerm,
 } from './leadership.js';
-import { toStoreDb, type AnyDb, type StoreDb } from './sql.js';
+import type { StoreDb } from '../sql.js';
 
 /**
- * The SQLite side of leadership (src/store/leadership.ts has the rules): the `leases` table
+ * The SQLite side of leadership (src/store/leadership/leadership.ts has the rules): the `leases` table
  * (migrations 3 and 14), every decision on the database host's clock inside one IMMEDIATE write
  * transaction, which a fenced write also takes (sql.ts): a takeover and a stale holder's write are
  * serialised, and the stale one finds another epoch. SQLite is one host, so one more rule keeps a
@@ -35,10 +35,9 @@ interface Raw {
 }
 
 export function sqliteLeaseBackend(
-  anyDb: AnyDb,
+  db: StoreDb,
   isAlive: (pid: number) => boolean = processAlive,
 ): LeaseBackend {
-  const db = toStoreDb(anyDb);
   const here = hostname();
   return {
     acquire: (name, holder, ttlMs) =>
@@ -146,9 +145,8 @@ export async function openLeadership(db: StoreDb, s: LeadershipSettings): Promis
     ...(s.marginMs !== undefined ? { marginMs: s.marginMs } : {}),
     ...(s.onChange ? { onChange: s.onChange } : {}),
   };
-  if (db.engine === 'postgres') {
-    if (db.pool === null) throw new Error('a PostgreSQL store without a pool');
-    const { PgLeadership } = await import('./pg/leadership.js');
+  if (db.pool !== null) {
+    const { PgLeadership } = await import('./pg.js');
     return new PgLeadership({ pool: db.pool, ...common });
   }
   return new Leadership(sqliteLeaseBackend(db, s.isAlive), common);

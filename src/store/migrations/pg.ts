@@ -1,9 +1,9 @@
-import { inTransaction, type PgPool } from './pool.js';
-import { MIGRATIONS, migrationSql } from '../migrations.js';
+import { inTransaction, type PgPool } from '../pg/pool.js';
+import { MIGRATIONS, migrationSql } from './migrations.js';
 
 /**
  * The state store's schema on PostgreSQL (issue 26): the one migration history of
- * src/store/migrations.ts (portable migrations translated, per-engine bodies as written), applied
+ * src/store/migrations/migrations.ts (portable migrations translated, per-engine bodies as written), applied
  * in one transaction and recorded in schema_migrations.
  *
  * Several replicas may start at once: every run takes a transaction-scoped advisory lock first
@@ -20,7 +20,7 @@ export interface PgMigration {
 /** Any constant; one per schema owner. */
 const MIGRATION_LOCK = 0x626f6172; // 'boar'
 
-/** The one migration history (src/store/migrations.ts) as PostgreSQL runs it. */
+/** The one migration history (src/store/migrations/migrations.ts) as PostgreSQL runs it. */
 export const PG_MIGRATIONS: readonly PgMigration[] = MIGRATIONS.map((m, i) => ({
   version: i + 1,
   name: `migration ${i + 1}`,

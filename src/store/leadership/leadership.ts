@@ -1,14 +1,15 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { every, type Clock, type Timer } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { Fence, FenceScope, StoreDb } from './sql.js';
+import { every, type Clock, type Timer } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { StoreDb } from '../sql.js';
+import { FencedOut, type Fence, type FenceScope } from './fence.js';
 
 /**
  * Leadership with fencing (issue 26), one class for both engines.
  *
  * A lease row (name, holder, epoch, expiry) decided on the DATABASE's clock by a LeaseBackend
- * (PostgreSQL: leader_lease, src/store/pg/leadership.ts; SQLite: leases, src/store/leases.ts):
+ * (PostgreSQL: leader_lease, src/store/leadership/pg.ts; SQLite: leases, src/store/leadership/leases.ts):
  * - acquire succeeds only when the row is free (released) or expired, and increments the epoch;
  * - renew succeeds only for the same holder AND epoch, and only before expiry;
  * - release frees the row at once (PostgreSQL also NOTIFYs the standbys: a hint; they poll, which
@@ -56,25 +57,7 @@ export interface LeaseBackend {
   listen?(name: string, fn: () => void, onDrop: () => void): Promise<() => void>;
 }
 
-export type LeaveReason = 'not_leader' | 'trust_expired' | 'lease_lost' | 'trust_too_short';
-
-export class FencedOutError extends Error {
-  constructor(
-    readonly term: LeaseTerm | null,
-    readonly reason: LeaveReason,
-  ) {
-    super(
-      reason === 'not_leader'
-        ? 'not the leader: no fenced write'
-        : reason === 'trust_too_short'
-          ? `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''}: the trust left is shorter than the call's timeout; not starting it`
-          : reason === 'trust_expired'
-            ? `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''} past its local trust deadline: stepping down`
-            : `lease ${term?.name ?? ''} epoch ${term?.epoch ?? ''} is no longer ours (taken over or expired): stepping down`,
-    );
-    this.name = 'FencedOutError';
-  }
-}
+export type { LeaveReason } from './fence.js';
 
 export type Role = 'leader' | 'standby';
 
@@ -96,6 +79,12 @@ export interface LeadershipOptions {
   marginMs?: number;
   /** Called on every role change (after the change). */
   onChange?: (role: Role, term: LeaseTerm | null) => void;
+  /**
+   * PostgreSQL: the server ends a fenced transaction left idle this long
+   * (idle_in_transaction_session_timeout), so a leader paused inside one cannot hold the lease
+   * row's lock and block a takeover for ever. Default ttlMs.
+   */
+  fenceIdleTimeoutMs?: number;
 }
 
 interface Current {
@@ -301,7 +290,7 @@ export class Leadership {
     this.current = null;
     cur.deadline.cancel();
     cur.controller.abort(
-      reason === 'released' ? new Error('leadership released') : new FencedOutError(cur.term, reason),
+      reason === 'released' ? new Error('leadership released') : new FencedOut(cur.term, null, { reason }),
     );
     if (reason === 'released')
       this.opts.logger?.info({ lease: cur.term.name, epoch: cur.term.epoch }, 'leadership released');
@@ -323,11 +312,11 @@ export class Leadership {
    * The store scope of the leader's work: every write transaction started inside `guard(fn)` (by
    * any repository, however deep) checks this term's holder, epoch and expiry in the same
    * transaction; a write after the term ended changes nothing (FencedOut) and this replica steps
-   * down. Throws FencedOutError at once when not leading.
+   * down. Throws FencedOut at once when not leading.
    */
   guard<T>(db: StoreDb, fn: () => Promise<T>): Promise<T> {
     const start = this.term;
-    if (start === null) return Promise.reject(new FencedOutError(null, 'not_leader'));
+    if (start === null) return Promise.reject(new FencedOut(null, null, { reason: 'not_leader' }));
     const scope: FenceScope = {
       name: this.name,
       holder: this.holder,
@@ -342,7 +331,7 @@ export class Leadership {
       onFencedOut: () => {
         if (this.current?.term.epoch === start.epoch) this.stepDown('lease_lost');
       },
-      idleTimeoutMs: this.ttlMs,
+      idleTimeoutMs: this.opts.fenceIdleTimeoutMs ?? this.ttlMs,
     };
     return db.withFence(scope, fn);
   }
@@ -356,8 +345,8 @@ export class Leadership {
   async callWithinTrust<T>(timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const cur = this.current;
     if (cur === null || !this.trusted())
-      throw new FencedOutError(cur?.term ?? null, cur === null ? 'not_leader' : 'trust_expired');
-    if (this.trustLeftMs() <= timeoutMs) throw new FencedOutError(cur.term, 'trust_too_short');
+      throw new FencedOut(cur?.term ?? null, null, { reason: cur === null ? 'not_leader' : 'trust_expired' });
+    if (this.trustLeftMs() <= timeoutMs) throw new FencedOut(cur.term, null, { reason: 'trust_too_short' });
     const timeout = new AbortController();
     const timer = this.opts.clock.timeout(timeoutMs, () =>
       timeout.abort(new Error(`call timed out after ${timeoutMs} ms`)),

@@ -5,17 +5,19 @@
  * waits are for the database clock to pass a lease's expiry (expect.poll on the database itself).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { PG_FENCE_SQL } from '../../../../src/store/leadership/fence.js';
 import {
-  FencedOutError,
+  FencedOut,
   PgLeadership,
   acquireLease,
-  lockLease,
   readLease,
   releaseLease,
   renewLease,
   type LeaseTerm,
-} from '../../../../src/store/pg/leadership.js';
+} from '../../../../src/store/leadership/pg.js';
 import type { PgPool } from '../../../../src/store/pg/pool.js';
+import { pgStore } from '../../../../src/store/pg/store.js';
+import type { StoreDb } from '../../../../src/store/sql.js';
 import { FakeClock } from '../../../support/fake-clock.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 
@@ -36,6 +38,8 @@ afterAll(async () => {
 });
 
 const live: PgLeadership[] = [];
+/** Each replica's store over its pool: its writes are fenced the production way (guard + write). */
+const stores = new Map<PgLeadership, StoreDb>();
 afterEach(async () => {
   for (const l of live.splice(0)) await l.stop();
 });
@@ -45,8 +49,9 @@ function replica(
   holder: string,
   opts: { clock?: FakeClock; ttlMs?: number; pool?: PgPool; fenceIdleTimeoutMs?: number } = {},
 ): PgLeadership {
+  const pool = opts.pool ?? db.pool(`replica-${holder}`, 3);
   const l = new PgLeadership({
-    pool: opts.pool ?? db.pool(`replica-${holder}`, 3),
+    pool,
     name,
     holder,
     clock: opts.clock ?? new FakeClock({ start: Date.now() }),
@@ -56,17 +61,34 @@ function replica(
     ...(opts.fenceIdleTimeoutMs !== undefined ? { fenceIdleTimeoutMs: opts.fenceIdleTimeoutMs } : {}),
   });
   live.push(l);
+  stores.set(l, storeOn(pool));
   return l;
 }
 
+/**
+ * A replica's store over its pool. A connection the server ends while checked out (the idle
+ * timeout, pg_terminate_backend) emits 'error' on its client: handled as the connector's pool does
+ * (src/store/open.ts), the statement in progress fails with it.
+ */
+function storeOn(pool: PgPool): StoreDb {
+  if (typeof pool.on === 'function') pool.on('connect', (c) => c.on('error', () => undefined));
+  return pgStore(pool, 'test');
+}
+
+/**
+ * A fenced unit of work by this replica, the one way the connector fences: Leadership.guard and a
+ * write transaction of the store, which checks the lease in the same transaction first.
+ */
+const fenced = <T>(l: PgLeadership, fn: (s: StoreDb, term: LeaseTerm) => Promise<T>): Promise<T> => {
+  const s = stores.get(l)!;
+  const term = l.term;
+  return l.guard(s, () => s.write(() => fn(s, term!)));
+};
+
 /** A fenced write by this replica: one row in `writes` tagged with who wrote it under which epoch. */
 const write = (l: PgLeadership, name: string, writer: string): Promise<void> =>
-  l.fenced(async (tx, term) => {
-    await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, $3)', [
-      name,
-      writer,
-      term.epoch,
-    ]);
+  fenced(l, async (s, term) => {
+    await s.run('INSERT INTO writes (name, writer, epoch) VALUES (?, ?, ?)', [name, writer, term.epoch]);
   });
 
 const writesBy = async (name: string, writer: string): Promise<number> =>
@@ -185,7 +207,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     expect(b.term).toMatchObject({ holder: 'B', epoch: 2 });
     expect(a.trusted()).toBe(true); // its local clock did not move
     const late = write(a, name, 'A-late');
-    await expect(late).rejects.toBeInstanceOf(FencedOutError);
+    await expect(late).rejects.toBeInstanceOf(FencedOut);
     await expect(late).rejects.toMatchObject({ reason: 'lease_lost' });
     expect(await writesBy(name, 'A-late')).toBe(0);
     expect(a.role).toBe('standby');
@@ -267,7 +289,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     // The term ending early (a renew found the lease taken) aborts the calls in flight at once.
     const inFlight = l.callWithinTrust(2_000, hang);
     l.stepDown('lease_lost');
-    await expect(inFlight).rejects.toMatchObject({ name: 'FencedOutError', reason: 'lease_lost' });
+    await expect(inFlight).rejects.toMatchObject({ name: 'FencedOut', reason: 'lease_lost' });
   });
 
   it("a renew moves the trust deadline from the renew's start", async () => {
@@ -288,11 +310,11 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     await a.tick();
     const g = gate();
     let pid = 0;
-    const inFlight = a.fenced(async (tx) => {
-      pid = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-      await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 1)', [name, 'A-killed']);
+    const inFlight = fenced(a, async (s) => {
+      pid = (await s.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!.pid;
+      await s.run('INSERT INTO writes (name, writer, epoch) VALUES (?, ?, 1)', [name, 'A-killed']);
       await g.wait;
-      await tx.query('SELECT 1');
+      await s.get('SELECT 1');
     });
     await expect.poll(() => pid).toBeGreaterThan(0);
     const killed = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [pid]);
@@ -315,10 +337,10 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     await a.tick();
     const g = gate();
     let locked = false;
-    const inFlight = a.fenced(async (tx) => {
+    const inFlight = fenced(a, async (s) => {
       locked = true;
       await g.wait; // paused inside its transaction, past its lease
-      await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 1)', [name, 'A-in-tx']);
+      await s.run('INSERT INTO writes (name, writer, epoch) VALUES (?, ?, 1)', [name, 'A-in-tx']);
     });
     await expect.poll(() => locked).toBe(true);
     await untilExpired(name);
@@ -334,7 +356,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
       'A-in-tx',
     ]);
     expect(seen.rowCount).toBe(1);
-    await expect(write(a, name, 'A-after')).rejects.toBeInstanceOf(FencedOutError);
+    await expect(write(a, name, 'A-after')).rejects.toBeInstanceOf(FencedOut);
     expect(await writesBy(name, 'A-after')).toBe(0);
   });
 
@@ -344,11 +366,11 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     await a.tick();
     const g = gate();
     let wrote = false;
-    const inFlight = a.fenced(async (tx) => {
-      await tx.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 1)', [name, 'A-paused']);
+    const inFlight = fenced(a, async (s) => {
+      await s.run('INSERT INTO writes (name, writer, epoch) VALUES (?, ?, 1)', [name, 'A-paused']);
       wrote = true;
       await g.wait; // paused for good
-      await tx.query('SELECT 1');
+      await s.get('SELECT 1');
     });
     await expect.poll(() => wrote).toBe(true);
     await untilExpired(name);
@@ -395,7 +417,9 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
       expect(got).toMatchObject({ epoch: 2 });
       // The old term's fence (on its own connection) now queues behind the uncommitted handover.
       await cOld.query('BEGIN');
-      const oldFence = lockLease(cOld, oldTerm);
+      const oldFence = cOld
+        .query(PG_FENCE_SQL, [oldTerm.name, oldTerm.holder, oldTerm.epoch])
+        .then((r) => r.rowCount === 1);
       await untilWaitingOnLock('fence-old');
       await cNew.query('INSERT INTO writes (name, writer, epoch) VALUES ($1, $2, 2)', [name, 'B']);
       await cNew.query('COMMIT');
@@ -404,7 +428,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
       await cOld.query('ROLLBACK');
       // And the new term's fence passes.
       await cNew.query('BEGIN');
-      expect(await lockLease(cNew, { name, holder: 'B', epoch: 2 })).toBe(true);
+      expect((await cNew.query(PG_FENCE_SQL, [name, 'B', 2])).rowCount).toBe(1);
       await cNew.query('COMMIT');
     } finally {
       cNew.release();
@@ -434,6 +458,7 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
       marginMs: 200,
     });
     live.push(l);
+    stores.set(l, storeOn(flaky));
     await l.start();
     expect(l.term).toMatchObject({ epoch: 1 });
     const signal = l.signal!;

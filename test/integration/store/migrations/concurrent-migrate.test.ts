@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../../../src/store/migrations.js';
+import { MIGRATIONS } from '../../../../src/store/migrations/migrations.js';
 
-const SCRIPT = join(import.meta.dirname, '../../support/open-db-script.ts');
+const SCRIPT = join(import.meta.dirname, '../../../support/open-db-script.ts');
 const dir = mkdtempSync(join(tmpdir(), 'concurrent-migrate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,6 +1,6 @@
-/** The PostgreSQL schema (src/store/pg/schema.ts) on a real server: replicas starting at once. */
+/** The PostgreSQL schema (src/store/migrations/pg.ts) on a real server: replicas starting at once. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PG_MIGRATIONS, migratePg } from '../../../../src/store/pg/schema.js';
+import { PG_MIGRATIONS, migratePg } from '../../../../src/store/migrations/pg.js';
 import { createTestDatabase, pgSkipReason, type TestDatabase } from '../../../support/pg.js';
 
 let db: TestDatabase;

@@ -1,6 +1,6 @@
-import { checkDigit, type CheckDigitScheme } from '../lib/check-digit.js';
-import { FatalError } from '../lib/errors.js';
-import { toStoreDb, type AnyDb } from './sql.js';
+import { checkDigit, type CheckDigitScheme } from '../../lib/check-digit.js';
+import { FatalError } from '../../lib/errors.js';
+import type { StoreDb } from '../sql.js';
 
 /**
  * The bank's own numbers (docs/core.md "Account and customer numbers"): a loan's core account
@@ -117,8 +117,7 @@ export function formatNumber(spec: NumberPoolSpec, seq: bigint): string | null {
 
 const rangeKey = (from: string): string => BigInt(from).toString();
 
-export function createNumberStore(anyDb: AnyDb, pools: NumberPools = DEFAULT_NUMBER_POOLS): NumberStore {
-  const db = toStoreDb(anyDb);
+export function createNumberStore(db: StoreDb, pools: NumberPools = DEFAULT_NUMBER_POOLS): NumberStore {
   const selectByKey = (pool: string, key: string): Promise<{ number: string } | undefined> =>
     db.get<{ number: string }>('SELECT number FROM bank_numbers WHERE pool = ? AND key = ?', [pool, key]);
   const selectByNumber = (pool: string, number: string): Promise<{ key: string } | undefined> =>

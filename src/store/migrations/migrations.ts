@@ -227,7 +227,7 @@ export const MIGRATIONS: readonly Migration[] = [
   );
   CREATE INDEX file_batch_loans_loan ON file_batch_loans (loan_id);
   `,
-  /* 10: the bank's own numbers (issue 23, src/store/numbers.ts): a loan's core account number and
+  /* 10: the bank's own numbers (issue 23, src/store/identity/numbers.ts): a loan's core account number and
      a new customer's CIF, one per key forever (UNIQUE(pool, key)), never two keys on one number
      (UNIQUE(pool, number)); a cursor per pool and range records the last sequence consumed. The
      loan row keeps its core account number (from the pool, or read back from the core). */ `
@@ -429,10 +429,10 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
   ALTER TABLE leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE leases ADD COLUMN expires_at INTEGER;
   `,
-  /* 15: PostgreSQL only: leadership with fencing (src/store/pg/leadership.ts) and the rate budget
-     shared by replicas (src/store/pg/rate-budget.ts), on the database's clock. Its pause and
+  /* 15: PostgreSQL only: leadership with fencing (src/store/leadership/pg.ts) and the rate budget
+     shared by replicas (src/store/rate-budget/pg.ts), on the database's clock. Its pause and
      strike tables are rate_shared_*: rate_pause/rate_strikes are the per-process ledger of
-     migration 1 (src/store/rate-state.ts). */ {
+     migration 1 (src/store/rate-budget/sqlite.ts). */ {
     sqlite: '-- PostgreSQL only (leadership and the shared rate budget)',
     postgres: `
       -- One row per leadership (e.g. 'daemon'). holder NULL: released. epoch: the fencing token,
@@ -523,7 +523,7 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
   /* 16: PostgreSQL only: one strike ledger and the same halving as src/platform/budget.ts
      (issue 26 point 3). The shared ledger (rate_shared_strikes) is THE strike ledger on
      PostgreSQL: rows of the per-process tables of migration 1 (rate_strikes, rate_pause: e.g.
-     copied by `state migrate`) are adopted into it once per key by src/store/pg/rate-budget.ts;
+     copied by `state migrate`) are adopted into it once per key by src/store/rate-budget/pg.ts;
      legacy_seq keeps each adoption idempotent and leaves rate_strikes untouched (so
      `state migrate --verify-only` still compares equal). boarding_rate_take takes the pace after a
      strike as its own GCRA parameters (the halved limit the client computes), instead of doubling
@@ -701,10 +701,15 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
   `,
 ];
 
+/** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */
+const MIGRATION_TEXT: Record<'sqlite' | 'postgres', (m: Migration) => string> = {
+  sqlite: (m) => (typeof m === 'string' ? m : m.sqlite),
+  postgres: (m) => (typeof m === 'string' ? pgMigrationSql(m) : m.postgres),
+};
+
 /** The text of a migration for an engine. */
 export function migrationSql(m: Migration, engine: 'sqlite' | 'postgres'): string {
-  if (typeof m !== 'string') return m[engine];
-  return engine === 'sqlite' ? m : pgMigrationSql(m);
+  return MIGRATION_TEXT[engine](m);
 }
 
 /**

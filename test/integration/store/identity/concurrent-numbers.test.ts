@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
-import { openDatabase } from '../../../src/store/db.js';
-import { createNumberStore } from '../../../src/store/numbers.js';
-import { openStore } from '../../../src/store/open.js';
-import { createTestDatabase, pgSkipReason, pgTarget } from '../../support/pg.js';
+import { hasValidCheckDigit } from '../../../../src/lib/check-digit.js';
+import { openDatabase } from '../../../../src/store/sqlite/db.js';
+import { createNumberStore } from '../../../../src/store/identity/numbers.js';
+import { openStore } from '../../../../src/store/open.js';
+import { createTestDatabase, pgSkipReason, pgTarget } from '../../../support/pg.js';
 
-const SCRIPT = join(import.meta.dirname, '../../support/allocate-numbers-script.ts');
+const SCRIPT = join(import.meta.dirname, '../../../support/allocate-numbers-script.ts');
 const dir = mkdtempSync(join(tmpdir(), 'concurrent-numbers-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
