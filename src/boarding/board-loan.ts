@@ -1,29 +1,21 @@
 import type { Clock } from '../lib/clock.js';
 import { searchKey } from '../lib/search-key.js';
-import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactForStorage } from '../lib/redact.js';
 import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';
-import { classifyCoreFailure, type CoreSystem, type DocumentFetcher } from '../core/port.js';
+import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
-import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
+import { UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
-import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
-import { FencedOut } from '../store/sql.js';
+import type { LoanRow, TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
-import { PoolExhaustedError } from '../store/numbers.js';
 import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
-import {
-  CustomerAmbiguousError,
-  CustomerWaitError,
-  type CustomerResolution,
-  type CustomerResolver,
-} from './customers.js';
-import { CustomerSourceUnavailableError } from '../core/port.js';
+import type { CustomerResolution, CustomerResolver } from './customers.js';
+import { classifyFailure, type Failure, type FailurePhase, type RetryDisposition } from './failures.js';
 import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
@@ -57,7 +49,15 @@ export interface LoanBoarderDeps {
 
 export type BoardOutcome =
   | { kind: 'acknowledged'; loanId: string; ackOnly: boolean }
-  | { kind: 'retry_wait'; loanId: string; code: string; nextAttemptAt: number; message: string }
+  | {
+      kind: 'retry_wait';
+      loanId: string;
+      code: string;
+      /** Why it waits (failures.ts): the cycle counts core-unavailable and core-ambiguous towards its outage stop. */
+      disposition: RetryDisposition;
+      nextAttemptAt: number;
+      message: string;
+    }
   | { kind: 'quarantined'; loanId: string; reason: QuarantineReason; message: string }
   /** Stopped by shutdown: the loan stays in its last persisted state and resumes from it. */
   | { kind: 'interrupted'; loanId: string }
@@ -411,11 +411,10 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   async function fail(
     att: Attempt,
     row: LoanRow,
-    code: string,
-    message: string,
-    exhaustedReason: QuarantineReason,
+    f: Failure & { disposition: RetryDisposition },
     detail: unknown,
   ): Promise<BoardOutcome> {
+    const { code, message, exhaustedReason, disposition } = f;
     const cur = await loans.require(row.id);
     const attempts = att.counted ? cur.attempts : att.n;
     const now = clock.now();
@@ -445,7 +444,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       },
       patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
     });
-    return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt, message: msg };
+    return { kind: 'retry_wait', loanId: row.id, code, disposition, nextAttemptAt, message: msg };
   }
 
   async function quarantine(
@@ -488,21 +487,22 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       await acknowledge(att, row, signal);
       return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
     } catch (err) {
-      return classifyFailure(att, await loans.require(loanId), err, phase, signal);
+      return settleFailure(att, await loans.require(loanId), err, phase, signal);
     }
   }
 
-  async function classifyFailure(
+  async function settleFailure(
     att: Attempt,
     row: LoanRow,
     err: unknown,
-    phase: 'core' | 'ack',
+    phase: FailurePhase,
     signal: AbortSignal,
   ): Promise<BoardOutcome> {
     const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
+    const f = classifyFailure(err, phase);
     // This process no longer leads: nothing more may be written; the next leader resumes the loan.
-    if (err instanceof IllegalTransitionError || err instanceof FencedOut) throw err;
-    if (err instanceof StaleStateError || !WORKING.has(row.state)) {
+    if (f.disposition === 'stepped-down') throw err;
+    if (f.disposition === 'stale' || !WORKING.has(row.state)) {
       // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
       log.info(
         { actual: row.state },
@@ -510,8 +510,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       );
       return { kind: 'stale', loanId: row.id };
     }
-    const core = classifyCoreFailure(err);
-    if (signal.aborted && core?.disposition !== 'quarantine') {
+    if (signal.aborted && !f.answerDespiteAbort) {
       await loans.recordEvent(
         row.id,
         { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } },
@@ -519,117 +518,25 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
       );
       return { kind: 'interrupted', loanId: row.id };
     }
-    if (err instanceof CustomerAmbiguousError) {
-      log.warn(
-        { entityId: err.detail.entityId, cifs: err.detail.cifs.length },
-        'customer match ambiguous: quarantined',
-      );
-      return quarantine(att, row, 'customer_match_ambiguous', 'customer.ambiguous', err.message, err.detail);
-    }
-    if (err instanceof CustomerWaitError || err instanceof CustomerSourceUnavailableError) {
-      // Never "no existing customer": the loan waits for the source (or the other loan's write).
-      log.warn({ code: err.code, err: err.message }, 'customer match cannot be decided now; will retry');
-      return fail(att, row, err.code, err.message, 'retries_exhausted', { phase });
-    }
-    if (err instanceof PoolExhaustedError) {
-      // No number left: boarding more loans would need one each. Never a reused number: stop.
-      log.error({ pool: err.pool, capacity: err.capacity }, err.message);
+    if (f.log !== null) log[f.log.level](f.log.fields, f.log.msg);
+    if (f.event !== null)
       await loans.recordEvent(
         row.id,
-        {
-          kind: 'attempt',
-          reason: 'number pool exhausted',
-          detail: { phase, pool: err.pool, message: err.message },
-        },
+        { kind: 'attempt', reason: f.event.reason, detail: f.event.detail },
         clock.now(),
       );
-      return { kind: 'fatal', loanId: row.id, error: { code: err.code, message: err.message } };
+    switch (f.disposition) {
+      case 'quarantine':
+        return quarantine(att, row, f.reason ?? 'validation', f.code, f.message, f.detail);
+      case 'fatal':
+        return { kind: 'fatal', loanId: row.id, error: { code: f.code, message: f.message } };
+      case 'stop-cycle':
+        return { kind: 'traffic_stopped', loanId: row.id, message: f.message };
+      case 'retry-later':
+      case 'core-unavailable':
+      case 'core-ambiguous':
+        return fail(att, row, { ...f, disposition: f.disposition }, f.detail);
     }
-    if (core !== null) {
-      switch (core.disposition) {
-        case 'quarantine':
-          log.warn({ status: core.status }, 'core rejected the loan');
-          return quarantine(att, row, 'core_rejected', core.code, core.message, {
-            status: core.status,
-            detail: core.detail,
-          });
-        case 'fatal':
-          // The core refused our credentials: every loan would fail the same way, so stop instead of
-          // burning attempts until each one is quarantined.
-          log.error({ err: core.message }, 'core refused the connector: stopping');
-          await loans.recordEvent(
-            row.id,
-            {
-              kind: 'attempt',
-              reason: 'fatal core error',
-              detail: { phase, message: redactForStorage(core.message) },
-            },
-            clock.now(),
-          );
-          return { kind: 'fatal', loanId: row.id, error: { code: core.code, message: core.message } };
-        case 'retry':
-        case 'retry-check-first':
-          log.warn(
-            { code: core.code, err: core.message },
-            'core unavailable; will retry (checking the core first)',
-          );
-          return fail(
-            att,
-            row,
-            core.code,
-            core.message,
-            core.disposition === 'retry-check-first' ? 'ambiguous' : 'retries_exhausted',
-            { phase },
-          );
-      }
-    }
-    if (isPlatformError(err)) {
-      switch (err.disposition) {
-        case 'fatal':
-          log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
-          await loans.recordEvent(
-            row.id,
-            { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() },
-            clock.now(),
-          );
-          return { kind: 'fatal', loanId: row.id, error: err };
-        case 'halt':
-          await loans.recordEvent(
-            row.id,
-            {
-              kind: 'attempt',
-              reason: 'platform traffic stopped after rate-limit strikes',
-              detail: err.toJSON(),
-            },
-            clock.now(),
-          );
-          return { kind: 'traffic_stopped', loanId: row.id, message: err.message };
-        case 'retry-call':
-        case 'retry-later':
-          log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
-          return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', {
-            phase,
-            status: err.status,
-          });
-        case 'quarantine': {
-          // A 4xx (or an oversize document) that no retry will change; a refused document host is
-          // the bank's network policy, told apart from bad data.
-          const reason: QuarantineReason =
-            phase === 'ack'
-              ? 'ack_rejected'
-              : err.code === 'download.refused'
-                ? 'download_refused'
-                : 'validation';
-          log.warn(
-            { code: err.code, status: err.status, reason },
-            'platform refused a request for this loan',
-          );
-          return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
-        }
-      }
-    }
-    log.error({ err }, 'unexpected error while boarding; will retry');
-    return fail(att, row, 'internal', errorMessage(err), 'retries_exhausted', { phase });
   }
 
   return { board };

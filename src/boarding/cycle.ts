@@ -1,11 +1,11 @@
 import { errorMessage } from '../lib/errors.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
-import { FencedOutError, holderParts, type Leadership } from '../store/leadership.js';
-import { FencedOut } from '../store/sql.js';
+import { holderParts, type Leadership } from '../store/leadership.js';
 import type { LoanState, QuarantineReason } from '../store/loan-states.js';
 import type { DueCursor } from '../store/loans.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
+import { classifyFailure } from './failures.js';
 import { recordInvalidItem, recordQueueItem, type IntakeObserver, type StillListedKind } from './intake.js';
 
 export interface CycleDeps extends LoanBoarderDeps {
@@ -112,15 +112,9 @@ export class CycleAlreadyRunningError extends Error {
 
 const NEVER = new AbortController().signal;
 
-/** retry_wait codes of a core that did not answer (board-loan.ts): 'core.unavailable', 'core.ambiguous'. */
-/** A loan that found the core unreachable: its write, or the customer search before it (Fineract). */
-function isCoreUnavailableCode(code: string): boolean {
-  return code === 'core.unavailable' || code === 'core.ambiguous' || code === 'customers.search_failed';
-}
-
 /** A checkpointed cursor the platform refuses (a 4xx no retry changes): classified by the error, once. */
 function isRefusedCursor(err: unknown): err is PlatformError {
-  return isPlatformError(err) && err.disposition === 'quarantine';
+  return isPlatformError(err) && classifyFailure(err).disposition === 'quarantine';
 }
 
 /**
@@ -235,7 +229,8 @@ export function createCycleRunner(deps: CycleDeps) {
           summary.walk.complete = true;
           return;
         } catch (err) {
-          if (isPlatformError(err) && err.fatal) throw err;
+          // Only the platform can fail a walk fatally (its auth): that stops the cycle.
+          if (isPlatformError(err) && classifyFailure(err).disposition === 'fatal') throw err;
           if (stop.aborted) return;
           if (cursor !== null && !restarted && isRefusedCursor(err)) {
             // A checkpointed cursor can expire (days of downtime): start the walk over; nothing is lost
@@ -295,7 +290,9 @@ export function createCycleRunner(deps: CycleDeps) {
       case 'retry_wait': {
         summary.retryWait += 1;
         // The message the loan's row got (the outcome carries it: no read back per loan).
-        if (isCoreUnavailableCode(o.code)) noteCoreFailure(summary, o.message || o.code);
+        // A loan that found the core unreachable (its write, or the customer search before it).
+        if (o.disposition === 'core-unavailable' || o.disposition === 'core-ambiguous')
+          noteCoreFailure(summary, o.message || o.code);
         if (summary.problems.length < MAX_PROBLEMS) {
           summary.problems.push({ loanId: o.loanId, state: 'retry_wait', code: o.code, message: o.message });
         }
@@ -514,11 +511,12 @@ export function createCycleRunner(deps: CycleDeps) {
         try {
           await walk(summary, stop, progress);
         } catch (err) {
-          if (!isPlatformError(err) || !err.fatal) {
+          const f = classifyFailure(err);
+          if (!isPlatformError(err) || f.disposition !== 'fatal') {
             if (termSignal.aborted) return summary;
             throw err;
           }
-          summary.fatal = { code: err.code, message: err.message };
+          summary.fatal = { code: f.code, message: f.message };
         }
         if (summary.fatal === null && platform.health().trafficStopped) {
           summary.trafficStopped = true;
@@ -561,7 +559,7 @@ export function createCycleRunner(deps: CycleDeps) {
     } catch (err) {
       // A write refused by the fence (the lease moved on) ends the cycle as a lost lease: nothing
       // was written, every loan resumes from its persisted state under the next leader.
-      if (err instanceof FencedOut || err instanceof FencedOutError || termSignal.aborted) {
+      if (classifyFailure(err).disposition === 'stepped-down' || termSignal.aborted) {
         summary.leaseLost = true;
         return summary;
       }

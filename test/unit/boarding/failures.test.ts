@@ -1,0 +1,195 @@
+import { describe, expect, it } from 'vitest';
+import { classifyFailure, type FailureDisposition } from '../../../src/boarding/failures.js';
+import { CustomerAmbiguousError, CustomerWaitError } from '../../../src/boarding/customers.js';
+import {
+  CoreRejectedError,
+  CoreUnavailableError,
+  CustomerSourceUnavailableError,
+} from '../../../src/core/port.js';
+import { FatalError } from '../../../src/lib/errors.js';
+import { PlatformError, type PlatformErrorCode } from '../../../src/platform/errors.js';
+import { IllegalTransitionError, type QuarantineReason } from '../../../src/store/loan-states.js';
+import { StaleStateError } from '../../../src/store/loans.js';
+import { PoolExhaustedError } from '../../../src/store/numbers.js';
+import { FencedOut } from '../../../src/store/sql.js';
+import { FencedOutError } from '../../../src/store/leadership.js';
+
+const platform = (code: PlatformErrorCode, status: number | null = null): PlatformError =>
+  new PlatformError({ code, message: `${code} happened`, status });
+
+interface Row {
+  name: string;
+  err: unknown;
+  phase?: 'core' | 'ack';
+  disposition: FailureDisposition;
+  code: string;
+  reason?: QuarantineReason;
+  exhaustedReason?: QuarantineReason;
+}
+
+const fence = { name: 'boarding', holder: 'a', epoch: 1 };
+
+const TABLE: Row[] = [
+  // store and fence
+  {
+    name: 'FencedOut',
+    err: new FencedOut(fence, null),
+    disposition: 'stepped-down',
+    code: 'store.fenced_out',
+  },
+  {
+    name: 'FencedOutError (leadership; being merged into FencedOut)',
+    err: new FencedOutError(null, 'not_leader'),
+    disposition: 'stepped-down',
+    code: 'store.fenced_out',
+  },
+  {
+    name: 'IllegalTransitionError',
+    err: new IllegalTransitionError('L1', 'queued', 'acknowledged'),
+    disposition: 'stepped-down',
+    code: 'store.illegal_transition',
+  },
+  {
+    name: 'StaleStateError',
+    err: new StaleStateError('L1', 'skipped', ['fetched']),
+    disposition: 'stale',
+    code: 'store.stale_state',
+  },
+  // customer match
+  {
+    name: 'CustomerAmbiguousError',
+    err: new CustomerAmbiguousError('two customers', { entityId: 'e1', cifs: ['1', '2'] }),
+    disposition: 'quarantine',
+    code: 'customer.ambiguous',
+    reason: 'customer_match_ambiguous',
+  },
+  {
+    name: 'CustomerWaitError',
+    err: new CustomerWaitError('customers.pending_create', 'another loan creates it'),
+    disposition: 'retry-later',
+    code: 'customers.pending_create',
+    exhaustedReason: 'retries_exhausted',
+  },
+  {
+    name: 'CustomerSourceUnavailableError (extract missing)',
+    err: new CustomerSourceUnavailableError('customers.extract_missing', 'no extract'),
+    disposition: 'retry-later',
+    code: 'customers.extract_missing',
+  },
+  {
+    name: 'CustomerSourceUnavailableError (core search failed: the core does not answer)',
+    err: new CustomerSourceUnavailableError('customers.search_failed', 'search failed'),
+    disposition: 'core-unavailable',
+    code: 'customers.search_failed',
+  },
+  // number pool (a FatalError too, but our own limit)
+  {
+    name: 'PoolExhaustedError',
+    err: new PoolExhaustedError('account', 10),
+    disposition: 'fatal',
+    code: 'identity.pool_exhausted',
+  },
+  // core
+  {
+    name: 'CoreRejectedError',
+    err: new CoreRejectedError('bad product', 400),
+    disposition: 'quarantine',
+    code: 'core.rejected',
+    reason: 'core_rejected',
+  },
+  {
+    name: 'CoreUnavailableError (nothing written)',
+    err: new CoreUnavailableError('refused', false),
+    disposition: 'core-unavailable',
+    code: 'core.unavailable',
+    exhaustedReason: 'retries_exhausted',
+  },
+  {
+    name: 'CoreUnavailableError (ambiguous)',
+    err: new CoreUnavailableError('timeout', true),
+    disposition: 'core-ambiguous',
+    code: 'core.ambiguous',
+    exhaustedReason: 'ambiguous',
+  },
+  {
+    name: 'FatalError (core refused us)',
+    err: new FatalError('401'),
+    disposition: 'fatal',
+    code: 'core.fatal',
+  },
+  // platform
+  {
+    name: 'PlatformError auth',
+    err: platform('auth.invalid_key', 401),
+    disposition: 'fatal',
+    code: 'auth.invalid_key',
+  },
+  {
+    name: 'PlatformError traffic stopped',
+    err: platform('rate_limit.traffic_stopped'),
+    disposition: 'stop-cycle',
+    code: 'platform.rate_limit.traffic_stopped',
+  },
+  {
+    name: 'PlatformError server (retry-call)',
+    err: platform('server', 503),
+    disposition: 'retry-later',
+    code: 'platform.server',
+  },
+  {
+    name: 'PlatformError download expired (retry-later)',
+    err: platform('download.expired', 403),
+    disposition: 'retry-later',
+    code: 'platform.download.expired',
+  },
+  {
+    name: 'PlatformError validation on the core phase',
+    err: platform('validation', 422),
+    disposition: 'quarantine',
+    code: 'platform.validation',
+    reason: 'validation',
+  },
+  {
+    name: 'PlatformError refused document host',
+    err: platform('download.refused'),
+    disposition: 'quarantine',
+    code: 'platform.download.refused',
+    reason: 'download_refused',
+  },
+  {
+    name: 'PlatformError on the ack',
+    err: platform('conflict', 409),
+    phase: 'ack',
+    disposition: 'quarantine',
+    code: 'platform.conflict',
+    reason: 'ack_rejected',
+  },
+  // anything else
+  { name: 'a plain Error', err: new Error('bug'), disposition: 'retry-later', code: 'internal' },
+  { name: 'a thrown string', err: 'oops', disposition: 'retry-later', code: 'internal' },
+];
+
+describe('the failure taxonomy (src/boarding/failures.ts)', () => {
+  it.each(TABLE)('$name → $disposition / $code', (row) => {
+    const f = classifyFailure(row.err, row.phase ?? 'core');
+    expect({ disposition: f.disposition, code: f.code }).toEqual({
+      disposition: row.disposition,
+      code: row.code,
+    });
+    if (row.reason !== undefined) expect(f.reason).toBe(row.reason);
+    if (row.exhaustedReason !== undefined) expect(f.exhaustedReason).toBe(row.exhaustedReason);
+  });
+
+  it('records an event for every failure that stops the cycle (the loan history says why)', () => {
+    for (const row of TABLE) {
+      const f = classifyFailure(row.err, row.phase ?? 'core');
+      if (f.disposition === 'fatal' || f.disposition === 'stop-cycle')
+        expect(f.event, row.name).not.toBeNull();
+    }
+  });
+
+  it('only a core refusal is recorded as an answer when shutdown aborted the attempt', () => {
+    const answered = TABLE.filter((r) => classifyFailure(r.err, r.phase ?? 'core').answerDespiteAbort);
+    expect(answered.map((r) => r.name)).toEqual(['CoreRejectedError']);
+  });
+});
