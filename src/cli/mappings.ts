@@ -3,14 +3,8 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
-import {
-  CHANGE_WORDS,
-  diffRecordLists,
-  expectedFromOutcome,
-  fixtureTimeZone,
-  runFixture,
-  type FixtureResult,
-} from '../mapping/fixtures.js';
+import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
+import { expectedFromOutcome, fixtureTimeZone, runFixture, type FixtureResult } from '../mapping/fixtures.js';
 import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping/loader.js';
 import { diffExpectedLines } from '../core/file/layout/expected-lines.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
