@@ -12,7 +12,7 @@ import { UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
 import type { LoanRow, TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
-import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
+import { mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import type { CustomerResolution, CustomerResolver } from './customers.js';
 import { classifyFailure, type Failure, type FailurePhase, type RetryDisposition } from './failures.js';
@@ -36,8 +36,11 @@ export interface LoanBoarderDeps {
   settings: BoardingSettings;
   connectorVersion: string;
   random?: () => number;
-  /** The loan's core account number (identity.ts); default: allocated from the store's account pool. */
-  accountNumbers?: AccountNumbers;
+  /**
+   * The loan's core account number (identity.ts) from the configured source
+   * (identity.accountNumbers.source): required, so no boarder falls back to the pool on its own.
+   */
+  accountNumbers: AccountNumbers;
   /** Customer match before create (customers.ts); absent: every entity maps as the platform sent it. */
   customers?: CustomerResolver;
   /**
@@ -105,8 +108,7 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
-  const accountNumbers =
-    deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+  const { accountNumbers } = deps;
 
   /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
   const customerLocks = new KeyedLock();

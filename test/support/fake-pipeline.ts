@@ -1,4 +1,5 @@
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
+import { createAccountNumbers, type NumberSource } from '../../src/boarding/identity.js';
 import { Leadership, newHolderId } from '../../src/store/leadership.js';
 import { sqliteLeaseBackend } from '../../src/store/leases.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
@@ -28,6 +29,8 @@ export function fakePipeline(
     maxAttempts?: number;
     leaseTtlMs?: number;
     logger?: Logger;
+    /** identity.accountNumbers.source (default pool, the file core's). */
+    accountNumbers?: NumberSource;
   } = {},
 ): FakePipeline {
   const db = openDatabase(opts.dbPath ?? ':memory:');
@@ -48,6 +51,11 @@ export function fakePipeline(
       logger: opts.logger ?? silentLogger(),
       settings: { maxAttempts: opts.maxAttempts ?? 5, retryBaseMs: 1000, retryMaxMs: 60_000 },
       connectorVersion: 'test',
+      accountNumbers: createAccountNumbers({
+        store,
+        source: opts.accountNumbers ?? 'pool',
+        logger: opts.logger ?? silentLogger(),
+      }),
       random: () => 0,
       pageSize: 2,
       concurrency: opts.concurrency ?? 3,
