@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { openFileBatches } from '../app/session.js';
 import type { FileBatches } from '../core/file/batches.js';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { loadLayout } from '../mapping/loader.js';
+import { loadLayout } from '../mapping-sets/loader.js';
 import type { FileBatchRow } from '../store/file-batches.js';
 import { out, type CliContext } from './context.js';
 

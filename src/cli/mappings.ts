@@ -5,7 +5,7 @@ import { FatalError, UsageError } from '../lib/errors.js';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
 import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import { expectedFromOutcome, fixtureTimeZone, runFixture, type FixtureResult } from '../mapping/fixtures.js';
-import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping/loader.js';
+import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping-sets/loader.js';
 import { diffExpectedLines } from '../core/file/layout/expected-lines.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 import { formatIssue, type MappingInput, type MappingOutcome } from '../mapping/types.js';

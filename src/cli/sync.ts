@@ -14,7 +14,7 @@ import {
   IncompleteRunError,
   UsageError,
 } from '../lib/errors.js';
-import { loadMapper } from '../mapping/loader.js';
+import { loadMapper } from '../mapping-sets/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits, showCycleProgress } from './progress.js';

@@ -1,11 +1,11 @@
 import type { CompiledExpression, CompiledMapping } from './compile.js';
-import type { Layout } from '../core/file/layout/layout.js';
 import { MAIN_FILE } from './compile.js';
 import { accountNumberSinks } from './id-flow.js';
 import { checkField } from './fieldSchema.js';
 import { maskTins } from '../lib/redact.js';
 import { HelperIssue, REVIEW_BINDING, describe } from './issue.js';
 import type {
+  LayoutColumnsView,
   MappedRecord,
   Mapper,
   MappingInput,
@@ -113,7 +113,7 @@ async function evaluateJsonata(
 }
 
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
-export function createMapper(mapping: CompiledMapping, version: string, layout?: Layout): Mapper {
+export function createMapper(mapping: CompiledMapping, version: string, layout?: LayoutColumnsView): Mapper {
   const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> =>
     evaluateJsonata(ce, context, b);
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
@@ -373,7 +373,6 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
   return {
     version,
     name: mapping.name,
-    layout,
     accountNumberSinks: accountNumberSinks(mapping, layout),
     async map(input: MappingInput): Promise<MappingOutcome> {
       try {

@@ -189,8 +189,8 @@ export interface LayoutCompileResult {
 
 /**
  * What the mapping set says about the records a layout writes, for the lint of `layout.yaml`
- * against its set. The mapping engine builds it (mapping/layout-catalogue.ts) and hands it in: the
- * layout never imports the mapping engine, the mapping engine depends on the layout.
+ * against its set. src/mapping-sets builds it from the compiled mapping (layout-catalogue.ts) and
+ * hands it in: the layout never imports the mapping engine, nor the engine the layout.
  */
 export interface LayoutRecordCatalogue {
   /** Record type → field → its `maxLength`; undefined when the mapping did not compile (no field checks then). */
