@@ -103,8 +103,8 @@ interface Attempt {
   ackOnly: boolean;
 }
 
-/** Boards one loan from whatever state it was persisted in; never throws for a loan's own failure. */
-export function createLoanBoarder(deps: LoanBoarderDeps) {
+/** What every step of a loan's attempt works with (one per boarder). */
+function loanBoarderContext(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
@@ -112,436 +112,469 @@ export function createLoanBoarder(deps: LoanBoarderDeps) {
 
   /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
   const customerLocks = new KeyedLock();
+  return {
+    deps,
+    store,
+    platform,
+    mapper,
+    core,
+    clock,
+    settings,
+    loans,
+    random,
+    accountNumbers,
+    customerLocks,
+  };
+}
+type BoarderCtx = ReturnType<typeof loanBoarderContext>;
 
-  async function withLocks<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
-    const [first, ...rest] = keys;
-    if (first === undefined) return fn();
-    return customerLocks.run(first, () => withLocks(rest, fn));
+/** Boards one loan from whatever state it was persisted in; never throws for a loan's own failure. */
+export function createLoanBoarder(deps: LoanBoarderDeps) {
+  const c = loanBoarderContext(deps);
+  return { board: (loanId: string, signal: AbortSignal) => board(c, loanId, signal) };
+}
+
+async function withLocks<T>(c: BoarderCtx, keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+  const { customerLocks } = c;
+  const [first, ...rest] = keys;
+  if (first === undefined) return fn();
+  return customerLocks.run(first, () => withLocks(c, rest, fn));
+}
+
+/** No call once the term is over: checkTrust aborts the term's signal, which reaches `signal`. */
+function assertMayCall(c: BoarderCtx, signal: AbortSignal): void {
+  const { deps } = c;
+  if (deps.mayCall !== undefined && !deps.mayCall()) {
+    signal.throwIfAborted();
+    throw new Error('this process no longer leads: the call is not made');
   }
+}
 
-  /** No call once the term is over: checkTrust aborts the term's signal, which reaches `signal`. */
-  function assertMayCall(signal: AbortSignal): void {
-    if (deps.mayCall !== undefined && !deps.mayCall()) {
-      signal.throwIfAborted();
-      throw new Error('this process no longer leads: the call is not made');
+function transition(c: BoarderCtx, att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
+  const { clock, loans } = c;
+  if (att.counted) return loans.transition(id, input, clock.now());
+  att.counted = true;
+  const d = input.detail;
+  const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
+  return loans.transition(
+    id,
+    {
+      ...input,
+      patch: { ...input.patch, attempts: att.n },
+      detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail },
+    },
+    clock.now(),
+  );
+}
+
+/** Full board: (core check) → fetch → map → write. Returns the row in state written. */
+async function writeToCore(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  signal: AbortSignal,
+): Promise<LoanRow | BoardOutcome> {
+  const { deps, store, platform, core, clock, accountNumbers } = c;
+  const log = deps.logger.child({ loanId: row.id });
+  // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
+  // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
+  // write again instead: board(c) is idempotent by external id and completes whatever part of a
+  // multi-step write (package and batch row; client, loan and documents) the crash cut off.
+  if (row.coreWriteStartedAt !== null && row.lastErrorCode !== AMBIGUOUS) {
+    log.info(
+      'a core write for this release may have been interrupted: writing again (idempotent by external id)',
+    );
+  }
+  if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
+    const found = await core.findLoan(row.id);
+    if (found && found.complete === false) {
+      log.info(
+        { coreReference: found.coreReference },
+        'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)',
+      );
+    } else if (
+      found &&
+      (row.mappingVersion === null ||
+        found.mappingVersion === null ||
+        found.mappingVersion === row.mappingVersion)
+    ) {
+      log.info(
+        { coreReference: found.coreReference },
+        'core already holds this loan (earlier write committed): not writing again',
+      );
+      return transition(c, att, row.id, {
+        to: 'written',
+        expectedFrom: row.state,
+        reason: 'found in core after an uncertain write',
+        detail: { coreReference: found.coreReference },
+        // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
+        patch: {
+          coreReference: found.coreReference,
+          writtenAt: clock.now(),
+          writtenReleaseMarker: row.releaseMarker,
+          lastErrorCode: null,
+          lastErrorMessage: null,
+          nextAttemptAt: null,
+          boardedRecords: null,
+        },
+        also: async () => {
+          await ensureAckKey(c, row);
+          await deps.customers?.afterWrite(row.id, null);
+        },
+      });
     }
   }
+  const item = await storedItemOrLoan(platform, row.id, row.queueItem, signal);
+  const input = await fetchMappingInput(platform, item, signal);
+  const { entities, documents } = input;
+  const hash = payloadHash(input);
+  // The bank's account number is committed with `fetched`, before anything reaches the core: a
+  // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
+  const borrowerName = borrowerNameOf(entities);
+  const accountNumber = await store.write(async () => {
+    const n = await accountNumbers.accountNumberFor(row, clock.now());
+    await transition(c, att, row.id, {
+      to: 'fetched',
+      expectedFrom: row.state,
+      detail: {
+        businesses: entities.businesses.length,
+        people: entities.people.length,
+        documents: documents.length,
+        ...(n !== null ? { accountNumber: n } : {}),
+      },
+      patch: {
+        payloadHash: hash,
+        borrowerName,
+        borrowerKey: borrowerName === null ? null : searchKey(borrowerName),
+        ...(n !== null ? { accountNumber: n } : {}),
+      },
+    });
+    return n;
+  });
+  const resolver = deps.customers;
+  return withLocks(c, resolver ? resolver.lockKeys(entities) : [], () =>
+    mapAndWrite(c, att, row, item, input, accountNumber, signal),
+  );
+}
 
-  function transition(att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
-    if (att.counted) return loans.transition(id, input, clock.now());
-    att.counted = true;
-    const d = input.detail;
-    const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
-    return loans.transition(
-      id,
+async function mapAndWrite(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  item: Awaited<ReturnType<typeof storedItemOrLoan>>,
+  input: Awaited<ReturnType<typeof fetchMappingInput>>,
+  accountNumber: string | null,
+  signal: AbortSignal,
+): Promise<LoanRow | BoardOutcome> {
+  const { deps, mapper, core, clock, loans } = c;
+  const log = deps.logger.child({ loanId: row.id });
+  const { documents } = input;
+  const resolver = deps.customers;
+  let customers: CustomerResolution | undefined;
+  if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
+  const outcome = await mapper.map({
+    ...input,
+    identity: {
+      ...mappingIdentity(accountNumber),
+      ...(customers ? { customers: customers.customers } : {}),
+    },
+  });
+  if (!outcome.ok) {
+    const reason = quarantineReasonFor(outcome.issues);
+    const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
+    await transition(c, att, row.id, {
+      to: 'quarantined',
+      expectedFrom: 'fetched',
+      reason,
+      detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
+      patch: {
+        quarantineReason: reason,
+        lastErrorCode: `mapping.${reason}`,
+        lastErrorMessage: message,
+        mappingVersion: outcome.mappingVersion,
+        nextAttemptAt: null,
+      },
+    });
+    log.warn(
+      { reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
+      'loan quarantined: mapping failed',
+    );
+    return { kind: 'quarantined', loanId: row.id, reason, message };
+  }
+  const warnings = outcome.warnings ?? [];
+  const customerReviews = customers?.reviews ?? [];
+  const reviewCount = warnings.length + customerReviews.length;
+  if (reviewCount > 0) {
+    // Boarded with review items: each kept in the loan's history (loans show, loans list
+    // --warnings, /metrics, the reconciliation report's review section).
+    const items = [
+      ...warnings.slice(0, 50).map((w) => ({
+        code: w.code,
+        field: `${w.target}.${w.field}`,
+        message: redactForStorage(w.message),
+        at: `${w.file}:${w.line}:${w.column}`,
+      })),
+      ...customerReviews.slice(0, 50).map((c) => ({
+        code: 'customer_name',
+        field: `customer.${c.entityId}`,
+        message: redactForStorage(c.message),
+        at: 'customer match',
+      })),
+    ];
+    await loans.recordEvent(
+      row.id,
       {
-        ...input,
-        patch: { ...input.patch, attempts: att.n },
-        detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail },
+        kind: 'warning',
+        reason: `${reviewCount} review item(s)`,
+        detail: { mappingVersion: outcome.mappingVersion, warnings: items },
       },
       clock.now(),
     );
-  }
-
-  /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
-  async function writeToCore(
-    att: Attempt,
-    row: LoanRow,
-    signal: AbortSignal,
-  ): Promise<LoanRow | BoardOutcome> {
-    const log = deps.logger.child({ loanId: row.id });
-    // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
-    // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
-    // write again instead: board() is idempotent by external id and completes whatever part of a
-    // multi-step write (package and batch row; client, loan and documents) the crash cut off.
-    if (row.coreWriteStartedAt !== null && row.lastErrorCode !== AMBIGUOUS) {
-      log.info(
-        'a core write for this release may have been interrupted: writing again (idempotent by external id)',
-      );
-    }
-    if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
-      const found = await core.findLoan(row.id);
-      if (found && found.complete === false) {
-        log.info(
-          { coreReference: found.coreReference },
-          'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)',
-        );
-      } else if (
-        found &&
-        (row.mappingVersion === null ||
-          found.mappingVersion === null ||
-          found.mappingVersion === row.mappingVersion)
-      ) {
-        log.info(
-          { coreReference: found.coreReference },
-          'core already holds this loan (earlier write committed): not writing again',
-        );
-        return transition(att, row.id, {
-          to: 'written',
-          expectedFrom: row.state,
-          reason: 'found in core after an uncertain write',
-          detail: { coreReference: found.coreReference },
-          // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
-          patch: {
-            coreReference: found.coreReference,
-            writtenAt: clock.now(),
-            writtenReleaseMarker: row.releaseMarker,
-            lastErrorCode: null,
-            lastErrorMessage: null,
-            nextAttemptAt: null,
-            boardedRecords: null,
-          },
-          also: async () => {
-            await ensureAckKey(row);
-            await deps.customers?.afterWrite(row.id, null);
-          },
-        });
-      }
-    }
-    const item = await storedItemOrLoan(platform, row.id, row.queueItem, signal);
-    const input = await fetchMappingInput(platform, item, signal);
-    const { entities, documents } = input;
-    const hash = payloadHash(input);
-    // The bank's account number is committed with `fetched`, before anything reaches the core: a
-    // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
-    const borrowerName = borrowerNameOf(entities);
-    const accountNumber = await store.write(async () => {
-      const n = await accountNumbers.accountNumberFor(row, clock.now());
-      await transition(att, row.id, {
-        to: 'fetched',
-        expectedFrom: row.state,
-        detail: {
-          businesses: entities.businesses.length,
-          people: entities.people.length,
-          documents: documents.length,
-          ...(n !== null ? { accountNumber: n } : {}),
-        },
-        patch: {
-          payloadHash: hash,
-          borrowerName,
-          borrowerKey: borrowerName === null ? null : searchKey(borrowerName),
-          ...(n !== null ? { accountNumber: n } : {}),
-        },
-      });
-      return n;
-    });
-    const resolver = deps.customers;
-    return withLocks(resolver ? resolver.lockKeys(entities) : [], () =>
-      mapAndWrite(att, row, item, input, accountNumber, signal),
+    log.info(
+      { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
+      'loan maps with review items',
     );
   }
+  await transition(c, att, row.id, {
+    to: 'mapped',
+    expectedFrom: 'fetched',
+    detail: {
+      mappingVersion: outcome.mappingVersion,
+      records: outcome.records.length,
+      ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
+    },
+    patch: {
+      mappingVersion: outcome.mappingVersion,
+      coreWriteStartedAt: clock.now(),
+      reviewItems: reviewCount,
+    },
+  });
+  assertMayCall(c, signal);
+  const receipt = await core.board(
+    {
+      loanId: row.id,
+      loanNumber: item.loanNumber ?? null,
+      accountNumber,
+      mappingVersion: outcome.mappingVersion,
+      connectorVersion: deps.connectorVersion,
+      records: outcome.records,
+      documents,
+      fetchDocument: deps.fetchDocument,
+      source: canonicalFields(item),
+    },
+    { signal },
+  );
+  // The acknowledgement's key is stored with the write it acknowledges: before its first call.
+  return transition(c, att, row.id, {
+    to: 'written',
+    expectedFrom: 'mapped',
+    // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
+    detail: {
+      coreReference: receipt.coreReference,
+      records: receipt.records.length,
+      documents: receipt.documents.length,
+      ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
+    },
+    patch: {
+      coreReference: receipt.coreReference,
+      writtenAt: clock.now(),
+      writtenReleaseMarker: row.releaseMarker,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      boardedRecords: storableRecords(outcome.records, input),
+      // The core's own account number when it assigns one (Fineract accountNo, read back).
+      ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+    },
+    also: async () => {
+      await ensureAckKey(c, row);
+      // The customers this loan claimed exist in the core now: later loans reference them.
+      await resolver?.afterWrite(row.id, receipt);
+    },
+  });
+}
 
-  async function mapAndWrite(
-    att: Attempt,
-    row: LoanRow,
-    item: Awaited<ReturnType<typeof storedItemOrLoan>>,
-    input: Awaited<ReturnType<typeof fetchMappingInput>>,
-    accountNumber: string | null,
-    signal: AbortSignal,
-  ): Promise<LoanRow | BoardOutcome> {
-    const log = deps.logger.child({ loanId: row.id });
-    const { documents } = input;
-    const resolver = deps.customers;
-    let customers: CustomerResolution | undefined;
-    if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
-    const outcome = await mapper.map({
-      ...input,
-      identity: {
-        ...mappingIdentity(accountNumber),
-        ...(customers ? { customers: customers.customers } : {}),
-      },
+async function ensureAckKey(c: BoarderCtx, row: LoanRow): Promise<void> {
+  const { store, clock } = c;
+  await store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
+}
+
+async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
+  const { deps, store, platform, clock } = c;
+  const key = ackKey(row.id, row.releaseMarker ?? 'release');
+  // Normally stored with the core write; a loan written by an older version gets it here. Either
+  // way it exists before the first call and every retry, across restarts, reuses it.
+  if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
+  let response: unknown;
+  let alreadyBoarded = false;
+  try {
+    assertMayCall(c, signal);
+    response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), {
+      idempotencyKey: key,
+      signal,
     });
-    if (!outcome.ok) {
-      const reason = quarantineReasonFor(outcome.issues);
-      const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
-      await transition(att, row.id, {
-        to: 'quarantined',
-        expectedFrom: 'fetched',
-        reason,
-        detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
-        patch: {
-          quarantineReason: reason,
-          lastErrorCode: `mapping.${reason}`,
-          lastErrorMessage: message,
-          mappingVersion: outcome.mappingVersion,
-          nextAttemptAt: null,
-        },
-      });
-      log.warn(
-        { reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
-        'loan quarantined: mapping failed',
-      );
-      return { kind: 'quarantined', loanId: row.id, reason, message };
-    }
-    const warnings = outcome.warnings ?? [];
-    const customerReviews = customers?.reviews ?? [];
-    const reviewCount = warnings.length + customerReviews.length;
-    if (reviewCount > 0) {
-      // Boarded with review items: each kept in the loan's history (loans show, loans list
-      // --warnings, /metrics, the reconciliation report's review section).
-      const items = [
-        ...warnings.slice(0, 50).map((w) => ({
-          code: w.code,
-          field: `${w.target}.${w.field}`,
-          message: redactForStorage(w.message),
-          at: `${w.file}:${w.line}:${w.column}`,
-        })),
-        ...customerReviews.slice(0, 50).map((c) => ({
-          code: 'customer_name',
-          field: `customer.${c.entityId}`,
-          message: redactForStorage(c.message),
-          at: 'customer match',
-        })),
-      ];
-      await loans.recordEvent(
-        row.id,
-        {
-          kind: 'warning',
-          reason: `${reviewCount} review item(s)`,
-          detail: { mappingVersion: outcome.mappingVersion, warnings: items },
-        },
-        clock.now(),
-      );
-      log.info(
-        { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
-        'loan maps with review items',
-      );
-    }
-    await transition(att, row.id, {
-      to: 'mapped',
-      expectedFrom: 'fetched',
-      detail: {
-        mappingVersion: outcome.mappingVersion,
-        records: outcome.records.length,
-        ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
-      },
-      patch: {
-        mappingVersion: outcome.mappingVersion,
-        coreWriteStartedAt: clock.now(),
-        reviewItems: reviewCount,
-      },
-    });
-    assertMayCall(signal);
-    const receipt = await core.board(
-      {
-        loanId: row.id,
-        loanNumber: item.loanNumber ?? null,
-        accountNumber,
-        mappingVersion: outcome.mappingVersion,
-        connectorVersion: deps.connectorVersion,
-        records: outcome.records,
-        documents,
-        fetchDocument: deps.fetchDocument,
-        source: canonicalFields(item),
-      },
-      { signal },
+  } catch (err) {
+    // The loan is boarded on the platform and the core holds our write: nothing is left to do.
+    // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
+    if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
+    deps.logger.warn(
+      { loanId: row.id, serverCode: err.serverCode },
+      'platform reports the loan already boarded; recording it as acknowledged',
     );
-    // The acknowledgement's key is stored with the write it acknowledges: before its first call.
-    return transition(att, row.id, {
-      to: 'written',
-      expectedFrom: 'mapped',
-      // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
-      detail: {
-        coreReference: receipt.coreReference,
-        records: receipt.records.length,
-        documents: receipt.documents.length,
-        ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
-      },
-      patch: {
-        coreReference: receipt.coreReference,
-        writtenAt: clock.now(),
-        writtenReleaseMarker: row.releaseMarker,
-        lastErrorCode: null,
-        lastErrorMessage: null,
-        boardedRecords: storableRecords(outcome.records, input),
-        // The core's own account number when it assigns one (Fineract accountNo, read back).
-        ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
-      },
-      also: async () => {
-        await ensureAckKey(row);
-        // The customers this loan claimed exist in the core now: later loans reference them.
-        await resolver?.afterWrite(row.id, receipt);
-      },
-    });
+    response = err.toJSON();
+    alreadyBoarded = true;
   }
+  const now = clock.now();
+  return transition(c, att, row.id, {
+    to: 'acknowledged',
+    expectedFrom: row.state,
+    detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
+    patch: {
+      acknowledgedAt: now,
+      boardedAtIso: new Date(now).toISOString(),
+      nextAttemptAt: null,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      quarantineReason: null,
+    },
+    also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
+  });
+}
 
-  async function ensureAckKey(row: LoanRow): Promise<void> {
-    await store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
-  }
-
-  async function acknowledge(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
-    const key = ackKey(row.id, row.releaseMarker ?? 'release');
-    // Normally stored with the core write; a loan written by an older version gets it here. Either
-    // way it exists before the first call and every retry, across restarts, reuses it.
-    if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
-    let response: unknown;
-    let alreadyBoarded = false;
-    try {
-      assertMayCall(signal);
-      response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), {
-        idempotencyKey: key,
-        signal,
-      });
-    } catch (err) {
-      // The loan is boarded on the platform and the core holds our write: nothing is left to do.
-      // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
-      if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
-      deps.logger.warn(
-        { loanId: row.id, serverCode: err.serverCode },
-        'platform reports the loan already boarded; recording it as acknowledged',
-      );
-      response = err.toJSON();
-      alreadyBoarded = true;
-    }
-    const now = clock.now();
-    return transition(att, row.id, {
-      to: 'acknowledged',
-      expectedFrom: row.state,
-      detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
-      patch: {
-        acknowledgedAt: now,
-        boardedAtIso: new Date(now).toISOString(),
-        nextAttemptAt: null,
-        lastErrorCode: null,
-        lastErrorMessage: null,
-        quarantineReason: null,
-      },
-      also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
-    });
-  }
-
-  async function fail(
-    att: Attempt,
-    row: LoanRow,
-    f: Failure & { disposition: RetryDisposition },
-    detail: unknown,
-  ): Promise<BoardOutcome> {
-    const { code, message, exhaustedReason, disposition } = f;
-    const cur = await loans.require(row.id);
-    const attempts = att.counted ? cur.attempts : att.n;
-    const now = clock.now();
-    const msg = redactForStorage(message).slice(0, 4000);
-    if (attempts >= settings.maxAttempts) {
-      await transition(att, row.id, {
-        to: 'quarantined',
-        reason: exhaustedReason,
-        detail: { ...(detail as object), attempts, code },
-        patch: {
-          quarantineReason: exhaustedReason,
-          lastErrorCode: code,
-          lastErrorMessage: msg,
-          nextAttemptAt: null,
-        },
-      });
-      return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
-    }
-    const nextAttemptAt = now + retryDelayMs(attempts, settings, random);
-    await transition(att, row.id, {
-      to: 'retry_wait',
-      reason: code,
-      detail: {
-        ...(detail as object),
-        nextAttemptAt: new Date(nextAttemptAt).toISOString(),
-        written: cur.writtenAt !== null,
-      },
-      patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
-    });
-    return { kind: 'retry_wait', loanId: row.id, code, disposition, nextAttemptAt, message: msg };
-  }
-
-  async function quarantine(
-    att: Attempt,
-    row: LoanRow,
-    reason: QuarantineReason,
-    code: string,
-    message: string,
-    detail: unknown,
-  ): Promise<BoardOutcome> {
-    const msg = redactForStorage(message).slice(0, 4000);
-    await transition(att, row.id, {
+async function fail(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  f: Failure & { disposition: RetryDisposition },
+  detail: unknown,
+): Promise<BoardOutcome> {
+  const { clock, settings, loans, random } = c;
+  const { code, message, exhaustedReason, disposition } = f;
+  const cur = await loans.require(row.id);
+  const attempts = att.counted ? cur.attempts : att.n;
+  const now = clock.now();
+  const msg = redactForStorage(message).slice(0, 4000);
+  if (attempts >= settings.maxAttempts) {
+    await transition(c, att, row.id, {
       to: 'quarantined',
-      reason,
-      detail,
-      patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+      reason: exhaustedReason,
+      detail: { ...(detail as object), attempts, code },
+      patch: {
+        quarantineReason: exhaustedReason,
+        lastErrorCode: code,
+        lastErrorMessage: msg,
+        nextAttemptAt: null,
+      },
     });
-    return { kind: 'quarantined', loanId: row.id, reason, message: msg };
+    return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
   }
+  const nextAttemptAt = now + retryDelayMs(attempts, settings, random);
+  await transition(c, att, row.id, {
+    to: 'retry_wait',
+    reason: code,
+    detail: {
+      ...(detail as object),
+      nextAttemptAt: new Date(nextAttemptAt).toISOString(),
+      written: cur.writtenAt !== null,
+    },
+    patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
+  });
+  return { kind: 'retry_wait', loanId: row.id, code, disposition, nextAttemptAt, message: msg };
+}
 
-  /**
-   * Boards one loan. `signal` aborts in-flight steps (shutdown); the persisted state is the
-   * checkpoint the next run resumes from.
-   */
-  async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
-    let row = await loans.get(loanId);
-    if (!row || !WORKING.has(row.state))
-      return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
-    // Ack-only only when the core write was made for this very release: a loan re-released since
-    // (e.g. while skipped) must have its new release written, never just acknowledged.
-    const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
-    let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
-    try {
-      if (!att.ackOnly) {
-        const written = await writeToCore(att, row, signal);
-        if ('kind' in written) return written;
-        row = written;
-      }
-      phase = 'ack';
-      await acknowledge(att, row, signal);
-      return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
-    } catch (err) {
-      return settleFailure(att, await loans.require(loanId), err, phase, signal);
+async function quarantine(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  reason: QuarantineReason,
+  code: string,
+  message: string,
+  detail: unknown,
+): Promise<BoardOutcome> {
+  const msg = redactForStorage(message).slice(0, 4000);
+  await transition(c, att, row.id, {
+    to: 'quarantined',
+    reason,
+    detail,
+    patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+  });
+  return { kind: 'quarantined', loanId: row.id, reason, message: msg };
+}
+
+/**
+ * Boards one loan. `signal` aborts in-flight steps (shutdown); the persisted state is the
+ * checkpoint the next run resumes from.
+ */
+async function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
+  const { loans } = c;
+  let row = await loans.get(loanId);
+  if (!row || !WORKING.has(row.state))
+    return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
+  // Ack-only only when the core write was made for this very release: a loan re-released since
+  // (e.g. while skipped) must have its new release written, never just acknowledged.
+  const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
+  let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
+  try {
+    if (!att.ackOnly) {
+      const written = await writeToCore(c, att, row, signal);
+      if ('kind' in written) return written;
+      row = written;
     }
+    phase = 'ack';
+    await acknowledge(c, att, row, signal);
+    return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
+  } catch (err) {
+    return settleFailure(c, att, await loans.require(loanId), err, phase, signal);
   }
+}
 
-  async function settleFailure(
-    att: Attempt,
-    row: LoanRow,
-    err: unknown,
-    phase: FailurePhase,
-    signal: AbortSignal,
-  ): Promise<BoardOutcome> {
-    const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
-    const f = classifyFailure(err, phase);
-    // This process no longer leads: nothing more may be written; the next leader resumes the loan.
-    if (f.disposition === 'stepped-down') throw err;
-    if (f.disposition === 'stale' || !WORKING.has(row.state)) {
-      // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
-      log.info(
-        { actual: row.state },
-        'loan changed state while being boarded (operator or another process); leaving it',
-      );
-      return { kind: 'stale', loanId: row.id };
-    }
-    if (signal.aborted && !f.answerDespiteAbort) {
-      await loans.recordEvent(
-        row.id,
-        { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } },
-        clock.now(),
-      );
-      return { kind: 'interrupted', loanId: row.id };
-    }
-    if (f.log !== null) log[f.log.level](f.log.fields, f.log.msg);
-    if (f.event !== null)
-      await loans.recordEvent(
-        row.id,
-        { kind: 'attempt', reason: f.event.reason, detail: f.event.detail },
-        clock.now(),
-      );
-    switch (f.disposition) {
-      case 'quarantine':
-        return quarantine(att, row, f.reason ?? 'validation', f.code, f.message, f.detail);
-      case 'fatal':
-        return { kind: 'fatal', loanId: row.id, error: { code: f.code, message: f.message } };
-      case 'stop-cycle':
-        return { kind: 'traffic_stopped', loanId: row.id, message: f.message };
-      case 'retry-later':
-      case 'core-unavailable':
-      case 'core-ambiguous':
-        return fail(att, row, { ...f, disposition: f.disposition }, f.detail);
-    }
+async function settleFailure(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  err: unknown,
+  phase: FailurePhase,
+  signal: AbortSignal,
+): Promise<BoardOutcome> {
+  const { deps, clock, loans } = c;
+  const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
+  const f = classifyFailure(err, phase);
+  // This process no longer leads: nothing more may be written; the next leader resumes the loan.
+  if (f.disposition === 'stepped-down') throw err;
+  if (f.disposition === 'stale' || !WORKING.has(row.state)) {
+    // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
+    log.info(
+      { actual: row.state },
+      'loan changed state while being boarded (operator or another process); leaving it',
+    );
+    return { kind: 'stale', loanId: row.id };
   }
-
-  return { board };
+  if (signal.aborted && !f.answerDespiteAbort) {
+    await loans.recordEvent(
+      row.id,
+      { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } },
+      clock.now(),
+    );
+    return { kind: 'interrupted', loanId: row.id };
+  }
+  if (f.log !== null) log[f.log.level](f.log.fields, f.log.msg);
+  if (f.event !== null)
+    await loans.recordEvent(
+      row.id,
+      { kind: 'attempt', reason: f.event.reason, detail: f.event.detail },
+      clock.now(),
+    );
+  switch (f.disposition) {
+    case 'quarantine':
+      return quarantine(c, att, row, f.reason ?? 'validation', f.code, f.message, f.detail);
+    case 'fatal':
+      return { kind: 'fatal', loanId: row.id, error: { code: f.code, message: f.message } };
+    case 'stop-cycle':
+      return { kind: 'traffic_stopped', loanId: row.id, message: f.message };
+    case 'retry-later':
+    case 'core-unavailable':
+    case 'core-ambiguous':
+      return fail(c, att, row, { ...f, disposition: f.disposition }, f.detail);
+  }
 }
 
 /** Which side refused the connector in a fatal outcome (its code is `core.*` or a platform code). */
