@@ -203,6 +203,33 @@ export interface LayoutRecordCatalogue {
   ): string | undefined;
 }
 
+type RawFile = z.infer<typeof layoutSchema>['files'][number];
+type RawColumn = RawFile['columns'][number];
+
+/** A column as the renderer takes it: the file's settings and the defaults filled in. */
+function compiledColumn(c: RawColumn, f: RawFile): LayoutColumn {
+  return {
+    name: c.name,
+    ...(c.field !== undefined ? { field: c.field } : {}),
+    ...(c.value !== undefined ? { value: c.value } : {}),
+    ...(c.source !== undefined ? { source: c.source } : {}),
+    ...(c.code !== undefined ? { code: c.code } : {}),
+    ...(c.count !== undefined ? { count: c.count } : {}),
+    ...(c.total !== undefined ? { total: c.total } : {}),
+    start: c.start ?? 0,
+    length: c.length ?? 0,
+    align: c.align ?? (c.count !== undefined || c.total !== undefined ? 'right' : 'left'),
+    pad: c.pad ?? ' ',
+    ...(c.decimals !== undefined ? { decimals: c.decimals } : c.total !== undefined ? { decimals: 2 } : {}),
+    implied: c.implied ?? false,
+    ...(c.dateFormat !== undefined ? { dateFormat: c.dateFormat } : {}),
+    transliterate: c.transliterate ?? f.transliterate,
+    overflow: c.overflow ?? 'reject',
+    neutralise: c.neutralise ?? true,
+    controlCharacters: c.controlCharacters ?? f.controlCharacters,
+  } satisfies LayoutColumn;
+}
+
 type Section = 'header' | 'columns' | 'trailer';
 
 /**
@@ -324,30 +351,7 @@ export function compileLayout(text: string, catalogue?: LayoutRecordCatalogue): 
         }
         if (c.implied !== undefined && c.decimals === undefined)
           at(src.keyPosOf([...path, 'implied']), `${c.name}: implied needs decimals`);
-        return {
-          name: c.name,
-          ...(c.field !== undefined ? { field: c.field } : {}),
-          ...(c.value !== undefined ? { value: c.value } : {}),
-          ...(c.source !== undefined ? { source: c.source } : {}),
-          ...(c.code !== undefined ? { code: c.code } : {}),
-          ...(c.count !== undefined ? { count: c.count } : {}),
-          ...(c.total !== undefined ? { total: c.total } : {}),
-          start: c.start ?? 0,
-          length: c.length ?? 0,
-          align: c.align ?? (c.count !== undefined || c.total !== undefined ? 'right' : 'left'),
-          pad: c.pad ?? ' ',
-          ...(c.decimals !== undefined
-            ? { decimals: c.decimals }
-            : c.total !== undefined
-              ? { decimals: 2 }
-              : {}),
-          implied: c.implied ?? false,
-          ...(c.dateFormat !== undefined ? { dateFormat: c.dateFormat } : {}),
-          transliterate: c.transliterate ?? f.transliterate,
-          overflow: c.overflow ?? 'reject',
-          neutralise: c.neutralise ?? true,
-          controlCharacters: c.controlCharacters ?? f.controlCharacters,
-        } satisfies LayoutColumn;
+        return compiledColumn(c, f);
       });
       if (f.format === 'fixed' && f.recordLength !== undefined)
         checkCoverage(src, at, [...fpath, key], out, recordLength);
