@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { classifyFailure, type FailureDisposition } from '../../../src/boarding/failures.js';
-import { CustomerAmbiguousError, CustomerWaitError } from '../../../src/boarding/customers.js';
+import {
+  createCustomerResolver,
+  CustomerAmbiguousError,
+  CustomerWaitError,
+} from '../../../src/boarding/customers.js';
+import { CustomerKeys } from '../../../src/lib/customer-keys.js';
+import { silentLogger } from '../../../src/lib/logger.js';
+import { fakePipeline } from '../../support/fake-pipeline.js';
+import { fakeLoan } from '../../support/fake-platform.js';
 import {
   CoreRejectedError,
   CoreUnavailableError,
@@ -191,5 +199,50 @@ describe('the failure taxonomy (src/boarding/failures.ts)', () => {
   it('only a core refusal is recorded as an answer when shutdown aborted the attempt', () => {
     const answered = TABLE.filter((r) => classifyFailure(r.err, r.phase ?? 'core').answerDespiteAbort);
     expect(answered.map((r) => r.name)).toEqual(['CoreRejectedError']);
+  });
+});
+
+describe('the cycle acts on the disposition', () => {
+  /** A pipeline whose core's customer search fails with `code` for every loan. */
+  async function cycleWithCustomerSource(code: string) {
+    const p = fakePipeline({
+      maxAttempts: 1000,
+      customers: (store, clock) =>
+        createCustomerResolver({
+          store,
+          directory: {
+            findByTin: () => Promise.reject(new CustomerSourceUnavailableError(code, `${code} happened`)),
+            status: () => ({ ok: false, detail: code }),
+          },
+          keys: new CustomerKeys('failures-test-key-0123456789'),
+          newCif: () => Promise.resolve(null),
+          onAmbiguous: 'quarantine',
+          allowLast4Tin: false,
+          clock,
+          logger: silentLogger(),
+        }),
+    });
+    for (let i = 1; i <= 6; i++) {
+      const loan = fakeLoan(`L${i}`);
+      loan.entities.businesses = [
+        { id: `biz-L${i}`, name: 'Acme', ein: `12-34567${10 + i}`, role: 'borrower' },
+      ];
+      p.platform.add(loan);
+    }
+    return p.runner.run({ reason: 'test' });
+  }
+
+  it('a failed customer search of the core (core-unavailable) counts towards the core-outage stop', async () => {
+    const s = await cycleWithCustomerSource('customers.search_failed');
+    expect(s.coreOutage).toMatchObject({ failures: 3 });
+    // The pass stopped: loans already in flight finish, the rest are not tried this cycle.
+    expect(s.attempted).toBeLessThan(6);
+  });
+
+  it('a missing customer extract (retry-later) does not: every loan waits and the pass goes on', async () => {
+    const s = await cycleWithCustomerSource('customers.extract_missing');
+    expect(s.coreOutage).toBeNull();
+    expect(s.retryWait).toBe(6);
+    expect(s.problems.every((q) => q.code === 'customers.extract_missing')).toBe(true);
   });
 });
