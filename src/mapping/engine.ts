@@ -341,16 +341,15 @@ async function mapFields(
   return fields;
 }
 
-/** One record of a target from one item: lets, checks, external id, fields. */
+/** One record of a target from one item: lets, checks, external id, fields. `b` is the item's own bindings (its lets are added). */
 async function mapItem(
   st: MapRun,
   target: CompiledTarget,
   item: object,
-  bindings: Bindings,
+  b: Bindings,
   itemPath: string | undefined,
   fieldOverrides: ReadonlyMap<string, CompiledExpression> | undefined,
 ): Promise<void> {
-  const b: Bindings = { ...bindings };
   const failedLets = await runLets(st, target, item, b, itemPath);
   const skip = (ce: CompiledExpression): boolean =>
     failedLets.size > 0 && [...ce.info.variables].some((v) => failedLets.has(v));
