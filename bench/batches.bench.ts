@@ -19,7 +19,7 @@ import { cutoffRule } from '../src/core/file/cutoff.js';
 import { FileCore } from '../src/core/file/file-core.js';
 import type { BoardingPackage } from '../src/core/port.js';
 import { silentLogger } from '../src/lib/logger.js';
-import { loadLayout, loadMapper } from '../src/mapping/loader.js';
+import { loadLayout, loadMapper } from '../src/mapping-sets/loader.js';
 import type { MappedRecord } from '../src/mapping/types.js';
 import { openDatabase } from '../src/store/sqlite/db.js';
 import { sqliteStore } from '../src/store/sqlite/store.js';

@@ -6,7 +6,7 @@
  * not add cores). Prints figures; never fails on timing.
  */
 import { join } from 'node:path';
-import { loadMapper } from '../src/mapping/loader.js';
+import { loadMapper } from '../src/mapping-sets/loader.js';
 import type { MappingInput } from '../src/mapping/types.js';
 
 const dir = join(import.meta.dirname, '../mappings', process.env['MAPPING_SET'] ?? 'generic');

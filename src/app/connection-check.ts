@@ -11,7 +11,7 @@ import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { CompiledMapping } from '../mapping/compile.js';
-import { formatProblem, lintMappingDir } from '../mapping/loader.js';
+import { formatProblem, lintMappingDir } from '../mapping-sets/loader.js';
 import { checkEndpoints } from '../platform/endpoint/endpoint-check.js';
 import { isPlatformError } from '../platform/errors.js';
 import { type PlatformClient } from '../platform/client.js';

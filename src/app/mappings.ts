@@ -1,7 +1,7 @@
 import { accountNumbersFromConfig } from '../boarding/identity.js';
 import { bankSchema, mappingsSchema } from '../config/schema.js';
 import type { MapperOptions } from '../mapping/compile.js';
-import { loadMapper } from '../mapping/loader.js';
+import { loadMapper } from '../mapping-sets/loader.js';
 import type { PlatformClient } from '../platform/client.js';
 import type { PreviewDeps } from '../ops/mapping-preview.js';
 import { mapperOptionsFromConfig } from './runtime.js';

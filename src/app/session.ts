@@ -1,6 +1,6 @@
 import type { Config } from '../config/schema.js';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { loadLayout } from '../mapping/loader.js';
+import { loadLayout } from '../mapping-sets/loader.js';
 import type { FileBatches } from '../core/file/batches.js';
 import type { CoreSystem } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';

@@ -7,7 +7,7 @@ import {
 } from '../lib/errors.js';
 import { fatalSentence } from '../boarding/board-loan.js';
 import type { ProgressLine } from '../lib/terminal.js';
-import { loadMapper } from '../mapping/loader.js';
+import { loadMapper } from '../mapping-sets/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { PlatformApi } from '../platform/api.js';
 import { accountNumbersFromConfig } from '../boarding/identity.js';

@@ -1,29 +1,21 @@
 import type { Clock } from '../lib/clock.js';
 import { searchKey } from '../lib/search-key.js';
-import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactForStorage } from '../lib/redact.js';
 import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';
-import { classifyCoreFailure, type CoreSystem, type DocumentFetcher } from '../core/port.js';
+import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
-import { IllegalTransitionError, UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
+import { UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
-import { StaleStateError, type LoanRow, type TransitionInput } from '../store/loans.js';
-import { FencedOut } from '../store/sql.js';
+import type { LoanRow, TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
-import { PoolExhaustedError } from '../store/identity/numbers.js';
-import { createAccountNumbers, mappingIdentity, type AccountNumbers } from './identity.js';
+import { mappingIdentity, type AccountNumbers } from './identity.js';
 import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
-import {
-  CustomerAmbiguousError,
-  CustomerWaitError,
-  type CustomerResolution,
-  type CustomerResolver,
-} from './customers.js';
-import { CustomerSourceUnavailableError } from '../core/port.js';
+import type { CustomerResolution, CustomerResolver } from './customers.js';
+import { classifyFailure, type Failure, type FailurePhase, type RetryDisposition } from './failures.js';
 import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
 
@@ -44,8 +36,11 @@ export interface LoanBoarderDeps {
   settings: BoardingSettings;
   connectorVersion: string;
   random?: () => number;
-  /** The loan's core account number (identity.ts); default: allocated from the store's account pool. */
-  accountNumbers?: AccountNumbers;
+  /**
+   * The loan's core account number (identity.ts) from the configured source
+   * (identity.accountNumbers.source): required, so no boarder falls back to the pool on its own.
+   */
+  accountNumbers: AccountNumbers;
   /** Customer match before create (customers.ts); absent: every entity maps as the platform sent it. */
   customers?: CustomerResolver;
   /**
@@ -57,7 +52,15 @@ export interface LoanBoarderDeps {
 
 export type BoardOutcome =
   | { kind: 'acknowledged'; loanId: string; ackOnly: boolean }
-  | { kind: 'retry_wait'; loanId: string; code: string; nextAttemptAt: number; message: string }
+  | {
+      kind: 'retry_wait';
+      loanId: string;
+      code: string;
+      /** Why it waits (failures.ts): the cycle counts core-unavailable and core-ambiguous towards its outage stop. */
+      disposition: RetryDisposition;
+      nextAttemptAt: number;
+      message: string;
+    }
   | { kind: 'quarantined'; loanId: string; reason: QuarantineReason; message: string }
   /** Stopped by shutdown: the loan stays in its last persisted state and resumes from it. */
   | { kind: 'interrupted'; loanId: string }
@@ -106,546 +109,485 @@ interface Attempt {
   ackOnly: boolean;
 }
 
-/** Boards one loan from whatever state it was persisted in; never throws for a loan's own failure. */
-export function createLoanBoarder(deps: LoanBoarderDeps) {
+/** What every step of a loan's attempt works with (one per boarder). */
+function loanBoarderContext(deps: LoanBoarderDeps) {
   const { store, platform, mapper, core, clock, settings } = deps;
   const loans = store.loans;
   const random = deps.random ?? Math.random;
-  const accountNumbers =
-    deps.accountNumbers ?? createAccountNumbers({ store, source: 'pool', logger: deps.logger });
+  const { accountNumbers } = deps;
 
   /** Loans that share a tax id are resolved and written one after the other (never two new customers). */
   const customerLocks = new KeyedLock();
+  return {
+    deps,
+    store,
+    platform,
+    mapper,
+    core,
+    clock,
+    settings,
+    loans,
+    random,
+    accountNumbers,
+    customerLocks,
+  };
+}
+type BoarderCtx = ReturnType<typeof loanBoarderContext>;
 
-  async function withLocks<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
-    const [first, ...rest] = keys;
-    if (first === undefined) return fn();
-    return customerLocks.run(first, () => withLocks(rest, fn));
+/** Boards one loan from whatever state it was persisted in; never throws for a loan's own failure. */
+export function createLoanBoarder(deps: LoanBoarderDeps) {
+  const c = loanBoarderContext(deps);
+  return { board: (loanId: string, signal: AbortSignal) => board(c, loanId, signal) };
+}
+
+async function withLocks<T>(c: BoarderCtx, keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+  const { customerLocks } = c;
+  const [first, ...rest] = keys;
+  if (first === undefined) return fn();
+  return customerLocks.run(first, () => withLocks(c, rest, fn));
+}
+
+/** No call once the term is over: checkTrust aborts the term's signal, which reaches `signal`. */
+function assertMayCall(c: BoarderCtx, signal: AbortSignal): void {
+  const { deps } = c;
+  if (deps.mayCall !== undefined && !deps.mayCall()) {
+    signal.throwIfAborted();
+    throw new Error('this process no longer leads: the call is not made');
   }
+}
 
-  /** No call once the term is over: checkTrust aborts the term's signal, which reaches `signal`. */
-  function assertMayCall(signal: AbortSignal): void {
-    if (deps.mayCall !== undefined && !deps.mayCall()) {
-      signal.throwIfAborted();
-      throw new Error('this process no longer leads: the call is not made');
-    }
-  }
-
-  function transition(att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
-    if (att.counted) return loans.transition(id, input, clock.now());
-    att.counted = true;
-    const d = input.detail;
-    const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
-    return loans.transition(
-      id,
-      {
-        ...input,
-        patch: { ...input.patch, attempts: att.n },
-        detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail },
-      },
-      clock.now(),
-    );
-  }
-
-  /** Full board: (core check) → fetch → map → write. Returns the row in state written. */
-  async function writeToCore(
-    att: Attempt,
-    row: LoanRow,
-    signal: AbortSignal,
-  ): Promise<LoanRow | BoardOutcome> {
-    const log = deps.logger.child({ loanId: row.id });
-    // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
-    // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
-    // write again instead: board() is idempotent by external id and completes whatever part of a
-    // multi-step write (package and batch row; client, loan and documents) the crash cut off.
-    if (row.coreWriteStartedAt !== null && row.lastErrorCode !== AMBIGUOUS) {
-      log.info(
-        'a core write for this release may have been interrupted: writing again (idempotent by external id)',
-      );
-    }
-    if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
-      const found = await core.findLoan(row.id);
-      if (found && found.complete === false) {
-        log.info(
-          { coreReference: found.coreReference },
-          'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)',
-        );
-      } else if (
-        found &&
-        (row.mappingVersion === null ||
-          found.mappingVersion === null ||
-          found.mappingVersion === row.mappingVersion)
-      ) {
-        log.info(
-          { coreReference: found.coreReference },
-          'core already holds this loan (earlier write committed): not writing again',
-        );
-        return transition(att, row.id, {
-          to: 'written',
-          expectedFrom: row.state,
-          reason: 'found in core after an uncertain write',
-          detail: { coreReference: found.coreReference },
-          // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
-          patch: {
-            coreReference: found.coreReference,
-            writtenAt: clock.now(),
-            writtenReleaseMarker: row.releaseMarker,
-            lastErrorCode: null,
-            lastErrorMessage: null,
-            nextAttemptAt: null,
-            boardedRecords: null,
-          },
-          also: async () => {
-            await ensureAckKey(row);
-            await deps.customers?.afterWrite(row.id, null);
-          },
-        });
-      }
-    }
-    const item = await storedItemOrLoan(platform, row.id, row.queueItem, signal);
-    const input = await fetchMappingInput(platform, item, signal);
-    const { entities, documents } = input;
-    const hash = payloadHash(input);
-    // The bank's account number is committed with `fetched`, before anything reaches the core: a
-    // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
-    const borrowerName = borrowerNameOf(entities);
-    const accountNumber = await store.write(async () => {
-      const n = await accountNumbers.accountNumberFor(row, clock.now());
-      await transition(att, row.id, {
-        to: 'fetched',
-        expectedFrom: row.state,
-        detail: {
-          businesses: entities.businesses.length,
-          people: entities.people.length,
-          documents: documents.length,
-          ...(n !== null ? { accountNumber: n } : {}),
-        },
-        patch: {
-          payloadHash: hash,
-          borrowerName,
-          borrowerKey: borrowerName === null ? null : searchKey(borrowerName),
-          ...(n !== null ? { accountNumber: n } : {}),
-        },
-      });
-      return n;
-    });
-    const resolver = deps.customers;
-    return withLocks(resolver ? resolver.lockKeys(entities) : [], () =>
-      mapAndWrite(att, row, item, input, accountNumber, signal),
-    );
-  }
-
-  async function mapAndWrite(
-    att: Attempt,
-    row: LoanRow,
-    item: Awaited<ReturnType<typeof storedItemOrLoan>>,
-    input: Awaited<ReturnType<typeof fetchMappingInput>>,
-    accountNumber: string | null,
-    signal: AbortSignal,
-  ): Promise<LoanRow | BoardOutcome> {
-    const log = deps.logger.child({ loanId: row.id });
-    const { documents } = input;
-    const resolver = deps.customers;
-    let customers: CustomerResolution | undefined;
-    if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
-    const outcome = await mapper.map({
+function transition(c: BoarderCtx, att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
+  const { clock, loans } = c;
+  if (att.counted) return loans.transition(id, input, clock.now());
+  att.counted = true;
+  const d = input.detail;
+  const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
+  return loans.transition(
+    id,
+    {
       ...input,
-      identity: {
-        ...mappingIdentity(accountNumber),
-        ...(customers ? { customers: customers.customers } : {}),
-      },
-    });
-    if (!outcome.ok) {
-      const reason = quarantineReasonFor(outcome.issues);
-      const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
-      await transition(att, row.id, {
-        to: 'quarantined',
-        expectedFrom: 'fetched',
-        reason,
-        detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
-        patch: {
-          quarantineReason: reason,
-          lastErrorCode: `mapping.${reason}`,
-          lastErrorMessage: message,
-          mappingVersion: outcome.mappingVersion,
-          nextAttemptAt: null,
-        },
-      });
-      log.warn(
-        { reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
-        'loan quarantined: mapping failed',
-      );
-      return { kind: 'quarantined', loanId: row.id, reason, message };
-    }
-    const warnings = outcome.warnings ?? [];
-    const customerReviews = customers?.reviews ?? [];
-    const reviewCount = warnings.length + customerReviews.length;
-    const mapped = () =>
-      transition(att, row.id, {
-        to: 'mapped',
-        expectedFrom: 'fetched',
-        detail: {
-          mappingVersion: outcome.mappingVersion,
-          records: outcome.records.length,
-          ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
-        },
-        patch: {
-          mappingVersion: outcome.mappingVersion,
-          coreWriteStartedAt: clock.now(),
-          reviewItems: reviewCount,
-        },
-      });
-    if (reviewCount > 0) {
-      // Boarded with review items: each kept in the loan's history (loans show, loans list
-      // --warnings, /metrics, the reconciliation report's review section).
-      const items = [
-        ...warnings.slice(0, 50).map((w) => ({
-          code: w.code,
-          field: `${w.target}.${w.field}`,
-          message: redactForStorage(w.message),
-          at: `${w.file}:${w.line}:${w.column}`,
-        })),
-        ...customerReviews.slice(0, 50).map((c) => ({
-          code: 'customer_name',
-          field: `customer.${c.entityId}`,
-          message: redactForStorage(c.message),
-          at: 'customer match',
-        })),
-      ];
-      // The review items and the transition they belong to: one commit, not two (issue 37).
-      await store.write(async () => {
-        await loans.recordEvent(
-          row.id,
-          {
-            kind: 'warning',
-            reason: `${reviewCount} review item(s)`,
-            detail: { mappingVersion: outcome.mappingVersion, warnings: items },
-          },
-          clock.now(),
-        );
-        await mapped();
-      });
-      log.info(
-        { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
-        'loan maps with review items',
-      );
-    } else {
-      await mapped();
-    }
-    assertMayCall(signal);
-    const receipt = await core.board(
-      {
-        loanId: row.id,
-        loanNumber: item.loanNumber ?? null,
-        accountNumber,
-        mappingVersion: outcome.mappingVersion,
-        connectorVersion: deps.connectorVersion,
-        records: outcome.records,
-        documents,
-        fetchDocument: deps.fetchDocument,
-        source: canonicalFields(item),
-      },
-      { signal },
+      patch: { ...input.patch, attempts: att.n },
+      detail: { attempt: att.n, ...(att.ackOnly ? { ackOnly: true } : {}), ...detail },
+    },
+    clock.now(),
+  );
+}
+
+/** Full board: (core check) → fetch → map → write. Returns the row in state written. */
+async function writeToCore(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  signal: AbortSignal,
+): Promise<LoanRow | BoardOutcome> {
+  const { deps, store, platform, core, clock, accountNumbers } = c;
+  const log = deps.logger.child({ loanId: row.id });
+  // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
+  // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
+  // write again instead: board(c) is idempotent by external id and completes whatever part of a
+  // multi-step write (package and batch row; client, loan and documents) the crash cut off.
+  if (row.coreWriteStartedAt !== null && row.lastErrorCode !== AMBIGUOUS) {
+    log.info(
+      'a core write for this release may have been interrupted: writing again (idempotent by external id)',
     );
-    // The acknowledgement's key is stored with the write it acknowledges: before its first call.
-    return transition(att, row.id, {
-      to: 'written',
-      expectedFrom: 'mapped',
-      // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
-      detail: {
-        coreReference: receipt.coreReference,
-        records: receipt.records.length,
-        documents: receipt.documents.length,
-        ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
-      },
-      patch: {
-        coreReference: receipt.coreReference,
-        writtenAt: clock.now(),
-        writtenReleaseMarker: row.releaseMarker,
-        lastErrorCode: null,
-        lastErrorMessage: null,
-        boardedRecords: storableRecords(outcome.records, input),
-        // The core's own account number when it assigns one (Fineract accountNo, read back).
-        ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
-      },
-      also: async () => {
-        await ensureAckKey(row);
-        // The customers this loan claimed exist in the core now: later loans reference them.
-        await resolver?.afterWrite(row.id, receipt);
-      },
-    });
   }
-
-  async function ensureAckKey(row: LoanRow): Promise<void> {
-    await store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
-  }
-
-  async function acknowledge(att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
-    const key = ackKey(row.id, row.releaseMarker ?? 'release');
-    // Normally stored with the core write; a loan written by an older version gets it here. Either
-    // way it exists before the first call and every retry, across restarts, reuses it.
-    if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
-    let response: unknown;
-    let alreadyBoarded = false;
-    try {
-      assertMayCall(signal);
-      response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), {
-        idempotencyKey: key,
-        signal,
-      });
-    } catch (err) {
-      // The loan is boarded on the platform and the core holds our write: nothing is left to do.
-      // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
-      if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
-      deps.logger.warn(
-        { loanId: row.id, serverCode: err.serverCode },
-        'platform reports the loan already boarded; recording it as acknowledged',
+  if (row.coreWriteStartedAt !== null && row.lastErrorCode === AMBIGUOUS) {
+    const found = await core.findLoan(row.id);
+    if (found && found.complete === false) {
+      log.info(
+        { coreReference: found.coreReference },
+        'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)',
       );
-      response = err.toJSON();
-      alreadyBoarded = true;
-    }
-    const now = clock.now();
-    return transition(att, row.id, {
-      to: 'acknowledged',
-      expectedFrom: row.state,
-      detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
-      patch: {
-        acknowledgedAt: now,
-        boardedAtIso: new Date(now).toISOString(),
-        nextAttemptAt: null,
-        lastErrorCode: null,
-        lastErrorMessage: null,
-        quarantineReason: null,
-      },
-      also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
-    });
-  }
-
-  async function fail(
-    att: Attempt,
-    row: LoanRow,
-    code: string,
-    message: string,
-    exhaustedReason: QuarantineReason,
-    detail: unknown,
-  ): Promise<BoardOutcome> {
-    const cur = await loans.require(row.id);
-    const attempts = att.counted ? cur.attempts : att.n;
-    const now = clock.now();
-    const msg = redactForStorage(message).slice(0, 4000);
-    if (attempts >= settings.maxAttempts) {
-      await transition(att, row.id, {
-        to: 'quarantined',
-        reason: exhaustedReason,
-        detail: { ...(detail as object), attempts, code },
+    } else if (
+      found &&
+      (row.mappingVersion === null ||
+        found.mappingVersion === null ||
+        found.mappingVersion === row.mappingVersion)
+    ) {
+      log.info(
+        { coreReference: found.coreReference },
+        'core already holds this loan (earlier write committed): not writing again',
+      );
+      return transition(c, att, row.id, {
+        to: 'written',
+        expectedFrom: row.state,
+        reason: 'found in core after an uncertain write',
+        detail: { coreReference: found.coreReference },
+        // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
         patch: {
-          quarantineReason: exhaustedReason,
-          lastErrorCode: code,
-          lastErrorMessage: msg,
+          coreReference: found.coreReference,
+          writtenAt: clock.now(),
+          writtenReleaseMarker: row.releaseMarker,
+          lastErrorCode: null,
+          lastErrorMessage: null,
           nextAttemptAt: null,
+          boardedRecords: null,
+        },
+        also: async () => {
+          await ensureAckKey(c, row);
+          await deps.customers?.afterWrite(row.id, null);
         },
       });
-      return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
     }
-    const nextAttemptAt = now + retryDelayMs(attempts, settings, random);
-    await transition(att, row.id, {
-      to: 'retry_wait',
-      reason: code,
+  }
+  const item = await storedItemOrLoan(platform, row.id, row.queueItem, signal);
+  const input = await fetchMappingInput(platform, item, signal);
+  const { entities, documents } = input;
+  const hash = payloadHash(input);
+  // The bank's account number is committed with `fetched`, before anything reaches the core: a
+  // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
+  const borrowerName = borrowerNameOf(entities);
+  const accountNumber = await store.write(async () => {
+    const n = await accountNumbers.accountNumberFor(row, clock.now());
+    await transition(c, att, row.id, {
+      to: 'fetched',
+      expectedFrom: row.state,
       detail: {
-        ...(detail as object),
-        nextAttemptAt: new Date(nextAttemptAt).toISOString(),
-        written: cur.writtenAt !== null,
+        businesses: entities.businesses.length,
+        people: entities.people.length,
+        documents: documents.length,
+        ...(n !== null ? { accountNumber: n } : {}),
       },
-      patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
+      patch: {
+        payloadHash: hash,
+        borrowerName,
+        borrowerKey: borrowerName === null ? null : searchKey(borrowerName),
+        ...(n !== null ? { accountNumber: n } : {}),
+      },
     });
-    return { kind: 'retry_wait', loanId: row.id, code, nextAttemptAt, message: msg };
-  }
+    return n;
+  });
+  const resolver = deps.customers;
+  return withLocks(c, resolver ? resolver.lockKeys(entities) : [], () =>
+    mapAndWrite(c, att, row, item, input, accountNumber, signal),
+  );
+}
 
-  async function quarantine(
-    att: Attempt,
-    row: LoanRow,
-    reason: QuarantineReason,
-    code: string,
-    message: string,
-    detail: unknown,
-  ): Promise<BoardOutcome> {
-    const msg = redactForStorage(message).slice(0, 4000);
-    await transition(att, row.id, {
+async function mapAndWrite(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  item: Awaited<ReturnType<typeof storedItemOrLoan>>,
+  input: Awaited<ReturnType<typeof fetchMappingInput>>,
+  accountNumber: string | null,
+  signal: AbortSignal,
+): Promise<LoanRow | BoardOutcome> {
+  const { deps, mapper, core, clock, loans, store } = c;
+  const log = deps.logger.child({ loanId: row.id });
+  const { documents } = input;
+  const resolver = deps.customers;
+  let customers: CustomerResolution | undefined;
+  if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
+  const outcome = await mapper.map({
+    ...input,
+    identity: {
+      ...mappingIdentity(accountNumber),
+      ...(customers ? { customers: customers.customers } : {}),
+    },
+  });
+  if (!outcome.ok) {
+    const reason = quarantineReasonFor(outcome.issues);
+    const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
+    await transition(c, att, row.id, {
       to: 'quarantined',
+      expectedFrom: 'fetched',
       reason,
-      detail,
-      patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+      detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
+      patch: {
+        quarantineReason: reason,
+        lastErrorCode: `mapping.${reason}`,
+        lastErrorMessage: message,
+        mappingVersion: outcome.mappingVersion,
+        nextAttemptAt: null,
+      },
     });
-    return { kind: 'quarantined', loanId: row.id, reason, message: msg };
+    log.warn(
+      { reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
+      'loan quarantined: mapping failed',
+    );
+    return { kind: 'quarantined', loanId: row.id, reason, message };
   }
-
-  /**
-   * Boards one loan. `signal` aborts in-flight steps (shutdown); the persisted state is the
-   * checkpoint the next run resumes from.
-   */
-  async function board(loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
-    let row = await loans.get(loanId);
-    if (!row || !WORKING.has(row.state))
-      return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
-    // Ack-only only when the core write was made for this very release: a loan re-released since
-    // (e.g. while skipped) must have its new release written, never just acknowledged.
-    const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
-    let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
-    try {
-      if (!att.ackOnly) {
-        const written = await writeToCore(att, row, signal);
-        if ('kind' in written) return written;
-        row = written;
-      }
-      phase = 'ack';
-      await acknowledge(att, row, signal);
-      return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
-    } catch (err) {
-      return classifyFailure(att, await loans.require(loanId), err, phase, signal);
-    }
-  }
-
-  async function classifyFailure(
-    att: Attempt,
-    row: LoanRow,
-    err: unknown,
-    phase: 'core' | 'ack',
-    signal: AbortSignal,
-  ): Promise<BoardOutcome> {
-    const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
-    // This process no longer leads: nothing more may be written; the next leader resumes the loan.
-    if (err instanceof IllegalTransitionError || err instanceof FencedOut) throw err;
-    if (err instanceof StaleStateError || !WORKING.has(row.state)) {
-      // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
-      log.info(
-        { actual: row.state },
-        'loan changed state while being boarded (operator or another process); leaving it',
-      );
-      return { kind: 'stale', loanId: row.id };
-    }
-    const core = classifyCoreFailure(err);
-    if (signal.aborted && core?.disposition !== 'quarantine') {
-      await loans.recordEvent(
-        row.id,
-        { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } },
-        clock.now(),
-      );
-      return { kind: 'interrupted', loanId: row.id };
-    }
-    if (err instanceof CustomerAmbiguousError) {
-      log.warn(
-        { entityId: err.detail.entityId, cifs: err.detail.cifs.length },
-        'customer match ambiguous: quarantined',
-      );
-      return quarantine(att, row, 'customer_match_ambiguous', 'customer.ambiguous', err.message, err.detail);
-    }
-    if (err instanceof CustomerWaitError || err instanceof CustomerSourceUnavailableError) {
-      // Never "no existing customer": the loan waits for the source (or the other loan's write).
-      log.warn({ code: err.code, err: err.message }, 'customer match cannot be decided now; will retry');
-      return fail(att, row, err.code, err.message, 'retries_exhausted', { phase });
-    }
-    if (err instanceof PoolExhaustedError) {
-      // No number left: boarding more loans would need one each. Never a reused number: stop.
-      log.error({ pool: err.pool, capacity: err.capacity }, err.message);
+  const warnings = outcome.warnings ?? [];
+  const customerReviews = customers?.reviews ?? [];
+  const reviewCount = warnings.length + customerReviews.length;
+  const mapped = () =>
+    transition(c, att, row.id, {
+      to: 'mapped',
+      expectedFrom: 'fetched',
+      detail: {
+        mappingVersion: outcome.mappingVersion,
+        records: outcome.records.length,
+        ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
+      },
+      patch: {
+        mappingVersion: outcome.mappingVersion,
+        coreWriteStartedAt: clock.now(),
+        reviewItems: reviewCount,
+      },
+    });
+  if (reviewCount > 0) {
+    // Boarded with review items: each kept in the loan's history (loans show, loans list
+    // --warnings, /metrics, the reconciliation report's review section).
+    const items = [
+      ...warnings.slice(0, 50).map((w) => ({
+        code: w.code,
+        field: `${w.target}.${w.field}`,
+        message: redactForStorage(w.message),
+        at: `${w.file}:${w.line}:${w.column}`,
+      })),
+      ...customerReviews.slice(0, 50).map((c) => ({
+        code: 'customer_name',
+        field: `customer.${c.entityId}`,
+        message: redactForStorage(c.message),
+        at: 'customer match',
+      })),
+    ];
+    // The review items and the transition they belong to: one commit, not two (issue 37).
+    await store.write(async () => {
       await loans.recordEvent(
         row.id,
         {
-          kind: 'attempt',
-          reason: 'number pool exhausted',
-          detail: { phase, pool: err.pool, message: err.message },
+          kind: 'warning',
+          reason: `${reviewCount} review item(s)`,
+          detail: { mappingVersion: outcome.mappingVersion, warnings: items },
         },
         clock.now(),
       );
-      return { kind: 'fatal', loanId: row.id, error: { code: err.code, message: err.message } };
-    }
-    if (core !== null) {
-      switch (core.disposition) {
-        case 'quarantine':
-          log.warn({ status: core.status }, 'core rejected the loan');
-          return quarantine(att, row, 'core_rejected', core.code, core.message, {
-            status: core.status,
-            detail: core.detail,
-          });
-        case 'fatal':
-          // The core refused our credentials: every loan would fail the same way, so stop instead of
-          // burning attempts until each one is quarantined.
-          log.error({ err: core.message }, 'core refused the connector: stopping');
-          await loans.recordEvent(
-            row.id,
-            {
-              kind: 'attempt',
-              reason: 'fatal core error',
-              detail: { phase, message: redactForStorage(core.message) },
-            },
-            clock.now(),
-          );
-          return { kind: 'fatal', loanId: row.id, error: { code: core.code, message: core.message } };
-        case 'retry':
-        case 'retry-check-first':
-          log.warn(
-            { code: core.code, err: core.message },
-            'core unavailable; will retry (checking the core first)',
-          );
-          return fail(
-            att,
-            row,
-            core.code,
-            core.message,
-            core.disposition === 'retry-check-first' ? 'ambiguous' : 'retries_exhausted',
-            { phase },
-          );
-      }
-    }
-    if (isPlatformError(err)) {
-      switch (err.disposition) {
-        case 'fatal':
-          log.error({ code: err.code, status: err.status }, 'platform refused our credentials: stopping');
-          await loans.recordEvent(
-            row.id,
-            { kind: 'attempt', reason: `fatal platform error ${err.code}`, detail: err.toJSON() },
-            clock.now(),
-          );
-          return { kind: 'fatal', loanId: row.id, error: err };
-        case 'halt':
-          await loans.recordEvent(
-            row.id,
-            {
-              kind: 'attempt',
-              reason: 'platform traffic stopped after rate-limit strikes',
-              detail: err.toJSON(),
-            },
-            clock.now(),
-          );
-          return { kind: 'traffic_stopped', loanId: row.id, message: err.message };
-        case 'retry-call':
-        case 'retry-later':
-          log.warn({ code: err.code, status: err.status }, 'platform call failed; will retry');
-          return fail(att, row, `platform.${err.code}`, err.message, 'retries_exhausted', {
-            phase,
-            status: err.status,
-          });
-        case 'quarantine': {
-          // A 4xx (or an oversize document) that no retry will change; a refused document host is
-          // the bank's network policy, told apart from bad data.
-          const reason: QuarantineReason =
-            phase === 'ack'
-              ? 'ack_rejected'
-              : err.code === 'download.refused'
-                ? 'download_refused'
-                : 'validation';
-          log.warn(
-            { code: err.code, status: err.status, reason },
-            'platform refused a request for this loan',
-          );
-          return quarantine(att, row, reason, `platform.${err.code}`, err.message, err.toJSON());
-        }
-      }
-    }
-    log.error({ err }, 'unexpected error while boarding; will retry');
-    return fail(att, row, 'internal', errorMessage(err), 'retries_exhausted', { phase });
+      await mapped();
+    });
+    log.info(
+      { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
+      'loan maps with review items',
+    );
+  } else {
+    await mapped();
   }
+  assertMayCall(c, signal);
+  const receipt = await core.board(
+    {
+      loanId: row.id,
+      loanNumber: item.loanNumber ?? null,
+      accountNumber,
+      mappingVersion: outcome.mappingVersion,
+      connectorVersion: deps.connectorVersion,
+      records: outcome.records,
+      documents,
+      fetchDocument: deps.fetchDocument,
+      source: canonicalFields(item),
+    },
+    { signal },
+  );
+  // The acknowledgement's key is stored with the write it acknowledges: before its first call.
+  return transition(c, att, row.id, {
+    to: 'written',
+    expectedFrom: 'mapped',
+    // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
+    detail: {
+      coreReference: receipt.coreReference,
+      records: receipt.records.length,
+      documents: receipt.documents.length,
+      ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
+    },
+    patch: {
+      coreReference: receipt.coreReference,
+      writtenAt: clock.now(),
+      writtenReleaseMarker: row.releaseMarker,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      boardedRecords: storableRecords(outcome.records, input),
+      // The core's own account number when it assigns one (Fineract accountNo, read back).
+      ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+    },
+    also: async () => {
+      await ensureAckKey(c, row);
+      // The customers this loan claimed exist in the core now: later loans reference them.
+      await resolver?.afterWrite(row.id, receipt);
+    },
+  });
+}
 
-  return { board };
+async function ensureAckKey(c: BoarderCtx, row: LoanRow): Promise<void> {
+  const { store, clock } = c;
+  await store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
+}
+
+async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
+  const { deps, store, platform, clock } = c;
+  const key = ackKey(row.id, row.releaseMarker ?? 'release');
+  // Normally stored with the core write; a loan written by an older version gets it here. Either
+  // way it exists before the first call and every retry, across restarts, reuses it.
+  if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
+  let response: unknown;
+  let alreadyBoarded = false;
+  try {
+    assertMayCall(c, signal);
+    response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), {
+      idempotencyKey: key,
+      signal,
+    });
+  } catch (err) {
+    // The loan is boarded on the platform and the core holds our write: nothing is left to do.
+    // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
+    if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
+    deps.logger.warn(
+      { loanId: row.id, serverCode: err.serverCode },
+      'platform reports the loan already boarded; recording it as acknowledged',
+    );
+    response = err.toJSON();
+    alreadyBoarded = true;
+  }
+  const now = clock.now();
+  return transition(c, att, row.id, {
+    to: 'acknowledged',
+    expectedFrom: row.state,
+    detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
+    patch: {
+      acknowledgedAt: now,
+      boardedAtIso: new Date(now).toISOString(),
+      nextAttemptAt: null,
+      lastErrorCode: null,
+      lastErrorMessage: null,
+      quarantineReason: null,
+    },
+    also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
+  });
+}
+
+async function fail(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  f: Failure & { disposition: RetryDisposition },
+  detail: unknown,
+): Promise<BoardOutcome> {
+  const { clock, settings, loans, random } = c;
+  const { code, message, exhaustedReason, disposition } = f;
+  const cur = await loans.require(row.id);
+  const attempts = att.counted ? cur.attempts : att.n;
+  const now = clock.now();
+  const msg = redactForStorage(message).slice(0, 4000);
+  if (attempts >= settings.maxAttempts) {
+    await transition(c, att, row.id, {
+      to: 'quarantined',
+      reason: exhaustedReason,
+      detail: { ...(detail as object), attempts, code },
+      patch: {
+        quarantineReason: exhaustedReason,
+        lastErrorCode: code,
+        lastErrorMessage: msg,
+        nextAttemptAt: null,
+      },
+    });
+    return { kind: 'quarantined', loanId: row.id, reason: exhaustedReason, message: msg };
+  }
+  const nextAttemptAt = now + retryDelayMs(attempts, settings, random);
+  await transition(c, att, row.id, {
+    to: 'retry_wait',
+    reason: code,
+    detail: {
+      ...(detail as object),
+      nextAttemptAt: new Date(nextAttemptAt).toISOString(),
+      written: cur.writtenAt !== null,
+    },
+    patch: { nextAttemptAt, lastErrorCode: code, lastErrorMessage: msg },
+  });
+  return { kind: 'retry_wait', loanId: row.id, code, disposition, nextAttemptAt, message: msg };
+}
+
+async function quarantine(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  reason: QuarantineReason,
+  code: string,
+  message: string,
+  detail: unknown,
+): Promise<BoardOutcome> {
+  const msg = redactForStorage(message).slice(0, 4000);
+  await transition(c, att, row.id, {
+    to: 'quarantined',
+    reason,
+    detail,
+    patch: { quarantineReason: reason, lastErrorCode: code, lastErrorMessage: msg, nextAttemptAt: null },
+  });
+  return { kind: 'quarantined', loanId: row.id, reason, message: msg };
+}
+
+/**
+ * Boards one loan. `signal` aborts in-flight steps (shutdown); the persisted state is the
+ * checkpoint the next run resumes from.
+ */
+async function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
+  const { loans } = c;
+  let row = await loans.get(loanId);
+  if (!row || !WORKING.has(row.state))
+    return { kind: 'not_eligible', loanId, state: row?.state ?? 'unknown' };
+  // Ack-only only when the core write was made for this very release: a loan re-released since
+  // (e.g. while skipped) must have its new release written, never just acknowledged.
+  const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
+  let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
+  try {
+    if (!att.ackOnly) {
+      const written = await writeToCore(c, att, row, signal);
+      if ('kind' in written) return written;
+      row = written;
+    }
+    phase = 'ack';
+    await acknowledge(c, att, row, signal);
+    return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
+  } catch (err) {
+    return settleFailure(c, att, await loans.require(loanId), err, phase, signal);
+  }
+}
+
+async function settleFailure(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  err: unknown,
+  phase: FailurePhase,
+  signal: AbortSignal,
+): Promise<BoardOutcome> {
+  const { deps, clock, loans } = c;
+  const log = deps.logger.child({ loanId: row.id, state: row.state, phase });
+  const f = classifyFailure(err, phase);
+  // This process no longer leads: nothing more may be written; the next leader resumes the loan.
+  if (f.disposition === 'stepped-down') throw err;
+  if (f.disposition === 'stale' || !WORKING.has(row.state)) {
+    // An operator skipped or retried it meanwhile (or another process finished it): theirs now.
+    log.info(
+      { actual: row.state },
+      'loan changed state while being boarded (operator or another process); leaving it',
+    );
+    return { kind: 'stale', loanId: row.id };
+  }
+  if (signal.aborted && !f.answerDespiteAbort) {
+    await loans.recordEvent(
+      row.id,
+      { kind: 'attempt', reason: 'interrupted by shutdown', detail: { state: row.state, phase } },
+      clock.now(),
+    );
+    return { kind: 'interrupted', loanId: row.id };
+  }
+  if (f.log !== null) log[f.log.level](f.log.fields, f.log.msg);
+  if (f.event !== null)
+    await loans.recordEvent(
+      row.id,
+      { kind: 'attempt', reason: f.event.reason, detail: f.event.detail },
+      clock.now(),
+    );
+  switch (f.disposition) {
+    case 'quarantine':
+      return quarantine(c, att, row, f.reason ?? 'validation', f.code, f.message, f.detail);
+    case 'fatal':
+      return { kind: 'fatal', loanId: row.id, error: { code: f.code, message: f.message } };
+    case 'stop-cycle':
+      return { kind: 'traffic_stopped', loanId: row.id, message: f.message };
+    case 'retry-later':
+    case 'core-unavailable':
+    case 'core-ambiguous':
+      return fail(c, att, row, { ...f, disposition: f.disposition }, f.detail);
+  }
 }
 
 /** Which side refused the connector in a fatal outcome (its code is `core.*` or a platform code). */

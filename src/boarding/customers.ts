@@ -86,6 +86,14 @@ const last4 = (tin: string): string => `…${tin.slice(-4)}`;
 /** Receipt record types that are a customer in the core (the file core's customer, Fineract's and Mambu's client, Mambu's group). */
 const CUSTOMER_RECORD_TYPES: ReadonlySet<string> = new Set(['customer', 'client', 'group']);
 
+/** What the resolver's steps work with. */
+function resolverContext(deps: CustomerResolverDeps) {
+  const { store, keys, clock } = deps;
+  const customers = store.customers;
+  return { deps, store, keys, clock, customers };
+}
+type ResolverCtx = ReturnType<typeof resolverContext>;
+
 /**
  * Customer match before create (docs/core.md "Customer match"), for every business and person on a
  * loan, in this order: the connector's cross-reference (entity id → CIF), the full tax id against
@@ -100,259 +108,269 @@ const CUSTOMER_RECORD_TYPES: ReadonlySet<string> = new Set(['customer', 'client'
  * Callers serialise loans that share a tax id (`lockKeys`) from the resolution to the end of the write.
  */
 export function createCustomerResolver(deps: CustomerResolverDeps) {
-  const { store, keys, clock } = deps;
-  const customers = store.customers;
+  const c = resolverContext(deps);
+  return {
+    lockKeys: (entities: Entities) => lockKeys(c, entities),
+    resolve: (loanId: string, entities: Entities, signal?: AbortSignal) =>
+      resolve(c, loanId, entities, signal),
+    afterWrite: (loanId: string, receipt: CoreReceipt | null) => afterWrite(c, loanId, receipt),
+  };
+}
 
-  /** The keys to hold while a loan is resolved and written: its tax id hashes (and masked entities' ids), sorted. */
-  function lockKeys(entities: Entities): string[] {
-    const out = new Set<string>();
-    for (const p of partiesOf(entities)) out.add(keys.tinHash(p.tin) ?? `entity:${p.id}`);
-    return [...out].sort();
-  }
+/** The keys to hold while a loan is resolved and written: its tax id hashes (and masked entities' ids), sorted. */
+function lockKeys(c: ResolverCtx, entities: Entities): string[] {
+  const { keys } = c;
+  const out = new Set<string>();
+  for (const p of partiesOf(entities)) out.add(keys.tinHash(p.tin) ?? `entity:${p.id}`);
+  return [...out].sort();
+}
 
-  async function resolve(
-    loanId: string,
-    entities: Entities,
-    signal?: AbortSignal,
-  ): Promise<CustomerResolution> {
-    const result: CustomerResolution = { customers: {}, reviews: [] };
-    /** Tax ids this loan creates: a second party with the same one references the first. */
-    const createdHere = new Map<string, ResolvedCustomer>();
-    /**
-     * The common writes (claims with their pool CIF, core matches, the per-party rows) commit in
-     * one transaction at the end — every commit is a synchronous fsync — and before the core write.
-     */
-    const ops: Array<() => Promise<unknown>> = [];
-    const record = (
-      p: Party,
-      r: ResolvedCustomer,
-      tinHash: string | null,
-      nameAgrees: boolean | null,
-      now: number,
-    ): void => {
-      ops.push(() =>
-        customers.resolved(
-          {
-            loanId,
-            entityId: p.id,
-            cif: r.cif,
-            tinHash,
-            matchedBy: r.matchedBy,
-            existing: r.existing,
-            nameAgrees,
-          },
-          now,
-        ),
-      );
-      result.customers[p.id] = r;
-    };
-    for (const p of partiesOf(entities)) {
-      signal?.throwIfAborted();
-      const now = clock.now();
-      const tin = normaliseTin(p.tin);
-      const tinHash = tin === null ? null : keys.tinHash(tin);
-      if (tinHash === null || tin === null) {
-        // A masked (or absent) tax id matches nothing. Without mappings.allowLast4Tin the mapping
-        // quarantines the loan as tin_incomplete; with it, the party is its own customer.
-        if (!deps.allowLast4Tin) continue;
-        const x = await customers.xref(p.id);
-        const r: ResolvedCustomer = x?.cif
-          ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId }
-          : { cif: null, matchedBy: 'created', existing: false };
-        if (!x?.cif) {
-          ops.push(async () => {
-            r.cif = await deps.newCif(`entity:${p.id}`, now);
-          });
-        }
-        record(p, r, null, null, now);
-        continue;
-      }
-      const x = await customers.xref(p.id);
-      const viaXref = x !== undefined && x.tinHash === tinHash;
-      const first = createdHere.get(tinHash);
-      if (first !== undefined) {
-        const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
-        ops.push(() => {
-          r.cif = first.cif;
-          return Promise.resolve();
-        });
-        record(p, r, tinHash, null, now);
-        continue;
-      }
-      const row = await customers.byTin(tinHash);
-      let nameAgrees: boolean | null = null;
-      let r: ResolvedCustomer;
-      if (row !== undefined) {
-        const settled = await settle(
-          row,
+async function resolve(
+  c: ResolverCtx,
+  loanId: string,
+  entities: Entities,
+  signal?: AbortSignal,
+): Promise<CustomerResolution> {
+  const { deps, store, keys, clock, customers } = c;
+  const result: CustomerResolution = { customers: {}, reviews: [] };
+  /** Tax ids this loan creates: a second party with the same one references the first. */
+  const createdHere = new Map<string, ResolvedCustomer>();
+  /**
+   * The common writes (claims with their pool CIF, core matches, the per-party rows) commit in
+   * one transaction at the end — every commit is a synchronous fsync — and before the core write.
+   */
+  const ops: Array<() => Promise<unknown>> = [];
+  const record = (
+    p: Party,
+    r: ResolvedCustomer,
+    tinHash: string | null,
+    nameAgrees: boolean | null,
+    now: number,
+  ): void => {
+    ops.push(() =>
+      customers.resolved(
+        {
           loanId,
-          { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id },
-          signal,
-        );
-        r = {
-          cif: settled.row.cif,
-          matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin',
-          existing: !settled.creates,
-        };
-        nameAgrees = settled.nameAgrees;
-      } else {
-        const found = deps.directory
-          ? await deps.directory.findByTin(
-              { tin, tinType: p.tinType, tinHash, name: p.name },
-              signal ? { signal } : {},
-            )
-          : [];
-        const cifs = [...new Set(found.map((f) => f.cif))];
-        if (cifs.length === 1) {
-          const cif = cifs[0] as string;
-          ops.push(() => customers.recordCore(tinHash, cif, now));
-          nameAgrees = found.some((f) => f.nameAgrees === true)
-            ? true
-            : found.every((f) => f.nameAgrees === null)
-              ? null
-              : false;
-          r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
-        } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
-          throw new CustomerAmbiguousError(
-            `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); merge them in the core or set customers.onAmbiguous: create, then loans retry`,
-            { entityId: p.id, cifs },
-          );
-        } else {
-          if (cifs.length > 1)
-            result.reviews.push({
-              entityId: p.id,
-              message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
-            });
-          const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
-          ops.push(async () => {
-            const claimed = await customers.claim(tinHash, await deps.newCif(tinHash, now), loanId, now);
-            // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
-            // only another process could): start over rather than create a second customer.
-            if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId)
-              throw new CustomerWaitError(
-                'customer.claimed_elsewhere',
-                `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
-              );
-            created.cif = claimed.cif;
-          });
-          r = created;
-        }
-      }
-      if (!r.existing) createdHere.set(tinHash, r);
-      if (nameAgrees === false) {
-        result.reviews.push({
           entityId: p.id,
-          message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name`,
+          cif: r.cif,
+          tinHash,
+          matchedBy: r.matchedBy,
+          existing: r.existing,
+          nameAgrees,
+        },
+        now,
+      ),
+    );
+    result.customers[p.id] = r;
+  };
+  for (const p of partiesOf(entities)) {
+    signal?.throwIfAborted();
+    const now = clock.now();
+    const tin = normaliseTin(p.tin);
+    const tinHash = tin === null ? null : keys.tinHash(tin);
+    if (tinHash === null || tin === null) {
+      // A masked (or absent) tax id matches nothing. Without mappings.allowLast4Tin the mapping
+      // quarantines the loan as tin_incomplete; with it, the party is its own customer.
+      if (!deps.allowLast4Tin) continue;
+      const x = await customers.xref(p.id);
+      const r: ResolvedCustomer = x?.cif
+        ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId }
+        : { cif: null, matchedBy: 'created', existing: false };
+      if (!x?.cif) {
+        ops.push(async () => {
+          r.cif = await deps.newCif(`entity:${p.id}`, now);
         });
       }
-      record(p, r, tinHash, nameAgrees, now);
+      record(p, r, null, null, now);
+      continue;
     }
-    if (ops.length > 0) {
-      await store.write(async () => {
-        for (const op of ops) await op();
+    const x = await customers.xref(p.id);
+    const viaXref = x !== undefined && x.tinHash === tinHash;
+    const first = createdHere.get(tinHash);
+    if (first !== undefined) {
+      const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
+      ops.push(() => {
+        r.cif = first.cif;
+        return Promise.resolve();
+      });
+      record(p, r, tinHash, null, now);
+      continue;
+    }
+    const row = await customers.byTin(tinHash);
+    let nameAgrees: boolean | null = null;
+    let r: ResolvedCustomer;
+    if (row !== undefined) {
+      const settled = await settle(
+        c,
+        row,
+        loanId,
+        { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id },
+        signal,
+      );
+      r = {
+        cif: settled.row.cif,
+        matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin',
+        existing: !settled.creates,
+      };
+      nameAgrees = settled.nameAgrees;
+    } else {
+      const found = deps.directory
+        ? await deps.directory.findByTin(
+            { tin, tinType: p.tinType, tinHash, name: p.name },
+            signal ? { signal } : {},
+          )
+        : [];
+      const cifs = [...new Set(found.map((f) => f.cif))];
+      if (cifs.length === 1) {
+        const cif = cifs[0] as string;
+        ops.push(() => customers.recordCore(tinHash, cif, now));
+        nameAgrees = found.some((f) => f.nameAgrees === true)
+          ? true
+          : found.every((f) => f.nameAgrees === null)
+            ? null
+            : false;
+        r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
+      } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
+        throw new CustomerAmbiguousError(
+          `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); merge them in the core or set customers.onAmbiguous: create, then loans retry`,
+          { entityId: p.id, cifs },
+        );
+      } else {
+        if (cifs.length > 1)
+          result.reviews.push({
+            entityId: p.id,
+            message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
+          });
+        const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
+        ops.push(async () => {
+          const claimed = await customers.claim(tinHash, await deps.newCif(tinHash, now), loanId, now);
+          // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
+          // only another process could): start over rather than create a second customer.
+          if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId)
+            throw new CustomerWaitError(
+              'customer.claimed_elsewhere',
+              `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
+            );
+          created.cif = claimed.cif;
+        });
+        r = created;
+      }
+    }
+    if (!r.existing) createdHere.set(tinHash, r);
+    if (nameAgrees === false) {
+      result.reviews.push({
+        entityId: p.id,
+        message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name`,
       });
     }
-    return result;
+    record(p, r, tinHash, nameAgrees, now);
   }
+  if (ops.length > 0) {
+    await store.write(async () => {
+      for (const op of ops) await op();
+    });
+  }
+  return result;
+}
 
-  /**
-   * A customer the connector already knows by tax id: the core's, one it created, or one a loan
-   * claimed. Decides whether this loan references it, creates it, or waits.
-   */
-  async function settle(
-    row: CustomerRow,
-    loanId: string,
-    q: { tin: string; tinType: 'EIN' | 'SSN'; tinHash: string; name: string; entityId: string },
-    signal: AbortSignal | undefined,
-  ): Promise<{ row: CustomerRow; creates: boolean; nameAgrees: boolean | null }> {
-    const now = clock.now();
-    if (row.status === 'written') {
-      if (row.cif === null && deps.directory) {
-        // Created by an earlier loan in a core that assigns numbers, not learnt from its receipt: ask the core.
-        const found = await deps.directory.findByTin(q, signal ? { signal } : {});
-        const cifs = [...new Set(found.map((f) => f.cif))];
-        // Which of several is the one our earlier loan created cannot be told: a person decides.
-        if (cifs.length > 1) {
-          throw new CustomerAmbiguousError(
-            `${q.entityId}: the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan, and the core now holds ${cifs.length} customers with that tax id (CIF ${cifs.join(', ')}); merge them in the core, then loans retry`,
-            { entityId: q.entityId, cifs },
-          );
-        }
-        const cif = cifs[0];
-        if (cif === undefined) {
-          throw new CustomerWaitError(
-            'customer.number_unknown',
-            `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`,
-          );
-        }
-        await customers.setCif(q.tinHash, cif, now);
-        return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: false, nameAgrees: null };
-      }
-      return { row, creates: false, nameAgrees: null };
-    }
-    // Claimed: some loan's write creates it.
-    if (row.creatorLoanId === loanId) return { row, creates: true, nameAgrees: null };
-    const creator =
-      row.creatorLoanId === null ? undefined : ((await store.loans.get(row.creatorLoanId)) ?? undefined);
-    if (
-      creator !== undefined &&
-      (creator.state === 'acknowledged' || (creator.state === 'written' && creator.writtenAt !== null))
-    ) {
-      // Written (the claim is marked in the same transaction; this covers a row from an older run).
-      await customers.markWritten(creator.id, new Map(), now);
-      return settle((await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
-    }
-    if (creator === undefined || (PARKED_STATES as readonly string[]).includes(creator.state)) {
-      // The creating loan stopped before its write reached the core (quarantined, skipped) or is gone.
-      // A core that may hold part of that write (Fineract: a client created before a refusal) is asked first.
-      if (deps.directory && creator?.coreWriteStartedAt != null) {
-        const found = await deps.directory.findByTin(q, signal ? { signal } : {});
-        const cif = found[0]?.cif;
-        if (cif !== undefined && found.length === 1) {
-          await customers.setCif(q.tinHash, cif, now);
-          await customers.markWritten(creator.id, new Map([[q.tinHash, cif]]), now);
-          return {
-            row: (await customers.byTin(q.tinHash)) as CustomerRow,
-            creates: false,
-            nameAgrees: found[0]?.nameAgrees ?? null,
-          };
-        }
-      }
-      if (await customers.takeOver(q.tinHash, row.creatorLoanId ?? '', loanId, now)) {
-        deps.logger.info(
-          { loanId, from: row.creatorLoanId },
-          'customer claimed by a loan that never wrote it: this loan creates it',
+/**
+ * A customer the connector already knows by tax id: the core's, one it created, or one a loan
+ * claimed. Decides whether this loan references it, creates it, or waits.
+ */
+async function settle(
+  c: ResolverCtx,
+  row: CustomerRow,
+  loanId: string,
+  q: { tin: string; tinType: 'EIN' | 'SSN'; tinHash: string; name: string; entityId: string },
+  signal: AbortSignal | undefined,
+): Promise<{ row: CustomerRow; creates: boolean; nameAgrees: boolean | null }> {
+  const { deps, store, clock, customers } = c;
+  const now = clock.now();
+  if (row.status === 'written') {
+    if (row.cif === null && deps.directory) {
+      // Created by an earlier loan in a core that assigns numbers, not learnt from its receipt: ask the core.
+      const found = await deps.directory.findByTin(q, signal ? { signal } : {});
+      const cifs = [...new Set(found.map((f) => f.cif))];
+      // Which of several is the one our earlier loan created cannot be told: a person decides.
+      if (cifs.length > 1) {
+        throw new CustomerAmbiguousError(
+          `${q.entityId}: the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan, and the core now holds ${cifs.length} customers with that tax id (CIF ${cifs.join(', ')}); merge them in the core, then loans retry`,
+          { entityId: q.entityId, cifs },
         );
-        return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: true, nameAgrees: null };
       }
-      return settle((await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
+      const cif = cifs[0];
+      if (cif === undefined) {
+        throw new CustomerWaitError(
+          'customer.number_unknown',
+          `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`,
+        );
+      }
+      await customers.setCif(q.tinHash, cif, now);
+      return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: false, nameAgrees: null };
     }
-    throw new CustomerWaitError(
-      'customer.creation_pending',
-      `the customer with ${q.tinType} ${last4(q.tin)} is being created by loan ${creator.id} (${creator.state}), whose core write may have happened; this loan waits for it rather than create a second customer`,
-    );
+    return { row, creates: false, nameAgrees: null };
   }
-
-  /**
-   * After the loan's core write (in the same transaction as its `written` state): every customer it
-   * claimed now exists in the core. Numbers the core assigned (Fineract client ids) are read from
-   * the receipt's client records, whose external id is the platform entity id.
-   */
-  async function afterWrite(loanId: string, receipt: CoreReceipt | null): Promise<void> {
-    const now = clock.now();
-    const assigned = new Map<string, string>();
-    if (receipt !== null) {
-      const byEntity = new Map((await customers.forLoan(loanId)).map((r) => [r.entityId, r] as const));
-      for (const rec of receipt.records) {
-        const lc = byEntity.get(rec.externalId);
-        if (lc !== undefined && lc.tinHash !== null && lc.cif === null && CUSTOMER_RECORD_TYPES.has(rec.type))
-          assigned.set(lc.tinHash, rec.coreId);
+  // Claimed: some loan's write creates it.
+  if (row.creatorLoanId === loanId) return { row, creates: true, nameAgrees: null };
+  const creator =
+    row.creatorLoanId === null ? undefined : ((await store.loans.get(row.creatorLoanId)) ?? undefined);
+  if (
+    creator !== undefined &&
+    (creator.state === 'acknowledged' || (creator.state === 'written' && creator.writtenAt !== null))
+  ) {
+    // Written (the claim is marked in the same transaction; this covers a row from an older run).
+    await customers.markWritten(creator.id, new Map(), now);
+    return settle(c, (await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
+  }
+  if (creator === undefined || (PARKED_STATES as readonly string[]).includes(creator.state)) {
+    // The creating loan stopped before its write reached the core (quarantined, skipped) or is gone.
+    // A core that may hold part of that write (Fineract: a client created before a refusal) is asked first.
+    if (deps.directory && creator?.coreWriteStartedAt != null) {
+      const found = await deps.directory.findByTin(q, signal ? { signal } : {});
+      const cif = found[0]?.cif;
+      if (cif !== undefined && found.length === 1) {
+        await customers.setCif(q.tinHash, cif, now);
+        await customers.markWritten(creator.id, new Map([[q.tinHash, cif]]), now);
+        return {
+          row: (await customers.byTin(q.tinHash)) as CustomerRow,
+          creates: false,
+          nameAgrees: found[0]?.nameAgrees ?? null,
+        };
       }
     }
-    await customers.markWritten(loanId, assigned, now);
+    if (await customers.takeOver(q.tinHash, row.creatorLoanId ?? '', loanId, now)) {
+      deps.logger.info(
+        { loanId, from: row.creatorLoanId },
+        'customer claimed by a loan that never wrote it: this loan creates it',
+      );
+      return { row: (await customers.byTin(q.tinHash)) as CustomerRow, creates: true, nameAgrees: null };
+    }
+    return settle(c, (await customers.byTin(q.tinHash)) as CustomerRow, loanId, q, signal);
   }
+  throw new CustomerWaitError(
+    'customer.creation_pending',
+    `the customer with ${q.tinType} ${last4(q.tin)} is being created by loan ${creator.id} (${creator.state}), whose core write may have happened; this loan waits for it rather than create a second customer`,
+  );
+}
 
-  return { lockKeys, resolve, afterWrite };
+/**
+ * After the loan's core write (in the same transaction as its `written` state): every customer it
+ * claimed now exists in the core. Numbers the core assigned (Fineract client ids) are read from
+ * the receipt's client records, whose external id is the platform entity id.
+ */
+async function afterWrite(c: ResolverCtx, loanId: string, receipt: CoreReceipt | null): Promise<void> {
+  const { clock, customers } = c;
+  const now = clock.now();
+  const assigned = new Map<string, string>();
+  if (receipt !== null) {
+    const byEntity = new Map((await customers.forLoan(loanId)).map((r) => [r.entityId, r] as const));
+    for (const rec of receipt.records) {
+      const lc = byEntity.get(rec.externalId);
+      if (lc !== undefined && lc.tinHash !== null && lc.cif === null && CUSTOMER_RECORD_TYPES.has(rec.type))
+        assigned.set(lc.tinHash, rec.coreId);
+    }
+  }
+  await customers.markWritten(loanId, assigned, now);
 }
 
 export type CustomerResolver = ReturnType<typeof createCustomerResolver>;

@@ -192,40 +192,29 @@ export function compileMapping(
   return r;
 }
 
-function compileUnsorted(read: SourceReader, options: MapperOptions): CompileResult {
-  const sources = new Map<string, string>();
-  const problems: LintProblem[] = [];
-  const text = read(MAIN_FILE);
-  if (text === undefined)
-    return {
-      problems: [
-        { file: MAIN_FILE, line: 1, column: 1, message: `${MAIN_FILE} not found in the mapping directory` },
-      ],
-      mapping: undefined,
-      sources,
-    };
-  sources.set(MAIN_FILE, text);
-  if (!isValidTimeZone(options.timeZone))
-    problems.push({
-      file: MAIN_FILE,
-      line: 1,
-      column: 1,
-      message: `bank time zone "${options.timeZone}" is not an IANA time zone`,
-    });
+type ExprCompiler = (
+  yamlPath: string[],
+  source: string,
+  extraVariables?: ReadonlySet<string>,
+  inputs?: { ctx: InputContext; valueExpected: boolean },
+) => CompiledExpression | undefined;
 
-  const src = parseYamlSource(MAIN_FILE, text, keepText);
-  for (const p of src.problems)
-    problems.push({ file: MAIN_FILE, line: p.line, column: p.column, message: p.message });
-  if (src.value === undefined) return { problems, mapping: undefined, sources };
-  // Every problem in one pass: a part of the file that breaks the schema is reported and cut out,
-  // and the rest is still compiled, so expression problems show up before the schema ones are fixed.
+/**
+ * The mapping file through its schema. Every problem in one pass: a part of the file that breaks
+ * the schema is reported and cut out, and the rest is still compiled, so expression problems show
+ * up before the schema ones are fixed. Undefined when nothing compilable is left.
+ */
+function parseMappingFile(
+  src: YamlSource,
+  problems: LintProblem[],
+): { file: MappingFile; pruned: Set<string> } | undefined {
   let raw: unknown = src.value;
   let parsed = mappingFileSchema.safeParse(raw);
   const pruned = new Set<string>();
   for (let round = 0; !parsed.success && round < 5; round++) {
     problems.push(...zodProblems(src, parsed.error));
     const units = parsed.error.issues.map(unitsOf);
-    if (units.some((u) => u === null)) return { problems, mapping: undefined, sources };
+    if (units.some((u) => u === null)) return undefined;
     raw = structuredClone(raw);
     for (const u of units.flat()) {
       if (u === null) continue;
@@ -234,10 +223,17 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
     }
     parsed = mappingFileSchema.safeParse(raw);
   }
-  if (!parsed.success) return { problems, mapping: undefined, sources };
-  const file: MappingFile = parsed.data;
+  if (!parsed.success) return undefined;
+  return { file: parsed.data, pruned };
+}
 
-  // lookups
+function compileLookups(
+  file: MappingFile,
+  read: SourceReader,
+  src: YamlSource,
+  sources: Map<string, string>,
+  problems: LintProblem[],
+): Map<string, LookupTable> {
   const lookups = new Map<string, LookupTable>();
   for (const [name, spec] of Object.entries(file.lookups)) {
     const fallback = spec.default === undefined ? undefined : asText(spec.default);
@@ -266,24 +262,21 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
     if (table) lookups.set(name, table);
   }
 
-  const frequencies = new FrequencyTable(file.frequencies);
-  const helperCtx: HelperContext = {
-    timeZone: options.timeZone,
-    allowLast4Tin: options.allowLast4Tin,
-    lookups,
-    frequencies,
-  };
-  const helpers = helperImplementations(helperCtx);
-  const configDefaults = Object.fromEntries(Object.entries(options.defaults).map(([k, v]) => [k, asText(v)]));
-  const defaults = {
-    ...Object.fromEntries(Object.entries(file.defaults).map(([k, v]) => [k, asText(v)])),
-    ...configDefaults,
-  };
+  return lookups;
+}
+
+/** What the expression lint knows of the set: its lookup tables' keys and the defaults' names. */
+function analysisOf(
+  file: MappingFile,
+  defaults: Record<string, string>,
+  lookups: ReadonlyMap<string, LookupTable>,
+  pruned: ReadonlySet<string>,
+): AnalysisContext {
   const defaultNames = new Set(Object.keys(defaults));
   for (const o of Object.values(file.overrides))
     for (const k of Object.keys(o.defaults ?? {})) defaultNames.add(k);
   for (const u of pruned) if (u.startsWith('defaults.')) defaultNames.add(u.slice('defaults.'.length));
-  const analysis: AnalysisContext = {
+  return {
     lookupTables: new Map<string, ReadonlySet<string> | null>([
       ...Object.keys(file.lookups).map((k): [string, ReadonlySet<string> | null] => {
         const t = lookups.get(k);
@@ -296,13 +289,16 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
     ]),
     defaultNames,
   };
+}
 
-  const compileExpr = (
-    yamlPath: string[],
-    source: string,
-    extraVariables?: ReadonlySet<string>,
-    inputs?: { ctx: InputContext; valueExpected: boolean },
-  ): CompiledExpression | undefined => {
+function exprCompiler(
+  src: YamlSource,
+  options: MapperOptions,
+  analysis: AnalysisContext,
+  helpers: ReturnType<typeof helperImplementations>,
+  problems: LintProblem[],
+): ExprCompiler {
+  return (yamlPath, source, extraVariables, inputs) => {
     const posAt = (offset: number): SourcePos => src.posInScalar(yamlPath, offset);
     let expr: jsonata.Expression;
     try {
@@ -334,7 +330,14 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
     registerHelpers(expr, helpers);
     return { source, expr, info, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
   };
+}
 
+function compileTargets(
+  file: MappingFile,
+  src: YamlSource,
+  compileExpr: ExprCompiler,
+  problems: LintProblem[],
+): { targets: CompiledTarget[]; itemContexts: Map<string, InputContext> } {
   const targets: CompiledTarget[] = [];
   const itemContexts = new Map<string, InputContext>();
   for (const [name, t] of Object.entries(file.targets)) {
@@ -399,6 +402,17 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
     if (externalId) targets.push({ name, type: t.type ?? name, forEach, lets, checks, externalId, fields });
   }
 
+  return { targets, itemContexts };
+}
+
+function compileOverrides(
+  file: MappingFile,
+  src: YamlSource,
+  pruned: ReadonlySet<string>,
+  itemContexts: ReadonlyMap<string, InputContext>,
+  compileExpr: ExprCompiler,
+  problems: LintProblem[],
+): Map<string, CompiledOverride> {
   const overrides = new Map<string, CompiledOverride>();
   for (const [productId, o] of Object.entries(file.overrides)) {
     const fieldMap = new Map<string, Map<string, CompiledExpression>>();
@@ -440,6 +454,59 @@ function compileUnsorted(read: SourceReader, options: MapperOptions): CompileRes
       fields: fieldMap,
     });
   }
+
+  return overrides;
+}
+
+function compileUnsorted(read: SourceReader, options: MapperOptions): CompileResult {
+  const sources = new Map<string, string>();
+  const problems: LintProblem[] = [];
+  const text = read(MAIN_FILE);
+  if (text === undefined)
+    return {
+      problems: [
+        { file: MAIN_FILE, line: 1, column: 1, message: `${MAIN_FILE} not found in the mapping directory` },
+      ],
+      mapping: undefined,
+      sources,
+    };
+  sources.set(MAIN_FILE, text);
+  if (!isValidTimeZone(options.timeZone))
+    problems.push({
+      file: MAIN_FILE,
+      line: 1,
+      column: 1,
+      message: `bank time zone "${options.timeZone}" is not an IANA time zone`,
+    });
+
+  const src = parseYamlSource(MAIN_FILE, text, keepText);
+  for (const p of src.problems)
+    problems.push({ file: MAIN_FILE, line: p.line, column: p.column, message: p.message });
+  if (src.value === undefined) return { problems, mapping: undefined, sources };
+  const set = parseMappingFile(src, problems);
+  if (set === undefined) return { problems, mapping: undefined, sources };
+  const { file, pruned } = set;
+
+  const lookups = compileLookups(file, read, src, sources, problems);
+
+  const frequencies = new FrequencyTable(file.frequencies);
+  const helperCtx: HelperContext = {
+    timeZone: options.timeZone,
+    allowLast4Tin: options.allowLast4Tin,
+    lookups,
+    frequencies,
+  };
+  const helpers = helperImplementations(helperCtx);
+  const configDefaults = Object.fromEntries(Object.entries(options.defaults).map(([k, v]) => [k, asText(v)]));
+  const defaults = {
+    ...Object.fromEntries(Object.entries(file.defaults).map(([k, v]) => [k, asText(v)])),
+    ...configDefaults,
+  };
+  const analysis = analysisOf(file, defaults, lookups, pruned);
+
+  const compileExpr = exprCompiler(src, options, analysis, helpers, problems);
+  const { targets, itemContexts } = compileTargets(file, src, compileExpr, problems);
+  const overrides = compileOverrides(file, src, pruned, itemContexts, compileExpr, problems);
 
   if (problems.length > 0) return { problems, mapping: undefined, sources };
   return {

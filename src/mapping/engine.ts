@@ -1,11 +1,11 @@
-import type { CompiledExpression, CompiledMapping } from './compile.js';
-import type { Layout } from '../core/file/layout/layout.js';
+import type { CompiledExpression, CompiledMapping, CompiledTarget } from './compile.js';
 import { MAIN_FILE } from './compile.js';
 import { accountNumberSinks } from './id-flow.js';
 import { checkField } from './fieldSchema.js';
 import { maskTins } from '../lib/redact.js';
 import { HelperIssue, REVIEW_BINDING, describe } from './issue.js';
 import type {
+  LayoutColumnsView,
   MappedRecord,
   Mapper,
   MappingInput,
@@ -112,74 +112,298 @@ async function evaluateJsonata(
   }
 }
 
+function issueAt(ce: CompiledExpression | undefined, where: Where, f: Failure): MappingIssue {
+  const pos = ce ? (f.offset === null ? ce.pos : ce.posAt(f.offset)) : { line: 1, column: 1 };
+  const issue: MappingIssue = {
+    code: f.code,
+    file: ce?.file ?? MAIN_FILE,
+    line: pos.line,
+    column: pos.column,
+    target: where.target,
+    field: where.field,
+    message: maskTins(f.message),
+  };
+  const inputPath = joinPath(where.itemPath, f.inputPath);
+  if (inputPath !== undefined) issue.inputPath = inputPath;
+  return issue;
+}
+
+/** One loan's mapping as it goes: the issues, review items and records it collects. */
+class MapRun {
+  readonly issues: MappingIssue[] = [];
+  readonly warnings: MappingIssue[] = [];
+  readonly records: MappedRecord[] = [];
+  private readonly warned = new Set<string>();
+  private readonly seen = new Set<string>();
+  /** Review items helpers report while an expression runs; attributed to it once it returns. */
+  reported: Array<{ code: MappingIssueCode; message: string }> = [];
+
+  warn(
+    ce: CompiledExpression | undefined,
+    where: Where,
+    code: MappingIssueCode,
+    message: string,
+    inputPath?: string,
+  ): void {
+    const key = `${code}\u0000${message}`;
+    if (this.warned.has(key)) return; // one review item per fact, whichever field met it first
+    this.warned.add(key);
+    this.warnings.push(issueAt(ce, where, new Failure(code, message, null, inputPath)));
+  }
+
+  settle(ce: CompiledExpression | undefined, where: Where): void {
+    for (const r of this.reported) this.warn(ce, where, r.code, r.message, ce?.info.firstPath);
+    this.reported = [];
+  }
+
+  fail(ce: CompiledExpression | undefined, where: Where, f: Failure): void {
+    this.issues.push(issueAt(ce, where, f));
+  }
+
+  /** false (and an issue) when a record of this type already has this external id. */
+  claim(target: CompiledTarget, externalId: string, itemPath: string | undefined): boolean {
+    const key = `${target.type}\u0000${externalId}`;
+    if (!this.seen.has(key)) {
+      this.seen.add(key);
+      return true;
+    }
+    this.fail(
+      target.externalId,
+      { target: target.name, field: 'externalId', itemPath },
+      new Failure(
+        'validation',
+        `two ${target.type} records have the external id ${describe(externalId)}`,
+        null,
+        undefined,
+      ),
+    );
+    return false;
+  }
+}
+
+const NO_LOAN: MappingIssue = {
+  code: 'validation',
+  file: MAIN_FILE,
+  line: 1,
+  column: 1,
+  target: '(input)',
+  field: 'loan',
+  message: 'the input has no loan',
+};
+
+/** The items a target maps (its `for`, else the whole input once); null when the `for` failed. */
+async function itemsOf(
+  st: MapRun,
+  target: CompiledTarget,
+  root: object,
+  bindings: Bindings,
+): Promise<{ items: unknown[]; itemPrefix: string | undefined; single: boolean } | null> {
+  if (!target.forEach) return { items: [root], itemPrefix: undefined, single: false };
+  try {
+    const r: unknown = await evaluateJsonata(target.forEach, root, bindings);
+    return {
+      items: toPlainItems(r),
+      itemPrefix: target.forEach.info.simplePath,
+      single: r !== null && typeof r === 'object' && !Array.isArray(r),
+    };
+  } catch (err) {
+    st.fail(target.forEach, { target: target.name, field: '(for)', itemPath: undefined }, asFailure(err));
+    return null;
+  }
+}
+
+/**
+ * A record's lets, run once per record; a failed let is one issue, and whatever reads it is skipped
+ * (its own issue would only repeat the cause). The names of the failed lets.
+ */
+async function runLets(
+  st: MapRun,
+  target: CompiledTarget,
+  item: object,
+  b: Bindings,
+  itemPath: string | undefined,
+): Promise<Set<string>> {
+  const failedLets = new Set<string>();
+  for (const l of target.lets) {
+    if ([...l.expr.info.variables].some((v) => failedLets.has(v))) {
+      failedLets.add(l.name);
+      continue;
+    }
+    const where: Where = { target: target.name, field: `$${l.name}`, itemPath };
+    try {
+      const v: unknown = await evaluateJsonata(l.expr, item, b);
+      b[l.name] = toPlain(v, l.name);
+      st.settle(l.expr, where);
+    } catch (err) {
+      st.reported = [];
+      failedLets.add(l.name);
+      st.fail(l.expr, where, asFailure(err));
+    }
+  }
+  return failedLets;
+}
+
+async function runChecks(
+  st: MapRun,
+  target: CompiledTarget,
+  item: object,
+  b: Bindings,
+  itemPath: string | undefined,
+  skip: (ce: CompiledExpression) => boolean,
+): Promise<void> {
+  for (const c of target.checks) {
+    if (skip(c.expr)) continue;
+    const where: Where = { target: target.name, field: `(check ${c.name})`, itemPath };
+    try {
+      const v: unknown = await evaluateJsonata(c.expr, item, b);
+      st.settle(c.expr, where);
+      if (v === false)
+        throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
+    } catch (err) {
+      st.reported = [];
+      st.fail(c.expr, where, asFailure(err));
+    }
+  }
+}
+
+async function externalIdOf(
+  st: MapRun,
+  target: CompiledTarget,
+  item: object,
+  b: Bindings,
+  itemPath: string | undefined,
+): Promise<string | undefined> {
+  const where: Where = { target: target.name, field: 'externalId', itemPath };
+  try {
+    const v: unknown = await evaluateJsonata(target.externalId, item, b);
+    st.settle(target.externalId, where);
+    if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v)))
+      return String(v);
+    throw new Failure(
+      'validation',
+      `externalId must be a non-empty string, got ${describe(v)}`,
+      null,
+      target.externalId.info.firstPath,
+    );
+  } catch (err) {
+    st.fail(target.externalId, where, asFailure(err));
+    return undefined;
+  }
+}
+
+async function mapFields(
+  st: MapRun,
+  target: CompiledTarget,
+  item: object,
+  b: Bindings,
+  itemPath: string | undefined,
+  skip: (ce: CompiledExpression) => boolean,
+  fieldOverrides: ReadonlyMap<string, CompiledExpression> | undefined,
+): Promise<Record<string, unknown>> {
+  const fields: Record<string, unknown> = {};
+  for (const field of target.fields) {
+    const ce = fieldOverrides?.get(field.name) ?? field.expr;
+    if (skip(ce)) continue;
+    const where: Where = { target: target.name, field: field.name, itemPath };
+    try {
+      const out: unknown = await evaluateJsonata(ce, item, b);
+      const value = toPlain(out, field.name);
+      const problem = checkField(value, field.check);
+      if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
+      st.settle(ce, where);
+      if (value !== undefined && value !== null) fields[field.name] = value;
+    } catch (err) {
+      st.reported = [];
+      const f = asFailure(err);
+      // Contradictory data always stops the loan; otherwise the field says what a failure means.
+      if (f.code === 'contradictory' || field.onError === 'quarantine') {
+        if (field.fallback === undefined || f.code === 'contradictory') {
+          st.fail(ce, where, f);
+          continue;
+        }
+      }
+      if (field.fallback !== undefined) {
+        fields[field.name] = field.fallback;
+        st.warn(
+          ce,
+          where,
+          'optional_field',
+          `${f.message}; used the fallback ${describe(field.fallback)}`,
+          f.inputPath,
+        );
+      } else if (field.check.required) {
+        st.fail(ce, where, f);
+      } else {
+        st.warn(ce, where, 'optional_field', `${f.message}; left out`, f.inputPath);
+      }
+    }
+  }
+  return fields;
+}
+
+/** One record of a target from one item: lets, checks, external id, fields. `b` is the item's own bindings (its lets are added). */
+async function mapItem(
+  st: MapRun,
+  target: CompiledTarget,
+  item: object,
+  b: Bindings,
+  itemPath: string | undefined,
+  fieldOverrides: ReadonlyMap<string, CompiledExpression> | undefined,
+): Promise<void> {
+  const failedLets = await runLets(st, target, item, b, itemPath);
+  const skip = (ce: CompiledExpression): boolean =>
+    failedLets.size > 0 && [...ce.info.variables].some((v) => failedLets.has(v));
+  await runChecks(st, target, item, b, itemPath, skip);
+  const externalId = await externalIdOf(st, target, item, b, itemPath);
+  const fields = await mapFields(st, target, item, b, itemPath, skip, fieldOverrides);
+  if (externalId === undefined) return;
+  if (st.claim(target, externalId, itemPath)) st.records.push({ type: target.type, externalId, fields });
+}
+
+async function mapTarget(
+  st: MapRun,
+  target: CompiledTarget,
+  root: object,
+  bindings: Bindings,
+  fieldOverrides: ReadonlyMap<string, CompiledExpression> | undefined,
+): Promise<void> {
+  const of = await itemsOf(st, target, root, bindings);
+  if (of === null) return;
+  const { items, itemPrefix, single } = of;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    const itemPath =
+      target.forEach && itemPrefix !== undefined ? (single ? itemPrefix : `${itemPrefix}[${i}]`) : undefined;
+    if (item === null || typeof item !== 'object' || Array.isArray(item)) {
+      st.fail(
+        target.forEach,
+        { target: target.name, field: '(for)', itemPath },
+        new Failure(
+          'mapping',
+          `each item must be an object, item ${i} is ${describe(item)}`,
+          null,
+          undefined,
+        ),
+      );
+      continue;
+    }
+    await mapItem(st, target, item, { ...bindings, index: i }, itemPath, fieldOverrides);
+  }
+}
+
 /** A compiled mapping bound to its content version. Never throws for bad data: issues are data. */
-export function createMapper(mapping: CompiledMapping, version: string, layout?: Layout): Mapper {
-  const run = (ce: CompiledExpression, context: unknown, b: Bindings): Promise<unknown> =>
-    evaluateJsonata(ce, context, b);
+export function createMapper(mapping: CompiledMapping, version: string, layout?: LayoutColumnsView): Mapper {
   const defaultsFor = new Map<string, Readonly<Record<string, string>>>();
   const baseDefaults = Object.freeze({ ...mapping.defaults });
   for (const [productId, o] of mapping.overrides)
     defaultsFor.set(productId, Object.freeze({ ...mapping.defaults, ...o.defaults }));
 
-  const issueAt = (ce: CompiledExpression | undefined, where: Where, f: Failure): MappingIssue => {
-    const pos = ce ? (f.offset === null ? ce.pos : ce.posAt(f.offset)) : { line: 1, column: 1 };
-    const issue: MappingIssue = {
-      code: f.code,
-      file: ce?.file ?? MAIN_FILE,
-      line: pos.line,
-      column: pos.column,
-      target: where.target,
-      field: where.field,
-      message: maskTins(f.message),
-    };
-    const inputPath = joinPath(where.itemPath, f.inputPath);
-    if (inputPath !== undefined) issue.inputPath = inputPath;
-    return issue;
-  };
-
   async function mapInput(raw: MappingInput): Promise<MappingOutcome> {
-    const issues: MappingIssue[] = [];
-    const warnings: MappingIssue[] = [];
-    const warned = new Set<string>();
-    const records: MappedRecord[] = [];
-    const seen = new Set<string>();
+    const st = new MapRun();
     const input = withoutNulls(raw) as MappingInput;
     const loan = (input as { loan?: unknown }).loan;
-    // Review items helpers report while an expression runs; attributed to it once it returns.
-    let reported: Array<{ code: MappingIssueCode; message: string }> = [];
-    const warn = (
-      ce: CompiledExpression | undefined,
-      where: Where,
-      code: MappingIssueCode,
-      message: string,
-      inputPath?: string,
-    ): void => {
-      const key = `${code}\u0000${message}`;
-      if (warned.has(key)) return; // one review item per fact, whichever field met it first
-      warned.add(key);
-      warnings.push(issueAt(ce, where, new Failure(code, message, null, inputPath)));
-    };
-    const settle = (ce: CompiledExpression | undefined, where: Where): void => {
-      for (const r of reported) warn(ce, where, r.code, r.message, ce?.info.firstPath);
-      reported = [];
-    };
-    if (loan === null || typeof loan !== 'object') {
-      return {
-        ok: false,
-        mappingVersion: version,
-        issues: [
-          {
-            code: 'validation',
-            file: MAIN_FILE,
-            line: 1,
-            column: 1,
-            target: '(input)',
-            field: 'loan',
-            message: 'the input has no loan',
-          },
-        ],
-      };
-    }
+    if (loan === null || typeof loan !== 'object')
+      return { ok: false, mappingVersion: version, issues: [NO_LOAN] };
     const productRef = (loan as { product?: { id?: unknown } | null }).product;
     const productId = typeof productRef?.id === 'string' ? productRef.id : undefined;
     const override = productId === undefined ? undefined : mapping.overrides.get(productId);
@@ -192,188 +416,27 @@ export function createMapper(mapping: CompiledMapping, version: string, layout?:
       index: 0,
       identity: input.identity ?? { accountNumber: null, customers: {} },
       [REVIEW_BINDING]: (code: MappingIssueCode, message: string) => {
-        reported.push({ code, message: maskTins(message) });
+        st.reported.push({ code, message: maskTins(message) });
       },
     };
     const root = { loan, entities: bindings['entities'], documents: bindings['documents'] };
-
     for (const target of mapping.targets) {
-      if (issues.length >= MAX_ISSUES) break;
-      let items: unknown[];
-      let itemPrefix: string | undefined;
-      let single = false;
-      if (target.forEach) {
-        try {
-          const r: unknown = await run(target.forEach, root, bindings);
-          single = r !== null && typeof r === 'object' && !Array.isArray(r);
-          items = toPlainItems(r);
-        } catch (err) {
-          issues.push(
-            issueAt(
-              target.forEach,
-              { target: target.name, field: '(for)', itemPath: undefined },
-              asFailure(err),
-            ),
-          );
-          continue;
-        }
-        itemPrefix = target.forEach.info.simplePath;
-      } else {
-        items = [root];
-      }
-      const fieldOverrides = override?.fields.get(target.name);
-      for (let i = 0; i < items.length; i++) {
-        const item = items[i];
-        const itemPath =
-          target.forEach && itemPrefix !== undefined
-            ? single
-              ? itemPrefix
-              : `${itemPrefix}[${i}]`
-            : undefined;
-        if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-          issues.push(
-            issueAt(
-              target.forEach,
-              { target: target.name, field: '(for)', itemPath },
-              new Failure(
-                'mapping',
-                `each item must be an object, item ${i} is ${describe(item)}`,
-                null,
-                undefined,
-              ),
-            ),
-          );
-          continue;
-        }
-        const b: Bindings = { ...bindings, index: i };
-        // lets run once per record; a failed let is one issue, and whatever reads it is skipped
-        // (its own issue would only repeat the cause)
-        const failedLets = new Set<string>();
-        for (const l of target.lets) {
-          if ([...l.expr.info.variables].some((v) => failedLets.has(v))) {
-            failedLets.add(l.name);
-            continue;
-          }
-          try {
-            const v: unknown = await run(l.expr, item, b);
-            b[l.name] = toPlain(v, l.name);
-            settle(l.expr, { target: target.name, field: `$${l.name}`, itemPath });
-          } catch (err) {
-            reported = [];
-            failedLets.add(l.name);
-            issues.push(
-              issueAt(l.expr, { target: target.name, field: `$${l.name}`, itemPath }, asFailure(err)),
-            );
-          }
-        }
-        const skip = (ce: CompiledExpression): boolean =>
-          failedLets.size > 0 && [...ce.info.variables].some((v) => failedLets.has(v));
-        for (const c of target.checks) {
-          if (skip(c.expr)) continue;
-          try {
-            const v: unknown = await run(c.expr, item, b);
-            settle(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath });
-            if (v === false)
-              throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
-          } catch (err) {
-            reported = [];
-            issues.push(
-              issueAt(c.expr, { target: target.name, field: `(check ${c.name})`, itemPath }, asFailure(err)),
-            );
-          }
-        }
-        let externalId: string | undefined;
-        try {
-          const v: unknown = await run(target.externalId, item, b);
-          settle(target.externalId, { target: target.name, field: 'externalId', itemPath });
-          if (
-            (typeof v === 'string' && v.trim() !== '') ||
-            (typeof v === 'number' && Number.isSafeInteger(v))
-          )
-            externalId = String(v);
-          else
-            throw new Failure(
-              'validation',
-              `externalId must be a non-empty string, got ${describe(v)}`,
-              null,
-              target.externalId.info.firstPath,
-            );
-        } catch (err) {
-          issues.push(
-            issueAt(
-              target.externalId,
-              { target: target.name, field: 'externalId', itemPath },
-              asFailure(err),
-            ),
-          );
-        }
-        const fields: Record<string, unknown> = {};
-        for (const field of target.fields) {
-          const ce = fieldOverrides?.get(field.name) ?? field.expr;
-          if (skip(ce)) continue;
-          const where: Where = { target: target.name, field: field.name, itemPath };
-          try {
-            const out: unknown = await run(ce, item, b);
-            const value = toPlain(out, field.name);
-            const problem = checkField(value, field.check);
-            if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
-            settle(ce, where);
-            if (value !== undefined && value !== null) fields[field.name] = value;
-          } catch (err) {
-            reported = [];
-            const f = asFailure(err);
-            // Contradictory data always stops the loan; otherwise the field says what a failure means.
-            if (f.code === 'contradictory' || field.onError === 'quarantine') {
-              if (field.fallback === undefined || f.code === 'contradictory') {
-                issues.push(issueAt(ce, where, f));
-                continue;
-              }
-            }
-            if (field.fallback !== undefined) {
-              fields[field.name] = field.fallback;
-              warn(
-                ce,
-                where,
-                'optional_field',
-                `${f.message}; used the fallback ${describe(field.fallback)}`,
-                f.inputPath,
-              );
-            } else if (field.check.required) {
-              issues.push(issueAt(ce, where, f));
-            } else {
-              warn(ce, where, 'optional_field', `${f.message}; left out`, f.inputPath);
-            }
-          }
-        }
-        if (externalId === undefined) continue;
-        const key = `${target.type}\u0000${externalId}`;
-        if (seen.has(key)) {
-          issues.push(
-            issueAt(
-              target.externalId,
-              { target: target.name, field: 'externalId', itemPath },
-              new Failure(
-                'validation',
-                `two ${target.type} records have the external id ${describe(externalId)}`,
-                null,
-                undefined,
-              ),
-            ),
-          );
-          continue;
-        }
-        seen.add(key);
-        records.push({ type: target.type, externalId, fields });
-      }
+      if (st.issues.length >= MAX_ISSUES) break;
+      await mapTarget(st, target, root, bindings, override?.fields.get(target.name));
     }
-    if (issues.length > 0) return { ok: false, mappingVersion: version, issues: issues.slice(0, MAX_ISSUES) };
-    return { ok: true, mappingVersion: version, records, warnings: warnings.slice(0, MAX_ISSUES) };
+    if (st.issues.length > 0)
+      return { ok: false, mappingVersion: version, issues: st.issues.slice(0, MAX_ISSUES) };
+    return {
+      ok: true,
+      mappingVersion: version,
+      records: st.records,
+      warnings: st.warnings.slice(0, MAX_ISSUES),
+    };
   }
 
   return {
     version,
     name: mapping.name,
-    layout,
     accountNumberSinks: accountNumberSinks(mapping, layout),
     async map(input: MappingInput): Promise<MappingOutcome> {
       try {

@@ -1,5 +1,6 @@
 import type { CompiledExpression, CompiledMapping, CompiledTarget, LintProblem } from './compile.js';
 import type { ExprNode } from './expression.js';
+import type { LayoutColumnsView } from './types.js';
 
 /**
  * Lint warnings (not errors: the set still loads) where a platform id flows into a place of
@@ -161,16 +162,7 @@ function isAccountNumber(node: ExprNode | undefined): boolean {
 /** Where `$accountNumber()` goes into a place of fixed size: fields with maxLength, fixed-width columns. */
 export function accountNumberSinks(
   mapping: CompiledMapping,
-  layout:
-    | {
-        files: ReadonlyArray<{
-          name: string;
-          record: string;
-          format: string;
-          columns: ReadonlyArray<{ name: string; field?: string; length: number }>;
-        }>;
-      }
-    | undefined,
+  layout: LayoutColumnsView | undefined,
 ): Array<{ where: string; size: number }> {
   const out: Array<{ where: string; size: number }> = [];
   const fieldsByType = new Map<string, Set<string>>();

@@ -1,6 +1,5 @@
 import type { MappedRecord } from '../contract/records.js';
 import type { Entities, PlatformDocument, QueueItem } from '../contract/schemas.js';
-import type { Layout } from '../core/file/layout/layout.js';
 
 /**
  * The bank's numbers for a loan (issue 23): its core account number (`$accountNumber()`; null
@@ -67,13 +66,26 @@ export type MappingOutcome =
   | { ok: true; mappingVersion: string; records: MappedRecord[]; warnings?: MappingIssue[] }
   | { ok: false; mappingVersion: string; issues: MappingIssue[] };
 
-/** A compiled mapping set. Pure: no I/O after loading. */
+/**
+ * What the engine reads of a set's file layout (`layout.yaml`, compiled by core/file/layout and
+ * loaded with the set by src/mapping-sets): the fixed-width columns and the record fields they
+ * take, to tell where `$accountNumber()` lands in a place of fixed size. The engine never imports
+ * the file core; its Layout satisfies this.
+ */
+export interface LayoutColumnsView {
+  readonly files: ReadonlyArray<{
+    name: string;
+    record: string;
+    format: string;
+    columns: ReadonlyArray<{ name: string; field?: string; length: number }>;
+  }>;
+}
+
+/** A compiled mapping (the engine). Pure: no I/O after loading. The set's layout travels beside it (src/mapping-sets). */
 export interface Mapper {
   /** Hash of the mapping files: stamped on every core record and stored per loan. */
   readonly version: string;
   readonly name: string;
-  /** The set's file layout (`layout.yaml`), part of the version; undefined when it declares none. */
-  readonly layout?: Layout | undefined;
   /** Where the set puts `$accountNumber()` into a place of fixed size (start-up checks the pool's width against them). */
   readonly accountNumberSinks?: ReadonlyArray<{ where: string; size: number }>;
   map(input: MappingInput): Promise<MappingOutcome>;

@@ -1,5 +1,5 @@
 import { errorMessage } from '../lib/errors.js';
-import { CHANGE_WORDS, diffRecordLists } from '../mapping/fixtures.js';
+import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';

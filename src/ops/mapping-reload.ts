@@ -3,7 +3,8 @@ import { sep } from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import type { Mapper, MappingInput, MappingOutcome } from '../mapping/types.js';
+import type { MappingInput, MappingOutcome } from '../mapping/types.js';
+import type { SetMapper as Mapper } from '../mapping-sets/loader.js';
 
 /** What /readyz, /metrics, `loans show` and the startup log say about the mapping in use. */
 export interface LoadedMappingStatus {

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
 import { fixtureTimeZone, runFixture, type FixtureResult } from '../mapping/fixtures.js';
-import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping/loader.js';
+import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping-sets/loader.js';
 import { diffExpectedLines } from '../core/file/layout/expected-lines.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 

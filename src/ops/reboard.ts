@@ -2,7 +2,7 @@ import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { CHANGE_WORDS, diffRecordLists } from '../mapping/fixtures.js';
+import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { QueueItem } from '../contract/schemas.js';

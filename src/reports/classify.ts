@@ -1,3 +1,4 @@
+import { shellQuote } from '../lib/shell.js';
 import { formatCents } from './money.js';
 import type { Merged } from './merged.js';
 import { PENDING, type ReconcileTally } from './tally.js';
@@ -99,7 +100,7 @@ export async function classifyLoan(
     const items = await reviewItems?.(id, REVIEW_ITEMS_PER_LOAN);
     const listed =
       items === undefined
-        ? `the loan's console page lists them (${consoleLoanPath(id)}; \`loans show ${id}\` on the host)`
+        ? `the loan's console page lists them (${consoleLoanPath(id)}; \`loans show ${shellQuote(id)}\` on the host)`
         : items.length > 0
           ? 'listed with this exception'
           : 'their details are no longer in the loan history';
@@ -123,7 +124,7 @@ export async function classifyLoan(
       id,
       m,
       s.updatedAt,
-      `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console page ${consoleLoanPath(id)}; on the host: \`loans retry ${id}\` or \`loans skip ${id} --reason …\`.`,
+      `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console page ${consoleLoanPath(id)}; on the host: \`loans retry ${shellQuote(id)}\` or \`loans skip ${shellQuote(id)} --reason …\`.`,
     );
   }
   if (s && PENDING.has(s.state)) {

@@ -1,3 +1,7 @@
+/**
+ * report.html: one self-contained page (inline CSS, inline SVG chart, no scripts, no external
+ * assets) so it can be mailed, archived or opened offline. Every value is escaped.
+ */
 import type { CustomerDay } from './customers.js';
 import { formatCentsGrouped } from './money.js';
 import {
@@ -11,6 +15,7 @@ import {
 } from './types.js';
 import { REASON_LABELS } from './reasons.js';
 import { localDateTime } from '../lib/calendar.js';
+import { escapeHtml } from '../lib/html.js';
 import { DISPOSITION_LABELS, type SignOffRecord } from './dispositions.js';
 
 /** An ISO instant as people read it in the report: the bank's wall time with the zone's abbreviation (a date stays a date). */
@@ -23,19 +28,6 @@ function inZone(iso: string, timeZone: string): string {
 /** The policy report.html is served under (/reports/latest, the console): inline styles and images, no script, no framing. */
 export const REPORT_HTML_CSP =
   "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
-
-/**
- * report.html: one self-contained page (inline CSS, inline SVG chart, no scripts, no external
- * assets) so it can be mailed, archived or opened offline. Every value is escaped.
- */
-export function escapeHtml(value: string | number | null | undefined): string {
-  return String(value ?? '')
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;')
-    .replaceAll("'", '&#39;');
-}
 
 const REASON_COLORS: Record<ExceptionReason, string> = {
   acknowledged_missing_in_core: '#c0392b',

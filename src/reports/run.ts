@@ -65,6 +65,65 @@ export function newRunId(nowMs: number): string {
   return `rec-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
+/** The run's folder: `--out` (never one that holds a report), else a new one per run under the day's. */
+function reportDirFor(
+  deps: RunReconcileDeps,
+  asOfMs: number,
+): { dir: string; dayDir: string | null; createdDayDir: boolean; createdDir: boolean } {
+  const { config, logger } = deps;
+  if (deps.outDir !== undefined) {
+    const dir = resolve(deps.outDir);
+    if (existsSync(join(dir, REPORT_FILES.json)) || existsSync(join(dir, REPORT_FILES.html))) {
+      throw new UsageError(
+        `--out ${dir} already holds a report; reports are never overwritten: give another folder`,
+      );
+    }
+    const createdDir = !existsSync(dir);
+    for (const w of ensureReportDir(dir)) logger.warn(w);
+    return { dir, dayDir: null, createdDayDir: false, createdDir };
+  }
+  const timeZone = config.bank.timeZone;
+  // One folder per run: a second run the same day never replaces the first (it may be signed).
+  for (const w of ensureReportDir(resolve(config.reports.dir))) logger.warn(w);
+  const dayDir = resolve(config.reports.dir, localDate(asOfMs, timeZone));
+  const createdDayDir = !existsSync(dayDir);
+  for (const w of ensureReportDir(dayDir)) logger.warn(w);
+  const dir = createRunDir(dayDir, formatWallTime(wallTimeAt(asOfMs, timeZone), 'HHmmss'));
+  return { dir, dayDir, createdDayDir, createdDir: true };
+}
+
+/** The report's header: what run, as of when, against which platform and core. */
+function reportHeader(
+  deps: RunReconcileDeps,
+  runId: string,
+  asOfMs: number,
+  since: string | null,
+  mappingVersions: ReconciliationSummary['header']['mappingVersions'],
+): ReconciliationSummary['header'] {
+  const { config } = deps;
+  const timeZone = config.bank.timeZone;
+  let platformOrigin: string | null = null;
+  try {
+    platformOrigin = new URL(config.platform.baseUrl).origin;
+  } catch {
+    platformOrigin = null;
+  }
+  return {
+    runId,
+    asOf: new Date(asOfMs).toISOString(),
+    asOfLocal: localDateTime(asOfMs, timeZone),
+    timeZone,
+    connectorVersion: deps.connectorVersion,
+    mappingVersions,
+    environment: config.platform.environment,
+    platformOrigin,
+    coreAdapter: deps.core.name,
+    since,
+    fundedNotReleasedDays: config.reports.fundedNotReleasedDays,
+    ageBasis: 'business days (Monday–Friday, no holiday calendar) in the bank time zone',
+  };
+}
+
 /**
  * One reconciliation run: platform (boarded loans), connector state and core compared, three files
  * written. Used by the `reconcile` command and by the daemon's nightly schedule
@@ -78,28 +137,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
   if (since !== null && Number.isNaN(Date.parse(since)))
     throw new Error(`since: expected an ISO 8601 date-time, got ${JSON.stringify(since)}`);
   const runId = newRunId(asOfMs);
-  let dir: string;
-  let dayDir: string | null = null;
-  let createdDayDir = false;
-  let createdDir: boolean;
-  if (deps.outDir !== undefined) {
-    dir = resolve(deps.outDir);
-    if (existsSync(join(dir, REPORT_FILES.json)) || existsSync(join(dir, REPORT_FILES.html))) {
-      throw new UsageError(
-        `--out ${dir} already holds a report; reports are never overwritten: give another folder`,
-      );
-    }
-    createdDir = !existsSync(dir);
-    for (const w of ensureReportDir(dir)) logger.warn(w);
-  } else {
-    // One folder per run: a second run the same day never replaces the first (it may be signed).
-    for (const w of ensureReportDir(resolve(config.reports.dir))) logger.warn(w);
-    dayDir = resolve(config.reports.dir, localDate(asOfMs, timeZone));
-    createdDayDir = !existsSync(dayDir);
-    for (const w of ensureReportDir(dayDir)) logger.warn(w);
-    dir = createRunDir(dayDir, formatWallTime(wallTimeAt(asOfMs, timeZone), 'HHmmss'));
-    createdDir = true;
-  }
+  const { dir, dayDir, createdDayDir, createdDir } = reportDirFor(deps, asOfMs);
   const files = {
     json: join(dir, REPORT_FILES.json),
     csv: join(dir, REPORT_FILES.csv),
@@ -157,27 +195,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
         `${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`,
       );
     }
-    let platformOrigin: string | null = null;
-    try {
-      platformOrigin = new URL(config.platform.baseUrl).origin;
-    } catch {
-      platformOrigin = null;
-    }
     const summary: ReconciliationSummary = {
-      header: {
-        runId,
-        asOf: new Date(asOfMs).toISOString(),
-        asOfLocal: localDateTime(asOfMs, timeZone),
-        timeZone,
-        connectorVersion: deps.connectorVersion,
-        mappingVersions: outcome.mappingVersions,
-        environment: config.platform.environment,
-        platformOrigin,
-        coreAdapter: deps.core.name,
-        since,
-        fundedNotReleasedDays: config.reports.fundedNotReleasedDays,
-        ageBasis: 'business days (Monday–Friday, no holiday calendar) in the bank time zone',
-      },
+      header: reportHeader(deps, runId, asOfMs, since, outcome.mappingVersions),
       totals: outcome.totals,
       tieOut: outcome.tieOut,
       aging: outcome.aging,

@@ -1,4 +1,6 @@
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
+import { createAccountNumbers, type NumberSource } from '../../src/boarding/identity.js';
+import type { CustomerResolver } from '../../src/boarding/customers.js';
 import { Leadership, newHolderId } from '../../src/store/leadership/leadership.js';
 import { sqliteLeaseBackend } from '../../src/store/leadership/leases.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';
@@ -29,6 +31,10 @@ export function fakePipeline(
     maxAttempts?: number;
     leaseTtlMs?: number;
     logger?: Logger;
+    /** identity.accountNumbers.source (default pool, the file core's). */
+    accountNumbers?: NumberSource;
+    /** Customer match before create, built over the pipeline's store (absent: none). */
+    customers?: (store: BoardingStore, clock: FakeClock) => CustomerResolver;
   } = {},
 ): FakePipeline {
   const db = openDatabase(opts.dbPath ?? ':memory:');
@@ -49,7 +55,13 @@ export function fakePipeline(
       logger: opts.logger ?? silentLogger(),
       settings: { maxAttempts: opts.maxAttempts ?? 5, retryBaseMs: 1000, retryMaxMs: 60_000 },
       connectorVersion: 'test',
+      accountNumbers: createAccountNumbers({
+        store,
+        source: opts.accountNumbers ?? 'pool',
+        logger: opts.logger ?? silentLogger(),
+      }),
       random: () => 0,
+      ...(opts.customers ? { customers: opts.customers(store, clock) } : {}),
       pageSize: 2,
       concurrency: opts.concurrency ?? 3,
       leadership: new Leadership(sqliteLeaseBackend(sqliteStore(db)), {

@@ -7,7 +7,7 @@
  * Values: `Html` is inserted as is; strings and numbers are escaped; null, undefined and false
  * render nothing; arrays are joined (each element by these rules).
  */
-import { escapeHtml } from '../../reports/render-html.js';
+import { escapeHtml } from '../../lib/html.js';
 
 const MINT = Symbol('html');
 

@@ -23,6 +23,7 @@ import {
 } from '../port.js';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
+import { createOrFindDuplicate } from '../create-once.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import {
@@ -635,16 +636,14 @@ export class FineractCore implements CoreSystem {
     idField: string,
     lookup: () => Promise<number | null>,
   ): Promise<number> {
-    try {
-      const res = await this.command<Json>(path, { body, ...(signal ? { signal } : {}) }, action, keyParts);
-      return numId(res[idField] ?? res['resourceId'], `${path} response`);
-    } catch (err) {
-      if (err instanceof CoreRejectedError && isDuplicateExternalId(err.detail)) {
-        const existing = await lookup();
-        if (existing !== null) return existing;
-      }
-      throw err;
-    }
+    return createOrFindDuplicate({
+      create: async () => {
+        const res = await this.command<Json>(path, { body, ...(signal ? { signal } : {}) }, action, keyParts);
+        return numId(res[idField] ?? res['resourceId'], `${path} response`);
+      },
+      isDuplicate: isDuplicateExternalId,
+      found: lookup,
+    });
   }
 
   /**

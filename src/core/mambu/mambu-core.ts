@@ -28,6 +28,7 @@ import {
 } from '../port.js';
 import { safeFileName } from '../safe-name.js';
 import { MambuDecimal, MambuHttp, isDuplicateId, type MambuHttpOptions } from './http.js';
+import { createOrFindDuplicate } from '../create-once.js';
 import {
   derivedMambuId,
   isMambuId,
@@ -315,20 +316,21 @@ export class MambuCore implements CoreSystem {
       }
       if (keys.length > 0) body['groupMembers'] = keys;
     }
-    try {
-      const res = await this.http.post<Json>(`/${resource}`, {
-        body,
-        idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body),
-        ...(signal ? { signal } : {}),
-      });
-      return holderOf(res, `${kind} ${id}`);
-    } catch (err) {
-      if (err instanceof CoreRejectedError && isDuplicateId(err.detail)) {
+    return createOrFindDuplicate({
+      create: async () => {
+        const res = await this.http.post<Json>(`/${resource}`, {
+          body,
+          idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body),
+          ...(signal ? { signal } : {}),
+        });
+        return holderOf(res, `${kind} ${id}`);
+      },
+      isDuplicate: isDuplicateId,
+      found: async () => {
         const again = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
-        if (again !== null) return holderOf(again, `${kind} ${id}`);
-      }
-      throw err;
-    }
+        return again === null ? null : holderOf(again, `${kind} ${id}`);
+      },
+    });
   }
 
   /** The tax id a client or group record carries in the configured custom field. */
@@ -575,19 +577,20 @@ export class MambuCore implements CoreSystem {
     body[this.loanRef.set] = { ...(body[this.loanRef.set] ?? {}), [this.loanRef.field]: ref };
     if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined)
       body['assignedBranchKey'] = this.opts.branchKey;
-    try {
-      return await this.http.post<Json>('/loans', {
-        body,
-        idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (err) {
-      if (err instanceof CoreRejectedError && isDuplicateId(err.detail)) {
+    return createOrFindDuplicate({
+      create: () =>
+        this.http.post<Json>('/loans', {
+          body,
+          idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body),
+          ...(signal ? { signal } : {}),
+        }),
+      isDuplicate: isDuplicateId,
+      // Only this loan's own record (its reference field) answers the duplicate.
+      found: async () => {
         const again = await this.findLoanById(id, signal);
-        if (again !== null && this.refOf(again) === ref) return again;
-      }
-      throw err;
-    }
+        return again !== null && this.refOf(again) === ref ? again : null;
+      },
+    });
   }
 
   private async resolveHolder(

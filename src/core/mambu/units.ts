@@ -1,5 +1,5 @@
 import type { CanonicalLoanFields } from '../port.js';
-import { decimalToCents, percentToBps } from '../fineract/units.js';
+import { decimalToCents, percentToBps } from '../units.js';
 
 type Json = Record<string, unknown>;
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MambuCore } from '../../../src/core/mambu/mambu-core.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { loadMapper } from '../../../src/mapping/loader.js';
+import { loadMapper } from '../../../src/mapping-sets/loader.js';
 import type { Mapper, MappingInput } from '../../../src/mapping/types.js';
 import { startFakeMambu, type FakeMambu } from '../../support/fake-mambu.js';
 import { makePackage } from '../../unit/core/support.js';

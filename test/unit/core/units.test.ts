@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   canonicalFromFineractLoan,
-  decimalToCents,
   fineractDate,
-  percentToBps,
   platformFrequency,
 } from '../../../src/core/fineract/units.js';
+import { decimalToCents, percentToBps } from '../../../src/core/units.js';
 import { fineractMessage } from '../../../src/core/fineract/http.js';
 
 describe('Fineract units back to platform units', () => {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileMapping, DEFAULT_MAPPER_OPTIONS, type MapperOptions } from '../../../src/mapping/compile.js';
 import { createMapper } from '../../../src/mapping/engine.js';
-import { loadMapper } from '../../../src/mapping/loader.js';
+import { loadMapper } from '../../../src/mapping-sets/loader.js';
 import type { Mapper, MappingInput } from '../../../src/mapping/types.js';
 
 /** Engine tests read made-up input fields on purpose (name, x…): input paths are lint's concern (lint.test.ts). */

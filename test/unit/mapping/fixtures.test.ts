@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MapperOptions } from '../../../src/mapping/compile.js';
 import { runFixture } from '../../../src/mapping/fixtures.js';
-import { lintMappingDir, loadFixtures, loadMapper } from '../../../src/mapping/loader.js';
+import { lintMappingDir, loadFixtures, loadMapper } from '../../../src/mapping-sets/loader.js';
 import type { Mapper } from '../../../src/mapping/types.js';
 
 const root = join(import.meta.dirname, '../../../mappings');

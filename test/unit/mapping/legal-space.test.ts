@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadMapper } from '../../../src/mapping/loader.js';
+import { loadMapper } from '../../../src/mapping-sets/loader.js';
 import type { MappedRecord, Mapper, MappingInput } from '../../../src/mapping/types.js';
 
 /**

@@ -9,7 +9,7 @@ import {
   type LintProblem,
 } from '../../../src/mapping/compile.js';
 import { JSONATA_BUILTINS } from '../../../src/mapping/helpers.js';
-import { lintMappingDir, loadMapper } from '../../../src/mapping/loader.js';
+import { lintMappingDir, loadMapper } from '../../../src/mapping-sets/loader.js';
 import { mappingJsonSchema } from '../../../src/mapping/spec.js';
 import jsonata from 'jsonata';
 

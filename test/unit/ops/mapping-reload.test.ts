@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { createReloadableMapper, watchMappingDir } from '../../../src/ops/mapping-reload.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { loadMapper } from '../../../src/mapping/loader.js';
+import { loadMapper } from '../../../src/mapping-sets/loader.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 const repo = join(import.meta.dirname, '../../..');

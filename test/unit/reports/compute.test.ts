@@ -294,3 +294,16 @@ describe('computeReconciliation', () => {
     expect(r.totals.writtenToCore.count).toBe(1299);
   });
 });
+
+describe('command hints in exception details', () => {
+  it('regression: a quarantined loan whose id has a space and a quote got `loans retry` hints without shell quoting', async () => {
+    const id = "ln 7'; rm -rf x";
+    const r = await computeReconciliation(
+      sources([store(id, 'quarantined', { quarantineReason: 'validation' })], [], [], []),
+      opts,
+    );
+    const q = r.exceptions.find((e) => e.reason === 'quarantined');
+    expect(q?.detail).toContain(`\`loans retry 'ln 7'\\''; rm -rf x'\``);
+    expect(q?.detail).toContain(`\`loans skip 'ln 7'\\''; rm -rf x' --reason …\``);
+  });
+});

@@ -4,7 +4,8 @@ import { buildTieOut } from '../../../src/reports/compute.js';
 import { formatCents, formatCentsGrouped } from '../../../src/reports/money.js';
 import { createProgressBar } from '../../../src/reports/progress.js';
 import { clockReading } from '../../support/fake-clock.js';
-import { escapeHtml, renderHtml } from '../../../src/reports/render-html.js';
+import { renderHtml } from '../../../src/reports/render-html.js';
+import { escapeHtml } from '../../../src/lib/html.js';
 import { renderJson } from '../../../src/reports/render-json.js';
 import type {
   Amount,

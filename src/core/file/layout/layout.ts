@@ -189,8 +189,8 @@ export interface LayoutCompileResult {
 
 /**
  * What the mapping set says about the records a layout writes, for the lint of `layout.yaml`
- * against its set. The mapping engine builds it (mapping/layout-catalogue.ts) and hands it in: the
- * layout never imports the mapping engine, the mapping engine depends on the layout.
+ * against its set. src/mapping-sets builds it from the compiled mapping (layout-catalogue.ts) and
+ * hands it in: the layout never imports the mapping engine, nor the engine the layout.
  */
 export interface LayoutRecordCatalogue {
   /** Record type → field → its `maxLength`; undefined when the mapping did not compile (no field checks then). */
@@ -201,6 +201,33 @@ export interface LayoutRecordCatalogue {
     record: string,
     column: { name: string; length: number; source?: MetaSource; field?: string },
   ): string | undefined;
+}
+
+type RawFile = z.infer<typeof layoutSchema>['files'][number];
+type RawColumn = RawFile['columns'][number];
+
+/** A column as the renderer takes it: the file's settings and the defaults filled in. */
+function compiledColumn(c: RawColumn, f: RawFile): LayoutColumn {
+  return {
+    name: c.name,
+    ...(c.field !== undefined ? { field: c.field } : {}),
+    ...(c.value !== undefined ? { value: c.value } : {}),
+    ...(c.source !== undefined ? { source: c.source } : {}),
+    ...(c.code !== undefined ? { code: c.code } : {}),
+    ...(c.count !== undefined ? { count: c.count } : {}),
+    ...(c.total !== undefined ? { total: c.total } : {}),
+    start: c.start ?? 0,
+    length: c.length ?? 0,
+    align: c.align ?? (c.count !== undefined || c.total !== undefined ? 'right' : 'left'),
+    pad: c.pad ?? ' ',
+    ...(c.decimals !== undefined ? { decimals: c.decimals } : c.total !== undefined ? { decimals: 2 } : {}),
+    implied: c.implied ?? false,
+    ...(c.dateFormat !== undefined ? { dateFormat: c.dateFormat } : {}),
+    transliterate: c.transliterate ?? f.transliterate,
+    overflow: c.overflow ?? 'reject',
+    neutralise: c.neutralise ?? true,
+    controlCharacters: c.controlCharacters ?? f.controlCharacters,
+  } satisfies LayoutColumn;
 }
 
 type Section = 'header' | 'columns' | 'trailer';
@@ -324,30 +351,7 @@ export function compileLayout(text: string, catalogue?: LayoutRecordCatalogue): 
         }
         if (c.implied !== undefined && c.decimals === undefined)
           at(src.keyPosOf([...path, 'implied']), `${c.name}: implied needs decimals`);
-        return {
-          name: c.name,
-          ...(c.field !== undefined ? { field: c.field } : {}),
-          ...(c.value !== undefined ? { value: c.value } : {}),
-          ...(c.source !== undefined ? { source: c.source } : {}),
-          ...(c.code !== undefined ? { code: c.code } : {}),
-          ...(c.count !== undefined ? { count: c.count } : {}),
-          ...(c.total !== undefined ? { total: c.total } : {}),
-          start: c.start ?? 0,
-          length: c.length ?? 0,
-          align: c.align ?? (c.count !== undefined || c.total !== undefined ? 'right' : 'left'),
-          pad: c.pad ?? ' ',
-          ...(c.decimals !== undefined
-            ? { decimals: c.decimals }
-            : c.total !== undefined
-              ? { decimals: 2 }
-              : {}),
-          implied: c.implied ?? false,
-          ...(c.dateFormat !== undefined ? { dateFormat: c.dateFormat } : {}),
-          transliterate: c.transliterate ?? f.transliterate,
-          overflow: c.overflow ?? 'reject',
-          neutralise: c.neutralise ?? true,
-          controlCharacters: c.controlCharacters ?? f.controlCharacters,
-        } satisfies LayoutColumn;
+        return compiledColumn(c, f);
       });
       if (f.format === 'fixed' && f.recordLength !== undefined)
         checkCoverage(src, at, [...fpath, key], out, recordLength);

@@ -6,9 +6,9 @@ import {
   summaryLine,
   transliterate,
 } from '../../../../src/core/file/layout/render.js';
-import { lintMappingDir } from '../../../../src/mapping/loader.js';
+import { lintMappingDir } from '../../../../src/mapping-sets/loader.js';
 import { compileMapping, DEFAULT_MAPPER_OPTIONS } from '../../../../src/mapping/compile.js';
-import { layoutCatalogue } from '../../../../src/mapping/layout-catalogue.js';
+import { layoutCatalogue } from '../../../../src/mapping-sets/layout-catalogue.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -108,7 +108,7 @@ describe('layout lint', () => {
 
 describe('the shipped layout', () => {
   it('takes every generic fixture that boards, in every file (legal data never quarantines: regression, 2^53 - 1 cents overflowed LNLOAD.DAT)', async () => {
-    const { loadFixtures, loadMapper } = await import('../../../../src/mapping/loader.js');
+    const { loadFixtures, loadMapper } = await import('../../../../src/mapping-sets/loader.js');
     const layout = lintMappingDir(GENERIC).layout!;
     let rendered = 0;
     for (const c of loadFixtures(GENERIC).cases) {

@@ -1,6 +1,6 @@
 import type { LayoutRecordCatalogue } from '../core/file/layout/layout.js';
-import type { CompiledMapping } from './compile.js';
-import { idIntoFixedColumnMessage, idReadByColumn } from './id-flow.js';
+import type { CompiledMapping } from '../mapping/compile.js';
+import { idIntoFixedColumnMessage, idReadByColumn } from '../mapping/id-flow.js';
 
 /**
  * What a mapping set tells the lint of its `layout.yaml` (core/file/layout): the fields of each

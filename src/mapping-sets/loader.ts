@@ -10,20 +10,27 @@ import {
   type CompileResult,
   type LintProblem,
   type MapperOptions,
-} from './compile.js';
-import { createMapper } from './engine.js';
-import { expectedFromOutcome, fixtureTimeZone, type FixtureCase } from './fixtures.js';
+} from '../mapping/compile.js';
+import { createMapper } from '../mapping/engine.js';
+import { expectedFromOutcome, fixtureTimeZone, type FixtureCase } from '../mapping/fixtures.js';
 import { renderExpectedLines } from '../core/file/layout/expected-lines.js';
 import { compileLayout, LAYOUT_FILE, type Layout } from '../core/file/layout/layout.js';
-import { idIntoLimitedFields } from './id-flow.js';
+import { idIntoLimitedFields } from '../mapping/id-flow.js';
 import { layoutCatalogue } from './layout-catalogue.js';
-import type { Mapper, MappingOutcome } from './types.js';
+import type { Mapper, MappingOutcome } from '../mapping/types.js';
 
 /**
- * The only file of src/mapping that touches the file system: it reads a mapping directory and
- * hands the text to the pure compiler. Paths a mapping references (CSV lookups) must stay inside
- * its directory.
+ * Mapping sets: a directory with `mapping.yaml` (and the files it references), an optional
+ * `layout.yaml` (the file core's batch layout) and `fixtures/`. This module reads them from disk
+ * and joins the pure mapping engine (src/mapping) with the file core's layout compiler
+ * (src/core/file/layout): it sits above both, so the engine never imports a core. Paths a mapping
+ * references (CSV lookups) must stay inside its directory.
  */
+
+/** The engine of a set with the set's file layout beside it (`layout.yaml`; undefined when it declares none). */
+export interface SetMapper extends Mapper {
+  readonly layout?: Layout | undefined;
+}
 
 function readerFor(dir: string): (rel: string) => string | undefined {
   const root = resolve(dir);
@@ -125,10 +132,10 @@ function cleanSet(
  * Loads the mapping set the pipeline uses. Throws ConfigError listing every problem with
  * file:line:column when the set does not compile: a daemon must not start on a broken mapping.
  */
-export async function loadMapper(dir: string, opts: Partial<MapperOptions> = {}): Promise<Mapper> {
+export async function loadMapper(dir: string, opts: Partial<MapperOptions> = {}): Promise<SetMapper> {
   await Promise.resolve();
   const r = cleanSet(dir, opts);
-  return createMapper(r.mapping, r.version, r.layout);
+  return { ...createMapper(r.mapping, r.version, r.layout), layout: r.layout };
 }
 
 /** `<dir>/fixtures/<case>/{input.json, expected.json, options.json?}` in name order. */

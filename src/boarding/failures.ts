@@ -1,0 +1,266 @@
+import { errorMessage } from '../lib/errors.js';
+import { redactForStorage } from '../lib/redact.js';
+import { isPlatformError, type PlatformError } from '../platform/errors.js';
+import { classifyCoreFailure, CustomerSourceUnavailableError } from '../core/port.js';
+import type { QuarantineReason } from '../store/loan-states.js';
+import { IllegalTransitionError } from '../store/loan-states.js';
+import { StaleStateError } from '../store/loans.js';
+import { PoolExhaustedError } from '../store/identity/numbers.js';
+import { FencedOut } from '../store/index.js';
+import { CustomerAmbiguousError, CustomerWaitError } from './customers.js';
+
+/**
+ * The one failure taxonomy of the pipeline: every error a loan's attempt or a cycle can meet
+ * (platform, core, store, customer match, number pool, fence) is classified here, once, into a
+ * disposition and a code. board-loan.ts and cycle.ts switch on the disposition only.
+ *
+ * - `retry-later`: this attempt is lost, a later one may work (a transient platform failure, a
+ *   customer source that cannot tell now, an unexpected error); after maxAttempts: quarantined.
+ * - `core-unavailable`: the core (or its customer search) did not answer and nothing was written:
+ *   retried later, and counted towards the cycle's core-outage stop.
+ * - `core-ambiguous`: the core did not answer after the write went out (it may have committed):
+ *   retried later asking the core first; counted towards the core-outage stop.
+ * - `quarantine`: no retry changes the outcome (a refusal of this loan's data, an ambiguous
+ *   customer match): a person looks at it.
+ * - `stop-cycle`: nothing is the loan's fault, but no further call may be made this cycle (the
+ *   platform client stopped traffic after rate-limit strikes).
+ * - `fatal`: every loan would fail alike (credentials refused, a number pool exhausted): the cycle
+ *   stops and `sync --once` exits non-zero.
+ * - `stale`: someone else (an operator, another process) moved the loan meanwhile: it is theirs.
+ * - `stepped-down`: this process no longer leads (fenced out) or the state machine refused the
+ *   step: nothing more may be written; the error goes up and the cycle ends as a lost lease.
+ */
+export type FailureDisposition =
+  | 'retry-later'
+  | 'core-unavailable'
+  | 'core-ambiguous'
+  | 'quarantine'
+  | 'stop-cycle'
+  | 'fatal'
+  | 'stale'
+  | 'stepped-down';
+
+/** The dispositions under which a loan waits in retry_wait for another attempt. */
+export type RetryDisposition = Extract<
+  FailureDisposition,
+  'retry-later' | 'core-unavailable' | 'core-ambiguous'
+>;
+
+/** Where in a loan's attempt the failure happened: the core write (with its fetch and map) or the ack. */
+export type FailurePhase = 'core' | 'ack';
+
+export interface Failure {
+  disposition: FailureDisposition;
+  /** The loan's lastErrorCode (or the fatal stop's code: `core.*`, `identity.*` or a platform auth code). */
+  code: string;
+  message: string;
+  /** quarantine: the loan's quarantine reason. */
+  reason: QuarantineReason | null;
+  /** retry dispositions: the quarantine reason once the attempts are used up. */
+  exhaustedReason: QuarantineReason;
+  /** Kept with the loan's transition (quarantine, retry_wait). */
+  detail: unknown;
+  /** fatal / stop-cycle: the attempt event recorded in the loan's history. */
+  event: { reason: string; detail: unknown } | null;
+  /** What the pipeline logs about it (null: nothing, or the caller logs with what it knows). */
+  log: { level: 'warn' | 'error'; fields: Record<string, unknown>; msg: string } | null;
+  /**
+   * The core's refusal of this loan is an answer, not a consequence of shutdown: it is recorded
+   * even when the attempt was aborted. Every other failure of an aborted attempt is an interruption.
+   */
+  answerDespiteAbort: boolean;
+}
+
+type FailureInit = Pick<Failure, 'disposition' | 'code' | 'message'> & Partial<Failure>;
+
+function failure(init: FailureInit): Failure {
+  return {
+    reason: null,
+    exhaustedReason: 'retries_exhausted',
+    detail: undefined,
+    event: null,
+    log: null,
+    answerDespiteAbort: false,
+    ...init,
+  };
+}
+
+function storeFailure(err: unknown): Failure | null {
+  if (err instanceof FencedOut)
+    return failure({
+      disposition: 'stepped-down',
+      code: 'store.fenced_out',
+      message: err.message,
+    });
+  if (err instanceof IllegalTransitionError)
+    return failure({ disposition: 'stepped-down', code: 'store.illegal_transition', message: err.message });
+  if (err instanceof StaleStateError)
+    return failure({
+      disposition: 'stale',
+      code: 'store.stale_state',
+      message: err.message,
+    });
+  return null;
+}
+
+function customerFailure(err: unknown, phase: FailurePhase): Failure | null {
+  if (err instanceof CustomerAmbiguousError)
+    return failure({
+      disposition: 'quarantine',
+      code: 'customer.ambiguous',
+      message: err.message,
+      reason: 'customer_match_ambiguous',
+      detail: err.detail,
+      log: {
+        level: 'warn',
+        fields: { entityId: err.detail.entityId, cifs: err.detail.cifs.length },
+        msg: 'customer match ambiguous: quarantined',
+      },
+    });
+  if (err instanceof CustomerWaitError || err instanceof CustomerSourceUnavailableError)
+    // Never "no existing customer": the loan waits for the source (or the other loan's write). A
+    // core whose customer search failed is a core that does not answer.
+    return failure({
+      disposition: err.code === 'customers.search_failed' ? 'core-unavailable' : 'retry-later',
+      code: err.code,
+      message: err.message,
+      detail: { phase },
+      log: {
+        level: 'warn',
+        fields: { code: err.code, err: err.message },
+        msg: 'customer match cannot be decided now; will retry',
+      },
+    });
+  return null;
+}
+
+function poolFailure(err: unknown, phase: FailurePhase): Failure | null {
+  if (!(err instanceof PoolExhaustedError)) return null;
+  // No number left: boarding more loans would need one each. Never a reused number: stop.
+  return failure({
+    disposition: 'fatal',
+    code: err.code,
+    message: err.message,
+    event: { reason: 'number pool exhausted', detail: { phase, pool: err.pool, message: err.message } },
+    log: { level: 'error', fields: { pool: err.pool, capacity: err.capacity }, msg: err.message },
+  });
+}
+
+function coreFailure(err: unknown, phase: FailurePhase): Failure | null {
+  const core = classifyCoreFailure(err);
+  if (core === null) return null;
+  const base = { code: core.code, message: core.message };
+  switch (core.disposition) {
+    case 'quarantine':
+      return failure({
+        ...base,
+        disposition: 'quarantine',
+        reason: 'core_rejected',
+        detail: { status: core.status, detail: core.detail },
+        log: { level: 'warn', fields: { status: core.status }, msg: 'core rejected the loan' },
+        answerDespiteAbort: true,
+      });
+    case 'fatal':
+      // The core refused our credentials: every loan would fail the same way, so stop instead of
+      // burning attempts until each one is quarantined.
+      return failure({
+        ...base,
+        disposition: 'fatal',
+        event: {
+          reason: 'fatal core error',
+          detail: { phase, message: redactForStorage(core.message) },
+        },
+        log: { level: 'error', fields: { err: core.message }, msg: 'core refused the connector: stopping' },
+      });
+    case 'retry':
+    case 'retry-check-first':
+      return failure({
+        ...base,
+        disposition: core.disposition === 'retry' ? 'core-unavailable' : 'core-ambiguous',
+        exhaustedReason: core.disposition === 'retry' ? 'retries_exhausted' : 'ambiguous',
+        detail: { phase },
+        log: {
+          level: 'warn',
+          fields: { code: core.code, err: core.message },
+          msg: 'core unavailable; will retry (checking the core first)',
+        },
+      });
+  }
+}
+
+function platformFailure(err: PlatformError, phase: FailurePhase): Failure {
+  switch (err.disposition) {
+    case 'fatal':
+      return failure({
+        disposition: 'fatal',
+        code: err.code,
+        message: err.message,
+        event: { reason: `fatal platform error ${err.code}`, detail: err.toJSON() },
+        log: {
+          level: 'error',
+          fields: { code: err.code, status: err.status },
+          msg: 'platform refused our credentials: stopping',
+        },
+      });
+    case 'halt':
+      return failure({
+        disposition: 'stop-cycle',
+        code: `platform.${err.code}`,
+        message: err.message,
+        event: { reason: 'platform traffic stopped after rate-limit strikes', detail: err.toJSON() },
+      });
+    case 'retry-call':
+    case 'retry-later':
+      return failure({
+        disposition: 'retry-later',
+        code: `platform.${err.code}`,
+        message: err.message,
+        detail: { phase, status: err.status },
+        log: {
+          level: 'warn',
+          fields: { code: err.code, status: err.status },
+          msg: 'platform call failed; will retry',
+        },
+      });
+    case 'quarantine': {
+      // A 4xx (or an oversize document) that no retry will change; a refused document host is
+      // the bank's network policy, told apart from bad data.
+      const reason: QuarantineReason =
+        phase === 'ack'
+          ? 'ack_rejected'
+          : err.code === 'download.refused'
+            ? 'download_refused'
+            : 'validation';
+      return failure({
+        disposition: 'quarantine',
+        code: `platform.${err.code}`,
+        message: err.message,
+        reason,
+        detail: err.toJSON(),
+        log: {
+          level: 'warn',
+          fields: { code: err.code, status: err.status, reason },
+          msg: 'platform refused a request for this loan',
+        },
+      });
+    }
+  }
+}
+
+/**
+ * Classifies any error the pipeline meets. The order matters where classes overlap: a pool
+ * exhausted is a FatalError too, but it is our own limit, not the core refusing the connector.
+ */
+export function classifyFailure(err: unknown, phase: FailurePhase = 'core'): Failure {
+  const known =
+    storeFailure(err) ?? customerFailure(err, phase) ?? poolFailure(err, phase) ?? coreFailure(err, phase);
+  if (known !== null) return known;
+  if (isPlatformError(err)) return platformFailure(err, phase);
+  return failure({
+    disposition: 'retry-later',
+    code: 'internal',
+    message: errorMessage(err),
+    detail: { phase },
+    log: { level: 'error', fields: { err }, msg: 'unexpected error while boarding; will retry' },
+  });
+}
