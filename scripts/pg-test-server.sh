@@ -48,7 +48,7 @@ role=boarding
 fixture=boarding_fixture
 tls="$dir/tls"
 # Bumped when the cluster's set-up changes: an older cluster in DIR is recreated, not half-reused.
-layout_version=2
+layout_version=3
 
 find_bindir() {
   if [ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/initdb" ]; then echo "$PG_BINDIR"; return 0; fi
@@ -280,11 +280,14 @@ if [ ! -f "$dir/roles" ]; then
   # its database only. Leadership ends a stale replica's sessions with pg_terminate_backend, which
   # a role may do to its own sessions without any grant (every replica logs in as this role).
   # boarding_fixture is the tests' own: it creates each test file's database, owned by boarding,
-  # and may CHECKPOINT (the tax-id-at-rest test reads the data files).
+  # and may CHECKPOINT (the tax-id-at-rest test reads the data files). It drops each test
+  # database WITH (FORCE), which must also end an autovacuum worker that happens to be on it
+  # (no role of its own: only pg_signal_backend may): seen once as a failed afterAll.
   if ! admin_psql "$port" >&2 <<EOF; then
 CREATE ROLE $role LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$pw';
 CREATE ROLE $fixture LOGIN NOSUPERUSER CREATEDB NOCREATEROLE PASSWORD '$fpw' IN ROLE $role;
 GRANT pg_checkpoint TO $fixture;
+GRANT pg_signal_backend TO $fixture;
 CREATE DATABASE $db OWNER $role;
 REVOKE ALL ON DATABASE postgres FROM PUBLIC;
 EOF
