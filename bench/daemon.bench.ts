@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestPlatform, writeConnectorConfig } from '../test/integration/boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig } from '../test/integration/pipeline/harness.js';
 
 const LOANS = 30;
 const IDLE_S = Number(process.env['BENCH_DAEMON_IDLE_SECONDS'] ?? 20);

@@ -19,7 +19,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Webhook } from 'standardwebhooks';
-import { startTestPlatform, writeConnectorConfig } from '../test/integration/boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig } from '../test/integration/pipeline/harness.js';
 
 const MINUTES = Number(process.env['BENCH_SOAK_MINUTES'] ?? 30);
 const LOANS_PER_MINUTE = Number(process.env['BENCH_SOAK_LOANS_PER_MINUTE'] ?? 30);

@@ -1,7 +1,7 @@
 import { createEditLoopService } from './edit-loop-service.js';
 import { numberSource, type Config } from '../config/schema.js';
 import type { NumberPoolName } from '../store/identity/numbers.js';
-import type { CycleSummary } from '../boarding/cycle.js';
+import type { CycleSummary } from '../pipeline/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../scheduler/daemon.js';
 import { batchSealDaemonJob } from './seal-job.js';
 import { reconcileDaemonJob } from '../reports/daemon-job.js';

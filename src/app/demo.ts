@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { fatalSentence } from '../boarding/board-loan.js';
+import { fatalSentence } from '../pipeline/board-loan.js';
 import { loadConfig } from '../config/load.js';
 import { SHIPPED_GENERIC_MAPPINGS } from '../config/schema.js';
 import type { Config } from '../config/schema.js';

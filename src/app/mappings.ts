@@ -1,4 +1,4 @@
-import { accountNumbersFromConfig } from '../boarding/identity.js';
+import { accountNumbersFromConfig } from '../identity/account-numbers.js';
 import { bankSchema, mappingsSchema } from '../config/schema.js';
 import type { MapperOptions } from '../mapping/compile.js';
 import { loadMapper } from '../mapping-sets/loader.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/budget.js';
+import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/rate-budget/budget.js';
 import { createPlatformClient, type PlatformClient } from '../platform/client.js';
 import { PgSharedRateBudget } from '../store/rate-budget/pg.js';
 import type { PgPool } from '../store/pg/pool.js';
@@ -143,5 +143,5 @@ export function rateAdminFor(
 }
 
 /** What the CLI shows of the client's waits (the rate budget's reason for one). */
-export { describeWait } from '../platform/budget.js';
+export { describeWait } from '../platform/rate-budget/budget.js';
 export type { Bucket, PlatformApi } from '../platform/api.js';

@@ -1,7 +1,7 @@
 import { CONNECTOR_VERSION } from '../version.js';
 import type { ReboardDeps, ReboardPreviewDeps } from '../ops/reboard.js';
 import type { PlatformClient } from '../platform/client.js';
-import { accountNumbersFromConfig } from '../boarding/identity.js';
+import { accountNumbersFromConfig } from '../identity/account-numbers.js';
 import { buildRuntime, loadMapperFromConfig, type BoardingRuntime } from './runtime.js';
 import { openPlatformSession, type CommandScope } from './session.js';
 

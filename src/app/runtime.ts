@@ -1,6 +1,6 @@
 import { numberSource, type Config } from '../config/schema.js';
 import { ConfigError } from '../lib/errors.js';
-import { createAccountNumbers, createPoolWatch, type AccountNumbers } from '../boarding/identity.js';
+import { createAccountNumbers, createPoolWatch, type AccountNumbers } from '../identity/account-numbers.js';
 import { createCore } from './core.js';
 import type { CoreSystem, DocumentFetcher } from '../core/port.js';
 import { createDocumentFetcher } from '../core/documents.js';
@@ -17,10 +17,10 @@ import type { StoreDb } from '../store/sql.js';
 import { storeTarget } from './store-target.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/identity/numbers.js';
-import { CustomerKeys } from '../lib/customer-keys.js';
-import { createCustomerResolver, type CustomerResolver } from '../boarding/customers.js';
+import { CustomerKeys } from '../identity/customer-keys.js';
+import { createCustomerResolver, type CustomerResolver } from '../identity/customer-match.js';
 import { tinHashKey } from './tin-key.js';
-import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../boarding/cycle.js';
+import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../pipeline/cycle.js';
 import { openLeadership } from '../store/leadership/leases.js';
 import type { Leadership } from '../store/leadership/leadership.js';
 
@@ -42,7 +42,7 @@ export interface BoardingRuntime {
   leadership: Leadership;
   /** The loan's core account number: the pool or the core (identity.accountNumbers). */
   accountNumbers: AccountNumbers;
-  /** Customer match before create (boarding/customers.ts). */
+  /** Customer match before create (identity/customer-match.ts). */
   customers: CustomerResolver;
   clock: Clock;
   logger: Logger;
@@ -238,5 +238,5 @@ export async function buildRuntime(
 }
 
 /** A cycle's fatal end and its progress, as the commands that run cycles show them. */
-export { fatalSentence } from '../boarding/board-loan.js';
-export type { CycleProgress, CycleSummary } from '../boarding/cycle.js';
+export { fatalSentence } from '../pipeline/board-loan.js';
+export type { CycleProgress, CycleSummary } from '../pipeline/cycle.js';

@@ -14,7 +14,7 @@ import { openStore } from '../store/open.js';
 import type { StoreDb } from '../store/sql.js';
 import { createDaemonStatusStore, type DaemonStatusStore } from '../store/daemon-status.js';
 import { storeTarget } from './store-target.js';
-import { BOARDING_LEASE } from '../boarding/cycle.js';
+import { BOARDING_LEASE } from '../pipeline/cycle.js';
 import { openLeadership } from '../store/leadership/leases.js';
 import type { LeaseRow } from '../store/leadership/leadership.js';
 import { createCore, fileBatchesFromConfig } from './core.js';

@@ -1,5 +1,5 @@
 import express from 'express';
-import { retryDelayMs } from '../boarding/backoff.js';
+import { retryDelayMs } from '../pipeline/backoff.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { startHttpServer, type RunningServer } from '../http/server.js';

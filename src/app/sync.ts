@@ -5,13 +5,13 @@ import {
   FatalError,
   IncompleteRunError,
 } from '../lib/errors.js';
-import { fatalSentence } from '../boarding/board-loan.js';
+import { fatalSentence } from '../pipeline/board-loan.js';
 import type { ProgressLine } from '../lib/terminal.js';
 import { loadMapper } from '../mapping-sets/loader.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { PlatformApi } from '../platform/api.js';
-import { accountNumbersFromConfig } from '../boarding/identity.js';
-import type { CycleProgress, CycleSummary } from '../boarding/cycle.js';
+import { accountNumbersFromConfig } from '../identity/account-numbers.js';
+import type { CycleProgress, CycleSummary } from '../pipeline/cycle.js';
 import { assertSameMappingAsDaemon } from '../ops/daemon-guard.js';
 import { dryRun, formatDryRun, type DryRunReport } from '../ops/dry-run.js';
 import { batchSealDaemonJob } from './seal-job.js';

@@ -5,10 +5,10 @@
 import { errorMessage } from '../lib/errors.js';
 import { formatIssue } from '../mapping/types.js';
 import { redactForStorage } from '../lib/redact.js';
-import { quarantineReasonFor } from '../boarding/board-loan.js';
-import { fetchMappingInput, storedItemOrLoan } from '../boarding/mapping-input.js';
-import { mappingIdentity } from '../boarding/identity.js';
-import { storedCustomers } from '../boarding/customers.js';
+import { quarantineReasonFor } from '../pipeline/board-loan.js';
+import { fetchMappingInput, storedItemOrLoan } from '../pipeline/mapping-input.js';
+import { mappingIdentity } from '../identity/account-numbers.js';
+import { storedCustomers } from '../identity/customer-match.js';
 import {
   previewReboard,
   type ReboardPreview,

@@ -16,7 +16,7 @@
  */
 import { UsageError, errorMessage } from '../lib/errors.js';
 import { selectLoans, type LoanSelection } from './loan-list.js';
-import { writtenForCurrentRelease } from '../boarding/release.js';
+import { writtenForCurrentRelease } from '../pipeline/release.js';
 import type { BoardingStore } from '../store/index.js';
 import type { OpPlan, OpsOrigin } from './loan-plan.js';
 import { planRetry, retryLoan } from './retry.js';

@@ -4,9 +4,9 @@ import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapp
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { QueueItem } from '../contract/schemas.js';
-import { quarantineReasonFor } from '../boarding/board-loan.js';
-import { fetchMappingInput, maskRecords } from '../boarding/mapping-input.js';
-import { mappingIdentity } from '../boarding/identity.js';
+import { quarantineReasonFor } from '../pipeline/board-loan.js';
+import { fetchMappingInput, maskRecords } from '../pipeline/mapping-input.js';
+import { mappingIdentity } from '../identity/account-numbers.js';
 
 export type DryRunVerdict = 'board' | 'board_with_warnings' | 'quarantine';
 

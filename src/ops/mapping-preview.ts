@@ -12,15 +12,15 @@ import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import { formatIssue, type Mapper, type MappingInput, type MappingOutcome } from '../mapping/types.js';
 import { isPlatformError } from '../platform/errors.js';
 import type { PlatformApi } from '../platform/api.js';
-import { storedCustomers } from '../boarding/customers.js';
-import { mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
+import { storedCustomers } from '../identity/customer-match.js';
+import { mappingIdentity, type AccountNumbers } from '../identity/account-numbers.js';
 import {
   fetchMappingInput,
   maskRecords,
   parseBoardedRecords,
   queueItemFor,
   type InputSource,
-} from '../boarding/mapping-input.js';
+} from '../pipeline/mapping-input.js';
 import type { BoardingStore } from '../store/index.js';
 
 export { formatIssue, maskRecords, type MappingInput, type MappingOutcome };

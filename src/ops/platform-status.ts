@@ -1,5 +1,5 @@
 /** `platform status`: the 429 strikes of the last 24 h, the traffic stop and the pauses in force (sends no request). */
-import { TRAFFIC_STOP_AT_STRIKES } from '../platform/budget.js';
+import { TRAFFIC_STOP_AT_STRIKES } from '../platform/rate-budget/budget.js';
 
 export { TRAFFIC_STOP_AT_STRIKES };
 

@@ -10,7 +10,7 @@ import type { LoanRow } from '../store/loans.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../lib/redact.js';
-import { quarantineReasonFor } from '../boarding/board-loan.js';
+import { quarantineReasonFor } from '../pipeline/board-loan.js';
 import {
   canonicalFields,
   fetchMappingInput,
@@ -18,10 +18,10 @@ import {
   parseBoardedRecords,
   storableRecords,
   storedItemOrLoan,
-} from '../boarding/mapping-input.js';
-import { payloadHash } from '../boarding/release.js';
-import { mappingIdentity, type AccountNumbers } from '../boarding/identity.js';
-import { storedCustomers } from '../boarding/customers.js';
+} from '../pipeline/mapping-input.js';
+import { payloadHash } from '../pipeline/release.js';
+import { mappingIdentity, type AccountNumbers } from '../identity/account-numbers.js';
+import { storedCustomers } from '../identity/customer-match.js';
 
 export interface ReboardDeps {
   store: BoardingStore;

@@ -7,7 +7,7 @@
 import { UsageError } from '../lib/errors.js';
 import type { LoanStore, LoanRow } from '../store/loans.js';
 import { RETRYABLE_STATES } from '../store/loan-states.js';
-import { writtenForCurrentRelease } from '../boarding/release.js';
+import { writtenForCurrentRelease } from '../pipeline/release.js';
 import { loadAsPlanned, notFoundPlan, type OpPlan, type OpsOrigin } from './loan-plan.js';
 
 const RETRYABLE_FROM = new Set<string>(RETRYABLE_STATES);

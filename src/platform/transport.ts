@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { createMemoryRateState, type RateLedger, type RateStateStore } from './rate-budget/ledger.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
-import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './budget.js';
+import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './rate-budget/budget.js';
 import {
   documentHostGuard,
   type DocumentHostGuard,

@@ -2,8 +2,8 @@ import { schedule as cronSchedule, validate as cronValidate, type ScheduledTask 
 import type { Clock, Timer } from '../lib/clock.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { fatalSentence } from '../boarding/board-loan.js';
-import type { CycleRunner, CycleSummary } from '../boarding/cycle.js';
+import { fatalSentence } from '../pipeline/board-loan.js';
+import type { CycleRunner, CycleSummary } from '../pipeline/cycle.js';
 
 /**
  * Something the daemon runs beside the drain: the webhook receiver, the endpoint check… Started

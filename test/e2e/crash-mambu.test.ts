@@ -9,7 +9,7 @@ import {
   startTestPlatform,
   writeConnectorConfig,
   type TestPlatform,
-} from '../integration/boarding/harness.js';
+} from '../integration/pipeline/harness.js';
 import { rng } from '../support/failover.js';
 import { startFakeMambu, type FakeMambu } from '../support/fake-mambu.js';
 

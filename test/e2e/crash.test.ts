@@ -20,7 +20,7 @@ import {
   startTestPlatform,
   writeConnectorConfig,
   type TestPlatform,
-} from '../integration/boarding/harness.js';
+} from '../integration/pipeline/harness.js';
 // Seeded, so a failing run can be replayed: set CRASH_SEED to the seed it printed.
 import { rng } from '../support/failover.js';
 

@@ -65,7 +65,7 @@ describe('platform faults at volume', () => {
       200,
     );
     // One 429 only: a strike halves the pace for 24 h, a second stops all traffic until an operator
-    // clears the ledger (by design: src/platform/budget.ts), which this scenario does not model.
+    // clears the ledger (by design: src/platform/rate-budget/budget.ts), which this scenario does not model.
     await set.platform.setFaults(
       [
         ...faults,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fineractExternalId } from '../../src/core/fineract/external-id.js';
-import { runCli } from '../integration/boarding/harness.js';
+import { runCli } from '../integration/pipeline/harness.js';
 import { startFakeFineract, type FakeFineract } from '../support/fake-fineract.js';
 import {
   gauge,

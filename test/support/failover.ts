@@ -24,7 +24,7 @@ import pg from 'pg';
 import { stringify } from 'yaml';
 import { parseCsvLine } from '../../src/lib/csv.js';
 import { maxInSlidingWindow, type RequestLogEntry } from '../../src/sandbox/request-log.js';
-import { startTestPlatform, type TestPlatform } from '../integration/boarding/harness.js';
+import { startTestPlatform, type TestPlatform } from '../integration/pipeline/harness.js';
 import type { SandboxOptions } from '../../src/sandbox/index.js';
 
 export const MAIN = join(process.cwd(), 'dist/main.js');

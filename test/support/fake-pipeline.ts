@@ -1,6 +1,6 @@
-import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/boarding/cycle.js';
-import { createAccountNumbers, type NumberSource } from '../../src/boarding/identity.js';
-import type { CustomerResolver } from '../../src/boarding/customers.js';
+import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../../src/pipeline/cycle.js';
+import { createAccountNumbers, type NumberSource } from '../../src/identity/account-numbers.js';
+import type { CustomerResolver } from '../../src/identity/customer-match.js';
 import { Leadership, newHolderId } from '../../src/store/leadership/leadership.js';
 import { sqliteLeaseBackend } from '../../src/store/leadership/leases.js';
 import { silentLogger, type Logger } from '../../src/lib/logger.js';

@@ -1,5 +1,5 @@
 /**
- * The rate budget's port (issue 34: ports belong to their users): what src/platform/budget.ts needs
+ * The rate budget's port (issue 34: ports belong to their users): what src/platform/rate-budget/budget.ts needs
  * to persist, and its in-memory version. The store implements it (src/store/rate-budget/: the
  * SQLite spend log, the PostgreSQL shared ledger) without importing this file (the store sits
  * below the platform client); src/app/platform.ts hands the store's implementation to the client,
@@ -65,7 +65,7 @@ export type TakeResult =
 /**
  * A rate budget whose decisions live in a store shared by every process on the API key (issue 26:
  * PostgreSQL, src/store/rate-budget/pg.ts). The platform client's RateBudget
- * (src/platform/budget.ts) keeps what is per process (FIFO waiters, the in-flight cap, the
+ * (src/platform/rate-budget/budget.ts) keeps what is per process (FIFO waiters, the in-flight cap, the
  * X-RateLimit-* view, 429 jitter) and asks the ledger for every token instead of its spend log.
  */
 export interface RateLedger {

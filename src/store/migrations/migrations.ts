@@ -520,7 +520,7 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
       $fn$;
     `,
   },
-  /* 16: PostgreSQL only: one strike ledger and the same halving as src/platform/budget.ts
+  /* 16: PostgreSQL only: one strike ledger and the same halving as src/platform/rate-budget/budget.ts
      (issue 26 point 3). The shared ledger (rate_shared_strikes) is THE strike ledger on
      PostgreSQL: rows of the per-process tables of migration 1 (rate_strikes, rate_pause: e.g.
      copied by `state migrate`) are adopted into it once per key by src/store/rate-budget/pg.ts;

@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import { inTransaction, type PgPool } from '../pg/pool.js';
 
 /**
- * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends from it (src/platform/budget.ts asks it for each token).
+ * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends from it (src/platform/rate-budget/budget.ts asks it for each token).
  *
  * Per (key, class) a sliding-window log: the grants of the last window (`rate_shared_grants`)
  * and one lock row with their count (`rate_shared_window`). Each call is decided by ONE statement
@@ -23,7 +23,7 @@ import { inTransaction, type PgPool } from '../pg/pool.js';
  * sustained (L − 1) per W at best and lost every slot a caller woke more than one interval late
  * for: two replicas on this loaded 2-core machine used 0.74 of the read allowance. While a strike
  * is active the limit is the class's slowLimit (the client's half pace, ⌊L/2⌋ as
- * src/platform/budget.ts allows), counted over the same log, so grants made before the strike
+ * src/platform/rate-budget/budget.ts allows), counted over the same log, so grants made before the strike
  * count against it too.
  *
  * A 429 (recordRateLimited) pauses the class for every replica until database-now + the wait and
@@ -50,7 +50,7 @@ export interface ClassLimit {
   windowMs: number;
   /**
    * Calls allowed in any window while a strike is active (the client's half pace, computed by the
-   * caller: src/platform/budget.ts allowedPerWindow). Default max(1, ⌊limit / 2⌋).
+   * caller: src/platform/rate-budget/budget.ts allowedPerWindow). Default max(1, ⌊limit / 2⌋).
    */
   slowLimit?: number;
 }

@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 import { expect } from 'vitest';
 import { verifyPackage } from '../../../src/core/file/manifest.js';
 import { safeId } from '../../../src/core/safe-name.js';
-import { startTestPlatform, type TestPlatform } from '../../integration/boarding/harness.js';
+import { startTestPlatform, type TestPlatform } from '../../integration/pipeline/harness.js';
 import { coreRecords, Replica, sealOpenBatches, until, type Readyz } from '../../support/failover.js';
 import type { SandboxOptions } from '../../../src/sandbox/index.js';
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { DEFAULT_PERMISSIONS } from '../../../src/sandbox/keys.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 
 type Raw = Record<string, Record<string, unknown>>;
 

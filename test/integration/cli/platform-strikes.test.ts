@@ -13,7 +13,7 @@ import {
   pgStoreConfig,
   TEST_TIN_HASH_KEY,
 } from '../../support/pg.js';
-import { runCli } from '../boarding/harness.js';
+import { runCli } from '../pipeline/harness.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));

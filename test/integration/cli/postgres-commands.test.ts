@@ -10,7 +10,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
+import { BOARDING_LEASE } from '../../../src/pipeline/cycle.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';
 import { openStore } from '../../../src/store/open.js';
 import { pgLeaseBackend } from '../../../src/store/leadership/pg.js';
@@ -27,7 +27,7 @@ import {
 } from '../../support/pg.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
 import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 
 const LOANS = 8;
 // platform.environment: development lets a loopback http endpoint through (the sandbox allows it too).

@@ -4,7 +4,7 @@ import { parse, stringify } from 'yaml';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCliSplit } from '../../support/cli-run.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 /** The summary `sync --once` prints, and nothing else: every stdout line is one of its lines. */

@@ -19,7 +19,7 @@ import { FileBatchStore } from '../../../src/store/file-batches.js';
 import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 import { openStore } from '../../../src/store/open.js';
 import { redactUrl } from '../../../src/lib/redact.js';
-import { runCli } from '../boarding/harness.js';
+import { runCli } from '../pipeline/harness.js';
 import {
   createTestDatabase,
   pgCa,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnectorDaemon, type ConnectorDaemon } from '../../../src/app/daemon.js';
 import { buildRuntime, type BoardingRuntime } from '../../../src/app/runtime.js';
 import { testHash } from '../../support/console-users.js';
-import { runCli } from '../boarding/harness.js';
+import { runCli } from '../pipeline/harness.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';

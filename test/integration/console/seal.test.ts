@@ -8,7 +8,7 @@ import { testHash } from '../../support/console-users.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 
 /**
  * The file core's batches through the console: loans boarded by `sync --once` with the shipped

@@ -7,7 +7,7 @@ import { createCliContext } from '../../../src/cli/context.js';
 import { hasValidCheckDigit } from '../../../src/lib/check-digit.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 
 /**
  * End to end: the sandbox, `sync --once` with the shipped generic set (its layout.yaml) into the

@@ -7,7 +7,7 @@ import { loadConfig } from '../../../src/config/load.js';
 import { FileCore } from '../../../src/core/file/file-core.js';
 import type { CoreSystem } from '../../../src/core/port.js';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 
 /**
  * Two loans with the same tax id in flight at once: the first one's core write is held until the

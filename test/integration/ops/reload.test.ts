@@ -9,7 +9,7 @@ import { createCliContext, createHangupSource } from '../../../src/cli/context.j
 import { buildProgram } from '../../../src/cli/program.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 async function freePort(): Promise<number> {

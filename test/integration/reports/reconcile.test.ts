@@ -19,7 +19,7 @@ import { loadConfig } from '../../../src/config/load.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { startSandbox, type RunningSandbox } from '../../../src/sandbox/index.js';
 import { FakeMapper } from '../../support/fake-mapper.js';
-import { ackKey } from '../../../src/boarding/release.js';
+import { ackKey } from '../../../src/pipeline/release.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

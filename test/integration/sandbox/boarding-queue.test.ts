@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loanSchema } from '../../../src/contract/schemas.js';
 import { startHarness, type Harness, type J } from './harness.js';
-import { ackKey } from '../../../src/boarding/release.js';
+import { ackKey } from '../../../src/pipeline/release.js';
 
 describe('boarding queue and acknowledgement', () => {
   let h: Harness;

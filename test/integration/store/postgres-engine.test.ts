@@ -12,7 +12,7 @@ import { loadConfig } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { openStore } from '../../../src/store/open.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../boarding/harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 import {
   createTestDatabase,
   pgEnv,

@@ -13,7 +13,7 @@ import { FileBatches } from '../../../src/core/file/batches.js';
 import { cutoffRule } from '../../../src/core/file/cutoff.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { testBatches, testLayout } from '../../unit/core/batches-support.js';
-import { runCli } from '../boarding/harness.js';
+import { runCli } from '../pipeline/harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 const cleanups: Array<() => void> = [];

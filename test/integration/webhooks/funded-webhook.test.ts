@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CycleSummary } from '../../../src/boarding/cycle.js';
+import type { CycleSummary } from '../../../src/pipeline/cycle.js';
 import { createConnectorDaemon } from '../../../src/app/daemon.js';
 import { buildRuntime } from '../../../src/app/runtime.js';
 import { createCliContext } from '../../../src/cli/context.js';

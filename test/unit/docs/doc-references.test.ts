@@ -129,10 +129,10 @@ describe('the check itself fails on what does not exist', () => {
   });
 
   it('a path that does not exist, also before a placeholder', () => {
-    expect(checkPaths('x.md', 'see `src/cli/wiring.ts` and ./bench/none.ts and src/boarding/nothing/<x>.ts', repo).map((x) => x.message)).toEqual([
+    expect(checkPaths('x.md', 'see `src/cli/wiring.ts` and ./bench/none.ts and src/pipeline/nothing/<x>.ts', repo).map((x) => x.message)).toEqual([
       'path src/cli/wiring.ts does not exist',
       'path ./bench/none.ts does not exist (checked bench/none.ts)',
-      'path src/boarding/nothing/<x>.ts does not exist (checked src/boarding/nothing)',
+      'path src/pipeline/nothing/<x>.ts does not exist (checked src/pipeline/nothing)',
     ]);
     expect(checkPaths('x.md', 'src/cli/run.ts, mappings/generic/fixtures/<case>/input.json, https://x.example/docs/none', repo)).toEqual([]);
     // A set the docs tell the reader to make may be named; one they do not is an error.

@@ -9,7 +9,7 @@ import {
   scrubDeep,
   scrubText,
 } from '../../../src/lib/redact.js';
-import { maskRecords } from '../../../src/boarding/mapping-input.js';
+import { maskRecords } from '../../../src/pipeline/mapping-input.js';
 
 describe('redaction: one module, one set of patterns', () => {
   it('scrubText (logs): keys, webhook secrets, bearer tokens, presigned queries and dashed tax ids', () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
-import { RateBudget } from '../../../src/platform/budget.js';
+import { RateBudget } from '../../../src/platform/rate-budget/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import {
   createMemoryRateState,

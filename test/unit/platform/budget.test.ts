@@ -7,7 +7,7 @@ import {
   RateBudget,
   STRIKE_WINDOW_MS,
   type Token,
-} from '../../../src/platform/budget.js';
+} from '../../../src/platform/rate-budget/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { createMemoryRateState, type RateStateStore } from '../../../src/platform/rate-budget/ledger.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
-import type { CycleSummary } from '../../../src/boarding/cycle.js';
+import type { CycleSummary } from '../../../src/pipeline/cycle.js';
 import type { BoardingPackage } from '../../../src/core/port.js';
 import { createDaemon } from '../../../src/scheduler/daemon.js';
 import { ConfigError } from '../../../src/lib/errors.js';

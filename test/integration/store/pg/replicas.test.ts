@@ -25,7 +25,7 @@ import {
   pgSkipReason,
   type TestDatabase,
 } from '../../../support/pg.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../pipeline/harness.js';
 
 const SECRET = `whsec_${Buffer.from('replicas-test-signing-secret-0123').toString('base64')}`;
 let db: TestDatabase;

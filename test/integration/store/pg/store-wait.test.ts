@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { createConnectorDaemon } from '../../../../src/app/daemon.js';
 import { buildRuntime, type BoardingRuntime } from '../../../../src/app/runtime.js';
 import { openStoreWaiting } from '../../../../src/app/store-wait.js';
-import type { CycleSummary } from '../../../../src/boarding/cycle.js';
+import type { CycleSummary } from '../../../../src/pipeline/cycle.js';
 import { loadConfig } from '../../../../src/config/load.js';
 import { createCliContext } from '../../../../src/cli/context.js';
 import { buildProgram } from '../../../../src/cli/program.js';
@@ -31,7 +31,7 @@ import {
   viaPort,
 } from '../../../support/pg.js';
 import { freePort, startTcpSwitch, type TcpSwitch } from '../../../support/tcp-switch.js';
-import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../boarding/harness.js';
+import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../../pipeline/harness.js';
 
 // The login role's real password (the server checks it): the tests look for it where it must not appear.
 const PASSWORD = pgPassword;

@@ -7,7 +7,7 @@ import { IllegalTransitionError } from '../store/loan-states.js';
 import { StaleStateError } from '../store/loans.js';
 import { PoolExhaustedError } from '../store/identity/numbers.js';
 import { FencedOut } from '../store/index.js';
-import { CustomerAmbiguousError, CustomerWaitError } from './customers.js';
+import { CustomerAmbiguousError, CustomerWaitError } from '../identity/customer-match.js';
 
 /**
  * The one failure taxonomy of the pipeline: every error a loan's attempt or a cycle can meet

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, type FailureDisposition } from '../../../src/boarding/failures.js';
+import { classifyFailure, type FailureDisposition } from '../../../src/pipeline/failures.js';
 import {
   createCustomerResolver,
   CustomerAmbiguousError,
   CustomerWaitError,
-} from '../../../src/boarding/customers.js';
-import { CustomerKeys } from '../../../src/lib/customer-keys.js';
+} from '../../../src/identity/customer-match.js';
+import { CustomerKeys } from '../../../src/identity/customer-keys.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 import { fakeLoan } from '../../support/fake-platform.js';
@@ -176,7 +176,7 @@ const TABLE: Row[] = [
   { name: 'a thrown string', err: 'oops', disposition: 'retry-later', code: 'internal' },
 ];
 
-describe('the failure taxonomy (src/boarding/failures.ts)', () => {
+describe('the failure taxonomy (src/pipeline/failures.ts)', () => {
   it.each(TABLE)('$name → $disposition / $code', (row) => {
     const f = classifyFailure(row.err, row.phase ?? 'core');
     expect({ disposition: f.disposition, code: f.code }).toEqual({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake.js';
-import { ackKey, releaseMarker, storableQueueItem } from '../../../src/boarding/release.js';
-import { retryDelayMs } from '../../../src/boarding/backoff.js';
+import { recordInvalidItem, recordQueueItem } from '../../../src/pipeline/intake.js';
+import { ackKey, releaseMarker, storableQueueItem } from '../../../src/pipeline/release.js';
+import { retryDelayMs } from '../../../src/pipeline/backoff.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { fakeLoan } from '../../support/fake-platform.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { recordInvalidItem, recordQueueItem } from '../../../src/boarding/intake.js';
+import { recordInvalidItem, recordQueueItem } from '../../../src/pipeline/intake.js';
 import { retryLoan } from '../../../src/ops/retry.js';
 import { skipLoan } from '../../../src/ops/skip.js';
 import { createLogger, silentLogger } from '../../../src/lib/logger.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { sqliteLeaseBackend } from '../../../src/store/leadership/leases.js';
-import { BOARDING_LEASE } from '../../../src/boarding/cycle.js';
+import { BOARDING_LEASE } from '../../../src/pipeline/cycle.js';
 import { runCli } from './harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 

@@ -1,8 +1,8 @@
-import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../lib/logger.js';
-import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from './rate-budget/ledger.js';
-import type { Bucket, BudgetSnapshot, PlatformWait } from './api.js';
-import { PlatformError } from './errors.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from './ledger.js';
+import type { Bucket, BudgetSnapshot, PlatformWait } from '../api.js';
+import { PlatformError } from '../errors.js';
 
 /**
  * The client-side rate budget (design.md "Decisions"): separate read and write buckets, each a
