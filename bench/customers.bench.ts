@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCustomerResolver } from '../src/identity/customer-match.js';
 import { CustomerExtract, DEFAULT_EXTRACT_LAYOUT } from '../src/core/file/customer-extract.js';
-import { CustomerKeys } from '../src/identity/customer-keys.js';
+import { CustomerKeys } from '../src/lib/customer-keys.js';
 import { silentLogger } from '../src/lib/logger.js';
 import type { Entities } from '../src/contract/schemas.js';
 import { openDatabase } from '../src/store/sqlite/db.js';

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRuntime } from '../src/app/runtime.js';
 import { loadConfig } from '../src/config/load.js';
-import { normaliseTin } from '../src/identity/customer-keys.js';
+import { normaliseTin } from '../src/lib/customer-keys.js';
 import { silentLogger } from '../src/lib/logger.js';
 import { startSandbox } from '../src/sandbox/index.js';
 import { SandboxState } from '../src/sandbox/state.js';

@@ -14,7 +14,7 @@ import { FineractCore } from '../core/fineract/fineract-core.js';
 import { MambuCore } from '../core/mambu/mambu-core.js';
 import type { CoreSystem } from '../core/port.js';
 import { CustomerExtract } from '../core/file/customer-extract.js';
-import type { CustomerKeys } from '../identity/customer-keys.js';
+import type { CustomerKeys } from '../lib/customer-keys.js';
 
 export { createDocumentFetcher } from '../core/documents.js';
 export { verifyPackage, readManifest, type PackageManifest } from '../core/file/manifest.js';

@@ -17,7 +17,7 @@ import type { StoreDb } from '../store/sql.js';
 import { storeTarget } from './store-target.js';
 import { createBoardingStore, type BoardingStore } from '../store/index.js';
 import { numberPoolsOf } from '../store/identity/numbers.js';
-import { CustomerKeys } from '../identity/customer-keys.js';
+import { CustomerKeys } from '../lib/customer-keys.js';
 import { createCustomerResolver, type CustomerResolver } from '../identity/customer-match.js';
 import { tinHashKey } from './tin-key.js';
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../pipeline/cycle.js';

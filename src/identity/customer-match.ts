@@ -1,6 +1,6 @@
 import { CustomerSourceUnavailableError, type CoreReceipt, type CustomerDirectory } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
-import { normaliseTin, type CustomerKeys } from '../identity/customer-keys.js';
+import { normaliseTin, type CustomerKeys } from '../lib/customer-keys.js';
 import type { Logger } from '../lib/logger.js';
 import type { Entities } from '../contract/schemas.js';
 import type { CustomerRow, LoanCustomerRow, MatchedBy } from '../store/identity/customers.js';

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Clock } from '../../lib/clock.js';
-import type { CustomerKeys } from '../../identity/customer-keys.js';
+import type { CustomerKeys } from '../../lib/customer-keys.js';
 import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import { parseCsvLine } from '../../lib/csv.js';

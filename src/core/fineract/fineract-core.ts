@@ -22,7 +22,7 @@ import {
   CustomerSourceUnavailableError,
 } from '../port.js';
 import { FatalError, errorMessage } from '../../lib/errors.js';
-import { normaliseName, normaliseTin } from '../../identity/customer-keys.js';
+import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { createOrFindDuplicate } from '../create-once.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';

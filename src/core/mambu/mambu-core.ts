@@ -8,7 +8,7 @@ import { FormData } from 'undici';
 import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
 import type { Clock } from '../../lib/clock.js';
-import { normaliseName, normaliseTin } from '../../identity/customer-keys.js';
+import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ExternalRefStore } from '../external-refs.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxState } from '../../../src/sandbox/state.js';
-import { normaliseTin } from '../../../src/identity/customer-keys.js';
+import { normaliseTin } from '../../../src/lib/customer-keys.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
 

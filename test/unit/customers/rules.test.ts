@@ -14,7 +14,7 @@ import {
   type CustomerDirectory,
   type ExistingCustomer,
 } from '../../../src/core/port.js';
-import { CustomerKeys, normaliseName, normaliseTin } from '../../../src/identity/customer-keys.js';
+import { CustomerKeys, normaliseName, normaliseTin } from '../../../src/lib/customer-keys.js';
 import { silentLogger, type Logger } from '../../../src/lib/logger.js';
 import type { Entities } from '../../../src/contract/schemas.js';
 import { createBoardingStore, type BoardingStore } from '../../../src/store/index.js';

@@ -5,7 +5,7 @@ import {
   CustomerAmbiguousError,
   CustomerWaitError,
 } from '../../../src/identity/customer-match.js';
-import { CustomerKeys } from '../../../src/identity/customer-keys.js';
+import { CustomerKeys } from '../../../src/lib/customer-keys.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 import { fakeLoan } from '../../support/fake-platform.js';
