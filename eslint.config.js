@@ -33,7 +33,6 @@ export default tseslint.config(
     // each leaves the list once it passes.
     files: ['src/**/*.ts'],
     ignores: [
-      'src/app/**',
       'src/boarding/**',
       'src/cli/**',
       'src/console/**',
