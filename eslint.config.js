@@ -34,7 +34,6 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: [
       'src/boarding/**',
-      'src/console/**',
       'src/core/**',
       'src/editloop/**',
       'src/lib/**',
