@@ -40,7 +40,9 @@ export default tseslint.config(
       'src/mapping/**',
       'src/platform/**',
       'src/reports/**',
-      'src/store/**',
+      // The migrations are frozen scripts (each ran once, in order, on every state database): their
+      // SQL, comments included, stays as it shipped.
+      'src/store/migrations/migrations.ts',
     ],
     rules: {
       'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }],
