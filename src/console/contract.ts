@@ -437,9 +437,9 @@ export interface ConsoleService {
   /**
    * Makes a request (status pending; audited). 403 without the operator role, 400 without a
    * reason or with a bad action/loans/filter, 409 (with `link` to it) when a request still to run
-   * already covers one of its loans (or, for seal and strike clear, is of the same action). A request the
-   * config exempts from four eyes
-   * (console.fourEyes.exemptRetries) is approved by the system and executed at once.
+   * already covers one of its loans (or, for seal and strike clear, is of the same action). A request
+   * the config exempts from four eyes (console.fourEyes.exemptRetries) is approved by the system and
+   * executed at once.
    */
   createRequest(user: ConsoleUser, input: NewRequest): Promise<ActionRequest>;
   /**

@@ -20,13 +20,12 @@ import { inTransaction, type PgPool } from '../pg/pool.js';
  * sustained rate is L per W: a caller that wakes late for its slot takes it late, and only that
  * lateness is lost (bench/budget-replicas.bench.ts). Grants are also at least W / 2L apart, so a
  * window that frees up is not spent in one burst (requests jittered on their way could otherwise
- * crowd into one of the platform's windows); it only bounds how fast a late caller catches up. The GCRA of
- * migrations 15 and 16 (burst 2)
- * sustained (L − 1) per W at best and lost every slot a caller woke more than one interval late
- * for: two replicas on this loaded 2-core machine used 0.74 of the read allowance. While a strike
- * is active the limit is the class's slowLimit (the client's half pace, ⌊L/2⌋ as
- * src/platform/budget.ts allows), counted over the same log, so grants made before the strike
- * count against it too.
+ * crowd into one of the platform's windows); it only bounds how fast a late caller catches up. The
+ * GCRA of migrations 15 and 16 (burst 2) sustained (L − 1) per W at best and lost every slot a
+ * caller woke more than one interval late for: two replicas on this loaded 2-core machine used
+ * 0.74 of the read allowance. While a strike is active the limit is the class's slowLimit (the
+ * client's half pace, ⌊L/2⌋ as src/platform/budget.ts allows), counted over the same log, so
+ * grants made before the strike count against it too.
  *
  * A 429 (recordRateLimited) pauses the class for every replica until database-now + the wait and
  * adds a strike; at `stopAtStrikes` uncleared strikes in 24 h every class of the key is stopped for
