@@ -58,14 +58,11 @@ export interface AppendResult {
 }
 
 // Quoted aliases: PostgreSQL folds unquoted names to lower case.
-const BATCH_COLS =
-  `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt", sealing_at AS "sealingAt", ` +
-  `sealed_at AS "sealedAt",
-  seal_reason AS "sealReason", sealed_by AS "sealedBy", principal_cents AS "principalCents", layout`;
-const LOAN_COLS =
-  `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents", ` +
-  `digest, rows_json AS "rowsJson",
-  record_count AS "recordCount", boarded_at AS "boardedAt"`;
+const BATCH_COLS = `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt", sealing_at AS "sealingAt",
+  sealed_at AS "sealedAt", seal_reason AS "sealReason", sealed_by AS "sealedBy",
+  principal_cents AS "principalCents", layout`;
+const LOAN_COLS = `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents",
+  digest, rows_json AS "rowsJson", record_count AS "recordCount", boarded_at AS "boardedAt"`;
 const LOANS_PAGE = 500;
 
 /**
@@ -203,8 +200,8 @@ export class FileBatchStore {
         input.loanId,
       ]);
       await this.db.run(
-        `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, ` +
-          `record_count, boarded_at)
+        `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json,
+           record_count, boarded_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         [
           open.id,

@@ -119,9 +119,8 @@ export const UNKNOWN_LOAN_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
 export const UNKNOWN_LOAN_MAX_ROWS = 50_000;
 
 /** The inbox insert: a redelivered webhook id changes nothing (0 changes = duplicate). */
-const INBOX_INSERT_SQL =
-  `INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, ` +
-  `payload, status)
+const INBOX_INSERT_SQL = `INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at,
+     payload, status)
      VALUES (?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING`;
 
 type InboxInsertParams = [

@@ -63,8 +63,8 @@ export function sqliteLeaseBackend(
             `INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at, epoch, expires_at)
                VALUES (?, ?, ?, ?, ${NOW_MS}, ${NOW_MS}, ?, ${NOW_MS} + ?)
              ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
-               acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, epoch = excluded.epoch, ` +
-              `expires_at = excluded.expires_at`,
+               acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, epoch = excluded.epoch,
+               expires_at = excluded.expires_at`,
             [name, holder, pid ?? 0, host ?? '', epoch, Math.round(ttlMs)],
           );
           return { epoch };

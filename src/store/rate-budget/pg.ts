@@ -254,19 +254,19 @@ export class PgSharedRateBudget {
   private adoptLegacy(): Promise<void> {
     this.adopted ??= inTransaction(this.opts.pool, async (tx) => {
       const moved = await tx.query(
-        `INSERT INTO rate_shared_strikes (key, at, class, path, retry_after_ms, cleared_at, cleared_by, ` +
-          `legacy_seq)
+        `INSERT INTO rate_shared_strikes
+           (key, at, class, path, retry_after_ms, cleared_at, cleared_by, legacy_seq)
          SELECT $1, to_timestamp(s.at / 1000.0), s.bucket, s.path, s.retry_after_ms,
-                CASE WHEN s.cleared_at IS NULL THEN NULL ELSE to_timestamp(s.cleared_at / 1000.0) END, ` +
-          `s.cleared_by, s.seq
+                CASE WHEN s.cleared_at IS NULL THEN NULL ELSE to_timestamp(s.cleared_at / 1000.0) END,
+                s.cleared_by, s.seq
            FROM rate_strikes s
          ON CONFLICT (key, legacy_seq) DO NOTHING`,
         [this.opts.key],
       );
       await tx.query(
         `INSERT INTO rate_shared_pause AS p (key, class, until)
-         SELECT $1, r.bucket, to_timestamp(r.until / 1000.0) FROM rate_pause r WHERE to_timestamp(r.until / ` +
-          `1000.0) > clock_timestamp()
+         SELECT $1, r.bucket, to_timestamp(r.until / 1000.0) FROM rate_pause r
+          WHERE to_timestamp(r.until / 1000.0) > clock_timestamp()
          ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
         [this.opts.key],
       );
