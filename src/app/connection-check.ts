@@ -76,8 +76,8 @@ export function localChecks(
       name: 'mappings.dir',
       status: 'fail',
       detail:
-        `${dir} is not a directory (mappings.dir; a relative path is from the working directory ` +
-        `${process.cwd()})`,
+        `${dir} is not a directory (mappings.dir; a relative ` +
+        `path is from the working directory ${process.cwd()})`,
     });
     checks.push({ name: 'mappings', status: 'skip', detail: 'no mapping directory to lint' });
     return { checks, mapping: undefined };
@@ -271,15 +271,15 @@ function tinCheck(
   }
   if (seen === 'full') return { name, status: 'ok', detail: `the key reads full ${kind} (${permission})` };
   const consequence =
-    `without ${permission} every loan with a ${what} quarantines as tin_incomplete unless ` +
-    `mappings.allowLast4Tin`;
+    `without ${permission} every loan with a ${what} ` +
+    `quarantines as tin_incomplete unless mappings.allowLast4Tin`;
   if (config.mappings.allowLast4Tin) {
     return {
       name,
       status: 'warn',
       detail:
-        `the key sees only the last 4 digits of ${kind}; mappings.allowLast4Tin is true, so those loans ` +
-        `board with masked ids`,
+        `the key sees only the last 4 digits of ${kind}; ` +
+        `mappings.allowLast4Tin is true, so those loans board with masked ids`,
     };
   }
   return {
@@ -359,8 +359,8 @@ async function platformChecks(
     checks.push({ name: 'platform.ssn', status, detail: `reading a loan's entities failed: ${entityError}` });
   } else if (items.length === 0) {
     const detail =
-      'no loan in the boarding queue (nor boarded) to see whether tax ids come masked; run this again once a ' +
-      'loan is released';
+      'no loan in the boarding queue (nor boarded) to see whether ' +
+      'tax ids come masked; run this again once a loan is released';
     checks.push({ name: 'platform.ein', status: 'skip', detail });
     checks.push({ name: 'platform.ssn', status: 'skip', detail });
   } else {

@@ -61,8 +61,8 @@ export function prepareDemoDir(dir: string): void {
   if (existsSync(dir) && readdirSync(dir).length > 0) {
     if (!existsSync(`${dir}/${DEMO_MARKER}`)) {
       throw new UsageError(
-        `--dir ${dir}: exists and was not made by the demo (no ${DEMO_MARKER}); refusing to wipe it. Pick an ` +
-          `empty or new directory.`,
+        `--dir ${dir}: exists and was not made by the demo (no ` +
+          `${DEMO_MARKER}); refusing to wipe it. Pick an empty or new directory.`,
       );
     }
     rmSync(dir, { recursive: true, force: true });
@@ -100,8 +100,8 @@ function demoConfig(
       // customers of the bank's extract by tax id (a masked one would still board: allowLast4Tin).
       `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
       // A fresh key each run: the demo wipes its state database at start.
-      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, extract: { path: ` +
-        `${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
+      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, ` +
+        `extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
       "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
       'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
       `reports: { dir: ${q(`${dir}/reports`)} }`,

@@ -83,8 +83,8 @@ export async function migrateState(
     }
   }
   input.say(
-    `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} ` +
-      `tables)`,
+    `${verifyOnly ? 'comparing' : 'migrating'} ${path} ` +
+      `${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`,
   );
 
   const snapshot = await inSqliteSnapshot(src, async () => {
@@ -95,8 +95,8 @@ export async function migrateState(
           throw new FatalError(
             `--to: ${where} already holds a state (rows in ${used.join(', ')}); state migrate copies only into ` +
               `an empty database and never merges into or overwrites one. ` +
-              'Create a fresh database (or drop this one and create it again) and run it again; to compare the ' +
-              'two, use --verify-only.',
+              'Create a fresh database (or drop this one and create it ' +
+              'again) and run it again; to compare the two, use --verify-only.',
           );
         }
         await copyTables(src, target, plans, (table, rows) => input.say(`copied ${table}: ${rows} rows`));
@@ -110,8 +110,8 @@ export async function migrateState(
   const differ = snapshot.filter((t) => !t.same).map((t) => t.table);
   if (differ.length > 0) {
     throw new FatalError(
-      `verification failed: ${differ.join(', ')} ${differ.length === 1 ? 'differs' : 'differ'} between ${path} ` +
-        `and ${where}`,
+      `verification failed: ${differ.join(', ')} ` +
+        `${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`,
     );
   }
   if (verifyOnly) {
@@ -131,8 +131,8 @@ export async function migrateState(
     throw new FatalError(
       `copied and verified, but the SQLite state changed after the snapshot ` +
         `(${changed.map((t) => t.table).join(', ')}): a process (the daemon?) is still writing ${path}. ` +
-        `Do not switch: stop the daemon, then migrate again into a fresh, empty database (${where} now holds the ` +
-        `snapshot).`,
+        `Do not switch: stop the daemon, then migrate again into ` +
+        `a fresh, empty database (${where} now holds the snapshot).`,
     );
   }
   input.say(
@@ -172,8 +172,8 @@ function tinKeyAdvice(config: Config, path: string, src: ReturnType<typeof openD
   }
   return (
     `customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key ` +
-    `(${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) on every replica to ${where}. Another ` +
-    `key is refused at start`
+    `(${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) ` +
+    `on every replica to ${where}. Another key is refused at start`
   );
 }
 
@@ -218,8 +218,8 @@ export async function leaderNow(ctx: CommandScope): Promise<{ json: unknown; tex
 export function migrationTableText(rows: readonly TableComparison[]): string {
   const w = Math.max(5, ...rows.map((r) => r.table.length));
   const head =
-    `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest ` +
-    `(sha256, 12)  result`;
+    `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ` +
+    `${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`;
   return [
     head,
     ...rows.map(

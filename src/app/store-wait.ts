@@ -119,8 +119,8 @@ function waitingApp(state: () => { detail: string; since: number; attempts: numb
         database: {
           ok: false,
           detail:
-            `waiting for the state store since ${new Date(s.since).toISOString()} (${s.attempts} ` +
-            `attempt(s)): ${s.detail}`,
+            `waiting for the state store since ${new Date(s.since).toISOString()} ` +
+            `(${s.attempts} attempt(s)): ${s.detail}`,
         },
       },
     });

@@ -124,8 +124,8 @@ export function leaderText(b: NonNullable<CycleSummary['busy']>): string {
 export function cycleSummaryText(s: CycleSummary): string {
   if (s.busy) {
     return (
-      `${leaderText(s.busy)} leads (holds the boarding lease, epoch ${s.busy.epoch}) on this state ` +
-      `database: nothing done`
+      `${leaderText(s.busy)} leads (holds the boarding lease, ` +
+      `epoch ${s.busy.epoch}) on this state database: nothing done`
     );
   }
   const q = Object.entries(s.quarantined);
@@ -152,8 +152,8 @@ export function cycleSummaryText(s: CycleSummary): string {
     lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
   if (s.trafficStopped)
     lines.push(
-      'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see ' +
-        '`platform status`).',
+      'ALERT: all platform requests are stopped after 2 rate-limit ' +
+        'strikes in 24 h; boarding waits (see `platform status`).',
     );
   if (s.coreOutage)
     lines.push(

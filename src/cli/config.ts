@@ -14,8 +14,8 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
   config
     .command('check')
     .description(
-      'validate the config (file + env), check mappings.dir and lint the mapping set; print the config with ' +
-        'secrets hidden',
+      'validate the config (file + env), check mappings.dir and ' +
+        'lint the mapping set; print the config with secrets hidden',
     )
     .option(
       '--connect',

@@ -27,8 +27,8 @@ export async function confirmBulk(ctx: CliContext, c: BulkConfirmation): Promise
   if (ctx.prompt === undefined) {
     throw new UsageError(
       `${c.command}: ${c.count} loans is more than boarding.confirmAbove (${c.threshold}) and there is no ` +
-        `terminal to confirm on: nothing done. ${hint[0]?.toUpperCase()}${hint.slice(1)}, then pass --yes to go ` +
-        `ahead`,
+        `terminal to confirm on: nothing done. ` +
+        `${hint[0]?.toUpperCase()}${hint.slice(1)}, then pass --yes to go ahead`,
     );
   }
   const shown = c.sample.slice(0, 10).join(', ');

@@ -16,8 +16,8 @@ export function registerConsoleCommands(program: Command, ctx: CliContext): void
       'after',
       '\nOn a terminal it asks twice; from a pipe it takes the first line. Nothing else is printed on stdout, ' +
         'so\n  HASH=$(boarding-connector console passwd < pwfile)\n' +
-        'works. The hash is scrypt (Node crypto) with a random salt: the same password gives a new hash each ' +
-        'time.',
+        'works. The hash is scrypt (Node crypto) with a random ' +
+        'salt: the same password gives a new hash each time.',
     )
     .action(async () => {
       const password = await readNewPassword(process.stdin, (text) => ctx.stderr.write(text));

@@ -58,8 +58,8 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
     )
     .option(
       '--report-after <seconds>',
-      'also reconcile this many seconds after start (reports are written after the first cycle and when the demo ' +
-        'stops too)',
+      'also reconcile this many seconds after start (reports are ' +
+        'written after the first cycle and when the demo stops too)',
       positiveInt('--report-after'),
       60,
     )

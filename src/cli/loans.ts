@@ -234,8 +234,8 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
   loans
     .command('retry')
     .description(
-      'put quarantined (or retry_wait, skipped) loans back in the queue, audited; a running daemon starts a ' +
-        'cycle at once',
+      'put quarantined (or retry_wait, skipped) loans back in ' +
+        'the queue, audited; a running daemon starts a cycle at once',
     )
     .argument('[ids...]', 'platform loan ids (or --all)')
     .option('--all', 'every quarantined loan (narrow with --reason, --since, --state)')

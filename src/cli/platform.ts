@@ -33,16 +33,16 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       out(
         ctx,
         status.trafficStopped
-          ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform ' +
-              'confirms the key)'
+          ? 'platform requests: STOPPED (reads and writes wait; ' +
+              '`platform strikes clear` once the platform confirms the key)'
           : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`,
       );
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
       if (admin.shared)
         out(
           ctx,
-          'ledger: shared by every replica on this API key (PostgreSQL); strikes, pauses and the stop apply to ' +
-            'all of them',
+          'ledger: shared by every replica on this API key ' +
+            '(PostgreSQL); strikes, pauses and the stop apply to all of them',
         );
     });
 
@@ -50,8 +50,8 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
   strikes
     .command('clear')
     .description(
-      'clear the strike ledger so platform traffic resumes; only once the platform has confirmed the key is in ' +
-        'good standing (audited)',
+      'clear the strike ledger so platform traffic resumes; only once ' +
+        'the platform has confirmed the key is in good standing (audited)',
     )
     .requiredOption('--reason <text>', 'why it is safe (e.g. the platform support ticket)')
     .option('--by <name>', 'who clears it (default: $USER)')
@@ -69,8 +69,8 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       out(
         ctx,
         `cleared ${cleared} strike(s); ` +
-          `${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} on its ` +
-          `next request`,
+          `${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} ` +
+          `on its next request`,
       );
     });
 }

@@ -19,8 +19,8 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
   program
     .command('reconcile')
     .description(
-      'compare the platform (boarded loans), the connector state and the core; write report.json, report.csv, ' +
-        'report.html',
+      'compare the platform (boarded loans), the connector state ' +
+        'and the core; write report.json, report.csv, report.html',
     )
     .option(
       '--since <iso>',

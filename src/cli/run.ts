@@ -21,8 +21,8 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
         'A second signal exits at once. SIGHUP lints and loads the mapping set on disk (a broken one is ' +
         'refused).\nExit 1 when the platform refuses the API key.\n' +
         'With store.engine postgres, an unreachable server or a refused login at start keeps the process up:\n' +
-        '/healthz answers, /readyz answers 503 with the reason, and the store is retried with backoff (1 s to 1 ' +
-        'min).',
+        '/healthz answers, /readyz answers 503 with the reason, ' +
+        'and the store is retried with backoff (1 s to 1 min).',
     )
     .action(async () => {
       const config = ctx.config();

@@ -91,8 +91,8 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     )
     .option(
       '--customer-extract <file>',
-      'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) of the borrowers, some already ' +
-        'customers',
+      'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) ' +
+        'of the borrowers, some already customers',
     )
     .option(
       '--existing-share <share>',

@@ -35,8 +35,8 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     )
     .option(
       '--dry-run',
-      'shadow run: walk the live queue with reads only, map every loan, write and acknowledge nothing; print a ' +
-        'coverage table',
+      'shadow run: walk the live queue with reads only, map every ' +
+        'loan, write and acknowledge nothing; print a coverage table',
     )
     .option('--dir <dir>', 'with --dry-run: the mapping set to try (default: mappings.dir)')
     .option(
@@ -82,8 +82,8 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
           throw new UsageError('--dir, --against and --limit go with --dry-run');
         if (opts.once !== true)
           throw new UsageError(
-            'sync runs one cycle: use `sync --once` (the long-running daemon is `run`; a shadow run is `sync ' +
-              '--dry-run`)',
+            'sync runs one cycle: use `sync --once` (the long-running ' +
+              'daemon is `run`; a shadow run is `sync --dry-run`)',
           );
         const progress = ctx.progress();
         const summary = await syncOnce(ctx, {

@@ -565,8 +565,8 @@ function readMethods(
         const wait = Math.max(1, Math.ceil(((recent[0] as number) + 60_000 - now) / 1000));
         throw new ConsoleError(
           429,
-          `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a minute per user (each reads the platform): ` +
-            `try again in ${wait} s`,
+          `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a ` +
+            `minute per user (each reads the platform): try again in ${wait} s`,
         );
       }
       recent.push(now);

@@ -142,8 +142,8 @@ export async function showLoan(store: BoardingStore, ref: string, now: number): 
   const found = await resolveLoanRef(store, ref);
   if (found.kind === 'ambiguous')
     throw new UsageError(
-      `${ref} is the loan or account number of ${found.ids.length} loans: ${found.ids.join(', ')}; give the ` +
-        `platform loan id`,
+      `${ref} is the loan or account number of ${found.ids.length} ` +
+        `loans: ${found.ids.join(', ')}; give the platform loan id`,
     );
   if (found.kind === 'none')
     throw new UsageError(

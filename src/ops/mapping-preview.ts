@@ -28,8 +28,8 @@ export const SOURCE_NOTE: Record<InputSource, string> = {
   stored: 'the queue item the connector stored when it took the loan from the queue (what the pipeline maps)',
   queue: 'the live boarding queue (the connector has not taken this loan yet)',
   loan:
-    'the bare loan: it is not in the boarding queue and the connector does not know it, so boarding.* fields ' +
-    'map empty',
+    'the bare loan: it is not in the boarding queue and the ' +
+    'connector does not know it, so boarding.* fields map empty',
 };
 
 export interface PreviewDeps {

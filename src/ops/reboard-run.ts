@@ -128,8 +128,8 @@ export function reboardText(
 export function previewText(r: ReboardPreview): string {
   if (r.outcome === 'unchanged')
     return (
-      `loan ${r.loanId}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force ` +
-      `would write anyway)`
+      `loan ${r.loanId}: unchanged (already boarded with ` +
+      `${r.mappingVersion} from the same data; --force would write anyway)`
     );
   if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
   if (r.outcome !== 'would_rewrite') return reboardText(r);
@@ -151,8 +151,8 @@ export function previewSummaryText(
   const [rewrite, same] = [n['would_rewrite'] ?? 0, n['unchanged'] ?? 0];
   return (
     `dry run with mapping ${version}: ${rewrite} would be re-written, ${same} unchanged, ` +
-    `${results.length - rewrite - same} would not be re-boarded; nothing was written to the core, no state ` +
-    `changed`
+    `${results.length - rewrite - same} would not be ` +
+    `re-boarded; nothing was written to the core, no state changed`
   );
 }
 
@@ -173,7 +173,7 @@ export function reboardSummaryText(
     text:
       targets === 0
         ? 'no acknowledged loans match: nothing re-boarded'
-        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} not re-boarded (mapping ${version}; no ` +
-          `acknowledgement sent)`,
+        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} ` +
+          `not re-boarded (mapping ${version}; no acknowledgement sent)`,
   };
 }

@@ -203,8 +203,8 @@ export function registerResultText(
 export function webhookListText(rows: ReadonlyArray<Record<string, unknown>>): string {
   if (rows.length === 0)
     return (
-      'No webhook endpoints registered. Register one with `webhooks register --url <public ' +
-      'URL>/webhooks/platform`.'
+      'No webhook endpoints registered. Register one with ' +
+      '`webhooks register --url <public URL>/webhooks/platform`.'
     );
   const shown = rows.map((r) => ({ ...r, id: r['thisConnector'] ? `${String(r['id'])} *` : r['id'] }));
   const columns = ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url'];

@@ -445,8 +445,8 @@ export class RateBudget {
       code: 'rate_limit.traffic_stopped',
       message:
         'platform traffic stopped (reads and writes): 2 rate-limit strikes in 24 h (the platform revokes a live ' +
-        'key at 3); it resumes when the ledger ages out or an operator runs `boarding-connector platform ' +
-        'strikes clear`',
+        'key at 3); it resumes when the ledger ages out or an ' +
+        'operator runs `boarding-connector platform strikes clear`',
     });
   }
 
@@ -493,8 +493,8 @@ export class RateBudget {
           new PlatformError({
             code: 'network',
             message:
-              `the shared rate budget (state database) is unreachable, so the call was not sent: ` +
-              `${errorText(err)}`,
+              `the shared rate budget (state database) is ` +
+              `unreachable, so the call was not sent: ${errorText(err)}`,
             cause: err,
           }),
         );

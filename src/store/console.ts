@@ -474,15 +474,15 @@ function requestWrites({
         await db.run(
           ...named(
             'INSERT INTO console_requests (id, action, filter, batch, preview_count, reason, maker, created_at, ' +
-              'status) VALUES (@id, @action, @filter, @batch, @previewCount, @reason, @maker, @createdAt, ' +
-              '@status)',
+              'status) VALUES (@id, @action, @filter, @batch, ' +
+              '@previewCount, @reason, @maker, @createdAt, @status)',
             row,
           ),
         );
         for (const l of loans)
           await db.run(
-            'INSERT INTO console_request_loans (request_id, loan_id, from_state) VALUES (?, ?, ?) ON CONFLICT DO ' +
-              'NOTHING',
+            'INSERT INTO console_request_loans (request_id, loan_id, ' +
+              'from_state) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
             [row.id, l.id, l.state],
           );
         await audit(entry);
@@ -697,8 +697,8 @@ function auditQueries({
     async auditAscending(filter, after, limit) {
       const loan =
         filter.loanId !== undefined
-          ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id ' +
-            '= @loan))'
+          ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id ' +
+            'FROM console_request_loans WHERE loan_id = @loan))'
           : '';
       return (
         await all<Record<string, unknown>>(
@@ -758,8 +758,8 @@ function auditQueries({
     async putPasswordHash(name, replaces, hash, at) {
       await db.run(
         'INSERT INTO console_password_hashes (name, replaces, hash, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT ' +
-          '(name) DO UPDATE SET replaces = excluded.replaces, hash = excluded.hash, updated_at = ' +
-          'excluded.updated_at',
+          '(name) DO UPDATE SET replaces = excluded.replaces, ' +
+          'hash = excluded.hash, updated_at = excluded.updated_at',
         [name, replaces, hash, at],
       );
     },

@@ -116,8 +116,8 @@ export class FileBatchStore {
     let after = -1;
     for (;;) {
       const rows = await this.db.all<BatchLoanRow & { seq: number }>(
-        `SELECT rowid AS seq, ${LOAN_COLS} FROM file_batch_loans WHERE batch_id = ? AND rowid > ? ORDER BY rowid ` +
-          `LIMIT ${LOANS_PAGE}`,
+        `SELECT rowid AS seq, ${LOAN_COLS} FROM file_batch_loans WHERE ` +
+          `batch_id = ? AND rowid > ? ORDER BY rowid LIMIT ${LOANS_PAGE}`,
         [batchId, after],
       );
       for (const { seq: _seq, ...r } of rows) yield r;
@@ -246,8 +246,8 @@ export class FileBatchStore {
   markSealed(id: string, now: number, totals: { principalCents: string }): Promise<boolean> {
     return this.db.write(async () => {
       const r = await this.db.run(
-        `UPDATE file_batches SET status = 'sealed', sealed_at = ?, principal_cents = ? WHERE id = ? AND status = ` +
-          `'sealing'`,
+        `UPDATE file_batches SET status = 'sealed', sealed_at = ` +
+          `?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
         [now, totals.principalCents, id],
       );
       if (r.changes !== 1) return false;
@@ -336,8 +336,8 @@ export class FileBatchStore {
 
   private async freeze(id: string, now: number, reason: string, by: string): Promise<void> {
     await this.db.run(
-      `UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? ` +
-        `AND status = 'open'`,
+      `UPDATE file_batches SET status = 'sealing', sealing_at = ?, ` +
+        `seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`,
       [now, reason, by, id],
     );
   }

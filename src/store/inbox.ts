@@ -154,8 +154,8 @@ const SEQ = 'rowid';
 
 export function createWebhookInbox(db: StoreDb): WebhookInbox {
   const COLS =
-    `${SEQ} AS seq, webhook_id, event_type, loan_id, occurred_at, received_at, payload, status, ` +
-    `processed_at, error`;
+    `${SEQ} AS seq, webhook_id, event_type, loan_id, ` +
+    `occurred_at, received_at, payload, status, processed_at, error`;
   const PENDING = `SELECT ${COLS} FROM webhook_inbox WHERE status = 'pending'
      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT ?`;
   const GET = `SELECT ${COLS} FROM webhook_inbox WHERE webhook_id = ?`;
@@ -172,8 +172,8 @@ export function createWebhookInbox(db: StoreDb): WebhookInbox {
     `SELECT ${COLS} FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND ` +
     `event_type = 'loan.funded'`;
   const ALL_FUNDED =
-    `SELECT ${COLS} FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL ` +
-    `AND status != 'failed'`;
+    `SELECT ${COLS} FROM webhook_inbox WHERE event_type = ` +
+    `'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'`;
   // A loan.funded row waits for its loan to be released (its funded time goes onto the loan row),
   // but not for ever: past UNKNOWN_LOAN_RETENTION_MS it goes like any other row.
   const prunable = `status = 'processed' AND received_at < ?

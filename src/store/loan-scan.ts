@@ -152,8 +152,8 @@ export function createLoanScan(db: StoreDb, since: string | null): LoanScan {
       reviewItemsFromDetail(
         (
           await db.get<{ detail: string | null }>(
-            `SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC ` +
-              `LIMIT 1`,
+            `SELECT detail FROM loan_events WHERE loan_id = ? AND ` +
+              `detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`,
             [id],
           )
         )?.detail ?? null,

@@ -331,8 +331,8 @@ function loanParts(db: StoreDb) {
   // boarded records (kilobytes of JSON), read again once, after the write, for the caller.
   const SELECT_STATE = 'SELECT state FROM loans WHERE id = ?';
   const INSERT_EVENT =
-    'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ' +
-    '?, ?, ?, ?, ?)';
+    'INSERT INTO loan_events (loan_id, at, kind, from_state, ' +
+    'to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
   const get = async (id: string): Promise<LoanRow | null> => {
     const r = await db.get<RawLoan>(SELECT_ONE, [id]);
     return r ? toRow(r) : null;

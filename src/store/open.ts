@@ -144,8 +144,8 @@ export function postgresOpenError(
   if (/timeout/i.test(msg) || code === 'ETIMEDOUT') {
     return new StoreUnavailableError(
       `store.postgres.url: the server at ${where} did not answer within store.postgres.connectTimeoutMs ` +
-        `(${target.connectTimeoutMs} ms): check the host and port, and that a firewall lets this host through ` +
-        `(${msg})`,
+        `(${target.connectTimeoutMs} ms): check the host and ` +
+        `port, and that a firewall lets this host through (${msg})`,
     );
   }
   return new StoreUnavailableError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);

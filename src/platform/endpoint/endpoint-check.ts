@@ -105,8 +105,8 @@ export async function checkEndpoints(
   if (ours.length === 0) {
     logger.warn(
       { publicUrl, endpoints: endpoints.length },
-      'no webhook endpoint on the platform points at webhooks.publicUrl: register one with `webhooks register ' +
-        '--url <publicUrl>`',
+      'no webhook endpoint on the platform points at webhooks.publicUrl: ' +
+        'register one with `webhooks register --url <publicUrl>`',
     );
     return done({ state: 'missing', detail: 'no endpoint registered for webhooks.publicUrl' });
   }

@@ -188,8 +188,8 @@ function customerRecords(
     takeOver: async (h, from, to, now) =>
       (
         await db.run(
-          `UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE tin_hash = ? AND status = 'claimed' ` +
-            `AND creator_loan_id = ?`,
+          `UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE ` +
+            `tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`,
           [to, now, h, from],
         )
       ).changes === 1,

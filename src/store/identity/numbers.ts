@@ -82,8 +82,8 @@ export class PoolExhaustedError extends FatalError {
     readonly capacity: number,
   ) {
     super(
-      `${POOL_CONFIG_KEY[pool]}: the ${pool} number pool is exhausted (all ${capacity} sequence(s) of its ranges ` +
-        `are used); ` +
+      `${POOL_CONFIG_KEY[pool]}: the ${pool} number pool is exhausted ` +
+        `(all ${capacity} sequence(s) of its ranges are used); ` +
         `add a range to ${POOL_CONFIG_KEY[pool]}.ranges and restart. Boarding stopped: no number is ever reused`,
     );
   }

@@ -105,8 +105,8 @@ export function sqliteLeaseBackend(
         heartbeat_at: number;
         now: number;
       }>(
-        `SELECT owner, epoch, expires_at - ${NOW_MS} AS expires_in_ms, heartbeat_at, ${NOW_MS} AS now FROM ` +
-          `leases WHERE name = ?`,
+        `SELECT owner, epoch, expires_at - ${NOW_MS} AS expires_in_ms, ` +
+          `heartbeat_at, ${NOW_MS} AS now FROM leases WHERE name = ?`,
         [name],
       );
       if (r === undefined) return null;

@@ -237,8 +237,8 @@ export class PgSharedRateBudget {
   async clearStrikes(by: string): Promise<number> {
     await this.adoptLegacy();
     const r = await this.opts.pool.query(
-      'UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND ' +
-        'cleared_at IS NULL',
+      'UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), ' +
+        'cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL',
       [this.opts.key, by],
     );
     return r.rowCount ?? 0;
