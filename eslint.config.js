@@ -33,19 +33,16 @@ export default tseslint.config(
     // each leaves the list once it passes.
     files: ['src/**/*.ts'],
     ignores: [
-      'src/app/**',
       'src/pipeline/**',
-      'src/cli/**',
-      'src/console/**',
       'src/core/**',
-      'src/ops/**',
       'src/identity/**',
       'src/mapping-sets/**',
       'src/lib/**',
       'src/mapping/**',
-      'src/platform/**',
       'src/reports/**',
-      'src/store/**',
+      // The migrations are frozen scripts (each ran once, in order, on every state database): their
+      // SQL, comments included, stays as it shipped.
+      'src/store/migrations/migrations.ts',
     ],
     rules: {
       'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }],

@@ -236,7 +236,8 @@ export function noConfigMessage(cwd: string = process.cwd()): string {
   const start =
     examples.length > 0 ? ` Start from ${examples.join(' or ')} (every key with its default).` : '';
   return (
-    'no config given: pass --config FILE or set BOARDING_CONFIG=FILE (the connector never falls back to built-in defaults).' +
+    'no config given: pass --config FILE or set BOARDING_CONFIG=FILE ' +
+    '(the connector never falls back to built-in defaults).' +
     `${start} Only \`demo\` and \`sandbox\` run without one.`
   );
 }

@@ -64,7 +64,8 @@ export function localChecks(
       name: 'webhooks.secrets',
       status: 'warn',
       detail:
-        'empty: the webhook receiver refuses every delivery (401), so boarding waits for the scheduled drain; set webhooks.secrets or BOARDING_WEBHOOK_SECRETS to the secret `webhooks register` printed',
+        'empty: the webhook receiver refuses every delivery (401), so boarding waits for the scheduled drain; ' +
+        'set webhooks.secrets or BOARDING_WEBHOOK_SECRETS to the secret `webhooks register` printed',
     });
   }
   const adminHost = adminHostWarning(config.admin);
@@ -74,7 +75,9 @@ export function localChecks(
     checks.push({
       name: 'mappings.dir',
       status: 'fail',
-      detail: `${dir} is not a directory (mappings.dir; a relative path is from the working directory ${process.cwd()})`,
+      detail:
+        `${dir} is not a directory (mappings.dir; a relative ` +
+        `path is from the working directory ${process.cwd()})`,
     });
     checks.push({ name: 'mappings', status: 'skip', detail: 'no mapping directory to lint' });
     return { checks, mapping: undefined };
@@ -99,7 +102,9 @@ export function localChecks(
     checks.push({
       name: 'mappings',
       status: 'fail',
-      detail: `${r.problems.length} lint problem(s): ${shown}${r.problems.length > 3 ? '; … (mappings lint lists them all)' : ''}`,
+      detail:
+        `${r.problems.length} lint problem(s): ` +
+        `${shown}${r.problems.length > 3 ? '; … (mappings lint lists them all)' : ''}`,
     });
     return { checks, mapping: r.mapping };
   } catch (err) {
@@ -130,7 +135,10 @@ export function mappedProductIds(
   return [...new Set(ids)].sort((a, b) => a - b);
 }
 
-/** Core loan product references the set can produce, as text (Mambu product ids or keys): lookups and defaults named *productId / *productTypeKey. */
+/**
+ * Core loan product references the set can produce, as text (Mambu product ids or keys): lookups and defaults
+ * named *productId / *productTypeKey.
+ */
 export function mappedProductRefs(
   mapping: CompiledMapping | undefined,
   bankDefaults: Readonly<Record<string, unknown>>,
@@ -190,7 +198,9 @@ async function clockCheck(db: StoreDb, config: Config, clock: Clock): Promise<Co
         {
           name: 'store.clock',
           status: 'fail',
-          detail: `${what}: at or above store.maxClockSkewMs (${max} ms); batch cut-offs, webhook timestamps and retry times follow this host's clock: fix its time sync (NTP)`,
+          detail:
+            `${what}: at or above store.maxClockSkewMs (${max} ms); batch cut-offs, webhook timestamps and ` +
+            `retry times follow this host's clock: fix its time sync (NTP)`,
         },
       ];
     }
@@ -260,18 +270,24 @@ function tinCheck(
     };
   }
   if (seen === 'full') return { name, status: 'ok', detail: `the key reads full ${kind} (${permission})` };
-  const consequence = `without ${permission} every loan with a ${what} quarantines as tin_incomplete unless mappings.allowLast4Tin`;
+  const consequence =
+    `without ${permission} every loan with a ${what} ` +
+    `quarantines as tin_incomplete unless mappings.allowLast4Tin`;
   if (config.mappings.allowLast4Tin) {
     return {
       name,
       status: 'warn',
-      detail: `the key sees only the last 4 digits of ${kind}; mappings.allowLast4Tin is true, so those loans board with masked ids`,
+      detail:
+        `the key sees only the last 4 digits of ${kind}; ` +
+        `mappings.allowLast4Tin is true, so those loans board with masked ids`,
     };
   }
   return {
     name,
     status: 'fail',
-    detail: `the key sees only the last 4 digits of ${kind}: ${consequence}. Ask the platform for a key with ${permission}, or set mappings.allowLast4Tin: true`,
+    detail:
+      `the key sees only the last 4 digits of ${kind}: ${consequence}. Ask the platform for a key with ` +
+      `${permission}, or set mappings.allowLast4Tin: true`,
   };
 }
 
@@ -320,7 +336,9 @@ async function platformChecks(
   checks.push({
     name: 'platform.key',
     status: 'ok',
-    detail: `accepted (${config.platform.environment}; reads the boarding queue). Writes (acknowledgements) are not tried: a check never writes`,
+    detail:
+      `accepted (${config.platform.environment}; reads the boarding queue). Writes (acknowledgements) are ` +
+      `not tried: a check never writes`,
   });
   const seen: TinObservation = { business: null, person: null };
   let sampled = 0;
@@ -341,7 +359,8 @@ async function platformChecks(
     checks.push({ name: 'platform.ssn', status, detail: `reading a loan's entities failed: ${entityError}` });
   } else if (items.length === 0) {
     const detail =
-      'no loan in the boarding queue (nor boarded) to see whether tax ids come masked; run this again once a loan is released';
+      'no loan in the boarding queue (nor boarded) to see whether ' +
+      'tax ids come masked; run this again once a loan is released';
     checks.push({ name: 'platform.ein', status: 'skip', detail });
     checks.push({ name: 'platform.ssn', status: 'skip', detail });
   } else {
@@ -415,10 +434,15 @@ async function documentCheck(
     if (isPlatformError(err) && err.code === 'download.refused') {
       // The bank's policy, possibly on purpose (a sandbox on loopback under staging): a warning
       // that says what boarding will do and which key to change.
+      const refused = err.message.includes(' (GET ')
+        ? err.message.slice(0, err.message.lastIndexOf(' (GET '))
+        : err.message;
       return {
         name,
         status: 'warn',
-        detail: `download refused: ${err.message.includes(' (GET ') ? err.message.slice(0, err.message.lastIndexOf(' (GET ')) : err.message}. Boarding quarantines the loans whose documents lead there as download_refused`,
+        detail:
+          `download refused: ${refused}. ` +
+          `Boarding quarantines the loans whose documents lead there as download_refused`,
       };
     }
     return { name, status: 'fail', detail: `document ${doc.id}: ${describePlatformError(err)}` };
@@ -487,7 +511,9 @@ async function endpointCheck(
         {
           name,
           status: 'fail',
-          detail: `no endpoint registered for ${redactUrl(config.webhooks.publicUrl)}: \`webhooks register --url ${redactUrl(config.webhooks.publicUrl)}\``,
+          detail:
+            `no endpoint registered for ${redactUrl(config.webhooks.publicUrl)}: \`webhooks register --url ` +
+            `${redactUrl(config.webhooks.publicUrl)}\``,
         },
       ];
     default:

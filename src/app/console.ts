@@ -180,7 +180,10 @@ export async function readNewPassword(
   return password;
 }
 
-/** Who acts from the CLI in the console's audit log: `cli:<os user>`, or `cli` where the uid has no name (a container). */
+/**
+ * Who acts from the CLI in the console's audit log: `cli:<os user>`, or `cli` where the uid has no name (a
+ * container).
+ */
 export function cliActor(): string {
   try {
     return `cli:${userInfo().username}`;

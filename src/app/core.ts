@@ -45,7 +45,8 @@ export function fileBatchesFromConfig(config: Config, deps: CoreDeps): FileBatch
   const clash = first.files.find((f) => f.name.toLowerCase() === b.triggerFile.toLowerCase());
   if (clash)
     throw new ConfigError(
-      `core.file.batch.triggerFile: ${b.triggerFile} is also a file of the layout (layout.yaml); the import job would start before the batch is complete`,
+      `core.file.batch.triggerFile: ${b.triggerFile} is also a file of the layout (layout.yaml); the import job ` +
+        `would start before the batch is complete`,
     );
   const current = deps.layout;
   return new FileBatches({

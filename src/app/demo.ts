@@ -61,7 +61,8 @@ export function prepareDemoDir(dir: string): void {
   if (existsSync(dir) && readdirSync(dir).length > 0) {
     if (!existsSync(`${dir}/${DEMO_MARKER}`)) {
       throw new UsageError(
-        `--dir ${dir}: exists and was not made by the demo (no ${DEMO_MARKER}); refusing to wipe it. Pick an empty or new directory.`,
+        `--dir ${dir}: exists and was not made by the demo (no ` +
+          `${DEMO_MARKER}); refusing to wipe it. Pick an empty or new directory.`,
       );
     }
     rmSync(dir, { recursive: true, force: true });
@@ -92,13 +93,15 @@ function demoConfig(
       `  rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: ${o.windowMs} }`,
       `store: { path: ${q(`${dir}/state.sqlite`)} }`,
       `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
-      `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, debounceMs: 500 }`,
+      `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, ` +
+        `debounceMs: 500 }`,
       `admin: { host: 127.0.0.1, port: ${adminPort} }`,
       // The demo's key reads full tax ids, so customer match can find repeat borrowers and the
       // customers of the bank's extract by tax id (a masked one would still board: allowLast4Tin).
       `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
       // A fresh key each run: the demo wipes its state database at start.
-      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
+      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, ` +
+        `extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
       "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
       'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
       `reports: { dir: ${q(`${dir}/reports`)} }`,
@@ -278,7 +281,8 @@ function demoReports(io: DemoIo, s: DemoStack, base: string) {
         reports += 1;
         const ties = r.summary.tieOut.every((c) => c.ties);
         io.status.println(
-          `  · report ${r.runId} (${when}): ${ties ? 'totals tie' : 'totals do NOT tie'}, ${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`,
+          `  · report ${r.runId} (${when}): ${ties ? 'totals tie' : 'totals do NOT tie'}, ` +
+            `${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`,
         );
       } catch (err) {
         if (!signal.aborted) io.status.println(`  · reconciliation (${when}) failed: ${errorMessage(err)}`);
@@ -343,7 +347,8 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
     `  metrics: ${base}/metrics   health: ${base}/healthz   (webhooks: http://127.0.0.1:${port}${WEBHOOK_PATH})`,
   );
   io.say(
-    `  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo stops; files in ${dir}/reports/latest/)`,
+    `  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo ` +
+      `stops; files in ${dir}/reports/latest/)`,
   );
   io.say('  Ctrl-C stops.');
 
@@ -363,7 +368,8 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
     const c = await rt.store.loans.countByState();
     const pending = UNACKNOWLEDGED_STATES.reduce((n, st) => n + c[st], 0);
     io.status.show(
-      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ${await rt.store.reports.fundedWebhooks()} · cycles ${s.cycles()} · reports ${reports.count()}`,
+      `boarded ${c.acknowledged} · queued ${pending} · quarantined ${c.quarantined} · funded webhooks ` +
+        `${await rt.store.reports.fundedWebhooks()} · cycles ${s.cycles()} · reports ${reports.count()}`,
     );
   };
   const ticker = setInterval(() => void render().catch(() => undefined), 500);
@@ -393,6 +399,7 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
   await reports.reconcileNow(AbortSignal.timeout(FINAL_REPORT_TIMEOUT_MS), 'at stop');
   const c = await rt.store.loans.countByState();
   io.say(
-    `stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports.count()} report(s); ${script.summary()}; state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`,
+    `stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports.count()} report(s); ` +
+      `${script.summary()}; state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`,
   );
 }

@@ -54,7 +54,8 @@ export function reconcileText(r: ReconcileRunResult): string {
     `reconciliation ${r.runId} as of ${s.header.asOfLocal}`,
     ...s.tieOut.map(
       (c) =>
-        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ${c.right.label} ${c.right.count}` +
+        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ` +
+        `${c.right.label} ${c.right.count}` +
         (c.ties ? '' : ` (difference ${c.differenceCount} loans, ${c.differenceCents} cents)`),
     ),
     `  exceptions: ${s.exceptionCount}${

@@ -86,7 +86,8 @@ export function assertAccountNumbersFit(config: Config, mapper: Pick<Mapper, 'ac
   const tight = (mapper.accountNumberSinks ?? []).filter((s) => s.size < width);
   if (tight.length > 0) {
     throw new ConfigError(
-      `identity.accountNumbers.pool.width: ${width} characters do not fit ${tight.map((t) => `${t.where} (${t.size})`).join(', ')}; narrow the pool (width) or widen the column`,
+      `identity.accountNumbers.pool.width: ${width} characters do not fit ` +
+        `${tight.map((t) => `${t.where} (${t.size})`).join(', ')}; narrow the pool (width) or widen the column`,
     );
   }
 }
@@ -138,7 +139,9 @@ export async function buildRuntime(
     );
     if ((await store.customers.checkKey(customerKeys.fingerprint(), clock.now())) === 'different') {
       throw new ConfigError(
-        "customers.tinHashKey: not the key this state database hashed its customers' tax ids with; with another key no repeat borrower would match and each would become a second customer. Restore the original key (or BOARDING_TIN_HASH_KEY)",
+        "customers.tinHashKey: not the key this state database hashed its customers' tax ids with; with another " +
+          'key no repeat borrower would match and each would become a second customer. Restore the original key ' +
+          '(or BOARDING_TIN_HASH_KEY)',
       );
     }
     platform = overrides.platform ?? platformClientFromConfig(config, { logger, db, clock });
@@ -156,7 +159,8 @@ export async function buildRuntime(
   });
   if (core.customers === undefined) {
     logger.warn(
-      'customer match: the core offers no existing customers (file core without customers.extract): only customers the connector created are matched',
+      'customer match: the core offers no existing customers (file core without customers.extract): only ' +
+        'customers the connector created are matched',
     );
   }
   const customerSource = numberSource(config, 'customerNumbers');

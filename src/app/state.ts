@@ -41,8 +41,10 @@ export async function backupState(ctx: CommandScope, input: { out: string; force
 /** What `state backup` says when the state is in PostgreSQL (exit 2: the command does not apply). */
 function backupOnPostgresMessage(where: string): string {
   return (
-    `state backup: store.engine is postgres: the state is in PostgreSQL (${where}), and this command copies an SQLite state file (store.path) only. ` +
-    'Back the state up with the bank\'s PostgreSQL backups: pg_dump of the database, or the server\'s base backups with WAL archiving (point-in-time recovery); docs/deploy.md "Backup and restore".'
+    `state backup: store.engine is postgres: the state is in PostgreSQL (${where}), and this command copies an ` +
+    `SQLite state file (store.path) only. ` +
+    "Back the state up with the bank's PostgreSQL backups: pg_dump of the database, or the server's base " +
+    'backups with WAL archiving (point-in-time recovery); docs/deploy.md "Backup and restore".'
   );
 }
 
@@ -75,12 +77,14 @@ export async function migrateState(
     // Online is allowed (the copy is one snapshot), but what the daemon writes after it is not copied.
     for (const d of await runningDaemons(srcDaemons, ctx.clock.now())) {
       input.say(
-        `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is not copied; stop it before switching`,
+        `note: a daemon (pid ${d.pid} on ${d.host}) is running on ${path}: what it writes after the snapshot is ` +
+          `not copied; stop it before switching`,
       );
     }
   }
   input.say(
-    `${verifyOnly ? 'comparing' : 'migrating'} ${path} ${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`,
+    `${verifyOnly ? 'comparing' : 'migrating'} ${path} ` +
+      `${verifyOnly ? 'with' : 'into'} ${where} (${plans.length} tables)`,
   );
 
   const snapshot = await inSqliteSnapshot(src, async () => {
@@ -89,8 +93,10 @@ export async function migrateState(
         const used = await nonEmptyTables(target, plans);
         if (used.length > 0) {
           throw new FatalError(
-            `--to: ${where} already holds a state (rows in ${used.join(', ')}); state migrate copies only into an empty database and never merges into or overwrites one. ` +
-              'Create a fresh database (or drop this one and create it again) and run it again; to compare the two, use --verify-only.',
+            `--to: ${where} already holds a state (rows in ${used.join(', ')}); state migrate copies only into ` +
+              `an empty database and never merges into or overwrites one. ` +
+              'Create a fresh database (or drop this one and create it ' +
+              'again) and run it again; to compare the two, use --verify-only.',
           );
         }
         await copyTables(src, target, plans, (table, rows) => input.say(`copied ${table}: ${rows} rows`));
@@ -104,7 +110,8 @@ export async function migrateState(
   const differ = snapshot.filter((t) => !t.same).map((t) => t.table);
   if (differ.length > 0) {
     throw new FatalError(
-      `verification failed: ${differ.join(', ')} ${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`,
+      `verification failed: ${differ.join(', ')} ` +
+        `${differ.length === 1 ? 'differs' : 'differ'} between ${path} and ${where}`,
     );
   }
   if (verifyOnly) {
@@ -122,17 +129,23 @@ export async function migrateState(
   });
   if (changed.length > 0) {
     throw new FatalError(
-      `copied and verified, but the SQLite state changed after the snapshot (${changed.map((t) => t.table).join(', ')}): a process (the daemon?) is still writing ${path}. ` +
-        `Do not switch: stop the daemon, then migrate again into a fresh, empty database (${where} now holds the snapshot).`,
+      `copied and verified, but the SQLite state changed after the snapshot ` +
+        `(${changed.map((t) => t.table).join(', ')}): a process (the daemon?) is still writing ${path}. ` +
+        `Do not switch: stop the daemon, then migrate again into ` +
+        `a fresh, empty database (${where} now holds the snapshot).`,
     );
   }
   input.say(
-    `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and verified; ${path} did not change meanwhile`,
+    `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and ` +
+      `verified; ${path} did not change meanwhile`,
   );
   input.say(tinKeyAdvice(config, path, src));
   input.say(
-    `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once more (exit 0: nothing was written since); ` +
-      `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the fall-back until the bank has run on PostgreSQL.`,
+    `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once ` +
+      `more (exit 0: nothing was written since); ` +
+      `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in ` +
+      `BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the ` +
+      `fall-back until the bank has run on PostgreSQL.`,
   );
 }
 
@@ -152,9 +165,16 @@ function tinKeyAdvice(config: Config, path: string, src: ReturnType<typeof openD
         ? `the contents of ${keyFile} (the key the connector generated beside the SQLite state)`
         : `the key the SQLite state was hashed with (${keyFile} is missing: restore it from a backup)`;
   if (row === undefined) {
-    return `customers.tinHashKey: required on PostgreSQL (every replica the same); no customer was hashed yet, so set it to ${where}, or to a new secret of at least 16 characters`;
+    return (
+      `customers.tinHashKey: required on PostgreSQL (every replica the same); no customer was hashed yet, ` +
+      `so set it to ${where}, or to a new secret of at least 16 characters`
+    );
   }
-  return `customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key (${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) on every replica to ${where}. Another key is refused at start`;
+  return (
+    `customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key ` +
+    `(${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) ` +
+    `on every replica to ${where}. Another key is refused at start`
+  );
 }
 
 /** The URL as it goes into store.postgres.url: the password belongs in BOARDING_STORE_PASSWORD. */
@@ -179,7 +199,9 @@ export async function leaderNow(ctx: CommandScope): Promise<{ json: unknown; tex
     const every = ctx.config().store.leadership.renewEveryMs / 1000;
     return {
       json,
-      text: `leader: ${row.holder}${pid}, epoch ${row.epoch}, lease expires in ${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${every} s)`,
+      text:
+        `leader: ${row.holder}${pid}, epoch ${row.epoch}, lease expires in ` +
+        `${(row.expiresInMs / 1000).toFixed(1)} s unless renewed (every ${every} s)`,
     };
   }
   return {
@@ -187,19 +209,24 @@ export async function leaderNow(ctx: CommandScope): Promise<{ json: unknown; tex
     text:
       row === null
         ? 'no connector process has led on this state database yet'
-        : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within store.leadership.renewEveryMs`,
+        : `no leader: the lease (epoch ${row.epoch}) is free or expired; a running replica takes it within ` +
+          `store.leadership.renewEveryMs`,
   };
 }
 
 /** The table by table comparison of `state migrate`. */
 export function migrationTableText(rows: readonly TableComparison[]): string {
   const w = Math.max(5, ...rows.map((r) => r.table.length));
-  const head = `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`;
+  const head =
+    `${'table'.padEnd(w)}  ${'sqlite rows'.padStart(11)}  ` +
+    `${'postgres rows'.padStart(13)}  digest (sha256, 12)  result`;
   return [
     head,
     ...rows.map(
       (r) =>
-        `${r.table.padEnd(w)}  ${String(r.sqlite.rows).padStart(11)}  ${String(r.postgres.rows).padStart(13)}  ${r.sqlite.digest.slice(0, 12).padEnd(19)}  ${r.same ? 'same' : `DIFFERS (postgres ${r.postgres.digest.slice(0, 12)})`}`,
+        `${r.table.padEnd(w)}  ${String(r.sqlite.rows).padStart(11)}  ${String(r.postgres.rows).padStart(13)}  ` +
+        `${r.sqlite.digest.slice(0, 12).padEnd(19)}  ` +
+        `${r.same ? 'same' : `DIFFERS (postgres ${r.postgres.digest.slice(0, 12)})`}`,
     ),
   ].join('\n');
 }

@@ -72,7 +72,8 @@ export async function openStoreWaiting(target: StoreTarget, opts: StoreWaitOptio
         if (lastError?.message !== err.message) {
           logger.error(
             { attempts },
-            `${err.message}; retrying with backoff (up to ${Math.round(settings.retryMaxMs / 1000)} s apart), /readyz answers 503 meanwhile`,
+            `${err.message}; retrying with backoff (up to ${Math.round(settings.retryMaxMs / 1000)} s apart), ` +
+              `/readyz answers 503 meanwhile`,
           );
         }
         lastError = err;
@@ -117,7 +118,9 @@ function waitingApp(state: () => { detail: string; since: number; attempts: numb
       checks: {
         database: {
           ok: false,
-          detail: `waiting for the state store since ${new Date(s.since).toISOString()} (${s.attempts} attempt(s)): ${s.detail}`,
+          detail:
+            `waiting for the state store since ${new Date(s.since).toISOString()} ` +
+            `(${s.attempts} attempt(s)): ${s.detail}`,
         },
       },
     });

@@ -67,7 +67,10 @@ export async function syncOnce(
   return summary;
 }
 
-/** `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate ledger. */
+/**
+ * `sync --dry-run`: the coverage of a mapping set on the live queue; nothing is written anywhere but the rate
+ * ledger.
+ */
 export async function shadowRun(
   scope: SyncScope,
   opts: { dir?: string | undefined; against?: string | undefined; limit?: number | undefined },
@@ -120,13 +123,22 @@ export function leaderText(b: NonNullable<CycleSummary['busy']>): string {
 /** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
 export function cycleSummaryText(s: CycleSummary): string {
   if (s.busy) {
-    return `${leaderText(s.busy)} leads (holds the boarding lease, epoch ${s.busy.epoch}) on this state database: nothing done`;
+    return (
+      `${leaderText(s.busy)} leads (holds the boarding lease, ` +
+      `epoch ${s.busy.epoch}) on this state database: nothing done`
+    );
   }
   const q = Object.entries(s.quarantined);
   const qTotal = q.reduce((a, [, n]) => a + n, 0);
   const lines = [
-    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)${s.walk.resumed ? ' (walk resumed from checkpoint)' : ''}${s.walk.complete ? '' : ' — walk incomplete, resumes next run'}${s.walk.error ? `: ${s.walk.error}` : ''}`,
-    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · retry later: ${s.retryWait} · quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ${(s.durationMs / 1000).toFixed(1)} s`,
+    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)` +
+      (s.walk.resumed ? ' (walk resumed from checkpoint)' : '') +
+      (s.walk.complete ? '' : ' — walk incomplete, resumes next run') +
+      (s.walk.error ? `: ${s.walk.error}` : ''),
+    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · ` +
+      `retry later: ${s.retryWait} · ` +
+      `quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ` +
+      `${(s.durationMs / 1000).toFixed(1)} s`,
     `states: ${
       Object.entries(s.states)
         .filter(([, n]) => n > 0)
@@ -140,17 +152,22 @@ export function cycleSummaryText(s: CycleSummary): string {
     lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
   if (s.trafficStopped)
     lines.push(
-      'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h; boarding waits (see `platform status`).',
+      'ALERT: all platform requests are stopped after 2 rate-limit ' +
+        'strikes in 24 h; boarding waits (see `platform status`).',
     );
   if (s.coreOutage)
     lines.push(
-      `ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); the pass stopped, the rest wait for the next run.`,
+      `ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); ` +
+        `the pass stopped, the rest wait for the next run.`,
     );
   if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
   return lines.join('\n');
 }
 
-/** `sync --once`'s exit: nothing thrown when the cycle completed; else the error whose code tells cron why (docs: exit status). */
+/**
+ * `sync --once`'s exit: nothing thrown when the cycle completed; else the error whose code tells cron why
+ * (docs: exit status).
+ */
 export function assertCycleCompleted(summary: CycleSummary, stopped: boolean): void {
   if (summary.busy) throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
   if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
@@ -166,7 +183,8 @@ export function assertCycleCompleted(summary: CycleSummary, stopped: boolean): v
     );
   if (!summary.walk.complete && !stopped)
     throw new IncompleteRunError(
-      `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it resumes on the next run`,
+      `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it ` +
+        `resumes on the next run`,
       EXIT_WALK_INCOMPLETE,
     );
 }

@@ -20,7 +20,8 @@ export function tinHashKey(
   // Replicas must share one key: never one generated per host (the config schema says so first).
   if (config.store.engine === 'postgres') {
     throw new ConfigError(
-      'customers.tinHashKey: required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica hashes tax ids with this one key',
+      'customers.tinHashKey: required when store.engine is postgres (or BOARDING_TIN_HASH_KEY): every replica ' +
+        'hashes tax ids with this one key',
     );
   }
   const path = `${config.store.path}.tinkey`;
@@ -28,7 +29,8 @@ export function tinHashKey(
   // match them, so say so instead of writing one (it would only be refused, and stay behind).
   if (!existsSync(path) && !opts.mayGenerate) {
     throw new ConfigError(
-      `customers.tinHashKey: not set, and ${path} (the key this state database's customers were hashed with) is missing; restore that file or set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) to the key`,
+      `customers.tinHashKey: not set, and ${path} (the key this state database's customers were hashed with) is ` +
+        `missing; restore that file or set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) to the key`,
     );
   }
   if (!existsSync(path)) {
@@ -41,7 +43,8 @@ export function tinHashKey(
       }
       logger.warn(
         { path },
-        'customers.tinHashKey is not set: generated a key for the tax id hashes beside the state database; set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) to that value and keep it with your secrets',
+        'customers.tinHashKey is not set: generated a key for the tax id hashes beside the state database; set ' +
+          'customers.tinHashKey (or BOARDING_TIN_HASH_KEY) to that value and keep it with your secrets',
       );
     } catch (err) {
       if ((err as { code?: string }).code !== 'EEXIST')

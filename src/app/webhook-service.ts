@@ -207,7 +207,8 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
       if (capped > 0)
         logger.warn(
           { rows: capped, max: UNKNOWN_LOAN_MAX_ROWS },
-          'webhook inbox: loan.funded rows of loans the connector never saw were over the bound; the oldest were deleted',
+          'webhook inbox: loan.funded rows of loans the connector ' +
+            'never saw were over the bound; the oldest were deleted',
         );
       if (total > 0)
         logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');

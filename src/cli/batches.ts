@@ -13,7 +13,8 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
   group
     .command('list')
     .description(
-      'batches newest first: status (open, sealing, sealed), loans, corrections, records, principal, trigger file present',
+      'batches newest first: status (open, sealing, sealed), ' +
+        'loans, corrections, records, principal, trigger file present',
     )
     .option('--limit <n>', 'how many', (v) => Number(v), 30)
     .option('--json', 'print JSON')
@@ -25,7 +26,9 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       for (const r of rows) {
         out(
           ctx,
-          `${r.id}  ${r.status.padEnd(7)}  loans ${r.loans}  corrections ${r.corrections}  records ${r.records}  principal_cents ${r.principalCents ?? '-'}  cutoff ${r.cutoffAt}  trigger ${r.triggerFile ? 'yes' : 'no'}`,
+          `${r.id}  ${r.status.padEnd(7)}  loans ${r.loans}  corrections ${r.corrections}  records ${r.records}  ` +
+            `principal_cents ${r.principalCents ?? '-'}  cutoff ${r.cutoffAt}  trigger ` +
+            `${r.triggerFile ? 'yes' : 'no'}`,
         );
       }
     });
@@ -48,7 +51,8 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       for (const l of loans)
         out(
           ctx,
-          `  ${l.loanId}  ${l.kind}  records ${l.records}  principal_cents ${l.principalCents ?? '-'}  boarded ${l.boardedAt}`,
+          `  ${l.loanId}  ${l.kind}  records ${l.records}  principal_cents ` +
+            `${l.principalCents ?? '-'}  boarded ${l.boardedAt}`,
         );
     });
 

@@ -14,16 +14,21 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
   config
     .command('check')
     .description(
-      'validate the config (file + env), check mappings.dir and lint the mapping set; print the config with secrets hidden',
+      'validate the config (file + env), check mappings.dir and ' +
+        'lint the mapping set; print the config with secrets hidden',
     )
     .option(
       '--connect',
-      'also connect: the platform answers, the key and its tax-id permissions, the webhook endpoint, the core with these credentials, the state database takes a write',
+      'also connect: the platform answers, the key and its tax-id permissions, the webhook endpoint, the core ' +
+        'with these credentials, the state database takes a write',
     )
     .option('--json', 'print {ok, source, checks, config} as JSON')
     .addHelpText(
       'after',
-      '\nOne line per check (ok, FAIL, warn, skip). Exit 1 when any check fails (an invalid config too), 2 without a config.\n--connect spends at most 10 platform reads (and downloads one document), from the same rate budget as a running daemon, and writes nothing\n(the state database check takes the write lock and rolls back).',
+      '\nOne line per check (ok, FAIL, warn, skip). Exit 1 when any check fails (an invalid config too), 2 ' +
+        'without a config.\n--connect spends at most 10 platform reads (and downloads one document), from the ' +
+        'same rate budget as a running daemon, and writes nothing\n' +
+        '(the state database check takes the write lock and rolls back).',
     )
     .action(async (opts: { connect?: boolean; json?: boolean }) => {
       const c = ctx.config();

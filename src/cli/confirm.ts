@@ -26,13 +26,16 @@ export async function confirmBulk(ctx: CliContext, c: BulkConfirmation): Promise
   const hint = `see them first with \`${c.command} … --dry-run\``;
   if (ctx.prompt === undefined) {
     throw new UsageError(
-      `${c.command}: ${c.count} loans is more than boarding.confirmAbove (${c.threshold}) and there is no terminal to confirm on: nothing done. ${hint[0]?.toUpperCase()}${hint.slice(1)}, then pass --yes to go ahead`,
+      `${c.command}: ${c.count} loans is more than boarding.confirmAbove (${c.threshold}) and there is no ` +
+        `terminal to confirm on: nothing done. ` +
+        `${hint[0]?.toUpperCase()}${hint.slice(1)}, then pass --yes to go ahead`,
     );
   }
   const shown = c.sample.slice(0, 10).join(', ');
   ctx.stderr.write(
     printable(
-      `${c.command} will ${c.action} (more than boarding.confirmAbove = ${c.threshold}): ${shown}${c.count > 10 ? `, … ${c.count - 10} more` : ''}\n(${hint}; --yes skips this question)\n`,
+      `${c.command} will ${c.action} (more than boarding.confirmAbove = ${c.threshold}): ` +
+        `${shown}${c.count > 10 ? `, … ${c.count - 10} more` : ''}\n(${hint}; --yes skips this question)\n`,
     ),
   );
   const answer = (await ctx.prompt(`Go ahead? Type "yes" to ${c.action}: `)).trim().toLowerCase();

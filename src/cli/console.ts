@@ -14,7 +14,10 @@ export function registerConsoleCommands(program: Command, ctx: CliContext): void
     )
     .addHelpText(
       'after',
-      '\nOn a terminal it asks twice; from a pipe it takes the first line. Nothing else is printed on stdout, so\n  HASH=$(boarding-connector console passwd < pwfile)\nworks. The hash is scrypt (Node crypto) with a random salt: the same password gives a new hash each time.',
+      '\nOn a terminal it asks twice; from a pipe it takes the first line. Nothing else is printed on stdout, ' +
+        'so\n  HASH=$(boarding-connector console passwd < pwfile)\n' +
+        'works. The hash is scrypt (Node crypto) with a random ' +
+        'salt: the same password gives a new hash each time.',
     )
     .action(async () => {
       const password = await readNewPassword(process.stdin, (text) => ctx.stderr.write(text));
@@ -35,7 +38,8 @@ export function registerConsoleCommands(program: Command, ctx: CliContext): void
       const user = { name: await unlockFromCli(ctx, name, actor) };
       out(
         ctx,
-        `console unlock: ${user.name}: recorded in the audit log by ${actor}; the daemon lifts the lock at its next login check (within 5 s)`,
+        `console unlock: ${user.name}: recorded in the audit log by ${actor}; the daemon lifts the lock at its ` +
+          `next login check (within 5 s)`,
       );
     });
 }

@@ -54,7 +54,12 @@ export function registerCustomersCommands(program: Command, ctx: CliContext): vo
       const lines = [table(rows), '', 'loans:'];
       for (const l of loans) {
         lines.push(
-          `  ${l.loanId}  ${l.entityId}  CIF ${l.cif ?? '(new, core-assigned)'}  ${l.matchedBy}${l.existing ? ' (existing customer: no customer record written)' : ' (customer record written by this loan)'}${l.nameAgrees === false ? '  · name differs from the core (review item)' : ''}  ${l.resolvedAt}`,
+          `  ${l.loanId}  ${l.entityId}  CIF ${l.cif ?? '(new, core-assigned)'}  ${l.matchedBy}` +
+            (l.existing
+              ? ' (existing customer: no customer record written)'
+              : ' (customer record written by this loan)') +
+            (l.nameAgrees === false ? '  · name differs from the core (review item)' : '') +
+            `  ${l.resolvedAt}`,
         );
       }
       out(ctx, lines.join('\n'));

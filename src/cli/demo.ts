@@ -58,7 +58,8 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
     )
     .option(
       '--report-after <seconds>',
-      'also reconcile this many seconds after start (reports are written after the first cycle and when the demo stops too)',
+      'also reconcile this many seconds after start (reports are ' +
+        'written after the first cycle and when the demo stops too)',
       positiveInt('--report-after'),
       60,
     )
@@ -76,7 +77,9 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
     )
     .addHelpText(
       'after',
-      '\nTimeline: the sandbox starts with --loans loans (some released), the daemon boards them; over the\nnext minute more loans are released and funded (loan.funded webhooks start early cycles); a\nreconciliation runs at the end of that minute and every 5 minutes. Logs go to --dir/demo.log.',
+      '\nTimeline: the sandbox starts with --loans loans (some released), the daemon boards them; over the\n' +
+        'next minute more loans are released and funded (loan.funded webhooks start early cycles); a\n' +
+        'reconciliation runs at the end of that minute and every 5 minutes. Logs go to --dir/demo.log.',
     )
     .action(async (opts: DemoOptions) => {
       if (opts.windowMs < 1000) throw new UsageError('--window-ms: expected at least 1000');

@@ -222,7 +222,8 @@ async function reboard(ctx: CliContext, ids: string[], opts: ReboardFlags): Prom
 }
 
 const CONFIRM_HELP =
-  '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n--yes is needed (exit 2 otherwise, nothing done).';
+  '\nMore loans than boarding.confirmAbove (default 10) ask for confirmation on a terminal; without one,\n' +
+  '--yes is needed (exit 2 otherwise, nothing done).';
 const SINCE_HELP =
   'with --all: only loans that entered their state since this ISO time or this long ago (30m, 2h, 1d)';
 
@@ -233,7 +234,8 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
   loans
     .command('retry')
     .description(
-      'put quarantined (or retry_wait, skipped) loans back in the queue, audited; a running daemon starts a cycle at once',
+      'put quarantined (or retry_wait, skipped) loans back in ' +
+        'the queue, audited; a running daemon starts a cycle at once',
     )
     .argument('[ids...]', 'platform loan ids (or --all)')
     .option('--all', 'every quarantined loan (narrow with --reason, --since, --state)')
@@ -251,7 +253,8 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
   loans
     .command('reboard')
     .description(
-      'write acknowledged loans to the core again with the mapping on disk (after a mapping fix); idempotent by external id, no second acknowledgement, audited',
+      'write acknowledged loans to the core again with the mapping on disk (after a mapping fix); idempotent by ' +
+        'external id, no second acknowledgement, audited',
     )
     .argument('[ids...]', 'platform loan ids (or --mapping-version)')
     .option('--mapping-version <version>', 'every acknowledged loan boarded with this mapping version')
@@ -269,7 +272,9 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print the results as JSON')
     .addHelpText(
       'after',
-      `\nExit status: 0 when every loan was re-written (or was unchanged); 1 when one failed or would now be quarantined.\nWith --dry-run: 0 when every loan could be read (whatever it would do), 1 when one could not.${CONFIRM_HELP}`,
+      `\nExit status: 0 when every loan was re-written (or was unchanged); 1 when one failed or would now be ` +
+        `quarantined.\nWith --dry-run: 0 when every loan could be read (whatever it would do), 1 when one could ` +
+        `not.${CONFIRM_HELP}`,
     )
     .action((ids: string[], opts: ReboardFlags) => reboard(ctx, ids, opts));
   loans

@@ -33,7 +33,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
   mappings
     .command('lint')
     .description(
-      'parse every mapping file, compile every expression, check helpers, lookups, defaults and the file schema; exit 1 with file:line:column on problems',
+      'parse every mapping file, compile every expression, check helpers, lookups, defaults and the file schema; ' +
+        'exit 1 with file:line:column on problems',
     )
     .option('--dir <dir>', 'mapping directory (repeatable; default: config mappings.dir)', collect)
     .option('--json', 'print the result as JSON')
@@ -49,13 +50,15 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
   mappings
     .command('test')
     .description(
-      'run the fixtures (<dir>/fixtures/<case>/input.json → expected.json) and show a field-level diff on mismatch; exit 1 on failure',
+      'run the fixtures (<dir>/fixtures/<case>/input.json → expected.json) and show a field-level diff on ' +
+        'mismatch; exit 1 on failure',
     )
     .option('--dir <dir>', 'mapping directory (repeatable; default: config mappings.dir)', collect)
     .option('--case <name>', 'run only the cases whose name contains this text')
     .option(
       '--update',
-      'rewrite expected.json and the files in expected-lines/ from the actual outcome for failing cases (review the diff before committing!)',
+      'rewrite expected.json and the files in expected-lines/ from the actual outcome for failing cases (review ' +
+        'the diff before committing!)',
     )
     .option('--json', 'print the result as JSON')
     .action(async (opts: DirOptions & { case?: string; update?: boolean }) => {
@@ -70,7 +73,8 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
   mappings
     .command('preview')
     .description(
-      'map one loan exactly as the pipeline would (its stored queue item when known, else the live one), diff against what was last boarded; writes nothing to the core',
+      'map one loan exactly as the pipeline would (its stored queue item when known, else the live one), diff ' +
+        'against what was last boarded; writes nothing to the core',
     )
     .requiredOption('--loan <id>', 'platform loan id')
     .option('--dir <dir>', 'mapping directory (default: config mappings.dir)', collect)
@@ -78,11 +82,13 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
     .option('--show-pii', 'print full tax ids (masked by default)')
     .option(
       '--save-fixture <name>',
-      'write <dir>/fixtures/<name>/input.json and expected.json from this loan (full tax ids replaced by synthetic ones unless --show-pii)',
+      'write <dir>/fixtures/<name>/input.json and expected.json from this loan (full tax ids replaced by ' +
+        'synthetic ones unless --show-pii)',
     )
     .addHelpText(
       'after',
-      '\nExit status: 0 when the loan would board (with or without review items); 1 when it would be quarantined or cannot be read.',
+      '\nExit status: 0 when the loan would board (with or without review items); 1 when it would be quarantined ' +
+        'or cannot be read.',
     )
     .action(async (opts: DirOptions & { loan: string; showPii?: boolean; saveFixture?: string }) => {
       const dirs = dirsOf(ctx, opts);
@@ -106,7 +112,9 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         if (opts.json !== true)
           out(
             ctx,
-            `wrote fixture ${caseDir} (input.json, expected.json)${showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : ''}; check it with \`mappings test --case ${opts.saveFixture}\``,
+            `wrote fixture ${caseDir} (input.json, ` +
+              `expected.json)${showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : ''}; ` +
+              `check it with \`mappings test --case ${opts.saveFixture}\``,
           );
       }
       out(

@@ -13,7 +13,8 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
   platform
     .command('status')
     .description(
-      'show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads the state database, on PostgreSQL the ledger every replica shares; sends no request)',
+      'show 429 strikes of the last 24 h, whether platform requests are stopped and any pause in force (reads ' +
+        'the state database, on PostgreSQL the ledger every replica shares; sends no request)',
     )
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
@@ -25,20 +26,23 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
       }
       out(
         ctx,
-        `429 strikes in the last 24 h: ${status.strikes24h} (all platform traffic, reads and writes, stops at ${TRAFFIC_STOP_AT}; a live key is revoked at 3)`,
+        `429 strikes in the last 24 h: ${status.strikes24h} (all platform traffic, reads and writes, stops at ` +
+          `${TRAFFIC_STOP_AT}; a live key is revoked at 3)`,
       );
       for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
       out(
         ctx,
         status.trafficStopped
-          ? 'platform requests: STOPPED (reads and writes wait; `platform strikes clear` once the platform confirms the key)'
+          ? 'platform requests: STOPPED (reads and writes wait; ' +
+              '`platform strikes clear` once the platform confirms the key)'
           : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`,
       );
       for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
       if (admin.shared)
         out(
           ctx,
-          'ledger: shared by every replica on this API key (PostgreSQL); strikes, pauses and the stop apply to all of them',
+          'ledger: shared by every replica on this API key ' +
+            '(PostgreSQL); strikes, pauses and the stop apply to all of them',
         );
     });
 
@@ -46,7 +50,8 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
   strikes
     .command('clear')
     .description(
-      'clear the strike ledger so platform traffic resumes; only once the platform has confirmed the key is in good standing (audited)',
+      'clear the strike ledger so platform traffic resumes; only once ' +
+        'the platform has confirmed the key is in good standing (audited)',
     )
     .requiredOption('--reason <text>', 'why it is safe (e.g. the platform support ticket)')
     .option('--by <name>', 'who clears it (default: $USER)')
@@ -63,7 +68,9 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
         );
       out(
         ctx,
-        `cleared ${cleared} strike(s); ${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} on its next request`,
+        `cleared ${cleared} strike(s); ` +
+          `${admin.shared ? 'every replica on this API key resumes' : 'a running daemon picks this up'} ` +
+          `on its next request`,
       );
     });
 }

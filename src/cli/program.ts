@@ -23,7 +23,8 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): {
     .version(CONNECTOR_VERSION)
     .option(
       '-c, --config <file>',
-      'YAML config file (else $BOARDING_CONFIG); needed by every command but demo, sandbox and those that name their files (mappings lint/test --dir, mappings schema, state verify)',
+      'YAML config file (else $BOARDING_CONFIG); needed by every command but demo, sandbox and those that name ' +
+        'their files (mappings lint/test --dir, mappings schema, state verify)',
     )
     .addOption(
       new Option(

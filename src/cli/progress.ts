@@ -35,7 +35,8 @@ export function showCycleProgress(progress: ProgressLine, p: CycleProgress): voi
       return;
     case 'board':
       progress.status(
-        `boarding ${p.done}/${p.total}${p.pass > 1 ? ` (pass ${p.pass}: loans a short failure put in retry_wait)` : ''}`,
+        `boarding ${p.done}/${p.total}` +
+          (p.pass > 1 ? ` (pass ${p.pass}: loans a short failure put in retry_wait)` : ''),
       );
       return;
     case 'settle':

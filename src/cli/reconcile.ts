@@ -19,7 +19,8 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
   program
     .command('reconcile')
     .description(
-      'compare the platform (boarded loans), the connector state and the core; write report.json, report.csv, report.html',
+      'compare the platform (boarded loans), the connector state ' +
+        'and the core; write report.json, report.csv, report.html',
     )
     .option(
       '--since <iso>',
@@ -28,12 +29,16 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
     )
     .option(
       '--out <dir>',
-      'write the three files into this folder, which must hold no report yet (default: a new reports.dir/<date>/run-<HHMMSS>/, and reports.dir/latest points at it)',
+      'write the three files into this folder, which must hold no report yet (default: a new ' +
+        'reports.dir/<date>/run-<HHMMSS>/, and reports.dir/latest points at it)',
     )
     .option('--json', 'print the summary as JSON')
     .addHelpText(
       'after',
-      '\nExit status 0 when the report was written, whatever it found (exceptions are for ops to work);\n1 on a configuration error or when a source (platform, core, state) cannot be read.\nA progress bar is drawn on stderr when it is a terminal (--progress), with the reason of any wait for the platform.\nSee docs/reconciliation.md.',
+      '\nExit status 0 when the report was written, whatever it found (exceptions are for ops to work);\n' +
+        '1 on a configuration error or when a source (platform, core, state) cannot be read.\n' +
+        'A progress bar is drawn on stderr when it is a terminal (--progress), with the reason of any wait for ' +
+        'the platform.\nSee docs/reconciliation.md.',
     )
     .action(async (opts: { since?: string; out?: string; json?: boolean }) => {
       const line = ctx.progress();

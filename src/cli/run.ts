@@ -10,11 +10,19 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
   program
     .command('run')
     .description(
-      'daemon: scheduled queue drain (schedule.drain), early cycles on webhooks, nightly reconcile; SIGHUP reloads the mapping set; SIGTERM drains and exits 0',
+      'daemon: scheduled queue drain (schedule.drain), early cycles on webhooks, nightly reconcile; SIGHUP ' +
+        'reloads the mapping set; SIGTERM drains and exits 0',
     )
     .addHelpText(
       'after',
-      '\nOn SIGTERM/SIGINT it stops taking loans, lets steps in flight finish for up to boarding.shutdownTimeoutMs\n(each loan resumes from its persisted state otherwise), closes servers and the database and exits 0.\nA second signal exits at once. SIGHUP lints and loads the mapping set on disk (a broken one is refused).\nExit 1 when the platform refuses the API key.\nWith store.engine postgres, an unreachable server or a refused login at start keeps the process up:\n/healthz answers, /readyz answers 503 with the reason, and the store is retried with backoff (1 s to 1 min).',
+      '\nOn SIGTERM/SIGINT it stops taking loans, lets steps in flight finish for up to ' +
+        'boarding.shutdownTimeoutMs\n' +
+        '(each loan resumes from its persisted state otherwise), closes servers and the database and exits 0.\n' +
+        'A second signal exits at once. SIGHUP lints and loads the mapping set on disk (a broken one is ' +
+        'refused).\nExit 1 when the platform refuses the API key.\n' +
+        'With store.engine postgres, an unreachable server or a refused login at start keeps the process up:\n' +
+        '/healthz answers, /readyz answers 503 with the reason, ' +
+        'and the store is retried with backoff (1 s to 1 min).',
     )
     .action(async () => {
       const config = ctx.config();

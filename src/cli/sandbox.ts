@@ -74,7 +74,8 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     )
     .option(
       '--amounts <profile>',
-      'generated amounts, rates and terms: realistic (small-business and personal lending) or extreme (amounts up to $900B with odd cents, odd terms)',
+      'generated amounts, rates and terms: realistic (small-business and personal lending) or extreme (amounts ' +
+        'up to $900B with odd cents, odd terms)',
       amountsOption,
       SANDBOX_DEFAULTS.amounts,
     )
@@ -84,12 +85,14 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     )
     .option(
       '--repeat-borrowers <share>',
-      "share of loans (0..1) whose borrower is an earlier loan's (same EIN/SSN, name written differently, half under a new entity id)",
+      "share of loans (0..1) whose borrower is an earlier loan's (same EIN/SSN, name written differently, half " +
+        'under a new entity id)',
       ratio('repeat-borrowers'),
     )
     .option(
       '--customer-extract <file>',
-      'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) of the borrowers, some already customers',
+      'write a bank customer extract (CSV cif,tin,name,birth_or_formation_date) ' +
+        'of the borrowers, some already customers',
     )
     .option(
       '--existing-share <share>',
@@ -102,7 +105,8 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
     )
     .option(
       '--id-shapes <shapes>',
-      `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs, opaque ids up to 64 characters, and one in five of 101–160 characters or with / % ? # spaces and non-ASCII)`,
+      `shapes of generated ids: ${ID_SHAPES.join(' | ')} (mixed: short prefixed ids, UUIDs, opaque ids up to 64 ` +
+        `characters, and one in five of 101–160 characters or with / % ? # spaces and non-ASCII)`,
       SANDBOX_DEFAULTS.idShapes,
     )
     .action(async (flags: SandboxFlags) => {

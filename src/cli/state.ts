@@ -48,7 +48,8 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
   state
     .command('leader')
     .description(
-      'which connector process leads (boards) on this state database now: its holder id, the lease epoch and how long until the lease expires (read only: it never takes the lease)',
+      'which connector process leads (boards) on this state database now: its holder id, the lease epoch and how ' +
+        'long until the lease expires (read only: it never takes the lease)',
     )
     .option('--json', 'print the lease as JSON')
     .action(async (opts: { json?: boolean }) => {
@@ -58,11 +59,13 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
   state
     .command('migrate')
     .description(
-      'copies the SQLite state (store.path) into an empty PostgreSQL database, online, and verifies the copy table by table',
+      'copies the SQLite state (store.path) into an empty PostgreSQL ' +
+        'database, online, and verifies the copy table by table',
     )
     .requiredOption(
       '--to <url>',
-      'the PostgreSQL database (postgres://user@host:5432/db; the password in BOARDING_STORE_PASSWORD or store.postgres.password)',
+      'the PostgreSQL database (postgres://user@host:5432/db; the ' +
+        'password in BOARDING_STORE_PASSWORD or store.postgres.password)',
     )
     .option(
       '--verify-only',

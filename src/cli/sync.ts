@@ -35,7 +35,8 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     )
     .option(
       '--dry-run',
-      'shadow run: walk the live queue with reads only, map every loan, write and acknowledge nothing; print a coverage table',
+      'shadow run: walk the live queue with reads only, map every ' +
+        'loan, write and acknowledge nothing; print a coverage table',
     )
     .option('--dir <dir>', 'with --dry-run: the mapping set to try (default: mappings.dir)')
     .option(
@@ -45,11 +46,18 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
     .option('--limit <n>', 'with --dry-run: stop after this many loans', parseLimit)
     .addHelpText(
       'after',
-      '\nOn a terminal a progress line on stderr shows done/total and why a call waits (the rate budget, a\n429 pause, a retry); logs are then at warn level unless --verbose. --progress=never turns it off.',
+      '\nOn a terminal a progress line on stderr shows done/total and why a call waits (the rate budget, a\n' +
+        '429 pause, a retry); logs are then at warn level unless --verbose. --progress=never turns it off.',
     )
     .addHelpText(
       'after',
-      '\nExit status: 0 when the cycle completed (even if some loans were quarantined or wait for a retry);\n1 on a configuration error or when the platform or the core refuses the credentials;\n2 on wrong usage or no config (--config FILE or BOARDING_CONFIG);\n3 when another connector process holds the boarding lease on this state database (nothing done);\n4 when the queue walk did not complete (platform unreachable or failing, or traffic stopped after 429 strikes);\n5 when a core outage stopped the boarding pass.\nWith --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
+      '\nExit status: 0 when the cycle completed (even if some loans were quarantined or wait for a retry);\n' +
+        '1 on a configuration error or when the platform or the core refuses the credentials;\n' +
+        '2 on wrong usage or no config (--config FILE or BOARDING_CONFIG);\n' +
+        '3 when another connector process holds the boarding lease on this state database (nothing done);\n' +
+        '4 when the queue walk did not complete (platform unreachable or failing, or traffic stopped after 429 ' +
+        'strikes);\n5 when a core outage stopped the boarding pass.\n' +
+        'With --dry-run: 0 when the walk finished (whatever the verdicts), 1 on an error.',
     )
     .action(
       async (opts: {
@@ -74,7 +82,8 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
           throw new UsageError('--dir, --against and --limit go with --dry-run');
         if (opts.once !== true)
           throw new UsageError(
-            'sync runs one cycle: use `sync --once` (the long-running daemon is `run`; a shadow run is `sync --dry-run`)',
+            'sync runs one cycle: use `sync --once` (the long-running ' +
+              'daemon is `run`; a shadow run is `sync --dry-run`)',
           );
         const progress = ctx.progress();
         const summary = await syncOnce(ctx, {

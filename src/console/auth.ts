@@ -268,7 +268,8 @@ function createHashKeeping(opts: ConsoleAuthOptions, log: Logger) {
         await opts.store?.putPasswordHash(u.name, fingerprint(configured), fresh, clock.now());
         log.warn(
           { user: u.name, from: hashParams(configured), to: rehashTo },
-          'console password re-hashed at OWASP scrypt parameters and kept in the state database; replace its console.users passwordHash with one from `console passwd`',
+          'console password re-hashed at OWASP scrypt parameters and kept in the state database; replace its ' +
+            'console.users passwordHash with one from `console passwd`',
         );
       } catch (err) {
         log.warn({ err, user: u.name }, 'console password re-hash failed; the configured hash stays in use');

@@ -29,7 +29,10 @@ export function hasRole(user: ConsoleUser, role: ConsoleRole): boolean {
   return user.roles.includes(role);
 }
 
-/** A refusal the HTTP layer turns into its status: 400 bad input, 403 not allowed, 404 unknown, 409 conflicting state, 429 too often. */
+/**
+ * A refusal the HTTP layer turns into its status: 400 bad input, 403 not allowed, 404 unknown, 409
+ * conflicting state, 429 too often.
+ */
 export class ConsoleError extends Error {
   override readonly name = 'ConsoleError';
   constructor(
@@ -244,7 +247,10 @@ export interface RequestResult {
 export interface ActionRequest {
   id: string;
   action: RequestAction;
-  /** The loans it covers (named, or matched by its filter when it was made, frozen); null in lists (GET /requests/ID carries them) and for seal / strike_clear. */
+  /**
+   * The loans it covers (named, or matched by its filter when it was made, frozen); null in lists (GET
+   * /requests/ID carries them) and for seal / strike_clear.
+   */
   loans: string[] | null;
   filter: ExceptionFilter | null;
   batch: string | null;
@@ -339,7 +345,10 @@ export interface SignOff {
   dispositions?: Array<{ index: number; loanId: string; reason: string; disposition: string }>;
 }
 
-/** What a signature says besides who and when: a comment (required) and, from the preparer, a disposition per exception (by its index). */
+/**
+ * What a signature says besides who and when: a comment (required) and, from the preparer, a disposition per
+ * exception (by its index).
+ */
 export interface SignOffInput {
   note: string;
   dispositions?: Record<string, string>;
@@ -387,7 +396,10 @@ export interface StatusView {
     reloadError: string | null;
   } | null;
   lastCycleAt: string | null;
-  /** The platform client's view: budget use per bucket and pauses, 429 strikes in 24 h, traffic stop, last success and failure. Null outside the daemon. */
+  /**
+   * The platform client's view: budget use per bucket and pauses, 429 strikes in 24 h, traffic stop, last
+   * success and failure. Null outside the daemon.
+   */
   platform: PlatformHealth | null;
   /** Whether the core answers now (its health check, bounded to a few seconds). Null outside the daemon. */
   core: { ok: boolean; detail: string | null } | null;
@@ -425,8 +437,9 @@ export interface ConsoleService {
   /**
    * Makes a request (status pending; audited). 403 without the operator role, 400 without a
    * reason or with a bad action/loans/filter, 409 (with `link` to it) when a request still to run
-   * already covers one of its loans (or, for seal and strike clear, is of the same action). A request the config exempts from four eyes
-   * (console.fourEyes.exemptRetries) is approved by the system and executed at once.
+   * already covers one of its loans (or, for seal and strike clear, is of the same action). A request
+   * the config exempts from four eyes (console.fourEyes.exemptRetries) is approved by the system and
+   * executed at once.
    */
   createRequest(user: ConsoleUser, input: NewRequest): Promise<ActionRequest>;
   /**
@@ -438,7 +451,10 @@ export interface ConsoleService {
   approve(user: ConsoleUser, id: string, note?: string): Promise<ActionRequest>;
   /** Rejects a pending request (approver, not the maker; a note is required). */
   reject(user: ConsoleUser, id: string, note: string): Promise<ActionRequest>;
-  /** The maker takes back their own pending request (status withdrawn; audited). 403 for anyone else, 409 when not pending. */
+  /**
+   * The maker takes back their own pending request (status withdrawn; audited). 403 for anyone else, 409 when
+   * not pending.
+   */
   withdraw(user: ConsoleUser, id: string, note?: string): Promise<ActionRequest>;
   request(id: string): Promise<ActionRequest | null>;
   /** Requests, newest first. */
@@ -448,7 +464,10 @@ export interface ConsoleService {
   audit(query: AuditQuery): Promise<Page<AuditEntry>>;
   /** The audit log as CSV (header first, oldest first), in chunks; for one loan when `loan` is set. */
   auditCsv(query: Pick<AuditQuery, 'loan'>): AsyncIterable<string>;
-  /** Records a login failure or throttling in the audit log (the auth module calls it with the name as auth.auditName gives it). */
+  /**
+   * Records a login failure or throttling in the audit log (the auth module calls it with the name as
+   * auth.auditName gives it).
+   */
   recordAuth(
     kind: 'login_failed' | 'login_throttled',
     name: string,

@@ -87,7 +87,10 @@ export interface ConsoleServiceDeps {
   logger: Logger;
   /** The daemon's executor; absent: approved requests wait for a daemon. */
   executor?: ExecutorHandle;
-  /** The dry-run diff of one loan, or the board check of one not boarded (needs platform reads and the mapper: the daemon's runtime). */
+  /**
+   * The dry-run diff of one loan, or the board check of one not boarded (needs platform reads and the mapper:
+   * the daemon's runtime).
+   */
   reboardPreview?: (loanId: string) => Promise<ReboardPreview | BoardPreview>;
   /** The file core's batches; absent for other cores. */
   batching?: BatchingCapability;
@@ -274,7 +277,10 @@ function decodeCursor<T>(raw: string, check: (v: unknown) => v is T): T {
 // number column is compared was a 500 on PostgreSQL (22P02) and a 200 on SQLite (issue 33); a NUL
 // in a text value is refused by PostgreSQL too.
 const isText = (v: unknown): v is string => typeof v === 'string' && !v.includes('\u0000');
-/** A whole number a BIGINT column holds exactly (2^53 in magnitude: the amount sort's "no amount" sentinel is -2^53). */
+/**
+ * A whole number a BIGINT column holds exactly (2^53 in magnitude: the amount sort's "no amount" sentinel is
+ * -2^53).
+ */
 const isWhole = (v: unknown): v is number =>
   typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 53;
 const isExceptionCursor = (v: unknown): v is ExceptionCursor =>
@@ -559,7 +565,8 @@ function readMethods(
         const wait = Math.max(1, Math.ceil(((recent[0] as number) + 60_000 - now) / 1000));
         throw new ConsoleError(
           429,
-          `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a minute per user (each reads the platform): try again in ${wait} s`,
+          `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a ` +
+            `minute per user (each reads the platform): try again in ${wait} s`,
         );
       }
       recent.push(now);
@@ -592,7 +599,8 @@ function readMethods(
             message:
               p.reviewItems.length === 0
                 ? `it would board now with mapping ${p.mappingVersion}: request a retry`
-                : `it would board now with mapping ${p.mappingVersion}, with ${p.reviewItems.length} review item${p.reviewItems.length === 1 ? '' : 's'}: request a retry`,
+                : `it would board now with mapping ${p.mappingVersion}, with ${p.reviewItems.length} review ` +
+                  `item${p.reviewItems.length === 1 ? '' : 's'}: request a retry`,
           };
         case 'would_quarantine':
           return {
@@ -724,7 +732,10 @@ function requestChecks(c: ServiceContext) {
     const same = hits.filter((h) => h.requestId === first.requestId).map((h) => h.loanId);
     throw new ConsoleError(
       409,
-      `request ${first.requestId} is still to run and already covers loan${same.length === 1 ? '' : 's'} ${same.slice(0, 5).join(', ')}${same.length > 5 ? ', …' : ''}${hits.length > same.length ? ' (and other requests cover more)' : ''}: nothing requested; wait for it, or have it withdrawn or rejected`,
+      `request ${first.requestId} is still to run and already covers loan${same.length === 1 ? '' : 's'} ` +
+        `${same.slice(0, 5).join(', ')}${same.length > 5 ? ', …' : ''}` +
+        (hits.length > same.length ? ' (and other requests cover more)' : '') +
+        ': nothing requested; wait for it, or have it withdrawn or rejected',
       'loans',
       `/console/requests/${encodeURIComponent(first.requestId)}`,
     );
@@ -1164,7 +1175,8 @@ function reportMethods(
           if (v === undefined || v === '')
             throw new ConsoleError(
               400,
-              `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ${DISPOSITIONS.join(', ')}`,
+              `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ` +
+                `${DISPOSITIONS.join(', ')}`,
               `dispositions.${i}`,
             );
           if (!(DISPOSITIONS as readonly string[]).includes(v))

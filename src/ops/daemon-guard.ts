@@ -22,8 +22,10 @@ export async function assertSameMappingAsDaemon(
   const d = (await runningDaemons(status, now)).find((s) => s.mappingVersion !== myVersion);
   if (!d) return;
   throw new ConfigError(
-    `${command}: a running daemon (pid ${d.pid} on ${d.host}) boards with mapping ${d.mappingVersion}, but this command loaded ${myVersion} from ${mine.dir}; ` +
-      `reload the daemon first (kill -HUP ${d.pid}, or mappings.watch: true) so one version boards at a time${d.reloadError ? ` (its last reload was refused: ${d.reloadError.split('\n')[0] ?? ''})` : ''}`,
+    `${command}: a running daemon (pid ${d.pid} on ${d.host}) boards with mapping ${d.mappingVersion}, but this ` +
+      `command loaded ${myVersion} from ${mine.dir}; ` +
+      `reload the daemon first (kill -HUP ${d.pid}, or mappings.watch: true) so one version boards at a ` +
+      `time${d.reloadError ? ` (its last reload was refused: ${d.reloadError.split('\n')[0] ?? ''})` : ''}`,
   );
 }
 

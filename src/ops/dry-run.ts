@@ -131,7 +131,8 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
       // The line carries the quarantine reason: a loan quarantined for another reason is a change too.
       if (outcomeLine(base) !== outcomeLine(outcome))
         diffs.push(`outcome: was ${outcomeLine(base)}, now ${outcomeLine(outcome)}`);
-      // Compared masked on both sides: the report may be shared; a tax id change still shows as a change of its last digits.
+      // Compared masked on both sides: the report may be shared; a tax id change still shows as a change of
+      // its last digits.
       if (base.ok && outcome.ok)
         diffs.push(
           ...diffRecordLists(
@@ -174,11 +175,15 @@ export function formatDryRun(r: DryRunReport): string {
   const total = r.loans + r.invalid.length;
   const pct = (n: number): string => (total === 0 ? '0%' : `${Math.round((n / total) * 100)}%`);
   const lines = [
-    `dry run with mapping ${r.mappingVersion}${r.againstVersion ? ` against ${r.againstVersion}` : ''}: nothing was written to the core, nothing acknowledged`,
+    `dry run with mapping ${r.mappingVersion}${r.againstVersion ? ` against ${r.againstVersion}` : ''}: nothing ` +
+      `was written to the core, nothing acknowledged`,
     `${r.loans} loan(s) mapped${r.complete ? '' : ' (stopped at --limit; the queue has more)'}`,
     `  would board:               ${String(r.verdicts.board).padStart(6)}  ${pct(r.verdicts.board)}`,
-    `  would board with warnings: ${String(r.verdicts.board_with_warnings).padStart(6)}  ${pct(r.verdicts.board_with_warnings)}`,
-    `  would quarantine:          ${String(r.verdicts.quarantine + r.invalid.length).padStart(6)}  ${pct(r.verdicts.quarantine + r.invalid.length)}${r.invalid.length > 0 ? ` (incl. ${r.invalid.length} malformed queue item(s))` : ''}`,
+    `  would board with warnings: ${String(r.verdicts.board_with_warnings).padStart(6)}  ` +
+      `${pct(r.verdicts.board_with_warnings)}`,
+    `  would quarantine:          ${String(r.verdicts.quarantine + r.invalid.length).padStart(6)}  ` +
+      pct(r.verdicts.quarantine + r.invalid.length) +
+      (r.invalid.length > 0 ? ` (incl. ${r.invalid.length} malformed queue item(s))` : ''),
   ];
   const table = r.rows.filter((x) => x.verdict !== 'board');
   if (table.length > 0) {

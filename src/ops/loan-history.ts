@@ -52,7 +52,8 @@ export async function gatherLoanHistory(
   const row = await store.loans.get(id);
   if (!row) return null;
   const daemon = (await runningDaemons(store.daemon, now))[0] ?? null;
-  // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back after the write).
+  // The bank's account number: allocated from the pool (kept in bank_numbers), or the core's own (read back
+  // after the write).
   const pooled = await store.numbers.get('account', id);
   const accountNumber = row.accountNumber ?? pooled;
   return {
@@ -133,12 +134,16 @@ export function lastReviewItems(
   };
 }
 
-/** `loans show REF`: the loan a person means (id, loan number or account number) and its history; a UsageError when none or several. */
+/**
+ * `loans show REF`: the loan a person means (id, loan number or account number) and its history; a UsageError
+ * when none or several.
+ */
 export async function showLoan(store: BoardingStore, ref: string, now: number): Promise<LoanHistoryParts> {
   const found = await resolveLoanRef(store, ref);
   if (found.kind === 'ambiguous')
     throw new UsageError(
-      `${ref} is the loan or account number of ${found.ids.length} loans: ${found.ids.join(', ')}; give the platform loan id`,
+      `${ref} is the loan or account number of ${found.ids.length} ` +
+        `loans: ${found.ids.join(', ')}; give the platform loan id`,
     );
   if (found.kind === 'none')
     throw new UsageError(
@@ -156,23 +161,30 @@ export function loanHistoryText(h: LoanHistoryParts): string {
   const { row, events, keys, daemon, customers, accountNumber } = h;
   const differs = row.mappingVersion && daemon && row.mappingVersion !== daemon.mappingVersion;
   const daemonText = daemon
-    ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})${daemon.reloadError ? ' · last reload refused' : ''}${differs ? ' · differs from this loan' : ''}`
+    ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})` +
+      (daemon.reloadError ? ' · last reload refused' : '') +
+      (differs ? ' · differs from this loan' : '')
     : '(no daemon running)';
   const source =
     h.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own";
   const lines = [
     `loan ${row.id}${row.loanNumber ? ` (${row.loanNumber})` : ''}`,
     `  state:           ${row.state}${row.quarantineReason ? ` (${row.quarantineReason})` : ''}`,
-    `  attempts:        ${row.attempts}${row.nextAttemptAt !== null ? ` · next attempt ${isoText(row.nextAttemptAt)}` : ''}`,
+    `  attempts:        ${row.attempts}` +
+      (row.nextAttemptAt !== null ? ` · next attempt ${isoText(row.nextAttemptAt)}` : ''),
     `  release marker:  ${row.releaseMarker ?? ''}${row.releasedAtIso ? ` · released ${row.releasedAtIso}` : ''}`,
-    `  core reference:  ${row.coreReference ?? '(not written)'}${row.writtenAt !== null ? ` · written ${isoText(row.writtenAt)}` : ''}`,
+    `  core reference:  ${row.coreReference ?? '(not written)'}` +
+      (row.writtenAt !== null ? ` · written ${isoText(row.writtenAt)}` : ''),
     `  acknowledged:    ${row.acknowledgedAt !== null ? isoText(row.acknowledgedAt) : 'no'}`,
     `  mapping version: ${row.mappingVersion ?? ''}`,
     `  daemon mapping:  ${daemonText}`,
     `  payload hash:    ${row.payloadHash ?? ''}`,
     '',
     'identity:',
-    `  account number:  ${accountNumber === null ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)' : `${accountNumber} (${source})`}`,
+    '  account number:  ' +
+      (accountNumber === null
+        ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)'
+        : `${accountNumber} (${source})`),
   ];
   if (row.lastErrorCode)
     lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);

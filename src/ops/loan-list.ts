@@ -64,7 +64,10 @@ export interface LoanSelection {
   reasonFlag: string;
 }
 
-/** --all of `loans retry` / `loans skip`: the loans in a state (default quarantined), narrowed by quarantine reason and age. */
+/**
+ * --all of `loans retry` / `loans skip`: the loans in a state (default quarantined), narrowed by quarantine
+ * reason and age.
+ */
 export async function selectLoans(
   store: Pick<BoardingStore, 'loans'>,
   action: 'retry' | 'skip',

@@ -1,7 +1,10 @@
 import { UsageError } from '../lib/errors.js';
 import { LoanNotFoundError, type LoanStore, type LoanRow } from '../store/loans.js';
 
-/** What a `loans retry` / `loans skip` would do to one loan (its --dry-run listing, and the check before any change). */
+/**
+ * What a `loans retry` / `loans skip` would do to one loan (its --dry-run listing, and the check before any
+ * change).
+ */
 export type OpPlan =
   | {
       loanId: string;

@@ -28,7 +28,9 @@ export { formatIssue, maskRecords, type MappingInput, type MappingOutcome };
 export const SOURCE_NOTE: Record<InputSource, string> = {
   stored: 'the queue item the connector stored when it took the loan from the queue (what the pipeline maps)',
   queue: 'the live boarding queue (the connector has not taken this loan yet)',
-  loan: 'the bare loan: it is not in the boarding queue and the connector does not know it, so boarding.* fields map empty',
+  loan:
+    'the bare loan: it is not in the boarding queue and the ' +
+    'connector does not know it, so boarding.* fields map empty',
 };
 
 export interface PreviewDeps {
@@ -39,7 +41,10 @@ export interface PreviewDeps {
   signal: AbortSignal;
 }
 
-/** A full tax id in a saved fixture becomes a synthetic one with the same last 4 digits (the mapping takes the same path). */
+/**
+ * A full tax id in a saved fixture becomes a synthetic one with the same last 4 digits (the mapping takes the
+ * same path).
+ */
 function fixtureInput(input: MappingInput, showPii: boolean): MappingInput {
   if (showPii) return input;
   const synth = (v: unknown): unknown => {
@@ -136,7 +141,10 @@ export async function saveFixture(
   return caseDir;
 }
 
-/** The mapping outcome as text: records (tax ids masked unless showPii) and review items, or the issues that quarantine it. */
+/**
+ * The mapping outcome as text: records (tax ids masked unless showPii) and review items, or the issues that
+ * quarantine it.
+ */
 export function outcomeText(
   dir: string,
   outcome: MappingOutcome,
@@ -198,7 +206,9 @@ export function previewText(dir: string, loanId: string, p: Preview, showPii: bo
     else if (diff.length === 0) lines.push(`${against}: no field changes`);
     else
       lines.push(
-        `${against}: ${diff.length} change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  (\`loans reboard ${loanId} --reason …\` writes the new records to the core)`,
+        `${against}: ${diff.length} ` +
+          `change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  ` +
+          `(\`loans reboard ${loanId} --reason …\` writes the new records to the core)`,
       );
   }
   return lines.join('\n');

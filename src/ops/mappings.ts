@@ -99,7 +99,10 @@ export async function testSets(
   return { failures, sets };
 }
 
-/** `mappings lint` as text: warnings (they do not fail lint, but say what to change before it bites), then ok or the problems. */
+/**
+ * `mappings lint` as text: warnings (they do not fail lint, but say what to change before it bites), then ok
+ * or the problems.
+ */
 export function lintText(results: ReturnType<typeof lintSets>['results']): string {
   const lines: string[] = [];
   for (const r of results) {

@@ -127,7 +127,10 @@ export function reboardText(
 /** One dry-run preview as a line (and the field changes it would write). */
 export function previewText(r: ReboardPreview): string {
   if (r.outcome === 'unchanged')
-    return `loan ${r.loanId}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force would write anyway)`;
+    return (
+      `loan ${r.loanId}: unchanged (already boarded with ` +
+      `${r.mappingVersion} from the same data; --force would write anyway)`
+    );
   if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
   if (r.outcome !== 'would_rewrite') return reboardText(r);
   const what = r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`;
@@ -146,10 +149,17 @@ export function previewSummaryText(
   if (targets === 0) return 'no acknowledged loans match: nothing would be re-boarded';
   const n = countOutcomes(results);
   const [rewrite, same] = [n['would_rewrite'] ?? 0, n['unchanged'] ?? 0];
-  return `dry run with mapping ${version}: ${rewrite} would be re-written, ${same} unchanged, ${results.length - rewrite - same} would not be re-boarded; nothing was written to the core, no state changed`;
+  return (
+    `dry run with mapping ${version}: ${rewrite} would be re-written, ${same} unchanged, ` +
+    `${results.length - rewrite - same} would not be ` +
+    `re-boarded; nothing was written to the core, no state changed`
+  );
 }
 
-/** The last line of `loans reboard`, and how many loans were not re-boarded (failed, would quarantine, not acknowledged). */
+/**
+ * The last line of `loans reboard`, and how many loans were not re-boarded (failed, would quarantine, not
+ * acknowledged).
+ */
 export function reboardSummaryText(
   results: readonly ReboardResult[],
   targets: number,
@@ -163,6 +173,7 @@ export function reboardSummaryText(
     text:
       targets === 0
         ? 'no acknowledged loans match: nothing re-boarded'
-        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} not re-boarded (mapping ${version}; no acknowledgement sent)`,
+        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} ` +
+          `not re-boarded (mapping ${version}; no acknowledgement sent)`,
   };
 }

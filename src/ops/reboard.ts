@@ -302,7 +302,8 @@ export async function reboardLoan(
     const message = redactForStorage(errorMessage(err)).slice(0, 2000);
     log.warn(
       { err: message },
-      'reboard failed; the loan stays acknowledged (if the core write went through, the core may hold the new records while the connector keeps its record of the earlier ones)',
+      'reboard failed; the loan stays acknowledged (if the core write went through, the core may hold the new ' +
+        'records while the connector keeps its record of the earlier ones)',
     );
     await store.loans.recordEvent(
       loanId,

@@ -166,7 +166,10 @@ export function endpointTable(rows: Array<Record<string, unknown>>, columns: str
   return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
 }
 
-/** What `webhooks register` prints: the new endpoint and its secret (shown once), or the endpoints that already have the URL. */
+/**
+ * What `webhooks register` prints: the new endpoint and its secret (shown once), or the endpoints that
+ * already have the URL.
+ */
 export function registerResultText(
   result: Awaited<ReturnType<typeof registerWebhook>>,
   o: { url: string; events: readonly string[]; json: boolean },
@@ -181,7 +184,10 @@ export function registerResultText(
     const ids = result.endpoints
       .map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`)
       .join(', ');
-    return `An endpoint for ${o.url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`;
+    return (
+      `An endpoint for ${o.url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks ` +
+      `enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`
+    );
   }
   const { endpoint } = result;
   if (o.json)
@@ -196,7 +202,10 @@ export function registerResultText(
 /** `webhooks list` as a table; this connector's endpoint marked, the disabled ones counted. */
 export function webhookListText(rows: ReadonlyArray<Record<string, unknown>>): string {
   if (rows.length === 0)
-    return 'No webhook endpoints registered. Register one with `webhooks register --url <public URL>/webhooks/platform`.';
+    return (
+      'No webhook endpoints registered. Register one with ' +
+      '`webhooks register --url <public URL>/webhooks/platform`.'
+    );
   const shown = rows.map((r) => ({ ...r, id: r['thisConnector'] ? `${String(r['id'])} *` : r['id'] }));
   const columns = ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url'];
   const lines = [endpointTable(shown, columns)];

@@ -70,7 +70,10 @@ export interface PlatformHealth {
   /** The last failed attempt (network, timeout, 5xx, 429, auth, traffic stop), from the first one after start. */
   lastFailure?: PlatformCallFailure | null;
   strikes24h: number;
-  /** true after 2 strikes in 24 h: ALL platform calls (reads too) stop until the ledger ages out (or an operator clears it). */
+  /**
+   * true after 2 strikes in 24 h: ALL platform calls (reads too) stop until the ledger ages out (or an
+   * operator clears it).
+   */
   trafficStopped: boolean;
   /** The same as trafficStopped (the budget's own name for it). */
   stopped?: boolean;
@@ -82,7 +85,10 @@ export interface PlatformHealth {
  * the terminal shows it: `waiting 12 s for the read budget`, `paused after a 429 until T`).
  */
 export type PlatformWait =
-  /** The budget holds the call: our own window is full (`window`) or the platform's X-RateLimit-Remaining is 0 (`server`). */
+  /**
+   * The budget holds the call: our own window is full (`window`) or the platform's X-RateLimit-Remaining is 0
+   * (`server`).
+   */
   | { kind: 'budget'; bucket: Bucket; reason: 'window' | 'server'; until: number }
   /** The bucket is paused after a 429 (this process's or, on a shared state database, another's). */
   | { kind: 'paused'; bucket: Bucket; until: number }
@@ -101,7 +107,10 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
-/** The Loan Platform operations the connector uses. Implemented by src/platform/client.ts (endpoints.ts over transport.ts). */
+/**
+ * The Loan Platform operations the connector uses. Implemented by src/platform/client.ts (endpoints.ts over
+ * transport.ts).
+ */
 export interface PlatformApi {
   boardingQueue(opts?: QueueWalkOptions): AsyncGenerator<QueuePage, void, undefined>;
   getLoan(id: string, opts?: ReadOptions): Promise<Loan>;

@@ -96,13 +96,19 @@ function refusal(c: CompiledPolicy, host: string, address: string): string | nul
   const sandbox = problem.startsWith('a loopback address')
     ? ' (a local sandbox: platform.environment: development allows loopback)'
     : '';
-  return `${shown} is ${problem}: document downloads only go to public addresses; add ${host} or its range to boarding.documentHosts.allow if your document store is internal${sandbox}`;
+  return (
+    `${shown} is ${problem}: document downloads only go to public addresses; add ${host} or its range to ` +
+    `boarding.documentHosts.allow if your document store is internal${sandbox}`
+  );
 }
 
 export interface DocumentHostGuard {
   /** A refusal for a URL's literal host (an IP literal never reaches the lookup), or null. */
   checkLiteral: (hostname: string) => string | null;
-  /** For undici's `connect.lookup` (net.connect's lookup): resolves, checks every address, connects only to checked ones. */
+  /**
+   * For undici's `connect.lookup` (net.connect's lookup): resolves, checks every address, connects only to
+   * checked ones.
+   */
   lookup: (
     hostname: string,
     options: LookupOptions,

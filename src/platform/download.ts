@@ -90,7 +90,9 @@ export async function downloadPresigned(
           operation: 'download',
           method: 'GET',
           path: where,
-          message: `GET ${where}: the download did not finish within ${opts.deadlineMs} ms (boarding.documentDeadlineMs)`,
+          message:
+            `GET ${where}: the download did not finish within ${opts.deadlineMs} ms ` +
+            `(boarding.documentDeadlineMs)`,
         })
       : null;
   const ctx = { operation: 'download', method: 'GET', path: where };
@@ -142,7 +144,8 @@ export async function downloadPresigned(
   if (res.statusCode === 400 || res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 410) {
     return fail(
       'download.expired',
-      `GET ${where} → ${res.statusCode}: the download address was refused (presigned addresses expire after 5 minutes): request a new one`,
+      `GET ${where} → ${res.statusCode}: the download address was refused (presigned addresses expire after 5 ` +
+        `minutes): request a new one`,
     );
   }
   if (res.statusCode === 404)

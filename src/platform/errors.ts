@@ -171,7 +171,9 @@ export class PlatformError extends Error {
 
   /** The message with its HTTP status and the server's code, as commands print a refused call. */
   describe(): string {
-    return `${this.message}${this.status !== null ? ` (HTTP ${this.status}${this.serverCode !== null ? `, ${this.serverCode}` : ''})` : ''}`;
+    if (this.status === null) return this.message;
+    const server = this.serverCode !== null ? `, ${this.serverCode}` : '';
+    return `${this.message} (HTTP ${this.status}${server})`;
   }
 
   toJSON(): Record<string, unknown> {
@@ -272,7 +274,10 @@ export function classifyResponse(
     method: ctx.method,
     path: ctx.path,
     retryAfterSeconds,
-    message: `${ctx.method} ${ctx.path} → ${status} ${code}${serverCode !== null && serverCode !== code ? ` (${serverCode})` : ''}${detail ? `: ${truncate(detail, 300)}` : ''}`,
+    message:
+      `${ctx.method} ${ctx.path} → ${status} ${code}` +
+      (serverCode !== null && serverCode !== code ? ` (${serverCode})` : '') +
+      (detail ? `: ${truncate(detail, 300)}` : ''),
   });
 }
 

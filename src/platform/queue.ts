@@ -90,7 +90,8 @@ export async function* walkBoardingQueue(
         warnedOffset = true;
         deps.logger.info(
           { limit },
-          'boarding queue answered in offset mode although a cursor was sent; walking by offset (loans acknowledged during the walk shift later pages: the next cycle picks up any it skipped)',
+          'boarding queue answered in offset mode although a cursor was sent; walking by offset (loans ' +
+            'acknowledged during the walk shift later pages: the next cycle picks up any it skipped)',
         );
       }
       const next = meta.offset + page.data.length;

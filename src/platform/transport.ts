@@ -160,7 +160,9 @@ function missingIdempotencyKey(spec: CallSpec<unknown>): PlatformError | null {
   return new PlatformError({
     code: 'input.invalid',
     operation: spec.operation,
-    message: `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY_LENGTH} printable ASCII characters)`,
+    message:
+      `${spec.operation}: Idempotency-Key is required on writes (1–${MAX_IDEMPOTENCY_KEY_LENGTH} ` +
+      `printable ASCII characters)`,
   });
 }
 
@@ -278,7 +280,10 @@ function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) =
     return e;
   }
 
-  /** A non-2xx answer: a 429 pauses the bucket and goes on the strike ledger; a refused key is logged for the operator. */
+  /**
+   * A non-2xx answer: a 429 pauses the bucket and goes on the strike ledger; a refused key is logged for the
+   * operator.
+   */
   async function refused(
     spec: CallSpec<unknown>,
     ctx: HttpContext,

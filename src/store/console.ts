@@ -145,7 +145,10 @@ export interface ConsoleStore {
   ): Promise<RequestRow[]>;
   requestsForLoan(loanId: string, limit: number): Promise<RequestRow[]>;
   countRequests(status: string): Promise<number>;
-  /** pending → approved/rejected/withdrawn when still pending; false when someone else decided first. With its audit line, atomically. */
+  /**
+   * pending → approved/rejected/withdrawn when still pending; false when someone else decided first. With its
+   * audit line, atomically.
+   */
   decide(
     id: string,
     to: 'approved' | 'rejected' | 'withdrawn',
@@ -154,7 +157,10 @@ export interface ConsoleStore {
     note: string | null,
     audit: NewAudit,
   ): Promise<boolean>;
-  /** Requests still to run (pending or approved) that cover any of these loans: [request id, loan id] pairs, at most `limit`. */
+  /**
+   * Requests still to run (pending or approved) that cover any of these loans: [request id, loan id] pairs,
+   * at most `limit`.
+   */
   openRequestsCovering(
     loanIds: readonly string[],
     limit: number,
@@ -184,7 +190,10 @@ export interface ConsoleStore {
   auditAscending(filter: { loanId?: string }, after: number, limit: number): Promise<AuditRow[]>;
   signOffs(): Promise<SignOffRow[]>;
   signOff(day: string, run: string): Promise<SignOffRow | null>;
-  /** Sets prepared_by (when unset) or reviewed_by (when prepared, unset, and by ≠ prepared_by); false when refused by state. */
+  /**
+   * Sets prepared_by (when unset) or reviewed_by (when prepared, unset, and by ≠ prepared_by); false when
+   * refused by state.
+   */
   sign(
     day: string,
     run: string,
@@ -307,7 +316,8 @@ const sortValue: Record<ExceptionSortKey, (r: RawException) => number | string> 
 };
 
 const EXCEPTION_COLUMNS =
-  'id, loan_number, state, exception_reason, review_items, borrower_name, product_id, cents_amount, mapping_version, released_at_iso, state_entered_at, last_error_code, last_error_message, attempts';
+  'id, loan_number, state, exception_reason, review_items, borrower_name, product_id, cents_amount, ' +
+  'mapping_version, released_at_iso, state_entered_at, last_error_code, last_error_message, attempts';
 
 const toRequest = (r: Record<string, unknown>): RequestRow => ({
   id: r['id'] as string,
@@ -360,7 +370,8 @@ function storeParts(db: StoreDb) {
   const audit = async (e: NewAudit): Promise<void> => {
     await db.run(
       ...named(
-        'INSERT INTO console_audit (at, actor, kind, action, request_id, loan_id, reason, detail) VALUES (@at, @actor, @kind, @action, @requestId, @loanId, @reason, @detail)',
+        'INSERT INTO console_audit (at, actor, kind, action, request_id, loan_id, reason, detail) VALUES (@at, ' +
+          '@actor, @kind, @action, @requestId, @loanId, @reason, @detail)',
         {
           at: e.at,
           actor: e.actor,
@@ -462,13 +473,16 @@ function requestWrites({
       await immediate(async () => {
         await db.run(
           ...named(
-            'INSERT INTO console_requests (id, action, filter, batch, preview_count, reason, maker, created_at, status) VALUES (@id, @action, @filter, @batch, @previewCount, @reason, @maker, @createdAt, @status)',
+            'INSERT INTO console_requests (id, action, filter, batch, preview_count, reason, maker, created_at, ' +
+              'status) VALUES (@id, @action, @filter, @batch, ' +
+              '@previewCount, @reason, @maker, @createdAt, @status)',
             row,
           ),
         );
         for (const l of loans)
           await db.run(
-            'INSERT INTO console_request_loans (request_id, loan_id, from_state) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+            'INSERT INTO console_request_loans (request_id, loan_id, ' +
+              'from_state) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
             [row.id, l.id, l.state],
           );
         await audit(entry);
@@ -477,7 +491,8 @@ function requestWrites({
     async decide(id, to, by, at, note, entry) {
       return immediate(async () => {
         const r = await db.run(
-          "UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ? AND status = 'pending'",
+          'UPDATE console_requests SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE id = ' +
+            "? AND status = 'pending'",
           [to, by, at, note, id],
         );
         if (r.changes === 0) return false;
@@ -489,7 +504,8 @@ function requestWrites({
       return (
         (
           await db.run(
-            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND (claimed_at IS NULL OR claimed_at < ?)",
+            "UPDATE console_requests SET claimed_by = ?, claimed_at = ? WHERE id = ? AND status = 'approved' AND " +
+              '(claimed_at IS NULL OR claimed_at < ?)',
             [owner, at, id, staleBefore],
           )
         ).changes > 0
@@ -500,7 +516,8 @@ function requestWrites({
         if (
           (
             await db.run(
-              "UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = 'approved'",
+              'UPDATE console_requests SET status = ?, executed_at = ?, result = ? WHERE id = ? AND status = ' +
+                "'approved'",
               [status, at, result, id],
             )
           ).changes > 0
@@ -544,7 +561,8 @@ function requestReads({
     async requestLoanRows(id, limit) {
       return (
         await db.all<{ loan_id: string; loan_number: string | null; borrower_name: string | null }>(
-          'SELECT l.loan_id, n.loan_number, n.borrower_name FROM console_request_loans l LEFT JOIN loans n ON n.id = l.loan_id WHERE l.request_id = ? ORDER BY n.loan_number, l.loan_id LIMIT ?',
+          'SELECT l.loan_id, n.loan_number, n.borrower_name FROM console_request_loans l LEFT JOIN loans n ON ' +
+            'n.id = l.loan_id WHERE l.request_id = ? ORDER BY n.loan_number, l.loan_id LIMIT ?',
           [id, limit],
         )
       ).map((r) => ({ id: r.loan_id, loanNumber: r.loan_number, borrowerName: r.borrower_name }));
@@ -583,7 +601,8 @@ function requestReads({
     async requestsForLoan(loanId, limit) {
       return (
         await db.all<Record<string, unknown>>(
-          'SELECT r.* FROM console_requests r JOIN console_request_loans l ON l.request_id = r.id WHERE l.loan_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ?',
+          'SELECT r.* FROM console_requests r JOIN console_request_loans l ON l.request_id = r.id WHERE ' +
+            'l.loan_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ?',
           [loanId, limit],
         )
       ).map(toRequest);
@@ -600,7 +619,9 @@ function requestReads({
         const chunk = loanIds.slice(i, i + 500);
         const marks = chunk.map(() => '?').join(', ');
         const rows = await db.all<{ request_id: string; loan_id: string }>(
-          `SELECT l.request_id, l.loan_id FROM console_request_loans l JOIN console_requests r ON r.id = l.request_id WHERE r.status IN ('pending', 'approved') AND l.loan_id IN (${marks}) ORDER BY r.created_at, l.loan_id LIMIT ?`,
+          `SELECT l.request_id, l.loan_id FROM console_request_loans l JOIN console_requests r ON r.id = ` +
+            `l.request_id WHERE r.status IN ('pending', 'approved') AND l.loan_id IN (${marks}) ORDER BY ` +
+            `r.created_at, l.loan_id LIMIT ?`,
           [...chunk, limit - out.length],
         );
         out.push(...rows.map((r) => ({ requestId: r.request_id, loanId: r.loan_id })));
@@ -676,7 +697,8 @@ function auditQueries({
     async auditAscending(filter, after, limit) {
       const loan =
         filter.loanId !== undefined
-          ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id FROM console_request_loans WHERE loan_id = @loan))'
+          ? ' AND (loan_id = @loan OR request_id IN (SELECT request_id ' +
+            'FROM console_request_loans WHERE loan_id = @loan))'
           : '';
       return (
         await all<Record<string, unknown>>(
@@ -709,13 +731,15 @@ function auditQueries({
           as === 'prepared'
             ? (
                 await db.run(
-                  'UPDATE report_signoffs SET prepared_by = ?, prepared_at = ?, prepared_note = ?, dispositions = ? WHERE day = ? AND run = ? AND prepared_by IS NULL',
+                  'UPDATE report_signoffs SET prepared_by = ?, prepared_at = ?, prepared_note = ?, dispositions ' +
+                    '= ? WHERE day = ? AND run = ? AND prepared_by IS NULL',
                   [by, at, text.note, text.dispositions, day, run],
                 )
               ).changes
             : (
                 await db.run(
-                  'UPDATE report_signoffs SET reviewed_by = ?, reviewed_at = ?, reviewed_note = ? WHERE day = ? AND run = ? AND reviewed_by IS NULL AND prepared_by IS NOT NULL AND prepared_by <> ?',
+                  'UPDATE report_signoffs SET reviewed_by = ?, reviewed_at = ?, reviewed_note = ? WHERE day = ? ' +
+                    'AND run = ? AND reviewed_by IS NULL AND prepared_by IS NOT NULL AND prepared_by <> ?',
                   [by, at, text.note, day, run, by],
                 )
               ).changes;
@@ -733,7 +757,9 @@ function auditQueries({
     },
     async putPasswordHash(name, replaces, hash, at) {
       await db.run(
-        'INSERT INTO console_password_hashes (name, replaces, hash, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET replaces = excluded.replaces, hash = excluded.hash, updated_at = excluded.updated_at',
+        'INSERT INTO console_password_hashes (name, replaces, hash, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT ' +
+          '(name) DO UPDATE SET replaces = excluded.replaces, ' +
+          'hash = excluded.hash, updated_at = excluded.updated_at',
         [name, replaces, hash, at],
       );
     },

@@ -66,9 +66,11 @@ function fromRaw(r: Raw): DaemonStatus {
 
 export function createDaemonStatusStore(db: StoreDb): DaemonStatusStore {
   const SELECT_ONE = 'SELECT * FROM daemon_status WHERE owner = ?';
-  const UPSERT = `INSERT INTO daemon_status (owner, pid, host, started_at, updated_at, mapping_version, mapping_dir, reload_error)
+  const UPSERT = `INSERT INTO daemon_status
+       (owner, pid, host, started_at, updated_at, mapping_version, mapping_dir, reload_error)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(owner) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
+     ON CONFLICT(owner) DO UPDATE SET pid = excluded.pid, host = excluded.host,
+       started_at = excluded.started_at,
        updated_at = excluded.updated_at, mapping_version = excluded.mapping_version,
        mapping_dir = excluded.mapping_dir, reload_error = excluded.reload_error`;
   return {

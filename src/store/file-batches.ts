@@ -58,10 +58,11 @@ export interface AppendResult {
 }
 
 // Quoted aliases: PostgreSQL folds unquoted names to lower case.
-const BATCH_COLS = `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt", sealing_at AS "sealingAt", sealed_at AS "sealedAt",
-  seal_reason AS "sealReason", sealed_by AS "sealedBy", principal_cents AS "principalCents", layout`;
-const LOAN_COLS = `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents", digest, rows_json AS "rowsJson",
-  record_count AS "recordCount", boarded_at AS "boardedAt"`;
+const BATCH_COLS = `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt", sealing_at AS "sealingAt",
+  sealed_at AS "sealedAt", seal_reason AS "sealReason", sealed_by AS "sealedBy",
+  principal_cents AS "principalCents", layout`;
+const LOAN_COLS = `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents",
+  digest, rows_json AS "rowsJson", record_count AS "recordCount", boarded_at AS "boardedAt"`;
 const LOANS_PAGE = 500;
 
 /**
@@ -115,7 +116,8 @@ export class FileBatchStore {
     let after = -1;
     for (;;) {
       const rows = await this.db.all<BatchLoanRow & { seq: number }>(
-        `SELECT rowid AS seq, ${LOAN_COLS} FROM file_batch_loans WHERE batch_id = ? AND rowid > ? ORDER BY rowid LIMIT ${LOANS_PAGE}`,
+        `SELECT rowid AS seq, ${LOAN_COLS} FROM file_batch_loans WHERE ` +
+          `batch_id = ? AND rowid > ? ORDER BY rowid LIMIT ${LOANS_PAGE}`,
         [batchId, after],
       );
       for (const { seq: _seq, ...r } of rows) yield r;
@@ -151,7 +153,8 @@ export class FileBatchStore {
     loanId: string,
   ): Promise<Array<{ batchId: string; status: FileBatchRow['status']; kind: BatchRowKind }>> {
     return this.db.all(
-      `SELECT l.batch_id AS "batchId", b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at, b.id`,
+      `SELECT l.batch_id AS "batchId", b.status, l.kind FROM file_batch_loans l JOIN file_batches b ON b.id = ` +
+        `l.batch_id WHERE l.loan_id = ? ORDER BY b.opened_at, b.id`,
       [loanId],
     );
   }
@@ -197,7 +200,8 @@ export class FileBatchStore {
         input.loanId,
       ]);
       await this.db.run(
-        `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json, record_count, boarded_at)
+        `INSERT INTO file_batch_loans (batch_id, loan_id, kind, principal_cents, digest, rows_json,
+           record_count, boarded_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         [
           open.id,
@@ -242,7 +246,8 @@ export class FileBatchStore {
   markSealed(id: string, now: number, totals: { principalCents: string }): Promise<boolean> {
     return this.db.write(async () => {
       const r = await this.db.run(
-        `UPDATE file_batches SET status = 'sealed', sealed_at = ?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
+        `UPDATE file_batches SET status = 'sealed', sealed_at = ` +
+          `?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
         [now, totals.principalCents, id],
       );
       if (r.changes !== 1) return false;
@@ -274,10 +279,12 @@ export class FileBatchStore {
         Number((await this.db.get<{ n: number }>(text))?.n ?? 0);
       if ((await count(`SELECT COUNT(*) AS n FROM file_batches`)) === 0) return null;
       const sealedCents = await this.db.all<{ cents: string | null }>(
-        `SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`,
+        `SELECT l.principal_cents AS cents FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id ` +
+          `WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'new'`,
       );
       const corrections = await count(
-        `SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ('sealed', 'sealing') AND l.kind = 'correction'`,
+        `SELECT COUNT(*) AS n FROM file_batch_loans l JOIN file_batches b ON b.id = l.batch_id WHERE b.status IN ` +
+          `('sealed', 'sealing') AND l.kind = 'correction'`,
       );
       const open = await this.db.get<{ id: string; cutoffAt: number }>(
         `SELECT id, cutoff_at AS "cutoffAt" FROM file_batches WHERE status = 'open'`,
@@ -329,7 +336,8 @@ export class FileBatchStore {
 
   private async freeze(id: string, now: number, reason: string, by: string): Promise<void> {
     await this.db.run(
-      `UPDATE file_batches SET status = 'sealing', sealing_at = ?, seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`,
+      `UPDATE file_batches SET status = 'sealing', sealing_at = ?, ` +
+        `seal_reason = ?, sealed_by = ? WHERE id = ? AND status = 'open'`,
       [now, reason, by, id],
     );
   }

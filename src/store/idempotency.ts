@@ -22,7 +22,10 @@ export interface IdempotencyStore {
   complete(key: string, status: number | null, response: unknown, now: number): Promise<void>;
   get(key: string): Promise<IdempotencyKeyRow | null>;
   forLoan(loanId: string): Promise<IdempotencyKeyRow[]>;
-  /** The newest key of this operation starting with prefix that never completed (a run that died after storing it), or null. */
+  /**
+   * The newest key of this operation starting with prefix that never completed (a run that died after storing
+   * it), or null.
+   */
   unfinished(operation: string, prefix: string): Promise<string | null>;
 }
 
@@ -57,7 +60,8 @@ export function createIdempotencyStore(db: StoreDb): IdempotencyStore {
     unfinished: async (operation, prefix) =>
       (
         await db.get<{ key: string }>(
-          'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND completed_at IS NULL ORDER BY created_at DESC, key DESC LIMIT 1',
+          'SELECT key FROM idempotency_keys WHERE operation = ? AND substr(key, 1, length(?)) = ? AND ' +
+            'completed_at IS NULL ORDER BY created_at DESC, key DESC LIMIT 1',
           [operation, prefix, prefix],
         )
       )?.key ?? null,

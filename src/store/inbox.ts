@@ -14,7 +14,10 @@ export interface InboxDelivery {
 export type InboxStatus = 'pending' | 'processed' | 'failed';
 
 export interface InboxRow {
-  /** The row's rowid (SQLite) or seq column (PostgreSQL): stable within a transaction (marking by it skips the id index). */
+  /**
+   * The row's rowid (SQLite) or seq column (PostgreSQL): stable within a transaction (marking by it skips the
+   * id index).
+   */
   seq: number;
   webhookId: string;
   eventType: string;
@@ -116,7 +119,8 @@ export const UNKNOWN_LOAN_RETENTION_MS = 180 * 24 * 60 * 60 * 1000;
 export const UNKNOWN_LOAN_MAX_ROWS = 50_000;
 
 /** The inbox insert: a redelivered webhook id changes nothing (0 changes = duplicate). */
-const INBOX_INSERT_SQL = `INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at, payload, status)
+const INBOX_INSERT_SQL = `INSERT INTO webhook_inbox (webhook_id, event_type, loan_id, occurred_at, received_at,
+     payload, status)
      VALUES (?, ?, ?, ?, ?, ?, 'pending') ON CONFLICT DO NOTHING`;
 
 type InboxInsertParams = [
@@ -149,7 +153,9 @@ function inboxInsertParams(event: InboxDelivery, receivedAt: number): InboxInser
 const SEQ = 'rowid';
 
 export function createWebhookInbox(db: StoreDb): WebhookInbox {
-  const COLS = `${SEQ} AS seq, webhook_id, event_type, loan_id, occurred_at, received_at, payload, status, processed_at, error`;
+  const COLS =
+    `${SEQ} AS seq, webhook_id, event_type, loan_id, ` +
+    `occurred_at, received_at, payload, status, processed_at, error`;
   const PENDING = `SELECT ${COLS} FROM webhook_inbox WHERE status = 'pending'
      ORDER BY COALESCE(occurred_at, received_at) ASC, received_at ASC, webhook_id ASC LIMIT ?`;
   const GET = `SELECT ${COLS} FROM webhook_inbox WHERE webhook_id = ?`;
@@ -162,8 +168,12 @@ export function createWebhookInbox(db: StoreDb): WebhookInbox {
     "SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM webhook_inbox WHERE status = 'pending'";
   const FAILED_COUNT = "SELECT COUNT(*) AS n FROM webhook_inbox WHERE status = 'failed'";
   // event_type = 'loan.funded' lets the partial webhook_inbox_funded index serve the lookup.
-  const FUNDED = `SELECT ${COLS} FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND event_type = 'loan.funded'`;
-  const ALL_FUNDED = `SELECT ${COLS} FROM webhook_inbox WHERE event_type = 'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'`;
+  const FUNDED =
+    `SELECT ${COLS} FROM webhook_inbox WHERE status IN ('pending', 'processed') AND loan_id = ? AND ` +
+    `event_type = 'loan.funded'`;
+  const ALL_FUNDED =
+    `SELECT ${COLS} FROM webhook_inbox WHERE event_type = ` +
+    `'loan.funded' AND loan_id IS NOT NULL AND status != 'failed'`;
   // A loan.funded row waits for its loan to be released (its funded time goes onto the loan row),
   // but not for ever: past UNKNOWN_LOAN_RETENTION_MS it goes like any other row.
   const prunable = `status = 'processed' AND received_at < ?
@@ -172,7 +182,9 @@ export function createWebhookInbox(db: StoreDb): WebhookInbox {
             OR received_at < ?)`;
   const PRUNE = `DELETE FROM webhook_inbox WHERE ${prunable}`;
   // Rows are stored in arrival order, so the oldest prunable rows are found near the start.
-  const PRUNE_SOME = `DELETE FROM webhook_inbox WHERE ${SEQ} IN (SELECT ${SEQ} FROM webhook_inbox WHERE ${prunable} ORDER BY ${SEQ} LIMIT ?)`;
+  const PRUNE_SOME =
+    `DELETE FROM webhook_inbox WHERE ${SEQ} IN (SELECT ${SEQ} FROM webhook_inbox WHERE ` +
+    `${prunable} ORDER BY ${SEQ} LIMIT ?)`;
   // Count bound on processed loan.funded rows whose loan the connector does not know: the oldest
   // beyond `max` go (a flood of signed deliveries for invented loans cannot grow the inbox for ever).
   const CAP_UNKNOWN = `DELETE FROM webhook_inbox WHERE ${SEQ} IN (

@@ -93,9 +93,9 @@ interface RawStoreRow {
   updated_at: number;
 }
 
-const STORE_COLUMNS = `id, loan_number, state, quarantine_reason, cents_amount, product_id, core_reference, mapping_version,
-  funded_at_iso, released_at_iso, boarded_at_iso, written_at, acknowledged_at, last_error_code, last_error_message,
-  review_items, created_at, updated_at`;
+const STORE_COLUMNS = `id, loan_number, state, quarantine_reason, cents_amount, product_id, core_reference,
+  mapping_version, funded_at_iso, released_at_iso, boarded_at_iso, written_at, acknowledged_at,
+  last_error_code, last_error_message, review_items, created_at, updated_at`;
 
 /** Open items are always in scope; acknowledged ones only when acknowledged since the bound. */
 const SINCE_FILTER = `(state != 'acknowledged' OR acknowledged_at >= ? OR boarded_at_iso >= ?)`;
@@ -152,7 +152,8 @@ export function createLoanScan(db: StoreDb, since: string | null): LoanScan {
       reviewItemsFromDetail(
         (
           await db.get<{ detail: string | null }>(
-            `SELECT detail FROM loan_events WHERE loan_id = ? AND detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`,
+            `SELECT detail FROM loan_events WHERE loan_id = ? AND ` +
+              `detail LIKE '%"warnings":[%' ORDER BY seq DESC LIMIT 1`,
             [id],
           )
         )?.detail ?? null,

@@ -14,13 +14,16 @@ export interface LoanStats {
 }
 
 export function createLoanStats(db: StoreDb): LoanStats {
-  const OLDEST = `SELECT MIN(created_at) AS oldest FROM loans WHERE state IN (${UNACKNOWLEDGED_STATES.map((s) => `'${s}'`).join(',')})`;
+  const OLDEST =
+    `SELECT MIN(created_at) AS oldest FROM loans WHERE state IN ` +
+    `(${UNACKNOWLEDGED_STATES.map((s) => `'${s}'`).join(',')})`;
   return {
     countByState: () =>
       db.all<{ state: string; n: number }>('SELECT state, COUNT(*) AS n FROM loans GROUP BY state'),
     quarantinedByReason: () =>
       db.all<{ reason: string | null; n: number }>(
-        "SELECT quarantine_reason AS reason, COUNT(*) AS n FROM loans WHERE state = 'quarantined' GROUP BY quarantine_reason",
+        "SELECT quarantine_reason AS reason, COUNT(*) AS n FROM loans WHERE state = 'quarantined' GROUP BY " +
+          'quarantine_reason',
       ),
     reviewedByState: () =>
       db.all<{ state: string; n: number }>(
@@ -29,7 +32,8 @@ export function createLoanStats(db: StoreDb): LoanStats {
     dueRetries: async (now) =>
       (
         await db.get<{ n: number }>(
-          "SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)",
+          "SELECT COUNT(*) AS n FROM loans WHERE state = 'retry_wait' AND (next_attempt_at IS NULL OR " +
+            'next_attempt_at <= ?)',
           [now],
         )
       )?.n ?? 0,

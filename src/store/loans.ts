@@ -331,7 +331,8 @@ function loanParts(db: StoreDb) {
   // boarded records (kilobytes of JSON), read again once, after the write, for the caller.
   const SELECT_STATE = 'SELECT state FROM loans WHERE id = ?';
   const INSERT_EVENT =
-    'INSERT INTO loan_events (loan_id, at, kind, from_state, to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+    'INSERT INTO loan_events (loan_id, at, kind, from_state, ' +
+    'to_state, actor, reason, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
   const get = async (id: string): Promise<LoanRow | null> => {
     const r = await db.get<RawLoan>(SELECT_ONE, [id]);
     return r ? toRow(r) : null;
@@ -528,9 +529,11 @@ function loanQueries(db: StoreDb): Pick<LoanStore, 'events' | 'list' | 'idsByNum
 function dueQueue(db: StoreDb): Pick<LoanStore, 'due' | 'duePage' | 'dueCount' | 'nextDueAt'> {
   const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
   const SELECT_DUE_COUNT = `SELECT COUNT(*) AS n FROM loans WHERE ${DUE_WHERE}`;
-  const SELECT_DUE_FIRST = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
+  const SELECT_DUE_FIRST = `SELECT id, ${UNRELEASED} AS unreleased,
+      COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
       WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY} LIMIT ?`;
-  const SELECT_DUE_AFTER = `SELECT id, ${UNRELEASED} AS unreleased, COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
+  const SELECT_DUE_AFTER = `SELECT id, ${UNRELEASED} AS unreleased,
+      COALESCE(released_at_iso, '') AS released_at, created_at FROM loans
       WHERE ${DUE_WHERE} AND (${DUE_KEY}) > (?, ?, ?, ?)
       ORDER BY ${DUE_KEY} LIMIT ?`;
   const SELECT_NEXT_DUE = "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'";

@@ -109,35 +109,43 @@ export function postgresOpenError(
   const code = e.code ?? '';
   if (code === '28000' && /no encryption|SSL off/i.test(msg)) {
     return new StoreUnavailableError(
-      `store.postgres.ssl: the server at ${where} refuses a connection without TLS (ssl: disable): set store.postgres.ssl to verify-full (with store.postgres.sslRootCert for a private CA) (${msg})`,
+      `store.postgres.ssl: the server at ${where} refuses a connection without TLS (ssl: disable): set ` +
+        `store.postgres.ssl to verify-full (with store.postgres.sslRootCert for a private CA) (${msg})`,
     );
   }
   if (/does not support SSL/i.test(msg)) {
     return new StoreUnavailableError(
-      `store.postgres.ssl: the server at ${where} does not offer TLS, and store.postgres.ssl is ${target.ssl}: enable TLS on the server (or, for a local socket only, set store.postgres.ssl: disable)`,
+      `store.postgres.ssl: the server at ${where} does not offer TLS, and store.postgres.ssl is ${target.ssl}: ` +
+        `enable TLS on the server (or, for a local socket only, set store.postgres.ssl: disable)`,
     );
   }
   if (CERT_ERRORS.test(code) || /certificate|altnames|self[- ]signed/i.test(msg)) {
     return new StoreUnavailableError(
-      `store.postgres.sslRootCert: the certificate of the server at ${where} does not verify (ssl: ${target.ssl}): give the CA that signed it in store.postgres.sslRootCert, or use the host name the certificate names in store.postgres.url (${msg})`,
+      `store.postgres.sslRootCert: the certificate of the server at ${where} does not verify (ssl: ` +
+        `${target.ssl}): give the CA that signed it in store.postgres.sslRootCert, or use the host name the ` +
+        `certificate names in store.postgres.url (${msg})`,
     );
   }
   if (/client password must be a string|password must be a string/i.test(msg)) {
     // node-postgres's words when the server asks for a password and none was given.
     return new StoreUnavailableError(
-      `store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} asks for a password and none is configured: set BOARDING_STORE_PASSWORD (or store.postgres.password)`,
+      `store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} asks for a password and none ` +
+        `is configured: set BOARDING_STORE_PASSWORD (or store.postgres.password)`,
     );
   }
   if (code === '28P01' || code === '28000') {
     return new StoreUnavailableError(
-      `store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login of the role in store.postgres.url (a wrong password or an unknown role): ${msg}`,
+      `store.postgres.password (or BOARDING_STORE_PASSWORD): the server at ${where} refused the login of the ` +
+        `role in store.postgres.url (a wrong password or an unknown role): ${msg}`,
     );
   }
   if (code === '3D000')
     return new StoreUnavailableError(`store.postgres.url: ${where}: the database does not exist: ${msg}`);
   if (/timeout/i.test(msg) || code === 'ETIMEDOUT') {
     return new StoreUnavailableError(
-      `store.postgres.url: the server at ${where} did not answer within store.postgres.connectTimeoutMs (${target.connectTimeoutMs} ms): check the host and port, and that a firewall lets this host through (${msg})`,
+      `store.postgres.url: the server at ${where} did not answer within store.postgres.connectTimeoutMs ` +
+        `(${target.connectTimeoutMs} ms): check the host and ` +
+        `port, and that a firewall lets this host through (${msg})`,
     );
   }
   return new StoreUnavailableError(`store.postgres.url: cannot open the state store at ${where}: ${msg}`);

@@ -52,7 +52,8 @@ export function openReconcileScratch(): ReconcileScratch {
     wrote INTEGER NOT NULL DEFAULT 0
   )`);
   const putS = db.prepare<[string, string, number]>(
-    `INSERT INTO merged (id, s, wrote) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET s = excluded.s, wrote = excluded.wrote`,
+    `INSERT INTO merged (id, s, wrote) VALUES (?, ?, ?) ON CONFLICT ` +
+      `(id) DO UPDATE SET s = excluded.s, wrote = excluded.wrote`,
   );
   const putP = db.prepare<[string, string]>(
     `INSERT INTO merged (id, p) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET p = excluded.p`,

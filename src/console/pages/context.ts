@@ -1,4 +1,7 @@
-/** What the console's page routes share: the router and deps, sessions, the form parser, logging, and how a page or an error is sent. */
+/**
+ * What the console's page routes share: the router and deps, sessions, the form parser, logging, and how a
+ * page or an error is sent.
+ */
 import type { RequestHandler, Request, Response, Router } from 'express';
 import type { Logger } from '../../lib/logger.js';
 import type { ConsoleDeps } from '../index.js';

@@ -1,6 +1,6 @@
 import { localDateTime } from '../../lib/calendar.js';
 import { displayZone } from './format.js';
-import { html, type Html, type HtmlValue } from './html.js';
+import { html, joinHtml, type Html, type HtmlValue } from './html.js';
 
 /** "America/Chicago (CST)": the zone every time on the page is in. */
 function zoneLabel(): string {
@@ -39,23 +39,44 @@ export function layout(p: {
   pending?: number;
 }): Html {
   const s = p.session;
-  return html`<!doctype html>
+  return joinHtml([
+    html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${p.title} · boarding-connector console</title>
 <link rel="stylesheet" href="/console/static/console.css"></head>
 <body>
 <header class="top"><span class="brand">boarding-connector</span>
-${
-  s
-    ? html`<nav>${NAV.map(([k, href, label]) => html`<a href="${href}"${k === p.nav ? html` class="here" aria-current="page"` : ''}>${label}${k === 'requests' && p.pending !== undefined && p.pending > 0 ? html` <span class="badge" data-testid="pending-badge" title="requests waiting for your approval">${p.pending > 99 ? '99+' : p.pending}</span>` : ''}</a>`)}</nav>
+`,
+    s
+      ? joinHtml([
+          html`<nav>`,
+          NAV.map(([k, href, label]) =>
+            joinHtml([
+              html`<a href="${href}"`,
+              k === p.nav ? html` class="here" aria-current="page"` : '',
+              html`>${label}`,
+              k === 'requests' && p.pending !== undefined && p.pending > 0
+                ? joinHtml([
+                    html` <span class="badge" data-testid="pending-badge" title="requests waiting for your `,
+                    html`approval">`,
+                    p.pending > 99 ? '99+' : p.pending,
+                    html`</span>`,
+                  ])
+                : '',
+              html`</a>`,
+            ]),
+          ),
+          html`</nav>
 <span class="who" data-testid="who"><span>${s.user} <span class="muted">(${rolesOf(s)})</span></span>
-<form method="post" action="/console/logout">${csrfField(s)}<button type="submit">Log out</button></form></span>`
-    : html`<nav></nav>`
-}
+<form method="post" action="/console/logout">${csrfField(s)}<button type="submit">Log out</button></form></span>`,
+        ])
+      : html`<nav></nav>`,
+    html`
 </header>
 <main>
 ${s ? html`<p class="zone small muted" data-testid="zone">Times in ${zoneLabel()}</p>` : ''}
 ${p.flash ? html`<div class="flash ${p.flash.kind}" role="status" data-testid="flash">${p.flash.text}</div>` : ''}
 ${p.body}
-</main></body></html>`;
+</main></body></html>`,
+  ]);
 }

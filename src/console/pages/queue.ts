@@ -17,7 +17,7 @@ import {
   type RequestPreview,
 } from '../contract.js';
 import { amountInput, errorSentence, money, parseAmount, pill, shortId, when } from './format.js';
-import { consoleHref, html, seg, type Html } from './html.js';
+import { consoleHref, html, joinHtml, seg, type Html } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
 
@@ -137,7 +137,13 @@ function select(
   options: ReadonlyArray<readonly [string, string]>,
   label: string,
 ): Html {
-  return html`<label>${label}<select name="${name}">${options.map(([v, text]) => html`<option value="${v}"${v === (value ?? '') ? html` selected` : ''}>${text}</option>`)}</select></label>`;
+  return joinHtml([
+    html`<label>${label}<select name="${name}">`,
+    options.map(
+      ([v, text]) => html`<option value="${v}"${v === (value ?? '') ? html` selected` : ''}>${text}</option>`,
+    ),
+    html`</select></label>`,
+  ]);
 }
 
 function input(
@@ -146,12 +152,21 @@ function input(
   label: string,
   attrs: { type?: string; placeholder?: string; cls?: string } = {},
 ): Html {
-  return html`<label>${label}<input name="${name}" type="${attrs.type ?? 'text'}" value="${value ?? ''}"${attrs.placeholder ? html` placeholder="${attrs.placeholder}"` : ''}${attrs.cls ? html` class="${attrs.cls}"` : ''}></label>`;
+  return joinHtml([
+    html`<label>${label}<input name="${name}" type="${attrs.type ?? 'text'}" value="${value ?? ''}"`,
+    attrs.placeholder ? html` placeholder="${attrs.placeholder}"` : '',
+    attrs.cls ? html` class="${attrs.cls}"` : '',
+    html`></label>`,
+  ]);
 }
 
 /** The current filter as hidden inputs (the bulk request form and the search form carry it). */
 export function filterHiddenFields(p: QueueParams, prefix = ''): Html {
-  return html`${QUEUE_KEYS.filter((k) => p[k]).map((k) => html`<input type="hidden" name="${prefix}${k}" value="${p[k] ?? ''}">`)}`;
+  return joinHtml([
+    QUEUE_KEYS.filter((k) => p[k]).map(
+      (k) => html`<input type="hidden" name="${prefix}${k}" value="${p[k] ?? ''}">`,
+    ),
+  ]);
 }
 
 /**
@@ -163,16 +178,38 @@ export const BULK_FILTER_PREFIX = 'f_';
 function sortLink(p: QueueParams, key: ExceptionSort, label: string): Html {
   const active = (p.sort ?? 'age') === key;
   const dir = active && (p.dir ?? 'asc') === 'asc' ? 'desc' : 'asc';
-  return html`<a href="${queueHref(p, { sort: key, dir, cursor: undefined })}"${active ? html` class="sorted"` : ''}>${label}</a>`;
+  return joinHtml([
+    html`<a href="`,
+    queueHref(p, { sort: key, dir, cursor: undefined }),
+    html`"`,
+    active ? html` class="sorted"` : '',
+    html`>${label}</a>`,
+  ]);
 }
 
 function countsTable(counts: readonly ReasonAgeCount[], p: QueueParams): Html {
   if (counts.length === 0) return html`<p class="muted" data-testid="counts">No exceptions match.</p>`;
   const total = counts.reduce((n, c) => n + c.total, 0);
-  return html`<table data-testid="counts" class="narrow"><thead><tr><th>Reason</th>${AGE_BUCKETS.map((b) => html`<th class="num">${b} business days</th>`)}<th class="num">Total</th></tr></thead><tbody>
-${counts.map((c) => html`<tr><td><a href="${queueHref(p, { reason: c.reason, cursor: undefined })}">${c.reason}</a></td>${AGE_BUCKETS.map((b) => html`<td class="num">${c.byAge[b]}</td>`)}<td class="num">${c.total}</td></tr>`)}
-<tr><th>All</th>${AGE_BUCKETS.map((b) => html`<th class="num">${counts.reduce((n, c) => n + c.byAge[b], 0)}</th>`)}<th class="num">${total}</th></tr>
-</tbody></table>`;
+  return joinHtml([
+    html`<table data-testid="counts" class="narrow"><thead><tr><th>Reason</th>`,
+    AGE_BUCKETS.map((b) => html`<th class="num">${b} business days</th>`),
+    html`<th class="num">Total</th></tr></thead><tbody>
+`,
+    counts.map((c) =>
+      joinHtml([
+        html`<tr><td><a href="`,
+        queueHref(p, { reason: c.reason, cursor: undefined }),
+        html`">${c.reason}</a></td>`,
+        AGE_BUCKETS.map((b) => html`<td class="num">${c.byAge[b]}</td>`),
+        html`<td class="num">${c.total}</td></tr>`,
+      ]),
+    ),
+    html`
+<tr><th>All</th>`,
+    AGE_BUCKETS.map((b) => html`<th class="num">${counts.reduce((n, c) => n + c.byAge[b], 0)}</th>`),
+    html`<th class="num">${total}</th></tr>
+</tbody></table>`,
+  ]);
 }
 
 function itemRow(i: ExceptionItem): Html {
@@ -215,15 +252,42 @@ export function queuePage(v: {
   const hasFilter = FILTER_KEYS.some((k) => p[k]) || search !== '';
   const bulk = (action: 'retry' | 'skip', preview: RequestPreview | null): Html => {
     if (!preview) return html``;
-    return html`<form method="post" action="/console/requests" class="action" data-testid="bulk-${action}">
-${csrfField(v.session)}<input type="hidden" name="action" value="${action}"><input type="hidden" name="by" value="filter">${filterHiddenFields(p, BULK_FILTER_PREFIX)}
-<label class="grow">Reason for bulk ${action} (kept in the audit log)<input name="reason" class="wide" required maxlength="500" placeholder="${action === 'retry' ? 'e.g. core outage over, ticket OPS-123' : 'e.g. duplicate application, withdrawn'}"></label>
-<button type="submit"${preview.count === 0 ? html` disabled` : ''}${action === 'skip' ? html` class="danger"` : ''}>Request ${action} of all ${preview.count} matching loan${preview.count === 1 ? '' : 's'}</button>
-${preview.refused.length > 0 ? html`<span class="small muted">${preview.refused.length} cannot be ${action === 'retry' ? 'retried' : 'skipped'} now</span>` : ''}
-${preview.exempt ? html`<span class="small muted">(exempt from four eyes: runs at once)</span>` : html`<span class="small muted">(waits for an approver)</span>`}
-</form>`;
+    return joinHtml([
+      html`<form method="post" action="/console/requests" class="action" data-testid="bulk-${action}">
+${csrfField(v.session)}<input type="hidden" name="action" value="${action}">`,
+      html`<input type="hidden" name="by" value="filter">`,
+      filterHiddenFields(p, BULK_FILTER_PREFIX),
+      html`
+<label class="grow">`,
+      html`Reason for bulk ${action} (kept in the audit log)<input name="reason" class="wide" required `,
+      html`maxlength="500" placeholder="`,
+      action === 'retry' ? 'e.g. core outage over, ticket OPS-123' : 'e.g. duplicate application, withdrawn',
+      html`"></label>
+<button type="submit"`,
+      preview.count === 0 ? html` disabled` : '',
+      action === 'skip' ? html` class="danger"` : '',
+      html`>Request ${action} of all ${preview.count} matching loan`,
+      preview.count === 1 ? '' : 's',
+      html`</button>
+`,
+      preview.refused.length > 0
+        ? joinHtml([
+            html`<span class="small muted">${preview.refused.length} cannot be `,
+            action === 'retry' ? 'retried' : 'skipped',
+            html` now</span>`,
+          ])
+        : '',
+      html`
+`,
+      preview.exempt
+        ? html`<span class="small muted">(exempt from four eyes: runs at once)</span>`
+        : html`<span class="small muted">(waits for an approver)</span>`,
+      html`
+</form>`,
+    ]);
   };
-  return html`<h1>Exception queue</h1>
+  return joinHtml([
+    html`<h1>Exception queue</h1>
 <form method="get" action="/console/queue" class="filters" data-testid="filters">
 ${select(
   'state',
@@ -236,30 +300,80 @@ ${select(
   'State',
 )}
 ${select('reason', p.reason, [['', 'any'], ...REASONS.map((r) => [r, r] as const)], 'Exception reason')}
-${v.products.length > 0 ? select('product', p.product, [['', 'any'], ...v.products.map((x) => [x, x] as const)], 'Product') : input('product', p.product, 'Product', { cls: 'short' })}
-${input('minAmount', p.minAmount ?? amountInput(f.minAmountCents), 'Amount from', { cls: 'short', placeholder: '0.00' })}
+`,
+    v.products.length > 0
+      ? select('product', p.product, [['', 'any'], ...v.products.map((x) => [x, x] as const)], 'Product')
+      : input('product', p.product, 'Product', { cls: 'short' }),
+    html`
+`,
+    input('minAmount', p.minAmount ?? amountInput(f.minAmountCents), 'Amount from', {
+      cls: 'short',
+      placeholder: '0.00',
+    }),
+    html`
 ${input('maxAmount', p.maxAmount ?? amountInput(f.maxAmountCents), 'Amount to', { cls: 'short', placeholder: 'any' })}
-${v.versions.length > 0 ? select('mappingVersion', p.mappingVersion, [['', 'any'], ...v.versions.map((x) => [x, x] as const)], 'Mapping version') : input('mappingVersion', p.mappingVersion, 'Mapping version', { cls: 'short' })}
+`,
+    v.versions.length > 0
+      ? select(
+          'mappingVersion',
+          p.mappingVersion,
+          [['', 'any'], ...v.versions.map((x) => [x, x] as const)],
+          'Mapping version',
+        )
+      : input('mappingVersion', p.mappingVersion, 'Mapping version', { cls: 'short' }),
+    html`
 ${input('releasedFrom', p.releasedFrom, 'Released from', { type: 'date' })}
 ${input('releasedTo', p.releasedTo, 'Released to', { type: 'date' })}
 ${input('minAge', p.minAge, 'Min age (bus. days)', { type: 'number' })}
 ${input('maxAge', p.maxAge, 'Max age', { type: 'number' })}
-${p.sort ? html`<input type="hidden" name="sort" value="${p.sort}">` : ''}${p.dir ? html`<input type="hidden" name="dir" value="${p.dir}">` : ''}
+`,
+    p.sort ? html`<input type="hidden" name="sort" value="${p.sort}">` : '',
+    p.dir ? html`<input type="hidden" name="dir" value="${p.dir}">` : '',
+    html`
 <button type="submit">Filter</button> <a href="/console/queue">Clear</a>
 </form>
 <form method="post" action="/console/queue/search" class="filters" data-testid="search">
 ${csrfField(v.session)}${filterHiddenFields(p)}
-<label class="grow">Search: loan id, loan number or borrower name<input name="q" class="wide" value="${search}" maxlength="200" autocomplete="off"></label>
-<button type="submit">Search</button>${search !== '' ? html` <button type="submit" name="clear" value="1" class="secondary">Clear search</button>` : ''}
+<label class="grow">`,
+    html`Search: loan id, loan number or borrower name<input name="q" class="wide" value="${search}" maxlength="200" `,
+    html`autocomplete="off"></label>
+<button type="submit">Search</button>`,
+    search !== ''
+      ? html` <button type="submit" name="clear" value="1" class="secondary">Clear search</button>`
+      : '',
+    html`
 </form>
 <h2>Counts per reason by age${hasFilter ? ' (this filter)' : ''}</h2>
 ${countsTable(v.counts, p)}
 <h2>Loans</h2>
-${v.canAct && v.preview ? html`<div data-testid="bulk">${bulk('retry', v.preview.retry)}${bulk('skip', v.preview.skip)}</div>` : ''}
-<table data-testid="queue" class="worklist"><colgroup><col class="id"><col class="no"><col class="who"><col class="why"><col class="amt"><col class="rel"><col class="age"><col></colgroup><thead><tr>
-<th>${sortLink(p, 'id', 'Loan')}</th><th>Loan number</th><th>Borrower</th><th>Why here</th><th class="num">${sortLink(p, 'amount', 'Amount')}</th><th>${sortLink(p, 'released', 'Released')}</th><th class="num" title="business days in this state">${sortLink(p, 'age', 'Age')}</th><th>What to do</th>
+`,
+    v.canAct && v.preview
+      ? html`<div data-testid="bulk">${bulk('retry', v.preview.retry)}${bulk('skip', v.preview.skip)}</div>`
+      : '',
+    html`
+<table data-testid="queue" class="worklist"><colgroup><col class="id"><col class="no"><col class="who">`,
+    html`<col class="why"><col class="amt"><col class="rel"><col class="age"><col></colgroup><thead><tr>
+<th>`,
+    sortLink(p, 'id', 'Loan'),
+    html`</th><th>Loan number</th><th>Borrower</th><th>Why here</th><th class="num">`,
+    sortLink(p, 'amount', 'Amount'),
+    html`</th><th>`,
+    sortLink(p, 'released', 'Released'),
+    html`</th><th class="num" title="business days in this state">`,
+    sortLink(p, 'age', 'Age'),
+    html`</th><th>What to do</th>
 </tr></thead><tbody>
-${v.page.items.length === 0 ? html`<tr><td colspan="8" class="muted">No loans match.</td></tr>` : v.page.items.map(itemRow)}
+`,
+    v.page.items.length === 0
+      ? html`<tr><td colspan="8" class="muted">No loans match.</td></tr>`
+      : v.page.items.map(itemRow),
+    html`
 </tbody></table>
-<div class="pager">${p.cursor ? html`<a href="${queueHref(p, { cursor: undefined })}">« First page</a>` : ''}${v.page.next ? html`<a href="${queueHref(p, { cursor: v.page.next })}" data-testid="next-page">Next page »</a>` : ''}<span class="muted small">${v.page.items.length} on this page</span></div>`;
+<div class="pager">`,
+    p.cursor ? html`<a href="${queueHref(p, { cursor: undefined })}">« First page</a>` : '',
+    v.page.next
+      ? html`<a href="${queueHref(p, { cursor: v.page.next })}" data-testid="next-page">Next page »</a>`
+      : '',
+    html`<span class="muted small">${v.page.items.length} on this page</span></div>`,
+  ]);
 }

@@ -1,4 +1,7 @@
-/** Requests: made from the queue, the loan page and the batches page; listed; decided (approve, reject) or withdrawn by their maker. */
+/**
+ * Requests: made from the queue, the loan page and the batches page; listed; decided (approve, reject) or
+ * withdrawn by their maker.
+ */
 import {
   ConsoleError,
   REQUEST_ACTIONS,
@@ -48,7 +51,8 @@ export function mountRequestRoutes(ctx: PageContext): void {
         kind: 'ok',
         text:
           made.status === 'pending'
-            ? `Request ${made.id} (${made.action}, ${made.previewCount} loan${made.previewCount === 1 ? '' : 's'}) is waiting for an approver.`
+            ? `Request ${made.id} (${made.action}, ${made.previewCount} ` +
+              `loan${made.previewCount === 1 ? '' : 's'}) is waiting for an approver.`
             : `Request ${made.id} (${made.action}) is ${made.status}.`,
       };
       res.redirect(303, consoleHref(`/console/requests/${seg(made.id)}`));
@@ -121,7 +125,13 @@ export function mountRequestRoutes(ctx: PageContext): void {
       else throw new ConsoleError(404, `no such decision: ${decision}`);
       session.flash = {
         kind: r.status === 'failed' || r.status === 'rejected' ? 'error' : 'ok',
-        text: `Request ${r.id} ${r.status}${r.result ? `: ${r.result.done} done${r.result.failed.length > 0 ? `, ${r.result.failed.length} failed` : ''}` : ''}.`,
+        text:
+          `Request ${r.id} ${r.status}` +
+          (r.result
+            ? `: ${r.result.done} done` +
+              (r.result.failed.length > 0 ? `, ${r.result.failed.length} failed` : '')
+            : '') +
+          '.',
       };
       res.redirect(303, consoleHref(`/console/requests/${seg(r.id)}`));
     } catch (err) {

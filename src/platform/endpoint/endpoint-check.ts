@@ -105,7 +105,8 @@ export async function checkEndpoints(
   if (ours.length === 0) {
     logger.warn(
       { publicUrl, endpoints: endpoints.length },
-      'no webhook endpoint on the platform points at webhooks.publicUrl: register one with `webhooks register --url <publicUrl>`',
+      'no webhook endpoint on the platform points at webhooks.publicUrl: ' +
+        'register one with `webhooks register --url <publicUrl>`',
     );
     return done({ state: 'missing', detail: 'no endpoint registered for webhooks.publicUrl' });
   }
@@ -122,7 +123,8 @@ export async function checkEndpoints(
         consecutiveFailures: endpoint.consecutiveFailures,
         lastFailureReason: endpoint.lastFailureReason,
       },
-      `webhook endpoint is disabled on the platform: no pushes arrive; fix the cause, then run \`webhooks enable ${endpoint.id}\``,
+      `webhook endpoint is disabled on the platform: no pushes arrive; fix the cause, then run \`webhooks enable ` +
+        `${endpoint.id}\``,
     );
     return done({
       state: 'disabled',

@@ -27,7 +27,10 @@ export async function webhookTargetProblem(
   }
   if (url.username !== '' || url.password !== '') return 'must not carry credentials';
   if (url.protocol !== 'https:' && !(opts.allowLocal && url.protocol === 'http:')) {
-    return `expected an https:// URL${opts.allowLocal ? '' : ' (http is accepted only with platform.environment: development)'}`;
+    return (
+      'expected an https:// URL' +
+      (opts.allowLocal ? '' : ' (http is accepted only with platform.environment: development)')
+    );
   }
   if (opts.allowLocal) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '');

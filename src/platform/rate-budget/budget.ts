@@ -364,7 +364,8 @@ export class RateBudget {
       } catch (err) {
         this.opts.logger.error(
           { err: errorText(err), bucket: lane.bucket, path: info.path, pending: this.pendingStrikes.length },
-          'rate limit hit (429) but the shared rate ledger is unreachable: the strike is kept in this process and no platform request is sent until it is recorded',
+          'rate limit hit (429) but the shared rate ledger is unreachable: the strike is kept in this process ' +
+            'and no platform request is sent until it is recorded',
         );
       }
     }
@@ -443,7 +444,9 @@ export class RateBudget {
     return new PlatformError({
       code: 'rate_limit.traffic_stopped',
       message:
-        'platform traffic stopped (reads and writes): 2 rate-limit strikes in 24 h (the platform revokes a live key at 3); it resumes when the ledger ages out or an operator runs `boarding-connector platform strikes clear`',
+        'platform traffic stopped (reads and writes): 2 rate-limit strikes in 24 h (the platform revokes a live ' +
+        'key at 3); it resumes when the ledger ages out or an ' +
+        'operator runs `boarding-connector platform strikes clear`',
     });
   }
 
@@ -452,7 +455,8 @@ export class RateBudget {
     this.alerted = true;
     this.opts.logger.error(
       { strikes24h: this.strikes24h(), when, alert: 'rate_limit.traffic_stopped' },
-      'ALERT: 2 rate-limit strikes within 24 h: all platform traffic stopped, no request is sent until the ledger ages out or an operator clears it (a live key is revoked at 3)',
+      'ALERT: 2 rate-limit strikes within 24 h: all platform traffic stopped, no request is sent until the ' +
+        'ledger ages out or an operator clears it (a live key is revoked at 3)',
     );
   }
 
@@ -488,7 +492,9 @@ export class RateBudget {
         w.reject(
           new PlatformError({
             code: 'network',
-            message: `the shared rate budget (state database) is unreachable, so the call was not sent: ${errorText(err)}`,
+            message:
+              `the shared rate budget (state database) is ` +
+              `unreachable, so the call was not sent: ${errorText(err)}`,
             cause: err,
           }),
         );
@@ -703,7 +709,10 @@ export function describeWait(w: Exclude<PlatformWait, { kind: 'resumed' }>, rema
   const s = Math.max(1, Math.ceil(remainingMs / 1000));
   switch (w.kind) {
     case 'budget':
-      return `waiting ${s} s for the ${w.bucket} budget${w.reason === 'server' ? ' (the platform says none remain)' : ''}`;
+      return (
+        `waiting ${s} s for the ${w.bucket} ` +
+        `budget${w.reason === 'server' ? ' (the platform says none remain)' : ''}`
+      );
     case 'paused':
       return `paused after a 429 until ${new Date(w.until).toISOString().slice(11, 19)}Z (${s} s, ${w.bucket}s)`;
     case 'retry':

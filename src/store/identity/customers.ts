@@ -52,11 +52,17 @@ export interface CustomerStore {
   recordCore(tinHash: string, cif: string, now: number): Promise<CustomerRow>;
   /** This loan's write creates the customer: the claim is committed before the write. */
   claim(tinHash: string, cif: string | null, loanId: string, now: number): Promise<CustomerRow>;
-  /** Another loan's claim that never reached the core (that loan was quarantined or skipped before writing) passes to this loan. */
+  /**
+   * Another loan's claim that never reached the core (that loan was quarantined or skipped before writing)
+   * passes to this loan.
+   */
   takeOver(tinHash: string, fromLoanId: string, toLoanId: string, now: number): Promise<boolean>;
   /** The core learnt of the customer (a Fineract client found by search after its creating loan was written). */
   setCif(tinHash: string, cif: string, now: number): Promise<void>;
-  /** The loan's write is done: every customer it claimed exists in the core (cifs: numbers the core assigned, by tin hash). */
+  /**
+   * The loan's write is done: every customer it claimed exists in the core (cifs: numbers the core assigned,
+   * by tin hash).
+   */
   markWritten(loanId: string, cifs: ReadonlyMap<string, string>, now: number): Promise<void>;
   /** Records what a loan resolved for one entity (and the entity ↔ CIF cross-reference). */
   resolved(r: Omit<LoanCustomerRow, 'resolvedAt'>, now: number): Promise<void>;
@@ -155,9 +161,11 @@ function customerRecords(
   db: StoreDb,
 ): Pick<CustomerStore, 'byTin' | 'recordCore' | 'claim' | 'takeOver' | 'setCif' | 'markWritten'> {
   const SEL_TIN = 'SELECT * FROM customers WHERE tin_hash = ?';
-  const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
+  const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at,
+     updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
      ON CONFLICT(tin_hash) DO NOTHING`;
-  const INS_CLAIM = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES (?, ?, 'created', 'claimed', ?, ?, ?)
+  const INS_CLAIM = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at,
+     updated_at) VALUES (?, ?, 'created', 'claimed', ?, ?, ?)
      ON CONFLICT(tin_hash) DO NOTHING`;
   const FILL_XREF = 'UPDATE customer_xref SET cif = ?, updated_at = ? WHERE tin_hash = ? AND cif IS NULL';
   const FILL_LOAN = 'UPDATE loan_customers SET cif = ? WHERE tin_hash = ? AND cif IS NULL';
@@ -180,7 +188,8 @@ function customerRecords(
     takeOver: async (h, from, to, now) =>
       (
         await db.run(
-          `UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`,
+          `UPDATE customers SET creator_loan_id = ?, updated_at = ? WHERE ` +
+            `tin_hash = ? AND status = 'claimed' AND creator_loan_id = ?`,
           [to, now, h, from],
         )
       ).changes === 1,
@@ -217,13 +226,17 @@ function customerRecords(
 function resolutions(
   db: StoreDb,
 ): Pick<CustomerStore, 'xref' | 'resolved' | 'forLoan' | 'forEntity' | 'find' | 'list' | 'resolvedBetween'> {
-  const UP_XREF = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id, resolved_at, updated_at)
+  const UP_XREF = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id,
+     resolved_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif), tin_hash = excluded.tin_hash,
+     ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif),
+       tin_hash = excluded.tin_hash,
        last_loan_id = excluded.last_loan_id, updated_at = excluded.updated_at`;
-  const UP_LOAN = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing, name_agrees, resolved_at)
+  const UP_LOAN = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing,
+     name_agrees, resolved_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash, matched_by = excluded.matched_by,
+     ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash,
+       matched_by = excluded.matched_by,
        existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`;
   const BETWEEN_PAGE = 1000;
   const BETWEEN_FIRST = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id

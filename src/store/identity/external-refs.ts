@@ -14,7 +14,8 @@ export function createExternalRefStore(db: StoreDb): ExternalRefRows {
   return {
     remember: async (core, ref, platformId, kind, now) => {
       await db.run(
-        'INSERT INTO core_external_refs (core, ref, platform_id, kind, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+        'INSERT INTO core_external_refs (core, ref, platform_id, ' +
+          'kind, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
         [core, ref, platformId, kind, now],
       );
     },

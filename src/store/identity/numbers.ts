@@ -82,7 +82,8 @@ export class PoolExhaustedError extends FatalError {
     readonly capacity: number,
   ) {
     super(
-      `${POOL_CONFIG_KEY[pool]}: the ${pool} number pool is exhausted (all ${capacity} sequence(s) of its ranges are used); ` +
+      `${POOL_CONFIG_KEY[pool]}: the ${pool} number pool is exhausted ` +
+        `(all ${capacity} sequence(s) of its ranges are used); ` +
         `add a range to ${POOL_CONFIG_KEY[pool]}.ranges and restart. Boarding stopped: no number is ever reused`,
     );
   }
@@ -177,7 +178,8 @@ export function createNumberStore(db: StoreDb, pools: NumberPools = DEFAULT_NUMB
       now,
     ]);
     await db.run(
-      'INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated = bank_number_counts.allocated + 1',
+      'INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated ' +
+        '= bank_number_counts.allocated + 1',
       [pool],
     );
     await upsertCursor(pool, rangeKey(free.range.from), free.seq.toString(), now);

@@ -79,7 +79,10 @@ export interface FenceScope {
   current(): Fence | null;
   /** A write was refused: the lease moved on (the replica steps down). */
   onFencedOut(err: FencedOut): void;
-  /** PostgreSQL: a fenced transaction left idle this long is ended by the server (a paused leader cannot block a takeover). */
+  /**
+   * PostgreSQL: a fenced transaction left idle this long is ended by the server (a paused leader cannot block
+   * a takeover).
+   */
   idleTimeoutMs?: number;
 }
 

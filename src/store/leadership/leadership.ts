@@ -145,7 +145,8 @@ export class Leadership {
     this.marginMs = opts.marginMs ?? Math.min(2_000, Math.floor(this.ttlMs / 5));
     if (this.ttlMs - this.marginMs <= this.renewEveryMs) {
       throw new Error(
-        `leadership: ttlMs (${this.ttlMs}) − marginMs (${this.marginMs}) must exceed renewEveryMs (${this.renewEveryMs})`,
+        `leadership: ttlMs (${this.ttlMs}) − marginMs (${this.marginMs}) ` +
+          `must exceed renewEveryMs (${this.renewEveryMs})`,
       );
     }
     if (opts.onChange) this.listeners.add(opts.onChange);

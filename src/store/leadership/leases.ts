@@ -63,7 +63,8 @@ export function sqliteLeaseBackend(
             `INSERT INTO leases (name, owner, pid, host, acquired_at, heartbeat_at, epoch, expires_at)
                VALUES (?, ?, ?, ?, ${NOW_MS}, ${NOW_MS}, ?, ${NOW_MS} + ?)
              ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, pid = excluded.pid, host = excluded.host,
-               acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, epoch = excluded.epoch, expires_at = excluded.expires_at`,
+               acquired_at = excluded.acquired_at, heartbeat_at = excluded.heartbeat_at, epoch = excluded.epoch,
+               expires_at = excluded.expires_at`,
             [name, holder, pid ?? 0, host ?? '', epoch, Math.round(ttlMs)],
           );
           return { epoch };
@@ -75,7 +76,8 @@ export function sqliteLeaseBackend(
         await db.write(
           () =>
             db.run(
-              `UPDATE leases SET heartbeat_at = ${NOW_MS}, expires_at = ${NOW_MS} + ? WHERE name = ? AND owner = ? AND epoch = ? AND expires_at > ${NOW_MS}`,
+              `UPDATE leases SET heartbeat_at = ${NOW_MS}, expires_at = ${NOW_MS} + ? WHERE name = ? AND owner = ` +
+                `? AND epoch = ? AND expires_at > ${NOW_MS}`,
               [Math.round(ttlMs), term.name, term.holder, term.epoch],
             ),
           { unfenced: true },
@@ -103,7 +105,8 @@ export function sqliteLeaseBackend(
         heartbeat_at: number;
         now: number;
       }>(
-        `SELECT owner, epoch, expires_at - ${NOW_MS} AS expires_in_ms, heartbeat_at, ${NOW_MS} AS now FROM leases WHERE name = ?`,
+        `SELECT owner, epoch, expires_at - ${NOW_MS} AS expires_in_ms, ` +
+          `heartbeat_at, ${NOW_MS} AS now FROM leases WHERE name = ?`,
         [name],
       );
       if (r === undefined) return null;

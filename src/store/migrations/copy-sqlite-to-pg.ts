@@ -161,10 +161,12 @@ function batchRows(columns: number): number {
 }
 
 const sqliteSelect = (p: TablePlan): string =>
-  `SELECT ${p.sqliteExprs.join(', ')} FROM ${q(p.table)} ORDER BY ${p.orderBy.map((c) => `${c === 'rowid' ? 'rowid' : q(c)} ASC NULLS FIRST`).join(', ')}`;
+  `SELECT ${p.sqliteExprs.join(', ')} FROM ${q(p.table)} ORDER BY ` +
+  `${p.orderBy.map((c) => `${c === 'rowid' ? 'rowid' : q(c)} ASC NULLS FIRST`).join(', ')}`;
 
 const pgSelect = (p: TablePlan): string =>
-  `SELECT ${p.columns.map(q).join(', ')} FROM ${q(p.table)} ORDER BY ${p.orderBy.map((c) => `${q(c)}${p.textColumns.has(c) ? ' COLLATE "C"' : ''} ASC NULLS FIRST`).join(', ')}`;
+  `SELECT ${p.columns.map(q).join(', ')} FROM ${q(p.table)} ORDER BY ` +
+  `${p.orderBy.map((c) => `${q(c)}${p.textColumns.has(c) ? ' COLLATE "C"' : ''} ASC NULLS FIRST`).join(', ')}`;
 
 /** One row as the digest sees it: the same text on both engines for the same values. */
 function rowText(values: readonly unknown[]): string {

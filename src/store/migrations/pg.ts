@@ -35,7 +35,8 @@ export async function migratePg(
   return inTransaction(pool, async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())',
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at ' +
+        'timestamptz NOT NULL DEFAULT clock_timestamp())',
     );
     const done = new Set(
       (await tx.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(

@@ -16,7 +16,8 @@ export function migrate(db: Database.Database): void {
         const v = db.pragma('user_version', { simple: true }) as number;
         if (v > MIGRATIONS.length) {
           throw new Error(
-            `state database schema version ${v} is newer than this connector knows (${MIGRATIONS.length}); upgrade the connector`,
+            `state database schema version ${v} is newer than this ` +
+              `connector knows (${MIGRATIONS.length}); upgrade the connector`,
           );
         }
         if (v === MIGRATIONS.length) return true;

@@ -32,7 +32,10 @@ function readRootCert(path: string): string {
   }
 }
 
-/** node's TLS options for a mode: require encrypts only; verify-ca checks the chain; verify-full the chain and the host name. */
+/**
+ * node's TLS options for a mode: require encrypts only; verify-ca checks the chain; verify-full the chain and
+ * the host name.
+ */
 export function tlsOptions(s: Pick<PgConnectionSettings, 'ssl' | 'sslRootCert'>): false | ConnectionOptions {
   if (s.ssl === 'disable') return false;
   if (s.ssl === 'require') return { rejectUnauthorized: false };

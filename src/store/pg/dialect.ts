@@ -65,7 +65,8 @@ export function pgDialect(pool: PgPool): Dialect {
       );
       await conn.executeQuery(
         CompiledQuery.raw(
-          `SELECT pg_advisory_xact_lock(${WRITE_LOCK}), set_config('idle_in_transaction_session_timeout', '${idle}', true)`,
+          `SELECT pg_advisory_xact_lock(${WRITE_LOCK}), ` +
+            `set_config('idle_in_transaction_session_timeout', '${idle}', true)`,
         ),
       );
     },

@@ -29,7 +29,10 @@ export async function poolerProblem(pool: pg.Pool, extraClient?: () => pg.Client
     } catch (err) {
       const m = (err as Error).message;
       if (/pooling mode|transaction blocks not allowed/i.test(m)) {
-        return `the connections go through a statement-pooling pooler (${m}): the connector's writes are transactions; use PgBouncer's pool_mode = session (docs/deploy.md "Poolers")`;
+        return (
+          `the connections go through a statement-pooling pooler (${m}): the connector's writes are ` +
+          `transactions; use PgBouncer's pool_mode = session (docs/deploy.md "Poolers")`
+        );
       }
       throw err;
     }
@@ -48,7 +51,11 @@ export async function poolerProblem(pool: pg.Pool, extraClient?: () => pg.Client
       null;
     await a.query(`SELECT set_config('${PROBE}', '', false)`);
     if (seen === token) {
-      return 'the connections go through a transaction-pooling pooler (a session setting of one connection showed on another): leadership needs sessions of its own (LISTEN for releases, ending a stale leader\'s sessions); use PgBouncer\'s pool_mode = session (docs/deploy.md "Poolers")';
+      return (
+        'the connections go through a transaction-pooling pooler (a session setting of one connection ' +
+        'showed on another): leadership needs sessions of its own (LISTEN for releases, ending a stale ' +
+        'leader\'s sessions); use PgBouncer\'s pool_mode = session (docs/deploy.md "Poolers")'
+      );
     }
     return null;
   } catch (err) {

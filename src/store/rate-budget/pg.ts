@@ -3,7 +3,8 @@ import type { Logger } from '../../lib/logger.js';
 import { inTransaction, type PgPool } from '../pg/pool.js';
 
 /**
- * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends from it (src/platform/rate-budget/budget.ts asks it for each token).
+ * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends
+ * from it (src/platform/rate-budget/budget.ts asks it for each token).
  *
  * Per (key, class) a sliding-window log: the grants of the last window (`rate_shared_grants`)
  * and one lock row with their count (`rate_shared_window`). Each call is decided by ONE statement
@@ -19,12 +20,12 @@ import { inTransaction, type PgPool } from '../pg/pool.js';
  * sustained rate is L per W: a caller that wakes late for its slot takes it late, and only that
  * lateness is lost (bench/budget-replicas.bench.ts). Grants are also at least W / 2L apart, so a
  * window that frees up is not spent in one burst (requests jittered on their way could otherwise
- * crowd into one of the platform's windows); it only bounds how fast a late caller catches up. The GCRA of migrations 15 and 16 (burst 2)
- * sustained (L − 1) per W at best and lost every slot a caller woke more than one interval late
- * for: two replicas on this loaded 2-core machine used 0.74 of the read allowance. While a strike
- * is active the limit is the class's slowLimit (the client's half pace, ⌊L/2⌋ as
- * src/platform/rate-budget/budget.ts allows), counted over the same log, so grants made before the strike
- * count against it too.
+ * crowd into one of the platform's windows); it only bounds how fast a late caller catches up. The
+ * GCRA of migrations 15 and 16 (burst 2) sustained (L − 1) per W at best and lost every slot a
+ * caller woke more than one interval late for: two replicas on this loaded 2-core machine used
+ * 0.74 of the read allowance. While a strike is active the limit is the class's slowLimit (the
+ * client's half pace, ⌊L/2⌋ as src/platform/rate-budget/budget.ts allows), counted over the same log, so
+ * grants made before the strike count against it too.
  *
  * A 429 (recordRateLimited) pauses the class for every replica until database-now + the wait and
  * adds a strike; at `stopAtStrikes` uncleared strikes in 24 h every class of the key is stopped for
@@ -80,7 +81,8 @@ export interface SharedStrike {
 export class TrafficStoppedError extends Error {
   constructor(readonly strikes: number) {
     super(
-      `platform traffic stopped: ${strikes} rate-limit strikes in 24 h (clear them with the operator command once the platform confirms the key)`,
+      `platform traffic stopped: ${strikes} rate-limit strikes in 24 h (clear them with the operator command ` +
+        `once the platform confirms the key)`,
     );
     this.name = 'TrafficStoppedError';
   }
@@ -235,7 +237,8 @@ export class PgSharedRateBudget {
   async clearStrikes(by: string): Promise<number> {
     await this.adoptLegacy();
     const r = await this.opts.pool.query(
-      'UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL',
+      'UPDATE rate_shared_strikes SET cleared_at = clock_timestamp(), ' +
+        'cleared_by = $2 WHERE key = $1 AND cleared_at IS NULL',
       [this.opts.key, by],
     );
     return r.rowCount ?? 0;
@@ -251,16 +254,19 @@ export class PgSharedRateBudget {
   private adoptLegacy(): Promise<void> {
     this.adopted ??= inTransaction(this.opts.pool, async (tx) => {
       const moved = await tx.query(
-        `INSERT INTO rate_shared_strikes (key, at, class, path, retry_after_ms, cleared_at, cleared_by, legacy_seq)
+        `INSERT INTO rate_shared_strikes
+           (key, at, class, path, retry_after_ms, cleared_at, cleared_by, legacy_seq)
          SELECT $1, to_timestamp(s.at / 1000.0), s.bucket, s.path, s.retry_after_ms,
-                CASE WHEN s.cleared_at IS NULL THEN NULL ELSE to_timestamp(s.cleared_at / 1000.0) END, s.cleared_by, s.seq
+                CASE WHEN s.cleared_at IS NULL THEN NULL ELSE to_timestamp(s.cleared_at / 1000.0) END,
+                s.cleared_by, s.seq
            FROM rate_strikes s
          ON CONFLICT (key, legacy_seq) DO NOTHING`,
         [this.opts.key],
       );
       await tx.query(
         `INSERT INTO rate_shared_pause AS p (key, class, until)
-         SELECT $1, r.bucket, to_timestamp(r.until / 1000.0) FROM rate_pause r WHERE to_timestamp(r.until / 1000.0) > clock_timestamp()
+         SELECT $1, r.bucket, to_timestamp(r.until / 1000.0) FROM rate_pause r
+          WHERE to_timestamp(r.until / 1000.0) > clock_timestamp()
          ON CONFLICT (key, class) DO UPDATE SET until = greatest(p.until, excluded.until)`,
         [this.opts.key],
       );
@@ -278,7 +284,8 @@ export class PgSharedRateBudget {
 
   private async countStrikes(q: Pick<PgPool, 'query'>): Promise<number> {
     const r = await q.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM rate_shared_strikes WHERE key = $1 AND cleared_at IS NULL AND at >= clock_timestamp() - interval '24 hours'`,
+      `SELECT count(*)::int AS n FROM rate_shared_strikes WHERE key = $1 AND cleared_at IS NULL AND at >= ` +
+        `clock_timestamp() - interval '24 hours'`,
       [this.opts.key],
     );
     return r.rows[0]?.n ?? 0;

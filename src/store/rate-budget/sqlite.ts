@@ -55,7 +55,8 @@ export function createSqliteRateState(db: Db): SqliteRateState {
   );
   // A pause only ever grows: a shorter one computed later must not cut a longer one short.
   const upsertPause = db.prepare(
-    'INSERT INTO rate_pause (bucket, until) VALUES (?, ?) ON CONFLICT(bucket) DO UPDATE SET until = MAX(until, excluded.until)',
+    'INSERT INTO rate_pause (bucket, until) VALUES (?, ?) ON ' +
+      'CONFLICT(bucket) DO UPDATE SET until = MAX(until, excluded.until)',
   );
   const insertStrike = db.prepare(
     'INSERT INTO rate_strikes (at, bucket, path, retry_after_ms) VALUES (?, ?, ?, ?)',
@@ -64,7 +65,8 @@ export function createSqliteRateState(db: Db): SqliteRateState {
     [number],
     { seq: number; at: number; bucket: string; path: string | null; retry_after_ms: number | null }
   >(
-    'SELECT seq, at, bucket, path, retry_after_ms FROM rate_strikes WHERE at >= ? AND cleared_at IS NULL ORDER BY at ASC, seq ASC',
+    'SELECT seq, at, bucket, path, retry_after_ms FROM rate_strikes ' +
+      'WHERE at >= ? AND cleared_at IS NULL ORDER BY at ASC, seq ASC',
   );
   const clear = db.prepare('UPDATE rate_strikes SET cleared_at = ?, cleared_by = ? WHERE cleared_at IS NULL');
   const pruneSpend = db.prepare('DELETE FROM rate_spend WHERE at < ?');
@@ -113,7 +115,8 @@ export function createSqliteRateState(db: Db): SqliteRateState {
 export function rateStateFor(db: StoreDb): SqliteRateState {
   if (db.sqlite === null)
     throw new Error(
-      `the ${db.engine} store has no per-process rate state: its processes share the ledger of src/store/rate-budget/pg.ts`,
+      `the ${db.engine} store has no per-process rate state: its processes share the ledger of ` +
+        `src/store/rate-budget/pg.ts`,
     );
   return createSqliteRateState(db.sqlite);
 }
