@@ -20,3 +20,22 @@ export function networkErrorCode(err: unknown): string | undefined {
   if (typeof e?.cause?.code === 'string') return e.cause.code;
   return undefined;
 }
+
+/** Errors that happen before a request can reach the server: a write cannot have committed. */
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+/** True when a failed request never reached the core (its network error code says so): a write is not ambiguous. */
+export function neverSent(code: string | undefined): boolean {
+  return code !== undefined && NOT_SENT.has(code);
+}

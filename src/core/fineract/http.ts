@@ -2,7 +2,7 @@ import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
-import { networkErrorCode, parseAnswerBody } from '../http-answer.js';
+import { neverSent, networkErrorCode, parseAnswerBody } from '../http-answer.js';
 
 export interface FineractHttpOptions {
   /** e.g. https://core.bank.local/fineract-provider/api/v1 */
@@ -46,20 +46,6 @@ export class ReplayedFailureError extends Error {
     super(`${failure.message} (replayed by Fineract for an Idempotency-Key it already holds)`);
   }
 }
-
-/** Errors that happen before a request can reach the server: a write cannot have committed. */
-const NOT_SENT = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'CERT_HAS_EXPIRED',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-]);
 
 /**
  * The HTTP boundary to Fineract: basic auth, tenant header, JSON, timeouts, and the one place
@@ -137,7 +123,7 @@ export class FineractHttp {
       text = await res.body.text();
     } catch (err) {
       const code = networkErrorCode(err);
-      const ambiguous = write && !(code !== undefined && NOT_SENT.has(code));
+      const ambiguous = write && !neverSent(code);
       throw new CoreUnavailableError(
         `Fineract ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed)' : ''}`,
         ambiguous,

@@ -2,7 +2,7 @@ import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
-import { networkErrorCode, parseAnswerBody } from '../http-answer.js';
+import { neverSent, networkErrorCode, parseAnswerBody } from '../http-answer.js';
 
 export type MambuAuth = { apiKey: string } | { username: string; password: string };
 
@@ -49,20 +49,6 @@ const DECIMAL_TOKEN = new RegExp(`"${DECIMAL_MARK}(-?\\d+(?:\\.\\d+)?)${DECIMAL_
 export function mambuJson(body: unknown): string {
   return JSON.stringify(body).replace(DECIMAL_TOKEN, '$1');
 }
-
-/** Errors that happen before a request can reach the server: a write cannot have committed. */
-const NOT_SENT = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'CERT_HAS_EXPIRED',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-]);
 
 /** Reasons that mean the connector's own setup, not this loan: every loan would fail alike. */
 const OPERATOR_REASONS = new Set([
@@ -192,7 +178,7 @@ export class MambuHttp {
       text = await res.body.text();
     } catch (err) {
       const code = networkErrorCode(err);
-      const ambiguous = write && !(code !== undefined && NOT_SENT.has(code));
+      const ambiguous = write && !neverSent(code);
       throw new CoreUnavailableError(
         `Mambu ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed; Mambu answers 102 and drops nothing it started)' : ''}`,
         ambiguous,
