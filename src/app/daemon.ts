@@ -13,7 +13,7 @@ import type { LeadershipView } from '../observability/metrics.js';
 import type { BoardingRuntime } from './runtime.js';
 import { dirname } from 'node:path';
 import { createDiskWatch, type DiskTarget, type DiskWatch } from '../observability/disk-space.js';
-import { createClockSkewWatch } from '../observability/clock-skew.js';
+import { createClockSkewWatch, type ClockSkewWatch } from '../observability/clock-skew.js';
 import type { CoreOutageView } from '../observability/readiness.js';
 
 export interface ConnectorDaemonOptions {
@@ -81,19 +81,11 @@ export function watchedDirs(config: Pick<Config, 'store' | 'core'>): DiskTarget[
 /** How often the daemon reads the free space (statfs: cheap). */
 const DISK_EVERY_MS = 5_000;
 
-export function createConnectorDaemon(
-  rt: BoardingRuntime,
-  opts: ConnectorDaemonOptions = {},
-): ConnectorDaemon {
-  let daemon: Daemon | null = null;
-  const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
-  const gate = leaderGate(rt);
-  let lastCycleAt: number | null = null;
-  let webhooksRef: { readiness(): Promise<unknown> } | null = null;
-  // The ops console (console.users): its API and pages on the admin listener, and the executor
-  // of approved requests, run after each cycle and when a request is approved.
-  // Faults of the data centre (issue 37): a full disk stops cycles before they start; a core
-  // outage and a host clock off the database's are reported on /readyz and /metrics.
+/**
+ * Faults of the data centre (issue 37): a full disk stops cycles before they start; a host clock
+ * off the database's is reported on /readyz and /metrics.
+ */
+function faultWatches(rt: BoardingRuntime): { disk: DiskWatch | null; clockSkew: ClockSkewWatch | null } {
   const minFree = Math.round(rt.config.boarding.minFreeDiskMb * 1024 * 1024);
   const disk: DiskWatch | null =
     minFree > 0
@@ -112,6 +104,86 @@ export function createConnectorDaemon(
         logger: rt.logger,
       })
     : null;
+  return { disk, clockSkew };
+}
+
+/** Reads the free space every DISK_EVERY_MS (and the clock skew with it) while the daemon runs. */
+function faultWatchService(
+  rt: BoardingRuntime,
+  watches: { disk: DiskWatch | null; clockSkew: ClockSkewWatch | null },
+  triggerCycle: (reason: string) => void,
+): DaemonService {
+  const { disk, clockSkew } = watches;
+  let diskTimer: { cancel(): void } | null = null;
+  return {
+    name: 'fault watch',
+    start: async () => {
+      if (clockSkew) await clockSkew.check();
+      if (!disk) return;
+      await disk.refresh().catch((err: unknown) => rt.logger.warn({ err }, 'disk space check failed'));
+      diskTimer = every(rt.clock, DISK_EVERY_MS, () => {
+        const wasOk = disk.last().ok;
+        void disk.refresh().then(
+          (s) => {
+            // Space is back: board now rather than at the next scheduled drain.
+            if (s.ok && !wasOk) triggerCycle('disk space back');
+          },
+          (err: unknown) => rt.logger.warn({ err }, 'disk space check failed'),
+        );
+        if (clockSkew) void clockSkew.check();
+      });
+    },
+    stop: () => {
+      diskTimer?.cancel();
+    },
+  };
+}
+
+/** The scheduled jobs: each runs once per schedule, on the leader, fenced. */
+function leaderJobs(
+  rt: BoardingRuntime,
+  endpointCheckJob: DaemonJob,
+  gate: ReturnType<typeof leaderGate>,
+): DaemonJob[] {
+  // Reports, seals, reconciliation and the endpoint check: once per schedule, on the leader, fenced.
+  const onLeader = (job: DaemonJob): DaemonJob => ({
+    ...job,
+    run: (signal) =>
+      gate(async () => {
+        const term = rt.leadership.signal;
+        await job.run(term ? AbortSignal.any([signal, term]) : signal);
+      }, undefined),
+  });
+  const jobs: DaemonJob[] = [
+    endpointCheckJob,
+    reconcileDaemonJob({
+      config: rt.config,
+      platform: rt.platform,
+      reads: rt.store.reports,
+      core: rt.core,
+      logger: rt.logger,
+      clock: rt.clock,
+    }),
+  ].map(onLeader);
+  const seal = batchSealDaemonJob(rt.core, rt.logger);
+  if (seal) jobs.push(onLeader(seal));
+  return jobs;
+}
+
+export function createConnectorDaemon(
+  rt: BoardingRuntime,
+  opts: ConnectorDaemonOptions = {},
+): ConnectorDaemon {
+  let daemon: Daemon | null = null;
+  const triggerCycle = (reason: string): void => daemon?.triggerCycle(reason);
+  const gate = leaderGate(rt);
+  let lastCycleAt: number | null = null;
+  let webhooksRef: { readiness(): Promise<unknown> } | null = null;
+  // The ops console (console.users): its API and pages on the admin listener, and the executor
+  // of approved requests, run after each cycle and when a request is approved.
+  // Faults of the data centre (issue 37): a full disk stops cycles before they start; a core
+  // outage and a host clock off the database's are reported on /readyz and /metrics.
+  const { disk, clockSkew } = faultWatches(rt);
   let coreOutage: CoreOutageView | null = null;
   const opsConsole = createDaemonConsole(rt, {
     requestCycle: triggerCycle,
@@ -185,29 +257,7 @@ export function createConnectorDaemon(
       await rt.leadership.stop();
     },
   };
-  let diskTimer: { cancel(): void } | null = null;
-  const faultWatch: DaemonService = {
-    name: 'fault watch',
-    start: async () => {
-      if (clockSkew) await clockSkew.check();
-      if (!disk) return;
-      await disk.refresh().catch((err: unknown) => rt.logger.warn({ err }, 'disk space check failed'));
-      diskTimer = every(rt.clock, DISK_EVERY_MS, () => {
-        const wasOk = disk.last().ok;
-        void disk.refresh().then(
-          (s) => {
-            // Space is back: board now rather than at the next scheduled drain.
-            if (s.ok && !wasOk) triggerCycle('disk space back');
-          },
-          (err: unknown) => rt.logger.warn({ err }, 'disk space check failed'),
-        );
-        if (clockSkew) void clockSkew.check();
-      });
-    },
-    stop: () => {
-      diskTimer?.cancel();
-    },
-  };
+  const faultWatch = faultWatchService(rt, { disk, clockSkew }, triggerCycle);
   const services: DaemonService[] = [faultWatch, leadershipService, editLoop, webhooks];
   if (opsConsole)
     services.push({
@@ -215,28 +265,7 @@ export function createConnectorDaemon(
       start: () => opsConsole.executor.kick(),
       stop: () => opsConsole.executor.stop(),
     });
-  // Reports, seals, reconciliation and the endpoint check: once per schedule, on the leader, fenced.
-  const onLeader = (job: DaemonJob): DaemonJob => ({
-    ...job,
-    run: (signal) =>
-      gate(async () => {
-        const term = rt.leadership.signal;
-        await job.run(term ? AbortSignal.any([signal, term]) : signal);
-      }, undefined),
-  });
-  const jobs: DaemonJob[] = [
-    webhooks.endpointCheckJob,
-    reconcileDaemonJob({
-      config: rt.config,
-      platform: rt.platform,
-      reads: rt.store.reports,
-      core: rt.core,
-      logger: rt.logger,
-      clock: rt.clock,
-    }),
-  ].map(onLeader);
-  const seal = batchSealDaemonJob(rt.core, rt.logger);
-  if (seal) jobs.push(onLeader(seal));
+  const jobs = leaderJobs(rt, webhooks.endpointCheckJob, gate);
   daemon = createDaemon({
     runner: rt.runner,
     logger: rt.logger,

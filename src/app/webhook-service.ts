@@ -25,6 +25,7 @@ import {
   type ConnectorMetrics,
   type CycleOutcome,
   type LeadershipView,
+  type MetricsSources,
 } from '../observability/metrics.js';
 import { createWebhookProcessor, type WebhookProcessor } from '../webhooks/processor.js';
 import {
@@ -108,19 +109,10 @@ function triggerLabel(reason: string): string {
   return 'other';
 }
 
-/**
- * Everything the `run` command needs for webhooks, in one daemon service: the inbox processor
- * (pending rows from before a restart first), the HTTP server on webhooks.host/port with
- * /webhooks/platform, /healthz, /readyz, /metrics and /reports/latest, and the endpoint check job.
- */
-export function createWebhookService(input: WebhookServiceDeps): WebhookService {
-  const deps = input;
-  const clock = deps.clock;
-  const logger = deps.logger.child({ component: 'webhooks' });
-  const inbox = createWebhookInbox(deps.db);
-  const metrics = deps.metrics ?? createConnectorMetrics({ clock });
+/** What /metrics reads (the store, the inbox, and the gauges the daemon hands in). */
+function metricsSources(deps: WebhookServiceDeps, inbox: WebhookInbox): MetricsSources {
   const { stats } = deps.platform;
-  metrics.setSources({
+  return {
     db: deps.db,
     inbox,
     ...(deps.mapping ? { mapping: deps.mapping } : {}),
@@ -135,7 +127,70 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
     ...(deps.faults?.coreOutage ? { coreOutage: () => deps.faults?.coreOutage?.() != null } : {}),
     ...(deps.faults?.clockSkewLast ? { clockSkew: deps.faults.clockSkewLast } : {}),
+  };
+}
+
+/** The /readyz checks (the console's status page runs them too). */
+function readinessChecks(deps: WebhookServiceDeps, endpointWatch: EndpointWatch, clock: Clock) {
+  return standardReadinessChecks({
+    db: deps.db,
+    platformHealth: () => deps.platform.health(),
+    endpointWatch,
+    clock,
+    ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}),
+    ...(deps.mapping ? { mapping: deps.mapping } : {}),
+    ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
+    ...(deps.customers ? { customers: deps.customers } : {}),
+    ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
+    ...(deps.faults?.coreOutage ? { coreOutage: deps.faults.coreOutage } : {}),
+    ...(deps.faults?.clockSkew ? { clockSkew: deps.faults.clockSkew } : {}),
   });
+}
+
+/**
+ * A day's worth of old rows, deleted PRUNE_ROWS at a time with a pause between: a single DELETE
+ * would hold the write lock and the event loop for its whole run, and deliveries would wait.
+ */
+async function pruneInbox(
+  ctx: { inbox: WebhookInbox; clock: Clock; logger: Logger; signal: AbortSignal },
+  before: number,
+): Promise<void> {
+  const { inbox, clock, logger, signal } = ctx;
+  let total = 0;
+  try {
+    for (;;) {
+      if (signal.aborted) break;
+      const n = await inbox.prune(before, PRUNE_ROWS);
+      total += n;
+      if (n < PRUNE_ROWS) break;
+      await clock.sleep(PRUNE_PAUSE_MS);
+    }
+    const capped = await inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
+    if (capped > 0)
+      logger.warn(
+        { rows: capped, max: UNKNOWN_LOAN_MAX_ROWS },
+        'webhook inbox: loan.funded rows of loans the connector ' +
+          'never saw were over the bound; the oldest were deleted',
+      );
+    if (total > 0)
+      logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');
+  } catch (err) {
+    logger.warn({ err, rows: total }, 'webhook inbox prune failed; will try tomorrow');
+  }
+}
+
+/**
+ * Everything the `run` command needs for webhooks, in one daemon service: the inbox processor
+ * (pending rows from before a restart first), the HTTP server on webhooks.host/port with
+ * /webhooks/platform, /healthz, /readyz, /metrics and /reports/latest, and the endpoint check job.
+ */
+export function createWebhookService(input: WebhookServiceDeps): WebhookService {
+  const deps = input;
+  const clock = deps.clock;
+  const logger = deps.logger.child({ component: 'webhooks' });
+  const inbox = createWebhookInbox(deps.db);
+  const metrics = deps.metrics ?? createConnectorMetrics({ clock });
+  metrics.setSources(metricsSources(deps, inbox));
   const gate = deps.gate ?? (<T>(work: () => Promise<T>) => work());
   const endpointWatch = createEndpointWatch();
   const processor = createWebhookProcessor({
@@ -157,19 +212,7 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
     clock,
     metrics,
     processor,
-    readiness: standardReadinessChecks({
-      db: deps.db,
-      platformHealth: () => deps.platform.health(),
-      endpointWatch,
-      clock,
-      ...(deps.leadership ? { standby: () => deps.leadership?.().role === 'standby' } : {}),
-      ...(deps.mapping ? { mapping: deps.mapping } : {}),
-      ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
-      ...(deps.customers ? { customers: deps.customers } : {}),
-      ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
-      ...(deps.faults?.coreOutage ? { coreOutage: deps.faults.coreOutage } : {}),
-      ...(deps.faults?.clockSkew ? { clockSkew: deps.faults.clockSkew } : {}),
-    }),
+    readiness: readinessChecks(deps, endpointWatch, clock),
     reportsDir: deps.config.reports.dir,
     ...(deps.leadership ? { leadership: deps.leadership } : {}),
   };
@@ -188,34 +231,6 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
   const backfill = createFundedTimeBackfill(deps.db, inbox);
   let lastPruneAt = 0;
   let pruning: Promise<void> | null = null;
-
-  /**
-   * A day's worth of old rows, deleted PRUNE_ROWS at a time with a pause between: a single DELETE
-   * would hold the write lock and the event loop for its whole run, and deliveries would wait.
-   */
-  async function pruneInbox(before: number): Promise<void> {
-    let total = 0;
-    try {
-      for (;;) {
-        if (stopping.signal.aborted) break;
-        const n = await inbox.prune(before, PRUNE_ROWS);
-        total += n;
-        if (n < PRUNE_ROWS) break;
-        await clock.sleep(PRUNE_PAUSE_MS);
-      }
-      const capped = await inbox.capUnknownFunded(UNKNOWN_LOAN_MAX_ROWS);
-      if (capped > 0)
-        logger.warn(
-          { rows: capped, max: UNKNOWN_LOAN_MAX_ROWS },
-          'webhook inbox: loan.funded rows of loans the connector ' +
-            'never saw were over the bound; the oldest were deleted',
-        );
-      if (total > 0)
-        logger.info({ rows: total, retentionDays: INBOX_PRUNE_AFTER_MS / DAY_MS }, 'webhook inbox pruned');
-    } catch (err) {
-      logger.warn({ err, rows: total }, 'webhook inbox prune failed; will try tomorrow');
-    }
-  }
 
   return {
     name: 'webhooks',
@@ -292,7 +307,10 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
       const now = clock.now();
       if (now - lastPruneAt >= DAY_MS && !pruning) {
         lastPruneAt = now;
-        pruning = gate(() => pruneInbox(now - INBOX_PRUNE_AFTER_MS), undefined).finally(() => {
+        pruning = gate(
+          () => pruneInbox({ inbox, clock, logger, signal: stopping.signal }, now - INBOX_PRUNE_AFTER_MS),
+          undefined,
+        ).finally(() => {
           pruning = null;
         });
       }

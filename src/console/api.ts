@@ -105,13 +105,21 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
 
 type Route = (fn: Handler) => (req: Request, res: Response, next: NextFunction) => void;
 
-/** The API's routes (the service holds the rules; these map HTTP to it). */
+/** The API's routes (the service holds the rules; these map HTTP to it), mounted in this order. */
 function mountApiRoutes(
   router: Router,
   deps: ConsoleDeps,
   route: Route,
   body: (req: Request) => Record<string, unknown>,
 ): void {
+  mountLoanRoutes(router, deps, route);
+  mountRequestRoutes(router, deps, route, body);
+  mountAuditAndReportRoutes(router, deps, route, body);
+  mountOpsRoutes(router, deps, route, body);
+}
+
+/** The signed-in user, the exception queue and a loan's history. */
+function mountLoanRoutes(router: Router, deps: ConsoleDeps, route: Route): void {
   const { service } = deps;
   router.get('/me', (_req, res) => {
     res.json(consoleUser(res));
@@ -147,7 +155,16 @@ function mountApiRoutes(
       res.json(await service.reboardDiff(consoleUser(res), req.params['id'] as string));
     }),
   );
+}
 
+/** Change requests: list, preview, raise, read, approve, reject, withdraw. */
+function mountRequestRoutes(
+  router: Router,
+  deps: ConsoleDeps,
+  route: Route,
+  body: (req: Request) => Record<string, unknown>,
+): void {
+  const { service } = deps;
   router.get(
     '/requests',
     route(async (req, res) => {
@@ -225,7 +242,16 @@ function mountApiRoutes(
       );
     }),
   );
+}
 
+/** The audit trail (JSON and CSV) and the reconciliation runs with their sign-off. */
+function mountAuditAndReportRoutes(
+  router: Router,
+  deps: ConsoleDeps,
+  route: Route,
+  body: (req: Request) => Record<string, unknown>,
+): void {
+  const { service } = deps;
   router.get(
     '/audit',
     route(async (req, res) => {
@@ -308,7 +334,16 @@ function mountApiRoutes(
       );
     }),
   );
+}
 
+/** Login locks, the file core's batches and the daemon's status. */
+function mountOpsRoutes(
+  router: Router,
+  deps: ConsoleDeps,
+  route: Route,
+  body: (req: Request) => Record<string, unknown>,
+): void {
+  const { service } = deps;
   router.post(
     '/logins/unlock',
     route(async (req, res) => {

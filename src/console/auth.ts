@@ -354,28 +354,41 @@ function basicMiddleware(deps: {
   };
 }
 
-export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
-  const { config, clock } = opts;
-  const log = opts.logger.child({ component: 'console-auth' });
-  const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
-  const throttle = createLoginThrottle({
+/** The throttle of failed logins, from console.loginThrottle (per user: four times the per-client limit). */
+function loginThrottleOf(config: ConsoleAuthOptions['config']): ReturnType<typeof createLoginThrottle> {
+  return createLoginThrottle({
     maxFailures: config.loginThrottle.maxFailures,
     maxFailuresPerUser: config.loginThrottle.maxFailuresPerUser ?? config.loginThrottle.maxFailures * 4,
     windowMs: config.loginThrottle.windowSeconds * 1000,
   });
-  const throttleReported = new Map<string, number>();
-  const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
-  const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
-  const isTrustedProxy = trustedProxy(config.proxy?.addresses ?? []);
-  // Per process, never stored: the digest of a name that is no user cannot be turned back into it.
-  const nameKeyKey = randomBytes(32);
-  // Unknown users are checked against a hash as costly as the configured ones, so they answer as slowly.
+}
+
+/**
+ * The hash unknown users are checked against: as costly as the configured ones (the first
+ * configured hash's parameters), so they answer as slowly.
+ */
+function unknownUserHash(config: ConsoleAuthOptions['config'], rehashTo: ScryptParams): Promise<string> {
   const firstHash = config.users.find((u) => u.passwordHash !== undefined)?.passwordHash;
   const dummyHash = hashPassword(
     randomBytes(16).toString('hex'),
     (firstHash ? hashParams(firstHash) : null) ?? rehashTo,
   );
   dummyHash.catch(() => undefined);
+  return dummyHash;
+}
+
+export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
+  const { config, clock } = opts;
+  const log = opts.logger.child({ component: 'console-auth' });
+  const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
+  const throttle = loginThrottleOf(config);
+  const throttleReported = new Map<string, number>();
+  const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
+  const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
+  const isTrustedProxy = trustedProxy(config.proxy?.addresses ?? []);
+  // Per process, never stored: the digest of a name that is no user cannot be turned back into it.
+  const nameKeyKey = randomBytes(32);
+  const dummyHash = unknownUserHash(config, rehashTo);
 
   const resolveUser = (name: string) => users.get(userNameKey(name));
   const toUser = (name: string): ConsoleUser | null => {

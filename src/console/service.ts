@@ -430,11 +430,12 @@ function requireRole(user: ConsoleUser, role: 'operator' | 'approver', what: str
 function readMethods(
   c: ServiceContext,
 ): Pick<ConsoleService, 'exceptions' | 'exceptionCounts' | 'loan' | 'reboardDiff'> {
-  const { deps, store, cs, clock, tz } = c;
-  const fileBatches = new FileBatchStore(store.db);
-  let previewing = false;
-  /** Start times of each user's re-board checks in the last minute. */
-  const previewStarts = new Map<string, number[]>();
+  return { ...exceptionMethods(c), ...loanMethods(c) };
+}
+
+/** The exception queue: a page of it, and its counts by reason and age. */
+function exceptionMethods(c: ServiceContext): Pick<ConsoleService, 'exceptions' | 'exceptionCounts'> {
+  const { cs, clock, tz } = c;
 
   function exceptionItem(
     r: Awaited<ReturnType<ConsoleStore['exceptionPage']>>['rows'][number],
@@ -524,7 +525,18 @@ function readMethods(
         return { reason: r.reason as ExceptionItem['reason'], total: r.a + r.b + r.c, byAge };
       });
     },
+  };
+}
 
+/** A loan's history and the re-board check. */
+function loanMethods(c: ServiceContext): Pick<ConsoleService, 'loan' | 'reboardDiff'> {
+  const { deps, store, cs, clock } = c;
+  const fileBatches = new FileBatchStore(store.db);
+  let previewing = false;
+  /** Start times of each user's re-board checks in the last minute. */
+  const previewStarts = new Map<string, number[]>();
+
+  return {
     async loan(id) {
       const h = await gatherLoanHistory(store, id, clock.now());
       if (!h) return null;
@@ -764,6 +776,27 @@ function requestChecks(c: ServiceContext) {
   return { resolveTargets, refuseOverlap, checkNew, exempt };
 }
 
+/** A request with its loans (and their rows), or null. */
+async function loadRequest(c: ServiceContext, id: string): Promise<ActionRequest | null> {
+  const { cs } = c;
+  const r = await cs.request(id);
+  if (!r) return null;
+  const loans = r.action === 'seal' || r.action === 'strike_clear' ? null : await cs.requestLoans(id);
+  const view = requestView(r, loans);
+  if (loans !== null) view.loanDetails = await cs.requestLoanRows(id, 500);
+  return view;
+}
+
+/** Kicks the executor and waits (console.approveWaitMs at most) for it to run the request. */
+async function waitForExecution(c: ServiceContext, id: string): Promise<ActionRequest> {
+  const { deps } = c;
+  if (deps.executor) {
+    deps.executor.kick();
+    await deps.executor.settled(id, deps.config.console.approveWaitMs);
+  }
+  return (await loadRequest(c, id)) as ActionRequest;
+}
+
 /** Requests: preview, make (four eyes, no overlap), decide, withdraw, read. */
 function requestMethods(
   c: ServiceContext,
@@ -771,26 +804,13 @@ function requestMethods(
   ConsoleService,
   'previewRequest' | 'createRequest' | 'approve' | 'reject' | 'withdraw' | 'request' | 'requests'
 > {
-  const { deps, store, cs, clock, log } = c;
+  return { ...makeRequestMethods(c), ...decideRequestMethods(c), ...readRequestMethods(c) };
+}
 
+/** A new request: its preview, and making it (an exempt retry approved at once). */
+function makeRequestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest' | 'createRequest'> {
+  const { store, cs, clock, log } = c;
   const { resolveTargets, refuseOverlap, checkNew, exempt } = requestChecks(c);
-
-  async function loadRequest(id: string): Promise<ActionRequest | null> {
-    const r = await cs.request(id);
-    if (!r) return null;
-    const loans = r.action === 'seal' || r.action === 'strike_clear' ? null : await cs.requestLoans(id);
-    const view = requestView(r, loans);
-    if (loans !== null) view.loanDetails = await cs.requestLoanRows(id, 500);
-    return view;
-  }
-
-  async function waitForExecution(id: string): Promise<ActionRequest> {
-    if (deps.executor) {
-      deps.executor.kick();
-      await deps.executor.settled(id, deps.config.console.approveWaitMs);
-    }
-    return (await loadRequest(id)) as ActionRequest;
-  }
 
   return {
     async previewRequest(user, input) {
@@ -866,11 +886,18 @@ function requestMethods(
           requestId: id,
           reason: 'exempt from four eyes (console.fourEyes.exemptRetries)',
         });
-        return waitForExecution(id);
+        return waitForExecution(c, id);
       }
-      return (await loadRequest(id)) as ActionRequest;
+      return (await loadRequest(c, id)) as ActionRequest;
     },
+  };
+}
 
+/** A pending request decided: approved or rejected by another approver, withdrawn by its maker. */
+function decideRequestMethods(c: ServiceContext): Pick<ConsoleService, 'approve' | 'reject' | 'withdraw'> {
+  const { cs, clock, log } = c;
+
+  return {
     async approve(user, id, note) {
       const r = await cs.request(id);
       if (!r) throw new ConsoleError(404, `no request ${id}`);
@@ -895,7 +922,7 @@ function requestMethods(
         { user: user.name, requestId: id, action: r.action, maker: r.maker },
         'console request approved',
       );
-      return waitForExecution(id);
+      return waitForExecution(c, id);
     },
 
     async reject(user, id, note) {
@@ -921,7 +948,7 @@ function requestMethods(
       });
       if (!ok) throw new ConsoleError(409, `request ${id} was decided by someone else meanwhile`);
       log.info({ user: user.name, requestId: id }, 'console request rejected');
-      return (await loadRequest(id)) as ActionRequest;
+      return (await loadRequest(c, id)) as ActionRequest;
     },
 
     async withdraw(user, id, note) {
@@ -945,10 +972,17 @@ function requestMethods(
       });
       if (!ok) throw new ConsoleError(409, `request ${id} was decided meanwhile`);
       log.info({ user: user.name, requestId: id }, 'console request withdrawn by its maker');
-      return (await loadRequest(id)) as ActionRequest;
+      return (await loadRequest(c, id)) as ActionRequest;
     },
+  };
+}
 
-    request: loadRequest,
+/** One request, and a page of them. */
+function readRequestMethods(c: ServiceContext): Pick<ConsoleService, 'request' | 'requests'> {
+  const { cs } = c;
+
+  return {
+    request: (id) => loadRequest(c, id),
 
     async requests(query) {
       if (query.status !== undefined && !(REQUEST_STATUSES as readonly string[]).includes(query.status))
@@ -1080,6 +1114,34 @@ function auditAndOpsMethods(
   };
 }
 
+/** A disposition for each exception of the run (the preparer gives one for every exception), or 400. */
+async function preparedDispositions(
+  runDir: string,
+  input: Record<string, string> | undefined,
+): Promise<ExceptionDisposition[]> {
+  const exceptions = await runExceptions(runDir).catch(() => [] as ReportException[]);
+  const given = input ?? {};
+  const dispositions: ExceptionDisposition[] = [];
+  for (const [i, e] of exceptions.entries()) {
+    const v = given[String(i)];
+    if (v === undefined || v === '')
+      throw new ConsoleError(
+        400,
+        `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ` +
+          `${DISPOSITIONS.join(', ')}`,
+        `dispositions.${i}`,
+      );
+    if (!(DISPOSITIONS as readonly string[]).includes(v))
+      throw new ConsoleError(
+        400,
+        `dispositions.${i}: expected one of ${DISPOSITIONS.join(', ')}`,
+        `dispositions.${i}`,
+      );
+    dispositions.push({ index: i, loanId: e.loanId, reason: e.reason, disposition: v as Disposition });
+  }
+  return dispositions;
+}
+
 /** Reconciliation runs, their files and sign-off. */
 function reportMethods(
   c: ServiceContext,
@@ -1166,28 +1228,7 @@ function reportMethods(
         throw new ConsoleError(400, `note: at most ${MAX_REASON} characters`, 'note');
       const runDir = join(reportsDir, d, run);
       let dispositions: ExceptionDisposition[] | null = null;
-      if (as === 'prepared') {
-        const exceptions = await runExceptions(runDir).catch(() => [] as ReportException[]);
-        const given = input.dispositions ?? {};
-        dispositions = [];
-        for (const [i, e] of exceptions.entries()) {
-          const v = given[String(i)];
-          if (v === undefined || v === '')
-            throw new ConsoleError(
-              400,
-              `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ` +
-                `${DISPOSITIONS.join(', ')}`,
-              `dispositions.${i}`,
-            );
-          if (!(DISPOSITIONS as readonly string[]).includes(v))
-            throw new ConsoleError(
-              400,
-              `dispositions.${i}: expected one of ${DISPOSITIONS.join(', ')}`,
-              `dispositions.${i}`,
-            );
-          dispositions.push({ index: i, loanId: e.loanId, reason: e.reason, disposition: v as Disposition });
-        }
-      }
+      if (as === 'prepared') dispositions = await preparedDispositions(runDir, input.dispositions);
       const now = clock.now();
       const ok = await cs.sign(
         d,

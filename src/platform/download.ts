@@ -37,12 +37,8 @@ export interface DownloadOptions {
   deadlineMs?: number;
 }
 
-export async function downloadPresigned(
-  deps: DownloadDeps,
-  address: string,
-  sink: Writable,
-  opts: DownloadOptions,
-): Promise<DownloadResult> {
+/** The presigned address as a URL and as logs may show it (no query string), or why it is refused. */
+function parseAddress(address: string, httpsOnly: boolean): { url: URL; where: string } {
   let url: URL;
   try {
     url = new URL(address);
@@ -56,12 +52,22 @@ export async function downloadPresigned(
     });
   }
   const where = redactUrl(url);
-  if (deps.httpsOnly === true && url.protocol !== 'https:') {
+  if (httpsOnly && url.protocol !== 'https:') {
     throw new PlatformError({
       code: 'download.failed',
       message: `download: ${where} is not https; refused with platform.environment: production`,
     });
   }
+  return { url, where };
+}
+
+export async function downloadPresigned(
+  deps: DownloadDeps,
+  address: string,
+  sink: Writable,
+  opts: DownloadOptions,
+): Promise<DownloadResult> {
+  const { url, where } = parseAddress(address, deps.httpsOnly === true);
   // A refusal's sentence first (what to change), the address after it: a queue shows the start.
   const literal = deps.guard.checkLiteral(url.hostname);
   if (literal !== null) {

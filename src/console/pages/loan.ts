@@ -166,17 +166,8 @@ function diffSection(loanId: string, state: string, diff: ReboardDiff | null, ca
   ]);
 }
 
-export function loanPage(v: {
-  session: BrowserSession;
-  history: LoanHistory;
-  diff: ReboardDiff | null;
-  audit: readonly AuditEntry[];
-  canAct: boolean;
-}): Html {
-  const h = v.history;
-  const l = h.loan;
-  const id = str(l['id']);
-  const state = str(l['state']);
+/** The heading (borrower, loan id and number, state), the summary cards and the last error. */
+function loanSummary(l: LoanHistory['loan'], id: string, state: string): Html {
   return joinHtml([
     html`<h1>`,
     l['borrowerName'] ? html`<span data-testid="borrower">${str(l['borrowerName'])}</span> · ` : '',
@@ -204,25 +195,12 @@ export function loanPage(v: {
           html`</div>`,
         ])
       : '',
-    html`
-${v.canAct ? html`<h2>Actions</h2>${actionForm(v.session, id, state)}` : ''}
-<h2>Loan</h2>
-${kv([
-  ['Borrower', l['borrowerName']],
-  ['Release marker', l['releaseMarker']],
-  ['Released at', when(str(l['releasedAtIso']))],
-  ['Funded at', when(str(l['fundedAtIso']))],
-  ['Amount', money(l['centsAmount'] as number | null)],
-  ['Product', l['productId']],
-  ['Mapping version', l['mappingVersion']],
-  ['Written to core', when(str(l['writtenAt']))],
-  ['Next attempt', when(str(l['nextAttemptAt']))],
-  ['Payload hash', l['payloadHash']],
-  ['Created', when(str(l['createdAt']))],
-  ['Updated', when(str(l['updatedAt']))],
-])}
-<h2>Identity</h2>
-`,
+  ]);
+}
+
+/** The loan's account number, the daemon's mapping and the customers matched or created. */
+function identitySection(h: LoanHistory): Html {
+  return joinHtml([
     kv([
       [
         'Account number',
@@ -259,6 +237,60 @@ ${kv([
           html`</tbody></table>`,
         ])
       : '',
+  ]);
+}
+
+/** The idempotency keys the loan's writes used. */
+function idempotencyKeysSection(keys: LoanHistory['idempotencyKeys']): Html {
+  return keys.length === 0
+    ? html`<p class="muted">None.</p>`
+    : joinHtml([
+        html`<table><thead><tr><th>Key</th><th>Operation</th><th>Created</th><th>Completed</th><th>Status</th>`,
+        html`</tr></thead><tbody>`,
+        keys.map((k) =>
+          joinHtml([
+            html`<tr><td class="mono small">${k.key}</td><td>${k.operation}</td><td class="small">`,
+            html`${when(k.createdAt)}</td><td class="small">${when(k.completedAt)}</td><td>`,
+            html`${k.status ?? ''}</td></tr>`,
+          ]),
+        ),
+        html`</tbody></table>`,
+      ]);
+}
+
+export function loanPage(v: {
+  session: BrowserSession;
+  history: LoanHistory;
+  diff: ReboardDiff | null;
+  audit: readonly AuditEntry[];
+  canAct: boolean;
+}): Html {
+  const h = v.history;
+  const l = h.loan;
+  const id = str(l['id']);
+  const state = str(l['state']);
+  return joinHtml([
+    loanSummary(l, id, state),
+    html`
+${v.canAct ? html`<h2>Actions</h2>${actionForm(v.session, id, state)}` : ''}
+<h2>Loan</h2>
+${kv([
+  ['Borrower', l['borrowerName']],
+  ['Release marker', l['releaseMarker']],
+  ['Released at', when(str(l['releasedAtIso']))],
+  ['Funded at', when(str(l['fundedAtIso']))],
+  ['Amount', money(l['centsAmount'] as number | null)],
+  ['Product', l['productId']],
+  ['Mapping version', l['mappingVersion']],
+  ['Written to core', when(str(l['writtenAt']))],
+  ['Next attempt', when(str(l['nextAttemptAt']))],
+  ['Payload hash', l['payloadHash']],
+  ['Created', when(str(l['createdAt']))],
+  ['Updated', when(str(l['updatedAt']))],
+])}
+<h2>Identity</h2>
+`,
+    identitySection(h),
     html`
 <h2>Review items</h2>
 `,
@@ -323,20 +355,7 @@ ${auditTable(v.audit)}
     html`">CSV</a></p>
 <h2>Idempotency keys</h2>
 `,
-    h.idempotencyKeys.length === 0
-      ? html`<p class="muted">None.</p>`
-      : joinHtml([
-          html`<table><thead><tr><th>Key</th><th>Operation</th><th>Created</th><th>Completed</th><th>Status</th>`,
-          html`</tr></thead><tbody>`,
-          h.idempotencyKeys.map((k) =>
-            joinHtml([
-              html`<tr><td class="mono small">${k.key}</td><td>${k.operation}</td><td class="small">`,
-              html`${when(k.createdAt)}</td><td class="small">${when(k.completedAt)}</td><td>`,
-              html`${k.status ?? ''}</td></tr>`,
-            ]),
-          ),
-          html`</tbody></table>`,
-        ]),
+    idempotencyKeysSection(h.idempotencyKeys),
   ]);
 }
 

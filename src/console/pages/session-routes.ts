@@ -6,7 +6,14 @@ import { errorBody, loginPage } from './other.js';
 import { locals, field, isSecureRequest, PENDING_SHOWN } from './context.js';
 import type { PageContext } from './context.js';
 
+/** The login routes, then the session guard, the POST check and logout: in this order (express middleware order). */
 export function mountSessionRoutes(ctx: PageContext): void {
+  mountLoginRoutes(ctx);
+  mountSessionGuard(ctx);
+}
+
+/** The login form and its POST (before the guard: no session needed). */
+function mountLoginRoutes(ctx: PageContext): void {
   const { router, sessions, form, log, sendPage, sendError } = ctx;
   const { service, auth } = ctx.deps;
   // ---------------------------------------------------------------------------------------------
@@ -106,7 +113,12 @@ export function mountSessionRoutes(ctx: PageContext): void {
       next(err);
     }
   });
+}
 
+/** The session guard (a user on every route below it), the same-origin + CSRF check of every POST, logout. */
+function mountSessionGuard(ctx: PageContext): void {
+  const { router, sessions, form, log, sendError } = ctx;
+  const { service, auth } = ctx.deps;
   // ---------------------------------------------------------------------------------------------
   // Session guard (everything below needs a user)
   // ---------------------------------------------------------------------------------------------
