@@ -1,6 +1,18 @@
 import { CONNECTOR_VERSION } from '../version.js';
 import type { ReboardDeps, ReboardPreviewDeps } from '../ops/reboard.js';
+import {
+  assertReboardMapping,
+  countOutcomes,
+  previewReboards,
+  previewSummaryText,
+  previewText,
+  reboardLoans,
+  reboardSummaryText,
+  reboardTargets,
+  reboardText,
+} from '../ops/reboard-run.js';
 import type { PlatformClient } from '../platform/client.js';
+import type { PlatformApi } from '../platform/api.js';
 import { accountNumbersFromConfig } from '../identity/account-numbers.js';
 import { buildRuntime, loadMapperFromConfig, type BoardingRuntime } from './runtime.js';
 import { openPlatformSession, type CommandScope } from './session.js';
@@ -47,4 +59,79 @@ export async function openReboard(scope: CommandScope): Promise<{ rt: BoardingRu
   const rt = await buildRuntime(scope.config(), scope.logger(), { clock: scope.clock });
   scope.onClose(() => rt.close());
   return { rt, deps: reboardDeps(rt) };
+}
+
+export interface ReboardRunHooks {
+  /** Asked before anything changes, with the loans and what will happen: resolves to go on, throws to stop. */
+  confirm: (targets: readonly string[], action: string) => Promise<void>;
+  /** The platform client, once it exists (e.g. to show its rate-budget waits). */
+  platform?: (platform: Pick<PlatformApi, 'onWait'>) => void;
+  status?: (text: string) => void;
+  /** One loan's outcome as text (omitted with --json). */
+  loan?: (text: string) => void;
+  signal: AbortSignal;
+}
+
+/** `loans reboard` (not --dry-run): the runtime, the mapping check, confirmation, the re-writes. */
+export async function runReboard(
+  scope: CommandScope,
+  input: {
+    ids: readonly string[];
+    mappingVersion?: string | undefined;
+    actor: string;
+    reason: string;
+    force: boolean;
+  },
+  hooks: ReboardRunHooks,
+) {
+  const { rt, deps } = await openReboard(scope);
+  const command = 'loans reboard';
+  const mappingDir = rt.config.mappings.dir;
+  await assertReboardMapping(deps, { command, mappingDir });
+  const targets = await reboardTargets(rt.store, {
+    ids: [...input.ids],
+    mappingVersion: input.mappingVersion,
+  });
+  const action = `re-write ${targets.length} loans in the core with mapping ${rt.mapper.version}`;
+  await hooks.confirm(targets, action);
+  hooks.platform?.(rt.platform);
+  const results = await reboardLoans(deps, {
+    actor: input.actor,
+    reason: input.reason,
+    force: input.force,
+    command,
+    mappingDir,
+    ids: targets,
+    signal: hooks.signal,
+    beforeLoan: (id, i) => hooks.status?.(`re-boarding ${i + 1}/${targets.length}: loan ${id}`),
+    onLoan: (r) => hooks.loan?.(reboardText(r)),
+  });
+  return { results, summary: reboardSummaryText(results, targets.length, rt.mapper.version) };
+}
+
+/**
+ * `loans reboard --dry-run`: reads (state database, platform within the rate budget) and maps
+ * only; no core is opened, nothing is written, no state or audit event changes.
+ */
+export async function runReboardPreview(
+  scope: CommandScope,
+  input: { ids: readonly string[]; mappingVersion?: string | undefined; force: boolean },
+  hooks: Omit<ReboardRunHooks, 'confirm'>,
+) {
+  const deps = await openReboardPreview(scope);
+  const targets = await reboardTargets(deps.store, {
+    ids: [...input.ids],
+    mappingVersion: input.mappingVersion,
+  });
+  hooks.platform?.(deps.platform);
+  const results = await previewReboards(deps, {
+    ids: targets,
+    force: input.force,
+    signal: hooks.signal,
+    beforeLoan: (id, i) =>
+      hooks.status?.(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`),
+    onLoan: (r) => hooks.loan?.(previewText(r)),
+  });
+  const summary = previewSummaryText(results, targets.length, deps.mapper.version);
+  return { results, summary, unreadable: countOutcomes(results)['failed'] ?? 0 };
 }

@@ -1,16 +1,7 @@
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
-import {
-  applyLoanAction,
-  bulkResultText,
-  bulkTargets,
-  planLoans,
-  plannedLoans,
-  plansText,
-  refuseUnlessAll,
-  type BulkAction,
-} from '../ops/bulk.js';
-import { askDaemonForCycle } from '../ops/daemon-guard.js';
+import type { BulkAction } from '../ops/bulk.js';
+import { runBulkAction } from '../ops/bulk-run.js';
 import { loanHistoryJson, loanHistoryText, loanView, showLoan } from '../ops/loan-history.js';
 import {
   LOAN_STATES,
@@ -19,18 +10,7 @@ import {
   listLoans,
   loanTableText,
 } from '../ops/loan-list.js';
-import {
-  assertReboardMapping,
-  countOutcomes,
-  previewSummaryText,
-  reboardSummaryText,
-  previewText,
-  reboardText,
-  previewReboards,
-  reboardLoans,
-  reboardTargets,
-} from '../ops/reboard-run.js';
-import { openReboard, openReboardPreview } from '../app/reboard.js';
+import { runReboard, runReboardPreview } from '../app/reboard.js';
 import { openState } from '../app/session.js';
 import { out, type CliContext } from './context.js';
 import { confirmBulk } from './confirm.js';
@@ -87,65 +67,35 @@ interface BulkFlags {
   yes?: boolean;
 }
 
-/** `loans retry` and `loans skip`: select, plan, refuse or confirm, then apply under ops/bulk.ts's rule. */
+/** The terminal's confirmation of a bulk action (cli/confirm.ts), as the ops and app hooks ask for it. */
+function confirmOn(ctx: CliContext, command: string, yes: boolean) {
+  return (targets: readonly string[], action: string): Promise<void> =>
+    confirmBulk(ctx, {
+      ...{ command, action, count: targets.length, yes, sample: [...targets] },
+      threshold: ctx.config().boarding.confirmAbove,
+    });
+}
+
+/** `loans retry` and `loans skip`: ops/bulk-run.ts does the work; here the flags, the terminal and the exit code. */
 async function bulkAction(
   ctx: CliContext,
   action: BulkAction,
   ids: string[],
   opts: BulkFlags,
 ): Promise<void> {
-  const [verb, name] = action === 'retry' ? ['retried', 'loans retry'] : ['skipped', 'loans skip'];
-  const qReason = action === 'retry' ? opts.reason : opts.quarantineReason;
-  let actor = action === 'retry' && opts.dryRun !== true ? actorOf(ctx, opts.by) : '';
+  const name = `loans ${action}`;
   const store = (await openState(ctx)).store;
-  const now = ctx.clock.now();
-  const targets = await bulkTargets(store, action, ids, { ...opts, quarantineReason: qReason }, now);
-  const plans = await planLoans(store, action, targets);
-  if (opts.dryRun === true) return out(ctx, plansText(plans, action));
-  const reason = opts.reason?.trim() ?? '';
-  if (action === 'skip') {
-    actor = actorOf(ctx, opts.by);
-    if (reason === '')
-      throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
-  }
-  if (targets.length === 0) return out(ctx, `no loans match: nothing ${verb}`);
-  refuseUnlessAll(plans, verb);
-  const what = action === 'retry' ? `queue ${targets.length} loans again` : `skip ${targets.length} loans`;
-  const threshold = ctx.config().boarding.confirmAbove;
-  await confirmBulk(ctx, {
-    command: name,
-    action: what,
-    count: targets.length,
-    threshold,
-    yes: opts.yes === true,
-    sample: targets,
-  });
   const progress = ctx.progress();
-  const res = await applyLoanAction(
-    { store, now: () => ctx.clock.now() },
-    {
-      action,
-      loans: plannedLoans(plans),
-      actor,
-      reason,
-      ...(action === 'retry' && opts.all === true
-        ? { origin: { bulk: { reason: opts.reason ?? null, since: opts.since ?? null } } }
-        : {}),
-      signal: ctx.shutdown,
-      onProgress: (n, total) =>
-        progress.status(`${action === 'retry' ? 'retrying' : 'skipping'} ${n}/${total}`),
-    },
-  );
+  const res = await runBulkAction({ store, now: () => ctx.clock.now() }, action, ids, opts, {
+    actor: () => actorOf(ctx, opts.by),
+    confirm: confirmOn(ctx, name, opts.yes === true),
+    progress: (n, total) => progress.status(`${action === 'retry' ? 'retrying' : 'skipping'} ${n}/${total}`),
+    signal: ctx.shutdown,
+  });
   progress.done();
-  const text = bulkResultText(action, res, { actor, reason, total: targets.length });
-  if (text !== '') out(ctx, text);
-  if (action === 'retry' && res.done.length > 0) {
-    const pids = await askDaemonForCycle(store.daemon, actor, ctx.clock.now());
-    if (pids.length > 0) out(ctx, `asked the running daemon (pid ${pids.join(', ')}) for a cycle now`);
-    else out(ctx, 'no daemon is running: board them with `sync --once` (or start `run`)');
-  }
-  if (res.failed.length > 0 || res.stopped)
-    throw new FatalError(`${name}: ${targets.length - res.done.length} loan(s) not ${verb}`);
+  for (const line of res.lines) out(ctx, line);
+  if (res.notDone > 0)
+    throw new FatalError(`${name}: ${res.notDone} loan(s) not ${action === 'retry' ? 'retried' : 'skipped'}`);
 }
 
 interface ReboardFlags {
@@ -158,28 +108,21 @@ interface ReboardFlags {
   json?: boolean;
 }
 
-/**
- * `loans reboard --dry-run`: reads (state database, platform within the rate budget) and maps
- * only; no core is opened, nothing is written, no state or audit event changes.
- */
+/** `loans reboard --dry-run` (app/reboard.ts: reads and maps only, writes nothing). */
 async function reboardDryRun(ctx: CliContext, ids: string[], opts: ReboardFlags): Promise<void> {
   const progress = ctx.progress();
-  const deps = await openReboardPreview(ctx);
-  const targets = await reboardTargets(deps.store, { ids, mappingVersion: opts.mappingVersion });
-  followPlatformWaits(progress, deps.platform);
-  const results = await previewReboards(deps, {
-    ids: targets,
-    force: opts.force === true,
-    signal: ctx.shutdown,
-    beforeLoan: (id, i) =>
-      progress.status(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`),
-    onLoan: (r) => (opts.json === true ? undefined : out(ctx, previewText(r))),
-  });
+  const { results, summary, unreadable } = await runReboardPreview(
+    ctx,
+    { ids, mappingVersion: opts.mappingVersion, force: opts.force === true },
+    {
+      platform: (platform) => followPlatformWaits(progress, platform),
+      status: (text) => progress.status(text),
+      loan: (text) => (opts.json === true ? undefined : out(ctx, text)),
+      signal: ctx.shutdown,
+    },
+  );
   progress.done();
-  const n = countOutcomes(results);
-  const summary = previewSummaryText(results, targets.length, deps.mapper.version);
   out(ctx, opts.json === true ? JSON.stringify(results) : summary);
-  const unreadable = n['failed'] ?? 0;
   if (unreadable > 0)
     throw new FatalError(`loans reboard --dry-run: ${unreadable} loan(s) could not be read`);
 }
@@ -193,32 +136,18 @@ async function reboard(ctx: CliContext, ids: string[], opts: ReboardFlags): Prom
   if (reason === '')
     throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
   const progress = ctx.progress();
-  const { rt, deps } = await openReboard(ctx);
-  const run = { actor, reason, force: opts.force === true, signal: ctx.shutdown, command: 'loans reboard' };
-  const mappingDir = rt.config.mappings.dir;
-  await assertReboardMapping(deps, { command: run.command, mappingDir });
-  const targets = await reboardTargets(rt.store, { ids, mappingVersion: opts.mappingVersion });
-  await confirmBulk(ctx, {
-    command: 'loans reboard',
-    action: `re-write ${targets.length} loans in the core with mapping ${rt.mapper.version}`,
-    count: targets.length,
-    threshold: rt.config.boarding.confirmAbove,
-    yes: opts.yes === true,
-    sample: targets,
-  });
-  followPlatformWaits(progress, rt.platform);
-  const results = await reboardLoans(deps, {
-    ...run,
-    ids: targets,
-    mappingDir,
-    beforeLoan: (id, i) => progress.status(`re-boarding ${i + 1}/${targets.length}: loan ${id}`),
-    onLoan: (r) => (opts.json === true ? undefined : out(ctx, reboardText(r))),
+  const input = { ids, mappingVersion: opts.mappingVersion, actor, reason, force: opts.force === true };
+  const { results, summary } = await runReboard(ctx, input, {
+    confirm: confirmOn(ctx, 'loans reboard', opts.yes === true),
+    platform: (platform) => followPlatformWaits(progress, platform),
+    status: (text) => progress.status(text),
+    loan: (text) => (opts.json === true ? undefined : out(ctx, text)),
+    signal: ctx.shutdown,
   });
   progress.done();
-  const summary = reboardSummaryText(results, targets.length, rt.mapper.version);
   out(ctx, opts.json === true ? JSON.stringify(results) : summary.text);
-  const bad = summary.notReboarded;
-  if (bad > 0) throw new FatalError(`loans reboard: ${bad} loan(s) not re-boarded`);
+  if (summary.notReboarded > 0)
+    throw new FatalError(`loans reboard: ${summary.notReboarded} loan(s) not re-boarded`);
 }
 
 const CONFIRM_HELP =

@@ -10,6 +10,7 @@ import {
   previewMapping,
   previewText,
   saveFixture,
+  savedFixtureText,
 } from '../ops/mapping-preview.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
@@ -109,13 +110,7 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       if (opts.saveFixture !== undefined) {
         const p = { dir, name: opts.saveFixture, loanId: opts.loan, source, input, showPii };
         const caseDir = await saveFixture(deps.mapper, p);
-        if (opts.json !== true)
-          out(
-            ctx,
-            `wrote fixture ${caseDir} (input.json, ` +
-              `expected.json)${showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : ''}; ` +
-              `check it with \`mappings test --case ${opts.saveFixture}\``,
-          );
+        if (opts.json !== true) out(ctx, savedFixtureText(caseDir, opts.saveFixture, showPii));
       }
       out(
         ctx,

@@ -213,3 +213,9 @@ export function previewText(dir: string, loanId: string, p: Preview, showPii: bo
   }
   return lines.join('\n');
 }
+
+/** What `mappings preview --save-fixture` says it wrote. */
+export function savedFixtureText(caseDir: string, name: string, showPii: boolean): string {
+  const pii = showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : '';
+  return `wrote fixture ${caseDir} (input.json, expected.json)${pii}; check it with \`mappings test --case ${name}\``;
+}
