@@ -34,7 +34,6 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: [
       'src/core/**',
-      'src/identity/**',
       'src/mapping-sets/**',
       'src/lib/**',
       'src/mapping/**',
