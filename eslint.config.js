@@ -35,7 +35,6 @@ export default tseslint.config(
     ignores: [
       'src/core/**',
       'src/mapping-sets/**',
-      'src/lib/**',
       'src/mapping/**',
       'src/reports/**',
       // The migrations are frozen scripts (each ran once, in order, on every state database): their
