@@ -98,7 +98,10 @@ export class CoreUnavailableError extends Error {
 export interface BatchingCapability {
   /** Seals the open batch when its cut-off has passed; the sealed batch ids. */
   sealDue(): Promise<string[]>;
-  /** Seals the open batch now (ops; who and why are kept on the batch); only if it is `id` when given. The sealed id, or undefined when none was open. */
+  /**
+   * Seals the open batch now (ops; who and why are kept on the batch); only if it is `id` when given. The
+   * sealed id, or undefined when none was open.
+   */
   sealNow(reason: string, by: string, id?: string): Promise<string | undefined>;
   /** Batches newest first, with counts, totals and the files of sealed ones (the ops console). */
   list(limit: number): Promise<BatchSummary[]>;

@@ -16,7 +16,10 @@ export type NumberSource = 'pool' | 'core';
 
 export interface AccountNumbers {
   readonly source: NumberSource;
-  /** The loan's number, allocated on first use (source pool); null for source core. Call inside the state change's transaction. */
+  /**
+   * The loan's number, allocated on first use (source pool); null for source core. Call inside the state
+   * change's transaction.
+   */
   accountNumberFor(row: { id: string }, now: number): Promise<string | null>;
   /** The number the loan holds already, without allocating (preview, dry run, loans show). */
   existing(loanId: string): Promise<string | null>;
@@ -52,7 +55,9 @@ export function createPoolWatch(store: BoardingStore, logger: Logger) {
         warnedAt.set(pool, percent);
         logger.warn(
           { pool, used: usage.used, capacity: usage.capacity, ratio: usage.ratio, warnAt: usage.warnAt },
-          `number pool "${pool}" is ${percent}% used (${usage.used} of ${usage.capacity}); add a range to identity.${pool === 'account' ? 'accountNumbers' : 'customerNumbers'}.pool.ranges before it runs out (boarding stops then)`,
+          `number pool "${pool}" is ${percent}% used (${usage.used} of ${usage.capacity}); add a ` +
+            `range to identity.${pool === 'account' ? 'accountNumbers' : 'customerNumbers'}.pool.ranges ` +
+            `before it runs out (boarding stops then)`,
         );
       }
     }

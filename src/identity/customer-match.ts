@@ -9,7 +9,10 @@ import { PARKED_STATES } from '../store/loan-states.js';
 
 /** What the mapping sees for one business or person (`identity.customers[entityId]`, `$cif(entity)`). */
 export interface ResolvedCustomer {
-  /** The bank's customer number; null for a new customer whose number the core assigns when it is created (Fineract). */
+  /**
+   * The bank's customer number; null for a new customer whose number the core assigns when it is created
+   * (Fineract).
+   */
   cif: string | null;
   matchedBy: MatchedBy;
   /** The core already has this customer: no customer record is written, only references to its CIF. */
@@ -83,7 +86,10 @@ function partiesOf(entities: Entities): Party[] {
 
 const last4 = (tin: string): string => `…${tin.slice(-4)}`;
 
-/** Receipt record types that are a customer in the core (the file core's customer, Fineract's and Mambu's client, Mambu's group). */
+/**
+ * Receipt record types that are a customer in the core (the file core's customer, Fineract's and Mambu's
+ * client, Mambu's group).
+ */
 const CUSTOMER_RECORD_TYPES: ReadonlySet<string> = new Set(['customer', 'client', 'group']);
 
 /** What the resolver's steps work with. */
@@ -123,6 +129,16 @@ function lockKeys(c: ResolverCtx, entities: Entities): string[] {
   const out = new Set<string>();
   for (const p of partiesOf(entities)) out.add(keys.tinHash(p.tin) ?? `entity:${p.id}`);
   return [...out].sort();
+}
+
+/** The review item for a customer the core holds under the party's tax id but with another name. */
+function otherNameReview(p: Party, cif: string | null, tin: string): CustomerResolution['reviews'][number] {
+  return {
+    entityId: p.id,
+    message:
+      `${p.kind} ${p.id}: the core's customer ${cif ?? ''} with the same ${p.tinType} ` +
+      `(${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name`,
+  };
 }
 
 async function resolve(
@@ -232,14 +248,18 @@ async function resolve(
         r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
       } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
         throw new CustomerAmbiguousError(
-          `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); merge them in the core or set customers.onAmbiguous: create, then loans retry`,
+          `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the ` +
+            `core (CIF ${cifs.join(', ')}); merge them in the core ` +
+            `or set customers.onAmbiguous: create, then loans retry`,
           { entityId: p.id, cifs },
         );
       } else {
         if (cifs.length > 1)
           result.reviews.push({
             entityId: p.id,
-            message: `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
+            message:
+              `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the ` +
+              `core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
           });
         const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
         ops.push(async () => {
@@ -249,7 +269,8 @@ async function resolve(
           if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId)
             throw new CustomerWaitError(
               'customer.claimed_elsewhere',
-              `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
+              `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ` +
+                `${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
             );
           created.cif = claimed.cif;
         });
@@ -257,12 +278,7 @@ async function resolve(
       }
     }
     if (!r.existing) createdHere.set(tinHash, r);
-    if (nameAgrees === false) {
-      result.reviews.push({
-        entityId: p.id,
-        message: `${p.kind} ${p.id}: the core's customer ${r.cif ?? ''} with the same ${p.tinType} (${last4(tin)}) has another name than "${p.name}"; boarded as that customer, check the name`,
-      });
-    }
+    if (nameAgrees === false) result.reviews.push(otherNameReview(p, r.cif, tin));
     record(p, r, tinHash, nameAgrees, now);
   }
   if (ops.length > 0) {
@@ -294,7 +310,9 @@ async function settle(
       // Which of several is the one our earlier loan created cannot be told: a person decides.
       if (cifs.length > 1) {
         throw new CustomerAmbiguousError(
-          `${q.entityId}: the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan, and the core now holds ${cifs.length} customers with that tax id (CIF ${cifs.join(', ')}); merge them in the core, then loans retry`,
+          `${q.entityId}: the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier ` +
+            `loan, and the core now holds ${cifs.length} customers with that tax ` +
+            `id (CIF ${cifs.join(', ')}); merge them in the core, then loans retry`,
           { entityId: q.entityId, cifs },
         );
       }
@@ -302,7 +320,8 @@ async function settle(
       if (cif === undefined) {
         throw new CustomerWaitError(
           'customer.number_unknown',
-          `the customer with ${q.tinType} ${last4(q.tin)} was created by an earlier loan but the core does not find it by that tax id yet`,
+          `the customer with ${q.tinType} ${last4(q.tin)} was created by an ` +
+            `earlier loan but the core does not find it by that tax id yet`,
         );
       }
       await customers.setCif(q.tinHash, cif, now);
@@ -349,7 +368,9 @@ async function settle(
   }
   throw new CustomerWaitError(
     'customer.creation_pending',
-    `the customer with ${q.tinType} ${last4(q.tin)} is being created by loan ${creator.id} (${creator.state}), whose core write may have happened; this loan waits for it rather than create a second customer`,
+    `the customer with ${q.tinType} ${last4(q.tin)} is being created by loan ${creator.id} ` +
+      `(${creator.state}), whose core write may have happened; ` +
+      `this loan waits for it rather than create a second customer`,
   );
 }
 

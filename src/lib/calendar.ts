@@ -176,7 +176,8 @@ export function pictureProblem(format: string): string | null {
   const rest = format.replace(TOKEN, '');
   const bad = /[A-Za-z]/.exec(rest);
   return bad
-    ? `picture "${format}": "${bad[0]}" is not a picture letter (yyyy yy MM M dd d HH H mm ss; quote literal text, e.g. "yyyy'T'HH")`
+    ? `picture "${format}": "${bad[0]}" is not a picture letter (yyyy ` +
+        `yy MM M dd d HH H mm ss; quote literal text, e.g. "yyyy'T'HH")`
     : null;
 }
 

@@ -52,7 +52,8 @@ export function applyHeapGrowth(
     const n = Number(raw.trim());
     if (!Number.isInteger(n) || n < 0 || n > 1000) {
       throw new UsageError(
-        `${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 to 1000 (0: V8's own heap growth), got ${JSON.stringify(raw)}`,
+        `${HEAP_GROWTH_ENV}: expected a whole number of percent from 0 ` +
+          `to 1000 (0: V8's own heap growth), got ${JSON.stringify(raw)}`,
       );
     }
     if (n === 0) return { percent: null, source: 'disabled' };

@@ -40,7 +40,8 @@ const SECRET_NAME = /apikey|api_key|secret|password|token|credential|tinhashkey|
 
 /**
  * A dotted config path (`core.http.password`, `webhooks.secrets.0`) that holds a secret: one of
- * its keys is a credential field or reads like one (a config key named `tin` names a column). The config loader's messages, `config check` and
+ * its keys is a credential field or reads like one (a config key named `tin` names a column). The config
+ * loader's messages, `config check` and
  * the log redaction all go by it, so a secret key added to the config schema is hidden everywhere
  * (test/unit/config/secrets.test.ts walks the schema).
  */
@@ -127,7 +128,10 @@ export function redactForStorage(text: string): string {
   return scrubText(text).replace(TIN_BARE, '[redacted-tin]');
 }
 
-/** For mapping issue texts a bank engineer reads: a full tax id becomes `*****` and its last 4 (which identify it safely). */
+/**
+ * For mapping issue texts a bank engineer reads: a full tax id becomes `*****` and its last 4 (which identify
+ * it safely).
+ */
 export function maskTins(text: string): string {
   const last4 = (m: string): string => `*****${m.replace(/\D/g, '').slice(-4)}`;
   return text.replace(TIN_DASHED, last4).replace(TIN_BARE, last4);
@@ -223,7 +227,8 @@ const last4Mask = (digits: string): string => `*****${digits.slice(-4)}`;
 /** A loan's tax id written with or without separators (123-45-6789, 12 3456789, 123456789). */
 function spacedTin(t: string): RegExp {
   return new RegExp(
-    `(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ]?${t.slice(5)}(?!\\d)|(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`,
+    `(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ` +
+      `]?${t.slice(5)}(?!\\d)|(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`,
     'g',
   );
 }

@@ -435,7 +435,9 @@ function compileOverrides(
           problems.push({
             file: MAIN_FILE,
             ...src.keyPosOf(p),
-            message: `${p.join('.')}: target "${tname}" has no field "${fname}" (an override replaces an existing field's expression)`,
+            message:
+              `${p.join('.')}: target "${tname}" has no field "${fname}" ` +
+              `(an override replaces an existing field's expression)`,
           });
           continue;
         }

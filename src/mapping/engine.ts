@@ -341,7 +341,10 @@ async function mapFields(
   return fields;
 }
 
-/** One record of a target from one item: lets, checks, external id, fields. `b` is the item's own bindings (its lets are added). */
+/**
+ * One record of a target from one item: lets, checks, external id, fields. `b` is the item's own bindings
+ * (its lets are added).
+ */
 async function mapItem(
   st: MapRun,
   target: CompiledTarget,

@@ -195,7 +195,9 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
         } else if (keys === undefined) {
           problems.push({
             offset: (table.position ?? start) - String(table.value).length - 2,
-            message: `unknown lookup table "${String(table.value)}" (known: ${[...ctx.lookupTables.keys()].join(', ') || 'none'})`,
+            message:
+              `unknown lookup table "${String(table.value)}" (known: ` +
+              `${[...ctx.lookupTables.keys()].join(', ') || 'none'})`,
           });
         } else if (
           key &&
@@ -239,7 +241,9 @@ export function checkExpression(info: ExpressionInfo, ctx: AnalysisContext): Ana
         ) {
           problems.push({
             offset: Math.max(0, (next.position ?? 0) - next.value.length),
-            message: `unknown default "${next.value}": declare it under defaults: in the mapping file or in config mappings.defaults`,
+            message:
+              `unknown default "${next.value}": declare it under defaults: ` +
+              `in the mapping file or in config mappings.defaults`,
           });
         }
       }

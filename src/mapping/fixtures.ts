@@ -25,7 +25,10 @@ export interface FixtureCase {
   input: unknown;
   expected: unknown;
   options: unknown;
-  /** `expected-lines/<file>`: the loan's lines in that layout file, in its encoding (core/file/layout/expected-lines.ts). */
+  /**
+   * `expected-lines/<file>`: the loan's lines in that layout file, in its encoding
+   * (core/file/layout/expected-lines.ts).
+   */
   expectedLines?: Record<string, Uint8Array>;
 }
 
@@ -103,7 +106,10 @@ export function fixtureOptions(raw: unknown): MapperOptions | string {
   };
 }
 
-/** The bank time zone a case runs in (its options.json, else the default): its mapping, and the dates of its expected-lines. */
+/**
+ * The bank time zone a case runs in (its options.json, else the default): its mapping, and the dates of its
+ * expected-lines.
+ */
 export function fixtureTimeZone(c: Pick<FixtureCase, 'options'>): string {
   const o = fixtureOptions(c.options);
   return typeof o === 'string' ? DEFAULT_MAPPER_OPTIONS.timeZone : o.timeZone;

@@ -45,7 +45,8 @@ export const BUILTIN_FREQUENCIES: Readonly<Record<string, FrequencySpec>> = {
     every: 1,
     unit: 'months',
     review:
-      'payment frequency "irregular payments" boarded on a monthly schedule by convention: set the real schedule in the core',
+      'payment frequency "irregular payments" boarded on a monthly ' +
+      'schedule by convention: set the real schedule in the core',
   },
 };
 
@@ -89,7 +90,8 @@ export class FrequencyTable {
         argIndex,
       );
     note(
-      `unknown payment frequency ${describe(value)}: boarded like irregular payments (every ${irregular.every} ${irregular.unit})`,
+      `unknown payment frequency ${describe(value)}: boarded like ` +
+        `irregular payments (every ${irregular.every} ${irregular.unit})`,
     );
     return irregular;
   }
@@ -141,7 +143,8 @@ export class FrequencyTable {
     const rounded =
       mode === 'up' ? floor + 1n : mode === 'down' ? floor : 2n * (num % den) >= den ? floor + 1n : floor;
     note(
-      `${what} of ${m} months is ${approx} ${describe(value)} periods: rounded ${mode === 'nearest' ? 'to the nearest' : mode}, ${rounded} (the record keeps the months)`,
+      `${what} of ${m} months is ${approx} ${describe(value)} periods: rounded ` +
+        `${mode === 'nearest' ? 'to the nearest' : mode}, ${rounded} (the record keeps the months)`,
     );
     return Number(rounded);
   }
@@ -196,7 +199,8 @@ export class FrequencyTable {
     if (periods < n) return periods;
     if (io < term)
       note(
-        `interest-only ${io} of ${term} months covers every one of the ${n} ${describe(value)} repayments once rounded: boarded interest-only to maturity (balloon)`,
+        `interest-only ${io} of ${term} months covers every one of the ${n} ${describe(value)} ` +
+          `repayments once rounded: boarded interest-only to maturity (balloon)`,
       );
     return n;
   }
@@ -233,7 +237,8 @@ export class FrequencyTable {
     }
     if (!exact)
       note(
-        `maturity ${String(maturity)} is not on the ${describe(value)} schedule from ${String(first)}: ${count} repayments counted up to it`,
+        `maturity ${String(maturity)} is not on the ${describe(value)} ` +
+          `schedule from ${String(first)}: ${count} repayments counted up to it`,
       );
     return count;
   }

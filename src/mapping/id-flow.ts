@@ -105,7 +105,8 @@ export function idIntoLimitedFields(mapping: CompiledMapping): LintProblem[] {
       out.push(
         at(
           field.expr,
-          `warning: ${target.name}.${field.name}: the platform id ${read.path} goes into a field of maxLength ${max}; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`,
+          `warning: ${target.name}.${field.name}: the platform id ${read.path} goes ` +
+            `into a field of maxLength ${max}; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`,
         ),
       );
     }
@@ -144,10 +145,16 @@ export function idReadByColumn(
 }
 
 export function idIntoFixedColumnMessage(file: string, column: string, length: number, read: IdRead): string {
-  return `warning: ${file} ${column}: the platform id ${read.path} goes into a fixed-width column of ${length} bytes; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`;
+  return (
+    `warning: ${file} ${column}: the platform id ${read.path} goes into a ` +
+    `fixed-width column of ${length} bytes; ${NO_LENGTH}: ${bankNumberFor(read.kind)}`
+  );
 }
 
-/** Whether an expression's value is the loan's account number: `$accountNumber()` (possibly through a pass-through helper). */
+/**
+ * Whether an expression's value is the loan's account number: `$accountNumber()` (possibly through a
+ * pass-through helper).
+ */
 function isAccountNumber(node: ExprNode | undefined): boolean {
   if (!node || (node.type as string) !== 'function') return false;
   const name: unknown = (node.procedure as ExprNode | undefined)?.value;
@@ -174,7 +181,9 @@ export function accountNumberSinks(
       fieldsByType.set(target.type, names);
       if (field.check.maxLength !== undefined)
         out.push({
-          where: `${field.expr.file}:${field.expr.pos.line}:${field.expr.pos.column} ${target.name}.${field.name} (maxLength)`,
+          where:
+            `${field.expr.file}:${field.expr.pos.line}:${field.expr.pos.column} ` +
+            `${target.name}.${field.name} (maxLength)`,
           size: field.check.maxLength,
         });
     }

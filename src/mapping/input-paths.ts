@@ -184,7 +184,10 @@ export function checkInputs(
           const candidates = new Set(cur.flatMap((s) => [...s.fields.keys()]));
           problems.push({
             offset: nameOffset(step),
-            message: `unknown input field "${field}" on ${union(cur)}${didYouMean(field, candidates)}: the platform does not document it, so it would always be empty (a field the platform added later: list "${cur[0]?.name ?? ''}.${field}" in config mappings.allowUnknownInput)`,
+            message:
+              `unknown input field "${field}" on ${union(cur)}${didYouMean(field, candidates)}: the ` +
+              `platform does not document it, so it would always be empty (a field the platform added ` +
+              `later: list "${cur[0]?.name ?? ''}.${field}" in config mappings.allowUnknownInput)`,
           });
         }
         cur = known && next.length > 0 ? next : null;
@@ -221,7 +224,9 @@ export function checkInputs(
             : '$bpsToPercent (or $bpsToRate)';
           problems.push({
             offset: nameOffset(last),
-            message: `arithmetic on ${String(last.value)} in floating point can lose a cent (9007199254740993 cents, 0.1 + 0.2): use ${helper}, which is exact`,
+            message:
+              `arithmetic on ${String(last.value)} in floating point can lose a cent ` +
+              `(9007199254740993 cents, 0.1 + 0.2): use ${helper}, which is exact`,
           });
         }
       }
@@ -262,7 +267,9 @@ export function checkInputs(
       const fields = [...first.fields.keys()].slice(0, 4).map((f) => `${info.simplePath ?? ''}.${f}`);
       problems.push({
         offset: 0,
-        message: `${info.simplePath} is an object (${union(t)}), not a value: pick one of its fields${fields.length > 0 ? `, e.g. ${fields.join(', ')}` : ''}`,
+        message:
+          `${info.simplePath} is an object (${union(t)}), not a value: pick one ` +
+          `of its fields${fields.length > 0 ? `, e.g. ${fields.join(', ')}` : ''}`,
       });
     }
   }

@@ -67,7 +67,9 @@ export function borrowerVerdict(parties: Parties, loanType: unknown): BorrowerVe
   ) as Entity;
   return {
     entity: first,
-    note: `no entity on the loan carries a role: ${String(first['id'])} (the first ${personal ? 'person' : 'business'}) is taken as the borrower`,
+    note:
+      `no entity on the loan carries a role: ${String(first['id'])} (the ` +
+      `first ${personal ? 'person' : 'business'}) is taken as the borrower`,
   };
 }
 

@@ -49,7 +49,8 @@ export const fieldObjectSchema = z
       .enum(['warn', 'quarantine'])
       .optional()
       .describe(
-        'when the expression fails or the value does not fit: warn (leave it out, or use fallback; the default for optional fields) or quarantine (the default for required ones)',
+        'when the expression fails or the value does not fit: warn (leave it out, or use ' +
+          'fallback; the default for optional fields) or quarantine (the default for required ones)',
       ),
     fallback: scalar
       .optional()
@@ -74,7 +75,8 @@ export const targetSchema = z.strictObject({
   for: expr
     .optional()
     .describe(
-      'iteration: one record per item (an array, an object or nothing); default: one record with the whole input as context',
+      'iteration: one record per item (an array, an object or ' +
+        'nothing); default: one record with the whole input as context',
     ),
   externalId: expr.describe('the platform id the record is idempotent by'),
   let: z
@@ -132,7 +134,8 @@ export const frequencySpecSchema = z.strictObject({
     .string()
     .optional()
     .describe(
-      'a review item each loan of this frequency gets (a schedule the core may need to adjust, e.g. irregular payments)',
+      'a review item each loan of this frequency gets (a schedule ' +
+        'the core may need to adjust, e.g. irregular payments)',
     ),
 });
 

@@ -80,7 +80,8 @@ export function tin(entity: unknown, format: unknown, allowLast4: boolean): stri
   if (!allowLast4) {
     throw new HelperIssue(
       'tin_incomplete',
-      `full ${kind}${label(e)} required but only the last 4 digits are known (grant the API key read:${kind === 'EIN' ? 'businesses:ein' : 'people:ssn'} or set mappings.allowLast4Tin)`,
+      `full ${kind}${label(e)} required but only the last 4 digits are known (grant the API key ` +
+        `read:${kind === 'EIN' ? 'businesses:ein' : 'people:ssn'} or set mappings.allowLast4Tin)`,
       0,
     );
   }

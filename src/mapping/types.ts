@@ -81,16 +81,25 @@ export interface LayoutColumnsView {
   }>;
 }
 
-/** A compiled mapping (the engine). Pure: no I/O after loading. The set's layout travels beside it (src/mapping-sets). */
+/**
+ * A compiled mapping (the engine). Pure: no I/O after loading. The set's layout travels beside it
+ * (src/mapping-sets).
+ */
 export interface Mapper {
   /** Hash of the mapping files: stamped on every core record and stored per loan. */
   readonly version: string;
   readonly name: string;
-  /** Where the set puts `$accountNumber()` into a place of fixed size (start-up checks the pool's width against them). */
+  /**
+   * Where the set puts `$accountNumber()` into a place of fixed size (start-up checks the pool's width
+   * against them).
+   */
   readonly accountNumberSinks?: ReadonlyArray<{ where: string; size: number }>;
   map(input: MappingInput): Promise<MappingOutcome>;
 }
 
 export function formatIssue(i: MappingIssue): string {
-  return `${i.file}:${i.line}:${i.column} ${i.target}.${i.field}: ${i.message}${i.inputPath ? ` (input ${i.inputPath})` : ''}`;
+  return (
+    `${i.file}:${i.line}:${i.column} ${i.target}.${i.field}: ` +
+    `${i.message}${i.inputPath ? ` (input ${i.inputPath})` : ''}`
+  );
 }

@@ -196,7 +196,8 @@ async function writeToCore(
     if (found && found.complete === false) {
       log.info(
         { coreReference: found.coreReference },
-        'core holds part of this loan after an uncertain write: boarding again to complete it (idempotent by external id)',
+        'core holds part of this loan after an uncertain write: ' +
+          'boarding again to complete it (idempotent by external id)',
       );
     } else if (
       found &&
@@ -213,7 +214,8 @@ async function writeToCore(
         expectedFrom: row.state,
         reason: 'found in core after an uncertain write',
         detail: { coreReference: found.coreReference },
-        // The records of this write are not known here: no stale ones from an earlier release for a preview to diff against.
+        // The records of this write are not known here: no stale ones from an earlier release for a preview
+        // to diff against.
         patch: {
           coreReference: found.coreReference,
           writtenAt: clock.now(),

@@ -168,7 +168,10 @@ function cycleContext(deps: CycleDeps) {
     running: false,
     /** Core writes in a row (across cycles) that found the core unavailable; a board resets it. */
     coreFailuresInARow: 0,
-    /** When the outage ALERT was last logged: once a minute while it lasts (a pass per drain tick would log one each). */
+    /**
+     * When the outage ALERT was last logged: once a minute while it lasts (a pass per drain tick would log
+     * one each).
+     */
     outageAlertAt: null as number | null,
     /**
      * The loan counts taken at the end of the last cycle (issue 37: counting is an index scan that
@@ -268,7 +271,9 @@ function warnStillListed(
       changedItem: pick('changed'),
       invalidItem: pick('invalid'),
     },
-    'acknowledged loans still listed in the boarding queue; not boarded again (a changed or malformed item may be a re-release the connector cannot tell apart: see docs/operations.md, "Still listed after acknowledgement")',
+    'acknowledged loans still listed in the boarding queue; not boarded again (a changed or ' +
+      'malformed item may be a re-release the connector cannot tell apart: ' +
+      'see docs/operations.md, "Still listed after acknowledgement")',
   );
 }
 
@@ -367,7 +372,8 @@ function noteCoreFailure(c: CycleCtx, summary: CycleSummary, message: string): v
   state.outageAlertAt = now;
   logger.error(
     { alert: 'core.outage', failures: state.coreFailuresInARow, err: summary.coreOutage.message },
-    `ALERT: the core was unavailable for ${state.coreFailuresInARow} loans in a row; this pass stopped, the loans wait for the next cycle`,
+    `ALERT: the core was unavailable for ${state.coreFailuresInARow} ` +
+      `loans in a row; this pass stopped, the loans wait for the next cycle`,
   );
 }
 
@@ -626,7 +632,9 @@ async function run(c: CycleCtx, opts: CycleOptions): Promise<CycleSummary> {
       if (summary.trafficStopped) {
         logger.error(
           { alert: 'rate_limit.traffic_stopped', health: { strikes24h: platform.health().strikes24h } },
-          'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h (a third revokes the key); boarding waits until the strike ledger ages out or an operator clears it (platform strikes clear)',
+          'ALERT: all platform requests are stopped after 2 rate-limit strikes in 24 h (a third ' +
+            'revokes the key); boarding waits until the strike ledger ' +
+            'ages out or an operator clears it (platform strikes clear)',
         );
       }
       return summary;

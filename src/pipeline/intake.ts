@@ -201,7 +201,8 @@ export async function recordInvalidItem(
   }
   logger.warn(
     { loanId: bad.id, state: existing.state, problems: bad.problems },
-    `queue item failed validation for a loan already ${existing.state}: NOT quarantined; the loan carries on from its stored item`,
+    `queue item failed validation for a loan already ${existing.state}: ` +
+      `NOT quarantined; the loan carries on from its stored item`,
   );
   return 'ignored';
 }

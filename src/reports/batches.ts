@@ -71,15 +71,18 @@ export function batchTieNotes(s: BatchTieSection | null): string[] {
   const notes: string[] = [];
   if (s.notSealedPastCutoff.length > 0) {
     notes.push(
-      `${s.notSealedPastCutoff.length} boarded loan(s) are in no sealed batch although the cut-off has passed (the core's import job has not received them): ${s.notSealedPastCutoff
-        .slice(0, 10)
-        .map((m) => m.loanId)
-        .join(', ')}${s.notSealedPastCutoff.length > 10 ? ', …' : ''}`,
+      `${s.notSealedPastCutoff.length} boarded loan(s) are in no sealed batch although the cut-off has ` +
+        `passed (the core's import job has not received them): ${s.notSealedPastCutoff
+          .slice(0, 10)
+          .map((m) => m.loanId)
+          .join(', ')}${s.notSealedPastCutoff.length > 10 ? ', …' : ''}`,
     );
   }
   if (!s.ties)
     notes.push(
-      `file batches do not tie: sealed ${s.sealed.count} + open ${s.open.count} loan(s) vs ${s.acknowledged.count} acknowledged (principal ${BigInt(s.sealed.cents) + BigInt(s.open.cents)} vs ${s.acknowledged.cents} cents)`,
+      `file batches do not tie: sealed ${s.sealed.count} + open ${s.open.count} loan(s) vs ` +
+        `${s.acknowledged.count} acknowledged (principal ` +
+        `${BigInt(s.sealed.cents) + BigInt(s.open.cents)} vs ${s.acknowledged.cents} cents)`,
     );
   return notes;
 }

@@ -49,7 +49,8 @@ export async function classifyLoan(
         id,
         m,
         null,
-        `The core holds ${c.coreReference} for this external id but neither the connector nor the platform (boarded) knows the loan.`,
+        `The core holds ${c.coreReference} for this external id but ` +
+          `neither the connector nor the platform (boarded) knows the loan.`,
       );
     } else if (s.state === 'acknowledged') {
       await emit(
@@ -57,7 +58,8 @@ export async function classifyLoan(
         id,
         m,
         s.acknowledgedAt ?? s.writtenAt,
-        `In the core as ${c.coreReference}; the connector recorded an acknowledgement but the platform does not list the loan as boarded.`,
+        `In the core as ${c.coreReference}; the connector recorded an ` +
+          `acknowledgement but the platform does not list the loan as boarded.`,
       );
     } else {
       await emit(
@@ -65,7 +67,8 @@ export async function classifyLoan(
         id,
         m,
         s.writtenAt ?? s.updatedAt,
-        `In the core as ${c.coreReference}; the acknowledgement to the platform is outstanding (connector state ${s.state}).`,
+        `In the core as ${c.coreReference}; the acknowledgement to ` +
+          `the platform is outstanding (connector state ${s.state}).`,
       );
     }
   }
@@ -84,7 +87,8 @@ export async function classifyLoan(
       id,
       m,
       boardedMs,
-      'The platform lists the loan as boarded but the connector has no record of it (boarded by someone else, or state lost).',
+      'The platform lists the loan as boarded but the connector has ' +
+        'no record of it (boarded by someone else, or state lost).',
     );
   }
   if (p && s && s.state !== 'acknowledged') {
@@ -124,7 +128,9 @@ export async function classifyLoan(
       id,
       m,
       s.updatedAt,
-      `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console page ${consoleLoanPath(id)}; on the host: \`loans retry ${shellQuote(id)}\` or \`loans skip ${shellQuote(id)} --reason …\`.`,
+      `Quarantined (${why}). Fix the cause, then request a retry (or a skip) on the loan's console ` +
+        `page ${consoleLoanPath(id)}; on the host: \`loans retry ` +
+        `${shellQuote(id)}\` or \`loans skip ${shellQuote(id)} --reason …\`.`,
     );
   }
   if (s && PENDING.has(s.state)) {
@@ -183,6 +189,7 @@ export async function classifyFunded(
     loanId,
     m,
     fundedAt,
-    `Funded ${new Date(fundedAt).toISOString()} but not released to the core after ${fundedNotReleasedDays} business days.`,
+    `Funded ${new Date(fundedAt).toISOString()} but not released ` +
+      `to the core after ${fundedNotReleasedDays} business days.`,
   );
 }

@@ -1,4 +1,7 @@
-/** A run's sign-off record and the dispositions a preparer gives exceptions (signoff.ts writes it; report.html shows it). */
+/**
+ * A run's sign-off record and the dispositions a preparer gives exceptions (signoff.ts writes it; report.html
+ * shows it).
+ */
 
 /** What the preparer says of one exception. */
 export const DISPOSITIONS = ['resolved', 'accepted', 'follow_up', 'not_an_issue'] as const;

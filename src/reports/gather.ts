@@ -79,7 +79,8 @@ export async function gatherCore(
   }
   await lookUpCore(sources, ctx, opts.concurrency ?? 8);
   return [
-    'The core cannot list its loans: loans in the core that the connector and the platform do not know were not searched for.',
+    'The core cannot list its loans: loans in the core that the ' +
+      'connector and the platform do not know were not searched for.',
   ];
 }
 

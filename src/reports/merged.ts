@@ -72,7 +72,10 @@ export function storeRec(s: StoreLoanRow): StoreRec {
   };
 }
 
-/** Normalises compared values (dates in the bank zone, codes trimmed, frequency lower-case); caches date conversions. */
+/**
+ * Normalises compared values (dates in the bank zone, codes trimmed, frequency lower-case); caches date
+ * conversions.
+ */
 export class ValueNormaliser {
   /** Bounded: past this many distinct raw dates, conversions are no longer cached. */
   private static readonly MAX_CACHED = 50_000;

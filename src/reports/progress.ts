@@ -24,7 +24,11 @@ export function reconcileProgressText(p: ReconcileProgress, columns: number, t: 
   if (p.total !== null && p.total > 0) {
     const frac = Math.min(1, p.done / p.total);
     const filled = Math.round(frac * width);
-    return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${String(Math.round(frac * 100)).padStart(3)}% ${PHASE_LABEL[p.phase]} ${p.done.toLocaleString('en-US')}/${p.total.toLocaleString('en-US')}`;
+    return (
+      `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ` +
+      `${String(Math.round(frac * 100)).padStart(3)}% ${PHASE_LABEL[p.phase]} ` +
+      `${p.done.toLocaleString('en-US')}/${p.total.toLocaleString('en-US')}`
+    );
   }
   const spin = '|/-\\'[Math.floor(t / 150) % 4] ?? '|';
   return `[${spin}] ${PHASE_LABEL[p.phase]} ${p.done.toLocaleString('en-US')} loans`;

@@ -18,16 +18,23 @@ import { localDateTime } from '../lib/calendar.js';
 import { escapeHtml } from '../lib/html.js';
 import { DISPOSITION_LABELS, type SignOffRecord } from './dispositions.js';
 
-/** An ISO instant as people read it in the report: the bank's wall time with the zone's abbreviation (a date stays a date). */
+/**
+ * An ISO instant as people read it in the report: the bank's wall time with the zone's abbreviation (a date
+ * stays a date).
+ */
 function inZone(iso: string, timeZone: string): string {
   if (!iso.includes('T')) return iso;
   const t = Date.parse(iso);
   return Number.isNaN(t) ? iso : localDateTime(t, timeZone);
 }
 
-/** The policy report.html is served under (/reports/latest, the console): inline styles and images, no script, no framing. */
+/**
+ * The policy report.html is served under (/reports/latest, the console): inline styles and images, no
+ * script, no framing.
+ */
 export const REPORT_HTML_CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+  "default-src 'none'; style-src 'unsafe-inline'; img-src data:; " +
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 const REASON_COLORS: Record<ExceptionReason, string> = {
   acknowledged_missing_in_core: '#c0392b',
@@ -43,11 +50,15 @@ const REASON_COLORS: Record<ExceptionReason, string> = {
   boarded_with_review_items: '#5d8aa8',
 };
 
-const CSS = `
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1d2330;margin:24px auto;max-width:1200px;padding:0 16px}
+const CSS =
+  `
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1d2330;` +
+  `margin:24px auto;max-width:1200px;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
-table{border-collapse:collapse;width:100%;margin:6px 0}th,td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f2f4f7;font-weight:600}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table{border-collapse:collapse;width:100%;margin:6px 0}` +
+  `th,td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f2f4f7;font-weight:600}` +
+  `td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .status{display:inline-block;padding:6px 12px;border-radius:4px;font-weight:600;margin:8px 0}
 .ok{background:#e3f4e8;color:#1e6b36}.bad{background:#fbe3e1;color:#8a1f14}.warn{background:#fff4d6;color:#7a5a00}
 .meta td:first-child{width:220px;color:#55607a}.small{color:#55607a;font-size:12px}
@@ -78,7 +89,8 @@ function agingChart(s: ReconciliationSummary): string {
   const gap = (width - left - 200 - AGE_BUCKETS.length * barW) / (AGE_BUCKETS.length + 1);
   const parts: string[] = [];
   parts.push(
-    `<line x1="${left}" y1="${top + plotH}" x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${top + plotH}" stroke="#55607a"/>`,
+    `<line x1="${left}" y1="${top + plotH}" ` +
+      `x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${top + plotH}" stroke="#55607a"/>`,
   );
   for (let i = 0; i <= 4; i++) {
     const v = Math.round((max * i) / 4);
@@ -87,7 +99,8 @@ function agingChart(s: ReconciliationSummary): string {
       `<text x="${left - 6}" y="${y + 4}" text-anchor="end" font-size="11" fill="#55607a">${v}</text>`,
     );
     parts.push(
-      `<line x1="${left}" y1="${y}" x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${y}" stroke="#eef0f4"/>`,
+      `<line x1="${left}" y1="${y}" ` +
+        `x2="${left + AGE_BUCKETS.length * (barW + gap) + gap}" y2="${y}" stroke="#eef0f4"/>`,
     );
   }
   AGE_BUCKETS.forEach((bucket: AgeBucket, i) => {
@@ -99,14 +112,17 @@ function agingChart(s: ReconciliationSummary): string {
       const h = (plotH * count) / max;
       y -= h;
       parts.push(
-        `<rect x="${x}" y="${y.toFixed(1)}" width="${barW}" height="${h.toFixed(1)}" fill="${REASON_COLORS[reason]}"><title>${escapeHtml(REASON_LABELS[reason])}: ${count}</title></rect>`,
+        `<rect x="${x}" y="${y.toFixed(1)}" width="${barW}" height="${h.toFixed(1)}" fill="${REASON_COLORS[reason]}">` +
+          `<title>${escapeHtml(REASON_LABELS[reason])}: ${count}</title></rect>`,
       );
     }
     parts.push(
-      `<text x="${x + barW / 2}" y="${(y - 4).toFixed(1)}" text-anchor="middle" font-size="12" font-weight="600">${s.aging.totals[bucket]}</text>`,
+      `<text x="${x + barW / 2}" y="${(y - 4).toFixed(1)}" ` +
+        `text-anchor="middle" font-size="12" font-weight="600">${s.aging.totals[bucket]}</text>`,
     );
     parts.push(
-      `<text x="${x + barW / 2}" y="${top + plotH + 18}" text-anchor="middle" font-size="12">${escapeHtml(bucket)} business days</text>`,
+      `<text x="${x + barW / 2}" y="${top + plotH + 18}" text-anchor="middle" font-size="12">` +
+        `${escapeHtml(bucket)} business days</text>`,
     );
   });
   reasons.forEach((reason, i) => {
@@ -119,10 +135,15 @@ function agingChart(s: ReconciliationSummary): string {
   });
   if (reasons.length === 0) {
     parts.push(
-      `<text x="${width / 2}" y="${top + plotH / 2}" text-anchor="middle" font-size="13" fill="#55607a">No exceptions</text>`,
+      `<text x="${width / 2}" y="${top + plotH / 2}" text-anchor="middle" font-size="13" fill="#55607a">` +
+        `No exceptions</text>`,
     );
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Exceptions by age" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" data-testid="aging-chart">${parts.join('')}</svg>`;
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Exceptions by age" ` +
+    `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" data-testid="aging-chart">` +
+    `${parts.join('')}</svg>`
+  );
 }
 
 export interface HtmlOptions {
@@ -138,6 +159,53 @@ export interface HtmlOptions {
 
 /** Exceptions report.html lists by default (the CSV and the JSON have every one). */
 export const HTML_MAX_ROWS = 5000;
+
+/** The heading rows of the report's tables. */
+const TIE_OUT_HEAD = row(
+  [
+    'Check',
+    'Equation',
+    '<th class="num">Left count</th>',
+    '<th class="num">Left amount</th>',
+    '<th class="num">Right count</th>',
+    '<th class="num">Right amount</th>',
+    '<th class="num">Difference</th>',
+    'Result',
+  ],
+  true,
+);
+const TOTALS_HEAD = row(
+  [
+    'Line',
+    'Source',
+    '<th class="num">Count</th>',
+    '<th class="num">Principal</th>',
+    '<th class="num">Amount unknown</th>',
+  ],
+  true,
+);
+const AGING_HEAD = row(
+  [
+    'Reason',
+    ...AGE_BUCKETS.map((b) => `<th class="num">${escapeHtml(b)} days</th>`),
+    '<th class="num">Total</th>',
+  ],
+  true,
+);
+const EXCEPTIONS_HEAD = row(
+  [
+    'Reason',
+    'Loan',
+    'Field',
+    'Platform',
+    'Core',
+    'Connector state',
+    '<th class="num">Amount</th>',
+    '<th class="num">Age</th>',
+    'Detail',
+  ],
+  true,
+);
 
 export function renderHtml(
   s: ReconciliationSummary,
@@ -164,6 +232,9 @@ export function renderHtml(
   ];
   const shown = exceptions.slice(0, maxRows);
   const all = opts.exceptionCount ?? exceptions.length;
+  const footer =
+    `<p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · ` +
+    'report.json and report.csv in the same folder.</p>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
@@ -185,14 +256,24 @@ ${row(['Environment', escapeHtml(h.environment)])}
 ${row(['Platform', escapeHtml(h.platformOrigin ?? '')])}
 ${row(['Core adapter', escapeHtml(h.coreAdapter)])}
 ${row(['Connector version', escapeHtml(h.connectorVersion)])}
-${row(['Mapping version(s)', h.mappingVersions.length === 0 ? '(none recorded)' : h.mappingVersions.map((v) => `${escapeHtml(v.version)} (${v.loans})`).join(', ')])}
-${row(['Scope', h.since ? `loans open, or boarded/acknowledged since ${escapeHtml(inZone(h.since, h.timeZone))}` : 'all loans (full reconciliation)'])}
+${row([
+  'Mapping version(s)',
+  h.mappingVersions.length === 0
+    ? '(none recorded)'
+    : h.mappingVersions.map((v) => `${escapeHtml(v.version)} (${v.loans})`).join(', '),
+])}
+${row([
+  'Scope',
+  h.since
+    ? `loans open, or boarded/acknowledged since ${escapeHtml(inZone(h.since, h.timeZone))}`
+    : 'all loans (full reconciliation)',
+])}
 ${row(['Ages', escapeHtml(h.ageBasis)])}
 </table>
 
 <h2>Tie-out</h2>
 <table data-testid="tie-out">
-${row(['Check', 'Equation', '<th class="num">Left count</th>', '<th class="num">Left amount</th>', '<th class="num">Right count</th>', '<th class="num">Right amount</th>', '<th class="num">Difference</th>', 'Result'], true)}
+${TIE_OUT_HEAD}
 ${s.tieOut
   .map((c) =>
     row([
@@ -205,7 +286,11 @@ ${s.tieOut
       num(`${c.differenceCount} / ${formatCentsGrouped(c.differenceCents)}`),
       c.ties
         ? '<td class="ok">ties</td>'
-        : `<td class="bad">does not tie${c.explainedBy.length > 0 ? ` — see ${c.explainedBy.map((r) => escapeHtml(REASON_LABELS[r])).join('; ')}` : ''}</td>`,
+        : `<td class="bad">does not tie${
+            c.explainedBy.length > 0
+              ? ` — see ${c.explainedBy.map((r) => escapeHtml(REASON_LABELS[r])).join('; ')}`
+              : ''
+          }</td>`,
     ]),
   )
   .join('\n')}
@@ -213,14 +298,18 @@ ${s.tieOut
 
 <h2>Control totals</h2>
 <table data-testid="totals">
-${row(['Line', 'Source', '<th class="num">Count</th>', '<th class="num">Principal</th>', '<th class="num">Amount unknown</th>'], true)}
-${totalsRows.map(([label, source, a]) => row([escapeHtml(label), escapeHtml(source), num(a.count), money(a.cents), num(a.unknownAmount)])).join('\n')}
+${TOTALS_HEAD}
+${totalsRows
+  .map(([label, source, a]) =>
+    row([escapeHtml(label), escapeHtml(source), num(a.count), money(a.cents), num(a.unknownAmount)]),
+  )
+  .join('\n')}
 </table>
 
 <h2>Exceptions by age</h2>
 ${agingChart(s)}
 <table data-testid="aging">
-${row(['Reason', ...AGE_BUCKETS.map((b) => `<th class="num">${escapeHtml(b)} days</th>`), '<th class="num">Total</th>'], true)}
+${AGING_HEAD}
 ${(Object.entries(s.aging.byReason) as Array<[ExceptionReason, Record<AgeBucket, number>]>)
   .map(([reason, b]) =>
     row([
@@ -234,14 +323,19 @@ ${row(['<th>Total</th>', ...AGE_BUCKETS.map((k) => num(s.aging.totals[k])), num(
 </table>
 
 <h2>Exceptions (${s.exceptionCount})</h2>
-${all > shown.length ? `<p class="small">Showing the first ${shown.length} of ${all}; report.csv has every row.</p>` : ''}
+${
+  all > shown.length
+    ? `<p class="small">Showing the first ${shown.length} of ${all}; report.csv has every row.</p>`
+    : ''
+}
 <table data-testid="exceptions">
-${row(['Reason', 'Loan', 'Field', 'Platform', 'Core', 'Connector state', '<th class="num">Amount</th>', '<th class="num">Age</th>', 'Detail'], true)}
+${EXCEPTIONS_HEAD}
 ${shown
   .map((e) =>
     row([
       escapeHtml(REASON_LABELS[e.reason]),
-      `<a href="/console/loans/${escapeHtml(encodeURIComponent(e.loanId))}">${escapeHtml(e.loanId)}</a>${e.loanNumber ? `<br><span class="small">${escapeHtml(e.loanNumber)}</span>` : ''}`,
+      `<a href="/console/loans/${escapeHtml(encodeURIComponent(e.loanId))}">${escapeHtml(e.loanId)}</a>` +
+        (e.loanNumber ? `<br><span class="small">${escapeHtml(e.loanNumber)}</span>` : ''),
       escapeHtml(e.field ?? ''),
       escapeHtml(e.platformValue ?? ''),
       escapeHtml(e.coreValue ?? ''),
@@ -258,7 +352,7 @@ ${s.customers ? renderCustomersHtml(s.customers, h.timeZone) : ''}
 ${s.notes.length > 0 ? `<h2>Notes</h2><ul>${s.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : ''}
 
 ${renderSignOffHtml(opts.signOff, h.timeZone)}
-<p class="small">boarding-connector ${escapeHtml(h.connectorVersion)} · report.json and report.csv in the same folder.</p>
+${footer}
 </body></html>
 `;
 }
@@ -267,10 +361,26 @@ function renderSignOffHtml(so: SignOffRecord | undefined, tz: string): string {
   const at = (iso: string | null): string => (iso ? escapeHtml(inZone(iso, tz)) : '');
   const dispositions =
     so && so.dispositions.length > 0
-      ? `<h3>Dispositions</h3><table data-testid="dispositions">${row(['Loan', 'Reason', 'Disposition'], true)}${so.dispositions.map((d) => row([escapeHtml(d.loanId), escapeHtml(REASON_LABELS[d.reason as ExceptionReason] ?? d.reason), escapeHtml(DISPOSITION_LABELS[d.disposition] ?? d.disposition)])).join('')}</table>`
+      ? '<h3>Dispositions</h3><table data-testid="dispositions">' +
+        row(['Loan', 'Reason', 'Disposition'], true) +
+        so.dispositions
+          .map((d) =>
+            row([
+              escapeHtml(d.loanId),
+              escapeHtml(REASON_LABELS[d.reason as ExceptionReason] ?? d.reason),
+              escapeHtml(DISPOSITION_LABELS[d.disposition] ?? d.disposition),
+            ]),
+          )
+          .join('') +
+        '</table>'
       : '';
+  const intro =
+    '<p class="small">Reviewed by someone who did not originate the entries. ' +
+    'Record the disposition of every exception above.' +
+    (so ? ' Signed in the ops console; signoff.json in the same folder.' : '') +
+    '</p>';
   return `<h2>Sign-off</h2>
-<p class="small">Reviewed by someone who did not originate the entries. Record the disposition of every exception above.${so ? ' Signed in the ops console; signoff.json in the same folder.' : ''}</p>
+${intro}
 <table class="signoff" data-testid="signoff">
 ${row(['Prepared by (name)', escapeHtml(so?.preparedBy ?? ''), 'Date', at(so?.preparedAt ?? null)])}
 ${row(["Preparer's comments", `<td colspan="3">${escapeHtml(so?.preparedComment ?? '')}</td>`])}
@@ -283,10 +393,24 @@ ${dispositions}`;
 function renderCustomersHtml(c: NonNullable<ReconciliationSummary['customers']>, tz: string): string {
   const line = (label: string, d: Omit<CustomerDay, 'date'>): string =>
     row([label, num(d.created), num(d.matchedByTin), num(d.matchedByCrossref), num(d.nameReviews)]);
+  const intro =
+    '<p class="small">Businesses and people on the loans written to the core since ' +
+    `${escapeHtml(inZone(c.since, tz))}: ` +
+    "new customers (a customer record written), existing ones found by tax id or by the connector's " +
+    'cross-reference (no second record). <code>customers list</code> lists them.</p>';
   return `<h2>Customers: new and matched</h2>
-<p class="small">Businesses and people on the loans written to the core since ${escapeHtml(inZone(c.since, tz))}: new customers (a customer record written), existing ones found by tax id or by the connector's cross-reference (no second record). <code>customers list</code> lists them.</p>
+${intro}
 <table data-testid="customers">
-${row(['Day', '<th class="num">New</th>', '<th class="num">Matched by tax id</th>', '<th class="num">Matched by cross-reference</th>', '<th class="num">Name differs (review)</th>'], true)}
+${row(
+  [
+    'Day',
+    '<th class="num">New</th>',
+    '<th class="num">Matched by tax id</th>',
+    '<th class="num">Matched by cross-reference</th>',
+    '<th class="num">Name differs (review)</th>',
+  ],
+  true,
+)}
 ${c.days.map((d) => line(escapeHtml(d.date), d)).join('\n')}
 ${line('Total', c.totals)}
 </table>`;
@@ -297,25 +421,38 @@ function reviewItemsHtml(e: ReportException, reviewItems: ReportException['revie
   if (reviewItems === undefined || (reviewItems.length === 0 && (e.reviewItemsMore ?? 0) === 0)) return '';
   const items = reviewItems.map(
     (r) =>
-      `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}${r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : ''}</li>`,
+      `<li><code>${escapeHtml(r.code)}</code> ${escapeHtml(r.field)}: ${escapeHtml(r.message)}` +
+      (r.at ? ` <span class="small">(${escapeHtml(r.at)})</span>` : '') +
+      '</li>',
   );
   if ((e.reviewItemsMore ?? 0) > 0)
     items.push(
-      `<li class="small">+${e.reviewItemsMore} more (the loan's console page; <code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`,
+      `<li class="small">+${e.reviewItemsMore} more (the loan's console page; ` +
+        `<code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`,
     );
   return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
 
 function renderBatchTieHtml(b: NonNullable<ReconciliationSummary['batches']>, tz: string): string {
+  const notSealed = b.notSealedPastCutoff.map((m) => escapeHtml(m.loanId)).join(', ');
   return `<h2>File core batches</h2>
 <table data-testid="batches">
 ${row(['', '<th class="num">Loans</th>', '<th class="num">Principal</th>'], true)}
-${row([`Sealed (${b.sealedBatches} batch(es), ${b.corrections} correction(s))`, num(b.sealed.count), bigMoney(b.sealed.cents)])}
-${row([`Open batch ${escapeHtml(b.open.batchId ?? '-')} (cut-off ${escapeHtml(b.open.cutoffAt ? inZone(b.open.cutoffAt, tz) : '-')})`, num(b.open.count), bigMoney(b.open.cents)])}
+${row([
+  `Sealed (${b.sealedBatches} batch(es), ${b.corrections} correction(s))`,
+  num(b.sealed.count),
+  bigMoney(b.sealed.cents),
+])}
+${row([
+  `Open batch ${escapeHtml(b.open.batchId ?? '-')} ` +
+    `(cut-off ${escapeHtml(b.open.cutoffAt ? inZone(b.open.cutoffAt, tz) : '-')})`,
+  num(b.open.count),
+  bigMoney(b.open.cents),
+])}
 ${row(['Acknowledged', num(b.acknowledged.count), bigMoney(b.acknowledged.cents)])}
 ${row(['Result', b.ties ? '<td class="ok" colspan="2">ties</td>' : '<td class="bad" colspan="2">does not tie</td>'])}
 </table>
-${b.notSealedPastCutoff.length > 0 ? `<p class="bad">In no sealed batch past the cut-off: ${b.notSealedPastCutoff.map((m) => escapeHtml(m.loanId)).join(', ')}</p>` : ''}`;
+${b.notSealedPastCutoff.length > 0 ? `<p class="bad">In no sealed batch past the cut-off: ${notSealed}</p>` : ''}`;
 }
 
 /** Integer cents held as text (BigInt-safe: a batch total can pass 2^53) → 1,234.56. */

@@ -192,7 +192,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
     const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
     if (platformStats.invalid > 0) {
       notes.push(
-        `${platformStats.invalid} boarded item(s) from the platform failed validation and are not reconciled (see the connector log).`,
+        `${platformStats.invalid} boarded item(s) from the platform failed ` +
+          `validation and are not reconciled (see the connector log).`,
       );
     }
     const summary: ReconciliationSummary = {

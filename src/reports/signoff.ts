@@ -47,7 +47,16 @@ export async function writeSignOff(runDir: string, record: SignOffRecord): Promi
     iso === null || tz === undefined ? null : localDateTime(Date.parse(iso), tz);
   writeFileAtomic(
     join(runDir, SIGNOFF_FILE),
-    `${JSON.stringify({ ...record, preparedAtLocal: local(record.preparedAt), reviewedAtLocal: local(record.reviewedAt), timeZone: tz ?? null }, null, 2)}\n`,
+    `${JSON.stringify(
+      {
+        ...record,
+        preparedAtLocal: local(record.preparedAt),
+        reviewedAtLocal: local(record.reviewedAt),
+        timeZone: tz ?? null,
+      },
+      null,
+      2,
+    )}\n`,
   );
   if (tz === undefined) return;
   writeFileAtomic(

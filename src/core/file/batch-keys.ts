@@ -58,7 +58,9 @@ export class BatchKeys {
     if (key === null) {
       if (!create) {
         throw new Error(
-          `batch ${batchId}: its key ${path} is missing, so its encrypted lines in the state database cannot be read; restore the file from the core directory's backup (without it the batch's lines must be boarded again)`,
+          `batch ${batchId}: its key ${path} is missing, so its encrypted lines in the state ` +
+            `database cannot be read; restore the file from the core directory's ` +
+            `backup (without it the batch's lines must be boarded again)`,
         );
       }
       key = this.createKey(batchId);

@@ -66,7 +66,10 @@ export interface StoredRows {
   [file: string]: { lines: string[]; amounts: Record<string, string> };
 }
 
-/** A loan's rows rendered by `FileBatches.check`, ready for `append` (the layout they were rendered in travels with them). */
+/**
+ * A loan's rows rendered by `FileBatches.check`, ready for `append` (the layout they were rendered in travels
+ * with them).
+ */
 export interface PreparedBoard {
   readonly loanId: string;
   /** The layout.yaml text the rows are in. */
@@ -192,7 +195,8 @@ export class FileBatches {
     if (!r.done) {
       this.opts.logger.warn(
         { batchId },
-        'the state database WAL could not be truncated after the seal (a reader held it); retried at the next seal job run',
+        'the state database WAL could not be truncated after the ' +
+          'seal (a reader held it); retried at the next seal job run',
       );
     }
   }
@@ -220,7 +224,10 @@ export class FileBatches {
     return frozen;
   }
 
-  /** Completes every frozen batch whose files a crash may have left incomplete, and deletes the keys of sealed batches a crash left. */
+  /**
+   * Completes every frozen batch whose files a crash may have left incomplete, and deletes the keys of sealed
+   * batches a crash left.
+   */
   async recover(): Promise<void> {
     for (const b of await this.store.sealing()) {
       this.opts.logger.warn({ batchId: b.id }, 'finishing the seal of a batch a crash interrupted');

@@ -97,7 +97,9 @@ export class CustomerExtract implements CustomerDirectory {
       const l = this.usable();
       return {
         ok: true,
-        detail: `customer extract ${this.opts.path}: ${l.customers} customers${l.skipped > 0 ? `, ${l.skipped} malformed line(s) skipped` : ''}`,
+        detail:
+          `customer extract ${this.opts.path}: ${l.customers} ` +
+          `customers${l.skipped > 0 ? `, ${l.skipped} malformed line(s) skipped` : ''}`,
       };
     } catch (err) {
       return { ok: false, detail: errorMessage(err) };
@@ -118,7 +120,9 @@ export class CustomerExtract implements CustomerDirectory {
     if (ageMs > this.opts.maxAgeHours * 3_600_000) {
       throw new CustomerSourceUnavailableError(
         'customers.extract_stale',
-        `customer extract ${this.opts.path} is ${(ageMs / 3_600_000).toFixed(1)} h old, older than customers.extract.maxAgeHours (${this.opts.maxAgeHours}); loans with customers wait until the bank drops a fresh one`,
+        `customer extract ${this.opts.path} is ${(ageMs / 3_600_000).toFixed(1)} h old, older than ` +
+          `customers.extract.maxAgeHours (${this.opts.maxAgeHours}); ` +
+          `loans with customers wait until the bank drops a fresh one`,
       );
     }
     return loaded;
@@ -143,7 +147,9 @@ export class CustomerExtract implements CustomerDirectory {
           : 'customers.extract_unreadable';
       this.fail(
         code,
-        `customer extract ${this.opts.path}: ${code === 'customers.extract_missing' ? 'no such file' : errorMessage(err)}; loans with customers wait (customers.extract.path)`,
+        `customer extract ${this.opts.path}: ` +
+          `${code === 'customers.extract_missing' ? 'no such file' : errorMessage(err)}; ` +
+          `loans with customers wait (customers.extract.path)`,
       );
       return;
     }
@@ -277,7 +283,8 @@ function headerPositions(
     const i = names.indexOf(v.toLowerCase());
     if (i < 0)
       throw new Error(
-        `${path}:1: no column "${v}" in the header (customers.extract.layout.columns.${key}); the header has: ${header.join(', ')}`,
+        `${path}:1: no column "${v}" in the header ` +
+          `(customers.extract.layout.columns.${key}); the header has: ${header.join(', ')}`,
       );
     return i;
   };

@@ -326,7 +326,8 @@ export class FileCore implements CoreSystem {
       const sha256 = hash.digest('hex');
       if (res.sha256 !== sha256 || res.bytes !== bytes) {
         throw new CoreUnavailableError(
-          `document ${doc.id}: the fetcher reported ${res.bytes} bytes sha256 ${res.sha256}, the file got ${bytes} bytes sha256 ${sha256}`,
+          `document ${doc.id}: the fetcher reported ${res.bytes} bytes sha256 ` +
+            `${res.sha256}, the file got ${bytes} bytes sha256 ${sha256}`,
           false,
         );
       }
@@ -388,7 +389,8 @@ export class FileCore implements CoreSystem {
     const what = this.batches ? 'packages and batches' : 'packages';
     const detail = toCreate.includes(this.opts.dir)
       ? `file core: ${this.opts.dir} does not exist yet; its parent is writable, the first board creates it (${what})`
-      : `file core: ${this.opts.dir} writable (${what})${toCreate.length > 0 ? `; created on first board: ${toCreate.join(', ')}` : ''}`;
+      : `file core: ${this.opts.dir} writable ` +
+        `(${what})${toCreate.length > 0 ? `; created on first board: ${toCreate.join(', ')}` : ''}`;
     return [{ name: 'core', status: 'ok', detail }];
   }
 

@@ -73,7 +73,8 @@ export function planDocument(doc: PlatformDocument, policy: FineractDocumentPoli
   });
   if (typeof doc.size === 'number' && doc.size > policy.maxBytes) {
     return refuse(
-      `document ${doc.id} is ${doc.size} bytes, over Fineract's upload cap of ${policy.maxBytes} (core.http.documents.maxBytes)`,
+      `document ${doc.id} is ${doc.size} bytes, over Fineract's upload ` +
+        `cap of ${policy.maxBytes} (core.http.documents.maxBytes)`,
     );
   }
   if (fromType !== undefined) {
@@ -91,7 +92,9 @@ export function planDocument(doc: PlatformDocument, policy: FineractDocumentPoli
   if (fromName !== undefined && WHITELIST[fromName] !== undefined)
     return { upload: true, extension: fromName, contentType: WHITELIST[fromName] };
   return refuse(
-    `document ${doc.id} has no content type and ${fromName === undefined ? 'no file extension' : `the extension .${fromName}`}; Fineract accepts only pdf, doc, docx, xls, xlsx, jpg, jpeg and png`,
+    `document ${doc.id} has no content type and ` +
+      `${fromName === undefined ? 'no file extension' : `the extension .${fromName}`}; ` +
+      `Fineract accepts only pdf, doc, docx, xls, xlsx, jpg, jpeg and png`,
   );
 }
 

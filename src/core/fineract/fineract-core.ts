@@ -59,7 +59,10 @@ export interface FineractCoreOptions extends FineractHttpOptions {
   spoolDir?: string;
   /** Documents Fineract would refuse (type, size): core.http.documents. */
   documents?: FineractDocumentPolicy;
-  /** Where a digested externalId is mapped back to its platform id (external-id.ts); without it a listing shows the digest. */
+  /**
+   * Where a digested externalId is mapped back to its platform id (external-id.ts); without it a listing
+   * shows the digest.
+   */
   externalRefs?: ExternalRefStore;
 }
 
@@ -235,7 +238,8 @@ export class FineractCore implements CoreSystem {
     for (const r of pkg.records) {
       if (!(FINERACT_RECORD_TYPES as readonly string[]).includes(r.type)) {
         throw new CoreRejectedError(
-          `record type "${r.type}" (external id ${r.externalId}) is not supported by the Fineract core (supported: ${FINERACT_RECORD_TYPES.join(', ')}); use the fineract mapping set`,
+          `record type "${r.type}" (external id ${r.externalId}) is not supported by the Fineract ` +
+            `core (supported: ${FINERACT_RECORD_TYPES.join(', ')}); use the fineract mapping set`,
         );
       }
       // Any length: one longer than Fineract's externalId (100) is stored as a digest (external-id.ts).
@@ -267,7 +271,8 @@ export class FineractCore implements CoreSystem {
         throw new CoreRejectedError(`identifier record ${i.externalId}: clientExternalId is missing`);
       if (!Number.isInteger(i.fields['documentTypeId']) || typeof i.fields['documentKey'] !== 'string') {
         throw new CoreRejectedError(
-          `identifier record ${i.externalId}: documentTypeId (a Customer Identifier code value id) and documentKey are required`,
+          `identifier record ${i.externalId}: documentTypeId (a Customer ` +
+            `Identifier code value id) and documentKey are required`,
         );
       }
     }
@@ -353,7 +358,8 @@ export class FineractCore implements CoreSystem {
     } catch (err) {
       if (err instanceof CoreRejectedError && err.status === 404) {
         throw new CoreRejectedError(
-          `loan ${rec.externalId}: Fineract has no loan product ${productId}; fix the productId lookup of the mapping (or its defaults)`,
+          `loan ${rec.externalId}: Fineract has no loan product ${productId}; ` +
+            `fix the productId lookup of the mapping (or its defaults)`,
           404,
           err.detail,
         );
@@ -362,7 +368,9 @@ export class FineractCore implements CoreSystem {
     }
     if (facts.floating && rec.fields['interestRatePerPeriod'] !== undefined) {
       throw new CoreRejectedError(
-        `loan ${rec.externalId}: Fineract product ${productId} (${facts.name}) is linked to floating interest rates, which refuse interestRatePerPeriod; map this loan to a product with a per-year nominal rate (the mapping's productId lookup), or configure the product without floating rates`,
+        `loan ${rec.externalId}: Fineract product ${productId} (${facts.name}) is linked to floating ` +
+          `interest rates, which refuse interestRatePerPeriod; map this loan to a product with a ` +
+          `per-year nominal rate (the mapping's productId lookup), or configure the product without floating rates`,
       );
     }
     const principal = Number(rec.fields['principal']);
@@ -372,7 +380,9 @@ export class FineractCore implements CoreSystem {
         (facts.maxPrincipal !== null && principal > facts.maxPrincipal))
     ) {
       throw new CoreRejectedError(
-        `loan ${rec.externalId}: principal ${String(rec.fields['principal'])} is outside Fineract product ${productId} (${facts.name}) limits ${facts.minPrincipal ?? 0}–${facts.maxPrincipal ?? '∞'}; widen the product's principal range or map the loan to another product`,
+        `loan ${rec.externalId}: principal ${String(rec.fields['principal'])} is outside Fineract ` +
+          `product ${productId} (${facts.name}) limits ${facts.minPrincipal ?? 0}–${facts.maxPrincipal ?? '∞'}; ` +
+          `widen the product's principal range or map the loan to another product`,
       );
     }
   }
@@ -406,7 +416,8 @@ export class FineractCore implements CoreSystem {
         if (err instanceof FatalError) throw err;
         throw new CustomerSourceUnavailableError(
           'customers.search_failed',
-          `Fineract client identifier search failed (${errorMessage(err)}); the loan waits rather than create a customer Fineract may already have`,
+          `Fineract client identifier search failed (${errorMessage(err)}); the ` +
+            `loan waits rather than create a customer Fineract may already have`,
         );
       }
       for (const h of hits ?? []) {
@@ -441,7 +452,8 @@ export class FineractCore implements CoreSystem {
       const c = await this.http.find<Json>(`/clients/${id}`, signal);
       if (c === null)
         throw new CoreRejectedError(
-          `client ${rec.externalId}: the matched Fineract client ${id} does not exist (deleted since it was matched?); check the customer and loans retry`,
+          `client ${rec.externalId}: the matched Fineract client ${id} does not ` +
+            `exist (deleted since it was matched?); check the customer and loans retry`,
         );
       return id;
     }
@@ -496,7 +508,8 @@ export class FineractCore implements CoreSystem {
       ];
       if (ids.length > 1)
         throw new CoreRejectedError(
-          `client ${rec.externalId}: ${ids.length} Fineract clients (${ids.join(', ')}) hold its tax id identifier; merge them in Fineract, then loans retry`,
+          `client ${rec.externalId}: ${ids.length} Fineract clients (${ids.join(', ')}) ` +
+            `hold its tax id identifier; merge them in Fineract, then loans retry`,
         );
       if (ids.length === 1) {
         this.logger.warn(
@@ -539,7 +552,9 @@ export class FineractCore implements CoreSystem {
     for (let offset = 0; ; offset += LEGACY_SEARCH_PAGE) {
       if (offset >= LEGACY_SEARCH_MAX) {
         throw new CoreRejectedError(
-          `${resource === 'loans' ? 'loan' : 'client'} ${platformId}: Fineract's search for externalId ${legacy} matches over ${LEGACY_SEARCH_MAX} records (it treats % and _ as wildcards); cannot tell whether an earlier version boarded it, so nothing is written`,
+          `${resource === 'loans' ? 'loan' : 'client'} ${platformId}: Fineract's search for ` +
+            `externalId ${legacy} matches over ${LEGACY_SEARCH_MAX} records (it treats % and _ as ` +
+            `wildcards); cannot tell whether an earlier version boarded it, so nothing is written`,
         );
       }
       const page = await this.http.get<{ pageItems?: Json[]; totalFilteredRecords?: number } | Json[] | null>(
@@ -558,7 +573,8 @@ export class FineractCore implements CoreSystem {
     }
     if (items.length > 1)
       throw new CoreRejectedError(
-        `${resource === 'loans' ? 'loan' : 'client'} ${platformId}: ${items.length} Fineract records hold externalId ${legacy}; merge them in Fineract, then the loan retries`,
+        `${resource === 'loans' ? 'loan' : 'client'} ${platformId}: ${items.length} Fineract ` +
+          `records hold externalId ${legacy}; merge them in Fineract, then the loan retries`,
       );
     if (items[0] !== undefined)
       this.logger.info(
@@ -841,7 +857,8 @@ export class FineractCore implements CoreSystem {
       }
       if (fetched.bytes > this.documentPolicy.maxBytes) {
         throw new CoreRejectedError(
-          `document ${doc.id} is ${fetched.bytes} bytes, over Fineract's upload cap of ${this.documentPolicy.maxBytes} (core.http.documents.maxBytes)`,
+          `document ${doc.id} is ${fetched.bytes} bytes, over Fineract's upload ` +
+            `cap of ${this.documentPolicy.maxBytes} (core.http.documents.maxBytes)`,
         );
       }
       const name = (asText(rec?.fields['name']) || doc.name || doc.id).slice(0, 250);
@@ -919,7 +936,9 @@ export class FineractCore implements CoreSystem {
       checks.push({
         name: 'core',
         status: 'ok',
-        detail: `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, user ${this.opts.username}; office ${this.opts.officeId}${name} exists`,
+        detail:
+          `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, ` +
+          `user ${this.opts.username}; office ${this.opts.officeId}${name} exists`,
       });
     } catch (err) {
       const detail =
@@ -963,7 +982,9 @@ export class FineractCore implements CoreSystem {
         : {
             name: 'core.products',
             status: 'fail',
-            detail: `${missing.join('; ')} — fix the mapping's productId lookup or defaults, or create the product in Fineract`,
+            detail:
+              `${missing.join('; ')} — fix the mapping's productId ` +
+              `lookup or defaults, or create the product in Fineract`,
           },
     );
     return checks;

@@ -125,7 +125,8 @@ export class FineractHttp {
       const code = networkErrorCode(err);
       const ambiguous = write && !neverSent(code);
       throw new CoreUnavailableError(
-        `Fineract ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed)' : ''}`,
+        `Fineract ${where}: ${code ?? 'error'}: ` +
+          `${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed)' : ''}`,
         ambiguous,
         { cause: err },
       );
@@ -140,12 +141,14 @@ export class FineractHttp {
       );
     if (status === 400 && (parsed === null || typeof parsed !== 'object')) {
       throw new FatalError(
-        `Fineract ${where} → 400 without a JSON body (${message}): Fineract answers an unknown tenant this way; check core.http.tenantId, and that core.http.baseUrl is the Fineract API`,
+        `Fineract ${where} → 400 without a JSON body (${message}): Fineract answers an unknown ` +
+          `tenant this way; check core.http.tenantId, and that core.http.baseUrl is the Fineract API`,
       );
     }
     if (status === 403 && fineractCodes(parsed).includes('error.msg.not.authorized')) {
       throw new FatalError(
-        `Fineract ${where} → 403: the user core.http.username lacks a permission (${message}); grant it to the user's role in Fineract`,
+        `Fineract ${where} → 403: the user core.http.username lacks a ` +
+          `permission (${message}); grant it to the user's role in Fineract`,
       );
     }
     if (status === 425) {

@@ -180,7 +180,11 @@ export class MambuHttp {
       const code = networkErrorCode(err);
       const ambiguous = write && !neverSent(code);
       throw new CoreUnavailableError(
-        `Mambu ${where}: ${code ?? 'error'}: ${scrubText(errorMessage(err))}${ambiguous ? ' (the write may have committed; Mambu answers 102 and drops nothing it started)' : ''}`,
+        `Mambu ${where}: ${code ?? 'error'}: ` +
+          `${scrubText(errorMessage(err))}` +
+          (ambiguous
+            ? ' (the write may have committed; Mambu answers 102 and drops nothing it started)'
+            : ''),
         ambiguous,
         { cause: err },
       );
@@ -203,14 +207,16 @@ export class MambuHttp {
       );
     if (reasons.includes('INVALID_USER_WHO_APPROVED_THE_LOAN_CANNOT_DISBURSE_IT')) {
       throw new FatalError(
-        `Mambu ${where} → ${status}: ${message}: this tenant forbids the approver to disburse; set core.mambu.disburseAuth to other credentials (or disburse: false)`,
+        `Mambu ${where} → ${status}: ${message}: this tenant forbids the approver to ` +
+          `disburse; set core.mambu.disburseAuth to other credentials (or disburse: false)`,
       );
     }
     if (reasons.some((r) => r !== undefined && OPERATOR_REASONS.has(r)))
       throw new FatalError(`Mambu ${where} → ${status}: ${message} (${who})`);
     if (status === 409 || status === 102) {
       throw new CoreUnavailableError(
-        `Mambu ${where} → ${status}: a request with the same Idempotency-Key is still being processed; will check and retry later`,
+        `Mambu ${where} → ${status}: a request with the same Idempotency-Key ` +
+          `is still being processed; will check and retry later`,
         write,
       );
     }

@@ -199,7 +199,8 @@ export class MambuCore implements CoreSystem {
     for (const r of pkg.records) {
       if (!(MAMBU_RECORD_TYPES as readonly string[]).includes(r.type)) {
         throw new CoreRejectedError(
-          `record type "${r.type}" (external id ${r.externalId}) is not supported by the Mambu core (supported: ${MAMBU_RECORD_TYPES.join(', ')}); use the mambu mapping set`,
+          `record type "${r.type}" (external id ${r.externalId}) is not supported by the ` +
+            `Mambu core (supported: ${MAMBU_RECORD_TYPES.join(', ')}); use the mambu mapping set`,
         );
       }
       if (typeof r.externalId !== 'string' || r.externalId === '')
@@ -207,7 +208,8 @@ export class MambuCore implements CoreSystem {
       const id = r.fields['id'];
       if (id !== undefined && id !== null && (typeof id !== 'string' || !isMambuId(id))) {
         throw new CoreRejectedError(
-          `${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`,
+          `${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and ` +
+            `digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`,
         );
       }
       if (r.type !== 'document') {
@@ -238,7 +240,9 @@ export class MambuCore implements CoreSystem {
     const warnings: string[] = [];
     for (const doc of pkg.documents) {
       if (typeof doc.size === 'number' && doc.size > this.opts.documents.maxBytes) {
-        const reason = `document ${doc.id} is ${doc.size} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`;
+        const reason =
+          `document ${doc.id} is ${doc.size} bytes, over ` +
+          `core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`;
         if (this.opts.documents.refused === 'quarantine')
           throw new CoreRejectedError(`${reason} (core.mambu.documents.refused: quarantine)`);
         warnings.push(`${reason}; left out (core.mambu.documents.refused: skip)`);
@@ -288,7 +292,8 @@ export class MambuCore implements CoreSystem {
     if (found !== null) return holderOf(found, `${kind} ${id}`);
     if (rec.fields['existing'] === true) {
       throw new CoreRejectedError(
-        `${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist (deleted since it was matched?); check the customer, then loans retry`,
+        `${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist ` +
+          `(deleted since it was matched?); check the customer, then loans retry`,
       );
     }
     // Last guard before a create: a customer that already holds this tax id (made in Mambu by a
@@ -354,7 +359,8 @@ export class MambuCore implements CoreSystem {
     const hits = await this.searchByTaxId(kind, tin, signal);
     if (hits.length > 1)
       throw new CoreRejectedError(
-        `${kind} ${rec.externalId}: ${hits.length} Mambu ${kind}s (${hits.map((h) => String(h['id'])).join(', ')}) hold its tax id; merge them in Mambu, then loans retry`,
+        `${kind} ${rec.externalId}: ${hits.length} Mambu ${kind}s ` +
+          `(${hits.map((h) => String(h['id'])).join(', ')}) hold its tax id; merge them in Mambu, then loans retry`,
       );
     const hit = hits[0];
     if (hit === undefined) return null;
@@ -404,7 +410,8 @@ export class MambuCore implements CoreSystem {
       if (err instanceof FatalError) throw err;
       throw new CustomerSourceUnavailableError(
         'customers.search_failed',
-        `Mambu ${kind} search by tax id failed (${errorMessage(err)}); the loan waits rather than create a customer Mambu may already have`,
+        `Mambu ${kind} search by tax id failed (${errorMessage(err)}); the ` +
+          `loan waits rather than create a customer Mambu may already have`,
       );
     }
     return hits.map((h) => {
@@ -450,7 +457,10 @@ export class MambuCore implements CoreSystem {
     return p;
   }
 
-  /** The loan's product exists, and the loan keeps to the product's amount, installments and grace type (as far as the product says). */
+  /**
+   * The loan's product exists, and the loan keeps to the product's amount, installments and grace type (as
+   * far as the product says).
+   */
   private async checkProduct(rec: MappedRecord, signal?: AbortSignal): Promise<Json> {
     const ref = rec.fields['productTypeKey'] as string;
     let product: Json;
@@ -459,7 +469,8 @@ export class MambuCore implements CoreSystem {
     } catch (err) {
       if (err instanceof CoreRejectedError && err.status === 404) {
         throw new CoreRejectedError(
-          `loan ${rec.externalId}: Mambu has no loan product ${ref}; fix the productTypeKey lookup of the mapping (or its defaults)`,
+          `loan ${rec.externalId}: Mambu has no loan product ${ref}; fix ` +
+            `the productTypeKey lookup of the mapping (or its defaults)`,
           404,
           err.detail,
         );
@@ -478,7 +489,9 @@ export class MambuCore implements CoreSystem {
       (r.min !== null && x < r.min) || (r.max !== null && x > r.max);
     const refuse = (what: string, r: { min: number | null; max: number | null }): never => {
       throw new CoreRejectedError(
-        `loan ${rec.externalId}: ${what} is outside Mambu product ${name} limits ${r.min ?? 0}–${r.max ?? '∞'}; widen the product or map the loan to another product (the productTypeKey lookup)`,
+        `loan ${rec.externalId}: ${what} is outside Mambu product ${name} limits ` +
+          `${r.min ?? 0}–${r.max ?? '∞'}; widen the product or map ` +
+          `the loan to another product (the productTypeKey lookup)`,
       );
     };
     const amount = Number(rec.fields['loanAmount']);
@@ -498,7 +511,10 @@ export class MambuCore implements CoreSystem {
       schedule['gracePeriodType'] !== allowed
     ) {
       throw new CoreRejectedError(
-        `loan ${rec.externalId}: ${grace} grace period(s) of type ${String(schedule['gracePeriodType'])}, but Mambu product ${name} allows ${allowed}; set the mapping's gracePeriodType default (mappings.defaults) or map interest-only loans to a product with ${String(schedule['gracePeriodType'])} grace`,
+        `loan ${rec.externalId}: ${grace} grace period(s) of type ` +
+          `${String(schedule['gracePeriodType'])}, but Mambu product ${name} allows ${allowed}; set ` +
+          `the mapping's gracePeriodType default (mappings.defaults) or map interest-only ` +
+          `loans to a product with ${String(schedule['gracePeriodType'])} grace`,
       );
     }
     return product;
@@ -524,7 +540,8 @@ export class MambuCore implements CoreSystem {
     );
     if (page.items.length > 1)
       throw new CoreRejectedError(
-        `loan ${platformId}: ${page.items.length} Mambu loans hold ${this.opts.loanRefField} = ${ref}; close the extra one in Mambu, then the loan retries`,
+        `loan ${platformId}: ${page.items.length} Mambu loans hold ${this.opts.loanRefField} ` +
+          `= ${ref}; close the extra one in Mambu, then the loan retries`,
       );
     return page.items[0] ?? null;
   }
@@ -547,7 +564,9 @@ export class MambuCore implements CoreSystem {
       const theirs = this.refOf(byId);
       if (theirs !== undefined && theirs !== ref) {
         throw new CoreRejectedError(
-          `loan ${rec.externalId}: Mambu loan ${id} belongs to another loan (${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`,
+          `loan ${rec.externalId}: Mambu loan ${id} belongs to another loan ` +
+            `(${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number ` +
+            `pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`,
         );
       }
       return byId;
@@ -745,7 +764,8 @@ export class MambuCore implements CoreSystem {
       }
       if (fetched.bytes > this.opts.documents.maxBytes) {
         throw new CoreRejectedError(
-          `document ${doc.id} is ${fetched.bytes} bytes, over core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`,
+          `document ${doc.id} is ${fetched.bytes} bytes, over ` +
+            `core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`,
         );
       }
       const name = mambuDocumentName(asText(rec?.fields['name']) || doc.name || '', `document ${doc.id}`);
@@ -827,7 +847,9 @@ export class MambuCore implements CoreSystem {
       checks.push({
         name: 'core',
         status: 'ok',
-        detail: `Mambu at ${at} accepts core.mambu.auth (${'apiKey' in this.opts.auth ? 'API key' : `user ${this.opts.auth.username}`})`,
+        detail:
+          `Mambu at ${at} accepts core.mambu.auth ` +
+          `(${'apiKey' in this.opts.auth ? 'API key' : `user ${this.opts.auth.username}`})`,
       });
     } catch (err) {
       checks.push({ name: 'core', status: 'fail', detail: errorMessage(err) });
@@ -887,7 +909,9 @@ export class MambuCore implements CoreSystem {
           : {
               name: 'core.products',
               status: 'fail',
-              detail: `${missing.join('; ')} — fix the mapping's productTypeKey lookup or defaults, or create the product in Mambu`,
+              detail:
+                `${missing.join('; ')} — fix the mapping's productTypeKey ` +
+                `lookup or defaults, or create the product in Mambu`,
             },
       );
     }
@@ -952,7 +976,9 @@ export class MambuCore implements CoreSystem {
       : {
           name: 'core.customFields',
           status: 'fail',
-          detail: `${problems.join('; ')} — create them in Mambu (Administration → Fields) or change core.mambu.taxIdField / loanRefField and the mapping`,
+          detail:
+            `${problems.join('; ')} — create them in Mambu (Administration → ` +
+            `Fields) or change core.mambu.taxIdField / loanRefField and the mapping`,
         };
   }
 

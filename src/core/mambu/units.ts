@@ -16,7 +16,10 @@ function dateOf(v: unknown): string | null {
   return typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) ? v.slice(0, 10) : null;
 }
 
-/** A Mambu loan account (GET /loans/{id}) in platform units, for reconciliation. Products are core codes: not compared. */
+/**
+ * A Mambu loan account (GET /loans/{id}) in platform units, for reconciliation. Products are core codes: not
+ * compared.
+ */
 export function canonicalFromMambuLoan(loan: Json): CanonicalLoanFields {
   const schedule = (loan['scheduleSettings'] ?? {}) as Json;
   const interest = (loan['interestSettings'] ?? {}) as Json;

@@ -63,7 +63,8 @@ export function diffExpectedLines(
       const where = `expected-lines/${name} line ${i + 1}`;
       if (g === undefined || w === undefined) {
         diffs.push(
-          `${where}: expected ${w === undefined ? '(no line)' : JSON.stringify(decode(file, w))}, got ${g === undefined ? '(no line)' : JSON.stringify(decode(file, g))}`,
+          `${where}: expected ${w === undefined ? '(no line)' : JSON.stringify(decode(file, w))}, ` +
+            `got ${g === undefined ? '(no line)' : JSON.stringify(decode(file, g))}`,
         );
         continue;
       }
@@ -96,7 +97,8 @@ function diffLine(file: LayoutFile, where: string, want: Uint8Array, got: Uint8A
   }
   for (const c of columns.slice(0, MAX_COLUMN_DIFFS)) {
     out.push(
-      `${where}, column ${c.label}: expected ${c.want === undefined ? '(no column)' : JSON.stringify(c.want)}, got ${c.got === undefined ? '(no column)' : JSON.stringify(c.got)}`,
+      `${where}, column ${c.label}: expected ${c.want === undefined ? '(no column)' : JSON.stringify(c.want)}, ` +
+        `got ${c.got === undefined ? '(no column)' : JSON.stringify(c.got)}`,
     );
   }
   if (columns.length > MAX_COLUMN_DIFFS)

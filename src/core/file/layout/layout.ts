@@ -195,7 +195,10 @@ export interface LayoutCompileResult {
 export interface LayoutRecordCatalogue {
   /** Record type → field → its `maxLength`; undefined when the mapping did not compile (no field checks then). */
   readonly fields: ReadonlyMap<string, ReadonlyMap<string, number | undefined>> | undefined;
-  /** The warning text when a fixed-width detail column of `record` would carry a platform id; undefined when it would not. */
+  /**
+   * The warning text when a fixed-width detail column of `record` would carry a platform id; undefined when
+   * it would not.
+   */
   idIntoFixedColumn(
     file: string,
     record: string,
@@ -309,7 +312,8 @@ export function compileLayout(text: string, catalogue?: LayoutRecordCatalogue): 
           if (max !== undefined && c.length !== undefined && max > c.length && c.overflow !== 'truncate') {
             at(
               src.posOf([...path, 'length']),
-              `${c.name}: field ${f.record}.${c.field} has maxLength ${max}, wider than the column (${c.length} bytes); widen it or set overflow: truncate`,
+              `${c.name}: field ${f.record}.${c.field} has maxLength ${max}, wider ` +
+                `than the column (${c.length} bytes); widen it or set overflow: truncate`,
             );
           }
           if (c.value !== undefined && c.length !== undefined && byteLength(c.value, f.encoding) > c.length) {
@@ -424,7 +428,10 @@ export function byteLength(s: string, encoding: LayoutEncoding): number {
   return UTF8.encode(s).length;
 }
 
-/** YAML keeps scalars as text in this parse (so `0012` survives); numbers are parsed back where the schema wants them. */
+/**
+ * YAML keeps scalars as text in this parse (so `0012` survives); numbers are parsed back where the schema
+ * wants them.
+ */
 function coerceNumbers(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) return value.map((v) => coerceNumbers(v));
   if (value !== null && typeof value === 'object') {

@@ -58,7 +58,10 @@ export interface RenderedLoanRows {
   correction: RenderedRows;
 }
 
-/** Renders every record of the file's record type, as a first board and as a correction; empty lists when the loan has none. */
+/**
+ * Renders every record of the file's record type, as a first board and as a correction; empty lists when the
+ * loan has none.
+ */
 export function renderLoanRows(
   file: LayoutFile,
   records: readonly MappedRecord[],
@@ -200,7 +203,8 @@ function formatValue(file: LayoutFile, c: LayoutColumn, raw: unknown, timeZone: 
     const wall = toWallTime(text, timeZone);
     if (wall === null)
       throw new LayoutRenderError(
-        `${where}: a value of ${text.length} characters is not a date (yyyy-mm-dd) or an ISO 8601 date-time of a real day`,
+        `${where}: a value of ${text.length} characters is not a ` +
+          `date (yyyy-mm-dd) or an ISO 8601 date-time of a real day`,
       );
     const [y, mo, d] = formatWallTime(wall, 'yyyy-MM-dd').split('-') as [string, string, string];
     switch (c.dateFormat) {
@@ -225,7 +229,10 @@ function cellText(v: unknown): string {
   return JSON.stringify(v);
 }
 
-/** A decimal text as an integer of 10^-decimals units; refuses to drop non-zero digits (money never rounds silently). */
+/**
+ * A decimal text as an integer of 10^-decimals units; refuses to drop non-zero digits (money never rounds
+ * silently).
+ */
 export function scaled(text: string, decimals: number, where: string): bigint {
   const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text.trim());
   if (!m)
@@ -237,7 +244,10 @@ export function scaled(text: string, decimals: number, where: string): bigint {
   return BigInt(`${m[1] ?? ''}${m[2] ?? '0'}${frac.slice(0, decimals).padEnd(decimals, '0')}`);
 }
 
-/** A scaled total or value as text: with its decimal point, or without one for an implied-decimal column (12345 for 123.45). */
+/**
+ * A scaled total or value as text: with its decimal point, or without one for an implied-decimal column
+ * (12345 for 123.45).
+ */
 export function formatScaled(v: bigint, decimals: number, implied: boolean): string {
   const text = formatUnits(v, decimals);
   return implied ? text.replace('.', '') : text;
@@ -256,7 +266,8 @@ function withoutControls(file: LayoutFile, c: LayoutColumn, text: string): strin
     const ch = CONTROL_CHARACTERS.exec(text)?.[0] ?? '';
     const code = `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
     throw new LayoutRenderError(
-      `${file.name} ${c.name}: the value holds a control character (${code}); the layout says controlCharacters: reject`,
+      `${file.name} ${c.name}: the value holds a control character ` +
+        `(${code}); the layout says controlCharacters: reject`,
     );
   }
   return text.replace(CONTROL_CHARACTERS, file.controlReplacement);
