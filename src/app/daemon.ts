@@ -52,7 +52,7 @@ export function poolsInUse(config: Pick<Config, 'core' | 'identity'>): NumberPoo
 
 /**
  * The leader's part of the work, in one place: `work` runs only while this replica leads, with
- * every store write it makes fenced by the current term (store/leadership.ts guard); on a standby
+ * every store write it makes fenced by the current term (store/leadership/leadership.ts guard); on a standby
  * (or once the term has ended) it does not run and `otherwise` is the answer.
  */
 export function leaderGate(

@@ -1,6 +1,6 @@
 /**
  * Executes approved console requests, one at a time, through the same operations the CLI uses
- * (boarding/ops.ts retry and skip, ops/reboard.ts, the file core's early seal, the platform
+ * (ops/retry.ts and ops/skip.ts under ops/bulk.ts, ops/reboard.ts, the file core's early seal, the platform
  * client's strike clear). It runs in the daemon (`run`): the daemon calls `runApproved` after each
  * cycle and the service kicks it on an approval. A request is claimed before it runs, so two
  * processes never execute one twice; a claim left by a crash is taken over at once when its process

@@ -34,7 +34,7 @@ export interface MetricsSources {
   mapping?: () => { version: string; lastReloadError: unknown };
   /** Usage of the bank's number pools in use (identity.*.source pool). */
   numberPools?: () => Promise<readonly PoolUsage[]>;
-  /** This replica's role among those sharing the state (store/leadership.ts). */
+  /** This replica's role among those sharing the state (store/leadership/leadership.ts). */
   leadership?: () => LeadershipView;
   /** Free space where the connector writes (the last reading). */
   disk?: () => DiskStatus;

@@ -45,7 +45,7 @@ export interface LoanBoarderDeps {
   customers?: CustomerResolver;
   /**
    * Asked right before each core write and acknowledgement: false when this process no longer
-   * leads (store/leadership.ts checkTrust), and then the call is not made. Absent: always true.
+   * leads (store/leadership/leadership.ts checkTrust), and then the call is not made. Absent: always true.
    */
   mayCall?: () => boolean;
 }

@@ -12,7 +12,7 @@ export interface CycleDeps extends LoanBoarderDeps {
   pageSize: number;
   concurrency: number;
   /**
-   * Who boards: only the leader (store/leadership.ts). A cycle runs only while this process leads,
+   * Who boards: only the leader (store/leadership/leadership.ts). A cycle runs only while this process leads,
    * every write it makes is fenced by the term it started in, and the term's end aborts its calls.
    */
   leadership: Leadership;

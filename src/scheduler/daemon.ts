@@ -38,7 +38,7 @@ export interface DaemonDeps {
   /** Called after each cycle (metrics, tests). */
   onCycle?: (summary: CycleSummary) => void | Promise<void>;
   /**
-   * Whether this process may run cycles now (it leads: store/leadership.ts). A standby's ticks and
+   * Whether this process may run cycles now (it leads: store/leadership/leadership.ts). A standby's ticks and
    * requests are dropped; its leadership loop asks for a cycle when it takes over.
    */
   mayCycle?: () => boolean;
