@@ -1,8 +1,4 @@
-import { createWriteStream, openAsBlob } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { finished } from 'node:stream/promises';
+import { openAsBlob } from 'node:fs';
 import { FormData } from 'undici';
 import type { Logger } from '../../lib/logger.js';
 import type { MappedRecord } from '../../contract/records.js';
@@ -24,6 +20,7 @@ import {
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { createOrFindDuplicate } from '../create-once.js';
+import { withSpooledDocument } from '../documents.js';
 import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import {
@@ -842,25 +839,14 @@ export class FineractCore implements CoreSystem {
     loanId: number,
     signal?: AbortSignal,
   ): Promise<CoreReceipt['documents'][number]> {
-    const dir = await mkdtemp(join(this.opts.spoolDir ?? tmpdir(), 'boarding-doc-'));
-    try {
-      const path = join(dir, 'content');
-      const sink = createWriteStream(path);
-      let fetched: Awaited<ReturnType<BoardingPackage['fetchDocument']>>;
-      try {
-        fetched = await fetchDocument(doc, sink, signal);
-        if (!sink.writableEnded) sink.end();
-        await finished(sink);
-      } catch (err) {
-        sink.destroy();
-        throw err;
-      }
-      if (fetched.bytes > this.documentPolicy.maxBytes) {
-        throw new CoreRejectedError(
-          `document ${doc.id} is ${fetched.bytes} bytes, over Fineract's upload ` +
-            `cap of ${this.documentPolicy.maxBytes} (core.http.documents.maxBytes)`,
-        );
-      }
+    const maxBytes = this.documentPolicy.maxBytes;
+    const spooled = {
+      ...{ fetchDocument, doc, spoolDir: this.opts.spoolDir, maxBytes, signal },
+      overCap: (bytes: number) =>
+        `document ${doc.id} is ${bytes} bytes, over Fineract's upload ` +
+        `cap of ${maxBytes} (core.http.documents.maxBytes)`,
+    };
+    return withSpooledDocument(spooled, async (path, fetched) => {
       const name = (asText(rec?.fields['name']) || doc.name || doc.id).slice(0, 250);
       const described =
         asText(rec?.fields['description']) ||
@@ -886,9 +872,7 @@ export class FineractCore implements CoreSystem {
         bytes: fetched.bytes,
         coreId: asText(res['resourceId']),
       };
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   }
 
   async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {

@@ -1,9 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createWriteStream, openAsBlob } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { finished } from 'node:stream/promises';
+import { openAsBlob } from 'node:fs';
 import { FormData } from 'undici';
 import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
@@ -12,6 +8,7 @@ import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ExternalRefStore } from '../external-refs.js';
+import { withSpooledDocument } from '../documents.js';
 import { KeyedLock } from '../keyed-lock.js';
 import {
   CoreRejectedError,
@@ -749,25 +746,13 @@ export class MambuCore implements CoreSystem {
     loan: Json,
     signal?: AbortSignal,
   ): Promise<CoreReceipt['documents'][number]> {
-    const dir = await mkdtemp(join(this.opts.spoolDir ?? tmpdir(), 'boarding-doc-'));
-    try {
-      const path = join(dir, 'content');
-      const sink = createWriteStream(path);
-      let fetched: Awaited<ReturnType<BoardingPackage['fetchDocument']>>;
-      try {
-        fetched = await pkg.fetchDocument(doc, sink, signal);
-        if (!sink.writableEnded) sink.end();
-        await finished(sink);
-      } catch (err) {
-        sink.destroy();
-        throw err;
-      }
-      if (fetched.bytes > this.opts.documents.maxBytes) {
-        throw new CoreRejectedError(
-          `document ${doc.id} is ${fetched.bytes} bytes, over ` +
-            `core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`,
-        );
-      }
+    const maxBytes = this.opts.documents.maxBytes;
+    const spooled = {
+      ...{ fetchDocument: pkg.fetchDocument, doc, spoolDir: this.opts.spoolDir, maxBytes, signal },
+      overCap: (bytes: number) =>
+        `document ${doc.id} is ${bytes} bytes, over core.mambu.documents.maxBytes (${maxBytes})`,
+    };
+    return withSpooledDocument(spooled, async (path, fetched) => {
       const name = mambuDocumentName(asText(rec?.fields['name']) || doc.name || '', `document ${doc.id}`);
       const marker = documentMarker(doc.id);
       const described = asText(rec?.fields['notes']);
@@ -792,9 +777,7 @@ export class MambuCore implements CoreSystem {
         bytes: fetched.bytes,
         coreId: text(res['encodedKey']) || text(res['id']),
       };
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   }
 
   async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
