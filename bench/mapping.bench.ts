@@ -90,6 +90,9 @@ function loanInput(i: number): MappingInput {
         },
       ],
     },
+    // As the pipeline gives it: the bank's account number (the generic set requires one) and no
+    // existing customers. Without it every loan was an issue and the bench timed the failure path.
+    identity: { accountNumber: String(4_100_000_000 + i), customers: {} },
     documents: [0, 1, 2].map((d) => ({
       id: `doc_${i}_${d}`,
       name: `Document ${d}.pdf`,
