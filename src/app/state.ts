@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { FatalError, UsageError } from '../lib/errors.js';
-import type { openDatabase } from '../store/sqlite/db.js';
 import { backupDatabase, verifyDatabase } from '../store/sqlite/backup.js';
 import { holderParts } from '../store/leadership/leadership.js';
 import {
@@ -17,6 +16,8 @@ import {
 } from '../store/migrations/copy-sqlite-to-pg.js';
 import { redactUrl } from '../lib/redact.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
+import { createCustomerStore } from '../store/identity/customers.js';
+import { sqliteStore } from '../store/sqlite/store.js';
 import { openState, openStateMigration, readLeader, type CommandScope } from './session.js';
 
 export { verifyDatabase, type TableComparison };
@@ -139,7 +140,7 @@ export async function migrateState(
     `identical: ${snapshot.length} tables, ${snapshot.reduce((n, t) => n + t.sqlite.rows, 0)} rows copied and ` +
       `verified; ${path} did not change meanwhile`,
   );
-  input.say(tinKeyAdvice(config, path, src));
+  input.say(tinKeyAdvice(config, await createCustomerStore(sqliteStore(src)).keyFingerprint()));
   input.say(
     `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once ` +
       `more (exit 0: nothing was written since); ` +
@@ -154,9 +155,7 @@ export async function migrateState(
  * SQLite state's key fingerprint over (customer_settings), so the key to configure is the one this
  * SQLite state used. Its value is never printed: where it is, and the fingerprint it must match.
  */
-function tinKeyAdvice(config: Config, path: string, src: ReturnType<typeof openDatabase>): string {
-  const row = src.prepare(`SELECT value FROM customer_settings WHERE name = 'tin_key_check'`).get() as
-    { value: string } | undefined;
+function tinKeyAdvice(config: Config, fingerprint: string | null): string {
   const keyFile = `${config.store.path}.tinkey`;
   const where =
     config.customers.tinHashKey !== undefined
@@ -164,7 +163,7 @@ function tinKeyAdvice(config: Config, path: string, src: ReturnType<typeof openD
       : existsSync(keyFile)
         ? `the contents of ${keyFile} (the key the connector generated beside the SQLite state)`
         : `the key the SQLite state was hashed with (${keyFile} is missing: restore it from a backup)`;
-  if (row === undefined) {
+  if (fingerprint === null) {
     return (
       `customers.tinHashKey: required on PostgreSQL (every replica the same); no customer was hashed yet, ` +
       `so set it to ${where}, or to a new secret of at least 16 characters`
@@ -172,7 +171,7 @@ function tinKeyAdvice(config: Config, path: string, src: ReturnType<typeof openD
   }
   return (
     `customers.tinHashKey: the customers' tax-id hashes were carried over with the fingerprint of their key ` +
-    `(${row.value}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) ` +
+    `(${fingerprint}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) ` +
     `on every replica to ${where}. Another key is refused at start`
   );
 }

@@ -46,6 +46,8 @@ export interface CustomerStore {
   checkKey(fingerprint: string, now: number): Promise<'stored' | 'same' | 'different'>;
   /** Whether a key's fingerprint is stored already (its customers were hashed with some key). */
   hasKey(): Promise<boolean>;
+  /** The fingerprint of the key the stored tax-id hashes were made with (null: none hashed yet). */
+  keyFingerprint(): Promise<string | null>;
   byTin(tinHash: string): Promise<CustomerRow | undefined>;
   xref(entityId: string): Promise<XrefRow | undefined>;
   /** A customer the core already has (extract, search). */
@@ -137,7 +139,7 @@ const loanCustomer = (r: RawLoanCustomer): LoanCustomerRow => ({
 });
 
 /** The tax-id hash key's fingerprint: every replica (and every restart) must hash with one key. */
-function tinKeyCheck(db: StoreDb): Pick<CustomerStore, 'checkKey' | 'hasKey'> {
+function tinKeyCheck(db: StoreDb): Pick<CustomerStore, 'checkKey' | 'hasKey' | 'keyFingerprint'> {
   const GET_SETTING = 'SELECT value FROM customer_settings WHERE name = ?';
   const PUT_SETTING =
     'INSERT INTO customer_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING';
@@ -153,6 +155,8 @@ function tinKeyCheck(db: StoreDb): Pick<CustomerStore, 'checkKey' | 'hasKey'> {
         return cur.value === fingerprint ? ('same' as const) : ('different' as const);
       }),
     hasKey: async () => (await db.get(GET_SETTING, ['tin_key_check'])) !== undefined,
+    keyFingerprint: async () =>
+      (await db.get<{ value: string }>(GET_SETTING, ['tin_key_check']))?.value ?? null,
   };
 }
 
