@@ -17,7 +17,7 @@ import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan }
 import type { CustomerResolution, CustomerResolver } from '../identity/customer-match.js';
 import { classifyFailure, type Failure, type FailurePhase, type RetryDisposition } from './failures.js';
 import { KeyedLock } from '../core/keyed-lock.js';
-import { ackKey, payloadHash, writtenForCurrentRelease } from './release.js';
+import { ackKey, ackKeyForBody, payloadHash, writtenForCurrentRelease } from './release.js';
 
 export interface BoardingSettings {
   maxAttempts: number;
@@ -414,35 +414,38 @@ async function ensureAckKey(c: BoarderCtx, row: LoanRow): Promise<void> {
 }
 
 async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
-  const { deps, store, platform, clock } = c;
+  const { deps, store, clock } = c;
   const key = ackKey(row.id, row.releaseMarker ?? 'release');
   // Normally stored with the core write; a loan written by an older version gets it here. Either
   // way it exists before the first call and every retry, across restarts, reuses it.
   if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
-  let response: unknown;
-  let alreadyBoarded = false;
+  const body = ackBody(row, deps.connectorVersion);
+  let sent: { response: unknown; alreadyBoarded: boolean; key: string; refused?: unknown };
   try {
-    assertMayCall(c, signal);
-    response = await platform.acknowledgeBoarding(row.id, ackBody(row, deps.connectorVersion), {
-      idempotencyKey: key,
-      signal,
-    });
+    sent = { ...(await sendAck(c, row, body, key, signal)), key };
   } catch (err) {
-    // The loan is boarded on the platform and the core holds our write: nothing is left to do.
-    // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
-    if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
+    if (!isPlatformError(err) || !err.refusedUnderKey) throw err;
+    // 422 under our ack key: the body is refused, or the key carried another body before (an ack
+    // sent by the previous version of the connector, or before a failover lost its commit, with
+    // another mapping version in its notes). Once more under a key of this body's own: a boarded
+    // loan answers 409 already boarded (accepted below), an unboarded one is boarded now, and a body
+    // the platform really refuses is refused again and quarantines as before. Never two boards: the
+    // platform boards a loan once whatever the key.
+    const retryKey = ackKeyForBody(key, body);
     deps.logger.warn(
       { loanId: row.id, serverCode: err.serverCode },
-      'platform reports the loan already boarded; recording it as acknowledged',
+      'acknowledgement refused under its key; sending it once under a key of its own body',
     );
-    response = err.toJSON();
-    alreadyBoarded = true;
+    if ((await store.keys.get(retryKey)) === null)
+      await store.keys.ensure(retryKey, 'ack', row.id, clock.now());
+    sent = { ...(await sendAck(c, row, body, retryKey, signal)), key: retryKey, refused: err.toJSON() };
   }
+  const { response, alreadyBoarded } = sent;
   const now = clock.now();
   return transition(c, att, row.id, {
     to: 'acknowledged',
     expectedFrom: row.state,
-    detail: { idempotencyKey: key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
+    detail: { idempotencyKey: sent.key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
     patch: {
       acknowledgedAt: now,
       boardedAtIso: new Date(now).toISOString(),
@@ -451,8 +454,35 @@ async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: Ab
       lastErrorMessage: null,
       quarantineReason: null,
     },
-    also: () => store.keys.complete(key, alreadyBoarded ? 409 : 200, response ?? null, now),
+    also: async () => {
+      // The first key ends with the answer it got, so no key is left looking unfinished.
+      if (sent.key !== key) await store.keys.complete(key, 422, sent.refused ?? null, now);
+      await store.keys.complete(sent.key, alreadyBoarded ? 409 : 200, response ?? null, now);
+    },
   });
+}
+
+/** One acknowledgement call; a 409 "already boarded" is success (the loan is boarded, the core holds it). */
+async function sendAck(
+  c: BoarderCtx,
+  row: LoanRow,
+  body: Record<string, unknown>,
+  key: string,
+  signal: AbortSignal,
+): Promise<{ response: unknown; alreadyBoarded: boolean }> {
+  try {
+    assertMayCall(c, signal);
+    const response = await c.platform.acknowledgeBoarding(row.id, body, { idempotencyKey: key, signal });
+    return { response, alreadyBoarded: false };
+  } catch (err) {
+    // (A platform that forgets idempotency keys answers a late replay of our own ack this way.)
+    if (!isPlatformError(err) || !err.alreadyBoarded) throw err;
+    c.deps.logger.warn(
+      { loanId: row.id, serverCode: err.serverCode },
+      'platform reports the loan already boarded; recording it as acknowledged',
+    );
+    return { response: err.toJSON(), alreadyBoarded: true };
+  }
 }
 
 async function fail(

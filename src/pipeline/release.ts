@@ -43,6 +43,18 @@ export function ackKey(loanId: string, marker: string): string {
   return `ack:${createHash('sha256').update(`${loanId}\u0000${marker}`).digest('hex')}`;
 }
 
+/**
+ * The key of an acknowledgement sent again after its own key was refused with another body (see
+ * acknowledge in board-loan.ts): the key plus a digest of the body, so the same body always gets
+ * the same key (a retry or a restart replays it) and another body another key.
+ */
+export function ackKeyForBody(key: string, body: Record<string, unknown>): string {
+  const digest = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
+  const derived = `${key}~${digest}`;
+  if (isUsableIdempotencyKey(derived)) return derived;
+  return `ack:${createHash('sha256').update(`${key}\u0000${digest}`).digest('hex')}`;
+}
+
 // Keys that could carry a full tax id if the platform ever added one to the loan object.
 const TIN_KEY = /^(ein|ssn|tin|taxid|taxidentifier|fulltin)$/i;
 

@@ -169,6 +169,16 @@ export class PlatformError extends Error {
     return this.status === 409 && /already_boarded/.test(this.serverCode ?? this.code);
   }
 
+  /**
+   * A 422 to a write sent under an Idempotency-Key: the body may simply be invalid, or the key may
+   * have carried an earlier request with another body (the spec leaves idempotency's rules unsaid;
+   * the sandbox answers 422 `idempotency.key_reused`, as such platforms do). The caller that can
+   * tell the two apart by sending once more under a key of its own (the acknowledgement) does so.
+   */
+  get refusedUnderKey(): boolean {
+    return this.status === 422;
+  }
+
   /** The message with its HTTP status and the server's code, as commands print a refused call. */
   describe(): string {
     if (this.status === null) return this.message;

@@ -107,4 +107,42 @@ describe('acknowledgement after a lost commit', () => {
     await expectAcknowledgedOnce(id);
     expect((await p.counters()).idempotentReplays).toBe(before + 1);
   });
+
+  it('an acknowledgement whose body changed under its key (the connector upgraded or the mapping changed between the accepted ack and its lost commit) is sent once under a key of its own body: the platform says already boarded, the loan is acknowledged, not ack_rejected', async () => {
+    const id = ids[2]!;
+    rollBack(id, 'written');
+    const db = new Database(cfg.dbPath);
+    try {
+      // The notes carry the mapping version: another version is another body under the same key.
+      db.prepare(`UPDATE loans SET mapping_version = 'edited-since' WHERE id = ?`).run(id);
+    } finally {
+      db.close();
+    }
+    const before = await p.counters();
+    const s = await sync();
+    expect(s.problems).toEqual([]);
+    expect(s.states).toMatchObject({ acknowledged: 3, quarantined: 0 });
+    const shown = await runCli(['--config', cfg.configPath, 'loans', 'show', id, '--json']);
+    const { loan } = JSON.parse(shown.stdout) as { loan: { state: string; quarantineReason: string | null } };
+    expect(loan.state).toBe('acknowledged');
+    expect(loan.quarantineReason).toBeNull();
+    const c = await p.counters();
+    // Boarded once: the first key's ack; the second key met "already boarded", no second board.
+    expect(c.acks[id]).toBe(1);
+    expect(c.duplicateAcks[id]).toBe((before.duplicateAcks[id] ?? 0) + 1);
+    expect(c.idempotentReplays).toBe(before.idempotentReplays);
+    // The second key is stored, completed, beside the first.
+    const keys = new Database(cfg.dbPath, { readonly: true });
+    try {
+      const rows = keys
+        .prepare(
+          `SELECT key, status FROM idempotency_keys WHERE loan_id = ? AND operation = 'ack' ORDER BY key`,
+        )
+        .all(id) as Array<{ key: string; status: number | null }>;
+      expect(rows).toHaveLength(2);
+      expect(rows.map((r) => r.status).sort()).toEqual([409, 422]);
+    } finally {
+      keys.close();
+    }
+  });
 });
