@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { StoreTarget } from '../src/store/open.js';
+import { registerPgUser } from '../test/support/pg-users.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const serverDir = process.env['BOARDING_TEST_PG_DIR'] ?? join(here, '..', 'var', 'pg-test');
@@ -14,11 +15,13 @@ const secret = (env: string, file: string): string =>
 export function benchPgUrl(): string {
   const fromEnv = process.env['BOARDING_TEST_PG_URL'];
   if (fromEnv) return fromEnv;
-  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start'], {
+  const r = spawnSync('bash', [join(here, '..', 'scripts', 'pg-test-server.sh'), 'start', serverDir], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   if (r.status !== 0) throw new Error(`scripts/pg-test-server.sh start exited ${r.status}`);
+  // A test run started meanwhile leaves the server running while this process lives.
+  registerPgUser(serverDir);
   return r.stdout.trim().split('\n').pop()!;
 }
 

@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { registerPgUser, releasePgUser } from './pg-users.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const script = join(root, 'scripts', 'pg-test-server.sh');
@@ -42,8 +43,10 @@ export default function setup(): (() => void) | undefined {
     process.env['BOARDING_TEST_PG_CA'] = join(at, 'tls', 'ca.crt');
     process.env['BOARDING_TEST_PG_DATA'] = join(at, 'data');
     process.stderr.write(`[pg-test-server] PostgreSQL for the tests ready in ${ms} ms\n`);
+    registerPgUser(at);
     return () => {
-      spawnSync('bash', [script, 'stop', ...args], { stdio: 'ignore' });
+      // A bench or another test run on the same server keeps it running.
+      if (releasePgUser(at)) spawnSync('bash', [script, 'stop', ...args], { stdio: 'ignore' });
     };
   }
   const detail = r.stderr.trim().split('\n').slice(-5).join(' | ');
