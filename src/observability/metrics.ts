@@ -317,7 +317,7 @@ function platformMetrics({ p, registry, clock, sources }: Family): void {
     registers: [registry],
     collect() {
       const h = safe(() => sources().platformHealth?.());
-      if (h) this.set(h.strikes24h);
+      this.set(h ? h.strikes24h : UNKNOWN);
     },
   });
   new Gauge({
@@ -326,7 +326,7 @@ function platformMetrics({ p, registry, clock, sources }: Family): void {
     registers: [registry],
     collect() {
       const h = safe(() => sources().platformHealth?.());
-      if (h) this.set(h.trafficStopped ? 1 : 0);
+      this.set(h ? (h.trafficStopped ? 1 : 0) : UNKNOWN);
     },
   });
   new Gauge({
@@ -349,7 +349,8 @@ function platformMetrics({ p, registry, clock, sources }: Family): void {
     registers: [registry],
     collect() {
       const h = safe(() => sources().platformHealth?.());
-      if (h) this.set(h.lastSuccessAt === null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000));
+      if (!h) this.set(UNKNOWN);
+      else this.set(h.lastSuccessAt === null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000));
     },
   });
 }
@@ -362,7 +363,7 @@ function leadershipMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       const l = safe(() => sources().leadership?.());
-      if (l) this.set(l.role === 'leader' ? 1 : 0);
+      this.set(l ? (l.role === 'leader' ? 1 : 0) : UNKNOWN);
     },
   });
   new Gauge({
@@ -371,7 +372,7 @@ function leadershipMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       const l = safe(() => sources().leadership?.());
-      if (l) this.set(l.epoch ?? 0);
+      this.set(l ? (l.epoch ?? 0) : UNKNOWN);
     },
   });
   new Counter({
@@ -407,7 +408,7 @@ function mappingMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       const m = safe(() => sources().mapping?.());
-      if (m) this.set(m.lastReloadError ? 1 : 0);
+      this.set(m ? (m.lastReloadError ? 1 : 0) : UNKNOWN);
     },
   });
 }
@@ -433,7 +434,7 @@ function hostMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       const d = safe(() => sources().disk?.());
-      if (d) this.set(d.ok ? 0 : 1);
+      this.set(d ? (d.ok ? 0 : 1) : UNKNOWN);
     },
   });
   new Gauge({
@@ -444,7 +445,7 @@ function hostMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       const o = safe(() => sources().coreOutage?.());
-      if (o !== undefined) this.set(o ? 1 : 0);
+      this.set(o === undefined ? UNKNOWN : o ? 1 : 0);
     },
   });
   new Gauge({
@@ -468,6 +469,13 @@ async function safeAsync<T>(fn: () => Promise<T> | undefined): Promise<T | undef
     return undefined;
   }
 }
+
+/**
+ * A gauge's value when its source is missing or failed to answer at scrape time: NaN (Prometheus
+ * shows no number), never 0, which reads as "standby", "not stopped" or "disk fine", nor the value
+ * of the last scrape that worked.
+ */
+const UNKNOWN = Number.NaN;
 
 function safe<T>(fn: () => T): T | undefined {
   try {

@@ -237,4 +237,31 @@ describe('connector metrics', () => {
     expect(text).not.toMatch(/^boarding_number_pool_used_ratio\{/m);
     expect(text).not.toMatch(/^boarding_mapping_info\{/m);
   });
+
+  it('a gauge whose source is missing or throws reads NaN, not 0 ("standby", "disk fine") nor the last scrape that worked', async () => {
+    let leadershipUp = true;
+    const metrics = createConnectorMetrics({
+      clock: new FakeClock(),
+      processMetrics: false,
+      leadership: () => {
+        if (!leadershipUp) throw new Error('database unreachable');
+        return { role: 'leader', epoch: 7, holder: 'h', acquisitions: 1 };
+      },
+      disk: () => {
+        throw new Error('statfs failed');
+      },
+    });
+    // prom-client writes NaN as `Nan`; Prometheus reads either (the float's name is case-insensitive).
+    const first = await metrics.render();
+    expect(first).toMatch(/^boarding_leader 1$/m);
+    expect(first).toMatch(/^boarding_leader_epoch 7$/m);
+    expect(first).toMatch(/^boarding_disk_full NaN$/im);
+    // No source at all in this process: unknown, not "not stopped".
+    expect(first).toMatch(/^boarding_platform_traffic_stopped NaN$/im);
+    expect(first).toMatch(/^boarding_core_outage NaN$/im);
+    leadershipUp = false;
+    const second = await metrics.render();
+    expect(second).toMatch(/^boarding_leader NaN$/im);
+    expect(second).toMatch(/^boarding_leader_epoch NaN$/im);
+  });
 });
