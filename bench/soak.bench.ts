@@ -32,6 +32,9 @@ interface Sample {
   minute: number;
   acked: number;
   rssMb: number;
+  /** RSS split (/proc/<pid>/status): anonymous memory (heap, malloc, SQLite's cache) and file pages (node's own code paged in). */
+  anonMb: number;
+  fileMb: number;
   fds: number;
   stateBytes: number;
   bytesPerLoan: number;
@@ -61,8 +64,8 @@ async function heapFigures(admin: string | null): Promise<{ heapMb: number; exte
   }
 }
 
-function rssKb(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+function statusKb(pid: number, field: 'VmRSS' | 'RssAnon' | 'RssFile'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : 0;
 }
 
@@ -179,7 +182,7 @@ async function main(): Promise<void> {
       `soak: ${MINUTES} min, ${LOANS_PER_MINUTE} loans/min released, 1 webhook/s, cycles every 10 s, reconcile every 3 min (state in ${cfg.dir})\n`,
     );
     process.stdout.write(
-      'min  acked  rssMB   fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  load\n',
+      'min  acked  rssMB  anonMB  fileMB   fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  load\n',
     );
     for (let minute = 1; minute <= MINUTES; minute++) {
       await new Promise((r) => setTimeout(r, t0 + minute * 60_000 - Date.now()));
@@ -202,7 +205,9 @@ async function main(): Promise<void> {
       const s: Sample = {
         minute,
         acked,
-        rssMb: rssKb(pid) / 1024,
+        rssMb: statusKb(pid, 'VmRSS') / 1024,
+        anonMb: statusKb(pid, 'RssAnon') / 1024,
+        fileMb: statusKb(pid, 'RssFile') / 1024,
         fds: readdirSync(`/proc/${pid}/fd`).length,
         stateBytes,
         bytesPerLoan: acked > 0 ? stateBytes / acked : 0,
@@ -212,7 +217,7 @@ async function main(): Promise<void> {
       };
       samples.push(s);
       process.stdout.write(
-        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${String(s.fds).padStart(4)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
+        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${s.anonMb.toFixed(1).padStart(6)}  ${s.fileMb.toFixed(1).padStart(6)}  ${String(s.fds).padStart(4)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
       );
     }
   } finally {
@@ -232,6 +237,8 @@ async function main(): Promise<void> {
     fds: ratio((s) => s.fds),
     bytesPerLoan: ratio((s) => s.bytesPerLoan),
     heap: ratio((s) => s.heapMb),
+    anon: ratio((s) => s.anonMb),
+    file: ratio((s) => s.fileMb),
   };
   const verdict = (x: number): string => (x <= GOAL ? 'flat' : 'GROWS');
   // The state's growth per loan boarded within each span (bytes/loan above also carries the
@@ -244,7 +251,7 @@ async function main(): Promise<void> {
   const growth = { first: marginal(0, span), last: marginal(samples.length - 1 - span, samples.length - 1) };
   process.stdout.write(
     `soak ${samples.length} min: webhooks delivered ${delivered} (refused ${refused}), loans acknowledged ${samples.at(-1)?.acked ?? 0} of ${released.length} released, daemon error lines ${errors}\n` +
-      `last ÷ first ${span} min: RSS ${r.rss.toFixed(3)} (${verdict(r.rss)}), fds ${r.fds.toFixed(3)} (${verdict(r.fds)}), state bytes/loan ${r.bytesPerLoan.toFixed(3)} (${verdict(r.bytesPerLoan)}) — goal ≤ ${GOAL}; V8 heap in use ${r.heap.toFixed(3)}\n` +
+      `last ÷ first ${span} min: RSS ${r.rss.toFixed(3)} (${verdict(r.rss)}), fds ${r.fds.toFixed(3)} (${verdict(r.fds)}), state bytes/loan ${r.bytesPerLoan.toFixed(3)} (${verdict(r.bytesPerLoan)}) — goal ≤ ${GOAL}; V8 heap in use ${r.heap.toFixed(3)}; RSS anonymous ${r.anon.toFixed(3)}, file pages ${r.file.toFixed(3)}\n` +
       `state growth per loan boarded (database + WAL, inbox rows included): first ${span} min ${Math.round(growth.first)} B, last ${span} min ${Math.round(growth.last)} B, ratio ${(growth.last / growth.first).toFixed(3)}\n` +
       `machine: ${cpus().length} cores, load average (1 min) at the end ${loadavg()[0]?.toFixed(1) ?? '?'} (other load skews the figures)\n`,
   );
