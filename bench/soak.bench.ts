@@ -5,8 +5,9 @@
  *   - a signed webhook delivery every second (loan.funded / loan.status_changed of those loans),
  *   - cycles every 10 s (a bank's drain is every minute), the reconciliation every 3 minutes
  *     (nightly at a bank), the inbox prune after the first cycle and the daily seal job,
- * for BENCH_SOAK_MINUTES (default 30). Every minute it prints the daemon's RSS, open file
- * descriptors, state size (database + WAL) per loan and the inbox's rows; at the end the ratio of
+ * for BENCH_SOAK_MINUTES (default 30). Every minute it prints the daemon's RSS (all, anonymous,
+ * file pages) and open file descriptors (each the mean of that minute's readings, one every 5 s),
+ * state size (database + WAL) per loan and the inbox's rows; at the end the ratio of
  * the last to the first 10 minutes' means (the last ÷ first third on a run shorter than 30 min).
  * Goal: ≤ 1.1 for RSS, descriptors and state size per loan. Prints numbers; never fails on them.
  * BENCH_SOAK_MAIN soaks another build's main.js instead (a copy of the worktree's dist/ and
@@ -25,6 +26,8 @@ const MINUTES = Number(process.env['BENCH_SOAK_MINUTES'] ?? 30);
 const LOANS_PER_MINUTE = Number(process.env['BENCH_SOAK_LOANS_PER_MINUTE'] ?? 30);
 const SECRET = `whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`;
 const GOAL = 1.1;
+/** How often RSS and descriptors are read (each minute's row is the mean of its readings). */
+const PROBE_MS = 5_000;
 /** Another build to soak (e.g. a copy of dist/, so rebuilding the worktree meanwhile does not touch it); default: build dist/. */
 const MAIN = process.env['BENCH_SOAK_MAIN'] ?? null;
 
@@ -172,17 +175,34 @@ async function main(): Promise<void> {
     }
   };
   const samples: Sample[] = [];
+  // RSS and descriptors saw-tooth within a minute (the heap grows to a collection, a reconciliation
+  // comes and goes): one reading a minute aliases that, so they are read every PROBE_MS and each
+  // minute's row is the mean of its readings.
+  let probes: Array<{ rss: number; anon: number; file: number; fds: number }> = [];
+  const probe = (): void => {
+    try {
+      probes.push({
+        rss: statusKb(pid, 'VmRSS') / 1024,
+        anon: statusKb(pid, 'RssAnon') / 1024,
+        file: statusKb(pid, 'RssFile') / 1024,
+        fds: readdirSync(`/proc/${pid}/fd`).length,
+      });
+    } catch {
+      // The daemon is gone: the minute's check says so.
+    }
+  };
   const t0 = Date.now();
   try {
     const list = (await p.admin('GET', '/loans?released=true')) as { data: Array<{ id: string }> };
     released.push(...list.data.map((l) => l.id));
     timers.push(setInterval(() => void deliver(), 1000));
+    timers.push(setInterval(probe, PROBE_MS));
     timers.push(setInterval(() => void release(), Math.max(100, Math.round(60_000 / LOANS_PER_MINUTE))));
     process.stdout.write(
       `soak: ${MINUTES} min, ${LOANS_PER_MINUTE} loans/min released, 1 webhook/s, cycles every 10 s, reconcile every 3 min (state in ${cfg.dir})\n`,
     );
     process.stdout.write(
-      'min  acked  rssMB  anonMB  fileMB   fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  load\n',
+      'min  acked  rssMB  anonMB  fileMB    fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  load\n',
     );
     for (let minute = 1; minute <= MINUTES; minute++) {
       await new Promise((r) => setTimeout(r, t0 + minute * 60_000 - Date.now()));
@@ -202,13 +222,16 @@ async function main(): Promise<void> {
       } catch {
         reports = 0;
       }
+      probe();
+      const minuteProbes = probes;
+      probes = [];
       const s: Sample = {
         minute,
         acked,
-        rssMb: statusKb(pid, 'VmRSS') / 1024,
-        anonMb: statusKb(pid, 'RssAnon') / 1024,
-        fileMb: statusKb(pid, 'RssFile') / 1024,
-        fds: readdirSync(`/proc/${pid}/fd`).length,
+        rssMb: mean(minuteProbes.map((x) => x.rss)),
+        anonMb: mean(minuteProbes.map((x) => x.anon)),
+        fileMb: mean(minuteProbes.map((x) => x.file)),
+        fds: mean(minuteProbes.map((x) => x.fds)),
         stateBytes,
         bytesPerLoan: acked > 0 ? stateBytes / acked : 0,
         inbox,
@@ -217,7 +240,7 @@ async function main(): Promise<void> {
       };
       samples.push(s);
       process.stdout.write(
-        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${s.anonMb.toFixed(1).padStart(6)}  ${s.fileMb.toFixed(1).padStart(6)}  ${String(s.fds).padStart(4)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
+        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${s.anonMb.toFixed(1).padStart(6)}  ${s.fileMb.toFixed(1).padStart(6)}  ${s.fds.toFixed(1).padStart(5)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
       );
     }
   } finally {
