@@ -46,6 +46,8 @@ interface Sample {
   /** From the daemon's /metrics: V8 heap in use and memory held outside the heap (Buffers, SQLite). */
   heapMb: number;
   externalMb: number;
+  /** The V8 young generation's reserved size: V8 grows it (up to 32 MiB) under allocation, and shrinks it when idle. */
+  newSpaceMb: number;
 }
 
 /** A gauge's value from a Prometheus text page (NaN when absent). */
@@ -54,16 +56,21 @@ function gauge(text: string, name: string): number {
   return m ? Number(m[1]) : NaN;
 }
 
-async function heapFigures(admin: string | null): Promise<{ heapMb: number; externalMb: number }> {
-  if (admin === null) return { heapMb: NaN, externalMb: NaN };
+async function heapFigures(
+  admin: string | null,
+): Promise<{ heapMb: number; externalMb: number; newSpaceMb: number }> {
+  if (admin === null) return { heapMb: NaN, externalMb: NaN, newSpaceMb: NaN };
   try {
     const text = await (await fetch(`${admin}/metrics`)).text();
     return {
       heapMb: gauge(text, 'boarding_nodejs_heap_size_used_bytes') / 1048576,
       externalMb: gauge(text, 'boarding_nodejs_external_memory_bytes') / 1048576,
+      newSpaceMb:
+        Number(/^boarding_nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(text)?.[1] ?? NaN) /
+        1048576,
     };
   } catch {
-    return { heapMb: NaN, externalMb: NaN };
+    return { heapMb: NaN, externalMb: NaN, newSpaceMb: NaN };
   }
 }
 
@@ -202,7 +209,7 @@ async function main(): Promise<void> {
       `soak: ${MINUTES} min, ${LOANS_PER_MINUTE} loans/min released, 1 webhook/s, cycles every 10 s, reconcile every 3 min (state in ${cfg.dir})\n`,
     );
     process.stdout.write(
-      'min  acked  rssMB  anonMB  fileMB    fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  load\n',
+      'min  acked  rssMB  anonMB  fileMB    fds  stateKB  bytes/loan  inbox  reports  heapMB  extMB  newMB  load\n',
     );
     for (let minute = 1; minute <= MINUTES; minute++) {
       await new Promise((r) => setTimeout(r, t0 + minute * 60_000 - Date.now()));
@@ -240,7 +247,7 @@ async function main(): Promise<void> {
       };
       samples.push(s);
       process.stdout.write(
-        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${s.anonMb.toFixed(1).padStart(6)}  ${s.fileMb.toFixed(1).padStart(6)}  ${s.fds.toFixed(1).padStart(5)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
+        `${String(minute).padStart(3)}  ${String(acked).padStart(5)}  ${s.rssMb.toFixed(1).padStart(5)}  ${s.anonMb.toFixed(1).padStart(6)}  ${s.fileMb.toFixed(1).padStart(6)}  ${s.fds.toFixed(1).padStart(5)}  ${String(Math.round(stateBytes / 1024)).padStart(7)}  ${String(Math.round(s.bytesPerLoan)).padStart(10)}  ${String(inbox).padStart(5)}  ${String(reports).padStart(7)}  ${s.heapMb.toFixed(1).padStart(6)}  ${s.externalMb.toFixed(1).padStart(5)}  ${s.newSpaceMb.toFixed(0).padStart(5)}  ${loadavg()[0]?.toFixed(1) ?? '?'}\n`,
       );
     }
   } finally {
@@ -275,6 +282,11 @@ async function main(): Promise<void> {
   process.stdout.write(
     `soak ${samples.length} min: webhooks delivered ${delivered} (refused ${refused}), loans acknowledged ${samples.at(-1)?.acked ?? 0} of ${released.length} released, daemon error lines ${errors}\n` +
       `last ÷ first ${span} min: RSS ${r.rss.toFixed(3)} (${verdict(r.rss)}), fds ${r.fds.toFixed(3)} (${verdict(r.fds)}), state bytes/loan ${r.bytesPerLoan.toFixed(3)} (${verdict(r.bytesPerLoan)}) — goal ≤ ${GOAL}; V8 heap in use ${r.heap.toFixed(3)}; RSS anonymous ${r.anon.toFixed(3)}, file pages ${r.file.toFixed(3)}\n` +
+      (samples.length >= 3 * span
+        ? `warm-up left out: last ÷ middle ${span} min: RSS ${(mean(last.map((x) => x.rssMb)) / mean(samples.slice(span, 2 * span).map((x) => x.rssMb))).toFixed(3)}, ` +
+          `fds ${(mean(last.map((x) => x.fds)) / mean(samples.slice(span, 2 * span).map((x) => x.fds))).toFixed(3)} ` +
+          `(V8 sizes its young generation to the allocation rate in the first minutes: newMB)\n`
+        : '') +
       `state growth per loan boarded (database + WAL, inbox rows included): first ${span} min ${Math.round(growth.first)} B, last ${span} min ${Math.round(growth.last)} B, ratio ${(growth.last / growth.first).toFixed(3)}\n` +
       `machine: ${cpus().length} cores, load average (1 min) at the end ${loadavg()[0]?.toFixed(1) ?? '?'} (other load skews the figures)\n`,
   );
