@@ -10,7 +10,7 @@
  * state size (database + WAL) per loan and the inbox's rows; at the end the ratio of
  * the last to the first 10 minutes' means (the last ÷ first third on a run shorter than 30 min).
  * Goal: ≤ 1.1 for RSS, descriptors and state size per loan. Prints numbers; never fails on them.
- * BENCH_SOAK_MAIN soaks another build's main.js instead (a copy of the worktree's dist/ and
+ * BENCH_SOAK_NODE_ARGS passes node options to the daemon. BENCH_SOAK_MAIN soaks another build's main.js instead (a copy of the worktree's dist/ and
  * package.json in a directory of their own under it, so rebuilding dist/ meanwhile changes nothing).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -26,6 +26,8 @@ const MINUTES = Number(process.env['BENCH_SOAK_MINUTES'] ?? 30);
 const LOANS_PER_MINUTE = Number(process.env['BENCH_SOAK_LOANS_PER_MINUTE'] ?? 30);
 const SECRET = `whsec_${Buffer.from('bench-secret-bench-secret-32byte').toString('base64')}`;
 const GOAL = 1.1;
+/** Node options for the daemon (e.g. "--max-semi-space-size=8" to see what V8's young generation adds to RSS). */
+const NODE_ARGS = (process.env['BENCH_SOAK_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
 /** How often RSS and descriptors are read (each minute's row is the mean of its readings). */
 const PROBE_MS = 5_000;
 /** Another build to soak (e.g. a copy of dist/, so rebuilding the worktree meanwhile does not touch it); default: build dist/. */
@@ -114,7 +116,7 @@ async function main(): Promise<void> {
   let admin: string | null = null;
   const child = spawn(
     process.execPath,
-    [MAIN ?? join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath],
+    [...NODE_ARGS, MAIN ?? join(process.cwd(), 'dist/main.js'), 'run', '--config', cfg.configPath],
     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } },
   );
   let errors = 0;
