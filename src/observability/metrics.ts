@@ -349,8 +349,8 @@ function platformMetrics({ p, registry, clock, sources }: Family): void {
     registers: [registry],
     collect() {
       const h = safe(() => sources().platformHealth?.());
-      if (!h) this.set(UNKNOWN);
-      else this.set(h.lastSuccessAt === null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000));
+      const age = h?.lastSuccessAt == null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000);
+      this.set(h ? age : UNKNOWN);
     },
   });
 }

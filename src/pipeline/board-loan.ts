@@ -418,7 +418,7 @@ async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: Ab
   const key = ackKey(row.id, row.releaseMarker ?? 'release');
   // Normally stored with the core write; a loan written by an older version gets it here. Either
   // way it exists before the first call and every retry, across restarts, reuses it.
-  if ((await store.keys.get(key)) === null) await store.keys.ensure(key, 'ack', row.id, clock.now());
+  await keyBeforeCall(c, key, row.id);
   const body = ackBody(row, deps.connectorVersion);
   let sent: { response: unknown; alreadyBoarded: boolean; key: string; refused?: unknown };
   try {
@@ -436,8 +436,7 @@ async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: Ab
       { loanId: row.id, serverCode: err.serverCode },
       'acknowledgement refused under its key; sending it once under a key of its own body',
     );
-    if ((await store.keys.get(retryKey)) === null)
-      await store.keys.ensure(retryKey, 'ack', row.id, clock.now());
+    await keyBeforeCall(c, retryKey, row.id);
     sent = { ...(await sendAck(c, row, body, retryKey, signal)), key: retryKey, refused: err.toJSON() };
   }
   const { response, alreadyBoarded } = sent;
@@ -460,6 +459,11 @@ async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: Ab
       await store.keys.complete(sent.key, alreadyBoarded ? 409 : 200, response ?? null, now);
     },
   });
+}
+
+/** Stores an ack key before its first call (read first: the common case, already stored, costs no commit). */
+async function keyBeforeCall(c: BoarderCtx, key: string, loanId: string): Promise<void> {
+  if ((await c.store.keys.get(key)) === null) await c.store.keys.ensure(key, 'ack', loanId, c.clock.now());
 }
 
 /** One acknowledgement call; a 409 "already boarded" is success (the loan is boarded, the core holds it). */
