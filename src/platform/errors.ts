@@ -1,5 +1,6 @@
 import { scrubText } from '../lib/redact.js';
 import { errorBodySchema, validationErrorBodySchema } from '../contract/schemas.js';
+import { serverClockOffsetMs, toHostTime } from './server-clock.js';
 
 /**
  * Every way a Loan Platform call can fail, classified once at the HTTP boundary (stripe-node's
@@ -213,14 +214,22 @@ export interface HttpContext {
   path: string;
 }
 
-/** Parses a Retry-After header: delta seconds or an HTTP date. Returns seconds (≥ 0) or null. */
-export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | null {
+/**
+ * Parses a Retry-After header: delta seconds or an HTTP date. Returns seconds (≥ 0) or null. A date
+ * is on the platform's clock: `serverOffsetMs` (serverClockOffsetMs of the answer's Date header)
+ * lays it on this host's.
+ */
+export function parseRetryAfter(
+  value: string | null | undefined,
+  nowMs: number,
+  serverOffsetMs = 0,
+): number | null {
   if (value === null || value === undefined || value.trim() === '') return null;
   const v = value.trim();
   if (/^\d+(\.\d+)?$/.test(v)) return Number(v);
   const at = Date.parse(v);
   if (Number.isNaN(at)) return null;
-  return Math.max(0, (at - nowMs) / 1000);
+  return Math.max(0, (toHostTime(at, serverOffsetMs) - nowMs) / 1000);
 }
 
 function codeForStatus(status: number, body: unknown): PlatformErrorCode {
@@ -242,7 +251,7 @@ export function classifyResponse(
   ctx: HttpContext,
   status: number,
   body: unknown,
-  headers: { retryAfter?: string | null | undefined },
+  headers: { retryAfter?: string | null | undefined; date?: string | null | undefined },
   nowMs: number,
 ): PlatformError {
   const parsed = errorBodySchema.safeParse(body);
@@ -270,7 +279,7 @@ export function classifyResponse(
   const validation = validationErrorBodySchema.safeParse(body);
   const serverMessage = parsed.success ? parsed.data.message : undefined;
   const bodyRetry = parsed.success ? parsed.data.retryAfter : undefined;
-  const headerRetry = parseRetryAfter(headers.retryAfter, nowMs);
+  const headerRetry = parseRetryAfter(headers.retryAfter, nowMs, serverClockOffsetMs(headers.date, nowMs));
   const retryAfterSeconds =
     headerRetry === null && bodyRetry === undefined ? null : Math.max(headerRetry ?? 0, bodyRetry ?? 0);
   const detail =

@@ -98,11 +98,13 @@ function rateHeadersOf(res: Dispatcher.ResponseData): {
   limit: string | null;
   remaining: string | null;
   reset: string | null;
+  date: string | null;
 } {
   return {
     limit: headerValue(res.headers, 'x-ratelimit-limit'),
     remaining: headerValue(res.headers, 'x-ratelimit-remaining'),
     reset: headerValue(res.headers, 'x-ratelimit-reset'),
+    date: headerValue(res.headers, 'date'),
   };
 }
 
@@ -295,7 +297,7 @@ function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) =
       ctx,
       res.statusCode,
       body,
-      { retryAfter: headerValue(res.headers, 'retry-after') },
+      { retryAfter: headerValue(res.headers, 'retry-after'), date: headerValue(res.headers, 'date') },
       clock.now(),
     );
     book.noteFailure(err, spec);
@@ -342,6 +344,12 @@ function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) =
         token = await budget.acquire(bucket, spec.signal);
         started = clock.now();
         res = await pool.request(requestOf(spec, ctx));
+        // A 429 stops the bucket at its status line, before a slow body is read.
+        if (res.statusCode === 429)
+          budget.holdAtRateLimitStatus(token, {
+            ...rateHeadersOf(res),
+            retryAfter: headerValue(res.headers, 'retry-after'),
+          });
         body = await readBody(res, ctx, maxResponseBytes);
       } catch (err) {
         throw failedSend(spec, ctx, bucket, err);

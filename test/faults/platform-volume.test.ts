@@ -24,6 +24,8 @@ import {
 const LOANS = Number(process.env['FAULTS_VOLUME_LOANS'] ?? 3000);
 const RATE = { windowMs: 1000, readsPerWindow: 150, writesPerWindow: 50 };
 const RETRY_AFTER_S = 3;
+/** How soon after the 429 a write already in flight may arrive (a loopback hop on a busy machine). */
+const IN_FLIGHT_ARRIVAL_MS = 1000;
 const sets: SingleSet[] = [];
 afterAll(async () => {
   for (const s of sets) await s.close().catch(() => undefined);
@@ -103,15 +105,23 @@ describe('platform faults at volume', () => {
     expect(log.dropped, `${ctx}: request log entries dropped (the window check needs them all)`).toBe(0);
     const the429 = log.data.find((e) => e.status === 429);
     expect(the429, `${ctx}: the injected 429 in the request log`).toBeDefined();
-    const early = log.data.filter(
+    const inside = log.data.filter(
       (e) => e.bucket === 'write' && e.at > the429!.at && e.at < the429!.at + RETRY_AFTER_S * 1000,
     );
+    // With a clean strike ledger the connector keeps up to 2 writes in flight (budget.ts inFlightCap),
+    // so ONE write it had already sent may arrive just after the 429 (CI saw one at +4 ms). Any
+    // other write inside Retry-After, or that one later than a loopback hop could take, was sent
+    // under the pause.
+    const inFlight = inside.filter((e, i) => i === 0 && e.at - the429!.at < IN_FLIGHT_ARRIVAL_MS);
+    const early = inside.filter((e) => !inFlight.includes(e));
     expect(
       early.map((e) => `${e.route} +${e.at - the429!.at} ms`),
-      `${ctx}: writes inside Retry-After`,
+      `${ctx}: writes sent inside Retry-After (${inFlight.length} in flight when the 429 came)`,
     ).toEqual([]);
     const resumedWriteAt =
-      log.data.find((e) => e.bucket === 'write' && e.at > the429!.at && e.status < 300)?.at ?? null;
+      log.data.find(
+        (e) => e.bucket === 'write' && e.at > the429!.at && !inFlight.includes(e) && e.status < 300,
+      )?.at ?? null;
     for (const b of slidingWindowReport(log))
       expect(
         b.maxInWindow,
@@ -131,6 +141,7 @@ describe('platform faults at volume', () => {
         at: forcedAt - t0,
         hit: the429!.at - t0,
         firstWriteAfterMs: resumedWriteAt === null ? null : resumedWriteAt - the429!.at,
+        inFlightWhenRefused: inFlight.map((e) => e.at - the429!.at),
       },
       recoveryMs: resumedWriteAt === null ? null : resumedWriteAt - the429!.at,
       strikeLogLines: strikesLogged,

@@ -102,6 +102,8 @@ export interface RateLimitedServer {
     bucket?: ServerBucket;
     count?: number;
     bodyRetryAfter?: number;
+    /** The 429's status line and headers go at once, its body this much later (a slow body). */
+    bodyDelayMs?: number;
   }): void;
   /** Every request (of `bucket`, or all) answers 429 until stopRefusing(); the answer waits holdMs. */
   refuseAll(opts?: { retryAfterSeconds?: number; bucket?: ServerBucket; holdMs?: number }): void;
@@ -180,6 +182,7 @@ export async function startRateLimitedServer(
     bucket: ServerBucket | undefined;
     retryAfterSeconds: number;
     bodyRetryAfter: number | undefined;
+    bodyDelayMs?: number | undefined;
   }> = [];
   const requests: RecordedRequest[] = [];
   const downloads: DownloadRecord[] = [];
@@ -313,19 +316,32 @@ export async function startRateLimitedServer(
         'x-ratelimit-remaining': String(Math.max(0, remaining)),
         'x-ratelimit-reset': reset,
       });
-      const too = (retryAfterSeconds: number, isForced: boolean, bodyRetryAfter?: number): void => {
+      const too = (
+        retryAfterSeconds: number,
+        isForced: boolean,
+        bodyRetryAfter?: number,
+        bodyDelayMs = 0,
+      ): void => {
         record.status = 429;
         record.forced = isForced;
-        send(
-          res,
-          429,
-          {
-            code: 'rate_limit.exceeded',
-            message: 'Too many requests',
-            retryAfter: bodyRetryAfter ?? retryAfterSeconds,
-          },
-          { ...rl(limit - count), 'retry-after': String(retryAfterSeconds) },
-        );
+        const body = {
+          code: 'rate_limit.exceeded',
+          message: 'Too many requests',
+          retryAfter: bodyRetryAfter ?? retryAfterSeconds,
+        };
+        const headers = { ...rl(limit - count), 'retry-after': String(retryAfterSeconds) };
+        if (bodyDelayMs <= 0) {
+          send(res, 429, body, headers);
+          return;
+        }
+        const text = JSON.stringify(body);
+        res.writeHead(429, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(text),
+          ...headers,
+        });
+        res.flushHeaders();
+        setTimeout(() => res.end(text), bodyDelayMs);
       };
       const r0 = refusing;
       if (r0 !== null && (r0.bucket === undefined || r0.bucket === bucket)) {
@@ -338,7 +354,7 @@ export async function startRateLimitedServer(
       if (fi >= 0) {
         const f = forced.splice(fi, 1)[0]!;
         blockedUntil[bucket] = Math.max(blockedUntil[bucket], at + f.retryAfterSeconds * 1000);
-        too(f.retryAfterSeconds, true, f.bodyRetryAfter);
+        too(f.retryAfterSeconds, true, f.bodyRetryAfter, f.bodyDelayMs);
         return;
       }
       if (blockedUntil[bucket] > at) {
@@ -442,6 +458,7 @@ export async function startRateLimitedServer(
         bucket: o.bucket,
         retryAfterSeconds: o.retryAfterSeconds ?? 2,
         bodyRetryAfter: o.bodyRetryAfter,
+        bodyDelayMs: o.bodyDelayMs,
       });
       for (let i = 1; i < (o.count ?? 1); i++)
         forced.push({

@@ -2,7 +2,8 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from './ledger.js';
 import type { Bucket, BudgetSnapshot, PlatformWait } from '../api.js';
-import { PlatformError } from '../errors.js';
+import { parseRetryAfter, PlatformError } from '../errors.js';
+import { serverClockOffsetMs, toHostTime } from '../server-clock.js';
 
 /**
  * The client-side rate budget (design.md "Decisions"): separate read and write buckets, each a
@@ -90,6 +91,8 @@ export interface RateHeaders {
   limit?: string | null | undefined;
   remaining?: string | null | undefined;
   reset?: string | null | undefined;
+  /** The answer's Date header: the platform's clock, against which an epoch reset is read. */
+  date?: string | null | undefined;
 }
 
 export interface RateLimitedInfo {
@@ -133,13 +136,21 @@ interface Lane {
 /** Waits shorter than this are not announced (a progress line would only flicker). */
 const ANNOUNCE_WAIT_MS = 200;
 
-/** Turns X-RateLimit-Reset into epoch ms: epoch seconds per spec; epoch ms or delta seconds tolerated. */
-export function parseResetHeader(value: string | null | undefined, nowMs: number): number | null {
+/**
+ * Turns X-RateLimit-Reset into epoch ms on this host's clock: epoch seconds per spec (epoch ms or
+ * delta seconds tolerated). An epoch is the platform's instant: `serverOffsetMs`
+ * (serverClockOffsetMs of the answer's Date header) lays it on this host's clock.
+ */
+export function parseResetHeader(
+  value: string | null | undefined,
+  nowMs: number,
+  serverOffsetMs = 0,
+): number | null {
   if (value === null || value === undefined || value.trim() === '') return null;
   const n = Number(value.trim());
   if (!Number.isFinite(n) || n < 0) return null;
-  if (n > 1e12) return n;
-  if (n > 1e9) return n * 1000;
+  if (n > 1e12) return toHostTime(n, serverOffsetMs);
+  if (n > 1e9) return toHostTime(n * 1000, serverOffsetMs);
   return nowMs + n * 1000;
 }
 
@@ -315,7 +326,9 @@ export class RateBudget {
     const remaining = parseCount(headers.remaining);
     if (remaining === null) return;
     const now = this.opts.clock.now();
-    const resetAt = parseResetHeader(headers.reset, now) ?? now + this.opts.windowMs;
+    const resetAt =
+      parseResetHeader(headers.reset, now, serverClockOffsetMs(headers.date, now)) ??
+      now + this.opts.windowMs;
     const cur = lane.server;
     // Keep the freshest view: the one from the most recently sent request, or a newer server window.
     if (cur === null || now >= cur.resetAt || token.seq > cur.afterSeq || resetAt > cur.resetAt) {
@@ -336,14 +349,7 @@ export class RateBudget {
     const now = this.opts.clock.now();
     const lane = this.lanes[token.bucket];
     this.counters.rateLimited += 1;
-    const resetAt = parseResetHeader(info.headers.reset, now);
-    const candidates = [
-      info.retryAfterSeconds === null ? 0 : info.retryAfterSeconds * 1000,
-      resetAt === null ? 0 : resetAt - now,
-    ];
-    let waitMs = Math.max(...candidates);
-    if (info.retryAfterSeconds === null && resetAt === null)
-      waitMs = this.opts.defaultPauseMs ?? this.opts.windowMs;
+    const waitMs = this.pauseMs(now, info.retryAfterSeconds, info.headers);
     const [jMin, jMax] = this.jitter;
     const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
     lane.pausedUntil = Math.max(lane.pausedUntil, until);
@@ -389,6 +395,30 @@ export class RateBudget {
     // Wake the pumps so calls waiting in line fail fast now that traffic is stopped.
     for (const l of Object.values(this.lanes)) void this.pump(l);
     return lane.pausedUntil;
+  }
+
+  /**
+   * The status line of an answer said 429, its body is still coming: the bucket stops at once, for
+   * the wait its headers name (plus the least jitter), so no token goes out while a slow body
+   * trickles in. onRateLimited, once the body is read, books the strike and may lengthen the pause
+   * (body.retryAfter); a pause only grows.
+   */
+  holdAtRateLimitStatus(token: Token, headers: RateHeaders & { retryAfter?: string | null }): void {
+    const now = this.opts.clock.now();
+    const lane = this.lanes[token.bucket];
+    const offset = serverClockOffsetMs(headers.date, now);
+    const wait = this.pauseMs(now, parseRetryAfter(headers.retryAfter, now, offset), headers);
+    lane.pausedUntil = Math.max(lane.pausedUntil, Math.ceil(now + wait + this.jitter[0]));
+  }
+
+  /** How long a 429 pauses its bucket before jitter: the longest wait it names, else the default. */
+  private pauseMs(now: number, retryAfterSeconds: number | null, headers: RateHeaders): number {
+    const resetAt = parseResetHeader(headers.reset, now, serverClockOffsetMs(headers.date, now));
+    if (retryAfterSeconds === null && resetAt === null) return this.opts.defaultPauseMs ?? this.opts.windowMs;
+    return Math.max(
+      retryAfterSeconds === null ? 0 : retryAfterSeconds * 1000,
+      resetAt === null ? 0 : resetAt - now,
+    );
   }
 
   /** Operator command: forget the strikes (after the platform confirmed the key is fine). */

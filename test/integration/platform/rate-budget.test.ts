@@ -1,5 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../../src/lib/clock.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { openDatabase, type Db } from '../../../src/store/sqlite/db.js';
 import { createMemoryRateState } from '../../../src/platform/rate-budget/ledger.js';
@@ -55,6 +56,25 @@ describe('rate budget against a server that enforces the documented limits', () 
     expect(client.stats().calls.read['200']).toBe(300);
     expect(client.stats().calls.write['200']).toBe(80);
   });
+
+  it('a host 2 min behind the platform waits out a spent server window in about a second, not 2 min (issue 37)', async () => {
+    // The platform counts fewer than this client allows itself (another process on the key): its
+    // X-RateLimit-Remaining binds, until its X-RateLimit-Reset, a Unix time on the PLATFORM's clock.
+    const srv = await server({ writesPerWindow: 3, windowMs: 1000 });
+    const behind = { ...systemClock, now: () => Date.now() - 120_000 };
+    const c = clientFor(srv, {
+      clock: behind,
+      rateState: createMemoryRateState(),
+      rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: 1000, headroom: 0.9 },
+    });
+    cleanups.push(() => c.close());
+    const t0 = Date.now();
+    for (let i = 0; i < 9; i++) await c.acknowledgeBoarding(`L${i}`, {}, { idempotencyKey: `ack:L${i}` });
+    const took = Date.now() - t0;
+    expect(srv.requests.filter((r) => r.status === 429)).toHaveLength(0);
+    // 9 writes at 3 a server window: about 3 windows, plus a second of the header's rounding each.
+    expect(took).toBeLessThan(10_000);
+  }, 20_000);
 
   it('a forced 429 with Retry-After: 2 pauses the whole bucket at least 2 s', async () => {
     const srv = await server({ windowMs: 1000 });

@@ -145,6 +145,25 @@ describe('rate-limit strike safety against a server that refuses', () => {
     expect(srv.maxConcurrent('read')).toBe(2);
   });
 
+  it('a 429 whose body trickles stops the bucket at its status line: no write goes out under it (issue 37)', async () => {
+    const srv = await server();
+    const c = client(srv);
+    await c.acknowledgeBoarding('W', {}, { idempotencyKey: 'ack:W' });
+    srv.forceRateLimit({ bucket: 'write', retryAfterSeconds: 1, bodyDelayMs: 1500 });
+    const first = c.acknowledgeBoarding('A', {}, { idempotencyKey: 'ack:A' }).catch((e: unknown) => e);
+    // The 429's headers are in; its body is still coming. A second caller has a free slot (2 in flight).
+    await new Promise((r) => setTimeout(r, 300));
+    const second = c.acknowledgeBoarding('B', {}, { idempotencyKey: 'ack:B' });
+    expect(await first).toMatchObject({ code: 'rate_limit.exceeded' });
+    await second;
+    const the429 = srv.requests.find((r) => r.status === 429)!;
+    const b = srv.requests.find((r) => r.path === '/public/v1/loans/B/boarding')!;
+    // Only the one 429 (one strike): B waited out the Retry-After instead of meeting the refusal.
+    expect(limited(srv)).toBe(1);
+    expect(c.health().strikes24h).toBe(1);
+    expect(b.at - the429.at).toBeGreaterThanOrEqual(1000);
+  });
+
   it('an operator clear from another process (shared state database) resumes traffic of a stopped client', async () => {
     const tmp = tempDir();
     cleanups.push(tmp.cleanup);

@@ -9,6 +9,7 @@ import {
   type Token,
 } from '../../../src/platform/rate-budget/budget.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
+import { serverClockOffsetMs } from '../../../src/platform/server-clock.js';
 import { createMemoryRateState, type RateStateStore } from '../../../src/platform/rate-budget/ledger.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
@@ -237,6 +238,59 @@ describe('rate budget math', () => {
     expect(parseResetHeader('1800000005000', now)).toBe(1_800_000_005_000);
     expect(parseResetHeader('30', now)).toBe(now + 30_000);
     expect(parseResetHeader('x', now)).toBeNull();
+  });
+
+  it("reads an epoch reset against the answer's Date header when this host's clock is off (issue 37)", () => {
+    const now = 1_800_000_000_000;
+    const server = now + 120_000; // the platform's clock: this host is 2 min behind
+    const date = new Date(server).toUTCString();
+    const reset = String(Math.ceil((server + 1500) / 1000));
+    const at = parseResetHeader(reset, now, serverClockOffsetMs(date, now));
+    // 2 s after this host's now at most (the Date header counts whole seconds), never 2 min.
+    expect(at! - now).toBeGreaterThanOrEqual(1500);
+    expect(at! - now).toBeLessThanOrEqual(2000);
+    // A Date within the header's resolution is rounding, not skew: the host clock is trusted.
+    expect(serverClockOffsetMs(new Date(now + 1500).toUTCString(), now)).toBe(0);
+    expect(serverClockOffsetMs(new Date(now - 180_000).toUTCString(), now)).toBe(-180_000);
+    expect(serverClockOffsetMs('not a date', now)).toBe(0);
+    expect(serverClockOffsetMs(null, now)).toBe(0);
+  });
+
+  it('a host 2 min behind the platform waits out a spent server window in seconds, not minutes (issue 37)', async () => {
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const server = (): number => clock.now() + 120_000;
+    const b = budget(clock);
+    const t = await b.acquire('read');
+    b.observe(t, {
+      remaining: '0',
+      reset: String(Math.ceil((server() + 1000) / 1000)),
+      date: new Date(server()).toUTCString(),
+    });
+    const r = start(b, 'read', 1);
+    await clock.advance(900);
+    expect(r.done()).toBe(0);
+    await clock.advance(1200);
+    expect(r.done()).toBe(1);
+  });
+
+  it('a 429 stops the bucket at its status line, before its body is read (issue 37)', async () => {
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const b = budget(clock);
+    const [t1, t2] = await Promise.all([b.acquire('write'), b.acquire('write')]);
+    b.holdAtRateLimitStatus(t1, { retryAfter: '3', date: new Date(clock.now()).toUTCString() });
+    const r = start(b, 'write', 1);
+    b.settle(t2);
+    await clock.advance(2999);
+    expect(r.done()).toBe(0);
+    // The body names a longer wait: the pause grows, and the one strike is booked then.
+    const until = await b.onRateLimited(t1, { path: '/x', retryAfterSeconds: 5, headers: {} });
+    b.settle(t1);
+    expect(until).toBe(clock.now() + 5000);
+    await clock.advance(4999);
+    expect(r.done()).toBe(0);
+    await clock.advance(1);
+    expect(r.done()).toBe(1);
+    expect(b.strikes24h()).toBe(1);
   });
 
   it('bounds tokens in flight: 1 probe, then min(connections, strikes left before the stop, server remaining − taken)', async () => {

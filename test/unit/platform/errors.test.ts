@@ -140,6 +140,18 @@ describe('error classification at the boundary', () => {
     expect(parseRetryAfter('2', NOW)).toBe(2);
     expect(parseRetryAfter(new Date(NOW + 5000).toUTCString(), NOW)).toBeCloseTo(5, 0);
     expect(parseRetryAfter('soon', NOW)).toBeNull();
+    // An HTTP date is the platform's instant: read against its Date header when this host is off.
+    const server = NOW - 180_000; // this host is 3 min ahead
+    expect(parseRetryAfter(new Date(server + 5000).toUTCString(), NOW, server - NOW)).toBeCloseTo(5, 0);
+    expect(
+      classifyResponse(
+        { operation: 'op', method: 'POST', path: '/x' },
+        429,
+        null,
+        { retryAfter: new Date(server + 4000).toUTCString(), date: new Date(server).toUTCString() },
+        NOW,
+      ).retryAfterSeconds,
+    ).toBeCloseTo(4, 0);
     expect(parseRetryAfter(undefined, NOW)).toBeNull();
   });
 });
