@@ -9,6 +9,7 @@ import { createWebhookService } from './webhook-service.js';
 import { createDaemonConsole } from './console.js';
 import type { Express } from 'express';
 import { every } from '../lib/clock.js';
+import { withLinkedSignal } from '../lib/signals.js';
 import type { LeadershipView } from '../observability/metrics.js';
 import type { BoardingRuntime } from './runtime.js';
 import { dirname } from 'node:path';
@@ -151,7 +152,7 @@ function leaderJobs(
     run: (signal) =>
       gate(async () => {
         const term = rt.leadership.signal;
-        await job.run(term ? AbortSignal.any([signal, term]) : signal);
+        await (term ? withLinkedSignal([signal, term], (s) => job.run(s)) : job.run(signal));
       }, undefined),
   });
   const jobs: DaemonJob[] = [

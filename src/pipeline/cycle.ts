@@ -1,4 +1,5 @@
 import { errorMessage } from '../lib/errors.js';
+import { linkSignals } from '../lib/signals.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
 import { holderParts, type Leadership } from '../store/leadership/leadership.js';
@@ -109,8 +110,6 @@ const STILL_LISTED_LOG_IDS = 10;
 export class CycleAlreadyRunningError extends Error {
   override readonly name = 'CycleAlreadyRunningError';
 }
-
-const NEVER = new AbortController().signal;
 
 /** A checkpointed cursor the platform refuses (a 4xx no retry changes): classified by the error, once. */
 function isRefusedCursor(err: unknown): err is PlatformError {
@@ -578,8 +577,10 @@ async function run(c: CycleCtx, opts: CycleOptions): Promise<CycleSummary> {
     );
   };
   termSignal.addEventListener('abort', onLost, { once: true });
-  const stop = AbortSignal.any([opts.stop ?? NEVER, termSignal]);
-  const abort = AbortSignal.any([opts.abort ?? NEVER, termSignal]);
+  const stopLink = linkSignals([opts.stop, termSignal]);
+  const abortLink = linkSignals([opts.abort, termSignal]);
+  const stop = stopLink.signal;
+  const abort = abortLink.signal;
   try {
     return await leadership.guard(store.db, async () => {
       const progress = (p: CycleProgress): void => {
@@ -649,6 +650,8 @@ async function run(c: CycleCtx, opts: CycleOptions): Promise<CycleSummary> {
     throw err;
   } finally {
     termSignal.removeEventListener('abort', onLost);
+    stopLink.done();
+    abortLink.done();
     state.running = false;
     summary.durationMs = clock.now() - started;
     try {

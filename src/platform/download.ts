@@ -7,6 +7,7 @@ import type { DownloadResult } from './api.js';
 import { findRefusal, type DocumentHostGuard } from './download-guard.js';
 import { classifyThrown, PlatformError } from './errors.js';
 import { redactUrl } from '../lib/redact.js';
+import { withLinkedSignal } from '../lib/signals.js';
 
 /**
  * Fetches a presigned address. The signature in the query string IS the credential, so: no
@@ -67,6 +68,23 @@ export async function downloadPresigned(
   sink: Writable,
   opts: DownloadOptions,
 ): Promise<DownloadResult> {
+  const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
+  // The caller's signal may live as long as the daemon: linked for this download only.
+  if (deadline === undefined || opts.signal === undefined)
+    return downloadWithin(deps, address, sink, opts, deadline ?? opts.signal, deadline);
+  return withLinkedSignal([opts.signal, deadline], (signal) =>
+    downloadWithin(deps, address, sink, opts, signal, deadline),
+  );
+}
+
+async function downloadWithin(
+  deps: DownloadDeps,
+  address: string,
+  sink: Writable,
+  opts: DownloadOptions,
+  signal: AbortSignal | undefined,
+  deadline: AbortSignal | undefined,
+): Promise<DownloadResult> {
   const { url, where } = parseAddress(address, deps.httpsOnly === true);
   // A refusal's sentence first (what to change), the address after it: a queue shows the start.
   const literal = deps.guard.checkLiteral(url.hostname);
@@ -82,13 +100,6 @@ export async function downloadPresigned(
       message: `${literal} (GET ${where})`,
     });
   }
-  const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
-  const signal =
-    deadline === undefined
-      ? opts.signal
-      : opts.signal === undefined
-        ? deadline
-        : AbortSignal.any([opts.signal, deadline]);
   const overDeadline = (): PlatformError | null =>
     deadline?.aborted === true && opts.signal?.aborted !== true
       ? new PlatformError({

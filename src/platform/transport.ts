@@ -1,6 +1,7 @@
 import { Agent, Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { withLinkedSignal } from '../lib/signals.js';
 import { createMemoryRateState, type RateLedger, type RateStateStore } from './rate-budget/ledger.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './rate-budget/budget.js';
@@ -132,23 +133,6 @@ async function readBody(res: Dispatcher.ResponseData, ctx: HttpContext, maxBytes
   } catch {
     return text;
   }
-}
-
-/**
- * One listener per call on the caller's signal (a daemon passes one shutdown signal to every
- * call), however many waits inside the call listen: this keeps Node's max-listener warning away
- * without AbortSignal.any, which leaks on a long-lived source signal under Node 20.
- */
-function linkSignal(outer: AbortSignal | undefined): { signal: AbortSignal | undefined; done: () => void } {
-  if (outer === undefined) return { signal: undefined, done: () => undefined };
-  const inner = new AbortController();
-  if (outer.aborted) {
-    inner.abort(outer.reason);
-    return { signal: inner.signal, done: () => undefined };
-  }
-  const onAbort = (): void => inner.abort(outer.reason);
-  outer.addEventListener('abort', onAbort, { once: true });
-  return { signal: inner.signal, done: () => outer.removeEventListener('abort', onAbort) };
 }
 
 /**
@@ -492,12 +476,10 @@ export function createTransport(opts: TransportOptions): Transport {
     downloadAgent,
     guard,
     async call<T>(spec: CallSpec<T>): Promise<T> {
-      const link = linkSignal(spec.signal);
-      try {
-        return await callLinked({ ...spec, signal: link.signal });
-      } finally {
-        link.done();
-      }
+      // One listener per call on the caller's signal (a daemon passes one shutdown signal to every
+      // call), however many waits inside the call listen: no max-listener warning, no growth.
+      if (spec.signal === undefined) return callLinked(spec);
+      return withLinkedSignal([spec.signal], (signal) => callLinked({ ...spec, signal }));
     },
     noteDownload(outcome) {
       book.stats.downloads[outcome] += 1;

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { every, type Clock, type Timer } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
+import { withLinkedSignal } from '../../lib/signals.js';
 import type { StoreDb } from '../sql.js';
 import { FencedOut, type Fence, type FenceScope } from './fence.js';
 
@@ -353,7 +354,7 @@ export class Leadership {
       timeout.abort(new Error(`call timed out after ${timeoutMs} ms`)),
     );
     try {
-      return await fn(AbortSignal.any([cur.controller.signal, timeout.signal]));
+      return await withLinkedSignal([cur.controller.signal, timeout.signal], fn);
     } finally {
       timer.cancel();
     }
