@@ -36,7 +36,9 @@ describe('linked signals (a long-lived source never grows)', () => {
   it('leaves no listener on a long-lived source after 10,000 calls (AbortSignal.any on Node 20 kept each one)', async () => {
     const shutdown = new AbortController();
     for (let i = 0; i < 10_000; i++) await withLinkedSignal([shutdown.signal], () => Promise.resolve(i));
-    await expect(withLinkedSignal([shutdown.signal], () => Promise.reject(new Error('x')))).rejects.toThrow('x');
+    await expect(withLinkedSignal([shutdown.signal], () => Promise.reject(new Error('x')))).rejects.toThrow(
+      'x',
+    );
     expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
     const held = linkSignals([shutdown.signal]);
     expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(1);
