@@ -63,9 +63,24 @@ function parserOf<S extends z.ZodType>(
   };
 }
 
+/**
+ * The wrapping schemas a call needs, built once per item schema. A zod object compiles its parser
+ * (`new Function`) at its first parse: building `{ data: schema }` anew for every call cost 21 µs a
+ * call against 0.2 µs for a schema built once (zod 4, this machine), on every GET of a loan's parts.
+ */
+const wrapped = new WeakMap<z.ZodType, { data?: z.ZodType; page?: z.ZodType }>();
+function wrap(item: z.ZodType, kind: 'data' | 'page', build: () => z.ZodType): z.ZodType {
+  let w = wrapped.get(item);
+  if (w === undefined) wrapped.set(item, (w = {}));
+  return (w[kind] ??= build());
+}
+
 /** `{ data: … }` envelope parser. */
 function envelope<S extends z.ZodType>(schema: S, operation: string): (body: unknown) => z.infer<S> {
-  const parse = parserOf(dataOf(schema), operation);
+  const parse = parserOf(
+    wrap(schema, 'data', () => dataOf(schema)),
+    operation,
+  );
   return (body) => (parse(body) as { data: z.infer<S> }).data;
 }
 
@@ -138,15 +153,15 @@ async function listAll<S extends z.ZodType>(
   item: S,
   o?: ReadOptions,
 ): Promise<z.infer<S>[]> {
-  const parse = parserOf(
+  const pageSchema = wrap(item, 'page', () =>
     z.looseObject({ data: z.array(item), meta: paginationMetaSchema.optional() }),
-    operation,
-  );
+  ) as z.ZodType<{ data: z.infer<S>[]; meta?: z.infer<typeof paginationMetaSchema> }>;
+  const parse = parserOf(pageSchema, operation);
   const out: z.infer<S>[] = [];
   let query: Record<string, string> = { limit: '100' };
   for (let pages = 0; pages < MAX_LIST_PAGES; pages++) {
     const page = await t.call({ operation, method: 'GET', template, path, query, parse, signal: o?.signal });
-    out.push(...(page.data as z.infer<S>[]));
+    out.push(...page.data);
     const next = nextListQuery(operation, page, query);
     if (next === null) return out;
     query = next;
