@@ -68,13 +68,24 @@ export async function downloadPresigned(
   sink: Writable,
   opts: DownloadOptions,
 ): Promise<DownloadResult> {
-  const deadline = opts.deadlineMs === undefined ? undefined : AbortSignal.timeout(opts.deadlineMs);
-  // The caller's signal may live as long as the daemon: linked for this download only.
-  if (deadline === undefined || opts.signal === undefined)
-    return downloadWithin(deps, address, sink, opts, deadline ?? opts.signal, deadline);
-  return withLinkedSignal([opts.signal, deadline], (signal) =>
-    downloadWithin(deps, address, sink, opts, signal, deadline),
+  const ms = opts.deadlineMs;
+  if (ms === undefined) return downloadWithin(deps, address, sink, opts, opts.signal, undefined);
+  // A timer cleared when the download ends: AbortSignal.timeout keeps its timer (and a WeakRef)
+  // for the whole deadline after every download, 10 minutes by default (a soak's heap snapshots
+  // counted them). The caller's signal may live as long as the daemon: linked for this download only.
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new DOMException(`download deadline of ${ms} ms`, 'TimeoutError')),
+    ms,
   );
+  timer.unref();
+  try {
+    return await withLinkedSignal([opts.signal, deadline.signal], (signal) =>
+      downloadWithin(deps, address, sink, opts, signal, deadline.signal),
+    );
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function downloadWithin(
