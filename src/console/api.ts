@@ -5,11 +5,15 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { consoleUser } from './auth.js';
+import { sameOrigin } from './pages/security.js';
 import { parseExceptionQuery } from './service.js';
 import { ConsoleError, type NewRequest, type RequestStatus } from './contract.js';
 import type { ConsoleDeps } from './index.js';
 
 type Handler = (req: Request, res: Response) => Promise<void>;
+
+/** Methods that change nothing: every other one is checked for its origin and its JSON body. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 function one(v: unknown, name: string): string | undefined {
   if (v === undefined || v === '') return undefined;
@@ -32,6 +36,28 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     res.setHeader('Cache-Control', 'no-store');
     next();
   });
+  // Cross-site first, before credentials are even checked: a browser that holds Basic credentials
+  // (or sits behind the trusted proxy) must not be made to act by another site's page (issue 43 F1).
+  router.use((req, res, next) => {
+    if (SAFE_METHODS.has(req.method)) {
+      next();
+      return;
+    }
+    const origin = sameOrigin(req, { absentOk: true });
+    if (!origin.ok) {
+      log.warn(
+        { method: req.method, path: req.path, why: origin.why, client: deps.auth.clientAddress(req) },
+        'console api request refused: not from this console (Origin check)',
+      );
+      res.status(403).json({
+        error:
+          `refused: the request comes from another site (${origin.why}); the console API takes ` +
+          "requests from this console's own pages or from clients that send no Origin",
+      });
+      return;
+    }
+    next();
+  });
   router.use(deps.auth.basic);
   // Every request is logged with its user (the path only: a search may carry a name in its query).
   router.use((req, res, next) => {
@@ -50,25 +76,35 @@ export function createConsoleApi(deps: ConsoleDeps): Router {
     });
     next();
   });
-  // JSON bodies only: anything else is refused before it is read.
+  // Every state-changing request sends a JSON body, an empty one included ({}): a form or a
+  // body-less POST is what another site's page can send without a CORS preflight (issue 43 F1).
+  // Refused before the body is read.
   router.use((req, res, next) => {
-    const hasBody =
-      (req.get('content-length') !== undefined && req.get('content-length') !== '0') ||
-      req.get('transfer-encoding') !== undefined;
-    if (req.method === 'POST' && hasBody && !req.is('application/json')) {
-      res.status(415).json({ error: 'send JSON (Content-Type: application/json)' });
+    if (SAFE_METHODS.has(req.method)) {
+      next();
+      return;
+    }
+    const length = req.get('content-length');
+    if ((length === undefined || length === '0') && req.get('transfer-encoding') === undefined) {
+      res.status(400).json({ error: 'body: expected a JSON object ({} for an action without fields)' });
+      return;
+    }
+    if (req.is('application/json') !== 'application/json') {
+      res.status(415).json({
+        error:
+          `send a JSON body with Content-Type: application/json (got ${req.get('content-type') ?? 'none'}); ` +
+          'an action without fields takes {}',
+      });
       return;
     }
     next();
   });
   router.use(express.json({ limit: '2mb', type: 'application/json' }));
-
   const route = (fn: Handler) => (req: Request, res: Response, next: NextFunction) => {
     fn(req, res).catch(next);
   };
   const body = (req: Request): Record<string, unknown> => {
     const b: unknown = req.body;
-    if (b === undefined) return {};
     if (typeof b !== 'object' || b === null || Array.isArray(b))
       throw new ConsoleError(400, 'body: expected a JSON object');
     return b as Record<string, unknown>;

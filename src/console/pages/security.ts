@@ -64,9 +64,14 @@ export function clearSessionCookie(res: Response, secure: boolean): void {
 /**
  * Whether a state-changing request comes from one of our own pages: its Origin (or, when a browser
  * sends none, its Referer) must name the host the request was sent to. A request with neither is
- * refused: every browser that can run the console sends one of them on a form POST.
+ * refused (every browser that can run the console sends one of them on a form POST), unless
+ * `absentOk` (the JSON API: automation sends neither, while a browser's cross-site request always
+ * carries an Origin, `null` at worst, which is refused).
  */
-export function sameOrigin(req: Request): { ok: true } | { ok: false; why: string } {
+export function sameOrigin(
+  req: Request,
+  opts: { absentOk?: boolean } = {},
+): { ok: true } | { ok: false; why: string } {
   const host = req.headers.host;
   if (typeof host !== 'string' || host === '') return { ok: false, why: 'no Host header' };
   const origin = req.headers.origin;
@@ -79,7 +84,8 @@ export function sameOrigin(req: Request): { ok: true } | { ok: false; why: strin
       : typeof referer === 'string' && referer !== ''
         ? referer
         : null;
-  if (source === null) return { ok: false, why: 'no Origin or Referer header' };
+  if (source === null)
+    return opts.absentOk === true ? { ok: true } : { ok: false, why: 'no Origin or Referer header' };
   let url: URL;
   try {
     url = new URL(source);

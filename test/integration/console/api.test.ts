@@ -53,14 +53,16 @@ async function api(
   body?: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; json: Json; text: string; headers: Headers }> {
+  // Every POST sends a JSON body ({} for an action without fields): the API refuses any other.
+  const sent = body ?? (method === 'POST' ? {} : undefined);
   const res = await fetch(`${base}/console/api${path}`, {
     method,
     headers: {
       ...(user ? auth(user) : {}),
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(sent !== undefined ? { 'content-type': 'application/json' } : {}),
       ...headers,
     },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    ...(sent !== undefined ? { body: JSON.stringify(sent) } : {}),
   });
   const text = await res.text();
   let json: Json = null;

@@ -90,7 +90,11 @@ describe('console: batch seal with four eyes (file core)', () => {
     // Nothing sealed before the approval.
     expect(readdirSync(cfg.coreDir)).not.toContain('batches');
 
-    const approved = await fetch(`${C}/requests/${request.id}/approve`, { method: 'POST', headers: ivan });
+    const approved = await fetch(`${C}/requests/${request.id}/approve`, {
+      method: 'POST',
+      headers: { ...ivan, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(approved.status).toBe(200);
     expect(await approved.json()).toMatchObject({ status: 'executed', result: { detail: `sealed ${id}` } });
 
