@@ -356,7 +356,10 @@ export function loadConfig(input: LoadConfigInput): Config {
   if (transport.length > 0) throw configError(source, src, input.filePath, transport.map(keyedProblem), env);
   if (config.core.adapter === 'http' && !config.core.http) {
     throw configError(source, src, input.filePath, [
-      keyedProblem('core.http: expected a map (required when core.adapter is http), got nothing'),
+      keyedProblem(
+        'core.http: expected a map (required when core.adapter is http or fineract: baseUrl, username, ' +
+          'password at least), got nothing',
+      ),
     ]);
   }
   if (config.core.adapter === 'mambu' && !config.core.mambu) {

@@ -189,8 +189,21 @@ export const mambuSchema = z.strictObject({
 });
 export type MambuConfig = z.infer<typeof mambuSchema>;
 
+/**
+ * `http` is the Apache Fineract adapter (the only profile of core.http); `fineract` is accepted as
+ * its name too, and read as `http` (a new user writes the core's name, issue 42).
+ */
+export const CORE_ADAPTER_ALIASES: Readonly<Record<string, 'http'>> = { fineract: 'http' };
+
 export const coreSchema = z.strictObject({
-  adapter: oneOf(['file', 'http', 'mambu']).default('file'),
+  adapter: z
+    .preprocess(
+      (v) => (typeof v === 'string' ? (CORE_ADAPTER_ALIASES[v] ?? v) : v),
+      z.enum(['file', 'http', 'mambu'], {
+        error: 'expected one of file, http (Apache Fineract; `fineract` is read as http), mambu',
+      }),
+    )
+    .default('file'),
   file: z
     .strictObject({
       dir: str('a directory path').default('./var/core'),
