@@ -115,6 +115,7 @@ function metricsSources(deps: WebhookServiceDeps, inbox: WebhookInbox): MetricsS
   return {
     db: deps.db,
     inbox,
+    logger: deps.logger.child({ component: 'metrics' }),
     ...(deps.mapping ? { mapping: deps.mapping } : {}),
     ...(deps.numberPools ? { numberPools: deps.numberPools } : {}),
     ...(stats

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Logger } from 'pino';
 import type { Clock } from '../lib/clock.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { PlatformStats } from '../platform/client.js';
@@ -42,7 +43,22 @@ export interface MetricsSources {
   coreOutage?: () => boolean;
   /** This host's clock against the database's (the last reading). */
   clockSkew?: () => ClockSkewStatus | null;
+  /** Where a source that stops answering (and recovers) is logged, with the reason. */
+  logger?: Logger;
 }
+
+/** The names `boarding_metric_source_up{source}` gives the sources above. */
+export type MetricSourceName =
+  | 'db'
+  | 'inbox'
+  | 'platform'
+  | 'api_calls'
+  | 'mapping'
+  | 'number_pools'
+  | 'leadership'
+  | 'disk'
+  | 'core_outage'
+  | 'clock_skew';
 
 /** What /readyz and /metrics say of leadership. */
 export interface LeadershipView {
@@ -94,7 +110,8 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   const registry = new Registry();
   let sources: MetricsSources = { ...opts };
   if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
-  const family: Family = { p, registry, clock: opts.clock, sources: () => sources };
+  const book = new SourceBook(() => sources.logger);
+  const family: Family = { p, registry, clock: opts.clock, sources: () => sources, book };
 
   // Registration order is the exposition's order: dashboards do not care, but diffs of it do.
   const pushed = pushedMetrics(family);
@@ -122,8 +139,120 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
     setSources(s) {
       sources = { ...sources, ...s };
     },
-    render: () => registry.metrics(),
+    render: async () => {
+      // The source-up family is rendered after every other collect has run (some are async), so
+      // it tells what this scrape saw, not the last one.
+      book.begin();
+      const text = await registry.metrics();
+      return text + (await book.render(p));
+    },
   };
+}
+
+/**
+ * Which sources answered during one scrape. A value that cannot be read is left out of the scrape
+ * (no sample), never written as 0 ("standby", "disk fine") nor as the last value read; this book
+ * says why it is missing: `boarding_metric_source_up{source} 0`, and one log line with the reason
+ * when a source stops answering (one more when it answers again).
+ */
+class SourceBook {
+  private scrape = new Map<MetricSourceName, unknown>();
+  private readonly failing = new Set<MetricSourceName>();
+  constructor(private readonly logger: () => Logger | undefined) {}
+
+  begin(): void {
+    this.scrape = new Map();
+  }
+
+  ok(source: MetricSourceName): void {
+    if (!this.scrape.has(source)) this.scrape.set(source, null);
+  }
+
+  failed(source: MetricSourceName, err: unknown): void {
+    if (this.scrape.get(source) == null) this.scrape.set(source, err ?? new Error('no answer'));
+  }
+
+  /** Runs a source, booking its answer; undefined when it is not attached or threw. */
+  read<T>(source: MetricSourceName, fn: (() => T) | undefined): T | undefined {
+    if (!fn) return undefined;
+    try {
+      const v = fn();
+      this.ok(source);
+      return v;
+    } catch (err) {
+      this.failed(source, err);
+      return undefined;
+    }
+  }
+
+  async readAsync<T>(source: MetricSourceName, fn: (() => Promise<T>) | undefined): Promise<T | undefined> {
+    if (!fn) return undefined;
+    try {
+      const v = await fn();
+      this.ok(source);
+      return v;
+    } catch (err) {
+      this.failed(source, err);
+      return undefined;
+    }
+  }
+
+  async render(p: string): Promise<string> {
+    const registry = new Registry();
+    const up = new Gauge({
+      name: `${p}metric_source_up`,
+      help:
+        '1 when a metrics source answered at this scrape, 0 when it failed (the metrics it feeds are ' +
+        'left out of the scrape; the log says why)',
+      labelNames: ['source'] as const,
+      registers: [registry],
+    });
+    for (const [source, err] of [...this.scrape].sort(([a], [b]) => a.localeCompare(b))) {
+      up.set({ source }, err == null ? 1 : 0);
+      const log = this.logger();
+      if (err != null && !this.failing.has(source)) {
+        this.failing.add(source);
+        log?.warn(
+          { source, reason: err instanceof Error ? err.message : JSON.stringify(err) },
+          'metrics: a source did not answer; its metrics are left out of /metrics until it does',
+        );
+      } else if (err == null && this.failing.delete(source)) {
+        log?.info({ source }, 'metrics: a source answers again');
+      }
+    }
+    if (this.scrape.size === 0) return '';
+    return '\n' + (await registry.metrics());
+  }
+}
+
+/**
+ * An unlabelled gauge whose value is read at scrape time: absent from the exposition (no sample)
+ * when `read` gives undefined, instead of prom-client's 0 for a reset unlabelled gauge.
+ */
+class ReadingGauge extends Gauge {
+  private known = false;
+  constructor(
+    name: string,
+    help: string,
+    registry: Registry,
+    read: () => number | undefined | Promise<number | undefined>,
+  ) {
+    super({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const v = await read();
+        (this as ReadingGauge).known = v !== undefined;
+        this.set(v ?? 0);
+      },
+    });
+  }
+
+  override async get() {
+    const m = await super.get();
+    return this.known ? m : { ...m, values: [] };
+  }
 }
 
 /** What every metric family is registered with; `sources()` is read at scrape time (they may be replaced). */
@@ -132,6 +261,7 @@ interface Family {
   registry: Registry;
   clock: Clock;
   sources: () => MetricsSources;
+  book: SourceBook;
 }
 
 /** Counters and the histogram the receiver and the daemon push (the only values not read at scrape time). */
@@ -161,7 +291,7 @@ function pushedMetrics({ p, registry }: Family) {
 }
 
 /** The pipeline's loans, read from the state database at scrape time. */
-function boardingMetrics({ p, registry, clock, sources }: Family): void {
+function boardingMetrics({ p, registry, clock, sources, book }: Family): void {
   // Prepared lazily per Db: the loans table belongs to the pipeline, read here only.
   let statsDb: StoreDb | undefined;
   let stats: LoanStats | undefined;
@@ -172,6 +302,8 @@ function boardingMetrics({ p, registry, clock, sources }: Family): void {
     return stats;
   };
 
+  // A scrape must never fail because of one source (e.g. the table is busy migrating): a family
+  // whose read fails is left empty and the source-up family says so.
   const dbGauge = (
     name: string,
     help: string,
@@ -186,27 +318,38 @@ function boardingMetrics({ p, registry, clock, sources }: Family): void {
       async collect() {
         this.reset();
         const db = sources().db;
-        if (!db || !db.isOpen) return;
-        try {
+        if (!db) return;
+        const filled = await book.readAsync('db', async () => {
+          if (!db.isOpen) throw new Error('the state database is closed');
           await fill(this, db);
-        } catch {
-          // A scrape must never fail because of one source (e.g. the table is busy migrating).
-        }
+          return true;
+        });
+        if (!filled) this.reset();
       },
     });
+  /** An unlabelled number from the state database: absent when it cannot be read. */
+  const dbReading = (name: string, help: string, read: (db: StoreDb) => Promise<number>): void => {
+    new ReadingGauge(`${p}${name}`, help, registry, () => {
+      const db = sources().db;
+      return book.readAsync(
+        'db',
+        db &&
+          (() => {
+            if (!db.isOpen) throw new Error('the state database is closed');
+            return read(db);
+          }),
+      );
+    });
+  };
   dbGauge('loans', 'Loans by state in the local state database', ['state'], async (g, db) => {
     // Every known state is present (0 when empty) so alerts on a state never see "no data".
     for (const state of LOAN_STATES) g.set({ state }, 0);
     for (const r of await loanStats(db).countByState()) g.set({ state: r.state }, r.n);
   });
-  dbGauge(
+  dbReading(
     'loans_boarded_total',
     'Loans boarded and acknowledged (all time, from the state database)',
-    [],
-    async (g, db) => {
-      const n = (await loanStats(db).countByState()).find((r) => r.state === 'acknowledged')?.n ?? 0;
-      g.set(n);
-    },
+    async (db) => (await loanStats(db).countByState()).find((r) => r.state === 'acknowledged')?.n ?? 0,
   );
   dbGauge(
     'loans_with_review_items',
@@ -231,19 +374,18 @@ function boardingMetrics({ p, registry, clock, sources }: Family): void {
       g.set({ due: 'false' }, total - due);
     },
   );
-  dbGauge(
+  dbReading(
     'oldest_unacknowledged_age_seconds',
     'Age of the oldest loan seen but not yet acknowledged (0 when none)',
-    [],
-    async (g, db) => {
+    async (db) => {
       const oldest = await loanStats(db).oldestUnacknowledgedAt();
-      g.set(oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000));
+      return oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000);
     },
   );
 }
 
 /** The bank's number pools (identity.*.source pool): boarding stops when one runs out. */
-function numberPoolMetrics({ p, registry, sources }: Family): void {
+function numberPoolMetrics({ p, registry, sources, book }: Family): void {
   new Gauge({
     name: `${p}number_pool_used_ratio`,
     help:
@@ -253,7 +395,7 @@ function numberPoolMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const u of (await safeAsync(() => sources().numberPools?.())) ?? [])
+      for (const u of (await book.readAsync('number_pools', sources().numberPools)) ?? [])
         this.set({ pool: u.pool }, u.ratio);
     },
   });
@@ -264,14 +406,18 @@ function numberPoolMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const u of (await safeAsync(() => sources().numberPools?.())) ?? [])
+      for (const u of (await book.readAsync('number_pools', sources().numberPools)) ?? [])
         this.set({ pool: u.pool }, Math.max(0, u.capacity - u.used));
     },
   });
 }
 
 /** Deliveries received but not yet processed. */
-function webhookInboxMetrics({ p, registry, clock, sources }: Family): void {
+function webhookInboxMetrics({ p, registry, clock, sources, book }: Family): void {
+  const stats = () => {
+    const inbox = sources().inbox;
+    return book.readAsync('inbox', inbox && (() => inbox.stats()));
+  };
   new Gauge({
     name: `${p}webhook_inbox`,
     help: 'Webhook inbox rows by status',
@@ -279,26 +425,28 @@ function webhookInboxMetrics({ p, registry, clock, sources }: Family): void {
     registers: [registry],
     async collect() {
       this.reset();
-      const s = await safeAsync(() => sources().inbox?.stats());
+      const s = await stats();
       if (!s) return;
       this.set({ status: 'pending' }, s.pending);
       this.set({ status: 'processed' }, s.processed);
       this.set({ status: 'failed' }, s.failed);
     },
   });
-  new Gauge({
-    name: `${p}webhook_inbox_oldest_pending_age_seconds`,
-    help: 'Age of the oldest unprocessed webhook delivery (0 when none)',
-    registers: [registry],
-    async collect() {
-      const s = await safeAsync(() => sources().inbox?.stats());
-      this.set(s?.oldestPendingAt == null ? 0 : Math.max(0, (clock.now() - s.oldestPendingAt) / 1000));
+  new ReadingGauge(
+    `${p}webhook_inbox_oldest_pending_age_seconds`,
+    'Age of the oldest unprocessed webhook delivery (0 when none)',
+    registry,
+    async () => {
+      const s = await stats();
+      if (!s) return undefined;
+      return s.oldestPendingAt == null ? 0 : Math.max(0, (clock.now() - s.oldestPendingAt) / 1000);
     },
-  });
+  );
 }
 
 /** The platform client: calls, 429 strikes, the rate budget. */
-function platformMetrics({ p, registry, clock, sources }: Family): void {
+function platformMetrics({ p, registry, clock, sources, book }: Family): void {
+  const health = () => book.read('platform', sources().platformHealth);
   new Gauge({
     name: `${p}platform_api_calls_total`,
     help: 'Platform API calls by class (rate bucket) and HTTP status, as counted by the client',
@@ -307,28 +455,25 @@ function platformMetrics({ p, registry, clock, sources }: Family): void {
     collect() {
       this.reset();
       const apiCalls = sources().apiCalls;
-      const calls = safe(() => (apiCalls ? [...apiCalls()] : undefined));
+      const calls = book.read('api_calls', apiCalls && (() => [...apiCalls()]));
       for (const c of calls ?? []) this.set({ bucket: c.bucket, status: c.status }, c.count);
     },
   });
-  new Gauge({
-    name: `${p}platform_rate_limit_strikes_24h`,
-    help: '429 strikes in the last 24 h not cleared by an operator (a live key is revoked at 3)',
-    registers: [registry],
-    collect() {
-      const h = safe(() => sources().platformHealth?.());
-      this.set(h ? h.strikes24h : UNKNOWN);
+  new ReadingGauge(
+    `${p}platform_rate_limit_strikes_24h`,
+    '429 strikes in the last 24 h not cleared by an operator (a live key is revoked at 3)',
+    registry,
+    () => health()?.strikes24h,
+  );
+  new ReadingGauge(
+    `${p}platform_traffic_stopped`,
+    '1 when writes are stopped after 2 strikes in 24 h',
+    registry,
+    () => {
+      const h = health();
+      return h && (h.trafficStopped ? 1 : 0);
     },
-  });
-  new Gauge({
-    name: `${p}platform_traffic_stopped`,
-    help: '1 when writes are stopped after 2 strikes in 24 h',
-    registers: [registry],
-    collect() {
-      const h = safe(() => sources().platformHealth?.());
-      this.set(h ? (h.trafficStopped ? 1 : 0) : UNKNOWN);
-    },
-  });
+  );
   new Gauge({
     name: `${p}platform_budget_remaining`,
     help:
@@ -339,48 +484,48 @@ function platformMetrics({ p, registry, clock, sources }: Family): void {
     registers: [registry],
     collect() {
       this.reset();
-      const h = safe(() => sources().platformHealth?.());
-      for (const b of h?.budgets ?? []) this.set({ bucket: b.bucket }, b.remaining);
+      for (const b of health()?.budgets ?? []) this.set({ bucket: b.bucket }, b.remaining);
     },
   });
-  new Gauge({
-    name: `${p}platform_last_success_age_seconds`,
-    help: 'Seconds since the last successful platform call (-1 when none yet)',
-    registers: [registry],
-    collect() {
-      const h = safe(() => sources().platformHealth?.());
-      const age = h?.lastSuccessAt == null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000);
-      this.set(h ? age : UNKNOWN);
+  new ReadingGauge(
+    `${p}platform_last_success_age_seconds`,
+    'Seconds since the last successful platform call (-1 when none yet)',
+    registry,
+    () => {
+      const h = health();
+      if (!h) return undefined;
+      return h.lastSuccessAt == null ? -1 : Math.max(0, (clock.now() - h.lastSuccessAt) / 1000);
     },
-  });
+  );
 }
 
 /** This replica's role among those sharing the state. */
-function leadershipMetrics({ p, registry, sources }: Family): void {
-  new Gauge({
-    name: `${p}leader`,
-    help: '1 while this replica leads (boards, runs the scheduled jobs), 0 on a standby',
-    registers: [registry],
-    collect() {
-      const l = safe(() => sources().leadership?.());
-      this.set(l ? (l.role === 'leader' ? 1 : 0) : UNKNOWN);
+function leadershipMetrics({ p, registry, sources, book }: Family): void {
+  const leadership = () => book.read('leadership', sources().leadership);
+  new ReadingGauge(
+    `${p}leader`,
+    '1 while this replica leads (boards, runs the scheduled jobs), 0 on a standby',
+    registry,
+    () => {
+      const l = leadership();
+      return l && (l.role === 'leader' ? 1 : 0);
     },
-  });
-  new Gauge({
-    name: `${p}leader_epoch`,
-    help: 'The lease epoch this replica leads in (the fencing token); 0 on a standby',
-    registers: [registry],
-    collect() {
-      const l = safe(() => sources().leadership?.());
-      this.set(l ? (l.epoch ?? 0) : UNKNOWN);
+  );
+  new ReadingGauge(
+    `${p}leader_epoch`,
+    'The lease epoch this replica leads in (the fencing token); 0 on a standby',
+    registry,
+    () => {
+      const l = leadership();
+      return l && (l.epoch ?? 0);
     },
-  });
+  );
   new Counter({
     name: `${p}leadership_acquisitions_total`,
     help: 'Times this replica became leader (a takeover after a failover, or a start)',
     registers: [registry],
     collect() {
-      const l = safe(() => sources().leadership?.());
+      const l = leadership();
       if (l) {
         this.reset();
         this.inc(l.acquisitions);
@@ -390,7 +535,8 @@ function leadershipMetrics({ p, registry, sources }: Family): void {
 }
 
 /** The mapping set in use. */
-function mappingMetrics({ p, registry, sources }: Family): void {
+function mappingMetrics({ p, registry, sources, book }: Family): void {
+  const mapping = () => book.read('mapping', sources().mapping);
   new Gauge({
     name: `${p}mapping_info`,
     help: 'The mapping version loans are mapped with (value 1; the version is the label)',
@@ -398,23 +544,24 @@ function mappingMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       this.reset();
-      const m = safe(() => sources().mapping?.());
+      const m = mapping();
       if (m) this.set({ version: m.version }, 1);
     },
   });
-  new Gauge({
-    name: `${p}mapping_reload_failed`,
-    help: '1 when the last mapping reload was refused (the set on disk does not lint; the loaded one keeps boarding)',
-    registers: [registry],
-    collect() {
-      const m = safe(() => sources().mapping?.());
-      this.set(m ? (m.lastReloadError ? 1 : 0) : UNKNOWN);
+  new ReadingGauge(
+    `${p}mapping_reload_failed`,
+    '1 when the last mapping reload was refused (the set on disk does not lint; the loaded one keeps boarding)',
+    registry,
+    () => {
+      const m = mapping();
+      return m && (m.lastReloadError ? 1 : 0);
     },
-  });
+  );
 }
 
 /** What stops boarding from outside: disk space, the core, the clock. */
-function hostMetrics({ p, registry, sources }: Family): void {
+function hostMetrics({ p, registry, sources, book }: Family): void {
+  const disk = () => book.read('disk', sources().disk);
   new Gauge({
     name: `${p}disk_free_bytes`,
     help:
@@ -424,65 +571,40 @@ function hostMetrics({ p, registry, sources }: Family): void {
     registers: [registry],
     collect() {
       this.reset();
-      const d = safe(() => sources().disk?.());
+      const d = disk();
       for (const r of d?.readings ?? []) if (r.freeBytes !== null) this.set({ dir: r.key }, r.freeBytes);
     },
   });
-  new Gauge({
-    name: `${p}disk_full`,
-    help: '1 while a watched directory has less than boarding.minFreeDiskMb free (boarding stopped)',
-    registers: [registry],
-    collect() {
-      const d = safe(() => sources().disk?.());
-      this.set(d ? (d.ok ? 0 : 1) : UNKNOWN);
+  new ReadingGauge(
+    `${p}disk_full`,
+    '1 while a watched directory has less than boarding.minFreeDiskMb free (boarding stopped)',
+    registry,
+    () => {
+      const d = disk();
+      return d && (d.ok ? 0 : 1);
     },
-  });
-  new Gauge({
-    name: `${p}core_outage`,
-    help:
-      '1 while the last boarding pass stopped because the core did not take writes (down, timing out, ' +
+  );
+  new ReadingGauge(
+    `${p}core_outage`,
+    '1 while the last boarding pass stopped because the core did not take writes (down, timing out, ' +
       'or its disk full)',
-    registers: [registry],
-    collect() {
-      const o = safe(() => sources().coreOutage?.());
-      this.set(o === undefined ? UNKNOWN : o ? 1 : 0);
+    registry,
+    () => {
+      const o = book.read('core_outage', sources().coreOutage);
+      return o === undefined ? undefined : o ? 1 : 0;
     },
-  });
-  new Gauge({
-    name: `${p}clock_offset_seconds`,
-    help:
-      "The state database's clock minus this host's (PostgreSQL; positive: this host is behind); " +
+  );
+  // No reading yet (or SQLite, where the database's clock is this host's): no sample, not "in sync".
+  new ReadingGauge(
+    `${p}clock_offset_seconds`,
+    "The state database's clock minus this host's (PostgreSQL; positive: this host is behind); " +
       '/readyz fails at store.maxClockSkewMs',
-    registers: [registry],
-    collect() {
-      this.reset();
-      const c = safe(() => sources().clockSkew?.());
-      if (c?.offset) this.set(c.offset.offsetMs / 1000);
+    registry,
+    () => {
+      const c = book.read('clock_skew', sources().clockSkew);
+      return c?.offset ? c.offset.offsetMs / 1000 : undefined;
     },
-  });
-}
-
-async function safeAsync<T>(fn: () => Promise<T> | undefined): Promise<T | undefined> {
-  try {
-    return await fn();
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A gauge's value when its source is missing or failed to answer at scrape time: NaN (Prometheus
- * shows no number), never 0, which reads as "standby", "not stopped" or "disk fine", nor the value
- * of the last scrape that worked.
- */
-const UNKNOWN = Number.NaN;
-
-function safe<T>(fn: () => T): T | undefined {
-  try {
-    return fn();
-  } catch {
-    return undefined;
-  }
+  );
 }
 
 /** Metrics sources from the platform client (`health()` and `stats()`). */

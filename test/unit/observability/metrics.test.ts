@@ -219,6 +219,19 @@ describe('connector metrics', () => {
       # HELP boarding_clock_offset_seconds The state database's clock minus this host's (PostgreSQL; positive: this host is behind); /readyz fails at store.maxClockSkewMs
       # TYPE boarding_clock_offset_seconds gauge
       boarding_clock_offset_seconds 1.5
+
+      # HELP boarding_metric_source_up 1 when a metrics source answered at this scrape, 0 when it failed (the metrics it feeds are left out of the scrape; the log says why)
+      # TYPE boarding_metric_source_up gauge
+      boarding_metric_source_up{source="api_calls"} 1
+      boarding_metric_source_up{source="clock_skew"} 1
+      boarding_metric_source_up{source="core_outage"} 1
+      boarding_metric_source_up{source="db"} 1
+      boarding_metric_source_up{source="disk"} 1
+      boarding_metric_source_up{source="inbox"} 1
+      boarding_metric_source_up{source="leadership"} 1
+      boarding_metric_source_up{source="mapping"} 1
+      boarding_metric_source_up{source="number_pools"} 1
+      boarding_metric_source_up{source="platform"} 1
       "
     `);
   });
@@ -238,7 +251,7 @@ describe('connector metrics', () => {
     expect(text).not.toMatch(/^boarding_mapping_info\{/m);
   });
 
-  it('a gauge whose source is missing or throws reads NaN, not 0 ("standby", "disk fine") nor the last scrape that worked', async () => {
+  it('a gauge whose source is missing or throws is left out of the scrape, not 0 ("standby", "disk fine") nor the last scrape that worked', async () => {
     let leadershipUp = true;
     const metrics = createConnectorMetrics({
       clock: new FakeClock(),
@@ -251,17 +264,20 @@ describe('connector metrics', () => {
         throw new Error('statfs failed');
       },
     });
-    // prom-client writes NaN as `Nan`; Prometheus reads either (the float's name is case-insensitive).
     const first = await metrics.render();
     expect(first).toMatch(/^boarding_leader 1$/m);
     expect(first).toMatch(/^boarding_leader_epoch 7$/m);
-    expect(first).toMatch(/^boarding_disk_full NaN$/im);
-    // No source at all in this process: unknown, not "not stopped".
-    expect(first).toMatch(/^boarding_platform_traffic_stopped NaN$/im);
-    expect(first).toMatch(/^boarding_core_outage NaN$/im);
+    expect(first).not.toMatch(/^boarding_disk_full\s/m);
+    expect(first).toMatch(/^boarding_metric_source_up\{source="disk"\} 0$/m);
+    // No source at all in this process: nothing to say, not "not stopped".
+    expect(first).not.toMatch(/^boarding_platform_traffic_stopped\s/m);
+    expect(first).not.toMatch(/^boarding_core_outage\s/m);
+    expect(first).not.toMatch(/source="platform"/);
     leadershipUp = false;
     const second = await metrics.render();
-    expect(second).toMatch(/^boarding_leader NaN$/im);
-    expect(second).toMatch(/^boarding_leader_epoch NaN$/im);
+    expect(second).not.toMatch(/^boarding_leader\s/m);
+    expect(second).not.toMatch(/^boarding_leader_epoch\s/m);
+    expect(second).not.toMatch(/NaN/i);
+    expect(second).toMatch(/^boarding_metric_source_up\{source="leadership"\} 0$/m);
   });
 });
