@@ -14,7 +14,8 @@ import {
   planTables,
   type TableComparison,
 } from '../store/migrations/copy-sqlite-to-pg.js';
-import { redactUrl } from '../lib/redact.js';
+import { redactUrl, redactUrlsIn, urlSecretParts } from '../lib/redact.js';
+import { pgSettingsProblems } from '../config/postgres.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
 import { createCustomerStore } from '../store/identity/customers.js';
 import { sqliteStore } from '../store/sqlite/store.js';
@@ -66,7 +67,22 @@ export async function migrateState(
   const { url, verifyOnly } = input;
   if (!/^postgres(ql)?:\/\//.test(url))
     throw new UsageError('--to: expected a postgres:// or postgresql:// URL');
+  // A password on the command line stays in the shell history and /proc/<pid>/cmdline (issue 43 F5).
+  const secrets = urlSecretParts(url);
+  if (secrets.length > 0)
+    throw new UsageError(
+      `--to: the URL carries ${secrets.join(' and ')}: a password on the command line stays in the shell ` +
+        'history and in the process list. Give the URL without it and the password in ' +
+        'BOARDING_STORE_PASSWORD (or store.postgres.password)',
+    );
   const config = ctx.config();
+  // The URL's own parameters, checked as store.postgres.url is (?host=, TLS parameters…), before connecting.
+  const urlProblems = pgSettingsProblems({
+    url,
+    ssl: config.store.postgres.ssl,
+    sslRootCert: config.store.postgres.sslRootCert,
+  });
+  if (urlProblems.length > 0) throw new UsageError(urlProblems.map(([, m]) => `--to: ${m}`).join('\n'));
   const where = redactUrl(url);
   const path = resolve(config.store.path);
   if (!existsSync(path)) throw new UsageError(`store.path: there is no SQLite state at ${path} to migrate`);
@@ -144,7 +160,7 @@ export async function migrateState(
   input.say(
     `next: stop the daemon on SQLite (if it is not already) and run \`state migrate --to … --verify-only\` once ` +
       `more (exit 0: nothing was written since); ` +
-      `then set store.engine: postgres and store.postgres.url: ${withoutPassword(url)} (the password in ` +
+      `then set store.engine: postgres and store.postgres.url: ${redactUrlsIn(url)} (the password in ` +
       `BOARDING_STORE_PASSWORD or store.postgres.password) and start the daemon. Keep ${path} as the ` +
       `fall-back until the bank has run on PostgreSQL.`,
   );
@@ -174,13 +190,6 @@ function tinKeyAdvice(config: Config, fingerprint: string | null): string {
     `(${fingerprint}); set customers.tinHashKey (or BOARDING_TIN_HASH_KEY) ` +
     `on every replica to ${where}. Another key is refused at start`
   );
-}
-
-/** The URL as it goes into store.postgres.url: the password belongs in BOARDING_STORE_PASSWORD. */
-function withoutPassword(url: string): string {
-  const u = new URL(url);
-  u.password = '';
-  return u.toString();
 }
 
 /** `state leader`: who leads on this state now (read only: it never takes the lease), as JSON and as a line. */

@@ -29,11 +29,25 @@ const TLS_PARAMS = [
   'ssl_max_protocol_version',
 ];
 /**
+ * libpq parameters that would replace what the URL's authority and path say (issue 43 F11:
+ * `postgresql://u@wrong.example/db?host=127.0.0.1` connected to 127.0.0.1 while `config check`, logs
+ * and errors named wrong.example): refused, so what is shown is what the connector connects to.
+ */
+const AUTHORITY_PARAMS: Record<string, string> = {
+  host: 'the host',
+  hostaddr: 'the host',
+  port: 'the port',
+  user: 'the user name',
+  dbname: 'the database (the path)',
+  service: 'the host, port and database',
+  servicefile: 'the host, port and database',
+};
+/**
  * Parameters the connector reads from the URL itself (everything else is refused, never silently
  * ignored). Not application_name: the connector names its sessions per process (a takeover ends a
  * stale leader's sessions by that name).
  */
-const PLAIN_PARAMS = ['host', 'port', 'user', 'dbname', 'password', 'options'];
+const PLAIN_PARAMS = ['password', 'options'];
 
 /** The URL's password: in its user-info or as `?password=` (node-postgres accepts both). */
 export function urlPassword(url: string): string | undefined {
@@ -90,6 +104,14 @@ export function pgSettingsProblems(s: {
           '?sslrootcert in the URL disagrees with store.postgres.sslRootCert: the CA is set by ' +
             'store.postgres.sslRootCert only; remove sslrootcert from the URL',
         ]);
+    } else if (AUTHORITY_PARAMS[key] !== undefined) {
+      out.push([
+        'url',
+        `?${name} in the URL: ${AUTHORITY_PARAMS[key]} is written in the URL itself ` +
+          '(postgres://user@host:port/database; a socket directory percent-encoded as the host, ' +
+          'postgres://user@%2Fvar%2Frun%2Fpostgresql/database), so that config check, logs and errors name ' +
+          `what the connector connects to; remove ${name} from the query`,
+      ]);
     } else if (TLS_PARAMS.includes(key)) {
       out.push([
         'url',

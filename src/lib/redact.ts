@@ -2,10 +2,15 @@
  * Redaction, in one place: what never leaves the process in a log line, a stored message, an issue
  * text or a printed URL. One set of patterns; each function says where its output goes.
  *
- * Tax ids: a full EIN or SSN never appears. Dashed forms (12-3456789, 123-45-6789) are redacted
- * everywhere. A bare run of 9 digits is redacted in text bound for storage and in mapping issues,
- * but not in log lines, where 9-digit cents amounts are common and the structured fields that carry
- * tax ids are removed by name (SECRET_FIELDS) instead.
+ * Tax ids (issue 43 F7): one rule set, TAX_ID_RULES, for every text that leaves the process (log
+ * lines, error messages, stored and quarantine text, reports): a dashed EIN (12-3456789) or SSN
+ * (123-45-6789), and a bare run of 9 digits on its own (a core's error body echoing
+ * `errorSource: 123456789`). Amounts in log lines are structured numbers, which text rules never
+ * touch. Only the mapped records (maskRecordFields) keep other 9-digit values: there a field is a
+ * tax id by its name, and the loan's own tax ids are masked wherever they appear.
+ *
+ * URLs (issue 43 F3/F4/F11): every URL in a text is taken apart by the WHATWG URL parser (a
+ * password holding `@` ends at the last `@`, as the driver reads it), never by a pattern.
  */
 
 /** Field and config key names whose values are credentials (the one list: config, logs, storage). */
@@ -63,8 +68,7 @@ export function hideSecrets(
   }
   if (Array.isArray(value)) return value.map((v, i) => hideSecrets(v, hidden, `${path}.${i}`));
   // A URL's password (store.postgres.url may carry one) is a secret wherever the URL is.
-  if (typeof value === 'string')
-    return value.replace(URL_USERINFO, '$1:***@').replace(URL_PASSWORD_PARAM, '$1***');
+  if (typeof value === 'string') return redactUrlsIn(value).replace(CONNINFO_PASSWORD, '$1***');
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>))
@@ -87,13 +91,75 @@ export const REDACT_PATHS: string[] = [
 
 const API_KEY = /\b(pk|sk)_(live|test)_[A-Za-z0-9_-]+/g;
 const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=_-]+/g;
-/** user:password@ in a URL (a PostgreSQL URL with its password). */
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/]+):[^\s@/]+@/gi;
-/** ?password=… (or sslpassword) in any URL's query: node-postgres reads a password from there too. */
-const URL_PASSWORD_PARAM = /([?&](?:ssl)?password=)[^&\s#"'<>]*/gi;
+/** A URL in a text: a scheme, `://`, and everything up to white space or a quote. */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
+/** Punctuation that ends a sentence around a URL rather than belonging to it. */
+const URL_TRAILER = /[.,;:!)\]}]+$/;
+/**
+ * A query parameter whose value may be a secret: libpq's password, passfile, sslpassword, sslkey,
+ * any token, key, secret, signature or credential (a presigned address's X-Amz-Signature).
+ */
+const SECRET_PARAM = /pass|secret|token|key|sig|credential|auth|session|cert/i;
+/** `password=…` outside a URL (a libpq key/value connection string, a driver's message). */
+const CONNINFO_PASSWORD = /\b((?:ssl)?password\s*=\s*)(?:'[^']*'|[^\s&#"'<>]+)/gi;
 const BEARER = /\bBearer\s+[A-Za-z0-9._~+/=-]+/gi;
-/** A URL with a query string: presigned addresses carry their signature there. */
-const URL_QUERY = /\b(https?:\/\/[^\s?#"'<>]+)\?[^\s#"'<>]*/g;
+/** Schemes whose whole query string is hidden in text: a presigned address carries its signature there. */
+const WEB_SCHEMES = new Set(['http:', 'https:', 'ws:', 'wss:']);
+
+/**
+ * One URL of a text as it may be shown: the password of its user-info `***` (the user name kept:
+ * a database role), an http(s) query replaced by `[redacted]`, any other scheme's secret parameters
+ * (`?password=`, `?sslkey=`…) `***`, a fragment `[redacted]`. A URL without any of these comes back
+ * as it was. A URL the parser refuses keeps nothing of its user-info (up to its last `@`) or query.
+ */
+function redactUrlToken(token: string): string {
+  let u: URL;
+  try {
+    u = new URL(token);
+  } catch {
+    const scheme = token.indexOf('://') + 3;
+    const at = token.lastIndexOf('@');
+    const rest = at >= scheme ? `***@${token.slice(at + 1)}` : token.slice(scheme);
+    const q = rest.search(/[?#]/);
+    return `${token.slice(0, scheme)}${q >= 0 ? `${rest.slice(0, q)}?[redacted]` : rest}`;
+  }
+  if (u.password === '' && u.search === '' && u.hash === '') return token;
+  const user =
+    u.username !== '' || u.password !== '' ? `${u.username}${u.password !== '' ? ':***' : ''}@` : '';
+  let query = '';
+  if (u.search !== '') {
+    query = WEB_SCHEMES.has(u.protocol)
+      ? '?[redacted]'
+      : `?${u.search
+          .slice(1)
+          .split('&')
+          .map((pair) => {
+            const eq = pair.indexOf('=');
+            const name = decodeURIComponentSafe(eq >= 0 ? pair.slice(0, eq) : pair);
+            return eq >= 0 && SECRET_PARAM.test(name) ? `${pair.slice(0, eq)}=***` : pair;
+          })
+          .join('&')}`;
+  }
+  return `${u.protocol}//${user}${u.host}${u.pathname}${query}${u.hash !== '' ? '#[redacted]' : ''}`;
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** Every URL of a text through redactUrlToken (the one URL rule for text: logs, errors, config check). */
+export function redactUrlsIn(text: string): string {
+  if (!text.includes('://')) return text;
+  return text.replace(URL_IN_TEXT, (m) => {
+    const trailer = URL_TRAILER.exec(m)?.[0] ?? '';
+    return redactUrlToken(m.slice(0, m.length - trailer.length)) + trailer;
+  });
+}
+
 /** EIN 12-3456789 or SSN 123-45-6789, not inside a longer run of digits. */
 const TIN_DASHED = /(?<![\d-])(\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?![\d-])/g;
 /**
@@ -103,38 +169,51 @@ const TIN_DASHED = /(?<![\d-])(\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?![\d-])/g;
  */
 const TIN_BARE = /(?<![\p{L}\p{N}.])\d{9}(?![\p{L}\p{N}.])/gu;
 
+/** The one tax-id rule set (F7): every text scrubber masks these, each in its own words. */
+const TAX_ID_RULES: readonly RegExp[] = [TIN_DASHED, TIN_BARE];
+
+/** Every tax id of a text replaced by `replacement(match)`. */
+function maskTaxIds(text: string, replacement: (m: string) => string): string {
+  let out = text;
+  for (const rule of TAX_ID_RULES) out = out.replace(rule, replacement);
+  return out;
+}
+
 /**
  * Every pattern scrubText replaces needs one of these: `_` (pk_/sk_ keys, whsec_), `:` (a URL's
- * scheme), `=` (a password parameter), `-` (a dashed tax id), or the word Bearer. Text with none of
- * them comes back unchanged without the seven replaces (most mapped record values: issue 37).
+ * scheme), `=` (a password parameter), `-` (a dashed tax id), a run of 9 digits, or the word
+ * Bearer. Text with none of them comes back unchanged (most mapped record values: issue 37).
  */
-const SCRUB_TRIGGER = /[_:=-]|bearer/i;
+const SCRUB_TRIGGER = /[_:=-]|\d{9}|bearer/i;
 
-/** For log lines and error texts shown to people: keys, secrets, bearer tokens, presigned queries, dashed tax ids. */
-export function scrubText(text: string): string {
-  if (!SCRUB_TRIGGER.test(text)) return text;
-  return text
-    .replace(API_KEY, '[redacted-key]')
-    .replace(WEBHOOK_SECRET, '[redacted-secret]')
-    .replace(URL_USERINFO, '$1:***@')
-    .replace(URL_PASSWORD_PARAM, '$1***')
-    .replace(BEARER, 'Bearer [redacted]')
-    .replace(URL_QUERY, '$1?[redacted]')
-    .replace(TIN_DASHED, '[redacted-tin]');
-}
-
-/** For text bound for the state database (error messages, event details): scrubText plus bare 9-digit tax ids. */
-export function redactForStorage(text: string): string {
-  return scrubText(text).replace(TIN_BARE, '[redacted-tin]');
+/** Keys, secrets, bearer tokens and URLs' secrets: scrubText without the tax-id rules. */
+function scrubSecrets(text: string): string {
+  return redactUrlsIn(text.replace(API_KEY, '[redacted-key]').replace(WEBHOOK_SECRET, '[redacted-secret]'))
+    .replace(CONNINFO_PASSWORD, '$1***')
+    .replace(BEARER, 'Bearer [redacted]');
 }
 
 /**
- * For mapping issue texts a bank engineer reads: a full tax id becomes `*****` and its last 4 (which identify
- * it safely).
+ * The one scrubber for text that leaves the process (log lines, error messages, stored and
+ * quarantine text, reports): keys, secrets, bearer tokens, URLs' passwords and secret queries,
+ * and tax ids (TAX_ID_RULES).
+ */
+export function scrubText(text: string): string {
+  if (!SCRUB_TRIGGER.test(text)) return text;
+  return maskTaxIds(scrubSecrets(text), () => '[redacted-tin]');
+}
+
+/** For text bound for the state database: the same scrubber (one rule set for every destination). */
+export function redactForStorage(text: string): string {
+  return scrubText(text);
+}
+
+/**
+ * For mapping issue texts a bank engineer reads: a full tax id (the same rules) becomes `*****`
+ * and its last 4 (which identify it safely).
  */
 export function maskTins(text: string): string {
-  const last4 = (m: string): string => `*****${m.replace(/\D/g, '').slice(-4)}`;
-  return text.replace(TIN_DASHED, last4).replace(TIN_BARE, last4);
+  return maskTaxIds(text, (m) => `*****${m.replace(/\D/g, '').slice(-4)}`);
 }
 
 const MAX_STORED_DEPTH = 12;
@@ -258,7 +337,8 @@ function maskValue(
       const digits = value.replace(/\D/g, '');
       if (digits.length >= 9) return last4Mask(digits);
     }
-    let out = scrubText(value);
+    // Not scrubText: a bank's 9-digit CIF or account number stays; the loan's own tax ids go below.
+    let out = SCRUB_TRIGGER.test(value) ? scrubSecrets(value).replace(TIN_DASHED, '[redacted-tin]') : value;
     for (const t of tins) if (out.includes(t.last4)) out = out.replace(t.re, '[redacted-tin]');
     return out;
   }
@@ -273,5 +353,24 @@ function maskValue(
         ? '[redacted]'
         : maskValue(v, tins, depth + 1, k);
   }
+  return out;
+}
+
+/**
+ * What in a URL carries a secret, each named as the operator wrote it (`the password after "user:"`,
+ * `?password=`, `?sslkey=`…); empty when nothing does. A URL given on the command line stays in the
+ * shell's history and in /proc/<pid>/cmdline (issue 43 F5): commands refuse one that carries any.
+ */
+export function urlSecretParts(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    // Unparsable: anything between the scheme and the last @ may be a password.
+    return /:\/\/[^/?#]*:[^/?#]*@/.test(url) ? ['a password in the user-info (user:password@)'] : [];
+  }
+  const out: string[] = [];
+  if (u.password !== '') out.push('a password in the user-info (user:password@)');
+  for (const name of new Set(u.searchParams.keys())) if (SECRET_PARAM.test(name)) out.push(`?${name}=`);
   return out;
 }

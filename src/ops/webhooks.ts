@@ -11,6 +11,7 @@ import { isEndpointDisabled, sameEndpointUrl } from '../platform/endpoint/endpoi
 import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registration.js';
 import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
 import type { BoardingStore } from '../store/index.js';
+import { redactUrlsIn, urlSecretParts } from '../lib/redact.js';
 
 export { WEBHOOK_EVENTS, isEndpointDisabled, type WebhookEndpoint };
 
@@ -38,7 +39,14 @@ export async function checkWebhookUrl(raw: string, environment: string): Promise
   const problem = await webhookTargetProblem(raw, {
     allowLocal: environment === 'development',
   });
-  if (problem !== null) throw new UsageError(`--url: ${problem} (got "${raw}")`);
+  if (problem !== null) throw new UsageError(`--url: ${problem} (got "${redactUrlsIn(raw)}")`);
+  // A secret on the command line stays in the shell history and the process list (issue 43 F5).
+  const secrets = urlSecretParts(raw);
+  if (secrets.length > 0)
+    throw new UsageError(
+      `--url: the URL carries ${secrets.join(' and ')}: a secret on the command line stays in the shell ` +
+        "history and the process list, and the platform would keep it; give the receiver's URL without it",
+    );
   return new URL(raw).toString();
 }
 

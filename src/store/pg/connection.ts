@@ -56,10 +56,12 @@ export function pgClientConfig(s: PgConnectionSettings): pg.ClientConfig {
     throw new ConfigError(problems.map(([k, m]) => `store.postgres.${k}: ${m}`).join('\n'));
   const u = new URL(s.url);
   const q = (name: string): string | undefined => u.searchParams.get(name) ?? undefined;
-  const host = q('host') ?? decodeURIComponent(u.hostname.replace(/^\[(.+)\]$/, '$1'));
-  const port = q('port') ?? u.port;
-  const database = q('dbname') ?? decodeURIComponent(u.pathname.replace(/^\//, ''));
-  const user = q('user') ?? decodeURIComponent(u.username);
+  // Host, port, role and database from the URL's own parts only: a ?host= (or port, user, dbname)
+  // is refused above, so what logs and errors name is what is connected to (issue 43 F11).
+  const host = decodeURIComponent(u.hostname.replace(/^\[(.+)\]$/, '$1'));
+  const port = u.port;
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  const user = decodeURIComponent(u.username);
   const password = s.password ?? urlPassword(s.url);
   const options = q('options');
   return {

@@ -165,3 +165,30 @@ describe('customers.tinHashKey on PostgreSQL', () => {
     expect(loadConfig({ env: {}, fileText: BASE }).customers.tinHashKey).toBeUndefined();
   });
 });
+
+describe('store.postgres.url: what is shown is what is connected to (issue 43 F11)', () => {
+  it('?host= / hostaddr / port / user / dbname in the URL is a config error naming the parameter', () => {
+    for (const param of ['host=127.0.0.1', 'hostaddr=127.0.0.1', 'port=6543', 'user=postgres', 'dbname=x']) {
+      const name = param.split('=')[0]!;
+      const p = problems(pgYaml(`{ url: "postgresql://u@wrong.example:5432/db?${param}" }`));
+      expect(p.join('\n'), param).toContain(`store.postgres.url: ?${name} in the URL`);
+      expect(() =>
+        pgClientConfig({
+          url: `postgresql://u@wrong.example:5432/db?${param}`,
+          ssl: 'verify-full',
+          connectTimeoutMs: 1000,
+        }),
+      ).toThrow(new RegExp(`\\?${name} in the URL`));
+    }
+  });
+
+  it('a socket directory is written as the host, and the driver gets what the URL names', () => {
+    expect(
+      pgClientConfig({
+        url: 'postgres://boarding@%2Fvar%2Frun%2Fpostgresql:5433/state?options=-c%20x%3D1',
+        ssl: 'disable',
+        connectTimeoutMs: 1000,
+      }),
+    ).toMatchObject({ host: '/var/run/postgresql', port: 5433, user: 'boarding', database: 'state' });
+  });
+});

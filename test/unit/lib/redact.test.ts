@@ -28,8 +28,10 @@ describe('redaction: one module, one set of patterns', () => {
     ])
       expect(out).not.toContain(secret);
     expect(out).toContain('https://b.example/doc/1?[redacted]');
-    // Bare 9 digits stay in logs: cents amounts of that size are common there.
-    expect(scrubText('principal 123456789 cents')).toBe('principal 123456789 cents');
+    // One tax-id rule set for every destination (issue 43 F7): a bare 9-digit run is masked in log
+    // text too; amounts are logged as numbers, which no text rule touches.
+    expect(scrubText('principal 123456789 cents')).toBe('principal [redacted-tin] cents');
+    expect(scrubDeep({ principalCents: 123456789 })).toEqual({ principalCents: 123456789 });
     expect(scrubText('loan L-1 boarded in 3 ms')).toBe('loan L-1 boarded in 3 ms');
     // A dashed tax id inside a longer number or id is not a tax id.
     expect(scrubText('ref 9912-3456789 and 123-45-67890')).toBe('ref 9912-3456789 and 123-45-67890');
@@ -179,9 +181,10 @@ describe('records shown and kept (maskRecordFields)', () => {
       'auth bearer xyz',
       'ein 12-3456789',
       'ssn 123-45-6789',
+      '123456789',
     ];
     for (const s of secrets) expect(scrubText(s), s).not.toBe(s);
-    for (const s of ['Acme Holdings LLC', 'term 36 months', '123456789', 'Main St. 12'])
+    for (const s of ['Acme Holdings LLC', 'term 36 months', '12345678', 'Main St. 12'])
       expect(scrubText(s)).toBe(s);
   });
 });
