@@ -461,7 +461,9 @@ export class FineractCore implements CoreSystem {
     // would refuse the identifier on a second client (error.msg.clientIdentifier.identityKey.duplicate).
     const holder = await this.clientHoldingIdentifier(rec, pkg, signal);
     if (holder !== null) return holder;
-    const body: Json = { ...withoutRefs(rec.fields), externalId: await this.ext(rec.externalId, 'client') };
+    // clientId names an existing client (the customer match above), never a parameter of a create.
+    const { clientId: _matched, ...fields } = withoutRefs(rec.fields);
+    const body: Json = { ...fields, externalId: await this.ext(rec.externalId, 'client') };
     body['officeId'] ??= this.opts.officeId;
     return this.create(
       `/clients`,
@@ -618,7 +620,7 @@ export class FineractCore implements CoreSystem {
     );
     await this.checkProduct(rec, signal);
     const body: Json = {
-      ...withoutRefs(rec.fields),
+      ...withDecimalNumbers(withoutCommandDates(withoutRefs(rec.fields))),
       externalId: await this.ext(rec.externalId, 'loan'),
       clientId,
     };
@@ -722,7 +724,7 @@ export class FineractCore implements CoreSystem {
     if (loanId === null)
       throw new CoreRejectedError(`guarantor ${rec.externalId}: loan ${loanExt} is not in the core`);
     const typeId = Number(rec.fields['guarantorTypeId'] ?? 1);
-    const body: Json = { ...withoutRefs(rec.fields), guarantorTypeId: typeId };
+    const body: Json = { ...withDecimalNumbers(withoutRefs(rec.fields)), guarantorTypeId: typeId };
     let entityId: number | null = null;
     if (typeId === 1) {
       const ref = rec.fields['clientExternalId'];
@@ -1005,6 +1007,62 @@ function withoutRefs(fields: Record<string, unknown>): Json {
   const out: Json = {};
   for (const [k, v] of Object.entries(fields)) if (!/.ExternalId$/.test(k)) out[k] = v;
   return out;
+}
+
+/**
+ * Dates of the approve and disburse commands a loan record may carry (ensureCommands reads them):
+ * not parameters of the loan application, which Fineract would refuse as unsupported (400).
+ */
+const COMMAND_DATES = ['approvedOnDate', 'actualDisbursementDate'];
+
+function withoutCommandDates(fields: Json): Json {
+  const out: Json = {};
+  for (const [k, v] of Object.entries(fields)) if (!COMMAND_DATES.includes(k)) out[k] = v;
+  return out;
+}
+
+/**
+ * Fineract's BigDecimal parameters, typed `number` in its OpenAPI (LoansApiResourceSwagger
+ * PostLoansRequest, GuarantorJSONinputParams.AMOUNT).
+ */
+const DECIMAL_PARAMS = new Set([
+  'principal',
+  'interestRatePerPeriod',
+  'interestRateDifferential',
+  'fixedEmiAmount',
+  'maxOutstandingLoanBalance',
+  'inArrearsTolerance',
+  'fixedPrincipalPercentagePerInstallment',
+  'amount',
+]);
+
+/**
+ * A mapped decimal (a string: integer/string math, never a float) as the JSON number Fineract's
+ * OpenAPI types it. The number's JSON text is the decimal itself — JSON.stringify writes the
+ * shortest text that reads back as the same double, and a decimal of at most 15 significant digits
+ * (principal is DECIMAL(19,6), refused at 10^13 by the mapping; rates have a few) is that text — so
+ * Fineract's BigDecimal reads exactly what the mapping wrote. A longer decimal stays a string,
+ * which Fineract also reads (with the request's locale).
+ */
+export function withDecimalNumbers(fields: Json): Json {
+  const out: Json = { ...fields };
+  for (const k of DECIMAL_PARAMS) {
+    const v = out[k];
+    if (typeof v !== 'string' || !/^-?\d+(\.\d+)?$/.test(v)) continue;
+    const digits = v.replace(/^-/, '').replace('.', '').replace(/^0+/, '');
+    const n = Number(v);
+    if (digits.length <= 15 && Number.isFinite(n) && decimalEquals(String(n), v)) out[k] = n;
+  }
+  return out;
+}
+
+/** `1250000.5` and `1250000.50` are the same decimal. */
+function decimalEquals(a: string, b: string): boolean {
+  const norm = (x: string) => {
+    const [i = '', f = ''] = x.replace(/^-/, '').split('.');
+    return `${x.startsWith('-') ? '-' : ''}${i.replace(/^0+(?=\d)/, '')}.${f.replace(/0+$/, '')}`;
+  };
+  return norm(a) === norm(b);
 }
 
 /**

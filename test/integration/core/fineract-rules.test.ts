@@ -348,12 +348,16 @@ describe('the Fineract adapter meets those rules', () => {
   });
 
   it('guarantors are added before approval; an approval after the business date is refused with the reason', async () => {
-    await start({ businessDate: '2025-03-01' });
+    // Clients are activated and the loan submitted on 2025-03-14, before the business date (Fineract
+    // refuses both in its future); the approval the mapping dates later is after it.
+    await start({ businessDate: '2025-03-20' });
+    const records = fineractRecords('l1');
+    records.find((r) => r.type === 'loan')!.fields['approvedOnDate'] = '2025-03-25';
     const err = await adapter({ approve: true })
-      .board(makePackage('l1', fineractRecords('l1')))
+      .board(makePackage('l1', records))
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CoreRejectedError);
-    expect((err as Error).message).toMatch(/approvedOnDate.*after the business date 2025-03-01/);
+    expect((err as Error).message).toMatch(/approvedOnDate.*after the business date 2025-03-20/);
     const order = fake.writes().map((w) => w.path.replace(/\d+/g, 'N'));
     expect(order).toContain('/loans/N/guarantors');
     expect(order.indexOf('/loans/N/guarantors')).toBeLessThan(order.indexOf('/loans/N'));
