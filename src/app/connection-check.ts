@@ -4,7 +4,9 @@ import type { Config } from '../config/schema.js';
 import { configNotes } from '../config/load.js';
 import { adminHostWarning } from '../http/allowed-hosts.js';
 import { hideSecrets, redactUrl } from '../lib/redact.js';
+import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
+import { listenErrorMessage } from '../http/server.js';
 import { createCore, createDocumentFetcher } from './core.js';
 import type { CoreCheck } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
@@ -576,6 +578,91 @@ async function coreChecks(
   } finally {
     await core.close();
   }
+}
+
+/** The listeners `run` opens, by the config keys of their address. */
+const LISTENERS = [
+  { name: 'webhooks.port', what: 'the webhook receiver', host: 'webhooks.host', section: 'webhooks' },
+  {
+    name: 'admin.port',
+    what: 'the admin listener (ops pages, console)',
+    host: 'admin.host',
+    section: 'admin',
+  },
+] as const;
+
+/** Binds host:port for a moment: null when it could be bound, else the listen error. */
+async function tryListen(host: string, port: number): Promise<Error | null> {
+  const srv = createServer();
+  return new Promise((resolveTry) => {
+    srv.once('error', (err) => resolveTry(err));
+    srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolveTry(null)));
+  });
+}
+
+/** Whether a running connector's admin listener answers at host:port (then a taken port is its own). */
+async function connectorAnswers(host: string, port: number): Promise<boolean> {
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  try {
+    const res = await fetch(`http://${shown}:${port}/healthz`, { signal: AbortSignal.timeout(1_000) });
+    const body = (await res.json()) as { status?: unknown };
+    return res.ok && body.status === 'ok';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * One line per listener `run` opens: its address can be bound now (local, so without --connect
+ * too). A port a running connector holds is a warning (expected beside a daemon), any other a
+ * failure that names the key to change (issue 42: a taken port surfaced only at `run`, unnamed).
+ */
+export async function portChecks(config: Pick<Config, 'webhooks' | 'admin'>): Promise<ConnectionCheck[]> {
+  const checks: ConnectionCheck[] = [];
+  const same =
+    config.webhooks.port !== 0 &&
+    config.webhooks.port === config.admin.port &&
+    config.webhooks.host === config.admin.host;
+  for (const l of LISTENERS) {
+    const { host, port } = config[l.section];
+    const at = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    if (port === 0) {
+      checks.push({ name: l.name, status: 'ok', detail: `${l.what}: port 0, any free port at start` });
+      continue;
+    }
+    if (same && l.section === 'admin') {
+      checks.push({
+        name: l.name,
+        status: 'fail',
+        detail: `${l.what}: ${at} is also webhooks.port: the two listeners need two ports; change admin.port`,
+      });
+      continue;
+    }
+    const err = await tryListen(host, port);
+    if (err === null) {
+      checks.push({ name: l.name, status: 'ok', detail: `${l.what}: ${at} is free` });
+      continue;
+    }
+    const mine =
+      (err as NodeJS.ErrnoException).code === 'EADDRINUSE' &&
+      (await connectorAnswers(config.admin.host, config.admin.port));
+    checks.push(
+      mine
+        ? {
+            name: l.name,
+            status: 'warn',
+            detail:
+              `${l.what}: ${at} is in use, apparently by a running connector (a connector's /healthz answers ` +
+              `on admin.port); a second \`run\` here would fail: change ${l.name} for it`,
+          }
+        : {
+            name: l.name,
+            status: 'fail',
+            detail: `${l.what}: ${listenErrorMessage(err, host, port, { host: l.host, port: l.name })}`,
+          },
+    );
+  }
+  return checks;
 }
 
 /** null when dir is writable, or missing and creatable. */

@@ -83,6 +83,8 @@ export async function openStoreWaiting(target: StoreTarget, opts: StoreWaitOptio
           waitingApp(() => ({ detail: lastError?.message ?? '', since: failingSince, attempts })),
           opts.admin.host,
           opts.admin.port,
+          undefined,
+          { host: 'admin.host', port: 'admin.port' },
         );
         logger.info(
           { url: server.url, pages: ['/healthz', '/readyz'] },

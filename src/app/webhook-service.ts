@@ -250,8 +250,15 @@ export function createWebhookService(input: WebhookServiceDeps): WebhookService 
           deps.config.webhooks.host,
           deps.config.webhooks.port,
           receiverLimits(deps.config.webhooks),
+          { host: 'webhooks.host', port: 'webhooks.port' },
         );
-        adminServer = await startHttpServer(adminApp, deps.config.admin.host, deps.config.admin.port);
+        adminServer = await startHttpServer(
+          adminApp,
+          deps.config.admin.host,
+          deps.config.admin.port,
+          undefined,
+          { host: 'admin.host', port: 'admin.port' },
+        );
       } catch (err) {
         await server?.close(0);
         server = null;

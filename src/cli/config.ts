@@ -3,6 +3,7 @@ import {
   connectionChecks,
   formatCheck,
   localChecks,
+  portChecks,
   shownConfig,
   type ConnectionCheck,
 } from '../app/connection-check.js';
@@ -41,6 +42,8 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
               signal: ctx.shutdown,
             })
           : localChecks(c, source).checks;
+      // Local, so without --connect too: a port another process holds fails `run` at start.
+      checks.push(...(await portChecks(c)));
       const failed = checks.filter((k) => k.status === 'fail');
       if (opts.json === true) {
         out(

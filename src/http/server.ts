@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
+import { FatalError } from '../lib/errors.js';
 
 /** Limits of a listener that faces the network (the webhook receiver). */
 export interface ListenerLimits {
@@ -31,12 +32,57 @@ export interface RunningServer {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Listens with the app on host:port (port 0 = any free port) and resolves once bound. */
+/** The config keys a listener's address comes from, named in its listen errors. */
+export interface ListenerKeys {
+  host: string;
+  port: string;
+}
+
+/**
+ * A listen error in the operator's terms: the config key to change, the address and what the
+ * system said (regression, issue 42: `listen EADDRINUSE … 127.0.0.1:18600` named no key).
+ */
+export function listenErrorMessage(err: unknown, host: string, port: number, keys: ListenerKeys): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const at = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return (
+        `${keys.port}: cannot listen on ${at}: the port is in use by another process (EADDRINUSE); ` +
+        `change ${keys.port} or stop the process that holds it`
+      );
+    case 'EACCES':
+    case 'EPERM':
+      return (
+        `${keys.port}: cannot listen on ${at}: permission denied (${code}); ports below 1024 need ` +
+        `privileges: pick a port ≥ 1024 in ${keys.port}`
+      );
+    case 'EADDRNOTAVAIL':
+      return (
+        `${keys.host}: cannot listen on ${at}: ${host} is not an address of this machine (EADDRNOTAVAIL); ` +
+        `change ${keys.host} (127.0.0.1, 0.0.0.0 or one of this host's addresses)`
+      );
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return (
+        `${keys.host}: cannot listen on ${at}: the host name ${host} does not resolve (${code}); ` +
+        `change ${keys.host}`
+      );
+    default:
+      return `${keys.host}/${keys.port}: cannot listen on ${at}: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+/**
+ * Listens with the app on host:port (port 0 = any free port) and resolves once bound. With `keys`,
+ * a listen error is a FatalError that names the config keys of the address.
+ */
 export async function startHttpServer(
   app: RequestListener,
   host: string,
   port: number,
   limits?: ListenerLimits,
+  keys?: ListenerKeys,
 ): Promise<RunningServer> {
   // Node checks the header and request timeouts only every connectionsCheckingInterval (30 s by
   // default): slow clients then lived 54–84 s. Deliveries are small, so the receiver gives a
@@ -63,9 +109,14 @@ export async function startHttpServer(
     capConnections(server, limits);
   }
   await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error): void => {
+      reject(
+        keys === undefined ? err : new FatalError(listenErrorMessage(err, host, port, keys), { cause: err }),
+      );
+    };
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolveListen();
     });
   });

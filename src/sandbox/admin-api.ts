@@ -124,7 +124,21 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
   mountFaultRoutes(r, deps);
   mountRateLimitRoutes(r, deps);
   mountEventRoutes(r, deps);
-  r.use((_req, _res, next) => next(new AdminError(404, 'no such admin operation')));
+  // The index the banners link to (`admin: http://…/admin`): every operation, read off the router
+  // itself so it cannot drift (regression, issue 42: the printed link answered 404).
+  r.get('/', (_req, res) => {
+    res.json({
+      name: 'Loan Platform sandbox: admin API',
+      docs: 'docs/sandbox.md, "Admin API"',
+      access: 'loopback callers only, no auth, JSON bodies',
+      operations: adminOperations(r),
+    });
+  });
+  r.use((req, _res, next) =>
+    next(
+      new AdminError(404, `no such admin operation: ${req.method} /admin${req.path} (GET /admin lists them)`),
+    ),
+  );
   r.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
     void next;
     if (err instanceof AdminError) {
@@ -140,6 +154,19 @@ export function createAdminRouter(deps: AdminDeps): express.Router {
     res.status(500).json({ code: 'admin.error', message: e.message ?? 'internal error' });
   });
   return r;
+}
+
+/** `METHOD /admin/path` of every route on the router, in the order they were mounted. */
+function adminOperations(r: express.Router): string[] {
+  const ops: string[] = [];
+  for (const layer of r.stack as Array<{ route?: { path: unknown; methods?: Record<string, boolean> } }>) {
+    const route = layer.route;
+    if (route === undefined || typeof route.path !== 'string') continue;
+    const path = `/admin${route.path === '/' ? '' : route.path}`;
+    for (const [method, on] of Object.entries(route.methods ?? {}))
+      if (on && method !== '_all') ops.push(`${method.toUpperCase()} ${path}`);
+  }
+  return ops;
 }
 
 /** What the sandbox counted and the rate-limited requests it logged. */
