@@ -87,11 +87,13 @@ const AMBIGUOUS = 'core.ambiguous';
  * `boardedAt` (our write time) in it, a loan written again after an asynchronous replica lost the
  * "written" and "acknowledged" commits carried a new time under the old key: 422, and the boarded
  * loan was quarantined as ack_rejected (issue 37). The platform records when it was boarded itself.
+ * Nor the connector's version (issue 43): an upgrade between an accepted ack and its lost commit
+ * changed the body under the key; the version is in the logs and the report, not in the ack.
  */
-function ackBody(row: LoanRow, connectorVersion: string): Record<string, unknown> {
+function ackBody(row: LoanRow): Record<string, unknown> {
   return {
     boardingReference: row.coreReference,
-    notes: `boarding-connector ${connectorVersion}; mapping ${row.mappingVersion ?? 'unknown'}`,
+    notes: `boarding-connector; mapping ${row.mappingVersion ?? 'unknown'}`,
   };
 }
 
@@ -427,15 +429,15 @@ async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: Ab
   // Normally stored with the core write; a loan written by an older version gets it here. Either
   // way it exists before the first call and every retry, across restarts, reuses it.
   await keyBeforeCall(c, key, row.id);
-  const body = ackBody(row, deps.connectorVersion);
+  const body = ackBody(row);
   let sent: { response: unknown; alreadyBoarded: boolean; key: string; refused?: unknown };
   try {
     sent = { ...(await sendAck(c, row, body, key, signal)), key };
   } catch (err) {
     if (!isPlatformError(err) || !err.refusedUnderKey) throw err;
     // 422 under our ack key: the body is refused, or the key carried another body before (an ack
-    // sent by the previous version of the connector, or before a failover lost its commit, with
-    // another mapping version in its notes). Once more under a key of this body's own: a boarded
+    // sent by a connector before issue 43, whose notes carried its version, or before a failover
+    // lost its commit, with another mapping version in its notes). Once more under a key of this body's own: a boarded
     // loan answers 409 already boarded (accepted below), an unboarded one is boarded now, and a body
     // the platform really refuses is refused again and quarantines as before. Never two boards: the
     // platform boards a loan once whatever the key.
