@@ -108,6 +108,7 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
       branchKey: m.branchKey,
       taxIdField: m.taxIdField,
       loanRefField: m.loanRefField,
+      timeZone: m.timeZone ?? config.bank.timeZone,
       documents: m.documents,
       externalRefs: deps.db ? createExternalRefStore(deps.db) : undefined,
       logger: deps.logger,

@@ -177,6 +177,14 @@ export const mambuSchema = z.strictObject({
       error: 'expected <customFieldSetId>.<customFieldId>, e.g. _boarding_Loans.platformLoanId',
     })
     .default('_boarding_Loans.platformLoanId'),
+  /**
+   * The tenant's time zone (IANA), in which Mambu's date-time fields (expectedDisbursementDate,
+   * firstRepaymentDate) are sent with that day's offset; default: bank.timeZone. `config check
+   * --connect` compares it with the tenant's own (GET /setup/organization timeZoneID).
+   */
+  timeZone: str('an IANA time zone, e.g. America/Chicago')
+    .refine(isValidTimeZone, { error: 'expected an IANA time zone, e.g. America/Chicago' })
+    .optional(),
   timeoutMs: int(1).default(30_000),
   insecureTls: bool().default(false),
   /** Mambu's document upload cap (bytes); a larger document follows documents.refused. */

@@ -62,6 +62,8 @@ export interface FakeMambuOptions {
   inFlight?: 409 | 102;
   /** The fake's clock (idempotency expiry); default Date.now. */
   now?: () => number;
+  /** The tenant's time zone (GET /setup/organization timeZoneID); default America/Chicago. */
+  timeZone?: string;
 }
 
 /**
@@ -252,7 +254,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function date(v: unknown, what: string): string {
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$/.test(v))
+  // Published as string<date-time> (Loanaccount → disbursementDetails): a day alone is refused.
+  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v))
     throw fail('INVALID_DATE', what);
   const d = v.slice(0, 10);
   if (
@@ -958,6 +961,19 @@ export async function startFakeMambu(opts: FakeMambuOptions = {}): Promise<FakeM
       }));
       return { body: paged(req, res, list) };
     }),
+  );
+  app.get(
+    `${BASE}/setup/organization`,
+    route(false, () => ({
+      body: {
+        institutionName: 'Simulated bank',
+        timeZoneID: opts.timeZone ?? 'America/Chicago',
+        currency: 'USD',
+        dateFormat: 'dd-MM-yyyy',
+        dateTimeFormat: 'dd-MM-yyyy HH:mm:ss',
+        decimalSeparator: 'POINT',
+      },
+    })),
   );
   app.use(BASE, (req: Request, res: Response) =>
     sendError(req, res, fail('INVALID_API_OPERATION', `${req.method} ${req.path}`, 404, 0)),

@@ -5,6 +5,7 @@ import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
 import type { Clock } from '../../lib/clock.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
+import { isValidTimeZone, localDate } from '../../lib/calendar.js';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ExternalRefStore } from '../external-refs.js';
@@ -35,6 +36,7 @@ import {
   type MambuKind,
 } from './ids.js';
 import { canonicalFromMambuLoan } from './units.js';
+import { LOAN_DATE_TIME_FIELDS, mambuDateTime } from './dates.js';
 
 export const MAMBU_RECORD_TYPES = ['client', 'group', 'loan', 'document'] as const;
 type RecordType = (typeof MAMBU_RECORD_TYPES)[number];
@@ -48,6 +50,12 @@ export interface MambuCoreOptions extends MambuHttpOptions {
   taxIdField: { clients: string; groups: string };
   /** The loan custom field that holds the platform loan id (look-up after a crash, reconciliation). */
   loanRefField: string;
+  /**
+   * The tenant's time zone (core.mambu.timeZone, default bank.timeZone): Mambu types
+   * expectedDisbursementDate and firstRepaymentDate as date-time with an offset, so a mapped day is
+   * sent as that day's midnight there, with the offset in force then.
+   */
+  timeZone: string;
   documents: { maxBytes: number; refused: 'skip' | 'quarantine' };
   logger: Logger;
   clock: Clock;
@@ -232,6 +240,7 @@ export class MambuCore implements CoreSystem {
         throw new CoreRejectedError(
           `loan record ${l.externalId}: productTypeKey (a Mambu loan product id or encodedKey) is missing`,
         );
+      this.withMambuDates(l);
     }
     const uploads: PlatformDocument[] = [];
     const warnings: string[] = [];
@@ -443,6 +452,31 @@ export class MambuCore implements CoreSystem {
     return out;
   }
 
+  /**
+   * The loan's days as Mambu's date-times (dates.ts): each mapped `YYYY-MM-DD` becomes that day's
+   * midnight in core.mambu.timeZone with its offset. Without `body`, only checks (preflight, before
+   * any write); a value that is neither a day nor a date-time with offset is refused, naming the field.
+   */
+  private withMambuDates(rec: MappedRecord, body?: Json): Json {
+    const out: Json = body ?? {};
+    for (const [group, field] of LOAN_DATE_TIME_FIELDS) {
+      const holder = rec.fields[group];
+      if (holder === null || typeof holder !== 'object' || Array.isArray(holder)) continue;
+      const v = (holder as Json)[field];
+      if (v === undefined || v === null) continue;
+      const sent = typeof v === 'string' ? mambuDateTime(v, this.opts.timeZone) : null;
+      if (sent === null)
+        throw new CoreRejectedError(
+          `loan record ${rec.externalId}: ${group}.${field} ${JSON.stringify(v)} is neither a day ` +
+            `(YYYY-MM-DD) nor a date-time with an offset; fix the mapping's ${group} expression`,
+        );
+      const target = out[group];
+      if (body !== undefined && target !== null && typeof target === 'object')
+        out[group] = { ...(target as Json), [field]: sent };
+    }
+    return out;
+  }
+
   /** A loan product by the mapping's id or key (GET /loanproducts/{id}), read once per process. */
   private product(ref: string, signal?: AbortSignal): Promise<Json> {
     let p = this.products.get(ref);
@@ -584,7 +618,7 @@ export class MambuCore implements CoreSystem {
     if (ref !== rec.externalId)
       await this.opts.externalRefs?.remember('mambu', ref, rec.externalId, 'loan', this.clock.now());
     const body: Json = {
-      ...this.outgoing(rec),
+      ...this.withMambuDates(rec, this.outgoing(rec)),
       id,
       accountHolderKey: holder.encodedKey,
       accountHolderType: type,
@@ -838,6 +872,7 @@ export class MambuCore implements CoreSystem {
       checks.push({ name: 'core', status: 'fail', detail: errorMessage(err) });
       checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
       checks.push({ name: 'core.customFields', status: 'skip', detail: 'the core did not answer' });
+      checks.push({ name: 'core.timeZone', status: 'skip', detail: 'the core did not answer' });
       return checks;
     }
     if (this.opts.disburse && this.opts.disburseAuth !== undefined) {
@@ -899,7 +934,47 @@ export class MambuCore implements CoreSystem {
       );
     }
     checks.push(await this.customFieldCheck(input, signal));
+    checks.push(await this.timeZoneCheck(signal));
     return checks;
+  }
+
+  /**
+   * core.mambu.timeZone against the tenant's own (GET /setup/organization, timeZoneID): the dates the
+   * adapter sends carry this zone's offsets, and Mambu stores them "as Organization Time".
+   */
+  private async timeZoneCheck(signal?: AbortSignal): Promise<CoreCheck> {
+    const ours = this.opts.timeZone;
+    let theirs: unknown;
+    try {
+      theirs = (await this.http.get<Json>('/setup/organization', signal))['timeZoneID'];
+    } catch (err) {
+      return {
+        name: 'core.timeZone',
+        status: 'skip',
+        detail:
+          `the tenant's time zone could not be read (${errorMessage(err)}); compare core.mambu.timeZone ` +
+          `(${ours}) with Mambu's Administration → Organization Details by hand`,
+      };
+    }
+    if (typeof theirs !== 'string' || theirs === '')
+      return {
+        name: 'core.timeZone',
+        status: 'skip',
+        detail: `Mambu names no time zone for the organization; dates are sent in ${ours}`,
+      };
+    if (theirs === ours || (isValidTimeZone(theirs) && sameOffsets(theirs, ours, this.clock.now())))
+      return {
+        name: 'core.timeZone',
+        status: 'ok',
+        detail: `core.mambu.timeZone ${ours} matches the tenant's time zone (${theirs})`,
+      };
+    return {
+      name: 'core.timeZone',
+      status: 'fail',
+      detail:
+        `core.mambu.timeZone is ${ours} but the Mambu tenant's time zone is ${theirs}: dates would ` +
+        `be sent with the wrong offsets; set core.mambu.timeZone: ${theirs} (or bank.timeZone)`,
+    };
   }
 
   private async customFieldCheck(input: CoreConnectionCheckInput, signal?: AbortSignal): Promise<CoreCheck> {
@@ -977,6 +1052,16 @@ export class MambuCore implements CoreSystem {
   async close(): Promise<void> {
     await this.http.close();
   }
+}
+
+/** Whether two zones (an alias and its name) keep the same offsets, sampled weekly over two years. */
+function sameOffsets(a: string, b: string, from: number): boolean {
+  const WEEK = 7 * 86_400_000;
+  for (let t = from - 52 * WEEK; t < from + 52 * WEEK; t += WEEK) {
+    const day = localDate(t, a);
+    if (mambuDateTime(day, a) !== mambuDateTime(day, b)) return false;
+  }
+  return true;
 }
 
 function holderOf(j: Json, what: string): Holder {

@@ -33,6 +33,7 @@ function adapter(o: Partial<MambuCoreOptions> = {}): MambuCore {
     disburse: true,
     taxIdField: { clients: '_taxInformation_Clients.taxId', groups: '_taxInformation_Groups.taxId' },
     loanRefField: '_boarding_Loans.platformLoanId',
+    timeZone: 'America/Chicago',
     documents: { maxBytes: 50 * 1024 * 1024, refused: 'skip' },
     logger: silentLogger(),
     clock: systemClock,
@@ -149,6 +150,11 @@ describe('Mambu adapter against the strict fake Mambu', () => {
       accountHolderType: 'GROUP',
       productTypeKey: fake.products[0]!.encodedKey,
       _boarding_Loans: { platformLoanId: 'loan_1' },
+    });
+    // Mambu types both as date-time (issue 42): the mapped days at midnight, Chicago's offset then.
+    expect(loan.body['disbursementDetails']).toEqual({
+      expectedDisbursementDate: '2025-03-14T00:00:00-05:00',
+      firstRepaymentDate: '2025-04-14T00:00:00-05:00',
     });
     expect(fake.transactions[0]).toMatchObject({
       loanId: loan.id,
@@ -389,6 +395,31 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     );
   });
 
+  it('dates go as date-time with the tenant offset of each day (core.mambu.timeZone), never as a bare day', async () => {
+    await start();
+    const recs = records('loan_tz', {
+      loanFields: {
+        disbursementDetails: { expectedDisbursementDate: '2025-03-28', firstRepaymentDate: '2025-04-28' },
+      },
+    });
+    await adapter({ timeZone: 'Europe/Berlin' }).board(makePackage('loan_tz', recs, []));
+    // Berlin moves to summer time on 2025-03-30: the two days have different offsets.
+    expect(fake.loans[0]!.body['disbursementDetails']).toEqual({
+      expectedDisbursementDate: '2025-03-28T00:00:00+01:00',
+      firstRepaymentDate: '2025-04-28T00:00:00+02:00',
+    });
+    expect(fake.refused()).toEqual([]);
+    // A value that is neither a day nor an instant is refused before anything is written.
+    const bad = records('loan_bad', {
+      loanFields: { disbursementDetails: { expectedDisbursementDate: '2025-03-28T00:00:00' } },
+    });
+    await expect(adapter().board(makePackage('loan_bad', bad, []))).rejects.toThrow(
+      /disbursementDetails\.expectedDisbursementDate "2025-03-28T00:00:00" is neither a day/,
+    );
+    expect(fake.loans).toHaveLength(1);
+    expect(fake.clients).toHaveLength(1);
+  });
+
   it('config check --connect: credentials, products of the set, custom field sets', async () => {
     await start();
     const ok = await adapter().checkConnection({
@@ -401,6 +432,7 @@ describe('Mambu adapter against the strict fake Mambu', () => {
       ['core.disburseAuth', 'ok'],
       ['core.products', 'ok'],
       ['core.customFields', 'ok'],
+      ['core.timeZone', 'ok'],
     ]);
     const bad = await adapter({ loanRefField: '_other_Loans.ref' }).checkConnection({
       productIds: [],
@@ -414,6 +446,17 @@ describe('Mambu adapter against the strict fake Mambu', () => {
     expect(bad.find((c) => c.name === 'core.customFields')?.detail).toMatch(
       /GROUP has no custom field set _extra_Groups.*LOAN_ACCOUNT has no custom field set _other_Loans/,
     );
+    // The tenant's zone (GET /setup/organization) differs from core.mambu.timeZone: named, with the fix.
+    const zone = await adapter({ timeZone: 'America/New_York' }).checkConnection({ productIds: [] });
+    expect(zone.find((c) => c.name === 'core.timeZone')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringContaining(
+        "core.mambu.timeZone is America/New_York but the Mambu tenant's time zone is America/Chicago",
+      ),
+    });
+    // An alias of the same zone agrees.
+    const alias = await adapter({ timeZone: 'US/Central' }).checkConnection({ productIds: [] });
+    expect(alias.find((c) => c.name === 'core.timeZone')?.status).toBe('ok');
     const refused = await adapter({ auth: { apiKey: 'wrong' } }).checkConnection({ productIds: [] });
     expect(refused[0]).toMatchObject({
       name: 'core',

@@ -51,6 +51,7 @@ describe('mambu mapping fixtures board into the fake Mambu', () => {
       disburse: true,
       taxIdField: { clients: '_taxInformation_Clients.taxId', groups: '_taxInformation_Groups.taxId' },
       loanRefField: '_boarding_Loans.platformLoanId',
+      timeZone: 'America/Chicago',
       documents: { maxBytes: 50 * 1024 * 1024, refused: 'skip' },
       logger: silentLogger(),
       clock: systemClock,
