@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { userNameKey } from '../lib/user-name.js';
 import { isValidTimeZone } from '../lib/calendar.js';
@@ -347,21 +348,25 @@ export const webhooksSchema = z.strictObject({
  * webhook receiver, which the platform must reach and a deployment exposes; these pages show loan
  * data and operational state, so they stay on loopback unless the bank opens them on purpose.
  */
+const HOST_NAME_OR_IP =
+  /^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?)$/;
+
 export const adminSchema = z.strictObject({
   host: str('a host name or IP').default('127.0.0.1'),
   port: int(0, 65535).default(8081),
   /**
-   * Host names (or IPs) the listener answers in the Host header, without port; any other gets 421
-   * (DNS rebinding). Default: localhost, 127.0.0.1, ::1 and admin.host when it names one address.
+   * Host names (or IPs, or address ranges matched by address literals) the listener answers in the
+   * Host header, without port; any other gets 421 (DNS rebinding). Default: localhost, 127.0.0.1,
+   * ::1 and admin.host when it names one address.
    */
   allowedHosts: z
     .array(
       z
         .string({ error: 'expected a host name' })
-        .regex(
-          /^(\[[0-9a-fA-F:.]+\]|[0-9a-fA-F:]*:[0-9a-fA-F:.]*|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9.])?)$/,
-          { error: 'expected a host name or IP without port, e.g. ops.bank.example' },
-        ),
+        .refine((v) => HOST_NAME_OR_IP.test(v) || ipaddr.isValidCIDR(v), {
+          error:
+            'expected a host name or IP without port, e.g. ops.bank.example (or an address range, e.g. 10.0.0.0/8)',
+        }),
       { error: 'expected a list of host names' },
     )
     .optional(),

@@ -61,6 +61,17 @@ export function adminHostWarning(admin: {
 }
 
 /**
+ * An address literal inside one of the ranges (admin.allowedHosts "10.0.0.0/8": Prometheus and the
+ * kubelet reach a pod by its address). Only literals match: a rebinding attack brings a name, and a
+ * page served from the address itself is that origin already.
+ */
+function inRanges(name: string, ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>): boolean {
+  if (ranges.length === 0 || !ipaddr.isValid(name)) return false;
+  const addr = ipaddr.process(name);
+  return ranges.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits));
+}
+
+/**
  * 421 Misdirected Request for a `Host` not in the list (400 without one), before any route runs.
  * `onRefused` is told the refused name (logged by the caller, rate-limited there).
  */
@@ -68,7 +79,8 @@ export function allowedHostsGuard(
   names: readonly string[],
   onRefused?: (host: string) => void,
 ): RequestHandler {
-  const allowed = new Set(names.map(hostName));
+  const allowed = new Set(names.filter((n) => !n.includes('/')).map(hostName));
+  const ranges = names.filter((n) => n.includes('/')).map((n) => ipaddr.parseCIDR(n.trim()));
   return (req, res, next) => {
     const raw = req.headers.host;
     if (raw === undefined || raw.trim() === '') {
@@ -76,7 +88,7 @@ export function allowedHostsGuard(
       return;
     }
     const name = hostName(raw);
-    if (!allowed.has(name)) {
+    if (!allowed.has(name) && !inRanges(name, ranges)) {
       onRefused?.(name.slice(0, 100));
       res
         .status(421)

@@ -62,6 +62,17 @@ describe('the listeners', () => {
     expect((await getWithHost(`${svc.url()!}/healthz`, 'hooks.bank.example')).status).toBe(200);
   });
 
+  it('admin.allowedHosts takes an address range: a Host that is an address inside it (Prometheus scraping a pod by its IP) is answered, a name never', async () => {
+    const svc = await start((c) => {
+      c.admin.allowedHosts = ['localhost', '10.0.0.0/8', 'fd00::/8'];
+    });
+    const admin = svc.adminUrl()!;
+    for (const host of ['10.42.3.17:8081', '10.0.0.1', '[fd00::1234]:8081', 'localhost'])
+      expect((await getWithHost(`${admin}/metrics`, host)).status, host).toBe(200);
+    for (const host of ['11.0.0.1:8081', '10.42.3.17.nip.example', '127.0.0.1', '[fe80::1]'])
+      expect((await getWithHost(`${admin}/metrics`, host)).status, host).toBe(421);
+  });
+
   it('admin.allowedHosts replaces the defaults; /reports/latest carries CSP and nosniff', async () => {
     const reports = mkdtempSync(join(tmpdir(), 'listeners-reports-'));
     mkdirSync(join(reports, 'latest'));

@@ -1,0 +1,3 @@
+module boarding-connector/chart-render
+
+go 1.19
