@@ -82,6 +82,11 @@ export const storePostgresSchema = z.strictObject({
   ssl: oneOf(PG_SSL_MODES).default('verify-full'),
   /** A CA bundle (PEM file) for verify-full / verify-ca, when the server's certificate is not from a public CA. */
   sslRootCert: str('a file path').optional(),
+  /**
+   * Why verify-ca (the chain checked, not the host name) is acceptable for this server: required with
+   * platform.environment: production for a server that is not on this host (src/config/security.ts).
+   */
+  verifyCaReason: str('a sentence: why the host name cannot be verified').optional(),
   poolSize: int(1, 100).default(5),
   /**
    * How long a connection attempt waits for the server; then every command exits 1 naming the key to

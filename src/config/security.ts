@@ -1,3 +1,5 @@
+import { isLoopbackHost } from '../lib/hosts.js';
+import { redactUrl } from '../lib/redact.js';
 import type { Config } from './schema.js';
 
 /** The URL keys whose transport the connector checks; each carries a secret or loan data. */
@@ -58,7 +60,46 @@ export function transportProblems(config: Config): string[] {
         'must be verified; add its CA to NODE_EXTRA_CA_CERTS instead)',
     );
   }
+  problems.push(...stateDatabaseTlsProblems(config));
   return problems;
+}
+
+/** The state database's host as the driver reads it: empty or a socket directory (`/…`) is this host. */
+function isLocalDatabase(url: string): boolean {
+  let host: string;
+  try {
+    host = decodeURIComponent(new URL(url).hostname);
+  } catch {
+    return false; // the schema already named it
+  }
+  return host === '' || host.startsWith('/') || isLoopbackHost(host);
+}
+
+/**
+ * Issue 43 F9: in production the state database (loan states, idempotency keys, the strike ledger,
+ * the customers' tax-id hashes) is reached over verified TLS when it is on another host: ssl
+ * verify-full, or verify-ca with store.postgres.verifyCaReason saying why the host name cannot be
+ * checked. disable and require (encrypted, certificate unchecked: anyone on the path can answer)
+ * are refused, as an http core URL or insecureTls is.
+ */
+function stateDatabaseTlsProblems(config: Config): string[] {
+  const pg = config.store.postgres;
+  if (config.platform.environment !== 'production' || config.store.engine !== 'postgres') return [];
+  if (pg.url === undefined || isLocalDatabase(pg.url)) return [];
+  if (pg.ssl === 'verify-full') return [];
+  if (pg.ssl === 'verify-ca') {
+    if (pg.verifyCaReason !== undefined && pg.verifyCaReason.trim() !== '') return [];
+    return [
+      `store.postgres.verifyCaReason: store.postgres.ssl is verify-ca (the server's host name is not checked) ` +
+        `for ${redactUrl(pg.url)} with platform.environment: production: say why in ` +
+        'store.postgres.verifyCaReason, or use ssl: verify-full',
+    ];
+  }
+  return [
+    `store.postgres.ssl: ${pg.ssl} refused with platform.environment: production for a state database on ` +
+      `another host (${redactUrl(pg.url)}): ${pg.ssl === 'disable' ? 'loan data and the password would cross the network in clear' : "the server's certificate is not verified, so anyone on the path can answer"}; ` +
+      'use verify-full (with store.postgres.sslRootCert for a private CA), or verify-ca with store.postgres.verifyCaReason',
+  ];
 }
 
 /** Risky settings allowed outside production: said once at start. */

@@ -80,3 +80,52 @@ describe('transport security in the config (regression: a pk_live_ key over plai
     expect(bad.join('\n')).not.toContain('s3cret');
   });
 });
+
+describe('the state database in production (issue 43 F9)', () => {
+  const pgProd = (url: string, extra: string) =>
+    prod(
+      'https://lender.example.com/api',
+      `customers: { tinHashKey: a-shared-key-of-replicas }\nstore: { engine: postgres, postgres: { url: "${url}", ${extra} } }\n`,
+    );
+
+  it('a remote database with ssl disable or require is a config error naming store.postgres.ssl', () => {
+    for (const ssl of ['disable', 'require']) {
+      const p = problems(pgProd('postgres://boarding@db.bank.internal:5432/state', `ssl: ${ssl}`));
+      expect(p.join('\n'), ssl).toMatch(
+        new RegExp(`^store\\.postgres\\.ssl: ${ssl} refused with platform\\.environment: production`, 'm'),
+      );
+    }
+  });
+
+  it('verify-ca needs store.postgres.verifyCaReason; verify-full passes', () => {
+    expect(
+      problems(pgProd('postgres://boarding@db.bank.internal/state', 'ssl: verify-ca')).join('\n'),
+    ).toMatch(/^store\.postgres\.verifyCaReason: store\.postgres\.ssl is verify-ca/m);
+    expect(
+      problems(
+        pgProd(
+          'postgres://boarding@db.bank.internal/state',
+          'ssl: verify-ca, verifyCaReason: "managed service: the certificate names the provider\'s host"',
+        ),
+      ),
+    ).toEqual([]);
+    expect(problems(pgProd('postgres://boarding@db.bank.internal/state', 'ssl: verify-full'))).toEqual([]);
+  });
+
+  it('a database on loopback or a local socket may run without TLS; staging is not held to it', () => {
+    for (const url of [
+      'postgres://boarding@127.0.0.1:5432/state',
+      'postgres://boarding@localhost/state',
+      'postgres://boarding@[::1]/state',
+      'postgres://boarding@%2Fvar%2Frun%2Fpostgresql/state',
+    ])
+      expect(problems(pgProd(url, 'ssl: disable')), url).toEqual([]);
+    expect(
+      problems(
+        pgProd('postgres://boarding@db.bank.internal/state', 'ssl: disable')
+          .replace('environment: production', 'environment: staging')
+          .replace('pk_live_abc', 'pk_test_abc'),
+      ),
+    ).toEqual([]);
+  });
+});
