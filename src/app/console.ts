@@ -1,10 +1,12 @@
 import { userInfo } from 'node:os';
 import type { Express } from 'express';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { createConsoleAuth } from '../console/auth.js';
 import { createConsoleService } from '../console/service.js';
 import { createConsoleExecutor, type ConsoleExecutor } from '../console/executor.js';
 import { mountConsole } from '../console/index.js';
+import { registerConsoleMetrics } from '../console/metrics.js';
 import type { ConsoleService } from '../console/contract.js';
 import { reboardLoan } from '../ops/reboard.js';
 import { previewLoanNow } from '../ops/board-preview.js';
@@ -28,6 +30,8 @@ export interface DaemonConsole {
   executor: ConsoleExecutor;
   /** Mounts /console/api and /console/ on the admin listener. */
   mount(app: Express): void;
+  /** Adds the console's metrics (throttled logins) to the daemon's /metrics registry. */
+  registerMetrics(registry: Registry): void;
 }
 
 export interface DaemonConsoleHooks {
@@ -95,6 +99,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
   return {
     service,
     executor,
+    registerMetrics: (registry) => registerConsoleMetrics(registry, auth),
     mount: (app) =>
       mountConsole(app, {
         config: rt.config.console,

@@ -229,6 +229,7 @@ export function createConnectorDaemon(
     },
   });
   webhooksRef = webhooks;
+  opsConsole?.registerMetrics(webhooks.metrics.registry);
   // Leadership first: the startup cycle finds this replica leading (or standing by), and the lease
   // is released last, after in-flight loans settled, so a standby takes over at once.
   const leaderWork = (): void => {

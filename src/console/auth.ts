@@ -44,6 +44,16 @@ const VERIFIED_TTL_MS = 5 * 60_000;
 /** scrypt at N=2^17 takes 128 MiB and about a second: at most this many at once, this many waiting. */
 const SCRYPT_CONCURRENCY = 2;
 const SCRYPT_QUEUE = 64;
+/**
+ * One client address's share of the scrypt gate: running and waiting together. Beyond it that
+ * address's logins are refused before any scrypt (a flood costs the flooder, issue 43 F2), while
+ * every other address still gets the next free slot in turn.
+ */
+export const SCRYPT_PER_CLIENT = 4;
+/** How long each attempt of a name over its per-user ceiling waits before its password is checked. */
+export const CEILING_DELAY_MS = 2_000;
+/** Why a login was throttled (the label of boarding_console_login_throttled_total). */
+export type ThrottleReason = 'address_locked' | 'address_busy' | 'user_ceiling';
 /** How often a lock asks the audit log whether `console unlock` lifted it. */
 const UNLOCK_CHECK_MS = 5_000;
 
@@ -107,12 +117,38 @@ const fingerprint = (encoded: string): string =>
 export type LoginOutcome =
   | { ok: true; user: ConsoleUser }
   | { ok: false; why: 'invalid' }
-  | { ok: false; why: 'throttled'; retryAfterSeconds: number };
+  | { ok: false; why: 'throttled'; retryAfterSeconds: number; reason: 'locked' | 'busy' };
+
+/** "15 minutes", "1 hour 5 minutes", "40 seconds": how long a person is asked to wait. */
+export function humanDuration(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  const unit = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
+  if (s < 60) return unit(s, 'second');
+  const m = Math.ceil(s / 60);
+  if (m < 60) return unit(m, 'minute');
+  const h = Math.floor(m / 60);
+  return m % 60 === 0 ? unit(h, 'hour') : `${unit(h, 'hour')} ${unit(m % 60, 'minute')}`;
+}
+
+/** What a throttled person is told (the login form and the API's 429). */
+export function throttledMessage(outcome: { retryAfterSeconds: number; reason: 'locked' | 'busy' }): string {
+  if (outcome.reason === 'busy')
+    return (
+      'Too many logins from your address are being checked at once: try again in ' +
+      `${humanDuration(outcome.retryAfterSeconds)}.`
+    );
+  return (
+    'Too many failed logins for this user from your address: try again in ' +
+    `${humanDuration(outcome.retryAfterSeconds)}, ` +
+    'or ask an approver to unlock you now (console Status page, Login locks, Unlock; or on the host: ' +
+    '`boarding-connector console unlock NAME`).'
+  );
+}
 
 /** A login lock as the status page shows it: the configured user's name. */
 export interface LoginLockView {
   user: string;
-  /** null: locked from every address. */
+  /** null: the per-user ceiling (every address slowed, none locked). */
   client: string | null;
   since: number;
   until: number;
@@ -153,6 +189,8 @@ export interface ConsoleAuth {
   basic: RequestHandler;
   /** Whether the console has any way in (users or a proxy configured). */
   readonly enabled: boolean;
+  /** Throttled logins since start, by reason (boarding_console_login_throttled_total). */
+  throttled(): Record<ThrottleReason, number>;
 }
 
 /** The authenticated user of a request (set by `ConsoleAuth.basic` or the pages' session check). */
@@ -184,23 +222,67 @@ export interface ConsoleAuthOptions {
   store?: ConsoleAuthStore;
   /** The parameters a weak hash is re-hashed with (default OWASP's; tests of the path pass weaker ones). */
   rehashTo?: ScryptParams;
+  /** The delay of an attempt over the per-user ceiling (default CEILING_DELAY_MS; tests pass less). */
+  ceilingDelayMs?: number;
 }
 
-/** At most `limit` scrypt computations at once; beyond `queue` waiting, refused (a flood must not take the memory). */
-function createGate(limit: number, queue: number): <T>(fn: () => Promise<T>) => Promise<T | 'busy'> {
+/**
+ * At most `limit` scrypt computations at once. Waiting is per client address, served in turn (one
+ * from each waiting address before a second from any), so a flood from one address cannot starve
+ * another; an address already holding `perClient` (running and waiting) is refused at once
+ * ('busy'), and so is anyone beyond `queue` waiting in all (a flood must not take the memory).
+ */
+export function createFairGate(
+  limit: number,
+  queue: number,
+  perClient: number,
+): <T>(client: string, fn: () => Promise<T>) => Promise<T | 'busy'> {
   let running = 0;
-  const waiting: Array<() => void> = [];
-  return async (fn) => {
-    if (running >= limit) {
-      if (waiting.length >= queue) return 'busy';
-      await new Promise<void>((resolve) => waiting.push(resolve));
+  let waitingTotal = 0;
+  const held = new Map<string, number>();
+  // Insertion order is the turn: a served address goes to the back if it still has waiters.
+  const waiting = new Map<string, Array<() => void>>();
+  const release = (client: string): void => {
+    const n = (held.get(client) ?? 1) - 1;
+    if (n <= 0) held.delete(client);
+    else held.set(client, n);
+  };
+  const dispatch = (): void => {
+    while (running < limit) {
+      const next = waiting.entries().next();
+      if (next.done) return;
+      const [client, list] = next.value;
+      waiting.delete(client);
+      const wake = list.shift();
+      if (list.length > 0) waiting.set(client, list);
+      if (!wake) continue;
+      waitingTotal--;
+      running++;
+      wake();
     }
-    running++;
+  };
+  return async (client, fn) => {
+    if ((held.get(client) ?? 0) >= perClient) return 'busy';
+    if (running >= limit || waitingTotal > 0) {
+      if (waitingTotal >= queue) return 'busy';
+      held.set(client, (held.get(client) ?? 0) + 1);
+      waitingTotal++;
+      // The slot is taken for us by dispatch() before we are woken.
+      await new Promise<void>((resolve) => {
+        const list = waiting.get(client);
+        if (list) list.push(resolve);
+        else waiting.set(client, [resolve]);
+      });
+    } else {
+      held.set(client, (held.get(client) ?? 0) + 1);
+      running++;
+    }
     try {
       return await fn();
     } finally {
       running--;
-      waiting.shift()?.();
+      release(client);
+      dispatch();
     }
   };
 }
@@ -346,7 +428,7 @@ function basicMiddleware(deps: {
             next();
           } else if (r.why === 'throttled') {
             res.setHeader('Retry-After', String(r.retryAfterSeconds));
-            res.status(429).json({ error: `too many failed logins: try again in ${r.retryAfterSeconds} s` });
+            res.status(429).json({ error: throttledMessage(r), retryAfterSeconds: r.retryAfterSeconds });
           } else challenge();
         },
         (err: unknown) => next(err),
@@ -377,14 +459,59 @@ function unknownUserHash(config: ConsoleAuthOptions['config'], rehashTo: ScryptP
   return dummyHash;
 }
 
+/**
+ * Throttled logins counted by reason (the metric) and reported once per client, name and lock: a
+ * flood of refused attempts must not become a flood of log lines and state database writes.
+ */
+function createThrottleReports(log: Logger, onEvent: ConsoleAuthOptions['onEvent']) {
+  const counts: Record<ThrottleReason, number> = { address_locked: 0, address_busy: 0, user_ceiling: 0 };
+  const reported = new Map<string, number>();
+  const firstOf = (key: string, now: number, forMs: number): boolean => {
+    if ((reported.get(key) ?? 0) > now) return false;
+    if (reported.size > 10_000) reported.clear();
+    reported.set(key, now + forMs);
+    return true;
+  };
+  return {
+    counts,
+    locked(who: string, key: string, client: string, now: number, waitMs: number): void {
+      counts.address_locked++;
+      if (!firstOf(`${client}\0${key}`, now, waitMs)) return;
+      log.warn({ user: who, client, lockedFrom: 'this address' }, 'console login throttled');
+      onEvent?.('login_throttled', who, { client });
+    },
+    busy(client: string, now: number): void {
+      counts.address_busy++;
+      if (!firstOf(`${client}\0busy`, now, 60_000)) return;
+      log.warn(
+        { client },
+        'console login refused before its password was checked: too many logins from this address at once',
+      );
+    },
+    refused(who: string, client: string, lock: LoginLock | null): void {
+      const held = lock
+        ? lock.client === null
+          ? { slowed: 'every address (per-user ceiling)' }
+          : { locked: 'this address' }
+        : {};
+      log.warn(
+        { user: who, client, ...held, ...(lock ? { until: new Date(lock.until).toISOString() } : {}) },
+        'console login refused',
+      );
+      onEvent?.('login_failed', who, { client });
+    },
+  };
+}
+
 export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
   const { config, clock } = opts;
   const log = opts.logger.child({ component: 'console-auth' });
   const users = new Map(config.users.map((u) => [userNameKey(u.name), u]));
   const throttle = loginThrottleOf(config);
-  const throttleReported = new Map<string, number>();
   const rehashTo = opts.rehashTo ?? SCRYPT_OWASP;
-  const gate = createGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE);
+  const gate = createFairGate(SCRYPT_CONCURRENCY, SCRYPT_QUEUE, SCRYPT_PER_CLIENT);
+  const ceilingDelayMs = opts.ceilingDelayMs ?? CEILING_DELAY_MS;
+  const reports = createThrottleReports(log, opts.onEvent);
   const isTrustedProxy = trustedProxy(config.proxy?.addresses ?? []);
   // Per process, never stored: the digest of a name that is no user cannot be turned back into it.
   const nameKeyKey = randomBytes(32);
@@ -412,6 +539,7 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
 
   const auth: ConsoleAuth = {
     enabled: config.users.length > 0 || config.proxy !== undefined,
+    throttled: () => ({ ...reports.counts }),
     user: toUser,
     clientAddress,
     resolve: toUser,
@@ -436,29 +564,29 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
       const key = throttleKey(name);
       const who = auditName(name);
       let held = throttle.check(key, client, clock.now());
-      if (held.lock && (await liftedByCli(key, held.lock))) {
+      const anyLock = held.lock ?? held.slowed;
+      if (anyLock && (await liftedByCli(key, anyLock))) {
         throttle.unlock(key);
         log.info({ user: who }, 'console login lock lifted by `console unlock`');
         held = throttle.check(key, client, clock.now());
       }
       const now = clock.now();
       if (held.waitMs > 0) {
-        // Logged and audited once per client, name and lock: a flood of refused attempts must not
-        // become a flood of log lines and state database writes.
-        const reportKey = `${client}\0${key}`;
-        if ((throttleReported.get(reportKey) ?? 0) <= now) {
-          if (throttleReported.size > 10_000) throttleReported.clear();
-          throttleReported.set(reportKey, now + held.waitMs);
-          log.warn(
-            { user: who, client, lockedFrom: held.lock?.client ?? 'every address' },
-            'console login throttled',
-          );
-          opts.onEvent?.('login_throttled', who, { client });
-        }
-        return { ok: false, why: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil(held.waitMs / 1000)) };
+        reports.locked(who, key, client, now, held.waitMs);
+        return {
+          ok: false,
+          why: 'throttled',
+          reason: 'locked',
+          retryAfterSeconds: Math.max(1, Math.ceil(held.waitMs / 1000)),
+        };
+      }
+      if (held.slowed) {
+        // Over the per-user ceiling: slowed, never refused (an address that did not fail still gets in).
+        reports.counts.user_ceiling++;
+        await clock.sleep(ceilingDelayMs);
       }
       const u = resolveUser(name);
-      const ok = await gate(async () => {
+      const ok = await gate(client, async () => {
         const hash = u ? await currentHash(u) : undefined;
         const good =
           (await verifyPassword(password, hash ?? (await dummyHash))) &&
@@ -468,25 +596,11 @@ export function createConsoleAuth(opts: ConsoleAuthOptions): ConsoleAuth {
         return good;
       });
       if (ok === 'busy') {
-        log.warn({ client }, 'console login refused: too many logins being checked at once');
-        return { ok: false, why: 'throttled', retryAfterSeconds: 2 };
+        reports.busy(client, now);
+        return { ok: false, why: 'throttled', reason: 'busy', retryAfterSeconds: 2 };
       }
       if (!ok) {
-        const lock = throttle.fail(key, u !== undefined, client, clock.now());
-        log.warn(
-          {
-            user: who,
-            client,
-            ...(lock
-              ? {
-                  locked: lock.client === null ? 'every address' : 'this address',
-                  until: new Date(lock.until).toISOString(),
-                }
-              : {}),
-          },
-          'console login refused',
-        );
-        opts.onEvent?.('login_failed', who, { client });
+        reports.refused(who, client, throttle.fail(key, u !== undefined, client, clock.now()));
         return { ok: false, why: 'invalid' };
       }
       throttle.succeeded(key, client);

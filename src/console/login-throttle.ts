@@ -4,8 +4,11 @@
  * - Per user name AND client address: `maxFailures` failures of one name from one address in the
  *   window lock that name from that address. Other names from the same address (a whole team
  *   behind the bank's proxy) and the same name from other addresses go on.
- * - Per user name from any address: `maxFailuresPerUser` failures lock the name everywhere (a
- *   guesser spreading over many addresses).
+ * - Per user name from any address: `maxFailuresPerUser` failures put the name under a ceiling
+ *   that slows every attempt of it (the caller delays them), never blocks one: locking the name
+ *   everywhere let anyone who reaches the login page lock the approvers out (issue 43 F10). An
+ *   address that has not failed still logs in; a guesser spread over addresses still meets the
+ *   per-address locks and the delay.
  * - Bounded memory that never drops an active lock under a flood: failure counters are evicted
  *   oldest first beyond MAX_COUNTERS (unknown names before configured users'), locks of configured
  *   users are never evicted, and locks of names that are no user (they guard no account) are kept
@@ -29,7 +32,7 @@ export interface ThrottleLimits {
 export interface LoginLock {
   /** The name's key (a configured user's normalised name). */
   name: string;
-  /** null: locked from every address. */
+  /** null: the per-user ceiling (every address slowed, none locked). */
   client: string | null;
   since: number;
   until: number;
@@ -45,8 +48,15 @@ interface Counter {
 }
 
 export interface LoginThrottle {
-  /** Milliseconds the name must wait from this client (0: go ahead), and the lock that holds it. */
-  check(name: string, client: string, now: number): { waitMs: number; lock: LoginLock | null };
+  /**
+   * Milliseconds the name must wait from this client (0: go ahead) and the lock that holds it;
+   * `slowed`: the name is over its per-user ceiling (go ahead, but slowly), with that ceiling.
+   */
+  check(
+    name: string,
+    client: string,
+    now: number,
+  ): { waitMs: number; lock: LoginLock | null; slowed: LoginLock | null };
   /** Counts a failure; returns the lock it set, if this failure set one. */
   fail(name: string, known: boolean, client: string, now: number): LoginLock | null;
   /** A login succeeded: the failures of this name from this client are forgotten. */
@@ -121,16 +131,13 @@ export function createLoginThrottle(limits: ThrottleLimits): LoginThrottle {
 
   return {
     check(name, client, now) {
-      let worst: Lock | null = null;
-      for (const key of [userKey(name), pairKey(name, client)]) {
-        const l = liveLock(key, now);
-        if (l && (worst === null || l.until > worst.until)) worst = l;
-      }
+      const view = (l: Lock | null): LoginLock | null =>
+        l ? { name: l.name, client: l.client, since: l.since, until: l.until } : null;
+      const pair = liveLock(pairKey(name, client), now);
       return {
-        waitMs: worst ? worst.until - now : 0,
-        lock: worst
-          ? { name: worst.name, client: worst.client, since: worst.since, until: worst.until }
-          : null,
+        waitMs: pair ? pair.until - now : 0,
+        lock: view(pair),
+        slowed: view(liveLock(userKey(name), now)),
       };
     },
     fail(name, known, client, now) {

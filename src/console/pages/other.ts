@@ -345,7 +345,7 @@ function locksSection(v: {
     v.locks.map((l) =>
       joinHtml([
         html`<tr><td>${l.user}</td><td class="mono">`,
-        l.client ?? 'every address',
+        l.client ?? 'every address: slowed, not locked (per-user ceiling)',
         html`</td><td class="small">${whenMs(l.since)}</td><td class="small">${whenMs(l.until)}</td>`,
         v.canUnlock
           ? joinHtml([

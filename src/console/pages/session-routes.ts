@@ -1,6 +1,6 @@
 /** Login, logout, the session guard (a user on every route below it) and the same-origin + CSRF check of every POST. */
 import { hasRole } from '../contract.js';
-import { setConsoleUser } from '../auth.js';
+import { setConsoleUser, throttledMessage } from '../auth.js';
 import { clearSessionCookie, sameOrigin, sessionCookieOf, setSessionCookie } from './security.js';
 import { errorBody, loginPage } from './other.js';
 import { locals, field, isSecureRequest, PENDING_SHOWN } from './context.js';
@@ -77,7 +77,7 @@ function mountLoginRoutes(ctx: PageContext): void {
             'Log in',
             'none',
             loginPage({
-              error: `Too many failed logins: try again in ${outcome.retryAfterSeconds} s.`,
+              error: throttledMessage(outcome),
               name,
             }),
             null,

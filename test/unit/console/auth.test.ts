@@ -2,8 +2,12 @@ import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { consoleSchema } from '../../../src/config/schema.js';
 import {
+  SCRYPT_PER_CLIENT,
   consoleUser,
   createConsoleAuth,
+  createFairGate,
+  humanDuration,
+  throttledMessage,
   hashParams,
   hashPassword,
   verifyPassword,
@@ -18,6 +22,9 @@ import { userNameKey } from '../../../src/lib/user-name.js';
 import { TEST_SCRYPT, testHash } from '../../support/console-users.js';
 import { startHttpServer, type RunningServer } from '../../../src/http/server.js';
 import { silentLogger } from '../../../src/lib/logger.js';
+import { systemClock } from '../../../src/lib/clock.js';
+import { Registry } from 'prom-client';
+import { registerConsoleMetrics } from '../../../src/console/metrics.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 const servers: RunningServer[] = [];
@@ -137,30 +144,99 @@ describe('console auth', () => {
     expect((await fetch(`${url}/who`, { headers: basic('olga', 'right-password') })).status).toBe(200);
   });
 
-  it("locks a name from every address after maxFailuresPerUser (a guesser spread over addresses); an approver's unlock lifts it", async () => {
+  it("maxFailuresPerUser failures from other addresses slow the name everywhere, never lock it (issue 43 F10: 20 failures from 5 addresses locked the user out everywhere); an approver's unlock lifts the ceiling", async () => {
     const hash = await testHash('right-password');
-    const clock = new FakeClock();
     const auth = createConsoleAuth({
       config: consoleSchema.parse({
         users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }],
-        loginThrottle: { maxFailures: 3, maxFailuresPerUser: 6, windowSeconds: 900 },
+        loginThrottle: { maxFailures: 5, maxFailuresPerUser: 20, windowSeconds: 900 },
       }),
-      clock,
+      clock: systemClock,
+      logger: silentLogger(),
+      ceilingDelayMs: 150,
+    });
+    // The audit's reproduction: 20 failures for olga from 5 addresses, 4 each (no address locked).
+    for (let a = 1; a <= 5; a++)
+      for (let i = 0; i < 4; i++)
+        expect(await auth.verifyLogin('olga', `guess-${a}-${i}`, `10.0.0.${a}`)).toMatchObject({
+          why: 'invalid',
+        });
+    expect(auth.locks()).toEqual([expect.objectContaining({ user: 'olga', client: null })]);
+    // Olga from a 6th address that never failed: in, after the ceiling's delay.
+    const started = Date.now();
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.6')).toMatchObject({ ok: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    expect(auth.throttled().user_ceiling).toBe(1);
+    // A guesser's address that reaches maxFailures is locked there, with a message a person can use.
+    expect(await auth.verifyLogin('olga', 'guess', '10.0.0.1')).toMatchObject({ why: 'invalid' });
+    const locked = await auth.verifyLogin('olga', 'right-password', '10.0.0.1');
+    expect(locked).toMatchObject({ ok: false, why: 'throttled', reason: 'locked', retryAfterSeconds: 900 });
+    expect(throttledMessage(locked as { retryAfterSeconds: number; reason: 'locked' })).toBe(
+      'Too many failed logins for this user from your address: try again in 15 minutes, or ask an ' +
+        'approver to unlock you now (console Status page, Login locks, Unlock; or on the host: ' +
+        '`boarding-connector console unlock NAME`).',
+    );
+    expect(auth.throttled().address_locked).toBe(1);
+    expect(auth.unlock('OLGA')).toBe(2);
+    expect(auth.locks()).toEqual([]);
+    const quick = Date.now();
+    expect(await auth.verifyLogin('olga', 'right-password', '10.0.0.1')).toMatchObject({ ok: true });
+    expect(Date.now() - quick).toBeLessThan(140);
+  });
+
+  it("70 parallel logins with made-up names from one address do not starve a correct login from another (issue 43 F2): the flood is refused before scrypt beyond the address's share", async () => {
+    const hash = await testHash('right-password');
+    const auth = createConsoleAuth({
+      config: consoleSchema.parse({
+        users: [{ name: 'olga', passwordHash: hash, roles: ['viewer'] }],
+        loginThrottle: { maxFailures: 5, windowSeconds: 900 },
+      }),
+      clock: systemClock,
       logger: silentLogger(),
     });
-    for (let i = 0; i < 6; i++)
-      expect(await auth.verifyLogin('olga', 'guess', `10.0.0.${i}`)).toMatchObject({
-        ok: false,
-        why: 'invalid',
-      });
-    expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({
-      ok: false,
-      why: 'throttled',
-    });
-    expect(auth.locks()).toEqual([expect.objectContaining({ user: 'olga', client: null })]);
-    expect(auth.unlock('OLGA')).toBe(1);
-    expect(auth.locks()).toEqual([]);
-    expect(await auth.verifyLogin('olga', 'right-password', '10.9.9.9')).toMatchObject({ ok: true });
+    const flood = Array.from({ length: 70 }, (_, i) => auth.verifyLogin(`nobody-${i}`, 'x', '198.51.100.1'));
+    const olga = auth.verifyLogin('olga', 'right-password', '203.0.113.9');
+    expect(await olga).toMatchObject({ ok: true, user: { name: 'olga' } });
+    const outcomes = await Promise.all(flood);
+    const busy = outcomes.filter((o) => !o.ok && o.why === 'throttled' && o.reason === 'busy').length;
+    // The flooder got its share (SCRYPT_PER_CLIENT checked), the rest refused at once.
+    expect(busy).toBe(70 - SCRYPT_PER_CLIENT);
+    expect(auth.throttled().address_busy).toBe(70 - SCRYPT_PER_CLIENT);
+    expect(outcomes.filter((o) => !o.ok && o.why === 'invalid')).toHaveLength(SCRYPT_PER_CLIENT);
+    // The alert metric on the connector's registry.
+    const registry = new Registry();
+    registerConsoleMetrics(registry, auth);
+    const text = await registry.metrics();
+    expect(text).toContain(
+      `boarding_console_login_throttled_total{reason="address_busy"} ${70 - SCRYPT_PER_CLIENT}`,
+    );
+    expect(text).toContain('boarding_console_login_throttled_total{reason="user_ceiling"} 0');
+  });
+
+  it('the scrypt gate serves waiting addresses in turn: one from each before a second from any', async () => {
+    const gate = createFairGate(1, 64, 10);
+    const order: string[] = [];
+    let release: () => void = () => undefined;
+    const first = gate('A', () => new Promise<void>((r) => (release = r)));
+    const runs = [
+      ...['A', 'A', 'A'].map((c, i) => gate(c, () => Promise.resolve(void order.push(`${c}${i}`)))),
+      gate('B', () => Promise.resolve(void order.push('B'))),
+      gate('C', () => Promise.resolve(void order.push('C'))),
+    ];
+    release();
+    await first;
+    await Promise.all(runs);
+    expect(order).toEqual(['A0', 'B', 'C', 'A1', 'A2']);
+  });
+
+  it('lock waits read as a person says them', () => {
+    expect(humanDuration(900)).toBe('15 minutes');
+    expect(humanDuration(61)).toBe('2 minutes');
+    expect(humanDuration(60)).toBe('1 minute');
+    expect(humanDuration(1)).toBe('1 second');
+    expect(humanDuration(40)).toBe('40 seconds');
+    expect(humanDuration(3900)).toBe('1 hour 5 minutes');
+    expect(humanDuration(7200)).toBe('2 hours');
   });
 
   it("a flood of throw-away names from 1,700 IPv6 addresses never drops a real user's active lock (10,000 names cleared the failure map), and memory stays bounded", () => {
