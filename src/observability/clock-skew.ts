@@ -5,10 +5,11 @@ import type { StoreDb } from '../store/sql.js';
 
 /**
  * This host's clock against the state database's (issue 37). Leadership and the shared rate budget
- * decide on the database's clock, so a replica minutes off still leads and spends right; but the
- * batch cut-off, webhook timestamps (±300 s), retry times and every time shown to people come from
- * the host. A skew of store.maxClockSkewMs or more is reported: /readyz (check `clock`), /metrics
- * (boarding_clock_offset_seconds), one ALERT line per ten minutes, and `config check --connect`.
+ * decide on the database's clock, so a replica minutes off still leads and spends right, and so are
+ * batch cut-offs judged (store/file-batches.ts); but webhook timestamps (±300 s), retry times and
+ * every time shown to people come from the host. A skew of store.maxClockSkewMs or more is
+ * reported: /readyz (check `clock`), /metrics (boarding_clock_offset_seconds), one ALERT line per
+ * ten minutes, and `config check --connect`.
  * SQLite lives on the host: nothing to compare.
  */
 export interface ClockOffset {

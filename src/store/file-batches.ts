@@ -1,3 +1,4 @@
+import { systemClock } from '../lib/clock.js';
 import type { StoreDb } from './sql.js';
 
 /** One row of `file_batches`. Times are epoch ms. */
@@ -40,6 +41,7 @@ export interface RenderedLoan {
 export interface AppendInput {
   loanId: string;
   principalCents: string | null;
+  /** The caller's clock; the store judges the cut-off on the state database's (FileBatchStore.databaseTime). */
   now: number;
   /** The layout.yaml text the loan is rendered in: an open batch in another layout is frozen first. */
   layout: string;
@@ -64,6 +66,8 @@ const BATCH_COLS = `id, status, opened_at AS "openedAt", cutoff_at AS "cutoffAt"
 const LOAN_COLS = `batch_id AS "batchId", loan_id AS "loanId", kind, principal_cents AS "principalCents",
   digest, rows_json AS "rowsJson", record_count AS "recordCount", boarded_at AS "boardedAt"`;
 const LOANS_PAGE = 500;
+/** A host this close to the database's clock is taken as agreeing with it (FileBatchStore.databaseTime). */
+const AGREES_WITHIN_MS = 1000;
 
 /**
  * Batches of the file core, in the state database. Every decision that must be atomic (is the open
@@ -86,6 +90,29 @@ export class FileBatchStore {
   private readonly db: StoreDb;
   constructor(db: StoreDb) {
     this.db = db;
+  }
+
+  /**
+   * The time a cut-off is judged at: the state database's clock (issue 43), as leadership's lease is
+   * (store/leadership/), not the leader host's. With several replicas on PostgreSQL, whichever host
+   * leads would otherwise seal early or late by its own clock's error. `hostNow` is the caller's
+   * clock (the system clock in the product, a test's clock in tests); the host's measured error
+   * against the database (its system clock against clock_timestamp(), at the midpoint of the round
+   * trip) is removed from it, so a test's clock keeps its meaning and the product gets the
+   * database's time. SQLite lives on this host: its clock is the host's, nothing to remove.
+   */
+  private async databaseTime(hostNow: number): Promise<number> {
+    if (!this.db.dialect.hasServerClock) return hostNow;
+    const before = systemClock.now();
+    const row = await this.db.get<{ ms: number | string }>(
+      'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms',
+    );
+    const after = systemClock.now();
+    if (row === undefined) throw new Error('the state database did not return its time');
+    const offset = Math.round(Number(row.ms) - (before + after) / 2);
+    // Within the reading's uncertainty (half the round trip) and a second: the host agrees with the
+    // database as far as a cut-off can tell; the caller's own time is kept to the millisecond.
+    return Math.abs(offset) <= (after - before) / 2 + AGREES_WITHIN_MS ? hostNow : hostNow + offset;
   }
 
   get(id: string): Promise<FileBatchRow | undefined> {
@@ -166,6 +193,7 @@ export class FileBatchStore {
    */
   append(input: AppendInput): Promise<AppendResult> {
     return this.db.write(async (): Promise<AppendResult> => {
+      const now = await this.databaseTime(input.now);
       const frozen: string[] = [];
       let open = await this.open();
       // Past its cut-off, or in another layout (the set was reloaded or the connector restarted with
@@ -173,17 +201,17 @@ export class FileBatchStore {
       const reason =
         open === undefined
           ? null
-          : open.cutoffAt <= input.now
+          : open.cutoffAt <= now
             ? 'cutoff'
             : open.layout !== input.layout
               ? 'layout changed'
               : null;
       if (open !== undefined && reason !== null) {
-        await this.freeze(open.id, input.now, reason, 'connector');
+        await this.freeze(open.id, now, reason, 'connector');
         frozen.push(open.id);
         open = undefined;
       }
-      open ??= await this.create(input.now, input.openBatch(input.now), input.layout);
+      open ??= await this.create(now, input.openBatch(now), input.layout);
       const placed = await this.batchesOfLoan(input.loanId);
       const kind: BatchRowKind = placed.some((p) => p.status !== 'open') ? 'correction' : 'new';
       const rendered = input.render(kind, open.id);
@@ -211,7 +239,7 @@ export class FileBatchStore {
           rendered.digest,
           rendered.rowsJson,
           rendered.recordCount,
-          input.now,
+          now,
         ],
       );
       return { batchId: open.id, kind, outcome: existing === undefined ? 'appended' : 'replaced', frozen };
@@ -219,8 +247,9 @@ export class FileBatchStore {
   }
 
   /** Freezes the open batch when its cut-off has passed; returns its id. */
-  freezeDue(now: number): Promise<string | undefined> {
+  freezeDue(hostNow: number): Promise<string | undefined> {
     return this.db.write(async () => {
+      const now = await this.databaseTime(hostNow);
       const open = await this.open();
       if (open === undefined || open.cutoffAt > now) return undefined;
       await this.freeze(open.id, now, 'cutoff', 'connector');
@@ -229,8 +258,9 @@ export class FileBatchStore {
   }
 
   /** Freezes the open batch now (an early seal by ops); undefined when no batch is open or `id` is not the open one. */
-  freezeOpen(now: number, reason: string, by: string, id?: string): Promise<string | undefined> {
+  freezeOpen(hostNow: number, reason: string, by: string, id?: string): Promise<string | undefined> {
     return this.db.write(async () => {
+      const now = await this.databaseTime(hostNow);
       const open = await this.open();
       if (open === undefined || (id !== undefined && open.id !== id)) return undefined;
       await this.freeze(open.id, now, reason, by);
@@ -243,8 +273,9 @@ export class FileBatchStore {
    * encrypted: their key is deleted after this) are never read again once the files exist, so they
    * leave the state database in the same transaction (the sealed files in the core's directory are the record).
    */
-  markSealed(id: string, now: number, totals: { principalCents: string }): Promise<boolean> {
+  markSealed(id: string, hostNow: number, totals: { principalCents: string }): Promise<boolean> {
     return this.db.write(async () => {
+      const now = await this.databaseTime(hostNow);
       const r = await this.db.run(
         `UPDATE file_batches SET status = 'sealed', sealed_at = ` +
           `?, principal_cents = ? WHERE id = ? AND status = 'sealing'`,
