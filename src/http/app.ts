@@ -38,7 +38,10 @@ export interface WebhookAppDeps {
    * `admin` (/healthz, /readyz, /metrics, /reports/latest: the ops listener), or `all` (tests).
    */
   surface?: 'all' | 'public' | 'admin';
-  /** Adds routes to the ops surface before its 404 (the console: src/console/index.ts mountConsole). */
+  /**
+   * Adds routes to the ops surface, before its own (the console: src/console/index.ts mountConsole,
+   * which puts its login in front of /reports/latest) and its 404.
+   */
   mountOps?: (app: Express) => void;
   /** Host names the ops surface answers (allowed-hosts.ts adminHostNames); absent: any (tests). */
   allowedHosts?: readonly string[];
@@ -107,8 +110,9 @@ export function createApp(deps: WebhookAppDeps): Express {
   });
 
   if (surface !== 'public') {
-    registerOpsRoutes(app, deps, metrics);
+    // The console first: it guards /reports/latest with its login when it has users (issue 43 F12).
     deps.mountOps?.(app);
+    registerOpsRoutes(app, deps, metrics);
   }
 
   app.use((_req: Request, res: Response) => {

@@ -86,6 +86,23 @@ export function mountReportRoutes(ctx: PageContext): void {
     }
   });
 
+  // The newest run's report.html: where the admin listener's /reports/latest sends a browser
+  // without credentials when the console has users (src/console/index.ts).
+  router.get('/reports/latest', async (_req, res, next) => {
+    try {
+      const newest = (await service.reports())[0];
+      const file = newest ? await service.reportFile(newest.day, newest.run, 'html') : null;
+      if (!newest || !file) {
+        sendError(res, 404, 'No reconciliation report yet.', '/console/reconciliation');
+        return;
+      }
+      res.setHeader('Content-Security-Policy', REPORT_HTML_CSP);
+      res.sendFile(file, { dotfiles: 'deny' });
+    } catch (err) {
+      next(err);
+    }
+  });
+
   router.get('/reconciliation/:day/:run/report.:kind', async (req, res, next) => {
     const kind = req.params['kind'];
     try {
