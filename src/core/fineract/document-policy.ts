@@ -71,6 +71,11 @@ export function planDocument(doc: PlatformDocument, policy: FineractDocumentPoli
       policy.refused,
     reason,
   });
+  // DocumentCommandValidator.validateForCreate: size integerGreaterThanZero (400 after the loan exists).
+  if (doc.size === 0)
+    return refuse(
+      `document ${doc.id} is empty (0 bytes); Fineract refuses an empty upload (size must be > 0)`,
+    );
   if (typeof doc.size === 'number' && doc.size > policy.maxBytes) {
     return refuse(
       `document ${doc.id} is ${doc.size} bytes, over Fineract's upload ` +

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { request } from 'undici';
+import { FormData, request } from 'undici';
 import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
 import { systemClock } from '../../../src/lib/clock.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -265,6 +265,58 @@ describe('the Fineract simulator holds the adapter to the published contract', (
     expect(
       requestErrors('approveLoan', { approvedOnDate: '2025-02-30', dateFormat: 'yyyy-MM-dd', locale: 'en' }),
     ).toEqual([expect.objectContaining({ parameterName: 'approvedOnDate', code: 'invalid.date.format' })]);
+  });
+
+  it('an empty document, which Fineract refuses after the loan exists (size > 0), is decided before any write', async () => {
+    sim = await startFineractSimulator();
+    const auth = `Basic ${Buffer.from(`${sim.username}:${sim.password}`).toString('base64')}`;
+    const c = sim.seedClient({ firstname: 'Ann', lastname: 'Lee' });
+    const l = await post(sim, auth, '/loans', {
+      clientId: c.id,
+      productId: 1,
+      principal: 1000,
+      loanTermFrequency: 12,
+      loanTermFrequencyType: 2,
+      loanType: 'individual',
+      numberOfRepayments: 12,
+      repaymentEvery: 1,
+      repaymentFrequencyType: 2,
+      interestRatePerPeriod: 5,
+      amortizationType: 1,
+      interestType: 0,
+      interestCalculationPeriodType: 1,
+      transactionProcessingStrategyCode: 'mifos-standard-strategy',
+      expectedDisbursementDate: '2025-03-14',
+      submittedOnDate: '2025-03-14',
+      dateFormat: 'yyyy-MM-dd',
+      locale: 'en',
+    });
+    expect(l.status).toBe(200);
+    const form = new FormData();
+    form.append('name', 'empty');
+    form.append('file', new Blob([], { type: 'application/pdf' }), 'empty.pdf');
+    const res = await request(`${sim.url}/loans/${(l.body as { loanId: number }).loanId}/documents`, {
+      method: 'POST',
+      headers: { authorization: auth, 'fineract-platform-tenantid': sim.tenantId },
+      body: form,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(await res.body.json())).toContain(
+      'validation.msg.document.size.not.greater.than.zero',
+    );
+
+    const core = adapter(sim);
+    const records = fineractRecords('loan_empty_doc', { docIds: ['doc_empty', 'doc_ok'] });
+    const r = await core.board(
+      makePackage('loan_empty_doc', records, [
+        { id: 'doc_empty', name: 'empty.pdf', bytes: Buffer.alloc(0) },
+        { id: 'doc_ok', name: 'ok.pdf', bytes: Buffer.from('%PDF ok') },
+      ]),
+    );
+    await core.close();
+    expect(r.warnings).toEqual([expect.stringContaining('document doc_empty is empty (0 bytes)')]);
+    expect(sim.documents.map((d) => d.name)).toEqual(['Document doc_ok']);
+    expect(sim.loans.map((x) => x.externalId)).toContain('loan_empty_doc');
   });
 
   it('the response schemas can fail: an answer without the published fields is caught', () => {

@@ -36,17 +36,8 @@ describe('sync --once with the fineract set into a strict fake Fineract', () => 
       writesPerWindow: 30,
       mappingsDir: join(process.cwd(), 'mappings/fineract'),
       extra: {
-        core: {
-          adapter: 'http',
-          http: {
-            baseUrl: fake.url,
-            username: fake.username,
-            password: fake.password,
-            tenantId: fake.tenantId,
-            approve: true,
-            timeoutMs: 5000,
-          },
-        },
+        // The block `sandbox --core fineract` prints, as a user pastes it.
+        core: { ...fake.coreBlock(), http: { ...(fake.coreBlock()['http'] as object), timeoutMs: 5000 } },
       },
     });
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
@@ -73,6 +64,9 @@ describe('sync --once with the fineract set into a strict fake Fineract', () => 
     // Nothing the connector sent was refused by Fineract's rules (keys, documents, grace, ...).
     const refused = fake.writes().filter((w) => w.status >= 400);
     expect(refused).toEqual([]);
+    // Every request fits Fineract's published contract; every answer fits its response schemas.
+    expect(fake.contractRefusals).toEqual([]);
+    expect(fake.contractViolations).toEqual([]);
     // Every key fits Fineract's column.
     expect(fake.requests.filter((q) => (q.idempotencyKey?.length ?? 0) > 50)).toEqual([]);
   });
