@@ -24,6 +24,11 @@ export interface CliContext {
   configPath(): string | undefined;
   /** The validated config; without --config or BOARDING_CONFIG a UsageError (no silent defaults). */
   config(): Config;
+  /**
+   * Called before config() by commands that only read the state database (STATE_ONLY_COMMANDS):
+   * their config may leave out `platform` (README: `customers list` with only `store.path`).
+   */
+  platformOptional(): void;
   logger(): Logger;
   /** Registers cleanup run (in reverse order) when the command finishes or the process stops. */
   onClose(fn: () => Promise<void> | void): void;
@@ -111,6 +116,7 @@ export function createCliContext(opts: ContextOptions): CliContext {
   };
   const closers: Array<() => Promise<void> | void> = [];
   let progressLine: ProgressLine | undefined;
+  let platformOptional = false;
   const configPath = (): string | undefined =>
     opts.getConfigOption() ?? (opts.env['BOARDING_CONFIG'] || undefined);
   return {
@@ -127,6 +133,9 @@ export function createCliContext(opts: ContextOptions): CliContext {
       };
     },
     configPath,
+    platformOptional() {
+      platformOptional = true;
+    },
     config() {
       if (config) return config;
       const path = configPath();
@@ -138,7 +147,13 @@ export function createCliContext(opts: ContextOptions): CliContext {
         throw new ConfigError(`cannot read config file ${path}: ${errorMessage(err)}`);
       }
       const cwd = opts.cwd ?? process.cwd();
-      config = loadConfig({ env: opts.env, fileText, filePath: path, cwd });
+      config = loadConfig({
+        env: opts.env,
+        fileText,
+        filePath: path,
+        cwd,
+        ...(platformOptional ? { platform: 'optional' as const } : {}),
+      });
       pendingWarnings.push(...transportWarnings(config));
       pendingNotes.push(...configNotes(config));
       flushWarnings();
@@ -197,6 +212,21 @@ export function createCliContext(opts: ContextOptions): CliContext {
     },
   };
 }
+
+/**
+ * Subcommands that only read the state database: a config with only `store` (and `bank`,
+ * `mappings`, `core.file` as they need) is enough; `platform` may be left out (issue 42: the
+ * README's `customers list` hint with only store.path failed with `platform: required`).
+ */
+export const STATE_ONLY_COMMANDS: ReadonlySet<string> = new Set([
+  'customers list',
+  'customers show',
+  'loans list',
+  'loans show',
+  'batches list',
+  'batches show',
+  'state leader',
+]);
 
 /** The commands that run without a config: they make their own (the demo) or need none (the sandbox). */
 export const COMMANDS_WITHOUT_CONFIG: ReadonlySet<string> = new Set(['demo', 'sandbox']);

@@ -71,13 +71,33 @@ export function prepareDemoDir(dir: string): void {
   writeFileSync(`${dir}/${DEMO_MARKER}`, 'made by `boarding-connector demo`; wiped at its next start\n');
 }
 
+/** A console user of the demo: its password is made per run and printed (the hash goes into the config). */
+export interface DemoUser {
+  name: string;
+  password: string;
+  roles: Array<'viewer' | 'operator' | 'approver'>;
+}
+
+/**
+ * The demo's console users: an operator who asks and an approver who approves, so four eyes can
+ * be tried. New passwords every run (the demo's state is wiped at start; nothing to keep).
+ */
+export function demoUsers(): DemoUser[] {
+  const pw = (): string => randomBytes(12).toString('base64url');
+  return [
+    { name: 'demo-operator', password: pw(), roles: ['viewer', 'operator'] },
+    { name: 'demo-approver', password: pw(), roles: ['viewer', 'approver'] },
+  ];
+}
+
 function demoConfig(
   o: DemoOptions,
   sandbox: { baseUrl: string; apiKey: string },
-  port: number,
-  adminPort: number,
+  listen: { port: number; adminPort: number },
+  users: ReadonlyArray<{ name: string; passwordHash: string; roles: readonly string[] }>,
   logLevel: string,
 ): Config {
+  const { port, adminPort } = listen;
   const dir = resolve(o.dir);
   const q = (s: string): string => JSON.stringify(s);
   return loadConfig({
@@ -106,6 +126,8 @@ function demoConfig(
       'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
       `reports: { dir: ${q(`${dir}/reports`)} }`,
       `log: { level: ${logLevel} }`,
+      // The ops console on the admin listener, so the report's /console/loans/… links answer.
+      `console: { users: ${JSON.stringify(users)} }`,
       '',
     ].join('\n'),
   });
@@ -172,6 +194,8 @@ interface DemoStack {
   sandboxUrls: { baseUrl: string; adminUrl: string };
   port: number;
   adminPort: number;
+  /** The console's users with their passwords of this run (printed in the banner). */
+  users: DemoUser[];
   /** Cycles the daemon ran; `onFirstCycle` is called after the first. */
   cycles(): number;
   onFirstCycle(fn: () => void): void;
@@ -192,9 +216,10 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
     }
   });
   // Loaded here: other commands never load the sandbox's and the daemon's HTTP stack.
-  const [{ startSandbox }, { createConnectorDaemon }] = await Promise.all([
+  const [{ startSandbox }, { createConnectorDaemon }, { hashPassword }] = await Promise.all([
     import('../sandbox/index.js'),
     import('./daemon.js'),
+    import('./console.js'),
   ]);
   const sandbox = await startSandbox({
     port: 0,
@@ -211,7 +236,11 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
   io.onClose(() => sandbox.close());
   const port = await freePort();
   const adminPort = await freePort();
-  const config = demoConfig(opts, sandbox, port, adminPort, logLevel);
+  const users = demoUsers();
+  const hashed = await Promise.all(
+    users.map(async (u) => ({ name: u.name, passwordHash: await hashPassword(u.password), roles: u.roles })),
+  );
+  const config = demoConfig(opts, sandbox, { port, adminPort }, hashed, logLevel);
   const rt = await buildRuntime(config, logger, { clock: io.clock });
   io.onClose(() => rt.close());
 
@@ -253,6 +282,7 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
     sandboxUrls: { baseUrl: sandbox.baseUrl, adminUrl: sandbox.adminUrl },
     port,
     adminPort,
+    users,
     cycles: () => cycles,
     onFirstCycle: (fn) => {
       firstCycleDone = fn;
@@ -344,7 +374,15 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
   // Ops pages are on the admin listener, never on the webhook receiver the platform reaches.
   const base = `http://127.0.0.1:${s.adminPort}`;
   io.say(
-    `  metrics: ${base}/metrics   health: ${base}/healthz   (webhooks: http://127.0.0.1:${port}${WEBHOOK_PATH})`,
+    `  metrics: ${base}/metrics   health: ${base}/healthz   ` +
+      `(webhook receiver: 127.0.0.1:${port}, POST ${WEBHOOK_PATH})`,
+  );
+  io.say(
+    `  console: ${base}/console/queue   log in as ` +
+      s.users
+        .map((u) => `${u.name} / ${u.password} (${u.roles.filter((r) => r !== 'viewer').join(', ')})`)
+        .join(' or ') +
+      '; new passwords every run; an operator asks, the approver approves (four eyes)',
   );
   io.say(
     `  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo ` +

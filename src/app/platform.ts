@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config/schema.js';
+import { isMissingPlatform } from '../config/load.js';
+import { ConfigError } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/rate-budget/budget.js';
@@ -69,6 +71,9 @@ export function platformClientFromConfig(
   deps: PlatformClientDeps,
 ): PlatformClient {
   const p = config.platform;
+  // A config loaded without `platform` (a read-only command's) never gets a client.
+  if (isMissingPlatform(p))
+    throw new ConfigError('platform: required (this command calls the Loan Platform); the config has none');
   const db = deps.db;
   let rate: { rateState: RateStateStore } | { rateLedger: RateLedger };
   if (deps.rateState) rate = { rateState: deps.rateState };

@@ -3,6 +3,7 @@ import type { CliContext } from '../app/cli-context.js';
 
 export {
   COMMANDS_WITHOUT_CONFIG,
+  STATE_ONLY_COMMANDS,
   SUBCOMMANDS_WITHOUT_CONFIG,
   createCliContext,
   createHangupSource,

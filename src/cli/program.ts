@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { PROGRESS_MODES } from '../lib/terminal.js';
 import {
   COMMANDS_WITHOUT_CONFIG,
+  STATE_ONLY_COMMANDS,
   SUBCOMMANDS_WITHOUT_CONFIG,
   noConfigMessage,
   type CliContext,
@@ -47,6 +48,7 @@ export function buildProgram(ctxFactory: (program: Command) => CliContext): {
   program.hook('preAction', (_root, action) => {
     let top: Command = action;
     while (top.parent && top.parent !== program) top = top.parent;
+    if (STATE_ONLY_COMMANDS.has(`${top.name()} ${action.name()}`)) ctx.platformOptional();
     if (
       COMMANDS_WITHOUT_CONFIG.has(top.name()) ||
       SUBCOMMANDS_WITHOUT_CONFIG.has(`${top.name()} ${action.name()}`)

@@ -22,6 +22,19 @@ export interface LoadConfigInput {
   cwd?: string | undefined;
   /** Whether a path exists (the mapping set's fall-back to the shipped sets); default fs.existsSync. */
   exists?: ((path: string) => boolean) | undefined;
+  /**
+   * 'optional': a config without a `platform` section loads, with a placeholder platform no client
+   * accepts (commands that only read the state database: `customers list`, `loans show`…).
+   */
+  platform?: 'required' | 'optional' | undefined;
+}
+
+/** The placeholder platform of a config loaded without one (never a reachable address: .invalid). */
+const NO_PLATFORM = new WeakSet<object>();
+
+/** Whether this platform section is the placeholder of a config that has none (LoadConfigInput.platform). */
+export function isMissingPlatform(platform: object): boolean {
+  return NO_PLATFORM.has(platform);
 }
 
 /** What the loader decided on its own and the operator should know (logged at start, shown by `config check`). */
@@ -292,8 +305,15 @@ export function loadConfig(input: LoadConfigInput): Config {
 
   const obj = raw as Record<string, unknown>;
   const env = input.env;
+  const noPlatform = input.platform === 'optional' && obj['platform'] === undefined;
+  if (noPlatform)
+    obj['platform'] = {
+      baseUrl: 'https://platform.not-configured.invalid/api',
+      apiKey: 'pk_test_not_configured',
+      environment: 'development',
+    };
   const apiKey = env['BOARDING_API_KEY'];
-  if (apiKey !== undefined && apiKey !== '') {
+  if (apiKey !== undefined && apiKey !== '' && !noPlatform) {
     const platform = (obj['platform'] ??= {}) as Record<string, unknown>;
     platform['apiKey'] = apiKey;
   }
@@ -369,6 +389,7 @@ export function loadConfig(input: LoadConfigInput): Config {
       ),
     ]);
   }
+  if (noPlatform) NO_PLATFORM.add(config.platform);
   const notes: string[] = [];
   resolvePaths(config, input.cwd ?? process.cwd(), input.exists ?? existsSync, notes);
   NOTES.set(config, notes);

@@ -130,6 +130,14 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<RunningSa
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use('/admin', createAdminRouter({ state, limiter, faults, sender, logger }));
+  // The printed baseUrl itself (a banner link): what is served under it, without a key or a budget.
+  app.get(['/api', '/api/'], (_req, res) => {
+    res.json({
+      name: 'Loan Platform sandbox',
+      api: '/api/public/v1/... (Authorization: Bearer <apiKey>; the spec is docs/sandbox.md)',
+      admin: '/admin',
+    });
+  });
   app.use(
     '/api',
     express.raw({ type: () => true, limit: '2mb' }),
