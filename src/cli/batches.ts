@@ -4,6 +4,7 @@ import { FatalError } from '../lib/errors.js';
 import { listBatches, showBatch } from '../ops/batches.js';
 import { sealEarly } from '../ops/seal.js';
 import { out, type CliContext } from './context.js';
+import { shownTime, zonedForText, zonedJson } from './times.js';
 
 export function registerBatchesCommands(program: Command, ctx: CliContext): void {
   const group = program
@@ -21,13 +22,14 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
     .action(async (opts: { limit: number; json?: boolean }) => {
       const batches = await openBatches(ctx);
       const rows = await listBatches(batches, opts.limit);
-      if (opts.json) return out(ctx, JSON.stringify(rows, null, 2));
+      const zone = ctx.config().bank.timeZone;
+      if (opts.json) return out(ctx, JSON.stringify(zonedJson(rows, zone), null, 2));
       if (rows.length === 0) return out(ctx, 'no batches yet');
       for (const r of rows) {
         out(
           ctx,
           `${r.id}  ${r.status.padEnd(7)}  loans ${r.loans}  corrections ${r.corrections}  records ${r.records}  ` +
-            `principal_cents ${r.principalCents ?? '-'}  cutoff ${r.cutoffAt}  trigger ` +
+            `principal_cents ${r.principalCents ?? '-'}  cutoff ${shownTime(r.cutoffAt, zone)}  trigger ` +
             `${r.triggerFile ? 'yes' : 'no'}`,
         );
       }
@@ -44,15 +46,16 @@ export function registerBatchesCommands(program: Command, ctx: CliContext): void
       const batches = await openBatches(ctx);
       const v = await showBatch(batches, id);
       const loans = v.loanList;
-      if (opts.json) return out(ctx, JSON.stringify(v, null, 2));
-      const { loanList: _l, ...fields } = v;
+      const zone = ctx.config().bank.timeZone;
+      if (opts.json) return out(ctx, JSON.stringify(zonedJson(v, zone), null, 2));
+      const { loanList: _l, ...fields } = zonedForText(v, zone);
       for (const [k, val] of Object.entries<string | number | boolean | null>(fields))
         out(ctx, `${k}: ${val === null ? '-' : String(val)}`);
       for (const l of loans)
         out(
           ctx,
           `  ${l.loanId}  ${l.kind}  records ${l.records}  principal_cents ` +
-            `${l.principalCents ?? '-'}  boarded ${l.boardedAt}`,
+            `${l.principalCents ?? '-'}  boarded ${shownTime(l.boardedAt, zone)}`,
         );
     });
 

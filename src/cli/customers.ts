@@ -2,10 +2,9 @@ import type { Command } from 'commander';
 import { openState } from '../app/session.js';
 import { MATCHED_BY, customerView, listCustomers, showCustomer, type XrefRow } from '../ops/customers.js';
 import { out, type CliContext } from './context.js';
+import { shownTime, zonedJson } from './times.js';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
-
-function table(rows: readonly XrefRow[]): string {
+function table(rows: readonly XrefRow[], zone: string): string {
   const cells = [
     ['ENTITY', 'CIF', 'MATCHED BY', 'FIRST LOAN', 'LAST LOAN', 'RESOLVED'],
     ...rows.map((r) => [
@@ -14,7 +13,7 @@ function table(rows: readonly XrefRow[]): string {
       r.matchedBy,
       r.firstLoanId,
       r.lastLoanId,
-      iso(r.resolvedAt),
+      shownTime(r.resolvedAt, zone),
     ]),
   ];
   const widths = cells[0]!.map((_, i) => Math.max(...cells.map((c) => (c[i] ?? '').length)));
@@ -50,8 +49,10 @@ export function registerCustomersCommands(program: Command, ctx: CliContext): vo
     .option('--json', 'print JSON')
     .action(async (key: string, opts: { json?: boolean }) => {
       const { rows, loans } = await showCustomer(await open(), key);
-      if (opts.json === true) return out(ctx, JSON.stringify({ customers: rows.map(customerView), loans }));
-      const lines = [table(rows), '', 'loans:'];
+      const zone = ctx.config().bank.timeZone;
+      if (opts.json === true)
+        return out(ctx, JSON.stringify(zonedJson({ customers: rows.map(customerView), loans }, zone)));
+      const lines = [table(rows, zone), '', 'loans:'];
       for (const l of loans) {
         lines.push(
           `  ${l.loanId}  ${l.entityId}  CIF ${l.cif ?? '(new, core-assigned)'}  ${l.matchedBy}` +
@@ -59,7 +60,7 @@ export function registerCustomersCommands(program: Command, ctx: CliContext): vo
               ? ' (existing customer: no customer record written)'
               : ' (customer record written by this loan)') +
             (l.nameAgrees === false ? '  · name differs from the core (review item)' : '') +
-            `  ${l.resolvedAt}`,
+            `  ${shownTime(l.resolvedAt, zone)}`,
         );
       }
       out(ctx, lines.join('\n'));
@@ -73,10 +74,11 @@ export function registerCustomersCommands(program: Command, ctx: CliContext): vo
     .option('--json', 'print JSON')
     .action(async (opts: { matchedBy?: string; limit?: string; json?: boolean }) => {
       const rows = await listCustomers(await open(), opts);
+      const zone = ctx.config().bank.timeZone;
       if (opts.json === true) {
-        out(ctx, JSON.stringify(rows.map(customerView)));
+        out(ctx, JSON.stringify(zonedJson(rows.map(customerView), zone)));
         return;
       }
-      out(ctx, rows.length === 0 ? 'no customers resolved yet' : table(rows));
+      out(ctx, rows.length === 0 ? 'no customers resolved yet' : table(rows, zone));
     });
 }

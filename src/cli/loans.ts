@@ -33,12 +33,13 @@ function listCommand(loans: Command, ctx: CliContext): void {
     .option('--json', 'print JSON (one array)')
     .action(async (opts: { state?: string; limit?: string; warnings?: boolean; json?: boolean }) => {
       const { rows, counts } = await listLoans((await openState(ctx)).store, opts);
-      if (opts.json === true) return out(ctx, JSON.stringify(rows.map(loanView)));
+      const zone = ctx.config().bank.timeZone;
+      if (opts.json === true) return out(ctx, JSON.stringify(rows.map((r) => loanView(r, zone))));
       if (rows.length === 0) {
         const none = opts.state ? `no loans in state ${opts.state}` : 'no loans yet (run `sync --once`)';
         return out(ctx, opts.warnings ? 'no loans with review items' : none);
       }
-      out(ctx, loanTableText(rows));
+      out(ctx, loanTableText(rows, zone));
       const all = Object.entries(counts).filter(([, n]) => n > 0);
       out(ctx, `\n${rows.length} loan(s); all states: ${all.map(([k, n]) => `${k} ${n}`).join(', ')}`);
     });
@@ -52,7 +53,8 @@ function showCommand(loans: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (ref: string, opts: { json?: boolean }) => {
       const h = await showLoan((await openState(ctx)).store, ref, ctx.clock.now());
-      out(ctx, opts.json === true ? JSON.stringify(loanHistoryJson(h)) : loanHistoryText(h));
+      const zone = ctx.config().bank.timeZone;
+      out(ctx, opts.json === true ? JSON.stringify(loanHistoryJson(h, zone)) : loanHistoryText(h, zone));
     });
 }
 

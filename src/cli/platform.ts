@@ -4,6 +4,7 @@ import { clearStrikes } from '../ops/strike-clear.js';
 import { openRateAdmin } from '../app/session.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
+import { shownTime, zonedJson } from './times.js';
 
 export function registerPlatformCommands(program: Command, ctx: CliContext): void {
   const platform = program
@@ -20,8 +21,9 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
     .action(async (opts: { json?: boolean }) => {
       const admin = await openRateAdmin(ctx);
       const status = await platformStatus(admin, ctx.config().platform.environment);
+      const zone = ctx.config().bank.timeZone;
       if (opts.json) {
-        out(ctx, JSON.stringify(status, null, 2));
+        out(ctx, JSON.stringify(zonedJson(status, zone), null, 2));
         return;
       }
       out(
@@ -29,7 +31,7 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
         `429 strikes in the last 24 h: ${status.strikes24h} (all platform traffic, reads and writes, stops at ` +
           `${TRAFFIC_STOP_AT}; a live key is revoked at 3)`,
       );
-      for (const s of status.strikes) out(ctx, `  ${s.at}  ${s.bucket}  ${s.path ?? ''}`);
+      for (const s of status.strikes) out(ctx, `  ${shownTime(s.at, zone)}  ${s.bucket}  ${s.path ?? ''}`);
       out(
         ctx,
         status.trafficStopped
@@ -37,7 +39,8 @@ export function registerPlatformCommands(program: Command, ctx: CliContext): voi
               '`platform strikes clear` once the platform confirms the key)'
           : `platform requests: allowed${status.strikes24h > 0 ? ' at half pace' : ''}`,
       );
-      for (const p of status.pauses) out(ctx, `pause: ${p.bucket} bucket paused until ${p.until}`);
+      for (const p of status.pauses)
+        out(ctx, `pause: ${p.bucket} bucket paused until ${shownTime(p.until, zone)}`);
       if (admin.shared)
         out(
           ctx,

@@ -14,6 +14,7 @@ import {
 } from '../ops/webhooks.js';
 import { out, type CliContext } from './context.js';
 import { openPlatformSession } from '../app/session.js';
+import { zonedForText, zonedJson } from './times.js';
 
 export function registerWebhooksCommands(program: Command, ctx: CliContext): void {
   const group = program
@@ -55,7 +56,13 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       const { store, platform } = await openPlatformSession(ctx);
       const deps = { store, platform, clock: ctx.clock, signal: ctx.shutdown };
       const rows = await listWebhooks(deps, config.webhooks.publicUrl);
-      out(ctx, flags.json ? JSON.stringify(rows, null, 2) : webhookListText(rows));
+      const zone = config.bank.timeZone;
+      out(
+        ctx,
+        flags.json
+          ? JSON.stringify(zonedJson(rows, zone), null, 2)
+          : webhookListText(zonedForText(rows, zone)),
+      );
     });
 
   group
@@ -67,7 +74,8 @@ export function registerWebhooksCommands(program: Command, ctx: CliContext): voi
       if (id.trim() === '') throw new UsageError('ID: expected an endpoint id (see `webhooks list`)');
       const { store, platform } = await openPlatformSession(ctx);
       const endpoint = await enableWebhook({ store, platform, clock: ctx.clock, signal: ctx.shutdown }, id);
-      if (flags.json) out(ctx, JSON.stringify(row(endpoint, false), null, 2));
+      if (flags.json)
+        out(ctx, JSON.stringify(zonedJson(row(endpoint, false), ctx.config().bank.timeZone), null, 2));
       else out(ctx, `Endpoint ${endpoint.id} is now ${endpoint.status ?? 'updated (status not reported)'}.`);
     });
 }

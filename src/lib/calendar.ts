@@ -275,6 +275,20 @@ export function localDateTime(epochMs: number, timeZone: string): string {
 }
 
 /**
+ * An instant as ISO 8601 with the zone's offset at that instant, milliseconds kept:
+ * "2026-11-21T06:33:36.120-06:00" (what `--json` prints: the bank's wall time, still one instant).
+ */
+export function isoWithOffset(epochMs: number, timeZone: string): string {
+  const offsetMs = zoneOffsetMs(timeZone, epochMs);
+  const wall = new Date(epochMs + offsetMs).toISOString().slice(0, -1);
+  const minutes = Math.round(Math.abs(offsetMs) / 60_000);
+  const sign = offsetMs < 0 ? '-' : '+';
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${wall}${sign}${hh}:${mm}`;
+}
+
+/**
  * Normalizes a platform or core date for comparison with the rule the mapping derives core dates
  * by: an instant becomes its calendar date in the bank's zone, a value without offset is taken as
  * written (Date.parse would read it in the process's own zone). Unparseable text is returned

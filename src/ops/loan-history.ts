@@ -10,6 +10,7 @@ import type { LoanCustomerRow } from '../store/identity/customers.js';
 import type { LoanEvent, LoanRow } from '../store/loans.js';
 import { runningDaemons } from './daemon-guard.js';
 import { UsageError } from '../lib/errors.js';
+import { isoWithOffset, localDateTime, parseInstant } from '../lib/calendar.js';
 
 export interface LoanHistoryParts {
   row: LoanRow;
@@ -68,11 +69,19 @@ export async function gatherLoanHistory(
   };
 }
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+/** An instant for JSON: ISO 8601 with the bank zone's offset when the zone is given, else UTC. */
+function isoIn(timeZone: string | undefined) {
+  return (ms: number | null): string | null =>
+    ms === null ? null : timeZone === undefined ? new Date(ms).toISOString() : isoWithOffset(ms, timeZone);
+}
 
-/** The public view of a row (no stored queue item; times as ISO strings). */
-export function loanView(r: LoanRow): Record<string, unknown> {
+/**
+ * The public view of a row (no stored queue item; times as ISO strings, with the offset of
+ * `timeZone`, bank.timeZone, when given).
+ */
+export function loanView(r: LoanRow, timeZone?: string): Record<string, unknown> {
   const { queueItem: _item, ...rest } = r;
+  const iso = isoIn(timeZone);
   return {
     ...rest,
     nextAttemptAt: iso(r.nextAttemptAt),
@@ -86,9 +95,10 @@ export function loanView(r: LoanRow): Record<string, unknown> {
 }
 
 /** The JSON of `loans show --json` (the console's loan page carries the same, and more). */
-export function loanHistoryJson(h: LoanHistoryParts) {
+export function loanHistoryJson(h: LoanHistoryParts, timeZone?: string) {
+  const iso = isoIn(timeZone);
   return {
-    loan: loanView(h.row),
+    loan: loanView(h.row, timeZone),
     identity: {
       accountNumber: h.accountNumber,
       accountNumberSource: h.accountNumberSource,
@@ -154,11 +164,19 @@ export async function showLoan(store: BoardingStore, ref: string, now: number): 
   return h;
 }
 
-const isoText = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
-
-/** `loans show ID` as text: the row, identity, review items, idempotency keys and the history, one fact a line. */
-export function loanHistoryText(h: LoanHistoryParts): string {
+/**
+ * `loans show ID` as text: the row, identity, review items, idempotency keys and the history, one
+ * fact a line; times in `timeZone` (bank.timeZone) with its abbreviation, as the console and the
+ * report show them.
+ */
+export function loanHistoryText(h: LoanHistoryParts, timeZone: string): string {
   const { row, events, keys, daemon, customers, accountNumber } = h;
+  const isoText = (ms: number | null): string => (ms === null ? '' : localDateTime(ms, timeZone));
+  // The platform's own text, shown in the bank's zone when it parses (as it came when it does not).
+  const platformTime = (text: string): string => {
+    const ms = parseInstant(text);
+    return ms === null ? text : localDateTime(ms, timeZone);
+  };
   const differs = row.mappingVersion && daemon && row.mappingVersion !== daemon.mappingVersion;
   const daemonText = daemon
     ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})` +
@@ -172,7 +190,8 @@ export function loanHistoryText(h: LoanHistoryParts): string {
     `  state:           ${row.state}${row.quarantineReason ? ` (${row.quarantineReason})` : ''}`,
     `  attempts:        ${row.attempts}` +
       (row.nextAttemptAt !== null ? ` · next attempt ${isoText(row.nextAttemptAt)}` : ''),
-    `  release marker:  ${row.releaseMarker ?? ''}${row.releasedAtIso ? ` · released ${row.releasedAtIso}` : ''}`,
+    `  release marker:  ${row.releaseMarker ?? ''}` +
+      (row.releasedAtIso ? ` · released ${platformTime(row.releasedAtIso)}` : ''),
     `  core reference:  ${row.coreReference ?? '(not written)'}` +
       (row.writtenAt !== null ? ` · written ${isoText(row.writtenAt)}` : ''),
     `  acknowledged:    ${row.acknowledgedAt !== null ? isoText(row.acknowledgedAt) : 'no'}`,
