@@ -103,6 +103,7 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
       disburseAuth: m.disburseAuth,
       timeoutMs: m.timeoutMs,
       insecureTls: m.insecureTls,
+      maxResponseBytes: m.maxResponseBytes,
       approve: m.approve,
       disburse: m.disburse,
       branchKey: m.branchKey,
@@ -132,6 +133,7 @@ export function createCore(config: Config, deps: CoreDeps): CoreSystem {
     disburse: http.disburse,
     ...(deps.db ? { externalRefs: createExternalRefStore(deps.db) } : {}),
     insecureTls: http.insecureTls,
+    maxResponseBytes: http.maxResponseBytes,
     documents: {
       maxBytes: http.documents.maxBytes,
       refused: http.documents.refused,

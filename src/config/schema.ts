@@ -193,6 +193,8 @@ export const mambuSchema = z.strictObject({
     .optional(),
   timeoutMs: int(1).default(30_000),
   insecureTls: bool().default(false),
+  /** The largest answer read from Mambu (bytes); reading stops there with an error naming this key. */
+  maxResponseBytes: int(1024).default(8 * 1024 * 1024),
   /** Mambu's document upload cap (bytes); a larger document follows documents.refused. */
   documents: z
     .strictObject({
@@ -257,6 +259,8 @@ export const coreSchema = z.strictObject({
       approve: bool().default(false),
       disburse: bool().default(false),
       insecureTls: bool().default(false),
+      /** The largest answer read from Fineract (bytes); reading stops there with an error naming this key. */
+      maxResponseBytes: int(1024).default(8 * 1024 * 1024),
       /** Documents Fineract would refuse (type outside its whitelist, over its upload cap). */
       documents: z
         .strictObject({

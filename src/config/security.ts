@@ -95,10 +95,14 @@ function stateDatabaseTlsProblems(config: Config): string[] {
         'store.postgres.verifyCaReason, or use ssl: verify-full',
     ];
   }
+  const why =
+    pg.ssl === 'disable'
+      ? 'loan data and the password would cross the network in clear'
+      : "the server's certificate is not verified, so anyone on the path can answer";
   return [
     `store.postgres.ssl: ${pg.ssl} refused with platform.environment: production for a state database on ` +
-      `another host (${redactUrl(pg.url)}): ${pg.ssl === 'disable' ? 'loan data and the password would cross the network in clear' : "the server's certificate is not verified, so anyone on the path can answer"}; ` +
-      'use verify-full (with store.postgres.sslRootCert for a private CA), or verify-ca with store.postgres.verifyCaReason',
+      `another host (${redactUrl(pg.url)}): ${why}; use verify-full (with store.postgres.sslRootCert for a ` +
+      'private CA), or verify-ca with store.postgres.verifyCaReason',
   ];
 }
 

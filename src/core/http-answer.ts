@@ -39,3 +39,38 @@ const NOT_SENT = new Set([
 export function neverSent(code: string | undefined): boolean {
   return code !== undefined && NOT_SENT.has(code);
 }
+
+/** A core answer's default size cap: far above any loan or client document, far below memory. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+
+/** An answer longer than its cap: reading stopped there (issue 43 F6), the key to raise named. */
+export class AnswerTooLargeError extends Error {
+  override readonly name = 'AnswerTooLargeError';
+  readonly code = 'ANSWER_TOO_LARGE';
+}
+
+/**
+ * An answer's body as text, read chunk by chunk and abandoned (the connection destroyed) as soon
+ * as it passes `maxBytes`: a core, or a proxy's error page, streaming hundreds of MiB keeps the
+ * connector's memory flat. `key` is the config key that sets the cap, named in the error.
+ */
+export async function readAnswerText(
+  body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown },
+  maxBytes: number,
+  key: string,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new AnswerTooLargeError(
+        `the answer is larger than ${maxBytes} bytes (${key}); reading stopped there. Raise ${key} if the ` +
+          'core really answers this much, else look for a proxy or error page in front of it',
+      );
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

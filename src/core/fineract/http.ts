@@ -2,7 +2,13 @@ import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
-import { neverSent, networkErrorCode, parseAnswerBody } from '../http-answer.js';
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  neverSent,
+  networkErrorCode,
+  parseAnswerBody,
+  readAnswerText,
+} from '../http-answer.js';
 
 export interface FineractHttpOptions {
   /** e.g. https://core.bank.local/fineract-provider/api/v1 */
@@ -12,6 +18,8 @@ export interface FineractHttpOptions {
   tenantId: string;
   timeoutMs: number;
   insecureTls: boolean;
+  /** The answer size cap (core.http.maxResponseBytes); default DEFAULT_MAX_RESPONSE_BYTES. */
+  maxResponseBytes?: number | undefined;
 }
 
 export interface CallOptions {
@@ -120,7 +128,11 @@ export class FineractHttp {
       });
       status = res.statusCode;
       replayed = res.headers['x-served-from-cache'] === 'true';
-      text = await res.body.text();
+      text = await readAnswerText(
+        res.body,
+        this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+        'core.http.maxResponseBytes',
+      );
     } catch (err) {
       const code = networkErrorCode(err);
       const ambiguous = write && !neverSent(code);

@@ -2,7 +2,13 @@ import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
-import { neverSent, networkErrorCode, parseAnswerBody } from '../http-answer.js';
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  neverSent,
+  networkErrorCode,
+  parseAnswerBody,
+  readAnswerText,
+} from '../http-answer.js';
 
 export type MambuAuth = { apiKey: string } | { username: string; password: string };
 
@@ -14,6 +20,8 @@ export interface MambuHttpOptions {
   disburseAuth?: MambuAuth | undefined;
   timeoutMs: number;
   insecureTls: boolean;
+  /** The answer size cap (core.mambu.maxResponseBytes); default DEFAULT_MAX_RESPONSE_BYTES. */
+  maxResponseBytes?: number | undefined;
 }
 
 export interface MambuCallOptions {
@@ -175,7 +183,11 @@ export class MambuHttp {
       });
       status = res.statusCode;
       resHeaders = res.headers;
-      text = await res.body.text();
+      text = await readAnswerText(
+        res.body,
+        this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+        'core.mambu.maxResponseBytes',
+      );
     } catch (err) {
       const code = networkErrorCode(err);
       const ambiguous = write && !neverSent(code);
