@@ -12,6 +12,11 @@ import type { Clock } from '../lib/clock.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { runReconcile } from '../reports/run.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
+import {
+  shippedMappingsFor,
+  type CoreSimulatorName,
+  type RunningCoreSimulator,
+} from '../sandbox/cores/index.js';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 import { WEBHOOK_PATH } from '../webhooks/path.js';
 import { registerEndpoint } from '../platform/endpoint/registration.js';
@@ -35,6 +40,8 @@ export interface DemoOptions {
   exitAfter?: number;
   reportAfter: number;
   windowMs: number;
+  /** Board into this core simulator (held to its vendor's published contract) instead of the file core. */
+  core?: CoreSimulatorName;
 }
 
 const DEMO_MARKER = '.boarding-connector-demo';
@@ -90,8 +97,29 @@ export function demoUsers(): DemoUser[] {
   ];
 }
 
+/**
+ * The demo's `core:` and `mappings:` lines: the file core under --dir with the generic set, or the
+ * core simulator's own block with the set shipped for it. The bank customer extract is the file
+ * core's (Fineract and Mambu are searched for existing customers instead).
+ */
+function coreLines(dir: string, core: RunningCoreSimulator | null): string[] {
+  const q = (s: string): string => JSON.stringify(s);
+  if (core === null)
+    return [
+      `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
+      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, ` +
+        `extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
+    ];
+  return [
+    `core: ${JSON.stringify(core.coreBlock())}`,
+    `mappings: { dir: ${q(shippedMappingsFor(core.name))}, allowLast4Tin: true }`,
+    `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))} }`,
+  ];
+}
+
 function demoConfig(
   o: DemoOptions,
+  core: RunningCoreSimulator | null,
   sandbox: { baseUrl: string; apiKey: string },
   listen: { port: number; adminPort: number },
   users: ReadonlyArray<{ name: string; passwordHash: string; roles: readonly string[] }>,
@@ -112,16 +140,13 @@ function demoConfig(
       // the demo moves; the connector is told the same window.
       `  rateLimit: { readsPerWindow: 100, writesPerWindow: 30, windowMs: ${o.windowMs} }`,
       `store: { path: ${q(`${dir}/state.sqlite`)} }`,
-      `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
       `webhooks: { host: 127.0.0.1, port: ${port}, publicUrl: ${q(`http://127.0.0.1:${port}${WEBHOOK_PATH}`)}, ` +
         `debounceMs: 500 }`,
       `admin: { host: 127.0.0.1, port: ${adminPort} }`,
       // The demo's key reads full tax ids, so customer match can find repeat borrowers and the
       // customers of the bank's extract by tax id (a masked one would still board: allowLast4Tin).
-      `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
-      // A fresh key each run: the demo wipes its state database at start.
-      `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, ` +
-        `extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
+      // A fresh tax-id hash key each run: the demo wipes its state database at start.
+      ...coreLines(dir, core),
       "schedule: { drain: '*/15 * * * * *', reconcile: '*/5 * * * *', endpointCheck: '*/5 * * * *' }",
       'boarding: { retryBaseMs: 2000, retryMaxMs: 30000, shutdownTimeoutMs: 10000 }',
       `reports: { dir: ${q(`${dir}/reports`)} }`,
@@ -192,6 +217,8 @@ interface DemoStack {
   rt: BoardingRuntime;
   daemon: ConnectorDaemon;
   sandboxUrls: { baseUrl: string; adminUrl: string };
+  /** The core simulator (`--core`), or null for the file core under --dir. */
+  core: RunningCoreSimulator | null;
   port: number;
   adminPort: number;
   /** The console's users with their passwords of this run (printed in the banner). */
@@ -240,7 +267,14 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
   const hashed = await Promise.all(
     users.map(async (u) => ({ name: u.name, passwordHash: await hashPassword(u.password), roles: u.roles })),
   );
-  const config = demoConfig(opts, sandbox, { port, adminPort }, hashed, logLevel);
+  let core: RunningCoreSimulator | null = null;
+  if (opts.core !== undefined) {
+    const { startCoreSimulator } = await import('../sandbox/cores/index.js');
+    const sim = await startCoreSimulator(opts.core);
+    io.onClose(() => sim.close());
+    core = sim;
+  }
+  const config = demoConfig(opts, core, sandbox, { port, adminPort }, hashed, logLevel);
   const rt = await buildRuntime(config, logger, { clock: io.clock });
   io.onClose(() => rt.close());
 
@@ -280,6 +314,7 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
     rt,
     daemon,
     sandboxUrls: { baseUrl: sandbox.baseUrl, adminUrl: sandbox.adminUrl },
+    core,
     port,
     adminPort,
     users,
@@ -369,7 +404,12 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
   const { dir, rt, daemon, port } = s;
   io.say(`boarding-connector ${CONNECTOR_VERSION} demo`);
   io.say(`  sandbox (Loan Platform): ${s.sandboxUrls.baseUrl}   admin: ${s.sandboxUrls.adminUrl}`);
-  io.say(`  state, core files, reports, log: ${dir}`);
+  if (s.core === null) io.say(`  state, core files, reports, log: ${dir}`);
+  else {
+    const vendor = s.core.name === 'fineract' ? 'Apache Fineract' : 'Mambu';
+    io.say(`  core: ${vendor} simulator at ${s.core.url} (held to its published contract)`);
+    io.say(`  state, reports, log: ${dir}`);
+  }
   await daemon.start();
   // Ops pages are on the admin listener, never on the webhook receiver the platform reaches.
   const base = `http://127.0.0.1:${s.adminPort}`;
@@ -438,6 +478,9 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
   const c = await rt.store.loans.countByState();
   io.say(
     `stopped. boarded ${c.acknowledged}, quarantined ${c.quarantined}; ${reports.count()} report(s); ` +
+      (s.core === null
+        ? ''
+        : `${s.core.name}: ${s.core.loanCount()} loan(s), ${s.core.refusedCount()} request(s) refused; `) +
       `${script.summary()}; state and reports kept in ${dir} (latest: ${dir}/reports/latest/)`,
   );
 }

@@ -1,4 +1,6 @@
+import { stringify } from 'yaml';
 import { UsageError } from '../lib/errors.js';
+import { CORE_SIMULATORS, isCoreSimulatorName, type RunningCoreSimulator } from '../sandbox/cores/index.js';
 import type { Logger } from '../lib/logger.js';
 import type { SandboxOptions } from '../sandbox/index.js';
 import { SANDBOX_DEFAULTS } from '../sandbox/defaults.js';
@@ -6,7 +8,7 @@ import { ID_SHAPES, isIdShapes } from '../sandbox/ids.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
 import { AMOUNT_PROFILES, type AmountProfile } from '../sandbox/generator.js';
 
-export { SANDBOX_DEFAULTS, ID_SHAPES, AMOUNT_PROFILES, type AmountProfile };
+export { SANDBOX_DEFAULTS, ID_SHAPES, AMOUNT_PROFILES, CORE_SIMULATORS, type AmountProfile };
 
 /** The `sandbox` command's flags, as parsed. */
 export interface SandboxFlags {
@@ -25,6 +27,9 @@ export interface SandboxFlags {
   customerExtract?: string;
   existingShare?: number;
   amounts: AmountProfile;
+  /** A core simulator to start beside the platform (`--core fineract|mambu`). */
+  core?: string;
+  corePort?: number;
 }
 
 /** The simulator's options from the command's flags; a UsageError naming the flag that does not fit. */
@@ -49,12 +54,61 @@ export function sandboxOptions(flags: SandboxFlags, logger: Logger): SandboxOpti
   return opts;
 }
 
-/** Starts the Loan Platform simulator; its URLs and key. Loaded on demand: other commands never load its HTTP stack. */
-export async function startSandboxFromFlags(
-  flags: SandboxFlags,
-  logger: Logger,
-): Promise<{ baseUrl: string; apiKey: string; adminUrl: string; close(): Promise<void> }> {
+export interface RunningSandbox {
+  baseUrl: string;
+  apiKey: string;
+  adminUrl: string;
+  /** The core simulator started with `--core`, if any. */
+  core: RunningCoreSimulator | null;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the Loan Platform simulator (and the core simulator `--core` names); its URLs and key.
+ * Loaded on demand: other commands never load its HTTP stack.
+ */
+export async function startSandboxFromFlags(flags: SandboxFlags, logger: Logger): Promise<RunningSandbox> {
   const opts = sandboxOptions(flags, logger);
-  const { startSandbox } = await import('../sandbox/index.js');
-  return startSandbox(opts);
+  if (flags.core !== undefined && !isCoreSimulatorName(flags.core))
+    throw new UsageError(
+      `--core: expected one of ${CORE_SIMULATORS.join(', ')}, got ${JSON.stringify(flags.core)}`,
+    );
+  if (flags.corePort !== undefined && flags.core === undefined)
+    throw new UsageError('--core-port: needs --core fineract|mambu');
+  const [{ startSandbox }, cores] = await Promise.all([
+    import('../sandbox/index.js'),
+    import('../sandbox/cores/index.js'),
+  ]);
+  const sandbox = await startSandbox(opts);
+  let core: RunningCoreSimulator | null = null;
+  try {
+    if (flags.core !== undefined && isCoreSimulatorName(flags.core))
+      core = await cores.startCoreSimulator(flags.core, { host: flags.host, port: flags.corePort ?? 0 });
+  } catch (err) {
+    await sandbox.close();
+    throw err;
+  }
+  return {
+    baseUrl: sandbox.baseUrl,
+    apiKey: sandbox.apiKey,
+    adminUrl: sandbox.adminUrl,
+    core,
+    close: async () => {
+      await core?.close();
+      await sandbox.close();
+    },
+  };
+}
+
+/**
+ * What `sandbox --core` prints after its first line: the `core:` and `mappings:` sections to paste
+ * into a config (docs/core.md "Try it locally"), as YAML with a comment saying what runs where.
+ */
+export function coreConfigSnippet(core: RunningCoreSimulator): string {
+  const vendor = core.name === 'fineract' ? 'Apache Fineract' : 'Mambu (API v2)';
+  return [
+    `# core simulator: ${vendor} at ${core.url}, held to its published contract`,
+    '# paste into your config, in place of its core: and mappings: sections',
+    stringify({ core: core.coreBlock(), mappings: { dir: core.mappingsDir } }, { lineWidth: 0 }).trimEnd(),
+  ].join('\n');
 }

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { runDemo, type DemoOptions } from '../app/demo.js';
+import { CORE_SIMULATORS } from '../app/sandbox.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -51,6 +52,12 @@ export function registerDemoCommands(program: Command, ctx: CliContext): void {
       './var/demo',
     )
     .option('--loans <n>', 'loans the sandbox starts with', positiveInt('--loans'), 25)
+    .addOption(
+      new Option(
+        '--core <name>',
+        "board into a core simulator held to its vendor's published contract instead of the file core",
+      ).choices(CORE_SIMULATORS),
+    )
     .option(
       '--exit-after <seconds>',
       'stop by itself after this many seconds (default: run until Ctrl-C)',

@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
 import {
   AMOUNT_PROFILES,
+  CORE_SIMULATORS,
   ID_SHAPES,
+  coreConfigSnippet,
   SANDBOX_DEFAULTS,
   startSandboxFromFlags,
   type AmountProfile,
@@ -109,11 +111,22 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
         `characters, and one in five of 101–160 characters or with / % ? # spaces and non-ASCII)`,
       SANDBOX_DEFAULTS.idShapes,
     )
+    .option(
+      '--core <name>',
+      `also run a core simulator held to its vendor's published contract: ${CORE_SIMULATORS.join(' | ')}; ` +
+        'prints the core: and mappings: sections to paste after the first line',
+    )
+    .option(
+      '--core-port <n>',
+      'port of the core simulator (0 = any free port)',
+      intOption('core-port', 0, 65535),
+    )
     .action(async (flags: SandboxFlags) => {
       const sandbox = await startSandboxFromFlags(flags, ctx.logger());
       ctx.onClose(() => sandbox.close());
       const { baseUrl, apiKey, adminUrl } = sandbox;
       out(ctx, JSON.stringify({ baseUrl, apiKey, adminUrl }));
+      if (sandbox.core) out(ctx, coreConfigSnippet(sandbox.core));
       if (ctx.shutdown.aborted) return;
       await new Promise<void>((resolve) =>
         ctx.shutdown.addEventListener('abort', () => resolve(), { once: true }),

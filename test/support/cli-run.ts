@@ -79,3 +79,62 @@ export async function runCliSplit(
     await ctx.close();
   }
 }
+
+export interface BackgroundCli {
+  /** Everything the command printed on stdout so far. */
+  stdout(): string;
+  /** Resolves with stdout once it matches `re` (rejects after `timeoutMs`). */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<string>;
+  /** Its Ctrl-C: the shutdown signal main.ts raises on SIGINT, then the command's own cleanup. */
+  stop(): Promise<void>;
+}
+
+/** A long-running command (`sandbox`, `run`) in-process, as main.ts runs it, until stop(). */
+export function startCliInBackground(
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): BackgroundCli {
+  const out = sink();
+  const err = sink();
+  const shutdown = new AbortController();
+  const { program, ctx } = buildProgram((p) =>
+    createCliContext({
+      clock: systemClock,
+      env: { LOG_LEVEL: 'silent', ...opts.env },
+      stdout: out.stream,
+      stderr: err.stream,
+      getConfigOption: () => p.opts<{ config?: string }>().config,
+      getGlobalOptions: () => p.opts<GlobalOptions>(),
+      shutdown: shutdown.signal,
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+    }),
+  );
+  program.exitOverride();
+  let failure: unknown = null;
+  const done = program
+    .parseAsync(['node', 'boarding-connector', ...args])
+    .catch((e: unknown) => {
+      failure = e;
+    })
+    .finally(() => ctx.close());
+  return {
+    stdout: () => out.text(),
+    waitFor: async (re, timeoutMs = 15_000) => {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        if (re.test(out.text())) return out.text();
+        if (failure !== null)
+          throw new Error(
+            `${args.join(' ')} failed: ${failure instanceof Error ? failure.message : JSON.stringify(failure)}\n${err.text()}`,
+          );
+        if (Date.now() > until)
+          throw new Error(`${args.join(' ')}: no ${String(re)} on stdout in ${timeoutMs} ms:\n${out.text()}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    stop: async () => {
+      shutdown.abort(new Error('received SIGINT'));
+      await done;
+    },
+  };
+}
