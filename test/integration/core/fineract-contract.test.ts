@@ -319,6 +319,36 @@ describe('the Fineract simulator holds the adapter to the published contract', (
     expect(sim.loans.map((x) => x.externalId)).toContain('loan_empty_doc');
   });
 
+  it("a tenant's setup is the simulator's: a client activated before its office opened or after the business date is refused", async () => {
+    sim = await startFineractSimulator({
+      offices: [{ id: 7, name: 'Branch 7', openingDate: '2025-06-01' }],
+      businessDate: '2025-09-30',
+    });
+    const auth = `Basic ${Buffer.from(`${sim.username}:${sim.password}`).toString('base64')}`;
+    const client = (activationDate: string) =>
+      post(sim!, auth, '/clients', {
+        officeId: 7,
+        legalFormId: 2,
+        fullname: 'Acme',
+        active: true,
+        activationDate,
+        dateFormat: 'yyyy-MM-dd',
+        locale: 'en',
+      });
+    const early = await client('2025-03-14');
+    expect(early.status).toBe(400);
+    expect(JSON.stringify(early.body)).toContain(
+      'error.msg.clients.activationDate.cannot.be.before.office.activation.date',
+    );
+    const future = await client('2025-10-01');
+    expect(future.status).toBe(400);
+    expect(JSON.stringify(future.body)).toContain('validation.msg.client.activationDate.in.the.future');
+    expect((await client('2025-07-01')).status).toBe(200);
+    expect(sim.clients.map((c) => c.officeId)).toEqual([7]);
+    expect((await get(sim, auth, '/offices/1')).status).toBe(404);
+    expect(sim.coreBlock()['http']).toMatchObject({ officeId: 7 });
+  });
+
   it('the response schemas can fail: an answer without the published fields is caught', () => {
     expect(responseProblems('getLoan', { id: 1, accountNo: '000000001' }).length).toBeGreaterThan(3);
     expect(responseProblems('getLoan', { id: 1, status: { id: 100 } }).join(' ')).toMatch(/timeline/);
