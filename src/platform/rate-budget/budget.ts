@@ -256,15 +256,17 @@ export class RateBudget {
 
   /**
    * Requests this bucket may have in flight now. A refusal comes back once per request already
-   * sent, and the platform may count each 429 as a strike, so in flight never exceeds the strikes
-   * left before the stop (STOP_AT_STRIKES − strikes24h: 2 with a clean ledger, 1 after a strike).
+   * sent, and the platform may count each 429 as a strike, so in flight, both buckets together,
+   * never exceeds the strikes left before the stop (STOP_AT_STRIKES − strikes24h: 2 with a clean
+   * ledger, 1 after a strike).
    * Even if the server starts refusing everything at once, this process alone can then bring the
    * ledger to the stop (2) but never to the revocation (3). Also:
    * - before any response came back in this bucket (a start, maybe against a server that already
    *   refuses): 1, a probe;
    * - with a live server view (X-RateLimit-Remaining): at most what the server says remains less
    *   the tokens taken since that response;
-   * - never more than `connections`, never less than 1 (the budget itself waits when none remain).
+   * - never more than `connections`, never less than 1 while the other bucket has none in flight
+   *   (the budget itself waits when none remain).
    * At the documented limits (100 reads / 30 writes a minute) one request in flight already
    * carries the whole budget, so the bound costs no throughput.
    */
@@ -273,12 +275,20 @@ export class RateBudget {
     connections: number = this.opts.maxInFlight ?? Number.POSITIVE_INFINITY,
   ): number {
     const lane = this.lanes[bucket];
-    if (!lane.responded) return 1;
-    let cap = Math.min(connections, STOP_AT_STRIKES - this.strikes24h());
+    const strikesLeft = STOP_AT_STRIKES - this.strikes24h();
+    let cap = Math.min(connections, strikesLeft);
     const s = lane.server;
     if (s !== null && this.opts.clock.now() < s.resetAt)
       cap = Math.min(cap, s.remaining - (lane.seq - s.afterSeq));
-    return Math.max(1, cap);
+    cap = lane.responded ? Math.max(1, cap) : 1;
+    // Reads and writes together (issue 43): an answer of either bucket can be a 429, and the spec
+    // does not say a burst in one window counts once ("exceed rate limits 3 or more times"; the
+    // sandbox counts every 429), so the strikes left bound the requests in flight of both buckets,
+    // not of each (2 reads + 2 writes in flight could bring 4). 0 here: wait for the other bucket's
+    // answers (settle() pumps every bucket).
+    const others = Object.values(this.lanes).reduce((n, l) => (l === lane ? n : n + l.inFlight), 0);
+    if (others > 0) cap = Math.min(cap, Math.max(0, strikesLeft - others));
+    return cap;
   }
 
   /** Waits (FIFO per bucket) until an attempt may be sent, records it, and returns its token. */
@@ -316,7 +326,8 @@ export class RateBudget {
   settle(token: Token): void {
     const lane = this.lanes[token.bucket];
     lane.inFlight = Math.max(0, lane.inFlight - 1);
-    void this.pump(lane);
+    // Every bucket: the in-flight bound counts both (inFlightCap).
+    for (const l of Object.values(this.lanes)) void this.pump(l);
   }
 
   /** Syncs down from X-RateLimit-* of a response: when the server says fewer remain, believe it. */

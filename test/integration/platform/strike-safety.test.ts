@@ -125,6 +125,50 @@ describe('rate-limit strike safety against a server that refuses', () => {
     );
   });
 
+  it('a warm client whose server refuses reads and writes at once: 2 × 429 in all, never 3 (regression: the in-flight bound was per bucket, 2 reads + 2 writes could bring 4 strikes)', async () => {
+    const srv = await server();
+    const c = client(srv);
+    // Warm both buckets: each has answered, and the server said plenty remain.
+    await Promise.all(Array.from({ length: 3 }, (_, i) => c.getLoan(`W${i}`)));
+    await settle(
+      Array.from({ length: 3 }, (_, i) =>
+        c.acknowledgeBoarding(`W${i}`, {}, { idempotencyKey: `ack:W${i}` }),
+      ),
+    );
+    expect(c.health().strikes24h).toBe(0);
+    srv.refuseAll({ retryAfterSeconds: 1, holdMs: 150 });
+    const reads = Array.from({ length: 4 }, (_, i) => c.getLoan(`L${i}`));
+    const writes = Array.from({ length: 4 }, (_, i) =>
+      c.acknowledgeBoarding(`L${i}`, {}, { idempotencyKey: `ack:L${i}` }),
+    );
+    await settle([...reads, ...writes]);
+    // The platform may count every 429 as a strike (platform-api.md: "exceed rate limits 3 or more
+    // times"; a burst is not said to count once): the client never has more requests in flight,
+    // reads and writes together, than strikes left before the stop.
+    expect(limited(srv)).toBe(2);
+    expect(c.health().strikes24h).toBe(2);
+    expect(c.health().stopped).toBe(true);
+  });
+
+  it('after one strike, reads and writes at once against a refusing server: one more 429 at most (the stop), never a third strike', async () => {
+    const srv = await server();
+    const c = client(srv);
+    await c.getLoan('W');
+    await settle([c.acknowledgeBoarding('W', {}, { idempotencyKey: 'ack:W' })]);
+    srv.forceRateLimit({ bucket: 'read', retryAfterSeconds: 0 });
+    await expect(c.getLoan('X')).rejects.toMatchObject({ code: 'rate_limit.exceeded' });
+    expect(c.health().strikes24h).toBe(1);
+    srv.refuseAll({ retryAfterSeconds: 1, holdMs: 150 });
+    await settle([
+      ...Array.from({ length: 3 }, (_, i) => c.getLoan(`L${i}`)),
+      ...Array.from({ length: 3 }, (_, i) =>
+        c.acknowledgeBoarding(`L${i}`, {}, { idempotencyKey: `ack:L${i}` }),
+      ),
+    ]);
+    expect(limited(srv)).toBe(2);
+    expect(c.health().strikes24h).toBe(2);
+  });
+
   it('after one strike at most one request per bucket is in flight until it ages out or is cleared', async () => {
     const srv = await server();
     srv.route('GET', '/public/v1/products', async () => {
