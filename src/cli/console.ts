@@ -15,7 +15,7 @@ export function registerConsoleCommands(program: Command, ctx: CliContext): void
     .addHelpText(
       'after',
       '\nOn a terminal it asks twice; from a pipe it takes the first line. Nothing else is printed on stdout, ' +
-        'so\n  HASH=$(boarding-connector console passwd < pwfile)\n' +
+        'so\n  HASH=$(node dist/main.js console passwd < pwfile)\n' +
         'works. The hash is scrypt (Node crypto) with a random ' +
         'salt: the same password gives a new hash each time.',
     )

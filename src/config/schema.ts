@@ -552,9 +552,9 @@ export const consoleSchema = z.strictObject({
         }),
         /** From `boarding-connector console passwd`; absent: the user can only come through the trusted proxy. */
         passwordHash: z
-          .string({ error: 'expected a hash printed by `boarding-connector console passwd`' })
+          .string({ error: 'expected a hash printed by `node dist/main.js console passwd`' })
           .regex(PASSWORD_HASH_PATTERN, {
-            error: 'expected a hash printed by `boarding-connector console passwd` (scrypt$ln=…)',
+            error: 'expected a hash printed by `node dist/main.js console passwd` (scrypt$ln=…)',
           })
           .optional(),
         roles: z

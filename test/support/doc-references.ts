@@ -186,6 +186,26 @@ export function checkCommands(file: string, text: string, program: Command): Doc
   return problems;
 }
 
+/**
+ * The command name the docs use must work after the README's install (`npm ci && npm run build`):
+ * `node dist/main.js …`. A bare `boarding-connector <command>` is `command not found` until the
+ * reader runs `npm link` (issue 42: docs/console.md's `boarding-connector console passwd`).
+ */
+export function checkCommandPrefix(file: string, text: string, program: Command): DocProblem[] {
+  const problems: DocProblem[] = [];
+  const names = program.commands.map((c) => c.name()).join('|');
+  const bare = new RegExp(`(?<![\\w/.=:-])boarding-connector\\s+(?:${names})\\b`);
+  for (const { line, code } of codeSnippets(text)) {
+    if (bare.test(code))
+      problems.push({
+        file,
+        line,
+        message: `\`boarding-connector <command>\` is not on PATH after the README's install: write \`node dist/main.js <command>\` (in: ${code.trim()})`,
+      });
+  }
+  return problems;
+}
+
 /** The top-level sections of the connector's config (a fenced YAML block made of these is a config block). */
 export const CONFIG_SECTIONS = new Set([
   'platform',

@@ -913,11 +913,43 @@ export class FineractCore implements CoreSystem {
     }
   }
 
+  /**
+   * Why the office check failed, naming the key to change. A 404 is a missing office only when
+   * Fineract says so (its error code, or its office list answers); a 404 or an answer that is not
+   * Fineract's means core.http.baseUrl points elsewhere (regression, issue 42: a wrong URL path
+   * was reported as `Fineract has no office 1 (core.http.officeId)`).
+   */
+  private async officeFailure(err: unknown, signal?: AbortSignal): Promise<string> {
+    const url = withoutSecrets(this.opts.baseUrl);
+    const wrongUrl = (what: string): string =>
+      `core.http.baseUrl: ${url} does not answer as Fineract's API (${what}); check the URL, which ` +
+      'usually ends in /fineract-provider/api/v1';
+    if (err instanceof CoreUnavailableError) return `core.http.baseUrl: ${errorMessage(err)}`;
+    if (!(err instanceof CoreRejectedError)) return errorMessage(err);
+    if (err.status === 200) return wrongUrl(err.message);
+    if (err.status !== 404) return errorMessage(err);
+    const missing = `Fineract has no office ${this.opts.officeId} (core.http.officeId)`;
+    if (fineractCodes(err.detail).includes('error.msg.office.id.invalid')) return missing;
+    try {
+      const offices = await this.http.get<unknown>('/offices', signal);
+      return Array.isArray(offices)
+        ? missing
+        : wrongUrl(`GET /offices/${this.opts.officeId} → 404, GET /offices answers no office list`);
+    } catch (listErr) {
+      return wrongUrl(`GET /offices/${this.opts.officeId} → 404; ${errorMessage(listErr)}`);
+    }
+  }
+
   /** The office answers (credentials, tenant, office id), then every product the mapping set can produce. */
   async checkConnection(input: CoreConnectionCheckInput): Promise<CoreCheck[]> {
     const checks: CoreCheck[] = [];
     try {
       const office = await this.http.get<Json>(`/offices/${this.opts.officeId}`, input.signal);
+      if (office === null || typeof office !== 'object' || typeof office['id'] !== 'number')
+        throw new CoreRejectedError(
+          `GET /offices/${this.opts.officeId} answered, but not with an office`,
+          200,
+        );
       const name = typeof office['name'] === 'string' ? ` (${office['name']})` : '';
       checks.push({
         name: 'core',
@@ -927,10 +959,7 @@ export class FineractCore implements CoreSystem {
           `user ${this.opts.username}; office ${this.opts.officeId}${name} exists`,
       });
     } catch (err) {
-      const detail =
-        err instanceof CoreRejectedError && err.status === 404
-          ? `Fineract has no office ${this.opts.officeId} (core.http.officeId)`
-          : errorMessage(err);
+      const detail = await this.officeFailure(err, input.signal);
       checks.push({ name: 'core', status: 'fail', detail });
       checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
       return checks;

@@ -143,7 +143,8 @@ describe('config check [--connect]', () => {
   it('--connect all ok: full key, endpoint registered and active, file core, one line per check', async () => {
     const cfg = writeConnectorConfig(p, { ...limits, extra: {} });
     patchConfig(cfg.configPath, (c) => {
-      c['webhooks'] = { publicUrl: PUBLIC_URL, secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] };
+      // Port 0: the port check is ok whatever else runs on this machine.
+      c['webhooks'] = { port: 0, publicUrl: PUBLIC_URL, secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] };
     });
     // Not registered yet: FAIL with the command that fixes it.
     const missing = await runCli(['--config', cfg.configPath, 'config', 'check', '--connect']);
@@ -177,6 +178,8 @@ describe('config check [--connect]', () => {
       'platform.documents',
       'webhooks.endpoint',
       'core',
+      'webhooks.port',
+      'admin.port',
     ]);
     for (const l of lines) expect(l).toMatch(/^ok {4}/);
   });

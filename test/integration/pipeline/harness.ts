@@ -113,6 +113,10 @@ export function writeConnectorConfig(
       documentHosts: { allow: ['127.0.0.1'] },
     },
     log: { level: 'error' },
+    // Any free port: `config check` checks that the listeners' ports can be bound, and a daemon
+    // started on this config must not depend on what else runs on the machine.
+    webhooks: { port: 0 },
+    admin: { port: 0 },
     ...o.extra,
   };
   const configPath = join(dir, 'config.yaml');

@@ -8,7 +8,7 @@ import { buildProgram } from '../../../src/cli/program.js';
 import { parse } from 'yaml';
 import { loadConfig } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/lib/errors.js';
-import { checkCommands, checkPaths, CONFIG_SECTIONS, createdPaths, yamlBlocks, type DocProblem } from '../../support/doc-references.js';
+import { checkCommandPrefix, checkCommands, checkPaths, CONFIG_SECTIONS, createdPaths, yamlBlocks, type DocProblem } from '../../support/doc-references.js';
 
 const repo = resolve(import.meta.dirname, '../../..');
 
@@ -35,9 +35,20 @@ describe('README.md and docs/*.md name only what exists', () => {
     expect(show(docs().flatMap(({ file, text }) => checkCommands(file, text, p)))).toEqual([]);
   });
 
+  it('every command line uses the name that works after the README install (node dist/main.js), and that entry exists', () => {
+    const p = program();
+    expect(show(docs().flatMap(({ file, text }) => checkCommandPrefix(file, text, p)))).toEqual([]);
+    expect(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).bin).toEqual({ 'boarding-connector': 'dist/main.js' });
+    expect(readFileSync(join(repo, 'tsconfig.build.json'), 'utf8')).toMatch(/src/);
+    // The check sees a bare name in a fence and inline, and leaves the product's name in prose alone.
+    expect(checkCommandPrefix('x.md', '```sh\nboarding-connector console passwd < pw\n```', p)).toHaveLength(1);
+    expect(checkCommandPrefix('x.md', 'run `boarding-connector run` on the host', p)).toHaveLength(1);
+    expect(checkCommandPrefix('x.md', '`node dist/main.js console passwd`, boarding-connector runs, `boarding-connector:0.1.0 run`', p)).toEqual([]);
+  });
+
   it('they do name commands and paths (the check sees them)', () => {
     const all = docs().map((d) => d.text).join('\n');
-    expect(all).toMatch(/boarding-connector mappings lint/);
+    expect(all).toMatch(/node dist\/main\.js mappings lint/);
     expect(all).toMatch(/src\/store\/loan-states\.ts/);
   });
 });
