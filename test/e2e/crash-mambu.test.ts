@@ -176,6 +176,7 @@ describe('crash loop into Mambu', () => {
     for (const id of released) expect(c.acks[id], `${id} (seed ${seed})`).toBe(1);
     // Mambu: refused nothing; one loan account and one disbursement per loan; one customer per tax id.
     expect(fake.refused(), `refused (seed ${seed})`).toEqual([]);
+    expect(fake.contractViolations).toEqual([]);
     const refs = fake.loans
       .map((l) => (l.body['_boarding_Loans'] as { platformLoanId: string }).platformLoanId)
       .sort();

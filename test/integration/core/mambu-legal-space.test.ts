@@ -123,6 +123,7 @@ describe('the legal space boarded into the fake Mambu', () => {
             boarded += 1;
           }
     expect(fake.refused()).toEqual([]);
+    expect(fake.contractViolations).toEqual([]);
     expect(fake.loans.length - before).toBe(boarded);
     expect(fake.loans.every((l) => l.accountState === 'ACTIVE')).toBe(true);
     expect(fake.groups.filter((g) => g.body['groupName'] === 'Acme')).toHaveLength(1);
@@ -219,6 +220,7 @@ describe('the legal space boarded into the fake Mambu', () => {
       { numRuns: RUNS, seed: 3535 },
     );
     expect(fake.refused()).toEqual([]);
+    expect(fake.contractViolations).toEqual([]);
     expect(fake.loans.length - before.loans).toBe(ids.size);
     expect(fake.transactions.length - before.disbursements).toBe(ids.size);
     expect(new Set(fake.loans.map((l) => l.id)).size).toBe(fake.loans.length);

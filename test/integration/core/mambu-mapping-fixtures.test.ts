@@ -67,6 +67,7 @@ describe('mambu mapping fixtures board into the fake Mambu', () => {
       await core.board(makePackage(loan.externalId, records, docs));
       await core.board(makePackage(loan.externalId, records, docs));
       expect(fake.refused()).toEqual([]);
+      expect(fake.contractViolations).toEqual([]);
       expect(fake.clients).toHaveLength(
         seeded.clients + records.filter((r) => r.type === 'client' && r.fields['existing'] !== true).length,
       );

@@ -81,6 +81,7 @@ describe('repeat borrowers into the strict fake Mambu (sync --once)', () => {
       problems: Array<{ loanId: string; code: string; message: string }>;
     };
     expect(fake.refused()).toEqual([]);
+    expect(fake.contractViolations).toEqual([]);
     expect(summary.problems.filter((q) => q.code.startsWith('core.'))).toEqual([]);
     // One customer per tax id in Mambu.
     const taxIds = [
