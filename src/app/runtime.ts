@@ -1,7 +1,4 @@
 import { numberSource, type Config } from '../config/schema.js';
-import { imagingFromConfig } from './imaging.js';
-import type { ImagingExport } from '../imaging/export.js';
-import { createImagingStep } from '../imaging/step.js';
 import { ConfigError } from '../lib/errors.js';
 import { createAccountNumbers, createPoolWatch, type AccountNumbers } from '../identity/account-numbers.js';
 import { createCore } from './core.js';
@@ -47,8 +44,6 @@ export interface BoardingRuntime {
   accountNumbers: AccountNumbers;
   /** Customer match before create (identity/customer-match.ts). */
   customers: CustomerResolver;
-  /** The imaging export (imaging.enabled; src/imaging): undefined when off. */
-  imaging?: ImagingExport | undefined;
   clock: Clock;
   logger: Logger;
   /** Closes the platform client, the core and the database (in that order). */
@@ -198,9 +193,7 @@ export async function buildRuntime(
     deadlineMs: config.boarding.documentDeadlineMs,
     logger,
   });
-  const imaging = imagingFromConfig(config, { db, fetchDocument, clock, logger });
   const runner = createCycleRunner({
-    ...(imaging ? { imaging: createImagingStep({ exporter: imaging, platform, store, clock, logger }) } : {}),
     store,
     leadership,
     platform,
@@ -235,7 +228,6 @@ export async function buildRuntime(
     leadership,
     accountNumbers,
     customers,
-    imaging,
     clock,
     logger,
     async close() {
