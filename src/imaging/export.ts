@@ -258,12 +258,17 @@ export class ImagingExport {
         sink.end();
         await finished(sink);
       }
-      await fsStep('staging a document', async () => {
+      // The checksum of the bytes on disk (what the batch copies and the manifest states), not the fetch's word.
+      const onDisk = await fsStep('staging a document', async () => {
         await fsyncPath(tmp);
+        const sum = await sha256File(tmp);
         await rename(tmp, path);
         await fsyncDir(loanDir);
+        return sum;
       });
-      return { sha256: got.sha256, bytes: got.bytes };
+      if (onDisk.bytes !== got.bytes)
+        throw new Error(`imaging: document ${doc.id}: ${got.bytes} bytes fetched, ${onDisk.bytes} on disk`);
+      return onDisk;
     } catch (err) {
       sink.destroy();
       await rm(tmp, { force: true });
