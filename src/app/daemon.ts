@@ -4,6 +4,7 @@ import type { NumberPoolName } from '../store/identity/numbers.js';
 import type { CycleSummary } from '../pipeline/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../scheduler/daemon.js';
 import { batchSealDaemonJob } from './seal-job.js';
+import { imagingSealDaemonJob } from './imaging.js';
 import { reconcileDaemonJob } from '../reports/daemon-job.js';
 import { createWebhookService } from './webhook-service.js';
 import { createDaemonConsole } from './console.js';
@@ -168,6 +169,8 @@ function leaderJobs(
   ].map(onLeader);
   const seal = batchSealDaemonJob(rt.core, rt.logger);
   if (seal) jobs.push(onLeader(seal));
+  const imagingSeal = imagingSealDaemonJob(rt.imaging, rt.logger);
+  if (imagingSeal) jobs.push(onLeader(imagingSeal));
   return jobs;
 }
 

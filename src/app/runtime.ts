@@ -1,4 +1,6 @@
 import { numberSource, type Config } from '../config/schema.js';
+import { imagingFromConfig, imagingStep } from './imaging.js';
+import type { ImagingExport } from '../imaging/export.js';
 import { ConfigError } from '../lib/errors.js';
 import { createAccountNumbers, createPoolWatch, type AccountNumbers } from '../identity/account-numbers.js';
 import { createCore } from './core.js';
@@ -44,6 +46,8 @@ export interface BoardingRuntime {
   accountNumbers: AccountNumbers;
   /** Customer match before create (identity/customer-match.ts). */
   customers: CustomerResolver;
+  /** The imaging export (imaging.enabled; src/imaging): undefined when off. */
+  imaging?: ImagingExport | undefined;
   clock: Clock;
   logger: Logger;
   /** Closes the platform client, the core and the database (in that order). */
@@ -193,7 +197,9 @@ export async function buildRuntime(
     deadlineMs: config.boarding.documentDeadlineMs,
     logger,
   });
+  const imaging = imagingFromConfig(config, { db, fetchDocument, clock, logger });
   const runner = createCycleRunner({
+    ...(imaging ? { imaging: imagingStep(imaging, { platform, store, clock, logger }) } : {}),
     store,
     leadership,
     platform,
@@ -228,6 +234,7 @@ export async function buildRuntime(
     leadership,
     accountNumbers,
     customers,
+    imaging,
     clock,
     logger,
     async close() {

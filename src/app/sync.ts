@@ -15,6 +15,7 @@ import type { CycleProgress, CycleSummary } from '../pipeline/cycle.js';
 import { assertSameMappingAsDaemon } from '../ops/daemon-guard.js';
 import { dryRun, formatDryRun, type DryRunReport } from '../ops/dry-run.js';
 import { batchSealDaemonJob } from './seal-job.js';
+import { imagingSealDaemonJob } from './imaging.js';
 import { buildRuntime, mapperOptionsFromConfig } from './runtime.js';
 import { openPlatformSession, type CommandScope } from './session.js';
 
@@ -63,6 +64,9 @@ export async function syncOnce(
   // Without a daemon (sync from cron) a batch past its cut-off is sealed here, boards or not.
   const seal = batchSealDaemonJob(rt.core, logger);
   if (seal && rt.leadership.term !== null) await rt.leadership.guard(rt.db, () => seal.run(scope.shutdown));
+  const imagingSeal = imagingSealDaemonJob(rt.imaging, logger);
+  if (imagingSeal && rt.leadership.term !== null)
+    await rt.leadership.guard(rt.db, () => imagingSeal.run(scope.shutdown));
   logger.info({ cycle: { ...summary, problems: summary.problems.length } }, 'sync finished');
   return summary;
 }

@@ -14,6 +14,7 @@ import { registerStateCommands } from './state.js';
 import { registerBatchesCommands } from './batches.js';
 import { registerCustomersCommands } from './customers.js';
 import { registerConsoleCommands } from './console.js';
+import { registerImagingCommands } from './imaging.js';
 
 /** Every command group; each file registers only commands that work. */
 export function registerCommandGroups(program: Command, ctx: CliContext): void {
@@ -31,4 +32,5 @@ export function registerCommandGroups(program: Command, ctx: CliContext): void {
   registerBatchesCommands(program, ctx);
   registerCustomersCommands(program, ctx);
   registerConsoleCommands(program, ctx);
+  registerImagingCommands(program, ctx);
 }

@@ -235,6 +235,8 @@ const PATH_KEYS: ReadonlyArray<readonly string[]> = [
   ['mappings', 'dir'],
   ['reports', 'dir'],
   ['customers', 'extract', 'path'],
+  ['imaging', 'dir'],
+  ['imaging', 'stagingDir'],
 ];
 
 /** store.path values that are not files (SQLite's in-memory database and URI names). */

@@ -278,6 +278,41 @@ export const coreSchema = z.strictObject({
   mambu: mambuSchema.optional(),
 });
 
+/**
+ * Documents to the bank's imaging system (issue 45, docs/imaging.md): index-file batches in a
+ * folder the imaging importer polls, after the core write and before the acknowledgement. Off by default.
+ */
+export const imagingSchema = z.strictObject({
+  enabled: bool().default(false),
+  /** The folder the importer polls (a share the importer's Windows host reads). */
+  dir: str('a directory path').default('./var/imaging'),
+  /** Documents wait here until their batch is written; default: `.imaging-staging` beside dir. */
+  stagingDir: str('a directory path').optional(),
+  /** The index layout: a file of the mapping set (mappings.dir), e.g. imaging/onbase-tagged.yaml. */
+  layout: str('a file of the mapping set, e.g. imaging/onbase-tagged.yaml').default(
+    'imaging/onbase-tagged.yaml',
+  ),
+  batch: z
+    .strictObject({
+      /** loan: one folder per loan, written before its ack; batch: a folder per cut-off or size. */
+      mode: oneOf(['loan', 'batch']).default('loan'),
+      cutoff: z
+        .string()
+        .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { error: 'expected a time of day HH:MM (24 h), e.g. "18:00"' })
+        .default('18:00'),
+      intervalMinutes: int(1, 7 * 24 * 60).optional(),
+      /** batch mode: a batch holding this many documents is written at once. */
+      maxDocuments: int(1).default(500),
+    })
+    .prefault({}),
+  /** Written last into a batch folder: the importer takes a folder once it exists, and deletes it last. */
+  readyFile: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { error: 'expected a plain file name, e.g. READY' })
+    .default('READY'),
+});
+export type ImagingConfig = z.infer<typeof imagingSchema>;
+
 export const webhooksSchema = z.strictObject({
   host: str('a host name or IP').default('127.0.0.1'),
   port: int(0, 65535).default(8080),
@@ -731,6 +766,7 @@ export const configSchema = z
     log: logSchema.prefault({}),
     identity: identitySchema.prefault({}),
     console: consoleSchema.prefault({}),
+    imaging: imagingSchema.prefault({}),
   })
   .superRefine((c, ctx) => {
     // Replicas on PostgreSQL must hash tax ids with one key: a key generated per host (beside a

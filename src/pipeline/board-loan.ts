@@ -18,6 +18,8 @@ import type { CustomerResolution, CustomerResolver } from '../identity/customer-
 import { classifyFailure, type Failure, type FailurePhase, type RetryDisposition } from './failures.js';
 import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, ackKeyForBody, payloadHash, writtenForCurrentRelease } from './release.js';
+import type { ImagingStep } from '../imaging/step.js';
+import type { MappingInput } from '../mapping/types.js';
 
 export interface BoardingSettings {
   maxAttempts: number;
@@ -48,6 +50,8 @@ export interface LoanBoarderDeps {
    * leads (store/leadership/leadership.ts checkTrust), and then the call is not made. Absent: always true.
    */
   mayCall?: () => boolean;
+  /** The imaging export (src/imaging/step.ts), after the core write and before the ack; absent when off. */
+  imaging?: ImagingStep;
 }
 
 export type BoardOutcome =
@@ -109,6 +113,8 @@ interface Attempt {
   n: number;
   counted: boolean;
   ackOnly: boolean;
+  /** What this attempt fetched and mapped (the imaging step reuses it instead of reading it again). */
+  input?: MappingInput;
 }
 
 /** What every step of a loan's attempt works with (one per boarder). */
@@ -282,13 +288,15 @@ async function mapAndWrite(
   const resolver = deps.customers;
   let customers: CustomerResolution | undefined;
   if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
-  const outcome = await mapper.map({
+  const mappingInput: MappingInput = {
     ...input,
     identity: {
       ...mappingIdentity(accountNumber),
       ...(customers ? { customers: customers.customers } : {}),
     },
-  });
+  };
+  att.input = mappingInput;
+  const outcome = await mapper.map(mappingInput);
   if (!outcome.ok) {
     const reason = quarantineReasonFor(outcome.issues);
     const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -570,6 +578,7 @@ async function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promis
       if ('kind' in written) return written;
       row = written;
     }
+    if (c.deps.imaging) await c.deps.imaging.exportLoan(row, att.input, signal);
     phase = 'ack';
     await acknowledge(c, att, row, signal);
     return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };

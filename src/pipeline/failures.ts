@@ -8,6 +8,8 @@ import { StaleStateError } from '../store/loans.js';
 import { PoolExhaustedError } from '../store/identity/numbers.js';
 import { FencedOut } from '../store/index.js';
 import { CustomerAmbiguousError, CustomerWaitError } from '../identity/customer-match.js';
+import { ImagingRenderError } from '../imaging/render.js';
+import { ImagingUnavailableError } from '../imaging/export.js';
 
 /**
  * The one failure taxonomy of the pipeline: every error a loan's attempt or a cycle can meet
@@ -255,6 +257,8 @@ export function classifyFailure(err: unknown, phase: FailurePhase = 'core'): Fai
   const known =
     storeFailure(err) ?? customerFailure(err, phase) ?? poolFailure(err, phase) ?? coreFailure(err, phase);
   if (known !== null) return known;
+  const imaging = imagingFailure(err);
+  if (imaging !== null) return imaging;
   if (isPlatformError(err)) return platformFailure(err, phase);
   return failure({
     disposition: 'retry-later',
@@ -263,4 +267,27 @@ export function classifyFailure(err: unknown, phase: FailurePhase = 'core'): Fai
     detail: { phase },
     log: { level: 'error', fields: { err }, msg: 'unexpected error while boarding; will retry' },
   });
+}
+
+/**
+ * The imaging export (src/imaging): a folder missing, full or read-only is retried later (the core
+ * write is done; the ack waits for the documents); a value the bank's index layout cannot hold is
+ * a layout or data problem a person fixes: quarantined, with the field named.
+ */
+function imagingFailure(err: unknown): Failure | null {
+  if (err instanceof ImagingUnavailableError)
+    return failure({
+      disposition: 'retry-later',
+      code: err.code,
+      message: err.message,
+      log: { level: 'warn', fields: { code: err.code }, msg: 'imaging export failed; will retry' },
+    });
+  if (err instanceof ImagingRenderError)
+    return failure({
+      disposition: 'quarantine',
+      code: 'imaging.layout',
+      message: `imaging index: ${err.message}`,
+      reason: 'validation',
+    });
+  return null;
 }

@@ -348,6 +348,7 @@ ${shown
   .join('\n')}
 </table>
 ${s.batches ? renderBatchTieHtml(s.batches, h.timeZone) : ''}
+${s.imaging ? renderImagingTieHtml(s.imaging) : ''}
 ${s.customers ? renderCustomersHtml(s.customers, h.timeZone) : ''}
 ${s.notes.length > 0 ? `<h2>Notes</h2><ul>${s.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>` : ''}
 
@@ -453,6 +454,26 @@ ${row(['Acknowledged', num(b.acknowledged.count), bigMoney(b.acknowledged.cents)
 ${row(['Result', b.ties ? '<td class="ok" colspan="2">ties</td>' : '<td class="bad" colspan="2">does not tie</td>'])}
 </table>
 ${b.notSealedPastCutoff.length > 0 ? `<p class="bad">In no sealed batch past the cut-off: ${notSealed}</p>` : ''}`;
+}
+
+function renderImagingTieHtml(t: NonNullable<ReconciliationSummary['imaging']>): string {
+  const gaps = t.gaps
+    .slice(0, 50)
+    .map((g) =>
+      escapeHtml(
+        `${g.loanId} (listed ${g.listed ?? '-'}, core ${g.writtenToCore ?? '-'}, imaging ${g.exported})`,
+      ),
+    )
+    .join(', ');
+  return `<h2>Documents to imaging</h2>
+<table data-testid="imaging">
+${row(['', '<th class="num">Documents</th>'], true)}
+${row([`Listed by the platform (${t.loans} loan(s))`, num(t.listed)])}
+${row(['Written to the core', num(t.writtenToCore)])}
+${row([`Exported to imaging (${t.published} in published folders)`, num(t.exported)])}
+${row(['Result', t.ties ? '<td class="ok">ties</td>' : '<td class="bad">does not tie</td>'])}
+</table>
+${t.gaps.length > 0 ? `<p class="bad">Loans whose documents differ: ${gaps}</p>` : ''}`;
 }
 
 /** Integer cents held as text (BigInt-safe: a batch total can pass 2^53) → 1,234.56. */

@@ -8,6 +8,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { ReportReads } from '../store/index.js';
 import { batchTieNotes, computeBatchTie } from './batches.js';
+import { computeImagingTie, imagingTieNotes } from './imaging.js';
 import { computeCustomerDays } from './customers.js';
 import { formatWallTime, localDate, localDateTime, wallTimeAt } from '../lib/calendar.js';
 import { REVIEW_ITEMS_PER_LOAN, computeReconciliation, type ReconcileSources } from './compute.js';
@@ -189,7 +190,8 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
           asOfMs,
           timeZone,
         );
-    const notes = [...outcome.notes, ...batchTieNotes(batchTie)];
+    const imagingTie = deps.sources ? null : computeImagingTie(await deps.reads.imagingTie());
+    const notes = [...outcome.notes, ...batchTieNotes(batchTie), ...imagingTieNotes(imagingTie)];
     if (platformStats.invalid > 0) {
       notes.push(
         `${platformStats.invalid} boarded item(s) from the platform failed ` +
@@ -205,6 +207,7 @@ export async function runReconcile(deps: RunReconcileDeps): Promise<ReconcileRun
       exceptionsByReason: outcome.exceptionsByReason,
       notes,
       ...(batchTie ? { batches: batchTie } : {}),
+      ...(imagingTie ? { imaging: imagingTie } : {}),
       ...(customers ? { customers } : {}),
     };
     await csv.close();

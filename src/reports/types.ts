@@ -1,5 +1,6 @@
 import type { LoanScanRow } from '../store/loan-scan.js';
 import type { BatchTieSection } from './batches.js';
+import type { ImagingTieSection } from './imaging.js';
 import type { CustomerSection } from './customers.js';
 import type { CanonicalLoanFields } from '../core/port.js';
 
@@ -195,6 +196,8 @@ export interface ReconciliationSummary {
   notes: string[];
   /** File core batches tied to the boarded loans (batches.ts); absent without batches. */
   batches?: BatchTieSection;
+  /** Documents listed = written to the core = exported to imaging (imaging.ts); absent without the export. */
+  imaging?: ImagingTieSection;
   /** New and matched customers per day (customer match, customers.ts); absent with injected sources. */
   customers?: CustomerSection;
 }

@@ -5,6 +5,7 @@ import type { Fence, StoreDb } from './sql.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createLoanStore, type LoanStore } from './loans.js';
 import { FileBatchStore, type BatchTieRows } from './file-batches.js';
+import { ImagingStore, type ImagingLoanTie } from './imaging.js';
 import { createWebhookInbox, type WebhookInbox } from './inbox.js';
 import { createLoanScan, type LoanScan } from './loan-scan.js';
 import { createNumberStore, type NumberPools, type NumberStore } from './identity/numbers.js';
@@ -53,6 +54,8 @@ export interface ReportReads {
   batchTie(asOfMs: number): Promise<BatchTieRows | null>;
   /** How each loan's customers were resolved in [since, until) (new and matched customers per day). */
   customerResolutions(since: number, until: number): AsyncIterable<LoanCustomerRow>;
+  /** The imaging export's documents per acknowledged loan; null when it never ran. */
+  imagingTie(): Promise<ImagingLoanTie[] | null>;
 }
 
 export function createReportReads(db: StoreDb): ReportReads {
@@ -62,6 +65,7 @@ export function createReportReads(db: StoreDb): ReportReads {
     fundedWebhooks: () => createWebhookInbox(db).countOfType('loan.funded'),
     batchTie: (asOfMs) => new FileBatchStore(db).tieOut(asOfMs),
     customerResolutions: (since, until) => createCustomerStore(db).resolvedBetween(since, until),
+    imagingTie: () => new ImagingStore(db).tieOut(),
   };
 }
 

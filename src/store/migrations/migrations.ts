@@ -699,6 +699,52 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
   );
   CREATE INDEX console_audit_unlock ON console_audit (reason, at) WHERE kind = 'unlock';
   `,
+  /* 20: documents to the bank's imaging system (issue 45, src/imaging/). A batch is one folder the
+     importer polls (per loan, or per cut-off like the file core's batches); a document is exported
+     once per loan (UNIQUE (loan_id, document_id, reexport): 0 the first export, n the n-th audited
+     re-export), whatever the crashes and replicas. The index record is stored encrypted with the
+     batch's key (it may carry a tax id where the bank's layout puts one) and cleared at the seal.
+     imaging_loans says a loan's release went through the export (the ack waits for it). */ `
+  CREATE TABLE imaging_batches (
+    id          TEXT PRIMARY KEY,               -- <bank day>-<nnn>
+    status      TEXT NOT NULL,                  -- open|sealing|publishing|sealed
+    opened_at   INTEGER NOT NULL,
+    cutoff_at   INTEGER,                        -- null: a loan's own batch
+    sealing_at  INTEGER,
+    sealed_at   INTEGER,
+    seal_reason TEXT,                           -- loan|cutoff|size|layout changed|ops: <reason>
+    sealed_by   TEXT,
+    layout      TEXT NOT NULL                   -- the index layout's text the batch is written in
+  );
+  CREATE UNIQUE INDEX imaging_batches_one_open ON imaging_batches (status) WHERE status = 'open';
+  CREATE INDEX imaging_batches_unsealed ON imaging_batches (opened_at) WHERE status <> 'sealed';
+  CREATE TABLE imaging_documents (
+    batch_id        TEXT NOT NULL REFERENCES imaging_batches (id),
+    loan_id         TEXT NOT NULL,
+    document_id     TEXT NOT NULL,
+    seq             INTEGER NOT NULL,           -- order in the batch's index
+    file_name       TEXT NOT NULL,              -- Windows-safe, unique by document id
+    staged_path     TEXT NOT NULL,
+    sha256          TEXT NOT NULL,
+    bytes           INTEGER NOT NULL,
+    document_type   TEXT NOT NULL,
+    fell_back       INTEGER NOT NULL,           -- 1: the layout's default document type
+    record          TEXT NOT NULL,              -- the field values (encrypted); '' once sealed
+    reexport        INTEGER NOT NULL,
+    reexport_by     TEXT,
+    reexport_reason TEXT,
+    exported_at     INTEGER NOT NULL,
+    PRIMARY KEY (batch_id, document_id)
+  );
+  CREATE UNIQUE INDEX imaging_documents_once ON imaging_documents (loan_id, document_id, reexport);
+  CREATE TABLE imaging_loans (
+    loan_id        TEXT NOT NULL,
+    release_marker TEXT NOT NULL,
+    documents      INTEGER NOT NULL,            -- documents the loan had at this release
+    exported_at    INTEGER NOT NULL,
+    PRIMARY KEY (loan_id, release_marker)
+  );
+  `,
 ];
 
 /** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */

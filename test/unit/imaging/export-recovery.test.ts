@@ -1,0 +1,114 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ImagingExport } from '../../../src/imaging/export.js';
+import { compileImagingLayout } from '../../../src/imaging/layout.js';
+import { silentLogger } from '../../../src/lib/logger.js';
+import { ImagingStore } from '../../../src/store/imaging.js';
+import { openTestStore } from '../../support/store-engines.js';
+import { TestImporter } from '../../support/imaging-importer.js';
+
+const SET = join(process.cwd(), 'mappings/generic');
+const layoutFile = 'imaging/delimited.yaml';
+const layout = compileImagingLayout(layoutFile, readFileSync(join(SET, layoutFile), 'utf8'), (rel) =>
+  readFileSync(join(SET, rel), 'utf8'),
+).layout!;
+
+function exporterFor(
+  db: Awaited<ReturnType<typeof openTestStore>>['db'],
+  root: string,
+  mode: 'loan' | 'batch',
+) {
+  let now = Date.parse('2026-12-02T12:00:00Z');
+  return {
+    exp: new ImagingExport({
+      dir: join(root, 'dip'),
+      stagingDir: join(root, 'staging'),
+      store: new ImagingStore(db),
+      layout: () => layout,
+      mode,
+      rule: { kind: 'daily', hour: 18, minute: 0, timeZone: 'UTC' },
+      maxDocuments: 100,
+      readyFile: 'READY',
+      fetchDocument: (doc, sink) => {
+        const bytes = Buffer.from(`content of ${doc.id}`);
+        sink.end(bytes);
+        return Promise.resolve({ sha256: '', bytes: bytes.length, contentType: null });
+      },
+      logger: silentLogger(),
+      clock: { now: () => now } as never,
+    }),
+    advance: (ms: number) => (now += ms),
+  };
+}
+
+const loan = (id: string, docs: string[]) => ({
+  loanId: id,
+  releaseMarker: 'r1',
+  loan: { id, loanNumber: `LN-${id}` } as never,
+  entities: { businesses: [{ id: 'b', name: 'Acme', role: 'borrower' }], people: [] } as never,
+  documents: docs.map((d) => ({ id: d, name: `${d}.pdf`, category: 'legal' })) as never,
+  identity: { accountNumber: `A-${id}`, customers: {} } as never,
+});
+
+describe('imaging export: exactly once across crashes', () => {
+  it('a document is exported once whatever re-boards; a folder the importer took before the seal was recorded is not written again', async () => {
+    const s = await openTestStore('sqlite');
+    const root = mkdtempSync(join(tmpdir(), 'imaging-rec-'));
+    const { exp } = exporterFor(s.db, root, 'loan');
+    const first = await exp.exportLoan(loan('L1', ['d1', 'd2']));
+    expect(first.exported).toEqual(['d1', 'd2']);
+    // A re-board (a crash after the commit, a retry of the ack, another replica): nothing again.
+    const again = await exp.exportLoan(loan('L1', ['d1', 'd2', 'd3']));
+    expect(again.exported).toEqual(['d3']);
+    expect(again.skipped).toEqual([]);
+    const importer = new TestImporter({
+      dir: join(root, 'dip'),
+      indexFile: 'index.csv',
+      format: 'delimited',
+      fileKeyword: 'FileName',
+    });
+    expect(importer.poll()).toBe(2);
+    expect(importer.imported.map((d) => d.keywords['DocumentId']).sort()).toEqual(['d1', 'd2', 'd3']);
+
+    // A crash between the marker and the seal's commit: the batch is left in `publishing`, the
+    // importer takes the folder meanwhile; recovery must not publish it a second time.
+    await exp.exportLoan(loan('L2', ['d4']));
+    const id = (await exp.store.list(1))[0]!.id;
+    await s.db.write(() => s.db.run(`UPDATE imaging_batches SET status = 'publishing' WHERE id = ?`, [id]));
+    expect(importer.poll()).toBe(1);
+    expect(existsSync(join(root, 'dip', id))).toBe(false);
+    await exp.recover();
+    expect(existsSync(join(root, 'dip', id))).toBe(false);
+    expect((await exp.store.get(id))!.status).toBe('sealed');
+    expect(importer.poll()).toBe(0);
+    expect(importer.imported).toHaveLength(4);
+    await s.close();
+  });
+
+  it('a batch frozen by a crash before its files were written is written whole at recovery, never half', async () => {
+    const s = await openTestStore('sqlite');
+    const root = mkdtempSync(join(tmpdir(), 'imaging-rec-'));
+    const { exp, advance } = exporterFor(s.db, root, 'batch');
+    await exp.exportLoan(loan('L1', ['d1']));
+    await exp.exportLoan(loan('L2', ['d2', 'd3']));
+    // The open batch is invisible to the importer: no folder at all until the cut-off.
+    expect(existsSync(join(root, 'dip'))).toBe(false);
+    advance(7 * 3600_000);
+    // Frozen at the cut-off, then "crash" before the folder is written.
+    expect(await exp.store.freezeDue(Date.parse('2026-12-02T19:00:00Z'))).toBeDefined();
+    const importer = new TestImporter({
+      dir: join(root, 'dip'),
+      indexFile: 'index.csv',
+      format: 'delimited',
+      fileKeyword: 'FileName',
+    });
+    expect(importer.poll()).toBe(0);
+    await exp.recover();
+    expect(importer.poll()).toBe(1);
+    expect(importer.imported.map((d) => d.keywords['DocumentId'])).toEqual(['d1', 'd2', 'd3']);
+    expect(readdirSync(join(root, 'staging', 'L1'))).toEqual([]);
+    await s.close();
+  });
+});
