@@ -57,18 +57,36 @@ function signOffCell(by: string | null, at: string | null): Html {
     : html`<span class="muted">not signed</span>`;
 }
 
-export function reportsPage(v: { runs: readonly ReportRun[] }): Html {
+/** "Run reconciliation now" (operators): the same run as the nightly one, read-only, audited. */
+function runNowForm(session: BrowserSession): Html {
+  return joinHtml([
+    html`<form method="post" action="/console/reconciliation/run" class="action" data-testid="reconcile-now">`,
+    html`${csrfField(session)}<button type="submit">Run reconciliation now</button> <span class="muted small">`,
+    html`Reads the platform (within the rate budget), the state database and the core; changes nothing; `,
+    html`the new run opens when it is done.</span></form>`,
+  ]);
+}
+
+export function reportsPage(v: {
+  runs: readonly ReportRun[];
+  session: BrowserSession;
+  user: ConsoleUser;
+}): Html {
+  const canRun = hasRole(v.user, 'operator');
   return joinHtml([
     html`<h1>Reconciliation</h1>
 <p class="muted">`,
     html`One row per run of the daily reconciliation (a day's second run is a new row; a signed run is never `,
     html`overwritten).</p>
 `,
+    canRun ? runNowForm(v.session) : '',
     v.runs.length === 0
       ? joinHtml([
-          html`<p class="muted">`,
-          html`No report yet: the daemon writes one on schedule.reconcile, or run <span class="mono">`,
-          html`boarding-connector reconcile</span>.</p>`,
+          html`<p class="muted" data-testid="no-reports">`,
+          html`No report yet: the daemon writes one on its schedule (schedule.reconcile)`,
+          canRun
+            ? html`, or run one now with the button above.</p>`
+            : html`; an operator can run one now.</p>`,
         ])
       : joinHtml([
           html`<table data-testid="reports"><thead><tr><th>Day</th><th>Run</th><th>Generated</th><th>`,
