@@ -164,6 +164,26 @@ function signatureCell(by: string | null, at: string | null, note: string | null
     : html`<span class="muted">not signed</span>`;
 }
 
+/**
+ * The run's headline: real exceptions in red; loans boarded with review items (boarded, with a
+ * convention to check, listed among report.json's exceptions for their disposition) apart, in
+ * amber. A red "2 exceptions" on a run whose totals tie was two loans boarded with review items.
+ */
+export function exceptionPills(exceptions: readonly Rec[]): Html {
+  const review = exceptions.filter((e) => e['reason'] === 'boarded_with_review_items').length;
+  const real = exceptions.length - review;
+  const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
+  return joinHtml([
+    real === 0 ? pill('no exceptions', 'ok') : pill(plural(real, 'exception', 'exceptions'), 'bad'),
+    review > 0
+      ? joinHtml([
+          ' ',
+          pill(plural(review, 'loan boarded with review items', 'loans boarded with review items'), 'warn'),
+        ])
+      : '',
+  ]);
+}
+
 export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view: ReportView }): Html {
   const r = rec(v.view.report);
   const header = rec(r['header']);
@@ -205,9 +225,7 @@ export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view
   return joinHtml([
     html`<h1>Reconciliation ${v.view.day} <span class="muted small mono">${v.view.run}</span></h1>
 <p>`,
-    exceptions.length === 0
-      ? pill('no exceptions', 'ok')
-      : pill(`${exceptions.length} exception${exceptions.length === 1 ? '' : 's'}`, 'bad'),
+    exceptionPills(exceptions),
     html`
 <span class="muted small">generated ${when(v.view.generatedAt)}`,
     header['connectorVersion'] ? ` · connector ${s(header['connectorVersion'])}` : '',
