@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { layout } from '../../../src/console/pages/layout.js';
 import { exceptionPills } from '../../../src/console/pages/other.js';
+import { keyValueLines } from '../../../src/console/pages/format.js';
 
 describe('console pages: the frictions of a new operator', () => {
   it('a run whose only exceptions are loans boarded with review items shows no red pill', () => {
@@ -29,5 +30,12 @@ describe('console pages: the frictions of a new operator', () => {
   it('every page links the console icon', () => {
     const page = layout({ title: 'Log in', session: null, nav: 'none', body: '', flash: null }).toString();
     expect(page).toContain('<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml">');
+  });
+
+  it('an audit or history detail reads as key: value lines, nested keys dotted, never cut', () => {
+    const long = 'x'.repeat(400);
+    expect(
+      keyValueLines({ day: '2026-11-25', result: { done: 12, failed: ['ln_1', 'ln_2'] }, note: long }),
+    ).toEqual(['day: 2026-11-25', 'result.done: 12', 'result.failed: ln_1, ln_2', `note: ${long}`]);
   });
 });
