@@ -19,6 +19,7 @@ import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
+import { reconcileWithDaemon } from './reconcile.js';
 
 /** The console is on when a user is configured or a trusted proxy names users. */
 export function consoleEnabled(config: Pick<Config, 'console'>): boolean {
@@ -82,6 +83,15 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     readiness: hooks.readiness,
     lastCycleAt: hooks.lastCycleAt,
     role: hooks.role ?? (() => 'leader'),
+    reconcileNow: () =>
+      reconcileWithDaemon({
+        config: rt.config,
+        platform: rt.platform,
+        reads: rt.store.reports,
+        core: rt.core,
+        logger: rt.logger,
+        clock: rt.clock,
+      }),
   });
   const auth = createConsoleAuth({
     config: rt.config.console,

@@ -340,6 +340,13 @@ function mountAuditAndReportRoutes(
   );
 
   router.post(
+    '/reports/run',
+    route(async (_req, res) => {
+      res.status(201).json(await deps.service.runReconciliation(consoleUser(res)));
+    }),
+  );
+
+  router.post(
     '/reports/:day/:run/signoff',
     route(async (req, res) => {
       const b = body(req);

@@ -303,6 +303,7 @@ export const AUDIT_KINDS = [
   'login_failed',
   'login_throttled',
   'unlock',
+  'reconcile',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 
@@ -312,7 +313,7 @@ export interface AuditEntry {
   at: string;
   actor: string;
   kind: AuditKind;
-  action: RequestAction | 'signoff' | 'login' | null;
+  action: RequestAction | 'signoff' | 'login' | 'reconcile' | null;
   requestId: string | null;
   /** The loan it names, null for a line about a request of several loans or a batch. */
   loanId: string | null;
@@ -499,6 +500,14 @@ export interface ConsoleService {
     as: 'prepared' | 'reviewed',
     input: SignOffInput,
   ): Promise<ReportRun>;
+
+  /**
+   * Runs the reconciliation now (the same run as the CLI's `reconcile` and the nightly job) and
+   * resolves with its new run. Operator role (403); read-only toward the core and the platform, so
+   * no four eyes; audited (who, the run, or why it failed). 409 while one started here still runs;
+   * 404 when this console has no reconciliation to run (no daemon runtime behind it).
+   */
+  runReconciliation(user: ConsoleUser): Promise<ReportRun>;
 
   /** File core batches, newest first (empty for other cores). */
   batches(): Promise<BatchView[]>;

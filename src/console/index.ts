@@ -29,6 +29,8 @@ export interface ConsoleDeps {
  */
 export function mountConsole(adminApp: Express, deps: ConsoleDeps): void {
   adminApp.get('/reports/latest', reportsLatestGuard(deps));
+  // Browsers ask the root for an icon on a first load: the console's, not a logged 404.
+  adminApp.get('/favicon.ico', (_req, res) => res.redirect(301, '/console/static/favicon.svg'));
   adminApp.use('/console/api', createConsoleApi(deps));
   const pages = express.Router();
   mountConsolePages(pages, deps);

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import type { ConsoleConfig } from '../config/schema.js';
 import type { BatchingCapability } from '../core/port.js';
@@ -99,6 +99,11 @@ export interface ConsoleServiceDeps {
   readiness?: () => Promise<unknown>;
   lastCycleAt?: () => number | null;
   role?: () => 'leader' | 'standby';
+  /**
+   * The reconciliation as `reconcile` and the nightly job run it (src/app/reconcile.ts); resolves
+   * with the folder of the new run (`<reports.dir>/<day>/<run>`). Absent: no "run now".
+   */
+  reconcileNow?: () => Promise<{ dir: string }>;
 }
 
 /** The audit line of an unlock (the console's and `console unlock`'s): auth finds it by the user's name key. */
@@ -1142,6 +1147,57 @@ async function preparedDispositions(
   return dispositions;
 }
 
+/** "Run reconciliation now": an operator runs the same reconcile as the CLI, audited, one at a time. */
+function reconcileNowMethod(
+  c: ServiceContext,
+  reports: () => Promise<ReportRun[]>,
+): Pick<ConsoleService, 'runReconciliation'> {
+  const { deps, cs, clock, log } = c;
+  let running: string | null = null;
+  return {
+    async runReconciliation(user) {
+      requireRole(user, 'operator', 'running the reconciliation');
+      if (!deps.reconcileNow)
+        throw new ConsoleError(404, 'this console cannot run the reconciliation (no daemon behind it)');
+      if (running !== null)
+        throw new ConsoleError(409, `a reconciliation started by ${running} is still running: wait for it`);
+      running = user.name;
+      const started = clock.now();
+      log.info({ user: user.name }, 'reconciliation started from the console');
+      try {
+        const { dir } = await deps.reconcileNow();
+        const run = basename(dir);
+        const d = basename(dirname(dir));
+        const found = (await reports()).find((r) => r.day === d && r.run === run);
+        await cs.appendAudit({
+          at: clock.now(),
+          actor: user.name,
+          kind: 'reconcile',
+          action: 'reconcile',
+          reason: `run now: ${d}/${run}`,
+          detail: { day: d, run, seconds: Math.round((clock.now() - started) / 1000) },
+        });
+        if (!found) throw new Error(`the reconciliation wrote ${dir}, which is not a run of reports.dir`);
+        return found;
+      } catch (err) {
+        if (err instanceof ConsoleError) throw err;
+        await cs.appendAudit({
+          at: clock.now(),
+          actor: user.name,
+          kind: 'reconcile',
+          action: 'reconcile',
+          reason: 'run now: failed',
+          detail: { error: (err as Error).message?.slice(0, 500) ?? String(err) },
+        });
+        log.warn({ err, user: user.name }, 'reconciliation started from the console failed');
+        throw err;
+      } finally {
+        running = null;
+      }
+    },
+  };
+}
+
 /** Reconciliation runs, their files and sign-off. */
 function reportMethods(
   c: ServiceContext,
@@ -1293,5 +1349,12 @@ export function createConsoleService(deps: ConsoleServiceDeps): ConsoleService {
     log: deps.logger.child({ component: 'console' }),
     reportsDir: deps.config.reports.dir,
   };
-  return { ...readMethods(c), ...requestMethods(c), ...auditAndOpsMethods(c), ...reportMethods(c) };
+  const reports = reportMethods(c);
+  return {
+    ...readMethods(c),
+    ...requestMethods(c),
+    ...auditAndOpsMethods(c),
+    ...reports,
+    ...reconcileNowMethod(c, () => reports.reports()),
+  };
 }

@@ -101,3 +101,24 @@ export function errorSentence(code: string | null, message: string | null): stri
   if (loc) return `${loc[3]}: ${firstOf(loc[4] as string).replace(/[.;]$/, '')} (${loc[1]}:${loc[2]})`;
   return firstOf(m);
 }
+
+/**
+ * A detail (an audit line's, a history event's) as readable `key: value` lines, nested keys dotted
+ * (`result.done: 12`), arrays of plain values joined, nothing cut: what raw JSON cut at 300
+ * characters hid.
+ */
+export function keyValueLines(value: unknown, prefix = ''): string[] {
+  if (value === null || value === undefined) return prefix ? [`${prefix}: (none)`] : [];
+  if (Array.isArray(value)) {
+    if (value.every((v) => v === null || typeof v !== 'object'))
+      return [`${prefix || 'items'}: ${value.map((v) => String(v)).join(', ') || '(none)'}`];
+    return value.flatMap((v, i) => keyValueLines(v, `${prefix}[${i}]`));
+  }
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) return prefix ? [`${prefix}: (none)`] : [];
+    return entries.flatMap(([k, v]) => keyValueLines(v, prefix ? `${prefix}.${k}` : k));
+  }
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  return [prefix ? `${prefix}: ${text}` : text];
+}

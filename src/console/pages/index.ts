@@ -18,7 +18,7 @@ import { type Html } from './html.js';
 import { layout, type NavKey } from './layout.js';
 import { createSessionStore, type BrowserSession, type SessionStore } from './sessions.js';
 import { pageHeaders } from './security.js';
-import { CONSOLE_CSS } from './style.js';
+import { CONSOLE_CSS, CONSOLE_FAVICON_SVG } from './style.js';
 import { displayZone } from './format.js';
 import { errorBody } from './other.js';
 import type { PageContext, PageLocals } from './context.js';
@@ -67,6 +67,12 @@ export function mountConsolePages(router: Router, deps: ConsoleDeps, opts: Conso
       );
     });
     next();
+  });
+
+  router.get('/static/favicon.svg', (_req, res) => {
+    res.setHeader('Content-Type', 'image/svg+xml');
+    res.setHeader('Cache-Control', 'private, max-age=86400');
+    res.send(CONSOLE_FAVICON_SVG);
   });
 
   router.get('/static/console.css', (_req, res) => {

@@ -43,7 +43,8 @@ export function layout(p: {
     html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${p.title} · boarding-connector console</title>
-<link rel="stylesheet" href="/console/static/console.css"></head>
+<link rel="stylesheet" href="/console/static/console.css">
+<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml"></head>
 <body>
 <header class="top"><span class="brand">boarding-connector</span>
 `,

@@ -5,7 +5,7 @@
  * platform within the rate budget), and the action forms.
  */
 import type { AuditEntry, LoanHistory, ReboardDiff } from '../contract.js';
-import { money, pill, pretty, when } from './format.js';
+import { keyValueLines, money, pill, pretty, when } from './format.js';
 import { Html, consoleHref, html, joinHtml, seg } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
@@ -65,7 +65,11 @@ function detailCell(detail: unknown): Html {
             ),
             html`</div>`,
           ])
-        : html`<pre>${pretty(rest)}</pre>`;
+        : joinHtml([
+            html`<div class="small">`,
+            keyValueLines(rest).map((l, n) => html`${n > 0 ? html`<br>` : ''}${l}`),
+            html`</div>`,
+          ]);
   return joinHtml([
     list.length > 0
       ? joinHtml([
@@ -375,7 +379,7 @@ export function auditTable(rows: readonly AuditEntry[]): Html {
         html`</td><td class="mono">`,
         a.loanId ? html`<a href="${consoleHref(`/console/loans/${seg(a.loanId)}`)}">${a.loanId}</a>` : '',
         html`</td><td class="wrap">${a.reason ?? ''}</td><td class="wrap small">`,
-        a.detail === null || a.detail === undefined ? '' : pretty(a.detail).slice(0, 300),
+        joinHtml(keyValueLines(a.detail).map((l, n) => html`${n > 0 ? html`<br>` : ''}${l}`)),
         html`</td></tr>`,
       ]),
     ),

@@ -57,18 +57,36 @@ function signOffCell(by: string | null, at: string | null): Html {
     : html`<span class="muted">not signed</span>`;
 }
 
-export function reportsPage(v: { runs: readonly ReportRun[] }): Html {
+/** "Run reconciliation now" (operators): the same run as the nightly one, read-only, audited. */
+function runNowForm(session: BrowserSession): Html {
+  return joinHtml([
+    html`<form method="post" action="/console/reconciliation/run" class="action" data-testid="reconcile-now">`,
+    html`${csrfField(session)}<button type="submit">Run reconciliation now</button> <span class="muted small">`,
+    html`Reads the platform (within the rate budget), the state database and the core; changes nothing; `,
+    html`the new run opens when it is done.</span></form>`,
+  ]);
+}
+
+export function reportsPage(v: {
+  runs: readonly ReportRun[];
+  session: BrowserSession;
+  user: ConsoleUser;
+}): Html {
+  const canRun = hasRole(v.user, 'operator');
   return joinHtml([
     html`<h1>Reconciliation</h1>
 <p class="muted">`,
     html`One row per run of the daily reconciliation (a day's second run is a new row; a signed run is never `,
     html`overwritten).</p>
 `,
+    canRun ? runNowForm(v.session) : '',
     v.runs.length === 0
       ? joinHtml([
-          html`<p class="muted">`,
-          html`No report yet: the daemon writes one on schedule.reconcile, or run <span class="mono">`,
-          html`boarding-connector reconcile</span>.</p>`,
+          html`<p class="muted" data-testid="no-reports">`,
+          html`No report yet: the daemon writes one on its schedule (schedule.reconcile)`,
+          canRun
+            ? html`, or run one now with the button above.</p>`
+            : html`; an operator can run one now.</p>`,
         ])
       : joinHtml([
           html`<table data-testid="reports"><thead><tr><th>Day</th><th>Run</th><th>Generated</th><th>`,
@@ -146,6 +164,26 @@ function signatureCell(by: string | null, at: string | null, note: string | null
     : html`<span class="muted">not signed</span>`;
 }
 
+/**
+ * The run's headline: real exceptions in red; loans boarded with review items (boarded, with a
+ * convention to check, listed among report.json's exceptions for their disposition) apart, in
+ * amber. A red "2 exceptions" on a run whose totals tie was two loans boarded with review items.
+ */
+export function exceptionPills(exceptions: readonly Rec[]): Html {
+  const review = exceptions.filter((e) => e['reason'] === 'boarded_with_review_items').length;
+  const real = exceptions.length - review;
+  const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
+  return joinHtml([
+    real === 0 ? pill('no exceptions', 'ok') : pill(plural(real, 'exception', 'exceptions'), 'bad'),
+    review > 0
+      ? joinHtml([
+          ' ',
+          pill(plural(review, 'loan boarded with review items', 'loans boarded with review items'), 'warn'),
+        ])
+      : '',
+  ]);
+}
+
 export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view: ReportView }): Html {
   const r = rec(v.view.report);
   const header = rec(r['header']);
@@ -187,9 +225,7 @@ export function reportPage(v: { session: BrowserSession; user: ConsoleUser; view
   return joinHtml([
     html`<h1>Reconciliation ${v.view.day} <span class="muted small mono">${v.view.run}</span></h1>
 <p>`,
-    exceptions.length === 0
-      ? pill('no exceptions', 'ok')
-      : pill(`${exceptions.length} exception${exceptions.length === 1 ? '' : 's'}`, 'bad'),
+    exceptionPills(exceptions),
     html`
 <span class="muted small">generated ${when(v.view.generatedAt)}`,
     header['connectorVersion'] ? ` · connector ${s(header['connectorVersion'])}` : '',

@@ -9,6 +9,7 @@ import type { PageContext } from './context.js';
 export function mountReportRoutes(ctx: PageContext): void {
   const { router, sendPage, sendError } = ctx;
   const { service } = ctx.deps;
+  mountRunRoutes(ctx);
   // ---------------------------------------------------------------------------------------------
   // Audit
   // ---------------------------------------------------------------------------------------------
@@ -51,14 +52,15 @@ export function mountReportRoutes(ctx: PageContext): void {
   // ---------------------------------------------------------------------------------------------
 
   router.get('/reconciliation', async (_req, res, next) => {
+    const { session, user } = locals(res);
     try {
       sendPage(
         res,
         200,
         'Reconciliation',
         'reconciliation',
-        reportsPage({ runs: await service.reports() }),
-        locals(res).session,
+        reportsPage({ runs: await service.reports(), session, user }),
+        session,
       );
     } catch (err) {
       next(err);
@@ -81,23 +83,6 @@ export function mountReportRoutes(ctx: PageContext): void {
         reportPage({ session, user, view }),
         session,
       );
-    } catch (err) {
-      next(err);
-    }
-  });
-
-  // The newest run's report.html: where the admin listener's /reports/latest sends a browser
-  // without credentials when the console has users (src/console/index.ts).
-  router.get('/reports/latest', async (_req, res, next) => {
-    try {
-      const newest = (await service.reports())[0];
-      const file = newest ? await service.reportFile(newest.day, newest.run, 'html') : null;
-      if (!newest || !file) {
-        sendError(res, 404, 'No reconciliation report yet.', '/console/reconciliation');
-        return;
-      }
-      res.setHeader('Content-Security-Policy', REPORT_HTML_CSP);
-      res.sendFile(file, { dotfiles: 'deny' });
     } catch (err) {
       next(err);
     }
@@ -142,6 +127,41 @@ export function mountReportRoutes(ctx: PageContext): void {
         kind: 'ok',
         text: `Signed as ${as === 'prepared' ? 'preparer' : 'reviewer'} of ${run.day}.`,
       };
+      res.redirect(303, consoleHref(`/console/reconciliation/${seg(run.day)}/${seg(run.run)}`));
+    } catch (err) {
+      next(err);
+    }
+  });
+}
+
+/** The newest run's report and "Run reconciliation now". */
+function mountRunRoutes(ctx: PageContext): void {
+  const { router, sendError } = ctx;
+  const { service } = ctx.deps;
+  // The newest run's report.html: where the admin listener's /reports/latest sends a browser
+  // without credentials when the console has users (src/console/index.ts).
+  router.get('/reports/latest', async (_req, res, next) => {
+    try {
+      const newest = (await service.reports())[0];
+      const file = newest ? await service.reportFile(newest.day, newest.run, 'html') : null;
+      if (!newest || !file) {
+        sendError(res, 404, 'No reconciliation report yet.', '/console/reconciliation');
+        return;
+      }
+      res.setHeader('Content-Security-Policy', REPORT_HTML_CSP);
+      res.sendFile(file, { dotfiles: 'deny' });
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  // "Run reconciliation now" (operator; the Origin and CSRF checks ran before this): the same run
+  // as `reconcile`, then the new run's page.
+  router.post('/reconciliation/run', async (_req, res, next) => {
+    const { session, user } = locals(res);
+    try {
+      const run = await service.runReconciliation(user);
+      session.flash = { kind: 'ok', text: `Reconciliation run ${run.day} ${run.run} written.` };
       res.redirect(303, consoleHref(`/console/reconciliation/${seg(run.day)}/${seg(run.run)}`));
     } catch (err) {
       next(err);

@@ -84,3 +84,12 @@ table.worklist col.id{width:172px}table.worklist col.no{width:120px}table.workli
   `col.who{width:170px}table.worklist col.why{width:150px}
 table.worklist col.amt{width:110px}table.worklist col.rel{width:96px}table.worklist col.age{width:76px}
 `;
+
+/**
+ * The console's icon, inline (no file to ship, nothing fetched from elsewhere): served at
+ * /console/static/favicon.svg and, for browsers that ask the root first, /favicon.ico.
+ */
+export const CONSOLE_FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">' +
+  '<rect width="16" height="16" rx="3" fill="#1f4e79"/>' +
+  '<path d="M4 8.5l2.5 2.5L12 5.5" fill="none" stroke="#fff" stroke-width="2" stroke-linecap="round"/></svg>';

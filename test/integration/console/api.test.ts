@@ -476,6 +476,65 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
       });
     });
 
+    it('"Run reconciliation now" (issue 42 item 8): an operator runs the reconcile the CLI runs, from the API and the Reconciliation page; audited; a viewer may not', async () => {
+      expect((await api('vera', 'POST', '/reports/run')).status).toBe(403);
+      const before = (await api('vera', 'GET', '/reports')).json.runs.length as number;
+      const ran = await api('olga', 'POST', '/reports/run');
+      expect(ran.status).toBe(201);
+      const { day, run } = ran.json as { day: string; run: string };
+      // The run's files, written as `reconcile` writes them, with this daemon's loans in them.
+      const report = JSON.parse(readFileSync(join(dir, 'reports', day, run, 'report.json'), 'utf8'));
+      expect(report.totals.released.count).toBe(LOANS);
+      expect((await api('vera', 'GET', '/reports')).json.runs.length).toBe(before + 1);
+      const audit = await api('vera', 'GET', '/audit?limit=5');
+      expect(audit.json.items[0]).toMatchObject({
+        actor: 'olga',
+        kind: 'reconcile',
+        reason: `run now: ${day}/${run}`,
+      });
+
+      // The page: an operator sees the button (no shell command), posts it, lands on the new run.
+      const login = await fetch(`${base}/console/login`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base },
+        body: new URLSearchParams({ name: 'olga', password: PW.olga }).toString(),
+      });
+      const cookie = (
+        login.headers.getSetCookie().find((c) => c.startsWith('bc_console_session=')) ?? ''
+      ).split(';')[0] as string;
+      const page = await (await fetch(`${base}/console/reconciliation`, { headers: { cookie } })).text();
+      expect(page).toContain('Run reconciliation now');
+      expect(page).not.toContain('boarding-connector reconcile');
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1] as string;
+      const posted = await fetch(`${base}/console/reconciliation/run`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, cookie },
+        body: new URLSearchParams({ _csrf: csrf }).toString(),
+      });
+      expect(posted.status).toBe(303);
+      const location = posted.headers.get('location') as string;
+      expect(location).toMatch(/^\/console\/reconciliation\/\d{4}-\d{2}-\d{2}\/run-/);
+      const shown = await (await fetch(`${base}${location}`, { headers: { cookie } })).text();
+      expect(shown).toContain('written.');
+      expect(shown).toContain('Control totals');
+      expect((await api('vera', 'GET', '/reports')).json.runs.length).toBe(before + 2);
+      // Another site's form cannot start one.
+      const evil = await fetch(`${base}/console/reconciliation/run`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: 'http://evil.example',
+          cookie,
+        },
+        body: new URLSearchParams({ _csrf: csrf }).toString(),
+      });
+      expect(evil.status).toBe(403);
+      expect((await api('vera', 'GET', '/reports')).json.runs.length).toBe(before + 2);
+    });
+
     it('shows status and batches', async () => {
       const status = await api('vera', 'GET', '/status');
       expect(status.status).toBe(200);

@@ -159,6 +159,7 @@ function memoryService(): ConsoleService & { made: ActionRequest[]; queries: Exc
     signOff: no,
     batches: () => Promise.resolve([]),
     status: no,
+    runReconciliation: no,
   };
 }
 

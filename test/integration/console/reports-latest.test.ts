@@ -158,6 +158,17 @@ describe('/reports/latest with console users needs the console login (issue 43 F
     expect(await res.text()).toBe(REPORT);
   });
 
+  it('the console icon: /favicon.ico (asked by browsers on a first load) leads to an inline SVG, no login needed', async () => {
+    const base = await adminListener(true);
+    const ico = await fetch(`${base}/favicon.ico`, { redirect: 'manual' });
+    expect(ico.status).toBe(301);
+    expect(ico.headers.get('location')).toBe('/console/static/favicon.svg');
+    const svg = await fetch(`${base}/console/static/favicon.svg`);
+    expect(svg.status).toBe(200);
+    expect(svg.headers.get('content-type')).toContain('image/svg+xml');
+    expect(await svg.text()).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  });
+
   it('without console users the admin listener serves it as before', async () => {
     const base = await adminListener(false);
     const res = await fetch(`${base}/reports/latest`);
