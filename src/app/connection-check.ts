@@ -22,6 +22,7 @@ import type { StoreDb } from '../store/sql.js';
 import { storeTarget, storeTargetName } from './store-target.js';
 import { mapperOptionsFromConfig } from './runtime.js';
 import { describeOffset, measureClockOffset } from '../observability/clock-skew.js';
+import { commandHint } from '../lib/shell.js';
 
 /**
  * `config check [--connect]`: one line per check, the way dbt debug or a "check connection" does
@@ -503,7 +504,9 @@ async function endpointCheck(
         {
           name,
           status: 'fail',
-          detail: `${r.detail}: no pushes arrive; fix the cause, then \`webhooks enable ${r.endpoint?.id ?? 'ID'}\``,
+          detail:
+            `${r.detail}: no pushes arrive; fix the cause, then ` +
+            `\`${r.endpoint?.id !== undefined ? commandHint('webhooks enable', [r.endpoint.id]) : 'webhooks enable ID'}\``,
         },
       ];
     case 'missing':
