@@ -499,16 +499,17 @@ async function endpointCheck(
           detail: `${r.detail}: deliveries fail; the platform may disable it (webhooks list)`,
         },
       ];
-    case 'disabled':
+    case 'disabled': {
+      const id = r.endpoint?.id;
+      const enableHint = id !== undefined ? commandHint('webhooks enable', [id]) : 'webhooks enable ID';
       return [
         {
           name,
           status: 'fail',
-          detail:
-            `${r.detail}: no pushes arrive; fix the cause, then ` +
-            `\`${r.endpoint?.id !== undefined ? commandHint('webhooks enable', [r.endpoint.id]) : 'webhooks enable ID'}\``,
+          detail: `${r.detail}: no pushes arrive; fix the cause, then \`${enableHint}\``,
         },
       ];
+    }
     case 'missing':
       return [
         {
