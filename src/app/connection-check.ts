@@ -24,6 +24,7 @@ import type { StoreDb } from '../store/sql.js';
 import { storeTarget, storeTargetName } from './store-target.js';
 import { mapperOptionsFromConfig } from './runtime.js';
 import { describeOffset, measureClockOffset } from '../observability/clock-skew.js';
+import { commandHint } from '../lib/shell.js';
 
 /**
  * `config check [--connect]`: one line per check, the way dbt debug or a "check connection" does
@@ -500,14 +501,17 @@ async function endpointCheck(
           detail: `${r.detail}: deliveries fail; the platform may disable it (webhooks list)`,
         },
       ];
-    case 'disabled':
+    case 'disabled': {
+      const id = r.endpoint?.id;
+      const enableHint = id !== undefined ? commandHint('webhooks enable', [id]) : 'webhooks enable ID';
       return [
         {
           name,
           status: 'fail',
-          detail: `${r.detail}: no pushes arrive; fix the cause, then \`webhooks enable ${r.endpoint?.id ?? 'ID'}\``,
+          detail: `${r.detail}: no pushes arrive; fix the cause, then \`${enableHint}\``,
         },
       ];
+    }
     case 'missing':
       return [
         {

@@ -6,3 +6,13 @@
 export function shellQuote(arg: string): string {
   return `'${arg.replaceAll("'", `'\\''`)}'`;
 }
+
+/**
+ * A command hint shown to people (CLI output, report.html, the console, docs written at run time):
+ * the connector's fixed words as given, each argument through shellQuote (issue 43 F8: a platform
+ * id `ln_1 $(touch x) & echo`, pasted from an unquoted hint, ran the command). A trailing
+ * placeholder (`--reason …`) is a fixed word too.
+ */
+export function commandHint(command: string, args: readonly string[], tail = ''): string {
+  return [command, ...args.map(shellQuote), ...(tail !== '' ? [tail] : [])].join(' ');
+}

@@ -22,6 +22,7 @@ import {
   type InputSource,
 } from '../pipeline/mapping-input.js';
 import type { BoardingStore } from '../store/index.js';
+import { commandHint } from '../lib/shell.js';
 
 export { formatIssue, maskRecords, type MappingInput, type MappingOutcome };
 
@@ -208,7 +209,7 @@ export function previewText(dir: string, loanId: string, p: Preview, showPii: bo
       lines.push(
         `${against}: ${diff.length} ` +
           `change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  ` +
-          `(\`loans reboard ${loanId} --reason …\` writes the new records to the core)`,
+          `(\`${commandHint('loans reboard', [loanId], '--reason …')}\` writes the new records to the core)`,
       );
   }
   return lines.join('\n');

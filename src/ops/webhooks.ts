@@ -12,6 +12,7 @@ import { enableEndpoint, registerEndpoint } from '../platform/endpoint/registrat
 import { webhookTargetProblem } from '../platform/endpoint/public-url.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactUrlsIn, urlSecretParts } from '../lib/redact.js';
+import { commandHint } from '../lib/shell.js';
 
 export { WEBHOOK_EVENTS, isEndpointDisabled, type WebhookEndpoint };
 
@@ -123,7 +124,7 @@ export async function enableWebhook(deps: WebhookOpsDeps, id: string): Promise<W
       signal: deps.signal,
     });
   } catch (err) {
-    explain(err, `webhooks enable ${id}`);
+    explain(err, commandHint('webhooks enable', [id]));
   }
 }
 

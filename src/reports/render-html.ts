@@ -17,6 +17,7 @@ import { REASON_LABELS } from './reasons.js';
 import { localDateTime } from '../lib/calendar.js';
 import { escapeHtml } from '../lib/html.js';
 import { DISPOSITION_LABELS, type SignOffRecord } from './dispositions.js';
+import { commandHint } from '../lib/shell.js';
 
 /**
  * An ISO instant as people read it in the report: the bank's wall time with the zone's abbreviation (a date
@@ -429,7 +430,7 @@ function reviewItemsHtml(e: ReportException, reviewItems: ReportException['revie
   if ((e.reviewItemsMore ?? 0) > 0)
     items.push(
       `<li class="small">+${e.reviewItemsMore} more (the loan's console page; ` +
-        `<code>loans show ${escapeHtml(e.loanId)}</code> on the host)</li>`,
+        `<code>${escapeHtml(commandHint('loans show', [e.loanId]))}</code> on the host)</li>`,
     );
   return `<ul class="review" data-testid="review-items">${items.join('')}</ul>`;
 }
