@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { request } from 'node:http';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 import { mambuRef } from '../../../src/core/mambu/ids.js';
 import { startFineractSimulator } from '../../../src/sandbox/cores/fineract/index.js';
@@ -114,4 +115,37 @@ describe('the core simulators, default tenant: every legal loan boards', () => {
     ];
     expect(taxIds.length).toBe(new Set(taxIds).size);
   }, 40_000);
+});
+
+describe('the Fineract simulator, a client gone mid-body', () => {
+  it('records no refusal for an upload whose client died before the body arrived', async () => {
+    const sim = await startFineractSimulator();
+    try {
+      const url = new URL(`${sim.url}/loans/1/documents`);
+      const req = request({
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'multipart/form-data; boundary=x',
+          'content-length': '100000',
+          'fineract-platform-tenantid': sim.tenantId,
+          authorization: `Basic ${Buffer.from(`${sim.username}:${sim.password}`).toString('base64')}`,
+        },
+      });
+      req.on('error', () => undefined);
+      req.write('--x\r\ncontent-disposition: form-data; name="file"\r\n\r\npartial');
+      await new Promise((r) => setTimeout(r, 100));
+      req.destroy();
+      await vi.waitFor(() => expect(sim.requests).toHaveLength(1), { timeout: 5000 });
+      expect(sim.requests[0]).toMatchObject({
+        path: '/fineract-provider/api/v1/loans/1/documents',
+        status: 0,
+      });
+      expect(sim.writes().filter((w) => w.status >= 400)).toEqual([]);
+    } finally {
+      await sim.close();
+    }
+  });
 });
