@@ -114,6 +114,7 @@ export interface RecordedRequest {
   path: string;
   /** The contract operation it was matched to (contract.ts), when it is one the adapter uses. */
   operation: FineractOperationName | null;
+  /** The status answered; 0 when the client went away mid-body (killed, timed out) and got none. */
   status: number;
   idempotencyKey: string | null;
   fromCache: boolean;

@@ -187,6 +187,12 @@ function buildApp(s: SimState, creds: { username: string; password: string; tena
   );
   // JSON parse errors and the like: Fineract answers 400.
   app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if ((err as { type?: unknown }).type === 'request.aborted') {
+      // The client went away mid-body (killed, timed out): nobody to answer, nothing refused.
+      record(s, req, null, 0, false, null);
+      res.destroy();
+      return;
+    }
     sendRaw(
       s,
       req,
