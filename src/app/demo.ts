@@ -106,6 +106,7 @@ function coreLines(dir: string, core: RunningCoreSimulator | null): string[] {
   const q = (s: string): string => JSON.stringify(s);
   if (core === null)
     return [
+      `core: { adapter: file, file: { dir: ${q(`${dir}/core`)} } }`,
       `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
       `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, ` +
         `extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
@@ -347,7 +348,7 @@ function demoReports(io: DemoIo, s: DemoStack, base: string) {
         const ties = r.summary.tieOut.every((c) => c.ties);
         io.status.println(
           `  · report ${r.runId} (${when}): ${ties ? 'totals tie' : 'totals do NOT tie'}, ` +
-            `${r.summary.exceptionCount} exception(s) → ${base}/reports/latest`,
+            `${r.summary.exceptionCount} exception(s) → ${base}/console/reports/latest`,
         );
       } catch (err) {
         if (!signal.aborted) io.status.println(`  · reconciliation (${when}) failed: ${errorMessage(err)}`);
@@ -425,8 +426,8 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
       '; new passwords every run; an operator asks, the approver approves (four eyes)',
   );
   io.say(
-    `  report:  ${base}/reports/latest   (after the first cycle, after ${opts.reportAfter} s and when the demo ` +
-      `stops; files in ${dir}/reports/latest/)`,
+    `  report:  ${base}/console/reports/latest   (log in as above; after the first cycle, ` +
+      `after ${opts.reportAfter} s and when the demo stops; files in ${dir}/reports/latest/)`,
   );
   io.say('  Ctrl-C stops.');
 

@@ -147,7 +147,7 @@ describe('the first hour: npm start (the demo), its links and the README command
     for (const l of links) answers.push([l, (await get(l)).status]);
 
     // The report's links to loans' console pages (every exception links one), and a boarded loan's page.
-    const report = await (await get(`${base}/reports/latest`)).text();
+    const report = await (await get(`${base}/console/reports/latest`)).text();
     const loanLinks = [...report.matchAll(/href="(\/console\/loans\/[^"]+)"/g)].map((m) =>
       m[1]!.replaceAll('&amp;', '&'),
     );

@@ -222,10 +222,21 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
   it('copies every table, verifies it, and the CLI on store.engine postgres reads the same loans and strikes; the URL password is never printed', async () => {
     const pg = await fresh();
     const cfg = configs(dir, dbPath, pg.url);
+    // The password from BOARDING_STORE_PASSWORD: one in the URL is refused (issue 43 F5,
+    // test/integration/cli/command-line-urls.test.ts).
     const withPassword = new URL(pg.url);
-    // The password in the URL only (no BOARDING_STORE_PASSWORD: both would be refused).
     withPassword.password = pgPassword;
-    const r = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', withPassword.toString()]);
+    const refused = await runCli([
+      '--config',
+      cfg.sqlite,
+      'state',
+      'migrate',
+      '--to',
+      withPassword.toString(),
+    ]);
+    expect(refused.code).toBe(2);
+    expect(`${refused.error ?? ''}${refused.stdout}`).not.toContain(pgPassword);
+    const r = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', pg.url], pgEnv());
     expect(r.error).toBeNull();
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain(pgPassword);
@@ -444,17 +455,13 @@ describe.skipIf(pgSkipReason !== null)('state migrate --to postgres://…', () =
     const a = await runCli(['--config', cfg.sqlite, 'state', 'migrate', '--to', 'mysql://x/y']);
     expect(a.code).toBe(2);
     expect(a.error).toContain('--to: expected a postgres:// or postgresql:// URL');
-    const b = await runCli([
-      '--config',
-      cfg.sqlite,
-      'state',
-      'migrate',
-      '--to',
-      'postgres://boarding:hunter2@127.0.0.1:1/boarding',
-    ]);
+    const b = await runCli(
+      ['--config', cfg.sqlite, 'state', 'migrate', '--to', 'postgres://boarding@127.0.0.1:1/boarding'],
+      { ...pgEnv(), BOARDING_STORE_PASSWORD: 'hunter2' },
+    );
     expect(b.code).toBe(1);
     expect(b.error).toMatch(
-      /^--to: cannot open the state store at postgres:\/\/boarding:\(hidden\)@127\.0\.0\.1:1\/boarding/,
+      /^--to: cannot open the state store at postgres:\/\/boarding@127\.0\.0\.1:1\/boarding/,
     );
     expect(`${b.error ?? ''}${b.stdout}`).not.toContain('hunter2');
   });

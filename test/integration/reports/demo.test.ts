@@ -49,14 +49,21 @@ describe('demo (what npm start runs)', () => {
     expect(metricsUrl, text).toBeDefined();
     const metrics = await fetch(metricsUrl!);
     expect(metrics.status).toBe(200);
-    const reportUrl = /report: +(http:\/\/\S+\/reports\/latest)/.exec(text)?.[1];
-    const page = await fetch(reportUrl!);
+    // The console's copy is behind its login; /reports/latest takes the printed user's Basic credentials.
+    const reportUrl = /report: +(http:\/\/\S+)\/console\/reports\/latest/.exec(text)?.[1];
+    const [, user, password] = /log in as (\S+) \/ (\S+) /.exec(text) ?? [];
+    expect(reportUrl, text).toBeDefined();
+    const page = await fetch(`${reportUrl!}/reports/latest`, {
+      headers: { authorization: `Basic ${Buffer.from(`${user!}:${password!}`).toString('base64')}` },
+    });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('Boarding reconciliation');
 
     shutdown.abort(new Error('received SIGINT')); // what main.ts does on Ctrl-C
     await run;
     expect(text).toMatch(/stopped\. boarded [1-9]\d*/);
+    // The file core lives under --dir (regression: a lost core line sent it to ./var/core).
+    expect(readdirSync(join(dir, 'core', 'packages')).length).toBeGreaterThan(0);
   }, 90_000);
 
   it('writes a report after its first cycle and another when it stops (regression: none in the first minute, none on Ctrl-C)', async () => {
