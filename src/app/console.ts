@@ -19,7 +19,7 @@ import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
-import { reconcileWithDaemon } from './reconcile.js';
+import { reconcileWithDaemon } from '../reports/daemon-job.js';
 
 /** The console is on when a user is configured or a trusted proxy names users. */
 export function consoleEnabled(config: Pick<Config, 'console'>): boolean {

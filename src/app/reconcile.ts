@@ -1,29 +1,11 @@
 import type { ProgressLine } from '../lib/terminal.js';
 import { createProgressBar } from '../reports/progress.js';
 import { runReconcile, type ReconcileRunResult } from '../reports/run.js';
-import type { ReconcileAdapters } from '../reports/daemon-job.js';
 import type { PlatformApi } from '../platform/api.js';
 import { CONNECTOR_VERSION } from '../version.js';
 import { openCore, openPlatformSession, type CommandScope } from './session.js';
 
 export type { ReconcileRunResult };
-
-/**
- * The reconciliation over a running daemon's own platform client, state database and core, as
- * the nightly job runs it (reports/daemon-job.ts): the console's "Run reconciliation now".
- */
-export function reconcileWithDaemon(a: ReconcileAdapters, signal?: AbortSignal): Promise<ReconcileRunResult> {
-  return runReconcile({
-    config: a.config,
-    platform: a.platform,
-    reads: a.reads,
-    core: a.core,
-    logger: a.logger.child({ component: 'reconcile' }),
-    clock: a.clock,
-    connectorVersion: CONNECTOR_VERSION,
-    ...(signal ? { signal } : {}),
-  });
-}
 
 /**
  * `reconcile`: the platform (within the rate budget), the state database and the core, compared

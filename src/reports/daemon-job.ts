@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { ReportReads } from '../store/index.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { runReconcile } from './run.js';
+import { runReconcile, type ReconcileRunResult } from './run.js';
 
 export interface ReconcileAdapters {
   config: Config;
@@ -27,16 +27,24 @@ export function reconcileDaemonJob(a: ReconcileAdapters): DaemonJob {
     schedule: a.config.schedule.reconcile,
     timeZone: a.config.bank.timeZone,
     async run(signal) {
-      await runReconcile({
-        config: a.config,
-        platform: a.platform,
-        reads: a.reads,
-        core: a.core,
-        logger: a.logger.child({ component: 'reconcile' }),
-        clock: a.clock,
-        connectorVersion: CONNECTOR_VERSION,
-        signal,
-      });
+      await reconcileWithDaemon(a, signal);
     },
   };
+}
+
+/**
+ * One reconciliation over a running daemon's own platform client, state database and core: the
+ * nightly job and the console's "Run reconciliation now".
+ */
+export function reconcileWithDaemon(a: ReconcileAdapters, signal?: AbortSignal): Promise<ReconcileRunResult> {
+  return runReconcile({
+    config: a.config,
+    platform: a.platform,
+    reads: a.reads,
+    core: a.core,
+    logger: a.logger.child({ component: 'reconcile' }),
+    clock: a.clock,
+    connectorVersion: CONNECTOR_VERSION,
+    ...(signal ? { signal } : {}),
+  });
 }
