@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { cutoffRule } from '../core/file/cutoff.js';
 import type { DocumentFetcher } from '../core/port.js';
@@ -14,29 +13,15 @@ import type { StoreDb } from '../store/sql.js';
 import type { BoardingStore } from '../store/index.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { MappingInput } from '../mapping/types.js';
+import { readerFor } from '../mapping-sets/loader.js';
 import { createImagingStep, type ImagingStep } from '../imaging/step.js';
 import { fetchMappingInput, storedItemOrLoan } from '../pipeline/mapping-input.js';
 import { createDocumentFetcher } from '../core/documents.js';
 import { openPlatformSession, openState, type CommandScope } from './session.js';
 
-/** Reads a file of the mapping set (never outside it). */
-export function setReader(dir: string): (rel: string) => string | undefined {
-  const root = resolve(dir);
-  return (rel) => {
-    if (isAbsolute(rel)) return undefined;
-    const full = resolve(root, normalize(rel));
-    if (full !== root && !full.startsWith(root + sep)) return undefined;
-    try {
-      return readFileSync(full, 'utf8');
-    } catch {
-      return undefined;
-    }
-  };
-}
-
 /** The index layout `imaging.layout` of the mapping set; ConfigError with file:line:column for each problem. */
 export function loadImagingLayout(mappingsDir: string, file: string): ImagingLayout {
-  const read = setReader(mappingsDir);
+  const read = readerFor(mappingsDir);
   const text = read(file);
   if (text === undefined)
     throw new ConfigError(`imaging.layout: ${join(mappingsDir, file)} not found (a file of the mapping set)`);

@@ -32,7 +32,8 @@ export interface SetMapper extends Mapper {
   readonly layout?: Layout | undefined;
 }
 
-function readerFor(dir: string): (rel: string) => string | undefined {
+/** Reads a file of the mapping set by its relative path (never outside it); undefined when absent. */
+export function readerFor(dir: string): (rel: string) => string | undefined {
   const root = resolve(dir);
   return (rel) => {
     if (isAbsolute(rel)) return undefined;
