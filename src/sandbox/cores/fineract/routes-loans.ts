@@ -282,58 +282,66 @@ function afterBusinessDate(s: SimState, resource: string, param: string, iso: st
 }
 
 /** POST /loans/{id}?command=approve|disburse: the loan state machine 100 → 200 → 300. */
+/**
+ * The loan state transitions the adapter uses (POST /loans/{id}?command=…): the parameters each
+ * takes, its contract operation, its date, the status it needs and the one it leaves, and
+ * Fineract's refusal when the loan is in another status.
+ */
+const LOAN_COMMANDS = {
+  approve: {
+    params: APPROVE_PARAMS,
+    operation: 'approveLoan',
+    resource: 'loanapplication',
+    dateParam: 'approvedOnDate',
+    from: 100,
+    to: 200,
+    refusal: [
+      'error.msg.loan.approve.account.is.not.submitted.and.pending.state',
+      'Loan Account Approval is not allowed. Loan Account is not in submitted and pending approval state.',
+    ],
+  },
+  disburse: {
+    params: DISBURSE_PARAMS,
+    operation: 'disburseLoan',
+    resource: 'loan.disbursement',
+    dateParam: 'actualDisbursementDate',
+    from: 200,
+    to: 300,
+    refusal: [
+      'error.msg.loan.disbursal.account.is.not.approve.not.disbursed.state',
+      'Loan Disbursal is not allowed. Loan Account is not in approved and not disbursed state.',
+    ],
+  },
+} as const;
+
 function loanCommand(s: SimState) {
   return (req: Request) => {
     const l = loanById(s, req.params['id']);
     const b = (req.body ?? {}) as Record<string, unknown>;
     const command = req.query['command'];
-    if (command === 'approve') {
-      checkUnsupported(b, APPROVE_PARAMS);
-      checkContract(s, 'approveLoan', b);
-      const d = parseFineractDate(b['approvedOnDate'], String(b['dateFormat']));
-      afterBusinessDate(s, 'loanapplication', 'approvedOnDate', d);
-      if (l.statusId !== 100)
-        throw domainFail(
-          400,
-          'error.msg.loan.approve.account.is.not.submitted.and.pending.state',
-          'Loan Account Approval is not allowed. Loan Account is not in submitted and pending approval state.',
-        );
-      l.statusId = 200;
-      if (d !== null) l.approvedOnDate = d;
-      return {
-        body: {
-          officeId: 1,
-          clientId: l.clientId,
-          loanId: l.id,
-          resourceId: l.id,
-          changes: { status: { id: 200 } },
-        },
-      };
-    }
-    if (command === 'disburse') {
-      checkUnsupported(b, DISBURSE_PARAMS);
-      checkContract(s, 'disburseLoan', b);
-      const d = parseFineractDate(b['actualDisbursementDate'], String(b['dateFormat']));
-      afterBusinessDate(s, 'loan.disbursement', 'actualDisbursementDate', d);
-      if (l.statusId !== 200)
-        throw domainFail(
-          400,
-          'error.msg.loan.disbursal.account.is.not.approve.not.disbursed.state',
-          'Loan Disbursal is not allowed. Loan Account is not in approved and not disbursed state.',
-        );
-      l.statusId = 300;
-      if (d !== null) l.actualDisbursementDate = d;
-      return {
-        body: {
-          officeId: 1,
-          clientId: l.clientId,
-          loanId: l.id,
-          resourceId: l.id,
-          changes: { status: { id: 300 } },
-        },
-      };
-    }
-    throw domainFail(400, 'error.msg.command.unsupported', `Unrecognized command ${JSON.stringify(command)}`);
+    const c = command === 'approve' || command === 'disburse' ? LOAN_COMMANDS[command] : null;
+    if (c === null)
+      throw domainFail(
+        400,
+        'error.msg.command.unsupported',
+        `Unrecognized command ${JSON.stringify(command)}`,
+      );
+    checkUnsupported(b, c.params);
+    checkContract(s, c.operation, b);
+    const d = parseFineractDate(b[c.dateParam], String(b['dateFormat']));
+    afterBusinessDate(s, c.resource, c.dateParam, d);
+    if (l.statusId !== c.from) throw domainFail(400, c.refusal[0], c.refusal[1]);
+    l.statusId = c.to;
+    if (d !== null) l[c.dateParam] = d;
+    return {
+      body: {
+        officeId: 1,
+        clientId: l.clientId,
+        loanId: l.id,
+        resourceId: l.id,
+        changes: { status: { id: c.to } },
+      },
+    };
   };
 }
 
