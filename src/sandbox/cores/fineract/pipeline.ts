@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { takeFault } from '../faults.js';
 import {
   FINERACT_OPERATIONS,
   requestErrors,
@@ -34,17 +35,6 @@ export function record(
 export function sendRaw(s: SimState, req: Request, res: Response, status: number, body: unknown): void {
   record(s, req, null, status, false, null);
   res.status(status).json(body);
-}
-
-function takeFault(s: SimState, req: Request): Fault | undefined {
-  const f = s.faults.find(
-    (x) =>
-      (x.times ?? 1) > 0 &&
-      (x.method === undefined || x.method.toUpperCase() === req.method) &&
-      (typeof x.path === 'string' ? x.path === req.path : x.path.test(req.path)),
-  );
-  if (f) f.times = (f.times ?? 1) - 1;
-  return f;
 }
 
 /**
@@ -138,7 +128,7 @@ export function route(
 ) {
   return async (req: Request, res: Response): Promise<void> => {
     const operation = typeof op === 'function' ? op(req) : op;
-    const fault = takeFault(s, req);
+    const fault = takeFault(s.faults, req);
     if (fault?.kind === 'status-before') {
       const f = serverFail(fault.status ?? 503, 'Service unavailable', 'Service unavailable (injected)');
       record(s, req, operation, f.status, false, fault.kind);

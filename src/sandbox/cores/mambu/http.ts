@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import { takeFault } from '../faults.js';
 import { z } from 'zod';
 import {
   MAMBU_OPERATIONS,
@@ -76,17 +77,6 @@ export function authenticate(st: SimState) {
     res.locals['user'] = user;
     next();
   };
-}
-
-function takeFault(st: SimState, req: Request): MambuFault | undefined {
-  const f = st.faults.find(
-    (x) =>
-      (x.times ?? 1) > 0 &&
-      (x.method === undefined || x.method.toUpperCase() === req.method) &&
-      (typeof x.path === 'string' ? x.path === req.path : x.path.test(req.path)),
-  );
-  if (f) f.times = (f.times ?? 1) - 1;
-  return f;
 }
 
 /** Paging (API v2 "Pagination"): offset, limit ≤ 1000 (default 50), paginationDetails=ON → item headers. */
@@ -202,7 +192,7 @@ function answerBreaksContract(st: SimState, op: MambuOperation, name: string, bo
 export function route(st: SimState, name: MambuOperationName, handler: Handler) {
   const op: MambuOperation = MAMBU_OPERATIONS[name];
   return async (req: Request, res: Response): Promise<void> => {
-    const fault = takeFault(st, req);
+    const fault = takeFault(st.faults, req);
     if (answeredByFault(st, req, res, fault, name)) return;
     const key = op.write === true ? takeKey(st, req, res, name) : undefined;
     if (key === null) return;
