@@ -44,12 +44,17 @@ async function syncUntilDone(
       },
     },
   });
-  let last: { states: Record<string, number>; problems: unknown[] } = { states: {}, problems: [] };
+  let last: { states: Record<string, number>; problems: Array<{ state: string }> } = {
+    states: {},
+    problems: [],
+  };
   for (let round = 0; round < 10; round++) {
     const r = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);
     expect(r.error, r.stdout).toBeNull();
     last = JSON.parse(r.stdout) as typeof last;
-    expect(last.problems, 'nothing quarantined or skipped').toEqual([]);
+    // A loan waiting after an injected fault (retry_wait) is expected here; the next round boards it.
+    const decided = last.problems.filter((q) => q.state === 'quarantined' || q.state === 'skipped');
+    expect(decided, 'nothing quarantined or skipped').toEqual([]);
     if ((last.states['acknowledged'] ?? 0) === LOANS) break;
   }
   expect(last.states['acknowledged'], JSON.stringify(last.states)).toBe(LOANS);
