@@ -71,7 +71,8 @@ export function sharedRateLedger(
 type StoreKind = { store?: Pick<Config['store'], 'engine'> };
 
 function sharesLedger(config: StoreKind): boolean {
-  return config.store?.engine === 'postgres';
+  if (config.store === undefined) return false;
+  return config.store.engine === 'postgres';
 }
 
 /** The pool of a PostgreSQL state (store.engine postgres), with a clear error when it is not one. */

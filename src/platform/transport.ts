@@ -294,7 +294,7 @@ function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) =
         retryAfterSeconds: err.retryAfterSeconds,
         headers: rateHeadersOf(res),
       });
-    } else if (err.fatal) {
+    } else if (err.disposition === 'fatal') {
       logger.error(
         { operation: spec.operation, code: err.code, status: err.status },
         'platform refused the API key: operator action needed',
