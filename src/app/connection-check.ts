@@ -16,6 +16,7 @@ import type { CompiledMapping } from '../mapping/compile.js';
 import { formatProblem, lintMappingDir } from '../mapping-sets/loader.js';
 import { checkEndpoints } from '../platform/endpoint/endpoint-check.js';
 import { isPlatformError } from '../platform/errors.js';
+import { dispositionOf } from '../pipeline/failures.js';
 import { type PlatformClient } from '../platform/client.js';
 import { platformClientFromConfig } from './platform.js';
 import type { Entities, QueueItem } from '../contract/schemas.js';
@@ -308,18 +309,19 @@ async function platformChecks(
     items = await firstPage(platform, false, signal);
     if (items.length === 0) items = await firstPage(platform, true, signal);
   } catch (err) {
-    if (isPlatformError(err) && err.fatal) {
+    const disposition = dispositionOf(err);
+    if (disposition === 'fatal') {
       checks.push({ name: 'platform', status: 'ok', detail: `answers at ${at}` });
       checks.push({
         name: 'platform.key',
         status: 'fail',
         detail: `the platform refused the key: ${describePlatformError(err)}`,
       });
-    } else if (isPlatformError(err) && err.code === 'rate_limit.traffic_stopped') {
+    } else if (disposition === 'stop-cycle') {
       checks.push({
         name: 'platform',
         status: 'fail',
-        detail: `not called: ${err.message} (see \`platform status\`)`,
+        detail: `not called: ${errorMessage(err)} (see \`platform status\`)`,
       });
       checks.push({ name: 'platform.key', status: 'skip', detail: 'the platform was not called' });
     } else {

@@ -11,18 +11,20 @@ import type { PgPool } from '../store/pg/pool.js';
 import {
   createMemoryRateState,
   type RateBucketName,
-  type RateLedger,
   type RateStateStore,
   type StrikeRecord,
 } from '../platform/rate-budget/ledger.js';
+import { InProcessRateSpend } from '../platform/rate-budget/in-process.js';
+import { SharedLedgerRateSpend } from '../platform/rate-budget/shared-ledger.js';
+import type { RateSpend } from '../platform/rate-budget/spend.js';
 import { rateStateFor } from '../store/rate-budget/sqlite.js';
 import type { StoreDb } from '../store/sql.js';
 
 export interface PlatformClientDeps {
   logger: Logger;
   /**
-   * State database: the budget and strike ledger persist there (in memory otherwise). On
-   * PostgreSQL every process on the API key spends from its shared ledger.
+   * State database: the budget and strike ledger persist there (in memory otherwise). With
+   * store.engine postgres every process on the API key spends from its shared ledger.
    */
   db?: StoreDb;
   /** The rate state already opened (SQLite); else the db's. */
@@ -65,21 +67,50 @@ export function sharedRateLedger(
   });
 }
 
+/** Which store a config keeps its state in: `store.engine` (sqlite when the config names none). */
+type StoreKind = { store?: Pick<Config['store'], 'engine'> };
+
+function sharesLedger(config: StoreKind): boolean {
+  if (config.store === undefined) return false;
+  return config.store.engine === 'postgres';
+}
+
+/** The pool of a PostgreSQL state (store.engine postgres), with a clear error when it is not one. */
+function ledgerPool(db: StoreDb | undefined): PgPool {
+  if (!db?.pool)
+    throw new ConfigError(
+      `store.engine: postgres, but the state database given is ${db ? db.engine : 'missing'}: ` +
+        'the shared rate ledger lives on the PostgreSQL state',
+    );
+  return db.pool;
+}
+
+/**
+ * The rate budget's spend strategy, chosen from config (issue 44): with store.engine postgres
+ * every process on the API key spends from the ledger they share; else this process decides on its
+ * own spend log, kept in the state database (SQLite) or, with none, in memory.
+ */
+export function rateSpendFor(
+  config: Pick<Config, 'platform'> & StoreKind,
+  deps: Pick<PlatformClientDeps, 'db' | 'rateState' | 'clock' | 'logger'>,
+): RateSpend {
+  if (deps.rateState) return new InProcessRateSpend(deps.rateState);
+  if (sharesLedger(config))
+    return new SharedLedgerRateSpend(
+      sharedRateLedger(config.platform, ledgerPool(deps.db), { clock: deps.clock, logger: deps.logger }),
+    );
+  return new InProcessRateSpend(deps.db ? rateStateFor(deps.db) : createMemoryRateState());
+}
+
 /** Builds the client from `config.platform` (environment guard already applied by the loader). */
 export function platformClientFromConfig(
-  config: Pick<Config, 'platform'> & { boarding?: Pick<Config['boarding'], 'documentHosts'> },
+  config: Pick<Config, 'platform'> & StoreKind & { boarding?: Pick<Config['boarding'], 'documentHosts'> },
   deps: PlatformClientDeps,
 ): PlatformClient {
   const p = config.platform;
   // A config loaded without `platform` (a read-only command's) never gets a client.
   if (isMissingPlatform(p))
     throw new ConfigError('platform: required (this command calls the Loan Platform); the config has none');
-  const db = deps.db;
-  let rate: { rateState: RateStateStore } | { rateLedger: RateLedger };
-  if (deps.rateState) rate = { rateState: deps.rateState };
-  else if (db?.pool)
-    rate = { rateLedger: sharedRateLedger(p, db.pool, { clock: deps.clock, logger: deps.logger }) };
-  else rate = { rateState: db ? rateStateFor(db) : createMemoryRateState() };
   return createPlatformClient({
     baseUrl: p.baseUrl,
     apiKey: p.apiKey,
@@ -95,7 +126,7 @@ export function platformClientFromConfig(
       allowLoopback: p.environment === 'development',
     },
     logger: deps.logger,
-    ...rate,
+    rateSpend: rateSpendFor(config, deps),
     clock: deps.clock,
   });
 }
@@ -111,16 +142,17 @@ export interface RateAdmin {
 }
 
 /**
- * The strike ledger of the state database: on SQLite its per-host tables, on PostgreSQL the ledger
- * shared by every replica (a clear there resumes every replica at its next call).
+ * The strike ledger of the state database: on SQLite its per-host tables, on PostgreSQL
+ * (store.engine postgres) the ledger shared by every replica (a clear there resumes every replica
+ * at its next call).
  */
 export function rateAdminFor(
-  config: { platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> },
+  config: { platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> } & StoreKind,
   db: StoreDb,
   deps: { clock: Clock; logger?: Logger },
 ): RateAdmin {
-  if (db.pool !== null) {
-    const ledger = sharedRateLedger(config.platform, db.pool, deps);
+  if (sharesLedger(config)) {
+    const ledger = sharedRateLedger(config.platform, ledgerPool(db), deps);
     return {
       shared: true,
       status: async () => ({

@@ -9,6 +9,7 @@ import { fatalSentence } from '../pipeline/board-loan.js';
 import type { ProgressLine } from '../lib/terminal.js';
 import { loadMapper } from '../mapping-sets/loader.js';
 import { isPlatformError } from '../platform/errors.js';
+import { dispositionOf } from '../pipeline/failures.js';
 import type { PlatformApi } from '../platform/api.js';
 import { accountNumbersFromConfig } from '../identity/account-numbers.js';
 import type { CycleProgress, CycleSummary } from '../pipeline/cycle.js';
@@ -106,9 +107,11 @@ export async function shadowRun(
       },
     });
   } catch (err) {
-    // Refused credentials are fatal (1); an unreachable or failing platform left the walk
-    // incomplete (4), as for sync --once: cron alerts on both, and tells them apart.
-    if (isPlatformError(err) && err.fatal) throw new FatalError(`sync --dry-run: ${err.describe()}`);
+    // Refused credentials are fatal (1); an unreachable or failing platform (traffic stopped after
+    // strikes included) left the walk incomplete (4), as for sync --once: cron alerts on both, and
+    // tells them apart.
+    if (isPlatformError(err) && dispositionOf(err) === 'fatal')
+      throw new FatalError(`sync --dry-run: ${err.describe()}`);
     if (isPlatformError(err))
       throw new IncompleteRunError(
         `sync --dry-run: the boarding queue walk did not complete: ${err.describe()}`,

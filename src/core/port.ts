@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import type { MappedRecord } from '../contract/records.js';
 import type { PlatformDocument } from '../contract/schemas.js';
 import { FatalError } from '../lib/errors.js';
+import type { Disposition } from '../lib/disposition.js';
 
 /** Writes one document's bytes into sink (download with no Authorization header). */
 export type DocumentFetcher = (
@@ -145,17 +146,20 @@ export interface CoreConnectionCheckInput {
 }
 
 /**
- * What the pipeline does about a failed core call, decided here once (as PlatformError.disposition
- * is for the platform), so the pipeline switches on a disposition, never on error classes or status
- * numbers:
+ * What the pipeline does about a failed core call (src/lib/disposition.ts), decided here once (as
+ * PlatformError.disposition is for the platform), so the pipeline switches on a disposition, never
+ * on error classes or status numbers:
  * - `quarantine`: the core refused this loan's data (a 4xx): a person looks at it;
- * - `retry`: the core could not be reached and nothing was written: try again later;
- * - `retry-check-first`: the outcome is unknown (a timeout or 5xx after the request went out): ask
+ * - `core-unavailable`: the core could not be reached and nothing was written: try again later;
+ * - `core-ambiguous`: the outcome is unknown (a timeout or 5xx after the request went out): ask
  *   the core before writing again;
  * - `fatal`: the core refused the connector itself (credentials, tenant, permission) or a resource
  *   the connector needs is gone: every loan would fail alike, so stop.
  */
-export type CoreDisposition = 'quarantine' | 'retry' | 'retry-check-first' | 'fatal';
+export type CoreDisposition = Extract<
+  Disposition,
+  'quarantine' | 'core-unavailable' | 'core-ambiguous' | 'fatal'
+>;
 
 export interface CoreFailure {
   disposition: CoreDisposition;
@@ -179,14 +183,14 @@ export function classifyCoreFailure(err: unknown): CoreFailure | null {
   if (err instanceof CoreUnavailableError) {
     return err.ambiguous
       ? {
-          disposition: 'retry-check-first',
+          disposition: 'core-ambiguous',
           code: 'core.ambiguous',
           message: err.message,
           status: null,
           detail: undefined,
         }
       : {
-          disposition: 'retry',
+          disposition: 'core-unavailable',
           code: 'core.unavailable',
           message: err.message,
           status: null,

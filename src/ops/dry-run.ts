@@ -2,10 +2,10 @@ import { errorMessage } from '../lib/errors.js';
 import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
-import { isPlatformError } from '../platform/errors.js';
 import type { QueueItem } from '../contract/schemas.js';
 import { quarantineReasonFor } from '../pipeline/board-loan.js';
 import { fetchMappingInput, maskRecords } from '../pipeline/mapping-input.js';
+import { dispositionOf } from '../pipeline/failures.js';
 import { mappingIdentity } from '../identity/account-numbers.js';
 
 export type DryRunVerdict = 'board' | 'board_with_warnings' | 'quarantine';
@@ -109,7 +109,10 @@ export async function dryRun(deps: DryRunDeps): Promise<DryRunReport> {
     try {
       input = await fetchMappingInput(deps.platform, item, deps.signal);
     } catch (err) {
-      if (deps.signal?.aborted || (isPlatformError(err) && err.fatal)) throw err;
+      // Refused credentials, or all traffic stopped after rate-limit strikes: every next loan would
+      // fail alike, so the run ends here (sync --dry-run exits 1 or 4, as sync --once does).
+      const d = dispositionOf(err);
+      if (deps.signal?.aborted || d === 'fatal' || d === 'stop-cycle') throw err;
       report.unreadable.push({ loanId: item.id, message: errorMessage(err).slice(0, 300) });
       return;
     }

@@ -6,7 +6,7 @@ import { holderParts, type Leadership } from '../store/leadership/leadership.js'
 import { LOAN_STATES, type LoanState, type QuarantineReason } from '../store/loan-states.js';
 import type { DueCursor } from '../store/loans.js';
 import { createLoanBoarder, type BoardOutcome, type LoanBoarderDeps } from './board-loan.js';
-import { classifyFailure } from './failures.js';
+import { classifyFailure, dispositionOf } from './failures.js';
 import { recordInvalidItem, recordQueueItem, type IntakeObserver, type StillListedKind } from './intake.js';
 
 export interface CycleDeps extends LoanBoarderDeps {
@@ -113,7 +113,7 @@ export class CycleAlreadyRunningError extends Error {
 
 /** A checkpointed cursor the platform refuses (a 4xx no retry changes): classified by the error, once. */
 function isRefusedCursor(err: unknown): err is PlatformError {
-  return isPlatformError(err) && classifyFailure(err).disposition === 'quarantine';
+  return isPlatformError(err) && dispositionOf(err) === 'quarantine';
 }
 
 /** A cycle's summary before it has done anything. */
@@ -330,7 +330,7 @@ async function walk(
         return;
       } catch (err) {
         // Only the platform can fail a walk fatally (its auth): that stops the cycle.
-        if (isPlatformError(err) && classifyFailure(err).disposition === 'fatal') throw err;
+        if (isPlatformError(err) && dispositionOf(err) === 'fatal') throw err;
         if (stop.aborted) return;
         if (cursor !== null && !restarted && isRefusedCursor(err)) {
           // A checkpointed cursor can expire (days of downtime): start the walk over; nothing is lost
@@ -643,7 +643,7 @@ async function run(c: CycleCtx, opts: CycleOptions): Promise<CycleSummary> {
   } catch (err) {
     // A write refused by the fence (the lease moved on) ends the cycle as a lost lease: nothing
     // was written, every loan resumes from its persisted state under the next leader.
-    if (classifyFailure(err).disposition === 'stepped-down' || termSignal.aborted) {
+    if (dispositionOf(err) === 'stepped-down' || termSignal.aborted) {
       summary.leaseLost = true;
       return summary;
     }

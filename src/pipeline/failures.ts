@@ -1,5 +1,6 @@
 import { errorMessage } from '../lib/errors.js';
 import { redactForStorage } from '../lib/redact.js';
+import type { Disposition } from '../lib/disposition.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { classifyCoreFailure, CustomerSourceUnavailableError } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
@@ -12,41 +13,17 @@ import { ImagingRenderError } from '../imaging/render.js';
 import { ImagingUnavailableError } from '../imaging/export.js';
 
 /**
- * The one failure taxonomy of the pipeline: every error a loan's attempt or a cycle can meet
- * (platform, core, store, customer match, number pool, fence) is classified here, once, into a
- * disposition and a code. board-loan.ts and cycle.ts switch on the disposition only.
- *
- * - `retry-later`: this attempt is lost, a later one may work (a transient platform failure, a
- *   customer source that cannot tell now, an unexpected error); after maxAttempts: quarantined.
- * - `core-unavailable`: the core (or its customer search) did not answer and nothing was written:
- *   retried later, and counted towards the cycle's core-outage stop.
- * - `core-ambiguous`: the core did not answer after the write went out (it may have committed):
- *   retried later asking the core first; counted towards the core-outage stop.
- * - `quarantine`: no retry changes the outcome (a refusal of this loan's data, an ambiguous
- *   customer match): a person looks at it.
- * - `stop-cycle`: nothing is the loan's fault, but no further call may be made this cycle (the
- *   platform client stopped traffic after rate-limit strikes).
- * - `fatal`: every loan would fail alike (credentials refused, a number pool exhausted): the cycle
- *   stops and `sync --once` exits non-zero.
- * - `stale`: someone else (an operator, another process) moved the loan meanwhile: it is theirs.
- * - `stepped-down`: this process no longer leads (fenced out) or the state machine refused the
- *   step: nothing more may be written; the error goes up and the cycle ends as a lost lease.
+ * The one failure taxonomy: every error a loan's attempt or a cycle can meet (platform, core,
+ * store, customer match, number pool, fence, imaging) is classified here, once, into a disposition
+ * (src/lib/disposition.ts, where each word is explained) and a code. board-loan.ts and cycle.ts,
+ * and every command that meets a failure (dispositionOf), switch on the disposition only. A
+ * platform call the client already retried (`retry-call`) is `retry-later` here: the attempt is
+ * lost.
  */
-export type FailureDisposition =
-  | 'retry-later'
-  | 'core-unavailable'
-  | 'core-ambiguous'
-  | 'quarantine'
-  | 'stop-cycle'
-  | 'fatal'
-  | 'stale'
-  | 'stepped-down';
+export type { Disposition, RetryDisposition } from '../lib/disposition.js';
 
-/** The dispositions under which a loan waits in retry_wait for another attempt. */
-export type RetryDisposition = Extract<
-  FailureDisposition,
-  'retry-later' | 'core-unavailable' | 'core-ambiguous'
->;
+/** The dispositions of a classified failure: every word but the platform client's own `retry-call`. */
+export type FailureDisposition = Exclude<Disposition, 'retry-call'>;
 
 /** Where in a loan's attempt the failure happened: the core write (with its fetch and map) or the ack. */
 export type FailurePhase = 'core' | 'ack';
@@ -174,12 +151,12 @@ function coreFailure(err: unknown, phase: FailurePhase): Failure | null {
         },
         log: { level: 'error', fields: { err: core.message }, msg: 'core refused the connector: stopping' },
       });
-    case 'retry':
-    case 'retry-check-first':
+    case 'core-unavailable':
+    case 'core-ambiguous':
       return failure({
         ...base,
-        disposition: core.disposition === 'retry' ? 'core-unavailable' : 'core-ambiguous',
-        exhaustedReason: core.disposition === 'retry' ? 'retries_exhausted' : 'ambiguous',
+        disposition: core.disposition,
+        exhaustedReason: core.disposition === 'core-unavailable' ? 'retries_exhausted' : 'ambiguous',
         detail: { phase },
         log: {
           level: 'warn',
@@ -204,7 +181,7 @@ function platformFailure(err: PlatformError, phase: FailurePhase): Failure {
           msg: 'platform refused our credentials: stopping',
         },
       });
-    case 'halt':
+    case 'stop-cycle':
       return failure({
         disposition: 'stop-cycle',
         code: `platform.${err.code}`,
@@ -290,4 +267,12 @@ function imagingFailure(err: unknown): Failure | null {
       reason: 'validation',
     });
   return null;
+}
+
+/**
+ * What a caller does about any error, in one word (src/lib/disposition.ts): the disposition of its
+ * classification. Commands and faces decide by it instead of reading an error's class or flags.
+ */
+export function dispositionOf(err: unknown, phase: FailurePhase = 'core'): FailureDisposition {
+  return classifyFailure(err, phase).disposition;
 }

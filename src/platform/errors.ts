@@ -1,3 +1,4 @@
+import type { Disposition } from '../lib/disposition.js';
 import { scrubText } from '../lib/redact.js';
 import { errorBodySchema, validationErrorBodySchema } from '../contract/schemas.js';
 import { serverClockOffsetMs, toHostTime } from './server-clock.js';
@@ -80,7 +81,8 @@ const RETRYABLE_CODES = new Set<PlatformErrorCode>([
 ]);
 
 /**
- * What the caller does about a failed call, decided here once for every code:
+ * What the caller does about a failed call (src/lib/disposition.ts), decided here once for every
+ * code:
  * - `retry-call`: transient (network, timeout, 5xx, 429, a write still in progress); the client
  *   retries the call itself (writes with the same Idempotency-Key), and when it gives up the loan
  *   is retried later.
@@ -89,10 +91,13 @@ const RETRYABLE_CODES = new Set<PlatformErrorCode>([
  * - `quarantine`: no retry changes the outcome (a 4xx on this loan, a document over the limit): a
  *   person looks at it.
  * - `fatal`: the credentials or the environment are wrong: every loan would fail alike, so stop.
- * - `halt`: the client stopped all platform traffic after rate-limit strikes: stop this cycle,
- *   nothing is the loan's fault.
+ * - `stop-cycle`: the client stopped all platform traffic after rate-limit strikes: stop this
+ *   cycle, nothing is the loan's fault.
  */
-export type ErrorDisposition = 'retry-call' | 'retry-later' | 'quarantine' | 'fatal' | 'halt';
+export type PlatformDisposition = Extract<
+  Disposition,
+  'retry-call' | 'retry-later' | 'quarantine' | 'fatal' | 'stop-cycle'
+>;
 
 const RETRY_LATER_CODES = new Set<PlatformErrorCode>([
   'download.expired',
@@ -103,9 +108,10 @@ const RETRY_LATER_CODES = new Set<PlatformErrorCode>([
   'aborted',
 ]);
 
-export function dispositionOf(code: PlatformErrorCode): ErrorDisposition {
+/** The disposition of a platform error code (any error: src/pipeline/failures.ts dispositionOf). */
+export function platformDisposition(code: PlatformErrorCode): PlatformDisposition {
   if (FATAL_CODES.has(code)) return 'fatal';
-  if (code === 'rate_limit.traffic_stopped') return 'halt';
+  if (code === 'rate_limit.traffic_stopped') return 'stop-cycle';
   if (RETRYABLE_CODES.has(code)) return 'retry-call';
   if (RETRY_LATER_CODES.has(code)) return 'retry-later';
   return 'quarantine';
@@ -133,7 +139,7 @@ export class PlatformError extends Error {
   readonly code: PlatformErrorCode;
   readonly status: number | null;
   readonly serverCode: string | null;
-  readonly disposition: ErrorDisposition;
+  readonly disposition: PlatformDisposition;
   readonly validationErrors: unknown[];
   readonly operation: string | null;
   readonly method: string | null;
@@ -146,7 +152,7 @@ export class PlatformError extends Error {
     this.code = init.code;
     this.status = init.status ?? null;
     this.serverCode = init.serverCode ?? null;
-    this.disposition = dispositionOf(init.code);
+    this.disposition = platformDisposition(init.code);
     this.validationErrors = init.validationErrors ?? [];
     this.operation = init.operation ?? null;
     this.method = init.method ?? null;

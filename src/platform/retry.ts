@@ -30,7 +30,7 @@ export interface RetryContext {
 
 export function isRetryable(err: unknown, ctx: Pick<RetryContext, 'bucket' | 'idempotent'>): boolean {
   if (!(err instanceof PlatformError)) return false;
-  if (!err.retryable || err.code === 'rate_limit.exceeded') return false;
+  if (err.disposition !== 'retry-call' || err.code === 'rate_limit.exceeded') return false;
   return ctx.bucket === 'read' || ctx.idempotent;
 }
 

@@ -2,7 +2,9 @@ import { Agent, Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { withLinkedSignal } from '../lib/signals.js';
-import { createMemoryRateState, type RateLedger, type RateStateStore } from './rate-budget/ledger.js';
+import { createMemoryRateState, type RateStateStore } from './rate-budget/ledger.js';
+import { InProcessRateSpend } from './rate-budget/in-process.js';
+import type { RateSpend } from './rate-budget/spend.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './rate-budget/budget.js';
 import {
@@ -34,13 +36,13 @@ export interface TransportOptions {
   maxRetries: number;
   logger: Logger;
   clock: Clock;
-  /** Persisted budget state; the transport closes it on close(). Default: in memory. */
-  rateState?: RateStateStore;
   /**
-   * The ledger shared by every process on the key (PostgreSQL): when given, tokens, pauses and
-   * strikes are decided there and rateState is not used.
+   * Where the rate budget keeps and decides its spend (src/app/platform.ts picks it from config);
+   * the transport closes it on close(). Default: in process, on rateState.
    */
-  rateLedger?: RateLedger;
+  rateSpend?: RateSpend;
+  /** The in-process strategy's state when no rateSpend is given. Default: in memory. */
+  rateState?: RateStateStore;
   userAgent?: string;
   retry?: Partial<Omit<RetryPolicy, 'maxRetries'>>;
   /** Most requests in flight per bucket (the pool holds twice as many connections). Default 8. */
@@ -292,7 +294,7 @@ function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) =
         retryAfterSeconds: err.retryAfterSeconds,
         headers: rateHeadersOf(res),
       });
-    } else if (err.fatal) {
+    } else if (err.disposition === 'fatal') {
       logger.error(
         { operation: spec.operation, code: err.code, status: err.status },
         'platform refused the API key: operator action needed',
@@ -403,13 +405,12 @@ export function createTransport(opts: TransportOptions): Transport {
   const authorization = `Bearer ${opts.apiKey}`;
   const perBucket = opts.connections ?? 8;
   const { pool, guard, downloadAgent } = dispatchersOf(opts, base, perBucket);
-  const rateState = opts.rateState ?? createMemoryRateState();
+  const spend = opts.rateSpend ?? new InProcessRateSpend(opts.rateState ?? createMemoryRateState());
   const budget = new RateBudget({
     ...opts.rateLimit,
     clock,
     logger,
-    state: rateState,
-    ...(opts.rateLedger ? { ledger: opts.rateLedger } : {}),
+    spend,
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.pauseJitterMs ? { pauseJitterMs: opts.pauseJitterMs } : {}),
     maxInFlight: perBucket,
@@ -509,7 +510,7 @@ export function createTransport(opts: TransportOptions): Transport {
     async close(): Promise<void> {
       budget.close();
       await Promise.allSettled([pool.close(), downloadAgent.close()]);
-      rateState.close?.();
+      spend.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { RateLedger, RateStateStore, StrikeRecord, TakeResult } from './ledger.js';
+import { STOP_AT_STRIKES, type RateSpend, type SpendGrant } from './spend.js';
 import type { Bucket, BudgetSnapshot, PlatformWait } from '../api.js';
 import { parseRetryAfter, PlatformError } from '../errors.js';
 import { serverClockOffsetMs, toHostTime } from '../server-clock.js';
@@ -12,25 +12,13 @@ import { serverClockOffsetMs, toHostTime } from '../server-clock.js';
  * server's windows need not line up with ours. Every attempt (retries included) takes a token
  * before it leaves, and the token is persisted first, so a restart inside a window cannot burst.
  *
- * Two ways to keep the spend (issue 26):
- * - a RateStateStore (SQLite, memory): this class decides, on its own spend log, re-read from the
- *   state file when other processes on the same host share it (`shared`);
- * - a RateLedger (PostgreSQL): every process on the API key, on any host, spends from ONE ledger
- *   that decides each token on the database clock (a sliding-window log, src/store/rate-budget/pg.ts), and keeps
- *   the pauses and the strike ledger for all of them. This class then keeps only what is per
- *   process: FIFO waiters, the in-flight cap, the X-RateLimit-* view and the 429 jitter.
+ * Where the spend, the pauses and the strikes are kept and decided is the budget's spend strategy
+ * (spend.ts: in-process on a RateStateStore, or the ledger every process on the key shares);
+ * this class keeps what is per process whatever the strategy: FIFO waiters, the in-flight cap, the
+ * X-RateLimit-* view, the 429 jitter and the wait announcements.
  */
 
-export const STRIKE_WINDOW_MS = 24 * 60 * 60 * 1000;
-/**
- * Strikes in STRIKE_WINDOW_MS at which ALL platform traffic stops, reads included (the platform
- * revokes a live key at 3, and it counts a 429 to a read like any other). The name stays for
- * the callers that import it.
- */
-export const TRAFFIC_STOP_AT_STRIKES = 2;
-export const STOP_AT_STRIKES = TRAFFIC_STOP_AT_STRIKES;
-/** Strikes are kept a week for the audit trail, then pruned. */
-const STRIKE_RETENTION_MS = 7 * STRIKE_WINDOW_MS;
+export { STOP_AT_STRIKES, STRIKE_WINDOW_MS, TRAFFIC_STOP_AT_STRIKES } from './spend.js';
 
 /**
  * Tokens per window a bucket may use with `strikes` strikes in 24 h: the documented limit times the
@@ -58,13 +46,11 @@ export interface RateLimitSettings {
 
 export interface RateBudgetOptions extends RateLimitSettings {
   clock: Clock;
-  /** Where the spend is kept when there is no ledger (SQLite, memory). Ignored with a ledger. */
-  state: RateStateStore;
   /**
-   * The shared ledger (PostgreSQL): every token, pause and strike is decided there, for every
-   * process on the key. Its limits must be allowedPerWindow of these settings.
+   * Where tokens, pauses and strikes are kept and decided (spend.ts). A shared ledger's limits
+   * must be allowedPerWindow of these settings.
    */
-  ledger?: RateLedger;
+  spend: RateSpend;
   logger: Logger;
   /** Random source in [0, 1) for pause jitter (tests pin it). */
   random?: () => number;
@@ -118,8 +104,6 @@ interface Waiter {
 interface Lane {
   bucket: Bucket;
   limit: number;
-  /** Attempt timestamps inside the window, ascending. */
-  spent: number[];
   seq: number;
   pausedUntil: number;
   server: ServerView | null;
@@ -164,33 +148,22 @@ export class RateBudget {
   private readonly lanes: Record<Bucket, Lane>;
   private readonly random: () => number;
   private readonly jitter: readonly [number, number];
-  private strikes: StrikeRecord[];
   private alerted = false;
   private closed = false;
   private readonly closeController = new AbortController();
-  private spendSincePrune = 0;
   private readonly counters = { rateLimited: 0, waitsMs: 0 };
   private readonly waitListeners = new Set<(w: PlatformWait) => void>();
-  private readonly ledger: RateLedger | null;
-  /** Ledger only: the strike count of the last answer, and when it came (process clock). */
-  private ledgerStrikes = 0;
-  private ledgerStrikesAt = Number.NEGATIVE_INFINITY;
-  private ledgerRefresh: Promise<void> | null = null;
-  /** Ledger only: 429s not yet recorded in the ledger (it was unreachable); no token before they are. */
-  private pendingStrikes: Array<{ bucket: Bucket; path: string; retryAfterMs: number }> = [];
+  private readonly spend: RateSpend;
 
   constructor(private readonly opts: RateBudgetOptions) {
     this.random = opts.random ?? Math.random;
     this.jitter = opts.pauseJitterMs ?? [250, 1000];
-    this.ledger = opts.ledger ?? null;
-    const now = opts.clock.now();
-    if (this.ledger === null) opts.state.prune(now - opts.windowMs * 2, now - STRIKE_RETENTION_MS);
+    this.spend = opts.spend;
     const lane = (bucket: Bucket, limit: number): Lane => ({
       bucket,
       limit,
-      spent: this.ledger === null ? opts.state.loadSpend(bucket, now - opts.windowMs) : [],
       seq: 0,
-      pausedUntil: this.ledger === null ? (opts.state.loadPause(bucket) ?? 0) : 0,
+      pausedUntil: 0,
       server: null,
       waiters: [],
       pumping: false,
@@ -199,9 +172,17 @@ export class RateBudget {
       announced: false,
     });
     this.lanes = { read: lane('read', opts.readsPerWindow), write: lane('write', opts.writesPerWindow) };
-    this.strikes = this.ledger === null ? opts.state.activeStrikes(now - STRIKE_WINDOW_MS) : [];
-    if (this.ledger !== null) void this.refreshLedgerView();
-    else if (this.stopped()) this.alertTrafficStopped('at start');
+    this.spend.start({
+      clock: opts.clock,
+      windowMs: opts.windowMs,
+      logger: opts.logger,
+      isClosed: () => this.closed,
+      onStopped: (when) => this.alertTrafficStopped(when),
+      onBelowStop: () => {
+        this.alerted = false;
+      },
+    });
+    for (const l of Object.values(this.lanes)) l.pausedUntil = this.spend.pausedUntil(l.bucket);
   }
 
   /**
@@ -229,24 +210,16 @@ export class RateBudget {
   }
 
   strikes24h(): number {
-    if (this.ledger !== null) return this.ledgerStrikes + this.pendingStrikes.length;
-    const since = this.opts.clock.now() - STRIKE_WINDOW_MS;
-    return this.strikes.filter((s) => s.at >= since).length;
+    return this.spend.strikes24h();
   }
 
   /**
    * true after STOP_AT_STRIKES strikes in 24 h: no request of either bucket is sent. While stopped
-   * the ledger is re-read from the store on every check (one indexed query), so an operator's
-   * `platform strikes clear` from another process resumes traffic at the next call.
+   * the strategy re-reads the strikes, so an operator's `platform strikes clear` from another
+   * process resumes traffic at the next call.
    */
   stopped(): boolean {
-    if (this.ledger !== null) return this.ledgerStopped();
-    if (this.strikes24h() < STOP_AT_STRIKES) return false;
-    if (!this.closed) this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
-    const stopped = this.strikes24h() >= STOP_AT_STRIKES;
-    // Cleared elsewhere (or aged out): a later stop must raise its ALERT again.
-    if (!stopped) this.alerted = false;
-    return stopped;
+    return this.spend.stopped();
   }
 
   /** Kept for callers of the old name: writes stop exactly when everything stops. */
@@ -295,8 +268,8 @@ export class RateBudget {
   acquire(bucket: Bucket, signal?: AbortSignal): Promise<Token> {
     if (this.closed)
       return Promise.reject(new PlatformError({ code: 'aborted', message: 'platform client closed' }));
-    // With a ledger, its answer decides (an operator may have cleared the strikes on another host).
-    if (this.ledger === null && this.stopped()) return Promise.reject(this.stoppedError());
+    // With a shared ledger, its answer decides (an operator may have cleared the strikes on another host).
+    if (this.spend.refusesWhenStopped()) return Promise.reject(this.stoppedError());
     if (signal?.aborted)
       return Promise.reject(
         new PlatformError({ code: 'aborted', message: 'aborted while waiting for rate budget' }),
@@ -352,9 +325,9 @@ export class RateBudget {
   /**
    * A 429: pause the WHOLE bucket until max(Retry-After, body.retryAfter, X-RateLimit-Reset) plus
    * jitter (never shorter), persist the pause and a strike. Resolves with the pause end (epoch ms)
-   * once the strike is recorded. With a ledger the pause and the ONE strike go there, for every
-   * process on the key; if the ledger cannot be reached the strike is kept here and no token of
-   * either bucket is taken before it is recorded.
+   * once the strike is recorded. With a shared ledger the pause and the ONE strike go there, for
+   * every process on the key; if the ledger cannot be reached the strike is kept here and no token
+   * of either bucket is taken before it is recorded.
    */
   async onRateLimited(token: Token, info: RateLimitedInfo): Promise<number> {
     const now = this.opts.clock.now();
@@ -365,27 +338,14 @@ export class RateBudget {
     const until = Math.ceil(now + waitMs + jMin + this.random() * Math.max(0, jMax - jMin));
     lane.pausedUntil = Math.max(lane.pausedUntil, until);
     lane.server = { remaining: 0, resetAt: lane.pausedUntil, afterSeq: lane.seq };
-    if (this.ledger === null) {
-      this.opts.state.savePause(lane.bucket, lane.pausedUntil);
-      this.opts.state.recordStrike({ at: now, bucket: lane.bucket, path: info.path, retryAfterMs: waitMs });
-      this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-    } else {
-      // Counted at once (the in-flight cap drops now), recorded in the ledger next.
-      this.pendingStrikes.push({
-        bucket: lane.bucket,
-        path: info.path,
-        retryAfterMs: lane.pausedUntil - now,
-      });
-      try {
-        await this.flushStrikes();
-      } catch (err) {
-        this.opts.logger.error(
-          { err: errorText(err), bucket: lane.bucket, path: info.path, pending: this.pendingStrikes.length },
-          'rate limit hit (429) but the shared rate ledger is unreachable: the strike is kept in this process ' +
-            'and no platform request is sent until it is recorded',
-        );
-      }
-    }
+    const booked = this.spend.recordRateLimited(lane.bucket, {
+      at: now,
+      path: info.path,
+      waitMs,
+      pausedUntil: lane.pausedUntil,
+    });
+    // Awaited only when the strategy is asynchronous (the in-process log books it at once).
+    if (booked !== undefined) await booked;
     const strikes = this.strikes24h();
     this.opts.logger.warn(
       {
@@ -394,7 +354,7 @@ export class RateBudget {
         pauseMs: lane.pausedUntil - now,
         strikes24h: strikes,
         allowedNow: this.allowed(lane.bucket),
-        shared: this.ledger !== null,
+        shared: this.spend.kind === 'shared-ledger',
       },
       'rate limit hit (429): whole bucket paused; pace halved while a strike is in the 24 h ledger',
     );
@@ -434,14 +394,7 @@ export class RateBudget {
 
   /** Operator command: forget the strikes (after the platform confirmed the key is fine). */
   async clearStrikes(by: string): Promise<number> {
-    let n: number;
-    if (this.ledger === null) {
-      n = this.opts.state.clearStrikes(by, this.opts.clock.now());
-      this.strikes = this.opts.state.activeStrikes(this.opts.clock.now() - STRIKE_WINDOW_MS);
-    } else {
-      n = await this.ledger.clearStrikes(by);
-      this.setLedgerStrikes(await this.ledger.activeStrikes());
-    }
+    const n = await this.spend.clearStrikes(by, this.opts.clock.now());
     this.alerted = false;
     this.opts.logger.warn({ by, cleared: n }, 'rate-limit strikes cleared by operator');
     return n;
@@ -450,14 +403,14 @@ export class RateBudget {
   snapshot(bucket: Bucket): BudgetSnapshot {
     const lane = this.lanes[bucket];
     const now = this.opts.clock.now();
-    this.expire(lane, now);
+    const spent = this.spend.spentInWindow(bucket, now);
     const allowed = this.allowed(bucket);
     return {
       bucket,
       limit: lane.limit,
       allowed,
-      spentInWindow: lane.spent.length,
-      remaining: Math.max(0, allowed - lane.spent.length),
+      spentInWindow: spent,
+      remaining: Math.max(0, allowed - spent),
       pausedUntil: lane.pausedUntil > now ? lane.pausedUntil : null,
     };
   }
@@ -508,153 +461,13 @@ export class RateBudget {
     }
   }
 
-  /**
-   * Ledger only: one decision for the waiter at the head of the line. 'next': it got its token (or
-   * failed: the ledger unreachable is the retryable `network`, the call is NOT sent); 'stop':
-   * traffic is stopped, every waiter of the lane failed; else how long the ledger says to wait.
-   */
-  private async askLedger(
-    lane: Lane,
-    ledger: RateLedger,
-  ): Promise<'next' | 'stop' | { ms: number; why: 'paused' | 'window' }> {
-    let r: TakeResult;
-    try {
-      await this.flushStrikes();
-      r = await ledger.take(lane.bucket);
-    } catch (err) {
-      if (this.closed) return 'stop';
-      const w = lane.waiters.shift();
-      this.opts.logger.warn(
-        { err: errorText(err), bucket: lane.bucket },
-        'shared rate ledger unreachable: the platform call is not sent (retried later)',
-      );
-      if (w !== undefined) {
-        w.cleanup();
-        w.reject(
-          new PlatformError({
-            code: 'network',
-            message:
-              `the shared rate budget (state database) is ` +
-              `unreachable, so the call was not sent: ${errorText(err)}`,
-            cause: err,
-          }),
-        );
-      }
-      return 'next';
-    }
-    if (this.closed) return 'stop';
-    this.setLedgerStrikes(r.strikes);
-    const now = this.opts.clock.now();
-    if (r.decision === 'granted') {
-      const w = lane.waiters.shift();
-      // Its caller gave up while the ledger decided: the grant is spent all the same (never refunded).
-      if (w === undefined) return 'next';
-      w.cleanup();
-      w.resolve(this.take(lane, now));
-      if (lane.announced) {
-        lane.announced = false;
-        this.announce({ kind: 'resumed', bucket: lane.bucket });
-      }
-      return 'next';
-    }
-    if (r.decision === 'stopped') {
-      this.alertTrafficStopped('strikes in the shared ledger');
-      this.rejectAll(lane);
-      return 'stop';
-    }
-    if (r.decision === 'paused') {
-      // Another process's 429 (or ours): the pause is the ledger's, on the database clock.
-      lane.pausedUntil = Math.max(lane.pausedUntil, now + r.waitMs);
-      return { ms: r.waitMs, why: 'paused' };
-    }
-    return { ms: r.waitMs, why: 'window' };
-  }
-
-  /** Ledger only: records the 429s not yet in the ledger, one at a time, in order (never twice). */
-  private flushing: Promise<void> | null = null;
-  private flushStrikes(): Promise<void> {
-    const ledger = this.ledger;
-    if (ledger === null || this.pendingStrikes.length === 0) return this.flushing ?? Promise.resolve();
-    const run = async (): Promise<void> => {
-      while (this.pendingStrikes.length > 0) {
-        const s = this.pendingStrikes[0] as { bucket: Bucket; path: string; retryAfterMs: number };
-        const n = await ledger.recordRateLimited(s.bucket, { path: s.path, retryAfterMs: s.retryAfterMs });
-        this.pendingStrikes.shift();
-        this.setLedgerStrikes(n);
-      }
-    };
-    // Cleared after it settles, never before it is assigned (regression: a ledger that threw at
-    // once left a settled, rejected flush here for good).
-    this.flushing ??= run().finally(() => {
-      this.flushing = null;
-    });
-    return this.flushing;
-  }
-
-  private setLedgerStrikes(n: number): void {
-    this.ledgerStrikes = n;
-    this.ledgerStrikesAt = this.opts.clock.now();
-    if (this.strikes24h() < STOP_AT_STRIKES) this.alerted = false;
-  }
-
-  /** Ledger only: the view of the last answer, refreshed in the background when older than 1 s. */
-  private ledgerStopped(): boolean {
-    if (!this.closed && this.opts.clock.now() - this.ledgerStrikesAt >= 1000) void this.refreshLedgerView();
-    return this.strikes24h() >= STOP_AT_STRIKES;
-  }
-
-  private refreshLedgerView(): Promise<void> {
-    const ledger = this.ledger;
-    if (ledger === null) return Promise.resolve();
-    this.ledgerRefresh ??= Promise.resolve()
-      .then(() => ledger.activeStrikes())
-      .then(
-        (n) => {
-          this.setLedgerStrikes(n);
-          if (this.strikes24h() >= STOP_AT_STRIKES) this.alertTrafficStopped('strikes in the shared ledger');
-        },
-        (err: unknown) =>
-          this.opts.logger.debug({ err: errorText(err) }, 'shared rate ledger: strike count not refreshed'),
-      )
-      .finally(() => {
-        this.ledgerRefresh = null;
-      });
-    return this.ledgerRefresh;
-  }
-
-  private expire(lane: Lane, now: number): void {
-    const cutoff = now - this.opts.windowMs;
-    let i = 0;
-    while (i < lane.spent.length && (lane.spent[i] as number) <= cutoff) i += 1;
-    if (i > 0) lane.spent.splice(0, i);
-  }
-
-  private lastStrikeRefresh = 0;
-
-  /** Another process on the same state file spends from the same key: take its spend into account. */
-  private refreshShared(lane: Lane, now: number): void {
-    if (!this.opts.state.shared) return;
-    lane.spent = this.opts.state.loadSpend(lane.bucket, now - this.opts.windowMs + 1);
-    lane.pausedUntil = Math.max(lane.pausedUntil, this.opts.state.loadPause(lane.bucket) ?? 0);
-    if (now - this.lastStrikeRefresh >= 1000) {
-      this.lastStrikeRefresh = now;
-      this.strikes = this.opts.state.activeStrikes(now - STRIKE_WINDOW_MS);
-      if (this.stopped()) this.alertTrafficStopped('strike recorded by another process');
-    }
-  }
-
   /** 0 when a token may be taken now, else how long to wait and why. */
   private waitMs(lane: Lane, now: number): { ms: number; why: 'paused' | 'window' | 'server' | null } {
-    if (this.ledger === null) this.refreshShared(lane, now);
+    this.spend.refresh(lane.bucket, now);
+    lane.pausedUntil = Math.max(lane.pausedUntil, this.spend.pausedUntil(lane.bucket));
     if (lane.pausedUntil > now) return { ms: lane.pausedUntil - now, why: 'paused' };
-    this.expire(lane, now);
-    const allowed = this.allowed(lane.bucket);
-    // With a ledger the window is the ledger's (every process on the key); spent is this process's share.
-    if (this.ledger === null && lane.spent.length >= allowed) {
-      // The oldest token that must leave the window before one more fits.
-      const t = lane.spent[lane.spent.length - allowed] as number;
-      return { ms: Math.max(1, t + this.opts.windowMs - now + 1), why: 'window' };
-    }
+    const windowMs = this.spend.windowWait(lane.bucket, now, this.allowed(lane.bucket));
+    if (windowMs > 0) return { ms: windowMs, why: 'window' };
     const s = lane.server;
     if (s !== null) {
       if (now >= s.resetAt) {
@@ -666,20 +479,39 @@ export class RateBudget {
     return { ms: 0, why: null };
   }
 
-  private take(lane: Lane, now: number): Token {
-    // Persist first: if this throws (disk full) the attempt is not sent at all. (With a ledger the
-    // grant is already spent there.)
-    if (this.ledger === null) this.opts.state.recordSpend(lane.bucket, now);
-    lane.spent.push(now);
-    lane.seq += 1;
-    lane.inFlight += 1;
-    if (this.ledger !== null) return { bucket: lane.bucket, seq: lane.seq, at: now };
-    this.spendSincePrune += 1;
-    if (this.spendSincePrune >= 500) {
-      this.spendSincePrune = 0;
-      this.opts.state.prune(now - this.opts.windowMs * 2, now - STRIKE_RETENTION_MS);
+  /**
+   * Acts on the strategy's grant for the head of the line: 'next' when a waiter was served (a token
+   * or its failure), 'stop' when the lane is done, else how long to wait and why.
+   */
+  private serve(lane: Lane, g: SpendGrant): 'next' | 'stop' | { ms: number; why: 'paused' | 'window' } {
+    if (g.kind === 'granted') {
+      const w = lane.waiters.shift();
+      // Its caller gave up while the ledger decided: the grant is spent all the same (never refunded).
+      if (w === undefined) return 'next';
+      w.cleanup();
+      lane.seq += 1;
+      lane.inFlight += 1;
+      w.resolve({ bucket: lane.bucket, seq: lane.seq, at: g.at });
+      if (lane.announced) {
+        lane.announced = false;
+        this.announce({ kind: 'resumed', bucket: lane.bucket });
+      }
+      return 'next';
     }
-    return { bucket: lane.bucket, seq: lane.seq, at: now };
+    if (g.kind === 'failed') {
+      const w = lane.waiters.shift();
+      w?.cleanup();
+      w?.reject(g.error);
+      return 'next';
+    }
+    if (g.kind === 'stopped') {
+      this.alertTrafficStopped('strikes in the shared ledger');
+      this.rejectAll(lane);
+      return 'stop';
+    }
+    // Another process's 429 (or ours): the pause is the strategy's.
+    if (g.why === 'paused') lane.pausedUntil = Math.max(lane.pausedUntil, this.opts.clock.now() + g.ms);
+    return { ms: g.ms, why: g.why };
   }
 
   private async pump(lane: Lane): Promise<void> {
@@ -687,7 +519,7 @@ export class RateBudget {
     lane.pumping = true;
     try {
       while (lane.waiters.length > 0 && !this.closed) {
-        if (this.ledger === null && this.stopped()) {
+        if (this.spend.refusesWhenStopped()) {
           this.rejectAll(lane);
           break;
         }
@@ -695,25 +527,15 @@ export class RateBudget {
         if (this.opts.maxInFlight !== undefined && lane.inFlight >= this.inFlightCap(lane.bucket)) break;
         const now = this.opts.clock.now();
         let { ms: wait, why } = this.waitMs(lane, now);
-        if (wait <= 0 && this.ledger !== null) {
-          const asked = await this.askLedger(lane, this.ledger);
-          if (asked === 'next') continue;
-          if (asked === 'stop') break;
-          ({ ms: wait, why } = asked);
-        }
         if (wait <= 0) {
-          const w = lane.waiters.shift() as Waiter;
-          w.cleanup();
-          try {
-            w.resolve(this.take(lane, now));
-          } catch (err) {
-            w.reject(err);
-          }
-          if (lane.announced) {
-            lane.announced = false;
-            this.announce({ kind: 'resumed', bucket: lane.bucket });
-          }
-          continue;
+          const pending = this.spend.grant(lane.bucket, now);
+          // Awaited only when the strategy is asynchronous: the in-process log adds no await here.
+          const g = pending instanceof Promise ? await pending : pending;
+          if (this.closed) break;
+          const granted = this.serve(lane, g);
+          if (granted === 'next') continue;
+          if (granted === 'stop') break;
+          ({ ms: wait, why } = granted);
         }
         if (wait >= ANNOUNCE_WAIT_MS && this.waitListeners.size > 0) {
           lane.announced = true;
@@ -739,10 +561,6 @@ export class RateBudget {
       lane.pumping = false;
     }
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** A wait as a progress line shows it, `remainingMs` before it ends. */

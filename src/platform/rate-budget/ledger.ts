@@ -1,9 +1,11 @@
 /**
- * The rate budget's port (issue 34: ports belong to their users): what src/platform/rate-budget/budget.ts needs
- * to persist, and its in-memory version. The store implements it (src/store/rate-budget/: the
- * SQLite spend log, the PostgreSQL shared ledger) without importing this file (the store sits
- * below the platform client); src/app/platform.ts hands the store's implementation to the client,
- * and the compiler checks there that it fits.
+ * The rate budget's storage ports (issue 34: ports belong to their users): what its two spend
+ * strategies (spend.ts) persist through, and the in-memory state. The in-process strategy
+ * (in-process.ts) keeps its log in a RateStateStore; the shared-ledger strategy (shared-ledger.ts)
+ * asks a RateLedger. The store implements them (src/store/rate-budget/: the SQLite spend log, the
+ * PostgreSQL shared ledger) without importing this file (the store sits below the platform
+ * client); src/app/platform.ts picks the strategy from config, and the compiler checks there that
+ * the store's implementation fits.
  */
 
 export type RateBucketName = 'read' | 'write';
@@ -64,9 +66,9 @@ export type TakeResult =
 
 /**
  * A rate budget whose decisions live in a store shared by every process on the API key (issue 26:
- * PostgreSQL, src/store/rate-budget/pg.ts). The platform client's RateBudget
- * (src/platform/rate-budget/budget.ts) keeps what is per process (FIFO waiters, the in-flight cap, the
- * X-RateLimit-* view, 429 jitter) and asks the ledger for every token instead of its spend log.
+ * PostgreSQL, src/store/rate-budget/pg.ts). The shared-ledger strategy (shared-ledger.ts) asks it
+ * for every token; the platform client's RateBudget keeps what is per process (FIFO waiters, the
+ * in-flight cap, the X-RateLimit-* view, 429 jitter).
  */
 export interface RateLedger {
   /** One decision: a grant is spent before the call leaves and never refunded; a denial spends nothing. */

@@ -4,7 +4,7 @@ import { inTransaction, type PgPool } from '../pg/pool.js';
 
 /**
  * One rate budget for every replica (issue 26), in PostgreSQL: every process on a PostgreSQL state spends
- * from it (src/platform/rate-budget/budget.ts asks it for each token).
+ * from it (src/platform/rate-budget/shared-ledger.ts asks it for each token).
  *
  * Per (key, class) a sliding-window log: the grants of the last window (`rate_shared_grants`)
  * and one lock row with their count (`rate_shared_window`). Each call is decided by ONE statement

@@ -11,7 +11,7 @@ import {
   type PlatformClientOptions,
 } from '../../../src/platform/client.js';
 import { platformClientFromConfig } from '../../../src/app/platform.js';
-import { isPlatformError, dispositionOf } from '../../../src/platform/errors.js';
+import { isPlatformError, platformDisposition } from '../../../src/platform/errors.js';
 
 const servers: Server[] = [];
 const clients: PlatformClient[] = [];
@@ -87,7 +87,7 @@ describe('document downloads only reach public addresses (regression: a presigne
     expect(logs.join('')).not.toContain('secretsig');
     expect(host.hits()).toBe(0);
     // Nothing a retry changes: a person looks at it.
-    expect(dispositionOf('download.refused')).toBe('quarantine');
+    expect(platformDisposition('download.refused')).toBe('quarantine');
   });
 
   it.each([

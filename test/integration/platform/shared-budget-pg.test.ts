@@ -8,6 +8,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rateAdminFor, sharedRateLedger } from '../../../src/app/platform.js';
+import { SharedLedgerRateSpend } from '../../../src/platform/rate-budget/shared-ledger.js';
 import { systemClock, type Clock } from '../../../src/lib/clock.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import type { PlatformClient } from '../../../src/platform/client.js';
@@ -73,7 +74,7 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     const pool = db.pool(name, 3);
     const client = clientFor(srv, {
       clock,
-      rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock }),
+      rateSpend: new SharedLedgerRateSpend(sharedRateLedger(platformConfig(srv), pool, { clock })),
     });
     cleanups.push(() => client.close());
     return client;
@@ -135,9 +136,13 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     // Writes are a separate class: not paused by a read 429.
     await expect(b.acknowledgeBoarding('B', {}, { idempotencyKey: 'ack:B' })).resolves.toBeTruthy();
 
-    const admin = rateAdminFor({ platform: platformConfig(srv) }, pgStore(db.pool('admin', 1), 'test'), {
-      clock: systemClock,
-    });
+    const admin = rateAdminFor(
+      { platform: platformConfig(srv), store: { engine: 'postgres' } },
+      pgStore(db.pool('admin', 1), 'test'),
+      {
+        clock: systemClock,
+      },
+    );
     const { strikes } = await admin.status();
     expect(strikes).toHaveLength(1);
     expect(strikes[0]).toMatchObject({ bucket: 'read', path: '/public/v1/loans/{id}' });
@@ -179,9 +184,13 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     await vi.waitFor(() => expect(a.health().trafficStopped).toBe(true), { timeout: 5000, interval: 20 });
 
     // The operator clears on another host: a third process on the same database.
-    const third = rateAdminFor({ platform: platformConfig(srv) }, pgStore(db.pool('operator', 1), 'test'), {
-      clock: systemClock,
-    });
+    const third = rateAdminFor(
+      { platform: platformConfig(srv), store: { engine: 'postgres' } },
+      pgStore(db.pool('operator', 1), 'test'),
+      {
+        clock: systemClock,
+      },
+    );
     expect(await third.clearStrikes('ops:anna: ticket 4711')).toBe(2);
     await expect(a.acknowledgeBoarding('A3', {}, { idempotencyKey: 'ack:A3' })).resolves.toBeTruthy();
     await expect(b.getLoan('B3')).resolves.toMatchObject({ id: 'B3' });
@@ -200,7 +209,9 @@ describe.skipIf(pgSkipReason !== null)('one rate budget for every replica on Pos
     cleanups.push(() => pool.end());
     const client = clientFor(srv, {
       maxRetries: 1,
-      rateLedger: sharedRateLedger(platformConfig(srv), pool, { clock: systemClock }),
+      rateSpend: new SharedLedgerRateSpend(
+        sharedRateLedger(platformConfig(srv), pool, { clock: systemClock }),
+      ),
     });
     cleanups.push(() => client.close());
 

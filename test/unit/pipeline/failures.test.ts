@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyFailure, type FailureDisposition } from '../../../src/pipeline/failures.js';
+import { classifyFailure, dispositionOf, type FailureDisposition } from '../../../src/pipeline/failures.js';
 import {
   createCustomerResolver,
   CustomerAmbiguousError,
@@ -10,12 +10,18 @@ import { silentLogger } from '../../../src/lib/logger.js';
 import { fakePipeline } from '../../support/fake-pipeline.js';
 import { fakeLoan } from '../../support/fake-platform.js';
 import {
+  classifyCoreFailure,
   CoreRejectedError,
   CoreUnavailableError,
   CustomerSourceUnavailableError,
 } from '../../../src/core/port.js';
 import { FatalError } from '../../../src/lib/errors.js';
-import { PlatformError, type PlatformErrorCode } from '../../../src/platform/errors.js';
+import {
+  CLIENT_CODES,
+  DOCUMENTED_CODES,
+  PlatformError,
+  type PlatformErrorCode,
+} from '../../../src/platform/errors.js';
 import { IllegalTransitionError, type QuarantineReason } from '../../../src/store/loan-states.js';
 import { StaleStateError } from '../../../src/store/loans.js';
 import { PoolExhaustedError } from '../../../src/store/identity/numbers.js';
@@ -177,6 +183,24 @@ const TABLE: Row[] = [
 ];
 
 describe('the failure taxonomy (src/pipeline/failures.ts)', () => {
+  it('one vocabulary (issue 44): dispositionOf(err) is the word each layer chose for its own errors', () => {
+    // The platform client's retry-call is its own business: once it gives up, the attempt is lost.
+    for (const code of [...DOCUMENTED_CODES, ...CLIENT_CODES]) {
+      const e = platform(code);
+      expect(dispositionOf(e), code).toBe(e.disposition === 'retry-call' ? 'retry-later' : e.disposition);
+    }
+    const coreErrors = [
+      new CoreRejectedError('refused', 400, null),
+      new CoreUnavailableError('down', false),
+      new CoreUnavailableError('timed out after the write went out', true),
+      new FatalError('bad credentials'),
+    ];
+    for (const e of coreErrors) expect(dispositionOf(e), e.message).toBe(classifyCoreFailure(e)?.disposition);
+    expect(TABLE.map((r) => dispositionOf(r.err, r.phase ?? 'core'))).toEqual(
+      TABLE.map((r) => r.disposition),
+    );
+  });
+
   it.each(TABLE)('$name → $disposition / $code', (row) => {
     const f = classifyFailure(row.err, row.phase ?? 'core');
     expect({ disposition: f.disposition, code: f.code }).toEqual({

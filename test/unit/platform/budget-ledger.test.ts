@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { RateBudget } from '../../../src/platform/rate-budget/budget.js';
+import { SharedLedgerRateSpend } from '../../../src/platform/rate-budget/shared-ledger.js';
 import { isPlatformError } from '../../../src/platform/errors.js';
 import {
-  createMemoryRateState,
   type RateClass,
   type RateLedger,
   type TakeResult,
@@ -89,8 +89,7 @@ function setup(): { clock: FakeClock; ledger: MemoryLedger; budget: RateBudget }
     windowMs: 1000,
     headroom: 0.9,
     clock,
-    state: createMemoryRateState(),
-    ledger,
+    spend: new SharedLedgerRateSpend(ledger),
     logger: silentLogger(),
     random: () => 0,
     pauseJitterMs: [0, 0],

@@ -11,6 +11,7 @@ import {
 import { isPlatformError } from '../../../src/platform/errors.js';
 import { serverClockOffsetMs } from '../../../src/platform/server-clock.js';
 import { createMemoryRateState, type RateStateStore } from '../../../src/platform/rate-budget/ledger.js';
+import { InProcessRateSpend } from '../../../src/platform/rate-budget/in-process.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
 
 function budget(
@@ -29,7 +30,7 @@ function budget(
     windowMs: 1000,
     headroom: o.headroom ?? 0.9,
     clock,
-    state: o.state ?? createMemoryRateState(),
+    spend: new InProcessRateSpend(o.state ?? createMemoryRateState()),
     logger: o.logger ?? silentLogger(),
     random: () => 0,
     pauseJitterMs: [0, 0],
@@ -301,7 +302,7 @@ describe('rate budget math', () => {
       windowMs: 1000,
       headroom: 0.9,
       clock,
-      state: createMemoryRateState(),
+      spend: new InProcessRateSpend(createMemoryRateState()),
       logger: silentLogger(),
       random: () => 0,
       pauseJitterMs: [0, 0],

@@ -4,7 +4,7 @@ import {
   classifyThrown,
   CLIENT_CODES,
   DOCUMENTED_CODES,
-  dispositionOf,
+  platformDisposition,
   parseRetryAfter,
   PlatformError,
 } from '../../../src/platform/errors.js';
@@ -160,23 +160,23 @@ describe('disposition (what the pipeline does about a failed call, decided once)
   it('classifies every code, consistently with retryable and fatal', () => {
     for (const code of [...DOCUMENTED_CODES, ...CLIENT_CODES]) {
       const e = new PlatformError({ code, message: code });
-      expect(e.disposition).toBe(dispositionOf(code));
+      expect(e.disposition).toBe(platformDisposition(code));
       expect(e.disposition === 'fatal').toBe(e.fatal);
       expect(e.disposition === 'retry-call').toBe(e.retryable);
     }
   });
 
   it('the cases the boarding pipeline relies on', () => {
-    expect(dispositionOf('auth.invalid_key')).toBe('fatal');
-    expect(dispositionOf('rate_limit.traffic_stopped')).toBe('halt');
-    expect(dispositionOf('server')).toBe('retry-call');
-    expect(dispositionOf('rate_limit.exceeded')).toBe('retry-call');
-    expect(dispositionOf('download.expired')).toBe('retry-later');
-    expect(dispositionOf('response.invalid')).toBe('retry-later');
-    expect(dispositionOf('aborted')).toBe('retry-later');
-    expect(dispositionOf('download.too_large')).toBe('quarantine');
-    expect(dispositionOf('loan.not_found')).toBe('quarantine');
-    expect(dispositionOf('validation')).toBe('quarantine');
+    expect(platformDisposition('auth.invalid_key')).toBe('fatal');
+    expect(platformDisposition('rate_limit.traffic_stopped')).toBe('stop-cycle');
+    expect(platformDisposition('server')).toBe('retry-call');
+    expect(platformDisposition('rate_limit.exceeded')).toBe('retry-call');
+    expect(platformDisposition('download.expired')).toBe('retry-later');
+    expect(platformDisposition('response.invalid')).toBe('retry-later');
+    expect(platformDisposition('aborted')).toBe('retry-later');
+    expect(platformDisposition('download.too_large')).toBe('quarantine');
+    expect(platformDisposition('loan.not_found')).toBe('quarantine');
+    expect(platformDisposition('validation')).toBe('quarantine');
   });
 
   it('is carried to logs and the loans table', () => {
