@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOrFindDuplicate } from '../../../src/core/create-once.js';
+import { createOrFindDuplicate } from '../../../src/core/http-core/create-once.js';
 import { CoreRejectedError, CoreUnavailableError } from '../../../src/core/port.js';
 
 const duplicate = new CoreRejectedError('id taken', 400, { code: 'dup' });
