@@ -1,6 +1,5 @@
 import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import type { PlatformDocument } from '../contract/schemas.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { DocumentFetcher } from './port.js';

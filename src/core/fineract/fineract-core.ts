@@ -5,37 +5,17 @@ import {
   CoreRejectedError,
   CoreUnavailableError,
   type BoardingPackage,
+  type CanonicalLoanFields,
   type CoreLoanRecord,
   type CoreReceipt,
   type CoreCheck,
   type CoreConnectionCheckInput,
   type CoreSystem,
-  type CustomerDirectory,
   type CustomerQuery,
   type ExistingCustomer,
 } from '../port.js';
 import { errorMessage } from '../../lib/errors.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
-import { withoutSecrets } from '../http-core/client.js';
-import { lookUpOrCreate } from '../http-core/create-once.js';
-import {
-  markedText,
-  triageDocuments,
-  uploadForm,
-  uploadSpooled,
-  type DocumentReceipt,
-  type HeldDocument,
-} from '../http-core/documents.js';
-import {
-  HttpCore,
-  ReadOnce,
-  notAnswered,
-  productsCheck,
-  recordsByType,
-  type BoardPlan,
-  type WrittenLoan,
-} from '../http-core/skeleton.js';
-import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import {
   DEFAULT_DOCUMENT_POLICY,
@@ -56,6 +36,7 @@ export { documentMarker } from '../http-core/documents.js';
 import type { ExternalRefStore } from '../external-refs.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
+import * as httpCore from '../http-core/index.js';
 
 /** The earlier-version search (findByExternalId): records per page, and how many it reads at most. */
 const LEGACY_SEARCH_PAGE = 200;
@@ -114,7 +95,7 @@ interface Upload {
   contentType: string;
 }
 
-interface FineractPlan extends BoardPlan<Upload> {
+interface FineractPlan extends httpCore.BoardPlan<Upload> {
   byType: Record<RecordType, MappedRecord[]>;
 }
 
@@ -130,31 +111,29 @@ interface FineractPlan extends BoardPlan<Upload> {
  * type is refused with CoreRejectedError before anything is written: silently dropping data a
  * mapping produced would board an incomplete loan (the generic mapping set is for the file core).
  */
-export class FineractCore extends HttpCore<FineractPlan, number> implements CoreSystem {
+export class FineractCore
+  extends httpCore.HttpCore<FineractPlan, number, FineractHttp>
+  implements CoreSystem
+{
   readonly name = 'fineract';
-  protected readonly voice = {
-    title: 'Fineract',
-    loanIdField: 'fineractLoanId',
-    documentsLeftOut: 'documents left out: Fineract would refuse them (core.http.documents)',
-  };
-  private readonly http: FineractHttp;
-  /** Two loans boarded concurrently may share a borrower or guarantor: create it once. */
-  private readonly clientLock = new KeyedLock();
   /** Product settings, read once per product per process. */
-  private readonly products = new ReadOnce<number, ProductFacts>();
+  private readonly products = new httpCore.ReadOnce<number, ProductFacts>();
   private readonly documentPolicy: FineractDocumentPolicy;
-  /** Customer match: Fineract's clients found by a client identifier (the tax id) with its search API. */
-  readonly customers: CustomerDirectory = {
-    findByTin: (q, o) => this.findClientsByTin(q, o?.signal),
-    status: () => ({
-      ok: true,
-      detail: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)',
-    }),
-  };
 
   constructor(private readonly opts: FineractCoreOptions) {
-    super(opts.logger.child({ component: 'core.fineract' }), opts.clock);
-    this.http = new FineractHttp(opts);
+    super(
+      {
+        title: 'Fineract',
+        loanIdField: 'fineractLoanId',
+        documentsLeftOut: 'documents left out: Fineract would refuse them (core.http.documents)',
+        // Customer match: Fineract's clients found by a client identifier (the tax id) with its search API.
+        customerSource: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)',
+        baseUrl: opts.baseUrl,
+      },
+      opts.logger.child({ component: 'core.fineract' }),
+      opts.clock,
+      new FineractHttp(opts),
+    );
     this.documentPolicy = opts.documents ?? DEFAULT_DOCUMENT_POLICY;
   }
 
@@ -163,7 +142,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
     { byType }: FineractPlan,
     receipt: CoreReceipt['records'],
     signal?: AbortSignal,
-  ): Promise<WrittenLoan<number>> {
+  ): Promise<httpCore.WrittenLoan<number>> {
     const ids: Ids = { clients: new Map(), loans: new Map(), accountNos: new Map() };
     for (const rec of byType.client) {
       const id = await this.ensureClient(rec, pkg, signal);
@@ -199,7 +178,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
   /** Only the documents the mapping made a `document` record of are records of the receipt. */
   protected override documentRecords(
     pkg: BoardingPackage,
-    documents: readonly DocumentReceipt[],
+    documents: readonly httpCore.DocumentReceipt[],
   ): CoreReceipt['records'] {
     return pkg.records
       .filter((r) => r.type === 'document')
@@ -231,7 +210,10 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
   /** Refuses what cannot board before any write, so a bad package never leaves half a loan. */
   protected preflight(pkg: BoardingPackage): FineractPlan {
     // Any length: an externalId longer than Fineract's (100) is stored as a digest (external-id.ts).
-    const out = recordsByType(pkg, FINERACT_RECORD_TYPES, { title: 'Fineract', mappingSet: 'fineract' });
+    const out = httpCore.recordsByType(pkg, FINERACT_RECORD_TYPES, {
+      title: 'Fineract',
+      mappingSet: 'fineract',
+    });
     const clientIds = new Set(out.client.map((c) => c.externalId));
     for (const l of [...out.loan, ...out.guarantor]) {
       const ref = l.fields['clientExternalId'];
@@ -260,7 +242,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
     }
     // Fineract refuses a document only after the loan is written (403 error.msg.document.save):
     // decide every document's fate now, so a refused one never leaves half a loan behind.
-    const documents = triageDocuments(
+    const documents = httpCore.triageDocuments(
       pkg.documents,
       (doc) => {
         const plan = planDocument(doc, this.documentPolicy);
@@ -331,20 +313,9 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
   private async checkProduct(rec: MappedRecord, signal?: AbortSignal): Promise<void> {
     const productId = rec.fields['productId'];
     if (typeof productId !== 'number' || !Number.isInteger(productId)) return;
-    let facts: ProductFacts;
-    try {
-      facts = await this.product(productId, signal);
-    } catch (err) {
-      if (err instanceof CoreRejectedError && err.status === 404) {
-        throw new CoreRejectedError(
-          `loan ${rec.externalId}: Fineract has no loan product ${productId}; ` +
-            `fix the productId lookup of the mapping (or its defaults)`,
-          404,
-          err.detail,
-        );
-      }
-      throw err;
-    }
+    const facts = await this.productOf(rec.externalId, productId, 'productId', () =>
+      this.product(productId, signal),
+    );
     if (facts.floating && rec.fields['interestRatePerPeriod'] !== undefined) {
       throw new CoreRejectedError(
         `loan ${rec.externalId}: Fineract product ${productId} (${facts.name}) is linked to floating ` +
@@ -367,7 +338,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
   }
 
   private ensureClient(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
-    return this.clientLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
+    return this.customerLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
   }
 
   /**
@@ -375,7 +346,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
    * (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`) for the key as 9 digits and
    * dashed, the way banks key it. A search that fails is never "no client": the loan waits.
    */
-  private async findClientsByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
+  protected async findByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
     const d = q.tin;
     const forms = [
       d,
@@ -428,7 +399,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
         );
       return id;
     }
-    return lookUpOrCreate({
+    return httpCore.lookUpOrCreate({
       lookUp: () => this.findClientId(rec.externalId, signal),
       // Last guard before a create: a client that already holds this client's tax id identifier (a
       // mapping without the customer match, or a client added in Fineract since) is reused. Fineract
@@ -582,7 +553,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
     ids: Ids,
     signal?: AbortSignal,
   ): Promise<number> {
-    return lookUpOrCreate({
+    return httpCore.lookUpOrCreate({
       lookUp: async () => {
         const found = await this.findLoanJson(rec.externalId, signal);
         if (found === null) return null;
@@ -761,7 +732,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
    * Fineract has no external id on documents, so each upload carries a marker `[doc:<platform id>]`
    * in its description (http-core/documents.ts); a document whose marker is already there is skipped.
    */
-  protected async heldDocuments(loanId: number, signal?: AbortSignal): Promise<HeldDocument[]> {
+  protected async heldDocuments(loanId: number, signal?: AbortSignal): Promise<httpCore.HeldDocument[]> {
     const existing = (await this.http.get<Json[] | null>(`/loans/${loanId}/documents`, signal)) ?? [];
     return existing.map((e) => ({
       text: typeof e['description'] === 'string' ? e['description'] : '',
@@ -776,7 +747,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
     { doc, extension, contentType }: Upload,
     loanId: number,
     signal?: AbortSignal,
-  ): Promise<DocumentReceipt> {
+  ): Promise<httpCore.DocumentReceipt> {
     const rec = pkg.records.find((r) => r.type === 'document' && r.externalId === doc.id);
     const maxBytes = this.documentPolicy.maxBytes;
     const spooled = {
@@ -785,7 +756,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
         `document ${doc.id} is ${bytes} bytes, over Fineract's upload ` +
         `cap of ${maxBytes} (core.http.documents.maxBytes)`,
     };
-    return uploadSpooled(spooled, async (path) => {
+    return httpCore.uploadSpooled(spooled, async (path) => {
       const name = (asText(rec?.fields['name']) || doc.name || doc.id).slice(0, 250);
       const described =
         asText(rec?.fields['description']) ||
@@ -794,10 +765,10 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
           .join(' · ');
       // Named and typed as Fineract's whitelist expects (document-policy.ts). Uploads bypass
       // Fineract's command pipeline, so no Idempotency-Key: the [doc:id] marker is the guard.
-      const form = await uploadForm(
+      const form = await httpCore.uploadForm(
         [
           ['name', name],
-          ['description', markedText(described, doc.id)],
+          ['description', httpCore.markedText(described, doc.id)],
         ],
         { path, type: contentType, name: uploadFileName(safeFileName(doc.name, doc.id), extension) },
       );
@@ -809,17 +780,12 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
     });
   }
 
-  async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
-    const l = await this.findLoanJson(loanExternalId);
-    if (l === null) return null;
-    // The loan alone says nothing of its guarantors and documents (later steps of the same board).
-    return {
-      coreReference: String(l['id']),
-      loanExternalId,
-      mappingVersion: null,
-      fields: canonicalFromFineractLoan(l),
-      complete: false,
-    };
+  protected loanByPlatformId(platformId: string, signal?: AbortSignal): Promise<Json | null> {
+    return this.findLoanJson(platformId, signal);
+  }
+
+  protected canonical(loan: Json): CanonicalLoanFields {
+    return canonicalFromFineractLoan(loan);
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {
@@ -833,12 +799,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
         if (typeof l['externalId'] === 'string' && l['externalId'] !== '') {
           const loanExternalId =
             (await this.opts.externalRefs?.platformIdOf('fineract', l['externalId'])) ?? l['externalId'];
-          yield {
-            coreReference: String(l['id']),
-            loanExternalId,
-            mappingVersion: null,
-            fields: canonicalFromFineractLoan(l),
-          };
+          yield this.loanRecord(l, loanExternalId);
         }
       }
       if (items.length < limit) return;
@@ -852,7 +813,7 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
    * was reported as `Fineract has no office 1 (core.http.officeId)`).
    */
   private async officeFailure(err: unknown, signal?: AbortSignal): Promise<string> {
-    const url = withoutSecrets(this.opts.baseUrl);
+    const url = httpCore.withoutSecrets(this.opts.baseUrl);
     const wrongUrl = (what: string): string =>
       `core.http.baseUrl: ${url} does not answer as Fineract's API (${what}); check the URL, which ` +
       'usually ends in /fineract-provider/api/v1';
@@ -887,16 +848,16 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
         name: 'core',
         status: 'ok',
         detail:
-          `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, ` +
+          `Fineract at ${httpCore.withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, ` +
           `user ${this.opts.username}; office ${this.opts.officeId}${name} exists`,
       });
     } catch (err) {
       const detail = await this.officeFailure(err, input.signal);
-      checks.push({ name: 'core', status: 'fail', detail }, ...notAnswered('core.products'));
+      checks.push({ name: 'core', status: 'fail', detail }, ...httpCore.notAnswered('core.products'));
       return checks;
     }
     checks.push(
-      await productsCheck({
+      await httpCore.productsCheck({
         refs: [...new Set(input.productIds)].sort((a, b) => a - b),
         describe: async (id) => {
           const facts = await this.product(id, input.signal);
@@ -909,17 +870,8 @@ export class FineractCore extends HttpCore<FineractPlan, number> implements Core
     return checks;
   }
 
-  async health(): Promise<{ ok: boolean; detail?: string }> {
-    try {
-      await this.http.get(`/offices/${this.opts.officeId}`);
-      return { ok: true, detail: this.opts.baseUrl };
-    } catch (err) {
-      return { ok: false, detail: (err as Error).message };
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.http.close();
+  protected ping(): Promise<unknown> {
+    return this.http.get(`/offices/${this.opts.officeId}`);
   }
 }
 

@@ -1,16 +1,10 @@
 import { FatalError } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
-import {
-  HttpCoreClient,
-  basicAuth,
-  type CoreCallOptions,
-  type HttpCoreClientOptions,
-  type HttpVendor,
-} from '../http-core/client.js';
+import * as httpCore from '../http-core/index.js';
 
 export { ReplayedFailureError } from '../http-core/client.js';
 
-export interface FineractHttpOptions extends HttpCoreClientOptions {
+export interface FineractHttpOptions extends httpCore.HttpCoreClientOptions {
   /** e.g. https://core.bank.local/fineract-provider/api/v1 (the answer size cap: core.http.maxResponseBytes) */
   baseUrl: string;
   username: string;
@@ -19,7 +13,7 @@ export interface FineractHttpOptions extends HttpCoreClientOptions {
 }
 
 /** Idempotency-Key: sent on every write; Fineract replays the first result for a key it has seen. */
-export type CallOptions = CoreCallOptions;
+export type CallOptions = httpCore.CoreCallOptions;
 
 /** Fineract's error body (`PlatformApiDataValidationException` and friends). */
 interface FineractErrorBody {
@@ -44,14 +38,14 @@ interface FineractErrorBody {
  * message. A failure Fineract replays from its idempotency store (`x-served-from-cache: true`) is
  * wrapped in ReplayedFailureError.
  */
-export class FineractHttp extends HttpCoreClient<CallOptions> {
+export class FineractHttp extends httpCore.HttpCoreClient<CallOptions> {
   constructor(opts: FineractHttpOptions) {
     super(fineractVendor(opts), opts);
   }
 }
 
-function fineractVendor(opts: FineractHttpOptions): HttpVendor<CallOptions> {
-  const auth = basicAuth(opts.username, opts.password);
+function fineractVendor(opts: FineractHttpOptions): httpCore.HttpVendor<CallOptions> {
+  const auth = httpCore.basicAuth(opts.username, opts.password);
   return {
     name: 'Fineract',
     maxResponseBytesKey: 'core.http.maxResponseBytes',

@@ -7,9 +7,16 @@ import {
   CoreRejectedError,
   CustomerSourceUnavailableError,
   type BoardingPackage,
+  type CanonicalLoanFields,
   type CoreCheck,
+  type CoreLoanRecord,
   type CoreReceipt,
+  type CustomerDirectory,
+  type CustomerQuery,
+  type ExistingCustomer,
 } from '../port.js';
+import { KeyedLock } from '../keyed-lock.js';
+import { withoutSecrets } from './client.js';
 import { uploadMissingDocuments, type DocumentReceipt, type HeldDocument } from './documents.js';
 
 /**
@@ -41,15 +48,51 @@ export interface CoreVoice {
   loanIdField: string;
   /** The log line of documents left out (names the config key). */
   documentsLeftOut: string;
+  /** Where the customer match looks (CustomerDirectory.status). */
+  customerSource: string;
+  /** The core's address (shown without user info or query). */
+  baseUrl: string;
 }
 
-export abstract class HttpCore<P extends BoardPlan<{ doc: PlatformDocument }>, L> {
-  protected abstract readonly voice: CoreVoice;
+export abstract class HttpCore<
+  P extends BoardPlan<{ doc: PlatformDocument }>,
+  L,
+  H extends { close(): Promise<void> },
+> {
+  /** Two loans boarded concurrently may share a borrower or guarantor: create it once. */
+  protected readonly customerLock = new KeyedLock();
+
+  /** The core's existing customers (customer match before create). */
+  readonly customers: CustomerDirectory = {
+    findByTin: (q, o) => this.findByTin(q, o?.signal),
+    status: () => ({ ok: true, detail: this.voice.customerSource }),
+  };
 
   protected constructor(
+    protected readonly voice: CoreVoice,
     protected readonly logger: Logger,
     protected readonly clock: Clock,
+    protected readonly http: H,
   ) {}
+
+  /** The core's customers holding this tax id; a failed search throws (customerSearch). */
+  protected abstract findByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]>;
+
+  /** The cheapest read that proves the core answers these credentials (health). */
+  protected abstract ping(): Promise<unknown>;
+
+  async health(): Promise<{ ok: boolean; detail?: string }> {
+    try {
+      await this.ping();
+      return { ok: true, detail: withoutSecrets(this.voice.baseUrl) };
+    } catch (err) {
+      return { ok: false, detail: errorMessage(err) };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.http.close();
+  }
 
   /** Refuses what cannot board before any write (CoreRejectedError), so a bad package never leaves half a loan. */
   protected abstract preflight(pkg: BoardingPackage): P;
@@ -72,6 +115,35 @@ export abstract class HttpCore<P extends BoardPlan<{ doc: PlatformDocument }>, L
     loan: L,
     signal?: AbortSignal,
   ): Promise<DocumentReceipt>;
+
+  /** The core's loan boarded for this platform loan id (its look-up by external id or reference), or null. */
+  protected abstract loanByPlatformId(
+    platformId: string,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown> | null>;
+
+  /** What a core loan holds, in platform units (reconciliation). */
+  protected abstract canonical(loan: Record<string, unknown>): CanonicalLoanFields;
+
+  /**
+   * The loan boarded for this platform id. Incomplete: the loan alone says nothing of the later
+   * steps of the same board (guarantors, approval, disbursement, documents), so the pipeline boards
+   * again, idempotently, rather than take its presence as the whole write.
+   */
+  async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
+    const l = await this.loanByPlatformId(loanExternalId);
+    return l === null ? null : { ...this.loanRecord(l, loanExternalId), complete: false };
+  }
+
+  /** A core loan as reconciliation reads it. */
+  protected loanRecord(loan: Record<string, unknown>, loanExternalId: string): CoreLoanRecord {
+    return {
+      coreReference: String(loan['id']),
+      loanExternalId,
+      mappingVersion: null,
+      fields: this.canonical(loan),
+    };
+  }
 
   /** The receipt's records of the documents: by default every document the core gave an id. */
   protected documentRecords(
@@ -117,6 +189,31 @@ export abstract class HttpCore<P extends BoardPlan<{ doc: PlatformDocument }>, L
       ...(warnings.length > 0 ? { warnings } : {}),
       accountNumber: written.accountNumber,
     };
+  }
+
+  /**
+   * The loan product a loan names (`read`, usually once per process: ReadOnce); a product the core
+   * does not have refuses the loan, naming the mapping's lookup to fix.
+   */
+  protected async productOf<T>(
+    loanExternalId: string,
+    ref: string | number,
+    lookup: string,
+    read: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (err instanceof CoreRejectedError && err.status === 404) {
+        throw new CoreRejectedError(
+          `loan ${loanExternalId}: ${this.voice.title} has no loan product ${ref}; ` +
+            `fix the ${lookup} lookup of the mapping (or its defaults)`,
+          404,
+          err.detail,
+        );
+      }
+      throw err;
+    }
   }
 
   /**

@@ -1,17 +1,11 @@
 import { FatalError } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
 import { CoreRejectedError } from '../port.js';
-import {
-  HttpCoreClient,
-  basicAuth,
-  type CoreCallOptions,
-  type HttpCoreClientOptions,
-  type HttpVendor,
-} from '../http-core/client.js';
+import * as httpCore from '../http-core/index.js';
 
 export type MambuAuth = { apiKey: string } | { username: string; password: string };
 
-export interface MambuHttpOptions extends HttpCoreClientOptions {
+export interface MambuHttpOptions extends httpCore.HttpCoreClientOptions {
   /** The tenant's API base, e.g. https://bank.mambu.com/api (the answer size cap: core.mambu.maxResponseBytes) */
   baseUrl: string;
   auth: MambuAuth;
@@ -20,7 +14,7 @@ export interface MambuHttpOptions extends HttpCoreClientOptions {
 }
 
 /** idempotencyKey: a v4 UUID; Mambu answers a repeat within six hours with the first (successful) answer. */
-export interface MambuCallOptions extends CoreCallOptions {
+export interface MambuCallOptions extends httpCore.CoreCallOptions {
   /** Whose credentials: `disburse` uses core.mambu.disburseAuth. */
   as?: 'main' | 'disburse';
 }
@@ -68,7 +62,7 @@ const OPERATOR_REASONS = new Set([
  * - other 4xx → CoreRejectedError with Mambu's errorReason and errorSource. Mambu does not cache a
  *   failure under its key, so the next attempt runs the write again.
  */
-export class MambuHttp extends HttpCoreClient<MambuCallOptions> {
+export class MambuHttp extends httpCore.HttpCoreClient<MambuCallOptions> {
   constructor(opts: MambuHttpOptions) {
     super(mambuVendor(opts), opts);
   }
@@ -118,7 +112,7 @@ export interface Page<T> {
   total: number | null;
 }
 
-function mambuVendor(opts: MambuHttpOptions): HttpVendor<MambuCallOptions> {
+function mambuVendor(opts: MambuHttpOptions): httpCore.HttpVendor<MambuCallOptions> {
   const headers = { main: authHeaders(opts.auth), disburse: authHeaders(opts.disburseAuth ?? opts.auth) };
   return {
     name: 'Mambu',
@@ -159,7 +153,7 @@ function mambuVendor(opts: MambuHttpOptions): HttpVendor<MambuCallOptions> {
 
 function authHeaders(auth: MambuAuth): Record<string, string> {
   if ('apiKey' in auth) return { apikey: auth.apiKey };
-  return { authorization: basicAuth(auth.username, auth.password) };
+  return { authorization: httpCore.basicAuth(auth.username, auth.password) };
 }
 
 /** The entries of Mambu's error envelope (empty when the body is not one). */
