@@ -1,13 +1,8 @@
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import type { PlatformDocument } from '../contract/schemas.js';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
-import { CoreRejectedError, type DocumentFetcher } from './port.js';
+import type { DocumentFetcher } from './port.js';
 
 export interface DocumentFetcherOptions {
   /** Size cap per document (config `boarding.documentMaxBytes`); the platform client enforces it. */
@@ -107,44 +102,5 @@ class SinkGuard extends Writable {
 
   override _final(cb: (err?: Error | null) => void): void {
     cb();
-  }
-}
-
-export type FetchedDocument = Awaited<ReturnType<DocumentFetcher>>;
-
-/**
- * The HTTP cores upload a document as a file of known size, not a stream: it is fetched into a
- * private temporary file (under `spoolDir`, default the OS temp dir), checked against the core's
- * upload cap, handed to `upload`, and removed whatever happens.
- */
-export async function withSpooledDocument<T>(
-  o: {
-    fetchDocument: DocumentFetcher;
-    doc: PlatformDocument;
-    spoolDir?: string | undefined;
-    maxBytes: number;
-    /** The refusal's text when the document is over the cap (it names the config key). */
-    overCap: (bytes: number) => string;
-    signal?: AbortSignal | undefined;
-  },
-  upload: (path: string, fetched: FetchedDocument) => Promise<T>,
-): Promise<T> {
-  const dir = await mkdtemp(join(o.spoolDir ?? tmpdir(), 'boarding-doc-'));
-  try {
-    const path = join(dir, 'content');
-    const sink = createWriteStream(path);
-    let fetched: FetchedDocument;
-    try {
-      fetched = await o.fetchDocument(o.doc, sink, o.signal);
-      if (!sink.writableEnded) sink.end();
-      await finished(sink);
-    } catch (err) {
-      sink.destroy();
-      throw err;
-    }
-    if (fetched.bytes > o.maxBytes) throw new CoreRejectedError(o.overCap(fetched.bytes));
-    return await upload(path, fetched);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
   }
 }

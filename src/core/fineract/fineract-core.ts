@@ -1,5 +1,3 @@
-import { openAsBlob } from 'node:fs';
-import { FormData } from 'undici';
 import type { Logger } from '../../lib/logger.js';
 import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
@@ -7,21 +5,17 @@ import {
   CoreRejectedError,
   CoreUnavailableError,
   type BoardingPackage,
+  type CanonicalLoanFields,
   type CoreLoanRecord,
   type CoreReceipt,
   type CoreCheck,
   type CoreConnectionCheckInput,
   type CoreSystem,
-  type CustomerDirectory,
   type CustomerQuery,
   type ExistingCustomer,
-  CustomerSourceUnavailableError,
 } from '../port.js';
-import { FatalError, errorMessage } from '../../lib/errors.js';
+import { errorMessage } from '../../lib/errors.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
-import { createOrFindDuplicate } from '../create-once.js';
-import { withSpooledDocument } from '../documents.js';
-import { KeyedLock } from '../keyed-lock.js';
 import { safeFileName } from '../safe-name.js';
 import {
   DEFAULT_DOCUMENT_POLICY,
@@ -38,9 +32,11 @@ import {
 } from './http.js';
 import { fineractKey } from './keys.js';
 import { fineractExternalId, fineractExternalIdBeforePathSafe } from './external-id.js';
+export { documentMarker } from '../http-core/documents.js';
 import type { ExternalRefStore } from '../external-refs.js';
 import { canonicalFromFineractLoan } from './units.js';
 import type { Clock } from '../../lib/clock.js';
+import * as httpCore from '../http-core/index.js';
 
 /** The earlier-version search (findByExternalId): records per page, and how many it reads at most. */
 const LEGACY_SEARCH_PAGE = 200;
@@ -90,17 +86,17 @@ interface Ids {
 
 type Json = Record<string, unknown>;
 
-/** A URL for an operator's eyes: no user info, no query string. */
-function withoutSecrets(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    u.search = '';
-    return u.toString();
-  } catch {
-    return '(unparseable URL)';
-  }
+type RecordType = (typeof FINERACT_RECORD_TYPES)[number];
+
+/** A document to upload, named and typed as Fineract's whitelist expects (document-policy.ts). */
+interface Upload {
+  doc: PlatformDocument;
+  extension: string;
+  contentType: string;
+}
+
+interface FineractPlan extends httpCore.BoardPlan<Upload> {
+  byType: Record<RecordType, MappedRecord[]>;
 }
 
 /**
@@ -115,38 +111,39 @@ function withoutSecrets(url: string): string {
  * type is refused with CoreRejectedError before anything is written: silently dropping data a
  * mapping produced would board an incomplete loan (the generic mapping set is for the file core).
  */
-export class FineractCore implements CoreSystem {
+export class FineractCore
+  extends httpCore.HttpCore<FineractPlan, number, FineractHttp>
+  implements CoreSystem
+{
   readonly name = 'fineract';
-  private readonly http: FineractHttp;
-  private readonly logger: Logger;
-  private readonly clock: Clock;
-  /** Two loans boarded concurrently may share a borrower or guarantor: create it once. */
-  private readonly clientLock = new KeyedLock();
   /** Product settings, read once per product per process. */
-  private readonly products = new Map<number, Promise<ProductFacts>>();
+  private readonly products = new httpCore.ReadOnce<number, ProductFacts>();
   private readonly documentPolicy: FineractDocumentPolicy;
-  /** Customer match: Fineract's clients found by a client identifier (the tax id) with its search API. */
-  readonly customers: CustomerDirectory = {
-    findByTin: (q, o) => this.findClientsByTin(q, o?.signal),
-    status: () => ({
-      ok: true,
-      detail: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)',
-    }),
-  };
 
   constructor(private readonly opts: FineractCoreOptions) {
-    this.http = new FineractHttp(opts);
-    this.logger = opts.logger.child({ component: 'core.fineract' });
-    this.clock = opts.clock;
+    super(
+      {
+        title: 'Fineract',
+        loanIdField: 'fineractLoanId',
+        documentsLeftOut: 'documents left out: Fineract would refuse them (core.http.documents)',
+        // Customer match: Fineract's clients found by a client identifier (the tax id) with its search API.
+        customerSource: 'Fineract client identifier search (GET /search?resource=clientIdentifiers)',
+        baseUrl: opts.baseUrl,
+      },
+      opts.logger.child({ component: 'core.fineract' }),
+      opts.clock,
+      new FineractHttp(opts),
+    );
     this.documentPolicy = opts.documents ?? DEFAULT_DOCUMENT_POLICY;
   }
 
-  async board(pkg: BoardingPackage, o: { signal?: AbortSignal } = {}): Promise<CoreReceipt> {
-    const signal = o.signal;
-    const { byType, uploads, warnings } = this.preflight(pkg);
+  protected async writeRecords(
+    pkg: BoardingPackage,
+    { byType }: FineractPlan,
+    receipt: CoreReceipt['records'],
+    signal?: AbortSignal,
+  ): Promise<httpCore.WrittenLoan<number>> {
     const ids: Ids = { clients: new Map(), loans: new Map(), accountNos: new Map() };
-    const receipt: CoreReceipt['records'] = [];
-
     for (const rec of byType.client) {
       const id = await this.ensureClient(rec, pkg, signal);
       ids.clients.set(rec.externalId, id);
@@ -175,31 +172,22 @@ export class FineractCore implements CoreSystem {
     if (primary === undefined || loanId === undefined) throw new CoreRejectedError('no loan record to board');
     const accountNumber =
       ids.accountNos.get(primary.externalId) ?? (await this.loanAccountNo(loanId, signal));
-    const documents = await this.ensureDocuments(pkg, uploads, loanId, byType.document, signal);
-    for (const rec of byType.document) {
-      const d = documents.find((x) => x.documentId === rec.externalId);
-      if (d?.coreId !== undefined)
-        receipt.push({ type: rec.type, externalId: rec.externalId, coreId: d.coreId });
-    }
-    if (warnings.length > 0)
-      this.logger.warn(
-        { loanId: pkg.loanId, warnings },
-        'documents left out: Fineract would refuse them (core.http.documents)',
-      );
-    this.logger.info(
-      { loanId: pkg.loanId, fineractLoanId: loanId, records: receipt.length, documents: documents.length },
-      'loan boarded in Fineract',
-    );
-    return {
-      coreReference: String(loanId),
-      loanExternalId: pkg.loanId,
-      mappingVersion: pkg.mappingVersion,
-      records: receipt,
-      documents,
-      boardedAt: new Date(this.clock.now()).toISOString(),
-      ...(warnings.length > 0 ? { warnings } : {}),
-      accountNumber,
-    };
+    return { loan: loanId, coreReference: String(loanId), accountNumber };
+  }
+
+  /** Only the documents the mapping made a `document` record of are records of the receipt. */
+  protected override documentRecords(
+    pkg: BoardingPackage,
+    documents: readonly httpCore.DocumentReceipt[],
+  ): CoreReceipt['records'] {
+    return pkg.records
+      .filter((r) => r.type === 'document')
+      .flatMap((rec) => {
+        const d = documents.find((x) => x.documentId === rec.externalId);
+        return d?.coreId === undefined
+          ? []
+          : [{ type: rec.type, externalId: rec.externalId, coreId: d.coreId }];
+      });
   }
 
   /**
@@ -220,33 +208,12 @@ export class FineractCore implements CoreSystem {
   }
 
   /** Refuses what cannot board before any write, so a bad package never leaves half a loan. */
-  private preflight(pkg: BoardingPackage): {
-    byType: Record<(typeof FINERACT_RECORD_TYPES)[number], MappedRecord[]>;
-    uploads: Array<{ doc: PlatformDocument; extension: string; contentType: string }>;
-    warnings: string[];
-  } {
-    const out = {
-      client: [] as MappedRecord[],
-      identifier: [] as MappedRecord[],
-      loan: [] as MappedRecord[],
-      guarantor: [] as MappedRecord[],
-      document: [] as MappedRecord[],
-    };
-    for (const r of pkg.records) {
-      if (!(FINERACT_RECORD_TYPES as readonly string[]).includes(r.type)) {
-        throw new CoreRejectedError(
-          `record type "${r.type}" (external id ${r.externalId}) is not supported by the Fineract ` +
-            `core (supported: ${FINERACT_RECORD_TYPES.join(', ')}); use the fineract mapping set`,
-        );
-      }
-      // Any length: one longer than Fineract's externalId (100) is stored as a digest (external-id.ts).
-      if (typeof r.externalId !== 'string' || r.externalId === '') {
-        throw new CoreRejectedError(`${r.type} record: externalId must be a non-empty string`);
-      }
-      out[r.type as keyof typeof out].push(r);
-    }
-    if (out.loan.length === 0)
-      throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
+  protected preflight(pkg: BoardingPackage): FineractPlan {
+    // Any length: an externalId longer than Fineract's (100) is stored as a digest (external-id.ts).
+    const out = httpCore.recordsByType(pkg, FINERACT_RECORD_TYPES, {
+      title: 'Fineract',
+      mappingSet: 'fineract',
+    });
     const clientIds = new Set(out.client.map((c) => c.externalId));
     for (const l of [...out.loan, ...out.guarantor]) {
       const ref = l.fields['clientExternalId'];
@@ -275,16 +242,17 @@ export class FineractCore implements CoreSystem {
     }
     // Fineract refuses a document only after the loan is written (403 error.msg.document.save):
     // decide every document's fate now, so a refused one never leaves half a loan behind.
-    const uploads: Array<{ doc: PlatformDocument; extension: string; contentType: string }> = [];
-    const warnings: string[] = [];
-    for (const doc of pkg.documents) {
-      const plan = planDocument(doc, this.documentPolicy);
-      if (plan.upload) uploads.push({ doc, extension: plan.extension, contentType: plan.contentType });
-      else if (plan.action === 'quarantine')
-        throw new CoreRejectedError(`${plan.reason} (core.http.documents: quarantine)`);
-      else warnings.push(`${plan.reason}; left out (core.http.documents: skip)`);
-    }
-    return { byType: out, uploads, warnings };
+    const documents = httpCore.triageDocuments(
+      pkg.documents,
+      (doc) => {
+        const plan = planDocument(doc, this.documentPolicy);
+        return plan.upload
+          ? { upload: { doc, extension: plan.extension, contentType: plan.contentType } }
+          : { reason: plan.reason, action: plan.action };
+      },
+      'core.http.documents',
+    );
+    return { byType: out, ...documents };
   }
 
   /**
@@ -322,9 +290,8 @@ export class FineractCore implements CoreSystem {
 
   /** Product settings the loan must agree with, read once per product (GET /loanproducts/{id}). */
   private product(productId: number, signal?: AbortSignal): Promise<ProductFacts> {
-    let p = this.products.get(productId);
-    if (p === undefined) {
-      p = this.http.get<Json>(`/loanproducts/${productId}`, signal).then((j) => {
+    return this.products.get(productId, () =>
+      this.http.get<Json>(`/loanproducts/${productId}`, signal).then((j) => {
         const facts: ProductFacts = {
           name: typeof j['name'] === 'string' ? j['name'] : `product ${productId}`,
           floating: j['isLinkedToFloatingInterestRates'] === true || j['isFloatingInterestRate'] === true,
@@ -338,31 +305,17 @@ export class FineractCore implements CoreSystem {
             'Fineract product holds guarantee funds: guarantors are added before approval',
           );
         return facts;
-      });
-      p.catch(() => this.products.delete(productId));
-      this.products.set(productId, p);
-    }
-    return p;
+      }),
+    );
   }
 
   /** Refuses, with what to configure, a loan its Fineract product would refuse. */
   private async checkProduct(rec: MappedRecord, signal?: AbortSignal): Promise<void> {
     const productId = rec.fields['productId'];
     if (typeof productId !== 'number' || !Number.isInteger(productId)) return;
-    let facts: ProductFacts;
-    try {
-      facts = await this.product(productId, signal);
-    } catch (err) {
-      if (err instanceof CoreRejectedError && err.status === 404) {
-        throw new CoreRejectedError(
-          `loan ${rec.externalId}: Fineract has no loan product ${productId}; ` +
-            `fix the productId lookup of the mapping (or its defaults)`,
-          404,
-          err.detail,
-        );
-      }
-      throw err;
-    }
+    const facts = await this.productOf(rec.externalId, productId, 'productId', () =>
+      this.product(productId, signal),
+    );
     if (facts.floating && rec.fields['interestRatePerPeriod'] !== undefined) {
       throw new CoreRejectedError(
         `loan ${rec.externalId}: Fineract product ${productId} (${facts.name}) is linked to floating ` +
@@ -385,7 +338,7 @@ export class FineractCore implements CoreSystem {
   }
 
   private ensureClient(rec: MappedRecord, pkg: BoardingPackage, signal?: AbortSignal): Promise<number> {
-    return this.clientLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
+    return this.customerLock.run(rec.externalId, () => this.ensureClientLocked(rec, pkg, signal));
   }
 
   /**
@@ -393,7 +346,7 @@ export class FineractCore implements CoreSystem {
    * (`GET /search?query=&resource=clientIdentifiers&exactMatch=true`) for the key as 9 digits and
    * dashed, the way banks key it. A search that fails is never "no client": the loan waits.
    */
-  private async findClientsByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
+  protected async findByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
     const d = q.tin;
     const forms = [
       d,
@@ -403,20 +356,12 @@ export class FineractCore implements CoreSystem {
     ];
     const clients = new Map<number, string | null>();
     for (const form of forms) {
-      let hits: Json[] | null;
-      try {
-        hits = await this.http.get<Json[] | null>(
+      const hits = await this.customerSearch('Fineract client identifier search', () =>
+        this.http.get<Json[] | null>(
           `/search?query=${encodeURIComponent(form)}&resource=clientIdentifiers&exactMatch=true`,
           signal,
-        );
-      } catch (err) {
-        if (err instanceof FatalError) throw err;
-        throw new CustomerSourceUnavailableError(
-          'customers.search_failed',
-          `Fineract client identifier search failed (${errorMessage(err)}); the ` +
-            `loan waits rather than create a customer Fineract may already have`,
-        );
-      }
+        ),
+      );
       for (const h of hits ?? []) {
         if (
           String(h['entityType']).toUpperCase() !== 'CLIENTIDENTIFIER' ||
@@ -454,26 +399,28 @@ export class FineractCore implements CoreSystem {
         );
       return id;
     }
-    const found = await this.findClientId(rec.externalId, signal);
-    if (found !== null) return found;
-    // Last guard before a create: a client that already holds this client's tax id identifier (a
-    // mapping without the customer match, or a client added in Fineract since) is reused. Fineract
-    // would refuse the identifier on a second client (error.msg.clientIdentifier.identityKey.duplicate).
-    const holder = await this.clientHoldingIdentifier(rec, pkg, signal);
-    if (holder !== null) return holder;
-    // clientId names an existing client (the customer match above), never a parameter of a create.
-    const { clientId: _matched, ...fields } = withoutRefs(rec.fields);
-    const body: Json = { ...fields, externalId: await this.ext(rec.externalId, 'client') };
-    body['officeId'] ??= this.opts.officeId;
-    return this.create(
-      `/clients`,
-      body,
-      'client',
-      [rec.externalId, pkg.mappingVersion],
-      signal,
-      'clientId',
-      () => this.findClientId(rec.externalId, signal),
-    );
+    return httpCore.lookUpOrCreate({
+      lookUp: () => this.findClientId(rec.externalId, signal),
+      // Last guard before a create: a client that already holds this client's tax id identifier (a
+      // mapping without the customer match, or a client added in Fineract since) is reused. Fineract
+      // would refuse the identifier on a second client (error.msg.clientIdentifier.identityKey.duplicate).
+      reuse: () => this.clientHoldingIdentifier(rec, pkg, signal),
+      create: async () => {
+        // clientId names an existing client (the customer match above), never a parameter of a create.
+        const { clientId: _matched, ...fields } = withoutRefs(rec.fields);
+        const body: Json = { ...fields, externalId: await this.ext(rec.externalId, 'client') };
+        body['officeId'] ??= this.opts.officeId;
+        return this.create(
+          `/clients`,
+          body,
+          'client',
+          [rec.externalId, pkg.mappingVersion],
+          signal,
+          'clientId',
+        );
+      },
+      isDuplicate: isDuplicateExternalId,
+    });
   }
 
   private async clientHoldingIdentifier(
@@ -606,42 +553,36 @@ export class FineractCore implements CoreSystem {
     ids: Ids,
     signal?: AbortSignal,
   ): Promise<number> {
-    const found = await this.findLoanJson(rec.externalId, signal);
-    if (found !== null) {
-      if (typeof found['accountNo'] === 'string' && found['accountNo'] !== '')
-        ids.accountNos.set(rec.externalId, found['accountNo']);
-      return numId(found['id'], `loan ${rec.externalId}`);
-    }
-    const clientId = await this.resolveClient(
-      String(rec.fields['clientExternalId']),
-      ids,
-      `loan ${rec.externalId}`,
-      signal,
-    );
-    await this.checkProduct(rec, signal);
-    const body: Json = {
-      ...withDecimalNumbers(withoutCommandDates(withoutRefs(rec.fields))),
-      externalId: await this.ext(rec.externalId, 'loan'),
-      clientId,
-    };
-    return this.create(
-      `/loans`,
-      body,
-      'loan',
-      [rec.externalId, pkg.mappingVersion],
-      signal,
-      'loanId',
-      async () => {
-        const l = await this.findLoanJson(rec.externalId, signal);
-        return l === null ? null : numId(l['id'], `loan ${rec.externalId}`);
+    return httpCore.lookUpOrCreate({
+      lookUp: async () => {
+        const found = await this.findLoanJson(rec.externalId, signal);
+        if (found === null) return null;
+        if (typeof found['accountNo'] === 'string' && found['accountNo'] !== '')
+          ids.accountNos.set(rec.externalId, found['accountNo']);
+        return numId(found['id'], `loan ${rec.externalId}`);
       },
-    );
+      create: async () => {
+        const clientId = await this.resolveClient(
+          String(rec.fields['clientExternalId']),
+          ids,
+          `loan ${rec.externalId}`,
+          signal,
+        );
+        await this.checkProduct(rec, signal);
+        const body: Json = {
+          ...withDecimalNumbers(withoutCommandDates(withoutRefs(rec.fields))),
+          externalId: await this.ext(rec.externalId, 'loan'),
+          clientId,
+        };
+        return this.create(`/loans`, body, 'loan', [rec.externalId, pkg.mappingVersion], signal, 'loanId');
+      },
+      // If Fineract says the external id already exists (a concurrent writer, or a replay whose
+      // look-up raced), the existing record is the answer.
+      isDuplicate: isDuplicateExternalId,
+    });
   }
 
-  /**
-   * POST that creates a record. If Fineract says the external id already exists (a concurrent
-   * writer, or a replay whose look-up raced), the existing record is the answer.
-   */
+  /** POST that creates a record under the key chain (command): the core's id of it. */
   private async create(
     path: string,
     body: Json,
@@ -649,16 +590,9 @@ export class FineractCore implements CoreSystem {
     keyParts: string[],
     signal: AbortSignal | undefined,
     idField: string,
-    lookup: () => Promise<number | null>,
   ): Promise<number> {
-    return createOrFindDuplicate({
-      create: async () => {
-        const res = await this.command<Json>(path, { body, ...(signal ? { signal } : {}) }, action, keyParts);
-        return numId(res[idField] ?? res['resourceId'], `${path} response`);
-      },
-      isDuplicate: isDuplicateExternalId,
-      found: lookup,
-    });
+    const res = await this.command<Json>(path, { body, ...(signal ? { signal } : {}) }, action, keyParts);
+    return numId(res[idField] ?? res['resourceId'], `${path} response`);
   }
 
   /**
@@ -795,99 +729,63 @@ export class FineractCore implements CoreSystem {
   }
 
   /**
-   * Uploads the loan's documents. Fineract has no external id on documents, so each upload carries
-   * a marker `[doc:<platform id>]` in its description; a document whose marker is already there is
-   * skipped. Bytes are spooled to a temp file first (hash verified, size known) and streamed from
-   * disk into the multipart body.
+   * Fineract has no external id on documents, so each upload carries a marker `[doc:<platform id>]`
+   * in its description (http-core/documents.ts); a document whose marker is already there is skipped.
    */
-  private async ensureDocuments(
-    pkg: BoardingPackage,
-    uploads: Array<{ doc: PlatformDocument; extension: string; contentType: string }>,
-    loanId: number,
-    records: MappedRecord[],
-    signal?: AbortSignal,
-  ): Promise<CoreReceipt['documents']> {
-    if (uploads.length === 0) return [];
+  protected async heldDocuments(loanId: number, signal?: AbortSignal): Promise<httpCore.HeldDocument[]> {
     const existing = (await this.http.get<Json[] | null>(`/loans/${loanId}/documents`, signal)) ?? [];
-    const out: CoreReceipt['documents'] = [];
-    for (const { doc, extension, contentType } of uploads) {
-      signal?.throwIfAborted();
-      const marker = documentMarker(doc.id);
-      const there = existing.find(
-        (e) => typeof e['description'] === 'string' && e['description'].includes(marker),
-      );
-      if (there !== undefined) {
-        out.push({
-          documentId: doc.id,
-          sha256: '',
-          bytes: Number(there['size'] ?? 0),
-          coreId: String(there['id']),
-        });
-        continue;
-      }
-      const rec = records.find((r) => r.externalId === doc.id);
-      out.push(
-        await this.uploadDocument(pkg.fetchDocument, doc, rec, { extension, contentType }, loanId, signal),
-      );
-    }
-    return out;
+    return existing.map((e) => ({
+      text: typeof e['description'] === 'string' ? e['description'] : '',
+      bytes: Number(e['size'] ?? 0),
+      coreId: String(e['id']),
+    }));
   }
 
-  private async uploadDocument(
-    fetchDocument: BoardingPackage['fetchDocument'],
-    doc: PlatformDocument,
-    rec: MappedRecord | undefined,
-    as: { extension: string; contentType: string },
+  /** Spooled to a temp file first (hash verified, size known), streamed from disk into the multipart body. */
+  protected uploadDocument(
+    pkg: BoardingPackage,
+    { doc, extension, contentType }: Upload,
     loanId: number,
     signal?: AbortSignal,
-  ): Promise<CoreReceipt['documents'][number]> {
+  ): Promise<httpCore.DocumentReceipt> {
+    const rec = pkg.records.find((r) => r.type === 'document' && r.externalId === doc.id);
     const maxBytes = this.documentPolicy.maxBytes;
     const spooled = {
-      ...{ fetchDocument, doc, spoolDir: this.opts.spoolDir, maxBytes, signal },
+      ...{ fetchDocument: pkg.fetchDocument, doc, spoolDir: this.opts.spoolDir, maxBytes, signal },
       overCap: (bytes: number) =>
         `document ${doc.id} is ${bytes} bytes, over Fineract's upload ` +
         `cap of ${maxBytes} (core.http.documents.maxBytes)`,
     };
-    return withSpooledDocument(spooled, async (path, fetched) => {
+    return httpCore.uploadSpooled(spooled, async (path) => {
       const name = (asText(rec?.fields['name']) || doc.name || doc.id).slice(0, 250);
       const described =
         asText(rec?.fields['description']) ||
         [doc.category, doc.period ?? doc.requirement?.period]
           .filter((x) => typeof x === 'string' && x !== '')
           .join(' · ');
-      const marker = documentMarker(doc.id);
-      const description = `${described.slice(0, 1000 - marker.length - 1)} ${marker}`.trim();
-      const form = new FormData();
-      form.append('name', name);
-      form.append('description', description);
       // Named and typed as Fineract's whitelist expects (document-policy.ts). Uploads bypass
       // Fineract's command pipeline, so no Idempotency-Key: the [doc:id] marker is the guard.
-      const blob = await openAsBlob(path, { type: as.contentType });
-      form.append('file', blob, uploadFileName(safeFileName(doc.name, doc.id), as.extension));
+      const form = await httpCore.uploadForm(
+        [
+          ['name', name],
+          ['description', httpCore.markedText(described, doc.id)],
+        ],
+        { path, type: contentType, name: uploadFileName(safeFileName(doc.name, doc.id), extension) },
+      );
       const res = await this.http.post<Json>(`/loans/${loanId}/documents`, {
         form,
         ...(signal ? { signal } : {}),
       });
-      return {
-        documentId: doc.id,
-        sha256: fetched.sha256,
-        bytes: fetched.bytes,
-        coreId: asText(res['resourceId']),
-      };
+      return asText(res['resourceId']);
     });
   }
 
-  async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
-    const l = await this.findLoanJson(loanExternalId);
-    if (l === null) return null;
-    // The loan alone says nothing of its guarantors and documents (later steps of the same board).
-    return {
-      coreReference: String(l['id']),
-      loanExternalId,
-      mappingVersion: null,
-      fields: canonicalFromFineractLoan(l),
-      complete: false,
-    };
+  protected loanByPlatformId(platformId: string, signal?: AbortSignal): Promise<Json | null> {
+    return this.findLoanJson(platformId, signal);
+  }
+
+  protected canonical(loan: Json): CanonicalLoanFields {
+    return canonicalFromFineractLoan(loan);
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {
@@ -901,12 +799,7 @@ export class FineractCore implements CoreSystem {
         if (typeof l['externalId'] === 'string' && l['externalId'] !== '') {
           const loanExternalId =
             (await this.opts.externalRefs?.platformIdOf('fineract', l['externalId'])) ?? l['externalId'];
-          yield {
-            coreReference: String(l['id']),
-            loanExternalId,
-            mappingVersion: null,
-            fields: canonicalFromFineractLoan(l),
-          };
+          yield this.loanRecord(l, loanExternalId);
         }
       }
       if (items.length < limit) return;
@@ -920,7 +813,7 @@ export class FineractCore implements CoreSystem {
    * was reported as `Fineract has no office 1 (core.http.officeId)`).
    */
   private async officeFailure(err: unknown, signal?: AbortSignal): Promise<string> {
-    const url = withoutSecrets(this.opts.baseUrl);
+    const url = httpCore.withoutSecrets(this.opts.baseUrl);
     const wrongUrl = (what: string): string =>
       `core.http.baseUrl: ${url} does not answer as Fineract's API (${what}); check the URL, which ` +
       'usually ends in /fineract-provider/api/v1';
@@ -955,67 +848,30 @@ export class FineractCore implements CoreSystem {
         name: 'core',
         status: 'ok',
         detail:
-          `Fineract at ${withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, ` +
+          `Fineract at ${httpCore.withoutSecrets(this.opts.baseUrl)} answers for tenant ${this.opts.tenantId}, ` +
           `user ${this.opts.username}; office ${this.opts.officeId}${name} exists`,
       });
     } catch (err) {
       const detail = await this.officeFailure(err, input.signal);
-      checks.push({ name: 'core', status: 'fail', detail });
-      checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
+      checks.push({ name: 'core', status: 'fail', detail }, ...httpCore.notAnswered('core.products'));
       return checks;
-    }
-    const ids = [...new Set(input.productIds)].sort((a, b) => a - b);
-    if (ids.length === 0) {
-      checks.push({
-        name: 'core.products',
-        status: 'skip',
-        detail: 'the mapping set names no loan product id (lookup productId, defaults *productId)',
-      });
-      return checks;
-    }
-    const missing: string[] = [];
-    const found: string[] = [];
-    for (const id of ids) {
-      try {
-        const facts = await this.product(id, input.signal);
-        found.push(`${id} (${facts.name}${facts.floating ? ', floating rate' : ''})`);
-      } catch (err) {
-        missing.push(
-          err instanceof CoreRejectedError && err.status === 404
-            ? `${id}: no such loan product`
-            : `${id}: ${errorMessage(err)}`,
-        );
-      }
     }
     checks.push(
-      missing.length === 0
-        ? {
-            name: 'core.products',
-            status: 'ok',
-            detail: `loan products the mapping set uses exist: ${found.join(', ')}`,
-          }
-        : {
-            name: 'core.products',
-            status: 'fail',
-            detail:
-              `${missing.join('; ')} — fix the mapping's productId ` +
-              `lookup or defaults, or create the product in Fineract`,
-          },
+      await httpCore.productsCheck({
+        refs: [...new Set(input.productIds)].sort((a, b) => a - b),
+        describe: async (id) => {
+          const facts = await this.product(id, input.signal);
+          return `${facts.name}${facts.floating ? ', floating rate' : ''}`;
+        },
+        none: 'the mapping set names no loan product id (lookup productId, defaults *productId)',
+        fix: "fix the mapping's productId lookup or defaults, or create the product in Fineract",
+      }),
     );
     return checks;
   }
 
-  async health(): Promise<{ ok: boolean; detail?: string }> {
-    try {
-      await this.http.get(`/offices/${this.opts.officeId}`);
-      return { ok: true, detail: this.opts.baseUrl };
-    } catch (err) {
-      return { ok: false, detail: (err as Error).message };
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.http.close();
+  protected ping(): Promise<unknown> {
+    return this.http.get(`/offices/${this.opts.officeId}`);
   }
 }
 
@@ -1092,15 +948,6 @@ function decimalEquals(a: string, b: string): boolean {
     return `${x.startsWith('-') ? '-' : ''}${i.replace(/^0+(?=\d)/, '')}.${f.replace(/0+$/, '')}`;
   };
   return norm(a) === norm(b);
-}
-
-/**
- * The marker of a document's upload: its platform id, or the id's digest when longer than 100
- * characters (description is 1000). A description is no path: the marker keeps the form earlier
- * versions wrote (external-id.ts), so their uploads are recognised and not sent again.
- */
-export function documentMarker(documentId: string): string {
-  return `[doc:${fineractExternalIdBeforePathSafe(documentId)}]`;
 }
 
 function asText(v: unknown): string {

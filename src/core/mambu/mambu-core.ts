@@ -1,32 +1,26 @@
 import { createHash } from 'node:crypto';
-import { openAsBlob } from 'node:fs';
-import { FormData } from 'undici';
 import type { MappedRecord } from '../../contract/records.js';
 import type { PlatformDocument } from '../../contract/schemas.js';
 import type { Clock } from '../../lib/clock.js';
 import { normaliseName, normaliseTin } from '../../lib/customer-keys.js';
 import { isValidTimeZone, localDate } from '../../lib/calendar.js';
-import { FatalError, errorMessage } from '../../lib/errors.js';
+import { errorMessage } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ExternalRefStore } from '../external-refs.js';
-import { withSpooledDocument } from '../documents.js';
-import { KeyedLock } from '../keyed-lock.js';
 import {
   CoreRejectedError,
-  CustomerSourceUnavailableError,
   type BoardingPackage,
+  type CanonicalLoanFields,
   type CoreCheck,
   type CoreConnectionCheckInput,
   type CoreLoanRecord,
   type CoreReceipt,
   type CoreSystem,
-  type CustomerDirectory,
   type CustomerQuery,
   type ExistingCustomer,
 } from '../port.js';
 import { safeFileName } from '../safe-name.js';
 import { MambuDecimal, MambuHttp, isDuplicateId, type MambuHttpOptions } from './http.js';
-import { createOrFindDuplicate } from '../create-once.js';
 import {
   derivedMambuId,
   isMambuId,
@@ -37,6 +31,8 @@ import {
 } from './ids.js';
 import { canonicalFromMambuLoan } from './units.js';
 import { LOAN_DATE_TIME_FIELDS, mambuDateTime } from './dates.js';
+import * as httpCore from '../http-core/index.js';
+export { documentMarker } from '../http-core/documents.js';
 
 export const MAMBU_RECORD_TYPES = ['client', 'group', 'loan', 'document'] as const;
 type RecordType = (typeof MAMBU_RECORD_TYPES)[number];
@@ -87,17 +83,8 @@ interface Ids {
   groups: Map<string, Holder>;
 }
 
-/** A URL for an operator's eyes: no user info, no query string. */
-function withoutSecrets(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    u.search = '';
-    return u.toString();
-  } catch {
-    return '(unparseable URL)';
-  }
+interface MambuPlan extends httpCore.BoardPlan<{ doc: PlatformDocument }> {
+  byType: Record<RecordType, MappedRecord[]>;
 }
 
 const enc = encodeURIComponent;
@@ -115,40 +102,38 @@ const enc = encodeURIComponent;
  * Record types: `client` (people), `group` (businesses, members by `memberExternalIds`), `loan`
  * (`accountHolderExternalId` + `accountHolderType`), `document` (the mambu mapping set).
  */
-export class MambuCore implements CoreSystem {
+export class MambuCore extends httpCore.HttpCore<MambuPlan, Json, MambuHttp> implements CoreSystem {
   readonly name = 'mambu';
-  private readonly http: MambuHttp;
-  private readonly logger: Logger;
-  private readonly clock: Clock;
-  /** Two loans boarded concurrently may share a borrower: create it once. */
-  private readonly customerLock = new KeyedLock();
   /** Product encodedKeys by the mapping's id or key, read once per process. */
-  private readonly products = new Map<string, Promise<Json>>();
+  private readonly products = new httpCore.ReadOnce<string, Json>();
   private readonly loanRef: { set: string; field: string };
 
-  readonly customers: CustomerDirectory = {
-    findByTin: (q, o) => this.findByTin(q, o?.signal),
-    status: () => ({
-      ok: true,
-      detail: `Mambu search by custom field (${this.opts.taxIdField.clients}, ${this.opts.taxIdField.groups})`,
-    }),
-  };
-
   constructor(private readonly opts: MambuCoreOptions) {
-    this.http = new MambuHttp(opts);
-    this.logger = opts.logger.child({ component: 'core.mambu' });
-    this.clock = opts.clock;
+    super(
+      {
+        title: 'Mambu',
+        loanIdField: 'mambuLoanId',
+        documentsLeftOut: 'documents left out: over core.mambu.documents.maxBytes',
+        customerSource: `Mambu search by custom field (${opts.taxIdField.clients}, ${opts.taxIdField.groups})`,
+        baseUrl: opts.baseUrl,
+      },
+      opts.logger.child({ component: 'core.mambu' }),
+      opts.clock,
+      new MambuHttp(opts),
+    );
     const [set, field] = opts.loanRefField.split('.');
     this.loanRef = { set: set ?? '_boarding_Loans', field: field ?? 'platformLoanId' };
   }
 
-  async board(pkg: BoardingPackage, o: { signal?: AbortSignal } = {}): Promise<CoreReceipt> {
-    const signal = o.signal;
-    const { byType, uploads, warnings } = this.preflight(pkg);
+  protected async writeRecords(
+    pkg: BoardingPackage,
+    { byType }: MambuPlan,
+    receipt: CoreReceipt['records'],
+    signal?: AbortSignal,
+  ): Promise<httpCore.WrittenLoan<Json>> {
     // The products first: a loan its product would refuse stops here, before any client or group is made.
     for (const rec of byType.loan) await this.checkProduct(rec, signal);
     const ids: Ids = { clients: new Map(), groups: new Map() };
-    const receipt: CoreReceipt['records'] = [];
     for (const rec of byType.client) {
       const h = await this.ensureHolder('client', rec, pkg, ids, signal);
       ids.clients.set(rec.externalId, h);
@@ -169,66 +154,33 @@ export class MambuCore implements CoreSystem {
       if (rec === primary) loan = l;
     }
     const loanId = text(loan?.['id']);
-    const documents = await this.ensureDocuments(pkg, uploads, loan as Json, signal);
-    for (const d of documents)
-      if (d.coreId !== undefined)
-        receipt.push({ type: 'document', externalId: d.documentId, coreId: d.coreId });
-    if (warnings.length > 0)
-      this.logger.warn(
-        { loanId: pkg.loanId, warnings },
-        'documents left out: over core.mambu.documents.maxBytes',
-      );
-    this.logger.info(
-      { loanId: pkg.loanId, mambuLoanId: loanId, records: receipt.length, documents: documents.length },
-      'loan boarded in Mambu',
-    );
-    return {
-      coreReference: loanId,
-      loanExternalId: pkg.loanId,
-      mappingVersion: pkg.mappingVersion,
-      records: receipt,
-      documents,
-      boardedAt: new Date(this.clock.now()).toISOString(),
-      ...(warnings.length > 0 ? { warnings } : {}),
-      accountNumber: loanId,
-    };
+    return { loan: loan as Json, coreReference: loanId, accountNumber: loanId };
   }
 
   /** Refuses what cannot board before any write, so a bad package never leaves half a loan. */
-  private preflight(pkg: BoardingPackage): {
-    byType: Record<RecordType, MappedRecord[]>;
-    uploads: PlatformDocument[];
-    warnings: string[];
-  } {
-    const out: Record<RecordType, MappedRecord[]> = { client: [], group: [], loan: [], document: [] };
-    for (const r of pkg.records) {
-      if (!(MAMBU_RECORD_TYPES as readonly string[]).includes(r.type)) {
-        throw new CoreRejectedError(
-          `record type "${r.type}" (external id ${r.externalId}) is not supported by the ` +
-            `Mambu core (supported: ${MAMBU_RECORD_TYPES.join(', ')}); use the mambu mapping set`,
-        );
-      }
-      if (typeof r.externalId !== 'string' || r.externalId === '')
-        throw new CoreRejectedError(`${r.type} record: externalId must be a non-empty string`);
-      const id = r.fields['id'];
-      if (id !== undefined && id !== null && (typeof id !== 'string' || !isMambuId(id))) {
-        throw new CoreRejectedError(
-          `${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and ` +
-            `digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`,
-        );
-      }
-      if (r.type !== 'document') {
-        for (const [k, v] of Object.entries(r.fields)) {
-          if (k.startsWith('_') && (v === null || typeof v !== 'object' || Array.isArray(v)))
-            throw new CoreRejectedError(
-              `${r.type} ${r.externalId}: custom field set ${k} must be an object of field id → value`,
-            );
+  protected preflight(pkg: BoardingPackage): MambuPlan {
+    const out = httpCore.recordsByType(
+      pkg,
+      MAMBU_RECORD_TYPES,
+      { title: 'Mambu', mappingSet: 'mambu' },
+      (r) => {
+        const id = r.fields['id'];
+        if (id !== undefined && id !== null && (typeof id !== 'string' || !isMambuId(id))) {
+          throw new CoreRejectedError(
+            `${r.type} ${r.externalId}: id ${JSON.stringify(id)} is not a Mambu id (letters and ` +
+              `digits, at most 32); check identity.*Numbers.pool (prefix, width) or the mapping's id`,
+          );
         }
-      }
-      out[r.type as RecordType].push(r);
-    }
-    if (out.loan.length === 0)
-      throw new CoreRejectedError(`loan ${pkg.loanId}: the mapping produced no loan record`);
+        if (r.type !== 'document') {
+          for (const [k, v] of Object.entries(r.fields)) {
+            if (k.startsWith('_') && (v === null || typeof v !== 'object' || Array.isArray(v)))
+              throw new CoreRejectedError(
+                `${r.type} ${r.externalId}: custom field set ${k} must be an object of field id → value`,
+              );
+          }
+        }
+      },
+    );
     for (const l of out.loan) {
       if (typeof l.fields['accountHolderExternalId'] !== 'string')
         throw new CoreRejectedError(
@@ -242,19 +194,19 @@ export class MambuCore implements CoreSystem {
         );
       this.withMambuDates(l);
     }
-    const uploads: PlatformDocument[] = [];
-    const warnings: string[] = [];
-    for (const doc of pkg.documents) {
-      if (typeof doc.size === 'number' && doc.size > this.opts.documents.maxBytes) {
-        const reason =
-          `document ${doc.id} is ${doc.size} bytes, over ` +
-          `core.mambu.documents.maxBytes (${this.opts.documents.maxBytes})`;
-        if (this.opts.documents.refused === 'quarantine')
-          throw new CoreRejectedError(`${reason} (core.mambu.documents.refused: quarantine)`);
-        warnings.push(`${reason}; left out (core.mambu.documents.refused: skip)`);
-      } else uploads.push(doc);
-    }
-    return { byType: out, uploads, warnings };
+    const { maxBytes, refused } = this.opts.documents;
+    const documents = httpCore.triageDocuments(
+      pkg.documents,
+      (doc) =>
+        typeof doc.size === 'number' && doc.size > maxBytes
+          ? {
+              reason: `document ${doc.id} is ${doc.size} bytes, over core.mambu.documents.maxBytes (${maxBytes})`,
+              action: refused,
+            }
+          : { upload: { doc } },
+      'core.mambu.documents.refused',
+    );
+    return { byType: out, ...documents };
   }
 
   /** A write's Idempotency-Key: what it does (action, record, mapping version, body), as a v4 UUID. */
@@ -294,18 +246,44 @@ export class MambuCore implements CoreSystem {
     signal?: AbortSignal,
   ): Promise<Holder> {
     const resource = kind === 'client' ? 'clients' : 'groups';
-    const found = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
-    if (found !== null) return holderOf(found, `${kind} ${id}`);
-    if (rec.fields['existing'] === true) {
-      throw new CoreRejectedError(
-        `${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist ` +
-          `(deleted since it was matched?); check the customer, then loans retry`,
-      );
-    }
-    // Last guard before a create: a customer that already holds this tax id (made in Mambu by a
-    // person, or boarded without the customer match) is reused, never doubled.
-    const holder = await this.holderWithTaxId(kind, rec, pkg, signal);
-    if (holder !== null) return holder;
+    const lookUp = async (): Promise<Holder | null> => {
+      const found = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
+      return found === null ? null : holderOf(found, `${kind} ${id}`);
+    };
+    return httpCore.lookUpOrCreate({
+      lookUp,
+      reuse: () => {
+        if (rec.fields['existing'] === true) {
+          throw new CoreRejectedError(
+            `${kind} ${rec.externalId}: the matched Mambu ${kind} ${id} does not exist ` +
+              `(deleted since it was matched?); check the customer, then loans retry`,
+          );
+        }
+        // Last guard before a create: a customer that already holds this tax id (made in Mambu by a
+        // person, or boarded without the customer match) is reused, never doubled.
+        return this.holderWithTaxId(kind, rec, pkg, signal);
+      },
+      create: async () => {
+        const body = this.holderBody(kind, id, rec, pkg, ids);
+        const res = await this.http.post<Json>(`/${resource}`, {
+          body,
+          idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body),
+          ...(signal ? { signal } : {}),
+        });
+        return holderOf(res, `${kind} ${id}`);
+      },
+      isDuplicate: isDuplicateId,
+    });
+  }
+
+  /** A new client's or group's body: its fields, the supplied id, the branch, a group's members. */
+  private holderBody(
+    kind: 'client' | 'group',
+    id: string,
+    rec: MappedRecord,
+    pkg: BoardingPackage,
+    ids: Ids,
+  ): Json {
     const body: Json = { ...this.outgoing(rec), id };
     if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined)
       body['assignedBranchKey'] = this.opts.branchKey;
@@ -327,21 +305,7 @@ export class MambuCore implements CoreSystem {
       }
       if (keys.length > 0) body['groupMembers'] = keys;
     }
-    return createOrFindDuplicate({
-      create: async () => {
-        const res = await this.http.post<Json>(`/${resource}`, {
-          body,
-          idempotencyKey: this.key(kind, [rec.externalId, pkg.mappingVersion], body),
-          ...(signal ? { signal } : {}),
-        });
-        return holderOf(res, `${kind} ${id}`);
-      },
-      isDuplicate: isDuplicateId,
-      found: async () => {
-        const again = await this.http.find<Json>(`/${resource}/${enc(id)}`, signal);
-        return again === null ? null : holderOf(again, `${kind} ${id}`);
-      },
-    });
+    return body;
   }
 
   /** The tax id a client or group record carries in the configured custom field. */
@@ -407,19 +371,11 @@ export class MambuCore implements CoreSystem {
   }
 
   /** The customer match: Mambu's clients (SSN) or groups (EIN) with this tax id; a failed search is never "none". */
-  private async findByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
+  protected async findByTin(q: CustomerQuery, signal?: AbortSignal): Promise<ExistingCustomer[]> {
     const kind = q.tinType === 'EIN' ? 'group' : 'client';
-    let hits: Json[];
-    try {
-      hits = await this.searchByTaxId(kind, q.tin, signal);
-    } catch (err) {
-      if (err instanceof FatalError) throw err;
-      throw new CustomerSourceUnavailableError(
-        'customers.search_failed',
-        `Mambu ${kind} search by tax id failed (${errorMessage(err)}); the ` +
-          `loan waits rather than create a customer Mambu may already have`,
-      );
-    }
+    const hits = await this.customerSearch(`Mambu ${kind} search by tax id`, () =>
+      this.searchByTaxId(kind, q.tin, signal),
+    );
     return hits.map((h) => {
       const name =
         kind === 'group'
@@ -479,13 +435,7 @@ export class MambuCore implements CoreSystem {
 
   /** A loan product by the mapping's id or key (GET /loanproducts/{id}), read once per process. */
   private product(ref: string, signal?: AbortSignal): Promise<Json> {
-    let p = this.products.get(ref);
-    if (p === undefined) {
-      p = this.http.get<Json>(`/loanproducts/${enc(ref)}`, signal);
-      p.catch(() => this.products.delete(ref));
-      this.products.set(ref, p);
-    }
-    return p;
+    return this.products.get(ref, () => this.http.get<Json>(`/loanproducts/${enc(ref)}`, signal));
   }
 
   /**
@@ -494,20 +444,9 @@ export class MambuCore implements CoreSystem {
    */
   private async checkProduct(rec: MappedRecord, signal?: AbortSignal): Promise<Json> {
     const ref = rec.fields['productTypeKey'] as string;
-    let product: Json;
-    try {
-      product = await this.product(ref, signal);
-    } catch (err) {
-      if (err instanceof CoreRejectedError && err.status === 404) {
-        throw new CoreRejectedError(
-          `loan ${rec.externalId}: Mambu has no loan product ${ref}; fix ` +
-            `the productTypeKey lookup of the mapping (or its defaults)`,
-          404,
-          err.detail,
-        );
-      }
-      throw err;
-    }
+    const product = await this.productOf(rec.externalId, ref, 'productTypeKey', () =>
+      this.product(ref, signal),
+    );
     const name = typeof product['name'] === 'string' ? `${ref} (${product['name']})` : ref;
     const range = (v: unknown): { min: number | null; max: number | null } => {
       const o = v !== null && typeof v === 'object' ? (v as Json) : {};
@@ -590,21 +529,48 @@ export class MambuCore implements CoreSystem {
   ): Promise<Json> {
     const id = this.holderId('loan', rec);
     const ref = mambuRef(rec.externalId);
-    const byId = await this.findLoanById(id, signal);
-    if (byId !== null) {
-      const theirs = this.refOf(byId);
-      if (theirs !== undefined && theirs !== ref) {
-        throw new CoreRejectedError(
-          `loan ${rec.externalId}: Mambu loan ${id} belongs to another loan ` +
-            `(${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number ` +
-            `pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`,
-        );
-      }
-      return byId;
-    }
-    // Boarded earlier under another id (a mapping or pool change since): found by the platform id.
-    const byRef = await this.findLoanByRef(rec.externalId, signal);
-    if (byRef !== null) return byRef;
+    return httpCore.lookUpOrCreate({
+      lookUp: async () => {
+        const byId = await this.findLoanById(id, signal);
+        if (byId !== null) {
+          const theirs = this.refOf(byId);
+          if (theirs !== undefined && theirs !== ref) {
+            throw new CoreRejectedError(
+              `loan ${rec.externalId}: Mambu loan ${id} belongs to another loan ` +
+                `(${this.opts.loanRefField} ${JSON.stringify(theirs)}); the account number ` +
+                `pool overlaps numbers Mambu already uses (identity.accountNumbers.pool)`,
+            );
+          }
+          return byId;
+        }
+        // Boarded earlier under another id (a mapping or pool change since): found by the platform id.
+        return this.findLoanByRef(rec.externalId, signal);
+      },
+      create: async () => {
+        const body = await this.loanBody(rec, id, ref, ids, signal);
+        return this.http.post<Json>('/loans', {
+          body,
+          idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body),
+          ...(signal ? { signal } : {}),
+        });
+      },
+      isDuplicate: isDuplicateId,
+      // Only this loan's own record (its reference field) answers the duplicate.
+      lookUpAgain: async () => {
+        const again = await this.findLoanById(id, signal);
+        return again !== null && this.refOf(again) === ref ? again : null;
+      },
+    });
+  }
+
+  /** A new loan's body: its fields with Mambu's dates, the holder's and the product's keys, the reference. */
+  private async loanBody(
+    rec: MappedRecord,
+    id: string,
+    ref: string,
+    ids: Ids,
+    signal?: AbortSignal,
+  ): Promise<Json> {
     const holderExt = rec.fields['accountHolderExternalId'] as string;
     const type = rec.fields['accountHolderType'] as 'CLIENT' | 'GROUP';
     const holder = await this.resolveHolder(
@@ -627,20 +593,7 @@ export class MambuCore implements CoreSystem {
     body[this.loanRef.set] = { ...(body[this.loanRef.set] ?? {}), [this.loanRef.field]: ref };
     if (this.opts.branchKey !== undefined && body['assignedBranchKey'] === undefined)
       body['assignedBranchKey'] = this.opts.branchKey;
-    return createOrFindDuplicate({
-      create: () =>
-        this.http.post<Json>('/loans', {
-          body,
-          idempotencyKey: this.key('loan', [rec.externalId, pkg.mappingVersion], body),
-          ...(signal ? { signal } : {}),
-        }),
-      isDuplicate: isDuplicateId,
-      // Only this loan's own record (its reference field) answers the duplicate.
-      found: async () => {
-        const again = await this.findLoanById(id, signal);
-        return again !== null && this.refOf(again) === ref ? again : null;
-      },
-    });
+    return body;
   }
 
   private async resolveHolder(
@@ -733,14 +686,8 @@ export class MambuCore implements CoreSystem {
     }
   }
 
-  /** Uploads the loan's documents; one whose `[doc:<ref>]` marker is already on the loan is not sent again. */
-  private async ensureDocuments(
-    pkg: BoardingPackage,
-    uploads: PlatformDocument[],
-    loan: Json,
-    signal?: AbortSignal,
-  ): Promise<CoreReceipt['documents']> {
-    if (uploads.length === 0) return [];
+  /** The loan's documents (all pages); one whose `[doc:<ref>]` marker is in its notes is not sent again. */
+  protected async heldDocuments(loan: Json, signal?: AbortSignal): Promise<httpCore.HeldDocument[]> {
     const existing: Json[] = [];
     for (let offset = 0; ; offset += PAGE) {
       const page = await this.http.page<Json>(
@@ -753,78 +700,55 @@ export class MambuCore implements CoreSystem {
       if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total))
         break;
     }
-    const out: CoreReceipt['documents'] = [];
-    for (const doc of uploads) {
-      signal?.throwIfAborted();
-      const marker = documentMarker(doc.id);
-      const there = existing.find((e) => typeof e['notes'] === 'string' && e['notes'].includes(marker));
-      if (there !== undefined) {
-        out.push({
-          documentId: doc.id,
-          sha256: '',
-          bytes: Number(there['fileSize'] ?? 0),
-          coreId: String(there['encodedKey'] ?? there['id']),
-        });
-        continue;
-      }
-      const rec = pkg.records.find((r) => r.type === 'document' && r.externalId === doc.id);
-      out.push(await this.uploadDocument(pkg, doc, rec, loan, signal));
-    }
-    return out;
+    return existing.map((e) => ({
+      text: typeof e['notes'] === 'string' ? e['notes'] : '',
+      bytes: Number(e['fileSize'] ?? 0),
+      coreId: String(e['encodedKey'] ?? e['id']),
+    }));
   }
 
-  private async uploadDocument(
+  protected uploadDocument(
     pkg: BoardingPackage,
-    doc: PlatformDocument,
-    rec: MappedRecord | undefined,
+    { doc }: { doc: PlatformDocument },
     loan: Json,
     signal?: AbortSignal,
-  ): Promise<CoreReceipt['documents'][number]> {
+  ): Promise<httpCore.DocumentReceipt> {
+    const rec = pkg.records.find((r) => r.type === 'document' && r.externalId === doc.id);
     const maxBytes = this.opts.documents.maxBytes;
     const spooled = {
       ...{ fetchDocument: pkg.fetchDocument, doc, spoolDir: this.opts.spoolDir, maxBytes, signal },
       overCap: (bytes: number) =>
         `document ${doc.id} is ${bytes} bytes, over core.mambu.documents.maxBytes (${maxBytes})`,
     };
-    return withSpooledDocument(spooled, async (path, fetched) => {
-      const name = mambuDocumentName(asText(rec?.fields['name']) || doc.name || '', `document ${doc.id}`);
-      const marker = documentMarker(doc.id);
-      const described = asText(rec?.fields['notes']);
-      const notes = `${described.slice(0, 1000 - marker.length - 1)} ${marker}`.trim();
-      const form = new FormData();
-      form.append('ownerType', 'LOAN_ACCOUNT');
-      form.append('id', String(loan['id']));
-      form.append('name', name);
-      form.append('notes', notes);
-      const blob = await openAsBlob(path, {
-        type: fetched.contentType ?? doc.type ?? 'application/octet-stream',
-      });
-      form.append('file', blob, safeFileName(doc.name, doc.id));
+    return httpCore.uploadSpooled(spooled, async (path, fetched) => {
+      const form = await httpCore.uploadForm(
+        [
+          ['ownerType', 'LOAN_ACCOUNT'],
+          ['id', String(loan['id'])],
+          ['name', mambuDocumentName(asText(rec?.fields['name']) || doc.name || '', `document ${doc.id}`)],
+          ['notes', httpCore.markedText(asText(rec?.fields['notes']), doc.id)],
+        ],
+        {
+          path,
+          type: fetched.contentType ?? doc.type ?? 'application/octet-stream',
+          name: safeFileName(doc.name, doc.id),
+        },
+      );
       const res = await this.http.post<Json>('/documents', {
         form,
         idempotencyKey: mambuIdempotencyKey('document', [String(loan['id']), doc.id, fetched.sha256]),
         ...(signal ? { signal } : {}),
       });
-      return {
-        documentId: doc.id,
-        sha256: fetched.sha256,
-        bytes: fetched.bytes,
-        coreId: text(res['encodedKey']) || text(res['id']),
-      };
+      return text(res['encodedKey']) || text(res['id']);
     });
   }
 
-  async findLoan(loanExternalId: string): Promise<CoreLoanRecord | null> {
-    const l = await this.findLoanByRef(loanExternalId);
-    if (l === null) return null;
-    // The loan alone says nothing of its approval, disbursement and documents (later steps of the board).
-    return {
-      coreReference: String(l['id']),
-      loanExternalId,
-      mappingVersion: null,
-      fields: canonicalFromMambuLoan(l),
-      complete: false,
-    };
+  protected loanByPlatformId(platformId: string, signal?: AbortSignal): Promise<Json | null> {
+    return this.findLoanByRef(platformId, signal);
+  }
+
+  protected canonical(loan: Json): CanonicalLoanFields {
+    return canonicalFromMambuLoan(loan);
   }
 
   async *listLoans(): AsyncIterable<CoreLoanRecord> {
@@ -838,12 +762,7 @@ export class MambuCore implements CoreSystem {
         const ref = this.refOf(l);
         if (typeof ref !== 'string' || ref === '') continue;
         const loanExternalId = (await this.opts.externalRefs?.platformIdOf('mambu', ref)) ?? ref;
-        yield {
-          coreReference: String(l['id']),
-          loanExternalId,
-          mappingVersion: null,
-          fields: canonicalFromMambuLoan(l),
-        };
+        yield this.loanRecord(l, loanExternalId);
       }
       if (page.items.length < PAGE || (page.total !== null && offset + page.items.length >= page.total))
         return;
@@ -857,7 +776,7 @@ export class MambuCore implements CoreSystem {
    */
   async checkConnection(input: CoreConnectionCheckInput): Promise<CoreCheck[]> {
     const checks: CoreCheck[] = [];
-    const at = withoutSecrets(this.opts.baseUrl);
+    const at = httpCore.withoutSecrets(this.opts.baseUrl);
     const signal = input.signal;
     try {
       await this.http.page<Json>('/loanproducts', 0, 1, signal);
@@ -869,10 +788,10 @@ export class MambuCore implements CoreSystem {
           `(${'apiKey' in this.opts.auth ? 'API key' : `user ${this.opts.auth.username}`})`,
       });
     } catch (err) {
-      checks.push({ name: 'core', status: 'fail', detail: errorMessage(err) });
-      checks.push({ name: 'core.products', status: 'skip', detail: 'the core did not answer' });
-      checks.push({ name: 'core.customFields', status: 'skip', detail: 'the core did not answer' });
-      checks.push({ name: 'core.timeZone', status: 'skip', detail: 'the core did not answer' });
+      checks.push(
+        { name: 'core', status: 'fail', detail: errorMessage(err) },
+        ...httpCore.notAnswered('core.products', 'core.customFields', 'core.timeZone'),
+      );
       return checks;
     }
     if (this.opts.disburse && this.opts.disburseAuth !== undefined) {
@@ -895,44 +814,17 @@ export class MambuCore implements CoreSystem {
         checks.push({ name: 'core.disburseAuth', status: 'fail', detail: errorMessage(err) });
       }
     }
-    const refs = [...new Set(input.productRefs ?? [])].sort();
-    if (refs.length === 0) {
-      checks.push({
-        name: 'core.products',
-        status: 'skip',
-        detail: 'the mapping set names no loan product (lookup productTypeKey, defaults *productTypeKey)',
-      });
-    } else {
-      const found: string[] = [];
-      const missing: string[] = [];
-      for (const ref of refs) {
-        try {
+    checks.push(
+      await httpCore.productsCheck({
+        refs: [...new Set(input.productRefs ?? [])].sort(),
+        describe: async (ref) => {
           const p = await this.product(ref, signal);
-          found.push(`${ref} (${typeof p['name'] === 'string' ? p['name'] : String(p['encodedKey'])})`);
-        } catch (err) {
-          missing.push(
-            err instanceof CoreRejectedError && err.status === 404
-              ? `${ref}: no such loan product`
-              : `${ref}: ${errorMessage(err)}`,
-          );
-        }
-      }
-      checks.push(
-        missing.length === 0
-          ? {
-              name: 'core.products',
-              status: 'ok',
-              detail: `loan products the mapping set uses exist: ${found.join(', ')}`,
-            }
-          : {
-              name: 'core.products',
-              status: 'fail',
-              detail:
-                `${missing.join('; ')} — fix the mapping's productTypeKey ` +
-                `lookup or defaults, or create the product in Mambu`,
-            },
-      );
-    }
+          return typeof p['name'] === 'string' ? p['name'] : String(p['encodedKey']);
+        },
+        none: 'the mapping set names no loan product (lookup productTypeKey, defaults *productTypeKey)',
+        fix: "fix the mapping's productTypeKey lookup or defaults, or create the product in Mambu",
+      }),
+    );
     checks.push(await this.customFieldCheck(input, signal));
     checks.push(await this.timeZoneCheck(signal));
     return checks;
@@ -1040,17 +932,8 @@ export class MambuCore implements CoreSystem {
         };
   }
 
-  async health(): Promise<{ ok: boolean; detail?: string }> {
-    try {
-      await this.http.page('/loanproducts', 0, 1);
-      return { ok: true, detail: withoutSecrets(this.opts.baseUrl) };
-    } catch (err) {
-      return { ok: false, detail: errorMessage(err) };
-    }
-  }
-
-  async close(): Promise<void> {
-    await this.http.close();
+  protected ping(): Promise<unknown> {
+    return this.http.page('/loanproducts', 0, 1);
   }
 }
 
@@ -1081,15 +964,6 @@ function setDecimal(obj: Json, path: readonly string[]): void {
   const v = (cur as Json)[last];
   if (typeof v === 'string') (cur as Json)[last] = new MambuDecimal(v);
   else if (typeof v === 'number') (cur as Json)[last] = new MambuDecimal(String(v));
-}
-
-/** The marker of a document's upload in its notes: its platform id, or the id's digest when long. */
-export function documentMarker(documentId: string): string {
-  const ref =
-    documentId.length <= 100 && !documentId.startsWith('sha256:')
-      ? documentId
-      : `sha256:${createHash('sha256').update(documentId, 'utf8').digest('base64url')}`;
-  return `[doc:${ref}]`;
 }
 
 function text(v: unknown): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOrFindDuplicate } from '../../../src/core/create-once.js';
+import { createOrFindDuplicate, lookUpOrCreate } from '../../../src/core/http-core/create-once.js';
 import { CoreRejectedError, CoreUnavailableError } from '../../../src/core/port.js';
 
 const duplicate = new CoreRejectedError('id taken', 400, { code: 'dup' });
@@ -51,5 +51,59 @@ describe('createOrFindDuplicate (the HTTP cores after a look-up that found nothi
       createOrFindDuplicate({ create: () => Promise.reject(down), isDuplicate, found }),
     ).rejects.toBe(down);
     expect(lookups).toBe(0);
+  });
+});
+
+describe('lookUpOrCreate (the look-up-before-create loop of every HTTP core)', () => {
+  it('answers what the look-up finds, and never creates', async () => {
+    let creates = 0;
+    await expect(
+      lookUpOrCreate({
+        lookUp: () => Promise.resolve(5),
+        reuse: () => Promise.resolve(6),
+        create: () => Promise.resolve((creates += 1)),
+        isDuplicate,
+      }),
+    ).resolves.toBe(5);
+    expect(creates).toBe(0);
+  });
+
+  it('reuses what the guard finds (a customer holding the tax id) before any create', async () => {
+    let creates = 0;
+    await expect(
+      lookUpOrCreate({
+        lookUp: () => Promise.resolve(null),
+        reuse: () => Promise.resolve(6),
+        create: () => Promise.resolve((creates += 1)),
+        isDuplicate,
+      }),
+    ).resolves.toBe(6);
+    expect(creates).toBe(0);
+  });
+
+  it('creates when nothing is found; a duplicate refusal is answered by the look-up again', async () => {
+    await expect(
+      lookUpOrCreate({
+        lookUp: () => Promise.resolve(null),
+        create: () => Promise.resolve(7),
+        isDuplicate,
+      }),
+    ).resolves.toBe(7);
+    let lookups = 0;
+    await expect(
+      lookUpOrCreate({
+        lookUp: () => Promise.resolve(lookups++ === 0 ? null : 9),
+        create: () => Promise.reject(duplicate),
+        isDuplicate,
+      }),
+    ).resolves.toBe(9);
+    await expect(
+      lookUpOrCreate({
+        lookUp: () => Promise.resolve(null),
+        create: () => Promise.reject(duplicate),
+        isDuplicate,
+        lookUpAgain: () => Promise.resolve(null),
+      }),
+    ).rejects.toBe(duplicate);
   });
 });
