@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
-import { runCli } from '../pipeline/harness.js';
+import { runCli } from '../../integration/pipeline/harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
 
 describe('state backup / state verify', () => {

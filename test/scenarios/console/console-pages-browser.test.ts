@@ -27,7 +27,7 @@ import type { MappingInput } from '../../../src/mapping/types.js';
 import { reconcileDaemonJob } from '../../../src/reports/daemon-job.js';
 import { startSandbox } from '../../../src/sandbox/index.js';
 import { browserKit, launchChromium } from '../../support/console-pages-browser.js';
-import { runCli, startTestPlatform, writeConnectorConfig } from '../pipeline/harness.js';
+import { runCli, startTestPlatform, writeConnectorConfig } from '../../integration/pipeline/harness.js';
 import { FakeCore } from '../../support/fake-core.js';
 import { FakeMapper, issue } from '../../support/fake-mapper.js';
 

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
+import {
+  runCli,
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../../integration/pipeline/harness.js';
 
 /**
  * Acceptance for the Fineract profile: sandbox loans through the real pipeline, the shipped

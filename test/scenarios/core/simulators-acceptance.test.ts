@@ -5,7 +5,12 @@ import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 import { mambuRef } from '../../../src/core/mambu/ids.js';
 import { startFineractSimulator } from '../../../src/sandbox/cores/fineract/index.js';
 import { startMambuSimulator } from '../../../src/sandbox/cores/mambu/index.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
+import {
+  runCli,
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../../integration/pipeline/harness.js';
 
 const LOANS = 30;
 const RATES = { windowMs: 1000, readsPerWindow: 200, writesPerWindow: 60 };

@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxState } from '../../../src/sandbox/state.js';
 import { normaliseTin } from '../../../src/lib/customer-keys.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
+import {
+  runCli,
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../../integration/pipeline/harness.js';
 
 const SEED = 23;
 const LOANS = 60;

@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { SandboxState } from '../../../src/sandbox/state.js';
 import { startFakeFineract, type FakeFineract } from '../../support/fake-fineract.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
+import {
+  runCli,
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../../integration/pipeline/harness.js';
 import { fineractExternalId } from '../../../src/core/fineract/external-id.js';
 
 const SEED = 11;

@@ -4,7 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxState } from '../../../src/sandbox/state.js';
 import { mambuRef } from '../../../src/core/mambu/ids.js';
 import { startFakeMambu, type FakeMambu } from '../../support/fake-mambu.js';
-import { runCli, startTestPlatform, writeConnectorConfig, type TestPlatform } from '../pipeline/harness.js';
+import {
+  runCli,
+  startTestPlatform,
+  writeConnectorConfig,
+  type TestPlatform,
+} from '../../integration/pipeline/harness.js';
 
 const SEED = 11;
 const LOANS = 30;
