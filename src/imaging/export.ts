@@ -234,12 +234,23 @@ export class ImagingExport {
           );
         });
     }
+    await this.finishLoan(input.loanId);
     if (result.added.length > 0)
       log.info(
         { batchId: result.batchId, documents: result.added.length, skipped: result.skipped.length },
         reexport ? 'documents re-exported to imaging' : 'documents exported to imaging',
       );
     return { batchId: result.batchId, exported: result.added, skipped: result.skipped, reviews };
+  }
+
+  /**
+   * mode loan: the loan's batches a crash or a failed write (a full disk) left frozen but not
+   * published, written now. The ack of a loan waits for its folder, so a retry after the export
+   * committed still finds it unwritten and writes it before acknowledging.
+   */
+  async finishLoan(loanId: string): Promise<void> {
+    if (this.opts.mode !== 'loan') return;
+    for (const id of await this.store.unfinishedOfLoan(loanId)) await this.writeBatch(id);
   }
 
   /** Fetches a document into staging: temp file, fsync, rename; its sha256 and size. */
@@ -334,7 +345,11 @@ export class ImagingExport {
     const dir = this.batchDir(id);
     const docs = await this.store.documentsOf(id);
     if (batch.status === 'sealing') {
-      await mkdir(dir, { recursive: true, mode: DIR_MODE });
+      // Not recursive: a missing imaging.dir (an unmounted share) is an error the loan waits on, never
+      // a local folder created where the share should be (the daemon creates imaging.dir at start).
+      await mkdir(dir, { mode: DIR_MODE }).catch((err: unknown) => {
+        if (fsCode(err) !== 'EEXIST') throw err;
+      });
       await sweepTempFiles(dir);
       const layout = this.layoutOf(batch);
       const names = new Set<string>();
