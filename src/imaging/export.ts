@@ -373,12 +373,22 @@ export class ImagingExport {
           !names.has(name) &&
           name !== layout.indexFile &&
           name !== MANIFEST_FILE &&
+          // A marker here is another writer's (it published the same folder meanwhile): never removed.
+          name !== this.opts.readyFile &&
           !name.startsWith(TEMP_PREFIX)
         )
           await rm(join(dir, name), { force: true });
       }
       await fsyncDir(dir);
-      await this.store.markPublishing(id);
+      if (!(await this.store.markPublishing(id))) {
+        // Another writer (a replica, a command) published it meanwhile: the marker is its to write.
+        // Had the importer already taken that folder, what this call wrote is a folder without a
+        // marker: removed once the batch is sealed, never given a marker (never imported twice).
+        const now = await this.store.get(id);
+        if (now?.status === 'sealed' && !(await exists(join(dir, this.opts.readyFile))))
+          await rm(dir, { recursive: true, force: true });
+        return;
+      }
       batch = await this.store.get(id);
       if (batch === undefined) return;
     }
