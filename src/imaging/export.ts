@@ -499,8 +499,11 @@ export class ImagingExport {
     if (batch.status === 'publishing') {
       const marker = join(dir, this.opts.readyFile);
       if (!(await exists(marker))) {
-        if (await exists(join(dir, MANIFEST_FILE))) await writeFileAtomic(marker, `${id}\n`);
-        else
+        if (await exists(join(dir, MANIFEST_FILE))) {
+          // A crash while the marker was being written leaves its temp file: never in a folder the importer takes.
+          await sweepTempFiles(dir);
+          await writeFileAtomic(marker, `${id}\n`);
+        } else
           this.opts.logger.warn(
             { batchId: id },
             'imaging batch folder already taken by the importer before its seal was recorded; not written again',

@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -139,6 +148,31 @@ describe('imaging export: exactly once across crashes', () => {
     });
     expect(importer.poll()).toBe(1);
     expect(importer.imported.map((d) => d.keywords['DocumentId']).sort()).toEqual(['d1', 'd2']);
+    await s.close();
+  });
+
+  it('a crash while the ready marker was written leaves no temp file in the folder the importer takes', async () => {
+    const s = await openTestStore('sqlite');
+    const root = mkdtempSync(join(tmpdir(), 'imaging-rec-'));
+    const { exp } = exporterFor(s.db, root, 'loan');
+    await exp.exportLoan(loan('L1', ['d1']));
+    const id = (await exp.store.list(1))[0]!.id;
+    // As a process killed inside writeFileAtomic(READY) leaves it: the marker's temp file, no marker,
+    // the batch still publishing (a pid no process has).
+    rmSync(join(root, 'dip', id, 'READY'));
+    writeFileSync(join(root, 'dip', id, '.tmp-4194300-crashed-marker'), `${id}\n`);
+    await s.db.write(() => s.db.run(`UPDATE imaging_batches SET status = 'publishing' WHERE id = ?`, [id]));
+    await exp.recover();
+    expect(readdirSync(join(root, 'dip', id)).sort()).toEqual(
+      ['READY', 'd1__d1.pdf', 'index.csv', 'manifest.sha256'].sort(),
+    );
+    const importer = new TestImporter({
+      dir: join(root, 'dip'),
+      indexFile: 'index.csv',
+      format: 'delimited',
+      fileKeyword: 'FileName',
+    });
+    expect(importer.poll()).toBe(1);
     await s.close();
   });
 });
