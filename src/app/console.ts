@@ -20,6 +20,9 @@ import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
 import { reconcileWithDaemon } from '../reports/daemon-job.js';
+import type { ImagingExport } from '../imaging/export.js';
+import { reexportLoan } from '../ops/imaging.js';
+import { reexportInput } from './imaging.js';
 
 /** The console is on when a user is configured or a trusted proxy names users. */
 export function consoleEnabled(config: Pick<Config, 'console'>): boolean {
@@ -45,6 +48,23 @@ export interface DaemonConsoleHooks {
   role?: () => 'leader' | 'standby';
 }
 
+/** The console's four-eyes imaging re-export: the CLI's `imaging reexport` on the daemon's runtime. */
+function imagingReexportFor(
+  rt: BoardingRuntime,
+  exporter: ImagingExport,
+): NonNullable<Parameters<typeof createConsoleExecutor>[0]['imagingReexport']> {
+  return (loanId, actor, reason, signal) =>
+    reexportLoan(
+      {
+        exporter,
+        store: rt.store,
+        fetchInput: (id, s) => reexportInput({ platform: rt.platform, store: rt.store }, id, s ?? signal),
+        now: () => rt.clock.now(),
+      },
+      { loanId, reason, by: actor },
+    );
+}
+
 /**
  * The ops console of the daemon (`run`): service, auth and the executor of approved requests,
  * over the daemon's runtime (the re-board and its preview use the daemon's mapper and platform
@@ -68,6 +88,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
         : rateAdminFor(rt.config, rt.db, { clock: rt.clock, logger: rt.logger }).clearStrikes(by),
     requestCycle: hooks.requestCycle,
     ...(hooks.gate ? { gate: hooks.gate } : {}),
+    ...(rt.imaging ? { imagingReexport: imagingReexportFor(rt, rt.imaging) } : {}),
   });
   const service = createConsoleService({
     store: rt.store,

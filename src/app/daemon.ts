@@ -1,10 +1,11 @@
 import { createEditLoopService } from './edit-loop-service.js';
-import { numberSource, type Config } from '../config/schema.js';
+import { imagingStaleAfterMs, numberSource, type Config } from '../config/schema.js';
 import type { NumberPoolName } from '../store/identity/numbers.js';
 import type { CycleSummary } from '../pipeline/cycle.js';
 import { createDaemon, type Daemon, type DaemonJob, type DaemonService } from '../scheduler/daemon.js';
 import { batchSealDaemonJob } from './seal-job.js';
-import { imagingSealDaemonJob } from './imaging.js';
+import { imagingSealDaemonJob, imagingStagingDir } from './imaging.js';
+import { createImagingFolderWatch, type ImagingFolderWatch } from '../imaging/folder-watch.js';
 import { reconcileDaemonJob } from '../reports/daemon-job.js';
 import { createWebhookService } from './webhook-service.js';
 import { createDaemonConsole } from './console.js';
@@ -73,10 +74,16 @@ export function leadershipView(rt: Pick<BoardingRuntime, 'leadership'>): Leaders
 }
 
 /** The directories the connector writes to and whose free space it watches (boarding.minFreeDiskMb). */
-export function watchedDirs(config: Pick<Config, 'store' | 'core'>): DiskTarget[] {
+export function watchedDirs(
+  config: Pick<Config, 'store' | 'core'> & Partial<Pick<Config, 'imaging'>>,
+): DiskTarget[] {
   const dirs: DiskTarget[] = [];
   if (config.store.engine === 'sqlite') dirs.push({ key: 'store.path', dir: dirname(config.store.path) });
   if (config.core.adapter === 'file') dirs.push({ key: 'core.file.dir', dir: config.core.file.dir });
+  if (config.imaging?.enabled) {
+    dirs.push({ key: 'imaging.dir', dir: config.imaging.dir });
+    dirs.push({ key: 'imaging.stagingDir', dir: imagingStagingDir({ imaging: config.imaging }) });
+  }
   return dirs;
 }
 
@@ -87,7 +94,14 @@ const DISK_EVERY_MS = 5_000;
  * Faults of the data centre (issue 37): a full disk stops cycles before they start; a host clock
  * off the database's is reported on /readyz and /metrics.
  */
-function faultWatches(rt: BoardingRuntime): { disk: DiskWatch | null; clockSkew: ClockSkewWatch | null } {
+interface FaultWatches {
+  disk: DiskWatch | null;
+  clockSkew: ClockSkewWatch | null;
+  /** The imaging folder: missing, or not drained (imaging.enabled). */
+  imagingFolder: ImagingFolderWatch | null;
+}
+
+function faultWatches(rt: BoardingRuntime): FaultWatches {
   const minFree = Math.round(rt.config.boarding.minFreeDiskMb * 1024 * 1024);
   const disk: DiskWatch | null =
     minFree > 0
@@ -106,22 +120,40 @@ function faultWatches(rt: BoardingRuntime): { disk: DiskWatch | null; clockSkew:
         logger: rt.logger,
       })
     : null;
-  return { disk, clockSkew };
+  const imagingFolder = rt.imaging
+    ? createImagingFolderWatch({
+        dir: rt.imaging.dir,
+        readyFile: rt.imaging.readyFile,
+        staleAfterMs: imagingStaleAfterMs(rt.config.imaging.staleAfter),
+        clock: rt.clock,
+        logger: rt.logger,
+      })
+    : null;
+  return { disk, clockSkew, imagingFolder };
 }
 
 /** Reads the free space every DISK_EVERY_MS (and the clock skew with it) while the daemon runs. */
 function faultWatchService(
   rt: BoardingRuntime,
-  watches: { disk: DiskWatch | null; clockSkew: ClockSkewWatch | null },
+  watches: FaultWatches,
   triggerCycle: (reason: string) => void,
 ): DaemonService {
-  const { disk, clockSkew } = watches;
+  const { disk, clockSkew, imagingFolder } = watches;
+  const readFolder = (): void => {
+    void imagingFolder
+      ?.refresh()
+      .catch((err: unknown) => rt.logger.warn({ err }, 'imaging folder check failed'));
+  };
   let diskTimer: { cancel(): void } | null = null;
   return {
     name: 'fault watch',
     start: async () => {
       if (clockSkew) await clockSkew.check();
-      if (!disk) return;
+      readFolder();
+      if (!disk) {
+        if (imagingFolder) diskTimer = every(rt.clock, DISK_EVERY_MS, readFolder);
+        return;
+      }
       await disk.refresh().catch((err: unknown) => rt.logger.warn({ err }, 'disk space check failed'));
       diskTimer = every(rt.clock, DISK_EVERY_MS, () => {
         const wasOk = disk.last().ok;
@@ -133,6 +165,7 @@ function faultWatchService(
           (err: unknown) => rt.logger.warn({ err }, 'disk space check failed'),
         );
         if (clockSkew) void clockSkew.check();
+        readFolder();
       });
     },
     stop: () => {
@@ -187,7 +220,8 @@ export function createConnectorDaemon(
   // of approved requests, run after each cycle and when a request is approved.
   // Faults of the data centre (issue 37): a full disk stops cycles before they start; a core
   // outage and a host clock off the database's are reported on /readyz and /metrics.
-  const { disk, clockSkew } = faultWatches(rt);
+  const watches = faultWatches(rt);
+  const { disk, clockSkew, imagingFolder } = watches;
   let coreOutage: CoreOutageView | null = null;
   const opsConsole = createDaemonConsole(rt, {
     requestCycle: triggerCycle,
@@ -227,6 +261,7 @@ export function createConnectorDaemon(
       coreOutage: () => coreOutage,
       ...(clockSkew ? { clockSkew: () => clockSkew.check(), clockSkewLast: () => clockSkew.last() } : {}),
     },
+    ...(imagingFolder ? { imagingFolder: () => imagingFolder.last() } : {}),
   });
   webhooksRef = webhooks;
   opsConsole?.registerMetrics(webhooks.metrics.registry);
@@ -262,7 +297,7 @@ export function createConnectorDaemon(
       await rt.leadership.stop();
     },
   };
-  const faultWatch = faultWatchService(rt, { disk, clockSkew }, triggerCycle);
+  const faultWatch = faultWatchService(rt, watches, triggerCycle);
   const services: DaemonService[] = [faultWatch, leadershipService, editLoop, webhooks];
   if (opsConsole)
     services.push({

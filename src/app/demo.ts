@@ -97,6 +97,11 @@ export function demoUsers(): DemoUser[] {
   ];
 }
 
+/** The demo's imaging folder (file core only: the generic set ships the imaging layouts). */
+export function demoImagingDir(dir: string): string {
+  return `${dir}/imaging/dip`;
+}
+
 /**
  * The demo's `core:` and `mappings:` lines: the file core under --dir with the generic set, or the
  * core simulator's own block with the set shipped for it. The bank customer extract is the file
@@ -110,6 +115,9 @@ function coreLines(dir: string, core: RunningCoreSimulator | null): string[] {
       `mappings: { dir: ${q(SHIPPED_GENERIC_MAPPINGS)}, allowLast4Tin: true }`,
       `customers: { tinHashKey: ${q(randomBytes(24).toString('base64url'))}, ` +
         `extract: { path: ${q(`${dir}/customers.csv`)}, maxAgeHours: 36 } }`,
+      // Every document to an imaging folder too, in the documented OnBase layout (docs/imaging.md).
+      `imaging: { enabled: true, dir: ${q(demoImagingDir(dir))}, layout: imaging/onbase-tagged.yaml, ` +
+        'batch: { mode: loan } }',
     ];
   return [
     `core: ${JSON.stringify(core.coreBlock())}`,
@@ -405,8 +413,13 @@ export async function runDemo(io: DemoIo, opts: DemoOptions): Promise<void> {
   const { dir, rt, daemon, port } = s;
   io.say(`boarding-connector ${CONNECTOR_VERSION} demo`);
   io.say(`  sandbox (Loan Platform): ${s.sandboxUrls.baseUrl}   admin: ${s.sandboxUrls.adminUrl}`);
-  if (s.core === null) io.say(`  state, core files, reports, log: ${dir}`);
-  else {
+  if (s.core === null) {
+    io.say(`  state, core files, reports, log: ${dir}`);
+    io.say(
+      `  imaging: ${demoImagingDir(dir)}   (every document, an OnBase self-configuring tagged index, ` +
+        'one folder per loan: docs/imaging.md)',
+    );
+  } else {
     const vendor = s.core.name === 'fineract' ? 'Apache Fineract' : 'Mambu';
     io.say(`  core: ${vendor} simulator at ${s.core.url} (held to its published contract)`);
     io.say(`  state, reports, log: ${dir}`);

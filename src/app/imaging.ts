@@ -1,9 +1,10 @@
+import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { cutoffRule } from '../core/file/cutoff.js';
 import type { DocumentFetcher } from '../core/port.js';
 import type { Clock } from '../lib/clock.js';
-import { ConfigError } from '../lib/errors.js';
+import { ConfigError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { ImagingExport } from '../imaging/export.js';
 import { compileImagingLayout, type ImagingLayout } from '../imaging/layout.js';
@@ -54,6 +55,17 @@ export function imagingFromConfig(
       `imaging.readyFile: ${config.imaging.readyFile} is also the layout's index file; the importer would ` +
         `take the folder before it is complete`,
     );
+  if (deps.force !== true) {
+    // Created once at start; afterwards a folder that disappears is reported (/readyz imaging) and
+    // loans wait for it, rather than a local folder being made where a share should be.
+    try {
+      mkdirSync(config.imaging.dir, { recursive: true, mode: 0o750 });
+    } catch (err) {
+      throw new ConfigError(
+        `imaging.dir: cannot create ${resolve(config.imaging.dir)}: ${errorMessage(err)}`,
+      );
+    }
+  }
   const b = config.imaging.batch;
   return new ImagingExport({
     dir: config.imaging.dir,

@@ -205,7 +205,7 @@ export async function buildRuntime(
     platform,
     mapper,
     core,
-    fetchDocument,
+    fetchDocument: imaging ? imaging.spoolingFetcher(fetchDocument) : fetchDocument, // one download (imaging)
     clock,
     logger: logger.child({ component: 'boarding' }),
     settings: {

@@ -35,6 +35,7 @@ import {
   type StandardChecksInput,
 } from '../observability/readiness.js';
 import type { ClockSkewStatus } from '../observability/clock-skew.js';
+import type { ImagingFolderStatus } from '../imaging/folder-watch.js';
 import type { Express } from 'express';
 import type { LoadedMappingStatus } from '../ops/mapping-reload.js';
 import { receiverLimits, startHttpServer, type RunningServer } from '../http/server.js';
@@ -70,6 +71,8 @@ export interface WebhookServiceDeps {
   faults?: Pick<StandardChecksInput, 'disk' | 'coreOutage' | 'clockSkew'> & {
     clockSkewLast?: () => ClockSkewStatus | null;
   };
+  /** The imaging folder's last reading (imaging.enabled). */
+  imagingFolder?: () => ImagingFolderStatus;
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -128,6 +131,7 @@ function metricsSources(deps: WebhookServiceDeps, inbox: WebhookInbox): MetricsS
     ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
     ...(deps.faults?.coreOutage ? { coreOutage: () => deps.faults?.coreOutage?.() != null } : {}),
     ...(deps.faults?.clockSkewLast ? { clockSkew: deps.faults.clockSkewLast } : {}),
+    ...(deps.imagingFolder ? { imaging: deps.imagingFolder } : {}),
   };
 }
 
@@ -145,6 +149,7 @@ function readinessChecks(deps: WebhookServiceDeps, endpointWatch: EndpointWatch,
     ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
     ...(deps.faults?.coreOutage ? { coreOutage: deps.faults.coreOutage } : {}),
     ...(deps.faults?.clockSkew ? { clockSkew: deps.faults.clockSkew } : {}),
+    ...(deps.imagingFolder ? { imaging: deps.imagingFolder } : {}),
   });
 }
 

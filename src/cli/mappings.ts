@@ -12,6 +12,8 @@ import {
   saveFixture,
   savedFixtureText,
 } from '../ops/mapping-preview.js';
+import { indexPreviewText, previewIndexRecords } from '../imaging/preview.js';
+import { loadImagingLayout } from '../app/imaging.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
 
@@ -112,10 +114,31 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
         const caseDir = await saveFixture(deps.mapper, p);
         if (opts.json !== true) out(ctx, savedFixtureText(caseDir, opts.saveFixture, showPii));
       }
+      // With imaging on: the index records the loan's documents would get (docs/imaging.md).
+      const config = ctx.config();
+      const index = config.imaging.enabled
+        ? await previewIndexRecords(
+            loadImagingLayout(dir, config.imaging.layout),
+            input,
+            config.bank.timeZone,
+            showPii,
+          )
+        : null;
+      const json = (): string => {
+        const text = previewJson(opts.loan, preview, showPii);
+        return index ? JSON.stringify({ ...JSON.parse(text), imagingIndex: index }, null, 2) : text;
+      };
       out(
         ctx,
-        opts.json ? previewJson(opts.loan, preview, showPii) : previewText(dir, opts.loan, preview, showPii),
+        opts.json
+          ? json()
+          : previewText(dir, opts.loan, preview, showPii) + (index ? `\n${indexPreviewText(index)}` : ''),
       );
+      const unfit = index?.records.filter((r) => r.problem !== undefined).length ?? 0;
+      if (unfit > 0)
+        throw new FatalError(
+          `preview ${opts.loan}: the loan would be quarantined (${unfit} document(s) the imaging layout cannot hold)`,
+        );
       if (!outcome.ok)
         throw new FatalError(
           `preview ${opts.loan}: the loan would be quarantined (${outcome.issues.length} issue(s))`,

@@ -305,6 +305,14 @@ export const imagingSchema = z.strictObject({
       maxDocuments: int(1).default(500),
     })
     .prefault({}),
+  /**
+   * A batch folder whose ready marker is older than this is "not being drained" (the importer has
+   * stopped): /readyz's imaging check fails and boarding_imaging_stale_batches counts it.
+   */
+  staleAfter: z
+    .string()
+    .regex(/^[1-9]\d*(s|m|h)$/, { error: 'expected a duration such as "30m", "2h" or "90s"' })
+    .default('30m'),
   /** Written last into a batch folder: the importer takes a folder once it exists, and deletes it last. */
   readyFile: z
     .string()
@@ -312,6 +320,13 @@ export const imagingSchema = z.strictObject({
     .default('READY'),
 });
 export type ImagingConfig = z.infer<typeof imagingSchema>;
+
+/** `imaging.staleAfter` in milliseconds ("30m" → 1 800 000). */
+export function imagingStaleAfterMs(value: string): number {
+  const n = Number(value.slice(0, -1));
+  const unit = value.slice(-1);
+  return n * (unit === 'h' ? 3_600_000 : unit === 'm' ? 60_000 : 1000);
+}
 
 export const webhooksSchema = z.strictObject({
   host: str('a host name or IP').default('127.0.0.1'),

@@ -183,6 +183,29 @@ export interface LoanHistory {
   batches: Array<{ batchId: string; status: string; kind: string }>;
   /** Console requests that name this loan (by id or by a filter that matched it), newest first. */
   requests: ActionRequest[];
+  /** Where the loan's documents went: the core write's count and each imaging export (issue 45). */
+  documents?: LoanDocuments;
+}
+
+/** A loan's documents on the loan page: written to the core, exported to imaging (batch and file). */
+export interface LoanDocuments {
+  /** Documents the last core write took (its `written` transition); null when not recorded. */
+  writtenToCore: number | null;
+  /** Documents the platform listed at the loan's exported release; null when never exported. */
+  listed: number | null;
+  /** Whether the imaging export is on in this process's config. */
+  imagingEnabled: boolean;
+  imaging: Array<{
+    documentId: string;
+    batchId: string;
+    batchStatus: string;
+    fileName: string;
+    documentType: string;
+    defaultType: boolean;
+    sha256: string;
+    reexport: number;
+    reexportBy: string | null;
+  }>;
 }
 
 /**
@@ -210,7 +233,14 @@ export interface ReboardDiff {
 // Requests, four eyes, audit
 // ---------------------------------------------------------------------------------------------
 
-export const REQUEST_ACTIONS = ['retry', 'skip', 'reboard', 'seal', 'strike_clear'] as const;
+export const REQUEST_ACTIONS = [
+  'retry',
+  'skip',
+  'reboard',
+  'seal',
+  'strike_clear',
+  'imaging_reexport',
+] as const;
 export type RequestAction = (typeof REQUEST_ACTIONS)[number];
 export const REQUEST_STATUSES = [
   'pending',

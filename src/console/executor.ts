@@ -37,6 +37,13 @@ export interface ConsoleExecutorDeps {
   batching?: BatchingCapability;
   /** The platform client's strike clear (forgets the ledger, in memory and stored). */
   clearStrikes?: (by: string) => number | Promise<number>;
+  /** Sends one loan's documents to imaging again (ops/imaging.ts reexportLoan); absent when imaging is off. */
+  imagingReexport?: (
+    loanId: string,
+    actor: string,
+    reason: string,
+    signal: AbortSignal,
+  ) => Promise<{ batchId: string | null; documents: string[] }>;
   /** Asks the daemon for a cycle now (after retries). */
   requestCycle?: (reason: string) => void;
   /** Runs a pass only where it may (several replicas: on the leader, fenced). Without it, every pass runs. */
@@ -138,6 +145,31 @@ async function executeRequest(
       const n = await clearStrikes({ clearStrikes: ledger }, { by: actor, reason: r.reason });
       log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
       return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
+    }
+    case 'imaging_reexport': {
+      if (!deps.imagingReexport)
+        throw new Error('the imaging export is not on in this process (imaging.enabled)');
+      const batches: string[] = [];
+      let documents = 0;
+      for (const id of await cs.requestLoans(r.id)) {
+        if (signal.aborted) throw new Error('the daemon stopped before the request finished');
+        try {
+          const res = await deps.imagingReexport(id, actor, `${r.reason} (console request ${r.id})`, signal);
+          done += 1;
+          documents += res.documents.length;
+          if (res.batchId !== null) batches.push(res.batchId);
+        } catch (err) {
+          failed.push({ loanId: id, message: errorMessage(err) });
+        }
+      }
+      return {
+        status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
+        result: {
+          done,
+          failed,
+          detail: `${documents} document(s) re-exported${batches.length > 0 ? ` into ${batches.join(', ')}` : ''}`,
+        },
+      };
     }
     default:
       throw new Error(`unknown action ${r.action}`);

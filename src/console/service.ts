@@ -31,6 +31,7 @@ import type { ReportException } from '../reports/types.js';
 import type { ReboardPreview } from '../ops/reboard.js';
 import type { BoardPreview } from '../ops/board-preview.js';
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../ops/loan-history.js';
+import { loanDocuments } from './loan-documents.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import type { BoardingStore } from '../store/index.js';
@@ -82,7 +83,12 @@ export interface ExecutorHandle {
 export interface ConsoleServiceDeps {
   store: BoardingStore;
   consoleStore: ConsoleStore;
-  config: { console: ConsoleConfig; bank: { timeZone: string }; reports: { dir: string } };
+  config: {
+    console: ConsoleConfig;
+    bank: { timeZone: string };
+    reports: { dir: string };
+    imaging?: { enabled: boolean };
+  };
   clock: Clock;
   logger: Logger;
   /** The daemon's executor; absent: approved requests wait for a daemon. */
@@ -557,6 +563,7 @@ function loanMethods(c: ServiceContext): Pick<ConsoleService, 'loan' | 'reboardD
           kind: b.kind,
         })),
         requests: requests.map((r) => requestView(r, null)),
+        documents: await loanDocuments(store.db, id, base.events, deps.config.imaging?.enabled === true),
       };
     },
 
@@ -634,6 +641,19 @@ function loanMethods(c: ServiceContext): Pick<ConsoleService, 'loan' | 'reboardD
   };
 }
 
+/** imaging_reexport: the export on in this process, and named loans only (never a filter). */
+function checkImagingReexport(deps: ConsoleServiceDeps, input: NewRequest): void {
+  if (input.action !== 'imaging_reexport') return;
+  if (deps.config.imaging?.enabled !== true)
+    throw new ConsoleError(
+      400,
+      'action: imaging_reexport needs the imaging export (imaging.enabled)',
+      'action',
+    );
+  if (input.filter !== undefined)
+    throw new ConsoleError(400, 'imaging_reexport: give "loans" (a list of ids), not a filter', 'filter');
+}
+
 /** What a new request is checked against: its targets, overlap with requests still to run, its fields. */
 function requestChecks(c: ServiceContext) {
   const { deps, store, cs, tz } = c;
@@ -662,6 +682,7 @@ function requestChecks(c: ServiceContext) {
         );
       return { loans: [], filter: null, refused: [] };
     }
+    checkImagingReexport(deps, input);
     if ((input.loans === undefined) === (input.filter === undefined))
       throw new ConsoleError(
         400,
@@ -685,11 +706,12 @@ function requestChecks(c: ServiceContext) {
           if (!p.ok) refused.push({ loanId: id, why: p.why });
         } else {
           const row = await store.loans.get(id);
+          const what = action === 'imaging_reexport' ? 're-exported to imaging' : 're-boarded';
           if (!row) refused.push({ loanId: id, why: `no loan ${id} in the state database` });
           else if (row.state !== 'acknowledged')
             refused.push({
               loanId: id,
-              why: `loan ${id} is ${row.state}; only acknowledged loans can be re-boarded (retry the others)`,
+              why: `loan ${id} is ${row.state}; only acknowledged loans can be ${what} (retry the others)`,
             });
         }
       }

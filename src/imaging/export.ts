@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { createWriteStream } from 'node:fs';
+import { copyFile, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { join } from 'node:path';
 import type { Entities, PlatformDocument, QueueItem } from '../contract/schemas.js';
@@ -46,6 +47,9 @@ import { checkRecord, documentContext, evaluateRecord, renderIndex, type IndexDo
  */
 
 export const MANIFEST_FILE = 'manifest.sha256';
+/** Where the core write's copies of documents wait for the export (in the staging directory). */
+const SPOOL_DIR = '.spool';
+const SPOOL_KEEP_MS = 24 * 60 * 60_000;
 
 /** A file-system failure of the export (a missing, full or read-only folder): the loan retries later. */
 export class ImagingUnavailableError extends Error {
@@ -234,12 +238,120 @@ export class ImagingExport {
           );
         });
     }
+    await this.finishLoan(input.loanId);
     if (result.added.length > 0)
       log.info(
         { batchId: result.batchId, documents: result.added.length, skipped: result.skipped.length },
         reexport ? 'documents re-exported to imaging' : 'documents exported to imaging',
       );
     return { batchId: result.batchId, exported: result.added, skipped: result.skipped, reviews };
+  }
+
+  /**
+   * mode loan: the loan's batches a crash or a failed write (a full disk) left frozen but not
+   * published, written now. The ack of a loan waits for its folder, so a retry after the export
+   * committed still finds it unwritten and writes it before acknowledging.
+   */
+  async finishLoan(loanId: string): Promise<void> {
+    if (this.opts.mode !== 'loan') return;
+    for (const id of await this.store.unfinishedOfLoan(loanId)) await this.writeBatch(id);
+  }
+
+  private get spoolDir(): string {
+    return join(this.opts.stagingDir, SPOOL_DIR);
+  }
+
+  /**
+   * The core's document fetcher, teeing each document's bytes into the imaging spool (a file per
+   * document id in the staging directory), so the export that follows the core write takes the
+   * same bytes instead of downloading the document a second time. The spool never fails the core:
+   * a spool that cannot be written (a full disk) is dropped and the export downloads as before.
+   */
+  spoolingFetcher(inner: DocumentFetcher): DocumentFetcher {
+    return async (doc, sink, signal) => {
+      const dir = this.spoolDir;
+      let spool: WriteStream | null = null;
+      let broken = false;
+      const tmp = join(dir, `${TEMP_PREFIX}${uniqueSuffix()}`);
+      try {
+        await mkdir(dir, { recursive: true, mode: DIR_MODE });
+        spool = createWriteStream(tmp, { mode: 0o640 });
+        spool.on('error', () => (broken = true));
+      } catch {
+        spool = null;
+      }
+      const tee = new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          if (spool !== null && !broken) spool.write(chunk);
+          if (sink.write(chunk)) return cb();
+          const onDrain = (): void => {
+            sink.off('error', onError);
+            cb();
+          };
+          const onError = (err: Error): void => {
+            sink.off('drain', onDrain);
+            cb(err);
+          };
+          sink.once('drain', onDrain);
+          sink.once('error', onError);
+        },
+        final(cb) {
+          sink.end();
+          // As the fetcher does with the core's own sink (src/core/documents.ts): ended and flushed.
+          finished(sink).then(() => cb(), cb);
+        },
+        destroy(err, cb) {
+          if (err) sink.destroy(err);
+          cb(err);
+        },
+      });
+      const got = await inner(doc, tee, signal).catch(async (err: unknown) => {
+        spool?.destroy();
+        await rm(tmp, { force: true });
+        throw err;
+      });
+      if (spool === null) return got;
+      try {
+        spool.end();
+        await finished(spool);
+        if (broken) throw new Error('spool write failed');
+        await fsyncPath(tmp);
+        if ((await stat(tmp)).size !== got.bytes) throw new Error('spool incomplete');
+        await rename(tmp, join(dir, safeId(doc.id)));
+      } catch {
+        await rm(tmp, { force: true });
+      }
+      return got;
+    };
+  }
+
+  /** A document the core write spooled (spoolingFetcher) moved into staging; null when none is there. */
+  private async fromSpool(doc: PlatformDocument, loanDir: string, path: string) {
+    const spooled = join(this.spoolDir, safeId(doc.id));
+    if (!(await exists(spooled))) return null;
+    return fsStep('staging a spooled document', async () => {
+      await rename(spooled, path);
+      await fsyncDir(loanDir);
+      return sha256File(path);
+    });
+  }
+
+  /** Spooled documents no export took (a loan quarantined after its core write): removed after a day. */
+  private async sweepSpool(): Promise<void> {
+    const dir = this.spoolDir;
+    await sweepTempFiles(dir).catch(() => []);
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return;
+    }
+    const before = this.opts.clock.now() - SPOOL_KEEP_MS;
+    for (const n of names) {
+      const p = join(dir, n);
+      const st = await stat(p).catch(() => null);
+      if (st !== null && st.isFile() && st.mtimeMs < before) await rm(p, { force: true });
+    }
   }
 
   /** Fetches a document into staging: temp file, fsync, rename; its sha256 and size. */
@@ -250,6 +362,8 @@ export class ImagingExport {
     signal?: AbortSignal,
   ): Promise<{ sha256: string; bytes: number }> {
     await fsStep('staging directory', () => mkdir(loanDir, { recursive: true, mode: DIR_MODE }));
+    const spooled = await this.fromSpool(doc, loanDir, path);
+    if (spooled !== null) return spooled;
     const tmp = join(loanDir, `${TEMP_PREFIX}${uniqueSuffix()}`);
     const sink = createWriteStream(tmp, { mode: 0o640 });
     try {
@@ -278,6 +392,7 @@ export class ImagingExport {
 
   /** Freezes the open batch past its cut-off and writes every frozen batch a crash or a failure left. */
   async sealDue(): Promise<string[]> {
+    await this.sweepSpool();
     const due = await this.store.freezeDue(this.opts.clock.now());
     const done: string[] = [];
     for (const b of await this.store.unfinished()) {
@@ -334,7 +449,11 @@ export class ImagingExport {
     const dir = this.batchDir(id);
     const docs = await this.store.documentsOf(id);
     if (batch.status === 'sealing') {
-      await mkdir(dir, { recursive: true, mode: DIR_MODE });
+      // Not recursive: a missing imaging.dir (an unmounted share) is an error the loan waits on, never
+      // a local folder created where the share should be (the daemon creates imaging.dir at start).
+      await mkdir(dir, { mode: DIR_MODE }).catch((err: unknown) => {
+        if (fsCode(err) !== 'EEXIST') throw err;
+      });
       await sweepTempFiles(dir);
       const layout = this.layoutOf(batch);
       const names = new Set<string>();
@@ -358,20 +477,33 @@ export class ImagingExport {
           !names.has(name) &&
           name !== layout.indexFile &&
           name !== MANIFEST_FILE &&
+          // A marker here is another writer's (it published the same folder meanwhile): never removed.
+          name !== this.opts.readyFile &&
           !name.startsWith(TEMP_PREFIX)
         )
           await rm(join(dir, name), { force: true });
       }
       await fsyncDir(dir);
-      await this.store.markPublishing(id);
+      if (!(await this.store.markPublishing(id))) {
+        // Another writer (a replica, a command) published it meanwhile: the marker is its to write.
+        // Had the importer already taken that folder, what this call wrote is a folder without a
+        // marker: removed once the batch is sealed, never given a marker (never imported twice).
+        const now = await this.store.get(id);
+        if (now?.status === 'sealed' && !(await exists(join(dir, this.opts.readyFile))))
+          await rm(dir, { recursive: true, force: true });
+        return;
+      }
       batch = await this.store.get(id);
       if (batch === undefined) return;
     }
     if (batch.status === 'publishing') {
       const marker = join(dir, this.opts.readyFile);
       if (!(await exists(marker))) {
-        if (await exists(join(dir, MANIFEST_FILE))) await writeFileAtomic(marker, `${id}\n`);
-        else
+        if (await exists(join(dir, MANIFEST_FILE))) {
+          // A crash while the marker was being written leaves its temp file: never in a folder the importer takes.
+          await sweepTempFiles(dir);
+          await writeFileAtomic(marker, `${id}\n`);
+        } else
           this.opts.logger.warn(
             { batchId: id },
             'imaging batch folder already taken by the importer before its seal was recorded; not written again',

@@ -29,7 +29,11 @@ export function createImagingStep(deps: {
   return {
     async exportLoan(row, given, signal) {
       const release = row.releaseMarker ?? 'release';
-      if (await exporter.loanExported(row.id, release)) return;
+      if (await exporter.loanExported(row.id, release)) {
+        // Committed before a crash or a failed write: its folder is written before the ack.
+        await exporter.finishLoan(row.id);
+        return;
+      }
       const input = given ?? (await refetch(row, signal));
       const result = await exporter.exportLoan(
         {

@@ -17,6 +17,10 @@ import { renderExpectedLines } from '../core/file/layout/expected-lines.js';
 import { compileLayout, LAYOUT_FILE, type Layout } from '../core/file/layout/layout.js';
 import { idIntoLimitedFields } from '../mapping/id-flow.js';
 import { layoutCatalogue } from './layout-catalogue.js';
+import { compileImagingLayout } from '../imaging/layout.js';
+
+/** Where a set keeps its imaging index layouts (docs/imaging.md). */
+const IMAGING_DIR = 'imaging';
 import type { Mapper, MappingOutcome } from '../mapping/types.js';
 
 /**
@@ -77,6 +81,21 @@ export function mappingVersionOf(label: string, sources: ReadonlyMap<string, str
   return `${label}+${hashSources(sources).slice(0, 12)}`;
 }
 
+/** The set's imaging index layouts (`imaging/*.yaml`, docs/imaging.md), compiled: their problems. */
+export function lintImagingLayouts(dir: string, read: (rel: string) => string | undefined): LintProblem[] {
+  const sub = join(dir, IMAGING_DIR);
+  if (!existsSync(sub) || !statSync(sub).isDirectory()) return [];
+  const problems: LintProblem[] = [];
+  for (const name of readdirSync(sub).sort()) {
+    if (!/\.ya?ml$/i.test(name)) continue;
+    const file = `${IMAGING_DIR}/${name}`;
+    const text = read(file);
+    if (text === undefined) continue;
+    problems.push(...compileImagingLayout(file, text, read).problems);
+  }
+  return problems;
+}
+
 /** Compiles a mapping directory and reports every problem (used by `mappings lint`). */
 export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): LintResult {
   assertDir(dir);
@@ -93,6 +112,7 @@ export function lintMappingDir(dir: string, opts: Partial<MapperOptions> = {}): 
     warnings.push(...l.warnings);
     layout = l.layout;
   }
+  r.problems.push(...lintImagingLayouts(dir, read));
   const ok = r.mapping !== undefined && r.problems.length === 0;
   return {
     ...r,

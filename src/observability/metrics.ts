@@ -43,6 +43,8 @@ export interface MetricsSources {
   coreOutage?: () => boolean;
   /** This host's clock against the database's (the last reading). */
   clockSkew?: () => ClockSkewStatus | null;
+  /** The imaging folder (src/imaging/folder-watch.ts; the last reading). */
+  imaging?: () => ImagingFolderReading;
   /** Where a source that stops answering (and recovers) is logged, with the reason. */
   logger?: Logger;
 }
@@ -58,7 +60,16 @@ export type MetricSourceName =
   | 'leadership'
   | 'disk'
   | 'core_outage'
-  | 'clock_skew';
+  | 'clock_skew'
+  | 'imaging';
+
+/** What /metrics says of the imaging folder (structural: src/imaging/folder-watch.ts's status). */
+export interface ImagingFolderReading {
+  missing: boolean;
+  waiting: number;
+  oldestWaitingMs: number | null;
+  stale: number;
+}
 
 /** What /readyz and /metrics say of leadership. */
 export interface LeadershipView {
@@ -122,6 +133,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   leadershipMetrics(family);
   mappingMetrics(family);
   hostMetrics(family);
+  imagingMetrics(family);
 
   return {
     registry,
@@ -604,6 +616,41 @@ function hostMetrics({ p, registry, sources, book }: Family): void {
       const c = book.read('clock_skew', sources().clockSkew);
       return c?.offset ? c.offset.offsetMs / 1000 : undefined;
     },
+  );
+}
+
+/** The imaging folder: missing, waiting for the importer, not drained (imaging.staleAfter). */
+function imagingMetrics({ p, registry, sources, book }: Family): void {
+  const folder = () => book.read('imaging', sources().imaging);
+  new ReadingGauge(
+    `${p}imaging_folder_missing`,
+    '1 while imaging.dir does not exist or cannot be read (loans wait for it)',
+    registry,
+    () => {
+      const f = folder();
+      return f && (f.missing ? 1 : 0);
+    },
+  );
+  new ReadingGauge(
+    `${p}imaging_batches_waiting`,
+    'Batch folders in imaging.dir with their ready marker, not taken by the importer yet',
+    registry,
+    () => folder()?.waiting,
+  );
+  new ReadingGauge(
+    `${p}imaging_oldest_waiting_seconds`,
+    "Age of the oldest waiting batch folder's ready marker (0 when none waits)",
+    registry,
+    () => {
+      const f = folder();
+      return f && (f.oldestWaitingMs ?? 0) / 1000;
+    },
+  );
+  new ReadingGauge(
+    `${p}imaging_stale_batches`,
+    'Batch folders waiting longer than imaging.staleAfter: the importer is not draining the folder',
+    registry,
+    () => folder()?.stale,
   );
 }
 

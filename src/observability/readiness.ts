@@ -158,6 +158,8 @@ export interface StandardChecksInput {
   disk?: () => DiskStatus;
   /** The core's outage as the last boarding pass saw it (null: none). */
   coreOutage?: () => CoreOutageView | null;
+  /** The imaging folder (src/imaging/folder-watch.ts): missing, or not drained by the importer. */
+  imaging?: () => { ok: boolean; detail: string };
   /** This host's clock against the database's (PostgreSQL). */
   clockSkew?: () => Promise<ClockSkewStatus>;
 }
@@ -242,6 +244,13 @@ export function standardReadinessChecks(input: StandardChecksInput): Record<stri
   if (input.customers) checks['customers'] = customerSourceCheck(input.customers);
   if (input.disk) checks['disk'] = diskSpaceCheck(input.disk);
   if (input.coreOutage) checks['core'] = coreOutageCheck(input.coreOutage);
+  if (input.imaging) {
+    const imaging = input.imaging;
+    checks['imaging'] = () => {
+      const s = imaging();
+      return { ok: s.ok, detail: s.detail };
+    };
+  }
   if (input.clockSkew) checks['clock'] = clockSkewCheck(input.clockSkew);
   return checks;
 }

@@ -164,6 +164,16 @@ export class ImagingStore {
     return rows.map(batchOf);
   }
 
+  /** The frozen batches holding a loan's documents whose folders are not known to be complete. */
+  async unfinishedOfLoan(loanId: string): Promise<string[]> {
+    const rows = await this.db.all<{ id: string }>(
+      `SELECT DISTINCT b.id FROM imaging_batches b JOIN imaging_documents d ON d.batch_id = b.id ` +
+        `WHERE d.loan_id = ? AND b.status IN ('sealing', 'publishing') ORDER BY b.id`,
+      [loanId],
+    );
+    return rows.map((r) => r.id);
+  }
+
   async documentsOf(batchId: string): Promise<ImagingDocumentRow[]> {
     const rows = await this.db.all<RawDoc>(
       `SELECT ${DOC_COLS} FROM imaging_documents WHERE batch_id = ? ORDER BY seq`,

@@ -1,7 +1,10 @@
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { readManifest } from '../../src/core/file/manifest.js';
+import { safeId } from '../../src/core/safe-name.js';
+import { TestImporter } from '../support/imaging-importer.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   expectExactlyOnce,
@@ -127,7 +130,135 @@ async function scenario(which: 'core.file.dir' | 'store.path'): Promise<void> {
   });
 }
 
+/** Acknowledged loans with a document in an imaging batch that is not sealed (no ready marker). */
+function ackedWithoutFolder(dbPath: string): unknown[] {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    return db
+      .prepare(
+        `SELECT DISTINCT l.id, b.id AS batch, b.status FROM loans l
+           JOIN imaging_documents d ON d.loan_id = l.id JOIN imaging_batches b ON b.id = d.batch_id
+          WHERE l.state = 'acknowledged' AND b.status <> 'sealed'`,
+      )
+      .all();
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * imaging.dir (and its staging directory beside it) on a small tmpfs, a test importer draining it
+ * like a DIP process. Filled to the last byte with the importer paused: boarding stops with the
+ * disk alert naming imaging.dir, no loan is acknowledged without its folder published, the importer
+ * never meets a folder with a marker that is not whole; space back (and the importer again), every
+ * document of every loan is imported exactly once with the file core's sha256.
+ */
+async function imagingScenario(): Promise<void> {
+  const loans = Math.min(LOANS, 60);
+  const mnt = join(base, 'imaging');
+  const m = mountTmpfs(mnt, 24);
+  if ('skip' in m) throw new Error(m.skip);
+  mounts.push(m);
+  const imagingDir = join(mnt, 'dip');
+  const set = await startSingle({
+    loans,
+    ...RATE,
+    seed: 45,
+    config: {
+      imaging: {
+        enabled: true,
+        dir: imagingDir,
+        layout: 'imaging/onbase-tagged.yaml',
+        batch: { mode: 'loan' },
+      },
+    },
+  });
+  sets.push(set);
+  const ctx = `imaging.dir full (logs in ${set.logDir})`;
+  const importer = new TestImporter({
+    dir: imagingDir,
+    indexFile: 'index.txt',
+    format: 'tagged',
+    begin: 'BEGIN:',
+    fileKeyword: '>>FullPath',
+  });
+  const problems = new Set<string>();
+  let draining = true;
+  const timer = setInterval(() => {
+    if (!draining) return;
+    try {
+      importer.poll();
+    } catch (err) {
+      problems.add((err as Error).message);
+    }
+  }, 50);
+  try {
+    set.replica.start();
+    await until(
+      `${ctx}: 10 loans acknowledged`,
+      async () => ((await set.acked()) >= 10 ? true : undefined),
+      60_000,
+    );
+
+    draining = false;
+    const filler = fillDisk(mnt);
+    const z = await readyzWhen(
+      set.replica,
+      `${ctx}: /readyz reports the full disk`,
+      (r) => r.checks['disk']?.ok === false,
+      20_000,
+    );
+    expect(z.checks['disk']?.detail, ctx).toMatch(/^DISK FULL: imaging\.dir .* free/);
+    expect(gauge((await set.replica.metrics()) ?? '', 'boarding_disk_full'), ctx).toBe(1);
+    await sleep(3000);
+    const stalled = await set.acked();
+    await sleep(10_000);
+    expect(await set.acked(), `${ctx}: boarding stopped while the disk is full`).toBe(stalled);
+    expect(stalled, `${ctx}: loans left once space returns`).toBeLessThan(loans);
+    expect(ackedWithoutFolder(set.dbPath), `${ctx}: acknowledged without a published folder`).toEqual([]);
+    expect(set.replica.running, `${ctx}: the daemon stays up`).toBe(true);
+
+    rmSync(filler);
+    draining = true;
+    await until(
+      `${ctx}: all ${loans} acknowledged`,
+      async () => ((await set.acked()) >= loans ? true : undefined),
+      120_000,
+    );
+    await readyzWhen(set.replica, `${ctx}: /readyz ready again`, (r) => r.ready, 20_000);
+    set.replica.signal('SIGTERM');
+    expect(await set.replica.exited(), `${ctx}: SIGTERM`).toEqual({ code: 0, signal: null });
+  } finally {
+    clearInterval(timer);
+  }
+  importer.poll();
+  expect([...problems], `${ctx}: what the importer met`).toEqual([]);
+  expect(readdirSync(imagingDir), `${ctx}: folders left to import`).toEqual([]);
+  expect(ackedWithoutFolder(set.dbPath), ctx).toEqual([]);
+  await expectExactlyOnce(set, ctx);
+  const byDoc = new Map<string, (typeof importer.imported)[number]>();
+  for (const d of importer.imported) {
+    const id = d.keywords['Platform Doc ID'] as string;
+    expect(byDoc.has(id), `${ctx}: document ${id} imported twice`).toBe(false);
+    byDoc.set(id, d);
+  }
+  let expected = 0;
+  for (const id of set.released) {
+    const manifest = await readManifest(join(set.coreDir, 'packages', safeId(id)));
+    for (const d of manifest?.documents ?? []) {
+      expected += 1;
+      expect(byDoc.get(d.documentId)?.sha256, `${ctx}: ${id}/${d.documentId}`).toBe(d.sha256);
+    }
+  }
+  expect(importer.imported, ctx).toHaveLength(expected);
+  report('disk full: imaging.dir', { loans, documents: expected, folders: importer.batches.length });
+}
+
 describe.skipIf(skip !== null)('disk full', () => {
+  it('on imaging.dir: boarding waits, no ack without its folder, nothing half-visible, every document imported once', async () => {
+    await imagingScenario();
+  });
+
   it('on core.file.dir: boarding stops with one alert, nothing half-written, resumes when space returns', async () => {
     await scenario('core.file.dir');
   });

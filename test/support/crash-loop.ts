@@ -62,6 +62,8 @@ export async function startCrashPlatform(o: {
 export interface CrashLoopResult {
   seed: number;
   kills: Array<{ afterAcks: number; delayMs: number; acksAtKill: number }>;
+  /** The connector config the runs used (its state database, for the caller's own checks). */
+  cfg: { dir: string; configPath: string; dbPath: string };
 }
 
 /**
@@ -79,6 +81,8 @@ export async function runCrashLoop(
     kills: number;
     seed: number;
     children: Set<ChildProcess>;
+    /** More top-level config blocks (e.g. `imaging`). */
+    extra?: Record<string, unknown>;
   },
 ): Promise<CrashLoopResult> {
   const { p, released, logDir } = cp;
@@ -104,6 +108,7 @@ export async function runCrashLoop(
       webhooks: { host: '127.0.0.1', port: 0 },
       admin: { host: '127.0.0.1', port: 0 },
       log: { level: 'info' },
+      ...o.extra,
     },
   });
 
@@ -174,7 +179,7 @@ export async function runCrashLoop(
   expect(c.rateLimited).toBe(0);
   expect(c.duplicateAcks).toEqual({});
   for (const id of released) expect(c.acks[id], `${id} (seed ${seed})`).toBe(1);
-  return { seed, kills };
+  return { seed, kills, cfg };
 }
 
 /** CRASH_SEED from the environment, else one from the clock (printed by the tests). */

@@ -108,24 +108,43 @@ export class TestImporter {
     for (const line of manifest.split('\n').filter(Boolean)) {
       const m = /^([0-9a-f]{64}) {2}(.+)$/.exec(line);
       if (!m) throw new Error(`${batch}: bad manifest line ${JSON.stringify(line)}`);
+      if (sums.has(m[2] as string)) throw new Error(`${batch}: ${m[2]} twice in the manifest`);
       sums.set(m[2] as string, m[1] as string);
     }
+    if (!sums.has(this.o.indexFile)) throw new Error(`${batch}: the manifest has no line for the index`);
     for (const [file, sum] of sums) {
       const got = sha256(readFileSync(join(dir, file)));
       if (got !== sum) throw new Error(`${batch}/${file}: sha256 ${got}, manifest ${sum}`);
     }
+    // The folder holds exactly what the manifest names, the manifest and the marker: no temp file,
+    // nothing left over, nothing missing.
+    const present = readdirSync(dir)
+      .filter((f) => f !== this.ready && f !== 'manifest.sha256')
+      .sort();
+    const named = [...sums.keys()].sort();
+    if (JSON.stringify(present) !== JSON.stringify(named))
+      throw new Error(`${batch}: files ${JSON.stringify(present)}, manifest ${JSON.stringify(named)}`);
     const text = readFileSync(join(dir, this.o.indexFile), 'utf8');
     const records =
       this.o.format === 'tagged'
         ? parseTagged(text, this.o.begin ?? 'BEGIN:')
         : parseDelimited(text, this.o.delimiter ?? '|');
+    const took: ImportedDocument[] = [];
     for (const r of records) {
       const ref = r[this.o.fileKeyword];
       if (ref === undefined) throw new Error(`${batch}: a record without ${this.o.fileKeyword}`);
       const fileName = ref.split(/[\\/]/).pop() as string;
+      if (!sums.has(fileName)) throw new Error(`${batch}: the index names ${fileName}, not in the manifest`);
       const bytes = readFileSync(join(dir, fileName));
-      this.imported.push({ batch, fileName, sha256: sha256(bytes), keywords: r });
+      took.push({ batch, fileName, sha256: sha256(bytes), keywords: r });
     }
+    const indexed = took.map((d) => d.fileName).sort();
+    const documents = named.filter((f) => f !== this.o.indexFile);
+    if (JSON.stringify(indexed) !== JSON.stringify(documents))
+      throw new Error(
+        `${batch}: the index names ${JSON.stringify(indexed)}, the manifest ${JSON.stringify(documents)}`,
+      );
+    this.imported.push(...took);
     // Everything but the marker, then the marker, then the folder: a crash of the importer leaves a
     // folder the connector recognises as taken (no manifest) or still whole.
     for (const f of readdirSync(dir)) if (f !== this.ready) rmSync(join(dir, f), { force: true });

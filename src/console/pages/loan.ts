@@ -10,6 +10,7 @@ import { Html, consoleHref, html, joinHtml, seg } from './html.js';
 import { csrfField } from './layout.js';
 import type { BrowserSession } from './sessions.js';
 import { requestRows } from './requests.js';
+import { documentsSection } from './loan-documents.js';
 
 const str = (v: unknown): string =>
   v === null || v === undefined
@@ -314,6 +315,9 @@ ${kv([
     html`
 <h2 id="reboard">${state === 'acknowledged' ? 'What a re-board would change now' : 'Would it board now?'}</h2>
 ${diffSection(id, state, v.diff, v.canAct)}
+`,
+    documentsSection({ session: v.session, loanId: id, state, documents: h.documents, canAct: v.canAct }),
+    html`
 <h2>Records written to the core <span class="small muted">(tax ids masked)</span></h2>
 `,
     h.records === null || h.records === undefined

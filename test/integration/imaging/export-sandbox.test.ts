@@ -86,6 +86,8 @@ describe('imaging export against the sandbox', () => {
     expect(expected).toBeGreaterThan(10);
     expect(importer.imported).toHaveLength(expected);
     expect(released.length).toBe(24);
+    // Each document downloaded once: the core write's copy is spooled for the export (no second download).
+    expect((await p.counters()).downloads).toBe(expected);
 
     // A second sync: nothing new to export, nothing exported again.
     const again = await runCli(['--config', cfg.configPath, 'sync', '--once', '--json']);

@@ -27,6 +27,7 @@ export interface Counters {
   ackKeys: Record<string, string[]>;
   duplicateAcks: Record<string, number>;
   idempotentReplays: number;
+  downloads: number;
   downloadsWithAuthorization: number;
   faults: {
     injected5xx: number;

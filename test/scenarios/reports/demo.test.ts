@@ -3,11 +3,50 @@ import { systemClock } from '../../../src/lib/clock.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { readManifest } from '../../../src/core/file/manifest.js';
+import { safeId } from '../../../src/core/safe-name.js';
+import { TestImporter } from '../../support/imaging-importer.js';
 import { createCliContext } from '../../../src/cli/context.js';
 import { buildProgram } from '../../../src/cli/program.js';
 
 const cleanups: Array<() => void> = [];
+
+/**
+ * The demo exports every document to its imaging folder (issue 45): each document of each
+ * acknowledged loan's core package is in exactly one published folder's index, with its sha256,
+ * and the banner says where.
+ */
+async function expectEveryDocumentExported(dir: string, banner: string): Promise<void> {
+  const imagingDir = join(dir, 'imaging', 'dip');
+  expect(banner).toContain(`imaging: ${imagingDir}`);
+  const importer = new TestImporter({
+    dir: imagingDir,
+    indexFile: 'index.txt',
+    format: 'tagged',
+    begin: 'BEGIN:',
+    fileKeyword: '>>FullPath',
+  });
+  importer.poll();
+  const db = new Database(join(dir, 'state.sqlite'), { readonly: true });
+  const acked = (
+    db.prepare(`SELECT id FROM loans WHERE state = 'acknowledged'`).all() as Array<{ id: string }>
+  ).map((r) => r.id);
+  db.close();
+  expect(acked.length).toBeGreaterThan(0);
+  const byDoc = new Map(importer.imported.map((d) => [d.keywords['Platform Doc ID'], d]));
+  expect(byDoc.size, 'a document in two folders').toBe(importer.imported.length);
+  let documents = 0;
+  for (const id of acked) {
+    const manifest = await readManifest(join(dir, 'core', 'packages', safeId(id)));
+    for (const d of manifest?.documents ?? []) {
+      documents += 1;
+      expect(byDoc.get(d.documentId)?.sha256, `${id}/${d.documentId} exported`).toBe(d.sha256);
+    }
+  }
+  expect(documents).toBeGreaterThan(0);
+}
 afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
@@ -64,6 +103,7 @@ describe('demo (what npm start runs)', () => {
     expect(text).toMatch(/stopped\. boarded [1-9]\d*/);
     // The file core lives under --dir (regression: a lost core line sent it to ./var/core).
     expect(readdirSync(join(dir, 'core', 'packages')).length).toBeGreaterThan(0);
+    await expectEveryDocumentExported(dir, text);
   }, 90_000);
 
   it('writes a report after its first cycle and another when it stops (regression: none in the first minute, none on Ctrl-C)', async () => {

@@ -52,6 +52,7 @@ function everySource(clock: FakeClock) {
     }),
     coreOutage: () => true,
     clockSkew: () => ({ ok: true, detail: 'ok', offset: { offsetMs: 1_500, rttMs: 4 } }),
+    imaging: () => ({ missing: false, waiting: 3, oldestWaitingMs: 2_700_000, stale: 1 }),
   });
 }
 
@@ -220,6 +221,22 @@ describe('connector metrics', () => {
       # TYPE boarding_clock_offset_seconds gauge
       boarding_clock_offset_seconds 1.5
 
+      # HELP boarding_imaging_folder_missing 1 while imaging.dir does not exist or cannot be read (loans wait for it)
+      # TYPE boarding_imaging_folder_missing gauge
+      boarding_imaging_folder_missing 0
+
+      # HELP boarding_imaging_batches_waiting Batch folders in imaging.dir with their ready marker, not taken by the importer yet
+      # TYPE boarding_imaging_batches_waiting gauge
+      boarding_imaging_batches_waiting 3
+
+      # HELP boarding_imaging_oldest_waiting_seconds Age of the oldest waiting batch folder's ready marker (0 when none waits)
+      # TYPE boarding_imaging_oldest_waiting_seconds gauge
+      boarding_imaging_oldest_waiting_seconds 2700
+
+      # HELP boarding_imaging_stale_batches Batch folders waiting longer than imaging.staleAfter: the importer is not draining the folder
+      # TYPE boarding_imaging_stale_batches gauge
+      boarding_imaging_stale_batches 1
+
       # HELP boarding_metric_source_up 1 when a metrics source answered at this scrape, 0 when it failed (the metrics it feeds are left out of the scrape; the log says why)
       # TYPE boarding_metric_source_up gauge
       boarding_metric_source_up{source="api_calls"} 1
@@ -227,6 +244,7 @@ describe('connector metrics', () => {
       boarding_metric_source_up{source="core_outage"} 1
       boarding_metric_source_up{source="db"} 1
       boarding_metric_source_up{source="disk"} 1
+      boarding_metric_source_up{source="imaging"} 1
       boarding_metric_source_up{source="inbox"} 1
       boarding_metric_source_up{source="leadership"} 1
       boarding_metric_source_up{source="mapping"} 1
