@@ -6,6 +6,11 @@ import type { PlatformStats } from '../platform/client.js';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 import type { StoreDb } from '../store/sql.js';
 import { LOAN_STATES } from '../store/loan-states.js';
+import {
+  createCheckpointStore,
+  STATE_BACKUP_CHECKPOINT,
+  type CheckpointStore,
+} from '../store/checkpoints.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import type { PoolUsage } from '../store/identity/numbers.js';
@@ -116,6 +121,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   // Registration order is the exposition's order: dashboards do not care, but diffs of it do.
   const pushed = pushedMetrics(family);
   boardingMetrics(family);
+  stateBackupMetric(family);
   numberPoolMetrics(family);
   webhookInboxMetrics(family);
   platformMetrics(family);
@@ -380,6 +386,30 @@ function boardingMetrics({ p, registry, clock, sources, book }: Family): void {
     async (db) => {
       const oldest = await loanStats(db).oldestUnacknowledgedAt();
       return oldest === null ? 0 : Math.max(0, (clock.now() - oldest) / 1000);
+    },
+  );
+}
+
+/**
+ * When `state backup` last wrote a verified copy of the SQLite state (it runs as its own process, so
+ * the time is read from the state database). 0 when never: the "backups not taken" alert fires on
+ * a state that was never backed up too. No sample on PostgreSQL, whose backups are the bank's own.
+ */
+function stateBackupMetric({ p, registry, sources, book }: Family): void {
+  let checkpoints: { db: StoreDb; store: CheckpointStore } | undefined;
+  new ReadingGauge(
+    `${p}state_backup_last_success_timestamp_seconds`,
+    'Unix time of the last verified `state backup` of the SQLite state (0: never; absent on PostgreSQL)',
+    registry,
+    async () => {
+      const db = sources().db;
+      if (!db || db.sqlite === null) return undefined;
+      return book.readAsync('db', async () => {
+        if (!db.isOpen) throw new Error('the state database is closed');
+        if (checkpoints?.db !== db) checkpoints = { db, store: createCheckpointStore(db) };
+        const row = await checkpoints.store.get(STATE_BACKUP_CHECKPOINT);
+        return row === null ? 0 : Math.floor(row.updatedAt / 1000);
+      });
     },
   );
 }

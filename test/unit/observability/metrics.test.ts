@@ -141,6 +141,10 @@ describe('connector metrics', () => {
       # TYPE boarding_oldest_unacknowledged_age_seconds gauge
       boarding_oldest_unacknowledged_age_seconds 0
 
+      # HELP boarding_state_backup_last_success_timestamp_seconds Unix time of the last verified \`state backup\` of the SQLite state (0: never; absent on PostgreSQL)
+      # TYPE boarding_state_backup_last_success_timestamp_seconds gauge
+      boarding_state_backup_last_success_timestamp_seconds 0
+
       # HELP boarding_number_pool_used_ratio Share of a number pool's sequences used (account, customer); boarding stops at 1: add a range to identity.*.pool.ranges
       # TYPE boarding_number_pool_used_ratio gauge
       boarding_number_pool_used_ratio{pool="account"} 0.25
