@@ -34,6 +34,7 @@ import {
   type CheckResult,
   type StandardChecksInput,
 } from '../observability/readiness.js';
+import type { TraceExportStats } from '../observability/tracing.js';
 import type { ClockSkewStatus } from '../observability/clock-skew.js';
 import type { Express } from 'express';
 import type { LoadedMappingStatus } from '../ops/mapping-reload.js';
@@ -70,6 +71,8 @@ export interface WebhookServiceDeps {
   faults?: Pick<StandardChecksInput, 'disk' | 'coreOutage' | 'clockSkew'> & {
     clockSkewLast?: () => ClockSkewStatus | null;
   };
+  /** The trace exporter's counts for /metrics (absent when traces are off). */
+  traces?: () => TraceExportStats;
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -128,6 +131,7 @@ function metricsSources(deps: WebhookServiceDeps, inbox: WebhookInbox): MetricsS
     ...(deps.faults?.disk ? { disk: deps.faults.disk } : {}),
     ...(deps.faults?.coreOutage ? { coreOutage: () => deps.faults?.coreOutage?.() != null } : {}),
     ...(deps.faults?.clockSkewLast ? { clockSkew: deps.faults.clockSkewLast } : {}),
+    ...(deps.traces ? { traces: deps.traces } : {}),
   };
 }
 

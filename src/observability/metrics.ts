@@ -17,6 +17,7 @@ import type { PoolUsage } from '../store/identity/numbers.js';
 import type { RejectReason } from '../webhooks/signature.js';
 import type { DiskStatus } from './disk-space.js';
 import type { ClockSkewStatus } from './clock-skew.js';
+import type { TraceExportStats } from './tracing.js';
 
 /** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
 export interface ApiCallCount {
@@ -48,6 +49,8 @@ export interface MetricsSources {
   coreOutage?: () => boolean;
   /** This host's clock against the database's (the last reading). */
   clockSkew?: () => ClockSkewStatus | null;
+  /** Spans exported and dropped (src/observability/tracing.ts); absent when traces are off. */
+  traces?: () => TraceExportStats;
   /** Where a source that stops answering (and recovers) is logged, with the reason. */
   logger?: Logger;
 }
@@ -63,7 +66,8 @@ export type MetricSourceName =
   | 'leadership'
   | 'disk'
   | 'core_outage'
-  | 'clock_skew';
+  | 'clock_skew'
+  | 'traces';
 
 /** What /readyz and /metrics say of leadership. */
 export interface LeadershipView {
@@ -128,6 +132,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   leadershipMetrics(family);
   mappingMetrics(family);
   hostMetrics(family);
+  traceMetrics(family);
 
   return {
     registry,
@@ -635,6 +640,35 @@ function hostMetrics({ p, registry, sources, book }: Family): void {
       return c?.offset ? c.offset.offsetMs / 1000 : undefined;
     },
   );
+}
+
+/** The trace exporter's own counts: a dead or slow collector costs spans, never boards. */
+function traceMetrics({ p, registry, sources, book }: Family): void {
+  new Counter({
+    name: `${p}trace_spans_exported_total`,
+    help: 'Spans the OTLP collector took (telemetry.otlp.endpoint; 0 while traces are off)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = book.read('traces', sources().traces);
+      if (t) this.inc(t.exported);
+    },
+  });
+  new Counter({
+    name: `${p}trace_spans_dropped_total`,
+    help:
+      'Spans lost instead of exported, by reason: queue_full (the bounded queue had no room), ' +
+      'export_failed (the collector refused, was down or slower than telemetry.otlp.timeoutMs)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = book.read('traces', sources().traces);
+      if (!t) return;
+      this.inc({ reason: 'queue_full' }, t.dropped.queue_full);
+      this.inc({ reason: 'export_failed' }, t.dropped.export_failed);
+    },
+  });
 }
 
 /** Metrics sources from the platform client (`health()` and `stats()`). */

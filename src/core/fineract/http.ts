@@ -1,6 +1,7 @@
 import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
+import { inCoreCallSpan, injectTraceHeaders, noteHttpStatus } from '../../lib/tracing.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
@@ -94,7 +95,17 @@ export class FineractHttp {
     return (await this.send('POST', path, opts, false)) as T;
   }
 
-  private async send(
+  /** Every call to Fineract in a span of its own, carrying the W3C traceparent. */
+  private send(
+    method: 'GET' | 'POST',
+    path: string,
+    opts: CallOptions,
+    nullOn404: boolean,
+  ): Promise<unknown> {
+    return inCoreCallSpan('fineract', method, path, () => this.exchange(method, path, opts, nullOn404));
+  }
+
+  private async exchange(
     method: 'GET' | 'POST',
     path: string,
     opts: CallOptions,
@@ -108,6 +119,7 @@ export class FineractHttp {
       accept: 'application/json',
     };
     if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
+    injectTraceHeaders(headers);
     let body: string | FormData | undefined;
     if (opts.form !== undefined) {
       body = opts.form;
@@ -127,6 +139,7 @@ export class FineractHttp {
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
       status = res.statusCode;
+      noteHttpStatus(status);
       replayed = res.headers['x-served-from-cache'] === 'true';
       text = await readAnswerText(
         res.body,

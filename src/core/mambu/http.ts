@@ -1,6 +1,7 @@
 import { Agent, request, type FormData } from 'undici';
 import { FatalError, errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
+import { inCoreCallSpan, injectTraceHeaders, noteHttpStatus } from '../../lib/tracing.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
@@ -149,12 +150,23 @@ export class MambuHttp {
     };
   }
 
-  private async send(
+  /** Every call to Mambu in a span of its own, carrying the W3C traceparent. */
+  private send(
     method: 'GET' | 'POST',
     path: string,
     opts: MambuCallOptions,
     nullOn404: boolean,
     read = method === 'GET',
+  ): Promise<{ body: unknown; headers: Record<string, string | string[] | undefined> }> {
+    return inCoreCallSpan('mambu', method, path, () => this.exchange(method, path, opts, nullOn404, read));
+  }
+
+  private async exchange(
+    method: 'GET' | 'POST',
+    path: string,
+    opts: MambuCallOptions,
+    nullOn404: boolean,
+    read: boolean,
   ): Promise<{ body: unknown; headers: Record<string, string | string[] | undefined> }> {
     const write = !read;
     const where = `${method} ${path.replace(/\?.*$/, '')}`;
@@ -163,6 +175,7 @@ export class MambuHttp {
       accept: 'application/vnd.mambu.v2+json',
     };
     if (opts.idempotencyKey !== undefined) headers['idempotency-key'] = opts.idempotencyKey;
+    injectTraceHeaders(headers);
     let body: string | FormData | undefined;
     if (opts.form !== undefined) {
       body = opts.form;
@@ -182,6 +195,7 @@ export class MambuHttp {
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
       status = res.statusCode;
+      noteHttpStatus(status);
       resHeaders = res.headers;
       text = await readAnswerText(
         res.body,
