@@ -224,6 +224,13 @@ describe('connector metrics', () => {
       # TYPE boarding_clock_offset_seconds gauge
       boarding_clock_offset_seconds 1.5
 
+      # HELP boarding_trace_spans_exported_total Spans the OTLP collector took (telemetry.otlp.endpoint; 0 while traces are off)
+      # TYPE boarding_trace_spans_exported_total counter
+      boarding_trace_spans_exported_total 0
+
+      # HELP boarding_trace_spans_dropped_total Spans lost instead of exported, by reason: queue_full (the bounded queue had no room), export_failed (the collector refused, was down or slower than telemetry.otlp.timeoutMs)
+      # TYPE boarding_trace_spans_dropped_total counter
+
       # HELP boarding_metric_source_up 1 when a metrics source answered at this scrape, 0 when it failed (the metrics it feeds are left out of the scrape; the log says why)
       # TYPE boarding_metric_source_up gauge
       boarding_metric_source_up{source="api_calls"} 1
