@@ -136,16 +136,18 @@ class CountingExporter implements SpanExporter {
     private readonly onTaken: (n: number) => void,
   ) {}
 
+  /** Batches handed to the exporter and not answered yet: lost, if still open at shutdown. */
+  private readonly open = new Set<(result: ExportResult) => void>();
+
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
     this.onTaken(spans.length);
-    let answered = false;
     const settle = (result: ExportResult): void => {
-      if (answered) return;
-      answered = true;
+      if (!this.open.delete(settle)) return;
       if (result.code === ExportResultCode.SUCCESS) this.exported += spans.length;
       else this.lost(spans.length, result.error);
       done(result);
     };
+    this.open.add(settle);
     try {
       this.inner.export(spans, settle);
     } catch (err) {
@@ -165,8 +167,15 @@ class CountingExporter implements SpanExporter {
     );
   }
 
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
+  async shutdown(): Promise<void> {
+    await this.inner.shutdown();
+    this.abandon();
+  }
+
+  /** Every batch still unanswered counts as lost (the process is going; nobody will hear its answer). */
+  abandon(): void {
+    for (const settle of [...this.open])
+      settle({ code: ExportResultCode.FAILED, error: new Error('not answered before shutdown') });
   }
 
   forceFlush(): Promise<void> {
@@ -274,6 +283,10 @@ export function startTracing(settings: TracingSettings, logger: Logger): Tracing
         );
         clearTimeout(timer);
         if (r === 'late') logger.warn({ timeoutMs }, 'traces: the last spans were not sent in time; dropped');
+        // Spans still queued or in flight now are lost: counted, so the last scrape tells.
+        exporter.abandon();
+        exporter.failed += queue.pending;
+        queue.pending = 0;
         trace.disable();
         context.disable();
         propagation.disable();
