@@ -68,10 +68,11 @@ export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => P
     scrubText(name),
     {
       kind: opts.kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL,
-      attributes: cleanAll(opts.attributes),
       ...(opts.linkToActive ? { root: true, links } : opts.root ? { root: true } : {}),
     },
     async (span) => {
+      // Scrubbed only for a span that is kept (traces on, sampled): off, a span costs next to nothing.
+      if (opts.attributes !== undefined) setSpanAttributes(span, opts.attributes);
       try {
         return await fn(span);
       } catch (err) {
@@ -86,7 +87,7 @@ export function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => P
 
 /** Attributes set after the start (an outcome, a status code), scrubbed as at the start. */
 export function setSpanAttributes(span: Span, attrs: Attributes): void {
-  span.setAttributes(cleanAll(attrs));
+  if (span.isRecording()) span.setAttributes(cleanAll(attrs));
 }
 
 /** Attributes on the span active now (the loan's, from a step inside it); nothing when none. */
@@ -97,6 +98,7 @@ export function annotateActiveSpan(attrs: Attributes): void {
 
 /** Marks a span failed: the error's class and its scrubbed message. */
 export function failSpan(span: Span, err: unknown): void {
+  if (!span.isRecording()) return;
   const type =
     err !== null && typeof err === 'object' && 'code' in err && typeof err.code === 'string'
       ? err.code
