@@ -239,6 +239,7 @@ export function createConnectorDaemon(
     onHangup: opts.onHangup ?? (() => () => undefined),
     requestCycle: triggerCycle,
   });
+  const tracing = rt.tracing;
   const webhooks = createWebhookService({
     config: rt.config,
     db: rt.db,
@@ -256,6 +257,7 @@ export function createConnectorDaemon(
     ...(opsConsole ? { mountAdmin: (app: Express) => opsConsole.mount(app) } : {}),
     leadership: () => leadershipView(rt),
     gate,
+    ...(tracing ? { traces: () => tracing.stats() } : {}),
     faults: {
       ...(disk ? { disk: () => disk.last() } : {}),
       coreOutage: () => coreOutage,

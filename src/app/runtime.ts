@@ -25,6 +25,7 @@ import { tinHashKey } from './tin-key.js';
 import { BOARDING_LEASE, createCycleRunner, type CycleRunner } from '../pipeline/cycle.js';
 import { openLeadership } from '../store/leadership/leases.js';
 import type { Leadership } from '../store/leadership/leadership.js';
+import { startTracing, tracingSettings, type Tracing } from '../observability/tracing.js';
 
 /** Everything a boarding command needs, built from the config in one place (sync, run, demo). */
 export interface BoardingRuntime {
@@ -50,7 +51,9 @@ export interface BoardingRuntime {
   imaging?: ImagingExport | undefined;
   clock: Clock;
   logger: Logger;
-  /** Closes the platform client, the core and the database (in that order). */
+  /** OpenTelemetry traces (telemetry.*, OTEL_EXPORTER_OTLP_*): null when off. */
+  tracing: Tracing | null;
+  /** Closes the platform client, the core and the database (in that order), then flushes the traces. */
   close(): Promise<void>;
 }
 
@@ -62,6 +65,8 @@ export interface RuntimeOverrides {
   mapper?: Mapper;
   /** The state store, already open (`run` waits for it: src/app/store-wait.ts); closed with the runtime. */
   db?: StoreDb;
+  /** The environment the OTEL_* variables are read from; default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The bank's mapping options from config (fixtures use their own). */
@@ -93,6 +98,29 @@ export function assertAccountNumbersFit(config: Config, mapper: Pick<Mapper, 'ac
       `identity.accountNumbers.pool.width: ${width} characters do not fit ` +
         `${tight.map((t) => `${t.where} (${t.size})`).join(', ')}; narrow the pool (width) or widen the column`,
     );
+  }
+}
+
+/** Traces first (the first platform and core calls are traced too), then the state database. */
+async function tracedStore(
+  config: Config,
+  logger: Logger,
+  overrides: RuntimeOverrides,
+): Promise<{ tracing: Tracing | null; db: StoreDb; closeStore: () => Promise<void> }> {
+  const settings = tracingSettings(config.telemetry, overrides.env ?? process.env, CONNECTOR_VERSION);
+  const tracing = settings && startTracing(settings, logger.child({ component: 'traces' }));
+  try {
+    const db =
+      overrides.db ?? (await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger }));
+    // The database, then the last spans (those of the shutdown itself too), within a short bound.
+    const closeStore = async (): Promise<void> => {
+      await db.close();
+      await tracing?.shutdown(2_000);
+    };
+    return { tracing, db, closeStore };
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
   }
 }
 
@@ -130,8 +158,7 @@ export async function buildRuntime(
       'core.file.csvBatches: the mapping set declares no layout.yaml, so no batch files are written',
     );
   }
-  const db =
-    overrides.db ?? (await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger }));
+  const { tracing, db, closeStore } = await tracedStore(config, logger, overrides);
   let platform: PlatformApi | undefined;
   let core: CoreSystem | undefined;
   let store: BoardingStore;
@@ -153,7 +180,7 @@ export async function buildRuntime(
       overrides.core ?? createCore(config, { logger, clock, db, layout: () => mapper.layout, customerKeys });
   } catch (err) {
     await platform?.close();
-    await db.close();
+    await closeStore();
     throw err;
   }
   const accountNumbers = createAccountNumbers({
@@ -237,13 +264,14 @@ export async function buildRuntime(
     imaging,
     clock,
     logger,
+    tracing,
     async close() {
       if (closed) return;
       closed = true;
       // First: the lease is released at once (a standby takes over now, not after the TTL).
       await leadership.stop();
       await Promise.allSettled([p.close(), c.close()]);
-      await db.close();
+      await closeStore();
     },
   };
 }

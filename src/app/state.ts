@@ -16,6 +16,7 @@ import {
 } from '../store/migrations/copy-sqlite-to-pg.js';
 import { redactUrl, redactUrlsIn, urlSecretParts } from '../lib/redact.js';
 import { pgSettingsProblems } from '../config/postgres.js';
+import { STATE_BACKUP_CHECKPOINT } from '../store/checkpoints.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
 import { createCustomerStore } from '../store/identity/customers.js';
 import { sqliteStore } from '../store/sqlite/store.js';
@@ -34,10 +35,13 @@ export async function backupState(ctx: CommandScope, input: { out: string; force
     throw new UsageError('--out: must not be the state database itself (store.path)');
   if (existsSync(target) && !input.force)
     throw new UsageError(`--out: ${input.out} exists; pass --force to replace it`);
-  const { db } = await openState(ctx);
+  const { db, store } = await openState(ctx);
   if (db.sqlite === null) throw new UsageError(backupOnPostgresMessage(db.location));
   const r = backupDatabase(db.sqlite, target);
-  return { target, pages: r.pages, verified: verifyDatabase(target) };
+  const verified = verifyDatabase(target);
+  // Recorded only for a copy that verifies: the "backups not taken" alert reads it from the daemon's /metrics.
+  if (verified.ok) await store.checkpoints.save(STATE_BACKUP_CHECKPOINT, null, ctx.clock.now());
+  return { target, pages: r.pages, verified };
 }
 
 /** What `state backup` says when the state is in PostgreSQL (exit 2: the command does not apply). */

@@ -22,7 +22,10 @@ import { openPlatformSession, type CommandScope } from './session.js';
 
 export { formatDryRun, type DryRunReport };
 
-type SyncScope = CommandScope & { readonly shutdown: AbortSignal };
+type SyncScope = CommandScope & {
+  readonly shutdown: AbortSignal;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+};
 
 /**
  * `sync --once`: one boarding cycle with the runtime of the config, beside (never against) a
@@ -40,7 +43,10 @@ export async function syncOnce(
 ): Promise<CycleSummary> {
   const config = scope.config();
   const logger = scope.logger();
-  const rt = await buildRuntime(config, logger, { clock: scope.clock });
+  const rt = await buildRuntime(config, logger, {
+    clock: scope.clock,
+    ...(scope.env ? { env: scope.env } : {}),
+  });
   scope.onClose(() => rt.close());
   const mine = { version: rt.mapper.version, dir: config.mappings.dir };
   await assertSameMappingAsDaemon(rt.store.daemon, mine, scope.clock.now(), 'sync --once');

@@ -34,6 +34,7 @@ import {
   type CheckResult,
   type StandardChecksInput,
 } from '../observability/readiness.js';
+import type { TraceExportStats } from '../observability/tracing.js';
 import type { ClockSkewStatus } from '../observability/clock-skew.js';
 import type { ImagingFolderStatus } from '../imaging/folder-watch.js';
 import type { Express } from 'express';
@@ -73,6 +74,8 @@ export interface WebhookServiceDeps {
   };
   /** The imaging folder's last reading (imaging.enabled). */
   imagingFolder?: () => ImagingFolderStatus;
+  /** The trace exporter's counts for /metrics (absent when traces are off). */
+  traces?: () => TraceExportStats;
 }
 
 /** Shape of the daemon's `DaemonService` and `DaemonJob` (kept structural: no import cycle). */
@@ -132,6 +135,7 @@ function metricsSources(deps: WebhookServiceDeps, inbox: WebhookInbox): MetricsS
     ...(deps.faults?.coreOutage ? { coreOutage: () => deps.faults?.coreOutage?.() != null } : {}),
     ...(deps.faults?.clockSkewLast ? { clockSkew: deps.faults.clockSkewLast } : {}),
     ...(deps.imagingFolder ? { imaging: deps.imagingFolder } : {}),
+    ...(deps.traces ? { traces: deps.traces } : {}),
   };
 }
 

@@ -39,7 +39,7 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       if (!db) return;
       let rt;
       try {
-        rt = await buildRuntime(config, logger, { clock: ctx.clock, db });
+        rt = await buildRuntime(config, logger, { clock: ctx.clock, db, env: ctx.env });
       } catch (err) {
         await db.close();
         throw err;

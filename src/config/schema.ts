@@ -651,6 +651,50 @@ export const consoleSchema = z.strictObject({
 });
 export type ConsoleConfig = z.infer<typeof consoleSchema>;
 
+/**
+ * OpenTelemetry traces (docs/operations.md "Traces"): off unless `otlp.endpoint` is set here or the
+ * standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT is in the environment
+ * (src/observability/tracing.ts). A collector's credentials go in OTEL_EXPORTER_OTLP_HEADERS, never here.
+ */
+export const telemetrySchema = z.strictObject({
+  otlp: z
+    .strictObject({
+      /** The collector's OTLP/HTTP base URL (e.g. http://otel-collector:4318); /v1/traces is appended. */
+      endpoint: z
+        .url({
+          protocol: /^https?$/,
+          error: 'expected the http(s) URL of an OTLP/HTTP collector, e.g. http://otel-collector:4318',
+        })
+        .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), {
+          error:
+            'expected no user or password in the URL: give the collector its credentials in ' +
+            'OTEL_EXPORTER_OTLP_HEADERS (the environment), never in the config file',
+        })
+        .optional(),
+      /** One export call's deadline; a collector slower than this costs the batch, never a board. */
+      timeoutMs: int(100, 60_000).default(5_000),
+      /** Spans waiting for export; past it new spans are dropped (boarding_trace_spans_dropped_total). */
+      maxQueueSize: int(16, 100_000).default(2_048),
+    })
+    .prefault({}),
+  sampling: z
+    .strictObject({
+      /**
+       * Share of cycles and loan boards traced (0 to 1): each root (cycle, loan board) is sampled on
+       * its own; its children follow it.
+       */
+      ratio: z
+        .number({ error: 'expected a number from 0 to 1' })
+        .min(0, { error: 'expected a number from 0 to 1' })
+        .max(1, { error: 'expected a number from 0 to 1' })
+        .default(1),
+    })
+    .prefault({}),
+  /** service.name on every span (OTEL_SERVICE_NAME, when set, wins). */
+  serviceName: str('a service name, e.g. boarding-connector').default('boarding-connector'),
+});
+export type TelemetryConfig = z.infer<typeof telemetrySchema>;
+
 export const logSchema = z.strictObject({
   level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -779,6 +823,7 @@ export const configSchema = z
     reports: reportsSchema.prefault({}),
     customers: customersSchema.prefault({}),
     log: logSchema.prefault({}),
+    telemetry: telemetrySchema.prefault({}),
     identity: identitySchema.prefault({}),
     console: consoleSchema.prefault({}),
     imaging: imagingSchema.prefault({}),

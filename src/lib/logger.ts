@@ -1,6 +1,7 @@
 import { pino, type Logger, type DestinationStream } from 'pino';
 
 import { REDACT_PATHS, scrubDeep, scrubText } from './redact.js';
+import { activeTraceIds } from './tracing.js';
 
 export type { Logger } from 'pino';
 
@@ -20,6 +21,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     level,
     name: opts.name ?? 'boarding-connector',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // The trace a line was logged in (a loan's board, a cycle), when tracing is on and it is sampled.
+    mixin: () => activeTraceIds() ?? {},
     formatters: {
       log: (obj: Record<string, unknown>) => scrubDeep(obj, 0) as Record<string, unknown>,
     },

@@ -6,12 +6,18 @@ import type { PlatformStats } from '../platform/client.js';
 import { WEBHOOK_EVENTS } from '../contract/schemas.js';
 import type { StoreDb } from '../store/sql.js';
 import { LOAN_STATES } from '../store/loan-states.js';
+import {
+  createCheckpointStore,
+  STATE_BACKUP_CHECKPOINT,
+  type CheckpointStore,
+} from '../store/checkpoints.js';
 import { createLoanStats, type LoanStats } from '../store/loan-stats.js';
 import type { WebhookInbox } from '../store/inbox.js';
 import type { PoolUsage } from '../store/identity/numbers.js';
 import type { RejectReason } from '../webhooks/signature.js';
 import type { DiskStatus } from './disk-space.js';
 import type { ClockSkewStatus } from './clock-skew.js';
+import type { TraceExportStats } from './tracing.js';
 
 /** One row of the platform client's call statistics (whatever its own shape, adapted to this). */
 export interface ApiCallCount {
@@ -45,6 +51,8 @@ export interface MetricsSources {
   clockSkew?: () => ClockSkewStatus | null;
   /** The imaging folder (src/imaging/folder-watch.ts; the last reading). */
   imaging?: () => ImagingFolderReading;
+  /** Spans exported and dropped (src/observability/tracing.ts); absent when traces are off. */
+  traces?: () => TraceExportStats;
   /** Where a source that stops answering (and recovers) is logged, with the reason. */
   logger?: Logger;
 }
@@ -61,7 +69,8 @@ export type MetricSourceName =
   | 'disk'
   | 'core_outage'
   | 'clock_skew'
-  | 'imaging';
+  | 'imaging'
+  | 'traces';
 
 /** What /metrics says of the imaging folder (structural: src/imaging/folder-watch.ts's status). */
 export interface ImagingFolderReading {
@@ -127,6 +136,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   // Registration order is the exposition's order: dashboards do not care, but diffs of it do.
   const pushed = pushedMetrics(family);
   boardingMetrics(family);
+  stateBackupMetric(family);
   numberPoolMetrics(family);
   webhookInboxMetrics(family);
   platformMetrics(family);
@@ -134,6 +144,7 @@ export function createConnectorMetrics(opts: ConnectorMetricsOptions): Connector
   mappingMetrics(family);
   hostMetrics(family);
   imagingMetrics(family);
+  traceMetrics(family);
 
   return {
     registry,
@@ -396,6 +407,30 @@ function boardingMetrics({ p, registry, clock, sources, book }: Family): void {
   );
 }
 
+/**
+ * When `state backup` last wrote a verified copy of the SQLite state (it runs as its own process, so
+ * the time is read from the state database). 0 when never: the "backups not taken" alert fires on
+ * a state that was never backed up too. No sample on PostgreSQL, whose backups are the bank's own.
+ */
+function stateBackupMetric({ p, registry, sources, book }: Family): void {
+  let checkpoints: { db: StoreDb; store: CheckpointStore } | undefined;
+  new ReadingGauge(
+    `${p}state_backup_last_success_timestamp_seconds`,
+    'Unix time of the last verified `state backup` of the SQLite state (0: never; absent on PostgreSQL)',
+    registry,
+    async () => {
+      const db = sources().db;
+      if (!db || db.sqlite === null) return undefined;
+      return book.readAsync('db', async () => {
+        if (!db.isOpen) throw new Error('the state database is closed');
+        if (checkpoints?.db !== db) checkpoints = { db, store: createCheckpointStore(db) };
+        const row = await checkpoints.store.get(STATE_BACKUP_CHECKPOINT);
+        return row === null ? 0 : Math.floor(row.updatedAt / 1000);
+      });
+    },
+  );
+}
+
 /** The bank's number pools (identity.*.source pool): boarding stops when one runs out. */
 function numberPoolMetrics({ p, registry, sources, book }: Family): void {
   new Gauge({
@@ -652,6 +687,35 @@ function imagingMetrics({ p, registry, sources, book }: Family): void {
     registry,
     () => folder()?.stale,
   );
+}
+
+/** The trace exporter's own counts: a dead or slow collector costs spans, never boards. */
+function traceMetrics({ p, registry, sources, book }: Family): void {
+  new Counter({
+    name: `${p}trace_spans_exported_total`,
+    help: 'Spans the OTLP collector took (telemetry.otlp.endpoint; 0 while traces are off)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = book.read('traces', sources().traces);
+      if (t) this.inc(t.exported);
+    },
+  });
+  new Counter({
+    name: `${p}trace_spans_dropped_total`,
+    help:
+      'Spans lost instead of exported, by reason: queue_full (the bounded queue had no room), ' +
+      'export_failed (the collector refused, was down or slower than telemetry.otlp.timeoutMs)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const t = book.read('traces', sources().traces);
+      if (!t) return;
+      this.inc({ reason: 'queue_full' }, t.dropped.queue_full);
+      this.inc({ reason: 'export_failed' }, t.dropped.export_failed);
+    },
+  });
 }
 
 /** Metrics sources from the platform client (`health()` and `stats()`). */

@@ -6,7 +6,7 @@ import type { Mapper, MappingIssue } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { PlatformApi } from '../platform/api.js';
 import { isPlatformError } from '../platform/errors.js';
-import type { CoreSystem, DocumentFetcher } from '../core/port.js';
+import type { BoardingPackage, CoreReceipt, CoreSystem, DocumentFetcher } from '../core/port.js';
 import type { QuarantineReason } from '../store/loan-states.js';
 import { UNACKNOWLEDGED_STATES } from '../store/loan-states.js';
 import type { BoardingStore } from '../store/index.js';
@@ -20,6 +20,7 @@ import { KeyedLock } from '../core/keyed-lock.js';
 import { ackKey, ackKeyForBody, payloadHash, writtenForCurrentRelease } from './release.js';
 import type { ImagingStep } from '../imaging/step.js';
 import type { MappingInput } from '../mapping/types.js';
+import { activeTraceIds, annotateActiveSpan, inSpan, setSpanAttributes, type Span } from '../lib/tracing.js';
 
 export interface BoardingSettings {
   maxAttempts: number;
@@ -164,8 +165,17 @@ function assertMayCall(c: BoarderCtx, signal: AbortSignal): void {
   }
 }
 
-function transition(c: BoarderCtx, att: Attempt, id: string, input: TransitionInput): Promise<LoanRow> {
+/** An event's detail with the trace it happened in (the console's loan page shows the last one). */
+function tracedDetail(d: unknown): unknown {
+  const ids = activeTraceIds();
+  if (ids === null) return d;
+  const detail: object = d !== null && typeof d === 'object' ? d : d === undefined ? {} : { value: d };
+  return { ...detail, traceId: ids.trace_id };
+}
+
+function transition(c: BoarderCtx, att: Attempt, id: string, traced: TransitionInput): Promise<LoanRow> {
   const { clock, loans } = c;
+  const input = { ...traced, detail: tracedDetail(traced.detail) };
   if (att.counted) return loans.transition(id, input, clock.now());
   att.counted = true;
   const d = input.detail;
@@ -282,7 +292,7 @@ async function mapAndWrite(
   accountNumber: string | null,
   signal: AbortSignal,
 ): Promise<LoanRow | BoardOutcome> {
-  const { deps, mapper, core, clock, loans, store } = c;
+  const { deps, mapper, clock, loans, store } = c;
   const log = deps.logger.child({ loanId: row.id });
   const { documents } = input;
   const resolver = deps.customers;
@@ -296,7 +306,8 @@ async function mapAndWrite(
     },
   };
   att.input = mappingInput;
-  const outcome = await mapper.map(mappingInput);
+  const outcome = await mapTraced(mapper, mappingInput);
+  annotateActiveSpan({ 'mapping.version': outcome.mappingVersion });
   if (!outcome.ok) {
     const reason = quarantineReasonFor(outcome.issues);
     const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
@@ -375,7 +386,8 @@ async function mapAndWrite(
     await mapped();
   }
   assertMayCall(c, signal);
-  const receipt = await core.board(
+  const receipt = await coreWrite(
+    c,
     {
       loanId: row.id,
       loanNumber: item.loanNumber ?? null,
@@ -384,10 +396,10 @@ async function mapAndWrite(
       connectorVersion: deps.connectorVersion,
       records: outcome.records,
       documents,
-      fetchDocument: deps.fetchDocument,
+      fetchDocument: tracedFetch(deps.fetchDocument),
       source: canonicalFields(item),
     },
-    { signal },
+    signal,
   );
   // The acknowledgement's key is stored with the write it acknowledges: before its first call.
   return transition(c, att, row.id, {
@@ -416,6 +428,36 @@ async function mapAndWrite(
       await resolver?.afterWrite(row.id, receipt);
     },
   });
+}
+
+/** The mapping in a span of its own: the version and the outcome (board, with warnings, quarantine). */
+function mapTraced(mapper: Mapper, input: MappingInput): ReturnType<Mapper['map']> {
+  return inSpan('map loan', {}, async (span) => {
+    const o = await mapper.map(input);
+    setSpanAttributes(span, {
+      'mapping.version': o.mappingVersion,
+      'mapping.outcome': !o.ok
+        ? 'quarantine'
+        : (o.warnings?.length ?? 0) > 0
+          ? 'board_with_warnings'
+          : 'board',
+      ...(o.ok ? { 'mapping.records': o.records.length } : { 'mapping.issues': o.issues.length }),
+    });
+    return o;
+  });
+}
+
+/** The core port's call in a span (every adapter, the file core too); an HTTP core's requests are its children. */
+function coreWrite(c: BoarderCtx, pkg: BoardingPackage, signal: AbortSignal): Promise<CoreReceipt> {
+  return inSpan(
+    'core write',
+    { attributes: { 'core.records': pkg.records.length, 'core.documents': pkg.documents.length } },
+    async (span) => {
+      const r = await c.core.board(pkg, { signal });
+      setSpanAttributes(span, { 'core.documents_written': r.documents.length });
+      return r;
+    },
+  );
 }
 
 async function ensureAckKey(c: BoarderCtx, row: LoanRow): Promise<void> {
@@ -559,11 +601,51 @@ async function quarantine(
   return { kind: 'quarantined', loanId: row.id, reason, message: msg };
 }
 
+/** Each document's download (from the platform's presigned URL, never shown) in a span of its own. */
+function tracedFetch(fetch: DocumentFetcher): DocumentFetcher {
+  return (doc, sink, signal) =>
+    inSpan('document download', { attributes: { 'document.id': doc.id } }, async (span) => {
+      const r = await fetch(doc, sink, signal);
+      setSpanAttributes(span, { 'document.bytes': r.bytes });
+      return r;
+    });
+}
+
+/** The loan span's outcome: what happened (kind) and why (disposition, reason or code). */
+function noteOutcome(span: Span, o: BoardOutcome): void {
+  const disposition =
+    o.kind === 'retry_wait'
+      ? o.disposition
+      : o.kind === 'quarantined'
+        ? o.reason
+        : o.kind === 'fatal'
+          ? o.error.code
+          : o.kind === 'acknowledged'
+            ? o.ackOnly
+              ? 'ack-only'
+              : 'boarded'
+            : o.kind;
+  setSpanAttributes(span, {
+    'board.outcome': o.kind,
+    'board.disposition': disposition,
+    ...(o.kind === 'retry_wait' ? { 'board.error_code': o.code } : {}),
+  });
+}
+
 /**
- * Boards one loan. `signal` aborts in-flight steps (shutdown); the persisted state is the
- * checkpoint the next run resumes from.
+ * Boards one loan: one trace per board, linked to the cycle's (the span active when it is called).
+ * `signal` aborts in-flight steps (shutdown); the persisted state is the checkpoint the next run
+ * resumes from.
  */
-async function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
+function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
+  return inSpan('board loan', { linkToActive: true, attributes: { 'loan.id': loanId } }, async (span) => {
+    const outcome = await boardAttempt(c, loanId, signal);
+    noteOutcome(span, outcome);
+    return outcome;
+  });
+}
+
+async function boardAttempt(c: BoarderCtx, loanId: string, signal: AbortSignal): Promise<BoardOutcome> {
   const { loans } = c;
   let row = await loans.get(loanId);
   if (!row || !WORKING.has(row.state))
@@ -571,6 +653,9 @@ async function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promis
   // Ack-only only when the core write was made for this very release: a loan re-released since
   // (e.g. while skipped) must have its new release written, never just acknowledged.
   const att: Attempt = { n: row.attempts + 1, counted: false, ackOnly: writtenForCurrentRelease(row) };
+  // The version last mapped with; a mapping in this attempt replaces it.
+  if (row.mappingVersion !== null) annotateActiveSpan({ 'mapping.version': row.mappingVersion });
+  if (att.ackOnly) annotateActiveSpan({ 'board.ack_only': true });
   let phase: 'core' | 'ack' = att.ackOnly ? 'ack' : 'core';
   try {
     if (!att.ackOnly) {
@@ -578,9 +663,11 @@ async function board(c: BoarderCtx, loanId: string, signal: AbortSignal): Promis
       if ('kind' in written) return written;
       row = written;
     }
-    if (c.deps.imaging) await c.deps.imaging.exportLoan(row, att.input, signal);
+    const written = row;
+    const imaging = c.deps.imaging;
+    if (imaging) await inSpan('imaging export', {}, () => imaging.exportLoan(written, att.input, signal));
     phase = 'ack';
-    await acknowledge(c, att, row, signal);
+    await inSpan('acknowledge', {}, () => acknowledge(c, att, written, signal));
     return { kind: 'acknowledged', loanId, ackOnly: att.ackOnly };
   } catch (err) {
     return settleFailure(c, att, await loans.require(loanId), err, phase, signal);

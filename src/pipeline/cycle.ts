@@ -1,5 +1,6 @@
 import { errorMessage } from '../lib/errors.js';
 import { linkSignals } from '../lib/signals.js';
+import { inSpan, setSpanAttributes } from '../lib/tracing.js';
 import { isPlatformError, type PlatformError } from '../platform/errors.js';
 import { QUEUE_CHECKPOINT } from '../store/checkpoints.js';
 import { holderParts, type Leadership } from '../store/leadership/leadership.js';
@@ -527,7 +528,7 @@ async function settleTarget(
 }
 
 async function run(c: CycleCtx, opts: CycleOptions): Promise<CycleSummary> {
-  const { store, platform, clock, logger, state, leadership } = c;
+  const { clock, logger, state, leadership } = c;
   if (state.running) throw new CycleAlreadyRunningError('a boarding cycle is already running');
   state.running = true;
   const started = clock.now();
@@ -566,6 +567,42 @@ async function run(c: CycleCtx, opts: CycleOptions): Promise<CycleSummary> {
     );
     return summary;
   }
+  // A trace per cycle that boards (a standby's empty ticks make none); each loan's board is a trace
+  // of its own, linked to this one.
+  return inSpan(
+    'boarding cycle',
+    {
+      root: true,
+      attributes: { 'cycle.reason': opts.reason, 'leadership.epoch': leadership.term?.epoch ?? 0 },
+    },
+    async (span) => {
+      const s = await lead(c, opts, summary, termSignal, started);
+      setSpanAttributes(span, {
+        'cycle.walk.items': s.walk.items,
+        'cycle.walk.complete': s.walk.complete,
+        'cycle.attempted': s.attempted,
+        'cycle.acknowledged': s.acknowledged,
+        'cycle.retry_wait': s.retryWait,
+        'cycle.quarantined': Object.values(s.quarantined).reduce((a, n) => a + n, 0),
+        'cycle.lease_lost': s.leaseLost,
+        ...(s.fatal ? { 'cycle.fatal': s.fatal.code } : {}),
+        ...(s.coreOutage ? { 'cycle.core_outage': true } : {}),
+        ...(s.trafficStopped ? { 'cycle.traffic_stopped': true } : {}),
+      });
+      return s;
+    },
+  );
+}
+
+/** The cycle of a process that leads: walk, board passes, settle; fenced by the term it started in. */
+async function lead(
+  c: CycleCtx,
+  opts: CycleOptions,
+  summary: CycleSummary,
+  termSignal: AbortSignal,
+  started: number,
+): Promise<CycleSummary> {
+  const { store, platform, clock, logger, state, leadership } = c;
   // The term's end (trust deadline, a takeover seen at renew, a fenced-out write) stops this
   // cycle: no new loans, and steps in flight are aborted, so two processes never board side by
   // side; whatever a stale step still tries to write is fenced out (0 rows).

@@ -5,6 +5,7 @@ import { withLinkedSignal } from '../lib/signals.js';
 import { createMemoryRateState, type RateStateStore } from './rate-budget/ledger.js';
 import { InProcessRateSpend } from './rate-budget/in-process.js';
 import type { RateSpend } from './rate-budget/spend.js';
+import { inSpan, noteHttpStatus } from '../lib/tracing.js';
 import type { Bucket, PlatformCallFailure, PlatformHealth, PlatformWait } from './api.js';
 import { bucketFor, RateBudget, type RateLimitSettings, type Token } from './rate-budget/budget.js';
 import {
@@ -330,6 +331,7 @@ function createAttempt(d: AttemptDeps): <T>(spec: CallSpec<T>, bucket: Bucket) =
         token = await budget.acquire(bucket, spec.signal);
         started = clock.now();
         res = await pool.request(requestOf(spec, ctx));
+        noteHttpStatus(res.statusCode);
         // A 429 stops the bucket at its status line, before a slow body is read.
         if (res.statusCode === 429)
           budget.holdAtRateLimitStatus(token, {
@@ -476,11 +478,32 @@ export function createTransport(opts: TransportOptions): Transport {
     userAgent,
     downloadAgent,
     guard,
-    async call<T>(spec: CallSpec<T>): Promise<T> {
-      // One listener per call on the caller's signal (a daemon passes one shutdown signal to every
-      // call), however many waits inside the call listen: no max-listener warning, no growth.
-      if (spec.signal === undefined) return callLinked(spec);
-      return withLinkedSignal([spec.signal], (signal) => callLinked({ ...spec, signal }));
+    call<T>(spec: CallSpec<T>): Promise<T> {
+      // A span per call (its retries and waits included), named by operation and path template:
+      // never a path with ids, a query or a presigned URL.
+      return inSpan(
+        `platform ${spec.operation}`,
+        {
+          kind: 'client',
+          attributes: {
+            'platform.operation': spec.operation,
+            'http.request.method': spec.method,
+            'url.template': spec.template,
+          },
+        },
+        async (span) => {
+          try {
+            // One listener per call on the caller's signal (a daemon passes one shutdown signal to every
+            // call), however many waits inside the call listen: no max-listener warning, no growth.
+            if (spec.signal === undefined) return await callLinked(spec);
+            return await withLinkedSignal([spec.signal], (signal) => callLinked({ ...spec, signal }));
+          } catch (err) {
+            if (err instanceof PlatformError && err.status !== null)
+              span.setAttribute('http.response.status_code', err.status);
+            throw err;
+          }
+        },
+      );
     },
     noteDownload(outcome) {
       book.stats.downloads[outcome] += 1;

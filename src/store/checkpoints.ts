@@ -17,6 +17,13 @@ export interface CheckpointStore {
 
 export const QUEUE_CHECKPOINT = 'boarding-queue';
 
+/**
+ * When `state backup` last wrote a verified copy (updated_at): the daemon's /metrics reads it
+ * (boarding_state_backup_last_success_timestamp_seconds), so a backup job that stopped running
+ * alerts even though it runs in another process. SQLite only (PostgreSQL is the bank's backups).
+ */
+export const STATE_BACKUP_CHECKPOINT = 'state-backup';
+
 export function createCheckpointStore(db: StoreDb): CheckpointStore {
   // started_at is kept from the first save of a walk, so `loans`/logs can say how old a walk is.
   const UPSERT = `INSERT INTO checkpoints (name, cursor, started_at, updated_at) VALUES (?, ?, ?, ?)

@@ -222,6 +222,7 @@ export const CONFIG_SECTIONS = new Set([
   'log',
   'identity',
   'console',
+  'telemetry',
 ]);
 
 /** Every fenced ```yaml block (indented ones too, as inside a list item), with its first line number. */

@@ -171,6 +171,20 @@ function diffSection(loanId: string, state: string, diff: ReboardDiff | null, ca
   ]);
 }
 
+/**
+ * The trace of the loan's last board (OpenTelemetry, when traces are on): the newest event whose
+ * detail carries one. Looked up by this id in the trace backend (Jaeger, Tempo…).
+ */
+export function lastTraceId(events: LoanHistory['events']): string | null {
+  let best: { seq: number; id: string } | null = null;
+  for (const e of events) {
+    const id = (e.detail as { traceId?: unknown } | null)?.traceId;
+    if (typeof id === 'string' && /^[0-9a-f]{32}$/.test(id) && (best === null || e.seq > best.seq))
+      best = { seq: e.seq, id };
+  }
+  return best?.id ?? null;
+}
+
 /** The heading (borrower, loan id and number, state), the summary cards and the last error. */
 function loanSummary(l: LoanHistory['loan'], id: string, state: string): Html {
   return joinHtml([
@@ -274,6 +288,7 @@ export function loanPage(v: {
   const l = h.loan;
   const id = str(l['id']);
   const state = str(l['state']);
+  const trace = lastTraceId(h.events);
   return joinHtml([
     loanSummary(l, id, state),
     html`
@@ -287,6 +302,7 @@ ${kv([
   ['Amount', money(l['centsAmount'] as number | null)],
   ['Product', l['productId']],
   ['Mapping version', l['mappingVersion']],
+  ['Last trace', trace === null ? null : html`<span class="mono" data-testid="trace-id">${trace}</span>`],
   ['Written to core', when(str(l['writtenAt']))],
   ['Next attempt', when(str(l['nextAttemptAt']))],
   ['Payload hash', l['payloadHash']],

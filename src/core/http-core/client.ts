@@ -1,6 +1,7 @@
 import { Agent, request, type FormData } from 'undici';
 import { errorMessage } from '../../lib/errors.js';
 import { scrubText } from '../../lib/redact.js';
+import { inCoreCallSpan, injectTraceHeaders, noteHttpStatus } from '../../lib/tracing.js';
 import { CoreRejectedError, CoreUnavailableError } from '../port.js';
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
@@ -151,6 +152,18 @@ export class HttpCoreClient<C extends CoreCallOptions> {
     opts: C,
     how: { nullOn404?: boolean; read?: boolean } = {},
   ): Promise<CoreAnswer> {
+    // Every call to the core in a span of its own (the W3C traceparent is added in send()).
+    return inCoreCallSpan(this.vendor.name.toLowerCase(), method, path, () =>
+      this.exchange(method, path, opts, how),
+    );
+  }
+
+  private async exchange(
+    method: 'GET' | 'POST',
+    path: string,
+    opts: C,
+    how: { nullOn404?: boolean; read?: boolean },
+  ): Promise<CoreAnswer> {
     const write = !(how.read ?? method === 'GET');
     const where = `${method} ${path.replace(/\?.*$/, '')}`;
     const headers: Record<string, string> = { ...this.vendor.headers(opts) };
@@ -193,6 +206,7 @@ export class HttpCoreClient<C extends CoreCallOptions> {
    * AnswerTooLargeError; the status is the caller's to judge.
    */
   async send(req: CoreRequest): Promise<CoreAnswer> {
+    injectTraceHeaders(req.headers);
     const res = await request(`${this.base}${req.path}`, {
       method: req.method,
       headers: req.headers,
@@ -205,6 +219,7 @@ export class HttpCoreClient<C extends CoreCallOptions> {
       this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
       this.vendor.maxResponseBytesKey,
     );
+    noteHttpStatus(res.statusCode);
     return { status: res.statusCode, headers: res.headers, text, body: parseAnswerBody(text) };
   }
 

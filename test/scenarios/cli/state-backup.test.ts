@@ -8,6 +8,8 @@ import { openDatabase } from '../../../src/store/sqlite/db.js';
 import { createBoardingStore } from '../../../src/store/index.js';
 import { runCli } from '../../integration/pipeline/harness.js';
 import { sqliteStore } from '../../../src/store/sqlite/store.js';
+import { createConnectorMetrics } from '../../../src/observability/metrics.js';
+import { systemClock } from '../../../src/lib/clock.js';
 
 describe('state backup / state verify', () => {
   it('copies a live database consistently while another connection writes, owner-only, and verifies it', async () => {
@@ -48,6 +50,39 @@ describe('state backup / state verify', () => {
     expect(result.counts['loans']).toBeLessThanOrEqual(n);
     // Refuses to overwrite without --force.
     expect((await runCli(['--config', configPath, 'state', 'backup', '--out', out])).code).toBe(2);
+    db.close();
+  });
+
+  it("records each verified backup's time in the state, where the daemon's /metrics reads it (the backups-not-taken alert)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'state-backup-metric-'));
+    const dbPath = join(dir, 'state.sqlite');
+    const configPath = join(dir, 'config.yaml');
+    writeFileSync(
+      configPath,
+      stringify({
+        platform: { baseUrl: 'http://127.0.0.1:9/api', apiKey: 'pk_test_x', environment: 'staging' },
+        store: { path: dbPath },
+        log: { level: 'silent' },
+      }),
+    );
+    const db = openDatabase(dbPath);
+    const metrics = createConnectorMetrics({
+      clock: systemClock,
+      processMetrics: false,
+      db: sqliteStore(db),
+    });
+    const reading = async (): Promise<number | null> => {
+      const m = /^boarding_state_backup_last_success_timestamp_seconds (\d+)$/m.exec(await metrics.render());
+      return m ? Number(m[1]) : null;
+    };
+    // Never backed up: 0, so the alert fires on a state nobody backs up, not only on a stopped job.
+    expect(await reading()).toBe(0);
+    const before = Math.floor(Date.now() / 1000);
+    const r = await runCli(['--config', configPath, 'state', 'backup', '--out', join(dir, 'b.sqlite')]);
+    expect(r.error).toBeNull();
+    const at = await reading();
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(at).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
     db.close();
   });
 

@@ -134,6 +134,44 @@ describe('console pages escape every value', () => {
     expect(out).toContain(`href="/console/loans/${encodeURIComponent(X).replaceAll("'", '&#39;')}`);
   });
 
+  it("loan page: the last board's trace id (OpenTelemetry) from the newest event that carries one", () => {
+    const ev = (seq: number, detail: unknown) => ({
+      seq,
+      at: '2026-11-25T10:00:00Z',
+      kind: 'transition',
+      fromState: 'mapped',
+      toState: 'written',
+      actor: 'connector',
+      reason: null,
+      detail,
+    });
+    const old = '0af7651916cd43dd8448eb211c80319c';
+    const last = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const history = {
+      loan: { id: 'ln_1', state: 'acknowledged' },
+      identity: { accountNumber: null, accountNumberSource: null, customers: [] },
+      daemon: null,
+      events: [
+        ev(1, { traceId: old }),
+        ev(3, { traceId: last }),
+        ev(2, { traceId: old }),
+        ev(4, { note: 'x' }),
+      ],
+      reviewItems: [],
+      records: null,
+      idempotencyKeys: [],
+      batches: [],
+      requests: [],
+    } as unknown as LoanHistory;
+    const page = (h: LoanHistory) =>
+      loanPage({ session, history: h, diff: null, audit: [], canAct: false }).toString();
+    expect(page(history)).toContain(
+      `<dt>Last trace</dt><dd><span class="mono" data-testid="trace-id">${last}</span>`,
+    );
+    // No trace (traces off, or a board before they were on): no row at all.
+    expect(page({ ...history, events: [ev(1, { traceId: X })] })).not.toContain('Last trace');
+  });
+
   it('requests, one request, reconciliation run, batches, status', () => {
     assertSafe(
       requestsPage({

@@ -4,6 +4,7 @@ import * as k8s from 'kubernetes-models';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { loadConfig } from '../../../src/config/load.js';
+import { tracingSettings } from '../../../src/observability/tracing.js';
 import { chartRenderer, find, renderChart, type K8sObject } from '../../support/chart.js';
 
 /**
@@ -253,6 +254,35 @@ describe.skipIf(skip !== null)(`the Helm chart (rendered with ${renderer.kind})`
     expect(() => renderChart(renderer, {})).toThrow(
       /secrets\.apiKey \(or secrets\.existingSecret\) is required/,
     );
+  });
+
+  it('traces: config.telemetry reaches the ConfigMap, the collector headers only the Secret, and the pod turns traces on', () => {
+    const headers = 'x-vendor-key=otlp-secret-4f1c';
+    const { objects } = renderChart(renderer, {
+      values: {
+        secrets: { ...SECRETS, corePassword: 'chart-test-core-password', otlpHeaders: headers },
+        config: {
+          telemetry: {
+            otlp: { endpoint: 'http://otel-collector.observability:4318' },
+            sampling: { ratio: 0.5 },
+          },
+        },
+      },
+    });
+    const text = (find(objects, 'ConfigMap') as K8sObject & { data: Record<string, string> }).data[
+      'config.yaml'
+    ]!;
+    expect(text).not.toContain('otlp-secret-4f1c');
+    const secret = find(objects, 'Secret') as K8sObject & { data: Record<string, string> };
+    const env = Object.fromEntries(
+      Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+    expect(env['OTEL_EXPORTER_OTLP_HEADERS']).toBe(headers);
+    const config = loadConfig({ fileText: text, env, cwd: '/app', exists: () => true });
+    expect(tracingSettings(config.telemetry, env, 'v')).toMatchObject({
+      url: 'http://otel-collector.observability:4318/v1/traces',
+      sampleRatio: 0.5,
+    });
   });
 
   it('a config change rolls the pods (checksum of the config in the pod template)', () => {

@@ -103,6 +103,7 @@ describe('alerts and dashboard name only exported metrics', () => {
       'BoardingConnectorClockSkew',
       'BoardingConnectorWebhooksRejected',
       'BoardingConnectorPlatformSilent',
+      'BoardingConnectorBackupsNotTaken',
     ])
       expect(names).toContain(a);
     const docs = {

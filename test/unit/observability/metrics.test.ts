@@ -142,6 +142,10 @@ describe('connector metrics', () => {
       # TYPE boarding_oldest_unacknowledged_age_seconds gauge
       boarding_oldest_unacknowledged_age_seconds 0
 
+      # HELP boarding_state_backup_last_success_timestamp_seconds Unix time of the last verified \`state backup\` of the SQLite state (0: never; absent on PostgreSQL)
+      # TYPE boarding_state_backup_last_success_timestamp_seconds gauge
+      boarding_state_backup_last_success_timestamp_seconds 0
+
       # HELP boarding_number_pool_used_ratio Share of a number pool's sequences used (account, customer); boarding stops at 1: add a range to identity.*.pool.ranges
       # TYPE boarding_number_pool_used_ratio gauge
       boarding_number_pool_used_ratio{pool="account"} 0.25
@@ -236,6 +240,13 @@ describe('connector metrics', () => {
       # HELP boarding_imaging_stale_batches Batch folders waiting longer than imaging.staleAfter: the importer is not draining the folder
       # TYPE boarding_imaging_stale_batches gauge
       boarding_imaging_stale_batches 1
+
+      # HELP boarding_trace_spans_exported_total Spans the OTLP collector took (telemetry.otlp.endpoint; 0 while traces are off)
+      # TYPE boarding_trace_spans_exported_total counter
+      boarding_trace_spans_exported_total 0
+
+      # HELP boarding_trace_spans_dropped_total Spans lost instead of exported, by reason: queue_full (the bounded queue had no room), export_failed (the collector refused, was down or slower than telemetry.otlp.timeoutMs)
+      # TYPE boarding_trace_spans_dropped_total counter
 
       # HELP boarding_metric_source_up 1 when a metrics source answered at this scrape, 0 when it failed (the metrics it feeds are left out of the scrape; the log says why)
       # TYPE boarding_metric_source_up gauge

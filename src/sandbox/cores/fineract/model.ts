@@ -117,6 +117,8 @@ export interface RecordedRequest {
   /** The status answered; 0 when the client went away mid-body (killed, timed out) and got none. */
   status: number;
   idempotencyKey: string | null;
+  /** The W3C `traceparent` header it carried (the connector's trace, when tracing is on). */
+  traceparent: string | null;
   fromCache: boolean;
   fault: FaultKind | null;
 }

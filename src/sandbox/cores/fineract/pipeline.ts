@@ -27,6 +27,7 @@ export function record(
     operation: op,
     status,
     idempotencyKey: req.header('idempotency-key') ?? null,
+    traceparent: req.header('traceparent') ?? null,
     fromCache,
     fault,
   });
