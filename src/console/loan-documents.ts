@@ -1,3 +1,4 @@
+import { imagingDocumentView } from '../ops/imaging.js';
 import { ImagingStore } from '../store/imaging.js';
 import type { StoreDb } from '../store/sql.js';
 import type { LoanDocuments, LoanHistoryEvent } from './contract.js';
@@ -29,16 +30,19 @@ export async function loanDocuments(
     writtenToCore,
     listed: listed === undefined ? null : Number(listed.n),
     imagingEnabled,
-    imaging: rows.map((d) => ({
-      documentId: d.documentId,
-      batchId: d.batchId,
-      batchStatus: d.status,
-      fileName: d.fileName,
-      documentType: d.documentType,
-      defaultType: d.fellBack,
-      sha256: d.sha256,
-      reexport: d.reexport,
-      reexportBy: d.reexportBy,
-    })),
+    imaging: rows.map((d) => {
+      const v = imagingDocumentView(d);
+      return {
+        documentId: v.documentId,
+        batchId: v.batchId,
+        batchStatus: v.batchStatus,
+        fileName: v.fileName,
+        documentType: v.documentType,
+        defaultType: v.defaultType,
+        sha256: v.sha256,
+        reexport: v.reexport,
+        reexportBy: v.reexportBy,
+      };
+    }),
   };
 }

@@ -2,7 +2,7 @@ import type { ImagingExport } from '../imaging/export.js';
 import { UsageError } from '../lib/errors.js';
 import type { MappingInput } from '../mapping/types.js';
 import type { BoardingStore } from '../store/index.js';
-import type { ImagingBatchRow } from '../store/imaging.js';
+import type { ImagingBatchRow, ImagingBatchStatus, ImagingDocumentRow } from '../store/imaging.js';
 
 /**
  * Operator actions on the imaging export (docs/imaging.md): batches and where each document went,
@@ -66,6 +66,27 @@ export interface ImagingDocumentView {
   reexportReason: string | null;
 }
 
+/** One exported document as the CLI and the console show it (where it went, under which type). */
+export function imagingDocumentView(
+  d: ImagingDocumentRow & { status: ImagingBatchStatus },
+): ImagingDocumentView {
+  return {
+    loanId: d.loanId,
+    documentId: d.documentId,
+    batchId: d.batchId,
+    batchStatus: d.status,
+    fileName: d.fileName,
+    documentType: d.documentType,
+    defaultType: d.fellBack,
+    sha256: d.sha256,
+    bytes: d.bytes,
+    exportedAt: new Date(d.exportedAt).toISOString(),
+    reexport: d.reexport,
+    reexportBy: d.reexportBy,
+    reexportReason: d.reexportReason,
+  };
+}
+
 /** A batch, or a loan's documents (where each went): `id` is a batch id or a loan id. */
 export async function showImaging(
   exporter: ImagingExport,
@@ -82,21 +103,7 @@ export async function showImaging(
     );
   return {
     batch: batch === undefined ? null : await view(exporter, batch),
-    documents: rows.map((d) => ({
-      loanId: d.loanId,
-      documentId: d.documentId,
-      batchId: d.batchId,
-      batchStatus: d.status,
-      fileName: d.fileName,
-      documentType: d.documentType,
-      defaultType: d.fellBack,
-      sha256: d.sha256,
-      bytes: d.bytes,
-      exportedAt: new Date(d.exportedAt).toISOString(),
-      reexport: d.reexport,
-      reexportBy: d.reexportBy,
-      reexportReason: d.reexportReason,
-    })),
+    documents: rows.map(imagingDocumentView),
   };
 }
 
