@@ -200,6 +200,12 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
     const expectedLines: Record<string, Uint8Array> = {};
     if (existsSync(linesDir))
       for (const f of readdirSync(linesDir).sort()) expectedLines[f] = readFileSync(join(linesDir, f));
+    // Expected imaging index records, one file per imaging layout of the set (imaging/<name>.yaml).
+    const imagingDir = join(caseDir, 'expected-imaging');
+    const expectedImaging: Record<string, string> = {};
+    if (existsSync(imagingDir))
+      for (const f of readdirSync(imagingDir).sort())
+        if (f.endsWith('.txt')) expectedImaging[f] = readFileSync(join(imagingDir, f), 'utf8');
     cases.push({
       name,
       dir: relative(dir, caseDir),
@@ -207,6 +213,7 @@ export function loadFixtures(dir: string): { cases: FixtureCase[]; problems: Lin
       expected,
       options,
       ...(Object.keys(expectedLines).length > 0 ? { expectedLines } : {}),
+      ...(Object.keys(expectedImaging).length > 0 ? { expectedImaging } : {}),
     });
   }
   return { cases, problems };

@@ -30,6 +30,11 @@ export interface FixtureCase {
    * (core/file/layout/expected-lines.ts).
    */
   expectedLines?: Record<string, Uint8Array>;
+  /**
+   * `expected-imaging/<layout>.txt`: the index records the loan's documents get in the set's
+   * `imaging/<layout>.yaml`, as `mappings preview` prints them (tax ids masked; docs/imaging.md).
+   */
+  expectedImaging?: Record<string, string>;
 }
 
 export interface FixtureResult {
@@ -113,6 +118,12 @@ export function fixtureOptions(raw: unknown): MapperOptions | string {
 export function fixtureTimeZone(c: Pick<FixtureCase, 'options'>): string {
   const o = fixtureOptions(c.options);
   return typeof o === 'string' ? DEFAULT_MAPPER_OPTIONS.timeZone : o.timeZone;
+}
+
+/** A case's input.json as the mapping takes it (undefined when it does not match the platform's shapes). */
+export function fixtureInput(raw: unknown): z.infer<typeof inputSchema> | undefined {
+  const r = inputSchema.safeParse(raw);
+  return r.success ? r.data : undefined;
 }
 
 export async function runFixture(

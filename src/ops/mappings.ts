@@ -5,8 +5,23 @@
  */
 import { join } from 'node:path';
 import { formatProblem, type LintProblem, type MapperOptions } from '../mapping/compile.js';
-import { fixtureTimeZone, runFixture, type FixtureResult } from '../mapping/fixtures.js';
-import { lintMappingDir, loadFixtures, loadMapper, updateFixture } from '../mapping-sets/loader.js';
+import { writeFileSync } from 'node:fs';
+import {
+  fixtureInput,
+  fixtureTimeZone,
+  runFixture,
+  type FixtureCase,
+  type FixtureResult,
+} from '../mapping/fixtures.js';
+import {
+  lintMappingDir,
+  loadFixtures,
+  loadMapper,
+  readerFor,
+  updateFixture,
+} from '../mapping-sets/loader.js';
+import { compileImagingLayout } from '../imaging/layout.js';
+import { indexPreviewText, previewIndexRecords } from '../imaging/preview.js';
 import { diffExpectedLines } from '../core/file/layout/expected-lines.js';
 import { mappingJsonSchema } from '../mapping/spec.js';
 
@@ -39,6 +54,53 @@ export interface FixtureSetReport {
   dir: string;
   results: Array<Omit<FixtureResult, 'outcome'> & { updated?: string[] }>;
   problems: string[];
+}
+
+/** The first line where a fixture file and what the set renders part (1-based), for the diff line. */
+function firstLineDiff(rel: string, want: string, got: string): string {
+  const a = want.split('\n');
+  const b = got.split('\n');
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  const expected = JSON.stringify(a[i] ?? '(end)');
+  return `${rel}:${i + 1}: expected ${expected}, the layout renders ${JSON.stringify(b[i] ?? '(end)')}`;
+}
+
+/**
+ * A case's `expected-imaging/<layout>.txt` files against the index records its documents get in the
+ * set's `imaging/<layout>.yaml` (what `mappings preview` prints, tax ids masked); with update, the
+ * files that differ are rewritten instead.
+ */
+async function imagingFixture(
+  dir: string,
+  c: FixtureCase,
+  update: boolean,
+): Promise<{ diffs: string[]; written: string[] }> {
+  const diffs: string[] = [];
+  const written: string[] = [];
+  const input = fixtureInput(c.input);
+  if (c.expectedImaging === undefined || input === undefined) return { diffs, written };
+  const read = readerFor(dir);
+  for (const [name, want] of Object.entries(c.expectedImaging)) {
+    const rel = join(c.dir, 'expected-imaging', name);
+    const file = `imaging/${name.replace(/\.txt$/, '.yaml')}`;
+    const text = read(file);
+    const layout = text === undefined ? undefined : compileImagingLayout(file, text, read).layout;
+    if (layout === undefined) {
+      diffs.push(
+        `${rel}: ${file} ${text === undefined ? 'is not in the set' : 'does not compile (see mappings lint)'}`,
+      );
+      continue;
+    }
+    const preview = await previewIndexRecords(layout, input, fixtureTimeZone(c), false);
+    const got = `${indexPreviewText(preview)}\n`;
+    if (got === want) continue;
+    if (update) {
+      writeFileSync(join(dir, rel), got);
+      written.push(`expected-imaging/${name}`);
+    } else diffs.push(firstLineDiff(rel, want, got));
+  }
+  return { diffs, written };
 }
 
 /** One set's fixtures: each case's result (and, with update, the files rewritten for a failing one). */
@@ -77,12 +139,16 @@ async function testSet(
           : ['expected-lines: the mapping set declares no layout.yaml'];
         if (lineDiffs.length > 0) Object.assign(r, { ok: false, diffs: [...r.diffs, ...lineDiffs] });
       }
+      const im = r.outcome?.ok
+        ? await imagingFixture(dir, c, input.update === true)
+        : { diffs: [], written: [] };
+      if (im.diffs.length > 0) Object.assign(r, { ok: false, diffs: [...r.diffs, ...im.diffs] });
       if (!r.ok && input.update && r.outcome) {
         const u = updateFixture(dir, c, r.outcome, lint.layout);
-        results.push({ ...r, diffs: [...r.diffs, ...u.problems], updated: u.written });
+        results.push({ ...r, diffs: [...r.diffs, ...u.problems], updated: [...u.written, ...im.written] });
         continue;
       }
-      results.push(r);
+      results.push(im.written.length > 0 ? { ...r, updated: im.written } : r);
     }
   }
   return { dir, problems: setProblems, results: results.map(({ outcome: _o, ...r }) => r) };

@@ -36,6 +36,28 @@ describe('mappings lint and preview with imaging layouts', () => {
     expect(r.stdout).toMatch(/an imaging tag is at most 20/);
   });
 
+  it('mappings test compares a fixture’s expected-imaging records with the layout; --update rewrites them', async () => {
+    const clean = await runCli(['mappings', 'test', '--dir', join(process.cwd(), 'mappings/generic')]);
+    expect(clean.error).toBeNull();
+    const dir = join(mkdtempSync(join(tmpdir(), 'imaging-fixtures-')), 'generic');
+    cpSync(join(process.cwd(), 'mappings/generic'), dir, { recursive: true });
+    // The bank renames a keyword in its layout but not in the fixture: the fixture fails on that line.
+    const layout = join(dir, 'imaging/onbase-tagged.yaml');
+    writeFileSync(layout, readFileSync(layout, 'utf8').replace("'Loan Number: '", "'Loan No: '"));
+    const rel = 'fixtures/business-annual/expected-imaging/onbase-tagged.txt';
+    const want = readFileSync(join(dir, rel), 'utf8').split('\n');
+    const line = want.findIndex((l) => l.includes('Loan Number: ')) + 1;
+    expect(line).toBeGreaterThan(1);
+    const r = await runCli(['mappings', 'test', '--dir', dir]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`${rel}:${line}: expected "${want[line - 1]}"`);
+    expect(r.stdout).toContain('Loan No: LN-010001');
+    const u = await runCli(['mappings', 'test', '--dir', dir, '--update']);
+    expect(u.error).toBeNull();
+    expect(readFileSync(join(dir, rel), 'utf8')).toContain('  Loan No: LN-010001\n');
+    expect((await runCli(['mappings', 'test', '--dir', dir])).error).toBeNull();
+  });
+
   it('preview shows the index records of the loan’s documents in the layout in use', async () => {
     const cfg = writeConnectorConfig(p, {
       windowMs: 2000,
