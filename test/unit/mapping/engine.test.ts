@@ -311,7 +311,7 @@ targets:
       ),
       { numRuns: 300 },
     );
-  });
+  }, 120_000);
 });
 
 describe('regressions', () => {

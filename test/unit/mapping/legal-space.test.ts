@@ -335,5 +335,5 @@ describe('the legal space: every loan the spec allows boards with every shipped 
             }
       expect(boarded, set).toBe(720);
     }
-  });
+  }, 120_000);
 });
