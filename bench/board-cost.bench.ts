@@ -1,0 +1,119 @@
+/**
+ * `npm run bench -- board-cost` (issue 44 item 5): what one board costs the state database and
+ * the CPU, on SQLite with the file core (the defaults).
+ *
+ * 1. Statements: `sync --once` over BENCH_BOARD_COST_LOANS released loans (default 1000) with the
+ *    counting preload bench/sql-count.js, which counts every better-sqlite3 execution by its SQL
+ *    text and every write transaction (BEGIN IMMEDIATE … COMMIT). Printed per boarded loan (the
+ *    queue walk and start-up included, as an operator pays them): statements, write and read
+ *    transactions, savepoints, then the statements that cost the most per loan.
+ *    Targets: ≤ 40 statements and ≤ 3 write transactions per board.
+ * 2. CPU: `sync --once` without the preload at each of BENCH_BOARD_COST_SIZES (default
+ *    "3000,30000"): CPU per loan of the whole run and of the last 1,000 boards, and the ratio of
+ *    the largest size to the smallest. Targets: ≤ 8 ms per loan, ratio ≤ 1.1.
+ *
+ *   BENCH_BOARD_COST_LOANS   loans for the counted run (0 skips part 1)
+ *   BENCH_BOARD_COST_SIZES   sizes for the CPU runs ("" skips part 2)
+ *   BENCH_BOARD_COST_TOP     how many statements to list (default 25)
+ *   BENCH_SCALE_BUILD        0 to skip `npm run build` (dist/ must be current)
+ *
+ * Never fails on figures: it prints them beside their targets.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { measure, report, type Run } from './sync-once.js';
+
+const COUNT_LOANS = Number(process.env['BENCH_BOARD_COST_LOANS'] ?? 1000);
+const SIZES = (process.env['BENCH_BOARD_COST_SIZES'] ?? '3000,30000')
+  .split(',')
+  .map((s) => Number(s.trim()))
+  .filter((n) => Number.isInteger(n) && n > 0);
+const TOP = Number(process.env['BENCH_BOARD_COST_TOP'] ?? 25);
+const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'sql-count.js');
+
+interface Counts {
+  tx: { write: number; read: number; rolledBack: number; savepoints: number };
+  statements: Record<string, number>;
+}
+
+/** The counts every thread of the measured process wrote at exit, added up. */
+function readCounts(dir: string): Counts {
+  const total: Counts = { tx: { write: 0, read: 0, rolledBack: 0, savepoints: 0 }, statements: {} };
+  for (const f of readdirSync(dir)) {
+    const c = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Counts;
+    for (const k of Object.keys(total.tx) as Array<keyof Counts['tx']>) total.tx[k] += c.tx[k];
+    for (const [sql, n] of Object.entries(c.statements))
+      total.statements[sql] = (total.statements[sql] ?? 0) + n;
+  }
+  return total;
+}
+
+/** What a statement works on, for the per-area sums: the transaction verbs, else its first table. */
+function area(sql: string): string {
+  const s = sql.toUpperCase();
+  if (/^(BEGIN|COMMIT|END|ROLLBACK(?! TO))/.test(s)) return 'BEGIN/COMMIT';
+  if (/^(SAVEPOINT|RELEASE|ROLLBACK TO)/.test(s)) return 'savepoints';
+  if (s.startsWith('PRAGMA')) return 'pragma';
+  const m = /\b(?:FROM|INTO|UPDATE|TABLE(?: IF NOT EXISTS)?)\s+"?([a-z_][a-z0-9_]*)"?/i.exec(sql);
+  return m?.[1] ?? 'other';
+}
+
+async function counted(loans: number): Promise<void> {
+  const out = mkdtempSync(join(tmpdir(), 'boarding-sql-count-'));
+  try {
+    const run = await measure('sqlite', loans, null, {
+      nodeArgs: ['--import', PRELOAD],
+      env: { SQL_COUNT_OUT: out },
+    });
+    report(run);
+    const c = readCounts(out);
+    const per = (n: number): string => (n / Math.max(1, run.boarded)).toFixed(2);
+    const all = Object.entries(c.statements);
+    const statements = all.reduce((a, [, n]) => a + n, 0);
+    console.log(
+      `statements per board: ${per(statements)} (target ≤ 40); write transactions per board: ${per(c.tx.write)} (target ≤ 3); ` +
+        `read transactions ${per(c.tx.read)}, savepoints ${per(c.tx.savepoints)}, rolled back ${per(c.tx.rolledBack)} — over ${run.boarded} boards`,
+    );
+    const areas = new Map<string, number>();
+    for (const [sql, n] of all) areas.set(area(sql), (areas.get(area(sql)) ?? 0) + n);
+    console.log(
+      `  by area: ${[...areas]
+        .sort((a, b) => b[1] - a[1])
+        .map(([a, n]) => `${a} ${per(n)}`)
+        .join(', ')}`,
+    );
+    console.log(`  the ${TOP} statements that cost most per board:`);
+    for (const [sql, n] of all.sort((a, b) => b[1] - a[1]).slice(0, TOP))
+      console.log(`  ${per(n).padStart(7)}  ${sql.length > 150 ? `${sql.slice(0, 147)}...` : sql}`);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  if (process.env['BENCH_SCALE_BUILD'] !== '0') {
+    const b = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
+    if (b.status !== 0) throw new Error('npm run build failed');
+  }
+  if (Number.isInteger(COUNT_LOANS) && COUNT_LOANS > 0) await counted(COUNT_LOANS);
+  const runs: Run[] = [];
+  for (const n of SIZES) {
+    const r = await measure('sqlite', n, null);
+    runs.push(r);
+    report(r);
+    console.log(`  CPU per loan: ${(r.cpuMs / r.loans).toFixed(2)} ms (target ≤ 8)`);
+  }
+  if (runs.length >= 2) {
+    const small = runs[0] as Run;
+    const large = runs[runs.length - 1] as Run;
+    console.log(
+      `CPU per loan ${large.loans} ÷ ${small.loans}: ${(large.cpuMs / large.loans / (small.cpuMs / small.loans)).toFixed(3)} (target ≤ 1.1), ` +
+        `last boards: ${(large.last.cpu / small.last.cpu).toFixed(3)}`,
+    );
+  }
+}
+
+await main();
