@@ -15,6 +15,8 @@
  *   BENCH_BOARD_COST_LOANS   loans for the counted run (0 skips part 1)
  *   BENCH_BOARD_COST_SIZES   sizes for the CPU runs ("" skips part 2)
  *   BENCH_BOARD_COST_TOP     how many statements to list (default 25)
+ *   BENCH_BOARD_COST_TIME    1: also time each statement (wall, a COMMIT's fsync included) and list
+ *                            the statements that took longest per board
  *   BENCH_SCALE_BUILD        0 to skip `npm run build` (dist/ must be current)
  *
  * Never fails on figures: it prints them beside their targets.
@@ -32,21 +34,25 @@ const SIZES = (process.env['BENCH_BOARD_COST_SIZES'] ?? '3000,30000')
   .map((s) => Number(s.trim()))
   .filter((n) => Number.isInteger(n) && n > 0);
 const TOP = Number(process.env['BENCH_BOARD_COST_TOP'] ?? 25);
+const TIME = process.env['BENCH_BOARD_COST_TIME'] === '1';
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'sql-count.js');
 
 interface Counts {
   tx: { write: number; read: number; rolledBack: number; savepoints: number };
   statements: Record<string, number>;
+  ms?: Record<string, number>;
 }
 
 /** The counts every thread of the measured process wrote at exit, added up. */
 function readCounts(dir: string): Counts {
-  const total: Counts = { tx: { write: 0, read: 0, rolledBack: 0, savepoints: 0 }, statements: {} };
+  const total: Counts = { tx: { write: 0, read: 0, rolledBack: 0, savepoints: 0 }, statements: {}, ms: {} };
   for (const f of readdirSync(dir)) {
     const c = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Counts;
     for (const k of Object.keys(total.tx) as Array<keyof Counts['tx']>) total.tx[k] += c.tx[k];
     for (const [sql, n] of Object.entries(c.statements))
       total.statements[sql] = (total.statements[sql] ?? 0) + n;
+    const ms = total.ms as Record<string, number>;
+    for (const [sql, t] of Object.entries(c.ms ?? {})) ms[sql] = (ms[sql] ?? 0) + t;
   }
   return total;
 }
@@ -61,12 +67,14 @@ function area(sql: string): string {
   return m?.[1] ?? 'other';
 }
 
+const short = (sql: string): string => (sql.length > 150 ? `${sql.slice(0, 147)}...` : sql);
+
 async function counted(loans: number): Promise<void> {
   const out = mkdtempSync(join(tmpdir(), 'boarding-sql-count-'));
   try {
     const run = await measure('sqlite', loans, null, {
       nodeArgs: ['--import', PRELOAD],
-      env: { SQL_COUNT_OUT: out },
+      env: { SQL_COUNT_OUT: out, SQL_COUNT_TIME: TIME ? '1' : '0' },
     });
     report(run);
     const c = readCounts(out);
@@ -87,7 +95,16 @@ async function counted(loans: number): Promise<void> {
     );
     console.log(`  the ${TOP} statements that cost most per board:`);
     for (const [sql, n] of all.sort((a, b) => b[1] - a[1]).slice(0, TOP))
-      console.log(`  ${per(n).padStart(7)}  ${sql.length > 150 ? `${sql.slice(0, 147)}...` : sql}`);
+      console.log(`  ${per(n).padStart(7)}  ${short(sql)}`);
+    if (TIME) {
+      const ms = Object.entries(c.ms ?? {});
+      const sum = ms.reduce((a, [, t]) => a + t, 0);
+      console.log(
+        `  time in statements: ${per(sum)} ms per board (wall, fsyncs included); longest per board:`,
+      );
+      for (const [sql, t] of ms.sort((a, b) => b[1] - a[1]).slice(0, TOP))
+        console.log(`  ${per(t).padStart(7)} ms  ${short(sql)}`);
+    }
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

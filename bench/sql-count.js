@@ -18,6 +18,19 @@ if (out) {
   const require = createRequire(import.meta.url);
   const Database = require('better-sqlite3');
   const statements = new Map();
+  /** SQL_COUNT_TIME=1: wall ms spent in each statement too (what a COMMIT's fsync costs shows here). */
+  const timed = process.env.SQL_COUNT_TIME === '1';
+  const times = new Map();
+  const clocked = (sql, fn) => {
+    if (!timed) return fn();
+    const t = process.hrtime.bigint();
+    try {
+      return fn();
+    } finally {
+      const key = sql.replace(/\s+/g, ' ').trim();
+      times.set(key, (times.get(key) ?? 0) + Number(process.hrtime.bigint() - t) / 1e6);
+    }
+  };
   const tx = { write: 0, read: 0, rolledBack: 0, savepoints: 0 };
   const open = new WeakMap();
 
@@ -44,20 +57,26 @@ if (out) {
     const original = Statement[method];
     Statement[method] = function (...args) {
       note(this.database, this.source);
-      return original.apply(this, args);
+      return clocked(this.source, () => original.apply(this, args));
     };
   }
   const exec = Database.prototype.exec;
   Database.prototype.exec = function (sql) {
     note(this, sql);
-    return exec.call(this, sql);
+    return clocked(sql, () => exec.call(this, sql));
   };
 
   process.on('exit', () => {
     mkdirSync(out, { recursive: true });
     writeFileSync(
       join(out, `${process.pid}-${threadId}.json`),
-      JSON.stringify({ pid: process.pid, threadId, tx, statements: Object.fromEntries(statements) }),
+      JSON.stringify({
+        pid: process.pid,
+        threadId,
+        tx,
+        statements: Object.fromEntries(statements),
+        ...(timed ? { ms: Object.fromEntries(times) } : {}),
+      }),
     );
   });
 }
