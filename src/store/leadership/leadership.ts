@@ -88,6 +88,11 @@ export interface LeadershipOptions {
   fenceIdleTimeoutMs?: number;
 }
 
+/** After the expiry read on the database clock, a standby waits this much more (rounding, the statement). */
+const WAKE_SLACK_MS = 25;
+/** The shortest wake-up: a lease that expires now is tried again after this, never in a tight loop. */
+const WAKE_MIN_MS = 20;
+
 interface Current {
   term: LeaseTerm;
   /** Process-clock ms after which this replica stops trusting the lease. */
@@ -126,6 +131,8 @@ export class Leadership {
   readonly marginMs: number;
   protected current: Current | null = null;
   private loop: Timer | null = null;
+  /** A standby's one-shot try at the moment the holder's lease expires (sooner than the next poll). */
+  private wake: Timer | null = null;
   private unlisten: (() => void) | null = null;
   private listening = false;
   private busy: Promise<void> | null = null;
@@ -245,7 +252,10 @@ export class Leadership {
       if (this.current === cur) this.stepDown('lease_lost');
     }
     const got = await this.backend.acquire(this.name, this.holder, this.ttlMs);
-    if (got === null) return;
+    if (got === null) {
+      await this.wakeAtExpiry();
+      return;
+    }
     if (this.stopped) {
       await this.backend.release({ name: this.name, holder: this.holder, epoch: got.epoch });
       return;
@@ -262,6 +272,25 @@ export class Leadership {
     this.trust(next, started);
     this.opts.logger?.info({ lease: term.name, epoch: term.epoch }, 'leadership acquired');
     this.emit('leader', term);
+  }
+
+  /**
+   * A standby that found the lease held tries again the moment it expires on the database's clock
+   * (read now, so the wait is measured by that clock; only the elapsed time is local), instead of
+   * at its next poll: after a leader dies, the takeover waits for the lease's expiry and no poll
+   * interval on top (issue 44: failover ≤ 10 s). The acquisition itself is still decided by the
+   * database, so a wake-up that comes early finds the lease held and schedules the next one.
+   */
+  private async wakeAtExpiry(): Promise<void> {
+    const row = await this.backend.read(this.name);
+    if (row === null || this.stopped || this.current !== null) return;
+    const inMs = Math.max(WAKE_MIN_MS, Math.ceil(row.expiresInMs) + WAKE_SLACK_MS);
+    if (inMs >= this.renewEveryMs) return; // the regular poll comes first
+    this.wake?.cancel();
+    this.wake = this.opts.clock.timeout(inMs, () => {
+      this.wake = null;
+      if (this.current === null) void this.tick();
+    });
   }
 
   private emit(role: Role, term: LeaseTerm | null): void {
@@ -405,6 +434,8 @@ export class Leadership {
     this.stopped = true;
     this.loop?.cancel();
     this.loop = null;
+    this.wake?.cancel();
+    this.wake = null;
     await this.busy;
     const cur = this.current;
     if (cur !== null) {

@@ -479,6 +479,25 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     expect(await writesBy(name, 'A')).toBe(1);
   });
 
+  it("a standby tries again at the holder's lease expiry, not at its next poll (a dead leader's lease is taken as it expires)", async () => {
+    const name = nextName();
+    // A takes the lease and then never renews (its clock never moves): a leader killed by -9.
+    const a = replica(name, 'A-dead', { ttlMs: 1_500 });
+    await a.start();
+    expect(a.role).toBe('leader');
+    // B polls every 5 s; A's lease expires 1.5 s after it was taken.
+    const clockB = new FakeClock({ start: Date.now() });
+    const b = replica(name, 'B-wake', { clock: clockB, ttlMs: 15_000 });
+    await b.start();
+    expect(b.role).toBe('standby');
+    expect(b.renewEveryMs).toBe(5_000);
+    await untilExpired(name);
+    // 2 s on B's clock: before its next poll (5 s), after the expiry it read (≤ 1.5 s + slack).
+    await clockB.advance(2_000);
+    await expect.poll(() => b.term?.holder, { timeout: 10_000 }).toBe('B-wake');
+    expect(b.term?.epoch).toBe(2);
+  });
+
   it('a graceful stop hands over at once: the standby hears the notification (its poll timer never fires here)', async () => {
     const name = nextName();
     const a = replica(name, 'A');
