@@ -179,6 +179,8 @@ function cycleContext(deps: CycleDeps) {
      * that does nothing carries the last counts along). null before the first count of this runner.
      */
     lastStates: null as CycleSummary['states'] | null,
+    /** The leadership term whose first cycle finished the loans left in flight (see `lead`). */
+    resumedEpoch: null as number | null,
   };
   const { leadership } = deps;
   const stillListedWarnedAt = new Map<string, number>();
@@ -430,7 +432,14 @@ function tally(c: CycleCtx, summary: CycleSummary, o: BoardOutcome): void {
   }
 }
 
-async function boardPass(
+/**
+ * The first cycle of a leadership term first finishes the loans a board started and did not
+ * finish (a leader killed mid-board, a process that crashed), before it walks the queue: they are
+ * known, and a takeover's first acknowledgement need not wait for the walk (issue 44: failover
+ * ≤ 10 s). At most a few per process that stopped (boarding.concurrency each); every other loan
+ * is boarded after the walk as always.
+ */
+async function resumeInFlight(
   c: CycleCtx,
   summary: CycleSummary,
   stop: AbortSignal,
@@ -438,15 +447,39 @@ async function boardPass(
   retrying: Set<string>,
   progress: (p: CycleProgress) => void,
 ): Promise<void> {
+  const { state, leadership, store, deps, logger } = c;
+  const epoch = leadership.term?.epoch ?? null;
+  if (epoch === null || state.resumedEpoch === epoch) return;
+  state.resumedEpoch = epoch;
+  const ids = await store.loans.inFlightIds(Math.max(1, deps.concurrency) * IN_FLIGHT_PER_WORKER);
+  if (ids.length === 0) return;
+  logger.info({ loans: ids.length, epoch }, 'finishing the loans left in flight before the queue walk');
+  summary.passes += 1;
+  await boardPass(c, summary, stop, abort, retrying, progress, ids);
+}
+
+/** How many in-flight loans per worker a term's first cycle finishes before its walk. */
+const IN_FLIGHT_PER_WORKER = 4;
+
+async function boardPass(
+  c: CycleCtx,
+  summary: CycleSummary,
+  stop: AbortSignal,
+  abort: AbortSignal,
+  retrying: Set<string>,
+  progress: (p: CycleProgress) => void,
+  /** Board these loans only (the ones left in flight), not the due queue. */
+  only?: readonly string[],
+): Promise<void> {
   const { deps, boarder, store, clock, inFlight, DUE_PAGE } = c;
   // Due as of the start of the pass (a loan this pass puts in retry_wait waits for the next one),
   // walked in keyset pages; one page is read at a time (the other workers wait for it), so
   // workers never read a page twice.
   const passNow = clock.now();
-  let page: string[] = [];
+  let page: string[] = only === undefined ? [] : [...only];
   let at = 0;
   let cursor: DueCursor | null = null;
-  let exhausted = false;
+  let exhausted = only !== undefined;
   let loading: Promise<void> | null = null;
   const loadPage = async (): Promise<void> => {
     const next = await store.loans.duePage(passNow, cursor, DUE_PAGE);
@@ -469,7 +502,7 @@ async function boardPass(
     }
   };
   // The progress line's total: counted, not read (a count stays flat in the backlog's size).
-  const total = await store.loans.dueCount(passNow);
+  const total = only?.length ?? (await store.loans.dueCount(passNow));
   let done = 0;
   if (total > 0) progress({ phase: 'board', done, total, pass: summary.passes });
   const halted = (): boolean =>
@@ -620,6 +653,7 @@ async function lead(
   const abort = abortLink.signal;
   try {
     return await leadership.guard(store.db, async () => {
+      const retrying = new Set<string>();
       const progress = (p: CycleProgress): void => {
         try {
           opts.onProgress?.(p);
@@ -627,6 +661,7 @@ async function lead(
           logger.debug({ err: errorMessage(err) }, 'cycle progress listener failed');
         }
       };
+      await resumeInFlight(c, summary, stop, abort, retrying, progress);
       try {
         await walk(c, summary, stop, progress);
       } catch (err) {
@@ -640,7 +675,6 @@ async function lead(
       if (summary.fatal === null && platform.health().trafficStopped) {
         summary.trafficStopped = true;
       }
-      const retrying = new Set<string>();
       while (
         summary.fatal === null &&
         !summary.trafficStopped &&

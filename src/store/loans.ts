@@ -293,6 +293,11 @@ export interface LoanStore {
   dueCount(now: number): Promise<number>;
   /** The earliest persisted next attempt (retry_wait), or null. */
   nextDueAt(): Promise<number | null>;
+  /**
+   * Loans a board started and did not finish (fetched, mapped, written: a process stopped or died
+   * mid-board), in due order, at most `limit`: a new leader finishes them before it walks the queue.
+   */
+  inFlightIds(limit: number): Promise<string[]>;
   countByState(): Promise<Record<LoanState, number>>;
   /** Loans whose platform loan number or core account number is `number` (a person's lookup; at most 10). */
   idsByNumber(number: string): Promise<string[]>;
@@ -526,7 +531,9 @@ function loanQueries(db: StoreDb): Pick<LoanStore, 'events' | 'list' | 'idsByNum
 }
 
 /** The due queue: what the cycle boards next, in release order, paged by a keyset cursor. */
-function dueQueue(db: StoreDb): Pick<LoanStore, 'due' | 'duePage' | 'dueCount' | 'nextDueAt'> {
+function dueQueue(
+  db: StoreDb,
+): Pick<LoanStore, 'due' | 'duePage' | 'dueCount' | 'nextDueAt' | 'inFlightIds'> {
   const SELECT_DUE = `SELECT * FROM loans WHERE ${DUE_WHERE} ORDER BY ${DUE_KEY}`;
   const SELECT_DUE_COUNT = `SELECT COUNT(*) AS n FROM loans WHERE ${DUE_WHERE}`;
   const SELECT_DUE_FIRST = `SELECT id, ${UNRELEASED} AS unreleased,
@@ -537,6 +544,7 @@ function dueQueue(db: StoreDb): Pick<LoanStore, 'due' | 'duePage' | 'dueCount' |
       WHERE ${DUE_WHERE} AND (${DUE_KEY}) > (?, ?, ?, ?)
       ORDER BY ${DUE_KEY} LIMIT ?`;
   const SELECT_NEXT_DUE = "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'";
+  const SELECT_IN_FLIGHT = `SELECT id FROM loans WHERE state IN ('fetched','mapped','written') ORDER BY ${DUE_KEY} LIMIT ?`;
   return {
     due: async (now) => (await db.all<RawLoan>(SELECT_DUE, [now])).map(toRow),
     duePage: async (now, after, limit) => {
@@ -562,6 +570,7 @@ function dueQueue(db: StoreDb): Pick<LoanStore, 'due' | 'duePage' | 'dueCount' |
     },
     dueCount: async (now) => (await db.get<{ n: number }>(SELECT_DUE_COUNT, [now]))?.n ?? 0,
     nextDueAt: async () => (await db.get<{ at: number | null }>(SELECT_NEXT_DUE))?.at ?? null,
+    inFlightIds: async (limit) => (await db.all<{ id: string }>(SELECT_IN_FLIGHT, [limit])).map((r) => r.id),
   };
 }
 

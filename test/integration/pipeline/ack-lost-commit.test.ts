@@ -145,4 +145,22 @@ describe('acknowledgement after a lost commit', () => {
       keys.close();
     }
   });
+
+  it('a new process finishes a loan left in flight before it walks the queue (a takeover acknowledges without waiting for the walk)', async () => {
+    const id = ids[1]!;
+    rollBack(id, 'written');
+    const since = Date.now();
+    const s = await sync();
+    expect(s.problems).toEqual([]);
+    await expectAcknowledgedOnce(id);
+    const log = (await p.admin('GET', `/requests?since=${since}`)) as {
+      data: Array<{ route: string; loanId?: string | null; at: number }>;
+    };
+    const routes = log.data.map((e) => e.route);
+    const ack = routes.indexOf('POST /public/v1/loans/:id/boarding');
+    const walk = routes.indexOf('GET /public/v1/loans/boarding-queue');
+    expect(ack, routes.join(', ')).toBeGreaterThanOrEqual(0);
+    expect(walk, routes.join(', ')).toBeGreaterThanOrEqual(0);
+    expect(ack, routes.join(', ')).toBeLessThan(walk);
+  });
 });
