@@ -544,7 +544,8 @@ function dueQueue(
       WHERE ${DUE_WHERE} AND (${DUE_KEY}) > (?, ?, ?, ?)
       ORDER BY ${DUE_KEY} LIMIT ?`;
   const SELECT_NEXT_DUE = "SELECT MIN(next_attempt_at) AS at FROM loans WHERE state = 'retry_wait'";
-  const SELECT_IN_FLIGHT = `SELECT id FROM loans WHERE state IN ('fetched','mapped','written') ORDER BY ${DUE_KEY} LIMIT ?`;
+  const SELECT_IN_FLIGHT = `SELECT id FROM loans WHERE state IN ('fetched','mapped','written')
+      ORDER BY ${DUE_KEY} LIMIT ?`;
   return {
     due: async (now) => (await db.all<RawLoan>(SELECT_DUE, [now])).map(toRow),
     duePage: async (now, after, limit) => {
