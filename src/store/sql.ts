@@ -23,9 +23,10 @@ import type { PgPool } from './pg/pool.js';
  *
  * The fence (issue 26 point 2, the hook): `write(fn, { fence })` first checks, inside the same
  * transaction, that the lease is still held by the fence's holder and epoch and unexpired on the
- * database's clock (PostgreSQL: the leader_lease row locked FOR SHARE, so a takeover waits for
- * this transaction; SQLite: the leases row, read under the IMMEDIATE write lock that a takeover
- * also needs). Otherwise it throws FencedOut before fn runs: the transaction changes 0 rows.
+ * database's clock (PostgreSQL: the leader_lease row locked FOR KEY SHARE, so a takeover, which
+ * locks it FOR UPDATE, waits for this transaction, and a renewal does not; SQLite: the leases
+ * row, read under the IMMEDIATE write lock that a takeover also needs). Otherwise it throws
+ * FencedOut before fn runs: the transaction changes 0 rows.
  */
 
 export type { Engine, Dialect } from './dialect.js';

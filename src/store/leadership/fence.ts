@@ -89,9 +89,13 @@ export interface FenceScope {
 /**
  * The fence's statement on PostgreSQL ($1 name, $2 holder, $3 epoch): one row when the lease still
  * has that holder and epoch and has not expired on the database's clock, and that row is then
- * locked FOR SHARE (a takeover's UPDATE waits for the transaction). A lease that no longer matches
- * is refused at once: the condition filters before the lock, so a stale holder never waits for
- * an uncommitted takeover.
+ * locked FOR KEY SHARE: a takeover (which locks the row FOR UPDATE first, pg.ts acquireLease) waits
+ * for the transaction, and a fence check waits for an uncommitted takeover and then sees it; a
+ * renewal (an UPDATE of the expiry, FOR NO KEY UPDATE) waits for neither, so a leader's renewals
+ * never queue behind its own long write transactions (issue 44: a queue walk's page transactions
+ * held FOR SHARE back to back and starved the renewals until the leader stopped trusting its lease).
+ * A lease that no longer matches is refused at once: the condition filters before the lock, so a
+ * stale holder never waits for an uncommitted takeover of an expired lease.
  */
 export const PG_FENCE_SQL = `SELECT 1 FROM leader_lease
-  WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp() FOR SHARE`;
+  WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp() FOR KEY SHARE`;

@@ -16,9 +16,11 @@ export { FencedOut } from './fence.js';
 /**
  * The PostgreSQL side of leadership with fencing (src/store/leadership/leadership.ts has the rules): the lease
  * row is `leader_lease` (migration 15), every decision on the database's clock (clock_timestamp()).
- * A takeover is an UPDATE of that row, so it waits for a fenced transaction in progress (which
- * holds the row FOR SHARE) to commit: the old leader's write is ordered before the takeover, and a
- * fenced transaction that starts after it finds a different holder/epoch and changes nothing.
+ * A takeover locks that row FOR UPDATE, so it waits for a fenced transaction in progress (which
+ * holds the row FOR KEY SHARE) to commit: the old leader's write is ordered before the takeover, and
+ * a fenced transaction that starts after it finds a different holder/epoch and changes nothing.
+ * A renewal is a plain UPDATE of the expiry (FOR NO KEY UPDATE): it does not wait for fenced
+ * transactions, so the leader's own writes never hold its renewals back.
  * Never a session advisory lock: behind a pooler (PgBouncer) a session lock can outlive or miss its
  * session, which is how split brain happens.
  */
@@ -42,19 +44,27 @@ export async function acquireLease(
   holder: string,
   ttlMs: number,
 ): Promise<{ epoch: number; expiresAt: Date; previous: string | null } | null> {
-  const r = await q.query<{ epoch: string; expires_at: Date; previous: string | null }>(
-    `WITH prev AS (SELECT holder FROM leader_lease WHERE name = $1)
-     INSERT INTO leader_lease AS l (name, holder, epoch, acquired_at, renewed_at, expires_at)
+  // The row FOR UPDATE first: it conflicts with the fence's FOR KEY SHARE (fence.ts), so the
+  // takeover waits for a fenced transaction in progress, and fence checks that come while it is
+  // uncommitted wait for it and then see the new holder. The upsert alone (FOR NO KEY UPDATE) would
+  // not wait for them; a renewal, which is that kind of update only, must not.
+  const locked = await q.query<{ holder: string | null }>(
+    'SELECT holder FROM leader_lease WHERE name = $1 FOR UPDATE',
+    [name],
+  );
+  const previous = locked.rows[0]?.holder ?? null;
+  const r = await q.query<{ epoch: string; expires_at: Date }>(
+    `INSERT INTO leader_lease AS l (name, holder, epoch, acquired_at, renewed_at, expires_at)
        VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp(), clock_timestamp() + $3::interval)
      ON CONFLICT (name) DO UPDATE
        SET holder = excluded.holder, epoch = l.epoch + 1, acquired_at = clock_timestamp(),
            renewed_at = clock_timestamp(), expires_at = clock_timestamp() + $3::interval
        WHERE l.holder IS NULL OR l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
-     RETURNING epoch, expires_at, (SELECT holder FROM prev) AS previous`,
+     RETURNING epoch, expires_at`,
     [name, holder, msInterval(ttlMs)],
   );
   const row = r.rows[0];
-  return row ? { epoch: Number(row.epoch), expiresAt: row.expires_at, previous: row.previous } : null;
+  return row ? { epoch: Number(row.epoch), expiresAt: row.expires_at, previous } : null;
 }
 
 /**
@@ -111,7 +121,7 @@ export async function readLease(q: Queryable, name: string): Promise<LeaseRow | 
 
 // ---- the replica's view ----
 
-/** How long an acquisition waits for the lease row (a stale leader's fenced transaction holds it FOR SHARE). */
+/** How long an acquisition waits for the lease row (a stale leader's fenced transaction holds it FOR KEY SHARE). */
 const ACQUIRE_LOCK_TIMEOUT_MS = 1_000;
 
 export function pgLeaseBackend(pool: PgPool, logger?: Logger): LeaseBackend {

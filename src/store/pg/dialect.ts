@@ -56,7 +56,7 @@ export function pgDialect(pool: PgPool): Dialect {
       // Reads never wait for it. Released at COMMIT/ROLLBACK (PgBouncer-safe).
       //
       // A process paused inside a write transaction (SIGSTOP, a long GC, a hung host) holds that
-      // lock, and in a fenced one the lease row FOR SHARE: the server ends the transaction once it
+      // lock, and in a fenced one the lease row FOR KEY SHARE: the server ends the transaction once it
       // sits idle this long (the lease's TTL when fenced), so neither every other replica's
       // writes nor a takeover wait for ever. set_config(…, true) is SET LOCAL, in the same round trip.
       const idle = Math.max(

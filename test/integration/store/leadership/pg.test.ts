@@ -360,6 +360,31 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL leadership with fencing', () 
     expect(await writesBy(name, 'A-after')).toBe(0);
   });
 
+  it("a renewal does not wait for the leader's own fenced transaction in progress (a long write never starves the renewals; the takeover still waits: 'old leader locked first')", async () => {
+    const name = nextName();
+    const a = replica(name, 'A-renew', { ttlMs: 15_000 });
+    await a.tick();
+    const term = a.term!;
+    const g = gate();
+    let inside = false;
+    const inFlight = fenced(a, async (s) => {
+      inside = true;
+      await g.wait; // a long page transaction, holding the lease row's fence lock
+      await s.run('INSERT INTO writes (name, writer, epoch) VALUES (?, ?, ?)', [name, 'A-long', term.epoch]);
+    });
+    await expect.poll(() => inside).toBe(true);
+    // The renewal, on another connection, commits while the fenced transaction is still open.
+    const renewer = db.pool('renewer', 1);
+    const renewed = await Promise.race([
+      renewLease(renewer, term, 15_000),
+      new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 3_000)),
+    ]);
+    expect(renewed).toBe(true);
+    g.open();
+    await inFlight;
+    expect(await writesBy(name, 'A-long')).toBe(1);
+  });
+
   it('a leader paused inside a fenced transaction cannot block the takeover: the server ends it after the idle timeout and its write is lost', async () => {
     const name = nextName();
     const a = replica(name, 'A', { ttlMs: 1_000 });
