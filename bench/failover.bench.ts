@@ -143,9 +143,12 @@ async function main(): Promise<void> {
       const killAt = Date.now();
       victim.signal('SIGKILL');
       await victim.exited();
+      // From its exit on: an acknowledgement the victim sent before the kill can reach the
+      // sandbox a moment after killAt, and is not the standby's.
+      const exitedAt = Date.now();
       const ackAt = await until(
         "the standby's first acknowledgement",
-        () => set.firstAckSince(killAt).then((t) => t ?? undefined),
+        () => set.firstAckSince(exitedAt).then((t) => t ?? undefined),
         120_000,
         100,
       );

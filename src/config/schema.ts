@@ -109,12 +109,13 @@ export const storeSchema = z
     /**
      * Who boards when several replicas share the state (docs/deploy.md "Leadership"): one leader
      * at a time, on a lease of ttlMs (the database's clock) renewed every renewEveryMs; a standby
-     * polls as often and takes over once the lease has expired.
+     * polls as often and takes over the moment the lease expires. 6 s / 1.5 s since issue 44
+     * (failover ≤ 10 s after a kill -9; docs/operations.md has the measurements).
      */
     leadership: z
       .strictObject({
-        ttlMs: int(1000).default(15_000),
-        renewEveryMs: int(100).default(5_000),
+        ttlMs: int(1000).default(6_000),
+        renewEveryMs: int(100).default(1_500),
       })
       .prefault({})
       .refine((l) => l.ttlMs - Math.min(2_000, Math.floor(l.ttlMs / 5)) > l.renewEveryMs, {

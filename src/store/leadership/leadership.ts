@@ -69,9 +69,9 @@ export interface LeadershipOptions {
   holder: string;
   clock: Clock;
   logger?: Logger;
-  /** Lease length on the database clock. Default 15 s. */
+  /** Lease length on the database clock. Default 6 s (store.leadership.ttlMs). */
   ttlMs?: number;
-  /** Renew (leader) and poll (standby) interval. Default 5 s. */
+  /** Renew (leader) and poll (standby) interval. Default 1.5 s (store.leadership.renewEveryMs). */
   renewEveryMs?: number;
   /**
    * Subtracted from the local trust deadline: the clock-rate drift and scheduling delay the
@@ -148,8 +148,8 @@ export class Leadership {
   ) {
     this.name = opts.name;
     this.holder = opts.holder;
-    this.ttlMs = opts.ttlMs ?? 15_000;
-    this.renewEveryMs = opts.renewEveryMs ?? 5_000;
+    this.ttlMs = opts.ttlMs ?? 6_000;
+    this.renewEveryMs = opts.renewEveryMs ?? 1_500;
     this.marginMs = opts.marginMs ?? Math.min(2_000, Math.floor(this.ttlMs / 5));
     if (this.ttlMs - this.marginMs <= this.renewEveryMs) {
       throw new Error(
