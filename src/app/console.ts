@@ -13,7 +13,7 @@ import { previewLoanNow } from '../ops/board-preview.js';
 import { reboardDeps, reboardPreviewDeps } from './reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
-import { unlockAudit } from '../console/service.js';
+import { unlockAudit } from '../console/audit.js';
 import { userNameKey } from '../lib/user-name.js';
 import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';

@@ -22,7 +22,7 @@ import type { Logger } from '../lib/logger.js';
 import type { ConsoleStore, RequestRow } from '../store/console.js';
 import type { BoardingStore } from '../store/index.js';
 import { processAlive } from '../store/leadership/leases.js';
-import type { ExecutorHandle } from './service.js';
+import type { ExecutorHandle } from './service-context.js';
 import type { RequestResult } from './contract.js';
 
 const CLAIM_STALE_MS = 30 * 60_000;
