@@ -3,16 +3,11 @@
  * by auth, and an approver lifting a user's login lock.
  */
 import { spreadsheetField } from '../lib/csv.js';
-import { userNameKey } from '../lib/user-name.js';
-import type { AuditRow, NewAudit } from '../store/console.js';
+import { applyUnlock, planUnlock } from '../ops/unlock.js';
+import type { AuditRow } from '../store/console.js';
 import { ConsoleError, type AuditEntry, type ConsoleService } from './contract.js';
 import { decodeCursor, encodeCursor, isSeqCursor, iso, parseJson } from './paging.js';
-import { MAX_LIMIT, requireRole, type ServiceContext } from './service-context.js';
-
-/** The audit line of an unlock (the console's and `console unlock`'s): auth finds it by the user's name key. */
-export function unlockAudit(actor: string, user: string, at: number): NewAudit {
-  return { at, actor, kind: 'unlock', action: 'login', reason: userNameKey(user), detail: { user } };
-}
+import { MAX_LIMIT, consoleRefusal, requireRole, type ServiceContext } from './service-context.js';
 
 function auditView(r: AuditRow): AuditEntry {
   return {
@@ -100,10 +95,10 @@ export function auditMethods(
 
     async recordUnlock(user, name) {
       requireRole(user, 'approver', 'lifting a login lock');
-      const target = deps.config.console.users.find((u) => userNameKey(u.name) === userNameKey(name));
-      if (!target) throw new ConsoleError(404, `no console user ${name}`, 'name');
-      await cs.appendAudit(unlockAudit(user.name, target.name, clock.now()));
-      log.info({ user: user.name, unlocked: target.name }, 'console login lock lifted');
+      const plan = planUnlock(deps.config.console.users, name);
+      if (!plan.ok) throw consoleRefusal(plan);
+      const done = await applyUnlock(cs, plan, user.name, clock.now());
+      log.info({ user: user.name, unlocked: done.user }, 'console login lock lifted');
     },
   };
 }
