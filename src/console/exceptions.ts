@@ -5,55 +5,25 @@
  */
 import { z } from 'zod';
 import { businessDaysBetween, localDate } from '../lib/calendar.js';
-import { ageStart, sqlFilter } from '../ops/exception-filter.js';
+import {
+  ageStart,
+  exceptionFilterSchema,
+  sqlFilter,
+  stripUndefined,
+  zodRefusal,
+} from '../ops/exception-filter.js';
 import { ageBucket } from '../reports/compute.js';
 import type { ConsoleStore } from '../store/console.js';
-import { QUARANTINE_REASONS } from '../store/loan-states.js';
 import {
   AGE_BUCKETS,
   ConsoleError,
   EXCEPTION_SORTS,
   type ConsoleService,
-  type ExceptionFilter,
   type ExceptionItem,
   type ExceptionQuery,
 } from './contract.js';
 import { decodeCursor, encodeCursor, isText, isWhole, iso } from './paging.js';
-import { DEFAULT_LIMIT, MAX_LIMIT, type ServiceContext } from './service-context.js';
-
-const EXCEPTION_REASON_VALUES = [...QUARANTINE_REASONS, 'review'] as const;
-const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'expected a date YYYY-MM-DD' });
-const cents = z.coerce
-  .number({ error: 'expected a whole number of cents' })
-  .int({ error: 'expected a whole number of cents' })
-  .refine(Number.isSafeInteger, { error: 'expected a whole number of cents' });
-const days = z.coerce
-  .number({ error: 'expected a whole number of business days ≥ 0' })
-  .int({ error: 'expected a whole number of business days ≥ 0' })
-  .min(0, { error: 'expected a whole number of business days ≥ 0' })
-  .max(3650, { error: 'expected at most 3650 business days' });
-const text = (max: number) =>
-  z
-    .string({ error: 'expected text' })
-    .trim()
-    .min(1, { error: 'expected text' })
-    .max(max, { error: `expected at most ${max} characters` });
-
-export const exceptionFilterSchema = z.strictObject({
-  state: z.enum(['quarantined', 'review'], { error: 'expected quarantined or review' }).optional(),
-  reason: z
-    .enum(EXCEPTION_REASON_VALUES, { error: `expected one of ${EXCEPTION_REASON_VALUES.join(', ')}` })
-    .optional(),
-  q: text(200).optional(),
-  product: text(200).optional(),
-  minAmountCents: cents.optional(),
-  maxAmountCents: cents.optional(),
-  mappingVersion: text(200).optional(),
-  releasedFrom: day.optional(),
-  releasedTo: day.optional(),
-  minAgeDays: days.optional(),
-  maxAgeDays: days.optional(),
-});
+import { DEFAULT_LIMIT, MAX_LIMIT, consoleRefusal, type ServiceContext } from './service-context.js';
 
 const exceptionQuerySchema = exceptionFilterSchema.extend({
   sort: z.enum(EXCEPTION_SORTS, { error: `expected one of ${EXCEPTION_SORTS.join(', ')}` }).optional(),
@@ -67,15 +37,8 @@ const exceptionQuerySchema = exceptionFilterSchema.extend({
   cursor: z.string().max(2000).optional(),
 });
 
-function zodToConsole(err: z.ZodError, prefix = ''): ConsoleError {
-  const issue = err.issues[0];
-  const path = issue ? issue.path.map(String).join('.') : '';
-  const field = `${prefix}${path}`;
-  const message =
-    issue?.code === 'unrecognized_keys'
-      ? `unknown field(s) ${issue.keys.join(', ')}`
-      : (issue?.message ?? 'invalid');
-  return new ConsoleError(400, `${field || 'body'}: ${message}`, field || undefined);
+function zodToConsole(err: z.ZodError): ConsoleError {
+  return consoleRefusal(zodRefusal(err));
 }
 
 /** An exception query from URL parameters (empty values are absent). 400 naming the parameter. */
@@ -86,17 +49,6 @@ export function parseExceptionQuery(raw: Record<string, unknown>): ExceptionQuer
   const r = exceptionQuerySchema.safeParse(cleaned);
   if (!r.success) throw zodToConsole(r.error);
   return stripUndefined(r.data) as ExceptionQuery;
-}
-
-/** An exception filter from a JSON body (a bulk request). 400 naming `filter.<field>`. */
-export function parseExceptionFilter(raw: unknown): ExceptionFilter {
-  const r = exceptionFilterSchema.safeParse(raw);
-  if (!r.success) throw zodToConsole(r.error, 'filter.');
-  return stripUndefined(r.data) as ExceptionFilter;
-}
-
-function stripUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
 interface ExceptionCursor {

@@ -4,9 +4,8 @@
  * (executor.ts) applies an approved one.
  */
 import { randomBytes } from 'node:crypto';
-import { planRetry } from '../ops/retry.js';
-import { planSkip } from '../ops/skip.js';
-import { sqlFilter, type ExceptionFilter } from '../ops/exception-filter.js';
+import { planTargets, type TargetsPlan } from '../ops/action-targets.js';
+import type { ExceptionFilter } from '../ops/exception-filter.js';
 import type { RequestRow } from '../store/console.js';
 import {
   ConsoleError,
@@ -19,19 +18,15 @@ import {
   type RequestAction,
   type RequestStatus,
 } from './contract.js';
-import { parseExceptionFilter } from './exceptions.js';
 import { decodeCursor, encodeCursor, isRequestCursor, iso, parseJson } from './paging.js';
 import {
   DEFAULT_LIMIT,
   MAX_LIMIT,
   MAX_REASON,
+  orRefuse,
   requireRole,
-  type ConsoleServiceDeps,
   type ServiceContext,
 } from './service-context.js';
-
-/** A bulk request covers at most this many loans (narrow the filter beyond). */
-export const MAX_REQUEST_LOANS = 100_000;
 
 export function requestView(r: RequestRow, loans: string[] | null): ActionRequest {
   return {
@@ -53,115 +48,24 @@ export function requestView(r: RequestRow, loans: string[] | null): ActionReques
   };
 }
 
-/** imaging_reexport: the export on in this process, and named loans only (never a filter). */
-function checkImagingReexport(deps: ConsoleServiceDeps, input: NewRequest): void {
-  if (input.action !== 'imaging_reexport') return;
-  if (deps.config.imaging?.enabled !== true)
-    throw new ConsoleError(
-      400,
-      'action: imaging_reexport needs the imaging export (imaging.enabled)',
-      'action',
-    );
-  if (input.filter !== undefined)
-    throw new ConsoleError(400, 'imaging_reexport: give "loans" (a list of ids), not a filter', 'filter');
-}
-
 /** What a new request is checked against: its targets, overlap with requests still to run, its fields. */
 function requestChecks(c: ServiceContext) {
   const { deps, store, cs, tz } = c;
-  /** What a request acts on: the loans (validated against the action), or 400/409 naming what is wrong. */
-  async function resolveTargets(
-    input: NewRequest,
-    now: number,
-  ): Promise<{
-    loans: string[];
-    filter: ExceptionFilter | null;
-    refused: Array<{ loanId: string; why: string }>;
-  }> {
-    const action = input.action;
-    if (action === 'seal' || action === 'strike_clear') {
-      if (input.loans !== undefined || input.filter !== undefined)
-        throw new ConsoleError(
-          400,
-          `${action} takes no loans or filter`,
-          input.loans !== undefined ? 'loans' : 'filter',
-        );
-      if (action === 'seal' && deps.batching === undefined)
-        throw new ConsoleError(
-          400,
-          'action: seal needs the file core with batches (core.adapter file, a layout.yaml and core.file.csvBatches)',
-          'action',
-        );
-      return { loans: [], filter: null, refused: [] };
-    }
-    checkImagingReexport(deps, input);
-    if ((input.loans === undefined) === (input.filter === undefined))
-      throw new ConsoleError(
-        400,
-        `${action}: give "loans" (a list of ids) or "filter" (one of them)`,
-        'loans',
-      );
-    if (input.loans !== undefined) {
-      if (
-        !Array.isArray(input.loans) ||
-        input.loans.length === 0 ||
-        input.loans.some((l) => typeof l !== 'string' || l === '')
-      )
-        throw new ConsoleError(400, 'loans: expected a non-empty list of loan ids', 'loans');
-      const ids = [...new Set(input.loans)];
-      if (ids.length > MAX_REQUEST_LOANS)
-        throw new ConsoleError(400, `loans: at most ${MAX_REQUEST_LOANS} per request`, 'loans');
-      const refused: Array<{ loanId: string; why: string }> = [];
-      for (const id of ids) {
-        if (action === 'retry' || action === 'skip') {
-          const p = action === 'retry' ? await planRetry(store.loans, id) : await planSkip(store.loans, id);
-          if (!p.ok) refused.push({ loanId: id, why: p.why });
-        } else {
-          const row = await store.loans.get(id);
-          const what = action === 'imaging_reexport' ? 're-exported to imaging' : 're-boarded';
-          if (!row) refused.push({ loanId: id, why: `no loan ${id} in the state database` });
-          else if (row.state !== 'acknowledged')
-            refused.push({
-              loanId: id,
-              why: `loan ${id} is ${row.state}; only acknowledged loans can be ${what} (retry the others)`,
-            });
-        }
-      }
-      return { loans: ids, filter: null, refused };
-    }
-    const filter = parseExceptionFilter(input.filter);
-    // By filter: retry and skip take quarantined exceptions, re-board the acknowledged ones with review items.
-    const sql = sqlFilter(filter, now, tz);
-    if (action === 'reboard') {
-      if (filter.state === 'quarantined')
-        throw new ConsoleError(
-          400,
-          'filter.state: reboard takes loans boarded with review items (state review); retry quarantined loans',
-          'filter.state',
-        );
-      sql.state = 'review';
-    } else {
-      if (filter.state === 'review')
-        throw new ConsoleError(
-          400,
-          `filter.state: ${action} takes quarantined loans; boarded loans with review items are re-boarded`,
-          'filter.state',
-        );
-      sql.state = 'quarantined';
-    }
-    let ids = await cs.exceptionIds(sql, MAX_REQUEST_LOANS + 1);
-    if (action === 'reboard') {
-      const acked: string[] = [];
-      for (const id of ids) if ((await store.loans.get(id))?.state === 'acknowledged') acked.push(id);
-      ids = acked;
-    }
-    if (ids.length > MAX_REQUEST_LOANS)
-      throw new ConsoleError(
-        400,
-        `filter: matches more than ${MAX_REQUEST_LOANS} loans; narrow it`,
-        'filter',
-      );
-    return { loans: ids, filter, refused: [] };
+  /** What a request acts on (ops/action-targets.ts), or 400 naming what is wrong. */
+  function resolveTargets(input: NewRequest, now: number): Promise<TargetsPlan> {
+    return orRefuse(() =>
+      planTargets(
+        {
+          store,
+          exceptions: cs,
+          batching: deps.batching !== undefined,
+          imagingEnabled: deps.config.imaging?.enabled === true,
+          now,
+          timeZone: tz,
+        },
+        input,
+      ),
+    );
   }
 
   /** A loan in two requests still to run: the later one would end "failed"; refused now, pointing at the first. */
@@ -248,17 +152,18 @@ export function requestMethods(
 
 /** A new request: its preview, and making it (an exempt retry approved at once). */
 function makeRequestMethods(c: ServiceContext): Pick<ConsoleService, 'previewRequest' | 'createRequest'> {
-  const { store, cs, clock, log } = c;
+  const { cs, clock, log } = c;
   const { resolveTargets, refuseOverlap, checkNew, exempt } = requestChecks(c);
 
   return {
     async previewRequest(user, input) {
       checkNew(user, input);
       const t = await resolveTargets(input, clock.now());
+      const ids = t.loans.map((l) => l.id);
       return {
         action: input.action,
-        count: t.loans.length - t.refused.length,
-        sample: t.loans.filter((l) => !t.refused.some((r) => r.loanId === l)).slice(0, 20),
+        count: ids.length - t.refused.length,
+        sample: ids.filter((l) => !t.refused.some((r) => r.loanId === l)).slice(0, 20),
         refused: t.refused,
         exempt: exempt(input.action),
       };
@@ -278,7 +183,10 @@ function makeRequestMethods(c: ServiceContext): Pick<ConsoleService, 'previewReq
       }
       if (input.filter !== undefined && t.loans.length === 0)
         throw new ConsoleError(400, `filter: matches no loan that ${input.action} can take`, 'filter');
-      await refuseOverlap(input.action, t.loans);
+      await refuseOverlap(
+        input.action,
+        t.loans.map((l) => l.id),
+      );
       const id = `r-${randomBytes(8).toString('hex')}`;
       const reason = input.reason.trim();
       const isExempt = exempt(input.action);
@@ -294,9 +202,7 @@ function makeRequestMethods(c: ServiceContext): Pick<ConsoleService, 'previewReq
           createdAt: now,
           status: 'pending',
         },
-        await Promise.all(
-          t.loans.map(async (l) => ({ id: l, state: (await store.loans.get(l))?.state ?? null })),
-        ),
+        t.loans.map((l) => ({ id: l.id, state: l.fromState })),
         {
           at: now,
           actor: user.name,
@@ -308,7 +214,7 @@ function makeRequestMethods(c: ServiceContext): Pick<ConsoleService, 'previewReq
             count: t.loans.length,
             ...(t.filter ? { filter: t.filter } : {}),
             ...(input.batch ? { batch: input.batch } : {}),
-            ...(t.loans.length === 1 ? { loan: t.loans[0] } : {}),
+            ...(t.loans.length === 1 ? { loan: t.loans[0]?.id } : {}),
           },
         },
       );

@@ -3,10 +3,12 @@
  * console's queue and its bulk requests select by it: what each field means in the state database,
  * with ages in business days as the reconciliation report counts them (bank.timeZone).
  */
+import { z } from 'zod';
 import { businessDaysBetween, localDate, zonedToUtc } from '../lib/calendar.js';
 import { searchKey } from '../lib/search-key.js';
 import type { ExceptionSqlFilter } from '../store/console.js';
-import type { QuarantineReason } from '../store/loan-states.js';
+import { QUARANTINE_REASONS, type QuarantineReason } from '../store/loan-states.js';
+import { refusal, type Refusal } from './refusal.js';
 
 /**
  * What the exception queue holds: quarantined loans (reason = the quarantine reason) and loans
@@ -37,6 +39,64 @@ export interface ExceptionFilter {
   /** Only loans in their state at least / at most this many business days (the report's age, bank.timeZone). */
   minAgeDays?: number;
   maxAgeDays?: number;
+}
+
+const EXCEPTION_REASON_VALUES = [...QUARANTINE_REASONS, 'review'] as const;
+const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, { error: 'expected a date YYYY-MM-DD' });
+const cents = z.coerce
+  .number({ error: 'expected a whole number of cents' })
+  .int({ error: 'expected a whole number of cents' })
+  .refine(Number.isSafeInteger, { error: 'expected a whole number of cents' });
+const days = z.coerce
+  .number({ error: 'expected a whole number of business days ≥ 0' })
+  .int({ error: 'expected a whole number of business days ≥ 0' })
+  .min(0, { error: 'expected a whole number of business days ≥ 0' })
+  .max(3650, { error: 'expected at most 3650 business days' });
+const text = (max: number) =>
+  z
+    .string({ error: 'expected text' })
+    .trim()
+    .min(1, { error: 'expected text' })
+    .max(max, { error: `expected at most ${max} characters` });
+
+/** What a filter may hold (also the URL parameters of the queue, which add paging). */
+export const exceptionFilterSchema = z.strictObject({
+  state: z.enum(['quarantined', 'review'], { error: 'expected quarantined or review' }).optional(),
+  reason: z
+    .enum(EXCEPTION_REASON_VALUES, { error: `expected one of ${EXCEPTION_REASON_VALUES.join(', ')}` })
+    .optional(),
+  q: text(200).optional(),
+  product: text(200).optional(),
+  minAmountCents: cents.optional(),
+  maxAmountCents: cents.optional(),
+  mappingVersion: text(200).optional(),
+  releasedFrom: day.optional(),
+  releasedTo: day.optional(),
+  minAgeDays: days.optional(),
+  maxAgeDays: days.optional(),
+});
+
+/** A zod failure as a refusal naming the field (`filter.` before it for a request body's filter). */
+export function zodRefusal(err: z.ZodError, prefix = ''): Refusal {
+  const issue = err.issues[0];
+  const path = issue ? issue.path.map(String).join('.') : '';
+  const field = `${prefix}${path}`;
+  const message =
+    issue?.code === 'unrecognized_keys'
+      ? `unknown field(s) ${issue.keys.join(', ')}`
+      : (issue?.message ?? 'invalid');
+  return refusal('invalid', `${field || 'body'}: ${message}`, field || undefined);
+}
+
+export function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** A filter as given (a request body's `filter`), or a refusal naming `filter.<field>`. */
+export function checkExceptionFilter(raw: unknown): ExceptionFilter | Refusal {
+  const r = exceptionFilterSchema.safeParse(raw);
+  if (!r.success) return zodRefusal(r.error, 'filter.');
+  return stripUndefined(r.data) as ExceptionFilter;
 }
 
 function previousDay(d: string): string {
