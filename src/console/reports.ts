@@ -5,18 +5,12 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { REPORT_FILES } from '../reports/files.js';
-import {
-  DISPOSITIONS,
-  runExceptions,
-  writeSignOff,
-  type Disposition,
-  type ExceptionDisposition,
-} from '../reports/signoff.js';
-import type { ReportException } from '../reports/types.js';
+import type { ExceptionDisposition } from '../reports/signoff.js';
+import { applySignOff, planSignOff } from '../ops/signoff.js';
 import type { SignOffRow } from '../store/console.js';
 import { ConsoleError, hasRole, type ConsoleService, type ReportRun } from './contract.js';
 import { iso, parseJson } from './paging.js';
-import { MAX_REASON, requireRole, type ServiceContext } from './service-context.js';
+import { consoleRefusal, requireRole, type ServiceContext } from './service-context.js';
 
 function signOffView(s: SignOffRow | null): ReportRun['signOff'] {
   return {
@@ -36,34 +30,6 @@ const RUN_DIR = /^run-(\d{6})(?:-(\d{1,4}))?$/;
 function runOrder(run: string): [string, number] {
   const m = RUN_DIR.exec(run);
   return [m?.[1] ?? '', Number(m?.[2] ?? 1)];
-}
-
-/** A disposition for each exception of the run (the preparer gives one for every exception), or 400. */
-async function preparedDispositions(
-  runDir: string,
-  input: Record<string, string> | undefined,
-): Promise<ExceptionDisposition[]> {
-  const exceptions = await runExceptions(runDir).catch(() => [] as ReportException[]);
-  const given = input ?? {};
-  const dispositions: ExceptionDisposition[] = [];
-  for (const [i, e] of exceptions.entries()) {
-    const v = given[String(i)];
-    if (v === undefined || v === '')
-      throw new ConsoleError(
-        400,
-        `dispositions.${i}: give a disposition for the exception of loan ${e.loanId} (${e.reason}): one of ` +
-          `${DISPOSITIONS.join(', ')}`,
-        `dispositions.${i}`,
-      );
-    if (!(DISPOSITIONS as readonly string[]).includes(v))
-      throw new ConsoleError(
-        400,
-        `dispositions.${i}: expected one of ${DISPOSITIONS.join(', ')}`,
-        `dispositions.${i}`,
-      );
-    dispositions.push({ index: i, loanId: e.loanId, reason: e.reason, disposition: v as Disposition });
-  }
-  return dispositions;
 }
 
 /** "Run reconciliation now": an operator runs the same reconcile as the CLI, audited, one at a time. */
@@ -188,69 +154,29 @@ export function reportMethods(
           403,
           `signing off needs the operator or approver role (user ${user.name} has ${user.roles.join(', ')})`,
         );
-      if (as !== 'prepared' && as !== 'reviewed')
-        throw new ConsoleError(400, 'as: expected prepared or reviewed', 'as');
-      if ((await service.reportFile(d, run, 'json')) === null)
-        throw new ConsoleError(404, `no reconciliation run ${d}/${run}`);
-      const note = typeof input?.note === 'string' ? input.note.trim() : '';
-      if (note === '')
-        throw new ConsoleError(
-          400,
-          'note: required: a comment for the sign-off (kept in signoff.json and report.html)',
-          'note',
-        );
-      if (note.length > MAX_REASON)
-        throw new ConsoleError(400, `note: at most ${MAX_REASON} characters`, 'note');
-      const runDir = join(reportsDir, d, run);
-      let dispositions: ExceptionDisposition[] | null = null;
-      if (as === 'prepared') dispositions = await preparedDispositions(runDir, input.dispositions);
-      const now = clock.now();
-      const ok = await cs.sign(
-        d,
-        run,
-        as,
-        user.name,
-        now,
-        { note, dispositions: dispositions === null ? null : JSON.stringify(dispositions) },
-        {
-          at: now,
-          actor: user.name,
-          kind: 'signoff',
-          action: 'signoff',
-          reason: `${as} ${d}/${run}: ${note}`,
-          detail: { day: d, run, as, ...(dispositions ? { dispositions: dispositions.length } : {}) },
-        },
-      );
-      if (!ok) {
-        const s = await cs.signOff(d, run);
-        if (as === 'prepared')
-          throw new ConsoleError(409, `${d}/${run} was already prepared by ${s?.preparedBy ?? '?'}`);
-        if (!s?.preparedBy) throw new ConsoleError(409, `${d}/${run} must be prepared before it is reviewed`);
-        if (s.reviewedBy) throw new ConsoleError(409, `${d}/${run} was already reviewed by ${s.reviewedBy}`);
-        throw new ConsoleError(
-          403,
-          `four eyes: ${user.name} prepared ${d}/${run}; another person reviews it`,
-        );
-      }
-      log.info({ user: user.name, day: d, run, as }, 'reconciliation signed off');
-      // The run's own files carry the signatures (the database row stays the record if this fails).
-      const so = signOffView(await cs.signOff(d, run));
-      await writeSignOff(runDir, {
+      const plan = await planSignOff(reportsDir, {
         day: d,
         run,
-        preparedBy: so.preparedBy,
-        preparedAt: so.preparedAt,
-        preparedComment: so.preparedNote ?? null,
-        reviewedBy: so.reviewedBy,
-        reviewedAt: so.reviewedAt,
-        reviewedComment: so.reviewedNote ?? null,
-        dispositions: (so.dispositions ?? []) as ExceptionDisposition[],
-      }).catch((err: unknown) =>
-        log.warn(
-          { err, day: d, run },
-          'sign-off recorded, but signoff.json / report.html of the run could not be written',
-        ),
+        as,
+        note: input?.note,
+        dispositions: input?.dispositions,
+      });
+      if (!plan.ok) throw consoleRefusal(plan);
+      const done = await applySignOff(
+        {
+          signOffs: cs,
+          now: () => clock.now(),
+          onFileError: (err: unknown) =>
+            log.warn(
+              { err, day: d, run },
+              'sign-off recorded, but signoff.json / report.html of the run could not be written',
+            ),
+        },
+        plan,
+        user.name,
       );
+      if (!done.ok) throw consoleRefusal(done);
+      log.info({ user: user.name, day: d, run, as }, 'reconciliation signed off');
       const all = await service.reports();
       return all.find((r) => r.day === d && r.run === run) as ReportRun;
     },
