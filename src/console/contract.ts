@@ -9,6 +9,7 @@
  * "console interface:".
  */
 import type { LoanState } from '../store/loan-states.js';
+import type { BatchListItem } from '../ops/batches.js';
 import type { ExceptionFilter, ExceptionReason, ExceptionState } from '../ops/exception-filter.js';
 import { AGE_BUCKETS, type AgeBucket } from '../reports/types.js';
 import type { PlatformHealth } from '../platform/api.js';
@@ -374,20 +375,8 @@ export interface ReportView extends ReportRun {
   report: unknown;
 }
 
-export interface BatchView {
-  id: string;
-  status: 'open' | 'sealing' | 'sealed';
-  openedAt: string;
-  cutoffAt: string;
-  sealedAt: string | null;
-  sealReason: string | null;
-  sealedBy: string | null;
-  loanCount: number;
-  recordCount: number;
-  principalCents: string | null;
-  /** Files of a sealed batch, with their control totals when the layout writes them. */
-  files: Array<{ name: string; bytes: number }>;
-}
+/** A file-core batch as the Batches page lists it: ops/batches.ts defines it (and `batches list`'s view). */
+export type { BatchListItem as BatchView };
 
 export interface StatusView {
   /** `leader` (today: the one process) or `standby`. */
@@ -513,7 +502,7 @@ export interface ConsoleService {
   runReconciliation(user: ConsoleUser): Promise<ReportRun>;
 
   /** File core batches, newest first (empty for other cores). */
-  batches(): Promise<BatchView[]>;
+  batches(): Promise<BatchListItem[]>;
   /** The connector's status page. */
   status(): Promise<StatusView>;
 }

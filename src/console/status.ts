@@ -3,6 +3,7 @@
  * loans by state, pending requests, readiness) and the file core's batches.
  */
 import type { Clock } from '../lib/clock.js';
+import { listBatchItems } from '../ops/batches.js';
 import { runningDaemons } from '../ops/daemon-guard.js';
 import type { ConsoleService, StatusView } from './contract.js';
 import { iso } from './paging.js';
@@ -37,22 +38,7 @@ async function boundedHealth(
 export function statusMethods(c: ServiceContext): Pick<ConsoleService, 'batches' | 'status'> {
   const { deps, store, cs, clock } = c;
   return {
-    async batches() {
-      if (!deps.batching) return [];
-      return (await deps.batching.list(100)).map((b) => ({
-        id: b.id,
-        status: b.status,
-        openedAt: iso(b.openedAt) as string,
-        cutoffAt: iso(b.cutoffAt) as string,
-        sealedAt: iso(b.sealedAt),
-        sealReason: b.sealReason,
-        sealedBy: b.sealedBy,
-        loanCount: b.loanCount,
-        recordCount: b.recordCount,
-        principalCents: b.principalCents,
-        files: b.files,
-      }));
-    },
+    batches: () => listBatchItems(deps.batching, 100),
 
     async status(): Promise<StatusView> {
       const now = clock.now();
