@@ -125,11 +125,14 @@ async function planFiltered(
       );
     sql.state = 'quarantined';
   }
+  const ids = await deps.exceptions.exceptionIds(sql, MAX_ACTION_LOANS + 1);
+  // The query selected quarantined loans for retry and skip; review items are kept on written loans too.
   const loans: TargetsPlan['loans'] = [];
-  for (const id of await deps.exceptions.exceptionIds(sql, MAX_ACTION_LOANS + 1)) {
-    const state = (await deps.store.loans.get(id))?.state ?? null;
-    if (action !== 'reboard' || state === 'acknowledged') loans.push({ id, fromState: state });
-  }
+  if (action !== 'reboard') for (const id of ids) loans.push({ id, fromState: 'quarantined' });
+  else
+    for (const id of ids)
+      if ((await deps.store.loans.get(id))?.state === 'acknowledged')
+        loans.push({ id, fromState: 'acknowledged' });
   if (loans.length > MAX_ACTION_LOANS)
     refuse('invalid', `filter: matches more than ${MAX_ACTION_LOANS} loans; narrow it`, 'filter');
   return { loans, filter, refused: [] };
