@@ -13,8 +13,7 @@ import { previewLoanNow } from '../ops/board-preview.js';
 import { reboardDeps, reboardPreviewDeps } from './reboard.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createConsoleStore } from '../store/console.js';
-import { unlockAudit } from '../console/service.js';
-import { userNameKey } from '../lib/user-name.js';
+import { applyUnlock, planUnlock } from '../ops/unlock.js';
 import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
@@ -148,15 +147,10 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
  * next login check of that user (auth.ts) and lifts the lock by. Returns the configured name.
  */
 export async function unlockFromCli(scope: CommandScope, name: string, actor: string): Promise<string> {
-  const users = scope.config().console.users;
-  const user = users.find((u) => userNameKey(u.name) === userNameKey(name));
-  if (!user)
-    throw new UsageError(
-      `console unlock: ${name} is not in console.users (${users.map((u) => u.name).join(', ') || 'none configured'})`,
-    );
+  const plan = planUnlock(scope.config().console.users, name);
+  if (!plan.ok) throw new UsageError(`console unlock: ${plan.message}`);
   const { db } = await openState(scope);
-  await createConsoleStore(db).appendAudit(unlockAudit(actor, user.name, scope.clock.now()));
-  return user.name;
+  return (await applyUnlock(createConsoleStore(db), plan, actor, scope.clock.now())).user;
 }
 
 /** `console passwd`: the hash a console user's passwordHash takes. */

@@ -6,7 +6,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { consoleUser } from './auth.js';
 import { sameOrigin } from './pages/security.js';
-import { parseExceptionQuery } from './service.js';
+import { parseExceptionQuery } from './exceptions.js';
 import { ConsoleError, type NewRequest, type RequestStatus } from './contract.js';
 import type { ConsoleDeps } from './index.js';
 

@@ -1,14 +1,16 @@
 /**
  * The ops console's contract: the ConsoleService interface and the shapes it speaks (implemented
- * over the state database by service.ts). Everything the JSON API (src/console/api.ts) and the
- * pages (src/console/pages/) show or do, with the rules enforced here, never only in a page:
- * roles, four eyes, reasons, the append-only audit. HTTP-free: routes translate a
- * `ConsoleError` into its status.
+ * by the page-group files service.ts wires, over the ops/ actions). Everything the JSON API
+ * (src/console/api.ts) and the pages (src/console/pages/) show or do, with the console's own checks
+ * here (roles, four eyes, reasons) and the operator rules in ops/, never only in a page. HTTP-free:
+ * routes translate a `ConsoleError` into its status.
  *
  * Stable interface (the pages build on it): change it only in a commit whose subject starts with
  * "console interface:".
  */
-import type { QuarantineReason, LoanState } from '../store/loan-states.js';
+import type { LoanState } from '../store/loan-states.js';
+import type { BatchListItem } from '../ops/batches.js';
+import type { ExceptionFilter, ExceptionReason, ExceptionState } from '../ops/exception-filter.js';
 import { AGE_BUCKETS, type AgeBucket } from '../reports/types.js';
 import type { PlatformHealth } from '../platform/api.js';
 
@@ -51,36 +53,8 @@ export class ConsoleError extends Error {
 // Exception queue
 // ---------------------------------------------------------------------------------------------
 
-/**
- * What the exception queue holds: quarantined loans (reason = the quarantine reason) and loans
- * boarded with review items (reason = `review`).
- */
-export type ExceptionReason = QuarantineReason | 'review';
-/** `quarantined` or `review` (acknowledged/written with review items); absent: both. */
-export type ExceptionState = 'quarantined' | 'review';
-
-/**
- * Filters of the exception queue; every one optional, combined with AND. Also the `filter` of a
- * bulk request (frozen in the request: its preview count is taken when the request is made).
- */
-export interface ExceptionFilter {
-  state?: ExceptionState;
-  reason?: ExceptionReason;
-  /** Search: an exact loan id, a loan number, or part of the borrower's name (case-insensitive). */
-  q?: string;
-  /** Platform product id. */
-  product?: string;
-  /** Principal in cents, inclusive. */
-  minAmountCents?: number;
-  maxAmountCents?: number;
-  mappingVersion?: string;
-  /** Release date (the platform's releasedAt, YYYY-MM-DD, inclusive). */
-  releasedFrom?: string;
-  releasedTo?: string;
-  /** Only loans in their state at least / at most this many business days (the report's age, bank.timeZone). */
-  minAgeDays?: number;
-  maxAgeDays?: number;
-}
+/** The queue's reasons, states and filter are the ops filter's (ops/exception-filter.ts), re-used as they are. */
+export type { ExceptionFilter, ExceptionReason, ExceptionState };
 
 export const EXCEPTION_SORTS = ['age', 'amount', 'released', 'id'] as const;
 /** age: oldest first by default (the loan waiting longest); amount, released, id. */
@@ -401,20 +375,8 @@ export interface ReportView extends ReportRun {
   report: unknown;
 }
 
-export interface BatchView {
-  id: string;
-  status: 'open' | 'sealing' | 'sealed';
-  openedAt: string;
-  cutoffAt: string;
-  sealedAt: string | null;
-  sealReason: string | null;
-  sealedBy: string | null;
-  loanCount: number;
-  recordCount: number;
-  principalCents: string | null;
-  /** Files of a sealed batch, with their control totals when the layout writes them. */
-  files: Array<{ name: string; bytes: number }>;
-}
+/** A file-core batch as the Batches page lists it: ops/batches.ts defines it (and `batches list`'s view). */
+export type { BatchListItem as BatchView };
 
 export interface StatusView {
   /** `leader` (today: the one process) or `standby`. */
@@ -540,7 +502,7 @@ export interface ConsoleService {
   runReconciliation(user: ConsoleUser): Promise<ReportRun>;
 
   /** File core batches, newest first (empty for other cores). */
-  batches(): Promise<BatchView[]>;
+  batches(): Promise<BatchListItem[]>;
   /** The connector's status page. */
   status(): Promise<StatusView>;
 }

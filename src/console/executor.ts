@@ -1,7 +1,8 @@
 /**
- * Executes approved console requests, one at a time, through the same operations the CLI uses
- * (ops/retry.ts and ops/skip.ts under ops/bulk.ts, ops/reboard.ts, the file core's early seal, the platform
- * client's strike clear). It runs in the daemon (`run`): the daemon calls `runApproved` after each
+ * Executes approved console requests, one at a time: each request's stored plan is applied by
+ * ops/planned-action.ts through the same operations the CLI uses (ops/bulk.ts for retry and skip,
+ * ops/reboard.ts, ops/seal.ts, ops/strike-clear.ts, ops/imaging.ts); this file only claims, runs
+ * and records the request. It runs in the daemon (`run`): the daemon calls `runApproved` after each
  * cycle and the service kicks it on an approval. A request is claimed before it runs, so two
  * processes never execute one twice; a claim left by a crash is taken over at once when its process
  * (on this host) is gone, else after CLAIM_STALE_MS. Loans already changed before the crash are
@@ -11,39 +12,24 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { applyLoanAction } from '../ops/bulk.js';
-import { sealEarly } from '../ops/seal.js';
-import { clearStrikes } from '../ops/strike-clear.js';
-import type { BatchingCapability } from '../core/port.js';
-import type { ReboardResult } from '../ops/reboard.js';
+import { applyPlanned, type PlannedActionDeps } from '../ops/planned-action.js';
 import { errorMessage } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { ConsoleStore, RequestRow } from '../store/console.js';
 import type { BoardingStore } from '../store/index.js';
 import { processAlive } from '../store/leadership/leases.js';
-import type { ExecutorHandle } from './service.js';
-import type { RequestResult } from './contract.js';
+import type { ExecutorHandle } from './service-context.js';
+import type { RequestAction, RequestResult } from './contract.js';
 
 const CLAIM_STALE_MS = 30 * 60_000;
 
-export interface ConsoleExecutorDeps {
+/** What the requests are applied with (ops/planned-action.ts: the re-board, batches, strike ledger, imaging). */
+export interface ConsoleExecutorDeps extends Omit<PlannedActionDeps, 'now'> {
   store: BoardingStore;
   consoleStore: ConsoleStore;
   clock: Clock;
   logger: Logger;
-  /** Re-boards one loan with the daemon's runtime (ops/reboard.ts reboardLoan). */
-  reboard?: (loanId: string, actor: string, reason: string, signal: AbortSignal) => Promise<ReboardResult>;
-  batching?: BatchingCapability;
-  /** The platform client's strike clear (forgets the ledger, in memory and stored). */
-  clearStrikes?: (by: string) => number | Promise<number>;
-  /** Sends one loan's documents to imaging again (ops/imaging.ts reexportLoan); absent when imaging is off. */
-  imagingReexport?: (
-    loanId: string,
-    actor: string,
-    reason: string,
-    signal: AbortSignal,
-  ) => Promise<{ batchId: string | null; documents: string[] }>;
   /** Asks the daemon for a cycle now (after retries). */
   requestCycle?: (reason: string) => void;
   /** Runs a pass only where it may (several replicas: on the leader, fenced). Without it, every pass runs. */
@@ -56,124 +42,38 @@ export interface ConsoleExecutor extends ExecutorHandle {
   stop(): Promise<void>;
 }
 
-/** Runs one approved request through the operations the CLI uses; its status and result. */
+/** Runs one approved request: its stored plan applied by ops/planned-action.ts; its status and result. */
 async function executeRequest(
   deps: ConsoleExecutorDeps,
   r: RequestRow,
   signal: AbortSignal,
 ): Promise<{ status: 'executed' | 'failed'; result: RequestResult }> {
-  const { store, consoleStore: cs, clock } = deps;
-  const log = deps.logger.child({ component: 'console-executor' });
   const approvedBy = r.decidedBy === 'system' ? null : r.decidedBy;
   const actor = approvedBy ? `${r.maker} (console, approved by ${approvedBy})` : `${r.maker} (console)`;
-  const origin = { request: { id: r.id, reason: r.reason, approvedBy } };
-  const failed: RequestResult['failed'] = [];
-  let done = 0;
-  switch (r.action) {
-    case 'retry':
-    case 'skip': {
-      // The one rule of ops/bulk.ts: the loan as it was when the request was made, chunked.
-      const res = await applyLoanAction(
-        { store, now: () => clock.now() },
-        {
-          action: r.action,
-          loans: await cs.requestLoanStates(r.id),
-          actor,
-          reason: r.reason,
-          origin,
-          signal,
-        },
+  const action = r.action as RequestAction;
+  const { status, ...result } = await applyPlanned(
+    { ...deps, now: () => deps.clock.now() },
+    {
+      action,
+      loans:
+        action === 'seal' || action === 'strike_clear' ? [] : await deps.consoleStore.requestLoanStates(r.id),
+      batch: r.batch,
+      actor,
+      reason: r.reason,
+      loanReason: `${r.reason} (console request ${r.id})`,
+      origin: { request: { id: r.id, reason: r.reason, approvedBy } },
+      signal,
+    },
+  );
+  if (action === 'strike_clear')
+    deps.logger
+      .child({ component: 'console-executor' })
+      .warn(
+        { by: actor, reason: r.reason, cleared: result.done },
+        'console request cleared the 429-strike ledger',
       );
-      if (res.stopped)
-        throw new Error('the daemon stopped before the request finished; it runs again on the next start');
-      done = res.done.length;
-      failed.push(...res.failed);
-      if (r.action === 'retry' && done > 0) deps.requestCycle?.(`console request ${r.id}`);
-      return {
-        status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
-        result: { done, failed, detail: null },
-      };
-    }
-    case 'reboard': {
-      if (!deps.reboard) throw new Error('re-board is not available in this process');
-      const ids = await cs.requestLoans(r.id);
-      const outcomes: Record<string, number> = {};
-      for (const id of ids) {
-        if (signal.aborted) throw new Error('the daemon stopped before the request finished');
-        const res = await deps.reboard(id, actor, `${r.reason} (console request ${r.id})`, signal);
-        outcomes[res.outcome] = (outcomes[res.outcome] ?? 0) + 1;
-        if (res.outcome === 'rewritten' || res.outcome === 'unchanged') done += 1;
-        else
-          failed.push({
-            loanId: id,
-            message:
-              res.outcome === 'failed'
-                ? res.message
-                : res.outcome === 'would_quarantine'
-                  ? `would quarantine (${res.reason}): ${res.message}`
-                  : `not acknowledged (${res.state})`,
-          });
-      }
-      return {
-        status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
-        result: {
-          done,
-          failed,
-          detail: Object.entries(outcomes)
-            .map(([k, n]) => `${k} ${n}`)
-            .join(', '),
-        },
-      };
-    }
-    case 'seal': {
-      if (!deps.batching) throw new Error('this core has no batches to seal');
-      const sealed = await sealEarly(deps.batching, {
-        reason: r.reason,
-        by: actor,
-        id: r.batch ?? undefined,
-      });
-      if (!sealed.ok)
-        return {
-          status: 'failed',
-          result: { done: 0, failed: [{ loanId: null, message: sealed.message }], detail: null },
-        };
-      return { status: 'executed', result: { done: 1, failed: [], detail: `sealed ${sealed.id}` } };
-    }
-    case 'strike_clear': {
-      const ledger = deps.clearStrikes;
-      if (!ledger) throw new Error('the strike ledger is not available in this process');
-      const n = await clearStrikes({ clearStrikes: ledger }, { by: actor, reason: r.reason });
-      log.warn({ by: actor, reason: r.reason, cleared: n }, 'console request cleared the 429-strike ledger');
-      return { status: 'executed', result: { done: n, failed: [], detail: `cleared ${n} strike(s)` } };
-    }
-    case 'imaging_reexport': {
-      if (!deps.imagingReexport)
-        throw new Error('the imaging export is not on in this process (imaging.enabled)');
-      const batches: string[] = [];
-      let documents = 0;
-      for (const id of await cs.requestLoans(r.id)) {
-        if (signal.aborted) throw new Error('the daemon stopped before the request finished');
-        try {
-          const res = await deps.imagingReexport(id, actor, `${r.reason} (console request ${r.id})`, signal);
-          done += 1;
-          documents += res.documents.length;
-          if (res.batchId !== null) batches.push(res.batchId);
-        } catch (err) {
-          failed.push({ loanId: id, message: errorMessage(err) });
-        }
-      }
-      return {
-        status: done === 0 && failed.length > 0 ? 'failed' : 'executed',
-        result: {
-          done,
-          failed,
-          detail: `${documents} document(s) re-exported${batches.length > 0 ? ` into ${batches.join(', ')}` : ''}`,
-        },
-      };
-    }
-    default:
-      throw new Error(`unknown action ${r.action}`);
-  }
+  if (action === 'retry' && result.done > 0) deps.requestCycle?.(`console request ${r.id}`);
+  return { status, result };
 }
 
 /** A claim left by a process on this host that is gone (a restart mid-request) is taken over at once. */

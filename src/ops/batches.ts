@@ -1,12 +1,54 @@
 /**
- * The file core's batches as an operator reads them: `batches list|show` (the seal is ops/seal.ts).
+ * The file core's batches as an operator reads them: `batches list|show` (BatchView, from the file
+ * core's batch store) and the console's Batches page (BatchListItem, from the core's batching
+ * capability, with the files of sealed batches). The seal is ops/seal.ts.
  */
 import type { FileBatches } from '../core/file/batches.js';
+import type { BatchingCapability } from '../core/port.js';
 import type { FileBatchRow } from '../store/file-batches.js';
 import { FatalError } from '../lib/errors.js';
 
 export type { FileBatches };
 
+/** One batch of the console's Batches page (its JSON API's shape). */
+export interface BatchListItem {
+  id: string;
+  status: 'open' | 'sealing' | 'sealed';
+  openedAt: string;
+  cutoffAt: string;
+  sealedAt: string | null;
+  sealReason: string | null;
+  sealedBy: string | null;
+  loanCount: number;
+  recordCount: number;
+  principalCents: string | null;
+  /** Files of a sealed batch, with their control totals when the layout writes them. */
+  files: Array<{ name: string; bytes: number }>;
+}
+
+/** The newest batches for the console's Batches page (empty without a batching core). */
+export async function listBatchItems(
+  batching: Pick<BatchingCapability, 'list'> | undefined,
+  limit: number,
+): Promise<BatchListItem[]> {
+  if (!batching) return [];
+  const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+  return (await batching.list(limit)).map((b) => ({
+    id: b.id,
+    status: b.status,
+    openedAt: iso(b.openedAt) as string,
+    cutoffAt: iso(b.cutoffAt) as string,
+    sealedAt: iso(b.sealedAt),
+    sealReason: b.sealReason,
+    sealedBy: b.sealedBy,
+    loanCount: b.loanCount,
+    recordCount: b.recordCount,
+    principalCents: b.principalCents,
+    files: b.files,
+  }));
+}
+
+/** One batch as `batches list|show` prints it. */
 export interface BatchView {
   id: string;
   status: string;

@@ -3,6 +3,9 @@ import { UsageError } from '../lib/errors.js';
 import type { MappingInput } from '../mapping/types.js';
 import type { BoardingStore } from '../store/index.js';
 import type { ImagingBatchRow, ImagingBatchStatus, ImagingDocumentRow } from '../store/imaging.js';
+import type { LoanStore } from '../store/loans.js';
+import type { OpPlan } from './loan-plan.js';
+import { acknowledgedOnly } from './reboard.js';
 
 /**
  * Operator actions on the imaging export (docs/imaging.md): batches and where each document went,
@@ -105,6 +108,14 @@ export async function showImaging(
     batch: batch === undefined ? null : await view(exporter, batch),
     documents: rows.map(imagingDocumentView),
   };
+}
+
+/**
+ * Whether a four-eyes re-export would take this loan: an acknowledged loan (its documents went with
+ * its board). Changes nothing.
+ */
+export function planReexport(loans: Pick<LoanStore, 'get'>, id: string): Promise<OpPlan> {
+  return acknowledgedOnly(loans, id, 're-exported to imaging');
 }
 
 export interface ReexportRequest {

@@ -6,7 +6,8 @@ import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import type { Mapper, MappingInput, MappingIssue, MappingOutcome } from '../mapping/types.js';
 import { formatIssue } from '../mapping/types.js';
 import type { QueueItem } from '../contract/schemas.js';
-import type { LoanRow } from '../store/loans.js';
+import type { LoanRow, LoanStore } from '../store/loans.js';
+import type { OpPlan } from './loan-plan.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../lib/redact.js';
@@ -70,6 +71,33 @@ export type ReboardPreview =
       mappingVersion: string;
       changes: string[];
     };
+
+/**
+ * Whether a re-board would take this loan: only an acknowledged loan is re-boarded (the others are
+ * retried). Changes nothing; reboardLoan checks it again when it runs (not_acknowledged).
+ */
+export async function planReboard(loans: Pick<LoanStore, 'get'>, id: string): Promise<OpPlan> {
+  return acknowledgedOnly(loans, id, 're-boarded');
+}
+
+/** The rule a re-board and an imaging re-export share: an acknowledged loan, else why not. */
+export async function acknowledgedOnly(
+  loans: Pick<LoanStore, 'get'>,
+  id: string,
+  what: string,
+): Promise<OpPlan> {
+  const row = await loans.get(id);
+  if (!row) return { loanId: id, ok: false, state: null, why: `no loan ${id} in the state database` };
+  if (row.state !== 'acknowledged')
+    return {
+      loanId: id,
+      ok: false,
+      state: row.state,
+      why: `loan ${id} is ${row.state}; only acknowledged loans can be ${what} (retry the others)`,
+    };
+  const { quarantineReason, loanNumber } = row;
+  return { loanId: id, ok: true, state: row.state, quarantineReason, loanNumber, ackOnly: false };
+}
 
 /** What a preview reads with: the state database, platform reads and the mapper (no core). */
 export type ReboardPreviewDeps = Pick<ReboardDeps, 'store' | 'platform' | 'mapper' | 'accountNumbers'>;

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { retryLoan } from '../../../src/ops/retry.js';
 import { consoleSchema } from '../../../src/config/schema.js';
-import { REBOARD_PREVIEWS_PER_MINUTE, createConsoleService } from '../../../src/console/service.js';
+import { createConsoleService } from '../../../src/console/service.js';
+import { REBOARD_PREVIEWS_PER_MINUTE } from '../../../src/console/loans.js';
 import { createConsoleExecutor } from '../../../src/console/executor.js';
 import type { ConsoleUser } from '../../../src/console/contract.js';
 import { silentLogger } from '../../../src/lib/logger.js';
