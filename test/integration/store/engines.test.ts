@@ -100,7 +100,7 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect(await stats.oldestUnacknowledgedAt()).toBe(T0);
     });
 
-    it('a unit of work commits together or not at all; a nested write is a savepoint', async () => {
+    it('a unit of work commits together or not at all; a nested write joins it unless it asks for a savepoint', async () => {
       const { s } = await open();
       await expect(
         s.write(async () => {
@@ -111,17 +111,42 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       ).rejects.toThrow('boom');
       expect(await s.loans.get('A')).toBeNull();
       expect(await s.keys.get('ack:A:1')).toBeNull();
+      // Asked for, a savepoint rolls back alone and the outer unit commits the rest.
       await s.write(async () => {
         await s.loans.insert({ id: 'B', state: 'queued' }, T0);
         await expect(
-          s.write(async () => {
-            await s.loans.insert({ id: 'C', state: 'queued' }, T0);
-            throw new Error('inner');
-          }),
+          s.db.write(
+            async () => {
+              await s.loans.insert({ id: 'C', state: 'queued' }, T0);
+              throw new Error('inner');
+            },
+            { savepoint: true },
+          ),
         ).rejects.toThrow('inner');
       });
       expect(await s.loans.get('B')).not.toBeNull();
       expect(await s.loans.get('C')).toBeNull();
+      // Joined (the default): a failure after a write spoils the whole unit even when its caller
+      // catches it: half of it never commits.
+      await expect(
+        s.write(async () => {
+          await s.loans.insert({ id: 'D', state: 'queued' }, T0);
+          await s
+            .write(async () => {
+              await s.loans.insert({ id: 'E', state: 'queued' }, T0);
+              throw new Error('joined');
+            })
+            .catch(() => undefined);
+        }),
+      ).rejects.toThrow('joined');
+      expect(await s.loans.get('D')).toBeNull();
+      expect(await s.loans.get('E')).toBeNull();
+      // A joined write that fails before any statement leaves the unit intact.
+      await s.write(async () => {
+        await s.loans.insert({ id: 'F', state: 'queued' }, T0);
+        await s.write(() => Promise.reject(new Error('early'))).catch(() => undefined);
+      });
+      expect(await s.loans.get('F')).not.toBeNull();
     });
 
     it('concurrent units of work do not interleave (read-then-write stays consistent)', async () => {
