@@ -342,6 +342,42 @@ function patched(row: LoanRow, patch: LoanPatch, to: LoanState, now: number): Lo
   return { ...(out as unknown as LoanRow), state: to, updatedAt: now };
 }
 
+/** A row as INSERT stores it before its patch (the table's defaults). */
+function newRow(id: string, now: number): LoanRow {
+  return {
+    id,
+    loanNumber: null,
+    state: 'queued',
+    quarantineReason: null,
+    attempts: 0,
+    nextAttemptAt: null,
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    coreReference: null,
+    mappingVersion: null,
+    payloadHash: null,
+    releaseMarker: null,
+    centsAmount: null,
+    productId: null,
+    fundedAtIso: null,
+    releasedAtIso: null,
+    boardedAtIso: null,
+    writtenAt: null,
+    acknowledgedAt: null,
+    coreWriteStartedAt: null,
+    writtenReleaseMarker: null,
+    lastSeenAt: null,
+    queueItem: null,
+    reviewItems: 0,
+    boardedRecords: null,
+    accountNumber: null,
+    borrowerName: null,
+    borrowerKey: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
 /** What the loan store's parts share: one row by id, the event log, a patch of columns. */
 function loanParts(db: StoreDb) {
   const SELECT_ONE = 'SELECT * FROM loans WHERE id = ?';
@@ -424,20 +460,27 @@ function loanWrites(
 ): Pick<LoanStore, 'insert' | 'transition' | 'amend' | 'update' | 'recordEvent'> {
   return {
     // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see sqlite/db.ts).
+    // One INSERT with its columns (no look-up first: the key refuses a second row), and the row
+    // returned as stored, not read back.
     insert: (loan, now) =>
       db.write(async () => {
-        const existing = await db.get<{ state: string }>(SELECT_STATE, [loan.id]);
-        if (existing) throw new Error(`loan ${loan.id} already exists`);
         assertTransition(loan.id, null, loan.state);
-        await db.run('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)', [
-          loan.id,
-          loan.state,
-          now,
-          now,
-        ]);
-        if (loan.patch) await applyPatch(loan.id, loan.patch, {}, now);
+        const cols = ['id', 'state', 'created_at', 'updated_at'];
+        const values: unknown[] = [loan.id, loan.state, now, now];
+        for (const [k, v] of Object.entries(loan.patch ?? {})) {
+          const col = COLUMN[k as keyof LoanPatch];
+          if (col === undefined) throw new Error(`unknown loan column ${k}`);
+          cols.push(col);
+          values.push(storedValue(k, v));
+        }
+        const r = await db.run(
+          `INSERT INTO loans (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
+            'ON CONFLICT (id) DO NOTHING',
+          values,
+        );
+        if (r.changes !== 1) throw new Error(`loan ${loan.id} already exists`);
         await event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
-        return require(loan.id);
+        return patched(newRow(loan.id, now), loan.patch ?? {}, loan.state, now);
       }),
     transition: (id, input, now) =>
       db.write(async () => {

@@ -179,6 +179,72 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       });
     });
 
+    it("a fenced-out replica's transition changes nothing: the fence is in the UPDATE, and the whole step rolls back", async () => {
+      const { s } = await open();
+      const clock = new FakeClock({ start: Date.now() });
+      const lead = (holder: string) =>
+        openLeadership(s.db, {
+          name: 'boarding',
+          holder,
+          clock,
+          ttlMs: 60_000,
+          renewEveryMs: 5_000,
+          isAlive: () => true,
+        });
+      const a = await lead('host-a:1:a');
+      const b = await lead('host-b:2:b');
+      await a.tick();
+      const seen: string[] = [];
+      s.db.onStatement = (text) => seen.push(text);
+      const fetched = await a.guard(s.db, async () => {
+        const row = await s.loans.insert({ id: 'X', state: 'queued' }, T0);
+        return s.loans.transition('X', { to: 'fetched', row, patch: { payloadHash: 'h1' } }, T0 + 1);
+      });
+      s.db.onStatement = undefined;
+      expect(fetched).toMatchObject({ state: 'fetched', payloadHash: 'h1', updatedAt: T0 + 1 });
+      expect(await s.loans.get('X')).toEqual(fetched);
+      // SQLite checks the lease in the transition's own statement (no SELECT of the lease first);
+      // PostgreSQL locks the lease row FOR SHARE when the transaction begins.
+      const update = seen.find((t) => t.startsWith('UPDATE loans SET'));
+      if (engine === 'sqlite')
+        expect(update).toMatch(/AND state = \? AND EXISTS \(SELECT 1 FROM leases WHERE/);
+      else expect(update).toMatch(/AND state = \?$/);
+      const before = { row: await s.loans.get('X'), events: await s.loans.events('X') };
+      if (engine === 'sqlite')
+        await s.db.run(`UPDATE leases SET expires_at = expires_at - 120000 WHERE name = 'boarding'`);
+      else
+        await s.db.run(
+          "UPDATE leader_lease SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'boarding'",
+        );
+      await b.tick();
+      expect(b.term?.epoch).toBe(2);
+      // a still trusts its term (its clock did not move): its step (a key, then the transition) is refused.
+      await expect(
+        a.guard(s.db, () =>
+          s.write(async () => {
+            await s.keys.store('ack:X:1', 'ack', 'X', T0 + 2);
+            await s.loans.transition(
+              'X',
+              { to: 'mapped', row: fetched, patch: { mappingVersion: 'v1' } },
+              T0 + 2,
+            );
+          }),
+        ),
+      ).rejects.toThrow(FencedOut);
+      expect(a.role).toBe('standby');
+      expect(await s.loans.get('X')).toEqual(before.row);
+      expect(await s.loans.events('X')).toEqual(before.events);
+      expect(await s.keys.get('ack:X:1')).toBeNull();
+      // The leader's copy is stale once someone else moved the loan: the UPDATE changes nothing.
+      await b.guard(s.db, () => s.loans.transition('X', { to: 'skipped', row: fetched }, T0 + 3));
+      await expect(
+        b.guard(s.db, () => s.loans.transition('X', { to: 'mapped', row: fetched }, T0 + 4)),
+      ).rejects.toThrow(StaleStateError);
+      expect((await s.loans.get('X'))?.state).toBe('skipped');
+      await b.stop();
+      await a.stop();
+    });
+
     it('leadership: one leader; every acquisition a new epoch; a stale leader is fenced out with 0 rows changed and steps down', async () => {
       const { s } = await open();
       const clock = new FakeClock({ start: Date.now() });
