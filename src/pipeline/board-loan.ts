@@ -116,6 +116,8 @@ interface Attempt {
   ackOnly: boolean;
   /** What this attempt fetched and mapped (the imaging step reuses it instead of reading it again). */
   input?: MappingInput;
+  /** This attempt stored the ack key with its `written` commit (the acknowledgement need not look). */
+  ackKeyStored?: boolean;
 }
 
 /** What every step of a loan's attempt works with (one per boarder). */
@@ -198,7 +200,7 @@ async function writeToCore(
   row: LoanRow,
   signal: AbortSignal,
 ): Promise<LoanRow | BoardOutcome> {
-  const { deps, store, platform, core, clock, accountNumbers } = c;
+  const { deps, platform, core, clock } = c;
   const log = deps.logger.child({ loanId: row.id });
   // After an ambiguous answer (a timeout: the write may have committed) ask the core first, and do
   // not write again if it has the loan. After a crash mid-write (state mapped, no answer at all)
@@ -244,7 +246,7 @@ async function writeToCore(
           boardedRecords: null,
         },
         also: async () => {
-          await ensureAckKey(c, row);
+          await ensureAckKey(c, att, row);
           await deps.customers?.afterWrite(row.id, null);
         },
       });
@@ -252,16 +254,41 @@ async function writeToCore(
   }
   const item = await storedItemOrLoan(platform, row.id, row.queueItem, signal);
   const input = await fetchMappingInput(platform, item, signal);
+  const resolver = deps.customers;
+  return withLocks(c, resolver ? resolver.lockKeys(input.entities) : [], () =>
+    mapAndWrite(c, att, row, item, input, signal),
+  );
+}
+
+/**
+ * The step before the core write, one transaction (issue 44 item 5): the customer claims, the
+ * bank's account number, `fetched` and `mapped` (or `quarantined`) with their events and review
+ * items commit together. Nothing external happens between fetched and mapped, so they need not be
+ * separate commits; the number still commits before anything reaches the core (a retry, a restart
+ * or a re-board reuses it; an exhausted pool throws here: a fatal stop). The customer look-ups,
+ * which may ask the core, run before the transaction begins (StoreDb.unit).
+ */
+async function beforeCoreWrite(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  input: Awaited<ReturnType<typeof fetchMappingInput>>,
+  signal: AbortSignal,
+): Promise<
+  | { kind: 'mapped'; row: LoanRow; outcome: Extract<MapOutcome, { ok: true }>; accountNumber: string | null }
+  | BoardOutcome
+> {
+  const { deps, store, clock, accountNumbers } = c;
   const { entities, documents } = input;
-  const hash = payloadHash(input);
-  // The bank's account number is committed with `fetched`, before anything reaches the core: a
-  // retry, a restart or a re-board reuses it (an exhausted pool throws here: a fatal stop).
   const borrowerName = borrowerNameOf(entities);
-  const accountNumber = await store.write(async () => {
+  return store.db.unit(async () => {
+    const resolver = deps.customers;
+    let customers: CustomerResolution | undefined;
+    if (resolver) customers = await resolver.resolve(row.id, entities, signal);
     const n = await accountNumbers.accountNumberFor(row, clock.now());
-    await transition(c, att, row.id, {
+    const fetched = await transition(c, att, row.id, {
       to: 'fetched',
-      expectedFrom: row.state,
+      row,
       detail: {
         businesses: entities.businesses.length,
         people: entities.people.length,
@@ -269,85 +296,69 @@ async function writeToCore(
         ...(n !== null ? { accountNumber: n } : {}),
       },
       patch: {
-        payloadHash: hash,
+        payloadHash: payloadHash(input),
         borrowerName,
         borrowerKey: borrowerName === null ? null : searchKey(borrowerName),
         ...(n !== null ? { accountNumber: n } : {}),
       },
     });
-    return n;
+    const mappingInput: MappingInput = {
+      ...input,
+      identity: {
+        ...mappingIdentity(n),
+        ...(customers ? { customers: customers.customers } : {}),
+      },
+    };
+    att.input = mappingInput;
+    const outcome = await mapTraced(c.mapper, mappingInput);
+    annotateActiveSpan({ 'mapping.version': outcome.mappingVersion });
+    if (!outcome.ok) return quarantineMapping(c, att, fetched, outcome);
+    const mapped = await recordMapped(c, att, fetched, outcome, customers?.reviews ?? []);
+    return { kind: 'mapped' as const, row: mapped, outcome, accountNumber: n };
   });
-  const resolver = deps.customers;
-  return withLocks(c, resolver ? resolver.lockKeys(entities) : [], () =>
-    mapAndWrite(c, att, row, item, input, accountNumber, signal),
-  );
 }
 
-async function mapAndWrite(
+type MapOutcome = Awaited<ReturnType<Mapper['map']>>;
+
+async function quarantineMapping(
   c: BoarderCtx,
   att: Attempt,
   row: LoanRow,
-  item: Awaited<ReturnType<typeof storedItemOrLoan>>,
-  input: Awaited<ReturnType<typeof fetchMappingInput>>,
-  accountNumber: string | null,
-  signal: AbortSignal,
-): Promise<LoanRow | BoardOutcome> {
-  const { deps, mapper, clock, loans, store } = c;
-  const log = deps.logger.child({ loanId: row.id });
-  const { documents } = input;
-  const resolver = deps.customers;
-  let customers: CustomerResolution | undefined;
-  if (resolver) customers = await resolver.resolve(row.id, input.entities, signal);
-  const mappingInput: MappingInput = {
-    ...input,
-    identity: {
-      ...mappingIdentity(accountNumber),
-      ...(customers ? { customers: customers.customers } : {}),
+  outcome: Extract<MapOutcome, { ok: false }>,
+): Promise<BoardOutcome> {
+  const reason = quarantineReasonFor(outcome.issues);
+  const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
+  await transition(c, att, row.id, {
+    to: 'quarantined',
+    row,
+    reason,
+    detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
+    patch: {
+      quarantineReason: reason,
+      lastErrorCode: `mapping.${reason}`,
+      lastErrorMessage: message,
+      mappingVersion: outcome.mappingVersion,
+      nextAttemptAt: null,
     },
-  };
-  att.input = mappingInput;
-  const outcome = await mapTraced(mapper, mappingInput);
-  annotateActiveSpan({ 'mapping.version': outcome.mappingVersion });
-  if (!outcome.ok) {
-    const reason = quarantineReasonFor(outcome.issues);
-    const message = redactForStorage(outcome.issues.map(formatIssue).join('; ')).slice(0, 4000);
-    await transition(c, att, row.id, {
-      to: 'quarantined',
-      expectedFrom: 'fetched',
-      reason,
-      detail: { mappingVersion: outcome.mappingVersion, issues: outcome.issues.slice(0, 20) },
-      patch: {
-        quarantineReason: reason,
-        lastErrorCode: `mapping.${reason}`,
-        lastErrorMessage: message,
-        mappingVersion: outcome.mappingVersion,
-        nextAttemptAt: null,
-      },
-    });
-    log.warn(
-      { reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
-      'loan quarantined: mapping failed',
-    );
-    return { kind: 'quarantined', loanId: row.id, reason, message };
-  }
+  });
+  c.deps.logger.warn(
+    { loanId: row.id, reason, issues: outcome.issues.length, mappingVersion: outcome.mappingVersion },
+    'loan quarantined: mapping failed',
+  );
+  return { kind: 'quarantined', loanId: row.id, reason, message };
+}
+
+/** `mapped`, with the review items (board with warnings) in the same transaction (issue 37). */
+async function recordMapped(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  outcome: Extract<MapOutcome, { ok: true }>,
+  customerReviews: CustomerResolution['reviews'],
+): Promise<LoanRow> {
+  const { deps, clock, loans } = c;
   const warnings = outcome.warnings ?? [];
-  const customerReviews = customers?.reviews ?? [];
   const reviewCount = warnings.length + customerReviews.length;
-  const mapped = () =>
-    transition(c, att, row.id, {
-      to: 'mapped',
-      expectedFrom: 'fetched',
-      detail: {
-        mappingVersion: outcome.mappingVersion,
-        records: outcome.records.length,
-        ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
-      },
-      patch: {
-        mappingVersion: outcome.mappingVersion,
-        coreWriteStartedAt: clock.now(),
-        reviewItems: reviewCount,
-      },
-    });
   if (reviewCount > 0) {
     // Boarded with review items: each kept in the loan's history (loans show, loans list
     // --warnings, /metrics, the reconciliation report's review section).
@@ -358,75 +369,106 @@ async function mapAndWrite(
         message: redactForStorage(w.message),
         at: `${w.file}:${w.line}:${w.column}`,
       })),
-      ...customerReviews.slice(0, 50).map((c) => ({
+      ...customerReviews.slice(0, 50).map((r) => ({
         code: 'customer_name',
-        field: `customer.${c.entityId}`,
-        message: redactForStorage(c.message),
+        field: `customer.${r.entityId}`,
+        message: redactForStorage(r.message),
         at: 'customer match',
       })),
     ];
-    // The review items and the transition they belong to: one commit, not two (issue 37).
-    await store.write(async () => {
-      await loans.recordEvent(
-        row.id,
-        {
-          kind: 'warning',
-          reason: `${reviewCount} review item(s)`,
-          detail: { mappingVersion: outcome.mappingVersion, warnings: items },
-        },
-        clock.now(),
-      );
-      await mapped();
-    });
-    log.info(
-      { warnings: reviewCount, mappingVersion: outcome.mappingVersion },
+    await loans.recordEvent(
+      row.id,
+      {
+        kind: 'warning',
+        reason: `${reviewCount} review item(s)`,
+        detail: { mappingVersion: outcome.mappingVersion, warnings: items },
+      },
+      clock.now(),
+    );
+    deps.logger.info(
+      { loanId: row.id, warnings: reviewCount, mappingVersion: outcome.mappingVersion },
       'loan maps with review items',
     );
-  } else {
-    await mapped();
   }
-  assertMayCall(c, signal);
-  const receipt = await coreWrite(
-    c,
-    {
-      loanId: row.id,
-      loanNumber: item.loanNumber ?? null,
-      accountNumber,
-      mappingVersion: outcome.mappingVersion,
-      connectorVersion: deps.connectorVersion,
-      records: outcome.records,
-      documents,
-      fetchDocument: tracedFetch(deps.fetchDocument),
-      source: canonicalFields(item),
-    },
-    signal,
-  );
-  // The acknowledgement's key is stored with the write it acknowledges: before its first call.
   return transition(c, att, row.id, {
-    to: 'written',
-    expectedFrom: 'mapped',
-    // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
+    to: 'mapped',
+    row,
     detail: {
-      coreReference: receipt.coreReference,
-      records: receipt.records.length,
-      documents: receipt.documents.length,
-      ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
+      mappingVersion: outcome.mappingVersion,
+      records: outcome.records.length,
+      ...(reviewCount > 0 ? { warnings: reviewCount } : {}),
     },
     patch: {
-      coreReference: receipt.coreReference,
-      writtenAt: clock.now(),
-      writtenReleaseMarker: row.releaseMarker,
-      lastErrorCode: null,
-      lastErrorMessage: null,
-      boardedRecords: storableRecords(outcome.records, input),
-      // The core's own account number when it assigns one (Fineract accountNo, read back).
-      ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+      mappingVersion: outcome.mappingVersion,
+      coreWriteStartedAt: clock.now(),
+      reviewItems: reviewCount,
     },
-    also: async () => {
-      await ensureAckKey(c, row);
-      // The customers this loan claimed exist in the core now: later loans reference them.
-      await resolver?.afterWrite(row.id, receipt);
-    },
+  });
+}
+
+/**
+ * Before the core write (one transaction), the core write, then `written` with the ack key and the
+ * customers' written mark in the transaction the core's own state (the file core's batch row)
+ * opened, if any (issue 44 item 5): the write and its record commit together.
+ */
+async function mapAndWrite(
+  c: BoarderCtx,
+  att: Attempt,
+  row: LoanRow,
+  item: Awaited<ReturnType<typeof storedItemOrLoan>>,
+  input: Awaited<ReturnType<typeof fetchMappingInput>>,
+  signal: AbortSignal,
+): Promise<LoanRow | BoardOutcome> {
+  const { deps, clock, store } = c;
+  const before = await beforeCoreWrite(c, att, row, input, signal);
+  if (before.kind !== 'mapped') return before;
+  const { outcome, accountNumber } = before;
+  const mapped = before.row;
+  const resolver = deps.customers;
+  assertMayCall(c, signal);
+  return store.db.unit(async () => {
+    const receipt = await coreWrite(
+      c,
+      {
+        loanId: row.id,
+        loanNumber: item.loanNumber ?? null,
+        accountNumber,
+        mappingVersion: outcome.mappingVersion,
+        connectorVersion: deps.connectorVersion,
+        records: outcome.records,
+        documents: input.documents,
+        fetchDocument: tracedFetch(deps.fetchDocument),
+        source: canonicalFields(item),
+      },
+      signal,
+    );
+    // The acknowledgement's key is stored with the write it acknowledges: before its first call.
+    return transition(c, att, row.id, {
+      to: 'written',
+      row: mapped,
+      // The core's review items (e.g. a document it would refuse, left out) stay in the loan's history.
+      detail: {
+        coreReference: receipt.coreReference,
+        records: receipt.records.length,
+        documents: receipt.documents.length,
+        ...(receipt.warnings?.length ? { coreWarnings: receipt.warnings } : {}),
+      },
+      patch: {
+        coreReference: receipt.coreReference,
+        writtenAt: clock.now(),
+        writtenReleaseMarker: row.releaseMarker,
+        lastErrorCode: null,
+        lastErrorMessage: null,
+        boardedRecords: storableRecords(outcome.records, input),
+        // The core's own account number when it assigns one (Fineract accountNo, read back).
+        ...(receipt.accountNumber ? { accountNumber: receipt.accountNumber } : {}),
+      },
+      also: async () => {
+        await ensureAckKey(c, att, row);
+        // The customers this loan claimed exist in the core now: later loans reference them.
+        await resolver?.afterWrite(row.id, receipt);
+      },
+    });
   });
 }
 
@@ -460,17 +502,19 @@ function coreWrite(c: BoarderCtx, pkg: BoardingPackage, signal: AbortSignal): Pr
   );
 }
 
-async function ensureAckKey(c: BoarderCtx, row: LoanRow): Promise<void> {
+async function ensureAckKey(c: BoarderCtx, att: Attempt, row: LoanRow): Promise<void> {
   const { store, clock } = c;
-  await store.keys.ensure(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
+  await store.keys.store(ackKey(row.id, row.releaseMarker ?? 'release'), 'ack', row.id, clock.now());
+  att.ackKeyStored = true;
 }
 
 async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: AbortSignal): Promise<LoanRow> {
   const { deps, store, clock } = c;
   const key = ackKey(row.id, row.releaseMarker ?? 'release');
-  // Normally stored with the core write; a loan written by an older version gets it here. Either
-  // way it exists before the first call and every retry, across restarts, reuses it.
-  await keyBeforeCall(c, key, row.id);
+  // Normally stored with the core write (this attempt's: nothing to read); a loan written by an
+  // older version gets it here. Either way it exists before the first call and every retry,
+  // across restarts, reuses it.
+  if (!att.ackKeyStored) await keyBeforeCall(c, key, row.id);
   const body = ackBody(row);
   let sent: { response: unknown; alreadyBoarded: boolean; key: string; refused?: unknown };
   try {
@@ -495,7 +539,7 @@ async function acknowledge(c: BoarderCtx, att: Attempt, row: LoanRow, signal: Ab
   const now = clock.now();
   return transition(c, att, row.id, {
     to: 'acknowledged',
-    expectedFrom: row.state,
+    row,
     detail: { idempotencyKey: sent.key, ...(alreadyBoarded ? { alreadyBoarded: true } : {}) },
     patch: {
       acknowledgedAt: now,

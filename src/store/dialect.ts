@@ -37,6 +37,12 @@ export interface Dialect {
     fence: Fence | undefined,
     idleTimeoutMs: number | undefined,
   ): Promise<void>;
+  /**
+   * The fence as a WHERE condition a write statement carries (SQLite, whose IMMEDIATE lock keeps a
+   * takeover out until COMMIT, so a check anywhere in the transaction is as good as one at BEGIN).
+   * Absent: the fence is checked when the transaction begins (PostgreSQL: the lease row FOR SHARE).
+   */
+  fenceCondition?(fence: Fence): { sql: string; params: unknown[] };
   /** Throws FencedOut unless the lease still has the fence's holder and epoch and is unexpired (on conn). */
   checkFence(conn: DatabaseConnection, fence: Fence): Promise<void>;
   /** Runs a multi-statement script (migrations, DDL) on conn. */

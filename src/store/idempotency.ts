@@ -19,6 +19,8 @@ export interface IdempotencyKeyRow {
 export interface IdempotencyStore {
   /** Stores the key if new (first use) and returns the stored row either way. */
   ensure(key: string, operation: string, loanId: string | null, now: number): Promise<IdempotencyKeyRow>;
+  /** Stores the key if new, reading nothing back (a key stored with the write it belongs to). */
+  store(key: string, operation: string, loanId: string | null, now: number): Promise<void>;
   complete(key: string, status: number | null, response: unknown, now: number): Promise<void>;
   get(key: string): Promise<IdempotencyKeyRow | null>;
   forLoan(loanId: string): Promise<IdempotencyKeyRow[]>;
@@ -56,6 +58,14 @@ export function createIdempotencyStore(db: StoreDb): IdempotencyStore {
   const INSERT =
     'INSERT INTO idempotency_keys (key, loan_id, operation, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING';
   const SELECT = 'SELECT * FROM idempotency_keys WHERE key = ?';
+  const store = async (key: string, operation: string, loanId: string | null, now: number): Promise<void> => {
+    if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      throw new Error(
+        `idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`,
+      );
+    }
+    await db.run(INSERT, [key, loanId, operation, now]);
+  };
   return {
     unfinished: async (operation, prefix) =>
       (
@@ -66,14 +76,10 @@ export function createIdempotencyStore(db: StoreDb): IdempotencyStore {
         )
       )?.key ?? null,
     ensure: async (key, operation, loanId, now) => {
-      if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-        throw new Error(
-          `idempotency key longer than ${MAX_IDEMPOTENCY_KEY_LENGTH} characters: ${key.slice(0, 40)}…`,
-        );
-      }
-      await db.run(INSERT, [key, loanId, operation, now]);
+      await store(key, operation, loanId, now);
       return toRow((await db.get<Raw>(SELECT, [key])) as Raw);
     },
+    store,
     complete: async (key, status, response, now) => {
       await db.run('UPDATE idempotency_keys SET completed_at = ?, status = ?, response = ? WHERE key = ?', [
         now,

@@ -81,8 +81,8 @@ export function createInboxApplier(
       const out: RowOutcome[] = [];
       for (const row of await inbox.pending(limit)) {
         try {
-          // A nested write: a savepoint, which rolls back alone.
-          out.push(outcome(row, await db.write(() => applyRowEffects(row, now)), null));
+          // A savepoint (asked for: a nested write joins its transaction otherwise), which rolls back alone.
+          out.push(outcome(row, await db.write(() => applyRowEffects(row, now), { savepoint: true }), null));
         } catch (err) {
           const message = errorMessage(err);
           // Transient: roll the whole pass back; its rows stay pending for the next one.

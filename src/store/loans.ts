@@ -135,6 +135,12 @@ export interface TransitionInput {
   kind?: 'transition' | 'ops' | 'release';
   /** More writes that must commit with this transition (e.g. an idempotency key row). */
   also?: () => Promise<void>;
+  /**
+   * The caller's copy of the row, as its last transition returned it: the transition then reads
+   * nothing (the state it expects is the copy's, checked in the UPDATE's WHERE, with the fence) and
+   * returns the copy with the change applied. Without it the state is read first and the row after.
+   */
+  row?: LoanRow;
 }
 
 /** Someone else moved the loan first (an operator, another cycle): the caller drops its step. */
@@ -329,6 +335,54 @@ type RawEvent = {
   detail: string | null;
 };
 
+/** A patch's value as stored (an error message redacted, undefined as NULL). */
+function storedValue(k: string, v: unknown): unknown {
+  return k === 'lastErrorMessage' && typeof v === 'string' ? redactForStorage(v) : (v ?? null);
+}
+
+/** The caller's copy of a row with a transition applied, as the UPDATE stored it. */
+function patched(row: LoanRow, patch: LoanPatch, to: LoanState, now: number): LoanRow {
+  const out: Record<string, unknown> = { ...row };
+  for (const [k, v] of Object.entries(patch)) out[k] = storedValue(k, v);
+  return { ...(out as unknown as LoanRow), state: to, updatedAt: now };
+}
+
+/** A row as INSERT stores it before its patch (the table's defaults). */
+function newRow(id: string, now: number): LoanRow {
+  return {
+    id,
+    loanNumber: null,
+    state: 'queued',
+    quarantineReason: null,
+    attempts: 0,
+    nextAttemptAt: null,
+    lastErrorCode: null,
+    lastErrorMessage: null,
+    coreReference: null,
+    mappingVersion: null,
+    payloadHash: null,
+    releaseMarker: null,
+    centsAmount: null,
+    productId: null,
+    fundedAtIso: null,
+    releasedAtIso: null,
+    boardedAtIso: null,
+    writtenAt: null,
+    acknowledgedAt: null,
+    coreWriteStartedAt: null,
+    writtenReleaseMarker: null,
+    lastSeenAt: null,
+    queueItem: null,
+    reviewItems: 0,
+    boardedRecords: null,
+    accountNumber: null,
+    borrowerName: null,
+    borrowerKey: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
 /** What the loan store's parts share: one row by id, the event log, a patch of columns. */
 function loanParts(db: StoreDb) {
   const SELECT_ONE = 'SELECT * FROM loans WHERE id = ?';
@@ -374,14 +428,15 @@ function loanParts(db: StoreDb) {
     patch: LoanPatch,
     extra: Record<string, unknown>,
     now: number,
-  ): Promise<void> => {
+    where: { sql: string; params: readonly unknown[] } = { sql: '', params: [] },
+  ): Promise<number> => {
     const sets: string[] = [];
     const values: unknown[] = [];
     for (const [k, v] of Object.entries(patch)) {
       const col = COLUMN[k as keyof LoanPatch];
       if (col === undefined) throw new Error(`unknown loan column ${k}`);
       sets.push(`${col} = ?`);
-      values.push(k === 'lastErrorMessage' && typeof v === 'string' ? redactForStorage(v) : (v ?? null));
+      values.push(storedValue(k, v));
     }
     for (const [col, v] of Object.entries(extra)) {
       sets.push(`${col} = ?`);
@@ -390,7 +445,12 @@ function loanParts(db: StoreDb) {
     sets.push('updated_at = ?');
     values.push(now);
     // A handful of column sets recur (one per kind of transition): the statement cache compiles each once.
-    await db.run(`UPDATE loans SET ${sets.join(', ')} WHERE id = ?`, [...values, id]);
+    const r = await db.run(`UPDATE loans SET ${sets.join(', ')} WHERE id = ?${where.sql}`, [
+      ...values,
+      id,
+      ...where.params,
+    ]);
+    return r.changes;
   };
 
   return { SELECT_ONE, SELECT_STATE, get, require, event, applyPatch };
@@ -405,33 +465,60 @@ function loanWrites(
 ): Pick<LoanStore, 'insert' | 'transition' | 'amend' | 'update' | 'recordEvent'> {
   return {
     // Write transactions (IMMEDIATE on SQLite): each reads before it writes (see sqlite/db.ts).
+    // One INSERT with its columns (no look-up first: the key refuses a second row), and the row
+    // returned as stored, not read back.
     insert: (loan, now) =>
       db.write(async () => {
-        const existing = await db.get<{ state: string }>(SELECT_STATE, [loan.id]);
-        if (existing) throw new Error(`loan ${loan.id} already exists`);
         assertTransition(loan.id, null, loan.state);
-        await db.run('INSERT INTO loans (id, state, created_at, updated_at) VALUES (?, ?, ?, ?)', [
-          loan.id,
-          loan.state,
-          now,
-          now,
-        ]);
-        if (loan.patch) await applyPatch(loan.id, loan.patch, {}, now);
+        const cols = ['id', 'state', 'created_at', 'updated_at'];
+        const values: unknown[] = [loan.id, loan.state, now, now];
+        for (const [k, v] of Object.entries(loan.patch ?? {})) {
+          const col = COLUMN[k as keyof LoanPatch];
+          if (col === undefined) throw new Error(`unknown loan column ${k}`);
+          cols.push(col);
+          values.push(storedValue(k, v));
+        }
+        const r = await db.run(
+          `INSERT INTO loans (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')}) ` +
+            'ON CONFLICT (id) DO NOTHING',
+          values,
+        );
+        if (r.changes !== 1) throw new Error(`loan ${loan.id} already exists`);
         await event(loan.id, now, 'transition', null, loan.state, undefined, loan.reason, loan.detail);
-        return require(loan.id);
+        return patched(newRow(loan.id, now), loan.patch ?? {}, loan.state, now);
       }),
     transition: (id, input, now) =>
       db.write(async () => {
-        const cur = await db.get<{ state: string }>(SELECT_STATE, [id]);
-        if (!cur) throw new LoanNotFoundError(id);
-        const from = cur.state as LoanState;
-        if (input.expectedFrom !== undefined) {
-          const expected: readonly LoanState[] =
-            typeof input.expectedFrom === 'string' ? [input.expectedFrom] : input.expectedFrom;
-          if (!expected.includes(from)) throw new StaleStateError(id, from, expected);
+        let from: LoanState;
+        if (input.row !== undefined) from = input.row.state;
+        else {
+          const cur = await db.get<{ state: string }>(SELECT_STATE, [id]);
+          if (!cur) throw new LoanNotFoundError(id);
+          from = cur.state as LoanState;
         }
+        const expected: readonly LoanState[] =
+          input.expectedFrom === undefined
+            ? [from]
+            : typeof input.expectedFrom === 'string'
+              ? [input.expectedFrom]
+              : input.expectedFrom;
+        if (!expected.includes(from)) throw new StaleStateError(id, from, expected);
         assertTransition(id, from, input.to);
-        await applyPatch(id, input.patch ?? {}, { state: input.to }, now);
+        // The state it was read in (or the caller's copy says) and the fence, in the WHERE: a row
+        // someone moved meanwhile, or a lease this replica lost, changes nothing (issue 44 item 5).
+        const fence = db.fenceCondition();
+        const where = {
+          sql: ` AND state = ?${fence === null ? '' : ` AND ${fence.sql}`}`,
+          params: [from, ...(fence?.params ?? [])],
+        };
+        const changed = await applyPatch(id, input.patch ?? {}, { state: input.to }, now, where);
+        if (changed !== 1) {
+          await db.checkFenceNow();
+          const cur = await db.get<{ state: string }>(SELECT_STATE, [id]);
+          if (!cur) throw new LoanNotFoundError(id);
+          throw new StaleStateError(id, cur.state as LoanState, expected);
+        }
+        if (fence !== null) db.fenceHeld();
         await event(
           id,
           now,
@@ -443,7 +530,7 @@ function loanWrites(
           input.detail,
         );
         await input.also?.();
-        return require(id);
+        return input.row !== undefined ? patched(input.row, input.patch ?? {}, input.to, now) : require(id);
       }),
     amend: (id, input, now) =>
       db.write(async () => {

@@ -19,7 +19,12 @@ import type { PgPool } from './pg/pool.js';
  * while fn runs — by any repository, however deep — goes to that transaction's connection: the
  * transaction is carried by AsyncLocalStorage, so the repositories keep one interface and a caller
  * groups their calls with `store.write(async () => { await a(); await b(); })`. A write inside a
- * write is a savepoint (as better-sqlite3's nested transactions were): it rolls back alone.
+ * write joins it (issue 44 item 5: a savepoint per repository call was two statements of every
+ * five a board ran): its statements commit or roll back with the outer transaction. When a joined
+ * write throws after it ran a statement, the outer transaction can no longer commit (it is marked
+ * rollback-only, and its commit throws the inner error) — half of a unit never commits because a
+ * caller caught its error. A caller that truly rolls back part of its work and goes on asks for
+ * `write(fn, { savepoint: true })` (the webhook inbox's row-by-row pass does).
  *
  * The fence (issue 26 point 2, the hook): `write(fn, { fence })` first checks, inside the same
  * transaction, that the lease is still held by the fence's holder and epoch and unexpired on the
@@ -38,11 +43,36 @@ export interface RunResult {
 
 export type Params = readonly unknown[];
 
+export interface WriteOptions {
+  /** Checked inside the transaction; given: this fence, not the scope's. */
+  fence?: Fence;
+  /** Not fenced by the caller's scope: the lease statements, and what every replica may write. */
+  unfenced?: boolean;
+  /** Nested: a savepoint that rolls back alone (the caller goes on after its failure). */
+  savepoint?: boolean;
+}
+
 interface TxContext {
-  conn: DatabaseConnection;
+  /** null: a unit whose transaction has not begun (nothing written yet). */
+  conn: DatabaseConnection | null;
   readOnly: boolean;
   depth: number;
   done: boolean;
+  /** Statements run on conn so far (a joined write that failed after running one spoils the unit). */
+  statements: number;
+  /** A joined write failed after it changed something: the transaction may only roll back. */
+  spoiled: { err: unknown } | null;
+  /** The fence still to check in this transaction (SQLite: by a statement or before COMMIT). */
+  fence: Fence | null;
+  fenceHeld: boolean;
+  afterCommit: Array<() => Promise<void>>;
+  /** The leader's scope the transaction was started in (told when it is fenced out). */
+  scope: FenceScope | undefined;
+  explicitFence: Fence | null;
+  /** Unpins the connection once the transaction ended. */
+  release: (() => void) | null;
+  /** The begin under way (two writes started at once in a unit begin one transaction). */
+  beginning?: Promise<DatabaseConnection>;
 }
 
 /** The parts of a StoreDb, built by its engine's module (store/sqlite/store.ts, store/pg/store.ts). */
@@ -103,7 +133,7 @@ export class StoreDb {
   /** True while the caller runs inside write()/read(). */
   get inTransaction(): boolean {
     const ctx = this.als.getStore();
-    return ctx !== undefined && !ctx.done;
+    return ctx !== undefined && !ctx.done && ctx.conn !== null;
   }
 
   private compile(text: string, params: Params): CompiledQuery {
@@ -114,7 +144,10 @@ export class StoreDb {
     this.onStatement?.(text, params);
     const ctx = this.als.getStore();
     const q = this.compile(text, params);
-    if (ctx !== undefined && !ctx.done) return ctx.conn.executeQuery<R>(q);
+    if (ctx !== undefined && !ctx.done && ctx.conn !== null) {
+      ctx.statements += 1;
+      return ctx.conn.executeQuery<R>(q);
+    }
     return this.kysely.executeQuery<R>(q);
   }
 
@@ -144,101 +177,226 @@ export class StoreDb {
     return this.fenceAls.getStore();
   }
 
-  /** Runs fn in one write transaction; nested: a savepoint. See the file comment. */
-  async write<T>(fn: () => Promise<T>, opts: { fence?: Fence; unfenced?: boolean } = {}): Promise<T> {
+  /** Runs fn in one write transaction; nested: joins it (or a savepoint when asked). See the file comment. */
+  async write<T>(fn: () => Promise<T>, opts: WriteOptions = {}): Promise<T> {
     const outer = this.als.getStore();
     if (outer !== undefined && !outer.done) {
       if (outer.readOnly) throw new Error('a write transaction cannot start inside a read transaction');
-      if (opts.fence) await this.checkFence(outer.conn, opts.fence);
-      return this.savepoint(outer, fn);
+      // A unit's transaction begins at its first write (see unit()).
+      const conn = outer.conn ?? (await this.beginUnit(outer));
+      if (opts.fence) await this.checkFence(conn, opts.fence);
+      return opts.savepoint === true ? this.savepoint(outer, conn, fn) : this.join(outer, fn);
     }
+    const ctx = this.newContext(false, opts);
+    return this.runWrite(ctx, async () => {
+      await this.beginUnit(ctx);
+      return this.als.run(ctx, fn);
+    });
+  }
+
+  /**
+   * A unit of work whose write transaction begins lazily, at the first write() made inside it (by
+   * any repository), and commits when fn returns: what fn reads before that runs outside any
+   * transaction, as it would without the unit, and what it writes from then on commits together.
+   * A board's step is one: the customer look-ups (which may ask the core) run before the step's
+   * transaction; the claims, the bank number, the transitions and their events commit as one
+   * (issue 44 item 5). Inside a transaction it joins it. Nothing after the first write may wait on
+   * another system: the write lock is held until fn returns.
+   */
+  async unit<T>(fn: () => Promise<T>, opts: WriteOptions = {}): Promise<T> {
+    const outer = this.als.getStore();
+    if (outer !== undefined && !outer.done) {
+      if (outer.readOnly) throw new Error('a write transaction cannot start inside a read transaction');
+      return this.join(outer, fn);
+    }
+    const ctx = this.newContext(false, opts);
+    return this.runWrite(ctx, () => this.als.run(ctx, fn));
+  }
+
+  /**
+   * Runs `then` once the caller's write transaction has committed (at once outside a transaction, or
+   * in a unit that has written nothing): work outside the database that may only follow a commit,
+   * such as writing a batch's files once its freeze is durable. Never after a rollback.
+   */
+  async afterCommit(then: () => Promise<void>): Promise<void> {
+    const ctx = this.als.getStore();
+    if (ctx === undefined || ctx.done || ctx.readOnly || ctx.conn === null) return then();
+    ctx.afterCommit.push(then);
+  }
+
+  /**
+   * The fence as a condition a statement carries in its WHERE (issue 44 item 5, graphile-worker's
+   * `locked_by = $3`): `{ sql, params }` to AND into an UPDATE when the caller's write transaction
+   * still has its fence to check and the engine checks it in statements (SQLite); null otherwise
+   * (no fence, already checked by a statement, or PostgreSQL, whose fence locks the lease row FOR
+   * SHARE when the transaction begins). After such an UPDATE changed a row, call fenceHeld();
+   * when it changed none, checkFenceNow() tells a lost lease (FencedOut) from a stale row.
+   */
+  fenceCondition(): { sql: string; params: unknown[] } | null {
+    const ctx = this.als.getStore();
+    if (ctx === undefined || ctx.done || ctx.fence === null || ctx.fenceHeld) return null;
+    return this.dialect.fenceCondition?.(ctx.fence) ?? null;
+  }
+
+  /** A statement that carried fenceCondition() changed a row: the fence holds for this transaction. */
+  fenceHeld(): void {
+    const ctx = this.als.getStore();
+    if (ctx !== undefined && !ctx.done) ctx.fenceHeld = true;
+  }
+
+  /** Checks the caller's transaction's fence now (throws FencedOut); nothing when it has none. */
+  async checkFenceNow(): Promise<void> {
+    const ctx = this.als.getStore();
+    if (ctx === undefined || ctx.done || ctx.conn === null || ctx.fence === null) return;
+    await this.checkFence(ctx.conn, ctx.fence);
+    ctx.fenceHeld = true;
+  }
+
+  private newContext(readOnly: boolean, opts: WriteOptions): TxContext {
     // unfenced: the lease statements themselves, and what every replica may write (the inbox).
     const scope = opts.fence || opts.unfenced === true ? undefined : this.fenceAls.getStore();
-    if (scope !== undefined) {
-      const fence = scope.current();
-      if (fence === null) {
-        const err = new FencedOut({ name: scope.name, holder: scope.holder, epoch: 0 }, null, {
+    return {
+      conn: null,
+      readOnly,
+      depth: 0,
+      done: false,
+      statements: 0,
+      spoiled: null,
+      fence: null,
+      fenceHeld: false,
+      afterCommit: [],
+      scope,
+      explicitFence: opts.fence ?? null,
+      release: null,
+    };
+  }
+
+  /**
+   * Begins ctx's write transaction on a pinned connection, which stays ctx's until ctx ends. The
+   * fence: PostgreSQL checks it now (the lease row FOR SHARE); SQLite, where the IMMEDIATE lock
+   * already keeps a takeover out until COMMIT, checks it in the first statement that carries it
+   * (fenceCondition) or else right before COMMIT — the same answer, one statement fewer.
+   */
+  private async beginUnit(ctx: TxContext): Promise<DatabaseConnection> {
+    let fence: Fence | null = ctx.explicitFence;
+    const scope = ctx.scope;
+    if (fence === null && scope !== undefined) {
+      fence = scope.current();
+      if (fence === null)
+        throw new FencedOut({ name: scope.name, holder: scope.holder, epoch: 0 }, null, {
           reason: 'not_leader',
           why: 'this replica no longer leads',
         });
-        scope.onFencedOut(err);
-        throw err;
-      }
-      try {
-        return await this.writeTx(fn, fence, scope.idleTimeoutMs);
-      } catch (err) {
-        if (err instanceof FencedOut) scope.onFencedOut(err);
-        throw err;
-      }
     }
-    return this.writeTx(fn, opts.fence);
+    const idle = fence !== null && scope !== undefined ? scope.idleTimeoutMs : undefined;
+    ctx.beginning ??= this.pinAndBegin(ctx, fence, idle);
+    return ctx.beginning;
   }
 
-  private async writeTx<T>(
-    fn: () => Promise<T>,
-    fence: Fence | undefined,
-    idleTimeoutMs?: number,
-  ): Promise<T> {
-    return this.kysely.connection().execute(async (k) => {
-      // connection() pins one connection; its executor gives us that connection's raw handle.
-      let conn: DatabaseConnection | null = null;
-      await k.getExecutor().provideConnection(async (c) => {
-        conn = c;
-        await this.dialect.beginWrite(c, fence, idleTimeoutMs);
-      });
-      return this.runTx(conn as unknown as DatabaseConnection, false, fn, fence);
+  private async pinAndBegin(
+    ctx: TxContext,
+    fence: Fence | null,
+    idle: number | undefined,
+  ): Promise<DatabaseConnection> {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const conn = await new Promise<DatabaseConnection>((resolve, reject) => {
+      this.kysely
+        .connection()
+        .execute(async (k) => {
+          // connection() pins one connection until this callback ends: at the unit's end.
+          await k.getExecutor().provideConnection(async (c) => {
+            await this.dialect.beginWrite(c, fence ?? undefined, idle);
+            resolve(c);
+            await released;
+          });
+        })
+        .catch(reject);
     });
+    ctx.conn = conn;
+    ctx.release = release;
+    if (fence !== null) {
+      if (this.dialect.fenceCondition !== undefined) ctx.fence = fence;
+      else await this.checkFence(conn, fence);
+    }
+    return conn;
+  }
+
+  /** Runs a write context's fn, then commits (or rolls back) whatever transaction it began. */
+  private async runWrite<T>(ctx: TxContext, fn: () => Promise<T>): Promise<T> {
+    let out: T;
+    try {
+      out = await fn();
+      if (ctx.conn !== null) {
+        if (ctx.spoiled !== null) throw ctx.spoiled.err;
+        if (ctx.fence !== null && !ctx.fenceHeld) await this.checkFence(ctx.conn, ctx.fence);
+        await ctx.conn.executeQuery(CompiledQuery.raw('COMMIT'));
+      }
+    } catch (err) {
+      if (ctx.conn !== null) {
+        try {
+          await ctx.conn.executeQuery(CompiledQuery.raw('ROLLBACK'));
+        } catch {
+          // Nothing to roll back (the failure ended the transaction) or the connection is gone.
+        }
+      }
+      if (err instanceof FencedOut) ctx.scope?.onFencedOut(err);
+      throw err;
+    } finally {
+      ctx.done = true;
+      ctx.release?.();
+    }
+    let failed: { err: unknown } | null = null;
+    for (const then of ctx.afterCommit) {
+      try {
+        await then();
+      } catch (err) {
+        failed ??= { err };
+      }
+    }
+    if (failed !== null) throw failed.err;
+    return out;
   }
 
   /** Runs fn in one read transaction (a consistent snapshot); inside a transaction, in that one. */
   async read<T>(fn: () => Promise<T>): Promise<T> {
     const outer = this.als.getStore();
-    if (outer !== undefined && !outer.done) return fn();
+    if (outer !== undefined && !outer.done && outer.conn !== null) return fn();
     return this.kysely.connection().execute(async (k) => {
       let conn: DatabaseConnection | null = null;
       await k.getExecutor().provideConnection(async (c) => {
         conn = c;
         await c.executeQuery(CompiledQuery.raw(this.dialect.beginRead));
       });
-      return this.runTx(conn as unknown as DatabaseConnection, true, fn);
+      const ctx = this.newContext(true, { unfenced: true });
+      ctx.conn = conn;
+      return this.runWrite(ctx, () => this.als.run(ctx, fn));
     });
   }
 
-  private async runTx<T>(
-    conn: DatabaseConnection,
-    readOnly: boolean,
-    fn: () => Promise<T>,
-    fence?: Fence,
-  ): Promise<T> {
-    const ctx: TxContext = { conn, readOnly, depth: 0, done: false };
+  /** A nested write without a savepoint: its statements are the outer transaction's. */
+  private async join<T>(ctx: TxContext, fn: () => Promise<T>): Promise<T> {
+    const before = ctx.statements;
     try {
-      if (fence) await this.checkFence(conn, fence);
-      const out = await this.als.run(ctx, fn);
-      await conn.executeQuery(CompiledQuery.raw('COMMIT'));
-      return out;
+      return await fn();
     } catch (err) {
-      try {
-        await conn.executeQuery(CompiledQuery.raw('ROLLBACK'));
-      } catch {
-        // Nothing to roll back (the failure ended the transaction) or the connection is gone.
-      }
+      // Nothing ran: nothing to undo, the caller may go on. Otherwise only a rollback is left.
+      if (ctx.statements !== before) ctx.spoiled ??= { err };
       throw err;
-    } finally {
-      ctx.done = true;
     }
   }
 
-  private async savepoint<T>(ctx: TxContext, fn: () => Promise<T>): Promise<T> {
+  private async savepoint<T>(ctx: TxContext, conn: DatabaseConnection, fn: () => Promise<T>): Promise<T> {
     ctx.depth += 1;
     const name = `sp_${ctx.depth}`;
-    await ctx.conn.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
+    await conn.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
     try {
       const out = await fn();
-      await ctx.conn.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+      await conn.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
       return out;
     } catch (err) {
-      await ctx.conn.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
-      await ctx.conn.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+      await conn.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+      await conn.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
       throw err;
     } finally {
       ctx.depth -= 1;
@@ -270,7 +428,7 @@ export class StoreDb {
   /** Runs DDL / several statements in one text (migrations), in the caller's transaction if any. */
   async exec(text: string): Promise<void> {
     const ctx = this.als.getStore();
-    if (ctx !== undefined && !ctx.done) return this.dialect.exec(ctx.conn, text);
+    if (ctx !== undefined && !ctx.done && ctx.conn !== null) return this.dialect.exec(ctx.conn, text);
     await this.kysely.connection().execute(async (k) => {
       await k.getExecutor().provideConnection((c) => this.dialect.exec(c, text));
     });

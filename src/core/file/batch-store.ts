@@ -86,4 +86,10 @@ export interface FileBatchStore {
   /** After a seal: the cleared lines gone from the engine's files too (SQLite: WAL truncated). */
   scrubAfterSeal(): { done: boolean; frames: number };
   hasLoan(loanId: string): Promise<boolean>;
+  /**
+   * Runs `then` once the caller's state transaction has committed (at once outside one): an append
+   * made inside a board's `written` transaction (issue 44 item 5) froze a batch, whose files may only
+   * be written once the freeze is durable, never for a freeze a rollback undoes.
+   */
+  afterCommit(then: () => Promise<void>): Promise<void>;
 }

@@ -175,14 +175,19 @@ export class FileBatches {
       },
       render,
     });
-    // The loan's rows are committed: a seal that fails here is finished by the cut-off job or the
-    // next start (recover), never held against this loan.
-    for (const id of result.frozen) {
-      await this.writeSealed(id).catch((err: unknown) => {
-        this.opts.logger.error(
-          { err, batchId: id },
-          'sealing a batch past its cut-off failed; the seal job retries it',
-        );
+    // Once the loan's rows (and the freeze) are committed — with the board's `written` state when
+    // the append ran inside it — the frozen batches' files are written: a seal that fails here is
+    // finished by the cut-off job or the next start (recover), never held against this loan.
+    if (result.frozen.length > 0) {
+      await this.store.afterCommit(async () => {
+        for (const id of result.frozen) {
+          await this.writeSealed(id).catch((err: unknown) => {
+            this.opts.logger.error(
+              { err, batchId: id },
+              'sealing a batch past its cut-off failed; the seal job retries it',
+            );
+          });
+        }
       });
     }
     return result;

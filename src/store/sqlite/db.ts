@@ -13,7 +13,7 @@ export const WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
  * `sync --once` run by hand). A deferred transaction that reads first upgrades to a write lock at
  * its first write, and SQLite fails that upgrade at once (SQLITE_BUSY, or SQLITE_BUSY_SNAPSHOT
  * when another connection committed since the read) instead of waiting in busy_timeout. IMMEDIATE
- * takes the write lock up front, so it waits like any single write. Nested calls are savepoints.
+ * takes the write lock up front, so it waits like any single write. Nested calls join (sql.ts).
  */
 
 export interface OpenDbOptions {

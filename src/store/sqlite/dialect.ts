@@ -48,6 +48,12 @@ export function sqliteDialect(handle: Database.Database): Dialect {
     beginWrite: async (conn) => {
       await conn.executeQuery(CompiledQuery.raw('BEGIN IMMEDIATE'));
     },
+    fenceCondition: (fence) => ({
+      sql:
+        'EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND epoch = ? AND ' +
+        `(expires_at IS NULL OR expires_at > ${SQLITE_NOW_MS}))`,
+      params: [fence.name, fence.holder, fence.epoch],
+    }),
     checkFence: async (conn, fence) => {
       const row = (
         await conn.executeQuery<{ holder: string | null; epoch: number | string; live: number }>(

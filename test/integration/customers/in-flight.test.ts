@@ -11,7 +11,7 @@ import { startTestPlatform, writeConnectorConfig, type TestPlatform } from '../p
 
 /**
  * Two loans with the same tax id in flight at once: the first one's core write is held until the
- * second one has been fetched (and so is resolving its customers). The second waits for the first
+ * second one has been fetched from the platform (and so is resolving its customers). The second waits for the first
  * (the per-tax-id lock) and then references the customer it created: one customer record, both
  * loans boarded in the same cycle, none parked in retry_wait.
  */
@@ -60,9 +60,14 @@ describe('loans sharing a tax id in flight together', () => {
       async board(pkg, o) {
         if (!held) {
           held = true;
-          // Hold the first write until another loan has been fetched: it is resolving now.
+          // Hold the first write until another loan has been fetched: it is resolving now (or waiting
+          // for the tax id's lock). Seen at the platform: a loan's fetched state now commits with its
+          // mapping (issue 44 item 5), after the lock, so no state shows it.
           await vi.waitFor(
-            async () => expect((await rt!.store.loans.list({ state: 'fetched' })).length).toBeGreaterThan(0),
+            async () =>
+              expect((await p.counters()).requests['GET /public/v1/loans/:id/entities'] ?? 0).toBeGreaterThan(
+                1,
+              ),
             { timeout: 15_000, interval: 20 },
           );
         }

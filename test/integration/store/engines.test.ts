@@ -100,7 +100,7 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       expect(await stats.oldestUnacknowledgedAt()).toBe(T0);
     });
 
-    it('a unit of work commits together or not at all; a nested write is a savepoint', async () => {
+    it('a unit of work commits together or not at all; a nested write joins it unless it asks for a savepoint', async () => {
       const { s } = await open();
       await expect(
         s.write(async () => {
@@ -111,17 +111,42 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
       ).rejects.toThrow('boom');
       expect(await s.loans.get('A')).toBeNull();
       expect(await s.keys.get('ack:A:1')).toBeNull();
+      // Asked for, a savepoint rolls back alone and the outer unit commits the rest.
       await s.write(async () => {
         await s.loans.insert({ id: 'B', state: 'queued' }, T0);
         await expect(
-          s.write(async () => {
-            await s.loans.insert({ id: 'C', state: 'queued' }, T0);
-            throw new Error('inner');
-          }),
+          s.db.write(
+            async () => {
+              await s.loans.insert({ id: 'C', state: 'queued' }, T0);
+              throw new Error('inner');
+            },
+            { savepoint: true },
+          ),
         ).rejects.toThrow('inner');
       });
       expect(await s.loans.get('B')).not.toBeNull();
       expect(await s.loans.get('C')).toBeNull();
+      // Joined (the default): a failure after a write spoils the whole unit even when its caller
+      // catches it: half of it never commits.
+      await expect(
+        s.write(async () => {
+          await s.loans.insert({ id: 'D', state: 'queued' }, T0);
+          await s
+            .write(async () => {
+              await s.loans.insert({ id: 'E', state: 'queued' }, T0);
+              throw new Error('joined');
+            })
+            .catch(() => undefined);
+        }),
+      ).rejects.toThrow('joined');
+      expect(await s.loans.get('D')).toBeNull();
+      expect(await s.loans.get('E')).toBeNull();
+      // A joined write that fails before any statement leaves the unit intact.
+      await s.write(async () => {
+        await s.loans.insert({ id: 'F', state: 'queued' }, T0);
+        await s.write(() => Promise.reject(new Error('early'))).catch(() => undefined);
+      });
+      expect(await s.loans.get('F')).not.toBeNull();
     });
 
     it('concurrent units of work do not interleave (read-then-write stays consistent)', async () => {
@@ -152,6 +177,72 @@ describe.each(STORE_ENGINES)('store on %s', (engine) => {
         response: { ok: true },
         completedAt: T0 + 6,
       });
+    });
+
+    it("a fenced-out replica's transition changes nothing: the fence is in the UPDATE, and the whole step rolls back", async () => {
+      const { s } = await open();
+      const clock = new FakeClock({ start: Date.now() });
+      const lead = (holder: string) =>
+        openLeadership(s.db, {
+          name: 'boarding',
+          holder,
+          clock,
+          ttlMs: 60_000,
+          renewEveryMs: 5_000,
+          isAlive: () => true,
+        });
+      const a = await lead('host-a:1:a');
+      const b = await lead('host-b:2:b');
+      await a.tick();
+      const seen: string[] = [];
+      s.db.onStatement = (text) => seen.push(text);
+      const fetched = await a.guard(s.db, async () => {
+        const row = await s.loans.insert({ id: 'X', state: 'queued' }, T0);
+        return s.loans.transition('X', { to: 'fetched', row, patch: { payloadHash: 'h1' } }, T0 + 1);
+      });
+      s.db.onStatement = undefined;
+      expect(fetched).toMatchObject({ state: 'fetched', payloadHash: 'h1', updatedAt: T0 + 1 });
+      expect(await s.loans.get('X')).toEqual(fetched);
+      // SQLite checks the lease in the transition's own statement (no SELECT of the lease first);
+      // PostgreSQL locks the lease row FOR SHARE when the transaction begins.
+      const update = seen.find((t) => t.startsWith('UPDATE loans SET'));
+      if (engine === 'sqlite')
+        expect(update).toMatch(/AND state = \? AND EXISTS \(SELECT 1 FROM leases WHERE/);
+      else expect(update).toMatch(/AND state = \?$/);
+      const before = { row: await s.loans.get('X'), events: await s.loans.events('X') };
+      if (engine === 'sqlite')
+        await s.db.run(`UPDATE leases SET expires_at = expires_at - 120000 WHERE name = 'boarding'`);
+      else
+        await s.db.run(
+          "UPDATE leader_lease SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'boarding'",
+        );
+      await b.tick();
+      expect(b.term?.epoch).toBe(2);
+      // a still trusts its term (its clock did not move): its step (a key, then the transition) is refused.
+      await expect(
+        a.guard(s.db, () =>
+          s.write(async () => {
+            await s.keys.store('ack:X:1', 'ack', 'X', T0 + 2);
+            await s.loans.transition(
+              'X',
+              { to: 'mapped', row: fetched, patch: { mappingVersion: 'v1' } },
+              T0 + 2,
+            );
+          }),
+        ),
+      ).rejects.toThrow(FencedOut);
+      expect(a.role).toBe('standby');
+      expect(await s.loans.get('X')).toEqual(before.row);
+      expect(await s.loans.events('X')).toEqual(before.events);
+      expect(await s.keys.get('ack:X:1')).toBeNull();
+      // The leader's copy is stale once someone else moved the loan: the UPDATE changes nothing.
+      await b.guard(s.db, () => s.loans.transition('X', { to: 'skipped', row: fetched }, T0 + 3));
+      await expect(
+        b.guard(s.db, () => s.loans.transition('X', { to: 'mapped', row: fetched }, T0 + 4)),
+      ).rejects.toThrow(StaleStateError);
+      expect((await s.loans.get('X'))?.state).toBe('skipped');
+      await b.stop();
+      await a.stop();
     });
 
     it('leadership: one leader; every acquisition a new epoch; a stale leader is fenced out with 0 rows changed and steps down', async () => {
