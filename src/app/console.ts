@@ -19,7 +19,7 @@ import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
-import { reconcileWithDaemon } from '../reports/daemon-job.js';
+import { reconcileNow } from '../ops/reconcile.js';
 import type { ImagingExport } from '../imaging/export.js';
 import { reexportLoan } from '../ops/imaging.js';
 import { reexportInput } from './imaging.js';
@@ -105,7 +105,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     lastCycleAt: hooks.lastCycleAt,
     role: hooks.role ?? (() => 'leader'),
     reconcileNow: () =>
-      reconcileWithDaemon({
+      reconcileNow({
         config: rt.config,
         platform: rt.platform,
         reads: rt.store.reports,

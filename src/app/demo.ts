@@ -10,7 +10,7 @@ import type { Config } from '../config/schema.js';
 import { UsageError, errorMessage } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { runReconcile } from '../reports/run.js';
+import { reconcileNow as reconcile } from '../ops/reconcile.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
 import {
   shippedMappingsFor,
@@ -342,16 +342,17 @@ function demoReports(io: DemoIo, s: DemoStack, base: string) {
   const reconcileNow = (signal: AbortSignal, when: string): Promise<void> => {
     const run = async (): Promise<void> => {
       try {
-        const r = await runReconcile({
-          config: s.config,
-          platform: s.rt.platform,
-          reads: s.rt.store.reports,
-          core: s.rt.core,
-          logger: s.logger.child({ component: 'reconcile' }),
-          clock: io.clock,
-          connectorVersion: CONNECTOR_VERSION,
-          signal,
-        });
+        const r = await reconcile(
+          {
+            config: s.config,
+            platform: s.rt.platform,
+            reads: s.rt.store.reports,
+            core: s.rt.core,
+            logger: s.logger,
+            clock: io.clock,
+          },
+          { signal },
+        );
         reports += 1;
         const ties = r.summary.tieOut.every((c) => c.ties);
         io.status.println(
