@@ -1,4 +1,4 @@
-import type { CycleProgress } from '../app/runtime.js';
+import type { CycleProgress } from '../ops/sync.js';
 import type { ProgressLine } from '../lib/terminal.js';
 import { describeWait, type Bucket, type PlatformApi } from '../app/platform.js';
 
