@@ -26,7 +26,7 @@ export function connectionCheckDeps(
     ...base,
     mapperOptions: mapperOptionsFromConfig(config),
     storeName: storeTargetName(config),
-    openStore: () => openStore(storeTarget(config), { onWarning: (m) => logger.warn(m) }),
+    openStateDb: () => openStore(storeTarget(config), { onWarning: (m) => logger.warn(m) }),
     platform: (db) => platformClientFromConfig(checkConfig, { logger, db, clock }),
     core: (db) => createCore(config, { logger, clock, db, layout: () => undefined }),
   };

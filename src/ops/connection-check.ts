@@ -35,7 +35,7 @@ export interface ConnectionCheckDeps {
   /** Where the state database is, for the lines (store.path, or the PostgreSQL URL without secrets). */
   storeName: string;
   /** Opens the state database (the one a daemon shares: the platform client keeps its budget there). */
-  openStore: () => Promise<StoreDb>;
+  openStateDb: () => Promise<StoreDb>;
   /** The platform client on that database; a check is not worth a long wait: at most one retry. */
   platform: (db: StoreDb) => PlatformClient;
   /** The configured core on that database (closed by the check). */
@@ -245,7 +245,7 @@ export async function connectionChecks(
   let db: StoreDb;
   const where = deps.storeName;
   try {
-    db = await deps.openStore();
+    db = await deps.openStateDb();
   } catch (err) {
     checks.push({ name: 'store', status: 'fail', detail: `${where}: ${errorMessage(err)}` });
     checks.push({

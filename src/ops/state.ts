@@ -7,7 +7,7 @@ import { FatalError, UsageError } from '../lib/errors.js';
 import { redactUrl, urlSecretParts } from '../lib/redact.js';
 import { STATE_BACKUP_CHECKPOINT } from '../store/checkpoints.js';
 import type { DaemonStatusStore } from '../store/daemon-status.js';
-import { createCustomerStore } from '../store/identity/customers.js';
+import type { CustomerStore } from '../store/identity/customers.js';
 import type { BoardingStore } from '../store/index.js';
 import { holderParts, type LeaseRow } from '../store/leadership/leadership.js';
 import {
@@ -23,7 +23,6 @@ import {
 } from '../store/migrations/copy-sqlite-to-pg.js';
 import { backupDatabase, verifyDatabase, type VerifyResult } from '../store/sqlite/backup.js';
 import type { openDatabase } from '../store/sqlite/db.js';
-import { sqliteStore } from '../store/sqlite/store.js';
 import type { StoreDb } from '../store/sql.js';
 import { runningDaemons } from './daemon-guard.js';
 
@@ -127,6 +126,8 @@ export interface MigrationEnds {
   src: ReturnType<typeof openDatabase>;
   target: StoreDb;
   srcDaemons: DaemonStatusStore;
+  /** The SQLite state's customers: the fingerprint of the key its tax ids were hashed with. */
+  srcCustomers: Pick<CustomerStore, 'keyFingerprint'>;
 }
 
 export interface MigrationPlan extends MigrationTarget {
@@ -226,7 +227,7 @@ export async function applyMigration(
   });
   if (changed.length > 0)
     return { ...base, outcome: 'changed-after-snapshot', problemTables: changed.map((t) => t.table) };
-  const fingerprint = await createCustomerStore(sqliteStore(src)).keyFingerprint();
+  const fingerprint = await ends.srcCustomers.keyFingerprint();
   return { ...base, outcome: 'identical', problemTables: [], tinKey: tinKeySource(config, fingerprint) };
 }
 
