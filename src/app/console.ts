@@ -20,6 +20,7 @@ import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
 import { reconcileNow } from '../ops/reconcile.js';
+import { hashPassword } from '../console/auth.js';
 import type { ImagingExport } from '../imaging/export.js';
 import { reexportLoan } from '../ops/imaging.js';
 import { reexportInput } from './imaging.js';
@@ -159,8 +160,10 @@ export async function unlockFromCli(scope: CommandScope, name: string, actor: st
   return user.name;
 }
 
-/** `console passwd`: the hash a console user's passwordHash takes. */
-export { hashPassword } from '../console/auth.js';
+/** `console passwd`: the hash a console user's passwordHash takes (the console's own scrypt parameters). */
+export function consolePasswordHash(password: string): Promise<string> {
+  return hashPassword(password);
+}
 
 /** Reads a password typed on a terminal without echoing it (raw mode; Enter ends, Ctrl-C aborts). */
 function readHidden(

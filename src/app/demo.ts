@@ -252,7 +252,7 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
     }
   });
   // Loaded here: other commands never load the sandbox's and the daemon's HTTP stack.
-  const [{ startSandbox }, { createConnectorDaemon }, { hashPassword }] = await Promise.all([
+  const [{ startSandbox }, { createConnectorDaemon }, { consolePasswordHash }] = await Promise.all([
     import('../sandbox/index.js'),
     import('./daemon.js'),
     import('./console.js'),
@@ -274,7 +274,11 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
   const adminPort = await freePort();
   const users = demoUsers();
   const hashed = await Promise.all(
-    users.map(async (u) => ({ name: u.name, passwordHash: await hashPassword(u.password), roles: u.roles })),
+    users.map(async (u) => ({
+      name: u.name,
+      passwordHash: await consolePasswordHash(u.password),
+      roles: u.roles,
+    })),
   );
   let core: RunningCoreSimulator | null = null;
   if (opts.core !== undefined) {
