@@ -18,6 +18,7 @@ import {
   type LoanRow,
 } from '../ops/loan-list.js';
 import { runReboard, runReboardPreview } from '../app/reboard.js';
+import { countOutcomes, type ReboardPreview, type ReboardResult } from '../ops/reboard-run.js';
 import { openState } from '../app/session.js';
 import { out, type CliContext } from './context.js';
 import { confirmBulk } from './confirm.js';
@@ -120,18 +121,18 @@ interface ReboardFlags {
 /** `loans reboard --dry-run` (app/reboard.ts: reads and maps only, writes nothing). */
 async function reboardDryRun(ctx: CliContext, ids: string[], opts: ReboardFlags): Promise<void> {
   const progress = ctx.progress();
-  const { results, summary, unreadable } = await runReboardPreview(
+  const { results, targets, version, unreadable } = await runReboardPreview(
     ctx,
     { ids, mappingVersion: opts.mappingVersion, force: opts.force === true },
     {
       platform: (platform) => followPlatformWaits(progress, platform),
-      status: (text) => progress.status(text),
-      loan: (text) => (opts.json === true ? undefined : out(ctx, text)),
+      before: (id, i, n) => progress.status(`dry run: reading and mapping ${i + 1}/${n}: loan ${id}`),
+      loan: (r) => (opts.json === true ? undefined : out(ctx, previewText(r))),
       signal: ctx.shutdown,
     },
   );
   progress.done();
-  out(ctx, opts.json === true ? JSON.stringify(results) : summary);
+  out(ctx, opts.json === true ? JSON.stringify(results) : previewSummaryText(results, targets, version));
   if (unreadable > 0)
     throw new FatalError(`loans reboard --dry-run: ${unreadable} loan(s) could not be read`);
 }
@@ -146,14 +147,15 @@ async function reboard(ctx: CliContext, ids: string[], opts: ReboardFlags): Prom
     throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
   const progress = ctx.progress();
   const input = { ids, mappingVersion: opts.mappingVersion, actor, reason, force: opts.force === true };
-  const { results, summary } = await runReboard(ctx, input, {
+  const { results, targets, version } = await runReboard(ctx, input, {
     confirm: confirmOn(ctx, 'loans reboard', opts.yes === true),
     platform: (platform) => followPlatformWaits(progress, platform),
-    status: (text) => progress.status(text),
-    loan: (text) => (opts.json === true ? undefined : out(ctx, text)),
+    before: (id, i, n) => progress.status(`re-boarding ${i + 1}/${n}: loan ${id}`),
+    loan: (r) => (opts.json === true ? undefined : out(ctx, reboardText(r))),
     signal: ctx.shutdown,
   });
   progress.done();
+  const summary = reboardSummaryText(results, targets, version);
   out(ctx, opts.json === true ? JSON.stringify(results) : summary.text);
   if (summary.notReboarded > 0)
     throw new FatalError(`loans reboard: ${summary.notReboarded} loan(s) not re-boarded`);
@@ -359,4 +361,79 @@ function loanTableText(rows: readonly LoanRow[], timeZone: string): string {
   return cells
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
     .join('\n');
+}
+
+const changeLines = (changes: readonly string[]): string[] => [
+  ...changes.slice(0, 30).map((c) => `    ${c}`),
+  ...(changes.length > 30 ? [`    … ${changes.length - 30} more`] : []),
+];
+
+/** One re-board's outcome as a line (and its field changes). */
+function reboardText(r: ReboardResult | Exclude<ReboardPreview, { outcome: 'would_rewrite' }>): string {
+  const id = `loan ${r.loanId}`;
+  switch (r.outcome) {
+    case 'rewritten':
+      return [
+        `${id}: re-boarded (${r.previousVersion ?? '?'} → ${r.mappingVersion}; core ${r.coreReference})`,
+        ...changeLines(r.changes),
+      ].join('\n');
+    case 'unchanged':
+      return `${id}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force to write anyway)`;
+    case 'would_quarantine':
+      return `${id}: NOT re-boarded: the mapping would quarantine it (${r.reason}): ${r.message}`;
+    case 'not_acknowledged':
+      return `${id}: NOT re-boarded: it is ${r.state}, not acknowledged (use \`loans retry\`)`;
+    case 'failed':
+      return `${id}: FAILED: ${r.message} (the core keeps its earlier records)`;
+  }
+}
+
+/** One dry-run preview as a line (and the field changes it would write). */
+function previewText(r: ReboardPreview): string {
+  if (r.outcome === 'unchanged')
+    return (
+      `loan ${r.loanId}: unchanged (already boarded with ` +
+      `${r.mappingVersion} from the same data; --force would write anyway)`
+    );
+  if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
+  if (r.outcome !== 'would_rewrite') return reboardText(r);
+  const what = r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`;
+  return [
+    `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${what}`,
+    ...changeLines(r.changes),
+  ].join('\n');
+}
+
+/** The last line of `loans reboard --dry-run`. */
+function previewSummaryText(results: readonly ReboardPreview[], targets: number, version: string): string {
+  if (targets === 0) return 'no acknowledged loans match: nothing would be re-boarded';
+  const n = countOutcomes(results);
+  const [rewrite, same] = [n['would_rewrite'] ?? 0, n['unchanged'] ?? 0];
+  return (
+    `dry run with mapping ${version}: ${rewrite} would be re-written, ${same} unchanged, ` +
+    `${results.length - rewrite - same} would not be ` +
+    `re-boarded; nothing was written to the core, no state changed`
+  );
+}
+
+/**
+ * The last line of `loans reboard`, and how many loans were not re-boarded (failed, would quarantine, not
+ * acknowledged).
+ */
+function reboardSummaryText(
+  results: readonly ReboardResult[],
+  targets: number,
+  version: string,
+): { text: string; notReboarded: number } {
+  const n = countOutcomes(results);
+  const [rewritten, same] = [n['rewritten'] ?? 0, n['unchanged'] ?? 0];
+  const notReboarded = results.length - rewritten - same;
+  return {
+    notReboarded,
+    text:
+      targets === 0
+        ? 'no acknowledged loans match: nothing re-boarded'
+        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} ` +
+          `not re-boarded (mapping ${version}; no acknowledgement sent)`,
+  };
 }
