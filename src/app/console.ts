@@ -18,7 +18,8 @@ import { UsageError } from '../lib/errors.js';
 import { openState, type CommandScope } from './session.js';
 import type { BoardingRuntime } from './runtime.js';
 import { rateAdminFor } from './platform.js';
-import { reconcileWithDaemon } from '../reports/daemon-job.js';
+import { reconcileNow } from '../ops/reconcile.js';
+import { hashPassword } from '../console/auth.js';
 import type { ImagingExport } from '../imaging/export.js';
 import { reexportLoan } from '../ops/imaging.js';
 import { reexportInput } from './imaging.js';
@@ -104,7 +105,7 @@ export function createDaemonConsole(rt: BoardingRuntime, hooks: DaemonConsoleHoo
     lastCycleAt: hooks.lastCycleAt,
     role: hooks.role ?? (() => 'leader'),
     reconcileNow: () =>
-      reconcileWithDaemon({
+      reconcileNow({
         config: rt.config,
         platform: rt.platform,
         reads: rt.store.reports,
@@ -153,8 +154,10 @@ export async function unlockFromCli(scope: CommandScope, name: string, actor: st
   return (await applyUnlock(createConsoleStore(db), plan, actor, scope.clock.now())).user;
 }
 
-/** `console passwd`: the hash a console user's passwordHash takes. */
-export { hashPassword } from '../console/auth.js';
+/** `console passwd`: the hash a console user's passwordHash takes (the console's own scrypt parameters). */
+export function consolePasswordHash(password: string): Promise<string> {
+  return hashPassword(password);
+}
 
 /** Reads a password typed on a terminal without echoing it (raw mode; Enter ends, Ctrl-C aborts). */
 function readHidden(

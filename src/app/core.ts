@@ -16,13 +16,6 @@ import type { CoreSystem } from '../core/port.js';
 import { CustomerExtract } from '../core/file/customer-extract.js';
 import type { CustomerKeys } from '../lib/customer-keys.js';
 
-export { createDocumentFetcher } from '../core/documents.js';
-export { verifyPackage, readManifest, type PackageManifest } from '../core/file/manifest.js';
-export { FileCore } from '../core/file/file-core.js';
-export { FineractCore } from '../core/fineract/fineract-core.js';
-export { MambuCore } from '../core/mambu/mambu-core.js';
-export * from '../core/port.js';
-
 export interface CoreDeps {
   logger: Logger;
   clock: Clock;

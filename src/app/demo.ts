@@ -10,7 +10,7 @@ import type { Config } from '../config/schema.js';
 import { UsageError, errorMessage } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { runReconcile } from '../reports/run.js';
+import { reconcileNow as reconcile } from '../ops/reconcile.js';
 import { PERMISSIONS } from '../sandbox/keys.js';
 import {
   shippedMappingsFor,
@@ -252,7 +252,7 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
     }
   });
   // Loaded here: other commands never load the sandbox's and the daemon's HTTP stack.
-  const [{ startSandbox }, { createConnectorDaemon }, { hashPassword }] = await Promise.all([
+  const [{ startSandbox }, { createConnectorDaemon }, { consolePasswordHash }] = await Promise.all([
     import('../sandbox/index.js'),
     import('./daemon.js'),
     import('./console.js'),
@@ -274,7 +274,11 @@ async function buildDemoStack(io: DemoIo, opts: DemoOptions): Promise<DemoStack>
   const adminPort = await freePort();
   const users = demoUsers();
   const hashed = await Promise.all(
-    users.map(async (u) => ({ name: u.name, passwordHash: await hashPassword(u.password), roles: u.roles })),
+    users.map(async (u) => ({
+      name: u.name,
+      passwordHash: await consolePasswordHash(u.password),
+      roles: u.roles,
+    })),
   );
   let core: RunningCoreSimulator | null = null;
   if (opts.core !== undefined) {
@@ -342,16 +346,17 @@ function demoReports(io: DemoIo, s: DemoStack, base: string) {
   const reconcileNow = (signal: AbortSignal, when: string): Promise<void> => {
     const run = async (): Promise<void> => {
       try {
-        const r = await runReconcile({
-          config: s.config,
-          platform: s.rt.platform,
-          reads: s.rt.store.reports,
-          core: s.rt.core,
-          logger: s.logger.child({ component: 'reconcile' }),
-          clock: io.clock,
-          connectorVersion: CONNECTOR_VERSION,
-          signal,
-        });
+        const r = await reconcile(
+          {
+            config: s.config,
+            platform: s.rt.platform,
+            reads: s.rt.store.reports,
+            core: s.rt.core,
+            logger: s.logger,
+            clock: io.clock,
+          },
+          { signal },
+        );
         reports += 1;
         const ties = r.summary.tieOut.every((c) => c.ties);
         io.status.println(

@@ -178,7 +178,3 @@ export function rateAdminFor(
     close: () => state.close?.(),
   };
 }
-
-/** What the CLI shows of the client's waits (the rate budget's reason for one). */
-export { describeWait } from '../platform/rate-budget/budget.js';
-export type { Bucket, PlatformApi } from '../platform/api.js';

@@ -1,15 +1,11 @@
 import { CONNECTOR_VERSION } from '../version.js';
-import type { ReboardDeps, ReboardPreviewDeps } from '../ops/reboard.js';
+import type { ReboardDeps, ReboardPreview, ReboardPreviewDeps, ReboardResult } from '../ops/reboard.js';
 import {
   assertReboardMapping,
   countOutcomes,
   previewReboards,
-  previewSummaryText,
-  previewText,
   reboardLoans,
-  reboardSummaryText,
   reboardTargets,
-  reboardText,
 } from '../ops/reboard-run.js';
 import type { PlatformClient } from '../platform/client.js';
 import type { PlatformApi } from '../platform/api.js';
@@ -61,14 +57,15 @@ export async function openReboard(scope: CommandScope): Promise<{ rt: BoardingRu
   return { rt, deps: reboardDeps(rt) };
 }
 
-export interface ReboardRunHooks {
+export interface ReboardRunHooks<R> {
   /** Asked before anything changes, with the loans and what will happen: resolves to go on, throws to stop. */
   confirm: (targets: readonly string[], action: string) => Promise<void>;
   /** The platform client, once it exists (e.g. to show its rate-budget waits). */
   platform?: (platform: Pick<PlatformApi, 'onWait'>) => void;
-  status?: (text: string) => void;
-  /** One loan's outcome as text (omitted with --json). */
-  loan?: (text: string) => void;
+  /** Before loan i of n. */
+  before?: (loanId: string, i: number, n: number) => void;
+  /** One loan's outcome, as data (the CLI renders it). */
+  loan?: (r: R) => void;
   signal: AbortSignal;
 }
 
@@ -82,7 +79,7 @@ export async function runReboard(
     reason: string;
     force: boolean;
   },
-  hooks: ReboardRunHooks,
+  hooks: ReboardRunHooks<ReboardResult>,
 ) {
   const { rt, deps } = await openReboard(scope);
   const command = 'loans reboard';
@@ -103,10 +100,10 @@ export async function runReboard(
     mappingDir,
     ids: targets,
     signal: hooks.signal,
-    beforeLoan: (id, i) => hooks.status?.(`re-boarding ${i + 1}/${targets.length}: loan ${id}`),
-    onLoan: (r) => hooks.loan?.(reboardText(r)),
+    beforeLoan: (id, i) => hooks.before?.(id, i, targets.length),
+    onLoan: (r) => hooks.loan?.(r),
   });
-  return { results, summary: reboardSummaryText(results, targets.length, rt.mapper.version) };
+  return { results, targets: targets.length, version: rt.mapper.version };
 }
 
 /**
@@ -116,7 +113,7 @@ export async function runReboard(
 export async function runReboardPreview(
   scope: CommandScope,
   input: { ids: readonly string[]; mappingVersion?: string | undefined; force: boolean },
-  hooks: Omit<ReboardRunHooks, 'confirm'>,
+  hooks: Omit<ReboardRunHooks<ReboardPreview>, 'confirm'>,
 ) {
   const deps = await openReboardPreview(scope);
   const targets = await reboardTargets(deps.store, {
@@ -128,10 +125,13 @@ export async function runReboardPreview(
     ids: targets,
     force: input.force,
     signal: hooks.signal,
-    beforeLoan: (id, i) =>
-      hooks.status?.(`dry run: reading and mapping ${i + 1}/${targets.length}: loan ${id}`),
-    onLoan: (r) => hooks.loan?.(previewText(r)),
+    beforeLoan: (id, i) => hooks.before?.(id, i, targets.length),
+    onLoan: (r) => hooks.loan?.(r),
   });
-  const summary = previewSummaryText(results, targets.length, deps.mapper.version);
-  return { results, summary, unreadable: countOutcomes(results)['failed'] ?? 0 };
+  return {
+    results,
+    targets: targets.length,
+    version: deps.mapper.version,
+    unreadable: countOutcomes(results)['failed'] ?? 0,
+  };
 }

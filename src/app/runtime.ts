@@ -275,7 +275,3 @@ export async function buildRuntime(
     },
   };
 }
-
-/** A cycle's fatal end and its progress, as the commands that run cycles show them. */
-export { fatalSentence } from '../pipeline/board-loan.js';
-export type { CycleProgress, CycleSummary } from '../pipeline/cycle.js';

@@ -1,4 +1,3 @@
-import { stringify } from 'yaml';
 import { UsageError } from '../lib/errors.js';
 import { CORE_SIMULATORS, isCoreSimulatorName, type RunningCoreSimulator } from '../sandbox/cores/index.js';
 import type { Logger } from '../lib/logger.js';
@@ -98,17 +97,4 @@ export async function startSandboxFromFlags(flags: SandboxFlags, logger: Logger)
       await sandbox.close();
     },
   };
-}
-
-/**
- * What `sandbox --core` prints after its first line: the `core:` and `mappings:` sections to paste
- * into a config (docs/core.md "Try it locally"), as YAML with a comment saying what runs where.
- */
-export function coreConfigSnippet(core: RunningCoreSimulator): string {
-  const vendor = core.name === 'fineract' ? 'Apache Fineract' : 'Mambu (API v2)';
-  return [
-    `# core simulator: ${vendor} at ${core.url}, held to its published contract`,
-    '# paste into your config, in place of its core: and mappings: sections',
-    stringify({ core: core.coreBlock(), mappings: { dir: core.mappingsDir } }, { lineWidth: 0 }).trimEnd(),
-  ].join('\n');
 }

@@ -12,7 +12,9 @@ import { numberPoolsOf } from '../store/identity/numbers.js';
 import { openDatabase } from '../store/sqlite/db.js';
 import { openStore } from '../store/open.js';
 import type { StoreDb } from '../store/sql.js';
-import { createDaemonStatusStore, type DaemonStatusStore } from '../store/daemon-status.js';
+import { createDaemonStatusStore } from '../store/daemon-status.js';
+import { createCustomerStore } from '../store/identity/customers.js';
+import type { MigrationEnds } from '../ops/state.js';
 import { storeTarget } from './store-target.js';
 import { BOARDING_LEASE } from '../pipeline/cycle.js';
 import { openLeadership } from '../store/leadership/leases.js';
@@ -130,7 +132,7 @@ export async function openStateMigration(
   scope: CommandScope,
   path: string,
   url: string,
-): Promise<{ src: ReturnType<typeof openDatabase>; target: StoreDb; srcDaemons: DaemonStatusStore }> {
+): Promise<MigrationEnds> {
   const src = openDatabase(path, { onWarning: (m) => scope.logger().warn(m) });
   scope.onClose(() => {
     if (src.open) src.close();
@@ -149,7 +151,13 @@ export async function openStateMigration(
     { logger: scope.logger(), applicationName: 'boarding-connector state migrate' },
   );
   scope.onClose(() => target.close());
-  return { src, target, srcDaemons: createDaemonStatusStore(sqliteStore(src)) };
+  const srcStore = sqliteStore(src);
+  return {
+    src,
+    target,
+    srcDaemons: createDaemonStatusStore(srcStore),
+    srcCustomers: createCustomerStore(srcStore),
+  };
 }
 
 /** `batches …`: the file core's batches in the mapping set's layout; refused when the config writes none. */

@@ -1,11 +1,4 @@
-import {
-  BusyError,
-  EXIT_CORE_OUTAGE,
-  EXIT_WALK_INCOMPLETE,
-  FatalError,
-  IncompleteRunError,
-} from '../lib/errors.js';
-import { fatalSentence } from '../pipeline/board-loan.js';
+import { EXIT_WALK_INCOMPLETE, FatalError, IncompleteRunError } from '../lib/errors.js';
 import type { ProgressLine } from '../lib/terminal.js';
 import { loadMapper } from '../mapping-sets/loader.js';
 import { isPlatformError } from '../platform/errors.js';
@@ -14,13 +7,11 @@ import type { PlatformApi } from '../platform/api.js';
 import { accountNumbersFromConfig } from '../identity/account-numbers.js';
 import type { CycleProgress, CycleSummary } from '../pipeline/cycle.js';
 import { assertSameMappingAsDaemon } from '../ops/daemon-guard.js';
-import { dryRun, formatDryRun, type DryRunReport } from '../ops/dry-run.js';
+import { dryRun, type DryRunReport } from '../ops/dry-run.js';
 import { batchSealDaemonJob } from './seal-job.js';
 import { imagingSealDaemonJob } from './imaging.js';
 import { buildRuntime, mapperOptionsFromConfig } from './runtime.js';
 import { openPlatformSession, type CommandScope } from './session.js';
-
-export { formatDryRun, type DryRunReport };
 
 type SyncScope = CommandScope & {
   readonly shutdown: AbortSignal;
@@ -125,79 +116,4 @@ export async function shadowRun(
       );
     throw err;
   }
-}
-
-export function leaderText(b: NonNullable<CycleSummary['busy']>): string {
-  return b.pid !== null
-    ? `another connector process (pid ${b.pid} on ${b.host})`
-    : `another connector process (${b.holder})`;
-}
-
-/** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
-export function cycleSummaryText(s: CycleSummary): string {
-  if (s.busy) {
-    return (
-      `${leaderText(s.busy)} leads (holds the boarding lease, ` +
-      `epoch ${s.busy.epoch}) on this state database: nothing done`
-    );
-  }
-  const q = Object.entries(s.quarantined);
-  const qTotal = q.reduce((a, [, n]) => a + n, 0);
-  const lines = [
-    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)` +
-      (s.walk.resumed ? ' (walk resumed from checkpoint)' : '') +
-      (s.walk.complete ? '' : ' — walk incomplete, resumes next run') +
-      (s.walk.error ? `: ${s.walk.error}` : ''),
-    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · ` +
-      `retry later: ${s.retryWait} · ` +
-      `quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ` +
-      `${(s.durationMs / 1000).toFixed(1)} s`,
-    `states: ${
-      Object.entries(s.states)
-        .filter(([, n]) => n > 0)
-        .map(([k, n]) => `${k} ${n}`)
-        .join(', ') || 'no loans yet'
-    }`,
-  ];
-  for (const p of s.problems.slice(0, 20))
-    lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
-  if (s.problems.length > 20)
-    lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
-  if (s.trafficStopped)
-    lines.push(
-      'ALERT: all platform requests are stopped after 2 rate-limit ' +
-        'strikes in 24 h; boarding waits (see `platform status`).',
-    );
-  if (s.coreOutage)
-    lines.push(
-      `ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); ` +
-        `the pass stopped, the rest wait for the next run.`,
-    );
-  if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
-  return lines.join('\n');
-}
-
-/**
- * `sync --once`'s exit: nothing thrown when the cycle completed; else the error whose code tells cron why
- * (docs: exit status).
- */
-export function assertCycleCompleted(summary: CycleSummary, stopped: boolean): void {
-  if (summary.busy) throw new BusyError(`${leaderText(summary.busy)} holds the boarding lease: nothing done`);
-  if (summary.fatal) throw new FatalError(fatalSentence(summary.fatal.code, summary.fatal.message));
-  if (summary.coreOutage)
-    throw new IncompleteRunError(
-      `the core was unavailable (${summary.coreOutage.failures} loans in a row): the boarding pass stopped`,
-      EXIT_CORE_OUTAGE,
-    );
-  if (summary.trafficStopped)
-    throw new IncompleteRunError(
-      'platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)',
-      EXIT_WALK_INCOMPLETE,
-    );
-  if (!summary.walk.complete && !stopped)
-    throw new IncompleteRunError(
-      `the boarding queue walk did not complete${summary.walk.error ? `: ${summary.walk.error}` : ''}; it ` +
-        `resumes on the next run`,
-      EXIT_WALK_INCOMPLETE,
-    );
 }

@@ -1,12 +1,7 @@
 import type { Command } from 'commander';
-import {
-  connectionChecks,
-  formatCheck,
-  localChecks,
-  portChecks,
-  shownConfig,
-  type ConnectionCheck,
-} from '../app/connection-check.js';
+import { connectionCheckDeps } from '../app/connection-check.js';
+import type { ConnectionCheck } from '../ops/check-result.js';
+import { connectionChecks, localChecks, portChecks, shownConfig } from '../ops/connection-check.js';
 import { FatalError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -34,14 +29,11 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
     .action(async (opts: { connect?: boolean; json?: boolean }) => {
       const c = ctx.config();
       const source = ctx.configPath() ?? '(none)';
+      const deps = connectionCheckDeps(c, { logger: ctx.logger(), clock: ctx.clock, signal: ctx.shutdown });
       const checks: ConnectionCheck[] =
         opts.connect === true
-          ? await connectionChecks(c, source, {
-              logger: ctx.logger(),
-              clock: ctx.clock,
-              signal: ctx.shutdown,
-            })
-          : localChecks(c, source).checks;
+          ? await connectionChecks(c, source, deps)
+          : localChecks(c, source, deps.mapperOptions).checks;
       // Local, so without --connect too: a port another process holds fails `run` at start.
       checks.push(...(await portChecks(c)));
       const failed = checks.filter((k) => k.status === 'fail');
@@ -60,4 +52,10 @@ export function registerConfigCommands(program: Command, ctx: CliContext): void 
           `config check: ${failed.length} check(s) failed: ${failed.map((k) => k.name).join(', ')}`,
         );
     });
+}
+
+/** One check as a line: status tag, name, what it found. */
+export function formatCheck(c: ConnectionCheck): string {
+  const tag = { ok: 'ok  ', fail: 'FAIL', warn: 'warn', skip: 'skip' }[c.status];
+  return `${tag}  ${c.name.padEnd(18)} ${c.detail}`;
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { cliActor, hashPassword, readNewPassword, unlockFromCli } from '../app/console.js';
+import { cliActor, consolePasswordHash, readNewPassword, unlockFromCli } from '../app/console.js';
 import { UsageError } from '../lib/errors.js';
 import { out, type CliContext } from './context.js';
 
@@ -25,7 +25,7 @@ export function registerConsoleCommands(program: Command, ctx: CliContext): void
         throw new UsageError('console passwd: the password is empty (give it on stdin)');
       if (password.length < 12)
         ctx.stderr.write('warning: a password shorter than 12 characters is easy to guess\n');
-      out(ctx, await hashPassword(password));
+      out(ctx, await consolePasswordHash(password));
     });
   group
     .command('unlock')

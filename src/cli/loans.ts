@@ -2,15 +2,23 @@ import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import type { BulkAction } from '../ops/bulk.js';
 import { runBulkAction } from '../ops/bulk-run.js';
-import { loanHistoryJson, loanHistoryText, loanView, showLoan } from '../ops/loan-history.js';
+import { localDateTime, parseInstant } from '../lib/calendar.js';
+import {
+  lastReviewItems,
+  loanHistoryJson,
+  loanView,
+  showLoan,
+  type LoanHistoryParts,
+} from '../ops/loan-history.js';
 import {
   LOAN_STATES,
   QUARANTINE_REASONS,
   SKIPPABLE_STATES,
   listLoans,
-  loanTableText,
+  type LoanRow,
 } from '../ops/loan-list.js';
 import { runReboard, runReboardPreview } from '../app/reboard.js';
+import { countOutcomes, type ReboardPreview, type ReboardResult } from '../ops/reboard-run.js';
 import { openState } from '../app/session.js';
 import { out, type CliContext } from './context.js';
 import { confirmBulk } from './confirm.js';
@@ -113,18 +121,18 @@ interface ReboardFlags {
 /** `loans reboard --dry-run` (app/reboard.ts: reads and maps only, writes nothing). */
 async function reboardDryRun(ctx: CliContext, ids: string[], opts: ReboardFlags): Promise<void> {
   const progress = ctx.progress();
-  const { results, summary, unreadable } = await runReboardPreview(
+  const { results, targets, version, unreadable } = await runReboardPreview(
     ctx,
     { ids, mappingVersion: opts.mappingVersion, force: opts.force === true },
     {
       platform: (platform) => followPlatformWaits(progress, platform),
-      status: (text) => progress.status(text),
-      loan: (text) => (opts.json === true ? undefined : out(ctx, text)),
+      before: (id, i, n) => progress.status(`dry run: reading and mapping ${i + 1}/${n}: loan ${id}`),
+      loan: (r) => (opts.json === true ? undefined : out(ctx, previewText(r))),
       signal: ctx.shutdown,
     },
   );
   progress.done();
-  out(ctx, opts.json === true ? JSON.stringify(results) : summary);
+  out(ctx, opts.json === true ? JSON.stringify(results) : previewSummaryText(results, targets, version));
   if (unreadable > 0)
     throw new FatalError(`loans reboard --dry-run: ${unreadable} loan(s) could not be read`);
 }
@@ -139,14 +147,15 @@ async function reboard(ctx: CliContext, ids: string[], opts: ReboardFlags): Prom
     throw new UsageError('loans reboard: --reason must say why (it is kept in the audit log)');
   const progress = ctx.progress();
   const input = { ids, mappingVersion: opts.mappingVersion, actor, reason, force: opts.force === true };
-  const { results, summary } = await runReboard(ctx, input, {
+  const { results, targets, version } = await runReboard(ctx, input, {
     confirm: confirmOn(ctx, 'loans reboard', opts.yes === true),
     platform: (platform) => followPlatformWaits(progress, platform),
-    status: (text) => progress.status(text),
-    loan: (text) => (opts.json === true ? undefined : out(ctx, text)),
+    before: (id, i, n) => progress.status(`re-boarding ${i + 1}/${n}: loan ${id}`),
+    loan: (r) => (opts.json === true ? undefined : out(ctx, reboardText(r))),
     signal: ctx.shutdown,
   });
   progress.done();
+  const summary = reboardSummaryText(results, targets, version);
   out(ctx, opts.json === true ? JSON.stringify(results) : summary.text);
   if (summary.notReboarded > 0)
     throw new FatalError(`loans reboard: ${summary.notReboarded} loan(s) not re-boarded`);
@@ -231,4 +240,200 @@ export function registerLoansCommands(program: Command, ctx: CliContext): void {
     .option('--yes', 'more than boarding.confirmAbove loans: go ahead without asking')
     .addHelpText('after', `${CONFIRM_HELP} One loan that cannot be skipped stops them all (exit 2).`)
     .action((ids: string[], opts: BulkFlags) => bulkAction(ctx, 'skip', ids, opts));
+}
+
+/**
+ * `loans show ID` as text: the row, identity, review items, idempotency keys and the history, one
+ * fact a line; times in `timeZone` (bank.timeZone) with its abbreviation, as the console and the
+ * report show them.
+ */
+function loanHistoryText(h: LoanHistoryParts, timeZone: string): string {
+  const { row, events, keys, daemon, customers, accountNumber } = h;
+  const isoText = (ms: number | null): string => (ms === null ? '' : localDateTime(ms, timeZone));
+  // The platform's own text, shown in the bank's zone when it parses (as it came when it does not).
+  const platformTime = (text: string): string => {
+    const ms = parseInstant(text);
+    return ms === null ? text : localDateTime(ms, timeZone);
+  };
+  const differs = row.mappingVersion && daemon && row.mappingVersion !== daemon.mappingVersion;
+  const daemonText = daemon
+    ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})` +
+      (daemon.reloadError ? ' · last reload refused' : '') +
+      (differs ? ' · differs from this loan' : '')
+    : '(no daemon running)';
+  const source =
+    h.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own";
+  const lines = [
+    `loan ${row.id}${row.loanNumber ? ` (${row.loanNumber})` : ''}`,
+    `  state:           ${row.state}${row.quarantineReason ? ` (${row.quarantineReason})` : ''}`,
+    `  attempts:        ${row.attempts}` +
+      (row.nextAttemptAt !== null ? ` · next attempt ${isoText(row.nextAttemptAt)}` : ''),
+    `  release marker:  ${row.releaseMarker ?? ''}` +
+      (row.releasedAtIso ? ` · released ${platformTime(row.releasedAtIso)}` : ''),
+    `  core reference:  ${row.coreReference ?? '(not written)'}` +
+      (row.writtenAt !== null ? ` · written ${isoText(row.writtenAt)}` : ''),
+    `  acknowledged:    ${row.acknowledgedAt !== null ? isoText(row.acknowledgedAt) : 'no'}`,
+    `  mapping version: ${row.mappingVersion ?? ''}`,
+    `  daemon mapping:  ${daemonText}`,
+    `  payload hash:    ${row.payloadHash ?? ''}`,
+    '',
+    'identity:',
+    '  account number:  ' +
+      (accountNumber === null
+        ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)'
+        : `${accountNumber} (${source})`),
+  ];
+  if (row.lastErrorCode)
+    lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
+  // Customer match: each business and person → the bank's CIF, and how it was found.
+  if (customers.length > 0) lines.push('', 'identity (customers):');
+  for (const c of customers) {
+    const cif = c.cif ?? '(assigned by the core at create)';
+    const seen = c.existing ? ' · existing customer' : ' · new customer (this loan creates it)';
+    const name = c.nameAgrees === false ? ' · name differs from the core (review item)' : '';
+    lines.push(`  ${c.entityId}  CIF ${cif}  ${c.matchedBy}${seen}${name}`);
+  }
+  const review = lastReviewItems(h);
+  if (review) lines.push('', `review items (boarded with warnings, ${isoText(review.at)}):`);
+  for (const w of review?.items ?? []) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
+  lines.push('', 'idempotency keys:');
+  if (keys.length === 0) lines.push('  (none)');
+  for (const k of keys) {
+    const done =
+      k.completedAt !== null ? `completed ${isoText(k.completedAt)} (${k.status ?? ''})` : 'not completed';
+    lines.push(`  ${k.key}  ${k.operation}  created ${isoText(k.createdAt)}  ${done}`);
+  }
+  lines.push('', 'history:');
+  for (const e of events) {
+    const move = e.toState
+      ? `${e.fromState ?? '(new)'} → ${e.toState}`
+      : e.fromState
+        ? `(${e.fromState})`
+        : '';
+    const detail = e.detail === null ? '' : ` ${JSON.stringify(e.detail)}`;
+    const by = e.actor !== 'connector' ? `  by ${e.actor}` : '';
+    const shown = detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
+    lines.push(
+      `  ${isoText(e.at)}  ${e.kind.padEnd(10)} ${move}${e.reason ? `  ${e.reason}` : ''}${by}${shown}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Widest an id or reference column is shown in `loans list` (platform ids are opaque strings of any
+ * length): a longer one is cut in the middle with "…", so both ends stay recognisable; `--json`
+ * and `loans show` print it whole.
+ */
+const LIST_ID_MAX = 40;
+
+/** `text` shortened to `max` characters, keeping its start and end ("ln_7f3a…9c21"). */
+function middleEllipsis(text: string, max = LIST_ID_MAX): string {
+  const chars = [...text];
+  if (chars.length <= max) return text;
+  const tail = Math.floor((max - 1) / 2);
+  return `${chars.slice(0, max - 1 - tail).join('')}…${chars.slice(chars.length - tail).join('')}`;
+}
+
+/**
+ * `loans list` as a table: one loan a row, each column as wide as its widest cell (ids and
+ * references capped at LIST_ID_MAX), the last one not padded; times in `timeZone` (bank.timeZone)
+ * with its abbreviation.
+ */
+function loanTableText(rows: readonly LoanRow[], timeZone: string): string {
+  const when = (ms: number | null): string => (ms === null ? '' : localDateTime(ms, timeZone));
+  const head = ['ID', 'LOAN NUMBER', 'STATE', 'REASON', 'REVIEW', 'ATTEMPTS', 'NEXT ATTEMPT', 'CORE REF'];
+  const cells = [[...head, 'LAST ERROR']];
+  for (const r of rows) {
+    const review = r.reviewItems > 0 ? String(r.reviewItems) : '';
+    const error = (r.lastErrorMessage ?? '').replace(/\s+/g, ' ').slice(0, 80);
+    const id = middleEllipsis(r.id);
+    const state = [id, middleEllipsis(r.loanNumber ?? ''), r.state, r.quarantineReason ?? '', review];
+    cells.push([
+      ...state,
+      String(r.attempts),
+      when(r.nextAttemptAt),
+      middleEllipsis(r.coreReference ?? ''),
+      error,
+    ]);
+  }
+  const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length))) ?? [];
+  return cells
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
+    .join('\n');
+}
+
+const changeLines = (changes: readonly string[]): string[] => [
+  ...changes.slice(0, 30).map((c) => `    ${c}`),
+  ...(changes.length > 30 ? [`    … ${changes.length - 30} more`] : []),
+];
+
+/** One re-board's outcome as a line (and its field changes). */
+function reboardText(r: ReboardResult | Exclude<ReboardPreview, { outcome: 'would_rewrite' }>): string {
+  const id = `loan ${r.loanId}`;
+  switch (r.outcome) {
+    case 'rewritten':
+      return [
+        `${id}: re-boarded (${r.previousVersion ?? '?'} → ${r.mappingVersion}; core ${r.coreReference})`,
+        ...changeLines(r.changes),
+      ].join('\n');
+    case 'unchanged':
+      return `${id}: unchanged (already boarded with ${r.mappingVersion} from the same data; --force to write anyway)`;
+    case 'would_quarantine':
+      return `${id}: NOT re-boarded: the mapping would quarantine it (${r.reason}): ${r.message}`;
+    case 'not_acknowledged':
+      return `${id}: NOT re-boarded: it is ${r.state}, not acknowledged (use \`loans retry\`)`;
+    case 'failed':
+      return `${id}: FAILED: ${r.message} (the core keeps its earlier records)`;
+  }
+}
+
+/** One dry-run preview as a line (and the field changes it would write). */
+function previewText(r: ReboardPreview): string {
+  if (r.outcome === 'unchanged')
+    return (
+      `loan ${r.loanId}: unchanged (already boarded with ` +
+      `${r.mappingVersion} from the same data; --force would write anyway)`
+    );
+  if (r.outcome === 'failed') return `loan ${r.loanId}: could not be read: ${r.message}`;
+  if (r.outcome !== 'would_rewrite') return reboardText(r);
+  const what = r.changes.length === 0 ? 'no field changes' : `${r.changes.length} change(s)`;
+  return [
+    `loan ${r.loanId}: would re-write (${r.previousVersion ?? '?'} → ${r.mappingVersion}): ${what}`,
+    ...changeLines(r.changes),
+  ].join('\n');
+}
+
+/** The last line of `loans reboard --dry-run`. */
+function previewSummaryText(results: readonly ReboardPreview[], targets: number, version: string): string {
+  if (targets === 0) return 'no acknowledged loans match: nothing would be re-boarded';
+  const n = countOutcomes(results);
+  const [rewrite, same] = [n['would_rewrite'] ?? 0, n['unchanged'] ?? 0];
+  return (
+    `dry run with mapping ${version}: ${rewrite} would be re-written, ${same} unchanged, ` +
+    `${results.length - rewrite - same} would not be ` +
+    `re-boarded; nothing was written to the core, no state changed`
+  );
+}
+
+/**
+ * The last line of `loans reboard`, and how many loans were not re-boarded (failed, would quarantine, not
+ * acknowledged).
+ */
+function reboardSummaryText(
+  results: readonly ReboardResult[],
+  targets: number,
+  version: string,
+): { text: string; notReboarded: number } {
+  const n = countOutcomes(results);
+  const [rewritten, same] = [n['rewritten'] ?? 0, n['unchanged'] ?? 0];
+  const notReboarded = results.length - rewritten - same;
+  return {
+    notReboarded,
+    text:
+      targets === 0
+        ? 'no acknowledged loans match: nothing re-boarded'
+        : `${rewritten} re-boarded, ${same} unchanged, ${notReboarded} ` +
+          `not re-boarded (mapping ${version}; no acknowledgement sent)`,
+  };
 }

@@ -1,16 +1,26 @@
 import { writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import { mappingOptions, openMappingPreview } from '../app/mappings.js';
-import { fixturesText, lintSets, lintText, mappingJsonSchema, testSets } from '../ops/mappings.js';
 import {
+  formatProblem,
+  lintSets,
+  mappingJsonSchema,
+  testSets,
+  type FixtureSetReport,
+} from '../ops/mappings.js';
+import { redactPayload } from '../lib/redact.js';
+import { commandHint } from '../lib/shell.js';
+import {
+  SOURCE_NOTE,
   checkFixtureName,
-  previewJson,
+  formatIssue,
+  maskRecords,
   previewMapping,
-  previewText,
   saveFixture,
-  savedFixtureText,
+  type MappingInput,
+  type MappingOutcome,
 } from '../ops/mapping-preview.js';
 import { indexPreviewText, previewIndexRecords } from '../imaging/preview.js';
 import { loadImagingLayout } from '../app/imaging.js';
@@ -159,3 +169,111 @@ export function registerMappingsCommands(program: Command, ctx: CliContext): voi
       } else ctx.stdout.write(text);
     });
 }
+
+/**
+ * `mappings lint` as text: warnings (they do not fail lint, but say what to change before it bites), then ok
+ * or the problems.
+ */
+function lintText(results: ReturnType<typeof lintSets>['results']): string {
+  const lines: string[] = [];
+  for (const r of results) {
+    lines.push(...r.warnings.map((w) => formatProblem(w)));
+    const warned = r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : '';
+    if (r.ok) lines.push(`${r.dir}: ok (mapping version ${r.version ?? '?'})${warned}`);
+    else lines.push(...r.problems.map((p) => formatProblem(p)));
+  }
+  return lines.join('\n');
+}
+
+/** `mappings test` as text: each case ok or FAIL with its diffs, and a count per set. */
+function fixturesText(sets: readonly FixtureSetReport[]): string {
+  const lines: string[] = [];
+  for (const set of sets) {
+    lines.push(...set.problems);
+    for (const r of set.results) {
+      const updated = r.updated ? ` (updated: ${r.updated.join(', ')})` : '';
+      lines.push(
+        `${r.ok ? 'ok  ' : 'FAIL'} ${set.dir} ${r.name}${updated}`,
+        ...r.diffs.map((d) => `       ${d}`),
+      );
+    }
+    lines.push(
+      `${set.dir}: ${set.results.filter((r) => r.ok).length}/${set.results.length} fixture(s) passed`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/**
+ * The mapping outcome as text: records (tax ids masked unless showPii) and review items, or the issues that
+ * quarantine it.
+ */
+function outcomeText(dir: string, outcome: MappingOutcome, showPii: boolean, input: MappingInput): string {
+  const at = <T extends { file: string }>(i: T): T => ({ ...i, file: join(dir, i.file) });
+  if (!outcome.ok)
+    return [
+      `mapping ${outcome.mappingVersion}: ${outcome.issues.length} issue(s); the loan would be quarantined`,
+      ...outcome.issues.map((i) => `${i.code} ${formatIssue(at(i))}`),
+    ].join('\n');
+  const warnings = outcome.warnings ?? [];
+  const review = warnings.length > 0 ? `; boards with ${warnings.length} review item(s)` : '';
+  return [
+    `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)${review}`,
+    ...(showPii ? outcome.records : maskRecords(outcome.records, input)).map(
+      (r) => `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`,
+    ),
+    ...warnings.map((w) => `review ${w.code} ${formatIssue(at(w))}`),
+  ].join('\n');
+}
+
+/** `mappings preview --json`: input, outcome and diff (tax ids masked unless showPii). */
+function previewJson(loanId: string, p: Preview, showPii: boolean): string {
+  const { row, source, input, outcome, diff } = p;
+  const view = showPii
+    ? { input, outcome }
+    : {
+        input: redactPayload(input),
+        outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records, input) } : outcome,
+      };
+  const head = {
+    loanId,
+    source,
+    state: row?.state ?? null,
+    boardedMappingVersion: row?.mappingVersion ?? null,
+  };
+  return JSON.stringify({ ...head, ...view, diffAgainstBoarded: diff }, null, 2);
+}
+
+/** `mappings preview` as text: where the input came from, the outcome, and the diff against what was boarded. */
+function previewText(dir: string, loanId: string, p: Preview, showPii: boolean): string {
+  const { row, source, input, outcome, boarded, diff } = p;
+  const lines = [
+    `loan ${loanId}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`,
+    outcomeText(dir, outcome, showPii, input),
+  ];
+  if (row?.state === 'acknowledged' || row?.boardedRecords) {
+    const against = `\nagainst what was boarded (${row.mappingVersion ?? '?'})`;
+    if (diff === null)
+      lines.push(
+        boarded
+          ? '\nagainst what was boarded: not comparable (the loan would now be quarantined)'
+          : '\nagainst what was boarded: the records of the last write were not kept (boarded before this version)',
+      );
+    else if (diff.length === 0) lines.push(`${against}: no field changes`);
+    else
+      lines.push(
+        `${against}: ${diff.length} ` +
+          `change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  ` +
+          `(\`${commandHint('loans reboard', [loanId], '--reason …')}\` writes the new records to the core)`,
+      );
+  }
+  return lines.join('\n');
+}
+
+/** What `mappings preview --save-fixture` says it wrote. */
+function savedFixtureText(caseDir: string, name: string, showPii: boolean): string {
+  const pii = showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : '';
+  return `wrote fixture ${caseDir} (input.json, expected.json)${pii}; check it with \`mappings test --case ${name}\``;
+}
+
+type Preview = Awaited<ReturnType<typeof previewMapping>>;

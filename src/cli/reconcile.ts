@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../lib/errors.js';
-import { reconcileJson, reconcileOnce, reconcileText } from '../app/reconcile.js';
+import { reconcileOnce } from '../app/reconcile.js';
+import { reconcileSummary, type ReconcileRunResult } from '../ops/reconcile.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits } from './progress.js';
 
@@ -48,6 +49,33 @@ export function registerReconcileCommands(program: Command, ctx: CliContext): vo
         line,
         onPlatform: (platform) => followPlatformWaits(line, platform),
       });
-      out(ctx, opts.json === true ? JSON.stringify(reconcileJson(result)) : reconcileText(result));
+      out(ctx, opts.json === true ? JSON.stringify(reconcileSummary(result)) : reconcileText(result));
     });
+}
+
+/** Plain-text result for people: where the files are and whether the totals tie. */
+export function reconcileText(r: ReconcileRunResult): string {
+  const s = r.summary;
+  const lines = [
+    `reconciliation ${r.runId} as of ${s.header.asOfLocal}`,
+    ...s.tieOut.map(
+      (c) =>
+        `  ${c.ties ? 'ties         ' : 'DOES NOT TIE '} ${c.title}: ${c.left.label} ${c.left.count} vs ` +
+        `${c.right.label} ${c.right.count}` +
+        (c.ties ? '' : ` (difference ${c.differenceCount} loans, ${c.differenceCents} cents)`),
+    ),
+    `  exceptions: ${s.exceptionCount}${
+      s.exceptionCount > 0
+        ? ` (${Object.entries(s.exceptionsByReason)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')})`
+        : ''
+    }`,
+    ...s.notes.map((n) => `  note: ${n}`),
+    `  ${r.files.html}`,
+    `  ${r.files.csv}`,
+    `  ${r.files.json}`,
+  ];
+  if (r.latest) lines.push(`  latest: ${r.latest}`);
+  return lines.join('\n');
 }

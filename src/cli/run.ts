@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { buildRuntime } from '../app/runtime.js';
 import { openStoreWaiting } from '../app/store-wait.js';
 import { storeTarget } from '../app/store-target.js';
-import { fatalSentence } from '../app/runtime.js';
 import { FatalError } from '../lib/errors.js';
+import { fatalStop } from '../ops/sync.js';
 import type { CliContext } from './context.js';
 
 export function registerRunCommands(program: Command, ctx: CliContext): void {
@@ -57,6 +57,6 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const exit = await daemon.done;
       await daemon.stop();
       ctx.shutdown.removeEventListener('abort', onShutdown);
-      if (exit.kind === 'fatal') throw new FatalError(fatalSentence(exit.code, exit.message));
+      if (exit.kind === 'fatal') throw new FatalError(fatalStop(exit));
     });
 }

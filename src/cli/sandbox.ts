@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
+import { stringify } from 'yaml';
 import { UsageError } from '../lib/errors.js';
 import {
   AMOUNT_PROFILES,
   CORE_SIMULATORS,
   ID_SHAPES,
-  coreConfigSnippet,
   SANDBOX_DEFAULTS,
   startSandboxFromFlags,
   type AmountProfile,
@@ -132,4 +132,22 @@ export function registerSandboxCommands(program: Command, ctx: CliContext): void
         ctx.shutdown.addEventListener('abort', () => resolve(), { once: true }),
       );
     });
+}
+
+/**
+ * What `sandbox --core` prints after its first line: the `core:` and `mappings:` sections to paste
+ * into a config (docs/core.md "Try it locally"), as YAML with a comment saying what runs where.
+ */
+function coreConfigSnippet(core: {
+  name: string;
+  url: string;
+  mappingsDir: string;
+  coreBlock(): unknown;
+}): string {
+  const vendor = core.name === 'fineract' ? 'Apache Fineract' : 'Mambu (API v2)';
+  return [
+    `# core simulator: ${vendor} at ${core.url}, held to its published contract`,
+    '# paste into your config, in place of its core: and mappings: sections',
+    stringify({ core: core.coreBlock(), mappings: { dir: core.mappingsDir } }, { lineWidth: 0 }).trimEnd(),
+  ].join('\n');
 }

@@ -1,6 +1,15 @@
 import type { Command } from 'commander';
-import { assertCycleCompleted, cycleSummaryText, formatDryRun, shadowRun, syncOnce } from '../app/sync.js';
-import { UsageError } from '../lib/errors.js';
+import { shadowRun, syncOnce } from '../app/sync.js';
+import {
+  BusyError,
+  EXIT_CORE_OUTAGE,
+  EXIT_WALK_INCOMPLETE,
+  FatalError,
+  IncompleteRunError,
+  UsageError,
+} from '../lib/errors.js';
+import type { DryRunReport } from '../ops/dry-run.js';
+import { cycleVerdict, type CycleSummary } from '../ops/sync.js';
 import { out, type CliContext } from './context.js';
 import { followPlatformWaits, showCycleProgress } from './progress.js';
 
@@ -97,4 +106,131 @@ export function registerSyncCommands(program: Command, ctx: CliContext): void {
         assertCycleCompleted(summary, ctx.shutdown.aborted);
       },
     );
+}
+
+/** The coverage table as text: verdict totals, then one line per reason and field with example loans. */
+function formatDryRun(r: DryRunReport): string {
+  const total = r.loans + r.invalid.length;
+  const pct = (n: number): string => (total === 0 ? '0%' : `${Math.round((n / total) * 100)}%`);
+  const lines = [
+    `dry run with mapping ${r.mappingVersion}${r.againstVersion ? ` against ${r.againstVersion}` : ''}: nothing ` +
+      `was written to the core, nothing acknowledged`,
+    `${r.loans} loan(s) mapped${r.complete ? '' : ' (stopped at --limit; the queue has more)'}`,
+    `  would board:               ${String(r.verdicts.board).padStart(6)}  ${pct(r.verdicts.board)}`,
+    `  would board with warnings: ${String(r.verdicts.board_with_warnings).padStart(6)}  ` +
+      `${pct(r.verdicts.board_with_warnings)}`,
+    `  would quarantine:          ${String(r.verdicts.quarantine + r.invalid.length).padStart(6)}  ` +
+      pct(r.verdicts.quarantine + r.invalid.length) +
+      (r.invalid.length > 0 ? ` (incl. ${r.invalid.length} malformed queue item(s))` : ''),
+  ];
+  const table = r.rows.filter((x) => x.verdict !== 'board');
+  if (table.length > 0) {
+    const head = ['VERDICT', 'REASON', 'FIELD', 'LOANS', 'EXAMPLES'];
+    const cells = [
+      head,
+      ...table.map((x) => [x.verdict, x.reason, x.field, String(x.loans), x.examples.join(' ')]),
+    ];
+    const widths = head.map((_, i) => Math.max(...cells.map((c) => (c[i] ?? '').length)));
+    lines.push(
+      '',
+      ...cells.map((c) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i] ?? 0))).join('  ')),
+    );
+  }
+  for (const bad of r.invalid.slice(0, 10))
+    lines.push(`  malformed queue item ${bad.loanId ?? '(no id)'}: ${bad.message}`);
+  if (r.unreadable.length > 0) {
+    lines.push('', `${r.unreadable.length} loan(s) could not be read (not mapped):`);
+    for (const u of r.unreadable.slice(0, 10)) lines.push(`  ${u.loanId}: ${u.message}`);
+  }
+  if (r.changes) {
+    lines.push('', `${r.changes.length} loan(s) would change between the two mapping sets`);
+    for (const c of r.changes.slice(0, 50)) {
+      lines.push(`  ${c.loanId}`);
+      for (const d of c.diffs.slice(0, 20)) lines.push(`    ${d}`);
+      if (c.diffs.length > 20) lines.push(`    … ${c.diffs.length - 20} more`);
+    }
+    if (r.changes.length > 50) lines.push(`  … ${r.changes.length - 50} more loans (--json lists all)`);
+  }
+  return lines.join('\n');
+}
+
+function leaderText(b: NonNullable<CycleSummary['busy']>): string {
+  return b.pid !== null
+    ? `another connector process (pid ${b.pid} on ${b.host})`
+    : `another connector process (${b.holder})`;
+}
+
+/** One-line-per-fact text summary for people; `--json` prints the CycleSummary itself. */
+function cycleSummaryText(s: CycleSummary): string {
+  if (s.busy) {
+    return (
+      `${leaderText(s.busy)} leads (holds the boarding lease, ` +
+      `epoch ${s.busy.epoch}) on this state database: nothing done`
+    );
+  }
+  const q = Object.entries(s.quarantined);
+  const qTotal = q.reduce((a, [, n]) => a + n, 0);
+  const lines = [
+    `queue: ${s.walk.items} loan(s) listed in ${s.walk.pages} page(s)` +
+      (s.walk.resumed ? ' (walk resumed from checkpoint)' : '') +
+      (s.walk.complete ? '' : ' — walk incomplete, resumes next run') +
+      (s.walk.error ? `: ${s.walk.error}` : ''),
+    `boarded: ${s.acknowledged}${s.ackOnly > 0 ? ` (${s.ackOnly} acknowledgement-only)` : ''} · ` +
+      `retry later: ${s.retryWait} · ` +
+      `quarantined: ${qTotal}${qTotal > 0 ? ` (${q.map(([r, n]) => `${r} ${n}`).join(', ')})` : ''} · ` +
+      `${(s.durationMs / 1000).toFixed(1)} s`,
+    `states: ${
+      Object.entries(s.states)
+        .filter(([, n]) => n > 0)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'no loans yet'
+    }`,
+  ];
+  for (const p of s.problems.slice(0, 20))
+    lines.push(`  ${p.state} ${p.loanId} [${p.code}] ${p.message.slice(0, 200)}`);
+  if (s.problems.length > 20)
+    lines.push(`  … ${s.problems.length - 20} more (see \`loans list --state quarantined\`)`);
+  if (s.trafficStopped)
+    lines.push(
+      'ALERT: all platform requests are stopped after 2 rate-limit ' +
+        'strikes in 24 h; boarding waits (see `platform status`).',
+    );
+  if (s.coreOutage)
+    lines.push(
+      `ALERT: the core was unavailable for ${s.coreOutage.failures} loans in a row (${s.coreOutage.message}); ` +
+        `the pass stopped, the rest wait for the next run.`,
+    );
+  if (s.fatal) lines.push(`FATAL: ${s.fatal.message}`);
+  return lines.join('\n');
+}
+
+/**
+ * `sync --once`'s exit: nothing thrown when the cycle completed; else the error whose code tells cron why
+ * (docs: exit status).
+ */
+export function assertCycleCompleted(summary: CycleSummary, stopped: boolean): void {
+  const v = cycleVerdict(summary, stopped);
+  switch (v.kind) {
+    case 'completed':
+      return;
+    case 'busy':
+      throw new BusyError(`${leaderText(v.busy)} holds the boarding lease: nothing done`);
+    case 'fatal':
+      throw new FatalError(v.sentence);
+    case 'core-outage':
+      throw new IncompleteRunError(
+        `the core was unavailable (${v.failures} loans in a row): the boarding pass stopped`,
+        EXIT_CORE_OUTAGE,
+      );
+    case 'traffic-stopped':
+      throw new IncompleteRunError(
+        'platform traffic is stopped after 2 rate-limit strikes in 24 h: nothing was boarded (see `platform status`)',
+        EXIT_WALK_INCOMPLETE,
+      );
+    case 'walk-incomplete':
+      throw new IncompleteRunError(
+        `the boarding queue walk did not complete${v.error ? `: ${v.error}` : ''}; it resumes on the next run`,
+        EXIT_WALK_INCOMPLETE,
+      );
+  }
 }

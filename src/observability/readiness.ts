@@ -4,7 +4,6 @@ import { errorMessage } from '../lib/errors.js';
 import type { PlatformHealth } from '../platform/api.js';
 import type { StoreDb } from '../store/sql.js';
 import type { EndpointWatch } from '../platform/endpoint/endpoint-check.js';
-import type { LoadedMappingStatus } from '../ops/mapping-reload.js';
 import type { DiskStatus } from './disk-space.js';
 import type { ClockSkewStatus } from './clock-skew.js';
 
@@ -110,10 +109,20 @@ export function webhookEndpointCheck(watch: EndpointWatch): ReadinessCheck {
 }
 
 /**
+ * What readiness reads of the loaded mapping set: declared here (its user's port) so observability/
+ * depends on nothing above it; ops/mapping-reload.ts LoadedMappingStatus satisfies it structurally.
+ */
+export interface MappingStatusView {
+  version: string;
+  loadedAt: number;
+  lastReloadError: { at: number; trigger: string; message: string } | null;
+}
+
+/**
  * The mapping set in use, and why the last reload was refused. A refused reload stays ready: the
  * loaded set keeps boarding, and pulling the receiver out of rotation would only lose webhooks.
  */
-export function mappingCheck(status: () => LoadedMappingStatus): ReadinessCheck {
+export function mappingCheck(status: () => MappingStatusView): ReadinessCheck {
   return () => {
     const s = status();
     const err = s.lastReloadError;
@@ -151,7 +160,7 @@ export interface StandardChecksInput {
   platform?: Omit<PlatformReadinessOptions, 'clock'>;
   /** true while this replica stands by (PlatformReadinessOptions.standby). */
   standby?: () => boolean;
-  mapping?: () => LoadedMappingStatus;
+  mapping?: () => MappingStatusView;
   clock: Clock;
   customers?: () => { ok: boolean; detail: string };
   /** Free space where the connector writes (src/observability/disk-space.ts). */

@@ -10,7 +10,7 @@ import type { LoanCustomerRow } from '../store/identity/customers.js';
 import type { LoanEvent, LoanRow } from '../store/loans.js';
 import { runningDaemons } from './daemon-guard.js';
 import { UsageError } from '../lib/errors.js';
-import { isoWithOffset, localDateTime, parseInstant } from '../lib/calendar.js';
+import { isoWithOffset } from '../lib/calendar.js';
 
 export interface LoanHistoryParts {
   row: LoanRow;
@@ -162,82 +162,4 @@ export async function showLoan(store: BoardingStore, ref: string, now: number): 
   const h = await gatherLoanHistory(store, found.id, now);
   if (!h) throw new UsageError(`no loan ${ref} in the state database (see \`loans list\`)`);
   return h;
-}
-
-/**
- * `loans show ID` as text: the row, identity, review items, idempotency keys and the history, one
- * fact a line; times in `timeZone` (bank.timeZone) with its abbreviation, as the console and the
- * report show them.
- */
-export function loanHistoryText(h: LoanHistoryParts, timeZone: string): string {
-  const { row, events, keys, daemon, customers, accountNumber } = h;
-  const isoText = (ms: number | null): string => (ms === null ? '' : localDateTime(ms, timeZone));
-  // The platform's own text, shown in the bank's zone when it parses (as it came when it does not).
-  const platformTime = (text: string): string => {
-    const ms = parseInstant(text);
-    return ms === null ? text : localDateTime(ms, timeZone);
-  };
-  const differs = row.mappingVersion && daemon && row.mappingVersion !== daemon.mappingVersion;
-  const daemonText = daemon
-    ? `${daemon.mappingVersion} (pid ${daemon.pid} on ${daemon.host})` +
-      (daemon.reloadError ? ' · last reload refused' : '') +
-      (differs ? ' · differs from this loan' : '')
-    : '(no daemon running)';
-  const source =
-    h.accountNumberSource === 'pool' ? 'from the pool, identity.accountNumbers' : "the core's own";
-  const lines = [
-    `loan ${row.id}${row.loanNumber ? ` (${row.loanNumber})` : ''}`,
-    `  state:           ${row.state}${row.quarantineReason ? ` (${row.quarantineReason})` : ''}`,
-    `  attempts:        ${row.attempts}` +
-      (row.nextAttemptAt !== null ? ` · next attempt ${isoText(row.nextAttemptAt)}` : ''),
-    `  release marker:  ${row.releaseMarker ?? ''}` +
-      (row.releasedAtIso ? ` · released ${platformTime(row.releasedAtIso)}` : ''),
-    `  core reference:  ${row.coreReference ?? '(not written)'}` +
-      (row.writtenAt !== null ? ` · written ${isoText(row.writtenAt)}` : ''),
-    `  acknowledged:    ${row.acknowledgedAt !== null ? isoText(row.acknowledgedAt) : 'no'}`,
-    `  mapping version: ${row.mappingVersion ?? ''}`,
-    `  daemon mapping:  ${daemonText}`,
-    `  payload hash:    ${row.payloadHash ?? ''}`,
-    '',
-    'identity:',
-    '  account number:  ' +
-      (accountNumber === null
-        ? '(none yet: allocated when the loan is fetched, or read back from the core after the write)'
-        : `${accountNumber} (${source})`),
-  ];
-  if (row.lastErrorCode)
-    lines.push(`  last error:      [${row.lastErrorCode}] ${row.lastErrorMessage ?? ''}`);
-  // Customer match: each business and person → the bank's CIF, and how it was found.
-  if (customers.length > 0) lines.push('', 'identity (customers):');
-  for (const c of customers) {
-    const cif = c.cif ?? '(assigned by the core at create)';
-    const seen = c.existing ? ' · existing customer' : ' · new customer (this loan creates it)';
-    const name = c.nameAgrees === false ? ' · name differs from the core (review item)' : '';
-    lines.push(`  ${c.entityId}  CIF ${cif}  ${c.matchedBy}${seen}${name}`);
-  }
-  const review = lastReviewItems(h);
-  if (review) lines.push('', `review items (boarded with warnings, ${isoText(review.at)}):`);
-  for (const w of review?.items ?? []) lines.push(`  [${w.code}] ${w.field}: ${w.message}  (${w.at})`);
-  lines.push('', 'idempotency keys:');
-  if (keys.length === 0) lines.push('  (none)');
-  for (const k of keys) {
-    const done =
-      k.completedAt !== null ? `completed ${isoText(k.completedAt)} (${k.status ?? ''})` : 'not completed';
-    lines.push(`  ${k.key}  ${k.operation}  created ${isoText(k.createdAt)}  ${done}`);
-  }
-  lines.push('', 'history:');
-  for (const e of events) {
-    const move = e.toState
-      ? `${e.fromState ?? '(new)'} → ${e.toState}`
-      : e.fromState
-        ? `(${e.fromState})`
-        : '';
-    const detail = e.detail === null ? '' : ` ${JSON.stringify(e.detail)}`;
-    const by = e.actor !== 'connector' ? `  by ${e.actor}` : '';
-    const shown = detail.length > 300 ? `${detail.slice(0, 300)}…` : detail;
-    lines.push(
-      `  ${isoText(e.at)}  ${e.kind.padEnd(10)} ${move}${e.reason ? `  ${e.reason}` : ''}${by}${shown}`,
-    );
-  }
-  return lines.join('\n');
 }

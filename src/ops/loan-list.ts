@@ -3,7 +3,6 @@
  * `--all` selection of `loans retry|skip` (a state, a quarantine reason, an age).
  */
 import { UsageError } from '../lib/errors.js';
-import { localDateTime } from '../lib/calendar.js';
 import type { BoardingStore } from '../store/index.js';
 import type { LoanRow } from '../store/loans.js';
 import {
@@ -91,47 +90,4 @@ export async function selectLoans(
     ...(reason !== undefined ? { quarantineReason: reason as QuarantineReason } : {}),
   });
   return rows.map((r) => r.id);
-}
-
-/**
- * Widest an id or reference column is shown in `loans list` (platform ids are opaque strings of any
- * length): a longer one is cut in the middle with "…", so both ends stay recognisable; `--json`
- * and `loans show` print it whole.
- */
-export const LIST_ID_MAX = 40;
-
-/** `text` shortened to `max` characters, keeping its start and end ("ln_7f3a…9c21"). */
-export function middleEllipsis(text: string, max = LIST_ID_MAX): string {
-  const chars = [...text];
-  if (chars.length <= max) return text;
-  const tail = Math.floor((max - 1) / 2);
-  return `${chars.slice(0, max - 1 - tail).join('')}…${chars.slice(chars.length - tail).join('')}`;
-}
-
-/**
- * `loans list` as a table: one loan a row, each column as wide as its widest cell (ids and
- * references capped at LIST_ID_MAX), the last one not padded; times in `timeZone` (bank.timeZone)
- * with its abbreviation.
- */
-export function loanTableText(rows: readonly LoanRow[], timeZone: string): string {
-  const when = (ms: number | null): string => (ms === null ? '' : localDateTime(ms, timeZone));
-  const head = ['ID', 'LOAN NUMBER', 'STATE', 'REASON', 'REVIEW', 'ATTEMPTS', 'NEXT ATTEMPT', 'CORE REF'];
-  const cells = [[...head, 'LAST ERROR']];
-  for (const r of rows) {
-    const review = r.reviewItems > 0 ? String(r.reviewItems) : '';
-    const error = (r.lastErrorMessage ?? '').replace(/\s+/g, ' ').slice(0, 80);
-    const id = middleEllipsis(r.id);
-    const state = [id, middleEllipsis(r.loanNumber ?? ''), r.state, r.quarantineReason ?? '', review];
-    cells.push([
-      ...state,
-      String(r.attempts),
-      when(r.nextAttemptAt),
-      middleEllipsis(r.coreReference ?? ''),
-      error,
-    ]);
-  }
-  const widths = cells[0]?.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length))) ?? [];
-  return cells
-    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  '))
-    .join('\n');
 }

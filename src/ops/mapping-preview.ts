@@ -6,7 +6,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FatalError, UsageError } from '../lib/errors.js';
-import { redactPayload } from '../lib/redact.js';
 import { expectedFromOutcome } from '../mapping/fixtures.js';
 import { CHANGE_WORDS, diffRecordLists } from '../mapping/record-diff.js';
 import { formatIssue, type Mapper, type MappingInput, type MappingOutcome } from '../mapping/types.js';
@@ -22,7 +21,6 @@ import {
   type InputSource,
 } from '../pipeline/mapping-input.js';
 import type { BoardingStore } from '../store/index.js';
-import { commandHint } from '../lib/shell.js';
 
 export { formatIssue, maskRecords, type MappingInput, type MappingOutcome };
 
@@ -140,83 +138,4 @@ export async function saveFixture(
     `${JSON.stringify(expectedFromOutcome(savedOutcome), null, 2)}\n`,
   );
   return caseDir;
-}
-
-/**
- * The mapping outcome as text: records (tax ids masked unless showPii) and review items, or the issues that
- * quarantine it.
- */
-export function outcomeText(
-  dir: string,
-  outcome: MappingOutcome,
-  showPii: boolean,
-  input: MappingInput,
-): string {
-  const at = <T extends { file: string }>(i: T): T => ({ ...i, file: join(dir, i.file) });
-  if (!outcome.ok)
-    return [
-      `mapping ${outcome.mappingVersion}: ${outcome.issues.length} issue(s); the loan would be quarantined`,
-      ...outcome.issues.map((i) => `${i.code} ${formatIssue(at(i))}`),
-    ].join('\n');
-  const warnings = outcome.warnings ?? [];
-  const review = warnings.length > 0 ? `; boards with ${warnings.length} review item(s)` : '';
-  return [
-    `mapping ${outcome.mappingVersion}: ${outcome.records.length} record(s)${review}`,
-    ...(showPii ? outcome.records : maskRecords(outcome.records, input)).map(
-      (r) => `${r.type} ${r.externalId}\n${JSON.stringify(r.fields, null, 2)}`,
-    ),
-    ...warnings.map((w) => `review ${w.code} ${formatIssue(at(w))}`),
-  ].join('\n');
-}
-
-type Preview = Awaited<ReturnType<typeof previewMapping>>;
-
-/** `mappings preview --json`: input, outcome and diff (tax ids masked unless showPii). */
-export function previewJson(loanId: string, p: Preview, showPii: boolean): string {
-  const { row, source, input, outcome, diff } = p;
-  const view = showPii
-    ? { input, outcome }
-    : {
-        input: redactPayload(input),
-        outcome: outcome.ok ? { ...outcome, records: maskRecords(outcome.records, input) } : outcome,
-      };
-  const head = {
-    loanId,
-    source,
-    state: row?.state ?? null,
-    boardedMappingVersion: row?.mappingVersion ?? null,
-  };
-  return JSON.stringify({ ...head, ...view, diffAgainstBoarded: diff }, null, 2);
-}
-
-/** `mappings preview` as text: where the input came from, the outcome, and the diff against what was boarded. */
-export function previewText(dir: string, loanId: string, p: Preview, showPii: boolean): string {
-  const { row, source, input, outcome, boarded, diff } = p;
-  const lines = [
-    `loan ${loanId}: mapped from ${SOURCE_NOTE[source]}${row ? ` · state ${row.state}` : ''}`,
-    outcomeText(dir, outcome, showPii, input),
-  ];
-  if (row?.state === 'acknowledged' || row?.boardedRecords) {
-    const against = `\nagainst what was boarded (${row.mappingVersion ?? '?'})`;
-    if (diff === null)
-      lines.push(
-        boarded
-          ? '\nagainst what was boarded: not comparable (the loan would now be quarantined)'
-          : '\nagainst what was boarded: the records of the last write were not kept (boarded before this version)',
-      );
-    else if (diff.length === 0) lines.push(`${against}: no field changes`);
-    else
-      lines.push(
-        `${against}: ${diff.length} ` +
-          `change(s)${showPii ? '' : ' (tax ids compared masked)'}\n${diff.map((d) => `  ${d}`).join('\n')}\n  ` +
-          `(\`${commandHint('loans reboard', [loanId], '--reason …')}\` writes the new records to the core)`,
-      );
-  }
-  return lines.join('\n');
-}
-
-/** What `mappings preview --save-fixture` says it wrote. */
-export function savedFixtureText(caseDir: string, name: string, showPii: boolean): string {
-  const pii = showPii ? ' WITH FULL TAX IDS: do not commit it to a shared repository' : '';
-  return `wrote fixture ${caseDir} (input.json, expected.json)${pii}; check it with \`mappings test --case ${name}\``;
 }

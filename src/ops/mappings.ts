@@ -164,37 +164,3 @@ export async function testSets(
   const failures = sets.reduce((n, s) => n + s.problems.length + s.results.filter((r) => !r.ok).length, 0);
   return { failures, sets };
 }
-
-/**
- * `mappings lint` as text: warnings (they do not fail lint, but say what to change before it bites), then ok
- * or the problems.
- */
-export function lintText(results: ReturnType<typeof lintSets>['results']): string {
-  const lines: string[] = [];
-  for (const r of results) {
-    lines.push(...r.warnings.map((w) => formatProblem(w)));
-    const warned = r.warnings.length > 0 ? `, ${r.warnings.length} warning(s)` : '';
-    if (r.ok) lines.push(`${r.dir}: ok (mapping version ${r.version ?? '?'})${warned}`);
-    else lines.push(...r.problems.map((p) => formatProblem(p)));
-  }
-  return lines.join('\n');
-}
-
-/** `mappings test` as text: each case ok or FAIL with its diffs, and a count per set. */
-export function fixturesText(sets: readonly FixtureSetReport[]): string {
-  const lines: string[] = [];
-  for (const set of sets) {
-    lines.push(...set.problems);
-    for (const r of set.results) {
-      const updated = r.updated ? ` (updated: ${r.updated.join(', ')})` : '';
-      lines.push(
-        `${r.ok ? 'ok  ' : 'FAIL'} ${set.dir} ${r.name}${updated}`,
-        ...r.diffs.map((d) => `       ${d}`),
-      );
-    }
-    lines.push(
-      `${set.dir}: ${set.results.filter((r) => r.ok).length}/${set.results.length} fixture(s) passed`,
-    );
-  }
-  return lines.join('\n');
-}

@@ -1,7 +1,12 @@
 /** `platform status`: the 429 strikes of the last 24 h, the traffic stop and the pauses in force (sends no request). */
+import type { Bucket, PlatformApi, PlatformWait } from '../platform/api.js';
 import { TRAFFIC_STOP_AT_STRIKES } from '../platform/rate-budget/budget.js';
 
 export { TRAFFIC_STOP_AT_STRIKES };
+
+/** The client's waits as plain data (a bucket, until when, why), for the faces that show them. */
+export type { Bucket, PlatformWait };
+export type PlatformWaits = Pick<PlatformApi, 'onWait'>;
 
 interface LedgerStatus {
   status(): Promise<{

@@ -86,6 +86,9 @@ export function endpointView(e: WebhookEndpoint, ours: boolean): Record<string, 
   };
 }
 
+/** The endpoint as the platform returns it at registration: its secret is shown once. */
+export type { WebhookEndpointWithSecret };
+
 export async function registerWebhook(
   deps: WebhookOpsDeps,
   input: { url: string; name: string; events: string[]; force: boolean },
@@ -126,101 +129,4 @@ export async function enableWebhook(deps: WebhookOpsDeps, id: string): Promise<W
   } catch (err) {
     explain(err, commandHint('webhooks enable', [id]));
   }
-}
-
-/** What `webhooks register` prints: the secret, shown once, and where it goes. */
-export function registeredText(
-  endpoint: WebhookEndpointWithSecret,
-  url: string,
-  events: readonly string[],
-): string {
-  const lines = [
-    `Registered webhook endpoint ${endpoint.id} (${endpoint.status ?? 'status not reported'}) → ${endpoint.url ?? url}`,
-    `Events: ${(endpoint.subscribedEvents ?? events).join(', ')}`,
-    '',
-    'Signing secret (shown ONCE by the platform — store it now, it cannot be retrieved again):',
-    `  ${endpoint.secret}`,
-    '',
-    'Give it to the connector, either in the environment (comma-separate old,new while rotating):',
-    `  BOARDING_WEBHOOK_SECRETS=${endpoint.secret}`,
-    'or in the config file:',
-    '  webhooks:',
-    `    secrets: ["${endpoint.secret}"]`,
-    `    publicUrl: ${url}`,
-    '',
-    'Then restart `run`. Keep the old secret in the list until deliveries signed with it stop.',
-  ];
-  if (!events.includes('loan.funded'))
-    lines.push(
-      '',
-      'Note: loan.funded is not subscribed: funded loans will only be picked up by scheduled cycles.',
-    );
-  return lines.join('\n');
-}
-
-/** A table of endpoint views, one column per name. */
-export function endpointTable(rows: Array<Record<string, unknown>>, columns: string[]): string {
-  const cell = (v: unknown): string => {
-    if (v === null || v === undefined) return '-';
-    if (typeof v === 'string') return v;
-    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-    return JSON.stringify(v);
-  };
-  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]): string =>
-    vals
-      .map((v, i) => v.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(columns), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n');
-}
-
-/**
- * What `webhooks register` prints: the new endpoint and its secret (shown once), or the endpoints that
- * already have the URL.
- */
-export function registerResultText(
-  result: Awaited<ReturnType<typeof registerWebhook>>,
-  o: { url: string; events: readonly string[]; json: boolean },
-): string {
-  if (result.kind === 'exists') {
-    if (o.json)
-      return JSON.stringify(
-        { registered: false, existing: result.endpoints.map((e) => endpointView(e, true)) },
-        null,
-        2,
-      );
-    const ids = result.endpoints
-      .map((e) => `${e.id} (${isEndpointDisabled(e) ? 'disabled' : (e.status ?? 'unknown')})`)
-      .join(', ');
-    return (
-      `An endpoint for ${o.url} already exists: ${ids}.\nIts secret cannot be shown again. Use \`webhooks ` +
-      `enable ID\` if it is disabled, or --force to register a new one (then configure its new secret).`
-    );
-  }
-  const { endpoint } = result;
-  if (o.json)
-    return JSON.stringify(
-      { registered: true, endpoint: endpointView(endpoint, true), secret: endpoint.secret },
-      null,
-      2,
-    );
-  return registeredText(endpoint, o.url, o.events);
-}
-
-/** `webhooks list` as a table; this connector's endpoint marked, the disabled ones counted. */
-export function webhookListText(rows: ReadonlyArray<Record<string, unknown>>): string {
-  if (rows.length === 0)
-    return (
-      'No webhook endpoints registered. Register one with ' +
-      '`webhooks register --url <public URL>/webhooks/platform`.'
-    );
-  const shown = rows.map((r) => ({ ...r, id: r['thisConnector'] ? `${String(r['id'])} *` : r['id'] }));
-  const columns = ['id', 'status', 'consecutiveFailures', 'lastFailureReason', 'autoDisabledAt', 'url'];
-  const lines = [endpointTable(shown, columns)];
-  if (rows.some((r) => r['thisConnector'])) lines.push('* this connector (webhooks.publicUrl)');
-  const disabled = rows.filter((r) => r['disabled']).length;
-  if (disabled > 0)
-    lines.push(`\n${disabled} endpoint(s) disabled: fix the cause, then \`webhooks enable ID\`.`);
-  return lines.join('\n');
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { ReportReads } from '../store/index.js';
 import { CONNECTOR_VERSION } from '../version.js';
-import { runReconcile, type ReconcileRunResult } from './run.js';
+import { runReconcile, type ReconcileRunResult, type RunReconcileDeps } from './run.js';
 
 export interface ReconcileAdapters {
   config: Config;
@@ -32,12 +32,20 @@ export function reconcileDaemonJob(a: ReconcileAdapters): DaemonJob {
   };
 }
 
+/** What one run may be asked for beyond its adapters (the CLI's --since and --out, its progress bar). */
+export type ReconcileRunOptions = Pick<RunReconcileDeps, 'since' | 'outDir' | 'onProgress'>;
+
 /**
- * One reconciliation over a running daemon's own platform client, state database and core: the
- * nightly job and the console's "Run reconciliation now".
+ * One reconciliation over a platform client, state database and core: the nightly job, and through
+ * src/ops/reconcile.ts the CLI's `reconcile` and the console's "Run reconciliation now".
  */
-export function reconcileWithDaemon(a: ReconcileAdapters, signal?: AbortSignal): Promise<ReconcileRunResult> {
+export function reconcileWithDaemon(
+  a: ReconcileAdapters,
+  signal?: AbortSignal,
+  options: ReconcileRunOptions = {},
+): Promise<ReconcileRunResult> {
   return runReconcile({
+    ...options,
     config: a.config,
     platform: a.platform,
     reads: a.reads,

@@ -562,19 +562,3 @@ export class RateBudget {
     }
   }
 }
-
-/** A wait as a progress line shows it, `remainingMs` before it ends. */
-export function describeWait(w: Exclude<PlatformWait, { kind: 'resumed' }>, remainingMs: number): string {
-  const s = Math.max(1, Math.ceil(remainingMs / 1000));
-  switch (w.kind) {
-    case 'budget':
-      return (
-        `waiting ${s} s for the ${w.bucket} ` +
-        `budget${w.reason === 'server' ? ' (the platform says none remain)' : ''}`
-      );
-    case 'paused':
-      return `paused after a 429 until ${new Date(w.until).toISOString().slice(11, 19)}Z (${s} s, ${w.bucket}s)`;
-    case 'retry':
-      return `retrying ${w.operation} in ${s} s after ${w.cause}`;
-  }
-}

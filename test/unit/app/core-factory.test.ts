@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/lib/clock.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { createCore, FileCore, FineractCore, MambuCore } from '../../../src/app/core.js';
+import { createCore } from '../../../src/app/core.js';
+import { FileCore } from '../../../src/core/file/file-core.js';
+import { FineractCore } from '../../../src/core/fineract/fineract-core.js';
+import { MambuCore } from '../../../src/core/mambu/mambu-core.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { silentLogger } from '../../../src/lib/logger.js';
 import { openDatabase } from '../../../src/store/sqlite/db.js';

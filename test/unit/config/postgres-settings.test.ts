@@ -5,7 +5,7 @@
  * naming the key, and the driver never sees the URL.
  */
 import { describe, expect, it } from 'vitest';
-import { shownConfig } from '../../../src/app/connection-check.js';
+import { shownConfig } from '../../../src/ops/connection-check.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/lib/errors.js';
 import { scrubText } from '../../../src/lib/redact.js';

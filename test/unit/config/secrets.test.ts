@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { shownConfig } from '../../../src/app/connection-check.js';
+import { shownConfig } from '../../../src/ops/connection-check.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { CREDENTIAL_FIELDS, isSecretField, isSecretPath, redactPayload } from '../../../src/lib/redact.js';

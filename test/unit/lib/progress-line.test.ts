@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createProgressLine, progressEnabled } from '../../../src/lib/terminal.js';
-import { describeWait } from '../../../src/platform/rate-budget/budget.js';
+import { describeWait } from '../../../src/cli/progress.js';
 import { FakeClock } from '../../support/fake-clock.js';
 
 function sink(isTTY: boolean): {
