@@ -3,14 +3,15 @@
  * (prepared, then reviewed by another person), and "run now" (the same reconcile as the CLI).
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { REPORT_FILES } from '../reports/files.js';
 import type { ExceptionDisposition } from '../reports/signoff.js';
 import { applySignOff, planSignOff } from '../ops/signoff.js';
 import type { SignOffRow } from '../store/console.js';
 import { ConsoleError, hasRole, type ConsoleService, type ReportRun } from './contract.js';
 import { iso, parseJson } from './paging.js';
-import { consoleRefusal, requireRole, type ServiceContext } from './service-context.js';
+import { operatorReconcileNow } from '../ops/reconcile.js';
+import { consoleRefusal, orRefuse, requireRole, type ServiceContext } from './service-context.js';
 
 function signOffView(s: SignOffRow | null): ReportRun['signOff'] {
   return {
@@ -32,53 +33,38 @@ function runOrder(run: string): [string, number] {
   return [m?.[1] ?? '', Number(m?.[2] ?? 1)];
 }
 
-/** "Run reconciliation now": an operator runs the same reconcile as the CLI, audited, one at a time. */
+/**
+ * "Run reconciliation now": an operator runs the same reconcile as the CLI; one at a time and the
+ * audit lines are ops/reconcile.ts's rule (operatorReconcileNow). Here: the role and the run's view.
+ */
 export function reconcileNowMethod(
   c: ServiceContext,
   reports: () => Promise<ReportRun[]>,
 ): Pick<ConsoleService, 'runReconciliation'> {
   const { deps, cs, clock, log } = c;
-  let running: string | null = null;
+  const runNow = deps.reconcileNow
+    ? operatorReconcileNow({ run: deps.reconcileNow, audit: cs, now: () => clock.now() })
+    : null;
   return {
     async runReconciliation(user) {
       requireRole(user, 'operator', 'running the reconciliation');
-      if (!deps.reconcileNow)
+      if (runNow === null)
         throw new ConsoleError(404, 'this console cannot run the reconciliation (no daemon behind it)');
-      if (running !== null)
-        throw new ConsoleError(409, `a reconciliation started by ${running} is still running: wait for it`);
-      running = user.name;
-      const started = clock.now();
       log.info({ user: user.name }, 'reconciliation started from the console');
+      let done: { day: string; run: string };
       try {
-        const { dir } = await deps.reconcileNow();
-        const run = basename(dir);
-        const d = basename(dirname(dir));
-        const found = (await reports()).find((r) => r.day === d && r.run === run);
-        await cs.appendAudit({
-          at: clock.now(),
-          actor: user.name,
-          kind: 'reconcile',
-          action: 'reconcile',
-          reason: `run now: ${d}/${run}`,
-          detail: { day: d, run, seconds: Math.round((clock.now() - started) / 1000) },
-        });
-        if (!found) throw new Error(`the reconciliation wrote ${dir}, which is not a run of reports.dir`);
-        return found;
+        done = await orRefuse(() => runNow(user.name));
       } catch (err) {
-        if (err instanceof ConsoleError) throw err;
-        await cs.appendAudit({
-          at: clock.now(),
-          actor: user.name,
-          kind: 'reconcile',
-          action: 'reconcile',
-          reason: 'run now: failed',
-          detail: { error: (err as Error).message?.slice(0, 500) ?? String(err) },
-        });
-        log.warn({ err, user: user.name }, 'reconciliation started from the console failed');
+        if (!(err instanceof ConsoleError))
+          log.warn({ err, user: user.name }, 'reconciliation started from the console failed');
         throw err;
-      } finally {
-        running = null;
       }
+      const found = (await reports()).find((r) => r.day === done.day && r.run === done.run);
+      if (!found)
+        throw new Error(
+          `the reconciliation wrote ${done.day}/${done.run}, which is not a run of reports.dir`,
+        );
+      return found;
     },
   };
 }

@@ -1,4 +1,7 @@
+import { basename, dirname } from 'node:path';
 import { reconcileWithDaemon, type ReconcileAdapters } from '../reports/daemon-job.js';
+import type { ConsoleStore } from '../store/console.js';
+import { refuse } from './refusal.js';
 import type { ReconcileProgress } from '../reports/types.js';
 import type { ReconcileRunResult } from '../reports/run.js';
 
@@ -41,5 +44,59 @@ export function reconcileSummary(result: ReconcileRunResult) {
     totals: s.totals,
     tieOut: s.tieOut,
     notes: s.notes,
+  };
+}
+
+export interface OperatorRunDeps {
+  /** The run itself (reconcileNow with the daemon's adapters); resolves with the run's folder. */
+  run: () => Promise<{ dir: string }>;
+  audit: Pick<ConsoleStore, 'appendAudit'>;
+  now: () => number;
+}
+
+/**
+ * "Run reconciliation now" by an operator (the console's face): one at a time (a second one is
+ * refused, naming who started the first), and audited either way: `reconcile` with the run's
+ * day/run and its seconds when it wrote a run, or `run now: failed` with the error.
+ * Resolves with the run's day and folder under reports.dir.
+ */
+export function operatorReconcileNow(
+  deps: OperatorRunDeps,
+): (actor: string) => Promise<{ day: string; run: string }> {
+  let running: string | null = null;
+  return async (actor) => {
+    if (running !== null)
+      refuse('conflict', `a reconciliation started by ${running} is still running: wait for it`);
+    running = actor;
+    const started = deps.now();
+    try {
+      let dir: string;
+      try {
+        ({ dir } = await deps.run());
+      } catch (err) {
+        await deps.audit.appendAudit({
+          at: deps.now(),
+          actor,
+          kind: 'reconcile',
+          action: 'reconcile',
+          reason: 'run now: failed',
+          detail: { error: (err as Error).message?.slice(0, 500) ?? String(err) },
+        });
+        throw err;
+      }
+      const run = basename(dir);
+      const day = basename(dirname(dir));
+      await deps.audit.appendAudit({
+        at: deps.now(),
+        actor,
+        kind: 'reconcile',
+        action: 'reconcile',
+        reason: `run now: ${day}/${run}`,
+        detail: { day, run, seconds: Math.round((deps.now() - started) / 1000) },
+      });
+      return { day, run };
+    } finally {
+      running = null;
+    }
   };
 }

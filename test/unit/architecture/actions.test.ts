@@ -53,18 +53,12 @@ const ACTIONS: Action[] = [
     file: 'src/ops/unlock.ts',
     entry: ['planUnlock', 'applyUnlock'],
     faces: ['cli', 'console'],
-    // TODO(r5-console): the branch r5-console creates src/ops/unlock.ts (planUnlock/applyUnlock) and
-    // has `console unlock` and the console's approver call it; the integrator drops this todo at merge.
-    todo: 'src/ops/unlock.ts comes with branch r5-console',
   },
   {
     action: 'sign-off',
     file: 'src/ops/signoff.ts',
-    entry: [],
+    entry: ['planSignOff', 'applySignOff'],
     faces: ['console'],
-    // TODO(r5-console): sign-off is still src/reports/signoff.ts + src/console/service.ts; r5-console
-    // moves its rule into ops/. The integrator sets the file and entry names it lands with and drops this todo.
-    todo: 'the sign-off rule moves into ops/ with branch r5-console',
   },
   {
     action: 'connection check',
@@ -323,11 +317,7 @@ describe('operator actions: one ops/ file each, called by the faces, never defin
       for (const imp of FILES.get(f)?.imports ?? [])
         if (imp.reexport) found.push(`${f}: re-exports ${imp.names.join(', ') || '*'} from ${imp.from}`);
     }
-    // TODO(r5-console): `console unlock` writes its audit line in app/console.ts until ops/unlock.ts (branch
-    // r5-console) is merged; the integrator removes this exception at merge.
-    const unlockPending = (x: string): boolean =>
-      x.startsWith('src/app/console.ts:') && x.includes('appendAudit(unlockAudit(');
-    expect(found.filter((x) => !unlockPending(x))).toEqual([]);
+    expect(found).toEqual([]);
   });
 
   it('console/ holds no rule: no loan writes, no bulk chunking', () => {
@@ -345,10 +335,9 @@ describe('operator actions: one ops/ file each, called by the faces, never defin
       const n = matches(f, /\.appendAudit\s*\(/).length;
       if (n > 0) audit[f] = n;
     }
-    // TODO(r5-console): service.ts writes 4: the sign-in log (auth's, the console's own), the unlock an approver
-    // lifts (r5-console moves it to ops/unlock.ts) and "Run reconciliation now" done and failed (r5-console
-    // moves it with service.ts's split). The integrator sets this to what the merge leaves, fewer each round.
-    expect(audit).toEqual({ 'src/console/service.ts': 4 });
+    // The sign-in log only (auth's, the console's own): the unlock is ops/unlock.ts's, "run
+    // reconciliation now" ops/reconcile.ts's (operatorReconcileNow).
+    expect(audit).toEqual({ 'src/console/audit.ts': 1 });
   });
 
   it('the store write methods these checks look for still exist (a rename must not make them vacuous)', () => {
