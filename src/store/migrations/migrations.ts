@@ -745,6 +745,32 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
     PRIMARY KEY (loan_id, release_marker)
   );
   `,
+  /* 21: a bank number in two statements (issue 44 item 5, src/store/identity/numbers.ts): the pool's
+     allocated count follows bank_numbers by trigger instead of a third statement per number. The count
+     is rebuilt from the rows once, so a state from any earlier version starts exact. (A copy to
+     PostgreSQL skips the counts table: the trigger there rebuilds it from the copied numbers.) */ {
+    sqlite: `
+  DELETE FROM bank_number_counts;
+  INSERT INTO bank_number_counts (pool, allocated) SELECT pool, COUNT(*) FROM bank_numbers GROUP BY pool;
+  CREATE TRIGGER bank_numbers_count AFTER INSERT ON bank_numbers
+  BEGIN
+    INSERT INTO bank_number_counts (pool, allocated) VALUES (NEW.pool, 1)
+      ON CONFLICT (pool) DO UPDATE SET allocated = allocated + 1;
+  END;
+  `,
+    postgres: `
+  DELETE FROM bank_number_counts;
+  INSERT INTO bank_number_counts (pool, allocated) SELECT pool, COUNT(*) FROM bank_numbers GROUP BY pool;
+  CREATE FUNCTION bank_numbers_count() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    INSERT INTO bank_number_counts (pool, allocated) VALUES (NEW.pool, 1)
+      ON CONFLICT (pool) DO UPDATE SET allocated = bank_number_counts.allocated + 1;
+    RETURN NULL;
+  END
+  $fn$;
+  CREATE TRIGGER bank_numbers_count AFTER INSERT ON bank_numbers FOR EACH ROW EXECUTE FUNCTION bank_numbers_count();
+  `,
+  },
 ];
 
 /** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */
