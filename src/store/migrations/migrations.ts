@@ -771,6 +771,25 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
   CREATE TRIGGER bank_numbers_count AFTER INSERT ON bank_numbers FOR EACH ROW EXECUTE FUNCTION bank_numbers_count();
   `,
   },
+  /* 22: the in-process rate budget keeps its spend log in memory (issue 44 item 5,
+     src/platform/rate-budget/in-process.ts): what survives a restart, and what another process on
+     the same state file sees, is one row per process and bucket written ahead of the tokens it
+     covers — up to `spent` tokens, all counted as spent at `until` — at most once a second and at
+     shutdown, instead of a row per request. The per-request log of an earlier version becomes one
+     such row per bucket (its count at its last token: a restart right after the upgrade still does
+     not burst), and is emptied. (PostgreSQL keeps its shared ledger; the table exists there too,
+     unused, as every table of the one history does.) */ `
+  CREATE TABLE rate_spend_windows (
+    owner  TEXT NOT NULL,                       -- the process (pid:random), new at each start
+    bucket TEXT NOT NULL,                       -- read|write
+    spent  INTEGER NOT NULL,                    -- tokens it may have spent in the window…
+    until  INTEGER NOT NULL,                    -- …all counted as spent at this instant (epoch ms)
+    PRIMARY KEY (owner, bucket)
+  );
+  INSERT INTO rate_spend_windows (owner, bucket, spent, until)
+    SELECT 'before-upgrade', bucket, COUNT(*), MAX(at) FROM rate_spend GROUP BY bucket;
+  DELETE FROM rate_spend;
+  `,
 ];
 
 /** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */

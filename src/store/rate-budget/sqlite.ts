@@ -13,11 +13,24 @@ interface StrikeRow {
   retryAfterMs: number | null;
 }
 
-/** SQLite's persisted rate state: the spend log, pauses and strikes of migration 1 (synchronous on purpose). */
+interface SpendWindow {
+  spent: number;
+  until: number;
+}
+
+/**
+ * SQLite's persisted rate state: each process's spend window (migration 22), pauses and strikes of
+ * migration 1 (synchronous on purpose).
+ */
 export interface SqliteRateState {
   readonly shared: boolean;
-  loadSpend(bucket: RateBucketName, sinceMs: number): number[];
-  recordSpend(bucket: RateBucketName, at: number): void;
+  reserve(
+    owner: string,
+    bucket: RateBucketName,
+    now: number,
+    windowMs: number,
+    decide: (view: { others: SpendWindow[]; pause: number | null }) => SpendWindow | null,
+  ): void;
   loadPause(bucket: RateBucketName): number | null;
   savePause(bucket: RateBucketName, until: number): void;
   recordStrike(strike: Omit<StrikeRow, 'seq'>): void;
@@ -28,12 +41,13 @@ export interface SqliteRateState {
 }
 
 /**
- * Spend rows are written once per request, so they go through their own connection with
+ * Spend windows are written up to once a second per bucket while the process spends (see
+ * src/platform/rate-budget/in-process.ts), so they go through their own connection with
  * synchronous=NORMAL: in WAL mode a commit then survives a crash or kill of the process (the
- * restart case the budget guards against) without an fsync per request, which at FULL costs
- * milliseconds of blocked event loop each (measured ~4 ms here) and stalled the whole client.
- * Only a power loss can drop the last few spend rows, and a reboot outlasts a rate window anyway.
- * Strikes and pauses are rare and stay on the caller's FULL connection.
+ * restart case the budget guards against) without an fsync each, which at FULL costs milliseconds of
+ * blocked event loop (measured ~4 ms here). Only a power loss can drop the last window written, and
+ * a reboot outlasts a rate window anyway. Strikes and pauses are rare and stay on the caller's FULL
+ * connection.
  */
 function openSpendConnection(db: Db): { conn: Db; owned: boolean } {
   if (db.memory || db.readonly) return { conn: db, owned: false };
@@ -43,12 +57,32 @@ function openSpendConnection(db: Db): { conn: Db; owned: boolean } {
   return { conn, owned: true };
 }
 
-/** SQLite-backed state on the tables of migration 1 (rate_spend, rate_strikes, rate_pause). */
+/** SQLite-backed state on rate_spend_windows (migration 22), rate_strikes and rate_pause (migration 1). */
 export function createSqliteRateState(db: Db): SqliteRateState {
   const spendDb = openSpendConnection(db);
-  const insertSpend = spendDb.conn.prepare('INSERT INTO rate_spend (bucket, at) VALUES (?, ?)');
-  const selectSpend = db.prepare<[string, number], { at: number }>(
-    'SELECT at FROM rate_spend WHERE bucket = ? AND at >= ? ORDER BY at ASC',
+  const selectWindows = spendDb.conn.prepare<[string, string, number], SpendWindow>(
+    'SELECT spent, until FROM rate_spend_windows WHERE bucket = ? AND owner <> ? AND until > ?',
+  );
+  const upsertWindow = spendDb.conn.prepare(
+    'INSERT INTO rate_spend_windows (owner, bucket, spent, until) VALUES (?, ?, ?, ?) ' +
+      'ON CONFLICT (owner, bucket) DO UPDATE SET spent = excluded.spent, until = excluded.until',
+  );
+  const selectPauseForSpend = spendDb.conn.prepare<[string], { until: number }>(
+    'SELECT until FROM rate_pause WHERE bucket = ?',
+  );
+  const reserve = spendDb.conn.transaction(
+    (
+      owner: string,
+      bucket: RateBucketName,
+      now: number,
+      windowMs: number,
+      decide: (view: { others: SpendWindow[]; pause: number | null }) => SpendWindow | null,
+    ) => {
+      const others = selectWindows.all(bucket, owner, now - windowMs);
+      const pause = selectPauseForSpend.get(bucket)?.until ?? null;
+      const mine = decide({ others, pause });
+      if (mine !== null) upsertWindow.run(owner, bucket, mine.spent, mine.until);
+    },
   );
   const selectPause = db.prepare<[string], { until: number }>(
     'SELECT until FROM rate_pause WHERE bucket = ?',
@@ -69,15 +103,14 @@ export function createSqliteRateState(db: Db): SqliteRateState {
       'WHERE at >= ? AND cleared_at IS NULL ORDER BY at ASC, seq ASC',
   );
   const clear = db.prepare('UPDATE rate_strikes SET cleared_at = ?, cleared_by = ? WHERE cleared_at IS NULL');
-  const pruneSpend = db.prepare('DELETE FROM rate_spend WHERE at < ?');
+  const pruneSpend = db.prepare('DELETE FROM rate_spend_windows WHERE until < ?');
   const pruneStrikes = db.prepare('DELETE FROM rate_strikes WHERE at < ?');
   const prunePause = db.prepare('DELETE FROM rate_pause WHERE until < ?');
   return {
     shared: !db.memory,
-    loadSpend: (bucket, sinceMs) => selectSpend.all(bucket, sinceMs).map((r) => r.at),
-    recordSpend: (bucket, at) => {
-      insertSpend.run(bucket, at);
-    },
+    // IMMEDIATE: two processes reserving at once serialise, and each reads the other's row.
+    reserve: (owner, bucket, now, windowMs, decide) =>
+      reserve.immediate(owner, bucket, now, windowMs, decide),
     loadPause: (bucket) => selectPause.get(bucket)?.until ?? null,
     savePause: (bucket, until) => {
       upsertPause.run(bucket, Math.ceil(until));
