@@ -29,6 +29,8 @@ interface Lane {
   granted: number;
   /** The stored window differs from the exact spend (a reservation is outstanding): flush at shutdown. */
   dirty: boolean;
+  /** When the others' rows were last read (epoch ms). */
+  othersReadAt: number;
 }
 
 /**
@@ -66,7 +68,16 @@ export class InProcessRateSpend implements RateSpend {
   constructor(private readonly state: RateStateStore) {}
 
   private static lane(): Lane {
-    return { spent: [], others: [], pause: 0, coveredUntil: 0, reserved: 0, granted: 0, dirty: false };
+    return {
+      spent: [],
+      others: [],
+      pause: 0,
+      coveredUntil: 0,
+      reserved: 0,
+      granted: 0,
+      dirty: false,
+      othersReadAt: 0,
+    };
   }
 
   private get c(): SpendContext {
@@ -86,6 +97,7 @@ export class InProcessRateSpend implements RateSpend {
         lane.pause = view.pause ?? 0;
         return null;
       });
+      lane.othersReadAt = now;
     }
     this.strikes = this.state.activeStrikes(now - STRIKE_WINDOW_MS);
     if (this.stopped()) ctx.onStopped('at start');
@@ -133,11 +145,20 @@ export class InProcessRateSpend implements RateSpend {
   windowWait(bucket: Bucket, now: number, allowed: number): number {
     this.allowedNow[bucket] = allowed;
     const lane = this.lanes[bucket];
-    const wait = this.untilFits(bucket, now, allowed);
-    // Held by other processes' rows: read them again after a reservation's time at the latest
-    // (they shrink when their owner spends less than it reserved, or stops).
-    if (wait > 0 && lane.others.length > 0) return Math.min(wait, reservationMs(this.c.windowMs));
-    return wait;
+    const every = reservationMs(this.c.windowMs);
+    let wait = this.untilFits(bucket, now, allowed);
+    if (wait > 0 && lane.others.length > 0 && now - lane.othersReadAt >= every) {
+      // Held by other processes' rows: read them again (they shrink when their owner spent less
+      // than it reserved, or stopped), at most once a reservation's time.
+      this.state.reserve(this.owner, bucket, now, this.c.windowMs, (view) => {
+        lane.others = view.others;
+        lane.pause = Math.max(lane.pause, view.pause ?? 0);
+        return null;
+      });
+      lane.othersReadAt = now;
+      wait = this.untilFits(bucket, now, allowed);
+    }
+    return wait > 0 && lane.others.length > 0 ? Math.min(wait, every) : wait;
   }
 
   spentInWindow(bucket: Bucket, now: number): number {
@@ -227,6 +248,7 @@ export class InProcessRateSpend implements RateSpend {
     const lane = this.lanes[bucket];
     const windowMs = this.c.windowMs;
     this.expire(bucket, now);
+    lane.othersReadAt = now;
     this.state.reserve(this.owner, bucket, now, windowMs, (view) => {
       lane.others = view.others;
       lane.pause = Math.max(lane.pause, view.pause ?? 0);
