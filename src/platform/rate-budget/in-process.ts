@@ -41,15 +41,15 @@ interface Lane {
  * written AHEAD of the tokens it covers: "up to N tokens, counted as spent at T" — the window's
  * total plus a reservation for the next second (reservationMs). A token outside the stored
  * reservation (its second is over, or its count used up) first writes a new one, in one
- * transaction that also reads the other processes' rows and the pause. So the row is written at
+ * statement that also returns the other processes' rows and the pause. So the row is written at
  * most once a second while the process spends, and at shutdown with the exact total:
  * - a clean stop leaves the window's total, counted at the last token;
  * - a kill -9 loses nothing: the stored row already counts every token the process could have sent
  *   (the unused reservation as well), so the next run waits that out (at most one reservation,
  *   a second, beyond the window) — it never bursts;
  * - another process's spend and 429 pause are seen at the next reservation (≤ a second), its
- *   reservation never: each reserves against the others' rows in one write transaction, so together
- *   they stay within the budget.
+ *   reservation never: each reservation's statement returns the others' rows as they are, and the
+ *   database serialises the statements, so together they stay within the budget.
  */
 export class InProcessRateSpend implements RateSpend {
   readonly kind = 'in-process';
@@ -92,11 +92,9 @@ export class InProcessRateSpend implements RateSpend {
     for (const bucket of ['read', 'write'] as const) {
       const lane = this.lanes[bucket];
       // Reads only (decide stores nothing): what earlier runs and other processes spent, and the pause.
-      this.state.reserve(this.owner, bucket, now, ctx.windowMs, (view) => {
-        lane.others = view.others;
-        lane.pause = view.pause ?? 0;
-        return null;
-      });
+      const view = this.state.reserve(this.owner, bucket, now, ctx.windowMs, null);
+      lane.others = view.others;
+      lane.pause = view.pause ?? 0;
       lane.othersReadAt = now;
     }
     this.strikes = this.state.activeStrikes(now - STRIKE_WINDOW_MS);
@@ -150,11 +148,9 @@ export class InProcessRateSpend implements RateSpend {
     if (wait > 0 && lane.others.length > 0 && now - lane.othersReadAt >= every) {
       // Held by other processes' rows: read them again (they shrink when their owner spent less
       // than it reserved, or stopped), at most once a reservation's time.
-      this.state.reserve(this.owner, bucket, now, this.c.windowMs, (view) => {
-        lane.others = view.others;
-        lane.pause = Math.max(lane.pause, view.pause ?? 0);
-        return null;
-      });
+      const view = this.state.reserve(this.owner, bucket, now, this.c.windowMs, null);
+      lane.others = view.others;
+      lane.pause = Math.max(lane.pause, view.pause ?? 0);
       lane.othersReadAt = now;
       wait = this.untilFits(bucket, now, allowed);
     }
@@ -221,7 +217,11 @@ export class InProcessRateSpend implements RateSpend {
       if (!lane.dirty) continue;
       this.expire(bucket, now);
       const last = lane.spent[lane.spent.length - 1];
-      this.state.reserve(this.owner, bucket, now, this.c.windowMs, () =>
+      this.state.reserve(
+        this.owner,
+        bucket,
+        now,
+        this.c.windowMs,
         last === undefined ? { spent: 0, until: 0 } : { spent: lane.spent.length, until: last },
       );
       lane.dirty = false;
@@ -241,26 +241,32 @@ export class InProcessRateSpend implements RateSpend {
 
   /**
    * Writes this process's row ahead of its next tokens: the window's own spend plus what may still
-   * be spent (the allowance less the others' rows), covering grants for the next reservationMs.
-   * When others spend on the same key the reservation is half of what is left, so neither starves.
+   * be spent (the allowance less the others' rows as last known), covering grants for the next
+   * reservationMs; the same statement returns the others' rows as they are now, and what this
+   * process may use of its reservation shrinks to what they leave (the row may claim more than it
+   * uses: an over-count is safe). When others spend on the same key the reservation is half of
+   * what is left, so neither starves.
    */
   private reserve(bucket: Bucket, now: number): void {
     const lane = this.lanes[bucket];
     const windowMs = this.c.windowMs;
+    const allowed = this.allowedNow[bucket];
     this.expire(bucket, now);
-    lane.othersReadAt = now;
-    this.state.reserve(this.owner, bucket, now, windowMs, (view) => {
-      lane.others = view.others;
-      lane.pause = Math.max(lane.pause, view.pause ?? 0);
-      const othersSpent = view.others.reduce((n, w) => n + w.spent, 0);
-      const left = Math.max(0, this.allowedNow[bucket] - lane.spent.length - othersSpent);
-      const reserve = view.others.length > 0 ? Math.ceil(left / 2) : left;
-      lane.coveredUntil = now + reservationMs(windowMs);
-      lane.reserved = reserve;
-      lane.granted = 0;
-      lane.dirty = true;
-      return { spent: lane.spent.length + reserve, until: lane.coveredUntil };
+    const sum = (ws: readonly SpendWindow[]): number => ws.reduce((n, w) => n + w.spent, 0);
+    const left = Math.max(0, allowed - lane.spent.length - sum(lane.others));
+    const claim = lane.others.length > 0 ? Math.ceil(left / 2) : left;
+    const coveredUntil = now + reservationMs(windowMs);
+    const view = this.state.reserve(this.owner, bucket, now, windowMs, {
+      spent: lane.spent.length + claim,
+      until: coveredUntil,
     });
+    lane.others = view.others;
+    lane.othersReadAt = now;
+    lane.pause = Math.max(lane.pause, view.pause ?? 0);
+    lane.coveredUntil = coveredUntil;
+    lane.reserved = Math.min(claim, Math.max(0, allowed - lane.spent.length - sum(view.others)));
+    lane.granted = 0;
+    lane.dirty = true;
   }
 
   /** How long before one more token fits beside this process's log and the others' rows (0: now). */

@@ -56,17 +56,18 @@ export interface RateStateStore {
    */
   readonly shared: boolean;
   /**
-   * In one write transaction: reads the windows of every owner but `owner` that are still in the
-   * window at `now` (until + windowMs > now) and the bucket's pause, then stores `owner`'s window as
-   * `decide` returns it (null: leave it). A crash between the two never happens: it is one transaction.
+   * In ONE statement (atomic on its own): stores `owner`'s window (null: stores nothing, reads only)
+   * and returns the windows of every other owner still in the window at `now` (until + windowMs >
+   * now) and the bucket's pause. Two processes reserving at once are serialised by the database: the
+   * later one sees the earlier one's row.
    */
   reserve(
     owner: string,
     bucket: RateBucketName,
     now: number,
     windowMs: number,
-    decide: (view: SpendView) => SpendWindow | null,
-  ): void;
+    mine: SpendWindow | null,
+  ): SpendView;
   /** Each token, for stores that keep them (the in-memory state of tests, which audit the log). */
   recordSpend?(bucket: RateBucketName, at: number): void;
   /** Attempt timestamps of a bucket at or after sinceMs, ascending (stores that keep them). */
@@ -128,12 +129,12 @@ export function createMemoryRateState(): RateStateStore & {
   return {
     shared: false,
     spendRows: () => spend.read.length + spend.write.length,
-    reserve: (owner, bucket, now, windowMs, decide) => {
+    reserve: (owner, bucket, now, windowMs, mine) => {
+      if (mine !== null) windows.set(`${owner}\u0000${bucket}`, { ...mine, owner, bucket });
       const others = [...windows.values()]
         .filter((w) => w.bucket === bucket && w.owner !== owner && w.until + windowMs > now)
         .map(({ spent, until }) => ({ spent, until }));
-      const mine = decide({ others, pause: pause.get(bucket) ?? null });
-      if (mine !== null) windows.set(`${owner}\u0000${bucket}`, { ...mine, owner, bucket });
+      return { others, pause: pause.get(bucket) ?? null };
     },
     loadSpend: (bucket, sinceMs) => spend[bucket].filter((t) => t >= sinceMs).sort((a, b) => a - b),
     recordSpend: (bucket, at) => {

@@ -29,8 +29,8 @@ export interface SqliteRateState {
     bucket: RateBucketName,
     now: number,
     windowMs: number,
-    decide: (view: { others: SpendWindow[]; pause: number | null }) => SpendWindow | null,
-  ): void;
+    mine: SpendWindow | null,
+  ): { others: SpendWindow[]; pause: number | null };
   loadPause(bucket: RateBucketName): number | null;
   savePause(bucket: RateBucketName, until: number): void;
   recordStrike(strike: Omit<StrikeRow, 'seq'>): void;
@@ -60,30 +60,30 @@ function openSpendConnection(db: Db): { conn: Db; owned: boolean } {
 /** SQLite-backed state on rate_spend_windows (migration 22), rate_strikes and rate_pause (migration 1). */
 export function createSqliteRateState(db: Db): SqliteRateState {
   const spendDb = openSpendConnection(db);
-  const selectWindows = spendDb.conn.prepare<[string, string, number], SpendWindow>(
-    'SELECT spent, until FROM rate_spend_windows WHERE bucket = ? AND owner <> ? AND until > ?',
+  // The other owners' windows and the pause come back with the write, in the same statement: one
+  // statement, atomic on its own, so two processes reserving at once are serialised by SQLite.
+  const VIEW = `(SELECT json_group_array(json_array(o.spent, o.until)) FROM rate_spend_windows o
+      WHERE o.bucket = :bucket AND o.owner <> :owner AND o.until > :since) AS others,
+    (SELECT p.until FROM rate_pause p WHERE p.bucket = :bucket) AS pause`;
+  const upsertWindow = spendDb.conn.prepare<
+    { owner: string; bucket: string; spent: number; until: number; since: number },
+    { others: string; pause: number | null }
+  >(
+    'INSERT INTO rate_spend_windows (owner, bucket, spent, until) VALUES (:owner, :bucket, :spent, :until) ' +
+      'ON CONFLICT (owner, bucket) DO UPDATE SET spent = excluded.spent, until = excluded.until ' +
+      `RETURNING ${VIEW}`,
   );
-  const upsertWindow = spendDb.conn.prepare(
-    'INSERT INTO rate_spend_windows (owner, bucket, spent, until) VALUES (?, ?, ?, ?) ' +
-      'ON CONFLICT (owner, bucket) DO UPDATE SET spent = excluded.spent, until = excluded.until',
-  );
-  const selectPauseForSpend = spendDb.conn.prepare<[string], { until: number }>(
-    'SELECT until FROM rate_pause WHERE bucket = ?',
-  );
-  const reserve = spendDb.conn.transaction(
-    (
-      owner: string,
-      bucket: RateBucketName,
-      now: number,
-      windowMs: number,
-      decide: (view: { others: SpendWindow[]; pause: number | null }) => SpendWindow | null,
-    ) => {
-      const others = selectWindows.all(bucket, owner, now - windowMs);
-      const pause = selectPauseForSpend.get(bucket)?.until ?? null;
-      const mine = decide({ others, pause });
-      if (mine !== null) upsertWindow.run(owner, bucket, mine.spent, mine.until);
-    },
-  );
+  const selectView = spendDb.conn.prepare<
+    { owner: string; bucket: string; since: number },
+    { others: string; pause: number | null }
+  >(`SELECT ${VIEW}`);
+  const view = (r: { others: string; pause: number | null } | undefined) => ({
+    others: (JSON.parse(r?.others ?? '[]') as Array<[number, number]>).map(([spent, until]) => ({
+      spent,
+      until,
+    })),
+    pause: r?.pause ?? null,
+  });
   const selectPause = db.prepare<[string], { until: number }>(
     'SELECT until FROM rate_pause WHERE bucket = ?',
   );
@@ -108,9 +108,12 @@ export function createSqliteRateState(db: Db): SqliteRateState {
   const prunePause = db.prepare('DELETE FROM rate_pause WHERE until < ?');
   return {
     shared: !db.memory,
-    // IMMEDIATE: two processes reserving at once serialise, and each reads the other's row.
-    reserve: (owner, bucket, now, windowMs, decide) =>
-      reserve.immediate(owner, bucket, now, windowMs, decide),
+    reserve: (owner, bucket, now, windowMs, mine) =>
+      view(
+        mine === null
+          ? selectView.get({ owner, bucket, since: now - windowMs })
+          : upsertWindow.get({ owner, bucket, spent: mine.spent, until: mine.until, since: now - windowMs }),
+      ),
     loadPause: (bucket) => selectPause.get(bucket)?.until ?? null,
     savePause: (bucket, until) => {
       upsertPause.run(bucket, Math.ceil(until));

@@ -20,13 +20,13 @@ describe.each(stores)('%s rate state', (name, make) => {
   it('keeps a spend window per process and bucket, a pause that only grows, and strikes until cleared or pruned', async () => {
     const s = await make();
     const seen: Array<{ others: Array<{ spent: number; until: number }>; pause: number | null }> = [];
-    s.reserve('p1', 'read', 100, 1000, () => ({ spent: 5, until: 300 }));
-    s.reserve('p2', 'read', 100, 1000, () => ({ spent: 2, until: 200 }));
-    s.reserve('p1', 'write', 100, 1000, () => ({ spent: 7, until: 250 }));
+    s.reserve('p1', 'read', 100, 1000, { spent: 5, until: 300 });
+    s.reserve('p2', 'read', 100, 1000, { spent: 2, until: 200 });
+    s.reserve('p1', 'write', 100, 1000, { spent: 7, until: 250 });
     // Another process sees the rows of every owner but itself, per bucket, while they are in the window.
-    s.reserve('p3', 'read', 1100, 1000, (v) => (seen.push(v), null));
-    s.reserve('p1', 'read', 1250, 1000, (v) => (seen.push(v), null));
-    s.reserve('p3', 'write', 1260, 1000, (v) => (seen.push(v), null));
+    seen.push(s.reserve('p3', 'read', 1100, 1000, null));
+    seen.push(s.reserve('p1', 'read', 1250, 1000, null));
+    seen.push(s.reserve('p3', 'write', 1260, 1000, null));
     expect(seen.map((v) => v.others.sort((a, b) => a.until - b.until))).toEqual([
       [
         { spent: 2, until: 200 },
@@ -36,14 +36,14 @@ describe.each(stores)('%s rate state', (name, make) => {
       [],
     ]);
     // A reservation replaces the owner's row.
-    s.reserve('p1', 'read', 1250, 1000, () => ({ spent: 1, until: 1400 }));
-    s.reserve('p3', 'read', 1300, 1000, (v) => (seen.push(v), null));
+    s.reserve('p1', 'read', 1250, 1000, { spent: 1, until: 1400 });
+    seen.push(s.reserve('p3', 'read', 1300, 1000, null));
     expect(seen.at(-1)?.others).toEqual([{ spent: 1, until: 1400 }]);
     s.savePause('write', 5000);
     s.savePause('write', 4000);
     expect(s.loadPause('write')).toBe(5000);
     expect(s.loadPause('read')).toBeNull();
-    s.reserve('p3', 'write', 1300, 1000, (v) => (seen.push(v), null));
+    seen.push(s.reserve('p3', 'write', 1300, 1000, null));
     expect(seen.at(-1)?.pause).toBe(5000);
     s.recordStrike({ at: 1000, bucket: 'read', path: '/a', retryAfterMs: 2000 });
     s.recordStrike({ at: 2000, bucket: 'write', path: null, retryAfterMs: null });
@@ -51,7 +51,7 @@ describe.each(stores)('%s rate state', (name, make) => {
     expect(s.clearStrikes('ops', 3000)).toBe(2);
     expect(s.activeStrikes(0)).toEqual([]);
     s.prune(1500, 1500);
-    s.reserve('p9', 'read', 0, 1_000_000, (v) => (seen.push(v), null));
+    seen.push(s.reserve('p9', 'read', 0, 1_000_000, null));
     expect(seen.at(-1)?.others).toEqual([]);
   });
 });
@@ -61,8 +61,8 @@ describe('the rate state a process left on SQLite', () => {
     const t = await openTestStore('sqlite');
     opened.push(t);
     const first = rateStateFor(t.db);
-    first.reserve('daemon', 'write', 90, 60_000, () => ({ spent: 3, until: 100 }));
-    first.reserve('daemon', 'read', 90, 60_000, () => ({ spent: 40, until: 150 }));
+    first.reserve('daemon', 'write', 90, 60_000, { spent: 3, until: 100 });
+    first.reserve('daemon', 'read', 90, 60_000, { spent: 40, until: 150 });
     first.savePause('read', 9000);
     first.recordStrike({
       at: 500,
@@ -74,7 +74,7 @@ describe('the rate state a process left on SQLite', () => {
     const second = rateStateFor(t.db);
     const windows: unknown[] = [];
     for (const bucket of ['write', 'read'] as const)
-      second.reserve('next-run', bucket, 1000, 60_000, (v) => (windows.push(v.others), null));
+      windows.push(second.reserve('next-run', bucket, 1000, 60_000, null).others);
     expect(windows).toEqual([[{ spent: 3, until: 100 }], [{ spent: 40, until: 150 }]]);
     expect(second.loadPause('read')).toBe(9000);
     expect(second.activeStrikes(0).map((s) => [s.at, s.bucket, s.path, s.retryAfterMs])).toEqual([
