@@ -47,9 +47,9 @@ interface Lane {
  * - a kill -9 loses nothing: the stored row already counts every token the process could have sent
  *   (the unused reservation as well), so the next run waits that out (at most one reservation,
  *   a second, beyond the window) — it never bursts;
- * - another process's spend and 429 pause are seen at the next reservation (≤ a second), its
- *   reservation never: each reservation's statement returns the others' rows as they are, and the
- *   database serialises the statements, so together they stay within the budget.
+ * - another process's spend and 429 pause are seen at the next reservation (≤ a second), and two
+ *   processes never use the same tokens: each reservation's statement returns the others' rows as
+ *   they are, and the database serialises the statements, so together they stay within the budget.
  */
 export class InProcessRateSpend implements RateSpend {
   readonly kind = 'in-process';

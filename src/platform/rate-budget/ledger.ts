@@ -36,7 +36,7 @@ export interface SpendWindow {
   until: number;
 }
 
-/** What a reservation reads in its transaction: the other processes' windows and the bucket's pause. */
+/** What a reservation reads in its statement: the other processes' windows and the bucket's pause. */
 export interface SpendView {
   others: SpendWindow[];
   pause: number | null;
