@@ -3,7 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import { normaliseTin, type CustomerKeys } from '../lib/customer-keys.js';
 import type { Logger } from '../lib/logger.js';
 import type { Entities } from '../contract/schemas.js';
-import type { CustomerRow, LoanCustomerRow, MatchedBy } from '../store/identity/customers.js';
+import type { CustomerRow, LoanCustomerRow, MatchedBy, XrefRow } from '../store/identity/customers.js';
 import type { BoardingStore } from '../store/index.js';
 import { PARKED_STATES } from '../store/loan-states.js';
 
@@ -141,6 +141,24 @@ function otherNameReview(p: Party, cif: string | null, tin: string): CustomerRes
   };
 }
 
+/** The writes a resolution commits together, before the core write. */
+interface PendingWrites {
+  /** New customers this loan creates (their CIF from the pool, or null: the core assigns it). */
+  claims: Array<{ p: Party; tin: string; tinHash: string; r: ResolvedCustomer }>;
+  /** Customers the core already holds (extract, search). */
+  found: Array<{ tinHash: string; cif: string }>;
+  /** Masked tax ids boarding as their own customer: a CIF from the pool keyed by the entity. */
+  ownCif: Array<{ p: Party; r: ResolvedCustomer }>;
+  /** The per-party rows, read when they are written (a claim fills its CIF first). */
+  rows: Array<() => Omit<LoanCustomerRow, 'resolvedAt'>>;
+}
+
+/**
+ * Three statements for a loan's parties in the usual case: one look-up of their cross-references,
+ * one of their tax ids, and the writes (claims with their pool CIFs, core matches, the per-party
+ * rows and the changed cross-references, a statement each) in one transaction at the end — every
+ * commit is a synchronous fsync — before the core write.
+ */
 async function resolve(
   c: ResolverCtx,
   loanId: string,
@@ -149,144 +167,195 @@ async function resolve(
 ): Promise<CustomerResolution> {
   const { deps, store, keys, clock, customers } = c;
   const result: CustomerResolution = { customers: {}, reviews: [] };
+  const parties = partiesOf(entities).map((p) => {
+    const tin = normaliseTin(p.tin);
+    const tinHash = tin === null ? null : keys.tinHash(tin);
+    return { p, tin, tinHash };
+  });
+  if (parties.length === 0) return result;
+  const xrefs = await customers.xrefs(parties.map((x) => x.p.id));
+  const known = await customers.byTins(parties.flatMap((x) => (x.tinHash === null ? [] : [x.tinHash])));
   /** Tax ids this loan creates: a second party with the same one references the first. */
   const createdHere = new Map<string, ResolvedCustomer>();
-  /**
-   * The common writes (claims with their pool CIF, core matches, the per-party rows) commit in
-   * one transaction at the end — every commit is a synchronous fsync — and before the core write.
-   */
-  const ops: Array<() => Promise<unknown>> = [];
+  const w: PendingWrites = { claims: [], found: [], ownCif: [], rows: [] };
+  const now = clock.now();
   const record = (
     p: Party,
     r: ResolvedCustomer,
     tinHash: string | null,
     nameAgrees: boolean | null,
-    now: number,
   ): void => {
-    ops.push(() =>
-      customers.resolved(
-        {
-          loanId,
-          entityId: p.id,
-          cif: r.cif,
-          tinHash,
-          matchedBy: r.matchedBy,
-          existing: r.existing,
-          nameAgrees,
-        },
-        now,
-      ),
-    );
+    w.rows.push(() => rowOf(loanId, p, r, tinHash, nameAgrees));
     result.customers[p.id] = r;
   };
-  for (const p of partiesOf(entities)) {
+  for (const { p, tin, tinHash } of parties) {
     signal?.throwIfAborted();
-    const now = clock.now();
-    const tin = normaliseTin(p.tin);
-    const tinHash = tin === null ? null : keys.tinHash(tin);
+    const x = xrefs.get(p.id);
     if (tinHash === null || tin === null) {
       // A masked (or absent) tax id matches nothing. Without mappings.allowLast4Tin the mapping
       // quarantines the loan as tin_incomplete; with it, the party is its own customer.
       if (!deps.allowLast4Tin) continue;
-      const x = await customers.xref(p.id);
       const r: ResolvedCustomer = x?.cif
         ? { cif: x.cif, matchedBy: 'crossref', existing: x.firstLoanId !== loanId }
         : { cif: null, matchedBy: 'created', existing: false };
-      if (!x?.cif) {
-        ops.push(async () => {
-          r.cif = await deps.newCif(`entity:${p.id}`, now);
-        });
-      }
-      record(p, r, null, null, now);
+      if (!x?.cif) w.ownCif.push({ p, r });
+      record(p, r, null, null);
       continue;
     }
-    const x = await customers.xref(p.id);
     const viaXref = x !== undefined && x.tinHash === tinHash;
     const first = createdHere.get(tinHash);
     if (first !== undefined) {
       const r: ResolvedCustomer = { cif: first.cif, matchedBy: 'tin', existing: true };
-      ops.push(() => {
+      w.rows.push(() => {
         r.cif = first.cif;
-        return Promise.resolve();
+        return rowOf(loanId, p, r, tinHash, null);
       });
-      record(p, r, tinHash, null, now);
+      result.customers[p.id] = r;
       continue;
     }
-    const row = await customers.byTin(tinHash);
-    let nameAgrees: boolean | null = null;
-    let r: ResolvedCustomer;
-    if (row !== undefined) {
-      const settled = await settle(
-        c,
-        row,
-        loanId,
-        { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id },
-        signal,
-      );
-      r = {
+    const { r, nameAgrees } = await resolveParty(c, {
+      loanId,
+      p,
+      tin,
+      tinHash,
+      viaXref,
+      row: known.get(tinHash),
+      w,
+      result,
+      signal,
+    });
+    if (!r.existing) createdHere.set(tinHash, r);
+    if (nameAgrees === false) result.reviews.push(otherNameReview(p, r.cif, tin));
+    record(p, r, tinHash, nameAgrees);
+  }
+  if (w.rows.length > 0) await store.write(() => commitWrites(c, loanId, w, xrefs, now));
+  return result;
+}
+
+function rowOf(
+  loanId: string,
+  p: Party,
+  r: ResolvedCustomer,
+  tinHash: string | null,
+  nameAgrees: boolean | null,
+): Omit<LoanCustomerRow, 'resolvedAt'> {
+  return {
+    loanId,
+    entityId: p.id,
+    cif: r.cif,
+    tinHash,
+    matchedBy: r.matchedBy,
+    existing: r.existing,
+    nameAgrees,
+  };
+}
+
+/** One party with a full tax id that no earlier party of the loan creates: known, in the core, or new. */
+async function resolveParty(
+  c: ResolverCtx,
+  q: {
+    loanId: string;
+    p: Party;
+    tin: string;
+    tinHash: string;
+    viaXref: boolean;
+    row: CustomerRow | undefined;
+    w: PendingWrites;
+    result: CustomerResolution;
+    signal: AbortSignal | undefined;
+  },
+): Promise<{ r: ResolvedCustomer; nameAgrees: boolean | null }> {
+  const { deps } = c;
+  const { p, tin, tinHash, viaXref, signal } = q;
+  if (q.row !== undefined) {
+    const settled = await settle(
+      c,
+      q.row,
+      q.loanId,
+      { tin, tinType: p.tinType, tinHash, name: p.name, entityId: p.id },
+      signal,
+    );
+    return {
+      r: {
         cif: settled.row.cif,
         matchedBy: settled.creates ? 'created' : viaXref ? 'crossref' : 'tin',
         existing: !settled.creates,
-      };
-      nameAgrees = settled.nameAgrees;
-    } else {
-      const found = deps.directory
-        ? await deps.directory.findByTin(
-            { tin, tinType: p.tinType, tinHash, name: p.name },
-            signal ? { signal } : {},
-          )
-        : [];
-      const cifs = [...new Set(found.map((f) => f.cif))];
-      if (cifs.length === 1) {
-        const cif = cifs[0] as string;
-        ops.push(() => customers.recordCore(tinHash, cif, now));
-        nameAgrees = found.some((f) => f.nameAgrees === true)
-          ? true
-          : found.every((f) => f.nameAgrees === null)
-            ? null
-            : false;
-        r = { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true };
-      } else if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
-        throw new CustomerAmbiguousError(
-          `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the ` +
-            `core (CIF ${cifs.join(', ')}); merge them in the core ` +
-            `or set customers.onAmbiguous: create, then loans retry`,
-          { entityId: p.id, cifs },
-        );
-      } else {
-        if (cifs.length > 1)
-          result.reviews.push({
-            entityId: p.id,
-            message:
-              `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the ` +
-              `core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
-          });
-        const created: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
-        ops.push(async () => {
-          const claimed = await customers.claim(tinHash, await deps.newCif(tinHash, now), loanId, now);
-          // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
-          // only another process could): start over rather than create a second customer.
-          if (claimed.status !== 'claimed' || claimed.creatorLoanId !== loanId)
-            throw new CustomerWaitError(
-              'customer.claimed_elsewhere',
-              `the customer with ${p.tinType} ${last4(tin)} was claimed by loan ` +
-                `${claimed.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
-            );
-          created.cif = claimed.cif;
-        });
-        r = created;
-      }
-    }
-    if (!r.existing) createdHere.set(tinHash, r);
-    if (nameAgrees === false) result.reviews.push(otherNameReview(p, r.cif, tin));
-    record(p, r, tinHash, nameAgrees, now);
+      },
+      nameAgrees: settled.nameAgrees,
+    };
   }
-  if (ops.length > 0) {
-    await store.write(async () => {
-      for (const op of ops) await op();
+  const found = deps.directory
+    ? await deps.directory.findByTin(
+        { tin, tinType: p.tinType, tinHash, name: p.name },
+        signal ? { signal } : {},
+      )
+    : [];
+  const cifs = [...new Set(found.map((f) => f.cif))];
+  if (cifs.length === 1) {
+    const cif = cifs[0] as string;
+    q.w.found.push({ tinHash, cif });
+    const nameAgrees = found.some((f) => f.nameAgrees === true)
+      ? true
+      : found.every((f) => f.nameAgrees === null)
+        ? null
+        : false;
+    return { r: { cif, matchedBy: viaXref ? 'crossref' : 'tin', existing: true }, nameAgrees };
+  }
+  if (cifs.length > 1 && deps.onAmbiguous === 'quarantine') {
+    throw new CustomerAmbiguousError(
+      `${p.kind} ${p.id}: its ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the ` +
+        `core (CIF ${cifs.join(', ')}); merge them in the core ` +
+        `or set customers.onAmbiguous: create, then loans retry`,
+      { entityId: p.id, cifs },
+    );
+  }
+  if (cifs.length > 1)
+    q.result.reviews.push({
+      entityId: p.id,
+      message:
+        `${p.kind} ${p.id}: ${p.tinType} ${last4(tin)} matches ${cifs.length} customers of the ` +
+        `core (CIF ${cifs.join(', ')}); a new customer was created (customers.onAmbiguous: create)`,
     });
+  const r: ResolvedCustomer = { cif: null, matchedBy: 'created', existing: false };
+  q.w.claims.push({ p, tin, tinHash, r });
+  return { r, nameAgrees: null };
+}
+
+/** The resolution's writes, in the caller's one transaction. */
+async function commitWrites(
+  c: ResolverCtx,
+  loanId: string,
+  w: PendingWrites,
+  before: ReadonlyMap<string, XrefRow>,
+  now: number,
+): Promise<void> {
+  const { deps, customers } = c;
+  for (const o of w.ownCif) o.r.cif = await deps.newCif(`entity:${o.p.id}`, now);
+  await customers.recordCoreAll(w.found, now);
+  if (w.claims.length > 0) {
+    for (const cl of w.claims) cl.r.cif = await deps.newCif(cl.tinHash, now);
+    const claimed = await customers.claimAll(
+      w.claims.map((cl) => ({ tinHash: cl.tinHash, cif: cl.r.cif })),
+      loanId,
+      now,
+    );
+    const lost = w.claims.find((cl) => !claimed.has(cl.tinHash));
+    if (lost !== undefined) {
+      // Another writer claimed it since the look-up (loans that share a tax id are serialised, so
+      // only another process could): start over rather than create a second customer.
+      const holder = await customers.byTin(lost.tinHash);
+      throw new CustomerWaitError(
+        'customer.claimed_elsewhere',
+        `the customer with ${lost.p.tinType} ${last4(lost.tin)} was claimed by loan ` +
+          `${holder?.creatorLoanId ?? '?'} meanwhile; this loan tries again`,
+      );
+    }
   }
-  return result;
+  await customers.resolvedAll(
+    w.rows.map((row) => row()),
+    before,
+    now,
+  );
 }
 
 /**

@@ -422,6 +422,12 @@ export class RateBudget {
   close(): void {
     this.closed = true;
     this.closeController.abort();
+    try {
+      this.spend.flush?.();
+    } catch (err) {
+      // The next run counts the reservation instead of the exact total: it waits a little longer.
+      this.opts.logger.warn({ err }, 'rate budget: the spend window could not be stored at close');
+    }
     for (const lane of Object.values(this.lanes)) {
       for (const w of lane.waiters.splice(0)) {
         w.cleanup();

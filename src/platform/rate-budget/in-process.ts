@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { Bucket } from '../api.js';
-import type { RateStateStore, StrikeRecord } from './ledger.js';
+import type { RateStateStore, SpendWindow, StrikeRecord } from './ledger.js';
 import {
   STOP_AT_STRIKES,
   STRIKE_RETENTION_MS,
@@ -10,23 +11,74 @@ import {
   type SpendGrant,
 } from './spend.js';
 
+/** How long one reservation covers: a second, or half the window when the window is shorter (tests). */
+export function reservationMs(windowMs: number): number {
+  return Math.max(1, Math.min(1000, Math.floor(windowMs / 2)));
+}
+
+interface Lane {
+  /** This process's attempt timestamps in the window (exact; memory only). */
+  spent: number[];
+  /** The other processes' (and earlier runs') windows as last read: each counted at its `until`. */
+  others: SpendWindow[];
+  pause: number;
+  /** The stored window covers grants until this instant (epoch ms)… */
+  coveredUntil: number;
+  /** …and this many of them. */
+  reserved: number;
+  granted: number;
+  /** The stored window differs from the exact spend (a reservation is outstanding): flush at shutdown. */
+  dirty: boolean;
+  /** When the others' rows were last read (epoch ms). */
+  othersReadAt: number;
+}
+
 /**
  * The in-process spend strategy (SQLite, memory): this process decides every token on its own
- * sliding-window log of attempt timestamps, persisted in a RateStateStore before the call leaves
- * (a restart inside a window cannot burst). When other processes on the host spend from the same
- * state file (`state.shared`: a CLI command beside the daemon) the log, the pauses and the strikes
- * are re-read before every decision instead of trusting the copy in memory.
+ * sliding-window log of attempt timestamps, kept in memory (issue 44 item 5: a platform call costs
+ * the state database nothing in the usual case). What survives a restart, and what other processes
+ * on the same state file (a CLI command beside the daemon) see, is one row per process and bucket,
+ * written AHEAD of the tokens it covers: "up to N tokens, counted as spent at T" — the window's
+ * total plus a reservation for the next second (reservationMs). A token outside the stored
+ * reservation (its second is over, or its count used up) first writes a new one, in one
+ * statement that also returns the other processes' rows and the pause. So the row is written at
+ * most once a second while the process spends, and at shutdown with the exact total:
+ * - a clean stop leaves the window's total, counted at the last token;
+ * - a kill -9 loses nothing: the stored row already counts every token the process could have sent
+ *   (the unused reservation as well), so the next run waits that out (at most one reservation,
+ *   a second, beyond the window) — it never bursts;
+ * - another process's spend and 429 pause are seen at the next reservation (≤ a second), and two
+ *   processes never use the same tokens: each reservation's statement returns the others' rows as
+ *   they are, and the database serialises the statements, so together they stay within the budget.
  */
 export class InProcessRateSpend implements RateSpend {
   readonly kind = 'in-process';
   private ctx: SpendContext | null = null;
-  private spent: Record<Bucket, number[]> = { read: [], write: [] };
-  private readonly pauses: Record<Bucket, number> = { read: 0, write: 0 };
+  private readonly owner = `${process.pid}:${randomBytes(6).toString('hex')}`;
+  private readonly lanes: Record<Bucket, Lane> = {
+    read: InProcessRateSpend.lane(),
+    write: InProcessRateSpend.lane(),
+  };
+  /** The allowance the budget last asked about (grant re-checks it after a reservation read the others). */
+  private readonly allowedNow: Record<Bucket, number> = { read: 1, write: 1 };
   private strikes: StrikeRecord[] = [];
   private spendSincePrune = 0;
   private lastStrikeRefresh = 0;
 
   constructor(private readonly state: RateStateStore) {}
+
+  private static lane(): Lane {
+    return {
+      spent: [],
+      others: [],
+      pause: 0,
+      coveredUntil: 0,
+      reserved: 0,
+      granted: 0,
+      dirty: false,
+      othersReadAt: 0,
+    };
+  }
 
   private get c(): SpendContext {
     if (this.ctx === null) throw new Error('rate spend used before start()');
@@ -38,8 +90,12 @@ export class InProcessRateSpend implements RateSpend {
     const now = ctx.clock.now();
     this.state.prune(now - ctx.windowMs * 2, now - STRIKE_RETENTION_MS);
     for (const bucket of ['read', 'write'] as const) {
-      this.spent[bucket] = this.state.loadSpend(bucket, now - ctx.windowMs);
-      this.pauses[bucket] = this.state.loadPause(bucket) ?? 0;
+      const lane = this.lanes[bucket];
+      // Reads only (decide stores nothing): what earlier runs and other processes spent, and the pause.
+      const view = this.state.reserve(this.owner, bucket, now, ctx.windowMs, null);
+      lane.others = view.others;
+      lane.pause = view.pause ?? 0;
+      lane.othersReadAt = now;
     }
     this.strikes = this.state.activeStrikes(now - STRIKE_WINDOW_MS);
     if (this.stopped()) ctx.onStopped('at start');
@@ -67,11 +123,12 @@ export class InProcessRateSpend implements RateSpend {
     return this.stopped();
   }
 
-  /** Another process on the same state file spends from the same key: take its spend into account. */
-  refresh(bucket: Bucket, now: number): void {
+  /**
+   * Another process on the same state file may strike the key: its strikes are re-read once a
+   * second (its spend and pause at each reservation, see grant).
+   */
+  refresh(_bucket: Bucket, now: number): void {
     if (!this.state.shared) return;
-    this.spent[bucket] = this.state.loadSpend(bucket, now - this.c.windowMs + 1);
-    this.pauses[bucket] = Math.max(this.pauses[bucket], this.state.loadPause(bucket) ?? 0);
     if (now - this.lastStrikeRefresh >= 1000) {
       this.lastStrikeRefresh = now;
       this.strikes = this.state.activeStrikes(now - STRIKE_WINDOW_MS);
@@ -80,29 +137,53 @@ export class InProcessRateSpend implements RateSpend {
   }
 
   pausedUntil(bucket: Bucket): number {
-    return this.pauses[bucket];
+    return this.lanes[bucket].pause;
   }
 
   windowWait(bucket: Bucket, now: number, allowed: number): number {
-    const spent = this.expire(bucket, now);
-    if (spent.length < allowed) return 0;
-    // The oldest token that must leave the window before one more fits.
-    const t = spent[spent.length - allowed] as number;
-    return Math.max(1, t + this.c.windowMs - now + 1);
+    this.allowedNow[bucket] = allowed;
+    const lane = this.lanes[bucket];
+    const every = reservationMs(this.c.windowMs);
+    let wait = this.untilFits(bucket, now, allowed);
+    if (wait > 0 && lane.others.length > 0 && now - lane.othersReadAt >= every) {
+      // Held by other processes' rows: read them again (they shrink when their owner spent less
+      // than it reserved, or stopped), at most once a reservation's time.
+      const view = this.state.reserve(this.owner, bucket, now, this.c.windowMs, null);
+      lane.others = view.others;
+      lane.pause = Math.max(lane.pause, view.pause ?? 0);
+      lane.othersReadAt = now;
+      wait = this.untilFits(bucket, now, allowed);
+    }
+    return wait > 0 && lane.others.length > 0 ? Math.min(wait, every) : wait;
   }
 
   spentInWindow(bucket: Bucket, now: number): number {
-    return this.expire(bucket, now).length;
+    const lane = this.lanes[bucket];
+    this.expire(bucket, now);
+    return lane.spent.length + lane.others.reduce((n, w) => n + w.spent, 0);
   }
 
   grant(bucket: Bucket, now: number): SpendGrant {
-    // Persist first: if this throws (disk full) the attempt is not sent at all.
-    try {
-      this.state.recordSpend(bucket, now);
-    } catch (error) {
-      return { kind: 'failed', error };
+    const lane = this.lanes[bucket];
+    if (now >= lane.coveredUntil || lane.granted >= lane.reserved) {
+      // Persist first: if this throws (disk full) the attempt is not sent at all.
+      try {
+        this.reserve(bucket, now);
+      } catch (error) {
+        return { kind: 'failed', error };
+      }
+      if (lane.pause > now) return { kind: 'wait', ms: lane.pause - now, why: 'paused' };
+      if (lane.granted >= lane.reserved) {
+        return {
+          kind: 'wait',
+          ms: Math.max(1, this.untilFits(bucket, now, this.allowedNow[bucket])),
+          why: 'window',
+        };
+      }
     }
-    this.spent[bucket].push(now);
+    lane.spent.push(now);
+    lane.granted += 1;
+    this.state.recordSpend?.(bucket, now);
     this.spendSincePrune += 1;
     if (this.spendSincePrune >= 500) {
       this.spendSincePrune = 0;
@@ -113,6 +194,7 @@ export class InProcessRateSpend implements RateSpend {
 
   recordRateLimited(bucket: Bucket, s: RateLimitedStrike): void {
     this.state.savePause(bucket, s.pausedUntil);
+    this.lanes[bucket].pause = Math.max(this.lanes[bucket].pause, Math.ceil(s.pausedUntil));
     this.state.recordStrike({ at: s.at, bucket, path: s.path, retryAfterMs: s.waitMs });
     this.strikes = this.state.activeStrikes(s.at - STRIKE_WINDOW_MS);
   }
@@ -123,16 +205,95 @@ export class InProcessRateSpend implements RateSpend {
     return Promise.resolve(n);
   }
 
-  close(): void {
-    this.state.close?.();
+  /**
+   * At shutdown: each bucket's row becomes the exact total of the window, counted at the last token
+   * (the unused reservation is given back to the next run and to other processes).
+   */
+  flush(): void {
+    if (this.ctx === null) return;
+    const now = this.c.clock.now();
+    for (const bucket of ['read', 'write'] as const) {
+      const lane = this.lanes[bucket];
+      if (!lane.dirty) continue;
+      this.expire(bucket, now);
+      const last = lane.spent[lane.spent.length - 1];
+      this.state.reserve(
+        this.owner,
+        bucket,
+        now,
+        this.c.windowMs,
+        last === undefined ? { spent: 0, until: 0 } : { spent: lane.spent.length, until: last },
+      );
+      lane.dirty = false;
+      lane.coveredUntil = 0;
+      lane.reserved = 0;
+      lane.granted = 0;
+    }
   }
 
-  private expire(bucket: Bucket, now: number): number[] {
-    const spent = this.spent[bucket];
+  close(): void {
+    try {
+      this.flush();
+    } finally {
+      this.state.close?.();
+    }
+  }
+
+  /**
+   * Writes this process's row ahead of its next tokens: the window's own spend plus what may still
+   * be spent (the allowance less the others' rows as last known), covering grants for the next
+   * reservationMs; the same statement returns the others' rows as they are now, and what this
+   * process may use of its reservation shrinks to what they leave (the row may claim more than it
+   * uses: an over-count is safe). When others spend on the same key the reservation is half of
+   * what is left, so neither starves.
+   */
+  private reserve(bucket: Bucket, now: number): void {
+    const lane = this.lanes[bucket];
+    const windowMs = this.c.windowMs;
+    const allowed = this.allowedNow[bucket];
+    this.expire(bucket, now);
+    const sum = (ws: readonly SpendWindow[]): number => ws.reduce((n, w) => n + w.spent, 0);
+    const left = Math.max(0, allowed - lane.spent.length - sum(lane.others));
+    const claim = lane.others.length > 0 ? Math.ceil(left / 2) : left;
+    const coveredUntil = now + reservationMs(windowMs);
+    const view = this.state.reserve(this.owner, bucket, now, windowMs, {
+      spent: lane.spent.length + claim,
+      until: coveredUntil,
+    });
+    lane.others = view.others;
+    lane.othersReadAt = now;
+    lane.pause = Math.max(lane.pause, view.pause ?? 0);
+    lane.coveredUntil = coveredUntil;
+    lane.reserved = Math.min(claim, Math.max(0, allowed - lane.spent.length - sum(view.others)));
+    lane.granted = 0;
+    lane.dirty = true;
+  }
+
+  /** How long before one more token fits beside this process's log and the others' rows (0: now). */
+  private untilFits(bucket: Bucket, now: number, allowed: number): number {
+    const lane = this.lanes[bucket];
+    this.expire(bucket, now);
+    const windowMs = this.c.windowMs;
+    let total = lane.spent.length + lane.others.reduce((n, w) => n + w.spent, 0);
+    if (total < allowed) return 0;
+    // Leave the window in order of expiry until one more fits.
+    const leaving: Array<[at: number, n: number]> = [
+      ...lane.spent.map((t): [number, number] => [t + windowMs, 1]),
+      ...lane.others.map((w): [number, number] => [w.until + windowMs, w.spent]),
+    ].sort((a, b) => a[0] - b[0]);
+    for (const [at, n] of leaving) {
+      total -= n;
+      if (total < allowed) return Math.max(1, at - now + 1);
+    }
+    return 1;
+  }
+
+  private expire(bucket: Bucket, now: number): void {
+    const lane = this.lanes[bucket];
     const cutoff = now - this.c.windowMs;
     let i = 0;
-    while (i < spent.length && (spent[i] as number) <= cutoff) i += 1;
-    if (i > 0) spent.splice(0, i);
-    return spent;
+    while (i < lane.spent.length && (lane.spent[i] as number) <= cutoff) i += 1;
+    if (i > 0) lane.spent.splice(0, i);
+    if (lane.others.some((w) => w.until <= cutoff)) lane.others = lane.others.filter((w) => w.until > cutoff);
   }
 }

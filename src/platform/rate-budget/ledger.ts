@@ -26,21 +26,52 @@ export interface NewStrike {
 }
 
 /**
- * Where the rate budget keeps what must survive a restart: the attempts spent in the current
- * window (so a crash loop cannot burst past the limit), whole-bucket pauses after a 429, and the
- * 429-strike ledger (a live key is revoked after 3 strikes in 24 h). Synchronous on purpose: the
- * token is recorded before the request leaves, never after.
+ * The spend a process may have in a bucket's window, as other processes (and the next run) count
+ * it: up to `spent` tokens, every one counted as spent at `until` (epoch ms), so they leave the
+ * window at until + windowMs. An upper bound, never an exact log: the in-process strategy
+ * (in-process.ts) writes its row ahead of the tokens it covers.
+ */
+export interface SpendWindow {
+  spent: number;
+  until: number;
+}
+
+/** What a reservation reads in its statement: the other processes' windows and the bucket's pause. */
+export interface SpendView {
+  others: SpendWindow[];
+  pause: number | null;
+}
+
+/**
+ * Where the rate budget keeps what must survive a restart: the spend of the current window (so a
+ * crash loop cannot burst past the limit), whole-bucket pauses after a 429, and the 429-strike
+ * ledger (a live key is revoked after 3 strikes in 24 h). Synchronous on purpose: the spend is
+ * recorded before the request leaves, never after.
  */
 export interface RateStateStore {
   /**
    * true when other processes may spend from the same store (a CLI command beside the daemon on
-   * one state file): the budget then re-reads spend, pauses and strikes instead of trusting its
-   * in-memory copy.
+   * one state file): their windows and pauses are re-read at each reservation, and the strikes
+   * every second, instead of trusting the copy in memory.
    */
   readonly shared: boolean;
-  /** Attempt timestamps of a bucket at or after sinceMs, ascending. */
-  loadSpend(bucket: RateBucketName, sinceMs: number): number[];
-  recordSpend(bucket: RateBucketName, at: number): void;
+  /**
+   * In ONE statement (atomic on its own): stores `owner`'s window (null: stores nothing, reads only)
+   * and returns the windows of every other owner still in the window at `now` (until + windowMs >
+   * now) and the bucket's pause. Two processes reserving at once are serialised by the database: the
+   * later one sees the earlier one's row.
+   */
+  reserve(
+    owner: string,
+    bucket: RateBucketName,
+    now: number,
+    windowMs: number,
+    mine: SpendWindow | null,
+  ): SpendView;
+  /** Each token, for stores that keep them (the in-memory state of tests, which audit the log). */
+  recordSpend?(bucket: RateBucketName, at: number): void;
+  /** Attempt timestamps of a bucket at or after sinceMs, ascending (stores that keep them). */
+  loadSpend?(bucket: RateBucketName, sinceMs: number): number[];
   /** The pause of a bucket (epoch ms), or null. */
   loadPause(bucket: RateBucketName): number | null;
   savePause(bucket: RateBucketName, until: number): void;
@@ -49,7 +80,10 @@ export interface RateStateStore {
   activeStrikes(sinceMs: number): StrikeRecord[];
   /** An operator acknowledges the strikes (after talking to the platform): returns how many. */
   clearStrikes(by: string, at?: number): number;
-  /** Drops spend rows older than spendBeforeMs and cleared/expired strikes older than strikesBeforeMs. */
+  /**
+   * Drops spend windows that left the window before spendBeforeMs (until < spendBeforeMs) and
+   * cleared/expired strikes older than strikesBeforeMs.
+   */
   prune(spendBeforeMs: number, strikesBeforeMs: number): void;
   /** Releases what the store opened itself (not the Db it was given). */
   close?(): void;
@@ -83,14 +117,25 @@ export interface RateLedger {
 }
 
 /** In-memory state for unit tests and throwaway commands (nothing survives the process). */
-export function createMemoryRateState(): RateStateStore & { readonly spendRows: () => number } {
+export function createMemoryRateState(): RateStateStore & {
+  readonly spendRows: () => number;
+  loadSpend(bucket: RateBucketName, sinceMs: number): number[];
+} {
   const spend: Record<RateBucketName, number[]> = { read: [], write: [] };
+  const windows = new Map<string, SpendWindow & { owner: string; bucket: RateBucketName }>();
   const pause = new Map<RateBucketName, number>();
   let strikes: Array<StrikeRecord & { clearedAt: number | null }> = [];
   let seq = 0;
   return {
     shared: false,
     spendRows: () => spend.read.length + spend.write.length,
+    reserve: (owner, bucket, now, windowMs, mine) => {
+      if (mine !== null) windows.set(`${owner}\u0000${bucket}`, { ...mine, owner, bucket });
+      const others = [...windows.values()]
+        .filter((w) => w.bucket === bucket && w.owner !== owner && w.until + windowMs > now)
+        .map(({ spent, until }) => ({ spent, until }));
+      return { others, pause: pause.get(bucket) ?? null };
+    },
     loadSpend: (bucket, sinceMs) => spend[bucket].filter((t) => t >= sinceMs).sort((a, b) => a - b),
     recordSpend: (bucket, at) => {
       spend[bucket].push(at);
@@ -121,6 +166,7 @@ export function createMemoryRateState(): RateStateStore & { readonly spendRows: 
     prune: (spendBeforeMs, strikesBeforeMs) => {
       spend.read = spend.read.filter((t) => t >= spendBeforeMs);
       spend.write = spend.write.filter((t) => t >= spendBeforeMs);
+      for (const [k, w] of windows) if (w.until < spendBeforeMs) windows.delete(k);
       strikes = strikes.filter((s) => s.at >= strikesBeforeMs);
       for (const [b, until] of pause) if (until < spendBeforeMs) pause.delete(b);
     },

@@ -89,6 +89,11 @@ export interface RateSpend {
   recordRateLimited(bucket: Bucket, strike: RateLimitedStrike): void | Promise<void>;
   /** Operator command: forget the strikes; returns how many. */
   clearStrikes(by: string, now: number): Promise<number>;
+  /**
+   * The budget closes: persist what a restart must count (the in-process window's exact total).
+   * Idempotent; close() does it too.
+   */
+  flush?(): void;
   /** Releases the store the strategy was given (after the client's last answer is booked). */
   close(): void;
 }

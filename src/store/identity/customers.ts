@@ -14,7 +14,11 @@ export interface CustomerRow {
   updatedAt: number;
 }
 
-/** Platform entity id ↔ CIF. */
+/**
+ * Platform entity id ↔ CIF. lastLoanId is the loan that resolved the entity last (read from
+ * loan_customers: a repeat borrower writes no cross-reference); updatedAt when the reference last
+ * changed (CIF, tax id).
+ */
 export interface XrefRow {
   entityId: string;
   cif: string | null;
@@ -49,11 +53,26 @@ export interface CustomerStore {
   /** The fingerprint of the key the stored tax-id hashes were made with (null: none hashed yet). */
   keyFingerprint(): Promise<string | null>;
   byTin(tinHash: string): Promise<CustomerRow | undefined>;
+  /** The customers of several tax-id hashes in one look-up (a loan's parties). */
+  byTins(tinHashes: readonly string[]): Promise<Map<string, CustomerRow>>;
   xref(entityId: string): Promise<XrefRow | undefined>;
+  /** The cross-references of several entities in one look-up (a loan's parties). */
+  xrefs(entityIds: readonly string[]): Promise<Map<string, XrefRow>>;
   /** A customer the core already has (extract, search). */
   recordCore(tinHash: string, cif: string, now: number): Promise<CustomerRow>;
   /** This loan's write creates the customer: the claim is committed before the write. */
   claim(tinHash: string, cif: string | null, loanId: string, now: number): Promise<CustomerRow>;
+  /**
+   * claim for several customers in one statement: returns the tax-id hashes this call claimed (one
+   * missing: another writer holds it).
+   */
+  claimAll(
+    claims: ReadonlyArray<{ tinHash: string; cif: string | null }>,
+    loanId: string,
+    now: number,
+  ): Promise<Set<string>>;
+  /** recordCore for several customers in one statement (a customer already known keeps its row). */
+  recordCoreAll(found: ReadonlyArray<{ tinHash: string; cif: string }>, now: number): Promise<void>;
   /**
    * Another loan's claim that never reached the core (that loan was quarantined or skipped before writing)
    * passes to this loan.
@@ -68,6 +87,15 @@ export interface CustomerStore {
   markWritten(loanId: string, cifs: ReadonlyMap<string, string>, now: number): Promise<void>;
   /** Records what a loan resolved for one entity (and the entity ↔ CIF cross-reference). */
   resolved(r: Omit<LoanCustomerRow, 'resolvedAt'>, now: number): Promise<void>;
+  /**
+   * What a loan resolved for all its entities: one statement for the loan's rows, one for the
+   * cross-references that are new or changed against `before` (a repeat borrower writes none).
+   */
+  resolvedAll(
+    rows: ReadonlyArray<Omit<LoanCustomerRow, 'resolvedAt'>>,
+    before: ReadonlyMap<string, XrefRow>,
+    now: number,
+  ): Promise<void>;
   forLoan(loanId: string): Promise<LoanCustomerRow[]>;
   /** Every loan that resolved this entity, oldest first. */
   forEntity(entityId: string): Promise<LoanCustomerRow[]>;
@@ -138,6 +166,21 @@ const loanCustomer = (r: RawLoanCustomer): LoanCustomerRow => ({
   resolvedAt: r.resolved_at,
 });
 
+/**
+ * A cross-reference as shown: the last loan is the latest loan_customers row of the entity (an
+ * index probe), so a repeat borrower's board need not rewrite its cross-reference.
+ */
+const XREF_COLS = `entity_id, cif, tin_hash, matched_by, first_loan_id,
+  COALESCE((SELECT lc.loan_id FROM loan_customers lc WHERE lc.entity_id = customer_xref.entity_id
+    ORDER BY lc.resolved_at DESC, lc.rowid DESC LIMIT 1), last_loan_id) AS last_loan_id, resolved_at, updated_at`;
+
+const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
+/** The last of each key (a multi-row upsert may not touch one row twice: PostgreSQL refuses it). */
+function uniqueBy<T>(rows: readonly T[], key: (r: T) => string): T[] {
+  return [...new Map(rows.map((r) => [key(r), r] as const)).values()];
+}
+
 /** The tax-id hash key's fingerprint: every replica (and every restart) must hash with one key. */
 function tinKeyCheck(db: StoreDb): Pick<CustomerStore, 'checkKey' | 'hasKey' | 'keyFingerprint'> {
   const GET_SETTING = 'SELECT value FROM customer_settings WHERE name = ?';
@@ -163,7 +206,18 @@ function tinKeyCheck(db: StoreDb): Pick<CustomerStore, 'checkKey' | 'hasKey' | '
 /** Customers by tax-id hash: found in the core, or claimed by the loan that creates them. */
 function customerRecords(
   db: StoreDb,
-): Pick<CustomerStore, 'byTin' | 'recordCore' | 'claim' | 'takeOver' | 'setCif' | 'markWritten'> {
+): Pick<
+  CustomerStore,
+  | 'byTin'
+  | 'byTins'
+  | 'recordCore'
+  | 'recordCoreAll'
+  | 'claim'
+  | 'claimAll'
+  | 'takeOver'
+  | 'setCif'
+  | 'markWritten'
+> {
   const SEL_TIN = 'SELECT * FROM customers WHERE tin_hash = ?';
   const INS_CORE = `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at,
      updated_at) VALUES (?, ?, 'core', 'written', NULL, ?, ?)
@@ -178,6 +232,38 @@ function customerRecords(
     byTin: async (h) => {
       const r = await selTin(h);
       return r === undefined ? undefined : customer(r);
+    },
+    byTins: async (hs) => {
+      const out = new Map<string, CustomerRow>();
+      const unique = [...new Set(hs)];
+      if (unique.length === 0) return out;
+      for (const r of await db.all<RawCustomer>(
+        `SELECT * FROM customers WHERE tin_hash IN (${marks(unique.length)})`,
+        unique,
+      ))
+        out.set(r.tin_hash, customer(r));
+      return out;
+    },
+    recordCoreAll: async (found, now) => {
+      const rows = uniqueBy(found, (f) => f.tinHash);
+      if (rows.length === 0) return;
+      await db.run(
+        `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES ` +
+          rows.map(() => `(?, ?, 'core', 'written', NULL, ?, ?)`).join(', ') +
+          ' ON CONFLICT(tin_hash) DO NOTHING',
+        rows.flatMap((f) => [f.tinHash, f.cif, now, now]),
+      );
+    },
+    claimAll: async (claims, loanId, now) => {
+      const rows = uniqueBy(claims, (c) => c.tinHash);
+      if (rows.length === 0) return new Set();
+      const got = await db.all<{ tin_hash: string }>(
+        `INSERT INTO customers (tin_hash, cif, origin, status, creator_loan_id, created_at, updated_at) VALUES ` +
+          rows.map(() => `(?, ?, 'created', 'claimed', ?, ?, ?)`).join(', ') +
+          ' ON CONFLICT(tin_hash) DO NOTHING RETURNING tin_hash',
+        rows.flatMap((c) => [c.tinHash, c.cif, loanId, now, now]),
+      );
+      return new Set(got.map((r) => r.tin_hash));
     },
     recordCore: (h, cif, now) =>
       db.write(async () => {
@@ -207,21 +293,34 @@ function customerRecords(
         await db.run(FILL_XREF, [cif, now, h]);
         await db.run(FILL_LOAN, [cif, h]);
       }),
+    // One statement when the customers' numbers were known at the claim (a pool, the file core);
+    // numbers the core assigned (Fineract) fill the three tables with one statement each.
     async markWritten(loanId, cifs, now) {
-      for (const c of await db.all<RawCustomer>(
-        `SELECT * FROM customers WHERE creator_loan_id = ? AND status = 'claimed'`,
-        [loanId],
-      )) {
-        const cif = c.cif ?? cifs.get(c.tin_hash) ?? null;
-        await db.run(
-          `UPDATE customers SET status = 'written', cif = COALESCE(cif, ?), updated_at = ? WHERE tin_hash = ?`,
-          [cif, now, c.tin_hash],
-        );
-        if (cif !== null) {
-          await db.run(FILL_XREF, [cif, now, c.tin_hash]);
-          await db.run(FILL_LOAN, [cif, c.tin_hash]);
-        }
-      }
+      const written = await db.all<{ tin_hash: string; cif: string | null }>(
+        `UPDATE customers SET status = 'written', updated_at = ? WHERE creator_loan_id = ? AND status = 'claimed' ` +
+          'RETURNING tin_hash, cif',
+        [now, loanId],
+      );
+      const fill = written.flatMap((c) => {
+        const cif = c.cif === null ? cifs.get(c.tin_hash) : undefined;
+        return cif === undefined ? [] : [[c.tin_hash, cif] as const];
+      });
+      if (fill.length === 0) return;
+      const byTin = `CASE tin_hash ${fill.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+      const pairs = fill.flat();
+      const hashes = fill.map(([h]) => h);
+      const where = `WHERE tin_hash IN (${marks(hashes.length)}) AND cif IS NULL`;
+      await db.run(`UPDATE customers SET cif = ${byTin}, updated_at = ? ${where}`, [
+        ...pairs,
+        now,
+        ...hashes,
+      ]);
+      await db.run(`UPDATE customer_xref SET cif = ${byTin}, updated_at = ? ${where}`, [
+        ...pairs,
+        now,
+        ...hashes,
+      ]);
+      await db.run(`UPDATE loan_customers SET cif = ${byTin} ${where}`, [...pairs, ...hashes]);
     },
   };
 }
@@ -229,19 +328,30 @@ function customerRecords(
 /** How each loan's parties were resolved (the entity ↔ CIF cross-reference and per-loan rows). */
 function resolutions(
   db: StoreDb,
-): Pick<CustomerStore, 'xref' | 'resolved' | 'forLoan' | 'forEntity' | 'find' | 'list' | 'resolvedBetween'> {
-  const UP_XREF = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id,
-     resolved_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif),
+): Pick<
+  CustomerStore,
+  | 'xref'
+  | 'xrefs'
+  | 'resolved'
+  | 'resolvedAll'
+  | 'forLoan'
+  | 'forEntity'
+  | 'find'
+  | 'list'
+  | 'resolvedBetween'
+> {
+  const UP_XREF_HEAD = `INSERT INTO customer_xref (entity_id, cif, tin_hash, matched_by, first_loan_id, last_loan_id,
+     resolved_at, updated_at) VALUES `;
+  const UP_XREF_TAIL = ` ON CONFLICT(entity_id) DO UPDATE SET cif = COALESCE(excluded.cif, customer_xref.cif),
        tin_hash = excluded.tin_hash,
        last_loan_id = excluded.last_loan_id, updated_at = excluded.updated_at`;
-  const UP_LOAN = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing,
-     name_agrees, resolved_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash,
+  const UP_XREF = `${UP_XREF_HEAD}(?, ?, ?, ?, ?, ?, ?, ?)${UP_XREF_TAIL}`;
+  const UP_LOAN_HEAD = `INSERT INTO loan_customers (loan_id, entity_id, cif, tin_hash, matched_by, existing,
+     name_agrees, resolved_at) VALUES `;
+  const UP_LOAN_TAIL = ` ON CONFLICT(loan_id, entity_id) DO UPDATE SET cif = excluded.cif, tin_hash = excluded.tin_hash,
        matched_by = excluded.matched_by,
        existing = excluded.existing, name_agrees = excluded.name_agrees, resolved_at = excluded.resolved_at`;
+  const UP_LOAN = `${UP_LOAN_HEAD}(?, ?, ?, ?, ?, ?, ?, ?)${UP_LOAN_TAIL}`;
   const BETWEEN_PAGE = 1000;
   const BETWEEN_FIRST = `SELECT lc.* FROM loan_customers lc JOIN loans l ON l.id = lc.loan_id
       WHERE lc.resolved_at >= ? AND lc.resolved_at < ? AND l.written_at IS NOT NULL
@@ -252,8 +362,52 @@ function resolutions(
       ORDER BY lc.resolved_at, lc.loan_id, lc.entity_id LIMIT ${BETWEEN_PAGE}`;
   return {
     xref: async (id) => {
-      const r = await db.get<RawXref>('SELECT * FROM customer_xref WHERE entity_id = ?', [id]);
+      const r = await db.get<RawXref>(`SELECT ${XREF_COLS} FROM customer_xref WHERE entity_id = ?`, [id]);
       return r === undefined ? undefined : xref(r);
+    },
+    xrefs: async (ids) => {
+      const out = new Map<string, XrefRow>();
+      const unique = [...new Set(ids)];
+      if (unique.length === 0) return out;
+      // The resolver reads cif, tax id and first loan only: the stored last_loan_id (not derived) will do.
+      for (const r of await db.all<RawXref>(
+        `SELECT * FROM customer_xref WHERE entity_id IN (${marks(unique.length)})`,
+        unique,
+      ))
+        out.set(r.entity_id, xref(r));
+      return out;
+    },
+    resolvedAll: async (rows, before, now) => {
+      const perEntity = new Map<string, Omit<LoanCustomerRow, 'resolvedAt'>>();
+      for (const r of rows) {
+        const prev = perEntity.get(r.entityId);
+        perEntity.set(r.entityId, prev === undefined ? r : { ...r, cif: r.cif ?? prev.cif });
+      }
+      const all = [...perEntity.values()];
+      if (all.length === 0) return;
+      const changed = all.filter((r) => {
+        const b = before.get(r.entityId);
+        return b === undefined || (r.cif !== null && r.cif !== b.cif) || r.tinHash !== b.tinHash;
+      });
+      if (changed.length > 0) {
+        await db.run(
+          UP_XREF_HEAD + changed.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ') + UP_XREF_TAIL,
+          changed.flatMap((r) => [r.entityId, r.cif, r.tinHash, r.matchedBy, r.loanId, r.loanId, now, now]),
+        );
+      }
+      await db.run(
+        UP_LOAN_HEAD + all.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ') + UP_LOAN_TAIL,
+        all.flatMap((r) => [
+          r.loanId,
+          r.entityId,
+          r.cif,
+          r.tinHash,
+          r.matchedBy,
+          r.existing ? 1 : 0,
+          r.nameAgrees === null ? null : r.nameAgrees ? 1 : 0,
+          now,
+        ]),
+      );
     },
     resolved: (r, now) =>
       db.write(async () => {
@@ -283,19 +437,20 @@ function resolutions(
     find: async (key) =>
       (
         await db.all<RawXref>(
-          'SELECT * FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id',
+          `SELECT ${XREF_COLS} FROM customer_xref WHERE entity_id = ? OR cif = ? ORDER BY resolved_at, entity_id`,
           [key, key],
         )
       ).map(xref),
     list: async ({ matchedBy, limit = 1000 }) =>
       (matchedBy
         ? await db.all<RawXref>(
-            'SELECT * FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?',
+            `SELECT ${XREF_COLS} FROM customer_xref WHERE matched_by = ? ORDER BY resolved_at, entity_id LIMIT ?`,
             [matchedBy, limit],
           )
-        : await db.all<RawXref>('SELECT * FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?', [
-            limit,
-          ])
+        : await db.all<RawXref>(
+            `SELECT ${XREF_COLS} FROM customer_xref ORDER BY resolved_at, entity_id LIMIT ?`,
+            [limit],
+          )
       ).map(xref),
     // Keyset pages (resolved_at, loan, entity): a report over a busy day holds one page.
     async *resolvedBetween(since, until) {

@@ -118,6 +118,43 @@ export function formatNumber(spec: NumberPoolSpec, seq: bigint): string | null {
 
 const rangeKey = (from: string): string => BigInt(from).toString();
 
+/**
+ * Moves the range's cursor from `last` to `next` if it still stands at `last` and (guardKey) the
+ * key holds no number yet: one statement, which also proves the key new. false: either of the two
+ * does not hold.
+ */
+async function advance(
+  db: StoreDb,
+  pool: NumberPoolName,
+  range: string,
+  last: bigint | null,
+  next: bigint,
+  guardKey: string | null,
+  now: number,
+): Promise<boolean> {
+  const unheld =
+    guardKey === null ? '' : ' AND NOT EXISTS (SELECT 1 FROM bank_numbers WHERE pool = ? AND key = ?)';
+  const guard = guardKey === null ? [] : [pool, guardKey];
+  if (last === null) {
+    // The range's first allocation (the key was checked just before): its cursor row.
+    return (
+      (
+        await db.run(
+          'INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?) ' +
+            'ON CONFLICT (pool, range_from) DO NOTHING',
+          [pool, range, next.toString(), now],
+        )
+      ).changes === 1
+    );
+  }
+  const r = await db.run(
+    'UPDATE bank_number_cursors SET last_seq = ?, updated_at = ? WHERE pool = ? AND range_from = ? ' +
+      `AND last_seq = ?${unheld}`,
+    [next.toString(), now, pool, range, last.toString(), ...guard],
+  );
+  return r.changes === 1;
+}
+
 export function createNumberStore(db: StoreDb, pools: NumberPools = DEFAULT_NUMBER_POOLS): NumberStore {
   const selectByKey = (pool: string, key: string): Promise<{ number: string } | undefined> =>
     db.get<{ number: string }>('SELECT number FROM bank_numbers WHERE pool = ? AND key = ?', [pool, key]);
@@ -128,25 +165,20 @@ export function createNumberStore(db: StoreDb, pools: NumberPools = DEFAULT_NUMB
       'SELECT last_seq FROM bank_number_cursors WHERE pool = ? AND range_from = ?',
       [pool, from],
     );
-  const upsertCursor = (pool: string, from: string, last: string, now: number): Promise<unknown> =>
-    db.run(
-      `INSERT INTO bank_number_cursors (pool, range_from, last_seq, updated_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT (pool, range_from) DO UPDATE SET last_seq = excluded.last_seq, updated_at = excluded.updated_at`,
-      [pool, from, last, now],
-    );
-
+  /**
+   * The last sequence of each (pool, range) as this handle last wrote or read it (null: no cursor
+   * row yet). Only a hint: every advance is a compare-and-set on the stored value, so a cursor another
+   * handle moved, or a transaction that rolled back, fails the set and the cursor is read again.
+   */
+  const cursors = new Map<string, bigint | null>();
   const capacityOf = (spec: NumberPoolSpec): bigint =>
     spec.ranges.reduce((n, r) => n + (BigInt(r.to) - BigInt(r.from) + 1n), 0n);
 
   /**
    * The next free number of the pool, walking its ranges in order from each range's cursor; null
-   * when every range is used up. `onExhausted` hears of a range consumed to its end (allocate
-   * records it so the next call starts past it; a peek writes nothing).
+   * when every range is used up (previews: reads only).
    */
-  async function nextFree(
-    pool: NumberPoolName,
-    onExhausted?: (range: { from: string }, to: bigint, cursor: bigint | null) => Promise<void>,
-  ): Promise<{ range: { from: string }; seq: bigint; number: string } | null> {
+  async function nextFree(pool: NumberPoolName): Promise<string | null> {
     const spec = pools[pool];
     for (const range of spec.ranges) {
       const from = BigInt(range.from);
@@ -156,50 +188,87 @@ export function createNumberStore(db: StoreDb, pools: NumberPools = DEFAULT_NUMB
       if (seq < from) seq = from;
       for (; seq <= to; seq++) {
         const number = formatNumber(spec, seq);
-        if (number !== null && !(await selectByNumber(pool, number))) return { range, seq, number };
+        if (number !== null && !(await selectByNumber(pool, number))) return number;
       }
-      await onExhausted?.(range, to, cursor ? BigInt(cursor.last_seq) : null);
     }
     return null;
   }
 
+  /**
+   * Two statements for a new key in the usual case: the cursor's compare-and-set (which also finds
+   * the key holds no number) and the insert; a key that holds one costs the failed set and its read.
+   * The pool's allocated count follows by trigger (migration 21).
+   */
   async function allocateIn(pool: NumberPoolName, key: string, now: number): Promise<AllocatedNumber> {
-    const held = await selectByKey(pool, key);
+    const spec = pools[pool];
+    let keyIsNew = false;
+    for (const range of spec.ranges) {
+      const from = BigInt(range.from);
+      const to = BigInt(range.to);
+      const rk = rangeKey(range.from);
+      const ck = `${pool}:${rk}`;
+      for (;;) {
+        const known = cursors.get(ck);
+        if (known === undefined || (known === null && !keyIsNew)) {
+          if (!keyIsNew) {
+            const held = await selectByKey(pool, key);
+            if (held) return { number: held.number, fresh: false };
+            keyIsNew = true;
+          }
+          const row = await selectCursor(pool, rk);
+          cursors.set(ck, row ? BigInt(row.last_seq) : null);
+          continue;
+        }
+        if (known !== null && known >= to) break;
+        let seq = known === null || known < from ? from : known + 1n;
+        // A sequence without a check digit (mod 11 → 10) is consumed, never issued.
+        while (seq <= to && formatNumber(spec, seq) === null) seq += 1n;
+        // Nothing issuable left: the range is recorded as used to its end, so the next call starts past it.
+        const next = seq <= to ? seq : to;
+        if (!(await advance(db, pool, rk, known, next, keyIsNew ? null : key, now))) {
+          // The key holds a number (the cursor hint may well be right: kept), or the hint is stale.
+          if (!keyIsNew) {
+            const held = await selectByKey(pool, key);
+            if (held) return { number: held.number, fresh: false };
+            keyIsNew = true;
+          }
+          cursors.delete(ck);
+          continue;
+        }
+        keyIsNew = true;
+        cursors.set(ck, next);
+        if (seq > to) break;
+        const number = formatNumber(spec, seq) as string;
+        const inserted = await db.get<{ number: string }>(
+          'INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?) ' +
+            'ON CONFLICT DO NOTHING RETURNING number',
+          [pool, key, number, now],
+        );
+        if (inserted) return { number, fresh: true };
+        // Held by another key (a range re-declared after a config change): consumed, try the next.
+      }
+    }
+    // Every range used up: a key that holds a number still gets it.
+    const held = keyIsNew ? undefined : await selectByKey(pool, key);
     if (held) return { number: held.number, fresh: false };
-    // A range consumed to its end (the last sequences skipped) is recorded so the next call starts past it.
-    const free = await nextFree(pool, async (range, to, cursor) => {
-      if (cursor === null || cursor < to) await upsertCursor(pool, rangeKey(range.from), to.toString(), now);
-    });
-    if (free === null) throw new PoolExhaustedError(pool, Number(capacityOf(pools[pool])));
-    await db.run('INSERT INTO bank_numbers (pool, key, number, allocated_at) VALUES (?, ?, ?, ?)', [
-      pool,
-      key,
-      free.number,
-      now,
-    ]);
-    await db.run(
-      'INSERT INTO bank_number_counts (pool, allocated) VALUES (?, 1) ON CONFLICT (pool) DO UPDATE SET allocated ' +
-        '= bank_number_counts.allocated + 1',
-      [pool],
-    );
-    await upsertCursor(pool, rangeKey(free.range.from), free.seq.toString(), now);
-    return { number: free.number, fresh: true };
+    throw new PoolExhaustedError(pool, Number(capacityOf(spec)));
   }
 
   return {
     pools,
     // A write transaction (IMMEDIATE on SQLite): two processes (or two handles) allocating at once
-    // serialise on the write lock, and each sees the other's committed numbers; nested in a
-    // caller's transaction it is a savepoint. On PostgreSQL every write transaction takes the store's
-    // advisory write lock first (sql.ts), so allocations serialise there the same way;
-    // UNIQUE(pool, number) is the last guard, never the mechanism.
+    // serialise on the write lock, and each sees the other's committed numbers. Inside a caller's
+    // transaction it runs in that one, without a savepoint of its own: what a failed allocation can
+    // leave there is a cursor moved past sequences it consumed (a gap, never a number twice). On
+    // PostgreSQL every write transaction takes the store's advisory write lock first (sql.ts), so
+    // allocations serialise there the same way; UNIQUE(pool, number) is the last guard, never the mechanism.
     allocate: (pool, key, now) => {
       if (key === '') throw new Error('number pool: empty key');
-      return db.write(() => allocateIn(pool, key, now));
+      return db.inTransaction ? allocateIn(pool, key, now) : db.write(() => allocateIn(pool, key, now));
     },
     get: async (pool, key) => (await selectByKey(pool, key))?.number ?? null,
     keyOf: async (pool, number) => (await selectByNumber(pool, number))?.key ?? null,
-    peek: async (pool) => (await nextFree(pool))?.number ?? null,
+    peek: (pool) => nextFree(pool),
     usage: async (pool) => {
       const spec = pools[pool];
       let used = 0n;

@@ -52,7 +52,13 @@ export interface TableComparison {
 
 const q = (ident: string): string => `"${ident.replace(/"/g, '""')}"`;
 
-/** The tables of the SQLite file, referenced tables before those that reference them. */
+/**
+ * Tables a trigger keeps from another table's rows (migration 21: the pools' allocated counts): the
+ * copy of their source rebuilds them on PostgreSQL, and a copy of their own would count twice.
+ */
+const TRIGGER_KEPT: ReadonlySet<string> = new Set(['bank_number_counts']);
+
+/** The tables of the SQLite file to copy, referenced tables before those that reference them. */
 function sqliteTables(src: Db): string[] {
   const names = (
     src
@@ -77,7 +83,7 @@ function sqliteTables(src: Db): string[] {
     ordered.push(n);
   };
   for (const n of names) visit(n, new Set());
-  return ordered;
+  return ordered.filter((n) => !TRIGGER_KEPT.has(n));
 }
 
 /**

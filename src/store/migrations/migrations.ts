@@ -745,6 +745,51 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
     PRIMARY KEY (loan_id, release_marker)
   );
   `,
+  /* 21: a bank number in two statements (issue 44 item 5, src/store/identity/numbers.ts): the pool's
+     allocated count follows bank_numbers by trigger instead of a third statement per number. The count
+     is rebuilt from the rows once, so a state from any earlier version starts exact. (A copy to
+     PostgreSQL skips the counts table: the trigger there rebuilds it from the copied numbers.) */ {
+    sqlite: `
+  DELETE FROM bank_number_counts;
+  INSERT INTO bank_number_counts (pool, allocated) SELECT pool, COUNT(*) FROM bank_numbers GROUP BY pool;
+  CREATE TRIGGER bank_numbers_count AFTER INSERT ON bank_numbers
+  BEGIN
+    INSERT INTO bank_number_counts (pool, allocated) VALUES (NEW.pool, 1)
+      ON CONFLICT (pool) DO UPDATE SET allocated = allocated + 1;
+  END;
+  `,
+    postgres: `
+  DELETE FROM bank_number_counts;
+  INSERT INTO bank_number_counts (pool, allocated) SELECT pool, COUNT(*) FROM bank_numbers GROUP BY pool;
+  CREATE FUNCTION bank_numbers_count() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    INSERT INTO bank_number_counts (pool, allocated) VALUES (NEW.pool, 1)
+      ON CONFLICT (pool) DO UPDATE SET allocated = bank_number_counts.allocated + 1;
+    RETURN NULL;
+  END
+  $fn$;
+  CREATE TRIGGER bank_numbers_count AFTER INSERT ON bank_numbers FOR EACH ROW EXECUTE FUNCTION bank_numbers_count();
+  `,
+  },
+  /* 22: the in-process rate budget keeps its spend log in memory (issue 44 item 5,
+     src/platform/rate-budget/in-process.ts): what survives a restart, and what another process on
+     the same state file sees, is one row per process and bucket written ahead of the tokens it
+     covers — up to `spent` tokens, all counted as spent at `until` — at most once a second and at
+     shutdown, instead of a row per request. The per-request log of an earlier version becomes one
+     such row per bucket (its count at its last token: a restart right after the upgrade still does
+     not burst), and is emptied. (PostgreSQL keeps its shared ledger; the table exists there too,
+     unused, as every table of the one history does.) */ `
+  CREATE TABLE rate_spend_windows (
+    owner  TEXT NOT NULL,                       -- the process (pid:random), new at each start
+    bucket TEXT NOT NULL,                       -- read|write
+    spent  INTEGER NOT NULL,                    -- tokens it may have spent in the window…
+    until  INTEGER NOT NULL,                    -- …all counted as spent at this instant (epoch ms)
+    PRIMARY KEY (owner, bucket)
+  );
+  INSERT INTO rate_spend_windows (owner, bucket, spent, until)
+    SELECT 'before-upgrade', bucket, COUNT(*), MAX(at) FROM rate_spend GROUP BY bucket;
+  DELETE FROM rate_spend;
+  `,
 ];
 
 /** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */

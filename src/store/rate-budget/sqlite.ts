@@ -13,11 +13,24 @@ interface StrikeRow {
   retryAfterMs: number | null;
 }
 
-/** SQLite's persisted rate state: the spend log, pauses and strikes of migration 1 (synchronous on purpose). */
+interface SpendWindow {
+  spent: number;
+  until: number;
+}
+
+/**
+ * SQLite's persisted rate state: each process's spend window (migration 22), pauses and strikes of
+ * migration 1 (synchronous on purpose).
+ */
 export interface SqliteRateState {
   readonly shared: boolean;
-  loadSpend(bucket: RateBucketName, sinceMs: number): number[];
-  recordSpend(bucket: RateBucketName, at: number): void;
+  reserve(
+    owner: string,
+    bucket: RateBucketName,
+    now: number,
+    windowMs: number,
+    mine: SpendWindow | null,
+  ): { others: SpendWindow[]; pause: number | null };
   loadPause(bucket: RateBucketName): number | null;
   savePause(bucket: RateBucketName, until: number): void;
   recordStrike(strike: Omit<StrikeRow, 'seq'>): void;
@@ -28,12 +41,13 @@ export interface SqliteRateState {
 }
 
 /**
- * Spend rows are written once per request, so they go through their own connection with
+ * Spend windows are written up to once a second per bucket while the process spends (see
+ * src/platform/rate-budget/in-process.ts), so they go through their own connection with
  * synchronous=NORMAL: in WAL mode a commit then survives a crash or kill of the process (the
- * restart case the budget guards against) without an fsync per request, which at FULL costs
- * milliseconds of blocked event loop each (measured ~4 ms here) and stalled the whole client.
- * Only a power loss can drop the last few spend rows, and a reboot outlasts a rate window anyway.
- * Strikes and pauses are rare and stay on the caller's FULL connection.
+ * restart case the budget guards against) without an fsync each, which at FULL costs milliseconds of
+ * blocked event loop (measured ~4 ms here). Only a power loss can drop the last window written, and
+ * a reboot outlasts a rate window anyway. Strikes and pauses are rare and stay on the caller's FULL
+ * connection.
  */
 function openSpendConnection(db: Db): { conn: Db; owned: boolean } {
   if (db.memory || db.readonly) return { conn: db, owned: false };
@@ -43,13 +57,33 @@ function openSpendConnection(db: Db): { conn: Db; owned: boolean } {
   return { conn, owned: true };
 }
 
-/** SQLite-backed state on the tables of migration 1 (rate_spend, rate_strikes, rate_pause). */
+/** SQLite-backed state on rate_spend_windows (migration 22), rate_strikes and rate_pause (migration 1). */
 export function createSqliteRateState(db: Db): SqliteRateState {
   const spendDb = openSpendConnection(db);
-  const insertSpend = spendDb.conn.prepare('INSERT INTO rate_spend (bucket, at) VALUES (?, ?)');
-  const selectSpend = db.prepare<[string, number], { at: number }>(
-    'SELECT at FROM rate_spend WHERE bucket = ? AND at >= ? ORDER BY at ASC',
+  // The other owners' windows and the pause come back with the write, in the same statement: one
+  // statement, atomic on its own, so two processes reserving at once are serialised by SQLite.
+  const VIEW = `(SELECT json_group_array(json_array(o.spent, o.until)) FROM rate_spend_windows o
+      WHERE o.bucket = :bucket AND o.owner <> :owner AND o.until > :since) AS others,
+    (SELECT p.until FROM rate_pause p WHERE p.bucket = :bucket) AS pause`;
+  const upsertWindow = spendDb.conn.prepare<
+    { owner: string; bucket: string; spent: number; until: number; since: number },
+    { others: string; pause: number | null }
+  >(
+    'INSERT INTO rate_spend_windows (owner, bucket, spent, until) VALUES (:owner, :bucket, :spent, :until) ' +
+      'ON CONFLICT (owner, bucket) DO UPDATE SET spent = excluded.spent, until = excluded.until ' +
+      `RETURNING ${VIEW}`,
   );
+  const selectView = spendDb.conn.prepare<
+    { owner: string; bucket: string; since: number },
+    { others: string; pause: number | null }
+  >(`SELECT ${VIEW}`);
+  const view = (r: { others: string; pause: number | null } | undefined) => ({
+    others: (JSON.parse(r?.others ?? '[]') as Array<[number, number]>).map(([spent, until]) => ({
+      spent,
+      until,
+    })),
+    pause: r?.pause ?? null,
+  });
   const selectPause = db.prepare<[string], { until: number }>(
     'SELECT until FROM rate_pause WHERE bucket = ?',
   );
@@ -69,15 +103,17 @@ export function createSqliteRateState(db: Db): SqliteRateState {
       'WHERE at >= ? AND cleared_at IS NULL ORDER BY at ASC, seq ASC',
   );
   const clear = db.prepare('UPDATE rate_strikes SET cleared_at = ?, cleared_by = ? WHERE cleared_at IS NULL');
-  const pruneSpend = db.prepare('DELETE FROM rate_spend WHERE at < ?');
+  const pruneSpend = db.prepare('DELETE FROM rate_spend_windows WHERE until < ?');
   const pruneStrikes = db.prepare('DELETE FROM rate_strikes WHERE at < ?');
   const prunePause = db.prepare('DELETE FROM rate_pause WHERE until < ?');
   return {
     shared: !db.memory,
-    loadSpend: (bucket, sinceMs) => selectSpend.all(bucket, sinceMs).map((r) => r.at),
-    recordSpend: (bucket, at) => {
-      insertSpend.run(bucket, at);
-    },
+    reserve: (owner, bucket, now, windowMs, mine) =>
+      view(
+        mine === null
+          ? selectView.get({ owner, bucket, since: now - windowMs })
+          : upsertWindow.get({ owner, bucket, spent: mine.spent, until: mine.until, since: now - windowMs }),
+      ),
     loadPause: (bucket) => selectPause.get(bucket)?.until ?? null,
     savePause: (bucket, until) => {
       upsertPause.run(bucket, Math.ceil(until));

@@ -21,6 +21,9 @@ import { createBoardingStore, type BoardingStore } from '../../../src/store/inde
 import { STORE_ENGINES, engineSkipped, testStores } from '../../support/store-engines.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { customerSourceCheck } from '../../../src/observability/readiness.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { sqliteStore } from '../../../src/store/sqlite/store.js';
+import { countStatements } from '../../support/count-statements.js';
 
 const keys = new CustomerKeys('unit-test-key-0123456789');
 
@@ -445,5 +448,62 @@ describe('extract lines', () => {
   });
   it.each([['"open,b'], ['"a"b,c'], ['a"b,c']])('%s is not CSV', (line) => {
     expect(typeof parseCsvLine(line, ',')).toBe('string');
+  });
+});
+
+describe('what customer matching costs the state database (issue 44 item 5)', () => {
+  it('a new loan with three parties: two look-ups and one statement per table; a repeat borrower writes only its loan rows', async () => {
+    const sqlite = openDatabase(':memory:');
+    const store = createBoardingStore(sqliteStore(sqlite));
+    const clock = new FakeClock();
+    let n = 100;
+    const r = createCustomerResolver({
+      store,
+      directory: undefined,
+      keys,
+      newCif: () => Promise.resolve(String((n += 1))),
+      onAmbiguous: 'quarantine',
+      allowLast4Tin: false,
+      clock,
+      logger: silentLogger(),
+    });
+    const parties = entities(
+      { id: 'biz_1', ein: '12-3456789' },
+      { id: 'p_1', ssn: '234-56-7890' },
+      { id: 'p_2', ssn: '987-65-4321' },
+    );
+    const counter = countStatements(sqlite);
+    const body = (): string[] => counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q));
+    try {
+      const first = await r.resolve('L1', parties);
+      expect(Object.values(first.customers).map((c) => c.matchedBy)).toEqual([
+        'created',
+        'created',
+        'created',
+      ]);
+      // xref look-up, tax-id look-up, the claims, the cross-references, the loan's rows: no savepoint.
+      expect(body(), body().join('\n')).toHaveLength(5);
+      counter.reset();
+      await store.write(() => r.afterWrite('L1', null));
+      expect(body(), body().join('\n')).toHaveLength(1);
+      counter.reset();
+      const again = await r.resolve('L2', parties);
+      expect(again.customers['p_1']).toEqual({ cif: '102', matchedBy: 'crossref', existing: true });
+      // The repeat borrower: the two look-ups and its loan's rows; the cross-references are unchanged.
+      expect(body(), body().join('\n')).toHaveLength(3);
+      expect(
+        body().filter(
+          (q) => /customer_xref|INSERT INTO customers|UPDATE customers/.test(q) && !/^SELECT/.test(q),
+        ),
+      ).toEqual([]);
+    } finally {
+      counter.stop();
+    }
+    // The cross-reference still names the loan that resolved it last.
+    expect((await store.customers.find('p_1')).map((x) => [x.firstLoanId, x.lastLoanId])).toEqual([
+      ['L1', 'L2'],
+    ]);
+    expect((await store.customers.forLoan('L2')).map((x) => x.cif)).toEqual(['101', '102', '103']);
+    sqlite.close();
   });
 });

@@ -13,6 +13,9 @@ import { serverClockOffsetMs } from '../../../src/platform/server-clock.js';
 import { createMemoryRateState, type RateStateStore } from '../../../src/platform/rate-budget/ledger.js';
 import { InProcessRateSpend } from '../../../src/platform/rate-budget/in-process.js';
 import { FakeClock, settle } from '../../support/fake-clock.js';
+import { countStatements } from '../../support/count-statements.js';
+import { openDatabase } from '../../../src/store/sqlite/db.js';
+import { createSqliteRateState } from '../../../src/store/rate-budget/sqlite.js';
 
 function budget(
   clock: FakeClock,
@@ -388,5 +391,40 @@ describe('rate budget waits are announced with their reason (issue 24 point 3: w
     await clock.advance(101);
     expect(r.done()).toBe(1);
     expect(seen).toEqual([]);
+  });
+});
+
+describe('what the in-process budget costs the state database (issue 44 item 5)', () => {
+  it('tokens inside one reservation write nothing; each new reservation is one statement; the close one more', async () => {
+    const sqlite = openDatabase(':memory:');
+    const state = createSqliteRateState(sqlite);
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const counter = countStatements(sqlite);
+    try {
+      const b = budget(clock, { state });
+      counter.reset();
+      const first = start(b, 'read', 40);
+      await settle();
+      expect(first.done()).toBe(40);
+      // 40 platform calls in one reservation (windowMs 1000: half a second): one statement.
+      expect(counter.seen, counter.seen.join('\n')).toHaveLength(1);
+      expect(counter.seen[0]).toMatch(/^INSERT INTO rate_spend_windows .* RETURNING/);
+      counter.reset();
+      await clock.advance(600);
+      const more = start(b, 'read', 10);
+      await settle();
+      expect(more.done()).toBe(10);
+      expect(counter.seen).toHaveLength(1);
+      counter.reset();
+      b.close();
+      // The exact total at shutdown, so the next run waits for what was spent, not for the reservation.
+      expect(counter.seen).toHaveLength(1);
+      const next = budget(clock, { state });
+      expect(next.snapshot('read').spentInWindow).toBe(50);
+      next.close();
+    } finally {
+      counter.stop();
+      sqlite.close();
+    }
   });
 });

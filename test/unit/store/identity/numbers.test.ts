@@ -19,6 +19,7 @@ import {
 import { STORE_ENGINES, engineSkipped, testStores, type TestEngine } from '../../../support/store-engines.js';
 import { pgTarget } from '../../../support/pg.js';
 import { sqliteStore } from '../../../../src/store/sqlite/store.js';
+import { countStatements } from '../../../support/count-statements.js';
 
 const T0 = 1_700_000_000_000;
 const dir = mkdtempSync(join(tmpdir(), 'numbers-'));
@@ -229,5 +230,74 @@ describe.each(STORE_ENGINES)('number pools on %s', (engine) => {
       for (let i = 0; i < 9; i++) await s.allocate('account', `k${i}`, T0);
       expect(await s.usage('account')).toMatchObject({ used: 9, ratio: 0.9, allocated: 9 });
     });
+  });
+});
+
+describe('what a number costs the state database (issue 44 item 5: ≤ 2 statements)', () => {
+  it('a new key costs two statements, a key that holds one two, inside the caller’s transaction no savepoint', async () => {
+    const sqlite = openDatabase(':memory:');
+    const db = sqliteStore(sqlite);
+    const s = createBoardingStore(db);
+    // The first allocation of a process reads the range's cursor once; the cost is of every one after it.
+    await s.numbers.allocate('account', 'warm-up', T0);
+    const counter = countStatements(sqlite);
+    try {
+      const a = await s.numbers.allocate('account', 'loan-a', T0);
+      expect(a.fresh).toBe(true);
+      const fresh = counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q));
+      expect(fresh, fresh.join('\n')).toHaveLength(2);
+      counter.reset();
+      expect(await s.numbers.allocate('account', 'loan-a', T0)).toEqual({ number: a.number, fresh: false });
+      expect(counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q))).toHaveLength(2);
+      counter.reset();
+      await s.write(async () => {
+        await s.numbers.allocate('account', 'loan-b', T0);
+        await s.numbers.allocate('customer', 'tin-b', T0);
+      });
+      // Two numbers (the customer pool's first: its cursor is read once), one transaction, no savepoint.
+      expect(counter.seen.filter((q) => /SAVEPOINT/.test(q))).toEqual([]);
+      expect(counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q)).length, counter.seen.join("\n")).toBeLessThanOrEqual(2 + 4);
+      counter.reset();
+      await s.write(() => s.numbers.allocate('customer', 'tin-c', T0));
+      expect(counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q))).toHaveLength(2);
+    } finally {
+      counter.stop();
+    }
+    // The counts the metrics read follow by trigger.
+    expect(await s.numbers.usage('account')).toMatchObject({ used: 3, allocated: 3 });
+    expect(await s.numbers.usage('customer')).toMatchObject({ used: 2, allocated: 2 });
+  });
+
+  it('a cursor another handle moved, or a transaction that rolled back, is read again: never a number twice', async () => {
+    const path = join(dir, `stale-${Date.now()}.sqlite`);
+    const d1 = sqliteStore(openDatabase(path));
+    const d2 = sqliteStore(openDatabase(path));
+    try {
+      const h1 = createNumberStore(d1, pools({ ranges: [{ from: '1', to: '50' }], width: 4 }));
+      const h2 = createNumberStore(d2, pools({ ranges: [{ from: '1', to: '50' }], width: 4 }));
+      const seen = new Set<string>();
+      const take = async (h: typeof h1, key: string): Promise<void> => {
+        const n = (await h.allocate('account', key, T0)).number;
+        expect(seen.has(n), `${n} twice`).toBe(false);
+        seen.add(n);
+      };
+      await take(h1, 'a1');
+      await take(h2, 'b1');
+      await take(h1, 'a2');
+      await expect(
+        d1.write(async () => {
+          await h1.allocate('account', 'rolled-back', T0);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      await take(h1, 'a3');
+      await take(h2, 'b2');
+      expect(await h1.get('account', 'rolled-back')).toBeNull();
+      expect(seen.size).toBe(5);
+      expect((await h1.usage('account')).allocated).toBe(5);
+    } finally {
+      await d1.close();
+      await d2.close();
+    }
   });
 });
