@@ -16,66 +16,19 @@
  * (1 s windows, large budgets); the connector is configured with the same budget. Never fails on
  * figures: it prints them.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { READS, WINDOW_MS, WRITES, startSandboxProcess, stop } from './sync-once.js';
 
 const SIZES = (process.env['BENCH_MEMORY_LOANS'] ?? '3000,30000')
   .split(',')
   .map((s) => Number(s.trim()))
   .filter((n) => Number.isInteger(n) && n > 0);
-const WINDOW_MS = 1000;
-const READS = 5000;
-const WRITES = 2000;
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
 const TIME = '/usr/bin/time';
 const NODE_ARGS = (process.env['BENCH_MEMORY_NODE_ARGS'] ?? '').split(' ').filter(Boolean);
-
-interface Sandbox {
-  child: ChildProcess;
-  baseUrl: string;
-  apiKey: string;
-  adminUrl: string;
-}
-
-async function startSandboxProcess(loans: number): Promise<Sandbox> {
-  const child = spawn(
-    process.execPath,
-    [
-      'dist/main.js',
-      'sandbox',
-      '--loans',
-      String(loans),
-      '--release-ratio',
-      '1',
-      '--unmasked-key',
-      '--window-ms',
-      String(WINDOW_MS),
-      '--reads-per-window',
-      String(READS),
-      '--writes-per-window',
-      String(WRITES),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const first = await new Promise<string>((resolve, reject) => {
-    lines.once('line', resolve);
-    child.once('exit', (code) =>
-      reject(new Error(`sandbox exited with ${code} before printing its address`)),
-    );
-  });
-  return { child, ...(JSON.parse(first) as { baseUrl: string; apiKey: string; adminUrl: string }) };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  await exited;
-}
 
 interface Measured {
   loans: number;
