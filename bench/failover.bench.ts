@@ -14,7 +14,9 @@
  *
  * The budget is the documented one (100 reads, 30 writes per window) with the window shortened to
  * BENCH_FAILOVER_WINDOW_MS (default 5000) so the run takes minutes, not hours; 60000 is the real
- * one. BENCH_FAILOVER_KILLS (default 3) and BENCH_FAILOVER_STEADY_S (default 30) size the phases;
+ * one. BENCH_FAILOVER_KILLS (default 3) and BENCH_FAILOVER_STEADY_S (default 30) size the phases
+ * (1800 with BENCH_FAILOVER_STOPS=3 is the 30-minute two-replica soak); BENCH_FAILOVER_QUEUED (default
+ * 300) is the queue kept topped up;
  * BENCH_FAILOVER_HEADROOM sets the replicas' platform.rateLimit.headroom (default: the connector's).
  * BENCH_FAILOVER_TTL_MS and BENCH_FAILOVER_RENEW_MS try another lease than the defaults (both).
  */
@@ -53,9 +55,35 @@ const TRIED_LEASE =
     : undefined;
 const LEASE = TRIED_LEASE ?? DEFAULT_LEASE;
 const LEASE_LABEL = `TTL ${LEASE.ttlMs / 1000} s, renew ${LEASE.renewEveryMs / 1000} s${TRIED_LEASE ? '' : ': the defaults'}`;
-// Enough loans that the queue never runs dry: ~4.5 reads a loan at 100 reads per window, for the
-// steady stretch, its warm-up and every kill.
-const LOANS = Math.ceil(((READS / WINDOW_MS) * 1000 * (STEADY_S + 10)) / 4) + (KILLS + STOPS) * 10 + 20;
+// The queue a bank sees: a few hundred released loans, topped up as they are boarded (new loans
+// released every few seconds), so it never runs dry over a 30-minute soak and each cycle's queue
+// walk stays the size of a real queue (9,000 loans released at once made the first walk alone
+// take minutes). BENCH_FAILOVER_QUEUED sets it.
+const QUEUED = Math.max(20, Number(process.env['BENCH_FAILOVER_QUEUED'] ?? 300));
+const LOANS = QUEUED;
+/** Releases QUEUED / 2 new loans whenever fewer than that are left to board. */
+function topUp(set: FailoverSet): { released: () => number; stop: () => void } {
+  let released = LOANS;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void (async () => {
+      try {
+        if (released - (await set.acked()) < QUEUED / 2) {
+          const count = Math.ceil(QUEUED / 2);
+          await set.platform.admin('POST', '/loans', { count, release: true });
+          released += count;
+        }
+      } catch (err) {
+        process.stdout.write(`top-up failed: ${(err as Error).message}\n`);
+      } finally {
+        busy = false;
+      }
+    })();
+  }, 2_000);
+  return { released: () => released, stop: () => clearInterval(timer) };
+}
 
 async function leader(set: FailoverSet): Promise<{ replica: Replica; epoch: number }> {
   return until(
@@ -92,6 +120,7 @@ async function main(): Promise<void> {
     drain: '*/5 * * * * *',
     ...(HEADROOM !== undefined ? { headroom: HEADROOM } : {}),
   });
+  const queue = topUp(set);
   try {
     for (const r of set.replicas) r.start();
     await leader(set);
@@ -116,10 +145,10 @@ async function main(): Promise<void> {
     const ackedSteady = steady.filter(
       (e) => e.route === 'POST /public/v1/loans/:id/boarding' && e.status < 300,
     ).length;
-    const left = LOANS - (await set.acked());
+    const left = queue.released() - (await set.acked());
     process.stdout.write(
       [
-        `budget ${READS} reads / ${WRITES} writes per ${WINDOW_MS} ms window, platform.rateLimit.headroom ${HEADROOM ?? 'default (0.9)'}, 2 replicas, ${LOANS} loans queued`,
+        `budget ${READS} reads / ${WRITES} writes per ${WINDOW_MS} ms window, platform.rateLimit.headroom ${HEADROOM ?? 'default (0.9)'}, 2 replicas, about ${QUEUED} loans queued (topped up: ${queue.released()} released so far)`,
         `steady ${((to - from) / 1000).toFixed(1)} s (${windows.toFixed(1)} windows): ${reads} reads = ${readShare.toFixed(3)} of the read budget, ${writes} writes = ${writeShare.toFixed(3)} of the write budget (${ackedSteady} acks; ${left} loans still queued)`,
         `  binding bucket: ${readShare >= writeShare ? 'read' : 'write'} at ${Math.max(readShare, writeShare).toFixed(3)} of the budget (target ≥ 0.9)`,
         '',
@@ -222,6 +251,7 @@ async function main(): Promise<void> {
       );
     process.stdout.write(`replica logs: ${set.logDir}\n`);
   } finally {
+    queue.stop();
     await set.close();
     pg.destroy();
   }
