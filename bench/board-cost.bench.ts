@@ -38,17 +38,21 @@ const TIME = process.env['BENCH_BOARD_COST_TIME'] === '1';
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'sql-count.js');
 
 interface Counts {
-  tx: { write: number; read: number; rolledBack: number; savepoints: number };
+  tx: { write: number; read: number; rolledBack: number; savepoints: number; loanWrite: number };
   statements: Record<string, number>;
   ms?: Record<string, number>;
 }
 
 /** The counts every thread of the measured process wrote at exit, added up. */
 function readCounts(dir: string): Counts {
-  const total: Counts = { tx: { write: 0, read: 0, rolledBack: 0, savepoints: 0 }, statements: {}, ms: {} };
+  const total: Counts = {
+    tx: { write: 0, read: 0, rolledBack: 0, savepoints: 0, loanWrite: 0 },
+    statements: {},
+    ms: {},
+  };
   for (const f of readdirSync(dir)) {
     const c = JSON.parse(readFileSync(join(dir, f), 'utf8')) as Counts;
-    for (const k of Object.keys(total.tx) as Array<keyof Counts['tx']>) total.tx[k] += c.tx[k];
+    for (const k of Object.keys(total.tx) as Array<keyof Counts['tx']>) total.tx[k] += c.tx[k] ?? 0;
     for (const [sql, n] of Object.entries(c.statements))
       total.statements[sql] = (total.statements[sql] ?? 0) + n;
     const ms = total.ms as Record<string, number>;
@@ -82,7 +86,8 @@ async function counted(loans: number): Promise<void> {
     const all = Object.entries(c.statements);
     const statements = all.reduce((a, [, n]) => a + n, 0);
     console.log(
-      `statements per board: ${per(statements)} (target ≤ 40); write transactions per board: ${per(c.tx.write)} (target ≤ 3); ` +
+      `statements per board: ${per(statements)} (target ≤ 40); write transactions per board: ${per(c.tx.write)} (target ≤ 3), ` +
+        `of them writing a loan ${per(c.tx.loanWrite)} (the board's steps and the queue walk's pages; the others are the run's own: migrations, the lease's renewals); ` +
         `read transactions ${per(c.tx.read)}, savepoints ${per(c.tx.savepoints)}, rolled back ${per(c.tx.rolledBack)} — over ${run.boarded} boards`,
     );
     const areas = new Map<string, number>();

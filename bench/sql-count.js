@@ -31,7 +31,10 @@ if (out) {
       times.set(key, (times.get(key) ?? 0) + Number(process.hrtime.bigint() - t) / 1e6);
     }
   };
-  const tx = { write: 0, read: 0, rolledBack: 0, savepoints: 0 };
+  const tx = { write: 0, read: 0, rolledBack: 0, savepoints: 0, loanWrite: 0 };
+  /** Write transactions that wrote a loan's row or event (a board's steps), apart from the run's own. */
+  const writesLoan = new WeakSet();
+  const LOAN_WRITE = /^(INSERT INTO|UPDATE) (loans|loan_events)\b/i;
   const open = new WeakMap();
 
   const note = (db, sql) => {
@@ -43,11 +46,15 @@ if (out) {
       const kind = open.get(db);
       if (kind === 'write') tx.write += 1;
       else if (kind === 'read') tx.read += 1;
+      if (kind === 'write' && writesLoan.has(db)) tx.loanWrite += 1;
+      writesLoan.delete(db);
       open.delete(db);
     } else if (head.startsWith('ROLLBACK') && !head.startsWith('ROLLBACK TO')) {
       tx.rolledBack += 1;
+      writesLoan.delete(db);
       open.delete(db);
     } else if (head.startsWith('SAVEPOINT')) tx.savepoints += 1;
+    else if (open.get(db) === 'write' && LOAN_WRITE.test(key)) writesLoan.add(db);
   };
 
   const probe = new Database(':memory:');
