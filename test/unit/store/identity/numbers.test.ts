@@ -256,7 +256,10 @@ describe('what a number costs the state database (issue 44 item 5: ≤ 2 stateme
       });
       // Two numbers (the customer pool's first: its cursor is read once), one transaction, no savepoint.
       expect(counter.seen.filter((q) => /SAVEPOINT/.test(q))).toEqual([]);
-      expect(counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q)).length, counter.seen.join("\n")).toBeLessThanOrEqual(2 + 4);
+      expect(
+        counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q)).length,
+        counter.seen.join('\n'),
+      ).toBeLessThanOrEqual(2 + 4);
       counter.reset();
       await s.write(() => s.numbers.allocate('customer', 'tin-c', T0));
       expect(counter.seen.filter((q) => !/^(BEGIN|COMMIT)/.test(q))).toHaveLength(2);
