@@ -13,7 +13,7 @@ import type { BoardingStore } from '../store/index.js';
 import { redactForStorage } from '../lib/redact.js';
 import { quarantineReasonFor } from '../pipeline/board-loan.js';
 import {
-  canonicalFields,
+  boardingPackage,
   fetchMappingInput,
   maskRecords,
   parseBoardedRecords,
@@ -259,17 +259,15 @@ export async function reboardLoan(
     }
     const { row, item, input, hash, outcome, changes, accountNumber } = p;
     const receipt = await deps.core.board(
-      {
+      boardingPackage({
         loanId,
-        loanNumber: item.loanNumber ?? null,
+        item,
         accountNumber,
-        mappingVersion: outcome.mappingVersion,
+        outcome,
+        input,
         connectorVersion: deps.connectorVersion,
-        records: outcome.records,
-        documents: input.documents,
         fetchDocument: deps.fetchDocument,
-        source: canonicalFields(item),
-      },
+      }),
       req.signal ? { signal: req.signal } : {},
     );
     const warnings = outcome.warnings ?? [];

@@ -13,7 +13,7 @@ import type { BoardingStore } from '../store/index.js';
 import type { LoanRow, TransitionInput } from '../store/loans.js';
 import { retryDelayMs } from './backoff.js';
 import { mappingIdentity, type AccountNumbers } from '../identity/account-numbers.js';
-import { canonicalFields, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
+import { boardingPackage, fetchMappingInput, storableRecords, storedItemOrLoan } from './mapping-input.js';
 import type { CustomerResolution, CustomerResolver } from '../identity/customer-match.js';
 import { classifyFailure, type Failure, type FailurePhase, type RetryDisposition } from './failures.js';
 import { KeyedLock } from '../core/keyed-lock.js';
@@ -429,17 +429,15 @@ async function mapAndWrite(
   return store.db.unit(async () => {
     const receipt = await coreWrite(
       c,
-      {
+      boardingPackage({
         loanId: row.id,
-        loanNumber: item.loanNumber ?? null,
+        item,
         accountNumber,
-        mappingVersion: outcome.mappingVersion,
+        outcome,
+        input,
         connectorVersion: deps.connectorVersion,
-        records: outcome.records,
-        documents: input.documents,
         fetchDocument: tracedFetch(deps.fetchDocument),
-        source: canonicalFields(item),
-      },
+      }),
       signal,
     );
     // The acknowledgement's key is stored with the write it acknowledges: before its first call.

@@ -1,4 +1,4 @@
-import type { CanonicalLoanFields } from '../core/port.js';
+import type { BoardingPackage, CanonicalLoanFields, DocumentFetcher } from '../core/port.js';
 import type { PlatformApi } from '../platform/api.js';
 import { queueItemSchema, type QueueItem } from '../contract/schemas.js';
 import type { MappedRecord, MappingInput } from '../mapping/types.js';
@@ -130,5 +130,31 @@ export function canonicalFields(item: QueueItem): CanonicalLoanFields {
     firstPaymentDate: item.firstPaymentDate ?? null,
     paymentFrequency: item.paymentFrequency ?? null,
     productId: item.product?.id ?? null,
+  };
+}
+
+/**
+ * What a core write takes for a loan (the board's and a re-board's): its mapped records with the
+ * loan's identity, the documents and the platform's values kept for reconciliation.
+ */
+export function boardingPackage(p: {
+  loanId: string;
+  item: QueueItem;
+  accountNumber: string | null;
+  outcome: { mappingVersion: string; records: MappedRecord[] };
+  input: Pick<MappingInput, 'documents'>;
+  connectorVersion: string;
+  fetchDocument: DocumentFetcher;
+}): BoardingPackage {
+  return {
+    loanId: p.loanId,
+    loanNumber: p.item.loanNumber ?? null,
+    accountNumber: p.accountNumber,
+    mappingVersion: p.outcome.mappingVersion,
+    connectorVersion: p.connectorVersion,
+    records: p.outcome.records,
+    documents: p.input.documents,
+    fetchDocument: p.fetchDocument,
+    source: canonicalFields(p.item),
   };
 }
