@@ -366,6 +366,10 @@ export class FileBatchStore {
     return this.db.afterCommit(then);
   }
 
+  outside<T>(fn: () => Promise<T>): Promise<T> {
+    return this.db.outside(fn);
+  }
+
   async hasLoan(loanId: string): Promise<boolean> {
     return (
       (await this.db.get(`SELECT 1 AS one FROM file_batch_loans WHERE loan_id = ? LIMIT 1`, [loanId])) !==

@@ -214,6 +214,16 @@ export class StoreDb {
   }
 
   /**
+   * Runs fn with no transaction of the caller's: its writes are transactions of their own. Only
+   * where the caller's unit has not begun (on SQLite its pinned connection would wait for fn):
+   * the file core's crash recovery at a first board, whose seal must commit before the batch's key
+   * is destroyed, whatever the board's own step does next.
+   */
+  outside<T>(fn: () => Promise<T>): Promise<T> {
+    return this.als.exit(fn);
+  }
+
+  /**
    * Runs `then` once the caller's write transaction has committed (at once outside a transaction, or
    * in a unit that has written nothing): work outside the database that may only follow a commit,
    * such as writing a batch's files once its freeze is durable. Never after a rollback.

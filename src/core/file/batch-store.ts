@@ -92,4 +92,10 @@ export interface FileBatchStore {
    * be written once the freeze is durable, never for a freeze a rollback undoes.
    */
   afterCommit(then: () => Promise<void>): Promise<void>;
+  /**
+   * Runs fn outside the caller's transaction (its writes commit on their own): the crash recovery
+   * of a seal, which a first board runs before its own step begins, must not join that step — a
+   * rollback of the step would undo `sealed` after the batch's key was destroyed. Optional.
+   */
+  outside?<T>(fn: () => Promise<T>): Promise<T>;
 }

@@ -234,14 +234,19 @@ export class FileBatches {
    * batches a crash left.
    */
   async recover(): Promise<void> {
-    for (const b of await this.store.sealing()) {
-      this.opts.logger.warn({ batchId: b.id }, 'finishing the seal of a batch a crash interrupted');
-      await this.writeSealed(b.id);
-    }
-    // Only sealed batches: a key without a batch row may belong to a batch another replica is creating now.
-    for (const id of this.keys.batchesWithKeys()) {
-      if ((await this.store.get(id))?.status === 'sealed') this.keys.destroy(id);
-    }
+    // Its own transactions, never a board's step it was called from: `sealed` must be committed
+    // before the key goes (a step rolled back after it lost a batch's key for good).
+    const run = async (): Promise<void> => {
+      for (const b of await this.store.sealing()) {
+        this.opts.logger.warn({ batchId: b.id }, 'finishing the seal of a batch a crash interrupted');
+        await this.writeSealed(b.id);
+      }
+      // Only sealed batches: a key without a batch row may belong to a batch another replica is creating now.
+      for (const id of this.keys.batchesWithKeys()) {
+        if ((await this.store.get(id))?.status === 'sealed') this.keys.destroy(id);
+      }
+    };
+    await (this.store.outside ? this.store.outside(run) : run());
   }
 
   /** A stored row's lines, decrypted with its batch's key. */
@@ -291,7 +296,8 @@ export class FileBatches {
       principalCents: t.principalCents,
     });
     // After the commit: a crash before this line leaves the key, swept at the next start (recover).
-    this.keys.destroy(id);
+    // Called inside a caller's transaction, only once that commits (a rollback keeps the key).
+    await this.store.afterCommit(() => Promise.resolve(this.keys.destroy(id)));
     if (sealedNow) {
       this.opts.logger.info(
         {
