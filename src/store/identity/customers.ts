@@ -176,6 +176,25 @@ const XREF_COLS = `entity_id, cif, tin_hash, matched_by, first_loan_id,
 
 const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
+/** Rows of `table` whose `column` is one of `keys` (each asked once), by that key: one statement. */
+async function rowsByKey<Raw, Row>(
+  db: StoreDb,
+  table: string,
+  column: keyof Raw & string,
+  keys: readonly string[],
+  toRow: (r: Raw) => Row,
+): Promise<Map<string, Row>> {
+  const out = new Map<string, Row>();
+  const unique = [...new Set(keys)];
+  if (unique.length === 0) return out;
+  for (const r of await db.all<Raw>(
+    `SELECT * FROM ${table} WHERE ${column} IN (${marks(unique.length)})`,
+    unique,
+  ))
+    out.set(String(r[column]), toRow(r));
+  return out;
+}
+
 /** The last of each key (a multi-row upsert may not touch one row twice: PostgreSQL refuses it). */
 function uniqueBy<T>(rows: readonly T[], key: (r: T) => string): T[] {
   return [...new Map(rows.map((r) => [key(r), r] as const)).values()];
@@ -233,17 +252,7 @@ function customerRecords(
       const r = await selTin(h);
       return r === undefined ? undefined : customer(r);
     },
-    byTins: async (hs) => {
-      const out = new Map<string, CustomerRow>();
-      const unique = [...new Set(hs)];
-      if (unique.length === 0) return out;
-      for (const r of await db.all<RawCustomer>(
-        `SELECT * FROM customers WHERE tin_hash IN (${marks(unique.length)})`,
-        unique,
-      ))
-        out.set(r.tin_hash, customer(r));
-      return out;
-    },
+    byTins: (hs) => rowsByKey<RawCustomer, CustomerRow>(db, 'customers', 'tin_hash', hs, customer),
     recordCoreAll: async (found, now) => {
       const rows = uniqueBy(found, (f) => f.tinHash);
       if (rows.length === 0) return;
@@ -365,18 +374,8 @@ function resolutions(
       const r = await db.get<RawXref>(`SELECT ${XREF_COLS} FROM customer_xref WHERE entity_id = ?`, [id]);
       return r === undefined ? undefined : xref(r);
     },
-    xrefs: async (ids) => {
-      const out = new Map<string, XrefRow>();
-      const unique = [...new Set(ids)];
-      if (unique.length === 0) return out;
-      // The resolver reads cif, tax id and first loan only: the stored last_loan_id (not derived) will do.
-      for (const r of await db.all<RawXref>(
-        `SELECT * FROM customer_xref WHERE entity_id IN (${marks(unique.length)})`,
-        unique,
-      ))
-        out.set(r.entity_id, xref(r));
-      return out;
-    },
+    // The resolver reads cif, tax id and first loan only: the stored last_loan_id (not derived) will do.
+    xrefs: (ids) => rowsByKey<RawXref, XrefRow>(db, 'customer_xref', 'entity_id', ids, xref),
     resolvedAll: async (rows, before, now) => {
       const perEntity = new Map<string, Omit<LoanCustomerRow, 'resolvedAt'>>();
       for (const r of rows) {
