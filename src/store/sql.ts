@@ -86,6 +86,29 @@ export interface StoreDbParts {
   instance?: string | null;
 }
 
+/**
+ * The transaction (and the fence scope) each StoreDb's caller runs in, carried by ONE
+ * AsyncLocalStorage pair for the whole process, keyed by StoreDb: on Node 20 every
+ * AsyncLocalStorage ever run stays in the process's list until disabled, and each promise made
+ * copies a slot for every one in that list. One pair per StoreDb made every promise of the process
+ * dearer with each store opened (the console's, a test's, a re-opened one): in the unit tests,
+ * which share a process, a mapping file's CPU-bound test took 15 times as long as alone.
+ */
+const txStorage = new AsyncLocalStorage<ReadonlyMap<StoreDb, TxContext>>();
+const fenceStorage = new AsyncLocalStorage<ReadonlyMap<StoreDb, FenceScope>>();
+
+/** The map with key's entry set to value (or removed, undefined), a copy: outer contexts keep theirs. */
+function withEntry<V>(
+  m: ReadonlyMap<StoreDb, V> | undefined,
+  key: StoreDb,
+  value: V | undefined,
+): Map<StoreDb, V> {
+  const next = new Map(m);
+  if (value === undefined) next.delete(key);
+  else next.set(key, value);
+  return next;
+}
+
 export class StoreDb {
   /** What differs between the engines: ask it, never the engine's name (dialect.ts). */
   readonly dialect: Dialect;
@@ -108,8 +131,6 @@ export class StoreDb {
    */
   onStatement: ((text: string, params: Params) => void) | undefined = undefined;
   private readonly kysely: Kysely<unknown>;
-  private readonly als = new AsyncLocalStorage<TxContext>();
-  private readonly fenceAls = new AsyncLocalStorage<FenceScope>();
   private closed = false;
 
   constructor(parts: StoreDbParts) {
@@ -132,8 +153,18 @@ export class StoreDb {
 
   /** True while the caller runs inside write()/read(). */
   get inTransaction(): boolean {
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     return ctx !== undefined && !ctx.done && ctx.conn !== null;
+  }
+
+  /** The transaction the caller runs in on this StoreDb, if any. */
+  private txContext(): TxContext | undefined {
+    return txStorage.getStore()?.get(this);
+  }
+
+  /** Runs fn with ctx as this StoreDb's transaction (other StoreDbs' stay as they are). */
+  private runIn<T>(ctx: TxContext, fn: () => Promise<T>): Promise<T> {
+    return txStorage.run(withEntry(txStorage.getStore(), this, ctx), fn);
   }
 
   private compile(text: string, params: Params): CompiledQuery {
@@ -142,7 +173,7 @@ export class StoreDb {
 
   private async execute<R>(text: string, params: Params): Promise<{ rows: R[]; numAffectedRows?: bigint }> {
     this.onStatement?.(text, params);
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     const q = this.compile(text, params);
     if (ctx !== undefined && !ctx.done && ctx.conn !== null) {
       ctx.statements += 1;
@@ -169,17 +200,17 @@ export class StoreDb {
    * the scope: see FenceScope and Leadership.guard.
    */
   withFence<T>(scope: FenceScope, fn: () => Promise<T>): Promise<T> {
-    return this.fenceAls.run(scope, fn);
+    return fenceStorage.run(withEntry(fenceStorage.getStore(), this, scope), fn);
   }
 
   /** The fence scope the caller runs in, if any (the leader's work). */
   get fenceScope(): FenceScope | undefined {
-    return this.fenceAls.getStore();
+    return fenceStorage.getStore()?.get(this);
   }
 
   /** Runs fn in one write transaction; nested: joins it (or a savepoint when asked). See the file comment. */
   async write<T>(fn: () => Promise<T>, opts: WriteOptions = {}): Promise<T> {
-    const outer = this.als.getStore();
+    const outer = this.txContext();
     if (outer !== undefined && !outer.done) {
       if (outer.readOnly) throw new Error('a write transaction cannot start inside a read transaction');
       // A unit's transaction begins at its first write (see unit()).
@@ -190,7 +221,7 @@ export class StoreDb {
     const ctx = this.newContext(false, opts);
     return this.runWrite(ctx, async () => {
       await this.beginUnit(ctx);
-      return this.als.run(ctx, fn);
+      return this.runIn(ctx, fn);
     });
   }
 
@@ -204,13 +235,13 @@ export class StoreDb {
    * another system: the write lock is held until fn returns.
    */
   async unit<T>(fn: () => Promise<T>, opts: WriteOptions = {}): Promise<T> {
-    const outer = this.als.getStore();
+    const outer = this.txContext();
     if (outer !== undefined && !outer.done) {
       if (outer.readOnly) throw new Error('a write transaction cannot start inside a read transaction');
       return this.join(outer, fn);
     }
     const ctx = this.newContext(false, opts);
-    return this.runWrite(ctx, () => this.als.run(ctx, fn));
+    return this.runWrite(ctx, () => this.runIn(ctx, fn));
   }
 
   /**
@@ -220,7 +251,7 @@ export class StoreDb {
    * is destroyed, whatever the board's own step does next.
    */
   outside<T>(fn: () => Promise<T>): Promise<T> {
-    return this.als.exit(fn);
+    return txStorage.run(withEntry(txStorage.getStore(), this, undefined), fn);
   }
 
   /**
@@ -229,7 +260,7 @@ export class StoreDb {
    * such as writing a batch's files once its freeze is durable. Never after a rollback.
    */
   async afterCommit(then: () => Promise<void>): Promise<void> {
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     if (ctx === undefined || ctx.done || ctx.readOnly || ctx.conn === null) return then();
     ctx.afterCommit.push(then);
   }
@@ -243,20 +274,20 @@ export class StoreDb {
    * when it changed none, checkFenceNow() tells a lost lease (FencedOut) from a stale row.
    */
   fenceCondition(): { sql: string; params: unknown[] } | null {
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     if (ctx === undefined || ctx.done || ctx.fence === null || ctx.fenceHeld) return null;
     return this.dialect.fenceCondition?.(ctx.fence) ?? null;
   }
 
   /** A statement that carried fenceCondition() changed a row: the fence holds for this transaction. */
   fenceHeld(): void {
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     if (ctx !== undefined && !ctx.done) ctx.fenceHeld = true;
   }
 
   /** Checks the caller's transaction's fence now (throws FencedOut); nothing when it has none. */
   async checkFenceNow(): Promise<void> {
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     if (ctx === undefined || ctx.done || ctx.conn === null || ctx.fence === null) return;
     await this.checkFence(ctx.conn, ctx.fence);
     ctx.fenceHeld = true;
@@ -264,7 +295,7 @@ export class StoreDb {
 
   private newContext(readOnly: boolean, opts: WriteOptions): TxContext {
     // unfenced: the lease statements themselves, and what every replica may write (the inbox).
-    const scope = opts.fence || opts.unfenced === true ? undefined : this.fenceAls.getStore();
+    const scope = opts.fence || opts.unfenced === true ? undefined : fenceStorage.getStore()?.get(this);
     return {
       conn: null,
       readOnly,
@@ -370,7 +401,7 @@ export class StoreDb {
 
   /** Runs fn in one read transaction (a consistent snapshot); inside a transaction, in that one. */
   async read<T>(fn: () => Promise<T>): Promise<T> {
-    const outer = this.als.getStore();
+    const outer = this.txContext();
     if (outer !== undefined && !outer.done && outer.conn !== null) return fn();
     return this.kysely.connection().execute(async (k) => {
       let conn: DatabaseConnection | null = null;
@@ -380,7 +411,7 @@ export class StoreDb {
       });
       const ctx = this.newContext(true, { unfenced: true });
       ctx.conn = conn;
-      return this.runWrite(ctx, () => this.als.run(ctx, fn));
+      return this.runWrite(ctx, () => this.runIn(ctx, fn));
     });
   }
 
@@ -437,7 +468,7 @@ export class StoreDb {
 
   /** Runs DDL / several statements in one text (migrations), in the caller's transaction if any. */
   async exec(text: string): Promise<void> {
-    const ctx = this.als.getStore();
+    const ctx = this.txContext();
     if (ctx !== undefined && !ctx.done && ctx.conn !== null) return this.dialect.exec(ctx.conn, text);
     await this.kysely.connection().execute(async (k) => {
       await k.getExecutor().provideConnection((c) => this.dialect.exec(c, text));
