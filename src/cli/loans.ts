@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { FatalError, UsageError } from '../lib/errors.js';
 import type { BulkAction } from '../ops/bulk.js';
 import { runBulkAction } from '../ops/bulk-run.js';
+import { bulkRunLines } from './bulk-text.js';
 import { localDateTime, parseInstant } from '../lib/calendar.js';
 import {
   lastReviewItems,
@@ -103,7 +104,7 @@ async function bulkAction(
     signal: ctx.shutdown,
   });
   progress.done();
-  for (const line of res.lines) out(ctx, line);
+  for (const line of bulkRunLines(action, res)) out(ctx, line);
   if (res.notDone > 0)
     throw new FatalError(`${name}: ${res.notDone} loan(s) not ${action === 'retry' ? 'retried' : 'skipped'}`);
 }

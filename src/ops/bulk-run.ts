@@ -2,20 +2,21 @@
  * `loans retry` / `loans skip` from start to end, under ops/bulk.ts's rule: select the loans, plan
  * (a dry run stops here), refuse unless every loan can be acted on, confirm (the caller's hook),
  * apply in chunks, and after a retry ask a running daemon for a cycle now. The caller parses the
- * flags, confirms on its terminal, prints `lines` and turns `notDone` into its exit code.
+ * flags, confirms on its terminal, renders the result (cli/bulk-text.ts) and turns `notDone` into
+ * its exit code.
  */
 import { UsageError } from '../lib/errors.js';
 import type { BoardingStore } from '../store/index.js';
 import {
   applyLoanAction,
-  bulkResultText,
   bulkTargets,
   planLoans,
   plannedLoans,
-  plansText,
   refuseUnlessAll,
   type BulkAction,
+  type BulkResult,
 } from './bulk.js';
+import type { OpPlan } from './loan-plan.js';
 import { askDaemonForCycle } from './daemon-guard.js';
 
 export interface BulkRunFlags {
@@ -36,11 +37,23 @@ export interface BulkRunHooks {
   signal?: AbortSignal;
 }
 
-export interface BulkRunResult {
-  lines: string[];
+/** What a bulk action did, as plain data (the CLI renders it: cli/bulk-text.ts). */
+export type BulkRunResult = (
+  | { kind: 'dry-run'; plans: OpPlan[] }
+  | { kind: 'none' }
+  | {
+      kind: 'done';
+      result: BulkResult;
+      actor: string;
+      reason: string;
+      total: number;
+      /** After a retry that queued loans: the running daemons asked for a cycle (empty: none runs). */
+      daemonPids: number[] | null;
+    }
+) & {
   /** Loans named but not acted on (moved since the plan, failed, or left by a stop). */
   notDone: number;
-}
+};
 
 export async function runBulkAction(
   deps: { store: BoardingStore; now: () => number },
@@ -55,14 +68,14 @@ export async function runBulkAction(
   const qReason = action === 'retry' ? flags.reason : flags.quarantineReason;
   const targets = await bulkTargets(store, action, ids, { ...flags, quarantineReason: qReason }, deps.now());
   const plans = await planLoans(store, action, targets);
-  if (flags.dryRun === true) return { lines: [plansText(plans, action)], notDone: 0 };
+  if (flags.dryRun === true) return { kind: 'dry-run', plans, notDone: 0 };
   const reason = flags.reason?.trim() ?? '';
   if (action === 'skip') {
     actor = hooks.actor();
     if (reason === '')
       throw new UsageError('loans skip: --reason must say why (it is kept in the audit log)');
   }
-  if (targets.length === 0) return { lines: [`no loans match: nothing ${verb}`], notDone: 0 };
+  if (targets.length === 0) return { kind: 'none', notDone: 0 };
   refuseUnlessAll(plans, verb);
   await hooks.confirm(
     targets,
@@ -82,16 +95,17 @@ export async function runBulkAction(
       ...(hooks.progress ? { onProgress: hooks.progress } : {}),
     },
   );
-  const lines: string[] = [];
-  const text = bulkResultText(action, res, { actor, reason, total: targets.length });
-  if (text !== '') lines.push(text);
-  if (action === 'retry' && res.done.length > 0) {
-    const pids = await askDaemonForCycle(store.daemon, actor, deps.now());
-    lines.push(
-      pids.length > 0
-        ? `asked the running daemon (pid ${pids.join(', ')}) for a cycle now`
-        : 'no daemon is running: board them with `sync --once` (or start `run`)',
-    );
-  }
-  return { lines, notDone: res.failed.length > 0 || res.stopped ? targets.length - res.done.length : 0 };
+  const daemonPids =
+    action === 'retry' && res.done.length > 0
+      ? await askDaemonForCycle(store.daemon, actor, deps.now())
+      : null;
+  return {
+    kind: 'done',
+    result: res,
+    actor,
+    reason,
+    total: targets.length,
+    daemonPids,
+    notDone: res.failed.length > 0 || res.stopped ? targets.length - res.done.length : 0,
+  };
 }

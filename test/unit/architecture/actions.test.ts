@@ -340,6 +340,16 @@ describe('operator actions: one ops/ file each, called by the faces, never defin
     expect(audit).toEqual({ 'src/console/audit.ts': 1 });
   });
 
+  it('ops/ renders no text: its actions return plain data, the CLI words it (cli/)', () => {
+    const found: string[] = [];
+    for (const f of files('src/ops/'))
+      for (const n of exportedFunctions(FILES.get(f)?.text ?? ''))
+        if (/(Text|Lines|render[A-Z]\w*)$/.test(n)) found.push(`${f}: exports ${n}`);
+    expect(found).toEqual([]);
+    // Not vacuous: the CLI's renderers match the same names.
+    expect(exportedFunctions(FILES.get('src/cli/bulk-text.ts')?.text ?? '')).toContain('bulkRunLines');
+  });
+
   it('the store write methods these checks look for still exist (a rename must not make them vacuous)', () => {
     const store = files('src/store/')
       .map((f) => FILES.get(f)?.text ?? '')
