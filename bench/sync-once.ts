@@ -82,11 +82,17 @@ export async function stop(child: ChildProcess): Promise<void> {
 
 /** CPU time (user + system) of a process so far, in ms; null once it is gone. */
 export function cpuMs(pid: number): number | null {
+  const t = cpuTimes(pid);
+  return t === null ? null : t.user + t.system;
+}
+
+/** User and system CPU time of a process so far, in ms; null once it is gone. */
+export function cpuTimes(pid: number): { user: number; system: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces) start after the last ')'.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+    return { user: (Number(f[11]) * 1000) / CLK_TCK, system: (Number(f[12]) * 1000) / CLK_TCK };
   } catch {
     return null;
   }
@@ -172,6 +178,8 @@ export interface Run {
   rateLimited: number;
   wallS: number;
   cpuMs: number;
+  /** Of cpuMs, the kernel's (system) share. */
+  systemCpuMs: number;
   sandboxCpuMs: number;
   peakKb: number;
   walkCpuMs: number;
@@ -307,11 +315,14 @@ export async function measure(
     let done = false;
     void exited.then(() => (done = true));
     let lastCpu = 0;
+    let lastSystem = 0;
     let peak = 0;
     while (!done) {
-      const cpu = cpuMs(pid);
-      if (cpu === null) break;
+      const times = cpuTimes(pid);
+      if (times === null) break;
+      const cpu = times.user + times.system;
       lastCpu = cpu;
+      lastSystem = times.system;
       peak = peakKb(pid) ?? peak;
       const acked = await counter.count();
       samples.push({ t: performance.now() - t0, cpu, acked });
@@ -350,6 +361,7 @@ export async function measure(
       rateLimited: counters.rateLimited ?? 0,
       wallS,
       cpuMs: totalCpu,
+      systemCpuMs: lastSystem,
       sandboxCpuMs,
       peakKb: peak,
       walkCpuMs: start.cpu,
@@ -369,7 +381,7 @@ export function report(r: Run): void {
   console.log(
     [
       `${r.engine} · sync --once over ${r.loans} loans: exit ${r.exit}, boarded ${r.boarded}, quarantined ${r.quarantined}; sandbox acks ${r.acks}, duplicate acks ${r.duplicateAcks}, 429s ${r.rateLimited}`,
-      `  whole run: ${r.wallS.toFixed(1)} s wall, ${(r.cpuMs / 1000).toFixed(1)} s CPU = ${(r.cpuMs / r.loans).toFixed(2)} ms CPU per loan (${((r.wallS * 1000) / r.loans).toFixed(2)} ms wall); peak RSS ${(r.peakKb / 1024).toFixed(0)} MB; sandbox ${(r.sandboxCpuMs / 1000).toFixed(1)} s CPU`,
+      `  whole run: ${r.wallS.toFixed(1)} s wall, ${(r.cpuMs / 1000).toFixed(1)} s CPU = ${(r.cpuMs / r.loans).toFixed(2)} ms CPU per loan (system ${(r.systemCpuMs / r.loans).toFixed(2)}; ${((r.wallS * 1000) / r.loans).toFixed(2)} ms wall); peak RSS ${(r.peakKb / 1024).toFixed(0)} MB; sandbox ${(r.sandboxCpuMs / 1000).toFixed(1)} s CPU`,
       `  queue walk (start to first ack): ${(r.walkCpuMs / 1000).toFixed(2)} s CPU, ${(r.walkWallMs / 1000).toFixed(2)} s wall`,
       `  boards, first ${slice}: ${r.first.cpu.toFixed(2)} ms CPU, ${r.first.wall.toFixed(2)} ms wall per loan`,
       `  boards, last ${slice}:  ${r.last.cpu.toFixed(2)} ms CPU, ${r.last.wall.toFixed(2)} ms wall per loan (last ÷ first CPU: ${(r.last.cpu / r.first.cpu).toFixed(2)})`,
