@@ -193,7 +193,10 @@ export class FileBatches {
     return result;
   }
 
-  /** Truncates the WAL after a seal; retried by the next seal job run when a reader held it. */
+  /**
+   * Truncates the WAL after a seal; retried by the next seal job run when a reader held it, or a
+   * transaction of this process was open on the connection (a board's step: sqlite/db.ts truncateWal).
+   */
   private scrub(batchId: string | null): void {
     const r = this.store.scrubAfterSeal();
     this.scrubPending = !r.done;
@@ -201,7 +204,7 @@ export class FileBatches {
       this.opts.logger.warn(
         { batchId },
         'the state database WAL could not be truncated after the ' +
-          'seal (a reader held it); retried at the next seal job run',
+          'seal (a reader or an open transaction held it); retried at the next seal job run',
       );
     }
   }

@@ -116,6 +116,10 @@ export function writeBlocker(db: Db): string | null {
  */
 export function truncateWal(db: Db): { done: boolean; frames: number } {
   if (db.memory || db.readonly) return { done: true, frames: 0 };
+  // The connection is the process's only one: a unit of work of another caller (a board's step)
+  // may hold a transaction open on it right now, and a checkpoint inside a transaction fails with
+  // SQLITE_LOCKED ("database table is locked"). Not done: the next seal job run truncates it.
+  if (db.inTransaction) return { done: false, frames: 0 };
   // The wait for readers blocks this thread (the daemon's event loop): a second at most, then
   // the caller retries later rather than stall webhook deliveries for the full busy timeout.
   const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
@@ -123,6 +127,9 @@ export function truncateWal(db: Db): { done: boolean; frames: number } {
   let r: Array<{ busy: number; log: number; checkpointed: number }>;
   try {
     r = db.pragma('wal_checkpoint(TRUNCATE)') as typeof r;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'SQLITE_LOCKED') return { done: false, frames: 0 };
+    throw err;
   } finally {
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   }
