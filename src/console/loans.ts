@@ -1,10 +1,12 @@
 /**
  * The loan page group: one loan's whole history (as `loans show --json` gathers it, with the
  * console's requests, batches and documents), and the re-board check (ops/board-preview.ts) run at
- * most one at a time and a few per user a minute, since each spends platform reads.
+ * most one at a time and a few per user a minute (ops/preview-throttle.ts), since each spends
+ * platform reads.
  */
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../ops/loan-history.js';
 import type { BoardPreview } from '../ops/board-preview.js';
+import { PREVIEWS_PER_MINUTE, PreviewThrottle } from '../ops/preview-throttle.js';
 import type { ReboardPreview } from '../ops/reboard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import { ConsoleError, type ConsoleService } from './contract.js';
@@ -13,16 +15,14 @@ import { parseJson } from './paging.js';
 import { requestView } from './requests.js';
 import { requireRole, type ServiceContext } from './service-context.js';
 
-/** Re-board checks each user may start per minute: each spends platform reads the boarding needs. */
-export const REBOARD_PREVIEWS_PER_MINUTE = 6;
+/** Re-board checks each user may start per minute (ops/preview-throttle.ts holds the rule). */
+export const REBOARD_PREVIEWS_PER_MINUTE = PREVIEWS_PER_MINUTE;
 
 /** A loan's history and the re-board check. */
 export function loanMethods(c: ServiceContext): Pick<ConsoleService, 'loan' | 'reboardDiff'> {
   const { deps, store, cs, clock } = c;
   const fileBatches = new FileBatchStore(store.db);
-  let previewing = false;
-  /** Start times of each user's re-board checks in the last minute. */
-  const previewStarts = new Map<string, number[]>();
+  const throttle = new PreviewThrottle();
 
   return {
     async loan(id) {
@@ -54,30 +54,24 @@ export function loanMethods(c: ServiceContext): Pick<ConsoleService, 'loan' | 'r
           message: 'the re-board preview runs in the daemon (`run`); use `loans reboard --dry-run`',
         };
       if (!(await store.loans.get(id))) throw new ConsoleError(404, `no loan ${id}`);
-      // It reads the platform (within the rate budget the boarding shares): one at a time, a few per user a minute.
-      if (previewing)
-        throw new ConsoleError(
-          409,
-          'another re-board preview is running (each reads the platform); try again in a moment',
-        );
-      const now = clock.now();
-      const recent = (previewStarts.get(user.name) ?? []).filter((t) => t > now - 60_000);
-      if (recent.length >= REBOARD_PREVIEWS_PER_MINUTE) {
-        const wait = Math.max(1, Math.ceil(((recent[0] as number) + 60_000 - now) / 1000));
-        throw new ConsoleError(
-          429,
-          `at most ${REBOARD_PREVIEWS_PER_MINUTE} re-board checks a ` +
-            `minute per user (each reads the platform): try again in ${wait} s`,
-        );
-      }
-      recent.push(now);
-      previewStarts.set(user.name, recent);
-      previewing = true;
+      // It reads the platform (within the rate budget the boarding shares): ops' throttle decides.
+      const started = throttle.start(user.name, clock.now());
+      if (!started.ok)
+        throw started.why === 'busy'
+          ? new ConsoleError(
+              409,
+              'another re-board preview is running (each reads the platform); try again in a moment',
+            )
+          : new ConsoleError(
+              429,
+              `at most ${started.perMinute} re-board checks a ` +
+                `minute per user (each reads the platform): try again in ${started.waitS} s`,
+            );
       let p: ReboardPreview | BoardPreview;
       try {
         p = await deps.reboardPreview(id);
       } finally {
-        previewing = false;
+        started.done();
       }
       switch (p.outcome) {
         case 'would_rewrite':
