@@ -421,7 +421,7 @@ export interface ConsoleService {
   /**
    * What a re-board would change now for this loan, or whether a loan not boarded would board now
    * (reads the platform within the rate budget). Operator role (403); one at a time (409 while
-   * another runs); at most REBOARD_PREVIEWS_PER_MINUTE per user (429).
+   * another runs); at most PREVIEWS_PER_MINUTE per user (429; ops/preview-throttle.ts).
    */
   reboardDiff(user: ConsoleUser, id: string): Promise<ReboardDiff>;
 

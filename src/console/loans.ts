@@ -6,7 +6,7 @@
  */
 import { gatherLoanHistory, lastReviewItems, loanHistoryJson } from '../ops/loan-history.js';
 import type { BoardPreview } from '../ops/board-preview.js';
-import { PREVIEWS_PER_MINUTE, PreviewThrottle } from '../ops/preview-throttle.js';
+import { PreviewThrottle } from '../ops/preview-throttle.js';
 import type { ReboardPreview } from '../ops/reboard.js';
 import { FileBatchStore } from '../store/file-batches.js';
 import { ConsoleError, type ConsoleService } from './contract.js';
@@ -14,9 +14,6 @@ import { loanDocuments } from './loan-documents.js';
 import { parseJson } from './paging.js';
 import { requestView } from './requests.js';
 import { requireRole, type ServiceContext } from './service-context.js';
-
-/** Re-board checks each user may start per minute (ops/preview-throttle.ts holds the rule). */
-export const REBOARD_PREVIEWS_PER_MINUTE = PREVIEWS_PER_MINUTE;
 
 /** A loan's history and the re-board check. */
 export function loanMethods(c: ServiceContext): Pick<ConsoleService, 'loan' | 'reboardDiff'> {

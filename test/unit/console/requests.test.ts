@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { retryLoan } from '../../../src/ops/retry.js';
 import { consoleSchema } from '../../../src/config/schema.js';
 import { createConsoleService } from '../../../src/console/service.js';
-import { REBOARD_PREVIEWS_PER_MINUTE } from '../../../src/console/loans.js';
+import { PREVIEWS_PER_MINUTE } from '../../../src/ops/preview-throttle.js';
 import { createConsoleExecutor } from '../../../src/console/executor.js';
 import type { ConsoleUser } from '../../../src/console/contract.js';
 import { silentLogger } from '../../../src/lib/logger.js';
@@ -311,14 +311,14 @@ describe.each(STORE_ENGINES)('on %s', (engine) => {
         status: 403,
       });
       expect(reads).toBe(0);
-      for (let i = 0; i < REBOARD_PREVIEWS_PER_MINUTE; i++) await service.reboardDiff(olga, 'A');
+      for (let i = 0; i < PREVIEWS_PER_MINUTE; i++) await service.reboardDiff(olga, 'A');
       await expect(service.reboardDiff(olga, 'A')).rejects.toMatchObject({ status: 429 });
-      expect(reads).toBe(REBOARD_PREVIEWS_PER_MINUTE);
+      expect(reads).toBe(PREVIEWS_PER_MINUTE);
       // Another operator has their own allowance; olga's returns after a minute.
       await service.reboardDiff({ name: 'otto', roles: ['operator'] }, 'A');
       await clock.advance(60_001);
       await service.reboardDiff(olga, 'A');
-      expect(reads).toBe(REBOARD_PREVIEWS_PER_MINUTE + 2);
+      expect(reads).toBe(PREVIEWS_PER_MINUTE + 2);
     });
   });
 });
