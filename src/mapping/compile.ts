@@ -11,6 +11,7 @@ import {
   type ExpressionInfo,
   type ExprNode,
 } from './expression.js';
+import { fastEvaluator, type FastEvaluator } from './fast-eval.js';
 import { buildFieldCheck, type FieldCheck } from './fieldSchema.js';
 import { FrequencyTable } from './frequency.js';
 import {
@@ -65,6 +66,8 @@ export interface CompiledExpression {
   readonly source: string;
   readonly expr: jsonata.Expression;
   readonly info: ExpressionInfo;
+  /** JSONata's result without JSONata, for the commonest shapes (mapping/fast-eval.ts). */
+  readonly fast?: FastEvaluator | undefined;
   readonly file: string;
   /** YAML path of the expression, to locate offsets inside it. */
   readonly yamlPath: readonly string[];
@@ -328,7 +331,8 @@ function exprCompiler(
       }
     }
     registerHelpers(expr, helpers);
-    return { source, expr, info, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
+    const fast = fastEvaluator(expr.ast(), helpers);
+    return { source, expr, info, fast, file: MAIN_FILE, yamlPath, pos: src.posOf(yamlPath), posAt };
   };
 }
 

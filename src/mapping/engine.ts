@@ -1,6 +1,7 @@
 import type { CompiledExpression, CompiledMapping, CompiledTarget } from './compile.js';
 import { MAIN_FILE } from './compile.js';
 import { accountNumberSinks } from './id-flow.js';
+import { SLOW } from './fast-eval.js';
 import { checkField } from './fieldSchema.js';
 import { maskTins } from '../lib/redact.js';
 import { HelperIssue, REVIEW_BINDING, describe } from './issue.js';
@@ -106,6 +107,10 @@ async function evaluateJsonata(
   bindings: Bindings,
 ): Promise<unknown> {
   try {
+    if (ce.fast !== undefined) {
+      const v = ce.fast(context, bindings);
+      if (v !== SLOW) return await v;
+    }
     return await ce.expr.evaluate(context, bindings);
   } catch (err) {
     throw failureOf(ce, err);

@@ -1,0 +1,184 @@
+import fc from 'fast-check';
+import jsonata from 'jsonata';
+import { describe, expect, it } from 'vitest';
+import { SLOW, fastEvaluator } from '../../../src/mapping/fast-eval.js';
+import type { HelperFn } from '../../../src/mapping/helpers.js';
+import { registerHelpers } from '../../../src/mapping/helpers.js';
+import { HelperIssue } from '../../../src/mapping/issue.js';
+
+/** Helpers that record each call, so a test sees a helper run exactly once whichever path ran. */
+function helpers(calls: string[]): Map<string, HelperFn> {
+  return new Map<string, HelperFn>([
+    [
+      'echo',
+      function (this: jsonata.Focus, ...args: unknown[]) {
+        calls.push('echo');
+        return { args, seen: this.environment.lookup('seen') ?? null };
+      },
+    ],
+    [
+      'fail',
+      (v: unknown) => {
+        calls.push('fail');
+        throw new HelperIssue('mapping', `bad ${String(v)}`, 0);
+      },
+    ],
+    [
+      'twice',
+      (v: unknown) => {
+        calls.push('twice');
+        return typeof v === 'number' ? v * 2 : undefined;
+      },
+    ],
+  ]);
+}
+
+const FAST = [
+  'a',
+  'a.b',
+  'a.b.c',
+  '`a b`.c',
+  '$',
+  '$v',
+  '$v.b',
+  '$missing',
+  '$missing.b',
+  '"text"',
+  '12',
+  'null',
+  'true',
+  '$echo()',
+  '$echo(a, 100, "x")',
+  '$echo($, $v.b, a.b.c)',
+  '$twice(a)',
+  '$fail(a.b)',
+  'constructor',
+  'a.toString',
+];
+
+const NOT_FAST = [
+  'a[0]',
+  'a.b[c = 1]',
+  'a & b',
+  '$substring(a, 0, 1)',
+  '$echo($twice(a))',
+  '$echo(a)[0]',
+  'a{b: c}',
+  'a ? b : c',
+  '$echo(a & "x")',
+  '$echo(function($x){$x})',
+  '**.a',
+  'a.*',
+  '$v[0]',
+  'a^(b)',
+];
+
+interface Outcome {
+  value?: unknown;
+  error?: { position: unknown; token: unknown; message: unknown; code: unknown };
+  calls: string[];
+}
+
+async function viaJsonata(
+  source: string,
+  input: unknown,
+  bindings: Record<string, unknown>,
+): Promise<Outcome> {
+  const calls: string[] = [];
+  const expr = jsonata(source, { timeout: 1000, stack: 500 });
+  registerHelpers(expr, helpers(calls));
+  try {
+    return { value: await expr.evaluate(input, bindings), calls };
+  } catch (err) {
+    const e = err as Record<string, unknown>;
+    return {
+      error: { position: e['position'], token: e['token'], message: e['message'], code: e['code'] },
+      calls,
+    };
+  }
+}
+
+async function viaFast(
+  source: string,
+  input: unknown,
+  bindings: Record<string, unknown>,
+): Promise<Outcome | typeof SLOW> {
+  const calls: string[] = [];
+  const fast = fastEvaluator(jsonata(source).ast(), helpers(calls));
+  if (fast === undefined) throw new Error(`${source}: no fast evaluator`);
+  try {
+    const v = fast(input, bindings);
+    if (v === SLOW) {
+      expect(calls, `${source}: declined after calling a helper`).toEqual([]);
+      return SLOW;
+    }
+    return { value: await v, calls };
+  } catch (err) {
+    const e = err as Record<string, unknown>;
+    return {
+      error: { position: e['position'], token: e['token'], message: e['message'], code: e['code'] },
+      calls,
+    };
+  }
+}
+
+/** JSON-ish values with arrays (singletons too), nested objects, and keys that collide with Object's. */
+const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+  v: fc.oneof(
+    { depthSize: 'small' },
+    fc.constantFrom('x', '', 0, 7, -1.5, true, false, null),
+    fc.array(tie('v'), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom('a', 'b', 'c', 'a b', 'toString', 'seen'), tie('v'), { maxKeys: 3 }),
+  ),
+})).v;
+
+describe('mapping fast evaluator (JSONata without JSONata for the commonest shapes)', () => {
+  it('takes the plain shapes and declines every other', () => {
+    for (const s of FAST) expect(fastEvaluator(jsonata(s).ast(), helpers([])), s).toBeDefined();
+    for (const s of NOT_FAST) expect(fastEvaluator(jsonata(s).ast(), helpers([])), s).toBeUndefined();
+  });
+
+  it('gives JSONata result, error position and token, or declines before any helper runs', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...FAST),
+        value,
+        fc.record({ v: value, seen: value }, { requiredKeys: [] }),
+        async (source, input, bindings) => {
+          const fast = await viaFast(source, input, bindings);
+          if (fast === SLOW) return;
+          expect(fast).toEqual(await viaJsonata(source, input, bindings));
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('answers the inputs a loan gives without declining', async () => {
+    const input = { a: { b: { c: 'deep' } }, 'a b': { c: 3 } };
+    const bindings = { v: { b: 'bound' }, seen: 'yes' };
+    for (const s of FAST.filter((x) => !x.includes('$missing'))) {
+      const fast = await viaFast(s, input, bindings);
+      expect(fast, s).not.toBe(SLOW);
+      expect(fast, s).toEqual(await viaJsonata(s, input, bindings));
+    }
+  });
+
+  it('declines what JSONata treats as a sequence, and a binding that shadows a helper', async () => {
+    expect(await viaFast('a.b', { a: [{ b: 1 }, { b: 2 }] }, {})).toBe(SLOW);
+    expect(await viaFast('a', { a: [1] }, {})).toBe(SLOW);
+    expect(await viaFast('$v.b', {}, { v: [{ b: 1 }] })).toBe(SLOW);
+    expect(await viaFast('a', [{ a: 1 }], {})).toBe(SLOW);
+    expect(await viaFast('$missing', {}, {})).toBe(SLOW); // perhaps a built-in: JSONata's to resolve
+    expect(await viaFast('$twice(a)', { a: 2 }, { twice: 'mine' })).toBe(SLOW);
+    expect(await viaJsonata('$twice(a)', { a: 2 }, { twice: 'mine' })).toMatchObject({
+      error: { code: 'T1006' },
+    });
+  });
+
+  it("marks a helper's failure where JSONata does (the call's position, the helper's name)", async () => {
+    const fast = await viaFast('  $fail(a.b)', { a: { b: 'x' } }, {});
+    expect(fast).toEqual(await viaJsonata('  $fail(a.b)', { a: { b: 'x' } }, {}));
+    expect(fast).toMatchObject({ error: { position: 8, token: 'fail', message: 'bad x' }, calls: ['fail'] });
+  });
+});
