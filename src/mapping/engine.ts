@@ -107,14 +107,28 @@ async function evaluateJsonata(
   bindings: Bindings,
 ): Promise<unknown> {
   try {
-    if (ce.fast !== undefined) {
-      const v = ce.fast(context, bindings);
-      if (v !== SLOW) return await v;
-    }
     return await ce.expr.evaluate(context, bindings);
   } catch (err) {
     throw failureOf(ce, err);
   }
+}
+
+/**
+ * An expression's value: at once when the fast evaluator answers (mapping/fast-eval.ts: no promise
+ * for the commonest fields, a mapping has dozens a loan), else JSONata's promise of it.
+ */
+function evaluateExpr(ce: CompiledExpression, context: unknown, bindings: Bindings): unknown {
+  if (ce.fast !== undefined) {
+    let v: unknown;
+    try {
+      v = ce.fast(context, bindings);
+    } catch (err) {
+      throw failureOf(ce, err);
+    }
+    if (v !== SLOW)
+      return v instanceof Promise ? v.catch((err: unknown) => Promise.reject(failureOf(ce, err))) : v;
+  }
+  return evaluateJsonata(ce, context, bindings);
 }
 
 function issueAt(ce: CompiledExpression | undefined, where: Where, f: Failure): MappingIssue {
@@ -205,7 +219,8 @@ async function itemsOf(
 ): Promise<{ items: unknown[]; itemPrefix: string | undefined; single: boolean } | null> {
   if (!target.forEach) return { items: [root], itemPrefix: undefined, single: false };
   try {
-    const r: unknown = await evaluateJsonata(target.forEach, root, bindings);
+    const rNow = evaluateExpr(target.forEach, root, bindings);
+    const r: unknown = rNow instanceof Promise ? await rNow : rNow;
     return {
       items: toPlainItems(r),
       itemPrefix: target.forEach.info.simplePath,
@@ -236,7 +251,8 @@ async function runLets(
     }
     const where: Where = { target: target.name, field: `$${l.name}`, itemPath };
     try {
-      const v: unknown = await evaluateJsonata(l.expr, item, b);
+      const vNow = evaluateExpr(l.expr, item, b);
+      const v: unknown = vNow instanceof Promise ? await vNow : vNow;
       b[l.name] = toPlain(v, l.name);
       st.settle(l.expr, where);
     } catch (err) {
@@ -260,7 +276,8 @@ async function runChecks(
     if (skip(c.expr)) continue;
     const where: Where = { target: target.name, field: `(check ${c.name})`, itemPath };
     try {
-      const v: unknown = await evaluateJsonata(c.expr, item, b);
+      const vNow = evaluateExpr(c.expr, item, b);
+      const v: unknown = vNow instanceof Promise ? await vNow : vNow;
       st.settle(c.expr, where);
       if (v === false)
         throw new Failure('validation', `check "${c.name}" failed`, null, c.expr.info.firstPath);
@@ -280,7 +297,8 @@ async function externalIdOf(
 ): Promise<string | undefined> {
   const where: Where = { target: target.name, field: 'externalId', itemPath };
   try {
-    const v: unknown = await evaluateJsonata(target.externalId, item, b);
+    const vNow = evaluateExpr(target.externalId, item, b);
+    const v: unknown = vNow instanceof Promise ? await vNow : vNow;
     st.settle(target.externalId, where);
     if ((typeof v === 'string' && v.trim() !== '') || (typeof v === 'number' && Number.isSafeInteger(v)))
       return String(v);
@@ -311,7 +329,8 @@ async function mapFields(
     if (skip(ce)) continue;
     const where: Where = { target: target.name, field: field.name, itemPath };
     try {
-      const out: unknown = await evaluateJsonata(ce, item, b);
+      const outNow = evaluateExpr(ce, item, b);
+      const out: unknown = outNow instanceof Promise ? await outNow : outNow;
       const value = toPlain(out, field.name);
       const problem = checkField(value, field.check);
       if (problem) throw new Failure('validation', problem, null, ce.info.firstPath);
