@@ -87,25 +87,26 @@ export interface StoreDbParts {
 }
 
 /**
- * The transaction (and the fence scope) each StoreDb's caller runs in, carried by ONE
- * AsyncLocalStorage pair for the whole process, keyed by StoreDb: on Node 20 every
- * AsyncLocalStorage ever run stays in the process's list until disabled, and each promise made
- * copies a slot for every one in that list. One pair per StoreDb made every promise of the process
- * dearer with each store opened (the console's, a test's, a re-opened one): in the unit tests,
- * which share a process, a mapping file's CPU-bound test took 15 times as long as alone.
+ * The transaction and the fence scope each StoreDb's caller runs in, carried by ONE
+ * AsyncLocalStorage for the whole process, keyed by StoreDb: on Node 20 every AsyncLocalStorage
+ * ever run stays in the process's list until disabled, and each promise made copies a slot for
+ * every one in that list. One pair per StoreDb made every promise of the process dearer with each
+ * store opened (the console's, a test's, a re-opened one): in the unit tests, which share a
+ * process, a mapping file's CPU-bound test took 15 times as long as alone. The transaction and the
+ * fence share the one storage too: each storage costs every promise a copy.
  */
-const txStorage = new AsyncLocalStorage<ReadonlyMap<StoreDb, TxContext>>();
-const fenceStorage = new AsyncLocalStorage<ReadonlyMap<StoreDb, FenceScope>>();
+interface DbContext {
+  readonly tx?: TxContext | undefined;
+  readonly fence?: FenceScope | undefined;
+}
+const contextStorage = new AsyncLocalStorage<ReadonlyMap<StoreDb, DbContext>>();
 
-/** The map with key's entry set to value (or removed, undefined), a copy: outer contexts keep theirs. */
-function withEntry<V>(
-  m: ReadonlyMap<StoreDb, V> | undefined,
-  key: StoreDb,
-  value: V | undefined,
-): Map<StoreDb, V> {
-  const next = new Map(m);
-  if (value === undefined) next.delete(key);
-  else next.set(key, value);
+/** The context map with key's entry changed by patch, a copy: outer contexts keep theirs. */
+function withEntry(key: StoreDb, patch: DbContext): Map<StoreDb, DbContext> {
+  const next = new Map(contextStorage.getStore());
+  const entry = { ...next.get(key), ...patch };
+  if (entry.tx === undefined && entry.fence === undefined) next.delete(key);
+  else next.set(key, entry);
   return next;
 }
 
@@ -159,12 +160,12 @@ export class StoreDb {
 
   /** The transaction the caller runs in on this StoreDb, if any. */
   private txContext(): TxContext | undefined {
-    return txStorage.getStore()?.get(this);
+    return contextStorage.getStore()?.get(this)?.tx;
   }
 
   /** Runs fn with ctx as this StoreDb's transaction (other StoreDbs' stay as they are). */
   private runIn<T>(ctx: TxContext, fn: () => Promise<T>): Promise<T> {
-    return txStorage.run(withEntry(txStorage.getStore(), this, ctx), fn);
+    return contextStorage.run(withEntry(this, { tx: ctx }), fn);
   }
 
   private compile(text: string, params: Params): CompiledQuery {
@@ -200,12 +201,12 @@ export class StoreDb {
    * the scope: see FenceScope and Leadership.guard.
    */
   withFence<T>(scope: FenceScope, fn: () => Promise<T>): Promise<T> {
-    return fenceStorage.run(withEntry(fenceStorage.getStore(), this, scope), fn);
+    return contextStorage.run(withEntry(this, { fence: scope }), fn);
   }
 
   /** The fence scope the caller runs in, if any (the leader's work). */
   get fenceScope(): FenceScope | undefined {
-    return fenceStorage.getStore()?.get(this);
+    return contextStorage.getStore()?.get(this)?.fence;
   }
 
   /** Runs fn in one write transaction; nested: joins it (or a savepoint when asked). See the file comment. */
@@ -251,7 +252,7 @@ export class StoreDb {
    * is destroyed, whatever the board's own step does next.
    */
   outside<T>(fn: () => Promise<T>): Promise<T> {
-    return txStorage.run(withEntry(txStorage.getStore(), this, undefined), fn);
+    return contextStorage.run(withEntry(this, { tx: undefined }), fn);
   }
 
   /**
@@ -295,7 +296,8 @@ export class StoreDb {
 
   private newContext(readOnly: boolean, opts: WriteOptions): TxContext {
     // unfenced: the lease statements themselves, and what every replica may write (the inbox).
-    const scope = opts.fence || opts.unfenced === true ? undefined : fenceStorage.getStore()?.get(this);
+    const scope =
+      opts.fence || opts.unfenced === true ? undefined : contextStorage.getStore()?.get(this)?.fence;
     return {
       conn: null,
       readOnly,
