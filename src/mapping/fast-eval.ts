@@ -1,16 +1,19 @@
 /**
  * A synchronous evaluator for the commonest mapping expressions, with JSONata's own result: a
  * literal (`"business"`, `12`, `null`), a path of plain names (`state`, `product.id`), a variable
- * with names after it (`$defaults.branch`, `$loan.id`, `$`), and a call of one of our helpers
- * whose arguments are all of those (`$fit(name, 100)`, `$lookup("loanType", type)`, `$cif($)`).
+ * with names after it (`$defaults.branch`, `$loan.id`, `$`), text joined with `&`, `=` and `!=`,
+ * `$exists(…)` and `$trim(…)`, a condition (`a ? b : c`), and calls of our helpers over any of
+ * these, nested too (`$fit(name, 100, "business " & id)`, `$lookup("roleCode", $roleOf($))`).
  *
  * Why: JSONata 2 evaluates every node as an async function, so a field as plain as `state` costs a
  * dozen promises, and on Node 20 every promise also runs the AsyncLocalStorage hooks the store's
  * transactions need. Most fields of a mapping are of these shapes.
  *
  * It is exact, or it declines: whatever JSONata would treat as a sequence (an array anywhere on
- * the path or in a result, an array input) returns SLOW before any helper is called, and the
- * caller evaluates with JSONata instead, so a helper never runs twice. Anything else in the
+ * the path or in a result, an array input), or a value our operators leave to JSONata (`&` of a
+ * number, `=` of objects), returns SLOW, always before any helper is called (every part that can
+ * decline is checked first), and the caller evaluates with JSONata instead: a helper never runs
+ * twice. Helpers return plain values (helpers.ts), which pass to an enclosing call as they are. Anything else in the
  * expression (an operator, a predicate, a built-in function, a binding that shadows a helper)
  * gives no evaluator at all. `test/unit/mapping/fast-eval.test.ts` holds it to JSONata's results
  * and error positions.
@@ -24,8 +27,18 @@ export const SLOW: unique symbol = Symbol('evaluate with JSONata');
 export type FastEvaluator = (input: unknown, bindings: Readonly<Record<string, unknown>>) => unknown;
 
 type Node = Record<string, unknown>;
-/** A pure operand: no helper is called to get its value. */
-type Operand = (input: unknown, bindings: Readonly<Record<string, unknown>>) => unknown;
+type Bindings = Readonly<Record<string, unknown>>;
+type Run = (input: unknown, bindings: Bindings) => unknown;
+
+/**
+ * A compiled node. Pure nodes call no helper: run may return SLOW. A node that calls helpers has
+ * `ready`, true when run will not return SLOW (checked without calling anything), and its run is
+ * only made after ready said so.
+ */
+interface Compiled {
+  readonly run: Run;
+  readonly ready?: (input: unknown, bindings: Bindings) => boolean;
+}
 
 const own = (o: object, k: string): boolean => Object.prototype.hasOwnProperty.call(o, k);
 
@@ -37,6 +50,7 @@ function shaped(n: unknown, type: string, keys: readonly string[]): n is Node {
 }
 
 const LEAF = ['type', 'value', 'position'] as const;
+const CALL = ['type', 'name', 'value', 'position', 'arguments', 'procedure'] as const;
 
 /** JSONata's lookup of one name in one (non-sequence) value. */
 function step(value: unknown, name: string): unknown {
@@ -48,13 +62,16 @@ function step(value: unknown, name: string): unknown {
 /** Values JSONata passes through untouched; an array or a function would need its sequence rules. */
 const plain = (v: unknown): unknown => (Array.isArray(v) || typeof v === 'function' ? SLOW : v);
 
-function operand(n: unknown): Operand | undefined {
-  if (shaped(n, 'string', LEAF) || shaped(n, 'number', LEAF) || shaped(n, 'value', LEAF)) {
-    const v = n['value'];
-    return () => v;
-  }
-  if (shaped(n, 'variable', LEAF)) return variable(String(n['value']));
-  if (!shaped(n, 'path', ['type', 'steps'])) return undefined;
+const isReady = (c: Compiled, input: unknown, bindings: Bindings): boolean =>
+  c.ready ? c.ready(input, bindings) : c.run(input, bindings) !== SLOW;
+
+function variable(name: string): Run {
+  if (name === '') return (input) => plain(input);
+  // A name that is not a binding may be a built-in or a helper: JSONata's to resolve.
+  return (_input, bindings) => (own(bindings, name) ? plain(bindings[name]) : SLOW);
+}
+
+function path(n: Node): Compiled | undefined {
   const steps = n['steps'];
   if (!Array.isArray(steps) || steps.length === 0) return undefined;
   const first: unknown = steps[0];
@@ -64,29 +81,92 @@ function operand(n: unknown): Operand | undefined {
     if (!shaped(s, 'name', LEAF) || typeof s['value'] !== 'string') return undefined;
     names.push(s['value']);
   }
-  return (input, bindings) => {
-    // A path that starts with a name maps over an array input; one that starts with a variable does not.
-    let v: unknown = start === null ? (Array.isArray(input) ? SLOW : input) : start(input, bindings);
-    for (const name of names) {
-      if (v === SLOW || v === undefined) return v;
-      v = step(v, name);
-    }
-    return v === SLOW ? v : plain(v);
+  return {
+    run: (input, bindings) => {
+      // A path that starts with a name maps over an array input; one that starts with a variable does not.
+      let v: unknown = start === null ? (Array.isArray(input) ? SLOW : input) : start(input, bindings);
+      for (const name of names) {
+        if (v === SLOW || v === undefined) return v;
+        v = step(v, name);
+      }
+      return v === SLOW ? v : plain(v);
+    },
   };
 }
 
-function variable(name: string): Operand {
-  if (name === '') return (input) => plain(input);
-  // A name that is not a binding may be a built-in or a helper: JSONata's to resolve.
-  return (_input, bindings) => (own(bindings, name) ? plain(bindings[name]) : SLOW);
+/** JSONata's effective boolean value (fn.boolean) of a non-sequence value; SLOW where it has more rules. */
+function truthy(v: unknown): boolean | typeof SLOW {
+  if (v === undefined || v === null) return false;
+  if (typeof v === 'string') return v.length > 0;
+  if (typeof v === 'number') return Number.isFinite(v) ? v !== 0 : SLOW;
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'object' && !Array.isArray(v)) return Object.keys(v).length > 0;
+  return SLOW;
 }
 
-/** What a helper sees as `this`: the bindings by name, and the input, as JSONata's focus gives them. */
-function focusOf(input: unknown, bindings: Readonly<Record<string, unknown>>): jsonata.Focus {
+const primitive = (v: unknown): boolean =>
+  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+
+function binary(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
+  const op = n['value'];
+  if (op !== '&' && op !== '=' && op !== '!=') return undefined;
+  const l = compile(n['lhs'], helpers);
+  const r = compile(n['rhs'], helpers);
+  if (l === undefined || r === undefined || l.ready || r.ready) return undefined; // operands are pure
+  if (op === '&') {
+    // $string of a string is itself, of nothing ''; of a number or an object it has rules: JSONata's.
+    const text = (v: unknown): string | typeof SLOW =>
+      v === undefined ? '' : typeof v === 'string' ? v : SLOW;
+    return {
+      run: (input, bindings) => {
+        const a = l.run(input, bindings);
+        if (a === SLOW) return SLOW;
+        const b = r.run(input, bindings);
+        if (b === SLOW) return SLOW;
+        const ta = text(a);
+        const tb = text(b);
+        return ta === SLOW || tb === SLOW ? SLOW : ta + tb;
+      },
+    };
+  }
+  const negate = op === '!=';
   return {
-    environment: { lookup: (name: string): unknown => (own(bindings, name) ? bindings[name] : undefined) },
-    input,
-  } as unknown as jsonata.Focus;
+    run: (input, bindings) => {
+      const a = l.run(input, bindings);
+      if (a === SLOW) return SLOW;
+      const b = r.run(input, bindings);
+      if (b === SLOW) return SLOW;
+      if (a === undefined || b === undefined) return false; // JSONata: nothing equals nothing
+      if (!primitive(a) || !primitive(b)) return SLOW; // deep equality of objects: JSONata's
+      return negate ? a !== b : a === b;
+    },
+  };
+}
+
+function condition(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
+  const cond = compile(n['condition'], helpers);
+  const then = compile(n['then'], helpers);
+  const otherwise = n['else'] === undefined ? null : compile(n['else'], helpers);
+  if (cond === undefined || cond.ready || then === undefined || otherwise === undefined) return undefined;
+  /** The branch the condition picks (null: no else), or SLOW. */
+  const pick = (input: unknown, bindings: Bindings): Compiled | null | typeof SLOW => {
+    const c = cond.run(input, bindings);
+    if (c === SLOW) return SLOW;
+    const t = truthy(c);
+    return t === SLOW ? SLOW : t ? then : otherwise;
+  };
+  const run: Run = (input, bindings) => {
+    const b = pick(input, bindings);
+    return b === SLOW ? SLOW : b === null ? undefined : b.run(input, bindings);
+  };
+  if (!then.ready && !otherwise?.ready) return { run };
+  return {
+    run,
+    ready: (input, bindings) => {
+      const b = pick(input, bindings);
+      return b !== SLOW && (b === null || isReady(b, input, bindings));
+    },
+  };
 }
 
 /** A helper's result as JSONata's apply and evaluate leave it: a generator's first value, a sequence unwrapped. */
@@ -105,42 +185,87 @@ function settled(r: unknown): unknown {
   return r;
 }
 
-function helperCall(n: Node, helpers: ReadonlyMap<string, HelperFn>): FastEvaluator | undefined {
+/** What a helper sees as `this`: the bindings by name, and the input, as JSONata's focus gives them. */
+function focusOf(input: unknown, bindings: Bindings): jsonata.Focus {
+  return {
+    environment: { lookup: (name: string): unknown => (own(bindings, name) ? bindings[name] : undefined) },
+    input,
+  } as unknown as jsonata.Focus;
+}
+
+/** JSONata built-ins a mapping uses most, where no helper or binding takes the name. */
+const BUILT_INS: Readonly<Record<string, (v: unknown) => unknown>> = {
+  exists: (v) => v !== undefined,
+  trim: (v) => {
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') return SLOW; // its signature's error: JSONata's to raise
+    let t = v.replace(/[ \t\n\r]+/gm, ' ');
+    if (t.startsWith(' ')) t = t.substring(1);
+    if (t.endsWith(' ')) t = t.substring(0, t.length - 1);
+    return t;
+  },
+};
+
+function call(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
   const proc = n['procedure'];
-  if (!shaped(proc, 'variable', LEAF) || typeof proc['value'] !== 'string') return undefined;
+  const rawArgs = n['arguments'];
+  if (n['name'] !== undefined || !shaped(proc, 'variable', LEAF) || typeof proc['value'] !== 'string')
+    return undefined;
+  if (!Array.isArray(rawArgs)) return undefined;
   const name = proc['value'];
+  const args = rawArgs.map((a) => compile(a, helpers));
+  if (args.some((a) => a === undefined)) return undefined;
+  const compiled = args as Compiled[];
   const helper = helpers.get(name);
-  const args = n['arguments'];
-  if (helper === undefined || !Array.isArray(args)) return undefined;
-  const operands = args.map(operand);
-  if (operands.some((o) => o === undefined)) return undefined;
-  const ops = operands as Operand[];
-  const position = n['position'];
-  return (input, bindings) => {
-    // JSONata wraps an array input in a sequence; a binding by the helper's name shadows the helper.
-    if (Array.isArray(input) || own(bindings, name)) return SLOW;
-    const values: unknown[] = [];
-    for (const op of ops) {
-      const v = op(input, bindings);
-      if (v === SLOW) return SLOW;
-      values.push(v);
-    }
-    // As JSONata's apply marks a helper's error: the call's position, the helper's name.
-    const mark = (err: unknown): never => {
-      if (err !== null && typeof err === 'object') {
-        const e = err as { token?: unknown; position?: unknown };
-        if (e.token === undefined) e.token = name;
-        e.position = position;
-      }
-      throw err;
+  const builtIn = own(BUILT_INS, name) ? BUILT_INS[name] : undefined;
+  if (helper === undefined) {
+    const only = compiled[0];
+    if (builtIn === undefined || compiled.length !== 1 || only === undefined || only.ready) return undefined;
+    return {
+      run: (input, bindings) => {
+        if (own(bindings, name)) return SLOW; // a binding by the name shadows the built-in
+        const v = only.run(input, bindings);
+        return v === SLOW ? SLOW : builtIn(v);
+      },
     };
-    try {
-      const r = settled(helper.apply(focusOf(input, bindings), values));
-      return r instanceof Promise ? r.then(settled, mark) : r;
-    } catch (err) {
-      return mark(err);
+  }
+  const position = n['position'];
+  // As JSONata's apply marks a helper's error: the call's position, the helper's name.
+  const mark = (err: unknown): never => {
+    if (err !== null && typeof err === 'object') {
+      const e = err as { token?: unknown; position?: unknown };
+      if (e.token === undefined) e.token = name;
+      e.position = position;
     }
+    throw err;
   };
+  return {
+    // JSONata wraps an array input in a sequence; a binding by the helper's name shadows the helper.
+    ready: (input, bindings) =>
+      !Array.isArray(input) && !own(bindings, name) && compiled.every((a) => isReady(a, input, bindings)),
+    run: (input, bindings) => {
+      const values = compiled.map((a) => a.run(input, bindings));
+      try {
+        const r = settled(helper.apply(focusOf(input, bindings), values));
+        return r instanceof Promise ? r.then(settled, mark) : r;
+      } catch (err) {
+        return mark(err);
+      }
+    },
+  };
+}
+
+function compile(n: unknown, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
+  if (shaped(n, 'string', LEAF) || shaped(n, 'number', LEAF) || shaped(n, 'value', LEAF)) {
+    const v = n['value'];
+    return { run: () => v };
+  }
+  if (shaped(n, 'variable', LEAF)) return { run: variable(String(n['value'])) };
+  if (shaped(n, 'path', ['type', 'steps'])) return path(n);
+  if (shaped(n, 'binary', ['type', 'value', 'position', 'lhs', 'rhs'])) return binary(n, helpers);
+  if (shaped(n, 'condition', ['type', 'position', 'condition', 'then', 'else'])) return condition(n, helpers);
+  if (shaped(n, 'function', CALL)) return call(n, helpers);
+  return undefined;
 }
 
 /**
@@ -151,12 +276,10 @@ export function fastEvaluator(
   ast: unknown,
   helpers: ReadonlyMap<string, HelperFn>,
 ): FastEvaluator | undefined {
-  if (
-    shaped(ast, 'function', ['type', 'name', 'value', 'position', 'arguments', 'procedure']) &&
-    ast['name'] === undefined
-  )
-    return helperCall(ast, helpers);
-  const op = operand(ast);
-  if (op === undefined) return undefined;
-  return (input, bindings) => (Array.isArray(input) ? SLOW : op(input, bindings));
+  const c = compile(ast, helpers);
+  if (c === undefined) return undefined;
+  const { run, ready } = c;
+  // An array input: JSONata wraps it in a sequence.
+  if (ready === undefined) return (input, bindings) => (Array.isArray(input) ? SLOW : run(input, bindings));
+  return (input, bindings) => (Array.isArray(input) || !ready(input, bindings) ? SLOW : run(input, bindings));
 }
