@@ -185,6 +185,8 @@ function maskTaxIds(text: string, replacement: (m: string) => string): string {
  * Bearer. Text with none of them comes back unchanged (most mapped record values: issue 37).
  */
 const SCRUB_TRIGGER = /[_:=-]|\d{9}|bearer/i;
+/** What scrubSecrets replaces needs one of these: `_` (keys, whsec_), `:` (a URL), `=` (a password), Bearer. */
+const SECRET_TRIGGER = /[_:=]|bearer/i;
 
 /** Keys, secrets, bearer tokens and URLs' secrets: scrubText without the tax-id rules. */
 function scrubSecrets(text: string): string {
@@ -338,7 +340,9 @@ function maskValue(
       if (digits.length >= 9) return last4Mask(digits);
     }
     // Not scrubText: a bank's 9-digit CIF or account number stays; the loan's own tax ids go below.
-    let out = SCRUB_TRIGGER.test(value) ? scrubSecrets(value).replace(TIN_DASHED, '[redacted-tin]') : value;
+    // Dates and ids carry dashes: only a dashed tax id needs one, the secrets need `_`, `:`, `=` or Bearer.
+    let out = SECRET_TRIGGER.test(value) ? scrubSecrets(value) : value;
+    if (out.includes('-')) out = out.replace(TIN_DASHED, '[redacted-tin]');
     for (const t of tins) if (out.includes(t.last4)) out = out.replace(t.re, '[redacted-tin]');
     return out;
   }

@@ -169,6 +169,29 @@ describe('records shown and kept (maskRecordFields)', () => {
     );
     expect(masked[0]?.fields).toEqual({ memo: 'ref [redacted-tin]', other: '[redacted-tin]' });
   });
+  it('dashed values (dates, ids) stay as they are, and a dashed tax id or a secret among dashes is still masked', () => {
+    const fields = {
+      date: '2026-01-05',
+      at: '2026-01-05T10:00:00Z',
+      id: 'biz-0001-aa',
+      uuid: '0b7e6c1e-9c1f-4a4e-8d52-1f0e2b3c4d5e',
+      memo: 'ssn 111-22-3333 due 2026-01-05',
+      key: 'sk_live_abc-def and 12-3456789',
+      url: 'postgres://app:s3cret@db-1/x',
+      auth: 'Bearer ab-cd',
+    };
+    const masked = maskRecords([{ type: 'x', externalId: 'e', fields }], null)[0]?.fields;
+    expect(masked).toEqual({
+      date: '2026-01-05',
+      at: '2026-01-05T10:00:00Z',
+      id: 'biz-0001-aa',
+      uuid: '0b7e6c1e-9c1f-4a4e-8d52-1f0e2b3c4d5e',
+      memo: 'ssn [redacted-tin] due 2026-01-05',
+      key: '[redacted-key] and [redacted-tin]',
+      url: expect.not.stringContaining('s3cret') as unknown,
+      auth: 'Bearer [redacted]',
+    });
+  });
   it('the fast path (text without a trigger character) never lets a secret through', () => {
     const secrets = [
       'key pk_live_abcDEF123',
