@@ -113,32 +113,26 @@ function binary(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | und
   const l = compile(n['lhs'], helpers);
   const r = compile(n['rhs'], helpers);
   if (l === undefined || r === undefined || l.ready || r.ready) return undefined; // operands are pure
-  if (op === '&') {
-    // $string of a string is itself, of nothing ''; of a number or an object it has rules: JSONata's.
-    const text = (v: unknown): string | typeof SLOW =>
-      v === undefined ? '' : typeof v === 'string' ? v : SLOW;
-    return {
-      run: (input, bindings) => {
-        const a = l.run(input, bindings);
-        if (a === SLOW) return SLOW;
-        const b = r.run(input, bindings);
-        if (b === SLOW) return SLOW;
-        const ta = text(a);
-        const tb = text(b);
-        return ta === SLOW || tb === SLOW ? SLOW : ta + tb;
-      },
-    };
-  }
-  const negate = op === '!=';
+  const apply =
+    op === '&'
+      ? // $string of a string is itself, of nothing ''; of a number or an object it has rules: JSONata's.
+        (a: unknown, b: unknown): unknown => {
+          const ta = a === undefined ? '' : typeof a === 'string' ? a : SLOW;
+          const tb = b === undefined ? '' : typeof b === 'string' ? b : SLOW;
+          return ta === SLOW || tb === SLOW ? SLOW : ta + tb;
+        }
+      : (a: unknown, b: unknown): unknown => {
+          if (a === undefined || b === undefined) return false; // JSONata: nothing equals nothing
+          if (!primitive(a) || !primitive(b)) return SLOW; // deep equality of objects: JSONata's
+          return (a === b) !== (op === '!=');
+        };
   return {
+    // JSONata evaluates the left operand, then the right, then applies the operator.
     run: (input, bindings) => {
       const a = l.run(input, bindings);
       if (a === SLOW) return SLOW;
       const b = r.run(input, bindings);
-      if (b === SLOW) return SLOW;
-      if (a === undefined || b === undefined) return false; // JSONata: nothing equals nothing
-      if (!primitive(a) || !primitive(b)) return SLOW; // deep equality of objects: JSONata's
-      return negate ? a !== b : a === b;
+      return b === SLOW ? SLOW : apply(a, b);
     },
   };
 }
