@@ -9,7 +9,7 @@
  *    document GET the presigned address and GET the bytes (sha256 as they arrive), POST the
  *    acknowledgement with an Idempotency-Key.
  * 2. SQLite: the state writes of a board as board-cost counts them (3 write transactions of
- *    BEGIN IMMEDIATE … COMMIT, 39 statements), on better-sqlite3 with WAL and synchronous=FULL as
+ *    BEGIN IMMEDIATE … COMMIT, 35 statements), on better-sqlite3 with WAL and synchronous=FULL as
  *    the store opens it; the loan row carries the queue item's JSON as ours does.
  * 3. Files: the file core's durable package (staging folder, the documents and two JSON files each
  *    written and fsynced, the folders fsynced, the rename into place and its fsyncs).
@@ -22,10 +22,13 @@ import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { mkdir, open, rename } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import { fsyncDir, writeFileSynced } from '../src/core/durable-fs.js';
+import { documentFileName, safeId } from '../src/core/safe-name.js';
+import { ackKey } from '../src/pipeline/release.js';
 import { startSandboxProcess, stop } from './sync-once.js';
 
 const LOANS = Number(process.env['BENCH_FLOOR_LOANS'] ?? 2000);
@@ -99,7 +102,7 @@ async function httpPart(): Promise<{ ms: number; items: Item[]; docs: Map<string
           headers: {
             ...headers,
             'content-type': 'application/json',
-            'idempotency-key': `ack:${createHash('sha256').update(item.id).digest('hex')}`,
+            'idempotency-key': ackKey(item.id, 'board-floor'),
           },
           body: JSON.stringify({ boardingReference: `packages/${item.id}`, notes: 'board-floor' }),
         });
@@ -200,25 +203,6 @@ function sqlitePart(dir: string, items: readonly Item[]): number {
   return ms;
 }
 
-async function writeSynced(path: string, data: string | Buffer): Promise<void> {
-  const fh = await open(path, 'wx', 0o640);
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-async function fsyncDir(path: string): Promise<void> {
-  const fh = await open(path, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
 async function filesPart(dir: string, items: readonly Item[], docs: Map<string, Doc[]>): Promise<number> {
   const packages = join(dir, 'packages');
   const staging = join(dir, '.staging');
@@ -231,15 +215,16 @@ async function filesPart(dir: string, items: readonly Item[], docs: Map<string, 
       const item = items[next++] as Item;
       const stage = join(staging, `${randomUUID()}`);
       await mkdir(join(stage, 'documents'), { recursive: true });
-      // The file core names a document's file from its id made safe; a counter does here.
-      let i = 0;
       for (const d of docs.get(item.id) ?? [])
-        await writeSynced(join(stage, 'documents', `document-${(i += 1)}`), d.bytes);
+        await writeFileSynced(join(stage, 'documents', documentFileName(d.id, null)), d.bytes);
       await fsyncDir(join(stage, 'documents'));
-      await writeSynced(join(stage, 'records.json'), `${JSON.stringify(JSON.parse(item.json), null, 2)}\n`);
-      await writeSynced(join(stage, 'manifest.json'), `${JSON.stringify({ id: item.id }, null, 2)}\n`);
+      await writeFileSynced(
+        join(stage, 'records.json'),
+        `${JSON.stringify(JSON.parse(item.json), null, 2)}\n`,
+      );
+      await writeFileSynced(join(stage, 'manifest.json'), `${JSON.stringify({ id: item.id }, null, 2)}\n`);
       await fsyncDir(stage);
-      await rename(stage, join(packages, createHash('sha256').update(item.id).digest('hex')));
+      await rename(stage, join(packages, safeId(item.id)));
       await fsyncDir(packages);
       await fsyncDir(staging);
     }
