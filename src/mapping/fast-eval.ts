@@ -13,10 +13,11 @@
  * the path or in a result, an array input), or a value our operators leave to JSONata (`&` of a
  * number, `=` of objects), returns SLOW, always before any helper is called (every part that can
  * decline is checked first), and the caller evaluates with JSONata instead: a helper never runs
- * twice. Helpers return plain values (helpers.ts), which pass to an enclosing call as they are. Anything else in the
- * expression (an operator, a predicate, a built-in function, a binding that shadows a helper)
- * gives no evaluator at all. `test/unit/mapping/fast-eval.test.ts` holds it to JSONata's results
- * and error positions.
+ * twice. Helpers return plain values (helpers.ts), which pass to an enclosing call as they are.
+ * Any other shape (another operator, a predicate, another built-in function, a path after a call)
+ * gives no evaluator at all; a binding by a helper's or built-in's name declines at run time.
+ * `test/unit/mapping/fast-eval.test.ts` holds it to JSONata's results, error positions and order
+ * of helper calls.
  */
 import type jsonata from 'jsonata';
 import type { HelperFn } from './helpers.js';
@@ -24,11 +25,10 @@ import type { HelperFn } from './helpers.js';
 /** The evaluator could not give JSONata's answer for this input: evaluate with JSONata. */
 export const SLOW: unique symbol = Symbol('evaluate with JSONata');
 
-export type FastEvaluator = (input: unknown, bindings: Readonly<Record<string, unknown>>) => unknown;
-
 type Node = Record<string, unknown>;
 type Bindings = Readonly<Record<string, unknown>>;
-type Run = (input: unknown, bindings: Bindings) => unknown;
+
+export type FastEvaluator = (input: unknown, bindings: Bindings) => unknown;
 
 /**
  * A compiled node. Pure nodes call no helper: run may return SLOW. A node that calls helpers has
@@ -36,7 +36,7 @@ type Run = (input: unknown, bindings: Bindings) => unknown;
  * only made after ready said so.
  */
 interface Compiled {
-  readonly run: Run;
+  readonly run: FastEvaluator;
   readonly ready?: (input: unknown, bindings: Bindings) => boolean;
 }
 
@@ -65,7 +65,7 @@ const plain = (v: unknown): unknown => (Array.isArray(v) || typeof v === 'functi
 const isReady = (c: Compiled, input: unknown, bindings: Bindings): boolean =>
   c.ready ? c.ready(input, bindings) : c.run(input, bindings) !== SLOW;
 
-function variable(name: string): Run {
+function variable(name: string): FastEvaluator {
   if (name === '') return (input) => plain(input);
   // A name that is not a binding may be a built-in or a helper: JSONata's to resolve.
   return (_input, bindings) => (own(bindings, name) ? plain(bindings[name]) : SLOW);
@@ -149,7 +149,7 @@ function condition(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | 
     const t = truthy(c);
     return t === SLOW ? SLOW : t ? then : otherwise;
   };
-  const run: Run = (input, bindings) => {
+  const run: FastEvaluator = (input, bindings) => {
     const b = pick(input, bindings);
     return b === SLOW ? SLOW : b === null ? undefined : b.run(input, bindings);
   };
