@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { constants, createWriteStream } from 'node:fs';
-import { access, mkdir, opendir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { constants, mkdirSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { access, mkdir, opendir, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished } from 'node:stream/promises';
 import type { Clock } from '../../lib/clock.js';
 import { localDate } from '../../lib/calendar.js';
 import { errorMessage } from '../../lib/errors.js';
@@ -21,11 +20,17 @@ import {
   type CoreCheck,
   type CustomerDirectory,
 } from '../port.js';
-import { DIR_MODE, FILE_MODE, exists, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
+import { DIR_MODE, SyncedFileSink, fsyncDir, uniqueSuffix, writeFileSynced } from '../durable-fs.js';
 import { documentFileName, safeId } from '../safe-name.js';
 import { KeyedLock } from '../keyed-lock.js';
 import type { FileBatches, PreparedBoard } from './batches.js';
-import { MANIFEST, readManifest, type ManifestDocument, type PackageManifest } from './manifest.js';
+import {
+  MANIFEST,
+  readManifest,
+  readManifestSync,
+  type ManifestDocument,
+  type PackageManifest,
+} from './manifest.js';
 
 export interface FileCoreOptions {
   dir: string;
@@ -106,21 +111,26 @@ export class FileCore implements CoreSystem {
     return this.readied;
   }
 
-  /** Restores a package a crash left aside (old renamed away, new not yet in), drops leftovers. */
+  /**
+   * Restores a package a crash left aside (old renamed away, new not yet in), drops leftovers.
+   * Before every board too, not only at the first: with replicas, the one that takes over may have
+   * made its first use long before the leader that crashed left this loan's package aside.
+   * Synchronous (durable-fs.ts says why): two directory reads that are empty nearly always.
+   */
   private async recoverOne(name: string): Promise<void> {
-    const aside = (await readdir(this.trashDir)).filter((e) => nameOfAside(e) === name);
-    const staged = (await readdir(this.stagingDir)).filter((e) => nameOfAside(e) === name);
+    const aside = readdirSync(this.trashDir).filter((e) => nameOfAside(e) === name);
+    const staged = readdirSync(this.stagingDir).filter((e) => nameOfAside(e) === name);
     for (const s of staged) await rm(join(this.stagingDir, s), { recursive: true, force: true });
     if (aside.length === 0) return;
     let keep: string | undefined;
-    if (!(await exists(join(this.packagesDir, name)))) {
+    if (statSync(join(this.packagesDir, name), { throwIfNoEntry: false }) === undefined) {
       // Prefer the newest complete one (every package in .trash was live once, so all are complete).
       const withTimes = await Promise.all(
         aside.map(async (a) => ({ a, t: (await stat(join(this.trashDir, a))).mtimeMs })),
       );
       keep = withTimes.sort((x, y) => y.t - x.t)[0]?.a;
       if (keep !== undefined && (await readManifest(join(this.trashDir, keep))) !== null) {
-        await rename(join(this.trashDir, keep), join(this.packagesDir, name));
+        renameSync(join(this.trashDir, keep), join(this.packagesDir, name));
         await fsyncDir(this.packagesDir);
         this.logger.warn({ package: name }, 'restored a package a crash left aside during replacement');
       } else {
@@ -160,11 +170,11 @@ export class FileCore implements CoreSystem {
     }
     await this.recoverOne(name);
     const target = join(this.packagesDir, name);
-    const previous = await readManifest(target).catch(() => null);
+    const previous = previousManifest(target);
     const now = new Date(this.clock.now());
     const createdAt = now.toISOString();
     const staging = join(this.stagingDir, `${name}.${uniqueSuffix()}`);
-    await mkdir(join(staging, 'documents'), { recursive: true, mode: DIR_MODE });
+    mkdirSync(join(staging, 'documents'), { recursive: true, mode: DIR_MODE });
     let manifest: PackageManifest;
     try {
       const files: PackageManifest['files'] = [];
@@ -284,12 +294,14 @@ export class FileCore implements CoreSystem {
   }
 
   private async swapIn(staging: string, target: string, name: string): Promise<void> {
-    let aside: string | null = null;
-    if (await exists(target)) {
-      aside = join(this.trashDir, `${name}.${uniqueSuffix()}`);
-      await rename(target, aside);
+    let aside: string | null = join(this.trashDir, `${name}.${uniqueSuffix()}`);
+    try {
+      renameSync(target, aside);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ENOENT') throw err;
+      aside = null; // a first board: nothing to move aside
     }
-    await rename(staging, target);
+    renameSync(staging, target);
     await fsyncDir(this.packagesDir);
     await fsyncDir(this.stagingDir);
     if (aside !== null) {
@@ -298,45 +310,32 @@ export class FileCore implements CoreSystem {
     }
   }
 
-  /** Streams one document into `path`, hashing what actually reaches the disk. */
+  /**
+   * Streams one document into `path` (a new file), hashing what is written; the fetcher ends the
+   * sink, whose end fsyncs the file.
+   */
   private async writeDocument(
     pkg: BoardingPackage,
     doc: PlatformDocument,
     path: string,
     signal: AbortSignal | undefined,
   ): Promise<{ sha256: string; bytes: number; contentType: string | null }> {
-    const hash = createHash('sha256');
-    let bytes = 0;
-    const file = createWriteStream(path, { flags: 'wx', mode: FILE_MODE, flush: true });
-    const tee = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        hash.update(chunk);
-        bytes += chunk.length;
-        cb(null, chunk);
-      },
-    });
-    // pipeline (not pipe): it listens for errors on both streams and tears both down together, so
-    // a download cut off mid-body cannot leave a write to a destroyed file as an uncaught error.
-    const written = pipeline(tee, file);
-    written.catch(() => undefined);
+    const file = new SyncedFileSink(path);
     try {
-      const res = await pkg.fetchDocument(doc, tee, signal);
-      if (!tee.writableEnded) tee.end();
-      await written;
-      const sha256 = hash.digest('hex');
-      if (res.sha256 !== sha256 || res.bytes !== bytes) {
+      const res = await pkg.fetchDocument(doc, file, signal);
+      if (!file.writableEnded) file.end();
+      await finished(file);
+      const sha256 = file.sha256();
+      if (res.sha256 !== sha256 || res.bytes !== file.bytes) {
         throw new CoreUnavailableError(
           `document ${doc.id}: the fetcher reported ${res.bytes} bytes sha256 ` +
-            `${res.sha256}, the file got ${bytes} bytes sha256 ${sha256}`,
+            `${res.sha256}, the file got ${file.bytes} bytes sha256 ${sha256}`,
           false,
         );
       }
-      return { sha256, bytes, contentType: res.contentType };
-    } catch (err) {
-      tee.destroy();
+      return { sha256, bytes: file.bytes, contentType: res.contentType };
+    } finally {
       file.destroy();
-      await written.catch(() => undefined);
-      throw err;
     }
   }
 
@@ -452,6 +451,15 @@ function toLoanRecord(name: string, m: PackageManifest): CoreLoanRecord {
 function nameOfAside(entry: string): string {
   const i = entry.lastIndexOf('.');
   return i > 0 ? entry.slice(0, i) : entry;
+}
+
+/** The package a board replaces, if it has a readable manifest (an unreadable one is replaced). */
+function previousManifest(target: string): PackageManifest | null {
+  try {
+    return readManifestSync(target);
+  } catch {
+    return null;
+  }
 }
 
 function hashText(text: string): { sha256: string; bytes: number } {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { createReadStream, readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { CanonicalLoanFields } from '../port.js';
 
@@ -43,10 +43,16 @@ export interface ManifestDocument {
 
 export const MANIFEST = 'manifest.json';
 
-export async function readManifest(dir: string): Promise<PackageManifest | null> {
+/** A package's manifest, or null when it has none. */
+export function readManifest(dir: string): Promise<PackageManifest | null> {
+  return new Promise((resolve) => resolve(readManifestSync(dir)));
+}
+
+/** readManifest without the thread pool: a few KB from the page cache (core/durable-fs.ts says why). */
+export function readManifestSync(dir: string): PackageManifest | null {
   let text: string;
   try {
-    text = await readFile(join(dir, MANIFEST), 'utf8');
+    text = readFileSync(join(dir, MANIFEST), 'utf8');
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return null;
     throw err;
