@@ -1,25 +1,30 @@
 /**
  * A synchronous evaluator for the commonest mapping expressions, with JSONata's own result: a
  * literal (`"business"`, `12`, `null`), a path of plain names (`state`, `product.id`), a variable
- * with names after it (`$defaults.branch`, `$loan.id`, `$`), text joined with `&`, `=` and `!=`,
- * `$exists(…)` and `$trim(…)`, a condition (`a ? b : c`), and calls of our helpers over any of
- * these, nested too (`$fit(name, 100, "business " & id)`, `$lookup("roleCode", $roleOf($))`).
+ * with names after it (`$defaults.branch`, `$loan.id`, `$`), text joined with `&`, `=` and `!=`
+ * (JSONata's deep equality), `<` `<=` `>` `>=`, the built-ins `$exists`, `$trim`, `$length` and
+ * `$substring`, a condition (`a ? b : c`), parentheses around one expression, calls of our helpers
+ * over any of these, nested too (`$fit(name, 100, "business " & id)`, `$lookup("roleCode",
+ * $roleOf($))`), and names after a helper's call (`$borrower().id`).
  *
  * Why: JSONata 2 evaluates every node as an async function, so a field as plain as `state` costs a
  * dozen promises, and on Node 20 every promise also runs the AsyncLocalStorage hooks the store's
  * transactions need. Most fields of a mapping are of these shapes.
  *
  * It is exact, or it declines: whatever JSONata would treat as a sequence (an array anywhere on
- * the path or in a result, an array input), or a value our operators leave to JSONata (`&` of a
- * number, `=` of objects), returns SLOW, always before any helper is called (every part that can
- * decline is checked first), and the caller evaluates with JSONata instead: a helper never runs
- * twice. Helpers return plain values (helpers.ts), which pass to an enclosing call as they are.
- * Any other shape (another operator, a predicate, another built-in function, a path after a call)
- * gives no evaluator at all; a binding by a helper's or built-in's name declines at run time.
- * `test/unit/mapping/fast-eval.test.ts` holds it to JSONata's results, error positions and order
- * of helper calls.
+ * the path or in a result, an array input), or a value our operators and built-ins leave to
+ * JSONata (`&` of a number, `<` of a number and a text, `$length` of a number: JSONata raises its
+ * own error), returns SLOW, always before any helper is called (every part that can decline is
+ * checked first: an operator or built-in that may decline takes operands that call no helper),
+ * and the caller evaluates with JSONata instead: a helper never runs twice. Helpers return plain
+ * values (helpers.ts), which pass to an enclosing call as they are; names after a helper's call
+ * walk its result here unless JSONata would map over it (an array on the way), which JSONata then
+ * walks from the result already computed. Any other shape (another operator, a predicate, another
+ * built-in function, a binding) gives no evaluator at all; a binding by a helper's or built-in's
+ * name declines at run time. `test/unit/mapping/fast-eval.test.ts` holds it to JSONata's results,
+ * error positions and order of helper calls.
  */
-import type jsonata from 'jsonata';
+import jsonata from 'jsonata';
 import type { HelperFn } from './helpers.js';
 
 /** The evaluator could not give JSONata's answer for this input: evaluate with JSONata. */
@@ -71,10 +76,56 @@ function variable(name: string): FastEvaluator {
   return (_input, bindings) => (own(bindings, name) ? plain(bindings[name]) : SLOW);
 }
 
-function path(n: Node): Compiled | undefined {
+/** A binding name no mapping uses: the fallback of callPath holds the helper's result in it. */
+const RESULT = '__fastEvalResult';
+
+/**
+ * A path that starts with a helper's call (`$borrower().id`): the helper runs once; a plain result
+ * is walked here, and one JSONata walks differently (an array, a function on the way) is handed to
+ * JSONata with the result already computed (a function that returns it), so the helper never runs
+ * twice and the answer is JSONata's own.
+ */
+function callPath(
+  first: Node,
+  rest: unknown[],
+  helpers: ReadonlyMap<string, HelperFn>,
+): Compiled | undefined {
+  const head = call(first, helpers);
+  const names: string[] = [];
+  for (const s of rest) {
+    if (!shaped(s, 'name', LEAF) || typeof s['value'] !== 'string' || s['value'].includes('`'))
+      return undefined;
+    names.push(s['value']);
+  }
+  if (head === undefined || head.ready === undefined) return undefined; // a built-in: JSONata's
+  let fallback: jsonata.Expression | undefined;
+  const viaJsonata = (result: unknown): Promise<unknown> => {
+    fallback ??= jsonata(`$${RESULT}()${names.map((n) => `.\`${n}\``).join('')}`);
+    return fallback.evaluate(undefined, { [RESULT]: () => result });
+  };
+  const walk = (result: unknown): unknown => {
+    let v = result;
+    for (const name of names) {
+      if (v === undefined) return undefined;
+      if (Array.isArray(v) || typeof v === 'function') return viaJsonata(result);
+      v = v !== null && typeof v === 'object' && own(v, name) ? (v as Node)[name] : undefined;
+    }
+    return Array.isArray(v) || typeof v === 'function' ? viaJsonata(result) : v;
+  };
+  return {
+    ready: head.ready,
+    run: (input, bindings) => {
+      const r = head.run(input, bindings);
+      return r instanceof Promise ? r.then(walk) : walk(r);
+    },
+  };
+}
+
+function path(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
   const steps = n['steps'];
   if (!Array.isArray(steps) || steps.length === 0) return undefined;
   const first: unknown = steps[0];
+  if (shaped(first, 'function', CALL)) return callPath(first, steps.slice(1), helpers);
   const start = shaped(first, 'variable', LEAF) ? variable(String(first['value'])) : null;
   const names: string[] = [];
   for (const s of start === null ? steps : steps.slice(1)) {
@@ -104,37 +155,75 @@ function truthy(v: unknown): boolean | typeof SLOW {
   return SLOW;
 }
 
-const primitive = (v: unknown): boolean =>
-  v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+/** JSONata's isDeepEqual (`=` and `!=`): arrays item by item, objects by the same own names and values. */
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) && Array.isArray(b))
+    return a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+  const ak = Object.getOwnPropertyNames(a).sort();
+  const bk = Object.getOwnPropertyNames(b).sort();
+  if (ak.length !== bk.length || ak.some((k, i) => k !== bk[i])) return false;
+  return ak.every((k) => deepEqual((a as Node)[k], (b as Node)[k]));
+}
+
+const COMPARISONS: Readonly<Record<string, (a: string | number, b: string | number) => boolean>> = {
+  '<': (a, b) => a < b,
+  '<=': (a, b) => a <= b,
+  '>': (a, b) => a > b,
+  '>=': (a, b) => a >= b,
+};
+
+/** JSONata's operator over two settled operands, or SLOW where it would raise (its error, its position). */
+function operator(op: string): ((a: unknown, b: unknown) => unknown) | undefined {
+  if (op === '&')
+    // $string of a string is itself, of nothing ''; of a number or an object it has rules: JSONata's.
+    return (a, b) => {
+      const ta = a === undefined ? '' : typeof a === 'string' ? a : SLOW;
+      const tb = b === undefined ? '' : typeof b === 'string' ? b : SLOW;
+      return ta === SLOW || tb === SLOW ? SLOW : ta + tb;
+    };
+  if (op === '=' || op === '!=')
+    // JSONata: nothing equals nothing (false either way); else deep equality. Never raises.
+    return (a, b) => (a === undefined || b === undefined ? false : deepEqual(a, b) !== (op === '!='));
+  const compare = own(COMPARISONS, op) ? COMPARISONS[op] : undefined;
+  if (compare === undefined) return undefined;
+  return (a, b) => {
+    const ta = typeof a;
+    const tb = typeof b;
+    const comparable = (t: string): boolean => t === 'undefined' || t === 'string' || t === 'number';
+    if (!comparable(ta) || !comparable(tb)) return SLOW; // T2010
+    if (a === undefined || b === undefined) return undefined;
+    if (ta !== tb) return SLOW; // T2009
+    return compare(a as string | number, b as string | number);
+  };
+}
 
 function binary(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
   const op = n['value'];
-  if (op !== '&' && op !== '=' && op !== '!=') return undefined;
+  const apply = typeof op === 'string' ? operator(op) : undefined;
+  if (apply === undefined) return undefined;
   const l = compile(n['lhs'], helpers);
   const r = compile(n['rhs'], helpers);
-  if (l === undefined || r === undefined || l.ready || r.ready) return undefined; // operands are pure
-  const apply =
-    op === '&'
-      ? // $string of a string is itself, of nothing ''; of a number or an object it has rules: JSONata's.
-        (a: unknown, b: unknown): unknown => {
-          const ta = a === undefined ? '' : typeof a === 'string' ? a : SLOW;
-          const tb = b === undefined ? '' : typeof b === 'string' ? b : SLOW;
-          return ta === SLOW || tb === SLOW ? SLOW : ta + tb;
-        }
-      : (a: unknown, b: unknown): unknown => {
-          if (a === undefined || b === undefined) return false; // JSONata: nothing equals nothing
-          if (!primitive(a) || !primitive(b)) return SLOW; // deep equality of objects: JSONata's
-          return (a === b) !== (op === '!=');
-        };
-  return {
-    // JSONata evaluates the left operand, then the right, then applies the operator.
-    run: (input, bindings) => {
-      const a = l.run(input, bindings);
-      if (a === SLOW) return SLOW;
-      const b = r.run(input, bindings);
-      return b === SLOW ? SLOW : apply(a, b);
-    },
+  if (l === undefined || r === undefined) return undefined;
+  const pure = !l.ready && !r.ready;
+  // An operator that may decline (SLOW) takes pure operands only: it must decline before any helper ran.
+  if (!pure && op !== '=' && op !== '!=') return undefined;
+  // JSONata evaluates the left operand, then the right, then applies the operator.
+  const withRight = (a: unknown, input: unknown, bindings: Bindings): unknown => {
+    const b = r.run(input, bindings);
+    if (b === SLOW) return SLOW;
+    return b instanceof Promise ? b.then((bv: unknown) => apply(a, bv)) : apply(a, b);
   };
+  const run: FastEvaluator = (input, bindings) => {
+    const a = l.run(input, bindings);
+    if (a === SLOW) return SLOW;
+    return a instanceof Promise
+      ? a.then((av: unknown) => withRight(av, input, bindings))
+      : withRight(a, input, bindings);
+  };
+  if (pure) return { run };
+  return { run, ready: (input, bindings) => isReady(l, input, bindings) && isReady(r, input, bindings) };
 }
 
 function condition(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undefined {
@@ -187,16 +276,53 @@ function focusOf(input: unknown, bindings: Bindings): jsonata.Focus {
   } as unknown as jsonata.Focus;
 }
 
-/** JSONata built-ins a mapping uses most, where no helper or binding takes the name. */
-const BUILT_INS: Readonly<Record<string, (v: unknown) => unknown>> = {
-  exists: (v) => v !== undefined,
-  trim: (v) => {
-    if (v === undefined) return undefined;
-    if (typeof v !== 'string') return SLOW; // its signature's error: JSONata's to raise
-    let t = v.replace(/[ \t\n\r]+/gm, ' ');
-    if (t.startsWith(' ')) t = t.substring(1);
-    if (t.endsWith(' ')) t = t.substring(0, t.length - 1);
-    return t;
+/** JSONata's code points of a string (its stringToArray): what $length counts and $substring cuts. */
+const codePoints = (v: string): string[] => Array.from(v);
+
+const isNumberOrNothing = (v: unknown): v is number | undefined => v === undefined || typeof v === 'number';
+
+/**
+ * JSONata built-ins a mapping uses most, where no helper or binding takes the name: their argument
+ * counts, and each as JSONata computes it, SLOW where its signature would raise (or would take the
+ * input in place of a missing text: JSONata's to decide).
+ */
+const BUILT_INS: Readonly<Record<string, { min: number; max: number; fn: (args: unknown[]) => unknown }>> = {
+  exists: { min: 1, max: 1, fn: ([v]) => v !== undefined },
+  trim: {
+    min: 1,
+    max: 1,
+    fn: ([v]) => {
+      if (v === undefined) return undefined;
+      if (typeof v !== 'string') return SLOW; // its signature's error: JSONata's to raise
+      let t = v.replace(/[ \t\n\r]+/gm, ' ');
+      if (t.startsWith(' ')) t = t.substring(1);
+      if (t.endsWith(' ')) t = t.substring(0, t.length - 1);
+      return t;
+    },
+  },
+  length: {
+    min: 1,
+    max: 1,
+    fn: ([v]) => (v === undefined ? undefined : typeof v === 'string' ? codePoints(v).length : SLOW),
+  },
+  substring: {
+    min: 2,
+    max: 3,
+    fn: ([str, start, length]) => {
+      if (str !== undefined && typeof str !== 'string') return SLOW;
+      if (!isNumberOrNothing(start) || !isNumberOrNothing(length)) return SLOW;
+      if (str === undefined) return undefined;
+      // JSONata's substring, step by step (an absent start or length behaves as it does there).
+      const chars = codePoints(str);
+      let from = start as number;
+      if (chars.length + from < 0) from = 0;
+      if (length !== undefined) {
+        if (length <= 0) return '';
+        const end = from >= 0 ? from + length : chars.length + from + length;
+        return chars.slice(from, end).join('');
+      }
+      return chars.slice(from).join('');
+    },
   },
 };
 
@@ -213,13 +339,19 @@ function call(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undef
   const helper = helpers.get(name);
   const builtIn = own(BUILT_INS, name) ? BUILT_INS[name] : undefined;
   if (helper === undefined) {
-    const only = compiled[0];
-    if (builtIn === undefined || compiled.length !== 1 || only === undefined || only.ready) return undefined;
+    if (builtIn === undefined || compiled.length < builtIn.min || compiled.length > builtIn.max)
+      return undefined;
+    if (compiled.some((a) => a.ready)) return undefined; // a built-in may decline: pure arguments only
     return {
       run: (input, bindings) => {
         if (own(bindings, name)) return SLOW; // a binding by the name shadows the built-in
-        const v = only.run(input, bindings);
-        return v === SLOW ? SLOW : builtIn(v);
+        const values: unknown[] = [];
+        for (const a of compiled) {
+          const v = a.run(input, bindings);
+          if (v === SLOW) return SLOW;
+          values.push(v);
+        }
+        return builtIn.fn(values);
       },
     };
   }
@@ -255,10 +387,15 @@ function compile(n: unknown, helpers: ReadonlyMap<string, HelperFn>): Compiled |
     return { run: () => v };
   }
   if (shaped(n, 'variable', LEAF)) return { run: variable(String(n['value'])) };
-  if (shaped(n, 'path', ['type', 'steps'])) return path(n);
+  if (shaped(n, 'path', ['type', 'steps'])) return path(n, helpers);
   if (shaped(n, 'binary', ['type', 'value', 'position', 'lhs', 'rhs'])) return binary(n, helpers);
   if (shaped(n, 'condition', ['type', 'position', 'condition', 'then', 'else'])) return condition(n, helpers);
   if (shaped(n, 'function', CALL)) return call(n, helpers);
+  // Parentheses around one expression: JSONata's block, a new frame that only a binding would use.
+  if (shaped(n, 'block', ['type', 'position', 'expressions'])) {
+    const inner: unknown = n['expressions'];
+    return Array.isArray(inner) && inner.length === 1 ? compile(inner[0], helpers) : undefined;
+  }
   return undefined;
 }
 
