@@ -70,26 +70,54 @@ function rawOffsetMs(timeZone: string, utcMs: number): number {
 }
 
 const BUCKET_MS = 15 * 60_000;
+const DAY_BUCKET_MS = 24 * 60 * 60_000;
 const offsetCache = new Map<string, Map<number, number>>();
+const dayOffsetCache = new Map<string, Map<number, number>>();
 
-/**
- * Offset of the zone at an instant. Intl is slow, so offsets are cached per 15-minute bucket when
- * the offset is the same at both ends of the bucket (zone transitions fall on quarter hours);
- * otherwise the instant is asked directly. Exact either way.
- */
-function zoneOffsetMs(timeZone: string, utcMs: number): number {
-  let cache = offsetCache.get(timeZone);
+/** The cache of one zone (bounded: cleared past 50,000 entries). */
+function cacheOf(caches: Map<string, Map<number, number>>, timeZone: string): Map<number, number> {
+  let cache = caches.get(timeZone);
   if (!cache) {
     cache = new Map();
-    offsetCache.set(timeZone, cache);
+    caches.set(timeZone, cache);
   }
+  if (cache.size > 50_000) cache.clear();
+  return cache;
+}
+
+/** The offset of a whole UTC day when it is the same at its start, every 6 hours and its end; else null. */
+function steadyDayOffset(timeZone: string, dayStartMs: number): number | null {
+  const first = rawOffsetMs(timeZone, dayStartMs);
+  for (const at of [6, 12, 18].map((h) => dayStartMs + h * 3_600_000).concat(dayStartMs + DAY_BUCKET_MS - 1))
+    if (rawOffsetMs(timeZone, at) !== first) return null;
+  return first;
+}
+
+/**
+ * Offset of the zone at an instant. Intl is slow, so offsets are cached: per UTC day when the
+ * offset is the same at the day's start, every 6 hours and its end (no zone changes its offset
+ * and back within 6 hours; a loan's instants spread over years, so a quarter-hour cache alone
+ * missed nearly every one), else per 15-minute bucket when it is the same at both ends of the
+ * bucket (zone transitions fall on quarter hours); otherwise the instant is asked directly.
+ * Exact either way.
+ */
+function zoneOffsetMs(timeZone: string, utcMs: number): number {
+  const days = cacheOf(dayOffsetCache, timeZone);
+  const day = Math.floor(utcMs / DAY_BUCKET_MS);
+  const dayHit = days.get(day);
+  if (dayHit !== undefined) return dayHit;
+  const cache = cacheOf(offsetCache, timeZone);
   const bucket = Math.floor(utcMs / BUCKET_MS);
   const hit = cache.get(bucket);
   if (hit !== undefined) return hit;
+  const dayOffset = steadyDayOffset(timeZone, day * DAY_BUCKET_MS);
+  if (dayOffset !== null) {
+    days.set(day, dayOffset);
+    return dayOffset;
+  }
   const start = rawOffsetMs(timeZone, bucket * BUCKET_MS);
   const end = rawOffsetMs(timeZone, bucket * BUCKET_MS + BUCKET_MS - 1);
   if (start !== end) return rawOffsetMs(timeZone, utcMs);
-  if (cache.size > 50_000) cache.clear();
   cache.set(bucket, start);
   return start;
 }

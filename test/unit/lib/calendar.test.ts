@@ -4,7 +4,9 @@ import {
   comparableDate,
   localDate,
   localDateTime,
+  wallTimeAt,
   zonedToUtc,
+  type WallTime,
 } from '../../../src/lib/calendar.js';
 import { ageBucket } from '../../../src/reports/compute.js';
 
@@ -74,5 +76,67 @@ describe('wall-clock times around DST changes, east and west of UTC', () => {
     expect(zonedToUtc({ year: 2025, month: 11, day: 2, hour: 1, minute: 30 }, 'America/Chicago')).toBe(
       Date.parse('2025-11-02T06:30:00Z'),
     ); // first 01:30 (CDT)
+  });
+});
+
+describe('the cached zone offsets', () => {
+  /** The wall time Intl gives for an instant, asked directly (no cache). */
+  function intlWall(ms: number, timeZone: string): WallTime {
+    const parts: Record<string, number> = {};
+    const f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    for (const p of f.formatToParts(new Date(ms))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+    return {
+      year: parts['year'] ?? 0,
+      month: parts['month'] ?? 0,
+      day: parts['day'] ?? 0,
+      hour: parts['hour'] ?? 0,
+      minute: parts['minute'] ?? 0,
+      second: parts['second'] ?? 0,
+    };
+  }
+
+  it('give Intl’s wall time at every quarter hour of transition days and at instants spread over two centuries', () => {
+    // Half-hour and 45-minute offsets, a half-hour DST shift, a zone that skipped a whole day (Apia, 2011).
+    const zones = [
+      'America/New_York',
+      'Australia/Lord_Howe',
+      'Asia/Kathmandu',
+      'Pacific/Apia',
+      'America/St_Johns',
+      'Europe/London',
+    ];
+    const days = [
+      '2011-12-29',
+      '2011-12-30',
+      '2011-12-31',
+      '2024-03-10',
+      '2024-04-07',
+      '2024-10-06',
+      '2024-11-03',
+      '1916-05-21',
+    ];
+    for (const timeZone of zones) {
+      const instants: number[] = [];
+      for (const d of days) {
+        const start = Date.parse(`${d}T00:00:00Z`);
+        for (let q = -8; q < 104; q++) instants.push(start + q * 15 * 60_000 + 7_000);
+      }
+      // A fixed spread over 1900–2100 (same instants every run), and each asked twice (the second from the cache).
+      for (let i = 0; i < 400; i++)
+        instants.push(Date.UTC(1900, 0, 1) + Math.floor(((i * 7919) % 400) * 15_778_800_000 + i * 3_601_013));
+      for (const ms of [...instants, ...instants])
+        expect(wallTimeAt(ms, timeZone), `${timeZone} ${new Date(ms).toISOString()}`).toEqual(
+          intlWall(ms, timeZone),
+        );
+    }
   });
 });
