@@ -174,7 +174,7 @@ export class FileCore implements CoreSystem {
     const now = new Date(this.clock.now());
     const createdAt = now.toISOString();
     const staging = join(this.stagingDir, `${name}.${uniqueSuffix()}`);
-    mkdirSync(join(staging, 'documents'), { recursive: true, mode: DIR_MODE });
+    makeStagingDir(staging);
     let manifest: PackageManifest;
     try {
       const files: PackageManifest['files'] = [];
@@ -451,6 +451,20 @@ function toLoanRecord(name: string, m: PackageManifest): CoreLoanRecord {
 function nameOfAside(entry: string): string {
   const i = entry.lastIndexOf('.');
   return i > 0 ? entry.slice(0, i) : entry;
+}
+
+/**
+ * `<staging>/documents`: two plain mkdirs, as .staging exists since ready() (a recursive one first
+ * tries the deepest directory and fails); recursive when .staging was removed under a running process.
+ */
+function makeStagingDir(staging: string): void {
+  try {
+    mkdirSync(staging, { mode: DIR_MODE });
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+    mkdirSync(staging, { recursive: true, mode: DIR_MODE });
+  }
+  mkdirSync(join(staging, 'documents'), { mode: DIR_MODE });
 }
 
 /** The package a board replaces, if it has a readable manifest (an unreadable one is replaced). */
