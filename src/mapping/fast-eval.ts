@@ -2,8 +2,9 @@
  * A synchronous evaluator for the commonest mapping expressions, with JSONata's own result: a
  * literal (`"business"`, `12`, `null`), a path of plain names (`state`, `product.id`), a variable
  * with names after it (`$defaults.branch`, `$loan.id`, `$`), text joined with `&`, `=` and `!=`
- * (JSONata's deep equality), `<` `<=` `>` `>=`, the built-ins `$exists`, `$trim`, `$length` and
- * `$substring`, a condition (`a ? b : c`), parentheses around one expression, calls of our helpers
+ * (JSONata's deep equality), `<` `<=` `>` `>=`, the built-ins `$exists`, `$trim`, `$length`,
+ * `$substring` and `$number`, a condition (`a ? b : c`, a helper's call as the condition too:
+ * JSONata's truth of any value), parentheses around one expression, calls of our helpers
  * over any of these, nested too (`$fit(name, 100, "business " & id)`, `$lookup("roleCode",
  * $roleOf($))`), and names after a helper's call (`$borrower().id`).
  *
@@ -15,7 +16,8 @@
  * the path or in a result, an array input), or a value our operators and built-ins leave to
  * JSONata (`&` of a number, `<` of a number and a text, `$length` of a number: JSONata raises its
  * own error), returns SLOW, always before any helper is called (every part that can decline is
- * checked first: an operator or built-in that may decline takes operands that call no helper),
+ * checked first: an operator or built-in that may decline takes operands that call no helper, and
+ * both branches of a condition a helper decides are checked before it runs),
  * and the caller evaluates with JSONata instead: a helper never runs twice. Helpers return plain
  * values (helpers.ts), which pass to an enclosing call as they are; names after a helper's call
  * walk its result here unless JSONata would map over it (an array on the way), which JSONata then
@@ -145,14 +147,36 @@ function path(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undef
   };
 }
 
-/** JSONata's effective boolean value (fn.boolean) of a non-sequence value; SLOW where it has more rules. */
+/**
+ * JSONata's effective boolean value (fn.boolean): arrays by their items, a function false. SLOW
+ * for a number out of range, which JSONata refuses with its own error (see truthOf).
+ */
 function truthy(v: unknown): boolean | typeof SLOW {
   if (v === undefined || v === null) return false;
   if (typeof v === 'string') return v.length > 0;
   if (typeof v === 'number') return Number.isFinite(v) ? v !== 0 : SLOW;
   if (typeof v === 'boolean') return v;
-  if (typeof v === 'object' && !Array.isArray(v)) return Object.keys(v).length > 0;
+  if (typeof v === 'function') return false;
+  if (Array.isArray(v)) {
+    if (v.length === 1) return truthy(v[0]);
+    let any = false;
+    for (const x of v) {
+      const t = truthy(x);
+      if (t === SLOW) return SLOW;
+      any ||= t;
+    }
+    return any;
+  }
+  if (typeof v === 'object') return Object.keys(v).length > 0;
   return SLOW;
+}
+
+let truthExpr: jsonata.Expression | undefined;
+
+/** A value's truth as a condition takes it, by JSONata itself (its error for a number out of range). */
+function truthOf(v: unknown): Promise<boolean> {
+  truthExpr ??= jsonata(`$${RESULT}() ? true : false`);
+  return truthExpr.evaluate(undefined, { [RESULT]: () => v }) as Promise<boolean>;
 }
 
 /** JSONata's isDeepEqual (`=` and `!=`): arrays item by item, objects by the same own names and values. */
@@ -230,17 +254,41 @@ function condition(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | 
   const cond = compile(n['condition'], helpers);
   const then = compile(n['then'], helpers);
   const otherwise = n['else'] === undefined ? null : compile(n['else'], helpers);
-  if (cond === undefined || cond.ready || then === undefined || otherwise === undefined) return undefined;
+  if (cond === undefined || then === undefined || otherwise === undefined) return undefined;
+  const branch = (t: boolean): Compiled | null => (t ? then : otherwise);
+  const runBranch = (b: Compiled | null, input: unknown, bindings: Bindings): unknown =>
+    b === null ? undefined : b.run(input, bindings);
+  if (cond.ready) {
+    // A helper decides: both branches are checked before it runs (neither may decline after it),
+    // and its value's truth is JSONata's (a number out of range: JSONata's own error).
+    const decide = (c: unknown, input: unknown, bindings: Bindings): unknown => {
+      const t = truthy(c);
+      if (t !== SLOW) return runBranch(branch(t), input, bindings);
+      return truthOf(c).then((tt) => runBranch(branch(tt), input, bindings));
+    };
+    return {
+      ready: (input, bindings) =>
+        isReady(cond, input, bindings) &&
+        isReady(then, input, bindings) &&
+        (otherwise === null || isReady(otherwise, input, bindings)),
+      run: (input, bindings) => {
+        const c = cond.run(input, bindings);
+        return c instanceof Promise
+          ? c.then((cv: unknown) => decide(cv, input, bindings))
+          : decide(c, input, bindings);
+      },
+    };
+  }
   /** The branch the condition picks (null: no else), or SLOW. */
   const pick = (input: unknown, bindings: Bindings): Compiled | null | typeof SLOW => {
     const c = cond.run(input, bindings);
     if (c === SLOW) return SLOW;
     const t = truthy(c);
-    return t === SLOW ? SLOW : t ? then : otherwise;
+    return t === SLOW ? SLOW : branch(t);
   };
   const run: FastEvaluator = (input, bindings) => {
     const b = pick(input, bindings);
-    return b === SLOW ? SLOW : b === null ? undefined : b.run(input, bindings);
+    return b === SLOW ? SLOW : runBranch(b, input, bindings);
   };
   if (!then.ready && !otherwise?.ready) return { run };
   return {
@@ -286,8 +334,25 @@ const isNumberOrNothing = (v: unknown): v is number | undefined => v === undefin
  * counts, and each as JSONata computes it, SLOW where its signature would raise (or would take the
  * input in place of a missing text: JSONata's to decide).
  */
-const BUILT_INS: Readonly<Record<string, { min: number; max: number; fn: (args: unknown[]) => unknown }>> = {
-  exists: { min: 1, max: 1, fn: ([v]) => v !== undefined },
+const BUILT_INS: Readonly<
+  Record<string, { min: number; max: number; fn: (args: unknown[]) => unknown; total?: true }>
+> = {
+  // total: never declines, so its argument may call a helper.
+  exists: { min: 1, max: 1, total: true, fn: ([v]) => v !== undefined },
+  number: {
+    min: 1,
+    max: 1,
+    // JSONata's $number of a number, decimal text or a boolean; other text (0x… included) and values: JSONata's.
+    fn: ([v]) => {
+      if (v === undefined || typeof v === 'number') return v;
+      if (v === true) return 1;
+      if (v === false) return 0;
+      if (typeof v !== 'string') return SLOW;
+      if (/^-?[0-9]+(\.[0-9]+)?([Ee][-+]?[0-9]+)?$/.test(v) && Number.isFinite(Number(v)))
+        return parseFloat(v);
+      return SLOW;
+    },
+  },
   trim: {
     min: 1,
     max: 1,
@@ -341,17 +406,27 @@ function call(n: Node, helpers: ReadonlyMap<string, HelperFn>): Compiled | undef
   if (helper === undefined) {
     if (builtIn === undefined || compiled.length < builtIn.min || compiled.length > builtIn.max)
       return undefined;
-    if (compiled.some((a) => a.ready)) return undefined; // a built-in may decline: pure arguments only
+    if (!compiled.some((a) => a.ready))
+      return {
+        run: (input, bindings) => {
+          if (own(bindings, name)) return SLOW; // a binding by the name shadows the built-in
+          const values: unknown[] = [];
+          for (const a of compiled) {
+            const v = a.run(input, bindings);
+            if (v === SLOW) return SLOW;
+            values.push(v);
+          }
+          return builtIn.fn(values);
+        },
+      };
+    if (builtIn.total !== true) return undefined; // one that may decline takes helper-free arguments only
     return {
+      ready: (input, bindings) => !own(bindings, name) && compiled.every((a) => isReady(a, input, bindings)),
       run: (input, bindings) => {
-        if (own(bindings, name)) return SLOW; // a binding by the name shadows the built-in
-        const values: unknown[] = [];
-        for (const a of compiled) {
-          const v = a.run(input, bindings);
-          if (v === SLOW) return SLOW;
-          values.push(v);
-        }
-        return builtIn.fn(values);
+        const values = compiled.map((a) => a.run(input, bindings));
+        return values.some((v) => v instanceof Promise)
+          ? Promise.all(values).then((vs) => builtIn.fn(vs))
+          : builtIn.fn(values);
       },
     };
   }

@@ -91,10 +91,21 @@ const FAST = [
   '$echo() = $echo()',
   '$echo($substring(a, 0, 1), $v.b)',
   '(a)',
+  '$number(c)',
+  '$number(b)',
+  '$number(c) > 1',
+  '$exists($echo())',
+  '$exists($twice(a))',
+  '$echo(a) ? b : c',
+  '$twice(a) ? $echo(b) : "no"',
+  '$echo().args ? 1 : 2',
+  '$twice(a) ? b',
   'a ? ($length(a) > 1 ? $echo($substring(a, 0, 1), "cut") : a) : $echo($substring("document " & b, 0, 4))',
 ];
 
 const NOT_FAST = [
+  '$number($echo())',
+  '$length($twice(a))',
   'a[0]',
   'a.b[c = 1]',
   'a + 1',
@@ -112,14 +123,12 @@ const NOT_FAST = [
   '$exists(a, b)',
   '(a; b)',
   '($x := a)',
-  '$exists($echo())',
   'a{b: c}',
   '$echo(function($x){$x})',
   '**.a',
   'a.*',
   '$v[0]',
   'a^(b)',
-  '$echo() ? 1 : 2',
 ];
 
 interface Outcome {
@@ -257,6 +266,13 @@ describe('mapping fast evaluator (JSONata without JSONata for the commonest shap
       expect(fast, source).not.toBe(SLOW);
       expect(fast, source).toEqual(await viaJsonata(source, input, {}));
     }
+  });
+
+  it('raises JSONata’s own error for a condition on a number out of range, calling the helper once', async () => {
+    const input = { a: 1e308, b: 'x' };
+    const fast = await viaFast('$twice(a) ? b : "no"', input, {});
+    expect(fast).toEqual(await viaJsonata('$twice(a) ? b : "no"', input, {}));
+    expect(fast).toMatchObject({ error: { code: 'D1001' }, calls: ['twice'] });
   });
 
   it("marks a helper's failure where JSONata does (the call's position, the helper's name)", async () => {
