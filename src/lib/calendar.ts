@@ -104,16 +104,16 @@ function steadyDayOffset(timeZone: string, dayStartMs: number): number | null {
 function zoneOffsetMs(timeZone: string, utcMs: number): number {
   const days = cacheOf(dayOffsetCache, timeZone);
   const day = Math.floor(utcMs / DAY_BUCKET_MS);
-  const dayHit = days.get(day);
-  if (dayHit !== undefined) return dayHit;
+  const dayHit = days.get(day); // NaN: a day with a transition, asked per quarter hour
+  if (dayHit !== undefined && !Number.isNaN(dayHit)) return dayHit;
   const cache = cacheOf(offsetCache, timeZone);
   const bucket = Math.floor(utcMs / BUCKET_MS);
   const hit = cache.get(bucket);
   if (hit !== undefined) return hit;
-  const dayOffset = steadyDayOffset(timeZone, day * DAY_BUCKET_MS);
-  if (dayOffset !== null) {
-    days.set(day, dayOffset);
-    return dayOffset;
+  if (dayHit === undefined) {
+    const dayOffset = steadyDayOffset(timeZone, day * DAY_BUCKET_MS);
+    days.set(day, dayOffset ?? NaN);
+    if (dayOffset !== null) return dayOffset;
   }
   const start = rawOffsetMs(timeZone, bucket * BUCKET_MS);
   const end = rawOffsetMs(timeZone, bucket * BUCKET_MS + BUCKET_MS - 1);
