@@ -1,5 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, fsync, mkdirSync, openSync, renameSync, writeFile, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fsync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  writeFile,
+  writeFileSync,
+} from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -57,16 +66,11 @@ export async function writeFileSynced(path: string, data: string | Uint8Array): 
   try {
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
     if (bytes.byteLength > SYNC_WRITE_MAX) await writeFd(fd, bytes);
-    else writeAllSync(fd, bytes);
+    else writeFileSync(fd, bytes); // from the descriptor's position, every byte (short writes retried)
     await fsyncOpen(fd);
   } finally {
     closeSync(fd);
   }
-}
-
-/** write(2) until every byte is written (a short write is legal). */
-export function writeAllSync(fd: number, bytes: Uint8Array): void {
-  for (let off = 0; off < bytes.byteLength;) off += writeSync(fd, bytes, off, bytes.byteLength - off);
 }
 
 /**
@@ -92,7 +96,7 @@ export class SyncedFileSink extends Writable {
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     try {
-      writeAllSync(this.openFd(), chunk);
+      writeFileSync(this.openFd(), chunk);
     } catch (err) {
       cb(err as Error);
       return;
