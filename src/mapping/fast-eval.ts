@@ -109,10 +109,10 @@ function callPath(
     let v = result;
     for (const name of names) {
       if (v === undefined) return undefined;
-      if (Array.isArray(v) || typeof v === 'function') return viaJsonata(result);
-      v = v !== null && typeof v === 'object' && own(v, name) ? (v as Node)[name] : undefined;
+      if (plain(v) === SLOW) return viaJsonata(result);
+      v = step(v, name);
     }
-    return Array.isArray(v) || typeof v === 'function' ? viaJsonata(result) : v;
+    return plain(v) === SLOW ? viaJsonata(result) : v;
   };
   return {
     ready: head.ready,
