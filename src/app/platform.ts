@@ -45,10 +45,11 @@ export function rateLedgerKey(apiKey: string): string {
  * The rate ledger every process on the API key shares on PostgreSQL (issue 26): the limits are
  * the ones the client's RateBudget would apply alone (documented limit × headroom per window,
  * half of that while a strike counts: allowedPerWindow), so the documented limit holds in every
- * window of its length whatever the number of replicas.
+ * window of its length whatever the number of replicas. A call counts until its answer (at most
+ * the client's three timeouts together when its process never books one).
  */
 export function sharedRateLedger(
-  platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'>,
+  platform: Pick<Config['platform'], 'apiKey' | 'rateLimit'> & { timeouts?: Config['platform']['timeouts'] },
   pool: PgPool,
   deps: { clock: Clock; logger?: Logger },
 ): PgSharedRateBudget {
@@ -62,9 +63,18 @@ export function sharedRateLedger(
     pool,
     key: rateLedgerKey(platform.apiKey),
     limits: { read: limits(r.readsPerWindow), write: limits(r.writesPerWindow) },
+    flightMs: callFlightMs(platform.timeouts),
     clock: deps.clock,
     ...(deps.logger ? { logger: deps.logger } : {}),
   });
+}
+
+/**
+ * The longest a platform call may take from its grant to its answer: connect, headers and body
+ * timeouts together (their defaults when the config gives none).
+ */
+export function callFlightMs(t: Config['platform']['timeouts'] | undefined): number {
+  return (t?.connectMs ?? 10_000) + (t?.headersMs ?? 30_000) + (t?.bodyMs ?? 60_000);
 }
 
 /** Which store a config keeps its state in: `store.engine` (sqlite when the config names none). */
@@ -94,12 +104,13 @@ export function rateSpendFor(
   config: Pick<Config, 'platform'> & StoreKind,
   deps: Pick<PlatformClientDeps, 'db' | 'rateState' | 'clock' | 'logger'>,
 ): RateSpend {
-  if (deps.rateState) return new InProcessRateSpend(deps.rateState);
+  const flight = { flightMs: callFlightMs(config.platform.timeouts) };
+  if (deps.rateState) return new InProcessRateSpend(deps.rateState, flight);
   if (sharesLedger(config))
     return new SharedLedgerRateSpend(
       sharedRateLedger(config.platform, ledgerPool(deps.db), { clock: deps.clock, logger: deps.logger }),
     );
-  return new InProcessRateSpend(deps.db ? rateStateFor(deps.db) : createMemoryRateState());
+  return new InProcessRateSpend(deps.db ? rateStateFor(deps.db) : createMemoryRateState(), flight);
 }
 
 /** Builds the client from `config.platform` (environment guard already applied by the loader). */

@@ -407,7 +407,10 @@ export function createTransport(opts: TransportOptions): Transport {
   const authorization = `Bearer ${opts.apiKey}`;
   const perBucket = opts.connections ?? 8;
   const { pool, guard, downloadAgent } = dispatchersOf(opts, base, perBucket);
-  const spend = opts.rateSpend ?? new InProcessRateSpend(opts.rateState ?? createMemoryRateState());
+  // A call counts in the window until its answer (settle): at most its three timeouts.
+  const flightMs = opts.timeouts.connectMs + opts.timeouts.headersMs + opts.timeouts.bodyMs;
+  const spend =
+    opts.rateSpend ?? new InProcessRateSpend(opts.rateState ?? createMemoryRateState(), { flightMs });
   const budget = new RateBudget({
     ...opts.rateLimit,
     clock,

@@ -71,6 +71,8 @@ export interface Token {
   /** Per-bucket sequence number: tokens taken after this one have a larger seq. */
   seq: number;
   at: number;
+  /** The spend strategy's grant (SpendGrant ref), booked as answered at settle(). */
+  ref?: string;
 }
 
 export interface RateHeaders {
@@ -297,6 +299,7 @@ export class RateBudget {
    * error): one fewer in flight; the next waiter may go if the cap allows.
    */
   settle(token: Token): void {
+    if (token.ref !== undefined) this.spend.answered?.(token.bucket, token.ref);
     const lane = this.lanes[token.bucket];
     lane.inFlight = Math.max(0, lane.inFlight - 1);
     // Every bucket: the in-flight bound counts both (inFlightCap).
@@ -492,12 +495,21 @@ export class RateBudget {
   private serve(lane: Lane, g: SpendGrant): 'next' | 'stop' | { ms: number; why: 'paused' | 'window' } {
     if (g.kind === 'granted') {
       const w = lane.waiters.shift();
-      // Its caller gave up while the ledger decided: the grant is spent all the same (never refunded).
-      if (w === undefined) return 'next';
+      // Its caller gave up while the ledger decided: the grant is spent all the same (never
+      // refunded), and its call never leaves.
+      if (w === undefined) {
+        if (g.ref !== undefined) this.spend.answered?.(lane.bucket, g.ref);
+        return 'next';
+      }
       w.cleanup();
       lane.seq += 1;
       lane.inFlight += 1;
-      w.resolve({ bucket: lane.bucket, seq: lane.seq, at: g.at });
+      w.resolve({
+        bucket: lane.bucket,
+        seq: lane.seq,
+        at: g.at,
+        ...(g.ref === undefined ? {} : { ref: g.ref }),
+      });
       if (lane.announced) {
         lane.announced = false;
         this.announce({ kind: 'resumed', bucket: lane.bucket });

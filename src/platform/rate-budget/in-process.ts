@@ -16,9 +16,19 @@ export function reservationMs(windowMs: number): number {
   return Math.max(1, Math.min(1000, Math.floor(windowMs / 2)));
 }
 
+/** How soon to ask again when the window is held by calls still in flight (their answers unknown). */
+export function reAskMs(windowMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(windowMs / 10)));
+}
+
 interface Lane {
-  /** This process's attempt timestamps in the window (exact; memory only). */
+  /**
+   * This process's attempt timestamps in the window (exact; memory only), ascending: a call's
+   * answer's instant (its grant's when no flight bound is set).
+   */
   spent: number[];
+  /** Calls granted whose answer is not booked yet (answered()): ref → grant instant. */
+  flying: Map<string, number>;
   /** The other processes' (and earlier runs') windows as last read: each counted at its `until`. */
   others: SpendWindow[];
   pause: number;
@@ -64,12 +74,27 @@ export class InProcessRateSpend implements RateSpend {
   private strikes: StrikeRecord[] = [];
   private spendSincePrune = 0;
   private lastStrikeRefresh = 0;
+  private refs = 0;
+  private readonly flightMs: number;
 
-  constructor(private readonly state: RateStateStore) {}
+  /**
+   * flightMs: the longest a call may take from its grant to its answer (the client's timeouts).
+   * With it, a call counts in the window until a window after its answer (answered()), because the
+   * platform counts it when it arrives, after the grant; a call whose answer is never booked
+   * counts until its grant + flightMs + the window. 0 (the default, for callers that book no
+   * answers): a call counts from its grant.
+   */
+  constructor(
+    private readonly state: RateStateStore,
+    opts: { flightMs?: number } = {},
+  ) {
+    this.flightMs = opts.flightMs ?? 0;
+  }
 
   private static lane(): Lane {
     return {
       spent: [],
+      flying: new Map(),
       others: [],
       pause: 0,
       coveredUntil: 0,
@@ -160,7 +185,7 @@ export class InProcessRateSpend implements RateSpend {
   spentInWindow(bucket: Bucket, now: number): number {
     const lane = this.lanes[bucket];
     this.expire(bucket, now);
-    return lane.spent.length + lane.others.reduce((n, w) => n + w.spent, 0);
+    return lane.spent.length + lane.flying.size + lane.others.reduce((n, w) => n + w.spent, 0);
   }
 
   grant(bucket: Bucket, now: number): SpendGrant {
@@ -181,7 +206,6 @@ export class InProcessRateSpend implements RateSpend {
         };
       }
     }
-    lane.spent.push(now);
     lane.granted += 1;
     this.state.recordSpend?.(bucket, now);
     this.spendSincePrune += 1;
@@ -189,7 +213,22 @@ export class InProcessRateSpend implements RateSpend {
       this.spendSincePrune = 0;
       this.state.prune(now - this.c.windowMs * 2, now - STRIKE_RETENTION_MS);
     }
-    return { kind: 'granted', at: now };
+    if (this.flightMs === 0) {
+      lane.spent.push(now);
+      return { kind: 'granted', at: now };
+    }
+    this.refs += 1;
+    const ref = String(this.refs);
+    lane.flying.set(ref, now);
+    return { kind: 'granted', at: now, ref };
+  }
+
+  /** The call's answer is in: it counts until a window from now (after its arrival). */
+  answered(bucket: Bucket, ref: string): void {
+    const lane = this.lanes[bucket];
+    if (!lane.flying.delete(ref)) return;
+    const last = lane.spent[lane.spent.length - 1] ?? Number.NEGATIVE_INFINITY;
+    lane.spent.push(Math.max(this.c.clock.now(), last));
   }
 
   recordRateLimited(bucket: Bucket, s: RateLimitedStrike): void {
@@ -216,13 +255,16 @@ export class InProcessRateSpend implements RateSpend {
       const lane = this.lanes[bucket];
       if (!lane.dirty) continue;
       this.expire(bucket, now);
-      const last = lane.spent[lane.spent.length - 1];
+      // A call still in flight at shutdown counts as answered now.
+      const last = lane.flying.size > 0 ? now : lane.spent[lane.spent.length - 1];
       this.state.reserve(
         this.owner,
         bucket,
         now,
         this.c.windowMs,
-        last === undefined ? { spent: 0, until: 0 } : { spent: lane.spent.length, until: last },
+        last === undefined
+          ? { spent: 0, until: 0 }
+          : { spent: lane.spent.length + lane.flying.size, until: last },
       );
       lane.dirty = false;
       lane.coveredUntil = 0;
@@ -253,18 +295,20 @@ export class InProcessRateSpend implements RateSpend {
     const allowed = this.allowedNow[bucket];
     this.expire(bucket, now);
     const sum = (ws: readonly SpendWindow[]): number => ws.reduce((n, w) => n + w.spent, 0);
-    const left = Math.max(0, allowed - lane.spent.length - sum(lane.others));
+    const mine = lane.spent.length + lane.flying.size;
+    const left = Math.max(0, allowed - mine - sum(lane.others));
     const claim = lane.others.length > 0 ? Math.ceil(left / 2) : left;
+    // Calls in flight past the reservation's end are counted there too (at most their bound late).
     const coveredUntil = now + reservationMs(windowMs);
     const view = this.state.reserve(this.owner, bucket, now, windowMs, {
-      spent: lane.spent.length + claim,
+      spent: mine + claim,
       until: coveredUntil,
     });
     lane.others = view.others;
     lane.othersReadAt = now;
     lane.pause = Math.max(lane.pause, view.pause ?? 0);
     lane.coveredUntil = coveredUntil;
-    lane.reserved = Math.min(claim, Math.max(0, allowed - lane.spent.length - sum(view.others)));
+    lane.reserved = Math.min(claim, Math.max(0, allowed - mine - sum(view.others)));
     lane.granted = 0;
     lane.dirty = true;
   }
@@ -274,16 +318,24 @@ export class InProcessRateSpend implements RateSpend {
     const lane = this.lanes[bucket];
     this.expire(bucket, now);
     const windowMs = this.c.windowMs;
-    let total = lane.spent.length + lane.others.reduce((n, w) => n + w.spent, 0);
+    let total = lane.spent.length + lane.flying.size + lane.others.reduce((n, w) => n + w.spent, 0);
     if (total < allowed) return 0;
-    // Leave the window in order of expiry until one more fits.
-    const leaving: Array<[at: number, n: number]> = [
-      ...lane.spent.map((t): [number, number] => [t + windowMs, 1]),
-      ...lane.others.map((w): [number, number] => [w.until + windowMs, w.spent]),
+    // Leave the window in order of expiry until one more fits. A call in flight leaves a window
+    // after its answer, not known yet: at its bound at the latest, but ask again soon.
+    const leaving: Array<[at: number, n: number, flying: boolean]> = [
+      ...lane.spent.map((t): [number, number, boolean] => [t + windowMs, 1, false]),
+      ...[...lane.flying.values()].map((t): [number, number, boolean] => [
+        t + this.flightMs + windowMs,
+        1,
+        true,
+      ]),
+      ...lane.others.map((w): [number, number, boolean] => [w.until + windowMs, w.spent, false]),
     ].sort((a, b) => a[0] - b[0]);
-    for (const [at, n] of leaving) {
+    for (const [at, n, flying] of leaving) {
       total -= n;
-      if (total < allowed) return Math.max(1, at - now + 1);
+      if (total >= allowed) continue;
+      const wait = Math.max(1, at - now + 1);
+      return flying ? Math.min(wait, reAskMs(windowMs)) : wait;
     }
     return 1;
   }
@@ -294,6 +346,9 @@ export class InProcessRateSpend implements RateSpend {
     let i = 0;
     while (i < lane.spent.length && (lane.spent[i] as number) <= cutoff) i += 1;
     if (i > 0) lane.spent.splice(0, i);
+    // A call whose answer never came (its caller never booked it) leaves at its bound.
+    if (lane.flying.size > 0)
+      for (const [ref, at] of lane.flying) if (at + this.flightMs <= cutoff) lane.flying.delete(ref);
     if (lane.others.some((w) => w.until <= cutoff)) lane.others = lane.others.filter((w) => w.until > cutoff);
   }
 }

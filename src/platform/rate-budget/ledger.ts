@@ -93,8 +93,11 @@ export interface RateStateStore {
 export type RateClass = RateBucketName;
 
 export type TakeResult =
-  /** atUs: the grant's time on the ledger's (database) clock, µs since the epoch. */
-  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
+  /**
+   * atUs: the grant's time on the ledger's (database) clock, µs since the epoch; grant: its id,
+   * to book its call's answer with (answered()).
+   */
+  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number; grant: string }
   | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
   | { decision: 'stopped'; atMs: number; strikes: number };
 
@@ -107,6 +110,12 @@ export type TakeResult =
 export interface RateLedger {
   /** One decision: a grant is spent before the call leaves and never refunded; a denial spends nothing. */
   take(cls: RateClass): Promise<TakeResult>;
+  /**
+   * These grants' calls were answered (or never left): each counts until a window from now, on
+   * the ledger's clock, instead of until its flight bound. The platform counts a call when it
+   * arrives, which is after its grant; so the ledger counts it until after its answer.
+   */
+  answered(grants: readonly string[]): Promise<void>;
   /** A 429: pause the class for every process (only grows) and add ONE strike; returns the strikes active now. */
   recordRateLimited(
     cls: RateClass,

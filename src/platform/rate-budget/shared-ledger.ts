@@ -35,6 +35,9 @@ export class SharedLedgerRateSpend implements RateSpend {
   /** 429s not yet recorded in the ledger (it was unreachable). */
   private pending: PendingStrike[] = [];
   private flushing: Promise<void> | null = null;
+  /** Grants whose calls were answered, not yet booked in the ledger; and the booking under way. */
+  private answers: string[] = [];
+  private booking: Promise<void> | null = null;
 
   constructor(private readonly ledger: RateLedger) {}
 
@@ -111,11 +114,45 @@ export class SharedLedgerRateSpend implements RateSpend {
       // Spent even when the caller gave up while the ledger decided (never refunded).
       const at = this.c.clock.now();
       this.granted[bucket].push(at);
-      return { kind: 'granted', at };
+      return { kind: 'granted', at, ref: r.grant };
     }
     if (r.decision === 'stopped') return { kind: 'stopped' };
     // 'paused': another process's 429 (or ours), on the database clock.
     return { kind: 'wait', ms: r.waitMs, why: r.decision === 'paused' ? 'paused' : 'window' };
+  }
+
+  /**
+   * Booked in the ledger in the background, every answer that came meanwhile in one statement.
+   * A booking that fails leaves the grants counted until their flight bound: slower, never over.
+   */
+  answered(_bucket: Bucket, ref: string): void {
+    this.answers.push(ref);
+    this.bookAnswers();
+  }
+
+  /** Books the answers still waiting (tests and shutdown may await it). */
+  answersBooked(): Promise<void> {
+    return this.booking ?? Promise.resolve();
+  }
+
+  private bookAnswers(): void {
+    if (this.booking !== null) return;
+    this.booking = (async () => {
+      while (this.answers.length > 0) {
+        const batch = this.answers.splice(0);
+        try {
+          await this.ledger.answered(batch);
+        } catch (err) {
+          if (!this.c.isClosed())
+            this.c.logger.warn(
+              { err: errorText(err), grants: batch.length },
+              'shared rate ledger unreachable: answered calls stay counted until their flight bound',
+            );
+        }
+      }
+    })().finally(() => {
+      this.booking = null;
+    });
   }
 
   /** Counted at once (the in-flight cap drops now), recorded in the ledger next. */

@@ -39,8 +39,11 @@ export interface SpendContext {
 
 /** A strategy's answer for the token at the head of a bucket's line. */
 export type SpendGrant =
-  /** Spent (persisted or granted by the ledger) at `at`, epoch ms on this host's clock. */
-  | { kind: 'granted'; at: number }
+  /**
+   * Spent (persisted or granted by the ledger) at `at`, epoch ms on this host's clock; `ref`: the
+   * grant as the strategy knows it, handed back with answered() (a ledger's grant id).
+   */
+  | { kind: 'granted'; at: number; ref?: string }
   /** The call must not be sent: fail the waiter at the head of the line with `error`. */
   | { kind: 'failed'; error: unknown }
   /** Not now: wait `ms` (a pause after a 429, or the window is full). */
@@ -85,6 +88,12 @@ export interface RateSpend {
    * the strategy can be (the in-process log), so no await is added to its path.
    */
   grant(bucket: Bucket, now: number): SpendGrant | Promise<SpendGrant>;
+  /**
+   * The call of a grant that carried a `ref` was answered, or never left (network error, its caller
+   * gave up): the strategy counts it until a window after now, not after its grant, because the
+   * platform counts the call when it arrives.
+   */
+  answered?(bucket: Bucket, ref: string): void;
   /** Books a 429's pause and ONE strike (synchronously where the strategy can). */
   recordRateLimited(bucket: Bucket, strike: RateLimitedStrike): void | Promise<void>;
   /** Operator command: forget the strikes; returns how many. */

@@ -790,6 +790,100 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
     SELECT 'before-upgrade', bucket, COUNT(*), MAX(at) FROM rate_spend GROUP BY bucket;
   DELETE FROM rate_spend;
   `,
+  /* 23: the shared rate ledger counts a call until its answer is in, not only from its grant
+     (src/store/rate-budget/pg.ts). The platform counts a call when it ARRIVES, some time after the
+     ledger granted it (the event loop, the pool, the network, a paused process); a window that
+     holds L grants could hold L + k arrivals. A grant now leaves the window a window after its
+     `leaves` instant: while the call is in flight that is the grant plus the longest a call may
+     take (the client's timeouts), and once the process books the answer it becomes the database's
+     clock at that moment, which is after the arrival. So any window at the platform holds at most
+     L arrivals, whatever the delays. Grants already in the log count as answered at their grant.
+     The function's signature changes (the flight bound, the grant's id), so a replica of an older
+     version fails closed: its calls are not sent until it is upgraded. */ {
+    sqlite: '-- PostgreSQL only (the shared rate ledger counts a call until its answer)',
+    postgres: `
+      DROP FUNCTION boarding_rate_take_window(text, text, int, int, bigint, int, bigint);
+      DROP INDEX rate_shared_grants_at;
+      ALTER TABLE rate_shared_grants ADD COLUMN id bigserial PRIMARY KEY;
+      -- When the grant leaves the window (a window after this): the answer's instant, or the flight bound.
+      ALTER TABLE rate_shared_grants ADD COLUMN leaves timestamptz;
+      ALTER TABLE rate_shared_grants ADD COLUMN answered boolean NOT NULL DEFAULT false;
+      UPDATE rate_shared_grants SET leaves = at, answered = true;
+      ALTER TABLE rate_shared_grants ALTER COLUMN leaves SET NOT NULL;
+      CREATE INDEX rate_shared_grants_leaves ON rate_shared_grants (key, class, leaves);
+
+      CREATE FUNCTION boarding_rate_take_window(p_key text, p_class text, p_limit int, p_slow_limit int,
+                                                p_window_us bigint, p_stop_at int, p_strike_window_us bigint,
+                                                p_flight_us bigint)
+        RETURNS TABLE (decision text, at timestamptz, wait_us bigint, strikes int, grant_id bigint)
+        LANGUAGE plpgsql AS $fn$
+      DECLARE
+        v_now   timestamptz;
+        v_until timestamptz;
+        v_win   interval;
+        v_edge  timestamptz;
+        v_done  boolean;
+        v_str   int;
+        v_lim   int;
+        v_n     int;
+        v_gone  int;
+        v_last  timestamptz;
+        v_gap   interval;
+        v_wait  bigint;
+        v_id    bigint;
+      BEGIN
+        INSERT INTO rate_shared_window (key, class) VALUES (p_key, p_class) ON CONFLICT (key, class) DO NOTHING;
+        SELECT w.n, w.last_at INTO v_n, v_last FROM rate_shared_window w WHERE w.key = p_key AND w.class = p_class FOR UPDATE;
+        v_now := clock_timestamp();
+        SELECT count(*) INTO v_str FROM rate_shared_strikes s
+          WHERE s.key = p_key AND s.cleared_at IS NULL AND s.at >= v_now - make_interval(secs => p_strike_window_us / 1e6);
+        IF v_str >= p_stop_at THEN
+          RETURN QUERY SELECT 'stopped'::text, v_now, 0::bigint, v_str, NULL::bigint;
+          RETURN;
+        END IF;
+        SELECT p.until INTO v_until FROM rate_shared_pause p WHERE p.key = p_key AND p.class = p_class;
+        IF v_until IS NOT NULL AND v_until > v_now THEN
+          RETURN QUERY SELECT 'paused'::text, v_now,
+            ceil(extract(epoch FROM v_until - v_now) * 1e6)::bigint, v_str, NULL::bigint;
+          RETURN;
+        END IF;
+        v_lim := CASE WHEN v_str > 0 THEN p_slow_limit ELSE p_limit END;
+        v_win := make_interval(secs => p_window_us / 1e6);
+        -- A grant whose call was answered at or before now − W has left the window [now − W, now).
+        DELETE FROM rate_shared_grants g WHERE g.key = p_key AND g.class = p_class AND g.leaves <= v_now - v_win;
+        GET DIAGNOSTICS v_gone = ROW_COUNT;
+        v_n := greatest(0, v_n - v_gone);
+        IF v_n >= v_lim THEN
+          -- Wait until enough grants have left for one more: the (n − L + 1)-th to leave. A call
+          -- still in flight leaves when its answer is booked, unknown yet: ask again soon.
+          SELECT g.leaves, g.answered INTO v_edge, v_done FROM rate_shared_grants g
+            WHERE g.key = p_key AND g.class = p_class ORDER BY g.leaves OFFSET (v_n - v_lim) LIMIT 1;
+          UPDATE rate_shared_window w SET n = v_n WHERE w.key = p_key AND w.class = p_class;
+          v_wait := greatest(1, ceil(extract(epoch FROM v_edge + v_win - v_now) * 1e6))::bigint;
+          IF NOT v_done THEN
+            v_wait := least(v_wait, greatest(10000, least(1000000, p_window_us / 10)));
+          END IF;
+          RETURN QUERY SELECT 'wait'::text, v_now, v_wait, v_str, NULL::bigint;
+          RETURN;
+        END IF;
+        -- At least W / 2L after the previous grant (never a whole window in one burst).
+        v_gap := make_interval(secs => floor(p_window_us / (2.0 * v_lim)) / 1e6);
+        IF v_last IS NOT NULL AND v_now < v_last + v_gap THEN
+          UPDATE rate_shared_window w SET n = v_n WHERE w.key = p_key AND w.class = p_class;
+          RETURN QUERY SELECT 'wait'::text, v_now,
+            greatest(1, ceil(extract(epoch FROM v_last + v_gap - v_now) * 1e6))::bigint, v_str, NULL::bigint;
+          RETURN;
+        END IF;
+        -- A caller that books no answers (flight 0) has its grants counted as answered at once.
+        INSERT INTO rate_shared_grants (key, class, at, leaves, answered)
+          VALUES (p_key, p_class, v_now, v_now + make_interval(secs => p_flight_us / 1e6), p_flight_us = 0)
+          RETURNING id INTO v_id;
+        UPDATE rate_shared_window w SET n = v_n + 1, last_at = v_now WHERE w.key = p_key AND w.class = p_class;
+        RETURN QUERY SELECT 'granted'::text, v_now, 0::bigint, v_str, v_id;
+      END
+      $fn$;
+    `,
+  },
 ];
 
 /** How each engine reads a migration: a portable text (SQLite's dialect) or one text per engine. */

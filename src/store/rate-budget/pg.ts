@@ -8,15 +8,25 @@ import { inTransaction, type PgPool } from '../pg/pool.js';
  *
  * Per (key, class) a sliding-window log: the grants of the last window (`rate_shared_grants`)
  * and one lock row with their count (`rate_shared_window`). Each call is decided by ONE statement
- * (`SELECT * FROM boarding_rate_take_window(...)`, migration 18 of src/store/migrations/migrations.ts) that
+ * (`SELECT * FROM boarding_rate_take_window(...)`, migrations 18 and 23 of src/store/migrations/migrations.ts) that
  * locks the row, reads the DATABASE clock once, drops the grants that left the window and grants
  * while fewer than L remain; a grant is recorded and never refunded (consumed before the call
  * leaves, whatever its outcome). The replicas' own clocks are never compared with it: a denial
  * returns a wait (until the oldest grant that must leave has left), which each replica sleeps on
  * its own clock.
  *
+ * A grant stays in the log until a window after its call was ANSWERED (migration 23): the
+ * platform counts a call when it arrives, and that is after the grant by however long the event
+ * loop, the pool, the network or a paused process took. The process books the answer (answered()),
+ * which stamps the database clock then, after the arrival; until it does, the grant counts until
+ * its flight bound (`flightMs`: the longest a call may take, the client's timeouts), so a replica
+ * that dies with calls in flight holds their tokens at most that long.
+ *
  * Guarantee: with limit L per window W, any half-open window of length W on the database clock
- * holds at most L grants, however many replicas take and however their clocks drift. The
+ * holds at most L ARRIVALS of calls granted here, however many replicas take, however their clocks
+ * drift and however late each call left (proof: of L + 1 arrivals in one window, the one granted
+ * last was granted after each other one's grant and before its answer plus W, so L grants were in
+ * the log when it was granted). The
  * sustained rate is L per W: a caller that wakes late for its slot takes it late, and only that
  * lateness is lost (bench/budget-replicas.bench.ts). Grants are also at least W / 2L apart, so a
  * window that frees up is not spent in one burst (requests jittered on their way could otherwise
@@ -41,7 +51,7 @@ export type RateClass = 'read' | 'write';
  * atUs: the grant's time on the database clock, µs since the epoch.
  */
 export type TakeResult =
-  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number }
+  | { decision: 'granted'; atMs: number; atUs: bigint; strikes: number; grant: string }
   | { decision: 'wait' | 'paused'; waitMs: number; atMs: number; strikes: number }
   | { decision: 'stopped'; atMs: number; strikes: number };
 
@@ -67,6 +77,12 @@ export interface SharedRateBudgetOptions {
   stopAtStrikes?: number;
   /** Pause when a 429 names no wait. Default the class's window. */
   defaultPauseMs?: number;
+  /**
+   * The longest a granted call may take until its answer is booked (answered()): its grant counts
+   * until then plus a window when it is never booked (the process died). 0 (the default, for
+   * callers that book no answer): a grant counts from its own instant only.
+   */
+  flightMs?: number;
 }
 
 /** A strike of the shared ledger, times in epoch ms on the database clock. */
@@ -105,11 +121,16 @@ export function windowLimits(l: ClassLimit): { limit: number; slowLimit: number;
 export class PgSharedRateBudget {
   private readonly params: Record<RateClass, ReturnType<typeof windowLimits>>;
   private readonly stopAt: number;
+  private readonly flightUs: number;
   private adopted: Promise<void> | null = null;
 
   constructor(private readonly opts: SharedRateBudgetOptions) {
     this.params = { read: windowLimits(opts.limits.read), write: windowLimits(opts.limits.write) };
     this.stopAt = opts.stopAtStrikes ?? 2;
+    const flightMs = opts.flightMs ?? 0;
+    if (!(flightMs >= 0 && Number.isFinite(flightMs)))
+      throw new Error(`rate budget: flightMs must be ≥ 0 (got ${flightMs})`);
+    this.flightUs = Math.round(flightMs * 1000);
   }
 
   /** One decision, one statement. A grant is spent; a denial spends nothing. */
@@ -121,16 +142,18 @@ export class PgSharedRateBudget {
       at_us: string;
       wait_us: string;
       strikes: number;
+      grant_id: string | null;
     }>(
-      `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes
-         FROM boarding_rate_take_window($1, $2, $3, $4, $5, $6, $7)`,
-      [this.opts.key, cls, limit, slowLimit, windowUs, this.stopAt, STRIKE_WINDOW_US],
+      `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes, grant_id
+         FROM boarding_rate_take_window($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [this.opts.key, cls, limit, slowLimit, windowUs, this.stopAt, STRIKE_WINDOW_US, this.flightUs],
     );
     const row = r.rows[0];
     if (!row) throw new Error('boarding_rate_take_window returned no row');
     const atUs = BigInt(row.at_us);
     const atMs = Number(atUs / 1000n);
-    if (row.decision === 'granted') return { decision: 'granted', atMs, atUs, strikes: row.strikes };
+    if (row.decision === 'granted')
+      return { decision: 'granted', atMs, atUs, strikes: row.strikes, grant: String(row.grant_id) };
     if (row.decision === 'stopped') return { decision: 'stopped', atMs, strikes: row.strikes };
     if (row.decision === 'wait' || row.decision === 'paused') {
       return {
@@ -156,6 +179,19 @@ export class PgSharedRateBudget {
       if (t.decision === 'stopped') throw new TrafficStoppedError(t.strikes);
       await this.opts.clock.sleep(t.waitMs, signal);
     }
+  }
+
+  /**
+   * The answers of these grants' calls are in (or the calls never left): each grant leaves the log
+   * a window from now on the database clock, after its call's arrival. One statement for them all.
+   */
+  async answered(grants: readonly string[]): Promise<void> {
+    if (grants.length === 0) return;
+    await this.opts.pool.query(
+      'UPDATE rate_shared_grants SET leaves = clock_timestamp(), answered = true ' +
+        'WHERE id = ANY($1::bigint[]) AND NOT answered',
+      [grants],
+    );
   }
 
   /**

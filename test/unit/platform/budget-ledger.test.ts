@@ -22,6 +22,10 @@ class MemoryLedger implements RateLedger {
   pauses: Record<RateClass, number> = { read: 0, write: 0 };
   strikes: Array<{ cls: RateClass; path: string | null; cleared: boolean }> = [];
   takes = 0;
+  /** Grant ids handed out, and those whose answers were booked (in booking order). */
+  granted = 0;
+  answers: string[] = [];
+  answeredCalls = 0;
   constructor(
     private readonly clock: FakeClock,
     private readonly limit: number,
@@ -54,7 +58,21 @@ class MemoryLedger implements RateLedger {
         strikes,
       });
     this.grants[cls].push(now);
-    return Promise.resolve({ decision: 'granted', atMs: now, atUs: BigInt(now) * 1000n, strikes });
+    this.granted += 1;
+    return Promise.resolve({
+      decision: 'granted',
+      atMs: now,
+      atUs: BigInt(now) * 1000n,
+      strikes,
+      grant: `g${this.granted}`,
+    });
+  }
+
+  answered(grants: readonly string[]): Promise<void> {
+    this.check();
+    this.answeredCalls += 1;
+    this.answers.push(...grants);
+    return Promise.resolve();
   }
 
   recordRateLimited(
@@ -120,6 +138,26 @@ describe('RateBudget with a shared ledger', () => {
     await settle();
     expect(tokens.length).toBeGreaterThan(9);
     expect(ledger.takes).toBeGreaterThan(asked);
+  });
+
+  it("every grant's answer is booked in the ledger: at settle, and at once for a grant whose caller gave up", async () => {
+    const { ledger, budget } = setup();
+    const first = await budget.acquire('write');
+    budget.observe(first, {});
+    const second = await budget.acquire('write');
+    expect(ledger.answers).toEqual([]);
+    budget.settle(second);
+    budget.settle(first);
+    await settle();
+    expect([...ledger.answers].sort()).toEqual(['g1', 'g2']);
+    // A caller that gives up while the ledger decides: its grant is spent, and answered at once.
+    const gaveUp = new AbortController();
+    const pending = budget.acquire('write', gaveUp.signal).catch((e: unknown) => e);
+    gaveUp.abort();
+    expect(isPlatformError(await pending)).toBe(true);
+    await settle();
+    expect(ledger.granted).toBe(3);
+    expect(ledger.answers).toContain('g3');
   });
 
   it('the ledger unreachable while taking a token: the call fails with the retryable network code and no token is granted', async () => {

@@ -25,6 +25,7 @@ function budget(
     writes?: number;
     headroom?: number;
     logger?: ReturnType<typeof silentLogger>;
+    flightMs?: number;
   } = {},
 ): RateBudget {
   return new RateBudget({
@@ -33,7 +34,7 @@ function budget(
     windowMs: 1000,
     headroom: o.headroom ?? 0.9,
     clock,
-    spend: new InProcessRateSpend(o.state ?? createMemoryRateState()),
+    spend: new InProcessRateSpend(o.state ?? createMemoryRateState(), { flightMs: o.flightMs ?? 0 }),
     logger: o.logger ?? silentLogger(),
     random: () => 0,
     pauseJitterMs: [0, 0],
@@ -82,6 +83,29 @@ describe('rate budget math', () => {
     expect(r.done()).toBe(90);
     await clock.advance(2);
     expect(r.done()).toBe(91);
+  });
+
+  it('a call counts until a window after its answer (the platform counts its arrival): a late answer holds its token longer, one never booked holds it until its flight bound', async () => {
+    const clock = new FakeClock({ start: 1_800_000_000_000 });
+    const b = budget(clock, { flightMs: 5_000 });
+    const r = start(b, 'write', 28);
+    await settle();
+    expect(r.done()).toBe(27);
+    await clock.advance(600);
+    // Answers come 600 ms after the grants for all but the first two; those two never come.
+    for (const t of r.tokens.slice(2)) b.settle(t);
+    await clock.advance(999);
+    // More than a window after every grant, less than one after the answers: no token yet.
+    expect(r.done()).toBe(27);
+    await clock.advance(2);
+    // The 25 answered calls have left; the 2 still in flight hold their tokens.
+    expect(r.done()).toBe(28);
+    const more = start(b, 'write', 26);
+    await settle();
+    expect(more.done()).toBe(24);
+    // The two never answered leave at grant + flight bound + window.
+    await clock.advance(5_000 + 1_000 - 1_601 - 1 + 100);
+    expect(more.done()).toBe(26);
   });
 
   it('does not refill a whole window at a boundary: only the tokens that left free up', async () => {

@@ -32,6 +32,7 @@ function replicas(
   write: ClassLimit,
   read: ClassLimit = { limit: 100, windowMs: 60_000 },
   clocks: Clock[] = [],
+  flightMs?: number,
 ): PgSharedRateBudget[] {
   return Array.from(
     { length: n },
@@ -41,8 +42,17 @@ function replicas(
         key,
         limits: { read, write },
         clock: clocks[i] ?? systemClock,
+        ...(flightMs === undefined ? {} : { flightMs }),
       }),
   );
+}
+
+/** The database clock now, µs since the epoch (where a call "arrives" in these tests). */
+async function dbNowUs(): Promise<bigint> {
+  const r = await db
+    .pool('clock', 1)
+    .query<{ us: string }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us');
+  return BigInt(r.rows[0]!.us);
 }
 
 /** A replica's clock that is off by offsetMs and whose sleeps last `rate` times what they should. */
@@ -152,6 +162,82 @@ describe.skipIf(pgSkipReason !== null)('PostgreSQL shared rate budget', () => {
     const grants = await hammer(replicas(4, nextKey(), { limit, windowMs }, undefined, clocks), 3, 2_500);
     expect(grants.length).toBeGreaterThan(limit);
     expect(maxInAnyWindow(grants, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+  });
+
+  it('a call counts until a window after its ANSWER: calls that arrive late, some by more than half a window, never put more than the limit in any window of arrivals', async () => {
+    const limit = 6;
+    const windowMs = 600;
+    const budgets = replicas(3, nextKey(), { limit, windowMs }, undefined, [], 30_000);
+    const arrivals: bigint[] = [];
+    const signal = AbortSignal.timeout(2_400);
+    let k = 0;
+    await Promise.all(
+      budgets.flatMap((b) =>
+        Array.from({ length: 3 }, async () => {
+          while (!signal.aborted) {
+            let grant: string;
+            try {
+              const t = await b.take('write');
+              if (t.decision !== 'granted') {
+                await systemClock.sleep(t.decision === 'stopped' ? 1000 : t.waitMs, signal);
+                continue;
+              }
+              grant = t.grant;
+            } catch (err) {
+              if (!signal.aborted) throw err;
+              return;
+            }
+            // On its way: most calls arrive at once, every third 0.1–0.6 of a window late.
+            k += 1;
+            const late = k % 3 === 0 ? windowMs * (0.1 + (0.5 * ((k * 7919) % 100)) / 100) : 0;
+            await new Promise((r) => setTimeout(r, late));
+            arrivals.push(await dbNowUs());
+            await b.answered([grant]);
+          }
+        }),
+      ),
+    );
+    expect(arrivals.length).toBeGreaterThan(2 * limit);
+    expect(maxInAnyWindow(arrivals, BigInt(windowMs * 1000))).toBeLessThanOrEqual(limit);
+  });
+
+  it('a call in flight holds its token until its answer is booked, then for one window on the database clock; one statement books many answers', async () => {
+    const [a, b] = replicas(2, nextKey(), { limit: 2, windowMs: 400 }, undefined, [], 60_000);
+    const first = await a!.take('write');
+    await systemClock.sleep(110); // the spacing of W / 2L
+    const second = await b!.take('write');
+    expect(first.decision).toBe('granted');
+    expect(second.decision).toBe('granted');
+    if (first.decision !== 'granted' || second.decision !== 'granted') return;
+    await systemClock.sleep(500); // more than a window after both grants
+    // Both still in flight: no token, and the wait is a short re-ask (the answer's time is unknown).
+    const held = await a!.take('write');
+    expect(held).toMatchObject({ decision: 'wait' });
+    if (held.decision === 'wait') expect(held.waitMs).toBeLessThanOrEqual(40);
+    const before = await dbNowUs();
+    await b!.answered([first.grant, second.grant]);
+    const booked = await db
+      .pool('clock', 1)
+      .query<{ us: string }>(
+        'SELECT (extract(epoch FROM leaves) * 1000000)::bigint AS us FROM rate_shared_grants WHERE id = ANY($1::bigint[]) AND answered',
+        [[first.grant, second.grant]],
+      );
+    expect(booked.rows).toHaveLength(2);
+    const answeredAt = BigInt(booked.rows[0]!.us);
+    expect(answeredAt).toBeGreaterThan(before);
+    const after = await a!.take('write');
+    expect(after).toMatchObject({ decision: 'wait' });
+    if (after.decision === 'wait') {
+      // A window from the answer (on the database clock), not from the grants long gone.
+      expect(after.waitMs).toBeGreaterThan(300);
+      expect(after.waitMs).toBeLessThanOrEqual(400);
+    }
+    await systemClock.sleep(after.decision === 'wait' ? after.waitMs : 0);
+    const next = await b!.take('write');
+    expect(next.decision).toBe('granted');
+    if (next.decision === 'granted') expect(next.atUs - answeredAt).toBeGreaterThanOrEqual(400_000n);
+    // Booking twice changes nothing.
+    await a!.answered([first.grant]);
   });
 
   it('a denied call consumes nothing: repeated denials do not push the next grant later', async () => {
