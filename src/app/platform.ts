@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config/schema.js';
+import { DEFAULT_PLATFORM_TIMEOUTS, type Config } from '../config/schema.js';
 import { isMissingPlatform } from '../config/load.js';
 import { ConfigError } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { callFlightMs } from '../lib/rate-window.js';
 import { allowedPerWindow, STRIKE_WINDOW_MS } from '../platform/rate-budget/budget.js';
 import { createPlatformClient, type PlatformClient } from '../platform/client.js';
 import { PgSharedRateBudget } from '../store/rate-budget/pg.js';
@@ -63,18 +64,10 @@ export function sharedRateLedger(
     pool,
     key: rateLedgerKey(platform.apiKey),
     limits: { read: limits(r.readsPerWindow), write: limits(r.writesPerWindow) },
-    flightMs: callFlightMs(platform.timeouts),
+    flightMs: callFlightMs(platform.timeouts ?? DEFAULT_PLATFORM_TIMEOUTS),
     clock: deps.clock,
     ...(deps.logger ? { logger: deps.logger } : {}),
   });
-}
-
-/**
- * The longest a platform call may take from its grant to its answer: connect, headers and body
- * timeouts together (their defaults when the config gives none).
- */
-export function callFlightMs(t: Config['platform']['timeouts'] | undefined): number {
-  return (t?.connectMs ?? 10_000) + (t?.headersMs ?? 30_000) + (t?.bodyMs ?? 60_000);
 }
 
 /** Which store a config keeps its state in: `store.engine` (sqlite when the config names none). */

@@ -39,6 +39,9 @@ const rateLimitSchema = z.strictObject({
     .default(0.9),
 });
 
+/** platform.timeouts when the config gives none. */
+export const DEFAULT_PLATFORM_TIMEOUTS = { connectMs: 10_000, headersMs: 30_000, bodyMs: 60_000 } as const;
+
 export const platformSchema = z.strictObject({
   baseUrl: z
     .url({ error: 'expected an http(s) URL ending in /api' })
@@ -54,9 +57,9 @@ export const platformSchema = z.strictObject({
   rateLimit: rateLimitSchema.prefault({}),
   timeouts: z
     .strictObject({
-      connectMs: int(1).default(10_000),
-      headersMs: int(1).default(30_000),
-      bodyMs: int(1).default(60_000),
+      connectMs: int(1).default(DEFAULT_PLATFORM_TIMEOUTS.connectMs),
+      headersMs: int(1).default(DEFAULT_PLATFORM_TIMEOUTS.headersMs),
+      bodyMs: int(1).default(DEFAULT_PLATFORM_TIMEOUTS.bodyMs),
     })
     .prefault({}),
   maxRetries: int(0, 20).default(5),

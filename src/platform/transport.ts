@@ -2,6 +2,7 @@ import { Agent, Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { withLinkedSignal } from '../lib/signals.js';
+import { callFlightMs } from '../lib/rate-window.js';
 import { createMemoryRateState, type RateStateStore } from './rate-budget/ledger.js';
 import { InProcessRateSpend } from './rate-budget/in-process.js';
 import type { RateSpend } from './rate-budget/spend.js';
@@ -408,9 +409,11 @@ export function createTransport(opts: TransportOptions): Transport {
   const perBucket = opts.connections ?? 8;
   const { pool, guard, downloadAgent } = dispatchersOf(opts, base, perBucket);
   // A call counts in the window until its answer (settle): at most its three timeouts.
-  const flightMs = opts.timeouts.connectMs + opts.timeouts.headersMs + opts.timeouts.bodyMs;
   const spend =
-    opts.rateSpend ?? new InProcessRateSpend(opts.rateState ?? createMemoryRateState(), { flightMs });
+    opts.rateSpend ??
+    new InProcessRateSpend(opts.rateState ?? createMemoryRateState(), {
+      flightMs: callFlightMs(opts.timeouts),
+    });
   const budget = new RateBudget({
     ...opts.rateLimit,
     clock,

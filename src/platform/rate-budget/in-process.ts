@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { reAskMs } from '../../lib/rate-window.js';
 import type { Bucket } from '../api.js';
 import type { RateStateStore, SpendWindow, StrikeRecord } from './ledger.js';
 import {
@@ -14,11 +15,6 @@ import {
 /** How long one reservation covers: a second, or half the window when the window is shorter (tests). */
 export function reservationMs(windowMs: number): number {
   return Math.max(1, Math.min(1000, Math.floor(windowMs / 2)));
-}
-
-/** How soon to ask again when the window is held by calls still in flight (their answers unknown). */
-export function reAskMs(windowMs: number): number {
-  return Math.max(10, Math.min(1000, Math.floor(windowMs / 10)));
 }
 
 interface Lane {

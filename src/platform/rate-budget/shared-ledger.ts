@@ -130,11 +130,6 @@ export class SharedLedgerRateSpend implements RateSpend {
     this.bookAnswers();
   }
 
-  /** Books the answers still waiting (tests and shutdown may await it). */
-  answersBooked(): Promise<void> {
-    return this.booking ?? Promise.resolve();
-  }
-
   private bookAnswers(): void {
     if (this.booking !== null) return;
     this.booking = (async () => {

@@ -798,8 +798,8 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
      take (the client's timeouts), and once the process books the answer it becomes the database's
      clock at that moment, which is after the arrival. So any window at the platform holds at most
      L arrivals, whatever the delays. Grants already in the log count as answered at their grant.
-     The function's signature changes (the flight bound, the grant's id), so a replica of an older
-     version fails closed: its calls are not sent until it is upgraded. */ {
+     The function's signature changes (the flight bound, the re-ask, the grant's id), so a replica
+     of an older version fails closed: its calls are not sent until it is upgraded. */ {
     sqlite: '-- PostgreSQL only (the shared rate ledger counts a call until its answer)',
     postgres: `
       DROP FUNCTION boarding_rate_take_window(text, text, int, int, bigint, int, bigint);
@@ -814,7 +814,7 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
 
       CREATE FUNCTION boarding_rate_take_window(p_key text, p_class text, p_limit int, p_slow_limit int,
                                                 p_window_us bigint, p_stop_at int, p_strike_window_us bigint,
-                                                p_flight_us bigint)
+                                                p_flight_us bigint, p_reask_us bigint)
         RETURNS TABLE (decision text, at timestamptz, wait_us bigint, strikes int, grant_id bigint)
         LANGUAGE plpgsql AS $fn$
       DECLARE
@@ -855,13 +855,13 @@ ${pgMigrationSql(CONSOLE_REQUEST_TABLES)}  CREATE TABLE console_audit (
         v_n := greatest(0, v_n - v_gone);
         IF v_n >= v_lim THEN
           -- Wait until enough grants have left for one more: the (n − L + 1)-th to leave. A call
-          -- still in flight leaves when its answer is booked, unknown yet: ask again soon.
+          -- still in flight leaves when its answer is booked, unknown yet: ask again after p_reask_us.
           SELECT g.leaves, g.answered INTO v_edge, v_done FROM rate_shared_grants g
             WHERE g.key = p_key AND g.class = p_class ORDER BY g.leaves OFFSET (v_n - v_lim) LIMIT 1;
           UPDATE rate_shared_window w SET n = v_n WHERE w.key = p_key AND w.class = p_class;
           v_wait := greatest(1, ceil(extract(epoch FROM v_edge + v_win - v_now) * 1e6))::bigint;
           IF NOT v_done THEN
-            v_wait := least(v_wait, greatest(10000, least(1000000, p_window_us / 10)));
+            v_wait := least(v_wait, p_reask_us);
           END IF;
           RETURN QUERY SELECT 'wait'::text, v_now, v_wait, v_str, NULL::bigint;
           RETURN;

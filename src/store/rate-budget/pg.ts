@@ -1,4 +1,5 @@
 import type { Clock } from '../../lib/clock.js';
+import { reAskMs } from '../../lib/rate-window.js';
 import type { Logger } from '../../lib/logger.js';
 import { inTransaction, type PgPool } from '../pg/pool.js';
 
@@ -137,6 +138,7 @@ export class PgSharedRateBudget {
   async take(cls: RateClass): Promise<TakeResult> {
     await this.adoptLegacy();
     const { limit, slowLimit, windowUs } = this.params[cls];
+    const reAskUs = reAskMs(windowUs / 1000) * 1000;
     const r = await this.opts.pool.query<{
       decision: string;
       at_us: string;
@@ -145,8 +147,8 @@ export class PgSharedRateBudget {
       grant_id: string | null;
     }>(
       `SELECT decision, (extract(epoch FROM at) * 1000000)::bigint AS at_us, wait_us, strikes, grant_id
-         FROM boarding_rate_take_window($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [this.opts.key, cls, limit, slowLimit, windowUs, this.stopAt, STRIKE_WINDOW_US, this.flightUs],
+         FROM boarding_rate_take_window($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [this.opts.key, cls, limit, slowLimit, windowUs, this.stopAt, STRIKE_WINDOW_US, this.flightUs, reAskUs],
     );
     const row = r.rows[0];
     if (!row) throw new Error('boarding_rate_take_window returned no row');
