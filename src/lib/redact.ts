@@ -188,11 +188,24 @@ const SCRUB_TRIGGER = /[_:=-]|\d{9}|bearer/i;
 /** What scrubSecrets replaces needs one of these: `_` (keys, whsec_), `:` (a URL), `=` (a password), Bearer. */
 const SECRET_TRIGGER = /[_:=]|bearer/i;
 
-/** Keys, secrets, bearer tokens and URLs' secrets: scrubText without the tax-id rules. */
+/** A word BEARER and CONNINFO_PASSWORD need (case-insensitive, as they match). */
+const BEARER_WORD = /bearer/i;
+const PASSWORD_WORD = /password/i;
+
+/**
+ * Keys, secrets, bearer tokens and URLs' secrets: scrubText without the tax-id rules. Each rule
+ * runs only on text holding the literal it needs (`_live_`/`_test_`, `whsec_`, `://`, `password`
+ * and `=`, `bearer`): most texts that reach here are ids with `_` or `:` and match none, and a
+ * rule's scan is dearer than the literal search (issue 44: every mapped record value comes here).
+ */
 function scrubSecrets(text: string): string {
-  return redactUrlsIn(text.replace(API_KEY, '[redacted-key]').replace(WEBHOOK_SECRET, '[redacted-secret]'))
-    .replace(CONNINFO_PASSWORD, '$1***')
-    .replace(BEARER, 'Bearer [redacted]');
+  let out = text;
+  if (out.includes('_live_') || out.includes('_test_')) out = out.replace(API_KEY, '[redacted-key]');
+  if (out.includes('whsec_')) out = out.replace(WEBHOOK_SECRET, '[redacted-secret]');
+  out = redactUrlsIn(out);
+  if (out.includes('=') && PASSWORD_WORD.test(out)) out = out.replace(CONNINFO_PASSWORD, '$1***');
+  if (BEARER_WORD.test(out)) out = out.replace(BEARER, 'Bearer [redacted]');
+  return out;
 }
 
 /**
@@ -295,6 +308,17 @@ const NOT_TAX_ID = /(type|last_?4|kind|present|source)$/i;
 /** Field names repeat from loan to loan: each is judged once (bounded, so hostile input cannot grow it). */
 const taxIdFieldMemo = new Map<string, boolean>();
 
+const credentialFieldMemo = new Map<string, boolean>();
+
+/** A key whose value is a credential (CREDENTIAL_FIELDS, any case), judged once per name like isTaxIdField. */
+function isCredentialField(name: string): boolean {
+  const known = credentialFieldMemo.get(name);
+  if (known !== undefined) return known;
+  const is = CREDENTIAL_FIELD.test(name);
+  if (credentialFieldMemo.size < 5000) credentialFieldMemo.set(name, is);
+  return is;
+}
+
 export function isTaxIdField(name: string): boolean {
   const known = taxIdFieldMemo.get(name);
   if (known !== undefined) return known;
@@ -353,7 +377,7 @@ function maskValue(
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     out[k] =
-      CREDENTIAL_FIELD.test(k) && v !== null && v !== undefined && v !== ''
+      isCredentialField(k) && v !== null && v !== undefined && v !== ''
         ? '[redacted]'
         : maskValue(v, tins, depth + 1, k);
   }
