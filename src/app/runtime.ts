@@ -108,7 +108,7 @@ async function tracedStore(
   overrides: RuntimeOverrides,
 ): Promise<{ tracing: Tracing | null; db: StoreDb; closeStore: () => Promise<void> }> {
   const settings = tracingSettings(config.telemetry, overrides.env ?? process.env, CONNECTOR_VERSION);
-  const tracing = settings && startTracing(settings, logger.child({ component: 'traces' }));
+  const tracing = settings && (await startTracing(settings, logger.child({ component: 'traces' })));
   try {
     const db =
       overrides.db ?? (await openStore(storeTarget(config), { onWarning: (m) => logger.warn(m), logger }));

@@ -73,7 +73,7 @@ describe('spans through lib/tracing.ts, exported to a real OTLP receiver', () =>
 
   it('scrubs names and attributes, injects traceparent, and stamps log lines with the trace id', async () => {
     receiver = await startOtlpReceiver();
-    tracing = startTracing(
+    tracing = await startTracing(
       tracingSettings(on(receiver.url), { OTEL_BSP_SCHEDULE_DELAY: '10' }, 'v')!,
       silentLogger(),
     );
@@ -129,7 +129,7 @@ describe('spans through lib/tracing.ts, exported to a real OTLP receiver', () =>
         { OTEL_BSP_SCHEDULE_DELAY: '60000' },
         'v',
       )!;
-      tracing = startTracing(settings, silentLogger());
+      tracing = await startTracing(settings, silentLogger());
       const started = Date.now();
       for (let i = 0; i < 40; i++) await inSpan(`s${i}`, {}, () => Promise.resolve());
       expect(Date.now() - started).toBeLessThan(1000);
