@@ -329,35 +329,41 @@ export function isTaxIdField(name: string): boolean {
 
 const last4Mask = (digits: string): string => `*****${digits.slice(-4)}`;
 
-/** A loan's tax id written with or without separators (123-45-6789, 12 3456789, 123456789). */
-function spacedTin(t: string): RegExp {
-  return new RegExp(
-    `(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ` +
-      `]?${t.slice(5)}(?!\\d)|(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`,
-    'g',
-  );
+/**
+ * A tax id's shapes, whatever its digits: 123-45-6789 or 12-3456789 with `-`, a space or nothing
+ * between the groups, not inside a longer run of digits. maskValue keeps a match whose digits are
+ * one of the loan's tax ids.
+ */
+const TIN_SHAPE = /(?<!\d)(?:\d{3}[- ]?\d{2}[- ]?\d{4}|\d{2}[- ]?\d{7})(?!\d)/g;
+
+interface LoanTins {
+  /** The loan's tax ids, digits only. */
+  digits: ReadonlySet<string>;
+  /** Their last 4 digits: a text holding none of them holds none of the tax ids. */
+  last4: readonly string[];
 }
 
 /**
  * Mapped records as the state database keeps them and the console shows them: a field that is a
  * tax id (by name) becomes `*****` + its last 4; the loan's own tax ids (`tins`: the EIN/SSN
- * digits of its entities) are masked wherever else they appear; dashed tax ids, keys and secrets
- * as in any stored text. Other 9-digit values stay: a bank's 9-digit CIF or account number is not
- * a tax id (redactPayload masked every one of them).
+ * digits of its entities) are masked wherever else they appear, in any of TIN_SHAPE's spellings;
+ * dashed tax ids, keys and secrets as in any stored text. Other 9-digit values stay: a bank's
+ * 9-digit CIF or account number is not a tax id (redactPayload masked every one of them).
  */
 export function maskRecordFields(value: unknown, tins: readonly string[]): unknown {
-  // Each tax id's pattern is compiled once per call, not once per value holding its last 4 digits
-  // (amounts and dates often do): compiling them was most of the masking's cost (issue 37).
-  const patterns = tins.map((t) => ({ last4: t.slice(-4), re: spacedTin(t) }));
-  return maskValue(value, patterns, 0, '');
+  // One pattern for every loan (TIN_SHAPE), the digits looked up: a pattern per tax id was compiled
+  // again for every loan (each has its own), most of the masking's cost (issue 44).
+  const loanTins: LoanTins = { digits: new Set(tins), last4: [...new Set(tins.map((t) => t.slice(-4)))] };
+  return maskValue(value, loanTins, 0, '');
 }
 
-function maskValue(
-  value: unknown,
-  tins: ReadonlyArray<{ last4: string; re: RegExp }>,
-  depth: number,
-  key: string,
-): unknown {
+/** Every spelling of one of the loan's tax ids in text replaced by `[redacted-tin]`. */
+function maskLoanTins(text: string, tins: LoanTins): string {
+  if (!tins.last4.some((l) => text.includes(l))) return text;
+  return text.replace(TIN_SHAPE, (m) => (tins.digits.has(m.replace(/[- ]/g, '')) ? '[redacted-tin]' : m));
+}
+
+function maskValue(value: unknown, tins: LoanTins, depth: number, key: string): unknown {
   if (typeof value === 'string') {
     if (key !== '' && isTaxIdField(key)) {
       const digits = value.replace(/\D/g, '');
@@ -367,8 +373,7 @@ function maskValue(
     // Dates and ids carry dashes: only a dashed tax id needs one, the secrets need `_`, `:`, `=` or Bearer.
     let out = SECRET_TRIGGER.test(value) ? scrubSecrets(value) : value;
     if (out.includes('-')) out = out.replace(TIN_DASHED, '[redacted-tin]');
-    for (const t of tins) if (out.includes(t.last4)) out = out.replace(t.re, '[redacted-tin]');
-    return out;
+    return maskLoanTins(out, tins);
   }
   if (typeof value === 'number' && key !== '' && isTaxIdField(key)) return last4Mask(String(value));
   if (value === null || typeof value !== 'object') return value;

@@ -169,6 +169,72 @@ describe('records shown and kept (maskRecordFields)', () => {
     );
     expect(masked[0]?.fields).toEqual({ memo: 'ref [redacted-tin]', other: '[redacted-tin]' });
   });
+  it('a loan’s tax id is masked in each spelling (dashes, spaces, none), and only where it stands alone', () => {
+    const masked = maskRecords(
+      [
+        {
+          type: 'x',
+          externalId: 'e',
+          fields: {
+            a: 'ssn 123-45-6789, 123 45 6789, 12-3456789, 12 3456789, 123456789',
+            b: 'not it: 1234567890 9123456789 123-45-67890 0-123-45-6789',
+            c: 'another 9-digit value 987654321 stays, the loan’s 111 22 3333 goes',
+          },
+        },
+      ],
+      { entities: { businesses: [{ id: 'b', ein: '123456789' }], people: [{ id: 'p', ssn: '111223333' }] } },
+    );
+    expect(masked[0]?.fields).toEqual({
+      a: 'ssn [redacted-tin], [redacted-tin], [redacted-tin], [redacted-tin], [redacted-tin]',
+      b: 'not it: 1234567890 9123456789 123-45-67890 0-[redacted-tin]',
+      c: 'another 9-digit value 987654321 stays, the loan’s [redacted-tin] goes',
+    });
+  });
+
+  it('masks exactly what a pattern of each tax id’s own digits masks (seeded texts dense in digits and separators)', () => {
+    // The reference: one pattern per tax id, as maskRecordFields compiled before issue 44.
+    const own = (t: string): RegExp =>
+      new RegExp(
+        `(?<!\\d)${t.slice(0, 3)}[- ]?${t.slice(3, 5)}[- ]?${t.slice(5)}(?!\\d)|` +
+          `(?<!\\d)${t.slice(0, 2)}[- ]?${t.slice(2)}(?!\\d)`,
+        'g',
+      );
+    let seed = 7;
+    const rand = (): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x7fffffff;
+    };
+    const pick = (s: string): string => s[Math.floor(rand() * s.length)] ?? '';
+    for (let i = 0; i < 5000; i++) {
+      const digits = '0123456789'.slice(0, 2 + Math.floor(rand() * 8));
+      const tins = Array.from({ length: 1 + Math.floor(rand() * 3) }, () =>
+        Array.from({ length: 9 }, () => pick(digits)).join(''),
+      );
+      let text = '';
+      for (let k = Math.floor(rand() * 40); k > 0; k--) {
+        const x = rand();
+        const t = tins[Math.floor(rand() * tins.length)] ?? '';
+        if (x < 0.1) {
+          // The tax id in one of its spellings: groups 3-2-4 or 2-7, each gap `-`, a space or none.
+          const groups =
+            rand() < 0.5 ? [t.slice(0, 3), t.slice(3, 5), t.slice(5)] : [t.slice(0, 2), t.slice(2)];
+          text += groups.reduce((a, g) => `${a}${['-', ' ', ''][Math.floor(rand() * 3)] ?? ''}${g}`);
+        } else if (x < 0.8) text += pick(digits);
+        else if (x < 0.9) text += pick('- ');
+        else text += 'x';
+      }
+      let expected = text;
+      for (const t of tins) expected = expected.replace(own(t), '[redacted-tin]');
+      // The text has no dashed 3-2-4 / 2-7 run that is not the loan's (TIN_DASHED masks those too).
+      const got = maskRecords([{ type: 'x', externalId: 'e', fields: { v: text } }], {
+        entities: { businesses: tins.map((ein, n) => ({ id: `b${n}`, ein })), people: [] },
+      })[0]?.fields['v'];
+      expect(got, JSON.stringify({ text, tins })).toBe(
+        expected.replace(/(?<![\d-])(\d{3}-\d{2}-\d{4}|\d{2}-\d{7})(?![\d-])/g, '[redacted-tin]'),
+      );
+    }
+  });
+
   it('dashed values (dates, ids) stay as they are, and a dashed tax id or a secret among dashes is still masked', () => {
     const fields = {
       date: '2026-01-05',
