@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable, Writable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { Dispatcher } from 'undici';
 import type { Logger } from '../lib/logger.js';
 import type { DownloadResult } from './api.js';
@@ -189,27 +189,21 @@ async function downloadWithin(
   }
   const hash = createHash('sha256');
   let bytes = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      bytes += chunk.length;
-      if (bytes > opts.maxBytes) {
-        cb(
-          new PlatformError({
-            code: 'download.too_large',
-            operation: 'download',
-            method: 'GET',
-            path: where,
-            message: `GET ${where}: body exceeds the ${opts.maxBytes}-byte cap`,
-          }),
-        );
-        return;
-      }
-      hash.update(chunk);
-      cb(null, chunk);
-    },
-  });
+  const meter = (chunk: Buffer): void => {
+    bytes += chunk.length;
+    if (bytes > opts.maxBytes) {
+      throw new PlatformError({
+        code: 'download.too_large',
+        operation: 'download',
+        method: 'GET',
+        path: where,
+        message: `GET ${where}: body exceeds the ${opts.maxBytes}-byte cap`,
+      });
+    }
+    hash.update(chunk);
+  };
   try {
-    await pipeline(res.body, meter, sink, signal ? { signal } : {});
+    await pumpInto(res.body, sink, meter, signal);
   } catch (err) {
     deps.onOutcome?.('failed');
     const e = err instanceof PlatformError ? err : (overDeadline() ?? classifyThrown(ctx, err, opts.signal));
@@ -220,4 +214,80 @@ async function downloadWithin(
   const ct = res.headers['content-type'];
   deps.logger.debug({ url: where, bytes, ms: Date.now() - started }, 'document downloaded');
   return { sha256: hash.digest('hex'), bytes, contentType: typeof ct === 'string' ? ct : null };
+}
+
+/**
+ * The body into the sink, each chunk shown to `onChunk` first (it may throw to stop), with the
+ * sink's backpressure; then the sink ended and finished. On a failure of the body, the sink,
+ * onChunk or the signal, both streams are destroyed and the first error is thrown. What
+ * `pipeline(body, meter, sink)` did, without the Transform and the AbortController pipeline makes
+ * for each call and aborts at its end: a DOMException with its stack for every document (issue 44).
+ */
+export async function pumpInto(
+  body: Readable,
+  sink: Writable,
+  onChunk: (chunk: Buffer) => void,
+  signal?: AbortSignal,
+): Promise<void> {
+  // Set by the sink's listeners (a cast, so the checks below are not narrowed to null).
+  let failed = null as { err: Error } | null;
+  // A sink that fails while the body is quiet stops the body at once (it may be stalled).
+  const onSinkFailed = (): void => {
+    if (sink.writableFinished) return;
+    const err = sink.errored ?? sinkClosed();
+    failed ??= { err };
+    body.destroy(err);
+  };
+  sink.on('error', onSinkFailed);
+  sink.on('close', onSinkFailed);
+  try {
+    signal?.throwIfAborted();
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (failed !== null) break;
+      onChunk(chunk);
+      if (!sink.write(chunk)) await drained(sink, signal);
+    }
+    if (failed !== null) throw failed.err;
+    sink.end();
+    await finished(sink, { cleanup: true });
+  } catch (err) {
+    const first = failed?.err ?? err;
+    body.destroy();
+    sink.destroy(first instanceof Error ? first : new Error(String(first)));
+    throw first;
+  } finally {
+    // Kept on a failed sink: its destroy may still emit 'error', which must find a listener.
+    if (failed === null && sink.writableFinished) {
+      sink.off('error', onSinkFailed);
+      sink.off('close', onSinkFailed);
+    }
+  }
+}
+
+function sinkClosed(): Error {
+  return new Error('the document sink closed before the download ended');
+}
+
+/** Resolves at the sink's next 'drain'; rejects if it closes first or the signal aborts. */
+function drained(sink: Writable, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const done = (err?: Error): void => {
+      sink.off('drain', onDrain);
+      sink.off('close', onClose);
+      signal?.removeEventListener('abort', onAbort);
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onDrain = (): void => done();
+    const onClose = (): void => done(sink.errored ?? sinkClosed());
+    const onAbort = (): void => {
+      const reason: unknown = signal?.reason;
+      done(reason instanceof Error ? reason : new Error('the download was aborted'));
+    };
+    if (sink.destroyed) return onClose();
+    if (signal?.aborted === true) return onAbort();
+    sink.once('drain', onDrain);
+    sink.once('close', onClose);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
