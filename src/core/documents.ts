@@ -3,6 +3,7 @@ import { finished } from 'node:stream/promises';
 import type { Logger } from '../lib/logger.js';
 import type { PlatformApi } from '../platform/api.js';
 import type { DocumentFetcher } from './port.js';
+import { afterDrain } from '../lib/streams.js';
 
 export interface DocumentFetcherOptions {
   /** Size cap per document (config `boarding.documentMaxBytes`); the platform client enforces it. */
@@ -84,20 +85,8 @@ class SinkGuard extends Writable {
       cb(new Error('document sink closed'));
       return;
     }
-    const onError = (err: Error): void => {
-      this.target.off('drain', onDrain);
-      cb(err);
-    };
-    const onDrain = (): void => {
-      this.target.off('error', onError);
-      cb();
-    };
-    if (this.target.write(chunk)) {
-      cb();
-    } else {
-      this.target.once('drain', onDrain);
-      this.target.once('error', onError);
-    }
+    if (this.target.write(chunk)) cb();
+    else afterDrain(this.target, cb);
   }
 
   override _final(cb: (err?: Error | null) => void): void {

@@ -26,6 +26,7 @@ import { documentFileName, safeId } from '../core/safe-name.js';
 import type { ImagingBatchRow, ImagingDocumentRow, ImagingStore } from '../store/imaging.js';
 import { compileImagingLayout, type ImagingLayout } from './layout.js';
 import { checkRecord, documentContext, evaluateRecord, renderIndex, type IndexDocument } from './render.js';
+import { afterDrain } from '../lib/streams.js';
 
 /**
  * The imaging export: each boarded loan's documents into `imaging.dir` for the bank's importer
@@ -284,16 +285,7 @@ export class ImagingExport {
         write(chunk: Buffer, _enc, cb) {
           if (spool !== null && !broken) spool.write(chunk);
           if (sink.write(chunk)) return cb();
-          const onDrain = (): void => {
-            sink.off('error', onError);
-            cb();
-          };
-          const onError = (err: Error): void => {
-            sink.off('drain', onDrain);
-            cb(err);
-          };
-          sink.once('drain', onDrain);
-          sink.once('error', onError);
+          afterDrain(sink, cb);
         },
         final(cb) {
           sink.end();

@@ -3,6 +3,7 @@ import type { TelemetryConfig } from '../config/schema.js';
 import { ConfigError, errorMessage } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { redactUrl, scrubText } from '../lib/redact.js';
+
 /**
  * OpenTelemetry traces (docs/operations.md "Traces"): the SDK behind the spans src/lib/tracing.ts
  * makes. Off unless an OTLP endpoint is configured; OTLP/HTTP with JSON bodies to the collector.

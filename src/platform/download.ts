@@ -8,6 +8,7 @@ import { findRefusal, type DocumentHostGuard } from './download-guard.js';
 import { classifyThrown, PlatformError } from './errors.js';
 import { redactUrl } from '../lib/redact.js';
 import { withLinkedSignal } from '../lib/signals.js';
+import { drained } from '../lib/streams.js';
 
 /**
  * Fetches a presigned address. The signature in the query string IS the credential, so: no
@@ -266,28 +267,4 @@ export async function pumpInto(
 
 function sinkClosed(): Error {
   return new Error('the document sink closed before the download ended');
-}
-
-/** Resolves at the sink's next 'drain'; rejects if it closes first or the signal aborts. */
-function drained(sink: Writable, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const done = (err?: Error): void => {
-      sink.off('drain', onDrain);
-      sink.off('close', onClose);
-      signal?.removeEventListener('abort', onAbort);
-      if (err === undefined) resolve();
-      else reject(err);
-    };
-    const onDrain = (): void => done();
-    const onClose = (): void => done(sink.errored ?? sinkClosed());
-    const onAbort = (): void => {
-      const reason: unknown = signal?.reason;
-      done(reason instanceof Error ? reason : new Error('the download was aborted'));
-    };
-    if (sink.destroyed) return onClose();
-    if (signal?.aborted === true) return onAbort();
-    sink.once('drain', onDrain);
-    sink.once('close', onClose);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
