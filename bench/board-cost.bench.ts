@@ -18,6 +18,12 @@
  *   BENCH_BOARD_COST_LOANS   loans for the counted run (0 skips part 1)
  *   BENCH_BOARD_COST_SIZES   sizes for the CPU runs ("" skips part 2)
  *   BENCH_BOARD_COST_TOP     how many statements to list (default 25)
+ *   BENCH_BOARD_COST_AGAINST another checkout, built (`npm run build` there): part 2 then runs it and
+ *                            this one at the same time at each size, twice with the order of
+ *                            their starts swapped, and prints the two side by side. On a shared
+ *                            machine one build's CPU per loan moves ±30 % from one run to the next;
+ *                            two runs side by side see the same machine, and a build measured
+ *                            against itself this way agreed within 1 % (docs/operations.md).
  *   BENCH_BOARD_COST_TIME    1: also time each statement (wall, a COMMIT's fsync included) and list
  *                            the statements that took longest per board
  *   BENCH_SCALE_BUILD        0 to skip `npm run build` (dist/ must be current)
@@ -29,7 +35,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { measure, report, type Run } from './sync-once.js';
+import { SLICE, measure, report, type Run } from './sync-once.js';
 
 const COUNT_LOANS = Number(process.env['BENCH_BOARD_COST_LOANS'] ?? 1000);
 const SIZES = (process.env['BENCH_BOARD_COST_SIZES'] ?? '3000,30000')
@@ -38,6 +44,7 @@ const SIZES = (process.env['BENCH_BOARD_COST_SIZES'] ?? '3000,30000')
   .filter((n) => Number.isInteger(n) && n > 0);
 const TOP = Number(process.env['BENCH_BOARD_COST_TOP'] ?? 25);
 const TIME = process.env['BENCH_BOARD_COST_TIME'] === '1';
+const AGAINST = process.env['BENCH_BOARD_COST_AGAINST'];
 const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), 'sql-count.js');
 
 interface Counts {
@@ -120,12 +127,39 @@ async function counted(loans: number): Promise<void> {
   }
 }
 
+/** Part 2 against another build: both at once at each size, so both see the same machine. */
+async function sideBySide(against: string): Promise<void> {
+  for (const n of SIZES) {
+    for (const round of [1, 2]) {
+      // The build started first may get a head start on a busy machine: swap the order once.
+      const builds: Array<string | undefined> = round === 1 ? [undefined, against] : [against, undefined];
+      const runs = await Promise.all(builds.map((build) => measure('sqlite', n, null, { build })));
+      const line = (r: Run, label: string): string =>
+        `  ${label}: ${(r.cpuMs / r.loans).toFixed(2)} ms CPU per loan (main thread ${(r.mainThreadCpuMs / r.loans).toFixed(2)}, ` +
+        `system ${(r.systemCpuMs / r.loans).toFixed(2)}), last ${Math.min(SLICE, Math.floor(r.loans / 2))} boards ${r.last.cpu.toFixed(2)}; ` +
+        `boarded ${r.boarded}, duplicate acks ${r.duplicateAcks}, 429s ${r.rateLimited}`;
+      const mine = runs[builds.indexOf(undefined)] as Run;
+      const theirs = runs[builds.indexOf(against)] as Run;
+      console.log(`${n} loans, side by side (round ${round}):`);
+      console.log(line(mine, 'this build   '));
+      console.log(line(theirs, `${against}`));
+      console.log(
+        `  this ÷ that: ${(mine.cpuMs / theirs.cpuMs).toFixed(3)} (last boards ${(mine.last.cpu / theirs.last.cpu).toFixed(3)})`,
+      );
+    }
+  }
+}
+
 async function main(): Promise<void> {
   if (process.env['BENCH_SCALE_BUILD'] !== '0') {
     const b = spawnSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' });
     if (b.status !== 0) throw new Error('npm run build failed');
   }
   if (Number.isInteger(COUNT_LOANS) && COUNT_LOANS > 0) await counted(COUNT_LOANS);
+  if (AGAINST !== undefined && AGAINST !== '') {
+    await sideBySide(AGAINST);
+    return;
+  }
   const runs: Run[] = [];
   for (const n of SIZES) {
     const r = await measure('sqlite', n, null);
