@@ -31,11 +31,11 @@
  * Never fails on figures: it prints them beside their targets.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SLICE, measure, report, type Run } from './sync-once.js';
+import { measure, report, sliceOf, type Run } from './sync-once.js';
 
 const COUNT_LOANS = Number(process.env['BENCH_BOARD_COST_LOANS'] ?? 1000);
 const SIZES = (process.env['BENCH_BOARD_COST_SIZES'] ?? '3000,30000')
@@ -128,7 +128,12 @@ async function counted(loans: number): Promise<void> {
 }
 
 /** Part 2 against another build: both at once at each size, so both see the same machine. */
-async function sideBySide(against: string): Promise<void> {
+async function sideBySide(dir: string): Promise<void> {
+  const against = resolve(dir);
+  if (!existsSync(join(against, 'dist/main.js')))
+    throw new Error(
+      `BENCH_BOARD_COST_AGAINST: ${against} holds no dist/main.js (a checkout, built with \`npm run build\` there)`,
+    );
   for (const n of SIZES) {
     for (const round of [1, 2]) {
       // The build started first may get a head start on a busy machine: swap the order once.
@@ -136,7 +141,7 @@ async function sideBySide(against: string): Promise<void> {
       const runs = await Promise.all(builds.map((build) => measure('sqlite', n, null, { build })));
       const line = (r: Run, label: string): string =>
         `  ${label}: ${(r.cpuMs / r.loans).toFixed(2)} ms CPU per loan (main thread ${(r.mainThreadCpuMs / r.loans).toFixed(2)}, ` +
-        `system ${(r.systemCpuMs / r.loans).toFixed(2)}), last ${Math.min(SLICE, Math.floor(r.loans / 2))} boards ${r.last.cpu.toFixed(2)}; ` +
+        `system ${(r.systemCpuMs / r.loans).toFixed(2)}), last ${sliceOf(r.loans)} boards ${r.last.cpu.toFixed(2)}; ` +
         `boarded ${r.boarded}, duplicate acks ${r.duplicateAcks}, 429s ${r.rateLimited}`;
       const mine = runs[builds.indexOf(undefined)] as Run;
       const theirs = runs[builds.indexOf(against)] as Run;

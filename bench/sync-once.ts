@@ -20,6 +20,11 @@ export const READS = 5000;
 export const WRITES = 2000;
 export const SAMPLE_MS = 100;
 export const SLICE = 1000;
+
+/** How many boards the first and last slices of a run hold: SLICE, or half a smaller run. */
+export function sliceOf(loans: number): number {
+  return Math.min(SLICE, Math.floor(loans / 2));
+}
 const IO_EXPR = `expr: 'paymentFrequency = "irregular payments" ? null : $interestOnlyPeriods(monthsInterestOnly, paymentFrequency)'`;
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -369,7 +374,7 @@ export async function measure(
       rateLimited?: number;
     };
     const sandboxCpuMs = cpuMs(sandbox.child.pid as number) ?? 0;
-    const slice = Math.min(SLICE, Math.floor(loans / 2));
+    const slice = sliceOf(loans);
     const start = at(samples, 0);
     const firstEnd = at(samples, slice);
     const lastStart = at(samples, loans - slice);
@@ -402,7 +407,7 @@ export async function measure(
 }
 
 export function report(r: Run): void {
-  const slice = Math.min(SLICE, Math.floor(r.loans / 2));
+  const slice = sliceOf(r.loans);
   console.log(
     [
       `${r.engine} · sync --once over ${r.loans} loans: exit ${r.exit}, boarded ${r.boarded}, quarantined ${r.quarantined}; sandbox acks ${r.acks}, duplicate acks ${r.duplicateAcks}, 429s ${r.rateLimited}`,
