@@ -98,14 +98,7 @@ export function cpuMs(pid: number): number | null {
 
 /** User and system CPU time of a process so far, in ms; null once it is gone. */
 export function cpuTimes(pid: number): { user: number; system: number } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { user: (Number(f[11]) * 1000) / CLK_TCK, system: (Number(f[12]) * 1000) / CLK_TCK };
-  } catch {
-    return null;
-  }
+  return statTimes(`/proc/${pid}/stat`);
 }
 
 /**
@@ -114,10 +107,17 @@ export function cpuTimes(pid: number): { user: number; system: number } | null {
  * the optimising compiler, both of which a longer run spreads) and the libuv pool (fsyncs).
  */
 export function mainThreadCpuMs(pid: number): number | null {
+  const t = statTimes(`/proc/${pid}/task/${pid}/stat`);
+  return t === null ? null : t.user + t.system;
+}
+
+/** utime and stime of a /proc stat file (a process's or one thread's), in ms; null once it is gone. */
+function statTimes(path: string): { user: number; system: number } | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
+    // Fields after the command name (which may hold spaces) start after the last ')'.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+    return { user: (Number(f[11]) * 1000) / CLK_TCK, system: (Number(f[12]) * 1000) / CLK_TCK };
   } catch {
     return null;
   }
